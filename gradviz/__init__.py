@@ -1,0 +1,72 @@
+"""gradviz: an interactive visual debugger for backpropagation.
+
+Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary teaching code;
+``gradviz.debug.backward(loss)`` steps through the backward pass node by node.
+"""
+
+__version__ = "0.1.0"
+
+from . import dtypes
+from ._tensor import Size, Tensor, is_tensor
+from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
+                     half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
+from . import ops
+from .ops import (abs, add, arange, as_tensor, clamp, clone, cos, div, empty, empty_like, eq,  # noqa: A004
+                  exp, expand, eye, flatten, from_numpy, full, full_like, ge, gt, le, linspace,
+                  log, logical_and, logical_not, logical_or, lt, manual_seed, matmul, mean, mul,
+                  ne, neg, ones, ones_like, permute, pow, rand, rand_like, randint, randn,
+                  randn_like, reciprocal, relu, reshape, sigmoid, sign, sin, sqrt, squeeze, sub,
+                  sum, t, tanh, tensor, transpose, unsqueeze, zeros, zeros_like)
+from . import autograd
+from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from . import debug
+from ._config import config, show_config
+
+clip = clamp
+mm = matmul
+bmm = matmul
+
+
+def numel(input):
+    return input.numel()
+
+
+def _register_notebook_display():
+    """In IPython, show a DebugSession as the widget (the widget layer is imported lazily)."""
+    import sys
+
+    if "IPython" not in sys.modules:
+        return
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "display_formatter"):
+        return
+
+    def show(session):
+        from .widget import display_session
+
+        display_session(session)
+
+    formatter = shell.display_formatter.ipython_display_formatter
+    formatter.for_type(debug.DebugSession, show)
+
+
+_register_notebook_display()
+
+__all__ = [
+    "Tensor", "Size", "is_tensor", "dtype", "dtypes", "autograd", "debug", "ops",
+    "float16", "float32", "float64", "half", "float", "double", "int8", "int16", "int32",
+    "int64", "uint8", "bool", "short", "int", "long", "get_default_dtype", "set_default_dtype",
+    "tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange", "linspace",
+    "eye", "randn", "rand", "randint", "manual_seed", "zeros_like", "ones_like", "full_like",
+    "empty_like", "randn_like", "rand_like",
+    "add", "sub", "mul", "div", "neg", "pow", "reciprocal", "exp", "log", "tanh", "sigmoid",
+    "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "clip", "lt", "le", "gt", "ge", "eq",
+    "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm",
+    "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
+    "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "show_config", "config", "__version__",
+]

@@ -1,0 +1,55 @@
+"""``gradviz.show_config()``: which engine build and front-end bundle are in use."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+
+import gradviz_ext
+
+__all__ = ["show_config", "config"]
+
+
+def config() -> dict:
+    """A dict describing this installation (engine mode, versions, widget bundle)."""
+    from . import __version__
+
+    info = {
+        "gradviz": __version__,
+        "engine": gradviz_ext.MODE,
+        "compiled": gradviz_ext.COMPILED,
+        "engine_module": gradviz_ext.engine.__file__,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+    }
+    try:
+        from .widget._bundle import bundle_info
+
+        info["widget_bundle"] = bundle_info()
+    except Exception as exc:  # the widget layer is optional for the engine
+        info["widget_bundle"] = {"error": f"{type(exc).__name__}: {exc}"}
+    return info
+
+
+def show_config() -> dict:
+    """Print and return :func:`config`: says whether the compiled core is in use.
+
+    Examples
+    --------
+    >>> import gradviz
+    >>> gradviz.show_config()["engine"] in ("compiled", "interpreted")  # doctest: +ELLIPSIS
+    gradviz ...
+    True
+    """
+    info = config()
+    print(f"gradviz {info['gradviz']}")
+    print(f"  engine:  {info['engine']} ({info['engine_module']})")
+    print(f"  python:  {info['python']}, numpy {info['numpy']}")
+    bundle = info["widget_bundle"]
+    if "error" in bundle:
+        print(f"  widget:  unavailable ({bundle['error']})")
+    else:
+        state = "fresh" if bundle.get("fresh") else "STALE"
+        print(f"  widget:  {bundle.get('path')} ({state})")
+    return info

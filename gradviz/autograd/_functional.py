@@ -1,0 +1,175 @@
+"""``backward`` and ``grad``: turn user arguments into a graph task and run it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gradviz_ext import engine as _engine
+
+from .._tensor import Tensor
+
+__all__ = ["backward", "grad", "make_graph_task"]
+
+
+def _as_tuple(value, what):
+    if isinstance(value, Tensor):
+        return (value,)
+    if isinstance(value, Sequence):
+        return tuple(value)
+    raise TypeError(f"{what} must be a Tensor or a sequence of Tensors, got {type(value).__name__}")
+
+
+def _make_grads(outputs, grad_outputs):
+    """PyTorch's _make_grads: default to ones for scalars, validate shapes and dtypes."""
+    from .. import ops
+
+    grads = []
+    for index, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not isinstance(out, Tensor):
+            raise TypeError(f"output {index} must be a Tensor, got {type(out).__name__}")
+        if g is None:
+            if out.requires_grad and out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not out.dtype.is_floating_point:
+                raise RuntimeError(
+                    f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
+                )
+            grads.append(ops.ones_like(out) if out.requires_grad else None)
+            continue
+        if not isinstance(g, Tensor):
+            raise TypeError(
+                f"gradients can be either Tensors or None, but got {type(g).__name__} at index {index}"
+            )
+        if g._data.shape != out._data.shape:
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{index}] has a shape of {g.shape} and "
+                f"output[{index}] has a shape of {out.shape}."
+            )
+        if g.dtype.is_floating_point != out.dtype.is_floating_point:
+            raise RuntimeError(
+                f"For complex Tensors, both grad_output and output are required to have the same "
+                f"dtype. Mismatch in dtype: grad_output[{index}] has a dtype of {g.dtype} and "
+                f"output[{index}] has a dtype of {out.dtype}."
+            )
+        grads.append(g)
+    return grads
+
+
+def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                    inputs=None, capture=None, observer=None):
+    """Validate backward's arguments and build the (not yet started) graph task.
+
+    Shared by ``backward``, ``grad`` and ``gradviz.debug.backward`` so all three accept and
+    reject exactly the same arguments.
+    """
+    outputs = _as_tuple(tensors, "tensors")
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(outputs)
+    else:
+        grad_tensors = _as_tuple(grad_tensors, "grad_tensors") if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
+    if len(grad_tensors) != len(outputs):
+        raise RuntimeError(
+            f"got {len(grad_tensors)} tensors and {len(outputs)} gradients"
+        )
+    grads = _make_grads(outputs, grad_tensors)
+    roots, root_grads = [], []
+    for index, (out, g) in enumerate(zip(outputs, grads)):
+        if not out.requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+        roots.append(_engine.gradient_edge(out))
+        root_grads.append(g)
+    if retain_graph is None:
+        retain_graph = create_graph
+    accumulate_into = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs, "inputs")
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        accumulate_into = [_input_edge(t, i, "backward") for i, t in enumerate(inputs)]
+    return _engine.GraphTask(roots, root_grads, keep_graph=retain_graph,
+                             create_graph=create_graph, capture=capture,
+                             accumulate_into=accumulate_into, observer=observer)
+
+
+def _input_edge(tensor, index, caller):
+    if not isinstance(tensor, Tensor):
+        raise TypeError(f"{caller}: inputs[{index}] must be a Tensor, got {type(tensor).__name__}")
+    if not tensor.requires_grad:
+        raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+    return _engine.gradient_edge(tensor)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate the gradients of ``tensors`` into the ``.grad`` of the graph's leaves.
+
+    Parameters
+    ----------
+    tensors : Tensor or sequence of Tensors
+        Roots of the backward pass.
+    grad_tensors : Tensor or sequence, optional
+        The gradient of some loss with respect to each root; may be omitted for scalars.
+    retain_graph : bool, optional
+        Keep saved tensors so the graph can be differentiated again (default:
+        ``create_graph``).
+    create_graph : bool
+        Record the backward computation, for higher-order gradients.
+    inputs : sequence of Tensors, optional
+        Accumulate only into these tensors' ``.grad``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> torch.autograd.backward((x * x).sum())
+    >>> x.grad
+    tensor([2., 4.])
+    """
+    if grad_variables is not None:
+        grad_tensors = grad_variables
+    task = make_graph_task(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
+    task.run()
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """The gradients of ``outputs`` with respect to ``inputs``, without touching ``.grad``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([3.0], requires_grad=True)
+    >>> torch.autograd.grad((x ** 2).sum(), x)
+    (tensor([6.]),)
+    """
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported by gradviz yet")
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if materialize_grads and allow_unused is False:
+        raise ValueError(
+            "Expected allow_unused to be True or not passed when materialize_grads=True, "
+            "but got: allow_unused=False."
+        )
+    input_tuple = _as_tuple(inputs, "inputs")
+    capture = [_input_edge(t, i, "grad") for i, t in enumerate(input_tuple)]
+    task = make_graph_task(outputs, grad_outputs, retain_graph, create_graph, capture=capture)
+    captured = task.run()
+    results = []
+    for index, (value, tensor) in enumerate(zip(captured, input_tuple)):
+        if value is None:
+            if materialize_grads:
+                from .. import ops
+
+                value = ops.zeros_like(tensor)
+            elif not allow_unused:
+                raise RuntimeError(
+                    f"The differentiated Tensor at index {index} appears to not have been used "
+                    "in the graph. Set allow_unused=True if this is the desired behavior."
+                )
+        elif not create_graph and value.requires_grad:
+            value = value.detach()
+        results.append(value)
+    return tuple(results)

@@ -1,0 +1,119 @@
+"""Differentiable built-in operations.
+
+Importing this package registers every op in :data:`TABLE`, attaches the Tensor methods
+(``x + y``, ``x.sum()``, ...) and gives the engine the tensor operations it needs
+(``gradviz_ext.engine.install_runtime``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .. import _tensor
+from .._tensor import Tensor, _describe, _wrap
+from . import _creation, _pointwise, _reduction, _shape
+from ._creation import *  # noqa: F401,F403
+from ._pointwise import *  # noqa: F401,F403
+from ._reduction import *  # noqa: F401,F403
+from ._registry import TABLE, Op, OpNode, apply
+from ._shape import *  # noqa: F401,F403
+
+__all__ = (["TABLE", "Op", "OpNode", "apply"] + _creation.__all__ + _pointwise.__all__
+           + _reduction.__all__ + _shape.__all__)
+
+P, R, S = _pointwise, _reduction, _shape
+
+
+def _swap(fn):
+    return lambda self, other: fn(self, other)
+
+
+def _reflected(fn):
+    return lambda self, other: fn(other, self)
+
+
+def _size_args(fn):
+    return lambda self, *shape: fn(self, *shape)
+
+
+def _float_method(dtype_name):
+    from .. import dtypes
+
+    target = getattr(dtypes, dtype_name)
+    return lambda self: P.to(self, target)
+
+
+def _sum_method(self, dim=None, keepdim=False, *, dtype=None):
+    return R.sum(self, dim, keepdim, dtype=dtype)
+
+
+def _mean_method(self, dim=None, keepdim=False, *, dtype=None):
+    return R.mean(self, dim, keepdim, dtype=dtype)
+
+
+def _rtruediv(self, other):
+    return P.rdiv(self, other)
+
+
+def _rpow(self, other):
+    return P.pow(other, self)
+
+
+_tensor.install_methods({
+    "__add__": P.add, "__radd__": _reflected(P.add), "add": P.add,
+    "__sub__": P.sub, "__rsub__": P.rsub, "sub": P.sub,
+    "__mul__": P.mul, "__rmul__": _reflected(P.mul), "mul": P.mul,
+    "__truediv__": P.div, "__rtruediv__": _rtruediv, "div": P.div,
+    "__neg__": P.neg, "neg": P.neg, "__pos__": lambda self: self,
+    "__pow__": P.pow, "__rpow__": _rpow, "pow": P.pow,
+    "__matmul__": R.matmul, "__rmatmul__": _reflected(R.matmul), "matmul": R.matmul,
+    "__lt__": P.lt, "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__eq__": P.eq, "__ne__": P.ne,
+    "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne,
+    "__and__": lambda self, other: P._bitwise(P._BITWISE_AND, self, other),
+    "__or__": lambda self, other: P._bitwise(P._BITWISE_OR, self, other),
+    "__invert__": lambda self: P.logical_not(self) if self.dtype.name == "bool" else P.apply(P._BITWISE_NOT, self),
+    "logical_and": P.logical_and, "logical_or": P.logical_or, "logical_not": P.logical_not,
+    "exp": P.exp, "log": P.log, "tanh": P.tanh, "sigmoid": P.sigmoid, "relu": P.relu,
+    "sin": P.sin, "cos": P.cos, "sqrt": P.sqrt, "abs": P.abs, "__abs__": P.abs, "sign": P.sign,
+    "reciprocal": P.reciprocal, "clamp": P.clamp, "clip": P.clamp,
+    "to": P.to, "float": _float_method("float32"), "double": _float_method("float64"),
+    "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
+    "bool": _float_method("bool"), "type_as": lambda self, other: P.to(self, other.dtype),
+    "sum": _sum_method, "mean": _mean_method,
+    "reshape": S.reshape, "view": S.view, "flatten": S.flatten,
+    "transpose": S.transpose, "t": S.t, "permute": S.permute,
+    "unsqueeze": S.unsqueeze, "squeeze": S.squeeze, "expand": S.expand,
+    "expand_as": lambda self, other: S.expand(self, other._data.shape),
+    "view_as": lambda self, other: S.view(self, other._data.shape),
+    "reshape_as": lambda self, other: S.reshape(self, other._data.shape),
+    "clone": S.clone, "contiguous": lambda self: self,
+    "__getitem__": S.getitem,
+    "T": property(lambda self: S.permute(self, *reversed(range(self.ndim)))),
+    "mT": property(lambda self: S.transpose(self, -2, -1)),
+})
+
+
+def _add_inplace(target, grad):
+    """Engine runtime: ``target += grad`` on data, outside the graph (an owned buffer or ``.grad``)."""
+    np.add(target._data, grad._data, out=target._data, casting="unsafe")
+    target._version_counter.bump()
+    return target
+
+
+def _zeros(shape, dtype):
+    return _wrap(np.zeros(shape, dtype=dtype.numpy))
+
+
+_engine.install_runtime(
+    add=P.add,
+    add_inplace=_add_inplace,
+    clone=S.clone,
+    detach=Tensor.detach,
+    zeros=_zeros,
+    sum_to=R.sum_to,
+    cast=P.to,
+    make=_tensor._wrap,
+    describe=_describe,
+)

@@ -1,0 +1,393 @@
+"""Pointwise ops: arithmetic with broadcasting, unary math, comparisons, dtype conversion.
+
+Each op's backward rule sits right under its forward so one checks the other by eye.
+Broadcasting needs no code here: the engine reduces each gradient to its input's shape
+(Note [Engine order], step 4), as PyTorch's validate_outputs does.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor
+from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_nothing, saves_output
+
+__all__ = [
+    "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
+    "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "rdiv",
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "to",
+]
+
+
+def _check_operand(value, op_name):
+    if isinstance(value, Tensor) or isinstance(value, (numbers.Number, np.generic)):
+        return value
+    raise TypeError(
+        f"{op_name}(): expected a Tensor or a number as operand, got {type(value).__name__}"
+    )
+
+
+def _mul_saves(needs):
+    # like PyTorch's MulBackward0: keep `other` only if `self` needs grad, and vice versa
+    return tuple(i for i, keep in ((1, needs[0]), (0, needs[1])) if keep), False
+
+
+# ---- add / sub --------------------------------------------------------------------------
+
+ADD = Op("add", "AddBackward0",
+         forward=lambda a, b, alpha=1: np.add(a, b * alpha if alpha != 1 else b),
+         backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
+         dtype=promote)
+
+SUB = Op("sub", "SubBackward0",
+         forward=lambda a, b, alpha=1: np.subtract(a, b * alpha if alpha != 1 else b),
+         backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
+         dtype=promote)
+
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting."""
+    return apply(ADD, _check_operand(input, "add"), _check_operand(other, "add"), alpha=alpha)
+
+
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting."""
+    return apply(SUB, _check_operand(input, "sub"), _check_operand(other, "sub"), alpha=alpha)
+
+
+def rsub(input, other):
+    """``other - input`` for a Python number ``other`` (``2 - x``)."""
+    if isinstance(other, Tensor):
+        return sub(other, input)
+    return apply(RSUB, input, other=_check_operand(other, "rsub"))
+
+
+RSUB = Op("rsub", "RsubBackward1",
+          forward=lambda a, other: np.subtract(other, a),
+          backward=lambda ctx, g: (-g,),
+          dtype=lambda a, other: _dtypes.result_type(a, other))
+
+
+# ---- mul / div --------------------------------------------------------------------------
+
+MUL = Op("mul", "MulBackward0",
+         forward=np.multiply,
+         backward=lambda ctx, g: (
+             g * ctx.input(1) if ctx.needs_input_grad[0] else None,
+             g * ctx.input(0) if ctx.needs_input_grad[1] else None,
+         ),
+         saves=_mul_saves, dtype=promote)
+
+
+def mul(input, other):
+    """Elementwise product with broadcasting."""
+    return apply(MUL, _check_operand(input, "mul"), _check_operand(other, "mul"))
+
+
+def _div_backward(ctx, g):
+    b = ctx.input(1)
+    grad_a = g / b if ctx.needs_input_grad[0] else None
+    grad_b = -g * ctx.input(0) / (b * b) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
+DIV = Op("div", "DivBackward0",
+         forward=np.true_divide, backward=_div_backward,
+         saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
+         dtype=promote_float)
+
+
+def div(input, other):
+    """Elementwise true division with broadcasting (integers give floats, as in PyTorch)."""
+    return apply(DIV, _check_operand(input, "div"), _check_operand(other, "div"))
+
+
+RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
+                forward=lambda a: np.reciprocal(a),
+                backward=lambda ctx, g: (-g * ctx.output() * ctx.output(),),
+                saves=saves_output, dtype=promote_float)
+
+
+def reciprocal(input):
+    return apply(RECIPROCAL, input)
+
+
+def rdiv(input, other):
+    """``other / input`` for a Python number ``other``: ``input.reciprocal() * other``."""
+    if isinstance(other, Tensor):
+        return div(other, input)
+    return mul(reciprocal(input), _check_operand(other, "div"))
+
+
+NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,))
+
+
+def neg(input):
+    return apply(NEG, input)
+
+
+# ---- pow --------------------------------------------------------------------------------
+
+def _pow_scalar_backward(ctx, g):
+    p = ctx.exponent
+    if p == 0:
+        return (g * 0,)
+    return (g * p * pow(ctx.input(0), p - 1),)
+
+
+POW_SCALAR = Op("pow_scalar", "PowBackward0",
+                forward=lambda a, exponent: np.power(a, exponent),
+                backward=_pow_scalar_backward, saves=saves_inputs(0),
+                dtype=lambda a, exponent: _dtypes.result_type(a, exponent))
+
+
+def _pow_tensor_backward(ctx, g):
+    a, b = ctx.input(0), ctx.input(1)
+    grad_a = g * b * pow(a, b - 1) if ctx.needs_input_grad[0] else None
+    grad_b = None
+    if ctx.needs_input_grad[1]:
+        # d/db a^b = a^b log a, taken as 0 where a == 0 and b >= 0 (PyTorch's convention)
+        mask = logical_and(eq(a, 0), ge(b, 0))
+        grad_b = g * where_zero(mask, ctx.output() * log(where_one(mask, a)))
+    return grad_a, grad_b
+
+
+POW_TENSOR = Op("pow", "PowBackward1",
+                forward=np.power, backward=_pow_tensor_backward,
+                saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote)
+
+
+def _pow_base_backward(ctx, g):
+    base = ctx.base
+    if base == 0:
+        return (g * where_zero(ge(ctx.input(0), 0), ctx.output() * 0.0),)
+    return (g * ctx.output() * float(np.log(base)),)
+
+
+POW_BASE = Op("pow_base", "PowBackward2",
+              forward=lambda a, base: np.power(base, a),
+              backward=_pow_base_backward, saves=lambda needs: ((0,), True),
+              dtype=lambda a, base: _dtypes.result_type(a, base))
+
+
+def pow(input, exponent):
+    """``input ** exponent``; either side may be a Python number."""
+    if not isinstance(input, Tensor):
+        return apply(POW_BASE, exponent, base=_check_operand(input, "pow"))
+    if isinstance(exponent, Tensor):
+        return apply(POW_TENSOR, input, exponent)
+    return apply(POW_SCALAR, input, exponent=_check_operand(exponent, "pow"))
+
+
+# ---- unary math -------------------------------------------------------------------------
+
+EXP = Op("exp", "ExpBackward0", forward=np.exp,
+         backward=lambda ctx, g: (g * ctx.output(),), saves=saves_output, dtype=promote_float)
+LOG = Op("log", "LogBackward0", forward=np.log,
+         backward=lambda ctx, g: (g / ctx.input(0),), saves=saves_inputs(0), dtype=promote_float)
+SIN = Op("sin", "SinBackward0", forward=np.sin,
+         backward=lambda ctx, g: (g * cos(ctx.input(0)),), saves=saves_inputs(0), dtype=promote_float)
+COS = Op("cos", "CosBackward0", forward=np.cos,
+         backward=lambda ctx, g: (-g * sin(ctx.input(0)),), saves=saves_inputs(0), dtype=promote_float)
+TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
+          backward=lambda ctx, g: (g * (1 - ctx.output() * ctx.output()),),
+          saves=saves_output, dtype=promote_float)
+SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
+          backward=lambda ctx, g: (g / (2 * ctx.output()),), saves=saves_output, dtype=promote_float)
+
+
+def _sigmoid_forward(a):
+    # split by sign so neither branch overflows
+    out = np.empty_like(a)
+    positive = a >= 0
+    out[positive] = 1 / (1 + np.exp(-a[positive]))
+    e = np.exp(a[~positive])
+    out[~positive] = e / (1 + e)
+    return out
+
+
+SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
+             backward=lambda ctx, g: (g * ctx.output() * (1 - ctx.output()),),
+             saves=saves_output, dtype=promote_float)
+
+
+def _mask_like(mask_tensor, like):
+    return to(mask_tensor, like.dtype)
+
+
+RELU = Op("relu", "ReluBackward0",
+          forward=lambda a: np.maximum(a, np.zeros((), dtype=a.dtype)),
+          backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
+          saves=saves_output)
+
+# relu's gradient as an op of its own, like PyTorch: differentiable in the gradient (the same
+# mask again) and in the result (zero almost everywhere), so Hessians through relu work.
+THRESHOLD_BACKWARD = Op(
+    "threshold_backward", "ThresholdBackwardBackward0",
+    forward=lambda g, result: np.where(result > 0, g, np.zeros((), dtype=g.dtype)),
+    backward=lambda ctx, gg: (threshold_backward(gg, ctx.input(1)) if ctx.needs_input_grad[0] else None,
+                              gg * 0 if ctx.needs_input_grad[1] else None),
+    saves=saves_inputs(1), dtype=promote)
+
+
+def threshold_backward(grad, result):
+    return apply(THRESHOLD_BACKWARD, grad, result)
+
+ABS = Op("abs", "AbsBackward0", forward=np.abs,
+         backward=lambda ctx, g: (g * sign(ctx.input(0)),), saves=saves_inputs(0))
+
+SIGN = Op("sign", "SignBackward0", forward=np.sign, backward=lambda ctx, g: (g * 0,))
+
+
+def exp(input):
+    return apply(EXP, input)
+
+
+def log(input):
+    return apply(LOG, input)
+
+
+def sin(input):
+    return apply(SIN, input)
+
+
+def cos(input):
+    return apply(COS, input)
+
+
+def tanh(input):
+    return apply(TANH, input)
+
+
+def sqrt(input):
+    return apply(SQRT, input)
+
+
+def sigmoid(input):
+    return apply(SIGMOID, input)
+
+
+def relu(input):
+    return apply(RELU, input)
+
+
+def abs(input):  # noqa: A001  (torch's name)
+    return apply(ABS, input)
+
+
+def sign(input):
+    return apply(SIGN, input)
+
+
+def _clamp_forward(a, min=None, max=None):
+    return np.clip(a, min, max)
+
+
+def _clamp_backward(ctx, g):
+    x = ctx.input(0)
+    keep = None
+    if ctx.min is not None:
+        keep = ge(x, ctx.min)
+    if ctx.max is not None:
+        upper = le(x, ctx.max)
+        keep = upper if keep is None else logical_and(keep, upper)
+    return (g * _mask_like(keep, g),)
+
+
+CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_backward,
+           saves=saves_inputs(0))
+
+
+def clamp(input, min=None, max=None):  # noqa: A002
+    """Clamp into ``[min, max]``; the gradient passes where the input was inside the range."""
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    return apply(CLAMP, input, min=min, max=max)
+
+
+# ---- where with a constant mask (used by backward rules) --------------------------------
+
+WHERE_ZERO = Op("where_zero", "WhereBackward0",
+                forward=lambda a, mask, mask_tensor: np.where(mask, np.zeros((), dtype=a.dtype), a),
+                backward=lambda ctx, g: (where_zero(ctx.mask_tensor, g),))
+
+
+def where_zero(mask, input):
+    """``input`` with zeros where ``mask`` (a bool tensor, not differentiated) is true."""
+    return apply(WHERE_ZERO, input, mask=mask._data, mask_tensor=mask)
+
+
+def where_one(mask, input):
+    return where_zero(mask, input) + to(mask, input.dtype)
+
+
+# ---- comparisons and logic (not differentiable) -----------------------------------------
+
+def _comparison(name, fn):
+    op = Op(name, name, forward=fn, backward=None, dtype=promote)
+    return lambda input, other: apply(op, _check_operand(input, name), _check_operand(other, name))
+
+
+lt = _comparison("lt", np.less)
+le = _comparison("le", np.less_equal)
+gt = _comparison("gt", np.greater)
+ge = _comparison("ge", np.greater_equal)
+eq = _comparison("eq", np.equal)
+ne = _comparison("ne", np.not_equal)
+
+_AND = Op("logical_and", "logical_and", forward=np.logical_and, backward=None)
+_OR = Op("logical_or", "logical_or", forward=np.logical_or, backward=None)
+_NOT = Op("logical_not", "logical_not", forward=np.logical_not, backward=None)
+_BITWISE_AND = Op("bitwise_and", "bitwise_and", forward=np.bitwise_and, backward=None, dtype=promote)
+_BITWISE_OR = Op("bitwise_or", "bitwise_or", forward=np.bitwise_or, backward=None, dtype=promote)
+_BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=np.invert, backward=None)
+
+
+def logical_and(input, other):
+    return apply(_AND, input, other)
+
+
+def logical_or(input, other):
+    return apply(_OR, input, other)
+
+
+def logical_not(input):
+    return apply(_NOT, input)
+
+
+def _bitwise(op, input, other):
+    for value in (input, other):
+        if isinstance(value, Tensor) and value.dtype.is_floating_point:
+            raise TypeError(f"{op.name} is only supported for integer and bool tensors, got {value.dtype}")
+    return apply(op, input, other)
+
+
+# ---- dtype conversion -------------------------------------------------------------------
+
+TO_COPY = Op("to", "ToCopyBackward0",
+             forward=lambda a, dtype, source: a.astype(dtype.numpy),
+             backward=lambda ctx, g: (to(g, ctx.source),))
+
+
+def to(input, *args, dtype=None, copy=False, **kwargs):
+    """Convert to a dtype (``x.to(gradviz.float64)``); ``"cpu"`` devices are accepted."""
+    for arg in args:
+        if isinstance(arg, Tensor):
+            dtype = arg.dtype
+        elif isinstance(arg, str) or arg is None:
+            if arg not in (None, "cpu"):
+                raise RuntimeError(f"gradviz runs on the CPU only; got device {arg!r}")
+        else:
+            dtype = _dtypes.as_dtype(arg)
+    device = kwargs.pop("device", None)
+    if device not in (None, "cpu"):
+        raise RuntimeError(f"gradviz runs on the CPU only; got device {device!r}")
+    kwargs.pop("non_blocking", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    if dtype is None or (_dtypes.as_dtype(dtype) is input.dtype and not copy):
+        return input
+    dtype = _dtypes.as_dtype(dtype)
+    return apply(TO_COPY, input, dtype=dtype, source=input.dtype)

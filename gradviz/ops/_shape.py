@@ -1,0 +1,293 @@
+"""Shape ops and basic indexing. Most outputs are views: they share storage and the
+version counter with their input, as in PyTorch."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap_dim
+from ._registry import Op, apply
+
+__all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
+           "expand", "clone", "flatten", "getitem"]
+
+
+def _shape_arg(args):
+    """Accept ``f(2, 3)`` and ``f((2, 3))``, like PyTorch."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = tuple(args[0])
+    return tuple(int(a) for a in args)
+
+
+def _infer_shape(shape, numel):
+    unknown = [i for i, s in enumerate(shape) if s == -1]
+    if len(unknown) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if unknown:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape = tuple(numel // known if s == -1 else s for s in shape)
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return shape
+
+
+def _view_forward(a, shape, source):
+    out = a.view()
+    try:
+        out.shape = shape
+    except AttributeError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+    return out
+
+
+VIEW = Op("view", "ViewBackward0", forward=_view_forward,
+          backward=lambda ctx, g: (reshape(g, ctx.source),), view=True)
+RESHAPE_COPY = Op("reshape_copy", "UnsafeViewBackward0",
+                  forward=lambda a, shape, source: np.reshape(a, shape).copy(),
+                  backward=lambda ctx, g: (reshape(g, ctx.source),))
+
+
+def view(input, *shape):
+    shape = _infer_shape(_shape_arg(shape), input._data.size)
+    return apply(VIEW, input, shape=shape, source=input._data.shape)
+
+
+def reshape(input, *shape):
+    """A view when the layout allows it, else a copy (like PyTorch)."""
+    shape = _infer_shape(_shape_arg(shape), input._data.size)
+    if shape == input._data.shape:
+        return apply(VIEW, input, shape=shape, source=shape)
+    probe = input._data.view()
+    try:
+        probe.shape = shape
+    except AttributeError:
+        return apply(RESHAPE_COPY, input, shape=shape, source=input._data.shape)
+    return apply(VIEW, input, shape=shape, source=input._data.shape)
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return reshape(input, 1)
+    start = _wrap_dim(start_dim, input.ndim)
+    end = _wrap_dim(end_dim, input.ndim)
+    shape = input._data.shape
+    middle = 1
+    for s in shape[start:end + 1]:
+        middle *= s
+    return reshape(input, shape[:start] + (middle,) + shape[end + 1:])
+
+
+TRANSPOSE = Op("transpose", "TransposeBackward0",
+               forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+               backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),), view=True)
+T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),), view=True)
+PERMUTE = Op("permute", "PermuteBackward0",
+             forward=lambda a, dims, inverse: np.transpose(a, dims),
+             backward=lambda ctx, g: (permute(g, *ctx.inverse),), view=True)
+
+
+def transpose(input, dim0, dim1):
+    ndim = input.ndim
+    return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim))
+
+
+def t(input):
+    """Transpose a tensor of at most 2 dimensions."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return apply(T, input)
+
+
+def permute(input, *dims):
+    dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
+    if sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
+            f"not equal to len(dims) = {len(dims)}" if len(dims) != input.ndim
+            else f"permute(): duplicate dims are not allowed, got {list(dims)}"
+        )
+    inverse = tuple(int(i) for i in np.argsort(dims))
+    return apply(PERMUTE, input, dims=dims, inverse=inverse)
+
+
+UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
+               forward=lambda a, dim: np.expand_dims(a, dim),
+               backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),), view=True)
+SQUEEZE_DIM = Op("squeeze_dim", "SqueezeBackward1",
+                 forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
+                 backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+SQUEEZE = Op("squeeze", "SqueezeBackward0",
+             forward=lambda a, shape: np.squeeze(a),
+             backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+
+
+def unsqueeze(input, dim):
+    return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1))
+
+
+def squeeze_dim(input, dim):
+    return apply(SQUEEZE_DIM, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
+
+
+def squeeze(input, dim=None):
+    if dim is not None:
+        return squeeze_dim(input, dim)
+    return apply(SQUEEZE, input, shape=input._data.shape)
+
+
+def _expand_backward(ctx, g):
+    from ._reduction import sum_to
+
+    return (sum_to(g, ctx.source),)
+
+
+EXPAND = Op("expand", "ExpandBackward0",
+            forward=lambda a, shape, source: np.broadcast_to(a, shape),
+            backward=_expand_backward, view=True)
+
+
+def expand(input, *sizes):
+    """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
+    sizes = _shape_arg(sizes)
+    source = input._data.shape
+    if len(sizes) < len(source):
+        raise RuntimeError(
+            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
+            f"the number of dimensions in the tensor ({len(source)})"
+        )
+    lead = len(sizes) - len(source)
+    target = list(sizes)
+    for i, size in enumerate(source):
+        if target[lead + i] == -1:
+            target[lead + i] = size
+        elif size != 1 and size != target[lead + i]:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({target[lead + i]}) must match the existing "
+                f"size ({size}) at non-singleton dimension {lead + i}.  Target sizes: "
+                f"{list(sizes)}.  Tensor sizes: {list(source)}"
+            )
+    target = tuple(target)
+    if target == source:
+        return input
+    return apply(EXPAND, input, shape=target, source=source)
+
+
+CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,))
+
+
+def clone(input):
+    return apply(CLONE, input)
+
+
+# ---- indexing ---------------------------------------------------------------------------
+
+def _scatter_forward(g, shape, key, kind):
+    out = np.zeros(shape, dtype=g.dtype)
+    if kind == "advanced":  # repeated indices must add up
+        np.add.at(out, key, g)
+    else:
+        out[key] = g
+    return out
+
+
+# The gradient of indexing: zeros of the input's shape with the gradient placed at ``key``.
+# Its own backward is indexing again, so double backward works.
+INDEX_BACKWARD = Op("index_backward", "IndexBackwardBackward0",
+                    forward=_scatter_forward,
+                    backward=lambda ctx, g: (_index_op(g, ctx.key, ctx.kind),))
+
+
+def _index_backward(g, shape, key, kind):
+    return apply(INDEX_BACKWARD, g, shape=shape, key=key, kind=kind)
+
+
+def _index_forward(a, key, kind, shape):
+    out = a[key]
+    return out
+
+
+def _make_index_op(name, node, is_view):
+    return Op(name, node, forward=_index_forward, view=is_view,
+              backward=lambda ctx, g: (_index_backward(g, ctx.shape, ctx.key, ctx.kind),))
+
+
+_SELECT = _make_index_op("select", "SelectBackward0", True)
+_SLICE = _make_index_op("slice", "SliceBackward0", True)
+_ADVANCED = _make_index_op("index", "IndexBackward0", False)
+_INDEX_OPS = {"select": _SELECT, "slice": _SLICE, "advanced": _ADVANCED}
+
+
+def _index_op(input, key, kind):
+    return apply(_INDEX_OPS[kind], input, key=key, kind=kind, shape=input._data.shape)
+
+
+def _is_advanced(item):
+    return isinstance(item, (Tensor, np.ndarray, list)) or (
+        isinstance(item, (bool, np.bool_)))
+
+
+def _as_index(item):
+    if isinstance(item, Tensor):
+        if item.dtype.is_floating_point:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return item._data
+    if isinstance(item, list):
+        return np.asarray(item)
+    return item
+
+
+def getitem(input, key):
+    """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
+    and integer or boolean tensors index (advanced indexing, a copy)."""
+    items = key if isinstance(key, tuple) else (key,)
+    if any(_is_advanced(item) for item in items):
+        np_key = tuple(_as_index(item) for item in items)
+        np_key = np_key[0] if len(np_key) == 1 else np_key
+        return _index_op(input, np_key, "advanced")
+    for item in items:
+        if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+                f"are valid indices (got {type(item).__name__})"
+            )
+    # Basic indexing decomposes into one select / slice / unsqueeze per item, as in PyTorch.
+    consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if consumed > input.ndim:
+        raise IndexError(
+            f"too many indices for tensor of dimension {input.ndim}"
+        )
+    out = input
+    dim = 0
+    for item in items:
+        if item is Ellipsis:
+            dim += input.ndim - consumed
+        elif item is None:
+            out = unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(item, slice):
+            full = (slice(None),) * dim + (item,)
+            out = _index_op(out, full, "slice")
+            dim += 1
+        else:
+            size = out._data.shape[dim]
+            index = int(item)
+            if not -size <= index < size:
+                raise IndexError(
+                    f"index {index} is out of bounds for dimension {dim} with size {size}"
+                )
+            full = (slice(None),) * dim + (index,)
+            out = _index_op(out, full, "select")
+    if out is input:
+        out = _index_op(input, (slice(None),), "slice") if input.ndim else view(input, ())
+    return out

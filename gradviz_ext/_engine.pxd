@@ -1,0 +1,110 @@
+# Declarations that make _engine.py's classes extension types when compiled.
+# Checks stay on (no boundscheck/wraparound directives): the engine indexes Python lists
+# and tuples, and a wrong index must raise, never read memory.
+cimport cython
+
+cdef bint _grad_enabled
+
+
+cdef class Runtime:
+    cdef public object add, add_inplace, clone, detach, zeros, sum_to, cast, make, describe
+
+
+cdef Runtime _rt
+
+
+cdef class VersionCounter:
+    cdef public long long value
+
+
+cdef class TensorBase:
+    cdef public object _data
+    cdef public bint _requires_grad
+    cdef public object grad_fn
+    cdef public Py_ssize_t _output_nr
+    cdef public object grad
+    cdef public VersionCounter _version_counter
+    cdef public object _base
+    cdef public object _grad_accumulator
+    cdef public bint _retains_grad
+    cdef public object _hooks
+    cdef public object _post_accumulate_hooks
+    cdef object __weakref__
+
+
+cdef long long _next_sequence_nr
+cdef long long _next_node_id
+
+
+cdef class InputMeta:
+    cdef public tuple shape
+    cdef public object dtype
+
+
+# Freeing a 10^6-node chain must not recurse 10^6 deep in C: the trashcan defers it.
+@cython.trashcan(True)
+cdef class Node:
+    cdef public tuple next_functions
+    cdef public tuple _input_metadata
+    cdef public long long _seq
+    cdef public long long _id
+    cdef public object _pre_hooks
+    cdef public object _post_hooks
+    cdef public dict _tensor_pre_hooks
+    cdef public dict _metadata
+    cdef public bint _released
+    cdef public object _forward_site
+    cdef object __weakref__
+
+
+cdef class AccumulateGrad(Node):
+    cdef public object variable
+
+
+cdef class GraphRoot(Node):
+    cdef public list grads
+
+
+cdef class SavedTensor:
+    cdef public VersionCounter _version_counter
+    cdef public long long _saved_version
+    cdef public bint _is_output
+    cdef public Py_ssize_t _output_nr
+    cdef public bint _requires_grad
+    cdef public object _tensor
+    cdef public object _data
+
+
+cdef object _default_observer
+cdef object _forward_observer
+
+
+cdef class InputBuffer:
+    cdef public list grads
+    cdef public list owned
+
+
+cdef class _ReadyItem:
+    cdef public Node node
+    cdef public InputBuffer buffer
+
+
+cdef class GraphTask:
+    cdef public bint keep_graph
+    cdef public bint create_graph
+    cdef public object observer
+    cdef public int state
+    cdef public object error
+    cdef public object error_node
+    cdef public object current
+    cdef public list _ready
+    cdef public long long _ready_counter
+    cdef public dict _not_ready
+    cdef public dict _dependencies
+    cdef public dict _exec_info
+    cdef public dict _captures
+    cdef public list captured
+    cdef public double _started_at
+    cdef public long long _executed
+    cdef public object graph_root
+    cdef public list roots

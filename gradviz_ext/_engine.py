@@ -1,0 +1,952 @@
+# cython: language_level=3
+"""The autograd engine: version counters, tensors' autograd fields, graph nodes, saved
+tensors and graph tasks.
+
+This file is the one source of truth for the engine algorithm. It is written in Cython's
+pure-Python mode: ``_engine.pxd`` beside it turns the classes into extension types when it
+is compiled, and ``GRADVIZ_PURE_PYTHON=1`` runs this very file interpreted (see
+``gradviz_ext/__init__.py``). Keep it valid, readable Python.
+
+Note [Engine order]
+-------------------
+A graph task executes one node per ``step()``, in PyTorch's order:
+
+1. tensor pre-hooks of each input slot, then the node's pre-hooks;
+2. zero-materialization of missing gradients (custom Functions that ask for it, and
+   built-in nodes that received at least one gradient);
+3. the node's backward (``Node.apply``), under grad mode only with ``create_graph``;
+4. validation of the results: one per edge, shape reduced or rejected, dtype cast to what
+   the successor expects;
+5. the node's post-hooks;
+6. release of saved tensors unless the graph is retained;
+7. each result is added to its successor's input buffer; a successor whose dependency
+   count reaches zero joins the ready queue, ordered by higher ``sequence_nr`` first.
+
+Note [Observer cost]
+--------------------
+Every event point is ``if observer is not None: observer.<kind>(...)``. Without an
+observer nothing is built, so the idle cost is one pointer test per point.
+"""
+
+import heapq
+import os
+import time
+import weakref
+
+import cython
+
+# --------------------------------------------------------------------------------------
+# Grad mode (core state: the engine sets it while it runs a node)
+# --------------------------------------------------------------------------------------
+
+_grad_enabled = True
+
+
+def is_grad_enabled():
+    """Whether operations are recorded in the graph (``gradviz.is_grad_enabled``)."""
+    return _grad_enabled
+
+
+def set_grad_enabled_flag(mode):
+    """Set grad mode and return the previous value (the context managers build on this)."""
+    global _grad_enabled
+    previous: cython.bint = _grad_enabled
+    _grad_enabled = bool(mode)
+    return previous
+
+
+# --------------------------------------------------------------------------------------
+# Runtime: the tensor operations the engine needs, installed by gradviz._tensor at import.
+# The engine sits below the ops layer; this table is its one upward dependency (the
+# HIPS-autograd / JAX pattern), so there is no import cycle.
+# --------------------------------------------------------------------------------------
+
+
+class Runtime:
+    """Tensor operations the engine calls; filled by ``install_runtime``."""
+
+    def __init__(self):
+        self.add = None          # (a, b) -> a + b, differentiable under grad mode
+        self.add_inplace = None  # (a, b) -> a, with a's data += b's data, grad mode off
+        self.clone = None        # (t) -> differentiable copy
+        self.detach = None       # (t) -> tensor sharing data, no history
+        self.zeros = None        # (shape, dtype) -> tensor of zeros
+        self.sum_to = None       # (t, shape) -> t summed down to shape
+        self.cast = None         # (t, dtype) -> t converted (differentiable)
+        self.make = None         # (ndarray, requires_grad, grad_fn, output_nr, version_counter) -> tensor
+        self.describe = None     # (t) -> "[gradviz.FloatTensor [2, 3]]" for error messages
+
+
+_rt = Runtime()
+
+
+def install_runtime(**functions):
+    """Install the tensor operations listed on :class:`Runtime`."""
+    for name, fn in functions.items():
+        if not hasattr(_rt, name):
+            raise TypeError(f"unknown runtime function {name!r}")
+        setattr(_rt, name, fn)
+
+
+def runtime():
+    return _rt
+
+
+# --------------------------------------------------------------------------------------
+# Tensors' autograd fields
+# --------------------------------------------------------------------------------------
+
+
+class VersionCounter:
+    """Counts in-place modifications; shared by a tensor and all its views."""
+
+    def __init__(self):
+        self.value = 0
+
+    def bump(self):
+        self.value += 1
+
+
+class TensorBase:
+    """The fields of a tensor that the engine reads and writes.
+
+    ``gradviz.Tensor`` subclasses this and adds the user-facing API.
+    """
+
+    def __init__(self, data, requires_grad=False):
+        self._data = data
+        self._requires_grad = requires_grad
+        self.grad_fn = None
+        self._output_nr = 0
+        self.grad = None
+        self._version_counter = VersionCounter()
+        self._base = None
+        self._grad_accumulator = None
+        self._retains_grad = False
+        self._hooks = None
+        self._post_accumulate_hooks = None
+
+
+# --------------------------------------------------------------------------------------
+# Graph nodes
+# --------------------------------------------------------------------------------------
+
+_next_sequence_nr = 0
+_next_node_id = 0
+ACCUMULATE_GRAD_SEQUENCE_NR = 2 ** 63 - 1  # PyTorch gives AccumulateGrad UINT64_MAX: run leaves first
+
+
+class InputMeta:
+    """What a node expects on one input slot: the forward output's shape and dtype."""
+
+    def __init__(self, shape, dtype):
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self):
+        return f"InputMeta(shape={list(self.shape)}, dtype={self.dtype})"
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``-style calls; ``remove()`` unregisters the hook."""
+
+    def __init__(self, container, hook):
+        self._container = weakref.ref(container) if container is not None else None
+        self._hook = hook
+
+    def remove(self):
+        container = self._container() if self._container is not None else None
+        if container is not None:
+            for i, hook in enumerate(container):
+                if hook is self._hook:
+                    del container[i]
+                    break
+        self._container = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class _HookList(list):
+    """A list that can be weak-referenced (RemovableHandle holds a weak reference)."""
+
+    __slots__ = ("__weakref__",)
+
+
+class Node:
+    """A node of the backward graph (``grad_fn``).
+
+    ``next_functions`` holds one ordered edge ``(node, input_nr)`` per tensor input of the
+    forward operation; ``(None, 0)`` for an input that needs no gradient.
+    """
+
+    def __init__(self, next_functions=(), input_metadata=(), sequence_nr=-1):
+        global _next_sequence_nr, _next_node_id
+        self.next_functions = tuple(next_functions)
+        self._input_metadata = tuple(input_metadata)
+        if sequence_nr < 0:
+            self._seq = _next_sequence_nr
+            _next_sequence_nr += 1
+        else:
+            self._seq = sequence_nr
+        self._id = _next_node_id
+        _next_node_id += 1
+        self._pre_hooks = None
+        self._post_hooks = None
+        self._tensor_pre_hooks = None
+        self._metadata = None
+        self._released = False
+        self._forward_site = None
+
+    # ---- identity ------------------------------------------------------------------
+    def name(self):
+        return type(self).__name__
+
+    def _sequence_nr(self):
+        return self._seq
+
+    @property
+    def node_id(self):
+        """A stable integer id, unique in this process, assigned at creation."""
+        return self._id
+
+    @property
+    def metadata(self):
+        if self._metadata is None:
+            self._metadata = {}
+        return self._metadata
+
+    @property
+    def num_inputs(self):
+        return len(self._input_metadata)
+
+    def input_metadata(self, slot):
+        return self._input_metadata[slot]
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    # ---- behaviour, overridden by subclasses ---------------------------------------
+    def apply(self, grads):
+        raise NotImplementedError(f"{self.name()} does not implement apply")
+
+    def release_variables(self):
+        """Free saved tensors. Subclasses that save tensors override and call this."""
+        self._released = True
+
+    def saved_tensor_count(self):
+        """(count, bytes) of tensors this node currently holds for backward."""
+        return 0, 0
+
+    def _materializes_grads(self):
+        return True
+
+    def _kind(self):
+        return "builtin"
+
+    # ---- hooks -----------------------------------------------------------------------
+    def register_hook(self, fn):
+        """Register ``fn(grad_inputs, grad_outputs)`` to run after this node's backward."""
+        if self._post_hooks is None:
+            self._post_hooks = _HookList()
+        self._post_hooks.append(fn)
+        return RemovableHandle(self._post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """Register ``fn(grad_outputs)`` to run before this node's backward."""
+        if self._pre_hooks is None:
+            self._pre_hooks = _HookList()
+        self._pre_hooks.append(fn)
+        return RemovableHandle(self._pre_hooks, fn)
+
+    def _register_tensor_pre_hook(self, slot, fn):
+        if self._tensor_pre_hooks is None:
+            self._tensor_pre_hooks = {}
+        hooks = self._tensor_pre_hooks.get(slot)
+        if hooks is None:
+            hooks = _HookList()
+            self._tensor_pre_hooks[slot] = hooks
+        hooks.append(fn)
+        return RemovableHandle(hooks, fn)
+
+
+class AccumulateGrad(Node):
+    """The node of a leaf tensor that requires grad: adds the incoming gradient to ``.grad``."""
+
+    def __init__(self, variable):
+        meta = InputMeta(variable._data.shape, variable.dtype)
+        Node.__init__(self, (), (meta,), ACCUMULATE_GRAD_SEQUENCE_NR)
+        self.variable = variable
+
+    def _kind(self):
+        return "accumulate_grad"
+
+    def apply(self, grads):
+        # The engine calls _accumulate instead (it needs the task for ownership and events).
+        return ()
+
+
+class GraphRoot(Node):
+    """Feeds the initial gradients of several roots into the graph."""
+
+    def __init__(self, edges, grads):
+        Node.__init__(self, edges, (), ACCUMULATE_GRAD_SEQUENCE_NR)
+        self.grads = list(grads)
+
+    def apply(self, grads):
+        return self.grads
+
+
+def gradient_edge(tensor):
+    """The edge a gradient for ``tensor`` flows into: ``(grad_fn, output_nr)`` for a
+    non-leaf, ``(AccumulateGrad, 0)`` for a leaf that requires grad, else ``(None, 0)``."""
+    fn = tensor.grad_fn
+    if fn is not None:
+        return (fn, tensor._output_nr)
+    if tensor._requires_grad:
+        return (grad_accumulator(tensor), 0)
+    return (None, 0)
+
+
+def grad_accumulator(tensor):
+    """The leaf's AccumulateGrad node, created on first use and shared while it lives."""
+    ref = tensor._grad_accumulator
+    acc = ref() if ref is not None else None
+    if acc is None:
+        acc = AccumulateGrad(tensor)
+        tensor._grad_accumulator = weakref.ref(acc)
+    return acc
+
+
+# --------------------------------------------------------------------------------------
+# Saved tensors
+# --------------------------------------------------------------------------------------
+
+BACKWARD_TWICE_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class SavedTensor:
+    """A tensor saved for backward, with the version it had when saved.
+
+    An output of the node that saves it is stored without its ``grad_fn`` (that would be a
+    reference cycle) and rebuilt on unpack, like PyTorch's SavedVariable.
+    """
+
+    def __init__(self, tensor, is_output):
+        self._version_counter = tensor._version_counter
+        self._saved_version = tensor._version_counter.value
+        self._is_output = is_output
+        self._output_nr = tensor._output_nr
+        self._requires_grad = tensor._requires_grad or tensor.grad_fn is not None
+        if is_output:
+            self._tensor = None
+            self._data = tensor._data
+        else:
+            self._tensor = tensor
+            self._data = None
+
+    def nbytes(self):
+        data = self._data if self._tensor is None else self._tensor._data
+        return data.nbytes if data is not None else 0
+
+    def unpack(self, node):
+        """The saved tensor, or PyTorch's error if it was freed or modified in place."""
+        if self._tensor is None and self._data is None:
+            raise RuntimeError(BACKWARD_TWICE_MESSAGE)
+        current = self._version_counter.value
+        if current != self._saved_version:
+            if self._is_output:
+                what = f"output {self._output_nr} of {node.name()}"
+            elif self._tensor.grad_fn is not None:
+                what = f"output {self._tensor._output_nr} of {self._tensor.grad_fn.name()}"
+            else:
+                what = "a leaf tensor"
+            shown = _rt.describe(self._tensor) if self._tensor is not None else "a tensor"
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {shown}, which is {what}, is at version {current}; expected "
+                f"version {self._saved_version} instead. Hint: the tensor was saved by "
+                f"{node.name()} and changed in place before backward; clone it before the "
+                "in-place operation, or enable anomaly detection to find the operation."
+            )
+        if self._tensor is not None:
+            return self._tensor
+        grad_fn = node if self._requires_grad else None
+        return _rt.make(self._data, False, grad_fn, self._output_nr, self._version_counter)
+
+    def release(self):
+        self._tensor = None
+        self._data = None
+
+
+# --------------------------------------------------------------------------------------
+# Observers
+# --------------------------------------------------------------------------------------
+
+
+class Observer:
+    """Receives the engine's events. Override the kinds you need; the rest do nothing.
+
+    The engine calls these with live objects (nodes, tensors); turning them into event
+    records is the observer's job (gradviz.instrument), so an engine without observers
+    builds nothing.
+    """
+
+    def backward_started(self, task): pass
+    def node_ready(self, task, node): pass
+    def buffer_added(self, task, node, slot, producer, how): pass
+    def node_started(self, task, node, grads): pass
+    def prehook(self, task, node, hook, slot, before, after): pass
+    def grads_materialized(self, task, node, slots): pass
+    def grad_cast(self, task, node, slot, from_dtype, to_dtype): pass
+    def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced): pass
+    def node_finished(self, task, node, grads_in, grads_out, duration): pass
+    def grad_accumulated(self, task, node, variable, before, after): pass
+    def saved_released(self, task, node, count, nbytes): pass
+    def backward_finished(self, task, duration): pass
+    def error(self, task, node, exc): pass
+
+
+_default_observer = None
+_forward_observer = None
+
+
+def set_default_observer(observer):
+    """Observe every graph task created from now on; returns the previous observer."""
+    global _default_observer
+    previous = _default_observer
+    _default_observer = observer
+    return previous
+
+
+def set_forward_observer(observer):
+    """Receive ``node_created(node)`` for every node recorded in forward; returns the previous."""
+    global _forward_observer
+    previous = _forward_observer
+    _forward_observer = observer
+    return previous
+
+
+def forward_observer():
+    return _forward_observer
+
+
+# --------------------------------------------------------------------------------------
+# Graph tasks
+# --------------------------------------------------------------------------------------
+
+PAUSED = 0
+RUNNING = 1
+FINISHED = 2
+ABORTED = 3
+FAILED = 4
+_STATE_NAMES = ("paused", "running", "finished", "aborted", "error")
+
+
+class InputBuffer:
+    """Sums the gradients that reach one pending node, slot by slot.
+
+    ``owned[i]`` says the engine created ``grads[i]`` itself (a sum), so nobody else holds
+    it and it can be updated in place.
+    """
+
+    def __init__(self, size):
+        self.grads = [None] * size
+        self.owned = [False] * size
+
+
+class _ReadyItem:
+    def __init__(self, node, buffer):
+        self.node = node
+        self.buffer = buffer
+
+
+class GraphTask:
+    """One backward pass, executed as a state machine: ``step()`` runs one node.
+
+    Parameters
+    ----------
+    roots : list of (Node, int)
+        The edges that receive the initial gradients.
+    grads : list of tensors
+        The initial gradients, one per root.
+    keep_graph : bool
+        ``retain_graph``: keep saved tensors after each node runs.
+    create_graph : bool
+        Run every backward under grad mode, so the gradients have a graph of their own.
+    capture : list of (Node, int) or None
+        For ``autograd.grad``: capture the gradient that reaches each edge, run only the
+        nodes on a path to them, and leave ``.grad`` alone.
+    accumulate_into : list of (Node, int) or None
+        For ``backward(inputs=...)``: accumulate only into these edges' leaves.
+    observer : Observer or None
+        Receives this task's events (default: the process-wide default observer).
+    """
+
+    def __init__(self, roots, grads, keep_graph=False, create_graph=False, capture=None,
+                 accumulate_into=None, observer=None):
+        self.keep_graph = bool(keep_graph or create_graph)
+        self.create_graph = bool(create_graph)
+        self.observer = observer if observer is not None else _default_observer
+        self.state = PAUSED
+        self.error = None
+        self.error_node = None
+        self.current = None
+        self._ready = []
+        self._ready_counter = 0
+        self._not_ready = {}
+        self._dependencies = {}
+        self._exec_info = None
+        self._captures = None
+        self.captured = None
+        self._started_at = 0.0
+        self._executed = 0
+
+        roots = list(roots)
+        grads = list(grads)
+        if len(roots) == 1:
+            root_node, root_slot = roots[0]
+            self.graph_root = root_node
+            initial = InputBuffer(root_node.num_inputs if root_node.num_inputs else 1)
+            initial.grads[root_slot] = grads[0]
+        else:
+            root_node = GraphRoot(roots, grads)
+            root_slot = -1
+            self.graph_root = root_node
+            initial = InputBuffer(0)
+        self.roots = roots
+        self._compute_dependencies(root_node)
+        if capture is not None or accumulate_into is not None:
+            self._init_exec_info(root_node, capture, accumulate_into)
+        self._push_ready(root_node, initial)
+        if self.observer is not None:
+            self.observer.backward_started(self)
+            self.observer.node_ready(self, root_node)
+
+    # ---- set-up --------------------------------------------------------------------
+    def _compute_dependencies(self, root):
+        """Count, for each reachable node, the edges that point at it (iteratively)."""
+        dependencies = self._dependencies
+        seen = {root}
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for next_node, _ in node.next_functions:
+                if next_node is None:
+                    continue
+                dependencies[next_node] = dependencies.get(next_node, 0) + 1
+                if next_node not in seen:
+                    seen.add(next_node)
+                    stack.append(next_node)
+
+    def _init_exec_info(self, root, capture, accumulate_into):
+        """Mark the nodes on a path from the root to a captured or accumulated edge."""
+        targets = {}
+        self._captures = {}
+        if capture is not None:
+            self.captured = [None] * len(capture)
+            for index, (node, slot) in enumerate(capture):
+                self._captures.setdefault(node, []).append((slot, index))
+                targets[node] = False  # reached, but not executed for capture alone
+        if accumulate_into is not None:
+            for node, _ in accumulate_into:
+                targets[node] = True
+        needed = {}
+        # Iterative post-order: a node is needed if it is a target or any successor is.
+        stack = [(root, iter(root.next_functions))]
+        visited = {root}
+        while stack:
+            node, children = stack[-1]
+            advanced = False
+            for next_node, _ in children:
+                if next_node is None:
+                    continue
+                if next_node not in visited:
+                    visited.add(next_node)
+                    stack.append((next_node, iter(next_node.next_functions)))
+                    advanced = True
+                    break
+            if advanced:
+                continue
+            stack.pop()
+            is_needed = targets.get(node, False)
+            reaches = node in targets
+            for next_node, _ in node.next_functions:
+                if next_node is not None and needed.get(next_node, (False, False))[1]:
+                    is_needed = True
+                    reaches = True
+            needed[node] = (is_needed, reaches)
+        self._exec_info = {node: flags[0] for node, flags in needed.items() if flags[1]}
+
+    # ---- inspection ----------------------------------------------------------------
+    @property
+    def state_name(self):
+        return _STATE_NAMES[self.state]
+
+    @property
+    def done(self):
+        return self.state >= FINISHED
+
+    def peek(self):
+        """The node that the next ``step()`` will run, or None."""
+        if not self._ready or self.state >= FINISHED:
+            return None
+        return self._ready[0][2].node
+
+    def ready_nodes(self):
+        """Nodes in the ready queue, in the order they will run."""
+        return [item[2].node for item in sorted(self._ready)]
+
+    def pending_buffer(self, node):
+        """The gradients collected so far for a node that has not run (a copy of the list)."""
+        buffer = self._not_ready.get(node)
+        if buffer is None:
+            for item in self._ready:
+                if item[2].node is node:
+                    buffer = item[2].buffer
+        return None if buffer is None else list(buffer.grads)
+
+    def dependencies(self):
+        """Remaining dependency counts of the nodes that have not become ready."""
+        return dict(self._dependencies)
+
+    def is_needed(self, node):
+        if self._exec_info is None:
+            return True
+        return self._exec_info.get(node, False)
+
+    # ---- execution -----------------------------------------------------------------
+    def run(self):
+        """Run to the end and return the captured gradients (``autograd.grad``) or None."""
+        while self.step() is not None:
+            pass
+        return self.captured
+
+    def abort(self):
+        """Stop the task; the graph is left as it is (saved tensors freed only where nodes ran)."""
+        if self.state < FINISHED:
+            self.state = ABORTED
+            self._ready = []
+            self._not_ready = {}
+
+    def step(self):
+        """Run the next ready node and return it; None when the task is over."""
+        if self.state >= FINISHED:
+            return None
+        if not self._ready:
+            self._finish()
+            return None
+        if self._executed == 0:
+            self._started_at = time.perf_counter()
+        item = heapq.heappop(self._ready)[2]
+        node = item.node
+        self.current = node
+        self.state = RUNNING
+        try:
+            self._execute(node, item.buffer)
+        except BaseException as exc:
+            self.state = FAILED
+            self.error = exc
+            self.error_node = node
+            self._ready = []
+            self._not_ready = {}
+            if self.observer is not None:
+                self.observer.error(self, node, exc)
+            raise
+        finally:
+            self.current = None
+        self._executed += 1
+        if self._ready:
+            self.state = PAUSED
+        else:
+            self._finish()
+        return node
+
+    def _finish(self):
+        if self.state >= FINISHED:
+            return
+        self.state = FINISHED
+        if self.observer is not None:
+            self.observer.backward_finished(self, time.perf_counter() - self._started_at)
+
+    def _push_ready(self, node, buffer):
+        self._ready_counter += 1
+        heapq.heappush(self._ready, (-node._seq, self._ready_counter, _ReadyItem(node, buffer)))
+
+    def _execute(self, node, buffer):
+        observer = self.observer
+        grads = buffer.grads
+        # A sum the engine made itself can become the leaf's .grad without a copy.
+        owned_grad = grads[0] if (buffer.owned and buffer.owned[0]) else None
+        started = time.perf_counter() if observer is not None else 0.0
+        if observer is not None:
+            observer.node_started(self, node, list(grads))
+
+        # 1. tensor pre-hooks, then node pre-hooks
+        if node._tensor_pre_hooks is not None:
+            self._run_tensor_pre_hooks(node, grads)
+        if self._captures is not None:
+            captures = self._captures.get(node)
+            if captures is not None:
+                for slot, index in captures:
+                    self.captured[index] = grads[slot]
+        if self._exec_info is not None and not self._exec_info.get(node, False):
+            if observer is not None:
+                observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)
+            return
+        if node._pre_hooks is not None:
+            grads = self._run_pre_hooks(node, grads)
+
+        if isinstance(node, AccumulateGrad):
+            self._accumulate(node, grads, owned_grad)
+            outputs = []
+        else:
+            # 2. zero-materialization
+            if node._materializes_grads():
+                grads = self._materialize(node, grads)
+            # 3. backward
+            previous: cython.bint = _grad_enabled
+            set_grad_enabled_flag(self.create_graph)
+            try:
+                if _all_none(grads) and not isinstance(node, GraphRoot):
+                    outputs = [None] * len(node.next_functions)
+                else:
+                    outputs = node.apply(grads)
+            finally:
+                set_grad_enabled_flag(previous)
+            # 4. validation
+            outputs = self._validate(node, outputs)
+            # 5. post-hooks
+            if node._post_hooks is not None:
+                outputs = self._run_post_hooks(node, outputs, grads)
+
+        # 6. release
+        if not self.keep_graph and not node._released:
+            count, nbytes = node.saved_tensor_count()
+            node.release_variables()
+            if observer is not None and count:
+                observer.saved_released(self, node, count, nbytes)
+        if observer is not None:
+            observer.node_finished(self, node, list(grads), list(outputs),
+                                   time.perf_counter() - started)
+        # 7. hand the results to the successors
+        if outputs:
+            self._distribute(node, outputs)
+
+    def _run_tensor_pre_hooks(self, node, grads):
+        observer = self.observer
+        for slot, hooks in list(node._tensor_pre_hooks.items()):
+            for hook in list(hooks):
+                before = grads[slot]
+                result = hook(before)
+                if result is not None:
+                    grads[slot] = result
+                if observer is not None:
+                    observer.prehook(self, node, hook, slot, before, grads[slot])
+
+    def _run_pre_hooks(self, node, grads):
+        observer = self.observer
+        for hook in list(node._pre_hooks):
+            before = list(grads)
+            result = hook(tuple(grads))
+            if result is not None:
+                if not isinstance(result, (tuple, list)) or len(result) != len(grads):
+                    got = len(result) if isinstance(result, (tuple, list)) else 1
+                    raise RuntimeError(
+                        f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                        f"(got {got}, but expected {len(grads)})"
+                    )
+                grads = list(result)
+            if observer is not None:
+                observer.prehook(self, node, hook, -1, before, list(grads))
+        return grads
+
+    def _run_post_hooks(self, node, outputs, grads):
+        observer = self.observer
+        for hook in list(node._post_hooks):
+            result = hook(tuple(outputs), tuple(grads))
+            replaced = result is not None
+            if replaced:
+                if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
+                    got = len(result) if isinstance(result, (tuple, list)) else 1
+                    raise RuntimeError(
+                        f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
+                        f"(got {got}, but expected {len(outputs)})"
+                    )
+                outputs = list(result)
+            if observer is not None:
+                observer.posthook(self, node, hook, list(outputs), list(grads), replaced)
+        return outputs
+
+    def _materialize(self, node, grads):
+        slots = None
+        for slot in range(len(grads)):
+            if grads[slot] is None and slot < len(node._input_metadata):
+                meta = node._input_metadata[slot]
+                if meta is None:
+                    continue
+                if slots is None:
+                    grads = list(grads)
+                    slots = []
+                grads[slot] = _rt.zeros(meta.shape, meta.dtype)
+                slots.append(slot)
+        if slots is not None and self.observer is not None:
+            self.observer.grads_materialized(self, node, slots)
+        return grads
+
+    def _validate(self, node, outputs):
+        """Check arity; reduce shapes and cast dtypes to what each successor expects."""
+        edges = node.next_functions
+        if not isinstance(outputs, (list, tuple)):
+            outputs = [outputs]
+        if len(outputs) != len(edges):
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients "
+                f"(expected {len(edges)}, got {len(outputs)})"
+            )
+        outputs = list(outputs)
+        for index in range(len(outputs)):
+            grad = outputs[index]
+            next_node = edges[index][0]
+            if grad is None or next_node is None:
+                continue
+            meta = next_node._input_metadata[edges[index][1]]
+            shape = grad._data.shape
+            if shape != meta.shape:
+                if not _expandable(meta.shape, shape):
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {index} - "
+                        f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
+                    )
+                grad = _rt.sum_to(grad, meta.shape)
+            if grad.dtype is not meta.dtype:
+                from_dtype = grad.dtype
+                grad = _rt.cast(grad, meta.dtype)
+                if self.observer is not None:
+                    self.observer.grad_cast(self, node, index, from_dtype, meta.dtype)
+            outputs[index] = grad
+        return outputs
+
+    def _distribute(self, node, outputs):
+        observer = self.observer
+        edges = node.next_functions
+        for index in range(len(edges)):
+            next_node, slot = edges[index]
+            if next_node is None:
+                continue
+            grad = outputs[index]
+            remaining = self._dependencies.get(next_node)
+            if remaining is None:
+                raise RuntimeError(f"dependency not found for {next_node.name()}")
+            remaining -= 1
+            if remaining == 0:
+                del self._dependencies[next_node]
+            else:
+                self._dependencies[next_node] = remaining
+            buffer = self._not_ready.get(next_node)
+            if buffer is None:
+                if self._exec_info is not None and next_node not in self._exec_info:
+                    continue
+                buffer = InputBuffer(len(next_node._input_metadata))
+                if remaining != 0:
+                    self._not_ready[next_node] = buffer
+            elif remaining == 0:
+                del self._not_ready[next_node]
+            if grad is not None:
+                how = self._add_to_buffer(buffer, slot, grad)
+                if observer is not None:
+                    observer.buffer_added(self, next_node, slot, node, how)
+            if remaining == 0:
+                self._push_ready(next_node, buffer)
+                if observer is not None:
+                    observer.node_ready(self, next_node)
+
+    def _add_to_buffer(self, buffer, slot, grad):
+        old = buffer.grads[slot]
+        if old is None:
+            buffer.grads[slot] = grad
+            return "stored"
+        if buffer.owned[slot] and not self.create_graph:
+            _rt.add_inplace(old, grad)
+            return "accumulated_in_place"
+        previous: cython.bint = _grad_enabled
+        set_grad_enabled_flag(self.create_graph)
+        try:
+            buffer.grads[slot] = _rt.add(old, grad)
+        finally:
+            set_grad_enabled_flag(previous)
+        buffer.owned[slot] = True
+        return "accumulated_out_of_place"
+
+    def _accumulate(self, node, grads, owned_grad):
+        """AccumulateGrad: add the completed gradient to the leaf's ``.grad``."""
+        grad = grads[0] if grads else None
+        if grad is None:
+            return
+        variable = node.variable
+        before = variable.grad
+        previous: cython.bint = _grad_enabled
+        set_grad_enabled_flag(self.create_graph)
+        try:
+            if before is None:
+                if self.create_graph:
+                    variable.grad = _rt.clone(grad)
+                elif grad is owned_grad:
+                    variable.grad = grad
+                else:
+                    variable.grad = _rt.detach(_rt.clone(grad))
+            elif self.create_graph:
+                variable.grad = _rt.add(before, grad)
+            else:
+                _rt.add_inplace(before, grad)
+        finally:
+            set_grad_enabled_flag(previous)
+        hooks = variable._post_accumulate_hooks
+        if hooks is not None:
+            for hook in list(hooks):
+                hook(variable)
+        if self.observer is not None:
+            self.observer.grad_accumulated(self, node, variable, before, variable.grad)
+
+
+def _all_none(grads):
+    for grad in grads:
+        if grad is not None:
+            return False
+    return True
+
+
+def _expandable(shape, target):
+    """Whether ``shape`` broadcasts to ``target`` (PyTorch's is_expandable_to)."""
+    ndim = len(shape)
+    target_ndim = len(target)
+    if ndim > target_ndim:
+        return False
+    for i in range(1, ndim + 1):
+        size = shape[ndim - i]
+        target_size = target[target_ndim - i]
+        if size != target_size and size != 1:
+            return False
+    return True
+
+
+def _hook_name(hook):
+    return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def compiled():
+    """True when this module runs as a compiled extension."""
+    return cython.compiled
+
+
+def source_path():
+    return os.path.abspath(__file__)
