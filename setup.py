@@ -27,7 +27,10 @@ def build_frontend():
     npm = shutil.which("npm")
     if npm is None:
         raise RuntimeError("building gradviz's widget needs npm (Node.js 20); install it and retry")
-    if not os.path.isdir(os.path.join(LABEXTENSION, "node_modules")):
+    lock = os.path.join(LABEXTENSION, "package-lock.json")
+    installed = os.path.join(LABEXTENSION, "node_modules", ".package-lock.json")
+    if not os.path.exists(installed) or os.path.getmtime(installed) < os.path.getmtime(lock):
+        # node_modules missing or older than the lock file: install exactly what the lock says
         subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=LABEXTENSION, check=True)
     subprocess.run([npm, "run", "build"], cwd=LABEXTENSION, check=True)
 

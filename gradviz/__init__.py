@@ -11,7 +11,7 @@ from ._tensor import Size, Tensor, is_tensor
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from . import ops
-from .ops import (abs, add, arange, as_tensor, clamp, clone, cos, div, empty, empty_like, eq,  # noqa: A004
+from .ops import (abs, add, allclose, arange, as_tensor, clamp, clone, cos, div, empty, empty_like, eq,  # noqa: A004
                   exp, expand, eye, flatten, from_numpy, full, full_like, ge, gt, le, linspace,
                   log, logical_and, logical_not, logical_or, lt, manual_seed, matmul, mean, mul,
                   ne, neg, ones, ones_like, permute, pow, rand, rand_like, randint, randn,
@@ -68,5 +68,5 @@ __all__ = [
     "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm",
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "show_config", "config", "__version__",
+    "allclose", "show_config", "config", "__version__",
 ]

@@ -122,7 +122,8 @@ class Tensor(_engine.TensorBase):
             )
         if requires_grad and not self.dtype.is_floating_point:
             raise RuntimeError(
-                f"only Tensors of floating point dtype can require gradients (got {self.dtype})"
+                "Only Tensors of floating point and complex dtype can require gradients "
+                f"(got {self.dtype})"
             )
         self._requires_grad = bool(requires_grad)
         return self
@@ -293,8 +294,9 @@ def _to_array(data, dtype=None) -> np.ndarray:
                 f"cannot build a tensor from {type(data).__name__}: the elements must be numbers "
                 "or nested lists of numbers of equal lengths"
             )
-        if not isinstance(data, np.ndarray) and not isinstance(data, np.generic):
-            # Python data: floats become the default float dtype, ints int64, like torch
+        if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
+            # Python data: floats become the default float dtype, ints int64, like torch.
+            # With an explicit dtype, convert once (float64 -> float32 -> float64 loses digits).
             if array.dtype.kind == "f":
                 array = array.astype(_dtypes.get_default_dtype().numpy)
             elif array.dtype.kind in "iu":
@@ -355,7 +357,7 @@ def _format(t: Tensor) -> str:
                                    formatter={"float_kind": lambda v: f"{v:.4f}"})
     elif dtype is _dtypes.bool:
         body = np.array2string(data, separator=", ", prefix="tensor(",
-                               formatter={"bool": lambda v: "True" if v else "False"})
+                               formatter={"bool": lambda v: " True" if v else "False"})
     else:
         body = np.array2string(data, separator=", ", prefix="tensor(")
     extras = []

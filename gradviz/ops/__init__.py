@@ -62,13 +62,14 @@ def _rpow(self, other):
 
 
 _tensor.install_methods({
-    "__add__": P.add, "__radd__": _reflected(P.add), "add": P.add,
+    "__add__": P.add, "__radd__": P.add, "add": P.add,
     "__sub__": P.sub, "__rsub__": P.rsub, "sub": P.sub,
-    "__mul__": P.mul, "__rmul__": _reflected(P.mul), "mul": P.mul,
+    "__mul__": P.mul, "__rmul__": P.mul, "mul": P.mul,
     "__truediv__": P.div, "__rtruediv__": _rtruediv, "div": P.div,
     "__neg__": P.neg, "neg": P.neg, "__pos__": lambda self: self,
     "__pow__": P.pow, "__rpow__": _rpow, "pow": P.pow,
     "__matmul__": R.matmul, "__rmatmul__": _reflected(R.matmul), "matmul": R.matmul,
+    "allclose": P.allclose,
     "__lt__": P.lt, "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__eq__": P.eq, "__ne__": P.ne,
     "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne,
     "__and__": lambda self, other: P._bitwise(P._BITWISE_AND, self, other),

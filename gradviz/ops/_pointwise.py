@@ -18,7 +18,7 @@ from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_no
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
     "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "rdiv",
-    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "to",
+    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "to", "allclose",
 ]
 
 
@@ -391,3 +391,8 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
         return input
     dtype = _dtypes.as_dtype(dtype)
     return apply(TO_COPY, input, dtype=dtype, source=input.dtype)
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether all entries satisfy ``|input - other| <= atol + rtol * |other|`` (not differentiable)."""
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))

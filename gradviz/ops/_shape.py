@@ -247,6 +247,12 @@ def _as_index(item):
     return item
 
 
+def _covers_dim(item, size):
+    """Whether ``item`` is PyTorch's no-op slice: start 0 (or None), step 1, stop past the end."""
+    return (item.start in (None, 0) and item.step in (None, 1)
+            and (item.stop is None or item.stop >= size))
+
+
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy)."""
@@ -276,6 +282,10 @@ def getitem(input, key):
             out = unsqueeze(out, dim)
             dim += 1
         elif isinstance(item, slice):
+            if isinstance(key, tuple) and _covers_dim(item, out._data.shape[dim]):
+                # PyTorch's applySlicing skips a slice that keeps the whole dim (no node)
+                dim += 1
+                continue
             full = (slice(None),) * dim + (item,)
             out = _index_op(out, full, "slice")
             dim += 1

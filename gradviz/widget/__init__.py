@@ -1,0 +1,9 @@
+"""The notebook widget of gradviz's backward debugger (Python side).
+
+The front end lives in ``labextension/`` and is bundled into ``static/widget.js``; the traits
+and messages between the two are documented in ``docs/widget_protocol.md``.
+"""
+
+from ._widget import DebuggerWidget, display_session
+
+__all__ = ["DebuggerWidget", "display_session"]

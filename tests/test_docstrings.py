@@ -1,0 +1,27 @@
+"""The runnable examples in public docstrings are executed (STYLE.md habit 8)."""
+
+from __future__ import annotations
+
+import doctest
+
+import pytest
+
+import gradviz
+from gradviz import _config, _tensor
+from gradviz.autograd import _functional, function
+from gradviz.debug import _session
+from gradviz.ops import _creation
+
+MODULES = [_tensor, _functional, function, _session, _creation, _config]
+
+
+@pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])
+def test_docstring_examples(module):
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = [t for t in finder.find(module, globs={"gradviz": gradviz}) if t.examples]
+    assert tests, f"{module.__name__} has no docstring examples"
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} docstring example(s) failed in {module.__name__}"
