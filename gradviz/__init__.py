@@ -17,7 +17,13 @@ from .ops import (abs, add, allclose, arange, as_tensor, clamp, clone, cos, div,
                   ne, neg, ones, ones_like, permute, pow, rand, rand_like, randint, randn,
                   randn_like, reciprocal, relu, reshape, sigmoid, sign, sin, sqrt, squeeze, sub,
                   sum, t, tanh, tensor, transpose, unsqueeze, zeros, zeros_like)
+from .ops import (amax, amin, argmax, argmin, argsort, cat, chunk, cumsum, erf, exp2, expm1,  # noqa: A004
+                  flip, gather, index_add, index_select, log1p, log2, log10, logsumexp,
+                  masked_fill, max, maximum, min, minimum, narrow, norm, prod, rsqrt, scatter,
+                  scatter_add, select, softmax, log_softmax, sort, split, stack, std, topk, unbind,
+                  var, where)
 from . import autograd
+from . import nn
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from . import debug
 from ._config import config, show_config
@@ -68,5 +74,10 @@ __all__ = [
     "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm",
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "allclose", "show_config", "config", "__version__",
+    "allclose", "show_config", "config", "__version__", "nn",
+    "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
+    "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
+    "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
+    "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
+    "stack", "std", "topk", "unbind", "var", "where",
 ]

@@ -188,7 +188,11 @@ class Tensor(_engine.TensorBase):
             )
         if self.grad_fn is not None:
             return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
-        return _engine.grad_accumulator(self)._register_tensor_pre_hook(0, hook)
+        accumulator = _engine.grad_accumulator(self)
+        handle = accumulator._register_tensor_pre_hook(0, hook)
+        # keep the hooks with the leaf: the accumulator dies when no graph uses it
+        self._hooks = accumulator._tensor_pre_hooks
+        return handle
 
     # ---- conversion -----------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -342,22 +346,11 @@ def _format(t: Tensor) -> str:
     if data.size == 0:
         body = "[]"
     elif dtype.is_floating_point:
-        finite = data[np.isfinite(data)] if data.size else data
-        as64 = np.abs(finite.astype(np.float64)) if finite.size else finite
-        integral = finite.size == 0 or bool(np.all(finite == np.round(finite)))
-        big = as64.size and (as64.max() >= 1e8 or (as64[as64 > 0].size and as64[as64 > 0].min() < 1e-4))
-        if integral and not big:
-            body = np.array2string(data, separator=", ", prefix="tensor(",
-                                   formatter={"float_kind": lambda v: _fmt_integral(v)})
-        elif big:
-            body = np.array2string(data, separator=", ", prefix="tensor(",
-                                   formatter={"float_kind": lambda v: f"{v:.4e}"})
-        else:
-            body = np.array2string(data, separator=", ", prefix="tensor(",
-                                   formatter={"float_kind": lambda v: f"{v:.4f}"})
+        body = np.array2string(data, separator=", ", prefix="tensor(",
+                               formatter={"float_kind": _float_formatter(data)})
     elif dtype is _dtypes.bool:
         body = np.array2string(data, separator=", ", prefix="tensor(",
-                               formatter={"bool": lambda v: " True" if v else "False"})
+                               formatter={"bool": _bool_formatter(data)})
     else:
         body = np.array2string(data, separator=", ", prefix="tensor(")
     extras = []
@@ -373,7 +366,29 @@ def _format(t: Tensor) -> str:
     return f"tensor({body}{suffix})"
 
 
-def _fmt_integral(v) -> str:
-    if not np.isfinite(v):
-        return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-    return f"{v:.0f}."
+def _float_formatter(data):
+    """torch's choice of style (integral, fixed 4 decimals, or scientific), right-aligned."""
+    finite = data[np.isfinite(data)].astype(np.float64)
+    magnitudes = np.abs(finite)
+    nonzero = magnitudes[magnitudes > 0]
+    integral = bool(np.all(finite == np.round(finite)))
+    big = bool(magnitudes.size and magnitudes.max() >= 1e8)
+    small = bool(nonzero.size and nonzero.min() < 1e-4)
+    scientific = big or small or (nonzero.size and nonzero.max() / nonzero.min() > 1000 and not integral)
+
+    def style(v):
+        if not np.isfinite(v):
+            return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
+        if scientific:
+            return f"{v:.4e}"
+        if integral:
+            return f"{v:.0f}."
+        return f"{v:.4f}"
+
+    width = max((len(style(v)) for v in data.reshape(-1)), default=0)
+    return lambda v: style(v).rjust(width)
+
+
+def _bool_formatter(data):
+    true = " True" if not data.all() else "True"  # torch right-aligns to "False"'s width
+    return lambda v: true if v else "False"

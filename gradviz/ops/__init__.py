@@ -13,17 +13,19 @@ from gradviz_ext import engine as _engine
 
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
-from . import _creation, _pointwise, _reduction, _shape
+from . import _activation, _creation, _indexing, _pointwise, _reduction, _shape
+from ._activation import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._indexing import *  # noqa: F401,F403
 from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
 
-__all__ = (["TABLE", "Op", "OpNode", "apply"] + _creation.__all__ + _pointwise.__all__
-           + _reduction.__all__ + _shape.__all__)
+__all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _creation.__all__
+           + _indexing.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
 
-P, R, S = _pointwise, _reduction, _shape
+P, R, S, I, A = _pointwise, _reduction, _shape, _indexing, _activation
 
 
 def _swap(fn):
@@ -91,6 +93,18 @@ _tensor.install_methods({
     "reshape_as": lambda self, other: S.reshape(self, other._data.shape),
     "clone": S.clone, "contiguous": lambda self: self,
     "__getitem__": S.getitem,
+    "rsqrt": P.rsqrt, "exp2": P.exp2, "expm1": P.expm1, "log1p": P.log1p, "log2": P.log2,
+    "log10": P.log10, "erf": P.erf, "maximum": P.maximum, "minimum": P.minimum,
+    "where": lambda self, condition, other: P.where(condition, self, other),
+    "prod": R.prod, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
+    "argmax": R.argmax, "argmin": R.argmin, "var": R.var, "std": R.std,
+    "logsumexp": R.logsumexp, "norm": R.norm, "cumsum": R.cumsum,
+    "softmax": A.softmax, "log_softmax": A.log_softmax,
+    "narrow": S.narrow, "select": S.select, "split": S.split, "chunk": S.chunk,
+    "unbind": S.unbind, "flip": S.flip,
+    "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add,
+    "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
+    "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
     "T": property(lambda self: S.permute(self, *reversed(range(self.ndim)))),
     "mT": property(lambda self: S.transpose(self, -2, -1)),
 })

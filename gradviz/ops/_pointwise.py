@@ -19,6 +19,7 @@ __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
     "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "rdiv",
     "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "to", "allclose",
+    "rsqrt", "exp2", "expm1", "log1p", "log2", "log10", "erf", "maximum", "minimum", "where",
 ]
 
 
@@ -396,3 +397,117 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether all entries satisfy ``|input - other| <= atol + rtol * |other|`` (not differentiable)."""
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+# ---- more unary math --------------------------------------------------------------------
+
+_LN2 = float(np.log(2.0))
+_LN10 = float(np.log(10.0))
+_TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
+
+RSQRT = Op("rsqrt", "RsqrtBackward0", forward=lambda a: 1.0 / np.sqrt(a),
+           backward=lambda ctx, g: (-0.5 * g * pow(ctx.output(), 3),), saves=saves_output,
+           dtype=promote_float)
+EXP2 = Op("exp2", "Exp2Backward0", forward=np.exp2,
+          backward=lambda ctx, g: (g * ctx.output() * _LN2,), saves=saves_output, dtype=promote_float)
+EXPM1 = Op("expm1", "Expm1Backward0", forward=np.expm1,
+           backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float)
+LOG1P = Op("log1p", "Log1PBackward0", forward=np.log1p,
+           backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float)
+LOG2 = Op("log2", "Log2Backward0", forward=np.log2,
+          backward=lambda ctx, g: (g / (ctx.input(0) * _LN2),), saves=saves_inputs(0), dtype=promote_float)
+LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
+           backward=lambda ctx, g: (g / (ctx.input(0) * _LN10),), saves=saves_inputs(0), dtype=promote_float)
+
+_erf_scalar = np.frompyfunc(__import__("math").erf, 1, 1)
+
+ERF = Op("erf", "ErfBackward0",
+         forward=lambda a: np.asarray(_erf_scalar(a), dtype=np.float64).astype(a.dtype),
+         backward=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
+         saves=saves_inputs(0), dtype=promote_float)
+
+
+def rsqrt(input):
+    return apply(RSQRT, input)
+
+
+def exp2(input):
+    return apply(EXP2, input)
+
+
+def expm1(input):
+    return apply(EXPM1, input)
+
+
+def log1p(input):
+    return apply(LOG1P, input)
+
+
+def log2(input):
+    return apply(LOG2, input)
+
+
+def log10(input):
+    return apply(LOG10, input)
+
+
+def erf(input):
+    return apply(ERF, input)
+
+
+# ---- minimum / maximum / where ----------------------------------------------------------
+
+def _extremum_backward(ctx, g):
+    # PyTorch: the winner gets the gradient; ties split it in half
+    a, b = ctx.input(0), ctx.input(1)
+    tie = eq(a, b)
+    a_wins = gt(a, b) if ctx.largest else lt(a, b)
+    b_wins = lt(a, b) if ctx.largest else gt(a, b)
+    half = g * 0.5
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = where_zero(logical_not(a_wins), g) + where_zero(logical_not(tie), half)
+    if ctx.needs_input_grad[1]:
+        grad_b = where_zero(logical_not(b_wins), g) + where_zero(logical_not(tie), half)
+    return grad_a, grad_b
+
+
+MAXIMUM = Op("maximum", "MaximumBackward0", forward=lambda a, b, largest: np.maximum(a, b),
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: np.minimum(a, b),
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+
+
+def maximum(input, other):
+    """Elementwise maximum of two tensors (ties share the gradient equally)."""
+    return apply(MAXIMUM, input, other, largest=True)
+
+
+def minimum(input, other):
+    return apply(MINIMUM, input, other, largest=False)
+
+
+def _where_forward(a, b, condition, condition_tensor):
+    return np.where(condition, a, b)
+
+
+def _where_backward(ctx, g):
+    cond = ctx.condition_tensor
+    return (where_zero(logical_not(cond), g) if ctx.needs_input_grad[0] else None,
+            where_zero(cond, g) if ctx.needs_input_grad[1] else None)
+
+
+WHERE = Op("where", "WhereBackward0", forward=_where_forward, backward=_where_backward, dtype=promote)
+
+
+def where(condition, input=None, other=None):
+    """``input`` where ``condition`` is true, else ``other`` (broadcast; numbers allowed).
+
+    With only ``condition``, the indices of its true entries (``nonzero(as_tuple=True)``).
+    """
+    if input is None and other is None:
+        return tuple(Tensor(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
+    if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
+        raise RuntimeError("where expected condition to be a boolean tensor")
+    return apply(WHERE, _check_operand(input, "where"), _check_operand(other, "where"),
+                 condition=condition._data, condition_tensor=condition)

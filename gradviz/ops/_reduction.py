@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor, _wrap, _wrap_dim
 from ._registry import Op, apply, promote, saves_inputs
 from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
 
-__all__ = ["sum", "mean", "matmul", "sum_to"]
+__all__ = ["sum", "mean", "matmul", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
+           "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
 
 
 def _normalize_dims(dim, ndim):
@@ -190,3 +191,312 @@ def matmul(input, other):
     else:
         op = _MATMUL
     return apply(op, input, other)
+
+
+# ---- more reductions --------------------------------------------------------------------
+# Each returns to the input's shape with _expand_back, so the rules stay differentiable.
+
+def _reduce_attrs(input, dim, keepdim):
+    dims = _normalize_dims(dim, input.ndim)
+    count = 1
+    for d in dims:
+        count *= input._data.shape[d]
+    return dict(dims=dims, keepdim=bool(keepdim), shape=input._data.shape, count=count)
+
+
+def _keep(value, ctx):
+    """A reduced value (out or grad) reshaped so it broadcasts against the input."""
+    return _expand_back(value, ctx.shape, ctx.dims, ctx.keepdim)
+
+
+def _prod_forward(a, dims, keepdim, shape, count):
+    return np.prod(a, axis=dims, keepdims=keepdim)
+
+
+def _prod_backward(ctx, g):
+    """d prod / d x_i is the product of the other entries of x_i's slice.
+
+    Without zeros that is ``prod / x_i``. With zeros, division fails, so the products of the
+    others are formed explicitly (an n-by-n masked product per slice). Both are built from
+    differentiable ops, so higher derivatives are exact too.
+    """
+    x = ctx.input(0)
+    if np.any(x._data == 0):
+        others = _prod_of_others(x, ctx.dims)
+    else:
+        others = _keep(ctx.output(), ctx) / x
+    return (_keep(g, ctx) * others,)
+
+
+def _prod_of_others(x, dims):
+    from .._tensor import Tensor
+    from ._pointwise import where_one
+    from ._shape import permute
+
+    kept = [d for d in range(x.ndim) if d not in dims]
+    order = kept + list(dims)
+    moved = permute(x, *order) if order != list(range(x.ndim)) else x
+    lead = moved._data.shape[:len(kept)]
+    n = 1
+    for d in dims:
+        n *= x._data.shape[d]
+    rows = expand(unsqueeze(reshape(moved, *lead, n), -2), *lead, n, n)  # row k: the slice
+    diagonal = Tensor(np.eye(n, dtype=bool))
+    others = apply(_PROD_DIM, where_one(diagonal, rows), **_reduce_attrs(rows, -1, False))
+    others = reshape(others, *moved._data.shape)
+    if order != list(range(x.ndim)):
+        others = permute(others, *np.argsort(order).tolist())
+    return others
+
+
+class _KeepCtx:
+    """_keep for a value reduced with keepdim=True."""
+
+    def __init__(self, ctx):
+        self.shape, self.dims, self.keepdim = ctx.shape, ctx.dims, True
+
+
+_PROD_ALL = Op("prod", "ProdBackward0", forward=_prod_forward, backward=_prod_backward,
+               saves=lambda needs: ((0,), True))
+_PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_prod_backward,
+               saves=lambda needs: ((0,), True))
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    op = _PROD_ALL if dim is None else _PROD_DIM
+    return apply(op, input, **_reduce_attrs(input, dim, keepdim))
+
+
+def _evenly_backward(ctx, g):
+    """amax/amin and full max/min: the gradient is shared equally among tied extreme entries."""
+    from ._pointwise import eq
+
+    x = ctx.input(0)
+    hit = eq(x, _keep(ctx.output(), ctx)).to(g.dtype)
+    share = _keep(sum(hit, list(ctx.dims), keepdim=True), _KeepCtx(ctx))
+    return (_keep(g, ctx) * hit / share,)
+
+
+def _extreme_op(name, node, fn):
+    return Op(name, node, forward=lambda a, dims, keepdim, shape, count: fn(a, axis=dims, keepdims=keepdim),
+              backward=_evenly_backward, saves=lambda needs: ((0,), True))
+
+
+_AMAX = _extreme_op("amax", "AmaxBackward0", np.max)
+_AMIN = _extreme_op("amin", "AminBackward0", np.min)
+_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max)
+_MIN_ALL = _extreme_op("min", "MinBackward1", np.min)
+
+
+def _check_nonempty(input, dim, what):
+    dims = _normalize_dims(dim, input.ndim)
+    if any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
+        raise RuntimeError(
+            f"{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
+            "the reduction dim with the 'dim' argument." if dim is None else
+            f"{what}(): Expected reduction dim {dims[0]} to have non-zero size."
+        )
+
+
+def amax(input, dim=(), keepdim=False):
+    _check_nonempty(input, dim if dim != () else None, "amax")
+    return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
+
+
+def amin(input, dim=(), keepdim=False):
+    _check_nonempty(input, dim if dim != () else None, "amin")
+    return apply(_AMIN, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
+
+
+def _select_backward(ctx, g):
+    from ._indexing import _scatter_add_into_zeros
+
+    if not ctx.keepdim:
+        g = unsqueeze(g, ctx.dim)
+    return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
+
+
+_MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
+_MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
+
+
+def _values_indices(input, dim, keepdim, pick):
+    """``(values, indices)`` of the max or min along ``dim``; the gradient goes to the index."""
+    from ._indexing import _SortResult
+
+    dim = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, dim, "max" if pick is np.argmax else "min")
+    if input.ndim == 0:
+        indices = np.zeros((), np.int64)
+        values = input._data.copy()
+    else:
+        indices = np.expand_dims(pick(input._data, axis=dim), dim).astype(np.int64)
+        values = np.take_along_axis(input._data, indices, axis=dim)
+    op = _MAX_DIM if pick is np.argmax else _MIN_DIM
+    out_values = values if keepdim or input.ndim == 0 else np.squeeze(values, dim)
+    out_indices = indices if keepdim or input.ndim == 0 else np.squeeze(indices, dim)
+    out = apply(op, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
+                keepdim=bool(keepdim) or input.ndim == 0, shape=input._data.shape)
+    return _SortResult(out, _wrap(out_indices))
+
+
+def max(input, dim=None, keepdim=False):  # noqa: A001
+    """The maximum; with ``dim``, ``(values, indices)`` along it (the gradient goes to the
+    chosen index); without, the gradient is shared among tied maxima, as in PyTorch."""
+    if isinstance(dim, Tensor):
+        from ._pointwise import maximum
+
+        return maximum(input, dim)
+    if dim is None:
+        _check_nonempty(input, None, "max")
+        return apply(_MAX_ALL, input, **_reduce_attrs(input, None, False))
+    return _values_indices(input, dim, keepdim, np.argmax)
+
+
+def min(input, dim=None, keepdim=False):  # noqa: A001
+    if isinstance(dim, Tensor):
+        from ._pointwise import minimum
+
+        return minimum(input, dim)
+    if dim is None:
+        _check_nonempty(input, None, "min")
+        return apply(_MIN_ALL, input, **_reduce_attrs(input, None, False))
+    return _values_indices(input, dim, keepdim, np.argmin)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum (not differentiable); the flat index when ``dim`` is None."""
+    if dim is None:
+        return _wrap(np.asarray(np.argmax(input._data), dtype=np.int64))
+    dim = _wrap_dim(dim, input.ndim)
+    return _wrap(np.argmax(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
+
+
+def argmin(input, dim=None, keepdim=False):
+    if dim is None:
+        return _wrap(np.asarray(np.argmin(input._data), dtype=np.int64))
+    dim = _wrap_dim(dim, input.ndim)
+    return _wrap(np.argmin(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
+
+
+def _var_forward(a, dims, keepdim, shape, count, correction):
+    return np.var(a, axis=dims, keepdims=keepdim, ddof=correction)
+
+
+def _var_backward(ctx, g):
+    x = ctx.input(0)
+    centered = x - mean(x, list(ctx.dims), keepdim=True)
+    return (_keep(g, ctx) * centered * (2.0 / (ctx.count - ctx.correction)),)
+
+
+_VAR = Op("var", "VarBackward0", forward=_var_forward, backward=_var_backward, saves=saves_inputs(0))
+
+
+def _std_backward(ctx, g):
+    x = ctx.input(0)
+    centered = x - mean(x, list(ctx.dims), keepdim=True)
+    return (_keep(g / ctx.output(), ctx) * centered / (ctx.count - ctx.correction),)
+
+
+_STD = Op("std", "StdBackward0", forward=lambda *a, **k: np.sqrt(_var_forward(*a, **k)),
+          backward=_std_backward, saves=lambda needs: ((0,), True))
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return apply(_VAR, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return apply(_STD, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
+
+
+def _logsumexp_forward(a, dims, keepdim, shape, count):
+    if a.size == 0:
+        return np.log(np.sum(np.exp(a), axis=dims, keepdims=keepdim))
+    peak = np.max(a, axis=dims, keepdims=True)
+    peak = np.where(np.isfinite(peak), peak, 0)
+    out = np.log(np.sum(np.exp(a - peak), axis=dims, keepdims=True)) + peak
+    return out if keepdim else np.squeeze(out, axis=dims)
+
+
+def _logsumexp_backward(ctx, g):
+    from ._pointwise import exp
+
+    return (_keep(g, ctx) * exp(ctx.input(0) - _keep(ctx.output(), ctx)),)
+
+
+_LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
+                backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
+
+
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(input), dim))``, computed without overflow."""
+    return apply(_LOGSUMEXP, input, **_reduce_attrs(input, dim, keepdim))
+
+
+def _norm_backward(ctx, g):
+    from ._pointwise import abs, eq, pow, sign, where_one, where_zero
+
+    x = ctx.input(0)
+    p = ctx.p
+    norm = _keep(ctx.output(), ctx)
+    is_zero = eq(norm, 0)
+    safe_norm = where_one(is_zero, norm)
+    if p == 1:
+        grad = sign(x)
+    elif p == 2:
+        grad = x / safe_norm
+    else:  # x |x|^(p-2) / norm^(p-1)
+        grad = x * pow(abs(x), p - 2) / pow(safe_norm, p - 1)
+    return (_keep(g, ctx) * where_zero(is_zero, grad),)
+
+
+_NORM = Op("norm", "NormBackward1",
+           forward=lambda a, dims, keepdim, shape, count, p: np.power(
+               np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p) if p not in (2, 1) else (
+               np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)) if p == 2 else
+               np.sum(np.abs(a), axis=dims, keepdims=keepdim)),
+           backward=_norm_backward, saves=lambda needs: ((0,), True))
+
+
+def norm(input, p=2, dim=None, keepdim=False, dtype=None):
+    """The vector p-norm over ``dim`` (``p`` = 2 by default; 1, 2 or any positive number)."""
+    if p == "fro":
+        p = 2
+    if not isinstance(p, (int, float)) or p <= 0:
+        raise RuntimeError(f"norm(): gradviz supports positive finite p, got {p!r}")
+    if dtype is not None:
+        input = input.to(dtype)
+    return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
+
+
+def _cumsum_backward(ctx, g):
+    from ._shape import flip
+
+    return (flip(cumsum(flip(g, [ctx.dim]), ctx.dim), [ctx.dim]),)
+
+
+_CUMSUM = Op("cumsum", "CumsumBackward0",
+             forward=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a.copy(),
+             backward=_cumsum_backward)
+
+
+def cumsum(input, dim, *, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.dtype.is_floating_point:
+        input = input.to(_dtypes.int64)
+    return apply(_CUMSUM, input, dim=_wrap_dim(dim, input.ndim))

@@ -3,13 +3,16 @@ version counter with their input, as in PyTorch."""
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .._tensor import Tensor, _wrap_dim
 from ._registry import Op, apply
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
-           "expand", "clone", "flatten", "getitem"]
+           "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
+           "chunk", "unbind", "flip"]
 
 
 def _shape_arg(args):
@@ -301,3 +304,134 @@ def getitem(input, key):
     if out is input:
         out = _index_op(input, (slice(None),), "slice") if input.ndim else view(input, ())
     return out
+
+
+# ---- joining and splitting --------------------------------------------------------------
+
+def _cat_forward(*arrays, dim, sizes):
+    return np.concatenate(arrays, axis=dim)
+
+
+def _cat_backward(ctx, g):
+    grads = []
+    start = 0
+    for size, needed in zip(ctx.sizes, ctx.needs_input_grad):
+        grads.append(narrow(g, ctx.dim, start, size) if needed else None)
+        start += size
+    return tuple(grads)
+
+
+CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward)
+
+
+def cat(tensors, dim=0):
+    """Concatenate tensors along an existing ``dim`` (all other sizes must match)."""
+    from .. import dtypes as _dtypes
+
+    tensors = [t for t in tensors]
+    if not tensors:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"cat(): expected a sequence of Tensors, but element {i} is {type(t).__name__}")
+    # PyTorch skips legacy 1-D empty tensors
+    parts = [t for t in tensors if not (t.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
+    reference = parts[0]
+    dim = _wrap_dim(dim, reference.ndim)
+    for i, t in enumerate(parts):
+        if t.ndim != reference.ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {reference.ndim} and {t.ndim}")
+        for d in range(reference.ndim):
+            if d != dim and t._data.shape[d] != reference._data.shape[d]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{reference._data.shape[d]} but got size {t._data.shape[d]} for tensor "
+                    f"number {i} in the list.")
+    dtype = _dtypes.result_type(*parts)
+    parts = [t if t.dtype is dtype else t.to(dtype) for t in parts]
+    return apply(CAT, *parts, dim=dim, sizes=tuple(t._data.shape[dim] for t in parts))
+
+
+def stack(tensors, dim=0):
+    """Join tensors of equal shape along a new ``dim``."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    shape = tensors[0]._data.shape
+    for i, t in enumerate(tensors):
+        if t._data.shape != shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
+                f"and {list(t._data.shape)} at entry {i}")
+    dim = _wrap_dim(dim, len(shape) + 1)
+    return cat([unsqueeze(t, dim) for t in tensors], dim)
+
+
+def narrow(input, dim, start, length):
+    """The view ``input[..., start:start + length, ...]`` along ``dim``."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim]
+    if start < 0:
+        start += size
+    if not (0 <= start <= size and 0 <= length and start + length <= size):
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    key = (slice(None),) * dim + (slice(start, start + length),)
+    return _index_op(input, key, "slice")
+
+
+def select(input, dim, index):
+    """The view at ``index`` along ``dim`` (that dimension is removed)."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim]
+    if not -size <= index < size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(input._data.shape)} at dimension {dim}")
+    key = (slice(None),) * dim + (int(index),)
+    return _index_op(input, key, "select")
+
+
+def split(input, split_size_or_sections, dim=0):
+    """Views of ``input`` in chunks of ``split_size`` (the last may be smaller) or of the
+    given section sizes."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sections = [min(step, size - s) for s in range(0, size, step)] if step else [0]
+    else:
+        sections = list(split_size_or_sections)
+        if builtins.sum(sections) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {dim}), but got split_sizes={sections}")
+    out, start = [], 0
+    for length in sections:
+        out.append(narrow(input, dim, start, length))
+        start += length
+    return tuple(out)
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` nearly equal views (fewer if the size does not allow)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
+    size = input._data.shape[_wrap_dim(dim, input.ndim)]
+    step = max(1, -(-size // chunks))
+    return split(input, step, dim)
+
+
+def unbind(input, dim=0):
+    dim = _wrap_dim(dim, input.ndim)
+    return tuple(select(input, dim, i) for i in range(input._data.shape[dim]))
+
+
+FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims).copy(),
+          backward=lambda ctx, g: (flip(g, ctx.dims),))
+
+
+def flip(input, dims):
+    dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
+    return apply(FLIP, input, dims=dims)

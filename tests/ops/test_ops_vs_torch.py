@@ -120,3 +120,123 @@ def test_op_matches_torch(case, dtype):
     name, program, arrays = case
     run_both(program, arrays, dtype=dtype, create_graph_order=2 if dtype == "float64" else 1,
              loose=name.startswith("to_float"))
+
+
+def distinct(*shape):
+    """Values with no ties (max/sort gradients are then unambiguous)."""
+    n = int(np.prod(shape)) if shape else 1
+    return (rng.permutation(n).astype(np.float64) / n + 0.1).reshape(shape)
+
+
+def with_zeros(*shape):
+    x = normal(*shape)
+    x.reshape(-1)[::3] = 0.0
+    return x
+
+
+MORE_CASES = [
+    ("rsqrt", lambda m, a: a.rsqrt(), (positive(3, 2),)),
+    ("exp2", lambda m, a: m.exp2(a), (normal(4),)),
+    ("expm1", lambda m, a: a.expm1(), (normal(4),)),
+    ("log1p", lambda m, a: a.log1p(), (positive(4),)),
+    ("log2", lambda m, a: a.log2(), (positive(2, 2),)),
+    ("log10", lambda m, a: a.log10(), (positive(3),)),
+    ("erf", lambda m, a: m.erf(a), (normal(5),)),
+    ("maximum", lambda m, a, b: m.maximum(a, b), (normal(3, 4), normal(4))),
+    ("minimum", lambda m, a, b: m.minimum(a, b), (normal(3, 4), normal(3, 4))),
+    ("maximum_ties", lambda m, a, b: m.maximum(a, b) * a, (np.array([1.0, 2.0, 3.0]), np.array([1.0, 0.0, 3.0]))),
+    ("where", lambda m, a, b: m.where(a > 0, a, b * 2), (normal(3, 4), normal(4))),
+    ("where_scalar", lambda m, a: m.where(a > 0, a, 0.0) ** 2, (normal(5),)),
+    ("prod_all", lambda m, a: a.prod(), (positive(2, 3),)),
+    ("prod_dim", lambda m, a: a.prod(1), (normal(3, 4),)),
+    ("prod_one_zero", lambda m, a: a.prod(1, keepdim=True), (np.array([[1.0, 0.0, 3.0], [2.0, 0.5, 4.0]]),)),
+    ("prod_two_zeros", lambda m, a: a.prod(0), (np.array([[0.0, 1.0], [0.0, 2.0], [3.0, 4.0]]),)),
+    ("max_all", lambda m, a: a.max(), (distinct(3, 4),)),
+    ("max_all_ties", lambda m, a: a.max() * 2, (np.array([1.0, 3.0, 3.0, 2.0]),)),
+    ("min_all", lambda m, a: m.min(a), (distinct(5),)),
+    ("max_dim", lambda m, a: a.max(1).values, (distinct(3, 4),)),
+    ("max_dim_keepdim", lambda m, a: m.max(a, 0, keepdim=True)[0], (distinct(3, 4),)),
+    ("min_dim", lambda m, a: a.min(-1).values ** 2, (distinct(2, 3, 4),)),
+    ("amax", lambda m, a: a.amax(1), (distinct(3, 4),)),
+    ("amax_ties", lambda m, a: a.amax(0), (np.array([[1.0, 2.0], [1.0, 0.0]]),)),
+    ("amin_multi", lambda m, a: m.amin(a, (0, 2)), (distinct(2, 3, 4),)),
+    ("var", lambda m, a: a.var(), (normal(3, 4),)),
+    ("var_dim", lambda m, a: a.var(1, keepdim=True), (normal(3, 4),)),
+    ("var_correction0", lambda m, a: m.var(a, 0, correction=0), (normal(3, 4),)),
+    ("std", lambda m, a: a.std(0), (normal(3, 4),)),
+    ("std_unbiased_false", lambda m, a: a.std(unbiased=False), (normal(5),)),
+    ("norm", lambda m, a: a.norm(), (normal(3, 4),)),
+    ("norm_dim", lambda m, a: a.norm(dim=1), (normal(3, 4),)),
+    ("norm_p1", lambda m, a: a.norm(p=1), (away_from_zero(5),)),
+    ("norm_p3", lambda m, a: m.norm(a, 3, 0), (away_from_zero(3, 2),)),
+    ("logsumexp", lambda m, a: a.logsumexp(1), (normal(3, 4) * 5,)),
+    ("logsumexp_keepdim", lambda m, a: m.logsumexp(a, (0, 1), keepdim=True), (normal(2, 3),)),
+    ("cumsum", lambda m, a: a.cumsum(1) ** 2, (normal(3, 4),)),
+    ("cumsum0", lambda m, a: m.cumsum(a, 0) * a, (normal(4),)),
+    ("softmax", lambda m, a: a.softmax(1), (normal(3, 4),)),
+    ("softmax_dim0", lambda m, a: m.softmax(a, 0) * a, (normal(3, 4),)),
+    ("log_softmax", lambda m, a: a.log_softmax(-1), (normal(3, 4) * 3,)),
+    ("softplus", lambda m, a: m.nn.functional.softplus(a), (normal(6) * 5,)),
+    ("softplus_beta", lambda m, a: m.nn.functional.softplus(a, beta=2.0, threshold=3.0), (normal(6) * 3,)),
+    ("gelu", lambda m, a: m.nn.functional.gelu(a), (normal(6),)),
+    ("gelu_tanh", lambda m, a: m.nn.functional.gelu(a, approximate="tanh"), (normal(6),)),
+    ("leaky_relu", lambda m, a: m.nn.functional.leaky_relu(a, 0.2) * a, (away_from_zero(6),)),
+    ("elu", lambda m, a: m.nn.functional.elu(a), (away_from_zero(6),)),
+    ("silu", lambda m, a: m.nn.functional.silu(a), (normal(6),)),
+    ("cat", lambda m, a, b: m.cat([a, b, a], 0) ** 2, (normal(2, 3), normal(1, 3))),
+    ("cat_dim1", lambda m, a, b: m.cat((a, b), dim=1).sin(), (normal(2, 3), normal(2, 1))),
+    ("stack", lambda m, a, b: m.stack([a, b], 1) * 2, (normal(2, 3), normal(2, 3))),
+    ("split", lambda m, a: a.split(2, 1)[1] ** 2, (normal(3, 5),)),
+    ("split_sections", lambda m, a: a.split([1, 3], 0)[1].exp(), (normal(4, 2),)),
+    ("chunk", lambda m, a: a.chunk(3, 0)[2] * 3, (normal(7, 2),)),
+    ("narrow", lambda m, a: a.narrow(1, 1, 2) ** 2, (normal(3, 4),)),
+    ("select", lambda m, a: a.select(1, -1) * a.select(0, 0).sum(), (normal(3, 4),)),
+    ("unbind", lambda m, a: a.unbind(1)[2] * a.unbind(1)[0], (normal(3, 4),)),
+    ("flip", lambda m, a: a.flip(0) * a, (normal(3, 2),)),
+    ("gather", lambda m, a: a.gather(1, m.tensor([[0, 2], [1, 1], [3, 0]])) ** 2, (normal(3, 4),)),
+    ("gather_dim0", lambda m, a: m.gather(a, 0, m.tensor([[2, 0, 1, 1]])), (normal(3, 4),)),
+    ("scatter_add", lambda m, a, b: a.scatter_add(1, m.tensor([[0, 0], [2, 1]]), b) ** 2, (normal(2, 3), normal(2, 2))),
+    ("scatter_src", lambda m, a, b: a.scatter(0, m.tensor([[1, 0, 1]]), b) * 3, (normal(2, 3), normal(1, 3))),
+    ("scatter_value", lambda m, a: a.scatter(1, m.tensor([[1], [0]]), 2.5) ** 2, (normal(2, 3),)),
+    ("index_select", lambda m, a: a.index_select(0, m.tensor([2, 0, 2])) ** 2, (normal(3, 4),)),
+    ("index_add", lambda m, a, b: a.index_add(1, m.tensor([0, 2, 0]), b) ** 2, (normal(2, 3), normal(2, 3))),
+    ("masked_fill", lambda m, a: a.masked_fill(a > 0.5, -1.0) ** 2, (normal(3, 4),)),
+    ("sort", lambda m, a: a.sort(1).values * m.arange(4, dtype=a.dtype), (distinct(3, 4),)),
+    ("sort_descending", lambda m, a: m.sort(a, 0, descending=True)[0] ** 2, (distinct(3, 2),)),
+    ("topk", lambda m, a: a.topk(2).values * 3, (distinct(3, 5),)),
+    ("topk_smallest_dim0", lambda m, a: m.topk(a, 2, dim=0, largest=False)[0] ** 2, (distinct(4, 2),)),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", MORE_CASES, ids=[c[0] for c in MORE_CASES])
+def test_more_ops_match_torch(case, dtype):
+    name, program, arrays = case
+    run_both(program, arrays, dtype=dtype, create_graph_order=2 if dtype == "float64" else 1)
+
+
+NON_DIFFERENTIABLE = [
+    ("argmax", lambda m, a: a.argmax()),
+    ("argmax_dim", lambda m, a: a.argmax(1)),
+    ("argmin_keepdim", lambda m, a: m.argmin(a, 0, keepdim=True)),
+    ("argsort", lambda m, a: a.argsort(1, descending=True)),
+    ("max_indices", lambda m, a: a.max(1).indices),
+    ("sort_indices", lambda m, a: a.sort(0)[1]),
+    ("topk_indices", lambda m, a: a.topk(2, 1)[1]),
+    ("comparisons", lambda m, a: (a > 0.5) & (a < 0.9) | (a == a.max())),
+]
+
+
+@pytest.mark.parametrize("case", NON_DIFFERENTIABLE, ids=[c[0] for c in NON_DIFFERENTIABLE])
+def test_index_results_match_torch(case):
+    import torch
+
+    import gradviz
+
+    _, program = case
+    data = distinct(3, 4)
+    ours = program(gradviz, gradviz.tensor(data, requires_grad=True))
+    theirs = program(torch, torch.tensor(data, requires_grad=True))
+    assert ours.dtype.name == str(theirs.dtype).replace("torch.", "")
+    assert not ours.requires_grad and not theirs.requires_grad
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

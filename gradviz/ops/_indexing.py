@@ -1,0 +1,283 @@
+"""Index-based ops: ``gather``, ``scatter``, ``scatter_add``, ``index_select``, ``index_add``,
+``masked_fill``, ``sort`` and ``topk``.
+
+The gradient of a gather is a scatter-add and the gradient of a scatter-add is a gather, so
+each rule below is written with the other op and double backward works throughout.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor, _wrap, _wrap_dim
+from ._registry import Op, apply, saves_inputs
+
+__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
+           "sort", "topk", "argsort"]
+
+
+def _index_array(index, what):
+    if not isinstance(index, Tensor):
+        raise TypeError(f"{what}(): index must be a Tensor, got {type(index).__name__}")
+    if index.dtype is not _dtypes.int64 and index.dtype is not _dtypes.int32:
+        raise RuntimeError(f"{what}(): Expected dtype int64 for index")
+    return index._data
+
+
+def _check_gather_shapes(what, input, dim, index):
+    if index.ndim != input.ndim and not (index.ndim <= 1 and input.ndim <= 1):
+        raise RuntimeError(f"Index tensor must have the same number of dimensions as {what} tensor")
+    for d in range(index.ndim):
+        if d != dim and index.shape[d] > (input.shape[d] if input.ndim else 1):
+            raise RuntimeError(
+                f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
+                f"smaller than self {list(input.shape)} apart from dimension {dim}"
+            )
+    if index.size and (index.min() < -input.shape[dim] or index.max() >= input.shape[dim]):
+        bad = index.max() if index.max() >= input.shape[dim] else index.min()
+        raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {input.shape[dim]}")
+
+
+def _grid(index, dim):
+    """numpy fancy-index tuple selecting ``index`` along ``dim`` (other axes by position)."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+# ---- gather / scatter_add ---------------------------------------------------------------
+
+def _gather_forward(a, index, dim, shape, **_):
+    if a.ndim == 0:
+        return a[()] if index.ndim == 0 else np.full(index.shape, a)
+    return a[_grid(index, dim)]
+
+
+GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
+            backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),))
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of ``input`` at ``index`` along ``dim``: ``out[i][j] = input[index[i][j]][j]`` for dim 0."""
+    array = _index_array(index, "gather")
+    dim = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("input", input._data, dim, array)
+    return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+
+
+def _scatter_add_forward(a, src, index, dim, **_):
+    out = a.copy()
+    np.add.at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
+    return out
+
+
+SCATTER_ADD = Op(
+    "scatter_add", "ScatterAddBackward0", forward=_scatter_add_forward,
+    backward=lambda ctx, g: (g if ctx.needs_input_grad[0] else None,
+                             gather(g, ctx.dim, ctx.index_tensor) if ctx.needs_input_grad[1] else None),
+    dtype=lambda a, src, **attrs: a.dtype)
+
+
+def scatter_add(input, dim, index, src):
+    """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    array = _index_array(index, "scatter_add")
+    dim = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("self", input._data, dim, array)
+    return apply(SCATTER_ADD, input, src, index=array, index_tensor=index, dim=dim)
+
+
+def _scatter_add_into_zeros(g, index, dim, shape):
+    from ._creation import zeros
+
+    return scatter_add(zeros(shape, dtype=g.dtype), dim, index, g)
+
+
+def _scatter_forward(a, *rest, index, dim, value, **_):
+    out = a.copy()
+    if rest:
+        src = rest[0]
+        out[_grid(index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
+    else:
+        out[_grid(index, dim)] = value
+    return out
+
+
+def _scatter_backward(ctx, g, *unused):
+    from ._pointwise import where_zero
+
+    grad_self = None
+    if ctx.needs_input_grad[0]:
+        mask = _wrap(_scatter_forward(np.zeros(ctx.shape, dtype=bool), index=ctx.index, dim=ctx.dim, value=True))
+        grad_self = where_zero(mask, g)
+    if len(ctx.needs_input_grad) == 1:
+        return (grad_self,)
+    grad_src = gather(g, ctx.dim, ctx.index_tensor) if ctx.needs_input_grad[1] else None
+    return grad_self, grad_src
+
+
+SCATTER_SRC = Op("scatter_src", "ScatterBackward0", forward=_scatter_forward,
+                 backward=_scatter_backward, dtype=lambda a, *rest, **attrs: a.dtype)
+SCATTER_VALUE = Op("scatter_value", "ScatterBackward1", forward=_scatter_forward,
+                   backward=_scatter_backward)
+
+
+def scatter(input, dim, index, src=None, *, value=None):
+    """``input`` with entries at ``index`` along ``dim`` replaced by ``src`` (or ``value``)."""
+    array = _index_array(index, "scatter")
+    dim = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("self", input._data, dim, array)
+    attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    if isinstance(src, Tensor):
+        return apply(SCATTER_SRC, input, src, value=None, **attrs)
+    fill = src if src is not None else value
+    if fill is None:
+        raise TypeError("scatter() needs either a src Tensor or a value")
+    return apply(SCATTER_VALUE, input, value=fill, **attrs)
+
+
+# ---- index_select / index_add -----------------------------------------------------------
+
+def _index_select_forward(a, index, dim, shape, **_):
+    return np.take(a, index, axis=dim) if a.ndim else np.take(a, index)
+
+
+INDEX_SELECT = Op("index_select", "IndexSelectBackward0", forward=_index_select_forward,
+                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),))
+
+
+def _check_index_vector(index, what):
+    if index.ndim > 1:
+        raise IndexError(f"{what}(): Index is supposed to be a vector")
+
+
+def index_select(input, dim, index):
+    """Entries of ``input`` at the positions ``index`` (a vector) along ``dim``."""
+    array = _index_array(index, "index_select")
+    _check_index_vector(array, "index_select")
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim] if input.ndim else 1
+    if array.size and (array.max() >= size or array.min() < -size):
+        raise IndexError(f"index out of range in self")
+    return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+
+
+def _index_add_forward(a, source, index, dim, alpha, **_):
+    out = a.copy()
+    moved = np.moveaxis(out, dim, 0)
+    np.add.at(moved, index, np.moveaxis(source * alpha if alpha != 1 else source, dim, 0))
+    return out
+
+
+INDEX_ADD = Op(
+    "index_add", "IndexAddBackward0", forward=_index_add_forward,
+    backward=lambda ctx, g: (
+        g if ctx.needs_input_grad[0] else None,
+        (index_select(g, ctx.dim, ctx.index_tensor) * ctx.alpha) if ctx.needs_input_grad[1] else None),
+    dtype=lambda a, source, **attrs: a.dtype)
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """``input`` with ``alpha * source`` added at the positions ``index`` along ``dim``."""
+    array = _index_array(index, "index_add")
+    _check_index_vector(array, "index_add")
+    dim = _wrap_dim(dim, input.ndim)
+    return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
+
+
+def _index_add_into_zeros(g, dim, index, shape):
+    from ._creation import zeros
+
+    return index_add(zeros(shape, dtype=g.dtype), dim, index, g)
+
+
+# ---- masked_fill ------------------------------------------------------------------------
+
+def _masked_fill_forward(a, mask, value, mask_tensor):
+    return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+
+
+MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forward,
+                 backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),))
+
+
+def masked_fill(input, mask, value):
+    """``input`` with ``value`` where the boolean ``mask`` (broadcastable) is true."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
+        raise RuntimeError(
+            "masked_fill_ only supports boolean masks, but got mask with dtype "
+            f"{mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__}"
+        )
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                f"{value.ndim} dimension(s)."
+            )
+        value = value.item()
+    return apply(MASKED_FILL, input, mask=mask._data, value=value, mask_tensor=mask)
+
+
+# ---- sort / topk ------------------------------------------------------------------------
+
+def _take_backward(ctx, g, g_indices=None):
+    return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
+
+
+SORT = Op("sort", "SortBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
+TOPK = Op("topk", "TopkBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
+
+
+def _sorted_indices(array, dim, descending, stable):
+    if array.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    if descending:
+        # stable descending: sort the negation for numbers; keep NaN first like torch
+        order = np.argsort(-array if array.dtype.kind != "b" else ~array, axis=dim, kind="stable")
+    else:
+        order = np.argsort(array, axis=dim, kind="stable")
+    return order.astype(np.int64)
+
+
+def _with_indices(op, input, indices, dim):
+    values = np.take_along_axis(input._data, indices, axis=dim) if input.ndim else input._data.copy()
+    indices_tensor = _wrap(indices)
+    out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape)
+    return _SortResult(out, indices_tensor)
+
+
+class _SortResult(tuple):
+    """``(values, indices)`` with attribute access, like torch.return_types."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    @property
+    def values(self):
+        return self[0]
+
+    @property
+    def indices(self):
+        return self[1]
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Sorted values and their indices along ``dim``; indices are not differentiable."""
+    dim = _wrap_dim(dim, input.ndim)
+    return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    dim = _wrap_dim(dim, input.ndim)
+    return _wrap(_sorted_indices(input._data, dim, descending, stable))
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
+    """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim] if input.ndim else 1
+    if not 0 <= k <= size:
+        raise RuntimeError("selected index k out of range")
+    order = _sorted_indices(input._data, dim, largest, True)
+    indices = np.take(order, np.arange(k), axis=dim) if input.ndim else order
+    return _with_indices(TOPK, input, indices, dim)
