@@ -46,6 +46,7 @@ class Tensor(_engine.TensorBase):
     """
 
     __hash__ = object.__hash__  # identity, like torch: tensors are usable as dict keys
+    _view_chain = ()  # for a view: the (op, attrs) steps that derive it from its base
 
     def __init__(self, data=None, *, requires_grad: bool = False, dtype=None):
         if isinstance(data, Tensor):
@@ -158,9 +159,7 @@ class Tensor(_engine.TensorBase):
 
     def detach(self) -> "Tensor":
         """A new tensor sharing storage (and version counter) with this one, with no history."""
-        out = _wrap(self._data, version_counter=self._version_counter)
-        out._base = self if self._base is None else self._base
-        return out
+        return _wrap(self._data, version_counter=self._version_counter)
 
     def detach_(self) -> "Tensor":
         self.grad_fn = None
@@ -332,8 +331,9 @@ _TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "Do
 
 
 def _describe(tensor) -> str:
-    """``[gradviz.FloatTensor [2, 3]]``: how PyTorch names a tensor in error messages."""
-    return f"[gradviz.{_TYPE_NAMES[tensor.dtype.name]} {list(tensor._data.shape)}]"
+    """``[gradviz.FloatTensor [2, 3]]``: how PyTorch names a tensor (or array) in error messages."""
+    array = tensor._data if isinstance(tensor, Tensor) else tensor
+    return f"[gradviz.{_TYPE_NAMES[from_numpy(array.dtype).name]} {list(array.shape)}]"
 
 
 # --------------------------------------------------------------------------------------

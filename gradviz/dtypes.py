@@ -153,4 +153,8 @@ def result_type(*operands) -> dtype:
 def _promote(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if a._category != b._category:
+        # PyTorch: the higher category wins as is (int64 with float32 gives float32; numpy
+        # would give float64)
+        return a if a._category > b._category else b
     return _BY_NUMPY[np.promote_types(a.numpy, b.numpy)]

@@ -280,6 +280,10 @@ class AccumulateGrad(Node):
         meta = InputMeta(variable._data.shape, variable.dtype)
         Node.__init__(self, (), (meta,), ACCUMULATE_GRAD_SEQUENCE_NR)
         self.variable = variable
+        # A leaf's tensor hooks live on the tensor (``_hooks``), because this node is only
+        # weakly held by the leaf and may be recreated; every accumulator shares them.
+        if variable._hooks is not None:
+            self._tensor_pre_hooks = variable._hooks
 
     def _kind(self):
         return "accumulate_grad"
@@ -370,7 +374,7 @@ class SavedTensor:
                 what = f"output {self._tensor._output_nr} of {self._tensor.grad_fn.name()}"
             else:
                 what = "a leaf tensor"
-            shown = _rt.describe(self._tensor) if self._tensor is not None else "a tensor"
+            shown = _rt.describe(self._tensor if self._tensor is not None else self._data)
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
                 f"inplace operation: {shown}, which is {what}, is at version {current}; expected "
@@ -651,6 +655,10 @@ class GraphTask:
         node = item.node
         self.current = node
         self.state = RUNNING
+        # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
+        # grad mode, which is create_graph.
+        previous: cython.bint = _grad_enabled
+        set_grad_enabled_flag(self.create_graph)
         try:
             self._execute(node, item.buffer)
         except BaseException as exc:
@@ -663,6 +671,7 @@ class GraphTask:
                 self.observer.error(self, node, exc)
             raise
         finally:
+            set_grad_enabled_flag(previous)
             self.current = None
         self._executed += 1
         if self._ready:

@@ -51,6 +51,9 @@ def _make_grads(outputs, grad_outputs):
                 f"dtype. Mismatch in dtype: grad_output[{index}] has a dtype of {g.dtype} and "
                 f"output[{index}] has a dtype of {out.dtype}."
             )
+        if g.dtype is not out.dtype:
+            # PyTorch's engine casts each root gradient to its output's dtype (validate_outputs)
+            g = ops.to(g, out.dtype)
         grads.append(g)
     return grads
 

@@ -13,7 +13,7 @@ from gradviz_ext import engine as _engine
 
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
-from . import _activation, _creation, _indexing, _pointwise, _reduction, _shape
+from . import _activation, _creation, _indexing, _inplace, _pointwise, _reduction, _shape
 from ._activation import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
@@ -108,6 +108,9 @@ _tensor.install_methods({
     "T": property(lambda self: S.permute(self, *reversed(range(self.ndim)))),
     "mT": property(lambda self: S.transpose(self, -2, -1)),
 })
+
+
+_tensor.install_methods(_inplace.INPLACE_METHODS)
 
 
 def _add_inplace(target, grad):

@@ -53,8 +53,19 @@ def add(input, other, *, alpha=1):
     return apply(ADD, _check_operand(input, "add"), _check_operand(other, "add"), alpha=alpha)
 
 
+def _check_not_bool(*operands):
+    for value in operands:
+        if isinstance(value, (bool, np.bool_)) or (isinstance(value, Tensor)
+                                                   and value.dtype is _dtypes.bool):
+            raise RuntimeError(
+                "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+                "trying to invert a mask, use the `~` or `logical_not()` operator instead."
+            )
+
+
 def sub(input, other, *, alpha=1):
     """``input - alpha * other`` with broadcasting."""
+    _check_not_bool(input, other)
     return apply(SUB, _check_operand(input, "sub"), _check_operand(other, "sub"), alpha=alpha)
 
 
@@ -62,6 +73,7 @@ def rsub(input, other):
     """``other - input`` for a Python number ``other`` (``2 - x``)."""
     if isinstance(other, Tensor):
         return sub(other, input)
+    _check_not_bool(input, other)
     return apply(RSUB, input, other=_check_operand(other, "rsub"))
 
 

@@ -61,6 +61,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's 
 
 
 def _mean_forward(a, dims, keepdim, shape, count):
+    if count == 0:  # the mean of nothing is NaN, as in torch (numpy would also warn)
+        return np.sum(a, axis=dims, keepdims=keepdim) * np.nan
     return np.mean(a, axis=dims, keepdims=keepdim)
 
 

@@ -157,9 +157,11 @@ def apply(op: Op, *inputs, **attrs):
         outputs = (_wrap(np.asarray(result)),)
     if op.view:
         base = inputs[0]
+        chain = base._view_chain + ((op, attrs),)  # how to re-derive it from the root base
         for out in outputs:
             out._version_counter = base._version_counter
             out._base = base if base._base is None else base._base
+            out._view_chain = chain
 
     if needs is not None:
         edges = tuple(_engine.gradient_edge(x) if needs[i] else (None, 0)

@@ -216,8 +216,9 @@ def _index_backward(g, shape, key, kind):
 
 
 def _index_forward(a, key, kind, shape):
-    out = a[key]
-    return out
+    if kind != "advanced":
+        return a[key + (Ellipsis,)]  # the trailing ... keeps a 0-d result a view, not a scalar
+    return a[key]
 
 
 def _make_index_op(name, node, is_view):

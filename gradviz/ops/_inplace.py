@@ -1,0 +1,312 @@
+"""In-place operations (``add_``, ``x += y``, ``x[i] = v``, ``zero_``, ...).
+
+Note [In-place semantics]
+-------------------------
+An in-place op computes the out-of-place op on a snapshot of the old value, writes the result
+into the tensor's storage and bumps its version counter (shared with every view of that
+storage), so tensors saved for backward before the write are caught by the version check.
+
+* On a leaf that requires grad, or a view of one, with grad mode on: PyTorch's error.
+* On a tensor that is not a view: its history is rebased, ``grad_fn`` becomes the op's node.
+* On a view whose base is part of a graph (or when the written value requires grad): the
+  write is differentiated like PyTorch's ``CopySlices``: the base gets a ``CopySlices`` node
+  (gradient zero inside the written region, passed through elsewhere; the region's gradient
+  goes to the op), and the view is re-derived from the updated base.
+
+``x[key] = value`` always records an ``IndexPutBackward0`` node (PyTorch records
+``CopySlices`` for basic keys); the gradients are the same.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor, _wrap
+from ._registry import Op, apply
+
+__all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
+
+_LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
+_VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
+
+
+def _requires_grad(value):
+    return isinstance(value, Tensor) and (value._requires_grad or value.grad_fn is not None)
+
+
+def _check_writable(self):
+    if not _engine.is_grad_enabled():
+        return
+    if self.grad_fn is None and self._requires_grad:
+        raise RuntimeError(_LEAF_MESSAGE)
+    base = self._base
+    if base is not None and base.grad_fn is None and base._requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)
+
+
+def _check_castable(result_dtype, target):
+    if result_dtype._category > target._category:
+        raise RuntimeError(
+            f"result type {_TYPE_WORDS.get(result_dtype.name)} can't be cast to the desired output type "
+            f"{_TYPE_WORDS.get(target.name, target.name.capitalize())}"
+        )
+
+
+_TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}
+
+
+def _snapshot(tensor):
+    """A tensor with ``tensor``'s autograd identity and a copy of its current value."""
+    out = _wrap(tensor._data.copy())
+    out.grad_fn = tensor.grad_fn
+    out._output_nr = tensor._output_nr
+    out._requires_grad = tensor._requires_grad
+    if tensor.grad_fn is None and tensor._requires_grad:
+        out._grad_accumulator = tensor._grad_accumulator
+    return out
+
+
+def _write(self, result):
+    """Copy ``result``'s values into ``self``'s storage and bump the version."""
+    if not self._data.flags.writeable:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+    np.copyto(self._data, result._data, casting="unsafe")
+    self._version_counter.bump()
+
+
+def _rebase(self, result):
+    """Make ``self`` the output of ``result``'s node (its history now ends in that node)."""
+    node = result.grad_fn
+    self.grad_fn = node
+    self._output_nr = result._output_nr
+    saved = getattr(node, "_saved_output", None)
+    if saved is not None:
+        # the node saved its output: that output is now `self`, at its new version
+        node._saved_output = _engine.SavedTensor(self, True)
+
+
+def inplace(self, fn, *others):
+    """Apply ``fn(old_value) -> new_value`` to ``self`` in place (Note [In-place semantics]).
+
+    ``others`` are the other tensor operands, only used to decide whether a graph is needed.
+    """
+    if not isinstance(self, Tensor):
+        raise TypeError(f"in-place operation on {type(self).__name__}")
+    _check_writable(self)
+    needs_graph = _engine.is_grad_enabled() and (
+        _requires_grad(self) or any(_requires_grad(o) for o in others)
+        or (self._base is not None and _requires_grad(self._base)))
+    if not needs_graph:
+        previous = _engine.set_grad_enabled_flag(False)
+        try:
+            result = fn(_wrap(self._data))
+        finally:
+            _engine.set_grad_enabled_flag(previous)
+        _check_castable(result.dtype, self.dtype)
+        _write(self, result)
+        return self
+    if self._base is not None:
+        return _inplace_on_view(self, fn)
+    result = fn(_snapshot(self))
+    _check_castable(result.dtype, self.dtype)
+    if result.dtype is not self.dtype:
+        result = result.to(self.dtype)
+    _write(self, result)
+    if result.grad_fn is not None:
+        _rebase(self, result)
+    return self
+
+
+# ---- CopySlices: writing through a view ---------------------------------------------------
+
+def _replay(tensor, chain):
+    """Re-derive a view from its base by replaying the view ops (differentiably)."""
+    for op, attrs in chain:
+        tensor = apply(op, tensor, **attrs)
+    return tensor
+
+
+def _replay_numpy(array, chain):
+    for op, attrs in chain:
+        array = op.forward(array, **attrs)
+    return array
+
+
+def _copy_slices_forward(base, value, chain):
+    out = base.copy()
+    region = _replay_numpy(out, chain)
+    if not region.flags.writeable:
+        raise RuntimeError(
+            "unsupported operation: more than one element of the written-to tensor refers to a "
+            "single memory location. Please clone() the tensor before performing the operation."
+        )
+    np.copyto(region, value, casting="unsafe")
+    return out
+
+
+def _copy_slices_backward(ctx, g):
+    from ._creation import zeros
+
+    region = _replay(g, ctx.chain)
+    grad_base = None
+    if ctx.needs_input_grad[0]:
+        grad_base = apply(COPY_SLICES, g, zeros(region._data.shape, dtype=g.dtype), chain=ctx.chain)
+    grad_value = region if ctx.needs_input_grad[1] else None
+    return grad_base, grad_value
+
+
+COPY_SLICES = Op("copy_slices", "CopySlices", forward=_copy_slices_forward,
+                 backward=_copy_slices_backward, dtype=lambda base, value, **_: base.dtype)
+
+
+def _inplace_on_view(self, fn):
+    base = self._base
+    chain = self._view_chain
+    base_before = _snapshot(base)
+    new_value = fn(_replay(base_before, chain))
+    _check_castable(new_value.dtype, self.dtype)
+    new_base = apply(COPY_SLICES, base_before, new_value, chain=chain)
+    _write(base, new_base)
+    base.grad_fn = new_base.grad_fn
+    base._output_nr = 0
+    fresh = _replay(base, chain)
+    self.grad_fn = fresh.grad_fn
+    self._output_nr = fresh._output_nr
+    return self
+
+
+# ---- ops that exist for in-place use ------------------------------------------------------
+
+FILL = Op("fill", "FillBackward0",
+          forward=lambda a, value: np.full_like(a, value),
+          backward=lambda ctx, g: (g * 0,))
+
+COPY = Op("copy", "CopyBackwards",
+          forward=lambda a, src: np.broadcast_to(src, a.shape).astype(a.dtype, copy=True),
+          backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+                                   g if ctx.needs_input_grad[1] else None))
+
+
+def _index_put_forward(a, value, key, **_):
+    out = a.copy()
+    out[key] = value
+    return out
+
+
+def _index_put_backward(ctx, g):
+    from ._shape import getitem
+
+    key = ctx.key_for_getitem
+    grad_self = None
+    if ctx.needs_input_grad[0]:
+        grad_self = apply(INDEX_PUT, g, 0.0, key=ctx.key, key_for_getitem=key)
+    grad_value = getitem(g, key) if len(ctx.needs_input_grad) > 1 and ctx.needs_input_grad[1] else None
+    return (grad_self, grad_value) if len(ctx.needs_input_grad) > 1 else (grad_self,)
+
+
+INDEX_PUT = Op("index_put", "IndexPutBackward0", forward=_index_put_forward,
+               backward=_index_put_backward, dtype=lambda a, value, **_: a.dtype)
+
+
+def _numpy_key(key):
+    from ._shape import _as_index
+
+    items = key if isinstance(key, tuple) else (key,)
+    converted = tuple(_as_index(item) for item in items)
+    return converted if isinstance(key, tuple) else converted[0]
+
+
+def setitem(self, key, value):
+    """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region)."""
+    if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
+        raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
+    np_key = _numpy_key(key)
+    if isinstance(value, Tensor):
+        region_shape = self._data[np_key].shape
+        if not _broadcastable(value._data.shape, region_shape):
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
+                f"broadcast to indexing result of shape {list(region_shape)}"
+            )
+    return inplace(self, lambda old: apply(INDEX_PUT, old, value, key=np_key, key_for_getitem=key), value)
+
+
+def _broadcastable(shape, target):
+    try:
+        np.broadcast_shapes(shape, target)
+    except ValueError:
+        return False
+    return np.broadcast_shapes(shape, target) == tuple(target)
+
+
+def copy_(self, src, non_blocking=False):
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if not _broadcastable(src._data.shape, self._data.shape):
+        raise RuntimeError(
+            f"The size of tensor a ({self._data.shape[-1] if self.ndim else 1}) must match the size "
+            f"of tensor b ({src._data.shape[-1] if src.ndim else 1}) at non-singleton dimension "
+            f"{self.ndim - 1}")
+    return inplace(self, lambda old: apply(COPY, old, src), src)
+
+
+def fill_(self, value):
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions.")
+        return copy_(self, value)
+    return inplace(self, lambda old: apply(FILL, old, value=value))
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+def _method(fn):
+    """``x.name_(...)``: the in-place form of the out-of-place ``fn(x, ...)``."""
+    def method(self, *args, **kwargs):
+        others = [a for a in args if isinstance(a, Tensor)] + [
+            v for v in kwargs.values() if isinstance(v, Tensor)]
+        return inplace(self, lambda old: fn(old, *args, **kwargs), *others)
+
+    method.__name__ = fn.__name__ + "_"
+    return method
+
+
+def _build_methods():
+    from . import _activation, _indexing, _pointwise, _reduction
+
+    P = _pointwise
+    methods = {}
+    for name in ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh",
+                 "sigmoid", "relu", "sqrt", "abs", "clamp", "reciprocal", "rsqrt", "exp2",
+                 "expm1", "log1p", "log2", "log10", "erf", "sign"):
+        methods[name + "_"] = _method(getattr(P, name))
+    methods["clip_"] = methods["clamp_"]
+    methods["masked_fill_"] = _method(_indexing.masked_fill)
+    methods["index_add_"] = _method(_indexing.index_add)
+    methods["scatter_"] = _method(_indexing.scatter)
+    methods["scatter_add_"] = _method(_indexing.scatter_add)
+    methods["cumsum_"] = _method(_reduction.cumsum)
+    methods["copy_"] = copy_
+    methods["fill_"] = fill_
+    methods["zero_"] = zero_
+    methods["__setitem__"] = setitem
+    methods["__iadd__"] = methods["add_"]
+    methods["__isub__"] = methods["sub_"]
+    methods["__imul__"] = methods["mul_"]
+    methods["__itruediv__"] = methods["div_"]
+    methods["__ipow__"] = methods["pow_"]
+    return methods
+
+
+INPLACE_METHODS = _build_methods()

@@ -1,0 +1,248 @@
+"""In-place operations and version counters against PyTorch (Note [In-place semantics])."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+from conftest import assert_close, run_both
+
+rng = np.random.default_rng(7)
+
+
+def normal(*shape):
+    return rng.standard_normal(shape)
+
+
+def _add_(m, a):
+    y = a * 2
+    y.add_(a, alpha=0.5)
+    return y
+
+
+def _chain(m, a):
+    y = a * 1.5
+    y.mul_(a).sub_(1).div_(2.0)
+    y += a
+    y *= 3
+    y -= a.exp()
+    y /= 1.5
+    return y
+
+
+def _unary_(m, a):
+    y = a * 2.0
+    y.mul_(a)
+    y.tanh_()
+    z = a * 1.0
+    z.exp_()
+    return y * a + z
+
+
+def _clamp_(m, a):
+    y = a + 0
+    y.clamp_(-0.3, 0.4)
+    return y ** 2
+
+
+def _setitem_basic(m, a):
+    y = a * 2
+    y[1] = a[0] * 10
+    return y
+
+
+def _setitem_slice(m, a):
+    y = a * 1.0
+    y[:, 1:] = a[:, :2] ** 2
+    return y.sin()
+
+
+def _setitem_tensor_index(m, a):
+    y = a * 3
+    y[m.tensor([0, 2])] = 0.5
+    return y
+
+
+def _setitem_bool_mask(m, a):
+    y = a * 1.0
+    y[y > 0] = 0.0
+    return y * a
+
+
+def _view_mul_(m, a):
+    y = a * 3
+    y[0].mul_(2)
+    return y
+
+
+def _transpose_view_add_(m, a):
+    y = a * 1.0
+    y.t()[1].add_(a[:, 0])
+    return y.exp()
+
+
+def _view_chain(m, a):
+    y = a * 2
+    v = y.view(6)[2:5]
+    v.mul_(3)
+    v.add_(1)
+    return y * a
+
+
+def _masked_fill_(m, a):
+    y = a * 1
+    y.masked_fill_(a > 0, 2.0)
+    return y * a
+
+
+def _index_add_(m, a):
+    y = a * 1
+    y.index_add_(0, m.tensor([0, 0, 1]), a[:3] * 2)
+    return y
+
+
+def _zero_fill_copy(m, a):
+    y = a * 2
+    z = a * 1
+    z.zero_()
+    w = a * 1
+    w.fill_(3.0)
+    u = a * 0
+    u.copy_(y.sin())
+    return z + w * y + u
+
+
+def _into_fresh_tensor(m, a):
+    out = m.zeros(3, 2, dtype=a.dtype)
+    out += a
+    out[0] = a[1] * a[2]
+    return out
+
+
+def _relu_inplace_then_use(m, a):
+    y = a * 2
+    z = y.relu_()
+    return z * a
+
+
+CASES = [
+    ("add_", _add_, (3,)), ("chain", _chain, (4,)), ("unary_", _unary_, (3,)),
+    ("clamp_", _clamp_, (5,)), ("setitem_basic", _setitem_basic, (3,)),
+    ("setitem_slice", _setitem_slice, (2, 3)), ("setitem_tensor_index", _setitem_tensor_index, (3,)),
+    ("setitem_bool_mask", _setitem_bool_mask, (2, 3)), ("view_mul_", _view_mul_, (2, 3)),
+    ("transpose_view_add_", _transpose_view_add_, (3, 2)), ("view_chain", _view_chain, (2, 3)),
+    ("masked_fill_", _masked_fill_, (2, 3)), ("index_add_", _index_add_, (4, 2)),
+    ("zero_fill_copy", _zero_fill_copy, (3,)), ("into_fresh_tensor", _into_fresh_tensor, (3, 2)),
+    ("relu_", _relu_inplace_then_use, (4,)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_inplace_gradients_match_torch(case):
+    _, program, shape = case
+    run_both(program, (normal(*shape),), create_graph_order=2)
+
+
+def test_version_counters_match_torch():
+    def program(m):
+        x = m.ones(2, 3)
+        v = x[0]
+        versions = [x._version]
+        x.add_(1)
+        versions.append((x._version, v._version))
+        v.mul_(2)
+        versions.append((x._version, v._version))
+        x[1] = 5.0
+        versions.append((x._version, v._version))
+        with m.no_grad():
+            x += 1
+        versions.append(x._version)
+        d = x.detach()
+        d.zero_()
+        versions.append((x._version, d._version))
+        return versions
+
+    assert program(gradviz) == program(torch)
+
+
+ERRORS = [
+    ("leaf", lambda m: m.tensor([1.0], requires_grad=True).add_(1),
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+    ("view_of_leaf", lambda m: m.tensor([1.0, 2.0], requires_grad=True)[0].mul_(2),
+     "a view of a leaf Variable that requires grad is being used in an in-place operation."),
+    ("setitem_leaf", lambda m: m.tensor([1.0, 2.0], requires_grad=True).__setitem__(0, 1.0),
+     "a view of a leaf Variable that requires grad is being used in an in-place operation."),
+    ("cast", lambda m: m.tensor([1, 2]).add_(1.5), "result type Float can't be cast to the desired output type Long"),
+    ("expanded", lambda m: m.zeros(1, 3).expand(2, 3).add_(1),
+     "unsupported operation: more than one element of the written-to tensor refers to a single memory location"),
+]
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[c[0] for c in ERRORS])
+def test_inplace_errors_match_torch(case):
+    _, program, phrase = case
+    with pytest.raises(RuntimeError) as theirs:
+        program(torch)
+    assert phrase in str(theirs.value)
+    with pytest.raises(RuntimeError) as ours:
+        program(gradviz)
+    assert phrase in str(ours.value)
+
+
+def _saved_output_modified(m):
+    a = m.tensor([1.0, 2.0], requires_grad=True)
+    y = a * 1.0
+    y.tanh_()  # saves its result, which is y
+    y.exp_()
+    y.sum().backward()
+
+
+def _self_aliasing_mul_(m):
+    a = m.tensor([[1.0, 2.0, 3.0]], requires_grad=True)
+    y = a * 2
+    v = y.view(3)[1:]
+    v.mul_(v)  # `other` is saved, then overwritten by the op itself
+    y.sum().backward()
+
+
+@pytest.mark.parametrize("program", [_saved_output_modified, _self_aliasing_mul_])
+def test_saved_tensors_modified_by_inplace_ops_raise_like_torch(program):
+    phrase = "one of the variables needed for gradient computation has been modified by an inplace operation"
+    with pytest.raises(RuntimeError, match=phrase):
+        program(torch)
+    with pytest.raises(RuntimeError, match=phrase):
+        program(gradviz)
+
+
+def test_modified_saved_tensor_raises_like_torch():
+    def program(m):
+        a = m.tensor([1.0, 2.0], requires_grad=True)
+        b = a * 1
+        c = b * b
+        b.add_(1)
+        c.sum().backward()
+
+    phrase = "one of the variables needed for gradient computation has been modified by an inplace operation"
+    with pytest.raises(RuntimeError, match=phrase):
+        program(torch)
+    with pytest.raises(RuntimeError, match=phrase) as ours:
+        program(gradviz)
+    assert "is at version 1; expected version 0 instead" in str(ours.value)
+
+
+def test_inplace_under_no_grad_updates_leaf_like_sgd():
+    def program(m):
+        w = m.tensor([1.0, -2.0, 3.0], requires_grad=True)
+        for _ in range(3):
+            loss = (w * w).sum()
+            loss.backward()
+            with m.no_grad():
+                w -= 0.1 * w.grad
+            w.grad.zero_()
+        return w
+
+    ours, theirs = program(gradviz), program(torch)
+    assert_close(ours, theirs, "float32")
+    assert ours.is_leaf and ours.requires_grad and ours._version == theirs._version
