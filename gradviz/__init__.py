@@ -22,6 +22,7 @@ from .ops import (amax, amin, argmax, argmin, argsort, cat, chunk, cumsum, erf, 
                   masked_fill, max, maximum, min, minimum, narrow, norm, prod, rsqrt, scatter,
                   scatter_add, select, softmax, log_softmax, sort, split, stack, std, topk, unbind,
                   var, where)
+from .ops import bmm, dot, mm, mv
 from . import autograd
 from . import nn
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
@@ -29,8 +30,6 @@ from . import debug
 from ._config import config, show_config
 
 clip = clamp
-mm = matmul
-bmm = matmul
 
 
 def numel(input):
@@ -71,7 +70,7 @@ __all__ = [
     "empty_like", "randn_like", "rand_like",
     "add", "sub", "mul", "div", "neg", "pow", "reciprocal", "exp", "log", "tanh", "sigmoid",
     "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "clip", "lt", "le", "gt", "ge", "eq",
-    "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm",
+    "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm", "mv", "dot",
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "allclose", "show_config", "config", "__version__", "nn",

@@ -104,6 +104,7 @@ cdef class GraphTask:
     cdef public dict _exec_info
     cdef public dict _captures
     cdef public list captured
+    cdef public dict _retains
     cdef public double _started_at
     cdef public long long _executed
     cdef public object graph_root

@@ -490,8 +490,9 @@ class GraphTask:
     capture : list of (Node, int) or None
         For ``autograd.grad``: capture the gradient that reaches each edge, run only the
         nodes on a path to them, and leave ``.grad`` alone.
-    accumulate_into : list of (Node, int) or None
-        For ``backward(inputs=...)``: accumulate only into these edges' leaves.
+    accumulate_into : list of tensors or None
+        For ``backward(inputs=...)``: accumulate only into these tensors' ``.grad`` (a non-leaf
+        gets the gradient that reaches it; its own ``grad_fn`` runs only if needed otherwise).
     observer : Observer or None
         Receives this task's events (default: the process-wide default observer).
     """
@@ -512,6 +513,7 @@ class GraphTask:
         self._exec_info = None
         self._captures = None
         self.captured = None
+        self._retains = None
         self._started_at = 0.0
         self._executed = 0
 
@@ -562,8 +564,15 @@ class GraphTask:
                 self._captures.setdefault(node, []).append((slot, index))
                 targets[node] = False  # reached, but not executed for capture alone
         if accumulate_into is not None:
-            for node, _ in accumulate_into:
-                targets[node] = True
+            for tensor in accumulate_into:
+                node, slot = gradient_edge(tensor)
+                if tensor.grad_fn is None:
+                    targets[node] = True  # the leaf's AccumulateGrad runs
+                else:
+                    if self._retains is None:
+                        self._retains = {}
+                    self._retains.setdefault(node, []).append((slot, tensor))
+                    targets.setdefault(node, False)
         needed = {}
         # Iterative post-order: a node is needed if it is a target or any successor is.
         stack = [(root, iter(root.next_functions))]
@@ -708,6 +717,11 @@ class GraphTask:
             if captures is not None:
                 for slot, index in captures:
                     self.captured[index] = grads[slot]
+        if self._retains is not None:
+            retains = self._retains.get(node)
+            if retains is not None:
+                for slot, tensor in retains:
+                    self._accumulate_into(tensor, grads[slot], None)
         if self._exec_info is not None and not self._exec_info.get(node, False):
             if observer is not None:
                 observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)
@@ -903,6 +917,19 @@ class GraphTask:
             return
         variable = node.variable
         before = variable.grad
+        self._accumulate_into(variable, grad, owned_grad)
+        hooks = variable._post_accumulate_hooks
+        if hooks is not None:
+            for hook in list(hooks):
+                hook(variable)
+        if self.observer is not None:
+            self.observer.grad_accumulated(self, node, variable, before, variable.grad)
+
+    def _accumulate_into(self, variable, grad, owned_grad):
+        """``variable.grad += grad`` the way AccumulateGrad does it (in place unless create_graph)."""
+        if grad is None:
+            return
+        before = variable.grad
         previous: cython.bint = _grad_enabled
         set_grad_enabled_flag(self.create_graph)
         try:
@@ -919,12 +946,6 @@ class GraphTask:
                 _rt.add_inplace(before, grad)
         finally:
             set_grad_enabled_flag(previous)
-        hooks = variable._post_accumulate_hooks
-        if hooks is not None:
-            for hook in list(hooks):
-                hook(variable)
-        if self.observer is not None:
-            self.observer.grad_accumulated(self, node, variable, before, variable.grad)
 
 
 def _all_none(grads):

@@ -90,7 +90,9 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
         inputs = _as_tuple(inputs, "inputs")
         if not inputs:
             raise RuntimeError("'inputs' argument to backward() cannot be empty.")
-        accumulate_into = [_input_edge(t, i, "backward") for i, t in enumerate(inputs)]
+        for i, t in enumerate(inputs):
+            _input_edge(t, i, "backward")
+        accumulate_into = list(inputs)
     return _engine.GraphTask(roots, root_grads, keep_graph=retain_graph,
                              create_graph=create_graph, capture=capture,
                              accumulate_into=accumulate_into, observer=observer)

@@ -100,7 +100,10 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
 
     def release_variables(self):
         if self._saved is None:
-            return  # saves nothing: may be backpropagated again (SEMANTICS 9)
+            # saves nothing: may be backpropagated again (SEMANTICS 9), but reading
+            # ctx.saved_tensors after the release raises, as in PyTorch
+            self._released = True
+            return
         for s in self._saved:
             if s is not None:
                 s.release()

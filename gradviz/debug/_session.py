@@ -88,6 +88,11 @@ class DebugSession:
         self._recorder = recorder
         self._listeners = _Listeners()
         self._nodes, self._edges, self._roots = _walk(task.graph_root)
+        if isinstance(task.peek(), _engine.GraphRoot):
+            # Several roots: the engine's GraphRoot only hands out the initial gradients. It
+            # is not part of the user's graph (torch hides it too), so run it now and pause
+            # before the first real node.
+            task.step()
         for node_id in self._nodes:
             recorder.states.setdefault(node_id, "pending")
         for node in task.ready_nodes():

@@ -13,19 +13,20 @@ from gradviz_ext import engine as _engine
 
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
-from . import _activation, _creation, _indexing, _inplace, _pointwise, _reduction, _shape
+from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from ._activation import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
+from ._linalg import *  # noqa: F401,F403
 from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _creation.__all__
-           + _indexing.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
+           + _indexing.__all__ + _linalg.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
 
-P, R, S, I, A = _pointwise, _reduction, _shape, _indexing, _activation
+P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 
 
 def _swap(fn):
@@ -70,7 +71,8 @@ _tensor.install_methods({
     "__truediv__": P.div, "__rtruediv__": _rtruediv, "div": P.div,
     "__neg__": P.neg, "neg": P.neg, "__pos__": lambda self: self,
     "__pow__": P.pow, "__rpow__": _rpow, "pow": P.pow,
-    "__matmul__": R.matmul, "__rmatmul__": _reflected(R.matmul), "matmul": R.matmul,
+    "__matmul__": L.matmul, "__rmatmul__": _reflected(L.matmul), "matmul": L.matmul,
+    "mm": L.mm, "mv": L.mv, "dot": L.dot, "bmm": L.bmm,
     "allclose": P.allclose,
     "__lt__": P.lt, "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__eq__": P.eq, "__ne__": P.ne,
     "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne,
@@ -91,7 +93,7 @@ _tensor.install_methods({
     "expand_as": lambda self, other: S.expand(self, other._data.shape),
     "view_as": lambda self, other: S.view(self, other._data.shape),
     "reshape_as": lambda self, other: S.reshape(self, other._data.shape),
-    "clone": S.clone, "contiguous": lambda self: self,
+    "clone": S.clone, "contiguous": S.contiguous,
     "__getitem__": S.getitem,
     "rsqrt": P.rsqrt, "exp2": P.exp2, "expm1": P.expm1, "log1p": P.log1p, "log2": P.log2,
     "log10": P.log10, "erf": P.erf, "maximum": P.maximum, "minimum": P.minimum,

@@ -138,6 +138,10 @@ NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g
 
 
 def neg(input):
+    if input.dtype is _dtypes.bool:
+        raise RuntimeError(
+            "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+            "invert a mask, use the `~` or `logical_not()` operator instead.")
     return apply(NEG, input)
 
 

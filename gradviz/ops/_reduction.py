@@ -7,9 +7,9 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim
 from ._registry import Op, apply, promote, saves_inputs
-from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
+from ._shape import expand, reshape, squeeze_dim, unsqueeze
 
-__all__ = ["sum", "mean", "matmul", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
+__all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
 
 
@@ -103,96 +103,6 @@ def sum_to(grad, shape):
             dims.append(lead + i)
     out = sum(grad, dims, keepdim=True) if dims else grad
     return reshape(out, shape)
-
-
-# ---- matmul -----------------------------------------------------------------------------
-
-def _mm_backward(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
-    grad_a = matmul(g, transpose(b, -1, -2)) if ctx.needs_input_grad[0] else None
-    grad_b = matmul(transpose(a, -1, -2), g) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
-
-
-def _dot_backward(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
-    return (g * b if ctx.needs_input_grad[0] else None,
-            g * a if ctx.needs_input_grad[1] else None)
-
-
-def _mv_backward(ctx, g):
-    a, b = ctx.input(0), ctx.input(1)
-    grad_a = matmul(unsqueeze(g, -1), unsqueeze(b, 0)) if ctx.needs_input_grad[0] else None
-    grad_b = matmul(transpose(a, -1, -2), g) if ctx.needs_input_grad[1] else None
-    return grad_a, grad_b
-
-
-def _matmul_backward(ctx, g):
-    """General case (batched, or a 1-D side against a batch): promote 1-D sides to 2-D."""
-    a, b = ctx.input(0), ctx.input(1)
-    a2 = unsqueeze(a, 0) if a.ndim == 1 else a
-    b2 = unsqueeze(b, -1) if b.ndim == 1 else b
-    g2 = g
-    if a.ndim == 1:
-        g2 = unsqueeze(g2, -2)
-    if b.ndim == 1:
-        g2 = unsqueeze(g2, -1)
-    grad_a = grad_b = None
-    if ctx.needs_input_grad[0]:
-        grad_a = matmul(g2, transpose(b2, -1, -2))
-        if a.ndim == 1:
-            grad_a = squeeze_dim(grad_a, -2)
-    if ctx.needs_input_grad[1]:
-        grad_b = matmul(transpose(a2, -1, -2), g2)
-        if b.ndim == 1:
-            grad_b = squeeze_dim(grad_b, -1)
-    return grad_a, grad_b
-
-
-_both = saves_inputs(0, 1)
-_DOT = Op("dot", "DotBackward0", forward=np.dot, backward=_dot_backward, saves=_both, dtype=promote)
-_MM = Op("mm", "MmBackward0", forward=np.matmul, backward=_mm_backward, saves=_both, dtype=promote)
-_MV = Op("mv", "MvBackward0", forward=np.matmul, backward=_mv_backward, saves=_both, dtype=promote)
-_MATMUL = Op("matmul", "MatmulBackward0", forward=np.matmul, backward=_matmul_backward,
-             saves=_both, dtype=promote)
-
-
-def matmul(input, other):
-    """Matrix product with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
-    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
-        raise TypeError(
-            "matmul(): arguments must be Tensors, got "
-            f"{type(input).__name__} and {type(other).__name__}"
-        )
-    if input.ndim == 0 or other.ndim == 0:
-        raise RuntimeError(
-            "both arguments to matmul need to be at least 1D, but they are "
-            f"{input.ndim}D and {other.ndim}D"
-        )
-    a_shape, b_shape = input._data.shape, other._data.shape
-    inner_a = a_shape[-1]
-    inner_b = b_shape[0] if other.ndim == 1 else b_shape[-2]
-    if inner_a != inner_b:
-        if input.ndim == 1 and other.ndim == 1:
-            raise RuntimeError(
-                "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same "
-                "number of elements, but got %d and %d elements respectively"
-                % (a_shape[0], b_shape[0], a_shape[0], b_shape[0])
-            )
-        shown_a = "x".join(map(str, a_shape if input.ndim == 2 else (1,) + a_shape if input.ndim == 1 else a_shape[-2:]))
-        shown_b = "x".join(map(str, b_shape if other.ndim == 2 else b_shape + (1,) if other.ndim == 1 else b_shape[-2:]))
-        raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({shown_a} and {shown_b})"
-        )
-    if input.ndim == 1 and other.ndim == 1:
-        op = _DOT
-    elif input.ndim == 2 and other.ndim == 2:
-        op = _MM
-    elif input.ndim == 2 and other.ndim == 1:
-        op = _MV
-    else:
-        op = _MATMUL
-    return apply(op, input, other)
 
 
 # ---- more reductions --------------------------------------------------------------------

@@ -12,7 +12,7 @@ from ._registry import Op, apply
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
            "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
-           "chunk", "unbind", "flip"]
+           "chunk", "unbind", "flip", "contiguous", "unsafe_view"]
 
 
 def _shape_arg(args):
@@ -55,9 +55,17 @@ def _view_forward(a, shape, source):
 
 VIEW = Op("view", "ViewBackward0", forward=_view_forward,
           backward=lambda ctx, g: (reshape(g, ctx.source),), view=True)
-RESHAPE_COPY = Op("reshape_copy", "UnsafeViewBackward0",
-                  forward=lambda a, shape, source: np.reshape(a, shape).copy(),
-                  backward=lambda ctx, g: (reshape(g, ctx.source),))
+RESHAPE_ALIAS = Op("reshape_alias", "ReshapeAliasBackward0", forward=_view_forward,
+                   backward=lambda ctx, g: (reshape(g, ctx.source),), view=True)
+UNSAFE_VIEW = Op("unsafe_view", "UnsafeViewBackward0",
+                 forward=lambda a, shape, source: np.reshape(a, shape),
+                 backward=lambda ctx, g: (reshape(g, ctx.source),))
+
+
+def unsafe_view(input, *shape):
+    """A reshape recorded as ``UnsafeViewBackward0`` (the output is not tracked as a view)."""
+    shape = _infer_shape(_shape_arg(shape), input._data.size)
+    return apply(UNSAFE_VIEW, input, shape=shape, source=input._data.shape)
 
 
 def view(input, *shape):
@@ -68,14 +76,13 @@ def view(input, *shape):
 def reshape(input, *shape):
     """A view when the layout allows it, else a copy (like PyTorch)."""
     shape = _infer_shape(_shape_arg(shape), input._data.size)
-    if shape == input._data.shape:
-        return apply(VIEW, input, shape=shape, source=shape)
     probe = input._data.view()
     try:
         probe.shape = shape
-    except AttributeError:
-        return apply(RESHAPE_COPY, input, shape=shape, source=input._data.shape)
-    return apply(VIEW, input, shape=shape, source=input._data.shape)
+    except AttributeError:  # not expressible as a view: copy, as PyTorch's _reshape_copy
+        return unsafe_view(clone(input), *shape)
+    op = VIEW if input._data.flags.c_contiguous else RESHAPE_ALIAS  # PyTorch's two view paths
+    return apply(op, input, shape=shape, source=input._data.shape)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -127,9 +134,15 @@ def permute(input, *dims):
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                forward=lambda a, dim: np.expand_dims(a, dim),
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),), view=True)
-SQUEEZE_DIM = Op("squeeze_dim", "SqueezeBackward1",
-                 forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
-                 backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+def _squeeze_dim_op(name, node):
+    return Op(name, node,
+              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
+              backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+
+
+SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
+# the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
+SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
              backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
@@ -139,8 +152,9 @@ def unsqueeze(input, dim):
     return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1))
 
 
-def squeeze_dim(input, dim):
-    return apply(SQUEEZE_DIM, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
+def squeeze_dim(input, dim, node="SqueezeBackward1"):
+    op = SQUEEZE_DIM if node == "SqueezeBackward1" else SQUEEZE_DIM_INPLACE
+    return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
 
 
 def squeeze(input, dim=None):
@@ -180,16 +194,20 @@ def expand(input, *sizes):
                 f"size ({size}) at non-singleton dimension {lead + i}.  Target sizes: "
                 f"{list(sizes)}.  Tensor sizes: {list(source)}"
             )
-    target = tuple(target)
-    if target == source:
-        return input
-    return apply(EXPAND, input, shape=target, source=source)
+    return apply(EXPAND, input, shape=tuple(target), source=source)  # recorded even when a no-op, as in torch
 
 
 CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,))
 
 
 def clone(input):
+    return apply(CLONE, input)
+
+
+def contiguous(input):
+    """``input`` if its memory is row-major contiguous, else a contiguous copy (``CloneBackward0``)."""
+    if input._data.flags.c_contiguous:
+        return input
     return apply(CLONE, input)
 
 

@@ -1,0 +1,184 @@
+"""``matmul`` and its primitives ``dot``, ``mv``, ``mm``, ``bmm``.
+
+``matmul`` is composite, exactly as PyTorch's ``at::matmul`` (aten LinearAlgebra.cpp,
+``_matmul_impl``): 1-D and 2-D cases dispatch to a primitive; a batch against a matrix or
+vector is folded into one ``mm``/``mv``; anything else is expanded, flattened to 3-D and run
+through ``bmm``. So the graph a user sees (``UnsafeViewBackward0`` over ``MmBackward0``, ...)
+is the graph PyTorch records for the same expression.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import Tensor
+from ._registry import Op, apply, promote, saves_inputs
+from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
+                     unsqueeze)
+
+__all__ = ["matmul", "mm", "mv", "dot", "bmm"]
+
+_both = saves_inputs(0, 1)
+
+
+def _check_float_pair(what, a, b):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{what}(): arguments must be Tensors, got "
+                        f"{type(a).__name__} and {type(b).__name__}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}" if what != "dot" else
+                           f"dot : expected both vectors to have same dtype, but found "
+                           f"{a.dtype.name.capitalize()} and {b.dtype.name.capitalize()}")
+
+
+DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_both, dtype=promote,
+         backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
+                                  g * ctx.input(0) if ctx.needs_input_grad[1] else None))
+MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_both, dtype=promote,
+        backward=lambda ctx, g: (
+            unsqueeze(g, 1) * unsqueeze(ctx.input(1), 0) if ctx.needs_input_grad[0] else None,
+            mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None))
+MM = Op("mm", "MmBackward0", forward=np.matmul, saves=_both, dtype=promote,
+        backward=lambda ctx, g: (
+            mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
+            mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None))
+BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
+         backward=lambda ctx, g: (
+             bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
+             bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
+
+
+def dot(input, other):
+    _check_float_pair("dot", input, other)
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(
+            "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number "
+            "of elements, but got %d and %d elements respectively"
+            % (input.shape[0], other.shape[0], input.shape[0], other.shape[0]))
+    return apply(DOT, input, other)
+
+
+def mv(input, vec):
+    _check_float_pair("mv", input, vec)
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    return apply(MV, input, vec)
+
+
+def mm(input, mat2):
+    _check_float_pair("mm", input, mat2)
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})")
+    return apply(MM, input, mat2)
+
+
+def bmm(input, mat2):
+    _check_float_pair("bmm", input, mat2)
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
+            f"{input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return apply(BMM, input, mat2)
+
+
+def _requires_grad(x):
+    return x._requires_grad or x.grad_fn is not None
+
+
+def _should_fold(a, b):
+    a_larger = a.ndim >= b.ndim
+    t1 = a if a_larger else transpose(b, -1, -2)  # only its shape and strides are read
+    dim_t2 = b.ndim if a_larger else a.ndim
+    if not (t1.ndim >= 3 and dim_t2 <= 2):
+        return False
+    if _requires_grad(b if a_larger else a):
+        return True
+    if a.ndim == 2:
+        return False
+    if t1._data.size == 0:
+        return True
+    shape, strides = t1._data.shape, t1._data.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
+
+
+def _check_inner(a, b):
+    inner_a = a.shape[-1]
+    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
+    if inner_a != inner_b:
+        left = (1, a.shape[0]) if a.ndim == 1 else (int(np.prod(a.shape[:-1])), a.shape[-1])
+        right = (b.shape[0], 1) if b.ndim == 1 else (b.shape[-2], b.shape[-1])
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({left[0]}x{left[1]} and "
+                           f"{right[0]}x{right[1]})")
+
+
+def matmul(input, other):
+    """Matrix product with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
+    if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        raise TypeError(
+            f"matmul(): arguments must be Tensors, got {type(input).__name__} and {type(other).__name__}")
+    d1, d2 = input.ndim, other.ndim
+    if d1 == 0 or d2 == 0:
+        raise RuntimeError(
+            f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
+    if d1 == 1 and d2 == 1:
+        return dot(input, other)
+    _check_inner(input, other)
+    if d1 == 2 and d2 == 1:
+        return mv(input, other)
+    if d1 == 1 and d2 == 2:
+        return squeeze_dim(mm(unsqueeze(input, 0), other), 0, node="SqueezeBackward4")
+    if d1 == 2 and d2 == 2:
+        return mm(input, other)
+    if _should_fold(input, other):
+        swap = d2 > d1
+        t1 = transpose(other, -1, -2) if swap else input
+        t2 = (t(input) if d1 == 2 else input) if swap else other
+        output_shape = list(t1.shape[:-1])
+        folded = int(np.prod(output_shape))
+        if t2.ndim == 2:
+            output_shape.append(t2.shape[1])
+        t1_folded = reshape(t1, folded, t1.shape[-1])
+        if t2.ndim == 2:
+            out = unsafe_view(mm(t1_folded, t2), *output_shape)
+            return contiguous(transpose(out, -1, -2)) if swap else out
+        return unsafe_view(mv(t1_folded, t2), *output_shape)
+    n = input.shape[-2] if d1 > 1 else 1
+    m1 = input.shape[-1]
+    batch1 = tuple(input.shape[:max(d1 - 2, 0)])
+    m2 = other.shape[-2] if d2 > 1 else other.shape[0]
+    p = other.shape[-1] if d2 > 1 else 1
+    batch2 = tuple(other.shape[:max(d2 - 2, 0)])
+    if d1 == 3 and d2 == 3 and batch1[0] != batch2[0]:
+        if batch1[0] == 1 and _requires_grad(input):
+            return matmul(squeeze_dim(input, 0), other)
+        if batch2[0] == 1 and _requires_grad(other):
+            return matmul(input, squeeze_dim(other, 0))
+    try:
+        batch = tuple(np.broadcast_shapes(batch1, batch2))
+    except ValueError:
+        raise RuntimeError(
+            f"The size of tensor a ({batch1[-1]}) must match the size of tensor b ({batch2[-1]}) "
+            f"at non-singleton dimension {len(batch) if False else 0}") from None
+    count = int(np.prod(batch)) if batch else 1
+    a3 = reshape(expand(input, *batch, n, m1), count, n, m1)
+    if d2 == 1:
+        b3 = unsqueeze(reshape(expand(other, *batch, m2), count, m2), 2)
+    else:
+        b3 = reshape(expand(other, *batch, m2, p), count, m2, p)
+    output_shape = list(batch) + ([n] if d1 > 1 else []) + ([p] if d2 > 1 else [])
+    product = bmm(a3, b3)
+    if d2 == 1:
+        product = squeeze_dim(product, -1)
+    return unsafe_view(product, *output_shape)

@@ -1,0 +1,327 @@
+// Our own SVG layer: draws a laid-out graph once, then only restyles it.
+//
+// Every box is a <g class="gv-node gv-state-<state>" data-node-id=".." data-state="..">;
+// a state change swaps classes and the tooltip text, nothing else. All user text is set
+// with textContent. Pan: drag. Zoom: Ctrl/⌘ + wheel (a plain wheel scrolls the notebook),
+// the toolbar's buttons, or double-click to fit.
+
+import type { Layout, PlacedBox } from "./dot.js";
+import {
+  ALL_STATE_CLASSES,
+  hasRun,
+  nodeTitle,
+  stateClass,
+  type Graph,
+  type GraphNode,
+  type NodeState,
+  type StateMap,
+} from "./model.js";
+import { FONT_FAMILY, LINE_HEIGHT, type LayoutPlan } from "./plan.js";
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const MARGIN = 16;
+const MIN_SCALE = 0.05;
+const MAX_SCALE = 4;
+const HALO = 4;
+
+export const MIN_HEIGHT = 160;
+export const MAX_HEIGHT = 560;
+
+function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<string, string | number> = {}): SVGElementTagNameMap[K] {
+  const element = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, String(value));
+  return element;
+}
+
+interface Transform {
+  x: number;
+  y: number;
+  k: number;
+}
+
+let sceneCounter = 0;
+
+/** The transform that fits a drawing of the given size into a viewport, never enlarging. */
+export function fitTransform(drawingWidth: number, drawingHeight: number, viewWidth: number, viewHeight: number): Transform {
+  const width = drawingWidth + 2 * MARGIN;
+  const height = drawingHeight + 2 * MARGIN;
+  const k = Math.max(MIN_SCALE, Math.min(1, viewWidth / width, viewHeight / height));
+  return { k, x: (viewWidth - width * k) / 2 + MARGIN * k, y: Math.max(0, (viewHeight - height * k) / 2) + MARGIN * k };
+}
+
+/** The height to give the canvas for a drawing: its natural height, within limits. */
+export function canvasHeight(layout: Layout): number {
+  return Math.round(Math.min(MAX_HEIGHT, Math.max(MIN_HEIGHT, layout.height + 2 * MARGIN)));
+}
+
+export class GraphScene {
+  readonly svg: SVGSVGElement;
+  private readonly viewport: SVGGElement;
+  private readonly boxesByNode = new Map<number, SVGGElement[]>();
+  private readonly titlesByNode = new Map<number, SVGTitleElement[]>();
+  private readonly placedByNode = new Map<number, PlacedBox>();
+  private readonly edgesBySource = new Map<number, SVGPathElement[]>();
+  private readonly deliveredMarker: string;
+  private readonly plainMarker: string;
+  private shown: Map<number, NodeState> = new Map();
+  private current: number | null = null;
+  private transform: Transform = { x: 0, y: 0, k: 1 };
+  /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
+  private userMoved = false;
+  private readonly resizeObserver: ResizeObserver | null;
+  private readonly cleanups: (() => void)[] = [];
+
+  constructor(
+    private readonly host: HTMLElement,
+    private readonly graph: Graph,
+    plan: LayoutPlan,
+    private readonly layout: Layout,
+  ) {
+    const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
+    this.deliveredMarker = `${id}-arrow-delivered`;
+    this.plainMarker = `${id}-arrow`;
+    this.svg = svg("svg", { role: "img", "aria-label": `autograd graph with ${graph.nodes.length} nodes` });
+    this.svg.append(this.markers());
+    this.viewport = svg("g", { class: "gv-viewport" });
+    this.svg.append(this.viewport);
+    this.drawEdges(plan);
+    this.drawBoxes(plan);
+    host.append(this.svg);
+    this.listen();
+    this.resizeObserver = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.onResize());
+    this.resizeObserver?.observe(host);
+    this.fit();
+  }
+
+  private markers(): SVGDefsElement {
+    const defs = svg("defs");
+    for (const [markerId, className] of [
+      [this.plainMarker, "gv-arrow"],
+      [this.deliveredMarker, "gv-arrow-delivered"],
+    ] as const) {
+      const marker = svg("marker", {
+        id: markerId,
+        viewBox: "0 0 10 10",
+        refX: 9,
+        refY: 5,
+        markerWidth: 7,
+        markerHeight: 7,
+        markerUnits: "userSpaceOnUse",
+        orient: "auto",
+      });
+      marker.append(svg("path", { d: "M0,0 L10,5 L0,10 z", class: className }));
+      defs.append(marker);
+    }
+    return defs;
+  }
+
+  private drawEdges(plan: LayoutPlan): void {
+    const group = svg("g", { class: "gv-edges" });
+    const paths = new Map(this.layout.edges.map((edge) => [edge.key, edge.path]));
+    for (const spec of plan.edges) {
+      const edge = this.graph.edges[spec.edgeIndex];
+      const d = paths.get(spec.key);
+      if (edge === undefined || d === undefined) continue;
+      const path = svg("path", {
+        d,
+        class: "gv-edge",
+        "marker-end": `url(#${this.plainMarker})`,
+        "data-source": edge.source,
+        "data-target": edge.target,
+        "data-input-nr": edge.input_nr,
+      });
+      group.append(path);
+      const list = this.edgesBySource.get(edge.source) ?? [];
+      list.push(path);
+      this.edgesBySource.set(edge.source, list);
+    }
+    this.viewport.append(group);
+  }
+
+  private drawBoxes(plan: LayoutPlan): void {
+    const group = svg("g", { class: "gv-nodes" });
+    const placed = new Map(this.layout.boxes.map((box) => [box.key, box]));
+    for (const spec of plan.boxes) {
+      const node = this.graph.byId.get(spec.nodeId);
+      const box = placed.get(spec.key);
+      if (node === undefined || box === undefined) continue;
+      if (spec.copy === 0) this.placedByNode.set(node.id, box);
+      const element = svg("g", {
+        class: `gv-node gv-kind-${node.kind} ${stateClass("pending")}${spec.copy > 0 ? " gv-copy" : ""}`,
+        "data-node-id": node.id,
+        "data-state": "pending",
+        transform: `translate(${box.x.toFixed(2)},${box.y.toFixed(2)})`,
+      });
+      if (spec.copy > 0) element.setAttribute("data-copy", String(spec.copy));
+      const title = svg("title");
+      element.append(title);
+      const rounded = node.kind === "accumulate_grad" ? 10 : 3;
+      element.append(
+        svg("rect", {
+          class: "gv-halo",
+          x: -box.width / 2 - HALO,
+          y: -box.height / 2 - HALO,
+          width: box.width + 2 * HALO,
+          height: box.height + 2 * HALO,
+          rx: rounded + HALO,
+        }),
+        svg("rect", { class: "gv-box", x: -box.width / 2, y: -box.height / 2, width: box.width, height: box.height, rx: rounded }),
+      );
+      const top = -((spec.lines.length - 1) * LINE_HEIGHT) / 2;
+      spec.lines.forEach((line, index) => {
+        const text = svg("text", { x: 0, y: top + index * LINE_HEIGHT, "font-family": FONT_FAMILY });
+        if (index === 0) text.setAttribute("class", "gv-name");
+        text.textContent = line;
+        element.append(text);
+      });
+      group.append(element);
+      this.push(this.boxesByNode, node.id, element);
+      this.push(this.titlesByNode, node.id, title);
+      title.textContent = this.tooltip(node, "pending");
+      this.shown.set(node.id, "pending");
+    }
+    this.viewport.append(group);
+  }
+
+  private push<T>(map: Map<number, T[]>, id: number, value: T): void {
+    const list = map.get(id);
+    if (list === undefined) map.set(id, [value]);
+    else list.push(value);
+  }
+
+  private tooltip(node: GraphNode, state: NodeState): string {
+    const lines = [nodeTitle(node), `kind: ${node.kind}`, `state: ${state}`];
+    if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
+    return lines.join("\n");
+  }
+
+  /** Show new states and the current node. Touches only the boxes that changed. */
+  update(states: StateMap, current: number | null): void {
+    for (const [id, elements] of this.boxesByNode) {
+      const state = states.get(id) ?? "pending";
+      if (this.shown.get(id) === state) continue;
+      this.shown.set(id, state);
+      for (const element of elements) {
+        element.classList.remove(...ALL_STATE_CLASSES);
+        element.classList.add(stateClass(state));
+        element.setAttribute("data-state", state);
+      }
+      const node = this.graph.byId.get(id);
+      if (node !== undefined) for (const title of this.titlesByNode.get(id) ?? []) title.textContent = this.tooltip(node, state);
+      const delivered = hasRun(state);
+      for (const path of this.edgesBySource.get(id) ?? []) {
+        path.classList.toggle("gv-edge-delivered", delivered);
+        path.setAttribute("marker-end", `url(#${delivered ? this.deliveredMarker : this.plainMarker})`);
+      }
+    }
+    if (current !== this.current) {
+      for (const element of this.boxesByNode.get(this.current ?? -1) ?? []) element.classList.remove("gv-current");
+      for (const element of this.boxesByNode.get(current ?? -1) ?? []) element.classList.add("gv-current");
+      this.current = current;
+      if (current !== null) this.reveal(current);
+    }
+  }
+
+  // ---- pan and zoom -------------------------------------------------------------------
+
+  private apply(): void {
+    const { x, y, k } = this.transform;
+    this.viewport.setAttribute("transform", `translate(${x.toFixed(2)},${y.toFixed(2)}) scale(${k.toFixed(4)})`);
+  }
+
+  private viewSize(): [number, number] {
+    return [this.host.clientWidth, this.host.clientHeight];
+  }
+
+  fit(): void {
+    const [width, height] = this.viewSize();
+    if (width === 0 || height === 0) return;
+    this.transform = fitTransform(this.layout.width, this.layout.height, width, height);
+    this.apply();
+  }
+
+  /** Zoom by a factor around a point of the canvas (default: its centre). */
+  zoomBy(factor: number, at?: [number, number]): void {
+    const [width, height] = this.viewSize();
+    const [px, py] = at ?? [width / 2, height / 2];
+    const { x, y, k } = this.transform;
+    const next = Math.min(MAX_SCALE, Math.max(MIN_SCALE, k * factor));
+    this.transform = { k: next, x: px - ((px - x) * next) / k, y: py - ((py - y) * next) / k };
+    this.userMoved = true;
+    this.apply();
+  }
+
+  resetView(): void {
+    this.userMoved = false;
+    this.fit();
+  }
+
+  /** Pan so that a node is inside the view, if it is not already. */
+  private reveal(id: number): void {
+    const box = this.placedByNode.get(id);
+    const [width, height] = this.viewSize();
+    if (box === undefined || width === 0 || height === 0) return;
+    const { x, y, k } = this.transform;
+    const sx = x + box.x * k;
+    const sy = y + box.y * k;
+    const halfWidth = (box.width / 2) * k;
+    const halfHeight = (box.height / 2) * k;
+    const inside = sx - halfWidth >= 0 && sx + halfWidth <= width && sy - halfHeight >= 0 && sy + halfHeight <= height;
+    if (inside) return;
+    this.transform = { k, x: width / 2 - box.x * k, y: height / 2 - box.y * k };
+    this.apply();
+  }
+
+  private onResize(): void {
+    if (!this.userMoved) this.fit();
+  }
+
+  private listen(): void {
+    const on = <K extends keyof HTMLElementEventMap>(type: K, handler: (event: HTMLElementEventMap[K]) => void, options?: AddEventListenerOptions): void => {
+      this.host.addEventListener(type, handler, options);
+      this.cleanups.push(() => this.host.removeEventListener(type, handler, options));
+    };
+    let drag: { pointer: number; x: number; y: number } | null = null;
+    on("pointerdown", (event) => {
+      if (event.button !== 0) return;
+      drag = { pointer: event.pointerId, x: event.clientX, y: event.clientY };
+      this.host.setPointerCapture(event.pointerId);
+      this.host.classList.add("gv-dragging");
+    });
+    on("pointermove", (event) => {
+      if (drag === null || event.pointerId !== drag.pointer) return;
+      const dx = event.clientX - drag.x;
+      const dy = event.clientY - drag.y;
+      if (dx === 0 && dy === 0) return;
+      drag.x = event.clientX;
+      drag.y = event.clientY;
+      this.transform = { ...this.transform, x: this.transform.x + dx, y: this.transform.y + dy };
+      this.userMoved = true;
+      this.apply();
+    });
+    const end = (event: PointerEvent): void => {
+      if (drag === null || event.pointerId !== drag.pointer) return;
+      drag = null;
+      this.host.classList.remove("gv-dragging");
+    };
+    on("pointerup", end);
+    on("pointercancel", end);
+    on(
+      "wheel",
+      (event) => {
+        if (!event.ctrlKey && !event.metaKey) return;
+        event.preventDefault();
+        const rect = this.host.getBoundingClientRect();
+        this.zoomBy(Math.exp(-event.deltaY * 0.002), [event.clientX - rect.left, event.clientY - rect.top]);
+      },
+      { passive: false },
+    );
+    on("dblclick", () => this.resetView());
+  }
+
+  destroy(): void {
+    for (const cleanup of this.cleanups) cleanup();
+    this.resizeObserver?.disconnect();
+    this.svg.remove();
+  }
+}

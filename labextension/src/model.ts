@@ -1,0 +1,253 @@
+// The graph model and the pure state logic of the debugger view.
+//
+// Everything here is data in, data out: no DOM, no widget model. Python owns the state
+// and validates it before it is synced (see docs/widget_protocol.md); the parsers below
+// still check every value they read, because a view that throws on a malformed trait
+// shows nothing at all, while one that reports the problem can still be debugged.
+
+export const NODE_STATES = ["pending", "ready", "running", "done", "released", "error"] as const;
+export type NodeState = (typeof NODE_STATES)[number];
+
+export const NODE_KINDS = ["builtin", "custom", "accumulate_grad"] as const;
+export type NodeKind = (typeof NODE_KINDS)[number];
+
+export const SESSION_STATUSES = ["paused", "finished", "aborted", "error"] as const;
+export type SessionStatus = (typeof SESSION_STATUSES)[number];
+
+export const COMMANDS = ["step", "continue"] as const;
+export type CommandName = (typeof COMMANDS)[number];
+
+export interface GraphNode {
+  readonly id: number;
+  readonly name: string;
+  readonly kind: NodeKind;
+  readonly label: string;
+}
+
+/** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
+export interface GraphEdge {
+  readonly source: number;
+  readonly target: number;
+  readonly input_nr: number;
+}
+
+export interface Graph {
+  readonly nodes: readonly GraphNode[];
+  readonly edges: readonly GraphEdge[];
+  readonly roots: readonly number[];
+  readonly byId: ReadonlyMap<number, GraphNode>;
+}
+
+/** A trait value that does not have the documented shape. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
+  return typeof value === "string" && (values as readonly string[]).includes(value);
+}
+
+function arrayField(record: Record<string, unknown>, key: string, where: string): unknown[] {
+  const value = record[key];
+  if (!Array.isArray(value)) {
+    throw new ProtocolError(`${where}.${key} must be an array, got ${describe(value)}`);
+  }
+  return value;
+}
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;
+}
+
+/** The empty graph, shown before Python has sent one. */
+export const EMPTY_GRAPH: Graph = { nodes: [], edges: [], roots: [], byId: new Map() };
+
+/**
+ * Check and convert the `graph` trait. Throws ProtocolError naming the first bad field.
+ * An empty object (the trait's default) is the empty graph.
+ */
+export function parseGraph(value: unknown): Graph {
+  if (!isRecord(value)) throw new ProtocolError(`graph must be an object, got ${describe(value)}`);
+  if (Object.keys(value).length === 0) return EMPTY_GRAPH;
+  const byId = new Map<number, GraphNode>();
+  const nodes = arrayField(value, "nodes", "graph").map((raw, index): GraphNode => {
+    const where = `graph.nodes[${index}]`;
+    if (!isRecord(raw)) throw new ProtocolError(`${where} must be an object, got ${describe(raw)}`);
+    const { id, name, kind, label } = raw;
+    if (!isId(id)) throw new ProtocolError(`${where}.id must be a non-negative integer, got ${describe(id)}`);
+    if (typeof name !== "string") throw new ProtocolError(`${where}.name must be a string, got ${describe(name)}`);
+    if (!isOneOf(NODE_KINDS, kind)) {
+      throw new ProtocolError(`${where}.kind must be one of ${NODE_KINDS.join(", ")}, got ${describe(kind)}`);
+    }
+    if (typeof label !== "string") throw new ProtocolError(`${where}.label must be a string, got ${describe(label)}`);
+    if (byId.has(id)) throw new ProtocolError(`${where}.id ${id} is used by two nodes`);
+    const node: GraphNode = { id, name, kind, label };
+    byId.set(id, node);
+    return node;
+  });
+  const edges = arrayField(value, "edges", "graph").map((raw, index): GraphEdge => {
+    const where = `graph.edges[${index}]`;
+    if (!isRecord(raw)) throw new ProtocolError(`${where} must be an object, got ${describe(raw)}`);
+    const { source, target, input_nr } = raw;
+    for (const [key, end] of [["source", source], ["target", target]] as const) {
+      if (!isId(end) || !byId.has(end)) {
+        throw new ProtocolError(`${where}.${key} must be the id of a node, got ${describe(end)} ${String(end)}`);
+      }
+    }
+    if (!isId(input_nr)) {
+      throw new ProtocolError(`${where}.input_nr must be a non-negative integer, got ${describe(input_nr)}`);
+    }
+    return { source: source as number, target: target as number, input_nr };
+  });
+  const roots = arrayField(value, "roots", "graph").map((raw, index) => {
+    if (!isId(raw) || !byId.has(raw)) {
+      throw new ProtocolError(`graph.roots[${index}] must be the id of a node, got ${describe(raw)} ${String(raw)}`);
+    }
+    return raw;
+  });
+  return { nodes, edges, roots, byId };
+}
+
+export type StateMap = ReadonlyMap<number, NodeState>;
+
+/**
+ * Check and convert the `states` trait (JSON object: node id as a decimal string → state).
+ * Nodes of the graph missing from it are pending; ids not in the graph are ignored.
+ */
+export function parseStates(value: unknown, graph: Graph): Map<number, NodeState> {
+  if (!isRecord(value)) throw new ProtocolError(`states must be an object, got ${describe(value)}`);
+  const states = new Map<number, NodeState>();
+  for (const node of graph.nodes) states.set(node.id, "pending");
+  for (const [key, state] of Object.entries(value)) {
+    if (!/^(0|[1-9][0-9]*)$/.test(key)) throw new ProtocolError(`states key ${JSON.stringify(key)} is not a node id`);
+    if (!isOneOf(NODE_STATES, state)) {
+      throw new ProtocolError(`states[${key}] must be one of ${NODE_STATES.join(", ")}, got ${describe(state)}`);
+    }
+    const id = Number(key);
+    if (graph.byId.has(id)) states.set(id, state);
+  }
+  return states;
+}
+
+/** The `current` trait: a node id of the graph, or null. */
+export function parseCurrent(value: unknown, graph: Graph): number | null {
+  if (value === null || value === undefined) return null;
+  if (!isId(value)) throw new ProtocolError(`current must be a node id or null, got ${describe(value)}`);
+  return graph.byId.has(value) ? value : null;
+}
+
+/** The `status` trait. Unknown values are reported, not guessed at. */
+export function parseStatus(value: unknown): SessionStatus {
+  if (!isOneOf(SESSION_STATUSES, value)) {
+    throw new ProtocolError(`status must be one of ${SESSION_STATUSES.join(", ")}, got ${describe(value)}`);
+  }
+  return value;
+}
+
+/** The `error` trait: a message, or null when there is none. */
+export function parseErrorText(value: unknown): string | null {
+  if (value === null || value === undefined || value === "") return null;
+  return typeof value === "string" ? value : `(malformed error trait: ${describe(value)})`;
+}
+
+export function stateClass(state: NodeState): string {
+  return `gv-state-${state}`;
+}
+
+export const ALL_STATE_CLASSES: readonly string[] = NODE_STATES.map(stateClass);
+
+/** A node whose backward has run: its gradients have been sent along its edges. */
+export function hasRun(state: NodeState): boolean {
+  return state === "done" || state === "released";
+}
+
+/** The ids whose state differs between two maps (present in either), in ascending order. */
+export function changedNodes(before: StateMap, after: StateMap): number[] {
+  const changed = new Set<number>();
+  for (const [id, state] of after) if (before.get(id) !== state) changed.add(id);
+  for (const id of before.keys()) if (!after.has(id)) changed.add(id);
+  return [...changed].sort((a, b) => a - b);
+}
+
+export type StateCounts = Record<NodeState, number>;
+
+export function countStates(states: StateMap): StateCounts {
+  const counts = Object.fromEntries(NODE_STATES.map((state) => [state, 0])) as StateCounts;
+  for (const state of states.values()) counts[state] += 1;
+  return counts;
+}
+
+/** Step and Continue make sense only while the session is paused. */
+export function commandsEnabled(status: SessionStatus): boolean {
+  return status === "paused";
+}
+
+export interface ViewState {
+  readonly graph: Graph;
+  readonly states: StateMap;
+  readonly current: number | null;
+  readonly status: SessionStatus;
+}
+
+/** The node's display title: its class name, with the id to tell equal names apart. */
+export function nodeTitle(node: GraphNode): string {
+  return `${node.name} #${node.id}`;
+}
+
+/** One line of text for the toolbar, e.g. "Paused · next: MulBackward0 #3 · 2 of 7 nodes run". */
+export function statusText(view: ViewState): string {
+  const counts = countStates(view.states);
+  const total = view.states.size;
+  const progress = `${counts.done + counts.released} of ${total} node${total === 1 ? "" : "s"} run`;
+  switch (view.status) {
+    case "paused": {
+      const next = view.current === null ? undefined : view.graph.byId.get(view.current);
+      return next === undefined ? `Paused · ${progress}` : `Paused · next: ${nodeTitle(next)} · ${progress}`;
+    }
+    case "finished":
+      return `Finished · ${progress}`;
+    case "aborted":
+      return `Aborted · ${progress}`;
+    case "error": {
+      const failed = view.graph.nodes.filter((node) => view.states.get(node.id) === "error");
+      const where = failed.length > 0 ? ` in ${failed.map(nodeTitle).join(", ")}` : "";
+      return `Error${where} · ${progress}`;
+    }
+  }
+}
+
+/** A command message as sent to Python (docs/widget_protocol.md, "browser → Python"). */
+export interface CommandMessage {
+  readonly type: "command";
+  readonly name: CommandName;
+}
+
+export function commandMessage(name: CommandName): CommandMessage {
+  return { type: "command", name };
+}
+
+/** Python's answer to a command (docs/widget_protocol.md, "Python → browser"). */
+export interface AckMessage {
+  readonly type: "ack";
+  readonly name: string;
+  readonly ok: boolean;
+  readonly reason: string | null;
+}
+
+/** Recognise an ack among custom messages; anything else is null. */
+export function parseAck(value: unknown): AckMessage | null {
+  if (!isRecord(value) || value["type"] !== "ack") return null;
+  const { name, ok, reason } = value;
+  if (typeof name !== "string" || typeof ok !== "boolean") return null;
+  return { type: "ack", name, ok, reason: typeof reason === "string" ? reason : null };
+}

@@ -1,0 +1,76 @@
+// The widget's style sheet. Every selector starts with .gv-root, so nothing leaks into the
+// notebook; colours fall back to fixed values outside JupyterLab (Notebook 7, VS Code).
+
+export const STYLES = `
+.gv-root {
+  --gv-fg: var(--jp-ui-font-color1, #1f2328);
+  --gv-fg-muted: var(--jp-ui-font-color2, #59636e);
+  --gv-bg: var(--jp-layout-color0, #ffffff);
+  --gv-border: var(--jp-border-color1, #d0d7de);
+  --gv-edge: #8c959f;
+  --gv-pending-fill: #f3f4f6;  --gv-pending-stroke: #9ca3af; --gv-pending-text: #4b5563;
+  --gv-ready-fill: #fffbeb;    --gv-ready-stroke: #d97706;
+  --gv-running-fill: #2563eb;  --gv-running-stroke: #1e40af; --gv-running-text: #ffffff;
+  --gv-done-fill: #dcfce7;     --gv-done-stroke: #16a34a;
+  --gv-error-fill: #fee2e2;    --gv-error-stroke: #dc2626;   --gv-error-text: #991b1b;
+  --gv-current: #2563eb;
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: 13px;
+  color: var(--gv-fg);
+  border: 1px solid var(--gv-border);
+  border-radius: 4px;
+  background: var(--gv-bg);
+  overflow: hidden;
+}
+.gv-toolbar {
+  display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
+  padding: 6px 8px; border-bottom: 1px solid var(--gv-border);
+}
+.gv-toolbar button {
+  font: inherit; padding: 2px 10px; min-height: 26px; cursor: pointer;
+  color: var(--gv-fg); background: var(--jp-layout-color1, #f6f8fa);
+  border: 1px solid var(--gv-border); border-radius: 4px;
+}
+.gv-toolbar button:hover:enabled { background: var(--jp-layout-color2, #eaeef2); }
+.gv-toolbar button:disabled { opacity: 0.45; cursor: default; }
+.gv-toolbar button.gv-primary { border-color: var(--gv-current); }
+.gv-toolbar .gv-spacer { flex: 1 1 auto; }
+.gv-status { color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.gv-root.gv-busy .gv-status::after { content: " …"; }
+.gv-error {
+  margin: 0; padding: 6px 8px; white-space: pre-wrap; font-family: var(--jp-code-font-family, monospace);
+  font-size: 12px; color: var(--gv-error-text); background: var(--gv-error-fill);
+  border-bottom: 1px solid var(--gv-error-stroke); max-height: 12em; overflow: auto;
+}
+.gv-error[hidden] { display: none; }
+.gv-canvas { position: relative; width: 100%; touch-action: none; cursor: grab; user-select: none; }
+.gv-canvas.gv-dragging { cursor: grabbing; }
+.gv-canvas svg { display: block; width: 100%; height: 100%; }
+.gv-message { position: absolute; inset: 0; display: flex; align-items: center; justify-content: center; color: var(--gv-fg-muted); }
+.gv-message[hidden] { display: none; }
+
+.gv-edge { fill: none; stroke: var(--gv-edge); stroke-width: 1.2; }
+.gv-edge.gv-edge-delivered { stroke: var(--gv-done-stroke); stroke-width: 1.6; }
+.gv-arrow { fill: var(--gv-edge); }
+.gv-arrow-delivered { fill: var(--gv-done-stroke); }
+
+.gv-node rect.gv-box { stroke-width: 1.2; fill: var(--gv-pending-fill); stroke: var(--gv-pending-stroke); }
+.gv-node text { font-size: 12px; fill: var(--gv-pending-text); dominant-baseline: central; text-anchor: middle; }
+.gv-node text.gv-name { font-weight: 600; }
+.gv-node.gv-kind-custom rect.gv-box { stroke-width: 2.2; }
+.gv-node.gv-copy rect.gv-box { stroke-dasharray: 2 2; }
+.gv-node rect.gv-halo { fill: none; stroke: var(--gv-current); stroke-width: 3; visibility: hidden; }
+.gv-node.gv-current rect.gv-halo { visibility: visible; }
+
+.gv-node.gv-state-ready rect.gv-box { fill: var(--gv-ready-fill); stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
+.gv-node.gv-state-ready text { fill: var(--gv-fg); }
+.gv-node.gv-state-running rect.gv-box { fill: var(--gv-running-fill); stroke: var(--gv-running-stroke); }
+.gv-node.gv-state-running text { fill: var(--gv-running-text); }
+.gv-node.gv-state-done rect.gv-box { fill: var(--gv-done-fill); stroke: var(--gv-done-stroke); }
+.gv-node.gv-state-done text { fill: #14532d; }
+.gv-node.gv-state-released { opacity: 0.6; }
+.gv-node.gv-state-released rect.gv-box { fill: var(--gv-done-fill); stroke: var(--gv-done-stroke); stroke-dasharray: 5 3; }
+.gv-node.gv-state-released text { fill: #14532d; }
+.gv-node.gv-state-error rect.gv-box { fill: var(--gv-error-fill); stroke: var(--gv-error-stroke); stroke-width: 2.5; }
+.gv-node.gv-state-error text { fill: var(--gv-error-text); }
+`;

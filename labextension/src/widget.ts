@@ -1,0 +1,212 @@
+// The anywidget entry point: wires the synced traits to the view.
+//
+// Python owns all state (docs/widget_protocol.md). This module reads the traits, draws
+// them, and sends commands; it never changes a trait. A new `graph` is laid out once;
+// `states`, `current`, `status` and `error` only restyle what is already drawn.
+
+import { canvasHeight, GraphScene } from "./draw.js";
+import { computeLayout } from "./layout.js";
+import {
+  commandMessage,
+  commandsEnabled,
+  EMPTY_GRAPH,
+  parseAck,
+  parseCurrent,
+  parseErrorText,
+  parseGraph,
+  parseStates,
+  parseStatus,
+  statusText,
+  type CommandName,
+  type Graph,
+} from "./model.js";
+import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
+import { STYLES } from "./styles.js";
+import { Toolbar } from "./toolbar.js";
+
+/** The part of anywidget's model interface this view uses. */
+export interface WidgetModel {
+  get(name: string): unknown;
+  on(event: string, callback: (...args: unknown[]) => void): void;
+  off(event?: string | null, callback?: ((...args: unknown[]) => void) | null): void;
+  send(content: unknown, callbacks?: unknown, buffers?: unknown[]): void;
+  /** The ipywidgets widget manager (anywidget passes it through); absent in other hosts. */
+  widget_manager?: { callbacks?: (view?: unknown) => unknown };
+}
+
+export interface RenderContext {
+  model: WidgetModel;
+  el: HTMLElement;
+}
+
+/** How long to show "…" after a command when Python does not answer. */
+const BUSY_TIMEOUT_MS = 10_000;
+
+function canvasMeasure(): MeasureText {
+  const context = typeof document === "undefined" ? null : document.createElement("canvas").getContext("2d");
+  if (context === null) return estimateText;
+  const regular = `${FONT_SIZE}px ${FONT_FAMILY}`;
+  const bold = `600 ${FONT_SIZE}px ${FONT_FAMILY}`;
+  return (text, isBold) => {
+    context.font = isBold ? bold : regular;
+    return context.measureText(text).width;
+  };
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+}
+
+function render({ model, el }: RenderContext): () => void {
+  const root = document.createElement("div");
+  root.className = "gv-root";
+  const style = document.createElement("style");
+  style.textContent = STYLES;
+
+  let scene: GraphScene | null = null;
+  let graph: Graph = EMPTY_GRAPH;
+  /** Incremented for every graph; a layout that finishes for an older graph is dropped. */
+  let generation = 0;
+  let viewError: string | null = null;
+  let notice: string | null = null;
+  let busyTimer: ReturnType<typeof setTimeout> | null = null;
+
+  const setBusy = (busy: boolean): void => {
+    root.classList.toggle("gv-busy", busy);
+    if (busyTimer !== null) clearTimeout(busyTimer);
+    busyTimer = busy ? setTimeout(() => setBusy(false), BUSY_TIMEOUT_MS) : null;
+  };
+
+  const toolbar = new Toolbar({
+    command: (name: CommandName) => {
+      notice = null;
+      setBusy(true);
+      // ipywidgets' own views send with the manager's callbacks, which route the kernel's
+      // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
+      // Without them that output is silently dropped.
+      const manager = model.widget_manager;
+      const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
+      model.send(commandMessage(name), callbacks);
+    },
+    zoomIn: () => scene?.zoomBy(1.25),
+    zoomOut: () => scene?.zoomBy(0.8),
+    fit: () => scene?.resetView(),
+  });
+
+  const errorBox = document.createElement("pre");
+  errorBox.className = "gv-error";
+  errorBox.dataset["testid"] = "gv-error";
+  errorBox.setAttribute("role", "alert");
+  errorBox.hidden = true;
+
+  const canvas = document.createElement("div");
+  canvas.className = "gv-canvas";
+  canvas.style.height = "160px";
+  const message = document.createElement("div");
+  message.className = "gv-message";
+  canvas.append(message);
+
+  root.append(style, toolbar.element, errorBox, canvas);
+  el.append(root);
+
+  const showMessage = (text: string | null): void => {
+    message.hidden = text === null;
+    message.textContent = text ?? "";
+  };
+
+  /** Restyle from states/current/status/error. Never lays out. */
+  const refresh = (): void => {
+    const problems: string[] = [];
+    const pythonError = parseErrorText(model.get("error"));
+    if (pythonError !== null) problems.push(pythonError);
+    if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
+    try {
+      const states = parseStates(model.get("states"), graph);
+      const current = parseCurrent(model.get("current"), graph);
+      const status = parseStatus(model.get("status"));
+      scene?.update(states, current);
+      const line = statusText({ graph, states, current, status });
+      toolbar.update(commandsEnabled(status), notice === null ? line : `${line} · ${notice}`);
+    } catch (error) {
+      problems.push(`gradviz view: ${messageOf(error)}`);
+      toolbar.update(false, "Cannot show this state");
+    }
+    errorBox.hidden = problems.length === 0;
+    errorBox.textContent = problems.join("\n\n");
+  };
+
+  /** Lay out a new graph (once), draw it, then restyle. */
+  const loadGraph = (): void => {
+    const mine = ++generation;
+    scene?.destroy();
+    scene = null;
+    viewError = null;
+    try {
+      graph = parseGraph(model.get("graph"));
+    } catch (error) {
+      graph = EMPTY_GRAPH;
+      viewError = messageOf(error);
+      showMessage("Cannot show this graph");
+      refresh();
+      return;
+    }
+    if (graph.nodes.length === 0) {
+      showMessage("No graph yet");
+      refresh();
+      return;
+    }
+    const plan = planLayout(graph, canvasMeasure());
+    showMessage(`Laying out ${graph.nodes.length} nodes…`);
+    refresh();
+    computeLayout(plan).then(
+      (outcome) => {
+        if (mine !== generation) return;
+        canvas.style.height = `${canvasHeight(outcome.layout)}px`;
+        showMessage(null);
+        scene = new GraphScene(canvas, graph, plan, outcome.layout);
+        root.dataset["layoutSite"] = outcome.site;
+        root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
+        refresh();
+      },
+      (error: unknown) => {
+        if (mine !== generation) return;
+        viewError = messageOf(error);
+        showMessage("Layout failed");
+        refresh();
+      },
+    );
+  };
+
+  const onCustomMessage = (content: unknown): void => {
+    const ack = parseAck(content);
+    if (ack === null) return;
+    setBusy(false);
+    notice = ack.ok ? null : `${ack.name} ignored: ${ack.reason ?? "no reason given"}`;
+    refresh();
+  };
+  const onStateChange = (): void => {
+    setBusy(false);
+    refresh();
+  };
+
+  const subscriptions: [string, (...args: unknown[]) => void][] = [
+    ["change:graph", loadGraph],
+    ["change:states", onStateChange],
+    ["change:current", onStateChange],
+    ["change:status", onStateChange],
+    ["change:error", onStateChange],
+    ["msg:custom", onCustomMessage],
+  ];
+  for (const [event, callback] of subscriptions) model.on(event, callback);
+  loadGraph();
+
+  return () => {
+    generation++;
+    for (const [event, callback] of subscriptions) model.off(event, callback);
+    if (busyTimer !== null) clearTimeout(busyTimer);
+    scene?.destroy();
+    root.remove();
+  };
+}
+
+export default { render };

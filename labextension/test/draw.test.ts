@@ -1,0 +1,32 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { canvasHeight, fitTransform, MAX_HEIGHT, MIN_HEIGHT } from "../src/draw.js";
+
+describe("fitTransform", () => {
+  it("never enlarges a small drawing and centres it", () => {
+    const { k, x, y } = fitTransform(100, 50, 800, 400);
+    assert.equal(k, 1);
+    // 16 px margin on each side: the drawing's left edge sits at (800 - 132) / 2 + 16.
+    assert.equal(x, 350);
+    assert.equal(y, (400 - 82) / 2 + 16);
+  });
+
+  it("shrinks a large drawing to fit the narrower dimension", () => {
+    const { k } = fitTransform(2000 - 32, 500 - 32, 1000, 1000);
+    assert.equal(k, 0.5);
+  });
+
+  it("keeps a minimum scale for huge drawings", () => {
+    assert.equal(fitTransform(1e7, 1e7, 100, 100).k, 0.05);
+  });
+});
+
+describe("canvasHeight", () => {
+  const layout = (height: number) => ({ width: 10, height, boxes: [], edges: [] });
+  it("follows the drawing within limits", () => {
+    assert.equal(canvasHeight(layout(10)), MIN_HEIGHT);
+    assert.equal(canvasHeight(layout(300)), 332);
+    assert.equal(canvasHeight(layout(5000)), MAX_HEIGHT);
+  });
+});

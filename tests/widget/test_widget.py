@@ -1,0 +1,350 @@
+"""The Python half of the debugger widget, against a fake session (no browser, no kernel)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gradviz_fake_session import FakeSession  # noqa: E402
+
+from gradviz.widget import DebuggerWidget, display_session  # noqa: E402
+from gradviz.widget import _bundle  # noqa: E402
+from gradviz.widget._widget import SessionProtocolError, normalize_graph, normalize_states  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Recorder:
+    """Captures what the widget sends to the browser (DummyComm sends nowhere)."""
+
+    def __init__(self, widget: DebuggerWidget) -> None:
+        self.messages: list[dict[str, Any]] = []
+        widget.comm.send = self._send  # type: ignore[union-attr]
+
+    def _send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        self.messages.append(data)
+
+    @property
+    def acks(self) -> list[dict[str, Any]]:
+        return [m["content"] for m in self.messages if m.get("method") == "custom"]
+
+    @property
+    def updates(self) -> list[dict[str, Any]]:
+        return [m["state"] for m in self.messages if m.get("method") == "update"]
+
+
+def browser_sends(widget: DebuggerWidget, content: Any, buffers: list[bytes] | None = None) -> None:
+    """Deliver a custom message exactly as ipywidgets does when the browser sends one."""
+    widget._handle_msg({"content": {"data": {"method": "custom", "content": content}}, "buffers": buffers or []})
+
+
+def run_count(widget: DebuggerWidget) -> int:
+    return sum(state in ("done", "released") for state in widget.states.values())
+
+
+@pytest.fixture
+def session() -> FakeSession:
+    return FakeSession.tiny()
+
+
+@pytest.fixture
+def widget(session: FakeSession) -> DebuggerWidget:
+    widget = DebuggerWidget(session)
+    yield widget
+    widget.close()
+
+
+# ---- building ---------------------------------------------------------------------------------
+
+
+def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession) -> None:
+    assert [node["id"] for node in widget.graph["nodes"]] == [4, 3, 2, 1, 0]
+    assert widget.graph["roots"] == [4]
+    assert widget.states == {"4": "ready", "3": "pending", "2": "pending", "1": "pending", "0": "pending"}
+    assert all(isinstance(key, str) for key in widget.states)
+    assert widget.current == 4
+    assert widget.status == "paused"
+    assert widget.error is None
+    assert widget.protocol_version == 1
+    assert widget.session is session
+
+
+def test_widget_ships_the_fresh_bundle(widget: DebuggerWidget) -> None:
+    info = _bundle.bundle_info()
+    assert info["fresh"], info
+    assert widget._esm.startswith("// gradviz widget")
+    assert info["sha256"] in widget._esm.splitlines()[0]
+    assert "export default" in widget._esm or "export {" in widget._esm
+
+
+def test_graph_is_normalized_to_plain_json() -> None:
+    numpy = pytest.importorskip("numpy")
+    raw = {
+        "nodes": [{"id": numpy.int64(1), "name": "A", "kind": "builtin", "label": "a"}],
+        "edges": [],
+        "roots": [numpy.int64(1)],
+    }
+    graph = normalize_graph(raw)
+    assert graph == {"nodes": [{"id": 1, "name": "A", "kind": "builtin", "label": "a"}], "edges": [], "roots": [1]}
+    assert type(graph["nodes"][0]["id"]) is int
+    json.dumps(graph)
+
+
+@pytest.mark.parametrize(
+    ("raw", "phrase"),
+    [
+        ([], "must return a dict"),
+        ({"nodes": [{"id": -1, "name": "A", "kind": "builtin", "label": ""}]}, "non-negative int"),
+        ({"nodes": [{"id": True, "name": "A", "kind": "builtin", "label": ""}]}, "non-negative int"),
+        ({"nodes": [{"id": 1, "name": "A", "kind": "leaf", "label": ""}]}, r"\['kind'\] must be one of"),
+        ({"nodes": [{"id": 1, "name": "A", "kind": "builtin", "label": ""}] * 2}, "used by two nodes"),
+        ({"nodes": [], "edges": [{"source": 1, "target": 2, "input_nr": 0}]}, "must join two node ids"),
+        ({"nodes": [], "roots": [3]}, "must list node ids"),
+    ],
+)
+def test_bad_graphs_are_named(raw: Any, phrase: str) -> None:
+    with pytest.raises(SessionProtocolError, match=phrase):
+        normalize_graph(raw)
+
+
+def test_bad_states_are_named() -> None:
+    assert normalize_states({3: "done"}) == {"3": "done"}
+    with pytest.raises(SessionProtocolError, match="must be one of"):
+        normalize_states({3: "finished"})
+    with pytest.raises(SessionProtocolError, match="not a node id"):
+        normalize_states({"3": "done"})
+
+
+# ---- commands from the browser ----------------------------------------------------------------
+
+
+def test_step_command_runs_one_node_and_acks(widget: DebuggerWidget, session: FakeSession) -> None:
+    recorder = Recorder(widget)
+    for expected in range(1, 5):
+        browser_sends(widget, {"type": "command", "name": "step"})
+        assert run_count(widget) == expected
+        assert session.steps_run == expected
+    assert widget.current == 0
+    assert widget.states["4"] == "released"
+    assert widget.states["1"] == "done"
+    assert recorder.acks == [{"type": "ack", "name": "step", "ok": True, "reason": None}] * 4
+    # Each step is one update message carrying new states and the new current node together.
+    assert len(recorder.updates) == 4
+    assert all({"states", "current"} <= set(update) for update in recorder.updates)
+
+
+def test_continue_command_runs_to_the_end(widget: DebuggerWidget) -> None:
+    recorder = Recorder(widget)
+    browser_sends(widget, {"type": "command", "name": "continue"})
+    assert widget.status == "finished"
+    assert widget.current is None
+    assert run_count(widget) == 5
+    assert recorder.acks[-1]["ok"] is True
+    # A finished session refuses further commands, politely.
+    browser_sends(widget, {"type": "command", "name": "step"})
+    assert recorder.acks[-1] == {"type": "ack", "name": "step", "ok": False, "reason": "the session is finished"}
+    assert widget.error is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        "step",
+        None,
+        [1, 2],
+        {},
+        {"type": "cmd", "name": "step"},
+        {"type": "command"},
+        {"type": "command", "name": "rm -rf"},
+        {"type": "command", "name": ["step"]},
+        {"type": "command", "name": "__init__"},
+        {"type": "command", "name": "continue_"},
+        {"type": "command", "name": "step", "extra": 1},
+    ],
+)
+def test_malformed_messages_are_ignored_and_logged(
+    widget: DebuggerWidget, session: FakeSession, content: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    recorder = Recorder(widget)
+    before = dict(widget.states)
+    with caplog.at_level(logging.WARNING, logger="gradviz.widget"):
+        browser_sends(widget, content)
+    assert session.steps_run == 0
+    assert widget.states == before
+    assert widget.error is None
+    assert recorder.messages == []
+    assert any("ignoring" in record.getMessage() for record in caplog.records)
+
+
+def test_commands_with_buffers_are_ignored(widget: DebuggerWidget, session: FakeSession) -> None:
+    browser_sends(widget, {"type": "command", "name": "step"}, buffers=[b"\x00"])
+    assert session.steps_run == 0
+
+
+def test_an_exception_in_a_command_is_shown_not_lost() -> None:
+    session = FakeSession.tiny(fail_at=3)
+    widget = DebuggerWidget(session)
+    recorder = Recorder(widget)
+    browser_sends(widget, {"type": "command", "name": "step"})
+    browser_sends(widget, {"type": "command", "name": "step"})  # node 3 raises
+    assert widget.status == "error"
+    assert widget.states["3"] == "error"
+    assert widget.error is not None
+    assert "ValueError: custom backward of node 3 returned a gradient of the wrong shape" in widget.error
+    assert "Traceback" in widget.error
+    assert recorder.acks[-1]["ok"] is False
+    assert recorder.acks[-1]["reason"].startswith("ValueError:")
+    widget.close()
+
+
+def test_an_exception_while_reading_the_session_is_shown(widget: DebuggerWidget, session: FakeSession) -> None:
+    def broken() -> dict[int, str]:
+        raise KeyError("states are gone")
+
+    session.node_states = broken  # type: ignore[method-assign]
+    session.step()  # notifies the widget, which cannot read the states
+    assert widget.error is not None and "KeyError" in widget.error
+
+
+def test_a_session_reporting_nonsense_is_shown(widget: DebuggerWidget, session: FakeSession) -> None:
+    session.status = "exploded"
+    session._notify()
+    assert widget.error is not None and "session.status must be one of" in widget.error
+    assert widget.status == "paused"  # the last good state stays on screen
+
+
+# ---- the session drives the widget ------------------------------------------------------------
+
+
+def test_stepping_the_session_from_python_updates_the_widget(widget: DebuggerWidget, session: FakeSession) -> None:
+    recorder = Recorder(widget)
+    session.step()
+    session.step()
+    assert run_count(widget) == 2
+    assert widget.current == session.current
+    assert len(recorder.updates) == 2
+
+
+def test_states_are_always_new_objects(widget: DebuggerWidget, session: FakeSession) -> None:
+    # Dict traits sync only when a new object is assigned (FRONTEND_NOTES pitfall 8).
+    seen = [widget.states]
+    for _ in range(3):
+        session.step()
+        assert widget.states is not seen[-1]
+        seen.append(widget.states)
+
+
+def test_notifications_from_a_worker_thread(widget: DebuggerWidget, session: FakeSession) -> None:
+    worker = threading.Thread(target=session.continue_)
+    worker.start()
+    worker.join(timeout=10)
+    assert widget.status == "finished"
+    assert run_count(widget) == 5
+
+
+def test_close_stops_following_the_session(session: FakeSession) -> None:
+    widget = DebuggerWidget(session)
+    widget.close()
+    assert session._listeners == []
+    session.step()  # must not touch the closed widget
+    assert widget.states["4"] == "ready"
+
+
+def test_display_session_reuses_the_widget_of_a_session(session: FakeSession, monkeypatch: pytest.MonkeyPatch) -> None:
+    shown: list[object] = []
+    monkeypatch.setattr("IPython.display.display", lambda obj: shown.append(obj))
+    first = display_session(session)
+    second = display_session(session)
+    other = display_session(FakeSession.tiny())
+    assert isinstance(first, DebuggerWidget)
+    assert first is second
+    assert other is not first
+    assert shown == [first, first, other]
+    assert len(session._listeners) == 1
+    for widget in (first, other):
+        widget.close()
+
+
+# ---- stale-bundle protection ------------------------------------------------------------------
+
+
+@pytest.fixture
+def copied_checkout(tmp_path: Path) -> tuple[Path, Path]:
+    """A copy of labextension/ (without node_modules) and of the built static/ dir."""
+    labextension = tmp_path / "labextension"
+    shutil.copytree(REPO / "labextension", labextension, ignore=shutil.ignore_patterns("node_modules", ".tsbuild"))
+    static = tmp_path / "static"
+    shutil.copytree(_bundle.STATIC_DIR, static)
+    return labextension, static
+
+
+def test_python_and_the_build_script_hash_the_same_bytes(copied_checkout: tuple[Path, Path]) -> None:
+    labextension, _ = copied_checkout
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    script = "import('./scripts/sources.mjs').then(m => console.log(m.bundleSourcesSha256('.')))"
+    result = subprocess.run(
+        [node, "--input-type=module", "-e", script], cwd=labextension, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == _bundle.sources_sha256(labextension)
+
+
+def test_fresh_copy_is_fresh(copied_checkout: tuple[Path, Path]) -> None:
+    labextension, static = copied_checkout
+    assert _bundle.bundle_info(static, labextension)["fresh"] is True
+    assert _bundle.load_bundle(static, labextension).startswith("// gradviz widget")
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda root: (root / "src" / "model.ts").write_text((root / "src" / "model.ts").read_text() + "\n// edit\n"),
+        lambda root: (root / "src" / "new_module.ts").write_text("export const x = 1;\n"),
+        lambda root: (root / "src" / "toolbar.ts").unlink(),
+        lambda root: (root / "package-lock.json").write_text("{}"),
+        lambda root: (root / "scripts" / "build.mjs").write_text("// changed\n"),
+    ],
+    ids=["edited", "added", "removed", "lockfile", "build-script"],
+)
+def test_changed_sources_make_the_bundle_stale(copied_checkout: tuple[Path, Path], change: Any) -> None:
+    labextension, static = copied_checkout
+    change(labextension)
+    info = _bundle.bundle_info(static, labextension)
+    assert info["fresh"] is False
+    assert info["sources_sha256"] != info["sha256"]
+    with pytest.raises(RuntimeError, match=r"bundle is stale.*npm --prefix labextension run build.*pip install -e \."):
+        _bundle.load_bundle(static, labextension)
+
+
+def test_ignored_files_do_not_make_the_bundle_stale(copied_checkout: tuple[Path, Path]) -> None:
+    labextension, static = copied_checkout
+    (labextension / "src" / ".model.ts.swp").write_bytes(b"editor junk")
+    (labextension / "test" / "extra.test.ts").write_text("// tests are not part of the bundle\n")
+    assert _bundle.bundle_info(static, labextension)["fresh"] is True
+
+
+def test_missing_bundle_or_manifest(copied_checkout: tuple[Path, Path]) -> None:
+    labextension, static = copied_checkout
+    (static / "manifest.json").unlink()
+    with pytest.raises(RuntimeError, match="no valid manifest.json"):
+        _bundle.load_bundle(static, labextension)
+    (static / "widget.js").unlink()
+    with pytest.raises(RuntimeError, match=r"bundle is missing.*npm --prefix labextension run build"):
+        _bundle.load_bundle(static, labextension)
+
+
+def test_installed_package_without_sources_only_needs_the_bundle(copied_checkout: tuple[Path, Path], tmp_path: Path) -> None:
+    _, static = copied_checkout
+    info = _bundle.bundle_info(static, tmp_path / "no-such-labextension")
+    assert info["dev_checkout"] is False
+    assert info["fresh"] is True
