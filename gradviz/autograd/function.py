@@ -224,6 +224,13 @@ class Function(metaclass=FunctionMeta):
                 _engine.gradient_edge(args[i]) if needs[i] else (None, 0) for i in tensor_positions
             )
 
+        if is_executable and _engine.forward_observer() is not None:
+            # Note [Forward capture]: while a forward observer is installed (for example by
+            # gradviz.debug.capture()), keep copies of the forward arguments as they were
+            # before forward ran, so the gradient doctor can re-run this Function later.
+            ctx._forward_args = tuple(_wrap(a._data.copy()) if isinstance(a, Tensor) else a
+                                      for a in args)
+
         previous = _engine.set_grad_enabled_flag(False)
         try:
             outputs = cls.forward(ctx, *args)

@@ -158,10 +158,17 @@ class DebuggerWidget(anywidget.AnyWidget):
 
     Examples
     --------
-    >>> import gradviz, gradviz.debug                          # doctest: +SKIP
-    >>> x = gradviz.tensor([1.0, 2.0], requires_grad=True)     # doctest: +SKIP
-    >>> session = gradviz.debug.backward((x * x).sum())        # doctest: +SKIP
-    >>> DebuggerWidget(session)                                # doctest: +SKIP
+    >>> import gradviz as torch
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> session = torch.debug.backward((x * x).sum())
+    >>> widget = DebuggerWidget(session)
+    >>> [node["name"] for node in widget.graph["nodes"]]
+    ['SumBackward0', 'MulBackward0', 'AccumulateGrad']
+    >>> widget.status, widget.states[str(widget.current)]
+    ('paused', 'ready')
+    >>> _ = session.step()          # stepping the session updates the widget
+    >>> sorted(widget.states.values())
+    ['done', 'pending', 'ready']
     """
 
     # The bundle is set per instance from load_bundle(), which checks that it is fresh.
@@ -331,10 +338,16 @@ def display_session(session: Session) -> DebuggerWidget:
 
     Examples
     --------
-    >>> import gradviz, gradviz.debug                          # doctest: +SKIP
-    >>> w = gradviz.tensor([1.0, 2.0], requires_grad=True)     # doctest: +SKIP
-    >>> session = gradviz.debug.backward((w * w).sum())        # doctest: +SKIP
-    >>> widget = display_session(session)                      # doctest: +SKIP
+    In a notebook the widget appears below the cell; elsewhere ``display`` prints its repr.
+
+    >>> import gradviz as torch
+    >>> w = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> session = torch.debug.backward((w * w).sum())
+    >>> widget = display_session(session)
+    <gradviz.widget._widget.DebuggerWidget object at 0x...>
+    >>> display_session(session) is widget
+    <gradviz.widget._widget.DebuggerWidget object at 0x...>
+    True
     """
     from IPython.display import display
 

@@ -7,7 +7,8 @@
 //
 //   files  = every path listed in bundle-sources.json; a directory entry ("src/") means
 //            every file below it whose path has no component starting with "."
-//   order  = sorted by their POSIX path relative to labextension/ (plain code-point order)
+//   order  = sorted by their POSIX path relative to labextension/ (plain string order; the
+//            paths are ASCII, so JavaScript and Python sort them alike)
 //   digest = sha256 over, for each file: path (UTF-8), NUL, byte length (decimal ASCII),
 //            NUL, the file's bytes
 import { createHash } from "node:crypto";

@@ -8,6 +8,7 @@
 import type { Layout, PlacedBox } from "./dot.js";
 import {
   ALL_STATE_CLASSES,
+  changedNodes,
   hasRun,
   nodeTitle,
   stateClass,
@@ -197,9 +198,10 @@ export class GraphScene {
 
   /** Show new states and the current node. Touches only the boxes that changed. */
   update(states: StateMap, current: number | null): void {
-    for (const [id, elements] of this.boxesByNode) {
-      const state = states.get(id) ?? "pending";
-      if (this.shown.get(id) === state) continue;
+    for (const id of changedNodes(this.shown, states)) {
+      const elements = this.boxesByNode.get(id);
+      const state = states.get(id);
+      if (elements === undefined || state === undefined) continue;
       this.shown.set(id, state);
       for (const element of elements) {
         element.classList.remove(...ALL_STATE_CLASSES);

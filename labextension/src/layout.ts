@@ -122,7 +122,6 @@ class LayoutEngine {
     try {
       if (this.inPage === null) {
         // The worker script installs its entry point on globalThis when it is not in a worker.
-        // eslint-disable-next-line @typescript-eslint/no-implied-eval
         new Function(workerSource)();
         const entry = (globalThis as Record<string, unknown>)[SHARED_KEY + IN_PAGE_SUFFIX] as InPageLayout | undefined;
         if (entry === undefined) throw new Error("the layout script did not install itself");

@@ -68,6 +68,8 @@ function render({ model, el }: RenderContext): () => void {
   /** Incremented for every graph; a layout that finishes for an older graph is dropped. */
   let generation = 0;
   let viewError: string | null = null;
+  /** How many layouts this view has asked for (exposed for tests: a step must not add one). */
+  let layouts = 0;
   let notice: string | null = null;
   let busyTimer: ReturnType<typeof setTimeout> | null = null;
 
@@ -158,6 +160,7 @@ function render({ model, el }: RenderContext): () => void {
     const plan = planLayout(graph, canvasMeasure());
     showMessage(`Laying out ${graph.nodes.length} nodes…`);
     refresh();
+    root.dataset["layoutCount"] = String(++layouts);
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;

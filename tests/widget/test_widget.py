@@ -274,6 +274,22 @@ def test_display_session_reuses_the_widget_of_a_session(session: FakeSession, mo
         widget.close()
 
 
+# ---- docstrings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["gradviz.widget._widget", "gradviz.widget._bundle"])
+def test_docstring_examples(module: str) -> None:
+    import doctest
+    import importlib
+
+    found = [test for test in doctest.DocTestFinder().find(importlib.import_module(module)) if test.examples]
+    assert found, f"{module} has no docstring examples"
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    for test in found:
+        runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
 # ---- stale-bundle protection ------------------------------------------------------------------
 
 
