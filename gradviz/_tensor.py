@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ext_ops
 
 from . import dtypes as _dtypes
 from .dtypes import as_dtype, from_numpy
@@ -267,13 +268,13 @@ def install_methods(methods: dict) -> None:
 # Construction helpers used by every layer above
 # --------------------------------------------------------------------------------------
 
-_new_tensor = Tensor.__new__
+_make_tensor = _ext_ops.make_tensor
 
 
 def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version_counter=None):
     """A Tensor around ``array`` (not copied). The engine's runtime ``make``."""
-    out = _new_tensor(Tensor)
-    _engine.TensorBase.__init__(out, array, requires_grad)
+    out = _make_tensor(array)
+    out._requires_grad = requires_grad
     if grad_fn is not None:
         out.grad_fn = grad_fn
         out._output_nr = output_nr
@@ -310,6 +311,8 @@ def _to_array(data, dtype=None) -> np.ndarray:
         array = array.astype(from_numpy(array.dtype).numpy)
     return array
 
+
+_ext_ops.install(Tensor, _dtypes._BY_NUMPY)
 
 _SUPPORTED_NUMPY = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.int16,
                                            np.int32, np.int64, np.uint8, np.bool_)}

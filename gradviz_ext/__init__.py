@@ -12,15 +12,16 @@ import os
 import sys
 import warnings
 
-__all__ = ["engine", "COMPILED", "MODE"]
+__all__ = ["engine", "ops", "COMPILED", "MODE"]
 
 _PURE = os.environ.get("GRADVIZ_PURE_PYTHON", "").strip().lower() in {"1", "true", "yes", "on"}
 
 
-def _load_interpreted():
+def _load_interpreted(short_name):
+    """Load ``<short_name>.py`` as source even though a compiled module sits beside it."""
     here = os.path.dirname(os.path.abspath(__file__))
-    name = __name__ + "._engine"
-    loader = importlib.machinery.SourceFileLoader(name, os.path.join(here, "_engine.py"))
+    name = f"{__name__}.{short_name}"
+    loader = importlib.machinery.SourceFileLoader(name, os.path.join(here, short_name + ".py"))
     spec = importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
@@ -29,9 +30,11 @@ def _load_interpreted():
 
 
 if _PURE:
-    engine = _load_interpreted()
+    engine = _load_interpreted("_engine")
+    ops = _load_interpreted("_ops")  # after _engine: it imports gradviz_ext._engine
 else:
     from . import _engine as engine
+    from . import _ops as ops
 
     if not engine.compiled():
         warnings.warn(
@@ -41,5 +44,5 @@ else:
             stacklevel=2,
         )
 
-COMPILED = bool(engine.compiled())
+COMPILED = bool(engine.compiled()) and bool(ops.__file__.endswith((".so", ".pyd")))
 MODE = "compiled" if COMPILED else "interpreted"

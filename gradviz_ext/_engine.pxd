@@ -73,10 +73,20 @@ cdef class SavedTensor:
     cdef public bint _requires_grad
     cdef public object _tensor
     cdef public object _data
+    cdef public bint _has_hooks
+    cdef public object _packed
+    cdef public object _unpack_hook
+    cdef public object _grad_fn
+    cdef public object _grad_accumulator
+
+
+cdef list _saved_tensors_hooks
 
 
 cdef object _default_observer
 cdef object _forward_observer
+cdef object _running_task
+cdef bint _anomaly_enabled
 
 
 cdef class InputBuffer:
@@ -109,3 +119,4 @@ cdef class GraphTask:
     cdef public long long _executed
     cdef public object graph_root
     cdef public list roots
+    cdef public object _exposed_to

@@ -273,6 +273,23 @@ class Node:
         return RemovableHandle(hooks, fn)
 
 
+def init_node(node, next_functions, input_metadata):
+    """Initialize a node made with ``__new__`` (the fast path of gradviz_ext._ops)."""
+    global _next_sequence_nr, _next_node_id
+    node.next_functions = next_functions
+    node._input_metadata = input_metadata
+    node._seq = _next_sequence_nr
+    _next_sequence_nr += 1
+    node._id = _next_node_id
+    _next_node_id += 1
+    node._pre_hooks = None
+    node._post_hooks = None
+    node._tensor_pre_hooks = None
+    node._metadata = None
+    node._released = False
+    node._forward_site = None
+
+
 class AccumulateGrad(Node):
     """The node of a leaf tensor that requires grad: adds the incoming gradient to ``.grad``."""
 
@@ -338,11 +355,31 @@ BACKWARD_TWICE_MESSAGE = (
 )
 
 
+# Note [Saved-tensor hooks]
+# ``gradviz.autograd.graph.saved_tensors_hooks(pack, unpack)`` pushes a pair here. A
+# SavedTensor created while the stack is not empty calls the innermost ``pack`` once, keeps
+# only what it returned, and calls ``unpack`` on every access. As in PyTorch, such a saved
+# tensor is not version-checked (the hooks may store anything), and the unpacked tensor is
+# rebuilt with the saved autograd identity (grad_fn / output_nr, or the leaf's accumulator).
+_saved_tensors_hooks = []
+
+
+def push_saved_tensors_hooks(pack_hook, unpack_hook):
+    """Make ``(pack_hook, unpack_hook)`` the innermost saved-tensor hooks."""
+    _saved_tensors_hooks.append((pack_hook, unpack_hook))
+
+
+def pop_saved_tensors_hooks():
+    """Remove the innermost saved-tensor hooks (the end of a ``saved_tensors_hooks`` block)."""
+    _saved_tensors_hooks.pop()
+
+
 class SavedTensor:
     """A tensor saved for backward, with the version it had when saved.
 
     An output of the node that saves it is stored without its ``grad_fn`` (that would be a
-    reference cycle) and rebuilt on unpack, like PyTorch's SavedVariable.
+    reference cycle) and rebuilt on unpack, like PyTorch's SavedVariable. Under saved-tensor
+    hooks only the packed value is kept (Note [Saved-tensor hooks]).
     """
 
     def __init__(self, tensor, is_output):
@@ -351,6 +388,10 @@ class SavedTensor:
         self._is_output = is_output
         self._output_nr = tensor._output_nr
         self._requires_grad = tensor._requires_grad or tensor.grad_fn is not None
+        self._has_hooks = False
+        if _saved_tensors_hooks:
+            self._save_packed(tensor, is_output)
+            return
         if is_output:
             self._tensor = None
             self._data = tensor._data
@@ -358,12 +399,27 @@ class SavedTensor:
             self._tensor = tensor
             self._data = None
 
+    def _save_packed(self, tensor, is_output):
+        pack_hook, unpack_hook = _saved_tensors_hooks[-1]
+        self._has_hooks = True
+        self._tensor = None
+        self._data = None
+        self._unpack_hook = unpack_hook
+        # Non-outputs keep their own history; an output gets the saving node back on unpack.
+        self._grad_fn = None if is_output else tensor.grad_fn
+        self._grad_accumulator = None if is_output else tensor._grad_accumulator
+        self._packed = pack_hook(tensor)
+
     def nbytes(self):
+        if self._has_hooks:
+            return 0  # what the pack hook returned is opaque
         data = self._data if self._tensor is None else self._tensor._data
         return data.nbytes if data is not None else 0
 
     def unpack(self, node):
         """The saved tensor, or PyTorch's error if it was freed or modified in place."""
+        if self._has_hooks:
+            return self._unpack_with_hook(node)
         if self._tensor is None and self._data is None:
             raise RuntimeError(BACKWARD_TWICE_MESSAGE)
         current = self._version_counter.value
@@ -387,9 +443,32 @@ class SavedTensor:
         grad_fn = node if self._requires_grad else None
         return _rt.make(self._data, False, grad_fn, self._output_nr, self._version_counter)
 
+    def _unpack_with_hook(self, node):
+        if self._unpack_hook is None:
+            raise RuntimeError(BACKWARD_TWICE_MESSAGE)
+        value = self._unpack_hook(self._packed)
+        if not isinstance(value, TensorBase):
+            raise TypeError(
+                "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
+                f"type {type(value).__name__}"
+            )
+        if self._is_output:
+            grad_fn = node if self._requires_grad else None
+        else:
+            grad_fn = self._grad_fn
+        leaf_requires_grad = self._requires_grad and grad_fn is None
+        result = _rt.make(value._data, leaf_requires_grad, grad_fn, self._output_nr, None)
+        if leaf_requires_grad:
+            result._grad_accumulator = self._grad_accumulator
+        return result
+
     def release(self):
         self._tensor = None
         self._data = None
+        if self._has_hooks:
+            self._packed = None
+            self._unpack_hook = None
+            self._grad_fn = None
 
 
 # --------------------------------------------------------------------------------------
@@ -412,16 +491,45 @@ class Observer:
     def prehook(self, task, node, hook, slot, before, after): pass
     def grads_materialized(self, task, node, slots): pass
     def grad_cast(self, task, node, slot, from_dtype, to_dtype): pass
+    def grad_reduced(self, task, node, slot, from_shape, to_shape): pass
     def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced): pass
     def node_finished(self, task, node, grads_in, grads_out, duration): pass
     def grad_accumulated(self, task, node, variable, before, after): pass
     def saved_released(self, task, node, count, nbytes): pass
     def backward_finished(self, task, duration): pass
     def error(self, task, node, exc): pass
+    def buffers_exposed(self, task, node, entries): pass
 
 
 _default_observer = None
 _forward_observer = None
+_running_task = None
+_anomaly_enabled = False
+
+
+def current_graph_task():
+    """The graph task whose ``step()`` is running a node right now (innermost), or None.
+
+    ``task.current`` is that node. A custom backward that starts its own backward pass
+    nests a task; when that inner task finishes, the outer one is current again.
+    """
+    return _running_task
+
+
+def set_anomaly_enabled(mode):
+    """Set the engine's anomaly-mode flag and return the previous value.
+
+    The flag is the hook for ``gradviz.autograd.detect_anomaly``: under it, input buffers are
+    never exposed to custom backwards (``GraphTask.expose_input_buffers``).
+    """
+    global _anomaly_enabled
+    previous = _anomaly_enabled
+    _anomaly_enabled = bool(mode)
+    return previous
+
+
+def is_anomaly_enabled():
+    return _anomaly_enabled
 
 
 def set_default_observer(observer):
@@ -516,6 +624,16 @@ class GraphTask:
         self._retains = None
         self._started_at = 0.0
         self._executed = 0
+        self._exposed_to = None
+        outer = _running_task
+        if (outer is not None and outer._exposed_to is not None
+                and outer._exposed_to is outer.current):
+            raise RuntimeError(
+                f"backward() or autograd.grad() was called inside the backward of "
+                f"{outer.current.name()} after it received a buffer from "
+                "ctx.input_grad_buffers. A nested backward could update that buffer while "
+                "it is in use; finish accumulating and return from backward first."
+            )
 
         roots = list(roots)
         grads = list(grads)
@@ -628,6 +746,82 @@ class GraphTask:
                     buffer = item[2].buffer
         return None if buffer is None else list(buffer.grads)
 
+    def expose_input_buffers(self, node):
+        """Offer the running custom node the pending input buffers of its successors.
+
+        Returns one ``(tensor or None, reason)`` per edge of ``node.next_functions``: the
+        engine's current sum of the gradients that already reached the input on that edge,
+        which the node may add its own contribution to in place (and then return ``None``
+        for it). The rules of ``ctx.input_grad_buffers`` (spec ``000_*.txt``):
+
+        * only for ``node`` while it is this task's running node;
+        * never under ``create_graph``, anomaly mode, or when ``node`` has post-hooks (they
+          must see every gradient the node produces);
+        * an edge gets a buffer only if a contribution is already pending there. A sum the
+          engine made is exposed as is; a single stored contribution belongs to its producer
+          (it may be aliased), so it is first copied into an engine-owned buffer;
+        * an input that appears on several edges is offered on its first edge only.
+
+        Reports the decision through ``observer.buffers_exposed(task, node, entries)`` with
+        entries ``{"edge", "exposed", "reason"}``. After a buffer is handed out, starting
+        another backward before ``node`` returns raises (see ``end_input_buffers``).
+        """
+        if node is not self.current:
+            raise RuntimeError(
+                f"input buffers can only be exposed to the node that is running "
+                f"({node.name()} is not)"
+            )
+        edges = node.next_functions
+        blocked = None
+        if self.create_graph:
+            blocked = "unavailable with create_graph=True"
+        elif _anomaly_enabled:
+            blocked = "unavailable in anomaly mode"
+        elif node._post_hooks is not None and len(node._post_hooks) > 0:
+            blocked = "unavailable: the node has post-hooks"
+        results = []
+        seen = set()
+        exposed_any = False
+        for next_node, slot in edges:
+            buffer = None
+            if blocked is not None:
+                reason = blocked
+            elif next_node is None:
+                reason = "the input does not require grad"
+            elif (next_node, slot) in seen:
+                reason = "the input appears more than once; offered on its first use only"
+            else:
+                seen.add((next_node, slot))
+                pending = self._not_ready.get(next_node)
+                grad = None if pending is None else pending.grads[slot]
+                if grad is None:
+                    reason = "no earlier contribution"
+                elif grad.grad_fn is not None or grad._requires_grad:
+                    reason = "the pending gradient is part of a graph"
+                elif pending.owned[slot]:
+                    buffer = grad
+                    reason = "engine-owned sum"
+                else:
+                    buffer = _rt.detach(_rt.clone(grad))
+                    pending.grads[slot] = buffer
+                    pending.owned[slot] = True
+                    reason = "stored contribution copied into an engine-owned buffer"
+            if buffer is not None:
+                exposed_any = True
+            results.append((buffer, reason))
+        if exposed_any:
+            self._exposed_to = node
+        if self.observer is not None:
+            self.observer.buffers_exposed(self, node, [
+                {"edge": index, "exposed": buffer is not None, "reason": reason}
+                for index, (buffer, reason) in enumerate(results)])
+        return results
+
+    def end_input_buffers(self, node):
+        """``node``'s backward returned: buffers it received are no longer in use."""
+        if self._exposed_to is node:
+            self._exposed_to = None
+
     def dependencies(self):
         """Remaining dependency counts of the nodes that have not become ready."""
         return dict(self._dependencies)
@@ -668,6 +862,9 @@ class GraphTask:
         # grad mode, which is create_graph.
         previous: cython.bint = _grad_enabled
         set_grad_enabled_flag(self.create_graph)
+        global _running_task
+        outer_task = _running_task
+        _running_task = self
         try:
             self._execute(node, item.buffer)
         except BaseException as exc:
@@ -681,6 +878,7 @@ class GraphTask:
             raise
         finally:
             set_grad_enabled_flag(previous)
+            _running_task = outer_task
             self.current = None
         self._executed += 1
         if self._ready:
@@ -815,8 +1013,8 @@ class GraphTask:
         for slot in range(len(grads)):
             if grads[slot] is None and slot < len(node._input_metadata):
                 meta = node._input_metadata[slot]
-                if meta is None:
-                    continue
+                if meta is None or meta.dtype is None:
+                    continue  # no tensor (or no fixed dtype) to build zeros from
                 if slots is None:
                     grads = list(grads)
                     slots = []
@@ -851,7 +1049,9 @@ class GraphTask:
                         f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
                     )
                 grad = _rt.sum_to(grad, meta.shape)
-            if grad.dtype is not meta.dtype:
+                if self.observer is not None:
+                    self.observer.grad_reduced(self, node, index, shape, meta.shape)
+            if grad.dtype is not meta.dtype and meta.dtype is not None:
                 from_dtype = grad.dtype
                 grad = _rt.cast(grad, meta.dtype)
                 if self.observer is not None:

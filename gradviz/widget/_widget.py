@@ -191,8 +191,9 @@ class DebuggerWidget(anywidget.AnyWidget):
         self._command_lock = threading.Lock()
         self._listener: Any = None
         self.on_msg(self._on_browser_message)
-        self._refresh()
+        # Listen first, then read: a change made in between (by a session thread) is not lost.
         self._listener = session.add_listener(self._on_session_change)
+        self._refresh()
 
     @property
     def session(self) -> Session:

@@ -34,7 +34,7 @@ function svg<K extends keyof SVGElementTagNameMap>(tag: K, attributes: Record<st
   return element;
 }
 
-interface Transform {
+export interface Transform {
   x: number;
   y: number;
   k: number;
@@ -48,6 +48,28 @@ export function fitTransform(drawingWidth: number, drawingHeight: number, viewWi
   const height = drawingHeight + 2 * MARGIN;
   const k = Math.max(MIN_SCALE, Math.min(1, viewWidth / width, viewHeight / height));
   return { k, x: (viewWidth - width * k) / 2 + MARGIN * k, y: Math.max(0, (viewHeight - height * k) / 2) + MARGIN * k };
+}
+
+/** Below this scale text is unreadable: the first view of a big graph zooms in on its focus instead. */
+export const READABLE_SCALE = 0.6;
+
+/**
+ * The first view of a drawing: all of it when that is readable, else the area around `focus`
+ * (the current node, or the top of the drawing) at a readable scale.
+ */
+export function initialTransform(
+  drawingWidth: number,
+  drawingHeight: number,
+  viewWidth: number,
+  viewHeight: number,
+  focus: { x: number; y: number } | null,
+): Transform {
+  const fitted = fitTransform(drawingWidth, drawingHeight, viewWidth, viewHeight);
+  if (fitted.k >= READABLE_SCALE) return fitted;
+  const k = READABLE_SCALE;
+  const target = focus ?? { x: drawingWidth / 2, y: 0 };
+  // The graph flows downwards from the loss: leave more room below the focus than above it.
+  return { k, x: viewWidth / 2 - target.x * k, y: focus === null ? MARGIN * k : viewHeight / 3 - target.y * k };
 }
 
 /** The height to give the canvas for a drawing: its natural height, within limits. */
@@ -91,7 +113,7 @@ export class GraphScene {
     this.listen();
     this.resizeObserver = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.onResize());
     this.resizeObserver?.observe(host);
-    this.fit();
+    this.autoView();
   }
 
   private markers(): SVGDefsElement {
@@ -219,8 +241,10 @@ export class GraphScene {
     if (current !== this.current) {
       for (const element of this.boxesByNode.get(this.current ?? -1) ?? []) element.classList.remove("gv-current");
       for (const element of this.boxesByNode.get(current ?? -1) ?? []) element.classList.add("gv-current");
+      const first = this.current === null && !this.userMoved;
       this.current = current;
-      if (current !== null) this.reveal(current);
+      if (first) this.autoView();
+      else if (current !== null) this.reveal(current);
     }
   }
 
@@ -253,9 +277,19 @@ export class GraphScene {
     this.apply();
   }
 
+  /** Show all of the drawing (the Fit button, double-click). */
   resetView(): void {
     this.userMoved = false;
     this.fit();
+  }
+
+  /** The view before the user pans or zooms: see initialTransform. */
+  private autoView(): void {
+    const [width, height] = this.viewSize();
+    if (width === 0 || height === 0) return;
+    const focus = this.placedByNode.get(this.current ?? -1) ?? null;
+    this.transform = initialTransform(this.layout.width, this.layout.height, width, height, focus);
+    this.apply();
   }
 
   /** Pan so that a node is inside the view, if it is not already. */
@@ -275,7 +309,7 @@ export class GraphScene {
   }
 
   private onResize(): void {
-    if (!this.userMoved) this.fit();
+    if (!this.userMoved) this.autoView();
   }
 
   private listen(): void {

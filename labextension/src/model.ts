@@ -5,6 +5,18 @@
 // still check every value they read, because a view that throws on a malformed trait
 // shows nothing at all, while one that reports the problem can still be debugged.
 
+/** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
+export const PROTOCOL_VERSION = 1;
+
+/** A problem to show when Python speaks another protocol version, else null. */
+export function protocolMismatch(value: unknown): string | null {
+  if (value === PROTOCOL_VERSION) return null;
+  return (
+    `the kernel speaks widget protocol ${JSON.stringify(value)}, this view speaks ${PROTOCOL_VERSION}: ` +
+    "rebuild the front end (npm --prefix labextension run build) and reload the page"
+  );
+}
+
 export const NODE_STATES = ["pending", "ready", "running", "done", "released", "error"] as const;
 export type NodeState = (typeof NODE_STATES)[number];
 

@@ -16,6 +16,7 @@ import {
   parseGraph,
   parseStates,
   parseStatus,
+  protocolMismatch,
   statusText,
   type CommandName,
   type Graph,
@@ -122,6 +123,8 @@ function render({ model, el }: RenderContext): () => void {
     const pythonError = parseErrorText(model.get("error"));
     if (pythonError !== null) problems.push(pythonError);
     if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
+    const mismatch = protocolMismatch(model.get("protocol_version"));
+    if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
     try {
       const states = parseStates(model.get("states"), graph);
       const current = parseCurrent(model.get("current"), graph);
@@ -198,6 +201,7 @@ function render({ model, el }: RenderContext): () => void {
     ["change:current", onStateChange],
     ["change:status", onStateChange],
     ["change:error", onStateChange],
+    ["change:protocol_version", onStateChange],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

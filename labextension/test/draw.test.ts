@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { canvasHeight, fitTransform, MAX_HEIGHT, MIN_HEIGHT } from "../src/draw.js";
+import { canvasHeight, fitTransform, initialTransform, MAX_HEIGHT, MIN_HEIGHT, READABLE_SCALE } from "../src/draw.js";
 
 describe("fitTransform", () => {
   it("never enlarges a small drawing and centres it", () => {
@@ -28,5 +28,23 @@ describe("canvasHeight", () => {
     assert.equal(canvasHeight(layout(10)), MIN_HEIGHT);
     assert.equal(canvasHeight(layout(300)), 332);
     assert.equal(canvasHeight(layout(5000)), MAX_HEIGHT);
+  });
+});
+
+describe("initialTransform", () => {
+  it("shows all of a drawing that fits readably", () => {
+    assert.deepEqual(initialTransform(100, 50, 800, 400, { x: 10, y: 10 }), fitTransform(100, 50, 800, 400));
+  });
+
+  it("zooms in on the focus of a big drawing", () => {
+    const { k, x, y } = initialTransform(5000, 20000, 800, 400, { x: 2500, y: 100 });
+    assert.equal(k, READABLE_SCALE);
+    assert.equal(x + 2500 * k, 400);
+    assert.equal(y + 100 * k, 400 / 3);
+  });
+
+  it("starts at the top centre without a focus", () => {
+    const { k, x } = initialTransform(5000, 20000, 800, 400, null);
+    assert.equal(x + 2500 * k, 400);
   });
 });

@@ -13,6 +13,7 @@ import {
   parseGraph,
   parseStates,
   parseStatus,
+  protocolMismatch,
   ProtocolError,
   stateClass,
   statusText,
@@ -133,6 +134,14 @@ describe("statusText", () => {
   it("reports the end", () => {
     const all = Object.fromEntries(TINY_GRAPH.nodes.map((node) => [String(node.id), "done"]));
     assert.equal(statusText({ graph, states: parseStates(all, graph), current: null, status: "finished" }), "Finished · 5 of 5 nodes run");
+  });
+});
+
+describe("protocol version", () => {
+  it("accepts its own version and explains any other", () => {
+    assert.equal(protocolMismatch(1), null);
+    assert.match(protocolMismatch(2) ?? "", /kernel speaks widget protocol 2, this view speaks 1: rebuild/);
+    assert.match(protocolMismatch(undefined) ?? "", /protocol undefined/);
   });
 });
 

@@ -105,12 +105,16 @@ class LabServer:
             return "(no server log)"
 
 
-def start_lab(workdir: Path, notebooks: list[Path], app: str = "lab", timeout: float = 90.0) -> LabServer:
-    """Start ``jupyter lab`` (or ``jupyter notebook``) serving copies of ``notebooks``."""
+def start_lab(workdir: Path, sources: list[Path], app: str = "lab", timeout: float = 90.0) -> LabServer:
+    """Start ``jupyter lab`` (or ``jupyter notebook``) serving a temporary copy of ``sources``
+    (files, and directories whose contents are copied, e.g. notebooks/ with its data files)."""
     root = workdir / "root"
     root.mkdir()
-    for notebook in notebooks:
-        shutil.copy2(notebook, root / notebook.name)
+    for source in sources:
+        if source.is_dir():
+            shutil.copytree(source, root, dirs_exist_ok=True, ignore=shutil.ignore_patterns(".ipynb_checkpoints"))
+        else:
+            shutil.copy2(source, root / source.name)
     dirs = {name: workdir / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")}
     for directory in dirs.values():
         directory.mkdir()
@@ -269,10 +273,12 @@ print("GVCHECK " + json.dumps([
 class NotebookSession:
     """One notebook open in JupyterLab or Notebook 7, with every problem in the page recorded."""
 
-    def __init__(self, browser: Any, lab: LabServer, notebook: str, app: str = "lab") -> None:
+    def __init__(self, browser: Any, lab: LabServer, notebook: str, app: str = "lab", init_script: str | None = None) -> None:
         self.lab = lab
         self.app = app
         self.context = browser.new_context(viewport={"width": 1400, "height": 1000})
+        if init_script is not None:
+            self.context.add_init_script(init_script)
         self.page = self.context.new_page()
         self.page.set_default_timeout(60_000)
         self.problems = PageProblems(known=list(KNOWN_HOST_ERRORS.get(app, [])))
@@ -363,9 +369,11 @@ class NotebookSession:
 
 
 @contextmanager
-def notebook_session(browser: Any, lab: LabServer, notebook: str, name: str, app: str = "lab") -> Iterator[NotebookSession]:
+def notebook_session(
+    browser: Any, lab: LabServer, notebook: str, name: str, app: str = "lab", init_script: str | None = None
+) -> Iterator[NotebookSession]:
     """Open a notebook; on failure keep a screenshot and the logs for the report."""
-    session = NotebookSession(browser, lab, notebook, app)
+    session = NotebookSession(browser, lab, notebook, app, init_script)
     try:
         yield session
     except BaseException:

@@ -86,6 +86,17 @@ def test_widget_ships_the_fresh_bundle(widget: DebuggerWidget) -> None:
     assert "export default" in widget._esm or "export {" in widget._esm
 
 
+def test_python_and_the_view_speak_the_same_protocol_version() -> None:
+    import re
+
+    from gradviz.widget._widget import PROTOCOL_VERSION
+
+    model_ts = (REPO / "labextension" / "src" / "model.ts").read_text()
+    match = re.search(r"export const PROTOCOL_VERSION = (\d+);", model_ts)
+    assert match is not None
+    assert int(match.group(1)) == PROTOCOL_VERSION
+
+
 def test_graph_is_normalized_to_plain_json() -> None:
     numpy = pytest.importorskip("numpy")
     raw = {

@@ -1,0 +1,459 @@
+"""Check one custom Function node against central finite differences (the doctor's core).
+
+Note [Doctor's finite differences]
+----------------------------------
+The Function is re-run, never the user's graph: ``cls.apply`` on fresh copies of the
+forward arguments recorded at forward time (float64 copies when the Function accepts them),
+with exactly the original ``needs_input_grad``. With random (seeded) cotangents ``v_k`` for
+the differentiable outputs, the checked scalar is ``g(x) = sum_k <v_k, y_k(x)>``:
+
+- analytic: the Function's own backward, run through the engine (a graph task that captures
+  the gradients reaching the fresh inputs), i.e. exactly the vector-Jacobian product the
+  engine would use, after its shape reduction and dtype cast;
+- numeric: for each checked entry ``x_j``, ``sum_k <v_k, y_k(x + h e_j) - y_k(x - h e_j)>``
+  divided by the step actually taken. Only outputs that changed contribute, so rounding
+  noise is estimated from those entries alone (``noise`` below), not from all of ``g``.
+
+An entry that disagrees is checked again with smaller steps, and with one-sided differences:
+near a kink (relu, abs, clamp, sort ties) or a jump (round, sign) the left and right
+derivatives differ, and any analytic value between them is a valid subgradient, so the entry
+is excluded rather than reported. Only an entry that disagrees at every step and is outside
+the one-sided interval is a mismatch. Entries where the Function itself is not finite nearby
+are excluded too; analytic NaN/Inf where the numeric derivative is finite is reported.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .. import ops as _ops
+from .._tensor import Tensor
+from ..autograd._functional import make_graph_task
+from ..autograd.grad_mode import enable_grad
+
+__all__ = ["SlotCheck", "NodeCheck", "check_function"]
+
+# Relative tolerance by the precision the outputs were computed in. Generous on purpose: the
+# bugs the doctor looks for (a sign, a factor, a swapped or ignored gradient) are O(1) errors.
+_RTOL = {8: 1e-4, 4: 2e-2, 2: 1e-1}
+# Safety factor on the rounding-noise estimate (forward rounding can exceed one ulp per output).
+_NOISE_SAFETY = 64.0
+# Smaller steps tried for an entry that disagrees (multiples of the first step).
+_REFINE = {8: (0.1, 0.01), 4: (0.3, 0.1), 2: (0.5, 0.25)}
+
+
+@dataclass
+class SlotCheck:
+    """The result for one differentiable input slot (a forward argument position)."""
+
+    position: int
+    shape: tuple
+    indices: np.ndarray                      # flat indices checked
+    analytic: np.ndarray                     # analytic values at those indices
+    numeric: np.ndarray                      # numeric values (NaN where excluded)
+    mismatched: np.ndarray                   # bool mask over the checked indices
+    nonfinite: np.ndarray                    # analytic NaN/Inf where numeric is finite
+    excluded_near_kink: int = 0
+    excluded_not_finite: int = 0
+    none_returned: bool = False              # backward returned None for this input
+    reduced_from: tuple | None = None        # shape backward returned, summed by the engine
+    cast_from: str | None = None             # dtype backward returned, cast by the engine
+    sampled: bool = False                    # only some entries were checked
+    hint: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return not self.mismatched.any() and not self.nonfinite.any()
+
+
+@dataclass
+class NodeCheck:
+    """The result for one custom Function node."""
+
+    dtype: str = ""
+    slots: list = field(default_factory=list)
+    skipped: str | None = None               # why the node could not be checked
+    backward_error: BaseException | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.skipped is None and self.backward_error is None and all(s.ok for s in self.slots)
+
+
+class _RerunObserver(_engine.Observer):
+    """Collects what the engine did to the re-run node's gradients (sum_to, casts)."""
+
+    def __init__(self):
+        self.node = None
+        self.reduced = {}
+        self.cast = {}
+
+    def grad_reduced(self, task, node, slot, from_shape, to_shape):
+        if node is self.node:
+            self.reduced[slot] = tuple(from_shape)
+
+    def grad_cast(self, task, node, slot, from_dtype, to_dtype):
+        if node is self.node:
+            self.cast[slot] = from_dtype.name
+
+
+class _Rerun:
+    """The Function, its recorded arguments and the cotangents, in one working dtype."""
+
+    def __init__(self, cls, args, needs, positions, dtype, rng):
+        self.cls = cls
+        self.positions = positions
+        self.needs = needs
+        self.args = args
+        # tensor arguments as arrays in the working dtype (floating ones only are converted)
+        self.base = {}
+        for i, a in enumerate(args):
+            if isinstance(a, Tensor):
+                data = a._data
+                if dtype is not None and data.dtype.kind == "f":
+                    data = data.astype(dtype)
+                self.base[i] = data
+        self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        outputs, _ = self._forward(self.base)
+        self.diff_outputs = [k for k, o in enumerate(outputs)
+                             if isinstance(o, Tensor) and o.requires_grad and o.dtype.is_floating_point]
+        precision = min([outputs[k]._data.dtype.itemsize for k in self.diff_outputs]
+                        + [self.base[p].dtype.itemsize for p in positions])
+        self.itemsize = precision if precision in _RTOL else 4
+        self.eps = float(np.finfo({8: np.float64, 4: np.float32, 2: np.float16}[self.itemsize]).eps)
+        self.step = 0.5 * self.eps ** (1.0 / 3.0)
+        self.rtol = _RTOL[self.itemsize]
+        self.out_dtypes = {k: outputs[k]._data.dtype for k in self.diff_outputs}
+        # cotangents, rounded to the outputs' dtypes so both sides use the same values
+        self.cotangents = {k: rng.standard_normal(outputs[k]._data.shape)
+                              .astype(self.out_dtypes[k]).astype(np.float64)
+                           for k in self.diff_outputs}
+
+    # ---- running the Function --------------------------------------------------------
+    def _forward(self, arrays):
+        """``cls.apply`` on fresh copies, with the original inputs requiring grad."""
+        call = []
+        leaves = {}
+        for i, a in enumerate(self.args):
+            if i in arrays:
+                tensor = _ops.from_numpy(np.array(arrays[i], copy=True))
+                if i in self.positions:
+                    tensor.requires_grad_(True)
+                    leaves[i] = tensor
+                    # a non-leaf, so that a Function that marks it dirty may modify it
+                    tensor = tensor.clone()
+                call.append(tensor)
+            else:
+                call.append(a)
+        with enable_grad():
+            outputs = self.cls.apply(*call)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        return outputs, leaves
+
+    def evaluate(self, arrays):
+        """The differentiable outputs (float64 copies) at ``arrays``."""
+        outputs, _ = self._forward(arrays)
+        return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
+
+    def analytic(self, scale=1.0):
+        """The backward's vector-Jacobian product, run through the engine.
+
+        Returns ``({position: float64 array or None}, observer)``.
+        """
+        outputs, leaves = self._forward(self.base)
+        roots = [outputs[k] for k in self.diff_outputs]
+        grads = [_ops.from_numpy((self.cotangents[k] * scale).astype(self.out_dtypes[k]))
+                 for k in self.diff_outputs]
+        observer = _RerunObserver()
+        observer.node = roots[0].grad_fn
+        capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
+        task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
+                               observer=observer)
+        captured = task.run()
+        result = {}
+        for p, value in zip(self.positions, captured):
+            result[p] = None if value is None else value._data.astype(np.float64)
+        return result, observer
+
+    # ---- finite differences ------------------------------------------------------------
+    def difference(self, position, flat_index, lower, upper):
+        """``(sum_k <v_k, y(upper) - y(lower)> / (upper - lower), noise)`` for one entry.
+
+        ``lower``/``upper`` are values of the entry (None means the base value).
+        """
+        base = self.base[position]
+        values = []
+        for value in (upper, lower):
+            if value is None:
+                values.append(None)
+                continue
+            moved = base.copy()
+            moved.reshape(-1)[flat_index] = value
+            values.append(moved)
+        y_up = self.evaluate({**self.base, position: values[0]}) if values[0] is not None \
+            else self.base_outputs
+        y_low = self.evaluate({**self.base, position: values[1]}) if values[1] is not None \
+            else self.base_outputs
+        x = base.reshape(-1)[flat_index]
+        width = float(upper if upper is not None else x) - float(lower if lower is not None else x)
+        total = 0.0
+        magnitude = 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            for v, a, b in zip(self._cotangent_list, y_up, y_low):
+                delta = a - b
+                changed = delta != 0
+                if changed.any():
+                    total += float(np.sum(v[changed] * delta[changed]))
+                    magnitude += float(np.sum(np.abs(v[changed]) * (np.abs(a[changed]) + np.abs(b[changed]))))
+        if not math.isfinite(total):
+            return math.nan, math.nan
+        return total / width, _NOISE_SAFETY * self.eps * magnitude / abs(width)
+
+    def moved(self, position, flat_index, step_factor):
+        """The entry's values one step below and above (rounded to the working dtype)."""
+        base = self.base[position]
+        x = base.reshape(-1)[flat_index]
+        h = self.step * step_factor * max(1.0, abs(float(x)))
+        dtype = base.dtype.type
+        upper, lower = dtype(float(x) + h), dtype(float(x) - h)
+        return lower, upper
+
+    def prepare(self):
+        self.base_outputs = self.evaluate(self.base)
+        self._cotangent_list = [self.cotangents[k] for k in self.diff_outputs]
+        again = self.evaluate(self.base)
+        for a, b in zip(self.base_outputs, again):
+            if not np.array_equal(a, b, equal_nan=True):
+                return "its forward is not deterministic (two runs on the same inputs differ)"
+        return None
+
+
+def check_function(cls, args, needs, seed, max_entries=256, check_progress=None) -> NodeCheck:
+    """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
+
+    ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
+    the re-run, and only they are checked.
+    """
+    positions = [p for p, a in enumerate(args)
+                 if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
+    if not positions:
+        return NodeCheck(skipped="no floating-point input needs a gradient")
+
+    rerun, analytic, observer, failure = None, None, None, None
+    for dtype in (np.float64, None):
+        try:
+            candidate = _Rerun(cls, args, needs, positions, dtype, np.random.default_rng(seed))
+        except Exception as exc:  # noqa: BLE001 - the user's forward may raise anything
+            failure = failure or ("forward", exc)
+            continue
+        if not candidate.diff_outputs:
+            return NodeCheck(skipped="re-running it gave no differentiable outputs")
+        try:
+            analytic, observer = candidate.analytic()
+        except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
+            failure = ("backward", exc) if failure is None or failure[0] == "forward" else failure
+            continue
+        rerun = candidate
+        break
+    if rerun is None:
+        stage, exc = failure
+        if stage == "forward":
+            return NodeCheck(skipped=f"re-running its forward raised {type(exc).__name__}: {exc}")
+        return NodeCheck(backward_error=exc)
+
+    check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
+    reason = rerun.prepare()
+    if reason is not None:
+        check.skipped = reason
+        return check
+
+    edge_of = {p: e for e, p in enumerate(rerun.tensor_positions)}
+    for p in positions:
+        base = rerun.base[p]
+        size = base.size
+        sampled = size > max_entries
+        if sampled:
+            indices = np.sort(np.random.default_rng(seed + 7919 * (p + 1))
+                              .choice(size, max_entries, replace=False))
+        else:
+            indices = np.arange(size)
+        values = analytic[p]
+        none_returned = values is None
+        full = np.zeros(base.shape, dtype=np.float64) if none_returned else values
+        slot = _check_slot(rerun, p, indices, full.reshape(-1)[indices])
+        slot.none_returned = none_returned
+        slot.sampled = sampled
+        slot.reduced_from = observer.reduced.get(edge_of[p])
+        slot.cast_from = observer.cast.get(edge_of[p])
+        check.slots.append(slot)
+        if check_progress is not None:
+            check_progress()
+
+    if not check.ok:
+        _explain(rerun, check, analytic)
+    return check
+
+
+def _check_slot(rerun, position, indices, analytic) -> SlotCheck:
+    count = len(indices)
+    numeric = np.full(count, np.nan)
+    noise = np.zeros(count)
+    for n, j in enumerate(indices):
+        lower, upper = rerun.moved(position, j, 1.0)
+        numeric[n], noise[n] = rerun.difference(position, j, lower, upper)
+    finite_numeric = numeric[np.isfinite(numeric)]
+    scale = float(np.max(np.abs(finite_numeric))) if finite_numeric.size else 0.0
+    atol = rerun.rtol * max(scale, 1e-12)
+
+    def agrees(a, n, extra):
+        return abs(a - n) <= atol + rerun.rtol * max(abs(a), abs(n)) + extra
+
+    mismatched = np.zeros(count, dtype=bool)
+    nonfinite = np.zeros(count, dtype=bool)
+    near_kink = not_finite = 0
+    for n, j in enumerate(indices):
+        a = float(analytic[n])
+        if math.isfinite(numeric[n]) and math.isfinite(a) and agrees(a, numeric[n], noise[n]):
+            continue
+        verdict, value = _refine(rerun, position, j, a, numeric[n], agrees)
+        if verdict == "ok":
+            numeric[n] = value
+        elif verdict == "kink":
+            near_kink += 1
+            numeric[n] = np.nan
+        elif verdict == "not_finite":
+            not_finite += 1
+            numeric[n] = np.nan
+        elif verdict == "nonfinite":
+            nonfinite[n] = True
+            numeric[n] = value
+        else:
+            mismatched[n] = True
+            numeric[n] = value
+    return SlotCheck(position=position, shape=tuple(rerun.base[position].shape), indices=indices,
+                     analytic=np.asarray(analytic, dtype=np.float64), numeric=numeric,
+                     mismatched=mismatched, nonfinite=nonfinite, excluded_near_kink=near_kink,
+                     excluded_not_finite=not_finite)
+
+
+def _refine(rerun, position, j, a, first, agrees):
+    """Decide an entry that disagreed at the first step: smaller steps, one-sided differences.
+
+    Returns ``(verdict, numeric)`` with verdict ``ok``, ``kink`` (excluded: a subgradient at a
+    kink or jump), ``not_finite`` (excluded: the Function is not finite nearby), ``nonfinite``
+    (analytic NaN/Inf, numeric finite) or ``mismatch``.
+    """
+    best = first if math.isfinite(first) else None
+    for factor in _REFINE[rerun.itemsize]:
+        lower, upper = rerun.moved(position, j, factor)
+        central, noise = rerun.difference(position, j, lower, upper)
+        if not math.isfinite(central):
+            continue
+        best = central
+        if not math.isfinite(a):
+            continue
+        if agrees(a, central, noise):
+            return "ok", central
+        right, noise_right = rerun.difference(position, j, None, upper)
+        left, noise_left = rerun.difference(position, j, lower, None)
+        if math.isfinite(right) and math.isfinite(left):
+            noise_sides = noise_left + noise_right
+            if not agrees(left, right, noise_sides):
+                # the derivative jumps within the step: a kink or a jump of the Function
+                low, high = min(left, right), max(left, right)
+                slack = noise_sides + rerun.rtol * max(abs(left), abs(right))
+                if low - slack <= a <= high + slack or agrees(a, left, noise_left) \
+                        or agrees(a, right, noise_right):
+                    return "kink", central
+    if best is None:
+        return "not_finite", math.nan
+    if not math.isfinite(a):
+        return "nonfinite", best
+    return "mismatch", best
+
+
+# ---- likely causes ---------------------------------------------------------------------------
+
+def _explain(rerun, check, analytic):
+    """Attach a hint (the likely cause) to each slot that disagrees."""
+    compared = {}
+    for slot in check.slots:
+        keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
+        compared[slot.position] = (slot, keep)
+    linear = None
+    for slot in check.slots:
+        if not slot.mismatched.any():
+            continue
+        if slot.none_returned:
+            slot.hint = "backward returned None for it"
+            continue
+        _, keep = compared[slot.position]
+        a, n = slot.analytic[keep], slot.numeric[keep]
+        hint = _factor_hint(a, n)
+        if hint is None:
+            hint = _swap_hint(slot, compared)
+        if hint is None:
+            if linear is None:
+                linear = _linearity(rerun, analytic)
+            hint = linear.get(slot.position)
+        slot.hint = hint
+
+
+def _close(a, b, rel=1e-2):
+    return float(np.linalg.norm(a - b)) <= rel * max(float(np.linalg.norm(b)), 1e-300)
+
+
+def _factor_hint(a, n):
+    norm_n = float(np.linalg.norm(n))
+    if a.size == 0:
+        return None
+    if norm_n == 0.0:
+        return "the true gradient is zero here, but backward returned non-zero values"
+    if _close(a, -n):
+        return "sign flipped?"
+    c = float(np.dot(a, n) / np.dot(n, n))
+    if np.count_nonzero(n) > 1 and abs(c - 1.0) > 1e-2 and _close(a, c * n):
+        if abs(c) < 1e-12:
+            return "backward returned zeros, but the gradient is not zero"
+        return f"off by a constant factor (analytic = {c:.4g} x numeric)?"
+    return None
+
+
+def _swap_hint(slot, compared):
+    for position, (other, other_keep) in compared.items():
+        if position == slot.position or other.shape != slot.shape:
+            continue
+        if not np.array_equal(other.indices, slot.indices):
+            continue
+        keep = compared[slot.position][1] & other_keep
+        if not keep.any():
+            continue
+        if _close(slot.analytic[keep], other.numeric[keep]) \
+                and not _close(other.numeric[keep], slot.numeric[keep]):
+            return f"it matches the gradient of input {position}: inputs {slot.position} and " \
+                   f"{position} swapped in backward?"
+    return None
+
+
+def _linearity(rerun, analytic):
+    """Hints from running backward again with twice the cotangents (a VJP is linear in them)."""
+    try:
+        doubled, _ = rerun.analytic(scale=2.0)
+    except Exception:  # noqa: BLE001
+        return {}
+    hints = {}
+    for p, values in analytic.items():
+        again = doubled.get(p)
+        if values is None or again is None or not np.all(np.isfinite(values)):
+            continue
+        if np.allclose(again, values, rtol=1e-6, atol=0) and np.any(values != 0):
+            hints[p] = "it does not change with grad_output: is the incoming gradient ignored?"
+        elif not np.allclose(again, 2 * values, rtol=1e-4, atol=1e-12):
+            hints[p] = "it is not linear in grad_output"
+    return hints

@@ -1,0 +1,276 @@
+# cython: language_level=3
+"""Recording built-in ops: the one code path that turns an op into a graph node.
+
+``OpSpec`` is what the engine knows of an op (``gradviz.ops.Op`` subclasses it and adds the
+table). ``apply_op`` runs the op's forward rule on numpy arrays, wraps the results and, when
+grad mode is on and an input requires grad, records an ``OpNode`` whose ``apply`` calls the
+op's backward rule. Like ``_engine.py`` this file is Cython pure-Python mode: ``_ops.pxd``
+compiles it; ``GRADVIZ_PURE_PYTHON=1`` runs it interpreted.
+
+Note [Op fast paths]
+--------------------
+Small tensors make per-op overhead dominate, so ``apply_op`` avoids generic work where it
+can: the common dtype rules ("promote", "promote to float") are decided in C when all tensor
+operands share a dtype; tensors and nodes are built without going through ``__init__``;
+``np.errstate`` (about a microsecond) is entered only for ops marked ``quiet``.
+"""
+
+import numpy as np
+
+import cython
+
+from gradviz_ext import _engine
+
+if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
+    from gradviz_ext._engine import InputMeta, Node, SavedTensor, TensorBase, VersionCounter
+
+DTYPE_NONE = 0
+DTYPE_PROMOTE = 1
+DTYPE_PROMOTE_FLOAT = 2
+DTYPE_CUSTOM = 3
+
+_KIND_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
+
+# numpy dtype -> gradviz dtype, and the Tensor class; installed by gradviz at import
+_dtypes_by_numpy = {}
+_tensor_class = None
+
+
+def install(tensor_class, dtypes_by_numpy):
+    """Give this module the Tensor class and the numpy-to-gradviz dtype table."""
+    global _tensor_class, _dtypes_by_numpy
+    _tensor_class = tensor_class
+    _dtypes_by_numpy = dtypes_by_numpy
+
+
+class OpSpec:
+    """The engine's view of a differentiable op (see ``gradviz.ops.Op``)."""
+
+    def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet):
+        self.name = name
+        self.node = node
+        self.forward = forward
+        self.backward = backward
+        self.saves = saves
+        self.dtype = dtype
+        self.dtype_rule = dtype_rule
+        self.view = view
+        self.quiet = quiet
+
+
+def make_tensor(data):
+    """A Tensor around ``data`` (not copied), built without calling ``__init__``."""
+    t: TensorBase = _tensor_class.__new__(_tensor_class)
+    t._data = data
+    t._requires_grad = False
+    t.grad_fn = None
+    t._output_nr = 0
+    t.grad = None
+    counter: VersionCounter = VersionCounter.__new__(VersionCounter)
+    counter.value = 0
+    t._version_counter = counter
+    t._base = None
+    t._grad_accumulator = None
+    t._retains_grad = False
+    t._hooks = None
+    t._post_accumulate_hooks = None
+    return t
+
+
+def _requires_grad(x):
+    return isinstance(x, TensorBase) and (x._requires_grad or x.grad_fn is not None)
+
+
+def _scalar_category(value):
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return 1
+    if isinstance(value, float):
+        return 2
+    return -1  # anything else: let the Python rule decide
+
+
+def _fast_target(inputs, rule):
+    """The numpy dtype to convert to, None for "no conversion", or False for "ask the rule"."""
+    common = None
+    for x in inputs:
+        if isinstance(x, TensorBase):
+            dt = x._data.dtype
+            if common is None:
+                common = dt
+            elif dt != common:
+                return False
+    if common is None:
+        return False
+    category = _KIND_CATEGORY.get(common.kind, -1)
+    if category < 0:
+        return False
+    for x in inputs:
+        if not isinstance(x, TensorBase):
+            scalar = _scalar_category(x)
+            if scalar < 0 or scalar > category:
+                return False
+    if rule == DTYPE_PROMOTE_FLOAT and category != 2:
+        return False
+    return None
+
+
+class OpNode(Node):
+    """The backward node of a built-in op; ``apply`` calls the op's backward rule.
+
+    The node is the ``ctx`` of the rule: ``ctx.input(i)``, ``ctx.output()``,
+    ``ctx.needs_input_grad`` and the forward's keyword attributes as ``ctx.<name>``.
+    """
+
+    def name(self):
+        return self.op.node
+
+    def apply(self, grads):
+        result = self.op.backward(self, *grads)
+        if isinstance(result, tuple) or isinstance(result, list):
+            return result
+        return (result,)
+
+    def input(self, index):
+        """Forward input ``index`` as saved (raises if freed or modified in place)."""
+        if self._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        value = self._saved_inputs[index]
+        if isinstance(value, SavedTensor):
+            return value.unpack(self)
+        return value
+
+    def output(self):
+        if self._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        return self._saved_output.unpack(self)
+
+    def __getattr__(self, name):
+        # the forward's keyword attributes (dim, keepdim, shapes) read as ctx.dim
+        attrs = self.attrs
+        if attrs is not None and name in attrs:
+            return attrs[name]
+        raise AttributeError(f"'{self.op.node}' object has no attribute '{name}'")
+
+    def saved_tensor_count(self):
+        count = 0
+        nbytes = 0
+        if self._saved_inputs is not None:
+            for value in self._saved_inputs.values():
+                if isinstance(value, SavedTensor):
+                    count += 1
+                    nbytes += value.nbytes()
+        if self._saved_output is not None:
+            count += 1
+            nbytes += self._saved_output.nbytes()
+        return count, nbytes
+
+    def release_variables(self):
+        if self._saved_inputs is None and self._saved_output is None:
+            return  # nothing saved: a second backward through this node is fine
+        if self._saved_inputs is not None:
+            for value in self._saved_inputs.values():
+                if isinstance(value, SavedTensor):
+                    value.release()
+        if self._saved_output is not None:
+            self._saved_output.release()
+        self._released = True
+
+
+def _new_node(op, edges, metas, needs, attrs):
+    node: OpNode = OpNode.__new__(OpNode)
+    _engine.init_node(node, edges, metas)
+    node.op = op
+    node.needs_input_grad = needs
+    node.attrs = attrs
+    node._saved_inputs = None
+    node._saved_output = None
+    return node
+
+
+def _meta(tensor):
+    meta: InputMeta = InputMeta.__new__(InputMeta)
+    data = tensor._data
+    meta.shape = data.shape
+    meta.dtype = _dtypes_by_numpy[data.dtype]
+    return meta
+
+
+def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
+    """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
+    n: cython.Py_ssize_t = len(inputs)
+    i: cython.Py_ssize_t
+    rule: cython.int = op.dtype_rule
+    target = None
+    if rule != DTYPE_NONE:
+        target = _fast_target(inputs, rule) if rule != DTYPE_CUSTOM else False
+        if target is False:
+            target = op.dtype(*inputs, **attrs).numpy
+    arrays = []
+    for i in range(n):
+        x = inputs[i]
+        if isinstance(x, TensorBase):
+            data = x._data
+            if target is not None and data.dtype != target:
+                data = data.astype(target)
+            arrays.append(data)
+        else:
+            arrays.append(x)
+    if op.quiet:
+        with np.errstate(all="ignore"):  # like torch: inf/nan results, no numpy warnings
+            result = op.forward(*arrays, **attrs)
+    else:
+        result = op.forward(*arrays, **attrs)
+
+    record: cython.bint = False
+    if op.backward is not None and _engine.is_grad_enabled():
+        for i in range(n):
+            if _requires_grad(inputs[i]):
+                record = True
+                break
+
+    multiple: cython.bint = isinstance(result, tuple)
+    if multiple:
+        outputs = tuple([make_tensor(np.asarray(r)) for r in result])
+    else:
+        out = make_tensor(result if type(result) is np.ndarray else np.asarray(result))
+        outputs = (out,)
+    if op.view:
+        base = inputs[0]
+        chain = base._view_chain + ((op, attrs),)  # how to re-derive it from the root base
+        root = base if base._base is None else base._base
+        for out in outputs:
+            out._version_counter = base._version_counter
+            out._base = root
+            out._view_chain = chain
+
+    if record:
+        needs = tuple([_requires_grad(x) for x in inputs])
+        edges = tuple([_engine.gradient_edge(inputs[i]) if needs[i] else (None, 0) for i in range(n)])
+        metas = tuple([_meta(out) for out in outputs])
+        node = _new_node(op, edges, metas, needs, attrs)
+        saves = op.saves
+        if saves is not None:
+            input_indices, save_output = saves(needs)
+            if input_indices:
+                saved = {}
+                for i in input_indices:
+                    x = inputs[i]
+                    saved[i] = _engine.SavedTensor(x, False) if isinstance(x, TensorBase) else x
+                node._saved_inputs = saved
+        else:
+            save_output = False
+        nr: cython.Py_ssize_t = 0
+        for out in outputs:
+            if out._data.dtype.kind == "f":
+                out.grad_fn = node
+                out._output_nr = nr
+            nr += 1
+        if save_output:
+            node._saved_output = _engine.SavedTensor(outputs[0], True)
+        observer = _engine.forward_observer()
+        if observer is not None:
+            observer.node_created(node)
+
+    return outputs if multiple else outputs[0]
