@@ -149,8 +149,9 @@ class Tensor(_engine.TensorBase):
 
     @property
     def data(self) -> "Tensor":
-        """A tensor sharing storage with this one, outside the graph."""
-        return _wrap(self._data, version_counter=self._version_counter)
+        """A tensor sharing storage with this one, outside the graph and with its own version
+        counter (as in PyTorch: writes through ``.data`` are invisible to autograd's checks)."""
+        return _wrap(self._data)
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -197,7 +198,8 @@ class Tensor(_engine.TensorBase):
     # ---- conversion -----------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The underlying numpy array (shares memory; a write through it is invisible to autograd)."""
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and _engine.is_grad_enabled():
+            # like torch: allowed with grad mode off (a custom Function's forward)
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead."

@@ -3,6 +3,12 @@
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
 
+cdef extern from "Python.h":
+    # Note [Untracked nodes]: see _engine.py
+    void PyObject_GC_Track(object)
+    void PyObject_GC_UnTrack(object)
+    int PyObject_GC_IsTracked(object)
+
 cdef bint _grad_enabled
 
 
@@ -41,8 +47,6 @@ cdef class InputMeta:
     cdef public object dtype
 
 
-# Freeing a 10^6-node chain must not recurse 10^6 deep in C: the trashcan defers it.
-@cython.trashcan(True)
 cdef class Node:
     cdef public tuple next_functions
     cdef public tuple _input_metadata

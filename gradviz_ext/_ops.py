@@ -58,6 +58,7 @@ class OpSpec:
         self.quiet = quiet
 
 
+@cython.ccall
 def make_tensor(data):
     """A Tensor around ``data`` (not copied), built without calling ``__init__``."""
     t: TensorBase = _tensor_class.__new__(_tensor_class)
@@ -77,10 +78,12 @@ def make_tensor(data):
     return t
 
 
+@cython.cfunc
 def _requires_grad(x):
     return isinstance(x, TensorBase) and (x._requires_grad or x.grad_fn is not None)
 
 
+@cython.cfunc
 def _scalar_category(value):
     if isinstance(value, bool):
         return 0
@@ -91,6 +94,7 @@ def _scalar_category(value):
     return -1  # anything else: let the Python rule decide
 
 
+@cython.cfunc
 def _fast_target(inputs, rule):
     """The numpy dtype to convert to, None for "no conversion", or False for "ask the rule"."""
     common = None
@@ -178,6 +182,7 @@ class OpNode(Node):
         self._released = True
 
 
+@cython.cfunc
 def _new_node(op, edges, metas, needs, attrs):
     node: OpNode = OpNode.__new__(OpNode)
     _engine.init_node(node, edges, metas)
@@ -186,9 +191,11 @@ def _new_node(op, edges, metas, needs, attrs):
     node.attrs = attrs
     node._saved_inputs = None
     node._saved_output = None
+    _engine.untrack(node)  # Note [Untracked nodes]
     return node
 
 
+@cython.cfunc
 def _meta(tensor):
     meta: InputMeta = InputMeta.__new__(InputMeta)
     data = tensor._data

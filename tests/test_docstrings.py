@@ -8,11 +8,12 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, function
-from gradviz.debug import _session
+from gradviz.autograd import _functional, graph
+from gradviz.autograd.function import _function, _legacy
+from gradviz.debug import _capture, _doctor, _session
 from gradviz.ops import _creation
 
-MODULES = [_tensor, _functional, function, _session, _creation, _config]
+MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

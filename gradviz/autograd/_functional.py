@@ -51,11 +51,23 @@ def _make_grads(outputs, grad_outputs):
                 f"dtype. Mismatch in dtype: grad_output[{index}] has a dtype of {g.dtype} and "
                 f"output[{index}] has a dtype of {out.dtype}."
             )
-        if g.dtype is not out.dtype:
-            # PyTorch's engine casts each root gradient to its output's dtype (validate_outputs)
-            g = ops.to(g, out.dtype)
+        target = _root_grad_dtype(out)
+        if target is not None and g.dtype is not target:
+            # PyTorch's engine casts each root gradient to what its node expects (validate_outputs)
+            g = ops.to(g, target)
         grads.append(g)
     return grads
+
+
+def _root_grad_dtype(out):
+    """The dtype the root's node expects: the output's, or what a custom Function declared
+    with ``set_output_grad_dtype`` (None: any dtype passes)."""
+    fn = out.grad_fn
+    if fn is not None and out._output_nr < len(fn._input_metadata):
+        meta = fn._input_metadata[out._output_nr]
+        if meta is not None:
+            return meta.dtype
+    return out.dtype
 
 
 def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=False,

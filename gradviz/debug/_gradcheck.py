@@ -17,9 +17,11 @@ the differentiable outputs, the checked scalar is ``g(x) = sum_k <v_k, y_k(x)>``
 An entry that disagrees is checked again with smaller steps, and with one-sided differences:
 near a kink (relu, abs, clamp, sort ties) or a jump (round, sign) the left and right
 derivatives differ, and any analytic value between them is a valid subgradient, so the entry
-is excluded rather than reported. Only an entry that disagrees at every step and is outside
-the one-sided interval is a mismatch. Entries where the Function itself is not finite nearby
-are excluded too; analytic NaN/Inf where the numeric derivative is finite is reported.
+is excluded rather than reported; so is an entry whose one-sided derivatives still differ at
+the smallest step (it sits on a kink where several pieces meet, such as a three-way tie in
+sort). Only an entry that disagrees at every step, away from kinks, is a mismatch. Entries
+where the Function itself is not finite nearby are excluded too; analytic NaN/Inf where the
+numeric derivative is finite is reported.
 """
 
 from __future__ import annotations
@@ -65,6 +67,9 @@ class SlotCheck:
     cast_from: str | None = None             # dtype backward returned, cast by the engine
     sampled: bool = False                    # only some entries were checked
     hint: str | None = None
+    # the mismatched entries again, with the gradient the user's loss sent into the node
+    # (what .grad shows) instead of the random cotangents: (flat indices, analytic, numeric)
+    shown: tuple | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,6 +97,7 @@ class _RerunObserver(_engine.Observer):
         self.node = None
         self.reduced = {}
         self.cast = {}
+        self.none_edges = set()
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
         if node is self.node:
@@ -100,6 +106,10 @@ class _RerunObserver(_engine.Observer):
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
         if node is self.node:
             self.cast[slot] = from_dtype.name
+
+    def node_finished(self, task, node, grads_in, grads_out, duration):
+        if node is self.node:
+            self.none_edges = {e for e, g in enumerate(grads_out) if g is None}
 
 
 class _Rerun:
@@ -234,11 +244,12 @@ class _Rerun:
         return None
 
 
-def check_function(cls, args, needs, seed, max_entries=256, check_progress=None) -> NodeCheck:
+def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
-    the re-run, and only they are checked.
+    the re-run, and only they are checked. ``incoming`` (one array or None per output) is the
+    gradient the user's loss sent into the node; mismatches are shown again with it.
     """
     positions = [p for p, a in enumerate(args)
                  if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
@@ -284,7 +295,8 @@ def check_function(cls, args, needs, seed, max_entries=256, check_progress=None)
         else:
             indices = np.arange(size)
         values = analytic[p]
-        none_returned = values is None
+        none_returned = values is None or edge_of[p] in observer.none_edges
+        values = None if none_returned else values
         full = np.zeros(base.shape, dtype=np.float64) if none_returned else values
         slot = _check_slot(rerun, p, indices, full.reshape(-1)[indices])
         slot.none_returned = none_returned
@@ -292,12 +304,54 @@ def check_function(cls, args, needs, seed, max_entries=256, check_progress=None)
         slot.reduced_from = observer.reduced.get(edge_of[p])
         slot.cast_from = observer.cast.get(edge_of[p])
         check.slots.append(slot)
-        if check_progress is not None:
-            check_progress()
 
     if not check.ok:
         _explain(rerun, check, analytic)
+        if incoming is not None:
+            _show_with_incoming(rerun, check, incoming)
     return check
+
+
+def _show_with_incoming(rerun, check, incoming):
+    """Recompute the mismatched entries with the user's own incoming gradient.
+
+    The random cotangents find the bug; the user knows the gradient of their loss. Where the
+    disagreement shows with it too, the report quotes those values (as in ``.grad`` of a
+    one-node graph).
+    """
+    cotangents = {}
+    for k in rerun.diff_outputs:
+        grad = incoming[k] if k < len(incoming) else None
+        shape = rerun.cotangents[k].shape
+        if grad is None:
+            cotangents[k] = np.zeros(shape)
+        elif tuple(grad.shape) != tuple(shape):
+            return
+        else:
+            cotangents[k] = grad.astype(rerun.out_dtypes[k]).astype(np.float64)
+    saved = rerun.cotangents, rerun._cotangent_list
+    rerun.cotangents = cotangents
+    rerun._cotangent_list = [cotangents[k] for k in rerun.diff_outputs]
+    try:
+        analytic, _ = rerun.analytic()
+        for slot in check.slots:
+            if not slot.mismatched.any():
+                continue
+            values = analytic[slot.position]
+            values = np.zeros(slot.shape) if values is None else values
+            flat = slot.indices[slot.mismatched]
+            shown_a = values.reshape(-1)[flat]
+            shown_n = np.empty(len(flat))
+            for n, j in enumerate(flat):
+                lower, upper = rerun.moved(slot.position, j, 1.0)
+                shown_n[n] = rerun.difference(slot.position, j, lower, upper)[0]
+            error = np.abs(shown_a - shown_n)
+            if np.any(error > rerun.rtol * np.maximum(1.0, np.abs(shown_n))):
+                slot.shown = (flat, shown_a, shown_n)
+    except Exception:  # noqa: BLE001 - only a nicer display; the finding stands without it
+        pass
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
 
 
 def _check_slot(rerun, position, indices, analytic) -> SlotCheck:
@@ -350,7 +404,9 @@ def _refine(rerun, position, j, a, first, agrees):
     (analytic NaN/Inf, numeric finite) or ``mismatch``.
     """
     best = first if math.isfinite(first) else None
+    kink = False
     for factor in _REFINE[rerun.itemsize]:
+        kink = False
         lower, upper = rerun.moved(position, j, factor)
         central, noise = rerun.difference(position, j, lower, upper)
         if not math.isfinite(central):
@@ -366,6 +422,7 @@ def _refine(rerun, position, j, a, first, agrees):
             noise_sides = noise_left + noise_right
             if not agrees(left, right, noise_sides):
                 # the derivative jumps within the step: a kink or a jump of the Function
+                kink = True
                 low, high = min(left, right), max(left, right)
                 slack = noise_sides + rerun.rtol * max(abs(left), abs(right))
                 if low - slack <= a <= high + slack or agrees(a, left, noise_left) \
@@ -373,6 +430,11 @@ def _refine(rerun, position, j, a, first, agrees):
                     return "kink", central
     if best is None:
         return "not_finite", math.nan
+    if kink and math.isfinite(a):
+        # Still a kink at the smallest step: x sits on it. Where several pieces meet (a tie of
+        # three in sort or max) a valid choice need not lie between the one-sided
+        # derivatives along one coordinate, so the entry is excluded, not judged.
+        return "kink", best
     if not math.isfinite(a):
         return "nonfinite", best
     return "mismatch", best

@@ -87,6 +87,7 @@ class DebugSession:
         self._task = task
         self._recorder = recorder
         self._listeners = _Listeners()
+        self._doctor_arguments = None  # (tensors, gradient), set by backward()
         self._nodes, self._edges, self._roots = _walk(task.graph_root)
         if isinstance(task.peek(), _engine.GraphRoot):
             # Several roots: the engine's GraphRoot only hands out the initial gradients. It
@@ -166,6 +167,20 @@ class DebugSession:
         self._task.abort()
         self._notify()
 
+    def doctor(self, **options):
+        """Run the gradient doctor (:func:`gradviz.debug.doctor`) on this session's graph.
+
+        The doctor runs its own backward pass, retaining the graph, so this session does not
+        move. Call it before a pass without ``retain_graph`` has freed the saved tensors.
+        """
+        from ._doctor import doctor
+
+        if self._doctor_arguments is None:
+            raise RuntimeError("this session was not made by gradviz.debug.backward(), so the "
+                               "doctor does not know its roots; call gradviz.debug.doctor(loss)")
+        tensors, gradient = self._doctor_arguments
+        return doctor(tensors, gradient, **options)
+
     def add_listener(self, callback):
         """Call ``callback(session)`` after every change; returns a handle with ``remove()``."""
         self._listeners.append(callback)
@@ -182,15 +197,16 @@ class DebugSession:
 
 
 def _describe_node(node) -> dict:
+    """The node as the widget draws it; ``label`` carries what the name does not say."""
     kind = node._kind()
-    label = node.name()
+    label = ""
     if kind == "accumulate_grad":
         variable = node.variable
-        label = f"AccumulateGrad\n{list(variable._data.shape)} {variable.dtype.name}"
+        label = f"{list(variable._data.shape)} {variable.dtype.name}"
     elif node.num_inputs:
         meta = node.input_metadata(0)
         if meta is not None:
-            label = f"{node.name()}\n{list(meta.shape)}"
+            label = f"{list(meta.shape)}"
     return {"id": node.node_id, "name": node.name(), "kind": kind, "label": label}
 
 
@@ -231,4 +247,6 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     recorder = _SessionRecorder()
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,
                            observer=recorder)
-    return DebugSession(task, recorder)
+    session = DebugSession(task, recorder)
+    session._doctor_arguments = (tensors, gradient)
+    return session

@@ -85,6 +85,17 @@ class Recorder(_engine.Observer):
     def buffer_added(self, task, node, slot, producer, how):
         self._event("buffer_added", task, node, slot=slot, producer=_node_id(producer), how=how)
 
+    def buffers_exposed(self, task, node, entries):
+        # one entry per edge (tensor input); ``input`` is the forward argument's position
+        positions = getattr(node, "_tensor_input_positions", None)
+        inputs = []
+        for entry in entries:
+            edge = entry["edge"]
+            position = positions[edge] if positions is not None and edge < len(positions) else edge
+            inputs.append({"input": position, "edge": edge, "exposed": bool(entry["exposed"]),
+                           "reason": entry["reason"]})
+        self._event("buffers_exposed", task, node, inputs=inputs)
+
     def node_started(self, task, node, grads):
         self._event("node_started", task, node, name=node.name(), grads_in=_summaries(grads))
 

@@ -33,7 +33,9 @@ def _check_operand(value, op_name):
 
 def _mul_saves(needs):
     # like PyTorch's MulBackward0: keep `other` only if `self` needs grad, and vice versa
-    return tuple(i for i, keep in ((1, needs[0]), (0, needs[1])) if keep), False
+    if needs[0]:
+        return ((1, 0) if needs[1] else (1,)), False
+    return ((0,) if needs[1] else ()), False
 
 
 # ---- add / sub --------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from gradviz_browser_harness import (  # noqa: E402
     stop_lab,
 )
 
-sync_api = pytest.importorskip("playwright.sync_api")
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 pytestmark = pytest.mark.browser
 
 FAKE_TOUR = Path(__file__).resolve().parent / "fake_tour.ipynb"

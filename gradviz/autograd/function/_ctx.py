@@ -1,0 +1,271 @@
+"""The ``ctx`` of a custom Function: :class:`FunctionCtx` (what ``forward`` and
+``setup_context`` call) and :class:`BackwardCFunction` (the ctx and the graph node in one
+object, whose ``apply`` runs the user's ``backward``).
+
+Note [Custom node slots]
+------------------------
+``needs_input_grad`` and ``input_grad_buffers`` have one entry per forward argument.
+``next_functions`` has one edge per *tensor* argument only. ``backward`` returns one gradient
+per forward argument (extra trailing ``None``s are allowed); ``BackwardCFunction.apply`` maps
+them onto the tensor edges. The node's input slots are the forward's outputs, one per
+returned value; a non-tensor output has no metadata and always receives ``None``.
+
+Note [Declared gradient dtypes]
+-------------------------------
+``ctx.set_output_grad_dtype`` is honoured through the node's input metadata, so the engine
+stays generic: a concrete dtype becomes the slot's ``InputMeta.dtype`` (every producer's
+gradient is cast to it before it reaches the buffer, so this node's hooks already see it),
+and ``None`` becomes ``InputMeta.dtype = None`` (the engine passes any dtype through). The
+gradients this node returns are cast to *its inputs'* dtypes as usual, so ``.grad`` and
+``autograd.grad`` results keep the inputs' dtypes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gradviz_ext import engine as _engine
+
+from ... import dtypes as _dtypes
+from ..._tensor import Tensor
+
+__all__ = ["FunctionCtx", "BackwardCFunction"]
+
+NO_BACKWARD_MESSAGE = (
+    "You must implement either the backward or vjp method for your custom "
+    "autograd.Function to use it with backward mode AD."
+)
+BOTH_BACKWARD_AND_VJP_MESSAGE = (
+    "Implementing both 'backward' and 'vjp' for a custom Function is not allowed. "
+    "You should only implement one of them."
+)
+
+
+class FunctionCtx:
+    """What ``forward`` (or ``setup_context``) gets as ``ctx``.
+
+    Each method below is to be called at most once, from ``forward`` or ``setup_context``;
+    what they record takes effect when ``Function.apply`` wraps the outputs.
+    """
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or ``None``) for ``backward``; read them back as ``ctx.saved_tensors``.
+
+        Saved tensors are version-checked: modifying one in place before backward is an error.
+        They are freed after backward unless the graph is retained. Active
+        ``saved_tensors_hooks`` pack each non-``None`` tensor once, here.
+        """
+        for index, value in enumerate(tensors):
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{index} is of type {type(value).__name__}"
+                )
+        self._to_save = tensors
+
+    def save_for_forward(self, *tensors):
+        """Save tensors (or ``None``) for ``jvp`` (forward-mode AD); stored only."""
+        for value in tensors:
+            if value is not None and not isinstance(value, Tensor):
+                # torch raises AssertionError here; same type, so ported code behaves alike
+                raise AssertionError(
+                    "save_for_forward expects all arguments to be tensors; you should save "
+                    "non-tensors as attributes on ctx."
+                )
+        self.saved_for_forward = tensors
+
+    def mark_dirty(self, *tensors):
+        """Mark inputs that ``forward`` modified in place; each must be returned.
+
+        ``apply`` bumps their version counters itself (a write through ``.numpy()`` is
+        invisible to the engine) and returns the input object itself with this node as its
+        ``grad_fn``.
+        """
+        self._dirty_tensors = tensors
+
+    def mark_non_differentiable(self, *tensors):
+        """Mark outputs that have no gradient; ``backward`` still receives zeros for them."""
+        self._non_differentiable = tensors
+
+    def set_materialize_grads(self, value: bool):
+        """Whether missing output gradients become zeros before ``backward`` (default True)."""
+        self.materialize_grads = bool(value)
+
+    def set_output_grad_dtype(self, *dtypes):
+        """Declare, per output, the dtype ``backward`` receives that output's gradient in.
+
+        A dtype for a differentiable tensor output, ``None`` to pass the gradient through
+        uncast (the only choice for non-tensor and non-differentiable outputs). Call at most
+        once; the number of declarations must match the number of returned values (checked
+        when ``apply`` wraps the outputs).
+        """
+        if getattr(self, "_output_grad_dtypes", None) is not None:
+            raise RuntimeError("set_output_grad_dtype can only be called once")
+        for index, value in enumerate(dtypes):
+            if value is not None and not isinstance(value, _dtypes.dtype):
+                raise TypeError(
+                    f"set_output_grad_dtype expects a dtype or None for each output, but got "
+                    f"{type(value).__name__} for output {index}"
+                )
+        self._output_grad_dtypes = dtypes
+
+
+class BackwardCFunction(FunctionCtx, _engine.Node):
+    """Base of every ``<Fn>Backward`` node: the ctx and the graph node in one object."""
+
+    _forward_cls: Any = None
+
+    def __init__(self):
+        _engine.Node.__init__(self)
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._to_save = None
+        self._saved = None
+        self._dirty_tensors = ()
+        self._non_differentiable = ()
+        self._output_grad_dtypes = None
+        self._output_dtypes = ()
+        self._tensor_input_positions = ()
+        self._num_forward_inputs = 0
+        self._in_backward = False
+
+    def name(self):
+        return type(self).__name__
+
+    def _kind(self):
+        return "custom"
+
+    def _materializes_grads(self):
+        return self.materialize_grads
+
+    # ---- saved tensors ------------------------------------------------------------------
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, checked for in-place modification."""
+        if self._saved is None:
+            if self._released:
+                raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+            return ()
+        return tuple(s.unpack(self) if s is not None else None for s in self._saved)
+
+    def saved_tensor_count(self):
+        if self._saved is None:
+            return 0, 0
+        kept = [s for s in self._saved if s is not None]
+        return len(kept), sum(s.nbytes() for s in kept)
+
+    def release_variables(self):
+        if self._saved is None:
+            # saves nothing: may be backpropagated again (SEMANTICS 9), but reading
+            # ctx.saved_tensors after the release raises, as in PyTorch
+            self._released = True
+            return
+        for s in self._saved:
+            if s is not None:
+                s.release()
+        self._saved = None
+        self._released = True
+
+    # ---- input_grad_buffers ---------------------------------------------------------------
+    @property
+    def input_grad_buffers(self):
+        """The engine's pending gradient buffers of this Function's inputs, or ``None``s.
+
+        One entry per forward argument. An entry is a tensor that already holds the gradient
+        contributions other producers made to that input during this backward; ``backward``
+        may add its own contribution into it in place and return ``None`` for that input.
+        ``None`` when nothing reached the input yet, or the buffer cannot safely be updated
+        in place. Only readable while this Function's backward is running; always ``None``
+        under ``create_graph=True``, anomaly mode or when this node has post-hooks
+        (``GraphTask.expose_input_buffers`` states the rules). A buffer is valid only until
+        ``backward`` returns; starting another backward before then raises.
+        """
+        task = _engine.current_graph_task()
+        if not self._in_backward or task is None or task.current is not self:
+            raise RuntimeError(
+                f"ctx.input_grad_buffers of {self.name()} is only available while its backward "
+                "is running (during backward(), autograd.backward() or autograd.grad())."
+            )
+        per_edge = task.expose_input_buffers(self)
+        entries = [None] * self._num_forward_inputs
+        for edge_index, position in enumerate(self._tensor_input_positions):
+            entries[position] = per_edge[edge_index][0]
+        return tuple(entries)
+
+    # ---- backward -----------------------------------------------------------------------
+    def _backward_function(self):
+        from ._function import Function
+
+        cls = self._forward_cls
+        backward, vjp = cls.backward, cls.vjp
+        has_backward = backward is not Function.backward
+        has_vjp = vjp is not Function.vjp
+        if has_backward and has_vjp:
+            raise RuntimeError(BOTH_BACKWARD_AND_VJP_MESSAGE)
+        if not has_backward and not has_vjp:
+            raise NotImplementedError(NO_BACKWARD_MESSAGE)
+        return vjp if has_vjp else backward
+
+    def _materialize_uncast_slots(self, grads):
+        """Zeros for slots declared ``None`` (their metadata has no dtype for the engine)."""
+        for slot, dtype in enumerate(self._output_dtypes):
+            if grads[slot] is None and dtype is not None:
+                meta = self._input_metadata[slot]
+                if meta is not None and meta.dtype is None:
+                    grads[slot] = _engine.runtime().zeros(meta.shape, dtype)
+        return grads
+
+    def apply(self, grads):
+        backward = self._backward_function()
+        if self.materialize_grads and self._output_grad_dtypes is not None:
+            grads = self._materialize_uncast_slots(list(grads))
+        self._in_backward = True
+        try:
+            result = backward(self, *grads)
+        finally:
+            self._in_backward = False
+            task = _engine.current_graph_task()
+            if task is not None:
+                task.end_input_buffers(self)
+        return self._check_result(result)
+
+    def _check_result(self, result):
+        """SEMANTICS 4: one gradient per forward argument, tensors only where tensors went in."""
+        if not isinstance(result, tuple):
+            result = (result,)
+        expected = self._num_forward_inputs
+        if len(result) < expected or any(r is not None for r in result[expected:]):
+            raise RuntimeError(
+                f"function {self.name()} returned an incorrect number of gradients "
+                f"(expected {expected}, got {len(result)})"
+            )
+        tensor_positions = self._tensor_input_positions
+        position_set = set(tensor_positions)
+        for position in range(expected):
+            value = result[position]
+            if value is None:
+                continue
+            if position not in position_set:
+                raise RuntimeError(
+                    f"function {self.name()} returned a gradient different than None at "
+                    f"position {position + 1}, but the corresponding forward input was not a "
+                    "Variable"
+                )
+            if not isinstance(value, Tensor):
+                raise RuntimeError(
+                    f"expected Variable or None (got {_type_name(value)}): function "
+                    f"{self.name()} returned it as the gradient at position {position + 1}"
+                )
+        grads_out = []
+        for position in tensor_positions:
+            value = result[position]
+            if value is not None and not self.needs_input_grad[position]:
+                value = None  # PyTorch drops gradients for inputs that need none
+            grads_out.append(value)
+        return grads_out
+
+
+def _type_name(value):
+    kind = type(value)
+    module = kind.__module__
+    return kind.__name__ if module == "builtins" else f"{module}.{kind.__name__}"

@@ -1,0 +1,327 @@
+"""``Function`` and ``Function.apply``: run ``forward`` and record the node.
+
+A subclass defines either ``forward(ctx, *args)``, or ``forward(*args)`` together with
+``setup_context(ctx, inputs, output)``; and ``backward(ctx, *grad_outputs)`` (or its alias
+``vjp``). ``Fn.apply(*args)`` runs forward with grad mode off and records one node, an
+instance of ``Fn._backward_cls`` (named ``<Fn>Backward``). That node *is* the ``ctx``:
+``y.grad_fn is ctx``, as in PyTorch.
+
+Note [Wrapping outputs]
+-----------------------
+After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMANTICS 6-8):
+
+* a non-tensor (including a list or tuple) is returned as is and is not tracked;
+* a tensor marked dirty *is* the input object: its version is bumped, and when the node is
+  recorded its history is rebased onto the node (a view's base gets a ``CopySlices``);
+* an input returned unchanged becomes a new tensor object sharing its data and version;
+* a non-differentiable output (marked, or of an integer dtype) gets no ``grad_fn``, but its
+  slot keeps metadata so ``backward`` receives zeros of its shape and dtype.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+
+from gradviz_ext import engine as _engine
+
+from ..._tensor import Tensor, _wrap
+from ._ctx import NO_BACKWARD_MESSAGE, BackwardCFunction
+
+__all__ = ["Function", "FunctionMeta"]
+
+_LEAF_DIRTY_MESSAGE = "a leaf Variable that requires grad has been used in an in-place operation."
+_VIEW_OF_LEAF_DIRTY_MESSAGE = (
+    "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+_DIRTY_NOT_RETURNED_MESSAGE = (
+    "Some elements marked as dirty during the forward method were not returned as output. "
+    "The inputs that are modified inplace must all be outputs of the Function.")
+_DIRTY_NOT_INPUT_MESSAGE = (
+    "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
+    "been mutated should be passed to ctx.mark_dirty().")
+
+
+class FunctionMeta(type):
+    """Creates ``<Fn>Backward``, the node class of each Function subclass."""
+
+    def __init__(cls, name, bases, attrs):
+        base = getattr(cls, "_backward_base", BackwardCFunction)
+        backward_cls = type(name + "Backward", (base,), {"_forward_cls": cls})
+        cls._backward_cls = backward_cls
+        super().__init__(name, bases, attrs)
+
+
+class Function(metaclass=FunctionMeta):
+    """Base class for custom differentiable operations.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> class Square(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, grad_output):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad_output * 2 * x
+    >>> x = torch.tensor([2.0, 3.0], requires_grad=True)
+    >>> Square.apply(x).sum().backward()
+    >>> x.grad
+    tensor([4., 6.])
+    """
+
+    def __init__(self, *args, **kwargs):
+        warnings.warn(
+            f"{type(self)} should not be instantiated. Methods on autograd functions are all "
+            "static, so you should invoke them on the class itself. Instantiating an autograd "
+            "function will raise an error in a future version of PyTorch.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)"
+        )
+
+    @staticmethod
+    def forward(ctx, *args, **kwargs):
+        """Compute the outputs (grad mode is off). ``forward(ctx, *args)``, or
+        ``forward(*args)`` when ``setup_context`` is defined."""
+        raise NotImplementedError(
+            "You must implement the forward function for custom autograd.Function."
+        )
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Fill ``ctx`` from the inputs and the output (the separate-forward style)."""
+        raise NotImplementedError("setup_context is not implemented.")
+
+    @staticmethod
+    def backward(ctx, *grad_outputs):
+        """One gradient per output in, one gradient (or None) per forward argument out."""
+        raise NotImplementedError(NO_BACKWARD_MESSAGE)
+
+    vjp = backward
+
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        """Forward-mode derivative (not implemented in gradviz yet)."""
+        raise NotImplementedError(
+            "You must implement the jvp function for custom autograd.Function to use it with "
+            "forward mode AD."
+        )
+
+    @classmethod
+    def apply(cls, *args, **kwargs):
+        """Run ``forward`` and record the node that will run ``backward``."""
+        return _apply(cls, args, kwargs)[1]
+
+
+def _has_setup_context(cls):
+    return cls.setup_context is not Function.setup_context
+
+
+def _bind_arguments(fn, args, kwargs, skip_ctx):
+    """Keyword arguments and defaults become positional, as in ``torch.autograd.Function``."""
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        if kwargs:
+            raise
+        return args
+    if skip_ctx:
+        parameters = list(signature.parameters.values())[1:]
+        signature = signature.replace(parameters=parameters)
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    return tuple(bound.args)
+
+
+def _apply(cls, args, kwargs, prepare=None):
+    """The body of ``Function.apply``; returns ``(ctx, outputs)``.
+
+    ``prepare(ctx)`` runs before forward (``NestedIOFunction`` stores its nesting there).
+    """
+    setup_context = _has_setup_context(cls)
+    if kwargs or setup_context:
+        args = _bind_arguments(cls.forward, args, kwargs, skip_ctx=not setup_context)
+    ctx = cls._backward_cls()
+    tensor_positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    grad_enabled = _engine.is_grad_enabled()
+    needs = tuple(grad_enabled and isinstance(a, Tensor) and a.requires_grad for a in args)
+    ctx.needs_input_grad = needs
+    ctx._tensor_input_positions = tensor_positions
+    ctx._num_forward_inputs = len(args)
+    is_executable = any(needs)
+    if is_executable:
+        ctx.next_functions = tuple(
+            _engine.gradient_edge(args[i]) if needs[i] else (None, 0) for i in tensor_positions
+        )
+    if prepare is not None:
+        prepare(ctx)
+
+    if is_executable and _engine.forward_observer() is not None:
+        # Note [Forward capture]: while a forward observer is installed (for example by
+        # gradviz.debug.capture()), keep copies of the forward arguments as they were
+        # before forward ran, so the gradient doctor can re-run this Function later.
+        ctx._forward_args = tuple(_wrap(a._data.copy()) if isinstance(a, Tensor) else a
+                                  for a in args)
+
+    previous = _engine.set_grad_enabled_flag(False)
+    try:
+        if setup_context:
+            outputs = cls.forward(*args)
+            cls.setup_context(ctx, args, outputs)
+        else:
+            outputs = cls.forward(ctx, *args)
+    finally:
+        _engine.set_grad_enabled_flag(previous)
+
+    return ctx, _wrap_outputs(ctx, args, outputs, is_executable)
+
+
+def _wrap_outputs(ctx, args, outputs, is_executable):
+    """Note [Wrapping outputs]."""
+    is_tuple = isinstance(outputs, tuple)
+    raw = outputs if is_tuple else (outputs,)
+    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    dirty = ctx._dirty_tensors
+    _check_dirty(dirty, raw, input_ids, is_executable)
+    non_diff = {id(t) for t in ctx._non_differentiable}
+    declared = _declared_grad_dtypes(ctx, raw, non_diff)
+    wrapped = []
+    metas = []
+    output_dtypes = []
+    for nr, out in enumerate(raw):
+        if not isinstance(out, Tensor):
+            wrapped.append(out)
+            metas.append(None)
+            output_dtypes.append(None)
+            continue
+        is_dirty = any(out is d for d in dirty)
+        if is_dirty:
+            out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
+        elif id(out) in input_ids:
+            # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
+            out = _wrap(out._data, version_counter=out._version_counter)
+        meta_dtype = out.dtype if declared is None else declared[nr]
+        metas.append(_engine.InputMeta(out._data.shape, meta_dtype))
+        output_dtypes.append(out.dtype)
+        if is_executable:
+            differentiable = id(raw[nr]) not in non_diff and out.dtype.is_floating_point
+            if is_dirty:
+                _rebase_dirty(out, ctx, nr, differentiable)
+            elif differentiable:
+                out.grad_fn = ctx
+                out._output_nr = nr
+                out._requires_grad = False
+        wrapped.append(out)
+    if is_executable:
+        ctx._input_metadata = tuple(metas)
+        ctx._output_dtypes = tuple(output_dtypes)
+        _save_variables(ctx, wrapped, raw)
+        observer = _engine.forward_observer()
+        if observer is not None:
+            observer.node_created(ctx)
+    else:
+        ctx._to_save = None
+    result = tuple(wrapped)
+    return result if is_tuple else result[0]
+
+
+def _check_dirty(dirty, raw, input_ids, is_executable):
+    """SEMANTICS 8: dirty tensors must be returned; a non-input only warns; no leaves."""
+    for tensor in dirty:
+        if not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"mark_dirty only accepts Tensors, but got {type(tensor).__name__}")
+        if id(tensor) not in input_ids:
+            warnings.warn(_DIRTY_NOT_INPUT_MESSAGE, UserWarning, stacklevel=4)
+        if not any(tensor is out for out in raw):
+            raise RuntimeError(_DIRTY_NOT_RETURNED_MESSAGE)
+        if is_executable:
+            if tensor.grad_fn is None and tensor._requires_grad:
+                raise RuntimeError(_LEAF_DIRTY_MESSAGE)
+            base = tensor._base
+            if base is not None and base.grad_fn is None and base._requires_grad:
+                raise RuntimeError(_VIEW_OF_LEAF_DIRTY_MESSAGE)
+
+
+def _declared_grad_dtypes(ctx, raw, non_diff):
+    """Validate ``ctx.set_output_grad_dtype`` against the outputs (Note [Declared gradient dtypes])."""
+    declared = ctx._output_grad_dtypes
+    if declared is None:
+        return None
+    if len(declared) != len(raw):
+        raise RuntimeError(
+            f"set_output_grad_dtype: expected the number of declarations to match the number "
+            f"of outputs, but got {len(declared)} declarations for {len(raw)} outputs"
+        )
+    for index, (dtype, out) in enumerate(zip(declared, raw)):
+        if dtype is None:
+            continue
+        if not isinstance(out, Tensor):
+            what = f"a {type(out).__name__}"
+        elif id(out) in non_diff:
+            what = "marked non-differentiable"
+        elif not out.dtype.is_floating_point:
+            what = f"of the non-differentiable dtype {out.dtype}"
+        else:
+            continue
+        raise RuntimeError(
+            f"set_output_grad_dtype got a concrete dtype for output {index}, but that output is "
+            f"not a differentiable tensor (it is {what}), so it has no gradient. Pass None for "
+            f"output {index} instead."
+        )
+    return declared
+
+
+def _rebase_dirty(tensor, ctx, nr, differentiable):
+    """Make the dirty input ``tensor`` (now an output) part of the node's history."""
+    if not differentiable:
+        return
+    base = tensor._base
+    if base is None:
+        tensor.grad_fn = ctx
+        tensor._output_nr = nr
+        tensor._requires_grad = False
+        return
+    # a view: the write went through to its base, whose history gets a CopySlices node
+    # (the same as an in-place op on a view, Note [In-place semantics] in ops/_inplace.py)
+    from ...ops._inplace import COPY_SLICES, _replay, _snapshot
+    from ...ops._registry import apply as apply_op
+
+    region = _wrap(tensor._data, grad_fn=ctx, output_nr=nr)
+    chain = tensor._view_chain
+    new_base = apply_op(COPY_SLICES, _snapshot(base), region, chain=chain)
+    base.grad_fn = new_base.grad_fn
+    base._output_nr = 0
+    base._requires_grad = False
+    fresh = _replay(base, chain)
+    tensor.grad_fn = fresh.grad_fn
+    tensor._output_nr = fresh._output_nr
+    tensor._requires_grad = False
+
+
+def _save_variables(ctx, wrapped, raw):
+    to_save = ctx._to_save
+    ctx._to_save = None
+    if to_save is None:
+        return
+    saved = []
+    for tensor in to_save:
+        if tensor is None:
+            saved.append(None)
+            continue
+        output_index = next((i for i, r in enumerate(raw) if r is tensor), None)
+        if output_index is not None and isinstance(wrapped[output_index], Tensor):
+            out = wrapped[output_index]
+            saved.append(_engine.SavedTensor(out, out.grad_fn is ctx))
+        else:
+            saved.append(_engine.SavedTensor(tensor, False))
+    ctx._saved = saved

@@ -1,0 +1,177 @@
+"""The legacy Function classes kept for backward compatibility: ``InplaceFunction`` and
+``NestedIOFunction`` (spec ``000_*.txt`` and ``001_*.txt``).
+
+``NestedIOFunction`` exists in PyTorch but cannot be used there; gradviz makes its documented
+contract work. A subclass defines *instance* methods ``forward_extended(self, *inputs)`` and
+``backward_extended(self, *grad_outputs)`` whose inputs and outputs may be nested lists and
+tuples of tensors. ``Fn.apply(*nested)`` (or, legacy style, ``Fn()(*nested)``) flattens the
+tensors into the node's slots; ``forward_extended`` receives the nesting with tensors that
+share data but carry no history, and ``backward_extended`` receives the gradients nested
+like the outputs and returns gradients nested like the inputs. ``self`` in both is the ctx:
+``save_for_backward``, ``mark_dirty`` and ``mark_non_differentiable`` take nested
+arguments, and ``saved_tensors`` comes back nested.
+"""
+
+from __future__ import annotations
+
+import types
+
+from ..._tensor import Tensor, _wrap
+from ._ctx import BackwardCFunction
+from ._function import Function, _apply
+
+__all__ = ["InplaceFunction", "NestedIOFunction"]
+
+
+class InplaceFunction(Function):
+    """A Function with an ``inplace`` flag (legacy; use :class:`Function`)."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+
+# ---- nesting --------------------------------------------------------------------------
+
+def _iter_filter(condition, condition_msg):
+    def walk(obj):
+        if condition(obj):
+            yield obj
+        elif obj is None:
+            return
+        elif isinstance(obj, (list, tuple)):
+            for item in obj:
+                yield from walk(item)
+        else:
+            raise ValueError(
+                f"Auto nesting doesn't know how to process an input object of type "
+                f"{type(obj).__name__}. Accepted types: {condition_msg}, or lists/tuples of them"
+            )
+    return walk
+
+
+_iter_tensors = _iter_filter(lambda x: isinstance(x, Tensor), "Tensors")
+_iter_none_tensors = _iter_filter(lambda x: x is None or isinstance(x, Tensor), "Tensors or None")
+
+
+def _unflatten(flat, proto):
+    """Rebuild ``proto``'s nesting from the flat sequence ``flat``."""
+    def helper(items, proto):
+        if not isinstance(proto, (list, tuple)):
+            return items[0], items[1:]
+        result = []
+        for element in proto:
+            if element is None:
+                result.append(None)
+            else:
+                value, items = helper(items, element)
+                result.append(value)
+        return type(proto)(result), items
+    return helper(tuple(flat), proto)[0]
+
+
+def _map_tensor_data(obj):
+    if isinstance(obj, Tensor):
+        return _wrap(obj._data, version_counter=obj._version_counter)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_map_tensor_data(o) for o in obj)
+    return obj
+
+
+class _NestedIOBackward(BackwardCFunction):
+    """The ctx of a NestedIOFunction: nested save/mark methods, and the Function's own
+    methods available on ``self`` (they are written as instance methods)."""
+
+    def save_for_backward(self, *args):
+        flat = tuple(_iter_tensors(args))
+        BackwardCFunction.save_for_backward(self, *flat)
+        self._to_save_nested = args
+
+    @property
+    def saved_tensors(self):
+        flat = BackwardCFunction.saved_tensors.fget(self)
+        return _unflatten(flat, self._to_save_nested)
+
+    def mark_dirty(self, *args, **kwargs):
+        BackwardCFunction.mark_dirty(self, *_iter_tensors((args, tuple(kwargs.values()))))
+
+    def mark_non_differentiable(self, *args, **kwargs):
+        BackwardCFunction.mark_non_differentiable(
+            self, *_iter_tensors((args, tuple(kwargs.values()))))
+
+    def __getattr__(self, name):
+        # helpers defined on the NestedIOFunction subclass, bound to this ctx
+        value = getattr(type(self)._forward_cls, name)
+        if isinstance(value, types.FunctionType):
+            return types.MethodType(value, self)
+        return value
+
+
+class NestedIOFunction(Function):
+    """Legacy Function with nested (list/tuple) inputs and outputs; see the module docstring.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> from gradviz.autograd.function import NestedIOFunction
+    >>> class AddPair(NestedIOFunction):
+    ...     def forward_extended(self, pair, scale):
+    ...         a, b = pair
+    ...         return (a + b) * scale
+    ...     def backward_extended(self, grad):
+    ...         return (grad, grad), grad * 0
+    >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> b = torch.tensor([3.0, 4.0], requires_grad=True)
+    >>> AddPair.apply((a, b), torch.tensor(2.0)).sum().backward()
+    >>> a.grad
+    tensor([1., 1.])
+    """
+
+    _backward_base = _NestedIOBackward
+
+    @staticmethod
+    def forward(ctx, *flat_inputs):
+        """Shared forward utility: re-nests the inputs and calls ``forward_extended``."""
+        nested = _map_tensor_data(_unflatten(flat_inputs, ctx._nested_input))
+        result = type(ctx)._forward_cls.forward_extended(ctx, *nested)
+        ctx._nested_output = result
+        return tuple(_iter_tensors(result))
+
+    @staticmethod
+    def backward(ctx, *gradients):
+        """Shared backward utility: re-nests the gradients and calls ``backward_extended``."""
+        proto = ctx._nested_output
+        nested = _unflatten(gradients, proto)
+        if not isinstance(proto, (list, tuple)):
+            nested = (nested,)  # forward_extended returned one tensor: one gradient
+        result = type(ctx)._forward_cls.backward_extended(ctx, *nested)
+        return tuple(_iter_none_tensors(result))
+
+    def forward_extended(self, *input):
+        """User defined forward."""
+        raise NotImplementedError
+
+    def backward_extended(self, *grad_output):
+        """User defined backward."""
+        raise NotImplementedError
+
+    @classmethod
+    def apply(cls, *args):
+        flat = tuple(_iter_tensors(args))
+        attributes = {}
+        return _apply_nested(cls, args, flat, attributes)
+
+    def __call__(self, *args):
+        # the legacy call form: attributes set on the instance are visible on ``self``
+        flat = tuple(_iter_tensors(args))
+        return _apply_nested(type(self), args, flat, dict(vars(self)))
+
+
+def _apply_nested(cls, nested_args, flat, attributes):
+    def prepare(ctx):
+        ctx.__dict__.update(attributes)
+        ctx._nested_input = nested_args
+        ctx._to_save_nested = ()
+
+    ctx, outputs = _apply(cls, flat, {}, prepare)
+    return _unflatten(outputs, ctx._nested_output)

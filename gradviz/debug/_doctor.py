@@ -1,0 +1,672 @@
+"""The gradient doctor: which custom backward is wrong, where NaN/Inf started, what was mutated.
+
+``gradviz.debug.doctor(loss)`` examines the graph behind ``loss`` without changing it:
+
+1. **wrong gradients**: every custom Function node is re-run on its recorded forward
+   arguments and its backward compared with central finite differences
+   (Note [Doctor's finite differences] in ``_gradcheck``);
+2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
+   gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
+   in execution order, whose backward produced NaN/Inf;
+3. **mutated saved tensors**: saved tensors whose version counter moved, and, for graphs built
+   inside :func:`gradviz.debug.capture`, saved tensors whose values changed without it;
+4. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
+   to the input's shape when the result is wrong.
+
+Outside ``capture()`` a custom node can still be checked when every forward argument was a
+tensor that the Function saved for backward; otherwise the report lists it as skipped and
+says why.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Callable, NamedTuple
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .. import ops as _ops
+from .._tensor import Tensor
+from ..autograd._functional import make_graph_task
+from . import _capture
+from ._gradcheck import check_function
+
+__all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
+
+FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "coerced_gradient",
+                 "backward_error")
+
+_WORST = 5
+
+
+class Entry(NamedTuple):
+    """One entry of a finding: its index, and the two values that disagree.
+
+    For gradient findings ``analytic`` is what backward returned and ``numeric`` the finite
+    difference; for ``mutated_saved`` they are the value when saved and the value now.
+    """
+
+    index: tuple
+    analytic: float
+    numeric: float
+
+
+@dataclass
+class Finding:
+    """One problem found by :func:`doctor`.
+
+    ``kind`` is one of ``FINDING_KINDS``; ``function`` the custom Function class (None for a
+    built-in node); ``node`` the graph node; ``input_index`` the forward argument position at
+    fault (or None); ``severity`` ``"error"`` or ``"warning"`` (a dtype cast that lost nothing
+    but precision). ``message`` reads as a diagnosis; ``hint`` is the likely cause, if one fits.
+    """
+
+    kind: str
+    function: Any
+    node: Any
+    input_index: int | None
+    message: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    worst: list = field(default_factory=list)
+    hint: str | None = None
+    severity: str = "error"
+    details: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        name = self.node.name() if self.node is not None else "?"
+        return (f"Finding(kind={self.kind!r}, node={name}, input_index={self.input_index}, "
+                f"severity={self.severity!r})")
+
+
+@dataclass
+class DoctorReport:
+    """What :func:`doctor` found: ``findings``, the nodes it ``checked`` and ``skipped``.
+
+    ``ok`` is True when no finding is an error (warnings do not count). ``print(report)``
+    gives the diagnosis as text.
+    """
+
+    findings: list = field(default_factory=list)
+    checked: list = field(default_factory=list)   # custom nodes checked against finite differences
+    skipped: list = field(default_factory=list)   # (node, reason)
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def by_kind(self, kind: str) -> list:
+        return [f for f in self.findings if f.kind == kind]
+
+    def __str__(self) -> str:
+        errors = sum(1 for f in self.findings if f.severity == "error")
+        warnings = len(self.findings) - errors
+        head = (f"gradient doctor: {len(self.checked)} custom Function node(s) checked against "
+                f"finite differences, {len(self.skipped)} skipped; ")
+        if not self.findings:
+            head += "no problems found"
+        else:
+            parts = []
+            if errors:
+                parts.append(f"{errors} problem{'s' if errors != 1 else ''}")
+            if warnings:
+                parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+            head += ", ".join(parts)
+        lines = [head]
+        for finding in self.findings:
+            mark = "problem" if finding.severity == "error" else "warning"
+            lines.append(f"  {mark}: {finding.message}")
+        for node, reason in self.skipped:
+            lines.append(f"  skipped: {node.name()}: {reason}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
+                f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
+
+
+def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
+           check_backward: bool = True, progress: Callable | bool | None = None) -> DoctorReport:
+    """Diagnose the backward of ``loss``: wrong custom gradients, NaN/Inf, mutated saved tensors.
+
+    Parameters
+    ----------
+    loss : Tensor or sequence of Tensors
+        The root(s) of the graph to examine. Nothing about the graph changes: ``.grad`` of
+        the leaves stays as it is and saved tensors are kept.
+    gradient : Tensor or sequence, optional
+        The gradient of the roots for the extra backward pass (default: ones).
+    seed : int
+        Seeds the random cotangents and the choice of entries of large inputs.
+    max_entries : int
+        At most this many entries of each input are checked (chosen at random beyond that).
+    check_backward : bool
+        Run one extra backward pass to find NaN/Inf and silently cast gradients.
+    progress : callable or bool, optional
+        ``progress(done, total, label)`` after each step; ``True`` prints a line per step.
+
+    Returns
+    -------
+    DoctorReport
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> class BadSquare(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return -2 * x * grad
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> report = torch.debug.doctor(BadSquare.apply(x).sum())
+    >>> report.ok, report.findings[0].kind, report.findings[0].input_index
+    (False, 'wrong_gradient', 0)
+    >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
+    BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
+    """
+    roots = (loss,) if isinstance(loss, Tensor) else tuple(loss)
+    for index, root in enumerate(roots):
+        if not isinstance(root, Tensor):
+            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {type(root).__name__}")
+        if not root.requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+    nodes = _walk([r.grad_fn for r in roots if r.grad_fn is not None])
+    custom = [n for n in nodes if _is_custom(n)]
+    report = DoctorReport()
+    reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
+
+    # The doctor re-runs Functions: keep them out of any forward recorder (and capture).
+    previous_observer = _engine.set_forward_observer(None)
+    try:
+        mutated = _check_saved(nodes)
+        report.findings.extend(mutated)
+        pass_result = None
+        if check_backward:
+            pass_result = _backward_pass(roots, gradient, nodes, report)
+            reporter("backward pass")
+        checks = {}
+        for node in custom:
+            args, reason = _recorded_inputs(node)
+            if args is None:
+                report.skipped.append((node, reason))
+            else:
+                incoming = None if pass_result is None else pass_result.grads_in.get(node)
+                check = check_function(node._forward_cls, args, node.needs_input_grad, seed,
+                                       max_entries, incoming)
+                checks[node] = check
+                if check.skipped is not None:
+                    report.skipped.append((node, check.skipped))
+                else:
+                    report.checked.append(node)
+            reporter(node.name())
+    finally:
+        _engine.set_forward_observer(previous_observer)
+
+    order = {node: i for i, node in enumerate(nodes)}
+    findings = []
+    if pass_result is not None:
+        findings.extend(_pass_findings(pass_result, checks))
+    for node, check in checks.items():
+        findings.extend(_check_findings(node, check, findings))
+    findings.extend(report.findings)
+    findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
+    report.findings = findings
+    return report
+
+
+# ---- the graph ------------------------------------------------------------------------------
+
+def _walk(starts):
+    """Every node reachable from ``starts`` (iteratively), in backward execution order
+    (higher ``sequence_nr`` first, as the engine's ready queue)."""
+    seen = set()
+    nodes = []
+    stack = list(starts)
+    for node in starts:
+        seen.add(node)
+    while stack:
+        node = stack.pop()
+        nodes.append(node)
+        for next_node, _ in node.next_functions:
+            if next_node is not None and next_node not in seen:
+                seen.add(next_node)
+                stack.append(next_node)
+    nodes.sort(key=lambda n: -n._sequence_nr())
+    return nodes
+
+
+def _is_custom(node):
+    """A custom Function's node (the ctx): it knows its Function class."""
+    return node._kind() == "custom" and getattr(node, "_forward_cls", None) is not None
+
+
+def _function(node):
+    return getattr(node, "_forward_cls", None)
+
+
+def _position(node, edge_index):
+    """The forward argument position of edge ``edge_index`` of a node."""
+    positions = getattr(node, "_tensor_input_positions", None)
+    if positions and edge_index < len(positions):
+        return positions[edge_index]
+    return edge_index
+
+
+def _progress_reporter(progress, total):
+    done = [0]
+
+    def report(label):
+        done[0] += 1
+        if progress is True:
+            print(f"gradient doctor: {done[0]}/{total} {label}", file=sys.stdout, flush=True)
+        elif callable(progress):
+            progress(done[0], total, label)
+
+    return report
+
+
+def _index(flat_index, shape):
+    if not shape:
+        return ()
+    return tuple(int(i) for i in np.unravel_index(int(flat_index), shape))
+
+
+def _format_index(index):
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def _fmt(value):
+    return f"{value:.6g}"
+
+
+# ---- recorded inputs ----------------------------------------------------------------------
+
+def _recorded_inputs(node):
+    """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
+
+    Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
+    arguments can still be rebuilt when each was a tensor that the Function saved unchanged.
+    """
+    recorded = getattr(node, "_forward_args", None)
+    if recorded is not None:
+        return tuple(recorded), None
+    hint = "build the graph inside gradviz.debug.capture() to record them"
+    count = node._num_forward_inputs
+    positions = node._tensor_input_positions
+    if len(positions) != count:
+        return None, f"its forward arguments include non-tensors that were not recorded ({hint})"
+    saved = getattr(node, "_saved", None)
+    if saved is None:
+        if node._released:
+            return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
+        return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
+    args = [None] * count
+    for edge, position in enumerate(positions):
+        next_node, input_nr = node.next_functions[edge]
+        if next_node is None:
+            return None, f"input {position} does not require grad and was not recorded ({hint})"
+        match = None
+        for item in saved:
+            if item is None or item._is_output or item._tensor is None:
+                continue
+            tensor = item._tensor
+            if tensor.grad_fn is not None:
+                same = tensor.grad_fn is next_node and tensor._output_nr == input_nr
+            else:
+                same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
+            if same:
+                match = item
+                break
+        if match is None:
+            return None, f"input {position} was not saved for backward and not recorded ({hint})"
+        if match._version_counter.value != match._saved_version:
+            return None, f"input {position} was modified in place after forward ({hint})"
+        args[position] = _ops.from_numpy(match._tensor._data.copy())
+    return tuple(args), None
+
+
+# ---- mutated saved tensors ---------------------------------------------------------------
+
+def _check_saved(nodes):
+    findings = []
+    for node in nodes:
+        prints = dict(_capture.fingerprints_of(node) or ())
+        for label, item in _capture.saved_tensors_of(node):
+            data = _capture.saved_data(item)
+            if data is None:
+                continue
+            version_moved = item._version_counter.value != item._saved_version
+            fingerprint = prints.get(label)
+            changed = None
+            if fingerprint is not None:
+                changed = _compare_fingerprint(fingerprint, data)
+            if not version_moved and not changed:
+                continue
+            findings.append(_mutated_finding(node, label, item, version_moved, changed,
+                                             fingerprint))
+    return findings
+
+
+def _compare_fingerprint(fingerprint, data):
+    """None if ``data`` still matches, else a dict describing the change."""
+    if data.shape != fingerprint.shape or data.dtype != fingerprint.dtype:
+        return {"entries": None, "shape": (fingerprint.shape, data.shape),
+                "dtype": (fingerprint.dtype, data.dtype)}
+    if fingerprint.copy is not None:
+        old = fingerprint.copy
+        if old.tobytes() == np.ascontiguousarray(data).tobytes():
+            return None
+        differ = (old != data) & ~(_isnan(old) & _isnan(data))
+        flat = np.flatnonzero(differ.reshape(-1))
+        old64 = old.reshape(-1)[flat].astype(np.float64)
+        new64 = data.reshape(-1)[flat].astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            change = np.abs(new64 - old64)
+        order = np.argsort(-np.nan_to_num(change, nan=np.inf))[:_WORST]
+        worst = [Entry(_index(flat[i], data.shape), float(old64[i]), float(new64[i])) for i in order]
+        return {"entries": int(flat.size), "numel": int(data.size), "worst": worst,
+                "max_abs": float(np.nanmax(change)) if change.size else 0.0}
+    if _capture._digest(data) == fingerprint.digest:
+        return None
+    return {"entries": None, "numel": int(data.size), "worst": []}
+
+
+def _isnan(array):
+    return np.isnan(array) if array.dtype.kind in "fc" else np.zeros(array.shape, dtype=bool)
+
+
+def _saved_input_position(node, item, fingerprint=None):
+    """Which forward argument a saved (non-output) tensor is, when that can be told.
+
+    By its autograd identity (the edge it feeds); an in-place op since then rebased its
+    history, so the edge may sit a few nodes below its ``grad_fn``. Failing that, by value:
+    the fingerprint taken at save time equals the recorded copy of exactly one argument.
+    """
+    if item._is_output or item._tensor is None:
+        return None
+    tensor = item._tensor
+    positions = getattr(node, "_tensor_input_positions", ())
+    depth = min(max(item._version_counter.value - item._saved_version, 0), 8)
+    for edge, (next_node, input_nr) in enumerate(node.next_functions):
+        if next_node is None:
+            continue
+        if tensor.grad_fn is not None:
+            same = _feeds(tensor.grad_fn, tensor._output_nr, next_node, input_nr, depth)
+        else:
+            same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
+        if same:
+            return positions[edge] if edge < len(positions) else edge
+    recorded = getattr(node, "_forward_args", None)
+    if fingerprint is not None and fingerprint.copy is not None and recorded is not None:
+        matches = [p for p, a in enumerate(recorded) if isinstance(a, Tensor)
+                   and a._data.shape == fingerprint.shape and a._data.dtype == fingerprint.dtype
+                   and a._data.tobytes() == fingerprint.copy.tobytes()]
+        if len(matches) == 1:
+            return matches[0]
+    return None
+
+
+def _feeds(grad_fn, output_nr, target, target_nr, depth):
+    """Whether ``(grad_fn, output_nr)`` is the edge ``(target, target_nr)``, or was before at
+    most ``depth`` in-place operations rebased it (each puts the old edge first)."""
+    node, nr = grad_fn, output_nr
+    for _ in range(depth + 1):
+        if node is target and nr == target_nr:
+            return True
+        if node is None or not node.next_functions:
+            return False
+        node, nr = node.next_functions[0]
+    return False
+
+
+def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
+    kind, number = label
+    if _is_custom(node):
+        position = _saved_input_position(node, item, fingerprint)
+        what = f"saved tensor {number}"
+        if item._is_output:
+            what += f" (output {item._output_nr})"
+        elif position is not None:
+            what += f" (input {position})"
+    else:
+        position = number if kind == "input" else None
+        what = f"its saved {kind} {number}" if kind == "input" else "its saved output"
+    worst = (changed or {}).get("worst", [])
+    message = f"{node.name()}: {what} was changed after it was saved"
+    details = {"saved": label, "version_moved": version_moved}
+    if changed and changed.get("entries") is not None:
+        first = worst[0]
+        message += (f" ({changed['entries']} of {changed['numel']} entries differ; at "
+                    f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, now "
+                    f"{_fmt(first.numeric)})")
+    elif changed and "shape" in changed:
+        message += f" (it now has shape {list(changed['shape'][1])}, dtype {changed['dtype'][1]})"
+    if version_moved:
+        message += (f"; an in-place operation moved its version from {item._saved_version} to "
+                    f"{item._version_counter.value}, so backward will raise")
+        hint = "clone the tensor before modifying it in place"
+    else:
+        message += ("; the change bypassed the version counter (a write through .numpy() or "
+                    ".data?), so backward silently uses the new values")
+        hint = "write to a copy, or clone the tensor before saving it"
+    return Finding(kind="mutated_saved", function=_function(node), node=node, input_index=position,
+                   message=message, max_abs_error=(changed or {}).get("max_abs"),
+                   worst=list(worst), hint=hint, details=details)
+
+
+# ---- the extra backward pass -------------------------------------------------------------
+
+def _nonfinite(grads):
+    """(slot, nan, inf) of the first gradient with NaN/Inf entries, or None."""
+    for slot, grad in enumerate(grads):
+        if grad is None:
+            continue
+        data = grad._data
+        if data.dtype.kind != "f":
+            continue
+        nan = int(np.isnan(data).sum())
+        inf = int(np.isinf(data).sum())
+        if nan or inf:
+            return slot, nan, inf
+    return None
+
+
+class _PassObserver(_engine.Observer):
+    """Watches the doctor's backward pass: first NaN/Inf, dtype casts, shape reductions, errors."""
+
+    def __init__(self):
+        self.incoming = {}
+        self.first_nonfinite = None
+        self.casts = []
+        self.failure = None  # (node, exception) of a backward that raised
+        self.grads_in = {}   # custom node -> the gradients it received (copies)
+
+    def node_started(self, task, node, grads):
+        if self.first_nonfinite is None:
+            self.incoming[node] = _nonfinite(grads)
+        if _is_custom(node):
+            self.grads_in[node] = [None if g is None else g._data.copy() for g in grads]
+
+    def node_finished(self, task, node, grads_in, grads_out, duration):
+        if self.first_nonfinite is not None:
+            return
+        produced = _nonfinite(grads_out)
+        if produced is not None:
+            self.first_nonfinite = (node, produced, self.incoming.get(node), _nonfinite(grads_in))
+        self.incoming.pop(node, None)
+
+    def grad_cast(self, task, node, slot, from_dtype, to_dtype):
+        if _is_custom(node):
+            self.casts.append((node, slot, from_dtype, to_dtype))
+
+    def error(self, task, node, exc):
+        self.failure = (node, exc)
+
+
+def _backward_pass(roots, gradient, nodes, report):
+    """One backward pass that leaves ``.grad`` alone (the leaves' gradients are captured)."""
+    if gradient is None:
+        gradient = [_ops.ones_like(r) for r in roots]
+    leaves = [(n, 0) for n in nodes if isinstance(n, _engine.AccumulateGrad)]
+    before = [(n.variable, n.variable.grad) for n, _ in leaves]
+    observer = _PassObserver()
+    try:
+        task = make_graph_task(list(roots), gradient, retain_graph=True, capture=leaves or None,
+                               observer=observer)
+        task.run()
+    except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
+        if str(exc).startswith("Trying to backward through the graph a second time"):
+            report.notes.append(
+                "the graph's saved tensors were already freed by a backward() without "
+                "retain_graph=True, so NaN/Inf and dtype checks could not run")
+        elif observer.failure is None:
+            report.notes.append(f"the backward pass could not start: {type(exc).__name__}: {exc}")
+    finally:
+        for variable, grad in before:
+            if variable.grad is not grad:
+                variable.grad = grad
+    return observer
+
+
+def _pass_findings(observer, checks):
+    findings = []
+    if observer.first_nonfinite is not None:
+        node, (slot, nan, inf), incoming, after_hooks = observer.first_nonfinite
+        position = _position(node, slot)
+        counts = f"{nan} NaN, {inf} Inf"
+        if incoming is not None:
+            source = ("its incoming gradient was already non-finite (the gradient given to "
+                      "the backward pass, or a sum that overflowed)")
+        elif after_hooks is not None:
+            source = "a hook made its incoming gradient non-finite"
+        else:
+            source = "from finite incoming gradients"
+        message = (f"{node.name()} produced the first non-finite gradient of the backward pass "
+                   f"(input {position}: {counts}), {source}")
+        findings.append(Finding(kind="nonfinite", function=_function(node), node=node,
+                                input_index=position, message=message,
+                                details={"nan": nan, "inf": inf,
+                                         "inputs_nonfinite": incoming is not None or after_hooks is not None}))
+    if observer.failure is not None:
+        node, exc = observer.failure
+        message = str(exc)
+        if not message.startswith(("one of the variables needed for gradient computation",
+                                   "Trying to backward through the graph a second time")):
+            findings.append(Finding(kind="backward_error", function=_function(node), node=node,
+                                    input_index=None,
+                                    message=f"{node.name()}: backward raised {type(exc).__name__}: {exc}",
+                                    details={"exception": exc}))
+    for node, slot, from_dtype, to_dtype in observer.casts:
+        position = _position(node, slot)
+        args = getattr(node, "_forward_args", None)
+        if args is not None and position < len(args) and isinstance(args[position], Tensor) \
+                and args[position].dtype is from_dtype:
+            continue  # the cast was to a declared grad dtype, not away from the input's
+        check = checks.get(node)
+        message = (f"{node.name()} input {position}: backward returned a {from_dtype.name} "
+                   f"gradient for a {to_dtype.name} input; the engine cast it silently")
+        severity = "warning"
+        if check is not None and any(s.position == position and not s.ok for s in check.slots):
+            severity = "error"
+        findings.append(Finding(kind="coerced_gradient", function=_function(node), node=node,
+                                input_index=position, message=message, severity=severity,
+                                hint=f"return the gradient in the input's dtype ({to_dtype.name})",
+                                details={"from_dtype": from_dtype.name, "to_dtype": to_dtype.name}))
+    return findings
+
+
+# ---- finite-difference findings ----------------------------------------------------------
+
+def _check_findings(node, check, earlier):
+    findings = []
+    name = node.name()
+    cls = _function(node)
+    if check.backward_error is not None:
+        if not any(f.kind == "backward_error" and f.node is node for f in earlier):
+            exc = check.backward_error
+            findings.append(Finding(kind="backward_error", function=cls, node=node, input_index=None,
+                                    message=f"{name}: backward raised {type(exc).__name__}: {exc}",
+                                    details={"exception": exc}))
+        return findings
+    for slot in check.slots:
+        if slot.nonfinite.any():
+            findings.extend(_nonfinite_finding(node, slot, earlier))
+        if not slot.mismatched.any():
+            continue
+        keep = slot.mismatched
+        if slot.shown is not None:
+            flat, analytic, numeric = slot.shown
+        else:
+            flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
+        error = np.abs(analytic - numeric)
+        relative = error / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-300)
+        order = np.argsort(-error)[:_WORST]
+        worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
+                 for i in order]
+        first = worst[0]
+        where = (f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+                 f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
+        details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
+                   "mismatched": int(keep.sum()), "sampled": slot.sampled,
+                   "excluded_near_kink": slot.excluded_near_kink,
+                   "grad_output": "incoming" if slot.shown is not None else "random"}
+        if slot.reduced_from is not None:
+            kind = "coerced_gradient"
+            message = (f"{name} input {slot.position}: backward returned a gradient of shape "
+                       f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
+                       f"engine summed it down and the result disagrees with finite differences "
+                       f"({where})")
+            details["returned_shape"] = list(slot.reduced_from)
+        elif slot.none_returned:
+            kind = "wrong_gradient"
+            message = (f"{name} input {slot.position}: backward returned None, but the gradient "
+                       f"is not zero (at {_format_index(first.index)}: numeric {_fmt(first.numeric)})")
+        else:
+            kind = "wrong_gradient"
+            message = f"{name} input {slot.position}: gradient disagrees with finite differences ({where})"
+            if slot.shown is None:
+                message = message[:-1] + ", with a random grad_output)"
+        hint = slot.hint
+        if hint and not slot.none_returned:
+            message += f" - {hint}"
+        findings.append(Finding(kind=kind, function=cls, node=node, input_index=slot.position,
+                                message=message, max_abs_error=float(error.max()),
+                                max_rel_error=float(relative.max()), worst=worst, hint=hint,
+                                details=details))
+    return findings
+
+
+def _nonfinite_finding(node, slot, earlier):
+    keep = slot.nonfinite
+    flat = slot.indices[keep]
+    worst = [Entry(_index(j, slot.shape), float(a), float(n))
+             for j, a, n in zip(flat[:_WORST], slot.analytic[keep][:_WORST], slot.numeric[keep][:_WORST])]
+    for finding in earlier:
+        if finding.kind == "nonfinite" and finding.node is node:
+            finding.worst = worst  # the backward pass already found it: add where
+            if finding.input_index is None:
+                finding.input_index = slot.position
+            return []
+    first = worst[0]
+    message = (f"{node.name()} input {slot.position}: backward returns non-finite values where "
+               f"the gradient is finite ({int(keep.sum())} entries; at "
+               f"{_format_index(first.index)}: analytic {_fmt(first.analytic)} vs numeric "
+               f"{_fmt(first.numeric)})")
+    return [Finding(kind="nonfinite", function=_function(node), node=node,
+                    input_index=slot.position, message=message, worst=worst,
+                    details={"entries": int(keep.sum())})]
