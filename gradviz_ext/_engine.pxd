@@ -59,6 +59,11 @@ cdef class Node:
     cdef public bint _released
     cdef public object _forward_site
     cdef object __weakref__
+    # virtual and overridable from Python (custom Function nodes), but called from C
+    cpdef _kind(self)
+    cpdef _materializes_grads(self)
+    cpdef saved_tensor_count(self)
+    cpdef release_variables(self)
 
 
 cdef class AccumulateGrad(Node):
@@ -91,6 +96,8 @@ cdef object _default_observer
 cdef object _forward_observer
 cdef object _running_task
 cdef bint _anomaly_enabled
+cdef bint _anomaly_check_nan
+cdef tuple _PACKAGE_DIRS
 
 
 cdef class InputBuffer:
@@ -124,3 +131,10 @@ cdef class GraphTask:
     cdef public object graph_root
     cdef public list roots
     cdef public object _exposed_to
+    # the hot loop (Note [Engine order]); not callable from Python
+    cdef _push_ready(self, Node node, InputBuffer buffer)
+    cdef _execute(self, Node node, InputBuffer buffer)
+    cdef list _materialize(self, Node node, list grads)
+    cdef list _validate(self, Node node, object outputs)
+    cdef _distribute(self, Node node, list outputs)
+    cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)

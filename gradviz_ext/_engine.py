@@ -203,7 +203,8 @@ class Node:
         self._tensor_pre_hooks = None
         self._metadata = None
         self._released = False
-        self._forward_site = None
+        # Note [Anomaly mode]: one flag test when anomaly mode is off
+        self._forward_site = _capture_forward_site() if _anomaly_enabled else None
 
     # ---- identity ------------------------------------------------------------------
     def name(self):
@@ -318,7 +319,8 @@ def init_node(node, next_functions, input_metadata):
     node._tensor_pre_hooks = None
     node._metadata = None
     node._released = False
-    node._forward_site = None
+    # Note [Anomaly mode]: one flag test when anomaly mode is off
+    node._forward_site = _capture_forward_site() if _anomaly_enabled else None
 
 
 class AccumulateGrad(Node):
@@ -440,6 +442,9 @@ class SavedTensor:
         self._grad_fn = None if is_output else tensor.grad_fn
         self._grad_accumulator = None if is_output else tensor._grad_accumulator
         self._packed = pack_hook(tensor)
+        # [debugger addition] saved-tensor hook events; only under hooks, never on the hot path
+        if _forward_observer is not None:
+            _forward_observer.saved_packed(self, pack_hook)
 
     def nbytes(self):
         if self._has_hooks:
@@ -478,6 +483,10 @@ class SavedTensor:
         if self._unpack_hook is None:
             raise RuntimeError(BACKWARD_TWICE_MESSAGE)
         value = self._unpack_hook(self._packed)
+        # [debugger addition] saved-tensor hook events; only under hooks, never on the hot path
+        task = _running_task
+        if task is not None and task.observer is not None:
+            task.observer.saved_unpacked(task, node, self, self._unpack_hook)
         if not isinstance(value, TensorBase):
             raise TypeError(
                 "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
@@ -530,6 +539,9 @@ class Observer:
     def backward_finished(self, task, duration): pass
     def error(self, task, node, exc): pass
     def buffers_exposed(self, task, node, entries): pass
+    # saved-tensor hooks ran: pack (forward observer, no task yet) and unpack (during a task)
+    def saved_packed(self, saved, hook): pass
+    def saved_unpacked(self, task, node, saved, hook): pass
 
 
 _default_observer = None
@@ -547,20 +559,130 @@ def current_graph_task():
     return _running_task
 
 
-def set_anomaly_enabled(mode):
-    """Set the engine's anomaly-mode flag and return the previous value.
+def set_anomaly_enabled(mode, check_nan=True):
+    """Set the engine's anomaly-mode flags and return the previous ``mode``.
 
-    The flag is the hook for ``gradviz.autograd.detect_anomaly``: under it, input buffers are
-    never exposed to custom backwards (``GraphTask.expose_input_buffers``).
+    The flags behind ``gradviz.autograd.detect_anomaly`` (Note [Anomaly mode]). Under anomaly
+    mode, input buffers are also never exposed to custom backwards
+    (``GraphTask.expose_input_buffers``).
     """
-    global _anomaly_enabled
+    global _anomaly_enabled, _anomaly_check_nan
     previous = _anomaly_enabled
     _anomaly_enabled = bool(mode)
+    _anomaly_check_nan = bool(check_nan)
     return previous
 
 
 def is_anomaly_enabled():
     return _anomaly_enabled
+
+
+def is_anomaly_check_nan_enabled():
+    return _anomaly_check_nan
+
+
+# Note [Anomaly mode]
+# -------------------
+# ``gradviz.autograd.detect_anomaly`` sets ``_anomaly_enabled``. While it is set:
+# * every node records where forward created it (``Node._forward_site``, a ForwardSite:
+#   the user's frames, gradviz's own left out, and the node that was running if the node was
+#   created by a backward under ``create_graph``);
+# * after a node's results are final (post-hooks ran), they are checked for NaN
+#   (``_check_nan``, unless ``check_nan=False``), with PyTorch's message;
+# * any exception raised while a node runs is reported with that node's forward traceback,
+#   as PyTorch does: a UserWarning "Error detected in <name>. Traceback of forward call that
+#   caused the error:", and the same text added to the exception as a note.
+# When the flag is off, each of these points costs one flag test.
+_anomaly_check_nan = True
+_PACKAGE_DIRS = (
+    os.path.dirname(os.path.abspath(__file__)) + os.sep,
+    os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "gradviz") + os.sep,
+)
+
+
+class ForwardSite:
+    """Where forward created a node (anomaly mode): frames outermost first, and the node
+    whose backward was running at the time (``parent``, for higher-order graphs)."""
+
+    def __init__(self, frames, parent):
+        self.frames = frames  # list of (filename, lineno, function, line)
+        self.parent = parent
+
+    def format(self):
+        """The frames as a traceback: ``File "...", line N, in f`` and the source line."""
+        lines = []
+        for filename, lineno, function, line in self.frames:
+            lines.append(f'  File "{filename}", line {lineno}, in {function}\n')
+            if line:
+                lines.append(f"    {line}\n")
+        return "".join(lines)
+
+    def __repr__(self):
+        last = self.frames[-1] if self.frames else None
+        where = f"{last[0]}:{last[1]}" if last is not None else "?"
+        return f"<ForwardSite {where}>"
+
+
+def _capture_forward_site():
+    import linecache
+    import sys
+
+    frames = []
+    frame = sys._getframe(0)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if not filename.startswith(_PACKAGE_DIRS):
+            lineno = frame.f_lineno
+            frames.append((filename, lineno, frame.f_code.co_name,
+                           linecache.getline(filename, lineno).strip()))
+        frame = frame.f_back
+    frames.reverse()
+    task = _running_task
+    return ForwardSite(frames, task.current if task is not None else None)
+
+
+def anomaly_report(node):
+    """PyTorch's anomaly-mode text for an error in ``node``: its forward traceback, then the
+    traceback of each node whose backward created it (double backward)."""
+    site = node._forward_site
+    if site is None:
+        return (f"Error detected in {node.name()}. No forward pass information available. "
+                "Enable detect anomaly during forward pass for more information.")
+    text = (f"Error detected in {node.name()}. Traceback of forward call that caused the "
+            f"error:\n{site.format()}")
+    parent = site.parent
+    seen = 0
+    while parent is not None and seen < 100:
+        parent_site = parent._forward_site
+        if parent_site is None:
+            break
+        text += (f"\nPrevious calculation was induced by {parent.name()}. Traceback of forward "
+                 f"call that induced the previous calculation:\n{parent_site.format()}")
+        parent = parent_site.parent
+        seen += 1
+    return text
+
+
+def _report_anomaly(node, exc):
+    """Warn with, and note on ``exc``, the forward traceback of the node that failed."""
+    import warnings
+
+    text = anomaly_report(node)
+    warnings.warn(text, UserWarning, stacklevel=2)
+    if hasattr(exc, "add_note"):
+        exc.add_note(text)
+
+
+def _check_nan(node, outputs):
+    """Anomaly mode: PyTorch's error when a node's backward produced NaN."""
+    for index in range(len(outputs)):
+        grad = outputs[index]
+        if grad is None:
+            continue
+        data = grad._data
+        if data.dtype.kind in "fc" and (data != data).any():
+            raise RuntimeError(
+                f"Function '{node.name()}' returned nan values in its {index}th output.")
 
 
 def set_default_observer(observer):
@@ -906,6 +1028,8 @@ class GraphTask:
             self._not_ready = {}
             if self.observer is not None:
                 self.observer.error(self, node, exc)
+            if _anomaly_enabled and isinstance(exc, Exception):  # Note [Anomaly mode]
+                _report_anomaly(node, exc)
             raise
         finally:
             set_grad_enabled_flag(previous)
@@ -961,6 +1085,8 @@ class GraphTask:
         if isinstance(node, AccumulateGrad):
             self._accumulate(node, grads, owned_grad)
             outputs = []
+            if node._post_hooks is not None:  # PyTorch passes grad_inputs == ()
+                self._run_post_hooks(node, outputs, grads)
         else:
             # A built-in node that received no gradient at all passes None on without running,
             # like PyTorch's generated backward functions; a custom Function still runs.
@@ -991,6 +1117,8 @@ class GraphTask:
             node.release_variables()
             if observer is not None and count:
                 observer.saved_released(self, node, count, nbytes)
+        if _anomaly_enabled and _anomaly_check_nan and outputs:  # Note [Anomaly mode]
+            _check_nan(node, outputs)
         if observer is not None:
             observer.node_finished(self, node, list(grads), list(outputs),
                                    time.perf_counter() - started)
@@ -1005,6 +1133,7 @@ class GraphTask:
                 before = grads[slot]
                 result = hook(before)
                 if result is not None:
+                    _check_hook_value(hook, before, result)
                     grads[slot] = result
                 if observer is not None:
                     observer.prehook(self, node, hook, slot, before, grads[slot])
@@ -1015,12 +1144,7 @@ class GraphTask:
             before = list(grads)
             result = hook(tuple(grads))
             if result is not None:
-                if not isinstance(result, (tuple, list)) or len(result) != len(grads):
-                    got = len(result) if isinstance(result, (tuple, list)) else 1
-                    raise RuntimeError(
-                        f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
-                        f"(got {got}, but expected {len(grads)})"
-                    )
+                _check_hook_values(hook, grads, result)
                 grads = list(result)
             if observer is not None:
                 observer.prehook(self, node, hook, -1, before, list(grads))
@@ -1032,12 +1156,7 @@ class GraphTask:
             result = hook(tuple(outputs), tuple(grads))
             replaced = result is not None
             if replaced:
-                if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
-                    got = len(result) if isinstance(result, (tuple, list)) else 1
-                    raise RuntimeError(
-                        f"hook '{_hook_name(hook)}' has returned an incorrect number of values "
-                        f"(got {got}, but expected {len(outputs)})"
-                    )
+                _check_hook_values(hook, outputs, result)
                 outputs = list(result)
             if observer is not None:
                 observer.posthook(self, node, hook, list(outputs), list(grads), replaced)
@@ -1086,7 +1205,8 @@ class GraphTask:
                 grad = _rt.sum_to(grad, meta.shape)
                 if self.observer is not None:
                     self.observer.grad_reduced(self, node, index, shape, meta.shape)
-            if grad.dtype is not meta.dtype and meta.dtype is not None:
+            # compare numpy dtypes: Tensor.dtype is a Python property, too slow for every edge
+            if meta.dtype is not None and grad._data.dtype != meta.dtype.numpy:
                 from_dtype = grad.dtype
                 grad = _rt.cast(grad, meta.dtype)
                 if self.observer is not None:
@@ -1206,6 +1326,45 @@ def _expandable(shape, target):
 
 def _hook_name(hook):
     return getattr(hook, "__qualname__", None) or getattr(hook, "__name__", None) or repr(hook)
+
+
+def _check_hook_values(hook, originals, result):
+    """A node pre- or post-hook returned ``result`` for ``originals``: PyTorch's checks
+    (torch/csrc/autograd/python_hook.cpp): a tuple of the same length, each entry valid."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(originals):
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has returned an incorrect number of values "
+            f"(got {len(result)}, but expected {len(originals)})"
+        )
+    for index in range(len(result)):
+        _check_hook_value(hook, originals[index], result[index])
+
+
+def _check_hook_value(hook, original, value):
+    """One gradient a hook put in place of ``original`` (PyTorch's check_single_result)."""
+    if value is None:
+        return
+    if original is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(value, TensorBase):
+        raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
+    if value._data.dtype != original._data.dtype:
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has changed the type of value (was "
+            f"{_rt.describe(original)} got {_rt.describe(value)})"
+        )
+    if value._data.shape != original._data.shape:
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has changed the size of value (was "
+            f"{list(original._data.shape)} got {list(value._data.shape)})"
+        )
+
+
+def _hook_error_name(hook):
+    """The hook's name as PyTorch prints it in errors (``__name__``)."""
+    return getattr(hook, "__name__", "<unknown>")
 
 
 def compiled():

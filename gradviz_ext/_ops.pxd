@@ -21,6 +21,8 @@ cdef class OpNode(Node):
     cdef public dict attrs
     cdef public dict _saved_inputs
     cdef public SavedTensor _saved_output
+    cpdef saved_tensor_count(self)
+    cpdef release_variables(self)
 
 
 cdef object _dtypes_by_numpy

@@ -197,6 +197,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     wrapped = []
     metas = []
     output_dtypes = []
+    dirty_outputs = []  # output positions, kept for the debugger's node_created event
     for nr, out in enumerate(raw):
         if not isinstance(out, Tensor):
             wrapped.append(out)
@@ -205,6 +206,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             continue
         is_dirty = any(out is d for d in dirty)
         if is_dirty:
+            dirty_outputs.append(nr)
             out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
         elif id(out) in input_ids:
             # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
@@ -224,6 +226,9 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     if is_executable:
         ctx._input_metadata = tuple(metas)
         ctx._output_dtypes = tuple(output_dtypes)
+        ctx._dirty_outputs = tuple(dirty_outputs)
+        ctx._non_differentiable_outputs = tuple(
+            nr for nr, out in enumerate(raw) if isinstance(out, Tensor) and id(out) in non_diff)
         _save_variables(ctx, wrapped, raw)
         observer = _engine.forward_observer()
         if observer is not None:

@@ -1,0 +1,449 @@
+"""The event and trace schema, defined once as Python types.
+
+Every event kind is a ``TypedDict`` below. :func:`json_schema` turns them into the JSON
+Schema committed as ``docs/schema/trace.schema.json`` and :func:`typescript` into the types
+committed as ``labextension/src/generated/events.ts``; tests check that both files equal what
+these functions generate (regenerate with ``python -m gradviz.instrument.schema``). The
+recorder builds exactly these dicts, and ``gradviz.load_trace`` validates a file against the
+generated schema.
+
+Note [Schema versions]
+----------------------
+``SCHEMA_VERSION`` changes whenever a field is added, removed or changes meaning; a trace file
+carries the version it was written with, and loading refuses any other version.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+import typing
+from typing import Literal, TypedDict, Union
+
+__all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
+           "typescript"]
+
+SCHEMA_VERSION = 2
+TRACE_FORMAT = "gradviz-trace"
+SCHEMA_ID = f"https://gradviz.dev/schema/trace-v{SCHEMA_VERSION}.json"
+
+# A number in a summary: non-finite values are written as strings (JSON has no NaN literal).
+Number = Union[float, Literal["nan", "inf", "-inf"]]
+NodeKind = Literal["builtin", "custom", "accumulate_grad"]
+
+
+class Summary(TypedDict):
+    """A tensor, summarized: statistics over its finite entries (null when there are none)."""
+
+    shape: list[int]
+    dtype: str
+    numel: int
+    nan: int
+    inf: int
+    min: Number | None
+    max: Number | None
+    mean: Number | None
+    norm: Number | None
+    values: list[Number]
+
+
+class Edge(TypedDict):
+    """``(node, input_nr)`` of ``next_functions``; ``node`` is null for an input without grad."""
+
+    node: int | None
+    input_nr: int
+
+
+class OutputMeta(TypedDict):
+    """What a node expects on one input slot (one forward output); dtype null: any dtype."""
+
+    shape: list[int]
+    dtype: str | None
+
+
+class SavedInfo(TypedDict):
+    """One tensor a node saved for backward."""
+
+    slot: int
+    label: str
+    shape: list[int]
+    dtype: str
+    hooked: bool
+
+
+class SourceLocation(TypedDict):
+    """Where forward recorded the node: the first frame outside gradviz."""
+
+    file: str
+    line: int
+    function: str
+    code: str
+
+
+class ExposedInput(TypedDict):
+    input: int
+    edge: int
+    exposed: bool
+    reason: str
+
+
+class Base(TypedDict):
+    """Fields of every event."""
+
+    kind: str
+    seq: int
+    task: int | None
+    node: int | None
+    time: float
+    text: str
+
+
+class NodeCreated(Base):
+    kind: Literal["node_created"]
+    name: str
+    node_kind: NodeKind
+    edges: list[Edge]
+    outputs: list[OutputMeta | None]
+    needs_input_grad: list[bool]
+    saved: list[SavedInfo]
+    materialize_grads: bool
+    dirty_outputs: list[int]
+    non_differentiable_outputs: list[int]
+    grad_dtypes: list[str | None] | None
+    source: SourceLocation | None
+
+
+class SavedPacked(Base):
+    kind: Literal["saved_packed"]
+    slot: int
+    label: str
+    hook: str
+
+
+class SavedUnpacked(Base):
+    kind: Literal["saved_unpacked"]
+    slot: int
+    label: str
+    hook: str
+
+
+class BackwardStarted(Base):
+    kind: Literal["backward_started"]
+    roots: list[Edge]
+    retain_graph: bool
+    create_graph: bool
+    inputs: list[int] | None
+    dependencies: dict[str, int]
+
+
+class BufferAdded(Base):
+    kind: Literal["buffer_added"]
+    slot: int
+    producer: int
+    how: Literal["stored", "accumulated_in_place", "accumulated_out_of_place"]
+    contribution: int
+
+
+class NodeReady(Base):
+    kind: Literal["node_ready"]
+    name: str
+
+
+class Prehook(Base):
+    kind: Literal["prehook"]
+    hook: str
+    slot: int
+    replaced: bool
+    before: list[Summary | None]
+    after: list[Summary | None]
+
+
+class Posthook(Base):
+    kind: Literal["posthook"]
+    hook: str
+    replaced: bool
+    grad_inputs: list[Summary | None]
+
+
+class GradCast(Base):
+    kind: Literal["grad_cast"]
+    slot: int
+    from_dtype: str
+    to_dtype: str
+
+
+class GradReduced(Base):
+    kind: Literal["grad_reduced"]
+    slot: int
+    from_shape: list[int]
+    to_shape: list[int]
+
+
+class GradsMaterialized(Base):
+    kind: Literal["grads_materialized"]
+    slots: list[int]
+
+
+class BuffersExposed(Base):
+    kind: Literal["buffers_exposed"]
+    inputs: list[ExposedInput]
+
+
+class NodeStarted(Base):
+    kind: Literal["node_started"]
+    name: str
+    grads_in: list[Summary | None]
+
+
+class NodeFinished(Base):
+    kind: Literal["node_finished"]
+    name: str
+    grads_in: list[Summary | None]
+    grads_out: list[Summary | None]
+    duration: float
+
+
+class GradAccumulated(Base):
+    kind: Literal["grad_accumulated"]
+    before: Summary | None
+    after: Summary | None
+
+
+class SavedReleased(Base):
+    kind: Literal["saved_released"]
+    count: int
+    bytes: int
+
+
+class BackwardFinished(Base):
+    kind: Literal["backward_finished"]
+    duration: float
+
+
+class Error(Base):
+    kind: Literal["error"]
+    exception: str
+    message: str
+    traceback: list[str]
+
+
+#: Every event type, in the order of DESIGN.md's table.
+EVENT_TYPES: tuple[type, ...] = (
+    NodeCreated, SavedPacked, SavedUnpacked, BackwardStarted, BufferAdded, NodeReady, Prehook,
+    Posthook, GradCast, GradReduced, GradsMaterialized, BuffersExposed, NodeStarted,
+    NodeFinished, GradAccumulated, SavedReleased, BackwardFinished, Error,
+)
+
+
+def _kind_of(event_type) -> str:
+    return typing.get_args(typing.get_type_hints(event_type)["kind"])[0]
+
+
+EVENT_KINDS: tuple[str, ...] = tuple(_kind_of(t) for t in EVENT_TYPES)
+
+
+class GraphNode(TypedDict):
+    id: int
+    name: str
+    kind: NodeKind
+    label: str
+
+
+class GraphEdge(TypedDict):
+    source: int
+    target: int
+    input_nr: int
+
+
+class Graph(TypedDict):
+    """Every node the trace's backward passes could reach (the union of their graphs)."""
+
+    nodes: list[GraphNode]
+    edges: list[GraphEdge]
+    roots: list[int]
+
+
+class Trace(TypedDict):
+    format: Literal["gradviz-trace"]
+    schema_version: int
+    gradviz_version: str
+    graph: Graph
+    events: list[dict]  # replaced by the union of the event types in the schema
+
+
+# --------------------------------------------------------------------------------------
+# Python types -> JSON Schema
+# --------------------------------------------------------------------------------------
+
+_DEFINITIONS = (Summary, Edge, OutputMeta, SavedInfo, SourceLocation, ExposedInput, GraphNode,
+                GraphEdge, Graph)
+
+
+def _is_typeddict(tp) -> bool:
+    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__annotations__")
+
+
+def _type_schema(tp) -> dict:
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if tp is int:
+        return {"type": "integer"}
+    if tp is float:
+        return {"type": "number"}
+    if tp is str:
+        return {"type": "string"}
+    if tp is bool:
+        return {"type": "boolean"}
+    if tp is type(None):
+        return {"type": "null"}
+    if tp is dict:
+        return {"type": "object"}
+    if origin is Literal:
+        if len(args) == 1:
+            return {"const": args[0]}
+        return {"enum": list(args)}
+    if origin in (Union, types.UnionType):
+        options = []
+        for arg in args:
+            schema = _type_schema(arg)
+            # flatten nested unions (Number | None)
+            options.extend(schema["anyOf"] if set(schema) == {"anyOf"} else [schema])
+        return {"anyOf": options}
+    if origin is list:
+        return {"type": "array", "items": _type_schema(args[0])}
+    if origin is dict:
+        return {"type": "object", "additionalProperties": _type_schema(args[1])}
+    if _is_typeddict(tp):
+        return {"$ref": f"#/$defs/{tp.__name__}"}
+    raise TypeError(f"no JSON Schema for {tp!r}")
+
+
+def _object_schema(tp, overrides=None) -> dict:
+    hints = typing.get_type_hints(tp)
+    properties = {name: _type_schema(hint) for name, hint in hints.items()}
+    properties.update(overrides or {})
+    schema = {"type": "object", "properties": properties, "required": list(hints),
+              "additionalProperties": False}
+    doc = (tp.__doc__ or "").strip()
+    if doc and tp.__doc__ is not dict.__doc__ and not doc.startswith(f"{tp.__name__}("):
+        schema["description"] = " ".join(doc.split())
+    return schema
+
+
+def _event_name(event_type) -> str:
+    return event_type.__name__ + "Event"
+
+
+def json_schema() -> dict:
+    """The JSON Schema of a trace file; ``$defs/Event`` is the schema of one event."""
+    definitions = {tp.__name__: _object_schema(tp) for tp in _DEFINITIONS}
+    for event_type in EVENT_TYPES:
+        definitions[_event_name(event_type)] = _object_schema(event_type)
+    definitions["Event"] = {"anyOf": [{"$ref": f"#/$defs/{_event_name(t)}"} for t in EVENT_TYPES]}
+    trace = _object_schema(Trace, {
+        "schema_version": {"const": SCHEMA_VERSION},
+        "events": {"type": "array", "items": {"$ref": "#/$defs/Event"}},
+    })
+    trace.pop("description", None)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": SCHEMA_ID,
+        "title": f"gradviz trace, schema version {SCHEMA_VERSION}",
+        "description": ("A recorded backward pass: the graph and every engine event. "
+                        "Generated by `python -m gradviz.instrument.schema`; do not edit."),
+        **trace,
+        "$defs": definitions,
+    }
+
+
+# --------------------------------------------------------------------------------------
+# JSON Schema -> TypeScript
+# --------------------------------------------------------------------------------------
+
+def _ts_type(schema: dict) -> str:
+    if "$ref" in schema:
+        return schema["$ref"].rsplit("/", 1)[1]
+    if "const" in schema:
+        return _ts_literal(schema["const"])
+    if "enum" in schema:
+        return " | ".join(_ts_literal(v) for v in schema["enum"])
+    if "anyOf" in schema:
+        return " | ".join(_ts_type(s) for s in schema["anyOf"])
+    kind = schema.get("type")
+    if kind in ("integer", "number"):
+        return "number"
+    if kind in ("string", "boolean", "null"):
+        return kind
+    if kind == "array":
+        inner = _ts_type(schema["items"])
+        return f"({inner})[]" if "|" in inner else f"{inner}[]"
+    if kind == "object":
+        values = schema.get("additionalProperties")
+        if isinstance(values, dict):
+            return f"{{ [key: string]: {_ts_type(values)} }}"
+        return "{ [key: string]: unknown }"
+    raise TypeError(f"no TypeScript type for {schema!r}")
+
+
+def _ts_literal(value) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _ts_interface(name: str, schema: dict) -> list[str]:
+    lines = []
+    if "description" in schema:
+        lines.append(f"/** {schema['description']} */")
+    lines.append(f"export interface {name} {{")
+    for field, field_schema in schema["properties"].items():
+        lines.append(f"  {field}: {_ts_type(field_schema)};")
+    lines.append("}")
+    return lines
+
+
+def typescript(schema: dict | None = None) -> str:
+    """TypeScript types for the JSON Schema (generated from it, never edited by hand)."""
+    schema = json_schema() if schema is None else schema
+    out = [
+        "// Generated from docs/schema/trace.schema.json by",
+        "// `python -m gradviz.instrument.schema --typescript`. Do not edit.",
+        "",
+        f"export const SCHEMA_VERSION = {schema['properties']['schema_version']['const']};",
+        "",
+    ]
+    definitions = schema["$defs"]
+    for name, definition in definitions.items():
+        if name == "Event":
+            continue
+        out.extend(_ts_interface(name, definition))
+        out.append("")
+    union = " | ".join(_ts_type(s) for s in definitions["Event"]["anyOf"])
+    out.append(f"export type Event = {union};")
+    out.append("")
+    out.append('export type EventKind = Event["kind"];')
+    out.append("")
+    out.append("export const EVENT_KINDS: readonly EventKind[] = [")
+    for ref in definitions["Event"]["anyOf"]:
+        kind = definitions[_ts_type(ref)]["properties"]["kind"]["const"]
+        out.append(f"  {_ts_literal(kind)},")
+    out.append("];")
+    out.append("")
+    top = {key: schema[key] for key in ("properties", "required")}
+    out.extend(_ts_interface("Trace", top))
+    out.append("")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import json
+
+    argv = sys.argv[1:] if argv is None else argv
+    if argv == ["--typescript"]:
+        sys.stdout.write(typescript())
+    elif not argv:
+        sys.stdout.write(json.dumps(json_schema(), indent=2) + "\n")
+    else:
+        sys.stderr.write("usage: python -m gradviz.instrument.schema [--typescript]\n")
+        return 2
+    return 0
