@@ -26,7 +26,11 @@ from .ops import bmm, dot, mm, mv
 from . import autograd
 from . import nn
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled
+from . import instrument
+from .instrument import load_trace, record
 from . import debug
+from . import func
 from ._config import config, show_config
 
 clip = clamp
@@ -56,7 +60,8 @@ def _register_notebook_display():
         display_session(session)
 
     formatter = shell.display_formatter.ipython_display_formatter
-    formatter.for_type(debug.DebugSession, show)
+    for session_type in (debug.DebugSession, debug.ReplaySession, debug.CallSession):
+        formatter.for_type(session_type, show)
 
 
 _register_notebook_display()
@@ -73,7 +78,9 @@ __all__ = [
     "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm", "mv", "dot",
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "allclose", "show_config", "config", "__version__", "nn",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
+    "allclose", "show_config", "config", "__version__", "nn", "instrument", "record",
+    "load_trace",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

@@ -8,6 +8,9 @@ conversion, printing and ``backward``.
 
 from __future__ import annotations
 
+import warnings
+import weakref
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -47,7 +50,10 @@ class Tensor(_engine.TensorBase):
     """
 
     __hash__ = object.__hash__  # identity, like torch: tensors are usable as dict keys
+    __array_priority__ = 1000  # numpy defers to our operators (np.float64(2) * t is a Tensor)
     _view_chain = ()  # for a view: the (op, attrs) steps that derive it from its base
+    _forward_tangent = None  # forward-mode AD: the tangent at the active dual level
+    _retain_grad_hook = None  # set by retain_grad()
 
     def __init__(self, data=None, *, requires_grad: bool = False, dtype=None):
         if isinstance(data, Tensor):
@@ -145,7 +151,62 @@ class Tensor(_engine.TensorBase):
 
     @property
     def retains_grad(self) -> bool:
+        """Whether ``retain_grad()`` was called on this non-leaf (always False for a leaf)."""
         return self._retains_grad
+
+    # Note [Tensor.grad]: TensorBase stores the gradient in a C slot that the engine writes;
+    # this property adds PyTorch's warning for a non-leaf whose .grad will never be filled.
+    @property
+    def grad(self):
+        """The gradient accumulated by backward (leaves, and non-leaves that ``retain_grad()``)."""
+        value = _GRAD_SLOT.__get__(self)
+        if value is None and self.grad_fn is not None and not self._retains_grad:
+            warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
+        return value
+
+    @grad.setter
+    def grad(self, value) -> None:
+        _GRAD_SLOT.__set__(self, value)
+
+    @grad.deleter
+    def grad(self) -> None:
+        _GRAD_SLOT.__set__(self, None)
+
+    def retain_grad(self) -> None:
+        """Populate ``.grad`` of this non-leaf during backward (a no-op on a leaf).
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> y = x * 3
+        >>> y.retain_grad()
+        >>> (y * y).sum().backward()
+        >>> y.grad
+        tensor([ 6., 12.])
+        """
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self.grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self._retain_grad_hook = _RetainGradHook(self)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Register ``hook(tensor)`` to run after the gradient was accumulated into this leaf's
+        ``.grad``; it must return None. Returns a handle whose ``remove()`` unregisters it.
+        """
+        if not self.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_accumulate_hooks is None:
+            self._post_accumulate_hooks = _engine._HookList()
+        self._post_accumulate_hooks.append(_PostAccumulateGradHook(hook))
+        return _engine.RemovableHandle(self._post_accumulate_hooks,
+                                       self._post_accumulate_hooks[-1])
 
     @property
     def data(self) -> "Tensor":
@@ -188,7 +249,11 @@ class Tensor(_engine.TensorBase):
                 "cannot register a hook on a tensor that doesn't require gradient"
             )
         if self.grad_fn is not None:
-            return self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
+            handle = self.grad_fn._register_tensor_pre_hook(self._output_nr, hook)
+            if self._retains_grad:
+                # PyTorch runs the retain_grad hook after every other hook of the tensor
+                self._retain_grad_hook.move_last()
+            return handle
         accumulator = _engine.grad_accumulator(self)
         handle = accumulator._register_tensor_pre_hook(0, hook)
         # keep the hooks with the leaf: the accumulator dies when no graph uses it
@@ -250,6 +315,62 @@ class Tensor(_engine.TensorBase):
         return (_rebuild, (self._data.copy(), self._requires_grad))
 
 
+class _RetainGradHook:
+    """The tensor pre-hook behind ``retain_grad()``: stores the gradient that reaches its
+    tensor in ``.grad`` (a copy the first time, then ``grad + new``, like PyTorch's)."""
+
+    def __init__(self, tensor):
+        self._tensor = weakref.ref(tensor)  # the node must not keep the tensor alive
+        self._handle = None
+        self.attach()
+
+    def attach(self):
+        tensor = self._tensor()
+        if tensor is not None and tensor.grad_fn is not None:
+            self._handle = tensor.grad_fn._register_tensor_pre_hook(tensor._output_nr, self)
+
+    def move_last(self):
+        if self._handle is not None:
+            self._handle.remove()
+        self.attach()
+
+    def __call__(self, grad):
+        tensor = self._tensor()
+        if tensor is None or grad is None:
+            return None
+        current = _GRAD_SLOT.__get__(tensor)
+        if current is None:
+            _GRAD_SLOT.__set__(tensor, grad.clone())  # differentiable under create_graph
+        else:
+            _GRAD_SLOT.__set__(tensor, current + grad)
+        return None
+
+    @property
+    def __name__(self):
+        return "retain_grad_hook"
+
+
+def _update_retains_grad(tensor):
+    """After ``tensor``'s history changed (an in-place op), move its retain_grad hook to the
+    new ``grad_fn``, as PyTorch does."""
+    if tensor._retains_grad:
+        hook = tensor._retain_grad_hook
+        hook.move_last()
+
+
+class _PostAccumulateGradHook:
+    """Wraps a post-accumulate-grad hook: PyTorch requires it to return None."""
+
+    def __init__(self, hook):
+        self.hook = hook
+        self.__name__ = getattr(hook, "__name__", "<unknown>")
+
+    def __call__(self, tensor):
+        result = self.hook(tensor)
+        if result is not None:
+            raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+
+
 def _rebuild(array, requires_grad):
     out = _wrap(array)
     out._requires_grad = requires_grad
@@ -271,6 +392,27 @@ def install_methods(methods: dict) -> None:
 # --------------------------------------------------------------------------------------
 
 _make_tensor = _ext_ops.make_tensor
+
+
+class _InstanceSlot:
+    """Interpreted engine: TensorBase.grad is a plain instance attribute, kept in __dict__."""
+
+    def __get__(self, obj, owner=None):
+        return obj.__dict__.get("grad")
+
+    def __set__(self, obj, value):
+        obj.__dict__["grad"] = value
+
+
+# the storage behind Tensor.grad: a C slot (compiled engine) or the instance dict
+_GRAD_SLOT = _engine.TensorBase.__dict__.get("grad") or _InstanceSlot()
+_NON_LEAF_GRAD_WARNING = (
+    "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+    "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+    "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+    "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+    "instead. See github.com/pytorch/pytorch/pull/30531 for more information."
+)
 
 
 def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version_counter=None):

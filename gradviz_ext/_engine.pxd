@@ -3,11 +3,6 @@
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
 
-cdef extern from "Python.h":
-    # Note [Untracked nodes]: see _engine.py
-    void PyObject_GC_Track(object)
-    void PyObject_GC_UnTrack(object)
-    int PyObject_GC_IsTracked(object)
 
 cdef bint _grad_enabled
 

@@ -221,7 +221,6 @@ class Node:
     @property
     def metadata(self):
         if self._metadata is None:
-            track(self)  # user metadata may reference anything
             self._metadata = {}
         return self._metadata
 
@@ -256,7 +255,6 @@ class Node:
     # ---- hooks -----------------------------------------------------------------------
     def register_hook(self, fn):
         """Register ``fn(grad_inputs, grad_outputs)`` to run after this node's backward."""
-        track(self)
         if self._post_hooks is None:
             self._post_hooks = _HookList()
         self._post_hooks.append(fn)
@@ -264,14 +262,12 @@ class Node:
 
     def register_prehook(self, fn):
         """Register ``fn(grad_outputs)`` to run before this node's backward."""
-        track(self)
         if self._pre_hooks is None:
             self._pre_hooks = _HookList()
         self._pre_hooks.append(fn)
         return RemovableHandle(self._pre_hooks, fn)
 
     def _register_tensor_pre_hook(self, slot, fn):
-        track(self)
         if self._tensor_pre_hooks is None:
             self._tensor_pre_hooks = {}
         hooks = self._tensor_pre_hooks.get(slot)
@@ -280,29 +276,6 @@ class Node:
             self._tensor_pre_hooks[slot] = hooks
         hooks.append(fn)
         return RemovableHandle(hooks, fn)
-
-
-def untrack(obj):
-    """Take ``obj`` out of the cyclic garbage collector's lists (compiled build only).
-
-    Note [Untracked nodes]
-    ----------------------
-    A chain of 10^5 built-in nodes made every collection walk the whole graph: about 2 us
-    per op of pure GC time. A built-in node cannot be part of a reference cycle unless a hook
-    is registered on it (a closure may reference a tensor whose grad_fn leads back here), so
-    built-in nodes start untracked and ``track`` re-registers a node as soon as it gets a
-    hook or metadata. Reference counting still frees them as usual.
-    """
-    if cython.compiled:
-        if PyObject_GC_IsTracked(obj):
-            PyObject_GC_UnTrack(obj)
-
-
-def track(obj):
-    """Undo ``untrack`` (called when a node gets something that could close a cycle)."""
-    if cython.compiled:
-        if not PyObject_GC_IsTracked(obj):
-            PyObject_GC_Track(obj)
 
 
 def init_node(node, next_functions, input_metadata):

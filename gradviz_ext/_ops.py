@@ -35,6 +35,11 @@ _KIND_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
 _dtypes_by_numpy = {}
 _tensor_class = None
 
+# Note [Forward AD hook]: while a dual level is active, gradviz.autograd._forward_ad_impl
+# sets this to its ``propagate(op, inputs, attrs, outputs)``, which gives the outputs their
+# tangents. None otherwise, so apply_op pays one test when nobody uses forward-mode AD.
+_forward_ad = None
+
 
 def install(tensor_class, dtypes_by_numpy):
     """Give this module the Tensor class and the numpy-to-gradviz dtype table."""
@@ -191,7 +196,6 @@ def _new_node(op, edges, metas, needs, attrs):
     node.attrs = attrs
     node._saved_inputs = None
     node._saved_output = None
-    _engine.untrack(node)  # Note [Untracked nodes]
     return node
 
 
@@ -222,6 +226,8 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             if target is not None and data.dtype != target:
                 data = data.astype(target)
             arrays.append(data)
+        elif isinstance(x, np.generic):
+            arrays.append(x.item())  # numpy scalars promote like Python scalars, as in torch
         else:
             arrays.append(x)
     if op.quiet:
@@ -280,4 +286,75 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if observer is not None:
             observer.node_created(node)
 
+    if _forward_ad is not None:  # a dual level is active (Note [Forward AD hook])
+        _forward_ad(op, inputs, attrs, outputs)
     return outputs if multiple else outputs[0]
+
+
+# --------------------------------------------------------------------------------------
+# Arithmetic dunders (Note [Op fast paths]): ``x * 2`` is the most frequent call in teaching
+# code, so these methods go straight to ``apply_op`` instead of through the Python wrappers
+# in gradviz.ops. Anything unusual (bool tensors, numpy arrays, other types) takes the
+# Python path, which owns the error messages.
+# --------------------------------------------------------------------------------------
+
+_arith = {}
+_ALPHA_ONE = {"alpha": 1}  # shared, never mutated: the attrs of add/sub without alpha
+_NO_ATTRS = {}
+
+
+def install_arithmetic(**ops_and_fallbacks):
+    """Give the dunders their ops (``add``, ``sub``, ``mul``, ``div``, ``neg``) and the Python
+    functions that handle everything else (``add_py``, ...)."""
+    _arith.update(ops_and_fallbacks)
+
+
+@cython.cfunc
+def _plain_operand(x) -> cython.bint:
+    """A non-bool Tensor, or a Python int/float: the cases the fast path handles."""
+    if isinstance(x, TensorBase):
+        return x._data.dtype.kind != "b"
+    t = type(x)
+    return t is float or t is int
+
+
+def tensor_add(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["add"], (self, other), _ALPHA_ONE)
+    return _arith["add_py"](self, other)
+
+
+def tensor_radd(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["add"], (self, other), _ALPHA_ONE)  # PyTorch orders it self, other
+    return _arith["add_py"](self, other)
+
+
+def tensor_sub(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["sub"], (self, other), _ALPHA_ONE)
+    return _arith["sub_py"](self, other)
+
+
+def tensor_mul(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["mul"], (self, other), _NO_ATTRS)
+    return _arith["mul_py"](self, other)
+
+
+def tensor_rmul(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["mul"], (self, other), _NO_ATTRS)
+    return _arith["mul_py"](self, other)
+
+
+def tensor_truediv(self, other):
+    if _plain_operand(self) and _plain_operand(other):
+        return apply_op(_arith["div"], (self, other), _NO_ATTRS)
+    return _arith["div_py"](self, other)
+
+
+def tensor_neg(self):
+    if _plain_operand(self):
+        return apply_op(_arith["neg"], (self,), _NO_ATTRS)
+    return _arith["neg_py"](self)

@@ -1,70 +1,61 @@
-"""``DebugSession``: a backward pass paused between nodes, driven one node at a time.
+"""``DebugSession``: a backward pass paused between nodes, driven one node (or event) at a time.
 
-The session owns a graph task (the engine's state machine) and a recorder attached to it
-as its observer. Everything it reports comes from the engine's public inspection methods
-and from the events; it never reaches into private engine state.
+The session owns a graph task (the engine's state machine) and a recorder attached to it as
+its observer. Everything it reports comes from the engine's public inspection methods
+(``peek``, ``ready_nodes``, ``pending_buffer``) and from the events; it never reaches into the
+engine's private state.
+
+Note [Stepping by event]
+------------------------
+The engine's unit of work is one node: ``GraphTask.step()`` runs a node from its pre-hooks to
+the hand-over of its results. ``step_event()`` needs no finer engine granularity: when no
+recorded event is left to show, it runs one node, which buffers that node's events, and then
+shows them one per call. The *display* (``events``, ``node_states()``, ``current``,
+``node()``) follows the shown events; the *engine* is then ahead of the display until the
+node's last event is shown (a leaf's ``.grad`` is already updated while the display is still
+at the node's ``node_started``, for instance). ``step()`` and ``continue_()`` first show the
+rest of a node that ``step_event()`` started.
 """
 
 from __future__ import annotations
 
-import weakref
-
 from gradviz_ext import engine as _engine
 
 from ..autograd._functional import make_graph_task
-from ..instrument import Recorder
+from ..instrument import Recorder, Trace
+from ..instrument._nodes import saved_tensors_of, walk_graph
+from ..instrument._summary import summarize
+from ..instrument._trace import add_to_graph
+from ._base import SessionBase
+from ._breakpoints import Breakpoint
+from ._view import NODE_STATES, EventView
 
 __all__ = ["DebugSession", "backward", "NODE_STATES"]
 
-NODE_STATES = ("pending", "ready", "running", "done", "released", "error")
+_TENSOR_KINDS = ("grads_in", "grads_received", "grads_out", "buffer", "saved")
 
 
 class _SessionRecorder(Recorder):
-    """Records events and keeps each node's state up to date."""
+    """Records events and keeps live references to each node's gradients (for ``tensor()``)."""
 
     def __init__(self):
         super().__init__()
-        self.states: dict[int, str] = {}
-        self.grads_in: dict[int, list] = {}
-        self.grads_out: dict[int, list] = {}
+        self.live: dict[str, dict[int, list]] = {"grads_in": {}, "grads_received": {},
+                                                 "grads_out": {}}
 
-    def emit(self, event):
-        super().emit(event)
-        kind, node = event["kind"], event["node"]
-        if node is None:
-            return
-        if kind == "node_ready":
-            self.states[node] = "ready"
-        elif kind == "node_started":
-            self.states[node] = "running"
-            self.grads_in[node] = event["grads_in"]
-        elif kind == "saved_released":
-            self.states[node] = "released"
-        elif kind == "node_finished":
-            if self.states.get(node) != "released":
-                self.states[node] = "done"
-            self.grads_out[node] = event["grads_out"]
-        elif kind == "error":
-            self.states[node] = "error"
+    def node_started(self, task, node, grads):
+        self.live["grads_in"][node.node_id] = list(grads)
+        super().node_started(task, node, grads)
+
+    def node_finished(self, task, node, grads_in, grads_out, duration):
+        self.live["grads_received"][node.node_id] = list(grads_in)
+        self.live["grads_out"][node.node_id] = list(grads_out)
+        super().node_finished(task, node, grads_in, grads_out, duration)
 
 
-class _ListenerHandle:
-    def __init__(self, listeners, callback):
-        self._listeners = weakref.ref(listeners)
-        self._callback = callback
-
-    def remove(self):
-        listeners = self._listeners()
-        if listeners is not None and self._callback in listeners:
-            listeners.remove(self._callback)
-
-
-class _Listeners(list):
-    __slots__ = ("__weakref__",)
-
-
-class DebugSession:
-    """A backward pass that runs one node per :meth:`step`.
+class DebugSession(SessionBase):
+    """A backward pass that runs one node per :meth:`step` (or one event per
+    :meth:`step_event`), stops at breakpoints in :meth:`continue_`, and can be inspected.
 
     Create one with :func:`gradviz.debug.backward`. In a notebook, displaying the session
     shows the widget.
@@ -78,48 +69,69 @@ class DebugSession:
     'paused'
     >>> session.step().name()
     'SumBackward0'
+    >>> session.step_event()["text"]
+    'MulBackward0 started with 1 of 1 incoming gradient.'
     >>> session.continue_()
     >>> session.status, x.grad
     ('finished', tensor([3., 3.]))
     """
 
     def __init__(self, task: _engine.GraphTask, recorder: _SessionRecorder):
+        super().__init__()
         self._task = task
         self._recorder = recorder
-        self._listeners = _Listeners()
         self._doctor_arguments = None  # (tensors, gradient), set by backward()
-        self._nodes, self._edges, self._roots = _walk(task.graph_root)
+        self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
+        self._view = EventView(self._nodes)
+        self._cursor = 0
         if isinstance(task.peek(), _engine.GraphRoot):
             # Several roots: the engine's GraphRoot only hands out the initial gradients. It
             # is not part of the user's graph (torch hides it too), so run it now and pause
             # before the first real node.
             task.step()
-        for node_id in self._nodes:
-            recorder.states.setdefault(node_id, "pending")
-        for node in task.ready_nodes():
-            recorder.states[node.node_id] = "ready"
+        self._show_all()
+
+    # ---- display ---------------------------------------------------------------------
+    def _show(self, count: int = 1) -> None:
+        events = self._recorder.events
+        for event in events[self._cursor:self._cursor + count]:
+            self._view.apply(event)
+        self._cursor = min(len(events), self._cursor + count)
+
+    def _show_all(self) -> None:
+        self._show(len(self._recorder.events) - self._cursor)
+
+    def _behind(self) -> bool:
+        return self._cursor < len(self._recorder.events)
+
+    def _graph_nodes(self) -> dict:
+        return self._nodes
 
     # ---- state -----------------------------------------------------------------------
     @property
     def status(self) -> str:
-        """``"paused"``, ``"finished"``, ``"aborted"`` or ``"error"``."""
+        """``"paused"``, ``"finished"``, ``"aborted"`` or ``"error"`` (of what is shown)."""
+        if self._behind():
+            return "paused"
         name = self._task.state_name
         return "paused" if name == "running" else name
 
     @property
     def finished(self) -> bool:
-        return self._task.done
+        return self._task.done and not self._behind()
 
     @property
     def current(self) -> int | None:
-        """The id of the node the next :meth:`step` runs (None when nothing is left)."""
+        """The node being shown (after :meth:`step_event`) or the one the next step runs."""
+        if self._view.running is not None:
+            return self._view.running
         node = self._task.peek()
         return None if node is None else node.node_id
 
     @property
     def events(self) -> list[dict]:
-        """Every event recorded so far, in the engine's order."""
-        return list(self._recorder.events)
+        """The events shown so far, in the engine's order."""
+        return self._recorder.events[:self._cursor]
 
     @property
     def error(self) -> BaseException | None:
@@ -127,17 +139,12 @@ class DebugSession:
 
     def node_states(self) -> dict[int, str]:
         """Each node's state: pending, ready, running, done, released or error."""
-        return {node_id: self._recorder.states.get(node_id, "pending") for node_id in self._nodes}
-
-    def node(self, node_id: int) -> dict:
-        """What is known about one node: name, kind, state, gradients in and out (summaries)."""
-        if node_id not in self._nodes:
-            raise KeyError(f"no node with id {node_id} in this session's graph")
-        info = dict(self._nodes[node_id])
-        info["state"] = self._recorder.states.get(node_id, "pending")
-        info["grads_in"] = self._recorder.grads_in.get(node_id)
-        info["grads_out"] = self._recorder.grads_out.get(node_id)
-        return info
+        states = self._view.node_states()
+        if not self._behind():
+            for node in self._task.ready_nodes():  # nodes made ready before the session
+                if states.get(node.node_id) == "pending":
+                    states[node.node_id] = "ready"
+        return states
 
     def graph(self) -> dict:
         """The graph to draw: nodes, edges (from a node to each of its next_functions), roots."""
@@ -147,24 +154,174 @@ class DebugSession:
             "roots": list(self._roots),
         }
 
+    def node(self, node_id: int) -> dict:
+        """Everything known about one node, for the inspector.
+
+        Keys: ``id``, ``name``, ``kind``, ``label``, ``state``; ``grads_in`` (summaries, as
+        they arrived), ``grads_out``; ``pending_buffer`` (summaries of the gradients collected
+        so far, for a node that has not run); ``materialized`` slots; ``exposed_buffers``;
+        ``hooks`` (registered) and ``hook_runs`` (what each run changed); ``casts``;
+        ``contributions``; ``saved`` (each saved tensor and whether it is still held);
+        ``released``; ``accumulated``; ``error``; ``source`` (the forward line, when the graph
+        was built under ``gradviz.record()`` or another forward observer).
+        """
+        info = self._view_node(self._view, node_id)
+        node = self._live[node_id]
+        info["pending_buffer"] = None
+        if info["state"] in ("pending", "ready"):
+            buffer = self._task.pending_buffer(node)
+            if buffer is not None:
+                info["pending_buffer"] = [summarize(g) for g in buffer]
+        info["hooks"] = _registered_hooks(node)
+        info["saved"] = [{"slot": slot, "label": label, "hooked": bool(saved._has_hooks),
+                          "held": not node._released}
+                         for slot, (label, saved) in enumerate(saved_tensors_of(node))]
+        if info["source"] is None:
+            info["source"] = node._forward_site
+        return info
+
+    def tensor(self, node_id: int, what: str = "grads_in", slot: int = 0):
+        """The full value behind a summary of :meth:`node`, while the session holds it.
+
+        ``what``: ``"grads_in"`` (as the node received them, before hooks),
+        ``"grads_received"`` (what its backward got, after hooks and zero-materialization),
+        ``"grads_out"``, ``"buffer"`` (a pending node's input buffer) or ``"saved"`` (a saved
+        tensor, until it is released).
+        """
+        if what not in _TENSOR_KINDS:
+            raise ValueError(f"tensor(what=...) must be one of {', '.join(_TENSOR_KINDS)}, "
+                             f"got {what!r}")
+        if node_id not in self._live:
+            raise KeyError(f"no node with id {node_id} in this session's graph")
+        node = self._live[node_id]
+        if what == "buffer":
+            values = self._task.pending_buffer(node)
+            if values is None:
+                raise LookupError(f"{node.name()} has no pending input buffer (it has either "
+                                  "run already or received nothing yet)")
+        elif what == "saved":
+            saved = saved_tensors_of(node)
+            if node._released or not saved:
+                raise LookupError(f"{node.name()} holds no saved tensors (none were saved, or "
+                                  "they were released after it ran; use retain_graph=True to "
+                                  "keep them)")
+            if not 0 <= slot < len(saved):
+                raise IndexError(f"{node.name()} saved {len(saved)} tensors; slot {slot} is out "
+                                 "of range")
+            return saved[slot][1].unpack(node)
+        else:
+            values = self._recorder.live[what].get(node_id)
+            if values is None:
+                raise LookupError(f"{node.name()} has not run yet, so it has no {what}")
+        if not 0 <= slot < len(values):
+            raise IndexError(f"{node.name()} has {len(values)} {what}; slot {slot} is out of range")
+        return values[slot]
+
+    def trace(self) -> Trace:
+        """Everything recorded so far as a :class:`gradviz.instrument.Trace` (to save/replay)."""
+        graph = {"nodes": [], "edges": [], "roots": []}
+        add_to_graph(graph, self._task.graph_root, set(), set())
+        return Trace(graph, [dict(e) for e in self._recorder.events])
+
     # ---- driving ---------------------------------------------------------------------
     def step(self):
-        """Run the next node and return it (None when the pass is over)."""
+        """Run the next node and return it (None when the pass is over).
+
+        After :meth:`step_event`, first finishes showing the node in progress and returns it.
+        An exception from the node's backward or hooks propagates (the node is in state
+        ``"error"`` and the session stays inspectable).
+        """
+        self.stopped_at = None
         try:
-            return self._task.step()
+            if self._behind():
+                node_id = self._view.running
+                self._show_all()
+                return self._live.get(node_id)
+            node = self._task.step()
+            return node
+        finally:
+            self._show_all()
+            self._notify()
+
+    def step_event(self) -> dict | None:
+        """Show the next event and return it (None when nothing is left); Note [Stepping by
+        event]. A failing node does not raise here: its ``error`` event is shown in turn and
+        :attr:`error` holds the exception."""
+        self.stopped_at = None
+        try:
+            if not self._behind():
+                if self._task.done:
+                    return None
+                try:
+                    self._task.step()
+                except Exception:
+                    pass  # recorded as an error event; shown in order
+                if not self._behind():
+                    return None
+            event = self._recorder.events[self._cursor]
+            self._show(1)
+            return event
         finally:
             self._notify()
 
     def continue_(self) -> None:
-        """Run to the end of the backward pass."""
+        """Run until a breakpoint stops the pass, or to its end.
+
+        Stops *before* a node that matches a node or Function breakpoint (not the one the
+        session is paused at) and right *after* an event that matches an event, NaN/Inf or
+        predicate breakpoint. ``stopped_at`` names the breakpoint. Exceptions propagate as in
+        :meth:`step`.
+        """
+        self.stopped_at = None
+        first = True
         try:
-            self._task.run()
+            while True:
+                while self._behind():
+                    event = self._recorder.events[self._cursor]
+                    self._show(1)
+                    hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))
+                    if hit is not None:
+                        self.stopped_at = hit
+                        return
+                if self._task.done:
+                    return
+                node = self._task.peek()
+                if node is not None and not first:
+                    hit = self.breakpoints.node_hit(node.node_id, node.name())
+                    if hit is not None:
+                        self.stopped_at = hit
+                        return
+                first = False
+                try:
+                    self._task.step()
+                except BaseException:
+                    self._show_all()
+                    raise
         finally:
             self._notify()
 
+    def run_to(self, node) -> None:
+        """Continue until ``node`` (a node or its id) is the next to run, or the pass ends.
+
+        Other breakpoints still stop on the way.
+        """
+        node_id = node.node_id if hasattr(node, "node_id") else node
+        if node_id not in self._nodes:
+            raise KeyError(f"no node with id {node_id} in this session's graph")
+        if self.current == node_id and not self._behind():
+            return
+        temporary = self.breakpoints.add(Breakpoint(node=node_id))
+        try:
+            self.continue_()
+        finally:
+            temporary.remove()
+        if self.stopped_at is temporary:
+            self.stopped_at = None
+
     def abort(self) -> None:
-        """Stop here; nodes that have not run never will."""
+        """Stop here; nodes that have not run never will. The engine stays usable."""
         self._task.abort()
+        self._show_all()
         self._notify()
 
     def doctor(self, **options):
@@ -181,60 +338,19 @@ class DebugSession:
         tensors, gradient = self._doctor_arguments
         return doctor(tensors, gradient, **options)
 
-    def add_listener(self, callback):
-        """Call ``callback(session)`` after every change; returns a handle with ``remove()``."""
-        self._listeners.append(callback)
-        return _ListenerHandle(self._listeners, callback)
-
-    def _notify(self):
-        for callback in list(self._listeners):
-            callback(self)
-
     def __repr__(self) -> str:
         states = self.node_states()
         done = sum(1 for s in states.values() if s in ("done", "released"))
         return f"<DebugSession {self.status}: {done}/{len(states)} nodes run>"
 
 
-def _describe_node(node) -> dict:
-    """The node as the widget draws it; ``label`` carries what the name does not say."""
-    kind = node._kind()
-    label = ""
-    if kind == "accumulate_grad":
-        variable = node.variable
-        label = f"{list(variable._data.shape)} {variable.dtype.name}"
-    elif node.num_inputs:
-        meta = node.input_metadata(0)
-        if meta is not None:
-            label = f"{list(meta.shape)}"
-    return {"id": node.node_id, "name": node.name(), "kind": kind, "label": label}
+def _registered_hooks(node) -> dict:
+    def names(hooks):
+        return [_engine._hook_name(h) for h in hooks] if hooks else []
 
-
-def _walk(root):
-    """Nodes and edges reachable from ``root`` (iteratively; GraphRoot itself is left out)."""
-    nodes: dict[int, dict] = {}
-    edges: list[dict] = []
-    if isinstance(root, _engine.GraphRoot):
-        starts = [n for n, _ in root.next_functions if n is not None]
-    else:
-        starts = [root]
-    roots = []
-    stack = []
-    for node in starts:
-        if node.node_id not in nodes:
-            nodes[node.node_id] = _describe_node(node)
-            roots.append(node.node_id)
-            stack.append(node)
-    while stack:
-        node = stack.pop()
-        for next_node, input_nr in node.next_functions:
-            if next_node is None:
-                continue
-            edges.append({"source": node.node_id, "target": next_node.node_id, "input_nr": input_nr})
-            if next_node.node_id not in nodes:
-                nodes[next_node.node_id] = _describe_node(next_node)
-                stack.append(next_node)
-    return nodes, edges, roots
+    tensor_hooks = node._tensor_pre_hooks or {}
+    return {"pre": names(node._pre_hooks), "post": names(node._post_hooks),
+            "tensor_pre": {slot: names(hooks) for slot, hooks in tensor_hooks.items() if hooks}}
 
 
 def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -243,6 +359,15 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     Takes the arguments of :meth:`Tensor.backward` and returns a :class:`DebugSession`.
     Running it to the end has exactly the effect of ``tensors.backward(...)``: the same
     ``.grad`` values, and saved tensors freed unless ``retain_graph``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([2.0], requires_grad=True)
+    >>> session = torch.debug.backward((x * x).sum())
+    >>> session.run_to(session.graph()["nodes"][-1]["id"])
+    >>> session.node(session.current)["name"]
+    'AccumulateGrad'
     """
     recorder = _SessionRecorder()
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,

@@ -86,15 +86,17 @@ def describe_node(node) -> dict:
     return {"id": node.node_id, "name": node.name(), "kind": kind, "label": label}
 
 
-def walk_graph(root):
-    """``(nodes, edges, roots)`` reachable from ``root`` (iteratively; a GraphRoot is skipped).
+def walk_graph(root, include_graph_root=False):
+    """``(nodes, edges, roots, live)`` reachable from ``root``, iteratively.
 
-    ``nodes`` maps id to :func:`describe_node` and ``live`` maps id to the node object.
+    ``nodes`` maps id to :func:`describe_node` and ``live`` maps id to the node object. The
+    engine's ``GraphRoot`` (several roots) is left out unless ``include_graph_root``: it is not
+    part of the user's graph (torch hides it too), but a trace needs it because it runs.
     """
     nodes: dict[int, dict] = {}
     live: dict[int, object] = {}
     edges: list[dict] = []
-    if isinstance(root, _engine.GraphRoot):
+    if isinstance(root, _engine.GraphRoot) and not include_graph_root:
         starts = [n for n, _ in root.next_functions if n is not None]
     else:
         starts = [root]
@@ -159,8 +161,7 @@ def forward_source() -> dict | None:
     frame = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if not os.path.abspath(filename).startswith(_GRADVIZ_DIRS) and filename != "<string>" \
-                or filename.startswith("<doctest") or filename.startswith("<ipython"):
+        if filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS):
             line = frame.f_lineno
             code = linecache.getline(filename, line).strip()
             return {"file": filename, "line": line, "function": frame.f_code.co_name,

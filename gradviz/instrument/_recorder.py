@@ -20,6 +20,7 @@ from ._summary import summarize
 
 __all__ = ["Recorder", "EVENT_KINDS", "SCHEMA_VERSION"]
 
+_MAX_PENDING_PACKS = 64
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
              "ninth", "tenth")
 _HOW_TEXT = {
@@ -136,12 +137,18 @@ class Recorder(_engine.Observer):
     def _flush_packs(self, node):
         slots = {id(item): (slot, label)
                  for slot, (label, item) in enumerate(saved_tensors_of(node))}
-        pending, self._pending_packs = self._pending_packs, []
-        for saved, hook in pending:
+        matched = []
+        unmatched = []
+        for saved, hook in self._pending_packs:
             found = slots.get(id(saved))
             if found is None:
-                continue  # saved by something that made no node (grad mode off, say)
-            slot, label = found
+                # not this node's: a pack hook that records ops of its own (t.clone()) creates
+                # nodes before the saving node exists; keep a bounded backlog
+                unmatched.append((saved, hook))
+            else:
+                matched.append((found, hook))
+        self._pending_packs = unmatched[-_MAX_PENDING_PACKS:]
+        for (slot, label), hook in sorted(matched, key=lambda item: item[0][0]):
             hook_name = _engine._hook_name(hook)
             self._event("saved_packed", None, node,
                         f"{node.name()} packed {label} with the saved-tensor hook {hook_name}.",

@@ -64,12 +64,18 @@ def _rpow(self, other):
     return P.pow(other, self)
 
 
+from gradviz_ext import ops as _ext_ops  # noqa: E402
+
+_ext_ops.install_arithmetic(add=P.ADD, sub=P.SUB, mul=P.MUL, div=P.DIV, neg=P.NEG,
+                            add_py=P.add, sub_py=P.sub, mul_py=P.mul, div_py=P.div, neg_py=P.neg)
+
 _tensor.install_methods({
-    "__add__": P.add, "__radd__": P.add, "add": P.add,
-    "__sub__": P.sub, "__rsub__": P.rsub, "sub": P.sub,
-    "__mul__": P.mul, "__rmul__": P.mul, "mul": P.mul,
-    "__truediv__": P.div, "__rtruediv__": _rtruediv, "div": P.div,
-    "__neg__": P.neg, "neg": P.neg, "__pos__": lambda self: self,
+    # the dunders are compiled fast paths to the same ops (Note [Op fast paths])
+    "__add__": _ext_ops.tensor_add, "__radd__": _ext_ops.tensor_radd, "add": P.add,
+    "__sub__": _ext_ops.tensor_sub, "__rsub__": P.rsub, "sub": P.sub,
+    "__mul__": _ext_ops.tensor_mul, "__rmul__": _ext_ops.tensor_rmul, "mul": P.mul,
+    "__truediv__": _ext_ops.tensor_truediv, "__rtruediv__": _rtruediv, "div": P.div,
+    "__neg__": _ext_ops.tensor_neg, "neg": P.neg, "__pos__": lambda self: self,
     "__pow__": P.pow, "__rpow__": _rpow, "pow": P.pow,
     "__matmul__": L.matmul, "__rmatmul__": _reflected(L.matmul), "matmul": L.matmul,
     "mm": L.mm, "mv": L.mv, "dot": L.dot, "bmm": L.bmm,

@@ -22,9 +22,10 @@ from __future__ import annotations
 import numpy as np
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap
+from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._registry import Op, apply
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
@@ -86,6 +87,8 @@ def _rebase(self, result):
     node = result.grad_fn
     self.grad_fn = node
     self._output_nr = result._output_nr
+    if self._retains_grad:
+        _update_retains_grad(self)
     saved = getattr(node, "_saved_output", None)
     if saved is not None:
         # the node saved its output: that output is now `self`, at its new version
@@ -97,6 +100,14 @@ def inplace(self, fn, *others):
 
     ``others`` are the other tensor operands, only used to decide whether a graph is needed.
     """
+    if _ext_ops._forward_ad is not None:  # a dual level is active: the tangent changes too
+        from ..autograd import _forward_ad_impl
+
+        return _forward_ad_impl.inplace(self, fn, others, _inplace)
+    return _inplace(self, fn, *others)
+
+
+def _inplace(self, fn, *others):
     if not isinstance(self, Tensor):
         raise TypeError(f"in-place operation on {type(self).__name__}")
     _check_writable(self)
@@ -179,6 +190,9 @@ def _inplace_on_view(self, fn):
     fresh = _replay(base, chain)
     self.grad_fn = fresh.grad_fn
     self._output_nr = fresh._output_nr
+    if self._retains_grad or base._retains_grad:
+        _update_retains_grad(self)
+        _update_retains_grad(base)
     return self
 
 

@@ -24,7 +24,11 @@ __all__ = [
 
 
 def _check_operand(value, op_name):
-    if isinstance(value, Tensor) or isinstance(value, (numbers.Number, np.generic)):
+    if isinstance(value, Tensor):
+        return value
+    if isinstance(value, np.generic):
+        return value.item()  # numpy scalars promote like Python scalars, as in torch
+    if isinstance(value, numbers.Number):
         return value
     raise TypeError(
         f"{op_name}(): expected a Tensor or a number as operand, got {type(value).__name__}"
@@ -56,6 +60,11 @@ def add(input, other, *, alpha=1):
 
 
 def _check_not_bool(*operands):
+    if len(operands) == 2 and all(isinstance(v, Tensor) and v.dtype is _dtypes.bool for v in operands):
+        raise RuntimeError(
+            "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+            "or `logical_xor()` operator instead."
+        )
     for value in operands:
         if isinstance(value, (bool, np.bool_)) or (isinstance(value, Tensor)
                                                    and value.dtype is _dtypes.bool):

@@ -31,7 +31,6 @@ def test_dropped_graph_is_freed_without_the_cycle_collector():
 
 
 def test_a_cycle_through_a_hook_is_still_collected():
-    # Note [Untracked nodes]: built-in nodes leave the GC until they get a hook
     x = gv.ones(3, requires_grad=True)
     y = x * 2
     ref = weakref.ref(y.grad_fn)
@@ -41,13 +40,23 @@ def test_a_cycle_through_a_hook_is_still_collected():
     assert ref() is None
 
 
-def test_built_in_nodes_are_not_tracked_by_the_cycle_collector():
+def test_a_cycle_from_an_upstream_hook_to_a_downstream_tensor_is_collected():
+    # every node stays visible to the collector: a hook on an early node that references a
+    # later tensor closes a cycle through nodes that have no hooks themselves
     x = gv.ones(3, requires_grad=True)
-    y = x * 2 + 1
-    node = y.grad_fn
-    assert gc.is_tracked(node) is (not gradviz_ext.COMPILED)
-    node.register_prehook(lambda grads: None)
-    assert gc.is_tracked(node)
+    h = x * 2
+    y = (h * 3).exp()
+    refs = [weakref.ref(y.grad_fn), weakref.ref(h.grad_fn)]
+    h.grad_fn.register_hook(lambda grad_inputs, grad_outputs, y=y: None)
+    del h, y
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_input_metadata_is_not_tracked_by_the_cycle_collector():
+    x = gv.ones(3, requires_grad=True)
+    meta = (x * 2).grad_fn.input_metadata(0)
+    assert gc.is_tracked(meta) is (not gradviz_ext.COMPILED)
 
 
 def test_training_loop_memory_stays_flat():

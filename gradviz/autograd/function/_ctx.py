@@ -64,7 +64,8 @@ class FunctionCtx:
         self._to_save = tensors
 
     def save_for_forward(self, *tensors):
-        """Save tensors (or ``None``) for ``jvp`` (forward-mode AD); stored only."""
+        """Save tensors (or ``None``) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
+        returns them (Note [Forward AD of custom Functions] in ``_function.py``)."""
         for value in tensors:
             if value is not None and not isinstance(value, Tensor):
                 # torch raises AssertionError here; same type, so ported code behaves alike
@@ -114,6 +115,7 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
     """Base of every ``<Fn>Backward`` node: the ctx and the graph node in one object."""
 
     _forward_cls: Any = None
+    _in_jvp = False  # True while the Function's jvp runs (saved_tensors reads save_for_forward)
 
     def __init__(self):
         _engine.Node.__init__(self)
@@ -128,6 +130,7 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
         self._tensor_input_positions = ()
         self._num_forward_inputs = 0
         self._in_backward = False
+        self._in_jvp = False
 
     def name(self):
         return type(self).__name__
@@ -141,7 +144,12 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
     # ---- saved tensors ------------------------------------------------------------------
     @property
     def saved_tensors(self):
-        """The tensors given to ``save_for_backward``, checked for in-place modification."""
+        """The tensors given to ``save_for_backward``, checked for in-place modification.
+
+        Inside ``jvp``: the tensors given to ``save_for_forward`` (an empty tuple if none).
+        """
+        if self._in_jvp:
+            return tuple(getattr(self, "saved_for_forward", ()))
         if self._saved is None:
             if self._released:
                 raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)

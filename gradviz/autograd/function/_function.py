@@ -16,6 +16,14 @@ After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMAN
 * an input returned unchanged becomes a new tensor object sharing its data and version;
 * a non-differentiable output (marked, or of an integer dtype) gets no ``grad_fn``, but its
   slot keeps metadata so ``backward`` receives zeros of its shape and dtype.
+
+Note [Forward AD of custom Functions]
+-------------------------------------
+Under a dual level (``gradviz.autograd.forward_ad``), ``forward`` runs with tangent
+propagation off, like grad mode. Afterwards, if an argument has a tangent,
+``_forward_ad_impl.function_jvp`` calls the user's ``jvp`` (SEMANTICS 13) and attaches the
+tangents it returns to the wrapped outputs; ``ctx.saved_tensors`` inside ``jvp`` returns what
+``save_for_forward`` saved.
 """
 
 from __future__ import annotations
@@ -24,8 +32,10 @@ import inspect
 import warnings
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ext_ops
 
-from ..._tensor import Tensor, _wrap
+from ..._tensor import Tensor, _update_retains_grad, _wrap
+from .. import _transform_state
 from ._ctx import NO_BACKWARD_MESSAGE, BackwardCFunction
 
 __all__ = ["Function", "FunctionMeta"]
@@ -108,9 +118,25 @@ class Function(metaclass=FunctionMeta):
 
     vjp = backward
 
+    generate_vmap_rule = False  # True: gradviz.func.vmap applies the Function per example
+
+    @staticmethod
+    def vmap(info, in_dims, *args):
+        """The batching rule under ``gradviz.func.vmap``: returns ``(output, out_dims)``.
+
+        ``info.batch_size`` and ``info.randomness`` describe the vmap; ``in_dims`` has one
+        ``Optional[int]`` per argument. Override it or set ``generate_vmap_rule = True``
+        (not both); either requires the ``setup_context`` style of ``forward``.
+        """
+        raise NotImplementedError(
+            "To use autograd.Function with vmap, you must either override the vmap "
+            "staticmethod or set generate_vmap_rule=True."
+        )
+
     @staticmethod
     def jvp(ctx, *grad_inputs):
-        """Forward-mode derivative (not implemented in gradviz yet)."""
+        """Forward-mode derivative: one tangent per forward argument in (``None`` for
+        non-tensors), one per output out (Note [Forward AD of custom Functions])."""
         raise NotImplementedError(
             "You must implement the jvp function for custom autograd.Function to use it with "
             "forward mode AD."
@@ -119,6 +145,10 @@ class Function(metaclass=FunctionMeta):
     @classmethod
     def apply(cls, *args, **kwargs):
         """Run ``forward`` and record the node that will run ``backward``."""
+        if _transform_state.stack:  # inside gradviz.func.vmap/grad/...: their rules apply
+            from ...func import _vmap
+
+            return _vmap.apply_function(cls, args, kwargs)
         return _apply(cls, args, kwargs)[1]
 
 
@@ -172,7 +202,9 @@ def _apply(cls, args, kwargs, prepare=None):
         ctx._forward_args = tuple(_wrap(a._data.copy()) if isinstance(a, Tensor) else a
                                   for a in args)
 
+    forward_ad = _ext_ops._forward_ad  # Note [Forward AD of custom Functions]
     previous = _engine.set_grad_enabled_flag(False)
+    _ext_ops._forward_ad = None
     try:
         if setup_context:
             outputs = cls.forward(*args)
@@ -181,8 +213,14 @@ def _apply(cls, args, kwargs, prepare=None):
             outputs = cls.forward(ctx, *args)
     finally:
         _engine.set_grad_enabled_flag(previous)
+        _ext_ops._forward_ad = forward_ad
 
-    return ctx, _wrap_outputs(ctx, args, outputs, is_executable)
+    wrapped = _wrap_outputs(ctx, args, outputs, is_executable)
+    if forward_ad is not None:
+        from .. import _forward_ad_impl
+
+        _forward_ad_impl.function_jvp(cls, ctx, args, outputs, wrapped)
+    return ctx, wrapped
 
 
 def _wrap_outputs(ctx, args, outputs, is_executable):
@@ -295,6 +333,7 @@ def _rebase_dirty(tensor, ctx, nr, differentiable):
         tensor.grad_fn = ctx
         tensor._output_nr = nr
         tensor._requires_grad = False
+        _update_retains_grad(tensor)
         return
     # a view: the write went through to its base, whose history gets a CopySlices node
     # (the same as an in-place op on a view, Note [In-place semantics] in ops/_inplace.py)
@@ -311,6 +350,8 @@ def _rebase_dirty(tensor, ctx, nr, differentiable):
     tensor.grad_fn = fresh.grad_fn
     tensor._output_nr = fresh._output_nr
     tensor._requires_grad = False
+    _update_retains_grad(tensor)
+    _update_retains_grad(base)
 
 
 def _save_variables(ctx, wrapped, raw):

@@ -1,0 +1,118 @@
+"""Instrumentation cost: the chain backward with no observer, with a do-nothing observer and
+with a ``Recorder``; the recorder's cost per event, and a bound on what the idle observer
+points cost (what "compiling the instrumentation out" could save). See bench/README.md.
+
+    python bench/instrument.py                   # table
+    python bench/instrument.py --json out.json   # also the raw timings
+    GRADVIZ_PURE_PYTHON=1 python bench/instrument.py
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import timeit  # noqa: E402
+
+import gradviz  # noqa: E402
+from gradviz.autograd._functional import make_graph_task  # noqa: E402
+from gradviz.instrument import Observer, Recorder  # noqa: E402
+
+
+def chain(n, shape):
+    x = gradviz.ones(shape, requires_grad=True)
+    y = x
+    for _ in range(n):
+        y = y * 1.0001 + 0.0001
+    return x, y
+
+
+def backward_seconds(n, shape, make_observer):
+    """Time one backward of a fresh chain; returns (seconds, events recorded or None)."""
+    x, y = chain(n, shape)
+    observer = make_observer()
+    task = make_graph_task(y, gradviz.ones(shape), observer=observer)
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        task.run()
+        elapsed = time.perf_counter() - start
+    finally:
+        gc.enable()
+    expected = 1.0001 ** n
+    got = float(x.grad.numpy().ravel()[0])
+    if abs(got - expected) > 1e-3 * expected:
+        raise AssertionError(f"d y / d x = {got}, expected {expected}")
+    events = len(observer.events) if isinstance(observer, Recorder) else None
+    return elapsed, events
+
+
+VARIANTS = (
+    ("no observer", lambda: None),
+    ("no-op observer", Observer),
+    ("Recorder", Recorder),
+)
+
+
+def idle_point_seconds():
+    """Interpreted cost of one idle observer point (``if observer is not None``), minus the
+    loop's own cost: an upper bound for the compiled engine, where the point is one C pointer
+    comparison (``__pyx_v_observer != Py_None``)."""
+    number = 2_000_000
+    test = min(timeit.repeat("if observer is not None: pass", setup="observer = None",
+                             number=number, repeat=5))
+    empty = min(timeit.repeat("pass", number=number, repeat=5))
+    return max(test - empty, 0.0) / number
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--n", type=int, default=10_000, help="chain length (2 n + 1 nodes)")
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--json", metavar="PATH")
+    args = parser.parse_args(argv)
+    shape = (1,)
+    nodes = 2 * args.n + 1
+    rows = {}
+    for name, make in VARIANTS:
+        backward_seconds(min(args.n, 200), shape, make)  # warm-up
+        runs = [backward_seconds(args.n, shape, make) for _ in range(args.repeats)]
+        rows[name] = {"seconds": [r[0] for r in runs], "median": statistics.median(r[0] for r in runs),
+                      "events": runs[0][1]}
+    base = rows["no observer"]["median"]
+    events = rows["Recorder"]["events"]
+    points_per_node = events / nodes  # the points an observer is called at are the idle ones
+    idle = idle_point_seconds()
+    print(f"instrumentation cost: chain of {args.n} iterations ({nodes} nodes), shape {shape}, "
+          f"{gradviz.config()['engine']} engine, median of {args.repeats}")
+    print(f"{'variant':>16} | {'µs/node':>8} | {'vs none':>8}")
+    for name, row in rows.items():
+        print(f"{name:>16} | {row['median'] / nodes * 1e6:>8.2f} | {row['median'] / base:>7.2f}x")
+    recorder_cost = (rows["Recorder"]["median"] - base) / events
+    dispatch_cost = (rows["no-op observer"]["median"] - base) / events
+    print(f"recorder: {events} events ({points_per_node:.1f} per node); "
+          f"{recorder_cost * 1e6:.2f} µs per event, of which {dispatch_cost * 1e6:.2f} µs is "
+          "calling the observer")
+    bound = points_per_node * idle / (base / nodes)
+    print(f"idle observer points: {points_per_node:.1f} per node x at most {idle * 1e9:.1f} ns "
+          f"(interpreted 'is not None' test) = at most {bound:.2%} of the no-observer backward")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"n": args.n, "nodes": nodes, "variants": rows,
+                       "recorder_us_per_event": recorder_cost * 1e6,
+                       "idle_point_ns_upper_bound": idle * 1e9,
+                       "idle_fraction_upper_bound": bound}, handle, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

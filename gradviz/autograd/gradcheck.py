@@ -1,0 +1,310 @@
+"""``gradcheck`` and ``gradgradcheck``: compare analytical gradients with finite differences,
+as ``torch.autograd.gradcheck`` does.
+
+Note [Gradcheck]
+----------------
+For every differentiable input ``i`` and differentiable output ``k``:
+
+* the numerical Jacobian comes from central differences, ``(f(x + eps) - f(x - eps)) / 2eps``,
+  one input element at a time, perturbing the input's own storage in its own dtype (float64
+  is needed for the default tolerances; other dtypes get PyTorch's warning);
+* the analytical Jacobian comes from ``autograd.grad`` with a unit cotangent for each output
+  element (one row of the Jacobian per backward pass);
+* entries agree when ``|analytical - numerical| <= atol + rtol * |numerical|`` (``allclose``).
+
+A mismatch raises :class:`GradcheckError` (a ``RuntimeError``, as in PyTorch) that keeps
+PyTorch's first line, "Jacobian mismatch for output k with respect to input i," and then lists
+the worst entries instead of both full Jacobians. Inputs are numbered by their position in
+``inputs``.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+
+from .._tensor import Tensor, _wrap
+from . import grad_mode
+from ._functional import grad as _grad
+
+__all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
+
+_SHOWN_ENTRIES = 5
+
+
+class GradcheckError(RuntimeError):
+    """Raised by :func:`gradcheck` and :func:`gradgradcheck` when a check fails."""
+
+
+def _as_tuple(value):
+    if isinstance(value, Tensor):
+        return (value,)
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return tuple(value)
+    return (value,)
+
+
+def _differentiable(value):
+    return isinstance(value, Tensor) and value.requires_grad and value.dtype.is_floating_point
+
+
+def _outputs(func, inputs):
+    return _as_tuple(func(*inputs))
+
+
+def _output_values(func, inputs):
+    """Copies of the outputs' values (an output may be a view of the perturbed input)."""
+    return [out._data.copy() if isinstance(out, Tensor) else None
+            for out in _outputs(func, inputs)]
+
+
+def _numerical_jacobians(func, inputs, positions, eps):
+    """``{(k, i): J}`` with ``J[a, b] = d out_k[b] / d in_i[a]`` for every tensor output ``k``
+    and differentiable input position ``i`` (central differences)."""
+    reference = _outputs(func, inputs)
+    out_positions = [k for k, out in enumerate(reference) if isinstance(out, Tensor)]
+    jacobians = {(k, i): np.zeros((inputs[i].numel(), reference[k].numel()))
+                 for k in out_positions for i in positions}
+    for i in positions:
+        data = inputs[i]._data
+        for a, index in enumerate(np.ndindex(data.shape)):
+            original = data[index].copy()
+            data[index] = original + eps
+            plus = _output_values(func, inputs)
+            data[index] = original - eps
+            minus = _output_values(func, inputs)
+            data[index] = original
+            for k in out_positions:
+                difference = plus[k] - minus[k]
+                jacobians[(k, i)][a] = (np.asarray(difference, dtype=np.float64).reshape(-1)
+                                        / (2 * eps))
+    return reference, jacobians
+
+
+def _analytical_jacobians(outputs, inputs, positions):
+    """``{(k, i): J}`` for each differentiable output ``k``, one backward pass per element."""
+    diff_inputs = [inputs[i] for i in positions]
+    jacobians = {}
+    for k, out in enumerate(outputs):
+        if not _differentiable(out):
+            continue
+        n_out = out.numel()
+        for i in positions:
+            jacobians[(k, i)] = np.zeros((inputs[i].numel(), n_out))
+        for b in range(n_out):
+            unit = np.zeros(n_out, dtype=out._data.dtype)
+            unit[b] = 1
+            grads = _grad(out, diff_inputs, _wrap(unit.reshape(out._data.shape)),
+                          retain_graph=True, allow_unused=True)
+            for i, g in zip(positions, grads):
+                if g is not None:
+                    if tuple(g.shape) != tuple(inputs[i].shape):
+                        raise GradcheckError(
+                            f"Analytical gradient has incorrect size: the gradient of output "
+                            f"{k} with respect to input {i} has shape {list(g.shape)}, but the "
+                            f"input has shape {list(inputs[i].shape)}"
+                        )
+                    jacobians[(k, i)][:, b] = np.asarray(g._data, dtype=np.float64).reshape(-1)
+    return jacobians
+
+
+def _index_text(flat, shape):
+    if not shape:
+        return "[]"
+    return "[" + ", ".join(str(int(v)) for v in np.unravel_index(flat, shape)) + "]"
+
+
+def _mismatch_message(k, i, numerical, analytical, atol, rtol, in_shape, out_shape, what):
+    excess = np.abs(analytical - numerical) - (atol + rtol * np.abs(numerical))
+    bad = np.argwhere(~(excess <= 0))  # NaN counts as a mismatch
+    order = np.argsort(-np.nan_to_num(excess[tuple(bad.T)], nan=np.inf), kind="stable")
+    lines = [
+        f"Jacobian mismatch for output {k} with respect to input {i},",
+        f"{len(bad)} of {numerical.size} entries of d(output {k})/d(input {i}) differ "
+        f"(atol={atol:g}, rtol={rtol:g}); the worst:",
+        f"  {'input index':>12} {'output index':>13} {'numerical':>14} {what:>14} "
+        f"{'difference':>12}",
+    ]
+    for row in bad[order[:_SHOWN_ENTRIES]]:
+        a, b = int(row[0]), int(row[1])
+        n, g = numerical[a, b], analytical[a, b]
+        lines.append(f"  {_index_text(a, in_shape):>12} {_index_text(b, out_shape):>13} "
+                     f"{n:>14.6g} {g:>14.6g} {g - n:>12.3g}")
+    if len(bad) > _SHOWN_ENTRIES:
+        lines.append(f"  ... and {len(bad) - _SHOWN_ENTRIES} more")
+    ratio = _common_ratio(numerical, analytical)
+    if ratio == 0.0:
+        lines.append(f"Hint: the {what} Jacobian is zero where the numerical one is not (a "
+                     "detached tensor, or a missing gradient?).")
+    elif ratio is not None:
+        lines.append(f"Hint: the {what} Jacobian is {ratio:.4g} times the numerical one "
+                     "everywhere (a missing or extra constant factor?).")
+    return "\n".join(lines)
+
+
+def _common_ratio(numerical, analytical):
+    mask = np.abs(numerical) > 1e-8
+    if not mask.any() or not np.all(np.isfinite(analytical)):
+        return None
+    ratios = analytical[mask] / numerical[mask]
+    if np.all(np.abs(analytical[~mask]) <= 1e-8) and np.allclose(ratios, ratios[0], rtol=1e-3) \
+            and not np.isclose(ratios[0], 1.0):
+        return float(ratios[0])
+    return None
+
+
+def _fail(message, raise_exception):
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """Check the gradients of ``func`` at ``inputs`` against central finite differences.
+
+    Parameters
+    ----------
+    func : callable
+        Takes the tensors of ``inputs`` and returns a Tensor or a tuple of Tensors.
+    inputs : Tensor or tuple
+        The point to check at. Tensors with ``requires_grad=True`` are differentiated; use
+        float64 (other dtypes warn, as in PyTorch).
+    eps, atol, rtol : float
+        Finite-difference step and the ``allclose`` tolerances.
+    raise_exception : bool
+        Raise :class:`GradcheckError` on failure (default) or return False.
+
+    The remaining keywords exist for PyTorch compatibility: ``nondet_tol``,
+    ``check_undefined_grad``, ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and
+    ``masked`` are accepted (the full Jacobian is always compared); the batched and
+    forward-AD checks are not supported.
+
+    Returns
+    -------
+    bool
+        True when every Jacobian agrees.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    >>> torch.autograd.gradcheck(lambda t: (t * t).sin(), (x,))
+    True
+    >>> class Twice(torch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, t):
+    ...         return t * 2
+    ...     @staticmethod
+    ...     def backward(ctx, g):
+    ...         return g * 3  # wrong
+    >>> torch.autograd.gradcheck(Twice.apply, (x,), raise_exception=False)
+    False
+    """
+    if check_batched_grad or check_batched_forward_grad or check_forward_ad:
+        raise NotImplementedError(
+            "gradviz's gradcheck does not support check_batched_grad, "
+            "check_batched_forward_grad or check_forward_ad yet"
+        )
+    del nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode, masked
+    inputs = _as_tuple(inputs)
+    positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
+    if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        raise ValueError(
+            "gradcheck expects at least one input tensor to require gradient, but none of "
+            "them have requires_grad=True."
+        )
+    for i in positions:
+        if inputs[i].dtype.name != "float64":
+            warnings.warn(
+                f"Input #{i} requires gradient and is not a double precision floating point "
+                "or complex. This check will likely fail if all the inputs are not of double "
+                "precision floating point or complex. ",
+                UserWarning, stacklevel=2)
+    if not check_backward_ad:
+        return True
+
+    with grad_mode.enable_grad():
+        outputs = _outputs(func, inputs)
+        analytical = _analytical_jacobians(outputs, inputs, positions)
+        _, numerical = _numerical_jacobians(func, inputs, positions, eps)
+
+    for (k, i), jacobian in numerical.items():
+        out = outputs[k]
+        if (k, i) not in analytical:
+            if _differentiable(out) or not out.dtype.is_floating_point:
+                continue
+            if np.any(jacobian != 0):
+                return _fail(
+                    f"Numerical gradient for function expected to be zero: output {k} does not "
+                    f"require grad, but changes with input {i} (largest finite difference "
+                    f"{np.max(np.abs(jacobian)):.6g}).", raise_exception)
+            continue
+        expected = analytical[(k, i)]
+        if not np.allclose(expected, jacobian, rtol=rtol, atol=atol):
+            return _fail(_mismatch_message(k, i, jacobian, expected, atol, rtol,
+                                           tuple(inputs[i].shape), tuple(out.shape),
+                                           "analytical"), raise_exception)
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """Check second derivatives: :func:`gradcheck` of the map
+    ``(inputs, grad_outputs) -> autograd.grad(func(inputs), inputs, grad_outputs,
+    create_graph=True)``.
+
+    ``grad_outputs`` default to random (normally distributed, fixed seed) tensors shaped like
+    the differentiable outputs; they require grad, so the check covers the dependence on them.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    >>> torch.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,))
+    True
+    """
+    if check_fwd_over_rev or check_batched_grad:
+        raise NotImplementedError(
+            "gradviz's gradgradcheck does not support check_fwd_over_rev or check_batched_grad")
+    del gen_non_contig_grad_outputs
+    inputs = _as_tuple(inputs)
+    positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
+    if grad_outputs is None:
+        with grad_mode.enable_grad():
+            outputs = _outputs(func, inputs)
+        rng = np.random.default_rng(0)
+        grad_outputs = tuple(
+            _wrap(rng.standard_normal(out._data.shape).astype(out._data.dtype),
+                  requires_grad=True)
+            for out in outputs if _differentiable(out))
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+    n_inputs = len(inputs)
+
+    def first_derivatives(*args):
+        outs = [out for out in _outputs(func, args[:n_inputs]) if _differentiable(out)]
+        diff_inputs = [args[i] for i in positions]
+        grads = _grad(outs, diff_inputs, list(args[n_inputs:]), create_graph=True,
+                      allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    if not check_rev_over_rev:
+        return True
+    try:
+        return gradcheck(first_derivatives, inputs + tuple(grad_outputs), eps=eps, atol=atol,
+                         rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                         check_undefined_grad=check_undefined_grad,
+                         check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+    except GradcheckError as error:
+        raise GradcheckError(
+            f"{error}\n(gradgradcheck: output j is the first derivative with respect to the "
+            f"j-th input that requires grad; inputs {n_inputs} and above are the grad_outputs)"
+        ) from None

@@ -1,0 +1,100 @@
+"""What a debugger shows, computed from events alone: node states and per-node facts.
+
+Live sessions (``DebugSession``, ``CallSession``) and recorded ones (``ReplaySession``) feed the
+events they display, in order, into a :class:`EventView`; so a trace replays to exactly the
+picture the live session showed. ``ReplaySession.step_back`` rebuilds a view from the start.
+"""
+
+from __future__ import annotations
+
+__all__ = ["EventView", "NODE_STATES"]
+
+NODE_STATES = ("pending", "ready", "running", "done", "released", "error")
+
+
+class EventView:
+    """Node states and per-node facts after a prefix of the event stream."""
+
+    def __init__(self, node_ids=()):
+        self.node_ids = list(node_ids)
+        self.states: dict[int, str] = {}
+        self.facts: dict[int, dict] = {}
+        self.count = 0
+        self.last_started: int | None = None   # node whose node_started was the last start
+        self.running: int | None = None        # started and not yet finished
+        self.task: int | None = None
+
+    def _facts(self, node_id) -> dict:
+        facts = self.facts.get(node_id)
+        if facts is None:
+            facts = self.facts[node_id] = {
+                "grads_in": None, "grads_out": None, "materialized": [], "exposed": None,
+                "hooks": [], "casts": [], "reductions": [], "contributions": [],
+                "released": None, "accumulated": None, "error": None, "created": None,
+                "saved_hooks": [],
+            }
+        return facts
+
+    def apply(self, event: dict) -> None:
+        self.count += 1
+        kind = event["kind"]
+        node = event["node"]
+        if kind == "backward_started":
+            # a new backward pass: every node starts over (a trace may hold several)
+            self.task = event["task"]
+            self.states = {}
+            self.running = None
+            created = {node_id: facts["created"] for node_id, facts in self.facts.items()}
+            self.facts = {}
+            for node_id, record in created.items():
+                if record is not None:
+                    self._facts(node_id)["created"] = record
+            return
+        if kind == "node_created":
+            self._facts(node)["created"] = event
+            return
+        if node is None:
+            if kind == "backward_finished":
+                self.running = None
+            return
+        facts = self._facts(node)
+        if kind == "node_ready":
+            self.states[node] = "ready"
+        elif kind == "node_started":
+            self.states[node] = "running"
+            self.running = self.last_started = node
+            facts.update(grads_in=event["grads_in"], grads_out=None, materialized=[],
+                         hooks=[], casts=[], reductions=[], error=None, exposed=None)
+        elif kind == "node_finished":
+            if self.states.get(node) != "released":
+                self.states[node] = "done"
+            facts["grads_out"] = event["grads_out"]
+            facts["grads_received"] = event.get("grads_in")
+            if self.running == node:
+                self.running = None
+        elif kind == "saved_released":
+            self.states[node] = "released"
+            facts["released"] = {"count": event["count"], "bytes": event["bytes"]}
+        elif kind == "error":
+            self.states[node] = "error"
+            facts["error"] = {"exception": event["exception"], "message": event["message"]}
+            self.running = None
+        elif kind in ("prehook", "posthook"):
+            facts["hooks"].append(event)
+        elif kind == "grads_materialized":
+            facts["materialized"] = list(event["slots"])
+        elif kind == "buffers_exposed":
+            facts["exposed"] = event["inputs"]
+        elif kind == "grad_cast":
+            facts["casts"].append(event)
+        elif kind == "grad_reduced":
+            facts["reductions"].append(event)
+        elif kind == "buffer_added":
+            facts["contributions"].append(event)
+        elif kind == "grad_accumulated":
+            facts["accumulated"] = {"before": event["before"], "after": event["after"]}
+        elif kind in ("saved_packed", "saved_unpacked"):
+            facts["saved_hooks"].append(event)
+
+    def node_states(self) -> dict[int, str]:
+        return {node_id: self.states.get(node_id, "pending") for node_id in self.node_ids}

@@ -1,0 +1,81 @@
+"""Python operators (the compiled fast paths and their Python fallbacks) against PyTorch:
+operand kinds, result dtypes, graph edges and the errors users see."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+
+OPERANDS = {
+    "int": lambda m: 2,
+    "float": lambda m: 2.5,
+    "bool": lambda m: True,
+    "np_float64": lambda m: np.float64(1.5),
+    "np_int64": lambda m: np.int64(3),
+    "f32_vec": lambda m: m.tensor([1.0, -2.0, 3.0]),
+    "f64_vec": lambda m: m.tensor([1.0, -2.0, 3.0], dtype=m.float64),
+    "i64_vec": lambda m: m.tensor([1, 2, 3]),
+    "f64_scalar_tensor": lambda m: m.tensor(2.0, dtype=m.float64),
+}
+OPERATORS = {
+    "add": lambda a, b: a + b, "radd": lambda a, b: b + a,
+    "sub": lambda a, b: a - b, "rsub": lambda a, b: b - a,
+    "mul": lambda a, b: a * b, "rmul": lambda a, b: b * a,
+    "div": lambda a, b: a / b, "rdiv": lambda a, b: b / a,
+}
+
+
+@pytest.mark.parametrize("left", ["f32_vec", "i64_vec", "f64_vec"])
+@pytest.mark.parametrize("right", sorted(OPERANDS))
+@pytest.mark.parametrize("operator", sorted(OPERATORS))
+def test_operator_results_match_torch(left, right, operator):
+    fn = OPERATORS[operator]
+
+    def run(m):
+        a = OPERANDS[left](m)
+        if a.dtype.is_floating_point:
+            a.requires_grad_(True)
+        return a, fn(a, OPERANDS[right](m))
+
+    try:
+        ta, theirs = run(torch)
+    except RuntimeError as error:  # e.g. subtraction with bools: gradviz must refuse the same way
+        with pytest.raises(RuntimeError) as ours_error:
+            run(gradviz)
+        assert str(error).split(".")[0] == str(ours_error.value).split(".")[0]
+        return
+    ga, ours = run(gradviz)
+    assert ours.dtype.name == str(theirs.dtype).replace("torch.", "")
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6)
+    assert ours.requires_grad == theirs.requires_grad
+    if theirs.requires_grad:
+        ours_edges = [None if n is None else n.name() for n, _ in ours.grad_fn.next_functions]
+        theirs_edges = [None if n is None else n.name().replace("torch::autograd::", "")
+                        for n, _ in theirs.grad_fn.next_functions]
+        assert ours.grad_fn.name() == theirs.grad_fn.name()
+        assert ours_edges == theirs_edges
+
+
+@pytest.mark.parametrize("program", [
+    lambda m: m.tensor([True]) - m.tensor([False]),
+    lambda m: m.tensor([True]) - 1,
+    lambda m: 1.0 - m.tensor([True]),
+    lambda m: -m.tensor([True, False]),
+])
+def test_bool_arithmetic_errors_match_torch(program):
+    with pytest.raises(RuntimeError) as theirs:
+        program(torch)
+    with pytest.raises(RuntimeError) as ours:
+        program(gradviz)
+    assert str(theirs.value).split(".")[0] == str(ours.value).split(".")[0]
+
+
+def test_unsupported_operand_is_a_type_error():
+    x = gradviz.tensor([1.0])
+    with pytest.raises(TypeError):
+        x + "a"
+    with pytest.raises(TypeError):
+        x * object()
