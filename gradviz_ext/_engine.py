@@ -667,7 +667,8 @@ def set_default_observer(observer):
 
 
 def set_forward_observer(observer):
-    """Receive ``node_created(node)`` for every node recorded in forward; returns the previous."""
+    """Receive ``node_created(node)`` for every node recorded in forward (and
+    ``saved_packed(saved, hook)`` when a saved-tensor pack hook runs); returns the previous."""
     global _forward_observer
     previous = _forward_observer
     _forward_observer = observer

@@ -47,12 +47,12 @@ def _mul_saves(needs):
 ADD = Op("add", "AddBackward0",
          forward=lambda a, b, alpha=1: np.add(a, b * alpha if alpha != 1 else b),
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
-         dtype=promote, quiet=False)
+         dtype=promote)
 
 SUB = Op("sub", "SubBackward0",
          forward=lambda a, b, alpha=1: np.subtract(a, b * alpha if alpha != 1 else b),
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
-         dtype=promote, quiet=False)
+         dtype=promote)
 
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with broadcasting."""
@@ -102,7 +102,7 @@ MUL = Op("mul", "MulBackward0",
              g * ctx.input(1) if ctx.needs_input_grad[0] else None,
              g * ctx.input(0) if ctx.needs_input_grad[1] else None,
          ),
-         saves=_mul_saves, dtype=promote, quiet=False)
+         saves=_mul_saves, dtype=promote)
 
 
 def mul(input, other):
@@ -145,7 +145,7 @@ def rdiv(input, other):
     return mul(reciprocal(input), _check_operand(other, "div"))
 
 
-NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,), quiet=False)
+NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,))
 
 
 def neg(input):

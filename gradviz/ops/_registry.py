@@ -49,9 +49,8 @@ class Op(_ext_ops.OpSpec):
     view : bool
         The output is a view of input 0 (shares storage and version counter).
     quiet : bool
-        Silence numpy's floating-point warnings (torch returns inf/nan silently). Off only for
-        ops that cannot produce them in practice, because ``np.errstate`` costs a microsecond.
-        Views never compute, so they are never quiet.
+        Silence numpy's floating-point warnings (torch returns inf/nan silently). Views never
+        compute, so they skip it.
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,

@@ -79,3 +79,20 @@ def test_unsupported_operand_is_a_type_error():
         x + "a"
     with pytest.raises(TypeError):
         x * object()
+
+
+@pytest.mark.parametrize("program", [
+    lambda m: m.tensor([3e38], dtype=m.float32) * 10,
+    lambda m: m.tensor([1.0]) / 0,
+    lambda m: m.tensor([0.0]).log(),
+    lambda m: m.tensor([-1.0]).sqrt(),
+    lambda m: m.tensor([1000.0]).exp(),
+])
+def test_overflow_and_invalid_values_are_silent_like_torch(program, recwarn):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # any numpy RuntimeWarning fails the test
+        ours = program(gradviz)
+    theirs = program(torch)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

@@ -1,0 +1,89 @@
+"""Custom Function benchmark: a chain of N ``Square`` Functions on ``(16,)`` tensors.
+
+Measures ``Square.apply`` (µs per apply) and the backward of its nodes (µs per node) in
+gradviz and PyTorch, in the same process, one thread each, and prints the ratios. Timing
+conventions are those of ``chain.py`` (median of repeats, GC off inside the timed region).
+
+    python bench/function.py [--n 1000] [--repeats 15] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # before numpy/torch size their thread pools
+
+import argparse  # noqa: E402
+import gc  # noqa: E402
+import json  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import torch  # noqa: E402
+
+import gradviz  # noqa: E402
+
+torch.set_num_threads(1)
+
+
+def make_square(module):
+    class Square(module.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            return grad_output * 2 * x
+
+    return Square
+
+
+def run_once(module, square, n):
+    x = module.full((16,), 1.0, requires_grad=True)
+    gc.collect()
+    gc.disable()
+    try:
+        start = time.perf_counter()
+        y = x
+        for _ in range(n):
+            y = square.apply(y)
+        built = time.perf_counter()
+        y.sum().backward()
+        done = time.perf_counter()
+    finally:
+        gc.enable()
+    return (built - start) / n * 1e6, (done - built) / (n + 2) * 1e6
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    results = {}
+    for name, module in (("gradviz", gradviz), ("torch", torch)):
+        square = make_square(module)
+        run_once(module, square, 50)  # warm up
+        runs = [run_once(module, square, args.n) for _ in range(args.repeats)]
+        results[name] = {"apply_us": statistics.median(r[0] for r in runs),
+                         "backward_us_per_node": statistics.median(r[1] for r in runs)}
+    g, t = results["gradviz"], results["torch"]
+    print(f"custom Function chain: {args.n} x Square.apply on (16,), gradviz "
+          f"{gradviz.config()['engine']} engine, torch {torch.__version__}, one thread")
+    print(f"  apply     {g['apply_us']:8.2f} µs   torch {t['apply_us']:8.2f} µs   "
+          f"ratio {g['apply_us'] / t['apply_us']:.2f}")
+    print(f"  backward  {g['backward_us_per_node']:8.2f} µs/node torch "
+          f"{t['backward_us_per_node']:8.2f} µs/node ratio "
+          f"{g['backward_us_per_node'] / t['backward_us_per_node']:.2f}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
