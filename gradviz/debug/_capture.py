@@ -117,6 +117,12 @@ class _CaptureObserver(_engine.Observer):
         if self.previous is not None:
             self.previous.node_created(node)
 
+    def saved_packed(self, saved, hook):
+        # nothing to capture; pass it on so an outer gradviz.record() still sees it
+        method = getattr(self.previous, "saved_packed", None)
+        if method is not None:
+            method(saved, hook)
+
 
 class capture:
     """Record, while the graph is built, what :func:`gradviz.debug.doctor` needs.

@@ -32,7 +32,8 @@ log = logging.getLogger("gradviz.widget")
 PROTOCOL_VERSION = 1
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
-SESSION_STATUSES = frozenset({"paused", "finished", "aborted", "error"})
+# "running": a session driving user code in a worker thread, between two pauses
+SESSION_STATUSES = frozenset({"paused", "running", "finished", "aborted", "error"})
 COMMANDS = {"step": "step", "continue": "continue_"}  # message name -> session method
 
 

@@ -23,7 +23,8 @@ export type NodeState = (typeof NODE_STATES)[number];
 export const NODE_KINDS = ["builtin", "custom", "accumulate_grad"] as const;
 export type NodeKind = (typeof NODE_KINDS)[number];
 
-export const SESSION_STATUSES = ["paused", "finished", "aborted", "error"] as const;
+/** "running": a session driving user code in a worker thread, between two pauses. */
+export const SESSION_STATUSES = ["paused", "running", "finished", "aborted", "error"] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 export const COMMANDS = ["step", "continue"] as const;
@@ -226,6 +227,8 @@ export function statusText(view: ViewState): string {
       const next = view.current === null ? undefined : view.graph.byId.get(view.current);
       return next === undefined ? `Paused · ${progress}` : `Paused · next: ${nodeTitle(next)} · ${progress}`;
     }
+    case "running":
+      return `Running · ${progress}`;
     case "finished":
       return `Finished · ${progress}`;
     case "aborted":

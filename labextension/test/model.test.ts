@@ -78,7 +78,8 @@ describe("scalar traits", () => {
     assert.equal(parseCurrent(99, graph), null);
     assert.throws(() => parseCurrent("3", graph), ProtocolError);
     assert.equal(parseStatus("finished"), "finished");
-    assert.throws(() => parseStatus("running"), /status must be one of/);
+    assert.throws(() => parseStatus("stepping"), /status must be one of/);
+    assert.equal(parseStatus("running"), "running");
     assert.equal(parseErrorText(null), null);
     assert.equal(parseErrorText(""), null);
     assert.equal(parseErrorText("ValueError: boom"), "ValueError: boom");
@@ -116,7 +117,7 @@ describe("state logic", () => {
 
   it("allows commands only while paused", () => {
     assert.equal(commandsEnabled("paused"), true);
-    for (const status of ["finished", "aborted", "error"] as const) assert.equal(commandsEnabled(status), false);
+    for (const status of ["running", "finished", "aborted", "error"] as const) assert.equal(commandsEnabled(status), false);
   });
 });
 
