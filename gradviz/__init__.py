@@ -31,6 +31,7 @@ from . import instrument
 from .instrument import load_trace, record
 from . import debug
 from . import func
+from . import viz
 from ._config import config, show_config
 
 clip = clamp
@@ -79,7 +80,7 @@ __all__ = [
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
-    "allclose", "show_config", "config", "__version__", "nn", "instrument", "record",
+    "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
     "load_trace",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",

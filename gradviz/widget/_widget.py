@@ -1,9 +1,10 @@
 """The notebook widget of a debug session (the Python half; the view is ``labextension/``).
 
-Python owns all state. The widget copies the session's graph, node states, current node and
-status into synced traits; the browser only draws them and sends commands (``step``,
-``continue``) as custom messages, which are validated here before anything runs. The message
-protocol and the traits are written down in ``docs/widget_protocol.md``.
+Python owns all state. The widget copies the session's graph, node states, current node,
+status, latest event and the selected node's details into synced traits; the browser only draws
+them and sends commands (``step``, ``continue``, ``select``...) as custom messages, which are
+validated here before anything runs. The message protocol and the traits are written down in
+``docs/widget_protocol.md``.
 
 Note [Widget threading]: a session may run backward in a worker thread and notify from there
 (DESIGN.md, "Debugging"). The widget therefore never holds a lock of its own while calling
@@ -15,12 +16,14 @@ published. The last notification after the last change always wins.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import traceback
 import weakref
 from typing import Any, Protocol
 
 import anywidget
+import numpy
 import traitlets
 
 from ._bundle import load_bundle
@@ -29,16 +32,40 @@ __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
 SESSION_STATUSES = frozenset({"paused", "running", "finished", "aborted", "error"})
-COMMANDS = {"step": "step", "continue": "continue_"}  # message name -> session method
+# Message name -> session method, in toolbar order. A session offers the commands whose method
+# it has (the `commands` trait); `select` is the widget's own and always available.
+COMMANDS = {
+    "step": "step",
+    "step_event": "step_event",
+    "continue": "continue_",
+    "run_to": "run_to",
+    "step_back": "step_back",
+    "abort": "abort",
+}
+# The statuses in which a command may run. A replay that reached its end can still go back.
+COMMAND_STATUSES = {name: frozenset({"paused"}) for name in COMMANDS}
+COMMAND_STATUSES["step_back"] = frozenset({"paused", "finished", "aborted", "error"})
+SELECT = "select"
+# Commands whose message carries a "node" field (an id; for select, an id or null).
+NODE_COMMANDS = frozenset({"run_to", SELECT})
+# Bounds for the inspector's JSON copy of session.node(): it is for display, not for analysis.
+MAX_INSPECTION_ITEMS = 200
+MAX_INSPECTION_DEPTH = 8
+MAX_INSPECTION_TEXT = 2000
 
 
 class Session(Protocol):
-    """What the widget needs from a debug session (``gradviz.debug.DebugSession``)."""
+    """What the widget needs from a debug session (``gradviz.debug.DebugSession``).
+
+    Optional, used when present: ``step_event()``, ``run_to(node_id)``, ``step_back()``,
+    ``abort()`` (offered as commands, see ``COMMANDS``), ``node(node_id)`` (the inspector) and
+    ``events`` (the narration).
+    """
 
     @property
     def current(self) -> int | None: ...
@@ -139,12 +166,77 @@ def normalize_states(raw: object) -> dict[str, str]:
     return states
 
 
+def json_safe(value: object, depth: int = 0) -> Any:
+    """A JSON-ready copy of ``value`` for display: numpy scalars become Python numbers, NaN and
+    infinities the strings ``"nan"``, ``"inf"``, ``"-inf"`` (as in event summaries), tuples
+    lists, keys strings; other objects their (shortened) ``repr``. Lists longer than
+    ``MAX_INSPECTION_ITEMS`` are cut, with a last entry saying how many were left out.
+
+    Examples
+    --------
+    >>> import numpy
+    >>> json_safe({1: (numpy.float32(0.5), float("nan")), "f": len})
+    {'1': [0.5, 'nan'], 'f': '<built-in function len>'}
+    """
+    if isinstance(value, str):
+        return value if len(value) <= MAX_INSPECTION_TEXT else value[:MAX_INSPECTION_TEXT] + "…"
+    if value is None:
+        return None
+    if depth >= MAX_INSPECTION_DEPTH:
+        return "…"
+    if isinstance(value, dict):
+        return {str(key): json_safe(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [json_safe(item, depth + 1) for item in value[:MAX_INSPECTION_ITEMS]]
+        if len(value) > MAX_INSPECTION_ITEMS:
+            items.append(f"… {len(value) - MAX_INSPECTION_ITEMS} more")
+        return items
+    number = _as_number(value)
+    if number is not None:
+        return number
+    return json_safe(repr(value), depth + 1)
+
+
+def _as_number(value: object) -> bool | int | float | str | None:
+    """Python and numpy scalars as JSON numbers (NaN and infinities as text); else None."""
+    if isinstance(value, (bool, numpy.bool_)):
+        return bool(value)
+    if isinstance(value, (int, numpy.integer)):
+        return int(value)
+    if isinstance(value, (float, numpy.floating)):
+        return _finite_or_text(float(value))
+    return None
+
+
+def _finite_or_text(number: float) -> float | str:
+    if math.isnan(number):
+        return "nan"
+    if math.isinf(number):
+        return "inf" if number > 0 else "-inf"
+    return number
+
+
+def compact_event(event: object) -> dict[str, Any] | None:
+    """The narration line's view of an event: ``{seq, kind, node, text}``, JSON-ready."""
+    if not isinstance(event, dict):
+        return None
+    seq, node = _as_id(event.get("seq")), event.get("node")
+    kind, text = event.get("kind"), event.get("text")
+    return {
+        "seq": seq,
+        "kind": kind if isinstance(kind, str) else str(kind),
+        "node": _as_id(node),
+        "text": text if isinstance(text, str) else "",
+    }
+
+
 def _describe_exception(exc: BaseException) -> str:
     return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
 
 
 class DebuggerWidget(anywidget.AnyWidget):
-    """A live view of a debug session: the autograd graph, node states, Step and Continue.
+    """A live view of a debug session: the autograd graph, node states, an inspector for the
+    selected node, a narration of the latest event, and the session's commands.
 
     Parameters
     ----------
@@ -170,6 +262,13 @@ class DebuggerWidget(anywidget.AnyWidget):
     >>> _ = session.step()          # stepping the session updates the widget
     >>> sorted(widget.states.values())
     ['done', 'pending', 'ready']
+    >>> widget.last_event["text"]
+    'MulBackward0 is ready: every gradient it waits for has arrived.'
+    >>> widget.commands             # what this session offers (a replay adds step_back)
+    ['step', 'step_event', 'continue', 'run_to', 'abort']
+    >>> widget.select(widget.current)
+    >>> widget.inspection["name"], widget.inspection["pending_buffer"][0]["shape"]
+    ('MulBackward0', [2])
     """
 
     # The bundle is set per instance from load_bundle(), which checks that it is fresh.
@@ -181,6 +280,10 @@ class DebuggerWidget(anywidget.AnyWidget):
     current = traitlets.Int(None, allow_none=True).tag(sync=True)
     status = traitlets.Unicode("paused").tag(sync=True)
     error = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    commands = traitlets.List(traitlets.Unicode()).tag(sync=True)
+    selected = traitlets.Int(None, allow_none=True).tag(sync=True)
+    inspection = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    last_event = traitlets.Dict(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -191,6 +294,7 @@ class DebuggerWidget(anywidget.AnyWidget):
         self._snapshot_published = 0
         self._command_lock = threading.Lock()
         self._listener: Any = None
+        self.commands = [name for name, method in COMMANDS.items() if callable(getattr(session, method, None))]
         self.on_msg(self._on_browser_message)
         # Listen first, then read: a change made in between (by a session thread) is not lost.
         self._listener = session.add_listener(self._on_session_change)
@@ -203,13 +307,30 @@ class DebuggerWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stop following the session and close the widget."""
-        listener, self._listener = self._listener, None
+        # getattr: ipywidgets' __del__ calls close() on a widget whose __init__ may have failed.
+        listener, self._listener = getattr(self, "_listener", None), None
         if listener is not None:
             try:
                 listener.remove()
             except Exception:
                 log.exception("gradviz: could not remove the widget's session listener")
         super().close()
+
+    def select(self, node_id: int | None) -> None:
+        """Show a node in the inspector (None: show none), as a click on it in the view does.
+
+        Raises
+        ------
+        KeyError
+            If the session's graph has no node with this id.
+        """
+        if node_id is not None:
+            number = _as_id(node_id)
+            if number is None or number not in self._graph_ids:
+                raise KeyError(f"no node with id {node_id!r} in this session's graph")
+            node_id = number
+        self.selected = node_id
+        self._refresh()
 
     # ---- session -> traits ------------------------------------------------------------------
 
@@ -227,6 +348,7 @@ class DebuggerWidget(anywidget.AnyWidget):
         with self._publish_lock:
             self._snapshots_taken += 1
             ticket = self._snapshots_taken
+        selected = self.selected
         try:
             states = normalize_states(self._session.node_states())
             current = self._session.current
@@ -236,8 +358,17 @@ class DebuggerWidget(anywidget.AnyWidget):
             if status not in SESSION_STATUSES:
                 raise SessionProtocolError(f"session.status must be one of {sorted(SESSION_STATUSES)}, got {status!r}")
             graph = None
-            if not self._graph_ids or not {int(key) for key in states} <= self._graph_ids:
+            graph_ids = self._graph_ids
+            if not graph_ids or not {int(key) for key in states} <= graph_ids:
                 graph = normalize_graph(self._session.graph())
+                graph_ids = frozenset(node["id"] for node in graph["nodes"])
+            last_event = self._read_last_event()
+            if selected is not None and selected not in graph_ids:
+                selected = None  # a new graph (a later backward pass) does not have it
+            inspection = None
+            if selected is not None:
+                nodes = (graph or self.graph).get("nodes", ())
+                inspection = self._inspect(selected, states.get(str(selected), "pending"), nodes)
         except Exception as exc:
             log.exception("gradviz: cannot read the debug session")
             self.error = _describe_exception(exc)
@@ -255,6 +386,37 @@ class DebuggerWidget(anywidget.AnyWidget):
                     self.states = states
                 self.current = None if current is None else _as_id(current)
                 self.status = status
+                if last_event != self.last_event:
+                    self.last_event = last_event
+                self.selected = selected
+                if inspection != self.inspection:
+                    self.inspection = inspection
+
+    def _read_last_event(self) -> dict[str, Any] | None:
+        # Sessions without an event stream (e.g. test doubles) have no narration.
+        # TODO(session API): `events` copies the whole list on each read; a `last_event` or
+        # `event_count` property on the session would make this O(1) on huge passes.
+        events = getattr(self._session, "events", None)
+        if not events:
+            return None
+        return compact_event(events[-1])
+
+    def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
+        """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session
+        without ``node()``, what the graph and the states say."""
+        reader = getattr(self._session, "node", None)
+        if callable(reader):
+            info = json_safe(reader(node_id))
+            if not isinstance(info, dict):
+                raise SessionProtocolError(f"session.node({node_id}) must return a dict, got {type(info).__name__}")
+        else:
+            info = {}
+        graph_node = next((node for node in graph_nodes if node["id"] == node_id), None)
+        for key, value in (graph_node or {}).items():
+            info.setdefault(key, value)
+        info["id"] = node_id
+        info.setdefault("state", state)
+        return info
 
     # ---- browser -> Python ------------------------------------------------------------------
 
@@ -262,49 +424,79 @@ class DebuggerWidget(anywidget.AnyWidget):
         # Registered with on_msg. Never override ipywidgets' _handle_custom_msg: doing so drops
         # every custom message (FRONTEND_NOTES.md, pitfall 2).
         try:
-            name = self._validate_command(content, buffers)
-            if name is not None:
-                self._run_command(name)
+            command = self._validate_command(content, buffers)
+            if command is None:
+                return
+            name, node = command
+            if name == SELECT:
+                self._run_select(node)
+            else:
+                self._run_command(name, node)
         except Exception as exc:  # never let an exception escape into the comm machinery
             log.exception("gradviz: the widget failed to handle a message from the browser")
             self.error = _describe_exception(exc)
 
     @staticmethod
-    def _validate_command(content: object, buffers: object) -> str | None:
-        """The command name of a valid command message, else None (and a logged warning)."""
+    def _validate_command(content: object, buffers: object) -> tuple[str, int | None] | None:
+        """The name and node id of a well-formed command message, else None (and a logged
+        warning). Whether the node exists is checked when the command runs."""
         if not isinstance(content, dict):
             log.warning("gradviz widget: ignoring a message that is not an object: %.200r", content)
             return None
         if content.get("type") != "command":
             log.warning("gradviz widget: ignoring a message of unknown type %.80r", content.get("type"))
             return None
-        if set(content) != {"type", "name"}:
-            log.warning("gradviz widget: ignoring a command with fields %s; expected type and name", sorted(map(str, content)))
+        name = content.get("name")
+        if not isinstance(name, str) or (name not in COMMANDS and name != SELECT):
+            log.warning("gradviz widget: ignoring unknown command %.80r; known: %s", name, ", ".join([*COMMANDS, SELECT]))
             return None
-        name = content["name"]
-        if not isinstance(name, str) or name not in COMMANDS:
-            log.warning("gradviz widget: ignoring unknown command %.80r; known: %s", name, ", ".join(COMMANDS))
+        expected = {"type", "name", "node"} if name in NODE_COMMANDS else {"type", "name"}
+        if set(content) != expected:
+            log.warning(
+                "gradviz widget: ignoring a %s command with fields %s; expected %s",
+                name, sorted(map(str, content)), sorted(expected),
+            )  # fmt: skip
+            return None
+        node = content.get("node")
+        # JSON numbers arrive as int; a float, a bool or a string is not a node id.
+        if name in NODE_COMMANDS and not (_is_id(node) or (node is None and name == SELECT)):
+            log.warning("gradviz widget: ignoring a %s command whose node is not an id: %.80r", name, node)
             return None
         if buffers:
             log.warning("gradviz widget: ignoring the %s command: commands carry no binary buffers", name)
             return None
-        return name
+        return name, node
 
     def _ack(self, name: str, ok: bool, reason: str | None = None) -> None:
         self.send({"type": "ack", "name": name, "ok": ok, "reason": reason})
 
-    def _run_command(self, name: str) -> None:
+    def _run_select(self, node: int | None) -> None:
+        # Selecting only reads the session, so it is allowed in every status.
+        if node is not None and node not in self._graph_ids:
+            self._ack(SELECT, False, f"no node with id {node} in the graph")
+            return
+        self.select(node)
+        self._ack(SELECT, True)
+
+    def _run_command(self, name: str, node: int | None) -> None:
+        if name not in self.commands:
+            self._ack(name, False, f"this session ({type(self._session).__name__}) has no {COMMANDS[name]}()")
+            return
+        if node is not None and node not in self._graph_ids:
+            self._ack(name, False, f"no node with id {node} in the graph")
+            return
         if not self._command_lock.acquire(blocking=False):
             self._ack(name, False, "another command is still running")
             return
         try:
             status = self._session.status
-            if status != "paused":
+            if status not in COMMAND_STATUSES[name]:
                 self._ack(name, False, f"the session is {status}")
                 return
             self.error = None
+            method = getattr(self._session, COMMANDS[name])
             try:
-                getattr(self._session, COMMANDS[name])()
+                method() if node is None else method(node)
             except Exception as exc:
                 # The usual case is a user's backward raising: show it where the user looks.
                 log.warning("gradviz widget: %s raised %s: %s", name, type(exc).__name__, exc)

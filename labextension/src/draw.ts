@@ -3,7 +3,8 @@
 // Every box is a <g class="gv-node gv-state-<state>" data-node-id=".." data-state="..">;
 // a state change swaps classes and the tooltip text, nothing else. All user text is set
 // with textContent. Pan: drag. Zoom: Ctrl/⌘ + wheel (a plain wheel scrolls the notebook),
-// the toolbar's buttons, or double-click to fit.
+// the toolbar's buttons, or double-click to fit. Click: select a node (or, on the
+// background, nothing); the selected node's boxes get the class gv-selected.
 
 import type { Layout, PlacedBox } from "./dot.js";
 import {
@@ -24,6 +25,10 @@ const MARGIN = 16;
 const MIN_SCALE = 0.05;
 const MAX_SCALE = 4;
 const HALO = 4;
+/** The selection ring sits outside the current node's halo, so both can show at once. */
+const RING = 8;
+/** A pointer that moves less than this (px) between press and release clicked; more, it panned. */
+const CLICK_SLOP = 4;
 
 export const MIN_HEIGHT = 160;
 export const MAX_HEIGHT = 560;
@@ -88,6 +93,7 @@ export class GraphScene {
   private readonly plainMarker: string;
   private shown: Map<number, NodeState> = new Map();
   private current: number | null = null;
+  private selected: number | null = null;
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
@@ -99,6 +105,7 @@ export class GraphScene {
     private readonly graph: Graph,
     plan: LayoutPlan,
     private readonly layout: Layout,
+    private readonly onSelect: (id: number | null) => void = () => undefined,
   ) {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
@@ -181,6 +188,14 @@ export class GraphScene {
       const rounded = node.kind === "accumulate_grad" ? 10 : 3;
       element.append(
         svg("rect", {
+          class: "gv-ring",
+          x: -box.width / 2 - RING,
+          y: -box.height / 2 - RING,
+          width: box.width + 2 * RING,
+          height: box.height + 2 * RING,
+          rx: rounded + RING,
+        }),
+        svg("rect", {
           class: "gv-halo",
           x: -box.width / 2 - HALO,
           y: -box.height / 2 - HALO,
@@ -246,6 +261,14 @@ export class GraphScene {
       if (first) this.autoView();
       else if (current !== null) this.reveal(current);
     }
+  }
+
+  /** Mark the selected node (null: none). */
+  setSelected(id: number | null): void {
+    if (id === this.selected) return;
+    for (const element of this.boxesByNode.get(this.selected ?? -1) ?? []) element.classList.remove("gv-selected");
+    for (const element of this.boxesByNode.get(id ?? -1) ?? []) element.classList.add("gv-selected");
+    this.selected = id;
   }
 
   // ---- pan and zoom -------------------------------------------------------------------
@@ -317,10 +340,13 @@ export class GraphScene {
       this.host.addEventListener(type, handler, options);
       this.cleanups.push(() => this.host.removeEventListener(type, handler, options));
     };
-    let drag: { pointer: number; x: number; y: number } | null = null;
+    // `node`: the box under the press (read now: pointer capture retargets later events).
+    let drag: { pointer: number; x: number; y: number; startX: number; startY: number; node: number | null } | null = null;
     on("pointerdown", (event) => {
       if (event.button !== 0) return;
-      drag = { pointer: event.pointerId, x: event.clientX, y: event.clientY };
+      const box = event.target instanceof Element ? event.target.closest(".gv-node[data-node-id]") : null;
+      const node = box === null ? null : Number(box.getAttribute("data-node-id"));
+      drag = { pointer: event.pointerId, x: event.clientX, y: event.clientY, startX: event.clientX, startY: event.clientY, node };
       this.host.setPointerCapture(event.pointerId);
       this.host.classList.add("gv-dragging");
     });
@@ -337,8 +363,11 @@ export class GraphScene {
     });
     const end = (event: PointerEvent): void => {
       if (drag === null || event.pointerId !== drag.pointer) return;
+      const clicked = event.type === "pointerup" && Math.hypot(event.clientX - drag.startX, event.clientY - drag.startY) < CLICK_SLOP;
+      const node = drag.node;
       drag = null;
       this.host.classList.remove("gv-dragging");
+      if (clicked) this.onSelect(node !== null && this.graph.byId.has(node) ? node : null);
     };
     on("pointerup", end);
     on("pointercancel", end);

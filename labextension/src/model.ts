@@ -6,7 +6,7 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {
@@ -27,7 +27,8 @@ export type NodeKind = (typeof NODE_KINDS)[number];
 export const SESSION_STATUSES = ["paused", "running", "finished", "aborted", "error"] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
-export const COMMANDS = ["step", "continue"] as const;
+/** The session commands, in toolbar order (docs/widget_protocol.md). `select` is separate. */
+export const COMMANDS = ["step", "step_event", "continue", "run_to", "step_back", "abort"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export interface GraphNode {
@@ -205,6 +206,57 @@ export function commandsEnabled(status: SessionStatus): boolean {
   return status === "paused";
 }
 
+/**
+ * Whether a command's button is enabled (Python checks again: docs/widget_protocol.md).
+ * Step back also works at the end of a replay; Run to needs a selected node that has not run.
+ */
+export function commandEnabled(name: CommandName, view: ViewState, selected: number | null): boolean {
+  if (name === "step_back") return view.status !== "running";
+  if (!commandsEnabled(view.status)) return false;
+  if (name !== "run_to") return true;
+  if (selected === null || selected === view.current) return false;
+  const state = view.states.get(selected);
+  return state !== undefined && !hasRun(state) && state !== "error";
+}
+
+/** The `commands` trait: the commands this session offers, in toolbar order. */
+export function parseCommands(value: unknown): ReadonlySet<CommandName> {
+  if (!Array.isArray(value)) throw new ProtocolError(`commands must be an array, got ${describe(value)}`);
+  const names = new Set<CommandName>();
+  value.forEach((name, index) => {
+    if (!isOneOf(COMMANDS, name)) {
+      throw new ProtocolError(`commands[${index}] must be one of ${COMMANDS.join(", ")}, got ${describe(name)}`);
+    }
+    names.add(name);
+  });
+  return names;
+}
+
+/** The `selected` trait: a node id of the graph, or null (also for an id the graph lacks). */
+export function parseSelected(value: unknown, graph: Graph): number | null {
+  if (value === null || value === undefined) return null;
+  if (!isId(value)) throw new ProtocolError(`selected must be a node id or null, got ${describe(value)}`);
+  return graph.byId.has(value) ? value : null;
+}
+
+/** The `last_event` trait: the latest event shown, for the narration line. */
+export interface EventLine {
+  readonly seq: number | null;
+  readonly kind: string;
+  readonly node: number | null;
+  readonly text: string;
+}
+
+export function parseLastEvent(value: unknown): EventLine | null {
+  if (value === null || value === undefined) return null;
+  if (!isRecord(value)) throw new ProtocolError(`last_event must be an object or null, got ${describe(value)}`);
+  const { seq, kind, node, text } = value;
+  if (typeof kind !== "string" || typeof text !== "string") {
+    throw new ProtocolError(`last_event must have a kind and a text, got ${describe(kind)} and ${describe(text)}`);
+  }
+  return { seq: isId(seq) ? seq : null, kind, node: isId(node) ? node : null, text };
+}
+
 export interface ViewState {
   readonly graph: Graph;
   readonly states: StateMap;
@@ -225,7 +277,10 @@ export function statusText(view: ViewState): string {
   switch (view.status) {
     case "paused": {
       const next = view.current === null ? undefined : view.graph.byId.get(view.current);
-      return next === undefined ? `Paused · ${progress}` : `Paused · next: ${nodeTitle(next)} · ${progress}`;
+      if (next === undefined) return `Paused · ${progress}`;
+      // After Step event the current node is part-way through its backward.
+      const where = view.states.get(next.id) === "running" ? "inside" : "next:";
+      return `Paused · ${where} ${nodeTitle(next)} · ${progress}`;
     }
     case "running":
       return `Running · ${progress}`;
@@ -242,13 +297,20 @@ export function statusText(view: ViewState): string {
 }
 
 /** A command message as sent to Python (docs/widget_protocol.md, "browser → Python"). */
-export interface CommandMessage {
-  readonly type: "command";
-  readonly name: CommandName;
+export type CommandMessage =
+  | { readonly type: "command"; readonly name: Exclude<CommandName, "run_to"> }
+  | { readonly type: "command"; readonly name: "run_to"; readonly node: number }
+  | { readonly type: "command"; readonly name: "select"; readonly node: number | null };
+
+/** The message for a toolbar command; `run_to` goes to the selected node (null: no message). */
+export function commandMessage(name: CommandName, selected: number | null = null): CommandMessage | null {
+  if (name !== "run_to") return { type: "command", name };
+  return selected === null ? null : { type: "command", name, node: selected };
 }
 
-export function commandMessage(name: CommandName): CommandMessage {
-  return { type: "command", name };
+/** Show a node in the inspector (null: none). */
+export function selectMessage(node: number | null): CommandMessage {
+  return { type: "command", name: "select", node };
 }
 
 /** Python's answer to a command (docs/widget_protocol.md, "Python → browser"). */

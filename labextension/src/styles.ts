@@ -14,6 +14,7 @@ export const STYLES = `
   --gv-done-fill: #dcfce7;     --gv-done-stroke: #16a34a;
   --gv-error-fill: #fee2e2;    --gv-error-stroke: #dc2626;   --gv-error-text: #991b1b;
   --gv-current: #2563eb;
+  --gv-selected: #7c3aed;
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: 13px;
   color: var(--gv-fg);
@@ -34,9 +35,17 @@ export const STYLES = `
 .gv-toolbar button:hover:enabled { background: var(--jp-layout-color2, #eaeef2); }
 .gv-toolbar button:disabled { opacity: 0.45; cursor: default; }
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
+.gv-toolbar button.gv-danger:enabled { color: var(--gv-error-text); }
+.gv-toolbar button[hidden] { display: none; }
 .gv-toolbar .gv-spacer { flex: 1 1 auto; }
 .gv-status { color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
+.gv-narration {
+  padding: 4px 8px; border-bottom: 1px solid var(--gv-border); color: var(--gv-fg);
+  background: var(--jp-layout-color1, #f6f8fa); white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+}
+.gv-narration::before { content: "▸ "; color: var(--gv-fg-muted); }
+.gv-narration[hidden] { display: none; }
 .gv-error {
   margin: 0; padding: 6px 8px; white-space: pre-wrap; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; color: var(--gv-error-text); background: var(--gv-error-fill);
@@ -59,6 +68,9 @@ export const STYLES = `
 .gv-node text.gv-name { font-weight: 600; }
 .gv-node.gv-kind-custom rect.gv-box { stroke-width: 2.2; }
 .gv-node.gv-copy rect.gv-box { stroke-dasharray: 2 2; }
+.gv-node rect.gv-ring { fill: none; stroke: var(--gv-selected); stroke-width: 2; stroke-dasharray: 4 2; visibility: hidden; }
+.gv-node.gv-selected rect.gv-ring { visibility: visible; }
+.gv-node { cursor: pointer; }
 .gv-node rect.gv-halo { fill: none; stroke: var(--gv-current); stroke-width: 3; visibility: hidden; }
 .gv-node.gv-current rect.gv-halo { visibility: visible; }
 
@@ -73,4 +85,27 @@ export const STYLES = `
 .gv-node.gv-state-released text { fill: #14532d; }
 .gv-node.gv-state-error rect.gv-box { fill: var(--gv-error-fill); stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-state-error text { fill: var(--gv-error-text); }
+
+.gv-inspector { border-top: 1px solid var(--gv-border); padding: 6px 8px 8px; max-height: 22em; overflow: auto; cursor: auto; }
+.gv-inspector[hidden] { display: none; }
+.gv-inspector-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+.gv-inspector-name { font-weight: 600; }
+.gv-inspector-id, .gv-inspector-label { color: var(--gv-fg-muted); }
+.gv-inspector-label { font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
+.gv-chip { font-size: 11px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--gv-border); color: var(--gv-fg-muted); }
+.gv-chip-state[data-state=ready] { border-color: var(--gv-ready-stroke); color: var(--gv-ready-stroke); }
+.gv-chip-state[data-state=running] { border-color: var(--gv-running-stroke); color: var(--gv-running-fill); }
+.gv-chip-state[data-state=done], .gv-chip-state[data-state=released] { border-color: var(--gv-done-stroke); color: #14532d; }
+.gv-chip-state[data-state=error] { border-color: var(--gv-error-stroke); color: var(--gv-error-text); }
+.gv-inspector-close { margin-left: auto; font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); font-size: 16px; line-height: 1; }
+.gv-inspector-error { margin-top: 4px; color: var(--gv-error-text); background: var(--gv-error-fill); padding: 2px 6px; white-space: pre-wrap; }
+.gv-inspector-section { margin-top: 6px; }
+.gv-inspector-title { font-size: 12px; font-weight: 600; color: var(--gv-fg-muted); margin-bottom: 2px; }
+.gv-inspector-note { font-size: 12px; color: var(--gv-fg-muted); font-style: italic; }
+.gv-grads { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
+.gv-grads th { font-weight: 600; color: var(--gv-fg-muted); text-align: right; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); }
+.gv-grads td { text-align: right; padding: 1px 8px; white-space: nowrap; }
+.gv-grads th:first-child, .gv-grads td:first-child { text-align: left; color: var(--gv-fg-muted); }
+.gv-grads th:last-child, .gv-grads td:last-child { text-align: left; }
+.gv-grads td.gv-alarm { color: var(--gv-error-stroke); font-weight: 700; }
 `;

@@ -1,6 +1,7 @@
-// The toolbar: Step and Continue (commands for Python), zoom controls (local), status text.
+// The toolbar: the session's commands (sent to Python), zoom controls (local), status text;
+// and the narration line under it (the latest event, in words).
 
-import type { CommandName } from "./model.js";
+import type { CommandName, EventLine } from "./model.js";
 
 export interface ToolbarActions {
   command(name: CommandName): void;
@@ -9,21 +10,35 @@ export interface ToolbarActions {
   fit(): void;
 }
 
-function button(text: string, title: string, testId: string, onClick: () => void): HTMLButtonElement {
+/** Button text and tooltip per command, in toolbar order (model.COMMANDS). */
+const COMMAND_BUTTONS: Record<CommandName, { text: string; title: string }> = {
+  step: { text: "Step", title: "Run the backward of the next node" },
+  step_event: { text: "Step event", title: "Show the next engine event (one decision at a time)" },
+  continue: { text: "Continue", title: "Run the rest of the backward pass (stops at breakpoints)" },
+  run_to: { text: "Run to selected", title: "Continue until the selected node is the next to run" },
+  step_back: { text: "Step back", title: "Go back to just before the previous node ran" },
+  abort: { text: "Abort", title: "Stop the backward pass here; nodes that have not run never will" },
+};
+
+/** Test ids keep the protocol's names: gv-step, gv-step-event, gv-run-to, ... */
+function testId(name: CommandName): string {
+  return `gv-${name.replace(/_/g, "-")}`;
+}
+
+function button(text: string, title: string, testIdValue: string, onClick: () => void): HTMLButtonElement {
   const element = document.createElement("button");
   element.type = "button";
   element.textContent = text;
   element.title = title;
   element.setAttribute("aria-label", title);
-  element.dataset["testid"] = testId;
+  element.dataset["testid"] = testIdValue;
   element.addEventListener("click", onClick);
   return element;
 }
 
 export class Toolbar {
   readonly element: HTMLDivElement;
-  private readonly step: HTMLButtonElement;
-  private readonly continueButton: HTMLButtonElement;
+  private readonly buttons = new Map<CommandName, HTMLButtonElement>();
   private readonly status: HTMLSpanElement;
 
   constructor(actions: ToolbarActions) {
@@ -31,11 +46,14 @@ export class Toolbar {
     this.element.className = "gv-toolbar";
     this.element.setAttribute("role", "toolbar");
     this.element.setAttribute("aria-label", "backward debugger");
-    this.step = button("Step", "Run the backward of the next node", "gv-step", () => actions.command("step"));
-    this.step.classList.add("gv-primary");
-    this.continueButton = button("Continue", "Run the rest of the backward pass", "gv-continue", () =>
-      actions.command("continue"),
-    );
+    for (const [name, { text, title }] of Object.entries(COMMAND_BUTTONS) as [CommandName, { text: string; title: string }][]) {
+      const element = button(text, title, testId(name), () => actions.command(name));
+      // Until Python says which commands the session offers, show only Step and Continue.
+      element.hidden = name !== "step" && name !== "continue";
+      if (name === "step") element.classList.add("gv-primary");
+      if (name === "abort") element.classList.add("gv-danger");
+      this.buttons.set(name, element);
+    }
     this.status = document.createElement("span");
     this.status.className = "gv-status";
     this.status.dataset["testid"] = "gv-status";
@@ -44,8 +62,7 @@ export class Toolbar {
     const spacer = document.createElement("span");
     spacer.className = "gv-spacer";
     this.element.append(
-      this.step,
-      this.continueButton,
+      ...this.buttons.values(),
       this.status,
       spacer,
       button("−", "Zoom out", "gv-zoom-out", actions.zoomOut),
@@ -54,11 +71,34 @@ export class Toolbar {
     );
   }
 
-  /** Enable the commands (only while the session is paused) and show a line of status. */
-  update(commandsEnabled: boolean, status: string): void {
-    this.step.disabled = !commandsEnabled;
-    this.continueButton.disabled = !commandsEnabled;
+  /** Show the offered commands, enable those that can run now, and show a line of status. */
+  update(offered: ReadonlySet<CommandName>, enabled: (name: CommandName) => boolean, status: string): void {
+    for (const [name, element] of this.buttons) {
+      element.hidden = !offered.has(name);
+      element.disabled = !enabled(name);
+    }
     this.status.textContent = status;
     this.status.title = status;
+  }
+}
+
+/** One line under the toolbar: the latest event's plain-English text. */
+export class Narration {
+  readonly element: HTMLDivElement;
+
+  constructor() {
+    this.element = document.createElement("div");
+    this.element.className = "gv-narration";
+    this.element.dataset["testid"] = "gv-narration";
+    this.element.setAttribute("aria-live", "polite");
+    this.element.hidden = true;
+  }
+
+  update(event: EventLine | null): void {
+    this.element.hidden = event === null;
+    this.element.textContent = event?.text ?? "";
+    this.element.title = event === null ? "" : `event ${event.seq ?? "?"} · ${event.kind}`;
+    if (event === null) delete this.element.dataset["seq"];
+    else this.element.dataset["seq"] = String(event.seq ?? "");
   }
 }

@@ -1,29 +1,36 @@
 // The anywidget entry point: wires the synced traits to the view.
 //
 // Python owns all state (docs/widget_protocol.md). This module reads the traits, draws
-// them, and sends commands; it never changes a trait. A new `graph` is laid out once;
-// `states`, `current`, `status` and `error` only restyle what is already drawn.
+// them, and sends commands; it never changes a trait (a click on a node sends `select`,
+// and the selection shows when Python sets `selected`). A new `graph` is laid out once;
+// every other trait only restyles what is already drawn.
 
 import { canvasHeight, GraphScene } from "./draw.js";
+import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
+  commandEnabled,
   commandMessage,
-  commandsEnabled,
   EMPTY_GRAPH,
   parseAck,
+  parseCommands,
   parseCurrent,
   parseErrorText,
   parseGraph,
+  parseLastEvent,
+  parseSelected,
   parseStates,
   parseStatus,
   protocolMismatch,
+  selectMessage,
   statusText,
+  type CommandMessage,
   type CommandName,
   type Graph,
 } from "./model.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
-import { Toolbar } from "./toolbar.js";
+import { Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -80,16 +87,30 @@ function render({ model, el }: RenderContext): () => void {
     busyTimer = busy ? setTimeout(() => setBusy(false), BUSY_TIMEOUT_MS) : null;
   };
 
+  /** The node Python last reported as selected (the `selected` trait). */
+  let selected: number | null = null;
+  /** The commands the session offers (the `commands` trait). */
+  let offered: ReadonlySet<CommandName> = new Set<CommandName>(["step", "continue"]);
+
+  const send = (message: CommandMessage): void => {
+    // ipywidgets' own views send with the manager's callbacks, which route the kernel's
+    // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
+    // Without them that output is silently dropped.
+    const manager = model.widget_manager;
+    const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
+    model.send(message, callbacks);
+  };
+  const select = (id: number | null): void => {
+    if (id !== selected) send(selectMessage(id));
+  };
+
   const toolbar = new Toolbar({
     command: (name: CommandName) => {
+      const message = commandMessage(name, selected);
+      if (message === null) return;
       notice = null;
       setBusy(true);
-      // ipywidgets' own views send with the manager's callbacks, which route the kernel's
-      // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
-      // Without them that output is silently dropped.
-      const manager = model.widget_manager;
-      const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
-      model.send(commandMessage(name), callbacks);
+      send(message);
     },
     zoomIn: () => scene?.zoomBy(1.25),
     zoomOut: () => scene?.zoomBy(0.8),
@@ -109,7 +130,10 @@ function render({ model, el }: RenderContext): () => void {
   message.className = "gv-message";
   canvas.append(message);
 
-  root.append(style, toolbar.element, errorBox, canvas);
+  const narration = new Narration();
+  const inspector = new Inspector(() => select(null));
+
+  root.append(style, toolbar.element, narration.element, errorBox, canvas, inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -129,12 +153,19 @@ function render({ model, el }: RenderContext): () => void {
       const states = parseStates(model.get("states"), graph);
       const current = parseCurrent(model.get("current"), graph);
       const status = parseStatus(model.get("status"));
+      offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
+      selected = parseSelected(model.get("selected"), graph);
+      const inspection = parseInspection(model.get("inspection"));
+      narration.update(parseLastEvent(model.get("last_event")));
       scene?.update(states, current);
-      const line = statusText({ graph, states, current, status });
-      toolbar.update(commandsEnabled(status), notice === null ? line : `${line} · ${notice}`);
+      scene?.setSelected(selected);
+      inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
+      const view = { graph, states, current, status };
+      const line = statusText(view);
+      toolbar.update(offered, (name) => commandEnabled(name, view, selected), notice === null ? line : `${line} · ${notice}`);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
-      toolbar.update(false, "Cannot show this state");
+      toolbar.update(offered, () => false, "Cannot show this state");
     }
     errorBox.hidden = problems.length === 0;
     errorBox.textContent = problems.join("\n\n");
@@ -169,7 +200,7 @@ function render({ model, el }: RenderContext): () => void {
         if (mine !== generation) return;
         canvas.style.height = `${canvasHeight(outcome.layout)}px`;
         showMessage(null);
-        scene = new GraphScene(canvas, graph, plan, outcome.layout);
+        scene = new GraphScene(canvas, graph, plan, outcome.layout, select);
         root.dataset["layoutSite"] = outcome.site;
         root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
         refresh();
@@ -186,7 +217,7 @@ function render({ model, el }: RenderContext): () => void {
   const onCustomMessage = (content: unknown): void => {
     const ack = parseAck(content);
     if (ack === null) return;
-    setBusy(false);
+    if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
     notice = ack.ok ? null : `${ack.name} ignored: ${ack.reason ?? "no reason given"}`;
     refresh();
   };
@@ -202,6 +233,10 @@ function render({ model, el }: RenderContext): () => void {
     ["change:status", onStateChange],
     ["change:error", onStateChange],
     ["change:protocol_version", onStateChange],
+    ["change:commands", onStateChange],
+    ["change:selected", refresh],
+    ["change:inspection", refresh],
+    ["change:last_event", onStateChange],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

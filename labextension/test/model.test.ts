@@ -3,18 +3,23 @@ import { describe, it } from "node:test";
 
 import {
   changedNodes,
+  commandEnabled,
   commandMessage,
   commandsEnabled,
   countStates,
   hasRun,
   parseAck,
+  parseCommands,
   parseCurrent,
   parseErrorText,
   parseGraph,
+  parseLastEvent,
+  parseSelected,
   parseStates,
   parseStatus,
   protocolMismatch,
   ProtocolError,
+  selectMessage,
   stateClass,
   statusText,
   type NodeState,
@@ -127,6 +132,11 @@ describe("statusText", () => {
     assert.equal(statusText({ graph, states, current: 3, status: "paused" }), "Paused · next: AddBackward0 #3 · 1 of 5 nodes run");
   });
 
+  it("says when the session is paused inside a node (after Step event)", () => {
+    const states = parseStates({ "4": "released", "3": "running" }, graph);
+    assert.equal(statusText({ graph, states, current: 3, status: "paused" }), "Paused · inside AddBackward0 #3 · 1 of 5 nodes run");
+  });
+
   it("names the failing node on error", () => {
     const states = parseStates({ "4": "released", "3": "error" }, graph);
     assert.equal(statusText({ graph, states, current: null, status: "error" }), "Error in AddBackward0 #3 · 1 of 5 nodes run");
@@ -140,8 +150,8 @@ describe("statusText", () => {
 
 describe("protocol version", () => {
   it("accepts its own version and explains any other", () => {
-    assert.equal(protocolMismatch(1), null);
-    assert.match(protocolMismatch(2) ?? "", /kernel speaks widget protocol 2, this view speaks 1: rebuild/);
+    assert.equal(protocolMismatch(2), null);
+    assert.match(protocolMismatch(1) ?? "", /kernel speaks widget protocol 1, this view speaks 2: rebuild/);
     assert.match(protocolMismatch(undefined) ?? "", /protocol undefined/);
   });
 });
@@ -149,6 +159,19 @@ describe("protocol version", () => {
 describe("messages", () => {
   it("builds commands", () => {
     assert.deepEqual(commandMessage("step"), { type: "command", name: "step" });
+    assert.deepEqual(commandMessage("step_event", 3), { type: "command", name: "step_event" });
+    assert.deepEqual(commandMessage("step_back"), { type: "command", name: "step_back" });
+    assert.deepEqual(commandMessage("abort"), { type: "command", name: "abort" });
+  });
+
+  it("sends run_to with the selected node, and nothing without one", () => {
+    assert.deepEqual(commandMessage("run_to", 2), { type: "command", name: "run_to", node: 2 });
+    assert.equal(commandMessage("run_to", null), null);
+  });
+
+  it("builds select messages", () => {
+    assert.deepEqual(selectMessage(3), { type: "command", name: "select", node: 3 });
+    assert.deepEqual(selectMessage(null), { type: "command", name: "select", node: null });
   });
 
   it("recognises acks and nothing else", () => {
@@ -161,5 +184,62 @@ describe("messages", () => {
     assert.equal(parseAck({ type: "ack", name: "step" }), null);
     assert.equal(parseAck({ type: "other" }), null);
     assert.equal(parseAck("ack"), null);
+  });
+});
+
+describe("commands offered and enabled", () => {
+  it("reads the commands trait and rejects unknown names", () => {
+    assert.deepEqual([...parseCommands(["step", "step_event", "continue"])], ["step", "step_event", "continue"]);
+    assert.equal(parseCommands([]).size, 0);
+    assert.throws(() => parseCommands(["step", "rewind"]), /commands\[1\] must be one of/);
+    assert.throws(() => parseCommands("step"), /commands must be an array/);
+  });
+
+  const paused = { graph, states: parseStates({ "4": "released", "3": "ready" }, graph), current: 3, status: "paused" as const };
+
+  it("enables session commands only while paused", () => {
+    for (const name of ["step", "step_event", "continue", "abort"] as const) {
+      assert.equal(commandEnabled(name, paused, null), true, name);
+      for (const status of ["running", "finished", "aborted", "error"] as const) {
+        assert.equal(commandEnabled(name, { ...paused, status }, null), false, `${name} ${status}`);
+      }
+    }
+  });
+
+  it("lets a replay step back after its end, but not while running", () => {
+    for (const status of ["paused", "finished", "aborted", "error"] as const) assert.equal(commandEnabled("step_back", { ...paused, status }, null), true);
+    assert.equal(commandEnabled("step_back", { ...paused, status: "running" }, null), false);
+  });
+
+  it("runs to a selected node that has yet to run", () => {
+    assert.equal(commandEnabled("run_to", paused, null), false);
+    assert.equal(commandEnabled("run_to", paused, 1), true);
+    assert.equal(commandEnabled("run_to", paused, 3), false, "already the next node");
+    assert.equal(commandEnabled("run_to", paused, 4), false, "already run");
+    assert.equal(commandEnabled("run_to", { ...paused, status: "finished" }, 1), false);
+  });
+});
+
+describe("selection and narration traits", () => {
+  it("reads selected as a node of the graph", () => {
+    assert.equal(parseSelected(2, graph), 2);
+    assert.equal(parseSelected(null, graph), null);
+    assert.equal(parseSelected(undefined, graph), null);
+    assert.equal(parseSelected(77, graph), null);
+    assert.throws(() => parseSelected("2", graph), /selected must be a node id/);
+  });
+
+  it("reads the last event", () => {
+    const text = "MulBackward0 input 0: stored in the buffer.";
+    assert.deepEqual(parseLastEvent({ seq: 7, kind: "buffer_added", node: 2, text }), { seq: 7, kind: "buffer_added", node: 2, text });
+    assert.deepEqual(parseLastEvent({ seq: null, kind: "backward_finished", node: null, text: "" }), {
+      seq: null,
+      kind: "backward_finished",
+      node: null,
+      text: "",
+    });
+    assert.equal(parseLastEvent(null), null);
+    assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready" }), /last_event must have a kind and a text/);
+    assert.throws(() => parseLastEvent([]), /last_event must be an object/);
   });
 });

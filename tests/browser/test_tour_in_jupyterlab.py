@@ -123,6 +123,44 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
         steps = min(STEPS, sum(state == "pending" for state in session.states().values()))
         step_through(session, steps)
         check_kernel_agrees(session)
+        inspect_a_node_that_has_run(session)
+        step_one_event(session)
+        check_kernel_agrees(session)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         session.widget().screenshot(path=str(SCREENSHOT))  # for the README
         check_no_problems(session)
+
+
+def inspect_a_node_that_has_run(session: Any) -> None:
+    """Click a node: it is highlighted, and the inspector shows its name and its gradients."""
+    widget = session.widget()
+    node_id = next(node for node, state in session.states().items() if has_run(state))
+    box = widget.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')
+    name = box.locator("text.gv-name").text_content()
+    box.click()
+    inspector = widget.locator('[data-testid="gv-inspector"]')
+    inspector.wait_for(state="visible", timeout=15_000)
+    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == name
+    assert "gv-selected" in (box.get_attribute("class") or "")
+    rows = inspector.locator('[data-section="in"] [data-testid="gv-grad-row"]')
+    assert rows.count() >= 1, inspector.inner_text()
+    cells = rows.first.locator("td").all_inner_texts()
+    assert cells[1].startswith("[") and cells[2].startswith("float"), cells  # shape, dtype
+    # Run to selected is offered (a live session) but disabled: the node has already run.
+    assert widget.locator('[data-testid="gv-run-to"]').is_disabled()
+
+
+def step_one_event(session: Any) -> None:
+    """Step event shows one more engine decision: the narration line changes."""
+    widget = session.widget()
+    narration = widget.locator('[data-testid="gv-narration"]')
+    before = narration.inner_text()
+    seq = narration.get_attribute("data-seq")
+    assert before.strip() != "", "the narration shows the latest event"
+    widget.locator('[data-testid="gv-step-event"]').click()
+    session.page.wait_for_function(
+        "([element, seq]) => element.dataset.seq !== seq", arg=[narration.element_handle(), seq], timeout=15_000
+    )
+    assert narration.inner_text() != before
+    # A live session cannot go back in time, so Step back is not offered.
+    assert widget.locator('[data-testid="gv-step-back"]').is_hidden()

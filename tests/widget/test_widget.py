@@ -18,7 +18,13 @@ from gradviz_fake_session import FakeSession  # noqa: E402
 
 from gradviz.widget import DebuggerWidget, display_session  # noqa: E402
 from gradviz.widget import _bundle  # noqa: E402
-from gradviz.widget._widget import SessionProtocolError, normalize_graph, normalize_states  # noqa: E402
+from gradviz.widget._widget import (  # noqa: E402
+    SessionProtocolError,
+    compact_event,
+    json_safe,
+    normalize_graph,
+    normalize_states,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -74,7 +80,10 @@ def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession
     assert widget.current == 4
     assert widget.status == "paused"
     assert widget.error is None
-    assert widget.protocol_version == 1
+    assert widget.protocol_version == 2
+    assert widget.commands == ["step", "continue"]  # all that FakeSession offers
+    assert widget.selected is None and widget.inspection is None
+    assert widget.last_event is None  # FakeSession has no event stream
     assert widget.session is session
 
 
@@ -180,6 +189,18 @@ def test_continue_command_runs_to_the_end(widget: DebuggerWidget) -> None:
         {"type": "command", "name": "__init__"},
         {"type": "command", "name": "continue_"},
         {"type": "command", "name": "step", "extra": 1},
+        {"type": "command", "name": "step", "node": 3},
+        {"type": "command", "name": "run_to"},
+        {"type": "command", "name": "run_to", "node": None},
+        {"type": "command", "name": "run_to", "node": "3"},
+        {"type": "command", "name": "run_to", "node": 3.0},
+        {"type": "command", "name": "run_to", "node": True},
+        {"type": "command", "name": "run_to", "node": -1},
+        {"type": "command", "name": "select"},
+        {"type": "command", "name": "select", "node": [3]},
+        {"type": "command", "name": "select", "node": 3, "extra": 1},
+        {"type": "command", "name": "step_event_back"},
+        {"type": "command", "name": "_refresh"},
     ],
 )
 def test_malformed_messages_are_ignored_and_logged(
@@ -231,6 +252,183 @@ def test_a_session_reporting_nonsense_is_shown(widget: DebuggerWidget, session: 
     session._notify()
     assert widget.error is not None and "session.status must be one of" in widget.error
     assert widget.status == "paused"  # the last good state stays on screen
+
+
+# ---- inspector, narration and the session's own commands --------------------------------------
+
+
+def _real_session() -> Any:
+    """loss = (tanh(x * w) * w).sum() on gradviz's own engine: 5 nodes, w used twice."""
+    import gradviz as torch
+
+    x = torch.tensor([0.5, -1.0, 2.0])
+    w = torch.tensor([1.5, 0.5, -0.25], requires_grad=True)
+    return torch.debug.backward((torch.tanh(x * w) * w).sum())
+
+
+def _replay_session() -> Any:
+    import gradviz as torch
+
+    x = torch.tensor([0.5, -1.0, 2.0])
+    w = torch.tensor([1.5, 0.5, -0.25], requires_grad=True)
+    with torch.record() as trace:
+        (torch.tanh(x * w) * w).sum().backward()
+    return torch.debug.ReplaySession(trace)
+
+
+def _node_named(widget: DebuggerWidget, name: str) -> int:
+    return next(node["id"] for node in widget.graph["nodes"] if node["name"] == name)
+
+
+def _strict_json(value: Any) -> Any:
+    return json.loads(json.dumps(value, allow_nan=False))
+
+
+def test_commands_offered_follow_the_session() -> None:
+    live, replay = DebuggerWidget(_real_session()), DebuggerWidget(_replay_session())
+    assert live.commands == ["step", "step_event", "continue", "run_to", "abort"]
+    assert replay.commands == ["step", "step_event", "continue", "run_to", "step_back"]
+    live.close()
+    replay.close()
+
+
+def test_select_fills_the_inspector_and_steps_refresh_it() -> None:
+    widget = DebuggerWidget(_real_session())
+    recorder = Recorder(widget)
+    tanh = _node_named(widget, "TanhBackward0")
+    browser_sends(widget, {"type": "command", "name": "select", "node": tanh})
+    assert recorder.acks == [{"type": "ack", "name": "select", "ok": True, "reason": None}]
+    assert widget.selected == tanh
+    assert widget.inspection["name"] == "TanhBackward0"
+    assert widget.inspection["state"] == "pending"
+    assert widget.inspection["grads_in"] is None
+    assert _strict_json(widget.inspection) == widget.inspection
+    while widget.states[str(tanh)] not in ("done", "released"):
+        browser_sends(widget, {"type": "command", "name": "step"})
+        assert widget.inspection["state"] == widget.states[str(tanh)]  # refreshed on every step
+    (grad_in,) = widget.inspection["grads_in"]
+    assert grad_in["shape"] == [3] and grad_in["dtype"] == "float32" and grad_in["nan"] == 0
+    assert len(widget.inspection["grads_out"]) == 1
+    # Selecting nothing clears the inspector.
+    browser_sends(widget, {"type": "command", "name": "select", "node": None})
+    assert widget.selected is None and widget.inspection is None
+    widget.close()
+
+
+def test_select_works_in_every_status_and_refuses_unknown_nodes(widget: DebuggerWidget, session: FakeSession) -> None:
+    recorder = Recorder(widget)
+    session.continue_()
+    browser_sends(widget, {"type": "command", "name": "select", "node": 99})
+    assert recorder.acks[-1] == {"type": "ack", "name": "select", "ok": False, "reason": "no node with id 99 in the graph"}
+    assert widget.selected is None
+    # A session without node() still gets the graph's facts and the state.
+    browser_sends(widget, {"type": "command", "name": "select", "node": 2})
+    assert recorder.acks[-1]["ok"] is True
+    assert widget.inspection == {"id": 2, "name": "MulBackward0", "kind": "builtin", "label": "x * w", "state": "released"}
+    with pytest.raises(KeyError, match="no node with id 7"):
+        widget.select(7)
+
+
+def test_selection_is_dropped_when_the_graph_no_longer_has_the_node(widget: DebuggerWidget, session: FakeSession) -> None:
+    widget.select(2)
+    session._graph = {"nodes": [{"id": 10, "name": "SumBackward0", "kind": "builtin", "label": ""}], "edges": [], "roots": [10]}
+    session._states = {10: "ready"}
+    session._notify()
+    assert [node["id"] for node in widget.graph["nodes"]] == [10]
+    assert widget.selected is None and widget.inspection is None
+
+
+def test_an_exception_in_node_is_shown(widget: DebuggerWidget, session: FakeSession) -> None:
+    def broken(node_id: int) -> dict[str, Any]:
+        raise LookupError(f"node {node_id} is gone")
+
+    session.node = broken  # type: ignore[attr-defined]
+    widget.select(3)
+    assert widget.error is not None and "LookupError: node 3 is gone" in widget.error
+
+
+def test_step_event_narrates_the_latest_event() -> None:
+    session = _real_session()
+    widget = DebuggerWidget(session)
+    recorder = Recorder(widget)
+    before = widget.last_event
+    browser_sends(widget, {"type": "command", "name": "step_event"})
+    assert recorder.acks == [{"type": "ack", "name": "step_event", "ok": True, "reason": None}]
+    event = session.events[-1]
+    assert widget.last_event == {"seq": event["seq"], "kind": event["kind"], "node": event["node"], "text": event["text"]}
+    assert widget.last_event != before
+    assert widget.last_event["text"].startswith("SumBackward0 started")
+    assert widget.states[str(widget.current)] == "running"  # mid-node
+    widget.close()
+
+
+def test_run_to_and_abort() -> None:
+    session = _real_session()
+    widget = DebuggerWidget(session)
+    recorder = Recorder(widget)
+    target = _node_named(widget, "TanhBackward0")
+    browser_sends(widget, {"type": "command", "name": "run_to", "node": target})
+    assert recorder.acks[-1]["ok"] is True, recorder.acks
+    assert widget.current == target and widget.status == "paused"
+    browser_sends(widget, {"type": "command", "name": "run_to", "node": 999})
+    assert recorder.acks[-1] == {"type": "ack", "name": "run_to", "ok": False, "reason": "no node with id 999 in the graph"}
+    browser_sends(widget, {"type": "command", "name": "abort"})
+    assert recorder.acks[-1]["ok"] is True
+    assert widget.status == "aborted"
+    browser_sends(widget, {"type": "command", "name": "step"})
+    assert recorder.acks[-1] == {"type": "ack", "name": "step", "ok": False, "reason": "the session is aborted"}
+    widget.close()
+
+
+def test_step_back_in_a_replay_even_after_the_end() -> None:
+    session = _replay_session()
+    widget = DebuggerWidget(session)
+    recorder = Recorder(widget)
+    browser_sends(widget, {"type": "command", "name": "continue"})
+    assert widget.status == "finished"
+    finished = dict(widget.states)
+    browser_sends(widget, {"type": "command", "name": "step_back"})
+    assert recorder.acks[-1] == {"type": "ack", "name": "step_back", "ok": True, "reason": None}
+    assert widget.status == "paused"
+    assert widget.states != finished
+    assert widget.states[str(widget.current)] == "ready"
+    widget.close()
+
+
+def test_commands_the_session_lacks_are_refused(widget: DebuggerWidget, session: FakeSession) -> None:
+    recorder = Recorder(widget)
+    for content in ({"type": "command", "name": "step_back"}, {"type": "command", "name": "run_to", "node": 2}):
+        browser_sends(widget, content)
+    assert recorder.acks == [
+        {"type": "ack", "name": "step_back", "ok": False, "reason": "this session (FakeSession) has no step_back()"},
+        {"type": "ack", "name": "run_to", "ok": False, "reason": "this session (FakeSession) has no run_to()"},
+    ]
+    assert session.steps_run == 0
+    assert widget.error is None
+
+
+def test_json_safe_makes_display_copies() -> None:
+    import numpy
+
+    class Opaque:
+        def __repr__(self) -> str:
+            return "<opaque>"
+
+    value = {
+        1: (numpy.float32(0.5), float("nan"), float("-inf"), numpy.int64(3), numpy.bool_(True)),
+        "nested": {"deep": [Opaque(), None, "text"]},
+        "long": list(range(250)),
+    }
+    safe = json_safe(value)
+    assert safe["1"] == [0.5, "nan", "-inf", 3, True]
+    assert type(safe["1"][3]) is int and type(safe["1"][4]) is bool
+    assert safe["nested"] == {"deep": ["<opaque>", None, "text"]}
+    assert safe["long"][-1] == "… 50 more" and len(safe["long"]) == 201
+    assert _strict_json(safe) == safe
+    assert compact_event({"seq": 3, "kind": "node_ready", "node": 2, "text": "A became ready.", "time": 0.1}) == {
+        "seq": 3, "kind": "node_ready", "node": 2, "text": "A became ready."
+    }  # fmt: skip
+    assert compact_event("junk") is None
 
 
 # ---- the session drives the widget ------------------------------------------------------------

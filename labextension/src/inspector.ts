@@ -1,0 +1,240 @@
+// The inspector: what the session knows about the selected node (the `inspection` trait).
+//
+// The trait is `session.node(id)` made JSON-safe by Python (docs/widget_protocol.md). The
+// parsing and formatting below are pure (unit-tested); the Inspector class only builds DOM,
+// and sets every piece of text with textContent.
+
+import { ProtocolError } from "./model.js";
+
+/** A number from a tensor summary: NaN and infinities arrive as "nan", "inf", "-inf". */
+export type SummaryNumber = number | string | null;
+
+/** A tensor summary (docs/events.md, "Common fields"), as far as the inspector shows it. */
+export interface Summary {
+  readonly shape: readonly number[] | null;
+  readonly dtype: string | null;
+  readonly numel: number | null;
+  readonly min: SummaryNumber;
+  readonly max: SummaryNumber;
+  readonly mean: SummaryNumber;
+  readonly norm: SummaryNumber;
+  readonly nan: number;
+  readonly inf: number;
+  readonly values: readonly SummaryNumber[];
+}
+
+/** One table row: a label ("0", "before") and a summary; null is an undefined gradient (None). */
+export interface SummaryRow {
+  readonly label: string;
+  readonly summary: Summary | null;
+}
+
+export interface InspectorSection {
+  readonly key: string;
+  readonly title: string;
+  readonly rows: readonly SummaryRow[];
+  /** Shown instead of the table when there are no rows. */
+  readonly note: string;
+}
+
+export interface Inspection {
+  readonly id: number;
+  readonly name: string;
+  readonly kind: string;
+  readonly label: string;
+  readonly state: string;
+  readonly error: string | null;
+  readonly sections: readonly InspectorSection[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function text(value: unknown): string {
+  return typeof value === "string" ? value : "";
+}
+
+function summaryNumber(value: unknown): SummaryNumber {
+  return typeof value === "number" || typeof value === "string" ? value : null;
+}
+
+function count(value: unknown): number {
+  return typeof value === "number" && Number.isFinite(value) ? value : 0;
+}
+
+/** Read a summary leniently: a missing field shows as a dash, never as an error. */
+export function parseSummary(value: unknown): Summary | null {
+  if (!isRecord(value)) return null;
+  const shape = Array.isArray(value["shape"]) && value["shape"].every((n) => typeof n === "number") ? (value["shape"] as number[]) : null;
+  return {
+    shape,
+    dtype: typeof value["dtype"] === "string" ? value["dtype"] : null,
+    numel: typeof value["numel"] === "number" ? value["numel"] : null,
+    min: summaryNumber(value["min"]),
+    max: summaryNumber(value["max"]),
+    mean: summaryNumber(value["mean"]),
+    norm: summaryNumber(value["norm"]),
+    nan: count(value["nan"]),
+    inf: count(value["inf"]),
+    values: Array.isArray(value["values"]) ? value["values"].map(summaryNumber) : [],
+  };
+}
+
+function summaryList(value: unknown): SummaryRow[] | null {
+  if (!Array.isArray(value)) return null;
+  return value.map((item, index) => ({ label: String(index), summary: parseSummary(item) }));
+}
+
+/**
+ * Check and convert the `inspection` trait (null: nothing selected). Throws ProtocolError
+ * when it is not an object with an id and a name; everything else is optional.
+ */
+export function parseInspection(value: unknown): Inspection | null {
+  if (value === null || value === undefined) return null;
+  if (!isRecord(value)) throw new ProtocolError("inspection must be an object or null");
+  const { id, name } = value;
+  if (typeof id !== "number" || !Number.isSafeInteger(id) || typeof name !== "string") {
+    throw new ProtocolError("inspection must have a numeric id and a name");
+  }
+  const state = text(value["state"]);
+  const sections: InspectorSection[] = [];
+  const gradsIn = summaryList(value["grads_in"]);
+  const gradsOut = summaryList(value["grads_out"]);
+  const buffer = summaryList(value["pending_buffer"]);
+  if (buffer !== null && (state === "pending" || state === "ready")) {
+    sections.push({ key: "buffer", title: "Gradients collected so far", rows: buffer, note: "none yet" });
+  }
+  if (gradsIn !== null || "grads_in" in value) {
+    sections.push({ key: "in", title: "Gradients in", rows: gradsIn ?? [], note: gradsIn === null ? "not received yet" : "none" });
+  }
+  if (gradsOut !== null || "grads_out" in value) {
+    const leaf = value["kind"] === "accumulate_grad";
+    const note = gradsOut === null ? "not computed yet" : leaf ? "none: a leaf's gradient goes to its .grad" : "none";
+    sections.push({ key: "out", title: "Gradients out", rows: gradsOut ?? [], note });
+  }
+  const accumulated = value["accumulated"];
+  if (isRecord(accumulated)) {
+    const rows = ["before", "after"].map((label) => ({ label, summary: parseSummary(accumulated[label]) }));
+    sections.push({ key: "accumulated", title: ".grad of the leaf", rows, note: "" });
+  }
+  const failure = value["error"];
+  const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
+  return { id, name, kind: text(value["kind"]), label: text(value["label"]), state, error, sections };
+}
+
+/** Four significant digits; exponent notation for very large and very small magnitudes. */
+export function formatNumber(value: SummaryNumber): string {
+  if (value === null) return "—";
+  if (typeof value === "string") return value;
+  if (Number.isInteger(value) && Math.abs(value) < 1e6) return String(value);
+  const magnitude = Math.abs(value);
+  if (magnitude >= 1e5 || (magnitude !== 0 && magnitude < 1e-3)) return value.toExponential(3);
+  return String(Number(value.toPrecision(4)));
+}
+
+export const SUMMARY_COLUMNS = ["", "shape", "dtype", "min", "max", "mean", "norm", "NaN", "Inf", "values"] as const;
+
+export interface Cell {
+  readonly text: string;
+  /** A NaN or Inf count above zero: shown in red. */
+  readonly alarm: boolean;
+}
+
+/** The cells of one row, in SUMMARY_COLUMNS order. */
+export function summaryCells(row: SummaryRow): Cell[] {
+  const plain = (value: string): Cell => ({ text: value, alarm: false });
+  const summary = row.summary;
+  if (summary === null) return [plain(row.label), plain("None"), ...SUMMARY_COLUMNS.slice(2).map(() => plain(""))];
+  const values = summary.values.map(formatNumber).join(", ");
+  const more = summary.numel !== null && summary.numel > summary.values.length ? ", …" : "";
+  return [
+    plain(row.label),
+    plain(summary.shape === null ? "?" : `[${summary.shape.join(", ")}]`),
+    plain(summary.dtype ?? "?"),
+    plain(formatNumber(summary.min)),
+    plain(formatNumber(summary.max)),
+    plain(formatNumber(summary.mean)),
+    plain(formatNumber(summary.norm)),
+    { text: String(summary.nan), alarm: summary.nan > 0 },
+    { text: String(summary.inf), alarm: summary.inf > 0 },
+    plain(`[${values}${more}]`),
+  ];
+}
+
+function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, content = ""): HTMLElementTagNameMap[K] {
+  const node = document.createElement(tag);
+  if (className !== "") node.className = className;
+  if (content !== "") node.textContent = content;
+  return node;
+}
+
+/** The inspector panel under the graph; hidden while nothing is selected. */
+export class Inspector {
+  readonly element: HTMLElement;
+
+  constructor(private readonly onClose: () => void) {
+    this.element = element("section", "gv-inspector");
+    this.element.dataset["testid"] = "gv-inspector";
+    this.element.setAttribute("aria-label", "selected node");
+    this.element.hidden = true;
+  }
+
+  /** Show a node's details, or hide the panel (null). Rebuilt on each change: it is small. */
+  update(inspection: Inspection | null): void {
+    this.element.hidden = inspection === null;
+    this.element.replaceChildren();
+    if (inspection === null) return;
+    const header = element("div", "gv-inspector-header");
+    const name = element("span", "gv-inspector-name", inspection.name);
+    name.dataset["testid"] = "gv-inspector-name";
+    header.append(name, element("span", "gv-inspector-id", `#${inspection.id}`));
+    for (const [key, value] of [["kind", inspection.kind], ["state", inspection.state]] as const) {
+      if (value === "") continue;
+      const chip = element("span", `gv-chip gv-chip-${key}`, value);
+      chip.dataset[key] = value;
+      header.append(chip);
+    }
+    if (inspection.label !== "" && inspection.label !== inspection.name) {
+      header.append(element("span", "gv-inspector-label", inspection.label));
+    }
+    const close = element("button", "gv-inspector-close", "×");
+    close.type = "button";
+    close.title = "Close the inspector";
+    close.setAttribute("aria-label", "Close the inspector");
+    close.dataset["testid"] = "gv-inspector-close";
+    close.addEventListener("click", this.onClose);
+    header.append(close);
+    this.element.append(header);
+    if (inspection.error !== null) {
+      const error = element("div", "gv-inspector-error", inspection.error);
+      error.setAttribute("role", "alert");
+      this.element.append(error);
+    }
+    for (const section of inspection.sections) this.element.append(this.section(section));
+  }
+
+  private section(section: InspectorSection): HTMLElement {
+    const wrapper = element("div", "gv-inspector-section");
+    wrapper.dataset["section"] = section.key;
+    const title = element("div", "gv-inspector-title", section.title);
+    wrapper.append(title);
+    if (section.rows.length === 0) {
+      wrapper.append(element("div", "gv-inspector-note", section.note));
+      return wrapper;
+    }
+    const table = element("table", "gv-grads");
+    const head = element("tr", "");
+    for (const column of SUMMARY_COLUMNS) head.append(element("th", "", column));
+    table.append(element("thead", ""), element("tbody", ""));
+    table.tHead?.append(head);
+    for (const row of section.rows) {
+      const line = element("tr", "");
+      line.dataset["testid"] = "gv-grad-row";
+      for (const cell of summaryCells(row)) line.append(element("td", cell.alarm ? "gv-alarm" : "", cell.text));
+      table.tBodies[0]?.append(line);
+    }
+    wrapper.append(table);
+    return wrapper;
+  }
+}

@@ -1,0 +1,108 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { formatNumber, parseInspection, parseSummary, SUMMARY_COLUMNS, summaryCells } from "../src/inspector.js";
+import { ProtocolError } from "../src/model.js";
+
+// As Python sends it: session.node(id) made JSON-safe (NaN and infinities as text).
+const SUMMARY = { shape: [3], dtype: "float32", numel: 3, nan: 0, inf: 0, min: -0.75, max: 1.5, mean: 0.25, norm: 1.7320508075688772, values: [1, -0.75, 1.5] };
+const BAD = { shape: [8], dtype: "float32", numel: 8, nan: 2, inf: 1, min: -1, max: 2, mean: 0.5, norm: 3, values: ["nan", 1, "inf", -1, 2, "nan"] };
+
+const MUL = {
+  id: 2,
+  name: "MulBackward0",
+  kind: "builtin",
+  label: "x * w",
+  state: "released",
+  grads_in: [SUMMARY],
+  grads_out: [null, BAD],
+  pending_buffer: null,
+  accumulated: null,
+  error: null,
+  hooks: { pre: [], post: [], tensor_pre: {} },
+};
+
+describe("parseInspection", () => {
+  it("reads the header and the gradient tables", () => {
+    const inspection = parseInspection(MUL);
+    assert.ok(inspection !== null);
+    assert.deepEqual([inspection.id, inspection.name, inspection.kind, inspection.label, inspection.state], [2, "MulBackward0", "builtin", "x * w", "released"]);
+    assert.deepEqual(inspection.sections.map((section) => section.key), ["in", "out"]);
+    const [gradsIn, gradsOut] = inspection.sections;
+    assert.equal(gradsIn?.rows.length, 1);
+    assert.equal(gradsOut?.rows[0]?.summary, null, "an undefined gradient (None) stays null");
+    assert.equal(gradsOut?.rows[1]?.summary?.nan, 2);
+    assert.equal(inspection.error, null);
+  });
+
+  it("says what is not known yet for a pending node, and shows its buffer", () => {
+    const pending = parseInspection({ ...MUL, state: "ready", grads_in: null, grads_out: null, pending_buffer: [SUMMARY] });
+    assert.deepEqual(pending?.sections.map((section) => [section.key, section.rows.length, section.note]), [
+      ["buffer", 1, "none yet"],
+      ["in", 0, "not received yet"],
+      ["out", 0, "not computed yet"],
+    ]);
+  });
+
+  it("shows a leaf's .grad before and after, and explains its empty gradients out", () => {
+    const leaf = parseInspection({ ...MUL, kind: "accumulate_grad", grads_out: [], accumulated: { before: null, after: SUMMARY } });
+    const out = leaf?.sections.find((section) => section.key === "out");
+    assert.match(out?.note ?? "", /\.grad/);
+    const accumulated = leaf?.sections.find((section) => section.key === "accumulated");
+    assert.deepEqual(accumulated?.rows.map((row) => [row.label, row.summary?.shape ?? null]), [["before", null], ["after", [3]]]);
+  });
+
+  it("reports the node's error", () => {
+    const failed = parseInspection({ ...MUL, state: "error", error: { exception: "ValueError", message: "wrong shape" } });
+    assert.equal(failed?.error, "ValueError: wrong shape");
+  });
+
+  it("shows only the header for a session without node()", () => {
+    const bare = parseInspection({ id: 2, name: "MulBackward0", kind: "builtin", label: "", state: "pending" });
+    assert.deepEqual(bare?.sections, []);
+  });
+
+  it("is null when nothing is selected and rejects what is not a node", () => {
+    assert.equal(parseInspection(null), null);
+    assert.throws(() => parseInspection([]), ProtocolError);
+    assert.throws(() => parseInspection({ id: "2", name: "A" }), /numeric id and a name/);
+  });
+});
+
+describe("formatting", () => {
+  it("formats numbers compactly and keeps non-finite text", () => {
+    assert.equal(formatNumber(1.7320508075688772), "1.732");
+    assert.equal(formatNumber(3), "3");
+    assert.equal(formatNumber(-0.75), "-0.75");
+    assert.equal(formatNumber(123456.7), "1.235e+5");
+    assert.equal(formatNumber(1e-8), "1.000e-8");
+    assert.equal(formatNumber(0), "0");
+    assert.equal(formatNumber("nan"), "nan");
+    assert.equal(formatNumber("-inf"), "-inf");
+    assert.equal(formatNumber(null), "—");
+  });
+
+  it("lays a summary out in the table's columns, NaN and Inf counts flagged", () => {
+    const cells = summaryCells({ label: "1", summary: parseSummary(BAD) });
+    assert.equal(cells.length, SUMMARY_COLUMNS.length);
+    assert.deepEqual(
+      cells.map((cell) => cell.text),
+      ["1", "[8]", "float32", "-1", "2", "0.5", "3", "2", "1", "[nan, 1, inf, -1, 2, nan, …]"],
+    );
+    assert.deepEqual(cells.map((cell, index) => (cell.alarm ? SUMMARY_COLUMNS[index] : null)).filter(Boolean), ["NaN", "Inf"]);
+    const clean = summaryCells({ label: "0", summary: parseSummary(SUMMARY) });
+    assert.equal(clean.some((cell) => cell.alarm), false);
+    assert.equal(clean[9]?.text, "[1, -0.75, 1.5]");
+  });
+
+  it("shows an undefined gradient as None", () => {
+    const cells = summaryCells({ label: "0", summary: null });
+    assert.equal(cells.length, SUMMARY_COLUMNS.length);
+    assert.equal(cells[1]?.text, "None");
+  });
+
+  it("reads a damaged summary without failing", () => {
+    const summary = parseSummary({ shape: "3", values: [1, {}] });
+    assert.deepEqual(summaryCells({ label: "0", summary }).slice(1, 4).map((cell) => cell.text), ["?", "?", "—"]);
+  });
+});
