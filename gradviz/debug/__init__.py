@@ -1,7 +1,8 @@
 """Debugging: step through a backward pass (``gradviz.debug.backward``), debug code that calls
 ``backward()`` itself (``gradviz.debug.runcall``), replay a recorded trace
-(``gradviz.debug.ReplaySession``), and diagnose gradients (``gradviz.debug.doctor``, with
-``gradviz.debug.capture``)."""
+(``gradviz.debug.ReplaySession``), diagnose gradients (``gradviz.debug.doctor``, with
+``gradviz.debug.capture``), and record a real PyTorch backward into a trace
+(``gradviz.debug.record_torch``)."""
 
 from ._breakpoints import Breakpoint
 from ._capture import capture
@@ -9,7 +10,8 @@ from ._doctor import FINDING_KINDS, DoctorReport, Entry, Finding, doctor
 from ._replay import ReplaySession, replay
 from ._session import NODE_STATES, DebugSession, backward
 from ._threaded import CallSession, SessionAborted, runcall
+from ._torch_recorder import record_torch
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
            "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
-           "Finding", "Entry", "FINDING_KINDS"]
+           "Finding", "Entry", "FINDING_KINDS", "record_torch"]

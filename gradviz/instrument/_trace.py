@@ -86,6 +86,22 @@ class Trace:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
 
+    def to_html(self, path, title: str | None = None):
+        """Write one self-contained HTML file that replays this trace offline (no kernel, no
+        server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`.
+
+        The widget layer owns the front end, so this imports it when called (the instrument
+        layer never imports it at import time; DESIGN.md, "Layers").
+
+        Raises
+        ------
+        gradviz.widget._bundle.BundleError
+            If the front-end bundle is missing or stale: run ``npm --prefix labextension run build``.
+        """
+        from ..widget._html import trace_to_html
+
+        return trace_to_html(self, path, title=title)
+
     @classmethod
     def from_dict(cls, data) -> "Trace":
         """Check ``data`` strictly (schema and consistency) and build a trace from it."""

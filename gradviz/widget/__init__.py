@@ -4,6 +4,7 @@ The front end lives in ``labextension/`` and is bundled into ``static/widget.js`
 and messages between the two are documented in ``docs/widget_protocol.md``.
 """
 
+from ._html import trace_to_html
 from ._widget import DebuggerWidget, display_session
 
-__all__ = ["DebuggerWidget", "display_session"]
+__all__ = ["DebuggerWidget", "display_session", "trace_to_html"]

@@ -17,11 +17,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BundleError", "bundle_info", "load_bundle", "sources_sha256"]
+__all__ = ["BundleError", "bundle_info", "load_bundle", "sources_sha256", "WIDGET_BUNDLE", "STANDALONE_BUNDLE"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
 # gradviz/widget/_bundle.py -> the repository root of a development checkout.
 LABEXTENSION_DIR = Path(__file__).resolve().parents[2] / "labextension"
+
+#: The anywidget module (the notebook widget).
+WIDGET_BUNDLE = "widget.js"
+#: The classic script of the self-contained HTML page (``_html.py``); built from the same sources.
+STANDALONE_BUNDLE = "standalone.js"
 
 _REBUILD_HINT = "run `npm --prefix labextension run build` or reinstall with `pip install -e .`"
 
@@ -77,8 +82,13 @@ def _read_manifest(static_dir: Path) -> dict[str, Any] | None:
     return manifest if isinstance(manifest, dict) else None
 
 
-def bundle_info(static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTENSION_DIR) -> dict[str, Any]:
+def bundle_info(
+    static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTENSION_DIR, name: str = WIDGET_BUNDLE
+) -> dict[str, Any]:
     """Where the widget bundle is and whether it matches its sources (for ``gradviz.show_config()``).
+
+    ``name`` picks the output of the build to look at: ``widget.js`` (the default) or
+    ``standalone.js``; one manifest describes both.
 
     Returns
     -------
@@ -95,7 +105,7 @@ def bundle_info(static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTEN
     >>> sorted(bundle_info())
     ['built_at', 'dev_checkout', 'exists', 'fresh', 'path', 'sha256', 'sources_sha256']
     """
-    bundle = static_dir / "widget.js"
+    bundle = static_dir / name
     manifest = _read_manifest(static_dir)
     recorded = manifest.get("sources_sha256") if manifest else None
     dev = _is_dev_checkout(labextension_dir)
@@ -113,9 +123,11 @@ def bundle_info(static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTEN
     }
 
 
-def load_bundle(static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTENSION_DIR) -> str:
-    """The text of ``widget.js``; raises BundleError if it is missing or stale."""
-    info = bundle_info(static_dir, labextension_dir)
+def load_bundle(
+    static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTENSION_DIR, name: str = WIDGET_BUNDLE
+) -> str:
+    """The text of ``widget.js`` (or of ``name``); raises BundleError if it is missing or stale."""
+    info = bundle_info(static_dir, labextension_dir, name)
     if not info["exists"]:
         raise BundleError(f"the widget bundle is missing ({info['path']}): {_REBUILD_HINT}")
     if info["sha256"] is None:
@@ -129,4 +141,4 @@ def load_bundle(static_dir: Path = STATIC_DIR, labextension_dir: Path = LABEXTEN
             f"(at {info['built_at']}), but {labextension_dir} now hashes to {info['sources_sha256'][:12]}; "
             f"{_REBUILD_HINT}"
         )
-    return (static_dir / "widget.js").read_text(encoding="utf-8")
+    return (static_dir / name).read_text(encoding="utf-8")

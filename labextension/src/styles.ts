@@ -40,6 +40,11 @@ export const STYLES = `
 .gv-toolbar .gv-spacer { flex: 1 1 auto; }
 .gv-status { color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
+.gv-timeline {
+  display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
+}
+.gv-timeline input[type=range] { flex: 1 1 auto; margin: 0; accent-color: var(--gv-current); }
+.gv-timeline-label { color: var(--gv-fg-muted); white-space: nowrap; font-variant-numeric: tabular-nums; }
 .gv-narration {
   padding: 4px 8px; border-bottom: 1px solid var(--gv-border); color: var(--gv-fg);
   background: var(--jp-layout-color1, #f6f8fa); white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
@@ -108,4 +113,12 @@ export const STYLES = `
 .gv-grads th:first-child, .gv-grads td:first-child { text-align: left; color: var(--gv-fg-muted); }
 .gv-grads th:last-child, .gv-grads td:last-child { text-align: left; }
 .gv-grads td.gv-alarm { color: var(--gv-error-stroke); font-weight: 700; }
+`;
+
+/** The page around the view in the self-contained HTML file (standalone.ts). */
+export const PAGE_STYLES = `
+body { margin: 0; padding: 16px 20px; font-family: system-ui, sans-serif; color: #1f2328; background: #ffffff; }
+.gv-page-header h1 { font-size: 18px; margin: 0 0 2px; font-weight: 600; overflow-wrap: anywhere; }
+.gv-page-header p { margin: 0 0 10px; color: #59636e; font-size: 13px; }
+.gv-page-error { color: #991b1b; background: #fee2e2; padding: 8px; white-space: pre-wrap; }
 `;

@@ -25,7 +25,7 @@ function testId(name: CommandName): string {
   return `gv-${name.replace(/_/g, "-")}`;
 }
 
-function button(text: string, title: string, testIdValue: string, onClick: () => void): HTMLButtonElement {
+export function button(text: string, title: string, testIdValue: string, onClick: () => void): HTMLButtonElement {
   const element = document.createElement("button");
   element.type = "button";
   element.textContent = text;
@@ -41,7 +41,8 @@ export class Toolbar {
   private readonly buttons = new Map<CommandName, HTMLButtonElement>();
   private readonly status: HTMLSpanElement;
 
-  constructor(actions: ToolbarActions) {
+  /** `extras`: host-specific controls shown after the command buttons (the HTML page's Restart). */
+  constructor(actions: ToolbarActions, extras: readonly HTMLElement[] = []) {
     this.element = document.createElement("div");
     this.element.className = "gv-toolbar";
     this.element.setAttribute("role", "toolbar");
@@ -63,6 +64,7 @@ export class Toolbar {
     spacer.className = "gv-spacer";
     this.element.append(
       ...this.buttons.values(),
+      ...extras,
       this.status,
       spacer,
       button("−", "Zoom out", "gv-zoom-out", actions.zoomOut),

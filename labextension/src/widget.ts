@@ -47,6 +47,14 @@ export interface RenderContext {
   el: HTMLElement;
 }
 
+/** What a host other than anywidget adds to the view (the self-contained page: standalone.ts). */
+export interface ViewExtras {
+  /** Controls placed after the command buttons, e.g. Restart. */
+  readonly toolbar?: readonly HTMLElement[];
+  /** A row placed under the toolbar, e.g. the event scrubber. */
+  readonly belowToolbar?: HTMLElement;
+}
+
 /** How long to show "…" after a command when Python does not answer. */
 const BUSY_TIMEOUT_MS = 10_000;
 
@@ -65,7 +73,8 @@ function messageOf(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
-function render({ model, el }: RenderContext): () => void {
+/** Draw the view into `el`; returns the cleanup function (anywidget's render contract). */
+export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}): () => void {
   const root = document.createElement("div");
   root.className = "gv-root";
   const style = document.createElement("style");
@@ -115,7 +124,7 @@ function render({ model, el }: RenderContext): () => void {
     zoomIn: () => scene?.zoomBy(1.25),
     zoomOut: () => scene?.zoomBy(0.8),
     fit: () => scene?.resetView(),
-  });
+  }, extras.toolbar ?? []);
 
   const errorBox = document.createElement("pre");
   errorBox.className = "gv-error";
@@ -133,7 +142,9 @@ function render({ model, el }: RenderContext): () => void {
   const narration = new Narration();
   const inspector = new Inspector(() => select(null));
 
-  root.append(style, toolbar.element, narration.element, errorBox, canvas, inspector.element);
+  root.append(style, toolbar.element);
+  if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
+  root.append(narration.element, errorBox, canvas, inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -249,6 +260,10 @@ function render({ model, el }: RenderContext): () => void {
     scene?.destroy();
     root.remove();
   };
+}
+
+function render(context: RenderContext): () => void {
+  return renderView(context);
 }
 
 export default { render };

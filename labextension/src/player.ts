@@ -1,0 +1,128 @@
+// The kernel's part on the self-contained HTML page: a ReplayPlayer answers the view's command
+// messages (docs/widget_protocol.md) as the Python widget would over a ReplaySession, by
+// moving a position through the precomputed replay (replay.ts), and publishes the traits
+// through a LocalModel. No DOM here.
+
+import { LocalModel } from "./local_model.js";
+import { EMPTY_GRAPH, parseGraph, PROTOCOL_VERSION, type CommandName, type Graph } from "./model.js";
+import { Timeline, type StandaloneData } from "./replay.js";
+
+/** The commands a replay offers (the `commands` trait), in toolbar order. */
+export const REPLAY_COMMANDS: readonly CommandName[] = ["step", "step_event", "continue", "run_to", "step_back"];
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Moves through the replay; owns the position and the selection, publishes them as traits. */
+export class ReplayPlayer {
+  readonly model: LocalModel;
+  private position: number;
+  private selected: number | null = null;
+  private readonly graph: Graph;
+  private readonly listeners: ((position: number) => void)[] = [];
+
+  constructor(private readonly data: StandaloneData, readonly timeline = new Timeline(data)) {
+    let graph = EMPTY_GRAPH;
+    try {
+      graph = parseGraph(data.graph);
+    } catch {
+      // The view parses the same value and shows the error; here it only means no inspector.
+    }
+    this.graph = graph;
+    this.position = timeline.start;
+    this.model = new LocalModel(
+      { protocol_version: PROTOCOL_VERSION, graph: data.graph, commands: [...REPLAY_COMMANDS], error: null, ...this.traits() },
+      (content) => this.onCommand(content),
+    );
+  }
+
+  get at(): number {
+    return this.position;
+  }
+
+  /** Called with the new position after every move. */
+  onMove(listener: (position: number) => void): void {
+    this.listeners.push(listener);
+  }
+
+  seek(position: number): void {
+    this.position = Math.max(0, Math.min(this.timeline.length, Math.trunc(position)));
+    this.model.set(this.traits());
+    for (const listener of this.listeners) listener(this.position);
+  }
+
+  restart(): void {
+    this.seek(this.timeline.start);
+  }
+
+  private traits(): Record<string, unknown> {
+    const p = this.position;
+    const states = this.timeline.statesAt(p);
+    return {
+      states,
+      current: this.timeline.currentAt(p),
+      status: this.timeline.statusAt(p),
+      last_event: this.timeline.lastEventAt(p),
+      selected: this.selected,
+      inspection: this.inspection(states),
+    };
+  }
+
+  /** A replay page keeps no gradient summaries: the inspector shows the node and its state. */
+  private inspection(states: Record<string, string>): Record<string, unknown> | null {
+    const node = this.selected === null ? undefined : this.graph.byId.get(this.selected);
+    if (node === undefined) return null;
+    return { id: node.id, name: node.name, kind: node.kind, label: node.label, state: states[String(node.id)] ?? "pending" };
+  }
+
+  private ack(name: string, ok: boolean, reason: string | null = null): void {
+    this.model.sendToView({ type: "ack", name, ok, reason });
+  }
+
+  /** The view's command messages (docs/widget_protocol.md), answered as Python would. */
+  private onCommand(content: unknown): void {
+    if (!isRecord(content) || content["type"] !== "command" || typeof content["name"] !== "string") return;
+    const name = content["name"];
+    const node = content["node"];
+    if (name === "select") {
+      this.selected = typeof node === "number" && this.graph.byId.has(node) ? node : null;
+      this.model.set(this.traits());
+      this.ack(name, true);
+      return;
+    }
+    const status = this.timeline.statusAt(this.position);
+    if (name !== "step_back" && status !== "paused") {
+      this.ack(name, false, `the session is ${status}`);
+      return;
+    }
+    const t = this.timeline;
+    const p = this.position;
+    switch (name) {
+      case "step":
+        this.seek(t.stepTarget(p));
+        break;
+      case "step_event":
+        this.seek(t.stepEventTarget(p));
+        break;
+      case "continue":
+        this.seek(t.continueTarget());
+        break;
+      case "step_back":
+        this.seek(t.stepBackTarget(p));
+        break;
+      case "run_to":
+        if (typeof node !== "number" || !this.graph.byId.has(node)) {
+          this.ack(name, false, `no node with id ${String(node)} in the graph`);
+          return;
+        }
+        this.seek(t.runToTarget(p, node));
+        break;
+      default:
+        this.ack(name, false, `this replay page has no ${name}`);
+        return;
+    }
+    this.ack(name, true);
+  }
+}
+

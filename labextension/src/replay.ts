@@ -1,0 +1,195 @@
+// Replay of a recorded trace in the browser, for the self-contained HTML page (standalone.ts).
+//
+// Python (gradviz/widget/_html.py) precomputes, with ReplaySession, what the session shows
+// after each prefix of the event stream: "position p" = the first p events shown, 0 <= p <= n.
+// This module only indexes into that data; its step targets mirror ReplaySession's (step,
+// step_event, step_back, continue_ without breakpoints, run_to, restart). Pure: no DOM.
+//
+// The data (docs/widget_protocol.md, "Self-contained HTML"):
+//   { format: "gradviz-standalone", version: 1, title, gradviz_version,
+//     graph,                      // the `graph` trait, once
+//     state_names,                // node state names; a state code indexes into it
+//     start,                      // where the replay begins (before the first node ran)
+//     final_status,               // status at position n (earlier positions are "paused")
+//     events: [kind, node, text][],      // event i; position p's last event is event p - 1
+//     changes: number[][],        // changes[p]: flat [id, code, id, code, ...] vs position p-1
+//     current: (number | null)[] }       // the current node at each position (length n + 1)
+
+import { ProtocolError, NODE_STATES, SESSION_STATUSES, type EventLine, type NodeState, type SessionStatus } from "./model.js";
+
+export const STANDALONE_FORMAT = "gradviz-standalone";
+export const STANDALONE_VERSION = 1;
+
+/** One event as the page needs it: kind, node (or null) and its narration text. */
+export type EventTuple = readonly [kind: string, node: number | null, text: string];
+
+export interface StandaloneData {
+  readonly title: string;
+  readonly gradvizVersion: string;
+  readonly graph: unknown; // checked by the view (model.parseGraph), like the trait
+  readonly start: number;
+  readonly finalStatus: SessionStatus;
+  readonly events: readonly EventTuple[];
+  /** changes[p]: [id, state] pairs that differ from position p - 1 (position 0: from all pending). */
+  readonly changes: readonly (readonly (readonly [number, NodeState])[])[];
+  readonly current: readonly (number | null)[];
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function isId(value: unknown): value is number {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
+}
+
+function fail(what: string): never {
+  throw new ProtocolError(`the page's trace data is malformed: ${what}`);
+}
+
+/** Check the page's data (JSON.parse of its data element) and decode it. */
+export function parseStandalone(value: unknown): StandaloneData {
+  if (!isRecord(value)) fail("not an object");
+  if (value["format"] !== STANDALONE_FORMAT) fail(`format must be "${STANDALONE_FORMAT}"`);
+  if (value["version"] !== STANDALONE_VERSION) {
+    fail(`version ${String(value["version"])} is not ${STANDALONE_VERSION}; write the page again with this gradviz`);
+  }
+  const { title, gradviz_version: gradvizVersion, start, final_status: finalStatus, state_names: names } = value;
+  if (typeof title !== "string" || typeof gradvizVersion !== "string") fail("title and gradviz_version must be strings");
+  if (!Array.isArray(names) || names.some((name) => !(NODE_STATES as readonly unknown[]).includes(name))) {
+    fail("state_names must list node states");
+  }
+  const stateNames = names as NodeState[];
+  if (!(SESSION_STATUSES as readonly unknown[]).includes(finalStatus)) fail("final_status is not a session status");
+  const rawEvents = value["events"];
+  if (!Array.isArray(rawEvents)) fail("events must be an array");
+  const events = rawEvents.map((event, index): EventTuple => {
+    if (!Array.isArray(event) || event.length !== 3) fail(`events[${index}] must be [kind, node, text]`);
+    const [kind, node, text] = event as unknown[];
+    if (typeof kind !== "string" || typeof text !== "string" || !(node === null || isId(node))) {
+      fail(`events[${index}] must be [kind, node, text]`);
+    }
+    return [kind, node, text];
+  });
+  const n = events.length;
+  if (!isId(start) || start > n) fail("start must be a position");
+  const rawChanges = value["changes"];
+  const rawCurrent = value["current"];
+  if (!Array.isArray(rawChanges) || rawChanges.length !== n + 1) fail("changes must have one entry per position");
+  if (!Array.isArray(rawCurrent) || rawCurrent.length !== n + 1) fail("current must have one entry per position");
+  const changes = rawChanges.map((flat, position) => {
+    if (!Array.isArray(flat) || flat.length % 2 !== 0) fail(`changes[${position}] must be [id, code, ...]`);
+    const pairs: [number, NodeState][] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const id: unknown = flat[i];
+      const code: unknown = flat[i + 1];
+      const state = typeof code === "number" ? stateNames[code] : undefined;
+      if (!isId(id) || state === undefined) fail(`changes[${position}] has a bad entry at ${i}`);
+      pairs.push([id, state]);
+    }
+    return pairs;
+  });
+  const current = rawCurrent.map((id, position): number | null => {
+    if (id !== null && !isId(id)) fail(`current[${position}] must be a node id or null`);
+    return id;
+  });
+  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current };
+}
+
+/** How often a full copy of the states is kept (seeking applies at most this many changes). */
+const CHECKPOINT_EVERY = 64;
+
+/** What the session shows at each position, and where each command goes from there. */
+export class Timeline {
+  /** The number of events; positions run from 0 to length. */
+  readonly length: number;
+  /** Positions of node_started events (node boundaries, as in ReplaySession). */
+  private readonly boundaries: number[] = [];
+  private readonly checkpoints: Map<number, NodeState>[] = [];
+
+  constructor(private readonly data: StandaloneData) {
+    this.length = data.events.length;
+    data.events.forEach(([kind], index) => {
+      if (kind === "node_started") this.boundaries.push(index);
+    });
+    let states = new Map<number, NodeState>();
+    for (let position = 0; position <= this.length; position++) {
+      for (const [id, state] of data.changes[position] ?? []) states.set(id, state);
+      if (position % CHECKPOINT_EVERY === 0) {
+        this.checkpoints.push(states);
+        states = new Map(states);
+      }
+    }
+  }
+
+  get start(): number {
+    return this.data.start;
+  }
+
+  private clamp(position: number): number {
+    return Math.max(0, Math.min(this.length, Math.trunc(position)));
+  }
+
+  /** The `states` trait at a position (absent ids are pending). */
+  statesAt(position: number): Record<string, NodeState> {
+    const p = this.clamp(position);
+    const base = Math.floor(p / CHECKPOINT_EVERY);
+    const states = new Map(this.checkpoints[base]);
+    for (let q = base * CHECKPOINT_EVERY + 1; q <= p; q++) {
+      for (const [id, state] of this.data.changes[q] ?? []) states.set(id, state);
+    }
+    const out: Record<string, NodeState> = {};
+    for (const [id, state] of states) out[String(id)] = state;
+    return out;
+  }
+
+  currentAt(position: number): number | null {
+    return this.data.current[this.clamp(position)] ?? null;
+  }
+
+  statusAt(position: number): SessionStatus {
+    return this.clamp(position) < this.length ? "paused" : this.data.finalStatus;
+  }
+
+  /** The narration line: the last shown event (null before the first). */
+  lastEventAt(position: number): EventLine | null {
+    const p = this.clamp(position);
+    const event = this.data.events[p - 1];
+    if (event === undefined) return null;
+    const [kind, node, text] = event;
+    return { seq: p - 1, kind, node, text };
+  }
+
+  /** First boundary > position, else the end (ReplaySession._next_boundary). */
+  private nextBoundary(position: number): number {
+    return this.boundaries.find((b) => b > position) ?? this.length;
+  }
+
+  /** Step: show the next node (all its events). */
+  stepTarget(position: number): number {
+    return position >= this.length ? position : this.nextBoundary(position);
+  }
+
+  stepEventTarget(position: number): number {
+    return Math.min(position + 1, this.length);
+  }
+
+  /** Step back: just before the previous node ran; unchanged at the start. */
+  stepBackTarget(position: number): number {
+    let index = -1;
+    for (let i = 0; i < this.boundaries.length && (this.boundaries[i] ?? Infinity) < position; i++) index = i;
+    const target = this.boundaries[index];
+    return target === undefined || target < this.data.start ? position : target;
+  }
+
+  /** Continue (the page has no breakpoints): to the end. */
+  continueTarget(): number {
+    return this.length;
+  }
+
+  /** Run to: until `node`'s next node_started is the next event (not the one at position), else the end. */
+  runToTarget(position: number, node: number): number {
+    const hit = this.boundaries.find((b) => b > position && this.data.events[b]?.[1] === node);
+    return hit ?? this.length;
+  }
+}

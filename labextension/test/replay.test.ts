@@ -1,0 +1,170 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { LocalModel } from "../src/local_model.js";
+import { ProtocolError, type NodeState } from "../src/model.js";
+import { ReplayPlayer, REPLAY_COMMANDS } from "../src/player.js";
+import { parseStandalone, STANDALONE_FORMAT, STANDALONE_VERSION, Timeline } from "../src/replay.js";
+import { TINY_GRAPH } from "./fixtures.js";
+
+const NAMES: NodeState[] = ["pending", "ready", "running", "done", "released", "error"];
+
+// TINY_GRAPH's backward pass, as gradviz/widget/_html.py writes it (positions worked out by
+// hand from ReplaySession's rules: boundaries are the node_started events 2, 5, 9, 12, 14).
+const EVENTS: [string, number | null][] = [
+  ["backward_started", null],
+  ["node_ready", 4], ["node_started", 4], ["node_finished", 4],
+  ["node_ready", 3], ["node_started", 3], ["node_finished", 3],
+  ["node_ready", 2], ["node_ready", 0], ["node_started", 2], ["node_finished", 2],
+  ["node_ready", 1], ["node_started", 0], ["node_finished", 0],
+  ["node_started", 1], ["node_finished", 1],
+  ["backward_finished", null],
+];
+const STATE_OF: Record<string, NodeState> = { node_ready: "ready", node_started: "running", node_finished: "done" };
+const CURRENT = [4, 4, 4, 4, 3, 3, 3, 2, 2, 2, 2, 0, 0, 0, 1, 1, null, null];
+
+function tinyData(overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  const changes = [[], ...EVENTS.map(([kind, node]) => {
+    const state = STATE_OF[kind];
+    return state === undefined || node === null ? [] : [node, NAMES.indexOf(state)];
+  })];
+  return {
+    format: STANDALONE_FORMAT,
+    version: STANDALONE_VERSION,
+    title: "tiny",
+    gradviz_version: "0.1.0",
+    graph: TINY_GRAPH,
+    state_names: NAMES,
+    start: 2,
+    final_status: "finished",
+    events: EVENTS.map(([kind, node], seq) => [kind, node, `event ${seq}`]),
+    changes,
+    current: CURRENT,
+    ...overrides,
+  };
+}
+
+const timeline = new Timeline(parseStandalone(tinyData()));
+
+describe("parseStandalone", () => {
+  it("reads what _html.py writes", () => {
+    const data = parseStandalone(tinyData());
+    assert.equal(data.events.length, 17);
+    assert.deepEqual(data.changes[2], [[4, "ready"]]);
+    assert.equal(data.finalStatus, "finished");
+  });
+  for (const [what, overrides] of [
+    ["another format", { format: "gradviz-trace" }],
+    ["another version", { version: 2 }],
+    ["a state code out of range", { changes: [[], ...Array.from({ length: 17 }, () => [0, 9])] }],
+    ["an odd change list", { changes: [[4], ...Array.from({ length: 17 }, () => [])] }],
+    ["one position too few", { current: CURRENT.slice(1) }],
+    ["a start past the end", { start: 18 }],
+    ["a bad event", { events: [["node_ready", -1, ""]] }],
+  ] as const) {
+    it(`refuses ${what}`, () => {
+      assert.throws(() => parseStandalone(tinyData(overrides)), ProtocolError);
+    });
+  }
+});
+
+describe("Timeline", () => {
+  it("shows the states, current node, status and narration of each position", () => {
+    assert.deepEqual(timeline.statesAt(0), {});
+    assert.deepEqual(timeline.statesAt(2), { "4": "ready" });
+    assert.deepEqual(timeline.statesAt(9), { "4": "done", "3": "done", "2": "ready", "0": "ready" });
+    assert.equal(timeline.currentAt(9), 2);
+    assert.equal(timeline.statusAt(16), "paused");
+    assert.equal(timeline.statusAt(17), "finished");
+    assert.equal(timeline.lastEventAt(0), null);
+    assert.deepEqual(timeline.lastEventAt(3), { seq: 2, kind: "node_started", node: 4, text: "event 2" });
+  });
+
+  it("moves like ReplaySession", () => {
+    assert.equal(timeline.start, 2);
+    assert.deepEqual([2, 3, 4, 14, 16, 17].map((p) => timeline.stepTarget(p)), [5, 5, 5, 17, 17, 17]);
+    assert.deepEqual([0, 2, 3, 5, 17].map((p) => timeline.stepBackTarget(p)), [0, 2, 2, 2, 14]);
+    assert.equal(timeline.stepEventTarget(16), 17);
+    assert.equal(timeline.stepEventTarget(17), 17);
+    assert.equal(timeline.runToTarget(2, 1), 14);
+    assert.equal(timeline.runToTarget(2, 0), 12);
+    assert.equal(timeline.runToTarget(2, 4), 17, "the node at the position itself is not a stop");
+    assert.equal(timeline.continueTarget(), 17);
+  });
+
+  it("agrees with replaying every change, across checkpoints", () => {
+    const n = 300;
+    const events = Array.from({ length: n }, (_, i) => ["node_ready", i % 5, ""]);
+    const changes = [[], ...Array.from({ length: n }, (_, i) => [i % 5, (i * 7) % NAMES.length])];
+    const long = new Timeline(parseStandalone(tinyData({ events, changes, current: Array(n + 1).fill(null), start: 0 })));
+    const naive = new Map<number, NodeState>();
+    for (let p = 0; p <= n; p++) {
+      const flat = changes[p] ?? [];
+      if (flat.length > 0) naive.set(flat[0] as number, NAMES[flat[1] as number] as NodeState);
+      assert.deepEqual(long.statesAt(p), Object.fromEntries([...naive].map(([id, s]) => [String(id), s])), `position ${p}`);
+    }
+  });
+});
+
+describe("LocalModel", () => {
+  it("emits a change only for traits whose value changed, and answers sends later", async () => {
+    const received: unknown[] = [];
+    const model = new LocalModel({ status: "paused", states: { "1": "ready" } }, (content) => received.push(content));
+    const changes: string[] = [];
+    const onStatus = (): void => void changes.push("status");
+    model.on("change:status", onStatus);
+    model.on("change:states", () => changes.push("states"));
+    model.set({ status: "paused", states: { "1": "done" } });
+    model.set({ status: "finished" });
+    assert.deepEqual(changes, ["states", "status"]);
+    model.off("change:status", onStatus);
+    model.set({ status: "paused" });
+    assert.deepEqual(changes, ["states", "status"]);
+    model.send({ type: "command", name: "step" });
+    assert.deepEqual(received, [], "a send is answered after the caller returns");
+    await Promise.resolve();
+    assert.deepEqual(received, [{ type: "command", name: "step" }]);
+  });
+});
+
+describe("ReplayPlayer", () => {
+  async function command(player: ReplayPlayer, content: Record<string, unknown>): Promise<unknown[]> {
+    const acks: unknown[] = [];
+    const onAck = (message: unknown): void => void acks.push(message);
+    player.model.on("msg:custom", onAck);
+    player.model.send(content);
+    await Promise.resolve();
+    player.model.off("msg:custom", onAck);
+    return acks;
+  }
+
+  it("starts where a ReplaySession starts and offers its commands", () => {
+    const player = new ReplayPlayer(parseStandalone(tinyData()));
+    assert.equal(player.at, 2);
+    assert.deepEqual(player.model.get("commands"), [...REPLAY_COMMANDS]);
+    assert.deepEqual(player.model.get("states"), { "4": "ready" });
+    assert.equal(player.model.get("current"), 4);
+  });
+
+  it("answers commands as the Python widget does", async () => {
+    const player = new ReplayPlayer(parseStandalone(tinyData()));
+    assert.deepEqual(await command(player, { type: "command", name: "step" }), [{ type: "ack", name: "step", ok: true, reason: null }]);
+    assert.equal(player.at, 5);
+    await command(player, { type: "command", name: "select", node: 1 });
+    assert.deepEqual(player.model.get("inspection"), { id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "w", state: "pending" });
+    await command(player, { type: "command", name: "run_to", node: 1 });
+    assert.equal(player.at, 14);
+    assert.equal((player.model.get("inspection") as { state: string }).state, "ready");
+    await command(player, { type: "command", name: "continue" });
+    assert.equal(player.model.get("status"), "finished");
+    assert.deepEqual(await command(player, { type: "command", name: "step" }), [
+      { type: "ack", name: "step", ok: false, reason: "the session is finished" },
+    ]);
+    await command(player, { type: "command", name: "step_back" });
+    assert.equal(player.at, 14, "a finished replay can go back");
+    const refused = await command(player, { type: "command", name: "abort" });
+    assert.deepEqual(refused, [{ type: "ack", name: "abort", ok: false, reason: "this replay page has no abort" }]);
+    player.restart();
+    assert.equal(player.at, 2);
+  });
+});

@@ -1,0 +1,225 @@
+"""The self-contained HTML page of a trace (``Trace.to_html``), opened from ``file://``.
+
+Debian's Chromium through playwright (the harness's flags). The page must draw the graph, step
+and scrub exactly as a ReplaySession does in Python, make no request that is not ``file:``,
+``data:`` or ``blob:``, log no console error, and show a hostile Function name as plain text.
+Needs the built bundle (``npm --prefix labextension run build``). Marked ``browser``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gradviz_browser_harness import ARTIFACTS, READ_CURRENT_JS, READ_STATES_JS, PageProblems, launch_chromium  # noqa: E402
+
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+
+import gradviz as torch
+from gradviz.autograd import Function
+from gradviz.debug import ReplaySession
+
+pytestmark = pytest.mark.browser
+
+HOSTILE = "</script><script>window.__pwned = 1</script><!--"
+# Records any alert() or injected script, without blocking the page.
+TRAP = "window.__alerts = []; window.alert = (text) => window.__alerts.push(String(text));"
+
+
+def _hostile_trace() -> Any:
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2
+
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad * 2
+
+    evil = type(HOSTILE, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    w = torch.tensor([0.5, 3.0], requires_grad=True)
+    with torch.record() as trace:
+        ((evil.apply(x) * w).exp() + w).sum().backward()
+    return trace
+
+
+@pytest.fixture(scope="module")
+def trace() -> Any:
+    return _hostile_trace()
+
+
+@pytest.fixture(scope="module")
+def page_path(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return trace.to_html(tmp_path_factory.mktemp("standalone") / "trace.html", title=HOSTILE)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
+
+
+def _expected(trace: Any, position: int) -> tuple[dict[str, str], list[str]]:
+    """What a ReplaySession shows after `position` events: every node's state, the current node."""
+    session = ReplaySession(trace)
+    session.seek(position)
+    states = {str(node_id): state for node_id, state in session.node_states().items()}
+    return states, ([] if session.current is None else [str(session.current)])
+
+
+class Page:
+    def __init__(self, browser: Any, path: Path) -> None:
+        self.context = browser.new_context(viewport={"width": 1200, "height": 900})
+        self.context.add_init_script(TRAP)
+        self.requests: list[str] = []
+        self.context.on("request", lambda request: self.requests.append(request.url))
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(30_000)
+        self.problems = PageProblems()
+        self.problems.attach(self.page)
+        self.page.goto(path.as_uri())
+        self.root = self.page.locator(".gv-root")
+        self.page.wait_for_selector(".gv-root .gv-node[data-node-id]", state="visible")
+
+    def states(self) -> dict[str, str]:
+        return self.root.evaluate(READ_STATES_JS)
+
+    def current(self) -> list[str]:
+        return self.root.evaluate(READ_CURRENT_JS)
+
+    def position(self) -> int:
+        return int(self.page.locator('[data-testid="gv-scrubber"]').input_value())
+
+    def click(self, testid: str) -> None:
+        before = self.position()
+        self.page.locator(f'[data-testid="{testid}"]').click()
+        if testid != "gv-restart":
+            self.page.wait_for_function(
+                "before => Number(document.querySelector('[data-testid=gv-scrubber]').value) !== before", arg=before
+            )
+
+    def check_shows(self, trace: Any, position: int) -> None:
+        assert self.position() == position
+        states, current = _expected(trace, position)
+        assert self.states() == states, f"at position {position}"
+        assert self.current() == current, f"at position {position}"
+
+
+@pytest.fixture
+def page(browser: Any, page_path: Path, request: pytest.FixtureRequest) -> Iterator[Page]:
+    """The page, with its screenshot and console kept in tests/browser/artifacts/ (git-ignored)."""
+    opened = Page(browser, page_path)
+    try:
+        yield opened
+    finally:
+        directory = ARTIFACTS / f"standalone-{request.node.name}"
+        directory.mkdir(parents=True, exist_ok=True)
+        try:
+            opened.page.screenshot(path=str(directory / "page.png"), full_page=True)
+        finally:
+            (directory / "console.txt").write_text("\n".join(opened.problems.console + opened.requests))
+            opened.context.close()
+
+
+def _check_clean(page: Page) -> None:
+    foreign = [url for url in page.requests if not url.startswith(("file:", "data:", "blob:"))]
+    assert foreign == [], f"the page made network requests: {foreign}"
+    assert page.problems.report() == "", page.problems.report()
+    assert page.page.evaluate("window.__alerts") == []
+    assert page.page.evaluate("window.__pwned") is None
+    assert page.root.locator('[data-testid="gv-error"]').is_hidden()
+
+
+def test_renders_the_graph_offline_in_a_worker(page: Page, trace: Any) -> None:
+    node_ids = {str(node["id"]) for node in trace.graph["nodes"]}
+    assert set(page.states()) == node_ids
+    assert page.root.get_attribute("data-layout-site") == "worker"
+    start = ReplaySession(trace).position
+    page.check_shows(trace, start)
+    assert page.page.locator('[data-testid="gv-position"]').inner_text() == f"{start} of {len(trace.events)} events"
+    # The hostile class name is drawn as text, and the page holds exactly its own two scripts.
+    assert page.page.locator("script").count() == 2
+    names = page.root.locator(".gv-node text.gv-name").all_text_contents()
+    assert any(name.startswith(HOSTILE[:40]) for name in names), names  # long names end in "…"
+    assert page.page.title() == HOSTILE
+    assert page.page.locator(".gv-page-header h1").inner_text() == HOSTILE
+    _check_clean(page)
+
+
+def test_step_buttons_follow_the_replay_session(page: Page, trace: Any) -> None:
+    session = ReplaySession(trace)
+    layouts = page.root.get_attribute("data-layout-count")
+    for _ in range(3):
+        before = page.states()
+        page.click("gv-step")
+        session.step()
+        page.check_shows(trace, session.position)
+        assert page.states() != before, "Step changed no node state"
+    page.click("gv-step-event")
+    session.step_event()
+    page.check_shows(trace, session.position)
+    page.click("gv-step-back")
+    session.step_back()
+    page.check_shows(trace, session.position)
+    page.click("gv-continue")
+    session.continue_()
+    page.check_shows(trace, session.position)
+    assert page.root.locator('[data-testid="gv-status"]').inner_text().startswith("Finished")
+    assert page.root.locator('[data-testid="gv-step"]').is_disabled()
+    page.click("gv-restart")
+    session.restart()
+    page.check_shows(trace, session.position)
+    assert page.root.get_attribute("data-layout-count") == layouts, "a step laid the graph out again"
+    _check_clean(page)
+
+
+def test_scrubber_seeks_any_position(page: Page, trace: Any) -> None:
+    scrubber = page.page.locator('[data-testid="gv-scrubber"]')
+    for position in (0, len(trace.events), len(trace.events) // 2, 7):
+        scrubber.fill(str(position))
+        page.check_shows(trace, position)
+        narration = page.root.locator('[data-testid="gv-narration"]')
+        if position == 0:
+            assert narration.is_hidden()
+        else:
+            assert narration.get_attribute("data-seq") == str(position - 1)
+            assert narration.inner_text() == trace.events[position - 1]["text"]
+    _check_clean(page)
+
+
+def test_select_and_run_to(page: Page, trace: Any) -> None:
+    session = ReplaySession(trace)
+    leaf = next(node["id"] for node in trace.graph["nodes"] if node["kind"] == "accumulate_grad")
+    page.root.locator(f'.gv-node[data-node-id="{leaf}"]:not([data-copy])').click()
+    inspector = page.root.locator('[data-testid="gv-inspector"]')
+    inspector.wait_for(state="visible")
+    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "AccumulateGrad"
+    page.click("gv-run-to")
+    session.run_to(leaf)
+    page.check_shows(trace, session.position)
+    assert page.current() == [str(leaf)]
+    _check_clean(page)
+
+
+def test_lays_out_on_the_page_when_workers_are_unavailable(browser: Any, page_path: Path, trace: Any) -> None:
+    # FRONTEND_NOTES: keep a main-thread fallback for when a security policy blocks workers.
+    context = browser.new_context()
+    context.add_init_script("delete window.Worker;")
+    try:
+        page = context.new_page()
+        problems = PageProblems()
+        problems.attach(page)
+        requests: list[str] = []
+        context.on("request", lambda request: requests.append(request.url))
+        page.goto(page_path.as_uri())
+        page.wait_for_selector(".gv-root .gv-node[data-node-id]", state="visible", timeout=30_000)
+        assert page.locator(".gv-root").get_attribute("data-layout-site") == "page"
+        assert page.locator(".gv-root .gv-node[data-node-id]:not([data-copy])").count() == len(trace.graph["nodes"])
+        assert [url for url in requests if not url.startswith(("file:", "data:", "blob:"))] == []
+        assert problems.report() == "", problems.report()
+    finally:
+        context.close()

@@ -1,0 +1,195 @@
+"""``Trace.to_html``: the self-contained HTML page of a trace (no browser here; see
+tests/browser/test_standalone_html.py for the page itself)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gradviz as torch
+from gradviz.autograd import Function
+from gradviz.debug import ReplaySession
+from gradviz.instrument import Trace
+from gradviz.widget import _bundle, _html, trace_to_html
+from gradviz.widget._widget import normalize_graph
+
+REPO = Path(__file__).resolve().parents[2]
+HOSTILE = "</script><script>alert(1)</script><!--"
+
+
+def hostile_trace(name: str = HOSTILE) -> Trace:
+    def forward(ctx: Any, x: Any) -> Any:
+        return x * 2
+
+    def backward(ctx: Any, grad: Any) -> Any:
+        return grad * 2
+
+    evil = type(name, (Function,), {"forward": staticmethod(forward), "backward": staticmethod(backward)})
+    x = torch.tensor([1.0, -2.0], requires_grad=True)
+    w = torch.tensor([0.5, 3.0], requires_grad=True)
+    with torch.record() as trace:
+        ((evil.apply(x) * w).exp() + w).sum().backward()
+    return trace
+
+
+class Scripts(HTMLParser):
+    """The page's <script> elements as a browser's tokenizer splits them: (attrs, text)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.scripts: list[tuple[dict[str, str | None], str]] = []
+        self.title = ""
+        self._in: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "script":
+            self.scripts.append((dict(attrs), ""))
+        self._in = tag
+
+    def handle_endtag(self, tag: str) -> None:
+        self._in = None
+
+    def handle_data(self, data: str) -> None:
+        if self._in == "script":
+            attrs, text = self.scripts[-1]
+            self.scripts[-1] = (attrs, text + data)
+        elif self._in == "title":
+            self.title += data
+
+
+def read_page(path: Path) -> tuple[Scripts, dict[str, Any]]:
+    parser = Scripts()
+    parser.feed(path.read_text(encoding="utf-8"))
+    parser.close()
+    data = [json.loads(text) for attrs, text in parser.scripts if attrs.get("id") == _html.DATA_ELEMENT_ID]
+    assert len(data) == 1
+    return parser, data[0]
+
+
+def replay_states(data: dict[str, Any]) -> list[dict[str, str]]:
+    """Every position's node states (all nodes; absent = pending), decoded like replay.ts."""
+    names = data["state_names"]
+    ids = [node["id"] for node in data["graph"]["nodes"]]
+    states = {node_id: "pending" for node_id in ids}
+    out = []
+    for flat in data["changes"]:
+        for node_id, code in zip(flat[::2], flat[1::2]):
+            states[node_id] = names[code]
+        out.append({str(node_id): state for node_id, state in states.items()})
+    return out
+
+
+def test_page_is_written_and_replays_like_a_replay_session(tmp_path: Path) -> None:
+    trace = hostile_trace()
+    path = trace.to_html(tmp_path / "trace.html", title="A trace")
+    assert path == tmp_path / "trace.html"
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("<!doctype html>")
+    assert "default-src 'none'" in text and "connect-src data: blob:" in text
+    parser, data = read_page(path)
+    assert parser.title == "A trace" and data["title"] == "A trace"
+    assert [attrs for attrs, _ in parser.scripts] == [{"type": "application/json", "id": "gradviz-data"}, {}]
+    assert data["graph"] == normalize_graph(trace.graph)
+    assert len(data["events"]) == len(trace.events)
+    assert [event[2] for event in data["events"]] == [event["text"] for event in trace.events]
+    session = ReplaySession(trace)
+    assert data["start"] == session.position
+    for position, states in enumerate(replay_states(data)):
+        session.seek(position)
+        assert states == {str(k): v for k, v in session.node_states().items()}, position
+        assert data["current"][position] == session.current, position
+    assert data["final_status"] == "finished"
+
+
+def test_hostile_names_and_titles_stay_inside_their_elements(tmp_path: Path) -> None:
+    trace = hostile_trace()
+    path = trace_to_html(trace, tmp_path / "evil.html", title=HOSTILE)
+    text = path.read_text(encoding="utf-8")
+    # Exactly the page's own two scripts, no comment opened, and the names come back intact.
+    assert text.lower().count("<script") == 2
+    assert text.lower().count("</script") == 2
+    assert "<!--" not in text
+    parser, data = read_page(path)
+    assert parser.title == HOSTILE
+    assert data["title"] == HOSTILE
+    assert f"{HOSTILE}Backward" in [node["name"] for node in data["graph"]["nodes"]]
+
+
+def test_script_json_escapes_every_angle_bracket_and_round_trips() -> None:
+    value = {"a": "</SCRIPT ><!-- & \u2028 -->", "b": [1, None, "é"]}
+    encoded = _html.script_json(value)
+    assert "<" not in encoded and ">" not in encoded and "&" not in encoded
+    assert json.loads(encoded) == value
+
+
+def test_a_viewer_that_could_close_its_script_is_refused() -> None:
+    data = _html.standalone_data(hostile_trace("Plain"))
+    for bad in ('x = "</script>"', "// <!-- old-style comment"):
+        with pytest.raises(_bundle.BundleError, match="would end its inline <script> early"):
+            _html.render_html(data, bad)
+
+
+def test_several_passes_and_an_empty_trace(tmp_path: Path) -> None:
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.record() as trace:
+        (x * x).sum().backward()
+        (x * 3).sum().backward()
+    data = _html.standalone_data(trace)
+    session = ReplaySession(trace)
+    for position, states in enumerate(replay_states(data)):
+        session.seek(position)
+        assert states == {str(k): v for k, v in session.node_states().items()}, position
+    empty = _html.standalone_data(Trace())
+    assert empty["changes"] == [[]] and empty["current"] == [None] and empty["events"] == []
+    assert Trace().to_html(tmp_path / "empty.html").is_file()
+
+
+@pytest.fixture
+def copied_checkout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A copy of labextension/ and static/, which trace_to_html then reads its bundle from."""
+    labextension = tmp_path / "labextension"
+    shutil.copytree(REPO / "labextension", labextension, ignore=shutil.ignore_patterns("node_modules", ".tsbuild"))
+    static = tmp_path / "static"
+    shutil.copytree(_bundle.STATIC_DIR, static)
+    real = _bundle.load_bundle
+    monkeypatch.setattr(_html, "load_bundle", lambda name: real(static, labextension, name=name))
+    return labextension, static
+
+
+def test_a_stale_or_missing_viewer_fails_clearly_and_writes_nothing(copied_checkout: tuple[Path, Path], tmp_path: Path) -> None:
+    labextension, static = copied_checkout
+    trace = hostile_trace("Plain")
+    target = tmp_path / "out.html"
+    assert trace_to_html(trace, target).is_file()
+    target.unlink()
+    standalone = labextension / "src" / "standalone.ts"
+    standalone.write_text(standalone.read_text() + "\n// edited\n")
+    with pytest.raises(_bundle.BundleError, match=r"bundle is stale.*npm --prefix labextension run build"):
+        trace.to_html(target)
+    assert not target.exists()
+    shutil.copy2(REPO / "labextension" / "src" / "standalone.ts", standalone)
+    (static / "standalone.js").unlink()
+    with pytest.raises(_bundle.BundleError, match=r"bundle is missing.*standalone\.js"):
+        trace.to_html(target)
+    assert not target.exists()
+
+
+def test_the_instrument_layer_does_not_load_the_widget_layer() -> None:
+    code = "import sys, gradviz; assert 'gradviz.widget' not in sys.modules, 'widget imported'"
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_the_fast_replay_falls_back_to_reading_every_state(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Note [Replay deltas]: if reading only the event's node ever misses a change, the final
+    # comparison notices and every position is read in full.
+    trace = hostile_trace("Plain")
+    expected = _html.standalone_data(trace)
+    monkeypatch.setattr(ReplaySession, "node", lambda self, node_id: {"state": "pending"})
+    assert _html.standalone_data(trace) == expected
