@@ -25,6 +25,7 @@ from .ops import (amax, amin, argmax, argmin, argsort, cat, chunk, cumsum, erf, 
 from .ops import bmm, dot, mm, mv
 from . import autograd
 from . import nn
+from . import optim
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from . import instrument
@@ -81,7 +82,7 @@ __all__ = [
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace",
+    "load_trace", "optim",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

@@ -1,0 +1,327 @@
+"""``Parameter`` and ``Module``: the registration machinery of ``torch.nn``.
+
+A :class:`Module` keeps its parameters, buffers and submodules in three ordered dicts, filled
+by ``__setattr__`` exactly as PyTorch does, so ``parameters()`` yields them in the same order
+as the equivalent torch module (registration order, depth first).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+
+from .._tensor import Tensor, _format
+from ..autograd import no_grad
+
+__all__ = ["Parameter", "Module"]
+
+
+class Parameter(Tensor):
+    """A leaf tensor that a :class:`Module` registers as a parameter (``requires_grad=True``).
+
+    It shares storage with ``data``, like ``torch.nn.Parameter``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> p = torch.nn.Parameter(torch.zeros(2))
+    >>> p
+    Parameter containing:
+    tensor([0., 0.], requires_grad=True)
+    >>> isinstance(p, torch.Tensor), p.is_leaf
+    (True, True)
+    """
+
+    def __init__(self, data=None, requires_grad: bool = True):
+        array = data._data if isinstance(data, Tensor) else data
+        super().__init__(array, requires_grad=requires_grad)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + _format(self)
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild_parameter, (self._data.copy(), self._requires_grad))
+
+
+def _rebuild_parameter(array, requires_grad):
+    return Parameter(array, requires_grad=requires_grad)
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+
+class Module:
+    """Base class of every layer: ``__setattr__`` registers parameters and submodules.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> class Net(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = torch.nn.Linear(3, 2)
+    ...         self.scale = torch.nn.Parameter(torch.ones(1))
+    ...     def forward(self, x):
+    ...         return self.fc(x) * self.scale
+    >>> [name for name, _ in Net().named_parameters()]
+    ['scale', 'fc.weight', 'fc.bias']
+    """
+
+    training: bool
+
+    def __init__(self, *args, **kwargs):
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function'
+        )
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ---- registration ----------------------------------------------------------------
+    def _check_init(self):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(
+                "cannot assign parameters or modules before Module.__init__() call")
+
+    def register_parameter(self, name: str, param) -> None:
+        self._check_init()
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+                            "(gradviz.nn.Parameter or None required)")
+        self.__dict__.pop(name, None)
+        self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        self._check_init()
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(gradviz Tensor or None required)")
+        self.__dict__.pop(name, None)
+        self._buffers[name] = tensor
+
+    def add_module(self, name: str, module) -> None:
+        self._check_init()
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self.__dict__.pop(name, None)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name: str, value) -> None:
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            self._check_init()
+            for store in (self._buffers, self._modules):
+                store.pop(name, None)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            self.register_parameter(name, value)  # None, or a TypeError like torch
+        elif isinstance(value, Module):
+            self._check_init()
+            for store in (self._parameters, self._buffers):
+                store.pop(name, None)
+            self.add_module(name, value)
+        elif "_modules" in self.__dict__ and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                                "(gradviz.nn.Module or None expected)")
+            self._modules[name] = None
+        elif "_buffers" in self.__dict__ and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(gradviz.Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def __getattr__(self, name: str):
+        # only called when normal lookup fails
+        for store in ("_parameters", "_buffers", "_modules"):
+            values = self.__dict__.get(store)
+            if values is not None and name in values:
+                return values[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for store in ("_parameters", "_buffers", "_modules"):
+            values = self.__dict__.get(store)
+            if values is not None and name in values:
+                del values[name]
+                return
+        object.__delattr__(self, name)
+
+    # ---- traversal -------------------------------------------------------------------
+    def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
+        if memo is None:
+            memo = set()
+        if self in memo and remove_duplicate:
+            return
+        if remove_duplicate:
+            memo.add(self)
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            sub = prefix + ("." if prefix else "") + name
+            yield from module.named_modules(memo, sub, remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and module not in seen:
+                seen.add(module)
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, store, prefix, recurse, remove_duplicate=True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse \
+            else [(prefix, self)]
+        for module_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None or (remove_duplicate and value in seen):
+                    continue
+                if remove_duplicate:
+                    seen.add(value)
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True):
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True):
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True):
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def apply(self, fn):
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ---- modes and gradients ---------------------------------------------------------
+    def train(self, mode: bool = True):
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for module in self.children():
+            module.train(mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all parameters (to None by default, as in PyTorch 2)."""
+        for p in self.parameters():
+            _zero_grad(p, set_to_none)
+
+    # ---- state dict ------------------------------------------------------------------
+    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
+        """Parameters and buffers by dotted name (detached unless ``keep_vars``)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, value in self._parameters.items():
+            if value is not None:
+                destination[prefix + name] = value if keep_vars else value.detach()
+        for name, value in self._buffers.items():
+            if value is not None:
+                destination[prefix + name] = value if keep_vars else value.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination=destination, prefix=prefix + name + ".",
+                                  keep_vars=keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """Copy values into the parameters and buffers (in place, under no_grad)."""
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict:
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+            if missing:
+                errors.append("Missing key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in missing) + ". ")
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                errors.append(f'While copying the parameter named "{key}", expected gradviz.Tensor '
+                              f"but got {type(value).__name__}.")
+                continue
+            if tuple(value.shape) != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} "
+                              f"from checkpoint, the shape in current model is {target.shape}.")
+                continue
+            with no_grad():
+                target.copy_(value)
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ---- printing --------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        extra = self.extra_repr()
+        if extra:
+            lines = extra.split("\n")
+        for name, module in self._modules.items():
+            child = repr(module).replace("\n", "\n  ")
+            lines.append(f"({name}): {child}")
+        main = type(self).__name__ + "("
+        if lines:
+            if len(lines) == 1 and not self._modules:
+                main += lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"
+
+
+def _zero_grad(p, set_to_none: bool) -> None:
+    grad = p.grad
+    if grad is None:
+        return
+    if set_to_none:
+        p.grad = None
+        return
+    if grad.grad_fn is not None:
+        grad.detach_()
+    else:
+        grad.requires_grad_(False)
+    grad.zero_()

@@ -1,0 +1,218 @@
+"""Optimizers: the update rules of ``torch.optim.SGD`` and ``torch.optim.Adam``.
+
+Each ``step()`` runs under ``no_grad`` and updates parameters with in-place ops (so their
+version counters advance, as in PyTorch), in the order of ``torch.optim``'s single-tensor
+(``foreach=False``) implementations.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from .._tensor import Tensor
+from ..autograd import no_grad
+from ..nn._module import _zero_grad
+from ..ops import maximum, zeros_like
+
+__all__ = ["Optimizer", "SGD", "Adam"]
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "<required parameter>"
+
+
+required = _Required()
+
+
+class Optimizer:
+    """Base class: ``param_groups`` (dicts with ``"params"`` and hyperparameters) and ``state``."""
+
+    def __init__(self, params, defaults: dict):
+        self.defaults = defaults
+        self.state = defaultdict(dict)
+        self.param_groups = []
+        if isinstance(params, Tensor):
+            raise TypeError("params argument given to the optimizer should be an iterable of "
+                            "Tensors or dicts, but got gradviz.Tensor")
+        groups = list(params)
+        if not groups:
+            raise ValueError("optimizer got an empty parameter list")
+        if not isinstance(groups[0], dict):
+            groups = [{"params": groups}]
+        for group in groups:
+            self.add_param_group(group)
+
+    def add_param_group(self, param_group: dict) -> None:
+        group = dict(param_group)
+        params = group["params"]
+        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        for p in group["params"]:
+            if not isinstance(p, Tensor):
+                raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
+                                f"{type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+        for name, default in self.defaults.items():
+            if default is required and name not in group:
+                raise ValueError(f"parameter group didn't specify a value of required "
+                                 f"optimization parameter {name}")
+            group.setdefault(name, default)
+        existing = {id(p) for g in self.param_groups for p in g["params"]}
+        if any(id(p) in existing for p in group["params"]):
+            raise ValueError("some parameters appear in more than one parameter group")
+        self.param_groups.append(group)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Reset the gradients of all optimized parameters (to None by default)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                _zero_grad(p, set_to_none)
+
+    def step(self, closure=None):
+        raise NotImplementedError
+
+    def _closure_loss(self, closure):
+        if closure is None:
+            return None
+        from ..autograd import enable_grad
+
+        with enable_grad():
+            return closure()
+
+    def __repr__(self) -> str:
+        lines = [type(self).__name__ + " ("]
+        for i, group in enumerate(self.param_groups):
+            lines.append(f"Parameter Group {i}")
+            for key in sorted(group):
+                if key != "params":
+                    lines.append(f"    {key}: {group[key]}")
+        lines.append(")")
+        return "\n".join(lines)
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent with optional momentum, dampening, Nesterov, weight decay.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
+                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
+                                      weight_decay=weight_decay, nesterov=nesterov,
+                                      maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, momentum = group["lr"], group["momentum"]
+            dampening, weight_decay = group["dampening"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                if momentum != 0:
+                    state = self.state[p]
+                    buf = state.get("momentum_buffer")
+                    if buf is None:
+                        buf = grad.clone().detach()
+                        state["momentum_buffer"] = buf
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                    grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+                p.add_(grad, alpha=-lr)
+        return loss
+
+
+class Adam(Optimizer):
+    """Adam (Kingma & Ba) with bias correction, L2 ``weight_decay`` and optional AMSGrad.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.Adam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
+                                      weight_decay=weight_decay, amsgrad=amsgrad,
+                                      maximize=maximize))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = 0
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if amsgrad:
+                        state["max_exp_avg_sq"] = zeros_like(p)
+                state["step"] += 1
+                step = state["step"]
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                # torch: exp_avg.lerp_(grad, 1 - beta1)
+                # and exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                exp_avg.add_((grad - exp_avg) * (1 - beta1))
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                step_size = lr / bias_correction1
+                bias_correction2_sqrt = math.sqrt(bias_correction2)
+                if amsgrad:
+                    state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
+                    second = state["max_exp_avg_sq"]
+                else:
+                    second = exp_avg_sq
+                denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
+                # torch: p.addcdiv_(exp_avg, denom, value=-step_size)
+                p.add_(exp_avg / denom, alpha=-step_size)
+        return loss
