@@ -96,8 +96,9 @@ def make_tensor(data):
     return t
 
 
-@cython.cfunc
-def _requires_grad(x):
+@cython.ccall
+def requires_grad(x):
+    """Whether ``x`` is a tensor that takes part in autograd (shared by the ops layer)."""
     return isinstance(x, TensorBase) and (x._requires_grad or x.grad_fn is not None)
 
 
@@ -259,7 +260,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     record: cython.bint = False
     if op.backward is not None and _engine.is_grad_enabled():
         for i in range(n):
-            if _requires_grad(inputs[i]):
+            if requires_grad(inputs[i]):
                 record = True
                 break
 
@@ -279,7 +280,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             out._view_chain = chain
 
     if record:
-        needs = tuple([_requires_grad(x) for x in inputs])
+        needs = tuple([requires_grad(x) for x in inputs])
         edges = tuple([_engine.gradient_edge(inputs[i]) if needs[i] else (None, 0) for i in range(n)])
         metas = tuple([_meta(out) for out in outputs])
         node = _new_node(op, edges, metas, needs, attrs)

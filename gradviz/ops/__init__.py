@@ -29,16 +29,8 @@ __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _creation.
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 
 
-def _swap(fn):
-    return lambda self, other: fn(self, other)
-
-
 def _reflected(fn):
     return lambda self, other: fn(other, self)
-
-
-def _size_args(fn):
-    return lambda self, *shape: fn(self, *shape)
 
 
 def _float_method(dtype_name):

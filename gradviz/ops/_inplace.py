@@ -34,8 +34,7 @@ _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place
 _VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
 
 
-def _requires_grad(value):
-    return isinstance(value, Tensor) and (value._requires_grad or value.grad_fn is not None)
+_requires_grad = _ext_ops.requires_grad
 
 
 def _check_writable(self):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 from .._tensor import Tensor
 from ._registry import Op, apply, promote, saves_inputs
 from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
@@ -93,8 +95,7 @@ def bmm(input, mat2):
     return apply(BMM, input, mat2)
 
 
-def _requires_grad(x):
-    return x._requires_grad or x.grad_fn is not None
+_requires_grad = _ext_ops.requires_grad
 
 
 def _should_fold(a, b):

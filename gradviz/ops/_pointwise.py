@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor
-from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_nothing, saves_output
+from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",

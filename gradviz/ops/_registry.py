@@ -98,5 +98,3 @@ def saves_inputs(*indices, output=False):
 def saves_output(needs):
     return (), True
 
-
-saves_nothing = None
