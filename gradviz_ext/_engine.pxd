@@ -5,6 +5,8 @@ cimport cython
 
 
 cdef bint _grad_enabled
+cpdef is_grad_enabled()
+cpdef set_grad_enabled_flag(mode)
 
 
 cdef class Runtime:
@@ -40,6 +42,7 @@ cdef long long _next_node_id
 cdef class InputMeta:
     cdef public tuple shape
     cdef public object dtype
+    cdef public object np_dtype
 
 
 cdef class Node:
@@ -55,6 +58,7 @@ cdef class Node:
     cdef public object _forward_site
     cdef object __weakref__
     # virtual and overridable from Python (custom Function nodes), but called from C
+    cpdef apply(self, grads)
     cpdef _kind(self)
     cpdef _materializes_grads(self)
     cpdef saved_tensor_count(self)
@@ -63,10 +67,17 @@ cdef class Node:
 
 cdef class AccumulateGrad(Node):
     cdef public object variable
+    cpdef apply(self, grads)
 
 
 cdef class GraphRoot(Node):
     cdef public list grads
+    cpdef apply(self, grads)
+
+
+cpdef init_node(Node node, tuple next_functions, tuple input_metadata)
+cpdef gradient_edge(TensorBase tensor)
+cpdef grad_accumulator(TensorBase tensor)
 
 
 cdef class SavedTensor:
@@ -82,8 +93,11 @@ cdef class SavedTensor:
     cdef public object _unpack_hook
     cdef public object _grad_fn
     cdef public object _grad_accumulator
+    cdef _init(self, TensorBase tensor, bint is_output)
+    cpdef unpack_data(self, node)
 
 
+cpdef SavedTensor save_tensor(TensorBase tensor, bint is_output)
 cdef list _saved_tensors_hooks
 
 
@@ -95,14 +109,23 @@ cdef bint _anomaly_check_nan
 cdef tuple _PACKAGE_DIRS
 
 
+cpdef forward_observer()
+
+
 cdef class InputBuffer:
+    cdef public Node node
     cdef public list grads
     cdef public list owned
+    cdef public long long order
+    cpdef bint is_owned(self, Py_ssize_t slot)
+    cpdef set_owned(self, Py_ssize_t slot)
 
 
-cdef class _ReadyItem:
-    cdef public Node node
-    cdef public InputBuffer buffer
+cdef InputBuffer _new_buffer(Node node, Py_ssize_t size)
+cdef bint _runs_before(InputBuffer a, InputBuffer b)
+cdef _heap_push(list heap, InputBuffer item)
+cdef InputBuffer _heap_pop(list heap)
+cdef bint _all_none(list grads)
 
 
 cdef class GraphTask:
@@ -127,9 +150,11 @@ cdef class GraphTask:
     cdef public list roots
     cdef public object _exposed_to
     # the hot loop (Note [Engine order]); not callable from Python
-    cdef _push_ready(self, Node node, InputBuffer buffer)
+    cdef _step(self)
+    cdef _push_ready(self, InputBuffer buffer)
     cdef _execute(self, Node node, InputBuffer buffer)
     cdef list _materialize(self, Node node, list grads)
     cdef list _validate(self, Node node, object outputs)
     cdef _distribute(self, Node node, list outputs)
     cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)
+    cdef _accumulate_into(self, object variable, object grad, object owned_grad)

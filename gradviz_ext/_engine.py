@@ -35,6 +35,20 @@ import weakref
 
 import cython
 
+# Note [Quiet backward]: PyTorch never warns about inf or NaN; numpy does unless told not to.
+# A graph task silences numpy's floating-point warnings while it runs nodes, with one context
+# variable set per run() or step() rather than one per op (numpy 2 keeps its error state in
+# this context variable; np.errstate is the fallback). Forward ops silence themselves
+# (gradviz_ext._ops, Note [Op fast paths]).
+try:
+    from numpy._core.umath import _extobj_contextvar as _errstate_var
+    from numpy._core.umath import _make_extobj
+
+    _errstate_quiet = _make_extobj(all="ignore")
+except ImportError:  # numpy < 2
+    _errstate_var = None
+    _errstate_quiet = None
+
 # --------------------------------------------------------------------------------------
 # Grad mode (core state: the engine sets it while it runs a node)
 # --------------------------------------------------------------------------------------
@@ -42,11 +56,13 @@ import cython
 _grad_enabled = True
 
 
+@cython.ccall
 def is_grad_enabled():
     """Whether operations are recorded in the graph (``gradviz.is_grad_enabled``)."""
     return _grad_enabled
 
 
+@cython.ccall
 def set_grad_enabled_flag(mode):
     """Set grad mode and return the previous value (the context managers build on this)."""
     global _grad_enabled
@@ -144,6 +160,7 @@ class InputMeta:
     def __init__(self, shape, dtype):
         self.shape = shape
         self.dtype = dtype
+        self.np_dtype = dtype.numpy if dtype is not None else None  # compared in _validate
 
     def __repr__(self):
         return f"InputMeta(shape={list(self.shape)}, dtype={self.dtype})"
@@ -278,7 +295,8 @@ class Node:
         return RemovableHandle(hooks, fn)
 
 
-def init_node(node, next_functions, input_metadata):
+@cython.ccall
+def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     """Initialize a node made with ``__new__`` (the fast path of gradviz_ext._ops)."""
     global _next_sequence_nr, _next_node_id
     node.next_functions = next_functions
@@ -327,7 +345,8 @@ class GraphRoot(Node):
         return self.grads
 
 
-def gradient_edge(tensor):
+@cython.ccall
+def gradient_edge(tensor: TensorBase):
     """The edge a gradient for ``tensor`` flows into: ``(grad_fn, output_nr)`` for a
     non-leaf, ``(AccumulateGrad, 0)`` for a leaf that requires grad, else ``(None, 0)``."""
     fn = tensor.grad_fn
@@ -338,7 +357,8 @@ def gradient_edge(tensor):
     return (None, 0)
 
 
-def grad_accumulator(tensor):
+@cython.ccall
+def grad_accumulator(tensor: TensorBase):
     """The leaf's AccumulateGrad node, created on first use and shared while it lives."""
     ref = tensor._grad_accumulator
     acc = ref() if ref is not None else None
@@ -389,6 +409,13 @@ class SavedTensor:
     """
 
     def __init__(self, tensor, is_output):
+        self._init(tensor, is_output)
+
+    def _init(self, tensor, is_output):
+        self._packed = None
+        self._unpack_hook = None
+        self._grad_fn = None
+        self._grad_accumulator = None
         self._version_counter = tensor._version_counter
         self._saved_version = tensor._version_counter.value
         self._is_output = is_output
@@ -452,6 +479,16 @@ class SavedTensor:
         grad_fn = node if self._requires_grad else None
         return _rt.make(self._data, False, grad_fn, self._output_nr, self._version_counter)
 
+    def unpack_data(self, node):
+        """The saved tensor's array, with ``unpack``'s checks (for fast backward rules)."""
+        if (self._has_hooks or self._version_counter.value != self._saved_version
+                or (self._tensor is None and self._data is None)):
+            return self.unpack(node)._data  # raises the right error, or runs the hook
+        if self._tensor is not None:
+            tensor: TensorBase = self._tensor
+            return tensor._data
+        return self._data
+
     def _unpack_with_hook(self, node):
         if self._unpack_hook is None:
             raise RuntimeError(BACKWARD_TWICE_MESSAGE)
@@ -482,6 +519,14 @@ class SavedTensor:
             self._packed = None
             self._unpack_hook = None
             self._grad_fn = None
+
+
+@cython.ccall
+def save_tensor(tensor: TensorBase, is_output: cython.bint) -> SavedTensor:
+    """``SavedTensor(tensor, is_output)`` without a Python-level constructor call."""
+    saved: SavedTensor = SavedTensor.__new__(SavedTensor)
+    saved._init(tensor, is_output)
+    return saved
 
 
 # --------------------------------------------------------------------------------------
@@ -675,6 +720,7 @@ def set_forward_observer(observer):
     return previous
 
 
+@cython.ccall
 def forward_observer():
     return _forward_observer
 
@@ -692,21 +738,94 @@ _STATE_NAMES = ("paused", "running", "finished", "aborted", "error")
 
 
 class InputBuffer:
-    """Sums the gradients that reach one pending node, slot by slot.
+    """The gradients that reached one pending node so far, slot by slot, summed.
 
-    ``owned[i]`` says the engine created ``grads[i]`` itself (a sum), so nobody else holds
-    it and it can be updated in place.
+    ``owned`` is None until the engine sums two contributions; then ``owned[i]`` says the
+    engine created ``grads[i]`` itself (a sum), so nobody else holds it and it can be updated
+    in place. A buffer in the ready queue is ordered by ``node``'s sequence number, higher
+    first, then by ``order`` (first come, first served).
     """
 
-    def __init__(self, size):
-        self.grads = [None] * size
-        self.owned = [False] * size
-
-
-class _ReadyItem:
-    def __init__(self, node, buffer):
+    def __init__(self, node, size):
         self.node = node
-        self.buffer = buffer
+        self.grads = [None] * size
+        self.owned = None
+        self.order = 0
+
+    def is_owned(self, slot):
+        return self.owned is not None and self.owned[slot]
+
+    def set_owned(self, slot):
+        if self.owned is None:
+            self.owned = [False] * len(self.grads)
+        self.owned[slot] = True
+
+
+@cython.cfunc
+def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
+    buffer: InputBuffer = InputBuffer.__new__(InputBuffer)
+    buffer.node = node
+    buffer.grads = [None] * size
+    buffer.owned = None
+    buffer.order = 0
+    return buffer
+
+
+# The ready queue is a binary heap of InputBuffers in a list, kept here rather than with
+# heapq so that ordering compares two C fields instead of building a key tuple per push.
+@cython.cfunc
+def _runs_before(a: InputBuffer, b: InputBuffer) -> cython.bint:
+    seq_a: cython.longlong = a.node._seq
+    seq_b: cython.longlong = b.node._seq
+    return seq_a > seq_b or (seq_a == seq_b and a.order < b.order)
+
+
+@cython.cfunc
+def _heap_push(heap: list, item: InputBuffer):
+    heap.append(item)
+    pos: cython.Py_ssize_t = len(heap) - 1
+    while pos > 0:
+        parent: cython.Py_ssize_t = (pos - 1) >> 1
+        above: InputBuffer = heap[parent]
+        if not _runs_before(item, above):
+            break
+        heap[pos] = above
+        pos = parent
+    heap[pos] = item
+
+
+@cython.cfunc
+def _heap_pop(heap: list) -> InputBuffer:
+    first: InputBuffer = heap[0]
+    last: InputBuffer = heap.pop()
+    n: cython.Py_ssize_t = len(heap)
+    if n == 0:
+        return first
+    pos: cython.Py_ssize_t = 0
+    while True:
+        child: cython.Py_ssize_t = 2 * pos + 1
+        if child >= n:
+            break
+        best: InputBuffer = heap[child]
+        if child + 1 < n:
+            right: InputBuffer = heap[child + 1]
+            if _runs_before(right, best):
+                child += 1
+                best = right
+        if not _runs_before(best, last):
+            break
+        heap[pos] = best
+        pos = child
+    heap[pos] = last
+    return first
+
+
+@cython.cfunc
+def _all_none(grads: list) -> cython.bint:
+    for grad in grads:
+        if grad is not None:
+            return False
+    return True
 
 
 class GraphTask:
@@ -767,18 +886,18 @@ class GraphTask:
         if len(roots) == 1:
             root_node, root_slot = roots[0]
             self.graph_root = root_node
-            initial = InputBuffer(root_node.num_inputs if root_node.num_inputs else 1)
+            initial = _new_buffer(root_node, root_node.num_inputs if root_node.num_inputs else 1)
             initial.grads[root_slot] = grads[0]
         else:
             root_node = GraphRoot(roots, grads)
             root_slot = -1
             self.graph_root = root_node
-            initial = InputBuffer(0)
+            initial = _new_buffer(root_node, 0)
         self.roots = roots
         self._compute_dependencies(root_node)
         if capture is not None or accumulate_into is not None:
             self._init_exec_info(root_node, capture, accumulate_into)
-        self._push_ready(root_node, initial)
+        self._push_ready(initial)
         if self.observer is not None:
             self.observer.backward_started(self)
             self.observer.node_ready(self, root_node)
@@ -858,19 +977,20 @@ class GraphTask:
         """The node that the next ``step()`` will run, or None."""
         if not self._ready or self.state >= FINISHED:
             return None
-        return self._ready[0][2].node
+        return self._ready[0].node
 
     def ready_nodes(self):
         """Nodes in the ready queue, in the order they will run."""
-        return [item[2].node for item in sorted(self._ready)]
+        ordered = sorted(self._ready, key=lambda buffer: (-buffer.node._seq, buffer.order))
+        return [buffer.node for buffer in ordered]
 
     def pending_buffer(self, node):
         """The gradients collected so far for a node that has not run (a copy of the list)."""
         buffer = self._not_ready.get(node)
         if buffer is None:
             for item in self._ready:
-                if item[2].node is node:
-                    buffer = item[2].buffer
+                if item.node is node:
+                    buffer = item
         return None if buffer is None else list(buffer.grads)
 
     def expose_input_buffers(self, node):
@@ -925,13 +1045,13 @@ class GraphTask:
                     reason = "no earlier contribution"
                 elif grad.grad_fn is not None or grad._requires_grad:
                     reason = "the pending gradient is part of a graph"
-                elif pending.owned[slot]:
+                elif pending.is_owned(slot):
                     buffer = grad
                     reason = "engine-owned sum"
                 else:
                     buffer = _rt.detach(_rt.clone(grad))
                     pending.grads[slot] = buffer
-                    pending.owned[slot] = True
+                    pending.set_owned(slot)
                     reason = "stored contribution copied into an engine-owned buffer"
             if buffer is not None:
                 exposed_any = True
@@ -961,8 +1081,19 @@ class GraphTask:
     # ---- execution -----------------------------------------------------------------
     def run(self):
         """Run to the end and return the captured gradients (``autograd.grad``) or None."""
-        while self.step() is not None:
-            pass
+        if _errstate_var is None:
+            import numpy
+
+            with numpy.errstate(all="ignore"):
+                while self._step() is not None:
+                    pass
+            return self.captured
+        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        try:
+            while self._step() is not None:
+                pass
+        finally:
+            _errstate_var.reset(token)
         return self.captured
 
     def abort(self):
@@ -974,6 +1105,18 @@ class GraphTask:
 
     def step(self):
         """Run the next ready node and return it; None when the task is over."""
+        if _errstate_var is None:
+            import numpy
+
+            with numpy.errstate(all="ignore"):
+                return self._step()
+        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        try:
+            return self._step()
+        finally:
+            _errstate_var.reset(token)
+
+    def _step(self):
         if self.state >= FINISHED:
             return None
         if not self._ready:
@@ -981,19 +1124,19 @@ class GraphTask:
             return None
         if self._executed == 0:
             self._started_at = time.perf_counter()
-        item = heapq.heappop(self._ready)[2]
-        node = item.node
+        buffer: InputBuffer = _heap_pop(self._ready)
+        node: Node = buffer.node
         self.current = node
         self.state = RUNNING
         # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
         # grad mode, which is create_graph.
+        global _grad_enabled, _running_task
         previous: cython.bint = _grad_enabled
-        set_grad_enabled_flag(self.create_graph)
-        global _running_task
+        _grad_enabled = self.create_graph
         outer_task = _running_task
         _running_task = self
         try:
-            self._execute(node, item.buffer)
+            self._execute(node, buffer)
         except BaseException as exc:
             self.state = FAILED
             self.error = exc
@@ -1006,7 +1149,7 @@ class GraphTask:
                 _report_anomaly(node, exc)
             raise
         finally:
-            set_grad_enabled_flag(previous)
+            _grad_enabled = previous
             _running_task = outer_task
             self.current = None
         self._executed += 1
@@ -1023,15 +1166,16 @@ class GraphTask:
         if self.observer is not None:
             self.observer.backward_finished(self, time.perf_counter() - self._started_at)
 
-    def _push_ready(self, node, buffer):
+    def _push_ready(self, buffer):
         self._ready_counter += 1
-        heapq.heappush(self._ready, (-node._seq, self._ready_counter, _ReadyItem(node, buffer)))
+        buffer.order = self._ready_counter
+        _heap_push(self._ready, buffer)
 
     def _execute(self, node, buffer):
         observer = self.observer
-        grads = buffer.grads
+        grads: list = buffer.grads
         # A sum the engine made itself can become the leaf's .grad without a copy.
-        owned_grad = grads[0] if (buffer.owned and buffer.owned[0]) else None
+        owned_grad = grads[0] if (grads and buffer.is_owned(0)) else None
         started = time.perf_counter() if observer is not None else 0.0
         if observer is not None:
             observer.node_started(self, node, list(grads))
@@ -1069,16 +1213,11 @@ class GraphTask:
             # 2. zero-materialization
             if not skip and node._materializes_grads():
                 grads = self._materialize(node, grads)
-            # 3. backward
-            previous: cython.bint = _grad_enabled
-            set_grad_enabled_flag(self.create_graph)
-            try:
-                if skip:
-                    outputs = [None] * len(node.next_functions)
-                else:
-                    outputs = node.apply(grads)
-            finally:
-                set_grad_enabled_flag(previous)
+            # 3. backward (grad mode is already create_graph: see _step)
+            if skip:
+                outputs = [None] * len(node.next_functions)
+            else:
+                outputs = node.apply(grads)
             # 4. validation
             outputs = self._validate(node, outputs)
             # 5. post-hooks
@@ -1087,10 +1226,13 @@ class GraphTask:
 
         # 6. release
         if not self.keep_graph and not node._released:
-            count, nbytes = node.saved_tensor_count()
-            node.release_variables()
-            if observer is not None and count:
-                observer.saved_released(self, node, count, nbytes)
+            if observer is not None:
+                count, nbytes = node.saved_tensor_count()
+                node.release_variables()
+                if count:
+                    observer.saved_released(self, node, count, nbytes)
+            else:
+                node.release_variables()
         if _anomaly_enabled and _anomaly_check_nan and outputs:  # Note [Anomaly mode]
             _check_nan(node, outputs)
         if observer is not None:
@@ -1138,9 +1280,10 @@ class GraphTask:
 
     def _materialize(self, node, grads):
         slots = None
+        metas: tuple = node._input_metadata
         for slot in range(len(grads)):
-            if grads[slot] is None and slot < len(node._input_metadata):
-                meta = node._input_metadata[slot]
+            if grads[slot] is None and slot < len(metas):
+                meta = metas[slot]
                 if meta is None or meta.dtype is None:
                     continue  # no tensor (or no fixed dtype) to build zeros from
                 if slots is None:
@@ -1153,8 +1296,12 @@ class GraphTask:
         return grads
 
     def _validate(self, node, outputs):
-        """Check arity; reduce shapes and cast dtypes to what each successor expects."""
-        edges = node.next_functions
+        """Check arity; reduce shapes and cast dtypes to what each successor expects.
+
+        Returns a new list: ``outputs`` may belong to the node's backward (a custom Function
+        may keep what it returned), so it is never changed.
+        """
+        edges: tuple = node.next_functions
         if not isinstance(outputs, (list, tuple)):
             outputs = [outputs]
         if len(outputs) != len(edges):
@@ -1162,14 +1309,23 @@ class GraphTask:
                 f"function {node.name()} returned an incorrect number of gradients "
                 f"(expected {len(edges)}, got {len(outputs)})"
             )
-        outputs = list(outputs)
-        for index in range(len(outputs)):
-            grad = outputs[index]
-            next_node = edges[index][0]
+        result = list(outputs)
+        for index in range(len(result)):
+            grad = result[index]
+            edge: tuple = edges[index]
+            next_node = edge[0]
             if grad is None or next_node is None:
                 continue
-            meta = next_node._input_metadata[edges[index][1]]
-            shape = grad._data.shape
+            if not isinstance(grad, TensorBase):
+                raise TypeError(
+                    f"function {node.name()} returned a {type(grad).__name__} as gradient "
+                    f"{index}; expected a Tensor or None"
+                )
+            successor: Node = next_node
+            meta: InputMeta = successor._input_metadata[edge[1]]
+            tensor: TensorBase = grad
+            data = tensor._data
+            shape = data.shape
             if shape != meta.shape:
                 if not _expandable(meta.shape, shape):
                     raise RuntimeError(
@@ -1177,66 +1333,73 @@ class GraphTask:
                         f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
                     )
                 grad = _rt.sum_to(grad, meta.shape)
+                tensor = grad
+                data = tensor._data
                 if self.observer is not None:
                     self.observer.grad_reduced(self, node, index, shape, meta.shape)
-            # compare numpy dtypes: Tensor.dtype is a Python property, too slow for every edge
-            if meta.dtype is not None and grad._data.dtype != meta.dtype.numpy:
-                from_dtype = grad.dtype
-                grad = _rt.cast(grad, meta.dtype)
-                if self.observer is not None:
-                    self.observer.grad_cast(self, node, index, from_dtype, meta.dtype)
-            outputs[index] = grad
-        return outputs
+            # numpy dtypes of the built-in types are singletons: identity first, then ==
+            if meta.np_dtype is not None:
+                dtype = data.dtype
+                if dtype is not meta.np_dtype and dtype != meta.np_dtype:
+                    from_dtype = grad.dtype
+                    grad = _rt.cast(grad, meta.dtype)
+                    if self.observer is not None:
+                        self.observer.grad_cast(self, node, index, from_dtype, meta.dtype)
+            result[index] = grad
+        return result
 
     def _distribute(self, node, outputs):
         observer = self.observer
-        edges = node.next_functions
+        edges: tuple = node.next_functions
+        dependencies: dict = self._dependencies
+        not_ready: dict = self._not_ready
         for index in range(len(edges)):
-            next_node, slot = edges[index]
+            edge: tuple = edges[index]
+            next_node = edge[0]
             if next_node is None:
                 continue
+            slot: cython.Py_ssize_t = edge[1]
             grad = outputs[index]
-            remaining = self._dependencies.get(next_node)
-            if remaining is None:
+            count = dependencies.get(next_node)
+            if count is None:
                 raise RuntimeError(f"dependency not found for {next_node.name()}")
+            remaining: cython.Py_ssize_t = count
             remaining -= 1
             if remaining == 0:
-                del self._dependencies[next_node]
+                del dependencies[next_node]
             else:
-                self._dependencies[next_node] = remaining
-            buffer = self._not_ready.get(next_node)
+                dependencies[next_node] = remaining
+            buffer = not_ready.get(next_node)
             if buffer is None:
                 if self._exec_info is not None and next_node not in self._exec_info:
                     continue
-                buffer = InputBuffer(len(next_node._input_metadata))
+                successor: Node = next_node
+                buffer = _new_buffer(successor, len(successor._input_metadata))
                 if remaining != 0:
-                    self._not_ready[next_node] = buffer
+                    not_ready[next_node] = buffer
             elif remaining == 0:
-                del self._not_ready[next_node]
+                del not_ready[next_node]
             if grad is not None:
                 how = self._add_to_buffer(buffer, slot, grad)
                 if observer is not None:
                     observer.buffer_added(self, next_node, slot, node, how)
             if remaining == 0:
-                self._push_ready(next_node, buffer)
+                self._push_ready(buffer)
                 if observer is not None:
                     observer.node_ready(self, next_node)
 
     def _add_to_buffer(self, buffer, slot, grad):
-        old = buffer.grads[slot]
+        """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here."""
+        grads: list = buffer.grads
+        old = grads[slot]
         if old is None:
-            buffer.grads[slot] = grad
+            grads[slot] = grad
             return "stored"
-        if buffer.owned[slot] and not self.create_graph:
+        if not self.create_graph and buffer.is_owned(slot):
             _rt.add_inplace(old, grad)
             return "accumulated_in_place"
-        previous: cython.bint = _grad_enabled
-        set_grad_enabled_flag(self.create_graph)
-        try:
-            buffer.grads[slot] = _rt.add(old, grad)
-        finally:
-            set_grad_enabled_flag(previous)
-        buffer.owned[slot] = True
+        grads[slot] = _rt.add(old, grad)
+        buffer.set_owned(slot)
         return "accumulated_out_of_place"
 
     def _accumulate(self, node, grads, owned_grad):
@@ -1255,33 +1418,22 @@ class GraphTask:
             self.observer.grad_accumulated(self, node, variable, before, variable.grad)
 
     def _accumulate_into(self, variable, grad, owned_grad):
-        """``variable.grad += grad`` the way AccumulateGrad does it (in place unless create_graph)."""
+        """``variable.grad += grad`` the way AccumulateGrad does it (in place unless
+        create_graph); grad mode is the task's (create_graph) here."""
         if grad is None:
             return
         before = variable.grad
-        previous: cython.bint = _grad_enabled
-        set_grad_enabled_flag(self.create_graph)
-        try:
-            if before is None:
-                if self.create_graph:
-                    variable.grad = _rt.clone(grad)
-                elif grad is owned_grad:
-                    variable.grad = grad
-                else:
-                    variable.grad = _rt.detach(_rt.clone(grad))
-            elif self.create_graph:
-                variable.grad = _rt.add(before, grad)
+        if before is None:
+            if self.create_graph:
+                variable.grad = _rt.clone(grad)
+            elif grad is owned_grad:
+                variable.grad = grad
             else:
-                _rt.add_inplace(before, grad)
-        finally:
-            set_grad_enabled_flag(previous)
-
-
-def _all_none(grads):
-    for grad in grads:
-        if grad is not None:
-            return False
-    return True
+                variable.grad = _rt.detach(_rt.clone(grad))
+        elif self.create_graph:
+            variable.grad = _rt.add(before, grad)
+        else:
+            _rt.add_inplace(before, grad)
 
 
 def _expandable(shape, target):

@@ -1,6 +1,9 @@
 # Declarations that make _ops.py's classes extension types when compiled.
 cimport cython
-from gradviz_ext._engine cimport InputMeta, Node, SavedTensor, TensorBase, VersionCounter
+from cpython.contextvars cimport PyContextVar_Reset, PyContextVar_Set, get_value
+from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
+                                  forward_observer, gradient_edge, init_node,
+                                  is_grad_enabled, save_tensor)
 
 
 cdef class OpSpec:
@@ -8,6 +11,7 @@ cdef class OpSpec:
     cdef public str node
     cdef public object forward
     cdef public object backward
+    cdef public object fast_backward
     cdef public object saves
     cdef public object dtype
     cdef public int dtype_rule
@@ -21,9 +25,14 @@ cdef class OpNode(Node):
     cdef public dict attrs
     cdef public dict _saved_inputs
     cdef public SavedTensor _saved_output
+    cpdef apply(self, grads)
+    cdef list _apply_fast(self, grads)
+    cpdef data(self, Py_ssize_t index)
+    cpdef output_data(self)
     cpdef saved_tensor_count(self)
     cpdef release_variables(self)
 
 
+cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class

@@ -23,7 +23,9 @@ import cython
 from gradviz_ext import _engine
 
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
-    from gradviz_ext._engine import InputMeta, Node, SavedTensor, TensorBase, VersionCounter
+    from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
+                                     forward_observer, gradient_edge, init_node,
+                                     is_grad_enabled, save_tensor)
 
 # np.errstate costs about a microsecond; numpy 2 keeps the error state in a context variable
 # that can be set directly for a fraction of that (Note [Op fast paths]). Fall back to
@@ -64,11 +66,13 @@ def install(tensor_class, dtypes_by_numpy):
 class OpSpec:
     """The engine's view of a differentiable op (see ``gradviz.ops.Op``)."""
 
-    def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet):
+    def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet,
+                 fast_backward=None):
         self.name = name
         self.node = node
         self.forward = forward
         self.backward = backward
+        self.fast_backward = fast_backward
         self.saves = saves
         self.dtype = dtype
         self.dtype_rule = dtype_rule
@@ -79,7 +83,7 @@ class OpSpec:
 @cython.ccall
 def make_tensor(data):
     """A Tensor around ``data`` (not copied), built without calling ``__init__``."""
-    t: TensorBase = _tensor_class.__new__(_tensor_class)
+    t: TensorBase = TensorBase.__new__(_tensor_class)
     t._data = data
     t._requires_grad = False
     t.grad_fn = None
@@ -97,9 +101,12 @@ def make_tensor(data):
 
 
 @cython.ccall
-def requires_grad(x):
+def requires_grad(x) -> cython.bint:
     """Whether ``x`` is a tensor that takes part in autograd (shared by the ops layer)."""
-    return isinstance(x, TensorBase) and (x._requires_grad or x.grad_fn is not None)
+    if not isinstance(x, TensorBase):
+        return False
+    t: TensorBase = x
+    return t._requires_grad or t.grad_fn is not None
 
 
 @cython.cfunc
@@ -115,20 +122,27 @@ def _scalar_category(value):
 
 @cython.cfunc
 def _fast_target(inputs, rule):
-    """The numpy dtype to convert to, None for "no conversion", or False for "ask the rule"."""
+    """The dtype every tensor operand already has when that is the result dtype (then no
+    conversion is needed), or False: "ask the op's dtype rule"."""
     common = None
+    t: TensorBase
     for x in inputs:
         if isinstance(x, TensorBase):
-            dt = x._data.dtype
+            t = x
+            dt = t._data.dtype
             if common is None:
                 common = dt
-            elif dt != common:
+            elif dt is not common and dt != common:
                 return False
     if common is None:
         return False
-    category = _KIND_CATEGORY.get(common.kind, -1)
-    if category < 0:
-        return False
+    category: cython.int
+    if common is _F32 or common is _F64:
+        category = 2
+    else:
+        category = _KIND_CATEGORY.get(common.kind, -1)
+        if category < 0:
+            return False
     for x in inputs:
         if not isinstance(x, TensorBase):
             scalar = _scalar_category(x)
@@ -136,7 +150,42 @@ def _fast_target(inputs, rule):
                 return False
     if rule == DTYPE_PROMOTE_FLOAT and category != 2:
         return False
-    return None
+    return common
+
+
+# Note [Scalar operands]: numpy 2 handles a Python float operand (a "weak" scalar, NEP 50)
+# through a slow path that costs more than the arithmetic on a small array. Converted once to
+# a read-only 0-d array of the op's float dtype, the same value computes the same result in
+# half the time. Conversions are cached per dtype; zeros are not (0.0 == -0.0, yet the sign
+# matters) and neither is NaN (never equal to itself).
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_scalars_f32 = {}
+_scalars_f64 = {}
+_SCALAR_CACHE_SIZE = 4096
+
+
+def _scalar_array(value, dtype):
+    """``value`` (a Python float) as a read-only 0-d array of ``dtype`` (float32 or float64);
+    any other value or dtype is returned unchanged."""
+    if dtype is _F32:
+        cache = _scalars_f32
+    elif dtype is _F64:
+        cache = _scalars_f64
+    else:
+        return value
+    if type(value) is not float:
+        return value
+    cached = cache.get(value)
+    if cached is not None:
+        return cached
+    array = np.array(value, dtype=dtype)
+    array.flags.writeable = False
+    if value != 0.0 and value == value:
+        if len(cache) >= _SCALAR_CACHE_SIZE:
+            cache.clear()
+        cache[value] = array
+    return array
 
 
 class OpNode(Node):
@@ -150,10 +199,62 @@ class OpNode(Node):
         return self.op.node
 
     def apply(self, grads):
-        result = self.op.backward(self, *grads)
+        op: OpSpec = self.op
+        if op.fast_backward is not None and not is_grad_enabled():
+            return self._apply_fast(grads)  # Note [Fast backward rules]
+        result = op.backward(self, *grads)
         if isinstance(result, tuple) or isinstance(result, list):
             return result
         return (result,)
+
+    def _apply_fast(self, grads):
+        op: OpSpec = self.op
+        n: cython.Py_ssize_t = len(grads)
+        i: cython.Py_ssize_t
+        t: TensorBase
+        arrays = [None] * n
+        for i in range(n):
+            grad = grads[i]
+            if grad is not None:
+                t = grad
+                arrays[i] = t._data
+        # numpy's warnings are off: the graph task silences them (Note [Quiet backward])
+        result = op.fast_backward(self, *arrays)
+        if not isinstance(result, tuple):
+            result = (result,)
+        outputs = []
+        for value in result:
+            if value is None:
+                outputs.append(None)
+                continue
+            reused = None
+            for i in range(n):  # an incoming gradient passed through: reuse its tensor
+                if value is arrays[i]:
+                    reused = grads[i]
+                    break
+            if reused is None:
+                reused = make_tensor(value if type(value) is np.ndarray else np.asarray(value))
+            outputs.append(reused)
+        return outputs
+
+    def data(self, index):
+        """Forward input ``index``'s array as saved, or the saved number (fast rules)."""
+        if self._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        value = self._saved_inputs[index]
+        if isinstance(value, SavedTensor):
+            saved: SavedTensor = value
+            return saved.unpack_data(self)
+        if type(value) is float:  # Note [Scalar operands]
+            meta: InputMeta = self._input_metadata[0]
+            return _scalar_array(value, meta.np_dtype)
+        return value
+
+    def output_data(self):
+        """The forward output's array as saved (fast rules)."""
+        if self._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        return self._saved_output.unpack_data(self)
 
     def input(self, index):
         """Forward input ``index`` as saved (raises if freed or modified in place)."""
@@ -204,7 +305,7 @@ class OpNode(Node):
 @cython.cfunc
 def _new_node(op, edges, metas, needs, attrs):
     node: OpNode = OpNode.__new__(OpNode)
-    _engine.init_node(node, edges, metas)
+    init_node(node, edges, metas)
     node.op = op
     node.needs_input_grad = needs
     node.attrs = attrs
@@ -216,49 +317,92 @@ def _new_node(op, edges, metas, needs, attrs):
 @cython.cfunc
 def _meta(tensor):
     meta: InputMeta = InputMeta.__new__(InputMeta)
-    data = tensor._data
+    t: TensorBase = tensor
+    data = t._data
     meta.shape = data.shape
-    meta.dtype = _dtypes_by_numpy[data.dtype]
+    dtype = data.dtype
+    meta.np_dtype = dtype
+    meta.dtype = _dtypes_by_numpy[dtype]
     return meta
+
+
+@cython.cfunc
+def _quiet_begin():
+    """Silence numpy's floating-point warnings; None if they already are (a graph task
+    silences them for its whole run), else the token that ``_quiet_end`` restores."""
+    if cython.compiled:  # the C API: no attribute lookups or bound methods
+        if get_value(_errstate_var) is _errstate_quiet:
+            return None
+        return PyContextVar_Set(_errstate_var, _errstate_quiet)
+    if _errstate_var.get() is _errstate_quiet:
+        return None
+    return _errstate_var.set(_errstate_quiet)
+
+
+@cython.cfunc
+def _quiet_end(token):
+    if cython.compiled:
+        PyContextVar_Reset(_errstate_var, token)
+    else:
+        _errstate_var.reset(token)
+
+
+@cython.cfunc
+def _call_forward(forward, arrays: list, attrs: dict):
+    # one and two operands without attributes are most ops: call without building a tuple
+    if not attrs:
+        if len(arrays) == 2:
+            return forward(arrays[0], arrays[1])
+        if len(arrays) == 1:
+            return forward(arrays[0])
+    return forward(*arrays, **attrs)
 
 
 def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
     n: cython.Py_ssize_t = len(inputs)
     i: cython.Py_ssize_t
+    t: TensorBase
+    out: TensorBase
     rule: cython.int = op.dtype_rule
     target = None
     if rule != DTYPE_NONE:
         target = _fast_target(inputs, rule) if rule != DTYPE_CUSTOM else False
         if target is False:
             target = op.dtype(*inputs, **attrs).numpy
-    arrays = []
+    arrays = [None] * n
     for i in range(n):
         x = inputs[i]
         if isinstance(x, TensorBase):
-            data = x._data
-            if target is not None and data.dtype != target:
-                data = data.astype(target)
-            arrays.append(data)
+            t = x
+            data = t._data
+            if target is not None:
+                dtype = data.dtype
+                if dtype is not target and dtype != target:
+                    data = data.astype(target)
+            arrays[i] = data
+        elif target is not None and type(x) is float:
+            arrays[i] = _scalar_array(x, target)  # Note [Scalar operands]
         elif isinstance(x, np.generic):
-            arrays.append(x.item())  # numpy scalars promote like Python scalars, as in torch
+            arrays[i] = x.item()  # numpy scalars promote like Python scalars, as in torch
         else:
-            arrays.append(x)
+            arrays[i] = x
     if op.quiet:  # like torch: inf/nan results, no numpy warnings
         if _errstate_var is not None:
-            token = _errstate_var.set(_errstate_quiet)
+            token = _quiet_begin()
             try:
-                result = op.forward(*arrays, **attrs)
+                result = _call_forward(op.forward, arrays, attrs)
             finally:
-                _errstate_var.reset(token)
+                if token is not None:
+                    _quiet_end(token)
         else:
             with np.errstate(all="ignore"):
-                result = op.forward(*arrays, **attrs)
+                result = _call_forward(op.forward, arrays, attrs)
     else:
-        result = op.forward(*arrays, **attrs)
+        result = _call_forward(op.forward, arrays, attrs)
 
     record: cython.bint = False
-    if op.backward is not None and _engine.is_grad_enabled():
+    if op.backward is not None and is_grad_enabled():
         for i in range(n):
             if requires_grad(inputs[i]):
                 record = True
@@ -281,9 +425,9 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
 
     if record:
         needs = tuple([requires_grad(x) for x in inputs])
-        edges = tuple([_engine.gradient_edge(inputs[i]) if needs[i] else (None, 0) for i in range(n)])
+        edges = tuple([gradient_edge(inputs[i]) if needs[i] else (None, 0) for i in range(n)])
         metas = tuple([_meta(out) for out in outputs])
-        node = _new_node(op, edges, metas, needs, attrs)
+        node: OpNode = _new_node(op, edges, metas, needs, attrs)
         saves = op.saves
         if saves is not None:
             input_indices, save_output = saves(needs)
@@ -291,19 +435,20 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
                 saved = {}
                 for i in input_indices:
                     x = inputs[i]
-                    saved[i] = _engine.SavedTensor(x, False) if isinstance(x, TensorBase) else x
+                    saved[i] = save_tensor(x, False) if isinstance(x, TensorBase) else x
                 node._saved_inputs = saved
         else:
             save_output = False
         nr: cython.Py_ssize_t = 0
         for out in outputs:
-            if out._data.dtype.kind == "f":
+            meta: InputMeta = metas[nr]
+            if meta.np_dtype.kind == "f":
                 out.grad_fn = node
                 out._output_nr = nr
             nr += 1
         if save_output:
-            node._saved_output = _engine.SavedTensor(outputs[0], True)
-        observer = _engine.forward_observer()
+            node._saved_output = save_tensor(outputs[0], True)
+        observer = forward_observer()
         if observer is not None:
             observer.node_created(node)
 

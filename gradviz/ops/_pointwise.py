@@ -44,15 +44,25 @@ def _mul_saves(needs):
 
 # ---- add / sub --------------------------------------------------------------------------
 
+def _add_fast(ctx, g):
+    alpha = ctx.attrs["alpha"]
+    return g, (g * alpha if alpha != 1 else g)
+
+
+def _sub_fast(ctx, g):
+    alpha = ctx.attrs["alpha"]
+    return g, (-g * alpha if alpha != 1 else -g)
+
+
 ADD = Op("add", "AddBackward0",
          forward=lambda a, b, alpha=1: np.add(a, b * alpha if alpha != 1 else b),
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
-         dtype=promote)
+         fast_backward=_add_fast, dtype=promote)
 
 SUB = Op("sub", "SubBackward0",
          forward=lambda a, b, alpha=1: np.subtract(a, b * alpha if alpha != 1 else b),
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
-         dtype=promote)
+         fast_backward=_sub_fast, dtype=promote)
 
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with broadcasting."""
@@ -101,6 +111,10 @@ MUL = Op("mul", "MulBackward0",
          backward=lambda ctx, g: (
              g * ctx.input(1) if ctx.needs_input_grad[0] else None,
              g * ctx.input(0) if ctx.needs_input_grad[1] else None,
+         ),
+         fast_backward=lambda ctx, g: (
+             g * ctx.data(1) if ctx.needs_input_grad[0] else None,
+             g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
          saves=_mul_saves, dtype=promote)
 

@@ -9,6 +9,17 @@ Every backward rule is written with gradviz Tensor operations, never with raw nu
 without ``create_graph`` the engine switches grad mode off, so these operations record
 nothing; with ``create_graph=True`` they build the graph of the gradient, which is how
 higher-order gradients work for every built-in op.
+
+Note [Fast backward rules]
+--------------------------
+Without ``create_graph`` a backward rule's Tensor operations record nothing, yet each still
+pays for building a Tensor and checking dtypes: on small tensors that is most of backward's
+time. The hottest ops therefore also carry ``fast_backward``, the same formula on numpy
+arrays, which ``OpNode.apply`` uses whenever grad mode is off (the engine turns it off unless
+``create_graph``). The differentiable ``backward`` stays the definition: higher-order
+gradients use it, and ``tests/ops/test_fast_backward.py`` checks that every fast rule gives
+the same gradients as it, over dtypes, broadcasting, and size-0 and 0-d shapes. The engine
+reduces broadcast gradients and casts dtypes afterwards for both kinds of rule.
 """
 
 from __future__ import annotations
@@ -51,10 +62,15 @@ class Op(_ext_ops.OpSpec):
     quiet : bool
         Silence numpy's floating-point warnings (torch returns inf/nan silently). Views never
         compute, so they skip it.
+    fast_backward : callable or None
+        ``fast_backward(ctx, *grad_arrays) -> tuple`` of numpy arrays (or None): the same
+        derivative as ``backward`` computed on arrays, used when the gradient needs no graph
+        of its own (Note [Fast backward rules]). It reads saved values with ``ctx.data(i)``
+        and ``ctx.output_data()``.
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,
-                 quiet=True):
+                 quiet=True, fast_backward=None):
         quiet = quiet and not view
         if name in TABLE:
             raise ValueError(f"op {name!r} is already registered")
@@ -66,7 +82,10 @@ class Op(_ext_ops.OpSpec):
             rule = _ext_ops.DTYPE_PROMOTE_FLOAT
         else:
             rule = _ext_ops.DTYPE_CUSTOM
-        super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet)
+        if fast_backward is not None and backward is None:
+            raise ValueError(f"op {name!r}: a fast_backward needs the differentiable backward too")
+        super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet,
+                         fast_backward)
         TABLE[name] = self
 
     def __repr__(self):
