@@ -36,20 +36,30 @@ def _check_float_pair(what, a, b):
 
 DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_both, dtype=promote,
          backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
-                                  g * ctx.input(0) if ctx.needs_input_grad[1] else None))
+                                  g * ctx.input(0) if ctx.needs_input_grad[1] else None),
+         fast_backward=lambda ctx, g: (g * ctx.data(1) if ctx.needs_input_grad[0] else None,
+                                       g * ctx.data(0) if ctx.needs_input_grad[1] else None))
 MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_both, dtype=promote,
         backward=lambda ctx, g: (
             unsqueeze(g, 1) * unsqueeze(ctx.input(1), 0) if ctx.needs_input_grad[0] else None,
-            mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None))
+            mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
+        fast_backward=lambda ctx, g: (
+            g[:, None] * ctx.data(1)[None, :] if ctx.needs_input_grad[0] else None,
+            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
 MM = Op("mm", "MmBackward0", forward=np.matmul, saves=_both, dtype=promote,
         backward=lambda ctx, g: (
             mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
-            mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None))
+            mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
+        fast_backward=lambda ctx, g: (
+            np.matmul(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
+            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
 BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
-             bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
-
+             bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
+         fast_backward=lambda ctx, g: (
+             np.matmul(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0] else None,
+             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
 
 def dot(input, other):
     _check_float_pair("dot", input, other)

@@ -100,7 +100,7 @@ def rsub(input, other):
 
 RSUB = Op("rsub", "RsubBackward1",
           forward=lambda a, other: np.subtract(other, a),
-          backward=lambda ctx, g: (-g,),
+          backward=lambda ctx, g: (-g,), fast_backward=lambda ctx, g: (-g,),
           dtype=lambda a, other: _dtypes.result_type(a, other))
 
 
@@ -131,8 +131,15 @@ def _div_backward(ctx, g):
     return grad_a, grad_b
 
 
+def _div_fast(ctx, g):
+    b = ctx.data(1)
+    grad_a = g / b if ctx.needs_input_grad[0] else None
+    grad_b = -g * ctx.data(0) / (b * b) if ctx.needs_input_grad[1] else None
+    return grad_a, grad_b
+
+
 DIV = Op("div", "DivBackward0",
-         forward=np.true_divide, backward=_div_backward,
+         forward=np.true_divide, backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
          dtype=promote_float)
 
@@ -145,6 +152,7 @@ def div(input, other):
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
                 forward=lambda a: np.reciprocal(a),
                 backward=lambda ctx, g: (-g * ctx.output() * ctx.output(),),
+                fast_backward=lambda ctx, g: (-g * ctx.output_data() * ctx.output_data(),),
                 saves=saves_output, dtype=promote_float)
 
 
@@ -159,7 +167,8 @@ def rdiv(input, other):
     return mul(reciprocal(input), _check_operand(other, "div"))
 
 
-NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,))
+NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,),
+         fast_backward=lambda ctx, g: (-g,))
 
 
 def neg(input):
@@ -179,9 +188,17 @@ def _pow_scalar_backward(ctx, g):
     return (g * p * pow(ctx.input(0), p - 1),)
 
 
+def _pow_scalar_fast(ctx, g):
+    p = ctx.attrs["exponent"]
+    if p == 0:
+        return (g * 0,)
+    return (g * p * np.power(ctx.data(0), p - 1),)
+
+
 POW_SCALAR = Op("pow_scalar", "PowBackward0",
                 forward=lambda a, exponent: np.power(a, exponent),
-                backward=_pow_scalar_backward, saves=saves_inputs(0),
+                backward=_pow_scalar_backward, fast_backward=_pow_scalar_fast,
+                saves=saves_inputs(0),
                 dtype=lambda a, exponent: _dtypes.result_type(a, exponent))
 
 
@@ -226,18 +243,29 @@ def pow(input, exponent):
 # ---- unary math -------------------------------------------------------------------------
 
 EXP = Op("exp", "ExpBackward0", forward=np.exp,
-         backward=lambda ctx, g: (g * ctx.output(),), saves=saves_output, dtype=promote_float)
+         backward=lambda ctx, g: (g * ctx.output(),),
+         fast_backward=lambda ctx, g: (g * ctx.output_data(),),
+         saves=saves_output, dtype=promote_float)
 LOG = Op("log", "LogBackward0", forward=np.log,
-         backward=lambda ctx, g: (g / ctx.input(0),), saves=saves_inputs(0), dtype=promote_float)
+         backward=lambda ctx, g: (g / ctx.input(0),),
+         fast_backward=lambda ctx, g: (g / ctx.data(0),),
+         saves=saves_inputs(0), dtype=promote_float)
 SIN = Op("sin", "SinBackward0", forward=np.sin,
-         backward=lambda ctx, g: (g * cos(ctx.input(0)),), saves=saves_inputs(0), dtype=promote_float)
+         backward=lambda ctx, g: (g * cos(ctx.input(0)),),
+         fast_backward=lambda ctx, g: (g * np.cos(ctx.data(0)),),
+         saves=saves_inputs(0), dtype=promote_float)
 COS = Op("cos", "CosBackward0", forward=np.cos,
-         backward=lambda ctx, g: (-g * sin(ctx.input(0)),), saves=saves_inputs(0), dtype=promote_float)
+         backward=lambda ctx, g: (-g * sin(ctx.input(0)),),
+         fast_backward=lambda ctx, g: (-g * np.sin(ctx.data(0)),),
+         saves=saves_inputs(0), dtype=promote_float)
 TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
           backward=lambda ctx, g: (g * (1 - ctx.output() * ctx.output()),),
+          fast_backward=lambda ctx, g: (g * (1 - ctx.output_data() * ctx.output_data()),),
           saves=saves_output, dtype=promote_float)
 SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
-          backward=lambda ctx, g: (g / (2 * ctx.output()),), saves=saves_output, dtype=promote_float)
+          backward=lambda ctx, g: (g / (2 * ctx.output()),),
+          fast_backward=lambda ctx, g: (g / (2 * ctx.output_data()),),
+          saves=saves_output, dtype=promote_float)
 
 
 def _sigmoid_forward(a):
@@ -252,6 +280,7 @@ def _sigmoid_forward(a):
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
              backward=lambda ctx, g: (g * ctx.output() * (1 - ctx.output()),),
+             fast_backward=lambda ctx, g: (g * ctx.output_data() * (1 - ctx.output_data()),),
              saves=saves_output, dtype=promote_float)
 
 
@@ -259,16 +288,21 @@ def _mask_like(mask_tensor, like):
     return to(mask_tensor, like.dtype)
 
 
+def _threshold_backward_forward(g, result):
+    return np.where(result > 0, g, np.zeros((), dtype=g.dtype))
+
+
 RELU = Op("relu", "ReluBackward0",
           forward=lambda a: np.maximum(a, np.zeros((), dtype=a.dtype)),
           backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
+          fast_backward=lambda ctx, g: (_threshold_backward_forward(g, ctx.output_data()),),
           saves=saves_output)
 
 # relu's gradient as an op of its own, like PyTorch: differentiable in the gradient (the same
 # mask again) and in the result (zero almost everywhere), so Hessians through relu work.
 THRESHOLD_BACKWARD = Op(
     "threshold_backward", "ThresholdBackwardBackward0",
-    forward=lambda g, result: np.where(result > 0, g, np.zeros((), dtype=g.dtype)),
+    forward=_threshold_backward_forward,
     backward=lambda ctx, gg: (threshold_backward(gg, ctx.input(1)) if ctx.needs_input_grad[0] else None,
                               gg * 0 if ctx.needs_input_grad[1] else None),
     saves=saves_inputs(1), dtype=promote)
@@ -278,7 +312,8 @@ def threshold_backward(grad, result):
     return apply(THRESHOLD_BACKWARD, grad, result)
 
 ABS = Op("abs", "AbsBackward0", forward=np.abs,
-         backward=lambda ctx, g: (g * sign(ctx.input(0)),), saves=saves_inputs(0))
+         backward=lambda ctx, g: (g * sign(ctx.input(0)),),
+         fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0))
 
 SIGN = Op("sign", "SignBackward0", forward=np.sign, backward=lambda ctx, g: (g * 0,))
 
@@ -410,7 +445,8 @@ def _bitwise(op, input, other):
 
 TO_COPY = Op("to", "ToCopyBackward0",
              forward=lambda a, dtype, source: a.astype(dtype.numpy),
-             backward=lambda ctx, g: (to(g, ctx.source),))
+             backward=lambda ctx, g: (to(g, ctx.source),),
+             fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),))
 
 
 def to(input, *args, dtype=None, copy=False, **kwargs):

@@ -34,6 +34,27 @@ def _expand_back(g, shape, dims, keepdim):
     return expand(g, shape)
 
 
+def _expand_back_array(g, shape, dims, keepdim):
+    """``_expand_back`` on a numpy array (fast backward rules)."""
+    if not keepdim and dims:
+        g = np.expand_dims(g, dims)
+    return np.broadcast_to(g, shape)
+
+
+def sum_to_array(g, shape):
+    """``sum_to`` on a numpy array (fast backward rules): the same sums in the same order."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    dims = list(range(lead))
+    for i, size in enumerate(shape):
+        if size == 1 and g.shape[lead + i] != 1:
+            dims.append(lead + i)
+    out = np.sum(g, axis=tuple(dims), keepdims=True, dtype=g.dtype) if dims else g
+    return np.reshape(out, shape)
+
+
 def _sum_dtype(x, dtype=None):
     if dtype is not None:
         return _dtypes.as_dtype(dtype)
@@ -45,7 +66,13 @@ def _make_sum(node):
     return Op(f"sum_{node}", node,
               forward=lambda a, dims, keepdim, shape, out_dtype: np.sum(
                   a, axis=dims, keepdims=keepdim, dtype=out_dtype.numpy),
-              backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),))
+              backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),),
+              fast_backward=_sum_fast)
+
+
+def _sum_fast(ctx, g):
+    attrs = ctx.attrs
+    return (_expand_back_array(g, attrs["shape"], attrs["dims"], attrs["keepdim"]),)
 
 
 _SUM_ALL = _make_sum("SumBackward0")
@@ -70,8 +97,15 @@ def _mean_backward(ctx, g):
     return (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim) / ctx.count,)
 
 
-_MEAN_ALL = Op("mean", "MeanBackward0", forward=_mean_forward, backward=_mean_backward)
-_MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mean_backward)
+def _mean_fast(ctx, g):
+    attrs = ctx.attrs
+    return (_expand_back_array(g, attrs["shape"], attrs["dims"], attrs["keepdim"]) / attrs["count"],)
+
+
+_MEAN_ALL = Op("mean", "MeanBackward0", forward=_mean_forward, backward=_mean_backward,
+               fast_backward=_mean_fast)
+_MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mean_backward,
+               fast_backward=_mean_fast)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):

@@ -53,13 +53,20 @@ def _view_forward(a, shape, source):
     return out
 
 
+def _reshape_to_source_fast(ctx, g):
+    return (np.reshape(g, ctx.attrs["source"]),)
+
+
 VIEW = Op("view", "ViewBackward0", forward=_view_forward,
-          backward=lambda ctx, g: (reshape(g, ctx.source),), view=True)
+          backward=lambda ctx, g: (reshape(g, ctx.source),),
+          fast_backward=_reshape_to_source_fast, view=True)
 RESHAPE_ALIAS = Op("reshape_alias", "ReshapeAliasBackward0", forward=_view_forward,
-                   backward=lambda ctx, g: (reshape(g, ctx.source),), view=True)
+                   backward=lambda ctx, g: (reshape(g, ctx.source),),
+                   fast_backward=_reshape_to_source_fast, view=True)
 UNSAFE_VIEW = Op("unsafe_view", "UnsafeViewBackward0",
                  forward=lambda a, shape, source: np.reshape(a, shape),
-                 backward=lambda ctx, g: (reshape(g, ctx.source),))
+                 backward=lambda ctx, g: (reshape(g, ctx.source),),
+                 fast_backward=_reshape_to_source_fast)
 
 
 def unsafe_view(input, *shape):
@@ -99,11 +106,15 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 TRANSPOSE = Op("transpose", "TransposeBackward0",
                forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
-               backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),), view=True)
-T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),), view=True)
+               backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
+               fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"]),),
+               view=True)
+T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
+       fast_backward=lambda ctx, g: (g.T,), view=True)
 PERMUTE = Op("permute", "PermuteBackward0",
              forward=lambda a, dims, inverse: np.transpose(a, dims),
-             backward=lambda ctx, g: (permute(g, *ctx.inverse),), view=True)
+             backward=lambda ctx, g: (permute(g, *ctx.inverse),),
+             fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True)
 
 
 def transpose(input, dim0, dim1):
@@ -133,11 +144,17 @@ def permute(input, *dims):
 
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                forward=lambda a, dim: np.expand_dims(a, dim),
-               backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),), view=True)
+               backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
+               fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True)
+def _reshape_to_shape_fast(ctx, g):
+    return (np.reshape(g, ctx.attrs["shape"]),)
+
+
 def _squeeze_dim_op(name, node):
     return Op(name, node,
               forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
-              backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+              backward=lambda ctx, g: (reshape(g, ctx.shape),),
+              fast_backward=_reshape_to_shape_fast, view=True)
 
 
 SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
@@ -145,7 +162,8 @@ SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
 SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
-             backward=lambda ctx, g: (reshape(g, ctx.shape),), view=True)
+             backward=lambda ctx, g: (reshape(g, ctx.shape),),
+             fast_backward=_reshape_to_shape_fast, view=True)
 
 
 def unsqueeze(input, dim):
@@ -169,9 +187,15 @@ def _expand_backward(ctx, g):
     return (sum_to(g, ctx.source),)
 
 
+def _expand_fast(ctx, g):
+    from ._reduction import sum_to_array
+
+    return (sum_to_array(g, ctx.attrs["source"]),)
+
+
 EXPAND = Op("expand", "ExpandBackward0",
             forward=lambda a, shape, source: np.broadcast_to(a, shape),
-            backward=_expand_backward, view=True)
+            backward=_expand_backward, fast_backward=_expand_fast, view=True)
 
 
 def expand(input, *sizes):
@@ -197,7 +221,8 @@ def expand(input, *sizes):
     return apply(EXPAND, input, shape=tuple(target), source=source)  # recorded even when a no-op, as in torch
 
 
-CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,))
+CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
+           fast_backward=lambda ctx, g: (g,))
 
 
 def clone(input):
