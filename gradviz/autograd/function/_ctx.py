@@ -154,7 +154,7 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
             if self._released:
                 raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
             return ()
-        return tuple(s.unpack(self) if s is not None else None for s in self._saved)
+        return tuple([s.unpack(self) if s is not None else None for s in self._saved])
 
     def saved_tensor_count(self):
         if self._saved is None:
@@ -202,17 +202,22 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
 
     # ---- backward -----------------------------------------------------------------------
     def _backward_function(self):
-        from ._function import Function
-
         cls = self._forward_cls
         backward, vjp = cls.backward, cls.vjp
+        resolved = type(self).__dict__.get("_resolved_backward")
+        if resolved is not None and resolved[0] is backward and resolved[1] is vjp:
+            return resolved[2]  # checked before, and neither method was replaced since
+        from ._function import Function
+
         has_backward = backward is not Function.backward
         has_vjp = vjp is not Function.vjp
         if has_backward and has_vjp:
             raise RuntimeError(BOTH_BACKWARD_AND_VJP_MESSAGE)
         if not has_backward and not has_vjp:
             raise NotImplementedError(NO_BACKWARD_MESSAGE)
-        return vjp if has_vjp else backward
+        chosen = vjp if has_vjp else backward
+        type(self)._resolved_backward = (backward, vjp, chosen)
+        return chosen
 
     def _materialize_uncast_slots(self, grads):
         """Zeros for slots declared ``None`` (their metadata has no dtype for the engine)."""
@@ -242,6 +247,20 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
         if not isinstance(result, tuple):
             result = (result,)
         expected = self._num_forward_inputs
+        if len(result) == expected and len(self._tensor_input_positions) == expected:
+            # every forward argument was a tensor and the arity is exact: the common case
+            needs = self.needs_input_grad
+            grads_out = []
+            for position in range(expected):
+                value = result[position]
+                if value is not None:
+                    if not isinstance(value, Tensor):
+                        break  # the general path below names the error
+                    if not needs[position]:
+                        value = None  # PyTorch drops gradients for inputs that need none
+                grads_out.append(value)
+            else:
+                return grads_out
         if len(result) < expected or any(r is not None for r in result[expected:]):
             raise RuntimeError(
                 f"function {self.name()} returned an incorrect number of gradients "

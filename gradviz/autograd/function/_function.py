@@ -34,11 +34,14 @@ import warnings
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
+from ... import dtypes as _dtypes
 from ..._tensor import Tensor, _update_retains_grad, _wrap
 from .. import _transform_state
 from ._ctx import NO_BACKWARD_MESSAGE, BackwardCFunction
 
 __all__ = ["Function", "FunctionMeta"]
+
+_requires_grad = _ext_ops.requires_grad
 
 _LEAF_DIRTY_MESSAGE = "a leaf Variable that requires grad has been used in an in-place operation."
 _VIEW_OF_LEAF_DIRTY_MESSAGE = (
@@ -181,17 +184,26 @@ def _apply(cls, args, kwargs, prepare=None):
     if kwargs or setup_context:
         args = _bind_arguments(cls.forward, args, kwargs, skip_ctx=not setup_context)
     ctx = cls._backward_cls()
-    tensor_positions = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
+    # one pass over the arguments (this is the hot path of every custom Function call)
     grad_enabled = _engine.is_grad_enabled()
-    needs = tuple(grad_enabled and isinstance(a, Tensor) and a.requires_grad for a in args)
+    positions = []
+    needs = []
+    edges = []
+    for index, arg in enumerate(args):
+        if isinstance(arg, Tensor):
+            positions.append(index)
+            need = grad_enabled and _requires_grad(arg)
+            needs.append(need)
+            edges.append(_engine.gradient_edge(arg) if need else (None, 0))
+        else:
+            needs.append(False)
+    needs = tuple(needs)
     ctx.needs_input_grad = needs
-    ctx._tensor_input_positions = tensor_positions
+    ctx._tensor_input_positions = tuple(positions)
     ctx._num_forward_inputs = len(args)
-    is_executable = any(needs)
+    is_executable = True in needs
     if is_executable:
-        ctx.next_functions = tuple(
-            _engine.gradient_edge(args[i]) if needs[i] else (None, 0) for i in tensor_positions
-        )
+        ctx.next_functions = tuple(edges)
     if prepare is not None:
         prepare(ctx)
 
@@ -227,10 +239,14 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     """Note [Wrapping outputs]."""
     is_tuple = isinstance(outputs, tuple)
     raw = outputs if is_tuple else (outputs,)
-    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = ctx._dirty_tensors
+    non_diff_tensors = ctx._non_differentiable
+    if (not is_tuple and not dirty and not non_diff_tensors and ctx._output_grad_dtypes is None
+            and isinstance(outputs, Tensor) and _is_plain_float(outputs)):
+        return _wrap_single_output(ctx, args, outputs, is_executable)
+    input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     _check_dirty(dirty, raw, input_ids, is_executable)
-    non_diff = {id(t) for t in ctx._non_differentiable}
+    non_diff = {id(t) for t in non_diff_tensors}
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
     wrapped = []
     metas = []
@@ -275,6 +291,38 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         ctx._to_save = None
     result = tuple(wrapped)
     return result if is_tuple else result[0]
+
+
+def _is_plain_float(tensor):
+    kind = tensor._data.dtype.kind
+    return kind == "f"
+
+
+def _wrap_single_output(ctx, args, out, is_executable):
+    """``_wrap_outputs`` for the common case: one floating-point tensor output, nothing
+    marked dirty or non-differentiable, no declared gradient dtype."""
+    raw = out
+    for arg in args:
+        if out is arg:  # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
+            out = _wrap(out._data, version_counter=out._version_counter)
+            break
+    if is_executable:
+        data = out._data
+        ctx._input_metadata = (_engine.InputMeta(data.shape, _dtypes.from_numpy(data.dtype)),)
+        ctx._output_dtypes = (_dtypes.from_numpy(data.dtype),)
+        ctx._dirty_outputs = ()
+        ctx._non_differentiable_outputs = ()
+        out.grad_fn = ctx
+        out._output_nr = 0
+        out._requires_grad = False
+        if ctx._to_save is not None:
+            _save_variables(ctx, (out,), (raw,))
+        observer = _engine.forward_observer()
+        if observer is not None:
+            observer.node_created(ctx)
+    else:
+        ctx._to_save = None
+    return out
 
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
@@ -364,10 +412,14 @@ def _save_variables(ctx, wrapped, raw):
         if tensor is None:
             saved.append(None)
             continue
-        output_index = next((i for i, r in enumerate(raw) if r is tensor), None)
-        if output_index is not None and isinstance(wrapped[output_index], Tensor):
+        output_index = -1
+        for index in range(len(raw)):
+            if raw[index] is tensor:
+                output_index = index
+                break
+        if output_index >= 0 and isinstance(wrapped[output_index], Tensor):
             out = wrapped[output_index]
-            saved.append(_engine.SavedTensor(out, out.grad_fn is ctx))
+            saved.append(_engine.save_tensor(out, out.grad_fn is ctx))
         else:
-            saved.append(_engine.SavedTensor(tensor, False))
+            saved.append(_engine.save_tensor(tensor, False))
     ctx._saved = saved
