@@ -5,6 +5,8 @@ cimport cython
 
 
 cdef bint _grad_enabled
+cdef unsigned long _owner_thread
+cdef dict _thread_grad_modes
 cpdef is_grad_enabled()
 cpdef set_grad_enabled_flag(mode)
 

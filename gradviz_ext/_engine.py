@@ -35,6 +35,11 @@ import weakref
 
 import cython
 
+if cython.compiled:
+    from cython.cimports.cpython.pythread import PyThread_get_thread_ident as _thread_ident
+else:
+    from threading import get_ident as _thread_ident
+
 # Note [Quiet backward]: PyTorch never warns about inf or NaN; numpy does unless told not to.
 # A graph task silences numpy's floating-point warnings while it runs nodes, with one context
 # variable set per run() or step() rather than one per op (numpy 2 keeps its error state in
@@ -53,22 +58,47 @@ except ImportError:  # numpy < 2
 # Grad mode (core state: the engine sets it while it runs a node)
 # --------------------------------------------------------------------------------------
 
+# Note [Per-thread grad mode]: as in PyTorch, grad mode belongs to a thread and a new thread
+# starts with it on. The thread that imported gradviz (normally the main thread, the one a
+# notebook kernel runs cells on) keeps its mode in ``_grad_enabled``, a C flag read with one
+# thread-id comparison; any other thread's mode lives in ``_thread_grad_modes``, and only
+# while it is off (a thread that turns it back on leaves nothing behind).
 _grad_enabled = True
+_owner_thread = _thread_ident()
+_thread_grad_modes = {}
 
 
 @cython.ccall
 def is_grad_enabled():
-    """Whether operations are recorded in the graph (``gradviz.is_grad_enabled``)."""
-    return _grad_enabled
+    """Whether operations are recorded in the graph on this thread (``gradviz.is_grad_enabled``)."""
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        return _grad_enabled
+    return _thread_grad_modes.get(ident, True)
 
 
 @cython.ccall
 def set_grad_enabled_flag(mode):
-    """Set grad mode and return the previous value (the context managers build on this)."""
+    """Set this thread's grad mode and return its previous value (the context managers build
+    on this)."""
     global _grad_enabled
-    previous: cython.bint = _grad_enabled
-    _grad_enabled = bool(mode)
-    return previous
+    enabled: cython.bint = bool(mode)
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        previous: cython.bint = _grad_enabled
+        _grad_enabled = enabled
+        return previous
+    before = _thread_grad_modes.get(ident, True)
+    if enabled:
+        _thread_grad_modes.pop(ident, None)
+    else:
+        _thread_grad_modes[ident] = False
+    return before
+
+
+def threads_with_grad_disabled():
+    """Idents of the threads (other than the owner) whose grad mode is off right now."""
+    return sorted(_thread_grad_modes)
 
 
 # --------------------------------------------------------------------------------------
@@ -1130,9 +1160,8 @@ class GraphTask:
         self.state = RUNNING
         # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
         # grad mode, which is create_graph.
-        global _grad_enabled, _running_task
-        previous: cython.bint = _grad_enabled
-        _grad_enabled = self.create_graph
+        global _running_task
+        previous = set_grad_enabled_flag(self.create_graph)
         outer_task = _running_task
         _running_task = self
         try:
@@ -1149,7 +1178,7 @@ class GraphTask:
                 _report_anomaly(node, exc)
             raise
         finally:
-            _grad_enabled = previous
+            set_grad_enabled_flag(previous)
             _running_task = outer_task
             self.current = None
         self._executed += 1

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import threading
 
-from gradviz_ext import engine as _engine
 
 from ..instrument import Recorder
 from ..instrument._nodes import walk_graph
@@ -88,7 +87,6 @@ class CallSession(SessionBase):
         self._result = None
         self._exception: BaseException | None = None
         self._raised_to_caller = False
-        self._controller_grad_mode = True
         self._recorder = _PausingRecorder(self)
         self._recorder.events = self._events
         self._thread = threading.Thread(target=self._work, name="gradviz-runcall", daemon=True)
@@ -109,7 +107,6 @@ class CallSession(SessionBase):
         finally:
             handle.remove()
         with self._cond:
-            _engine.set_grad_enabled_flag(self._controller_grad_mode)
             self._state = final
             self._current = None
             self._cond.notify_all()
@@ -148,10 +145,8 @@ class CallSession(SessionBase):
                 self._pause(self._view.running)
 
     def _pause(self, node_id):
-        # Grad mode is process-wide in gradviz's engine (PyTorch keeps it per thread), and the
-        # engine switches it while a node runs. While the worker waits, the controller runs:
-        # give it back the mode it had, and take the worker's back on resuming.
-        worker_grad_mode = _engine.set_grad_enabled_flag(self._controller_grad_mode)
+        # Grad mode is per thread (Note [Per-thread grad mode] in gradviz_ext/_engine.py):
+        # the mode the engine set for this node stays the worker's while the controller runs.
         with self._cond:
             self._state = "paused"
             self._current = node_id
@@ -160,13 +155,11 @@ class CallSession(SessionBase):
         with self._cond:
             while self._state == "paused" and not self._abort:
                 self._cond.wait()
-            self._controller_grad_mode = _engine.set_grad_enabled_flag(worker_grad_mode)
         if self._abort:
             raise SessionAborted("the debug session was aborted")
 
     # ---- controller side ---------------------------------------------------------------
     def _start(self, timeout):
-        self._controller_grad_mode = _engine.is_grad_enabled()
         self._thread.start()
         self._wait_for_stop(timeout)
 
@@ -178,7 +171,6 @@ class CallSession(SessionBase):
         with self._cond:
             if self._state != "paused":
                 raise RuntimeError(f"the session is {self._state}, not paused")
-            self._controller_grad_mode = _engine.is_grad_enabled()
             self.stopped_at = None
             self._mode = mode
             self._state = "running"

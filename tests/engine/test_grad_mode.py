@@ -201,3 +201,60 @@ def test_grad_mode_is_on_inside_backward_with_create_graph():
         return seen
 
     both(run)
+
+
+def test_grad_mode_is_per_thread_like_torch():
+    # A new thread starts with grad mode on whatever the starting thread's mode is, and
+    # switching it there leaves the starting thread's mode alone (torch: thread-local).
+    import threading
+
+    def run(m):
+        seen = {}
+
+        def worker():
+            x = leaf(m)
+            seen["start"] = m.is_grad_enabled(), records(m, x)
+            with m.no_grad():
+                seen["inner"] = m.is_grad_enabled(), records(m, x)
+                started.set()
+                resume.wait(10)
+            seen["after"] = m.is_grad_enabled()
+
+        started, resume = threading.Event(), threading.Event()
+        with m.no_grad():
+            thread = threading.Thread(target=worker)
+            thread.start()
+            started.wait(10)
+            # the worker is inside its own no_grad; ours is independent of it
+            seen["main_in_no_grad"] = m.is_grad_enabled()
+        seen["main_after"] = m.is_grad_enabled(), records(m, leaf(m))
+        resume.set()
+        thread.join(10)
+        return seen
+
+    assert both(run) == {
+        "start": (True, (True, True)),
+        "inner": (False, (False, False)),
+        "after": True,
+        "main_in_no_grad": False,
+        "main_after": (True, (True, True)),
+    }
+
+
+def test_a_thread_that_restores_grad_mode_leaves_no_state_behind():
+    import threading
+
+    from gradviz_ext import engine
+
+    def worker():
+        with gradviz.no_grad():
+            with gradviz.enable_grad():
+                assert gradviz.is_grad_enabled()
+            assert not gradviz.is_grad_enabled()
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert engine.threads_with_grad_disabled() == []
