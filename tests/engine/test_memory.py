@@ -88,3 +88,37 @@ def test_training_loop_leaves_no_reference_cycles():
     finally:
         gc.enable()
     assert unreachable == 0, f"{unreachable} objects were only reclaimable by the cycle collector"
+
+
+def _collections_during(run):
+    counts = {}
+
+    def callback(phase, info):
+        if phase == "start":
+            counts[info["generation"]] = counts.get(info["generation"], 0) + 1
+
+    gc.collect()
+    gc.callbacks.append(callback)
+    try:
+        run()
+    finally:
+        gc.callbacks.remove(callback)
+    return counts
+
+
+def test_backward_never_triggers_the_cycle_collector():
+    # Issue 3, item 7: in a process that imported torch (this one has: the tests compare
+    # with it), a collection during backward would scan torch's many objects. Backward
+    # frees as many tracked objects as it allocates, so the collector never starts.
+    import torch  # noqa: F401  (the point is a process where torch is loaded)
+
+    x = gv.ones(16, requires_grad=True)
+    chain = x
+    for _ in range(20_000):
+        chain = chain * 1.0001 + 0.0001
+    assert _collections_during(lambda: chain.backward(gv.ones(16))) == {}
+
+    fan_in = x * 0.0
+    for i in range(5_000):
+        fan_in = fan_in + x * float(i)
+    assert _collections_during(lambda: fan_in.sum().backward()) == {}
