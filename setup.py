@@ -49,6 +49,7 @@ if os.environ.get("GRADVIZ_CYTHON_TRACE") == "1":
 
 extensions = [
     Extension("gradviz_ext._engine", ["gradviz_ext/_engine.py"], define_macros=macros),
+    Extension("gradviz_ext._task", ["gradviz_ext/_task.py"], define_macros=macros),
     Extension("gradviz_ext._ops", ["gradviz_ext/_ops.py"], define_macros=macros),
 ]
 

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from gradviz_ext import engine as _engine
+from gradviz_ext._hooks import HookList, RemovableHandle
 from gradviz_ext import ops as _ext_ops
 
 from . import dtypes as _dtypes
@@ -203,10 +204,9 @@ class Tensor(_engine.TensorBase):
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
         if self._post_accumulate_hooks is None:
-            self._post_accumulate_hooks = _engine._HookList()
+            self._post_accumulate_hooks = HookList()
         self._post_accumulate_hooks.append(_PostAccumulateGradHook(hook))
-        return _engine.RemovableHandle(self._post_accumulate_hooks,
-                                       self._post_accumulate_hooks[-1])
+        return RemovableHandle(self._post_accumulate_hooks, self._post_accumulate_hooks[-1])
 
     @property
     def data(self) -> "Tensor":

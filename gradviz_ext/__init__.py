@@ -1,9 +1,11 @@
 """gradviz's compiled core.
 
-The engine's algorithm lives in ``_engine.py``, in Cython's pure-Python mode. Installed
-normally, the compiled extension ``_engine.*.so`` is imported. With the environment
-variable ``GRADVIZ_PURE_PYTHON=1`` the same ``_engine.py`` runs interpreted (readable,
-steppable with pdb, and the reference the tests compare the compiled build against).
+Three modules in Cython's pure-Python mode: ``_engine.py`` (tensors' autograd fields, graph
+nodes, saved tensors, grad mode), ``_task.py`` (the graph task that runs backward) and
+``_ops.py`` (recording built-in ops). Installed normally, their compiled extensions are
+imported. With the environment variable ``GRADVIZ_PURE_PYTHON=1`` the same sources run
+interpreted (readable, steppable with pdb, and the reference the tests compare the compiled
+build against). ``_anomaly.py`` and ``_hooks.py`` are plain Python in both modes.
 """
 
 import importlib.machinery
@@ -12,7 +14,7 @@ import os
 import sys
 import warnings
 
-__all__ = ["engine", "ops", "COMPILED", "MODE"]
+__all__ = ["engine", "task", "ops", "COMPILED", "MODE"]
 
 _PURE = os.environ.get("GRADVIZ_PURE_PYTHON", "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -31,10 +33,12 @@ def _load_interpreted(short_name):
 
 if _PURE:
     engine = _load_interpreted("_engine")
-    ops = _load_interpreted("_ops")  # after _engine: it imports gradviz_ext._engine
+    task = _load_interpreted("_task")  # after _engine: both import gradviz_ext._engine
+    ops = _load_interpreted("_ops")
 else:
     from . import _engine as engine
     from . import _ops as ops
+    from . import _task as task
 
     if not engine.compiled():
         warnings.warn(
@@ -44,5 +48,6 @@ else:
             stacklevel=2,
         )
 
-COMPILED = bool(engine.compiled()) and bool(ops.__file__.endswith((".so", ".pyd")))
+COMPILED = bool(engine.compiled()) and all(
+    module.__file__.endswith((".so", ".pyd")) for module in (task, ops))
 MODE = "compiled" if COMPILED else "interpreted"

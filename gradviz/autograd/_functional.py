@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import task as _task
 
 from .._tensor import Tensor
 
@@ -105,7 +106,7 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
         for i, t in enumerate(inputs):
             _input_edge(t, i, "backward")
         accumulate_into = list(inputs)
-    return _engine.GraphTask(roots, root_grads, keep_graph=retain_graph,
+    return _task.GraphTask(roots, root_grads, keep_graph=retain_graph,
                              create_graph=create_graph, capture=capture,
                              accumulate_into=accumulate_into, observer=observer)
 

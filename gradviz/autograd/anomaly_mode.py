@@ -1,6 +1,6 @@
 """Anomaly mode: ``detect_anomaly`` and ``set_detect_anomaly``, as ``torch.autograd``'s.
 
-While anomaly mode is on (Note [Anomaly mode] in ``gradviz_ext/_engine.py``), every node
+While anomaly mode is on (Note [Anomaly mode] in ``gradviz_ext/_anomaly.py``), every node
 records the traceback of the forward call that created it, each node's gradients are checked
 for NaN after its backward, and an error raised while a node runs is reported with that
 node's forward traceback (a ``UserWarning``, and a note on the exception).

@@ -20,6 +20,8 @@ rest of a node that ``step_event()`` started.
 from __future__ import annotations
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import task as _task
+from gradviz_ext._hooks import hook_name
 
 from ..autograd._functional import make_graph_task
 from ..instrument import Recorder, Trace
@@ -76,7 +78,7 @@ class DebugSession(SessionBase):
     ('finished', tensor([3., 3.]))
     """
 
-    def __init__(self, task: _engine.GraphTask, recorder: _SessionRecorder):
+    def __init__(self, task: _task.GraphTask, recorder: _SessionRecorder):
         super().__init__()
         self._task = task
         self._recorder = recorder
@@ -346,7 +348,7 @@ class DebugSession(SessionBase):
 
 def _registered_hooks(node) -> dict:
     def names(hooks):
-        return [_engine._hook_name(h) for h in hooks] if hooks else []
+        return [hook_name(h) for h in hooks] if hooks else []
 
     tensor_hooks = node._tensor_pre_hooks or {}
     return {"pre": names(node._pre_hooks), "post": names(node._post_hooks),

@@ -1,0 +1,61 @@
+# Declarations that make _task.py's classes extension types when compiled.
+# Checks stay on (no boundscheck/wraparound directives): the task indexes Python lists
+# and tuples, and a wrong index must raise, never read memory.
+cimport cython
+from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime, TensorBase,
+                                  current_graph_task, default_observer, gradient_edge,
+                                  is_anomaly_check_nan_enabled, is_anomaly_enabled, runtime,
+                                  set_current_graph_task, set_grad_enabled_flag)
+
+
+cdef Runtime _rt
+cdef object _errstate_var
+cdef object _errstate_quiet
+
+
+cdef class InputBuffer:
+    cdef public Node node
+    cdef public list grads
+    cdef public list owned
+    cdef public long long order
+    cpdef bint is_owned(self, Py_ssize_t slot)
+    cpdef set_owned(self, Py_ssize_t slot)
+
+
+cdef InputBuffer _new_buffer(Node node, Py_ssize_t size)
+cdef bint _runs_before(InputBuffer a, InputBuffer b)
+cdef _heap_push(list heap, InputBuffer item)
+cdef InputBuffer _heap_pop(list heap)
+cdef bint _all_none(list grads)
+
+
+cdef class GraphTask:
+    cdef public bint keep_graph
+    cdef public bint create_graph
+    cdef public object observer
+    cdef public int state
+    cdef public object error
+    cdef public object error_node
+    cdef public object current
+    cdef public list _ready
+    cdef public long long _ready_counter
+    cdef public dict _not_ready
+    cdef public dict _dependencies
+    cdef public dict _exec_info
+    cdef public dict _captures
+    cdef public list captured
+    cdef public dict _retains
+    cdef public double _started_at
+    cdef public long long _executed
+    cdef public object graph_root
+    cdef public list roots
+    cdef public object _exposed_to
+    # the hot loop (Note [Engine order]); not callable from Python
+    cdef _step(self)
+    cdef _push_ready(self, InputBuffer buffer)
+    cdef _execute(self, Node node, InputBuffer buffer)
+    cdef list _materialize(self, Node node, list grads)
+    cdef list _validate(self, Node node, object outputs)
+    cdef _distribute(self, Node node, list outputs)
+    cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)
+    cdef _accumulate_into(self, object variable, object grad, object owned_grad)

@@ -1,0 +1,814 @@
+# cython: language_level=3
+"""Graph tasks: one backward pass, executed node by node (Note [Engine order]).
+
+``GraphTask`` is the engine's algorithm: the dependency count of every reachable node, the
+input buffers that sum the gradients reaching each node, the ready queue, and the seven steps
+of running one node. Like ``_engine.py`` (the graph and tensor types it works on) this file is
+Cython pure-Python mode: ``_task.pxd`` compiles it; ``GRADVIZ_PURE_PYTHON=1`` runs it
+interpreted.
+
+Note [Engine order]
+-------------------
+A graph task executes one node per ``step()``, in PyTorch's order:
+
+1. tensor pre-hooks of each input slot, then the node's pre-hooks;
+2. zero-materialization of missing gradients (custom Functions that ask for it, and
+   built-in nodes that received at least one gradient);
+3. the node's backward (``Node.apply``), under grad mode only with ``create_graph``;
+4. validation of the results: one per edge, shape reduced or rejected, dtype cast to what
+   the successor expects;
+5. the node's post-hooks;
+6. release of saved tensors unless the graph is retained;
+7. each result is added to its successor's input buffer; a successor whose dependency
+   count reaches zero joins the ready queue, ordered by higher ``sequence_nr`` first.
+
+Note [Observer cost]
+--------------------
+Every event point is ``if observer is not None: observer.<kind>(...)``. Without an
+observer nothing is built, so the idle cost is one pointer test per point.
+"""
+
+import time
+
+import cython
+
+from gradviz_ext._anomaly import check_nan, report_anomaly
+
+if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
+    from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, TensorBase,
+                                     current_graph_task, default_observer, gradient_edge,
+                                     is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                                     runtime, set_current_graph_task, set_grad_enabled_flag)
+
+_rt = runtime()
+
+# Note [Quiet backward]: PyTorch never warns about inf or NaN; numpy does unless told not to.
+# A graph task silences numpy's floating-point warnings while it runs nodes, with one context
+# variable set per run() or step() rather than one per op (numpy 2 keeps its error state in
+# this context variable; np.errstate is the fallback). Forward ops silence themselves
+# (gradviz_ext._ops, Note [Op fast paths]).
+try:
+    from numpy._core.umath import _extobj_contextvar as _errstate_var
+    from numpy._core.umath import _make_extobj
+
+    _errstate_quiet = _make_extobj(all="ignore")
+except ImportError:  # numpy < 2
+    _errstate_var = None
+    _errstate_quiet = None
+
+
+PAUSED = 0
+RUNNING = 1
+FINISHED = 2
+ABORTED = 3
+FAILED = 4
+_STATE_NAMES = ("paused", "running", "finished", "aborted", "error")
+
+
+class InputBuffer:
+    """The gradients that reached one pending node so far, slot by slot, summed.
+
+    ``owned`` is None until the engine sums two contributions; then ``owned[i]`` says the
+    engine created ``grads[i]`` itself (a sum), so nobody else holds it and it can be updated
+    in place. A buffer in the ready queue is ordered by ``node``'s sequence number, higher
+    first, then by ``order`` (first come, first served).
+    """
+
+    def __init__(self, node, size):
+        self.node = node
+        self.grads = [None] * size
+        self.owned = None
+        self.order = 0
+
+    def is_owned(self, slot):
+        return self.owned is not None and self.owned[slot]
+
+    def set_owned(self, slot):
+        if self.owned is None:
+            self.owned = [False] * len(self.grads)
+        self.owned[slot] = True
+
+
+@cython.cfunc
+def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
+    buffer: InputBuffer = InputBuffer.__new__(InputBuffer)
+    buffer.node = node
+    buffer.grads = [None] * size
+    buffer.owned = None
+    buffer.order = 0
+    return buffer
+
+
+# The ready queue is a binary heap of InputBuffers in a list, kept here rather than with
+# heapq so that ordering compares two C fields instead of building a key tuple per push.
+@cython.cfunc
+def _runs_before(a: InputBuffer, b: InputBuffer) -> cython.bint:
+    seq_a: cython.longlong = a.node._seq
+    seq_b: cython.longlong = b.node._seq
+    return seq_a > seq_b or (seq_a == seq_b and a.order < b.order)
+
+
+@cython.cfunc
+def _heap_push(heap: list, item: InputBuffer):
+    heap.append(item)
+    pos: cython.Py_ssize_t = len(heap) - 1
+    while pos > 0:
+        parent: cython.Py_ssize_t = (pos - 1) >> 1
+        above: InputBuffer = heap[parent]
+        if not _runs_before(item, above):
+            break
+        heap[pos] = above
+        pos = parent
+    heap[pos] = item
+
+
+@cython.cfunc
+def _heap_pop(heap: list) -> InputBuffer:
+    first: InputBuffer = heap[0]
+    last: InputBuffer = heap.pop()
+    n: cython.Py_ssize_t = len(heap)
+    if n == 0:
+        return first
+    pos: cython.Py_ssize_t = 0
+    while True:
+        child: cython.Py_ssize_t = 2 * pos + 1
+        if child >= n:
+            break
+        best: InputBuffer = heap[child]
+        if child + 1 < n:
+            right: InputBuffer = heap[child + 1]
+            if _runs_before(right, best):
+                child += 1
+                best = right
+        if not _runs_before(best, last):
+            break
+        heap[pos] = best
+        pos = child
+    heap[pos] = last
+    return first
+
+
+@cython.cfunc
+def _all_none(grads: list) -> cython.bint:
+    for grad in grads:
+        if grad is not None:
+            return False
+    return True
+
+
+class GraphTask:
+    """One backward pass, executed as a state machine: ``step()`` runs one node.
+
+    Parameters
+    ----------
+    roots : list of (Node, int)
+        The edges that receive the initial gradients.
+    grads : list of tensors
+        The initial gradients, one per root.
+    keep_graph : bool
+        ``retain_graph``: keep saved tensors after each node runs.
+    create_graph : bool
+        Run every backward under grad mode, so the gradients have a graph of their own.
+    capture : list of (Node, int) or None
+        For ``autograd.grad``: capture the gradient that reaches each edge, run only the
+        nodes on a path to them, and leave ``.grad`` alone.
+    accumulate_into : list of tensors or None
+        For ``backward(inputs=...)``: accumulate only into these tensors' ``.grad`` (a non-leaf
+        gets the gradient that reaches it; its own ``grad_fn`` runs only if needed otherwise).
+    observer : Observer or None
+        Receives this task's events (default: the process-wide default observer).
+    """
+
+    def __init__(self, roots, grads, keep_graph=False, create_graph=False, capture=None,
+                 accumulate_into=None, observer=None):
+        self.keep_graph = bool(keep_graph or create_graph)
+        self.create_graph = bool(create_graph)
+        self.observer = observer if observer is not None else default_observer()
+        self.state = PAUSED
+        self.error = None
+        self.error_node = None
+        self.current = None
+        self._ready = []
+        self._ready_counter = 0
+        self._not_ready = {}
+        self._dependencies = {}
+        self._exec_info = None
+        self._captures = None
+        self.captured = None
+        self._retains = None
+        self._started_at = 0.0
+        self._executed = 0
+        self._exposed_to = None
+        outer = current_graph_task()
+        if (outer is not None and outer._exposed_to is not None
+                and outer._exposed_to is outer.current):
+            raise RuntimeError(
+                f"backward() or autograd.grad() was called inside the backward of "
+                f"{outer.current.name()} after it received a buffer from "
+                "ctx.input_grad_buffers. A nested backward could update that buffer while "
+                "it is in use; finish accumulating and return from backward first."
+            )
+
+        roots = list(roots)
+        grads = list(grads)
+        if len(roots) == 1:
+            root_node, root_slot = roots[0]
+            self.graph_root = root_node
+            initial = _new_buffer(root_node, root_node.num_inputs if root_node.num_inputs else 1)
+            initial.grads[root_slot] = grads[0]
+        else:
+            root_node = GraphRoot(roots, grads)
+            root_slot = -1
+            self.graph_root = root_node
+            initial = _new_buffer(root_node, 0)
+        self.roots = roots
+        self._compute_dependencies(root_node)
+        if capture is not None or accumulate_into is not None:
+            self._init_exec_info(root_node, capture, accumulate_into)
+        self._push_ready(initial)
+        if self.observer is not None:
+            self.observer.backward_started(self)
+            self.observer.node_ready(self, root_node)
+
+    # ---- set-up --------------------------------------------------------------------
+    def _compute_dependencies(self, root):
+        """Count, for each reachable node, the edges that point at it (iteratively)."""
+        dependencies = self._dependencies
+        seen = {root}
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            for next_node, _ in node.next_functions:
+                if next_node is None:
+                    continue
+                dependencies[next_node] = dependencies.get(next_node, 0) + 1
+                if next_node not in seen:
+                    seen.add(next_node)
+                    stack.append(next_node)
+
+    def _init_exec_info(self, root, capture, accumulate_into):
+        """Mark the nodes on a path from the root to a captured or accumulated edge."""
+        targets = {}
+        self._captures = {}
+        if capture is not None:
+            self.captured = [None] * len(capture)
+            for index, (node, slot) in enumerate(capture):
+                self._captures.setdefault(node, []).append((slot, index))
+                targets[node] = False  # reached, but not executed for capture alone
+        if accumulate_into is not None:
+            for tensor in accumulate_into:
+                node, slot = gradient_edge(tensor)
+                if tensor.grad_fn is None:
+                    targets[node] = True  # the leaf's AccumulateGrad runs
+                else:
+                    if self._retains is None:
+                        self._retains = {}
+                    self._retains.setdefault(node, []).append((slot, tensor))
+                    targets.setdefault(node, False)
+        needed = {}
+        # Iterative post-order: a node is needed if it is a target or any successor is.
+        stack = [(root, iter(root.next_functions))]
+        visited = {root}
+        while stack:
+            node, children = stack[-1]
+            advanced = False
+            for next_node, _ in children:
+                if next_node is None:
+                    continue
+                if next_node not in visited:
+                    visited.add(next_node)
+                    stack.append((next_node, iter(next_node.next_functions)))
+                    advanced = True
+                    break
+            if advanced:
+                continue
+            stack.pop()
+            is_needed = targets.get(node, False)
+            reaches = node in targets
+            for next_node, _ in node.next_functions:
+                if next_node is not None and needed.get(next_node, (False, False))[1]:
+                    is_needed = True
+                    reaches = True
+            needed[node] = (is_needed, reaches)
+        self._exec_info = {node: flags[0] for node, flags in needed.items() if flags[1]}
+
+    # ---- inspection ----------------------------------------------------------------
+    @property
+    def state_name(self):
+        return _STATE_NAMES[self.state]
+
+    @property
+    def done(self):
+        return self.state >= FINISHED
+
+    def peek(self):
+        """The node that the next ``step()`` will run, or None."""
+        if not self._ready or self.state >= FINISHED:
+            return None
+        return self._ready[0].node
+
+    def ready_nodes(self):
+        """Nodes in the ready queue, in the order they will run."""
+        ordered = sorted(self._ready, key=lambda buffer: (-buffer.node._seq, buffer.order))
+        return [buffer.node for buffer in ordered]
+
+    def pending_buffer(self, node):
+        """The gradients collected so far for a node that has not run (a copy of the list)."""
+        buffer = self._not_ready.get(node)
+        if buffer is None:
+            for item in self._ready:
+                if item.node is node:
+                    buffer = item
+        return None if buffer is None else list(buffer.grads)
+
+    def expose_input_buffers(self, node):
+        """Offer the running custom node the pending input buffers of its successors.
+
+        Returns one ``(tensor or None, reason)`` per edge of ``node.next_functions``: the
+        engine's current sum of the gradients that already reached the input on that edge,
+        which the node may add its own contribution to in place (and then return ``None``
+        for it). The rules of ``ctx.input_grad_buffers`` (spec ``000_*.txt``):
+
+        * only for ``node`` while it is this task's running node;
+        * never under ``create_graph``, anomaly mode, or when ``node`` has post-hooks (they
+          must see every gradient the node produces);
+        * an edge gets a buffer only if a contribution is already pending there. A sum the
+          engine made is exposed as is; a single stored contribution belongs to its producer
+          (it may be aliased), so it is first copied into an engine-owned buffer;
+        * an input that appears on several edges is offered on its first edge only.
+
+        Reports the decision through ``observer.buffers_exposed(task, node, entries)`` with
+        entries ``{"edge", "exposed", "reason"}``. After a buffer is handed out, starting
+        another backward before ``node`` returns raises (see ``end_input_buffers``).
+        """
+        if node is not self.current:
+            raise RuntimeError(
+                f"input buffers can only be exposed to the node that is running "
+                f"({node.name()} is not)"
+            )
+        edges = node.next_functions
+        blocked = None
+        if self.create_graph:
+            blocked = "unavailable with create_graph=True"
+        elif is_anomaly_enabled():
+            blocked = "unavailable in anomaly mode"
+        elif node._post_hooks is not None and len(node._post_hooks) > 0:
+            blocked = "unavailable: the node has post-hooks"
+        results = []
+        seen = set()
+        exposed_any = False
+        for next_node, slot in edges:
+            buffer = None
+            if blocked is not None:
+                reason = blocked
+            elif next_node is None:
+                reason = "the input does not require grad"
+            elif (next_node, slot) in seen:
+                reason = "the input appears more than once; offered on its first use only"
+            else:
+                seen.add((next_node, slot))
+                pending = self._not_ready.get(next_node)
+                grad = None if pending is None else pending.grads[slot]
+                if grad is None:
+                    reason = "no earlier contribution"
+                elif grad.grad_fn is not None or grad._requires_grad:
+                    reason = "the pending gradient is part of a graph"
+                elif pending.is_owned(slot):
+                    buffer = grad
+                    reason = "engine-owned sum"
+                else:
+                    buffer = _rt.detach(_rt.clone(grad))
+                    pending.grads[slot] = buffer
+                    pending.set_owned(slot)
+                    reason = "stored contribution copied into an engine-owned buffer"
+            if buffer is not None:
+                exposed_any = True
+            results.append((buffer, reason))
+        if exposed_any:
+            self._exposed_to = node
+        if self.observer is not None:
+            self.observer.buffers_exposed(self, node, [
+                {"edge": index, "exposed": buffer is not None, "reason": reason}
+                for index, (buffer, reason) in enumerate(results)])
+        return results
+
+    def end_input_buffers(self, node):
+        """``node``'s backward returned: buffers it received are no longer in use."""
+        if self._exposed_to is node:
+            self._exposed_to = None
+
+    def dependencies(self):
+        """Remaining dependency counts of the nodes that have not become ready."""
+        return dict(self._dependencies)
+
+    def is_needed(self, node):
+        if self._exec_info is None:
+            return True
+        return self._exec_info.get(node, False)
+
+    # ---- execution -----------------------------------------------------------------
+    def run(self):
+        """Run to the end and return the captured gradients (``autograd.grad``) or None."""
+        if _errstate_var is None:
+            import numpy
+
+            with numpy.errstate(all="ignore"):
+                while self._step() is not None:
+                    pass
+            return self.captured
+        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        try:
+            while self._step() is not None:
+                pass
+        finally:
+            _errstate_var.reset(token)
+        return self.captured
+
+    def abort(self):
+        """Stop the task; the graph is left as it is (saved tensors freed only where nodes ran)."""
+        if self.state < FINISHED:
+            self.state = ABORTED
+            self._ready = []
+            self._not_ready = {}
+
+    def step(self):
+        """Run the next ready node and return it; None when the task is over."""
+        if _errstate_var is None:
+            import numpy
+
+            with numpy.errstate(all="ignore"):
+                return self._step()
+        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        try:
+            return self._step()
+        finally:
+            _errstate_var.reset(token)
+
+    def _step(self):
+        if self.state >= FINISHED:
+            return None
+        if not self._ready:
+            self._finish()
+            return None
+        if self._executed == 0:
+            self._started_at = time.perf_counter()
+        buffer: InputBuffer = _heap_pop(self._ready)
+        node: Node = buffer.node
+        self.current = node
+        self.state = RUNNING
+        # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
+        # grad mode, which is create_graph.
+        previous = set_grad_enabled_flag(self.create_graph)
+        outer_task = set_current_graph_task(self)
+        try:
+            self._execute(node, buffer)
+        except BaseException as exc:
+            self.state = FAILED
+            self.error = exc
+            self.error_node = node
+            self._ready = []
+            self._not_ready = {}
+            if self.observer is not None:
+                self.observer.error(self, node, exc)
+            if is_anomaly_enabled() and isinstance(exc, Exception):  # Note [Anomaly mode]
+                report_anomaly(node, exc)
+            raise
+        finally:
+            set_grad_enabled_flag(previous)
+            set_current_graph_task(outer_task)
+            self.current = None
+        self._executed += 1
+        if self._ready:
+            self.state = PAUSED
+        else:
+            self._finish()
+        return node
+
+    def _finish(self):
+        if self.state >= FINISHED:
+            return
+        self.state = FINISHED
+        if self.observer is not None:
+            self.observer.backward_finished(self, time.perf_counter() - self._started_at)
+
+    def _push_ready(self, buffer):
+        self._ready_counter += 1
+        buffer.order = self._ready_counter
+        _heap_push(self._ready, buffer)
+
+    def _execute(self, node, buffer):
+        observer = self.observer
+        grads: list = buffer.grads
+        # A sum the engine made itself can become the leaf's .grad without a copy.
+        owned_grad = grads[0] if (grads and buffer.is_owned(0)) else None
+        started = time.perf_counter() if observer is not None else 0.0
+        if observer is not None:
+            observer.node_started(self, node, list(grads))
+
+        # 1. tensor pre-hooks, then node pre-hooks
+        if node._tensor_pre_hooks is not None:
+            self._run_tensor_pre_hooks(node, grads)
+        if self._captures is not None:
+            captures = self._captures.get(node)
+            if captures is not None:
+                for slot, index in captures:
+                    self.captured[index] = grads[slot]
+        if self._retains is not None:
+            retains = self._retains.get(node)
+            if retains is not None:
+                for slot, tensor in retains:
+                    self._accumulate_into(tensor, grads[slot], None)
+        if self._exec_info is not None and not self._exec_info.get(node, False):
+            if observer is not None:
+                observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)
+            return
+        if node._pre_hooks is not None:
+            grads = self._run_pre_hooks(node, grads)
+
+        if isinstance(node, AccumulateGrad):
+            self._accumulate(node, grads, owned_grad)
+            outputs = []
+            if node._post_hooks is not None:  # PyTorch passes grad_inputs == ()
+                self._run_post_hooks(node, outputs, grads)
+        else:
+            # A built-in node that received no gradient at all passes None on without running,
+            # like PyTorch's generated backward functions; a custom Function still runs.
+            skip: cython.bint = (_all_none(grads) and not isinstance(node, GraphRoot)
+                                 and node._kind() == "builtin")
+            # 2. zero-materialization
+            if not skip and node._materializes_grads():
+                grads = self._materialize(node, grads)
+            # 3. backward (grad mode is already create_graph: see _step)
+            if skip:
+                outputs = [None] * len(node.next_functions)
+            else:
+                outputs = node.apply(grads)
+            # 4. validation
+            outputs = self._validate(node, outputs)
+            # 5. post-hooks
+            if node._post_hooks is not None:
+                outputs = self._run_post_hooks(node, outputs, grads)
+
+        # 6. release
+        if not self.keep_graph and not node._released:
+            if observer is not None:
+                count, nbytes = node.saved_tensor_count()
+                node.release_variables()
+                if count:
+                    observer.saved_released(self, node, count, nbytes)
+            else:
+                node.release_variables()
+        if outputs and is_anomaly_enabled() and is_anomaly_check_nan_enabled():
+            check_nan(node, outputs)  # Note [Anomaly mode]
+        if observer is not None:
+            observer.node_finished(self, node, list(grads), list(outputs),
+                                   time.perf_counter() - started)
+        # 7. hand the results to the successors
+        if outputs:
+            self._distribute(node, outputs)
+
+    def _run_tensor_pre_hooks(self, node, grads):
+        observer = self.observer
+        for slot, hooks in list(node._tensor_pre_hooks.items()):
+            for hook in list(hooks):
+                before = grads[slot]
+                result = hook(before)
+                if result is not None:
+                    _check_hook_value(hook, before, result)
+                    grads[slot] = result
+                if observer is not None:
+                    observer.prehook(self, node, hook, slot, before, grads[slot])
+
+    def _run_pre_hooks(self, node, grads):
+        observer = self.observer
+        for hook in list(node._pre_hooks):
+            before = list(grads)
+            result = hook(tuple(grads))
+            if result is not None:
+                _check_hook_values(hook, grads, result)
+                grads = list(result)
+            if observer is not None:
+                observer.prehook(self, node, hook, -1, before, list(grads))
+        return grads
+
+    def _run_post_hooks(self, node, outputs, grads):
+        observer = self.observer
+        for hook in list(node._post_hooks):
+            result = hook(tuple(outputs), tuple(grads))
+            replaced = result is not None
+            if replaced:
+                _check_hook_values(hook, outputs, result)
+                outputs = list(result)
+            if observer is not None:
+                observer.posthook(self, node, hook, list(outputs), list(grads), replaced)
+        return outputs
+
+    def _materialize(self, node, grads):
+        slots = None
+        metas: tuple = node._input_metadata
+        for slot in range(len(grads)):
+            if grads[slot] is None and slot < len(metas):
+                meta = metas[slot]
+                if meta is None or meta.dtype is None:
+                    continue  # no tensor (or no fixed dtype) to build zeros from
+                if slots is None:
+                    grads = list(grads)
+                    slots = []
+                grads[slot] = _rt.zeros(meta.shape, meta.dtype)
+                slots.append(slot)
+        if slots is not None and self.observer is not None:
+            self.observer.grads_materialized(self, node, slots)
+        return grads
+
+    def _validate(self, node, outputs):
+        """Check arity; reduce shapes and cast dtypes to what each successor expects.
+
+        Returns a new list: ``outputs`` may belong to the node's backward (a custom Function
+        may keep what it returned), so it is never changed.
+        """
+        edges: tuple = node.next_functions
+        if not isinstance(outputs, (list, tuple)):
+            outputs = [outputs]
+        if len(outputs) != len(edges):
+            raise RuntimeError(
+                f"function {node.name()} returned an incorrect number of gradients "
+                f"(expected {len(edges)}, got {len(outputs)})"
+            )
+        result = list(outputs)
+        for index in range(len(result)):
+            grad = result[index]
+            edge: tuple = edges[index]
+            next_node = edge[0]
+            if grad is None or next_node is None:
+                continue
+            if not isinstance(grad, TensorBase):
+                raise TypeError(
+                    f"function {node.name()} returned a {type(grad).__name__} as gradient "
+                    f"{index}; expected a Tensor or None"
+                )
+            successor: Node = next_node
+            meta: InputMeta = successor._input_metadata[edge[1]]
+            tensor: TensorBase = grad
+            data = tensor._data
+            shape = data.shape
+            if shape != meta.shape:
+                if not _expandable(meta.shape, shape):
+                    raise RuntimeError(
+                        f"Function {node.name()} returned an invalid gradient at index {index} - "
+                        f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
+                    )
+                grad = _rt.sum_to(grad, meta.shape)
+                tensor = grad
+                data = tensor._data
+                if self.observer is not None:
+                    self.observer.grad_reduced(self, node, index, shape, meta.shape)
+            # numpy dtypes of the built-in types are singletons: identity first, then ==
+            if meta.np_dtype is not None:
+                dtype = data.dtype
+                if dtype is not meta.np_dtype and dtype != meta.np_dtype:
+                    from_dtype = grad.dtype
+                    grad = _rt.cast(grad, meta.dtype)
+                    if self.observer is not None:
+                        self.observer.grad_cast(self, node, index, from_dtype, meta.dtype)
+            result[index] = grad
+        return result
+
+    def _distribute(self, node, outputs):
+        observer = self.observer
+        edges: tuple = node.next_functions
+        dependencies: dict = self._dependencies
+        not_ready: dict = self._not_ready
+        for index in range(len(edges)):
+            edge: tuple = edges[index]
+            next_node = edge[0]
+            if next_node is None:
+                continue
+            slot: cython.Py_ssize_t = edge[1]
+            grad = outputs[index]
+            count = dependencies.get(next_node)
+            if count is None:
+                raise RuntimeError(f"dependency not found for {next_node.name()}")
+            remaining: cython.Py_ssize_t = count
+            remaining -= 1
+            if remaining == 0:
+                del dependencies[next_node]
+            else:
+                dependencies[next_node] = remaining
+            buffer = not_ready.get(next_node)
+            if buffer is None:
+                if self._exec_info is not None and next_node not in self._exec_info:
+                    continue
+                successor: Node = next_node
+                buffer = _new_buffer(successor, len(successor._input_metadata))
+                if remaining != 0:
+                    not_ready[next_node] = buffer
+            elif remaining == 0:
+                del not_ready[next_node]
+            if grad is not None:
+                how = self._add_to_buffer(buffer, slot, grad)
+                if observer is not None:
+                    observer.buffer_added(self, next_node, slot, node, how)
+            if remaining == 0:
+                self._push_ready(buffer)
+                if observer is not None:
+                    observer.node_ready(self, next_node)
+
+    def _add_to_buffer(self, buffer, slot, grad):
+        """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here."""
+        grads: list = buffer.grads
+        old = grads[slot]
+        if old is None:
+            grads[slot] = grad
+            return "stored"
+        if not self.create_graph and buffer.is_owned(slot):
+            _rt.add_inplace(old, grad)
+            return "accumulated_in_place"
+        grads[slot] = _rt.add(old, grad)
+        buffer.set_owned(slot)
+        return "accumulated_out_of_place"
+
+    def _accumulate(self, node, grads, owned_grad):
+        """AccumulateGrad: add the completed gradient to the leaf's ``.grad``."""
+        grad = grads[0] if grads else None
+        if grad is None:
+            return
+        variable = node.variable
+        before = variable.grad
+        self._accumulate_into(variable, grad, owned_grad)
+        hooks = variable._post_accumulate_hooks
+        if hooks is not None:
+            for hook in list(hooks):
+                hook(variable)
+        if self.observer is not None:
+            self.observer.grad_accumulated(self, node, variable, before, variable.grad)
+
+    def _accumulate_into(self, variable, grad, owned_grad):
+        """``variable.grad += grad`` the way AccumulateGrad does it (in place unless
+        create_graph); grad mode is the task's (create_graph) here."""
+        if grad is None:
+            return
+        before = variable.grad
+        if before is None:
+            if self.create_graph:
+                variable.grad = _rt.clone(grad)
+            elif grad is owned_grad:
+                variable.grad = grad
+            else:
+                variable.grad = _rt.detach(_rt.clone(grad))
+        elif self.create_graph:
+            variable.grad = _rt.add(before, grad)
+        else:
+            _rt.add_inplace(before, grad)
+
+
+def _expandable(shape, target):
+    """Whether ``shape`` broadcasts to ``target`` (PyTorch's is_expandable_to)."""
+    ndim = len(shape)
+    target_ndim = len(target)
+    if ndim > target_ndim:
+        return False
+    for i in range(1, ndim + 1):
+        size = shape[ndim - i]
+        target_size = target[target_ndim - i]
+        if size != target_size and size != 1:
+            return False
+    return True
+
+
+def _check_hook_values(hook, originals, result):
+    """A node pre- or post-hook returned ``result`` for ``originals``: PyTorch's checks
+    (torch/csrc/autograd/python_hook.cpp): a tuple of the same length, each entry valid."""
+    if not isinstance(result, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(result).__name__}'")
+    if len(result) != len(originals):
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has returned an incorrect number of values "
+            f"(got {len(result)}, but expected {len(originals)})"
+        )
+    for index in range(len(result)):
+        _check_hook_value(hook, originals[index], result[index])
+
+
+def _check_hook_value(hook, original, value):
+    """One gradient a hook put in place of ``original`` (PyTorch's check_single_result)."""
+    if value is None:
+        return
+    if original is None:
+        raise RuntimeError("can't replace a None gradient with a non-None value")
+    if not isinstance(value, TensorBase):
+        raise TypeError(f"expected Variable, but hook returned '{type(value).__name__}'")
+    if value._data.dtype != original._data.dtype:
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has changed the type of value (was "
+            f"{_rt.describe(original)} got {_rt.describe(value)})"
+        )
+    if value._data.shape != original._data.shape:
+        raise RuntimeError(
+            f"hook '{_hook_error_name(hook)}' has changed the size of value (was "
+            f"{list(original._data.shape)} got {list(value._data.shape)})"
+        )
+
+
+def _hook_error_name(hook):
+    """The hook's name as PyTorch prints it in errors (``__name__``)."""
+    return getattr(hook, "__name__", "<unknown>")
