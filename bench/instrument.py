@@ -3,6 +3,7 @@ with a ``Recorder``; the recorder's cost per event, and a bound on what the idle
 points cost (what "compiling the instrumentation out" could save). See bench/README.md.
 
     python bench/instrument.py                   # table
+    python bench/instrument.py --shape 16        # tensors of 16 entries instead of 1
     python bench/instrument.py --json out.json   # also the raw timings
     GRADVIZ_PURE_PYTHON=1 python bench/instrument.py
 """
@@ -78,9 +79,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=10_000, help="chain length (2 n + 1 nodes)")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--shape", type=int, nargs="+", default=[1],
+                        help="shape of x and of every gradient (default: 1)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
-    shape = (1,)
+    shape = tuple(args.shape)
     nodes = 2 * args.n + 1
     rows = {}
     for name, make in VARIANTS:
@@ -107,7 +110,7 @@ def main(argv=None):
           f"(interpreted 'is not None' test) = at most {bound:.2%} of the no-observer backward")
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"n": args.n, "nodes": nodes, "variants": rows,
+            json.dump({"n": args.n, "shape": list(shape), "nodes": nodes, "variants": rows,
                        "recorder_us_per_event": recorder_cost * 1e6,
                        "idle_point_ns_upper_bound": idle * 1e9,
                        "idle_fraction_upper_bound": bound}, handle, indent=2)

@@ -79,6 +79,25 @@ class Finding:
     def __str__(self) -> str:
         return self.message
 
+    def to_dict(self) -> dict:
+        """The finding as plain data: node ids instead of nodes, the Function's name instead of
+        its class (:meth:`DoctorReport.to_dict`). ``details`` is left out (it may hold
+        exceptions). Numbers stay Python floats, NaN and infinities included."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "function": None if self.function is None else self.function.__name__,
+            "node": None if self.node is None else self.node.node_id,
+            "node_name": "?" if self.node is None else self.node.name(),
+            "input_index": self.input_index,
+            "message": self.message,
+            "hint": self.hint,
+            "max_abs_error": self.max_abs_error,
+            "max_rel_error": self.max_rel_error,
+            "worst": [{"index": list(entry.index), "analytic": entry.analytic,
+                       "numeric": entry.numeric} for entry in self.worst],
+        }
+
     def __repr__(self) -> str:
         name = self.node.name() if self.node is not None else "?"
         return (f"Finding(kind={self.kind!r}, node={name}, input_index={self.input_index}, "
@@ -104,6 +123,40 @@ class DoctorReport:
 
     def by_kind(self, kind: str) -> list:
         return [f for f in self.findings if f.kind == kind]
+
+    def to_dict(self) -> dict:
+        """The report as plain data (what the widget's Check gradients button shows).
+
+        ``summary`` is the first line of ``str(report)``; ``checked`` the ids of the nodes
+        checked; ``skipped`` one ``{node, name, reason}`` per node that could not be checked;
+        ``findings`` :meth:`Finding.to_dict` each, in the report's order.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> class Twice(torch.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> data = torch.debug.doctor(Twice.apply(x).sum()).to_dict()
+        >>> data["ok"], data["findings"], data["skipped"][0]["name"]
+        (True, [], 'TwiceBackward')
+        >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
+        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
+        """
+        return {
+            "ok": self.ok,
+            "summary": str(self).split("\n", 1)[0],
+            "findings": [finding.to_dict() for finding in self.findings],
+            "checked": [node.node_id for node in self.checked],
+            "skipped": [{"node": node.node_id, "name": node.name(), "reason": reason}
+                        for node, reason in self.skipped],
+            "notes": list(self.notes),
+        }
 
     def __str__(self) -> str:
         errors = sum(1 for f in self.findings if f.severity == "error")

@@ -16,9 +16,11 @@ from gradviz_ext import engine as _engine
 
 from ._nodes import node_created_payload, saved_tensors_of
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
-from ._summary import summarize
+from ._summary import SummaryCache
 
 __all__ = ["Recorder", "EVENT_KINDS", "SCHEMA_VERSION"]
+
+_clock = time.perf_counter
 
 _MAX_PENDING_PACKS = 64
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
@@ -32,10 +34,6 @@ _HOW_TEXT = {
 
 def _node_id(node):
     return None if node is None else node.node_id
-
-
-def _summaries(grads):
-    return [summarize(g) for g in grads]
 
 
 def _ordinal(n: int) -> str:
@@ -71,38 +69,54 @@ class Recorder(_engine.Observer):
 
     def __init__(self):
         self.events: list[dict] = []
-        self._origin = time.perf_counter()
+        self._origin = _clock()
         self._tasks: dict[int, tuple] = {}          # id(task) -> (task, number)
+        self._last_task: tuple = (None, None)       # the entry _task_number returned last
         self._next_task = 0
         self._contributions: dict[tuple, int] = {}  # (task number, node id, slot) -> count
         self._executed: dict[int, int] = {}         # task number -> nodes run
         self._pending_packs: list = []              # (SavedTensor, hook) before node_created
         self._names: dict[int, str] = {}
+        self._summary_cache = SummaryCache()        # Note [Summary cost] in _summary.py
+
+    def _summary(self, tensor):
+        return self._summary_cache.summarize(tensor)
+
+    def _summaries(self, tensors):
+        summarize = self._summary_cache.summarize
+        return [summarize(t) for t in tensors]
 
     def emit(self, event: dict) -> None:
         self.events.append(event)
 
     def _event(self, kind, task, node, text, **payload):
+        # The recorder's hot path (bench/instrument.py): locals and one dict, no helpers.
         event = {
             "kind": kind,
             "seq": len(self.events),
             "task": None if task is None else self._task_number(task),
-            "node": _node_id(node),
-            "time": time.perf_counter() - self._origin,
+            "node": None if node is None else node.node_id,
+            "time": _clock() - self._origin,
             "text": text,
         }
         event.update(payload)
         self.emit(event)
 
     def _task_number(self, task):
+        last = self._last_task
+        if last[0] is task:  # nearly every event belongs to the same task as the one before
+            return last[1]
         entry = self._tasks.get(id(task))
         if entry is None or entry[0] is not task:
             entry = (task, self._next_task)
             self._next_task += 1
             self._tasks[id(task)] = entry
+        self._last_task = entry
         return entry[1]
 
     def _forget_task(self, task):
+        self._summary_cache.clear()  # hold no gradients once their pass is over
+        self._last_task = (None, None)
         entry = self._tasks.pop(id(task), None)
         if entry is not None:
             number = entry[1]
@@ -213,17 +227,17 @@ class Recorder(_engine.Observer):
         name = node.name()
         self._event("node_started", task, node,
                     f"{name} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
-                    name=name, grads_in=_summaries(grads))
+                    name=name, grads_in=self._summaries(grads))
 
     def prehook(self, task, node, hook, slot, before, after):
         if slot >= 0:
             replaced = after is not before
             what = f"Tensor pre-hook {_engine._hook_name(hook)} on {node.name()} input {slot}"
-            before_list, after_list = [summarize(before)], [summarize(after)]
+            before_list, after_list = [self._summary(before)], [self._summary(after)]
         else:
             replaced = any(a is not b for a, b in zip(after, before)) or len(after) != len(before)
             what = f"Pre-hook {_engine._hook_name(hook)} of {node.name()}"
-            before_list, after_list = _summaries(before), _summaries(after)
+            before_list, after_list = self._summaries(before), self._summaries(after)
         outcome = "replaced the gradient" if replaced else "left the gradient unchanged"
         self._event("prehook", task, node, f"{what} {outcome}.",
                     hook=_engine._hook_name(hook), slot=slot, replaced=replaced,
@@ -252,7 +266,7 @@ class Recorder(_engine.Observer):
         self._event("posthook", task, node,
                     f"Post-hook {_engine._hook_name(hook)} of {node.name()} {outcome}.",
                     hook=_engine._hook_name(hook), replaced=replaced,
-                    grad_inputs=_summaries(grad_inputs))
+                    grad_inputs=self._summaries(grad_inputs))
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
         number = self._task_number(task)
@@ -264,7 +278,7 @@ class Recorder(_engine.Observer):
         else:
             text = f"{name} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
         self._event("node_finished", task, node, text, name=name,
-                    grads_in=_summaries(grads_in), grads_out=_summaries(grads_out),
+                    grads_in=self._summaries(grads_in), grads_out=self._summaries(grads_out),
                     duration=duration)
 
     def grad_accumulated(self, task, node, variable, before, after):
@@ -273,7 +287,7 @@ class Recorder(_engine.Observer):
         self._event("grad_accumulated", task, node,
                     f"AccumulateGrad: the gradient was {what} .grad of the leaf "
                     f"{shape} {variable.dtype.name}.",
-                    before=summarize(before), after=summarize(after))
+                    before=self._summary(before), after=self._summary(after))
 
     def saved_released(self, task, node, count, nbytes):
         self._event("saved_released", task, node,

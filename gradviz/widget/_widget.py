@@ -6,6 +6,15 @@ them and sends commands (``step``, ``continue``, ``select``...) as custom messag
 validated here before anything runs. The message protocol and the traits are written down in
 ``docs/widget_protocol.md``.
 
+Note [Check gradients]: the ``check_gradients`` command runs the gradient doctor
+(``session.doctor()``) on the session's live graph, synchronously in the message handler: the
+doctor runs its own backward pass over the graph the session is stepping through, so nothing
+else may touch that graph meanwhile (the kernel handles no other message, and no cell runs,
+until it returns). The browser is not left guessing: the ``doctor`` trait says ``checking``
+at once, the doctor's progress callback sends ``progress`` messages (at most ten a second), and
+the report (or the error) replaces the trait at the end. Sessions without a live graph (a
+replayed trace) do not offer the command.
+
 Note [Widget threading]: a session may run backward in a worker thread and notify from there
 (DESIGN.md, "Debugging"). The widget therefore never holds a lock of its own while calling
 into the session: it takes a snapshot (``node_states()``, ``current``, ``status``) unlocked,
@@ -18,6 +27,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 import traceback
 import weakref
 from typing import Any, Protocol
@@ -32,7 +42,7 @@ __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
@@ -46,11 +56,17 @@ COMMANDS = {
     "run_to": "run_to",
     "step_back": "step_back",
     "abort": "abort",
+    "check_gradients": "doctor",
 }
-# The statuses in which a command may run. A replay that reached its end can still go back.
+CHECK_GRADIENTS = "check_gradients"
+# The statuses in which a command may run. A replay that reached its end can still go back;
+# the doctor checks the graph, whatever the pass has done (Note [Check gradients]).
 COMMAND_STATUSES = {name: frozenset({"paused"}) for name in COMMANDS}
 COMMAND_STATUSES["step_back"] = frozenset({"paused", "finished", "aborted", "error"})
+COMMAND_STATUSES[CHECK_GRADIENTS] = frozenset({"paused", "finished", "aborted", "error"})
 SELECT = "select"
+# At most this many progress messages a second while the doctor runs (the last always goes).
+PROGRESS_INTERVAL = 0.1
 # Commands whose message carries a "node" field (an id; for select, an id or null).
 NODE_COMMANDS = frozenset({"run_to", SELECT})
 # Bounds for the inspector's JSON copy of session.node(): it is for display, not for analysis.
@@ -63,8 +79,9 @@ class Session(Protocol):
     """What the widget needs from a debug session (``gradviz.debug.DebugSession``).
 
     Optional, used when present: ``step_event()``, ``run_to(node_id)``, ``step_back()``,
-    ``abort()`` (offered as commands, see ``COMMANDS``), ``node(node_id)`` (the inspector) and
-    ``events`` (the narration).
+    ``abort()``, ``doctor(progress=...)`` returning a ``gradviz.debug.DoctorReport`` (offered as
+    commands, see ``COMMANDS``), ``node(node_id)`` (the inspector) and ``events`` (the
+    narration).
     """
 
     @property
@@ -265,7 +282,7 @@ class DebuggerWidget(anywidget.AnyWidget):
     >>> widget.last_event["text"]
     'MulBackward0 is ready: every gradient it waits for has arrived.'
     >>> widget.commands             # what this session offers (a replay adds step_back)
-    ['step', 'step_event', 'continue', 'run_to', 'abort']
+    ['step', 'step_event', 'continue', 'run_to', 'abort', 'check_gradients']
     >>> widget.select(widget.current)
     >>> widget.inspection["name"], widget.inspection["pending_buffer"][0]["shape"]
     ('MulBackward0', [2])
@@ -284,6 +301,7 @@ class DebuggerWidget(anywidget.AnyWidget):
     selected = traitlets.Int(None, allow_none=True).tag(sync=True)
     inspection = traitlets.Dict(None, allow_none=True).tag(sync=True)
     last_event = traitlets.Dict(None, allow_none=True).tag(sync=True)
+    doctor = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -379,6 +397,8 @@ class DebuggerWidget(anywidget.AnyWidget):
             self._snapshot_published = ticket
             with self.hold_sync():
                 if graph is not None:
+                    if self._graph_ids and self.doctor is not None and self.doctor.get("state") != "checking":
+                        self.doctor = None  # its findings name nodes of the previous graph
                     self._graph_ids = frozenset(node["id"] for node in graph["nodes"])
                     self.graph = graph
                 # Dict traits sync only when a new object is assigned (never mutate in place).
@@ -480,7 +500,7 @@ class DebuggerWidget(anywidget.AnyWidget):
 
     def _run_command(self, name: str, node: int | None) -> None:
         if name not in self.commands:
-            self._ack(name, False, f"this session ({type(self._session).__name__}) has no {COMMANDS[name]}()")
+            self._ack(name, False, self._not_offered(name))
             return
         if node is not None and node not in self._graph_ids:
             self._ack(name, False, f"no node with id {node} in the graph")
@@ -494,7 +514,7 @@ class DebuggerWidget(anywidget.AnyWidget):
                 self._ack(name, False, f"the session is {status}")
                 return
             self.error = None
-            method = getattr(self._session, COMMANDS[name])
+            method = self._check_gradients if name == CHECK_GRADIENTS else getattr(self._session, COMMANDS[name])
             try:
                 method() if node is None else method(node)
             except Exception as exc:
@@ -508,6 +528,43 @@ class DebuggerWidget(anywidget.AnyWidget):
             self._ack(name, True)
         finally:
             self._command_lock.release()
+
+    def _not_offered(self, name: str) -> str:
+        session = type(self._session).__name__
+        if name == CHECK_GRADIENTS:
+            return (f"this session ({session}) cannot check gradients: the gradient doctor re-runs "
+                    "the custom Functions of a live graph (a replayed trace has none); check the "
+                    "live graph with gradviz.debug.backward(loss) or gradviz.debug.doctor(loss)")
+        return f"this session ({session}) has no {COMMANDS[name]}()"
+
+    def _check_gradients(self) -> None:
+        """Run the doctor on the session's graph and publish its report (Note [Check gradients])."""
+        run = (self.doctor or {}).get("run", 0) + 1
+        self.doctor = {"run": run, "state": "checking", "report": None, "error": None}
+        try:
+            report = self._session.doctor(progress=self._progress_sender())  # type: ignore[attr-defined]
+            data = json_safe(report.to_dict())
+        except BaseException as exc:  # an interrupted kernel must not leave "checking" forever
+            line = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            self.doctor = {"run": run, "state": "error", "report": None, "error": line}
+            raise  # _run_command shows the traceback in `error` and acks with the reason
+        self.doctor = {"run": run, "state": "done", "report": data, "error": None}
+
+    def _progress_sender(self) -> Any:
+        last = [-math.inf]
+
+        def progress(done: int, total: int, label: object) -> None:
+            now = time.monotonic()
+            if done < total and now - last[0] < PROGRESS_INTERVAL:
+                return
+            last[0] = now
+            try:
+                self.send({"type": "progress", "name": CHECK_GRADIENTS, "done": int(done), "total": int(total),
+                           "label": json_safe(str(label))})
+            except Exception:  # a lost progress message must not stop the check
+                log.exception("gradviz: could not send the gradient doctor's progress")
+
+        return progress
 
 
 # One widget per live session, so that showing a session twice gives two views of one model.

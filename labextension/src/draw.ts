@@ -4,8 +4,10 @@
 // a state change swaps classes and the tooltip text, nothing else. All user text is set
 // with textContent. Pan: drag. Zoom: Ctrl/⌘ + wheel (a plain wheel scrolls the notebook),
 // the toolbar's buttons, or double-click to fit. Click: select a node (or, on the
-// background, nothing); the selected node's boxes get the class gv-selected.
+// background, nothing); the selected node's boxes get the class gv-selected. A node the
+// gradient doctor found a problem in gets gv-finding and gv-finding-<severity> (and a badge).
 
+import type { Severity } from "./doctor.js";
 import type { Layout, PlacedBox } from "./dot.js";
 import {
   ALL_STATE_CLASSES,
@@ -29,6 +31,9 @@ const HALO = 4;
 const RING = 8;
 /** A pointer that moves less than this (px) between press and release clicked; more, it panned. */
 const CLICK_SLOP = 4;
+/** Radius of the "!" badge on the top-right corner of a node the gradient doctor flagged. */
+const BADGE = 7;
+const FINDING_CLASSES = ["gv-finding", "gv-finding-error", "gv-finding-warning"];
 
 export const MIN_HEIGHT = 160;
 export const MAX_HEIGHT = 560;
@@ -94,6 +99,7 @@ export class GraphScene {
   private shown: Map<number, NodeState> = new Map();
   private current: number | null = null;
   private selected: number | null = null;
+  private findings: ReadonlyMap<number, Severity> = new Map();
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
@@ -205,6 +211,11 @@ export class GraphScene {
         }),
         svg("rect", { class: "gv-box", x: -box.width / 2, y: -box.height / 2, width: box.width, height: box.height, rx: rounded }),
       );
+      const badge = svg("g", { class: "gv-badge", transform: `translate(${(box.width / 2).toFixed(2)},${(-box.height / 2).toFixed(2)})` });
+      const mark = svg("text", { x: 0, y: 0.5, "font-family": FONT_FAMILY });
+      mark.textContent = "!";
+      badge.append(svg("circle", { r: BADGE }), mark);
+      element.append(badge);
       const top = -((spec.lines.length - 1) * LINE_HEIGHT) / 2;
       spec.lines.forEach((line, index) => {
         const text = svg("text", { x: 0, y: top + index * LINE_HEIGHT, "font-family": FONT_FAMILY });
@@ -230,7 +241,16 @@ export class GraphScene {
   private tooltip(node: GraphNode, state: NodeState): string {
     const lines = [nodeTitle(node), `kind: ${node.kind}`, `state: ${state}`];
     if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
+    const finding = this.findings.get(node.id);
+    if (finding !== undefined) lines.push(`gradient check: ${finding === "error" ? "a problem" : "a warning"} (see the panel)`);
     return lines.join("\n");
+  }
+
+  private retitle(id: number): void {
+    const node = this.graph.byId.get(id);
+    const state = this.shown.get(id);
+    if (node === undefined || state === undefined) return;
+    for (const title of this.titlesByNode.get(id) ?? []) title.textContent = this.tooltip(node, state);
   }
 
   /** Show new states and the current node. Touches only the boxes that changed. */
@@ -245,8 +265,7 @@ export class GraphScene {
         element.classList.add(stateClass(state));
         element.setAttribute("data-state", state);
       }
-      const node = this.graph.byId.get(id);
-      if (node !== undefined) for (const title of this.titlesByNode.get(id) ?? []) title.textContent = this.tooltip(node, state);
+      this.retitle(id);
       const delivered = hasRun(state);
       for (const path of this.edgesBySource.get(id) ?? []) {
         path.classList.toggle("gv-edge-delivered", delivered);
@@ -260,6 +279,26 @@ export class GraphScene {
       this.current = current;
       if (first) this.autoView();
       else if (current !== null) this.reveal(current);
+    }
+  }
+
+  /** Mark the nodes the gradient doctor flagged (an empty map: none). */
+  setFindings(findings: ReadonlyMap<number, Severity>): void {
+    const before = this.findings;
+    this.findings = findings;
+    for (const id of new Set([...before.keys(), ...findings.keys()])) {
+      const severity = findings.get(id);
+      if (severity === before.get(id)) continue;
+      for (const element of this.boxesByNode.get(id) ?? []) {
+        element.classList.remove(...FINDING_CLASSES);
+        if (severity === undefined) {
+          element.removeAttribute("data-finding");
+        } else {
+          element.classList.add("gv-finding", `gv-finding-${severity}`);
+          element.setAttribute("data-finding", severity);
+        }
+      }
+      this.retitle(id);
     }
   }
 

@@ -6,7 +6,7 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {
@@ -28,7 +28,7 @@ export const SESSION_STATUSES = ["paused", "running", "finished", "aborted", "er
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
 /** The session commands, in toolbar order (docs/widget_protocol.md). `select` is separate. */
-export const COMMANDS = ["step", "step_event", "continue", "run_to", "step_back", "abort"] as const;
+export const COMMANDS = ["step", "step_event", "continue", "run_to", "step_back", "abort", "check_gradients"] as const;
 export type CommandName = (typeof COMMANDS)[number];
 
 export interface GraphNode {
@@ -208,10 +208,11 @@ export function commandsEnabled(status: SessionStatus): boolean {
 
 /**
  * Whether a command's button is enabled (Python checks again: docs/widget_protocol.md).
- * Step back also works at the end of a replay; Run to needs a selected node that has not run.
+ * Step back also works at the end of a replay, and Check gradients after the pass (the doctor
+ * checks the graph, not the pass); Run to needs a selected node that has not run.
  */
 export function commandEnabled(name: CommandName, view: ViewState, selected: number | null): boolean {
-  if (name === "step_back") return view.status !== "running";
+  if (name === "step_back" || name === "check_gradients") return view.status !== "running";
   if (!commandsEnabled(view.status)) return false;
   if (name !== "run_to") return true;
   if (selected === null || selected === view.current) return false;

@@ -118,6 +118,10 @@ export class ReplayPlayer {
         }
         this.seek(t.runToTarget(p, node));
         break;
+      case "check_gradients":
+        // The button is disabled here (the command is not offered); answer as Python would.
+        this.ack(name, false, "this replay page cannot check gradients: a recorded trace has no live graph to re-run");
+        return;
       default:
         this.ack(name, false, `this replay page has no ${name}`);
         return;

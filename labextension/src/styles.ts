@@ -91,6 +91,38 @@ export const STYLES = `
 .gv-node.gv-state-error rect.gv-box { fill: var(--gv-error-fill); stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-state-error text { fill: var(--gv-error-text); }
 
+.gv-node .gv-badge { visibility: hidden; }
+.gv-node.gv-finding .gv-badge { visibility: visible; }
+.gv-node .gv-badge circle { fill: var(--gv-error-stroke); stroke: var(--gv-bg); stroke-width: 1.5; }
+.gv-node.gv-finding-warning .gv-badge circle { fill: var(--gv-ready-stroke); }
+.gv-node.gv-finding .gv-badge text { fill: #ffffff; font-size: 11px; font-weight: 700; }
+.gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-error-stroke); stroke-width: 2.5; }
+.gv-node.gv-finding-warning rect.gv-box { stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
+
+.gv-doctor { border-bottom: 1px solid var(--gv-border); padding: 6px 8px; max-height: 20em; overflow: auto; }
+.gv-doctor[hidden] { display: none; }
+.gv-doctor-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+.gv-doctor-title { font-weight: 600; }
+.gv-doctor-status { color: var(--gv-fg-muted); }
+.gv-doctor[data-tone=ok] .gv-doctor-status { color: #14532d; font-weight: 600; }
+.gv-doctor[data-tone=warnings] .gv-doctor-status { color: var(--gv-ready-stroke); font-weight: 600; }
+.gv-doctor[data-tone=problems] .gv-doctor-status, .gv-doctor[data-tone=error] .gv-doctor-status { color: var(--gv-error-text); font-weight: 600; }
+.gv-doctor-close { margin-left: auto; font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); font-size: 16px; line-height: 1; }
+.gv-doctor-progress { display: block; width: 100%; margin-top: 4px; accent-color: var(--gv-current); }
+.gv-doctor-summary { font-size: 12px; color: var(--gv-fg-muted); margin-top: 2px; }
+.gv-findings { border-collapse: collapse; font-size: 12px; margin-top: 4px; width: 100%; }
+.gv-findings th { font-weight: 600; color: var(--gv-fg-muted); text-align: left; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); white-space: nowrap; }
+.gv-findings td { padding: 2px 8px 0; white-space: nowrap; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
+.gv-findings td:last-child { white-space: normal; }
+.gv-finding-row { cursor: pointer; }
+.gv-finding-row:hover { background: var(--jp-layout-color2, #eaeef2); }
+.gv-finding-row.gv-finding-error td:first-child { color: var(--gv-error-text); font-weight: 700; }
+.gv-finding-row.gv-finding-warning td:first-child { color: var(--gv-ready-stroke); font-weight: 700; }
+.gv-finding-message td { white-space: pre-wrap; font-family: inherit; color: var(--gv-fg); padding: 0 8px 4px 20px; border-bottom: 1px solid var(--gv-border); }
+.gv-doctor-skipped, .gv-doctor-notes { margin-top: 4px; font-size: 12px; color: var(--gv-fg-muted); }
+.gv-doctor-subtitle { font-weight: 600; }
+.gv-doctor ul { margin: 2px 0 0; padding-left: 20px; }
+
 .gv-inspector { border-top: 1px solid var(--gv-border); padding: 6px 8px 8px; max-height: 22em; overflow: auto; cursor: auto; }
 .gv-inspector[hidden] { display: none; }
 .gv-inspector-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }

@@ -18,6 +18,20 @@ const COMMAND_BUTTONS: Record<CommandName, { text: string; title: string }> = {
   run_to: { text: "Run to selected", title: "Continue until the selected node is the next to run" },
   step_back: { text: "Step back", title: "Go back to just before the previous node ran" },
   abort: { text: "Abort", title: "Stop the backward pass here; nodes that have not run never will" },
+  check_gradients: {
+    text: "Check gradients",
+    title: "Check every custom Function's backward against finite differences, and find NaN/Inf and mutated saved tensors",
+  },
+};
+
+/**
+ * Commands shown (disabled, with the reason as tooltip) even when the session does not offer
+ * them: the user should learn that the check exists and why it cannot run here.
+ */
+const SHOWN_WHEN_NOT_OFFERED: Partial<Record<CommandName, string>> = {
+  check_gradients:
+    "Not available for this session: the gradient doctor re-runs the custom Functions of a live graph " +
+    "(a replayed trace has none). Check the live graph: gradviz.debug.backward(loss), or gradviz.debug.doctor(loss)",
 };
 
 /** Test ids keep the protocol's names: gv-step, gv-step-event, gv-run-to, ... */
@@ -76,8 +90,15 @@ export class Toolbar {
   /** Show the offered commands, enable those that can run now, and show a line of status. */
   update(offered: ReadonlySet<CommandName>, enabled: (name: CommandName) => boolean, status: string): void {
     for (const [name, element] of this.buttons) {
-      element.hidden = !offered.has(name);
-      element.disabled = !enabled(name);
+      const isOffered = offered.has(name);
+      const unavailable = SHOWN_WHEN_NOT_OFFERED[name];
+      element.hidden = !isOffered && unavailable === undefined;
+      element.disabled = !isOffered || !enabled(name);
+      if (unavailable !== undefined) {
+        const title = isOffered ? COMMAND_BUTTONS[name].title : unavailable;
+        element.title = title;
+        element.setAttribute("aria-label", title);
+      }
     }
     this.status.textContent = status;
     this.status.title = status;

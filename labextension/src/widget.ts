@@ -3,8 +3,10 @@
 // Python owns all state (docs/widget_protocol.md). This module reads the traits, draws
 // them, and sends commands; it never changes a trait (a click on a node sends `select`,
 // and the selection shows when Python sets `selected`). A new `graph` is laid out once;
-// every other trait only restyles what is already drawn.
+// every other trait only restyles what is already drawn. "Check gradients" shows the
+// `doctor` trait in a panel and marks the nodes it names (doctor.ts).
 
+import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
 import { canvasHeight, GraphScene } from "./draw.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
@@ -100,6 +102,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let selected: number | null = null;
   /** The commands the session offers (the `commands` trait). */
   let offered: ReadonlySet<CommandName> = new Set<CommandName>(["step", "continue"]);
+  /** Check gradients: clicked, and Python has not answered yet (neither `doctor` nor an ack). */
+  let doctorPending = false;
+  /** The latest progress message of the check that is running. */
+  let doctorProgress: Progress | null = null;
+  /** The `run` of the check whose panel the user closed (its marks are hidden too). */
+  let dismissedRun: number | null = null;
+  let lastDoctorRun: number | null = null;
 
   const send = (message: CommandMessage): void => {
     // ipywidgets' own views send with the manager's callbacks, which route the kernel's
@@ -119,6 +128,12 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       if (message === null) return;
       notice = null;
       setBusy(true);
+      if (name === "check_gradients") {
+        doctorPending = true;
+        doctorProgress = null;
+        dismissedRun = null;
+        refresh();
+      }
       send(message);
     },
     zoomIn: () => scene?.zoomBy(1.25),
@@ -141,10 +156,17 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   const narration = new Narration();
   const inspector = new Inspector(() => select(null));
+  const doctorPanel = new DoctorPanel(
+    (node) => select(node),
+    () => {
+      dismissedRun = lastDoctorRun;
+      refresh();
+    },
+  );
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, errorBox, canvas, inspector.element);
+  root.append(narration.element, errorBox, doctorPanel.element, canvas, inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -168,18 +190,35 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       selected = parseSelected(model.get("selected"), graph);
       const inspection = parseInspection(model.get("inspection"));
       narration.update(parseLastEvent(model.get("last_event")));
+      const doctor = readDoctor();
+      const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
       scene?.update(states, current);
       scene?.setSelected(selected);
+      scene?.setFindings(findingMarks(shown));
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
+      doctorPanel.update(panelContent(shown, doctorProgress, doctorPending));
+      const checking = doctorPending || doctor?.state === "checking";
       const view = { graph, states, current, status };
       const line = statusText(view);
-      toolbar.update(offered, (name) => commandEnabled(name, view, selected), notice === null ? line : `${line} · ${notice}`);
+      const enabled = (name: CommandName): boolean => commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
+      toolbar.update(offered, enabled, notice === null ? line : `${line} · ${notice}`);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");
     }
     errorBox.hidden = problems.length === 0;
     errorBox.textContent = problems.join("\n\n");
+  };
+
+  /** The `doctor` trait; a new check ends the "clicked, no answer yet" wait. */
+  const readDoctor = (): DoctorState | null => {
+    const doctor = parseDoctor(model.get("doctor"));
+    if (doctor !== null && doctor.run !== lastDoctorRun) {
+      lastDoctorRun = doctor.run;
+      doctorPending = false;
+    }
+    if (doctor?.state !== "checking") doctorProgress = null;
+    return doctor;
   };
 
   /** Lay out a new graph (once), draw it, then restyle. */
@@ -226,8 +265,16 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   };
 
   const onCustomMessage = (content: unknown): void => {
+    const progress = parseProgress(content);
+    if (progress !== null) {
+      doctorProgress = progress;
+      setBusy(true); // the kernel is working: keep the "…" (and its timeout) alive
+      refresh();
+      return;
+    }
     const ack = parseAck(content);
     if (ack === null) return;
+    if (ack.name === "check_gradients") doctorPending = false; // answered, or refused
     if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
     notice = ack.ok ? null : `${ack.name} ignored: ${ack.reason ?? "no reason given"}`;
     refresh();
@@ -248,6 +295,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:selected", refresh],
     ["change:inspection", refresh],
     ["change:last_event", onStateChange],
+    ["change:doctor", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

@@ -150,8 +150,8 @@ describe("statusText", () => {
 
 describe("protocol version", () => {
   it("accepts its own version and explains any other", () => {
-    assert.equal(protocolMismatch(2), null);
-    assert.match(protocolMismatch(1) ?? "", /kernel speaks widget protocol 1, this view speaks 2: rebuild/);
+    assert.equal(protocolMismatch(3), null);
+    assert.match(protocolMismatch(2) ?? "", /kernel speaks widget protocol 2, this view speaks 3: rebuild/);
     assert.match(protocolMismatch(undefined) ?? "", /protocol undefined/);
   });
 });
@@ -162,6 +162,7 @@ describe("messages", () => {
     assert.deepEqual(commandMessage("step_event", 3), { type: "command", name: "step_event" });
     assert.deepEqual(commandMessage("step_back"), { type: "command", name: "step_back" });
     assert.deepEqual(commandMessage("abort"), { type: "command", name: "abort" });
+    assert.deepEqual(commandMessage("check_gradients", 3), { type: "command", name: "check_gradients" });
   });
 
   it("sends run_to with the selected node, and nothing without one", () => {
@@ -209,6 +210,14 @@ describe("commands offered and enabled", () => {
   it("lets a replay step back after its end, but not while running", () => {
     for (const status of ["paused", "finished", "aborted", "error"] as const) assert.equal(commandEnabled("step_back", { ...paused, status }, null), true);
     assert.equal(commandEnabled("step_back", { ...paused, status: "running" }, null), false);
+  });
+
+  it("checks gradients whatever the pass has done, but not while user code runs", () => {
+    for (const status of ["paused", "finished", "aborted", "error"] as const) {
+      assert.equal(commandEnabled("check_gradients", { ...paused, status }, null), true, status);
+    }
+    assert.equal(commandEnabled("check_gradients", { ...paused, status: "running" }, null), false);
+    assert.deepEqual([...parseCommands(["step", "check_gradients"])], ["step", "check_gradients"]);
   });
 
   it("runs to a selected node that has yet to run", () => {

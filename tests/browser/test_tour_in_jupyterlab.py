@@ -128,6 +128,7 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
         check_kernel_agrees(session)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         session.widget().screenshot(path=str(SCREENSHOT))  # for the README
+        check_gradients_of_a_wrong_function(session)
         check_no_problems(session)
 
 
@@ -148,6 +149,58 @@ def inspect_a_node_that_has_run(session: Any) -> None:
     assert cells[1].startswith("[") and cells[2].startswith("float"), cells  # shape, dtype
     # Run to selected is offered (a live session) but disabled: the node has already run.
     assert widget.locator('[data-testid="gv-run-to"]').is_disabled()
+
+
+# Appended to the tour: the tour's Square with the sign of its backward flipped, in a new session.
+WRONG_FUNCTION_CELL = """\
+class FlippedSquare(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return -grad_output * 2 * x   # wrong: the sign is flipped
+
+flipped = torch.debug.backward(FlippedSquare.apply(torch.tanh(x * w + b)).sum())
+display(flipped)
+print("GVFLIPPED", [n["id"] for n in flipped.graph()["nodes"] if n["name"] == "FlippedSquareBackward"][0])
+"""
+
+
+def check_gradients_of_a_wrong_function(session: Any) -> None:
+    """Check gradients in the browser: the panel names the wrong Function and the node is marked."""
+    node_id = session.run_cell_at_end(WRONG_FUNCTION_CELL, "GVFLIPPED ")
+    widget = session.widget()  # the new session's widget is now the last one
+    widget.locator(f'.gv-node[data-node-id="{node_id}"]').first.wait_for(state="visible", timeout=30_000)
+    panel = widget.locator('[data-testid="gv-doctor"]')
+    assert panel.is_hidden(), "no panel before the first check"
+    button = widget.locator('[data-testid="gv-check-gradients"]')
+    assert button.is_visible() and button.is_enabled()
+    button.click()
+    row = panel.locator('[data-testid="gv-finding-row"]')
+    row.first.wait_for(state="visible", timeout=30_000)
+    assert panel.get_attribute("data-tone") == "problems"
+    assert panel.locator('[data-testid="gv-doctor-status"]').inner_text() == "1 problem found"
+    assert row.count() == 1
+    assert row.get_attribute("data-kind") == "wrong_gradient" and row.get_attribute("data-node-id") == node_id
+    cells = row.locator("td").all_inner_texts()
+    assert cells[:4] == ["wrong gradient", "FlippedSquare", f"FlippedSquareBackward #{node_id}", "0"], cells
+    assert " vs " in cells[6], cells  # worst entries: analytic vs numeric
+    assert "sign flipped?" in panel.locator(".gv-finding-message").first.inner_text()
+    box = widget.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')
+    assert "gv-finding-error" in (box.get_attribute("class") or "")
+    assert widget.locator(".gv-node.gv-finding").count() == 1, "only the wrong Function's node is marked"
+    assert button.is_enabled(), "the check is over"
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    widget.screenshot(path=str(ARTIFACTS / "check_gradients_widget.png"))
+    # A click on the finding selects its node in the inspector.
+    row.click()
+    inspector = widget.locator('[data-testid="gv-inspector"]')
+    inspector.wait_for(state="visible", timeout=15_000)
+    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "FlippedSquareBackward"
 
 
 def step_one_event(session: Any) -> None:

@@ -80,7 +80,7 @@ def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession
     assert widget.current == 4
     assert widget.status == "paused"
     assert widget.error is None
-    assert widget.protocol_version == 2
+    assert widget.protocol_version == 3
     assert widget.commands == ["step", "continue"]  # all that FakeSession offers
     assert widget.selected is None and widget.inspection is None
     assert widget.last_event is None  # FakeSession has no event stream
@@ -286,7 +286,7 @@ def _strict_json(value: Any) -> Any:
 
 def test_commands_offered_follow_the_session() -> None:
     live, replay = DebuggerWidget(_real_session()), DebuggerWidget(_replay_session())
-    assert live.commands == ["step", "step_event", "continue", "run_to", "abort"]
+    assert live.commands == ["step", "step_event", "continue", "run_to", "abort", "check_gradients"]
     assert replay.commands == ["step", "step_event", "continue", "run_to", "step_back"]
     live.close()
     replay.close()

@@ -1,0 +1,189 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import {
+  FINDING_COLUMNS,
+  findingMarks,
+  findingRow,
+  panelContent,
+  parseDoctor,
+  parseProgress,
+  parseReport,
+  worstText,
+  type DoctorState,
+} from "../src/doctor.js";
+import { ProtocolError } from "../src/model.js";
+
+// As Python sends it: json_safe(session.doctor().to_dict()) for (Twice(BadSquare(x))).sum(),
+// where BadSquare's backward has the wrong sign and Twice saved nothing the doctor could use.
+const REPORT = {
+  ok: false,
+  summary: "gradient doctor: 1 custom Function node(s) checked against finite differences, 1 skipped; 1 problem",
+  findings: [
+    {
+      kind: "wrong_gradient",
+      severity: "error",
+      function: "BadSquare",
+      node: 0,
+      node_name: "BadSquareBackward",
+      input_index: 0,
+      message: "BadSquareBackward input 0: gradient disagrees with finite differences (max abs err 16 at [1]: analytic -8 vs numeric 8) - sign flipped?",
+      hint: "sign flipped?",
+      max_abs_error: 16.0,
+      max_rel_error: 2.0,
+      worst: [
+        { index: [1], analytic: -8.0, numeric: 8.0 },
+        { index: [0], analytic: -4.0, numeric: 4.0 },
+      ],
+    },
+  ],
+  checked: [0],
+  skipped: [
+    {
+      node: 2,
+      name: "TwiceBackward",
+      reason: "its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() to record them)",
+    },
+  ],
+  notes: [],
+};
+
+const CLEAN = {
+  ok: true,
+  summary: "gradient doctor: 1 custom Function node(s) checked against finite differences, 0 skipped; no problems found",
+  findings: [],
+  checked: [0],
+  skipped: [],
+  notes: [],
+};
+
+const done = (report: unknown, run = 1): DoctorState => {
+  const state = parseDoctor({ run, state: "done", report, error: null });
+  assert.ok(state !== null);
+  return state;
+};
+
+describe("parseDoctor", () => {
+  it("reads the three states", () => {
+    assert.deepEqual(parseDoctor({ run: 2, state: "checking", report: null, error: null }), { state: "checking", run: 2 });
+    assert.deepEqual(parseDoctor({ run: 1, state: "error", report: null, error: "RuntimeError: no roots" }), {
+      state: "error",
+      run: 1,
+      error: "RuntimeError: no roots",
+    });
+    const state = done(REPORT);
+    assert.equal(state.state, "done");
+    if (state.state !== "done") return;
+    assert.equal(state.report.ok, false);
+    assert.equal(state.report.findings[0]?.function, "BadSquare");
+    assert.equal(state.report.findings[0]?.inputIndex, 0);
+    assert.deepEqual(state.report.findings[0]?.worst[0], { index: [1], analytic: -8, numeric: 8 });
+    assert.deepEqual(state.report.skipped, [{ node: 2, name: "TwiceBackward", reason: REPORT.skipped[0]?.reason }]);
+  });
+
+  it("is null before the first check and rejects what is not a doctor state", () => {
+    assert.equal(parseDoctor(null), null);
+    assert.equal(parseDoctor(undefined), null);
+    assert.equal(parseDoctor({}), null);
+    assert.throws(() => parseDoctor([]), ProtocolError);
+    assert.throws(() => parseDoctor({ run: 1, state: "thinking" }), /doctor\.state must be one of checking, done, error/);
+    assert.throws(() => parseDoctor({ run: -1, state: "done" }), /doctor\.run/);
+    assert.throws(() => parseDoctor({ run: 1, state: "done", report: "ok" }), /doctor\.report must be an object/);
+  });
+
+  it("reads a damaged report without failing", () => {
+    const report = parseReport({ findings: [7, { kind: "nonfinite", node: "3", worst: [{ index: "0" }] }], skipped: "x", notes: [1, "n"] });
+    assert.equal(report.findings.length, 1);
+    assert.deepEqual([report.findings[0]?.node, report.findings[0]?.nodeName, report.findings[0]?.severity], [null, "?", "error"]);
+    assert.deepEqual(report.findings[0]?.worst, [{ index: [], analytic: null, numeric: null }]);
+    assert.deepEqual([report.skipped, report.notes, report.ok], [[], ["n"], false]);
+  });
+});
+
+describe("progress messages", () => {
+  it("recognises the doctor's progress and nothing else", () => {
+    assert.deepEqual(parseProgress({ type: "progress", name: "check_gradients", done: 2, total: 3, label: "SquareBackward" }), {
+      done: 2,
+      total: 3,
+      label: "SquareBackward",
+    });
+    assert.equal(parseProgress({ type: "ack", name: "check_gradients", ok: true, reason: null }), null);
+    assert.equal(parseProgress({ type: "progress", name: "check_gradients", done: "2", total: 3 }), null);
+  });
+});
+
+describe("the panel's content", () => {
+  it("lays a finding out in the columns: kind, Function, node, input, errors, worst entries", () => {
+    const state = done(REPORT);
+    const content = panelContent(state, null, false);
+    assert.ok(content !== null);
+    assert.equal(content.tone, "problems");
+    assert.equal(content.status, "1 problem found");
+    assert.equal(content.summary, REPORT.summary);
+    assert.equal(content.rows.length, 1);
+    const row = content.rows[0];
+    assert.equal(row?.cells.length, FINDING_COLUMNS.length);
+    assert.deepEqual(row?.cells, ["wrong gradient", "BadSquare", "BadSquareBackward #0", "0", "16", "2", "[1]: -8 vs 8; [0]: -4 vs 4"]);
+    assert.deepEqual([row?.node, row?.kind, row?.severity], [0, "wrong_gradient", "error"]);
+    assert.match(row?.message ?? "", /sign flipped\?$/);
+  });
+
+  it("says which nodes could not be checked, and why", () => {
+    const content = panelContent(done(REPORT), null, false);
+    assert.deepEqual(content?.skipped, {
+      title: "Could not check 1 node:",
+      lines: [`TwiceBackward #2: ${REPORT.skipped[0]?.reason}`],
+    });
+    const two = panelContent(done({ ...CLEAN, skipped: [REPORT.skipped[0], { node: 5, name: "ExpFnBackward", reason: "freed" }] }), null, false);
+    assert.equal(two?.skipped?.title, "Could not check 2 nodes:");
+  });
+
+  it("says no problems were found", () => {
+    const content = panelContent(done(CLEAN), null, false);
+    assert.deepEqual([content?.tone, content?.status, content?.rows.length, content?.skipped], ["ok", "No problems found", 0, null]);
+  });
+
+  it("counts warnings apart from problems", () => {
+    const warning = { ...REPORT.findings[0], kind: "coerced_gradient", severity: "warning", max_abs_error: null, max_rel_error: null, worst: [] };
+    const content = panelContent(done({ ...REPORT, findings: [warning] }), null, false);
+    assert.deepEqual([content?.tone, content?.status], ["warnings", "1 warning found"]);
+    assert.deepEqual(content?.rows[0]?.cells.slice(4), ["—", "—", "—"]);
+  });
+
+  it("shows checking… from the click until the report, with progress", () => {
+    assert.equal(panelContent(null, null, false), null, "no panel before the first check");
+    const clicked = panelContent(null, null, true);
+    assert.deepEqual([clicked?.tone, clicked?.status], ["checking", "Checking gradients against finite differences…"]);
+    const running = panelContent({ state: "checking", run: 1 }, { done: 1, total: 3, label: "backward pass" }, false);
+    assert.equal(running?.status, "Checking gradients against finite differences… 1 of 3 · backward pass");
+    assert.deepEqual(running?.progress, { done: 1, total: 3 });
+    const again = panelContent(done(REPORT), null, true);
+    assert.equal(again?.tone, "checking", "a new click hides the old report");
+  });
+
+  it("shows the doctor's error", () => {
+    const content = panelContent({ state: "error", run: 1, error: "RuntimeError: this session was not made by gradviz.debug.backward()" }, null, false);
+    assert.deepEqual([content?.tone, content?.status], ["error", "The gradient doctor failed: RuntimeError: this session was not made by gradviz.debug.backward()"]);
+  });
+
+  it("words mutated saved tensors as saved and now", () => {
+    const finding = parseReport({
+      findings: [{ kind: "mutated_saved", node: 4, node_name: "MulBackward0", worst: [{ index: [0, 1], analytic: 1, numeric: "nan" }] }],
+    }).findings[0];
+    assert.ok(finding !== undefined);
+    assert.equal(worstText(finding), "[0, 1]: saved 1, now nan");
+    assert.deepEqual(findingRow(finding).cells.slice(0, 4), ["mutated saved", "—", "MulBackward0 #4", "—"]);
+  });
+});
+
+describe("marks on the graph", () => {
+  it("marks each node named by a finding with its worst severity, only when a report is shown", () => {
+    const warning = { ...REPORT.findings[0], severity: "warning", node: 2 };
+    const both = { ...REPORT.findings[0], severity: "warning" };
+    const marks = findingMarks(done({ ...REPORT, findings: [both, REPORT.findings[0], warning] }));
+    assert.deepEqual([...marks.entries()].sort(), [[0, "error"], [2, "warning"]]);
+    assert.equal(findingMarks(null).size, 0);
+    assert.equal(findingMarks({ state: "checking", run: 1 }).size, 0);
+    assert.equal(findingMarks(done(CLEAN)).size, 0);
+  });
+});

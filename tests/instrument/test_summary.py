@@ -1,0 +1,160 @@
+"""Tensor summaries: the fast paths give exactly the reference's dict (Note [Summary cost] in
+``gradviz/instrument/_summary.py``), and the recorder's cache never returns a stale one."""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+import pytest
+
+import gradviz
+from gradviz.autograd._functional import make_graph_task
+from gradviz.instrument import Recorder
+from gradviz.instrument._summary import SMALL_NUMEL, SummaryCache, _numpy_sum, summarize, summarize_reference
+
+DTYPES = [np.float32, np.float64, np.float16, np.int64, np.int32, np.uint8, np.bool_]
+
+
+def as_tensor(array):
+    """What summarize() reads: ``_data`` and ``dtype.name`` (as the torch recorder passes)."""
+    return types.SimpleNamespace(_data=array, dtype=types.SimpleNamespace(name=array.dtype.name))
+
+
+def assert_same(fast, reference):
+    assert fast.keys() == reference.keys()
+    for key, expected in reference.items():
+        got = fast[key]
+        assert type(got) is type(expected), (key, got, expected)
+        if key in ("min", "max") and isinstance(expected, float):
+            assert got == expected, (key, got, expected)  # the sign of a zero may differ
+        elif isinstance(expected, float):
+            # bit-identical, including the sign of zero
+            assert got == expected and math.copysign(1, got) == math.copysign(1, expected), (key, got, expected)
+        else:
+            assert got == expected, (key, got, expected)
+
+
+def random_arrays(count, seed=0):
+    rng = np.random.default_rng(seed)
+    for trial in range(count):
+        n = int(rng.integers(0, 3 * SMALL_NUMEL)) if trial % 4 else int(rng.integers(0, 400))
+        values = rng.standard_normal(n) * 10.0 ** rng.integers(-6, 7)
+        if trial % 5 == 0:
+            values = np.round(values)  # zeros and exact integers
+        for every, special in ((7, np.nan), (11, np.inf), (13, -np.inf), (17, -0.0)):
+            if trial % every == 0:
+                values[rng.random(n) < 0.3] = special
+        if trial % 19 == 0:
+            with np.errstate(over="ignore"):
+                values = values * 1e305  # sums and squares overflow
+        dtype = DTYPES[trial % len(DTYPES)]
+        with np.errstate(all="ignore"):
+            array = values.astype(dtype)
+        if trial % 3 == 0 and n % 4 == 0 and n:
+            array = array.reshape(n // 4, 4)
+            if trial % 2:
+                array = array.T  # not C-contiguous
+        yield array
+
+
+def test_summarize_equals_the_reference_on_many_arrays():
+    for array in random_arrays(6000):
+        tensor = as_tensor(array)
+        with np.errstate(all="ignore"):
+            assert_same(summarize(tensor), summarize_reference(tensor))
+
+
+@pytest.mark.parametrize("values", [
+    [], [0.0], [-0.0], [-0.0, -0.0], [0.0, -0.0], [1e308, 1e308], [math.nan], [math.inf, -math.inf],
+    [math.nan, 1.0, -2.0], [3.0] * (SMALL_NUMEL + 1), [5e-324, -5e-324], [1e200], [-1e-200],
+])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_edge_cases_equal_the_reference(values, dtype):
+    with np.errstate(all="ignore"):
+        array = np.array(values, dtype=dtype)
+        assert_same(summarize(as_tensor(array)), summarize_reference(as_tensor(array)))
+        scalar = np.array(values[0], dtype=dtype) if values else None
+        if scalar is not None:  # a 0-d tensor
+            assert_same(summarize(as_tensor(scalar)), summarize_reference(as_tensor(scalar)))
+
+
+def test_python_sums_replay_numpy_bit_for_bit():
+    rng = np.random.default_rng(1)
+    for n in range(1, 129):
+        for _ in range(20):
+            values = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9, size=n)
+            assert _numpy_sum(values.tolist()) == float(np.add.reduce(values)), n
+
+
+def test_the_summary_of_a_gradviz_tensor():
+    summary = summarize(gradviz.tensor([[3.0, float("nan")], [-4.0, float("inf")]]))
+    assert summary == {"shape": [2, 2], "dtype": "float32", "numel": 4, "nan": 1, "inf": 1,
+                       "min": -4.0, "max": 3.0, "mean": -0.5, "norm": 5.0,
+                       "values": [3.0, "nan", -4.0, "inf"]}
+
+
+# ---- the recorder's cache -----------------------------------------------------------------
+
+
+def test_the_cache_answers_only_for_the_same_bytes():
+    cache = SummaryCache()
+    grad = gradviz.tensor([1.0, 2.0, 3.0])
+    first = cache.summarize(grad)
+    second = cache.summarize(grad)
+    assert second == first and cache.hits == 1
+    assert second is not first and second["values"] is not first["values"]  # events share nothing
+    grad.numpy()[0] = 10.0  # a write the version counter does not see
+    assert cache.summarize(grad)["max"] == 10.0
+    with gradviz.no_grad():
+        grad.add_(1.0)
+    assert cache.summarize(grad)["min"] == 3.0
+    assert cache.hits == 1
+    other = gradviz.tensor([1.0, 2.0, 3.0])  # equal bytes, another tensor: computed, not cached
+    assert cache.summarize(other)["max"] == 3.0 and cache.hits == 1
+    assert cache.summarize(None) is None
+
+
+def test_the_cache_is_bounded_and_skips_large_tensors():
+    cache = SummaryCache(size=4, max_bytes=4 * 100)
+    tensors = [gradviz.tensor([float(i)]) for i in range(10)]
+    for tensor in tensors:
+        cache.summarize(tensor)
+    assert len(cache._entries) <= 4
+    big = gradviz.ones(101)  # float32: 404 bytes
+    cache.summarize(big)
+    cache.summarize(big)
+    assert cache.hits == 0 and all(entry[0] is not big for entry in cache._entries.values())
+    medium = gradviz.ones(100)  # larger than SMALL_NUMEL, within max_bytes: cached
+    medium.numpy()[7] = float("nan")
+    first = cache.summarize(medium)
+    assert cache.summarize(medium) == first == summarize_reference(medium) and cache.hits == 1
+    medium.numpy()[7] = 2.0
+    assert cache.summarize(medium) == summarize_reference(medium) and cache.hits == 1
+
+
+def test_a_gradient_changed_in_place_by_a_backward_is_summarized_again():
+    """The node_started summary of a gradient is reused at node_finished only if the bytes did
+    not change; a custom backward that scribbles on its grad_output is seen."""
+
+    class Scribble(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            grad.numpy()[...] = 7.0  # behind the version counter's back
+            return grad * 2
+
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    recorder = Recorder()
+    make_graph_task(Scribble.apply(x), gradviz.tensor([1.0, 1.0]), observer=recorder).run()
+    node = next(e["node"] for e in recorder.events if e["kind"] == "node_started" and e["name"] == "ScribbleBackward")
+    started = next(e for e in recorder.events if e["kind"] == "node_started" and e["node"] == node)
+    finished = next(e for e in recorder.events if e["kind"] == "node_finished" and e["node"] == node)
+    assert started["grads_in"][0]["values"] == [1.0, 1.0]
+    assert finished["grads_in"][0]["values"] == [7.0, 7.0]
+    assert finished["grads_out"][0]["values"] == [14.0, 14.0]
+    assert recorder._summary_cache._entries == {}, "the cache is emptied when the pass ends"
