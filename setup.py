@@ -51,6 +51,7 @@ extensions = [
     Extension("gradviz_ext._engine", ["gradviz_ext/_engine.py"], define_macros=macros),
     Extension("gradviz_ext._task", ["gradviz_ext/_task.py"], define_macros=macros),
     Extension("gradviz_ext._ops", ["gradviz_ext/_ops.py"], define_macros=macros),
+    Extension("gradviz_ext._function", ["gradviz_ext/_function.py"], define_macros=macros),
 ]
 
 setup(

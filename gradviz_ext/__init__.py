@@ -1,8 +1,8 @@
 """gradviz's compiled core.
 
-Three modules in Cython's pure-Python mode: ``_engine.py`` (tensors' autograd fields, graph
-nodes, saved tensors, grad mode), ``_task.py`` (the graph task that runs backward) and
-``_ops.py`` (recording built-in ops). Installed normally, their compiled extensions are
+Four modules in Cython's pure-Python mode: ``_engine.py`` (tensors' autograd fields, graph
+nodes, saved tensors, grad mode), ``_task.py`` (the graph task that runs backward), ``_ops.py``
+(recording built-in ops) and ``_function.py`` (custom Function nodes). Installed normally, their compiled extensions are
 imported. With the environment variable ``GRADVIZ_PURE_PYTHON=1`` the same sources run
 interpreted (readable, steppable with pdb, and the reference the tests compare the compiled
 build against). ``_anomaly.py`` and ``_hooks.py`` are plain Python in both modes.
@@ -14,7 +14,7 @@ import os
 import sys
 import warnings
 
-__all__ = ["engine", "task", "ops", "COMPILED", "MODE"]
+__all__ = ["engine", "task", "ops", "function", "COMPILED", "MODE"]
 
 _PURE = os.environ.get("GRADVIZ_PURE_PYTHON", "").strip().lower() in {"1", "true", "yes", "on"}
 
@@ -33,10 +33,12 @@ def _load_interpreted(short_name):
 
 if _PURE:
     engine = _load_interpreted("_engine")
-    task = _load_interpreted("_task")  # after _engine: both import gradviz_ext._engine
+    task = _load_interpreted("_task")  # after _engine: these import gradviz_ext._engine
     ops = _load_interpreted("_ops")
+    function = _load_interpreted("_function")
 else:
     from . import _engine as engine
+    from . import _function as function
     from . import _ops as ops
     from . import _task as task
 
@@ -49,5 +51,5 @@ else:
         )
 
 COMPILED = bool(engine.compiled()) and all(
-    module.__file__.endswith((".so", ".pyd")) for module in (task, ops))
+    module.__file__.endswith((".so", ".pyd")) for module in (task, ops, function))
 MODE = "compiled" if COMPILED else "interpreted"

@@ -97,6 +97,7 @@ cdef class SavedTensor:
     cdef public object _grad_fn
     cdef public object _grad_accumulator
     cdef _init(self, TensorBase tensor, bint is_output)
+    cpdef unpack(self, node)
     cpdef unpack_data(self, node)
 
 

@@ -153,10 +153,11 @@ def _fast_target(inputs, rule):
     return common
 
 
-# Note [Scalar operands]: numpy 2 handles a Python float operand (a "weak" scalar, NEP 50)
-# through a slow path that costs more than the arithmetic on a small array. Converted once to
-# a read-only 0-d array of the op's float dtype, the same value computes the same result in
-# half the time. Conversions are cached per dtype; zeros are not (0.0 == -0.0, yet the sign
+# Note [Scalar operands]: numpy 2 handles a Python float or int operand (a "weak" scalar,
+# NEP 50) through a slow path that costs more than the arithmetic on a small array. Converted
+# once to a read-only 0-d array of the op's float dtype, the same value computes the same
+# result in half the time (only for a float result: int and bool tensors keep numpy's own
+# rules, overflow errors included). Conversions are cached per dtype; zeros are not (0.0 == -0.0, yet the sign
 # matters) and neither is NaN (never equal to itself).
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
@@ -166,15 +167,16 @@ _SCALAR_CACHE_SIZE = 4096
 
 
 def _scalar_array(value, dtype):
-    """``value`` (a Python float) as a read-only 0-d array of ``dtype`` (float32 or float64);
-    any other value or dtype is returned unchanged."""
+    """``value`` (a Python float or int) as a read-only 0-d array of ``dtype`` (float32 or
+    float64); any other value or dtype is returned unchanged."""
     if dtype is _F32:
         cache = _scalars_f32
     elif dtype is _F64:
         cache = _scalars_f64
     else:
         return value
-    if type(value) is not float:
+    kind = type(value)
+    if kind is not float and kind is not int:
         return value
     cached = cache.get(value)
     if cached is not None:
@@ -245,7 +247,7 @@ class OpNode(Node):
         if isinstance(value, SavedTensor):
             saved: SavedTensor = value
             return saved.unpack_data(self)
-        if type(value) is float:  # Note [Scalar operands]
+        if type(value) is float or type(value) is int:  # Note [Scalar operands]
             meta: InputMeta = self._input_metadata[0]
             return _scalar_array(value, meta.np_dtype)
         return value
@@ -381,7 +383,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
                 if dtype is not target and dtype != target:
                     data = data.astype(target)
             arrays[i] = data
-        elif target is not None and type(x) is float:
+        elif target is not None and (type(x) is float or type(x) is int):
             arrays[i] = _scalar_array(x, target)  # Note [Scalar operands]
         elif isinstance(x, np.generic):
             arrays[i] = x.item()  # numpy scalars promote like Python scalars, as in torch

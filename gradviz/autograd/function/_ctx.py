@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import function as _ext_function
 
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor
@@ -111,68 +112,24 @@ class FunctionCtx:
         self._output_grad_dtypes = dtypes
 
 
-class BackwardCFunction(FunctionCtx, _engine.Node):
-    """Base of every ``<Fn>Backward`` node: the ctx and the graph node in one object."""
+FunctionNode = _ext_function.FunctionNode
+
+
+class BackwardCFunction(FunctionCtx, FunctionNode):
+    """Base of every ``<Fn>Backward`` node: the ctx and the graph node in one object.
+
+    Its fields, ``apply`` (running the user's ``backward``), ``release_variables`` and
+    ``saved_tensor_count`` are in ``gradviz_ext._function.FunctionNode`` (Note [Custom
+    Function fast path]); the general checks and the rarer features are here.
+    """
 
     _forward_cls: Any = None
     _in_jvp = False  # True while the Function's jvp runs (saved_tensors reads save_for_forward)
-
-    def __init__(self):
-        _engine.Node.__init__(self)
-        self.materialize_grads = True
-        self.needs_input_grad = ()
-        self._to_save = None
-        self._saved = None
-        self._dirty_tensors = ()
-        self._non_differentiable = ()
-        self._output_grad_dtypes = None
-        self._output_dtypes = ()
-        self._tensor_input_positions = ()
-        self._num_forward_inputs = 0
-        self._in_backward = False
-        self._in_jvp = False
+    _dirty_outputs = ()  # output positions marked dirty (set by the general wrapping path)
+    _non_differentiable_outputs = ()
 
     def name(self):
         return type(self).__name__
-
-    def _kind(self):
-        return "custom"
-
-    def _materializes_grads(self):
-        return self.materialize_grads
-
-    # ---- saved tensors ------------------------------------------------------------------
-    @property
-    def saved_tensors(self):
-        """The tensors given to ``save_for_backward``, checked for in-place modification.
-
-        Inside ``jvp``: the tensors given to ``save_for_forward`` (an empty tuple if none).
-        """
-        if self._in_jvp:
-            return tuple(getattr(self, "saved_for_forward", ()))
-        if self._saved is None:
-            if self._released:
-                raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
-            return ()
-        return tuple([s.unpack(self) if s is not None else None for s in self._saved])
-
-    def saved_tensor_count(self):
-        if self._saved is None:
-            return 0, 0
-        kept = [s for s in self._saved if s is not None]
-        return len(kept), sum(s.nbytes() for s in kept)
-
-    def release_variables(self):
-        if self._saved is None:
-            # saves nothing: may be backpropagated again (SEMANTICS 9), but reading
-            # ctx.saved_tensors after the release raises, as in PyTorch
-            self._released = True
-            return
-        for s in self._saved:
-            if s is not None:
-                s.release()
-        self._saved = None
-        self._released = True
 
     # ---- input_grad_buffers ---------------------------------------------------------------
     @property
@@ -202,12 +159,12 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
 
     # ---- backward -----------------------------------------------------------------------
     def _backward_function(self):
+        """The user's ``backward`` or ``vjp``, with PyTorch's errors for neither and both
+        (``FunctionNode.apply`` caches the answer per class)."""
+        from ._function import Function
+
         cls = self._forward_cls
         backward, vjp = cls.backward, cls.vjp
-        resolved = type(self).__dict__.get("_resolved_backward")
-        if resolved is not None and resolved[0] is backward and resolved[1] is vjp:
-            return resolved[2]  # checked before, and neither method was replaced since
-        from ._function import Function
 
         has_backward = backward is not Function.backward
         has_vjp = vjp is not Function.vjp
@@ -215,9 +172,7 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
             raise RuntimeError(BOTH_BACKWARD_AND_VJP_MESSAGE)
         if not has_backward and not has_vjp:
             raise NotImplementedError(NO_BACKWARD_MESSAGE)
-        chosen = vjp if has_vjp else backward
-        type(self)._resolved_backward = (backward, vjp, chosen)
-        return chosen
+        return vjp if has_vjp else backward
 
     def _materialize_uncast_slots(self, grads):
         """Zeros for slots declared ``None`` (their metadata has no dtype for the engine)."""
@@ -227,20 +182,6 @@ class BackwardCFunction(FunctionCtx, _engine.Node):
                 if meta is not None and meta.dtype is None:
                     grads[slot] = _engine.runtime().zeros(meta.shape, dtype)
         return grads
-
-    def apply(self, grads):
-        backward = self._backward_function()
-        if self.materialize_grads and self._output_grad_dtypes is not None:
-            grads = self._materialize_uncast_slots(list(grads))
-        self._in_backward = True
-        try:
-            result = backward(self, *grads)
-        finally:
-            self._in_backward = False
-            task = _engine.current_graph_task()
-            if task is not None:
-                task.end_input_buffers(self)
-        return self._check_result(result)
 
     def _check_result(self, result):
         """SEMANTICS 4: one gradient per forward argument, tensors only where tensors went in."""

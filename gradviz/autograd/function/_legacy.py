@@ -89,7 +89,7 @@ class _NestedIOBackward(BackwardCFunction):
 
     @property
     def saved_tensors(self):
-        flat = BackwardCFunction.saved_tensors.fget(self)
+        flat = BackwardCFunction.saved_tensors.__get__(self)
         return _unflatten(flat, self._to_save_nested)
 
     def mark_dirty(self, *args, **kwargs):

@@ -1,0 +1,29 @@
+# Declarations that make _function.py's classes extension types when compiled.
+cimport cython
+from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
+                                  forward_observer, gradient_edge, init_node, is_grad_enabled,
+                                  save_tensor, set_grad_enabled_flag)
+
+
+cdef class FunctionNode(Node):
+    cdef public bint materialize_grads
+    cdef public tuple needs_input_grad
+    cdef public object _to_save
+    cdef public list _saved
+    cdef public object _dirty_tensors
+    cdef public object _non_differentiable
+    cdef public object _output_grad_dtypes
+    cdef public tuple _output_dtypes
+    cdef public tuple _tensor_input_positions
+    cdef public Py_ssize_t _num_forward_inputs
+    cdef public bint _in_backward
+    cpdef apply(self, grads)
+    cpdef _kind(self)
+    cpdef _materializes_grads(self)
+    cpdef saved_tensor_count(self)
+    cpdef release_variables(self)
+
+
+cdef object _backward_of(FunctionNode node)
+cdef object _check_result(FunctionNode node, object result)
+cdef object _wrap_single(FunctionNode node, tuple args, TensorBase raw, bint executable)

@@ -1,0 +1,258 @@
+# cython: language_level=3
+"""Custom Function nodes: the C half of a Function's ``ctx``, and ``Function.apply``'s common
+path.
+
+``gradviz.autograd.function`` owns the contract (``FunctionCtx``'s methods, every check and
+error message, the general ``apply``). This module holds what runs on every call: the node
+type ``FunctionNode`` (the base of ``BackwardCFunction``, so a ``ctx`` keeps its fields in C),
+its ``apply`` (the user's ``backward`` and the check of what it returned), and
+``apply_function``, which records a call of ``Function.apply`` in the common case. Like the
+other modules here it is Cython pure-Python mode; ``_function.pxd`` compiles it.
+
+Note [Custom Function fast path]
+--------------------------------
+``Function.apply`` takes ``apply_function`` when no rule beyond the basic contract can apply
+before forward runs: no keyword arguments, no ``setup_context``, no ``vmap`` or dual level
+active, no forward observer (``gradviz.debug.capture`` copies the inputs). After forward, an
+output that is one floating-point tensor, with nothing marked dirty or non-differentiable and
+no declared gradient dtype, is wrapped here; anything else goes to the general
+``_wrap_outputs`` (installed by ``install``). In ``backward``, a result with exactly one
+gradient per forward argument, all tensors or ``None``, is checked here; anything else goes to
+the general ``_check_result``, which names the error. Both paths give the same results: the
+function tests run every case through both.
+"""
+
+import cython
+
+from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE
+
+if not cython.compiled:  # compiled, these come from the cimport in _function.pxd
+    from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
+                                     forward_observer, gradient_edge, init_node,
+                                     is_grad_enabled, save_tensor, set_grad_enabled_flag)
+
+# Installed by gradviz.autograd.function at import (the general path, above this layer)
+_dtypes_by_numpy = {}
+_wrap_outputs = None
+_wrap_unchanged_input = None
+
+# Backward resolution per node class: type -> (backward, vjp, the one to call)
+_resolved_backward = {}
+
+
+def install(dtypes_by_numpy, wrap_outputs, wrap_unchanged_input):
+    """Give this module the numpy-to-gradviz dtype table and the general path's functions."""
+    global _dtypes_by_numpy, _wrap_outputs, _wrap_unchanged_input
+    _dtypes_by_numpy = dtypes_by_numpy
+    _wrap_outputs = wrap_outputs
+    _wrap_unchanged_input = wrap_unchanged_input
+
+
+class FunctionNode(Node):
+    """The fields every custom Function node carries, and its ``apply``.
+
+    ``BackwardCFunction`` (gradviz.autograd.function) subclasses this together with
+    ``FunctionCtx``; its instances are both the ``ctx`` of forward and the graph node.
+    """
+
+    def __init__(self):
+        init_node(self, (), ())
+        self.materialize_grads = True
+        self.needs_input_grad = ()
+        self._to_save = None
+        self._saved = None
+        self._dirty_tensors = ()
+        self._non_differentiable = ()
+        self._output_grad_dtypes = None
+        self._output_dtypes = ()
+        self._tensor_input_positions = ()
+        self._num_forward_inputs = 0
+        self._in_backward = False
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, checked for in-place modification.
+
+        Inside ``jvp``: the tensors given to ``save_for_forward`` (an empty tuple if none).
+        """
+        if self._in_jvp:
+            return tuple(getattr(self, "saved_for_forward", ()))
+        saved_list = self._saved
+        if saved_list is None:
+            if self._released:
+                raise RuntimeError(BACKWARD_TWICE_MESSAGE)
+            return ()
+        n: cython.Py_ssize_t = len(saved_list)
+        i: cython.Py_ssize_t
+        tensors = [None] * n
+        for i in range(n):
+            saved = saved_list[i]
+            if saved is not None:
+                entry: SavedTensor = saved
+                tensors[i] = entry.unpack(self)
+        return tuple(tensors)
+
+    def _kind(self):
+        return "custom"
+
+    def _materializes_grads(self):
+        return self.materialize_grads
+
+    def saved_tensor_count(self):
+        if self._saved is None:
+            return 0, 0
+        count = 0
+        nbytes = 0
+        for saved in self._saved:
+            if saved is not None:
+                count += 1
+                nbytes += saved.nbytes()
+        return count, nbytes
+
+    def release_variables(self):
+        if self._saved is not None:
+            for saved in self._saved:
+                if saved is not None:
+                    saved.release()
+            self._saved = None
+        # a node that saved nothing may be backpropagated again (SEMANTICS 9), but reading
+        # ctx.saved_tensors after the release raises, as in PyTorch
+        self._released = True
+
+    def apply(self, grads):
+        backward = _backward_of(self)
+        if self.materialize_grads and self._output_grad_dtypes is not None:
+            grads = self._materialize_uncast_slots(list(grads))
+        self._in_backward = True
+        try:
+            result = backward(self, *grads)
+        finally:
+            self._in_backward = False
+            task = current_graph_task()
+            if task is not None and task._exposed_to is self:
+                task.end_input_buffers(self)
+        checked = _check_result(self, result)
+        if checked is None:
+            return self._check_result(result)  # the general check names what is wrong
+        return checked
+
+
+@cython.cfunc
+def _backward_of(node: FunctionNode):
+    """The user's ``backward`` (or ``vjp``); resolved once per class while neither changes."""
+    node_class = type(node)
+    forward_class = node._forward_cls
+    backward = forward_class.backward
+    vjp = forward_class.vjp
+    resolved = _resolved_backward.get(node_class)
+    if resolved is not None and resolved[0] is backward and resolved[1] is vjp:
+        return resolved[2]
+    chosen = node._backward_function()  # raises PyTorch's errors for neither / both
+    _resolved_backward[node_class] = (backward, vjp, chosen)
+    return chosen
+
+
+@cython.cfunc
+def _check_result(node: FunctionNode, result):
+    """One gradient per edge for the common result (Note [Custom Function fast path]), or
+    None when the general check must decide."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    expected: cython.Py_ssize_t = node._num_forward_inputs
+    if len(result) != expected or len(node._tensor_input_positions) != expected:
+        return None
+    needs: tuple = node.needs_input_grad
+    grads = [None] * expected
+    i: cython.Py_ssize_t
+    for i in range(expected):
+        value = result[i]
+        if value is None:
+            continue
+        if not isinstance(value, TensorBase):
+            return None
+        if needs[i]:  # PyTorch drops gradients for inputs that need none
+            grads[i] = value
+    return grads
+
+
+def apply_function(cls, args: tuple):
+    """``cls.apply(*args)`` in the common case (Note [Custom Function fast path])."""
+    ctx = cls._backward_cls()
+    node: FunctionNode = ctx
+    grad_enabled: cython.bint = is_grad_enabled()
+    n: cython.Py_ssize_t = len(args)
+    i: cython.Py_ssize_t
+    t: TensorBase
+    needs = [False] * n
+    positions = []
+    edges = []
+    executable: cython.bint = False
+    for i in range(n):
+        arg = args[i]
+        if isinstance(arg, TensorBase):
+            positions.append(i)
+            t = arg
+            if grad_enabled and (t._requires_grad or t.grad_fn is not None):
+                needs[i] = True
+                executable = True
+                edges.append(gradient_edge(t))
+            else:
+                edges.append((None, 0))
+    node.needs_input_grad = tuple(needs)
+    node._tensor_input_positions = tuple(positions)
+    node._num_forward_inputs = n
+    if executable:
+        node.next_functions = tuple(edges)
+
+    previous = set_grad_enabled_flag(False)
+    try:
+        outputs = cls.forward(ctx, *args)
+    finally:
+        set_grad_enabled_flag(previous)
+
+    if (isinstance(outputs, TensorBase) and not node._dirty_tensors
+            and not node._non_differentiable and node._output_grad_dtypes is None):
+        t = outputs
+        if t._data.dtype.kind == "f":
+            return _wrap_single(node, args, t, executable)
+    return _wrap_outputs(ctx, args, outputs, executable)
+
+
+@cython.cfunc
+def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: cython.bint):
+    """One floating-point tensor output, nothing marked: Note [Wrapping outputs]."""
+    out: TensorBase = raw
+    for arg in args:
+        if arg is raw:  # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
+            out = _wrap_unchanged_input(raw)
+            break
+    if not executable:
+        node._to_save = None
+        return out
+    data = out._data
+    dtype = data.dtype
+    meta: InputMeta = InputMeta.__new__(InputMeta)
+    meta.shape = data.shape
+    meta.np_dtype = dtype
+    meta.dtype = _dtypes_by_numpy[dtype]
+    node._input_metadata = (meta,)
+    node._output_dtypes = (meta.dtype,)
+    out.grad_fn = node
+    out._output_nr = 0
+    out._requires_grad = False
+    to_save = node._to_save
+    if to_save is not None:
+        node._to_save = None
+        saved = []
+        for tensor in to_save:
+            if tensor is None:
+                saved.append(None)
+            elif tensor is raw:
+                saved.append(save_tensor(out, True))  # an output saved by its own node
+            else:
+                saved.append(save_tensor(tensor, False))
+        node._saved = saved
+    observer = forward_observer()
+    if observer is not None:
+        observer.node_created(node)
+    return out
