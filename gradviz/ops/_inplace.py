@@ -7,6 +7,9 @@ into the tensor's storage and bumps its version counter (shared with every view 
 storage), so tensors saved for backward before the write are caught by the version check.
 
 * On a leaf that requires grad, or a view of one, with grad mode on: PyTorch's error.
+* On an output of a multi-output view op (``split``, ``chunk``, ``unbind``) or a view of one,
+  when the write would be recorded: PyTorch's error (Note [Multi-output views] in
+  ``ops/_shape.py``).
 * On a tensor that is not a view: its history is rebased, ``grad_fn`` becomes the op's node.
 * On a view whose base is part of a graph (or when the written value requires grad): the
   write is differentiated like PyTorch's ``CopySlices``: the base gets a ``CopySlices`` node
@@ -19,6 +22,8 @@ storage), so tensors saved for backward before the write are caught by the versi
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -27,6 +32,7 @@ from gradviz_ext import ops as _ext_ops
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._registry import Op, apply
+from ._shape import _MultiOutputStep
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -37,14 +43,37 @@ _VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being u
 _requires_grad = _ext_ops.requires_grad
 
 
-def _check_writable(self):
+_MULTI_OUTPUT_MESSAGE = (
+    " This view is the output of a function that returns multiple views. Such functions do not "
+    "allow the output views to be modified inplace. You should replace the inplace operation "
+    "by an out-of-place one."
+)
+
+
+def _check_writable(self, others=()):
     if not _engine.is_grad_enabled():
         return
+    if self._base is not None and (_requires_grad(self) or any(_requires_grad(o) for o in others)):
+        _check_multi_output_view(self)
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_LEAF_MESSAGE)
     base = self._base
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)
+
+
+def _check_multi_output_view(self):
+    """PyTorch's error for a recorded in-place write to a view made by an op with several view
+    outputs, or to a view of one (Note [Multi-output views] in ``ops/_shape.py``)."""
+    if not any(isinstance(step, _MultiOutputStep) for step in self._view_chain):
+        return
+    node = self.grad_fn
+    if node is None:  # made with grad mode on from a base that needs no gradient
+        header = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+    else:
+        name = re.sub(r"Backward\d*$", "", node.name())  # PyTorch says "Output 0 of Split"
+        header = f"Output {self._output_nr} of {name} is a view and is being modified inplace."
+    raise RuntimeError(header + _MULTI_OUTPUT_MESSAGE)
 
 
 def _check_castable(result_dtype, target):
@@ -109,7 +138,7 @@ def inplace(self, fn, *others):
 def _inplace(self, fn, *others):
     if not isinstance(self, Tensor):
         raise TypeError(f"in-place operation on {type(self).__name__}")
-    _check_writable(self)
+    _check_writable(self, others)
     needs_graph = _engine.is_grad_enabled() and (
         _requires_grad(self) or any(_requires_grad(o) for o in others)
         or (self._base is not None and _requires_grad(self._base)))

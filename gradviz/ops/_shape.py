@@ -435,41 +435,224 @@ def select(input, dim, index):
     return _index_op(input, key, "select")
 
 
+# Note [Multi-output views]
+# -------------------------
+# ``split``, ``chunk`` and ``unbind`` record ONE node with an output per piece, as PyTorch
+# does: every piece's ``grad_fn`` is the same ``SplitBackward0`` (``SplitWithSizesBackward0``
+# for a list of sizes, ``UnbindBackward0``) and its ``output_nr`` is its position. The node's
+# backward receives one gradient per piece; an unused piece's gradient is None before the
+# engine materializes it (zeros), and the rules below fill it in themselves too.
+#
+# The pieces are views of the input (same storage, same version counter, ``_base`` the root
+# base), yet the ops are registered with ``view=False`` and made views here: the op table's
+# view machinery derives one output from one input (``_view_chain``, and forward-mode AD
+# replays a view op on the tangent expecting one result). Each piece's ``_view_chain`` ends
+# instead in a single-output slice or select step that re-derives that piece alone. When the
+# pieces are made with grad mode on, that step is a ``_MultiOutputStep``, and views of a
+# piece inherit it through their chain: PyTorch forbids modifying such a view in place when
+# autograd would record the write (``_check_multi_output_view`` in ``ops/_inplace.py``).
+
+
+class _MultiOutputStep(tuple):
+    """A ``(op, attrs)`` view step that marks the output of a multi-output view op."""
+
+    __slots__ = ()
+
+
+def _piece_shape(shape, dim, size):
+    """The shape of a piece of ``shape`` that has ``size`` entries along ``dim`` (None: the
+    dim removed, as in unbind)."""
+    return shape[:dim] + (() if size is None else (size,)) + shape[dim + 1:]
+
+
+def _split_sections(size, split_size):
+    """PyTorch's pieces for ``split(split_size)``: full chunks, the last possibly smaller,
+    and always at least one piece (of size 0 for an empty dim)."""
+    count = builtins.max(-(-size // split_size) if split_size else 1, 1)
+    return (split_size,) * (count - 1) + (size - split_size * (count - 1),)
+
+
+def _slices(a, dim, sections):
+    lead = (slice(None),) * dim
+    pieces, start = [], 0
+    for length in sections:
+        pieces.append(a[lead + (slice(start, start + length),)])
+        start += length
+    return tuple(pieces)
+
+
+def _with_zeros(grads, ctx, sizes):
+    """The per-piece gradients with None replaced by zeros (Tensors); None if all are None."""
+    from ._creation import zeros
+
+    present = next((g for g in grads if g is not None), None)
+    if present is None:
+        return None
+    return [g if g is not None
+            else zeros(*_piece_shape(ctx.shape, ctx.dim, size), dtype=present.dtype)
+            for g, size in zip(grads, sizes)]
+
+
+def _with_zeros_fast(grads, attrs, sizes):
+    """``_with_zeros`` on numpy arrays."""
+    present = next((g for g in grads if g is not None), None)
+    if present is None:
+        return None
+    return [g if g is not None
+            else np.zeros(_piece_shape(attrs["shape"], attrs["dim"], size), present.dtype)
+            for g, size in zip(grads, sizes)]
+
+
+def _split_rules(sections_of):
+    """The backward rules of a split op whose piece sizes are ``sections_of(attrs)``: the
+    input's gradient is the pieces' gradients concatenated."""
+    def backward(ctx, *grads):
+        filled = _with_zeros(grads, ctx, sections_of(ctx.attrs))
+        return (None if filled is None else cat(filled, ctx.dim),)
+
+    def fast_backward(ctx, *grads):
+        attrs = ctx.attrs
+        filled = _with_zeros_fast(grads, attrs, sections_of(attrs))
+        if filled is None:
+            return (None,)
+        return (filled[0] if len(filled) == 1 else np.concatenate(filled, axis=attrs["dim"]),)
+
+    return backward, fast_backward
+
+
+def _split_sections_of(attrs):
+    return _split_sections(attrs["shape"][attrs["dim"]], attrs["split_size"])
+
+
+def _split_with_sizes_sections_of(attrs):
+    return attrs["split_sizes"]
+
+
+def _unbind_backward(ctx, *grads):
+    filled = _with_zeros(grads, ctx, [None] * len(grads))
+    return (None if filled is None else stack(filled, ctx.dim),)
+
+
+def _unbind_fast(ctx, *grads):
+    attrs = ctx.attrs
+    filled = _with_zeros_fast(grads, attrs, [None] * len(grads))
+    return (None if filled is None else np.stack(filled, axis=attrs["dim"]),)
+
+
+def _unbind_forward(a, dim, shape):
+    lead = (slice(None),) * dim
+    return tuple(a[lead + (i, Ellipsis)] for i in range(shape[dim]))  # ...: 0-d views, not scalars
+
+
+_split_backward, _split_fast = _split_rules(_split_sections_of)
+_split_with_sizes_backward, _split_with_sizes_fast = _split_rules(_split_with_sizes_sections_of)
+
+# view=False: the pieces are made views by _make_pieces_views (Note [Multi-output views])
+SPLIT = Op("split", "SplitBackward0",
+           forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
+           backward=_split_backward, fast_backward=_split_fast, quiet=False)
+SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
+                      forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
+                      backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
+                      quiet=False)
+UNBIND = Op("unbind", "UnbindBackward0", forward=_unbind_forward, backward=_unbind_backward,
+            fast_backward=_unbind_fast, quiet=False)
+
+
+def _make_pieces_views(input, pieces, steps):
+    """Make ``pieces`` views of ``input``; ``steps[i]`` re-derives piece ``i`` from ``input``
+    (Note [Multi-output views])."""
+    from gradviz_ext import engine as _engine
+
+    root = input if input._base is None else input._base
+    step_type = _MultiOutputStep if _engine.is_grad_enabled() else tuple
+    for piece, step in zip(pieces, steps):
+        piece._version_counter = input._version_counter
+        piece._base = root
+        piece._view_chain = input._view_chain + (step_type(step),)
+    return pieces
+
+
+def _check_splittable(input, what):
+    if input.ndim == 0:
+        raise RuntimeError(f"{what} expects at least a 1-dimensional tensor")
+
+
+def _split_pieces(input, op, dim, sections, **attrs):
+    shape = input._data.shape
+    pieces = apply(op, input, dim=dim, shape=shape, **attrs)
+    lead = (slice(None),) * dim
+    steps, start = [], 0
+    for length in sections:
+        key = lead + (slice(start, start + length),)
+        steps.append((_SLICE, {"key": key, "kind": "slice", "shape": shape}))
+        start += length
+    return _make_pieces_views(input, pieces, steps)
+
+
 def split(input, split_size_or_sections, dim=0):
-    """Views of ``input`` in chunks of ``split_size`` (the last may be smaller) or of the
-    given section sizes."""
+    """Split ``input`` into views along ``dim``: chunks of ``split_size`` (the last may be
+    smaller), or pieces of the given sizes. All pieces are outputs of one node.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.arange(5.0, requires_grad=True)
+    >>> a, b, c = torch.split(x, 2)
+    >>> c
+    tensor([4.], grad_fn=<SplitBackward0>)
+    >>> a.grad_fn is c.grad_fn, c.output_nr
+    (True, 2)
+    """
+    _check_splittable(input, "split")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim]
-    if isinstance(split_size_or_sections, int):
-        step = split_size_or_sections
-        if step <= 0 and size:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
-        sections = [min(step, size - s) for s in range(0, size, step)] if step else [0]
-    else:
-        sections = list(split_size_or_sections)
-        if builtins.sum(sections) != size:
+    if isinstance(split_size_or_sections, (int, np.integer)) and not isinstance(split_size_or_sections, bool):
+        split_size = int(split_size_or_sections)
+        if split_size < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got split_size={split_size}")
+        if split_size == 0 and size:
             raise RuntimeError(
-                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
-                f"size at dimension {dim}), but got split_sizes={sections}")
-    out, start = [], 0
-    for length in sections:
-        out.append(narrow(input, dim, start, length))
-        start += length
-    return tuple(out)
+                f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+        sections = _split_sections(size, split_size)
+        return _split_pieces(input, SPLIT, dim, sections, split_size=split_size)
+    sections = tuple(int(s) for s in split_size_or_sections)
+    if any(s < 0 for s in sections):
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes have only non-negative entries, but got "
+            f"split_sizes={list(sections)}")
+    if builtins.sum(sections) != size:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+            f"size at dimension {dim}), but got split_sizes={list(sections)}")
+    return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
 
 
 def chunk(input, chunks, dim=0):
-    """Split into ``chunks`` nearly equal views (fewer if the size does not allow)."""
+    """Split into ``chunks`` nearly equal views (fewer if the size does not allow), as
+    ``split`` with ``ceil(size / chunks)``: the pieces share one ``SplitBackward0`` node
+    (``SplitWithSizesBackward0`` for an empty dim, as in PyTorch)."""
+    _check_splittable(input, "chunk")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
     size = input._data.shape[_wrap_dim(dim, input.ndim)]
-    step = max(1, -(-size // chunks))
-    return split(input, step, dim)
+    split_size = -(-size // chunks)
+    if split_size == 0 and size == 0:  # PyTorch keeps the count: `chunks` empty pieces
+        return split(input, [0] * chunks, dim)
+    return split(input, split_size, dim)
 
 
 def unbind(input, dim=0):
+    """The views ``input.select(dim, i)`` for every ``i``, outputs of one ``UnbindBackward0``."""
+    if input.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     dim = _wrap_dim(dim, input.ndim)
-    return tuple(select(input, dim, i) for i in range(input._data.shape[dim]))
+    shape = input._data.shape
+    pieces = apply(UNBIND, input, dim=dim, shape=shape)
+    lead = (slice(None),) * dim
+    steps = [(_SELECT, {"key": lead + (i,), "kind": "select", "shape": shape})
+             for i in range(shape[dim])]
+    return _make_pieces_views(input, pieces, steps)
 
 
 FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims).copy(),

@@ -63,6 +63,14 @@ PROGRAMS = {
                           lambda x: x.transpose(0, 2).permute(2, 0, 1).squeeze(1)),
     "expand": ([((3, 1), _signed)], lambda x: x.expand(2, 3, 4)),
     "clone": ([((3,), _signed)], lambda x: x.clone()),
+    # one node, several outputs; an unused piece's gradient is materialized as zeros
+    "split": ([((5, 3), _signed)],
+              lambda x: gv.cat([p * (i + 1) for i, p in enumerate(x.split(2))][::2]) + x.chunk(2, 1)[1].sum()),
+    "split_with_sizes": ([((2, 5), _signed)],
+                         lambda x: gv.cat(x.split([0, 2, 3], -1)[1:], -1) * x.split([1, 4], 1)[0]),
+    "split_single_piece": ([((3,), _signed)], lambda x: x.split(3)[0] * 2),
+    "split_size_zero": ([((0, 3), _signed)], lambda x: x.split(2)[0] + x.chunk(2)[1]),
+    "unbind": ([((3, 4), _signed)], lambda x: x.unbind(1)[0] * x.unbind(1)[3] + x.unbind()[1][:3]),
     "size_zero": ([((0, 3), _signed), ((3,), _signed)], lambda x, y: (x * y + 1).sum(0)),
     "zero_dim": ([((), _signed), ((), _positive)], lambda x, y: gv.exp(x) * y / y + x.sum()),
 }
