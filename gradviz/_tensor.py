@@ -8,6 +8,7 @@ conversion, printing and ``backward``.
 
 from __future__ import annotations
 
+import math
 import warnings
 import weakref
 
@@ -30,6 +31,28 @@ class Size(tuple):
 
     def __repr__(self) -> str:
         return f"gradviz.Size({list(self)})"
+
+    def __getitem__(self, index):
+        result = tuple.__getitem__(self, index)
+        return Size(result) if isinstance(index, slice) else result
+
+    # like torch.Size: concatenation and repetition stay sizes
+    def __add__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        if not isinstance(other, tuple):
+            return NotImplemented
+        return Size(tuple(other) + tuple(self))
+
+    def __mul__(self, count):
+        if not isinstance(count, int):
+            return NotImplemented
+        return Size(tuple.__mul__(self, count))
+
+    __rmul__ = __mul__
 
     def numel(self) -> int:
         n = 1
@@ -56,13 +79,13 @@ class Tensor(_engine.TensorBase):
     _forward_tangent = None  # forward-mode AD: the tangent at the active dual level
     _retain_grad_hook = None  # set by retain_grad()
 
-    def __init__(self, data=None, *, requires_grad: bool = False, dtype=None):
-        if isinstance(data, Tensor):
-            raise TypeError("use gradviz.tensor(t) or t.clone() to copy a Tensor")
-        array = _to_array(data, dtype)
-        _engine.TensorBase.__init__(self, array, False)
-        if requires_grad:
-            self.requires_grad_(True)
+    def __init__(self, *args, device=None):
+        """``torch.Tensor``'s legacy constructor: ``Tensor(2, 3)`` (or a ``Size``) is an
+        uninitialized (here: zero) tensor of that shape, ``Tensor(data)`` converts data to the
+        default float dtype, ``Tensor(tensor)`` shares the tensor's storage and dtype."""
+        if device not in (None, "cpu"):
+            raise RuntimeError(f"gradviz runs on the CPU only; got device {device!r}")
+        _engine.TensorBase.__init__(self, _legacy_array(args), False)
 
     # ---- dtype, shape ---------------------------------------------------------------
     @property
@@ -105,6 +128,18 @@ class Tensor(_engine.TensorBase):
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def ndimension(self) -> int:
+        return self._data.ndim
+
+    def cpu(self) -> "Tensor":
+        return self
+
+    def get_device(self) -> int:
+        return -1
+
     def __len__(self) -> int:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
@@ -117,10 +152,14 @@ class Tensor(_engine.TensorBase):
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
-        self.requires_grad_(value)
+        # torch words the dtype error differently for the setter, the method and factories
+        self._set_requires_grad(value, "only Tensors of floating point and complex dtype")
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         """Set whether autograd records operations on this leaf tensor (in place)."""
+        return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype")
+
+    def _set_requires_grad(self, requires_grad, dtype_phrase) -> "Tensor":
         if self.grad_fn is not None:
             if requires_grad:
                 return self
@@ -130,10 +169,7 @@ class Tensor(_engine.TensorBase):
                 "var_no_grad = var.detach()."
             )
         if requires_grad and not self.dtype.is_floating_point:
-            raise RuntimeError(
-                "Only Tensors of floating point and complex dtype can require gradients "
-                f"(got {self.dtype})"
-            )
+            raise RuntimeError(f"{dtype_phrase} can require gradients (got {self.dtype})")
         self._requires_grad = bool(requires_grad)
         return self
 
@@ -311,6 +347,12 @@ class Tensor(_engine.TensorBase):
     def __repr__(self) -> str:
         return _format(self)
 
+    def __format__(self, format_spec: str) -> str:
+        # like torch: a 0-d tensor formats as its Python number (f"{loss:.4f}")
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self._data.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
+
     def __reduce_ex__(self, protocol):
         return (_rebuild, (self._data.copy(), self._requires_grad))
 
@@ -427,6 +469,30 @@ def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version_counter
     return out
 
 
+def _legacy_array(args) -> np.ndarray:
+    """The array behind ``Tensor(*args)`` (torch's legacy constructor)."""
+    default = _dtypes.get_default_dtype().numpy
+    if not args:
+        return np.zeros((0,), dtype=default)
+    if len(args) == 1 and isinstance(args[0], Tensor):
+        return args[0]._data
+    if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args) or (
+            len(args) == 1 and isinstance(args[0], Size)):
+        shape = tuple(int(a) for a in (args[0] if isinstance(args[0], Size) else args))
+        for size in shape:
+            if size < 0:
+                raise RuntimeError(
+                    f"Trying to create tensor with negative dimension {size}: {list(shape)}")
+        return np.zeros(shape, dtype=default)
+    if len(args) == 1:
+        data = args[0]
+        if isinstance(data, (float, bool, complex)) or np.isscalar(data):
+            raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+        return _to_array(data, _dtypes.get_default_dtype())
+    raise TypeError("new() received an invalid combination of arguments: pass sizes as ints or "
+                    "one sequence of data")
+
+
 def _to_array(data, dtype=None) -> np.ndarray:
     """Convert Python data or a numpy array to a numpy array with torch's default dtypes."""
     if dtype is not None:
@@ -436,24 +502,81 @@ def _to_array(data, dtype=None) -> np.ndarray:
     elif data is None:
         array = np.zeros((0,), dtype=_dtypes.get_default_dtype().numpy)
     else:
-        array = np.asarray(data)
+        try:
+            array = np.asarray(data)
+        except ValueError:
+            raise _sequence_error(data) from None
         if array.dtype == object:
-            raise TypeError(
-                f"cannot build a tensor from {type(data).__name__}: the elements must be numbers "
-                "or nested lists of numbers of equal lengths"
-            )
+            raise _sequence_error(data)
         if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
-            # Python data: floats become the default float dtype, ints int64, like torch.
-            # With an explicit dtype, convert once (float64 -> float32 -> float64 loses digits).
-            if array.dtype.kind == "f":
-                array = array.astype(_dtypes.get_default_dtype().numpy)
-            elif array.dtype.kind in "iu":
-                array = array.astype(np.int64)
+            # Python data: floats become the default float dtype, ints int64, like torch;
+            # numpy scalars inside keep their own dtype. With an explicit dtype, convert once
+            # (float64 -> float32 -> float64 loses digits).
+            if array.dtype.kind in "fiu":
+                array = array.astype(_sequence_dtype(data))
     if dtype is not None:
         array = array.astype(dtype.numpy, copy=False)
     elif array.dtype not in _SUPPORTED_NUMPY:
         array = array.astype(from_numpy(array.dtype).numpy)
     return array
+
+
+def _sequence_dtype(data) -> np.dtype:
+    """The dtype torch infers for nested Python data: the promotion of its elements' types,
+    where a Python float counts as the default dtype, an int as int64, and a numpy scalar or
+    a tensor as its own dtype."""
+    kinds = set()
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, np.generic):
+            kinds.add(from_numpy(item.dtype))
+        elif isinstance(item, Tensor):
+            kinds.add(item.dtype)
+        elif isinstance(item, bool):
+            kinds.add(_dtypes.bool)
+        elif isinstance(item, int):
+            kinds.add(_dtypes.int64)
+        else:
+            kinds.add(_dtypes.get_default_dtype())
+    result = _dtypes.get_default_dtype() if not kinds else None  # [] is a float tensor
+    for kind in kinds:
+        result = kind if result is None else _dtypes._promote(result, kind)
+    return result.numpy
+
+
+def _sequence_error(data) -> Exception:
+    """torch's error for nested lists of unequal lengths ("expected sequence of length 2 at
+    dim 1 (got 1)"), found the way torch finds it: the shape follows the first elements."""
+    shape = []
+    item = data
+    while isinstance(item, (list, tuple)):
+        shape.append(len(item))
+        if not item:
+            break
+        item = item[0]
+
+    def check(item, dim):
+        if dim == len(shape):
+            if isinstance(item, (list, tuple)):
+                return TypeError(f"'{type(item).__name__}' object cannot be interpreted as a number")
+            return None
+        if not isinstance(item, (list, tuple)):
+            return TypeError("not a sequence")
+        if len(item) != shape[dim]:
+            return ValueError(
+                f"expected sequence of length {shape[dim]} at dim {dim} (got {len(item)})")
+        for child in item:
+            error = check(child, dim + 1)
+            if error is not None:
+                return error
+        return None
+
+    return check(data, 0) or TypeError(
+        f"could not build a tensor from {type(data).__name__}: the elements must be numbers or "
+        "nested lists of numbers of equal lengths")
 
 
 _ext_ops.install(Tensor, _dtypes._BY_NUMPY)
@@ -484,58 +607,139 @@ def _describe(tensor) -> str:
 
 
 # --------------------------------------------------------------------------------------
-# Printing, close to torch's
+# Printing: a port of torch/_tensor_str.py (default print options), so that a tensor prints
+# exactly as PyTorch prints it, line breaks and summarization included.
 # --------------------------------------------------------------------------------------
 
+_PRECISION = 4  # digits after the point (PRINT_OPTS.precision)
+_THRESHOLD = 1000  # more elements than this are summarized with "..."
+_EDGEITEMS = 3  # elements kept at each end of a summarized dimension
+_LINEWIDTH = 80
+
+
+class _Formatter:
+    """torch's ``_Formatter``: one style (integral, fixed or scientific) and one width for
+    every element, chosen from the nonzero finite values."""
+
+    def __init__(self, values: np.ndarray, floating: bool):
+        self.floating = floating
+        self.int_mode = True
+        self.sci_mode = False
+        self.max_width = 1
+        flat = values.reshape(-1)
+        if not floating:
+            self.max_width = max([1] + [len(f"{v}") for v in flat.tolist()])
+            return
+        as_double = flat.astype(np.float64)
+        finite = as_double[np.isfinite(as_double) & (as_double != 0)]
+        if finite.size == 0:
+            return
+        magnitudes = np.abs(finite)
+        smallest, largest = magnitudes.min(), magnitudes.max()
+        self.int_mode = bool(np.all(finite == np.ceil(finite)))
+        self.sci_mode = bool(largest / smallest > 1000.0 or largest > 1.0e8 or smallest < 1.0e-4)
+        numbers = finite.tolist()
+        if self.sci_mode:
+            self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in numbers)
+        elif self.int_mode:
+            self.max_width = max(len(f"{v:.0f}") + 1 for v in numbers)
+        else:
+            self.max_width = max(len(f"{v:.{_PRECISION}f}") for v in numbers)
+
+    def format(self, value) -> str:
+        if self.floating:
+            if self.sci_mode:
+                text = f"{value:{self.max_width}.{_PRECISION}e}"
+            elif self.int_mode:
+                text = f"{value:.0f}"
+                if not (math.isinf(value) or math.isnan(value)):
+                    text += "."
+            else:
+                text = f"{value:.{_PRECISION}f}"
+        else:
+            text = f"{value}"
+        return (self.max_width - len(text)) * " " + text
+
+
+def _summarized(data: np.ndarray) -> np.ndarray:
+    """The elements that a summarized print shows (torch's ``get_summarized_data``)."""
+    if data.ndim == 0:
+        return data
+    if data.ndim == 1:
+        if data.shape[0] > 2 * _EDGEITEMS:
+            return np.concatenate((data[:_EDGEITEMS], data[-_EDGEITEMS:]))
+        return data
+    if data.shape[0] > 2 * _EDGEITEMS:
+        rows = list(range(_EDGEITEMS)) + list(range(data.shape[0] - _EDGEITEMS, data.shape[0]))
+    else:
+        rows = range(data.shape[0])
+    return np.stack([_summarized(data[i]) for i in rows])
+
+
+def _vector_str(data, indent, summarize, formatter):
+    element_length = formatter.max_width + 2
+    per_line = max(1, math.floor((_LINEWIDTH - indent) / element_length))
+    if summarize and data.shape[0] > 2 * _EDGEITEMS:
+        items = ([formatter.format(v) for v in data[:_EDGEITEMS].tolist()] + [" ..."]
+                 + [formatter.format(v) for v in data[-_EDGEITEMS:].tolist()])
+    else:
+        items = [formatter.format(v) for v in data.tolist()]
+    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
+    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
+
+
+def _nested_str(data, indent, summarize, formatter):
+    if data.ndim == 0:
+        return formatter.format(data.item())
+    if data.ndim == 1:
+        return _vector_str(data, indent, summarize, formatter)
+    size = data.shape[0]
+    if summarize and size > 2 * _EDGEITEMS:
+        slices = ([_nested_str(data[i], indent + 1, summarize, formatter) for i in range(_EDGEITEMS)]
+                  + ["..."]
+                  + [_nested_str(data[i], indent + 1, summarize, formatter)
+                     for i in range(size - _EDGEITEMS, size)])
+    else:
+        slices = [_nested_str(data[i], indent + 1, summarize, formatter) for i in range(size)]
+    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
+
+
+def _add_suffixes(text, suffixes, indent):
+    parts = [text]
+    last_line_len = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line_len + len(suffix) + 2 > _LINEWIDTH:
+            parts.append(",\n" + " " * indent + suffix)
+            last_line_len = indent + len(suffix)
+        else:
+            parts.append(", " + suffix)
+            last_line_len += len(suffix) + 2
+    parts.append(")")
+    return "".join(parts)
+
+
 def _format(t: Tensor) -> str:
+    """``repr(t)``, as torch's ``_str_intern`` writes it for a CPU tensor."""
     data = t._data
     dtype = t.dtype
+    prefix = "tensor("
+    indent = len(prefix)
+    suffixes = []
     if data.size == 0:
+        if data.ndim != 1:
+            suffixes.append(f"size={tuple(data.shape)}")
+        if dtype is not _dtypes.get_default_dtype():
+            suffixes.append(f"dtype=gradviz.{dtype.name}")
         body = "[]"
-    elif dtype.is_floating_point:
-        body = np.array2string(data, separator=", ", prefix="tensor(",
-                               formatter={"float_kind": _float_formatter(data)})
-    elif dtype is _dtypes.bool:
-        body = np.array2string(data, separator=", ", prefix="tensor(",
-                               formatter={"bool": _bool_formatter(data)})
     else:
-        body = np.array2string(data, separator=", ", prefix="tensor(")
-    extras = []
-    if data.size == 0 and data.ndim != 1:
-        extras.append(f"size={tuple(data.shape)}")
-    if dtype not in (_dtypes.get_default_dtype(), _dtypes.int64, _dtypes.bool):
-        extras.append(f"dtype=gradviz.{dtype.name}")
+        if dtype not in (_dtypes.get_default_dtype(), _dtypes.int64, _dtypes.bool):
+            suffixes.append(f"dtype=gradviz.{dtype.name}")
+        summarize = data.size > _THRESHOLD
+        formatter = _Formatter(_summarized(data) if summarize else data,
+                               dtype.is_floating_point)
+        body = _nested_str(data, indent, summarize, formatter)
     if t.grad_fn is not None:
-        extras.append(f"grad_fn=<{t.grad_fn.name()}>")
+        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
     elif t._requires_grad:
-        extras.append("requires_grad=True")
-    suffix = "".join(", " + e for e in extras)
-    return f"tensor({body}{suffix})"
-
-
-def _float_formatter(data):
-    """torch's choice of style (integral, fixed 4 decimals, or scientific), right-aligned."""
-    finite = data[np.isfinite(data)].astype(np.float64)
-    magnitudes = np.abs(finite)
-    nonzero = magnitudes[magnitudes > 0]
-    integral = bool(np.all(finite == np.round(finite)))
-    big = bool(magnitudes.size and magnitudes.max() >= 1e8)
-    small = bool(nonzero.size and nonzero.min() < 1e-4)
-    scientific = big or small or (nonzero.size and nonzero.max() / nonzero.min() > 1000 and not integral)
-
-    def style(v):
-        if not np.isfinite(v):
-            return "nan" if np.isnan(v) else ("inf" if v > 0 else "-inf")
-        if scientific:
-            return f"{v:.4e}"
-        if integral:
-            return f"{v:.0f}."
-        return f"{v:.4f}"
-
-    width = max((len(style(v)) for v in data.reshape(-1)), default=0)
-    return lambda v: style(v).rjust(width)
-
-
-def _bool_formatter(data):
-    true = " True" if not data.all() else "True"  # torch right-aligns to "False"'s width
-    return lambda v: true if v else "False"
+        suffixes.append("requires_grad=True")
+    return _add_suffixes(prefix + body, suffixes, indent)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections import OrderedDict, namedtuple
 
-from .._tensor import Tensor, _format
+from gradviz_ext import engine as _engine
+
+from .._tensor import Tensor, _format, _to_array
 from ..autograd import no_grad
 
 __all__ = ["Parameter", "Module"]
@@ -32,8 +34,13 @@ class Parameter(Tensor):
     """
 
     def __init__(self, data=None, requires_grad: bool = True):
-        array = data._data if isinstance(data, Tensor) else data
-        super().__init__(array, requires_grad=requires_grad)
+        if isinstance(data, Tensor):
+            array = data._data
+        else:
+            array = _to_array(data)
+        _engine.TensorBase.__init__(self, array, False)
+        if requires_grad:
+            self._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
 
     def __repr__(self) -> str:
         return "Parameter containing:\n" + _format(self)

@@ -120,6 +120,14 @@ def _add_inplace(target, grad):
     return target
 
 
+def _sum_to(grad, shape):
+    """Engine runtime: reduce a broadcast gradient to ``shape``; differentiable only when the
+    engine runs with ``create_graph`` (grad mode on), else straight on the array."""
+    if _engine.is_grad_enabled():
+        return R.sum_to(grad, shape)
+    return _wrap(R.sum_to_array(grad._data, shape))
+
+
 def _zeros(shape, dtype):
     return _wrap(np.zeros(shape, dtype=dtype.numpy))
 
@@ -130,7 +138,7 @@ _engine.install_runtime(
     clone=S.clone,
     detach=Tensor.detach,
     zeros=_zeros,
-    sum_to=R.sum_to,
+    sum_to=_sum_to,
     cast=P.to,
     make=_tensor._wrap,
     describe=_describe,

@@ -26,7 +26,7 @@ def manual_seed(seed: int):
 def _finish(array, requires_grad):
     out = _wrap(array)
     if requires_grad:
-        out.requires_grad_(True)
+        out._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
     return out
 
 
@@ -108,13 +108,77 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         dtype = _dtypes.result_type(start, end, step)
     dtype = _dtypes.as_dtype(dtype)
     count = max(0, int(np.ceil((end - start) / step)))
-    array = (start + step * np.arange(count, dtype=np.float64 if dtype.is_floating_point else np.int64))
-    return _finish(array.astype(dtype.numpy), requires_grad)
+    if dtype.is_floating_point:
+        array = _arange_values(float(start), float(step), count, dtype.numpy)
+    else:
+        array = (start + step * np.arange(count, dtype=np.int64)).astype(dtype.numpy)
+    return _finish(array, requires_grad)
+
+
+def _arange_values(start, step, count, np_dtype):
+    """Floating ``arange`` bit for bit as PyTorch's CPU kernel computes it: ``start + step * i``
+    in double precision (one fused multiply-add), except that whole blocks of two 256-bit
+    vectors start each vector at a value rounded to the dtype and count up from there."""
+    index = np.arange(count, dtype=np.float64)
+    scalar = _fused_multiply_add(step, index, start)
+    if np_dtype.itemsize not in (4, 8):
+        return scalar.astype(np_dtype)
+    lanes = 32 // np_dtype.itemsize
+    vectorized = count - count % (2 * lanes)
+    lane = index % lanes
+    chunk_start = _fused_multiply_add(step, index - lane, start).astype(np_dtype).astype(np.float64)
+    blocked = _fused_multiply_add(step, lane, chunk_start)
+    return np.where(index < vectorized, blocked, scalar).astype(np_dtype)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end``, bit for bit as PyTorch's CPU
+    kernel computes them (the first half counts up from ``start``, the second half down from
+    ``end``, each value one fused multiply-add)."""
     _check_device(device)
-    return _finish(np.linspace(start, end, int(steps)).astype(_dtype_or_default(dtype).numpy), requires_grad)
+    dtype = _dtype_or_default(dtype)
+    steps = int(steps)
+    if steps < 0:
+        raise RuntimeError("linspace(): number of steps must be non-negative")
+    return _finish(_linspace_values(start, end, steps, dtype.numpy), requires_grad)
+
+
+def _linspace_values(start, end, steps, np_dtype):
+    if steps <= 1:
+        return np.full((steps,), start).astype(np_dtype)
+    if np_dtype.kind != "f":
+        # integral dtypes: the ends are truncated first, the step is a double, each value
+        # truncated
+        start, end = int(start), int(end)
+        step = (float(end) - float(start)) / (steps - 1)
+        index = np.arange(steps, dtype=np.float64)
+        up = _fused_multiply_add(step, index, float(start))
+        down = _fused_multiply_add(-step, steps - 1 - index, float(end))
+        return np.trunc(np.where(index < steps // 2, up, down)).astype(np_dtype)
+    first, last = np_dtype.type(start), np_dtype.type(end)
+    step = (last - first) / np_dtype.type(steps - 1)  # in the tensor's dtype, like torch
+    index = np.arange(steps, dtype=np.float64)
+    up = _fused_multiply_add(np.float64(step), index, np.float64(first))
+    down = _fused_multiply_add(-np.float64(step), steps - 1 - index, np.float64(last))
+    return np.where(index < steps // 2, up, down).astype(np_dtype)
+
+
+def _fused_multiply_add(a, b, c):
+    """``a * b + c`` rounded once, in float64 (Dekker's product and Knuth's sum, which are exact):
+    what the C++ compiler emits for torch's ``start + step * idx``."""
+    product = a * b
+    split = 134217729.0  # 2**27 + 1
+    a_big = a * split
+    a_hi = a_big - (a_big - a)
+    a_lo = a - a_hi
+    b_big = b * split
+    b_hi = b_big - (b_big - b)
+    b_lo = b - b_hi
+    product_error = ((a_hi * b_hi - product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+    total = product + c
+    virtual = total - product
+    sum_error = (product - (total - virtual)) + (c - virtual)
+    return total + (sum_error + product_error)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):

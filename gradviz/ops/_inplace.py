@@ -315,13 +315,61 @@ def zero_(self):
 
 def _method(fn):
     """``x.name_(...)``: the in-place form of the out-of-place ``fn(x, ...)``."""
+    ufunc = _DIRECT_UFUNCS.get(fn.__name__)
+
     def method(self, *args, **kwargs):
+        if ufunc is not None and _write_directly(self, ufunc, args, kwargs):
+            return self
         others = [a for a in args if isinstance(a, Tensor)] + [
             v for v in kwargs.values() if isinstance(v, Tensor)]
         return inplace(self, lambda old: fn(old, *args, **kwargs), *others)
 
     method.__name__ = fn.__name__ + "_"
     return method
+
+
+# Note [Direct in-place arithmetic]: ``p.add_(g, alpha=-lr)`` in an optimizer step records
+# nothing, yet the general path computes a new array and copies it back: one extra pass and
+# one extra allocation per parameter. When no graph is needed and nothing can change the
+# dtype or the shape (a float tensor, and a tensor of its dtype and shape or a Python number
+# as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self`` with the ufunc's
+# ``out=``: the same values, one pass. Anything else takes the general path, which owns the
+# errors.
+_DIRECT_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
+
+
+def _write_directly(self, ufunc, args, kwargs):
+    """Try Note [Direct in-place arithmetic]; False means "take the general path"."""
+    if len(args) != 1 or not isinstance(self, Tensor) or _ext_ops._forward_ad is not None:
+        return False
+    alpha = kwargs.get("alpha", 1)
+    if (len(kwargs) > 1 or (kwargs and "alpha" not in kwargs)
+            or (alpha != 1 and ufunc not in (np.add, np.subtract))):
+        return False
+    data = self._data
+    if data.dtype.kind != "f" or not data.flags.writeable:
+        return False
+    other = args[0]
+    if isinstance(other, Tensor):
+        if other._data.dtype != data.dtype or other._data.shape != data.shape:
+            return False
+        operand = other._data
+    elif type(other) in (float, int):
+        operand = other
+    else:
+        return False
+    if type(alpha) not in (float, int):
+        return False
+    if _engine.is_grad_enabled() and (
+            _requires_grad(self) or (isinstance(other, Tensor) and _requires_grad(other))
+            or (self._base is not None and _requires_grad(self._base))):
+        return False  # a graph is recorded: the general path
+    with np.errstate(all="ignore"):
+        if alpha != 1:
+            operand = operand * alpha
+        ufunc(data, operand, out=data, casting="unsafe")
+    self._version_counter.bump()
+    return True
 
 
 def _build_methods():

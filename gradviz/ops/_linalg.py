@@ -34,6 +34,15 @@ def _check_float_pair(what, a, b):
                            f"{a.dtype.name.capitalize()} and {b.dtype.name.capitalize()}")
 
 
+def _mm_mat2_grad(mat1, g, mat2):
+    """``mat1.T @ g`` laid out like ``mat2``: when ``mat2`` is a transposed view (``x @ w.t()``,
+    as in every Linear layer) compute ``(g.T @ mat1).T``, as PyTorch's mm_mat2_backward does, so
+    the gradient that reaches ``w`` is row-major and ``.grad`` needs no transposing copy."""
+    if mat2.ndim == 2 and mat2.flags.f_contiguous and not mat2.flags.c_contiguous:
+        return np.matmul(g.T, mat1).T
+    return np.matmul(mat1.T, g)
+
+
 DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_both, dtype=promote,
          backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
@@ -52,7 +61,7 @@ MM = Op("mm", "MmBackward0", forward=np.matmul, saves=_both, dtype=promote,
             mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
             np.matmul(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
-            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
+            _mm_mat2_grad(ctx.data(0), g, ctx.data(1)) if ctx.needs_input_grad[1] else None))
 BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,

@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor
+from .._tensor import Tensor, _wrap
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 __all__ = [
@@ -289,7 +289,15 @@ def _mask_like(mask_tensor, like):
 
 
 def _threshold_backward_forward(g, result):
-    return np.where(result > 0, g, np.zeros((), dtype=g.dtype))
+    # g * mask is several times faster than np.where on a random mask; "+ 0.0" turns the -0.0
+    # of a negative g times False into the 0.0 torch gives. inf or NaN times False would be
+    # NaN where torch gives 0, so a gradient that is not finite takes np.where.
+    mask = result > 0
+    if g.dtype.kind != "f" or not np.isfinite(g).all():
+        return np.where(mask, g, np.zeros((), dtype=g.dtype))
+    out = np.multiply(g, mask, dtype=g.dtype)
+    out += 0.0
+    return out
 
 
 RELU = Op("relu", "ReluBackward0",
@@ -583,7 +591,7 @@ def where(condition, input=None, other=None):
     With only ``condition``, the indices of its true entries (``nonzero(as_tuple=True)``).
     """
     if input is None and other is None:
-        return tuple(Tensor(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
+        return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
     if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
         raise RuntimeError("where expected condition to be a boolean tensor")
     return apply(WHERE, _check_operand(input, "where"), _check_operand(other, "where"),

@@ -187,7 +187,7 @@ def _prod_of_others(x, dims):
     for d in dims:
         n *= x._data.shape[d]
     rows = expand(unsqueeze(reshape(moved, *lead, n), -2), *lead, n, n)  # row k: the slice
-    diagonal = Tensor(np.eye(n, dtype=bool))
+    diagonal = _wrap(np.eye(n, dtype=bool))
     others = apply(_PROD_DIM, where_one(diagonal, rows), **_reduce_attrs(rows, -1, False))
     others = reshape(others, *moved._data.shape)
     if order != list(range(x.ndim)):

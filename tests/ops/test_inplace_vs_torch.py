@@ -246,3 +246,34 @@ def test_inplace_under_no_grad_updates_leaf_like_sgd():
     ours, theirs = program(gradviz), program(torch)
     assert_close(ours, theirs, "float32")
     assert ours.is_leaf and ours.requires_grad and ours._version == theirs._version
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_direct_inplace_arithmetic_without_a_graph_matches_torch(dtype):
+    # Note [Direct in-place arithmetic]: an optimizer-style update writes straight into the
+    # parameter; values, the version counter and the identity of the result are torch's.
+    start = normal(3, 4)
+    step = normal(3, 4)
+
+    def run(m):
+        p = m.tensor(start, dtype=getattr(m, dtype), requires_grad=True)
+        g = m.tensor(step, dtype=getattr(m, dtype))
+        with m.no_grad():
+            versions = [p._version]
+            same = p.add_(g, alpha=-0.1) is p
+            p.sub_(g).mul_(1.5).div_(3).add_(2).sub_(0.25, alpha=2)
+            p += g
+            p *= 2
+            versions.append(p._version)
+        return p.detach().numpy().copy(), versions, same, p.requires_grad, p.grad_fn is None
+
+    gv_out, th_out = run(gradviz), run(torch)
+    np.testing.assert_allclose(gv_out[0], th_out[0], rtol=1e-6 if dtype == "float32" else 1e-12)
+    assert gv_out[1:] == th_out[1:]
+
+
+def test_direct_inplace_arithmetic_keeps_the_leaf_error_under_grad_mode():
+    for m in (gradviz, torch):
+        p = m.ones(3, requires_grad=True)
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            p.add_(m.ones(3), alpha=-0.1)
