@@ -24,6 +24,7 @@ function tests run every case through both.
 
 import cython
 
+from gradviz_ext import _ops
 from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE
 
 if not cython.compiled:  # compiled, these come from the cimport in _function.pxd
@@ -35,17 +36,36 @@ if not cython.compiled:  # compiled, these come from the cimport in _function.px
 _dtypes_by_numpy = {}
 _wrap_outputs = None
 _wrap_unchanged_input = None
+_general_apply = None
+_transform_stack = []
+_base_setup_context = None
 
 # Backward resolution per node class: type -> (backward, vjp, the one to call)
 _resolved_backward = {}
 
 
-def install(dtypes_by_numpy, wrap_outputs, wrap_unchanged_input):
-    """Give this module the numpy-to-gradviz dtype table and the general path's functions."""
-    global _dtypes_by_numpy, _wrap_outputs, _wrap_unchanged_input
+def install(dtypes_by_numpy, wrap_outputs, wrap_unchanged_input, general_apply, transform_stack,
+            base_setup_context):
+    """Give this module the numpy-to-gradviz dtype table and the general path's pieces:
+    ``general_apply(cls, args, kwargs)``, the (mutated in place) list of active
+    ``gradviz.func`` transforms, and ``Function.setup_context`` (the "not overridden" marker)."""
+    global _dtypes_by_numpy, _wrap_outputs, _wrap_unchanged_input, _general_apply
+    global _transform_stack, _base_setup_context
     _dtypes_by_numpy = dtypes_by_numpy
     _wrap_outputs = wrap_outputs
     _wrap_unchanged_input = wrap_unchanged_input
+    _general_apply = general_apply
+    _transform_stack = transform_stack
+    _base_setup_context = base_setup_context
+
+
+def apply(cls, *args, **kwargs):
+    """``Function.apply``: the common path here (Note [Custom Function fast path]), anything
+    else through the general one."""
+    if (kwargs or _transform_stack or _ops._forward_ad is not None
+            or forward_observer() is not None or cls.setup_context is not _base_setup_context):
+        return _general_apply(cls, args, kwargs)
+    return apply_function(cls, args)
 
 
 class FunctionNode(Node):

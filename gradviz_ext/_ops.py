@@ -159,6 +159,7 @@ def _fast_target(inputs, rule):
 # result in half the time (only for a float result: int and bool tensors keep numpy's own
 # rules, overflow errors included). Conversions are cached per dtype; zeros are not (0.0 == -0.0, yet the sign
 # matters) and neither is NaN (never equal to itself).
+_ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _scalars_f32 = {}
@@ -235,7 +236,7 @@ class OpNode(Node):
                     reused = grads[i]
                     break
             if reused is None:
-                reused = make_tensor(value if type(value) is np.ndarray else np.asarray(value))
+                reused = make_tensor(value if type(value) is _ndarray else np.asarray(value))
             outputs.append(reused)
         return outputs
 
@@ -414,7 +415,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     if multiple:
         outputs = tuple([make_tensor(np.asarray(r)) for r in result])
     else:
-        out = make_tensor(result if type(result) is np.ndarray else np.asarray(result))
+        out = make_tensor(result if type(result) is _ndarray else np.asarray(result))
         outputs = (out,)
     if op.view:
         base = inputs[0]
@@ -481,7 +482,9 @@ def install_arithmetic(**ops_and_fallbacks):
 def _plain_operand(x) -> cython.bint:
     """A non-bool Tensor, or a Python int/float: the cases the fast path handles."""
     if isinstance(x, TensorBase):
-        return x._data.dtype.kind != "b"
+        tensor: TensorBase = x
+        dtype = tensor._data.dtype
+        return dtype is _F32 or dtype is _F64 or dtype.kind != "b"
     t = type(x)
     return t is float or t is int
 

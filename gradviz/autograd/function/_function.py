@@ -146,17 +146,18 @@ class Function(metaclass=FunctionMeta):
             "forward mode AD."
         )
 
-    @classmethod
-    def apply(cls, *args, **kwargs):
-        """Run ``forward`` and record the node that will run ``backward``."""
-        if _transform_state.stack:  # inside gradviz.func.vmap/grad/...: their rules apply
-            from ...func import _vmap
+    # Run ``forward`` and record the node that will run ``backward``: the common case in C,
+    # the rest in _general_apply (Note [Custom Function fast path] in gradviz_ext/_function.py)
+    apply = classmethod(_ext_function.apply)
 
-            return _vmap.apply_function(cls, args, kwargs)
-        if (kwargs or _ext_ops._forward_ad is not None or _engine.forward_observer() is not None
-                or cls.setup_context is not Function.setup_context):
-            return _apply(cls, args, kwargs)[1]
-        return _ext_function.apply_function(cls, args)  # Note [Custom Function fast path]
+
+def _general_apply(cls, args, kwargs):
+    """``Function.apply`` for everything the C path does not take."""
+    if _transform_state.stack:  # inside gradviz.func.vmap/grad/...: their rules apply
+        from ...func import _vmap
+
+        return _vmap.apply_function(cls, args, kwargs)
+    return _apply(cls, args, kwargs)[1]
 
 
 def _has_setup_context(cls):
@@ -434,4 +435,5 @@ def _wrap_unchanged_input(tensor):
     return _wrap(tensor._data, version_counter=tensor._version_counter)
 
 
-_ext_function.install(_dtypes._BY_NUMPY, _wrap_outputs, _wrap_unchanged_input)
+_ext_function.install(_dtypes._BY_NUMPY, _wrap_outputs, _wrap_unchanged_input, _general_apply,
+                      _transform_state.stack, Function.setup_context)
