@@ -109,6 +109,7 @@ cpdef forward_observer()
 cdef object _default_observer
 cdef object _forward_observer
 cdef object _running_task
+cdef dict _thread_tasks
 cdef bint _anomaly_enabled
 cdef bint _anomaly_check_nan
 cpdef current_graph_task()

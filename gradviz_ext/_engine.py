@@ -191,7 +191,7 @@ class Node:
         self._metadata = None
         self._released = False
         # Note [Anomaly mode]: one flag test when anomaly mode is off
-        self._forward_site = capture_forward_site(_running_task) if _anomaly_enabled else None
+        self._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
 
     # ---- identity ------------------------------------------------------------------
     def name(self):
@@ -281,7 +281,7 @@ def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     node._metadata = None
     node._released = False
     # Note [Anomaly mode]: one flag test when anomaly mode is off
-    node._forward_site = capture_forward_site(_running_task) if _anomaly_enabled else None
+    node._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
 
 
 class AccumulateGrad(Node):
@@ -464,7 +464,7 @@ class SavedTensor:
             raise RuntimeError(BACKWARD_TWICE_MESSAGE)
         value = self._unpack_hook(self._packed)
         # [debugger addition] saved-tensor hook events; only under hooks, never on the hot path
-        task = _running_task
+        task = current_graph_task()
         if task is not None and task.observer is not None:
             task.observer.saved_unpacked(task, node, self, self._unpack_hook)
         if not isinstance(value, TensorBase):
@@ -534,7 +534,8 @@ class Observer:
 
 _default_observer = None
 _forward_observer = None
-_running_task = None
+_running_task = None  # the owner thread's; other threads' are in _thread_tasks
+_thread_tasks = {}
 _anomaly_enabled = False
 
 
@@ -543,9 +544,14 @@ def current_graph_task():
     """The graph task whose ``step()`` is running a node right now (innermost), or None.
 
     ``task.current`` is that node. A custom backward that starts its own backward pass
-    nests a task; when that inner task finishes, the outer one is current again.
+    nests a task; when that inner task finishes, the outer one is current again. Per thread,
+    like grad mode (Note [Per-thread grad mode]): a backward running in another thread is not
+    this thread's.
     """
-    return _running_task
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        return _running_task
+    return _thread_tasks.get(ident)
 
 
 def set_anomaly_enabled(mode, check_nan=True):
@@ -567,8 +573,16 @@ def set_current_graph_task(task):
     """Make ``task`` the running graph task (``GraphTask.step`` brackets each node with this);
     returns the previous one."""
     global _running_task
-    previous = _running_task
-    _running_task = task
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        previous = _running_task
+        _running_task = task
+        return previous
+    previous = _thread_tasks.get(ident)
+    if task is None:
+        _thread_tasks.pop(ident, None)
+    else:
+        _thread_tasks[ident] = task
     return previous
 
 

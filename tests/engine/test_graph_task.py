@@ -174,3 +174,39 @@ def test_deep_chain_of_100k_nodes_in_a_subprocess():
     assert data["freed_without_gc"], "the graph stayed alive after the last reference was dropped"
     assert data["unexecuted_freed_without_gc"]
     assert data["engine"] == gradviz.config()["engine"]
+
+
+def test_the_running_graph_task_is_per_thread():
+    gv = gradviz
+    # Like grad mode: a backward running in one thread is not another thread's current task
+    # (torch keeps the current graph task thread-local too).
+    import threading
+
+    from gradviz_ext import engine
+
+    seen = {}
+    inside, release = threading.Event(), threading.Event()
+
+    class Probe(gv.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            seen["worker"] = engine.current_graph_task() is not None
+            inside.set()
+            release.wait(10)
+            return grad * 2
+
+    def worker():
+        x = gv.ones(2, requires_grad=True)
+        Probe.apply(x).sum().backward()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert inside.wait(10)
+    seen["main"] = engine.current_graph_task()
+    release.set()
+    thread.join(10)
+    assert seen == {"worker": True, "main": None}
