@@ -177,7 +177,6 @@ def test_deep_chain_of_100k_nodes_in_a_subprocess():
 
 
 def test_the_running_graph_task_is_per_thread():
-    gv = gradviz
     # Like grad mode: a backward running in one thread is not another thread's current task
     # (torch keeps the current graph task thread-local too).
     import threading
@@ -187,7 +186,7 @@ def test_the_running_graph_task_is_per_thread():
     seen = {}
     inside, release = threading.Event(), threading.Event()
 
-    class Probe(gv.autograd.Function):
+    class Probe(gradviz.autograd.Function):
         @staticmethod
         def forward(ctx, x):
             return x * 2
@@ -200,7 +199,7 @@ def test_the_running_graph_task_is_per_thread():
             return grad * 2
 
     def worker():
-        x = gv.ones(2, requires_grad=True)
+        x = gradviz.ones(2, requires_grad=True)
         Probe.apply(x).sum().backward()
 
     thread = threading.Thread(target=worker)
