@@ -1,11 +1,12 @@
 """gradviz's compiled core.
 
 Four modules in Cython's pure-Python mode: ``_engine.py`` (tensors' autograd fields, graph
-nodes, saved tensors, grad mode), ``_task.py`` (the graph task that runs backward), ``_ops.py``
-(recording built-in ops) and ``_function.py`` (custom Function nodes). Installed normally, their compiled extensions are
-imported. With the environment variable ``GRADVIZ_PURE_PYTHON=1`` the same sources run
-interpreted (readable, steppable with pdb, and the reference the tests compare the compiled
-build against). ``_anomaly.py`` and ``_hooks.py`` are plain Python in both modes.
+nodes, saved tensors, grad mode), ``_task.py`` (the graph task that runs backward),
+``_ops.py`` (recording built-in ops) and ``_function.py`` (custom Function nodes). Installed
+normally, their compiled extensions are imported. With the environment variable
+``GRADVIZ_PURE_PYTHON=1`` the same sources run interpreted (readable, steppable with pdb, and
+the reference the tests compare the compiled build against). ``_anomaly.py``, ``_hooks.py``
+and ``_errstate.py`` are plain Python in both modes.
 """
 
 import importlib.machinery

@@ -21,23 +21,16 @@ import numpy as np
 import cython
 
 from gradviz_ext import _engine
+from gradviz_ext._errstate import ERRSTATE, QUIET
 
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                      forward_observer, gradient_edge, init_node,
                                      is_grad_enabled, save_tensor)
 
-# np.errstate costs about a microsecond; numpy 2 keeps the error state in a context variable
-# that can be set directly for a fraction of that (Note [Op fast paths]). Fall back to
-# np.errstate where that private variable does not exist.
-try:
-    from numpy._core.umath import _extobj_contextvar as _errstate_var
-    from numpy._core.umath import _make_extobj
-
-    _errstate_quiet = _make_extobj(all="ignore")
-except ImportError:  # numpy < 2
-    _errstate_var = None
-    _errstate_quiet = None
+# numpy's error state as a context variable (gradviz_ext/_errstate.py, Note [Op fast paths])
+_errstate_var = ERRSTATE
+_errstate_quiet = QUIET
 
 DTYPE_NONE = 0
 DTYPE_PROMOTE = 1

@@ -33,6 +33,7 @@ import time
 import cython
 
 from gradviz_ext._anomaly import check_nan, report_anomaly
+from gradviz_ext._errstate import ERRSTATE, QUIET
 
 if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
     from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, TensorBase,
@@ -44,17 +45,10 @@ _rt = runtime()
 
 # Note [Quiet backward]: PyTorch never warns about inf or NaN; numpy does unless told not to.
 # A graph task silences numpy's floating-point warnings while it runs nodes, with one context
-# variable set per run() or step() rather than one per op (numpy 2 keeps its error state in
-# this context variable; np.errstate is the fallback). Forward ops silence themselves
-# (gradviz_ext._ops, Note [Op fast paths]).
-try:
-    from numpy._core.umath import _extobj_contextvar as _errstate_var
-    from numpy._core.umath import _make_extobj
-
-    _errstate_quiet = _make_extobj(all="ignore")
-except ImportError:  # numpy < 2
-    _errstate_var = None
-    _errstate_quiet = None
+# variable set per run() or step() rather than one per op (gradviz_ext/_errstate.py). Forward
+# ops silence themselves (gradviz_ext._ops, Note [Op fast paths]).
+_errstate_var = ERRSTATE
+_errstate_quiet = QUIET
 
 
 PAUSED = 0
