@@ -12,17 +12,11 @@ arithmetic. See bench/README.md.
 
 from __future__ import annotations
 
-import os
-
-# Pin every math library to one thread *before* numpy or torch is imported: thread pools
-# are sized at import, and a pool spinning up inside a timed region is noise, not overhead.
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -31,8 +25,8 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
+from _common import environment  # noqa: E402
 
-torch.set_num_threads(1)
 
 SIZES = (1_000, 10_000)
 SHAPES = ((1,), (16,))
@@ -85,19 +79,6 @@ def measure(n, shape, repeats):
     return row
 
 
-def environment():
-    return {
-        "gradviz": gradviz.__version__,
-        "gradviz_engine": gradviz.config()["engine"],
-        "torch": torch.__version__,
-        "torch_threads": torch.get_num_threads(),
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "machine": platform.machine(),
-        "processor": platform.processor() or platform.machine(),
-        "threads_env": {v: os.environ.get(v) for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                                                       "MKL_NUM_THREADS")},
-    }
 
 
 def print_table(rows, env):

@@ -9,10 +9,7 @@ conventions are those of ``chain.py`` (median of repeats, GC off inside the time
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # before numpy/torch size their thread pools
+import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
 import gc  # noqa: E402
@@ -24,7 +21,6 @@ import torch  # noqa: E402
 
 import gradviz  # noqa: E402
 
-torch.set_num_threads(1)
 
 
 def make_square(module):

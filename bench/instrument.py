@@ -10,10 +10,7 @@ points cost (what "compiling the instrumentation out" could save). See bench/REA
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"
+import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
 import gc  # noqa: E402

@@ -23,10 +23,7 @@ gradviz adds; "rest" is its framework overhead. See bench/README.md.
 
 from __future__ import annotations
 
-import os
-
-for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
-    os.environ[_var] = "1"  # before numpy/torch size their thread pools
+import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
