@@ -208,20 +208,30 @@ class OpNode(Node):
         n: cython.Py_ssize_t = len(grads)
         i: cython.Py_ssize_t
         t: TensorBase
-        arrays = [None] * n
-        for i in range(n):
-            grad = grads[i]
+        # numpy's warnings are off: the graph task silences them (Note [Quiet backward])
+        if n == 1:  # one output, the common case: no argument list to build
+            grad = grads[0]
+            first = None
             if grad is not None:
                 t = grad
-                arrays[i] = t._data
-        # numpy's warnings are off: the graph task silences them (Note [Quiet backward])
-        result = op.fast_backward(self, *arrays)
+                first = t._data
+            arrays = (first,)
+            result = op.fast_backward(self, first)
+        else:
+            arrays = [None] * n
+            for i in range(n):
+                grad = grads[i]
+                if grad is not None:
+                    t = grad
+                    arrays[i] = t._data
+            result = op.fast_backward(self, *arrays)
         if not isinstance(result, tuple):
             result = (result,)
-        outputs = []
-        for value in result:
+        m: cython.Py_ssize_t = len(result)
+        outputs = [None] * m
+        for j in range(m):
+            value = result[j]
             if value is None:
-                outputs.append(None)
                 continue
             reused = None
             for i in range(n):  # an incoming gradient passed through: reuse its tensor
@@ -230,7 +240,7 @@ class OpNode(Node):
                     break
             if reused is None:
                 reused = make_tensor(value if type(value) is _ndarray else np.asarray(value))
-            outputs.append(reused)
+            outputs[j] = reused
         return outputs
 
     def data(self, index):
