@@ -6,8 +6,10 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 
 __version__ = "0.1.0"
 
+import types as _types
+
 from . import dtypes
-from ._tensor import Size, Tensor, is_tensor
+from ._tensor import Size, Tensor, device, is_tensor, set_printoptions
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from . import ops
@@ -23,6 +25,17 @@ from .ops import (amax, amin, argmax, argmin, argsort, cat, chunk, cumsum, erf, 
                   scatter_add, select, softmax, log_softmax, sort, split, stack, std, topk, unbind,
                   var, where)
 from .ops import bmm, dot, mm, mv
+from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_min,  # noqa: A004
+                  count_nonzero, cosh, diag, diagonal, equal, floor, floor_divide, fmod, frac,
+                  isclose, isfinite, isinf, isnan, logical_xor, masked_select, negative, nonzero,
+                  outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
+                  trunc)
+from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
+from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
+                  einsum, hstack, meshgrid, tile, vstack)
+from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
+from .dtypes import finfo, iinfo, promote_types
+from ._serialization import load, save
 from . import autograd
 from . import nn
 from . import optim
@@ -36,6 +49,36 @@ from . import viz
 from ._config import config, show_config
 
 clip = clamp
+ger = outer
+
+
+def is_floating_point(input) -> bool:  # noqa: A002
+    return input.dtype.is_floating_point
+
+
+def _not_available():
+    return False
+
+
+# Device-selecting code (``"cuda" if torch.cuda.is_available() else "cpu"``) runs unchanged:
+# gradviz has no accelerator, so every probe says no.
+cuda = _types.ModuleType("gradviz.cuda", "No CUDA: gradviz computes on the CPU.")
+cuda.is_available = _not_available
+cuda.device_count = lambda: 0
+cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
+linalg = _types.ModuleType("gradviz.linalg", "The linear-algebra functions gradviz has.")
+linalg.inv = ops.inverse
+linalg.LinAlgError = ops._linalg._LinAlgError
+linalg.det = ops.det
+linalg.solve = ops._linalg.solve
+linalg.vector_norm = ops._reduction.vector_norm
+linalg.norm = lambda A, ord=None, dim=None, keepdim=False, *, dtype=None: ops.norm(  # noqa: E731
+    A, 2 if ord is None else ord, dim, keepdim, dtype)
+backends = _types.ModuleType("gradviz.backends", "Accelerator backends: none in gradviz.")
+backends.mps = _types.SimpleNamespace(is_available=_not_available, is_built=_not_available)
+backends.cuda = _types.SimpleNamespace(is_built=_not_available)
+backends.cudnn = _types.SimpleNamespace(deterministic=False, benchmark=False, enabled=False,
+                                        is_available=_not_available)
 
 
 def numel(input):
@@ -88,4 +131,14 @@ __all__ = [
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
     "stack", "std", "topk", "unbind", "var", "where",
+    "device", "set_printoptions", "is_floating_point", "cuda", "backends", "ger",
+    "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
+    "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
+    "isclose", "isfinite", "isinf", "isnan", "logical_xor", "masked_select", "negative", "nonzero",
+    "outer", "remainder", "round", "sinh", "square", "tan", "trace", "tril", "triu", "true_divide",
+    "trunc", "cumprod", "logspace", "repeat_interleave", "inverse", "det", "linalg", "addmm", "Generator", "bernoulli",
+    "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
+    "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
+    "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
+    "load",
 ]

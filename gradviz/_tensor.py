@@ -8,7 +8,6 @@ conversion, printing and ``backward``.
 
 from __future__ import annotations
 
-import math
 import warnings
 import weakref
 
@@ -19,9 +18,10 @@ from gradviz_ext._hooks import HookList, RemovableHandle
 from gradviz_ext import ops as _ext_ops
 
 from . import dtypes as _dtypes
+from ._tensor_str import _format, set_printoptions  # noqa: F401  (re-exported)
 from .dtypes import as_dtype, from_numpy
 
-__all__ = ["Tensor", "Size", "is_tensor", "install_methods"]
+__all__ = ["Tensor", "Size", "device", "is_tensor", "install_methods", "set_printoptions"]
 
 
 class Size(tuple):
@@ -61,6 +61,59 @@ class Size(tuple):
         return n
 
 
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve",
+                 "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
+                 "privateuseone")
+
+
+class device:
+    """A device, as ``torch.device``: gradviz computes on the CPU, so ``device("cpu")`` is the
+    only one tensors live on; the others exist so that device-selecting code runs."""
+
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):  # noqa: A002  (torch's name)
+        if isinstance(type, device):
+            self.type, self.index = type.type, type.index
+            return
+        name, _, number = str(type).partition(":")
+        if name not in _DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start "
+                               f"of device string: {type}")
+        self.type = name
+        self.index = int(number) if number else index
+
+    def __repr__(self) -> str:
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self) -> str:
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self) -> int:
+        return hash((self.type, self.index))
+
+
+def check_device(value) -> None:
+    """Accept the CPU (as None, a string or a :class:`device`); refuse any other device."""
+    if value is None:
+        return
+    if not isinstance(value, device):
+        value = device(value)
+    if value.type != "cpu":
+        if value.type == "cuda":
+            raise AssertionError("Torch not compiled with CUDA enabled (gradviz runs on the CPU "
+                                 "only)")
+        raise RuntimeError(f"gradviz runs on the CPU only; got device {str(value)!r}")
+
+
+_CPU = device("cpu")
+
+
 class Tensor(_engine.TensorBase):
     """An n-dimensional array that records operations for automatic differentiation.
 
@@ -83,8 +136,7 @@ class Tensor(_engine.TensorBase):
         """``torch.Tensor``'s legacy constructor: ``Tensor(2, 3)`` (or a ``Size``) is an
         uninitialized (here: zero) tensor of that shape, ``Tensor(data)`` converts data to the
         default float dtype, ``Tensor(tensor)`` shares the tensor's storage and dtype."""
-        if device not in (None, "cpu"):
-            raise RuntimeError(f"gradviz runs on the CPU only; got device {device!r}")
+        check_device(device)
         _engine.TensorBase.__init__(self, _legacy_array(args), False)
 
     # ---- dtype, shape ---------------------------------------------------------------
@@ -118,8 +170,28 @@ class Tensor(_engine.TensorBase):
         return self._data.itemsize
 
     @property
-    def device(self) -> str:
-        return "cpu"
+    def device(self) -> device:
+        return _CPU
+
+    def type(self, dtype=None, non_blocking=False):
+        """Without ``dtype``: the type name (``'gradviz.FloatTensor'``); with one (a dtype or a
+        type name), the tensor converted to it."""
+        if dtype is None:
+            return f"gradviz.{_TYPE_NAMES[self.dtype.name]}"
+        if isinstance(dtype, str):
+            name = dtype.rsplit(".", 1)[-1]
+            by_type = {v: k for k, v in _TYPE_NAMES.items()}
+            if name not in by_type:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = by_type[name]
+        return self.to(as_dtype(dtype))
+
+    def stride(self, dim=None):
+        """Strides in elements (of the numpy array behind the tensor)."""
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        if dim is None:
+            return strides
+        return strides[_wrap_dim(dim, self._data.ndim)]
 
     @property
     def is_cuda(self) -> bool:
@@ -203,6 +275,8 @@ class Tensor(_engine.TensorBase):
 
     @grad.setter
     def grad(self, value) -> None:
+        if value is not None:
+            _check_assigned_grad(self, value)
         _GRAD_SLOT.__set__(self, value)
 
     @grad.deleter
@@ -318,9 +392,15 @@ class Tensor(_engine.TensorBase):
         return self._data.tolist()
 
     def __float__(self) -> float:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        if self.requires_grad:
+            _warn_once("scalar", _SCALAR_CONVERSION_WARNING)
         return float(self.item())
 
     def __int__(self) -> int:
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self.item())
 
     def __index__(self) -> int:
@@ -329,6 +409,8 @@ class Tensor(_engine.TensorBase):
         return int(self.item())
 
     def __bool__(self) -> bool:
+        if self._data.size == 0:
+            raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
         if self._data.size != 1:
             raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
@@ -337,6 +419,31 @@ class Tensor(_engine.TensorBase):
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data
+
+    def __array_wrap__(self, array, context=None, return_scalar=False):
+        """A numpy ufunc applied to a tensor (``np.exp(t)``) gives a tensor, as in PyTorch
+        (bool results as uint8, PyTorch's legacy rule)."""
+        array = np.asarray(array)
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return _wrap(array)
+
+    def __deepcopy__(self, memo):
+        if self.grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the deepcopy "
+                "protocol at the moment.  If you were attempting to deepcopy a module, this may "
+                "be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        if id(self) in memo:
+            return memo[id(self)]
+        rebuild, args = self.__reduce_ex__(4)
+        copied = rebuild(*args)
+        memo[id(self)] = copied
+        grad = _GRAD_SLOT.__get__(self)
+        if grad is not None:
+            _GRAD_SLOT.__set__(copied, grad.__deepcopy__(memo))
+        return copied
 
     def __iter__(self):
         if self._data.ndim == 0:
@@ -411,6 +518,45 @@ class _PostAccumulateGradHook:
         result = self.hook(tensor)
         if result is not None:
             raise TypeError(f"expected Variable, but hook returned '{type(result).__name__}'")
+
+
+_SCALAR_CONVERSION_WARNING = (
+    "Converting a tensor with requires_grad=True to a scalar may lead to unexpected behavior.\n"
+    "Consider using tensor.detach() first.")
+_WARNED = set()
+
+
+def _warn_once(key, message, stacklevel=3):
+    """A UserWarning given once per process, like PyTorch's ``TORCH_WARN_ONCE``."""
+    if key not in _WARNED:
+        _WARNED.add(key)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel)
+
+
+def _check_assigned_grad(tensor, grad):
+    """PyTorch's checks on ``tensor.grad = grad``: a tensor of the same shape and dtype."""
+    if not isinstance(grad, Tensor):
+        raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                        f"{type(grad).__name__}")
+    if grad._data.shape != tensor._data.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(grad._data.shape)}' to a tensor of "
+            f"size '{list(tensor._data.shape)}'. Please ensure that the gradient and the tensor "
+            "are the same size")
+    if grad._data.dtype != tensor._data.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{C_TYPE_NAMES[grad.dtype.name]}' to a "
+            f"tensor with grad_dtype '{TYPE_WORDS[tensor.dtype.name]}'. The gradient must match "
+            "the tensor's grad_dtype (defaults to the tensor's dtype).")
+
+
+# how PyTorch's messages name dtypes: C++ type names ("expected m1 and m2 to have the same
+# dtype, but got: double != float") and scalar type words ("Found dtype Long but expected Float")
+C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+                "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+                "uint8": "unsigned char", "bool": "bool"}
+TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+              "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}
 
 
 def _rebuild(array, requires_grad):
@@ -512,8 +658,13 @@ def _to_array(data, dtype=None) -> np.ndarray:
             # Python data: floats become the default float dtype, ints int64, like torch;
             # numpy scalars inside keep their own dtype. With an explicit dtype, convert once
             # (float64 -> float32 -> float64 loses digits).
-            if array.dtype.kind in "fiu":
-                array = array.astype(_sequence_dtype(data))
+            if isinstance(data, (list, tuple)):
+                if array.dtype.kind in "fiu":
+                    array = array.astype(_sequence_dtype(data))
+            elif array.dtype.kind == "f":  # a range, a Python number, ...
+                array = array.astype(_dtypes.get_default_dtype().numpy)
+            elif array.dtype.kind in "iu":
+                array = array.astype(np.int64)
     if dtype is not None:
         array = array.astype(dtype.numpy, copy=False)
     elif array.dtype not in _SUPPORTED_NUMPY:
@@ -605,141 +756,3 @@ def _describe(tensor) -> str:
     array = tensor._data if isinstance(tensor, Tensor) else tensor
     return f"[gradviz.{_TYPE_NAMES[from_numpy(array.dtype).name]} {list(array.shape)}]"
 
-
-# --------------------------------------------------------------------------------------
-# Printing: a port of torch/_tensor_str.py (default print options), so that a tensor prints
-# exactly as PyTorch prints it, line breaks and summarization included.
-# --------------------------------------------------------------------------------------
-
-_PRECISION = 4  # digits after the point (PRINT_OPTS.precision)
-_THRESHOLD = 1000  # more elements than this are summarized with "..."
-_EDGEITEMS = 3  # elements kept at each end of a summarized dimension
-_LINEWIDTH = 80
-
-
-class _Formatter:
-    """torch's ``_Formatter``: one style (integral, fixed or scientific) and one width for
-    every element, chosen from the nonzero finite values."""
-
-    def __init__(self, values: np.ndarray, floating: bool):
-        self.floating = floating
-        self.int_mode = True
-        self.sci_mode = False
-        self.max_width = 1
-        flat = values.reshape(-1)
-        if not floating:
-            self.max_width = max([1] + [len(f"{v}") for v in flat.tolist()])
-            return
-        as_double = flat.astype(np.float64)
-        finite = as_double[np.isfinite(as_double) & (as_double != 0)]
-        if finite.size == 0:
-            return
-        magnitudes = np.abs(finite)
-        smallest, largest = magnitudes.min(), magnitudes.max()
-        self.int_mode = bool(np.all(finite == np.ceil(finite)))
-        self.sci_mode = bool(largest / smallest > 1000.0 or largest > 1.0e8 or smallest < 1.0e-4)
-        numbers = finite.tolist()
-        if self.sci_mode:
-            self.max_width = max(len(f"{v:.{_PRECISION}e}") for v in numbers)
-        elif self.int_mode:
-            self.max_width = max(len(f"{v:.0f}") + 1 for v in numbers)
-        else:
-            self.max_width = max(len(f"{v:.{_PRECISION}f}") for v in numbers)
-
-    def format(self, value) -> str:
-        if self.floating:
-            if self.sci_mode:
-                text = f"{value:{self.max_width}.{_PRECISION}e}"
-            elif self.int_mode:
-                text = f"{value:.0f}"
-                if not (math.isinf(value) or math.isnan(value)):
-                    text += "."
-            else:
-                text = f"{value:.{_PRECISION}f}"
-        else:
-            text = f"{value}"
-        return (self.max_width - len(text)) * " " + text
-
-
-def _summarized(data: np.ndarray) -> np.ndarray:
-    """The elements that a summarized print shows (torch's ``get_summarized_data``)."""
-    if data.ndim == 0:
-        return data
-    if data.ndim == 1:
-        if data.shape[0] > 2 * _EDGEITEMS:
-            return np.concatenate((data[:_EDGEITEMS], data[-_EDGEITEMS:]))
-        return data
-    if data.shape[0] > 2 * _EDGEITEMS:
-        rows = list(range(_EDGEITEMS)) + list(range(data.shape[0] - _EDGEITEMS, data.shape[0]))
-    else:
-        rows = range(data.shape[0])
-    return np.stack([_summarized(data[i]) for i in rows])
-
-
-def _vector_str(data, indent, summarize, formatter):
-    element_length = formatter.max_width + 2
-    per_line = max(1, math.floor((_LINEWIDTH - indent) / element_length))
-    if summarize and data.shape[0] > 2 * _EDGEITEMS:
-        items = ([formatter.format(v) for v in data[:_EDGEITEMS].tolist()] + [" ..."]
-                 + [formatter.format(v) for v in data[-_EDGEITEMS:].tolist()])
-    else:
-        items = [formatter.format(v) for v in data.tolist()]
-    lines = [", ".join(items[i:i + per_line]) for i in range(0, len(items), per_line)]
-    return "[" + (",\n" + " " * (indent + 1)).join(lines) + "]"
-
-
-def _nested_str(data, indent, summarize, formatter):
-    if data.ndim == 0:
-        return formatter.format(data.item())
-    if data.ndim == 1:
-        return _vector_str(data, indent, summarize, formatter)
-    size = data.shape[0]
-    if summarize and size > 2 * _EDGEITEMS:
-        slices = ([_nested_str(data[i], indent + 1, summarize, formatter) for i in range(_EDGEITEMS)]
-                  + ["..."]
-                  + [_nested_str(data[i], indent + 1, summarize, formatter)
-                     for i in range(size - _EDGEITEMS, size)])
-    else:
-        slices = [_nested_str(data[i], indent + 1, summarize, formatter) for i in range(size)]
-    return "[" + ("," + "\n" * (data.ndim - 1) + " " * (indent + 1)).join(slices) + "]"
-
-
-def _add_suffixes(text, suffixes, indent):
-    parts = [text]
-    last_line_len = len(text) - text.rfind("\n") + 1
-    for suffix in suffixes:
-        if last_line_len + len(suffix) + 2 > _LINEWIDTH:
-            parts.append(",\n" + " " * indent + suffix)
-            last_line_len = indent + len(suffix)
-        else:
-            parts.append(", " + suffix)
-            last_line_len += len(suffix) + 2
-    parts.append(")")
-    return "".join(parts)
-
-
-def _format(t: Tensor) -> str:
-    """``repr(t)``, as torch's ``_str_intern`` writes it for a CPU tensor."""
-    data = t._data
-    dtype = t.dtype
-    prefix = "tensor("
-    indent = len(prefix)
-    suffixes = []
-    if data.size == 0:
-        if data.ndim != 1:
-            suffixes.append(f"size={tuple(data.shape)}")
-        if dtype is not _dtypes.get_default_dtype():
-            suffixes.append(f"dtype=gradviz.{dtype.name}")
-        body = "[]"
-    else:
-        if dtype not in (_dtypes.get_default_dtype(), _dtypes.int64, _dtypes.bool):
-            suffixes.append(f"dtype=gradviz.{dtype.name}")
-        summarize = data.size > _THRESHOLD
-        formatter = _Formatter(_summarized(data) if summarize else data,
-                               dtype.is_floating_point)
-        body = _nested_str(data, indent, summarize, formatter)
-    if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t._requires_grad:
-        suffixes.append("requires_grad=True")
-    return _add_suffixes(prefix + body, suffixes, indent)

@@ -14,7 +14,8 @@ import numpy as np
 __all__ = [
     "dtype", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool",
     "half", "float", "double", "short", "int", "long",
-    "get_default_dtype", "set_default_dtype", "as_dtype", "result_type",
+    "get_default_dtype", "set_default_dtype", "as_dtype", "result_type", "promote_types",
+    "finfo", "iinfo",
 ]
 
 _builtin_bool = bool
@@ -158,3 +159,50 @@ def _promote(a: dtype, b: dtype) -> dtype:
         # would give float64)
         return a if a._category > b._category else b
     return _BY_NUMPY[np.promote_types(a.numpy, b.numpy)]
+
+
+def promote_types(type1, type2) -> dtype:
+    """The dtype two tensors of these dtypes promote to (``torch.promote_types``)."""
+    return _promote(as_dtype(type1), as_dtype(type2))
+
+
+class finfo:
+    """Machine limits of a floating-point dtype, as ``torch.finfo``."""
+
+    def __init__(self, type=None):  # noqa: A002  (torch's name)
+        self.dtype = as_dtype(type) if type is not None else _default_float
+        if not self.dtype.is_floating_point:
+            raise TypeError(f"torch.finfo() requires a floating point input type. Use "
+                            f"torch.iinfo to handle '{self.dtype.name}'")
+        info = np.finfo(self.dtype.numpy)
+        self.bits = _builtin_int(info.bits)
+        self.eps = _builtin_float(info.eps)
+        self.max = _builtin_float(info.max)
+        self.min = _builtin_float(info.min)
+        self.tiny = self.smallest_normal = _builtin_float(info.smallest_normal)
+        self.resolution = 10.0 ** -_builtin_int(info.precision)
+        self.dtype = self.dtype.name  # torch gives the name
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, "
+                f"eps={self.eps:g}, smallest_normal={self.smallest_normal:g}, "
+                f"tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """Machine limits of an integer dtype, as ``torch.iinfo``."""
+
+    def __init__(self, type):  # noqa: A002
+        self.dtype = as_dtype(type)
+        if self.dtype.is_floating_point:
+            raise TypeError(f"torch.iinfo() requires an integer input type. Use torch.finfo to "
+                            f"handle '{self.dtype.name}'")
+        info = np.iinfo(self.dtype.numpy) if self.dtype is not bool else None
+        self.bits = _builtin_int(info.bits) if info else 8
+        self.max = _builtin_int(info.max) if info else 1
+        self.min = _builtin_int(info.min) if info else 0
+        self.dtype = self.dtype.name  # torch gives the name
+
+    def __repr__(self) -> str:
+        return (f"iinfo(min={_builtin_float(self.min):g}, max={_builtin_float(self.max):g}, "
+                f"dtype={self.dtype})")

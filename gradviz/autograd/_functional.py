@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
 
-from .._tensor import Tensor
+from .._tensor import Tensor, _warn_once
 
 __all__ = ["backward", "grad", "make_graph_task"]
 
@@ -46,12 +46,7 @@ def _make_grads(outputs, grad_outputs):
                 f"Mismatch in shape: grad_output[{index}] has a shape of {g.shape} and "
                 f"output[{index}] has a shape of {out.shape}."
             )
-        if g.dtype.is_floating_point != out.dtype.is_floating_point:
-            raise RuntimeError(
-                f"For complex Tensors, both grad_output and output are required to have the same "
-                f"dtype. Mismatch in dtype: grad_output[{index}] has a dtype of {g.dtype} and "
-                f"output[{index}] has a dtype of {out.dtype}."
-            )
+        # like torch, a gradient of another real dtype (even an integer one) is cast below
         target = _root_grad_dtype(out)
         if target is not None and g.dtype is not target:
             # PyTorch's engine casts each root gradient to what its node expects (validate_outputs)
@@ -102,7 +97,7 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
     if inputs is not None:
         inputs = _as_tuple(inputs, "inputs")
         if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         for i, t in enumerate(inputs):
             _input_edge(t, i, "backward")
         accumulate_into = list(inputs)
@@ -148,7 +143,19 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     if grad_variables is not None:
         grad_tensors = grad_variables
     task = make_graph_task(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
+    if create_graph:
+        _warn_once("create_graph", _CREATE_GRAPH_WARNING)
     task.run()
+
+
+# PyTorch's engine gives this warning once per process when backward() (not grad()) builds a
+# graph of the gradient: .grad then refers back to the parameter through its grad_fn.
+_CREATE_GRAPH_WARNING = (
+    "Using backward() with create_graph=True will create a reference cycle between the "
+    "parameter and its gradient which can cause a memory leak. We recommend using autograd.grad "
+    "when creating the graph to avoid this. If you have to use this function, make sure to reset "
+    "the .grad fields of your parameters to None after use to break the cycle and avoid the leak."
+)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -172,6 +179,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             "but got: allow_unused=False."
         )
     input_tuple = _as_tuple(inputs, "inputs")
+    if not input_tuple:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     capture = [_input_edge(t, i, "grad") for i, t in enumerate(input_tuple)]
     task = make_graph_task(outputs, grad_outputs, retain_graph, create_graph, capture=capture)
     captured = task.run()

@@ -1,13 +1,20 @@
-"""``gradviz.nn``: ``Parameter``, ``Module``, a few layers and losses, and ``functional``.
+"""``gradviz.nn``: ``Parameter``, ``Module``, the common layers, containers and losses,
+``functional``, ``init`` and ``utils``.
 
-The layers and losses are built from gradviz's primitive ops, so a loss's backward graph shows
-those primitives where PyTorch shows one fused node (see :mod:`gradviz.nn.functional`).
+Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` for a
+``Linear``, ``MseLossBackward0``, ``NllLossBackward0``, ...; see :mod:`gradviz.nn.functional`).
 """
 
-from . import functional
-from ._layers import Identity, Linear, ReLU, Sequential, Sigmoid, Tanh
-from ._loss import CrossEntropyLoss, MSELoss, NLLLoss
+from . import functional, init, utils
+from ._layers import (ELU, GELU, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,
+                      ModuleDict, ModuleList, ReLU, Sequential, Sigmoid, SiLU, Softmax, Softplus,
+                      Tanh, Unflatten)
+from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                    NLLLoss, SmoothL1Loss)
 from ._module import Module, Parameter
 
-__all__ = ["functional", "Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "Sigmoid",
-           "Sequential", "MSELoss", "NLLLoss", "CrossEntropyLoss"]
+__all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
+           "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
+           "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
+           "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+           "NLLLoss", "CrossEntropyLoss"]

@@ -1,15 +1,17 @@
-"""Loss modules: ``MSELoss`` and ``CrossEntropyLoss`` (wrappers of :mod:`.functional`)."""
+"""Loss modules, wrappers of :mod:`.functional`: ``MSELoss``, ``L1Loss``, ``SmoothL1Loss``,
+``HuberLoss``, ``BCELoss``, ``BCEWithLogitsLoss``, ``NLLLoss`` and ``CrossEntropyLoss``."""
 
 from __future__ import annotations
 
 from . import functional as F
 from ._module import Module
 
-__all__ = ["MSELoss", "NLLLoss", "CrossEntropyLoss"]
+__all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+           "NLLLoss", "CrossEntropyLoss"]
 
 
 class MSELoss(Module):
-    """Mean squared error; a composite of Sub/Pow/Mean nodes (torch shows ``MseLossBackward0``)."""
+    """Mean squared error (one ``MseLossBackward0`` node, as in PyTorch)."""
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
@@ -27,18 +29,20 @@ class NLLLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean"):
         super().__init__()
-        if weight is not None or size_average is not None or reduce is not None:
-            raise NotImplementedError("NLLLoss: weight, size_average and reduce are not supported")
+        if size_average is not None or reduce is not None:
+            raise NotImplementedError("NLLLoss: size_average and reduce are deprecated; use reduction")
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
         self.reduction = reduction
 
     def forward(self, input, target):
-        return F.nll_loss(input, target, ignore_index=self.ignore_index, reduction=self.reduction)
+        return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
+                          reduction=self.reduction)
 
 
 class CrossEntropyLoss(Module):
-    """``log_softmax`` + ``nll_loss`` on class indices; composite nodes (torch: ``NllLossBackward0``
-    after ``LogSoftmaxBackward0``).
+    """``log_softmax`` + ``nll_loss`` on class indices (``NllLossBackward0`` after
+    ``LogSoftmaxBackward0``, as in PyTorch), or on class probabilities.
 
     Examples
     --------
@@ -51,14 +55,71 @@ class CrossEntropyLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
-        if weight is not None or size_average is not None or reduce is not None:
+        if size_average is not None or reduce is not None:
             raise NotImplementedError(
-                "CrossEntropyLoss: weight, size_average and reduce are not supported")
-        if label_smoothing != 0.0:
-            raise NotImplementedError("CrossEntropyLoss: label_smoothing is not supported")
+                "CrossEntropyLoss: size_average and reduce are deprecated; use reduction")
+        self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
         self.reduction = reduction
+        self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
-        return F.cross_entropy(input, target, ignore_index=self.ignore_index,
-                               reduction=self.reduction)
+        return F.cross_entropy(input, target, self.weight, ignore_index=self.ignore_index,
+                               reduction=self.reduction, label_smoothing=self.label_smoothing)
+
+
+class _Loss(Module):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__()
+        if size_average is not None or reduce is not None:
+            raise NotImplementedError("size_average and reduce are deprecated; use reduction")
+        self.reduction = reduction
+
+
+class L1Loss(_Loss):
+    def forward(self, input, target):
+        return F.l1_loss(input, target, reduction=self.reduction)
+
+
+class SmoothL1Loss(_Loss):
+    def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
+        super().__init__(size_average, reduce, reduction)
+        self.beta = beta
+
+    def forward(self, input, target):
+        return F.smooth_l1_loss(input, target, reduction=self.reduction, beta=self.beta)
+
+
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction=reduction)
+        self.delta = delta
+
+    def forward(self, input, target):
+        return F.huber_loss(input, target, reduction=self.reduction, delta=self.delta)
+
+
+class BCELoss(_Loss):
+    """Binary cross-entropy on probabilities (after a sigmoid)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy(input, target, self.weight, reduction=self.reduction)
+
+
+class BCEWithLogitsLoss(_Loss):
+    """Binary cross-entropy on logits (a sigmoid and BCE in one, numerically stable)."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean",
+                 pos_weight=None):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+        self.register_buffer("pos_weight", pos_weight)
+
+    def forward(self, input, target):
+        return F.binary_cross_entropy_with_logits(input, target, self.weight,
+                                                  reduction=self.reduction,
+                                                  pos_weight=self.pos_weight)

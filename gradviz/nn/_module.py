@@ -10,8 +10,10 @@ from __future__ import annotations
 from collections import OrderedDict, namedtuple
 
 from gradviz_ext import engine as _engine
+from gradviz_ext._hooks import HookList, RemovableHandle
 
-from .._tensor import Tensor, _format, _to_array
+from .. import dtypes as _dtypes
+from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
 
 __all__ = ["Parameter", "Module"]
@@ -53,6 +55,16 @@ def _rebuild_parameter(array, requires_grad):
     return Parameter(array, requires_grad=requires_grad)
 
 
+def _typename(obj) -> str:
+    """``torch.typename``: a tensor's type string (``gradviz.FloatTensor``), else the
+    qualified name of the object's type."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    cls = type(obj)
+    module = cls.__module__ or ""
+    return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
+
+
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -89,32 +101,64 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        pre_hooks = self.__dict__.get("_forward_pre_hooks")
+        hooks = self.__dict__.get("_forward_hooks")
+        if not pre_hooks and not hooks:
+            return self.forward(*args, **kwargs)
+        for hook in list(pre_hooks or ()):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        output = self.forward(*args, **kwargs)
+        for hook in list(hooks or ()):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_hook(self, hook):
+        """Call ``hook(module, args, output)`` after every forward; a non-None result replaces
+        the output. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("_forward_hooks", hook)
+
+    def register_forward_pre_hook(self, hook):
+        """Call ``hook(module, args)`` before every forward; a non-None result replaces the
+        positional arguments."""
+        return self._add_hook("_forward_pre_hooks", hook)
+
+    def _add_hook(self, store, hook):
+        hooks = self.__dict__.get(store)
+        if hooks is None:
+            hooks = HookList()
+            object.__setattr__(self, store, hooks)
+        hooks.append(hook)
+        return RemovableHandle(hooks, hook)
 
     # ---- registration ----------------------------------------------------------------
-    def _check_init(self):
+    def _check_init(self, what="parameters"):
         if "_parameters" not in self.__dict__:
-            raise AttributeError(
-                "cannot assign parameters or modules before Module.__init__() call")
+            # torch's wording: "parameter" (register_parameter), "parameters" (attribute
+            # assignment), "buffer", "module"
+            raise AttributeError(f"cannot assign {what} before Module.__init__() call")
 
     def register_parameter(self, name: str, param) -> None:
-        self._check_init()
+        self._check_init("parameter")
         if param is not None and not isinstance(param, Parameter):
-            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter '{name}' "
+            raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(gradviz.nn.Parameter or None required)")
         self.__dict__.pop(name, None)
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
-        self._check_init()
+        self._check_init("buffer")
         if tensor is not None and not isinstance(tensor, Tensor):
-            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+            raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(gradviz Tensor or None required)")
         self.__dict__.pop(name, None)
         self._buffers[name] = tensor
 
     def add_module(self, name: str, module) -> None:
-        self._check_init()
+        self._check_init("module")
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
         self.__dict__.pop(name, None)
@@ -130,20 +174,23 @@ class Module:
                 store.pop(name, None)
             self.register_parameter(name, value)
         elif params is not None and name in params:
-            self.register_parameter(name, value)  # None, or a TypeError like torch
+            if value is not None:
+                raise TypeError(f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                                "(gradviz.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
         elif isinstance(value, Module):
-            self._check_init()
+            self._check_init("module")
             for store in (self._parameters, self._buffers):
                 store.pop(name, None)
             self.add_module(name, value)
         elif "_modules" in self.__dict__ and name in self._modules:
             if value is not None:
-                raise TypeError(f"cannot assign '{type(value).__name__}' as child module '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(gradviz.nn.Module or None expected)")
             self._modules[name] = None
         elif "_buffers" in self.__dict__ and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
-                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "
                                 "(gradviz.Tensor or None expected)")
             self._buffers[name] = value
         else:
@@ -249,6 +296,59 @@ class Module:
         """Reset the gradients of all parameters (to None by default, as in PyTorch 2)."""
         for p in self.parameters():
             _zero_grad(p, set_to_none)
+
+    # ---- device and dtype --------------------------------------------------------------
+    def to(self, *args, **kwargs):
+        """Move to a device (the CPU is the only one) and/or convert floating-point parameters
+        and buffers to a dtype, in place (the ``Parameter`` objects stay the same)."""
+        dtype = kwargs.pop("dtype", None)
+        check_device(kwargs.pop("device", None))
+        kwargs.pop("non_blocking", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, Tensor):
+                dtype = arg.dtype
+            elif isinstance(arg, (str, device)):
+                check_device(arg)
+            else:
+                dtype = _dtypes.as_dtype(arg)
+        if dtype is not None:
+            dtype = _dtypes.as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"nn.Module.to only accepts floating point or complex dtypes, but "
+                                f"got desired dtype={dtype}")
+            self._apply_to_floats(dtype)
+        return self
+
+    def _apply_to_floats(self, dtype):
+        for module in self.modules():
+            for store in (module._parameters, module._buffers):
+                for tensor in store.values():
+                    if tensor is None or not tensor.dtype.is_floating_point:
+                        continue
+                    tensor.data = tensor.data.to(dtype)
+                    if tensor.grad is not None:
+                        tensor.grad = tensor.grad.to(dtype)
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None):
+        check_device("cuda")
+        return self
+
+    def float(self):
+        self._apply_to_floats(_dtypes.float32)
+        return self
+
+    def double(self):
+        self._apply_to_floats(_dtypes.float64)
+        return self
+
+    def half(self):
+        self._apply_to_floats(_dtypes.float16)
+        return self
 
     # ---- state dict ------------------------------------------------------------------
     def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):

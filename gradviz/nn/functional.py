@@ -1,16 +1,21 @@
 """``gradviz.nn.functional``: activations, ``linear`` and the losses, as ``torch.nn.functional``.
 
-``linear`` and the losses are composites of gradviz's primitive ops, so their backward graphs
-show the primitives (``MmBackward0``/``TBackward0``/``AddBackward0``, ``SubBackward0``/
-``PowBackward0``/``MeanBackward0``, ``LogSoftmaxBackward0``/``GatherBackward0``/...) where
-PyTorch shows one fused node (``AddmmBackward0``, ``MseLossBackward0``, ``NllLossBackward0``).
-Values and gradients are the same.
+They record the nodes PyTorch records: ``linear`` with a bias is one ``AddmmBackward0``; the
+losses PyTorch fuses are single ops of :mod:`gradviz.ops._loss` (``MseLossBackward0``,
+``NllLossBackward0`` after ``LogSoftmaxBackward0`` for ``cross_entropy``, ...); ``l1_loss``
+and class-probability ``cross_entropy`` are composites, as in PyTorch.
 """
 
 from __future__ import annotations
 
+import warnings
+
+import numpy as np
+
 from .. import ops as _ops
-from ..ops import elu, gelu, leaky_relu, log_softmax, relu, sigmoid, silu, softmax, softplus, tanh
+from ..ops import _loss
+from ..ops import gelu, sigmoid, silu, softplus, tanh
+from ..ops._inplace import inplace as _inplace
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
            "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
@@ -18,10 +23,55 @@ __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gel
 _REDUCTIONS = ("none", "mean", "sum")
 
 
+def relu(input, inplace: bool = False):
+    return input.relu_() if inplace else _ops.relu(input)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    if inplace:
+        return _inplace(input, lambda old: _ops.leaky_relu(old, negative_slope))
+    return _ops.leaky_relu(input, negative_slope)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    if inplace:
+        return _inplace(input, lambda old: _ops.elu(old, alpha))
+    return _ops.elu(input, alpha)
+
+
+def _implicit_dim(name, ndim, stacklevel):
+    """torch's ``_get_softmax_dim``: a deprecated guess at the dimension, with a warning."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel + 1)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(x) / sum(exp(x), dim)``; without ``dim``, torch's deprecated guess (with a warning)."""
+    if dim is None:
+        dim = _implicit_dim("softmax", input.ndim, _stacklevel)
+    return _ops.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``log(softmax(x, dim))``, computed stably; without ``dim``, torch's deprecated guess."""
+    if dim is None:
+        dim = _implicit_dim("log_softmax", input.ndim, _stacklevel)
+    return _ops.log_softmax(input, dim, dtype=dtype)
+
+
 def linear(input, weight, bias=None):
-    """``input @ weight.T + bias`` (weight: (out_features, in_features))."""
-    out = _ops.matmul(input, weight.t())
-    return out if bias is None else out + bias
+    """``input @ weight.T + bias`` (weight: (out_features, in_features)), recorded as PyTorch
+    records it: with a bias, one ``AddmmBackward0`` node (the input flattened to 2-D and the
+    result viewed back when it is not 2-D); without, ``matmul``'s nodes."""
+    if bias is None:
+        return _ops.matmul(input, weight.t())
+    if input.ndim == 2:
+        return _ops.addmm(bias, input, weight.t())
+    if input.ndim >= 1 and input.is_contiguous():
+        flat = input.view(-1, input.shape[-1]) if input.ndim != 1 else input.view(1, -1)
+        return _ops.addmm(bias, flat, weight.t()).view(*input.shape[:-1], weight.shape[0])
+    return _ops.matmul(input, weight.t()) + bias
 
 
 def _reduce(loss, reduction):
@@ -34,58 +84,85 @@ def _reduce(loss, reduction):
     return loss
 
 
-def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
-    """Mean (or sum, or elementwise) squared error ``(input - target) ** 2``."""
+def _check_reduction(reduction):
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
+             weight=None):
+    """Mean (or sum, or elementwise) squared error ``(input - target) ** 2`` (one
+    ``MseLossBackward0`` node, as in PyTorch)."""
     if size_average is not None or reduce is not None:
         raise NotImplementedError("size_average and reduce are deprecated; use reduction")
+    _check_reduction(reduction)
+    _check_target_size(input, target)
+    if weight is not None:
+        return _reduce((input - target) ** 2 * weight, reduction)
+    return _loss.mse_loss(input, target, reduction)
+
+
+def _check_target_size(input, target):
+    """torch broadcasts a target of another size, with this warning (a classic bug: a (N, 1)
+    prediction against an (N,) target gives an (N, N) loss)."""
     if tuple(input.shape) != tuple(target.shape):
-        raise NotImplementedError(
-            f"mse_loss: target size ({target.shape}) different from input size ({input.shape}) "
-            "is not supported by gradviz (torch broadcasts with a warning)")
-    return _reduce((input - target) ** 2, reduction)
+        warnings.warn(
+            f"Using a target size ({target.shape}) that is different to the input size "
+            f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", UserWarning, stacklevel=3)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100,
              reduce=None, reduction: str = "mean"):
-    """Negative log likelihood of class indices: ``-input[n, target[n]]``, averaged.
+    """Negative log likelihood of class indices: ``-weight[t] * input[n, t]`` with
+    ``t = target[n]``, averaged over the weights (one ``NllLossBackward0`` node).
 
     ``input`` is (N, C) log-probabilities (or (C,) with a 0-d ``target``); ``target`` holds
     class indices. Targets equal to ``ignore_index`` contribute nothing, and the mean is over
-    the others, as in PyTorch. ``weight`` is not supported.
+    the others, as in PyTorch.
     """
-    if weight is not None or size_average is not None or reduce is not None:
-        raise NotImplementedError("nll_loss: weight, size_average and reduce are not supported")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
-    if target.dtype.is_floating_point:
-        raise NotImplementedError("nll_loss: class-probability targets are not supported; "
-                                  "pass class indices (int64)")
-    unbatched = input.ndim == 1
-    if unbatched:
-        input, target = input.unsqueeze(0), target.unsqueeze(0)
-    if input.ndim != 2:
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("nll_loss: size_average and reduce are deprecated; use reduction")
+    _check_reduction(reduction)
+    if target.dtype.name not in ("int64", "uint8"):
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
+                           f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+    elif input.ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    if target.shape[0] != input.shape[0]:
+    elif target.ndim != 1 or target.shape[0] != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    keep = target.ne(ignore_index)
-    ignoring = not bool(keep.numpy().all())
-    index = _ops.where(keep, target, 0) if ignoring else target
-    picked = -_ops.gather(input, 1, index.unsqueeze(1)).squeeze(1)
-    if ignoring:
-        picked = _ops.where(keep, picked, 0.0)
-    if reduction == "sum":
-        return picked.sum()
+                         f"({target.shape[0] if target.ndim else 1}).")
+    classes = input.shape[-1]
+    labels = target.numpy().reshape(-1).astype(np.int64)
+    keep = labels != ignore_index
+    bad = labels[keep & ((labels < 0) | (labels >= classes))]
+    if bad.size:
+        raise IndexError(f"Target {int(bad[0])} is out of bounds.")
+    safe = np.where(keep, labels, 0)
+    scales = (weight.detach().numpy().astype(np.float64)[safe] if weight is not None
+              else np.ones(labels.shape))
+    scales = np.where(keep, scales, 0.0)
     if reduction == "mean":
-        if ignoring:
-            return picked.sum() / keep.sum().to(picked.dtype)
-        return picked.mean()
-    return picked.squeeze(0) if unbatched else picked
+        with np.errstate(divide="ignore", invalid="ignore"):
+            scales = scales / scales.sum()  # all ignored: 0/0, NaN, as in torch
+    coefficients = np.zeros((labels.shape[0], classes))
+    coefficients[np.arange(labels.shape[0]), safe] = -scales
+    coefficients = coefficients.astype(input.numpy(force=True).dtype).reshape(
+        tuple(input.shape[:-1]) + (classes,))
+    return _loss.nll_loss(input, coefficients, reduction)
+
+
+_TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bool": "Bool", "float32": "Float", "float64": "Double", "float16": "Half"}
 
 
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index: int = -100,
                   reduce=None, reduction: str = "mean", label_smoothing: float = 0.0):
-    """``nll_loss(log_softmax(input, 1), target)`` for class-index targets.
+    """``nll_loss(log_softmax(input, 1), target)`` for class indices; for class probabilities
+    (a float ``target`` shaped like ``input``), ``-(target * log_softmax(input)).sum(1)``.
 
     Examples
     --------
@@ -93,10 +170,149 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     >>> import gradviz.nn.functional as F
     >>> logits = torch.tensor([[2.0, 0.0], [0.0, 2.0]], requires_grad=True)
     >>> F.cross_entropy(logits, torch.tensor([0, 1]))
-    tensor(0.1269, grad_fn=<MeanBackward0>)
+    tensor(0.1269, grad_fn=<NllLossBackward0>)
     """
-    if label_smoothing != 0.0:
-        raise NotImplementedError("cross_entropy: label_smoothing is not supported")
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 0 if input.ndim == 1 else 1
-    return nll_loss(log_softmax(input, dim), target, weight, size_average, ignore_index, reduce,
-                    reduction)
+    log_probs = log_softmax(input, dim)
+    classes = input.shape[dim]
+    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+        if ignore_index != -100:
+            raise RuntimeError("ignore_index is not supported for floating point target")
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / classes
+        terms = log_probs * target if weight is None else log_probs * target * _class_view(weight, input, dim)
+        loss = -terms.sum(dim)
+        if reduction == "mean":
+            return loss.sum() / (input.numel() // classes) if input.ndim > 1 else loss
+        return _reduce(loss, reduction)
+    loss = nll_loss(log_probs, target, weight, size_average, ignore_index, reduce, reduction)
+    if label_smoothing <= 0:
+        return loss
+    # PyTorch: (1 - eps) * nll + eps * (mean over classes of -log p), same reduction
+    smooth = -(log_probs if weight is None else log_probs * _class_view(weight, input, dim)).sum(dim)
+    keep = target.ne(ignore_index)
+    ignoring = not bool(keep.numpy().all())
+    if ignoring:
+        smooth = _ops.where(keep, smooth, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            index = _ops.where(keep, target, 0) if ignoring else target
+            scale = _ops.index_select(weight, 0, index.reshape(-1))
+            if ignoring:
+                scale = _ops.where(keep.reshape(-1), scale, 0.0)
+            smooth = smooth.sum() / scale.sum()
+        elif ignoring:
+            smooth = smooth.sum() / keep.sum().to(smooth.dtype)
+        else:
+            smooth = smooth.mean()
+    elif reduction == "sum":
+        smooth = smooth.sum()
+    return (1 - label_smoothing) * loss + smooth * (label_smoothing / classes)
+
+
+def _class_view(weight, input, dim):
+    """``weight`` (C,) shaped to broadcast along the class dim of ``input``."""
+    shape = [1] * input.ndim
+    shape[dim] = weight.shape[0]
+    return weight.reshape(shape)
+
+
+# ---- more losses ---------------------------------------------------------------------------
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """Mean (or sum, or elementwise) absolute error ``|input - target|`` (composite, as in
+    PyTorch: ``MeanBackward0`` over ``AbsBackward0``)."""
+    _check_reduction(reduction)
+    _check_target_size(input, target)
+    return _reduce((input - target).abs(), reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
+                   beta: float = 1.0):
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``)."""
+    _check_reduction(reduction)
+    _check_target_size(input, target)
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    return _loss.smooth_l1_loss(input, target, reduction, beta)
+
+
+def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    _check_reduction(reduction)
+    _check_target_size(input, target)
+    if weight is not None:
+        diff = (input - target).abs()
+        loss = _ops.where(diff < delta, 0.5 * diff ** 2, delta * (diff - 0.5 * delta))
+        return _reduce(loss * weight, reduction)
+    return _loss.huber_loss(input, target, reduction, delta)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """``-(t log x + (1 - t) log(1 - x))`` for probabilities ``x``, each log clamped at -100
+    as in PyTorch (one ``BinaryCrossEntropyBackward0`` node)."""
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
+                         f"size ({input.shape}) is deprecated. Please ensure they have the same "
+                         "size.")
+    if target.dtype is not input.dtype:
+        raise RuntimeError(f"Found dtype {_TYPE_WORDS.get(target.dtype.name)} but expected "
+                           f"{_TYPE_WORDS.get(input.dtype.name)}")
+    values = input.numpy(force=True)
+    if ((values < 0) | (values > 1)).any():
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    if weight is not None and tuple(weight.shape) != tuple(input.shape):
+        weight = weight.expand(*input.shape)
+    return _loss.binary_cross_entropy(input, target, weight, reduction)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction: str = "mean", pos_weight=None):
+    """``binary_cross_entropy(sigmoid(x), t)`` computed stably from the logits ``x`` (one
+    ``BinaryCrossEntropyWithLogitsBackward0`` node)."""
+    _check_reduction(reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({target.shape}) must be the same as input size "
+                         f"({input.shape})")
+    return _loss.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """(…, num_classes) int64 tensor with a 1 at each index of ``tensor``."""
+    if tensor.dtype.name != "int64":
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    values = tensor.numpy()
+    if num_classes == -1:
+        num_classes = int(values.max()) + 1 if values.size else 0
+    if values.size and values.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if values.size and values.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return _ops.eye(num_classes, dtype=tensor.dtype)[tensor]
+
+
+def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)`` (in
+    training; the identity otherwise). The mask comes from gradviz's generator."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = _ops.rand(*input.shape, dtype=input.dtype) >= p
+    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+
+
+def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    norm = _ops.norm(input, p, dim, keepdim=True)
+    return input / _ops.clamp(norm, min=eps).expand_as(input)
+
+
+__all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+            "binary_cross_entropy_with_logits", "one_hot", "dropout", "normalize"]

@@ -14,17 +14,21 @@ from gradviz_ext import engine as _engine
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
+from . import _compose, _loss, _math
 from ._activation import *  # noqa: F401,F403
+from ._compose import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
+from ._math import *  # noqa: F401,F403
 from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
 
-__all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _creation.__all__
-           + _indexing.__all__ + _linalg.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
+__all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
+           + _creation.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
+           + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 
@@ -40,12 +44,15 @@ def _float_method(dtype_name):
     return lambda self: P.to(self, target)
 
 
-def _sum_method(self, dim=None, keepdim=False, *, dtype=None):
-    return R.sum(self, dim, keepdim, dtype=dtype)
+def _sum_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    # axis= and keepdims= are numpy's names, which torch accepts too
+    return R.sum(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
+                 dtype=dtype)
 
 
-def _mean_method(self, dim=None, keepdim=False, *, dtype=None):
-    return R.mean(self, dim, keepdim, dtype=dtype)
+def _mean_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
+    return R.mean(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
+                  dtype=dtype)
 
 
 def _rtruediv(self, other):

@@ -42,22 +42,39 @@ LOG_SOFTMAX = Op("log_softmax", "LogSoftmaxBackward0", forward=_log_softmax_forw
                  saves=saves_output, dtype=promote_float)
 
 
+def _check_floating(input, dim, what):
+    if not input.dtype.is_floating_point:
+        from .._tensor import TYPE_WORDS
+
+        kernel = "lastdim_kernel_impl" if dim in (-1, input.ndim - 1) or input.ndim <= 1 else "kernel_impl"
+        raise NotImplementedError(f'"{what}_{kernel}" not implemented for '
+                                  f"'{TYPE_WORDS[input.dtype.name]}'")
+
+
 def _dim_or_error(input, dim, what):
     if dim is None:
-        raise TypeError(f"{what}() needs `dim` (PyTorch's implicit choice of dim is deprecated)")
+        raise TypeError(f"{what}() received an invalid combination of arguments - got (Tensor), "
+                        f"but expected (Tensor input, int dim, dtype dtype = None): pass `dim`")
     return _wrap_dim(dim, input.ndim)
 
 
-def softmax(input, dim=None, dtype=None):
+def softmax(input, dim=None, dtype=None, *, axis=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow."""
     if dtype is not None:
         input = input.to(dtype)
-    return apply(SOFTMAX, input, dim=_dim_or_error(input, dim, "softmax"))
+    dim = axis if dim is None else dim
+    dim = _dim_or_error(input, dim, "softmax")
+    if input.numel():
+        _check_floating(input, dim, "softmax")
+    return apply(SOFTMAX, input, dim=dim)
 
 
-def log_softmax(input, dim=None, dtype=None):
+def log_softmax(input, dim=None, dtype=None, *, axis=None):
     if dtype is not None:
         input = input.to(dtype)
+    dim = axis if dim is None else dim
+    if input.numel():
+        _check_floating(input, _dim_or_error(input, dim, "log_softmax"), "log_softmax")
     return apply(LOG_SOFTMAX, input, dim=_dim_or_error(input, dim, "log_softmax"))
 
 
@@ -143,6 +160,20 @@ def elu(input, alpha=1.0, inplace=False):
     return apply(ELU, input, alpha=alpha)
 
 
+def _silu_forward(a):
+    return a / (1 + np.exp(-a))
+
+
+def _silu_backward(ctx, g):
+    x = ctx.input(0)
+    s = sigmoid(x)
+    return (g * s * (1 + x * (1 - s)),)
+
+
+SILU = Op("silu", "SiluBackward0", forward=_silu_forward, backward=_silu_backward,
+          saves=saves_inputs(0), dtype=promote_float)
+
+
 def silu(input, inplace=False):
-    """``x * sigmoid(x)`` (composite: its graph shows SigmoidBackward0 and MulBackward0)."""
-    return input * sigmoid(input)
+    """``x * sigmoid(x)`` (one ``SiluBackward0`` node, as in PyTorch)."""
+    return apply(SILU, input)

@@ -3,24 +3,75 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _to_array, _wrap
+from .._tensor import Tensor, _to_array, _wrap, check_device, install_methods
 from ._shape import _shape_arg
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
-           "linspace", "eye", "randn", "rand", "randint", "manual_seed", "zeros_like",
+           "linspace", "logspace", "eye", "randn", "rand", "randint", "manual_seed", "zeros_like",
            "ones_like", "full_like", "empty_like", "randn_like", "rand_like"]
 
-_generator = np.random.default_rng()
+_DEFAULT_SEED = 67280421310721  # PyTorch's default generator starts from this seed too
 
 
-def manual_seed(seed: int):
-    """Seed gradviz's random generator (its streams differ from PyTorch's)."""
+class Generator:
+    """A random number generator (numpy's PCG64 underneath: its streams differ from
+    PyTorch's). Pass one as ``generator=`` to the random functions."""
+
+    def __init__(self, device="cpu"):
+        check_device(device)
+        self.device = device
+        self.manual_seed(_DEFAULT_SEED)
+
+    def manual_seed(self, seed: int) -> "Generator":
+        self._seed = int(seed)
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def seed(self) -> int:
+        """Reseed from the operating system's entropy; returns the new seed."""
+        self.manual_seed(np.random.SeedSequence().entropy % 2**63)
+        return self._seed
+
+
+_default_generator = Generator()
+# the default stream, read at every call (gradviz.func's vmap swaps it for its randomness modes)
+_generator = _default_generator._rng
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed gradviz's random generator (its streams differ from PyTorch's); returns it."""
     global _generator
-    _generator = np.random.default_rng(int(seed))
-    return _generator
+    _default_generator.manual_seed(seed)
+    _generator = _default_generator._rng
+    return _default_generator
+
+
+def initial_seed() -> int:
+    return _default_generator.initial_seed()
+
+
+def seed() -> int:
+    global _generator
+    value = _default_generator.seed()
+    _generator = _default_generator._rng
+    return value
+
+
+def _rng(generator):
+    """The numpy generator behind ``generator=`` (None: the default stream)."""
+    if generator is None:
+        return _generator
+    if isinstance(generator, Generator):
+        return generator._rng
+    return generator
 
 
 def _finish(array, requires_grad):
@@ -47,6 +98,10 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """
     _check_device(device)
     if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+            "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "gradviz.tensor(sourceTensor).", UserWarning, stacklevel=2)
         array = data._data.astype(_dtypes.as_dtype(dtype).numpy if dtype is not None else data._data.dtype)
     else:
         array = np.array(_to_array(data, dtype), copy=True)
@@ -68,19 +123,28 @@ def from_numpy(array: np.ndarray) -> Tensor:
     return _wrap(array)
 
 
-def _check_device(device):
-    if device not in (None, "cpu"):
-        raise RuntimeError(f"gradviz runs on the CPU only; got device {device!r}")
+_check_device = check_device
 
 
-def _filled(size, value, dtype, requires_grad, device):
-    _check_device(device)
+def _checked_shape(size, what=None):
+    """The shape of ``f(2, 3)`` or ``f((2, 3))``, with PyTorch's error for a negative size."""
     shape = _shape_arg(size)
+    for n in shape:
+        if n < 0:
+            if what == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {n}: {list(shape)}")
+    return shape
+
+
+def _filled(size, value, dtype, requires_grad, device, what=None):
+    _check_device(device)
+    shape = _checked_shape(size, what)
     return _finish(np.full(shape, value, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(size, 0, dtype, requires_grad, device)
+    return _filled(size, 0, dtype, requires_grad, device, "zeros")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
@@ -143,6 +207,15 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return _finish(_linspace_values(start, end, steps, dtype.numpy), requires_grad)
 
 
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``base ** linspace(start, end, steps)``: the exponents as ``linspace`` computes them in
+    the tensor's dtype, each power in double precision, as PyTorch's CPU kernel."""
+    _check_device(device)
+    dtype = _dtype_or_default(dtype)
+    exponents = _linspace_values(start, end, int(steps), dtype.numpy).astype(np.float64)
+    return _finish(np.power(float(base), exponents).astype(dtype.numpy), requires_grad)
+
+
 def _linspace_values(start, end, steps, np_dtype):
     if steps <= 1:
         return np.full((steps,), start).astype(np_dtype)
@@ -155,12 +228,30 @@ def _linspace_values(start, end, steps, np_dtype):
         up = _fused_multiply_add(step, index, float(start))
         down = _fused_multiply_add(-step, steps - 1 - index, float(end))
         return np.trunc(np.where(index < steps // 2, up, down)).astype(np_dtype)
+    if np_dtype.itemsize == 2:
+        return _linspace_half(start, end, steps)
     first, last = np_dtype.type(start), np_dtype.type(end)
     step = (last - first) / np_dtype.type(steps - 1)  # in the tensor's dtype, like torch
     index = np.arange(steps, dtype=np.float64)
     up = _fused_multiply_add(np.float64(step), index, np.float64(first))
     down = _fused_multiply_add(-np.float64(step), steps - 1 - index, np.float64(last))
     return np.where(index < steps // 2, up, down).astype(np_dtype)
+
+
+def _linspace_half(start, end, steps):
+    """float16 ``linspace``: c10::Half arithmetic computes each operation in float32 and rounds
+    the result to half, so every step of torch's formula rounds twice."""
+    half, single = np.float16, np.float32
+    first, last = half(start), half(end)
+    step = half(single(half(single(last) - single(first))) / single(half(steps - 1)))
+    index = np.arange(steps)
+
+    def rounded(values):  # float32 arithmetic, rounded to half, back to float32
+        return np.asarray(values, dtype=single).astype(half).astype(single)
+
+    up = single(first) + rounded(single(step) * rounded(index))
+    down = single(last) - rounded(single(step) * rounded(steps - 1 - index))
+    return np.where(index < steps // 2, up, down).astype(half)
 
 
 def _fused_multiply_add(a, b, c):
@@ -189,25 +280,25 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples (gradviz's own generator: values differ from PyTorch's)."""
     _check_device(device)
-    rng = generator if generator is not None else _generator
-    array = rng.standard_normal(_shape_arg(size)).astype(_dtype_or_default(dtype).numpy)
+    rng = _rng(generator)
+    array = rng.standard_normal(_checked_shape(size)).astype(_dtype_or_default(dtype).numpy)
     return _finish(array, requires_grad)
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
     _check_device(device)
-    rng = generator if generator is not None else _generator
-    array = rng.random(_shape_arg(size)).astype(_dtype_or_default(dtype).numpy)
+    rng = _rng(generator)
+    array = rng.random(_checked_shape(size)).astype(_dtype_or_default(dtype).numpy)
     return _finish(array, requires_grad)
 
 
 def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None):
     _check_device(device)
-    if high is None:
-        low, high = 0, low
-    rng = generator if generator is not None else _generator
+    if high is None or isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, (size if high is None else high)
+    rng = _rng(generator)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
-    return _wrap(rng.integers(low, high, size=_shape_arg(size)).astype(dtype.numpy))
+    return _wrap(rng.integers(low, high, size=_checked_shape(size)).astype(dtype.numpy))
 
 
 def _like(input, dtype):
@@ -242,3 +333,128 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
     shape, dtype = _like(input, dtype)
     return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# ---- Tensor.new_* and in-place random fills -----------------------------------------------
+
+def _new_dtype(self, dtype):
+    return _dtypes.as_dtype(dtype) if dtype is not None else self.dtype
+
+
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    """A new tensor from ``data`` with ``self``'s dtype (unless ``dtype`` is given)."""
+    if isinstance(data, Tensor):
+        warnings.warn(
+            "To copy construct from a tensor, it is recommended to use sourceTensor.detach().clone() "
+            "or sourceTensor.detach().clone().requires_grad_(True), rather than "
+            "tensor.new_tensor(sourceTensor).", UserWarning, stacklevel=2)
+        data = data._data
+    _check_device(device)
+    return _finish(np.array(_to_array(data, _new_dtype(self, dtype)), copy=True), requires_grad)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=_new_dtype(self, dtype), device=device,
+                requires_grad=requires_grad)
+
+
+def _fill_from(self, array):
+    from ._inplace import copy_
+
+    return copy_(self, _wrap(array.astype(self._data.dtype)))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill with N(mean, std²) samples from gradviz's generator (values differ from torch's)."""
+    return _fill_from(self, _rng(generator).normal(mean, std, size=self._data.shape))
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None):
+    """Fill with U(a, b) samples from gradviz's generator (values differ from torch's)."""
+    return _fill_from(self, _rng(generator).uniform(a, b, size=self._data.shape))
+
+
+install_methods({"new_tensor": new_tensor, "new_zeros": new_zeros, "new_ones": new_ones,
+                 "new_empty": new_empty, "new_full": new_full, "normal_": normal_,
+                 "uniform_": uniform_})
+
+
+def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None):
+    """A random permutation of ``0 .. n-1`` (int64)."""
+    _check_device(device)
+    dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
+    return _finish(_rng(generator).permutation(int(n)).astype(dtype.numpy), requires_grad)
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Samples of N(mean, std²): tensors ``mean``/``std`` give one sample per element."""
+    _check_device(device)
+    mean_data = mean._data if isinstance(mean, Tensor) else mean
+    std_data = std._data if isinstance(std, Tensor) else std
+    if size is None and not isinstance(mean, Tensor) and not isinstance(std, Tensor):
+        raise TypeError("normal() received an invalid combination of arguments: pass a size "
+                        "with float mean and std")
+    shape = _checked_shape((size,)) if size is not None else np.broadcast_shapes(
+        np.shape(mean_data), np.shape(std_data))
+    if dtype is None:
+        dtype = next((t.dtype for t in (mean, std) if isinstance(t, Tensor)),
+                     _dtypes.get_default_dtype())
+    dtype = _dtypes.as_dtype(dtype)
+    sample = _rng(generator).normal(mean_data, std_data, size=shape)
+    return _finish(np.asarray(sample).astype(dtype.numpy), requires_grad)
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """0/1 samples with probability ``input`` (or ``p``) of a 1, in ``input``'s dtype."""
+    probability = input._data if p is None else p
+    draws = _rng(generator).random(input._data.shape) < probability
+    return _wrap(draws.astype(input._data.dtype))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    probability = p._data if isinstance(p, Tensor) else p
+    return _fill_from(self, _rng(generator).random(self._data.shape) < probability)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Indices drawn from the categorical distributions in the rows of ``input`` (weights,
+    normalized per row); int64, shaped ``(rows, num_samples)`` or ``(num_samples,)``."""
+    weights = input._data.astype(np.float64)
+    if weights.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    rows = weights.reshape(-1, weights.shape[-1])
+    if not np.all(np.isfinite(rows)) or np.any(rows < 0):
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if np.any(rows.sum(axis=1) <= 0):
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    categories = rows.shape[1]
+    if not replacement and num_samples > categories:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    rng = _rng(generator)
+    out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
+    for i, row in enumerate(rows):
+        if replacement:
+            out[i] = rng.choice(categories, size=int(num_samples), p=row / row.sum())
+        else:  # torch's way: the top-k of weight / Exp(1) noise
+            keys = row / rng.exponential(size=categories)
+            out[i] = np.argsort(-keys, kind="stable")[:int(num_samples)]
+    return _wrap(out.reshape(weights.shape[:-1] + (int(num_samples),)))
+
+
+__all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial"]
+
+install_methods({"bernoulli": bernoulli, "bernoulli_": bernoulli_, "multinomial": multinomial})

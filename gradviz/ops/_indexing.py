@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._registry import Op, apply, saves_inputs
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
@@ -243,11 +243,13 @@ def _with_indices(op, input, indices, dim):
     values = np.take_along_axis(input._data, indices, axis=dim) if input.ndim else input._data.copy()
     indices_tensor = _wrap(indices)
     out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape)
-    return _SortResult(out, indices_tensor)
+    return RETURN_TYPES[op.name](out, indices_tensor)
 
 
-class _SortResult(tuple):
-    """``(values, indices)`` with attribute access, like torch.return_types."""
+class _ValuesIndices(tuple):
+    """``(values, indices)`` with attribute access; prints like ``torch.return_types.max``."""
+
+    __slots__ = ()
 
     def __new__(cls, values, indices):
         return super().__new__(cls, (values, indices))
@@ -259,6 +261,22 @@ class _SortResult(tuple):
     @property
     def indices(self):
         return self[1]
+
+    def __repr__(self) -> str:
+        return (f"gradviz.return_types.{type(self).__name__}(\nvalues={self[0]!r},\n"
+                f"indices={self[1]!r})")
+
+    def __reduce__(self):
+        return (_rebuild_values_indices, (type(self).__name__, self[0], self[1]))
+
+
+def _rebuild_values_indices(name, values, indices):
+    return RETURN_TYPES[name](values, indices)
+
+
+# one class per function, named as in torch.return_types
+RETURN_TYPES = {name: type(name, (_ValuesIndices,), {"__slots__": (), "__module__": "gradviz.return_types"})
+                for name in ("max", "min", "sort", "topk")}
 
 
 def sort(input, dim=-1, descending=False, stable=False):
@@ -281,3 +299,119 @@ def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     order = _sorted_indices(input._data, dim, largest, True)
     indices = np.take(order, np.arange(k), axis=dim) if input.ndim else order
     return _with_indices(TOPK, input, indices, dim)
+
+
+# ---- masked_select, nonzero, repeat -----------------------------------------------------
+
+def _masked_select_forward(a, mask, shape, **_):
+    return np.broadcast_to(a, shape)[np.broadcast_to(mask, shape)]
+
+
+def _masked_select_backward(ctx, g):
+    from ._shape import reshape
+
+    flat = _index_add_into_zeros(g, 0, ctx.positions_tensor, (int(np.prod(ctx.shape)),))
+    return (reshape(flat, ctx.shape),)
+
+
+MASKED_SELECT = Op("masked_select", "MaskedSelectBackward0", forward=_masked_select_forward,
+                   backward=_masked_select_backward)
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where the boolean ``mask`` (broadcastable) is true, as 1-D."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
+    positions = np.flatnonzero(np.broadcast_to(mask._data, shape)).astype(np.int64)
+    return apply(MASKED_SELECT, input, mask=mask._data, shape=shape,
+                 positions=positions, positions_tensor=_wrap(positions))
+
+
+def nonzero(input, *, as_tuple=False):
+    """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
+    found = np.nonzero(input._data if input.ndim else input._data.reshape(1))
+    if as_tuple:
+        return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in found)
+    return _wrap(np.stack(found, axis=1).astype(np.int64).reshape(-1, input.ndim))
+
+
+def _repeat_backward(ctx, g):
+    from ._reduction import sum
+    from ._shape import reshape
+
+    # g has shape (r0 * s0, r1 * s1, ...): split each dim into (r, s) and sum the r's away
+    split = []
+    for r, s in zip(ctx.repeats, ctx.padded):
+        split += [r, s]
+    summed = sum(reshape(g, tuple(split)), tuple(range(0, len(split), 2)))
+    return (reshape(summed, ctx.shape),)
+
+
+REPEAT = Op("repeat", "RepeatBackward0",
+            forward=lambda a, repeats, padded, shape: np.tile(a.reshape(padded), repeats),
+            backward=_repeat_backward)
+
+
+def repeat(input, *repeats):
+    """``input`` tiled ``repeats[i]`` times along each dim (extra leading dims allowed)."""
+    if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
+        repeats = tuple(repeats[0])
+    repeats = tuple(int(r) for r in repeats)
+    if len(repeats) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    if any(r < 0 for r in repeats):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(repeats)}: {list(repeats)}")
+    padded = (1,) * (len(repeats) - input.ndim) + tuple(input._data.shape)
+    return apply(REPEAT, input, repeats=repeats, padded=padded, shape=tuple(input._data.shape))
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (an int, or a tensor with one count per element)
+    along ``dim`` (the flattened input when ``dim`` is None); an ``index_select`` underneath,
+    as in PyTorch."""
+    if repeats is None:  # repeat_interleave(counts): the indices repeated by their counts
+        counts = input.numpy()
+        return _wrap(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
+    flatten = dim is None
+    if flatten:
+        input = input.reshape(-1)
+        dim = 0
+    dim = _wrap_dim(dim, input.ndim)
+    counts = repeats.numpy() if isinstance(repeats, Tensor) else int(repeats)
+    positions = np.repeat(np.arange(input.shape[dim], dtype=np.int64), counts)
+    out = index_select(input, dim, _wrap(positions))
+    return out.view(-1) if flatten else out  # torch ends the flattened case with a view
+
+
+def _roll_backward(ctx, g):
+    shifts = ctx.shifts
+    return (roll(g, -shifts if ctx.dims is None else tuple(-s for s in shifts), ctx.dims),)
+
+
+ROLL = Op("roll", "RollBackward0",
+          forward=lambda a, shifts, dims: (np.roll(a, shifts, axis=dims) if dims is not None
+                                           else np.roll(a, shifts)),
+          backward=_roll_backward)
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor without)."""
+    if dims is None:
+        if isinstance(shifts, (tuple, list)):
+            shifts = int(shifts[0])
+        return apply(ROLL, input, shifts=int(shifts), dims=None)
+    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (int(shifts),)
+    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (int(dims),)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    return apply(ROLL, input, shifts=shifts, dims=dims)
+
+
+__all__ += ["masked_select", "nonzero", "repeat_interleave", "roll"]
+
+install_methods({"masked_select": masked_select, "nonzero": nonzero, "repeat": repeat,
+                 "repeat_interleave": repeat_interleave, "roll": roll})

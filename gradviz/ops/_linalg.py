@@ -13,7 +13,7 @@ import numpy as np
 
 from gradviz_ext import ops as _ext_ops
 
-from .._tensor import Tensor
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
 from ._registry import Op, apply, promote, saves_inputs
 from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
                      unsqueeze)
@@ -29,9 +29,13 @@ def _check_float_pair(what, a, b):
                         f"{type(a).__name__} and {type(b).__name__}")
     if a.dtype is not b.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}" if what != "dot" else
+                           f"{_C_TYPE_NAMES[a.dtype.name]} != {_C_TYPE_NAMES[b.dtype.name]}"
+                           if what != "dot" else
                            f"dot : expected both vectors to have same dtype, but found "
                            f"{a.dtype.name.capitalize()} and {b.dtype.name.capitalize()}")
+
+
+_C_TYPE_NAMES = C_TYPE_NAMES
 
 
 def _mm_mat2_grad(mat1, g, mat2):
@@ -69,6 +73,51 @@ BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
          fast_backward=lambda ctx, g: (
              np.matmul(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0] else None,
              np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
+
+def _addmm_backward(ctx, g):
+    return (g if ctx.needs_input_grad[0] else None,
+            mm(g, t(ctx.input(2))) if ctx.needs_input_grad[1] else None,
+            mm(t(ctx.input(1)), g) if ctx.needs_input_grad[2] else None)
+
+
+def _addmm_fast(ctx, g):
+    return (g if ctx.needs_input_grad[0] else None,
+            np.matmul(g, ctx.data(2).T) if ctx.needs_input_grad[1] else None,
+            _mm_mat2_grad(ctx.data(1), g, ctx.data(2)) if ctx.needs_input_grad[2] else None)
+
+
+def _addmm_saves(needs):
+    # mat2 is needed for both gradients (its layout decides mat2's, Note in _mm_mat2_grad)
+    if needs[2]:
+        return (1, 2), False
+    return ((2,) if needs[1] else ()), False
+
+
+# ``bias + mat1 @ mat2``, one node as in PyTorch (a Linear layer's ``AddmmBackward0``); the
+# engine sums the bias's gradient over the rows it was broadcast to.
+ADDMM = Op("addmm", "AddmmBackward0", forward=lambda bias, a, b: np.add(np.matmul(a, b), bias),
+           backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves)
+
+_TORCH_TYPE_WORDS = TYPE_WORDS
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcasts to the product's shape)."""
+    if mat1.dtype is not mat2.dtype or input.dtype is not mat1.dtype:
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_TORCH_TYPE_WORDS[mat1.dtype.name]} and "
+                           f"{_TORCH_TYPE_WORDS[mat2.dtype.name]}")
+    if mat1.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError("mat1 must be a matrix, got %d-D tensor" % mat1.ndim if mat1.ndim != 2
+                           else "mat2 must be a matrix, got %d-D tensor" % mat2.ndim)
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(
+            f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+            f"{mat2.shape[0]}x{mat2.shape[1]})")
+    if beta != 1 or alpha != 1:
+        return input * beta + mm(mat1, mat2) * alpha
+    return apply(ADDMM, input, mat1, mat2)
+
 
 def dot(input, other):
     _check_float_pair("dot", input, other)
@@ -202,3 +251,207 @@ def matmul(input, other):
     if d2 == 1:
         product = squeeze_dim(product, -1)
     return unsafe_view(product, *output_shape)
+
+
+# ---- diagonals, triangles, trace, outer ---------------------------------------------------
+
+def _diagonal_forward(a, offset, dim1, dim2, shape):
+    return np.diagonal(a, offset, dim1, dim2).copy()
+
+
+DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_forward,
+              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),))
+
+
+DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_forward,
+                   backward=DIAGONAL.backward)
+
+
+def _diagonal_backward_forward(g, shape, offset, dim1, dim2):
+    """Zeros of ``shape`` with ``g`` written on the diagonal that ``diagonal`` reads."""
+    out = np.zeros(shape, dtype=g.dtype)
+    view = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writes land in ``out``
+    steps = np.arange(g.shape[-1])
+    view[..., steps + max(-offset, 0), steps + max(offset, 0)] = g
+    return out
+
+
+DIAGONAL_BACKWARD = Op("diagonal_backward", "DiagonalBackwardBackward0",
+                       forward=_diagonal_backward_forward,
+                       backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.dim1, ctx.dim2),))
+
+
+def _diagonal_scatter(g, shape, offset, dim1, dim2):
+    return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2)
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim), as in PyTorch."""
+    ndim = input.ndim
+    dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply(DIAGONAL, input, offset=int(offset), dim1=dim1, dim2=dim2,
+                 shape=tuple(input._data.shape))
+
+
+def _diag_embed_forward(a, offset):
+    return np.diag(a, offset)
+
+
+DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
+                backward=lambda ctx, g: (diagonal(g, ctx.offset),))
+
+
+_diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
+
+
+def diag(input, diagonal=0):  # noqa: A002  (torch's name)
+    """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
+    ``diagonal`` as 1-D."""
+    if input.ndim == 1:
+        return apply(DIAG_EMBED, input, offset=int(diagonal))
+    if input.ndim == 2:  # a copy of the diagonal in torch, hence its node's name
+        return apply(DIAGONAL_COPY, input, offset=int(diagonal), dim1=0, dim2=1,
+                     shape=tuple(input._data.shape))
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+TRIL = Op("tril", "TrilBackward0", forward=lambda a, diagonal: np.tril(a, diagonal),
+          backward=lambda ctx, g: (tril(g, ctx.diagonal),))
+TRIU = Op("triu", "TriuBackward0", forward=lambda a, diagonal: np.triu(a, diagonal),
+          backward=lambda ctx, g: (triu(g, ctx.diagonal),))
+
+
+def tril(input, diagonal=0):  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return apply(TRIL, input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal=0):  # noqa: A002
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return apply(TRIU, input, diagonal=int(diagonal))
+
+
+def _trace_backward(ctx, g):
+    from ._creation import eye
+
+    n, m = ctx.shape
+    return (g * eye(n, m, dtype=g.dtype),)
+
+
+TRACE = Op("trace", "TraceBackward0", forward=lambda a, shape: np.asarray(np.trace(a)),
+           backward=_trace_backward)
+
+
+def trace(input):
+    """The sum of a matrix's diagonal."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return apply(TRACE, input, shape=tuple(input._data.shape))
+
+
+def outer(input, vec2):
+    """``input[i] * vec2[j]`` (recorded as a ``MulBackward0``, as in PyTorch)."""
+    if input.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError("outer: expected 1-D vectors")
+    return reshape(input, (input._data.shape[0], 1)) * vec2
+
+
+ger = outer
+
+
+# ---- inverse, determinant, solve -----------------------------------------------------------
+
+def _check_square(what, input):
+    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+        raise RuntimeError(f"{what}: A must be batches of square matrices, but they are "
+                           f"{input.shape[-2] if input.ndim > 1 else 1} by "
+                           f"{input.shape[-1] if input.ndim else 1} matrices")
+
+
+class _LinAlgError(RuntimeError):
+    """A singular matrix (``torch.linalg.LinAlgError``, a RuntimeError)."""
+
+
+def _lu_diagonal(a):
+    """The diagonal of U and the permutation's sign from an LU factorization with partial
+    pivoting (LAPACK's ``getrf``, which PyTorch uses), for each matrix of a batch."""
+    n = a.shape[-1]
+    matrices = np.array(a, copy=True).reshape(-1, n, n)
+    diagonals = np.empty(matrices.shape[:2], dtype=a.dtype)
+    signs = np.ones(matrices.shape[0], dtype=a.dtype)
+    for m, u in enumerate(matrices):
+        for k in range(n):
+            p = k + int(np.argmax(np.abs(u[k:, k])))
+            if p != k:
+                u[[k, p]] = u[[p, k]]
+                signs[m] = -signs[m]
+            if u[k, k] != 0:
+                u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
+        diagonals[m] = np.diagonal(u)
+    return diagonals.reshape(a.shape[:-1]), signs.reshape(a.shape[:-2])
+
+
+def _singular_error(what, diagonal):
+    zero = int(np.argmax((diagonal == 0).reshape(-1, diagonal.shape[-1]).any(axis=0)))
+    return _LinAlgError(f"{what}: The diagonal element {zero + 1} is zero, the inversion could "
+                        "not be completed because the input matrix is singular.")
+
+
+def _inverse_forward(a):
+    diagonal, _ = _lu_diagonal(a)
+    if np.any(diagonal == 0):
+        raise _singular_error("linalg.inv", diagonal)
+    return np.linalg.inv(a)
+
+
+INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
+             backward=lambda ctx, g: (-matmul(matmul(transpose(ctx.output(), -2, -1), g),
+                                             transpose(ctx.output(), -2, -1)),),
+             saves=lambda needs: ((), True))
+
+
+def inverse(input):
+    """The matrix inverse (of each matrix in a batch)."""
+    _check_square("linalg.inv", input)
+    return apply(INVERSE, input)
+
+
+def _det_backward(ctx, g):
+    from ._shape import unsqueeze as _unsqueeze
+
+    a = ctx.input(0)
+    scale = _unsqueeze(_unsqueeze(g * ctx.output(), -1), -1)
+    return (scale * transpose(inverse(a), -2, -1),)
+
+
+def _det_forward(a):
+    diagonal, sign = _lu_diagonal(a)
+    return np.asarray(sign * np.prod(diagonal, axis=-1)).astype(a.dtype)
+
+
+DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
+         backward=_det_backward, saves=lambda needs: ((0,), True))
+
+
+def det(input):
+    """The determinant (of each matrix in a batch)."""
+    _check_square("linalg.det", input)
+    return apply(DET, input)
+
+
+def solve(A, B, *, left=True):
+    """The solution ``X`` of ``A @ X = B`` (as ``inverse(A) @ B``)."""
+    if not left:
+        return matmul(B, inverse(A))
+    if B.ndim == A.ndim - 1:
+        return matmul(inverse(A), B)
+    return matmul(inverse(A), B)
+
+__all__ += ["diagonal", "diag", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
+
+install_methods({"diagonal": diagonal, "diag": diag, "tril": tril, "triu": triu, "trace": trace,
+                 "outer": outer, "inverse": inverse, "det": det, "addmm": addmm})

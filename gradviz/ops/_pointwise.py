@@ -12,7 +12,7 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap
+from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device, install_methods
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 __all__ = [
@@ -30,9 +30,65 @@ def _check_operand(value, op_name):
         return value.item()  # numpy scalars promote like Python scalars, as in torch
     if isinstance(value, numbers.Number):
         return value
+    if isinstance(value, np.ndarray):  # torch converts an array operand to a tensor
+        return _wrap(_to_array(value))
     raise TypeError(
         f"{op_name}(): expected a Tensor or a number as operand, got {type(value).__name__}"
     )
+
+
+def _broadcast_error(a, b):
+    """PyTorch's error for two operands whose shapes do not broadcast (None if they do).
+
+    Like torch's ``infer_size``, it names the first mismatch from the right, by its dimension
+    in the result.
+    """
+    shape_a, shape_b = np.shape(a), np.shape(b)
+    ndim = max(len(shape_a), len(shape_b))
+    for dim in range(ndim - 1, -1, -1):
+        offset = ndim - 1 - dim
+        size_a = shape_a[len(shape_a) - 1 - offset] if offset < len(shape_a) else 1
+        size_b = shape_b[len(shape_b) - 1 - offset] if offset < len(shape_b) else 1
+        if size_a != size_b and size_a != 1 and size_b != 1:
+            return RuntimeError(f"The size of tensor a ({size_a}) must match the size of tensor b "
+                                f"({size_b}) at non-singleton dimension {dim}")
+    return None
+
+
+def _broadcasting(fn):
+    """``fn(a, b)`` raising PyTorch's RuntimeError, not numpy's ValueError, for operands that
+    do not broadcast (the check costs nothing until numpy fails).
+
+    Two fixed positional parameters, not ``*args``: the wrapper sits on the hottest path
+    (``x * y``), where packing arguments would cost more than the call itself.
+    """
+
+    def forward(a, b):
+        try:
+            return fn(a, b)
+        except ValueError:
+            raise _broadcast_error(a, b) or _reraise()
+
+    forward.__name__ = getattr(fn, "__name__", "forward")
+    return forward
+
+
+def _reraise():
+    raise  # noqa: PLE0704  (re-raise the ValueError being handled: shapes were not the cause)
+
+
+def _add_forward(a, b, alpha=1):
+    try:
+        return np.add(a, b * alpha if alpha != 1 else b)
+    except ValueError:
+        raise _broadcast_error(a, b) or _reraise()
+
+
+def _sub_forward(a, b, alpha=1):
+    try:
+        return np.subtract(a, b * alpha if alpha != 1 else b)
+    except ValueError:
+        raise _broadcast_error(a, b) or _reraise()
 
 
 def _mul_saves(needs):
@@ -55,12 +111,12 @@ def _sub_fast(ctx, g):
 
 
 ADD = Op("add", "AddBackward0",
-         forward=lambda a, b, alpha=1: np.add(a, b * alpha if alpha != 1 else b),
+         forward=_add_forward,
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
          fast_backward=_add_fast, dtype=promote)
 
 SUB = Op("sub", "SubBackward0",
-         forward=lambda a, b, alpha=1: np.subtract(a, b * alpha if alpha != 1 else b),
+         forward=_sub_forward,
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
          fast_backward=_sub_fast, dtype=promote)
 
@@ -107,7 +163,7 @@ RSUB = Op("rsub", "RsubBackward1",
 # ---- mul / div --------------------------------------------------------------------------
 
 MUL = Op("mul", "MulBackward0",
-         forward=np.multiply,
+         forward=_broadcasting(np.multiply),
          backward=lambda ctx, g: (
              g * ctx.input(1) if ctx.needs_input_grad[0] else None,
              g * ctx.input(0) if ctx.needs_input_grad[1] else None,
@@ -139,14 +195,59 @@ def _div_fast(ctx, g):
 
 
 DIV = Op("div", "DivBackward0",
-         forward=np.true_divide, backward=_div_backward, fast_backward=_div_fast,
+         forward=_broadcasting(np.true_divide), backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
          dtype=promote_float)
 
 
-def div(input, other):
-    """Elementwise true division with broadcasting (integers give floats, as in PyTorch)."""
-    return apply(DIV, _check_operand(input, "div"), _check_operand(other, "div"))
+def _integer_division_check(a, b):
+    if np.asarray(b).dtype.kind in "iub" and np.asarray(a).dtype.kind in "iub" and np.any(np.asarray(b) == 0):
+        raise RuntimeError("ZeroDivisionError")
+
+
+_TRUE_DIVISION = object()  # div's rounding_mode when none is passed (torch's div.Tensor)
+
+
+def div(input, other, *, rounding_mode=_TRUE_DIVISION):
+    """Elementwise division with broadcasting: true division (integers give floats), or
+    rounded with ``rounding_mode="trunc"`` or ``"floor"`` (integers stay integers)."""
+    if rounding_mode is _TRUE_DIVISION:
+        return apply(DIV, _check_operand(input, "div"), _check_operand(other, "div"))
+    if rounding_mode not in (None, "trunc", "floor"):
+        raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                         f"found '{rounding_mode}'")
+    op = DIV_MODE if rounding_mode is None else DIV_ROUNDED
+    return apply(op, _check_operand(input, "div"), _check_operand(other, "div"),
+                 mode=rounding_mode)
+
+
+def _rounded_division_forward(a, b, mode):
+    try:
+        return _rounded_division(a, b, mode)
+    except ValueError:
+        raise _broadcast_error(a, b) or _reraise()
+
+
+def _rounded_division(a, b, mode):
+    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
+        _integer_division_check(a, b)
+        quotient = np.floor_divide(a, b)
+        if mode == "trunc":  # round toward zero: undo floor's step down for inexact negatives
+            inexact = np.remainder(a, b) != 0
+            quotient = quotient + (inexact & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
+        return quotient
+    quotient = np.true_divide(a, b)
+    return np.floor(quotient) if mode == "floor" else np.trunc(quotient)
+
+
+_TRUE_DIVIDE_FORWARD = _broadcasting(np.true_divide)
+DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _TRUE_DIVIDE_FORWARD(a, b),
+              backward=_div_backward, saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
+              dtype=promote_float)
+DIV_ROUNDED = Op("div_rounded", "DivBackward2", forward=_rounded_division_forward,
+                 backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+                                          g * 0 if ctx.needs_input_grad[1] else None),
+                 dtype=promote)
 
 
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
@@ -195,8 +296,32 @@ def _pow_scalar_fast(ctx, g):
     return (g * p * np.power(ctx.data(0), p - 1),)
 
 
+def _integer_power(a, b):
+    """``a ** b`` for integers as PyTorch computes it: a negative exponent gives 0, except for
+    bases 1 and -1 (numpy refuses negative integer powers)."""
+    a, b = np.asarray(a), np.asarray(b)
+    negative = b < 0
+    if not np.any(negative):
+        return np.power(a, b)
+    result = np.power(a, np.where(negative, 0, b))
+    special = np.where(a == 1, 1, np.where(a == -1, np.where(b % 2 == 0, 1, -1), 0))
+    return np.where(negative, special, result).astype(result.dtype)
+
+
+def _power(a, b):
+    if np.asarray(a).dtype.kind in "iu" and np.asarray(b).dtype.kind in "iu":
+        return _integer_power(a, b)
+    return np.power(a, b)
+
+
+def _pow_scalar_forward(a, exponent):
+    if a.dtype.kind in "iub" and isinstance(exponent, int) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(a, exponent)
+
+
 POW_SCALAR = Op("pow_scalar", "PowBackward0",
-                forward=lambda a, exponent: np.power(a, exponent),
+                forward=_pow_scalar_forward,
                 backward=_pow_scalar_backward, fast_backward=_pow_scalar_fast,
                 saves=saves_inputs(0),
                 dtype=lambda a, exponent: _dtypes.result_type(a, exponent))
@@ -214,7 +339,7 @@ def _pow_tensor_backward(ctx, g):
 
 
 POW_TENSOR = Op("pow", "PowBackward1",
-                forward=np.power, backward=_pow_tensor_backward,
+                forward=_broadcasting(_power), backward=_pow_tensor_backward,
                 saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote)
 
 
@@ -226,7 +351,7 @@ def _pow_base_backward(ctx, g):
 
 
 POW_BASE = Op("pow_base", "PowBackward2",
-              forward=lambda a, base: np.power(base, a),
+              forward=lambda a, base: _power(base, a),
               backward=_pow_base_backward, saves=lambda needs: ((0,), True),
               dtype=lambda a, base: _dtypes.result_type(a, base))
 
@@ -411,8 +536,15 @@ def where_one(mask, input):
 # ---- comparisons and logic (not differentiable) -----------------------------------------
 
 def _comparison(name, fn):
-    op = Op(name, name, forward=fn, backward=None, dtype=promote)
-    return lambda input, other: apply(op, _check_operand(input, name), _check_operand(other, name))
+    op = Op(name, name, forward=_broadcasting(fn), backward=None, dtype=promote)
+
+    def compare(input, other):
+        if other is None and name in ("eq", "ne"):  # ``t == None`` is False, as in torch
+            return name == "ne"
+        return apply(op, _check_operand(input, name), _check_operand(other, name))
+
+    compare.__name__ = name
+    return compare
 
 
 lt = _comparison("lt", np.less)
@@ -422,12 +554,14 @@ ge = _comparison("ge", np.greater_equal)
 eq = _comparison("eq", np.equal)
 ne = _comparison("ne", np.not_equal)
 
-_AND = Op("logical_and", "logical_and", forward=np.logical_and, backward=None)
-_OR = Op("logical_or", "logical_or", forward=np.logical_or, backward=None)
+_AND = Op("logical_and", "logical_and", forward=_broadcasting(np.logical_and), backward=None)
+_OR = Op("logical_or", "logical_or", forward=_broadcasting(np.logical_or), backward=None)
 _NOT = Op("logical_not", "logical_not", forward=np.logical_not, backward=None)
-_BITWISE_AND = Op("bitwise_and", "bitwise_and", forward=np.bitwise_and, backward=None, dtype=promote)
-_BITWISE_OR = Op("bitwise_or", "bitwise_or", forward=np.bitwise_or, backward=None, dtype=promote)
-_BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=np.invert, backward=None)
+_BITWISE_AND = Op("bitwise_and", "bitwise_and", forward=_broadcasting(np.bitwise_and),
+                  backward=None, dtype=promote)
+_BITWISE_OR = Op("bitwise_or", "bitwise_or", forward=_broadcasting(np.bitwise_or), backward=None,
+                 dtype=promote)
+_BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=lambda a: _invert_forward(a), backward=None)
 
 
 def logical_and(input, other):
@@ -445,8 +579,15 @@ def logical_not(input):
 def _bitwise(op, input, other):
     for value in (input, other):
         if isinstance(value, Tensor) and value.dtype.is_floating_point:
-            raise TypeError(f"{op.name} is only supported for integer and bool tensors, got {value.dtype}")
+            raise NotImplementedError(f'"{op.name}_cpu" not implemented for '
+                                      f"'{TYPE_WORDS[value.dtype.name]}'")
     return apply(op, input, other)
+
+
+def _invert_forward(a):
+    if a.dtype.kind == "f":
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
+    return np.invert(a)
 
 
 # ---- dtype conversion -------------------------------------------------------------------
@@ -462,15 +603,13 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
     for arg in args:
         if isinstance(arg, Tensor):
             dtype = arg.dtype
-        elif isinstance(arg, str) or arg is None:
-            if arg not in (None, "cpu"):
-                raise RuntimeError(f"gradviz runs on the CPU only; got device {arg!r}")
+        elif isinstance(arg, (str, device)) or arg is None:
+            check_device(arg)
         else:
             dtype = _dtypes.as_dtype(arg)
-    device = kwargs.pop("device", None)
-    if device not in (None, "cpu"):
-        raise RuntimeError(f"gradviz runs on the CPU only; got device {device!r}")
+    check_device(kwargs.pop("device", None))
     kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     if dtype is None or (_dtypes.as_dtype(dtype) is input.dtype and not copy):
@@ -542,6 +681,10 @@ def erf(input):
 
 # ---- minimum / maximum / where ----------------------------------------------------------
 
+_MAXIMUM_FORWARD = _broadcasting(np.maximum)
+_MINIMUM_FORWARD = _broadcasting(np.minimum)
+
+
 def _extremum_backward(ctx, g):
     # PyTorch: the winner gets the gradient; ties split it in half
     a, b = ctx.input(0), ctx.input(1)
@@ -557,9 +700,9 @@ def _extremum_backward(ctx, g):
     return grad_a, grad_b
 
 
-MAXIMUM = Op("maximum", "MaximumBackward0", forward=lambda a, b, largest: np.maximum(a, b),
+MAXIMUM = Op("maximum", "MaximumBackward0", forward=lambda a, b, largest: _MAXIMUM_FORWARD(a, b),
              backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
-MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: np.minimum(a, b),
+MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: _MINIMUM_FORWARD(a, b),
              backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
 
 

@@ -2,15 +2,35 @@
 
 from __future__ import annotations
 
+import builtins
+import functools
+import math
+
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
 from ._registry import Op, apply, promote, saves_inputs
 from ._shape import expand, reshape, squeeze_dim, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
+
+
+def _numpy_names(fn):
+    """Accept numpy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, as PyTorch's
+    argument parser does (``counts.sum(1, keepdims=True)``)."""
+
+    @functools.wraps(fn)
+    def reduction(*args, **kwargs):
+        if kwargs:
+            if "axis" in kwargs:
+                kwargs["dim"] = kwargs.pop("axis")
+            if "keepdims" in kwargs:
+                kwargs["keepdim"] = kwargs.pop("keepdims")
+        return fn(*args, **kwargs)
+
+    return reduction
 
 
 def _normalize_dims(dim, ndim):
@@ -23,6 +43,8 @@ def _normalize_dims(dim, ndim):
         dims = (_wrap_dim(int(dim), ndim),)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
+    if ndim == 0:  # a 0-d tensor accepts dim 0 or -1 and has nothing to reduce
+        return ()
     return tuple(sorted(dims)) if dims else tuple(range(ndim))
 
 
@@ -62,6 +84,15 @@ def _sum_dtype(x, dtype=None):
     return _dtypes.int64 if (not d.is_floating_point) else d
 
 
+def _check_floating(input, what):
+    """std, var and the vector norm accept floating-point tensors only, as in PyTorch."""
+    if not input.dtype.is_floating_point:
+        if what == "norm":
+            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
+                               f"input. Got {TYPE_WORDS[input.dtype.name]}")
+        raise RuntimeError("std and var only support floating point and complex dtypes")
+
+
 def _make_sum(node):
     return Op(f"sum_{node}", node,
               forward=lambda a, dims, keepdim, shape, out_dtype: np.sum(
@@ -79,6 +110,7 @@ _SUM_ALL = _make_sum("SumBackward0")
 _SUM_DIM = _make_sum("SumBackward1")
 
 
+@_numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's name)
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     dims = _normalize_dims(dim, input.ndim)
@@ -108,6 +140,7 @@ _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mea
                fast_backward=_mean_fast)
 
 
+@_numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; floating-point tensors only, as in PyTorch."""
     if dtype is not None:
@@ -208,9 +241,12 @@ _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_pro
                saves=lambda needs: ((0,), True))
 
 
+@_numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
+    elif not input.dtype.is_floating_point and input.dtype is not _dtypes.int64:
+        input = input.to(_dtypes.int64)  # like sum: integers and bools multiply as int64
     op = _PROD_ALL if dim is None else _PROD_DIM
     return apply(op, input, **_reduce_attrs(input, dim, keepdim))
 
@@ -238,19 +274,23 @@ _MIN_ALL = _extreme_op("min", "MinBackward1", np.min)
 
 def _check_nonempty(input, dim, what):
     dims = _normalize_dims(dim, input.ndim)
-    if any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
-        raise RuntimeError(
+    if builtins.any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
+        # torch's types differ: max()/min() of nothing is a RuntimeError, the rest IndexErrors
+        kind = RuntimeError if dim is None and what in ("max", "min") else IndexError
+        raise kind(
             f"{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
             "the reduction dim with the 'dim' argument." if dim is None else
             f"{what}(): Expected reduction dim {dims[0]} to have non-zero size."
         )
 
 
+@_numpy_names
 def amax(input, dim=(), keepdim=False):
     _check_nonempty(input, dim if dim != () else None, "amax")
     return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
 
+@_numpy_names
 def amin(input, dim=(), keepdim=False):
     _check_nonempty(input, dim if dim != () else None, "amin")
     return apply(_AMIN, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
@@ -270,7 +310,7 @@ _MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, 
 
 def _values_indices(input, dim, keepdim, pick):
     """``(values, indices)`` of the max or min along ``dim``; the gradient goes to the index."""
-    from ._indexing import _SortResult
+    from ._indexing import RETURN_TYPES
 
     dim = _wrap_dim(dim, input.ndim)
     _check_nonempty(input, dim, "max" if pick is np.argmax else "min")
@@ -285,9 +325,10 @@ def _values_indices(input, dim, keepdim, pick):
     out_indices = indices if keepdim or input.ndim == 0 else np.squeeze(indices, dim)
     out = apply(op, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
                 keepdim=bool(keepdim) or input.ndim == 0, shape=input._data.shape)
-    return _SortResult(out, _wrap(out_indices))
+    return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
 
 
+@_numpy_names
 def max(input, dim=None, keepdim=False):  # noqa: A001
     """The maximum; with ``dim``, ``(values, indices)`` along it (the gradient goes to the
     chosen index); without, the gradient is shared among tied maxima, as in PyTorch."""
@@ -301,6 +342,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmax)
 
 
+@_numpy_names
 def min(input, dim=None, keepdim=False):  # noqa: A001
     if isinstance(dim, Tensor):
         from ._pointwise import minimum
@@ -312,15 +354,19 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmin)
 
 
+@_numpy_names
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum (not differentiable); the flat index when ``dim`` is None."""
+    _check_nonempty(input, dim, "argmax")
     if dim is None:
         return _wrap(np.asarray(np.argmax(input._data), dtype=np.int64))
     dim = _wrap_dim(dim, input.ndim)
     return _wrap(np.argmax(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
+@_numpy_names
 def argmin(input, dim=None, keepdim=False):
+    _check_nonempty(input, dim, "argmin")
     if dim is None:
         return _wrap(np.asarray(np.argmin(input._data), dtype=np.int64))
     dim = _wrap_dim(dim, input.ndim)
@@ -356,16 +402,20 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
+@_numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
     if isinstance(dim, bool):
         unbiased, dim = dim, None
+    _check_floating(input, "var")
     return apply(_VAR, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
 
 
+@_numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
+    _check_floating(input, "std")
     return apply(_STD, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
 
 
@@ -388,8 +438,12 @@ _LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
                 backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
 
 
+@_numpy_names
 def logsumexp(input, dim, keepdim=False):
-    """``log(sum(exp(input), dim))``, computed without overflow."""
+    """``log(sum(exp(input), dim))``, computed without overflow (integers as the default
+    float dtype)."""
+    if not input.dtype.is_floating_point:
+        input = input.to(_dtypes.get_default_dtype())
     return apply(_LOGSUMEXP, input, **_reduce_attrs(input, dim, keepdim))
 
 
@@ -410,7 +464,7 @@ def _norm_backward(ctx, g):
     return (_keep(g, ctx) * where_zero(is_zero, grad),)
 
 
-_NORM = Op("norm", "NormBackward1",
+_NORM = Op("norm", "LinalgVectorNormBackward0",
            forward=lambda a, dims, keepdim, shape, count, p: np.power(
                np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p) if p not in (2, 1) else (
                np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)) if p == 2 else
@@ -419,14 +473,31 @@ _NORM = Op("norm", "NormBackward1",
 
 
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
-    """The vector p-norm over ``dim`` (``p`` = 2 by default; 1, 2 or any positive number)."""
-    if p == "fro":
+    """The vector p-norm over ``dim``: ``p`` = 2 by default, any positive number, ``inf``
+    (the largest magnitude), ``-inf`` (the smallest) or 0 (the count of nonzeros)."""
+    if p == "fro" or p is None:
         p = 2
-    if not isinstance(p, (int, float)) or p <= 0:
-        raise RuntimeError(f"norm(): gradviz supports positive finite p, got {p!r}")
+    if not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
+        raise RuntimeError(f"norm(): gradviz supports p >= 0 or -inf, got {p!r}")
     if dtype is not None:
         input = input.to(dtype)
+    _check_floating(input, "norm")
+    if p in (math.inf, -math.inf):
+        # gradients shared evenly among tied extremes, as torch's vector-norm backward does
+        from ._pointwise import abs
+
+        reduce = amax if p > 0 else amin
+        return reduce(abs(input), () if dim is None else dim, keepdim)
+    if p == 0:
+        from ._pointwise import ne
+
+        return sum(ne(input, 0).to(input.dtype) + input * 0, dim, keepdim)
     return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
+    """``torch.linalg.vector_norm``: :func:`norm` with ``ord`` for ``p``."""
+    return norm(x, ord, dim, keepdim, dtype)
 
 
 def _cumsum_backward(ctx, g):
@@ -440,9 +511,98 @@ _CUMSUM = Op("cumsum", "CumsumBackward0",
              backward=_cumsum_backward)
 
 
+@_numpy_names
 def cumsum(input, dim, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:
         input = input.to(_dtypes.int64)
     return apply(_CUMSUM, input, dim=_wrap_dim(dim, input.ndim))
+
+
+def _cumprod_backward(ctx, g):
+    """d/dx_i of sum_j g_j prod_{k<=j} x_k = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k, computed
+    without dividing by x (so zeros are fine) and with gradviz ops (so it differentiates)."""
+    from ._creation import ones
+    from ._pointwise import where
+    from ._shape import cat
+
+    x = ctx.input(0)
+    if x.ndim == 0:
+        return (g,)
+    dim = ctx.dim
+    one = ones((), dtype=x.dtype)
+    grads = []
+    for i in range(x.shape[dim]):
+        without_i = cumprod(where(_position_mask(x, dim, i), one, x), dim)
+        from_i_on = _after_mask(x, dim, i).to(x.dtype)
+        grads.append(sum(g * without_i * from_i_on, dim, keepdim=True))
+    return (cat(grads, dim),)
+
+
+def _position_mask(x, dim, i):
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    mask = np.zeros(shape, dtype=bool)
+    mask.reshape(-1)[i] = True
+    return _wrap(mask)
+
+
+def _after_mask(x, dim, i):
+    shape = [1] * x.ndim
+    shape[dim] = x.shape[dim]
+    mask = np.zeros(shape, dtype=bool)
+    mask.reshape(-1)[i:] = True
+    return _wrap(mask)
+
+
+_CUMPROD = Op("cumprod", "CumprodBackward0",
+              forward=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a.copy(),
+              backward=_cumprod_backward, saves=saves_inputs(0))
+
+
+@_numpy_names
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along ``dim``."""
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.dtype.is_floating_point:
+        input = input.to(_dtypes.int64)
+    return apply(_CUMPROD, input, dim=_wrap_dim(dim, input.ndim))
+
+
+# ---- logical reductions (not differentiable) ----------------------------------------------
+
+def _logical_reduction(fn, input, dim, keepdim):
+    data = input._data
+    out_dtype = np.uint8 if data.dtype == np.uint8 else np.bool_  # torch keeps uint8
+    if dim is None:
+        return _wrap(np.asarray(fn(data), dtype=out_dtype))
+    dims = _normalize_dims(dim, data.ndim)
+    return _wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim), dtype=out_dtype))
+
+
+@_numpy_names
+def all(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
+    """Whether every element is nonzero (along ``dim``): a bool tensor."""
+    return _logical_reduction(np.all, input, dim, keepdim)
+
+
+@_numpy_names
+def any(input, dim=None, keepdim=False):  # noqa: A001
+    """Whether some element is nonzero (along ``dim``): a bool tensor."""
+    return _logical_reduction(np.any, input, dim, keepdim)
+
+
+@_numpy_names
+def count_nonzero(input, dim=None):
+    data = input._data
+    if dim is None:
+        return _wrap(np.asarray(np.count_nonzero(data), dtype=np.int64))
+    dims = _normalize_dims(dim, data.ndim)
+    return _wrap(np.asarray(np.count_nonzero(data, axis=dims), dtype=np.int64))
+
+
+__all__ += ["all", "any", "count_nonzero", "cumprod", "vector_norm"]
+
+install_methods({"all": all, "any": any, "count_nonzero": count_nonzero, "cumprod": cumprod})

@@ -1,4 +1,5 @@
-"""Optimizers: the update rules of ``torch.optim.SGD`` and ``torch.optim.Adam``.
+"""Optimizers: the update rules of ``torch.optim``'s ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``
+and ``Adagrad``.
 
 Each ``step()`` runs under ``no_grad`` and updates parameters with in-place ops (so their
 version counters advance, as in PyTorch), in the order of ``torch.optim``'s single-tensor
@@ -13,9 +14,9 @@ from collections import defaultdict
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..nn._module import _zero_grad
-from ..ops import maximum, zeros_like
+from ..ops import full, maximum, zeros_like
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
 
 
 class _Required:
@@ -73,6 +74,41 @@ class Optimizer:
     def step(self, closure=None):
         raise NotImplementedError
 
+    def state_dict(self) -> dict:
+        """``{"state": ..., "param_groups": ...}`` with parameters named by their index, as in
+        ``torch.optim.Optimizer.state_dict``."""
+        index = {}
+        groups = []
+        for group in self.param_groups:
+            packed = {k: v for k, v in group.items() if k != "params"}
+            for p in group["params"]:
+                index.setdefault(id(p), len(index))
+            packed["params"] = [index[id(p)] for p in group["params"]]
+            groups.append(packed)
+        state = {index[id(p)]: value for p, value in self.state.items() if id(p) in index}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        groups = state_dict["param_groups"]
+        if len(groups) != len(self.param_groups):
+            raise ValueError("loaded state dict has a different number of parameter groups")
+        params = [p for g in self.param_groups for p in g["params"]]
+        by_index = {}
+        for saved, group in zip(groups, self.param_groups):
+            if len(saved["params"]) != len(group["params"]):
+                raise ValueError("loaded state dict contains a parameter group that doesn't match "
+                                 "the size of optimizer's group")
+            for i, p in zip(saved["params"], group["params"]):
+                by_index[i] = p
+            group.update({k: v for k, v in saved.items() if k != "params"})
+        self.state = defaultdict(dict)
+        for i, value in state_dict["state"].items():
+            p = by_index.get(i, params[i] if i < len(params) else None)
+            if p is not None:
+                # like torch: the state's tensors are taken as they are (not copied), so an
+                # optimizer loaded from another's live state_dict shares its buffers
+                self.state[p] = dict(value)
+
     def _closure_loss(self, closure):
         if closure is None:
             return None
@@ -107,8 +143,9 @@ class SGD(Optimizer):
     tensor([ 0.8000, -1.6000], requires_grad=True)
     """
 
-    def __init__(self, params, lr: float = 1e-3, momentum: float = 0.0, dampening: float = 0.0,
-                 weight_decay: float = 0.0, nesterov: bool = False, *, maximize: bool = False):
+    def __init__(self, params, lr: float = 1e-3, momentum: float = 0, dampening: float = 0,
+                 weight_decay: float = 0, nesterov: bool = False, *, maximize: bool = False,
+                 foreach=None, differentiable: bool = False, fused=None):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if momentum < 0.0:
@@ -119,7 +156,8 @@ class SGD(Optimizer):
             raise ValueError("Nesterov momentum requires a momentum and zero dampening")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach,
+                                      differentiable=differentiable, fused=fused))
 
     @no_grad()
     def step(self, closure=None):
@@ -161,8 +199,12 @@ class Adam(Optimizer):
     tensor([ 0.9000, -1.9000], requires_grad=True)
     """
 
+    _decoupled = False  # AdamW: weight decay applied to the parameter, not the gradient
+
     def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0.0, amsgrad: bool = False, *, maximize: bool = False):
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused=None, decoupled_weight_decay: bool = None):
         if lr < 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if eps < 0.0:
@@ -173,9 +215,13 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if decoupled_weight_decay is None:
+            decoupled_weight_decay = self._decoupled
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                       weight_decay=weight_decay, amsgrad=amsgrad,
-                                      maximize=maximize))
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      differentiable=differentiable, fused=fused,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     @no_grad()
     def step(self, closure=None):
@@ -189,16 +235,19 @@ class Adam(Optimizer):
                 grad = p.grad if not group["maximize"] else -p.grad
                 state = self.state[p]
                 if not state:
-                    state["step"] = 0
+                    state["step"] = _step_counter()
                     state["exp_avg"] = zeros_like(p)
                     state["exp_avg_sq"] = zeros_like(p)
                     if amsgrad:
                         state["max_exp_avg_sq"] = zeros_like(p)
-                state["step"] += 1
-                step = state["step"]
+                state["step"].add_(1)
+                step = state["step"].item()
                 exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
                 if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
                 # torch: exp_avg.lerp_(grad, 1 - beta1)
                 # and exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
                 exp_avg.add_((grad - exp_avg) * (1 - beta1))
@@ -216,3 +265,171 @@ class Adam(Optimizer):
                 # torch: p.addcdiv_(exp_avg, denom, value=-step_size)
                 p.add_(exp_avg / denom, alpha=-step_size)
         return loss
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov & Hutter): ``p *= 1 - lr * weight_decay``
+    before the Adam step.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.8500, -1.8000], requires_grad=True)
+    """
+
+    _decoupled = True
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,
+                 foreach=None, capturable: bool = False, differentiable: bool = False,
+                 fused=None):
+        super().__init__(params, lr, betas, eps, weight_decay, amsgrad, foreach=foreach,
+                         maximize=maximize, capturable=capturable,
+                         differentiable=differentiable, fused=fused, decoupled_weight_decay=True)
+
+
+class RMSprop(Optimizer):
+    """RMSprop (Hinton): divide the gradient by a running root mean square, with optional
+    momentum and centering.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.RMSprop([w], lr=0.01)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-2, alpha: float = 0.99, eps: float = 1e-8,
+                 weight_decay: float = 0, momentum: float = 0, centered: bool = False,
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if alpha < 0.0:
+            raise ValueError(f"Invalid alpha value: {alpha}")
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay,
+                                      capturable=capturable, foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+            momentum, weight_decay = group["momentum"], group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_counter()
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = zeros_like(p)
+                state["step"].add_(1)
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                square_avg = state["square_avg"]
+                # torch: square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+                if group["centered"]:
+                    grad_avg = state["grad_avg"]
+                    grad_avg.add_((grad - grad_avg) * (1 - alpha))  # torch: lerp_
+                    avg = (square_avg - grad_avg * grad_avg).sqrt_()
+                else:
+                    avg = square_avg.sqrt()
+                avg = avg.add_(eps)
+                if momentum > 0:
+                    buf = state["momentum_buffer"]
+                    buf.mul_(momentum).add_(grad / avg)
+                    p.add_(buf, alpha=-lr)
+                else:
+                    p.add_(grad / avg, alpha=-lr)
+        return loss
+
+
+class Adagrad(Optimizer):
+    """Adagrad (Duchi et al.): divide the gradient by the root of the sum of its squares.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.Adagrad([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-2, lr_decay: float = 0, weight_decay: float = 0,
+                 initial_accumulator_value: float = 0, eps: float = 1e-10, foreach=None, *,
+                 maximize: bool = False, differentiable: bool = False, fused=None):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if lr_decay < 0.0:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if initial_accumulator_value < 0.0:
+            raise ValueError(f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if eps < 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
+                                      initial_accumulator_value=initial_accumulator_value,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, fused=fused))
+        for group in self.param_groups:  # torch creates the state up front
+            for p in group["params"]:
+                self.state[p]["step"] = _step_counter()
+                self.state[p]["sum"] = full(p.shape, group["initial_accumulator_value"],
+                                            dtype=p.dtype)
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+            weight_decay = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                state["step"].add_(1)
+                step = state["step"].item()
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                clr = lr / (1 + (step - 1) * lr_decay)
+                state["sum"].add_(grad * grad)  # torch: addcmul_(grad, grad, value=1)
+                std = state["sum"].sqrt().add_(eps)
+                p.add_(grad / std, alpha=-clr)  # torch: addcdiv_(grad, std, value=-clr)
+        return loss
+
+
+def _step_counter():
+    """The ``step`` entry of an optimizer's state: a float32 0-d tensor, as in torch."""
+    return full((), 0.0)

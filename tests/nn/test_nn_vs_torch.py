@@ -284,12 +284,23 @@ def test_functional_linear_vs_torch():
 
 
 def test_unsupported_options_raise():
-    with pytest.raises(NotImplementedError):
-        nn.CrossEntropyLoss(label_smoothing=0.1)
-    with pytest.raises(NotImplementedError):
-        nn.CrossEntropyLoss(weight=gradviz.ones(3))
     with pytest.raises(ValueError):
         functional.mse_loss(gradviz.ones(2), gradviz.ones(2), reduction="avg")
+
+
+def test_cross_entropy_weight_and_label_smoothing_match_torch():
+    logits = [[1.0, 2.0, 3.0], [1.0, 0.0, 2.0], [0.5, 0.1, -1.0]]
+    for kwargs in ({"label_smoothing": 0.1}, {"weight": [1.0, 2.0, 0.5]},
+                   {"weight": [1.0, 2.0, 0.5], "label_smoothing": 0.2, "ignore_index": 1}):
+        results = []
+        for m in (gradviz, torch):
+            x = m.tensor(logits, requires_grad=True)
+            options = {k: (m.tensor(v) if k == "weight" else v) for k, v in kwargs.items()}
+            loss = m.nn.CrossEntropyLoss(**options)(x, m.tensor([2, 0, 1]))
+            loss.backward()
+            results.append((loss, x.grad))
+        close(results[0][0], results[1][0], f"loss {kwargs}")
+        close(results[0][1], results[1][1], f"grad {kwargs}")
 
 
 # ---- optimizers ---------------------------------------------------------------------------

@@ -1,0 +1,72 @@
+"""``gradviz.nn.utils``: gradient clipping and flattening parameters, as ``torch.nn.utils``."""
+
+from __future__ import annotations
+
+from ... import ops as _ops
+from ..._tensor import Tensor
+from ...autograd import no_grad
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+
+
+def _as_list(parameters):
+    return [parameters] if isinstance(parameters, Tensor) else list(parameters)
+
+
+def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
+                    error_if_nonfinite: bool = False, foreach=None):
+    """Scale the gradients so that their joint ``norm_type``-norm is at most ``max_norm``;
+    returns the norm before clipping (PyTorch's order of operations).
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.tensor([3.0, 4.0], requires_grad=True)
+    >>> (w * w).sum().backward()
+    >>> torch.nn.utils.clip_grad_norm_([w], max_norm=1.0)
+    tensor(10.)
+    >>> w.grad
+    tensor([0.6000, 0.8000])
+    """
+    grads = [p.grad for p in _as_list(parameters) if p.grad is not None]
+    if not grads:
+        return _ops.tensor(0.0)
+    with no_grad():
+        norm_type = float(norm_type)
+        if norm_type == float("inf"):
+            norms = [g.abs().max() for g in grads]
+            total = norms[0] if len(norms) == 1 else _ops.stack(norms).max()
+        else:
+            norms = [_ops.norm(g, norm_type) for g in grads]
+            total = _ops.norm(_ops.stack(norms), norm_type)
+        if error_if_nonfinite and not bool(_ops.isfinite(total)):
+            raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
+                               "`parameters` is non-finite, so it cannot be clipped. To disable "
+                               "this error and scale the gradients by the non-finite norm "
+                               "anyway, set `error_if_nonfinite=False`")
+        coefficient = _ops.clamp(max_norm / (total + 1e-6), max=1.0)
+        for g in grads:
+            g.mul_(coefficient.to(g.dtype))
+    return total
+
+
+def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
+    """Clamp every gradient entry to ``[-clip_value, clip_value]`` in place."""
+    with no_grad():
+        for p in _as_list(parameters):
+            if p.grad is not None:
+                p.grad.clamp_(min=-clip_value, max=clip_value)
+
+
+def parameters_to_vector(parameters):
+    """All parameters flattened and concatenated into one vector."""
+    return _ops.cat([p.reshape(-1) for p in parameters])
+
+
+def vector_to_parameters(vec, parameters) -> None:
+    """Copy consecutive slices of ``vec`` into the parameters (their ``.data``)."""
+    offset = 0
+    for p in parameters:
+        n = p.numel()
+        p.data = vec[offset:offset + n].view_as(p).data
+        offset += n

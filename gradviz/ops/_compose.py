@@ -1,0 +1,159 @@
+"""Functions PyTorch builds from other ops, built here the same way: ``hstack``, ``vstack``,
+``column_stack``, ``meshgrid``, ``broadcast_to``, ``broadcast_tensors``, ``tile`` and
+``einsum``. They record the primitives' nodes (``CatBackward0``, ``ExpandBackward0``, ...), so
+their gradients, of every order, come from those ops' rules.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .._tensor import Tensor, install_methods
+from ._indexing import repeat
+from ._pointwise import mul
+from ._reduction import sum
+from ._shape import cat, expand, permute, reshape, unsqueeze
+
+__all__ = ["hstack", "vstack", "column_stack", "meshgrid", "broadcast_to", "broadcast_tensors",
+           "tile", "einsum", "atleast_1d", "atleast_2d"]
+
+
+def atleast_1d(tensor):
+    return reshape(tensor, (1,)) if tensor.ndim == 0 else tensor
+
+
+def atleast_2d(tensor):
+    if tensor.ndim == 0:
+        return reshape(tensor, (1, 1))
+    return unsqueeze(tensor, 0) if tensor.ndim == 1 else tensor
+
+
+def hstack(tensors):
+    """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
+    tensors = [atleast_1d(t) for t in tensors]
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Concatenate along dim 0, 1-D tensors becoming rows."""
+    return cat([atleast_2d(t) for t in tensors], 0)
+
+
+def column_stack(tensors):
+    """1-D tensors become columns, then ``hstack``."""
+    return hstack([reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in tensors])
+
+
+def broadcast_to(input, shape):
+    return expand(input, *shape)
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(expand(t, *shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing=None):
+    """Coordinate grids from 1-D tensors (``indexing="ij"``, or ``"xy"`` to swap the first
+    two dims); views made by ``expand``, as in PyTorch."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but "
+                           f"received: {indexing}")
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = list(tensors)
+    if swap:
+        order[0], order[1] = order[1], order[0]
+    shape = tuple(t.numel() for t in order)
+    grids = []
+    for i, t in enumerate(order):
+        view = [1] * len(order)
+        view[i] = -1
+        grids.append(expand(reshape(t, tuple(view)), *shape))
+    if swap:
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def tile(input, dims):
+    """``repeat`` with ``dims`` padded with leading ones to the input's number of dims."""
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, *dims)
+
+
+def einsum(equation, *operands):
+    """Einstein summation, built from broadcasting products and sums (so its gradients are those
+    of ``mul`` and ``sum``); ``...`` is not supported."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    equation = equation.replace(" ", "")
+    if "..." in equation:
+        raise NotImplementedError("einsum: '...' is not supported by gradviz")
+    inputs, _, output = equation.partition("->")
+    specs = inputs.split(",")
+    if len(specs) != len(operands):
+        raise RuntimeError(f"einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(specs) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    if not _:
+        counts = {}
+        for letter in inputs.replace(",", ""):
+            counts[letter] = counts.get(letter, 0) + 1
+        output = "".join(sorted(k for k, v in counts.items() if v == 1))
+    letters = list(output) + sorted({c for spec in specs for c in spec} - set(output))
+    sizes = {}
+    aligned = []
+    for spec, operand in zip(specs, operands):
+        if len(spec) != operand.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                               f"({len(spec)}) does not match the number of dimensions "
+                               f"({operand.ndim}) for operand {len(aligned)} and no ellipsis "
+                               "was given")
+        if len(set(spec)) != len(spec):
+            raise NotImplementedError("einsum: a subscript repeated within one operand is not "
+                                      "supported by gradviz")
+        for letter, size in zip(spec, operand.shape):
+            if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
+                                   f"(original->remapped)")
+            sizes[letter] = max(sizes[letter], size)
+        # put the operand's dims in `letters` order, with size-1 dims for the missing letters
+        present = [letter for letter in letters if letter in spec]
+        moved = permute(operand, *[spec.index(letter) for letter in present])
+        shape = tuple(operand.shape[spec.index(letter)] if letter in spec else 1
+                      for letter in letters)
+        aligned.append(reshape(moved, shape))
+    product = aligned[0]
+    for operand in aligned[1:]:
+        product = mul(product, operand)
+    contracted = tuple(range(len(output), len(letters)))
+    if contracted:
+        product = sum(product, contracted)
+    full = tuple(sizes[letter] for letter in output)
+    return expand(product, *full) if tuple(product.shape) != full else product
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """Differences of neighbours along ``dim``, ``n`` times (``x[1:] - x[:-1]``)."""
+    if prepend is not None or append is not None:
+        parts = [t for t in (prepend, input, append) if t is not None]
+        input = cat(parts, dim)
+    dim = dim % input.ndim
+    for _ in range(n):
+        length = input.shape[dim]
+        input = input.narrow(dim, 1, length - 1) - input.narrow(dim, 0, length - 1)
+    return input
+
+
+__all__ += ["diff"]
+
+install_methods({"broadcast_to": broadcast_to, "tile": tile, "diff": diff})

@@ -1,0 +1,232 @@
+"""The losses PyTorch computes as one fused op, with PyTorch's node names: ``mse_loss``
+(``MseLossBackward0``), ``nll_loss`` (``NllLossBackward0``), ``smooth_l1_loss``,
+``huber_loss``, ``binary_cross_entropy`` and ``binary_cross_entropy_with_logits``.
+
+So ``print(loss)`` shows the ``grad_fn`` a PyTorch user expects. Each backward rule is written
+with gradviz ops (Note [Backward rules are differentiable]), so gradient penalties and other
+higher-order uses work; the argument checks and reductions live in
+:mod:`gradviz.nn.functional`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._pointwise import clamp, exp, gt, log, lt, sigmoid, where
+from ._registry import Op, apply, promote_float, saves_inputs
+
+__all__ = ["mse_loss", "nll_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits"]
+
+_REDUCE = {"none": lambda a: a, "mean": np.mean, "sum": np.sum}
+
+
+def _reduced(values, reduction, dtype):
+    return np.asarray(_REDUCE[reduction](values), dtype=dtype)
+
+
+def _scale(ctx, g):
+    """The incoming gradient spread over the elements: ``g / n`` for a mean, ``g`` otherwise
+    (a 0-d ``g`` broadcasts against the elementwise terms)."""
+    if ctx.reduction == "mean":
+        return g / ctx.count
+    return g
+
+
+def _elementwise_backward(derivative):
+    """Backward of ``reduce(f(input - target))`` from ``derivative(diff) = f'(diff)``."""
+
+    def backward(ctx, g):
+        diff = ctx.input(0) - ctx.input(1)
+        grad = _scale(ctx, g) * derivative(ctx, diff)
+        return (grad if ctx.needs_input_grad[0] else None,
+                -grad if ctx.needs_input_grad[1] else None)
+
+    return backward
+
+
+def _count(input, target):
+    return int(np.prod(np.broadcast_shapes(input._data.shape, target._data.shape)))
+
+
+# ---- mse ---------------------------------------------------------------------------------
+
+MSE_LOSS = Op("mse_loss", "MseLossBackward0",
+              forward=lambda a, b, reduction, count: _reduced((a - b) ** 2, reduction, a.dtype),
+              backward=_elementwise_backward(lambda ctx, diff: diff * 2),
+              saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def mse_loss(input, target, reduction="mean"):
+    return apply(MSE_LOSS, input, target, reduction=reduction, count=_count(input, target))
+
+
+# ---- smooth L1 and Huber -------------------------------------------------------------------
+
+def _smooth_l1_forward(a, b, reduction, count, beta):
+    diff = np.abs(a - b)
+    values = np.where(diff < beta, 0.5 * diff * diff / beta, diff - 0.5 * beta) if beta else diff
+    return _reduced(values.astype(a.dtype), reduction, a.dtype)
+
+
+def _smooth_l1_derivative(ctx, diff):
+    beta = ctx.beta
+    if beta == 0:
+        return diff.sign()
+    # x / beta inside (-beta, beta), its sign outside
+    return where(gt(diff, beta), 1.0, where(lt(diff, -beta), -1.0, diff / beta))
+
+
+SMOOTH_L1_LOSS = Op("smooth_l1_loss", "SmoothL1LossBackward0", forward=_smooth_l1_forward,
+                    backward=_elementwise_backward(_smooth_l1_derivative),
+                    saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
+    return apply(SMOOTH_L1_LOSS, input, target, reduction=reduction, count=_count(input, target),
+                 beta=beta)
+
+
+def _huber_forward(a, b, reduction, count, delta):
+    diff = np.abs(a - b)
+    values = np.where(diff < delta, 0.5 * diff * diff, delta * (diff - 0.5 * delta))
+    return _reduced(values.astype(a.dtype), reduction, a.dtype)
+
+
+def _huber_derivative(ctx, diff):
+    delta = ctx.delta
+    return where(gt(diff, delta), delta, where(lt(diff, -delta), -delta, diff))
+
+
+HUBER_LOSS = Op("huber_loss", "HuberLossBackward0", forward=_huber_forward,
+                backward=_elementwise_backward(_huber_derivative),
+                saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    return apply(HUBER_LOSS, input, target, reduction=reduction, count=_count(input, target),
+                 delta=delta)
+
+
+# ---- binary cross-entropy ------------------------------------------------------------------
+
+_EPSILON = 1e-12  # PyTorch's guard in the BCE gradient's denominator
+
+
+def _bce_forward(x, t, w, reduction, count):
+    with np.errstate(divide="ignore"):
+        log_x = np.maximum(np.log(x), -100)
+        log_1mx = np.maximum(np.log(1 - x), -100)
+    values = -(t * log_x + (1 - t) * log_1mx)
+    if w is not None:
+        values = values * w
+    return _reduced(values.astype(x.dtype), reduction, x.dtype)
+
+
+def _bce_backward(ctx, g):
+    x, t = ctx.input(0), ctx.input(1)
+    w = ctx.input(2)
+    g = _scale(ctx, g)
+    if w is not None:
+        g = g * w
+    grad_x = grad_t = None
+    if ctx.needs_input_grad[0]:
+        grad_x = g * (x - t) / clamp((1 - x) * x, min=_EPSILON)
+    if ctx.needs_input_grad[1]:
+        grad_t = g * (clamp(log(1 - x), min=-100) - clamp(log(x), min=-100))
+    return grad_x, grad_t, None
+
+
+BCE = Op("binary_cross_entropy", "BinaryCrossEntropyBackward0", forward=_bce_forward,
+         backward=_bce_backward, saves=saves_inputs(0, 1, 2))
+
+
+def binary_cross_entropy(input, target, weight=None, reduction="mean"):
+    return apply(BCE, input, target, weight, reduction=reduction, count=input.numel())
+
+
+def _softplus_negative(x):
+    """``-log(sigmoid(x)) = log(1 + exp(-x))``, stable for large ``|x|``."""
+    m = clamp(-x, min=0)
+    return m + log(exp(-m) + exp(-x - m))
+
+
+def _bce_logits_forward(x, t, w, pos_weight, reduction, count):
+    m = np.maximum(-x, 0)
+    softplus_negative = m + np.log(np.exp(-m) + np.exp(-x - m))
+    if pos_weight is not None:
+        values = (1 - t) * x + ((pos_weight - 1) * t + 1) * softplus_negative
+    else:
+        values = (1 - t) * x + softplus_negative
+    if w is not None:
+        values = values * w
+    return _reduced(values.astype(x.dtype), reduction, x.dtype)
+
+
+def _bce_logits_backward(ctx, g):
+    x, t, w, pos_weight = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
+    g = _scale(ctx, g)
+    if w is not None:
+        g = g * w
+    grad_x = grad_t = None
+    if ctx.needs_input_grad[0]:
+        if pos_weight is None:
+            grad_x = g * (sigmoid(x) - t)
+        else:
+            grad_x = g * (sigmoid(x) * ((pos_weight - 1) * t + 1) - pos_weight * t)
+    if ctx.needs_input_grad[1]:
+        grad_t = -x if pos_weight is None else -x + (pos_weight - 1) * _softplus_negative(x)
+        grad_t = g * grad_t
+    return grad_x, grad_t, None, None
+
+
+BCE_WITH_LOGITS = Op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
+                     forward=_bce_logits_forward, backward=_bce_logits_backward,
+                     saves=saves_inputs(0, 1, 2, 3))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
+                                     reduction="mean"):
+    return apply(BCE_WITH_LOGITS, input, target, weight, pos_weight, reduction=reduction,
+                 count=input.numel())
+
+
+# ---- negative log likelihood ---------------------------------------------------------------
+
+def _nll_forward(logp, coefficients, reduction):
+    # coefficients[n, c] = -weight[c] / denominator at c = target[n] (0 elsewhere); the loss is
+    # a linear function of the log-probabilities
+    picked = np.sum(logp * coefficients, axis=-1)
+    if reduction == "none":
+        return picked.astype(logp.dtype)
+    return np.asarray(np.sum(picked), dtype=logp.dtype)
+
+
+def _nll_backward(ctx, g):
+    from gradviz_ext import engine
+
+    from .._tensor import _wrap
+
+    coefficients = _wrap(ctx.coefficients.astype(g._data.dtype))
+    if ctx.reduction == "none":
+        from ._shape import unsqueeze
+
+        g = unsqueeze(g, -1)
+    grad = g * coefficients
+    if engine.is_grad_enabled():
+        # under create_graph, PyTorch's gradient is a function of the input too (with a zero
+        # derivative): it requires grad, and differentiating it again gives zeros, not None
+        grad = grad + ctx.input(0) * 0
+    return (grad,)
+
+
+NLL_LOSS = Op("nll_loss", "NllLossBackward0", forward=_nll_forward, backward=_nll_backward,
+              saves=saves_inputs(0))
+
+
+def nll_loss(log_probs, coefficients, reduction):
+    """``sum(log_probs * coefficients, -1)``, reduced by summing unless ``"none"``: the caller
+    builds ``coefficients`` from the targets, weights, ``ignore_index`` and the mean's
+    denominator."""
+    return apply(NLL_LOSS, log_probs, coefficients=coefficients, reduction=reduction)
+

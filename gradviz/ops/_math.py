@@ -1,0 +1,238 @@
+"""More pointwise math, as in PyTorch: rounding (``floor``, ``ceil``, ``round``, ``trunc``,
+``frac``), more trigonometry, ``square``, remainders and integer division (``%``, ``//``),
+one-sided clamps, and the predicates ``isnan``, ``isinf``, ``isfinite``, ``isclose``,
+``equal``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor, _wrap, install_methods
+from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_forward,
+                         _integer_division_check, abs, div, neg, pow, rsqrt)
+from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
+
+
+# ---- rounding, more trigonometry, remainders --------------------------------------------
+
+def _zero_gradient(ctx, g):
+    return (g * 0,)
+
+
+FLOOR = Op("floor", "FloorBackward0", forward=np.floor, backward=_zero_gradient)
+CEIL = Op("ceil", "CeilBackward0", forward=np.ceil, backward=_zero_gradient)
+TRUNC = Op("trunc", "TruncBackward0", forward=np.trunc, backward=_zero_gradient)
+ROUND = Op("round", "RoundBackward0", forward=np.round, backward=_zero_gradient)
+ROUND_DECIMALS = Op("round_decimals", "RoundBackward1",
+                    forward=lambda a, decimals: np.round(a, decimals), backward=_zero_gradient)
+FRAC = Op("frac", "FracBackward0", forward=lambda a: a - np.trunc(a),
+          backward=lambda ctx, g: (g,))
+TAN = Op("tan", "TanBackward0", forward=np.tan,
+         backward=lambda ctx, g: (g * (1 + ctx.output() * ctx.output()),),
+         saves=saves_output, dtype=promote_float)
+ATAN = Op("atan", "AtanBackward0", forward=np.arctan,
+          backward=lambda ctx, g: (g / (1 + ctx.input(0) * ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+ASIN = Op("asin", "AsinBackward0", forward=np.arcsin,
+          backward=lambda ctx, g: (g * rsqrt(1 - ctx.input(0) * ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+ACOS = Op("acos", "AcosBackward0", forward=np.arccos,
+          backward=lambda ctx, g: (-g * rsqrt(1 - ctx.input(0) * ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+SINH = Op("sinh", "SinhBackward0", forward=np.sinh,
+          backward=lambda ctx, g: (g * cosh(ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
+          backward=lambda ctx, g: (g * sinh(ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+
+
+def floor(input):
+    return input if not input.dtype.is_floating_point else apply(FLOOR, input)
+
+
+def ceil(input):
+    return input if not input.dtype.is_floating_point else apply(CEIL, input)
+
+
+def trunc(input):
+    return input if not input.dtype.is_floating_point else apply(TRUNC, input)
+
+
+def round(input, *, decimals=0):  # noqa: A001  (torch's name)
+    """Round half to even, like PyTorch (``round(2.5) == 2``)."""
+    if not input.dtype.is_floating_point:
+        return input
+    if decimals:
+        return apply(ROUND_DECIMALS, input, decimals=int(decimals))
+    return apply(ROUND, input)
+
+
+def frac(input):
+    return apply(FRAC, input)
+
+
+def tan(input):
+    return apply(TAN, input)
+
+
+def atan(input):
+    return apply(ATAN, input)
+
+
+def asin(input):
+    return apply(ASIN, input)
+
+
+def acos(input):
+    return apply(ACOS, input)
+
+
+def sinh(input):
+    return apply(SINH, input)
+
+
+def cosh(input):
+    return apply(COSH, input)
+
+
+def square(input):
+    """``input ** 2`` (the node is ``PowBackward0``, as in PyTorch)."""
+    return pow(input, 2)
+
+
+def _remainder_backward(ctx, g, rounding):
+    a, b = ctx.input(0), ctx.input(1)
+    grad_b = None
+    if ctx.needs_input_grad[1]:
+        grad_b = -g * rounding(div(a, b))
+    return (g if ctx.needs_input_grad[0] else None, grad_b)
+
+
+REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(np.remainder),
+               backward=lambda ctx, g: _remainder_backward(ctx, g, floor),
+               saves=saves_inputs(0, 1), dtype=promote)
+FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(np.fmod),
+          backward=lambda ctx, g: _remainder_backward(ctx, g, trunc),
+          saves=saves_inputs(0, 1), dtype=promote)
+
+
+def _not_differentiable(name):
+    def backward(ctx, g):
+        raise RuntimeError(f"derivative for aten::{name} is not implemented")
+
+    return backward
+
+
+def _floor_divide_forward(a, b):
+    _integer_division_check(a, b)
+    return np.floor_divide(a, b)
+
+
+FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", forward=_broadcasting(_floor_divide_forward),
+                  backward=_not_differentiable("floor_divide"), dtype=promote)
+
+
+def remainder(input, other):
+    """Python's ``%``: the result has the sign of ``other``."""
+    if not isinstance(input, Tensor):
+        return apply(REMAINDER, _check_operand(input, "remainder"), other)
+    return apply(REMAINDER, input, _check_operand(other, "remainder"))
+
+
+def fmod(input, other):
+    """C's ``fmod``: the result has the sign of ``input``."""
+    return apply(FMOD, input, _check_operand(other, "fmod"))
+
+
+def floor_divide(input, other):
+    """``input // other`` (rounds toward minus infinity, like Python)."""
+    return apply(FLOOR_DIVIDE, _check_operand(input, "floor_divide"),
+                 _check_operand(other, "floor_divide"))
+
+
+def true_divide(input, other):
+    return div(input, other)
+
+
+negative = neg
+absolute = abs
+
+
+def clamp_min(input, min):  # noqa: A002
+    return apply(CLAMP_MIN, input, min=min, max=None)
+
+
+def clamp_max(input, max):  # noqa: A002
+    return apply(CLAMP_MAX, input, min=None, max=max)
+
+
+CLAMP_MIN = Op("clamp_min", "ClampMinBackward0", forward=_clamp_forward, backward=_clamp_backward,
+               saves=saves_inputs(0))
+CLAMP_MAX = Op("clamp_max", "ClampMaxBackward0", forward=_clamp_forward, backward=_clamp_backward,
+               saves=saves_inputs(0))
+
+
+# ---- predicates (not differentiable) -----------------------------------------------------
+
+def isnan(input):
+    return _wrap(np.isnan(input._data))
+
+
+def isinf(input):
+    return _wrap(np.isinf(input._data))
+
+
+def isfinite(input):
+    return _wrap(np.isfinite(input._data))
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    other_data = other._data if isinstance(other, Tensor) else other
+    return _wrap(np.isclose(input._data, other_data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def equal(input, other) -> bool:
+    """Whether both tensors have the same shape and the same values (a Python bool)."""
+    return bool(input._data.shape == other._data.shape
+                and np.array_equal(input._data, other._data))
+
+
+_XOR = Op("logical_xor", "logical_xor", forward=_broadcasting(np.logical_xor), backward=None)
+_BITWISE_XOR = Op("bitwise_xor", "bitwise_xor", forward=_broadcasting(np.bitwise_xor),
+                  backward=None, dtype=promote)
+
+
+def logical_xor(input, other):
+    return apply(_XOR, input, other)
+
+
+__all__ = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos", "sinh",
+            "cosh", "square", "remainder", "fmod", "floor_divide", "true_divide", "negative",
+            "absolute", "clamp_min", "clamp_max", "isnan", "isinf", "isfinite", "isclose", "equal",
+            "logical_xor"]
+
+
+def _reflected_remainder(self, other):
+    return remainder(_check_operand(other, "remainder"), self)
+
+
+def _reflected_floor_divide(self, other):
+    return floor_divide(_check_operand(other, "floor_divide"), self)
+
+
+install_methods({
+    "floor": floor, "ceil": ceil, "trunc": trunc, "round": round, "frac": frac, "tan": tan,
+    "atan": atan, "asin": asin, "acos": acos, "sinh": sinh, "cosh": cosh, "square": square,
+    "remainder": remainder, "fmod": fmod, "floor_divide": floor_divide, "true_divide": true_divide,
+    "negative": negative, "absolute": absolute, "clamp_min": clamp_min, "clamp_max": clamp_max,
+    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isclose": isclose, "equal": equal,
+    "logical_xor": logical_xor,
+    "__mod__": remainder, "__rmod__": _reflected_remainder,
+    "__floordiv__": floor_divide, "__rfloordiv__": _reflected_floor_divide,
+    "__xor__": lambda self, other: (logical_xor(self, other) if self.dtype is _dtypes.bool
+                                    and getattr(other, "dtype", None) is _dtypes.bool
+                                    else _bitwise(_BITWISE_XOR, self, other)),
+})
