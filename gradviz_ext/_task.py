@@ -65,14 +65,8 @@ class InputBuffer:
     ``owned`` is None until the engine sums two contributions; then ``owned[i]`` says the
     engine created ``grads[i]`` itself (a sum), so nobody else holds it and it can be updated
     in place. A buffer in the ready queue is ordered by ``node``'s sequence number, higher
-    first, then by ``order`` (first come, first served).
+    first, then by ``order`` (first come, first served). Made by ``_new_buffer``.
     """
-
-    def __init__(self, node, size):
-        self.node = node
-        self.grads = [None] * size
-        self.owned = None
-        self.order = 0
 
     def is_owned(self, slot):
         return self.owned is not None and self.owned[slot]

@@ -244,14 +244,10 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     """Note [Wrapping outputs]."""
     is_tuple = isinstance(outputs, tuple)
     raw = outputs if is_tuple else (outputs,)
-    dirty = ctx._dirty_tensors
-    non_diff_tensors = ctx._non_differentiable
-    if (not is_tuple and not dirty and not non_diff_tensors and ctx._output_grad_dtypes is None
-            and isinstance(outputs, Tensor) and _is_plain_float(outputs)):
-        return _wrap_single_output(ctx, args, outputs, is_executable)
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    dirty = ctx._dirty_tensors
     _check_dirty(dirty, raw, input_ids, is_executable)
-    non_diff = {id(t) for t in non_diff_tensors}
+    non_diff = {id(t) for t in ctx._non_differentiable}
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
     wrapped = []
     metas = []
@@ -296,38 +292,6 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         ctx._to_save = None
     result = tuple(wrapped)
     return result if is_tuple else result[0]
-
-
-def _is_plain_float(tensor):
-    kind = tensor._data.dtype.kind
-    return kind == "f"
-
-
-def _wrap_single_output(ctx, args, out, is_executable):
-    """``_wrap_outputs`` for the common case: one floating-point tensor output, nothing
-    marked dirty or non-differentiable, no declared gradient dtype."""
-    raw = out
-    for arg in args:
-        if out is arg:  # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
-            out = _wrap(out._data, version_counter=out._version_counter)
-            break
-    if is_executable:
-        data = out._data
-        ctx._input_metadata = (_engine.InputMeta(data.shape, _dtypes.from_numpy(data.dtype)),)
-        ctx._output_dtypes = (_dtypes.from_numpy(data.dtype),)
-        ctx._dirty_outputs = ()
-        ctx._non_differentiable_outputs = ()
-        out.grad_fn = ctx
-        out._output_nr = 0
-        out._requires_grad = False
-        if ctx._to_save is not None:
-            _save_variables(ctx, (out,), (raw,))
-        observer = _engine.forward_observer()
-        if observer is not None:
-            observer.node_created(ctx)
-    else:
-        ctx._to_save = None
-    return out
 
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
