@@ -33,9 +33,9 @@ def _load_interpreted(short_name):
 
 
 if _PURE:
-    engine = _load_interpreted("_engine")
-    task = _load_interpreted("_task")  # after _engine: these import gradviz_ext._engine
+    engine = _load_interpreted("_engine")  # first: the others import gradviz_ext._engine
     ops = _load_interpreted("_ops")
+    task = _load_interpreted("_task")  # after _ops: it imports gradviz_ext._ops
     function = _load_interpreted("_function")
 else:
     from . import _engine as engine

@@ -99,6 +99,7 @@ cdef class SavedTensor:
     cdef _init(self, TensorBase tensor, bint is_output)
     cpdef unpack(self, node)
     cpdef unpack_data(self, node)
+    cpdef release(self)
 
 
 cpdef SavedTensor save_tensor(TensorBase tensor, bint is_output)

@@ -17,6 +17,8 @@ cdef class OpSpec:
     cdef public int dtype_rule
     cdef public bint view
     cdef public bint quiet
+    cdef public int kernel
+    cdef public list _saves_cache
 
 
 cdef class OpNode(Node):
@@ -27,12 +29,14 @@ cdef class OpNode(Node):
     cdef public SavedTensor _saved_output
     cpdef apply(self, grads)
     cdef list _apply_fast(self, grads)
+    cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)
     cpdef output_data(self)
     cpdef saved_tensor_count(self)
     cpdef release_variables(self)
 
 
+cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class

@@ -37,6 +37,26 @@ DTYPE_PROMOTE = 1
 DTYPE_PROMOTE_FLOAT = 2
 DTYPE_CUSTOM = 3
 
+# Note [Compiled kernels]
+# -----------------------
+# The five arithmetic ops of nearly every program (add and sub without alpha, mul, div, neg)
+# also name a kernel: apply_op calls their numpy ufunc directly instead of the op's Python
+# forward, and OpNode computes their fast backward here instead of calling the Python rule.
+# A kernel is the same numpy calls in the same order as the rules it stands for, so results
+# are bit-identical (tests/ops/test_fast_backward.py runs both); anything a kernel does not
+# cover (alpha != 1, a missing gradient, a shape error's message) goes to the Python rules.
+KERNEL_NONE = 0
+KERNEL_ADD = 1
+KERNEL_SUB = 2
+KERNEL_MUL = 3
+KERNEL_DIV = 4
+KERNEL_NEG = 5
+_np_add = np.add
+_np_subtract = np.subtract
+_np_multiply = np.multiply
+_np_divide = np.true_divide
+_np_negative = np.negative
+
 _KIND_CATEGORY = {"b": 0, "i": 1, "u": 1, "f": 2}
 
 # numpy dtype -> gradviz dtype, and the Tensor class; installed by gradviz at import
@@ -60,7 +80,11 @@ class OpSpec:
     """The engine's view of a differentiable op (see ``gradviz.ops.Op``)."""
 
     def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet,
-                 fast_backward=None):
+                 fast_backward=None, kernel=KERNEL_NONE):
+        if kernel != KERNEL_NONE and fast_backward is None:
+            raise ValueError(f"op {name!r}: a kernel stands for a fast_backward, which is missing")
+        self.kernel = kernel
+        self._saves_cache = None
         self.name = name
         self.node = node
         self.forward = forward
@@ -215,6 +239,10 @@ class OpNode(Node):
             if grad is not None:
                 t = grad
                 first = t._data
+                if op.kernel != KERNEL_NONE:  # Note [Compiled kernels]
+                    outputs = self._kernel_backward(op.kernel, grad, first)
+                    if outputs is not None:
+                        return outputs
             arrays = (first,)
             result = op.fast_backward(self, first)
         else:
@@ -242,6 +270,29 @@ class OpNode(Node):
                 reused = make_tensor(value if type(value) is _ndarray else np.asarray(value))
             outputs[j] = reused
         return outputs
+
+    def _kernel_backward(self, kernel: cython.int, grad, g):
+        """The fast rule of an arithmetic op on incoming gradient ``g`` (the array of Tensor
+        ``grad``), or None to use the Python rule (Note [Compiled kernels])."""
+        needs: tuple = self.needs_input_grad
+        if kernel == KERNEL_MUL:
+            return [_wrap(_np_multiply(g, self.data(1))) if needs[0] else None,
+                    _wrap(_np_multiply(g, self.data(0))) if needs[1] else None]
+        if kernel == KERNEL_NEG:
+            return [_wrap(_np_negative(g))]
+        if kernel == KERNEL_DIV:
+            b = self.data(1)
+            return [_wrap(_np_divide(g, b)) if needs[0] else None,
+                    _wrap(_np_divide(_np_multiply(_np_negative(g), self.data(0)),
+                                     _np_multiply(b, b))) if needs[1] else None]
+        attrs = self.attrs
+        if attrs is None or attrs.get("alpha", 1) != 1:
+            return None
+        if kernel == KERNEL_ADD:
+            return [grad, grad]
+        if kernel == KERNEL_SUB:
+            return [grad, _wrap(_np_negative(g)) if needs[1] else None]
+        return None
 
     def data(self, index):
         """Forward input ``index``'s array as saved, or the saved number (fast rules)."""
@@ -299,13 +350,64 @@ class OpNode(Node):
     def release_variables(self):
         if self._saved_inputs is None and self._saved_output is None:
             return  # nothing saved: a second backward through this node is fine
+        saved: SavedTensor
         if self._saved_inputs is not None:
             for value in self._saved_inputs.values():
                 if isinstance(value, SavedTensor):
-                    value.release()
+                    saved = value
+                    saved.release()
         if self._saved_output is not None:
             self._saved_output.release()
         self._released = True
+
+
+@cython.cfunc
+def _wrap(value):
+    """A kernel's result as a Tensor (a 0-d result may come back as a numpy scalar)."""
+    return make_tensor(value if type(value) is _ndarray else np.asarray(value))
+
+
+@cython.cfunc
+def _forward_kernel(kernel: cython.int, arrays: list, attrs: dict):
+    """An arithmetic op's forward as one ufunc call, or None to use the op's Python forward
+    (Note [Compiled kernels]). A shape error goes to the Python forward, which explains it."""
+    try:
+        if kernel == KERNEL_MUL:
+            return _np_multiply(arrays[0], arrays[1])
+        if kernel == KERNEL_NEG:
+            return _np_negative(arrays[0])
+        if kernel == KERNEL_DIV:
+            return _np_divide(arrays[0], arrays[1])
+        if attrs.get("alpha", 1) != 1:
+            return None
+        if kernel == KERNEL_ADD:
+            return _np_add(arrays[0], arrays[1])
+        return _np_subtract(arrays[0], arrays[1])  # KERNEL_SUB
+    except ValueError:
+        return None
+
+
+_NO_EDGE = (None, 0)
+_NEEDS_ONE = (True,)
+_NEEDS_PAIRS = ((False, False), (True, False), (False, True), (True, True))
+
+
+@cython.cfunc
+def _saves_for(op: OpSpec, needs: tuple, mask: cython.Py_ssize_t) -> tuple:
+    """``op.saves(needs)``, remembered per ``needs`` for ops of one or two operands (``mask``
+    has bit i set when input i needs grad; -1 for other ops). A ``saves`` rule depends on
+    ``needs`` alone (gradviz.ops.Op), so its answer can be reused."""
+    if mask < 0:
+        return tuple(op.saves(needs))
+    cache: list = op._saves_cache
+    if cache is None:
+        cache = [None, None, None, None]
+        op._saves_cache = cache
+    found = cache[mask]
+    if found is None:
+        found = tuple(op.saves(needs))
+        cache[mask] = found
+    return found
 
 
 @cython.cfunc
@@ -393,11 +495,16 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             arrays[i] = x.item()  # numpy scalars promote like Python scalars, as in torch
         else:
             arrays[i] = x
+    kernel: cython.int = op.kernel
     if op.quiet:  # like torch: inf/nan results, no numpy warnings
         if _errstate_var is not None:
             token = _quiet_begin()
             try:
-                result = _call_forward(op.forward, arrays, attrs)
+                result = None
+                if kernel != KERNEL_NONE:  # Note [Compiled kernels]
+                    result = _forward_kernel(kernel, arrays, attrs)
+                if result is None:
+                    result = _call_forward(op.forward, arrays, attrs)
             finally:
                 if token is not None:
                     _quiet_end(token)
@@ -430,13 +537,39 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             out._view_chain = chain
 
     if record:
-        needs = tuple([requires_grad(x) for x in inputs])
-        edges = tuple([gradient_edge(inputs[i]) if needs[i] else (None, 0) for i in range(n)])
-        metas = tuple([_meta(out) for out in outputs])
+        # one and two operands are most ops: build the tuples without intermediate lists
+        mask: cython.Py_ssize_t = 0
+        if n == 2:
+            x = inputs[0]
+            y = inputs[1]
+            if requires_grad(x):
+                mask = 1
+                first_edge = gradient_edge(x)
+            else:
+                first_edge = _NO_EDGE
+            if requires_grad(y):
+                mask |= 2
+                second_edge = gradient_edge(y)
+            else:
+                second_edge = _NO_EDGE
+            needs = _NEEDS_PAIRS[mask]
+            edges = (first_edge, second_edge)
+        elif n == 1:
+            mask = 1
+            needs = _NEEDS_ONE
+            edges = (gradient_edge(inputs[0]),)
+        else:
+            needs = tuple([requires_grad(x) for x in inputs])
+            edges = tuple([gradient_edge(inputs[i]) if needs[i] else _NO_EDGE
+                           for i in range(n)])
+            mask = -1
+        if multiple:
+            metas = tuple([_meta(out) for out in outputs])
+        else:
+            metas = (_meta(outputs[0]),)
         node: OpNode = _new_node(op, edges, metas, needs, attrs)
-        saves = op.saves
-        if saves is not None:
-            input_indices, save_output = saves(needs)
+        if op.saves is not None:
+            input_indices, save_output = _saves_for(op, needs, mask)
             if input_indices:
                 saved = {}
                 for i in input_indices:

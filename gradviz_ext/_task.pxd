@@ -6,6 +6,7 @@ from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Ru
                                   current_graph_task, default_observer, gradient_edge,
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled, runtime,
                                   set_current_graph_task, set_grad_enabled_flag)
+from gradviz_ext._ops cimport OpNode
 
 
 cdef Runtime _rt
@@ -50,6 +51,7 @@ cdef class GraphTask:
     cdef public object graph_root
     cdef public list roots
     cdef public object _exposed_to
+    cdef _compute_dependencies(self, root)
     # the hot loop (Note [Engine order]); not callable from Python
     cdef _step(self)
     cdef _push_ready(self, InputBuffer buffer)

@@ -40,6 +40,7 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
                                      current_graph_task, default_observer, gradient_edge,
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      runtime, set_current_graph_task, set_grad_enabled_flag)
+    from gradviz_ext._ops import OpNode
 
 _rt = runtime()
 
@@ -220,19 +221,30 @@ class GraphTask:
 
     # ---- set-up --------------------------------------------------------------------
     def _compute_dependencies(self, root):
-        """Count, for each reachable node, the edges that point at it (iteratively)."""
-        dependencies = self._dependencies
-        seen = {root}
-        stack = [root]
+        """Count, for each reachable node, the edges that point at it (iteratively).
+
+        A node is pushed when it is first counted: the graph is acyclic and the root has no
+        predecessor, so the counts themselves say which nodes were seen.
+        """
+        dependencies: dict = self._dependencies
+        stack: list = [root]
+        node: Node
+        edge: tuple
+        i: cython.Py_ssize_t
         while stack:
             node = stack.pop()
-            for next_node, _ in node.next_functions:
+            edges: tuple = node.next_functions
+            for i in range(len(edges)):
+                edge = edges[i]
+                next_node = edge[0]
                 if next_node is None:
                     continue
-                dependencies[next_node] = dependencies.get(next_node, 0) + 1
-                if next_node not in seen:
-                    seen.add(next_node)
+                count = dependencies.get(next_node)
+                if count is None:
+                    dependencies[next_node] = 1
                     stack.append(next_node)
+                else:
+                    dependencies[next_node] = count + 1
 
     def _init_exec_info(self, root, capture, accumulate_into):
         """Mark the nodes on a path from the root to a captured or accumulated edge."""
@@ -615,19 +627,26 @@ class GraphTask:
         may keep what it returned), so it is never changed.
         """
         edges: tuple = node.next_functions
-        if not isinstance(outputs, (list, tuple)):
-            outputs = [outputs]
-        if len(outputs) != len(edges):
+        result: list
+        if type(outputs) is list and type(node) is OpNode:
+            result = outputs  # a built-in rule's list is new and nobody else holds it
+        elif isinstance(outputs, (list, tuple)):
+            result = list(outputs)
+        else:
+            result = [outputs]
+        if len(result) != len(edges):
             raise RuntimeError(
                 f"function {node.name()} returned an incorrect number of gradients "
-                f"(expected {len(edges)}, got {len(outputs)})"
+                f"(expected {len(edges)}, got {len(result)})"
             )
-        result = list(outputs)
+        index: cython.Py_ssize_t
         for index in range(len(result)):
             grad = result[index]
+            if grad is None:
+                continue
             edge: tuple = edges[index]
             next_node = edge[0]
-            if grad is None or next_node is None:
+            if next_node is None:
                 continue
             if not isinstance(grad, TensorBase):
                 raise TypeError(
@@ -635,7 +654,8 @@ class GraphTask:
                     f"{index}; expected a Tensor or None"
                 )
             successor: Node = next_node
-            meta: InputMeta = successor._input_metadata[edge[1]]
+            slot: cython.Py_ssize_t = edge[1]
+            meta: InputMeta = successor._input_metadata[slot]
             tensor: TensorBase = grad
             data = tensor._data
             shape = data.shape

@@ -11,6 +11,8 @@ import numbers
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device, install_methods
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
@@ -113,12 +115,12 @@ def _sub_fast(ctx, g):
 ADD = Op("add", "AddBackward0",
          forward=_add_forward,
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
-         fast_backward=_add_fast, dtype=promote)
+         fast_backward=_add_fast, dtype=promote, kernel=_ext_ops.KERNEL_ADD)
 
 SUB = Op("sub", "SubBackward0",
          forward=_sub_forward,
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
-         fast_backward=_sub_fast, dtype=promote)
+         fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB)
 
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with broadcasting."""
@@ -172,7 +174,7 @@ MUL = Op("mul", "MulBackward0",
              g * ctx.data(1) if ctx.needs_input_grad[0] else None,
              g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
-         saves=_mul_saves, dtype=promote)
+         saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
 
 
 def mul(input, other):
@@ -197,7 +199,7 @@ def _div_fast(ctx, g):
 DIV = Op("div", "DivBackward0",
          forward=_broadcasting(np.true_divide), backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
-         dtype=promote_float)
+         dtype=promote_float, kernel=_ext_ops.KERNEL_DIV)
 
 
 def _integer_division_check(a, b):
@@ -269,7 +271,7 @@ def rdiv(input, other):
 
 
 NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,),
-         fast_backward=lambda ctx, g: (-g,))
+         fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG)
 
 
 def neg(input):

@@ -53,7 +53,7 @@ class Op(_ext_ops.OpSpec):
         None marks an op that is not differentiable.
     saves : callable or None
         ``saves(needs_input_grad) -> (input indices to save, save the output?)``; None saves
-        nothing.
+        nothing. It must depend on ``needs_input_grad`` alone: the answer is remembered.
     dtype : callable or None
         ``dtype(*inputs, **attrs) -> gradviz dtype`` the inputs are converted to before
         ``forward``; ``promote`` and ``promote_float`` have fast paths (Note [Op fast paths]).
@@ -67,10 +67,14 @@ class Op(_ext_ops.OpSpec):
         derivative as ``backward`` computed on arrays, used when the gradient needs no graph
         of its own (Note [Fast backward rules]). It reads saved values with ``ctx.data(i)``
         and ``ctx.output_data()``.
+    kernel : int
+        For add, sub, mul, div and neg only: the compiled kernel that computes the forward
+        and the fast backward without calling Python (``gradviz_ext._ops``, Note [Compiled
+        kernels]); the Python rules stay the definition and the fallback.
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,
-                 quiet=True, fast_backward=None):
+                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE):
         quiet = quiet and not view
         if name in TABLE:
             raise ValueError(f"op {name!r} is already registered")
@@ -85,7 +89,7 @@ class Op(_ext_ops.OpSpec):
         if fast_backward is not None and backward is None:
             raise ValueError(f"op {name!r}: a fast_backward needs the differentiable backward too")
         super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet,
-                         fast_backward)
+                         fast_backward, kernel)
         TABLE[name] = self
 
     def __repr__(self):

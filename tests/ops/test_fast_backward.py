@@ -108,16 +108,66 @@ def test_fast_rule_matches_differentiable_rule(name, dtype):
 def test_fast_rules_are_used_without_create_graph_only():
     # a fast rule that raised would show up here: count the calls through a wrapper
     calls = []
-    original = TABLE["mul"].fast_backward
-    TABLE["mul"].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
+    original = TABLE["exp"].fast_backward
+    TABLE["exp"].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
     try:
         x = gv.tensor([1.0, 2.0], requires_grad=True)
-        gv.autograd.grad((x * x).sum(), x)
+        gv.autograd.grad(gv.exp(x).sum(), x)
         assert len(calls) == 1
-        gv.autograd.grad((x * x).sum(), x, create_graph=True)
+        gv.autograd.grad(gv.exp(x).sum(), x, create_graph=True)
         assert len(calls) == 1
     finally:
-        TABLE["mul"].fast_backward = original
+        TABLE["exp"].fast_backward = original
+
+
+@pytest.mark.parametrize("name, program", [
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
+    ("div", lambda x, y: x / y), ("neg", lambda x, y: -x * 1.0),
+])
+def test_compiled_kernels_stand_in_for_the_python_fast_rules(name, program):
+    # Note [Compiled kernels]: the arithmetic ops' fast rules run compiled, so the Python
+    # rule is not called, and the gradients are still those of the differentiable rule
+    calls = []
+    original = TABLE[name].fast_backward
+    TABLE[name].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
+    try:
+        x = gv.tensor([1.5, -2.0, 3.0], requires_grad=True)
+        y = gv.tensor([0.5, 4.0, -1.25], requires_grad=True)
+        fast = gv.autograd.grad(program(x, y).sum(), (x, y), allow_unused=True)
+        slow = gv.autograd.grad(program(x, y).sum(), (x, y), allow_unused=True,
+                                create_graph=True)
+        assert calls == []
+        for got, want in zip(fast, slow):
+            assert (got is None) == (want is None)
+            if got is not None:
+                np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
+    finally:
+        TABLE[name].fast_backward = original
+
+
+def test_alpha_falls_back_to_the_python_fast_rule():
+    calls = []
+    original = TABLE["add"].fast_backward
+    TABLE["add"].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
+    try:
+        x = gv.tensor([1.0, 2.0], requires_grad=True)
+        y = gv.tensor([3.0, 4.0], requires_grad=True)
+        gx, gy = gv.autograd.grad(gv.add(x, y, alpha=3).sum(), (x, y))
+        assert len(calls) == 1
+        np.testing.assert_array_equal(gy.numpy(), [3.0, 3.0])
+        np.testing.assert_array_equal(gx.numpy(), [1.0, 1.0])
+    finally:
+        TABLE["add"].fast_backward = original
+
+
+def test_a_kernel_needs_a_fast_rule():
+    from gradviz.ops._registry import Op
+    from gradviz_ext import ops as ext_ops
+
+    with pytest.raises(ValueError, match="kernel stands for a fast_backward"):
+        Op("mul_without_fast_rule", "MulBackward0", forward=np.multiply,
+           backward=lambda ctx, g: (g, g), kernel=ext_ops.KERNEL_MUL)
+    assert "mul_without_fast_rule" not in TABLE
 
 
 def _op_names(tensor):
