@@ -16,3 +16,20 @@ try:
 except ImportError:  # numpy < 2
     ERRSTATE = None
     QUIET = None
+
+
+def quiet_context():
+    """A fresh ``contextvars.Context`` in which numpy's error state is ``QUIET`` and every
+    other context variable has its default (None before numpy 2).
+
+    Entering it costs a pointer swap, against a context-variable set and reset: the compiled
+    arithmetic kernels run their single ufunc call inside it (Note [Compiled kernels] in
+    ``_ops.py``). Only numpy's own ufunc runs there, and it reads no other variable.
+    """
+    if ERRSTATE is None:
+        return None
+    import contextvars
+
+    context = contextvars.Context()
+    context.run(ERRSTATE.set, QUIET)
+    return context

@@ -1,6 +1,9 @@
 # Declarations that make _ops.py's classes extension types when compiled.
 cimport cython
 from cpython.contextvars cimport PyContextVar_Reset, PyContextVar_Set, get_value
+cdef extern from "Python.h":
+    int PyContext_Enter(object context) except -1
+    int PyContext_Exit(object context) except -1
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, init_node,
                                   is_grad_enabled, save_tensor)
@@ -37,6 +40,8 @@ cdef class OpNode(Node):
 
 
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
+cdef object _quiet_context
+cdef InputMeta _last_meta
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class

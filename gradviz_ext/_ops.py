@@ -21,7 +21,7 @@ import numpy as np
 import cython
 
 from gradviz_ext import _engine
-from gradviz_ext._errstate import ERRSTATE, QUIET
+from gradviz_ext._errstate import ERRSTATE, QUIET, quiet_context
 
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
@@ -31,6 +31,7 @@ if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
 # numpy's error state as a context variable (gradviz_ext/_errstate.py, Note [Op fast paths])
 _errstate_var = ERRSTATE
 _errstate_quiet = QUIET
+_quiet_context = quiet_context()
 
 DTYPE_NONE = 0
 DTYPE_PROMOTE = 1
@@ -174,14 +175,16 @@ def _fast_target(inputs, rule):
 # NEP 50) through a slow path that costs more than the arithmetic on a small array. Converted
 # once to a read-only 0-d array of the op's float dtype, the same value computes the same
 # result in half the time (only for a float result: int and bool tensors keep numpy's own
-# rules, overflow errors included). Conversions are cached per dtype; zeros are not (0.0 == -0.0, yet the sign
-# matters) and neither is NaN (never equal to itself).
+# rules, overflow errors included). Conversions are cached per dtype, and made only for a
+# number seen before (a constant used once is cheaper as it is); zeros are never cached
+# (0.0 == -0.0, yet the sign matters) and neither is NaN (never equal to itself).
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
 _scalars_f32 = {}
 _scalars_f64 = {}
 _SCALAR_CACHE_SIZE = 4096
+_SEEN_ONCE = object()
 
 
 def _scalar_array(value, dtype):
@@ -198,12 +201,18 @@ def _scalar_array(value, dtype):
         return value
     cached = cache.get(value)
     if cached is not None:
-        return cached
-    array = np.array(value, dtype=dtype)
-    array.flags.writeable = False
-    if value != 0.0 and value == value:
+        if cached is not _SEEN_ONCE:
+            return cached
+    elif value != 0.0 and value == value:
+        # first sighting: converting costs more than it saves on one use, so numpy gets
+        # the number itself (same result) and the array is made if the number comes back
         if len(cache) >= _SCALAR_CACHE_SIZE:
             cache.clear()
+        cache[value] = _SEEN_ONCE
+        return value
+    array = np.array(value, dtype=dtype)
+    array.flags.writeable = False
+    if cached is _SEEN_ONCE:
         cache[value] = array
     return array
 
@@ -410,6 +419,29 @@ def _saves_for(op: OpSpec, needs: tuple, mask: cython.Py_ssize_t) -> tuple:
     return found
 
 
+def kernel_quiet_context():
+    """The context the compiled kernels run their ufunc in (None interpreted or before
+    numpy 2); for tests and inspection."""
+    return _quiet_context if cython.compiled else None
+
+
+@cython.cfunc
+def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
+    """``_forward_kernel`` with numpy's warnings off, by entering ``_quiet_context`` (Note
+    [Compiled kernels]); None when the context is in use by another thread (numpy lets go
+    of the GIL in long loops), and the caller silences numpy the usual way."""
+    if not cython.compiled or _quiet_context is None:
+        return None
+    try:
+        PyContext_Enter(_quiet_context)
+    except RuntimeError:  # "already entered": another thread is inside a kernel
+        return None
+    try:
+        return _forward_kernel(kernel, arrays, attrs)
+    finally:
+        PyContext_Exit(_quiet_context)
+
+
 @cython.cfunc
 def _new_node(op, edges, metas, needs, attrs):
     node: OpNode = OpNode.__new__(OpNode)
@@ -424,14 +456,25 @@ def _new_node(op, edges, metas, needs, attrs):
 
 @cython.cfunc
 def _meta(tensor):
-    meta: InputMeta = InputMeta.__new__(InputMeta)
+    """The InputMeta of an op's output. Built-in nodes never change their metadata, so
+    consecutive outputs of the same shape and dtype share one (a chain of ops makes one)."""
+    global _last_meta
     t: TensorBase = tensor
     data = t._data
-    meta.shape = data.shape
+    shape = data.shape
     dtype = data.dtype
+    last: InputMeta = _last_meta
+    if last is not None and last.np_dtype is dtype and last.shape == shape:
+        return last
+    meta: InputMeta = InputMeta.__new__(InputMeta)
+    meta.shape = shape
     meta.np_dtype = dtype
     meta.dtype = _dtypes_by_numpy[dtype]
+    _last_meta = meta
     return meta
+
+
+_last_meta = None
 
 
 @cython.cfunc
@@ -496,23 +539,26 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         else:
             arrays[i] = x
     kernel: cython.int = op.kernel
-    if op.quiet:  # like torch: inf/nan results, no numpy warnings
-        if _errstate_var is not None:
-            token = _quiet_begin()
-            try:
-                result = None
-                if kernel != KERNEL_NONE:  # Note [Compiled kernels]
-                    result = _forward_kernel(kernel, arrays, attrs)
-                if result is None:
+    result = None
+    if kernel != KERNEL_NONE:  # Note [Compiled kernels]; kernels are quiet ops
+        result = _quiet_kernel(kernel, arrays, attrs)
+    if result is None:
+        if op.quiet:  # like torch: inf/nan results, no numpy warnings
+            if _errstate_var is not None:
+                token = _quiet_begin()
+                try:
+                    if kernel != KERNEL_NONE:
+                        result = _forward_kernel(kernel, arrays, attrs)
+                    if result is None:
+                        result = _call_forward(op.forward, arrays, attrs)
+                finally:
+                    if token is not None:
+                        _quiet_end(token)
+            else:
+                with np.errstate(all="ignore"):
                     result = _call_forward(op.forward, arrays, attrs)
-            finally:
-                if token is not None:
-                    _quiet_end(token)
         else:
-            with np.errstate(all="ignore"):
-                result = _call_forward(op.forward, arrays, attrs)
-    else:
-        result = _call_forward(op.forward, arrays, attrs)
+            result = _call_forward(op.forward, arrays, attrs)
 
     record: cython.bint = False
     if op.backward is not None and is_grad_enabled():

@@ -12,6 +12,8 @@ from gradviz_ext._ops cimport OpNode
 cdef Runtime _rt
 cdef object _errstate_var
 cdef object _errstate_quiet
+cdef object _np_add
+cdef _add_inplace(TensorBase target, TensorBase grad)
 
 
 cdef class InputBuffer:
@@ -19,6 +21,7 @@ cdef class InputBuffer:
     cdef public list grads
     cdef public list owned
     cdef public long long order
+    cdef public long long seq
     cpdef bint is_owned(self, Py_ssize_t slot)
     cpdef set_owned(self, Py_ssize_t slot)
 

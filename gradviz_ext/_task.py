@@ -31,6 +31,7 @@ observer nothing is built, so the idle cost is one pointer test per point.
 import time
 
 import cython
+import numpy
 
 from gradviz_ext._anomaly import check_nan, report_anomaly
 from gradviz_ext._errstate import ERRSTATE, QUIET
@@ -50,6 +51,7 @@ _rt = runtime()
 # ops silence themselves (gradviz_ext._ops, Note [Op fast paths]).
 _errstate_var = ERRSTATE
 _errstate_quiet = QUIET
+_np_add = numpy.add
 
 
 PAUSED = 0
@@ -82,6 +84,7 @@ class InputBuffer:
 def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
     buffer: InputBuffer = InputBuffer.__new__(InputBuffer)
     buffer.node = node
+    buffer.seq = node._seq  # copied: the heap compares it without reaching into the node
     buffer.grads = [None] * size
     buffer.owned = None
     buffer.order = 0
@@ -92,9 +95,7 @@ def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
 # heapq so that ordering compares two C fields instead of building a key tuple per push.
 @cython.cfunc
 def _runs_before(a: InputBuffer, b: InputBuffer) -> cython.bint:
-    seq_a: cython.longlong = a.node._seq
-    seq_b: cython.longlong = b.node._seq
-    return seq_a > seq_b or (seq_a == seq_b and a.order < b.order)
+    return a.seq > b.seq or (a.seq == b.seq and a.order < b.order)
 
 
 @cython.cfunc
@@ -410,8 +411,6 @@ class GraphTask:
     def run(self):
         """Run to the end and return the captured gradients (``autograd.grad``) or None."""
         if _errstate_var is None:
-            import numpy
-
             with numpy.errstate(all="ignore"):
                 while self._step() is not None:
                     pass
@@ -434,8 +433,6 @@ class GraphTask:
     def step(self):
         """Run the next ready node and return it; None when the task is over."""
         if _errstate_var is None:
-            import numpy
-
             with numpy.errstate(all="ignore"):
                 return self._step()
         token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
@@ -729,7 +726,7 @@ class GraphTask:
             grads[slot] = grad
             return "stored"
         if not self.create_graph and buffer.is_owned(slot):
-            _rt.add_inplace(old, grad)
+            _add_inplace(old, grad)
             return "accumulated_in_place"
         grads[slot] = _rt.add(old, grad)
         buffer.set_owned(slot)
@@ -766,7 +763,20 @@ class GraphTask:
         elif self.create_graph:
             variable.grad = _rt.add(before, grad)
         else:
-            _rt.add_inplace(before, grad)
+            _add_inplace(before, grad)
+
+
+@cython.cfunc
+def _add_inplace(target: TensorBase, grad: TensorBase):
+    """``target += grad`` outside the graph; one ufunc call when the dtypes are the same
+    (the shapes broadcast as numpy does), else the runtime's casting version."""
+    data = target._data
+    other = grad._data
+    if data.dtype is other.dtype:
+        _np_add(data, other, data)
+        target._version_counter.value += 1
+    else:
+        _rt.add_inplace(target, grad)
 
 
 def _expandable(shape, target):

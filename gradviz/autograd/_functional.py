@@ -47,12 +47,26 @@ def _make_grads(outputs, grad_outputs):
                 f"output[{index}] has a shape of {out.shape}."
             )
         # like torch, a gradient of another real dtype (even an integer one) is cast below
-        target = _root_grad_dtype(out)
-        if target is not None and g.dtype is not target:
-            # PyTorch's engine casts each root gradient to what its node expects (validate_outputs)
-            g = ops.to(g, target)
+        if not _has_root_grad_dtype(out, g._data.dtype):
+            target = _root_grad_dtype(out)
+            if target is not None and g.dtype is not target:
+                # PyTorch's engine casts each root gradient to what its node expects
+                # (validate_outputs)
+                g = ops.to(g, target)
         grads.append(g)
     return grads
+
+
+def _has_root_grad_dtype(out, np_dtype):
+    """Whether a root gradient of numpy dtype ``np_dtype`` is already what ``out``'s node
+    expects (the common case, decided without building gradviz dtypes)."""
+    if np_dtype is not out._data.dtype:
+        return False
+    fn = out.grad_fn
+    if fn is not None and out._output_nr < len(fn._input_metadata):
+        meta = fn._input_metadata[out._output_nr]
+        return meta is not None and meta.np_dtype is np_dtype
+    return True
 
 
 def _root_grad_dtype(out):
@@ -85,7 +99,7 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
     grads = _make_grads(outputs, grad_tensors)
     roots, root_grads = [], []
     for index, (out, g) in enumerate(zip(outputs, grads)):
-        if not out.requires_grad:
+        if not out._requires_grad and out.grad_fn is None:
             raise RuntimeError(
                 f"element {index} of tensors does not require grad and does not have a grad_fn"
             )

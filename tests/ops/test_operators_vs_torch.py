@@ -96,3 +96,58 @@ def test_overflow_and_invalid_values_are_silent_like_torch(program, recwarn):
         ours = program(gradviz)
     theirs = program(torch)
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+# Note [Compiled kernels]: add/sub/mul/div/neg run their ufunc inside a cached quiet context.
+KERNEL_PROGRAMS = [
+    lambda m: m.tensor([3e38, 1.0], dtype=m.float32) * 10,
+    lambda m: m.tensor([1.0, 0.0]) / 0.0,
+    lambda m: m.tensor([3e38], dtype=m.float32) + m.tensor([3e38], dtype=m.float32),
+    lambda m: m.tensor([-3e38], dtype=m.float32) - 3e38,
+    lambda m: -(m.tensor([float("inf")]) * 0),
+]
+
+
+@pytest.mark.parametrize("program", KERNEL_PROGRAMS)
+def test_kernels_are_silent_and_leave_numpy_as_it_was(program):
+    import warnings
+
+    before = np.geterr()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ours = program(gradviz)
+        with np.errstate(all="raise"):  # the user's own setting does not reach our ops
+            again = program(gradviz)
+    np.testing.assert_array_equal(ours.numpy(), program(torch).numpy())
+    np.testing.assert_array_equal(again.numpy(), ours.numpy())
+    assert np.geterr() == before
+    with pytest.warns(RuntimeWarning):  # numpy outside gradviz still warns
+        np.array([3e38], dtype=np.float32) * np.float32(10)
+
+
+def test_kernels_stay_silent_while_another_thread_holds_their_context():
+    # numpy lets go of the GIL in long loops, so another thread can be inside the kernels'
+    # context; an op must then silence numpy the usual way, not fail or warn
+    import threading
+    import warnings
+
+    from gradviz_ext import ops as ext_ops
+
+    context = ext_ops.kernel_quiet_context()  # None when interpreted: no context to hold
+    entered, release = threading.Event(), threading.Event()
+    hold = (lambda: (entered.set(), release.wait(10))) if context is None else (
+        lambda: context.run(lambda: (entered.set(), release.wait(10))))
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert entered.wait(10)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            x = gradviz.tensor([3e38, 2.0], dtype=gradviz.float32, requires_grad=True)
+            y = x * 10
+        np.testing.assert_array_equal(y.detach().numpy(), np.array([np.inf, 20.0], np.float32))
+        y.sum().backward()
+        np.testing.assert_array_equal(x.grad.numpy(), [10.0, 10.0])
+    finally:
+        release.set()
+        holder.join()
