@@ -61,13 +61,17 @@ def run_once(module, n, shape):
 
 def measure(n, shape, repeats):
     row = {"n": n, "shape": list(shape), "ops": 2 * n, "nodes": 2 * n + 1, "repeats": repeats}
-    for name, module in FRAMEWORKS:
+    times = {name: ([], []) for name, _ in FRAMEWORKS}
+    for _, module in FRAMEWORKS:
         run_once(module, min(n, 200), shape)  # warm-up: imports, caches, allocator
-        forward, backward = [], []
-        for _ in range(repeats):
+    # interleaved, so that both frameworks see the same machine (a shared VM drifts)
+    for _ in range(repeats):
+        for name, module in FRAMEWORKS:
             f, b = run_once(module, n, shape)
-            forward.append(f)
-            backward.append(b)
+            times[name][0].append(f)
+            times[name][1].append(b)
+    for name, _ in FRAMEWORKS:
+        forward, backward = times[name]
         row[name] = {
             "forward_us_per_op": statistics.median(forward) / row["ops"] * 1e6,
             "backward_us_per_node": statistics.median(backward) / row["nodes"] * 1e6,
@@ -92,9 +96,9 @@ def print_table(rows, env):
         g, t = r["gradviz"], r["torch"]
         print(f"{r['n']:>7} {str(tuple(r['shape'])):>6} | "
               f"{g['forward_us_per_op']:>10.2f} {t['forward_us_per_op']:>8.2f} "
-              f"{r['ratio_forward_us_per_op']:>6.1f} | "
+              f"{r['ratio_forward_us_per_op']:>6.2f} | "
               f"{g['backward_us_per_node']:>11.2f} {t['backward_us_per_node']:>8.2f} "
-              f"{r['ratio_backward_us_per_node']:>6.1f}")
+              f"{r['ratio_backward_us_per_node']:>6.2f}")
 
 
 def main(argv=None):

@@ -97,13 +97,17 @@ def measure(form, n, repeats):
     ops = recorded_ops(form, n)
     row = {"form": form, "n": n, "shape": list(SHAPE), "ops": ops, "contributions": n,
            "repeats": repeats}
-    for name, module in FRAMEWORKS:
+    times = {name: ([], []) for name, _ in FRAMEWORKS}
+    for _, module in FRAMEWORKS:
         run_once(module, form, min(n, 200))  # warm-up: imports, caches, allocator
-        forward, backward = [], []
-        for _ in range(repeats):
+    # interleaved, so that both frameworks see the same machine (a shared VM drifts)
+    for _ in range(repeats):
+        for name, module in FRAMEWORKS:
             f, b = run_once(module, form, n)
-            forward.append(f)
-            backward.append(b)
+            times[name][0].append(f)
+            times[name][1].append(b)
+    for name, _ in FRAMEWORKS:
+        forward, backward = times[name]
         row[name] = {
             "forward_us_per_op": statistics.median(forward) / ops * 1e6,
             "backward_us_per_op": statistics.median(backward) / ops * 1e6,

@@ -2,6 +2,7 @@
 # Checks stay on (no boundscheck/wraparound directives): the task indexes Python lists
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
+from cpython.ref cimport Py_REFCNT
 from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime, TensorBase,
                                   current_graph_task, default_observer, gradient_edge,
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled, runtime,
@@ -12,7 +13,8 @@ from gradviz_ext._ops cimport OpNode
 cdef Runtime _rt
 cdef object _errstate_var
 cdef object _errstate_quiet
-cdef object _np_add
+cdef object _np_add, _ndarray
+cdef bint _stealable(object grad)
 cdef _add_inplace(TensorBase target, TensorBase grad)
 
 
@@ -63,4 +65,5 @@ cdef class GraphTask:
     cdef list _validate(self, Node node, object outputs)
     cdef _distribute(self, Node node, list outputs)
     cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)
+    cdef _accumulate(self, Node node, list grads, object owned_grad)
     cdef _accumulate_into(self, object variable, object grad, object owned_grad)

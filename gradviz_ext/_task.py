@@ -52,6 +52,7 @@ _rt = runtime()
 _errstate_var = ERRSTATE
 _errstate_quiet = QUIET
 _np_add = numpy.add
+_ndarray = numpy.ndarray
 
 
 PAUSED = 0
@@ -737,9 +738,14 @@ class GraphTask:
         grad = grads[0] if grads else None
         if grad is None:
             return
-        variable = node.variable
+        accumulate: AccumulateGrad = node
+        variable = accumulate.variable
         before = variable.grad
-        self._accumulate_into(variable, grad, owned_grad)
+        if (before is None and not self.create_graph and grad is not owned_grad
+                and _stealable(grad)):
+            variable.grad = grad  # Note [Stealing the gradient]
+        else:
+            self._accumulate_into(variable, grad, owned_grad)
         hooks = variable._post_accumulate_hooks
         if hooks is not None:
             for hook in list(hooks):
@@ -764,6 +770,42 @@ class GraphTask:
             variable.grad = _rt.add(before, grad)
         else:
             _add_inplace(before, grad)
+
+
+# Note [Stealing the gradient]
+# ---------------------------
+# A leaf whose ``.grad`` is None gets a copy of the gradient that reached it, unless nothing
+# else can see that gradient: then the tensor itself becomes ``.grad`` (PyTorch's
+# AccumulateGrad steals a gradient whose use count is 1). Here "nothing else" is read off
+# reference counts: the Tensor is held only by the input buffer's list and the engine's
+# local (2), its array only by the Tensor (plus our local), and the array is C-contiguous,
+# writeable (``.grad`` is summed into in place later) and no view, or the only view of an
+# array it covers whole. A hook that kept the
+# gradient, a user's upstream tensor passed through, or the same tensor bound for another
+# leaf adds a reference, and the gradient is copied as before. Saves a copy of every weight's
+# gradient per training step. Interpreted, reference counts differ, so it never steals.
+@cython.cfunc
+def _stealable(grad) -> cython.bint:
+    if not cython.compiled:
+        return False
+    if Py_REFCNT(grad) != 2:  # the input buffer's list and the caller's local
+        return False
+    tensor: TensorBase = grad
+    if (tensor.grad_fn is not None or tensor._requires_grad or tensor._base is not None
+            or tensor._hooks is not None or tensor._post_accumulate_hooks is not None
+            or tensor._retains_grad):
+        return False
+    data = tensor._data
+    if Py_REFCNT(data) != 2 or type(data) is not _ndarray:  # the Tensor's and ours
+        return False
+    flags = data.flags
+    if not (flags.c_contiguous and flags.writeable):
+        return False
+    base = data.base
+    # a view is fine when it is the only view of an array it covers whole (the transposed
+    # product the row-major matmul rule returns: see gradviz.ops._linalg)
+    return base is None or (type(base) is _ndarray and Py_REFCNT(base) == 2
+                            and base.base is None and base.size == data.size)
 
 
 @cython.cfunc
