@@ -3,6 +3,21 @@
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
 
+# An instance of a Python subclass of an extension type, made by the type's tp_new (what
+# ``cls()`` does before ``__init__``) without looking ``__new__`` up and calling it.
+cdef extern from *:
+    """
+    static PyObject *gradviz_new_instance(PyObject *type) {
+        PyObject *args = PyTuple_New(0);
+        PyObject *instance;
+        if (args == NULL) return NULL;
+        instance = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, NULL);
+        Py_DECREF(args);
+        return instance;
+    }
+    """
+    object gradviz_new_instance(object type)
+
 
 cdef bint _grad_enabled
 cdef unsigned long _owner_thread
@@ -19,6 +34,7 @@ cdef Runtime _rt
 cpdef runtime()
 
 
+@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class VersionCounter:
     cdef public long long value
 
@@ -42,6 +58,7 @@ cdef long long _next_sequence_nr
 cdef long long _next_node_id
 
 
+@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class InputMeta:
     cdef public tuple shape
     cdef public object dtype
@@ -83,6 +100,7 @@ cpdef gradient_edge(TensorBase tensor)
 cpdef grad_accumulator(TensorBase tensor)
 
 
+@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class SavedTensor:
     cdef public VersionCounter _version_counter
     cdef public long long _saved_version

@@ -1,8 +1,8 @@
 # Declarations that make _function.py's classes extension types when compiled.
 cimport cython
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
-                                  forward_observer, gradient_edge, init_node, is_grad_enabled,
-                                  save_tensor, set_grad_enabled_flag)
+                                  forward_observer, gradient_edge, gradviz_new_instance,
+                                  init_node, is_grad_enabled, save_tensor, set_grad_enabled_flag)
 
 
 cdef class FunctionNode(Node):
@@ -24,6 +24,9 @@ cdef class FunctionNode(Node):
     cpdef release_variables(self)
 
 
+cdef _init_fields(FunctionNode node)
+cdef object _new_ctx(object backward_cls)
+cdef dict _plain_init
 cdef object _backward_of(FunctionNode node)
 cdef object _check_result(FunctionNode node, object result)
 cdef object _wrap_single(FunctionNode node, tuple args, TensorBase raw, bint executable)

@@ -76,18 +76,7 @@ class FunctionNode(Node):
     """
 
     def __init__(self):
-        init_node(self, (), ())
-        self.materialize_grads = True
-        self.needs_input_grad = ()
-        self._to_save = None
-        self._saved = None
-        self._dirty_tensors = ()
-        self._non_differentiable = ()
-        self._output_grad_dtypes = None
-        self._output_dtypes = ()
-        self._tensor_input_positions = ()
-        self._num_forward_inputs = 0
-        self._in_backward = False
+        _init_fields(self)
 
     @property
     def saved_tensors(self):
@@ -158,6 +147,42 @@ class FunctionNode(Node):
 
 
 @cython.cfunc
+def _init_fields(node: FunctionNode):
+    init_node(node, (), ())
+    node.materialize_grads = True
+    node.needs_input_grad = ()
+    node._to_save = None
+    node._saved = None
+    node._dirty_tensors = ()
+    node._non_differentiable = ()
+    node._output_grad_dtypes = None
+    node._output_dtypes = ()
+    node._tensor_input_positions = ()
+    node._num_forward_inputs = 0
+    node._in_backward = False
+
+
+# Node classes (``<Fn>Backward``) whose ``__init__`` is FunctionNode's, so a ctx can be made
+# without calling the class: its tp_new, then the fields set in C.
+_plain_init = {}
+
+
+@cython.cfunc
+def _new_ctx(backward_cls):
+    """``backward_cls()``, without the Python call when the class keeps FunctionNode's
+    ``__init__``."""
+    plain = _plain_init.get(backward_cls)
+    if plain is None:
+        plain = backward_cls.__init__ is FunctionNode.__init__
+        _plain_init[backward_cls] = plain
+    if not cython.compiled or plain is False:
+        return backward_cls()
+    ctx = gradviz_new_instance(backward_cls)
+    _init_fields(ctx)
+    return ctx
+
+
+@cython.cfunc
 def _backward_of(node: FunctionNode):
     """The user's ``backward`` (or ``vjp``); resolved once per class while neither changes."""
     node_class = type(node)
@@ -197,7 +222,7 @@ def _check_result(node: FunctionNode, result):
 
 def apply_function(cls, args: tuple):
     """``cls.apply(*args)`` in the common case (Note [Custom Function fast path])."""
-    ctx = cls._backward_cls()
+    ctx = _new_ctx(cls._backward_cls)
     node: FunctionNode = ctx
     grad_enabled: cython.bint = is_grad_enabled()
     n: cython.Py_ssize_t = len(args)

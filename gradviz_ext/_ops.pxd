@@ -5,8 +5,8 @@ cdef extern from "Python.h":
     int PyContext_Enter(object context) except -1
     int PyContext_Exit(object context) except -1
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
-                                  forward_observer, gradient_edge, init_node,
-                                  is_grad_enabled, save_tensor)
+                                  forward_observer, gradient_edge, gradviz_new_instance,
+                                  init_node, is_grad_enabled, save_tensor)
 
 
 cdef class OpSpec:
@@ -24,6 +24,7 @@ cdef class OpSpec:
     cdef public list _saves_cache
 
 
+@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class OpNode(Node):
     cdef public OpSpec op
     cdef public tuple needs_input_grad
@@ -40,6 +41,7 @@ cdef class OpNode(Node):
 
 
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
+cdef list _recent_scalars
 cdef object _quiet_context
 cdef InputMeta _last_meta
 cdef object _scalar_array(object value, object dtype)

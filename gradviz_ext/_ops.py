@@ -101,7 +101,11 @@ class OpSpec:
 @cython.ccall
 def make_tensor(data):
     """A Tensor around ``data`` (not copied), built without calling ``__init__``."""
-    t: TensorBase = TensorBase.__new__(_tensor_class)
+    t: TensorBase
+    if cython.compiled:  # the class's tp_new directly: no attribute lookup, no Python call
+        t = gradviz_new_instance(_tensor_class)
+    else:
+        t = TensorBase.__new__(_tensor_class)
     t._data = data
     t._requires_grad = False
     t.grad_fn = None
@@ -185,6 +189,7 @@ _scalars_f32 = {}
 _scalars_f64 = {}
 _SCALAR_CACHE_SIZE = 4096
 _SEEN_ONCE = object()
+_recent_scalars = [None] * 32  # (number, dtype, array) by the number's address
 
 
 def _scalar_array(value, dtype):
@@ -199,9 +204,21 @@ def _scalar_array(value, dtype):
     kind = type(value)
     if kind is not float and kind is not int:
         return value
+    # the same constant object in a loop (``y * 1.0001``): found by identity, no hashing
+    slot: cython.Py_ssize_t
+    if cython.compiled:
+        slot = (cython.cast(cython.size_t, cython.cast(cython.p_void, value)) >> 4) & 31
+    else:
+        slot = (id(value) >> 4) & 31
+    recent = _recent_scalars[slot]
+    if recent is not None:
+        entry: tuple = recent
+        if entry[0] is value and entry[1] is dtype:
+            return entry[2]
     cached = cache.get(value)
     if cached is not None:
         if cached is not _SEEN_ONCE:
+            _recent_scalars[slot] = (value, dtype, cached)  # holds value: its id stays its own
             return cached
     elif value != 0.0 and value == value:
         # first sighting: converting costs more than it saves on one use, so numpy gets
@@ -517,17 +534,19 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     out: TensorBase
     rule: cython.int = op.dtype_rule
     target = None
+    converts: cython.bint = False  # whether a tensor operand may need converting to target
     if rule != DTYPE_NONE:
         target = _fast_target(inputs, rule) if rule != DTYPE_CUSTOM else False
         if target is False:
             target = op.dtype(*inputs, **attrs).numpy
+            converts = True
     arrays = [None] * n
     for i in range(n):
         x = inputs[i]
         if isinstance(x, TensorBase):
             t = x
             data = t._data
-            if target is not None:
+            if converts:
                 dtype = data.dtype
                 if dtype is not target and dtype != target:
                     data = data.astype(target)

@@ -18,6 +18,7 @@ cdef bint _stealable(object grad)
 cdef _add_inplace(TensorBase target, TensorBase grad)
 
 
+@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class InputBuffer:
     cdef public Node node
     cdef public list grads
