@@ -5,7 +5,8 @@ cdef extern from "Python.h":
     int PyContext_Enter(object context) except -1
     int PyContext_Exit(object context) except -1
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
-                                  forward_observer, gradient_edge, gradviz_new_instance,
+                                  forward_observer, gradient_edge, gradviz_array_dtype,
+                                  gradviz_array_has_shape, gradviz_new_instance,
                                   init_node, is_grad_enabled, save_tensor)
 
 
@@ -41,6 +42,8 @@ cdef class OpNode(Node):
 
 
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
+cdef object _ndarray
+cdef object _dtype_of(object data)
 cdef list _recent_scalars
 cdef object _quiet_context
 cdef InputMeta _last_meta

@@ -143,6 +143,14 @@ def _scalar_category(value):
 
 
 @cython.cfunc
+def _dtype_of(data):
+    """``data.dtype``, read off the array when it is an exact ndarray (compiled)."""
+    if cython.compiled:
+        return gradviz_array_dtype(data, _ndarray)
+    return data.dtype
+
+
+@cython.cfunc
 def _fast_target(inputs, rule):
     """The dtype every tensor operand already has when that is the result dtype (then no
     conversion is needed), or False: "ask the op's dtype rule"."""
@@ -151,7 +159,7 @@ def _fast_target(inputs, rule):
     for x in inputs:
         if isinstance(x, TensorBase):
             t = x
-            dt = t._data.dtype
+            dt = _dtype_of(t._data)
             if common is None:
                 common = dt
             elif dt is not common and dt != common:
@@ -478,11 +486,16 @@ def _meta(tensor):
     global _last_meta
     t: TensorBase = tensor
     data = t._data
-    shape = data.shape
-    dtype = data.dtype
+    dtype = _dtype_of(data)
     last: InputMeta = _last_meta
-    if last is not None and last.np_dtype is dtype and last.shape == shape:
-        return last
+    if last is not None and last.np_dtype is dtype:
+        if cython.compiled:  # read off the array: no shape tuple is built
+            same: cython.int = gradviz_array_has_shape(data, _ndarray, last.shape)
+            if same == 1:
+                return last
+        if last.shape == data.shape:
+            return last
+    shape = data.shape
     meta: InputMeta = InputMeta.__new__(InputMeta)
     meta.shape = shape
     meta.np_dtype = dtype
@@ -684,7 +697,7 @@ def _plain_operand(x) -> cython.bint:
     """A non-bool Tensor, or a Python int/float: the cases the fast path handles."""
     if isinstance(x, TensorBase):
         tensor: TensorBase = x
-        dtype = tensor._data.dtype
+        dtype = _dtype_of(tensor._data)
         return dtype is _F32 or dtype is _F64 or dtype.kind != "b"
     t = type(x)
     return t is float or t is int

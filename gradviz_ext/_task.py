@@ -656,8 +656,11 @@ class GraphTask:
             meta: InputMeta = successor._input_metadata[slot]
             tensor: TensorBase = grad
             data = tensor._data
-            shape = data.shape
-            if shape != meta.shape:
+            same_shape: cython.int = -1
+            if cython.compiled:  # read off the array: no shape tuple is built
+                same_shape = gradviz_array_has_shape(data, _ndarray, meta.shape)
+            shape = meta.shape if same_shape == 1 else data.shape
+            if same_shape != 1 and shape != meta.shape:
                 if not _expandable(meta.shape, shape):
                     raise RuntimeError(
                         f"Function {node.name()} returned an invalid gradient at index {index} - "
@@ -670,7 +673,10 @@ class GraphTask:
                     self.observer.grad_reduced(self, node, index, shape, meta.shape)
             # numpy dtypes of the built-in types are singletons: identity first, then ==
             if meta.np_dtype is not None:
-                dtype = data.dtype
+                if cython.compiled:
+                    dtype = gradviz_array_dtype(data, _ndarray)
+                else:
+                    dtype = data.dtype
                 if dtype is not meta.np_dtype and dtype != meta.np_dtype:
                     from_dtype = grad.dtype
                     grad = _rt.cast(grad, meta.dtype)
