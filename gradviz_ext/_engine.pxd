@@ -18,6 +18,19 @@ cdef extern from *:
     """
     object gradviz_new_instance(object type)
 
+# A type's version tag: CPython gives a type a new one whenever an attribute of it or of a
+# base is assigned, so an unchanged tag means cached lookups on the type are still right.
+# 0 when the type has no valid tag (then nothing may be cached).
+cdef extern from *:
+    """
+    static unsigned int gradviz_type_version(PyObject *type) {
+        PyTypeObject *t = (PyTypeObject *)type;
+        if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
+        return t->tp_version_tag;
+    }
+    """
+    unsigned int gradviz_type_version(object type)
+
 # A numpy array's dtype and shape read from the array itself, for exact ndarrays (``ndarray``
 # is numpy.ndarray, passed in: this file does not import numpy). ``.shape`` builds a tuple and
 # both attribute lookups go through the type; the engine asks for them on every op and node.

@@ -2,7 +2,11 @@
 cimport cython
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
                                   forward_observer, gradient_edge, gradviz_new_instance,
+                                  gradviz_type_version,
                                   init_node, is_grad_enabled, save_tensor, set_grad_enabled_flag)
+
+
+from gradviz_ext._ops cimport _meta as _output_meta
 
 
 cdef class FunctionNode(Node):

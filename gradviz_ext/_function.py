@@ -31,6 +31,10 @@ if not cython.compiled:  # compiled, these come from the cimport in _function.px
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
                                      forward_observer, gradient_edge, init_node,
                                      is_grad_enabled, save_tensor, set_grad_enabled_flag)
+    from gradviz_ext._ops import _meta as _output_meta
+
+    def gradviz_type_version(type_):
+        return 0  # interpreted: no version tags, so backward is looked up every time
 
 # Installed by gradviz.autograd.function at import (the general path, above this layer)
 _dtypes_by_numpy = {}
@@ -40,8 +44,12 @@ _general_apply = None
 _transform_stack = []
 _base_setup_context = None
 
-# Backward resolution per node class: type -> (backward, vjp, the one to call)
+# Backward resolution per node class: type -> (backward, vjp, the one to call, the node
+# class's version tag, the Function class, its version tag)
 _resolved_backward = {}
+_FIRST_POSITION = (0,)
+_NEEDS_ONE = (True,)
+_NEEDS_NONE = (False,)
 
 
 def install(dtypes_by_numpy, wrap_outputs, wrap_unchanged_input, general_apply, transform_stack,
@@ -77,6 +85,23 @@ class FunctionNode(Node):
 
     def __init__(self):
         _init_fields(self)
+
+    def save_for_backward(self, *tensors):
+        """Save tensors (or ``None``) for ``backward``; read them back as ``ctx.saved_tensors``.
+
+        Saved tensors are version-checked: modifying one in place before backward is an error.
+        They are freed after backward unless the graph is retained. Active
+        ``saved_tensors_hooks`` pack each non-``None`` tensor once, here.
+        """
+        index: cython.Py_ssize_t
+        for index in range(len(tensors)):
+            value = tensors[index]
+            if value is not None and not isinstance(value, TensorBase):
+                raise TypeError(
+                    "save_for_backward can only save variables, but argument "
+                    f"{index} is of type {type(value).__name__}"
+                )
+        self._to_save = tensors
 
     @property
     def saved_tensors(self):
@@ -119,10 +144,12 @@ class FunctionNode(Node):
         return count, nbytes
 
     def release_variables(self):
+        entry: SavedTensor
         if self._saved is not None:
             for saved in self._saved:
                 if saved is not None:
-                    saved.release()
+                    entry = saved
+                    entry.release()
             self._saved = None
         # a node that saved nothing may be backpropagated again (SEMANTICS 9), but reading
         # ctx.saved_tensors after the release raises, as in PyTorch
@@ -134,7 +161,10 @@ class FunctionNode(Node):
             grads = self._materialize_uncast_slots(list(grads))
         self._in_backward = True
         try:
-            result = backward(self, *grads)
+            if len(grads) == 1:  # one output, the common case: no argument tuple to build
+                result = backward(self, grads[0])
+            else:
+                result = backward(self, *grads)
         finally:
             self._in_backward = False
             task = current_graph_task()
@@ -186,14 +216,25 @@ def _new_ctx(backward_cls):
 def _backward_of(node: FunctionNode):
     """The user's ``backward`` (or ``vjp``); resolved once per class while neither changes."""
     node_class = type(node)
+    resolved = _resolved_backward.get(node_class)
+    if resolved is not None:
+        entry: tuple = resolved
+        # unchanged classes (CPython's type version tags: any assignment to a class attribute,
+        # here or in a base, gives a new one) resolve to the same method without a lookup
+        forward_class = entry[4]
+        version: cython.uint = gradviz_type_version(node_class)
+        if (version != 0 and version == entry[3]
+                and gradviz_type_version(forward_class) == entry[5]):
+            return entry[2]
     forward_class = node._forward_cls
     backward = forward_class.backward
     vjp = forward_class.vjp
-    resolved = _resolved_backward.get(node_class)
     if resolved is not None and resolved[0] is backward and resolved[1] is vjp:
-        return resolved[2]
-    chosen = node._backward_function()  # raises PyTorch's errors for neither / both
-    _resolved_backward[node_class] = (backward, vjp, chosen)
+        chosen = resolved[2]
+    else:
+        chosen = node._backward_function()  # raises PyTorch's errors for neither / both
+    _resolved_backward[node_class] = (backward, vjp, chosen, gradviz_type_version(node_class),
+                                      forward_class, gradviz_type_version(forward_class))
     return chosen
 
 
@@ -228,26 +269,37 @@ def apply_function(cls, args: tuple):
     n: cython.Py_ssize_t = len(args)
     i: cython.Py_ssize_t
     t: TensorBase
-    needs = [False] * n
-    positions = []
-    edges = []
     executable: cython.bint = False
-    for i in range(n):
-        arg = args[i]
-        if isinstance(arg, TensorBase):
-            positions.append(i)
-            t = arg
-            if grad_enabled and (t._requires_grad or t.grad_fn is not None):
-                needs[i] = True
-                executable = True
-                edges.append(gradient_edge(t))
-            else:
-                edges.append((None, 0))
-    node.needs_input_grad = tuple(needs)
-    node._tensor_input_positions = tuple(positions)
+    arg = args[0] if n == 1 else None
+    if n == 1 and isinstance(arg, TensorBase):  # one tensor argument: no lists to build
+        t = arg
+        node._tensor_input_positions = _FIRST_POSITION
+        if grad_enabled and (t._requires_grad or t.grad_fn is not None):
+            executable = True
+            node.needs_input_grad = _NEEDS_ONE
+            node.next_functions = (gradient_edge(t),)
+        else:
+            node.needs_input_grad = _NEEDS_NONE
+    else:
+        needs = [False] * n
+        positions = []
+        edges = []
+        for i in range(n):
+            arg = args[i]
+            if isinstance(arg, TensorBase):
+                positions.append(i)
+                t = arg
+                if grad_enabled and (t._requires_grad or t.grad_fn is not None):
+                    needs[i] = True
+                    executable = True
+                    edges.append(gradient_edge(t))
+                else:
+                    edges.append((None, 0))
+        node.needs_input_grad = tuple(needs)
+        node._tensor_input_positions = tuple(positions)
+        if executable:
+            node.next_functions = tuple(edges)
     node._num_forward_inputs = n
-    if executable:
-        node.next_functions = tuple(edges)
 
     previous = set_grad_enabled_flag(False)
     try:
@@ -274,12 +326,7 @@ def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: c
     if not executable:
         node._to_save = None
         return out
-    data = out._data
-    dtype = data.dtype
-    meta: InputMeta = InputMeta.__new__(InputMeta)
-    meta.shape = data.shape
-    meta.np_dtype = dtype
-    meta.dtype = _dtypes_by_numpy[dtype]
+    meta: InputMeta = _output_meta(out)  # shared with op nodes (never changed)
     node._input_metadata = (meta,)
     node._output_dtypes = (meta.dtype,)
     out.grad_fn = node

@@ -479,7 +479,6 @@ def _new_node(op, edges, metas, needs, attrs):
     return node
 
 
-@cython.cfunc
 def _meta(tensor):
     """The InputMeta of an op's output. Built-in nodes never change their metadata, so
     consecutive outputs of the same shape and dtype share one (a chain of ops makes one)."""
@@ -689,7 +688,17 @@ _NO_ATTRS = {}
 def install_arithmetic(**ops_and_fallbacks):
     """Give the dunders their ops (``add``, ``sub``, ``mul``, ``div``, ``neg``) and the Python
     functions that handle everything else (``add_py``, ...)."""
+    global _op_add, _op_sub, _op_mul, _op_div, _op_neg
     _arith.update(ops_and_fallbacks)
+    _op_add = _arith.get("add")
+    _op_sub = _arith.get("sub")
+    _op_mul = _arith.get("mul")
+    _op_div = _arith.get("div")
+    _op_neg = _arith.get("neg")
+
+
+# the ops themselves, read on every ``x * y`` (C variables when compiled)
+_op_add = _op_sub = _op_mul = _op_div = _op_neg = None
 
 
 @cython.cfunc
@@ -705,41 +714,41 @@ def _plain_operand(x) -> cython.bint:
 
 def tensor_add(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["add"], (self, other), _ALPHA_ONE)
+        return apply_op(_op_add, (self, other), _ALPHA_ONE)
     return _arith["add_py"](self, other)
 
 
 def tensor_radd(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["add"], (self, other), _ALPHA_ONE)  # PyTorch orders it self, other
+        return apply_op(_op_add, (self, other), _ALPHA_ONE)  # PyTorch orders it self, other
     return _arith["add_py"](self, other)
 
 
 def tensor_sub(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["sub"], (self, other), _ALPHA_ONE)
+        return apply_op(_op_sub, (self, other), _ALPHA_ONE)
     return _arith["sub_py"](self, other)
 
 
 def tensor_mul(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["mul"], (self, other), _NO_ATTRS)
+        return apply_op(_op_mul, (self, other), _NO_ATTRS)
     return _arith["mul_py"](self, other)
 
 
 def tensor_rmul(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["mul"], (self, other), _NO_ATTRS)
+        return apply_op(_op_mul, (self, other), _NO_ATTRS)
     return _arith["mul_py"](self, other)
 
 
 def tensor_truediv(self, other):
     if _plain_operand(self) and _plain_operand(other):
-        return apply_op(_arith["div"], (self, other), _NO_ATTRS)
+        return apply_op(_op_div, (self, other), _NO_ATTRS)
     return _arith["div_py"](self, other)
 
 
 def tensor_neg(self):
     if _plain_operand(self):
-        return apply_op(_arith["neg"], (self,), _NO_ATTRS)
+        return apply_op(_op_neg, (self,), _NO_ATTRS)
     return _arith["neg_py"](self)

@@ -743,3 +743,39 @@ def test_function_sees_materialized_zeros_for_unused_output():
         return seen
 
     assert run(gradviz) == run(torch)
+
+
+def _run_square(fn):
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    fn.apply(x).sum().backward()
+    return x.grad.numpy().tolist()
+
+
+def test_a_backward_replaced_after_first_use_is_the_one_that_runs():
+    # the node class caches which method is its backward (CPython type version tags): any
+    # assignment to the Function class, or to a base, must be seen on the next backward
+    class Base(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * g * x
+
+    class Square(Base):
+        pass
+
+    assert _run_square(Square) == [2.0, 4.0]
+    assert _run_square(Square) == [2.0, 4.0]
+    Square.backward = staticmethod(lambda ctx, g: g * 10)
+    assert _run_square(Square) == [10.0, 10.0]
+    del Square.backward  # back to the base's
+    assert _run_square(Square) == [2.0, 4.0]
+    Base.backward = staticmethod(lambda ctx, g: g * -1)
+    assert _run_square(Square) == [-1.0, -1.0]
+    Base.vjp = staticmethod(lambda ctx, g: g * 3)  # both defined now: PyTorch's error
+    with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
+        _run_square(Square)

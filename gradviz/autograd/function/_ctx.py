@@ -49,20 +49,8 @@ class FunctionCtx:
     what they record takes effect when ``Function.apply`` wraps the outputs.
     """
 
-    def save_for_backward(self, *tensors):
-        """Save tensors (or ``None``) for ``backward``; read them back as ``ctx.saved_tensors``.
-
-        Saved tensors are version-checked: modifying one in place before backward is an error.
-        They are freed after backward unless the graph is retained. Active
-        ``saved_tensors_hooks`` pack each non-``None`` tensor once, here.
-        """
-        for index, value in enumerate(tensors):
-            if value is not None and not isinstance(value, Tensor):
-                raise TypeError(
-                    "save_for_backward can only save variables, but argument "
-                    f"{index} is of type {type(value).__name__}"
-                )
-        self._to_save = tensors
+    # save_for_backward is FunctionNode's (gradviz_ext/_function.py): it runs in every
+    # forward, so it is compiled.
 
     def save_for_forward(self, *tensors):
         """Save tensors (or ``None``) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
