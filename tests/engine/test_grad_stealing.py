@@ -10,36 +10,46 @@ import gradviz as gv
 import gradviz_ext
 
 
-class _Fresh(gv.autograd.Function):
-    """Identity whose backward returns a new tensor and remembers it only weakly."""
+def _identity(backward):
+    """A Function that copies its input forward and runs ``backward(g)`` backward."""
 
-    returned = None
+    class Identity(gv.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
 
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
+        @staticmethod
+        def backward(ctx, g):
+            return backward(g)
 
-    @staticmethod
-    def backward(ctx, g):
-        out = g * 2
-        _Fresh.returned = weakref.ref(out)
-        return out
+    return Identity
 
 
-class _Kept(gv.autograd.Function):
-    """Identity whose backward keeps the tensor it returns."""
+_returned = []  # weak references to what _Fresh's backward returned
+_kept = []  # what _Kept's and _SliceOfKept's backwards returned, or the array they sliced
 
-    kept = []
 
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
+def _fresh_backward(g):
+    out = g * 2
+    _returned.append(weakref.ref(out))
+    return out
 
-    @staticmethod
-    def backward(ctx, g):
-        out = g * 2
-        _Kept.kept.append(out)
-        return out
+
+def _kept_backward(g):
+    out = g * 2
+    _kept.append(out)
+    return out
+
+
+def _slice_of_kept_backward(g):
+    big = gv.cat([g * 2, g * 3])
+    _kept.append(big)
+    return big[: g.shape[0]]
+
+
+_Fresh = _identity(_fresh_backward)  # returns a new tensor, remembered only weakly
+_Kept = _identity(_kept_backward)  # keeps the tensor it returns
+_SliceOfKept = _identity(_slice_of_kept_backward)  # returns a view into an array it keeps
 
 
 def _expected_grad(x):
@@ -48,17 +58,18 @@ def _expected_grad(x):
 
 def test_a_gradient_nobody_else_holds_becomes_grad():
     x = gv.ones(3, requires_grad=True)
+    _returned.clear()
     _Fresh.apply(x).sum().backward()
     # compiled, no copy was made; interpreted (reference counts differ) it is always copied
-    assert (_Fresh.returned() is x.grad) == gradviz_ext.COMPILED
+    assert (_returned[0]() is x.grad) == gradviz_ext.COMPILED
     np.testing.assert_array_equal(x.grad.numpy(), _expected_grad(x))
 
 
 def test_a_gradient_the_backward_kept_is_copied():
-    _Kept.kept.clear()
+    _kept.clear()
     x = gv.ones(3, requires_grad=True)
     _Kept.apply(x).sum().backward()
-    kept = _Kept.kept[0]
+    kept = _kept[0]
     assert x.grad is not kept and not np.shares_memory(x.grad.numpy(), kept.numpy())
     x.grad.add_(1.0)  # .grad is summed into in place later: the kept tensor must not change
     np.testing.assert_array_equal(kept.numpy(), _expected_grad(x))
@@ -122,27 +133,11 @@ def test_training_steps_match_torch_with_stolen_gradients():
     np.testing.assert_allclose(results[0], results[1], rtol=1e-6, atol=1e-6)
 
 
-class _SliceOfKept(gv.autograd.Function):
-    """Identity whose backward returns a view into a larger array it keeps."""
-
-    kept = []
-
-    @staticmethod
-    def forward(ctx, x):
-        return x.clone()
-
-    @staticmethod
-    def backward(ctx, g):
-        big = gv.cat([g * 2, g * 3])
-        _SliceOfKept.kept.append(big)
-        return big[: g.shape[0]]
-
-
 def test_a_view_into_a_kept_array_is_copied():
-    _SliceOfKept.kept.clear()
+    _kept.clear()
     x = gv.ones(3, requires_grad=True)
     _SliceOfKept.apply(x).sum().backward()
-    big = _SliceOfKept.kept[0]
+    big = _kept[0]
     assert not np.shares_memory(x.grad.numpy(), big.numpy())
     x.grad.add_(1.0)
     np.testing.assert_array_equal(big.numpy(), [2.0, 2.0, 2.0, 3.0, 3.0, 3.0])

@@ -8,6 +8,8 @@ size-0 and 0-d shapes. A last test checks that the programs exercise every op th
 fast rule, so a new fast rule cannot go untested.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -105,19 +107,26 @@ def test_fast_rule_matches_differentiable_rule(name, dtype):
         np.testing.assert_array_equal(f, s, err_msg=f"{name}, input {index}")
 
 
+@contextlib.contextmanager
+def _counting_fast_rule(name):
+    """Count the calls of op ``name``'s Python fast rule while the block runs."""
+    calls = []
+    original = TABLE[name].fast_backward
+    TABLE[name].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
+    try:
+        yield calls
+    finally:
+        TABLE[name].fast_backward = original
+
+
 def test_fast_rules_are_used_without_create_graph_only():
     # a fast rule that raised would show up here: count the calls through a wrapper
-    calls = []
-    original = TABLE["exp"].fast_backward
-    TABLE["exp"].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
-    try:
+    with _counting_fast_rule("exp") as calls:
         x = gv.tensor([1.0, 2.0], requires_grad=True)
         gv.autograd.grad(gv.exp(x).sum(), x)
         assert len(calls) == 1
         gv.autograd.grad(gv.exp(x).sum(), x, create_graph=True)
         assert len(calls) == 1
-    finally:
-        TABLE["exp"].fast_backward = original
 
 
 @pytest.mark.parametrize("name, program", [
@@ -127,37 +136,27 @@ def test_fast_rules_are_used_without_create_graph_only():
 def test_compiled_kernels_stand_in_for_the_python_fast_rules(name, program):
     # Note [Compiled kernels]: the arithmetic ops' fast rules run compiled, so the Python
     # rule is not called, and the gradients are still those of the differentiable rule
-    calls = []
-    original = TABLE[name].fast_backward
-    TABLE[name].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
-    try:
+    with _counting_fast_rule(name) as calls:
         x = gv.tensor([1.5, -2.0, 3.0], requires_grad=True)
         y = gv.tensor([0.5, 4.0, -1.25], requires_grad=True)
         fast = gv.autograd.grad(program(x, y).sum(), (x, y), allow_unused=True)
         slow = gv.autograd.grad(program(x, y).sum(), (x, y), allow_unused=True,
                                 create_graph=True)
         assert calls == []
-        for got, want in zip(fast, slow):
-            assert (got is None) == (want is None)
-            if got is not None:
-                np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
-    finally:
-        TABLE[name].fast_backward = original
+    for got, want in zip(fast, slow):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_array_equal(got.numpy(), want.detach().numpy())
 
 
 def test_alpha_falls_back_to_the_python_fast_rule():
-    calls = []
-    original = TABLE["add"].fast_backward
-    TABLE["add"].fast_backward = lambda ctx, g: calls.append(1) or original(ctx, g)
-    try:
+    with _counting_fast_rule("add") as calls:
         x = gv.tensor([1.0, 2.0], requires_grad=True)
         y = gv.tensor([3.0, 4.0], requires_grad=True)
         gx, gy = gv.autograd.grad(gv.add(x, y, alpha=3).sum(), (x, y))
         assert len(calls) == 1
-        np.testing.assert_array_equal(gy.numpy(), [3.0, 3.0])
-        np.testing.assert_array_equal(gx.numpy(), [1.0, 1.0])
-    finally:
-        TABLE["add"].fast_backward = original
+    np.testing.assert_array_equal(gy.numpy(), [3.0, 3.0])
+    np.testing.assert_array_equal(gx.numpy(), [1.0, 1.0])
 
 
 def test_a_kernel_needs_a_fast_rule():
