@@ -25,7 +25,6 @@ cdef class OpSpec:
     cdef public list _saves_cache
 
 
-@cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class OpNode(Node):
     cdef public OpSpec op
     cdef public tuple needs_input_grad

@@ -6,7 +6,8 @@ from cpython.ref cimport Py_REFCNT
 from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime, TensorBase,
                                   current_graph_task, default_observer, gradient_edge,
                                   gradviz_array_dtype, gradviz_array_has_shape,
-                                  is_anomaly_check_nan_enabled, is_anomaly_enabled, runtime,
+                                  is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                                  is_grad_enabled, runtime,
                                   set_current_graph_task, set_grad_enabled_flag)
 from gradviz_ext._ops cimport OpNode
 
@@ -60,7 +61,8 @@ cdef class GraphTask:
     cdef public object _exposed_to
     cdef _compute_dependencies(self, root)
     # the hot loop (Note [Engine order]); not callable from Python
-    cdef _step(self)
+    cdef _step(self, bint managed=*)
+    cdef _fail(self, Node node, object exc)
     cdef _push_ready(self, InputBuffer buffer)
     cdef _execute(self, Node node, InputBuffer buffer)
     cdef list _materialize(self, Node node, list grads)

@@ -40,7 +40,8 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
     from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, TensorBase,
                                      current_graph_task, default_observer, gradient_edge,
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
-                                     runtime, set_current_graph_task, set_grad_enabled_flag)
+                                     is_grad_enabled, runtime, set_current_graph_task,
+                                     set_grad_enabled_flag)
     from gradviz_ext._ops import OpNode
 
 _rt = runtime()
@@ -410,18 +411,32 @@ class GraphTask:
 
     # ---- execution -----------------------------------------------------------------
     def run(self):
-        """Run to the end and return the captured gradients (``autograd.grad``) or None."""
+        """Run to the end and return the captured gradients (``autograd.grad``) or None.
+
+        Grad mode and the running task are set once for the whole run rather than around
+        every node (``step`` does that): after each node they are only checked, and put back
+        if the node's own code changed them, as PyTorch resets them for every node.
+        """
+        token = None
+        errstate = None
         if _errstate_var is None:
-            with numpy.errstate(all="ignore"):
-                while self._step() is not None:
-                    pass
-            return self.captured
-        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+            errstate = numpy.errstate(all="ignore")
+            errstate.__enter__()
+        else:
+            token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        previous = set_grad_enabled_flag(self.create_graph)
+        outer_task = set_current_graph_task(self)
         try:
-            while self._step() is not None:
+            while self._step(True) is not None:
                 pass
         finally:
-            _errstate_var.reset(token)
+            set_grad_enabled_flag(previous)
+            set_current_graph_task(outer_task)
+            if token is not None:
+                _errstate_var.reset(token)
+            else:
+                errstate.__exit__(None, None, None)
+        self._finish()
         return self.captured
 
     def abort(self):
@@ -442,11 +457,14 @@ class GraphTask:
         finally:
             _errstate_var.reset(token)
 
-    def _step(self):
+    def _step(self, managed=False):
+        """Run the next ready node. ``managed``: ``run`` has set grad mode and the running
+        task for the whole run, and finishes the task itself."""
         if self.state >= FINISHED:
             return None
         if not self._ready:
-            self._finish()
+            if not managed:
+                self._finish()
             return None
         if self._executed == 0:
             self._started_at = time.perf_counter()
@@ -454,33 +472,50 @@ class GraphTask:
         node: Node = buffer.node
         self.current = node
         self.state = RUNNING
-        # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
-        # grad mode, which is create_graph.
-        previous = set_grad_enabled_flag(self.create_graph)
-        outer_task = set_current_graph_task(self)
-        try:
-            self._execute(node, buffer)
-        except BaseException as exc:
-            self.state = FAILED
-            self.error = exc
-            self.error_node = node
-            self._ready = []
-            self._not_ready = {}
-            if self.observer is not None:
-                self.observer.error(self, node, exc)
-            if is_anomaly_enabled() and isinstance(exc, Exception):  # Note [Anomaly mode]
-                report_anomaly(node, exc)
-            raise
-        finally:
-            set_grad_enabled_flag(previous)
-            set_current_graph_task(outer_task)
-            self.current = None
+        if managed:
+            try:
+                self._execute(node, buffer)
+            except BaseException as exc:
+                self._fail(node, exc)
+                raise
+            finally:
+                self.current = None
+            # the node's code may have left these changed: PyTorch sets them for every node
+            if is_grad_enabled() != self.create_graph:
+                set_grad_enabled_flag(self.create_graph)
+            if current_graph_task() is not self:
+                set_current_graph_task(self)
+        else:
+            # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
+            # grad mode, which is create_graph.
+            previous = set_grad_enabled_flag(self.create_graph)
+            outer_task = set_current_graph_task(self)
+            try:
+                self._execute(node, buffer)
+            except BaseException as exc:
+                self._fail(node, exc)
+                raise
+            finally:
+                set_grad_enabled_flag(previous)
+                set_current_graph_task(outer_task)
+                self.current = None
         self._executed += 1
         if self._ready:
             self.state = PAUSED
-        else:
+        elif not managed:
             self._finish()
         return node
+
+    def _fail(self, node, exc):
+        self.state = FAILED
+        self.error = exc
+        self.error_node = node
+        self._ready = []
+        self._not_ready = {}
+        if self.observer is not None:
+            self.observer.error(self, node, exc)
+        if is_anomaly_enabled() and isinstance(exc, Exception):  # Note [Anomaly mode]
+            report_anomaly(node, exc)
 
     def _finish(self):
         if self.state >= FINISHED:

@@ -779,3 +779,48 @@ def test_a_backward_replaced_after_first_use_is_the_one_that_runs():
     Base.vjp = staticmethod(lambda ctx, g: g * 3)  # both defined now: PyTorch's error
     with pytest.raises(RuntimeError, match="Implementing both 'backward' and 'vjp'"):
         _run_square(Square)
+
+
+@pytest.mark.parametrize("m", [gradviz, torch], ids=["gradviz", "torch"])
+def test_a_backward_that_leaves_grad_mode_on_does_not_leak_into_the_next_node(m):
+    # the engine puts the task's grad mode back for every node, and the caller's at the end
+    seen = []
+
+    class LeavesGradOn(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("leaves", m.is_grad_enabled()))
+            m.set_grad_enabled(True)  # and never puts it back
+            return g * 2
+
+    class Looks(m.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(("looks", m.is_grad_enabled()))
+            return g * 3
+
+    x = m.ones(2, requires_grad=True)
+    Looks.apply(LeavesGradOn.apply(x)).sum().backward()
+    assert seen == [("looks", False), ("leaves", False)]
+    Looks.apply(LeavesGradOn.apply(x) * 1).sum().backward()
+    assert m.is_grad_enabled()
+    m.set_grad_enabled(False)
+    try:
+        y = LeavesGradOn.apply(x)  # not recorded: grad mode is off
+        assert y.grad_fn is None
+        with m.enable_grad():
+            loss = Looks.apply(LeavesGradOn.apply(x)).sum()
+        seen.clear()
+        loss.backward()
+        assert seen == [("looks", False), ("leaves", False)]
+        assert not m.is_grad_enabled()  # the caller's mode, although a node turned it on
+    finally:
+        m.set_grad_enabled(True)
