@@ -95,7 +95,18 @@ def _addmm_saves(needs):
 
 # ``bias + mat1 @ mat2``, one node as in PyTorch (a Linear layer's ``AddmmBackward0``); the
 # engine sums the bias's gradient over the rows it was broadcast to.
-ADDMM = Op("addmm", "AddmmBackward0", forward=lambda bias, a, b: np.add(np.matmul(a, b), bias),
+def _addmm_forward(bias, a, b):
+    out = np.matmul(a, b)
+    if getattr(bias, "dtype", None) == out.dtype and np.ndim(bias) <= out.ndim:
+        try:
+            np.add(out, bias, out=out)  # the product is ours: no second array (a Linear layer)
+            return out
+        except ValueError:
+            pass  # bias broadcasts the result to a larger shape, or not at all: numpy decides
+    return np.add(out, bias)
+
+
+ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
            backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves)
 
 _TORCH_TYPE_WORDS = TYPE_WORDS
