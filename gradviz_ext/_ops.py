@@ -712,38 +712,106 @@ def _plain_operand(x) -> cython.bint:
     return t is float or t is int
 
 
+@cython.cfunc
+def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
+    """``a (op) b`` for an arithmetic op when nothing is recorded and no dtype changes: float
+    tensors of one dtype, or a float tensor and a Python number (the bulk of a custom
+    backward's and an optimizer's arithmetic). The same ufunc call as ``apply_op`` and the same
+    result, without its generality; None means "use apply_op"."""
+    if _forward_ad is not None:
+        return None
+    t: TensorBase
+    if isinstance(a, TensorBase):
+        t = a
+        first = t._data
+        if t._requires_grad or t.grad_fn is not None:
+            if is_grad_enabled():
+                return None
+    else:
+        first = None
+    if isinstance(b, TensorBase):
+        t = b
+        second = t._data
+        if t._requires_grad or t.grad_fn is not None:
+            if is_grad_enabled():
+                return None
+    else:
+        second = None
+    if first is not None:
+        dtype = _dtype_of(first)
+        if dtype is not _F32 and dtype is not _F64:
+            return None
+        if second is None:
+            kind = type(b)
+            if kind is not float and kind is not int:
+                return None
+            second = _scalar_array(b, dtype)
+        elif _dtype_of(second) is not dtype:
+            return None
+    elif second is not None:
+        dtype = _dtype_of(second)
+        kind = type(a)
+        if (dtype is not _F32 and dtype is not _F64) or (kind is not float and kind is not int):
+            return None
+        first = _scalar_array(a, dtype)
+    else:
+        return None
+    result = _quiet_kernel(op.kernel, [first, second], attrs)
+    if result is None:
+        return None
+    return make_tensor(result if type(result) is _ndarray else np.asarray(result))
+
+
 def tensor_add(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_add, self, other, _ALPHA_ONE)
+        if result is not None:
+            return result
         return apply_op(_op_add, (self, other), _ALPHA_ONE)
     return _arith["add_py"](self, other)
 
 
 def tensor_radd(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_add, self, other, _ALPHA_ONE)
+        if result is not None:
+            return result
         return apply_op(_op_add, (self, other), _ALPHA_ONE)  # PyTorch orders it self, other
     return _arith["add_py"](self, other)
 
 
 def tensor_sub(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_sub, self, other, _ALPHA_ONE)
+        if result is not None:
+            return result
         return apply_op(_op_sub, (self, other), _ALPHA_ONE)
     return _arith["sub_py"](self, other)
 
 
 def tensor_mul(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_mul, self, other, _NO_ATTRS)
+        if result is not None:
+            return result
         return apply_op(_op_mul, (self, other), _NO_ATTRS)
     return _arith["mul_py"](self, other)
 
 
 def tensor_rmul(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_mul, self, other, _NO_ATTRS)
+        if result is not None:
+            return result
         return apply_op(_op_mul, (self, other), _NO_ATTRS)
     return _arith["mul_py"](self, other)
 
 
 def tensor_truediv(self, other):
     if _plain_operand(self) and _plain_operand(other):
+        result = _unrecorded_binary(_op_div, self, other, _NO_ATTRS)
+        if result is not None:
+            return result
         return apply_op(_op_div, (self, other), _NO_ATTRS)
     return _arith["div_py"](self, other)
 

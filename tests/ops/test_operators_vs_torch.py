@@ -151,3 +151,47 @@ def test_kernels_stay_silent_while_another_thread_holds_their_context():
     finally:
         release.set()
         holder.join()
+
+
+# Arithmetic that records nothing takes a shorter path (gradviz_ext._ops._unrecorded_binary);
+# these programs cross its edges: dtypes, scalars on either side, broadcasting, grad mode.
+UNRECORDED_PROGRAMS = [
+    lambda m, a, b: a * b,
+    lambda m, a, b: a / b - 1.5,
+    lambda m, a, b: 2 - a + b * 3,
+    lambda m, a, b: 1 / (a + 0.25) * 7,
+    lambda m, a, b: a.double() * b.float(),  # mixed dtypes: promotion
+    lambda m, a, b: (a * 10).long() * 3 + (b * 10).long(),  # integers
+    lambda m, a, b: a[:, None] * b,  # broadcasting
+    lambda m, a, b: a * True - b * False,  # bools as scalars
+    lambda m, a, b: a.half() * 100 - 1e-8,  # float16, and a scalar below its resolution
+]
+
+
+@pytest.mark.parametrize("program", UNRECORDED_PROGRAMS)
+@pytest.mark.parametrize("mode", ["no_grad", "plain_inputs"])
+def test_unrecorded_arithmetic_matches_torch(program, mode):
+    values = [np.array([0.5, -2.0, 3.0], np.float32), np.array([4.0, 0.25, -1.0], np.float32)]
+    results = []
+    for m in (gradviz, torch):
+        needs = mode == "no_grad"
+        a, b = (m.tensor(v, requires_grad=needs) for v in values)
+        if needs:
+            with m.no_grad():
+                out = program(m, a, b)
+        else:
+            out = program(m, a, b)
+        assert out.grad_fn is None and not out.requires_grad
+        results.append(out)
+    ours, theirs = results
+    assert str(ours.dtype).split(".")[-1] == str(theirs.dtype).split(".")[-1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_unrecorded_arithmetic_still_explains_shape_errors():
+    a, b = gradviz.ones(3), gradviz.ones(4)
+    with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+        a * b
+    with gradviz.no_grad():
+        with pytest.raises(RuntimeError, match="must match the size of tensor b"):
+            a - b
