@@ -36,3 +36,17 @@ def environment() -> dict:
         "processor": platform.processor() or platform.machine(),
         "threads_env": {v: os.environ.get(v) for v in THREAD_VARIABLES},
     }
+
+
+def interleaved(frameworks, repeats, run, warm_up):
+    """``{name: [run(name, module) for each repeat]}``, after one ``warm_up(name, module)``
+    each, alternating the frameworks within every repeat: a shared VM's speed drifts by up to
+    2x within minutes, and measuring one framework after the other turns that into ratio
+    errors. ``frameworks`` is a sequence of (name, module)."""
+    for name, module in frameworks:
+        warm_up(name, module)
+    runs = {name: [] for name, _ in frameworks}
+    for _ in range(repeats):
+        for name, module in frameworks:
+            runs[name].append(run(name, module))
+    return runs

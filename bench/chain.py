@@ -25,7 +25,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment  # noqa: E402
+from _common import environment, interleaved  # noqa: E402
 
 
 SIZES = (1_000, 10_000)
@@ -61,17 +61,11 @@ def run_once(module, n, shape):
 
 def measure(n, shape, repeats):
     row = {"n": n, "shape": list(shape), "ops": 2 * n, "nodes": 2 * n + 1, "repeats": repeats}
-    times = {name: ([], []) for name, _ in FRAMEWORKS}
-    for _, module in FRAMEWORKS:
-        run_once(module, min(n, 200), shape)  # warm-up: imports, caches, allocator
-    # interleaved, so that both frameworks see the same machine (a shared VM drifts)
-    for _ in range(repeats):
-        for name, module in FRAMEWORKS:
-            f, b = run_once(module, n, shape)
-            times[name][0].append(f)
-            times[name][1].append(b)
+    runs = interleaved(FRAMEWORKS, repeats, lambda _, module: run_once(module, n, shape),
+                       # warm-up: imports, caches, allocator
+                       lambda _, module: run_once(module, min(n, 200), shape))
     for name, _ in FRAMEWORKS:
-        forward, backward = times[name]
+        forward, backward = (list(times) for times in zip(*runs[name]))
         row[name] = {
             "forward_us_per_op": statistics.median(forward) / row["ops"] * 1e6,
             "backward_us_per_node": statistics.median(backward) / row["nodes"] * 1e6,

@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment  # noqa: E402
+from _common import environment, interleaved  # noqa: E402
 
 
 N = 10_000
@@ -97,17 +97,11 @@ def measure(form, n, repeats):
     ops = recorded_ops(form, n)
     row = {"form": form, "n": n, "shape": list(SHAPE), "ops": ops, "contributions": n,
            "repeats": repeats}
-    times = {name: ([], []) for name, _ in FRAMEWORKS}
-    for _, module in FRAMEWORKS:
-        run_once(module, form, min(n, 200))  # warm-up: imports, caches, allocator
-    # interleaved, so that both frameworks see the same machine (a shared VM drifts)
-    for _ in range(repeats):
-        for name, module in FRAMEWORKS:
-            f, b = run_once(module, form, n)
-            times[name][0].append(f)
-            times[name][1].append(b)
+    runs = interleaved(FRAMEWORKS, repeats, lambda _, module: run_once(module, form, n),
+                       # warm-up: imports, caches, allocator
+                       lambda _, module: run_once(module, form, min(n, 200)))
     for name, _ in FRAMEWORKS:
-        forward, backward = times[name]
+        forward, backward = (list(times) for times in zip(*runs[name]))
         row[name] = {
             "forward_us_per_op": statistics.median(forward) / ops * 1e6,
             "backward_us_per_op": statistics.median(backward) / ops * 1e6,

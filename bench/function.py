@@ -20,6 +20,7 @@ import time  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
+from _common import interleaved  # noqa: E402
 
 
 
@@ -61,18 +62,14 @@ def main():
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--json")
     args = parser.parse_args()
-    frameworks = {"gradviz": gradviz, "torch": torch}
-    squares = {name: make_square(module) for name, module in frameworks.items()}
-    runs = {name: [] for name in frameworks}
-    for name, module in frameworks.items():
-        run_once(module, squares[name], 50)  # warm up
-    # interleaved, so that both frameworks see the same machine (a shared VM drifts)
-    for _ in range(args.repeats):
-        for name, module in frameworks.items():
-            runs[name].append(run_once(module, squares[name], args.n))
+    frameworks = (("gradviz", gradviz), ("torch", torch))
+    squares = {name: make_square(module) for name, module in frameworks}
+    runs = interleaved(frameworks, args.repeats,
+                       lambda name, module: run_once(module, squares[name], args.n),
+                       lambda name, module: run_once(module, squares[name], 50))
     results = {name: {"apply_us": statistics.median(r[0] for r in runs[name]),
                       "backward_us_per_node": statistics.median(r[1] for r in runs[name])}
-               for name in frameworks}
+               for name, _ in frameworks}
     g, t = results["gradviz"], results["torch"]
     print(f"custom Function chain: {args.n} x Square.apply on (16,), gradviz "
           f"{gradviz.config()['engine']} engine, torch {torch.__version__}, one thread")

@@ -43,6 +43,7 @@ cdef class OpNode(Node):
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
 cdef object _ndarray
 cdef object _dtype_of(object data)
+cdef bint _has_shape(object data, tuple shape)
 cpdef apply_op(OpSpec op, tuple inputs, dict attrs)
 cdef object _unrecorded_binary(OpSpec op, object a, object b, dict attrs)
 cdef OpSpec _op_add, _op_sub, _op_mul, _op_div, _op_neg

@@ -142,12 +142,21 @@ def _scalar_category(value):
     return -1  # anything else: let the Python rule decide
 
 
-@cython.cfunc
 def _dtype_of(data):
     """``data.dtype``, read off the array when it is an exact ndarray (compiled)."""
     if cython.compiled:
         return gradviz_array_dtype(data, _ndarray)
     return data.dtype
+
+
+def _has_shape(data, shape: tuple) -> cython.bint:
+    """``data.shape == shape``, read off the array when it is an exact ndarray (compiled):
+    no shape tuple is built."""
+    if cython.compiled:
+        same: cython.int = gradviz_array_has_shape(data, _ndarray, shape)
+        if same >= 0:
+            return same == 1
+    return data.shape == shape
 
 
 @cython.cfunc
@@ -301,7 +310,7 @@ class OpNode(Node):
                     reused = grads[i]
                     break
             if reused is None:
-                reused = make_tensor(value if type(value) is _ndarray else np.asarray(value))
+                reused = _wrap(value)
             outputs[j] = reused
         return outputs
 
@@ -397,7 +406,7 @@ class OpNode(Node):
 
 @cython.cfunc
 def _wrap(value):
-    """A kernel's result as a Tensor (a 0-d result may come back as a numpy scalar)."""
+    """A numpy result as a Tensor (a 0-d result may come back as a numpy scalar)."""
     return make_tensor(value if type(value) is _ndarray else np.asarray(value))
 
 
@@ -487,13 +496,8 @@ def _meta(tensor):
     data = t._data
     dtype = _dtype_of(data)
     last: InputMeta = _last_meta
-    if last is not None and last.np_dtype is dtype:
-        if cython.compiled:  # read off the array: no shape tuple is built
-            same: cython.int = gradviz_array_has_shape(data, _ndarray, last.shape)
-            if same == 1:
-                return last
-        if last.shape == data.shape:
-            return last
+    if last is not None and last.np_dtype is dtype and _has_shape(data, last.shape):
+        return last
     shape = data.shape
     meta: InputMeta = InputMeta.__new__(InputMeta)
     meta.shape = shape
@@ -602,7 +606,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     if multiple:
         outputs = tuple([make_tensor(np.asarray(r)) for r in result])
     else:
-        out = make_tensor(result if type(result) is _ndarray else np.asarray(result))
+        out = _wrap(result)
         outputs = (out,)
     if op.view:
         base = inputs[0]
@@ -757,9 +761,7 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     else:
         return None
     result = _quiet_kernel(op.kernel, [first, second], attrs)
-    if result is None:
-        return None
-    return make_tensor(result if type(result) is _ndarray else np.asarray(result))
+    return None if result is None else _wrap(result)
 
 
 def tensor_add(self, other):

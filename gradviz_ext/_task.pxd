@@ -5,11 +5,10 @@ cimport cython
 from cpython.ref cimport Py_REFCNT
 from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime, TensorBase,
                                   current_graph_task, default_observer, gradient_edge,
-                                  gradviz_array_dtype, gradviz_array_has_shape,
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                   is_grad_enabled, runtime,
                                   set_current_graph_task, set_grad_enabled_flag)
-from gradviz_ext._ops cimport OpNode
+from gradviz_ext._ops cimport OpNode, _dtype_of, _has_shape
 
 
 cdef Runtime _rt

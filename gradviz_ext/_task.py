@@ -42,7 +42,7 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      is_grad_enabled, runtime, set_current_graph_task,
                                      set_grad_enabled_flag)
-    from gradviz_ext._ops import OpNode
+    from gradviz_ext._ops import OpNode, _dtype_of, _has_shape
 
 _rt = runtime()
 
@@ -472,33 +472,26 @@ class GraphTask:
         node: Node = buffer.node
         self.current = node
         self.state = RUNNING
-        if managed:
-            try:
-                self._execute(node, buffer)
-            except BaseException as exc:
-                self._fail(node, exc)
-                raise
-            finally:
-                self.current = None
-            # the node's code may have left these changed: PyTorch sets them for every node
+        # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
+        # grad mode, which is create_graph; ``run`` has set it (and the running task) already
+        if not managed:
+            previous = set_grad_enabled_flag(self.create_graph)
+            outer_task = set_current_graph_task(self)
+        try:
+            self._execute(node, buffer)
+        except BaseException as exc:
+            self._fail(node, exc)
+            raise
+        finally:
+            if not managed:
+                set_grad_enabled_flag(previous)
+                set_current_graph_task(outer_task)
+            self.current = None
+        if managed:  # the node's code may have left these changed: torch resets them per node
             if is_grad_enabled() != self.create_graph:
                 set_grad_enabled_flag(self.create_graph)
             if current_graph_task() is not self:
                 set_current_graph_task(self)
-        else:
-            # PyTorch runs the whole node (hooks, backward, accumulation) in the graph task's
-            # grad mode, which is create_graph.
-            previous = set_grad_enabled_flag(self.create_graph)
-            outer_task = set_current_graph_task(self)
-            try:
-                self._execute(node, buffer)
-            except BaseException as exc:
-                self._fail(node, exc)
-                raise
-            finally:
-                set_grad_enabled_flag(previous)
-                set_current_graph_task(outer_task)
-                self.current = None
         self._executed += 1
         if self._ready:
             self.state = PAUSED
@@ -691,11 +684,8 @@ class GraphTask:
             meta: InputMeta = successor._input_metadata[slot]
             tensor: TensorBase = grad
             data = tensor._data
-            same_shape: cython.int = -1
-            if cython.compiled:  # read off the array: no shape tuple is built
-                same_shape = gradviz_array_has_shape(data, _ndarray, meta.shape)
-            shape = meta.shape if same_shape == 1 else data.shape
-            if same_shape != 1 and shape != meta.shape:
+            if not _has_shape(data, meta.shape):
+                shape = data.shape
                 if not _expandable(meta.shape, shape):
                     raise RuntimeError(
                         f"Function {node.name()} returned an invalid gradient at index {index} - "
@@ -708,10 +698,7 @@ class GraphTask:
                     self.observer.grad_reduced(self, node, index, shape, meta.shape)
             # numpy dtypes of the built-in types are singletons: identity first, then ==
             if meta.np_dtype is not None:
-                if cython.compiled:
-                    dtype = gradviz_array_dtype(data, _ndarray)
-                else:
-                    dtype = data.dtype
+                dtype = _dtype_of(data)
                 if dtype is not meta.np_dtype and dtype != meta.np_dtype:
                     from_dtype = grad.dtype
                     grad = _rt.cast(grad, meta.dtype)
