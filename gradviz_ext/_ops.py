@@ -319,22 +319,24 @@ class OpNode(Node):
         ``grad``), or None to use the Python rule (Note [Compiled kernels])."""
         needs: tuple = self.needs_input_grad
         if kernel == KERNEL_MUL:
-            return [_wrap(_np_multiply(g, self.data(1))) if needs[0] else None,
-                    _wrap(_np_multiply(g, self.data(0))) if needs[1] else None]
+            return [_wrap(_arith_kernel(KERNEL_MUL, g, self.data(1))) if needs[0] else None,
+                    _wrap(_arith_kernel(KERNEL_MUL, g, self.data(0))) if needs[1] else None]
         if kernel == KERNEL_NEG:
-            return [_wrap(_np_negative(g))]
+            return [_wrap(_arith_kernel(KERNEL_NEG, g, None))]
         if kernel == KERNEL_DIV:
             b = self.data(1)
-            return [_wrap(_np_divide(g, b)) if needs[0] else None,
-                    _wrap(_np_divide(_np_multiply(_np_negative(g), self.data(0)),
-                                     _np_multiply(b, b))) if needs[1] else None]
+            return [_wrap(_arith_kernel(KERNEL_DIV, g, b)) if needs[0] else None,
+                    _wrap(_arith_kernel(KERNEL_DIV,
+                                        _arith_kernel(KERNEL_MUL, _arith_kernel(KERNEL_NEG, g, None),
+                                                      self.data(0)),
+                                        _arith_kernel(KERNEL_MUL, b, b))) if needs[1] else None]
         attrs = self.attrs
         if attrs is None or attrs.get("alpha", 1) != 1:
             return None
         if kernel == KERNEL_ADD:
             return [grad, grad]
         if kernel == KERNEL_SUB:
-            return [grad, _wrap(_np_negative(g)) if needs[1] else None]
+            return [grad, _wrap(_arith_kernel(KERNEL_NEG, g, None)) if needs[1] else None]
         return None
 
     def data(self, index):
@@ -410,24 +412,92 @@ def _wrap(value):
     return make_tensor(value if type(value) is _ndarray else np.asarray(value))
 
 
+# Note [Small kernels]
+# --------------------
+# For tensors of a few elements numpy's ufunc machinery (dtype resolution, the iterator, the
+# error state) costs several times the arithmetic: 3,000 instructions for a 16-element
+# multiply. So when both operands are small (at most 4,096 elements), aligned, C-contiguous
+# float32 or float64 arrays of one dtype and one shape, or one such array and a number (a
+# 0-d array of its dtype, or a Python float or int that numpy would convert exactly as C
+# does), the arithmetic of add, sub, mul, div and neg is a C loop (gradviz_small_arith in
+# _ops.pxd) into an array allocated by numpy itself. Each element is one IEEE operation in
+# the operands' own precision, as in numpy's loops, so results are bit-identical
+# (tests/ops/test_small_kernels.py compares them with numpy over special values); the loop
+# never warns, as the kernels it stands for run quiet. Everything else (broadcasting, other
+# dtypes, strided views, large arrays) goes to the ufunc.
+
+
+def _enable_small_kernels():
+    """Find numpy's C-API table and check the small kernels against numpy once; on any
+    surprise, leave them off (everything then goes through the ufuncs)."""
+    if not cython.compiled:
+        return False
+    try:
+        try:
+            from numpy._core import _multiarray_umath as umath
+        except ImportError:  # numpy 1.x
+            from numpy.core import _multiarray_umath as umath
+        gradviz_small_enable(umath._ARRAY_API, np.ndarray, _F32, _F64)
+        x = np.array([[1.5, -2.0, 3.25]], dtype=np.float32)
+        y = gradviz_small_arith(KERNEL_DIV, x, np.array([[2.0, 4.0, -0.5]], np.float32))
+        z = gradviz_small_arith(KERNEL_SUB, 1.0, np.arange(3.0))
+        if not (type(y) is np.ndarray and y.dtype == np.float32 and y.shape == (1, 3)
+                and y.tolist() == [[0.75, -0.5, -6.5]] and y.flags.writeable
+                and type(z) is np.ndarray and z.tolist() == [1.0, 0.0, -1.0]):
+            raise RuntimeError("small kernels disagree with numpy")
+    except Exception:  # noqa: BLE001 - any failure means: use numpy's ufuncs
+        gradviz_small_disable()
+        return False
+    return True
+
+
+_SMALL_KERNELS = _enable_small_kernels()
+
+
+def small_kernels_enabled():
+    """Whether Note [Small kernels] is in effect (compiled engine, numpy's API found)."""
+    return _SMALL_KERNELS
+
+
+def small_arith(kernel, a, b=None):
+    """The small kernel's ``a (kernel) b`` (``kernel`` one of KERNEL_ADD .. KERNEL_NEG), or None
+    where it does not apply and numpy's ufunc would compute it (Note [Small kernels]); for
+    tests and inspection."""
+    if not cython.compiled:
+        return None
+    return gradviz_small_arith(kernel, a, b)
+
+
+@cython.cfunc
+def _arith_kernel(kernel: cython.int, a, b):
+    """``a (kernel) b`` by a small kernel when it covers the operands, else by the ufunc
+    (Note [Small kernels]); numpy's warnings are whatever the caller set."""
+    if cython.compiled:
+        result = gradviz_small_arith(kernel, a, b)
+        if result is not None:
+            return result
+    if kernel == KERNEL_MUL:
+        return _np_multiply(a, b)
+    if kernel == KERNEL_DIV:
+        return _np_divide(a, b)
+    if kernel == KERNEL_ADD:
+        return _np_add(a, b)
+    if kernel == KERNEL_SUB:
+        return _np_subtract(a, b)
+    return _np_negative(a)
+
+
 @cython.cfunc
 def _forward_kernel(kernel: cython.int, arrays: list, attrs: dict):
     """An arithmetic op's forward as one ufunc call, or None to use the op's Python forward
     (Note [Compiled kernels]). A shape error goes to the Python forward, which explains it."""
+    if (kernel == KERNEL_ADD or kernel == KERNEL_SUB) and attrs.get("alpha", 1) != 1:
+        return None
     try:
-        if kernel == KERNEL_MUL:
-            return _np_multiply(arrays[0], arrays[1])
-        if kernel == KERNEL_NEG:
-            return _np_negative(arrays[0])
-        if kernel == KERNEL_DIV:
-            return _np_divide(arrays[0], arrays[1])
-        if attrs.get("alpha", 1) != 1:
-            return None
-        if kernel == KERNEL_ADD:
-            return _np_add(arrays[0], arrays[1])
-        return _np_subtract(arrays[0], arrays[1])  # KERNEL_SUB
+        return _arith_kernel(kernel, arrays[0], arrays[1] if kernel != KERNEL_NEG else None)
     except ValueError:
         return None
+
 
 
 _NO_EDGE = (None, 0)
@@ -466,6 +536,12 @@ def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
     of the GIL in long loops), and the caller silences numpy the usual way."""
     if not cython.compiled or _quiet_context is None:
         return None
+    if (kernel != KERNEL_ADD and kernel != KERNEL_SUB) or attrs.get("alpha", 1) == 1:
+        # Note [Small kernels]: never warns, so needs no quiet context
+        result = gradviz_small_arith(kernel, arrays[0],
+                                     arrays[1] if kernel != KERNEL_NEG else None)
+        if result is not None:
+            return result
     try:
         PyContext_Enter(_quiet_context)
     except RuntimeError:  # "already entered": another thread is inside a kernel

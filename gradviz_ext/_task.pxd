@@ -46,6 +46,7 @@ cdef class GraphTask:
     cdef public object error_node
     cdef public object current
     cdef public list _ready
+    cdef public InputBuffer _next
     cdef public long long _ready_counter
     cdef public dict _not_ready
     cdef public dict _dependencies

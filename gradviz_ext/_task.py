@@ -93,8 +93,15 @@ def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
     return buffer
 
 
+# Note [Ready queue]
+# ------------------
 # The ready queue is a binary heap of InputBuffers in a list, kept here rather than with
 # heapq so that ordering compares two C fields instead of building a key tuple per push.
+# A buffer that becomes ready while the queue is empty waits in ``GraphTask._next`` instead,
+# out of the heap: in a chain every node is such a buffer, and the heap's list would
+# otherwise grow to one element and shrink back (two reallocations) per node. ``_next`` is
+# set only while the heap is empty, so it is always the queue's first element; the next push
+# moves it into the heap.
 @cython.cfunc
 def _runs_before(a: InputBuffer, b: InputBuffer) -> cython.bint:
     return a.seq > b.seq or (a.seq == b.seq and a.order < b.order)
@@ -181,6 +188,7 @@ class GraphTask:
         self.error_node = None
         self.current = None
         self._ready = []
+        self._next = None
         self._ready_counter = 0
         self._not_ready = {}
         self._dependencies = {}
@@ -306,20 +314,29 @@ class GraphTask:
 
     def peek(self):
         """The node that the next ``step()`` will run, or None."""
-        if not self._ready or self.state >= FINISHED:
+        if self.state >= FINISHED:
+            return None
+        if self._next is not None:
+            return self._next.node
+        if not self._ready:
             return None
         return self._ready[0].node
 
+    def _ready_buffers(self):
+        """The ready queue's buffers, in no particular order (Note [Ready queue])."""
+        return self._ready if self._next is None else [self._next]
+
     def ready_nodes(self):
         """Nodes in the ready queue, in the order they will run."""
-        ordered = sorted(self._ready, key=lambda buffer: (-buffer.node._seq, buffer.order))
+        ordered = sorted(self._ready_buffers(),
+                         key=lambda buffer: (-buffer.node._seq, buffer.order))
         return [buffer.node for buffer in ordered]
 
     def pending_buffer(self, node):
         """The gradients collected so far for a node that has not run (a copy of the list)."""
         buffer = self._not_ready.get(node)
         if buffer is None:
-            for item in self._ready:
+            for item in self._ready_buffers():
                 if item.node is node:
                     buffer = item
         return None if buffer is None else list(buffer.grads)
@@ -444,6 +461,7 @@ class GraphTask:
         if self.state < FINISHED:
             self.state = ABORTED
             self._ready = []
+            self._next = None
             self._not_ready = {}
 
     def step(self):
@@ -462,13 +480,17 @@ class GraphTask:
         task for the whole run, and finishes the task itself."""
         if self.state >= FINISHED:
             return None
-        if not self._ready:
+        buffer: InputBuffer = self._next
+        if buffer is not None:
+            self._next = None
+        elif self._ready:
+            buffer = _heap_pop(self._ready)
+        else:
             if not managed:
                 self._finish()
             return None
         if self._executed == 0:
             self._started_at = time.perf_counter()
-        buffer: InputBuffer = _heap_pop(self._ready)
         node: Node = buffer.node
         self.current = node
         self.state = RUNNING
@@ -493,7 +515,7 @@ class GraphTask:
             if current_graph_task() is not self:
                 set_current_graph_task(self)
         self._executed += 1
-        if self._ready:
+        if self._next is not None or self._ready:
             self.state = PAUSED
         elif not managed:
             self._finish()
@@ -504,6 +526,7 @@ class GraphTask:
         self.error = exc
         self.error_node = node
         self._ready = []
+        self._next = None
         self._not_ready = {}
         if self.observer is not None:
             self.observer.error(self, node, exc)
@@ -518,8 +541,15 @@ class GraphTask:
             self.observer.backward_finished(self, time.perf_counter() - self._started_at)
 
     def _push_ready(self, buffer):
+        """Add a buffer to the ready queue (Note [Ready queue])."""
         self._ready_counter += 1
         buffer.order = self._ready_counter
+        if self._next is not None:
+            _heap_push(self._ready, self._next)
+            self._next = None
+        elif not self._ready:
+            self._next = buffer
+            return
         _heap_push(self._ready, buffer)
 
     def _execute(self, node, buffer):

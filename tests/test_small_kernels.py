@@ -1,0 +1,130 @@
+"""The small kernels (Note [Small kernels] in gradviz_ext/_ops.py) compute add, sub, mul, div
+and neg of small float arrays in C. They must give numpy's exact bits, including for special
+values, and must decline everything they do not cover, so that numpy's ufunc computes it. They are
+part of the compiled engine only, so this file is not in the suites that
+tests/test_interpreted_mode.py runs again interpreted.
+"""
+
+import numpy as np
+import pytest
+
+import gradviz as gv
+import gradviz_ext
+from gradviz_ext import _ops
+
+KERNELS = {
+    "add": (_ops.KERNEL_ADD, np.add),
+    "sub": (_ops.KERNEL_SUB, np.subtract),
+    "mul": (_ops.KERNEL_MUL, np.multiply),
+    "div": (_ops.KERNEL_DIV, np.true_divide),
+}
+SPECIALS = [0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 1e-40, -1e-310, 3.4e38, 1e308,
+            -2.5e-45, 7.0, 1e-7]
+SHAPES = [(), (1,), (16,), (3, 4), (0,), (2, 0, 3), (4096,)]
+
+def _values(shape, dtype, seed):
+    rng = np.random.default_rng(seed)
+    size = int(np.prod(shape))
+    with np.errstate(all="ignore"):
+        pool = np.array(SPECIALS, dtype=dtype)
+        values = np.where(rng.random(size) < 0.3, rng.choice(pool, size),
+                          (rng.standard_normal(size) * 10.0 ** rng.integers(-3, 4, size)))
+    return values.astype(dtype).reshape(shape)
+
+
+def _same_bits(got, expected):
+    """Equal dtype, shape and bits; NaNs only need to be NaN at the same places (numpy's own
+    loops do not promise which NaN payload or sign comes out)."""
+    assert type(got) is np.ndarray
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    nan = np.isnan(expected)
+    np.testing.assert_array_equal(np.isnan(got), nan)
+    bits = np.uint32 if got.dtype == np.float32 else np.uint64
+    np.testing.assert_array_equal(got[~nan].view(bits), expected[~nan].view(bits))
+
+
+def test_enabled_in_the_compiled_engine():
+    assert gradviz_ext.COMPILED
+    assert _ops.small_kernels_enabled()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_two_arrays_and_array_with_number_match_numpy_bits(name, shape, dtype):
+    kernel, ufunc = KERNELS[name]
+    a = _values(shape, dtype, 1)
+    b = _values(shape, dtype, 2)
+    scalar = np.array(SPECIALS[3], dtype=dtype)  # a 0-d array: how saved numbers are kept
+    cases = [(a, b), (a, scalar), (scalar, a), (a, 0.1), (0.1, a), (a, 3), (-7, a),
+             (a, np.array(-0.0, dtype)), (a, float("inf")), (a, float("nan"))]
+    for x, y in cases:
+        with np.errstate(all="ignore"):
+            expected = np.asarray(ufunc(x, y))
+        _same_bits(_ops.small_arith(kernel, x, y), expected)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", SHAPES, ids=str)
+def test_negation_matches_numpy_bits(shape, dtype):
+    a = _values(shape, dtype, 3)
+    _same_bits(_ops.small_arith(_ops.KERNEL_NEG, a), np.negative(a))
+
+
+def test_result_is_a_new_writeable_array():
+    a = np.arange(4.0)
+    out = _ops.small_arith(_ops.KERNEL_ADD, a, 0.0)
+    assert out is not a and not np.shares_memory(out, a) and out.flags.writeable
+    assert out.flags.c_contiguous and out.base is None
+
+
+def _declined_cases():
+    f32 = np.arange(6, dtype=np.float32)
+    grid = np.arange(12.0).reshape(3, 4)
+    unaligned = np.frombuffer(b"\0" + np.arange(4.0).tobytes(), dtype=np.float64, offset=1)
+    return {
+        "strided view": (f32[::2], f32[:3]),
+        "transposed (not C-contiguous)": (grid.T, grid.T.copy()),
+        "broadcasting shapes": (np.ones((3, 1)), np.ones((1, 4))),
+        "mixed float dtypes": (f32, f32.astype(np.float64)),
+        "float16": (f32.astype(np.float16), 1.0),
+        "int64": (np.arange(3), 2),
+        "complex": (np.ones(2, np.complex128), 1.0),
+        "more than 4096 elements": (np.ones(4097), 1.0),
+        "a subclass": (np.ma.masked_array(np.ones(3)), 1.0),
+        "unaligned data": (unaligned, 1.0),
+        "an int beyond 2**53": (np.ones(2), 2 ** 60),
+        "a float that overflows float32": (f32, 1e300),
+        "a numpy scalar": (f32, np.float32(2.0)),
+        "a bool": (np.ones(2), True),
+        "a non-native byte order": (np.ones(3, dtype=">f8"), 1.0),
+        "two numbers": (2.0, 3.0),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(_declined_cases()))
+def test_declines_what_it_does_not_cover(case):
+    a, b = _declined_cases()[case]
+    assert _ops.small_arith(_ops.KERNEL_MUL, a, b) is None
+    assert _ops.small_arith(_ops.KERNEL_MUL, b, a) is None
+
+
+def test_declined_operands_still_compute_through_numpy():
+    grid = gv.tensor(np.arange(12.0).reshape(3, 4))
+    column = gv.tensor(np.arange(3.0).reshape(3, 1))
+    np.testing.assert_array_equal((grid.t() * 2.0).numpy(), np.arange(12.0).reshape(3, 4).T * 2)
+    np.testing.assert_array_equal((grid - column).numpy(),
+                                  np.arange(12.0).reshape(3, 4) - np.arange(3.0).reshape(3, 1))
+    big = gv.ones(5000, dtype=gv.float32)
+    assert float((big / 4).sum()) == 1250.0
+
+
+def test_float32_tensor_and_python_number_round_like_torch():
+    torch = pytest.importorskip("torch")
+    values = [1.0, 1e-8, 3.3, -2.7, 1e30]
+    for number in (0.1, 1.0001, 1e-3, -7, 3):
+        for op in ("__add__", "__sub__", "__mul__", "__truediv__", "__rsub__", "__rtruediv__"):
+            got = getattr(gv.tensor(values, dtype=gv.float32), op)(number).numpy()
+            want = getattr(torch.tensor(values, dtype=torch.float32), op)(number).numpy()
+            np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32),
+                                          err_msg=f"{op} {number}")
