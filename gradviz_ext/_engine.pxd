@@ -137,6 +137,10 @@ cdef class Node:
     cdef public dict _metadata
     cdef public bint _released
     cdef public object _forward_site
+    # a graph task's dependency count and pending input buffer (Note [Counts on nodes])
+    cdef long long _dep_serial
+    cdef Py_ssize_t _dep_count
+    cdef object _dep_buffer
     cdef object __weakref__
     # virtual and overridable from Python (custom Function nodes), but called from C
     cpdef apply(self, grads)

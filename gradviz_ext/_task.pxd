@@ -35,6 +35,13 @@ cdef bint _runs_before(InputBuffer a, InputBuffer b)
 cdef _heap_push(list heap, InputBuffer item)
 cdef InputBuffer _heap_pop(list heap)
 cdef bint _all_none(list grads)
+cdef int _MAX_LIVE
+cdef long long _last_serial
+cdef int _live_count
+cdef long long _live_serials[32]
+cdef bint _is_live(long long serial)
+cdef _make_live(long long serial)
+cdef _make_dead(long long serial)
 
 
 cdef class GraphTask:
@@ -59,6 +66,11 @@ cdef class GraphTask:
     cdef public object graph_root
     cdef public list roots
     cdef public object _exposed_to
+    cdef public long long _serial
+    cdef public Py_ssize_t _stored
+    cdef bint _count_on_nodes(self, root)
+    cdef _unstamp(self, root, long long serial)
+    cdef _end_counts(self)
     cdef _compute_dependencies(self, root)
     # the hot loop (Note [Engine order]); not callable from Python
     cdef _step(self, bint managed=*)

@@ -147,6 +147,47 @@ def _heap_pop(heap: list) -> InputBuffer:
     return first
 
 
+# Note [Counts on nodes]
+# ----------------------
+# A task's dependency counts and pending input buffers are per (task, node). Kept in dicts
+# keyed by node they cost two lookups and a deletion per edge; compiled, they live on the
+# node itself (Node._dep_count, Node._dep_buffer), stamped with the task's serial number
+# (Node._dep_serial). Two tasks may be live on one graph at once (a backward started from a
+# hook, a paused debug session and another backward, threads), so a task stamps the nodes
+# only if none of them carries the stamp of another live task, and counts in dicts
+# otherwise. The live serials are a small C array: a task is live from its stamping until it
+# finishes, fails, is aborted or is freed. A stamp left by a dead task means nothing and is
+# overwritten. The stamping walk runs in C without calling Python code, so no other thread
+# runs in between. Interpreted, counts are always in dicts.
+_MAX_LIVE = 32
+_last_serial = 0
+_live_count = 0  # live serials: _live_serials[:_live_count] (a C array, in _task.pxd)
+
+
+def _is_live(serial: cython.longlong) -> cython.bint:
+    i: cython.int
+    for i in range(_live_count):
+        if _live_serials[i] == serial:
+            return True
+    return False
+
+
+def _make_live(serial: cython.longlong):
+    global _live_count
+    _live_serials[_live_count] = serial
+    _live_count += 1
+
+
+def _make_dead(serial: cython.longlong):
+    global _live_count
+    i: cython.int
+    for i in range(_live_count):
+        if _live_serials[i] == serial:
+            _live_count -= 1
+            _live_serials[i] = _live_serials[_live_count]
+            return
+
+
 @cython.cfunc
 def _all_none(grads: list) -> cython.bint:
     for grad in grads:
@@ -192,6 +233,8 @@ class GraphTask:
         self._ready_counter = 0
         self._not_ready = {}
         self._dependencies = {}
+        self._serial = 0
+        self._stored = 0
         self._exec_info = None
         self._captures = None
         self.captured = None
@@ -235,8 +278,11 @@ class GraphTask:
         """Count, for each reachable node, the edges that point at it (iteratively).
 
         A node is pushed when it is first counted: the graph is acyclic and the root has no
-        predecessor, so the counts themselves say which nodes were seen.
+        predecessor, so the counts themselves say which nodes were seen. Compiled, the counts
+        are kept on the nodes when no other live task counts on them (Note [Counts on nodes]).
         """
+        if cython.compiled and self._count_on_nodes(root):
+            return
         dependencies: dict = self._dependencies
         stack: list = [root]
         node: Node
@@ -256,6 +302,99 @@ class GraphTask:
                     stack.append(next_node)
                 else:
                     dependencies[next_node] = count + 1
+
+    def _count_on_nodes(self, root):
+        """Note [Counts on nodes]: stamp every reachable node with this task's serial and its
+        dependency count. False (and no stamp left) when another live task has stamped one of
+        them, or too many tasks are live: then the counts go in dicts."""
+        global _last_serial
+        if _live_count >= _MAX_LIVE:
+            return False
+        _last_serial += 1
+        serial: cython.longlong = _last_serial
+        stack: list = [root]
+        node: Node
+        successor: Node
+        edge: tuple
+        i: cython.Py_ssize_t
+        while stack:
+            node = stack.pop()
+            edges: tuple = node.next_functions
+            for i in range(len(edges)):
+                edge = edges[i]
+                next_node = edge[0]
+                if next_node is None:
+                    continue
+                successor = next_node
+                if successor._dep_serial == serial:
+                    successor._dep_count += 1
+                    continue
+                if successor._dep_serial != 0 and _is_live(successor._dep_serial):
+                    self._unstamp(root, serial)
+                    return False
+                successor._dep_serial = serial
+                successor._dep_count = 1
+                successor._dep_buffer = None
+                stack.append(successor)
+        self._serial = serial
+        _make_live(serial)
+        return True
+
+    def _unstamp(self, root, serial):
+        """Forget ``serial``'s stamps and buffers on the nodes reachable from ``root``. Safe
+        on a graph the collector is clearing (a node without edges is skipped)."""
+        if not isinstance(root, Node):
+            return
+        stack: list = [root]
+        node: Node
+        successor: Node
+        edge: tuple
+        i: cython.Py_ssize_t
+        while stack:
+            node = stack.pop()
+            edges: tuple = node.next_functions
+            if edges is None:
+                continue
+            for i in range(len(edges)):
+                edge = edges[i]
+                next_node = edge[0]
+                if not isinstance(next_node, Node):
+                    continue
+                successor = next_node
+                if successor._dep_serial == serial:
+                    successor._dep_serial = 0
+                    successor._dep_count = 0
+                    successor._dep_buffer = None
+                    stack.append(successor)
+
+    def _end_counts(self):
+        """The task is over: its serial is no longer live, and buffers left on nodes (by an
+        error or an abort) are dropped."""
+        serial: cython.longlong = self._serial
+        if serial == 0:
+            return
+        self._serial = 0
+        _make_dead(serial)
+        if self._stored:
+            self._stored = 0
+            self._unstamp(self.graph_root, serial)
+
+    def _pending(self, node):
+        """The input buffer of a node that has received some but not all of its gradients."""
+        if self._serial == 0:
+            return self._not_ready.get(node)
+        if not isinstance(node, Node):
+            return None
+        counted: Node = node
+        if counted._dep_serial != self._serial:
+            return None
+        return counted._dep_buffer
+
+    def __dealloc__(self):
+        # a task dropped before it ended (a paused debug session) must not stay live; when
+        # the collector frees it, graph_root may already be cleared (then nothing is walked)
+        if cython.compiled:
+            self._end_counts()
 
     def _init_exec_info(self, root, capture, accumulate_into):
         """Mark the nodes on a path from the root to a captured or accumulated edge."""
@@ -334,7 +473,7 @@ class GraphTask:
 
     def pending_buffer(self, node):
         """The gradients collected so far for a node that has not run (a copy of the list)."""
-        buffer = self._not_ready.get(node)
+        buffer = self._pending(node)
         if buffer is None:
             for item in self._ready_buffers():
                 if item.node is node:
@@ -387,7 +526,7 @@ class GraphTask:
                 reason = "the input appears more than once; offered on its first use only"
             else:
                 seen.add((next_node, slot))
-                pending = self._not_ready.get(next_node)
+                pending = self._pending(next_node)
                 grad = None if pending is None else pending.grads[slot]
                 if grad is None:
                     reason = "no earlier contribution"
@@ -419,7 +558,21 @@ class GraphTask:
 
     def dependencies(self):
         """Remaining dependency counts of the nodes that have not become ready."""
-        return dict(self._dependencies)
+        if self._serial == 0:
+            return dict(self._dependencies)
+        counts = {}
+        stack = [self.graph_root]
+        node: Node
+        while stack:
+            node = stack.pop()
+            for next_node, _ in node.next_functions:
+                if next_node is None or next_node in counts:
+                    continue
+                counted: Node = next_node
+                if counted._dep_serial == self._serial and counted._dep_count > 0:
+                    counts[next_node] = counted._dep_count
+                stack.append(next_node)
+        return counts
 
     def is_needed(self, node):
         if self._exec_info is None:
@@ -463,6 +616,7 @@ class GraphTask:
             self._ready = []
             self._next = None
             self._not_ready = {}
+            self._end_counts()
 
     def step(self):
         """Run the next ready node and return it; None when the task is over."""
@@ -528,6 +682,7 @@ class GraphTask:
         self._ready = []
         self._next = None
         self._not_ready = {}
+        self._end_counts()
         if self.observer is not None:
             self.observer.error(self, node, exc)
         if is_anomaly_enabled() and isinstance(exc, Exception):  # Note [Anomaly mode]
@@ -537,6 +692,7 @@ class GraphTask:
         if self.state >= FINISHED:
             return
         self.state = FINISHED
+        self._end_counts()
         if self.observer is not None:
             self.observer.backward_finished(self, time.perf_counter() - self._started_at)
 
@@ -742,6 +898,7 @@ class GraphTask:
         edges: tuple = node.next_functions
         dependencies: dict = self._dependencies
         not_ready: dict = self._not_ready
+        serial: cython.longlong = self._serial
         for index in range(len(edges)):
             edge: tuple = edges[index]
             next_node = edge[0]
@@ -749,25 +906,43 @@ class GraphTask:
                 continue
             slot: cython.Py_ssize_t = edge[1]
             grad = outputs[index]
-            count = dependencies.get(next_node)
-            if count is None:
-                raise RuntimeError(f"dependency not found for {next_node.name()}")
-            remaining: cython.Py_ssize_t = count
-            remaining -= 1
-            if remaining == 0:
-                del dependencies[next_node]
+            successor: Node = next_node
+            remaining: cython.Py_ssize_t
+            if serial != 0:  # Note [Counts on nodes]
+                if successor._dep_serial != serial:
+                    raise RuntimeError(f"dependency not found for {next_node.name()}")
+                remaining = successor._dep_count - 1
+                successor._dep_count = remaining
+                buffer = successor._dep_buffer
+                if buffer is None:
+                    if self._exec_info is not None and next_node not in self._exec_info:
+                        continue
+                    buffer = _new_buffer(successor, len(successor._input_metadata))
+                    if remaining != 0:
+                        successor._dep_buffer = buffer
+                        self._stored += 1
+                elif remaining == 0:
+                    successor._dep_buffer = None
+                    self._stored -= 1
             else:
-                dependencies[next_node] = remaining
-            buffer = not_ready.get(next_node)
-            if buffer is None:
-                if self._exec_info is not None and next_node not in self._exec_info:
-                    continue
-                successor: Node = next_node
-                buffer = _new_buffer(successor, len(successor._input_metadata))
-                if remaining != 0:
-                    not_ready[next_node] = buffer
-            elif remaining == 0:
-                del not_ready[next_node]
+                count = dependencies.get(next_node)
+                if count is None:
+                    raise RuntimeError(f"dependency not found for {next_node.name()}")
+                remaining = count
+                remaining -= 1
+                if remaining == 0:
+                    del dependencies[next_node]
+                else:
+                    dependencies[next_node] = remaining
+                buffer = not_ready.get(next_node)
+                if buffer is None:
+                    if self._exec_info is not None and next_node not in self._exec_info:
+                        continue
+                    buffer = _new_buffer(successor, len(successor._input_metadata))
+                    if remaining != 0:
+                        not_ready[next_node] = buffer
+                elif remaining == 0:
+                    del not_ready[next_node]
             if grad is not None:
                 how = self._add_to_buffer(buffer, slot, grad)
                 if observer is not None:
