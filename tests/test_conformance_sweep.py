@@ -4584,6 +4584,100 @@ def grad_fn_names_of_common_ops(torch, o):
     o("names", names)
 
 
+# ---- conformance fixes (session 9) ----
+
+def _node_name(node):
+    """A node's name without torch's ``torch::autograd::`` prefix (AccumulateGrad, CopySlices,
+    CopyBackwards), which gradviz leaves out."""
+    return None if node is None else node.name().replace("torch::autograd::", "")
+
+
+@program
+def stack_records_one_stack_node(torch, o):
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    s = torch.stack([a, b * 2], dim=1)
+    o("node", [s.grad_fn.name(), repr(s)])
+    o("next", [(_node_name(f), nr) for f, nr in s.grad_fn.next_functions])
+    (s * torch.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    o("grads", [a.grad, b.grad])
+    ints = torch.stack([torch.tensor([1, 2]), torch.tensor([3.0, 4.0], requires_grad=True)])
+    o("promoted", [ints, ints.grad_fn.name()])
+    o("last dim", torch.stack([torch.arange(3), torch.arange(3)], -1))
+    o.raises("unequal", lambda: torch.stack([torch.ones(2), torch.ones(3)]), "stack expects each tensor to be equal size")
+    o.raises("empty", lambda: torch.stack([]), "stack expects a non-empty TensorList")
+    o.raises("dim", lambda: torch.stack([a, b], 2), "Dimension out of range")
+    # double backward through stack and unbind: the gradient's graph has their nodes
+    x = torch.arange(6.0).view(2, 3).requires_grad_()
+    g, = torch.autograd.grad(torch.stack([x[0] * x[1], x[1]]).pow(2).sum(), x, create_graph=True)
+    o("grad of stack", [g, g.grad_fn.name()])
+    u = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    first, second = u.unbind()
+    gu, = torch.autograd.grad((first * second).sum(), u, create_graph=True)
+    o("grad of unbind", [gu, gu.grad_fn.name(), gu.grad_fn.next_functions[0][0].name()])
+    gu.sum().backward()
+    o("second order", u.grad)
+
+
+@program
+def negative_slice_steps_are_errors(torch, o):
+    x = torch.arange(6)
+    y = torch.arange(6.0).view(2, 3)
+    o.raises("reverse", lambda: x[::-1], "step must be greater than zero")
+    o.raises("range", lambda: x[5:0:-2], "step must be greater than zero")
+    o.raises("second dim", lambda: y[:, ::-1], "step must be greater than zero")
+    o.raises("with advanced", lambda: y[[0], ::-1], "step must be greater than zero")
+    o.raises("zero step", lambda: x[::0], "slice step cannot be zero")
+
+    def write():
+        z = torch.zeros(4)
+        z[::-1] = 1.0
+
+    o.raises("setitem", write, "step must be greater than zero")
+    o("flip instead", [x.flip(0), y.flip(1), x[::2], y[:, 1::2]])
+
+
+@program
+def cat_of_zero_dim_tensors(torch, o):
+    a, b = torch.tensor(1.0), torch.tensor(2.0)
+    o.raises("cat 0-d", lambda: torch.cat([a, b]), "zero-dimensional tensor (at position 0) cannot be concatenated")
+    o.raises("second is 0-d", lambda: torch.cat([torch.ones(2), b]), "zero-dimensional tensor (at position 1) cannot be concatenated")
+    o("stack instead", [torch.stack([a, b]), torch.cat([a.view(1), b.reshape(1)])])
+
+
+@program
+def numpy_axis_keywords(torch, o):
+    x = torch.arange(6.0).view(2, 3)
+    i = torch.tensor([[0, 1, 0]])
+    o("reductions", [x.sum(axis=0), torch.sum(x, axis=1), x.mean(axis=1), torch.mean(x, axis=0, keepdims=True),
+                     x.sum(0, keepdims=True), x.prod(axis=0), x.std(axis=0), x.var(axis=0), x.amax(axis=0),
+                     x.logsumexp(axis=0), x.cumsum(axis=0), x.argmax(axis=0), x.softmax(axis=0)])
+    o("joins", [torch.cat([x, x], axis=1), torch.cat((x, x), axis=0), torch.stack([x, x], axis=1),
+                torch.concat([x, x], 1), torch.concatenate([x, x], axis=0)])
+    o("squeeze", [x[None].squeeze(axis=0), torch.squeeze(x[None], axis=0), x.unsqueeze(axis=-1),
+                  torch.unsqueeze(x, axis=0), x[None].squeeze(axis=(0,)), x[None, :, None].squeeze((0, 2)),
+                  x[None].squeeze([0, 1])])
+    o("pieces", [x.chunk(2, axis=0), x.unbind(axis=1), x.narrow(axis=1, start=1, length=2), x.select(axis=0, index=1),
+                 torch.chunk(x, 3, axis=1), torch.unbind(x, axis=0)])
+    o("indexing", [x.gather(axis=0, index=i), torch.gather(x, axis=1, index=i[:, :2]),
+                   x.index_select(axis=1, index=torch.tensor([2, 0])), x.sort(axis=0, descending=True).values,
+                   x.argsort(axis=1), x.topk(1, axis=0).indices, x.repeat_interleave(2, axis=0),
+                   x.scatter(axis=0, index=i, src=x), x.scatter_add(axis=0, index=i, src=x),
+                   x.index_add(axis=0, index=torch.tensor([0]), source=x[:1])])
+    o("diff", [x.diff(axis=0), torch.diff(x, axis=1)])
+    w = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    z = torch.cat([w, w * 2], axis=1).sum(axis=0)
+    z.sum().backward()
+    o("gradient", [z, z.grad_fn.name(), w.grad])
+    o.raises("both names", lambda: x.sum(dim=0, axis=0), "unexpected keyword argument 'axis'")
+    o.raises("cat both names", lambda: torch.cat([x], dim=0, axis=0), "unexpected keyword argument 'axis'")
+    o.raises("duplicate squeeze dims", lambda: x[None].squeeze((0, 0)), "dim 0 appears multiple times in the list of dims")
+    # where torch has no axis= alias it is a TypeError
+    o.raises("flip", lambda: x.flip(axis=0), "")
+    o.raises("roll", lambda: x.roll(1, axis=0), "unexpected keyword argument 'axis'")
+    o.raises("split", lambda: x.split(1, axis=0), "unexpected keyword argument 'axis'")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

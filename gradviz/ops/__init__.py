@@ -44,17 +44,6 @@ def _float_method(dtype_name):
     return lambda self: P.to(self, target)
 
 
-def _sum_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    # axis= and keepdims= are numpy's names, which torch accepts too
-    return R.sum(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
-                 dtype=dtype)
-
-
-def _mean_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    return R.mean(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
-                  dtype=dtype)
-
-
 def _rtruediv(self, other):
     return P.rdiv(self, other)
 
@@ -91,7 +80,7 @@ _tensor.install_methods({
     "to": P.to, "float": _float_method("float32"), "double": _float_method("float64"),
     "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
     "bool": _float_method("bool"), "type_as": lambda self, other: P.to(self, other.dtype),
-    "sum": _sum_method, "mean": _mean_method,
+    "sum": R.sum, "mean": R.mean,
     "reshape": S.reshape, "view": S.view, "flatten": S.flatten,
     "transpose": S.transpose, "t": S.t, "permute": S.permute,
     "unsqueeze": S.unsqueeze, "squeeze": S.squeeze, "expand": S.expand,

@@ -32,7 +32,7 @@ from gradviz_ext import ops as _ext_ops
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._registry import Op, apply
-from ._shape import _MultiOutputStep
+from ._shape import _MultiOutputStep, check_slice_steps
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -269,6 +269,7 @@ def setitem(self, key, value):
     """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region)."""
     if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
+    check_slice_steps(key if isinstance(key, tuple) else (key,))
     np_key = _numpy_key(key)
     if isinstance(value, Tensor):
         region_shape = self._data[np_key].shape
