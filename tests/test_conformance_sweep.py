@@ -4678,6 +4678,39 @@ def numpy_axis_keywords(torch, o):
     o.raises("split", lambda: x.split(1, axis=0), "unexpected keyword argument 'axis'")
 
 
+@program
+def integer_tensors_wrap_python_ints(torch, o):
+    def u8():
+        return torch.tensor([1, 2], dtype=torch.uint8)
+
+    def i8():
+        return torch.tensor([1, 100], dtype=torch.int8)
+
+    o("functions", [torch.add(u8(), -1), torch.sub(u8(), 300), torch.mul(i8(), 3000000000),
+                    torch.sub(i8(), 200), u8().add(-1, alpha=2), u8().add(1, alpha=-1), u8().sub(-1),
+                    torch.mul(torch.tensor([1, 2], dtype=torch.int32), 2 ** 40),
+                    torch.add(torch.tensor([1, 2], dtype=torch.int16), 40000),
+                    torch.add(torch.tensor([1, 2]), 2 ** 63), torch.add(i8(), 2 ** 64 - 1),
+                    torch.add(torch.tensor([True, False]), 300), torch.add(3, u8())])
+    o("in place", [u8().add_(-1), u8().sub_(300), u8().mul_(300), i8().add_(200)])
+    # fill values are checked: an unsigned dtype takes a negative number down to -max
+    o("fills", [u8().fill_(-1), u8().fill_(-255), u8().masked_fill(u8() > 1, -3),
+                torch.full((2,), -1, dtype=torch.uint8), torch.full((2,), -2 ** 63, dtype=torch.int64)])
+    o.raises("fill too big", lambda: u8().fill_(300), "value cannot be converted to type uint8_t without overflow")
+    o.raises("fill too small", lambda: u8().fill_(-256), "value cannot be converted to type uint8_t without overflow")
+    o.raises("masked_fill", lambda: i8().masked_fill(i8() > 0, -200), "value cannot be converted to type int8_t without overflow")
+    o.raises("full int32", lambda: torch.full((2,), 2 ** 40, dtype=torch.int32), "value cannot be converted to type int without overflow")
+    o("reflected", [3 - u8(), 300 - u8(), -1 - i8(), u8() - 3, u8() * 200])
+    o("rounded", [u8() // -1, torch.floor_divide(u8(), -1), u8().div(-1, rounding_mode="floor"),
+                  u8().div(-1, rounding_mode="trunc"), torch.tensor([-7], dtype=torch.int8) // 300,
+                  u8() % -3, torch.remainder(u8(), 300), torch.fmod(i8(), 300)])
+    o("true division promotes: no wrap", [u8() / -1, torch.div(u8(), 300)])
+    o("comparisons", [u8() > -1, u8() == 257, u8() < 300, u8() >= 256, u8().eq(-255), u8().ne(-1)])
+    o("bitwise", [u8() & -1, u8() | -256])
+    o.raises("past 64 bits", lambda: torch.add(i8(), 2 ** 64), "int too big to convert")
+    o.raises("below -2**63", lambda: torch.add(i8(), -2 ** 63 - 1), "can't convert negative int to unsigned")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

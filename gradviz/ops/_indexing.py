@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
+from ._pointwise import checked_integer
 from ._registry import Op, apply, numpy_names, saves_inputs
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
@@ -220,6 +221,8 @@ def masked_fill(input, mask, value):
                 f"{value.ndim} dimension(s)."
             )
         value = value.item()
+    if type(value) is int and input._data.dtype.kind in "iu":
+        value = checked_integer(value, input._data.dtype)
     return apply(MASKED_FILL, input, mask=mask._data, value=value, mask_tensor=mask)
 
 

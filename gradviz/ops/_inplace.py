@@ -31,6 +31,7 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
+from ._pointwise import checked_integer
 from ._registry import Op, apply
 from ._shape import _MultiOutputStep, check_slice_steps
 
@@ -307,6 +308,8 @@ def fill_(self, value):
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
         return copy_(self, value)
+    if type(value) is int and self._data.dtype.kind in "iu":
+        value = checked_integer(value, self._data.dtype)
     return inplace(self, lambda old: apply(FILL, old, value=value))
 
 
