@@ -4711,6 +4711,18 @@ def integer_tensors_wrap_python_ints(torch, o):
     o.raises("below -2**63", lambda: torch.add(i8(), -2 ** 63 - 1), "can't convert negative int to unsigned")
 
 
+@program(0.0, atol=0.0)  # float16 values exactly: a rounding difference is the point
+def half_precision_with_python_numbers(torch, o):
+    # torch computes float16 arithmetic in float32 and rounds once; a Python number stays in
+    # float32 for division (here through div's rounding_mode=None, which takes gradviz's
+    # Python path; the operators need the engine change described in ops/_pointwise.py)
+    h = torch.tensor([1.0, 2.0, 0.5, -3.1, 1e-3], dtype=torch.float16)
+    o("div", [torch.div(h, 1e-5, rounding_mode=None), h.div(1e5, rounding_mode=None),
+              h.div(3.0, rounding_mode=None), torch.div(h, 70000, rounding_mode=None)])
+    o("add and sub round the number to float16", [h + 1e5, h - 70000.0, h + 1e-4, h + 0.1, 0.1 - h, 65520.0 - h])
+    o("two half tensors", [h * h.flip(0), h / h.flip(0), h + h.flip(0)])
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -335,10 +335,10 @@ def _method(fn):
 # Note [Direct in-place arithmetic]: ``p.add_(g, alpha=-lr)`` in an optimizer step records
 # nothing, yet the general path computes a new array and copies it back: one extra pass and
 # one extra allocation per parameter. When no graph is needed and nothing can change the
-# dtype or the shape (a float tensor, and a tensor of its dtype and shape or a Python number
-# as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self`` with the ufunc's
-# ``out=``: the same values, one pass. Anything else takes the general path, which owns the
-# errors.
+# dtype or the shape (a float32 or float64 tensor, and a tensor of its dtype and shape or a
+# Python number as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self``
+# with the ufunc's ``out=``: the same values, one pass. Anything else takes the general path,
+# which owns the errors (and float16's rule, Note [Half precision arithmetic]).
 _DIRECT_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
 
 
@@ -351,8 +351,8 @@ def _write_directly(self, ufunc, args, kwargs):
             or (alpha != 1 and ufunc not in (np.add, np.subtract))):
         return False
     data = self._data
-    if data.dtype.kind != "f" or not data.flags.writeable:
-        return False
+    if data.dtype.kind != "f" or data.dtype.itemsize < 4 or not data.flags.writeable:
+        return False  # float16 computes a Python number in float32 (Note [Half precision arithmetic])
     other = args[0]
     if isinstance(other, Tensor):
         if other._data.dtype != data.dtype or other._data.shape != data.shape:

@@ -173,6 +173,31 @@ def _scaled(a, b, alpha):
     return product
 
 
+# Note [Half precision arithmetic]
+# -------------------------------
+# PyTorch computes float16 arithmetic in float32 and rounds the result once. numpy does the
+# same for two float16 arrays, but a Python number meets a float16 array as float16 (NEP 50),
+# so ``half * 1e5`` would be inf where torch gives 49984 for 0.5. PyTorch keeps the number of
+# ``mul`` and ``div`` in float32: ``float16(float32(a) * float32(number))``; ``add``, ``sub``
+# and ``rsub`` round the number to float16 first, which is numpy's result already. (With an
+# ``alpha``, PyTorch's own float16 result depends on the tensor's length: below 32 elements
+# ``alpha * b`` is rounded to float16, from 32 on it is not; gradviz keeps numpy's rule.)
+# The forwards and fast backward rules of mul and div below follow it. The arithmetic
+# dunders go to the compiled kernels, which use numpy's rule: for them the engine has to
+# leave float16 to these forwards.
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _half_with_number(ufunc, a, b):
+    """``ufunc(a, b)``, computed in float32 and rounded once when ``a`` is a float16 array and
+    ``b`` a Python number (Note [Half precision arithmetic])."""
+    if type(a) is np.ndarray and a.dtype == _F16 and (type(b) is float or type(b) is int):
+        return ufunc(a.astype(_F32), np.float32(b)).astype(_F16)
+    return ufunc(a, b)
+
+
 def _add_forward(a, b, alpha=1):
     try:
         return np.add(a, _scaled(a, b, alpha))
@@ -260,7 +285,7 @@ RSUB = Op("rsub", "RsubBackward1",
 
 @_broadcasting
 def _mul_forward(a, b):
-    return np.multiply(_integer_operand(b, a), _integer_operand(a, b))
+    return _half_with_number(np.multiply, _integer_operand(b, a), _integer_operand(a, b))
 
 
 MUL = Op("mul", "MulBackward0",
@@ -270,7 +295,7 @@ MUL = Op("mul", "MulBackward0",
              g * ctx.input(0) if ctx.needs_input_grad[1] else None,
          ),
          fast_backward=lambda ctx, g: (
-             g * ctx.data(1) if ctx.needs_input_grad[0] else None,
+             _half_with_number(np.multiply, g, ctx.data(1)) if ctx.needs_input_grad[0] else None,
              g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
          saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
@@ -290,13 +315,18 @@ def _div_backward(ctx, g):
 
 def _div_fast(ctx, g):
     b = ctx.data(1)
-    grad_a = g / b if ctx.needs_input_grad[0] else None
+    grad_a = _half_with_number(np.true_divide, g, b) if ctx.needs_input_grad[0] else None
     grad_b = -g * ctx.data(0) / (b * b) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
 
+@_broadcasting
+def _true_divide_forward(a, b):
+    return _half_with_number(np.true_divide, a, b)
+
+
 DIV = Op("div", "DivBackward0",
-         forward=_broadcasting(np.true_divide), backward=_div_backward, fast_backward=_div_fast,
+         forward=_true_divide_forward, backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
          dtype=promote_float, kernel=_ext_ops.KERNEL_DIV)
 
@@ -340,8 +370,7 @@ def _rounded_division(a, b, mode):
     return np.floor(quotient) if mode == "floor" else np.trunc(quotient)
 
 
-_TRUE_DIVIDE_FORWARD = _broadcasting(np.true_divide)
-DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _TRUE_DIVIDE_FORWARD(a, b),
+DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _true_divide_forward(a, b),
               backward=_div_backward, saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
               dtype=promote_float)
 DIV_ROUNDED = Op("div_rounded", "DivBackward2", forward=_rounded_division_forward,
