@@ -4768,3 +4768,31 @@ def test_warn_once_warnings_match_torch():
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
     assert outputs[1].count("UserWarning") == 2
+
+
+# Tensor.T on a tensor that is not 2-D: two TORCH_WARN_ONCE warnings (0-D, and other ndims)
+TRANSPOSE_PROPERTY_PROGRAM = """
+import warnings
+import {module} as torch
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    shapes = [tuple(t.T.shape) for t in (torch.ones(2, 3), torch.tensor(1.0), torch.tensor(2.0),
+                                         torch.ones(3), torch.ones(2, 3, 4), torch.ones(5))]
+    shapes.append(tuple(torch.ones(2, 3, 4).mT.shape))
+print(shapes)
+for warning in caught:
+    print(warning.category.__name__, str(warning.message).split(" (Triggered")[0], warning.filename)
+"""
+
+
+def test_transpose_property_warnings_match_torch():
+    import subprocess
+    import sys
+
+    outputs = []
+    for module in ("gradviz", "torch"):
+        result = subprocess.run([sys.executable, "-c", TRANSPOSE_PROPERTY_PROGRAM.format(module=module)],
+                                capture_output=True, text=True, check=True)
+        outputs.append(result.stdout.replace("gradviz", "torch"))
+    assert outputs[0] == outputs[1]
+    assert outputs[1].count("UserWarning") == 2 and "Tensor.T is deprecated on 0-D" in outputs[1]

@@ -101,7 +101,7 @@ _tensor.install_methods({
     "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add,
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
     "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
-    "T": property(lambda self: S.permute(self, *reversed(range(self.ndim)))),
+    "T": property(S.reversed_dims),
     "mT": property(lambda self: S.transpose(self, -2, -1)),
 })
 

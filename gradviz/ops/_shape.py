@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap_dim
+from .._tensor import Tensor, _warn_once, _wrap_dim
 from ._registry import Op, apply, numpy_names, promote
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
@@ -141,6 +141,24 @@ def permute(input, *dims):
         )
     inverse = tuple(int(i) for i in np.argsort(dims))
     return apply(PERMUTE, input, dims=dims, inverse=inverse)
+
+
+_T_OF_0D_WARNING = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                    "these cases.")
+_T_NOT_2D_WARNING = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+    "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+    "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+    "tensor.")
+
+
+def reversed_dims(input):
+    """``x.T``: the dims in reverse order. Like PyTorch, warns (once per process) when ``x``
+    is not 2-D, where ``x.mT`` or ``x.permute`` says what is meant."""
+    if input.ndim != 2:
+        _warn_once("T of 0-d" if input.ndim == 0 else "T not 2-d",
+                   _T_OF_0D_WARNING if input.ndim == 0 else _T_NOT_2D_WARNING)
+    return permute(input, *reversed(range(input.ndim)))
 
 
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
