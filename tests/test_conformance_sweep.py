@@ -4723,6 +4723,37 @@ def half_precision_with_python_numbers(torch, o):
     o("two half tensors", [h * h.flip(0), h / h.flip(0), h + h.flip(0)])
 
 
+@program
+def inplace_shape_mismatch_errors(torch, o):
+    def zeros():
+        return torch.zeros(2, 3)
+
+    def assign(key, value):
+        z = zeros()
+        z[key] = value
+        return z
+
+    o.raises("row too short", lambda: assign(0, torch.ones(2)), "The expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 0.  Target sizes: [3].  Tensor sizes: [2]")
+    o.raises("row too many dims", lambda: assign(0, torch.ones(2, 3)), "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)")
+    o.raises("column", lambda: assign((slice(None), 0), torch.ones(3)), "The expanded size of the tensor (2) must match the existing size (3) at non-singleton dimension 0")
+    o.raises("advanced key", lambda: assign([0, 1], torch.ones(3, 3)), "shape mismatch: value tensor of shape [3, 3] cannot be broadcast to indexing result of shape [2, 3]")
+    o.raises("mask", lambda: assign(zeros() > 5, torch.ones(2)), "shape mismatch: value tensor of shape [2] cannot be broadcast to indexing result of shape [0]")
+    o("leading ones are dropped", [assign(0, torch.ones(1, 3)), assign((slice(None), 1), torch.ones(1, 1, 2)),
+                                   assign(1, torch.ones(1, 1))])
+    o.raises("expand", lambda: torch.ones(2, 3).expand(3), "the number of sizes provided (1) must be greater or equal to the number of dimensions in the tensor (2)")
+    o.raises("add_ grows", lambda: torch.zeros(3).add_(torch.ones(2, 3)), "output with shape [3] doesn't match the broadcast shape [2, 3]")
+    o.raises("mul_ on a view grows", lambda: zeros()[0].mul_(torch.ones(2, 3)), "output with shape [3] doesn't match the broadcast shape [2, 3]")
+    o.raises("add_ mismatch", lambda: zeros().add_(torch.ones(3, 2)), "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1")
+    o.raises("copy_", lambda: zeros().copy_(torch.ones(3, 2)), "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1")
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = w * 1
+    o.raises("recorded add_ grows", lambda: y.add_(torch.ones(2, 3)), "output with shape [3] doesn't match the broadcast shape [2, 3]")
+    v = torch.tensor([[5.0, 6.0, 7.0]], requires_grad=True)
+    y[:] = v
+    y.sum().backward()
+    o("leading one, gradient", [y, w.grad, v.grad])
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -33,7 +33,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import _MultiOutputStep, check_slice_steps
+from ._shape import _MultiOutputStep, _is_advanced, check_slice_steps, expand_target
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -100,8 +100,18 @@ def _snapshot(tensor):
     return out
 
 
+def _check_result_shape(self, result):
+    """An in-place op cannot grow its tensor: PyTorch's error for ``x.add_(y)`` with a ``y``
+    that broadcasts ``x`` to a larger shape."""
+    if result._data.shape != self._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(result._data.shape)}")
+
+
 def _write(self, result):
     """Copy ``result``'s values into ``self``'s storage and bump the version."""
+    _check_result_shape(self, result)
     if not self._data.flags.writeable:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
@@ -212,6 +222,7 @@ def _inplace_on_view(self, fn):
     base_before = _snapshot(base)
     new_value = fn(_replay(base_before, chain))
     _check_castable(new_value.dtype, self.dtype)
+    _check_result_shape(self, new_value)
     new_base = apply(COPY_SLICES, base_before, new_value, chain=chain)
     _write(base, new_base)
     base.grad_fn = new_base.grad_fn
@@ -274,11 +285,21 @@ def setitem(self, key, value):
     np_key = _numpy_key(key)
     if isinstance(value, Tensor):
         region_shape = self._data[np_key].shape
-        if not _broadcastable(value._data.shape, region_shape):
-            raise RuntimeError(
-                f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
-                f"broadcast to indexing result of shape {list(region_shape)}"
-            )
+        if any(_is_advanced(item) for item in (key if isinstance(key, tuple) else (key,))):
+            if not _broadcastable(value._data.shape, region_shape):
+                raise RuntimeError(
+                    f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
+                    f"broadcast to indexing result of shape {list(region_shape)}"
+                )
+        else:
+            # a basic key writes through a view: PyTorch drops the value's leading 1s, then
+            # expands it to the region (with expand's errors)
+            shape = value._data.shape
+            while shape and shape[0] == 1:
+                shape = shape[1:]
+            if shape != value._data.shape:
+                value = value.reshape(shape)
+            expand_target(value, region_shape)
     return inplace(self, lambda old: apply(INDEX_PUT, old, value, key=np_key, key_for_getitem=key), value)
 
 

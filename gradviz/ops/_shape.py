@@ -8,7 +8,7 @@ import operator
 
 import numpy as np
 
-from .._tensor import Tensor, _warn_once, _wrap_dim
+from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, numpy_names, promote
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
@@ -235,10 +235,19 @@ def expand(input, *sizes):
     """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
     sizes = _shape_arg(sizes)
     source = input._data.shape
+    target = expand_target(input, sizes)
+    return apply(EXPAND, input, shape=target, source=source)  # recorded even when a no-op, as in torch
+
+
+def expand_target(input, sizes):
+    """The shape ``input`` expands to for ``sizes`` (``-1`` keeps a dim), or PyTorch's error."""
+    source = input._data.shape
     if len(sizes) < len(source):
+        type_name = _describe(input)[1:].split(" ")[0]  # gradviz.FloatTensor
         raise RuntimeError(
-            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
-            f"the number of dimensions in the tensor ({len(source)})"
+            f"expand({type_name}{{{list(source)}}}, size={list(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(source)})"
         )
     lead = len(sizes) - len(source)
     target = list(sizes)
@@ -251,7 +260,7 @@ def expand(input, *sizes):
                 f"size ({size}) at non-singleton dimension {lead + i}.  Target sizes: "
                 f"{list(sizes)}.  Tensor sizes: {list(source)}"
             )
-    return apply(EXPAND, input, shape=tuple(target), source=source)  # recorded even when a no-op, as in torch
+    return tuple(target)
 
 
 CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
