@@ -4754,6 +4754,22 @@ def inplace_shape_mismatch_errors(torch, o):
     o("leading one, gradient", [y, w.grad, v.grad])
 
 
+@program
+def grad_made_with_create_graph_is_a_copy(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    (x ** 2).sum().backward(create_graph=True)
+    node = x.grad.grad_fn
+    o("first", [x.grad, _node_name(node), [(_node_name(f), nr) for f, nr in node.next_functions]])
+    (x ** 3).sum().backward(create_graph=True)
+    node = x.grad.grad_fn
+    o("accumulated", [x.grad, _node_name(node), [(_node_name(f), nr) for f, nr in node.next_functions]])
+    x.grad.sum().backward()
+    o("through the copy", x.grad)
+    y = torch.tensor([1.0, 2.0], requires_grad=True)
+    g, = torch.autograd.grad((y ** 2).sum(), y, create_graph=True)
+    o("autograd.grad", [g, _node_name(g.grad_fn)])
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -124,6 +124,14 @@ def _sum_to(grad, shape):
     return _wrap(R.sum_to_array(grad._data, shape))
 
 
+def _clone(grad):
+    """Engine runtime: a copy of a gradient for ``.grad``. Recorded (``create_graph=True``) it
+    is PyTorch's ``empty_like(grad).copy_(grad)``: ``x.grad.grad_fn`` is ``CopyBackwards``."""
+    if not _engine.is_grad_enabled():
+        return S.clone(grad)
+    return _inplace.copy_(_creation.empty_like(grad), grad)
+
+
 def _zeros(shape, dtype):
     return _wrap(np.zeros(shape, dtype=dtype.numpy))
 
@@ -131,7 +139,7 @@ def _zeros(shape, dtype):
 _engine.install_runtime(
     add=P.add,
     add_inplace=_add_inplace,
-    clone=S.clone,
+    clone=_clone,
     detach=Tensor.detach,
     zeros=_zeros,
     sum_to=_sum_to,
