@@ -49,6 +49,7 @@ from . import viz
 from ._config import config, show_config
 
 clip = clamp
+concat = concatenate = cat
 ger = outer
 
 

@@ -44,17 +44,6 @@ def _float_method(dtype_name):
     return lambda self: P.to(self, target)
 
 
-def _sum_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    # axis= and keepdims= are numpy's names, which torch accepts too
-    return R.sum(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
-                 dtype=dtype)
-
-
-def _mean_method(self, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
-    return R.mean(self, dim if axis is None else axis, keepdim if keepdims is None else keepdims,
-                  dtype=dtype)
-
-
 def _rtruediv(self, other):
     return P.rdiv(self, other)
 
@@ -91,7 +80,7 @@ _tensor.install_methods({
     "to": P.to, "float": _float_method("float32"), "double": _float_method("float64"),
     "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
     "bool": _float_method("bool"), "type_as": lambda self, other: P.to(self, other.dtype),
-    "sum": _sum_method, "mean": _mean_method,
+    "sum": R.sum, "mean": R.mean,
     "reshape": S.reshape, "view": S.view, "flatten": S.flatten,
     "transpose": S.transpose, "t": S.t, "permute": S.permute,
     "unsqueeze": S.unsqueeze, "squeeze": S.squeeze, "expand": S.expand,
@@ -112,7 +101,7 @@ _tensor.install_methods({
     "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add,
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
     "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
-    "T": property(lambda self: S.permute(self, *reversed(range(self.ndim)))),
+    "T": property(S.reversed_dims),
     "mT": property(lambda self: S.transpose(self, -2, -1)),
 })
 
@@ -135,6 +124,14 @@ def _sum_to(grad, shape):
     return _wrap(R.sum_to_array(grad._data, shape))
 
 
+def _clone(grad):
+    """Engine runtime: a copy of a gradient for ``.grad``. Recorded (``create_graph=True``) it
+    is PyTorch's ``empty_like(grad).copy_(grad)``: ``x.grad.grad_fn`` is ``CopyBackwards``."""
+    if not _engine.is_grad_enabled():
+        return S.clone(grad)
+    return _inplace.copy_(_creation.empty_like(grad), grad)
+
+
 def _zeros(shape, dtype):
     return _wrap(np.zeros(shape, dtype=dtype.numpy))
 
@@ -142,7 +139,7 @@ def _zeros(shape, dtype):
 _engine.install_runtime(
     add=P.add,
     add_inplace=_add_inplace,
-    clone=S.clone,
+    clone=_clone,
     detach=Tensor.detach,
     zeros=_zeros,
     sum_to=_sum_to,

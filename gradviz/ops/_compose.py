@@ -13,6 +13,7 @@ import numpy as np
 from .._tensor import Tensor, install_methods
 from ._indexing import repeat
 from ._pointwise import mul
+from ._registry import numpy_names
 from ._reduction import sum
 from ._shape import cat, expand, permute, reshape, unsqueeze
 
@@ -142,6 +143,7 @@ def einsum(equation, *operands):
     return expand(product, *full) if tuple(product.shape) != full else product
 
 
+@numpy_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Differences of neighbours along ``dim``, ``n`` times (``x[1:] - x[:-1]``)."""
     if prepend is not None or append is not None:

@@ -158,6 +158,10 @@ def empty(*size, dtype=None, device=None, requires_grad=False):
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _dtypes.result_type(fill_value)
+    elif type(fill_value) is int and dtype.numpy.kind in "iu":
+        from ._pointwise import checked_integer
+
+        fill_value = checked_integer(fill_value, dtype.numpy)
     return _filled((size,) if isinstance(size, int) else size, fill_value, dtype, requires_grad, device)
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
-from ._registry import Op, apply, saves_inputs
+from ._pointwise import checked_integer
+from ._registry import Op, apply, numpy_names, saves_inputs
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -58,6 +59,7 @@ GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
             backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),))
 
 
+@numpy_names
 def gather(input, dim, index, *, sparse_grad=False):
     """Values of ``input`` at ``index`` along ``dim``: ``out[i][j] = input[index[i][j]][j]`` for dim 0."""
     array = _index_array(index, "gather")
@@ -79,6 +81,7 @@ SCATTER_ADD = Op(
     dtype=lambda a, src, **attrs: a.dtype)
 
 
+@numpy_names
 def scatter_add(input, dim, index, src):
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
     array = _index_array(index, "scatter_add")
@@ -122,6 +125,7 @@ SCATTER_VALUE = Op("scatter_value", "ScatterBackward1", forward=_scatter_forward
                    backward=_scatter_backward)
 
 
+@numpy_names
 def scatter(input, dim, index, src=None, *, value=None):
     """``input`` with entries at ``index`` along ``dim`` replaced by ``src`` (or ``value``)."""
     array = _index_array(index, "scatter")
@@ -151,6 +155,7 @@ def _check_index_vector(index, what):
         raise IndexError(f"{what}(): Index is supposed to be a vector")
 
 
+@numpy_names
 def index_select(input, dim, index):
     """Entries of ``input`` at the positions ``index`` (a vector) along ``dim``."""
     array = _index_array(index, "index_select")
@@ -177,6 +182,7 @@ INDEX_ADD = Op(
     dtype=lambda a, source, **attrs: a.dtype)
 
 
+@numpy_names
 def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source`` added at the positions ``index`` along ``dim``."""
     array = _index_array(index, "index_add")
@@ -215,6 +221,8 @@ def masked_fill(input, mask, value):
                 f"{value.ndim} dimension(s)."
             )
         value = value.item()
+    if type(value) is int and input._data.dtype.kind in "iu":
+        value = checked_integer(value, input._data.dtype)
     return apply(MASKED_FILL, input, mask=mask._data, value=value, mask_tensor=mask)
 
 
@@ -280,17 +288,20 @@ RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                 for name in ("max", "min", "sort", "topk")}
 
 
+@numpy_names
 def sort(input, dim=-1, descending=False, stable=False):
     """Sorted values and their indices along ``dim``; indices are not differentiable."""
     dim = _wrap_dim(dim, input.ndim)
     return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim)
 
 
+@numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
     dim = _wrap_dim(dim, input.ndim)
     return _wrap(_sorted_indices(input._data, dim, descending, stable))
 
 
+@numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     dim = _wrap_dim(dim, input.ndim)
@@ -369,6 +380,7 @@ def repeat(input, *repeats):
     return apply(REPEAT, input, repeats=repeats, padded=padded, shape=tuple(input._data.shape))
 
 
+@numpy_names
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (an int, or a tensor with one count per element)
     along ``dim`` (the flattened input when ``dim`` is None); an ``index_select`` underneath,

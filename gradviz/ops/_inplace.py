@@ -31,8 +31,9 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
+from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import _MultiOutputStep
+from ._shape import _MultiOutputStep, _is_advanced, check_slice_steps, expand_target
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -99,8 +100,18 @@ def _snapshot(tensor):
     return out
 
 
+def _check_result_shape(self, result):
+    """An in-place op cannot grow its tensor: PyTorch's error for ``x.add_(y)`` with a ``y``
+    that broadcasts ``x`` to a larger shape."""
+    if result._data.shape != self._data.shape:
+        raise RuntimeError(
+            f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
+            f"{list(result._data.shape)}")
+
+
 def _write(self, result):
     """Copy ``result``'s values into ``self``'s storage and bump the version."""
+    _check_result_shape(self, result)
     if not self._data.flags.writeable:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
@@ -211,6 +222,7 @@ def _inplace_on_view(self, fn):
     base_before = _snapshot(base)
     new_value = fn(_replay(base_before, chain))
     _check_castable(new_value.dtype, self.dtype)
+    _check_result_shape(self, new_value)
     new_base = apply(COPY_SLICES, base_before, new_value, chain=chain)
     _write(base, new_base)
     base.grad_fn = new_base.grad_fn
@@ -269,14 +281,25 @@ def setitem(self, key, value):
     """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region)."""
     if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
+    check_slice_steps(key if isinstance(key, tuple) else (key,))
     np_key = _numpy_key(key)
     if isinstance(value, Tensor):
         region_shape = self._data[np_key].shape
-        if not _broadcastable(value._data.shape, region_shape):
-            raise RuntimeError(
-                f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
-                f"broadcast to indexing result of shape {list(region_shape)}"
-            )
+        if any(_is_advanced(item) for item in (key if isinstance(key, tuple) else (key,))):
+            if not _broadcastable(value._data.shape, region_shape):
+                raise RuntimeError(
+                    f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
+                    f"broadcast to indexing result of shape {list(region_shape)}"
+                )
+        else:
+            # a basic key writes through a view: PyTorch drops the value's leading 1s, then
+            # expands it to the region (with expand's errors)
+            shape = value._data.shape
+            while shape and shape[0] == 1:
+                shape = shape[1:]
+            if shape != value._data.shape:
+                value = value.reshape(shape)
+            expand_target(value, region_shape)
     return inplace(self, lambda old: apply(INDEX_PUT, old, value, key=np_key, key_for_getitem=key), value)
 
 
@@ -306,6 +329,8 @@ def fill_(self, value):
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
         return copy_(self, value)
+    if type(value) is int and self._data.dtype.kind in "iu":
+        value = checked_integer(value, self._data.dtype)
     return inplace(self, lambda old: apply(FILL, old, value=value))
 
 
@@ -331,10 +356,10 @@ def _method(fn):
 # Note [Direct in-place arithmetic]: ``p.add_(g, alpha=-lr)`` in an optimizer step records
 # nothing, yet the general path computes a new array and copies it back: one extra pass and
 # one extra allocation per parameter. When no graph is needed and nothing can change the
-# dtype or the shape (a float tensor, and a tensor of its dtype and shape or a Python number
-# as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self`` with the ufunc's
-# ``out=``: the same values, one pass. Anything else takes the general path, which owns the
-# errors.
+# dtype or the shape (a float32 or float64 tensor, and a tensor of its dtype and shape or a
+# Python number as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self``
+# with the ufunc's ``out=``: the same values, one pass. Anything else takes the general path,
+# which owns the errors (and float16's rule, Note [Half precision arithmetic]).
 _DIRECT_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
 
 
@@ -347,8 +372,8 @@ def _write_directly(self, ufunc, args, kwargs):
             or (alpha != 1 and ufunc not in (np.add, np.subtract))):
         return False
     data = self._data
-    if data.dtype.kind != "f" or not data.flags.writeable:
-        return False
+    if data.dtype.kind != "f" or data.dtype.itemsize < 4 or not data.flags.writeable:
+        return False  # float16 computes a Python number in float32 (Note [Half precision arithmetic])
     other = args[0]
     if isinstance(other, Tensor):
         if other._data.dtype != data.dtype or other._data.shape != data.shape:

@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, install_methods
 from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_forward,
-                         _integer_division_check, abs, div, neg, pow, rsqrt)
+                         _integer_division_check, _operands, abs, div, neg, pow, rsqrt)
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 
@@ -137,20 +137,17 @@ FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", forward=_broadcasting(_floor
 
 def remainder(input, other):
     """Python's ``%``: the result has the sign of ``other``."""
-    if not isinstance(input, Tensor):
-        return apply(REMAINDER, _check_operand(input, "remainder"), other)
-    return apply(REMAINDER, input, _check_operand(other, "remainder"))
+    return apply(REMAINDER, *_operands(input, other, "remainder"))
 
 
 def fmod(input, other):
     """C's ``fmod``: the result has the sign of ``input``."""
-    return apply(FMOD, input, _check_operand(other, "fmod"))
+    return apply(FMOD, *_operands(input, other, "fmod"))
 
 
 def floor_divide(input, other):
     """``input // other`` (rounds toward minus infinity, like Python)."""
-    return apply(FLOOR_DIVIDE, _check_operand(input, "floor_divide"),
-                 _check_operand(other, "floor_divide"))
+    return apply(FLOOR_DIVIDE, *_operands(input, other, "floor_divide"))
 
 
 def true_divide(input, other):

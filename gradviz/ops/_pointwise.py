@@ -39,6 +39,80 @@ def _check_operand(value, op_name):
     )
 
 
+# Note [Integer scalars wrap]
+# --------------------------
+# PyTorch converts a Python int operand of an integer tensor's op to the tensor's dtype as C
+# does: through a 64-bit integer (int64, or uint64 from 2**63 on; anything beyond is an
+# OverflowError), then modulo 2**bits. So ``uint8_tensor - 3``, ``+ -1`` and ``* 300`` wrap
+# around, and even ``uint8_tensor > -1`` compares with 255. numpy instead refuses a Python
+# int outside the dtype's range (NEP 50), so the Python entry points convert it first. The
+# arithmetic dunders (``x + 300``) go straight to the compiled ``apply_op``, which converts
+# nothing: for them numpy's OverflowError remains until the engine converts too.
+
+def integer_scalar(value, tensor):
+    """The Python int ``value`` as PyTorch converts it for an op with the integer or bool
+    ``tensor`` (Note [Integer scalars wrap]); any other value is returned unchanged."""
+    if type(value) is not int or not isinstance(tensor, Tensor):
+        return value
+    dtype = tensor._data.dtype
+    if dtype.kind not in "iub":
+        return value
+    # a bool tensor and an int compute in int64
+    return as_integer(value, np.dtype(np.int64) if dtype.kind == "b" else dtype)
+
+
+def as_integer(value, dtype):
+    """The Python int ``value`` converted to the numpy integer ``dtype`` as PyTorch converts it
+    (Note [Integer scalars wrap]), as a Python int."""
+    info = np.iinfo(dtype)
+    if info.min <= value <= info.max:
+        return value
+    if value >= 2 ** 64:
+        raise OverflowError(f"int too big to convert: {value} does not fit in 64 bits, the widest "
+                            f"integer PyTorch converts a Python int through")
+    if value < -2 ** 63:
+        raise OverflowError(f"can't convert negative int to unsigned: {value} is below -2**63, "
+                            f"the smallest integer PyTorch converts a Python int through")
+    return _modulo(value, dtype)
+
+
+_C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+            "int64": "int64_t"}
+
+
+def checked_integer(value, dtype):
+    """The Python int ``value`` as a fill value (``fill_``, ``full``, ``masked_fill``) of the
+    numpy integer ``dtype``: PyTorch checks these conversions, and lets an unsigned dtype take
+    a negative number no larger than its maximum, which wraps (-1 is 255 in uint8)."""
+    info = np.iinfo(dtype)
+    if info.min <= value <= info.max:
+        return value
+    if info.min == 0 and -info.max <= value < 0:
+        return _modulo(value, dtype)
+    raise RuntimeError(
+        f"value cannot be converted to type {_C_TYPES[dtype.name]} without overflow: {value} "
+        f"is outside [{info.min}, {info.max}], the range of {dtype.name}")
+
+
+def _modulo(value, dtype):
+    """``value`` modulo 2**bits of the integer ``dtype``, in its range (C's integer cast)."""
+    bits = dtype.itemsize * 8
+    wrapped = value % 2 ** bits
+    return wrapped - 2 ** bits if dtype.kind == "i" and wrapped >= 2 ** (bits - 1) else wrapped
+
+
+def _operands(input, other, op_name):
+    """Both operands of a binary op checked, a Python int converted as PyTorch does for an
+    integer tensor (Note [Integer scalars wrap])."""
+    input = _check_operand(input, op_name)
+    other = _check_operand(other, op_name)
+    if type(other) is int:
+        return input, integer_scalar(other, input)
+    if type(input) is int:
+        return integer_scalar(input, other), other
+    return input, other
+
+
 def _broadcast_error(a, b):
     """PyTorch's error for two operands whose shapes do not broadcast (None if they do).
 
@@ -79,16 +153,61 @@ def _reraise():
     raise  # noqa: PLE0704  (re-raise the ValueError being handled: shapes were not the cause)
 
 
+def _integer_operand(a, b):
+    """``b`` converted for an op with the array ``a`` when ``b`` is a Python int and ``a`` an
+    integer array (Note [Integer scalars wrap])."""
+    if type(b) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+        return as_integer(b, a.dtype)
+    return b
+
+
+def _scaled(a, b, alpha):
+    """``b * alpha`` for ``a + alpha * b``; with a Python int ``b`` and an integer ``a`` the
+    product wraps to ``a``'s dtype, as PyTorch's integer arithmetic does."""
+    b = _integer_operand(a, b)
+    if alpha == 1:
+        return b
+    product = b * alpha
+    if type(product) is int and type(a) is np.ndarray and a.dtype.kind in "iu":
+        return _modulo(product, a.dtype)
+    return product
+
+
+# Note [Half precision arithmetic]
+# -------------------------------
+# PyTorch computes float16 arithmetic in float32 and rounds the result once. numpy does the
+# same for two float16 arrays, but a Python number meets a float16 array as float16 (NEP 50),
+# so ``half * 1e5`` would be inf where torch gives 49984 for 0.5. PyTorch keeps the number of
+# ``mul`` and ``div`` in float32: ``float16(float32(a) * float32(number))``; ``add``, ``sub``
+# and ``rsub`` round the number to float16 first, which is numpy's result already. (With an
+# ``alpha``, PyTorch's own float16 result depends on the tensor's length: below 32 elements
+# ``alpha * b`` is rounded to float16, from 32 on it is not; gradviz keeps numpy's rule.)
+# The forwards and fast backward rules of mul and div below follow it. The arithmetic
+# dunders go to the compiled kernels, which use numpy's rule: for them the engine has to
+# leave float16 to these forwards.
+
+_F16 = np.dtype(np.float16)
+_F32 = np.dtype(np.float32)
+
+
+def _half_with_number(ufunc, a, b):
+    """``ufunc(a, b)``, computed in float32 and rounded once when ``a`` is a float16 array and
+    ``b`` a Python number (Note [Half precision arithmetic])."""
+    if type(a) is np.ndarray and a.dtype == _F16 and (type(b) is float or type(b) is int):
+        return ufunc(a.astype(_F32), np.float32(b)).astype(_F16)
+    return ufunc(a, b)
+
+
 def _add_forward(a, b, alpha=1):
     try:
-        return np.add(a, b * alpha if alpha != 1 else b)
+        return np.add(a, _scaled(a, b, alpha))
     except ValueError:
         raise _broadcast_error(a, b) or _reraise()
 
 
 def _sub_forward(a, b, alpha=1):
     try:
-        return np.subtract(a, b * alpha if alpha != 1 else b)
+        return np.subtract(a, _scaled(a, b, alpha))
     except ValueError:
         raise _broadcast_error(a, b) or _reraise()
 
@@ -124,7 +243,7 @@ SUB = Op("sub", "SubBackward0",
 
 def add(input, other, *, alpha=1):
     """``input + alpha * other`` with broadcasting."""
-    return apply(ADD, _check_operand(input, "add"), _check_operand(other, "add"), alpha=alpha)
+    return apply(ADD, *_operands(input, other, "add"), alpha=alpha)
 
 
 def _check_not_bool(*operands):
@@ -145,7 +264,7 @@ def _check_not_bool(*operands):
 def sub(input, other, *, alpha=1):
     """``input - alpha * other`` with broadcasting."""
     _check_not_bool(input, other)
-    return apply(SUB, _check_operand(input, "sub"), _check_operand(other, "sub"), alpha=alpha)
+    return apply(SUB, *_operands(input, other, "sub"), alpha=alpha)
 
 
 def rsub(input, other):
@@ -153,7 +272,7 @@ def rsub(input, other):
     if isinstance(other, Tensor):
         return sub(other, input)
     _check_not_bool(input, other)
-    return apply(RSUB, input, other=_check_operand(other, "rsub"))
+    return apply(RSUB, input, other=integer_scalar(_check_operand(other, "rsub"), input))
 
 
 RSUB = Op("rsub", "RsubBackward1",
@@ -164,14 +283,19 @@ RSUB = Op("rsub", "RsubBackward1",
 
 # ---- mul / div --------------------------------------------------------------------------
 
+@_broadcasting
+def _mul_forward(a, b):
+    return _half_with_number(np.multiply, _integer_operand(b, a), _integer_operand(a, b))
+
+
 MUL = Op("mul", "MulBackward0",
-         forward=_broadcasting(np.multiply),
+         forward=_mul_forward,
          backward=lambda ctx, g: (
              g * ctx.input(1) if ctx.needs_input_grad[0] else None,
              g * ctx.input(0) if ctx.needs_input_grad[1] else None,
          ),
          fast_backward=lambda ctx, g: (
-             g * ctx.data(1) if ctx.needs_input_grad[0] else None,
+             _half_with_number(np.multiply, g, ctx.data(1)) if ctx.needs_input_grad[0] else None,
              g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
          saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
@@ -179,7 +303,7 @@ MUL = Op("mul", "MulBackward0",
 
 def mul(input, other):
     """Elementwise product with broadcasting."""
-    return apply(MUL, _check_operand(input, "mul"), _check_operand(other, "mul"))
+    return apply(MUL, *_operands(input, other, "mul"))
 
 
 def _div_backward(ctx, g):
@@ -191,13 +315,18 @@ def _div_backward(ctx, g):
 
 def _div_fast(ctx, g):
     b = ctx.data(1)
-    grad_a = g / b if ctx.needs_input_grad[0] else None
+    grad_a = _half_with_number(np.true_divide, g, b) if ctx.needs_input_grad[0] else None
     grad_b = -g * ctx.data(0) / (b * b) if ctx.needs_input_grad[1] else None
     return grad_a, grad_b
 
 
+@_broadcasting
+def _true_divide_forward(a, b):
+    return _half_with_number(np.true_divide, a, b)
+
+
 DIV = Op("div", "DivBackward0",
-         forward=_broadcasting(np.true_divide), backward=_div_backward, fast_backward=_div_fast,
+         forward=_true_divide_forward, backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
          dtype=promote_float, kernel=_ext_ops.KERNEL_DIV)
 
@@ -219,8 +348,7 @@ def div(input, other, *, rounding_mode=_TRUE_DIVISION):
         raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                          f"found '{rounding_mode}'")
     op = DIV_MODE if rounding_mode is None else DIV_ROUNDED
-    return apply(op, _check_operand(input, "div"), _check_operand(other, "div"),
-                 mode=rounding_mode)
+    return apply(op, *_operands(input, other, "div"), mode=rounding_mode)
 
 
 def _rounded_division_forward(a, b, mode):
@@ -242,8 +370,7 @@ def _rounded_division(a, b, mode):
     return np.floor(quotient) if mode == "floor" else np.trunc(quotient)
 
 
-_TRUE_DIVIDE_FORWARD = _broadcasting(np.true_divide)
-DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _TRUE_DIVIDE_FORWARD(a, b),
+DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _true_divide_forward(a, b),
               backward=_div_backward, saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
               dtype=promote_float)
 DIV_ROUNDED = Op("div_rounded", "DivBackward2", forward=_rounded_division_forward,
@@ -543,7 +670,7 @@ def _comparison(name, fn):
     def compare(input, other):
         if other is None and name in ("eq", "ne"):  # ``t == None`` is False, as in torch
             return name == "ne"
-        return apply(op, _check_operand(input, name), _check_operand(other, name))
+        return apply(op, *_operands(input, other, name))
 
     compare.__name__ = name
     return compare
@@ -583,7 +710,7 @@ def _bitwise(op, input, other):
         if isinstance(value, Tensor) and value.dtype.is_floating_point:
             raise NotImplementedError(f'"{op.name}_cpu" not implemented for '
                                       f"'{TYPE_WORDS[value.dtype.name]}'")
-    return apply(op, input, other)
+    return apply(op, *_operands(input, other, op.name))
 
 
 def _invert_forward(a):

@@ -3,34 +3,17 @@
 from __future__ import annotations
 
 import builtins
-import functools
 import math
 
 import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
-from ._registry import Op, apply, promote, saves_inputs
+from ._registry import Op, apply, numpy_names, promote, saves_inputs
 from ._shape import expand, reshape, squeeze_dim, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
-
-
-def _numpy_names(fn):
-    """Accept numpy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, as PyTorch's
-    argument parser does (``counts.sum(1, keepdims=True)``)."""
-
-    @functools.wraps(fn)
-    def reduction(*args, **kwargs):
-        if kwargs:
-            if "axis" in kwargs:
-                kwargs["dim"] = kwargs.pop("axis")
-            if "keepdims" in kwargs:
-                kwargs["keepdim"] = kwargs.pop("keepdims")
-        return fn(*args, **kwargs)
-
-    return reduction
 
 
 def _normalize_dims(dim, ndim):
@@ -110,7 +93,7 @@ _SUM_ALL = _make_sum("SumBackward0")
 _SUM_DIM = _make_sum("SumBackward1")
 
 
-@_numpy_names
+@numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's name)
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
     dims = _normalize_dims(dim, input.ndim)
@@ -140,7 +123,7 @@ _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mea
                fast_backward=_mean_fast)
 
 
-@_numpy_names
+@numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; floating-point tensors only, as in PyTorch."""
     if dtype is not None:
@@ -241,7 +224,7 @@ _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_pro
                saves=lambda needs: ((0,), True))
 
 
-@_numpy_names
+@numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
@@ -284,13 +267,13 @@ def _check_nonempty(input, dim, what):
         )
 
 
-@_numpy_names
+@numpy_names
 def amax(input, dim=(), keepdim=False):
     _check_nonempty(input, dim if dim != () else None, "amax")
     return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
 
-@_numpy_names
+@numpy_names
 def amin(input, dim=(), keepdim=False):
     _check_nonempty(input, dim if dim != () else None, "amin")
     return apply(_AMIN, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
@@ -328,7 +311,7 @@ def _values_indices(input, dim, keepdim, pick):
     return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
 
 
-@_numpy_names
+@numpy_names
 def max(input, dim=None, keepdim=False):  # noqa: A001
     """The maximum; with ``dim``, ``(values, indices)`` along it (the gradient goes to the
     chosen index); without, the gradient is shared among tied maxima, as in PyTorch."""
@@ -342,7 +325,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmax)
 
 
-@_numpy_names
+@numpy_names
 def min(input, dim=None, keepdim=False):  # noqa: A001
     if isinstance(dim, Tensor):
         from ._pointwise import minimum
@@ -354,7 +337,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmin)
 
 
-@_numpy_names
+@numpy_names
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum (not differentiable); the flat index when ``dim`` is None."""
     _check_nonempty(input, dim, "argmax")
@@ -364,7 +347,7 @@ def argmax(input, dim=None, keepdim=False):
     return _wrap(np.argmax(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
-@_numpy_names
+@numpy_names
 def argmin(input, dim=None, keepdim=False):
     _check_nonempty(input, dim, "argmin")
     if dim is None:
@@ -402,7 +385,7 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
-@_numpy_names
+@numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
     if isinstance(dim, bool):
@@ -411,7 +394,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return apply(_VAR, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
 
 
-@_numpy_names
+@numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if isinstance(dim, bool):
         unbiased, dim = dim, None
@@ -438,7 +421,7 @@ _LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
                 backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
 
 
-@_numpy_names
+@numpy_names
 def logsumexp(input, dim, keepdim=False):
     """``log(sum(exp(input), dim))``, computed without overflow (integers as the default
     float dtype)."""
@@ -511,7 +494,7 @@ _CUMSUM = Op("cumsum", "CumsumBackward0",
              backward=_cumsum_backward)
 
 
-@_numpy_names
+@numpy_names
 def cumsum(input, dim, *, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
@@ -561,7 +544,7 @@ _CUMPROD = Op("cumprod", "CumprodBackward0",
               backward=_cumprod_backward, saves=saves_inputs(0))
 
 
-@_numpy_names
+@numpy_names
 def cumprod(input, dim, *, dtype=None):
     """Cumulative product along ``dim``."""
     if dtype is not None:
@@ -582,19 +565,19 @@ def _logical_reduction(fn, input, dim, keepdim):
     return _wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim), dtype=out_dtype))
 
 
-@_numpy_names
+@numpy_names
 def all(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
     """Whether every element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.all, input, dim, keepdim)
 
 
-@_numpy_names
+@numpy_names
 def any(input, dim=None, keepdim=False):  # noqa: A001
     """Whether some element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.any, input, dim, keepdim)
 
 
-@_numpy_names
+@numpy_names
 def count_nonzero(input, dim=None):
     data = input._data
     if dim is None:

@@ -24,11 +24,13 @@ reduces broadcast gradients and casts dtypes afterwards for both kinds of rule.
 
 from __future__ import annotations
 
+import functools
+
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 
-__all__ = ["Op", "OpNode", "apply", "TABLE"]
+__all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names"]
 
 TABLE: dict[str, "Op"] = {}
 
@@ -99,6 +101,27 @@ class Op(_ext_ops.OpSpec):
 def apply(op: Op, *inputs, **attrs):
     """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
     return apply_op(op, inputs, attrs)
+
+
+def numpy_names(fn):
+    """Accept numpy's ``axis=`` and ``keepdims=`` for ``dim=`` and ``keepdim=``, as PyTorch's
+    argument parser does (``counts.sum(1, keepdims=True)``, ``torch.cat(xs, axis=1)``).
+    Giving both names of one argument is a TypeError, as in PyTorch."""
+
+    @functools.wraps(fn)
+    def with_numpy_names(*args, **kwargs):
+        if kwargs:
+            for numpy_name, name in (("axis", "dim"), ("keepdims", "keepdim")):
+                if numpy_name in kwargs:
+                    if name in kwargs:
+                        raise TypeError(
+                            f"{fn.__name__}() got an unexpected keyword argument "
+                            f"'{numpy_name}': {numpy_name}= is numpy's name for {name}=, "
+                            f"give only one of them")
+                    kwargs[name] = kwargs.pop(numpy_name)
+        return fn(*args, **kwargs)
+
+    return with_numpy_names
 
 
 # ---- dtype rules ------------------------------------------------------------------------

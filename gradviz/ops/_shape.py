@@ -4,11 +4,12 @@ version counter with their input, as in PyTorch."""
 from __future__ import annotations
 
 import builtins
+import operator
 
 import numpy as np
 
-from .._tensor import Tensor, _wrap_dim
-from ._registry import Op, apply
+from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
+from ._registry import Op, apply, numpy_names, promote
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
            "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
@@ -142,6 +143,24 @@ def permute(input, *dims):
     return apply(PERMUTE, input, dims=dims, inverse=inverse)
 
 
+_T_OF_0D_WARNING = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
+                    "these cases.")
+_T_NOT_2D_WARNING = (
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated "
+    "and it will throw an error in a future release. Consider `x.mT` to transpose batches of "
+    "matrices or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a "
+    "tensor.")
+
+
+def reversed_dims(input):
+    """``x.T``: the dims in reverse order. Like PyTorch, warns (once per process) when ``x``
+    is not 2-D, where ``x.mT`` or ``x.permute`` says what is meant."""
+    if input.ndim != 2:
+        _warn_once("T of 0-d" if input.ndim == 0 else "T not 2-d",
+                   _T_OF_0D_WARNING if input.ndim == 0 else _T_NOT_2D_WARNING)
+    return permute(input, *reversed(range(input.ndim)))
+
+
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                forward=lambda a, dim: np.expand_dims(a, dim),
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
@@ -160,12 +179,17 @@ def _squeeze_dim_op(name, node):
 SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
 # the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
 SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
+SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
+                  forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
+                  backward=lambda ctx, g: (reshape(g, ctx.shape),),
+                  fast_backward=_reshape_to_shape_fast, view=True)
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
              backward=lambda ctx, g: (reshape(g, ctx.shape),),
              fast_backward=_reshape_to_shape_fast, view=True)
 
 
+@numpy_names
 def unsqueeze(input, dim):
     return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1))
 
@@ -175,7 +199,16 @@ def squeeze_dim(input, dim, node="SqueezeBackward1"):
     return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
 
 
+@numpy_names
 def squeeze(input, dim=None):
+    """Remove dims of size 1: all of them, ``dim`` alone, or those in a tuple of dims (a dim
+    of another size is kept, as in PyTorch)."""
+    if isinstance(dim, (tuple, list)):
+        dims = tuple(_wrap_dim(d, input.ndim) for d in dim) if input.ndim else ()
+        for d in set(dims):
+            if dims.count(d) > 1:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return apply(SQUEEZE_DIMS, input, dims=dims, shape=input._data.shape)
     if dim is not None:
         return squeeze_dim(input, dim)
     return apply(SQUEEZE, input, shape=input._data.shape)
@@ -202,10 +235,19 @@ def expand(input, *sizes):
     """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
     sizes = _shape_arg(sizes)
     source = input._data.shape
+    target = expand_target(input, sizes)
+    return apply(EXPAND, input, shape=target, source=source)  # recorded even when a no-op, as in torch
+
+
+def expand_target(input, sizes):
+    """The shape ``input`` expands to for ``sizes`` (``-1`` keeps a dim), or PyTorch's error."""
+    source = input._data.shape
     if len(sizes) < len(source):
+        type_name = _describe(input)[1:].split(" ")[0]  # gradviz.FloatTensor
         raise RuntimeError(
-            f"expand: the number of sizes provided ({len(sizes)}) must be greater or equal to "
-            f"the number of dimensions in the tensor ({len(source)})"
+            f"expand({type_name}{{{list(source)}}}, size={list(sizes)}): the number of sizes "
+            f"provided ({len(sizes)}) must be greater or equal to the number of dimensions in "
+            f"the tensor ({len(source)})"
         )
     lead = len(sizes) - len(source)
     target = list(sizes)
@@ -218,7 +260,7 @@ def expand(input, *sizes):
                 f"size ({size}) at non-singleton dimension {lead + i}.  Target sizes: "
                 f"{list(sizes)}.  Tensor sizes: {list(source)}"
             )
-    return apply(EXPAND, input, shape=tuple(target), source=source)  # recorded even when a no-op, as in torch
+    return tuple(target)
 
 
 CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
@@ -300,10 +342,25 @@ def _covers_dim(item, size):
             and (item.stop is None or item.stop >= size))
 
 
+def check_slice_steps(items):
+    """PyTorch's slices only step forward: a negative step is a ValueError, as in PyTorch
+    (numpy would reverse)."""
+    for item in items:
+        if isinstance(item, slice) and item.step is not None:
+            step = operator.index(item.step)
+            if step == 0:
+                raise ValueError("slice step cannot be zero")
+            if step < 0:
+                raise ValueError(
+                    f"step must be greater than zero, got {step}: tensors cannot be sliced "
+                    f"backwards; use torch.flip(x, dims) to reverse a dim")
+
+
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy)."""
     items = key if isinstance(key, tuple) else (key,)
+    check_slice_steps(items)
     if any(_is_advanced(item) for item in items):
         np_key = tuple(_as_index(item) for item in items)
         np_key = np_key[0] if len(np_key) == 1 else np_key
@@ -368,16 +425,28 @@ def _cat_backward(ctx, g):
 CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward)
 
 
+def _check_tensor_list(tensors, what):
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{what}(): expected a sequence of Tensors, but element {i} is "
+                            f"{type(t).__name__}")
+
+
+@numpy_names
 def cat(tensors, dim=0):
-    """Concatenate tensors along an existing ``dim`` (all other sizes must match)."""
+    """Concatenate tensors along an existing ``dim`` (all other sizes must match); also
+    ``torch.concat`` and ``torch.concatenate``."""
     from .. import dtypes as _dtypes
 
     tensors = [t for t in tensors]
     if not tensors:
         raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    _check_tensor_list(tensors, "cat")
     for i, t in enumerate(tensors):
-        if not isinstance(t, Tensor):
-            raise TypeError(f"cat(): expected a sequence of Tensors, but element {i} is {type(t).__name__}")
+        if t.ndim == 0:
+            raise RuntimeError(
+                f"zero-dimensional tensor (at position {i}) cannot be concatenated: use "
+                f"torch.stack to join 0-d tensors along a new dim, or reshape them to 1-D")
     # PyTorch skips legacy 1-D empty tensors
     parts = [t for t in tensors if not (t.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
     reference = parts[0]
@@ -397,21 +466,50 @@ def cat(tensors, dim=0):
     return apply(CAT, *parts, dim=dim, sizes=tuple(t._data.shape[dim] for t in parts))
 
 
+def _stack_backward(ctx, g):
+    return tuple(select(g, ctx.dim, i) if needed else None
+                 for i, needed in enumerate(ctx.needs_input_grad))
+
+
+def _stack_fast(ctx, g):
+    lead = (slice(None),) * ctx.attrs["dim"]
+    return tuple(g[lead + (i,)] if needed else None
+                 for i, needed in enumerate(ctx.needs_input_grad))
+
+
+# One node whose inputs are the stacked tensors themselves, as PyTorch's StackBackward0
+# (not a CatBackward0 over one UnsqueezeBackward0 per input); its gradient for input i is
+# the select at i along dim.
+STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim: np.stack(arrays, axis=dim),
+           backward=_stack_backward, fast_backward=_stack_fast, dtype=promote)
+
+
+@numpy_names
 def stack(tensors, dim=0):
-    """Join tensors of equal shape along a new ``dim``."""
+    """Join tensors of equal shape along a new ``dim``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> torch.stack([a, 2 * a], dim=1)
+    tensor([[1., 2.],
+            [2., 4.]], grad_fn=<StackBackward0>)
+    """
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    _check_tensor_list(tensors, "stack")
     shape = tensors[0]._data.shape
     for i, t in enumerate(tensors):
         if t._data.shape != shape:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                 f"and {list(t._data.shape)} at entry {i}")
-    dim = _wrap_dim(dim, len(shape) + 1)
-    return cat([unsqueeze(t, dim) for t in tensors], dim)
+    return apply(STACK, *tensors, dim=_wrap_dim(dim, len(shape) + 1))
 
 
+@numpy_names
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start + length, ...]`` along ``dim``."""
     dim = _wrap_dim(dim, input.ndim)
@@ -424,6 +522,7 @@ def narrow(input, dim, start, length):
     return _index_op(input, key, "slice")
 
 
+@numpy_names
 def select(input, dim, index):
     """The view at ``index`` along ``dim`` (that dimension is removed)."""
     dim = _wrap_dim(dim, input.ndim)
@@ -628,6 +727,7 @@ def split(input, split_size_or_sections, dim=0):
     return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
 
 
+@numpy_names
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` nearly equal views (fewer if the size does not allow), as
     ``split`` with ``ceil(size / chunks)``: the pieces share one ``SplitBackward0`` node
@@ -642,6 +742,7 @@ def chunk(input, chunks, dim=0):
     return split(input, split_size, dim)
 
 
+@numpy_names
 def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``, outputs of one ``UnbindBackward0``."""
     if input.ndim == 0:

@@ -78,6 +78,9 @@ PROGRAMS = {
     "split_single_piece": ([((3,), _signed)], lambda x: x.split(3)[0] * 2),
     "split_size_zero": ([((0, 3), _signed)], lambda x: x.split(2)[0] + x.chunk(2)[1]),
     "unbind": ([((3, 4), _signed)], lambda x: x.unbind(1)[0] * x.unbind(1)[3] + x.unbind()[1][:3]),
+    "stack": ([((2, 3), _signed), ((2, 3), _signed)],
+              lambda x, y: gv.stack([x, y * 2, x], 1) + gv.stack([y, x]).sum(0).unsqueeze(1)),
+    "squeeze_dims": ([((1, 3, 1), _signed)], lambda x: x.squeeze((0, 2)) * x.squeeze([-1, 1])),
     "size_zero": ([((0, 3), _signed), ((3,), _signed)], lambda x, y: (x * y + 1).sum(0)),
     "zero_dim": ([((), _signed), ((), _positive)], lambda x, y: gv.exp(x) * y / y + x.sum()),
 }
