@@ -9,8 +9,11 @@
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
 3. **mutated saved tensors**: saved tensors whose version counter moved, and, for graphs built
-   inside :func:`gradviz.debug.capture`, saved tensors whose values changed without it;
-4. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
+   inside :func:`gradviz.debug.capture`, saved tensors whose values changed without it; inputs
+   that forward saved and then modified in place (without ``ctx.mark_dirty``);
+4. **mutated gradients**: a backward that modifies its ``grad_output`` in place (the engine
+   may have handed the same tensor to other nodes, whose gradients it then changes);
+5. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
    to the input's shape when the result is wrong.
 
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
@@ -20,6 +23,7 @@ says why.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
@@ -36,8 +40,8 @@ from ._gradcheck import check_function
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 
-FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "coerced_gradient",
-                 "backward_error")
+FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "mutated_grad_output",
+                 "coerced_gradient", "backward_error")
 
 _WORST = 5
 
@@ -142,7 +146,7 @@ class DoctorReport:
         ...     def backward(ctx, grad):
         ...         return grad * 2
         >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x).sum()).to_dict()
+        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
         >>> data["ok"], data["findings"], data["skipped"][0]["name"]
         (True, [], 'TwiceBackward')
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
@@ -253,8 +257,9 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
             pass_result = _backward_pass(roots, gradient, nodes, report)
             reporter("backward pass")
         checks = {}
+        known = _graph_values(nodes)
         for node in custom:
-            args, reason = _recorded_inputs(node)
+            args, reason = _recorded_inputs(node, known)
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -349,11 +354,14 @@ def _fmt(value):
 
 # ---- recorded inputs ----------------------------------------------------------------------
 
-def _recorded_inputs(node):
+def _recorded_inputs(node, known):
     """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
 
     Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
-    arguments can still be rebuilt when each was a tensor that the Function saved unchanged.
+    arguments can still be rebuilt when each was a tensor the graph still holds: one the
+    Function saved unchanged, or one ``known`` has (:func:`_graph_values`). A leaf may have
+    changed since forward; that does not matter here, because the Function's backward is
+    checked against its own forward at whatever point it is re-run.
     """
     recorded = getattr(node, "_forward_args", None)
     if recorded is not None:
@@ -364,17 +372,13 @@ def _recorded_inputs(node):
     if len(positions) != count:
         return None, f"its forward arguments include non-tensors that were not recorded ({hint})"
     saved = getattr(node, "_saved", None)
-    if saved is None:
-        if node._released:
-            return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
-        return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
     args = [None] * count
     for edge, position in enumerate(positions):
         next_node, input_nr = node.next_functions[edge]
         if next_node is None:
             return None, f"input {position} does not require grad and was not recorded ({hint})"
         match = None
-        for item in saved:
+        for item in saved or ():
             if item is None or item._is_output or item._tensor is None:
                 continue
             tensor = item._tensor
@@ -385,12 +389,48 @@ def _recorded_inputs(node):
             if same:
                 match = item
                 break
-        if match is None:
-            return None, f"input {position} was not saved for backward and not recorded ({hint})"
-        if match._version_counter.value != match._saved_version:
-            return None, f"input {position} was modified in place after forward ({hint})"
-        args[position] = _ops.from_numpy(match._tensor._data.copy())
+        if match is not None:
+            if match._version_counter.value != match._saved_version:
+                return None, f"input {position} was modified in place after forward ({hint})"
+            args[position] = _ops.from_numpy(match._tensor._data.copy())
+            continue
+        value = known.get((next_node, input_nr))
+        if value is not None:
+            args[position] = _ops.from_numpy(value.copy())
+            continue
+        if saved is None:
+            if node._released:
+                return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
+            return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
+        return None, f"input {position} was not saved for backward and not recorded ({hint})"
     return tuple(args), None
+
+
+def _graph_values(nodes):
+    """``{(node, output_nr): array}``: values of graph edges that the graph itself still holds.
+
+    A leaf's current value (its AccumulateGrad), and every saved tensor still at the version
+    it was saved at, under the edge it is the value of: an output saved by its own node, an
+    input by the node (and output number) that made it.
+    """
+    known = {}
+    for node in nodes:
+        if isinstance(node, _engine.AccumulateGrad):
+            variable = node.variable
+            if isinstance(variable, Tensor):
+                known[(node, 0)] = variable._data
+            continue
+        for _, item in _capture.saved_tensors_of(node):
+            if item._version_counter.value != item._saved_version:
+                continue
+            data = _capture.saved_data(item)
+            if data is None:
+                continue
+            if item._is_output:
+                known.setdefault((node, item._output_nr), data)
+            elif item._tensor is not None and item._tensor.grad_fn is not None:
+                known.setdefault((item._tensor.grad_fn, item._tensor._output_nr), data)
+    return known
 
 
 # ---- mutated saved tensors ---------------------------------------------------------------
@@ -620,10 +660,7 @@ def _pass_findings(observer, checks):
         message = str(exc)
         if not message.startswith(("one of the variables needed for gradient computation",
                                    "Trying to backward through the graph a second time")):
-            findings.append(Finding(kind="backward_error", function=_function(node), node=node,
-                                    input_index=None,
-                                    message=f"{node.name()}: backward raised {type(exc).__name__}: {exc}",
-                                    details={"exception": exc}))
+            findings.append(_backward_error(node, exc))
     for node, slot, from_dtype, to_dtype in observer.casts:
         position = _position(node, slot)
         args = getattr(node, "_forward_args", None)
@@ -651,11 +688,11 @@ def _check_findings(node, check, earlier):
     cls = _function(node)
     if check.backward_error is not None:
         if not any(f.kind == "backward_error" and f.node is node for f in earlier):
-            exc = check.backward_error
-            findings.append(Finding(kind="backward_error", function=cls, node=node, input_index=None,
-                                    message=f"{name}: backward raised {type(exc).__name__}: {exc}",
-                                    details={"exception": exc}))
+            findings.append(_backward_error(node, check.backward_error))
         return findings
+    findings.extend(_mutation_findings(node, check))
+    if check.mutated_inputs:
+        return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
         if slot.nonfinite.any():
             findings.extend(_nonfinite_finding(node, slot, earlier))
@@ -723,3 +760,75 @@ def _nonfinite_finding(node, slot, earlier):
     return [Finding(kind="nonfinite", function=_function(node), node=node,
                     input_index=slot.position, message=message, worst=worst,
                     details={"entries": int(keep.sum())})]
+
+
+# The engine's errors about what a backward returned, and where they put the slot (PyTorch's
+# messages: "at index i" counts the tensor arguments, "at position p" all of them from 1).
+_SLOT_IN_MESSAGE = (
+    (re.compile(r"returned an invalid gradient at index (\d+)"), "edge"),
+    (re.compile(r"returned a gradient different than None at position (\d+)"), "position1"),
+    (re.compile(r"returned it as the gradient at position (\d+)"), "position1"),
+)
+
+
+def _backward_error(node, exc):
+    """A backward_error finding; the input slot too when the engine's message names it."""
+    text = str(exc)
+    position = None
+    for pattern, counts in _SLOT_IN_MESSAGE:
+        match = pattern.search(text)
+        if match is not None:
+            number = int(match.group(1))
+            position = _position(node, number) if counts == "edge" else number - 1
+            break
+    where = "" if position is None else f" (input {position})"
+    return Finding(kind="backward_error", function=_function(node), node=node,
+                   input_index=position,
+                   message=f"{node.name()}: backward raised {type(exc).__name__}{where}: {exc}",
+                   details={"exception": exc})
+
+
+def _changed_entries(before, after):
+    """(count, worst Entries) of the entries that differ between two arrays of one shape."""
+    with np.errstate(invalid="ignore"):
+        change = np.abs(after - before).reshape(-1)
+    differ = ~((before == after) | (np.isnan(before) & np.isnan(after))).reshape(-1)
+    flat = np.flatnonzero(differ)
+    order = flat[np.argsort(-np.nan_to_num(change[flat], nan=np.inf))][:_WORST]
+    worst = [Entry(_index(j, before.shape), float(before.reshape(-1)[j]),
+                   float(after.reshape(-1)[j])) for j in order]
+    return int(flat.size), worst
+
+
+def _mutation_findings(node, check):
+    """Findings for what the re-run saw forward and backward modify in place."""
+    findings = []
+    name = node.name()
+    for position, (before, after) in sorted(check.mutated_inputs.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        wrong = [s.position for s in check.slots if not s.ok]
+        consequence = (f"; backward computes with the modified values, so the gradient of "
+                       f"input{'s' if len(wrong) > 1 else ''} "
+                       f"{', '.join(str(p) for p in wrong)} disagrees with finite differences"
+                       if wrong else "")
+        message = (f"{name}: forward saved input {position} for backward and then modified it "
+                   f"in place ({count} of {before.size} entries changed; at "
+                   f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, then "
+                   f"{_fmt(first.numeric)}), without ctx.mark_dirty{consequence}")
+        findings.append(Finding(kind="mutated_saved", function=_function(node), node=node,
+                                input_index=position, message=message, worst=worst,
+                                hint="save a clone, or modify a copy (out-of-place) in forward",
+                                details={"in_forward": True, "wrong_inputs": wrong}))
+    for output, (before, after) in sorted(check.mutated_grad_outputs.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        message = (f"{name}: backward modified its grad_output {output} in place ({count} of "
+                   f"{before.size} entries changed; at {_format_index(first.index)}: given "
+                   f"{_fmt(first.analytic)}, then {_fmt(first.numeric)}); the engine can hand "
+                   f"the same gradient tensor to other nodes, whose gradients then change too")
+        findings.append(Finding(kind="mutated_grad_output", function=_function(node), node=node,
+                                input_index=None, message=message, worst=worst,
+                                hint="compute out of place (grad * x, not grad.mul_(x))",
+                                details={"output_index": output}))
+    return findings

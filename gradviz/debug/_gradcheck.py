@@ -45,6 +45,10 @@ __all__ = ["SlotCheck", "NodeCheck", "check_function"]
 _RTOL = {8: 1e-4, 4: 2e-2, 2: 1e-1}
 # Safety factor on the rounding-noise estimate (forward rounding can exceed one ulp per output).
 _NOISE_SAFETY = 64.0
+# The cotangents come from their own stream of the seed: a user's inputs drawn from
+# np.random.default_rng(seed) must not be the cotangents (x.T @ v is symmetric when v is x,
+# which hides a transposed gradient).
+_COTANGENT_STREAM = 0x67726164
 # Smaller steps tried for an entry that disagrees (multiples of the first step).
 _REFINE = {8: (0.1, 0.01), 4: (0.3, 0.1), 2: (0.5, 0.25)}
 
@@ -84,6 +88,11 @@ class NodeCheck:
     slots: list = field(default_factory=list)
     skipped: str | None = None               # why the node could not be checked
     backward_error: BaseException | None = None
+    # saved inputs that forward modified in place without ctx.mark_dirty:
+    # {position: (values before forward, values after)}
+    mutated_inputs: dict = field(default_factory=dict)
+    # gradients that backward modified in place: {output index: (values given, values after)}
+    mutated_grad_outputs: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +107,7 @@ class _RerunObserver(_engine.Observer):
         self.reduced = {}
         self.cast = {}
         self.none_edges = set()
+        self.mutated_grads = {}  # output index -> (values given, values after backward)
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
         if node is self.node:
@@ -129,7 +139,8 @@ class _Rerun:
                     data = data.astype(dtype)
                 self.base[i] = data
         self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        outputs, _ = self._forward(self.base)
+        self.mutated_inputs = {}
+        outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs)
                              if isinstance(o, Tensor) and o.requires_grad and o.dtype.is_floating_point]
         precision = min([outputs[k]._data.dtype.itemsize for k in self.diff_outputs]
@@ -145,8 +156,12 @@ class _Rerun:
                            for k in self.diff_outputs}
 
     # ---- running the Function --------------------------------------------------------
-    def _forward(self, arrays):
-        """``cls.apply`` on fresh copies, with the original inputs requiring grad."""
+    def _forward(self, arrays, mutated=None):
+        """``cls.apply`` on fresh copies, with the original inputs requiring grad.
+
+        With a dict ``mutated``, saved inputs that forward modified in place without
+        ``ctx.mark_dirty`` are put in it (Note [Modified in forward]).
+        """
         call = []
         leaves = {}
         for i, a in enumerate(self.args):
@@ -164,6 +179,8 @@ class _Rerun:
             outputs = self.cls.apply(*call)
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
+        if mutated is not None:
+            mutated.update(_modified_in_forward(call, arrays, outputs))
         return outputs, leaves
 
     def evaluate(self, arrays):
@@ -183,9 +200,14 @@ class _Rerun:
         observer = _RerunObserver()
         observer.node = roots[0].grad_fn
         capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
+        given = [g._data.copy() for g in grads]
         task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
                                observer=observer)
         captured = task.run()
+        for k, grad, before in zip(self.diff_outputs, grads, given):
+            if not np.array_equal(grad._data, before, equal_nan=True):
+                observer.mutated_grads[k] = (before.astype(np.float64),
+                                             grad._data.astype(np.float64))
         result = {}
         for p, value in zip(self.positions, captured):
             result[p] = None if value is None else value._data.astype(np.float64)
@@ -244,6 +266,31 @@ class _Rerun:
         return None
 
 
+def _modified_in_forward(call, arrays, outputs):
+    """Note [Modified in forward]: ``{position: (before, after)}`` for each tensor argument that
+    forward saved for backward and then modified in place without ``ctx.mark_dirty``.
+
+    PyTorch saves tensors when forward returns, so backward silently computes with the
+    modified values. (A tensor marked dirty is returned as an output: that is allowed.)
+    """
+    ctx = next((o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None),
+               None)
+    saved = getattr(ctx, "_saved", None) or ()
+    saved_ids = {id(item._tensor) for item in saved
+                 if item is not None and getattr(item, "_tensor", None) is not None}
+    found = {}
+    for position, tensor in enumerate(call):
+        if position not in arrays or not isinstance(tensor, Tensor) or id(tensor) not in saved_ids:
+            continue
+        if any(tensor is o for o in outputs):
+            continue
+        before = arrays[position]
+        after = tensor._data
+        if after.shape == before.shape and not np.array_equal(after, before, equal_nan=True):
+            found[position] = (before.astype(np.float64), after.astype(np.float64))
+    return found
+
+
 def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
@@ -259,7 +306,8 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
     rerun, analytic, observer, failure = None, None, None, None
     for dtype in (np.float64, None):
         try:
-            candidate = _Rerun(cls, args, needs, positions, dtype, np.random.default_rng(seed))
+            candidate = _Rerun(cls, args, needs, positions, dtype,
+                               np.random.default_rng((seed, _COTANGENT_STREAM)))
         except Exception as exc:  # noqa: BLE001 - the user's forward may raise anything
             failure = failure or ("forward", exc)
             continue
@@ -279,6 +327,8 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
         return NodeCheck(backward_error=exc)
 
     check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
+    check.mutated_inputs = rerun.mutated_inputs
+    check.mutated_grad_outputs = observer.mutated_grads
     reason = rerun.prepare()
     if reason is not None:
         check.skipped = reason
@@ -461,10 +511,18 @@ def _explain(rerun, check, analytic):
         if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
+            hint = _layout_hint(slot)
+        if hint is None:
             if linear is None:
                 linear = _linearity(rerun, analytic)
             hint = linear.get(slot.position)
         slot.hint = hint
+    if len(rerun.diff_outputs) > 1:
+        for position, outputs in _outputs_at_fault(rerun, check).items():
+            slot = next(s for s in check.slots if s.position == position)
+            part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
+                    f"{', '.join(str(k) for k in outputs)} disagrees")
+            slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
 
 
 def _close(a, b, rel=1e-2):
@@ -501,6 +559,77 @@ def _swap_hint(slot, compared):
             return f"it matches the gradient of input {position}: inputs {slot.position} and " \
                    f"{position} swapped in backward?"
     return None
+
+
+def _full(slot):
+    """The slot's analytic and numeric values in its shape, when every entry was checked and
+    has a finite numeric value (else None)."""
+    size = int(np.prod(slot.shape, dtype=np.int64))
+    if slot.sampled or len(slot.indices) != size or not np.all(np.isfinite(slot.numeric)) \
+            or not np.all(np.isfinite(slot.analytic)):
+        return None
+    return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
+
+
+def _layout_hint(slot):
+    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
+    full = _full(slot)
+    if full is None:
+        return None
+    a, n = full
+    if not np.any(n):
+        return None
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] > 1:
+        transposed = np.swapaxes(n, -1, -2)
+        if _close(a, transposed) and not _close(n, transposed):
+            return "it equals the transpose of the true gradient: looks transposed"
+    for dim in range(a.ndim):
+        if a.shape[dim] < 3:
+            continue
+        for step in (1, -1):
+            shifted = np.zeros_like(n)
+            to = [slice(None)] * n.ndim
+            src = [slice(None)] * n.ndim
+            to[dim] = slice(1, None) if step == 1 else slice(None, -1)
+            src[dim] = slice(None, -1) if step == 1 else slice(1, None)
+            shifted[tuple(to)] = n[tuple(src)]
+            if np.any(shifted) and _close(a, shifted) and not _close(n, shifted):
+                return (f"its values sit {'one place later' if step == 1 else 'one place earlier'} "
+                        f"along dim {dim} than they should: an index off by one?")
+    return None
+
+
+def _outputs_at_fault(rerun, check):
+    """For a Function with several outputs: ``{position: [outputs]}`` of the outputs whose part
+    of the gradient (backward with a cotangent on that output alone) disagrees, when not all do.
+    """
+    slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
+    if not slots:
+        return {}
+    wrong = {s.position: [] for s in slots}
+    saved = rerun.cotangents, rerun._cotangent_list
+    try:
+        for k in rerun.diff_outputs:
+            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+            rerun.cotangents = alone
+            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+            analytic, _ = rerun.analytic()
+            for slot in slots:
+                values = analytic[slot.position]
+                values = np.zeros(slot.shape) if values is None else values.reshape(-1)
+                for j in slot.indices[slot.mismatched][:8]:
+                    lower, upper = rerun.moved(slot.position, j, 1.0)
+                    numeric, noise = rerun.difference(slot.position, j, lower, upper)
+                    if not math.isfinite(numeric):
+                        continue
+                    if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
+                        wrong[slot.position].append(k)
+                        break
+    except Exception:  # noqa: BLE001 - only a hint
+        return {}
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
+    return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
 
 
 def _linearity(rerun, analytic):
