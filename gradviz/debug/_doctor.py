@@ -23,6 +23,7 @@ says why.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from gradviz_ext import engine as _engine
 from .. import ops as _ops
 from .._tensor import Tensor
 from ..autograd._functional import make_graph_task
+from ..autograd.grad_mode import no_grad
 from . import _capture
 from ._gradcheck import check_function
 
@@ -44,6 +46,8 @@ FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "mutated_grad_o
                  "coerced_gradient", "backward_error")
 
 _WORST = 5
+# findings whose worst entries are (backward's value, the finite difference)
+_GRADIENT_KINDS = ("wrong_gradient", "coerced_gradient", "nonfinite")
 
 
 class Entry(NamedTuple):
@@ -180,6 +184,10 @@ class DoctorReport:
         for finding in self.findings:
             mark = "problem" if finding.severity == "error" else "warning"
             lines.append(f"  {mark}: {finding.message}")
+            if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
+                entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
+                                    f"{_fmt(e.numeric)}" for e in finding.worst)
+                lines.append(f"    worst entries (backward vs finite differences): {entries}")
         for node, reason in self.skipped:
             lines.append(f"  skipped: {node.name()}: {reason}")
         for note in self.notes:
@@ -354,12 +362,13 @@ def _fmt(value):
 
 # ---- recorded inputs ----------------------------------------------------------------------
 
-def _recorded_inputs(node, known):
+def _recorded_inputs(node, known, trail=()):
     """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
 
     Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
     arguments can still be rebuilt when each was a tensor the graph still holds: one the
-    Function saved unchanged, or one ``known`` has (:func:`_graph_values`). A leaf may have
+    Function saved unchanged, one ``known`` has (:func:`_graph_values`), or an output of a
+    custom Function whose own arguments can be rebuilt (:func:`_edge_value`). A leaf may have
     changed since forward; that does not matter here, because the Function's backward is
     checked against its own forward at whatever point it is re-run.
     """
@@ -373,10 +382,13 @@ def _recorded_inputs(node, known):
         return None, f"its forward arguments include non-tensors that were not recorded ({hint})"
     saved = getattr(node, "_saved", None)
     args = [None] * count
+    constants = []  # positions of tensor arguments that do not require grad
+    used = set()    # saved tensors matched to an argument
     for edge, position in enumerate(positions):
         next_node, input_nr = node.next_functions[edge]
         if next_node is None:
-            return None, f"input {position} does not require grad and was not recorded ({hint})"
+            constants.append(position)
+            continue
         match = None
         for item in saved or ():
             if item is None or item._is_output or item._tensor is None:
@@ -393,8 +405,9 @@ def _recorded_inputs(node, known):
             if match._version_counter.value != match._saved_version:
                 return None, f"input {position} was modified in place after forward ({hint})"
             args[position] = _ops.from_numpy(match._tensor._data.copy())
+            used.add(id(match))
             continue
-        value = known.get((next_node, input_nr))
+        value = _edge_value(next_node, input_nr, known, trail + (node,))
         if value is not None:
             args[position] = _ops.from_numpy(value.copy())
             continue
@@ -403,7 +416,75 @@ def _recorded_inputs(node, known):
                 return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
             return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
         return None, f"input {position} was not saved for backward and not recorded ({hint})"
+    if constants and not _place_constants(node, args, constants, saved, used, known):
+        return None, (f"input {constants[0]} does not require grad and was not recorded "
+                      f"({hint})")
     return tuple(args), None
+
+
+def _place_constants(node, args, constants, saved, used, known):
+    """Fill the arguments that need no gradient from the saved tensors no edge accounts for.
+
+    Nothing links such a tensor to its position, so each way of placing them is tried: the
+    one placing whose forward runs (and reproduces an output the graph still holds, if any)
+    is taken; with none, or several, the node is skipped.
+    """
+    spare = [item for item in saved or () if item is not None and not item._is_output
+             and item._tensor is not None and id(item) not in used
+             and item._version_counter.value == item._saved_version]
+    if len(spare) < len(constants) or len(spare) > 4:
+        return False
+    held = {nr: value for (owner, nr), value in known.items() if owner is node}
+    working = []
+    for choice in itertools.permutations(spare, len(constants)):
+        trial = list(args)
+        for position, item in zip(constants, choice):
+            trial[position] = _ops.from_numpy(item._tensor._data.copy())
+        try:
+            with no_grad():
+                outputs = node._forward_cls.apply(*trial)
+        except Exception:  # noqa: BLE001 - a placing the forward does not accept
+            continue
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        if held:
+            if all(nr < len(outputs) and isinstance(outputs[nr], Tensor)
+                   and outputs[nr]._data.shape == value.shape
+                   and np.allclose(outputs[nr]._data, value, equal_nan=True)
+                   for nr, value in held.items()):
+                working = [trial]
+                break
+            continue
+        working.append(trial)
+    if len(working) != 1:
+        return False
+    for position in constants:
+        args[position] = working[0][position]
+    return True
+
+
+# How many custom Functions deep _edge_value re-runs forwards to find one argument.
+_RERUN_DEPTH = 16
+
+
+def _edge_value(node, output_nr, known, trail):
+    """The value of edge ``(node, output_nr)``: from ``known``, or for a custom Function's
+    output by re-running its forward (without recording) on its rebuilt arguments."""
+    value = known.get((node, output_nr))
+    if value is not None or not _is_custom(node) or node in trail or len(trail) > _RERUN_DEPTH:
+        return value
+    args, _ = _recorded_inputs(node, known, trail)
+    if args is None:
+        return None
+    try:
+        with no_grad():
+            outputs = node._forward_cls.apply(*args)
+    except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
+        return None
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    for nr, output in enumerate(outputs):
+        if isinstance(output, Tensor):
+            known.setdefault((node, nr), output._data)
+    return known.get((node, output_nr))
 
 
 def _graph_values(nodes):
@@ -565,17 +646,18 @@ def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
 # ---- the extra backward pass -------------------------------------------------------------
 
 def _nonfinite(grads):
-    """(slot, nan, inf) of the first gradient with NaN/Inf entries, or None."""
+    """(slot, nan, inf, index of the first) of the first gradient with NaN/Inf entries, or
+    None."""
     for slot, grad in enumerate(grads):
         if grad is None:
             continue
         data = grad._data
         if data.dtype.kind != "f":
             continue
-        nan = int(np.isnan(data).sum())
-        inf = int(np.isinf(data).sum())
-        if nan or inf:
-            return slot, nan, inf
+        bad = ~np.isfinite(data)
+        if bad.any():
+            first = _index(np.flatnonzero(bad.reshape(-1))[0], data.shape)
+            return slot, int(np.isnan(data).sum()), int(np.isinf(data).sum()), first
     return None
 
 
@@ -639,9 +721,9 @@ def _backward_pass(roots, gradient, nodes, report):
 def _pass_findings(observer, checks):
     findings = []
     if observer.first_nonfinite is not None:
-        node, (slot, nan, inf), incoming, after_hooks = observer.first_nonfinite
+        node, (slot, nan, inf, first), incoming, after_hooks = observer.first_nonfinite
         position = _position(node, slot)
-        counts = f"{nan} NaN, {inf} Inf"
+        counts = f"{nan} NaN, {inf} Inf, the first at {_format_index(first)}"
         if incoming is not None:
             source = ("its incoming gradient was already non-finite (the gradient given to "
                       "the backward pass, or a sum that overflowed)")
@@ -709,7 +791,8 @@ def _check_findings(node, check, earlier):
         worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
                  for i in order]
         first = worst[0]
-        where = (f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+        where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
+                 f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
                  f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
         details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
                    "mismatched": int(keep.sum()), "sampled": slot.sampled,

@@ -195,7 +195,8 @@ class _Rerun:
         """
         outputs, leaves = self._forward(self.base)
         roots = [outputs[k] for k in self.diff_outputs]
-        grads = [_ops.from_numpy((self.cotangents[k] * scale).astype(self.out_dtypes[k]))
+        # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
+        grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
                  for k in self.diff_outputs]
         observer = _RerunObserver()
         observer.node = roots[0].grad_fn
@@ -556,8 +557,9 @@ def _swap_hint(slot, compared):
             continue
         if _close(slot.analytic[keep], other.numeric[keep]) \
                 and not _close(other.numeric[keep], slot.numeric[keep]):
-            return f"it matches the gradient of input {position}: inputs {slot.position} and " \
-                   f"{position} swapped in backward?"
+            first, second = sorted((slot.position, position))
+            return f"it matches the gradient of input {position}: gradients for inputs " \
+                   f"{first} and {second} swapped in backward?"
     return None
 
 
