@@ -38,12 +38,12 @@ from .._tensor import Tensor
 from ..autograd._functional import make_graph_task
 from ..autograd.grad_mode import no_grad
 from . import _capture
-from ._gradcheck import check_function
+from ._gradcheck import check_double_backward, check_function
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 
-FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "mutated_grad_output",
-                 "coerced_gradient", "backward_error")
+FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
+                 "mutated_grad_output", "coerced_gradient", "backward_error")
 
 _WORST = 5
 # findings whose worst entries are (backward's value, the finite difference)
@@ -200,7 +200,8 @@ class DoctorReport:
 
 
 def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
-           check_backward: bool = True, progress: Callable | bool | None = None) -> DoctorReport:
+           check_backward: bool = True, double_backward: bool = False,
+           progress: Callable | bool | None = None) -> DoctorReport:
     """Diagnose the backward of ``loss``: wrong custom gradients, NaN/Inf, mutated saved tensors.
 
     Parameters
@@ -216,6 +217,10 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         At most this many entries of each input are checked (chosen at random beyond that).
     check_backward : bool
         Run one extra backward pass to find NaN/Inf and silently cast gradients.
+    double_backward : bool
+        Also check each custom backward's own derivative (what ``create_graph=True`` uses,
+        Note [Doctor's double backward]); a backward that cannot be differentiated is then a
+        ``wrong_double_backward`` finding unless it is ``@once_differentiable``.
     progress : callable or bool, optional
         ``progress(done, total, label)`` after each step; ``True`` prints a line per step.
 
@@ -279,6 +284,14 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                     report.skipped.append((node, check.skipped))
                 else:
                     report.checked.append(node)
+                    if double_backward and check.ok:
+                        second, reason = check_double_backward(node._forward_cls, args,
+                                                               node.needs_input_grad, seed)
+                        if second is None:
+                            report.notes.append(f"{node.name()}: double backward not checked: "
+                                                f"{reason}")
+                        else:
+                            report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
     finally:
         _engine.set_forward_observer(previous_observer)
@@ -914,4 +927,31 @@ def _mutation_findings(node, check):
                                 input_index=None, message=message, worst=worst,
                                 hint="compute out of place (grad * x, not grad.mul_(x))",
                                 details={"output_index": output}))
+    return findings
+
+
+def _double_backward_findings(node, check):
+    findings = []
+    for slot in check.slots:
+        if not slot.mismatched.any():
+            continue
+        keep = slot.mismatched
+        flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
+        error = np.abs(analytic - numeric)
+        order = np.argsort(-error)[:_WORST]
+        worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
+                 for i in order]
+        first = worst[0]
+        message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                   f"(create_graph=True, double backward) disagrees with finite differences of "
+                   f"backward ({int(keep.sum())} of {len(slot.indices)} checked entries disagree; "
+                   f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+                   f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        if slot.hint:
+            message += f" - {slot.hint}"
+        findings.append(Finding(kind="wrong_double_backward", function=_function(node), node=node,
+                                input_index=slot.position, message=message,
+                                max_abs_error=float(error.max()), worst=worst, hint=slot.hint,
+                                details={"order": 2, "checked": int(len(slot.indices)),
+                                         "mismatched": int(keep.sum())}))
     return findings

@@ -35,10 +35,12 @@ from gradviz_ext import engine as _engine
 
 from .. import ops as _ops
 from .._tensor import Tensor
+from ..autograd._functional import grad as _autograd_grad
 from ..autograd._functional import make_graph_task
+from ..autograd.function import DelayedError
 from ..autograd.grad_mode import enable_grad
 
-__all__ = ["SlotCheck", "NodeCheck", "check_function"]
+__all__ = ["SlotCheck", "NodeCheck", "check_function", "check_double_backward"]
 
 # Relative tolerance by the precision the outputs were computed in. Generous on purpose: the
 # bugs the doctor looks for (a sign, a factor, a swapped or ignored gradient) are O(1) errors.
@@ -188,12 +190,13 @@ class _Rerun:
         outputs, _ = self._forward(arrays)
         return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
 
-    def analytic(self, scale=1.0):
-        """The backward's vector-Jacobian product, run through the engine.
+    def analytic(self, scale=1.0, arrays=None):
+        """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
+        default the recorded arguments).
 
         Returns ``({position: float64 array or None}, observer)``.
         """
-        outputs, leaves = self._forward(self.base)
+        outputs, leaves = self._forward(self.base if arrays is None else arrays)
         roots = [outputs[k] for k in self.diff_outputs]
         # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
         grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
@@ -650,3 +653,104 @@ def _linearity(rerun, analytic):
         elif not np.allclose(again, 2 * values, rtol=1e-4, atol=1e-12):
             hints[p] = "it is not linear in grad_output"
     return hints
+
+
+# ---- second order -------------------------------------------------------------------------
+
+def check_double_backward(cls, args, needs, seed, max_entries=64):
+    """Check the derivative of ``cls``'s backward (what ``create_graph=True`` uses).
+
+    Note [Doctor's double backward]: with the cotangents ``v`` fixed and random ``u_p`` for
+    the gradients, the checked scalar is ``s(x) = sum_p <u_p, vjp_p(x, v)>``: analytic, the
+    engine differentiates the graph that backward built under ``create_graph=True``; numeric,
+    central differences of the backward re-run at moved inputs. A backward written with
+    operations the engine cannot differentiate (``.numpy()``, ``.detach()``, ``.data``) builds
+    no graph, so its second derivative comes out zero or missing terms, silently.
+
+    Returns ``(NodeCheck, reason)``: reason says why it could not be checked (else None).
+    """
+    positions = [p for p, a in enumerate(args)
+                 if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
+    if not positions:
+        return None, "no floating-point input needs a gradient"
+    rng = np.random.default_rng((seed, _COTANGENT_STREAM, 2))
+    try:
+        rerun = _Rerun(cls, args, needs, positions, np.float64, rng)
+        if not rerun.diff_outputs or rerun.itemsize != 8:
+            return None, "it does not run in float64"
+        rerun.prepare()
+        u = {p: rng.standard_normal(rerun.base[p].shape) for p in positions}
+        second = _second_order(rerun, u)
+    except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
+        if "once_differentiable" in str(exc):
+            return None, "its backward is @once_differentiable (it cannot be differentiated again)"
+        return None, f"differentiating its backward raised {type(exc).__name__}: {exc}"
+
+    def contracted(arrays):
+        values, _ = rerun.analytic(arrays=arrays)
+        return sum(float(np.sum(u[p] * values[p])) for p in positions if values[p] is not None)
+
+    check = NodeCheck(dtype="float64")
+    for p in positions:
+        base = rerun.base[p]
+        size = base.size
+        sampled = size > max_entries
+        indices = (np.sort(np.random.default_rng((seed, p)).choice(size, max_entries, replace=False))
+                   if sampled else np.arange(size))
+        numeric = np.empty(len(indices))
+        for n, j in enumerate(indices):
+            values = []
+            for factor in (1.0, 0.1):
+                lower, upper = rerun.moved(p, j, factor)
+                moved = [base.copy(), base.copy()]
+                moved[0].reshape(-1)[j], moved[1].reshape(-1)[j] = upper, lower
+                up = contracted({**rerun.base, p: moved[0]})
+                low = contracted({**rerun.base, p: moved[1]})
+                values.append((up - low) / (float(upper) - float(lower)))
+            numeric[n] = values[0] if abs(values[0] - values[1]) <= 1e-3 * max(1.0, abs(values[1])) \
+                else math.nan  # a jump of the backward within the step: not judged
+        analytic = second[p].reshape(-1)[indices]
+        finite = np.isfinite(numeric)
+        scale = float(np.max(np.abs(numeric[finite]))) if finite.any() else 0.0
+        tolerance = 1e-4 * max(scale, 1e-8) + 1e-4 * np.maximum(np.abs(analytic), np.abs(numeric))
+        mismatched = finite & ~(np.abs(analytic - numeric) <= tolerance)
+        slot = SlotCheck(position=p, shape=tuple(base.shape), indices=indices, analytic=analytic,
+                         numeric=numeric, mismatched=mismatched,
+                         nonfinite=np.zeros(len(indices), dtype=bool), sampled=sampled)
+        if mismatched.any():
+            a, n = analytic[finite], numeric[finite]
+            if not np.any(second[p]):
+                slot.hint = ("its gradient does not depend on the inputs through the graph: "
+                             "backward computes with operations autograd cannot differentiate "
+                             "(.numpy(), .detach(), .data); write it with tensor operations, or "
+                             "mark it @once_differentiable so create_graph=True raises")
+            else:
+                slot.hint = _factor_hint(a, n)
+        check.slots.append(slot)
+    return check, None
+
+
+def _second_order(rerun, u):
+    """``d/dx sum_p <u_p, vjp_p(x, v)>`` through the graph backward builds (create_graph)."""
+    outputs, leaves = rerun._forward(rerun.base)
+    roots = [outputs[k] for k in rerun.diff_outputs]
+    # the cotangents require grad, as in gradgradcheck: a @once_differentiable backward then
+    # returns its gradients on a DelayedError node
+    grads = [_ops.from_numpy(np.asarray(rerun.cotangents[k], dtype=rerun.out_dtypes[k]))
+             .requires_grad_(True) for k in rerun.diff_outputs]
+    inputs = [leaves[p] for p in rerun.positions]
+    with enable_grad():
+        first = _autograd_grad(roots, inputs, grads, create_graph=True, allow_unused=True)
+        if any(g is not None and isinstance(g.grad_fn, DelayedError) for g in first):
+            raise RuntimeError("its backward is @once_differentiable")
+        total = None
+        for p, g in zip(rerun.positions, first):
+            if g is None or not g.requires_grad:
+                continue
+            term = (g * _ops.from_numpy(u[p].astype(g._data.dtype))).sum()
+            total = term if total is None else total + term
+        second = [None] * len(inputs)
+        if total is not None:
+            second = _autograd_grad([total], inputs, allow_unused=True)
+    return {p: (np.zeros(rerun.base[p].shape) if g is None else g._data.astype(np.float64))
+            for p, g in zip(rerun.positions, second)}

@@ -997,3 +997,84 @@ def test_deep_float32_network_with_one_buggy_function(capture):
     assert (finding.kind, finding.function, finding.input_index) \
         == ("wrong_gradient", SoftmaxCrossEntropyNoMean, 0), str(report)
     assert "analytic = 10 x numeric" in finding.message
+
+
+# ---- second order ----------------------------------------------------------------------------
+
+class CubeThroughNumpy(Cube):
+    """Right first derivative, computed in numpy: create_graph=True cannot differentiate it."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * gradviz.from_numpy(3 * x.detach().numpy() ** 2)
+
+
+class CubeSecondOrderWrong(Cube):
+    """Differentiable, but 3 * x.detach() * x: half the second derivative is lost."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x.detach() * x
+
+
+def _double_backward_program(module, fn, x_np, w_np):
+    """A gradient penalty: the loss uses d(loss)/dx, so backward runs under create_graph."""
+    x = module.tensor(x_np, requires_grad=True)
+    w = module.tensor(w_np)
+    inner = (fn(x) * w).sum()
+    (gx,) = module.autograd.grad(inner, x, create_graph=True)
+    return (gx ** 2).sum(), inner, x
+
+
+@pytest.mark.parametrize("buggy, factor", [(CubeThroughNumpy, None), (CubeSecondOrderWrong, 0.5)])
+def test_double_backward_bugs(buggy, factor):
+    rng = np.random.default_rng(4)
+    x_np, w_np = rng.standard_normal(5), rng.standard_normal(5)
+    ref, _, x_ref = _double_backward_program(real_torch, lambda t: t ** 3, x_np, w_np)
+    ref.backward()
+    # the correct Function: torch's second-order gradient, and a clean report (the doctor
+    # looks at the graph backward ran on with create_graph=True: the inner loss)
+    with gradviz.debug.capture():
+        loss, inner, x = _double_backward_program(gradviz, Cube.apply, x_np, w_np)
+    loss.backward()
+    np.testing.assert_allclose(x.grad.numpy(), x_ref.grad.numpy(), rtol=1e-10)
+    report = gradviz.debug.doctor(inner, double_backward=True)
+    assert report.findings == [] and report.checked, str(report)
+    # the buggy one: first order right (only double_backward=True finds it), second order wrong
+    with gradviz.debug.capture():
+        loss, inner, x = _double_backward_program(gradviz, buggy.apply, x_np, w_np)
+    if loss.requires_grad:
+        loss.backward()
+        assert not np.allclose(x.grad.numpy(), x_ref.grad.numpy())
+    assert gradviz.debug.doctor(inner).findings == []
+    report = gradviz.debug.doctor(inner, double_backward=True)
+    (finding,) = report.findings
+    assert (finding.kind, finding.function, finding.input_index) \
+        == ("wrong_double_backward", buggy, 0), str(report)
+    assert "create_graph=True" in finding.message and finding.worst
+    if factor is None:
+        assert "cannot differentiate" in finding.hint
+    else:
+        assert f"analytic = {factor:g} x numeric" in finding.hint
+
+
+def test_double_backward_of_once_differentiable_is_a_note_not_a_finding():
+    x = gradviz.tensor(np.random.default_rng(2).standard_normal(4), requires_grad=True)
+    with gradviz.debug.capture():
+        loss = (OnceSoftplus.apply(x) ** 2).sum()
+    report = gradviz.debug.doctor(loss, double_backward=True)
+    assert report.findings == [] and report.checked, str(report)
+    assert any("once_differentiable" in note for note in report.notes), str(report)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_correct_programs_have_right_double_backwards(case):
+    """Every correct Function above builds its gradient with tensor operations: its double
+    backward is right too (the once_differentiable one is only noted)."""
+    _, tensors = _leaves(case, 0)
+    report = gradviz.debug.doctor(_build(case, case.fixed, tensors), double_backward=True)
+    assert report.findings == [], f"{case.name}:\n{report}"
+    expected = ["once_differentiable" in n for n in report.notes]
+    assert all(expected) and len(expected) == (case.fixed is OnceSoftplus), str(report)
