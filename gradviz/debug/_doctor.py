@@ -9,8 +9,11 @@
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
 3. **mutated saved tensors**: saved tensors whose version counter moved, and, for graphs built
-   inside :func:`gradviz.debug.capture`, saved tensors whose values changed without it;
-4. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
+   inside :func:`gradviz.debug.capture`, saved tensors whose values changed without it; inputs
+   that forward saved and then modified in place (without ``ctx.mark_dirty``);
+4. **mutated gradients**: a backward that modifies its ``grad_output`` in place (the engine
+   may have handed the same tensor to other nodes, whose gradients it then changes);
+5. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
    to the input's shape when the result is wrong.
 
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
@@ -20,6 +23,8 @@ says why.
 
 from __future__ import annotations
 
+import itertools
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
@@ -31,15 +36,18 @@ from gradviz_ext import engine as _engine
 from .. import ops as _ops
 from .._tensor import Tensor
 from ..autograd._functional import make_graph_task
+from ..autograd.grad_mode import no_grad
 from . import _capture
-from ._gradcheck import check_function
+from ._gradcheck import check_double_backward, check_function
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 
-FINDING_KINDS = ("wrong_gradient", "nonfinite", "mutated_saved", "coerced_gradient",
-                 "backward_error")
+FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
+                 "mutated_grad_output", "coerced_gradient", "backward_error")
 
 _WORST = 5
+# findings whose worst entries are (backward's value, the finite difference)
+_GRADIENT_KINDS = ("wrong_gradient", "coerced_gradient", "nonfinite")
 
 
 class Entry(NamedTuple):
@@ -142,7 +150,7 @@ class DoctorReport:
         ...     def backward(ctx, grad):
         ...         return grad * 2
         >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x).sum()).to_dict()
+        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
         >>> data["ok"], data["findings"], data["skipped"][0]["name"]
         (True, [], 'TwiceBackward')
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
@@ -176,6 +184,10 @@ class DoctorReport:
         for finding in self.findings:
             mark = "problem" if finding.severity == "error" else "warning"
             lines.append(f"  {mark}: {finding.message}")
+            if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
+                entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
+                                    f"{_fmt(e.numeric)}" for e in finding.worst)
+                lines.append(f"    worst entries (backward vs finite differences): {entries}")
         for node, reason in self.skipped:
             lines.append(f"  skipped: {node.name()}: {reason}")
         for note in self.notes:
@@ -188,7 +200,8 @@ class DoctorReport:
 
 
 def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
-           check_backward: bool = True, progress: Callable | bool | None = None) -> DoctorReport:
+           check_backward: bool = True, double_backward: bool = False,
+           progress: Callable | bool | None = None) -> DoctorReport:
     """Diagnose the backward of ``loss``: wrong custom gradients, NaN/Inf, mutated saved tensors.
 
     Parameters
@@ -204,6 +217,10 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         At most this many entries of each input are checked (chosen at random beyond that).
     check_backward : bool
         Run one extra backward pass to find NaN/Inf and silently cast gradients.
+    double_backward : bool
+        Also check each custom backward's own derivative (what ``create_graph=True`` uses,
+        Note [Doctor's double backward]); a backward that cannot be differentiated is then a
+        ``wrong_double_backward`` finding unless it is ``@once_differentiable``.
     progress : callable or bool, optional
         ``progress(done, total, label)`` after each step; ``True`` prints a line per step.
 
@@ -253,8 +270,9 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
             pass_result = _backward_pass(roots, gradient, nodes, report)
             reporter("backward pass")
         checks = {}
+        known = _graph_values(nodes)
         for node in custom:
-            args, reason = _recorded_inputs(node)
+            args, reason = _recorded_inputs(node, known)
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -266,6 +284,14 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                     report.skipped.append((node, check.skipped))
                 else:
                     report.checked.append(node)
+                    if double_backward and check.ok:
+                        second, reason = check_double_backward(node._forward_cls, args,
+                                                               node.needs_input_grad, seed)
+                        if second is None:
+                            report.notes.append(f"{node.name()}: double backward not checked: "
+                                                f"{reason}")
+                        else:
+                            report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
     finally:
         _engine.set_forward_observer(previous_observer)
@@ -349,11 +375,15 @@ def _fmt(value):
 
 # ---- recorded inputs ----------------------------------------------------------------------
 
-def _recorded_inputs(node):
+def _recorded_inputs(node, known, trail=()):
     """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
 
     Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
-    arguments can still be rebuilt when each was a tensor that the Function saved unchanged.
+    arguments can still be rebuilt when each was a tensor the graph still holds: one the
+    Function saved unchanged, one ``known`` has (:func:`_graph_values`), or an output of a
+    custom Function whose own arguments can be rebuilt (:func:`_edge_value`). A leaf may have
+    changed since forward; that does not matter here, because the Function's backward is
+    checked against its own forward at whatever point it is re-run.
     """
     recorded = getattr(node, "_forward_args", None)
     if recorded is not None:
@@ -364,17 +394,16 @@ def _recorded_inputs(node):
     if len(positions) != count:
         return None, f"its forward arguments include non-tensors that were not recorded ({hint})"
     saved = getattr(node, "_saved", None)
-    if saved is None:
-        if node._released:
-            return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
-        return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
     args = [None] * count
+    constants = []  # positions of tensor arguments that do not require grad
+    used = set()    # saved tensors matched to an argument
     for edge, position in enumerate(positions):
         next_node, input_nr = node.next_functions[edge]
         if next_node is None:
-            return None, f"input {position} does not require grad and was not recorded ({hint})"
+            constants.append(position)
+            continue
         match = None
-        for item in saved:
+        for item in saved or ():
             if item is None or item._is_output or item._tensor is None:
                 continue
             tensor = item._tensor
@@ -385,12 +414,117 @@ def _recorded_inputs(node):
             if same:
                 match = item
                 break
-        if match is None:
-            return None, f"input {position} was not saved for backward and not recorded ({hint})"
-        if match._version_counter.value != match._saved_version:
-            return None, f"input {position} was modified in place after forward ({hint})"
-        args[position] = _ops.from_numpy(match._tensor._data.copy())
+        if match is not None:
+            if match._version_counter.value != match._saved_version:
+                return None, f"input {position} was modified in place after forward ({hint})"
+            args[position] = _ops.from_numpy(match._tensor._data.copy())
+            used.add(id(match))
+            continue
+        value = _edge_value(next_node, input_nr, known, trail + (node,))
+        if value is not None:
+            args[position] = _ops.from_numpy(value.copy())
+            continue
+        if saved is None:
+            if node._released:
+                return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
+            return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
+        return None, f"input {position} was not saved for backward and not recorded ({hint})"
+    if constants and not _place_constants(node, args, constants, saved, used, known):
+        return None, (f"input {constants[0]} does not require grad and was not recorded "
+                      f"({hint})")
     return tuple(args), None
+
+
+def _place_constants(node, args, constants, saved, used, known):
+    """Fill the arguments that need no gradient from the saved tensors no edge accounts for.
+
+    Nothing links such a tensor to its position, so each way of placing them is tried: the
+    one placing whose forward runs (and reproduces an output the graph still holds, if any)
+    is taken; with none, or several, the node is skipped.
+    """
+    spare = [item for item in saved or () if item is not None and not item._is_output
+             and item._tensor is not None and id(item) not in used
+             and item._version_counter.value == item._saved_version]
+    if len(spare) < len(constants) or len(spare) > 4:
+        return False
+    held = {nr: value for (owner, nr), value in known.items() if owner is node}
+    working = []
+    for choice in itertools.permutations(spare, len(constants)):
+        trial = list(args)
+        for position, item in zip(constants, choice):
+            trial[position] = _ops.from_numpy(item._tensor._data.copy())
+        try:
+            with no_grad():
+                outputs = node._forward_cls.apply(*trial)
+        except Exception:  # noqa: BLE001 - a placing the forward does not accept
+            continue
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        if held:
+            if all(nr < len(outputs) and isinstance(outputs[nr], Tensor)
+                   and outputs[nr]._data.shape == value.shape
+                   and np.allclose(outputs[nr]._data, value, equal_nan=True)
+                   for nr, value in held.items()):
+                working = [trial]
+                break
+            continue
+        working.append(trial)
+    if len(working) != 1:
+        return False
+    for position in constants:
+        args[position] = working[0][position]
+    return True
+
+
+# How many custom Functions deep _edge_value re-runs forwards to find one argument.
+_RERUN_DEPTH = 16
+
+
+def _edge_value(node, output_nr, known, trail):
+    """The value of edge ``(node, output_nr)``: from ``known``, or for a custom Function's
+    output by re-running its forward (without recording) on its rebuilt arguments."""
+    value = known.get((node, output_nr))
+    if value is not None or not _is_custom(node) or node in trail or len(trail) > _RERUN_DEPTH:
+        return value
+    args, _ = _recorded_inputs(node, known, trail)
+    if args is None:
+        return None
+    try:
+        with no_grad():
+            outputs = node._forward_cls.apply(*args)
+    except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
+        return None
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    for nr, output in enumerate(outputs):
+        if isinstance(output, Tensor):
+            known.setdefault((node, nr), output._data)
+    return known.get((node, output_nr))
+
+
+def _graph_values(nodes):
+    """``{(node, output_nr): array}``: values of graph edges that the graph itself still holds.
+
+    A leaf's current value (its AccumulateGrad), and every saved tensor still at the version
+    it was saved at, under the edge it is the value of: an output saved by its own node, an
+    input by the node (and output number) that made it.
+    """
+    known = {}
+    for node in nodes:
+        if isinstance(node, _engine.AccumulateGrad):
+            variable = node.variable
+            if isinstance(variable, Tensor):
+                known[(node, 0)] = variable._data
+            continue
+        for _, item in _capture.saved_tensors_of(node):
+            if item._version_counter.value != item._saved_version:
+                continue
+            data = _capture.saved_data(item)
+            if data is None:
+                continue
+            if item._is_output:
+                known.setdefault((node, item._output_nr), data)
+            elif item._tensor is not None and item._tensor.grad_fn is not None:
+                known.setdefault((item._tensor.grad_fn, item._tensor._output_nr), data)
+    return known
 
 
 # ---- mutated saved tensors ---------------------------------------------------------------
@@ -525,17 +659,18 @@ def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
 # ---- the extra backward pass -------------------------------------------------------------
 
 def _nonfinite(grads):
-    """(slot, nan, inf) of the first gradient with NaN/Inf entries, or None."""
+    """(slot, nan, inf, index of the first) of the first gradient with NaN/Inf entries, or
+    None."""
     for slot, grad in enumerate(grads):
         if grad is None:
             continue
         data = grad._data
         if data.dtype.kind != "f":
             continue
-        nan = int(np.isnan(data).sum())
-        inf = int(np.isinf(data).sum())
-        if nan or inf:
-            return slot, nan, inf
+        bad = ~np.isfinite(data)
+        if bad.any():
+            first = _index(np.flatnonzero(bad.reshape(-1))[0], data.shape)
+            return slot, int(np.isnan(data).sum()), int(np.isinf(data).sum()), first
     return None
 
 
@@ -599,9 +734,9 @@ def _backward_pass(roots, gradient, nodes, report):
 def _pass_findings(observer, checks):
     findings = []
     if observer.first_nonfinite is not None:
-        node, (slot, nan, inf), incoming, after_hooks = observer.first_nonfinite
+        node, (slot, nan, inf, first), incoming, after_hooks = observer.first_nonfinite
         position = _position(node, slot)
-        counts = f"{nan} NaN, {inf} Inf"
+        counts = f"{nan} NaN, {inf} Inf, the first at {_format_index(first)}"
         if incoming is not None:
             source = ("its incoming gradient was already non-finite (the gradient given to "
                       "the backward pass, or a sum that overflowed)")
@@ -620,10 +755,7 @@ def _pass_findings(observer, checks):
         message = str(exc)
         if not message.startswith(("one of the variables needed for gradient computation",
                                    "Trying to backward through the graph a second time")):
-            findings.append(Finding(kind="backward_error", function=_function(node), node=node,
-                                    input_index=None,
-                                    message=f"{node.name()}: backward raised {type(exc).__name__}: {exc}",
-                                    details={"exception": exc}))
+            findings.append(_backward_error(node, exc))
     for node, slot, from_dtype, to_dtype in observer.casts:
         position = _position(node, slot)
         args = getattr(node, "_forward_args", None)
@@ -651,11 +783,11 @@ def _check_findings(node, check, earlier):
     cls = _function(node)
     if check.backward_error is not None:
         if not any(f.kind == "backward_error" and f.node is node for f in earlier):
-            exc = check.backward_error
-            findings.append(Finding(kind="backward_error", function=cls, node=node, input_index=None,
-                                    message=f"{name}: backward raised {type(exc).__name__}: {exc}",
-                                    details={"exception": exc}))
+            findings.append(_backward_error(node, check.backward_error))
         return findings
+    findings.extend(_mutation_findings(node, check))
+    if check.mutated_inputs:
+        return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
         if slot.nonfinite.any():
             findings.extend(_nonfinite_finding(node, slot, earlier))
@@ -672,7 +804,8 @@ def _check_findings(node, check, earlier):
         worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
                  for i in order]
         first = worst[0]
-        where = (f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+        where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
+                 f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
                  f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
         details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
                    "mismatched": int(keep.sum()), "sampled": slot.sampled,
@@ -723,3 +856,102 @@ def _nonfinite_finding(node, slot, earlier):
     return [Finding(kind="nonfinite", function=_function(node), node=node,
                     input_index=slot.position, message=message, worst=worst,
                     details={"entries": int(keep.sum())})]
+
+
+# The engine's errors about what a backward returned, and where they put the slot (PyTorch's
+# messages: "at index i" counts the tensor arguments, "at position p" all of them from 1).
+_SLOT_IN_MESSAGE = (
+    (re.compile(r"returned an invalid gradient at index (\d+)"), "edge"),
+    (re.compile(r"returned a gradient different than None at position (\d+)"), "position1"),
+    (re.compile(r"returned it as the gradient at position (\d+)"), "position1"),
+)
+
+
+def _backward_error(node, exc):
+    """A backward_error finding; the input slot too when the engine's message names it."""
+    text = str(exc)
+    position = None
+    for pattern, counts in _SLOT_IN_MESSAGE:
+        match = pattern.search(text)
+        if match is not None:
+            number = int(match.group(1))
+            position = _position(node, number) if counts == "edge" else number - 1
+            break
+    where = "" if position is None else f" (input {position})"
+    return Finding(kind="backward_error", function=_function(node), node=node,
+                   input_index=position,
+                   message=f"{node.name()}: backward raised {type(exc).__name__}{where}: {exc}",
+                   details={"exception": exc})
+
+
+def _changed_entries(before, after):
+    """(count, worst Entries) of the entries that differ between two arrays of one shape."""
+    with np.errstate(invalid="ignore"):
+        change = np.abs(after - before).reshape(-1)
+    differ = ~((before == after) | (np.isnan(before) & np.isnan(after))).reshape(-1)
+    flat = np.flatnonzero(differ)
+    order = flat[np.argsort(-np.nan_to_num(change[flat], nan=np.inf))][:_WORST]
+    worst = [Entry(_index(j, before.shape), float(before.reshape(-1)[j]),
+                   float(after.reshape(-1)[j])) for j in order]
+    return int(flat.size), worst
+
+
+def _mutation_findings(node, check):
+    """Findings for what the re-run saw forward and backward modify in place."""
+    findings = []
+    name = node.name()
+    for position, (before, after) in sorted(check.mutated_inputs.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        wrong = [s.position for s in check.slots if not s.ok]
+        consequence = (f"; backward computes with the modified values, so the gradient of "
+                       f"input{'s' if len(wrong) > 1 else ''} "
+                       f"{', '.join(str(p) for p in wrong)} disagrees with finite differences"
+                       if wrong else "")
+        message = (f"{name}: forward saved input {position} for backward and then modified it "
+                   f"in place ({count} of {before.size} entries changed; at "
+                   f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, then "
+                   f"{_fmt(first.numeric)}), without ctx.mark_dirty{consequence}")
+        findings.append(Finding(kind="mutated_saved", function=_function(node), node=node,
+                                input_index=position, message=message, worst=worst,
+                                hint="save a clone, or modify a copy (out-of-place) in forward",
+                                details={"in_forward": True, "wrong_inputs": wrong}))
+    for output, (before, after) in sorted(check.mutated_grad_outputs.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        message = (f"{name}: backward modified its grad_output {output} in place ({count} of "
+                   f"{before.size} entries changed; at {_format_index(first.index)}: given "
+                   f"{_fmt(first.analytic)}, then {_fmt(first.numeric)}); the engine can hand "
+                   f"the same gradient tensor to other nodes, whose gradients then change too")
+        findings.append(Finding(kind="mutated_grad_output", function=_function(node), node=node,
+                                input_index=None, message=message, worst=worst,
+                                hint="compute out of place (grad * x, not grad.mul_(x))",
+                                details={"output_index": output}))
+    return findings
+
+
+def _double_backward_findings(node, check):
+    findings = []
+    for slot in check.slots:
+        if not slot.mismatched.any():
+            continue
+        keep = slot.mismatched
+        flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
+        error = np.abs(analytic - numeric)
+        order = np.argsort(-error)[:_WORST]
+        worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
+                 for i in order]
+        first = worst[0]
+        message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                   f"(create_graph=True, double backward) disagrees with finite differences of "
+                   f"backward ({int(keep.sum())} of {len(slot.indices)} checked entries disagree; "
+                   f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+                   f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        if slot.hint:
+            message += f" - {slot.hint}"
+        findings.append(Finding(kind="wrong_double_backward", function=_function(node), node=node,
+                                input_index=slot.position, message=message,
+                                max_abs_error=float(error.max()), worst=worst, hint=slot.hint,
+                                details={"order": 2, "checked": int(len(slot.indices)),
+                                         "mismatched": int(keep.sum())}))
+    return findings

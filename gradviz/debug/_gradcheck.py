@@ -35,16 +35,22 @@ from gradviz_ext import engine as _engine
 
 from .. import ops as _ops
 from .._tensor import Tensor
+from ..autograd._functional import grad as _autograd_grad
 from ..autograd._functional import make_graph_task
+from ..autograd.function import DelayedError
 from ..autograd.grad_mode import enable_grad
 
-__all__ = ["SlotCheck", "NodeCheck", "check_function"]
+__all__ = ["SlotCheck", "NodeCheck", "check_function", "check_double_backward"]
 
 # Relative tolerance by the precision the outputs were computed in. Generous on purpose: the
 # bugs the doctor looks for (a sign, a factor, a swapped or ignored gradient) are O(1) errors.
 _RTOL = {8: 1e-4, 4: 2e-2, 2: 1e-1}
 # Safety factor on the rounding-noise estimate (forward rounding can exceed one ulp per output).
 _NOISE_SAFETY = 64.0
+# The cotangents come from their own stream of the seed: a user's inputs drawn from
+# np.random.default_rng(seed) must not be the cotangents (x.T @ v is symmetric when v is x,
+# which hides a transposed gradient).
+_COTANGENT_STREAM = 0x67726164
 # Smaller steps tried for an entry that disagrees (multiples of the first step).
 _REFINE = {8: (0.1, 0.01), 4: (0.3, 0.1), 2: (0.5, 0.25)}
 
@@ -84,6 +90,11 @@ class NodeCheck:
     slots: list = field(default_factory=list)
     skipped: str | None = None               # why the node could not be checked
     backward_error: BaseException | None = None
+    # saved inputs that forward modified in place without ctx.mark_dirty:
+    # {position: (values before forward, values after)}
+    mutated_inputs: dict = field(default_factory=dict)
+    # gradients that backward modified in place: {output index: (values given, values after)}
+    mutated_grad_outputs: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +109,7 @@ class _RerunObserver(_engine.Observer):
         self.reduced = {}
         self.cast = {}
         self.none_edges = set()
+        self.mutated_grads = {}  # output index -> (values given, values after backward)
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
         if node is self.node:
@@ -129,7 +141,8 @@ class _Rerun:
                     data = data.astype(dtype)
                 self.base[i] = data
         self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
-        outputs, _ = self._forward(self.base)
+        self.mutated_inputs = {}
+        outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs)
                              if isinstance(o, Tensor) and o.requires_grad and o.dtype.is_floating_point]
         precision = min([outputs[k]._data.dtype.itemsize for k in self.diff_outputs]
@@ -145,8 +158,12 @@ class _Rerun:
                            for k in self.diff_outputs}
 
     # ---- running the Function --------------------------------------------------------
-    def _forward(self, arrays):
-        """``cls.apply`` on fresh copies, with the original inputs requiring grad."""
+    def _forward(self, arrays, mutated=None):
+        """``cls.apply`` on fresh copies, with the original inputs requiring grad.
+
+        With a dict ``mutated``, saved inputs that forward modified in place without
+        ``ctx.mark_dirty`` are put in it (Note [Modified in forward]).
+        """
         call = []
         leaves = {}
         for i, a in enumerate(self.args):
@@ -164,6 +181,8 @@ class _Rerun:
             outputs = self.cls.apply(*call)
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
+        if mutated is not None:
+            mutated.update(_modified_in_forward(call, arrays, outputs))
         return outputs, leaves
 
     def evaluate(self, arrays):
@@ -171,21 +190,28 @@ class _Rerun:
         outputs, _ = self._forward(arrays)
         return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
 
-    def analytic(self, scale=1.0):
-        """The backward's vector-Jacobian product, run through the engine.
+    def analytic(self, scale=1.0, arrays=None):
+        """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
+        default the recorded arguments).
 
         Returns ``({position: float64 array or None}, observer)``.
         """
-        outputs, leaves = self._forward(self.base)
+        outputs, leaves = self._forward(self.base if arrays is None else arrays)
         roots = [outputs[k] for k in self.diff_outputs]
-        grads = [_ops.from_numpy((self.cotangents[k] * scale).astype(self.out_dtypes[k]))
+        # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
+        grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
                  for k in self.diff_outputs]
         observer = _RerunObserver()
         observer.node = roots[0].grad_fn
         capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
+        given = [g._data.copy() for g in grads]
         task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
                                observer=observer)
         captured = task.run()
+        for k, grad, before in zip(self.diff_outputs, grads, given):
+            if not np.array_equal(grad._data, before, equal_nan=True):
+                observer.mutated_grads[k] = (before.astype(np.float64),
+                                             grad._data.astype(np.float64))
         result = {}
         for p, value in zip(self.positions, captured):
             result[p] = None if value is None else value._data.astype(np.float64)
@@ -244,6 +270,31 @@ class _Rerun:
         return None
 
 
+def _modified_in_forward(call, arrays, outputs):
+    """Note [Modified in forward]: ``{position: (before, after)}`` for each tensor argument that
+    forward saved for backward and then modified in place without ``ctx.mark_dirty``.
+
+    PyTorch saves tensors when forward returns, so backward silently computes with the
+    modified values. (A tensor marked dirty is returned as an output: that is allowed.)
+    """
+    ctx = next((o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None),
+               None)
+    saved = getattr(ctx, "_saved", None) or ()
+    saved_ids = {id(item._tensor) for item in saved
+                 if item is not None and getattr(item, "_tensor", None) is not None}
+    found = {}
+    for position, tensor in enumerate(call):
+        if position not in arrays or not isinstance(tensor, Tensor) or id(tensor) not in saved_ids:
+            continue
+        if any(tensor is o for o in outputs):
+            continue
+        before = arrays[position]
+        after = tensor._data
+        if after.shape == before.shape and not np.array_equal(after, before, equal_nan=True):
+            found[position] = (before.astype(np.float64), after.astype(np.float64))
+    return found
+
+
 def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
@@ -259,7 +310,8 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
     rerun, analytic, observer, failure = None, None, None, None
     for dtype in (np.float64, None):
         try:
-            candidate = _Rerun(cls, args, needs, positions, dtype, np.random.default_rng(seed))
+            candidate = _Rerun(cls, args, needs, positions, dtype,
+                               np.random.default_rng((seed, _COTANGENT_STREAM)))
         except Exception as exc:  # noqa: BLE001 - the user's forward may raise anything
             failure = failure or ("forward", exc)
             continue
@@ -279,6 +331,8 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
         return NodeCheck(backward_error=exc)
 
     check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
+    check.mutated_inputs = rerun.mutated_inputs
+    check.mutated_grad_outputs = observer.mutated_grads
     reason = rerun.prepare()
     if reason is not None:
         check.skipped = reason
@@ -461,10 +515,18 @@ def _explain(rerun, check, analytic):
         if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
+            hint = _layout_hint(slot)
+        if hint is None:
             if linear is None:
                 linear = _linearity(rerun, analytic)
             hint = linear.get(slot.position)
         slot.hint = hint
+    if len(rerun.diff_outputs) > 1:
+        for position, outputs in _outputs_at_fault(rerun, check).items():
+            slot = next(s for s in check.slots if s.position == position)
+            part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
+                    f"{', '.join(str(k) for k in outputs)} disagrees")
+            slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
 
 
 def _close(a, b, rel=1e-2):
@@ -498,9 +560,81 @@ def _swap_hint(slot, compared):
             continue
         if _close(slot.analytic[keep], other.numeric[keep]) \
                 and not _close(other.numeric[keep], slot.numeric[keep]):
-            return f"it matches the gradient of input {position}: inputs {slot.position} and " \
-                   f"{position} swapped in backward?"
+            first, second = sorted((slot.position, position))
+            return f"it matches the gradient of input {position}: gradients for inputs " \
+                   f"{first} and {second} swapped in backward?"
     return None
+
+
+def _full(slot):
+    """The slot's analytic and numeric values in its shape, when every entry was checked and
+    has a finite numeric value (else None)."""
+    size = int(np.prod(slot.shape, dtype=np.int64))
+    if slot.sampled or len(slot.indices) != size or not np.all(np.isfinite(slot.numeric)) \
+            or not np.all(np.isfinite(slot.analytic)):
+        return None
+    return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
+
+
+def _layout_hint(slot):
+    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
+    full = _full(slot)
+    if full is None:
+        return None
+    a, n = full
+    if not np.any(n):
+        return None
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] > 1:
+        transposed = np.swapaxes(n, -1, -2)
+        if _close(a, transposed) and not _close(n, transposed):
+            return "it equals the transpose of the true gradient: looks transposed"
+    for dim in range(a.ndim):
+        if a.shape[dim] < 3:
+            continue
+        for step in (1, -1):
+            shifted = np.zeros_like(n)
+            to = [slice(None)] * n.ndim
+            src = [slice(None)] * n.ndim
+            to[dim] = slice(1, None) if step == 1 else slice(None, -1)
+            src[dim] = slice(None, -1) if step == 1 else slice(1, None)
+            shifted[tuple(to)] = n[tuple(src)]
+            if np.any(shifted) and _close(a, shifted) and not _close(n, shifted):
+                return (f"its values sit {'one place later' if step == 1 else 'one place earlier'} "
+                        f"along dim {dim} than they should: an index off by one?")
+    return None
+
+
+def _outputs_at_fault(rerun, check):
+    """For a Function with several outputs: ``{position: [outputs]}`` of the outputs whose part
+    of the gradient (backward with a cotangent on that output alone) disagrees, when not all do.
+    """
+    slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
+    if not slots:
+        return {}
+    wrong = {s.position: [] for s in slots}
+    saved = rerun.cotangents, rerun._cotangent_list
+    try:
+        for k in rerun.diff_outputs:
+            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+            rerun.cotangents = alone
+            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+            analytic, _ = rerun.analytic()
+            for slot in slots:
+                values = analytic[slot.position]
+                values = np.zeros(slot.shape) if values is None else values.reshape(-1)
+                for j in slot.indices[slot.mismatched][:8]:
+                    lower, upper = rerun.moved(slot.position, j, 1.0)
+                    numeric, noise = rerun.difference(slot.position, j, lower, upper)
+                    if not math.isfinite(numeric):
+                        continue
+                    if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
+                        wrong[slot.position].append(k)
+                        break
+    except Exception:  # noqa: BLE001 - only a hint
+        return {}
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
+    return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
 
 
 def _linearity(rerun, analytic):
@@ -519,3 +653,104 @@ def _linearity(rerun, analytic):
         elif not np.allclose(again, 2 * values, rtol=1e-4, atol=1e-12):
             hints[p] = "it is not linear in grad_output"
     return hints
+
+
+# ---- second order -------------------------------------------------------------------------
+
+def check_double_backward(cls, args, needs, seed, max_entries=64):
+    """Check the derivative of ``cls``'s backward (what ``create_graph=True`` uses).
+
+    Note [Doctor's double backward]: with the cotangents ``v`` fixed and random ``u_p`` for
+    the gradients, the checked scalar is ``s(x) = sum_p <u_p, vjp_p(x, v)>``: analytic, the
+    engine differentiates the graph that backward built under ``create_graph=True``; numeric,
+    central differences of the backward re-run at moved inputs. A backward written with
+    operations the engine cannot differentiate (``.numpy()``, ``.detach()``, ``.data``) builds
+    no graph, so its second derivative comes out zero or missing terms, silently.
+
+    Returns ``(NodeCheck, reason)``: reason says why it could not be checked (else None).
+    """
+    positions = [p for p, a in enumerate(args)
+                 if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
+    if not positions:
+        return None, "no floating-point input needs a gradient"
+    rng = np.random.default_rng((seed, _COTANGENT_STREAM, 2))
+    try:
+        rerun = _Rerun(cls, args, needs, positions, np.float64, rng)
+        if not rerun.diff_outputs or rerun.itemsize != 8:
+            return None, "it does not run in float64"
+        rerun.prepare()
+        u = {p: rng.standard_normal(rerun.base[p].shape) for p in positions}
+        second = _second_order(rerun, u)
+    except Exception as exc:  # noqa: BLE001 - the user's code may raise anything
+        if "once_differentiable" in str(exc):
+            return None, "its backward is @once_differentiable (it cannot be differentiated again)"
+        return None, f"differentiating its backward raised {type(exc).__name__}: {exc}"
+
+    def contracted(arrays):
+        values, _ = rerun.analytic(arrays=arrays)
+        return sum(float(np.sum(u[p] * values[p])) for p in positions if values[p] is not None)
+
+    check = NodeCheck(dtype="float64")
+    for p in positions:
+        base = rerun.base[p]
+        size = base.size
+        sampled = size > max_entries
+        indices = (np.sort(np.random.default_rng((seed, p)).choice(size, max_entries, replace=False))
+                   if sampled else np.arange(size))
+        numeric = np.empty(len(indices))
+        for n, j in enumerate(indices):
+            values = []
+            for factor in (1.0, 0.1):
+                lower, upper = rerun.moved(p, j, factor)
+                moved = [base.copy(), base.copy()]
+                moved[0].reshape(-1)[j], moved[1].reshape(-1)[j] = upper, lower
+                up = contracted({**rerun.base, p: moved[0]})
+                low = contracted({**rerun.base, p: moved[1]})
+                values.append((up - low) / (float(upper) - float(lower)))
+            numeric[n] = values[0] if abs(values[0] - values[1]) <= 1e-3 * max(1.0, abs(values[1])) \
+                else math.nan  # a jump of the backward within the step: not judged
+        analytic = second[p].reshape(-1)[indices]
+        finite = np.isfinite(numeric)
+        scale = float(np.max(np.abs(numeric[finite]))) if finite.any() else 0.0
+        tolerance = 1e-4 * max(scale, 1e-8) + 1e-4 * np.maximum(np.abs(analytic), np.abs(numeric))
+        mismatched = finite & ~(np.abs(analytic - numeric) <= tolerance)
+        slot = SlotCheck(position=p, shape=tuple(base.shape), indices=indices, analytic=analytic,
+                         numeric=numeric, mismatched=mismatched,
+                         nonfinite=np.zeros(len(indices), dtype=bool), sampled=sampled)
+        if mismatched.any():
+            a, n = analytic[finite], numeric[finite]
+            if not np.any(second[p]):
+                slot.hint = ("its gradient does not depend on the inputs through the graph: "
+                             "backward computes with operations autograd cannot differentiate "
+                             "(.numpy(), .detach(), .data); write it with tensor operations, or "
+                             "mark it @once_differentiable so create_graph=True raises")
+            else:
+                slot.hint = _factor_hint(a, n)
+        check.slots.append(slot)
+    return check, None
+
+
+def _second_order(rerun, u):
+    """``d/dx sum_p <u_p, vjp_p(x, v)>`` through the graph backward builds (create_graph)."""
+    outputs, leaves = rerun._forward(rerun.base)
+    roots = [outputs[k] for k in rerun.diff_outputs]
+    # the cotangents require grad, as in gradgradcheck: a @once_differentiable backward then
+    # returns its gradients on a DelayedError node
+    grads = [_ops.from_numpy(np.asarray(rerun.cotangents[k], dtype=rerun.out_dtypes[k]))
+             .requires_grad_(True) for k in rerun.diff_outputs]
+    inputs = [leaves[p] for p in rerun.positions]
+    with enable_grad():
+        first = _autograd_grad(roots, inputs, grads, create_graph=True, allow_unused=True)
+        if any(g is not None and isinstance(g.grad_fn, DelayedError) for g in first):
+            raise RuntimeError("its backward is @once_differentiable")
+        total = None
+        for p, g in zip(rerun.positions, first):
+            if g is None or not g.requires_grad:
+                continue
+            term = (g * _ops.from_numpy(u[p].astype(g._data.dtype))).sum()
+            total = term if total is None else total + term
+        second = [None] * len(inputs)
+        if total is not None:
+            second = _autograd_grad([total], inputs, allow_unused=True)
+    return {p: (np.zeros(rerun.base[p].shape) if g is None else g._data.astype(np.float64))
+            for p, g in zip(rerun.positions, second)}
