@@ -202,6 +202,7 @@ def _fast_target(inputs, rule):
 _ndarray = np.ndarray
 _F32 = np.dtype(np.float32)
 _F64 = np.dtype(np.float64)
+_F16 = np.dtype(np.float16)
 _scalars_f32 = {}
 _scalars_f64 = {}
 _SCALAR_CACHE_SIZE = 4096
@@ -282,7 +283,8 @@ class OpNode(Node):
             if grad is not None:
                 t = grad
                 first = t._data
-                if op.kernel != KERNEL_NONE:  # Note [Compiled kernels]
+                # Note [Compiled kernels]; float16 and a number compute in float32 (the rules)
+                if op.kernel != KERNEL_NONE and _dtype_of(first) is not _F16:
                     outputs = self._kernel_backward(op.kernel, grad, first)
                     if outputs is not None:
                         return outputs
@@ -495,7 +497,7 @@ def _forward_kernel(kernel: cython.int, arrays: list, attrs: dict):
         return None
     try:
         return _arith_kernel(kernel, arrays[0], arrays[1] if kernel != KERNEL_NEG else None)
-    except ValueError:
+    except (ValueError, OverflowError):  # shape errors; ints beyond the dtype (they wrap)
         return None
 
 
@@ -650,6 +652,8 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         else:
             arrays[i] = x
     kernel: cython.int = op.kernel
+    if target is _F16:  # float16 with a number computes in float32 (the op's Python forward)
+        kernel = KERNEL_NONE
     result = None
     if kernel != KERNEL_NONE:  # Note [Compiled kernels]; kernels are quiet ops
         result = _quiet_kernel(kernel, arrays, attrs)

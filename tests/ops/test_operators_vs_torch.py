@@ -195,3 +195,44 @@ def test_unrecorded_arithmetic_still_explains_shape_errors():
     with gradviz.no_grad():
         with pytest.raises(RuntimeError, match="must match the size of tensor b"):
             a - b
+
+
+NARROW_PROGRAMS = {
+    "uint8_plus_negative": lambda m, t: t(m.uint8) + -1,
+    "uint8_minus_large": lambda m, t: t(m.uint8) - 300,
+    "uint8_times_large": lambda m, t: t(m.uint8) * 300,
+    "negative_plus_uint8": lambda m, t: -7 + t(m.uint8),
+    "int8_times_large": lambda m, t: t(m.int8) * 1000,
+    "int16_minus_large": lambda m, t: t(m.int16) - 40000,
+    "float16_times_large": lambda m, t: t(m.float16) * 1e5,
+    "float16_div_small": lambda m, t: t(m.float16) / 1e-5,
+    "float16_plus_number": lambda m, t: t(m.float16) + 1000.7,
+    "large_times_float16": lambda m, t: 7e4 * t(m.float16),
+}
+
+
+@pytest.mark.parametrize("program", sorted(NARROW_PROGRAMS))
+def test_narrow_dtypes_with_numbers_match_torch(program):
+    """Integers wrap like torch's; float16 with a number computes in float32 and rounds once.
+    Run three times: a number seen again takes another path (Note [Scalar operands])."""
+    fn = NARROW_PROGRAMS[program]
+    for _ in range(3):
+        results = []
+        for m in (gradviz, torch):
+            def make(dtype, m=m):
+                if dtype in (m.float16,):
+                    return m.tensor([0.5, 1.5, -2.25, 0.1], dtype=dtype)
+                return m.tensor([1, 2, 100, 120], dtype=dtype)
+            results.append(fn(m, make))
+        got, want = results
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_float16_gradients_of_products_with_numbers_match_torch():
+    grads = []
+    for m in (gradviz, torch):
+        x = m.tensor([0.5, 1.5, 3e-3], dtype=m.float16, requires_grad=True)
+        ((x * 1e4) / 3e-3).sum().backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
