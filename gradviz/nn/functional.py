@@ -132,9 +132,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
             raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
     elif input.ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    elif target.ndim != 1 or target.shape[0] != input.shape[0]:
+    elif target.ndim == 0 or target.shape[0] != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 1}).")
+    elif target.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
     keep = labels != ignore_index
@@ -263,8 +265,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"Found dtype {_TYPE_WORDS.get(target.dtype.name)} but expected "
                            f"{_TYPE_WORDS.get(input.dtype.name)}")
     values = input.numpy(force=True)
-    if ((values < 0) | (values > 1)).any():
+    if not ((values >= 0) & (values <= 1)).all():  # NaN too, as in torch
         raise RuntimeError("all elements of input should be between 0 and 1")
+    targets = target.numpy(force=True)
+    if not ((targets >= 0) & (targets <= 1)).all():  # NaN too, as in torch
+        raise RuntimeError("all elements of target should be between 0 and 1")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
     return _loss.binary_cross_entropy(input, target, weight, reduction)

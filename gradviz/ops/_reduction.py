@@ -148,7 +148,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {input.dtype.name.capitalize()}"
+            f"or complex dtype. Got: {TYPE_WORDS[input.dtype.name]}"
         )
     dims = _normalize_dims(dim, input.ndim)
     count = 1
