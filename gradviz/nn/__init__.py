@@ -12,9 +12,10 @@ from ._layers import (ELU, GELU, Dropout, Flatten, Identity, LeakyReLU, Linear, 
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
                     NLLLoss, SmoothL1Loss)
 from ._module import Module, Parameter
+from ._normalization import BatchNorm1d, Embedding, LayerNorm
 
 __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "NLLLoss", "CrossEntropyLoss"]
+           "NLLLoss", "CrossEntropyLoss", "Embedding", "LayerNorm", "BatchNorm1d"]

@@ -321,3 +321,75 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "one_hot", "dropout", "normalize"]
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """The rows of ``weight`` at the indices ``input`` (one ``EmbeddingBackward0`` node);
+    the ``padding_idx`` row gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by gradviz")
+    if input.dtype.name not in ("int64", "int32"):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{input.type()} instead (while checking "
+                           "arguments for embedding)")
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= rows
+    indices = input.numpy()
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+        raise IndexError("index out of range in self")
+    return _ops.embedding(weight, input, padding_idx)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalize over the last dims ``normalized_shape`` (mean 0, biased variance 1), then
+    ``* weight + bias`` (one ``NativeLayerNormBackward0`` node)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(n) for n in shape)}], but got input of "
+                           f"size{list(input.shape)}")
+    return _ops.layer_norm(input, shape, weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5):
+    """Normalize each channel (dim 1) with the batch's statistics when ``training`` (updating
+    ``running_mean``/``running_var`` in place with ``momentum``, the variance unbiased), else
+    with the running statistics (one ``NativeBatchNormBackward0`` node)."""
+    channels = input.shape[1] if input.ndim > 1 else 0
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var),
+                       ("weight", weight), ("bias", bias)):
+        if stat is not None and stat.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {stat.numel()}")
+    if training:
+        count = input.numel() // channels
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        out = _ops.batch_norm(input, weight, bias, eps)
+        if running_mean is not None or running_var is not None:
+            dims = (0,) + tuple(range(2, input.ndim))
+            values = input.numpy(force=True)
+            if running_mean is not None:
+                batch_mean = values.mean(axis=dims).astype(values.dtype)
+                _update_running(running_mean, batch_mean, momentum)
+            if running_var is not None:
+                batch_var = values.var(axis=dims, ddof=1).astype(values.dtype)
+                _update_running(running_var, batch_var, momentum)
+        return out
+    return _ops.batch_norm(input, weight, bias, eps, running_mean.numpy(force=True),
+                           running_var.numpy(force=True))
+
+
+def _update_running(stat, batch_value, momentum):
+    """``stat = (1 - momentum) * stat + momentum * batch_value`` in place (its version bumps)."""
+    from ..autograd import no_grad
+
+    with no_grad():
+        stat.mul_(1 - momentum).add_(_ops.tensor(batch_value) * momentum)

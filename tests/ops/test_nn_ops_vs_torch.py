@@ -1,0 +1,69 @@
+"""The ops behind layers and functions added for teaching code (embedding, normalization,
+activations, distances, statistics) against PyTorch: values, first and second derivatives in
+float64 and float32, and gradviz's own gradcheck."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradviz
+from conftest import run_both
+
+rng = np.random.default_rng(99)
+
+
+def normal(*shape):
+    return rng.standard_normal(shape)
+
+
+def spread(*shape):
+    """Values away from an activation's kinks (0, +-1, +-3, 6)."""
+    x = rng.uniform(-5.0, 8.0, size=shape)
+    for kink in (-3.0, -1.0, 0.0, 1.0, 3.0, 6.0):
+        x = np.where(np.abs(x - kink) < 0.05, x + 0.1, x)
+    return x
+
+
+IDX = [[0, 2, 2], [3, 0, 1]]
+
+CASES = [
+    ("embedding", lambda m, w: m.nn.functional.embedding(m.tensor(IDX), w) ** 2, (normal(4, 3),)),
+    ("embedding_padding", lambda m, w: m.nn.functional.embedding(m.tensor(IDX), w, padding_idx=2).sin(),
+     (normal(4, 3),)),
+    ("layer_norm", lambda m, x: m.nn.functional.layer_norm(x, (4,)) ** 2, (normal(3, 4),)),
+    ("layer_norm_affine", lambda m, x, w, b: m.nn.functional.layer_norm(x, (2, 3), w, b, 1e-3).sin(),
+     (normal(2, 2, 3), normal(2, 3), normal(2, 3))),
+    ("layer_norm_unbatched", lambda m, x, w: m.nn.functional.layer_norm(x, [3], w) * x,
+     (normal(3), normal(3))),
+    ("batch_norm_train", lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, True) ** 2,
+     (normal(5, 3), normal(3), normal(3))),
+    ("batch_norm_train_3d", lambda m, x, w: m.nn.functional.batch_norm(x, None, None, w, None, True).sin(),
+     (normal(2, 3, 4), normal(3))),
+    ("batch_norm_eval", lambda m, x, w, b: m.nn.functional.batch_norm(
+        x, m.tensor([0.5, -0.2, 0.1], dtype=x.dtype), m.tensor([1.5, 0.7, 2.0], dtype=x.dtype), w, b) ** 2,
+     (normal(4, 3), normal(3), normal(3))),
+]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_torch(case, dtype):
+    name, program, arrays = case
+    run_both(program, arrays, dtype=dtype, create_graph_order=2 if dtype == "float64" else 1)
+
+
+# the padding row of an embedding gets no gradient by definition: not a derivative to check
+SMOOTH = [c for c in CASES if c[0] != "embedding_padding"]
+
+
+@pytest.mark.parametrize("case", SMOOTH, ids=[c[0] for c in SMOOTH])
+def test_gradcheck_and_gradgradcheck(case):
+    _, program, arrays = case
+    inputs = tuple(gradviz.tensor(a, requires_grad=True) for a in arrays)
+
+    def f(*xs):
+        return program(gradviz, *xs)
+
+    assert gradviz.autograd.gradcheck(f, inputs)
+    assert gradviz.autograd.gradgradcheck(f, inputs)
