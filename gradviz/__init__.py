@@ -39,6 +39,7 @@ from ._serialization import load, save
 from . import autograd
 from . import nn
 from . import optim
+from . import utils
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from . import instrument
@@ -125,7 +126,7 @@ __all__ = [
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim",
+    "load_trace", "optim", "utils",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
