@@ -6,9 +6,10 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (ELU, GELU, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,
-                      ModuleDict, ModuleList, ReLU, Sequential, Sigmoid, SiLU, Softmax, Softplus,
-                      Tanh, Unflatten)
+from ._layers import (CELU, ELU, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
+                      Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
+                      ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
+                      Softsign, Tanh, Tanhshrink, Unflatten)
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
                     NLLLoss, SmoothL1Loss)
 from ._module import Module, Parameter
@@ -18,4 +19,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "NLLLoss", "CrossEntropyLoss", "Embedding", "LayerNorm", "BatchNorm1d"]
+           "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "LayerNorm", "BatchNorm1d"]

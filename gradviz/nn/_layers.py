@@ -13,7 +13,8 @@ from ._module import Module, Parameter
 
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
            "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Flatten", "Unflatten", "Dropout",
-           "ModuleList", "ModuleDict"]
+           "ModuleList", "ModuleDict", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin"]
 
 
 def _uniform_(tensor, bound: float):
@@ -230,6 +231,99 @@ class Softplus(Module):
 
     def extra_repr(self) -> str:
         return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class _Inplace(Module):
+    """An activation module whose only option is ``inplace``."""
+
+    function = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self).function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU6(_Inplace):
+    function = F.relu6
+
+
+class SELU(_Inplace):
+    function = F.selu
+
+
+class Mish(_Inplace):
+    function = F.mish
+
+
+class Hardswish(_Inplace):
+    function = F.hardswish
+
+
+class Hardsigmoid(_Inplace):
+    function = F.hardsigmoid
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                + (", inplace=True" if self.inplace else ""))
+
+
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
 
 
 class Flatten(Module):

@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import ops as _ops
 from ..ops import _loss
-from ..ops import gelu, sigmoid, silu, softplus, tanh
+from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
@@ -37,6 +37,50 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
     if inplace:
         return _inplace(input, lambda old: _ops.elu(old, alpha))
     return _ops.elu(input, alpha)
+
+
+def _activation(op, input, inplace, *args):
+    """``op(input, *args)``, or written into ``input`` when ``inplace`` (recorded as torch)."""
+    if inplace:
+        return _inplace(input, lambda old: op(old, *args))
+    return op(input, *args)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _activation(_ops.hardtanh, input, inplace, min_val, max_val)
+
+
+def relu6(input, inplace: bool = False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def selu(input, inplace: bool = False):
+    return _activation(_ops.selu, input, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    return _activation(_ops.celu, input, inplace, alpha)
+
+
+def mish(input, inplace: bool = False):
+    return _activation(_ops.mish, input, inplace)
+
+
+def hardswish(input, inplace: bool = False):
+    return _activation(_ops.hardswish, input, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    return _activation(_ops.hardsigmoid, input, inplace)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``; without ``dim``, torch's deprecated guess (with a warning)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return _ops.softmin(input, dim, dtype=dtype)
 
 
 def _implicit_dim(name, ndim, stacklevel):
