@@ -31,6 +31,7 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
+from .ops import bincount, median, std_mean, unique, var_mean
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -126,7 +127,7 @@ __all__ = [
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim", "utils",
+    "load_trace", "optim", "utils", "bincount", "median", "std_mean", "unique", "var_mean",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

@@ -277,7 +277,7 @@ def _rebuild_values_indices(name, values, indices):
 # one class per function, named as in torch.return_types
 RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                            {"__slots__": (), "__module__": "gradviz.return_types"})
-                for name in ("max", "min", "sort", "topk")}
+                for name in ("max", "min", "sort", "topk", "median")}
 
 
 def sort(input, dim=-1, descending=False, stable=False):
