@@ -32,6 +32,7 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
 from .ops import bincount, median, std_mean, unique, var_mean
+from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -128,6 +129,7 @@ __all__ = [
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
     "load_trace", "optim", "utils", "bincount", "median", "std_mean", "unique", "var_mean",
+    "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

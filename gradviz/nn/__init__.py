@@ -6,12 +6,12 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (CELU, ELU, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
+from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
                       Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                       Softsign, Tanh, Tanhshrink, Unflatten)
-from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
-                    NLLLoss, SmoothL1Loss)
+from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                    MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._module import Module, Parameter
 from ._normalization import BatchNorm1d, Embedding, LayerNorm
 
@@ -20,4 +20,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
-           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "LayerNorm", "BatchNorm1d"]
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
+           "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "LayerNorm", "BatchNorm1d"]

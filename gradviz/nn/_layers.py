@@ -14,7 +14,8 @@ from ._module import Module, Parameter
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
            "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Flatten", "Unflatten", "Dropout",
            "ModuleList", "ModuleDict", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
-           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin"]
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "CosineSimilarity",
+           "PairwiseDistance"]
 
 
 def _uniform_(tensor, bound: float):
@@ -514,3 +515,24 @@ class ModuleDict(Module):
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             'Module [ModuleDict] is missing the required "forward" function')
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -437,3 +437,60 @@ def _update_running(stat, batch_value, momentum):
 
     with no_grad():
         stat.mul_(1 - momentum).add_(_ops.tensor(batch_value) * momentum)
+
+
+cosine_similarity = _ops.cosine_similarity
+pairwise_distance = _ops.pairwise_distance
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False):
+    """``target * (log(target) - input)`` for log-probabilities ``input`` (``target``
+    log-probabilities too when ``log_target``), reduced; ``"batchmean"`` divides the sum by the
+    batch size (the KL divergence), ``"mean"`` by the number of elements (with torch's warning)."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("kl_div: size_average and reduce are deprecated; use reduction")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with the "
+                      "KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = _ops.exp(target) * (target - input)
+    else:
+        loss = _ops.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,
+                      size_average=None, reduce=None, reduction: str = "mean"):
+    """The multi-class hinge (SVM) loss: ``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C``
+    for each sample."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("multi_margin_loss: size_average and reduce are deprecated; "
+                                  "use reduction")
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    _check_reduction(reduction)
+    batched = input.ndim == 2
+    scores = input if batched else input.unsqueeze(0)
+    labels = target.reshape(-1)
+    if labels.shape[0] != scores.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {scores.shape[0]} but got "
+                           f"{tuple(target.shape)}")
+    classes = scores.shape[1]
+    picked = scores.gather(1, labels.unsqueeze(1))
+    margins = _ops.clamp(margin - picked + scores, min=0)
+    if p == 2:
+        margins = margins * margins
+    if weight is not None:
+        margins = margins * weight[labels].unsqueeze(1)
+    own = one_hot(labels, classes).bool()
+    loss = margins.masked_fill(own, 0.0).sum(1) / classes
+    if not batched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)

@@ -14,10 +14,11 @@ from gradviz_ext import engine as _engine
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
-from . import _compose, _loss, _math, _nn, _statistics
+from . import _compose, _distance, _loss, _math, _nn, _statistics
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._distance import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
@@ -29,7 +30,7 @@ from ._shape import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
-           + _creation.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
+           + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
            + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__ + _statistics.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg

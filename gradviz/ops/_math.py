@@ -209,10 +209,39 @@ def logical_xor(input, other):
     return apply(_XOR, input, other)
 
 
+# ---- xlogy ---------------------------------------------------------------------------------
+
+def _xlogy_forward(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+    return np.asarray(out, dtype=np.result_type(x, y))
+
+
+def _xlogy_backward(ctx, g):
+    from ._pointwise import log, ne, where_zero
+
+    x, y = ctx.input(0), ctx.input(1)
+    grad_x = grad_y = None
+    if ctx.needs_input_grad[0]:  # log(y) where x != 0, as torch's xlogy(x != 0, y)
+        grad_x = g * xlogy(ne(x, 0).to(g.dtype), y)
+    if ctx.needs_input_grad[1]:
+        grad_y = g * x / y
+    return grad_x, grad_y
+
+
+XLOGY = Op("xlogy", "XlogyBackward0", forward=_broadcasting(_xlogy_forward),
+           backward=_xlogy_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    return apply(XLOGY, _check_operand(input, "xlogy"), _check_operand(other, "xlogy"))
+
+
 __all__ = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos", "sinh",
             "cosh", "square", "remainder", "fmod", "floor_divide", "true_divide", "negative",
             "absolute", "clamp_min", "clamp_max", "isnan", "isinf", "isfinite", "isclose", "equal",
-            "logical_xor"]
+            "logical_xor", "xlogy"]
 
 
 def _reflected_remainder(self, other):
@@ -229,7 +258,7 @@ install_methods({
     "remainder": remainder, "fmod": fmod, "floor_divide": floor_divide, "true_divide": true_divide,
     "negative": negative, "absolute": absolute, "clamp_min": clamp_min, "clamp_max": clamp_max,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isclose": isclose, "equal": equal,
-    "logical_xor": logical_xor,
+    "logical_xor": logical_xor, "xlogy": xlogy,
     "__mod__": remainder, "__rmod__": _reflected_remainder,
     "__floordiv__": floor_divide, "__rfloordiv__": _reflected_floor_divide,
     "__xor__": lambda self, other: (logical_xor(self, other) if self.dtype is _dtypes.bool

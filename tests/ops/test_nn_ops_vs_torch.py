@@ -65,13 +65,40 @@ CASES += [
     ("var_mean", lambda m, x: m.var_mean(x, unbiased=False)[0] + m.var_mean(x)[1], (normal(3, 4),)),
 ]
 
+F_TARGET = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+CASES += [
+    ("cosine_similarity", lambda m, a, b: m.nn.functional.cosine_similarity(a, b), (normal(3, 4), normal(3, 4))),
+    ("cosine_similarity_broadcast_dim0", lambda m, a, b: m.cosine_similarity(a, b, dim=0) ** 2,
+     (normal(3, 4), normal(3, 1))),
+    ("pairwise_distance", lambda m, a, b: m.nn.functional.pairwise_distance(a, b), (normal(3, 4), normal(3, 4))),
+    ("pairwise_distance_p1_keepdim", lambda m, a, b: m.pairwise_distance(a, b, p=1.0, keepdim=True),
+     (normal(2, 5), normal(2, 5))),
+    ("cdist", lambda m, a, b: m.cdist(a, b), (normal(3, 2), normal(4, 2))),
+    ("cdist_p1_batched", lambda m, a, b: m.cdist(a, b, p=1), (normal(2, 3, 2), normal(2, 2, 2))),
+    ("dist", lambda m, a, b: m.dist(a, b) * a.dist(b, 3), (normal(3, 2), normal(3, 2))),
+    ("xlogy", lambda m, a, b: m.xlogy(a, b), (normal(2, 3), np.abs(normal(2, 3)) + 0.1)),
+    ("kl_div_batchmean", lambda m, a, b: m.nn.functional.kl_div(a.log_softmax(1), b.softmax(1), reduction="batchmean"),
+     (normal(2, 3), normal(2, 3))),
+    ("kl_div_log_target_none", lambda m, a, b: m.nn.functional.kl_div(a, b, reduction="none", log_target=True),
+     (normal(2, 3), normal(2, 3))),
+    ("kl_div_sum_probabilities", lambda m, a: m.nn.functional.kl_div(a, m.tensor(F_TARGET, dtype=a.dtype), reduction="sum"),
+     (normal(2, 3),)),
+    ("multi_margin", lambda m, a: m.nn.functional.multi_margin_loss(a, m.tensor([2, 0, 1])), (normal(3, 4),)),
+    ("multi_margin_p2_sum", lambda m, a: m.nn.functional.multi_margin_loss(a, m.tensor([3, 1]), p=2, margin=0.5, reduction="sum"),
+     (normal(2, 4),)),
+]
+
+
+# torch has no derivative for these backward kernels (gradgradcheck below checks ours)
+NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
+                               "multi_margin_p2_sum"}
+
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_matches_torch(case, dtype):
     name, program, arrays = case
-    # torch has no derivative for hardsigmoid_backward (gradgradcheck below checks ours)
-    second = dtype == "float64" and name != "hardsigmoid"
+    second = dtype == "float64" and name not in NO_DOUBLE_BACKWARD_IN_TORCH
     run_both(program, arrays, dtype=dtype, create_graph_order=2 if second else 1)
 
 
