@@ -4584,6 +4584,682 @@ def grad_fn_names_of_common_ops(torch, o):
     o("names", names)
 
 
+# ---- more teaching programs (session 9) ------------------------------------------------------
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_linear_regression_from_scratch(torch, o):
+    import io
+    import contextlib
+
+    true_w = torch.tensor([2, -3.4])
+    true_b = 4.2
+    X = torch.stack([torch.linspace(-1, 1, 10), torch.cos(torch.arange(10.0))], dim=1)
+    y = torch.matmul(X, true_w) + true_b
+    y += 0.01 * torch.sin(torch.arange(10.0))
+    y = y.reshape((-1, 1))
+    o("features", [X.shape, y.shape, X[0], y[0]])
+
+    def data_iter(batch_size, features, labels):
+        num_examples = len(features)
+        indices = list(range(num_examples))
+        for i in range(0, num_examples, batch_size):
+            batch_indices = torch.tensor(indices[i: min(i + batch_size, num_examples)])
+            yield features[batch_indices], labels[batch_indices]
+
+    w = torch.zeros(size=(2, 1), requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+
+    def linreg(X, w, b):
+        return torch.matmul(X, w) + b
+
+    def squared_loss(y_hat, y):
+        return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
+
+    def sgd(params, lr, batch_size):
+        with torch.no_grad():
+            for param in params:
+                param -= lr * param.grad / batch_size
+                param.grad.zero_()
+
+    lr, num_epochs, batch_size = 0.3, 3, 4
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        for epoch in range(num_epochs):
+            for Xb, yb in data_iter(batch_size, X, y):
+                l = squared_loss(linreg(Xb, w, b), yb)
+                l.sum().backward()
+                sgd([w, b], lr, batch_size)
+            with torch.no_grad():
+                train_l = squared_loss(linreg(X, w, b), y)
+                print(f'epoch {epoch + 1}, loss {float(train_l.mean()):f}')
+        print(f'error in estimating w: {true_w - w.reshape(true_w.shape)}')
+        print(f'error in estimating b: {true_b - b}')
+    o("stdout", buffer.getvalue())
+    o("params", [w, b, w.grad, b.grad])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_softmax_regression_from_scratch(torch, o):
+    X = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    o("sums", [X.sum(0, keepdim=True), X.sum(1, keepdim=True)])
+
+    def softmax(X):
+        X_exp = torch.exp(X)
+        partition = X_exp.sum(1, keepdim=True)
+        return X_exp / partition
+
+    X_prob = softmax(torch.tensor([[0.1, 0.5, -0.2, 0.0, 1.0], [1.0, 1.0, 0.2, -0.3, 0.4]]))
+    o("softmax", [X_prob, X_prob.sum(1)])
+    y = torch.tensor([0, 2])
+    y_hat = torch.tensor([[0.1, 0.3, 0.6], [0.3, 0.2, 0.5]])
+    o("pick", y_hat[[0, 1], y])
+
+    def cross_entropy(y_hat, y):
+        return - torch.log(y_hat[range(len(y_hat)), y])
+
+    o("ce", cross_entropy(y_hat, y))
+
+    def accuracy(y_hat, y):
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = y_hat.argmax(axis=1)
+        cmp = y_hat.type(y.dtype) == y
+        return float(cmp.type(y.dtype).sum())
+
+    o("accuracy", accuracy(y_hat, y) / len(y))
+
+    class Accumulator:
+        def __init__(self, n):
+            self.data = [0.0] * n
+
+        def add(self, *args):
+            self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def __getitem__(self, idx):
+            return self.data[idx]
+
+    features = torch.tensor([[0.5, -1.0, 2.0, 0.1], [1.5, 0.3, -0.7, 0.2], [-0.2, 0.8, 1.1, -0.5],
+                             [0.9, -0.4, 0.0, 1.0], [0.0, 1.0, -1.0, 0.3], [1.2, 1.2, 0.5, -0.8]])
+    labels = torch.tensor([2, 0, 1, 0, 1, 2])
+    W = torch.linspace(-0.1, 0.1, 12).reshape(4, 3).requires_grad_(True)
+    b = torch.zeros(3, requires_grad=True)
+
+    def net(X):
+        return softmax(torch.matmul(X.reshape((-1, W.shape[0])), W) + b)
+
+    for epoch in range(10):
+        metric = Accumulator(3)
+        for i in range(0, 6, 3):
+            Xb, yb = features[i:i + 3], labels[i:i + 3]
+            y_hat = net(Xb)
+            l = cross_entropy(y_hat, yb)
+            l.sum().backward()
+            with torch.no_grad():
+                for param in [W, b]:
+                    param -= 0.5 * param.grad / 3
+                    param.grad.zero_()
+            metric.add(float(l.sum()), accuracy(y_hat, yb), yb.numel())
+        if epoch % 3 == 0:
+            o(f"epoch {epoch}", [metric[0] / metric[2], metric[1] / metric[2]])
+    o("W", [W, b])
+    o("preds", net(features).argmax(axis=1))
+
+
+@program
+def autograd_functional_jacobian_hessian(torch, o):
+    functional = torch.autograd.functional
+    hessian, hvp, jacobian, jvp, vhp, vjp = (functional.hessian, functional.hvp, functional.jacobian,
+                                             functional.jvp, functional.vhp, functional.vjp)
+
+    def exp_reducer(x):
+        return x.exp().sum(dim=1)
+
+    inputs = torch.tensor([[0.1, 0.2], [0.3, -0.4]])
+    o("jacobian", jacobian(exp_reducer, inputs))
+    o("jacobian create_graph", jacobian(exp_reducer, inputs, create_graph=True))
+
+    def exp_adder(x, y):
+        return 2 * x.exp() + 3 * y
+
+    xs = (torch.tensor([0.5, -0.1]), torch.tensor([1.0, 2.0]))
+    o("jacobian tuple", jacobian(exp_adder, xs))
+
+    def pow_reducer(x):
+        return x.pow(3).sum()
+
+    o("hessian", hessian(pow_reducer, inputs))
+
+    def pow_adder_reducer(x, y):
+        return (2 * x.pow(2) + 3 * y.pow(2)).sum()
+
+    o("hessian tuple", hessian(pow_adder_reducer, xs))
+    v = torch.ones(2)
+    o("vjp", vjp(exp_reducer, inputs, v))
+    o("jvp", jvp(exp_reducer, inputs, torch.ones(2, 2)))
+    o("vhp", vhp(pow_reducer, inputs, torch.ones(2, 2)))
+    o("hvp", hvp(pow_reducer, inputs, torch.ones(2, 2)))
+    o("jacobian of linear", jacobian(lambda x: torch.tensor([[1.0, 2.0], [3.0, 4.0]]) @ x, torch.tensor([1.0, 1.0])))
+    o("jacobian scalar out", jacobian(lambda x: (x ** 2).sum(), torch.tensor([1.0, 2.0, 3.0])))
+    o("jacobian unused", jacobian(lambda x, y: x * 2, (torch.tensor([1.0]), torch.tensor([2.0]))))
+    o.raises("strict", lambda: jacobian(lambda x, y: x * 2, (torch.tensor([1.0]), torch.tensor([2.0])), strict=True),
+             "Output 0 of the user-provided function is independent of input 1")
+
+
+@program
+def embedding_lookup_module_and_functional(torch, o):
+    F = torch.nn.functional
+
+    emb = torch.nn.Embedding(5, 3)
+    o("repr", repr(emb))
+    o("weight meta", [emb.weight.shape, emb.weight.requires_grad, type(emb.weight).__name__])
+    with torch.no_grad():
+        emb.weight.copy_(torch.arange(15.0).view(5, 3) / 10)
+    idx = torch.tensor([[0, 2, 2], [4, 3, 0]])
+    out = emb(idx)
+    o("out", out)
+    (out * torch.arange(18.0).view(2, 3, 3)).sum().backward()
+    o("grad", emb.weight.grad)
+    o("grad_fn", out.grad_fn.name())
+    o("functional", F.embedding(torch.tensor([1, 4]), emb.weight.detach()))
+    pad = torch.nn.Embedding(4, 2, padding_idx=0)
+    o("padding row", pad.weight[0])
+    o("pad repr", repr(pad))
+    with torch.no_grad():
+        pad.weight.copy_(torch.arange(8.0).view(4, 2))
+    pad(torch.tensor([0, 1, 0, 3])).sum().backward()
+    o("padding grad", pad.weight.grad)
+    pre = torch.nn.Embedding.from_pretrained(torch.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    o("pretrained", [pre(torch.tensor([1, 0])), pre.weight.requires_grad])
+    o.raises("out of range", lambda: emb(torch.tensor([5])), "index out of range in self")
+    o.raises("float index", lambda: emb(torch.tensor([1.0])), "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def layer_norm_module_and_functional(torch, o):
+    F = torch.nn.functional
+
+    x = torch.tensor([[1.0, 2.0, 4.0], [0.5, -0.5, 3.0]], requires_grad=True)
+    ln = torch.nn.LayerNorm(3)
+    o("repr", repr(ln))
+    o("params", [ln.weight, ln.bias])
+    y = ln(x)
+    o("y", y)
+    o("stats", [y.mean(-1), y.var(-1, unbiased=False)])
+    (y * torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 2.0]])).sum().backward()
+    o("grads", [x.grad, ln.weight.grad, ln.bias.grad])
+    o("functional", F.layer_norm(x.detach(), (3,)))
+    o("functional affine", F.layer_norm(x.detach(), [3], torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 1.0, 0.0]), eps=1e-3))
+    plain = torch.nn.LayerNorm([2, 3], elementwise_affine=False)
+    o("2d", [plain(x.detach()), repr(plain), list(plain.parameters())])
+    manual = (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, keepdim=True, unbiased=False) + 1e-5)
+    o("manual close", torch.allclose(manual, y, atol=1e-6))
+    o.raises("bad shape", lambda: ln(torch.ones(2, 4)), "Given normalized_shape=[3], expected input with shape [*, 3], but got input of size[2, 4]")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def batch_norm_1d_train_and_eval(torch, o):
+    bn = torch.nn.BatchNorm1d(3)
+    o("repr", repr(bn))
+    o("buffers", [bn.running_mean, bn.running_var, bn.num_batches_tracked])
+    o("state keys", list(bn.state_dict().keys()))
+    x = torch.tensor([[1.0, 2.0, 0.5], [2.0, 0.0, 1.5], [0.5, 1.0, -1.0], [3.0, 2.5, 0.0]], requires_grad=True)
+    y = bn(x)
+    o("train out", y)
+    (y * torch.arange(12.0).view(4, 3)).sum().backward()
+    o("grads", [x.grad, bn.weight.grad, bn.bias.grad])
+    o("running", [bn.running_mean, bn.running_var, bn.num_batches_tracked])
+    bn(x.detach() * 2)
+    o("running 2", [bn.running_mean, bn.running_var, bn.num_batches_tracked])
+    bn.eval()
+    o("eval out", bn(torch.tensor([[1.0, 1.0, 1.0]])))
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4), torch.nn.ReLU())
+    o("seq repr", repr(model))
+    o("n params", sum(p.numel() for p in model.parameters()))
+    o.raises("one sample", lambda: torch.nn.BatchNorm1d(3)(torch.ones(1, 3)), "Expected more than 1 value per channel when training")
+    nomom = torch.nn.BatchNorm1d(2, momentum=None, affine=False)
+    nomom(torch.tensor([[1.0, 2.0], [3.0, 5.0]]))
+    nomom(torch.tensor([[0.0, 2.0], [1.0, 1.0]]))
+    o("cumulative average", [nomom.running_mean, nomom.running_var, repr(nomom)])
+
+
+@program
+def dataloader_tensor_dataset_batches(torch, o):
+    data = torch.utils.data
+
+    features = torch.arange(20.0).view(10, 2)
+    labels = torch.arange(10) % 3
+    dataset = data.TensorDataset(features, labels)
+    o("len", len(dataset))
+    o("item", dataset[3])
+    o("slice", dataset[2:4])
+    loader = data.DataLoader(dataset, batch_size=4, shuffle=False)
+    o("n batches", len(loader))
+    batches = [(X, y) for X, y in loader]
+    o("batches", batches)
+    o("drop_last", [X.shape for X, _ in data.DataLoader(dataset, batch_size=4, drop_last=True)])
+    o("len drop_last", len(data.DataLoader(dataset, batch_size=4, drop_last=True)))
+    shuffled = data.DataLoader(dataset, batch_size=3, shuffle=True)
+    seen = torch.cat([X for X, _ in shuffled])
+    o("shuffled covers all", seen.sort(0).values)
+    first = next(iter(data.DataLoader(dataset, batch_size=5)))
+    o("next iter", first)
+
+    class Squares(data.Dataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return float(i), i * i
+
+    o("custom", list(data.DataLoader(Squares(5), batch_size=2)))
+
+    class Dicts(data.Dataset):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return {"x": torch.tensor([i, i + 1.0]), "label": i}
+
+    o("dict batches", [sorted(b.items()) for b in data.DataLoader(Dicts(), batch_size=2)])
+    o("no batching", list(data.DataLoader(dataset, batch_size=None))[:2])
+    parts = data.random_split(dataset, [7, 3])
+    o("split lengths", [len(p) for p in parts])
+    o.raises("mismatched sizes", lambda: data.TensorDataset(torch.zeros(3), torch.zeros(4)), "Size mismatch between tensors")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def cs231n_svm_and_softmax_loss_vectorized(torch, o):
+    X = torch.tensor([[0.5, -1.0, 2.0, 1.0], [1.5, 0.3, -0.7, 1.0], [-0.2, 0.8, 1.1, 1.0]])
+    y = torch.tensor([2, 0, 1])
+    W = torch.linspace(-0.5, 0.5, 12).view(4, 3).requires_grad_()
+    reg = 0.1
+    num_train = X.shape[0]
+    scores = X.mm(W)
+    correct = scores[torch.arange(num_train), y].view(-1, 1)
+    margins = torch.clamp(scores - correct + 1, min=0)
+    margins[torch.arange(num_train), y] = 0
+    loss = margins.sum() / num_train + reg * torch.sum(W * W)
+    loss.backward()
+    o("svm loss", loss)
+    o("svm grad", W.grad)
+    mask = (margins > 0).float()
+    mask[torch.arange(num_train), y] = -mask.sum(dim=1)
+    dW = X.t().mm(mask) / num_train + 2 * reg * W.detach()
+    o("manual svm grad close", torch.allclose(dW, W.grad))
+    o("svm multi_margin", torch.nn.functional.multi_margin_loss(scores.detach(), y))
+    W.grad = None
+    scores = X @ W
+    shifted = scores - scores.max(dim=1, keepdim=True)[0]
+    log_probs = shifted - torch.logsumexp(shifted, dim=1, keepdim=True)
+    loss = -log_probs[range(num_train), y].mean() + reg * (W ** 2).sum()
+    loss.backward()
+    probs = log_probs.exp().detach()
+    probs[range(num_train), y] -= 1
+    dW = X.T @ probs / num_train + 2 * reg * W.detach()
+    o("softmax loss", loss)
+    o("softmax grad", [W.grad, (dW - W.grad).abs().max().item() < 1e-6])
+    o("rel error", ((dW - W.grad).norm() / (dW.norm() + W.grad.norm())).item() < 1e-6)
+
+
+@program(rtol=1e-5, atol=1e-6)
+def fastai_mnist_basics_style(torch, o):
+    threes = torch.stack([torch.full((2, 2), 0.2) + 0.1 * i for i in range(3)])
+    sevens = torch.stack([torch.tensor([[0.9, 0.1], [0.8, 0.0]]) - 0.05 * i for i in range(3)])
+    mean3, mean7 = threes.mean(0), sevens.mean(0)
+    o("means", [mean3, mean7])
+    a_3 = threes[1]
+    o("l1 l2", [(a_3 - mean3).abs().mean(), ((a_3 - mean7) ** 2).mean().sqrt()])
+    F = torch.nn.functional
+    o("F l1 mse", [F.l1_loss(a_3.float(), mean7), F.mse_loss(a_3, mean7).sqrt()])
+
+    def mnist_distance(a, b):
+        return (a - b).abs().mean((-1, -2))
+
+    o("broadcast distance", mnist_distance(sevens, mean3))
+
+    def is_3(x):
+        return mnist_distance(x, mean3) < mnist_distance(x, mean7)
+
+    o("is_3", [is_3(a_3), is_3(a_3).float(), is_3(sevens)])
+    o("accuracy", [is_3(threes).float().mean(), (1 - is_3(sevens).float()).mean()])
+    train_x = torch.cat([threes, sevens]).view(-1, 2 * 2)
+    train_y = torch.tensor([1] * len(threes) + [0] * len(sevens)).unsqueeze(1)
+    o("shapes", [train_x.shape, train_y.shape])
+    dset = list(zip(train_x, train_y))
+    x, yy = dset[0]
+    o("first", [x.shape, yy])
+    weights = (torch.linspace(-1, 1, 4).view(4, 1) * 0.5).requires_grad_()
+    bias = torch.zeros(1).requires_grad_()
+
+    def linear1(xb):
+        return xb @ weights + bias
+
+    def mnist_loss(predictions, targets):
+        predictions = predictions.sigmoid()
+        return torch.where(targets == 1, 1 - predictions, predictions).mean()
+
+    def batch_accuracy(xb, yb):
+        preds = xb.sigmoid()
+        correct = (preds > 0.5) == yb
+        return correct.float().mean()
+
+    for epoch in range(5):
+        for i in range(0, 6, 2):
+            xb, yb = train_x[i:i + 2], train_y[i:i + 2]
+            loss = mnist_loss(linear1(xb), yb)
+            loss.backward()
+            for p in (weights, bias):
+                p.data -= p.grad * 1.0
+                p.grad.zero_()
+        acc = batch_accuracy(linear1(train_x), train_y)
+        o(f"epoch {epoch}", [round(acc.item(), 4), loss])
+    o("weights", [weights, bias])
+    o("sigmoid plot", torch.sigmoid(torch.linspace(-4, 4, 5)))
+
+
+@program
+def common_beginner_mistakes_errors(torch, o):
+    F = torch.nn.functional
+
+    model = torch.nn.Linear(3, 2)
+    o.raises("int input to Linear", lambda: model(torch.tensor([[1, 2, 3]])), "mat1 and mat2 must have the same dtype")
+    o.raises("double input to Linear", lambda: model(torch.tensor([[1.0, 2.0, 3.0]], dtype=torch.float64)), "mat1 and mat2 must have the same dtype")
+    o.raises("wrong features", lambda: model(torch.ones(4, 5)), "mat1 and mat2 shapes cannot be multiplied (4x5 and 3x2)")
+    o.raises("1d wrong features", lambda: model(torch.ones(5)), "mat1 and mat2 shapes cannot be multiplied (1x5 and 3x2)")
+    logits = torch.tensor([[0.1, 0.2, 0.7], [0.5, 0.4, 0.1]])
+    o.raises("int32 target", lambda: F.cross_entropy(logits, torch.tensor([0, 2], dtype=torch.int32)), "expected target dtype to be Long or Byte, but got Int")
+    o.raises("target out of bounds", lambda: F.cross_entropy(logits, torch.tensor([0, 3])), "out of bounds")
+    o.raises("float class indices", lambda: F.cross_entropy(logits, torch.tensor([0.0, 2.0])), "expected target dtype to be Long or Byte, but got Float")
+    o.raises("one-hot 2d target", lambda: F.nll_loss(logits, torch.tensor([[0], [2]])), "multi-target not supported")
+    o("mse int target", F.mse_loss(logits, torch.tensor([[0, 1, 0], [1, 0, 0]])))
+    o.raises("bce target range", lambda: F.binary_cross_entropy(torch.tensor([0.5]), torch.tensor([2.0])), "all elements of target should be between 0 and 1")
+    o.raises("stack different sizes", lambda: torch.stack([torch.ones(2), torch.ones(3)]), "stack expects each tensor to be equal size, but got [2] at entry 0 and [3] at entry 1")
+    o.raises("cat different dims", lambda: torch.cat([torch.ones(2, 2), torch.ones(2)]), "Tensors must have same number of dimensions: got 2 and 1")
+    o.raises("item on vector", lambda: torch.tensor([1.0, 2.0]).item(), "a Tensor with 2 elements cannot be converted to Scalar")
+    o.raises("numpy with grad", lambda: torch.ones(2, requires_grad=True).numpy(), "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    o.raises("bool of vector", lambda: bool(torch.tensor([1, 0])), "Boolean value of Tensor with more than one value is ambiguous")
+    o.raises("float of vector", lambda: float(torch.tensor([1.0, 2.0])), "only one element tensors can be converted to Python scalars")
+    o.raises("int of vector", lambda: int(torch.tensor([1, 2])), "only one element tensors can be converted to Python scalars")
+    w = torch.ones(2, requires_grad=True)
+    o.raises("leaf inplace", lambda: w.add_(1), "a leaf Variable that requires grad is being used in an in-place operation.")
+    o.raises("grad of nonscalar", lambda: (w * 2).backward(), "grad can be implicitly created only for scalar outputs")
+    o.raises("tensor of tensors", lambda: torch.tensor([torch.ones(2), torch.ones(2)]), "only one element tensors can be converted to Python scalars")
+    o.raises("ragged list", lambda: torch.tensor([[1, 2], [3]]), "expected sequence of length 2 at dim 1 (got 1)")
+    o.raises("string in list", lambda: torch.tensor([1, "a"]), "invalid data type 'str'")
+    o.raises("view of transposed", lambda: torch.arange(6).view(2, 3).t().view(6), "view size is not compatible with input tensor's size and stride")
+    o.raises("softmax no dim int", lambda: torch.softmax(torch.tensor([1, 2]), 0), "not implemented for 'Long'")
+    o.raises("mean of long", lambda: torch.tensor([1, 2, 3]).mean(), "mean(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: Long")
+    o.raises("requires grad int", lambda: torch.tensor([1, 2], requires_grad=True), "Only Tensors of floating point and complex dtype can require gradients")
+    o.raises("argmax float compare", lambda: torch.tensor([[1.0, 2.0]]).argmax(dim=2), "Dimension out of range (expected to be in range of [-2, 1], but got 2)")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def gradient_accumulation_micro_batches(torch, o):
+    x = torch.tensor(X_DATA)
+    y = torch.tensor(Y_REG)
+    full = make_mlp(torch)
+    torch.nn.functional.mse_loss(full(x), y).backward()
+    full_grads = [p.grad.clone() for p in full.parameters()]
+    model = make_mlp(torch)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    accumulation_steps = 3
+    optimizer.zero_grad()
+    losses = []
+    for i, (xb, yb) in enumerate(zip(x.split(2), y.split(2))):
+        loss = torch.nn.functional.mse_loss(model(xb), yb) / accumulation_steps
+        loss.backward()
+        losses.append(loss.item())
+        if (i + 1) % accumulation_steps == 0:
+            o("accumulated equals full", [torch.allclose(p.grad, g, atol=1e-7) for p, g in zip(model.parameters(), full_grads)])
+            optimizer.step()
+            optimizer.zero_grad()
+    o("losses", losses)
+    o("sum of losses", [sum(losses), torch.nn.functional.mse_loss(full(x), y).item()])
+    o("params", list(model.parameters()))
+    o("grads after zero", [p.grad for p in model.parameters()])
+    model.zero_grad(set_to_none=False)
+    o("grads zero", [p.grad for p in model.parameters()])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def evaluation_loop_no_grad_and_inference_mode(torch, o):
+    model = make_mlp(torch, "Tanh")
+    x = torch.tensor(X_DATA)
+    y = torch.tensor(Y_CLS)
+    model.eval()
+    correct, total, running_loss = 0, 0, 0.0
+    criterion = torch.nn.CrossEntropyLoss(reduction="sum")
+    with torch.no_grad():
+        for xb, yb in zip(x.split(4), y.split(4)):
+            outputs = model(xb)
+            running_loss += criterion(outputs, yb).item()
+            _, predicted = outputs.max(1)
+            total += yb.size(0)
+            correct += predicted.eq(yb).sum().item()
+    o("totals", [correct, total, running_loss / total, 100. * correct / total])
+    o("training flag", [model.training, model[0].training])
+    with torch.inference_mode():
+        out = model(x)
+    o("inference out", [out.requires_grad, out.grad_fn is None, (out.argmax(1) == y).float().mean()])
+    probs = torch.softmax(out, dim=1)
+    conf, pred = probs.max(dim=1)
+    o("confidence", [conf, pred])
+    o("per-class", [((pred == c) & (y == c)).sum().item() for c in range(2)])
+    model.train()
+    o("back to train", model.training)
+    with torch.no_grad():
+        preds = torch.cat([model(xb).argmax(dim=-1) for xb in x.split(2)])
+    o("preds", [preds, preds.dtype, preds.tolist()])
+
+
+@program
+def activation_functions_catalog(torch, o):
+    F = torch.nn.functional
+
+    names = ["relu6", "hardtanh", "logsigmoid", "softsign", "selu", "celu", "mish", "hardswish",
+             "hardsigmoid", "tanhshrink", "softmin"]
+    results = {}
+    for name in names:
+        x = torch.tensor([-4.0, -1.5, -0.5, 0.0, 0.5, 1.5, 4.0, 7.0], requires_grad=True)
+        fn = getattr(F, name)
+        y = fn(x, dim=0) if name == "softmin" else fn(x)
+        (y * torch.arange(1.0, 9.0)).sum().backward()
+        results[name] = [y, x.grad]
+    o("functional", results)
+    modules = [torch.nn.ReLU6(), torch.nn.Hardtanh(-2.0, 2.0), torch.nn.LogSigmoid(),
+               torch.nn.Softsign(), torch.nn.SELU(), torch.nn.CELU(alpha=0.5), torch.nn.Mish(),
+               torch.nn.Hardswish(), torch.nn.Hardsigmoid(), torch.nn.Tanhshrink(),
+               torch.nn.Softmin(dim=1)]
+    x = torch.tensor([[-3.0, -0.25, 0.0, 0.25, 3.5]])
+    o("modules", [(repr(m), m(x)) for m in modules])
+    o("hardtanh args", F.hardtanh(torch.tensor([-3.0, 0.3, 3.0]), min_val=-1.0, max_val=2.0))
+    o("celu alpha", F.celu(torch.tensor([-1.0, 1.0]), alpha=2.0))
+
+
+@program
+def activation_second_derivatives(torch, o):
+    F = torch.nn.functional
+
+    for name in ["logsigmoid", "softsign", "selu", "celu", "mish", "tanhshrink"]:
+        x = torch.tensor([-1.5, -0.3, 0.4, 2.0], requires_grad=True)
+        y = getattr(F, name)(x)
+        (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = torch.autograd.grad(g.sum(), x)
+        o(name, [g, h])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def similarity_and_distances(torch, o):
+    F = torch.nn.functional
+
+    a = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 0.0]], requires_grad=True)
+    b = torch.tensor([[1.0, 0.0, -1.0], [2.0, 1.0, 1.0]])
+    cos = F.cosine_similarity(a, b)
+    o("cos", cos)
+    cos.sum().backward()
+    o("cos grad", a.grad)
+    o("cos dim0", F.cosine_similarity(a.detach(), b, dim=0))
+    o("cos broadcast", F.cosine_similarity(a.detach().unsqueeze(1), b.unsqueeze(0), dim=-1))
+    o("cos module", [torch.nn.CosineSimilarity(dim=1)(a.detach(), b), repr(torch.nn.CosineSimilarity())])
+    o("cos zeros", F.cosine_similarity(torch.zeros(1, 3), b[:1]))
+    manual = (a * b).sum(1) / (a.norm(dim=1) * b.norm(dim=1))
+    o("manual", torch.allclose(manual, cos))
+    o("pairwise", F.pairwise_distance(a.detach(), b))
+    o("cdist", torch.cdist(a.detach(), b))
+    o("cdist p1", torch.cdist(a.detach(), b, p=1))
+    o("dist", [torch.dist(a.detach(), b), torch.dist(a.detach(), b, p=1)])
+    x = torch.tensor([[0.0, 0.0], [3.0, 4.0], [1.0, 1.0]], requires_grad=True)
+    d = torch.cdist(x, x)
+    (d ** 2).sum().backward()
+    o("cdist grad", [d, x.grad])
+
+
+@program
+def statistics_median_mode_unique_bincount(torch, o):
+    t = torch.tensor([3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0])
+    o("median", [t.median(), torch.median(t)])
+    m = torch.tensor([[1.0, 5.0, 2.0], [7.0, 3.0, 3.0]])
+    values, indices = m.median(dim=1)
+    o("median dim", [values, indices])
+    o("median keepdim", torch.median(m, 0, keepdim=True))
+    labels = torch.tensor([2, 0, 1, 2, 2, 0])
+    o("unique", torch.unique(labels))
+    o("unique counts", torch.unique(labels, return_counts=True))
+    o("unique inverse", labels.unique(return_inverse=True))
+    o("unique sorted float", torch.tensor([2.5, 1.0, 2.5]).unique())
+    o("bincount", torch.bincount(labels))
+    o("bincount minlength", labels.bincount(minlength=5))
+    o("bincount weights", torch.bincount(labels, weights=torch.tensor([0.5, 1.0, 1.0, 0.25, 0.25, 2.0])))
+    o("std_mean", torch.std_mean(m, dim=1))
+    o("var_mean", torch.var_mean(m))
+    o("class weights", 1.0 / torch.bincount(labels).float())
+    o.raises("bincount negative", lambda: torch.bincount(torch.tensor([-1, 2])), "bincount only supports 1-d non-negative integral inputs.")
+    g = torch.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    g.median().backward()
+    o("median grad", g.grad)
+
+
+@program(rtol=1e-5, atol=1e-6)
+def kl_divergence_and_distillation_losses(torch, o):
+    F = torch.nn.functional
+
+    student = torch.tensor([[1.0, 2.0, 0.5], [0.1, -1.0, 2.0]], requires_grad=True)
+    teacher = torch.tensor([[0.5, 2.5, 0.0], [0.0, -0.5, 1.5]])
+    T = 2.0
+    soft = F.kl_div(F.log_softmax(student / T, dim=1), F.softmax(teacher / T, dim=1), reduction="batchmean") * T * T
+    hard = F.cross_entropy(student, torch.tensor([1, 2]))
+    loss = 0.7 * soft + 0.3 * hard
+    loss.backward()
+    o("losses", [soft, hard, loss])
+    o("grad", student.grad)
+    p = F.log_softmax(student.detach(), 1)
+    q = F.softmax(teacher, 1)
+    o("reductions", [F.kl_div(p, q, reduction=r) for r in ("none", "sum", "batchmean")])
+    o("log_target", F.kl_div(p, q.log(), reduction="sum", log_target=True))
+    o("module", [torch.nn.KLDivLoss(reduction="batchmean")(p, q), repr(torch.nn.KLDivLoss())])
+    o.warns("mean warning", lambda: F.kl_div(p, q, reduction="mean"), "reduction: 'mean' divides the total loss by both the batch size and the support size")
+    mu = torch.tensor([0.5, -0.2], requires_grad=True)
+    logvar = torch.tensor([0.1, -0.3], requires_grad=True)
+    kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    kld.backward()
+    o("vae kld", [kld, mu.grad, logvar.grad])
+
+
+@program
+def d2l_corr2d_and_pooling_from_scratch(torch, o):
+    def corr2d(X, K):
+        h, w = K.shape
+        Y = torch.zeros((X.shape[0] - h + 1, X.shape[1] - w + 1))
+        for i in range(Y.shape[0]):
+            for j in range(Y.shape[1]):
+                Y[i, j] = (X[i:i + h, j:j + w] * K).sum()
+        return Y
+
+    X = torch.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0], [6.0, 7.0, 8.0]])
+    K = torch.tensor([[0.0, 1.0], [2.0, 3.0]])
+    o("corr2d", corr2d(X, K))
+
+    class Conv2D(torch.nn.Module):
+        def __init__(self, kernel_size):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(kernel_size) * 0.5)
+            self.bias = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, x):
+            return corr2d(x, self.weight) + self.bias
+
+    E = torch.ones((6, 8))
+    E[:, 2:6] = 0
+    o("edge image", E)
+    Kedge = torch.tensor([[1.0, -1.0]])
+    Yedge = corr2d(E, Kedge)
+    o("edges", [Yedge, corr2d(E.t(), Kedge)])
+    conv2d = Conv2D(kernel_size=(1, 2))
+    lr = 1e-2
+    for i in range(10):
+        Y_hat = conv2d(E)
+        l = (Y_hat - Yedge) ** 2
+        conv2d.zero_grad()
+        l.sum().backward()
+        conv2d.weight.data[:] -= lr * conv2d.weight.grad
+        conv2d.bias.data -= lr * conv2d.bias.grad
+        if (i + 1) % 2 == 0:
+            o(f"epoch {i + 1}", f"loss {l.sum():.3f}")
+    o("learned", [conv2d.weight.data.reshape((1, 2)), conv2d.bias])
+
+    def pool2d(X, pool_size, mode="max"):
+        p_h, p_w = pool_size
+        Y = torch.zeros((X.shape[0] - p_h + 1, X.shape[1] - p_w + 1))
+        for i in range(Y.shape[0]):
+            for j in range(Y.shape[1]):
+                if mode == "max":
+                    Y[i, j] = X[i: i + p_h, j: j + p_w].max()
+                elif mode == "avg":
+                    Y[i, j] = X[i: i + p_h, j: j + p_w].mean()
+        return Y
+
+    o("pools", [pool2d(X, (2, 2)), pool2d(X, (2, 2), "avg")])
+    Xg = X.clone().requires_grad_()
+    pool2d(Xg, (2, 2)).sum().backward()
+    o("pool grad", Xg.grad)
+
+    def corr2d_multi_in_out(X, K):
+        return torch.stack([sum(corr2d(x, k) for x, k in zip(X, k_)) for k_ in K], 0)
+
+    Xm = torch.stack([X, X + 1])
+    Km = torch.stack([torch.stack([K, K + 1]), torch.stack([K + 1, K + 2])])
+    o("multi in out", [Km.shape, corr2d_multi_in_out(Xm, Km)])
+
+
+@program
+def tensor_from_mixed_nested_lists_and_scalars(torch, o):
+    o("int float", torch.tensor([[1, 2.0], [3, 4]]))
+    o("bool int float", torch.tensor([[True, 2], [3.5, False]]))
+    o("bool int", torch.tensor([[True, 0], [1, False]]))
+    o("nested tuples", torch.tensor(((1, 2), (3, 4))))
+    o("list of 0-d tensors", torch.tensor([torch.tensor(1.5), torch.tensor(2.5)]))
+    o("list of 1-elem tensors", torch.tensor([torch.tensor([1]), torch.tensor([2])]))
+    o("mixed tensor and float", torch.tensor([torch.tensor(1), 2.5]))
+    o("numpy scalars", torch.tensor([np.float32(1.5), np.int64(2)]))
+    o("numpy float64 scalar", torch.tensor(np.float64(2.5)))
+    o("numpy array float64", torch.tensor(np.array([1.0, 2.0])))
+    o("numpy int32", torch.tensor(np.array([1, 2], dtype=np.int32)))
+    o("empty nested", torch.tensor([[], []]))
+    o("deep", torch.tensor([[[1], [2]], [[3], [4]]]).shape)
+    o("large int", torch.tensor([2 ** 40, 1]))
+    o("from range", torch.tensor(range(4)))
+    o("float from int dtype", torch.tensor([1, 2], dtype=torch.float64))
+    o("int from float dtype", torch.tensor([1.7, -2.7], dtype=torch.int64))
+    o("bool dtype", torch.tensor([0.0, 2.0], dtype=torch.bool))
+    o("shape arithmetic", [torch.zeros(2, 3, 4).shape[1:], torch.zeros(2, 3).shape + (5,),
+                           torch.zeros(2, 3).shape[0] * torch.zeros(2, 3).shape[1], torch.zeros(2, 3).shape == (2, 3),
+                           list(torch.zeros(2, 3).shape), torch.zeros(2, 3).size(-1), torch.zeros(2, 3).numel()])
+    o.raises("too large", lambda: torch.tensor([2 ** 64]), "Overflow when unpacking long")
+    o.raises("dict", lambda: torch.tensor({"a": 1}), "Could not infer dtype of dict")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
