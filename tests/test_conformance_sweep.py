@@ -5260,6 +5260,302 @@ def tensor_from_mixed_nested_lists_and_scalars(torch, o):
     o.raises("dict", lambda: torch.tensor({"a": 1}), "Could not infer dtype of dict")
 
 
+@program(rtol=1e-5, atol=1e-6)
+def nanogpt_self_attention_head(torch, o):
+    F = torch.nn.functional
+    B, T, C = 2, 4, 6
+    x = (torch.arange(B * T * C, dtype=torch.float32).view(B, T, C) % 7 - 3) / 3
+    tril = torch.tril(torch.ones(T, T))
+    wei = torch.zeros((T, T))
+    wei = wei.masked_fill(tril == 0, float('-inf'))
+    o("masked", wei)
+    wei = F.softmax(wei, dim=-1)
+    o("averaging weights", wei)
+    o("bag of words", [wei @ x, (wei @ x).shape])
+    xbow = torch.zeros((B, T, C))
+    for b in range(B):
+        for t in range(T):
+            xbow[b, t] = torch.mean(x[b, :t + 1], 0)
+    o("loop equals matmul", torch.allclose(xbow, wei @ x))
+    head_size = 3
+    key = torch.nn.Linear(C, head_size, bias=False)
+    query = torch.nn.Linear(C, head_size, bias=False)
+    value = torch.nn.Linear(C, head_size, bias=False)
+    with torch.no_grad():
+        key.weight.copy_(torch.linspace(-0.5, 0.5, 18).view(3, 6))
+        query.weight.copy_(torch.linspace(0.4, -0.3, 18).view(3, 6))
+        value.weight.copy_(torch.linspace(-0.2, 0.6, 18).view(3, 6))
+    ln = torch.nn.LayerNorm(C)
+    xn = ln(x.requires_grad_())
+    k, q, v = key(xn), query(xn), value(xn)
+    att = q @ k.transpose(-2, -1) * head_size ** -0.5
+    att = att.masked_fill(tril[:T, :T] == 0, float('-inf'))
+    att = F.softmax(att, dim=-1)
+    out = att @ v
+    o("att", [att, out.shape, att.grad_fn.name()])
+    (out ** 2).sum().backward()
+    o("grads", [x.grad, key.weight.grad, query.weight.grad, value.weight.grad, ln.weight.grad])
+    o("rows sum to one", att.sum(-1))
+
+
+@program(rtol=1e-5, atol=1e-6)
+def word2vec_skipgram_negative_sampling(torch, o):
+    F = torch.nn.functional
+
+    class SkipGram(torch.nn.Module):
+        def __init__(self, vocab_size, dim):
+            super().__init__()
+            self.center = torch.nn.Embedding(vocab_size, dim)
+            self.context = torch.nn.Embedding(vocab_size, dim)
+
+        def forward(self, center, context, negatives):
+            u = self.center(center)
+            v = self.context(context)
+            n = self.context(negatives)
+            pos = F.logsigmoid((u * v).sum(dim=1))
+            neg = F.logsigmoid(-torch.bmm(n, u.unsqueeze(2)).squeeze(2)).sum(dim=1)
+            return -(pos + neg).mean()
+
+    model = SkipGram(6, 3)
+    with torch.no_grad():
+        model.center.weight.copy_(torch.linspace(-1, 1, 18).view(6, 3))
+        model.context.weight.copy_(torch.linspace(1, -1, 18).view(6, 3) * 0.5)
+    o("model", repr(model))
+    center = torch.tensor([0, 1, 2, 3])
+    context = torch.tensor([1, 2, 3, 4])
+    negatives = torch.tensor([[5, 4], [0, 5], [1, 0], [2, 5]])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for step in range(5):
+        optimizer.zero_grad()
+        loss = model(center, context, negatives)
+        loss.backward()
+        optimizer.step()
+        o(f"loss {step}", round(loss.item(), 5))
+    o("embeddings", [model.center.weight, model.context.weight])
+    emb = model.center.weight.detach()
+    sims = F.cosine_similarity(emb[0].unsqueeze(0), emb, dim=1)
+    o("most similar", [sims, sims.topk(3).indices])
+    normed = F.normalize(emb, dim=1)
+    o("similarity matrix", normed @ normed.T)
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_linear_regression_concise(torch, o):
+    data = torch.utils.data
+    nn = torch.nn
+    true_w = torch.tensor([2, -3.4])
+    true_b = 4.2
+    features = torch.stack([torch.linspace(-1, 1, 12), torch.sin(torch.arange(12.0))], 1)
+    labels = (features @ true_w + true_b).reshape(-1, 1)
+
+    def load_array(data_arrays, batch_size, is_train=True):
+        dataset = data.TensorDataset(*data_arrays)
+        return data.DataLoader(dataset, batch_size, shuffle=is_train)
+
+    data_iter = load_array((features, labels), 4, is_train=False)
+    o("first batch", next(iter(data_iter)))
+    net = nn.Sequential(nn.Linear(2, 1))
+    net[0].weight.data.fill_(0.01)
+    net[0].bias.data.fill_(0)
+    loss = nn.MSELoss()
+    trainer = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(3):
+        for X, y in data_iter:
+            l = loss(net(X), y)
+            trainer.zero_grad()
+            l.backward()
+            trainer.step()
+        l = loss(net(features), labels)
+        o(f"epoch {epoch + 1}", f'epoch {epoch + 1}, loss {l:.4f}')
+    w = net[0].weight.data
+    o("error in w", true_w - w.reshape(true_w.shape))
+    b = net[0].bias.data
+    o("error in b", true_b - b)
+    o("huber", nn.HuberLoss()(net(features), labels))
+    o("shuffled epoch shapes", [X.shape for X, _ in load_array((features, labels), 5)])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_rnn_from_scratch(torch, o):
+    F = torch.nn.functional
+    vocab_size, num_hiddens = 5, 4
+    X = torch.arange(10).reshape((2, 5)) % vocab_size
+    o("one-hot shape", F.one_hot(X.T, vocab_size).shape)
+
+    def get_params():
+        W_xh = torch.linspace(-0.3, 0.3, vocab_size * num_hiddens).reshape(vocab_size, num_hiddens)
+        W_hh = torch.linspace(0.2, -0.2, num_hiddens * num_hiddens).reshape(num_hiddens, num_hiddens)
+        b_h = torch.zeros(num_hiddens)
+        W_hq = torch.linspace(-0.5, 0.5, num_hiddens * vocab_size).reshape(num_hiddens, vocab_size)
+        b_q = torch.zeros(vocab_size)
+        params = [W_xh, W_hh, b_h, W_hq, b_q]
+        for param in params:
+            param.requires_grad_(True)
+        return params
+
+    def init_rnn_state(batch_size, num_hiddens):
+        return (torch.zeros((batch_size, num_hiddens)),)
+
+    def rnn(inputs, state, params):
+        W_xh, W_hh, b_h, W_hq, b_q = params
+        H, = state
+        outputs = []
+        for X in inputs:
+            H = torch.tanh(torch.mm(X, W_xh) + torch.mm(H, W_hh) + b_h)
+            Y = torch.mm(H, W_hq) + b_q
+            outputs.append(Y)
+        return torch.cat(outputs, dim=0), (H,)
+
+    def grad_clipping(params, theta):
+        norm = torch.sqrt(sum(torch.sum((p.grad ** 2)) for p in params))
+        if norm > theta:
+            for param in params:
+                param.grad[:] *= theta / norm
+        return norm
+
+    params = get_params()
+    state = init_rnn_state(X.shape[0], num_hiddens)
+    Y, new_state = rnn(F.one_hot(X.T, vocab_size).type(torch.float32), state, params)
+    o("shapes", [Y.shape, len(new_state), new_state[0].shape])
+    targets = (X + 1) % vocab_size
+    for step in range(4):
+        state = init_rnn_state(X.shape[0], num_hiddens)
+        y_hat, state = rnn(F.one_hot(X.T, vocab_size).float(), state, params)
+        y = targets.T.reshape(-1)
+        l = F.cross_entropy(y_hat, y.long()).mean()
+        for p in params:
+            p.grad = None
+        l.backward()
+        norm = grad_clipping(params, 0.5)
+        with torch.no_grad():
+            for p in params:
+                p -= 1.0 * p.grad
+        o(f"step {step}", [l, norm, torch.exp(l).item()])
+    o("params", params)
+    prefix_outputs = [0]
+    state = init_rnn_state(1, num_hiddens)
+    for _ in range(6):
+        inp = torch.tensor([prefix_outputs[-1]]).reshape((1, 1))
+        out, state = rnn(F.one_hot(inp.T, vocab_size).float(), state, params)
+        prefix_outputs.append(int(out.argmax(dim=1).reshape(1)))
+    o("greedy decode", prefix_outputs)
+
+
+@program(rtol=1e-5, atol=1e-6)
+def makemore_mlp_with_nn_modules(torch, o):
+    nn = torch.nn
+    vocab, block, emb_dim, hidden = 6, 3, 2, 5
+    model = nn.Sequential(
+        nn.Embedding(vocab, emb_dim), nn.Flatten(), nn.Linear(block * emb_dim, hidden, bias=False),
+        nn.BatchNorm1d(hidden), nn.Tanh(), nn.Linear(hidden, vocab))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.linspace(-1, 1, vocab * emb_dim).view(vocab, emb_dim))
+        model[2].weight.copy_(torch.linspace(-0.5, 0.5, hidden * block * emb_dim).view(hidden, block * emb_dim))
+        model[5].weight.copy_(torch.linspace(0.3, -0.3, vocab * hidden).view(vocab, hidden))
+        model[5].bias.zero_()
+        model[-1].weight *= 0.1
+    o("model", repr(model))
+    o("n params", sum(p.nelement() for p in model.parameters()))
+    o("param shapes", [(n, p.shape) for n, p in model.named_parameters()])
+    o("buffers", [n for n, _ in model.named_buffers()])
+    Xtr = torch.tensor([[0, 0, 1], [0, 1, 2], [1, 2, 3], [2, 3, 4], [0, 0, 5], [0, 5, 1]])
+    Ytr = torch.tensor([2, 3, 4, 0, 1, 0])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for i in range(6):
+        logits = model(Xtr)
+        loss = torch.nn.functional.cross_entropy(logits, Ytr)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if i % 2 == 0:
+            o(f"{i:7d}", f"{i:7d}/{6:7d}: {loss.item():.4f}")
+    o("running stats", [model[3].running_mean, model[3].running_var, model[3].num_batches_tracked])
+    model.eval()
+    with torch.no_grad():
+        probs = torch.softmax(model(Xtr[:2]), dim=1)
+    o("eval probs", probs)
+    o("sample argmax", probs.argmax(1).tolist())
+    o("state_dict", list(model.state_dict().keys()))
+
+
+@program
+def keepdim_standardization_clamp_where_with_tensors(torch, o):
+    X = torch.tensor([[1.0, 200.0, 0.5], [2.0, 180.0, 0.1], [3.0, 260.0, 0.9], [4.0, 220.0, 0.3]])
+    mean = X.mean(dim=0, keepdim=True)
+    std = X.std(dim=0, keepdim=True)
+    Z = (X - mean) / std
+    o("standardized", [Z, Z.mean(0), Z.std(0)])
+    o("row normalized", X / X.sum(dim=1, keepdim=True))
+    o("without keepdim error", (X.sum(1)).shape)
+    o.raises("keepdim mistake", lambda: X / X.sum(dim=1), "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1")
+    o("minmax", (X - X.min(0).values) / (X.max(0).values - X.min(0).values))
+    lo = torch.tensor([1.5, 190.0, 0.2])
+    hi = torch.tensor([3.5, 250.0, 0.8])
+    x = X.clone().requires_grad_()
+    c = torch.clamp(x, min=lo, max=hi)
+    c.sum().backward()
+    o("clamp tensors", [c, x.grad])
+    o("clamp only min tensor", X.clamp(min=lo))
+    o("torch.where scalar", torch.where(X > 2, X, 0.0))
+    o("torch.where tensors", torch.where(X > mean, X - mean, mean - X))
+    o("where int/float", torch.where(torch.tensor([True, False]), torch.tensor([1, 2]), torch.tensor([0.5, 1.5])))
+    o("where scalar both", torch.where(X[:, 0] > 2, 1.0, -1.0))
+    y = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    r = torch.where(y > 0, y ** 2, torch.zeros_like(y))
+    r.sum().backward()
+    o("where grad", [r, y.grad])
+    o("nan_to_num like", torch.where(torch.isnan(torch.tensor([1.0, float('nan')])), torch.tensor(0.0), torch.tensor([1.0, float('nan')])))
+
+
+@program
+def accuracy_integer_and_bool_arithmetic(torch, o):
+    preds = torch.tensor([1, 0, 2, 2, 1])
+    y = torch.tensor([1, 1, 2, 0, 1])
+    eq = preds == y
+    o("eq", [eq, eq.dtype, eq.sum(), eq.sum().dtype, eq.sum().item()])
+    o("float mean", [eq.float().mean(), eq.double().mean(), eq.float().mean().item()])
+    o("bool arithmetic", [eq + eq, eq * 2, eq.int(), eq.long().sum(), torch.sum(eq), eq.to(torch.float32) * 100])
+    o("tensor / int", [eq.sum() / len(y), eq.sum() * 100 / len(y), eq.sum() // 2])
+    o("int / tensor", [1 / (eq.sum() + 1), 10 - eq.sum()])
+    o("negation", [~eq, eq.logical_not(), (~eq).sum(), (~eq).nonzero(), (~eq).nonzero().squeeze()])
+    o("any all", [eq.any(), eq.all(), eq.any().item(), bool(eq.any())])
+    o("mask counts per class", [((preds == c) & (y == c)).sum().item() for c in range(3)])
+    cm = torch.zeros(3, 3, dtype=torch.int64)
+    for t, p in zip(y, preds):
+        cm[t, p] += 1
+    o("confusion", [cm, cm.diag(), cm.diag().float() / cm.sum(1).float(), cm.sum(0)])
+    o("bool plus int", [torch.tensor(True) + 1, torch.tensor([True, False]) + torch.tensor([1, 1])])
+    o("int true div", [torch.tensor([3, 4]) / 2, torch.tensor([3, 4]) / torch.tensor([2, 2])])
+    o("percent string", f"Accuracy: {100 * eq.float().mean():.2f}%")
+    o("percent item string", f"{eq.sum().item()}/{len(y)} ({100. * eq.sum().item() / len(y):.0f}%)")
+    o.raises("bool subtract", lambda: eq - eq, "Subtraction, the `-` operator, with two bool tensors is not supported")
+    o.raises("bool negate", lambda: -eq, "Negation, the `-` operator, on a bool tensor is not supported")
+
+
+@program
+def formatting_and_printing_scalars(torch, o):
+    loss = torch.tensor(1.234567, requires_grad=True) * 2
+    o("fstring item", f"{loss.item():.4f}")
+    o("fstring tensor", f"{loss:.3f}")
+    o("format e", f"{torch.tensor(0.000123):.2e}")
+    o("format g", "{:g}".format(torch.tensor(2.5)))
+    o("percent", "%.2f" % torch.tensor(3.14159))
+    o("percent one-element", "%.2f" % torch.tensor([3.14159]))
+    o("str repr", [str(loss), repr(torch.tensor(2.5)), str(torch.tensor([1.5]))])
+    o("round item", [round(loss.item(), 2), round(float(loss), 1), int(torch.tensor(3.9)), float(torch.tensor([2]))])
+    o("int format", f"{torch.tensor(7):03d}")
+    o.raises("one-element format", lambda: f"{torch.tensor([1.0]):.3f}", "unsupported format string passed to Tensor.__format__")
+    o("print list", str([torch.tensor(1.0), torch.tensor(2)]))
+    o("tolist", [torch.tensor([[1.5, 2.0]]).tolist(), torch.tensor(3).tolist(), torch.tensor([True]).tolist()])
+    o("item types", [type(torch.tensor(1).item()).__name__, type(torch.tensor(1.0).item()).__name__,
+                     type(torch.tensor(True).item()).__name__, type(torch.tensor(1, dtype=torch.int32).item()).__name__])
+    o("len and iteration", [len(torch.zeros(3, 2)), [t.shape for t in torch.zeros(2, 3)]])
+    o.raises("len of scalar", lambda: len(torch.tensor(1.0)), "len() of a 0-d tensor")
+    o.raises("iterate scalar", lambda: list(torch.tensor(1.0)), "iteration over a 0-d tensor")
+    o("hex index", [torch.arange(5)[torch.tensor(2)], torch.arange(5)[torch.tensor(2)].shape])
+    o("numbers in range", list(range(torch.tensor(3))))
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
