@@ -5556,6 +5556,117 @@ def formatting_and_printing_scalars(torch, o):
     o("numbers in range", list(range(torch.tensor(3))))
 
 
+@program
+def printing_attention_masks_and_new_modules(torch, o):
+    T = 4
+    tril = torch.tril(torch.ones(T, T))
+    wei = torch.zeros((T, T)).masked_fill(tril == 0, float('-inf'))
+    o("masked str", str(wei))
+    o("softmax str", str(torch.softmax(wei, dim=-1)))
+    o("ninf nan", str(torch.tensor([float('-inf'), float('nan'), 1.5, -2.0])))
+    o("big", str(torch.tensor([1e-8, 1.0, 1e8])))
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = torch.nn.LayerNorm(4)
+            self.emb = torch.nn.Embedding(10, 4, padding_idx=0)
+            self.ffwd = torch.nn.Sequential(torch.nn.Linear(4, 16), torch.nn.GELU(), torch.nn.Linear(16, 4),
+                                            torch.nn.Dropout(0.1))
+            self.bn = torch.nn.BatchNorm1d(4, momentum=0.01)
+
+        def forward(self, idx):
+            return self.ffwd(self.ln(self.emb(idx)))
+
+    o("block", repr(Block()))
+    o("acts", repr(torch.nn.Sequential(torch.nn.ReLU6(), torch.nn.Hardtanh(-2, 2), torch.nn.SELU(inplace=True),
+                                       torch.nn.CELU(0.5), torch.nn.Softmin(dim=-1), torch.nn.Mish())))
+    o("losses", repr([torch.nn.KLDivLoss(reduction="batchmean"), torch.nn.MultiMarginLoss(), torch.nn.CosineSimilarity(dim=0)]))
+    ln = torch.nn.LayerNorm(3)
+    o("ln out", str(ln(torch.tensor([[1.0, 2.0, 3.0]]))))
+    bn = torch.nn.BatchNorm1d(2)
+    o("bn out", str(bn(torch.tensor([[1.0, 2.0], [3.0, 5.0]]))))
+    emb = torch.nn.Embedding(3, 2)
+    with torch.no_grad():
+        emb.weight.fill_(0.5)
+    o("emb out", str(emb(torch.tensor([0, 2]))))
+    o("emb weight", str(emb.weight))
+
+
+@program(rtol=1e-5, atol=1e-6)
+def training_loop_bookkeeping_idioms(torch, o):
+    model = make_mlp(torch)
+    x = torch.tensor(X_DATA)
+    y = torch.tensor(Y_REG)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    losses = []
+    norms = []
+    for epoch in range(4):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        norms.append(torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.5))
+        optimizer.step()
+        losses.append(loss)
+        for g in optimizer.param_groups:
+            g['lr'] *= 0.5
+    o("stacked mean", torch.stack(losses).mean())
+    o("sum over len", sum(losses) / len(losses))
+    o("from floats", torch.tensor([l.item() for l in losses]).mean())
+    o("norms", norms)
+    o("lr", [g['lr'] for g in optimizer.param_groups])
+    o("momentum buffers", [optimizer.state[p]['momentum_buffer'] for p in model.parameters()])
+    o("best epoch", int(torch.stack(losses).argmin()))
+    o("detached list", [l.detach() for l in losses][-1])
+    o.raises("cat empty", lambda: torch.cat([]), "expected a non-empty list of Tensors")
+    o.raises("stack empty", lambda: torch.stack([]), "stack expects a non-empty TensorList")
+    with torch.no_grad():
+        eval_loss = torch.nn.functional.mse_loss(model(x), y)
+    o.raises("backward of no_grad loss", lambda: eval_loss.backward(), "element 0 of tensors does not require grad and does not have a grad_fn")
+    arr = np.array([[1.0, 2.0], [3.0, 4.0]])
+    t = torch.from_numpy(arr).float()
+    o("from_numpy float", [t, t.dtype])
+    shared = torch.from_numpy(arr)
+    arr[0, 0] = 10.0
+    o("shared", shared)
+    p = torch.nn.Parameter(torch.ones(2))
+    (p * 3).sum().backward()
+    p.grad.data.zero_()
+    o("grad data zero", p.grad)
+
+
+@program
+def seeded_randomness_structure(torch, o):
+    torch.manual_seed(42)
+    a = torch.randn(3, 4)
+    torch.manual_seed(42)
+    b = torch.randn(3, 4)
+    o("same seed same values", torch.equal(a, b))
+    o("randint range", [torch.randint(0, 5, (100,)).min().item() >= 0, torch.randint(0, 5, (100,)).max().item() < 5,
+                        torch.randint(5, (3,)).dtype, torch.randint(0, 5, size=(2, 2)).shape])
+    perm = torch.randperm(10)
+    o("randperm", [perm.sort().values, perm.dtype])
+    o("rand range", [bool((torch.rand(50) < 1).all()), bool((torch.rand(50) >= 0).all())])
+    o("normal shapes", [torch.normal(0.0, 1.0, size=(2, 3)).shape, torch.normal(torch.zeros(4), torch.ones(4)).shape,
+                        torch.normal(mean=torch.zeros(2, 2), std=0.1).shape])
+    g = torch.Generator().manual_seed(0)
+    o("generator", [torch.randn(2, generator=g).shape, torch.rand(3, generator=g).dtype])
+    w = torch.empty(3, 5)
+    torch.nn.init.xavier_uniform_(w)
+    bound = (6 / (3 + 5)) ** 0.5
+    o("xavier bound", bool((w.abs() <= bound).all()))
+    torch.nn.init.kaiming_normal_(w, mode="fan_out", nonlinearity="relu")
+    o("kaiming shape", w.shape)
+    idx = torch.multinomial(torch.tensor([0.0, 1.0, 0.0]), num_samples=5, replacement=True)
+    o("multinomial deterministic", idx)
+    o("bernoulli extremes", torch.bernoulli(torch.tensor([0.0, 1.0, 1.0])))
+    drop = torch.nn.Dropout(p=0.5)
+    out = drop(torch.ones(1000))
+    o("dropout values", sorted(set(out.tolist())))
+    o("dropout eval", torch.nn.Dropout(0.5).eval()(torch.ones(3)))
+    o("dropout p=1", torch.nn.functional.dropout(torch.ones(3), p=1.0))
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

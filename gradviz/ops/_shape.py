@@ -374,7 +374,7 @@ def cat(tensors, dim=0):
 
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for i, t in enumerate(tensors):
         if not isinstance(t, Tensor):
             raise TypeError(f"cat(): expected a sequence of Tensors, but element {i} is {type(t).__name__}")
