@@ -5667,6 +5667,89 @@ def seeded_randomness_structure(torch, o):
     o("dropout p=1", torch.nn.functional.dropout(torch.ones(3), p=1.0))
 
 
+def _copy_conv_weights(torch, model):
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            n = p.numel()
+            p.copy_(torch.linspace(-0.5, 0.5, n).view(p.shape) * (0.9 ** i))
+
+
+@program(rtol=1e-4, atol=1e-6)
+def d2l_lenet_training(torch, o):
+    nn = torch.nn
+    net = nn.Sequential(
+        nn.Conv2d(1, 2, kernel_size=3, padding=1), nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Conv2d(2, 4, kernel_size=2), nn.Sigmoid(),
+        nn.AvgPool2d(kernel_size=2, stride=2),
+        nn.Flatten(),
+        nn.Linear(4, 5), nn.Sigmoid(),
+        nn.Linear(5, 3))
+    _copy_conv_weights(torch, net)
+    X = (torch.arange(2 * 1 * 6 * 6, dtype=torch.float32).reshape(2, 1, 6, 6) % 5) / 5
+    shapes = []
+    out = X
+    for layer in net:
+        out = layer(out)
+        shapes.append(f"{layer.__class__.__name__} output shape:\t{out.shape}")
+    o("shapes", shapes)
+    o("net", repr(net))
+    y = torch.tensor([0, 2])
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    for epoch in range(3):
+        optimizer.zero_grad()
+        l = loss_fn(net(X), y)
+        l.backward()
+        optimizer.step()
+        o(f"loss {epoch}", l)
+    o("grads", [p.grad for p in net.parameters()])
+    o("grad_fn", [net[0](X).grad_fn.name(), net[2](net[0](X)).grad_fn.name()])
+
+
+@program(rtol=1e-4, atol=1e-6)
+def cnn_relu_maxpool_classifier(torch, o):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 4, 3, padding=1)
+            self.conv2 = nn.Conv2d(4, 4, 3, stride=1, padding=1, bias=False)
+            self.pool = nn.MaxPool2d(2, 2)
+            self.gap = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            x = self.pool(F.relu(self.conv1(x)))
+            x = F.relu(self.conv2(x))
+            x = self.gap(x)
+            x = torch.flatten(x, 1)
+            return self.fc(x)
+
+    net = Net()
+    _copy_conv_weights(torch, net)
+    o("repr", repr(net))
+    x = torch.cos(torch.arange(2 * 3 * 4 * 4, dtype=torch.float32)).view(2, 3, 4, 4)
+    x.requires_grad_()
+    out = net(x)
+    o("out", out)
+    loss = F.cross_entropy(out, torch.tensor([1, 0]))
+    loss.backward()
+    o("input grad", x.grad)
+    o("param grads", [p.grad for p in net.parameters()])
+    pooled, indices = F.max_pool2d(x.detach(), 2, return_indices=True)
+    o("pool indices", [pooled, indices])
+    o("unbatched", net.conv1(x.detach()[0]).shape)
+    o("functional conv", F.conv2d(x.detach(), net.conv1.weight.detach(), stride=2).shape)
+    o("unfold", F.unfold(x.detach(), kernel_size=2, stride=2).shape)
+    o.raises("wrong channels", lambda: net.conv1(torch.ones(1, 1, 4, 4)), "expected input[1, 1, 4, 4] to have 3 channels, but got 1 channels instead")
+    o.raises("kernel too big", lambda: F.conv2d(torch.ones(1, 1, 2, 2), torch.ones(1, 1, 3, 3)), "Kernel size can't be greater than actual input size")
+    o.raises("2d input", lambda: net.conv1(torch.ones(4, 4)), "Expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: [4, 4]")
+    o.raises("flatten then fc mismatch", lambda: net.fc(torch.ones(2, 5)), "mat1 and mat2 shapes cannot be multiplied (2x5 and 4x2)")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

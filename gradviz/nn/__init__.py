@@ -12,6 +12,7 @@ from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, GELU, SELU,
                       Softsign, Tanh, Tanhshrink, Unflatten)
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
+from ._conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 from ._module import Module, Parameter
 from ._normalization import BatchNorm1d, Embedding, LayerNorm
 
@@ -21,4 +22,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
-           "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "LayerNorm", "BatchNorm1d"]
+           "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d"]

@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 
 from .. import ops as _ops
-from ..ops import _loss
+from ..ops import _conv, _loss
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 
@@ -494,3 +494,124 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
     if not batched:
         loss = loss.squeeze(0)
     return _reduce(loss, reduction)
+
+
+# ---- convolution and pooling (ops in gradviz.ops._conv) -------------------------------------------
+
+def _batched_4d(input, what):
+    """``input`` as (N, C, H, W) and whether it was unbatched (C, H, W)."""
+    if input.ndim == 3:
+        return input.unsqueeze(0), True
+    if input.ndim != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {what}, but got "
+                           f"input of size: {list(input.shape)}")
+    return input, False
+
+
+def _same_padding(weight_shape, dilation):
+    pads = []
+    for k, d in zip(weight_shape, _conv._pair(dilation)):
+        total = d * (k - 1)
+        if total % 2:
+            raise NotImplementedError("conv2d: padding='same' with an even kernel needs uneven "
+                                      "padding, which gradviz does not support")
+        pads.append(total // 2)
+    return tuple(pads)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) ``input`` with (O, C, kh, kw)
+    ``weight`` (one ``ConvolutionBackward0`` node)."""
+    if groups != 1:
+        raise NotImplementedError("conv2d: groups > 1 is not supported by gradviz")
+    x, unbatched = _batched_4d(input, "conv2d")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        if padding == "same" and _conv._pair(stride) != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        padding = 0 if padding == "valid" else _same_padding(weight.shape[2:], dilation)
+    if x.shape[1] != weight.shape[1]:
+        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
+    _check_blocks(x, geometry)
+    out = _conv.conv2d(x, weight, bias, geometry)
+    return out.squeeze(0) if unbatched else out
+
+
+def _check_blocks(x, geometry):
+    padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], geometry.padding))
+    kernel = tuple(d * (k - 1) + 1 for k, d in zip(geometry.kernel, geometry.dilation))
+    if padded[0] < kernel[0] or padded[1] < kernel[1]:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x {padded[1]})"
+                           f". Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size can't be "
+                           "greater than actual input size")
+
+
+def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
+    if ceil_mode:
+        raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
+    geometry = _conv._Geometry(kernel_size, dilation,
+                               padding, kernel_size if stride is None or stride == [] else stride)
+    for pad, k in zip(geometry.padding, geometry.kernel):
+        if pad > k // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pad}, kernel_size={k} and dilation="
+                               f"{geometry.dilation[0]}")
+    return geometry
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum over each ``kernel_size`` window (one ``MaxPool2DWithIndicesBackward0``)."""
+    x, unbatched = _batched_4d(input, "max_pool2d")
+    geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    _check_blocks(x, geometry)
+    out, indices = _conv.max_pool2d(x, geometry)
+    indices = _ops.tensor(indices)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean over each ``kernel_size`` window, zero padding counted (``AvgPool2DBackward0``)."""
+    if not count_include_pad:
+        raise NotImplementedError("avg_pool2d: count_include_pad=False is not supported by gradviz")
+    x, unbatched = _batched_4d(input, "avg_pool2d")
+    geometry = _pool_geometry(kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    _check_blocks(x, geometry)
+    out = _conv.avg_pool2d(x, geometry, divisor_override)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to ``output_size`` (each input size a multiple of it, or None to keep)."""
+    x, unbatched = _batched_4d(input, "adaptive_avg_pool2d")
+    sizes = _conv._pair(output_size)
+    sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[2:]))
+    if any(n % s for n, s in zip(x.shape[2:], sizes)):
+        raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
+                                  "multiple of the output size")
+    kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
+    out = _conv.avg_pool2d(x, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
+    return out.squeeze(0) if unbatched else out
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C, H, W) -> (N, C*kh*kw, L): the sliding blocks as columns (``Im2ColBackward0``)."""
+    if input.ndim != 4:
+        raise NotImplementedError("unfold: gradviz supports 4-D (batched) inputs")
+    return _conv.unfold(input, _conv._Geometry(kernel_size, dilation, padding, stride))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C*kh*kw, L) -> (N, C, H, W): blocks summed back into place (``Col2ImBackward0``)."""
+    if input.ndim != 3:
+        raise NotImplementedError("fold: gradviz supports 3-D (batched) inputs")
+    return _conv.fold(input, _conv._pair(output_size),
+                      _conv._Geometry(kernel_size, dilation, padding, stride))

@@ -14,7 +14,7 @@ from gradviz_ext import engine as _engine
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
-from . import _compose, _distance, _loss, _math, _nn, _statistics
+from . import _compose, _conv, _distance, _loss, _math, _nn, _statistics
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403

@@ -88,6 +88,27 @@ CASES += [
      (normal(2, 4),)),
 ]
 
+CASES += [
+    ("conv2d", lambda m, x, w, b: m.nn.functional.conv2d(x, w, b), (normal(2, 3, 5, 4), normal(4, 3, 3, 2), normal(4))),
+    ("conv2d_stride_padding", lambda m, x, w: m.nn.functional.conv2d(x, w, stride=2, padding=1).tanh(),
+     (normal(1, 2, 5, 5), normal(3, 2, 3, 3))),
+    ("conv2d_dilation_same", lambda m, x, w: m.nn.functional.conv2d(x, w, padding="same", dilation=2) ** 2,
+     (normal(1, 1, 6, 5), normal(2, 1, 3, 3))),
+    ("conv2d_unbatched", lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, padding=(1, 0)), (normal(2, 4, 4), normal(1, 2, 2, 2), normal(1))),
+    ("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, 2) ** 2, (normal(2, 2, 4, 6),)),
+    ("max_pool2d_overlap_padding", lambda m, x: m.nn.functional.max_pool2d(x, 3, stride=2, padding=1) * 3,
+     (normal(1, 2, 5, 5),)),
+    ("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 2) ** 2, (normal(2, 2, 4, 6),)),
+    ("avg_pool2d_padding_stride", lambda m, x: m.nn.functional.avg_pool2d(x, (3, 2), stride=1, padding=1).sin(),
+     (normal(1, 1, 4, 4),)),
+    ("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (1, 1)) ** 2, (normal(2, 3, 4, 4),)),
+    ("adaptive_avg_pool2d_2x3", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (2, 3)).exp(), (normal(1, 2, 4, 6),)),
+    ("unfold_fold", lambda m, x: m.nn.functional.fold(m.nn.functional.unfold(x, 2, padding=1) ** 2, (3, 4), 2, padding=1),
+     (normal(1, 2, 3, 4),)),
+    ("lenet_block", lambda m, x, w: m.nn.functional.avg_pool2d(m.sigmoid(m.nn.functional.conv2d(x, w, padding=2)), 2, 2),
+     (normal(2, 1, 6, 6), normal(3, 1, 5, 5) * 0.3)),
+]
+
 
 # torch has no derivative for these backward kernels (gradgradcheck below checks ours)
 NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
