@@ -5750,6 +5750,93 @@ def cnn_relu_maxpool_classifier(torch, o):
     o.raises("flatten then fc mismatch", lambda: net.fc(torch.ones(2, 5)), "mat1 and mat2 shapes cannot be multiplied (2x5 and 4x2)")
 
 
+@program(rtol=1e-4, atol=1e-6)
+def lstm_sequence_classifier(torch, o):
+    nn = torch.nn
+
+    class SentimentLSTM(nn.Module):
+        def __init__(self, vocab_size, embed_dim, hidden_dim, num_classes):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embed_dim, padding_idx=0)
+            self.lstm = nn.LSTM(embed_dim, hidden_dim, batch_first=True)
+            self.fc = nn.Linear(hidden_dim, num_classes)
+
+        def forward(self, x):
+            embedded = self.embedding(x)
+            output, (hidden, cell) = self.lstm(embedded)
+            return self.fc(hidden[-1])
+
+    model = SentimentLSTM(8, 3, 4, 2)
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            p.copy_(torch.linspace(-0.6, 0.6, p.numel()).view(p.shape) * (1 - 0.1 * i))
+    o("repr", repr(model))
+    o("names", [(n, p.shape) for n, p in model.named_parameters()])
+    x = torch.tensor([[1, 4, 2, 0], [3, 3, 5, 7]])
+    y = torch.tensor([0, 1])
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.05)
+    for step in range(3):
+        optimizer.zero_grad()
+        logits = model(x)
+        loss = nn.functional.cross_entropy(logits, y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        o(f"loss {step}", loss)
+    o("grads", [p.grad for p in model.parameters()])
+    out, (h, c) = model.lstm(model.embedding(x))
+    o("shapes", [out.shape, h.shape, c.shape, torch.allclose(out[:, -1], h[-1])])
+
+
+@program(rtol=1e-4, atol=1e-6)
+def rnn_and_gru_cells_by_hand(torch, o):
+    nn = torch.nn
+    rnn = nn.RNN(input_size=2, hidden_size=3, num_layers=2)
+    gru = nn.GRU(2, 3, bidirectional=True)
+    cell = nn.GRUCell(2, 3)
+    for module in (rnn, gru, cell):
+        with torch.no_grad():
+            for p in module.parameters():
+                p.copy_(torch.linspace(-0.5, 0.5, p.numel()).view(p.shape))
+    o("reprs", [repr(rnn), repr(gru), repr(cell)])
+    seq = torch.sin(torch.arange(10.0)).view(5, 1, 2)
+    out, h = rnn(seq)
+    o("rnn", [out, h])
+    h0 = torch.zeros(2, 1, 3)
+    out, h = gru(seq, h0)
+    o("gru", [out, h, out.shape])
+    hx = torch.zeros(1, 3)
+    outputs = []
+    for t in range(seq.shape[0]):
+        hx = cell(seq[t], hx)
+        outputs.append(hx)
+    stacked = torch.stack(outputs)
+    o("cell loop", stacked)
+    o("cell equals layer forward half", torch.allclose(stacked.squeeze(1), out[:, 0, :3], atol=1e-6))
+    stacked.sum().backward()
+    o("cell grads", [p.grad for p in cell.parameters()])
+    o.raises("wrong input size", lambda: rnn(torch.ones(5, 1, 3)), "input.size(-1) must be equal to input_size. Expected 2, got 3")
+    o.raises("wrong hidden", lambda: gru(seq, torch.zeros(1, 1, 3)), "Expected hidden size (2, 1, 3), got [1, 1, 3]")
+
+
+@program(rtol=1e-4, atol=1e-6)
+def cnn_with_batchnorm2d(torch, o):
+    nn = torch.nn
+    model = nn.Sequential(nn.Conv2d(1, 2, 3, padding=1, bias=False), nn.BatchNorm2d(2), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2))
+    _copy_conv_weights(torch, model)
+    o("repr", repr(model))
+    x = torch.cos(torch.arange(2 * 16.0)).view(2, 1, 4, 4)
+    out = model(x)
+    out.sum().backward()
+    o("out", out)
+    o("grads", [p.grad for p in model.parameters()])
+    o("bn stats", [model[1].running_mean, model[1].running_var, model[1].num_batches_tracked])
+    model.eval()
+    o("eval", model(x))
+    o.raises("bn2d on 2d", lambda: nn.BatchNorm2d(2)(torch.ones(3, 2)), "expected 4D input (got 2D input)")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -12,7 +12,7 @@ from gradviz.autograd import _functional, functional, graph
 from gradviz.autograd.function import _function, _legacy
 from gradviz.debug import _base, _capture, _doctor, _replay, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
-from gradviz.nn import _conv, _normalization
+from gradviz.nn import _conv, _normalization, _rnn
 from gradviz.ops import _creation
 from gradviz.utils import data
 from gradviz.viz import _dot

@@ -14,7 +14,8 @@ from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLD
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import AdaptiveAvgPool2d, AvgPool2d, Conv2d, MaxPool2d
 from ._module import Module, Parameter
-from ._normalization import BatchNorm1d, Embedding, LayerNorm
+from ._normalization import BatchNorm1d, BatchNorm2d, Embedding, LayerNorm
+from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
@@ -23,4 +24,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
            "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d"]
+           "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
+           "LSTMCell", "GRUCell"]

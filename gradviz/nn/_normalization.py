@@ -1,4 +1,4 @@
-"""``Embedding``, ``LayerNorm`` and ``BatchNorm1d``: the layers of embedding tables and
+"""``Embedding``, ``LayerNorm``, ``BatchNorm1d`` and ``BatchNorm2d``: the layers of embedding tables and
 normalization (ops in :mod:`gradviz.ops._nn`)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from ..autograd import no_grad
 from . import functional as F
 from ._module import Module, Parameter
 
-__all__ = ["Embedding", "LayerNorm", "BatchNorm1d"]
+__all__ = ["Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
 
 
 class Embedding(Module):
@@ -110,9 +110,9 @@ class LayerNorm(Module):
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
 
 
-class BatchNorm1d(Module):
-    """Normalize each feature (dim 1 of (N, C) or (N, C, L) inputs) over the batch in
-    training, keeping running averages of the mean and (unbiased) variance for ``eval()``."""
+class _BatchNorm(Module):
+    """Normalize each channel (dim 1) over the batch and the other dims in training, keeping
+    running averages of the mean and (unbiased) variance for ``eval()``."""
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True):
@@ -137,9 +137,11 @@ class BatchNorm1d(Module):
             self.running_var = None
             self.num_batches_tracked = None
 
+    def _check_input_dim(self, input):
+        raise NotImplementedError
+
     def forward(self, input):
-        if input.dim() not in (2, 3):
-            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+        self._check_input_dim(input)
         momentum = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats:
             with no_grad():
@@ -156,3 +158,19 @@ class BatchNorm1d(Module):
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
                 f"affine={self.affine}, bias={self.bias is not None}, "
                 f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalization of (N, C) or (N, C, L) inputs (each feature over the batch)."""
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalization of (N, C, H, W) inputs (each channel over the batch and pixels)."""
+
+    def _check_input_dim(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"expected 4D input (got {input.dim()}D input)")

@@ -40,6 +40,8 @@ CASES = [
      (normal(5, 3), normal(3), normal(3))),
     ("batch_norm_train_3d", lambda m, x, w: m.nn.functional.batch_norm(x, None, None, w, None, True).sin(),
      (normal(2, 3, 4), normal(3))),
+    ("batch_norm_train_4d", lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, True).tanh(),
+     (normal(2, 3, 2, 2), normal(3), normal(3))),
     ("batch_norm_eval", lambda m, x, w, b: m.nn.functional.batch_norm(
         x, m.tensor([0.5, -0.2, 0.1], dtype=x.dtype), m.tensor([1.5, 0.7, 2.0], dtype=x.dtype), w, b) ** 2,
      (normal(4, 3), normal(3), normal(3))),
