@@ -20,7 +20,7 @@ from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
            _base, _replay, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
-           functional, _normalization, data, _conv]
+           functional, _normalization, data, _conv, _rnn]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

@@ -238,7 +238,16 @@ class _RNNBase(Module):
 
 class RNN(_RNNBase):
     """A multi-layer Elman RNN (``tanh`` or ``relu``) over a sequence (L, N, I), or (N, L, I)
-    with ``batch_first``; returns ``(output, h_n)``."""
+    with ``batch_first``; returns ``(output, h_n)``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> rnn = torch.nn.RNN(10, 20, num_layers=2)
+    >>> output, h_n = rnn(torch.zeros(5, 3, 10))
+    >>> output.shape, h_n.shape
+    (gradviz.Size([5, 3, 20]), gradviz.Size([2, 3, 20]))
+    """
 
 
 class LSTM(_RNNBase):
