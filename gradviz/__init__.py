@@ -6,6 +6,7 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 
 __version__ = "0.1.0"
 
+import math as _math
 import types as _types
 
 from . import dtypes
@@ -33,6 +34,8 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
 from .ops import bincount, median, std_mean, unique, var_mean
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
+from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
+from .ops import celu, selu
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -52,6 +55,10 @@ from . import viz
 from ._config import config, show_config
 
 clip = clamp
+# torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
+moveaxis = movedim
+swapdims = swapaxes
 ger = outer
 
 
@@ -130,6 +137,8 @@ __all__ = [
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
     "load_trace", "optim", "utils", "bincount", "median", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
+    "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
+    "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

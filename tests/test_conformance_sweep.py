@@ -5837,6 +5837,48 @@ def cnn_with_batchnorm2d(torch, o):
     o.raises("bn2d on 2d", lambda: nn.BatchNorm2d(2)(torch.ones(3, 2)), "expected 4D input (got 2D input)")
 
 
+@program(rtol=1e-5, atol=1e-6)
+def time_series_windows_ema_and_plateau(torch, o):
+    series = torch.sin(torch.arange(12.0) / 2)
+    windows = series.unfold(0, 4, 1)
+    X, y = windows[:, :3], windows[:, 3:]
+    o("windows", [windows.shape, X[:2], y[:2]])
+    model = torch.nn.Linear(3, 1)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.1, -0.2, 0.3]]))
+        model.bias.zero_()
+    ema = [p.detach().clone() for p in model.parameters()]
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    scheduler = torch.optim.lr_scheduler.ReduceLROnPlateau(optimizer, mode="min", factor=0.5, patience=0)
+    for epoch in range(6):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(X), y)
+        loss.backward()
+        optimizer.step()
+        with torch.no_grad():
+            for e, p in zip(ema, model.parameters()):
+                e.lerp_(p, 0.1)
+        scheduler.step(loss.item() if epoch != 3 else 10.0)
+        o(f"epoch {epoch}", [loss, optimizer.param_groups[0]["lr"], scheduler.num_bad_epochs])
+    o("ema", ema)
+    o("lerp", [torch.lerp(torch.zeros(3), torch.ones(3), 0.25), torch.lerp(torch.zeros(2), torch.ones(2), torch.tensor([0.1, 0.9]))])
+    angles = torch.atan2(torch.tensor([1.0, -1.0, 0.0]), torch.tensor([0.0, -1.0, -1.0]))
+    o("atan2", [angles, angles * 180 / torch.pi])
+    o("constants", [torch.pi, torch.e, torch.inf, -torch.inf, torch.tensor([1.0, 2.0])[:, torch.newaxis].shape,
+                    torch.zeros(2).masked_fill(torch.tensor([True, False]), -torch.inf)])
+    seqs = [torch.tensor([3, 1, 4]), torch.tensor([1, 5]), torch.tensor([9])]
+    padded = torch.nn.utils.rnn.pad_sequence(seqs, batch_first=True)
+    lengths = torch.tensor([len(s) for s in seqs])
+    mask = torch.arange(padded.shape[1])[None, :] < lengths[:, None]
+    o("padded", [padded, mask, padded.float().masked_fill(~mask, float("nan"))])
+    o("pad", [torch.nn.functional.pad(torch.ones(2, 2), (1, 1)), torch.nn.functional.pad(torch.arange(3), (2, 0), value=-1)])
+    idx = torch.triu_indices(3, 3, offset=1)
+    sim = torch.arange(9.0).view(3, 3)
+    o("upper pairs", [idx, sim[idx[0], idx[1]]])
+    o("nan_to_num", torch.nan_to_num(torch.log(torch.tensor([0.0, 1.0, -1.0])), nan=0.0, neginf=-100.0))
+    o("movedim", [torch.zeros(2, 3, 4).movedim(-1, 0).shape, torch.zeros(2, 3).swapaxes(0, 1).shape, torch.zeros(2, 3).ravel().shape])
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -615,3 +615,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
         raise NotImplementedError("fold: gradviz supports 3-D (batched) inputs")
     return _conv.fold(input, _conv._pair(output_size),
                       _conv._Geometry(kernel_size, dilation, padding, stride))
+
+
+pad = _ops.pad

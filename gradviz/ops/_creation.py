@@ -471,3 +471,21 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 __all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial"]
 
 install_methods({"bernoulli": bernoulli, "bernoulli_": bernoulli_, "multinomial": multinomial})
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the upper triangle of a ``row`` x ``col`` matrix
+    (from diagonal ``offset``)."""
+    _check_device(device)
+    rows, cols = np.triu_indices(row, offset, col)
+    return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the lower triangle (to diagonal ``offset``)."""
+    _check_device(device)
+    rows, cols = np.tril_indices(row, offset, col)
+    return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
+
+
+__all__ += ["triu_indices", "tril_indices"]

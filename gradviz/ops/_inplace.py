@@ -373,7 +373,7 @@ def _write_directly(self, ufunc, args, kwargs):
 
 
 def _build_methods():
-    from . import _activation, _indexing, _pointwise, _reduction
+    from . import _activation, _indexing, _math, _pointwise, _reduction
 
     P = _pointwise
     methods = {}
@@ -387,6 +387,8 @@ def _build_methods():
     methods["scatter_"] = _method(_indexing.scatter)
     methods["scatter_add_"] = _method(_indexing.scatter_add)
     methods["cumsum_"] = _method(_reduction.cumsum)
+    methods["lerp_"] = _method(_math.lerp)
+    methods["nan_to_num_"] = _method(_math.nan_to_num)
     methods["copy_"] = copy_
     methods["fill_"] = fill_
     methods["zero_"] = zero_

@@ -111,6 +111,18 @@ CASES += [
      (normal(2, 1, 6, 6), normal(3, 1, 5, 5) * 0.3)),
 ]
 
+CASES += [
+    ("pad", lambda m, x: m.nn.functional.pad(x, (1, 2)) ** 2, (normal(2, 3),)),
+    ("pad_value_2d_crop", lambda m, x: m.nn.functional.pad(x, (-1, 1, 2, 0), value=0.5).sin(), (normal(2, 3, 4),)),
+    ("lerp_scalar", lambda m, a, b: m.lerp(a, b, 0.3) ** 2, (normal(2, 3), normal(3))),
+    ("lerp_tensor", lambda m, a, b, w: a.lerp(b, w) ** 2, (normal(2, 3), normal(2, 3), normal(3))),
+    ("atan2", lambda m, a, b: m.atan2(a, b), (normal(2, 3), normal(2, 3))),
+    ("nan_to_num", lambda m, a: m.nan_to_num(a * 2) ** 2, (normal(5),)),
+    ("tensor_unfold", lambda m, a: a.unfold(1, 3, 2) ** 2, (normal(2, 7),)),
+    ("tensor_unfold_dim0_overlap", lambda m, a: a.unfold(0, 2, 1).exp(), (normal(4, 2),)),
+    ("movedim_swapaxes_ravel", lambda m, a: m.movedim(a, 0, -1).swapaxes(0, 1).ravel() ** 2, (normal(2, 3, 4),)),
+]
+
 
 # torch has no derivative for these backward kernels (gradgradcheck below checks ours)
 NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
@@ -170,3 +182,35 @@ def test_statistics_without_gradients_match_torch():
             gradviz.bincount(gradviz.tensor(bad))
         with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs."):
             torch.bincount(torch.tensor(bad))
+
+
+def test_index_helpers_and_schedulers_match_torch():
+    import torch
+
+    results = []
+    for m in (gradviz, torch):
+        seqs = [m.tensor([1.0, 2.0, 3.0]), m.tensor([4.0]), m.tensor([5.0, 6.0])]
+        p = m.nn.Parameter(m.ones(1))
+        optimizer = m.optim.SGD([p], lr=1.0)
+        scheduler = m.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=1, factor=0.5,
+                                                            cooldown=1, min_lr=0.1)
+        rates = []
+        for value in [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.9, 0.9, 0.9]:
+            scheduler.step(value)
+            rates.append(optimizer.param_groups[0]["lr"])
+        maximize = m.optim.lr_scheduler.ReduceLROnPlateau(m.optim.SGD([p], lr=1.0), "max",
+                                                          patience=0, threshold=0.1,
+                                                          threshold_mode="abs")
+        for value in [0.5, 0.55, 0.7]:
+            maximize.step(value)
+        results.append([m.triu_indices(3, 4).tolist(), m.tril_indices(4, 3, -1).tolist(),
+                        m.triu_indices(3, 3, 1).tolist(),
+                        m.nn.utils.rnn.pad_sequence(seqs).tolist(),
+                        m.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=-1.0,
+                                                    padding_side="left").tolist(),
+                        rates, scheduler.get_last_lr(), maximize.get_last_lr(),
+                        m.nan_to_num(m.tensor([float("nan"), float("inf"), -float("inf")])).tolist(),
+                        m.tensor([1.5, 300.0]).byte().tolist(), m.tensor([1.5, -3.0]).short().dtype.__repr__(),
+                        m.arange(10.0).unfold(0, 4, 3).tolist()])
+    results[0][10] = results[0][10].replace("gradviz", "torch")
+    assert results[0] == results[1]
