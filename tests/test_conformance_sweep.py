@@ -5879,6 +5879,42 @@ def time_series_windows_ema_and_plateau(torch, o):
     o("movedim", [torch.zeros(2, 3, 4).movedim(-1, 0).shape, torch.zeros(2, 3).swapaxes(0, 1).shape, torch.zeros(2, 3).ravel().shape])
 
 
+@program(rtol=1e-5, atol=1e-6)
+def parameter_list_and_dict_models(torch, o):
+    nn = torch.nn
+
+    class PolyModel(nn.Module):
+        def __init__(self, degree):
+            super().__init__()
+            self.coeffs = nn.ParameterList([nn.Parameter(torch.tensor(0.1 * (i + 1))) for i in range(degree + 1)])
+            self.extra = nn.ParameterDict({"scale": nn.Parameter(torch.ones(1)), "shift": nn.Parameter(torch.zeros(1))})
+
+        def forward(self, x):
+            y = sum(c * x ** i for i, c in enumerate(self.coeffs))
+            return y * self.extra["scale"] + self.extra["shift"]
+
+    model = PolyModel(2)
+    o("repr", repr(model))
+    o("named", [(n, p.shape) for n, p in model.named_parameters()])
+    o("state keys", list(model.state_dict().keys()))
+    x = torch.linspace(-1, 1, 5)
+    y = 1 + 2 * x - x ** 2
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    for step in range(5):
+        optimizer.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        optimizer.step()
+    o("loss", loss)
+    o("coeffs", list(model.coeffs))
+    o("dict", [(k, v) for k, v in model.extra.items()])
+    model.coeffs.append(torch.zeros(()))
+    o("appended", [len(model.coeffs), type(model.coeffs[3]).__name__, model.coeffs[3].requires_grad,
+                   len(list(model.parameters()))])
+    o("contains", ["scale" in model.extra, list(model.extra.keys()), len(model.extra)])
+    o("list repr", repr(nn.ParameterList([nn.Parameter(torch.ones(2, 3)), nn.Parameter(torch.zeros(1, dtype=torch.float64))])))
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -6,7 +6,7 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
+from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
                       Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                       Softsign, Tanh, Tanhshrink, Unflatten)
@@ -24,5 +24,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
            "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
+           "AdaptiveAvgPool2d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
            "LSTMCell", "GRUCell"]
