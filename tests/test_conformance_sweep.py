@@ -5915,6 +5915,48 @@ def parameter_list_and_dict_models(torch, o):
     o("list repr", repr(nn.ParameterList([nn.Parameter(torch.ones(2, 3)), nn.Parameter(torch.zeros(1, dtype=torch.float64))])))
 
 
+@program(rtol=1e-5, atol=1e-6)
+def checkpoint_copy_and_dtype_of_new_modules(torch, o):
+    import copy
+    import io
+
+    nn = torch.nn
+    model = nn.Sequential(nn.Embedding(5, 3), nn.LSTM(3, 2, batch_first=True))
+    head = nn.Sequential(nn.Conv2d(1, 2, 2), nn.BatchNorm2d(2), nn.LayerNorm([2, 2, 2]))
+    for module in (model, head):
+        with torch.no_grad():
+            for i, p in enumerate(module.parameters()):
+                p.copy_(torch.linspace(-0.3, 0.3, p.numel()).view(p.shape) + 0.01 * i)
+    head(torch.arange(18.0).view(2, 1, 3, 3) / 10)
+    state = head.state_dict()
+    o("keys", list(state.keys()))
+    o("num_batches_tracked", [state["1.num_batches_tracked"], state["1.running_mean"]])
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    fresh = nn.Sequential(nn.Conv2d(1, 2, 2), nn.BatchNorm2d(2), nn.LayerNorm([2, 2, 2]))
+    result = fresh.load_state_dict(loaded)
+    o("load result", [list(result.missing_keys), list(result.unexpected_keys)])
+    fresh.eval()
+    head.eval()
+    x = torch.arange(9.0).view(1, 1, 3, 3) / 9
+    o("same eval output", torch.allclose(fresh(x), head(x)))
+    twin = copy.deepcopy(model)
+    idx = torch.tensor([[0, 3, 4]])
+    out, (h, c) = twin[1](twin[0](idx))
+    o("deepcopy lstm", [out, h, c])
+    o("deepcopy independent", twin[0].weight is not model[0].weight)
+    model.double()
+    o("double dtypes", [p.dtype for p in model.parameters()])
+    head.double()
+    o("buffers after double", [(n, b.dtype) for n, b in head.named_buffers()])
+    o("double output", head(x.double()).dtype)
+    lstm_state = model[1].state_dict()
+    o("lstm state", [(k, v.shape, v.dtype) for k, v in lstm_state.items()])
+    o.raises("strict mismatch", lambda: nn.LSTM(3, 4).load_state_dict(lstm_state), "size mismatch for weight_ih_l0")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
