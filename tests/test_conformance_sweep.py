@@ -5957,6 +5957,38 @@ def checkpoint_copy_and_dtype_of_new_modules(torch, o):
     o.raises("strict mismatch", lambda: nn.LSTM(3, 4).load_state_dict(lstm_state), "size mismatch for weight_ih_l0")
 
 
+@program(rtol=1e-5, atol=1e-6)
+def contrastive_loss_and_fused_attention(torch, o):
+    F = torch.nn.functional
+    z = torch.tensor([[1.0, 0.2, -0.5], [0.9, 0.1, -0.4], [-0.3, 1.0, 0.2], [-0.2, 0.8, 0.4]], requires_grad=True)
+    temperature = 0.5
+    zn = F.normalize(z, dim=1)
+    sim = zn @ zn.T / temperature
+    sim = sim.clone().fill_diagonal_(float("-inf"))
+    targets = torch.tensor([1, 0, 3, 2])
+    loss = F.cross_entropy(sim, targets)
+    loss.backward()
+    o("nt-xent", [loss, z.grad])
+    o("fill_diagonal", torch.zeros(3, 3).fill_diagonal_(1.0))
+    B, T, C, n_head = 1, 4, 6, 2
+    x = torch.sin(torch.arange(B * T * C, dtype=torch.float32)).view(B, T, C).requires_grad_()
+    q, k, v = x, x * 0.5, x.flip(-1)
+    q, k, v = (t.view(B, T, n_head, C // n_head).transpose(1, 2) for t in (q, k, v))
+    y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    manual = (q @ k.transpose(-2, -1)) * (1.0 / (k.size(-1) ** 0.5))
+    manual = manual.masked_fill(torch.tril(torch.ones(T, T)).view(1, 1, T, T) == 0, float("-inf"))
+    manual = F.softmax(manual, dim=-1) @ v
+    o("sdpa equals manual", torch.allclose(y, manual, atol=1e-6))
+    y = y.transpose(1, 2).contiguous().view(B, T, C)
+    y.sum().backward()
+    o("sdpa", [y, x.grad])
+    scores = torch.tensor([0.1, 0.5, 0.35, 0.9, 0.7, 0.2])
+    o("quantiles", [torch.quantile(scores, 0.5), scores.quantile(torch.tensor([0.25, 0.75])),
+                    torch.quantile(scores.view(2, 3), 0.5, dim=1), torch.median(scores)])
+    threshold = torch.quantile(scores, 0.8)
+    o("top 20%", (scores >= threshold).nonzero().flatten())
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _conv, _loss
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
@@ -618,3 +619,31 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 pad = _ops.pad
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale=None, enable_gqa: bool = False):
+    """``softmax(q @ k^T * scale + mask) @ v``, written as torch's reference implementation
+    (``is_causal``: a lower-triangular mask; a bool ``attn_mask`` keeps the True positions, a
+    float one is added; dropout is applied whenever ``dropout_p > 0``)."""
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported "
+                                  "by gradviz")
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / float(np.sqrt(query.shape[-1])) if scale is None else scale
+    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        keep = _ops.tril(_ops.ones(length, source, dtype=_dtypes.bool))
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype is _dtypes.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = _ops.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return _ops.matmul(weights, value)

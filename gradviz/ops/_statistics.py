@@ -1,5 +1,6 @@
-"""Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``unique``,
-``bincount``, ``std_mean`` and ``var_mean``."""
+"""Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``quantile``
+(from ``sort``, as torch composes it), ``unique``, ``bincount``, ``std_mean`` and
+``var_mean``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _selec
 from ._reduction import mean, std, var
 from ._registry import Op, apply
 
-__all__ = ["median", "unique", "bincount", "std_mean", "var_mean"]
+__all__ = ["median", "unique", "bincount", "std_mean", "var_mean", "quantile"]
 
 
 def _lower_median(array):
@@ -99,4 +100,57 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
             mean(input, dim, keepdim))
 
 
-install_methods({"median": median, "unique": unique, "bincount": bincount})
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
+    values when None), between the sorted values as ``interpolation`` says; a tensor ``q``
+    puts its dim first."""
+    from ._creation import tensor
+    from ._indexing import index_select, sort
+    from ._shape import permute, reshape, squeeze_dim
+
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    scalar_q = not isinstance(q, Tensor)
+    qs = np.atleast_1d(np.asarray(q._data if isinstance(q, Tensor) else q, dtype=np.float64))
+    if qs.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if ((qs < 0) | (qs > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if dim is None:
+        values, axis = reshape(input, (-1,)), 0
+    else:
+        values, axis = input, _wrap_dim(dim, input.ndim)
+    size = values.shape[axis] if values.ndim else 1
+    if size == 0:
+        raise IndexError("quantile() input tensor must be non-empty")
+    ordered = sort(values, axis).values if values.ndim else reshape(values, (1,))
+    ranks = qs * (size - 1)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)
+    below = np.floor(ranks).astype(np.int64)
+    above = np.ceil(ranks).astype(np.int64)
+    weights = 0.5 * (above != below) if interpolation == "midpoint" else ranks - below
+    low = index_select(ordered, axis, tensor(below))
+    high = index_select(ordered, axis, tensor(above))
+    shape = [1] * ordered.ndim
+    shape[axis] = -1
+    result = low + (high - low) * tensor(weights.astype(input._data.dtype)).reshape(shape)
+    if axis:  # the q dim first
+        result = permute(result, axis, *[d for d in range(result.ndim) if d != axis])
+    if keepdim:
+        kept = [1 if dim is None or d == axis else n for d, n in enumerate(input.shape)]
+        result = reshape(result, (len(qs),) + tuple(kept))
+    return squeeze_dim(result, 0) if scalar_q else result
+
+
+install_methods({"median": median, "unique": unique, "bincount": bincount, "quantile": quantile})

@@ -123,10 +123,25 @@ CASES += [
     ("movedim_swapaxes_ravel", lambda m, a: m.movedim(a, 0, -1).swapaxes(0, 1).ravel() ** 2, (normal(2, 3, 4),)),
 ]
 
+MASK = np.array([[True, False, True, True], [True, True, False, False], [True, False, False, True]])
+CASES += [
+    ("quantile", lambda m, a: m.quantile(a, 0.3), (normal(7),)),
+    ("quantile_dim_keepdim", lambda m, a: a.quantile(0.6, dim=1, keepdim=True) ** 2, (normal(3, 5),)),
+    ("quantile_tensor_q", lambda m, a: m.quantile(a, m.tensor([0.2, 0.75], dtype=a.dtype), dim=0), (normal(4, 3),)),
+    ("quantile_midpoint", lambda m, a: m.quantile(a, 0.4, dim=-1, interpolation="midpoint"), (normal(2, 6),)),
+    ("sdpa", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
+     (normal(2, 3, 4), normal(2, 4, 4), normal(2, 4, 2))),
+    ("sdpa_causal", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+     (normal(1, 2, 4, 3), normal(1, 2, 4, 3), normal(1, 2, 4, 3))),
+    ("sdpa_bool_mask_scale", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(MASK), scale=0.5), (normal(3, 2), normal(4, 2), normal(4, 3))),
+    ("fill_diagonal_", lambda m, a: (a * 2).fill_diagonal_(0.5) ** 2, (normal(3, 3),)),
+]
+
 
 # torch has no derivative for these backward kernels (gradgradcheck below checks ours)
 NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
-                               "multi_margin_p2_sum"}
+                               "multi_margin_p2_sum", "sdpa_causal"}
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])
