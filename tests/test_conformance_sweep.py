@@ -5989,6 +5989,23 @@ def contrastive_loss_and_fused_attention(torch, o):
     o("top 20%", (scores >= threshold).nonzero().flatten())
 
 
+@program
+def single_sample_statistics_warnings(torch, o):
+    h = torch.tensor([[0.5, -1.0, 2.0]], requires_grad=True)
+    std = o.warns("std of one sample", lambda: h.std(0, keepdim=True), "degrees of freedom is <= 0")
+    o("std", std)
+    o.warns("var", lambda: torch.tensor([3.0]).var(), "var(): degrees of freedom is <= 0")
+    o.warns("std_mean", lambda: torch.std_mean(torch.tensor([3.0])), "std_mean(): degrees of freedom is <= 0")
+    o.warns("biased is fine", lambda: h.var(0, unbiased=False))
+    o.warns("batch of two", lambda: torch.tensor([[1.0], [2.0]]).std(0))
+    normalized = (h - h.mean(0, keepdim=True)) / (h.var(0, keepdim=True, unbiased=False) + 1e-5).sqrt()
+    normalized.sum().backward()
+    o("normalized", [normalized, h.grad])
+    o.raises("batchnorm one sample", lambda: torch.nn.BatchNorm1d(3)(h), "Expected more than 1 value per channel when training")
+    bn = torch.nn.BatchNorm1d(3).eval()
+    o("batchnorm eval one sample", bn(h))
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -9,7 +9,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _select_backward
-from ._reduction import mean, std, var
+from ._reduction import _STD, _VAR, _variance, mean
 from ._registry import Op, apply
 
 __all__ = ["median", "unique", "bincount", "std_mean", "var_mean", "quantile"]
@@ -90,14 +90,14 @@ def bincount(input, weights=None, minlength=0):
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` over ``dim``."""
-    return (std(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return (_variance(_STD, "std_mean", input, dim, unbiased, keepdim, correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var, mean)`` over ``dim``."""
-    return (var(input, dim, unbiased, keepdim, correction=correction),
-            mean(input, dim, keepdim))
+    return (_variance(_VAR, "var_mean", input, dim, unbiased, keepdim, correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
