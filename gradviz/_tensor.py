@@ -661,17 +661,19 @@ def _to_array(data, dtype=None) -> np.ndarray:
             # Python data: floats become the default float dtype, ints int64, like torch;
             # numpy scalars inside keep their own dtype. With an explicit dtype, convert once
             # (float64 -> float32 -> float64 loses digits).
-            if isinstance(data, (list, tuple)):
-                if array.dtype.kind in "fiu":
-                    array = array.astype(_sequence_dtype(data))
-            elif array.dtype.kind == "f":  # a range, a Python number, ...
-                array = array.astype(_dtypes.get_default_dtype().numpy)
-            elif array.dtype.kind in "iu":
-                array = array.astype(np.int64)
-    if dtype is not None:
-        array = array.astype(dtype.numpy, copy=False)
-    elif array.dtype not in _SUPPORTED_NUMPY:
-        array = array.astype(from_numpy(array.dtype).numpy)
+            with np.errstate(over="ignore"):  # 1e40 becomes inf in float32, silently as torch
+                if isinstance(data, (list, tuple)):
+                    if array.dtype.kind in "fiu":
+                        array = array.astype(_sequence_dtype(data))
+                elif array.dtype.kind == "f":  # a range, a Python number, ...
+                    array = array.astype(_dtypes.get_default_dtype().numpy)
+                elif array.dtype.kind in "iu":
+                    array = array.astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype is not None:
+            array = array.astype(dtype.numpy, copy=False)
+        elif array.dtype not in _SUPPORTED_NUMPY:
+            array = array.astype(from_numpy(array.dtype).numpy)
     return array
 
 

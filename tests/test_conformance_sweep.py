@@ -6006,6 +6006,22 @@ def single_sample_statistics_warnings(torch, o):
     o("batchnorm eval one sample", bn(h))
 
 
+@program
+def saturated_sigmoid_printing_and_overflow(torch, o):
+    logits = torch.tensor([-100.0, -90.0, -20.0, 0.0, 20.0, 100.0], requires_grad=True)
+    probs = torch.sigmoid(logits)
+    o("probs", probs)
+    o("printed", str(probs))
+    o("double", str(torch.sigmoid(logits.detach().double())))
+    probs.sum().backward()
+    o("grad", logits.grad)
+    o("module", str(torch.nn.Sigmoid()(torch.tensor([[-88.5, 88.5]]))))
+    o("bce saturated", torch.nn.functional.binary_cross_entropy(probs.detach(), torch.tensor([1.0, 0, 0, 1, 1, 0])))
+    o.warns("overflow to inf", lambda: torch.tensor([1e40, -1e40]))
+    o.warns("cast down", lambda: torch.tensor([1e300], dtype=torch.float64).float())
+    o("inf values", [torch.tensor([1e40]), torch.tensor([1e300], dtype=torch.float64).float()])
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
