@@ -6022,6 +6022,93 @@ def saturated_sigmoid_printing_and_overflow(torch, o):
     o("inf values", [torch.tensor([1e40]), torch.tensor([1e300], dtype=torch.float64).float()])
 
 
+@program
+def d2l_builders_guide_blocks_and_parameters(torch, o):
+    import io
+
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class MySequential(nn.Module):
+        def __init__(self, *args):
+            super().__init__()
+            for idx, module in enumerate(args):
+                self._modules[str(idx)] = module
+
+        def forward(self, X):
+            for block in self._modules.values():
+                X = block(X)
+            return X
+
+    def init_constant(module):
+        if type(module) == nn.Linear:
+            nn.init.constant_(module.weight, 0.1)
+            nn.init.zeros_(module.bias)
+
+    X = torch.arange(8.0).reshape(2, 4) / 8
+    net = MySequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    net.apply(init_constant)
+    o("my sequential", [net(X), repr(net), [n for n, _ in net.named_parameters()]])
+
+    def block1():
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+
+    def block2():
+        net = nn.Sequential()
+        for i in range(2):
+            net.add_module(f'block {i}', block1())
+        return net
+
+    rgnet = nn.Sequential(block2(), nn.Linear(4, 1))
+    rgnet.apply(init_constant)
+    o("rgnet", [repr(rgnet), rgnet(X), rgnet[0][1][0].bias.data])
+    o("state", [(k, v.shape) for k, v in rgnet.state_dict().items()][:4])
+    o("param access", [type(net._modules["2"].bias).__name__, net._modules["2"].bias.data, net._modules["2"].weight.grad is None])
+    o("all params", [(name, param.shape) for name, param in net.named_parameters()])
+    o("state_dict bias", net.state_dict()['2.bias'].data)
+
+    def my_init(m):
+        if type(m) == nn.Linear:
+            nn.init.uniform_(m.weight, -10, 10)
+            m.weight.data *= m.weight.data.abs() >= 5
+
+    net.apply(my_init)
+    w = net._modules["0"].weight
+    o("my_init", bool(((w.abs() >= 5) | (w == 0)).all()))
+    net._modules["0"].weight.data[:] += 1
+    net._modules["0"].weight.data[0, 0] = 42
+    o("edited", net._modules["0"].weight.data[0, 0])
+    shared = nn.Linear(8, 8)
+    tied = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+    tied.apply(init_constant)
+    tied[2].weight.data[0, 0] = 100
+    o("tied", [bool((tied[2].weight.data[0] == tied[4].weight.data[0]).all()), len(list(tied.parameters())),
+               len(tied.state_dict())])
+    tied(X).sum().backward()
+    o("tied grad", tied[2].weight.grad[0])
+
+    class CenteredLayer(nn.Module):
+        def forward(self, X):
+            return X - X.mean()
+
+    layer = CenteredLayer()
+    o("centered", [layer(torch.tensor([1.0, 2, 3, 4, 5])), nn.Sequential(nn.Linear(4, 8), CenteredLayer())(X).mean().abs() < 1e-6])
+    x = torch.arange(4)
+    buffer = io.BytesIO()
+    torch.save([x, torch.zeros(4)], buffer)
+    buffer.seek(0)
+    x2, y2 = torch.load(buffer)
+    o("save list", [x2, y2])
+    buffer = io.BytesIO()
+    torch.save({'x': x, 'y': torch.zeros(4)}, buffer)
+    buffer.seek(0)
+    o("save dict", torch.load(buffer))
+    clone = MySequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+    clone.load_state_dict(net.state_dict())
+    clone.eval()
+    o("clone equal", bool((clone(X) == net(X)).all()))
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])
