@@ -6109,6 +6109,45 @@ def d2l_builders_guide_blocks_and_parameters(torch, o):
     o("clone equal", bool((clone(X) == net(X)).all()))
 
 
+@program(rtol=1e-4, atol=1e-6)
+def text_cnn_conv1d_classifier(torch, o):
+    nn = torch.nn
+    F = torch.nn.functional
+
+    class TextCNN(nn.Module):
+        def __init__(self, vocab_size, embed_dim, num_filters, kernel_sizes, num_classes):
+            super().__init__()
+            self.embedding = nn.Embedding(vocab_size, embed_dim)
+            self.convs = nn.ModuleList([nn.Conv1d(embed_dim, num_filters, k) for k in kernel_sizes])
+            self.pool = nn.AdaptiveAvgPool1d(1)
+            self.fc = nn.Linear(num_filters * len(kernel_sizes), num_classes)
+
+        def forward(self, x):
+            emb = self.embedding(x).permute(0, 2, 1)
+            pooled = [F.max_pool1d(F.relu(conv(emb)), conv(emb).shape[-1]).squeeze(-1) for conv in self.convs]
+            averaged = [self.pool(F.relu(conv(emb))).squeeze(-1) for conv in self.convs]
+            return self.fc(torch.cat(pooled, dim=1)) + 0.1 * self.fc(torch.cat(averaged, dim=1))
+
+    model = TextCNN(10, 4, 3, [2, 3], 2)
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).view(p.shape) * (1 - 0.05 * i))
+    o("repr", repr(model))
+    x = torch.tensor([[1, 5, 2, 7, 0, 3], [4, 4, 9, 1, 2, 8]])
+    y = torch.tensor([1, 0])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5)
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+        o(f"loss {step}", loss)
+    o("grads", [p.grad for p in model.parameters()])
+    o("shapes", [model.convs[0](model.embedding(x).transpose(1, 2)).shape, nn.MaxPool1d(2)(torch.ones(1, 2, 5)).shape,
+                 nn.AvgPool1d(3, stride=1)(torch.arange(5.0).view(1, 1, 5))])
+    o.raises("conv1d channels", lambda: model.convs[0](torch.ones(1, 3, 6)), "expected input[1, 3, 6] to have 4 channels, but got 3 channels instead")
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -1,5 +1,5 @@
-"""Convolution and pooling layers: ``Conv2d``, ``MaxPool2d``, ``AvgPool2d`` and
-``AdaptiveAvgPool2d`` (ops in :mod:`gradviz.ops._conv`)."""
+"""Convolution and pooling layers: ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``,
+``AdaptiveAvgPool2d`` and their 1-D versions (ops in :mod:`gradviz.ops._conv`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from . import functional as F
 from ._layers import _uniform_
 from ._module import Module, Parameter
 
-__all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d"]
+__all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d",
+           "AdaptiveAvgPool1d"]
 
 
 class Conv2d(Module):
@@ -124,3 +125,83 @@ class AdaptiveAvgPool2d(Module):
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+def _single(value):
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+class Conv1d(Module):
+    """1-D convolution of (N, C_in, L) inputs, initialised as torch does (from gradviz's
+    generator)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        if groups != 1:
+            raise NotImplementedError("Conv1d: groups > 1 is not supported by gradviz")
+        if padding_mode != "zeros":
+            raise NotImplementedError("Conv1d: only padding_mode='zeros' is supported by gradviz")
+        if isinstance(padding, str) and padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride)
+        self.padding = padding if isinstance(padding, str) else _single(padding)
+        self.dilation = _single(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(_ops.empty(out_channels, in_channels, self.kernel_size[0],
+                                           dtype=dtype))
+        self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
+        bound = 1 / math.sqrt(in_channels * self.kernel_size[0])
+        _uniform_(self.weight, bound)
+        if self.bias is not None:
+            _uniform_(self.bias, bound)
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding != (0,):
+            text += f", padding={self.padding}"
+        if self.dilation != (1,):
+            text += f", dilation={self.dilation}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class MaxPool1d(MaxPool2d):
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)

@@ -647,3 +647,72 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return _ops.matmul(weights, value)
+
+
+# ---- 1-D convolution and pooling: a 2-D one over (1, L), as torch computes the pools -------------
+
+def _conv_padding(padding, weight_shape, dilation, stride):
+    if not isinstance(padding, str):
+        return padding
+    if padding not in ("valid", "same"):
+        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    if padding == "same" and any(s != 1 for s in _conv._pair(stride)):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    return 0 if padding == "valid" else _same_padding(weight_shape, dilation)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of (N, C, L) (or (C, L)) ``input`` with (O, C, k) ``weight`` (one
+    ``ConvolutionBackward0`` node)."""
+    if groups != 1:
+        raise NotImplementedError("conv1d: groups > 1 is not supported by gradviz")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
+    padding = _conv_padding(padding, weight.shape[2:], one(dilation), one(stride))
+    if x.shape[1] != weight.shape[1]:
+        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
+                               (1, one(stride)))
+    _check_blocks(x.unsqueeze(2), geometry)
+    out = _conv.conv1d(x, weight, bias, geometry)
+    return out.squeeze(0) if input.ndim == 2 else out
+
+
+def _pool1d(pool, input, what, *args):
+    """``pool`` (a 2-D pool) over (1, L): torch's 1-D pools, ending in a ``SqueezeBackward1``."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{what}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+    result = pool(input.unsqueeze(-2), *args)
+    if isinstance(result, tuple):
+        return tuple(t.squeeze(-2) for t in result)
+    return result.squeeze(-2)
+
+
+def _one(value):
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum over each window of ``kernel_size``."""
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool1d(max_pool2d, input, "max_pool1d", (1, _one(kernel_size)), (1, _one(stride)),
+                   (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """The mean over each window of ``kernel_size``."""
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool1d(avg_pool2d, input, "avg_pool1d", (1, _one(kernel_size)), (1, _one(stride)),
+                   (0, _one(padding)), ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to ``output_size`` along the last dim."""
+    return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))

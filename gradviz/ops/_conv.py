@@ -1,5 +1,5 @@
-"""2-D convolution and pooling: ``unfold``/``fold`` (``Im2ColBackward0``/``Col2ImBackward0``,
-each the other's adjoint), ``conv2d`` (``ConvolutionBackward0``), ``max_pool2d``
+"""Convolution and pooling: ``unfold``/``fold`` (``Im2ColBackward0``/``Col2ImBackward0``,
+each the other's adjoint), ``conv2d`` and ``conv1d`` (``ConvolutionBackward0``), ``max_pool2d``
 (``MaxPool2DWithIndicesBackward0``) and ``avg_pool2d`` (``AvgPool2DBackward0``).
 
 The forwards run on numpy windows; every backward rule is written with ``unfold``, ``fold``,
@@ -15,9 +15,9 @@ from ._indexing import scatter_add
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs
-from ._shape import expand, reshape, transpose, unsqueeze
+from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
 
-__all__ = ["unfold", "fold", "conv2d", "max_pool2d", "avg_pool2d"]
+__all__ = ["unfold", "fold", "conv1d", "conv2d", "max_pool2d", "avg_pool2d"]
 
 
 def _pair(value, name="kernel_size"):
@@ -141,8 +141,8 @@ def _conv2d_forward(x, weight, bias, geometry):
     return out.reshape(n, out_channels, oh, ow).astype(x.dtype, copy=False)
 
 
-def _conv2d_backward(ctx, g):
-    x, weight = ctx.input(0), ctx.input(1)
+def _convolution_grads(ctx, x, weight, g):
+    """The gradients of a 2-D convolution's input, weight and bias (None where not needed)."""
     n, out_channels = g.shape[0], g.shape[1]
     flat_g = reshape(g, (n, out_channels, -1))
     flat_w = reshape(weight, (out_channels, -1))
@@ -159,13 +159,37 @@ def _conv2d_backward(ctx, g):
     return grad_x, grad_w, grad_b
 
 
+def _conv2d_backward(ctx, g):
+    return _convolution_grads(ctx, ctx.input(0), ctx.input(1), g)
+
+
+def _conv1d_backward(ctx, g):
+    """A 1-D convolution is a 2-D one over (1, L): the same rule on unsqueezed tensors."""
+    grad_x, grad_w, grad_b = _convolution_grads(
+        ctx, unsqueeze(ctx.input(0), 2), unsqueeze(ctx.input(1), 2), unsqueeze(g, 2))
+    return (None if grad_x is None else squeeze_dim(grad_x, 2),
+            None if grad_w is None else squeeze_dim(grad_w, 2), grad_b)
+
+
 CONV2D = Op("conv2d", "ConvolutionBackward0", forward=_conv2d_forward, backward=_conv2d_backward,
             saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+CONV1D = Op("conv1d", "ConvolutionBackward0",
+            forward=lambda x, weight, bias, geometry: _conv2d_forward(
+                x[:, :, None, :], weight[:, :, None, :], bias, geometry)[:, :, 0, :],
+            backward=_conv1d_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
 def conv2d(input, weight, bias, geometry):
     """Cross-correlation of (N, C, H, W) ``input`` with (O, C, kh, kw) ``weight``."""
     return apply(CONV2D, input, weight, bias, geometry=geometry)
+
+
+def conv1d(input, weight, bias, geometry):
+    """Cross-correlation of (N, C, L) ``input`` with (O, C, k) ``weight`` (``geometry`` over
+    (1, L))."""
+    return apply(CONV1D, input, weight, bias, geometry=geometry)
 
 
 # ---- pooling ----------------------------------------------------------------------------------

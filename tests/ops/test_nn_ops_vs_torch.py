@@ -138,6 +138,16 @@ CASES += [
     ("fill_diagonal_", lambda m, a: (a * 2).fill_diagonal_(0.5) ** 2, (normal(3, 3),)),
 ]
 
+CASES += [
+    ("conv1d", lambda m, x, w, b: m.nn.functional.conv1d(x, w, b), (normal(2, 3, 7), normal(4, 3, 3), normal(4))),
+    ("conv1d_stride_padding_dilation", lambda m, x, w: m.nn.functional.conv1d(x, w, stride=2, padding=2, dilation=2).tanh(),
+     (normal(1, 2, 9), normal(3, 2, 2))),
+    ("conv1d_same_unbatched", lambda m, x, w: m.nn.functional.conv1d(x, w, padding="same") ** 2, (normal(2, 6), normal(1, 2, 3))),
+    ("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 2) ** 2, (normal(2, 3, 6),)),
+    ("avg_pool1d_padding", lambda m, x: m.nn.functional.avg_pool1d(x, 3, stride=1, padding=1).sin(), (normal(1, 2, 5),)),
+    ("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 2).exp(), (normal(2, 2, 6),)),
+]
+
 
 # torch has no derivative for these backward kernels (gradgradcheck below checks ours)
 NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
