@@ -6,6 +6,7 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 
 __version__ = "0.1.0"
 
+import math as _math
 import types as _types
 
 from . import dtypes
@@ -31,6 +32,10 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
+from .ops import bincount, median, quantile, std_mean, unique, var_mean
+from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
+from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
+from .ops import celu, selu
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -39,6 +44,7 @@ from ._serialization import load, save
 from . import autograd
 from . import nn
 from . import optim
+from . import utils
 from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from . import instrument
@@ -50,6 +56,10 @@ from ._config import config, show_config
 
 clip = clamp
 concat = concatenate = cat
+# torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
+pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
+moveaxis = movedim
+swapdims = swapaxes
 ger = outer
 
 
@@ -126,7 +136,10 @@ __all__ = [
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim",
+    "load_trace", "optim", "utils", "bincount", "median", "quantile", "std_mean", "unique", "var_mean",
+    "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
+    "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
+    "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",
     "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",

@@ -648,27 +648,32 @@ def _to_array(data, dtype=None) -> np.ndarray:
     elif data is None:
         array = np.zeros((0,), dtype=_dtypes.get_default_dtype().numpy)
     else:
+        if isinstance(data, (list, tuple)):
+            data = _scalars_for_tensors(data)
         try:
             array = np.asarray(data)
         except ValueError:
             raise _sequence_error(data) from None
-        if array.dtype == object:
+        if (array.dtype.kind in "OUS" or array.dtype == np.uint64) and not isinstance(
+                data, (np.ndarray, np.generic)):
             raise _sequence_error(data)
         if dtype is None and not isinstance(data, (np.ndarray, np.generic)):
             # Python data: floats become the default float dtype, ints int64, like torch;
             # numpy scalars inside keep their own dtype. With an explicit dtype, convert once
             # (float64 -> float32 -> float64 loses digits).
-            if isinstance(data, (list, tuple)):
-                if array.dtype.kind in "fiu":
-                    array = array.astype(_sequence_dtype(data))
-            elif array.dtype.kind == "f":  # a range, a Python number, ...
-                array = array.astype(_dtypes.get_default_dtype().numpy)
-            elif array.dtype.kind in "iu":
-                array = array.astype(np.int64)
-    if dtype is not None:
-        array = array.astype(dtype.numpy, copy=False)
-    elif array.dtype not in _SUPPORTED_NUMPY:
-        array = array.astype(from_numpy(array.dtype).numpy)
+            with np.errstate(over="ignore"):  # 1e40 becomes inf in float32, silently as torch
+                if isinstance(data, (list, tuple)):
+                    if array.dtype.kind in "fiu":
+                        array = array.astype(_sequence_dtype(data))
+                elif array.dtype.kind == "f":  # a range, a Python number, ...
+                    array = array.astype(_dtypes.get_default_dtype().numpy)
+                elif array.dtype.kind in "iu":
+                    array = array.astype(np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if dtype is not None:
+            array = array.astype(dtype.numpy, copy=False)
+        elif array.dtype not in _SUPPORTED_NUMPY:
+            array = array.astype(from_numpy(array.dtype).numpy)
     return array
 
 
@@ -698,9 +703,58 @@ def _sequence_dtype(data) -> np.dtype:
     return result.numpy
 
 
+def _scalars_for_tensors(data):
+    """``data`` with each tensor inside replaced by its one number (a numpy scalar of its dtype),
+    as torch reads ``[tensor(1.5), tensor([2.5])]``; ``data`` itself when it holds no tensor."""
+    changed = False
+    items = []
+    for item in data:
+        if isinstance(item, Tensor):
+            if item._data.size != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            item = item._data.reshape(-1)[0]
+            changed = True
+        elif isinstance(item, (list, tuple)):
+            converted = _scalars_for_tensors(item)
+            changed = changed or converted is not item
+            item = converted
+        items.append(item)
+    return items if changed else data
+
+
+def _leaf_error(data) -> Exception | None:
+    """torch's error for a leaf that is not a number (it reads every leaf's type before the
+    shape): a string, an object of another type, an integer beyond int64."""
+    stack = [data]
+    has_float = False
+    big_int = False
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, str):
+            return TypeError("new(): invalid data type 'str'")
+        elif isinstance(item, bool) or isinstance(item, (np.generic, Tensor)):
+            continue
+        elif isinstance(item, int):
+            big_int = big_int or not -2 ** 63 <= item < 2 ** 63
+        elif isinstance(item, float):
+            has_float = True
+        else:
+            return RuntimeError(f"Could not infer dtype of {type(item).__name__}")
+    if big_int and not has_float:
+        return ValueError("Overflow when unpacking long long")
+    return None
+
+
 def _sequence_error(data) -> Exception:
-    """torch's error for nested lists of unequal lengths ("expected sequence of length 2 at
-    dim 1 (got 1)"), found the way torch finds it: the shape follows the first elements."""
+    """torch's error for data that is not numbers in nested lists of equal lengths: a leaf
+    that is not a number (:func:`_leaf_error`), else the first length that differs ("expected
+    sequence of length 2 at dim 1 (got 1)"), found the way torch finds it: the shape follows
+    the first elements."""
+    error = _leaf_error(data)
+    if error is not None:
+        return error
     shape = []
     item = data
     while isinstance(item, (list, tuple)):

@@ -3,6 +3,7 @@
 
 from . import anomaly_mode, function, grad_mode, graph
 from . import forward_ad
+from . import functional
 from ._functional import backward, grad
 from .anomaly_mode import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                            set_detect_anomaly)
@@ -13,7 +14,7 @@ from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, se
 __all__ = [
     "Function", "FunctionCtx", "NestedIOFunction", "once_differentiable", "backward", "grad",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
-    "forward_ad", "function", "grad_mode", "graph", "anomaly_mode", "detect_anomaly", "set_detect_anomaly",
+    "forward_ad", "function", "functional", "grad_mode", "graph", "anomaly_mode", "detect_anomaly", "set_detect_anomaly",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
     "GradcheckError",
 ]

@@ -6,15 +6,24 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (ELU, GELU, Dropout, Flatten, Identity, LeakyReLU, Linear, LogSoftmax,
-                      ModuleDict, ModuleList, ReLU, Sequential, Sigmoid, SiLU, Softmax, Softplus,
-                      Tanh, Unflatten)
-from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
-                    NLLLoss, SmoothL1Loss)
+from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
+                      Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
+                      ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
+                      Softsign, Tanh, Tanhshrink, Unflatten)
+from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                    MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
+from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
+                    MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter
+from ._normalization import BatchNorm1d, BatchNorm2d, Embedding, LayerNorm
+from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "NLLLoss", "CrossEntropyLoss"]
+           "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
+           "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
+           "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
+           "LSTMCell", "GRUCell"]

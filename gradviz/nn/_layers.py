@@ -7,13 +7,16 @@ import math
 from collections import OrderedDict
 
 from .. import ops as _ops
+from .._tensor import Tensor
 from ..autograd import no_grad
 from . import functional as F
-from ._module import Module, Parameter
+from ._module import Module, Parameter, _typename
 
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
            "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Flatten", "Unflatten", "Dropout",
-           "ModuleList", "ModuleDict"]
+           "ModuleList", "ModuleDict", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "CosineSimilarity",
+           "PairwiseDistance", "ParameterList", "ParameterDict"]
 
 
 def _uniform_(tensor, bound: float):
@@ -232,6 +235,99 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
+class _Inplace(Module):
+    """An activation module whose only option is ``inplace``."""
+
+    function = None
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return type(self).function(input, inplace=self.inplace)
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
+
+
+class ReLU6(_Inplace):
+    function = F.relu6
+
+
+class SELU(_Inplace):
+    function = F.selu
+
+
+class Mish(_Inplace):
+    function = F.mish
+
+
+class Hardswish(_Inplace):
+    function = F.hardswish
+
+
+class Hardsigmoid(_Inplace):
+    function = F.hardsigmoid
+
+
+class Hardtanh(Module):
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__()
+        if min_val > max_val:
+            raise ValueError("min_val cannot be greater than max_val")
+        self.min_val = min_val
+        self.max_val = max_val
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardtanh(input, self.min_val, self.max_val, self.inplace)
+
+    def extra_repr(self) -> str:
+        return (f"min_val={self.min_val}, max_val={self.max_val}"
+                + (", inplace=True" if self.inplace else ""))
+
+
+class CELU(Module):
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class LogSigmoid(Module):
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class Softmin(Module):
+    def __init__(self, dim=None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.softmin(input, self.dim, _stacklevel=5)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
 class Flatten(Module):
     """Flatten dims ``start_dim`` to ``end_dim`` (by default all but the batch dim)."""
 
@@ -420,3 +516,146 @@ class ModuleDict(Module):
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
             'Module [ModuleDict] is missing the required "forward" function')
+
+
+def _parameter_line(key, value, type_text):
+    if isinstance(value, Tensor):
+        size = "x".join(str(n) for n in value.shape)
+        kind = "Parameter" if isinstance(value, Parameter) else "Tensor"
+        return f"  ({key}): {kind} containing: [{type_text(value)} of size {size}]"
+    return f"  ({key}): Object of type: {type(value).__name__}"
+
+
+def _as_parameter(value):
+    """A tensor stored in a ParameterList/Dict becomes a Parameter (requiring grad), as in
+    torch."""
+    if isinstance(value, Tensor) and not isinstance(value, Parameter):
+        return Parameter(value)
+    return value
+
+
+class ParameterList(Module):
+    """A list of parameters, registered under the names ``"0"``, ``"1"``, ..."""
+
+    def __init__(self, values=None):
+        super().__init__()
+        self._size = 0
+        if values is not None:
+            self.extend(values)
+
+    def _index(self, index: int) -> int:
+        if not -self._size <= index < self._size:
+            raise IndexError(f"index {index} is out of range")
+        return index % self._size
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return ParameterList([self[i] for i in range(self._size)[index]])
+        return getattr(self, str(self._index(index)))
+
+    def __setitem__(self, index: int, value) -> None:
+        setattr(self, str(self._index(index)), _as_parameter(value))
+
+    def __len__(self) -> int:
+        return self._size
+
+    def __iter__(self):
+        return iter(self[i] for i in range(self._size))
+
+    def __iadd__(self, values):
+        return self.extend(values)
+
+    def append(self, value):
+        self._size += 1
+        setattr(self, str(self._size - 1), _as_parameter(value))
+        return self
+
+    def extend(self, values):
+        for value in values:
+            self.append(value)
+        return self
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            'Module [ParameterList] is missing the required "forward" function')
+
+    def extra_repr(self) -> str:
+        return "\n".join(_parameter_line(i, p, lambda t: repr(t.dtype))
+                         for i, p in enumerate(self))
+
+
+class ParameterDict(Module):
+    """An ordered dict of parameters, registered under their keys."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        self._keys = {}
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)
+
+    def __setitem__(self, key: str, value) -> None:
+        self._keys[key] = None
+        setattr(self, key, _as_parameter(value))
+
+    def __delitem__(self, key: str) -> None:
+        del self._keys[key]
+        delattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __iter__(self):
+        return iter(self._keys)
+
+    def __contains__(self, key) -> bool:
+        return key in self._keys
+
+    def keys(self):
+        return self._keys.keys()
+
+    def items(self):
+        return ((k, self[k]) for k in self._keys)
+
+    def values(self):
+        return (self[k] for k in self._keys)
+
+    def pop(self, key: str):
+        value = self[key]
+        del self[key]
+        return value
+
+    def update(self, parameters) -> None:
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for key, value in items:
+            self[key] = value
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(
+            'Module [ParameterDict] is missing the required "forward" function')
+
+    def extra_repr(self) -> str:
+        return "\n".join(_parameter_line(k, p, _typename) for k, p in self.items())
+
+
+class CosineSimilarity(Module):
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

@@ -12,9 +12,10 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .. import ops as _ops
-from ..ops import _loss
-from ..ops import gelu, sigmoid, silu, softplus, tanh
+from ..ops import _conv, _loss
+from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
@@ -37,6 +38,50 @@ def elu(input, alpha: float = 1.0, inplace: bool = False):
     if inplace:
         return _inplace(input, lambda old: _ops.elu(old, alpha))
     return _ops.elu(input, alpha)
+
+
+def _activation(op, input, inplace, *args):
+    """``op(input, *args)``, or written into ``input`` when ``inplace`` (recorded as torch)."""
+    if inplace:
+        return _inplace(input, lambda old: op(old, *args))
+    return op(input, *args)
+
+
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return _activation(_ops.hardtanh, input, inplace, min_val, max_val)
+
+
+def relu6(input, inplace: bool = False):
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def selu(input, inplace: bool = False):
+    return _activation(_ops.selu, input, inplace)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    return _activation(_ops.celu, input, inplace, alpha)
+
+
+def mish(input, inplace: bool = False):
+    return _activation(_ops.mish, input, inplace)
+
+
+def hardswish(input, inplace: bool = False):
+    return _activation(_ops.hardswish, input, inplace)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    return _activation(_ops.hardsigmoid, input, inplace)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-x, dim)``; without ``dim``, torch's deprecated guess (with a warning)."""
+    if dim is None:
+        dim = _implicit_dim("softmin", input.ndim, _stacklevel)
+    return _ops.softmin(input, dim, dtype=dtype)
 
 
 def _implicit_dim(name, ndim, stacklevel):
@@ -132,9 +177,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
             raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
     elif input.ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    elif target.ndim != 1 or target.shape[0] != input.shape[0]:
+    elif target.ndim == 0 or target.shape[0] != input.shape[0]:
         raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
                          f"({target.shape[0] if target.ndim else 1}).")
+    elif target.ndim != 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
     keep = labels != ignore_index
@@ -263,8 +310,11 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise RuntimeError(f"Found dtype {_TYPE_WORDS.get(target.dtype.name)} but expected "
                            f"{_TYPE_WORDS.get(input.dtype.name)}")
     values = input.numpy(force=True)
-    if ((values < 0) | (values > 1)).any():
+    if not ((values >= 0) & (values <= 1)).all():  # NaN too, as in torch
         raise RuntimeError("all elements of input should be between 0 and 1")
+    targets = target.numpy(force=True)
+    if not ((targets >= 0) & (targets <= 1)).all():  # NaN too, as in torch
+        raise RuntimeError("all elements of target should be between 0 and 1")
     if weight is not None and tuple(weight.shape) != tuple(input.shape):
         weight = weight.expand(*input.shape)
     return _loss.binary_cross_entropy(input, target, weight, reduction)
@@ -316,3 +366,353 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None)
 
 __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "one_hot", "dropout", "normalize"]
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False):
+    """The rows of ``weight`` at the indices ``input`` (one ``EmbeddingBackward0`` node);
+    the ``padding_idx`` row gets no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by gradviz")
+    if input.dtype.name not in ("int64", "int32"):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{input.type()} instead (while checking "
+                           "arguments for embedding)")
+    rows = weight.shape[0]
+    if padding_idx is not None:
+        if not -rows <= padding_idx < rows:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx %= rows
+    indices = input.numpy()
+    if indices.size and (indices.min() < 0 or indices.max() >= rows):
+        raise IndexError("index out of range in self")
+    return _ops.embedding(weight, input, padding_idx)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
+    """Normalize over the last dims ``normalized_shape`` (mean 0, biased variance 1), then
+    ``* weight + bias`` (one ``NativeLayerNormBackward0`` node)."""
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(str(n) for n in shape)}], but got input of "
+                           f"size{list(input.shape)}")
+    return _ops.layer_norm(input, shape, weight, bias, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training: bool = False,
+               momentum: float = 0.1, eps: float = 1e-5):
+    """Normalize each channel (dim 1) with the batch's statistics when ``training`` (updating
+    ``running_mean``/``running_var`` in place with ``momentum``, the variance unbiased), else
+    with the running statistics (one ``NativeBatchNormBackward0`` node)."""
+    channels = input.shape[1] if input.ndim > 1 else 0
+    for name, stat in (("running_mean", running_mean), ("running_var", running_var),
+                       ("weight", weight), ("bias", bias)):
+        if stat is not None and stat.numel() != channels:
+            raise RuntimeError(f"{name} should contain {channels} elements not {stat.numel()}")
+    if training:
+        count = input.numel() // channels
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got input "
+                             f"size {input.shape}")
+        out = _ops.batch_norm(input, weight, bias, eps)
+        if running_mean is not None or running_var is not None:
+            dims = (0,) + tuple(range(2, input.ndim))
+            values = input.numpy(force=True)
+            if running_mean is not None:
+                batch_mean = values.mean(axis=dims).astype(values.dtype)
+                _update_running(running_mean, batch_mean, momentum)
+            if running_var is not None:
+                batch_var = values.var(axis=dims, ddof=1).astype(values.dtype)
+                _update_running(running_var, batch_var, momentum)
+        return out
+    return _ops.batch_norm(input, weight, bias, eps, running_mean.numpy(force=True),
+                           running_var.numpy(force=True))
+
+
+def _update_running(stat, batch_value, momentum):
+    """``stat = (1 - momentum) * stat + momentum * batch_value`` in place (its version bumps)."""
+    from ..autograd import no_grad
+
+    with no_grad():
+        stat.mul_(1 - momentum).add_(_ops.tensor(batch_value) * momentum)
+
+
+cosine_similarity = _ops.cosine_similarity
+pairwise_distance = _ops.pairwise_distance
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean",
+           log_target: bool = False):
+    """``target * (log(target) - input)`` for log-probabilities ``input`` (``target``
+    log-probabilities too when ``log_target``), reduced; ``"batchmean"`` divides the sum by the
+    batch size (the KL divergence), ``"mean"`` by the number of elements (with torch's warning)."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("kl_div: size_average and reduce are deprecated; use reduction")
+    if reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with the "
+                      "KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if log_target:
+        loss = _ops.exp(target) * (target - input)
+    else:
+        loss = _ops.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / input.shape[0] if input.ndim else loss.sum()
+    return _reduce(loss, reduction)
+
+
+def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=None,
+                      size_average=None, reduce=None, reduction: str = "mean"):
+    """The multi-class hinge (SVM) loss: ``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C``
+    for each sample."""
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("multi_margin_loss: size_average and reduce are deprecated; "
+                                  "use reduction")
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    _check_reduction(reduction)
+    batched = input.ndim == 2
+    scores = input if batched else input.unsqueeze(0)
+    labels = target.reshape(-1)
+    if labels.shape[0] != scores.shape[0]:
+        raise RuntimeError(f"inconsistent target size, expected {scores.shape[0]} but got "
+                           f"{tuple(target.shape)}")
+    classes = scores.shape[1]
+    picked = scores.gather(1, labels.unsqueeze(1))
+    margins = _ops.clamp(margin - picked + scores, min=0)
+    if p == 2:
+        margins = margins * margins
+    if weight is not None:
+        margins = margins * weight[labels].unsqueeze(1)
+    own = one_hot(labels, classes).bool()
+    loss = margins.masked_fill(own, 0.0).sum(1) / classes
+    if not batched:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+# ---- convolution and pooling (ops in gradviz.ops._conv) -------------------------------------------
+
+def _batched_4d(input, what):
+    """``input`` as (N, C, H, W) and whether it was unbatched (C, H, W)."""
+    if input.ndim == 3:
+        return input.unsqueeze(0), True
+    if input.ndim != 4:
+        raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {what}, but got "
+                           f"input of size: {list(input.shape)}")
+    return input, False
+
+
+def _same_padding(weight_shape, dilation):
+    pads = []
+    for k, d in zip(weight_shape, _conv._pair(dilation)):
+        total = d * (k - 1)
+        if total % 2:
+            raise NotImplementedError("conv2d: padding='same' with an even kernel needs uneven "
+                                      "padding, which gradviz does not support")
+        pads.append(total // 2)
+    return tuple(pads)
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) ``input`` with (O, C, kh, kw)
+    ``weight`` (one ``ConvolutionBackward0`` node)."""
+    if groups != 1:
+        raise NotImplementedError("conv2d: groups > 1 is not supported by gradviz")
+    x, unbatched = _batched_4d(input, "conv2d")
+    if isinstance(padding, str):
+        if padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        if padding == "same" and _conv._pair(stride) != (1, 1):
+            raise ValueError("padding='same' is not supported for strided convolutions")
+        padding = 0 if padding == "valid" else _same_padding(weight.shape[2:], dilation)
+    if x.shape[1] != weight.shape[1]:
+        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
+    _check_blocks(x, geometry)
+    out = _conv.conv2d(x, weight, bias, geometry)
+    return out.squeeze(0) if unbatched else out
+
+
+def _check_blocks(x, geometry):
+    padded = tuple(n + 2 * p for n, p in zip(x.shape[2:], geometry.padding))
+    kernel = tuple(d * (k - 1) + 1 for k, d in zip(geometry.kernel, geometry.dilation))
+    if padded[0] < kernel[0] or padded[1] < kernel[1]:
+        raise RuntimeError(f"Calculated padded input size per channel: ({padded[0]} x {padded[1]})"
+                           f". Kernel size: ({kernel[0]} x {kernel[1]}). Kernel size can't be "
+                           "greater than actual input size")
+
+
+def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
+    if ceil_mode:
+        raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
+    geometry = _conv._Geometry(kernel_size, dilation,
+                               padding, kernel_size if stride is None or stride == [] else stride)
+    for pad, k in zip(geometry.padding, geometry.kernel):
+        if pad > k // 2:
+            raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                               f"pad={pad}, kernel_size={k} and dilation="
+                               f"{geometry.dilation[0]}")
+    return geometry
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum over each ``kernel_size`` window (one ``MaxPool2DWithIndicesBackward0``)."""
+    x, unbatched = _batched_4d(input, "max_pool2d")
+    geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
+    _check_blocks(x, geometry)
+    out, indices = _conv.max_pool2d(x, geometry)
+    indices = _ops.tensor(indices)
+    if unbatched:
+        out, indices = out.squeeze(0), indices.squeeze(0)
+    return (out, indices) if return_indices else out
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean over each ``kernel_size`` window, zero padding counted (``AvgPool2DBackward0``)."""
+    if not count_include_pad:
+        raise NotImplementedError("avg_pool2d: count_include_pad=False is not supported by gradviz")
+    x, unbatched = _batched_4d(input, "avg_pool2d")
+    geometry = _pool_geometry(kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
+    _check_blocks(x, geometry)
+    out = _conv.avg_pool2d(x, geometry, divisor_override)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """Average pooling to ``output_size`` (each input size a multiple of it, or None to keep)."""
+    x, unbatched = _batched_4d(input, "adaptive_avg_pool2d")
+    sizes = _conv._pair(output_size)
+    sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[2:]))
+    if any(n % s for n, s in zip(x.shape[2:], sizes)):
+        raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
+                                  "multiple of the output size")
+    kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
+    out = _conv.avg_pool2d(x, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
+    return out.squeeze(0) if unbatched else out
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C, H, W) -> (N, C*kh*kw, L): the sliding blocks as columns (``Im2ColBackward0``)."""
+    if input.ndim != 4:
+        raise NotImplementedError("unfold: gradviz supports 4-D (batched) inputs")
+    return _conv.unfold(input, _conv._Geometry(kernel_size, dilation, padding, stride))
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """(N, C*kh*kw, L) -> (N, C, H, W): blocks summed back into place (``Col2ImBackward0``)."""
+    if input.ndim != 3:
+        raise NotImplementedError("fold: gradviz supports 3-D (batched) inputs")
+    return _conv.fold(input, _conv._pair(output_size),
+                      _conv._Geometry(kernel_size, dilation, padding, stride))
+
+
+pad = _ops.pad
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale=None, enable_gqa: bool = False):
+    """``softmax(q @ k^T * scale + mask) @ v``, written as torch's reference implementation
+    (``is_causal``: a lower-triangular mask; a bool ``attn_mask`` keeps the True positions, a
+    float one is added; dropout is applied whenever ``dropout_p > 0``)."""
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported "
+                                  "by gradviz")
+    length, source = query.shape[-2], key.shape[-2]
+    scale = 1.0 / float(np.sqrt(query.shape[-1])) if scale is None else scale
+    scores = _ops.matmul(query, key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be "
+                               "set when is_causal=True")
+        keep = _ops.tril(_ops.ones(length, source, dtype=_dtypes.bool))
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype is _dtypes.bool:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = _ops.softmax(scores, -1)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, True)
+    return _ops.matmul(weights, value)
+
+
+# ---- 1-D convolution and pooling: a 2-D one over (1, L), as torch computes the pools -------------
+
+def _conv_padding(padding, weight_shape, dilation, stride):
+    if not isinstance(padding, str):
+        return padding
+    if padding not in ("valid", "same"):
+        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+    if padding == "same" and any(s != 1 for s in _conv._pair(stride)):
+        raise ValueError("padding='same' is not supported for strided convolutions")
+    return 0 if padding == "valid" else _same_padding(weight_shape, dilation)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of (N, C, L) (or (C, L)) ``input`` with (O, C, k) ``weight`` (one
+    ``ConvolutionBackward0`` node)."""
+    if groups != 1:
+        raise NotImplementedError("conv1d: groups > 1 is not supported by gradviz")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
+                           f"input of size: {list(input.shape)}")
+    x = input.unsqueeze(0) if input.ndim == 2 else input
+    one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
+    padding = _conv_padding(padding, weight.shape[2:], one(dilation), one(stride))
+    if x.shape[1] != weight.shape[1]:
+        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
+                           f"{x.shape[1]} channels instead")
+    geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
+                               (1, one(stride)))
+    _check_blocks(x.unsqueeze(2), geometry)
+    out = _conv.conv1d(x, weight, bias, geometry)
+    return out.squeeze(0) if input.ndim == 2 else out
+
+
+def _pool1d(pool, input, what, *args):
+    """``pool`` (a 2-D pool) over (1, L): torch's 1-D pools, ending in a ``SqueezeBackward1``."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"{what}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+    result = pool(input.unsqueeze(-2), *args)
+    if isinstance(result, tuple):
+        return tuple(t.squeeze(-2) for t in result)
+    return result.squeeze(-2)
+
+
+def _one(value):
+    return value[0] if isinstance(value, (tuple, list)) else value
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum over each window of ``kernel_size``."""
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool1d(max_pool2d, input, "max_pool1d", (1, _one(kernel_size)), (1, _one(stride)),
+                   (0, _one(padding)), (1, _one(dilation)), ceil_mode, return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """The mean over each window of ``kernel_size``."""
+    stride = kernel_size if stride is None or stride == [] else stride
+    return _pool1d(avg_pool2d, input, "avg_pool1d", (1, _one(kernel_size)), (1, _one(stride)),
+                   (0, _one(padding)), ceil_mode, count_include_pad)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    """Average pooling to ``output_size`` along the last dim."""
+    return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))

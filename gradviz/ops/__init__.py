@@ -14,21 +14,25 @@ from gradviz_ext import engine as _engine
 from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
-from . import _compose, _loss, _math
+from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
+from ._distance import *  # noqa: F401,F403
 from ._indexing import *  # noqa: F401,F403
 from ._linalg import *  # noqa: F401,F403
 from ._math import *  # noqa: F401,F403
+from ._nn import *  # noqa: F401,F403
 from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
+from ._statistics import *  # noqa: F401,F403
+from ._windows import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
-           + _creation.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
-           + _pointwise.__all__ + _reduction.__all__ + _shape.__all__)
+           + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
+           + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__ + _statistics.__all__ + _windows.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 
@@ -79,6 +83,7 @@ _tensor.install_methods({
     "reciprocal": P.reciprocal, "clamp": P.clamp, "clip": P.clamp,
     "to": P.to, "float": _float_method("float32"), "double": _float_method("float64"),
     "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
+    "short": _float_method("int16"), "char": _float_method("int8"), "byte": _float_method("uint8"),
     "bool": _float_method("bool"), "type_as": lambda self, other: P.to(self, other.dtype),
     "sum": R.sum, "mean": R.mean,
     "reshape": S.reshape, "view": S.view, "flatten": S.flatten,

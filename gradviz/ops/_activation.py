@@ -1,5 +1,7 @@
 """Activations and normalizers of ``torch.nn.functional``: ``softmax``, ``log_softmax``,
-``softplus``, ``gelu``, ``leaky_relu``, ``elu``, ``silu``."""
+``softplus``, ``gelu``, ``leaky_relu``, ``elu``, ``silu``, ``hardtanh`` (and ``relu6``),
+``logsigmoid``, ``selu``, ``celu``, ``mish``, ``hardswish`` and ``hardsigmoid``; PyTorch's
+composites ``softsign``, ``tanhshrink`` and ``softmin`` are built from other ops, as there."""
 
 from __future__ import annotations
 
@@ -8,11 +10,14 @@ import math
 import numpy as np
 
 from .._tensor import _wrap_dim
-from ._pointwise import ERF, _erf_scalar, exp, gt, sigmoid, tanh, where_zero, logical_not
+from ._pointwise import (ERF, _erf_scalar, abs, exp, ge, gt, logical_and, logical_not, lt,
+                         neg, sigmoid, tanh, where_zero)
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs, saves_output
 
-__all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu"]
+__all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh",
+           "relu6", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
+           "tanhshrink", "softmin"]
 
 
 def _softmax_forward(a, dim):
@@ -177,3 +182,151 @@ SILU = Op("silu", "SiluBackward0", forward=_silu_forward, backward=_silu_backwar
 def silu(input, inplace=False):
     """``x * sigmoid(x)`` (one ``SiluBackward0`` node, as in PyTorch)."""
     return apply(SILU, input)
+
+
+def _keep(mask, g):
+    """``g`` where ``mask`` (a bool tensor, not differentiated), zero elsewhere."""
+    return where_zero(logical_not(mask), g)
+
+
+# ---- hardtanh, relu6 ----------------------------------------------------------------------------
+
+HARDTANH = Op("hardtanh", "HardtanhBackward0",
+              forward=lambda a, min_val, max_val: np.clip(a, min_val, max_val).astype(a.dtype),
+              backward=lambda ctx, g: (_keep(logical_and(gt(ctx.input(0), ctx.min_val),
+                                                         lt(ctx.input(0), ctx.max_val)), g),),
+              saves=saves_inputs(0))
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    """``clamp(x, min_val, max_val)``, with a zero gradient at the two ends too (as torch)."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    return apply(HARDTANH, input, min_val=min_val, max_val=max_val)
+
+
+def relu6(input, inplace=False):
+    """``hardtanh(x, 0, 6)`` (a ``HardtanhBackward0`` node, as in PyTorch)."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+# ---- logsigmoid -------------------------------------------------------------------------------
+
+LOG_SIGMOID = Op("log_sigmoid", "LogSigmoidBackward0",
+                 forward=lambda a: np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))),
+                 backward=lambda ctx, g: (g * sigmoid(neg(ctx.input(0))),),
+                 saves=saves_inputs(0), dtype=promote_float)
+
+
+def logsigmoid(input):
+    """``log(sigmoid(x))``, computed without overflow."""
+    return apply(LOG_SIGMOID, input)
+
+
+# ---- selu, celu: elu with scales ------------------------------------------------------------------
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _scaled_elu_forward(a, alpha, scale, input_scale):
+    negative = alpha * np.expm1(np.minimum(a, 0) * input_scale)
+    return (scale * np.where(a > 0, a, negative)).astype(a.dtype)
+
+
+def _scaled_elu_backward(ctx, g):
+    x = ctx.input(0)
+    positive = gt(x, 0)
+    slope = ctx.scale * ctx.alpha * ctx.input_scale
+    return (_keep(positive, g * ctx.scale)
+            + _keep(logical_not(positive), g * slope * exp(x * ctx.input_scale)),)
+
+
+SELU = Op("selu", "EluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
+          saves=saves_inputs(0), dtype=promote_float)
+CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
+          saves=saves_inputs(0), dtype=promote_float)
+
+
+def selu(input, inplace=False):
+    """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    return apply(SELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    return apply(CELU, input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+
+
+# ---- mish ---------------------------------------------------------------------------------------
+
+def _softplus_array(a):
+    return np.maximum(a, 0) + np.log1p(np.exp(-np.abs(a)))
+
+
+def _mish_backward(ctx, g):
+    x = ctx.input(0)
+    t = tanh(softplus(x))
+    return (g * (t + x * sigmoid(x) * (1 - t * t)),)
+
+
+MISH = Op("mish", "MishBackward0",
+          forward=lambda a: (a * np.tanh(_softplus_array(a))).astype(a.dtype),
+          backward=_mish_backward, saves=saves_inputs(0), dtype=promote_float)
+
+
+def mish(input, inplace=False):
+    """``x * tanh(softplus(x))``."""
+    return apply(MISH, input)
+
+
+# ---- hardswish, hardsigmoid ---------------------------------------------------------------------
+
+def _hardswish_backward(ctx, g):
+    x = ctx.input(0)
+    middle = logical_and(gt(x, -3.0), lt(x, 3.0))
+    return (_keep(middle, g * (x / 3 + 0.5)) + _keep(ge(x, 3.0), g),)
+
+
+HARDSWISH = Op("hardswish", "HardswishBackward0",
+               forward=lambda a: (a * np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
+               backward=_hardswish_backward, saves=saves_inputs(0), dtype=promote_float)
+
+# torch's kernel takes the slope as 1.0f / 6.0f, a float32 constant, in every dtype
+_ONE_SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
+
+HARDSIGMOID = Op("hardsigmoid", "HardsigmoidBackward0",
+                 forward=lambda a: (np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
+                 backward=lambda ctx, g: (_keep(logical_and(gt(ctx.input(0), -3.0),
+                                                            lt(ctx.input(0), 3.0)),
+                                                g * _ONE_SIXTH_FLOAT32),),
+                 saves=saves_inputs(0), dtype=promote_float)
+
+
+def hardswish(input, inplace=False):
+    """``x * relu6(x + 3) / 6``."""
+    return apply(HARDSWISH, input)
+
+
+def hardsigmoid(input, inplace=False):
+    """``relu6(x + 3) / 6``."""
+    return apply(HARDSIGMOID, input)
+
+
+# ---- composites, as PyTorch writes them -------------------------------------------------------
+
+def softsign(input):
+    """``x / (1 + |x|)``."""
+    return input / (abs(input) + 1)
+
+
+def tanhshrink(input):
+    """``x - tanh(x)``."""
+    return input - tanh(input)
+
+
+def softmin(input, dim=None, dtype=None):
+    """``softmax(-x, dim)``."""
+    return softmax(neg(input), dim, dtype)

@@ -156,6 +156,38 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
-__all__ += ["diff"]
+def movedim(input, source, destination):
+    """``input`` with the dims ``source`` moved to ``destination`` (a ``permute``)."""
+    from .._tensor import _wrap_dim
 
-install_methods({"broadcast_to": broadcast_to, "tile": tile, "diff": diff})
+    sources = [source] if isinstance(source, int) else list(source)
+    destinations = [destination] if isinstance(destination, int) else list(destination)
+    if len(sources) != len(destinations):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} dims) "
+                           f"should contain the same number of dims as destination "
+                           f"({destinations} dims)")
+    sources = [_wrap_dim(d, input.ndim) for d in sources]
+    destinations = [_wrap_dim(d, input.ndim) for d in destinations]
+    order = [d for d in range(input.ndim) if d not in sources]
+    for dst, src in sorted(zip(destinations, sources)):
+        order.insert(dst, src)
+    return permute(input, *order)
+
+
+def swapaxes(input, axis0, axis1):
+    """``transpose`` under numpy's name."""
+    from ._shape import transpose
+
+    return transpose(input, axis0, axis1)
+
+
+def ravel(input):
+    """The values as a 1-D tensor (``reshape(-1)``)."""
+    return reshape(input, (-1,))
+
+
+__all__ += ["diff", "movedim", "swapaxes", "ravel"]
+
+install_methods({"broadcast_to": broadcast_to, "tile": tile, "diff": diff, "movedim": movedim,
+                 "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapaxes,
+                 "ravel": ravel})

@@ -103,6 +103,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
             "or sourceTensor.detach().clone().requires_grad_(True), rather than "
             "gradviz.tensor(sourceTensor).", UserWarning, stacklevel=2)
         array = data._data.astype(_dtypes.as_dtype(dtype).numpy if dtype is not None else data._data.dtype)
+    elif data is None:
+        raise RuntimeError("Could not infer dtype of NoneType")
     else:
         array = np.array(_to_array(data, dtype), copy=True)
     return _finish(array, requires_grad)
@@ -137,22 +139,31 @@ def _checked_shape(size, what=None):
     return shape
 
 
+def _size_argument(name, sizes, size):
+    """The shape given positionally (``zeros(2, 3)``, ``zeros((2, 3))``) or as ``size=``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError(f"{name}() got multiple values for argument 'size'")
+    return (size,)
+
+
 def _filled(size, value, dtype, requires_grad, device, what=None):
     _check_device(device)
     shape = _checked_shape(size, what)
     return _finish(np.full(shape, value, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(size, 0, dtype, requires_grad, device, "zeros")
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return _filled(_size_argument("zeros", sizes, size), 0, dtype, requires_grad, device, "zeros")
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(size, 1, dtype, requires_grad, device)
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return _filled(_size_argument("ones", sizes, size), 1, dtype, requires_grad, device)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _filled(size, 0, dtype, requires_grad, device)
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    return _filled(_size_argument("empty", sizes, size), 0, dtype, requires_grad, device)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -281,18 +292,20 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False, generator=None):
+def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples (gradviz's own generator: values differ from PyTorch's)."""
     _check_device(device)
     rng = _rng(generator)
-    array = rng.standard_normal(_checked_shape(size)).astype(_dtype_or_default(dtype).numpy)
+    shape = _checked_shape(_size_argument("randn", sizes, size))
+    array = rng.standard_normal(shape).astype(_dtype_or_default(dtype).numpy)
     return _finish(array, requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False, generator=None):
+def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
     _check_device(device)
     rng = _rng(generator)
-    array = rng.random(_checked_shape(size)).astype(_dtype_or_default(dtype).numpy)
+    shape = _checked_shape(_size_argument("rand", sizes, size))
+    array = rng.random(shape).astype(_dtype_or_default(dtype).numpy)
     return _finish(array, requires_grad)
 
 
@@ -462,3 +475,21 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 __all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial"]
 
 install_methods({"bernoulli": bernoulli, "bernoulli_": bernoulli_, "multinomial": multinomial})
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the upper triangle of a ``row`` x ``col`` matrix
+    (from diagonal ``offset``)."""
+    _check_device(device)
+    rows, cols = np.triu_indices(row, offset, col)
+    return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    """The (2, n) row and column indices of the lower triangle (to diagonal ``offset``)."""
+    _check_device(device)
+    rows, cols = np.tril_indices(row, offset, col)
+    return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
+
+
+__all__ += ["triu_indices", "tril_indices"]

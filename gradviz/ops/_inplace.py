@@ -397,8 +397,23 @@ def _write_directly(self, ufunc, args, kwargs):
     return True
 
 
+def _fill_diagonal_method(masked_fill_):
+    def fill_diagonal_(self, fill_value, wrap=False):
+        """Write ``fill_value`` on the main diagonal (of a matrix, or of a tensor with all dims
+        equal); ``wrap`` continues it below the first square of a tall matrix, as numpy."""
+        if self.ndim < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        if self.ndim > 2 and len(set(self.shape)) != 1:
+            raise RuntimeError("all dimensions of input must be of equal length")
+        mask = np.zeros(self._data.shape, dtype=bool)
+        np.fill_diagonal(mask, True, wrap=wrap)
+        return masked_fill_(self, _wrap(mask), fill_value)
+
+    return fill_diagonal_
+
+
 def _build_methods():
-    from . import _activation, _indexing, _pointwise, _reduction
+    from . import _activation, _indexing, _math, _pointwise, _reduction
 
     P = _pointwise
     methods = {}
@@ -412,6 +427,9 @@ def _build_methods():
     methods["scatter_"] = _method(_indexing.scatter)
     methods["scatter_add_"] = _method(_indexing.scatter_add)
     methods["cumsum_"] = _method(_reduction.cumsum)
+    methods["lerp_"] = _method(_math.lerp)
+    methods["nan_to_num_"] = _method(_math.nan_to_num)
+    methods["fill_diagonal_"] = _fill_diagonal_method(methods["masked_fill_"])
     methods["copy_"] = copy_
     methods["fill_"] = fill_
     methods["zero_"] = zero_

@@ -195,8 +195,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
 
 def _nll_forward(logp, coefficients, reduction):
     # coefficients[n, c] = -weight[c] / denominator at c = target[n] (0 elsewhere); the loss is
-    # a linear function of the log-probabilities
-    picked = np.sum(logp * coefficients, axis=-1)
+    # a linear function of the log-probabilities. Only the picked entries enter: a -inf
+    # log-probability elsewhere (a masked logit) must not make 0 * -inf = NaN
+    with np.errstate(invalid="ignore"):
+        picked = np.sum(np.where(coefficients != 0, logp * coefficients, 0), axis=-1)
     if reduction == "none":
         return picked.astype(logp.dtype)
     return np.asarray(np.sum(picked), dtype=logp.dtype)

@@ -206,10 +206,104 @@ def logical_xor(input, other):
     return apply(_XOR, input, other)
 
 
+# ---- xlogy ---------------------------------------------------------------------------------
+
+def _xlogy_forward(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+    return np.asarray(out, dtype=np.result_type(x, y))
+
+
+def _xlogy_backward(ctx, g):
+    from ._pointwise import log, ne, where_zero
+
+    x, y = ctx.input(0), ctx.input(1)
+    grad_x = grad_y = None
+    if ctx.needs_input_grad[0]:  # log(y) where x != 0, as torch's xlogy(x != 0, y)
+        grad_x = g * xlogy(ne(x, 0).to(g.dtype), y)
+    if ctx.needs_input_grad[1]:
+        grad_y = g * x / y
+    return grad_x, grad_y
+
+
+XLOGY = Op("xlogy", "XlogyBackward0", forward=_broadcasting(_xlogy_forward),
+           backward=_xlogy_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def xlogy(input, other):
+    """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    return apply(XLOGY, _check_operand(input, "xlogy"), _check_operand(other, "xlogy"))
+
+
+# ---- lerp, atan2, nan_to_num ------------------------------------------------------------------
+
+def _lerp_backward(ctx, g):
+    start, end = ctx.input(0), ctx.input(1)
+    tensor_weight = len(ctx.needs_input_grad) == 3
+    weight = ctx.input(2) if tensor_weight else ctx.weight
+    grads = (g * (1 - weight) if ctx.needs_input_grad[0] else None,
+             g * weight if ctx.needs_input_grad[1] else None)
+    if tensor_weight:
+        grads += (g * (end - start) if ctx.needs_input_grad[2] else None,)
+    return grads
+
+
+def _lerp_forward(start, end, weight):
+    return start + weight * (end - start)
+
+
+LERP_SCALAR = Op("lerp", "LerpBackward0", forward=_lerp_forward,
+                 backward=_lerp_backward, saves=saves_inputs(0, 1), dtype=promote)
+LERP_TENSOR = Op("lerp_tensor", "LerpBackward1", forward=_lerp_forward,
+                 backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)`` (``weight`` a number or a tensor)."""
+    if isinstance(weight, Tensor):
+        return apply(LERP_TENSOR, input, end, weight)
+    return apply(LERP_SCALAR, input, end, weight=weight)
+
+
+def _atan2_backward(ctx, g):
+    y, x = ctx.input(0), ctx.input(1)
+    denominator = x * x + y * y
+    return (g * x / denominator if ctx.needs_input_grad[0] else None,
+            g * -y / denominator if ctx.needs_input_grad[1] else None)
+
+
+ATAN2 = Op("atan2", "Atan2Backward0", forward=_broadcasting(np.arctan2), backward=_atan2_backward,
+           saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def atan2(input, other):
+    """The angle of the point ``(other, input)``: ``atan(input / other)`` in the right
+    quadrant."""
+    return apply(ATAN2, _check_operand(input, "atan2"), _check_operand(other, "atan2"))
+
+
+def _nan_to_num_backward(ctx, g):
+    from ._pointwise import logical_not, where_zero
+
+    return (where_zero(logical_not(isfinite(ctx.input(0))), g),)
+
+
+NAN_TO_NUM = Op("nan_to_num", "NanToNumBackward0",
+                forward=lambda a, nan, posinf, neginf: np.nan_to_num(
+                    a, nan=nan, posinf=posinf, neginf=neginf) if a.dtype.kind == "f" else a.copy(),
+                backward=_nan_to_num_backward, saves=saves_inputs(0))
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
+    dtype's largest and smallest finite values); the gradient is zero at replaced entries."""
+    return apply(NAN_TO_NUM, input, nan=nan, posinf=posinf, neginf=neginf)
+
+
 __all__ = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos", "sinh",
             "cosh", "square", "remainder", "fmod", "floor_divide", "true_divide", "negative",
             "absolute", "clamp_min", "clamp_max", "isnan", "isinf", "isfinite", "isclose", "equal",
-            "logical_xor"]
+            "logical_xor", "xlogy", "lerp", "atan2", "nan_to_num"]
 
 
 def _reflected_remainder(self, other):
@@ -226,7 +320,8 @@ install_methods({
     "remainder": remainder, "fmod": fmod, "floor_divide": floor_divide, "true_divide": true_divide,
     "negative": negative, "absolute": absolute, "clamp_min": clamp_min, "clamp_max": clamp_max,
     "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isclose": isclose, "equal": equal,
-    "logical_xor": logical_xor,
+    "logical_xor": logical_xor, "xlogy": xlogy, "lerp": lerp, "atan2": atan2,
+    "nan_to_num": nan_to_num,
     "__mod__": remainder, "__rmod__": _reflected_remainder,
     "__floordiv__": floor_divide, "__rfloordiv__": _reflected_floor_divide,
     "__xor__": lambda self, other: (logical_xor(self, other) if self.dtype is _dtypes.bool

@@ -523,13 +523,9 @@ SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
 
 
 def _sigmoid_forward(a):
-    # split by sign so neither branch overflows
-    out = np.empty_like(a)
-    positive = a >= 0
-    out[positive] = 1 / (1 + np.exp(-a[positive]))
-    e = np.exp(a[~positive])
-    out[~positive] = e / (1 + e)
-    return out
+    # torch's formula: exp(-x) overflowing to inf for very negative x gives exactly 0 (a float32
+    # sigmoid(-100) is 0 there, not a denormal), and the op is quiet about the overflow
+    return 1 / (1 + np.exp(-a))
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,

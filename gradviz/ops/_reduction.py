@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import warnings
 
 import numpy as np
 
@@ -131,7 +132,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {input.dtype.name.capitalize()}"
+            f"or complex dtype. Got: {TYPE_WORDS[input.dtype.name]}"
         )
     dims = _normalize_dims(dim, input.ndim)
     count = 1
@@ -357,7 +358,11 @@ def argmin(input, dim=None, keepdim=False):
 
 
 def _var_forward(a, dims, keepdim, shape, count, correction):
-    return np.var(a, axis=dims, keepdims=keepdim, ddof=correction)
+    if count - correction > 0:
+        return np.var(a, axis=dims, keepdims=keepdim, ddof=correction)
+    with warnings.catch_warnings():  # torch's own warning was given by _variance
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.var(a, axis=dims, keepdims=keepdim, ddof=correction)
 
 
 def _var_backward(ctx, g):
@@ -385,21 +390,30 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
+def _variance(op, name, input, dim, unbiased, keepdim, correction):
+    """``var``/``std`` (``op``) with torch's warning, named ``name``, when the correction
+    leaves no degrees of freedom (the result is then NaN or inf, as in torch)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    _check_floating(input, name.split("_")[0])
+    correction = _correction(unbiased, correction)
+    attrs = _reduce_attrs(input, dim, keepdim)
+    if attrs["count"] - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=4)
+    return apply(op, input, correction=correction, **attrs)
+
+
 @numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    _check_floating(input, "var")
-    return apply(_VAR, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
+    return _variance(_VAR, "var", input, dim, unbiased, keepdim, correction)
 
 
 @numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    if isinstance(dim, bool):
-        unbiased, dim = dim, None
-    _check_floating(input, "std")
-    return apply(_STD, input, correction=_correction(unbiased, correction), **_reduce_attrs(input, dim, keepdim))
+    return _variance(_STD, "std", input, dim, unbiased, keepdim, correction)
 
 
 def _logsumexp_forward(a, dims, keepdim, shape, count):

@@ -440,7 +440,7 @@ def cat(tensors, dim=0):
 
     tensors = [t for t in tensors]
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     _check_tensor_list(tensors, "cat")
     for i, t in enumerate(tensors):
         if t.ndim == 0:

@@ -5,8 +5,10 @@ from __future__ import annotations
 from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd import no_grad
+from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters"]
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
+           "rnn"]
 
 
 def _as_list(parameters):

@@ -1,0 +1,207 @@
+"""Convolution and pooling layers: ``Conv2d``, ``MaxPool2d``, ``AvgPool2d``,
+``AdaptiveAvgPool2d`` and their 1-D versions (ops in :mod:`gradviz.ops._conv`)."""
+
+from __future__ import annotations
+
+import math
+
+from .. import ops as _ops
+from ..ops._conv import _pair
+from . import functional as F
+from ._layers import _uniform_
+from ._module import Module, Parameter
+
+__all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d",
+           "AdaptiveAvgPool1d"]
+
+
+class Conv2d(Module):
+    """2-D convolution (cross-correlation) of (N, C_in, H, W) inputs with ``out_channels``
+    filters of ``kernel_size``, initialised as torch does (kaiming-uniform with ``a=sqrt(5)``:
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)), from gradviz's generator).
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> conv = torch.nn.Conv2d(1, 6, kernel_size=5, padding=2)
+    >>> conv
+    Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))
+    >>> conv(torch.zeros(8, 1, 28, 28)).shape
+    gradviz.Size([8, 6, 28, 28])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        if groups != 1:
+            raise NotImplementedError("Conv2d: groups > 1 is not supported by gradviz")
+        if padding_mode != "zeros":
+            raise NotImplementedError("Conv2d: only padding_mode='zeros' is supported by gradviz")
+        if isinstance(padding, str):
+            if padding not in ("valid", "same"):
+                raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                                 "{'valid', 'same'}")
+            if padding == "same" and _pair(stride) != (1, 1):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _pair(kernel_size)
+        self.stride = _pair(stride)
+        self.padding = padding if isinstance(padding, str) else _pair(padding)
+        self.dilation = _pair(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(_ops.empty(out_channels, in_channels, *self.kernel_size,
+                                           dtype=dtype))
+        self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
+        bound = 1 / math.sqrt(in_channels * self.kernel_size[0] * self.kernel_size[1])
+        _uniform_(self.weight, bound)
+        if self.bias is not None:
+            _uniform_(self.bias, bound)
+
+    def forward(self, input):
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding != (0, 0):
+            text += f", padding={self.padding}"
+        if self.dilation != (1, 1):
+            text += f", dilation={self.dilation}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class MaxPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
+                 return_indices: bool = False, ceil_mode: bool = False):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.dilation = dilation
+        self.return_indices = return_indices
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
+                f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
+
+
+class AvgPool2d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override=None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+def _single(value):
+    return (value,) if isinstance(value, int) else tuple(value)
+
+
+class Conv1d(Module):
+    """1-D convolution of (N, C_in, L) inputs, initialised as torch does (from gradviz's
+    generator)."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__()
+        if groups != 1:
+            raise NotImplementedError("Conv1d: groups > 1 is not supported by gradviz")
+        if padding_mode != "zeros":
+            raise NotImplementedError("Conv1d: only padding_mode='zeros' is supported by gradviz")
+        if isinstance(padding, str) and padding not in ("valid", "same"):
+            raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                             "{'valid', 'same'}")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride)
+        self.padding = padding if isinstance(padding, str) else _single(padding)
+        self.dilation = _single(dilation)
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(_ops.empty(out_channels, in_channels, self.kernel_size[0],
+                                           dtype=dtype))
+        self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
+        bound = 1 / math.sqrt(in_channels * self.kernel_size[0])
+        _uniform_(self.weight, bound)
+        if self.bias is not None:
+            _uniform_(self.bias, bound)
+
+    def forward(self, input):
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+    def extra_repr(self) -> str:
+        text = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}")
+        if self.padding != (0,):
+            text += f", padding={self.padding}"
+        if self.dilation != (1,):
+            text += f", dilation={self.dilation}"
+        if self.bias is None:
+            text += ", bias=False"
+        return text
+
+
+class MaxPool1d(MaxPool2d):
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+
+
+class AvgPool1d(Module):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        super().__init__()
+        self.kernel_size = _single(kernel_size)
+        self.stride = _single(stride if stride is not None else kernel_size)
+        self.padding = _single(padding)
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    def forward(self, input):
+        return F.adaptive_avg_pool1d(input, self.output_size)

@@ -1,0 +1,276 @@
+"""Recurrent layers: ``RNN``, ``LSTM``, ``GRU`` and their one-step cells ``RNNCell``,
+``LSTMCell``, ``GRUCell``, with torch's parameter names, shapes, gate order and
+initialisation (U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), from gradviz's generator).
+
+The steps are written with ``linear`` and pointwise ops, so their graphs (and gradients of
+any order) are those of the formulas in torch's documentation; the node names are those of
+the pieces (torch records fused or stacked nodes instead).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import ops as _ops
+from . import functional as F
+from ._layers import _uniform_
+from ._module import Module, Parameter
+
+__all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _rnn_step(mode, x, state, w_ih, w_hh, b_ih, b_hh):
+    """One step of ``mode`` from input ``x`` (N, I) and state: ``h`` (N, H), or ``(h, c)``
+    for an LSTM; returns the new state."""
+    if mode == "LSTM":
+        h, c = state
+        gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
+        i, f, g, o = gates.chunk(4, -1)
+        c = _ops.sigmoid(f) * c + _ops.sigmoid(i) * _ops.tanh(g)
+        return _ops.sigmoid(o) * _ops.tanh(c), c
+    if mode == "GRU":
+        h = state
+        r_x, z_x, n_x = F.linear(x, w_ih, b_ih).chunk(3, -1)
+        r_h, z_h, n_h = F.linear(h, w_hh, b_hh).chunk(3, -1)
+        r = _ops.sigmoid(r_x + r_h)
+        z = _ops.sigmoid(z_x + z_h)
+        n = _ops.tanh(n_x + r * n_h)
+        return (1 - z) * n + z * h
+    pre = F.linear(x, w_ih, b_ih) + F.linear(state, w_hh, b_hh)
+    return _ops.tanh(pre) if mode == "RNN_TANH" else _ops.relu(pre)
+
+
+def _mode(kind, nonlinearity):
+    if kind != "RNN":
+        return kind
+    if nonlinearity not in ("tanh", "relu"):
+        raise ValueError(f"Unknown nonlinearity '{nonlinearity}'. Select from 'tanh' or 'relu'.")
+    return "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+
+
+class _CellBase(Module):
+    kind = "RNN"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None):
+        super().__init__()
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.bias = bias
+        self.nonlinearity = nonlinearity
+        self.mode = _mode(self.kind, nonlinearity)
+        gates = _GATES[self.mode] * hidden_size
+        self.weight_ih = Parameter(_ops.empty(gates, input_size, dtype=dtype))
+        self.weight_hh = Parameter(_ops.empty(gates, hidden_size, dtype=dtype))
+        if bias:
+            self.bias_ih = Parameter(_ops.empty(gates, dtype=dtype))
+            self.bias_hh = Parameter(_ops.empty(gates, dtype=dtype))
+        else:
+            self.bias_ih = None
+            self.bias_hh = None
+        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+        for p in self.parameters():
+            _uniform_(p, bound)
+
+    def _zeros_state(self, batch_shape, input):
+        return _ops.zeros(*batch_shape, self.hidden_size, dtype=input.dtype)
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (1, 2):
+            raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
+                             f"{input.dim()}D instead")
+        unbatched = input.dim() == 1
+        x = input.unsqueeze(0) if unbatched else input
+        if hx is None:
+            zeros = self._zeros_state((x.shape[0],), x)
+            hx = (zeros, zeros) if self.mode == "LSTM" else zeros
+        elif unbatched:
+            hx = tuple(h.unsqueeze(0) for h in hx) if self.mode == "LSTM" else hx.unsqueeze(0)
+        state = _rnn_step(self.mode, x, hx, self.weight_ih, self.weight_hh, self.bias_ih,
+                          self.bias_hh)
+        if unbatched:
+            state = tuple(s.squeeze(0) for s in state) if self.mode == "LSTM" else state.squeeze(0)
+        return state
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if not self.bias:
+            text += ", bias=False"
+        if self.nonlinearity != "tanh":
+            text += f", nonlinearity={self.nonlinearity}"
+        return text
+
+
+class RNNCell(_CellBase):
+    """One step of an Elman RNN: ``h' = tanh(W_ih x + b_ih + W_hh h + b_hh)``."""
+
+
+class LSTMCell(_CellBase):
+    """One LSTM step; the state is ``(h, c)``, gates in torch's order (i, f, g, o)."""
+
+    kind = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, device=device, dtype=dtype)
+
+
+class GRUCell(_CellBase):
+    """One GRU step, gates in torch's order (r, z, n)."""
+
+    kind = "GRU"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__(input_size, hidden_size, bias, device=device, dtype=dtype)
+
+
+class _RNNBase(Module):
+    kind = "RNN"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+        super().__init__()
+        if not 0 <= dropout <= 1 or isinstance(dropout, bool):
+            raise ValueError("dropout should be a number in range [0, 1] representing the "
+                             "probability of an element being zeroed")
+        self.input_size = input_size
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.nonlinearity = nonlinearity
+        self.mode = _mode(self.kind, nonlinearity)
+        self.bias = bias
+        self.batch_first = batch_first
+        self.dropout = float(dropout)
+        self.bidirectional = bidirectional
+        gates = _GATES[self.mode] * hidden_size
+        directions = 2 if bidirectional else 1
+        bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
+        for layer in range(num_layers):
+            width = input_size if layer == 0 else hidden_size * directions
+            for suffix in ("", "_reverse")[:directions]:
+                names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
+                shapes = [(gates, width), (gates, hidden_size)]
+                if bias:
+                    names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
+                    shapes += [(gates,), (gates,)]
+                for name, shape in zip(names, shapes):
+                    setattr(self, name, Parameter(_uniform_(_ops.empty(*shape, dtype=dtype),
+                                                            bound)))
+
+    def _weights(self, layer, suffix):
+        get = lambda name: getattr(self, f"{name}_l{layer}{suffix}", None)  # noqa: E731
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+
+    def _check_hidden(self, h, expected):
+        if tuple(h.shape) != expected:
+            raise RuntimeError(f"Expected hidden size {expected}, got {list(h.shape)}")
+
+    def forward(self, input, hx=None):
+        if input.dim() not in (2, 3):
+            noun = "D tensor" if self.kind == "RNN" else "D"  # torch's wording differs
+            raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
+                             f"{input.dim()}{noun} instead")
+        unbatched = input.dim() == 2
+        x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first
+                                                  else input)
+        if x.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {x.shape[-1]}")
+        directions = 2 if self.bidirectional else 1
+        batch = x.shape[1]
+        expected = (self.num_layers * directions, batch, self.hidden_size)
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            zeros = _ops.zeros(*expected, dtype=x.dtype)
+            hx = (zeros, zeros) if lstm else zeros
+        elif unbatched:
+            hx = tuple(h.unsqueeze(1) for h in hx) if lstm else hx.unsqueeze(1)
+        for h in (hx if lstm else (hx,)):
+            self._check_hidden(h, expected)
+        finals_h, finals_c = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(("", "_reverse")[:directions]):
+                index = layer * directions + direction
+                state = (hx[0][index], hx[1][index]) if lstm else hx[index]
+                steps = range(x.shape[0]) if direction == 0 else range(x.shape[0] - 1, -1, -1)
+                seen = [None] * x.shape[0]
+                for t in steps:
+                    state = _rnn_step(self.mode, layer_input[t], state,
+                                      *self._weights(layer, suffix))
+                    seen[t] = state[0] if lstm else state
+                outputs.append(_ops.stack(seen, 0))
+                finals_h.append(state[0] if lstm else state)
+                if lstm:
+                    finals_c.append(state[1])
+            layer_input = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        output = layer_input
+        h_n = _ops.stack(finals_h, 0)
+        state = (h_n, _ops.stack(finals_c, 0)) if lstm else h_n
+        if unbatched:
+            output = output.squeeze(1)
+            state = tuple(s.squeeze(1) for s in state) if lstm else state.squeeze(1)
+        elif self.batch_first:
+            output = output.transpose(0, 1)
+        return output, state
+
+    def extra_repr(self) -> str:
+        text = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            text += f", num_layers={self.num_layers}"
+        if not self.bias:  # (torch does not show an RNN's nonlinearity)
+            text += ", bias=False"
+        if self.batch_first:
+            text += ", batch_first=True"
+        if self.dropout:
+            text += f", dropout={self.dropout}"
+        if self.bidirectional:
+            text += ", bidirectional=True"
+        return text
+
+
+class RNN(_RNNBase):
+    """A multi-layer Elman RNN (``tanh`` or ``relu``) over a sequence (L, N, I), or (N, L, I)
+    with ``batch_first``; returns ``(output, h_n)``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> rnn = torch.nn.RNN(10, 20, num_layers=2)
+    >>> output, h_n = rnn(torch.zeros(5, 3, 10))
+    >>> output.shape, h_n.shape
+    (gradviz.Size([5, 3, 20]), gradviz.Size([2, 3, 20]))
+    """
+
+
+class LSTM(_RNNBase):
+    """A multi-layer LSTM; returns ``(output, (h_n, c_n))``."""
+
+    kind = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 proj_size: int = 0, device=None, dtype=None):
+        if proj_size:
+            raise NotImplementedError("LSTM: proj_size is not supported by gradviz")
+        super().__init__(input_size, hidden_size, num_layers, "tanh", bias, batch_first, dropout,
+                         bidirectional, device, dtype)
+
+
+class GRU(_RNNBase):
+    """A multi-layer GRU; returns ``(output, h_n)``."""
+
+    kind = "GRU"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
+                 batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
+                 device=None, dtype=None):
+        super().__init__(input_size, hidden_size, num_layers, "tanh", bias, batch_first, dropout,
+                         bidirectional, device, dtype)

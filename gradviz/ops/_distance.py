@@ -1,0 +1,65 @@
+"""Similarities and distances, composed from other ops as PyTorch composes them:
+``cosine_similarity``, ``pairwise_distance``, ``cdist`` and ``dist``."""
+
+from __future__ import annotations
+
+from .._tensor import _wrap_dim, install_methods
+from ..autograd.grad_mode import no_grad
+from ._reduction import norm, sum
+from ._shape import unsqueeze
+
+__all__ = ["cosine_similarity", "pairwise_distance", "cdist", "dist"]
+
+
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``sum(x1 / |x1| * x2 / |x2|, dim)``, each norm at least ``eps``; as in torch, the norms
+    are clamped outside the graph, so the gradient is that of the unclamped formula."""
+    ndim = max(x1.ndim, x2.ndim)
+    dim = _wrap_dim(dim, ndim)
+    x1, x2 = x1.broadcast_to(_broadcast_shape(x1, x2)), x2.broadcast_to(_broadcast_shape(x1, x2))
+    norm1 = norm(x1, 2, dim, keepdim=True).clone()
+    norm2 = norm(x2, 2, dim, keepdim=True).clone()
+    with no_grad():
+        norm1.clamp_(min=eps)
+        norm2.clamp_(min=eps)
+    return sum((x1 / norm1) * (x2 / norm2), dim)
+
+
+def _broadcast_shape(a, b):
+    import numpy as np
+
+    try:
+        return np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({a.shape[-1]}) must match the size of tensor b "
+                           f"({b.shape[-1]}) at non-singleton dimension {max(a.ndim, b.ndim) - 1}"
+                           ) from None
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``norm(x1 - x2 + eps, p)`` over the last dim."""
+    return norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim) - 1, keepdim)
+
+
+def cdist(x1, x2, p=2.0):
+    """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2``
+    (..., R, M): a (..., P, R) tensor."""
+    if x1.ndim < 2 or x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X{1 if x1.ndim < 2 else 2} "
+                           f"got: {x1.ndim if x1.ndim < 2 else x2.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} "
+                           f"X2: {x2.shape[-1]}")
+    return norm(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, -1)
+
+
+def dist(input, other, p=2):
+    """``norm(input - other, p)``."""
+    return norm(input - other, p)
+
+
+def _dist_method(self, other, p=2):
+    return dist(self, other, p)
+
+
+install_methods({"dist": _dist_method})

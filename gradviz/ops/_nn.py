@@ -1,0 +1,153 @@
+"""The ops behind ``nn.Embedding``, ``nn.LayerNorm`` and ``nn.BatchNorm1d``: ``embedding``
+(``EmbeddingBackward0``), ``layer_norm`` (``NativeLayerNormBackward0``) and ``batch_norm``
+(``NativeBatchNormBackward0``), each one node as in PyTorch.
+
+Their backward rules recompute the normalized input from the saved input with gradviz ops
+(Note [Backward rules are differentiable]), so gradients of gradients work.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._indexing import index_add
+from ._pointwise import rsqrt
+from ._reduction import mean, sum
+from ._registry import Op, apply, promote_float, saves_inputs
+from ._shape import reshape
+
+__all__ = ["embedding", "layer_norm", "batch_norm"]
+
+
+# ---- embedding ------------------------------------------------------------------------------
+
+def _embedding_backward(ctx, g):
+    from ._creation import zeros
+
+    flat = reshape(g, (-1, ctx.shape[1]))
+    if ctx.padding_idx is not None:  # the padding row gets no gradient
+        flat = flat * ctx.keep.astype(g._data.dtype)[:, None]
+    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, ctx.index_tensor, flat), None)
+
+
+EMBEDDING = Op("embedding", "EmbeddingBackward0",
+               forward=lambda weight, indices, **_: weight[indices],
+               backward=_embedding_backward)
+
+
+def embedding(weight, indices, padding_idx=None):
+    """Rows of ``weight`` (num_embeddings, dim) at ``indices`` (any shape, int64 or int32);
+    ``padding_idx`` rows receive no gradient."""
+    from .._tensor import _wrap
+
+    array = indices._data.reshape(-1).astype(np.int64)
+    keep = None if padding_idx is None else array != padding_idx
+    return apply(EMBEDDING, weight, indices, index_tensor=_wrap(array), keep=keep,
+                 padding_idx=padding_idx, shape=weight._data.shape)
+
+
+# ---- normalization ----------------------------------------------------------------------------
+
+def _normalize_forward(x, dims, eps):
+    mean_ = x.mean(axis=dims, keepdims=True)
+    centered = x - mean_
+    var = (centered * centered).mean(axis=dims, keepdims=True)
+    return centered / np.sqrt(var + eps)
+
+
+def _normalize_backward(x, g, dims, eps):
+    """``d(normalize(x))`` applied to ``g`` (the gradient of the normalized values), and the
+    normalized values, both as differentiable functions of ``x``."""
+    centered = x - mean(x, dims, keepdim=True)
+    rstd = rsqrt(mean(centered * centered, dims, keepdim=True) + eps)
+    normalized = centered * rstd
+    grad = rstd * (g - mean(g, dims, keepdim=True)
+                   - normalized * mean(g * normalized, dims, keepdim=True))
+    return grad, normalized
+
+
+def _affine_grads(ctx, g, normalized, reduce_dims, shape):
+    grad_weight = grad_bias = None
+    if ctx.needs_input_grad[1]:
+        grad_weight = reshape(sum(g * normalized, reduce_dims) if reduce_dims else g * normalized,
+                              shape)
+    if ctx.needs_input_grad[2]:
+        grad_bias = reshape(sum(g, reduce_dims) if reduce_dims else g, shape)
+    return grad_weight, grad_bias
+
+
+def _layer_norm_forward(x, weight, bias, dims, eps):
+    out = _normalize_forward(x, dims, eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out.astype(x.dtype)
+
+
+def _layer_norm_backward(ctx, g):
+    x, weight = ctx.input(0), ctx.input(1)
+    scaled = g * weight if weight is not None else g
+    grad_x, normalized = _normalize_backward(x, scaled, ctx.dims, ctx.eps)
+    batch_dims = tuple(range(x.ndim - len(ctx.dims)))
+    grad_weight, grad_bias = _affine_grads(ctx, g, normalized, batch_dims,
+                                           tuple(x.shape[x.ndim - len(ctx.dims):]))
+    return (grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias
+
+
+LAYER_NORM = Op("layer_norm", "NativeLayerNormBackward0", forward=_layer_norm_forward,
+                backward=_layer_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the last ``len(normalized_shape)`` dims (biased variance), then
+    ``* weight + bias``."""
+    k = len(normalized_shape)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    return apply(LAYER_NORM, input, weight, bias, dims=dims, eps=eps)
+
+
+def _channel_shape(x):
+    return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
+    if mean_ is None:
+        out = _normalize_forward(x, dims, eps)
+    else:  # evaluation: the running statistics
+        shape = _channel_shape(x)
+        out = (x - mean_.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    shape = _channel_shape(x)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def _batch_norm_backward(ctx, g):
+    from .._tensor import _wrap
+
+    x, weight = ctx.input(0), ctx.input(1)
+    shape = _channel_shape(x)
+    scaled = g * reshape(weight, shape) if weight is not None else g
+    if ctx.mean_ is None:
+        grad_x, normalized = _normalize_backward(x, scaled, ctx.dims, ctx.eps)
+    else:
+        mean_ = _wrap(ctx.mean_.reshape(shape).astype(x._data.dtype))
+        rstd = _wrap((1 / np.sqrt(ctx.var.reshape(shape) + ctx.eps)).astype(x._data.dtype))
+        grad_x, normalized = scaled * rstd, (x - mean_) * rstd
+    grad_weight, grad_bias = _affine_grads(ctx, g, normalized, ctx.dims, (x.shape[1],))
+    return (grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias
+
+
+BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_forward,
+                backward=_batch_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def batch_norm(input, weight, bias, eps, mean=None, var=None):
+    """Normalize each channel (dim 1) over the other dims: with the batch's statistics
+    (biased variance), or with ``mean``/``var`` arrays given (evaluation); then
+    ``* weight + bias``."""
+    dims = (0,) + tuple(range(2, input.ndim))
+    return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var)

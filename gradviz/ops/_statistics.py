@@ -1,0 +1,156 @@
+"""Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``quantile``
+(from ``sort``, as torch composes it), ``unique``, ``bincount``, ``std_mean`` and
+``var_mean``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
+from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _select_backward
+from ._reduction import _STD, _VAR, _variance, mean
+from ._registry import Op, apply
+
+__all__ = ["median", "unique", "bincount", "std_mean", "var_mean", "quantile"]
+
+
+def _lower_median(array):
+    """The lower of the two middle values (torch's median), NaN if there is one."""
+    flat = array.reshape(-1)
+    if np.isnan(flat).any():
+        return np.asarray(np.nan, dtype=array.dtype)
+    return np.asarray(np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2])
+
+
+_MEDIAN_ALL = Op("median", "MedianBackward0",
+                 forward=lambda a, dims, keepdim, shape, count: _lower_median(a),
+                 backward=_evenly_backward, saves=lambda needs: ((0,), True))
+_MEDIAN_DIM = Op("median_dim", "MedianBackward1", forward=lambda a, values, **_: values,
+                 backward=_select_backward)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median of all values (the gradient shared among the entries equal to it, as
+    in torch); with ``dim``, ``(values, indices)`` along it (the gradient to the index)."""
+    from ._indexing import RETURN_TYPES
+
+    if dim is None:
+        if input.numel() == 0:
+            return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
+        return apply(_MEDIAN_ALL, input, **_reduce_attrs(input, None, False))
+    dim = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, dim, "median")
+    if input.ndim == 0:
+        indices = np.zeros((), np.int64)
+        values = input._data.copy()
+    else:
+        size = input._data.shape[dim]
+        order = np.argsort(input._data, axis=dim, kind="stable")
+        indices = np.take(order, [(size - 1) // 2], axis=dim).astype(np.int64)
+        values = np.take_along_axis(input._data, indices, axis=dim)
+    keep = bool(keepdim) or input.ndim == 0
+    out_values = values if keep else np.squeeze(values, dim)
+    out_indices = indices if keep else np.squeeze(indices, dim)
+    out = apply(_MEDIAN_DIM, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
+                keepdim=keep, shape=input._data.shape)
+    return RETURN_TYPES["median"](out, _wrap(out_indices))
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
+    """The distinct values (sorted); with ``return_inverse``, where each entry went; with
+    ``return_counts``, how often each value occurs. Not differentiable."""
+    if dim is not None:
+        raise NotImplementedError("unique: dim is not supported by gradviz")
+    values, inverse, counts = np.unique(input._data, return_inverse=True, return_counts=True)
+    result = [_wrap(values.astype(input._data.dtype))]
+    if return_inverse:
+        result.append(_wrap(inverse.reshape(input._data.shape).astype(np.int64)))
+    if return_counts:
+        result.append(_wrap(counts.astype(np.int64)))
+    return result[0] if len(result) == 1 else tuple(result)
+
+
+def bincount(input, weights=None, minlength=0):
+    """How often each value 0, 1, ... occurs in a 1-D non-negative integer tensor (the sums
+    of ``weights`` there, when given)."""
+    if (input.ndim != 1 or input.dtype.is_floating_point or input.dtype is _dtypes.bool
+            or (input.numel() and input._data.min() < 0)):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if weights is not None and (weights.ndim != 1 or weights.shape[0] != input.shape[0]):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    counts = np.bincount(input._data, None if weights is None else weights._data, minlength)
+    if weights is None:
+        return _wrap(counts.astype(np.int64))
+    dtype = weights._data.dtype if weights.dtype.is_floating_point else np.float64
+    return _wrap(counts.astype(np.float64 if dtype == np.float64 else dtype))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(std, mean)`` over ``dim``."""
+    return (_variance(_STD, "std_mean", input, dim, unbiased, keepdim, correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """``(var, mean)`` over ``dim``."""
+    return (_variance(_VAR, "var_mean", input, dim, unbiased, keepdim, correction),
+            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
+    values when None), between the sorted values as ``interpolation`` says; a tensor ``q``
+    puts its dim first."""
+    from ._creation import tensor
+    from ._indexing import index_select, sort
+    from ._shape import permute, reshape, squeeze_dim
+
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    scalar_q = not isinstance(q, Tensor)
+    qs = np.atleast_1d(np.asarray(q._data if isinstance(q, Tensor) else q, dtype=np.float64))
+    if qs.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if ((qs < 0) | (qs > 1)).any():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if dim is None:
+        values, axis = reshape(input, (-1,)), 0
+    else:
+        values, axis = input, _wrap_dim(dim, input.ndim)
+    size = values.shape[axis] if values.ndim else 1
+    if size == 0:
+        raise IndexError("quantile() input tensor must be non-empty")
+    ordered = sort(values, axis).values if values.ndim else reshape(values, (1,))
+    ranks = qs * (size - 1)
+    if interpolation == "lower":
+        ranks = np.floor(ranks)
+    elif interpolation == "higher":
+        ranks = np.ceil(ranks)
+    elif interpolation == "nearest":
+        ranks = np.round(ranks)
+    below = np.floor(ranks).astype(np.int64)
+    above = np.ceil(ranks).astype(np.int64)
+    weights = 0.5 * (above != below) if interpolation == "midpoint" else ranks - below
+    low = index_select(ordered, axis, tensor(below))
+    high = index_select(ordered, axis, tensor(above))
+    shape = [1] * ordered.ndim
+    shape[axis] = -1
+    result = low + (high - low) * tensor(weights.astype(input._data.dtype)).reshape(shape)
+    if axis:  # the q dim first
+        result = permute(result, axis, *[d for d in range(result.ndim) if d != axis])
+    if keepdim:
+        kept = [1 if dim is None or d == axis else n for d, n in enumerate(input.shape)]
+        result = reshape(result, (len(qs),) + tuple(kept))
+    return squeeze_dim(result, 0) if scalar_q else result
+
+
+install_methods({"median": median, "unique": unique, "bincount": bincount, "quantile": quantile})

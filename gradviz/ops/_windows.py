@@ -1,0 +1,103 @@
+"""Padding and sliding windows: ``nn.functional.pad`` (constant mode,
+``ConstantPadNdBackward0``) and ``Tensor.unfold`` (``UnfoldBackward0``), each with a backward
+rule made of ops that differentiate again."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._tensor import _wrap_dim, install_methods
+from ._registry import Op, apply
+
+__all__ = ["pad"]
+
+
+def _pad_forward(a, pads, value):
+    """``pads`` = ((left, right) for each dim, first dim first); negative amounts crop."""
+    crop = tuple(slice(max(-left, 0), a.shape[d] - max(-right, 0))
+                 for d, (left, right) in enumerate(pads))
+    a = a[crop]
+    widths = [(max(left, 0), max(right, 0)) for left, right in pads]
+    return np.pad(a, widths, constant_values=np.asarray(value).astype(a.dtype))
+
+
+PAD = Op("constant_pad_nd", "ConstantPadNdBackward0", forward=_pad_forward,
+         backward=lambda ctx, g: (apply(PAD, g, pads=tuple((-left, -right) for left, right in
+                                                           ctx.pads), value=0),))
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad the last ``len(pad) // 2`` dims: ``pad = (left, right, top, bottom, ...)`` starts
+    with the last dim; negative amounts crop. Only ``mode="constant"`` in gradviz."""
+    if mode != "constant":
+        raise NotImplementedError(f"pad: mode={mode!r} is not supported by gradviz (only "
+                                  "'constant')")
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the input "
+                           f"dimension but got padding length {len(pad)} and input of dimension "
+                           f"{input.ndim}")
+    pairs = [(0, 0)] * input.ndim
+    for i in range(len(pad) // 2):
+        pairs[input.ndim - 1 - i] = (int(pad[2 * i]), int(pad[2 * i + 1]))
+    for d, (left, right) in enumerate(pairs):
+        if input.shape[d] + left + right < 0:
+            raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {left} "
+                               f"and {right} resulted in a negative output size, which is "
+                               "invalid. Check dimension {d} of your input.")
+    return apply(PAD, input, pads=tuple(pairs), value=0 if value is None else value)
+
+
+# ---- Tensor.unfold ----------------------------------------------------------------------------
+
+def _window_starts(length, size, step):
+    return range(0, length - size + 1, step)
+
+
+def _unfold_forward(a, dim, size, step, shape):
+    starts = _window_starts(a.shape[dim] if a.ndim else 1, size, step)
+    if a.ndim == 0:
+        return a.reshape(1)
+    windows = [np.take(a, range(s, s + size), axis=dim) for s in starts]
+    stacked = np.stack(windows, axis=dim) if windows else np.empty(
+        a.shape[:dim] + (0,) + a.shape[dim + 1:] + (size,), dtype=a.dtype)
+    # the window's own dim goes last, as in torch
+    return np.moveaxis(stacked, dim + 1, -1) if windows else stacked
+
+
+def _unfold_backward_forward(g, shape, dim, size, step):
+    out = np.zeros(shape, dtype=g.dtype)
+    if not shape:
+        return g.reshape(())
+    moved = np.moveaxis(g, -1, dim + 1)
+    for i, s in enumerate(_window_starts(shape[dim], size, step)):
+        index = [slice(None)] * len(shape)
+        index[dim] = slice(s, s + size)
+        out[tuple(index)] += np.take(moved, i, axis=dim)
+    return out
+
+
+UNFOLD_BACKWARD = Op("unfold_backward", "UnfoldBackwardBackward0",
+                     forward=_unfold_backward_forward,
+                     backward=lambda ctx, g: (apply(UNFOLD, g, dim=ctx.dim, size=ctx.size,
+                                                    step=ctx.step, shape=ctx.shape),))
+UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward,
+            backward=lambda ctx, g: (apply(UNFOLD_BACKWARD, g, shape=ctx.shape,
+                                           dim=ctx.dim, size=ctx.size, step=ctx.step),))
+
+
+def unfold(self, dimension, size, step):
+    """Every window of ``size`` entries along ``dimension``, ``step`` apart, as a new last
+    dim. (A copy in gradviz; a view in torch.)"""
+    dim = _wrap_dim(dimension, self.ndim)
+    length = self.shape[dim] if self.ndim else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {dim} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape))
+
+
+install_methods({"unfold": unfold})

@@ -1,0 +1,5 @@
+"""``gradviz.utils``: ``data`` (datasets and the ``DataLoader``), as ``torch.utils``."""
+
+from . import data
+
+__all__ = ["data"]

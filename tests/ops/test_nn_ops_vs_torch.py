@@ -1,0 +1,241 @@
+"""The ops behind layers and functions added for teaching code (embedding, normalization,
+activations, distances, statistics) against PyTorch: values, first and second derivatives in
+float64 and float32, and gradviz's own gradcheck."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import gradviz
+from conftest import run_both
+
+rng = np.random.default_rng(99)
+
+
+def normal(*shape):
+    return rng.standard_normal(shape)
+
+
+def spread(*shape):
+    """Values away from an activation's kinks (0, +-1, +-3, 6)."""
+    x = rng.uniform(-5.0, 8.0, size=shape)
+    for kink in (-3.0, -1.0, 0.0, 1.0, 3.0, 6.0):
+        x = np.where(np.abs(x - kink) < 0.05, x + 0.1, x)
+    return x
+
+
+IDX = [[0, 2, 2], [3, 0, 1]]
+
+CASES = [
+    ("embedding", lambda m, w: m.nn.functional.embedding(m.tensor(IDX), w) ** 2, (normal(4, 3),)),
+    ("embedding_padding", lambda m, w: m.nn.functional.embedding(m.tensor(IDX), w, padding_idx=2).sin(),
+     (normal(4, 3),)),
+    ("layer_norm", lambda m, x: m.nn.functional.layer_norm(x, (4,)) ** 2, (normal(3, 4),)),
+    ("layer_norm_affine", lambda m, x, w, b: m.nn.functional.layer_norm(x, (2, 3), w, b, 1e-3).sin(),
+     (normal(2, 2, 3), normal(2, 3), normal(2, 3))),
+    ("layer_norm_unbatched", lambda m, x, w: m.nn.functional.layer_norm(x, [3], w) * x,
+     (normal(3), normal(3))),
+    ("batch_norm_train", lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, True) ** 2,
+     (normal(5, 3), normal(3), normal(3))),
+    ("batch_norm_train_3d", lambda m, x, w: m.nn.functional.batch_norm(x, None, None, w, None, True).sin(),
+     (normal(2, 3, 4), normal(3))),
+    ("batch_norm_train_4d", lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, True).tanh(),
+     (normal(2, 3, 2, 2), normal(3), normal(3))),
+    ("batch_norm_eval", lambda m, x, w, b: m.nn.functional.batch_norm(
+        x, m.tensor([0.5, -0.2, 0.1], dtype=x.dtype), m.tensor([1.5, 0.7, 2.0], dtype=x.dtype), w, b) ** 2,
+     (normal(4, 3), normal(3), normal(3))),
+]
+
+
+for name in ["relu6", "hardtanh", "logsigmoid", "softsign", "selu", "celu", "mish", "hardswish",
+             "hardsigmoid", "tanhshrink"]:
+    CASES.append((name, lambda m, x, n=name: getattr(m.nn.functional, n)(x) * x, (spread(3, 4),)))
+CASES += [
+    ("hardtanh_range", lambda m, x: m.nn.functional.hardtanh(x, -2.0, 4.0) ** 2, (spread(7),)),
+    ("celu_alpha", lambda m, x: m.nn.functional.celu(x, alpha=0.5).sin(), (spread(2, 5),)),
+    ("softmin", lambda m, x: m.nn.functional.softmin(x, dim=1) * x, (normal(3, 4),)),
+    ("logsigmoid_large", lambda m, x: m.nn.functional.logsigmoid(x * 40), (normal(6),)),
+]
+
+CASES += [
+    ("median", lambda m, x: x.median() * x, (normal(3, 5),)),
+    ("median_ties", lambda m, x: m.median(x) ** 2, (np.array([1.0, 2.0, 2.0, 0.5, 3.0]),)),
+    ("median_dim", lambda m, x: x.median(1).values ** 2, (normal(4, 5),)),
+    ("median_dim_even_keepdim", lambda m, x: m.median(x, 0, keepdim=True)[0].exp(), (normal(4, 3),)),
+    ("std_mean", lambda m, x: m.std_mean(x, 1)[0] * m.std_mean(x, 1)[1], (normal(3, 4),)),
+    ("var_mean", lambda m, x: m.var_mean(x, unbiased=False)[0] + m.var_mean(x)[1], (normal(3, 4),)),
+]
+
+F_TARGET = np.array([[0.2, 0.5, 0.3], [0.1, 0.1, 0.8]])
+CASES += [
+    ("cosine_similarity", lambda m, a, b: m.nn.functional.cosine_similarity(a, b), (normal(3, 4), normal(3, 4))),
+    ("cosine_similarity_broadcast_dim0", lambda m, a, b: m.cosine_similarity(a, b, dim=0) ** 2,
+     (normal(3, 4), normal(3, 1))),
+    ("pairwise_distance", lambda m, a, b: m.nn.functional.pairwise_distance(a, b), (normal(3, 4), normal(3, 4))),
+    ("pairwise_distance_p1_keepdim", lambda m, a, b: m.pairwise_distance(a, b, p=1.0, keepdim=True),
+     (normal(2, 5), normal(2, 5))),
+    ("cdist", lambda m, a, b: m.cdist(a, b), (normal(3, 2), normal(4, 2))),
+    ("cdist_p1_batched", lambda m, a, b: m.cdist(a, b, p=1), (normal(2, 3, 2), normal(2, 2, 2))),
+    ("dist", lambda m, a, b: m.dist(a, b) * a.dist(b, 3), (normal(3, 2), normal(3, 2))),
+    ("xlogy", lambda m, a, b: m.xlogy(a, b), (normal(2, 3), np.abs(normal(2, 3)) + 0.1)),
+    ("kl_div_batchmean", lambda m, a, b: m.nn.functional.kl_div(a.log_softmax(1), b.softmax(1), reduction="batchmean"),
+     (normal(2, 3), normal(2, 3))),
+    ("kl_div_log_target_none", lambda m, a, b: m.nn.functional.kl_div(a, b, reduction="none", log_target=True),
+     (normal(2, 3), normal(2, 3))),
+    ("kl_div_sum_probabilities", lambda m, a: m.nn.functional.kl_div(a, m.tensor(F_TARGET, dtype=a.dtype), reduction="sum"),
+     (normal(2, 3),)),
+    ("multi_margin", lambda m, a: m.nn.functional.multi_margin_loss(a, m.tensor([2, 0, 1])), (normal(3, 4),)),
+    ("multi_margin_p2_sum", lambda m, a: m.nn.functional.multi_margin_loss(a, m.tensor([3, 1]), p=2, margin=0.5, reduction="sum"),
+     (normal(2, 4),)),
+]
+
+CASES += [
+    ("conv2d", lambda m, x, w, b: m.nn.functional.conv2d(x, w, b), (normal(2, 3, 5, 4), normal(4, 3, 3, 2), normal(4))),
+    ("conv2d_stride_padding", lambda m, x, w: m.nn.functional.conv2d(x, w, stride=2, padding=1).tanh(),
+     (normal(1, 2, 5, 5), normal(3, 2, 3, 3))),
+    ("conv2d_dilation_same", lambda m, x, w: m.nn.functional.conv2d(x, w, padding="same", dilation=2) ** 2,
+     (normal(1, 1, 6, 5), normal(2, 1, 3, 3))),
+    ("conv2d_unbatched", lambda m, x, w, b: m.nn.functional.conv2d(x, w, b, padding=(1, 0)), (normal(2, 4, 4), normal(1, 2, 2, 2), normal(1))),
+    ("max_pool2d", lambda m, x: m.nn.functional.max_pool2d(x, 2) ** 2, (normal(2, 2, 4, 6),)),
+    ("max_pool2d_overlap_padding", lambda m, x: m.nn.functional.max_pool2d(x, 3, stride=2, padding=1) * 3,
+     (normal(1, 2, 5, 5),)),
+    ("avg_pool2d", lambda m, x: m.nn.functional.avg_pool2d(x, 2) ** 2, (normal(2, 2, 4, 6),)),
+    ("avg_pool2d_padding_stride", lambda m, x: m.nn.functional.avg_pool2d(x, (3, 2), stride=1, padding=1).sin(),
+     (normal(1, 1, 4, 4),)),
+    ("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (1, 1)) ** 2, (normal(2, 3, 4, 4),)),
+    ("adaptive_avg_pool2d_2x3", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (2, 3)).exp(), (normal(1, 2, 4, 6),)),
+    ("unfold_fold", lambda m, x: m.nn.functional.fold(m.nn.functional.unfold(x, 2, padding=1) ** 2, (3, 4), 2, padding=1),
+     (normal(1, 2, 3, 4),)),
+    ("lenet_block", lambda m, x, w: m.nn.functional.avg_pool2d(m.sigmoid(m.nn.functional.conv2d(x, w, padding=2)), 2, 2),
+     (normal(2, 1, 6, 6), normal(3, 1, 5, 5) * 0.3)),
+]
+
+CASES += [
+    ("pad", lambda m, x: m.nn.functional.pad(x, (1, 2)) ** 2, (normal(2, 3),)),
+    ("pad_value_2d_crop", lambda m, x: m.nn.functional.pad(x, (-1, 1, 2, 0), value=0.5).sin(), (normal(2, 3, 4),)),
+    ("lerp_scalar", lambda m, a, b: m.lerp(a, b, 0.3) ** 2, (normal(2, 3), normal(3))),
+    ("lerp_tensor", lambda m, a, b, w: a.lerp(b, w) ** 2, (normal(2, 3), normal(2, 3), normal(3))),
+    ("atan2", lambda m, a, b: m.atan2(a, b), (normal(2, 3), normal(2, 3))),
+    ("nan_to_num", lambda m, a: m.nan_to_num(a * 2) ** 2, (normal(5),)),
+    ("tensor_unfold", lambda m, a: a.unfold(1, 3, 2) ** 2, (normal(2, 7),)),
+    ("tensor_unfold_dim0_overlap", lambda m, a: a.unfold(0, 2, 1).exp(), (normal(4, 2),)),
+    ("movedim_swapaxes_ravel", lambda m, a: m.movedim(a, 0, -1).swapaxes(0, 1).ravel() ** 2, (normal(2, 3, 4),)),
+]
+
+MASK = np.array([[True, False, True, True], [True, True, False, False], [True, False, False, True]])
+CASES += [
+    ("quantile", lambda m, a: m.quantile(a, 0.3), (normal(7),)),
+    ("quantile_dim_keepdim", lambda m, a: a.quantile(0.6, dim=1, keepdim=True) ** 2, (normal(3, 5),)),
+    ("quantile_tensor_q", lambda m, a: m.quantile(a, m.tensor([0.2, 0.75], dtype=a.dtype), dim=0), (normal(4, 3),)),
+    ("quantile_midpoint", lambda m, a: m.quantile(a, 0.4, dim=-1, interpolation="midpoint"), (normal(2, 6),)),
+    ("sdpa", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v),
+     (normal(2, 3, 4), normal(2, 4, 4), normal(2, 4, 2))),
+    ("sdpa_causal", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
+     (normal(1, 2, 4, 3), normal(1, 2, 4, 3), normal(1, 2, 4, 3))),
+    ("sdpa_bool_mask_scale", lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+        q, k, v, attn_mask=m.tensor(MASK), scale=0.5), (normal(3, 2), normal(4, 2), normal(4, 3))),
+    ("fill_diagonal_", lambda m, a: (a * 2).fill_diagonal_(0.5) ** 2, (normal(3, 3),)),
+]
+
+CASES += [
+    ("conv1d", lambda m, x, w, b: m.nn.functional.conv1d(x, w, b), (normal(2, 3, 7), normal(4, 3, 3), normal(4))),
+    ("conv1d_stride_padding_dilation", lambda m, x, w: m.nn.functional.conv1d(x, w, stride=2, padding=2, dilation=2).tanh(),
+     (normal(1, 2, 9), normal(3, 2, 2))),
+    ("conv1d_same_unbatched", lambda m, x, w: m.nn.functional.conv1d(x, w, padding="same") ** 2, (normal(2, 6), normal(1, 2, 3))),
+    ("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 2) ** 2, (normal(2, 3, 6),)),
+    ("avg_pool1d_padding", lambda m, x: m.nn.functional.avg_pool1d(x, 3, stride=1, padding=1).sin(), (normal(1, 2, 5),)),
+    ("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 2).exp(), (normal(2, 2, 6),)),
+]
+
+
+# torch has no derivative for these backward kernels (gradgradcheck below checks ours)
+NO_DOUBLE_BACKWARD_IN_TORCH = {"hardsigmoid", "cdist", "cdist_p1_batched", "multi_margin",
+                               "multi_margin_p2_sum", "sdpa_causal"}
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_matches_torch(case, dtype):
+    name, program, arrays = case
+    second = dtype == "float64" and name not in NO_DOUBLE_BACKWARD_IN_TORCH
+    run_both(program, arrays, dtype=dtype, create_graph_order=2 if second else 1)
+
+
+# the padding row of an embedding gets no gradient by definition: not a derivative to check
+SMOOTH = [c for c in CASES if c[0] not in ("embedding_padding", "median_ties")]
+
+
+@pytest.mark.parametrize("case", SMOOTH, ids=[c[0] for c in SMOOTH])
+def test_gradcheck_and_gradgradcheck(case):
+    _, program, arrays = case
+    inputs = tuple(gradviz.tensor(a, requires_grad=True) for a in arrays)
+
+    def f(*xs):
+        return program(gradviz, *xs)
+
+    assert gradviz.autograd.gradcheck(f, inputs)
+    assert gradviz.autograd.gradgradcheck(f, inputs)
+
+
+def test_statistics_without_gradients_match_torch():
+    import torch
+
+    labels = [3, 0, 1, 3, 3, 0, 7]
+    for m in (gradviz, torch):
+        t = m.tensor(labels)
+        m_results = [t.unique(), m.unique(t, return_counts=True), t.unique(return_inverse=True),
+                     m.unique(m.tensor([[2.5, 1.0], [2.5, -1.0]]), return_inverse=True, return_counts=True),
+                     m.bincount(t), t.bincount(minlength=10),
+                     m.bincount(t, weights=m.tensor([0.5, 1, 2, 3, 4, 5, 6], dtype=m.float64)),
+                     m.bincount(t, weights=m.tensor([1, 2, 3, 4, 5, 6, 7])),
+                     m.bincount(m.tensor([], dtype=m.int64)), m.median(m.tensor([4, 1, 3, 2])),
+                     m.median(m.tensor([[4, 1], [3, 2]]), dim=1)]
+        if m is gradviz:
+            ours = m_results
+        else:
+            theirs = m_results
+
+    def flat(x):
+        if isinstance(x, tuple):
+            return [flat(v) for v in x]
+        return (str(x.dtype).split(".")[-1], x.tolist())
+
+    assert [flat(x) for x in ours] == [flat(x) for x in theirs]
+    for bad in ([-1, 2], [[1, 2]]):
+        with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs."):
+            gradviz.bincount(gradviz.tensor(bad))
+        with pytest.raises(RuntimeError, match="bincount only supports 1-d non-negative integral inputs."):
+            torch.bincount(torch.tensor(bad))
+
+
+def test_index_helpers_and_schedulers_match_torch():
+    import torch
+
+    results = []
+    for m in (gradviz, torch):
+        seqs = [m.tensor([1.0, 2.0, 3.0]), m.tensor([4.0]), m.tensor([5.0, 6.0])]
+        p = m.nn.Parameter(m.ones(1))
+        optimizer = m.optim.SGD([p], lr=1.0)
+        scheduler = m.optim.lr_scheduler.ReduceLROnPlateau(optimizer, patience=1, factor=0.5,
+                                                            cooldown=1, min_lr=0.1)
+        rates = []
+        for value in [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.85, 0.85, 0.85, 0.9, 0.9, 0.9]:
+            scheduler.step(value)
+            rates.append(optimizer.param_groups[0]["lr"])
+        maximize = m.optim.lr_scheduler.ReduceLROnPlateau(m.optim.SGD([p], lr=1.0), "max",
+                                                          patience=0, threshold=0.1,
+                                                          threshold_mode="abs")
+        for value in [0.5, 0.55, 0.7]:
+            maximize.step(value)
+        results.append([m.triu_indices(3, 4).tolist(), m.tril_indices(4, 3, -1).tolist(),
+                        m.triu_indices(3, 3, 1).tolist(),
+                        m.nn.utils.rnn.pad_sequence(seqs).tolist(),
+                        m.nn.utils.rnn.pad_sequence(seqs, batch_first=True, padding_value=-1.0,
+                                                    padding_side="left").tolist(),
+                        rates, scheduler.get_last_lr(), maximize.get_last_lr(),
+                        m.nan_to_num(m.tensor([float("nan"), float("inf"), -float("inf")])).tolist(),
+                        m.tensor([1.5, 300.0]).byte().tolist(), m.tensor([1.5, -3.0]).short().dtype.__repr__(),
+                        m.arange(10.0).unfold(0, 4, 3).tolist()])
+    results[0][10] = results[0][10].replace("gradviz", "torch")
+    assert results[0] == results[1]
