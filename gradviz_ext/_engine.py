@@ -148,6 +148,11 @@ class TensorBase:
         self._view_kind = VIEW_DEFAULT
 
 
+if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_tensor) read these
+    TensorBase._views = None
+    TensorBase._view_kind = 0
+
+
 # Note [Views after their base changed]
 # -------------------------------------
 # A view's ``grad_fn`` leads to its base's history as it was when the view was made. When the

@@ -36,7 +36,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import _is_advanced, check_slice_steps, expand_target, getitem
+from ._shape import check_slice_steps, expand_target, getitem
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -341,8 +341,19 @@ def refresh_views(root, written=None):
 
 # ---- ops that exist for in-place use ------------------------------------------------------
 
-FILL = Op("fill", "FillBackward0",
+FILL = Op("fill", "FillBackward2",
           forward=lambda a, value: np.full_like(a, value),
+          backward=lambda ctx, g: (g * 0,))
+
+# fill_ with a 0-d tensor (PyTorch's overload 3; also what ``x[:] = number`` records, as
+# PyTorch makes the number a tensor): the value's gradient is the sum of the gradient
+FILL_TENSOR = Op("fill_tensor", "FillBackward3",
+                 forward=lambda a, value: np.full_like(a, value),
+                 backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+                                          g.sum() if ctx.needs_input_grad[1] else None))
+
+ZERO = Op("zero", "ZeroBackward0",
+          forward=lambda a: np.zeros_like(a),
           backward=lambda ctx, g: (g * 0,))
 
 COPY = Op("copy", "CopyBackwards",
@@ -391,7 +402,9 @@ def setitem(self, key, value):
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     np_key = _numpy_key(key)
-    advanced = any(_is_advanced(item) for item in items)
+    advanced = not all(_is_basic(item) for item in items)
+    number = type(value) in (int, float, bool)
+    fills = number or (isinstance(value, Tensor) and value.ndim == 0)  # PyTorch: fill_ a 0-d tensor
     if isinstance(value, Tensor):
         region_shape = self._data[np_key].shape
         if advanced:
@@ -409,26 +422,67 @@ def setitem(self, key, value):
             if shape != value._data.shape:
                 value = value.reshape(shape)
             expand_target(value, region_shape)
-    if not advanced and (isinstance(value, Tensor) or type(value) in (int, float, bool)):
-        target = self if _selects_all(items, self._data.shape) else getitem(self, key)
+    if not advanced and (isinstance(value, Tensor) or number):
+        if _selects_all(items, self._data.shape):
+            target = self
+            if fills:
+                return inplace(self, lambda old: apply(FILL_TENSOR, old, value), value)
+        else:
+            target = getitem(self, key)
         if isinstance(value, Tensor):
             copy_(target, value)
         else:
             fill_(target, value)
         return self
+    view_key, rest = _split_key(items)
+    if view_key is not None and not _selects_all(view_key, self._data.shape):
+        # ints, None or partial slices beside tensor indices: PyTorch indexes the view they
+        # select, which records CopySlices on self
+        setitem(getitem(self, view_key), rest, value)
+        return self
     return inplace(self, lambda old: apply(INDEX_PUT, old, value, key=np_key, key_for_getitem=key), value)
+
+
+def _is_basic(item):
+    """An index that selects a view: an integer, a slice, None or Ellipsis."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return True
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def _split_key(items):
+    """A key with tensor indices as (the basic key of the view PyTorch indexes first, the key
+    left for that view), or (None, None) for keys this does not cover (bools)."""
+    view_key, rest = [], []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)):
+            return None, None
+        if not _is_basic(item):
+            view_key.append(slice(None))
+            rest.append(item)
+        elif item is Ellipsis:
+            view_key.append(item)
+            rest.append(item)
+        elif item is None or isinstance(item, slice):
+            view_key.append(item)
+            rest.append(slice(None))
+        else:  # an integer: that dim is gone from the view
+            view_key.append(item)
+    return tuple(view_key), tuple(rest)
 
 
 def _selects_all(items, shape):
     """Whether the basic key ``items`` is ``self`` itself: full slices and Ellipsis only
     (PyTorch's indexing then writes to the tensor, not through a view)."""
+    explicit = [item for item in items if item is not Ellipsis]
+    if len(explicit) > len(shape):
+        return False
     dims = 0
     for item in items:
         if item is Ellipsis:
+            dims += len(shape) - len(explicit)
             continue
         if not isinstance(item, slice) or item.step not in (None, 1):
-            return False
-        if dims >= len(shape):
             return False
         start, stop, _ = item.indices(shape[dims])
         if start != 0 or stop != shape[dims]:
@@ -462,14 +516,14 @@ def fill_(self, value):
             raise RuntimeError(
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
-        return copy_(self, value)
+        return inplace(self, lambda old: apply(FILL_TENSOR, old, value), value)
     if type(value) is int and self._data.dtype.kind in "iu":
         value = checked_integer(value, self._data.dtype)
     return inplace(self, lambda old: apply(FILL, old, value=value))
 
 
 def zero_(self):
-    return fill_(self, 0)
+    return inplace(self, lambda old: apply(ZERO, old))
 
 
 def _method(fn):
