@@ -165,7 +165,9 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # from C on every recorded op and adds no test there: instead a root base keeps weak
 # references to its views that take part in autograd (``_views``, filled by ``track_view``
 # when a view op runs), and the code that modifies a tensor in place renews the ``grad_fn`` of
-# its base's live views right after the write (``refresh_views`` in gradviz.ops._inplace). A
+# its base's live views right after the write (``refresh_views`` in gradviz.ops._inplace): one
+# node per live view and write, where PyTorch makes one per view used after a write (a program
+# that holds many views of a buffer while writing into it pays for each). A
 # view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, or made
 # with grad mode off, cannot be renewed (PyTorch raises): it gets a node that raises
 # PyTorch's error if a backward pass reaches it. ``_view_kind`` says which kind a view is,
