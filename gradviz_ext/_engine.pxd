@@ -112,7 +112,12 @@ cdef class TensorBase:
     cdef public bint _retains_grad
     cdef public object _hooks
     cdef public object _post_accumulate_hooks
+    cdef public object _views      # a root base's weak references to its views
+    cdef public int _view_kind     # VIEW_DEFAULT, VIEW_NO_GRAD or VIEW_MULTI_OUTPUT
     cdef object __weakref__
+
+
+cpdef track_view(TensorBase root, TensorBase view, TensorBase parent, int kind)
 
 
 cdef long long _next_sequence_nr

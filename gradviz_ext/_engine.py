@@ -19,8 +19,12 @@ from gradviz_ext._hooks import hook_name as _hook_name  # noqa: F401  (re-export
 
 if cython.compiled:
     from cython.cimports.cpython.pythread import PyThread_get_thread_ident as _thread_ident
+    from cython.cimports.cpython.weakref import PyWeakref_NewRef
 else:
     from threading import get_ident as _thread_ident
+
+    def PyWeakref_NewRef(obj, callback):  # noqa: N802  (the C API's name, compiled)
+        return weakref.ref(obj)
 
 # --------------------------------------------------------------------------------------
 # Grad mode (core state: the engine sets it while it runs a node)
@@ -140,6 +144,78 @@ class TensorBase:
         self._retains_grad = False
         self._hooks = None
         self._post_accumulate_hooks = None
+        self._views = None
+        self._view_kind = VIEW_DEFAULT
+
+
+if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_tensor) read these
+    TensorBase._views = None
+    TensorBase._view_kind = 0
+
+
+# Note [Views after their base changed]
+# -------------------------------------
+# A view's ``grad_fn`` leads to its base's history as it was when the view was made. When the
+# base (or another view of it) is then modified in place, the base's history gains a node,
+# and PyTorch gives the view a new ``grad_fn`` the next time it is used: an
+# ``AsStridedBackward0`` over the base's current history (gradviz.ops._inplace). Without that,
+# the view's gradient would skip the in-place op: a wrong gradient, silently.
+#
+# PyTorch checks the version on every read of a view's ``grad_fn``. gradviz reads ``grad_fn``
+# from C on every recorded op and adds no test there: instead a root base keeps weak
+# references to its views that take part in autograd (``_views``, filled by ``track_view``
+# when a view op runs), and the code that modifies a tensor in place renews the ``grad_fn`` of
+# its base's live views right after the write (``refresh_views`` in gradviz.ops._inplace): one
+# node per live view and write, where PyTorch makes one per view used after a write (a program
+# that holds many views of a buffer while writing into it pays for each). A
+# view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, or made
+# with grad mode off, cannot be renewed (PyTorch raises): it gets a node that raises
+# PyTorch's error if a backward pass reaches it. ``_view_kind`` says which kind a view is,
+# inherited by views of views as PyTorch propagates its CreationMeta.
+VIEW_DEFAULT = 0
+VIEW_NO_GRAD = 1       # made with grad mode off
+VIEW_MULTI_OUTPUT = 2  # an output of split/chunk/unbind made with grad mode on
+
+
+@cython.ccall
+def track_view(root: TensorBase, view: TensorBase, parent: TensorBase, kind: cython.int):
+    """Record that ``view`` (made from ``parent``, a view of ``root`` or ``root`` itself) is
+    a view of ``root``, of ``kind`` (VIEW_DEFAULT: inherit ``parent``'s); Note [Views after
+    their base changed]. Called once per output of a view op."""
+    if not is_grad_enabled():
+        kind = VIEW_NO_GRAD
+    elif kind == VIEW_DEFAULT:
+        kind = parent._view_kind
+    view._view_kind = kind
+    if not (parent._requires_grad or parent.grad_fn is not None
+            or root._requires_grad or root.grad_fn is not None):
+        return  # no autograd history to keep up with
+    ref = PyWeakref_NewRef(view, None)
+    views = root._views
+    if views is None:
+        root._views = [ref]
+        return
+    known: list = views
+    n: cython.Py_ssize_t = len(known)
+    if n >= 16 and (n & (n - 1)) == 0:  # drop dead references at each power of two
+        known[:] = [r for r in known if r() is not None]
+    known.append(ref)
+
+
+def live_views(root):
+    """The live views of ``root`` recorded by ``track_view`` (dead references dropped)."""
+    views = root._views
+    if views is None:
+        return []
+    live = []
+    refs = []
+    for ref in views:
+        view = ref()
+        if view is not None:
+            live.append(view)
+            refs.append(ref)
+    root._views = refs if refs else None
+    return live
 
 
 # --------------------------------------------------------------------------------------
@@ -430,24 +506,37 @@ class SavedTensor:
             raise RuntimeError(BACKWARD_TWICE_MESSAGE)
         current = self._version_counter.value
         if current != self._saved_version:
-            if self._is_output:
-                what = f"output {self._output_nr} of {node.name()}"
-            elif self._tensor.grad_fn is not None:
-                what = f"output {self._tensor._output_nr} of {self._tensor.grad_fn.name()}"
-            else:
-                what = "a leaf tensor"
-            shown = _rt.describe(self._tensor if self._tensor is not None else self._data)
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: {shown}, which is {what}, is at version {current}; expected "
-                f"version {self._saved_version} instead. Hint: the tensor was saved by "
-                f"{node.name()} and changed in place before backward; clone it before the "
-                "in-place operation, or enable anomaly detection to find the operation."
-            )
+            raise RuntimeError(self._modified_message(node, current))
         if self._tensor is not None:
             return self._tensor
         grad_fn = node if self._requires_grad else None
         return _rt.make(self._data, False, grad_fn, self._output_nr, self._version_counter)
+
+    def _modified_message(self, node, current):
+        """PyTorch's words for a saved tensor modified in place: the tensor, the node whose
+        output it is (the saving node for an output, else its current ``grad_fn``; nothing
+        for a leaf), and the hint (which differs under anomaly mode)."""
+        if self._is_output:
+            owner = node
+        elif self._tensor.grad_fn is not None:
+            owner = self._tensor.grad_fn
+        else:
+            owner = None
+        what = ""
+        if owner is not None:
+            nr = self._output_nr if self._is_output else self._tensor._output_nr
+            what = f", which is output {nr} of {short_node_name(owner.name())},"
+        shown = _rt.describe(self._tensor if self._tensor is not None else self._data)
+        if _anomaly_enabled:
+            hint = ("Hint: the backtrace further above shows the operation that failed to compute "
+                    "its gradient. The variable in question was changed in there or anywhere "
+                    "later. Good luck!")
+        else:
+            hint = ("Hint: enable anomaly detection to find the operation that failed to compute "
+                    "its gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+        return ("one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: {shown}{what} is at version {current}; expected version "
+                f"{self._saved_version} instead. {hint}")
 
     def unpack_data(self, node):
         """The saved tensor's array, with ``unpack``'s checks (for fast backward rules)."""
@@ -489,6 +578,14 @@ class SavedTensor:
             self._packed = None
             self._unpack_hook = None
             self._grad_fn = None
+
+
+def short_node_name(name):
+    """A node's name as PyTorch's errors print it: ``TanhBackward0`` is ``Tanh``,
+    ``PowBackward1`` is ``Pow1``, a custom ``FBackward`` is ``F``."""
+    if name.endswith("Backward0"):
+        name = name[:-len("Backward0")]
+    return name.replace("Backward", "")
 
 
 @cython.ccall

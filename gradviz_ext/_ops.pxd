@@ -177,7 +177,7 @@ cdef extern from *:
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, gradviz_array_dtype,
                                   gradviz_array_has_shape, gradviz_new_instance,
-                                  init_node, is_grad_enabled, save_tensor)
+                                  init_node, is_grad_enabled, save_tensor, track_view)
 
 
 cdef class OpSpec:

@@ -26,7 +26,7 @@ from gradviz_ext._errstate import ERRSTATE, QUIET, quiet_context
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                      forward_observer, gradient_edge, init_node,
-                                     is_grad_enabled, save_tensor)
+                                     is_grad_enabled, save_tensor, track_view)
 
 # numpy's error state as a context variable (gradviz_ext/_errstate.py, Note [Op fast paths])
 _errstate_var = ERRSTATE
@@ -696,6 +696,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             out._version_counter = base._version_counter
             out._base = root
             out._view_chain = chain
+            track_view(root, out, base, 0)  # Note [Views after their base changed] (_engine.py)
 
     if record:
         # one and two operands are most ops: build the tuples without intermediate lists

@@ -6334,6 +6334,128 @@ def text_cnn_conv1d_classifier(torch, o):
     o.raises("conv1d channels", lambda: model.convs[0](torch.ones(1, 3, 6)), "expected input[1, 3, 6] to have 4 channels, but got 3 channels instead")
 
 
+# ---- views and in-place (session 9) ----
+
+@program
+def view_used_after_its_base_changed_in_place(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    v = y[0:1]
+    y.mul_(3)
+    v.sum().backward()
+    o("reported example", [x.grad, _node_name(v.grad_fn), _node_name(v.grad_fn.next_functions[0][0])])
+    views = {"select": lambda t: t[1], "view": lambda t: t.view(2, 1), "t": lambda t: t.unsqueeze(0).t(),
+             "transpose": lambda t: t.view(2, 1).transpose(0, 1), "unsqueeze": lambda t: t.unsqueeze(0),
+             "expand": lambda t: t.expand(3, 2), "narrow": lambda t: t.narrow(0, 1, 1),
+             "view of a view": lambda t: t.view(2, 1)[1:]}
+    for name, make in views.items():
+        x = torch.tensor([1.0, 2.0], requires_grad=True)
+        y = x * 2
+        v = make(y)
+        y.mul_(3)
+        (v * torch.arange(1.0, v.numel() + 1).view(v.shape)).sum().backward()
+        o(name, [x.grad, _node_name(v.grad_fn)])
+
+
+@program
+def view_after_base_changed_autograd_grad_and_inplace(torch, o):
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 2
+    v = y[1:]
+    w = v[1:]
+    before = (w * 5).sum()
+    v.mul_(3)
+    o("grads", list(torch.autograd.grad((w * w).sum(), [x, y], retain_graph=True)))
+    o("used before the change", torch.autograd.grad(before, x, retain_graph=True))
+    w.add_(x[:2])
+    (y * torch.tensor([1.0, 10.0, 100.0, 1000.0])).sum().backward()
+    o("in-place on the view", [x.grad, _node_name(w.grad_fn), _node_name(y.grad_fn)])
+    p = torch.tensor([1.0, 2.0], requires_grad=True)
+    u = p[1:]
+    with torch.no_grad():
+        p.mul_(2)
+    (u * 3).sum().backward()
+    o("leaf changed under no_grad", [p.grad, _node_name(u.grad_fn)])
+
+
+@program
+def split_pieces_after_their_base_changed(torch, o):
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    y = x * 2
+    a, b = y.split(2)
+    c, d = y.chunk(2)
+    e = y.unbind()[3]
+    y[0:1].mul_(2)
+    for name, piece in (("split", b), ("chunk", c), ("unbind", e)):
+        o.raises(name, lambda: (piece * 2).sum().backward(),
+                 "is a view and its base or another view of its base has been modified inplace. This "
+                 "view is the output of a function that returns multiple views.")
+    o.raises("written", lambda: a.mul_(2), "Output 0 of Split is a view and is being modified inplace.")
+    with torch.no_grad():
+        v = y[1:]
+    o.raises("no_grad view written", lambda: v.mul_(2),
+             "A view was created in no_grad mode and is being modified inplace with grad mode enabled.")
+    y.add_(1)
+    o.raises("no_grad view used", lambda: (v * 2).sum().backward(),
+             "A view was created in no_grad mode and its base or another view of its base has been "
+             "modified inplace with grad mode enabled.")
+
+
+@program
+def modified_by_an_inplace_operation_words(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x.tanh()
+    y.add_(1)
+    o.raises("output", lambda: y.sum().backward(),
+             "[torch.FloatTensor [2]], which is output 0 of Tanh, is at version 1; expected version 0 "
+             "instead. Hint: enable anomaly detection to find the operation that failed to compute its "
+             "gradient, with torch.autograd.set_detect_anomaly(True, check_nan=False).")
+    a = torch.tensor([1.0, 2.0])
+    z = x * a
+    a.add_(1)
+    o.raises("leaf", lambda: z.sum().backward(),
+             "modified by an inplace operation: [torch.FloatTensor [2]] is at version 1; expected version 0 instead.")
+    b = x * 1
+    c = b[1:] * b[1:]
+    b.mul_(2)
+    o.raises("view", lambda: c.sum().backward(), "which is output 0 of AsStrided, is at version 1")
+
+
+@program
+def setitem_records_copy_slices(torch, o):
+    names = []
+    for key in (0, (slice(None), 1), (None, 0), (0, [0, 2]), [0, 1], (slice(None), [0, 2])):
+        x = torch.ones(2, 3, requires_grad=True)
+        y = x * 2
+        y[key] = 0.0
+        names.append(_node_name(y.grad_fn))
+    o("names", names)
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    p = torch.tensor([5.0, 6.0], dtype=torch.float64, requires_grad=True)
+    y = x * x
+    y[1:] = p * x[:2]
+    y[0] = p[1]
+    g = torch.autograd.grad((y * y).sum(), [x, p], create_graph=True)
+    o("grads", list(g))
+    o("second order", list(torch.autograd.grad(g[0].sum() + g[1].sum(), [x, p])))
+    z = x * 1
+    z[:] = 2.0
+    o("whole tensor", [_node_name(z.grad_fn), z])
+
+
+@program
+def inplace_on_a_slice_of_a_non_leaf_names(torch, o):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    z = y[1:]
+    z.add_(1)
+    o("own write", [_node_name(z.grad_fn), _node_name(z.grad_fn.next_functions[0][0]), _node_name(y.grad_fn)])
+    y.add_(1)
+    o("base write", [_node_name(z.grad_fn), _node_name(z.grad_fn.next_functions[0][0])])
+    (z * z).sum().backward()
+    o("grad", x.grad)
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

@@ -14,15 +14,18 @@ storage), so tensors saved for backward before the write are caught by the versi
 * On a view whose base is part of a graph (or when the written value requires grad): the
   write is differentiated like PyTorch's ``CopySlices``: the base gets a ``CopySlices`` node
   (gradient zero inside the written region, passed through elsewhere; the region's gradient
-  goes to the op), and the view is re-derived from the updated base.
+  goes to the op).
+* After any write, the live views of the base (the written view included) get a new
+  ``grad_fn``, an ``AsStridedBackward0`` over the base's new history (Note [Views after their
+  base changed] in ``gradviz_ext/_engine.py``).
 
-``x[key] = value`` always records an ``IndexPutBackward0`` node (PyTorch records
-``CopySlices`` for basic keys); the gradients are the same.
+``x[key] = value`` with a basic key (ints, slices, None, Ellipsis) writes through the view
+``x[key]`` (``copy_`` or ``fill_``), so a non-leaf records ``CopySlices`` as in PyTorch; a key
+that selects all of ``x`` writes to ``x`` itself; an advanced key (tensors, lists, bools)
+records ``IndexPutBackward0``.
 """
 
 from __future__ import annotations
-
-import re
 
 import numpy as np
 
@@ -33,7 +36,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import _MultiOutputStep, _is_advanced, check_slice_steps, expand_target
+from ._shape import check_slice_steps, expand_target, getitem
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -51,30 +54,46 @@ _MULTI_OUTPUT_MESSAGE = (
 )
 
 
+_NO_GRAD_VIEW_MESSAGE = (
+    " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block (if "
+    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked)."
+)
+
+
 def _check_writable(self, others=()):
     if not _engine.is_grad_enabled():
         return
-    if self._base is not None and (_requires_grad(self) or any(_requires_grad(o) for o in others)):
-        _check_multi_output_view(self)
+    base = self._base
+    if base is not None and self._view_kind != _engine.VIEW_DEFAULT and (
+            _requires_grad(self) or _requires_grad(base) or any(_requires_grad(o) for o in others)):
+        raise RuntimeError(_view_error(self, "is being modified inplace"))
     if self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_LEAF_MESSAGE)
-    base = self._base
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)
 
 
-def _check_multi_output_view(self):
-    """PyTorch's error for a recorded in-place write to a view made by an op with several view
-    outputs, or to a view of one (Note [Multi-output views] in ``ops/_shape.py``)."""
-    if not any(isinstance(step, _MultiOutputStep) for step in self._view_chain):
-        return
-    node = self.grad_fn
-    if node is None:  # made with grad mode on from a base that needs no gradient
-        header = "A view was created in no_grad mode and is being modified inplace with grad mode enabled."
+def _view_error(view, what):
+    """PyTorch's error for a view made by a multi-output op (``split``, ``chunk``, ``unbind``)
+    or with grad mode off, when it ``what`` ("is being modified inplace", or "its base or
+    another view of its base has been modified inplace") and autograd would have to record
+    it (Note [Multi-output views] in ``ops/_shape.py``, Note [Views after their base changed]
+    in ``gradviz_ext/_engine.py``)."""
+    node = view.grad_fn
+    name, nr = None, view._output_nr
+    if isinstance(node, _ChangedViewError):
+        name, nr = node.view_node_name, node.view_output_nr
+    elif node is not None:
+        name = _engine.short_node_name(node.name())  # PyTorch says "Output 0 of Split"
+    if name is None:
+        header = f"A view was created in no_grad mode and {what} with grad mode enabled."
     else:
-        name = re.sub(r"Backward\d*$", "", node.name())  # PyTorch says "Output 0 of Split"
-        header = f"Output {self._output_nr} of {name} is a view and is being modified inplace."
-    raise RuntimeError(header + _MULTI_OUTPUT_MESSAGE)
+        header = f"Output {nr} of {name} is a view and {what}."
+    if view._view_kind == _engine.VIEW_MULTI_OUTPUT:
+        return header + _MULTI_OUTPUT_MESSAGE
+    return header + _NO_GRAD_VIEW_MESSAGE
 
 
 def _check_castable(result_dtype, target):
@@ -161,6 +180,9 @@ def _inplace(self, fn, *others):
             _engine.set_grad_enabled_flag(previous)
         _check_castable(result.dtype, self.dtype)
         _write(self, result)
+        root = self if self._base is None else self._base
+        if root._views is not None:
+            refresh_views(root)
         return self
     if self._base is not None:
         return _inplace_on_view(self, fn)
@@ -171,6 +193,8 @@ def _inplace(self, fn, *others):
     _write(self, result)
     if result.grad_fn is not None:
         _rebase(self, result)
+    if self._views is not None:
+        refresh_views(self)
     return self
 
 
@@ -227,19 +251,109 @@ def _inplace_on_view(self, fn):
     _write(base, new_base)
     base.grad_fn = new_base.grad_fn
     base._output_nr = 0
-    fresh = _replay(base, chain)
-    self.grad_fn = fresh.grad_fn
-    self._output_nr = fresh._output_nr
-    if self._retains_grad or base._retains_grad:
-        _update_retains_grad(self)
+    if base._retains_grad:
         _update_retains_grad(base)
+    refresh_views(base, self)
     return self
+
+
+# ---- views whose base changed: Note [Views after their base changed] (gradviz_ext/_engine.py)
+
+def _as_strided_forward(base, chain, shape):
+    return _replay_numpy(base, chain)
+
+
+def _as_strided_backward(ctx, g):
+    return (apply(AS_STRIDED_SCATTER, g, chain=ctx.chain, shape=ctx.shape),)
+
+
+def _as_strided_scatter_forward(grad, chain, shape):
+    """The gradient of a base of ``shape`` from the gradient of its view ``chain``: each
+    element of the view adds its gradient to the base element it reads (several, for a view
+    such as ``expand`` that reads one element more than once)."""
+    size = int(np.prod(shape, dtype=np.int64))
+    positions = _replay_numpy(np.arange(size).reshape(shape), chain)
+    out = np.zeros(size, dtype=grad.dtype)
+    np.add.at(out, np.asarray(positions).ravel(), np.broadcast_to(grad, np.shape(positions)).ravel())
+    return out.reshape(shape)
+
+
+def _as_strided_scatter_backward(ctx, g):
+    return (apply(AS_STRIDED, g, chain=ctx.chain, shape=ctx.shape),)
+
+
+# A view re-derived from its base's current value in one step, as PyTorch's regenerated
+# ``grad_fn``; ``chain`` is the view's steps from its base, ``shape`` the base's shape.
+AS_STRIDED = Op("as_strided_view", "AsStridedBackward0", forward=_as_strided_forward,
+                backward=_as_strided_backward)
+AS_STRIDED_SCATTER = Op("as_strided_view_scatter", "AsStridedScatterBackward0",
+                        forward=_as_strided_scatter_forward, backward=_as_strided_scatter_backward)
+
+
+class _ChangedViewError(_engine.Node):
+    """The ``grad_fn`` of a view that PyTorch refuses to use after its base changed (made by a
+    multi-output op, or with grad mode off): a backward pass that reaches it raises PyTorch's
+    error. Named after PyTorch's node of that purpose."""
+
+    def __init__(self, view, message):
+        node = view.grad_fn
+        name = None if node is None else _engine.short_node_name(node.name())
+        _engine.Node.__init__(self, (), (_engine.InputMeta(view._data.shape, view.dtype),))
+        self.message = message
+        self.view_node_name = name
+        self.view_output_nr = view._output_nr
+
+    def name(self):
+        return "Error"
+
+    def apply(self, grads):
+        raise RuntimeError(self.message)
+
+
+def refresh_views(root, written=None):
+    """Give the live views of ``root`` (and ``written``, a view of it just written through)
+    a ``grad_fn`` over ``root``'s current history, after ``root`` or a view of it was modified
+    in place (Note [Views after their base changed] in ``gradviz_ext/_engine.py``)."""
+    views = _engine.live_views(root)
+    if written is not None and not any(view is written for view in views):
+        views.append(written)
+    root_needs_grad = _requires_grad(root)
+    previous = _engine.set_grad_enabled_flag(True)  # PyTorch renews the view under grad mode
+    try:
+        for view in views:
+            if view.grad_fn is None and not root_needs_grad:
+                continue
+            if view._view_kind != _engine.VIEW_DEFAULT:
+                if not isinstance(view.grad_fn, _ChangedViewError):
+                    message = _view_error(
+                        view, "its base or another view of its base has been modified inplace")
+                    view.grad_fn = _ChangedViewError(view, message)
+                    view._output_nr = 0
+                continue
+            fresh = apply(AS_STRIDED, root, chain=view._view_chain, shape=root._data.shape)
+            view.grad_fn = fresh.grad_fn
+            view._output_nr = 0
+            if view._retains_grad:
+                _update_retains_grad(view)
+    finally:
+        _engine.set_grad_enabled_flag(previous)
 
 
 # ---- ops that exist for in-place use ------------------------------------------------------
 
-FILL = Op("fill", "FillBackward0",
+FILL = Op("fill", "FillBackward2",
           forward=lambda a, value: np.full_like(a, value),
+          backward=lambda ctx, g: (g * 0,))
+
+# fill_ with a 0-d tensor (PyTorch's overload 3; also what ``x[:] = number`` records, as
+# PyTorch makes the number a tensor): the value's gradient is the sum of the gradient
+FILL_TENSOR = Op("fill_tensor", "FillBackward3",
+                 forward=lambda a, value: np.full_like(a, value),
+                 backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+                                          g.sum() if ctx.needs_input_grad[1] else None))
+
+ZERO = Op("zero", "ZeroBackward0",
+          forward=lambda a: np.zeros_like(a),
           backward=lambda ctx, g: (g * 0,))
 
 COPY = Op("copy", "CopyBackwards",
@@ -278,14 +392,22 @@ def _numpy_key(key):
 
 
 def setitem(self, key, value):
-    """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region)."""
+    """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region).
+
+    A basic key writes through the view ``self[key]`` (``copy_``/``fill_``, so a non-leaf
+    records ``CopySlices``; a key that selects all of ``self`` writes to ``self``); an advanced
+    key records ``IndexPutBackward0`` (Note [In-place semantics])."""
     if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
-    check_slice_steps(key if isinstance(key, tuple) else (key,))
+    items = key if isinstance(key, tuple) else (key,)
+    check_slice_steps(items)
     np_key = _numpy_key(key)
+    advanced = not all(_is_basic(item) for item in items)
+    number = type(value) in (int, float, bool)
+    fills = number or (isinstance(value, Tensor) and value.ndim == 0)  # PyTorch: fill_ a 0-d tensor
     if isinstance(value, Tensor):
         region_shape = self._data[np_key].shape
-        if any(_is_advanced(item) for item in (key if isinstance(key, tuple) else (key,))):
+        if advanced:
             if not _broadcastable(value._data.shape, region_shape):
                 raise RuntimeError(
                     f"shape mismatch: value tensor of shape {list(value._data.shape)} cannot be "
@@ -300,7 +422,73 @@ def setitem(self, key, value):
             if shape != value._data.shape:
                 value = value.reshape(shape)
             expand_target(value, region_shape)
+    if not advanced and (isinstance(value, Tensor) or number):
+        if _selects_all(items, self._data.shape):
+            target = self
+            if fills:
+                return inplace(self, lambda old: apply(FILL_TENSOR, old, value), value)
+        else:
+            target = getitem(self, key)
+        if isinstance(value, Tensor):
+            copy_(target, value)
+        else:
+            fill_(target, value)
+        return self
+    view_key, rest = _split_key(items)
+    if view_key is not None and not _selects_all(view_key, self._data.shape):
+        # ints, None or partial slices beside tensor indices: PyTorch indexes the view they
+        # select, which records CopySlices on self
+        setitem(getitem(self, view_key), rest, value)
+        return self
     return inplace(self, lambda old: apply(INDEX_PUT, old, value, key=np_key, key_for_getitem=key), value)
+
+
+def _is_basic(item):
+    """An index that selects a view: an integer, a slice, None or Ellipsis."""
+    if item is None or item is Ellipsis or isinstance(item, slice):
+        return True
+    return isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_))
+
+
+def _split_key(items):
+    """A key with tensor indices as (the basic key of the view PyTorch indexes first, the key
+    left for that view), or (None, None) for keys this does not cover (bools)."""
+    view_key, rest = [], []
+    for item in items:
+        if isinstance(item, (bool, np.bool_)):
+            return None, None
+        if not _is_basic(item):
+            view_key.append(slice(None))
+            rest.append(item)
+        elif item is Ellipsis:
+            view_key.append(item)
+            rest.append(item)
+        elif item is None or isinstance(item, slice):
+            view_key.append(item)
+            rest.append(slice(None))
+        else:  # an integer: that dim is gone from the view
+            view_key.append(item)
+    return tuple(view_key), tuple(rest)
+
+
+def _selects_all(items, shape):
+    """Whether the basic key ``items`` is ``self`` itself: full slices and Ellipsis only
+    (PyTorch's indexing then writes to the tensor, not through a view)."""
+    explicit = [item for item in items if item is not Ellipsis]
+    if len(explicit) > len(shape):
+        return False
+    dims = 0
+    for item in items:
+        if item is Ellipsis:
+            dims += len(shape) - len(explicit)
+            continue
+        if not isinstance(item, slice) or item.step not in (None, 1):
+            return False
+        start, stop, _ = item.indices(shape[dims])
+        if start != 0 or stop != shape[dims]:
+            return False
+        dims += 1
+    return True
 
 
 def _broadcastable(shape, target):
@@ -328,14 +516,14 @@ def fill_(self, value):
             raise RuntimeError(
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
-        return copy_(self, value)
+        return inplace(self, lambda old: apply(FILL_TENSOR, old, value), value)
     if type(value) is int and self._data.dtype.kind in "iu":
         value = checked_integer(value, self._data.dtype)
     return inplace(self, lambda old: apply(FILL, old, value=value))
 
 
 def zero_(self):
-    return fill_(self, 0)
+    return inplace(self, lambda old: apply(ZERO, old))
 
 
 def _method(fn):
@@ -394,6 +582,9 @@ def _write_directly(self, ufunc, args, kwargs):
             operand = operand * alpha
         ufunc(data, operand, out=data, casting="unsafe")
     self._version_counter.bump()
+    root = self if self._base is None else self._base
+    if root._views is not None:
+        refresh_views(root)
     return True
 
 

@@ -546,16 +546,11 @@ def select(input, dim, index):
 # base), yet the ops are registered with ``view=False`` and made views here: the op table's
 # view machinery derives one output from one input (``_view_chain``, and forward-mode AD
 # replays a view op on the tangent expecting one result). Each piece's ``_view_chain`` ends
-# instead in a single-output slice or select step that re-derives that piece alone. When the
-# pieces are made with grad mode on, that step is a ``_MultiOutputStep``, and views of a
-# piece inherit it through their chain: PyTorch forbids modifying such a view in place when
-# autograd would record the write (``_check_multi_output_view`` in ``ops/_inplace.py``).
-
-
-class _MultiOutputStep(tuple):
-    """A ``(op, attrs)`` view step that marks the output of a multi-output view op."""
-
-    __slots__ = ()
+# instead in a single-output slice or select step that re-derives that piece alone. Pieces
+# made with grad mode on are views of kind VIEW_MULTI_OUTPUT, which views of a piece inherit:
+# PyTorch forbids modifying such a view in place when autograd would record the write, or
+# using it after its base was modified in place (``_view_error`` in ``ops/_inplace.py``, Note
+# [Views after their base changed] in ``gradviz_ext/_engine.py``).
 
 
 def _piece_shape(shape, dim, size):
@@ -664,11 +659,11 @@ def _make_pieces_views(input, pieces, steps):
     from gradviz_ext import engine as _engine
 
     root = input if input._base is None else input._base
-    step_type = _MultiOutputStep if _engine.is_grad_enabled() else tuple
     for piece, step in zip(pieces, steps):
         piece._version_counter = input._version_counter
         piece._base = root
-        piece._view_chain = input._view_chain + (step_type(step),)
+        piece._view_chain = input._view_chain + (step,)
+        _engine.track_view(root, piece, input, _engine.VIEW_MULTI_OUTPUT)
     return pieces
 
 

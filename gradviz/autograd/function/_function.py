@@ -343,30 +343,34 @@ def _declared_grad_dtypes(ctx, raw, non_diff):
 
 def _rebase_dirty(tensor, ctx, nr, differentiable):
     """Make the dirty input ``tensor`` (now an output) part of the node's history."""
-    if not differentiable:
-        return
+    from ...ops._inplace import COPY_SLICES, _snapshot, refresh_views
+    from ...ops._registry import apply as apply_op
+
     base = tensor._base
+    if not differentiable:
+        root = tensor if base is None else base
+        if root._views is not None:
+            refresh_views(root)
+        return
     if base is None:
         tensor.grad_fn = ctx
         tensor._output_nr = nr
         tensor._requires_grad = False
         _update_retains_grad(tensor)
+        if tensor._views is not None:
+            refresh_views(tensor)
         return
     # a view: the write went through to its base, whose history gets a CopySlices node
-    # (the same as an in-place op on a view, Note [In-place semantics] in ops/_inplace.py)
-    from ...ops._inplace import COPY_SLICES, _replay, _snapshot
-    from ...ops._registry import apply as apply_op
-
+    # (the same as an in-place op on a view, Note [In-place semantics] in ops/_inplace.py);
+    # the base's views, this one included, are renewed over it
     region = _wrap(tensor._data, grad_fn=ctx, output_nr=nr)
     chain = tensor._view_chain
     new_base = apply_op(COPY_SLICES, _snapshot(base), region, chain=chain)
     base.grad_fn = new_base.grad_fn
     base._output_nr = 0
     base._requires_grad = False
-    fresh = _replay(base, chain)
-    tensor.grad_fn = fresh.grad_fn
-    tensor._output_nr = fresh._output_nr
     tensor._requires_grad = False
+    refresh_views(base, tensor)
     _update_retains_grad(tensor)
     _update_retains_grad(base)
 
