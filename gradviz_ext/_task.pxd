@@ -68,6 +68,9 @@ cdef class GraphTask:
     cdef public object _exposed_to
     cdef public long long _serial
     cdef public Py_ssize_t _stored
+    cdef InputBuffer _spare
+    cdef _recycle(self, InputBuffer buffer)
+    cdef InputBuffer _buffer_for(self, Node node, Py_ssize_t size)
     cdef bint _count_on_nodes(self, root)
     cdef _unstamp(self, root, long long serial)
     cdef _end_counts(self)

@@ -147,6 +147,15 @@ def _heap_pop(heap: list) -> InputBuffer:
     return first
 
 
+# Note [Recycled buffers]
+# -----------------------
+# Every node that runs needs an input buffer and a list of slots, and frees both when it has
+# run; in a chain that is one allocation and one deallocation of each per node. Compiled,
+# the task keeps the buffer of the node that just ran (its slots emptied at once, so no
+# gradient lives longer) and fills it for the next node that needs a buffer of that size,
+# unless reference counts show that someone else (an observer, a node's backward) holds the
+# buffer or its list.
+
 # Note [Counts on nodes]
 # ----------------------
 # A task's dependency counts and pending input buffers are per (task, node). Kept in dicts
@@ -235,6 +244,7 @@ class GraphTask:
         self._dependencies = {}
         self._serial = 0
         self._stored = 0
+        self._spare = None
         self._exec_info = None
         self._captures = None
         self.captured = None
@@ -668,6 +678,8 @@ class GraphTask:
                 set_grad_enabled_flag(self.create_graph)
             if current_graph_task() is not self:
                 set_current_graph_task(self)
+        if cython.compiled:
+            self._recycle(buffer)
         self._executed += 1
         if self._next is not None or self._ready:
             self.state = PAUSED
@@ -695,6 +707,33 @@ class GraphTask:
         self._end_counts()
         if self.observer is not None:
             self.observer.backward_finished(self, time.perf_counter() - self._started_at)
+
+    def _recycle(self, buffer):
+        """Keep the buffer of the node that just ran as the next one to fill, emptied, when
+        nobody else holds it or its list (Note [Recycled buffers])."""
+        if self._spare is not None or Py_REFCNT(buffer) != 1:  # _step's local only
+            return
+        spent: InputBuffer = buffer
+        grads: list = spent.grads
+        if Py_REFCNT(grads) != 2:  # the buffer's and ours
+            return
+        i: cython.Py_ssize_t
+        for i in range(len(grads)):
+            grads[i] = None
+        spent.node = None
+        spent.owned = None
+        self._spare = spent
+
+    def _buffer_for(self, node, size):
+        """An empty input buffer of ``size`` slots for ``node``: the spare one if it fits."""
+        spare: InputBuffer = self._spare
+        if spare is not None and len(spare.grads) == size:
+            self._spare = None
+            spare.node = node
+            spare.seq = node._seq
+            spare.order = 0
+            return spare
+        return _new_buffer(node, size)
 
     def _push_ready(self, buffer):
         """Add a buffer to the ready queue (Note [Ready queue])."""
@@ -818,6 +857,7 @@ class GraphTask:
     def _materialize(self, node, grads):
         slots = None
         metas: tuple = node._input_metadata
+        slot: cython.Py_ssize_t
         for slot in range(len(grads)):
             if grads[slot] is None and slot < len(metas):
                 meta = metas[slot]
@@ -917,7 +957,7 @@ class GraphTask:
                 if buffer is None:
                     if self._exec_info is not None and next_node not in self._exec_info:
                         continue
-                    buffer = _new_buffer(successor, len(successor._input_metadata))
+                    buffer = self._buffer_for(successor, len(successor._input_metadata))
                     if remaining != 0:
                         successor._dep_buffer = buffer
                         self._stored += 1

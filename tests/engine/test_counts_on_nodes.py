@@ -248,3 +248,46 @@ def test_a_paused_task_freed_by_the_collector():
     assert result.returncode == 0, result.stderr[-3000:]
     tx, _ = torch_grads()
     np.testing.assert_allclose(eval(result.stdout.strip()), tx, atol=1e-6)
+
+
+def test_a_gradient_is_freed_once_the_node_that_used_it_has_run():
+    """Note [Recycled buffers]: the buffer kept for reuse holds no gradient."""
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    w = ((x * 2.0) * 3.0) * 4.0
+    z = w.grad_fn.next_functions[0][0]  # the node of (x * 2) * 3
+    seen = {}
+
+    def keep_w(grad):
+        seen["w"] = weakref.ref(grad)
+
+    def check_z(grads):
+        # w's gradient went into MulBackward0 of w, which has run by now
+        seen["w alive when z runs"] = seen["w"]() is not None
+
+    w.register_hook(keep_w)
+    z.register_prehook(check_z)
+    w.sum().backward()
+    assert seen["w alive when z runs"] is False
+    np.testing.assert_array_equal(x.grad.numpy(), [24.0, 24.0])
+
+
+def test_a_buffer_an_observer_keeps_is_not_reused():
+    from gradviz_ext._engine import Observer
+
+    class Keeper(Observer):
+        def __init__(self):
+            self.lists = []
+
+        def node_started(self, task, node, grads):
+            self.lists.append((node.name(), grads))
+
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    y = (x * 2.0 + 1.0) * 3.0
+    keeper = Keeper()
+    task = make_graph_task(y.sum(), observer=keeper)
+    run_to_end(task)
+    assert [name for name, _ in keeper.lists] == [
+        "SumBackward0", "MulBackward0", "AddBackward0", "MulBackward0", "AccumulateGrad"]
+    for _, grads in keeper.lists:  # what the observer saw was not emptied later
+        assert len(grads) == 1 and grads[0] is not None
+    np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
