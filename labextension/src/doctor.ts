@@ -197,14 +197,18 @@ function plural(count: number, word: string): string {
   return `${count} ${word}${count === 1 ? "" : "s"}`;
 }
 
-/** "[1, 0]: -4 vs 4" (backward vs finite differences), or "[0]: saved 1, now 5". */
+/**
+ * "[1, 0]: -4 vs 4" (backward vs finite differences), "[0]: saved 1, now 5" (a saved tensor
+ * modified in place) or "[0]: given 1, then 2" (a grad_output the backward modified).
+ */
 export function worstText(finding: Finding): string {
-  const saved = finding.kind === "mutated_saved";
+  const words = finding.kind === "mutated_saved" ? ["saved", "now"]
+    : finding.kind === "mutated_grad_output" ? ["given", "then"] : null;
   return finding.worst
     .map((entry) => {
       const where = `[${entry.index.join(", ")}]`;
       const [a, b] = [formatNumber(entry.analytic), formatNumber(entry.numeric)];
-      return saved ? `${where}: saved ${a}, now ${b}` : `${where}: ${a} vs ${b}`;
+      return words !== null ? `${where}: ${words[0]} ${a}, ${words[1]} ${b}` : `${where}: ${a} vs ${b}`;
     })
     .join("; ");
 }

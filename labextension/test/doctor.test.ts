@@ -174,6 +174,15 @@ describe("the panel's content", () => {
     assert.equal(worstText(finding), "[0, 1]: saved 1, now nan");
     assert.deepEqual(findingRow(finding).cells.slice(0, 4), ["mutated saved", "—", "MulBackward0 #4", "—"]);
   });
+
+  it("words a modified grad_output as given and then", () => {
+    const finding = parseReport({
+      findings: [{ kind: "mutated_grad_output", node: 2, node_name: "ScaleBackward", function: "Scale", worst: [{ index: [3], analytic: 1.5, numeric: 3 }] }],
+    }).findings[0];
+    assert.ok(finding !== undefined);
+    assert.equal(worstText(finding), "[3]: given 1.5, then 3");
+    assert.equal(findingRow(finding).cells[0], "mutated grad output");
+  });
 });
 
 describe("marks on the graph", () => {
