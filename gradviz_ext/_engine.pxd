@@ -46,6 +46,7 @@ cdef extern from *:
         Py_ssize_t *strides;
         PyObject *base;
         PyObject *descr;
+        int flags;
     } gradviz_ndarray_head;
 
     static PyObject *gradviz_array_dtype(PyObject *array, PyObject *ndarray) {

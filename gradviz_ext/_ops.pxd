@@ -4,24 +4,21 @@ from cpython.contextvars cimport PyContextVar_Reset, PyContextVar_Set, get_value
 cdef extern from "Python.h":
     int PyContext_Enter(object context) except -1
     int PyContext_Exit(object context) except -1
+from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
+                                  forward_observer, gradient_edge, gradviz_array_dtype,
+                                  gradviz_array_has_shape, gradviz_new_instance,
+                                  init_node, is_grad_enabled, save_tensor, track_view)
+
+
 # Note [Small kernels] (gradviz_ext/_ops.py): add, sub, mul, div and neg of small C-contiguous
 # float32/float64 arrays (or an array and one number of its dtype) computed by a C loop into
 # an array made by numpy's own PyArray_NewFromDescr, found in numpy's C-API table (slot 94, part
-# of numpy's ABI since 1.0) so that building needs no numpy headers. The struct is the head of
-# numpy's PyArrayObject_fields, as in _engine.pxd, plus its flags.
+# of numpy's ABI since 1.0) so that building needs no numpy headers. Arrays are read through
+# _engine.pxd's gradviz_ndarray_head.
 cdef extern from *:
     """
     #include <math.h>
-    typedef struct {
-        PyObject_HEAD
-        char *data;
-        int nd;
-        Py_ssize_t *dimensions;
-        Py_ssize_t *strides;
-        PyObject *base;
-        PyObject *descr;
-        int flags;
-    } gradviz_small_array;
+    typedef gradviz_ndarray_head gradviz_small_array;  /* numpy's array head: _engine.pxd */
 
     typedef PyObject *(*gradviz_new_from_descr_fn)(PyTypeObject *, PyObject *, int,
                                                    const Py_ssize_t *, const Py_ssize_t *,
@@ -174,10 +171,7 @@ cdef extern from *:
     int gradviz_small_enable(object capsule, object ndarray, object f32, object f64) except -1
     void gradviz_small_disable()
     object gradviz_small_arith(int kernel, object a, object b)
-from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
-                                  forward_observer, gradient_edge, gradviz_array_dtype,
-                                  gradviz_array_has_shape, gradviz_new_instance,
-                                  init_node, is_grad_enabled, save_tensor, track_view)
+
 
 
 cdef class OpSpec:
