@@ -214,6 +214,7 @@ cdef OpSpec _op_add, _op_sub, _op_mul, _op_div, _op_neg
 cdef InputMeta _meta(object tensor)
 cdef list _recent_scalars
 cdef object _quiet_context
+cdef dict _ALPHA_ONE
 cdef InputMeta _last_meta
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy

@@ -52,6 +52,7 @@ KERNEL_SUB = 2
 KERNEL_MUL = 3
 KERNEL_DIV = 4
 KERNEL_NEG = 5
+_ALPHA_ONE = {"alpha": 1}  # shared, never mutated: the attrs of add/sub without alpha
 _np_add = np.add
 _np_subtract = np.subtract
 _np_multiply = np.multiply
@@ -333,8 +334,8 @@ class OpNode(Node):
                                                       self.data(0)),
                                         _arith_kernel(KERNEL_MUL, b, b))) if needs[1] else None]
         attrs = self.attrs
-        if attrs is None or attrs.get("alpha", 1) != 1:
-            return None
+        if attrs is not _ALPHA_ONE and (attrs is None or attrs.get("alpha", 1) != 1):
+            return None  # the dunders' shared attrs are alpha 1 without a lookup
         if kernel == KERNEL_ADD:
             return [grad, grad]
         if kernel == KERNEL_SUB:
@@ -766,7 +767,6 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
 # --------------------------------------------------------------------------------------
 
 _arith = {}
-_ALPHA_ONE = {"alpha": 1}  # shared, never mutated: the attrs of add/sub without alpha
 _NO_ATTRS = {}
 
 
