@@ -20,6 +20,7 @@ cdef class FunctionNode(Node):
     cdef public tuple _output_dtypes
     cdef public tuple _tensor_input_positions
     cdef public Py_ssize_t _num_forward_inputs
+    cdef public tuple _forward_constants
     cdef public bint _in_backward
     cpdef apply(self, grads)
     cpdef _kind(self)

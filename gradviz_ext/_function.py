@@ -189,6 +189,7 @@ def _init_fields(node: FunctionNode):
     node._output_dtypes = ()
     node._tensor_input_positions = ()
     node._num_forward_inputs = 0
+    node._forward_constants = None
     node._in_backward = False
 
 
@@ -261,6 +262,24 @@ def _check_result(node: FunctionNode, result):
     return grads
 
 
+_CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes)
+
+
+def forward_constants(args):
+    """``((position, value), ...)`` for the arguments of a custom Function's forward that are
+    plain constants (None, numbers, strings, and tuples of them), or None if there are none;
+    kept on the node so the gradient doctor can re-run the Function without
+    ``gradviz.debug.capture()``. Other non-tensor arguments (objects, arrays) are not kept:
+    holding them would keep them alive as long as the graph."""
+    constants = []
+    for position in range(len(args)):
+        value = args[position]
+        if isinstance(value, _CONSTANT_TYPES) or (
+                type(value) is tuple and all(isinstance(v, _CONSTANT_TYPES) for v in value)):
+            constants.append((position, value))
+    return tuple(constants) if constants else None
+
+
 def apply_function(cls, args: tuple):
     """``cls.apply(*args)`` in the common case (Note [Custom Function fast path])."""
     ctx = _new_ctx(cls._backward_cls)
@@ -299,6 +318,8 @@ def apply_function(cls, args: tuple):
         node._tensor_input_positions = tuple(positions)
         if executable:
             node.next_functions = tuple(edges)
+            if len(positions) != n:
+                node._forward_constants = forward_constants(args)
     node._num_forward_inputs = n
 
     previous = set_grad_enabled_flag(False)

@@ -391,10 +391,16 @@ def _recorded_inputs(node, known, trail=()):
     hint = "build the graph inside gradviz.debug.capture() to record them"
     count = node._num_forward_inputs
     positions = node._tensor_input_positions
-    if len(positions) != count:
-        return None, f"its forward arguments include non-tensors that were not recorded ({hint})"
-    saved = getattr(node, "_saved", None)
     args = [None] * count
+    if len(positions) != count:
+        # plain constants (numbers, None, strings) are kept on the node; others are not
+        for position, value in getattr(node, "_forward_constants", None) or ():
+            args[position] = value
+        known_positions = {p for p, _ in getattr(node, "_forward_constants", None) or ()}
+        if len(known_positions) + len(positions) != count:
+            return None, (f"its forward arguments include non-tensors that were not recorded "
+                          f"({hint})")
+    saved = getattr(node, "_saved", None)
     constants = []  # positions of tensor arguments that do not require grad
     used = set()    # saved tensors matched to an argument
     for edge, position in enumerate(positions):

@@ -667,7 +667,7 @@ CASES = [
          lambda F, x, i: (F.apply(x, i, 2.0) ** 2).sum(),
          lambda T, x, i: ((x[i] * 2.0) ** 2).sum(),
          arrays((normal(6), True), (constant([0, 2, 3, 3, 1], np.int64), False)),
-         {("wrong_gradient", 0)}, hint="index off by one", without_capture=False),
+         {("wrong_gradient", 0)}, hint="index off by one"),
     Case("grad_output scaled in place", Scale, ScaleInPlace,
          # AddBackward0 hands one gradient to both branches; Scale runs first and changes it
          lambda F, x, b, w: ((b * 2 + F.apply(x)) * w).sum(),
@@ -704,7 +704,7 @@ CASES = [
          lambda F, x: (F.apply(-0.5, x, 0.5, None) * 3).sum(),
          lambda T, x: (x.clamp(-0.5, 0.5) * 3).sum(),
          arrays((normal(8, scale=2.0), True)),
-         {("wrong_gradient", 1)}, without_capture=False),
+         {("wrong_gradient", 1)}),
     Case("once_differentiable backward wrong", OnceSoftplus, OnceSoftplusWrong,
          lambda F, x: (F.apply(x) ** 2).sum(),
          lambda T, x: (real_torch.nn.functional.softplus(x) ** 2).sum(),
@@ -735,7 +735,7 @@ CASES = [
          phrases=("returned a gradient different than None at position 2, but the "
                   "corresponding forward input was not a Variable",),
          raises=("RuntimeError", "returned a gradient different than None at position 2"),
-         changes_gradient=False, without_capture=False),
+         changes_gradient=False),
     Case("too few gradients", Power, PowerTooFewGradients,
          lambda F, x: F.apply(x, 2).sum(),
          lambda T, x: (x ** 2).sum(),
@@ -743,7 +743,7 @@ CASES = [
          {("backward_error", None)},
          phrases=("returned an incorrect number of gradients (expected 2, got 1)",),
          raises=("RuntimeError", "returned an incorrect number of gradients (expected 2, got 1)"),
-         changes_gradient=False, without_capture=False),
+         changes_gradient=False),
 ]
 
 
@@ -1078,3 +1078,32 @@ def test_correct_programs_have_right_double_backwards(case):
     assert report.findings == [], f"{case.name}:\n{report}"
     expected = ["once_differentiable" in n for n in report.notes]
     assert all(expected) and len(expected) == (case.fixed is OnceSoftplus), str(report)
+
+
+def test_constants_kept_for_the_doctor_are_plain_values_only():
+    """A node keeps its forward's plain constant arguments (numbers, None, strings, tuples
+    of them) for the doctor, and nothing else: other objects are not kept alive by the graph."""
+    import weakref
+
+    class Holder:
+        pass
+
+    class Scaled(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, x, scale, label, shape, obj):
+            ctx.scale = scale
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, grad):
+            return None, grad * ctx.scale, None, None, None, None
+
+    x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    obj = Holder()
+    alive = weakref.ref(obj)
+    y = Scaled.apply(None, x, 2.5, "name", (2, 3), obj)
+    assert y.grad_fn._forward_constants == ((0, None), (2, 2.5), (3, "name"), (4, (2, 3)))
+    del obj
+    assert alive() is None
+    y.sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [2.5, 2.5])

@@ -209,6 +209,8 @@ def _apply(cls, args, kwargs, prepare=None):
     is_executable = True in needs
     if is_executable:
         ctx.next_functions = tuple(edges)
+        if len(positions) != len(args):
+            ctx._forward_constants = _ext_function.forward_constants(args)
     if prepare is not None:
         prepare(ctx)
 
