@@ -648,15 +648,39 @@ def test_outside_capture_saved_inputs_are_enough():
     assert only(report, "wrong_gradient").input_index == 1
 
 
-def test_outside_capture_unrecorded_arguments_are_skipped_with_a_reason():
+def test_outside_capture_constant_arguments_are_kept_and_checked():
     x = leaf([1.0, 2.0])
     report = torch.debug.doctor(MixedArgs.apply(x, torch.tensor([0, 1]), torch.tensor([True, False]),
                                                 2.0, "gather").sum())
+    assert report.findings == [] and not report.skipped
+    assert [node.name() for node in report.checked] == ["MixedArgsBackward"]
+
+
+class WithOptions(Function):
+    """An argument that is not a plain constant (a dict): nodes do not keep it."""
+
+    @staticmethod
+    def forward(ctx, x, options):
+        ctx.scale = options["scale"]
+        return x * options["scale"]
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * ctx.scale, None
+
+
+def test_outside_capture_unrecorded_arguments_are_skipped_with_a_reason():
+    x = leaf([1.0, 2.0])
+    report = torch.debug.doctor(WithOptions.apply(x, {"scale": 3.0}).sum())
     assert report.findings == [] and not report.checked
     (node, reason), = report.skipped
-    assert node.name() == "MixedArgsBackward"
+    assert node.name() == "WithOptionsBackward"
     assert "gradviz.debug.capture()" in reason and "non-tensors" in reason
-    assert "skipped: MixedArgsBackward" in str(report)
+    assert "skipped: WithOptionsBackward" in str(report)
+    with torch.debug.capture():
+        loss = WithOptions.apply(leaf([1.0, 2.0]), {"scale": 3.0}).sum()
+    captured = torch.debug.doctor(loss)
+    assert captured.findings == [] and len(captured.checked) == 1 and not captured.skipped
 
 
 def test_doctor_leaves_grads_and_saved_tensors_alone():
