@@ -32,7 +32,7 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
-from .ops import bincount, median, quantile, std_mean, unique, var_mean
+from .ops import bincount, median, mode, quantile, std_mean, unique, var_mean
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
@@ -45,7 +45,8 @@ from . import autograd
 from . import nn
 from . import optim
 from . import utils
-from .autograd import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                       no_grad, set_grad_enabled)
 from .autograd import is_anomaly_check_nan_enabled, is_anomaly_enabled
 from . import instrument
 from .instrument import load_trace, record
@@ -134,9 +135,10 @@ __all__ = [
     "ne", "logical_and", "logical_or", "logical_not", "sum", "mean", "matmul", "mm", "bmm", "mv", "dot",
     "reshape", "transpose", "t", "permute", "unsqueeze", "squeeze", "expand", "flatten", "clone",
     "numel", "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+    "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim", "utils", "bincount", "median", "quantile", "std_mean", "unique", "var_mean",
+    "load_trace", "optim", "utils", "bincount", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",

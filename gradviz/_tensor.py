@@ -654,6 +654,10 @@ def _to_array(data, dtype=None) -> np.ndarray:
             array = np.asarray(data)
         except ValueError:
             raise _sequence_error(data) from None
+        if array.dtype.kind == "O" and not isinstance(data, (np.ndarray, np.generic)):
+            converted = _big_ints_as_floats(data, dtype)
+            if converted is not None:
+                data, array = converted, np.asarray(converted)
         if (array.dtype.kind in "OUS" or array.dtype == np.uint64) and not isinstance(
                 data, (np.ndarray, np.generic)):
             raise _sequence_error(data)
@@ -675,6 +679,42 @@ def _to_array(data, dtype=None) -> np.ndarray:
         elif array.dtype not in _SUPPORTED_NUMPY:
             array = array.astype(from_numpy(array.dtype).numpy)
     return array
+
+
+def _big_ints_as_floats(data, dtype):
+    """``data`` with each integer beyond int64 made a Python float, when the tensor's dtype
+    (given, or inferred: a float beside it) is not an integer one: torch reads
+    ``[1.5, 2 ** 70]`` as a float32 tensor. Raises torch's ValueError when that dtype is an
+    integer one, OverflowError ("int too large to convert to float") beyond float's range;
+    None when ``data`` holds no such integer."""
+    def is_big(item):
+        return (isinstance(item, int) and not isinstance(item, bool)
+                and not -2 ** 63 <= item < 2 ** 63)
+
+    def convert(item):
+        if isinstance(item, (list, tuple)):
+            return [convert(child) for child in item]
+        return float(item) if is_big(item) else item
+
+    def any_big(item):
+        if isinstance(item, (list, tuple)):
+            return any(any_big(child) for child in item)
+        return is_big(item)
+
+    if not any_big(data) or _leaf_error_ignoring_big_ints(data) is not None:
+        return None
+    if dtype is not None:
+        integral = not (dtype.is_floating_point or dtype.is_complex or dtype is _dtypes.bool)
+    else:
+        integral = not isinstance(data, (list, tuple)) or _sequence_dtype(data).kind in "iub"
+    if integral:
+        raise ValueError("Overflow when unpacking long long")
+    return convert(data)
+
+
+def _leaf_error_ignoring_big_ints(data):
+    error = _leaf_error(data)
+    return None if isinstance(error, ValueError) else error
 
 
 def _sequence_dtype(data) -> np.dtype:

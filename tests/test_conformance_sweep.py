@@ -6456,6 +6456,116 @@ def inplace_on_a_slice_of_a_non_leaf_names(torch, o):
     o("grad", x.grad)
 
 
+# ---- optimizers, schedulers, norms (session 9) ----
+
+@program
+def adam_family_and_adadelta_train_a_classifier(torch, o):
+    X = torch.tensor(X_DATA)
+    target = torch.tensor([0, 1, 2, 1, 0, 2][:X.shape[0]] * (X.shape[0] // 6 + 1))[:X.shape[0]]
+    for name, make in [("Adamax", lambda p: torch.optim.Adamax(p, lr=0.05)),
+                       ("NAdam", lambda p: torch.optim.NAdam(p, lr=0.05, weight_decay=0.01)),
+                       ("NAdamW", lambda p: torch.optim.NAdam(p, lr=0.05, weight_decay=0.1,
+                                                              decoupled_weight_decay=True)),
+                       ("RAdam", lambda p: torch.optim.RAdam(p, lr=0.05, betas=(0.9, 0.9))),
+                       ("Adadelta", lambda p: torch.optim.Adadelta(p, maximize=False))]:
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Linear(X.shape[1], 5), torch.nn.Tanh(), torch.nn.Linear(5, 3))
+        with torch.no_grad():
+            for i, p in enumerate(model.parameters()):
+                p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (i + 1) / 3)
+        opt = make(model.parameters())
+        for step in range(6):
+            opt.zero_grad()
+            loss = torch.nn.functional.cross_entropy(model(X), target)
+            loss.backward()
+            opt.step()
+        o(f"{name} loss", loss)
+        o(f"{name} params", list(model.parameters()))
+        o(f"{name} repr", repr(opt))
+        o(f"{name} state keys", [list(v) for v in opt.state_dict()["state"].values()])
+
+
+@program
+def warmup_then_cosine_and_one_cycle(torch, o):
+    S = torch.optim.lr_scheduler
+
+    def rates(make, steps, opt_kind="sgd"):
+        w = torch.nn.Parameter(torch.tensor([1.0]))
+        opt = (torch.optim.SGD([w], lr=0.1, momentum=0.9) if opt_kind == "sgd"
+               else torch.optim.Adam([w], lr=0.1))
+        sched = make(opt)
+        seen = []
+        for _ in range(steps):
+            opt.zero_grad()
+            (w * w).sum().backward()
+            opt.step()
+            sched.step()
+            group = opt.param_groups[0]
+            seen.append([sched.get_last_lr()[0], group.get("momentum"), group.get("betas")])
+        return seen, w
+
+    o("warmup+cosine", rates(lambda opt: S.SequentialLR(
+        opt, [S.LinearLR(opt, start_factor=0.1, total_iters=3), S.CosineAnnealingLR(opt, T_max=5)],
+        milestones=[3]), 9))
+    o("chained", rates(lambda opt: S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=2),
+                                                       S.ExponentialLR(opt, gamma=0.9)]), 5))
+    o("polynomial", rates(lambda opt: S.PolynomialLR(opt, total_iters=4, power=2.0), 6))
+    o("warm restarts", rates(lambda opt: S.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2), 8))
+    o("one cycle sgd", rates(lambda opt: S.OneCycleLR(opt, max_lr=1.0, total_steps=8), 8))
+    o("one cycle adam linear 3", rates(lambda opt: S.OneCycleLR(
+        opt, max_lr=0.5, total_steps=10, anneal_strategy="linear", three_phase=True), 10, "adam"))
+    w = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    sched = S.OneCycleLR(opt, max_lr=1.0, total_steps=2)
+    for _ in range(2):
+        opt.step()
+        sched.step()
+    o.raises("past the end", sched.step, "Tried to step 3 times")
+
+
+@program(2e-5, atol=2e-6)
+def group_norm_and_instance_norm_layers(torch, o):
+    rows = torch.tensor(X_DATA[:4])
+    x = torch.cat([rows, rows * 0.5 - 1]).reshape(2, 4, 3).detach().requires_grad_()
+    gn = torch.nn.GroupNorm(2, 4)
+    inorm = torch.nn.InstanceNorm1d(4, affine=True, track_running_stats=True)
+    o("reprs", [repr(gn), repr(inorm), repr(torch.nn.InstanceNorm2d(3))])
+    o("state keys", [list(gn.state_dict()), list(inorm.state_dict()),
+                     list(torch.nn.InstanceNorm1d(4).state_dict())])
+    y = gn(x)
+    z = inorm(x)
+    o("outputs", [y, z, _node_name(y.grad_fn), _node_name(z.grad_fn)])
+    (y * z).sum().backward()
+    o("grads", [x.grad, gn.weight.grad, gn.bias.grad, inorm.weight.grad])
+    o("running", [inorm.running_mean, inorm.running_var, inorm.num_batches_tracked])
+    inorm.eval()
+    o("eval", inorm(x))
+    gx, = torch.autograd.grad((gn(x) ** 3).sum(), x, create_graph=True)
+    o("second order", torch.autograd.grad((gx * gx).sum(), [x, gn.weight]))
+    o.raises("groups", lambda: torch.nn.functional.group_norm(x, 3),
+             "Expected number of channels in input to be divisible by num_groups")
+    o.raises("instance dims", lambda: inorm(torch.ones(2, 4, 3, 3)), "expected 2D or 3D input")
+
+
+@program
+def mode_big_ints_and_gelu_at_infinity(torch, o):
+    x = torch.tensor([[1.0, 2.0, 2.0, 3.0], [3.0, 3.0, 1.0, 1.0]], requires_grad=True)
+    values, indices = torch.mode(x)
+    o("mode", [values, indices, _node_name(values.grad_fn)])
+    values.sum().backward()
+    o("mode grad", x.grad)
+    o("mode dim 0", list(x.mode(0, keepdim=True)))
+    o("big int", [torch.tensor([1.5, 2 ** 70]), torch.tensor([1, 2 ** 70], dtype=torch.float64)])
+    o.raises("big int alone", lambda: torch.tensor([1, 2 ** 70]), "Overflow when unpacking long long")
+    inf = float("inf")
+    F = torch.nn.functional
+    o("gelu", [F.gelu(torch.tensor([inf, -inf, float("nan"), 1.0])), F.gelu(torch.tensor(inf)),
+               F.gelu(torch.tensor([inf, -inf]), approximate="tanh")])
+    with torch.inference_mode():
+        o("inference flag", [torch.is_inference_mode_enabled(), torch.is_grad_enabled()])
+    o("inference flag after", torch.is_inference_mode_enabled())
+
+
 # =============================================================================================
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=[fn.__name__ for fn in PROGRAMS])

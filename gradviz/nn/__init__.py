@@ -15,7 +15,8 @@ from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLD
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter
-from ._normalization import BatchNorm1d, BatchNorm2d, Embedding, LayerNorm
+from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
+                             InstanceNorm2d, LayerNorm)
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
 __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
@@ -25,5 +26,5 @@ __all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Li
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
            "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
+           "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
            "LSTMCell", "GRUCell"]

@@ -1,14 +1,18 @@
-"""``Embedding``, ``LayerNorm``, ``BatchNorm1d`` and ``BatchNorm2d``: the layers of embedding tables and
-normalization (ops in :mod:`gradviz.ops._nn`)."""
+"""``Embedding``, ``LayerNorm``, ``BatchNorm1d``, ``BatchNorm2d``, ``GroupNorm``,
+``InstanceNorm1d`` and ``InstanceNorm2d``: the layers of embedding tables and normalization
+(ops in :mod:`gradviz.ops._nn`)."""
 
 from __future__ import annotations
+
+import warnings
 
 from .. import ops as _ops
 from ..autograd import no_grad
 from . import functional as F
 from ._module import Module, Parameter
 
-__all__ = ["Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d"]
+__all__ = ["Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d"]
 
 
 class Embedding(Module):
@@ -174,3 +178,111 @@ class BatchNorm2d(_BatchNorm):
     def _check_input_dim(self, input):
         if input.dim() != 4:
             raise ValueError(f"expected 4D input (got {input.dim()}D input)")
+
+
+class GroupNorm(Module):
+    """Normalize each sample's ``num_groups`` groups of channels over the group's channels and
+    the other dims, then scale by ``weight`` (ones) and shift by ``bias`` (zeros) per channel
+    when ``affine``. No running statistics: the same in ``train()`` and ``eval()``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> norm = torch.nn.GroupNorm(2, 4)
+    >>> norm
+    GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)
+    >>> norm(torch.arange(8.0).reshape(1, 4, 2))
+    tensor([[[-1.3416, -0.4472],
+             [ 0.4472,  1.3416],
+             [-1.3416, -0.4472],
+             [ 0.4472,  1.3416]]], grad_fn=<NativeGroupNormBackward0>)
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError(f"num_channels ({num_channels}) must be divisible by num_groups "
+                             f"({num_groups})")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        if affine:
+            self.weight = Parameter(_ops.ones(num_channels, dtype=dtype))
+            self.bias = Parameter(_ops.zeros(num_channels, dtype=dtype)) if bias else None
+        else:
+            self.weight = None
+            self.bias = None
+
+    def forward(self, input):
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalize each channel of each sample over its other dims; by default without
+    ``weight``/``bias`` (``affine=False``) and without running statistics
+    (``track_running_stats=False``), so ``eval()`` normalizes the same way."""
+
+    _no_batch_dim = 0
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = False,
+                 track_running_stats: bool = False, device=None, dtype=None, *,
+                 bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype,
+                         bias=bias)
+
+    def _apply_instance_norm(self, input):
+        return F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                               self.bias, self.training or not self.track_running_stats,
+                               self.momentum if self.momentum is not None else 0.0, self.eps)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        feature_dim = input.dim() - self._no_batch_dim
+        if input.size(feature_dim) != self.num_features:
+            if self.affine:
+                raise ValueError(f"expected input's size at dim={feature_dim} to match "
+                                 f"num_features ({self.num_features}), but got: "
+                                 f"{input.size(feature_dim)}.")
+            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                          "can silence this warning by not passing in num_features, which is "
+                          "not used because affine=False", UserWarning, stacklevel=2)
+        if input.dim() == self._no_batch_dim:  # one unbatched sample
+            return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
+        return self._apply_instance_norm(input)
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalization of (N, C, L) or unbatched (C, L) inputs.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> norm = torch.nn.InstanceNorm1d(2)
+    >>> norm
+    InstanceNorm1d(2, eps=1e-05, momentum=0.1, affine=False, bias=False, track_running_stats=False)
+    >>> norm(torch.tensor([[[1.0, 2.0, 3.0], [0.0, 0.0, 6.0]]]))
+    tensor([[[-1.2247,  0.0000,  1.2247],
+             [-0.7071, -0.7071,  1.4142]]])
+    """
+
+    _no_batch_dim = 2
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (2, 3):
+            raise ValueError(f"expected 2D or 3D input (got {input.dim()}D input)")
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalization of (N, C, H, W) or unbatched (C, H, W) inputs."""
+
+    _no_batch_dim = 3
+
+    def _check_input_dim(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")

@@ -432,6 +432,74 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                            running_var.numpy(force=True))
 
 
+def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
+    """Normalize each sample's ``num_groups`` groups of channels (dim 1) over the group's
+    channels and the other dims (biased variance), then ``* weight + bias`` per channel (one
+    ``NativeGroupNormBackward0`` node)."""
+    if input.dim() < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.dim()}")
+    shape = list(input.shape)
+    _verify_batch_size([shape[0] * shape[1] // num_groups, num_groups] + shape[2:])
+    if shape[1] % num_groups != 0:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {shape} and "
+                           f"num_groups={num_groups}")
+    for name, param in (("weight", weight), ("bias", bias)):
+        if param is not None and (param.dim() != 1 or param.numel() != shape[1]):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
+                               f"channels in input, but got {name} of shape "
+                               f"{list(param.shape)} and input of shape {shape}")
+    return _ops.group_norm(input, num_groups, weight, bias, eps)
+
+
+def _verify_batch_size(size):
+    count = size[0]
+    for n in size[2:]:
+        count *= n
+    if count == 1:
+        raise ValueError(f"Expected more than 1 value per channel when training, got input size "
+                         f"{size}")
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats: bool = True, momentum: float = 0.1, eps: float = 1e-5):
+    """Normalize each channel of each sample over its other dims, as torch does: the input
+    seen as one batch of ``N * C`` channels through ``batch_norm`` (weight, bias and running
+    statistics repeated ``N`` times; the running statistics then get the mean of the ``N``
+    updated copies)."""
+    if use_input_stats:
+        spatial = 1
+        for n in input.shape[2:]:
+            spatial *= n
+        if spatial == 1:
+            raise ValueError(f"Expected more than 1 spatial element when training, got input "
+                             f"size {input.shape}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("Expected running_mean and running_var to be defined when "
+                           "use_input_stats is false")
+    batch, channels = input.shape[0], input.shape[1]
+
+    def repeated(t):
+        return None if t is None else t.repeat(batch)
+
+    running_mean_, running_var_ = repeated(running_mean), repeated(running_var)
+    shape = (1, batch * channels) + tuple(input.shape[2:])
+    out = batch_norm(input.contiguous().view(shape), running_mean_, running_var_,
+                     repeated(weight), repeated(bias), use_input_stats, momentum, eps)
+    from ..autograd import no_grad
+
+    with no_grad():
+        if running_mean is not None:
+            running_mean.copy_(running_mean_.view(batch, channels).mean(0))
+        if running_var is not None:
+            running_var.copy_(running_var_.view(batch, channels).mean(0))
+    return out.view(input.shape)
+
+
+__all__ += ["layer_norm", "batch_norm", "group_norm", "instance_norm"]
+
+
 def _update_running(stat, batch_value, momentum):
     """``stat = (1 - momentum) * stat + momentum * batch_value`` in place (its version bumps)."""
     from ..autograd import no_grad

@@ -110,7 +110,12 @@ def _gelu_forward(a, approximate):
     if approximate == "tanh":
         return 0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a ** 3)))
     cdf = 0.5 * (1 + np.asarray(_erf_scalar(a * _INV_SQRT2), dtype=np.float64))
-    return (a * cdf).astype(a.dtype)
+    out = (a * cdf).astype(a.dtype)
+    if a.dtype != np.float64 and a.size >= 2 and a.flags.c_contiguous:
+        # torch's vectorized CPU kernel (taken for contiguous inputs of 2+ values, not for
+        # float64) gives NaN at +inf; its scalar loop (one value, strided inputs) gives inf
+        out[np.isposinf(a)] = np.nan
+    return out
 
 
 def _gelu_backward(ctx, g):

@@ -285,7 +285,7 @@ def _rebuild_values_indices(name, values, indices):
 # one class per function, named as in torch.return_types
 RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                            {"__slots__": (), "__module__": "gradviz.return_types"})
-                for name in ("max", "min", "sort", "topk", "median")}
+                for name in ("max", "min", "sort", "topk", "median", "mode")}
 
 
 @numpy_names

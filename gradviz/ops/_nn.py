@@ -1,6 +1,7 @@
-"""The ops behind ``nn.Embedding``, ``nn.LayerNorm`` and ``nn.BatchNorm1d``: ``embedding``
-(``EmbeddingBackward0``), ``layer_norm`` (``NativeLayerNormBackward0``) and ``batch_norm``
-(``NativeBatchNormBackward0``), each one node as in PyTorch.
+"""The ops behind ``nn.Embedding``, ``nn.LayerNorm``, ``nn.BatchNorm1d`` and ``nn.GroupNorm``:
+``embedding`` (``EmbeddingBackward0``), ``layer_norm`` (``NativeLayerNormBackward0``),
+``batch_norm`` (``NativeBatchNormBackward0``) and ``group_norm`` (``NativeGroupNormBackward0``),
+each one node as in PyTorch.
 
 Their backward rules recompute the normalized input from the saved input with gradviz ops
 (Note [Backward rules are differentiable]), so gradients of gradients work.
@@ -16,7 +17,7 @@ from ._reduction import mean, sum
 from ._registry import Op, apply, promote_float, saves_inputs
 from ._shape import reshape
 
-__all__ = ["embedding", "layer_norm", "batch_norm"]
+__all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
 
 
 # ---- embedding ------------------------------------------------------------------------------
@@ -151,3 +152,41 @@ def batch_norm(input, weight, bias, eps, mean=None, var=None):
     ``* weight + bias``."""
     dims = (0,) + tuple(range(2, input.ndim))
     return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var)
+
+
+def _grouped(shape, groups):
+    """``(N, C, *)`` seen as ``(N, groups, C // groups * prod(*))``."""
+    return (shape[0], groups, -1)
+
+
+def _group_norm_forward(x, weight, bias, groups, eps):
+    out = _normalize_forward(x.reshape(_grouped(x.shape, groups)), (2,), eps).reshape(x.shape)
+    shape = _channel_shape(x)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out.astype(x.dtype)
+
+
+def _group_norm_backward(ctx, g):
+    x, weight = ctx.input(0), ctx.input(1)
+    shape, grouped = _channel_shape(x), _grouped(x.shape, ctx.groups)
+    scaled = g * reshape(weight, shape) if weight is not None else g
+    grad_x, normalized = _normalize_backward(reshape(x, grouped), reshape(scaled, grouped), (2,),
+                                             ctx.eps)
+    reduce_dims = (0,) + tuple(range(2, x.ndim))
+    grad_weight, grad_bias = _affine_grads(ctx, g, reshape(normalized, tuple(x.shape)),
+                                           reduce_dims, (x.shape[1],))
+    grad_x = reshape(grad_x, tuple(x.shape)) if ctx.needs_input_grad[0] else None
+    return grad_x, grad_weight, grad_bias
+
+
+GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", forward=_group_norm_forward,
+                backward=_group_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def group_norm(input, groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):
+    """Normalize each of ``groups`` groups of channels (dim 1) of each sample over its channels
+    and the other dims (biased variance), then ``* weight + bias`` per channel."""
+    return apply(GROUP_NORM, input, weight, bias, groups=groups, eps=eps)

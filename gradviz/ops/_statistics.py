@@ -1,4 +1,5 @@
-"""Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``quantile``
+"""Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``mode``
+(``ModeBackward0``), ``quantile``
 (from ``sort``, as torch composes it), ``unique``, ``bincount``, ``std_mean`` and
 ``var_mean``."""
 
@@ -12,7 +13,7 @@ from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _selec
 from ._reduction import _STD, _VAR, _variance, mean
 from ._registry import Op, apply
 
-__all__ = ["median", "unique", "bincount", "std_mean", "var_mean", "quantile"]
+__all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile"]
 
 
 def _lower_median(array):
@@ -55,6 +56,53 @@ def median(input, dim=None, keepdim=False):
     out = apply(_MEDIAN_DIM, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
                 keepdim=keep, shape=input._data.shape)
     return RETURN_TYPES["median"](out, _wrap(out_indices))
+
+
+_MODE = Op("mode", "ModeBackward0", forward=lambda a, values, **_: values,
+            backward=_select_backward)
+
+
+def _row_mode(row):
+    """The most frequent value of a 1-D array (the smallest of the most frequent ones) and
+    where it is, as torch's CPU kernel finds them: sort, then the first longest run of equal
+    values (NaN equals nothing, so each NaN is a run of one), its index the last of the run."""
+    order = np.argsort(row, kind="stable")
+    ordered = row[order]
+    ends = np.flatnonzero(np.append(ordered[1:] != ordered[:-1], True))
+    longest = int(np.argmax(np.diff(ends, prepend=-1)))
+    return ordered[ends[longest]], order[ends[longest]]
+
+
+def mode(input, dim=-1, keepdim=False):
+    """``(values, indices)``: the most frequent value along ``dim`` (the smallest if several
+    are as frequent) and an index of it; the gradient goes to that index.
+
+    Torch's CPU kernel sorts with ``std::sort``, which is stable only for short rows (16
+    values or fewer); there its index is the last occurrence, as here. For longer rows torch
+    may return another occurrence of the same value.
+    """
+    from ._indexing import RETURN_TYPES
+
+    dim = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, dim, "mode")
+    if input.ndim == 0:
+        indices = np.zeros((), np.int64)
+        values = input._data.copy()
+    else:
+        data = np.moveaxis(input._data, dim, -1)
+        rows = data.reshape(-1, data.shape[-1])
+        values = np.empty(rows.shape[0], dtype=input._data.dtype)
+        indices = np.empty(rows.shape[0], dtype=np.int64)
+        for i, row in enumerate(rows):
+            values[i], indices[i] = _row_mode(row)
+        values = np.expand_dims(values.reshape(data.shape[:-1]), dim)
+        indices = np.expand_dims(indices.reshape(data.shape[:-1]), dim)
+    keep = bool(keepdim) or input.ndim == 0
+    out_values = values if keep else np.squeeze(values, dim)
+    out_indices = indices if keep else np.squeeze(indices, dim)
+    out = apply(_MODE, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
+                keepdim=keep, shape=input._data.shape)
+    return RETURN_TYPES["mode"](out, _wrap(out_indices))
 
 
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
@@ -153,4 +201,4 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return squeeze_dim(result, 0) if scalar_q else result
 
 
-install_methods({"median": median, "unique": unique, "bincount": bincount, "quantile": quantile})
+install_methods({"median": median, "mode": mode, "unique": unique, "bincount": bincount, "quantile": quantile})

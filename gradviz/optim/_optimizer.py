@@ -1,5 +1,5 @@
-"""Optimizers: the update rules of ``torch.optim``'s ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``
-and ``Adagrad``.
+"""Optimizers: the update rules of ``torch.optim``'s ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``,
+``Adagrad``, ``Adamax``, ``NAdam``, ``RAdam`` and ``Adadelta``.
 
 Each ``step()`` runs under ``no_grad`` and updates parameters with in-place ops (so their
 version counters advance, as in PyTorch), in the order of ``torch.optim``'s single-tensor
@@ -16,7 +16,8 @@ from ..autograd import no_grad
 from ..nn._module import _zero_grad
 from ..ops import full, maximum, zeros_like
 
-__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
+           "Adadelta"]
 
 
 class _Required:
@@ -433,3 +434,258 @@ class Adagrad(Optimizer):
 def _step_counter():
     """The ``step`` entry of an optimizer's state: a float32 0-d tensor, as in torch."""
     return full((), 0.0)
+
+
+def _check_betas(lr, eps, betas, weight_decay):
+    """The argument checks torch's Adam-family constructors share, with torch's messages."""
+    if not 0.0 <= lr:
+        raise ValueError(f"Invalid learning rate: {lr}")
+    if not 0.0 <= eps:
+        raise ValueError(f"Invalid epsilon value: {eps}")
+    if not 0.0 <= betas[0] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+    if not 0.0 <= betas[1] < 1.0:
+        raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+    if not 0.0 <= weight_decay:
+        raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+
+
+class Adamax(Optimizer):
+    """Adamax (Kingma & Ba): Adam with the infinity norm in place of the second moment.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.Adamax([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.9000, -1.9000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, foreach=None, *, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False):
+        _check_betas(lr, eps, betas, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      foreach=foreach, maximize=maximize,
+                                      differentiable=differentiable, capturable=capturable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            weight_decay = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_counter()
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_inf"] = zeros_like(p)
+                state["step"].add_(1)
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
+                # torch: torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
+                exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
+                clr = lr / (1 - beta1 ** state["step"].item())
+                p.add_(exp_avg / exp_inf, alpha=-clr)  # torch: addcdiv_(exp_avg, exp_inf)
+        return loss
+
+
+class NAdam(Optimizer):
+    """NAdam (Dozat): Adam with Nesterov momentum, whose momentum warms up by
+    ``momentum_decay``; ``decoupled_weight_decay=True`` gives NAdamW.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.NAdam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.8944, -1.8944], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 2e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, momentum_decay: float = 4e-3,
+                 decoupled_weight_decay: bool = False, *, foreach=None, maximize: bool = False,
+                 capturable: bool = False, differentiable: bool = False):
+        _check_betas(lr, eps, betas, weight_decay)
+        if not 0.0 <= momentum_decay:
+            raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      momentum_decay=momentum_decay,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      maximize=maximize, foreach=foreach,
+                                      capturable=capturable, differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            weight_decay, momentum_decay = group["weight_decay"], group["momentum_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_counter()
+                    state["mu_product"] = full((), 1.0)  # float32, as in torch
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                state["step"].add_(1)
+                step = state["step"].item()
+                bias_correction2 = 1 - beta2 ** step
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
+                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+                mu_product = state["mu_product"].mul_(mu).item()
+                mu_product_next = mu_product * mu_next
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                denom = (exp_avg_sq / bias_correction2).sqrt().add_(eps)
+                # torch: two addcdiv_ calls, the gradient's share and the momentum's
+                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
+                p.add_(exp_avg / denom, alpha=-lr * mu_next / (1.0 - mu_product_next))
+        return loss
+
+
+class RAdam(Optimizer):
+    """RAdam (Liu et al.): Adam whose adaptive step is rectified by the variance of its
+    second-moment estimate, plain momentum SGD while that estimate is too young
+    (``rho_t <= 5``); ``decoupled_weight_decay=True`` gives RAdamW.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.RAdam([w], lr=0.1)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.8000, -1.6000], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, decoupled_weight_decay: bool = False, *, foreach=None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False):
+        _check_betas(lr, eps, betas, weight_decay)
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, foreach=foreach, capturable=capturable,
+                                      decoupled_weight_decay=decoupled_weight_decay,
+                                      differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+            weight_decay = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_counter()
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                state["step"].add_(1)
+                step = state["step"].item()
+                if weight_decay != 0:
+                    if group["decoupled_weight_decay"]:
+                        p.mul_(1 - lr * weight_decay)
+                    else:
+                        grad = grad.add(p, alpha=weight_decay)
+                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
+                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                bias_correction1 = 1 - beta1 ** step
+                bias_correction2 = 1 - beta2 ** step
+                bias_corrected_exp_avg = exp_avg / bias_correction1
+                rho_inf = 2 / (1 - beta2) - 1
+                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+                if rho_t > 5.0:
+                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+                    p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+                else:
+                    p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
+        return loss
+
+
+class Adadelta(Optimizer):
+    """Adadelta (Zeiler): steps scaled by the ratio of running RMS of past updates to running
+    RMS of gradients, so ``lr`` defaults to 1.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.nn.Parameter(torch.tensor([1.0, -2.0]))
+    >>> opt = torch.optim.Adadelta([w])
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    Parameter containing:
+    tensor([ 0.9968, -1.9968], requires_grad=True)
+    """
+
+    def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
+                 weight_decay: float = 0, foreach=None, *, capturable: bool = False,
+                 maximize: bool = False, differentiable: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= rho <= 1.0:
+            raise ValueError(f"Invalid rho value: {rho}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
+                                      maximize=maximize, capturable=capturable,
+                                      foreach=foreach, differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, rho, eps = group["lr"], group["rho"], group["eps"]
+            weight_decay = group["weight_decay"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if not state:
+                    state["step"] = _step_counter()
+                    state["square_avg"] = zeros_like(p)
+                    state["acc_delta"] = zeros_like(p)
+                state["step"].add_(1)
+                if weight_decay != 0:
+                    grad = grad.add(p, alpha=weight_decay)
+                square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+                square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
+                std = square_avg.add(eps).sqrt_()
+                delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+                acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
+                p.add_(delta, alpha=-lr)
+        return loss

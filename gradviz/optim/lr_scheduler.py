@@ -22,13 +22,23 @@ from __future__ import annotations
 import math
 import warnings
 import weakref
+from bisect import bisect_right
 from collections import Counter
 from functools import wraps
 
 from ._optimizer import Optimizer
 
-__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ExponentialLR",
-           "CosineAnnealingLR", "ReduceLROnPlateau"]
+__all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
+           "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
+           "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being deprecated where "
+    "possible. Please use `scheduler.step()` to step the scheduler. During the deprecation, if "
+    "epoch is different from None, the closed form is used instead of the new chainable form, "
+    "where available. Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose.")
 
 
 class LRScheduler:
@@ -51,10 +61,17 @@ class LRScheduler:
         self.base_lrs = [group["initial_lr"] for group in optimizer.param_groups]
         self.last_epoch = last_epoch
         _count_optimizer_steps(optimizer)
-        self._is_initial = True
+        self._initial_step()
+
+    def _initial_step(self) -> None:
+        """The step the constructor takes (``SequentialLR`` takes it again for the scheduler
+        that starts)."""
         self._step_count = 0
-        self.step()
-        self._is_initial = False
+        self._is_initial = True
+        try:
+            self.step()
+        finally:
+            self._is_initial = False
 
     def get_lr(self):
         raise NotImplementedError
@@ -73,13 +90,22 @@ class LRScheduler:
                 "https://pytorch.org/docs/stable/optim.html#how-to-adjust-learning-rate",
                 UserWarning, stacklevel=2)
         self._step_count += 1
-        if epoch is None:
-            self.last_epoch += 1
-        else:
-            self.last_epoch = epoch
+        if epoch is not None:
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._update_lr(epoch)
+
+    def _update_lr(self, epoch=None) -> None:
+        """Advance (or set) ``last_epoch`` and write the new rates; an explicit epoch uses the
+        closed form where the scheduler has one, as in torch."""
         self._get_lr_called_within_step = True
         try:
-            rates = self.get_lr()
+            if epoch is None:
+                self.last_epoch += 1
+                rates = self.get_lr()
+            else:
+                self.last_epoch = epoch
+                closed_form = getattr(self, "_get_closed_form_lr", None)
+                rates = closed_form() if closed_form is not None else self.get_lr()
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, rates):
@@ -165,6 +191,9 @@ class StepLR(LRScheduler):
             return _rates(self)
         return [lr * self.gamma for lr in _rates(self)]
 
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** (self.last_epoch // self.step_size) for base in self.base_lrs]
+
 
 class MultiStepLR(LRScheduler):
     """``lr *= gamma`` at each epoch in ``milestones``."""
@@ -179,6 +208,11 @@ class MultiStepLR(LRScheduler):
             return _rates(self)
         return [lr * self.gamma ** self.milestones[self.last_epoch] for lr in _rates(self)]
 
+    def _get_closed_form_lr(self):
+        milestones = sorted(self.milestones.elements())
+        return [base * self.gamma ** bisect_right(milestones, self.last_epoch)
+                for base in self.base_lrs]
+
 
 class ExponentialLR(LRScheduler):
     """``lr *= gamma`` every epoch."""
@@ -191,6 +225,9 @@ class ExponentialLR(LRScheduler):
         if self._is_initial:
             return _rates(self)
         return [lr * self.gamma for lr in _rates(self)]
+
+    def _get_closed_form_lr(self):
+        return [base * self.gamma ** self.last_epoch for base in self.base_lrs]
 
 
 class CosineAnnealingLR(LRScheduler):
@@ -215,6 +252,199 @@ class CosineAnnealingLR(LRScheduler):
         return [(1 + math.cos(math.pi * self.last_epoch / self.T_max))
                 / (1 + math.cos(math.pi * (self.last_epoch - 1) / self.T_max))
                 * (lr - self.eta_min) + self.eta_min for lr in _rates(self)]
+
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (base - self.eta_min)
+                * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for base in self.base_lrs]
+
+
+class ConstantLR(LRScheduler):
+    """``lr = initial_lr * factor`` for the first ``total_iters`` epochs, then ``initial_lr``."""
+
+    def __init__(self, optimizer, factor: float = 1.0 / 3, total_iters: int = 5,
+                 last_epoch: int = -1):
+        if factor > 1.0 or factor < 0:
+            raise ValueError("Constant multiplicative factor expected to be between 0 and 1.")
+        self.factor = factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        rates = _rates(self)
+        if self.last_epoch == 0:
+            return [lr * self.factor for lr in rates]
+        if self.last_epoch != self.total_iters:
+            return rates
+        return [lr * (1.0 / self.factor) for lr in rates]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.factor + (self.last_epoch >= self.total_iters) * (1 - self.factor))
+                for base in self.base_lrs]
+
+
+class LinearLR(LRScheduler):
+    """The factor on ``initial_lr`` goes linearly from ``start_factor`` to ``end_factor`` over
+    ``total_iters`` epochs (PyTorch's recursive form)."""
+
+    def __init__(self, optimizer, start_factor: float = 1.0 / 3, end_factor: float = 1.0,
+                 total_iters: int = 5, last_epoch: int = -1):
+        if start_factor > 1.0 or start_factor <= 0:
+            raise ValueError("Starting multiplicative factor expected to be greater than 0 and "
+                             "less or equal to 1.")
+        if end_factor > 1.0 or end_factor < 0:
+            raise ValueError("Ending multiplicative factor expected to be between 0 and 1.")
+        self.start_factor = start_factor
+        self.end_factor = end_factor
+        self.total_iters = total_iters
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        rates = _rates(self)
+        if self.last_epoch == 0:
+            return [lr * self.start_factor for lr in rates]
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return rates
+        change = self.end_factor - self.start_factor
+        return [lr * (1.0 + change / (self.total_iters * self.start_factor
+                                      + (self.last_epoch - 1) * change)) for lr in rates]
+
+    def _get_closed_form_lr(self):
+        return [base * (self.start_factor + (self.end_factor - self.start_factor)
+                        * min(self.total_iters, self.last_epoch) / self.total_iters)
+                for base in self.base_lrs]
+
+
+class PolynomialLR(LRScheduler):
+    """``lr = initial_lr * (1 - epoch / total_iters) ** power`` until ``total_iters``, then 0
+    (PyTorch's recursive form)."""
+
+    def __init__(self, optimizer, total_iters: int = 5, power: float = 1.0,
+                 last_epoch: int = -1):
+        self.total_iters = total_iters
+        self.power = power
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        rates = _rates(self)
+        if self._is_initial or self.last_epoch > self.total_iters:
+            return rates
+        decay = ((1.0 - self.last_epoch / self.total_iters)
+                 / (1.0 - (self.last_epoch - 1) / self.total_iters)) ** self.power
+        return [lr * decay for lr in rates]
+
+    def _get_closed_form_lr(self):
+        return [base * (1.0 - min(self.total_iters, self.last_epoch) / self.total_iters)
+                ** self.power for base in self.base_lrs]
+
+
+def _check_schedulers(owner, optimizer, schedulers):
+    """The checks ``SequentialLR`` and ``ChainedScheduler`` make of their schedulers."""
+    name = type(owner).__name__
+    for i, scheduler in enumerate(schedulers):
+        if not hasattr(scheduler, "optimizer"):
+            raise TypeError(f"{name} at index {i} should have `optimizer` as its attribute.")
+        if isinstance(scheduler, ReduceLROnPlateau):
+            raise ValueError(
+                f"{name} does not support `ReduceLROnPlateau` scheduler as it requires "
+                "additional kwargs to be specified when calling `step`, but got one at index "
+                f"{i} in the given schedulers sequence.")
+        if optimizer != scheduler.optimizer:
+            raise ValueError(
+                f"{name} expects all schedulers to belong to the same optimizer, but got "
+                f"scheduler {type(scheduler).__name__} at index {i} has {scheduler.optimizer}, "
+                f"which is different from {type(optimizer).__name__}.")
+
+
+def _nested_state_dict(scheduler) -> dict:
+    state = {key: value for key, value in scheduler.__dict__.items()
+             if key not in ("optimizer", "_schedulers")}
+    state["_schedulers"] = [s.state_dict() for s in scheduler._schedulers]
+    return state
+
+
+def _load_nested_state_dict(scheduler, state_dict: dict) -> None:
+    state = {key: value for key, value in state_dict.items() if key != "_schedulers"}
+    scheduler.__dict__.update(state)
+    for inner, saved in zip(scheduler._schedulers, state_dict["_schedulers"]):
+        inner.load_state_dict(saved)
+
+
+class SequentialLR(LRScheduler):
+    """Run ``schedulers[i]`` from ``milestones[i - 1]`` on; each starts again from the initial
+    rates when its turn comes."""
+
+    def __init__(self, optimizer, schedulers, milestones, last_epoch: int = -1):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler, but got no "
+                             "scheduler.")
+        _check_schedulers(self, optimizer, schedulers)
+        if len(milestones) != len(schedulers) - 1:
+            raise ValueError(
+                "Sequential Schedulers expects number of schedulers provided to be one more than "
+                f"the number of milestone points, but got number of schedulers {len(schedulers)} "
+                f"and the number of milestones to be equal to {len(milestones)}")
+        self._schedulers = schedulers
+        self._milestones = milestones
+        self.last_epoch = last_epoch + 1
+        self.optimizer = optimizer
+        # like torch: undo the constructors' steps of the schedulers, start the first one again
+        for group in optimizer.param_groups:
+            group["lr"] = group["initial_lr"]
+        self.recursive_undo()
+        first = self._schedulers[bisect_right(self._milestones, 0)]
+        first._initial_step()
+        self._last_lr = first.get_last_lr()
+
+    def recursive_undo(self, sched=None) -> None:
+        """Take one epoch back from every (nested) scheduler."""
+        scheds = self if sched is None else sched
+        if hasattr(scheds, "_schedulers"):
+            for s in scheds._schedulers:
+                self.recursive_undo(s)
+        elif hasattr(scheds, "last_epoch"):
+            scheds.last_epoch -= 1
+
+    def step(self) -> None:
+        self.last_epoch += 1
+        idx = bisect_right(self._milestones, self.last_epoch)
+        scheduler = self._schedulers[idx]
+        if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
+            scheduler._update_lr(0)
+        else:
+            scheduler.step()
+        self._last_lr = scheduler.get_last_lr()
+
+    def state_dict(self) -> dict:
+        return _nested_state_dict(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _load_nested_state_dict(self, state_dict)
+
+
+class ChainedScheduler(LRScheduler):
+    """Step every scheduler in ``schedulers`` at each ``step()``, so their factors multiply."""
+
+    def __init__(self, schedulers, optimizer=None):
+        if len(schedulers) < 1:
+            raise ValueError(f"{type(self).__name__} expects at least one scheduler to be "
+                             "chained, but got no scheduler.")
+        optimizer = optimizer or schedulers[0].optimizer
+        _check_schedulers(self, optimizer, schedulers)
+        self._schedulers = schedulers
+        self.optimizer = optimizer
+        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+
+    def step(self) -> None:
+        for scheduler in self._schedulers:
+            scheduler.step()
+        self._last_lr = [group["lr"] for group in self._schedulers[-1].optimizer.param_groups]
+
+    def state_dict(self) -> dict:
+        return _nested_state_dict(self)
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        _load_nested_state_dict(self, state_dict)
 
 
 class ReduceLROnPlateau(LRScheduler):
@@ -258,13 +488,7 @@ class ReduceLROnPlateau(LRScheduler):
         if epoch is None:
             epoch = self.last_epoch + 1
         else:
-            warnings.warn("The epoch parameter in `scheduler.step()` was not necessary and is "
-                          "being deprecated where possible. Please use `scheduler.step()` to "
-                          "step the scheduler. During the deprecation, if epoch is different "
-                          "from None, the closed form is used instead of the new chainable "
-                          "form, where available. Please open an issue if you are unable to "
-                          "replicate your use case: https://github.com/pytorch/pytorch/issues/"
-                          "new/choose.", UserWarning, stacklevel=2)
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
         self.last_epoch = epoch
         if self._is_better(current, self.best):
             self.best = current
@@ -322,3 +546,192 @@ class ReduceLROnPlateau(LRScheduler):
     def load_state_dict(self, state_dict: dict) -> None:
         self.__dict__.update(state_dict)
         self._init_is_better(self.mode, self.threshold, self.threshold_mode)
+
+
+class CosineAnnealingWarmRestarts(LRScheduler):
+    """Cosine annealing from the initial rate to ``eta_min`` over ``T_0`` epochs, then again
+    from the initial rate over ``T_0 * T_mult`` epochs, and so on (SGDR)."""
+
+    def __init__(self, optimizer, T_0: int, T_mult: int = 1, eta_min: float = 0.0,  # noqa: N803
+                 last_epoch: int = -1):
+        if T_0 <= 0 or not isinstance(T_0, int):
+            raise ValueError(f"Expected positive integer T_0, but got {T_0}")
+        if T_mult < 1 or not isinstance(T_mult, int):
+            raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
+        if not isinstance(eta_min, (float, int)):
+            raise ValueError(f"Expected float or int eta_min, but got {eta_min} of type "
+                             f"{type(eta_min)}")
+        self.T_0 = T_0
+        self.T_i = T_0
+        self.T_mult = T_mult
+        self.eta_min = eta_min
+        self.T_cur = last_epoch
+        super().__init__(optimizer, last_epoch)
+
+    def get_lr(self):
+        _rates(self)  # the warning outside step()
+        return [self.eta_min + (base - self.eta_min) * (1 + math.cos(math.pi * self.T_cur / self.T_i))
+                / 2 for base in self.base_lrs]
+
+    def step(self, epoch=None) -> None:
+        """Advance one epoch, or jump to ``epoch`` (which may be fractional: an epoch and a
+        fraction of its batches)."""
+        if epoch is None and self.last_epoch < 0:
+            epoch = 0
+        if epoch is None:
+            epoch = self.last_epoch + 1
+            self.T_cur = self.T_cur + 1
+            if self.T_cur >= self.T_i:
+                self.T_cur = self.T_cur % self.T_i
+                self.T_i = self.T_i * self.T_mult
+        else:
+            if epoch < 0:
+                raise ValueError(f"Expected non-negative epoch, but got {epoch}")
+            if epoch >= self.T_0:
+                if self.T_mult == 1:
+                    self.T_cur = epoch % self.T_0
+                else:
+                    n = int(math.log((epoch / self.T_0 * (self.T_mult - 1) + 1), self.T_mult))
+                    self.T_cur = epoch - self.T_0 * (self.T_mult ** n - 1) / (self.T_mult - 1)
+                    self.T_i = self.T_0 * self.T_mult ** n
+            else:
+                self.T_i = self.T_0
+                self.T_cur = epoch
+        self.last_epoch = math.floor(epoch)
+        self._get_lr_called_within_step = True
+        try:
+            rates = self.get_lr()
+        finally:
+            self._get_lr_called_within_step = False
+        for group, lr in zip(self.optimizer.param_groups, rates):
+            group["lr"] = lr
+        self._last_lr = [group["lr"] for group in self.optimizer.param_groups]
+
+
+def _per_group(name, optimizer, value):
+    """One value per parameter group: a list of them, or one value for all."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != len(optimizer.param_groups):
+            raise ValueError(f"{name} must have the same length as optimizer.param_groups. {name} "
+                             f"has {len(value)} values, param_groups has "
+                             f"{len(optimizer.param_groups)}.")
+        return list(value)
+    return [value] * len(optimizer.param_groups)
+
+
+class OneCycleLR(LRScheduler):
+    """The 1cycle policy (Smith & Topin): the rate rises from ``max_lr / div_factor`` to
+    ``max_lr`` over the first ``pct_start`` of ``total_steps``, then anneals (``"cos"`` or
+    ``"linear"``) to ``initial_lr / final_div_factor``; ``three_phase`` comes back down to the
+    initial rate before the final anneal. With ``cycle_momentum`` the momentum (SGD) or beta1
+    (Adam family) moves the opposite way between ``max_momentum`` and ``base_momentum``.
+    Step it after every batch."""
+
+    def __init__(self, optimizer, max_lr, total_steps=None, epochs=None, steps_per_epoch=None,
+                 pct_start: float = 0.3, anneal_strategy: str = "cos",
+                 cycle_momentum: bool = True, base_momentum=0.85, max_momentum=0.95,
+                 div_factor: float = 25.0, final_div_factor: float = 1e4,
+                 three_phase: bool = False, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        if total_steps is not None:
+            if total_steps <= 0 or not isinstance(total_steps, int):
+                raise ValueError(f"Expected positive integer total_steps, but got {total_steps}")
+            self.total_steps = total_steps
+        elif epochs is not None and steps_per_epoch is not None:
+            if not isinstance(epochs, int) or epochs <= 0:
+                raise ValueError(f"Expected positive integer epochs, but got {epochs}")
+            if not isinstance(steps_per_epoch, int) or steps_per_epoch <= 0:
+                raise ValueError(f"Expected positive integer steps_per_epoch, but got "
+                                 f"{steps_per_epoch}")
+            self.total_steps = epochs * steps_per_epoch
+        else:
+            raise ValueError("You must define either total_steps OR (epochs AND steps_per_epoch)")
+        warmup_end = float(pct_start * self.total_steps) - 1
+        if three_phase:
+            self._schedule_phases = [
+                {"end_step": warmup_end, "start_lr": "initial_lr", "end_lr": "max_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
+                {"end_step": float(2 * pct_start * self.total_steps) - 2, "start_lr": "max_lr",
+                 "end_lr": "initial_lr", "start_momentum": "base_momentum",
+                 "end_momentum": "max_momentum"},
+                {"end_step": self.total_steps - 1, "start_lr": "initial_lr", "end_lr": "min_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "max_momentum"},
+            ]
+        else:
+            self._schedule_phases = [
+                {"end_step": warmup_end, "start_lr": "initial_lr", "end_lr": "max_lr",
+                 "start_momentum": "max_momentum", "end_momentum": "base_momentum"},
+                {"end_step": self.total_steps - 1, "start_lr": "max_lr", "end_lr": "min_lr",
+                 "start_momentum": "base_momentum", "end_momentum": "max_momentum"},
+            ]
+        if pct_start < 0 or pct_start > 1 or not isinstance(pct_start, float):
+            raise ValueError(f"Expected float between 0 and 1 pct_start, but got {pct_start}")
+        if anneal_strategy not in ["cos", "linear"]:
+            raise ValueError(f"anneal_strategy must be one of 'cos' or 'linear', instead got "
+                             f"{anneal_strategy}")
+        self._anneal_func_type = anneal_strategy
+        max_lrs = _per_group("max_lr", optimizer, max_lr)
+        if last_epoch == -1:
+            for group, top in zip(optimizer.param_groups, max_lrs):
+                group["initial_lr"] = top / div_factor
+                group["max_lr"] = top
+                group["min_lr"] = group["initial_lr"] / final_div_factor
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            if last_epoch == -1:
+                for top, bottom, group in zip(max_momentums, base_momentums,
+                                              optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (top, *group["betas"][1:])
+                    else:
+                        group["momentum"] = top
+                    group["max_momentum"] = top
+                    group["base_momentum"] = bottom
+        super().__init__(optimizer, last_epoch)
+
+    def _anneal_func(self, start, end, pct):
+        if self._anneal_func_type == "cos":
+            return self._annealing_cos(start, end, pct)
+        return self._annealing_linear(start, end, pct)
+
+    @staticmethod
+    def _annealing_cos(start, end, pct):
+        return end + (start - end) / 2.0 * (math.cos(math.pi * pct) + 1)
+
+    @staticmethod
+    def _annealing_linear(start, end, pct):
+        return (end - start) * pct + start
+
+    def get_lr(self):
+        _rates(self)  # the warning outside step()
+        step_num = self.last_epoch
+        if step_num > self.total_steps:
+            raise ValueError(f"Tried to step {step_num} times. The specified number of total "
+                             f"steps is {self.total_steps}")
+        rates = []
+        for group in self.optimizer.param_groups:
+            start_step = 0.0
+            for i, phase in enumerate(self._schedule_phases):
+                end_step = phase["end_step"]
+                if step_num <= end_step or i == len(self._schedule_phases) - 1:
+                    pct = (step_num - start_step) / (end_step - start_step)
+                    rates.append(self._anneal_func(group[phase["start_lr"]],
+                                                   group[phase["end_lr"]], pct))
+                    if self.cycle_momentum:
+                        momentum = self._anneal_func(group[phase["start_momentum"]],
+                                                     group[phase["end_momentum"]], pct)
+                        if self.use_beta1:
+                            group["betas"] = (momentum, *group["betas"][1:])
+                        else:
+                            group["momentum"] = momentum
+                    break
+                start_step = phase["end_step"]
+        return rates
