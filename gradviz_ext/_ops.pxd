@@ -151,19 +151,15 @@ cdef extern from *:
         out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, big->descr, big->nd,
                                      big->dimensions, NULL, NULL, 0, NULL);
         if (out == NULL) return NULL;
-        if (kernel == 5) side = 0;  /* the default case of the loops */
-        if (big->descr == gradviz_small_f32) {
-            if (kernel == 5)
-                GRADVIZ_SMALL_LOOPS(float, big->data, NULL, 0.0, ((gradviz_small_array *)out)->data, n, 0, 0);
+        {
+            /* negation is the loops' default case (kernel 0) */
+            int code = kernel == 5 ? 0 : kernel;
+            const char *y = other != NULL ? other->data : NULL;
+            char *o = ((gradviz_small_array *)out)->data;
+            if (big->descr == gradviz_small_f32)
+                GRADVIZ_SMALL_LOOPS(float, big->data, y, s, o, n, code, side);
             else
-                GRADVIZ_SMALL_LOOPS(float, big->data, other ? other->data : NULL, s,
-                                    ((gradviz_small_array *)out)->data, n, kernel, side);
-        } else {
-            if (kernel == 5)
-                GRADVIZ_SMALL_LOOPS(double, big->data, NULL, 0.0, ((gradviz_small_array *)out)->data, n, 0, 0);
-            else
-                GRADVIZ_SMALL_LOOPS(double, big->data, other ? other->data : NULL, s,
-                                    ((gradviz_small_array *)out)->data, n, kernel, side);
+                GRADVIZ_SMALL_LOOPS(double, big->data, y, s, o, n, code, side);
         }
         return out;
     }

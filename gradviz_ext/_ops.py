@@ -329,10 +329,10 @@ class OpNode(Node):
         if kernel == KERNEL_DIV:
             b = self.data(1)
             return [_wrap(_arith_kernel(KERNEL_DIV, g, b)) if needs[0] else None,
-                    _wrap(_arith_kernel(KERNEL_DIV,
-                                        _arith_kernel(KERNEL_MUL, _arith_kernel(KERNEL_NEG, g, None),
-                                                      self.data(0)),
-                                        _arith_kernel(KERNEL_MUL, b, b))) if needs[1] else None]
+                    _wrap(_arith_kernel(
+                        KERNEL_DIV,
+                        _arith_kernel(KERNEL_MUL, _arith_kernel(KERNEL_NEG, g, None), self.data(0)),
+                        _arith_kernel(KERNEL_MUL, b, b))) if needs[1] else None]
         attrs = self.attrs
         if attrs is not _ALPHA_ONE and (attrs is None or attrs.get("alpha", 1) != 1):
             return None  # the dunders' shared attrs are alpha 1 without a lookup
@@ -479,6 +479,12 @@ def _arith_kernel(kernel: cython.int, a, b):
         result = gradviz_small_arith(kernel, a, b)
         if result is not None:
             return result
+    return _ufunc(kernel, a, b)
+
+
+@cython.cfunc
+def _ufunc(kernel: cython.int, a, b):
+    """``a (kernel) b`` by numpy's ufunc."""
     if kernel == KERNEL_MUL:
         return _np_multiply(a, b)
     if kernel == KERNEL_DIV:
@@ -492,15 +498,15 @@ def _arith_kernel(kernel: cython.int, a, b):
 
 @cython.cfunc
 def _forward_kernel(kernel: cython.int, arrays: list, attrs: dict):
-    """An arithmetic op's forward as one ufunc call, or None to use the op's Python forward
-    (Note [Compiled kernels]). A shape error goes to the Python forward, which explains it."""
+    """An arithmetic op's forward as one small kernel or ufunc call, or None to use the op's
+    Python forward (Note [Compiled kernels]). A shape error goes to the Python forward, which
+    explains it."""
     if (kernel == KERNEL_ADD or kernel == KERNEL_SUB) and attrs.get("alpha", 1) != 1:
         return None
     try:
         return _arith_kernel(kernel, arrays[0], arrays[1] if kernel != KERNEL_NEG else None)
     except (ValueError, OverflowError):  # shape errors; ints beyond the dtype (they wrap)
         return None
-
 
 
 _NO_EDGE = (None, 0)
@@ -539,18 +545,21 @@ def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
     of the GIL in long loops), and the caller silences numpy the usual way."""
     if not cython.compiled or _quiet_context is None:
         return None
-    if (kernel != KERNEL_ADD and kernel != KERNEL_SUB) or attrs.get("alpha", 1) == 1:
-        # Note [Small kernels]: never warns, so needs no quiet context
-        result = gradviz_small_arith(kernel, arrays[0],
-                                     arrays[1] if kernel != KERNEL_NEG else None)
-        if result is not None:
-            return result
+    if (kernel == KERNEL_ADD or kernel == KERNEL_SUB) and attrs.get("alpha", 1) != 1:
+        return None
+    a = arrays[0]
+    b = arrays[1] if kernel != KERNEL_NEG else None
+    result = gradviz_small_arith(kernel, a, b)  # Note [Small kernels]: never warns
+    if result is not None:
+        return result
     try:
         PyContext_Enter(_quiet_context)
     except RuntimeError:  # "already entered": another thread is inside a kernel
         return None
     try:
-        return _forward_kernel(kernel, arrays, attrs)
+        return _ufunc(kernel, a, b)
+    except (ValueError, OverflowError):  # as _forward_kernel: the Python forward explains
+        return None
     finally:
         PyContext_Exit(_quiet_context)
 

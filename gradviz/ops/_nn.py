@@ -112,18 +112,23 @@ def _channel_shape(x):
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
 
 
-def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
-    if mean_ is None:
-        out = _normalize_forward(x, dims, eps)
-    else:  # evaluation: the running statistics
-        shape = _channel_shape(x)
-        out = (x - mean_.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+def _channel_affine(out, x, weight, bias):
+    """``out * weight + bias`` per channel (dim 1) of ``x``, in ``x``'s dtype."""
     shape = _channel_shape(x)
     if weight is not None:
         out = out * weight.reshape(shape)
     if bias is not None:
         out = out + bias.reshape(shape)
     return out.astype(x.dtype)
+
+
+def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
+    if mean_ is None:
+        out = _normalize_forward(x, dims, eps)
+    else:  # evaluation: the running statistics
+        shape = _channel_shape(x)
+        out = (x - mean_.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+    return _channel_affine(out, x, weight, bias)
 
 
 def _batch_norm_backward(ctx, g):
@@ -161,12 +166,7 @@ def _grouped(shape, groups):
 
 def _group_norm_forward(x, weight, bias, groups, eps):
     out = _normalize_forward(x.reshape(_grouped(x.shape, groups)), (2,), eps).reshape(x.shape)
-    shape = _channel_shape(x)
-    if weight is not None:
-        out = out * weight.reshape(shape)
-    if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.astype(x.dtype)
+    return _channel_affine(out, x, weight, bias)
 
 
 def _group_norm_backward(ctx, g):

@@ -566,8 +566,6 @@ class Case:
     hint: str | None = None
     # the bug changes the gradients of the program (False: it makes backward raise instead)
     changes_gradient: bool = True
-    # every forward argument can be recovered without capture()
-    without_capture: bool = True
     # ``(TypeName, phrase)`` the program's own backward() raises, as torch would
     raises: tuple | None = None
     options: dict = field(default_factory=dict)
@@ -822,7 +820,7 @@ def test_seeded_bug_is_diagnosed(case, seed):
     _assert_diagnosis(case, report, seed)
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.without_capture], ids=_case_id)
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
 def test_seeded_bug_is_diagnosed_without_capture(case):
     _, tensors = _leaves(case, 0)
     report = gradviz.debug.doctor(_build(case, case.buggy, tensors, capture=False))

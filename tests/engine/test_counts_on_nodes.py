@@ -96,6 +96,7 @@ def test_dependencies_are_the_same_on_nodes_and_in_dicts():
             assert second.step() is None
             break
         second.step()
+    assert_torch_grads(x, w, scale=2.0)  # each task accumulated one full gradient
 
 
 def test_a_dropped_paused_task_stops_being_live():
