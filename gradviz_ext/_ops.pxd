@@ -169,6 +169,144 @@ cdef extern from *:
     object gradviz_small_arith(int kernel, object a, object b)
 
 
+# Note [Whole-array kernels] (gradviz_ext/_ops.py): add/sub with an alpha as one fused
+# multiply-add per element (PyTorch's rounding), in place or into a new array, and relu's
+# backward as one pass; for aligned C-contiguous float32/float64 arrays of any size.
+cdef extern from *:
+    """
+    #define GRADVIZ_WRITEABLE 0x0400          /* NPY_ARRAY_WRITEABLE */
+
+    /* elements of an aligned, C-contiguous exact ndarray of float32/float64 (writeable when
+       asked), else -1 */
+    static Py_ssize_t gradviz_flat_size(PyObject *x, int writeable) {
+        gradviz_small_array *a = (gradviz_small_array *)x;
+        Py_ssize_t n = 1;
+        int i;
+        if ((PyObject *)Py_TYPE(x) != gradviz_small_ndarray) return -1;
+        if (a->descr != gradviz_small_f32 && a->descr != gradviz_small_f64) return -1;
+        if ((a->flags & GRADVIZ_SMALL_LAYOUT) != GRADVIZ_SMALL_LAYOUT) return -1;
+        if (writeable && !(a->flags & GRADVIZ_WRITEABLE)) return -1;
+        for (i = 0; i < a->nd; i++) n *= a->dimensions[i];
+        return n;
+    }
+
+    /* two covered arrays of one dtype and one shape: their size, else -1 */
+    static Py_ssize_t gradviz_flat_pair(PyObject *a, PyObject *b, int writeable) {
+        gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
+        Py_ssize_t n = gradviz_flat_size(a, writeable);
+        int i;
+        if (n < 0 || gradviz_flat_size(b, 0) < 0) return -1;
+        if (x->descr != y->descr || x->nd != y->nd) return -1;
+        for (i = 0; i < x->nd; i++)
+            if (x->dimensions[i] != y->dimensions[i]) return -1;
+        return n;
+    }
+
+    static PyObject *gradviz_new_like(PyObject *like) {
+        gradviz_small_array *a = (gradviz_small_array *)like;
+        Py_INCREF(a->descr);  /* PyArray_NewFromDescr steals it */
+        return gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, a->descr, a->nd,
+                                      a->dimensions, NULL, NULL, 0, NULL);
+    }
+
+    /* The fused multiply-add loops, compiled for the FMA instruction set and used only when
+       the CPU has it (checked once, gradviz_fma_enable): PyTorch's vectorized add with an
+       alpha is fmadd on such CPUs, rounding once. */
+    static int gradviz_fma_ok = 0;
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __attribute__((target("avx2,fma")))
+    static void gradviz_fma_f32(float *o, const float *a, const float *b, float s,
+                                Py_ssize_t n) {
+        Py_ssize_t k;
+        for (k = 0; k < n; k++) o[k] = __builtin_fmaf(s, b[k], a[k]);
+    }
+    __attribute__((target("avx2,fma")))
+    static void gradviz_fma_f64(double *o, const double *a, const double *b, double s,
+                                Py_ssize_t n) {
+        Py_ssize_t k;
+        for (k = 0; k < n; k++) o[k] = __builtin_fma(s, b[k], a[k]);
+    }
+    static void gradviz_fma_enable(void) {
+        __builtin_cpu_init();
+        gradviz_fma_ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+    }
+    #else
+    static void gradviz_fma_f32(float *o, const float *a, const float *b, float s,
+                                Py_ssize_t n) {}
+    static void gradviz_fma_f64(double *o, const double *a, const double *b, double s,
+                                Py_ssize_t n) {}
+    static void gradviz_fma_enable(void) { gradviz_fma_ok = 0; }
+    #endif
+
+    /* a + alpha * b, one rounding per element; into a when in_place (a is returned, a new
+       reference), else into a new array. None (a new reference) when not covered: other
+       dtypes or layouts, broadcasting, an alpha that is not a Python float or int exact in
+       the dtype, arrays that overlap, or a CPU without FMA. */
+    static PyObject *gradviz_fused_add(PyObject *a, PyObject *b, PyObject *alpha, int in_place) {
+        gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
+        Py_ssize_t n, itemsize;
+        double s;
+        PyObject *out;
+        char *o;
+        int f32;
+        if (gradviz_new_from_descr == NULL || !gradviz_fma_ok) Py_RETURN_NONE;
+        n = gradviz_flat_pair(a, b, in_place);
+        if (n < 0) Py_RETURN_NONE;
+        f32 = x->descr == gradviz_small_f32;
+        if (!gradviz_small_number(alpha, f32, &s)) Py_RETURN_NONE;
+        itemsize = f32 ? 4 : 8;
+        if (in_place && x->data != y->data && x->data < y->data + n * itemsize
+                && y->data < x->data + n * itemsize)
+            Py_RETURN_NONE;  /* partly overlapping: numpy's ufunc buffers it */
+        if (in_place) {
+            Py_INCREF(a);
+            out = a;
+        } else {
+            out = gradviz_new_like(a);
+            if (out == NULL) return NULL;
+        }
+        o = ((gradviz_small_array *)out)->data;
+        if (f32)
+            gradviz_fma_f32((float *)o, (const float *)x->data, (const float *)y->data,
+                            (float)s, n);
+        else
+            gradviz_fma_f64((double *)o, (const double *)x->data, (const double *)y->data, s, n);
+        return out;
+    }
+
+    #define GRADVIZ_THRESHOLD_LOOP(T, g, r, o, n)                                      \
+        do {                                                                      \
+            const T *gs = (const T *)(g); const T *rs = (const T *)(r);            \
+            T *os = (T *)(o); Py_ssize_t k;                                       \
+            for (k = 0; k < (n); k++) os[k] = rs[k] <= 0 ? (T)0 : gs[k];            \
+        } while (0)
+
+    /* relu's backward, PyTorch's threshold_backward(g, result, 0): 0 where result <= 0, else
+       g (a NaN result passes g on). A new array, or None (a new reference) when not covered. */
+    static PyObject *gradviz_threshold_backward(PyObject *g, PyObject *result) {
+        Py_ssize_t n;
+        PyObject *out;
+        char *o;
+        if (gradviz_new_from_descr == NULL) Py_RETURN_NONE;
+        n = gradviz_flat_pair(g, result, 0);
+        if (n < 0) Py_RETURN_NONE;
+        out = gradviz_new_like(g);
+        if (out == NULL) return NULL;
+        o = ((gradviz_small_array *)out)->data;
+        if (((gradviz_small_array *)g)->descr == gradviz_small_f32)
+            GRADVIZ_THRESHOLD_LOOP(float, ((gradviz_small_array *)g)->data,
+                                   ((gradviz_small_array *)result)->data, o, n);
+        else
+            GRADVIZ_THRESHOLD_LOOP(double, ((gradviz_small_array *)g)->data,
+                                   ((gradviz_small_array *)result)->data, o, n);
+        return out;
+    }
+    """
+    void gradviz_fma_enable()
+    object gradviz_fused_add(object a, object b, object alpha, int in_place)
+    object gradviz_threshold_backward(object g, object result)
+
+
 
 cdef class OpSpec:
     cdef public str name

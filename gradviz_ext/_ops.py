@@ -441,6 +441,7 @@ def _enable_small_kernels():
         except ImportError:  # numpy 1.x
             from numpy.core import _multiarray_umath as umath
         gradviz_small_enable(umath._ARRAY_API, np.ndarray, _F32, _F64)
+        gradviz_fma_enable()
         x = np.array([[1.5, -2.0, 3.25]], dtype=np.float32)
         y = gradviz_small_arith(KERNEL_DIV, x, np.array([[2.0, 4.0, -0.5]], np.float32))
         z = gradviz_small_arith(KERNEL_SUB, 1.0, np.arange(3.0))
@@ -469,6 +470,41 @@ def small_arith(kernel, a, b=None):
     if not cython.compiled:
         return None
     return gradviz_small_arith(kernel, a, b)
+
+
+# Note [Whole-array kernels]
+# --------------------------
+# Two operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
+# several passes and temporaries:
+#
+# * ``a + alpha * b`` (add and sub with an ``alpha``, out of place and in place: every SGD
+#   step is ``p.add_(grad, alpha=-lr)``). PyTorch computes it with a fused multiply-add on
+#   CPUs that have one, rounding once; numpy would round ``alpha * b`` first and allocate it.
+#   The loop is compiled for FMA and used only when the CPU has it, so the result is
+#   PyTorch's, bit for bit, in one pass and no temporary. Elsewhere (and interpreted) the
+#   two-step numpy result stands: one rounding more.
+# * relu's backward, ``threshold_backward(g, result)``: ``0 if result <= 0 else g`` in one
+#   pass, where numpy needs a mask, a multiply and a pass to turn -0.0 into 0.0, and a NaN
+#   result lets ``g`` through as in PyTorch.
+#
+# Both cover aligned C-contiguous float32/float64 arrays of one dtype and one shape (an
+# ``alpha`` that is a Python float or int); anything else returns None and numpy computes it.
+
+
+def fused_add(a, b, alpha, in_place: cython.bint = False):
+    """``a + alpha * b`` rounded once per element, into ``a`` when ``in_place``, or None where
+    it does not apply (Note [Whole-array kernels])."""
+    if cython.compiled:
+        return gradviz_fused_add(a, b, alpha, in_place)
+    return None
+
+
+def threshold_backward_kernel(g, result):
+    """relu's backward ``0 if result <= 0 else g`` in one pass, or None where it does not
+    apply (Note [Whole-array kernels])."""
+    if cython.compiled:
+        return gradviz_threshold_backward(g, result)
+    return None
 
 
 @cython.cfunc

@@ -75,6 +75,46 @@ def _check_writable(self, others=()):
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)
 
 
+_PARTIAL_OVERLAP_MESSAGE = (
+    "unsupported operation: some elements of the input tensor and the written-to tensor refer "
+    "to a single memory location. Please clone() the tensor before performing the operation.")
+
+
+def _span(array):
+    """``(first byte, end)`` of a dense array (C- or F-contiguous, so its strides are not
+    negative), else None: PyTorch only compares the memory of dense tensors."""
+    if not (array.flags.c_contiguous or array.flags.f_contiguous):
+        return None
+    start = array.__array_interface__["data"][0]
+    return start, start + array.nbytes
+
+
+def _layout(array):
+    """Sizes and strides without the dimensions of size 1 (whose strides mean nothing)."""
+    return [(n, s) for n, s in zip(array.shape, array.strides) if n != 1]
+
+
+def _check_no_partial_overlap(self, others):
+    """PyTorch's refusal of an in-place op one of whose operands shares some, but not all, of
+    the written-to memory (``t[1:].add_(t[:-1])``): the result would depend on the order
+    elements are written in. Like PyTorch, it compares dense tensors only, and the same
+    elements in another layout (``m.add_(m.t())``) also count as partial."""
+    target = self._data
+    for other in others:
+        if not isinstance(other, Tensor) or other._data is target:
+            continue
+        data = other._data
+        if not np.may_share_memory(target, data):
+            continue
+        mine, theirs = _span(target), _span(data)
+        if mine is None or theirs is None:
+            continue  # PyTorch's "too hard to tell": the op runs
+        if mine == theirs and _layout(target) == _layout(data):
+            continue  # the same elements in the same order: fine (``t.add_(t)``)
+        if mine[0] < theirs[1] and theirs[0] < mine[1]:
+            raise RuntimeError(_PARTIAL_OVERLAP_MESSAGE)
+
+
 def _view_error(view, what):
     """PyTorch's error for a view made by a multi-output op (``split``, ``chunk``, ``unbind``)
     or with grad mode off, when it ``what`` ("is being modified inplace", or "its base or
@@ -169,6 +209,7 @@ def _inplace(self, fn, *others):
     if not isinstance(self, Tensor):
         raise TypeError(f"in-place operation on {type(self).__name__}")
     _check_writable(self, others)
+    _check_no_partial_overlap(self, others)
     needs_graph = _engine.is_grad_enabled() and (
         _requires_grad(self) or any(_requires_grad(o) for o in others)
         or (self._base is not None and _requires_grad(self._base)))
@@ -546,8 +587,11 @@ def _method(fn):
 # one extra allocation per parameter. When no graph is needed and nothing can change the
 # dtype or the shape (a float32 or float64 tensor, and a tensor of its dtype and shape or a
 # Python number as operand), ``add_``, ``sub_``, ``mul_`` and ``div_`` write into ``self``
-# with the ufunc's ``out=``: the same values, one pass. Anything else takes the general path,
-# which owns the errors (and float16's rule, Note [Half precision arithmetic]).
+# with the ufunc's ``out=``: the same values, one pass. With an ``alpha`` and a tensor operand,
+# ``add_``/``sub_`` are one fused multiply-add per element where the CPU has it (PyTorch's
+# rounding, and no temporary for ``alpha * g``: Note [Whole-array kernels] in
+# gradviz_ext/_ops.py). Anything else takes the general path, which owns the errors (and
+# float16's rule, Note [Half precision arithmetic]).
 _DIRECT_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.true_divide}
 
 
@@ -573,14 +617,20 @@ def _write_directly(self, ufunc, args, kwargs):
         return False
     if type(alpha) not in (float, int):
         return False
+    if isinstance(other, Tensor):
+        _check_no_partial_overlap(self, (other,))
     if _engine.is_grad_enabled() and (
             _requires_grad(self) or (isinstance(other, Tensor) and _requires_grad(other))
             or (self._base is not None and _requires_grad(self._base))):
         return False  # a graph is recorded: the general path
-    with np.errstate(all="ignore"):
-        if alpha != 1:
-            operand = operand * alpha
-        ufunc(data, operand, out=data, casting="unsafe")
+    fused = (alpha != 1 and type(operand) is np.ndarray
+             and _ext_ops.fused_add(data, operand, alpha if ufunc is np.add else -alpha,
+                                    True) is not None)
+    if not fused:
+        with np.errstate(all="ignore"):
+            if alpha != 1:
+                operand = operand * alpha
+            ufunc(data, operand, out=data, casting="unsafe")
     self._version_counter.bump()
     root = self if self._base is None else self._base
     if root._views is not None:

@@ -199,6 +199,10 @@ def _half_with_number(ufunc, a, b):
 
 
 def _add_forward(a, b, alpha=1):
+    if alpha != 1:  # one rounding, as PyTorch (Note [Whole-array kernels] in gradviz_ext/_ops.py)
+        fused = _ext_ops.fused_add(a, b, alpha)
+        if fused is not None:
+            return fused
     try:
         return np.add(a, _scaled(a, b, alpha))
     except ValueError:
@@ -206,6 +210,10 @@ def _add_forward(a, b, alpha=1):
 
 
 def _sub_forward(a, b, alpha=1):
+    if alpha != 1:
+        fused = _ext_ops.fused_add(a, b, -alpha)
+        if fused is not None:
+            return fused
     try:
         return np.subtract(a, _scaled(a, b, alpha))
     except ValueError:
@@ -539,10 +547,14 @@ def _mask_like(mask_tensor, like):
 
 
 def _threshold_backward_forward(g, result):
+    out = _ext_ops.threshold_backward_kernel(g, result)  # Note [Whole-array kernels]
+    if out is not None:
+        return out
     # g * mask is several times faster than np.where on a random mask; "+ 0.0" turns the -0.0
     # of a negative g times False into the 0.0 torch gives. inf or NaN times False would be
-    # NaN where torch gives 0, so a gradient that is not finite takes np.where.
-    mask = result > 0
+    # NaN where torch gives 0, so a gradient that is not finite takes np.where. A NaN result
+    # lets g through, as torch's ``result <= 0 ? 0 : g`` does.
+    mask = ~(result <= 0)
     if g.dtype.kind != "f" or not np.isfinite(g).all():
         return np.where(mask, g, np.zeros((), dtype=g.dtype))
     out = np.multiply(g, mask, dtype=g.dtype)
