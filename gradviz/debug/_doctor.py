@@ -23,11 +23,9 @@ says why.
 
 from __future__ import annotations
 
-import itertools
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -36,167 +34,12 @@ from gradviz_ext import engine as _engine
 from .. import ops as _ops
 from .._tensor import Tensor
 from ..autograd._functional import make_graph_task
-from ..autograd.grad_mode import no_grad
 from . import _capture
+from ._arguments import graph_values, is_custom, recorded_inputs
 from ._gradcheck import check_double_backward, check_function
+from ._report import _WORST, FINDING_KINDS, DoctorReport, Entry, Finding, _fmt, _format_index, _index
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
-
-FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
-                 "mutated_grad_output", "coerced_gradient", "backward_error")
-
-_WORST = 5
-# findings whose worst entries are (backward's value, the finite difference)
-_GRADIENT_KINDS = ("wrong_gradient", "coerced_gradient", "nonfinite")
-
-
-class Entry(NamedTuple):
-    """One entry of a finding: its index, and the two values that disagree.
-
-    For gradient findings ``analytic`` is what backward returned and ``numeric`` the finite
-    difference; for ``mutated_saved`` they are the value when saved and the value now.
-    """
-
-    index: tuple
-    analytic: float
-    numeric: float
-
-
-@dataclass
-class Finding:
-    """One problem found by :func:`doctor`.
-
-    ``kind`` is one of ``FINDING_KINDS``; ``function`` the custom Function class (None for a
-    built-in node); ``node`` the graph node; ``input_index`` the forward argument position at
-    fault (or None); ``severity`` ``"error"`` or ``"warning"`` (a dtype cast that lost nothing
-    but precision). ``message`` reads as a diagnosis; ``hint`` is the likely cause, if one fits.
-    """
-
-    kind: str
-    function: Any
-    node: Any
-    input_index: int | None
-    message: str
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    worst: list = field(default_factory=list)
-    hint: str | None = None
-    severity: str = "error"
-    details: dict = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.message
-
-    def to_dict(self) -> dict:
-        """The finding as plain data: node ids instead of nodes, the Function's name instead of
-        its class (:meth:`DoctorReport.to_dict`). ``details`` is left out (it may hold
-        exceptions). Numbers stay Python floats, NaN and infinities included."""
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "function": None if self.function is None else self.function.__name__,
-            "node": None if self.node is None else self.node.node_id,
-            "node_name": "?" if self.node is None else self.node.name(),
-            "input_index": self.input_index,
-            "message": self.message,
-            "hint": self.hint,
-            "max_abs_error": self.max_abs_error,
-            "max_rel_error": self.max_rel_error,
-            "worst": [{"index": list(entry.index), "analytic": entry.analytic,
-                       "numeric": entry.numeric} for entry in self.worst],
-        }
-
-    def __repr__(self) -> str:
-        name = self.node.name() if self.node is not None else "?"
-        return (f"Finding(kind={self.kind!r}, node={name}, input_index={self.input_index}, "
-                f"severity={self.severity!r})")
-
-
-@dataclass
-class DoctorReport:
-    """What :func:`doctor` found: ``findings``, the nodes it ``checked`` and ``skipped``.
-
-    ``ok`` is True when no finding is an error (warnings do not count). ``print(report)``
-    gives the diagnosis as text.
-    """
-
-    findings: list = field(default_factory=list)
-    checked: list = field(default_factory=list)   # custom nodes checked against finite differences
-    skipped: list = field(default_factory=list)   # (node, reason)
-    notes: list = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
-
-    def by_kind(self, kind: str) -> list:
-        return [f for f in self.findings if f.kind == kind]
-
-    def to_dict(self) -> dict:
-        """The report as plain data (what the widget's Check gradients button shows).
-
-        ``summary`` is the first line of ``str(report)``; ``checked`` the ids of the nodes
-        checked; ``skipped`` one ``{node, name, reason}`` per node that could not be checked;
-        ``findings`` :meth:`Finding.to_dict` each, in the report's order.
-
-        Examples
-        --------
-        >>> import gradviz as torch
-        >>> class Twice(torch.autograd.Function):
-        ...     @staticmethod
-        ...     def forward(ctx, x):
-        ...         return x * 2
-        ...     @staticmethod
-        ...     def backward(ctx, grad):
-        ...         return grad * 2
-        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
-        >>> data["ok"], data["findings"], data["skipped"][0]["name"]
-        (True, [], 'TwiceBackward')
-        >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
-        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
-        """
-        return {
-            "ok": self.ok,
-            "summary": str(self).split("\n", 1)[0],
-            "findings": [finding.to_dict() for finding in self.findings],
-            "checked": [node.node_id for node in self.checked],
-            "skipped": [{"node": node.node_id, "name": node.name(), "reason": reason}
-                        for node, reason in self.skipped],
-            "notes": list(self.notes),
-        }
-
-    def __str__(self) -> str:
-        errors = sum(1 for f in self.findings if f.severity == "error")
-        warnings = len(self.findings) - errors
-        head = (f"gradient doctor: {len(self.checked)} custom Function node(s) checked against "
-                f"finite differences, {len(self.skipped)} skipped; ")
-        if not self.findings:
-            head += "no problems found"
-        else:
-            parts = []
-            if errors:
-                parts.append(f"{errors} problem{'s' if errors != 1 else ''}")
-            if warnings:
-                parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-            head += ", ".join(parts)
-        lines = [head]
-        for finding in self.findings:
-            mark = "problem" if finding.severity == "error" else "warning"
-            lines.append(f"  {mark}: {finding.message}")
-            if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
-                entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
-                                    f"{_fmt(e.numeric)}" for e in finding.worst)
-                lines.append(f"    worst entries (backward vs finite differences): {entries}")
-        for node, reason in self.skipped:
-            lines.append(f"  skipped: {node.name()}: {reason}")
-        for note in self.notes:
-            lines.append(f"  note: {note}")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
-                f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
 
 
 def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
@@ -256,7 +99,7 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                 f"element {index} of tensors does not require grad and does not have a grad_fn"
             )
     nodes = _walk([r.grad_fn for r in roots if r.grad_fn is not None])
-    custom = [n for n in nodes if _is_custom(n)]
+    custom = [n for n in nodes if is_custom(n)]
     report = DoctorReport()
     reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
 
@@ -270,9 +113,9 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
             pass_result = _backward_pass(roots, gradient, nodes, report)
             reporter("backward pass")
         checks = {}
-        known = _graph_values(nodes)
+        known = graph_values(nodes)
         for node in custom:
-            args, reason = _recorded_inputs(node, known)
+            args, reason = recorded_inputs(node, known)
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -329,10 +172,6 @@ def _walk(starts):
     return nodes
 
 
-def _is_custom(node):
-    """A custom Function's node (the ctx): it knows its Function class."""
-    return node._kind() == "custom" and getattr(node, "_forward_cls", None) is not None
-
 
 def _function(node):
     return getattr(node, "_forward_cls", None)
@@ -357,180 +196,6 @@ def _progress_reporter(progress, total):
             progress(done[0], total, label)
 
     return report
-
-
-def _index(flat_index, shape):
-    if not shape:
-        return ()
-    return tuple(int(i) for i in np.unravel_index(int(flat_index), shape))
-
-
-def _format_index(index):
-    return "[" + ", ".join(str(i) for i in index) + "]"
-
-
-def _fmt(value):
-    return f"{value:.6g}"
-
-
-# ---- recorded inputs ----------------------------------------------------------------------
-
-def _recorded_inputs(node, known, trail=()):
-    """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
-
-    Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
-    arguments can still be rebuilt when each was a tensor the graph still holds: one the
-    Function saved unchanged, one ``known`` has (:func:`_graph_values`), or an output of a
-    custom Function whose own arguments can be rebuilt (:func:`_edge_value`). A leaf may have
-    changed since forward; that does not matter here, because the Function's backward is
-    checked against its own forward at whatever point it is re-run.
-    """
-    recorded = getattr(node, "_forward_args", None)
-    if recorded is not None:
-        return tuple(recorded), None
-    hint = "build the graph inside gradviz.debug.capture() to record them"
-    count = node._num_forward_inputs
-    positions = node._tensor_input_positions
-    args = [None] * count
-    if len(positions) != count:
-        # plain constants (numbers, None, strings) are kept on the node; others are not
-        for position, value in getattr(node, "_forward_constants", None) or ():
-            args[position] = value
-        known_positions = {p for p, _ in getattr(node, "_forward_constants", None) or ()}
-        if len(known_positions) + len(positions) != count:
-            return None, (f"its forward arguments include non-tensors that were not recorded "
-                          f"({hint})")
-    saved = getattr(node, "_saved", None)
-    constants = []  # positions of tensor arguments that do not require grad
-    used = set()    # saved tensors matched to an argument
-    for edge, position in enumerate(positions):
-        next_node, input_nr = node.next_functions[edge]
-        if next_node is None:
-            constants.append(position)
-            continue
-        match = None
-        for item in saved or ():
-            if item is None or item._is_output or item._tensor is None:
-                continue
-            tensor = item._tensor
-            if tensor.grad_fn is not None:
-                same = tensor.grad_fn is next_node and tensor._output_nr == input_nr
-            else:
-                same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
-            if same:
-                match = item
-                break
-        if match is not None:
-            if match._version_counter.value != match._saved_version:
-                return None, f"input {position} was modified in place after forward ({hint})"
-            args[position] = _ops.from_numpy(match._tensor._data.copy())
-            used.add(id(match))
-            continue
-        value = _edge_value(next_node, input_nr, known, trail + (node,))
-        if value is not None:
-            args[position] = _ops.from_numpy(value.copy())
-            continue
-        if saved is None:
-            if node._released:
-                return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
-            return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
-        return None, f"input {position} was not saved for backward and not recorded ({hint})"
-    if constants and not _place_constants(node, args, constants, saved, used, known):
-        return None, (f"input {constants[0]} does not require grad and was not recorded "
-                      f"({hint})")
-    return tuple(args), None
-
-
-def _place_constants(node, args, constants, saved, used, known):
-    """Fill the arguments that need no gradient from the saved tensors no edge accounts for.
-
-    Nothing links such a tensor to its position, so each way of placing them is tried: the
-    one placing whose forward runs (and reproduces an output the graph still holds, if any)
-    is taken; with none, or several, the node is skipped.
-    """
-    spare = [item for item in saved or () if item is not None and not item._is_output
-             and item._tensor is not None and id(item) not in used
-             and item._version_counter.value == item._saved_version]
-    if len(spare) < len(constants) or len(spare) > 4:
-        return False
-    held = {nr: value for (owner, nr), value in known.items() if owner is node}
-    working = []
-    for choice in itertools.permutations(spare, len(constants)):
-        trial = list(args)
-        for position, item in zip(constants, choice):
-            trial[position] = _ops.from_numpy(item._tensor._data.copy())
-        try:
-            with no_grad():
-                outputs = node._forward_cls.apply(*trial)
-        except Exception:  # noqa: BLE001 - a placing the forward does not accept
-            continue
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-        if held:
-            if all(nr < len(outputs) and isinstance(outputs[nr], Tensor)
-                   and outputs[nr]._data.shape == value.shape
-                   and np.allclose(outputs[nr]._data, value, equal_nan=True)
-                   for nr, value in held.items()):
-                working = [trial]
-                break
-            continue
-        working.append(trial)
-    if len(working) != 1:
-        return False
-    for position in constants:
-        args[position] = working[0][position]
-    return True
-
-
-# How many custom Functions deep _edge_value re-runs forwards to find one argument.
-_RERUN_DEPTH = 16
-
-
-def _edge_value(node, output_nr, known, trail):
-    """The value of edge ``(node, output_nr)``: from ``known``, or for a custom Function's
-    output by re-running its forward (without recording) on its rebuilt arguments."""
-    value = known.get((node, output_nr))
-    if value is not None or not _is_custom(node) or node in trail or len(trail) > _RERUN_DEPTH:
-        return value
-    args, _ = _recorded_inputs(node, known, trail)
-    if args is None:
-        return None
-    try:
-        with no_grad():
-            outputs = node._forward_cls.apply(*args)
-    except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
-        return None
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    for nr, output in enumerate(outputs):
-        if isinstance(output, Tensor):
-            known.setdefault((node, nr), output._data)
-    return known.get((node, output_nr))
-
-
-def _graph_values(nodes):
-    """``{(node, output_nr): array}``: values of graph edges that the graph itself still holds.
-
-    A leaf's current value (its AccumulateGrad), and every saved tensor still at the version
-    it was saved at, under the edge it is the value of: an output saved by its own node, an
-    input by the node (and output number) that made it.
-    """
-    known = {}
-    for node in nodes:
-        if isinstance(node, _engine.AccumulateGrad):
-            variable = node.variable
-            if isinstance(variable, Tensor):
-                known[(node, 0)] = variable._data
-            continue
-        for _, item in _capture.saved_tensors_of(node):
-            if item._version_counter.value != item._saved_version:
-                continue
-            data = _capture.saved_data(item)
-            if data is None:
-                continue
-            if item._is_output:
-                known.setdefault((node, item._output_nr), data)
-            elif item._tensor is not None and item._tensor.grad_fn is not None:
-                known.setdefault((item._tensor.grad_fn, item._tensor._output_nr), data)
-    return known
 
 
 # ---- mutated saved tensors ---------------------------------------------------------------
@@ -629,7 +294,7 @@ def _feeds(grad_fn, output_nr, target, target_nr, depth):
 
 def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
     kind, number = label
-    if _is_custom(node):
+    if is_custom(node):
         position = _saved_input_position(node, item, fingerprint)
         what = f"saved tensor {number}"
         if item._is_output:
@@ -693,7 +358,7 @@ class _PassObserver(_engine.Observer):
     def node_started(self, task, node, grads):
         if self.first_nonfinite is None:
             self.incoming[node] = _nonfinite(grads)
-        if _is_custom(node):
+        if is_custom(node):
             self.grads_in[node] = [None if g is None else g._data.copy() for g in grads]
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
@@ -705,7 +370,7 @@ class _PassObserver(_engine.Observer):
         self.incoming.pop(node, None)
 
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
-        if _is_custom(node):
+        if is_custom(node):
             self.casts.append((node, slot, from_dtype, to_dtype))
 
     def error(self, task, node, exc):
