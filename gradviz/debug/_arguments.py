@@ -90,8 +90,9 @@ def recorded_inputs(node, known, trail=()):
             return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
         return None, f"input {position} was not saved for backward and not recorded ({hint})"
     if constants and not _place_constants(node, args, constants, saved, used, known):
-        return None, (f"input {constants[0]} does not require grad and was not recorded "
-                      f"({hint})")
+        freed = " (its saved tensors were freed)" if node._released else ""
+        return None, (f"input {constants[0]} does not require grad and was not recorded"
+                      f"{freed} ({hint})")
     return tuple(args), None
 
 

@@ -93,7 +93,14 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     roots = (loss,) if isinstance(loss, Tensor) else tuple(loss)
     for index, root in enumerate(roots):
         if not isinstance(root, Tensor):
-            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {type(root).__name__}")
+            kind = type(root)
+            if kind.__module__.split(".")[0] == "torch":
+                raise TypeError(
+                    f"doctor: loss[{index}] is a PyTorch {kind.__name__}; the doctor re-runs the "
+                    f"custom Functions of a gradviz graph: build the model with gradviz (import "
+                    f"gradviz as torch), or record torch's backward with "
+                    f"gradviz.debug.record_torch to step through it")
+            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
         if not root.requires_grad:
             raise RuntimeError(
                 f"element {index} of tensors does not require grad and does not have a grad_fn"
@@ -147,8 +154,24 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
+    _name_repeated_nodes(findings, custom)
     report.findings = findings
     return report
+
+
+def _name_repeated_nodes(findings, custom):
+    """A Function applied several times has one node per use, all of one name: say which use
+    (in forward order) and the node's id, so two findings of one name can be told apart."""
+    uses = {}
+    for node in sorted(custom, key=lambda n: n._sequence_nr()):
+        uses.setdefault(_function(node), []).append(node)
+    for finding in findings:
+        nodes = uses.get(finding.function, ())
+        if len(nodes) > 1 and finding.node in nodes:
+            number = nodes.index(finding.node) + 1
+            finding.details["use"] = number
+            finding.message += (f" [use {number} of {len(nodes)} of {finding.function.__name__} "
+                                f"in forward order, node {finding.node.node_id}]")
 
 
 # ---- the graph ------------------------------------------------------------------------------
@@ -436,8 +459,11 @@ def _pass_findings(observer, checks):
         check = checks.get(node)
         message = (f"{node.name()} input {position}: backward returned a {from_dtype.name} "
                    f"gradient for a {to_dtype.name} input; the engine cast it silently")
+        # a cast is only a warning: a wrong gradient is reported on its own; but a cast from
+        # a narrower dtype may be why it is wrong (precision lost in backward)
         severity = "warning"
-        if check is not None and any(s.position == position and not s.ok for s in check.slots):
+        if check is not None and from_dtype.itemsize < to_dtype.itemsize \
+                and any(s.position == position and not s.ok for s in check.slots):
             severity = "error"
         findings.append(Finding(kind="coerced_gradient", function=_function(node), node=node,
                                 input_index=position, message=message, severity=severity,
@@ -450,8 +476,6 @@ def _pass_findings(observer, checks):
 
 def _check_findings(node, check, earlier):
     findings = []
-    name = node.name()
-    cls = _function(node)
     if check.backward_error is not None:
         if not any(f.kind == "backward_error" and f.node is node for f in earlier):
             findings.append(_backward_error(node, check.backward_error))
@@ -460,55 +484,99 @@ def _check_findings(node, check, earlier):
     if check.mutated_inputs:
         return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
-        if slot.nonfinite.any():
-            findings.extend(_nonfinite_finding(node, slot, earlier))
-        if not slot.mismatched.any():
-            continue
-        keep = slot.mismatched
-        if slot.shown is not None:
-            flat, analytic, numeric = slot.shown
+        findings.extend(_slot_findings(node, check, slot, earlier))
+    if check.alone is not None:
+        output, alone = check.alone
+        if alone.backward_error is not None:
+            if not any(f.kind == "backward_error" and f.node is node for f in earlier):
+                exc = alone.backward_error
+                findings.append(_backward_error(
+                    node, exc, when=f"when only output {output} is used (the others' gradients "
+                                    f"are None, or zeros)",
+                    hint=_none_hint(exc)))
         else:
-            flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
-        error = np.abs(analytic - numeric)
-        relative = error / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-300)
-        order = np.argsort(-error)[:_WORST]
-        worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
-                 for i in order]
-        first = worst[0]
-        where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
-                 f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
-                 f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
-        details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
-                   "mismatched": int(keep.sum()), "sampled": slot.sampled,
-                   "excluded_near_kink": slot.excluded_near_kink,
-                   "grad_output": "incoming" if slot.shown is not None else "random"}
-        if slot.reduced_from is not None:
-            kind = "coerced_gradient"
-            message = (f"{name} input {slot.position}: backward returned a gradient of shape "
-                       f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
-                       f"engine summed it down and the result disagrees with finite differences "
-                       f"({where})")
-            details["returned_shape"] = list(slot.reduced_from)
-        elif slot.none_returned:
-            kind = "wrong_gradient"
-            message = (f"{name} input {slot.position}: backward returned None, but the gradient "
-                       f"is not zero (at {_format_index(first.index)}: numeric {_fmt(first.numeric)})")
-        else:
-            kind = "wrong_gradient"
-            message = f"{name} input {slot.position}: gradient disagrees with finite differences ({where})"
-            if slot.shown is None:
-                message = message[:-1] + ", with a random grad_output)"
-        hint = slot.hint
-        if hint and not slot.none_returned:
-            message += f" - {hint}"
-        findings.append(Finding(kind=kind, function=cls, node=node, input_index=slot.position,
-                                message=message, max_abs_error=float(error.max()),
-                                max_rel_error=float(relative.max()), worst=worst, hint=hint,
-                                details=details))
+            for slot in alone.slots:
+                findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
+    if check.probe is not None:
+        factor, probe = check.probe
+        for slot in probe.slots:
+            findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
 
 
-def _nonfinite_finding(node, slot, earlier):
+def _none_hint(exc):
+    if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc):
+        return ("with ctx.set_materialize_grads(False) the gradient of an unused output is "
+                "None: check for None before using it")
+    return None
+
+
+def _slot_findings(node, check, slot, earlier, probe=None, alone=None):
+    """The findings of one checked slot: at the recorded inputs, or at a probe point (the
+    factor the inputs were scaled by), or with one output used ``alone``."""
+    name = node.name()
+    findings = []
+    if slot.nonfinite.any():
+        findings.extend(_nonfinite_finding(node, slot, earlier, probe))
+    if not slot.mismatched.any():
+        return findings
+    keep = slot.mismatched
+    if slot.shown is not None:
+        flat, analytic, numeric = slot.shown
+    else:
+        flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
+    error = np.abs(analytic - numeric)
+    relative = error / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-300)
+    order = np.argsort(-error)[:_WORST]
+    worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
+             for i in order]
+    first = worst[0]
+    where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
+             f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+             f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
+    details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
+               "mismatched": int(keep.sum()), "sampled": slot.sampled,
+               "excluded_near_kink": slot.excluded_near_kink,
+               "grad_output": "incoming" if slot.shown is not None else "random"}
+    when = ""
+    if probe is not None:
+        details["probe"] = probe
+        when = (f" at other inputs than the recorded ones: with the checked inputs scaled by "
+                f"{probe:g}; at the recorded inputs it agrees")
+    elif alone is not None:
+        details["alone"] = alone
+        when = (f" when only output {alone} is used (the others' gradients are None, or "
+                f"zeros); with every output used it agrees")
+    if slot.reduced_from is not None:
+        kind = "coerced_gradient"
+        message = (f"{name} input {slot.position}: backward returned a gradient of shape "
+                   f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
+                   f"engine summed it down and the result disagrees with finite differences"
+                   f"{when} ({where})")
+        details["returned_shape"] = list(slot.reduced_from)
+    elif slot.none_returned:
+        kind = "wrong_gradient"
+        message = (f"{name} input {slot.position}: backward returned None, but the gradient "
+                   f"is not zero{when} (at {_format_index(first.index)}: numeric "
+                   f"{_fmt(first.numeric)})")
+    else:
+        kind = "wrong_gradient"
+        message = (f"{name} input {slot.position}: gradient disagrees with finite "
+                   f"differences{when} ({where})")
+        if slot.shown is None and probe is None:
+            message = message[:-1] + ", with a random grad_output)"
+    hint = slot.hint
+    if hint and not slot.none_returned:
+        message += f" - {hint}"
+    findings.append(Finding(kind=kind, function=_function(node), node=node,
+                            input_index=slot.position, message=message,
+                            max_abs_error=float(error.max()),
+                            max_rel_error=float(relative.max()), worst=worst, hint=hint,
+                            details=details))
+    return findings
+
+
+def _nonfinite_finding(node, slot, earlier, probe=None):
     keep = slot.nonfinite
     flat = slot.indices[keep]
     worst = [Entry(_index(j, slot.shape), float(a), float(n))
@@ -520,8 +588,10 @@ def _nonfinite_finding(node, slot, earlier):
                 finding.input_index = slot.position
             return []
     first = worst[0]
+    when = "" if probe is None else (f" at other inputs than the recorded ones (with the "
+                                     f"checked inputs scaled by {probe:g})")
     message = (f"{node.name()} input {slot.position}: backward returns non-finite values where "
-               f"the gradient is finite ({int(keep.sum())} entries; at "
+               f"the gradient is finite{when} ({int(keep.sum())} entries; at "
                f"{_format_index(first.index)}: analytic {_fmt(first.analytic)} vs numeric "
                f"{_fmt(first.numeric)})")
     return [Finding(kind="nonfinite", function=_function(node), node=node,
@@ -538,7 +608,7 @@ _SLOT_IN_MESSAGE = (
 )
 
 
-def _backward_error(node, exc):
+def _backward_error(node, exc, when="", hint=None):
     """A backward_error finding; the input slot too when the engine's message names it."""
     text = str(exc)
     position = None
@@ -549,10 +619,39 @@ def _backward_error(node, exc):
             position = _position(node, number) if counts == "edge" else number - 1
             break
     where = "" if position is None else f" (input {position})"
+    when = f" {when}" if when else ""
+    hint = hint or _shape_hint(text)
+    message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
+    if hint:
+        message += f" - {hint}"
     return Finding(kind="backward_error", function=_function(node), node=node,
-                   input_index=position,
-                   message=f"{node.name()}: backward raised {type(exc).__name__}{where}: {exc}",
+                   input_index=position, message=message, hint=hint,
                    details={"exception": exc})
+
+
+_INVALID_SHAPE = re.compile(r"got \[([\d, ]*)\] but expected shape compatible with \[([\d, ]*)\]")
+
+
+def _shape_hint(text):
+    """For the engine's invalid-gradient-shape error: what the shape says about the bug."""
+    match = _INVALID_SHAPE.search(text)
+    if match is None:
+        return None
+    got = [int(d) for d in match.group(1).split(",") if d.strip()]
+    want = [int(d) for d in match.group(2).split(",") if d.strip()]
+    if len(got) == len(want) and sorted(got) == sorted(want) and 1 in want:
+        return (f"return it in the input's shape {want}: it was summed over the wrong "
+                f"dimension (sum over the dimensions the input was broadcast along)")
+    if len(got) == len(want) >= 2 and got[:-2] + got[-2:][::-1] == want:
+        return (f"return it in the input's shape {want}: the gradient looks transposed (the "
+                f"transpose is missing, or one too many)")
+    if int(np.prod(got)) == int(np.prod(want)):
+        return f"return it in the input's shape {want}: it has the right size, reshape it"
+    if len(got) < len(want):
+        return (f"return it in the input's shape {want}: a reduction dropped a dimension "
+                f"(keepdim=True?)")
+    return (f"return it in the input's shape {want}, or in a shape that broadcasts to the "
+            f"output and sums down to it")
 
 
 def _changed_entries(before, after):

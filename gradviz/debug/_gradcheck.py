@@ -96,6 +96,12 @@ class NodeCheck:
     mutated_inputs: dict = field(default_factory=dict)
     # gradients that backward modified in place: {output index: (values given, values after)}
     mutated_grad_outputs: dict = field(default_factory=dict)
+    # Note [Where the doctor evaluates]: right at the recorded inputs, wrong at other inputs:
+    # (the factor the checked inputs were scaled by, the NodeCheck there)
+    probe: tuple | None = None
+    # a Function of several outputs, right when all of them receive a gradient, wrong when
+    # one is used alone: (that output, the NodeCheck with it alone)
+    alone: tuple | None = None
 
     @property
     def ok(self) -> bool:
@@ -191,17 +197,20 @@ class _Rerun:
         outputs, _ = self._forward(arrays)
         return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
 
-    def analytic(self, scale=1.0, arrays=None):
+    def analytic(self, scale=1.0, arrays=None, only=None):
         """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
-        default the recorded arguments).
+        default the recorded arguments). With ``only`` (an output number), backward runs
+        from that output alone, as in a graph that uses no other output of the Function: the
+        others' gradients are then None (``ctx.set_materialize_grads(False)``) or zeros.
 
         Returns ``({position: float64 array or None}, observer)``.
         """
         outputs, leaves = self._forward(self.base if arrays is None else arrays)
-        roots = [outputs[k] for k in self.diff_outputs]
+        used = self.diff_outputs if only is None else [only]
+        roots = [outputs[k] for k in used]
         # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
         grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
-                 for k in self.diff_outputs]
+                 for k in used]
         observer = _RerunObserver()
         observer.node = roots[0].grad_fn
         capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
@@ -209,7 +218,7 @@ class _Rerun:
         task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
                                observer=observer)
         captured = task.run()
-        for k, grad, before in zip(self.diff_outputs, grads, given):
+        for k, grad, before in zip(used, grads, given):
             if not np.array_equal(grad._data, before, equal_nan=True):
                 observer.mutated_grads[k] = (before.astype(np.float64),
                                              grad._data.astype(np.float64))
@@ -296,12 +305,15 @@ def _modified_in_forward(call, arrays, outputs):
     return found
 
 
-def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> NodeCheck:
+def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
+                   probe=True) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
     the re-run, and only they are checked. ``incoming`` (one array or None per output) is the
-    gradient the user's loss sent into the node; mismatches are shown again with it.
+    gradient the user's loss sent into the node; mismatches are shown again with it. With
+    ``probe``, a backward right at ``args`` is also checked at other inputs (Note [Where the
+    doctor evaluates]) and, for several outputs, with each output used alone.
     """
     positions = [p for p, a in enumerate(args)
                  if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
@@ -360,6 +372,11 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
         slot.cast_from = observer.cast.get(edge_of[p])
         check.slots.append(slot)
 
+    if check.ok and probe and not check.mutated_inputs:
+        if len(rerun.diff_outputs) > 1:
+            check.alone = _check_outputs_alone(rerun, positions, seed)
+        if check.alone is None:
+            check.probe = _probe(cls, args, needs, positions, seed)
     if not check.ok:
         explain(rerun, check, analytic)
         if incoming is not None:
@@ -407,6 +424,86 @@ def _show_with_incoming(rerun, check, incoming):
         pass
     finally:
         rerun.cotangents, rerun._cotangent_list = saved
+
+
+# Note [Where the doctor evaluates]
+# ----------------------------------
+# The doctor checks a backward where the user's graph ran it: at the recorded forward
+# arguments. That is where the Function's own assumptions hold (a symmetric matrix, positive
+# values, a sorted index), so a mismatch there is a bug in this graph. But a backward can be
+# wrong only for some inputs (an abs or relu whose negative branch is wrong, a clamp with the
+# wrong boundary, one wrong branch of a piecewise function), and the recorded inputs may all
+# fall on the right side: all positive, all small. So a backward that is right at the recorded
+# inputs is checked again at a few *probe points*: the checked inputs scaled together by each
+# of ``_PROBE_FACTORS``. Scaling keeps what the Function may rely on (shape, symmetry, zeros,
+# sparsity, the ratios between entries) while moving the values across zero and across the
+# usual boundaries near 1. At most ``_PROBE_ENTRIES`` entries per input are checked there;
+# a probe whose forward raises or is not finite is dropped silently (the Function may not
+# accept such inputs), and so is one whose backward raises. A mismatch found at a probe is
+# reported with the probe named (the factor, and the input's value at the worst entry), and
+# at the first probe that shows one the search stops. A bug outside every probe's reach (a
+# boundary at 6 for inputs near 0) still hides: the report's checked inputs are the only
+# ones known to be right.
+_PROBE_FACTORS = (-1.0, 3.0, -3.0, 0.25)
+_PROBE_ENTRIES = 32
+
+
+def _probe(cls, args, needs, positions, seed):
+    """``(factor, NodeCheck)`` for the first probe point where backward disagrees, or None."""
+    for factor in _PROBE_FACTORS:
+        moved = list(args)
+        for p in positions:
+            moved[p] = _ops.from_numpy(args[p]._data * args[p]._data.dtype.type(factor))
+        try:
+            check = check_function(cls, tuple(moved), needs, seed, _PROBE_ENTRIES, probe=False)
+        except Exception:  # noqa: BLE001 - the Function may not accept such inputs
+            continue
+        if check.skipped is None and check.backward_error is None and not check.mutated_inputs \
+                and not check.ok:
+            return factor, check
+    return None
+
+
+def _check_outputs_alone(rerun, positions, seed):
+    """``(output, NodeCheck)`` for the first output that, used alone, gives a wrong gradient or
+    makes backward raise, or None.
+
+    A graph that uses one output of several runs backward with None (or zeros) for the
+    others: a backward that mishandles None (``ctx.set_materialize_grads(False)``) is right
+    when every output is used, and wrong here.
+    """
+    saved = rerun.cotangents, rerun._cotangent_list
+    try:
+        for k in rerun.diff_outputs:
+            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+            rerun.cotangents = alone
+            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+            check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}
+                                             [rerun.itemsize]).name)
+            try:
+                analytic, observer = rerun.analytic(only=k)
+            except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
+                check.backward_error = exc
+                return k, check
+            edge_of = {p: e for e, p in enumerate(rerun.tensor_positions)}
+            for p in positions:
+                size = rerun.base[p].size
+                indices = (np.sort(np.random.default_rng((seed, p, k)).choice(
+                    size, _PROBE_ENTRIES, replace=False)) if size > _PROBE_ENTRIES
+                    else np.arange(size))
+                values = analytic[p]
+                none_returned = values is None or edge_of[p] in observer.none_edges
+                full = np.zeros(rerun.base[p].shape) if none_returned else values
+                slot = _check_slot(rerun, p, indices, full.reshape(-1)[indices])
+                slot.none_returned = none_returned
+                slot.sampled = size > _PROBE_ENTRIES
+                check.slots.append(slot)
+            if not check.ok:
+                explain(rerun, check, analytic, alone=True)
+                return k, check
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
+    return None
 
 
 def _check_slot(rerun, position, indices, analytic) -> SlotCheck:

@@ -16,13 +16,17 @@ import numpy as np
 __all__ = ["explain", "factor_hint"]
 
 
-def explain(rerun, check, analytic):
-    """Attach a hint (the likely cause) to each slot that disagrees."""
+def explain(rerun, check, analytic, alone=False):
+    """Attach a hint (the likely cause) to each slot that disagrees.
+
+    ``alone``: backward ran from one output only (the cotangent-scaling and per-output
+    heuristics, which run it from all outputs, do not apply).
+    """
     compared = {}
     for slot in check.slots:
         keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
         compared[slot.position] = (slot, keep)
-    linear = None
+    linear = {} if alone else None
     for slot in check.slots:
         if not slot.mismatched.any():
             continue
@@ -33,6 +37,8 @@ def explain(rerun, check, analytic):
         a, n = slot.analytic[keep], slot.numeric[keep]
         hint = factor_hint(a, n)
         if hint is None:
+            hint = _region_hint(slot, keep, rerun.base[slot.position])
+        if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
             hint = _layout_hint(slot)
@@ -41,12 +47,42 @@ def explain(rerun, check, analytic):
                 linear = _linearity(rerun, analytic)
             hint = linear.get(slot.position)
         slot.hint = hint
-    if len(rerun.diff_outputs) > 1:
+    if len(rerun.diff_outputs) > 1 and not alone:
         for position, outputs in _outputs_at_fault(rerun, check).items():
             slot = next(s for s in check.slots if s.position == position)
             part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
                     f"{', '.join(str(k) for k in outputs)} disagrees")
             slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
+
+
+def _region_hint(slot, keep, values):
+    """When only some entries disagree: the range of the input's values where they sit, if it
+    is apart from where backward agrees (a wrong branch, or a boundary in the wrong place)."""
+    wrong = slot.mismatched & keep
+    right = keep & ~slot.mismatched
+    if not wrong.any() or not right.any():
+        return None
+    x = values.reshape(-1)[slot.indices].astype(np.float64)
+    bad, good = x[wrong], x[right]
+    p = slot.position
+    if np.all(bad < 0) and np.all(good >= 0):
+        where = f"where input {p} is negative"
+    elif np.all(bad > 0) and np.all(good <= 0):
+        where = f"where input {p} is positive"
+    elif bad.min() > good.max():
+        where = f"where input {p} is above {good.max():.4g} (from {bad.min():.4g} on)"
+    elif bad.max() < good.min():
+        where = f"where input {p} is below {good.min():.4g} (up to {bad.max():.4g})"
+    elif not np.any((good >= bad.min()) & (good <= bad.max())):
+        where = f"for input {p} between {bad.min():.4g} and {bad.max():.4g}"
+    else:
+        return None
+    part = factor_hint(slot.analytic[wrong], slot.numeric[wrong])
+    if part is not None and part.startswith("the true gradient is zero"):
+        part = "the true gradient is zero there"
+    part = "" if part is None else f" ({part})"
+    return (f"it disagrees only {where}, and agrees elsewhere{part}: a wrong branch of "
+            f"backward, or a boundary in the wrong place?")
 
 
 def _close(a, b, rel=1e-2):
@@ -108,6 +144,17 @@ def _layout_hint(slot):
         transposed = np.swapaxes(n, -1, -2)
         if _close(a, transposed) and not _close(n, transposed):
             return "it equals the transpose of the true gradient: looks transposed"
+    shifted = _shift_hint(a, n)
+    if shifted is not None:
+        return shifted
+    if a.size > 2 and _close(np.sort(a, axis=None), np.sort(n, axis=None), rel=1e-3) \
+            and not _close(a, n):
+        return ("it holds the right values in the wrong places: a reshape or view where a "
+                "transpose or permute is needed?")
+    return None
+
+
+def _shift_hint(a, n):
     for dim in range(a.ndim):
         if a.shape[dim] < 3:
             continue
