@@ -712,16 +712,26 @@ def _double_backward_findings(node, check):
         worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
                  for i in order]
         first = worst[0]
-        message = (f"{node.name()} input {slot.position}: the derivative of its backward "
-                   f"(create_graph=True, double backward) disagrees with finite differences of "
-                   f"backward ({int(keep.sum())} of {len(slot.indices)} checked entries disagree; "
-                   f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
-                   f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        if slot.grad_output:
+            message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                       f"with respect to grad_output (create_graph=True, double backward) "
+                       f"disagrees with the forward's finite differences ({int(keep.sum())} of "
+                       f"{len(slot.indices)} output entries disagree; max abs err "
+                       f"{_fmt(float(error[order[0]]))} at output entry {first.index[0]}: "
+                       f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        else:
+            message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                       f"(create_graph=True, double backward) disagrees with finite differences "
+                       f"of backward ({int(keep.sum())} of {len(slot.indices)} checked entries "
+                       f"disagree; max abs err {_fmt(float(error[order[0]]))} at "
+                       f"{_format_index(first.index)}: analytic {_fmt(first.analytic)} vs "
+                       f"numeric {_fmt(first.numeric)})")
         if slot.hint:
             message += f" - {slot.hint}"
         findings.append(Finding(kind="wrong_double_backward", function=_function(node), node=node,
                                 input_index=slot.position, message=message,
                                 max_abs_error=float(error.max()), worst=worst, hint=slot.hint,
-                                details={"order": 2, "checked": int(len(slot.indices)),
+                                details={"order": 2, "grad_output": slot.grad_output,
+                                         "checked": int(len(slot.indices)),
                                          "mismatched": int(keep.sum())}))
     return findings

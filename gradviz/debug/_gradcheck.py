@@ -77,6 +77,9 @@ class SlotCheck:
     # the mismatched entries again, with the gradient the user's loss sent into the node
     # (what .grad shows) instead of the random cotangents: (flat indices, analytic, numeric)
     shown: tuple | None = None
+    # double backward only: the derivative with respect to grad_output disagrees (Note
+    # [Double backward and grad_output]); indices then run over the outputs' entries
+    grad_output: bool = False
 
     @property
     def ok(self) -> bool:
@@ -664,7 +667,72 @@ def check_double_backward(cls, args, needs, seed, max_entries=64):
             else:
                 slot.hint = factor_hint(a, n)
         check.slots.append(slot)
+    for slot in _grad_output_slots(rerun, u, [s.position for s in check.slots if s.ok]):
+        check.slots = [slot if s.position == slot.position else s for s in check.slots]
     return check, None
+
+
+def _grad_output_slots(rerun, u, positions):
+    """Note [Double backward and grad_output]: a backward must be differentiable in its
+    ``grad_output`` too (a Hessian-vector product, or a penalty whose upstream gradient depends
+    on parameters, differentiates through it). ``vjp_p(x, v)`` is linear in ``v``, so
+    ``d/dv <u_p, vjp_p(x, v)>`` is the Jacobian-vector product ``J_p u_p``: the forward's
+    directional derivative along ``u_p``, two forward runs. A backward that detaches
+    ``grad_output`` (``grad.detach()``, ``grad.data``) gets zero here, silently.
+
+    Returns a mismatched SlotCheck for each input whose gradient disagrees (over the outputs'
+    entries).
+    """
+    found = []
+    for p in positions:
+        try:
+            analytic = _cotangent_derivative(rerun, p, u[p])
+        except Exception:  # noqa: BLE001 - checked above already; nothing more to say
+            continue
+        steps = []
+        for factor in (1.0, 0.1):
+            h = rerun.step * factor * max(1.0, float(np.max(np.abs(rerun.base[p]))))
+            up = rerun.evaluate({**rerun.base, p: rerun.base[p] + h * u[p]})
+            low = rerun.evaluate({**rerun.base, p: rerun.base[p] - h * u[p]})
+            steps.append(np.concatenate([((a - b) / (2 * h)).reshape(-1) for a, b in zip(up, low)]))
+        numeric = np.where(np.abs(steps[0] - steps[1]) <= 1e-3 * np.maximum(1.0, np.abs(steps[1])),
+                           steps[0], np.nan)
+        finite = np.isfinite(numeric)
+        scale = float(np.max(np.abs(numeric[finite]))) if finite.any() else 0.0
+        tolerance = 1e-4 * max(scale, 1e-8) + 1e-4 * np.maximum(np.abs(analytic), np.abs(numeric))
+        mismatched = finite & ~(np.abs(analytic - numeric) <= tolerance)
+        if not mismatched.any():
+            continue
+        slot = SlotCheck(position=p, shape=(analytic.size,), indices=np.arange(analytic.size),
+                         analytic=analytic, numeric=numeric, mismatched=mismatched,
+                         nonfinite=np.zeros(analytic.size, dtype=bool))
+        slot.grad_output = True
+        if not np.any(analytic):
+            slot.hint = ("its gradient does not follow grad_output through the graph: backward "
+                         "detaches grad_output (grad.detach(), grad.data, a numpy round trip); "
+                         "compute with grad itself, or mark it @once_differentiable")
+        else:
+            slot.hint = factor_hint(analytic[finite], numeric[finite])
+        found.append(slot)
+    return found
+
+
+def _cotangent_derivative(rerun, p, u_p):
+    """``d/dv <u_p, vjp_p(x, v)>`` through the graph backward builds, flattened over the
+    differentiable outputs."""
+    outputs, leaves = rerun._forward(rerun.base)
+    roots = [outputs[k] for k in rerun.diff_outputs]
+    grads = [_ops.from_numpy(np.asarray(rerun.cotangents[k], dtype=rerun.out_dtypes[k]))
+             .requires_grad_(True) for k in rerun.diff_outputs]
+    with enable_grad():
+        (first,) = _autograd_grad(roots, [leaves[p]], grads, create_graph=True, allow_unused=True)
+        if first is None or not first.requires_grad:
+            derivative = [None] * len(grads)
+        else:
+            term = (first * _ops.from_numpy(u_p.astype(first._data.dtype))).sum()
+            derivative = _autograd_grad([term], grads, allow_unused=True)
+    return np.concatenate([(np.zeros(g._data.shape) if d is None else d._data.astype(np.float64))
+                           .reshape(-1) for g, d in zip(grads, derivative)])
 
 
 def _second_order(rerun, u):
