@@ -90,7 +90,8 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
     BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
     """
-    roots = (loss,) if isinstance(loss, Tensor) else tuple(loss)
+    roots = (loss,) if isinstance(loss, Tensor) or type(loss).__module__.startswith("torch") \
+        else tuple(loss)
     for index, root in enumerate(roots):
         if not isinstance(root, Tensor):
             kind = type(root)

@@ -151,6 +151,10 @@ class _Rerun:
                     data = data.astype(dtype)
                 self.base[i] = data
         self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        # at probe points (Note [Where the doctor evaluates]) the rounding noise also counts
+        # the outputs too large to show a change (a saturated softmax): a false alarm there
+        # would blame a right backward for inputs the user never gave it
+        self.count_unchanged = False
         self.mutated_inputs = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs)
@@ -253,6 +257,7 @@ class _Rerun:
         width = float(upper if upper is not None else x) - float(lower if lower is not None else x)
         total = 0.0
         magnitude = 0.0
+        hidden = 0.0
         with np.errstate(invalid="ignore", over="ignore"):
             for v, a, b in zip(self._cotangent_list, y_up, y_low):
                 delta = a - b
@@ -260,9 +265,12 @@ class _Rerun:
                 if changed.any():
                     total += float(np.sum(v[changed] * delta[changed]))
                     magnitude += float(np.sum(np.abs(v[changed]) * (np.abs(a[changed]) + np.abs(b[changed]))))
+                if self.count_unchanged:
+                    # an output that did not change may still have moved by up to one ulp
+                    hidden += float(np.sum(np.abs(v[~changed]) * np.abs(a[~changed])))
         if not math.isfinite(total):
             return math.nan, math.nan
-        return total / width, _NOISE_SAFETY * self.eps * magnitude / abs(width)
+        return total / width, (_NOISE_SAFETY * magnitude + hidden) * self.eps / abs(width)
 
     def moved(self, position, flat_index, step_factor):
         """The entry's values one step below and above (rounded to the working dtype)."""
@@ -309,7 +317,7 @@ def _modified_in_forward(call, arrays, outputs):
 
 
 def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
-                   probe=True) -> NodeCheck:
+                   probe=True, _at_probe=False) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
@@ -331,6 +339,7 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
         except Exception as exc:  # noqa: BLE001 - the user's forward may raise anything
             failure = failure or ("forward", exc)
             continue
+        candidate.count_unchanged = _at_probe
         if not candidate.diff_outputs:
             return NodeCheck(skipped="re-running it gave no differentiable outputs")
         try:
@@ -458,7 +467,8 @@ def _probe(cls, args, needs, positions, seed):
         for p in positions:
             moved[p] = _ops.from_numpy(args[p]._data * args[p]._data.dtype.type(factor))
         try:
-            check = check_function(cls, tuple(moved), needs, seed, _PROBE_ENTRIES, probe=False)
+            check = check_function(cls, tuple(moved), needs, seed, _PROBE_ENTRIES, probe=False,
+                                   _at_probe=True)
         except Exception:  # noqa: BLE001 - the Function may not accept such inputs
             continue
         if check.skipped is None and check.backward_error is None and not check.mutated_inputs \
