@@ -4,7 +4,9 @@
 
 1. **wrong gradients**: every custom Function node is re-run on its recorded forward
    arguments and its backward compared with central finite differences
-   (Note [Doctor's finite differences] in ``_gradcheck``);
+   (Note [Doctor's finite differences] in ``_gradcheck``); a backward right there is checked
+   again at probe points (the recorded inputs scaled, Note [Where the doctor evaluates]) and,
+   for several outputs, with each output used alone;
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
