@@ -10,7 +10,7 @@ import gradviz
 from gradviz import _config, _tensor
 from gradviz.autograd import _functional, functional, graph
 from gradviz.autograd.function import _function, _legacy
-from gradviz.debug import _base, _capture, _doctor, _replay, _session, _threaded, _torch_recorder
+from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import _conv, _normalization, _rnn
 from gradviz.nn.utils import rnn as rnn_utils
@@ -20,7 +20,7 @@ from gradviz.viz import _dot
 from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
-           _base, _replay, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
+           _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils]
 
 

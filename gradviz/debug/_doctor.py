@@ -4,7 +4,9 @@
 
 1. **wrong gradients**: every custom Function node is re-run on its recorded forward
    arguments and its backward compared with central finite differences
-   (Note [Doctor's finite differences] in ``_gradcheck``);
+   (Note [Doctor's finite differences] in ``_gradcheck``); a backward right there is checked
+   again at probe points (the recorded inputs scaled, Note [Where the doctor evaluates]) and,
+   for several outputs, with each output used alone;
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
@@ -23,11 +25,9 @@ says why.
 
 from __future__ import annotations
 
-import itertools
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Callable
 
 import numpy as np
 
@@ -36,167 +36,12 @@ from gradviz_ext import engine as _engine
 from .. import ops as _ops
 from .._tensor import Tensor
 from ..autograd._functional import make_graph_task
-from ..autograd.grad_mode import no_grad
 from . import _capture
+from ._arguments import graph_values, is_custom, recorded_inputs
 from ._gradcheck import check_double_backward, check_function
+from ._report import _WORST, FINDING_KINDS, DoctorReport, Entry, Finding, _fmt, _format_index, _index
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
-
-FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
-                 "mutated_grad_output", "coerced_gradient", "backward_error")
-
-_WORST = 5
-# findings whose worst entries are (backward's value, the finite difference)
-_GRADIENT_KINDS = ("wrong_gradient", "coerced_gradient", "nonfinite")
-
-
-class Entry(NamedTuple):
-    """One entry of a finding: its index, and the two values that disagree.
-
-    For gradient findings ``analytic`` is what backward returned and ``numeric`` the finite
-    difference; for ``mutated_saved`` they are the value when saved and the value now.
-    """
-
-    index: tuple
-    analytic: float
-    numeric: float
-
-
-@dataclass
-class Finding:
-    """One problem found by :func:`doctor`.
-
-    ``kind`` is one of ``FINDING_KINDS``; ``function`` the custom Function class (None for a
-    built-in node); ``node`` the graph node; ``input_index`` the forward argument position at
-    fault (or None); ``severity`` ``"error"`` or ``"warning"`` (a dtype cast that lost nothing
-    but precision). ``message`` reads as a diagnosis; ``hint`` is the likely cause, if one fits.
-    """
-
-    kind: str
-    function: Any
-    node: Any
-    input_index: int | None
-    message: str
-    max_abs_error: float | None = None
-    max_rel_error: float | None = None
-    worst: list = field(default_factory=list)
-    hint: str | None = None
-    severity: str = "error"
-    details: dict = field(default_factory=dict)
-
-    def __str__(self) -> str:
-        return self.message
-
-    def to_dict(self) -> dict:
-        """The finding as plain data: node ids instead of nodes, the Function's name instead of
-        its class (:meth:`DoctorReport.to_dict`). ``details`` is left out (it may hold
-        exceptions). Numbers stay Python floats, NaN and infinities included."""
-        return {
-            "kind": self.kind,
-            "severity": self.severity,
-            "function": None if self.function is None else self.function.__name__,
-            "node": None if self.node is None else self.node.node_id,
-            "node_name": "?" if self.node is None else self.node.name(),
-            "input_index": self.input_index,
-            "message": self.message,
-            "hint": self.hint,
-            "max_abs_error": self.max_abs_error,
-            "max_rel_error": self.max_rel_error,
-            "worst": [{"index": list(entry.index), "analytic": entry.analytic,
-                       "numeric": entry.numeric} for entry in self.worst],
-        }
-
-    def __repr__(self) -> str:
-        name = self.node.name() if self.node is not None else "?"
-        return (f"Finding(kind={self.kind!r}, node={name}, input_index={self.input_index}, "
-                f"severity={self.severity!r})")
-
-
-@dataclass
-class DoctorReport:
-    """What :func:`doctor` found: ``findings``, the nodes it ``checked`` and ``skipped``.
-
-    ``ok`` is True when no finding is an error (warnings do not count). ``print(report)``
-    gives the diagnosis as text.
-    """
-
-    findings: list = field(default_factory=list)
-    checked: list = field(default_factory=list)   # custom nodes checked against finite differences
-    skipped: list = field(default_factory=list)   # (node, reason)
-    notes: list = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not any(f.severity == "error" for f in self.findings)
-
-    def by_kind(self, kind: str) -> list:
-        return [f for f in self.findings if f.kind == kind]
-
-    def to_dict(self) -> dict:
-        """The report as plain data (what the widget's Check gradients button shows).
-
-        ``summary`` is the first line of ``str(report)``; ``checked`` the ids of the nodes
-        checked; ``skipped`` one ``{node, name, reason}`` per node that could not be checked;
-        ``findings`` :meth:`Finding.to_dict` each, in the report's order.
-
-        Examples
-        --------
-        >>> import gradviz as torch
-        >>> class Twice(torch.autograd.Function):
-        ...     @staticmethod
-        ...     def forward(ctx, x):
-        ...         return x * 2
-        ...     @staticmethod
-        ...     def backward(ctx, grad):
-        ...         return grad * 2
-        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
-        >>> data["ok"], data["findings"], data["skipped"][0]["name"]
-        (True, [], 'TwiceBackward')
-        >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
-        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
-        """
-        return {
-            "ok": self.ok,
-            "summary": str(self).split("\n", 1)[0],
-            "findings": [finding.to_dict() for finding in self.findings],
-            "checked": [node.node_id for node in self.checked],
-            "skipped": [{"node": node.node_id, "name": node.name(), "reason": reason}
-                        for node, reason in self.skipped],
-            "notes": list(self.notes),
-        }
-
-    def __str__(self) -> str:
-        errors = sum(1 for f in self.findings if f.severity == "error")
-        warnings = len(self.findings) - errors
-        head = (f"gradient doctor: {len(self.checked)} custom Function node(s) checked against "
-                f"finite differences, {len(self.skipped)} skipped; ")
-        if not self.findings:
-            head += "no problems found"
-        else:
-            parts = []
-            if errors:
-                parts.append(f"{errors} problem{'s' if errors != 1 else ''}")
-            if warnings:
-                parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
-            head += ", ".join(parts)
-        lines = [head]
-        for finding in self.findings:
-            mark = "problem" if finding.severity == "error" else "warning"
-            lines.append(f"  {mark}: {finding.message}")
-            if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
-                entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
-                                    f"{_fmt(e.numeric)}" for e in finding.worst)
-                lines.append(f"    worst entries (backward vs finite differences): {entries}")
-        for node, reason in self.skipped:
-            lines.append(f"  skipped: {node.name()}: {reason}")
-        for note in self.notes:
-            lines.append(f"  note: {note}")
-        return "\n".join(lines)
-
-    def __repr__(self) -> str:
-        return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
-                f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
 
 
 def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
@@ -247,16 +92,24 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
     BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
     """
-    roots = (loss,) if isinstance(loss, Tensor) else tuple(loss)
+    roots = (loss,) if isinstance(loss, Tensor) or type(loss).__module__.startswith("torch") \
+        else tuple(loss)
     for index, root in enumerate(roots):
         if not isinstance(root, Tensor):
-            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {type(root).__name__}")
+            kind = type(root)
+            if kind.__module__.split(".")[0] == "torch":
+                raise TypeError(
+                    f"doctor: loss[{index}] is a PyTorch {kind.__name__}; the doctor re-runs the "
+                    f"custom Functions of a gradviz graph: build the model with gradviz (import "
+                    f"gradviz as torch), or record torch's backward with "
+                    f"gradviz.debug.record_torch to step through it")
+            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
         if not root.requires_grad:
             raise RuntimeError(
                 f"element {index} of tensors does not require grad and does not have a grad_fn"
             )
     nodes = _walk([r.grad_fn for r in roots if r.grad_fn is not None])
-    custom = [n for n in nodes if _is_custom(n)]
+    custom = [n for n in nodes if is_custom(n)]
     report = DoctorReport()
     reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
 
@@ -270,9 +123,9 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
             pass_result = _backward_pass(roots, gradient, nodes, report)
             reporter("backward pass")
         checks = {}
-        known = _graph_values(nodes)
+        known = graph_values(nodes)
         for node in custom:
-            args, reason = _recorded_inputs(node, known)
+            args, reason = recorded_inputs(node, known)
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -304,8 +157,24 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
+    _name_repeated_nodes(findings, custom)
     report.findings = findings
     return report
+
+
+def _name_repeated_nodes(findings, custom):
+    """A Function applied several times has one node per use, all of one name: say which use
+    (in forward order) and the node's id, so two findings of one name can be told apart."""
+    uses = {}
+    for node in sorted(custom, key=lambda n: n._sequence_nr()):
+        uses.setdefault(_function(node), []).append(node)
+    for finding in findings:
+        nodes = uses.get(finding.function, ())
+        if len(nodes) > 1 and finding.node in nodes:
+            number = nodes.index(finding.node) + 1
+            finding.details["use"] = number
+            finding.message += (f" [use {number} of {len(nodes)} of {finding.function.__name__} "
+                                f"in forward order, node {finding.node.node_id}]")
 
 
 # ---- the graph ------------------------------------------------------------------------------
@@ -328,10 +197,6 @@ def _walk(starts):
     nodes.sort(key=lambda n: -n._sequence_nr())
     return nodes
 
-
-def _is_custom(node):
-    """A custom Function's node (the ctx): it knows its Function class."""
-    return node._kind() == "custom" and getattr(node, "_forward_cls", None) is not None
 
 
 def _function(node):
@@ -357,180 +222,6 @@ def _progress_reporter(progress, total):
             progress(done[0], total, label)
 
     return report
-
-
-def _index(flat_index, shape):
-    if not shape:
-        return ()
-    return tuple(int(i) for i in np.unravel_index(int(flat_index), shape))
-
-
-def _format_index(index):
-    return "[" + ", ".join(str(i) for i in index) + "]"
-
-
-def _fmt(value):
-    return f"{value:.6g}"
-
-
-# ---- recorded inputs ----------------------------------------------------------------------
-
-def _recorded_inputs(node, known, trail=()):
-    """The node's forward arguments, or ``(None, reason)`` when they cannot be known.
-
-    Inside ``capture()`` the Function recorded copies (Note [Forward capture]). Otherwise the
-    arguments can still be rebuilt when each was a tensor the graph still holds: one the
-    Function saved unchanged, one ``known`` has (:func:`_graph_values`), or an output of a
-    custom Function whose own arguments can be rebuilt (:func:`_edge_value`). A leaf may have
-    changed since forward; that does not matter here, because the Function's backward is
-    checked against its own forward at whatever point it is re-run.
-    """
-    recorded = getattr(node, "_forward_args", None)
-    if recorded is not None:
-        return tuple(recorded), None
-    hint = "build the graph inside gradviz.debug.capture() to record them"
-    count = node._num_forward_inputs
-    positions = node._tensor_input_positions
-    args = [None] * count
-    if len(positions) != count:
-        # plain constants (numbers, None, strings) are kept on the node; others are not
-        for position, value in getattr(node, "_forward_constants", None) or ():
-            args[position] = value
-        known_positions = {p for p, _ in getattr(node, "_forward_constants", None) or ()}
-        if len(known_positions) + len(positions) != count:
-            return None, (f"its forward arguments include non-tensors that were not recorded "
-                          f"({hint})")
-    saved = getattr(node, "_saved", None)
-    constants = []  # positions of tensor arguments that do not require grad
-    used = set()    # saved tensors matched to an argument
-    for edge, position in enumerate(positions):
-        next_node, input_nr = node.next_functions[edge]
-        if next_node is None:
-            constants.append(position)
-            continue
-        match = None
-        for item in saved or ():
-            if item is None or item._is_output or item._tensor is None:
-                continue
-            tensor = item._tensor
-            if tensor.grad_fn is not None:
-                same = tensor.grad_fn is next_node and tensor._output_nr == input_nr
-            else:
-                same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
-            if same:
-                match = item
-                break
-        if match is not None:
-            if match._version_counter.value != match._saved_version:
-                return None, f"input {position} was modified in place after forward ({hint})"
-            args[position] = _ops.from_numpy(match._tensor._data.copy())
-            used.add(id(match))
-            continue
-        value = _edge_value(next_node, input_nr, known, trail + (node,))
-        if value is not None:
-            args[position] = _ops.from_numpy(value.copy())
-            continue
-        if saved is None:
-            if node._released:
-                return None, f"its forward arguments were not recorded and its saved tensors were freed ({hint})"
-            return None, f"its forward arguments were not recorded and it saved no tensors ({hint})"
-        return None, f"input {position} was not saved for backward and not recorded ({hint})"
-    if constants and not _place_constants(node, args, constants, saved, used, known):
-        return None, (f"input {constants[0]} does not require grad and was not recorded "
-                      f"({hint})")
-    return tuple(args), None
-
-
-def _place_constants(node, args, constants, saved, used, known):
-    """Fill the arguments that need no gradient from the saved tensors no edge accounts for.
-
-    Nothing links such a tensor to its position, so each way of placing them is tried: the
-    one placing whose forward runs (and reproduces an output the graph still holds, if any)
-    is taken; with none, or several, the node is skipped.
-    """
-    spare = [item for item in saved or () if item is not None and not item._is_output
-             and item._tensor is not None and id(item) not in used
-             and item._version_counter.value == item._saved_version]
-    if len(spare) < len(constants) or len(spare) > 4:
-        return False
-    held = {nr: value for (owner, nr), value in known.items() if owner is node}
-    working = []
-    for choice in itertools.permutations(spare, len(constants)):
-        trial = list(args)
-        for position, item in zip(constants, choice):
-            trial[position] = _ops.from_numpy(item._tensor._data.copy())
-        try:
-            with no_grad():
-                outputs = node._forward_cls.apply(*trial)
-        except Exception:  # noqa: BLE001 - a placing the forward does not accept
-            continue
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-        if held:
-            if all(nr < len(outputs) and isinstance(outputs[nr], Tensor)
-                   and outputs[nr]._data.shape == value.shape
-                   and np.allclose(outputs[nr]._data, value, equal_nan=True)
-                   for nr, value in held.items()):
-                working = [trial]
-                break
-            continue
-        working.append(trial)
-    if len(working) != 1:
-        return False
-    for position in constants:
-        args[position] = working[0][position]
-    return True
-
-
-# How many custom Functions deep _edge_value re-runs forwards to find one argument.
-_RERUN_DEPTH = 16
-
-
-def _edge_value(node, output_nr, known, trail):
-    """The value of edge ``(node, output_nr)``: from ``known``, or for a custom Function's
-    output by re-running its forward (without recording) on its rebuilt arguments."""
-    value = known.get((node, output_nr))
-    if value is not None or not _is_custom(node) or node in trail or len(trail) > _RERUN_DEPTH:
-        return value
-    args, _ = _recorded_inputs(node, known, trail)
-    if args is None:
-        return None
-    try:
-        with no_grad():
-            outputs = node._forward_cls.apply(*args)
-    except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
-        return None
-    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-    for nr, output in enumerate(outputs):
-        if isinstance(output, Tensor):
-            known.setdefault((node, nr), output._data)
-    return known.get((node, output_nr))
-
-
-def _graph_values(nodes):
-    """``{(node, output_nr): array}``: values of graph edges that the graph itself still holds.
-
-    A leaf's current value (its AccumulateGrad), and every saved tensor still at the version
-    it was saved at, under the edge it is the value of: an output saved by its own node, an
-    input by the node (and output number) that made it.
-    """
-    known = {}
-    for node in nodes:
-        if isinstance(node, _engine.AccumulateGrad):
-            variable = node.variable
-            if isinstance(variable, Tensor):
-                known[(node, 0)] = variable._data
-            continue
-        for _, item in _capture.saved_tensors_of(node):
-            if item._version_counter.value != item._saved_version:
-                continue
-            data = _capture.saved_data(item)
-            if data is None:
-                continue
-            if item._is_output:
-                known.setdefault((node, item._output_nr), data)
-            elif item._tensor is not None and item._tensor.grad_fn is not None:
-                known.setdefault((item._tensor.grad_fn, item._tensor._output_nr), data)
-    return known
 
 
 # ---- mutated saved tensors ---------------------------------------------------------------
@@ -629,7 +320,7 @@ def _feeds(grad_fn, output_nr, target, target_nr, depth):
 
 def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
     kind, number = label
-    if _is_custom(node):
+    if is_custom(node):
         position = _saved_input_position(node, item, fingerprint)
         what = f"saved tensor {number}"
         if item._is_output:
@@ -693,7 +384,7 @@ class _PassObserver(_engine.Observer):
     def node_started(self, task, node, grads):
         if self.first_nonfinite is None:
             self.incoming[node] = _nonfinite(grads)
-        if _is_custom(node):
+        if is_custom(node):
             self.grads_in[node] = [None if g is None else g._data.copy() for g in grads]
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
@@ -705,7 +396,7 @@ class _PassObserver(_engine.Observer):
         self.incoming.pop(node, None)
 
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
-        if _is_custom(node):
+        if is_custom(node):
             self.casts.append((node, slot, from_dtype, to_dtype))
 
     def error(self, task, node, exc):
@@ -771,8 +462,11 @@ def _pass_findings(observer, checks):
         check = checks.get(node)
         message = (f"{node.name()} input {position}: backward returned a {from_dtype.name} "
                    f"gradient for a {to_dtype.name} input; the engine cast it silently")
+        # a cast is only a warning: a wrong gradient is reported on its own; but a cast from
+        # a narrower dtype may be why it is wrong (precision lost in backward)
         severity = "warning"
-        if check is not None and any(s.position == position and not s.ok for s in check.slots):
+        if check is not None and from_dtype.itemsize < to_dtype.itemsize \
+                and any(s.position == position and not s.ok for s in check.slots):
             severity = "error"
         findings.append(Finding(kind="coerced_gradient", function=_function(node), node=node,
                                 input_index=position, message=message, severity=severity,
@@ -785,8 +479,6 @@ def _pass_findings(observer, checks):
 
 def _check_findings(node, check, earlier):
     findings = []
-    name = node.name()
-    cls = _function(node)
     if check.backward_error is not None:
         if not any(f.kind == "backward_error" and f.node is node for f in earlier):
             findings.append(_backward_error(node, check.backward_error))
@@ -795,55 +487,99 @@ def _check_findings(node, check, earlier):
     if check.mutated_inputs:
         return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
-        if slot.nonfinite.any():
-            findings.extend(_nonfinite_finding(node, slot, earlier))
-        if not slot.mismatched.any():
-            continue
-        keep = slot.mismatched
-        if slot.shown is not None:
-            flat, analytic, numeric = slot.shown
+        findings.extend(_slot_findings(node, check, slot, earlier))
+    if check.alone is not None:
+        output, alone = check.alone
+        if alone.backward_error is not None:
+            if not any(f.kind == "backward_error" and f.node is node for f in earlier):
+                exc = alone.backward_error
+                findings.append(_backward_error(
+                    node, exc, when=f"when only output {output} is used (the others' gradients "
+                                    f"are None, or zeros)",
+                    hint=_none_hint(exc)))
         else:
-            flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
-        error = np.abs(analytic - numeric)
-        relative = error / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-300)
-        order = np.argsort(-error)[:_WORST]
-        worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
-                 for i in order]
-        first = worst[0]
-        where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
-                 f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
-                 f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
-        details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
-                   "mismatched": int(keep.sum()), "sampled": slot.sampled,
-                   "excluded_near_kink": slot.excluded_near_kink,
-                   "grad_output": "incoming" if slot.shown is not None else "random"}
-        if slot.reduced_from is not None:
-            kind = "coerced_gradient"
-            message = (f"{name} input {slot.position}: backward returned a gradient of shape "
-                       f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
-                       f"engine summed it down and the result disagrees with finite differences "
-                       f"({where})")
-            details["returned_shape"] = list(slot.reduced_from)
-        elif slot.none_returned:
-            kind = "wrong_gradient"
-            message = (f"{name} input {slot.position}: backward returned None, but the gradient "
-                       f"is not zero (at {_format_index(first.index)}: numeric {_fmt(first.numeric)})")
-        else:
-            kind = "wrong_gradient"
-            message = f"{name} input {slot.position}: gradient disagrees with finite differences ({where})"
-            if slot.shown is None:
-                message = message[:-1] + ", with a random grad_output)"
-        hint = slot.hint
-        if hint and not slot.none_returned:
-            message += f" - {hint}"
-        findings.append(Finding(kind=kind, function=cls, node=node, input_index=slot.position,
-                                message=message, max_abs_error=float(error.max()),
-                                max_rel_error=float(relative.max()), worst=worst, hint=hint,
-                                details=details))
+            for slot in alone.slots:
+                findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
+    if check.probe is not None:
+        factor, probe = check.probe
+        for slot in probe.slots:
+            findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
 
 
-def _nonfinite_finding(node, slot, earlier):
+def _none_hint(exc):
+    if isinstance(exc, (TypeError, AttributeError)) and "NoneType" in str(exc):
+        return ("with ctx.set_materialize_grads(False) the gradient of an unused output is "
+                "None: check for None before using it")
+    return None
+
+
+def _slot_findings(node, check, slot, earlier, probe=None, alone=None):
+    """The findings of one checked slot: at the recorded inputs, or at a probe point (the
+    factor the inputs were scaled by), or with one output used ``alone``."""
+    name = node.name()
+    findings = []
+    if slot.nonfinite.any():
+        findings.extend(_nonfinite_finding(node, slot, earlier, probe))
+    if not slot.mismatched.any():
+        return findings
+    keep = slot.mismatched
+    if slot.shown is not None:
+        flat, analytic, numeric = slot.shown
+    else:
+        flat, analytic, numeric = slot.indices[keep], slot.analytic[keep], slot.numeric[keep]
+    error = np.abs(analytic - numeric)
+    relative = error / np.maximum(np.maximum(np.abs(analytic), np.abs(numeric)), 1e-300)
+    order = np.argsort(-error)[:_WORST]
+    worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
+             for i in order]
+    first = worst[0]
+    where = (f"{int(keep.sum())} of {len(slot.indices)} checked entries disagree; max abs "
+             f"err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
+             f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)}")
+    details = {"dtype": check.dtype, "checked": int(len(slot.indices)),
+               "mismatched": int(keep.sum()), "sampled": slot.sampled,
+               "excluded_near_kink": slot.excluded_near_kink,
+               "grad_output": "incoming" if slot.shown is not None else "random"}
+    when = ""
+    if probe is not None:
+        details["probe"] = probe
+        when = (f" at other inputs than the recorded ones: with the checked inputs scaled by "
+                f"{probe:g}; at the recorded inputs it agrees")
+    elif alone is not None:
+        details["alone"] = alone
+        when = (f" when only output {alone} is used (the others' gradients are None, or "
+                f"zeros); with every output used it agrees")
+    if slot.reduced_from is not None:
+        kind = "coerced_gradient"
+        message = (f"{name} input {slot.position}: backward returned a gradient of shape "
+                   f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
+                   f"engine summed it down and the result disagrees with finite differences"
+                   f"{when} ({where})")
+        details["returned_shape"] = list(slot.reduced_from)
+    elif slot.none_returned:
+        kind = "wrong_gradient"
+        message = (f"{name} input {slot.position}: backward returned None, but the gradient "
+                   f"is not zero{when} (at {_format_index(first.index)}: numeric "
+                   f"{_fmt(first.numeric)})")
+    else:
+        kind = "wrong_gradient"
+        message = (f"{name} input {slot.position}: gradient disagrees with finite "
+                   f"differences{when} ({where})")
+        if slot.shown is None and probe is None:
+            message = message[:-1] + ", with a random grad_output)"
+    hint = slot.hint
+    if hint and not slot.none_returned:
+        message += f" - {hint}"
+    findings.append(Finding(kind=kind, function=_function(node), node=node,
+                            input_index=slot.position, message=message,
+                            max_abs_error=float(error.max()),
+                            max_rel_error=float(relative.max()), worst=worst, hint=hint,
+                            details=details))
+    return findings
+
+
+def _nonfinite_finding(node, slot, earlier, probe=None):
     keep = slot.nonfinite
     flat = slot.indices[keep]
     worst = [Entry(_index(j, slot.shape), float(a), float(n))
@@ -855,8 +591,10 @@ def _nonfinite_finding(node, slot, earlier):
                 finding.input_index = slot.position
             return []
     first = worst[0]
+    when = "" if probe is None else (f" at other inputs than the recorded ones (with the "
+                                     f"checked inputs scaled by {probe:g})")
     message = (f"{node.name()} input {slot.position}: backward returns non-finite values where "
-               f"the gradient is finite ({int(keep.sum())} entries; at "
+               f"the gradient is finite{when} ({int(keep.sum())} entries; at "
                f"{_format_index(first.index)}: analytic {_fmt(first.analytic)} vs numeric "
                f"{_fmt(first.numeric)})")
     return [Finding(kind="nonfinite", function=_function(node), node=node,
@@ -873,7 +611,7 @@ _SLOT_IN_MESSAGE = (
 )
 
 
-def _backward_error(node, exc):
+def _backward_error(node, exc, when="", hint=None):
     """A backward_error finding; the input slot too when the engine's message names it."""
     text = str(exc)
     position = None
@@ -884,10 +622,39 @@ def _backward_error(node, exc):
             position = _position(node, number) if counts == "edge" else number - 1
             break
     where = "" if position is None else f" (input {position})"
+    when = f" {when}" if when else ""
+    hint = hint or _shape_hint(text)
+    message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
+    if hint:
+        message += f" - {hint}"
     return Finding(kind="backward_error", function=_function(node), node=node,
-                   input_index=position,
-                   message=f"{node.name()}: backward raised {type(exc).__name__}{where}: {exc}",
+                   input_index=position, message=message, hint=hint,
                    details={"exception": exc})
+
+
+_INVALID_SHAPE = re.compile(r"got \[([\d, ]*)\] but expected shape compatible with \[([\d, ]*)\]")
+
+
+def _shape_hint(text):
+    """For the engine's invalid-gradient-shape error: what the shape says about the bug."""
+    match = _INVALID_SHAPE.search(text)
+    if match is None:
+        return None
+    got = [int(d) for d in match.group(1).split(",") if d.strip()]
+    want = [int(d) for d in match.group(2).split(",") if d.strip()]
+    if len(got) == len(want) and sorted(got) == sorted(want) and 1 in want:
+        return (f"return it in the input's shape {want}: it was summed over the wrong "
+                f"dimension (sum over the dimensions the input was broadcast along)")
+    if len(got) == len(want) >= 2 and got[:-2] + got[-2:][::-1] == want:
+        return (f"return it in the input's shape {want}: the gradient looks transposed (the "
+                f"transpose is missing, or one too many)")
+    if int(np.prod(got)) == int(np.prod(want)):
+        return f"return it in the input's shape {want}: it has the right size, reshape it"
+    if len(got) < len(want):
+        return (f"return it in the input's shape {want}: a reduction dropped a dimension "
+                f"(keepdim=True?)")
+    return (f"return it in the input's shape {want}, or in a shape that broadcasts to the "
+            f"output and sums down to it")
 
 
 def _changed_entries(before, after):
@@ -948,16 +715,26 @@ def _double_backward_findings(node, check):
         worst = [Entry(_index(flat[i], slot.shape), float(analytic[i]), float(numeric[i]))
                  for i in order]
         first = worst[0]
-        message = (f"{node.name()} input {slot.position}: the derivative of its backward "
-                   f"(create_graph=True, double backward) disagrees with finite differences of "
-                   f"backward ({int(keep.sum())} of {len(slot.indices)} checked entries disagree; "
-                   f"max abs err {_fmt(float(error[order[0]]))} at {_format_index(first.index)}: "
-                   f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        if slot.grad_output:
+            message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                       f"with respect to grad_output (create_graph=True, double backward) "
+                       f"disagrees with the forward's finite differences ({int(keep.sum())} of "
+                       f"{len(slot.indices)} output entries disagree; max abs err "
+                       f"{_fmt(float(error[order[0]]))} at output entry {first.index[0]}: "
+                       f"analytic {_fmt(first.analytic)} vs numeric {_fmt(first.numeric)})")
+        else:
+            message = (f"{node.name()} input {slot.position}: the derivative of its backward "
+                       f"(create_graph=True, double backward) disagrees with finite differences "
+                       f"of backward ({int(keep.sum())} of {len(slot.indices)} checked entries "
+                       f"disagree; max abs err {_fmt(float(error[order[0]]))} at "
+                       f"{_format_index(first.index)}: analytic {_fmt(first.analytic)} vs "
+                       f"numeric {_fmt(first.numeric)})")
         if slot.hint:
             message += f" - {slot.hint}"
         findings.append(Finding(kind="wrong_double_backward", function=_function(node), node=node,
                                 input_index=slot.position, message=message,
                                 max_abs_error=float(error.max()), worst=worst, hint=slot.hint,
-                                details={"order": 2, "checked": int(len(slot.indices)),
+                                details={"order": 2, "grad_output": slot.grad_output,
+                                         "checked": int(len(slot.indices)),
                                          "mismatched": int(keep.sum())}))
     return findings

@@ -39,6 +39,7 @@ from ..autograd._functional import grad as _autograd_grad
 from ..autograd._functional import make_graph_task
 from ..autograd.function import DelayedError
 from ..autograd.grad_mode import enable_grad
+from ._hints import explain, factor_hint
 
 __all__ = ["SlotCheck", "NodeCheck", "check_function", "check_double_backward"]
 
@@ -76,6 +77,9 @@ class SlotCheck:
     # the mismatched entries again, with the gradient the user's loss sent into the node
     # (what .grad shows) instead of the random cotangents: (flat indices, analytic, numeric)
     shown: tuple | None = None
+    # double backward only: the derivative with respect to grad_output disagrees (Note
+    # [Double backward and grad_output]); indices then run over the outputs' entries
+    grad_output: bool = False
 
     @property
     def ok(self) -> bool:
@@ -95,6 +99,12 @@ class NodeCheck:
     mutated_inputs: dict = field(default_factory=dict)
     # gradients that backward modified in place: {output index: (values given, values after)}
     mutated_grad_outputs: dict = field(default_factory=dict)
+    # Note [Where the doctor evaluates]: right at the recorded inputs, wrong at other inputs:
+    # (the factor the checked inputs were scaled by, the NodeCheck there)
+    probe: tuple | None = None
+    # a Function of several outputs, right when all of them receive a gradient, wrong when
+    # one is used alone: (that output, the NodeCheck with it alone)
+    alone: tuple | None = None
 
     @property
     def ok(self) -> bool:
@@ -141,6 +151,10 @@ class _Rerun:
                     data = data.astype(dtype)
                 self.base[i] = data
         self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, Tensor)]
+        # at probe points (Note [Where the doctor evaluates]) the rounding noise also counts
+        # the outputs too large to show a change (a saturated softmax): a false alarm there
+        # would blame a right backward for inputs the user never gave it
+        self.count_unchanged = False
         self.mutated_inputs = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs)
@@ -190,17 +204,20 @@ class _Rerun:
         outputs, _ = self._forward(arrays)
         return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
 
-    def analytic(self, scale=1.0, arrays=None):
+    def analytic(self, scale=1.0, arrays=None, only=None):
         """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
-        default the recorded arguments).
+        default the recorded arguments). With ``only`` (an output number), backward runs
+        from that output alone, as in a graph that uses no other output of the Function: the
+        others' gradients are then None (``ctx.set_materialize_grads(False)``) or zeros.
 
         Returns ``({position: float64 array or None}, observer)``.
         """
         outputs, leaves = self._forward(self.base if arrays is None else arrays)
-        roots = [outputs[k] for k in self.diff_outputs]
+        used = self.diff_outputs if only is None else [only]
+        roots = [outputs[k] for k in used]
         # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
         grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
-                 for k in self.diff_outputs]
+                 for k in used]
         observer = _RerunObserver()
         observer.node = roots[0].grad_fn
         capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
@@ -208,7 +225,7 @@ class _Rerun:
         task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
                                observer=observer)
         captured = task.run()
-        for k, grad, before in zip(self.diff_outputs, grads, given):
+        for k, grad, before in zip(used, grads, given):
             if not np.array_equal(grad._data, before, equal_nan=True):
                 observer.mutated_grads[k] = (before.astype(np.float64),
                                              grad._data.astype(np.float64))
@@ -240,6 +257,7 @@ class _Rerun:
         width = float(upper if upper is not None else x) - float(lower if lower is not None else x)
         total = 0.0
         magnitude = 0.0
+        hidden = 0.0
         with np.errstate(invalid="ignore", over="ignore"):
             for v, a, b in zip(self._cotangent_list, y_up, y_low):
                 delta = a - b
@@ -247,9 +265,12 @@ class _Rerun:
                 if changed.any():
                     total += float(np.sum(v[changed] * delta[changed]))
                     magnitude += float(np.sum(np.abs(v[changed]) * (np.abs(a[changed]) + np.abs(b[changed]))))
+                if self.count_unchanged:
+                    # an output that did not change may still have moved by up to one ulp
+                    hidden += float(np.sum(np.abs(v[~changed]) * np.abs(a[~changed])))
         if not math.isfinite(total):
             return math.nan, math.nan
-        return total / width, _NOISE_SAFETY * self.eps * magnitude / abs(width)
+        return total / width, (_NOISE_SAFETY * magnitude + hidden) * self.eps / abs(width)
 
     def moved(self, position, flat_index, step_factor):
         """The entry's values one step below and above (rounded to the working dtype)."""
@@ -295,12 +316,15 @@ def _modified_in_forward(call, arrays, outputs):
     return found
 
 
-def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> NodeCheck:
+def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
+                   probe=True, _at_probe=False) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
     the re-run, and only they are checked. ``incoming`` (one array or None per output) is the
-    gradient the user's loss sent into the node; mismatches are shown again with it.
+    gradient the user's loss sent into the node; mismatches are shown again with it. With
+    ``probe``, a backward right at ``args`` is also checked at other inputs (Note [Where the
+    doctor evaluates]) and, for several outputs, with each output used alone.
     """
     positions = [p for p, a in enumerate(args)
                  if p < len(needs) and needs[p] and isinstance(a, Tensor) and a.dtype.is_floating_point]
@@ -315,6 +339,7 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
         except Exception as exc:  # noqa: BLE001 - the user's forward may raise anything
             failure = failure or ("forward", exc)
             continue
+        candidate.count_unchanged = _at_probe
         if not candidate.diff_outputs:
             return NodeCheck(skipped="re-running it gave no differentiable outputs")
         try:
@@ -359,8 +384,13 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None) -> No
         slot.cast_from = observer.cast.get(edge_of[p])
         check.slots.append(slot)
 
+    if check.ok and probe and not check.mutated_inputs:
+        if len(rerun.diff_outputs) > 1:
+            check.alone = _check_outputs_alone(rerun, positions, seed)
+        if check.alone is None:
+            check.probe = _probe(cls, args, needs, positions, seed)
     if not check.ok:
-        _explain(rerun, check, analytic)
+        explain(rerun, check, analytic)
         if incoming is not None:
             _show_with_incoming(rerun, check, incoming)
     return check
@@ -406,6 +436,87 @@ def _show_with_incoming(rerun, check, incoming):
         pass
     finally:
         rerun.cotangents, rerun._cotangent_list = saved
+
+
+# Note [Where the doctor evaluates]
+# ----------------------------------
+# The doctor checks a backward where the user's graph ran it: at the recorded forward
+# arguments. That is where the Function's own assumptions hold (a symmetric matrix, positive
+# values, a sorted index), so a mismatch there is a bug in this graph. But a backward can be
+# wrong only for some inputs (an abs or relu whose negative branch is wrong, a clamp with the
+# wrong boundary, one wrong branch of a piecewise function), and the recorded inputs may all
+# fall on the right side: all positive, all small. So a backward that is right at the recorded
+# inputs is checked again at a few *probe points*: the checked inputs scaled together by each
+# of ``_PROBE_FACTORS``. Scaling keeps what the Function may rely on (shape, symmetry, zeros,
+# sparsity, the ratios between entries) while moving the values across zero and across the
+# usual boundaries near 1. At most ``_PROBE_ENTRIES`` entries per input are checked there;
+# a probe whose forward raises or is not finite is dropped silently (the Function may not
+# accept such inputs), and so is one whose backward raises. A mismatch found at a probe is
+# reported with the probe named (the factor, and the input's value at the worst entry), and
+# at the first probe that shows one the search stops. A bug outside every probe's reach (a
+# boundary at 6 for inputs near 0) still hides: the report's checked inputs are the only
+# ones known to be right.
+_PROBE_FACTORS = (-1.0, 3.0, -3.0, 0.25)
+_PROBE_ENTRIES = 32
+
+
+def _probe(cls, args, needs, positions, seed):
+    """``(factor, NodeCheck)`` for the first probe point where backward disagrees, or None."""
+    for factor in _PROBE_FACTORS:
+        moved = list(args)
+        for p in positions:
+            moved[p] = _ops.from_numpy(args[p]._data * args[p]._data.dtype.type(factor))
+        try:
+            check = check_function(cls, tuple(moved), needs, seed, _PROBE_ENTRIES, probe=False,
+                                   _at_probe=True)
+        except Exception:  # noqa: BLE001 - the Function may not accept such inputs
+            continue
+        if check.skipped is None and check.backward_error is None and not check.mutated_inputs \
+                and not check.ok:
+            return factor, check
+    return None
+
+
+def _check_outputs_alone(rerun, positions, seed):
+    """``(output, NodeCheck)`` for the first output that, used alone, gives a wrong gradient or
+    makes backward raise, or None.
+
+    A graph that uses one output of several runs backward with None (or zeros) for the
+    others: a backward that mishandles None (``ctx.set_materialize_grads(False)``) is right
+    when every output is used, and wrong here.
+    """
+    saved = rerun.cotangents, rerun._cotangent_list
+    try:
+        for k in rerun.diff_outputs:
+            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+            rerun.cotangents = alone
+            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+            check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}
+                                             [rerun.itemsize]).name)
+            try:
+                analytic, observer = rerun.analytic(only=k)
+            except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
+                check.backward_error = exc
+                return k, check
+            edge_of = {p: e for e, p in enumerate(rerun.tensor_positions)}
+            for p in positions:
+                size = rerun.base[p].size
+                indices = (np.sort(np.random.default_rng((seed, p, k)).choice(
+                    size, _PROBE_ENTRIES, replace=False)) if size > _PROBE_ENTRIES
+                    else np.arange(size))
+                values = analytic[p]
+                none_returned = values is None or edge_of[p] in observer.none_edges
+                full = np.zeros(rerun.base[p].shape) if none_returned else values
+                slot = _check_slot(rerun, p, indices, full.reshape(-1)[indices])
+                slot.none_returned = none_returned
+                slot.sampled = size > _PROBE_ENTRIES
+                check.slots.append(slot)
+            if not check.ok:
+                explain(rerun, check, analytic, alone=True)
+                return k, check
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
+    return None
 
 
 def _check_slot(rerun, position, indices, analytic) -> SlotCheck:
@@ -494,167 +605,6 @@ def _refine(rerun, position, j, a, first, agrees):
     return "mismatch", best
 
 
-# ---- likely causes ---------------------------------------------------------------------------
-
-def _explain(rerun, check, analytic):
-    """Attach a hint (the likely cause) to each slot that disagrees."""
-    compared = {}
-    for slot in check.slots:
-        keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
-        compared[slot.position] = (slot, keep)
-    linear = None
-    for slot in check.slots:
-        if not slot.mismatched.any():
-            continue
-        if slot.none_returned:
-            slot.hint = "backward returned None for it"
-            continue
-        _, keep = compared[slot.position]
-        a, n = slot.analytic[keep], slot.numeric[keep]
-        hint = _factor_hint(a, n)
-        if hint is None:
-            hint = _swap_hint(slot, compared)
-        if hint is None:
-            hint = _layout_hint(slot)
-        if hint is None:
-            if linear is None:
-                linear = _linearity(rerun, analytic)
-            hint = linear.get(slot.position)
-        slot.hint = hint
-    if len(rerun.diff_outputs) > 1:
-        for position, outputs in _outputs_at_fault(rerun, check).items():
-            slot = next(s for s in check.slots if s.position == position)
-            part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
-                    f"{', '.join(str(k) for k in outputs)} disagrees")
-            slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
-
-
-def _close(a, b, rel=1e-2):
-    return float(np.linalg.norm(a - b)) <= rel * max(float(np.linalg.norm(b)), 1e-300)
-
-
-def _factor_hint(a, n):
-    norm_n = float(np.linalg.norm(n))
-    if a.size == 0:
-        return None
-    if norm_n == 0.0:
-        return "the true gradient is zero here, but backward returned non-zero values"
-    if _close(a, -n):
-        return "sign flipped?"
-    c = float(np.dot(a, n) / np.dot(n, n))
-    if np.count_nonzero(n) > 1 and abs(c - 1.0) > 1e-2 and _close(a, c * n):
-        if abs(c) < 1e-12:
-            return "backward returned zeros, but the gradient is not zero"
-        return f"off by a constant factor (analytic = {c:.4g} x numeric)?"
-    return None
-
-
-def _swap_hint(slot, compared):
-    for position, (other, other_keep) in compared.items():
-        if position == slot.position or other.shape != slot.shape:
-            continue
-        if not np.array_equal(other.indices, slot.indices):
-            continue
-        keep = compared[slot.position][1] & other_keep
-        if not keep.any():
-            continue
-        if _close(slot.analytic[keep], other.numeric[keep]) \
-                and not _close(other.numeric[keep], slot.numeric[keep]):
-            first, second = sorted((slot.position, position))
-            return f"it matches the gradient of input {position}: gradients for inputs " \
-                   f"{first} and {second} swapped in backward?"
-    return None
-
-
-def _full(slot):
-    """The slot's analytic and numeric values in its shape, when every entry was checked and
-    has a finite numeric value (else None)."""
-    size = int(np.prod(slot.shape, dtype=np.int64))
-    if slot.sampled or len(slot.indices) != size or not np.all(np.isfinite(slot.numeric)) \
-            or not np.all(np.isfinite(slot.analytic)):
-        return None
-    return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
-
-
-def _layout_hint(slot):
-    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
-    full = _full(slot)
-    if full is None:
-        return None
-    a, n = full
-    if not np.any(n):
-        return None
-    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] > 1:
-        transposed = np.swapaxes(n, -1, -2)
-        if _close(a, transposed) and not _close(n, transposed):
-            return "it equals the transpose of the true gradient: looks transposed"
-    for dim in range(a.ndim):
-        if a.shape[dim] < 3:
-            continue
-        for step in (1, -1):
-            shifted = np.zeros_like(n)
-            to = [slice(None)] * n.ndim
-            src = [slice(None)] * n.ndim
-            to[dim] = slice(1, None) if step == 1 else slice(None, -1)
-            src[dim] = slice(None, -1) if step == 1 else slice(1, None)
-            shifted[tuple(to)] = n[tuple(src)]
-            if np.any(shifted) and _close(a, shifted) and not _close(n, shifted):
-                return (f"its values sit {'one place later' if step == 1 else 'one place earlier'} "
-                        f"along dim {dim} than they should: an index off by one?")
-    return None
-
-
-def _outputs_at_fault(rerun, check):
-    """For a Function with several outputs: ``{position: [outputs]}`` of the outputs whose part
-    of the gradient (backward with a cotangent on that output alone) disagrees, when not all do.
-    """
-    slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
-    if not slots:
-        return {}
-    wrong = {s.position: [] for s in slots}
-    saved = rerun.cotangents, rerun._cotangent_list
-    try:
-        for k in rerun.diff_outputs:
-            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
-            rerun.cotangents = alone
-            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
-            analytic, _ = rerun.analytic()
-            for slot in slots:
-                values = analytic[slot.position]
-                values = np.zeros(slot.shape) if values is None else values.reshape(-1)
-                for j in slot.indices[slot.mismatched][:8]:
-                    lower, upper = rerun.moved(slot.position, j, 1.0)
-                    numeric, noise = rerun.difference(slot.position, j, lower, upper)
-                    if not math.isfinite(numeric):
-                        continue
-                    if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
-                        wrong[slot.position].append(k)
-                        break
-    except Exception:  # noqa: BLE001 - only a hint
-        return {}
-    finally:
-        rerun.cotangents, rerun._cotangent_list = saved
-    return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
-
-
-def _linearity(rerun, analytic):
-    """Hints from running backward again with twice the cotangents (a VJP is linear in them)."""
-    try:
-        doubled, _ = rerun.analytic(scale=2.0)
-    except Exception:  # noqa: BLE001
-        return {}
-    hints = {}
-    for p, values in analytic.items():
-        again = doubled.get(p)
-        if values is None or again is None or not np.all(np.isfinite(values)):
-            continue
-        if np.allclose(again, values, rtol=1e-6, atol=0) and np.any(values != 0):
-            hints[p] = "it does not change with grad_output: is the incoming gradient ignored?"
-        elif not np.allclose(again, 2 * values, rtol=1e-4, atol=1e-12):
-            hints[p] = "it is not linear in grad_output"
-    return hints
-
-
 # ---- second order -------------------------------------------------------------------------
 
 def check_double_backward(cls, args, needs, seed, max_entries=64):
@@ -725,9 +675,74 @@ def check_double_backward(cls, args, needs, seed, max_entries=64):
                              "(.numpy(), .detach(), .data); write it with tensor operations, or "
                              "mark it @once_differentiable so create_graph=True raises")
             else:
-                slot.hint = _factor_hint(a, n)
+                slot.hint = factor_hint(a, n)
         check.slots.append(slot)
+    for slot in _grad_output_slots(rerun, u, [s.position for s in check.slots if s.ok]):
+        check.slots = [slot if s.position == slot.position else s for s in check.slots]
     return check, None
+
+
+def _grad_output_slots(rerun, u, positions):
+    """Note [Double backward and grad_output]: a backward must be differentiable in its
+    ``grad_output`` too (a Hessian-vector product, or a penalty whose upstream gradient depends
+    on parameters, differentiates through it). ``vjp_p(x, v)`` is linear in ``v``, so
+    ``d/dv <u_p, vjp_p(x, v)>`` is the Jacobian-vector product ``J_p u_p``: the forward's
+    directional derivative along ``u_p``, two forward runs. A backward that detaches
+    ``grad_output`` (``grad.detach()``, ``grad.data``) gets zero here, silently.
+
+    Returns a mismatched SlotCheck for each input whose gradient disagrees (over the outputs'
+    entries).
+    """
+    found = []
+    for p in positions:
+        try:
+            analytic = _cotangent_derivative(rerun, p, u[p])
+        except Exception:  # noqa: BLE001 - checked above already; nothing more to say
+            continue
+        steps = []
+        for factor in (1.0, 0.1):
+            h = rerun.step * factor * max(1.0, float(np.max(np.abs(rerun.base[p]))))
+            up = rerun.evaluate({**rerun.base, p: rerun.base[p] + h * u[p]})
+            low = rerun.evaluate({**rerun.base, p: rerun.base[p] - h * u[p]})
+            steps.append(np.concatenate([((a - b) / (2 * h)).reshape(-1) for a, b in zip(up, low)]))
+        numeric = np.where(np.abs(steps[0] - steps[1]) <= 1e-3 * np.maximum(1.0, np.abs(steps[1])),
+                           steps[0], np.nan)
+        finite = np.isfinite(numeric)
+        scale = float(np.max(np.abs(numeric[finite]))) if finite.any() else 0.0
+        tolerance = 1e-4 * max(scale, 1e-8) + 1e-4 * np.maximum(np.abs(analytic), np.abs(numeric))
+        mismatched = finite & ~(np.abs(analytic - numeric) <= tolerance)
+        if not mismatched.any():
+            continue
+        slot = SlotCheck(position=p, shape=(analytic.size,), indices=np.arange(analytic.size),
+                         analytic=analytic, numeric=numeric, mismatched=mismatched,
+                         nonfinite=np.zeros(analytic.size, dtype=bool))
+        slot.grad_output = True
+        if not np.any(analytic):
+            slot.hint = ("its gradient does not follow grad_output through the graph: backward "
+                         "detaches grad_output (grad.detach(), grad.data, a numpy round trip); "
+                         "compute with grad itself, or mark it @once_differentiable")
+        else:
+            slot.hint = factor_hint(analytic[finite], numeric[finite])
+        found.append(slot)
+    return found
+
+
+def _cotangent_derivative(rerun, p, u_p):
+    """``d/dv <u_p, vjp_p(x, v)>`` through the graph backward builds, flattened over the
+    differentiable outputs."""
+    outputs, leaves = rerun._forward(rerun.base)
+    roots = [outputs[k] for k in rerun.diff_outputs]
+    grads = [_ops.from_numpy(np.asarray(rerun.cotangents[k], dtype=rerun.out_dtypes[k]))
+             .requires_grad_(True) for k in rerun.diff_outputs]
+    with enable_grad():
+        (first,) = _autograd_grad(roots, [leaves[p]], grads, create_graph=True, allow_unused=True)
+        if first is None or not first.requires_grad:
+            derivative = [None] * len(grads)
+        else:
+            term = (first * _ops.from_numpy(u_p.astype(first._data.dtype))).sum()
+            derivative = _autograd_grad([term], grads, allow_unused=True)
+    return np.concatenate([(np.zeros(g._data.shape) if d is None else d._data.astype(np.float64))
+                           .reshape(-1) for g, d in zip(grads, derivative)])
 
 
 def _second_order(rerun, u):

@@ -16,7 +16,7 @@ import torch as real_torch
 
 import gradviz
 import gradviz as torch
-from gradviz.debug import _capture, _doctor
+from gradviz.debug import _capture, _doctor, _report
 from gradviz_ext import engine as _engine
 
 Function = torch.autograd.Function
@@ -792,7 +792,7 @@ def test_loss_without_grad_is_an_error():
         torch.debug.doctor(torch.tensor([1.0]))
 
 
-@pytest.mark.parametrize("module", [_doctor, _capture], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("module", [_doctor, _report, _capture], ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)

@@ -1,0 +1,222 @@
+"""The likely cause of a gradient that disagrees with finite differences (the doctor's hints).
+
+Each heuristic compares what backward returned with the finite differences of one slot and
+names a recognisable shape of bug: a flipped sign or a constant factor, the gradients of two
+inputs swapped, the right values transposed or shifted by one, an ignored or non-linear use
+of ``grad_output``, or the part of one output of several. A hint is a guess offered next to
+the finding; the finding itself never depends on it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["explain", "factor_hint"]
+
+
+def explain(rerun, check, analytic, alone=False):
+    """Attach a hint (the likely cause) to each slot that disagrees.
+
+    ``alone``: backward ran from one output only (the cotangent-scaling and per-output
+    heuristics, which run it from all outputs, do not apply).
+    """
+    compared = {}
+    for slot in check.slots:
+        keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
+        compared[slot.position] = (slot, keep)
+    linear = {} if alone else None
+    for slot in check.slots:
+        if not slot.mismatched.any():
+            continue
+        if slot.none_returned:
+            slot.hint = "backward returned None for it"
+            continue
+        _, keep = compared[slot.position]
+        a, n = slot.analytic[keep], slot.numeric[keep]
+        hint = factor_hint(a, n)
+        if hint is None:
+            hint = _region_hint(slot, keep, rerun.base[slot.position])
+        if hint is None:
+            hint = _swap_hint(slot, compared)
+        if hint is None:
+            hint = _layout_hint(slot)
+        if hint is None:
+            if linear is None:
+                linear = _linearity(rerun, analytic)
+            hint = linear.get(slot.position)
+        slot.hint = hint
+    if len(rerun.diff_outputs) > 1 and not alone:
+        for position, outputs in _outputs_at_fault(rerun, check).items():
+            slot = next(s for s in check.slots if s.position == position)
+            part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
+                    f"{', '.join(str(k) for k in outputs)} disagrees")
+            slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
+
+
+def _region_hint(slot, keep, values):
+    """When only some entries disagree: the range of the input's values where they sit, if it
+    is apart from where backward agrees (a wrong branch, or a boundary in the wrong place)."""
+    wrong = slot.mismatched & keep
+    right = keep & ~slot.mismatched
+    if not wrong.any() or not right.any():
+        return None
+    x = values.reshape(-1)[slot.indices].astype(np.float64)
+    bad, good = x[wrong], x[right]
+    p = slot.position
+    if np.all(bad < 0) and np.all(good >= 0):
+        where = f"where input {p} is negative"
+    elif np.all(bad > 0) and np.all(good <= 0):
+        where = f"where input {p} is positive"
+    elif bad.min() > good.max():
+        where = f"where input {p} is above {good.max():.4g} (from {bad.min():.4g} on)"
+    elif bad.max() < good.min():
+        where = f"where input {p} is below {good.min():.4g} (up to {bad.max():.4g})"
+    elif not np.any((good >= bad.min()) & (good <= bad.max())):
+        where = f"for input {p} between {bad.min():.4g} and {bad.max():.4g}"
+    else:
+        return None
+    part = factor_hint(slot.analytic[wrong], slot.numeric[wrong])
+    if part is not None and part.startswith("the true gradient is zero"):
+        part = "the true gradient is zero there"
+    part = "" if part is None else f" ({part})"
+    return (f"it disagrees only {where}, and agrees elsewhere{part}: a wrong branch of "
+            f"backward, or a boundary in the wrong place?")
+
+
+def _close(a, b, rel=1e-2):
+    return float(np.linalg.norm(a - b)) <= rel * max(float(np.linalg.norm(b)), 1e-300)
+
+
+def factor_hint(a, n):
+    norm_n = float(np.linalg.norm(n))
+    if a.size == 0:
+        return None
+    if norm_n == 0.0:
+        return "the true gradient is zero here, but backward returned non-zero values"
+    if _close(a, -n):
+        return "sign flipped?"
+    c = float(np.dot(a, n) / np.dot(n, n))
+    if np.count_nonzero(n) > 1 and abs(c - 1.0) > 1e-2 and _close(a, c * n):
+        if abs(c) < 1e-12:
+            return "backward returned zeros, but the gradient is not zero"
+        return f"off by a constant factor (analytic = {c:.4g} x numeric)?"
+    return None
+
+
+def _swap_hint(slot, compared):
+    for position, (other, other_keep) in compared.items():
+        if position == slot.position or other.shape != slot.shape:
+            continue
+        if not np.array_equal(other.indices, slot.indices):
+            continue
+        keep = compared[slot.position][1] & other_keep
+        if not keep.any():
+            continue
+        if _close(slot.analytic[keep], other.numeric[keep]) \
+                and not _close(other.numeric[keep], slot.numeric[keep]):
+            first, second = sorted((slot.position, position))
+            return f"it matches the gradient of input {position}: gradients for inputs " \
+                   f"{first} and {second} swapped in backward?"
+    return None
+
+
+def _full(slot):
+    """The slot's analytic and numeric values in its shape, when every entry was checked and
+    has a finite numeric value (else None)."""
+    size = int(np.prod(slot.shape, dtype=np.int64))
+    if slot.sampled or len(slot.indices) != size or not np.all(np.isfinite(slot.numeric)) \
+            or not np.all(np.isfinite(slot.analytic)):
+        return None
+    return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
+
+
+def _layout_hint(slot):
+    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
+    full = _full(slot)
+    if full is None:
+        return None
+    a, n = full
+    if not np.any(n):
+        return None
+    if a.ndim >= 2 and a.shape[-1] == a.shape[-2] > 1:
+        transposed = np.swapaxes(n, -1, -2)
+        if _close(a, transposed) and not _close(n, transposed):
+            return "it equals the transpose of the true gradient: looks transposed"
+    shifted = _shift_hint(a, n)
+    if shifted is not None:
+        return shifted
+    if a.size > 2 and _close(np.sort(a, axis=None), np.sort(n, axis=None), rel=1e-3) \
+            and not _close(a, n):
+        return ("it holds the right values in the wrong places: a reshape or view where a "
+                "transpose or permute is needed?")
+    return None
+
+
+def _shift_hint(a, n):
+    for dim in range(a.ndim):
+        if a.shape[dim] < 3:
+            continue
+        for step in (1, -1):
+            shifted = np.zeros_like(n)
+            to = [slice(None)] * n.ndim
+            src = [slice(None)] * n.ndim
+            to[dim] = slice(1, None) if step == 1 else slice(None, -1)
+            src[dim] = slice(None, -1) if step == 1 else slice(1, None)
+            shifted[tuple(to)] = n[tuple(src)]
+            if np.any(shifted) and _close(a, shifted) and not _close(n, shifted):
+                return (f"its values sit {'one place later' if step == 1 else 'one place earlier'} "
+                        f"along dim {dim} than they should: an index off by one?")
+    return None
+
+
+def _outputs_at_fault(rerun, check):
+    """For a Function with several outputs: ``{position: [outputs]}`` of the outputs whose part
+    of the gradient (backward with a cotangent on that output alone) disagrees, when not all do.
+    """
+    slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
+    if not slots:
+        return {}
+    wrong = {s.position: [] for s in slots}
+    saved = rerun.cotangents, rerun._cotangent_list
+    try:
+        for k in rerun.diff_outputs:
+            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+            rerun.cotangents = alone
+            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+            analytic, _ = rerun.analytic()
+            for slot in slots:
+                values = analytic[slot.position]
+                values = np.zeros(slot.shape) if values is None else values.reshape(-1)
+                for j in slot.indices[slot.mismatched][:8]:
+                    lower, upper = rerun.moved(slot.position, j, 1.0)
+                    numeric, noise = rerun.difference(slot.position, j, lower, upper)
+                    if not math.isfinite(numeric):
+                        continue
+                    if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
+                        wrong[slot.position].append(k)
+                        break
+    except Exception:  # noqa: BLE001 - only a hint
+        return {}
+    finally:
+        rerun.cotangents, rerun._cotangent_list = saved
+    return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
+
+
+def _linearity(rerun, analytic):
+    """Hints from running backward again with twice the cotangents (a VJP is linear in them)."""
+    try:
+        doubled, _ = rerun.analytic(scale=2.0)
+    except Exception:  # noqa: BLE001
+        return {}
+    hints = {}
+    for p, values in analytic.items():
+        again = doubled.get(p)
+        if values is None or again is None or not np.all(np.isfinite(values)):
+            continue
+        if np.allclose(again, values, rtol=1e-6, atol=0) and np.any(values != 0):
+            hints[p] = "it does not change with grad_output: is the incoming gradient ignored?"
+        elif not np.allclose(again, 2 * values, rtol=1e-4, atol=1e-12):
+            hints[p] = "it is not linear in grad_output"
+    return hints

@@ -1,0 +1,182 @@
+"""What the gradient doctor reports: :class:`DoctorReport`, its :class:`Finding` s and their
+:class:`Entry` s, as text (``print(report)``) and as plain data (``report.to_dict()``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = ["DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
+
+FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
+                 "mutated_grad_output", "coerced_gradient", "backward_error")
+
+#: At most this many worst entries are kept in a finding.
+_WORST = 5
+# findings whose worst entries are (backward's value, the finite difference)
+_GRADIENT_KINDS = ("wrong_gradient", "coerced_gradient", "nonfinite")
+
+
+class Entry(NamedTuple):
+    """One entry of a finding: its index, and the two values that disagree.
+
+    For gradient findings ``analytic`` is what backward returned and ``numeric`` the finite
+    difference; for ``mutated_saved`` they are the value when saved and the value now.
+    """
+
+    index: tuple
+    analytic: float
+    numeric: float
+
+
+@dataclass
+class Finding:
+    """One problem found by :func:`doctor`.
+
+    ``kind`` is one of ``FINDING_KINDS``; ``function`` the custom Function class (None for a
+    built-in node); ``node`` the graph node; ``input_index`` the forward argument position at
+    fault (or None); ``severity`` ``"error"`` or ``"warning"`` (a dtype cast that lost nothing
+    but precision). ``message`` reads as a diagnosis; ``hint`` is the likely cause, if one fits.
+    """
+
+    kind: str
+    function: Any
+    node: Any
+    input_index: int | None
+    message: str
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    worst: list = field(default_factory=list)
+    hint: str | None = None
+    severity: str = "error"
+    details: dict = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict:
+        """The finding as plain data: node ids instead of nodes, the Function's name instead of
+        its class (:meth:`DoctorReport.to_dict`). ``details`` is left out (it may hold
+        exceptions). Numbers stay Python floats, NaN and infinities included."""
+        return {
+            "kind": self.kind,
+            "severity": self.severity,
+            "function": None if self.function is None else self.function.__name__,
+            "node": None if self.node is None else self.node.node_id,
+            "node_name": "?" if self.node is None else self.node.name(),
+            "input_index": self.input_index,
+            "message": self.message,
+            "hint": self.hint,
+            "max_abs_error": self.max_abs_error,
+            "max_rel_error": self.max_rel_error,
+            "worst": [{"index": list(entry.index), "analytic": entry.analytic,
+                       "numeric": entry.numeric} for entry in self.worst],
+        }
+
+    def __repr__(self) -> str:
+        name = self.node.name() if self.node is not None else "?"
+        return (f"Finding(kind={self.kind!r}, node={name}, input_index={self.input_index}, "
+                f"severity={self.severity!r})")
+
+
+@dataclass
+class DoctorReport:
+    """What :func:`doctor` found: ``findings``, the nodes it ``checked`` and ``skipped``.
+
+    ``ok`` is True when no finding is an error (warnings do not count). ``print(report)``
+    gives the diagnosis as text.
+    """
+
+    findings: list = field(default_factory=list)
+    checked: list = field(default_factory=list)   # custom nodes checked against finite differences
+    skipped: list = field(default_factory=list)   # (node, reason)
+    notes: list = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not any(f.severity == "error" for f in self.findings)
+
+    def by_kind(self, kind: str) -> list:
+        return [f for f in self.findings if f.kind == kind]
+
+    def to_dict(self) -> dict:
+        """The report as plain data (what the widget's Check gradients button shows).
+
+        ``summary`` is the first line of ``str(report)``; ``checked`` the ids of the nodes
+        checked; ``skipped`` one ``{node, name, reason}`` per node that could not be checked;
+        ``findings`` :meth:`Finding.to_dict` each, in the report's order.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> class Twice(torch.autograd.Function):
+        ...     @staticmethod
+        ...     def forward(ctx, x):
+        ...         return x * 2
+        ...     @staticmethod
+        ...     def backward(ctx, grad):
+        ...         return grad * 2
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
+        >>> data["ok"], data["findings"], data["skipped"][0]["name"]
+        (True, [], 'TwiceBackward')
+        >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
+        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
+        """
+        return {
+            "ok": self.ok,
+            "summary": str(self).split("\n", 1)[0],
+            "findings": [finding.to_dict() for finding in self.findings],
+            "checked": [node.node_id for node in self.checked],
+            "skipped": [{"node": node.node_id, "name": node.name(), "reason": reason}
+                        for node, reason in self.skipped],
+            "notes": list(self.notes),
+        }
+
+    def __str__(self) -> str:
+        errors = sum(1 for f in self.findings if f.severity == "error")
+        warnings = len(self.findings) - errors
+        head = (f"gradient doctor: {len(self.checked)} custom Function node(s) checked against "
+                f"finite differences, {len(self.skipped)} skipped; ")
+        if not self.findings:
+            head += "no problems found"
+        else:
+            parts = []
+            if errors:
+                parts.append(f"{errors} problem{'s' if errors != 1 else ''}")
+            if warnings:
+                parts.append(f"{warnings} warning{'s' if warnings != 1 else ''}")
+            head += ", ".join(parts)
+        lines = [head]
+        for finding in self.findings:
+            mark = "problem" if finding.severity == "error" else "warning"
+            lines.append(f"  {mark}: {finding.message}")
+            if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
+                entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
+                                    f"{_fmt(e.numeric)}" for e in finding.worst)
+                lines.append(f"    worst entries (backward vs finite differences): {entries}")
+        for node, reason in self.skipped:
+            lines.append(f"  skipped: {node.name()}: {reason}")
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
+                f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
+
+
+def _index(flat_index, shape):
+    if not shape:
+        return ()
+    return tuple(int(i) for i in np.unravel_index(int(flat_index), shape))
+
+
+def _format_index(index):
+    return "[" + ", ".join(str(i) for i in index) + "]"
+
+
+def _fmt(value):
+    return f"{value:.6g}"
