@@ -16,6 +16,9 @@ numpy's floating-point error state is silenced through its context variable (a q
 ``np.errstate``'s cost), and only for ops marked ``quiet``.
 """
 
+import os
+import warnings
+
 import numpy as np
 
 import cython
@@ -458,6 +461,114 @@ def _enable_small_kernels():
 _SMALL_KERNELS = _enable_small_kernels()
 
 
+# Note [Array cache]
+# ------------------
+# A training step allocates the same large arrays every time (activations, gradients, a
+# weight's gradient), and frees them at the end of the step or during backward. glibc gives
+# large blocks back to the system when they are freed (munmap, or trimming the heap), so the
+# next step's arrays start on fresh pages: one page fault per 4 KB touched, measured at
+# 1-1.5 µs each on the development VMs, about a fifth of an MLP step (bench/mlp.py). So while
+# gradviz's own ops run on large inputs (at least 8,192 elements: apply_op) and while a
+# backward runs (GraphTask.run and step), and always inside the arithmetic kernels' quiet
+# context, numpy's memory handler (NEP 49; a context variable, so other code, other threads
+# and numpy arrays made elsewhere are untouched) is
+# gradviz_cache_handler (_ops.pxd): it allocates with malloc, and when an array it
+# allocated is freed, keeps the block (if at least 32 KB) for the next allocation of that
+# size, up to 64 blocks and a byte limit (GRADVIZ_ARRAY_CACHE_MB, default 256; 0 turns the
+# cache off), dropping the oldest first. Nothing else changes: the same arrays, the same
+# values. ``array_cache_info()`` and ``array_cache_clear()`` inspect and empty it, like
+# PyTorch's ``torch.cuda.empty_cache()`` for its caching allocator. glibc only (it needs
+# malloc_usable_size); elsewhere, or interpreted, arrays are numpy's as usual.
+
+_DEFAULT_CACHE_MB = 256
+
+
+def _cache_limit_from_env():
+    value = os.environ.get("GRADVIZ_ARRAY_CACHE_MB", "").strip()
+    if not value:
+        return _DEFAULT_CACHE_MB << 20
+    try:
+        megabytes = float(value)
+    except ValueError:
+        warnings.warn(f"GRADVIZ_ARRAY_CACHE_MB={value!r} is not a number of megabytes; "
+                      f"using the default ({_DEFAULT_CACHE_MB})", RuntimeWarning, stacklevel=2)
+        return _DEFAULT_CACHE_MB << 20
+    return max(0, int(megabytes * (1 << 20)))
+
+
+def _enable_array_cache():
+    """Find numpy's handler API and check once that arrays made inside the cache use it and
+    that leaving restores numpy's handler; on any surprise, leave the cache off."""
+    if not cython.compiled or not _SMALL_KERNELS:
+        return False
+    limit = _cache_limit_from_env()
+    if limit == 0:
+        return False
+    try:
+        try:
+            from numpy._core import _multiarray_umath as umath
+        except ImportError:  # numpy 1.x
+            from numpy.core import _multiarray_umath as umath
+        get_name = umath.get_handler_name
+        before = get_name()
+        gradviz_cache_enable(umath._ARRAY_API, limit)
+        previous = gradviz_cache_enter()
+        try:
+            probe = np.empty(1 << 14)
+        finally:
+            gradviz_cache_exit(previous)
+        if get_name(probe) != "gradviz_array_cache" or get_name() != before:
+            raise RuntimeError("numpy's memory handler did not switch")
+        del probe
+        gradviz_cache_clear(-1)  # the probe's block: start empty
+    except Exception:  # noqa: BLE001 - any failure means: numpy's own allocator
+        gradviz_cache_disable()
+        return False
+    return True
+
+
+def array_cache_info():
+    """The array cache's state (Note [Array cache]): ``enabled``, ``hits`` and ``misses``
+    (allocations of at least 32 KB inside it), the ``blocks`` and ``bytes`` kept, and the
+    byte ``limit``."""
+    if not cython.compiled:
+        return {"enabled": False, "hits": 0, "misses": 0, "blocks": 0, "bytes": 0, "limit": 0}
+    info = {"enabled": _ARRAY_CACHE}
+    info.update(gradviz_cache_stats())
+    return info
+
+
+def array_cache_clear(limit=None):
+    """Give every block the array cache keeps back to the system; ``limit`` (bytes) also sets
+    its byte limit (0: keep nothing)."""
+    if limit is not None and (type(limit) is not int or limit < 0):
+        raise ValueError(f"array_cache_clear(limit=...) expects a number of bytes >= 0, "
+                         f"got {limit!r}")
+    if cython.compiled:
+        gradviz_cache_clear(-1 if limit is None else limit)
+
+
+_ARRAY_CACHE = _enable_array_cache()
+if _ARRAY_CACHE and _quiet_context is not None:
+    # the arithmetic kernels run their ufunc inside _quiet_context (Note [Compiled kernels]),
+    # which has its own numpy handler variable: there the cache is numpy's handler for good
+    _quiet_context.run(lambda: gradviz_cache_enter())
+
+
+def _cache_enter():
+    """Make the array cache numpy's handler in this context (Note [Array cache]); returns
+    what ``_cache_exit`` gives back (None: the cache is off)."""
+    if cython.compiled:
+        return gradviz_cache_enter()
+    return None
+
+
+def _cache_exit(previous) -> cython.int:
+    if cython.compiled:
+        gradviz_cache_exit(previous)
+    return 0
+
+
 def small_kernels_enabled():
     """Whether Note [Small kernels] is in effect (compiled engine, numpy's API found)."""
     return _SMALL_KERNELS
@@ -666,6 +777,33 @@ def _call_forward(forward, arrays: list, attrs: dict):
     return forward(*arrays, **attrs)
 
 
+@cython.cfunc
+def _run_forward(op: OpSpec, kernel: cython.int, arrays: list, attrs: dict):
+    """The op's forward on numpy arrays: a compiled kernel where one applies, else the op's
+    Python forward, quiet (no numpy warnings) for quiet ops."""
+    result = None
+    if kernel != KERNEL_NONE:  # Note [Compiled kernels]; kernels are quiet ops
+        result = _quiet_kernel(kernel, arrays, attrs)
+    if result is not None:
+        return result
+    if not op.quiet:
+        return _call_forward(op.forward, arrays, attrs)
+    # like torch: inf/nan results, no numpy warnings
+    if _errstate_var is None:
+        with np.errstate(all="ignore"):
+            return _call_forward(op.forward, arrays, attrs)
+    token = _quiet_begin()
+    try:
+        if kernel != KERNEL_NONE:
+            result = _forward_kernel(kernel, arrays, attrs)
+        if result is None:
+            result = _call_forward(op.forward, arrays, attrs)
+    finally:
+        if token is not None:
+            _quiet_end(token)
+    return result
+
+
 def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
     n: cython.Py_ssize_t = len(inputs)
@@ -700,26 +838,15 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     kernel: cython.int = op.kernel
     if target is _F16:  # float16 with a number computes in float32 (the op's Python forward)
         kernel = KERNEL_NONE
-    result = None
-    if kernel != KERNEL_NONE:  # Note [Compiled kernels]; kernels are quiet ops
-        result = _quiet_kernel(kernel, arrays, attrs)
-    if result is None:
-        if op.quiet:  # like torch: inf/nan results, no numpy warnings
-            if _errstate_var is not None:
-                token = _quiet_begin()
-                try:
-                    if kernel != KERNEL_NONE:
-                        result = _forward_kernel(kernel, arrays, attrs)
-                    if result is None:
-                        result = _call_forward(op.forward, arrays, attrs)
-                finally:
-                    if token is not None:
-                        _quiet_end(token)
-            else:
-                with np.errstate(all="ignore"):
-                    result = _call_forward(op.forward, arrays, attrs)
-        else:
-            result = _call_forward(op.forward, arrays, attrs)
+    if cython.compiled and n and (gradviz_cache_wanted(arrays[0])
+                                  or (n > 1 and gradviz_cache_wanted(arrays[1]))):
+        previous = gradviz_cache_enter()  # Note [Array cache]
+        try:
+            result = _run_forward(op, kernel, arrays, attrs)
+        finally:
+            gradviz_cache_exit(previous)
+    else:
+        result = _run_forward(op, kernel, arrays, attrs)
 
     record: cython.bint = False
     if op.backward is not None and is_grad_enabled():
@@ -886,7 +1013,14 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
         first = _scalar_array(a, dtype)
     else:
         return None
-    result = _quiet_kernel(op.kernel, [first, second], attrs)
+    if cython.compiled and (gradviz_cache_wanted(first) or gradviz_cache_wanted(second)):
+        previous = gradviz_cache_enter()  # Note [Array cache]
+        try:
+            result = _quiet_kernel(op.kernel, [first, second], attrs)
+        finally:
+            gradviz_cache_exit(previous)
+    else:
+        result = _quiet_kernel(op.kernel, [first, second], attrs)
     return None if result is None else _wrap(result)
 
 

@@ -42,7 +42,7 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      is_grad_enabled, runtime, set_current_graph_task,
                                      set_grad_enabled_flag)
-    from gradviz_ext._ops import OpNode, _dtype_of, _has_shape
+    from gradviz_ext._ops import OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape
 
 _rt = runtime()
 
@@ -606,10 +606,12 @@ class GraphTask:
             token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
         previous = set_grad_enabled_flag(self.create_graph)
         outer_task = set_current_graph_task(self)
+        handler = _cache_enter()  # Note [Array cache] in _ops.py
         try:
             while self._step(True) is not None:
                 pass
         finally:
+            _cache_exit(handler)
             set_grad_enabled_flag(previous)
             set_current_graph_task(outer_task)
             if token is not None:
@@ -630,14 +632,18 @@ class GraphTask:
 
     def step(self):
         """Run the next ready node and return it; None when the task is over."""
-        if _errstate_var is None:
-            with numpy.errstate(all="ignore"):
-                return self._step()
-        token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+        handler = _cache_enter()  # Note [Array cache] in _ops.py
         try:
-            return self._step()
+            if _errstate_var is None:
+                with numpy.errstate(all="ignore"):
+                    return self._step()
+            token = _errstate_var.set(_errstate_quiet)  # Note [Quiet backward]
+            try:
+                return self._step()
+            finally:
+                _errstate_var.reset(token)
         finally:
-            _errstate_var.reset(token)
+            _cache_exit(handler)
 
     def _step(self, managed=False):
         """Run the next ready node. ``managed``: ``run`` has set grad mode and the running
