@@ -52,6 +52,7 @@ from . import instrument
 from .instrument import load_trace, record
 from . import debug
 from . import func
+from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from ._config import config, show_config
 

@@ -1,0 +1,901 @@
+"""Conformance sweep, PyTorch's own tutorials and notes: "Learning PyTorch with Examples", the
+two autograd introductions, "Extending PyTorch", "Double Backward with Custom Functions",
+autograd mechanics (saved tensors, hooks), forward-mode AD and torch.func.
+
+Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
+compares everything observed (see its docstring). Random inputs of the tutorials are replaced
+by fixed ones (``linspace``, ``tensor``), so both libraries see the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from sweep_harness import check, node_name, registry
+
+program = registry()
+
+
+# ---- Learning PyTorch with Examples: fitting sin(x) with a cubic ------------------------------
+
+def _sin_data(torch, n=200):
+    x = torch.linspace(-math.pi, math.pi, n)
+    return x, torch.sin(x)
+
+
+@program(1e-4, atol=1e-5)
+def lpe_tensors_manual_backprop(torch, o):
+    dtype = torch.float
+    x, y = _sin_data(torch)
+    a = torch.tensor(0.1, dtype=dtype)
+    b = torch.tensor(-0.2, dtype=dtype)
+    c = torch.tensor(0.05, dtype=dtype)
+    d = torch.tensor(0.3, dtype=dtype)
+    learning_rate = 1e-5
+    for t in range(300):
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        loss = (y_pred - y).pow(2).sum().item()
+        if t % 100 == 99:
+            o(f"loss {t}", loss)
+        grad_y_pred = 2.0 * (y_pred - y)
+        grad_a = grad_y_pred.sum()
+        grad_b = (grad_y_pred * x).sum()
+        grad_c = (grad_y_pred * x ** 2).sum()
+        grad_d = (grad_y_pred * x ** 3).sum()
+        a -= learning_rate * grad_a
+        b -= learning_rate * grad_b
+        c -= learning_rate * grad_c
+        d -= learning_rate * grad_d
+    o("result", f"Result: y = {a.item():.3f} + {b.item():.3f} x + {c.item():.3f} x^2 + {d.item():.3f} x^3")
+    o("params", [a, b, c, d])
+
+
+@program(1e-4, atol=1e-5)
+def lpe_tensors_and_autograd(torch, o):
+    dtype = torch.float
+    x, y = _sin_data(torch)
+    a = torch.tensor(0.1, dtype=dtype, requires_grad=True)
+    b = torch.tensor(-0.2, dtype=dtype, requires_grad=True)
+    c = torch.tensor(0.05, dtype=dtype, requires_grad=True)
+    d = torch.tensor(0.3, dtype=dtype, requires_grad=True)
+    learning_rate = 1e-5
+    for t in range(300):
+        y_pred = a + b * x + c * x ** 2 + d * x ** 3
+        loss = (y_pred - y).pow(2).sum()
+        if t % 100 == 99:
+            o(f"loss {t}", loss.item())
+        loss.backward()
+        with torch.no_grad():
+            a -= learning_rate * a.grad
+            b -= learning_rate * b.grad
+            c -= learning_rate * c.grad
+            d -= learning_rate * d.grad
+            a.grad = None
+            b.grad = None
+            c.grad = None
+            d.grad = None
+    o("params", [a, b, c, d])
+    o("loss.grad_fn", node_name(loss.grad_fn))
+    o("a.grad after", a.grad)
+
+
+@program(1e-4, atol=1e-5)
+def lpe_legendre_polynomial3(torch, o):
+    class LegendrePolynomial3(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return 0.5 * (5 * input ** 3 - 3 * input)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, = ctx.saved_tensors
+            return grad_output * 1.5 * (5 * input ** 2 - 1)
+
+    dtype = torch.float
+    x, y = _sin_data(torch)
+    a = torch.full((), 0.0, dtype=dtype, requires_grad=True)
+    b = torch.full((), -1.0, dtype=dtype, requires_grad=True)
+    c = torch.full((), 0.0, dtype=dtype, requires_grad=True)
+    d = torch.full((), 0.3, dtype=dtype, requires_grad=True)
+    learning_rate = 5e-6
+    for t in range(300):
+        P3 = LegendrePolynomial3.apply
+        y_pred = a + b * P3(c + d * x)
+        loss = (y_pred - y).pow(2).sum()
+        if t % 100 == 99:
+            o(f"loss {t}", loss.item())
+        loss.backward()
+        with torch.no_grad():
+            for p in (a, b, c, d):
+                p -= learning_rate * p.grad
+                p.grad = None
+    o("params", [a, b, c, d])
+    o("node", y_pred.grad_fn.next_functions[1][0].next_functions[1][0].name())
+    o("result", f"Result: y = {a.item():.3f} + {b.item():.3f} * P3({c.item():.3f} + {d.item():.3f} x)")
+
+
+@program(1e-4, atol=1e-5)
+def lpe_nn_module_manual_update(torch, o):
+    x, y = _sin_data(torch)
+    p = torch.tensor([1, 2, 3])
+    xx = x.unsqueeze(-1).pow(p)
+    o("xx.shape", xx.shape)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 1), torch.nn.Flatten(0, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[0.2, -0.1, 0.05]]))
+        model[0].bias.fill_(0.1)
+    loss_fn = torch.nn.MSELoss(reduction='sum')
+    learning_rate = 1e-6
+    for t in range(200):
+        y_pred = model(xx)
+        loss = loss_fn(y_pred, y)
+        if t % 100 == 99:
+            o(f"loss {t}", loss.item())
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= learning_rate * param.grad
+    linear_layer = model[0]
+    o("result", f"Result: y = {linear_layer.bias.item():.4f} + {linear_layer.weight[:, 0].item():.4f} x "
+                f"+ {linear_layer.weight[:, 1].item():.4f} x^2 + {linear_layer.weight[:, 2].item():.4f} x^3")
+    o("repr", repr(model))
+
+
+@program(1e-4, atol=1e-5)
+def lpe_custom_module_polynomial3(torch, o):
+    class Polynomial3(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.tensor(0.1))
+            self.b = torch.nn.Parameter(torch.tensor(0.2))
+            self.c = torch.nn.Parameter(torch.tensor(-0.1))
+            self.d = torch.nn.Parameter(torch.tensor(0.05))
+
+        def forward(self, x):
+            return self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+
+        def string(self):
+            return f'y = {self.a.item():.4f} + {self.b.item():.4f} x + {self.c.item():.4f} x^2 + {self.d.item():.4f} x^3'
+
+    x, y = _sin_data(torch)
+    model = Polynomial3()
+    criterion = torch.nn.MSELoss(reduction='sum')
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-6)
+    for t in range(300):
+        y_pred = model(x)
+        loss = criterion(y_pred, y)
+        if t % 100 == 99:
+            o(f"loss {t}", loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    o("string", model.string())
+    o("named", [(n, p) for n, p in model.named_parameters()])
+    o("repr", repr(model))
+
+
+@program(1e-4, atol=1e-5)
+def lpe_dynamic_net_weight_sharing(torch, o):
+    import random as _random
+
+    class DynamicNet(torch.nn.Module):
+        def __init__(self, rng):
+            super().__init__()
+            self.rng = rng
+            self.a = torch.nn.Parameter(torch.tensor(0.1))
+            self.b = torch.nn.Parameter(torch.tensor(-0.2))
+            self.c = torch.nn.Parameter(torch.tensor(0.05))
+            self.d = torch.nn.Parameter(torch.tensor(0.1))
+            self.e = torch.nn.Parameter(torch.tensor(-0.01))
+
+        def forward(self, x):
+            y = self.a + self.b * x + self.c * x ** 2 + self.d * x ** 3
+            for exp in range(4, self.rng.randint(4, 6)):
+                y = y + self.e * x ** exp
+            return y
+
+        def string(self):
+            return (f'y = {self.a.item():.4f} + {self.b.item():.4f} x + {self.c.item():.4f} x^2 + '
+                    f'{self.d.item():.4f} x^3 + {self.e.item():.4f} x^4 ? + {self.e.item():.4f} x^5 ?')
+
+    x, y = _sin_data(torch)
+    model = DynamicNet(_random.Random(0))
+    criterion = torch.nn.MSELoss(reduction='sum')
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-8, momentum=0.9)
+    for t in range(300):
+        y_pred = model(x)
+        loss = criterion(y_pred, y)
+        if t % 100 == 99:
+            o(f"loss {t}", loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+    o("string", model.string())
+    o("momentum buffers", [optimizer.state[p]["momentum_buffer"] for p in model.parameters()])
+
+
+# ---- A Gentle Introduction to torch.autograd --------------------------------------------------
+
+@program
+def gentle_intro_q_external_grad(torch, o):
+    a = torch.tensor([2., 3.], requires_grad=True)
+    b = torch.tensor([6., 4.], requires_grad=True)
+    Q = 3 * a ** 3 - b ** 2
+    external_grad = torch.tensor([1., 1.])
+    Q.backward(gradient=external_grad)
+    o("check a", 9 * a ** 2 == a.grad)
+    o("check b", -2 * b == b.grad)
+    o("Q", Q)
+    o("Q.grad_fn", node_name(Q.grad_fn))
+    o("dag", [node_name(n) for n, _ in Q.grad_fn.next_functions])
+    o("dag2", [[(node_name(n), i) for n, i in f.next_functions] for f, _ in Q.grad_fn.next_functions])
+    o("leaf var", Q.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0].variable is a)
+
+
+@program
+def gentle_intro_exclusion_from_dag(torch, o):
+    x = torch.tensor([[0.1, 0.2], [0.3, 0.4]])
+    y = torch.tensor([[1.0, -1.0], [0.5, 0.0]])
+    z = torch.tensor([[0.2, 0.1], [0.0, 0.3]], requires_grad=True)
+    a = x + y
+    o("a requires grad", a.requires_grad)
+    b = x + z
+    o("b requires grad", b.requires_grad)
+    o("b", b)
+
+
+@program(1e-5)
+def gentle_intro_finetune_frozen_parameters(torch, o):
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.ReLU())
+            self.fc = torch.nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc(self.features(x))
+
+    model = Net()
+    with torch.no_grad():
+        model.features[0].weight.copy_(torch.linspace(-1, 1, 24).reshape(6, 4))
+        model.features[0].bias.copy_(torch.linspace(-0.2, 0.2, 6))
+    # freeze all the parameters in the network
+    for param in model.parameters():
+        param.requires_grad = False
+    model.fc = torch.nn.Linear(6, 2)
+    with torch.no_grad():
+        model.fc.weight.copy_(torch.linspace(-0.5, 0.5, 12).reshape(2, 6))
+        model.fc.bias.zero_()
+    o("trainable", [n for n, p in model.named_parameters() if p.requires_grad])
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
+    data = torch.linspace(-2, 2, 20).reshape(5, 4)
+    labels = torch.tensor([0, 1, 1, 0, 1])
+    for step in range(5):
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(data), labels)
+        loss.backward()
+        optimizer.step()
+        o(f"loss {step}", loss)
+    o("frozen grads", [p.grad for p in model.features.parameters()])
+    o("fc grads", [p.grad for p in model.fc.parameters()])
+    o("features unchanged", model.features[0].weight)
+    o("fc", model.fc.weight)
+    hidden = model.features(data)
+    o("hidden", hidden)
+    o("requires", [hidden.requires_grad, hidden.grad_fn is None])
+
+
+# ---- Automatic differentiation with torch.autograd (Basics) ------------------------------------
+
+@program
+def basics_autograd_bce_single_layer(torch, o):
+    x = torch.ones(5)
+    y = torch.zeros(3)
+    w = torch.tensor([[0.1, -0.2, 0.3], [0.4, 0.5, -0.6], [-0.7, 0.8, 0.9],
+                      [1.0, -1.1, 0.2], [0.3, 0.1, -0.4]], requires_grad=True)
+    b = torch.tensor([0.1, 0.2, -0.3], requires_grad=True)
+    z = torch.matmul(x, w) + b
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
+    o("grad_fn z", node_name(z.grad_fn))
+    o("grad_fn loss", node_name(loss.grad_fn))
+    o("print z", f"Gradient function for z = {z.grad_fn}".split(" object")[0].replace("<", ""))
+    loss.backward()
+    o("w.grad", w.grad)
+    o("b.grad", b.grad)
+    z = torch.matmul(x, w) + b
+    o("z requires", z.requires_grad)
+    with torch.no_grad():
+        z = torch.matmul(x, w) + b
+    o("z requires no_grad", z.requires_grad)
+    z = torch.matmul(x, w) + b
+    z_det = z.detach()
+    o("z_det requires", z_det.requires_grad)
+    o("loss", loss)
+
+
+@program
+def basics_autograd_jacobian_product(torch, o):
+    inp = torch.eye(4, 5, requires_grad=True)
+    out = (inp + 1).pow(2).t()
+    out.backward(torch.ones_like(out), retain_graph=True)
+    o("First call", inp.grad)
+    out.backward(torch.ones_like(out), retain_graph=True)
+    o("Second call", inp.grad)
+    inp.grad.zero_()
+    out.backward(torch.ones_like(out), retain_graph=True)
+    o("Call after zeroing gradients", inp.grad)
+    o("printed", f"First call\n{inp.grad}")
+    o("out.grad_fn", node_name(out.grad_fn))
+    o("chain", [node_name(n) for n, _ in out.grad_fn.next_functions])
+
+
+@program
+def basics_autograd_functional_jacobian_hessian(torch, o):
+    def exp_reducer(x):
+        return x.exp().sum(dim=1)
+
+    inputs = torch.tensor([[0.1, 0.2], [-0.3, 0.4]])
+    o("jacobian", torch.autograd.functional.jacobian(exp_reducer, inputs))
+    o("jacobian create_graph", torch.autograd.functional.jacobian(exp_reducer, inputs, create_graph=True))
+
+    def exp_adder(x, y):
+        return 2 * x.exp() + 3 * y
+
+    ins = (torch.tensor([0.5, -0.5]), torch.tensor([1.0, 2.0]))
+    o("jacobian tuple", torch.autograd.functional.jacobian(exp_adder, ins))
+
+    def pow_reducer(x):
+        return x.pow(3).sum()
+
+    o("hessian", torch.autograd.functional.hessian(pow_reducer, torch.tensor([[0.5, 1.0], [1.5, -2.0]])))
+
+    def pow_adder_reducer(x, y):
+        return (2 * x.pow(2) + 3 * y.pow(2)).sum()
+
+    o("hessian tuple", torch.autograd.functional.hessian(pow_adder_reducer,
+                                                         (torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]))))
+    v = torch.ones(2)
+    o("vjp", torch.autograd.functional.vjp(exp_reducer, inputs, v))
+    o("jvp", torch.autograd.functional.jvp(exp_reducer, inputs, torch.ones(2, 2)))
+    o("hvp", torch.autograd.functional.hvp(pow_reducer, torch.tensor([1.0, 2.0]), torch.tensor([1.0, -1.0])))
+    o("vhp", torch.autograd.functional.vhp(pow_reducer, torch.tensor([1.0, 2.0]), torch.tensor([1.0, -1.0])))
+    o.raises("vjp no v", lambda: torch.autograd.functional.vjp(exp_reducer, inputs),
+             "The vector v can only be None if the user-provided function returns a single Tensor with a single element")
+
+
+@program
+def basics_requires_grad_underscore_and_detach(torch, o):
+    a = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    a = ((a * 3) / (a - 1))
+    o("a.requires_grad", a.requires_grad)
+    a.requires_grad_(True)
+    o("a.requires_grad after", a.requires_grad)
+    b = (a * a).sum()
+    o("b.grad_fn", node_name(b.grad_fn))
+    c = a.detach()
+    o("c", c)
+    o("shares", c.data_ptr() == a.data_ptr())
+    with torch.set_grad_enabled(False):
+        d = a * 2
+    o("d", d.requires_grad)
+    torch.set_grad_enabled(True)
+    o("enabled", torch.is_grad_enabled())
+
+
+
+# ---- Extending PyTorch: custom autograd.Function ----------------------------------------------
+
+def _linear_function(torch):
+    class LinearFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(input, weight, bias):
+            output = input.mm(weight.t())
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            input, weight, bias = inputs
+            ctx.save_for_backward(input, weight, bias)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight)
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias
+
+    return LinearFunction
+
+
+@program
+def extending_linear_function_setup_context(torch, o):
+    LinearFunction = _linear_function(torch)
+    x = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.5]], dtype=torch.double, requires_grad=True)
+    w = torch.tensor([[0.1, 0.2, 0.3], [-0.4, 0.5, 0.6]], dtype=torch.double, requires_grad=True)
+    b = torch.tensor([0.01, -0.02], dtype=torch.double, requires_grad=True)
+    y = LinearFunction.apply(x, w, b)
+    o("y", y)
+    o("name", y.grad_fn.name())
+    o("needs", y.grad_fn.needs_input_grad)
+    y.sum().backward()
+    o("grads", [x.grad, w.grad, b.grad])
+    o("gradcheck", torch.autograd.gradcheck(LinearFunction.apply, (x, w, b), eps=1e-6, atol=1e-4))
+    x2 = x.detach()
+    y2 = LinearFunction.apply(x2, w, None)
+    o("needs no bias", y2.grad_fn.needs_input_grad)
+    o("next", [node_name(n) for n, _ in y2.grad_fn.next_functions])
+    w.grad = None
+    y2.pow(2).sum().backward()
+    o("w.grad no bias", w.grad)
+    o("x2.grad", x2.grad)
+
+    class Linear(torch.nn.Module):
+        def __init__(self, input_features, output_features, bias=True):
+            super().__init__()
+            self.input_features = input_features
+            self.output_features = output_features
+            self.weight = torch.nn.Parameter(torch.empty(output_features, input_features))
+            if bias:
+                self.bias = torch.nn.Parameter(torch.empty(output_features))
+            else:
+                self.register_parameter('bias', None)
+            with torch.no_grad():
+                self.weight.copy_(torch.linspace(-0.3, 0.3, output_features * input_features)
+                                  .reshape(output_features, input_features))
+                if self.bias is not None:
+                    self.bias.fill_(0.05)
+
+        def forward(self, input):
+            return LinearFunction.apply(input, self.weight, self.bias)
+
+        def extra_repr(self):
+            return f'input_features={self.input_features}, output_features={self.output_features}, bias={self.bias is not None}'
+
+    lin = Linear(3, 2)
+    o("repr", repr(lin))
+    out = lin(x.float().detach())
+    out.sum().backward()
+    o("param grads", [p.grad for p in lin.parameters()])
+    o("no bias repr", repr(Linear(3, 4, bias=False)))
+
+
+@program
+def extending_mul_constant_non_tensor_arg(torch, o):
+    class MulConstant(torch.autograd.Function):
+        @staticmethod
+        def forward(tensor, constant):
+            return tensor * constant
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            _, constant = inputs
+            ctx.constant = constant
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.constant, None
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = MulConstant.apply(x, 2.5)
+    o("y", y)
+    o("next", [node_name(n) for n, _ in y.grad_fn.next_functions])
+    y.backward(torch.tensor([1.0, 0.1, 0.01]))
+    o("x.grad", x.grad)
+
+    class MulConstantBad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, tensor, constant):
+            ctx.constant = constant
+            return tensor * constant
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            return grad_output * ctx.constant, grad_output
+
+    o.raises("grad for non-tensor", lambda: MulConstantBad.apply(x, 3.0).sum().backward(),
+             "returned a gradient different than None at position 2, but the corresponding forward input was not a Variable")
+
+
+@program
+def extending_my_cube_double_backward(torch, o):
+    class MyCube(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            result = x ** 3
+            dx = 3 * x ** 2
+            return result, dx
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, = inputs
+            result, dx = output
+            ctx.save_for_backward(x, dx)
+
+        @staticmethod
+        def backward(ctx, grad_output, grad_dx):
+            x, dx = ctx.saved_tensors
+            result = grad_output * dx + grad_dx * 6 * x
+            return result
+
+    def my_cube(x):
+        result, dx = MyCube.apply(x)
+        return result
+
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.double, requires_grad=True)
+    y = my_cube(x)
+    o("y", y)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    o("g.grad_fn", node_name(g.grad_fn))
+    gg, = torch.autograd.grad(g.sum(), x)
+    o("gg", gg)
+    o("gradcheck", torch.autograd.gradcheck(my_cube, (x,)))
+    o("gradgradcheck", torch.autograd.gradgradcheck(my_cube, (x,)))
+    result, dx = MyCube.apply(x)
+    o("outputs", [result, dx])
+    o("same node", result.grad_fn is dx.grad_fn)
+    o("output_nr", [result.output_nr if hasattr(result, "output_nr") else 0, dx.output_nr if hasattr(dx, "output_nr") else 1])
+
+
+@program
+def extending_vmap_generate_rule_and_func_grad(torch, o):
+    class MyCube(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            result = x ** 3
+            dx = 3 * x ** 2
+            return result, dx
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, = inputs
+            result, dx = output
+            ctx.save_for_backward(x, dx)
+
+        @staticmethod
+        def backward(ctx, grad_output, grad_dx):
+            x, dx = ctx.saved_tensors
+            return grad_output * dx + grad_dx * 6 * x
+
+    def my_cube(x):
+        result, dx = MyCube.apply(x)
+        return result
+
+    x = torch.tensor([[0.5, -1.0, 2.0], [1.0, 0.0, -0.5]])
+    o("vmap", torch.vmap(my_cube)(x))
+    o("vmap in_dims 1", torch.func.vmap(my_cube, in_dims=1)(x))
+    o("grad", torch.func.grad(lambda t: my_cube(t).sum())(x[0]))
+    o("grad of grad", torch.func.grad(lambda t: torch.func.grad(lambda u: my_cube(u).sum())(t).sum())(x[0]))
+    o("vmap grad", torch.func.vmap(torch.func.grad(lambda t: my_cube(t).sum()))(x))
+    o("jacrev", torch.func.jacrev(my_cube)(x[0]))
+
+    class NoRule(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    o.raises("no vmap rule", lambda: torch.vmap(NoRule.apply)(x), "does not have vmap support")
+
+    class CtxStyle(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    o.raises("ctx style vmap", lambda: torch.vmap(CtxStyle.apply)(x), "it must override the setup_context staticmethod")
+
+
+@program
+def extending_func_numpy_sort_with_vmap_staticmethod(torch, o):
+    import numpy as np
+
+    def to_numpy(tensor):
+        return tensor.cpu().numpy()
+
+    class NumpySort(torch.autograd.Function):
+        @staticmethod
+        def forward(x, dim):
+            device = x.device
+            x = to_numpy(x)
+            ind = np.argsort(x, axis=dim, kind="stable")
+            ind_inv = np.argsort(ind, axis=dim, kind="stable")
+            result = np.take_along_axis(x, ind, axis=dim)
+            return (
+                torch.tensor(result, device=device),
+                torch.tensor(ind, device=device),
+                torch.tensor(ind_inv, device=device),
+            )
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, dim = inputs
+            _, ind, ind_inv = output
+            ctx.mark_non_differentiable(ind, ind_inv)
+            ctx.save_for_backward(ind, ind_inv)
+            ctx.dim = dim
+
+        @staticmethod
+        def backward(ctx, grad_output, _0, _1):
+            ind, ind_inv = ctx.saved_tensors
+            return NumpyTake.apply(grad_output, ind_inv, ind, ctx.dim), None
+
+        @staticmethod
+        def vmap(info, in_dims, x, dim):
+            x_bdim, _ = in_dims
+            x = x.movedim(x_bdim, 0)
+            dim = dim if dim >= 0 else dim + x.dim() - 1
+            result = NumpySort.apply(x, dim + 1)
+            return NumpySort.apply(x, dim + 1), (0, 0, 0)
+
+    class NumpyTake(torch.autograd.Function):
+        @staticmethod
+        def forward(x, ind, ind_inv, dim):
+            device = x.device
+            x = to_numpy(x)
+            ind = to_numpy(ind)
+            return torch.tensor(np.take_along_axis(x, ind, dim), device=device)
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            x, ind, ind_inv, dim = inputs
+            ctx.save_for_backward(ind, ind_inv)
+            ctx.dim = dim
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            ind, ind_inv = ctx.saved_tensors
+            result = NumpyTake.apply(grad_output, ind_inv, ind, ctx.dim)
+            return result, None, None, None
+
+        @staticmethod
+        def vmap(info, in_dims, x, ind, ind_inv, dim):
+            x_bdim, ind_bdim, ind_inv_bdim, _ = in_dims
+            logical_dim = x.dim() if x_bdim is None else x.dim() - 1
+            dim = dim if dim >= 0 else dim + logical_dim
+
+            def maybe_expand_bdim_at_front(x, x_bdim):
+                if x_bdim is None:
+                    return x.expand(info.batch_size, *x.shape)
+                return x.movedim(x_bdim, 0)
+
+            x = maybe_expand_bdim_at_front(x, x_bdim)
+            ind = maybe_expand_bdim_at_front(ind, ind_bdim)
+            ind_inv = maybe_expand_bdim_at_front(ind_inv, ind_inv_bdim)
+            return NumpyTake.apply(x, ind, ind_inv, dim + 1), 0
+
+    x = torch.tensor([[3.0, 1.0, 2.0], [0.5, -1.0, 4.0]], requires_grad=True)
+    y, ind, ind_inv = NumpySort.apply(x, 1)
+    o("sorted", [y, ind, ind_inv])
+    y.backward(torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]))
+    o("grad", x.grad)
+    xs = torch.tensor([[[3.0, 1.0], [2.0, 0.0]], [[-1.0, 5.0], [4.0, 2.0]]])
+    result = torch.vmap(NumpySort.apply, in_dims=(0, None))(xs, 1)
+    o("vmap sort", result)
+    g = torch.func.grad(lambda t: (NumpySort.apply(t, 0)[0] * torch.tensor([1.0, 2.0, 3.0])).sum())(
+        torch.tensor([2.0, 3.0, 1.0]))
+    o("func.grad", g)
+    vg = torch.vmap(torch.func.grad(lambda t: (NumpySort.apply(t, 0)[0] * torch.tensor([1.0, 2.0])).sum()))(
+        torch.tensor([[2.0, 1.0], [0.0, 3.0]]))
+    o("vmap grad", vg)
+
+
+# ---- Double Backward with Custom Functions ------------------------------------------------------
+
+@program
+def double_backward_square_saves_inputs(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 2
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            x, = ctx.saved_tensors
+            return grad_out * 2 * x
+
+    x = torch.tensor([[0.3, -1.2, 2.0], [1.5, 0.1, -0.7]], requires_grad=True, dtype=torch.double)
+    o("gradcheck", torch.autograd.gradcheck(Square.apply, x))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Square.apply, x))
+    out = Square.apply(x)
+    grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("grad_x", grad_x)
+    o("grad_x.grad_fn", node_name(grad_x.grad_fn))
+    o("dag", [node_name(n) for n, _ in grad_x.grad_fn.next_functions])
+    ggx, = torch.autograd.grad(grad_x.sum(), x)
+    o("ggx", ggx)
+
+
+@program
+def double_backward_exp_saves_outputs(torch, o):
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            result = torch.exp(x)
+            ctx.save_for_backward(result)
+            return result
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            result, = ctx.saved_tensors
+            return result * grad_out
+
+    x = torch.tensor([[0.3, -1.2], [1.5, 0.1]], requires_grad=True, dtype=torch.double)
+    o("gradcheck", torch.autograd.gradcheck(Exp.apply, x))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Exp.apply, x))
+    out = Exp.apply(x)
+    grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("grad_x.grad_fn", node_name(grad_x.grad_fn))
+    o("next", [node_name(n) for n, _ in grad_x.grad_fn.next_functions])
+    g2, = torch.autograd.grad(grad_x.sum(), x)
+    o("g2", g2)
+
+
+@program
+def double_backward_sinh_intermediates(torch, o):
+    class Sinh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            expx = torch.exp(x)
+            expnegx = torch.exp(-x)
+            ctx.save_for_backward(expx, expnegx)
+            return (expx - expnegx) / 2, expx, expnegx
+
+        @staticmethod
+        def backward(ctx, grad_out, _grad_out_exp, _grad_out_negexp):
+            expx, expnegx = ctx.saved_tensors
+            grad_input = grad_out * (expx + expnegx) / 2
+            grad_input += _grad_out_exp * expx
+            grad_input -= _grad_out_negexp * expnegx
+            return grad_input
+
+    def sinh(x):
+        return Sinh.apply(x)[0]
+
+    x = torch.tensor([[0.3, -1.2], [1.5, 0.1]], requires_grad=True, dtype=torch.double)
+    o("gradcheck", torch.autograd.gradcheck(sinh, x))
+    o("gradgradcheck", torch.autograd.gradgradcheck(sinh, x))
+    out = sinh(x)
+    grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("grad_x", grad_x)
+    g2, = torch.autograd.grad(grad_x.sum(), x)
+    o("g2", g2)
+
+    class SinhBad(torch.autograd.Function):
+        # the tutorial's "incorrect" version: intermediates are not outputs, so the second
+        # derivative silently misses their contribution
+        @staticmethod
+        def forward(ctx, x):
+            expx = torch.exp(x)
+            expnegx = torch.exp(-x)
+            ctx.expx = expx
+            ctx.expnegx = expnegx
+            return (expx - expnegx) / 2
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            expx = ctx.expx
+            expnegx = ctx.expnegx
+            grad_input = grad_out * (expx + expnegx) / 2
+            return grad_input
+
+    out = SinhBad.apply(x)
+    grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("bad grad_x requires_grad", grad_x.requires_grad)
+    o("bad grad_x", grad_x)
+    o.raises("bad second", lambda: torch.autograd.grad(grad_x.sum(), x), "does not require grad")
+
+
+@program
+def double_backward_cube_with_backward_function(torch, o):
+    def cube_forward(x):
+        return x ** 3
+
+    def cube_backward(grad_out, x):
+        return grad_out * 3 * x ** 2
+
+    def cube_backward_backward(grad_out, sav_grad_out, x):
+        return grad_out * sav_grad_out * 6 * x
+
+    def cube_backward_backward_grad_out(grad_out, x):
+        return grad_out * 3 * x ** 2
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return cube_forward(x)
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            x, = ctx.saved_tensors
+            return CubeBackward.apply(grad_out, x)
+
+    class CubeBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, grad_out, x):
+            ctx.save_for_backward(x, grad_out)
+            return cube_backward(grad_out, x)
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            x, sav_grad_out = ctx.saved_tensors
+            dx = cube_backward_backward(grad_out, sav_grad_out, x)
+            dgrad_out = cube_backward_backward_grad_out(grad_out, x)
+            return dgrad_out, dx
+
+    x = torch.tensor([[0.3, -1.2], [1.5, 0.1]], requires_grad=True, dtype=torch.double)
+    o("gradcheck", torch.autograd.gradcheck(Cube.apply, x))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Cube.apply, x))
+    out = Cube.apply(x)
+    grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("grad_x.grad_fn", node_name(grad_x.grad_fn))
+    o("dag", [node_name(n) for n, _ in grad_x.grad_fn.next_functions])
+    g2, = torch.autograd.grad(grad_x.sum(), x)
+    o("g2", g2)
+
+
+@program
+def double_backward_once_differentiable(torch, o):
+    from torch.autograd.function import once_differentiable  # noqa: F401 - only torch has it there
+    once = torch.autograd.function.once_differentiable
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 2
+
+        @staticmethod
+        @once
+        def backward(ctx, grad_out):
+            x, = ctx.saved_tensors
+            return grad_out * 2 * x
+
+    x = torch.tensor([0.5, 2.0], requires_grad=True, dtype=torch.double)
+    out = Square.apply(x)
+    g, = torch.autograd.grad(out.sum(), x, create_graph=True)
+    o("g", g)
+    o("g.grad_fn", node_name(g.grad_fn))
+    # the incoming gradient (ones) does not require grad: the plain error, not once_differentiable's
+    o.raises("second", lambda: g.sum().backward(), "does not require grad")
+    v = torch.ones(2, dtype=torch.double, requires_grad=True)
+    g3, = torch.autograd.grad(Square.apply(x), x, v, create_graph=True)
+    o.raises("second with grad requiring grad", lambda: g3.sum().backward(),
+             "trying to differentiate twice a function that was marked with @once_differentiable")
+    out2 = Square.apply(x)
+    g2, = torch.autograd.grad(out2.sum(), x)
+    o("g2", g2)
+    o.raises("gradgradcheck", lambda: torch.autograd.gradgradcheck(Square.apply, (x,)),
+             "Jacobian mismatch for output 0 with respect to input 0")
+
+
+@pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
+def test_program(fn):
+    check(fn)
