@@ -7,7 +7,7 @@ from gradviz_ext import engine as _engine
 
 Node = _engine.Node
 
-__all__ = ["Node", "saved_tensors_hooks"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu"]
 
 
 class saved_tensors_hooks:
@@ -58,3 +58,33 @@ class saved_tensors_hooks:
     def __exit__(self, *exc):
         _engine.pop_saved_tensors_hooks()
         return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved-tensor hooks that keep a copy of every saved tensor in CPU memory, as
+    ``torch.autograd.graph.save_on_cpu``.
+
+    gradviz computes on the CPU only, so the copy stays where the tensor was; the observable
+    behaviour is PyTorch's: backward uses the values at save time (an in-place change made
+    afterwards is neither seen nor reported), and ``pin_memory`` is accepted and ignored.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torch.autograd.graph.save_on_cpu(pin_memory=True):
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.detach().clone()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)

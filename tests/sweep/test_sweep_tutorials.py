@@ -896,6 +896,318 @@ def double_backward_once_differentiable(torch, o):
              "Jacobian mismatch for output 0 with respect to input 0")
 
 
+
+# ---- Autograd mechanics and "Hooks for autograd saved tensors" --------------------------------
+
+@program
+def saved_hooks_tutorial_pack_unpack_log(torch, o):
+    log = []
+
+    def pack_hook(x):
+        log.append(("Packing", x.detach().clone(), x.requires_grad, node_name(x.grad_fn)))
+        return x
+
+    def unpack_hook(x):
+        log.append(("Unpacking", x.detach().clone()))
+        return x
+
+    a = torch.ones(5, requires_grad=True)
+    b = torch.ones(5, requires_grad=True) * 2
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = a * b
+    o("after forward", sorted(str(entry[0]) + str(entry[1].tolist()) for entry in log))
+    y.sum().backward()
+    o("count", len(log))
+    o("kinds", sorted(entry[0] for entry in log))
+    o("grads", [a.grad])
+
+
+@program
+def saved_hooks_tutorial_scale_and_counter(torch, o):
+    x = torch.tensor([0.5, -1.0, 2.0, 3.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x * 4, lambda x: x / 4):
+        y = torch.pow(x, 2)
+    y.sum().backward()
+    o("grad equal", x.grad.equal(2 * x))
+    o("grad", x.grad)
+
+    # the hooks change the values backward sees: the gradient is wrong on purpose
+    x.grad = None
+    with torch.autograd.graph.saved_tensors_hooks(lambda x: x * 4, lambda x: x):
+        y = torch.pow(x, 2)
+    y.sum().backward()
+    o("scaled grad", x.grad)
+
+    counter = [0]
+
+    def pack(t):
+        counter[0] += 1
+        return t
+
+    def unpack(t):
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        z = (x.exp() * x.sin()).sum()
+    o("packed", counter[0])
+    z.backward()
+
+
+@program
+def saved_hooks_tutorial_save_to_disk(torch, o):
+    import os
+    import tempfile
+    import uuid
+
+    tmp_dir = tempfile.mkdtemp()
+    files = []
+
+    class SelfDeletingTempFile:
+        def __init__(self):
+            self.name = os.path.join(tmp_dir, str(uuid.uuid4()))
+
+        def __del__(self):
+            if os.path.exists(self.name):
+                os.remove(self.name)
+
+    def pack_hook(tensor):
+        temp_file = SelfDeletingTempFile()
+        torch.save(tensor, temp_file.name)
+        files.append(temp_file.name)
+        return temp_file
+
+    def unpack_hook(temp_file):
+        return torch.load(temp_file.name)
+
+    x = torch.tensor([0.25, 0.5, 1.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = x.pow(2) * x.exp()
+    o("files written", len(files))
+    o("on disk", all(os.path.exists(f) for f in files))
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def saved_hooks_save_on_cpu_and_inplace(torch, o):
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with torch.autograd.graph.save_on_cpu(pin_memory=False):
+        h = x * 2
+        y = h.pow(2)
+    y.sum().backward()
+    o("grad", x.grad)
+
+    # double backward through tensors unpacked by the hooks
+    x.grad = None
+    with torch.autograd.graph.save_on_cpu():
+        y = (x.sin() * x).sum()
+    g, = torch.autograd.grad(y, x, create_graph=True)
+    o("g", g)
+    g.sum().backward()
+    o("second", x.grad)
+    # an in-place change after saving is not seen: the copy is used
+    x.grad = None
+    with torch.autograd.graph.save_on_cpu():
+        h = x * 1
+        y = h.exp()
+    h.mul_(100)
+    y.sum().backward()
+    o("copy used", x.grad)
+
+    # without hooks an in-place change of a saved tensor is caught
+    x.grad = None
+    a = x * 1
+    b = a.exp()
+    a.mul_(2)
+    o.raises("modified", lambda: (a * b).sum().backward(),
+             "one of the variables needed for gradient computation has been modified by an inplace operation")
+    c = x * 1
+    d = c.sin()
+    c.add_(1)
+    o("version", c._version)
+    o.raises("version words", lambda: d.sum().backward(), "is at version 1; expected version 0 instead")
+    o("grad after error", x.grad)
+
+
+@program
+def autograd_mechanics_inplace_and_no_grad(torch, o):
+    x = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    o.raises("leaf in place", lambda: x.add_(1), "a leaf Variable that requires grad is being used in an in-place operation")
+    with torch.no_grad():
+        x.add_(1)
+    o("x", x)
+    o("version", x._version)
+    y = x.sigmoid()
+    y.mul_(2)
+    o.raises("sigmoid output in place", lambda: y.sum().backward(),
+             "one of the variables needed for gradient computation has been modified by an inplace operation")
+    z = x.relu()
+    z.add_(1)  # ReluBackward saves its result: in-place add breaks it
+    o.raises("relu", lambda: z.sum().backward(), "modified by an inplace operation")
+    w = x * 3
+    w.add_(1)  # MulBackward saves the inputs, not the output: fine
+    w.sum().backward()
+    o("grad", x.grad)
+    o("w.grad_fn", node_name(w.grad_fn))
+    with torch.inference_mode():
+        q = x * 2
+    o("inference", [q.requires_grad, torch.is_inference_mode_enabled()])
+
+
+# ---- tensor and module hooks -------------------------------------------------------------------
+
+@program
+def hooks_tensor_register_hook_and_retain_grad(torch, o):
+    seen = []
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = a * 3
+    b.retain_grad()
+    c = b.pow(2)
+    h = b.register_hook(lambda g: seen.append(g.clone()))
+    a.register_hook(lambda g: g * 10)
+    c.register_hook(lambda g: g + 1)
+    c.sum().backward(retain_graph=True)
+    o("seen", seen)
+    o("a.grad", a.grad)
+    o("b.grad", b.grad)
+    o("b.retains_grad", b.retains_grad)
+    o("a.retains_grad", a.retains_grad)
+    o("c.retains_grad", c.retains_grad)
+    h.remove()
+    c.sum().backward()
+    o("seen after remove", len(seen))
+    o("a.grad 2", a.grad)
+    o.raises("retain leaf ok", lambda: a.retain_grad(), "")
+    d = torch.tensor([1.0])
+    o.raises("hook on no-grad", lambda: d.register_hook(lambda g: g),
+             "cannot register a hook on a tensor that doesn't require gradient")
+
+
+@program
+def hooks_module_forward_and_pre_hooks(torch, o):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.6]]))
+        model[0].bias.copy_(torch.tensor([0.0, 0.1, -0.1]))
+        model[2].weight.copy_(torch.tensor([[0.3, -0.2, 0.1]]))
+        model[2].bias.fill_(0.05)
+    activations = {}
+
+    def get_activation(name):
+        def hook(model, input, output):
+            activations[name] = output.detach()
+        return hook
+
+    handles = [model[0].register_forward_hook(get_activation("fc1")),
+               model[1].register_forward_hook(get_activation("relu"))]
+    log = []
+    pre = model[2].register_forward_pre_hook(lambda m, args: log.append(("pre", type(m).__name__, args[0].shape)))
+    x = torch.tensor([[1.0, 2.0], [-1.0, 0.5]])
+    out = model(x)
+    o("out", out)
+    o("fc1", activations["fc1"])
+    o("relu", activations["relu"])
+    o("log", log)
+    # a pre-hook that replaces the input, a forward hook that replaces the output
+    model[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    model[2].register_forward_hook(lambda m, args, output: output + 100)
+    o("changed", model(x))
+    for h in handles:
+        h.remove()
+    pre.remove()
+    activations.clear()
+    model(x)
+    o("removed", sorted(activations))
+
+    kw_seen = []
+    lin = torch.nn.Linear(2, 2)
+    lin.register_forward_pre_hook(lambda m, args, kwargs: kw_seen.append(sorted(kwargs)), with_kwargs=True)
+    lin.register_forward_hook(lambda m, args, kwargs, out: kw_seen.append(("post", len(args))), with_kwargs=True)
+    order = []
+    lin.register_forward_hook(lambda m, a, out: order.append("second"))
+    lin.register_forward_hook(lambda m, a, out: order.append("first"), prepend=True)
+    lin(input=x)
+    o("kwargs", kw_seen)
+    o("order", order)
+
+
+@program
+def hooks_module_full_backward_hook(torch, o):
+    model = torch.nn.Sequential(torch.nn.Linear(2, 3), torch.nn.Tanh(), torch.nn.Linear(3, 1))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[0.1, 0.2], [-0.3, 0.4], [0.5, -0.6]]))
+        model[0].bias.copy_(torch.tensor([0.0, 0.1, -0.1]))
+        model[2].weight.copy_(torch.tensor([[0.3, -0.2, 0.1]]))
+        model[2].bias.fill_(0.05)
+    log = []
+
+    def backward_hook(module, grad_input, grad_output):
+        log.append((type(module).__name__, grad_input, grad_output))
+
+    def backward_pre_hook(module, grad_output):
+        log.append(("pre " + type(module).__name__, grad_output))
+
+    handles = [m.register_full_backward_hook(backward_hook) for m in model]
+    handles.append(model[1].register_full_backward_pre_hook(backward_pre_hook))
+    x = torch.tensor([[1.0, 2.0], [-1.0, 0.5]], requires_grad=True)
+    out = model(x)
+    o("out grad_fn", node_name(out.grad_fn))
+    o("inner grad_fn", node_name(out.grad_fn.next_functions[0][0]))
+    out.sum().backward()
+    o("log", log)
+    o("x.grad", x.grad)
+    o("param grads", [p.grad for p in model.parameters()])
+
+    # the input does not require grad: the first layer's hook gets (None,)
+    log.clear()
+    out = model(x.detach())
+    o.warns("no input grad warns", lambda: out.sum().backward(), "Full backward hook is firing")
+    o("log no input grad", log)
+
+    # a hook may replace grad_input
+    for h in handles:
+        h.remove()
+    model[1].register_full_backward_hook(lambda m, gi, go: (gi[0] * 0,))
+    x.grad = None
+    model.zero_grad()
+    model(x).sum().backward()
+    o("zeroed", [x.grad, model[0].weight.grad])
+    model[2].register_full_backward_pre_hook(lambda m, go: (go[0] * 3,))
+    x.grad = None
+    model.zero_grad()
+    model(x).sum().backward()
+    o("pre scaled", [model[2].weight.grad, model[2].bias.grad])
+
+    bad = torch.nn.Linear(2, 2)
+    bad.register_full_backward_hook(lambda m, gi, go: (gi[0], gi[0]))
+    o.raises("wrong count", lambda: bad(x).sum().backward(),
+             "Backward hook returned an invalid number of grad_input, got 2, but expected 1")
+
+
+@program
+def hooks_post_accumulate_grad_optimizer_in_backward(torch, o):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.ReLU(), torch.nn.Linear(4, 1))
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (i + 1))
+    optimizer_dict = {p: torch.optim.Adam([p], foreach=False) for p in model.parameters()}
+
+    def optimizer_hook(parameter) -> None:
+        optimizer_dict[parameter].step()
+        optimizer_dict[parameter].zero_grad()
+
+    for p in model.parameters():
+        p.register_post_accumulate_grad_hook(optimizer_hook)
+    x = torch.tensor([[1.0, 2.0, 3.0], [-1.0, 0.5, 0.0], [0.2, 0.2, -0.4]])
+    target = torch.tensor([[1.0], [0.0], [-1.0]])
+    for step in range(3):
+        loss = torch.nn.functional.mse_loss(model(x), target)
+        loss.backward()
+        o(f"loss {step}", loss)
+    o("params", list(model.parameters()))
+    o("grads are None", [p.grad is None for p in model.parameters()])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
