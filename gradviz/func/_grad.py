@@ -8,7 +8,9 @@ Note [Function transforms on the engine]
 are part of an outer graph (an enclosing ``grad``), the gradient is computed with
 ``create_graph=True`` through the alias, so transforms compose: ``grad(grad(f))`` works.
 ``jacrev`` loops over the output's elements (one ``vjp`` each); ``jacfwd`` loops over the
-input's elements (one ``jvp`` each).
+input's elements (one ``jvp`` each); ``hessian`` is ``jacfwd(jacrev(f))``. Inside a dual
+level (``jacfwd(jacrev(f))``, ``jvp(grad(f))``) the detached leaves and results keep their
+tangents (``_detach``), so forward mode sees through the reverse-mode transforms.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from .. import ops
 from .._tensor import Tensor
 from ..autograd import _transform_state
 from ..autograd import forward_ad as _fwad
+from ..autograd._functional import _detach_keeping_tangent, _forward_ad_active
 from ..autograd._functional import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from . import _pytree
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian"]
 
 
 def _argnums_tuple(argnums, count, name):
@@ -48,7 +51,22 @@ def _track(value):
         return value
     if value.requires_grad:
         return ops.view(value, value._data.shape)
-    return value.detach().requires_grad_(value.dtype.is_floating_point)
+    leaf = _detach(value).requires_grad_(value.dtype.is_floating_point)
+    return leaf
+
+
+def _detach(tensor):
+    """``tensor.detach()`` that keeps its forward-AD tangent, so transforms run inside ``jvp``
+    or ``jacfwd`` (``hessian`` is ``jacfwd(jacrev(f))``) pass tangents through."""
+    return _detach_keeping_tangent(tensor) if _forward_ad_active() else tensor.detach()
+
+
+def _detached(tree):
+    """``tree`` with its tensors detached: what a transform returns as ``aux`` when its inputs
+    have no outer graph (torch unwraps them from the transform's level)."""
+    leaves, spec = _pytree.tree_flatten(tree)
+    return _pytree.tree_unflatten([_detach(leaf) if isinstance(leaf, Tensor) else leaf
+                                   for leaf in leaves], spec)
 
 
 def _outer_graph(values):
@@ -119,9 +137,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     values.append(leaf if not isinstance(leaf, Tensor) else ops.zeros_like(leaf))
             per_arg.append(_pytree.tree_unflatten(values, _pytree.tree_flatten(args[n])[1]))
         gradient = per_arg[0] if single else tuple(per_arg)
-        value = result if outer else result.detach()
+        value = result if outer else _detach(result)
         if has_aux:
-            return gradient, (value, aux)
+            return gradient, (value, aux if outer else _detached(aux))
         return gradient, value
 
     return wrapper
@@ -196,9 +214,9 @@ def vjp(func, *primals, has_aux=False):
                 values.append(ops.zeros_like(t) if isinstance(t, Tensor) else None)
         return tuple(_pytree.tree_unflatten(values, spec))
 
-    value = _pytree.tree_unflatten([o if outer else o.detach() for o in out_flat], out_spec)
+    value = _pytree.tree_unflatten([o if outer else _detach(o) for o in out_flat], out_spec)
     if has_aux:
-        return value, vjp_fn, aux
+        return value, vjp_fn, aux if outer else _detached(aux)
     return value, vjp_fn
 
 
@@ -330,3 +348,19 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         return (jacobian, aux) if has_aux else jacobian
 
     return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of the scalar-valued ``func`` with respect to ``args[argnums]``: the
+    forward-mode Jacobian of its reverse-mode Jacobian (``jacfwd(jacrev(func))``), as
+    ``torch.func.hessian``. Shape: ``output.shape + input.shape + input.shape``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> from gradviz.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(torch.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -1208,6 +1208,375 @@ def hooks_post_accumulate_grad_optimizer_in_backward(torch, o):
     o("grads are None", [p.grad is None for p in model.parameters()])
 
 
+
+# ---- Forward-mode Automatic Differentiation -----------------------------------------------------
+
+def _grid(torch, rows, cols, scale=1.0, shift=0.0):
+    return (torch.linspace(-1.0, 1.0, rows * cols).reshape(rows, cols) * scale + shift)
+
+
+@program
+def forward_ad_tutorial_basics(torch, o):
+    import torch.autograd.forward_ad as _unused  # noqa: F401 - the tutorial's import, for torch
+    fwAD = torch.autograd.forward_ad
+    primal = _grid(torch, 4, 4)
+    tangent = _grid(torch, 4, 4, scale=0.5, shift=0.25)
+
+    def fn(x, y):
+        return x ** 2 + y ** 2
+
+    with fwAD.dual_level():
+        dual_input = fwAD.make_dual(primal, tangent)
+        o("tangent is", fwAD.unpack_dual(dual_input).tangent is tangent)
+        dual_input_alt = fwAD.make_dual(primal, tangent.T)
+        o("tangent.T is not", fwAD.unpack_dual(dual_input_alt).tangent is not tangent)
+        plain_tensor = _grid(torch, 4, 4, scale=2.0)
+        dual_output = fn(dual_input, plain_tensor)
+        jvp = fwAD.unpack_dual(dual_output).tangent
+        o("jvp", jvp)
+        o("primal", fwAD.unpack_dual(dual_output).primal)
+        o("namedtuple", [type(fwAD.unpack_dual(dual_output)).__name__, fwAD.unpack_dual(dual_output)._fields])
+        p, t = fwAD.unpack_dual(dual_output)
+        o("unpacked", [p, t])
+        o("plain tangent", fwAD.unpack_dual(plain_tensor).tangent)
+    o("after level", fwAD.unpack_dual(dual_output).tangent is None)
+    o.raises("make_dual outside", lambda: fwAD.make_dual(primal, tangent),
+             "Trying to create a dual Tensor for forward AD but no level exists")
+
+
+@program
+def forward_ad_tutorial_modules(torch, o):
+    fwAD = torch.autograd.forward_ad
+    model = torch.nn.Linear(5, 5)
+    with torch.no_grad():
+        model.weight.copy_(_grid(torch, 5, 5, scale=0.3))
+        model.bias.copy_(torch.linspace(-0.1, 0.1, 5))
+    input = _grid(torch, 3, 5)
+    params = {name: p for name, p in model.named_parameters()}
+    tangents = {name: torch.ones_like(p) * (i + 1) * 0.1 for i, (name, p) in enumerate(params.items())}
+    with fwAD.dual_level():
+        for name, p in params.items():
+            delattr(model, name)
+            setattr(model, name, fwAD.make_dual(p, tangents[name]))
+        out = model(input)
+        # torch's tangent requires grad here (its addmm formula multiplies the primal weight by
+        # a zero tangent); gradviz's does not: compare the values
+        o("jvp module", fwAD.unpack_dual(out).tangent.detach())
+        o("out", fwAD.unpack_dual(out).primal)
+
+    from torch.func import functional_call  # noqa: F401 - torch's import
+    model = torch.nn.Linear(5, 5)
+    with torch.no_grad():
+        model.weight.copy_(_grid(torch, 5, 5, scale=0.3))
+        model.bias.copy_(torch.linspace(-0.1, 0.1, 5))
+    dual_params = {}
+    with fwAD.dual_level():
+        for name, p in params.items():
+            dual_params[name] = fwAD.make_dual(p, tangents[name])
+        out = torch.func.functional_call(model, dual_params, input)
+        o("jvp functional_call", fwAD.unpack_dual(out).tangent.detach())
+    o("model untouched", [model.weight, model.bias])
+    o("param types", [type(p).__name__ for p in model.parameters()])
+
+
+@program
+def forward_ad_tutorial_custom_function_jvp(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Fn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, foo):
+            result = torch.exp(foo)
+            ctx.result = result
+            return result
+
+        @staticmethod
+        def jvp(ctx, gI):
+            gO = gI * ctx.result
+            del ctx.result
+            return gO
+
+    fn = Fn.apply
+    primal = _grid(torch, 3, 3).double().requires_grad_()
+    tangent = _grid(torch, 3, 3, scale=-0.5).double()
+    with fwAD.dual_level():
+        dual_input = fwAD.make_dual(primal, tangent)
+        dual_output = fn(dual_input)
+        jvp = fwAD.unpack_dual(dual_output).tangent
+    o("jvp", jvp)
+    o("gradcheck fw", torch.autograd.gradcheck(Fn.apply, (primal,), check_forward_ad=True,
+                                               check_backward_ad=False, check_undefined_grad=False,
+                                               check_batched_grad=False))
+
+    class NoJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    def run_no_jvp():
+        with fwAD.dual_level():
+            NoJvp.apply(fwAD.make_dual(primal, tangent))
+
+    class WrongJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def jvp(ctx, t):
+            x, = ctx.saved_tensors
+            return t * x.cos() * 2
+
+    o.raises("wrong jvp", lambda: torch.autograd.gradcheck(WrongJvp.apply, (primal,), check_forward_ad=True,
+                                                         check_backward_ad=False, check_undefined_grad=False),
+             "Jacobian computed with forward mode mismatch for output 0 with respect to input 0")
+    o("gradcheck fw false", torch.autograd.gradcheck(WrongJvp.apply, (primal,), check_forward_ad=True,
+                                                     check_backward_ad=False, check_undefined_grad=False,
+                                                     raise_exception=False))
+    o("gradcheck both", torch.autograd.gradcheck(lambda t: (t * t).exp().sum(0), (primal,), check_forward_ad=True))
+    o.raises("no jvp", run_no_jvp, "You must implement the jvp function for custom autograd.Function to use it with forward mode AD")
+
+
+@program
+def forward_ad_tutorial_functional_api(torch, o):
+    from torch.func import jvp  # noqa: F401 - torch's import
+    import functools
+
+    x = _grid(torch, 2, 3)
+    t = _grid(torch, 2, 3, scale=0.5, shift=0.5)
+    y = _grid(torch, 2, 3, scale=-2.0)
+
+    def func(x, y):
+        return x.sin() * y
+
+    new_func = functools.partial(func, y=y)
+    primal_out, tangent_out = torch.func.jvp(new_func, (x,), (t,))
+    o("primal_out", primal_out)
+    o("tangent_out", tangent_out)
+
+    model = torch.nn.Linear(3, 2)
+    with torch.no_grad():
+        model.weight.copy_(_grid(torch, 2, 3, scale=0.4))
+        model.bias.copy_(torch.tensor([0.1, -0.1]))
+    params = dict(model.named_parameters())
+    tangents = {k: torch.ones_like(v) for k, v in params.items()}
+
+    def call(params, input):
+        return torch.func.functional_call(model, params, (input,))
+
+    out, jvp_out = torch.func.jvp(lambda p: call(p, x), (params,), (tangents,))
+    # torch's tangent requires grad (the parameters do); gradviz's does not: compare values
+    o("module jvp", [out, jvp_out.detach()])
+
+
+# ---- torch.func: Jacobians, Hessians, hvp, vhp -------------------------------------------------
+
+@program(1e-5, atol=1e-6)
+def func_tutorial_jacobians_hessians(torch, o):
+    from torch.func import jacrev, jacfwd, vjp, vmap, hessian  # noqa: F401 - torch's imports
+    from functools import partial
+    F = torch.nn.functional
+    func = torch.func
+
+    def predict(weight, bias, x):
+        return F.linear(x, weight, bias).tanh()
+
+    D = 4
+    weight = _grid(torch, D, D, scale=0.7)
+    bias = torch.linspace(-0.2, 0.3, D)
+    x = torch.linspace(-1.0, 1.5, D)
+
+    def compute_jac(xp):
+        jacobian_rows = [torch.autograd.grad(predict(weight, bias, xp), xp, vec)[0]
+                         for vec in unit_vectors]
+        return torch.stack(jacobian_rows)
+
+    xp = x.clone().requires_grad_()
+    unit_vectors = torch.eye(D)
+    jacobian = compute_jac(xp)
+    o("jacobian", jacobian)
+    _, vjp_fn = func.vjp(partial(predict, weight, bias), x)
+    ft_jacobian, = func.vmap(vjp_fn)(unit_vectors)
+    o("vmap vjp", ft_jacobian)
+    o("jacrev", func.jacrev(predict, argnums=2)(weight, bias, x))
+    ft_jac_weight, ft_jac_bias = func.jacrev(predict, argnums=(0, 1))(weight, bias, x)
+    o("jacrev argnums", [ft_jac_weight, ft_jac_bias])
+    o("jacfwd", func.jacfwd(predict, argnums=2)(weight, bias, x))
+    o("hessian jacrev jacrev", func.jacrev(func.jacrev(predict, argnums=2), argnums=2)(weight, bias, x))
+    o("hessian", func.hessian(predict, argnums=2)(weight, bias, x))
+    o("hessian jacrev jacfwd", func.jacrev(func.jacfwd(predict, argnums=2), argnums=2)(weight, bias, x))
+
+    batch_size = 3
+    xs = _grid(torch, batch_size, D, scale=0.8)
+    compute_batch_jacobian = func.vmap(func.jacrev(predict, argnums=2), in_dims=(None, None, 0))
+    batch_jacobian0 = compute_batch_jacobian(weight, bias, xs)
+    o("batch jacobian", batch_jacobian0)
+
+    def predict_with_output_summed(weight, bias, x):
+        return predict(weight, bias, x).sum(0)
+
+    batch_jacobian1 = func.jacrev(predict_with_output_summed, argnums=2)(weight, bias, xs).movedim(1, 0)
+    o("summed trick", torch.allclose(batch_jacobian0, batch_jacobian1))
+    o("batch hessian", func.vmap(func.hessian(predict, argnums=2), in_dims=(None, None, 0))(weight, bias, xs))
+
+    def hvp(f, primals, tangents):
+        return func.jvp(func.grad(f), primals, tangents)[1]
+
+    def f(x):
+        return x.sin().sum()
+
+    x = torch.linspace(-1.0, 2.0, 5)
+    tangent = torch.linspace(0.5, 1.0, 5)
+    o("hvp", hvp(f, (x,), (tangent,)))
+    o("hvp expected", -x.sin() * tangent)
+
+    def hvp_revrev(f, primals, tangents):
+        _, vjp_fn = func.vjp(func.grad(f), *primals)
+        return vjp_fn(*tangents)
+
+    o("hvp revrev", hvp_revrev(f, (x,), (tangent,)))
+
+
+@program(1e-5, atol=1e-6)
+def func_tutorial_per_sample_grads(torch, o):
+    from torch.func import functional_call, vmap, grad  # noqa: F401 - torch's imports
+    F = torch.nn.functional
+    func = torch.func
+
+    class SimpleNet(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(6, 4)
+            self.fc2 = torch.nn.Linear(4, 3)
+
+        def forward(self, x):
+            x = x.flatten(1)
+            x = F.relu(self.fc1(x))
+            x = self.fc2(x)
+            return F.log_softmax(x, dim=1)
+
+    model = SimpleNet()
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(torch.linspace(-0.6, 0.6, p.numel()).reshape(p.shape) * (1 + 0.3 * i))
+    batch_size = 4
+    data = _grid(torch, batch_size, 6, scale=2.0).reshape(batch_size, 2, 3)
+    targets = torch.tensor([0, 2, 1, 2])
+
+    def loss_fn(predictions, targets):
+        return F.nll_loss(predictions, targets)
+
+    def compute_grad(sample, target):
+        sample = sample.unsqueeze(0)
+        target = target.unsqueeze(0)
+        prediction = model(sample)
+        loss = loss_fn(prediction, target)
+        return torch.autograd.grad(loss, list(model.parameters()))
+
+    def compute_sample_grads(data, targets):
+        sample_grads = [compute_grad(data[i], targets[i]) for i in range(batch_size)]
+        sample_grads = zip(*sample_grads)
+        return [torch.stack(shards) for shards in sample_grads]
+
+    per_sample_grads = compute_sample_grads(data, targets)
+    o("manual", per_sample_grads)
+
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    buffers = {k: v.detach() for k, v in model.named_buffers()}
+
+    def compute_loss(params, buffers, sample, target):
+        batch = sample.unsqueeze(0)
+        targets = target.unsqueeze(0)
+        predictions = func.functional_call(model, (params, buffers), (batch,))
+        loss = loss_fn(predictions, targets)
+        return loss
+
+    ft_compute_grad = func.grad(compute_loss)
+    ft_compute_sample_grad = func.vmap(ft_compute_grad, in_dims=(None, None, 0, 0))
+    ft_per_sample_grads = ft_compute_sample_grad(params, buffers, data, targets)
+    o("keys", list(ft_per_sample_grads))
+    o("vmap grads", list(ft_per_sample_grads.values()))
+    for per_sample_grad, ft_per_sample_grad in zip(per_sample_grads, ft_per_sample_grads.values()):
+        o("close", torch.allclose(per_sample_grad, ft_per_sample_grad, atol=3e-3, rtol=1e-5))
+    o("grad_and_value", func.grad_and_value(compute_loss)(params, buffers, data[0], targets[0])[1])
+
+
+@program(1e-5, atol=1e-6)
+def func_tutorial_model_ensembling(torch, o):
+    import copy
+    F = torch.nn.functional
+    func = torch.func
+
+    class SimpleMLP(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(4, 5)
+            self.fc2 = torch.nn.Linear(5, 2)
+
+        def forward(self, x):
+            return self.fc2(F.relu(self.fc1(x)))
+
+    num_models = 3
+    models = [SimpleMLP() for _ in range(num_models)]
+    with torch.no_grad():
+        for m, model in enumerate(models):
+            for i, p in enumerate(model.parameters()):
+                p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (1 + 0.2 * i + 0.5 * m))
+    minibatches = _grid(torch, num_models * 2, 4).reshape(num_models, 2, 4)
+    minibatch = minibatches[0]
+    predictions_diff_minibatch_loop = [model(mb) for model, mb in zip(models, minibatches)]
+    predictions2 = [model(minibatch) for model in models]
+    params, buffers = func.stack_module_state(models)
+    o("stacked", [(k, v) for k, v in params.items()])
+    base_model = copy.deepcopy(models[0])
+
+    def fmodel(params, buffers, x):
+        return func.functional_call(base_model, (params, buffers), (x,))
+
+    predictions1_vmap = func.vmap(fmodel)(params, buffers, minibatches)
+    o("vmap diff", predictions1_vmap)
+    o("close diff", torch.allclose(predictions1_vmap, torch.stack(predictions_diff_minibatch_loop), atol=1e-3, rtol=1e-5))
+    predictions2_vmap = func.vmap(fmodel, in_dims=(0, 0, None))(params, buffers, minibatch)
+    o("close same", torch.allclose(predictions2_vmap, torch.stack(predictions2), atol=1e-3, rtol=1e-5))
+    o("base untouched", list(base_model.parameters()))
+
+
+@program
+def func_tutorial_grad_transform_basics(torch, o):
+    func = torch.func
+    x = torch.tensor(0.7)
+    cos_x = func.grad(lambda x: torch.sin(x))(x)
+    o("cos", cos_x)
+    neg_sin_x = func.grad(func.grad(lambda x: torch.sin(x)))(x)
+    o("-sin", neg_sin_x)
+
+    def f(x, y):
+        return (x * y.exp()).sum()
+
+    a, b = torch.tensor([1.0, 2.0]), torch.tensor([0.5, -0.5])
+    o("argnums", func.grad(f, argnums=(0, 1))(a, b))
+    o("aux", func.grad(lambda x: ((x ** 2).sum(), x.mean()), has_aux=True)(a))
+    o("vmap dot", func.vmap(torch.dot)(_grid(torch, 3, 2), _grid(torch, 3, 2, shift=1.0)))
+    o("vmap in_dims None", func.vmap(torch.mul, in_dims=(0, None))(_grid(torch, 3, 2), torch.tensor(2.0)))
+    o("vmap out_dims", func.vmap(lambda t: t * 2, out_dims=1)(_grid(torch, 3, 2)))
+    o("vjp", func.vjp(torch.sin, a)[1](torch.ones(2)))
+    o.raises("grad non-scalar", lambda: func.grad(lambda x: x * 2)(a),
+             "Expected f(*args) to return a scalar Tensor, got tensor with 1 dims")
+    o.raises("vmap size mismatch", lambda: func.vmap(torch.add)(torch.ones(2), torch.ones(3)),
+             "Expected all tensors to have the same size in the mapped dimension")
+    o.raises("vmap random", lambda: func.vmap(lambda t: t + torch.rand(2))(torch.ones(3, 2)),
+             "vmap: called random operation while in randomness error mode")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
