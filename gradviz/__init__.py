@@ -65,6 +65,19 @@ swapdims = swapaxes
 ger = outer
 
 
+_COMPLEX_NAMES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf",
+                  "view_as_complex", "view_as_real", "complex", "polar")
+
+
+def __getattr__(name):
+    # torch's complex dtypes and functions: say why they are missing
+    if name in _COMPLEX_NAMES:
+        raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
+                             "support complex numbers (keep real and imaginary parts as two "
+                             "real tensors)")
+    raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
+
+
 def is_floating_point(input) -> bool:  # noqa: A002
     return input.dtype.is_floating_point
 

@@ -1577,6 +1577,37 @@ def func_tutorial_grad_transform_basics(torch, o):
              "vmap: called random operation while in randomness error mode")
 
 
+
+@program
+def functional_jacobian_strategies_and_vectorize(torch, o):
+    def exp_adder(x, y):
+        return 2 * x.exp() + 3 * y, (x * y).sum()
+
+    inputs = (torch.tensor([0.5, -0.5, 1.0]), torch.tensor([1.0, 2.0, 3.0]))
+    AF = torch.autograd.functional
+    o("reverse", AF.jacobian(exp_adder, inputs))
+    o("reverse vectorized", AF.jacobian(exp_adder, inputs, vectorize=True))
+    o("forward", AF.jacobian(exp_adder, inputs, vectorize=True, strategy="forward-mode"))
+    o("single forward", AF.jacobian(torch.sin, torch.tensor([[0.1, 0.2], [0.3, 0.4]]),
+                                    vectorize=True, strategy="forward-mode"))
+
+    def f(x):
+        return (x.sin() * x.pow(2)).sum()
+
+    x = torch.tensor([0.3, -0.7, 1.2])
+    o("hessian", AF.hessian(f, x))
+    o("hessian fwd-over-rev", AF.hessian(f, x, vectorize=True, outer_jacobian_strategy="forward-mode").detach())
+    o("input untouched", x.requires_grad)
+    o.raises("forward needs vectorize", lambda: AF.jacobian(torch.sin, x, strategy="forward-mode"),
+             "only implemented for `vectorize=True`")
+    o.raises("forward create_graph", lambda: AF.jacobian(torch.sin, x, create_graph=True, strategy="forward-mode"),
+             '`create_graph=True` and `strategy="forward-mode"` are not supported together')
+    o.raises("strict vectorize", lambda: AF.jacobian(torch.sin, x, strict=True, vectorize=True),
+             "`strict=True` and `vectorized=True` are not supported together")
+    o.raises("bad strategy", lambda: AF.jacobian(torch.sin, x, strategy="sideways"),
+             'Expected strategy to be either "forward-mode" or "reverse-mode"')
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
