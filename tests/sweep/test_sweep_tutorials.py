@@ -1608,6 +1608,121 @@ def functional_jacobian_strategies_and_vectorize(torch, o):
              'Expected strategy to be either "forward-mode" or "reverse-mode"')
 
 
+
+# ---- autograd mechanics: backward hooks execution ------------------------------------------------
+
+@program
+def hooks_node_pre_and_post_hooks_order(torch, o):
+    log = []
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = a.exp()
+    c = b * 3
+    c.register_hook(lambda g: log.append(("tensor c", g.clone())))
+    b.grad_fn.register_prehook(lambda gO: log.append(("exp prehook", gO[0].clone())))
+    b.grad_fn.register_hook(lambda gI, gO: log.append(("exp hook", gI[0].clone(), gO[0].clone())))
+    a.register_hook(lambda g: log.append(("leaf a", g.clone())))
+    a.register_post_accumulate_grad_hook(lambda p: log.append(("post accumulate", p.grad.clone())))
+    c.sum().backward()
+    o("log", log)
+    o("names", [c.grad_fn.name(), b.grad_fn.name()])
+    # a pre-hook that replaces the incoming gradient, a post-hook that replaces the result
+    a.grad = None
+    d = a.sin()
+    d.grad_fn.register_prehook(lambda gO: (gO[0] * 10,))
+    d.sum().backward()
+    o("prehook scaled", a.grad)
+    a.grad = None
+    e = a.cos()
+    e.grad_fn.register_hook(lambda gI, gO: (gI[0] + 100,))
+    e.sum().backward()
+    o("posthook replaced", a.grad)
+
+
+@program
+def hooks_tensor_modified_in_place_after_registering(torch, o):
+    seen = []
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    t = x.sin()
+    t.register_hook(lambda g: seen.append(("before in-place", g.clone())))
+    t.mul_(3)  # in-place after registering: the hook sees the gradient of the old value
+    t.register_hook(lambda g: seen.append(("after in-place", g.clone())))
+    t.sum().backward()
+    o("seen", seen)
+    o("x.grad", x.grad)
+    o("t.grad_fn", node_name(t.grad_fn))
+
+
+# ---- Extending torch.func with autograd.Function: jvp and setup_context -----------------------------
+
+@program
+def extending_func_my_exp_jvp_and_transforms(torch, o):
+    class MyExp(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.exp()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(output)
+            ctx.save_for_forward(output)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            result, = ctx.saved_tensors
+            return grad_output * result
+
+        @staticmethod
+        def jvp(ctx, x_t):
+            result, = ctx.saved_tensors
+            return x_t * result
+
+    x = torch.tensor([0.1, -0.4, 1.2])
+    t = torch.tensor([1.0, 0.5, -2.0])
+    o("jvp", torch.func.jvp(MyExp.apply, (x,), (t,)))
+    o("grad no rule", torch.func.grad(lambda v: MyExp.apply(v).sum())(x))
+    # jacrev, jacfwd and hessian vmap over the Function: it needs a vmap rule
+    for name in ("jacrev", "jacfwd", "hessian"):
+        o.raises(name + " without vmap rule", lambda: getattr(torch.func, name)(MyExp.apply)(x),
+                 "You tried to vmap over MyExp, but it does not have vmap support")
+    MyExp.generate_vmap_rule = True
+    o("jacfwd", torch.func.jacfwd(MyExp.apply)(x))
+    o("jacrev", torch.func.jacrev(MyExp.apply)(x))
+    o("grad", torch.func.grad(lambda v: MyExp.apply(v).sum())(x))
+    o("hessian", torch.func.hessian(lambda v: MyExp.apply(v).sum())(x))
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        out = MyExp.apply(fwAD.make_dual(x, t))
+        o("dual", list(fwAD.unpack_dual(out)))
+
+
+
+@program
+def func_jacobians_of_pytrees(torch, o):
+    func = torch.func
+    x = torch.tensor([0.5, -1.0])
+    y = torch.tensor([[1.0, 2.0], [3.0, 0.5]])
+
+    def f(x, y):
+        return x.sin() * 2, (y @ x).exp()
+
+    def g(p, x):
+        return (p["w"] @ x + p["b"]).tanh()
+
+    p = {"w": y, "b": torch.tensor([0.1, -0.1])}
+    for name in ("jacrev", "jacfwd"):
+        jac = getattr(func, name)
+        o(name + " tuple outputs", jac(f)(x, y))
+        o(name + " argnums", jac(f, argnums=(0, 1))(x, y))
+        o(name + " dict params", jac(g)(p, x))
+        o(name + " dict outputs", jac(lambda x: {"a": x.sum(), "b": x * x})(x))
+        o(name + " aux", jac(lambda x: (x.exp(), x.sum()), has_aux=True)(x))
+    hess = func.hessian(lambda p, x: g(p, x).sum())(p, x)
+    o("hessian dict", [(k, [(k2, v2) for k2, v2 in v.items()]) for k, v in hess.items()])
+    o.raises("jacfwd random", lambda: func.jacfwd(lambda t: t + torch.rand(2))(x),
+             "vmap: called random operation while in randomness error mode")
+    o("jacfwd same randomness shape", func.jacfwd(lambda t: t * torch.rand(()), randomness="same")(x).shape)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
