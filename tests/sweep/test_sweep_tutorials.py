@@ -1723,6 +1723,38 @@ def func_jacobians_of_pytrees(torch, o):
     o("jacfwd same randomness shape", func.jacfwd(lambda t: t * torch.rand(()), randomness="same")(x).shape)
 
 
+
+@program
+def hooks_multi_grad_hook(torch, o):
+    calls = []
+
+    def fn(grads):
+        calls.append([g is not None for g in grads])
+        calls.append([g for g in grads if g is not None])
+
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    b = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.0, -0.5]], requires_grad=True)
+    c = a * b
+    d = a * b
+    handle = torch.autograd.graph.register_multi_grad_hook((a, b, c, d), fn)
+    c.sum().backward(retain_graph=True)
+    o("c only", calls)
+    calls.clear()
+    (c + d).sum().backward(retain_graph=True)
+    o("both", calls)
+    handle.remove()
+    calls.clear()
+    c.sum().backward(retain_graph=True)
+    o("removed", calls)
+
+    first = []
+    torch.autograd.graph.register_multi_grad_hook((a, b), lambda g: first.append(g.clone()), mode="any")
+    (a * b * 2).sum().backward()
+    o("any", len(first))
+    o.raises("mode", lambda: torch.autograd.graph.register_multi_grad_hook((a,), fn, mode="some"),
+             "Expects mode to be one of ('all', 'any') but got some")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
