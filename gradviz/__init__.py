@@ -52,6 +52,7 @@ from . import instrument
 from .instrument import load_trace, record
 from . import debug
 from . import func
+from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from ._config import config, show_config
 
@@ -62,6 +63,19 @@ pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 moveaxis = movedim
 swapdims = swapaxes
 ger = outer
+
+
+_COMPLEX_NAMES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "chalf",
+                  "view_as_complex", "view_as_real", "complex", "polar")
+
+
+def __getattr__(name):
+    # torch's complex dtypes and functions: say why they are missing
+    if name in _COMPLEX_NAMES:
+        raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
+                             "support complex numbers (keep real and imaginary parts as two "
+                             "real tensors)")
+    raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
 
 
 def is_floating_point(input) -> bool:  # noqa: A002

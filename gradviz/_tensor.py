@@ -200,6 +200,13 @@ class Tensor(_engine.TensorBase):
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point
 
+    def is_complex(self) -> bool:
+        return False  # gradviz has no complex dtypes
+
+    def data_ptr(self) -> int:
+        """The address of the tensor's first element (views share their base's memory)."""
+        return int(self._data.__array_interface__["data"][0])
+
     def is_contiguous(self, memory_format=None) -> bool:
         return bool(self._data.flags.c_contiguous)
 

@@ -104,8 +104,19 @@ def as_dtype(value) -> dtype:
         found = None
     if found is None:
         supported = ", ".join(d.name for d in _ALL)
+        if value is complex or _is_complex_numpy(value):
+            raise TypeError(f"gradviz does not support complex numbers (got {value!r}); it "
+                            f"supports {supported}. Keep real and imaginary parts as two real "
+                            "tensors.")
         raise TypeError(f"unsupported dtype {value!r}; gradviz supports {supported}")
     return found
+
+
+def _is_complex_numpy(value):
+    try:
+        return np.dtype(value).kind == "c"
+    except TypeError:
+        return False
 
 
 def from_numpy(np_dtype) -> dtype:

@@ -8,8 +8,9 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, functional, graph
+from gradviz.autograd import _functional, functional, gradcheck, graph
 from gradviz.autograd.function import _function, _legacy
+from gradviz.func import _grad, _module_api
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import _conv, _normalization, _rnn
@@ -21,7 +22,8 @@ from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
-           functional, _normalization, data, _conv, _rnn, rnn_utils]
+           functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
+           gradcheck]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

@@ -172,6 +172,37 @@ def propagate(op, inputs, attrs, outputs):
     for out, tangent in zip(outputs, results):
         if tangent is not None and out._data.dtype.kind == "f":
             set_tangent(out, _fit(tangent, out))
+            _keep_saved_output(out)
+
+
+# Note [Saved outputs keep their tangent]
+# ---------------------------------------
+# A node that saves its own output (exp, tanh, sigmoid, relu, ...) keeps only the output's
+# array and rebuilds a tensor on unpack (no reference cycle through grad_fn). The rebuilt
+# tensor has no tangent, so forward-over-reverse (``jvp(grad(f))``, ``jacfwd(jacrev(f))``,
+# ``hessian``) would miss the output's contribution and give silently wrong values. PyTorch's
+# SavedVariable keeps the forward gradient. Inside a dual level, an output that gets a tangent
+# is therefore kept whole by the saved entry (unpack returns the tensor itself: same array,
+# grad_fn and version counter), so backward rules see its tangent. The cycle this makes
+# (output -> node -> saved entry -> output) is only built inside a dual level, and the
+# garbage collector or the release after backward breaks it.
+
+def _keep_saved_output(out):
+    node = out.grad_fn
+    saved = getattr(node, "_saved_output", None) if node is not None else None
+    if saved is None:
+        saved = _saved_entry_of_function(node, out)
+    if (saved is not None and saved._is_output and saved._tensor is None
+            and not saved._has_hooks and saved._data is out._data):
+        saved._tensor = out
+        saved._data = None
+
+
+def _saved_entry_of_function(node, out):
+    for saved in getattr(node, "_saved", None) or ():
+        if saved is not None and getattr(saved, "_is_output", False) and saved._data is out._data:
+            return saved
+    return None
 
 
 def _fit(tangent, out):
@@ -491,6 +522,7 @@ def function_jvp(cls, ctx, args, raw_outputs, outputs):
             )
         check_tangent_shape(out, tangent)
         set_tangent(out, tangent)
+        _keep_saved_output(out)
 
 
 def check_tangent_shape(primal, tangent):

@@ -8,6 +8,7 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
 
 from .._tensor import Tensor, _warn_once
+from . import _forward_ad_impl as _fwad_impl
 
 __all__ = ["backward", "grad", "make_graph_task"]
 
@@ -196,7 +197,13 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not input_tuple:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     capture = [_input_edge(t, i, "grad") for i, t in enumerate(input_tuple)]
-    task = make_graph_task(outputs, grad_outputs, retain_graph, create_graph, capture=capture)
+    # Forward-over-reverse (Note [Tangents of gradients]): the backward ops must run as
+    # differentiable ops for forward AD to give the gradients their tangents.
+    tangents_live = not create_graph and _forward_ad_active()
+    if tangents_live and retain_graph is None:
+        retain_graph = False
+    task = make_graph_task(outputs, grad_outputs, retain_graph, create_graph or tangents_live,
+                           capture=capture)
     captured = task.run()
     results = []
     for index, (value, tensor) in enumerate(zip(captured, input_tuple)):
@@ -211,6 +218,29 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "in the graph. Set allow_unused=True if this is the desired behavior."
                 )
         elif not create_graph and value.requires_grad:
-            value = value.detach()
+            value = _detach_keeping_tangent(value) if tangents_live else value.detach()
         results.append(value)
     return tuple(results)
+
+
+# Note [Tangents of gradients]
+# ----------------------------
+# Inside a dual level, the gradient ``autograd.grad`` returns carries the tangent of the
+# gradient (a Hessian-vector product), as in PyTorch, whose saved tensors keep their forward
+# gradients. gradviz's engine computes a backward without ``create_graph`` on plain arrays,
+# which forward AD cannot see; so while any tensor has a tangent, ``grad`` runs the backward
+# as with ``create_graph=True`` (keeping ``retain_graph``'s own default of False) and then
+# detaches each result, giving it its tangent, detached too. Outside a dual level nothing
+# changes.
+
+def _forward_ad_active():
+    level = _fwad_impl.current_level()
+    return level is not None and len(level.holders) > 0
+
+
+def _detach_keeping_tangent(value):
+    tangent = _fwad_impl.tangent_of(value)
+    detached = value.detach()
+    if tangent is not None:
+        _fwad_impl.set_tangent(detached, tangent.detach())
+    return detached

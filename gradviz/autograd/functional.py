@@ -17,6 +17,7 @@ from __future__ import annotations
 from .. import ops as _ops
 from .._tensor import Tensor
 from ._functional import grad as _grad
+from . import forward_ad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
@@ -213,9 +214,28 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
                              'Hint: If your function has more outputs than inputs, '
                              '"forward-mode" tends to be more performant. Otherwise, prefer to '
                              'use "reverse-mode".')
-    if vectorize or strategy == "forward-mode":
-        raise NotImplementedError("jacobian: gradviz computes Jacobians row by row in reverse "
-                                  "mode; pass vectorize=False and strategy=\"reverse-mode\"")
+    # ``vectorize`` only changes how PyTorch batches the same computation (one vmap'd call
+    # instead of a loop); gradviz's vmap is a loop, so both give the same values here.
+    if strategy == "forward-mode":
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`create_graph=False` or `strategy="reverse-mode"`.')
+        if strict:
+            raise RuntimeError(
+                "torch.autograd.functional.jacobian: `strict=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either set '
+                '`strict=False` or `strategy="reverse-mode"`.')
+        if not vectorize:
+            raise NotImplementedError(
+                "Computing Jacobian using forward-AD or forward-over-reverse Hessian is only "
+                "implemented for `vectorize=True`.")
+        return _jacobian_forward(func, inputs)
+    if vectorize and strict:
+        raise RuntimeError(
+            "torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+            "supported together. Please either set `strict=False` or `vectorize=False`.")
     with enable_grad():
         is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
         inputs = _preprocess(inputs, create_graph, need_graph=True)
@@ -247,6 +267,39 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return _unpack(jacobian, (is_outputs_tuple, is_inputs_tuple))
 
 
+def _jacobian_forward(func, inputs):
+    """``jacobian(..., strategy="forward-mode")``: one forward-AD pass per input element, each
+    giving one column of every output's Jacobian."""
+    is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
+    columns = None  # columns[i][j]: output i's tangents, one per element of input j
+    outputs = None
+    is_outputs_tuple = False
+    for j, inp in enumerate(inputs):
+        for e in range(inp.numel()):
+            with forward_ad.dual_level():
+                duals = []
+                for k, other in enumerate(inputs):
+                    tangent = _ops.zeros_like(other)
+                    if k == j:
+                        tangent.view(-1)[e] = 1.0
+                    duals.append(forward_ad.make_dual(other, tangent))
+                is_outputs_tuple, outs = _as_tuple(func(*duals), "outputs", "jacobian")
+                unpacked = [forward_ad.unpack_dual(out) for out in outs]
+                outputs = [u.primal for u in unpacked]
+                if columns is None:
+                    columns = [[[] for _ in inputs] for _ in outs]
+                for i, u in enumerate(unpacked):
+                    columns[i][j].append(u.tangent if u.tangent is not None
+                                         else _ops.zeros_like(u.primal))
+    # lists, not tuples: what torch's forward-mode path returns
+    jacobian = [
+        [_ops.stack(columns[i][j], -1).reshape(tuple(out.shape) + tuple(inp.shape))
+         if columns[i][j] else _ops.zeros(tuple(out.shape) + tuple(inp.shape))
+         for j, inp in enumerate(inputs)]
+        for i, out in enumerate(outputs)]
+    return _unpack(jacobian, (is_outputs_tuple, is_inputs_tuple))
+
+
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
     """The Hessian of a scalar function: the Jacobian of its gradient (shape ``I + I``; nested
@@ -267,6 +320,8 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
         return out.squeeze()
 
     def gradient(*xs):
+        if outer_jacobian_strategy == "forward-mode":
+            xs = tuple(t.requires_grad_(True) for t in xs)  # as torch: else they are detached
         jac = jacobian(single_output, xs, create_graph=True)
         _check_requires_grad(jac, "jacobian", strict)
         return jac

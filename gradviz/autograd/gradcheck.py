@@ -110,18 +110,51 @@ def _analytical_jacobians(outputs, inputs, positions):
     return jacobians
 
 
+def _forward_jacobians(func, inputs, positions):
+    """``{(k, i): J}`` by forward-mode AD: every differentiable input becomes a dual tensor
+    with a zero tangent, and one tangent element at a time is set to 1 before ``func`` runs
+    again (PyTorch's ``check_forward_ad`` does the same). A float output without a tangent
+    contributes a zero column."""
+    from .. import ops
+    from . import forward_ad
+
+    jacobians = {}
+    with forward_ad.dual_level():
+        duals = list(inputs)
+        tangents = {}
+        for i in positions:
+            duals[i] = forward_ad.make_dual(inputs[i].detach(), ops.zeros_like(inputs[i]))
+            tangents[i] = forward_ad.unpack_dual(duals[i]).tangent
+        for i in positions:
+            flat_tangent = tangents[i]._data.reshape(-1)
+            for a in range(flat_tangent.size):
+                flat_tangent[a] = 1.0
+                outputs = _outputs(func, duals)
+                flat_tangent[a] = 0.0
+                for k, out in enumerate(outputs):
+                    if not (isinstance(out, Tensor) and out.dtype.is_floating_point):
+                        continue
+                    jacobian = jacobians.setdefault(
+                        (k, i), np.zeros((inputs[i].numel(), out.numel())))
+                    tangent = forward_ad.unpack_dual(out).tangent
+                    if tangent is not None:
+                        jacobian[a, :] = np.asarray(tangent._data, dtype=np.float64).reshape(-1)
+    return jacobians
+
+
 def _index_text(flat, shape):
     if not shape:
         return "[]"
     return "[" + ", ".join(str(int(v)) for v in np.unravel_index(flat, shape)) + "]"
 
 
-def _mismatch_message(k, i, numerical, analytical, atol, rtol, in_shape, out_shape, what):
+def _mismatch_message(k, i, numerical, analytical, atol, rtol, in_shape, out_shape, what,
+                      mode=""):
     excess = np.abs(analytical - numerical) - (atol + rtol * np.abs(numerical))
     bad = np.argwhere(~(excess <= 0))  # NaN counts as a mismatch
     order = np.argsort(-np.nan_to_num(excess[tuple(bad.T)], nan=np.inf), kind="stable")
     lines = [
-        f"Jacobian mismatch for output {k} with respect to input {i},",
+        f"Jacobian {mode}mismatch for output {k} with respect to input {i},",
         f"{len(bad)} of {numerical.size} entries of d(output {k})/d(input {i}) differ "
         f"(atol={atol:g}, rtol={rtol:g}); the worst:",
         f"  {'input index':>12} {'output index':>13} {'numerical':>14} {what:>14} "
@@ -181,8 +214,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     The remaining keywords exist for PyTorch compatibility: ``nondet_tol``,
     ``check_undefined_grad``, ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and
-    ``masked`` are accepted (the full Jacobian is always compared); the batched and
-    forward-AD checks are not supported.
+    ``masked`` are accepted (the full Jacobian is always compared). ``check_forward_ad``
+    also compares the Jacobian that forward-mode AD gives (one tangent element at a time)
+    with the numerical one; the batched checks are not supported.
 
     Returns
     -------
@@ -205,10 +239,10 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> torch.autograd.gradcheck(Twice.apply, (x,), raise_exception=False)
     False
     """
-    if check_batched_grad or check_batched_forward_grad or check_forward_ad:
+    if check_batched_grad or check_batched_forward_grad:
         raise NotImplementedError(
-            "gradviz's gradcheck does not support check_batched_grad, "
-            "check_batched_forward_grad or check_forward_ad yet"
+            "gradviz's gradcheck does not support check_batched_grad or "
+            "check_batched_forward_grad yet"
         )
     del nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode, masked
     inputs = _as_tuple(inputs)
@@ -225,6 +259,17 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 "or complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex. ",
                 UserWarning, stacklevel=2)
+    if check_forward_ad:
+        with grad_mode.enable_grad():
+            reference, numerical = _numerical_jacobians(func, inputs, positions, eps)
+            forward = _forward_jacobians(func, inputs, positions)
+        for (k, i), jacobian in numerical.items():
+            expected = forward.get((k, i))
+            if expected is not None and not np.allclose(expected, jacobian, rtol=rtol, atol=atol):
+                return _fail(_mismatch_message(k, i, jacobian, expected, atol, rtol,
+                                               tuple(inputs[i].shape), tuple(reference[k].shape),
+                                               "forward AD", mode="computed with forward mode "),
+                             raise_exception)
     if not check_backward_ad:
         return True
 

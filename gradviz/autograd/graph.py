@@ -7,7 +7,7 @@ from gradviz_ext import engine as _engine
 
 Node = _engine.Node
 
-__all__ = ["Node", "saved_tensors_hooks"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
 
 
 class saved_tensors_hooks:
@@ -58,3 +58,139 @@ class saved_tensors_hooks:
     def __exit__(self, *exc):
         _engine.pop_saved_tensors_hooks()
         return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved-tensor hooks that keep a copy of every saved tensor in CPU memory, as
+    ``torch.autograd.graph.save_on_cpu``.
+
+    gradviz computes on the CPU only, so the copy stays where the tensor was; the observable
+    behaviour is PyTorch's: backward uses the values at save time (an in-place change made
+    afterwards is neither seen nor reported), and ``pin_memory`` is accepted and ignored.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torch.autograd.graph.save_on_cpu(pin_memory=True):
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    def __init__(self, pin_memory=False, device_type="cuda"):
+        def pack_to_cpu(tensor):
+            return tensor.device, tensor.detach().clone()
+
+        def unpack_from_cpu(packed):
+            device, tensor = packed
+            return tensor.to(device)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+# ---- hooks on several tensors -------------------------------------------------------------
+
+class _MultiHandle:
+    """The handle ``register_multi_grad_hook`` returns: ``remove()`` removes every hook."""
+
+    def __init__(self, handles):
+        self.handles = handles
+
+    def remove(self):
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def _node_of(tensor):
+    """The node whose execution delivers ``tensor``'s gradient: its ``grad_fn``, or the
+    gradient accumulator of a leaf."""
+    if tensor.grad_fn is not None:
+        return tensor.grad_fn
+    return _engine.grad_accumulator(tensor) if tensor.requires_grad else None
+
+
+def _will_execute(task, node):
+    """Whether the running backward ``task`` reaches ``node`` and runs it."""
+    if node is None or not task.is_needed(node):
+        return False
+    seen = set()
+    stack = [task.graph_root]
+    while stack:
+        current = stack.pop()
+        if current is node:
+            return True
+        for successor, _ in current.next_functions:
+            if successor is not None and id(successor) not in seen:
+                seen.add(id(successor))
+                stack.append(successor)
+    return False
+
+
+def register_multi_grad_hook(tensors, fn, *, mode="all"):
+    """Call ``fn`` once per backward pass for a group of tensors, as
+    ``torch.autograd.graph.register_multi_grad_hook``.
+
+    ``mode="all"``: after the gradients of all the tensors that this backward computes are
+    known, ``fn(grads)`` gets one entry per tensor (``None`` for a tensor whose gradient is not
+    computed). ``mode="any"``: ``fn(grad)`` gets the first gradient computed. ``fn`` must return
+    None. Returns a handle whose ``remove()`` unregisters the hooks.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> a = torch.tensor([1.0], requires_grad=True)
+    >>> b = torch.tensor([2.0], requires_grad=True)
+    >>> seen = []
+    >>> handle = torch.autograd.graph.register_multi_grad_hook((a, b), seen.append)
+    >>> (a * 3).sum().backward()
+    >>> seen
+    [[tensor([3.]), None]]
+    """
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    if mode == "any":
+        fired = {}  # id(task) -> task, for the backward passes that have called fn
+
+        def any_hook(grad):
+            task = _engine.current_graph_task()
+            for key in [k for k, t in fired.items() if t.done]:
+                del fired[key]
+            if id(task) in fired:
+                return
+            fired[id(task)] = task
+            fn(grad)
+
+        handles = tuple(t.register_hook(any_hook) for t in tensors if t.requires_grad)
+        return _MultiHandle(handles)
+
+    nodes = [_node_of(t) for t in tensors]
+    pending = {}  # id(task) -> [task, calls still expected, gradients]
+
+    def all_hook(index):
+        def hook(grad):
+            task = _engine.current_graph_task()
+            entry = pending.get(id(task))
+            if entry is None or entry[0] is not task:
+                expected = sum(_will_execute(task, node) for node in nodes)
+                entry = pending[id(task)] = [task, expected, [None] * len(tensors)]
+            entry[2][index] = grad
+            entry[1] -= 1
+            if entry[1] == 0:
+                del pending[id(task)]
+                fn(entry[2])
+
+        return hook
+
+    handles = tuple(t.register_hook(all_hook(i)) for i, t in enumerate(tensors)
+                    if t.requires_grad)
+    return _MultiHandle(handles)

@@ -8,7 +8,9 @@ Note [Function transforms on the engine]
 are part of an outer graph (an enclosing ``grad``), the gradient is computed with
 ``create_graph=True`` through the alias, so transforms compose: ``grad(grad(f))`` works.
 ``jacrev`` loops over the output's elements (one ``vjp`` each); ``jacfwd`` loops over the
-input's elements (one ``jvp`` each).
+input's elements (one ``jvp`` each); ``hessian`` is ``jacfwd(jacrev(f))``. Inside a dual
+level (``jacfwd(jacrev(f))``, ``jvp(grad(f))``) the detached leaves and results keep their
+tangents (``_detach``), so forward mode sees through the reverse-mode transforms.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from .. import ops
 from .._tensor import Tensor
 from ..autograd import _transform_state
 from ..autograd import forward_ad as _fwad
+from ..autograd._functional import _detach_keeping_tangent, _forward_ad_active
 from ..autograd._functional import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from . import _pytree
 
-__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd"]
+__all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian"]
 
 
 def _argnums_tuple(argnums, count, name):
@@ -48,7 +51,22 @@ def _track(value):
         return value
     if value.requires_grad:
         return ops.view(value, value._data.shape)
-    return value.detach().requires_grad_(value.dtype.is_floating_point)
+    leaf = _detach(value).requires_grad_(value.dtype.is_floating_point)
+    return leaf
+
+
+def _detach(tensor):
+    """``tensor.detach()`` that keeps its forward-AD tangent, so transforms run inside ``jvp``
+    or ``jacfwd`` (``hessian`` is ``jacfwd(jacrev(f))``) pass tangents through."""
+    return _detach_keeping_tangent(tensor) if _forward_ad_active() else tensor.detach()
+
+
+def _detached(tree):
+    """``tree`` with its tensors detached: what a transform returns as ``aux`` when its inputs
+    have no outer graph (torch unwraps them from the transform's level)."""
+    leaves, spec = _pytree.tree_flatten(tree)
+    return _pytree.tree_unflatten([_detach(leaf) if isinstance(leaf, Tensor) else leaf
+                                   for leaf in leaves], spec)
 
 
 def _outer_graph(values):
@@ -119,9 +137,9 @@ def grad_and_value(func, argnums=0, has_aux=False):
                     values.append(leaf if not isinstance(leaf, Tensor) else ops.zeros_like(leaf))
             per_arg.append(_pytree.tree_unflatten(values, _pytree.tree_flatten(args[n])[1]))
         gradient = per_arg[0] if single else tuple(per_arg)
-        value = result if outer else result.detach()
+        value = result if outer else _detach(result)
         if has_aux:
-            return gradient, (value, aux)
+            return gradient, (value, aux if outer else _detached(aux))
         return gradient, value
 
     return wrapper
@@ -196,15 +214,17 @@ def vjp(func, *primals, has_aux=False):
                 values.append(ops.zeros_like(t) if isinstance(t, Tensor) else None)
         return tuple(_pytree.tree_unflatten(values, spec))
 
-    value = _pytree.tree_unflatten([o if outer else o.detach() for o in out_flat], out_spec)
+    value = _pytree.tree_unflatten([o if outer else _detach(o) for o in out_flat], out_spec)
     if has_aux:
-        return value, vjp_fn, aux
+        return value, vjp_fn, aux if outer else _detached(aux)
     return value, vjp_fn
 
 
 def jacrev(func, argnums=0, *, has_aux=False):
     """The Jacobian of ``func`` with respect to ``args[argnums]`` by reverse mode: one ``vjp``
-    per output element. Shape: ``output.shape + input.shape``.
+    per output element. Shape: ``output.shape + input.shape``; outputs and arguments may be
+    tuples, lists or dicts of tensors, and the result nests the same way (by output, then by
+    argument).
 
     Examples
     --------
@@ -228,22 +248,32 @@ def jacrev(func, argnums=0, *, has_aux=False):
         chosen = [args[n] for n in nums]
         result = vjp(selected, *chosen, has_aux=has_aux)
         output, vjp_fn = result[0], result[1]
-        if not isinstance(output, Tensor):
-            raise RuntimeError("jacrev: gradviz supports a single Tensor output only")
-        rows = []
-        flat_output = output.reshape(-1)
-        for index in range(flat_output.numel()):
-            basis = ops.zeros(flat_output.numel(), dtype=output.dtype)
-            basis[index] = 1.0
-            rows.append(vjp_fn(basis.reshape(output.shape)))
-        jacobians = []
-        for position, value in enumerate(chosen):
-            if rows:
-                stacked = ops.stack([row[position] for row in rows])
-            else:
-                stacked = ops.zeros((0,) + tuple(value.shape), dtype=value.dtype)
-            jacobians.append(stacked.reshape(tuple(output.shape) + tuple(value.shape)))
-        jacobian = jacobians[0] if single else tuple(jacobians)
+        out_flat, out_spec = _pytree.tree_flatten(output)
+        if not all(isinstance(out, Tensor) for out in out_flat):
+            raise RuntimeError(
+                "jacrev(func, ...)(*args): Expected all outputs of func to be Tensors, got "
+                f"{[type(out).__name__ for out in out_flat]}")
+        per_output = []
+        for position, out in enumerate(out_flat):
+            rows = []
+            for index in range(out.numel()):
+                cotangents = [ops.zeros_like(other) for other in out_flat]
+                cotangents[position].view(-1)[index] = 1.0
+                rows.append(vjp_fn(_pytree.tree_unflatten(cotangents, out_spec)))
+            per_arg = []
+            for arg_position, value in enumerate(chosen):
+                leaves, spec = _pytree.tree_flatten(value)
+                blocks = []
+                for leaf_position, leaf in enumerate(leaves):
+                    if rows:
+                        block = ops.stack([_pytree.tree_flatten(row[arg_position])[0][leaf_position]
+                                           for row in rows])
+                    else:
+                        block = ops.zeros((0,) + tuple(leaf.shape), dtype=leaf.dtype)
+                    blocks.append(block.reshape(tuple(out.shape) + tuple(leaf.shape)))
+                per_arg.append(_pytree.tree_unflatten(blocks, spec))
+            per_output.append(per_arg[0] if single else tuple(per_arg))
+        jacobian = _pytree.tree_unflatten(per_output, out_spec)
         if has_aux:
             return jacobian, result[2]
         return jacobian
@@ -304,29 +334,80 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
     @functools.wraps(func)
     def wrapper(*args):
+        from ._vmap import VmapInfo, _Randomness
+
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
-        jacobians = []
-        output = aux = None
-        for n in nums:
-            value = args[n]
-            columns = []
-            for index in range(value.numel()):
-                basis = ops.zeros(value.numel(), dtype=value.dtype)
-                basis[index] = 1.0
-                primals = tuple(args)
-                tangents = tuple(basis.reshape(value.shape) if i == n else
-                                 (ops.zeros_like(a) if isinstance(a, Tensor) else a)
-                                 for i, a in enumerate(args))
-                result = jvp(func, primals, tangents, has_aux=has_aux)
-                output, column = result[0], result[1]
-                if has_aux:
-                    aux = result[2]
-                columns.append(column)
-            if output is None:
-                output = func(*args)
-            stacked = ops.stack(columns, -1) if columns else ops.zeros(tuple(output.shape) + (0,))
-            jacobians.append(stacked.reshape(tuple(output.shape) + tuple(value.shape)))
-        jacobian = jacobians[0] if single else tuple(jacobians)
-        return (jacobian, aux) if has_aux else jacobian
+        with _Randomness(randomness):
+            size = sum(leaf.numel() for n in nums for leaf in _pytree.tree_flatten(args[n])[0])
+            return _jacfwd(func, args, single, nums, has_aux, VmapInfo(size, randomness))
 
     return wrapper
+
+
+def _jacfwd(func, args, single, nums, has_aux, info):
+    """``jacfwd``'s columns, one ``jvp`` per element of each chosen argument. As in PyTorch,
+    where ``jacfwd`` is ``vmap`` over ``jvp``, the calls run at a vmap level (``info`` on the
+    transform stack): a custom Function inside needs a vmap rule, and random ops follow
+    ``randomness``. Outputs and arguments may be pytrees; the result nests by output, then by
+    argument."""
+    flat_args, args_spec = _pytree.tree_flatten(tuple(args))
+    # which flat leaves belong to which chosen argument
+    owners, start = [], 0
+    for position, arg in enumerate(args):
+        count = _pytree.tree_flatten(arg)[1].num_leaves
+        owners.append(range(start, start + count))
+        start += count
+    columns = {}  # (flat output index, flat arg leaf index) -> list of output tangents
+    out_flat = out_spec = aux = None
+    _transform_state.stack.append(info)
+    try:
+        for n in nums:
+            for leaf_index in owners[n]:
+                leaf = flat_args[leaf_index]
+                for element in range(leaf.numel()):
+                    tangents = [ops.zeros_like(a) if isinstance(a, Tensor) else a
+                                for a in flat_args]
+                    tangents[leaf_index].view(-1)[element] = 1.0
+                    result = jvp(func, tuple(args),
+                                 tuple(_pytree.tree_unflatten(tangents, args_spec)),
+                                 has_aux=has_aux)
+                    out_flat, out_spec = _pytree.tree_flatten(result[0])
+                    if has_aux:
+                        aux = result[2]
+                    for o, column in enumerate(_pytree.tree_flatten(result[1])[0]):
+                        columns.setdefault((o, leaf_index), []).append(column)
+        if out_flat is None:  # every chosen argument is empty
+            out_flat, out_spec = _pytree.tree_flatten(func(*args))
+    finally:
+        _transform_state.stack.pop()
+    per_output = []
+    for o, out in enumerate(out_flat):
+        per_arg = []
+        for n in nums:
+            blocks = []
+            for leaf_index in owners[n]:
+                leaf = flat_args[leaf_index]
+                shape = tuple(out.shape) + tuple(leaf.shape)
+                found = columns.get((o, leaf_index))
+                blocks.append(ops.stack(found, -1).reshape(shape) if found
+                              else ops.zeros(shape, dtype=out.dtype))
+            per_arg.append(_pytree.tree_unflatten(blocks, _pytree.tree_flatten(args[n])[1]))
+        per_output.append(per_arg[0] if single else tuple(per_arg))
+    jacobian = _pytree.tree_unflatten(per_output, out_spec)
+    return (jacobian, aux) if has_aux else jacobian
+
+
+def hessian(func, argnums=0):
+    """The Hessian of the scalar-valued ``func`` with respect to ``args[argnums]``: the
+    forward-mode Jacobian of its reverse-mode Jacobian (``jacfwd(jacrev(func))``), as
+    ``torch.func.hessian``. Shape: ``output.shape + input.shape + input.shape``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> from gradviz.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(torch.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -7,12 +7,14 @@ as the equivalent torch module (registration order, depth first).
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 
 from gradviz_ext import engine as _engine
 from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .. import dtypes as _dtypes
+from . import _hooks
 from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
 
@@ -101,37 +103,105 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        pre_hooks = self.__dict__.get("_forward_pre_hooks")
-        hooks = self.__dict__.get("_forward_hooks")
-        if not pre_hooks and not hooks:
+        d = self.__dict__
+        pre_hooks = d.get("_forward_pre_hooks")
+        hooks = d.get("_forward_hooks")
+        backward_hooks = d.get("_backward_hooks")
+        backward_pre_hooks = d.get("_backward_pre_hooks")
+        if not (pre_hooks or hooks or backward_hooks or backward_pre_hooks):
             return self.forward(*args, **kwargs)
-        for hook in list(pre_hooks or ()):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        output = self.forward(*args, **kwargs)
-        for hook in list(hooks or ()):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
+        result = None
+        called = set()
+        try:
+            for hook in list(pre_hooks or ()):
+                if hook.with_kwargs:
+                    new = hook.fn(self, args, kwargs)
+                    if new is not None:
+                        if not (isinstance(new, tuple) and len(new) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {new}.")
+                        args, kwargs = new
+                else:
+                    new = hook.fn(self, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
+            bw_hook = None
+            if backward_hooks or backward_pre_hooks:
+                bw_hook = _hooks.BackwardHook(self, list(backward_hooks or ()),
+                                              list(backward_pre_hooks or ()))
+                args = bw_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hook in list(hooks or ()):
+                called.add(id(hook))
+                new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
+                       else hook.fn(self, args, result))
+                if new is not None:
+                    result = new
+            if bw_hook is not None:
+                _hooks.warn_if_not_tensor_output(result)
+                result = bw_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            # forward hooks registered with always_call run even when forward raised
+            for hook in list(hooks or ()):
+                if hook.always_call and id(hook) not in called:
+                    try:
+                        new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
+                               else hook.fn(self, args, result))
+                        if new is not None:
+                            result = new
+                    except Exception as exc:  # noqa: BLE001 - torch silences it the same way
+                        warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                      "exception that was silenced as another error was raised "
+                                      f"in forward: {exc}", stacklevel=2)
+            raise
 
-    def register_forward_hook(self, hook):
-        """Call ``hook(module, args, output)`` after every forward; a non-None result replaces
-        the output. Returns a handle whose ``remove()`` unregisters it."""
-        return self._add_hook("_forward_hooks", hook)
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False):
+        """Call ``hook(module, args, output)`` (``hook(module, args, kwargs, output)`` with
+        ``with_kwargs``) after every forward; a non-None result replaces the output.
+        ``prepend`` runs it before the hooks already registered; ``always_call`` runs it even
+        when forward raises. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("_forward_hooks", _hooks.ModuleHook(hook, with_kwargs, always_call),
+                              prepend)
 
-    def register_forward_pre_hook(self, hook):
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False):
         """Call ``hook(module, args)`` before every forward; a non-None result replaces the
-        positional arguments."""
-        return self._add_hook("_forward_pre_hooks", hook)
+        positional arguments. With ``with_kwargs``, ``hook(module, args, kwargs)`` may return
+        ``(new_args, new_kwargs)``."""
+        return self._add_hook("_forward_pre_hooks", _hooks.ModuleHook(hook, with_kwargs), prepend)
 
-    def _add_hook(self, store, hook):
+    def register_full_backward_hook(self, hook, prepend: bool = False):
+        """Call ``hook(module, grad_input, grad_output)`` when the gradients with respect to the
+        module's inputs are computed; a non-None result (a tuple as long as ``grad_input``)
+        replaces ``grad_input``. ``grad_input`` and ``grad_output`` have one entry per
+        positional argument and output, ``None`` for non-tensors (Note [Module backward hooks]
+        in ``_hooks.py``). Tensor arguments and outputs pass through a
+        ``BackwardHookFunctionBackward`` node, as in PyTorch."""
+        return self._add_hook("_backward_hooks", hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(module, grad_output)`` when the gradients with respect to the module's
+        outputs arrive; a non-None result (a tuple as long as ``grad_output``) replaces them."""
+        return self._add_hook("_backward_pre_hooks", hook, prepend)
+
+    def register_backward_hook(self, hook):
+        raise NotImplementedError(
+            "gradviz does not implement Module.register_backward_hook (deprecated in PyTorch: "
+            "its grad_input depends on the last operation of forward); use "
+            "register_full_backward_hook(hook), which calls hook(module, grad_input, "
+            "grad_output) with the gradients of the module's inputs and outputs")
+
+    def _add_hook(self, store, hook, prepend=False):
         hooks = self.__dict__.get(store)
         if hooks is None:
             hooks = HookList()
             object.__setattr__(self, store, hooks)
-        hooks.append(hook)
+        if prepend:
+            hooks.insert(0, hook)
+        else:
+            hooks.append(hook)
         return RemovableHandle(hooks, hook)
 
     # ---- registration ----------------------------------------------------------------
