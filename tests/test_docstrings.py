@@ -8,7 +8,7 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, functional, graph
+from gradviz.autograd import _functional, functional, grad_mode, graph
 from gradviz.autograd.function import _function, _legacy
 from gradviz.debug import _base, _capture, _doctor, _replay, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
@@ -21,7 +21,7 @@ from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
            _base, _replay, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
-           functional, _normalization, data, _conv, _rnn, rnn_utils]
+           functional, _normalization, data, _conv, _rnn, rnn_utils, grad_mode]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])
