@@ -420,3 +420,22 @@ def backward_inside_inference_mode(m, o):
     with m.inference_mode():
         loss.backward()
     o("grad made inside is an inference tensor", [leaf.grad, leaf.grad.is_inference()])
+
+
+@program
+def optimizer_and_gradients(m, o):
+    lin = _linear(m)
+    opt = m.optim.SGD(lin.parameters(), lr=0.5)
+    loss = lin(m.tensor([[1.0, 2.0]])).sum()
+    loss.backward()
+    with m.inference_mode():
+        opt.step()  # normal parameters updated inside: allowed
+        lin.weight.grad = m.ones(2, 2)  # an inference tensor as .grad
+    o("stepped inside", [lin.weight, lin.bias, lin.weight._version])
+    o("grads", [lin.weight.grad, lin.bias.grad])
+    opt.step()  # reading an inference .grad is fine
+    o("stepped outside", [lin.weight, lin.bias])
+    o.raises("zero_grad(set_to_none=False) writes the inference .grad",
+             lambda: opt.zero_grad(set_to_none=False), INFERENCE_INPLACE)
+    opt.zero_grad()
+    o("zero_grad()", [lin.weight.grad, lin.bias.grad])
