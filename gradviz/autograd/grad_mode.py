@@ -11,7 +11,9 @@ from gradviz_ext import engine as _engine
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
 
-is_grad_enabled = _engine.grad_mode_enabled  # as set; Note [Inference mode] in gradviz_ext/_engine.py
+# grad mode as set, True under enable_grad inside inference_mode, which records nothing all
+# the same (Note [Inference mode] in gradviz_ext/_engine.py)
+is_grad_enabled = _engine.grad_mode_enabled
 
 
 class _GradModeContext:

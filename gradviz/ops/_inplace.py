@@ -96,7 +96,8 @@ def _view_error(view, what):
         header = f"Output {nr} of {name} is a view and {what}."
     if view._view_kind == _engine.VIEW_MULTI_OUTPUT:
         return header + _MULTI_OUTPUT_MESSAGE
-    return header + _NO_GRAD_VIEW_MESSAGE.format(block="inference_mode" if inference else "no_grad")
+    block = "inference_mode" if inference else "no_grad"
+    return header + _NO_GRAD_VIEW_MESSAGE.format(block=block)
 
 
 def _check_castable(result_dtype, target):

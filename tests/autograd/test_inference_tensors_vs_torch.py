@@ -408,7 +408,8 @@ def normal_tensor_written_inside_then_backward(m, o):
         z.add_(1)  # not recorded, but counted: the saved output of exp is now stale
         u.mul_(2)
     o("z", [z, z._version])
-    o.raises("saved tensor modified", lambda: s.sum().backward(), "modified by an inplace operation")
+    o.raises("saved tensor modified", lambda: s.sum().backward(),
+             "modified by an inplace operation")
     (view * 3).sum().backward()
     o("a view's gradient after its base was written inside", [view, leaf.grad])
 
@@ -439,3 +440,41 @@ def optimizer_and_gradients(m, o):
              lambda: opt.zero_grad(set_to_none=False), INFERENCE_INPLACE)
     opt.zero_grad()
     o("zero_grad()", [lin.weight.grad, lin.bias.grad])
+
+
+@program
+def index_mask_and_condition_tensors(m, o):
+    # indices, masks and conditions that torch saves for backward (gradviz keeps them in the
+    # op's attributes): an inference tensor among them raises where torch's op saves it
+    with m.inference_mode():
+        idx = m.tensor([0, 2])
+        mask = m.tensor([True, False, True])
+        low = m.tensor([0.5, 0.5, 0.5])
+        tokens = m.tensor([[1, 0], [2, 2]])
+    w = m.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    v = m.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    plain = m.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    src = m.tensor([[1.0, 1.0], [2.0, 2.0]], requires_grad=True)
+    gather_index = idx.view(2, 1).expand(2, 2)
+    o.raises("embedding", lambda: m.nn.functional.embedding(tokens, w), INFERENCE_SAVED)
+    o.raises("nn.Embedding", lambda: m.nn.Embedding(3, 2)(tokens), INFERENCE_SAVED)
+    o.raises("index_select", lambda: w.index_select(0, idx), INFERENCE_SAVED)
+    o.raises("gather", lambda: w.gather(0, gather_index), INFERENCE_SAVED)
+    o.raises("x[idx]", lambda: w[idx], INFERENCE_SAVED)
+    o.raises("x[mask]", lambda: v[mask], INFERENCE_SAVED)
+    o.raises("masked_fill", lambda: v.masked_fill(mask, 0.0), INFERENCE_SAVED)
+    o.raises("where", lambda: m.where(mask, v, 0.0), INFERENCE_SAVED)
+    o.raises("clamp with a tensor bound", lambda: v.clamp(min=low), INFERENCE_SAVED)
+    o.raises("scatter_add, src requires grad",
+             lambda: plain.scatter_add(0, gather_index, src), INFERENCE_SAVED)
+    o.raises("scatter, input requires grad",
+             lambda: w.scatter(0, gather_index, src.detach()), INFERENCE_SAVED)
+    o.raises("index_add, source requires grad",
+             lambda: plain.index_add(0, idx, src), INFERENCE_SAVED)
+    # where the gradient that needs the index is not computed, torch saves nothing: fine
+    o("scatter_add, only input requires grad", w.scatter_add(0, gather_index, src.detach()))
+    o("index_add, only input requires grad", w.index_add(0, idx, src.detach()))
+    o("nothing requires grad", [plain[idx], plain.index_select(0, idx), m.where(mask, 1.0, 0.0)])
+    with m.no_grad():
+        o("no_grad", [w[idx], v.masked_fill(mask, 0.0)])
+    o("a clone of the index", w[idx.clone()])
