@@ -82,6 +82,11 @@ def is_floating_point(input) -> bool:  # noqa: A002
     return input.dtype.is_floating_point
 
 
+def is_inference(input) -> bool:  # noqa: A002
+    """``input.is_inference()``: whether ``input`` was made in ``inference_mode()``."""
+    return input.is_inference()
+
+
 def _not_available():
     return False
 
@@ -161,7 +166,7 @@ __all__ = [
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
     "stack", "std", "topk", "unbind", "var", "where",
-    "device", "set_printoptions", "is_floating_point", "cuda", "backends", "ger",
+    "device", "set_printoptions", "is_floating_point", "is_inference", "cuda", "backends", "ger",
     "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
     "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
     "isclose", "isfinite", "isinf", "isnan", "logical_xor", "masked_select", "negative", "nonzero",

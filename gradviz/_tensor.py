@@ -249,8 +249,27 @@ class Tensor(_engine.TensorBase):
             )
         if requires_grad and not self.dtype.is_floating_point:
             raise RuntimeError(f"{dtype_phrase} can require gradients (got {self.dtype})")
+        if (requires_grad and self._version_counter.inference
+                and not _engine.is_inference_mode_enabled()):
+            raise RuntimeError(_INFERENCE_REQUIRES_GRAD_MESSAGE)
         self._requires_grad = bool(requires_grad)
         return self
+
+    def is_inference(self) -> bool:
+        """Whether this is an inference tensor: made inside ``inference_mode()`` (or a view of
+        one). Outside inference mode it cannot be saved for backward, written in place or made
+        to require grad; ``clone()`` gives a normal tensor (Note [Inference tensors] in
+        ``gradviz_ext/_engine.py``).
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> with torch.inference_mode():
+        ...     x = torch.ones(2)
+        >>> x.is_inference(), x[:1].is_inference(), x.clone().is_inference()
+        (True, True, False)
+        """
+        return self._version_counter.inference
 
     @property
     def is_leaf(self) -> bool:
@@ -263,7 +282,10 @@ class Tensor(_engine.TensorBase):
     @property
     def _version(self) -> int:
         """How many times this tensor (or a view sharing its storage) was modified in place."""
-        return self._version_counter.value
+        counter = self._version_counter
+        if counter.inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
+        return counter.value
 
     @property
     def retains_grad(self) -> bool:
@@ -328,8 +350,11 @@ class Tensor(_engine.TensorBase):
     @property
     def data(self) -> "Tensor":
         """A tensor sharing storage with this one, outside the graph and with its own version
-        counter (as in PyTorch: writes through ``.data`` are invisible to autograd's checks)."""
-        return _wrap(self._data)
+        counter (as in PyTorch: writes through ``.data`` are invisible to autograd's checks);
+        an inference tensor's ``.data`` is one too."""
+        out = _wrap(self._data)
+        out._version_counter.inference = self._version_counter.inference
+        return out
 
     @data.setter
     def data(self, value: "Tensor") -> None:
@@ -601,6 +626,8 @@ class _InstanceSlot:
 
 # the storage behind Tensor.grad: a C slot (compiled engine) or the instance dict
 _GRAD_SLOT = _engine.TensorBase.__dict__.get("grad") or _InstanceSlot()
+_INFERENCE_REQUIRES_GRAD_MESSAGE = (
+    "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
 _NON_LEAF_GRAD_WARNING = (
     "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
     "attribute won't be populated during autograd.backward(). If you indeed want the .grad "

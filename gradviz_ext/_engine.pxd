@@ -82,10 +82,18 @@ cdef extern from *:
 
 
 cdef bint _grad_enabled
+cdef bint _grad_mode
+cdef bint _inference_mode
 cdef unsigned long _owner_thread
 cdef dict _thread_grad_modes
+cdef dict _thread_modes
+cdef Py_ssize_t _inference_threads
+cdef tuple _DEFAULT_MODES
 cpdef is_grad_enabled()
+cpdef is_inference_mode_enabled()
 cpdef set_grad_enabled_flag(mode)
+cpdef set_inference_mode_flag(mode)
+cdef _set_thread_modes(object ident, bint grad_mode, bint inference)
 
 
 cdef class Runtime:
@@ -99,6 +107,7 @@ cpdef runtime()
 @cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class VersionCounter:
     cdef public long long value
+    cdef public bint inference  # Note [Inference tensors]
 
 
 cdef class TensorBase:

@@ -27,7 +27,7 @@ else:
         return weakref.ref(obj)
 
 # --------------------------------------------------------------------------------------
-# Grad mode (core state: the engine sets it while it runs a node)
+# Grad mode and inference mode (core state: the engine sets grad mode while it runs a node)
 # --------------------------------------------------------------------------------------
 
 # Note [Per-thread grad mode]: as in PyTorch, grad mode belongs to a thread and a new thread
@@ -35,41 +35,109 @@ else:
 # notebook kernel runs cells on) keeps its mode in ``_grad_enabled``, a C flag read with one
 # thread-id comparison; any other thread's mode lives in ``_thread_grad_modes``, and only
 # while it is off (a thread that turns it back on leaves nothing behind).
+#
+# Note [Inference mode]: ``inference_mode()`` is a second per-thread flag. Inside it nothing
+# is recorded even when grad mode is turned back on (``enable_grad`` inside
+# ``inference_mode``: ``is_grad_enabled()`` says True, as in PyTorch, yet no graph is built),
+# so ``_grad_enabled`` is the flag the engine reads, "record operations": grad mode on and
+# inference mode off. ``_grad_mode`` is grad mode as set (what ``gradviz.is_grad_enabled``
+# reports) and ``_inference_mode`` the inference flag, both of the owner thread; another
+# thread keeps the pair in ``_thread_modes`` while it differs from (on, off), and its
+# ``_thread_grad_modes`` entry (False) while it records nothing. ``_inference_threads``
+# counts the threads in inference mode, so that a new tensor pays one test of a C integer
+# to learn it is not an inference tensor (Note [Inference tensors]).
 _grad_enabled = True
+_grad_mode = True
+_inference_mode = False
 _owner_thread = _thread_ident()
 _thread_grad_modes = {}
+_thread_modes = {}
+_inference_threads = 0
+_DEFAULT_MODES = (True, False)  # a thread's (grad mode, inference mode) until it sets them
 
 
 @cython.ccall
 def is_grad_enabled():
-    """Whether operations are recorded in the graph on this thread (``gradviz.is_grad_enabled``)."""
+    """Whether operations are recorded in the graph on this thread: grad mode is on and
+    inference mode is off (Note [Inference mode])."""
     ident = _thread_ident()
     if ident == _owner_thread:
         return _grad_enabled
     return _thread_grad_modes.get(ident, True)
 
 
+def grad_mode_enabled():
+    """This thread's grad mode as set (``gradviz.is_grad_enabled``); True inside
+    ``inference_mode`` under ``enable_grad``, although nothing is recorded there."""
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        return _grad_mode
+    modes: tuple = _thread_modes.get(ident, _DEFAULT_MODES)
+    return modes[0]
+
+
+@cython.ccall
+def is_inference_mode_enabled():
+    """Whether this thread is in inference mode (``gradviz.is_inference_mode_enabled``)."""
+    if _inference_threads == 0:
+        return False
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        return _inference_mode
+    modes: tuple = _thread_modes.get(ident, _DEFAULT_MODES)
+    return modes[1]
+
+
 @cython.ccall
 def set_grad_enabled_flag(mode):
     """Set this thread's grad mode and return its previous value (the context managers build
     on this)."""
-    global _grad_enabled
+    global _grad_enabled, _grad_mode
     enabled: cython.bint = bool(mode)
     ident = _thread_ident()
     if ident == _owner_thread:
-        previous: cython.bint = _grad_enabled
-        _grad_enabled = enabled
+        previous: cython.bint = _grad_mode
+        _grad_mode = enabled
+        _grad_enabled = enabled and not _inference_mode
         return previous
-    before = _thread_grad_modes.get(ident, True)
-    if enabled:
+    modes: tuple = _thread_modes.get(ident, _DEFAULT_MODES)
+    _set_thread_modes(ident, enabled, modes[1])
+    return modes[0]
+
+
+@cython.ccall
+def set_inference_mode_flag(mode):
+    """Set this thread's inference mode and return its previous value (``inference_mode``
+    builds on this; it sets grad mode too)."""
+    global _grad_enabled, _inference_mode, _inference_threads
+    enabled: cython.bint = bool(mode)
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        previous: cython.bint = _inference_mode
+        if enabled != previous:
+            _inference_threads += 1 if enabled else -1
+        _inference_mode = enabled
+        _grad_enabled = _grad_mode and not enabled
+        return previous
+    modes: tuple = _thread_modes.get(ident, _DEFAULT_MODES)
+    if enabled != modes[1]:
+        _inference_threads += 1 if enabled else -1
+    _set_thread_modes(ident, modes[0], enabled)
+    return modes[1]
+
+
+def _set_thread_modes(ident, grad_mode, inference):
+    """Store the modes of a thread other than the owner (Note [Inference mode])."""
+    if grad_mode and not inference:
+        _thread_modes.pop(ident, None)
         _thread_grad_modes.pop(ident, None)
     else:
+        _thread_modes[ident] = (bool(grad_mode), bool(inference))
         _thread_grad_modes[ident] = False
-    return before
 
 
 def threads_with_grad_disabled():
-    """Idents of the threads (other than the owner) whose grad mode is off right now."""
+    """Idents of the threads (other than the owner) that record nothing right now."""
     return sorted(_thread_grad_modes)
 
 
@@ -116,14 +184,60 @@ def runtime():
 # --------------------------------------------------------------------------------------
 
 
+# Note [Inference tensors]
+# ------------------------
+# As in PyTorch, a tensor made while inference mode is on is an *inference tensor*, and so is
+# every view of one; a tensor made outside stays a normal tensor whatever is done to it inside
+# (an in-place write, a view). PyTorch's inference tensors have no version counter; here the
+# property belongs to the counter, ``VersionCounter.inference``, set when the counter is made:
+# a new tensor gets a new counter (so it is an inference tensor if made inside), a view shares
+# its base's (so it is one exactly when its base is), and no op needs a line of its own. The
+# cost on the hot path is one test of a C integer per new tensor (``_inference_threads``).
+# What an inference tensor refuses outside inference mode, as in PyTorch: being saved for
+# backward (``SavedTensor``), an in-place write (``bump``: like PyTorch, which raises when
+# it bumps the version, the values are written already), ``requires_grad_()``
+# (gradviz._tensor); and ``._version`` anywhere.
+INFERENCE_SAVED_MESSAGE = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `torch.no_grad()` instead of "
+    "`torch.inference_mode()`."
+)
+
+INFERENCE_INPLACE_MESSAGE = (
+    "Inplace update to inference tensor outside InferenceMode is not allowed.You can make a "
+    "clone to get a normal tensor before doing inplace update.See "
+    "https://github.com/pytorch/rfcs/pull/17 for more details."
+)
+
+
 class VersionCounter:
-    """Counts in-place modifications; shared by a tensor and all its views."""
+    """Counts in-place modifications; shared by a tensor and all its views.
+
+    ``inference`` is True for the counter of an inference tensor (Note [Inference tensors]):
+    made while this thread was in inference mode."""
+
+    def __cinit__(self):  # compiled: every construction, ``__new__`` included, runs this
+        self.inference = _inference_threads != 0 and is_inference_mode_enabled()
 
     def __init__(self):
         self.value = 0
 
     def bump(self):
+        """Count an in-place write, made already (Note [Inference tensors])."""
+        if self.inference and not is_inference_mode_enabled():
+            raise RuntimeError(INFERENCE_INPLACE_MESSAGE)
         self.value += 1
+
+
+if not cython.compiled:
+    def _new_version_counter(cls):
+        """Interpreted: ``__cinit__``'s work for ``VersionCounter()`` and ``__new__``."""
+        counter = object.__new__(cls)
+        counter.inference = _inference_threads != 0 and is_inference_mode_enabled()
+        return counter
+
+    VersionCounter.__new__ = staticmethod(_new_version_counter)
 
 
 class TensorBase:
@@ -169,12 +283,13 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # node per live view and write, where PyTorch makes one per view used after a write (a program
 # that holds many views of a buffer while writing into it pays for each). A
 # view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, or made
-# with grad mode off, cannot be renewed (PyTorch raises): it gets a node that raises
-# PyTorch's error if a backward pass reaches it. ``_view_kind`` says which kind a view is,
+# with grad mode off or in inference mode, cannot be renewed (PyTorch raises): it gets a node
+# that raises PyTorch's error if a backward pass reaches it. ``_view_kind`` says which kind a view is,
 # inherited by views of views as PyTorch propagates its CreationMeta.
 VIEW_DEFAULT = 0
-VIEW_NO_GRAD = 1       # made with grad mode off
-VIEW_MULTI_OUTPUT = 2  # an output of split/chunk/unbind made with grad mode on
+VIEW_NO_GRAD = 1         # made with grad mode off
+VIEW_MULTI_OUTPUT = 2    # an output of split/chunk/unbind made with grad mode on
+VIEW_INFERENCE_MODE = 3  # made in inference mode (Note [Inference mode])
 
 
 @cython.ccall
@@ -183,7 +298,7 @@ def track_view(root: TensorBase, view: TensorBase, parent: TensorBase, kind: cyt
     a view of ``root``, of ``kind`` (VIEW_DEFAULT: inherit ``parent``'s); Note [Views after
     their base changed]. Called once per output of a view op."""
     if not is_grad_enabled():
-        kind = VIEW_NO_GRAD
+        kind = VIEW_INFERENCE_MODE if is_inference_mode_enabled() else VIEW_NO_GRAD
     elif kind == VIEW_DEFAULT:
         kind = parent._view_kind
     view._view_kind = kind
@@ -458,6 +573,9 @@ class SavedTensor:
         self._init(tensor, is_output)
 
     def _init(self, tensor, is_output):
+        counter: VersionCounter = tensor._version_counter
+        if counter.inference:  # Note [Inference tensors]
+            raise RuntimeError(INFERENCE_SAVED_MESSAGE)
         self._packed = None
         self._unpack_hook = None
         self._grad_fn = None

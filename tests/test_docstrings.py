@@ -8,7 +8,7 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, functional, gradcheck, graph
+from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph
 from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
@@ -23,7 +23,7 @@ from gradviz.widget import _html
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
-           gradcheck]
+           gradcheck, grad_mode]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

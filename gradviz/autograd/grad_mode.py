@@ -5,14 +5,15 @@ managers and decorators, like PyTorch's), ``is_grad_enabled`` and
 from __future__ import annotations
 
 import functools
-import threading
 
 from gradviz_ext import engine as _engine
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
 
-is_grad_enabled = _engine.is_grad_enabled
+# grad mode as set, True under enable_grad inside inference_mode, which records nothing all
+# the same (Note [Inference mode] in gradviz_ext/_engine.py)
+is_grad_enabled = _engine.grad_mode_enabled
 
 
 class _GradModeContext:
@@ -49,20 +50,33 @@ class enable_grad(_GradModeContext):
     _mode = True
 
 
-_inference = threading.local()  # per thread, like torch's InferenceMode guard
-
-
-def is_inference_mode_enabled() -> bool:
-    """Whether the innermost ``inference_mode`` block (of this thread) is on."""
-    return getattr(_inference, "enabled", False)
+is_inference_mode_enabled = _engine.is_inference_mode_enabled
 
 
 class inference_mode(_GradModeContext):
-    """Like ``no_grad``, and ``is_inference_mode_enabled()`` is True inside;
-    ``inference_mode(False)`` turns grad mode on and inference mode off (as in torch).
+    """Like ``no_grad``, and more: inside, nothing is recorded even under ``enable_grad``,
+    ``is_inference_mode_enabled()`` is True, and every tensor made (by any op, and views of
+    those) is an *inference tensor*, as in PyTorch. ``inference_mode(False)`` turns grad mode
+    on and inference mode off.
 
-    Unlike torch, gradviz has no separate inference tensors: tensors made inside are normal
-    tensors that do not require grad (``Tensor.is_inference()`` is not available).
+    Outside inference mode an inference tensor (``Tensor.is_inference()``) cannot be saved for
+    backward, written in place, or made to require grad, and has no ``_version``: each raises
+    PyTorch's ``RuntimeError``. ``.clone()`` outside gives a normal tensor. Tensors made
+    outside stay normal tensors, even when written in place inside (their ``_version`` counts
+    that write). Use ``no_grad`` for values that will later take part in autograd.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> w = torch.ones(2, requires_grad=True)
+    >>> with torch.inference_mode():
+    ...     x = torch.ones(2) * 3
+    >>> x.is_inference(), (x + w).requires_grad, x.clone().is_inference()
+    (True, True, False)
+    >>> w * x
+    Traceback (most recent call last):
+      ...
+    RuntimeError: Inference tensors cannot be saved for backward. ...
     """
 
     _mode = False
@@ -72,12 +86,11 @@ class inference_mode(_GradModeContext):
         self._enabled = bool(mode)
 
     def __enter__(self):
-        self._previous_inference = is_inference_mode_enabled()
-        _inference.enabled = self._enabled
+        self._previous_inference = _engine.set_inference_mode_flag(self._enabled)
         return super().__enter__()
 
     def __exit__(self, *exc):
-        _inference.enabled = self._previous_inference
+        _engine.set_inference_mode_flag(self._previous_inference)
         return super().__exit__(*exc)
 
     def __call__(self, fn):

@@ -43,6 +43,8 @@ class Parameter(Tensor):
         else:
             array = _to_array(data)
         _engine.TensorBase.__init__(self, array, False)
+        if isinstance(data, Tensor):  # the data's storage: an inference tensor's stays one
+            self._version_counter.inference = data._version_counter.inference
         if requires_grad:
             self._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
 

@@ -12,6 +12,8 @@ import warnings
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
+
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _conv, _loss
@@ -182,6 +184,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
                          f"({target.shape[0] if target.ndim else 1}).")
     elif target.ndim != 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if _engine.is_grad_enabled() and input.requires_grad and (
+            target.is_inference() or (weight is not None and weight.is_inference())):
+        # torch's NllLossBackward0 saves the target and the weight (here folded into
+        # coefficients): an inference tensor among them cannot be saved
+        raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
     keep = labels != ignore_index

@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import checked_integer
-from ._registry import Op, apply, numpy_names, saves_inputs
+from ._registry import Op, apply, check_saveable, numpy_names, saves_inputs
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -65,6 +65,7 @@ def gather(input, dim, index, *, sparse_grad=False):
     array = _index_array(index, "gather")
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("input", input._data, dim, array)
+    check_saveable(index, input)
     return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
 
 
@@ -87,6 +88,7 @@ def scatter_add(input, dim, index, src):
     array = _index_array(index, "scatter_add")
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
+    check_saveable(index, src)
     return apply(SCATTER_ADD, input, src, index=array, index_tensor=index, dim=dim)
 
 
@@ -132,6 +134,7 @@ def scatter(input, dim, index, src=None, *, value=None):
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    check_saveable(index, input, src)
     if isinstance(src, Tensor):
         return apply(SCATTER_SRC, input, src, value=None, **attrs)
     fill = src if src is not None else value
@@ -164,6 +167,7 @@ def index_select(input, dim, index):
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and (array.max() >= size or array.min() < -size):
         raise IndexError(f"index out of range in self")
+    check_saveable(index, input)
     return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
 
 
@@ -188,6 +192,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     array = _index_array(index, "index_add")
     _check_index_vector(array, "index_add")
     dim = _wrap_dim(dim, input.ndim)
+    check_saveable(index, source)
     return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
 
 
@@ -223,6 +228,7 @@ def masked_fill(input, mask, value):
         value = value.item()
     if type(value) is int and input._data.dtype.kind in "iu":
         value = checked_integer(value, input._data.dtype)
+    check_saveable(mask, input)
     return apply(MASKED_FILL, input, mask=mask._data, value=value, mask_tensor=mask)
 
 

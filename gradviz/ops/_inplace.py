@@ -56,7 +56,7 @@ _MULTI_OUTPUT_MESSAGE = (
 
 _NO_GRAD_VIEW_MESSAGE = (
     " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block (if "
+    "your code by moving both the view and the inplace either both inside the {block} block (if "
     "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
     "tracked)."
 )
@@ -127,13 +127,17 @@ def _view_error(view, what):
         name, nr = node.view_node_name, node.view_output_nr
     elif node is not None:
         name = _engine.short_node_name(node.name())  # PyTorch says "Output 0 of Split"
-    if name is None:
+    inference = view._view_kind == _engine.VIEW_INFERENCE_MODE
+    if inference:
+        header = f"A view was created in inference mode and {what} in normal mode."
+    elif name is None:
         header = f"A view was created in no_grad mode and {what} with grad mode enabled."
     else:
         header = f"Output {nr} of {name} is a view and {what}."
     if view._view_kind == _engine.VIEW_MULTI_OUTPUT:
         return header + _MULTI_OUTPUT_MESSAGE
-    return header + _NO_GRAD_VIEW_MESSAGE
+    block = "inference_mode" if inference else "no_grad"
+    return header + _NO_GRAD_VIEW_MESSAGE.format(block=block)
 
 
 def _check_castable(result_dtype, target):
@@ -359,7 +363,9 @@ def refresh_views(root, written=None):
     if written is not None and not any(view is written for view in views):
         views.append(written)
     root_needs_grad = _requires_grad(root)
-    previous = _engine.set_grad_enabled_flag(True)  # PyTorch renews the view under grad mode
+    # PyTorch renews the view under grad mode (outside inference mode, which records nothing)
+    previous_inference = _engine.set_inference_mode_flag(False)
+    previous = _engine.set_grad_enabled_flag(True)
     try:
         for view in views:
             if view.grad_fn is None and not root_needs_grad:
@@ -378,6 +384,7 @@ def refresh_views(root, written=None):
                 _update_retains_grad(view)
     finally:
         _engine.set_grad_enabled_flag(previous)
+        _engine.set_inference_mode_flag(previous_inference)
 
 
 # ---- ops that exist for in-place use ------------------------------------------------------

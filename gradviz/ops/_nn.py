@@ -14,7 +14,7 @@ import numpy as np
 from ._indexing import index_add
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
-from ._registry import Op, apply, promote_float, saves_inputs
+from ._registry import Op, apply, check_saveable, promote_float, saves_inputs
 from ._shape import reshape
 
 __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
@@ -41,6 +41,7 @@ def embedding(weight, indices, padding_idx=None):
     ``padding_idx`` rows receive no gradient."""
     from .._tensor import _wrap
 
+    check_saveable(indices, weight)
     array = indices._data.reshape(-1).astype(np.int64)
     keep = None if padding_idx is None else array != padding_idx
     return apply(EMBEDDING, weight, indices, index_tensor=_wrap(array), keep=keep,

@@ -15,7 +15,8 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device, install_methods
-from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
+from ._registry import (Op, apply, check_saveable, promote, promote_float, saves_inputs,
+                        saves_output)
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
@@ -651,6 +652,9 @@ def clamp(input, min=None, max=None):  # noqa: A002
     """Clamp into ``[min, max]``; the gradient passes where the input was inside the range."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    for bound in (min, max):
+        if isinstance(bound, Tensor):
+            check_saveable(bound, input)
     return apply(CLAMP, input, min=min, max=max)
 
 
@@ -874,5 +878,6 @@ def where(condition, input=None, other=None):
         return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
     if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
         raise RuntimeError("where expected condition to be a boolean tensor")
+    check_saveable(condition, input, other)
     return apply(WHERE, _check_operand(input, "where"), _check_operand(other, "where"),
                  condition=condition._data, condition_tensor=condition)

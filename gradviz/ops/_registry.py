@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import functools
 
+from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 
-__all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names"]
+__all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable"]
 
 TABLE: dict[str, "Op"] = {}
 
@@ -101,6 +102,17 @@ class Op(_ext_ops.OpSpec):
 def apply(op: Op, *inputs, **attrs):
     """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
     return apply_op(op, inputs, attrs)
+
+
+def check_saveable(tensor, *inputs):
+    """PyTorch's error for an inference tensor that an op keeps for backward in its attributes
+    (an index, a mask, a condition, a bound: not an input the engine saves), when the op is
+    recorded because one of ``inputs`` (those whose gradient needs ``tensor``) requires grad:
+    PyTorch saves it, and an inference tensor cannot be saved (Note [Inference tensors] in
+    ``gradviz_ext/_engine.py``)."""
+    if (tensor._version_counter.inference and _engine.is_grad_enabled()
+            and any(_ext_ops.requires_grad(x) for x in inputs)):
+        raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
 
 
 def numpy_names(fn):

@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
-from ._registry import Op, apply, numpy_names, promote
+from ._registry import Op, apply, check_saveable, numpy_names, promote
 
 __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
            "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
@@ -362,6 +362,9 @@ def getitem(input, key):
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     if any(_is_advanced(item) for item in items):
+        for item in items:
+            if isinstance(item, Tensor):
+                check_saveable(item, input)
         np_key = tuple(_as_index(item) for item in items)
         np_key = np_key[0] if len(np_key) == 1 else np_key
         return _index_op(input, np_key, "advanced")
