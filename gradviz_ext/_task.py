@@ -1095,7 +1095,7 @@ def _add_inplace(target: TensorBase, grad: TensorBase):
     other = grad._data
     if data.dtype is other.dtype:
         _np_add(data, other, data)
-        target._version_counter.value += 1
+        target._version_counter.bump()  # an inference tensor's .grad refuses it, as in torch
     else:
         _rt.add_inplace(target, grad)
 

@@ -478,3 +478,17 @@ def index_mask_and_condition_tensors(m, o):
     with m.no_grad():
         o("no_grad", [w[idx], v.masked_fill(mask, 0.0)])
     o("a clone of the index", w[idx.clone()])
+
+
+@program
+def grad_made_in_inference_mode_refuses_accumulation(m, o):
+    # a .grad assigned inside inference mode is an inference tensor: the next backward, which
+    # adds into it in place, refuses outside inference mode
+    w = m.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with m.inference_mode():
+        w.grad = m.zeros(3)
+    o.raises("accumulate", lambda: (w * 2).sum().backward(),
+             "Inplace update to inference tensor outside InferenceMode is not allowed")
+    w.grad = None
+    (w * 2).sum().backward()
+    o("after resetting .grad", w.grad)
