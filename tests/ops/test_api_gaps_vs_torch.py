@@ -1,0 +1,170 @@
+"""Ops teaching code reaches for that gradviz lacked, against torch 2.13: values, dtypes, node
+names, result types, first and second derivatives (against torch and by finite differences),
+and errors for bad arguments."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+
+
+def same(a, b, what=""):
+    a = a.detach().numpy() if isinstance(a, gradviz.Tensor) else np.asarray(a)
+    b = b.detach().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
+    assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
+    assert a.dtype == b.dtype, f"{what}: dtype {a.dtype} vs {b.dtype}"
+    np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-7, equal_nan=True, err_msg=what)
+
+
+def _outputs(result):
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def run(m, fn, arrays, grad=True):
+    """``fn(m, *tensors)`` in module ``m``: its outputs, node names, result type name, and the
+    first and second derivatives of a weighted sum of its floating outputs."""
+    tensors = [m.tensor(a, requires_grad=grad and a.dtype.kind == "f") if isinstance(a, np.ndarray)
+               else a for a in arrays]
+    result = fn(m, *tensors)
+    outputs = _outputs(result)
+    names = [o.grad_fn.name() if o.grad_fn is not None else None for o in outputs]
+    record = dict(outputs=[o.detach() for o in outputs], names=names,
+                  type=type(result).__name__)
+    inputs = [t for t in tensors if isinstance(t, m.Tensor) and t.requires_grad]
+    differentiable = [o for o in outputs if o.requires_grad]
+    if not (grad and inputs and differentiable):
+        return record
+    rng = np.random.default_rng(7)
+    loss = 0
+    for o in differentiable:
+        weight = m.tensor(rng.standard_normal(tuple(o.shape)), dtype=o.dtype)
+        loss = loss + (o * o * weight).sum() + (o * weight).sum()
+    grads = m.autograd.grad(loss, inputs, create_graph=True, allow_unused=True)
+    record["grads"] = [g.detach() if g is not None else None for g in grads]
+    second = 0
+    for g in grads:
+        if g is not None and g.requires_grad:
+            second = second + (g * g).sum()
+    if isinstance(second, m.Tensor):
+        record["second"] = [s.detach() if s is not None else None for s in
+                            m.autograd.grad(second, inputs, allow_unused=True)]
+    return record
+
+
+def compare(fn, *arrays, grad=True):
+    """Run ``fn`` in gradviz and torch and check they agree on everything ``run`` records."""
+    g, t = run(gradviz, fn, arrays, grad), run(torch, fn, arrays, grad)
+    assert len(g["outputs"]) == len(t["outputs"])
+    for i, (a, b) in enumerate(zip(g["outputs"], t["outputs"])):
+        same(a, b, f"output {i}")
+    assert g["names"] == t["names"]
+    assert g["type"] == t["type"]
+    assert g.keys() == t.keys()
+    for key in ("grads", "second"):
+        for i, (a, b) in enumerate(zip(g.get(key, []), t.get(key, []))):
+            assert (a is None) == (b is None), f"{key} {i}"
+            if a is not None:
+                same(a, b, f"{key} {i}")
+    return g
+
+
+def check_gradients(fn, *arrays):
+    """gradviz's gradcheck and gradgradcheck (finite differences) on ``fn``'s floating outputs."""
+    tensors = [gradviz.tensor(a, requires_grad=True) for a in arrays]
+
+    def floating(*xs):
+        outs = _outputs(fn(gradviz, *xs))
+        return tuple(o for o in outs if o.dtype.is_floating_point)
+
+    assert gradviz.autograd.gradcheck(floating, tensors)
+    assert gradviz.autograd.gradgradcheck(floating, tensors)
+
+
+def data(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def raises_like_torch(fn, kind, phrase):
+    """``fn(m)`` raises ``kind`` with ``phrase`` in gradviz and in torch."""
+    for m in (torch, gradviz):
+        with pytest.raises(kind, match=phrase):
+            fn(m)
+
+
+# ---- running and order reductions -----------------------------------------------------------
+
+TIED = np.array([[0.5, 2.0, -1.0, 2.0, 0.1], [3.0, -2.0, 3.0, 1.0, 1.5], [-0.3, -0.3, 0.2, 4.0, -5.0]])
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin(name, dim):
+    g = compare(lambda m, x: getattr(m, name)(x, dim), TIED)
+    compare(lambda m, x: getattr(x, name)(dim=dim), data(3, 4))
+    assert g["type"] == name
+    check_gradients(lambda m, x: getattr(m, name)(x, dim), data(3, 4))
+
+
+def test_cummax_nan_integer_and_scalar():
+    with_nan = np.array([1.0, math.nan, 3.0, 0.5])
+    compare(lambda m, x: m.cummax(x, 0), with_nan)
+    compare(lambda m, x: m.cummin(x, 0), with_nan)
+    compare(lambda m, x: m.cummax(x, 0), np.array([3, 1, 4, 1, 5]))
+    compare(lambda m, x: m.cummin(x, -1), np.array(2.5))
+    result = gradviz.cummax(gradviz.tensor([1.0, 3.0]), 0)
+    assert result.values is result[0] and result.indices is result[1]
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_logcumsumexp(dim):
+    compare(lambda m, x: m.logcumsumexp(x, dim), data(3, 4) * 30)
+    compare(lambda m, x: x.logcumsumexp(dim=dim), data(3, 4))
+    check_gradients(lambda m, x: m.logcumsumexp(x, dim), data(3, 4))
+    raises_like_torch(lambda m: m.logcumsumexp(m.tensor([1, 2, 3]), 0), NotImplementedError,
+                      "\"logcumsumexp_out_cpu\" not implemented for 'Long'")
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("k,dim", [(1, 0), (2, 1), (3, -1), (2, 0)])
+def test_kthvalue(k, dim, keepdim):
+    g = compare(lambda m, x: m.kthvalue(x, k, dim, keepdim), data(3, 4))
+    assert g["type"] == "kthvalue"
+    compare(lambda m, x: x.kthvalue(k, dim=dim, keepdim=keepdim), data(3, 4, seed=2))
+    check_gradients(lambda m, x: m.kthvalue(x, k, dim), data(3, 4))
+    raises_like_torch(lambda m: m.kthvalue(m.ones(2, 3), 4, 1), RuntimeError,
+                      "selected number k out of range")
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), (-1, False)])
+def test_aminmax(dim, keepdim):
+    g = compare(lambda m, x: m.aminmax(x, dim=dim, keepdim=keepdim), TIED)
+    assert g["type"] == "aminmax" and g["names"] == ["AminmaxBackward0"] * 2
+    compare(lambda m, x: x.aminmax(dim=dim, keepdim=keepdim), data(3, 4))
+    result = gradviz.aminmax(gradviz.tensor(TIED))
+    assert result.min is result[0] and result.max is result[1]
+    compare(lambda m, x: m.aminmax(x)[1], TIED)  # only max used: min's gradient is absent
+    raises_like_torch(lambda m: m.aminmax(m.ones(0)), RuntimeError, "cannot compute aminmax")
+
+
+NANS = np.array([[1.0, math.nan, 2.0], [math.nan, math.nan, math.nan], [0.5, -1.0, 4.0]])
+
+
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (0, False), (1, True), ((0, 1), False)])
+def test_nansum_nanmean(dim, keepdim):
+    compare(lambda m, x: m.nansum(x, dim, keepdim), NANS)
+    compare(lambda m, x: x.nansum(dim=dim, keepdim=keepdim), NANS)
+    compare(lambda m, x: m.nanmean(x, dim, keepdim), NANS)
+    compare(lambda m, x: x.nanmean(dim=dim, keepdim=keepdim), NANS)
+    check_gradients(lambda m, x: m.nanmean(x, dim, keepdim), data(3, 3))
+
+
+def test_nansum_integers_and_nanmean_errors():
+    compare(lambda m, x: m.nansum(x), np.array([[1, 2], [3, 4]], dtype=np.int32))
+    compare(lambda m, x: m.nansum(x, 0, dtype=m.float64), NANS.astype(np.float32))
+    raises_like_torch(lambda m: m.nanmean(m.tensor([1, 2])), RuntimeError,
+                      "nanmean\\(\\): expected input to have floating point")
