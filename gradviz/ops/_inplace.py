@@ -36,7 +36,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import check_slice_steps, expand_target, getitem
+from ._shape import check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -399,6 +399,20 @@ def setitem(self, key, value):
     key records ``IndexPutBackward0`` (Note [In-place semantics])."""
     if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
+    key = scalar_tensor_keys(key)
+    if key is False:  # PyTorch writes nothing, and records nothing
+        return self
+    if key is True or (isinstance(key, Tensor) and key.ndim == 0 and key.dtype is _dtypes.bool
+                       and bool(key._data)):
+        # PyTorch writes through the view self.unsqueeze(0), which records CopySlices
+        from ._shape import unsqueeze
+
+        view = unsqueeze(self, 0)
+        if isinstance(value, Tensor):
+            copy_(view, value)
+        else:
+            fill_(view, value)
+        return self
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     np_key = _numpy_key(key)

@@ -266,15 +266,31 @@ def matmul(input, other):
 
 # ---- diagonals, triangles, trace, outer ---------------------------------------------------
 
-def _diagonal_forward(a, offset, dim1, dim2, shape):
+def _diagonal_view(a, offset, dim1, dim2, shape):
+    """The diagonal as a writable view of ``a`` (numpy's ``diagonal`` is read-only): the
+    other dims, then the diagonal, whose step is one row plus one column."""
+    n1, n2 = a.shape[dim1], a.shape[dim2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    if length:  # start at the diagonal's first element (a view, so it stays writable)
+        start = [slice(None)] * a.ndim
+        start[dim2 if offset >= 0 else dim1] = slice(abs(offset), None)
+        a = a[tuple(start)]
+    others = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    return np.lib.stride_tricks.as_strided(
+        a, [a.shape[d] for d in others] + [length],
+        [a.strides[d] for d in others] + [a.strides[dim1] + a.strides[dim2]])
+
+
+def _diagonal_copy(a, offset, dim1, dim2, shape):
     return np.diagonal(a, offset, dim1, dim2).copy()
 
 
-DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_forward,
+# a view sharing storage and version counter with its input, as in PyTorch
+DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
               backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),))
 
 
-DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_forward,
+DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_copy,
                    backward=DIAGONAL.backward)
 
 
@@ -297,7 +313,8 @@ def _diagonal_scatter(g, shape, offset, dim1, dim2):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim), as in PyTorch."""
+    """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
+    PyTorch, so writing into it writes into ``input``."""
     ndim = input.ndim
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:

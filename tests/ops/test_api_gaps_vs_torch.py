@@ -168,3 +168,119 @@ def test_nansum_integers_and_nanmean_errors():
     compare(lambda m, x: m.nansum(x, 0, dtype=m.float64), NANS.astype(np.float32))
     raises_like_torch(lambda m: m.nanmean(m.tensor([1, 2])), RuntimeError,
                       "nanmean\\(\\): expected input to have floating point")
+
+
+# ---- diagonal and unfold are views ----------------------------------------------------------
+
+def _view_facts(m, make_view, write):
+    """Shares storage and version with its base; a write through it shows in the base; the
+    gradient of the base after the write."""
+    x = m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).requires_grad_()
+    base = x * 1
+    view = make_view(base)
+    facts = [view._base is base, view._version == base._version, view.grad_fn.name()]
+    write(view)
+    facts += [view._version == base._version, base.grad_fn.name().split("::")[-1]]
+    (base * base).sum().backward()
+    return facts, base.detach(), x.grad
+
+
+@pytest.mark.parametrize("offset,dim1,dim2", [(0, 0, 1), (1, 1, 2), (-1, 2, 0), (2, -1, -2), (5, 0, 1)])
+def test_diagonal_is_a_view(offset, dim1, dim2):
+    def make(t):
+        return t.diagonal(offset, dim1, dim2)
+
+    def write(v):
+        v.mul_(10)
+
+    (gf, gb, gg), (tf, tb, tg) = (_view_facts(m, make, write) for m in (gradviz, torch))
+    assert gf == tf
+    same(gb, tb, "base after write")
+    same(gg, tg, "gradient")
+    compare(lambda m, x: m.diagonal(x, offset=offset, dim1=dim1, dim2=dim2), data(2, 3, 4))
+    check_gradients(lambda m, x: x.diagonal(offset, dim1, dim2), data(2, 3, 4))
+
+
+@pytest.mark.parametrize("dim,size,step", [(0, 1, 1), (2, 2, 2), (1, 2, 1), (-1, 3, 1), (2, 4, 3)])
+def test_unfold_is_a_view(dim, size, step):
+    make = lambda t: t.unfold(dim, size, step)  # noqa: E731
+    # a write into the first window only: overlapping windows would be order-dependent
+    write = lambda v: v.select(dim, 0).add_(5)  # noqa: E731
+    (gf, gb, gg), (tf, tb, tg) = (_view_facts(m, make, write) for m in (gradviz, torch))
+    assert gf == tf
+    same(gb, tb, "base after write")
+    same(gg, tg, "gradient")
+    compare(lambda m, x: x.unfold(dim, size, step), data(2, 3, 4))
+    check_gradients(lambda m, x: x.unfold(dim, size, step), data(2, 3, 4))
+
+
+def test_unfold_view_plain_write_and_scalar():
+    for m in (gradviz, torch):
+        x = m.arange(6.0)
+        windows = x.unfold(0, 2, 2)
+        windows.mul_(10)
+        assert x.tolist() == [0.0, 10.0, 20.0, 30.0, 40.0, 50.0] and x._version == 1
+        assert m.tensor(5.0).unfold(0, 1, 1).tolist() == [5.0]
+
+
+# ---- indexing keys: ..., (), 0-d integer tensors, bools ------------------------------------------
+
+KEYS = [Ellipsis, (), (slice(None),), (Ellipsis, slice(None)), slice(None), "t1", ("t1", 0),
+        (slice(None), "t1"), (Ellipsis, "t2"), "i32", True, "tTrue", False, (0, True), (None,),
+        ("t1", "v02")]
+
+
+def _key(m, key):
+    names = {"t1": m.tensor(1), "t2": m.tensor(2), "i32": m.tensor(1, dtype=m.int32),
+             "tTrue": m.tensor(True), "v02": m.tensor([0, 2])}
+    if isinstance(key, tuple):
+        return tuple(names.get(k, k) if isinstance(k, str) else k for k in key)
+    return names.get(key, key) if isinstance(key, str) else key
+
+
+@pytest.mark.parametrize("key", KEYS, ids=repr)
+def test_getitem_keys_match_torch(key):
+    facts = []
+    for m in (gradviz, torch):
+        x = m.arange(24.0, dtype=m.float64).reshape(2, 3, 4).requires_grad_()
+        base = x * 1
+        out = base[_key(m, key)]
+        (out * out).sum().backward()
+        facts.append((tuple(out.shape), out.grad_fn.name(), out._base is base, out.detach(), x.grad))
+    (gs, gn, gv, go, gg), (ts, tn, tv, to, tg) = facts
+    assert (gs, gn, gv) == (ts, tn, tv)
+    same(go, to, "value")
+    same(gg, tg, "gradient")
+
+
+@pytest.mark.parametrize("key", [Ellipsis, (), True, "tTrue", False], ids=repr)
+def test_getitem_keys_of_a_0d_tensor(key):
+    names = []
+    for m in (gradviz, torch):
+        z = m.tensor(3.0, requires_grad=True) * 1
+        out = z[_key(m, key)]
+        names.append((tuple(out.shape), out.grad_fn.name()))
+    assert names[0] == names[1]
+
+
+@pytest.mark.parametrize("key", ["t1", True, "tTrue", False, Ellipsis, (), ("t1", 0)], ids=repr)
+@pytest.mark.parametrize("value", ["number", "tensor"])
+def test_setitem_keys_match_torch(key, value):
+    facts = []
+    for m in (gradviz, torch):
+        x = m.arange(6.0, dtype=m.float64).reshape(2, 3).requires_grad_()
+        v = m.tensor([7.0, 8.0, 9.0], dtype=m.float64, requires_grad=True)
+        w = x * 1
+        before = w._version
+        if value == "number":
+            w[_key(m, key)] = 5.0
+        else:  # a 0-d region takes a one-element value
+            w[_key(m, key)] = v[:1] * 1 if key == ("t1", 0) else v * 1
+        (w * w).sum().backward()
+        facts.append((w.grad_fn.name().split("::")[-1], w._version - before, w.detach(), x.grad,
+                      v.grad))
+    assert facts[0][:2] == facts[1][:2]
+    for a, b in zip(facts[0][2:], facts[1][2:]):
+        assert (a is None) == (b is None)
+        if a is not None:
+            same(a, b)
