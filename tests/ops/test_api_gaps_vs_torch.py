@@ -284,3 +284,75 @@ def test_setitem_keys_match_torch(key, value):
         assert (a is None) == (b is None)
         if a is not None:
             same(a, b)
+
+
+# ---- clamp / where / masked_fill with numbers outside an integer dtype ----------------------------
+
+INT_DTYPES = ["int8", "uint8", "int32", "int64"]
+NUMBER_CASES = [
+    ("clamp max", lambda m, x: x.clamp(max=1000)),
+    ("clamp min", lambda m, x: x.clamp(min=-1000)),
+    ("clamp 2**63", lambda m, x: x.clamp(min=2 ** 63)),
+    ("clamp 2**70", lambda m, x: x.clamp(max=2 ** 70)),
+    ("clamp -2**64", lambda m, x: x.clamp(min=-2 ** 64)),
+    ("clamp float", lambda m, x: x.clamp(max=2.5)),
+    ("clamp_min", lambda m, x: m.clamp_min(x, 300)),
+    ("clamp_max", lambda m, x: m.clamp_max(x, -300)),
+    ("clamp_min float", lambda m, x: m.clamp_min(x, 0.5)),
+    ("clamp_ big", lambda m, x: x.clone().clamp_(max=1000)),
+    ("clamp_ float", lambda m, x: x.clone().clamp_(max=2.5)),
+    ("where other", lambda m, x: m.where(x > 1, x, 1000)),
+    ("where input", lambda m, x: m.where(x > 1, 1000, x)),
+    ("where 2**63", lambda m, x: m.where(x > 1, x, 2 ** 63)),
+    ("where 2**70", lambda m, x: m.where(x > 1, x, 2 ** 70)),
+    ("where numbers", lambda m, x: m.where(x > 1, 1000, 2000)),
+    ("where float", lambda m, x: m.where(x > 1, x, 2.5)),
+    ("masked_fill big", lambda m, x: x.masked_fill(x > 1, 1000)),
+    ("masked_fill -1", lambda m, x: x.masked_fill(x > 1, -1)),
+    ("masked_fill 2**63", lambda m, x: x.masked_fill(x > 1, 2 ** 63)),
+    ("masked_fill 2**70", lambda m, x: x.masked_fill(x > 1, 2 ** 70)),
+    ("masked_fill -2**64", lambda m, x: x.masked_fill(x > 1, -2 ** 64)),
+    ("masked_fill float", lambda m, x: x.masked_fill(x > 1, 2.5)),
+    ("masked_fill_ big", lambda m, x: x.clone().masked_fill_(x > 1, 1000)),
+]
+
+
+def _outcome(m, fn, dtype):
+    x = m.tensor([1, 2, 100], dtype=getattr(m, dtype))
+    try:
+        out = fn(m, x)
+    except Exception as error:  # noqa: BLE001  (the type and message are compared)
+        # torch names the C type in some messages ("long int"), gradviz always says "Long"
+        return type(error), str(error).split(":")[0].split("desired output type")[0]
+    return str(out.dtype).split(".")[-1], out.tolist()
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+@pytest.mark.parametrize("case", NUMBER_CASES, ids=[c[0] for c in NUMBER_CASES])
+def test_numbers_beside_integer_tensors(case, dtype):
+    _, fn = case
+    expected = _outcome(torch, fn, dtype)
+    got = _outcome(gradviz, fn, dtype)
+    assert got[0] == expected[0]
+    if isinstance(expected[0], type):  # gradviz adds detail after torch's message
+        assert got[1].startswith(expected[1]) or expected[1].startswith(got[1]), (got, expected)
+    else:
+        assert got[1] == expected[1]
+
+
+@pytest.mark.parametrize("bounds", ["both", "min", "max", "crossed"])
+def test_clamp_with_tensor_bounds(bounds):
+    low, high = data(3, 4, seed=1) - 0.5, data(3, 4, seed=2) + 0.5
+    if bounds == "crossed":
+        low, high = high + 1, low - 1
+    if bounds in ("both", "crossed"):
+        compare(lambda m, x, a, b: m.clamp(x, a, b), data(3, 4), low, high)
+        check_gradients(lambda m, x, a, b: x.clamp(min=a, max=b), data(3, 4), low, high)
+    elif bounds == "min":
+        compare(lambda m, x, a: m.clamp(x, min=a), data(3, 4), low)
+        compare(lambda m, x, a: m.clamp_min(x, a), data(3, 4), low[:1])
+        raises_like_torch(lambda m: m.ones(2).clamp(min=m.zeros(2), max=0.25), TypeError,
+                          "received an invalid combination of arguments")
+    else:
+        compare(lambda m, x, b: m.clamp(x, max=b), data(3, 4), high)
+        compare(lambda m, x, b: m.clamp_max(x, b), data(3, 4), high[:, :1])
