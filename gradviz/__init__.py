@@ -7,6 +7,7 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 __version__ = "0.1.0"
 
 import math as _math
+import sys as _sys
 import types as _types
 
 from . import dtypes
@@ -37,6 +38,13 @@ from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
 from .ops import aminmax, cummax, cummin, kthvalue, logcumsumexp, nanmean, nansum
+from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arcsinh, arctan,
+                           arctan2, arctanh, asinh, atanh, bitwise_and, bitwise_not, bitwise_or,
+                           bitwise_xor, copysign, deg2rad, digamma, divide, erfc, erfinv, fix,
+                           float_power, fmax, fmin, greater, greater_equal, heaviside, hypot,
+                           isneginf, isposinf, isreal, less, less_equal, lgamma, logaddexp,
+                           logaddexp2, logit, multiply, not_equal, polygamma, positive, rad2deg,
+                           sgn, signbit, sinc, special, subtract)
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -57,6 +65,7 @@ from . import viz
 from ._config import config, show_config
 
 clip = clamp
+_sys.modules[__name__ + ".special"] = special  # ``from torch.special import expit``
 concat = concatenate = cat
 # torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
@@ -157,5 +166,11 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
+    "load", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "copysign", "deg2rad", "digamma", "divide", "erfc", "erfinv", "fix",
+    "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",
+    "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
+    "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
+    "subtract", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

@@ -19,7 +19,11 @@ from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_ou
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
 def _zero_gradient(ctx, g):
-    return (g * 0,)
+    """PyTorch's ``zeros_like(grad)``: a constant, so a gradient through floor, ceil, trunc
+    or round does not require grad even under ``create_graph=True``."""
+    from ._creation import zeros_like
+
+    return (zeros_like(g),)
 
 
 FLOOR = Op("floor", "FloorBackward0", forward=np.floor, backward=_zero_gradient)

@@ -15,6 +15,8 @@ import gradviz
 
 def same(a, b, what=""):
     a = a.detach().numpy() if isinstance(a, gradviz.Tensor) else np.asarray(a)
+    if isinstance(b, torch.Tensor) and b._is_zerotensor():  # torch's lazy zeros (sgn's gradient)
+        b = torch.zeros_like(b)
     b = b.detach().numpy() if isinstance(b, torch.Tensor) else np.asarray(b)
     assert a.shape == b.shape, f"{what}: shape {a.shape} vs {b.shape}"
     assert a.dtype == b.dtype, f"{what}: dtype {a.dtype} vs {b.dtype}"
@@ -356,3 +358,142 @@ def test_clamp_with_tensor_bounds(bounds):
     else:
         compare(lambda m, x, b: m.clamp(x, max=b), data(3, 4), high)
         compare(lambda m, x, b: m.clamp_max(x, b), data(3, 4), high[:, :1])
+
+
+# ---- more pointwise math -----------------------------------------------------------------------
+
+UNIT = np.random.default_rng(3).uniform(0.05, 0.95, (3, 4))
+POSITIVE = np.random.default_rng(4).uniform(0.3, 4.0, (3, 4))
+UNARY = [
+    ("sinc", lambda m, x: m.sinc(x), data(3, 4)),
+    ("sinc at 0", lambda m, x: x.sinc(), np.array([0.0, 0.5, -1.5, 2.0])),
+    ("deg2rad", lambda m, x: m.deg2rad(x), data(3, 4)),
+    ("rad2deg", lambda m, x: x.rad2deg(), data(3, 4)),
+    ("logit", lambda m, x: m.logit(x), UNIT),
+    ("logit eps", lambda m, x: x.logit(eps=0.2), UNIT),
+    ("logit outside", lambda m, x: x.logit(), np.array([-0.1, 0.0, 0.3, 1.0, 1.2])),
+    ("asinh", lambda m, x: m.asinh(x), data(3, 4)),
+    ("acosh", lambda m, x: x.acosh(), POSITIVE + 1.0),
+    ("atanh", lambda m, x: m.atanh(x), UNIT - 0.5),
+    ("arcsinh", lambda m, x: m.arcsinh(x), data(3, 4)),
+    ("erfc", lambda m, x: m.erfc(x), data(3, 4) * 2),
+    ("erfinv", lambda m, x: m.erfinv(x), np.concatenate([(UNIT - 0.5).ravel() * 1.9, [-1.0, 1.0, 1.5, 0.0]])),
+    ("lgamma", lambda m, x: m.lgamma(x), np.concatenate([POSITIVE.ravel(), [-0.5, -2.5, 30.0]])),
+    ("digamma", lambda m, x: x.digamma(), np.concatenate([POSITIVE.ravel(), [-0.5, -2.5, 30.0, 1e-3]])),
+    ("polygamma 1", lambda m, x: m.polygamma(1, x), np.concatenate([POSITIVE.ravel(), [-0.5, -2.5, 30.0]])),
+    ("polygamma 3", lambda m, x: x.polygamma(3), POSITIVE),
+    ("sgn", lambda m, x: m.sgn(x), data(3, 4)),
+    ("float_power", lambda m, x: m.float_power(x, 2), data(3, 4).astype(np.float32)),
+    ("float_power int", lambda m, x: m.float_power(x, 3), np.array([1, 2, 3])),
+    ("signbit", lambda m, x: m.signbit(x), np.array([-0.0, 0.0, -2.0, 1.0, math.inf])),
+    ("isposinf", lambda m, x: m.isposinf(x), np.array([-math.inf, math.inf, math.nan, 1.0])),
+    ("isneginf", lambda m, x: m.isneginf(x), np.array([-math.inf, math.inf, math.nan, 1.0])),
+    ("isreal", lambda m, x: m.isreal(x), np.array([1.0, 2.0])),
+    ("fix", lambda m, x: m.fix(x), data(3, 4) * 3),
+    ("positive", lambda m, x: m.positive(x) * 1, data(2, 2)),
+    ("special.expit", lambda m, x: m.special.expit(x), data(3, 4)),
+    ("special.logit", lambda m, x: m.special.logit(x), UNIT),
+    ("special.entr", lambda m, x: m.special.entr(x), np.array([-1.0, 0.0, 0.5, 2.0])),
+    ("special.erfinv", lambda m, x: m.special.erfinv(x), UNIT - 0.5),
+    ("special.gammaln", lambda m, x: m.special.gammaln(x), POSITIVE),
+    ("special.psi", lambda m, x: m.special.psi(x), POSITIVE),
+    ("special.log_softmax", lambda m, x: m.special.log_softmax(x, 1), data(3, 4)),
+    ("special.logsumexp", lambda m, x: m.special.logsumexp(x, 1), data(3, 4)),
+    ("special.ndtr", lambda m, x: m.special.ndtr(x), data(3, 4)),
+    ("integer sinc", lambda m, x: m.sinc(x), np.array([1, 2, 0])),
+    ("integer deg2rad", lambda m, x: m.deg2rad(x), np.array([90, 180])),
+    ("integer logit", lambda m, x: m.logit(x), np.array([0, 1])),
+]
+
+
+@pytest.mark.parametrize("case", UNARY, ids=[c[0] for c in UNARY])
+def test_unary_math(case):
+    _, fn, x = case
+    compare(fn, x)
+
+
+GRADCHECKED = ["sinc", "logit", "logit eps", "asinh", "acosh", "atanh", "erfc", "erfinv",
+               "lgamma", "digamma", "polygamma 1", "special.entr"]
+
+
+@pytest.mark.parametrize("name", GRADCHECKED)
+def test_unary_math_gradcheck(name):
+    _, fn, x = next(c for c in UNARY if c[0] == name)
+    x = np.asarray(x)
+    if name == "erfinv":
+        x = UNIT - 0.5
+    elif name in ("lgamma", "digamma", "polygamma 1"):
+        x = POSITIVE
+    elif name == "special.entr":
+        x = POSITIVE
+    check_gradients(fn, x)
+
+
+X, A, B = data(3, 4, seed=8), data(3, 4, seed=5), data(3, 4, seed=6)
+BINARY = [
+    ("addcmul", lambda m, x, a, b: m.addcmul(x, a, b, value=0.5), X, A, B),
+    ("addcdiv", lambda m, x, a, b: x.addcdiv(a, b.exp(), value=-2), X, A, B),
+    ("addcmul broadcast", lambda m, x, a, b: m.addcmul(x[0], a, b[:, :1]), X, A, B),
+    ("hypot", lambda m, x, a, b: m.hypot(x, a) + b, X, A, B),
+    ("logaddexp", lambda m, x, a, b: m.logaddexp(x * 30, a) + b, X, A, B),
+    ("logaddexp2", lambda m, x, a, b: x.logaddexp2(a) + b, X, A, B),
+    ("copysign", lambda m, x, a, b: m.copysign(x, a) + b, X, A, B),
+    ("copysign number", lambda m, x, a, b: m.copysign(x, -1) + a * b, X, A, B),
+    ("fmax", lambda m, x, a, b: m.fmax(x, a) + b, X, A, B),
+    ("fmin", lambda m, x, a, b: x.fmin(a) + b, X, A, B),
+    ("float_power tensor", lambda m, x, a, b: m.float_power(x.abs() + 0.5, a) + b, X, A, B),
+    ("xlog1py", lambda m, x, a, b: m.special.xlog1py(x, a.exp()) + b, X, A, B),
+]
+
+
+@pytest.mark.parametrize("case", BINARY, ids=[c[0] for c in BINARY])
+def test_binary_math(case):
+    _, fn, *arrays = case
+    compare(fn, *arrays)
+    check_gradients(fn, *arrays)
+
+
+def test_fmax_fmin_nan_and_ties():
+    left = np.array([1.0, math.nan, 2.0, math.nan, 3.0])
+    right = np.array([1.0, 2.0, math.nan, math.nan, -3.0])
+    compare(lambda m, x, y: m.fmax(x, y), left, right)
+    compare(lambda m, x, y: m.fmin(x, y), left, right)
+    compare(lambda m, x, y: m.fmax(x, y), np.array([1, 5]), np.array([3, 2]))
+
+
+def test_pointwise_errors_and_integers():
+    compare(lambda m, x, y: m.heaviside(x, y), np.array([-1.0, 0.0, 2.0]), np.array([0.5, 0.5, 0.5]),
+            grad=False)
+    compare(lambda m, x, y: m.copysign(x, y), np.array([1, 2]), np.array([3, -4]))
+    raises_like_torch(lambda m: m.heaviside(m.tensor([1.0]), m.tensor([1])), RuntimeError,
+                      "heaviside is not yet implemented for tensors with different dtypes")
+    for name in ("hypot", "logaddexp", "logaddexp2"):
+        raises_like_torch(lambda m: getattr(m, name)(m.tensor([1, 2]), m.tensor([3, 4])),
+                          NotImplementedError, f'"{name}_cpu" not implemented for \'Long\'')
+    raises_like_torch(lambda m: m.addcdiv(m.ones(2), m.tensor([1, 2]), m.tensor([1, 2])),
+                      RuntimeError, "Integer division with addcdiv is no longer supported")
+    raises_like_torch(lambda m: m.heaviside(m.tensor([1.0], requires_grad=True),
+                                            m.tensor([1.0])).sum().backward(),
+                      RuntimeError, "derivative for aten::heaviside is not implemented")
+
+
+def test_aliases_and_inplace_forms():
+    for m in (gradviz, torch):
+        x = m.tensor([[1.0, -2.0], [3.0, 4.0]])
+        y = m.tensor([[2.0, 2.0], [-1.0, 5.0]])
+        assert m.equal(m.multiply(x, y), x * y) and m.equal(m.divide(x, y), x / y)
+        assert m.equal(m.divide(x, y, rounding_mode="floor"), m.floor(x / y))
+        assert m.equal(m.subtract(x, y, alpha=2), x - 2 * y)
+        assert m.equal(m.greater(x, y), x > y) and m.equal(m.less_equal(x, y), x <= y)
+        assert m.equal(m.greater_equal(x, y), x >= y) and m.equal(m.less(x, y), x < y)
+        assert m.equal(m.not_equal(x, y), x != y)
+        assert m.equal(m.arctan2(x, y), m.atan2(x, y)) and m.equal(x.arcsin().isnan(), x.asin().isnan())
+        ints = m.tensor([12, 10])
+        assert m.bitwise_and(ints, 6).tolist() == [4, 2] and ints.bitwise_or(1).tolist() == [13, 11]
+        assert m.bitwise_xor(ints, 6).tolist() == [10, 12] and m.bitwise_not(ints).tolist() == [-13, -11]
+    for m in (gradviz, torch):
+        p = m.ones(3)
+        p.addcmul_(m.tensor([1.0, 2.0, 3.0]), m.tensor([2.0, 2.0, 2.0]), value=-0.5)
+        p.addcdiv_(m.tensor([1.0, 1.0, 1.0]), m.tensor([2.0, 4.0, 8.0]), value=2)
+        assert p.tolist() == [1.0, -0.5, -1.75]
+    from gradviz.special import expit  # noqa: F401  (the submodule imports, as torch.special)
