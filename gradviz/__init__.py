@@ -38,6 +38,11 @@ from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
 from .ops import aminmax, cummax, cummin, kthvalue, logcumsumexp, nanmean, nansum
+from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, matrix_power, tensordot,
+                  vdot)
+from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack, histc,
+                  hsplit, msort, rot90, row_stack, take, take_along_dim, tensor_split, unflatten,
+                  vsplit)
 from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arcsinh, arctan,
                            arctan2, arctanh, asinh, atanh, bitwise_and, bitwise_not, bitwise_or,
                            bitwise_xor, copysign, deg2rad, digamma, divide, erfc, erfinv, fix,
@@ -92,6 +97,9 @@ linalg = _types.ModuleType("gradviz.linalg", "The linear-algebra functions gradv
 linalg.inv = ops.inverse
 linalg.LinAlgError = ops._linalg._LinAlgError
 linalg.det = ops.det
+linalg.cross = ops._products.linalg_cross
+linalg.matrix_power = ops.matrix_power
+linalg.vecdot = lambda x, y, *, dim=-1: (x * y).sum(dim)  # noqa: E731
 linalg.solve = ops._linalg.solve
 linalg.vector_norm = ops._reduction.vector_norm
 linalg.norm = lambda A, ord=None, dim=None, keepdim=False, *, dtype=None: ops.norm(  # noqa: E731
@@ -166,7 +174,10 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
+    "load", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
+    "tensordot", "vdot", "argwhere", "atleast_3d", "block_diag", "cartesian_prod", "diag_embed",
+    "dsplit", "dstack", "histc", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
+    "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
     "arctan", "arctan2", "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_not", "bitwise_or",
     "bitwise_xor", "copysign", "deg2rad", "digamma", "divide", "erfc", "erfinv", "fix",
     "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",

@@ -497,3 +497,176 @@ def test_aliases_and_inplace_forms():
         p.addcdiv_(m.tensor([1.0, 1.0, 1.0]), m.tensor([2.0, 4.0, 8.0]), value=2)
         assert p.tolist() == [1.0, -0.5, -1.75]
     from gradviz.special import expit  # noqa: F401  (the submodule imports, as torch.special)
+
+
+# ---- splitting, gathering, rearranging ---------------------------------------------------------------
+
+SPLITS = [
+    ("sections", lambda m, x: m.tensor_split(x, 3, dim=1)),
+    ("sections more than size", lambda m, x: x.tensor_split(7, 1)),
+    ("indices", lambda m, x: x.tensor_split([1, 3], dim=1)),
+    ("indices unsorted and past the end", lambda m, x: m.tensor_split(x, [3, 1, 10], 1)),
+    ("tensor sections", lambda m, x: x.tensor_split(m.tensor(2), dim=0)),
+    ("tensor indices", lambda m, x: m.tensor_split(x, m.tensor([1, 2]), 1)),
+    ("hsplit", lambda m, x: m.hsplit(x, 2)),
+    ("hsplit indices", lambda m, x: x.hsplit([1, 3])),
+    ("vsplit", lambda m, x: m.vsplit(x, [1])),
+    ("dsplit", lambda m, x: m.dsplit(x.reshape(3, 1, 4), 2)),
+    ("hsplit 1-D", lambda m, x: m.hsplit(x.reshape(-1), 4)),
+]
+
+
+@pytest.mark.parametrize("case", SPLITS, ids=[c[0] for c in SPLITS])
+def test_tensor_split_family(case):
+    _, fn = case
+    compare(fn, data(3, 4))
+    for m in (gradviz, torch):  # the pieces are views
+        x = m.zeros(3, 4)
+        pieces = fn(m, x)
+        assert all(p._base is x for p in pieces)
+    check_gradients(lambda m, x: fn(m, x)[0], data(3, 4))
+
+
+def test_tensor_split_errors():
+    raises_like_torch(lambda m: m.tensor(1.0).tensor_split(2), RuntimeError,
+                      "tensor_split expected at least a 1-dimensional tensor")
+    raises_like_torch(lambda m: m.ones(3).tensor_split(0), RuntimeError,
+                      "number of sections must be larger than 0, got 0")
+    raises_like_torch(lambda m: m.ones(3, 4).tensor_split(m.tensor([[1, 2]]), 1), RuntimeError,
+                      "zero-dimensional or one-dimensional tensor")
+    raises_like_torch(lambda m: m.ones(3, 4).tensor_split(m.tensor([1.5]), 1), RuntimeError,
+                      "to have dtype of long, but got Float")
+    raises_like_torch(lambda m: m.ones(3, 4).hsplit(3), RuntimeError,
+                      "not divisible by the split_size 3")
+    raises_like_torch(lambda m: m.vsplit(m.ones(4), 2), RuntimeError,
+                      "torch.vsplit requires a tensor with at least 2 dimension")
+    raises_like_torch(lambda m: m.dsplit(m.ones(4, 2), 2), RuntimeError,
+                      "torch.dsplit requires a tensor with at least 3 dimension")
+
+
+TAKES = [
+    ("along dim 1", lambda m, x: m.take_along_dim(x, m.tensor([[0, 3], [1, 1], [2, 0]]), 1)),
+    ("along dim 0 broadcast", lambda m, x: x.take_along_dim(m.tensor([[2], [0]]), dim=0)),
+    ("along argsort", lambda m, x: m.take_along_dim(x, x.argsort(1), 1)),
+    ("flat", lambda m, x: m.take_along_dim(x, m.tensor([0, 5, 5, 11]))),
+    ("take", lambda m, x: m.take(x, m.tensor([[0, 11], [-1, 5]]))),
+    ("take repeated", lambda m, x: x.take(m.tensor([3, 3, 3]))),
+]
+
+
+@pytest.mark.parametrize("case", TAKES, ids=[c[0] for c in TAKES])
+def test_take_along_dim_and_take(case):
+    _, fn = case
+    compare(fn, data(3, 4))
+    check_gradients(fn, data(3, 4))
+
+
+def test_take_errors():
+    raises_like_torch(lambda m: m.ones(3, 4).take_along_dim(m.tensor([[0.0]]), 1), RuntimeError,
+                      "dtype of indices should be Long but got Float")
+    raises_like_torch(lambda m: m.ones(3, 4).take_along_dim(m.tensor([0]), 1), RuntimeError,
+                      "input and indices should have the same number of dimensions")
+    raises_like_torch(lambda m: m.ones(3, 4).take(m.tensor([12])), IndexError,
+                      "tried to access index 12 on a tensor of 12 elements")
+
+
+@pytest.mark.parametrize("k,dims", [(1, (0, 1)), (2, (0, 1)), (-1, (0, 1)), (3, (1, 0)), (5, (-1, 0)), (0, (0, 1))])
+def test_rot90(k, dims):
+    compare(lambda m, x: m.rot90(x, k, dims), data(2, 3, 4))
+    compare(lambda m, x: x.rot90(k=k, dims=list(dims)), data(3, 4))
+    check_gradients(lambda m, x: x.rot90(k, dims), data(3, 4))
+
+
+def test_rot90_errors():
+    raises_like_torch(lambda m: m.ones(3, 4).rot90(1, [0]), RuntimeError,
+                      "expected total rotation dims == 2, but got dims = 1")
+    raises_like_torch(lambda m: m.ones(3, 4).rot90(1, [0, 0]), RuntimeError,
+                      "expected rotation dims to be different")
+    raises_like_torch(lambda m: m.ones(3).rot90(), RuntimeError, "expected total dims >= 2")
+
+
+@pytest.mark.parametrize("offset,dim1,dim2", [(0, -2, -1), (1, 0, 2), (-2, 2, 0), (0, 1, 0)])
+def test_diag_embed(offset, dim1, dim2):
+    compare(lambda m, x: m.diag_embed(x, offset, dim1, dim2), data(2, 3))
+    compare(lambda m, x: x.diag_embed(offset=offset), data(4))
+    compare(lambda m, x: m.diag(x, offset), data(3))
+    check_gradients(lambda m, x: x.diag_embed(offset, dim1, dim2), data(2, 3))
+
+
+COMPOSED = [
+    ("unflatten", lambda m, x: x.unflatten(1, (2, -1)), [data(3, 4)]),
+    ("unflatten fn", lambda m, x: m.unflatten(x, -1, (2, 2)), [data(3, 4)]),
+    ("block_diag", lambda m, a, b, c: m.block_diag(a, b, c, m.tensor(2.0)), [data(2, 2), data(3), data(2, 1)]),
+    ("cartesian_prod", lambda m, a, b: m.cartesian_prod(a, b), [data(2), data(3)]),
+    ("cartesian_prod three", lambda m, a, b: m.cartesian_prod(a, b, a), [data(2), data(3)]),
+    ("cartesian_prod one", lambda m, a: m.cartesian_prod(a) * 1, [data(3)]),
+    ("kron", lambda m, a, b: m.kron(a, b), [data(2, 3), data(4)]),
+    ("kron 3-D", lambda m, a, b: a.kron(b), [data(2, 1, 2), data(2, 3)]),
+    ("tensordot", lambda m, a, b: m.tensordot(a, b, dims=2), [data(2, 3, 4), data(3, 4, 5)]),
+    ("tensordot lists", lambda m, a, b: m.tensordot(a, b, dims=([1, 2], [1, 0])), [data(2, 3, 4), data(4, 3, 5)]),
+    ("tensordot 0", lambda m, a, b: m.tensordot(a, b, dims=0), [data(2, 3), data(2)]),
+    ("inner", lambda m, a, b: m.inner(a, b), [data(2, 3), data(4, 3)]),
+    ("inner vectors", lambda m, a, b: a.inner(b), [data(3), data(3)]),
+    ("msort", lambda m, x: m.msort(x), [data(3, 4)]),
+    ("atleast_3d", lambda m, x: m.atleast_3d(x) * 1, [data(3)]),
+    ("dstack", lambda m, a, b: m.dstack([a, b]), [data(2, 3), data(2, 3)]),
+    ("row_stack", lambda m, a, b: m.row_stack([a, b]), [data(3), data(3)]),
+    ("cross", lambda m, a, b: m.linalg.cross(a, b), [data(4, 3), data(4, 3)]),
+    ("cross dim", lambda m, a, b: m.cross(a, b, dim=0), [data(3, 2), data(3, 2)]),
+    ("cross broadcast", lambda m, a, b: a.cross(b, dim=-1), [data(2, 1, 3), data(4, 3)[None]]),
+    ("vdot", lambda m, a, b: m.vdot(a, b), [data(4), data(4)]),
+    ("addmv", lambda m, x, a, b: m.addmv(x, a, b, beta=0.5, alpha=2), [data(3), data(3, 4), data(4)]),
+    ("addr", lambda m, x, a, b: x.addr(a, b, alpha=-1), [data(3, 4), data(3), data(4)]),
+    ("baddbmm", lambda m, x, a, b: m.baddbmm(x, a, b, beta=2), [data(2, 3, 4), data(2, 3, 5), data(2, 5, 4)]),
+    ("baddbmm broadcast", lambda m, x, a, b: x.baddbmm(a, b), [data(4), data(2, 3, 5), data(2, 5, 4)]),
+    ("addbmm", lambda m, x, a, b: m.addbmm(x, a, b, alpha=0.5), [data(3, 4), data(2, 3, 5), data(2, 5, 4)]),
+    ("matrix_power 3", lambda m, x: m.matrix_power(x, 3), [data(3, 3)]),
+    ("matrix_power 0", lambda m, x: x.matrix_power(0) + x, [data(3, 3)]),
+    ("matrix_power batched", lambda m, x: m.linalg.matrix_power(x, 2), [data(2, 3, 3)]),
+    ("matrix_power -2", lambda m, x: x.matrix_power(-2), [data(3, 3) + 3 * np.eye(3)]),
+]
+
+
+@pytest.mark.parametrize("case", COMPOSED, ids=[c[0] for c in COMPOSED])
+def test_composed_ops(case):
+    _, fn, arrays = case
+    compare(fn, *arrays)
+    check_gradients(fn, *arrays)
+
+
+def test_composed_op_errors():
+    raises_like_torch(lambda m: m.ones(3, 4).unflatten(1, (3, -1)), RuntimeError,
+                      "don't multiply up to the size of dim 1")
+    raises_like_torch(lambda m: m.block_diag(m.ones(2, 2, 2)), RuntimeError,
+                      "Input tensors must have 2 or fewer dimensions. Input 0 has 3 dimensions")
+    raises_like_torch(lambda m: m.linalg.cross(m.ones(3, 2), m.ones(3, 2)), RuntimeError,
+                      "linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2")
+    raises_like_torch(lambda m: m.inner(m.ones(2, 3), 2.0), TypeError,
+                      "argument 'other' \\(position 2\\) must be Tensor, not float")
+    for m in (gradviz, torch):
+        with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg"):
+            m.cross(m.ones(3, 2), m.ones(3, 2))
+    compare(lambda m, x: m.block_diag(x, m.ones(2, 1, dtype=m.int64)), data(2, 2))
+
+
+HISTC = [
+    ("range", lambda m, x: m.histc(x, 4, 0, 1)),
+    ("data range", lambda m, x: x.histc(bins=5)),
+    ("edges", lambda m, x: m.histc(m.tensor([1.0, 2, 1, 4, 3, 0]), bins=4, min=0, max=3)),
+    ("constant", lambda m, x: m.histc(m.tensor([2.0, 2.0]), bins=4)),
+    ("float64", lambda m, x: m.histc(x.double(), 3, -1, 1)),
+]
+
+
+@pytest.mark.parametrize("case", HISTC, ids=[c[0] for c in HISTC])
+def test_histc(case):
+    _, fn = case
+    compare(fn, data(20).astype(np.float32), grad=False)
+
+
+def test_histc_and_argwhere_errors():
+    raises_like_torch(lambda m: m.tensor([1, 2]).histc(4), NotImplementedError,
+                      "\"histogram_cpu\" not implemented for 'Long'")
+    raises_like_torch(lambda m: m.ones(3).histc(-1), RuntimeError, "bins must be > 0")
+    raises_like_torch(lambda m: m.ones(3).histc(4, 2, 1), RuntimeError, "max must be larger than min")
+    compare(lambda m, x: m.argwhere(x > 0), data(3, 4), grad=False)
