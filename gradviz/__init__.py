@@ -38,8 +38,10 @@ from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
 from .ops import aminmax, cummax, cummin, kthvalue, logcumsumexp, nanmean, nansum
-from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, matrix_power, tensordot,
-                  vdot)
+from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, logdet, matrix_power, slogdet,
+                  tensordot, vdot)
+from .ops import (broadcast_shapes, bucketize, corrcoef, cov, gcd, index_copy, index_fill, isin,
+                  lcm, masked_scatter, nanmedian, searchsorted, trapezoid, unique_consecutive)
 from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack, histc,
                   hsplit, msort, rot90, row_stack, take, take_along_dim, tensor_split, unflatten,
                   vsplit)
@@ -76,6 +78,7 @@ concat = concatenate = cat
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 moveaxis = movedim
 swapdims = swapaxes
+trapz = trapezoid
 ger = outer
 
 
@@ -98,6 +101,7 @@ linalg.inv = ops.inverse
 linalg.LinAlgError = ops._linalg._LinAlgError
 linalg.det = ops.det
 linalg.cross = ops._products.linalg_cross
+linalg.slogdet = ops._products.linalg_slogdet
 linalg.matrix_power = ops.matrix_power
 linalg.vecdot = lambda x, y, *, dim=-1: (x * y).sum(dim)  # noqa: E731
 linalg.solve = ops._linalg.solve
@@ -174,7 +178,9 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
+    "load", "broadcast_shapes", "bucketize", "corrcoef", "cov", "gcd", "index_copy", "index_fill",
+    "isin", "lcm", "masked_scatter", "nanmedian", "searchsorted", "trapezoid", "trapz",
+    "unique_consecutive", "logdet", "slogdet", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
     "tensordot", "vdot", "argwhere", "atleast_3d", "block_diag", "cartesian_prod", "diag_embed",
     "dsplit", "dstack", "histc", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
     "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",

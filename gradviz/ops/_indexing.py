@@ -285,7 +285,7 @@ def _rebuild_values_indices(name, values, indices):
 # one class per function, named as in torch.return_types
 RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                            {"__slots__": (), "__module__": "gradviz.return_types"})
-                for name in ("max", "min", "sort", "topk", "median", "mode")}
+                for name in ("max", "min", "sort", "topk", "median", "mode", "nanmedian")}
 
 
 @numpy_names
@@ -425,6 +425,146 @@ def roll(input, shifts, dims=None):
 
 
 __all__ += ["masked_select", "nonzero", "repeat_interleave", "roll"]
+
+# ---- index_fill, index_copy, masked_scatter ---------------------------------------------------
+
+def _index_fill_forward(a, *value, index, dim, number):
+    out = a.copy()
+    key = (slice(None),) * dim + (index,)
+    out[key] = value[0] if value else number
+    return out
+
+
+def _index_fill_backward(ctx, g):
+    index = _wrap(ctx.index)
+    grad_self = index_fill(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+    if len(ctx.needs_input_grad) == 1:
+        return (grad_self,)
+    grad_value = index_select(g, ctx.dim, index).sum() if ctx.needs_input_grad[1] else None
+    return grad_self, grad_value
+
+
+INDEX_FILL = Op("index_fill", "IndexFillBackward0", forward=_index_fill_forward,
+                backward=_index_fill_backward)
+INDEX_FILL_TENSOR = Op("index_fill_tensor", "IndexFillBackward1", forward=_index_fill_forward,
+                       backward=_index_fill_backward,
+                       dtype=lambda a, value, **_: a.dtype)
+
+
+def _check_index_for(what, input, dim, index):
+    if not isinstance(index, Tensor) or index.dtype is not _dtypes.int64:
+        raise RuntimeError(f"{what}(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name if isinstance(index, Tensor) else type(index).__name__}")
+    _check_index_vector(index, what)
+    size = input.shape[dim] if input.ndim else 1
+    data = index._data.reshape(-1)
+    if data.size and (data.max() >= size or data.min() < -size):
+        bad = int(data.max() if data.max() >= size else data.min())
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    return data
+
+
+@numpy_names
+def index_fill(input, dim, index, value):
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
+    0-d tensor, which then gets their gradient's sum)."""
+    dim = _wrap_dim(dim, input.ndim)
+    array = _check_index_for("index_fill", input, dim, index)
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        return apply(INDEX_FILL_TENSOR, input, value, index=array, dim=dim, number=None)
+    if type(value) is int and input._data.dtype.kind in "iu":
+        value = checked_integer(value, input._data.dtype)
+    return apply(INDEX_FILL, input, index=array, dim=dim, number=value)
+
+
+def _index_copy_forward(a, source, index, dim):
+    out = a.copy()
+    key = (slice(None),) * dim + (index,)
+    out[key] = source
+    return out
+
+
+def _index_copy_backward(ctx, g):
+    index = _wrap(ctx.index)
+    return (index_fill(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None,
+            index_select(g, ctx.dim, index) if ctx.needs_input_grad[1] else None)
+
+
+INDEX_COPY = Op("index_copy", "IndexCopyBackward0", forward=_index_copy_forward,
+                backward=_index_copy_backward)
+
+
+@numpy_names
+def index_copy(input, dim, index, source):
+    """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    dim = _wrap_dim(dim, input.ndim)
+    array = _check_index_for("index_copy", input, dim, index)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {input.dtype.name.capitalize()} and (source) "
+                           f"{source.dtype.name.capitalize()}")
+    expected = list(input.shape)
+    if input.ndim:
+        expected[dim] = len(array)
+    if list(source.shape) != expected:
+        raise IndexError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                         f"Destination slice shape: {expected} and source slice shape: "
+                         f"{list(source.shape)}")
+    return apply(INDEX_COPY, input, source, index=array, dim=dim)
+
+
+def _masked_scatter_forward(a, source, mask, **_):
+    out = a.copy()
+    where = np.broadcast_to(mask, out.shape)
+    out[where] = source.reshape(-1)[:int(where.sum())]
+    return out
+
+
+def _masked_scatter_backward(ctx, g):
+    from ._creation import zeros
+    from ._shape import cat, reshape
+
+    mask = _wrap(ctx.mask)
+    grad_self = masked_fill(g, mask, 0) if ctx.needs_input_grad[0] else None
+    grad_source = None
+    if ctx.needs_input_grad[1]:
+        taken = masked_select(g, mask)
+        rest = ctx.source_numel - taken.numel()
+        if rest:
+            taken = cat([taken, zeros(rest, dtype=g.dtype)], 0)
+        grad_source = reshape(taken, ctx.source_shape)
+    return grad_self, grad_source
+
+
+MASKED_SCATTER = Op("masked_scatter", "MaskedScatterBackward0", forward=_masked_scatter_forward,
+                    backward=_masked_scatter_backward)
+
+
+def masked_scatter(input, mask, source):
+    """``input`` with the entries where ``mask`` is true taken, in order, from ``source``."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {input.dtype.name.capitalize()} and {source.dtype.name.capitalize()}"
+                           f": convert source with .to(self.dtype)")
+    count = int(np.broadcast_to(mask._data, input._data.shape).sum())
+    if count > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
+                           f"the ones selected by the mask: {count} selected, source has "
+                           f"{source.numel()}")
+    return apply(MASKED_SCATTER, input, source, mask=mask._data, source_numel=source.numel(),
+                 source_shape=tuple(source.shape))
+
+
+__all__ += ["index_fill", "index_copy", "masked_scatter"]
+
+install_methods({"index_fill": index_fill, "index_copy": index_copy,
+                 "masked_scatter": masked_scatter})
 
 install_methods({"masked_select": masked_select, "nonzero": nonzero, "repeat": repeat,
                  "repeat_interleave": repeat_interleave, "roll": roll})

@@ -629,6 +629,9 @@ def _build_methods():
     methods["clip_"] = methods["clamp_"]
     methods["masked_fill_"] = _method(_indexing.masked_fill)
     methods["index_add_"] = _method(_indexing.index_add)
+    methods["index_fill_"] = _method(_indexing.index_fill)
+    methods["index_copy_"] = _method(_indexing.index_copy)
+    methods["masked_scatter_"] = _method(_indexing.masked_scatter)
     methods["scatter_"] = _method(_indexing.scatter)
     methods["scatter_add_"] = _method(_indexing.scatter_add)
     methods["cumsum_"] = _method(_reduction.cumsum)

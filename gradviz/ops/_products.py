@@ -308,6 +308,79 @@ def inner(input, other):
     return tensordot(input, other, ([-1], [-1]))
 
 
+# ---- slogdet, logdet -----------------------------------------------------------------------------
+
+def _slogdet_forward(a):
+    sign, logabsdet = np.linalg.slogdet(a)
+    return np.asarray(sign, dtype=a.dtype), np.asarray(logabsdet, dtype=a.dtype)
+
+
+def _slogdet_backward(ctx, g_sign, g_logabsdet):
+    """d log|det A| / dA = inverse(A)^T; the sign is piecewise constant (no gradient)."""
+    from ._linalg import inverse
+
+    if g_logabsdet is None:
+        return (None,)
+    a = ctx.input(0)
+    return (unsqueeze(unsqueeze(g_logabsdet, -1), -1) * transpose(inverse(a), -2, -1),)
+
+
+SLOGDET = Op("slogdet", "LinalgSlogdetBackward0", forward=_slogdet_forward,
+             backward=_slogdet_backward, saves=saves_inputs(0))
+
+
+class _SignLogAbsDet(tuple):
+    """``(sign, logabsdet)`` with attribute access, as ``torch.return_types.slogdet``."""
+
+    __slots__ = ()
+
+    def __new__(cls, sign, logabsdet):
+        return super().__new__(cls, (sign, logabsdet))
+
+    @property
+    def sign(self):
+        return self[0]
+
+    @property
+    def logabsdet(self):
+        return self[1]
+
+    def __repr__(self) -> str:
+        return (f"gradviz.return_types.{type(self).__name__}(\nsign={self[0]!r},\n"
+                f"logabsdet={self[1]!r})")
+
+
+# ``torch.slogdet`` and ``torch.linalg.slogdet`` name their results differently
+_SLOGDET_TYPES = {name: type(name, (_SignLogAbsDet,), {"__slots__": (),
+                                                        "__module__": "gradviz.return_types"})
+                  for name in ("slogdet", "linalg_slogdet")}
+
+
+def slogdet(input):
+    """``(sign, log|det|)`` of a (batch of) square matrices: the determinant without overflow."""
+    from ._linalg import _check_square
+
+    _check_square("linalg.slogdet", input)
+    sign, logabsdet = apply(SLOGDET, input)
+    return _SLOGDET_TYPES["slogdet"](sign, logabsdet)
+
+
+def linalg_slogdet(A):
+    """``torch.linalg.slogdet``: :func:`slogdet`, its result named ``linalg_slogdet``."""
+    return _SLOGDET_TYPES["linalg_slogdet"](*slogdet(A))
+
+
+def logdet(input):
+    """``log(det(input))``: NaN where the determinant is negative (``WhereBackward0``, as
+    PyTorch composes it)."""
+    from ._pointwise import eq, where
+
+    sign, logabsdet = slogdet(input)
+    return where(eq(sign, -1), float("nan"), logabsdet)
+
+
+__all__ += ["slogdet", "logdet"]
+
 install_methods({"addmv": addmv, "addr": addr, "baddbmm": baddbmm, "addbmm": addbmm,
                  "vdot": vdot, "cross": cross, "matrix_power": matrix_power, "kron": kron,
-                 "inner": inner})
+                 "inner": inner, "slogdet": slogdet, "logdet": logdet})

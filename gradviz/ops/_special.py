@@ -636,8 +636,13 @@ def entr(input):
     return apply(ENTR, input)
 
 
+# ``tensor * number`` and ``tensor / number`` as PyTorch's C++ code calls them (``mul.Scalar``,
+# ``div.Scalar``), for the functions PyTorch composes that way; Python's ``x * 2`` is
+# ``MulBackward0`` in PyTorch too, as in gradviz.
 MUL_NUMBER = Op("mul_number", "MulBackward1", forward=lambda a, other: a * other,
-                 backward=lambda ctx, g: (g * ctx.other,))
+                backward=lambda ctx, g: (g * ctx.other,))
+DIV_NUMBER = Op("div_number", "DivBackward1", forward=lambda a, other: a / other,
+                backward=lambda ctx, g: (g / ctx.other,))
 
 
 def _ndtr(input):

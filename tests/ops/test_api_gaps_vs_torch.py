@@ -670,3 +670,90 @@ def test_histc_and_argwhere_errors():
     raises_like_torch(lambda m: m.ones(3).histc(-1), RuntimeError, "bins must be > 0")
     raises_like_torch(lambda m: m.ones(3).histc(4, 2, 1), RuntimeError, "max must be larger than min")
     compare(lambda m, x: m.argwhere(x > 0), data(3, 4), grad=False)
+
+
+# ---- statistics, lookups, index writes, log-determinants ----------------------------------------
+
+MORE = [
+    ("nanmedian", lambda m, x: m.nanmedian(x), [np.array([[1.0, math.nan, 3.0, 2.0], [4.0, 1.0, 1.5, 0.0]])]),
+    ("nanmedian dim", lambda m, x: x.nanmedian(1), [np.array([[1.0, math.nan, 3.0, 2.0], [4.0, 1.0, 1.5, 0.0]])]),
+    ("nanmedian keepdim", lambda m, x: m.nanmedian(x, 0, keepdim=True), [data(3, 4)]),
+    ("cov", lambda m, x: m.cov(x), [data(3, 5)]),
+    ("cov vector", lambda m, x: x.cov(correction=0), [data(5)]),
+    ("cov weights", lambda m, x: m.cov(x, fweights=m.tensor([1, 2, 1, 1, 3]),
+                                      aweights=m.tensor([0.5, 1.0, 2.0, 1.0, 0.25], dtype=m.float64)), [data(3, 5)]),
+    ("corrcoef", lambda m, x: m.corrcoef(x), [data(3, 5)]),
+    ("trapezoid", lambda m, x: m.trapezoid(x), [data(3, 5)]),
+    ("trapezoid dx", lambda m, x: m.trapezoid(x, dx=0.5, dim=0), [data(3, 5)]),
+    ("trapezoid x", lambda m, y, x: m.trapezoid(y, x), [data(3, 5), np.cumsum(np.abs(data(5)))]),
+    ("trapz", lambda m, x: m.trapz(x, dim=0), [data(3, 5)]),
+    ("index_fill", lambda m, x: x.index_fill(1, m.tensor([0, 2]), 2.0), [data(3, 4)]),
+    ("index_fill tensor", lambda m, x, v: m.index_fill(x, 0, m.tensor([1]), v.sum()), [data(3, 4), data(2)]),
+    ("index_copy", lambda m, x, s: x.index_copy(1, m.tensor([3, 0]), s), [data(3, 4), data(3, 2)]),
+    ("masked_scatter", lambda m, x, s: x.masked_scatter(x > 0, s), [data(3, 4), data(13)]),
+    ("masked_scatter broadcast", lambda m, x, s: m.masked_scatter(x, m.tensor([True, False, True, False]), s),
+     [data(3, 4), data(2, 4)]),
+    ("slogdet", lambda m, x: m.linalg.slogdet(x), [data(3, 3)]),
+    ("slogdet batched", lambda m, x: m.slogdet(x), [data(2, 3, 3)]),
+    ("logdet", lambda m, x: m.logdet(x @ x.mT + m.eye(3, dtype=m.float64)), [data(3, 3)]),
+    ("logdet negative", lambda m, x: x.logdet(), [np.array([[0.0, 1.0], [1.0, 0.0]]) + 0.1]),
+]
+
+
+@pytest.mark.parametrize("case", MORE, ids=[c[0] for c in MORE])
+def test_more_ops(case):
+    _, fn, arrays = case
+    compare(fn, *arrays)
+    if not any(np.isnan(a).any() for a in arrays) and case[0] != "logdet negative":
+        check_gradients(fn, *arrays)
+
+
+def test_index_writes_in_place_and_errors():
+    for m in (gradviz, torch):
+        x = m.zeros(2, 3)
+        x.index_fill_(1, m.tensor([1]), 5.0).index_copy_(0, m.tensor([0]), m.ones(1, 3))
+        x.masked_scatter_(x == 0, m.tensor([7.0, 8.0]))
+        assert x.tolist() == [[1.0, 1.0, 1.0], [7.0, 5.0, 8.0]]
+    raises_like_torch(lambda m: m.zeros(2, 3).index_fill(1, m.tensor([3]), 1.0), IndexError,
+                      "out of bounds for dimension 1 with size 3")
+    raises_like_torch(lambda m: m.zeros(2, 3).masked_scatter(m.zeros(2, 3) > 1, m.ones(2, dtype=m.int64)),
+                      RuntimeError, "masked_scatter: expected self and source to have same dtypes")
+    raises_like_torch(lambda m: m.zeros(2, 3).index_fill(1, m.tensor([0]), m.ones(2)), RuntimeError,
+                      "only supports a 0-dimensional value tensor")
+
+
+LOOKUPS = [
+    ("searchsorted", lambda m: m.searchsorted(m.tensor([1, 3, 5, 7]), m.tensor([[3, 6, 9], [0, 5, 7]]))),
+    ("searchsorted right", lambda m: m.searchsorted(m.tensor([1, 3, 5, 7]), m.tensor([3, 6, 7]), right=True)),
+    ("searchsorted side", lambda m: m.searchsorted(m.tensor([1.0, 3, 5, 7]), 5, side="right", out_int32=True)),
+    ("searchsorted rows", lambda m: m.searchsorted(m.tensor([[1, 3, 5, 7], [2, 4, 6, 8]]), m.tensor([[3, 6, 9], [3, 6, 9]]))),
+    ("searchsorted sorter", lambda m: m.searchsorted(m.tensor([5, 1, 7, 3]), m.tensor([4, 6]), sorter=m.tensor([1, 3, 0, 2]))),
+    ("bucketize", lambda m: m.bucketize(m.tensor([[1, 6], [3, 9]]), m.tensor([1, 3, 5, 7]))),
+    ("bucketize right", lambda m: m.bucketize(m.tensor([1.0, 6.0, 3.0, 9.0]), m.tensor([1.0, 3, 5, 7]), right=True)),
+    ("isin", lambda m: m.isin(m.tensor([[1, 2], [3, 5]]), m.tensor([2, 5]))),
+    ("isin invert", lambda m: m.isin(m.tensor([1, 2, 3]), 2, invert=True)),
+    ("isin number", lambda m: m.isin(3, m.tensor([1, 3]))),
+    ("unique_consecutive", lambda m: m.unique_consecutive(m.tensor([1, 1, 2, 2, 3, 1, 1]), return_inverse=True, return_counts=True)),
+    ("unique_consecutive method", lambda m: m.tensor([[1, 1], [1, 1], [2, 3]]).unique_consecutive(dim=0, return_counts=True)),
+    ("gcd", lambda m: m.gcd(m.tensor([4, 6, -8]), m.tensor([6, 9, 12]))),
+    ("lcm", lambda m: m.tensor([4, 6]).lcm(m.tensor([6, 9]))),
+]
+
+
+@pytest.mark.parametrize("case", LOOKUPS, ids=[c[0] for c in LOOKUPS])
+def test_lookups(case):
+    _, fn = case
+    g, t = fn(gradviz), fn(torch)
+    for a, b in zip(_outputs(g), _outputs(t)):
+        same(a, b)
+
+
+def test_lookup_errors_and_broadcast_shapes():
+    assert tuple(gradviz.broadcast_shapes((2, 1), (3,), 1)) == tuple(torch.broadcast_shapes((2, 1), (3,), 1))
+    raises_like_torch(lambda m: m.broadcast_shapes((2,), (3,)), RuntimeError,
+                      "Attempting to broadcast a dimension of length 3 at -1! Mismatching argument "
+                      "at index 1 had \\(3,\\); but expected shape should be broadcastable to \\[2\\]")
+    raises_like_torch(lambda m: m.searchsorted(m.tensor([[1, 2]]), m.tensor([[1], [2]])), RuntimeError,
+                      "first N-1 dimensions of boundaries tensor and input value tensor must match")
+    raises_like_torch(lambda m: m.gcd(m.tensor([1.0]), m.tensor([2.0])), NotImplementedError,
+                      "\"gcd_cpu\" not implemented for 'Float'")
