@@ -237,10 +237,11 @@ def _xlog1py_forward(x, y):
 
 
 def _xlog1py_backward(ctx, g):
-    from ._pointwise import ne
+    """PyTorch's formulas: ``g * log1p(other)`` for ``input`` (unmasked, unlike ``xlogy``)."""
+    from ._pointwise import log1p
 
     x, y = ctx.input(0), ctx.input(1)
-    return (g * xlog1py(ne(x, 0).to(g.dtype), y) if ctx.needs_input_grad[0] else None,
+    return (g * log1p(y) if ctx.needs_input_grad[0] else None,
             g * x / (y + 1) if ctx.needs_input_grad[1] else None)
 
 

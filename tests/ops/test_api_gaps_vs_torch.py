@@ -400,6 +400,7 @@ UNARY = [
     ("special.log_softmax", lambda m, x: m.special.log_softmax(x, 1), data(3, 4)),
     ("special.logsumexp", lambda m, x: m.special.logsumexp(x, 1), data(3, 4)),
     ("special.ndtr", lambda m, x: m.special.ndtr(x), data(3, 4)),
+    ("special.xlog1py at zero", lambda m, x: m.special.xlog1py(x, x), np.array([0.0, 0.5, 1.5])),
     ("integer sinc", lambda m, x: m.sinc(x), np.array([1, 2, 0])),
     ("integer deg2rad", lambda m, x: m.deg2rad(x), np.array([90, 180])),
     ("integer logit", lambda m, x: m.logit(x), np.array([0, 1])),
