@@ -627,6 +627,26 @@ def _build_methods():
                  "expm1", "log1p", "log2", "log10", "erf", "sign"):
         methods[name + "_"] = _method(getattr(P, name))
     methods["clip_"] = methods["clamp_"]
+    # in-place forms of ops gradviz has, named as in PyTorch: x.floor_(), x.eq_(y), ...
+    from . import _products, _special
+    for module, names in (
+            (_math, ("floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos",
+                     "sinh", "cosh", "square", "remainder", "fmod", "floor_divide",
+                     "true_divide", "negative", "absolute", "clamp_min", "clamp_max", "xlogy",
+                     "logical_xor", "atan2")),
+            (P, ("logical_and", "logical_or", "logical_not", "eq", "ne", "lt", "le", "gt", "ge")),
+            (_special, ("greater", "greater_equal", "less", "less_equal", "not_equal", "arcsin",
+                        "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh",
+                        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "heaviside",
+                        "logaddexp2")),
+            (_products, ("addmv", "addr", "baddbmm", "addbmm")),
+            (_reduction, ("cumprod",))):
+        for name in names:
+            methods.setdefault(name + "_", _method(getattr(module, name)))
+    from ._linalg import addmm, tril, triu
+    methods["addmm_"] = _method(addmm)
+    methods["tril_"] = _method(tril)
+    methods["triu_"] = _method(triu)
     methods["masked_fill_"] = _method(_indexing.masked_fill)
     methods["index_add_"] = _method(_indexing.index_add)
     methods["index_fill_"] = _method(_indexing.index_fill)

@@ -136,3 +136,49 @@ gcd = _integer_op("gcd", np.gcd)
 lcm = _integer_op("lcm", np.lcm)
 
 install_methods({"unique_consecutive": unique_consecutive, "gcd": gcd, "lcm": lcm})
+
+
+# ---- dtype and value predicates ------------------------------------------------------------------
+
+def result_type(tensor1, tensor2):
+    """The dtype an op of ``tensor1`` and ``tensor2`` (tensors or numbers) computes in."""
+    return _dtypes.result_type(tensor1, tensor2)
+
+
+def scalar_tensor(s, *, dtype=None, **kwargs):
+    """A 0-d tensor of the number ``s``, in the default float dtype unless ``dtype`` says."""
+    target = _dtypes.get_default_dtype() if dtype is None else _dtypes.as_dtype(dtype)
+    return _wrap(np.asarray(s, dtype=target.numpy))
+
+
+def is_nonzero(input):
+    """Whether the single value of ``input`` is nonzero (an error for more than one value)."""
+    if input.numel() == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if input.numel() > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return bool(input._data.reshape(-1)[0])
+
+
+def is_signed(input):
+    return input.dtype is not _dtypes.uint8 and input.dtype is not _dtypes.bool
+
+
+def is_complex(input):
+    """Always False: gradviz has no complex dtypes."""
+    return False
+
+
+def real(input):
+    """``input`` itself: a real tensor is its own real part."""
+    return input
+
+
+def is_same_size(input, other):
+    return tuple(input.shape) == tuple(other.shape)
+
+
+__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real"]
+
+install_methods({"is_nonzero": is_nonzero, "is_signed": is_signed, "is_complex": is_complex,
+                 "is_same_size": is_same_size, "real": property(real)})

@@ -336,3 +336,162 @@ install_methods({"tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vspli
                  "dsplit": dsplit, "take_along_dim": take_along_dim, "take": take,
                  "rot90": rot90, "unflatten": unflatten, "msort": msort, "argwhere": argwhere,
                  "histc": histc})
+
+
+# ---- more conveniences -----------------------------------------------------------------------------
+
+def fliplr(input):
+    """``input`` flipped left to right (dim 1)."""
+    from ._shape import flip
+
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+def flipud(input):
+    """``input`` flipped upside down (dim 0)."""
+    from ._shape import flip
+
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+def diagflat(input, offset=0):
+    """The flattened ``input`` on the ``offset`` diagonal of a square matrix."""
+    from ._linalg import DIAG_EMBED
+
+    return apply(DIAG_EMBED, reshape(input, (-1,)), offset=int(offset), dim1=0, dim2=1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    """Every length-``r`` combination of the entries of a 1-D tensor, one row each (as
+    ``itertools.combinations``), stacked as PyTorch composes it."""
+    import itertools
+
+    from ._indexing import index_select
+
+    if input.ndim != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    if r < 0:
+        raise RuntimeError(f"Expect a non-negative number, but got {r}")
+    if r == 0:
+        return _wrap(np.zeros(0, dtype=input._data.dtype))
+    pick = itertools.combinations_with_replacement if with_replacement else itertools.combinations
+    rows = np.asarray(list(pick(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
+    if rows.shape[0] == 0:
+        return _wrap(np.zeros((0, r) if r > 1 else (0,), dtype=input._data.dtype))
+    columns = [index_select(input, 0, _wrap(np.ascontiguousarray(rows[:, j]))) for j in range(r)]
+    return stack(columns, 1)
+
+
+def sum_to_size(input, *size):
+    """``input`` summed down to ``size`` (which must broadcast to ``input``'s shape)."""
+    from ._reduction import sum
+
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+    try:
+        if np.broadcast_shapes(size, tuple(input.shape)) != tuple(input.shape):
+            raise ValueError
+    except ValueError:
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size "
+                           f"{{{list(input.shape)}}}.") from None
+    lead = input.ndim - len(size)
+    dims = list(range(lead)) + [lead + i for i, n in enumerate(size)
+                                if n == 1 and input.shape[lead + i] != 1]
+    if not dims:
+        return input
+    out = sum(input, dims, keepdim=True)
+    return view(out, size) if lead else out
+
+
+def _narrow_copy_backward(ctx, g):
+    from ._shape import _index_backward
+
+    return (_index_backward(g, ctx.shape, ctx.key, "slice"),)
+
+
+NARROW_COPY = Op("narrow_copy", "NarrowCopyBackward0",
+                 forward=lambda a, key, shape: a[key].copy(), backward=_narrow_copy_backward)
+
+
+def narrow_copy(input, dim, start, length):
+    """``narrow`` as a copy, not a view."""
+    view_of = narrow(input, dim, start, length)  # checks the arguments as narrow does
+    dim = _wrap_dim(dim, input.ndim)
+    start = start + input.shape[dim] if start < 0 else start
+    key = (slice(None),) * dim + (slice(start, start + length),)
+    del view_of
+    return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape))
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """``split`` with a list of sizes (``SplitWithSizesBackward0``)."""
+    from ._shape import split
+
+    return split(input, list(split_sizes), dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoid-rule integral of ``y`` along ``dim`` (one entry shorter)."""
+    from ._compose import diff
+    from ._reduction import cumsum
+
+    dim = _wrap_dim(dim, y.ndim)
+    length = y.shape[dim]
+    pairs = narrow(y, dim, 1, max(length - 1, 0)) + narrow(y, dim, 0, max(length - 1, 0))
+    if x is not None:
+        spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
+        if x.ndim == 1:
+            shape = [1] * y.ndim
+            shape[dim] = -1
+            spacing = spacing.reshape(shape)
+        from ._special import DIV_NUMBER
+
+        return apply(DIV_NUMBER, cumsum(spacing * pairs, dim), other=2.0)
+    return cumsum(pairs * ((1.0 if dx is None else dx) / 2.0), dim)
+
+
+def vander(x, N=None, increasing=False):  # noqa: N803  (torch's name)
+    """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed with
+    ``increasing=True``)."""
+    from ._creation import ones
+    from ._reduction import cumprod
+    from ._shape import flip, unsqueeze
+
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    n = x.shape[0] if N is None else int(N)
+    if n < 0:
+        raise RuntimeError("N must be non-negative.")
+    if not x.dtype.is_floating_point:
+        x = x.to(_dtypes.int64)
+    if n == 0:
+        return _wrap(np.zeros((x.shape[0], 0), dtype=x._data.dtype))
+    columns = [ones(x.shape[0], 1, dtype=x.dtype)]
+    if n > 1:
+        columns.append(cumprod(expand(unsqueeze(x, 1), x.shape[0], n - 1), 1))
+    result = cat(columns, 1)
+    return result if increasing else flip(result, [1])
+
+
+def unravel_index(indices, shape):
+    """The coordinates in a tensor of ``shape`` of the flat ``indices``: one tensor per dim."""
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    data = indices._data if isinstance(indices, Tensor) else np.asarray(indices)
+    if isinstance(indices, Tensor) and indices.dtype.is_floating_point:
+        raise TypeError("expected 'indices' to be integer dtype, but got torch.float32")
+    total = int(np.prod(shape, dtype=np.int64))
+    if data.size and (data.max() >= total or data.min() < -total):
+        raise RuntimeError(f"'indices' must be in range [-{total}, {total - 1}]")
+    coordinates = np.unravel_index(np.where(data < 0, data + total, data), shape)
+    return tuple(_wrap(np.asarray(c, dtype=np.int64)) for c in coordinates)
+
+
+__all__ += ["fliplr", "flipud", "diagflat", "combinations", "narrow_copy", "cumulative_trapezoid",
+            "vander", "unravel_index"]
+
+install_methods({"fliplr": fliplr, "flipud": flipud, "diagflat": diagflat,
+                 "sum_to_size": sum_to_size, "narrow_copy": narrow_copy,
+                 "split_with_sizes": split_with_sizes})

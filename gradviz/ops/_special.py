@@ -700,6 +700,7 @@ def _inplace_methods():
         ("deg2rad", deg2rad), ("rad2deg", rad2deg), ("logit", logit), ("asinh", asinh),
         ("acosh", acosh), ("atanh", atanh), ("erfc", erfc), ("erfinv", erfinv),
         ("lgamma", lgamma), ("digamma", digamma), ("sgn", sgn), ("fix", fix),
+        ("polygamma", _polygamma_method), ("logaddexp", logaddexp),
         ("multiply", multiply), ("divide", divide), ("subtract", subtract))}
 
 

@@ -758,3 +758,93 @@ def test_lookup_errors_and_broadcast_shapes():
                       "first N-1 dimensions of boundaries tensor and input value tensor must match")
     raises_like_torch(lambda m: m.gcd(m.tensor([1.0]), m.tensor([2.0])), NotImplementedError,
                       "\"gcd_cpu\" not implemented for 'Float'")
+
+
+# ---- conveniences and in-place forms ------------------------------------------------------------------
+
+CONVENIENCES = [
+    ("fliplr", lambda m, x: m.fliplr(x), [data(3, 4)]),
+    ("flipud", lambda m, x: x.flipud(), [data(3, 4)]),
+    ("diagflat", lambda m, x: m.diagflat(x, 1), [data(2, 2)]),
+    ("combinations", lambda m, x: m.combinations(x), [data(4)]),
+    ("combinations r3", lambda m, x: m.combinations(x, r=3, with_replacement=True), [data(3)]),
+    ("sum_to_size", lambda m, x: x.sum_to_size(1, 4), [data(3, 4)]),
+    ("narrow_copy", lambda m, x: x.narrow_copy(1, 1, 2), [data(3, 4)]),
+    ("split_with_sizes", lambda m, x: x.split_with_sizes([1, 3], 1), [data(3, 4)]),
+    ("cumulative_trapezoid", lambda m, x: m.cumulative_trapezoid(x), [data(3, 5)]),
+    ("cumulative_trapezoid x", lambda m, y, x: m.cumulative_trapezoid(y, x, dim=-1),
+     [data(3, 5), np.cumsum(np.abs(data(5)))]),
+]
+
+
+@pytest.mark.parametrize("case", CONVENIENCES, ids=[c[0] for c in CONVENIENCES])
+def test_conveniences(case):
+    _, fn, arrays = case
+    compare(fn, *arrays)
+    check_gradients(fn, *arrays)
+
+
+def test_small_helpers_match_torch():
+    for fn in (lambda m: m.vander(m.tensor([1, 2, 3]), 4), lambda m: m.vander(m.tensor([1.5, 2.0]), increasing=True),
+               lambda m: m.unravel_index(m.tensor([5, 7, -1]), (3, 4)), lambda m: m.unravel_index(m.tensor(5), (3, 4)),
+               lambda m: m.scalar_tensor(3), lambda m: m.scalar_tensor(3, dtype=m.int64),
+               lambda m: m.tensor([[1.0, 2.0]]).sum_to_size(2)):
+        for a, b in zip(_outputs(fn(gradviz)), _outputs(fn(torch))):
+            same(a, b)
+    for m in (gradviz, torch):
+        x = m.tensor([[1.0, 2.0]])
+        assert str(m.result_type(m.tensor([1]), 2.5)).split(".")[-1] == "float32"
+        assert str(m.result_type(x, m.tensor(1, dtype=m.float64))).split(".")[-1] == "float32"
+        assert m.tensor([2.0]).is_nonzero() and not m.tensor([0]).is_nonzero()
+        assert x.is_signed() and not m.tensor([1], dtype=m.uint8).is_signed()
+        assert not x.is_complex() and x.real is x and m.real(x) is x and x.is_same_size(x * 2)
+    raises_like_torch(lambda m: m.ones(2).is_nonzero(), RuntimeError,
+                      "Boolean value of Tensor with more than one value is ambiguous")
+    raises_like_torch(lambda m: m.fliplr(m.ones(3)), RuntimeError, "Input must be >= 2-d.")
+    raises_like_torch(lambda m: m.ones(3, 4).sum_to_size(3), RuntimeError, "is not expandable to size")
+
+
+INPLACE = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "sinh", "cosh", "square",
+           "negative", "absolute", "arctan", "sgn", "deg2rad", "logit", "erfinv"]
+
+
+@pytest.mark.parametrize("name", INPLACE)
+def test_unary_inplace_forms(name):
+    values = (UNIT - 0.5) * 1.5
+    results = []
+    for m in (gradviz, torch):
+        x = m.tensor(values, requires_grad=True)
+        y = x * 1
+        out = getattr(y, name + "_")()
+        (out * out).sum().backward()
+        results.append((out is y, y.detach(), x.grad, y.grad_fn.name()))
+    assert results[0][0] and results[1][0]
+    same(results[0][1], results[1][1], "value")
+    same(results[0][2], results[1][2], "gradient")
+    assert results[0][3] == results[1][3]
+
+
+@pytest.mark.parametrize("name,other", [("remainder", 0.7), ("fmod", 0.7), ("clamp_min", 0.1),
+                                        ("clamp_max", 0.1), ("eq", 0.0), ("lt", 0.1), ("ge", 0.1),
+                                        ("greater", 0.0), ("logical_and", True), ("atan2", 0.5),
+                                        ("xlogy", 2.0), ("floor_divide", 0.3)])
+def test_binary_inplace_forms(name, other):
+    values = (UNIT - 0.5) * 3
+    outcome = []
+    for m in (gradviz, torch):
+        x = m.tensor(values)
+        argument = m.tensor(other) if name in ("logical_and", "atan2") else other
+        out = getattr(x, name + "_")(argument)
+        outcome.append((out is x, x.clone()))
+    assert outcome[0][0] and outcome[1][0]
+    same(outcome[0][1], outcome[1][1])
+
+
+def test_fused_and_triangle_inplace_forms():
+    for fn in (lambda m: m.ones(3).addmv_(m.ones(3, 2), m.tensor([1.0, 2.0]), alpha=2),
+               lambda m: m.zeros(2, 2).addr_(m.tensor([1.0, 2.0]), m.tensor([3.0, 4.0])),
+               lambda m: m.ones(2, 2).addmm_(m.ones(2, 3), m.ones(3, 2), beta=0.5),
+               lambda m: m.ones(3, 3).tril_(-1), lambda m: m.ones(3, 3).triu_(1),
+               lambda m: m.tensor([1.0, 2.0, 3.0]).cumprod_(0),
+               lambda m: m.tensor([0.5, 1.5]).polygamma_(1)):
+        same(fn(gradviz), fn(torch))
