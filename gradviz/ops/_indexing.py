@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
+
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import checked_integer
@@ -560,6 +562,141 @@ def masked_scatter(input, mask, source):
     return apply(MASKED_SCATTER, input, source, mask=mask._data, source_numel=source.numel(),
                  source_shape=tuple(source.shape))
 
+
+# ---- scatter_reduce ----------------------------------------------------------------------------
+
+_REDUCE_UFUNCS = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum,
+                  "amin": np.minimum}
+
+
+def _reduce_identity(reduce, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
+    out = a.copy()
+    grid = _grid(index, dim)
+    values = src[tuple(slice(0, n) for n in index.shape)]
+    touched = np.zeros(a.shape, dtype=bool)
+    touched[grid] = True
+    if not include_self:
+        out[touched] = _reduce_identity(reduce, a.dtype)
+    _REDUCE_UFUNCS[reduce].at(out, grid, values)
+    if reduce == "mean":
+        counts = np.where(touched & include_self, 1, 0) + np.zeros(a.shape, dtype=np.int64)
+        np.add.at(counts, grid, 1)
+        divided = out / np.maximum(counts, 1)
+        out = divided.astype(a.dtype) if a.dtype.kind == "f" else (out // np.maximum(counts, 1))
+    return out
+
+
+def _scatter_reduce_backward(ctx, g):
+    """PyTorch's ``scatter_reduce_backward``, written with gradviz ops."""
+    from ._pointwise import eq, logical_and, where
+
+    x, src = ctx.input(0), ctx.input(1)
+    index, dim, reduce = ctx.index_tensor, ctx.dim, ctx.reduce
+    touched = _wrap(ctx.touched)
+    grad_self = grad_src = None
+    if reduce == "sum":
+        grad_self, grad_src = g, gather(g, dim, index)
+    elif reduce == "mean":
+        counts = _wrap(ctx.counts.astype(g._data.dtype))
+        grad_self = g / counts
+        grad_src = gather(grad_self, dim, index)
+    elif reduce in ("amax", "amin"):
+        result = ctx.output()
+        value = gather(result, dim, index)
+        self_is_result = eq(x, result).to(g.dtype)
+        src_is_result = eq(src, value).to(g.dtype)
+        spread = g / scatter_add(self_is_result, dim, index, src_is_result)
+        grad_self = self_is_result * spread
+        grad_src = src_is_result * gather(spread, dim, index)
+    else:  # prod: the products of the others, computed without dividing by a zero
+        result = ctx.output()
+        masked_self = masked_fill(x, eq(x, 0), 1)
+        grad_self = g * scatter_reduce(masked_self, dim, index, src, "prod",
+                                       include_self=ctx.include_self) / masked_self
+        src_zero = eq(src, 0)
+        from ._creation import zeros_like
+
+        zeros_before = gather(scatter_add(zeros_like(x), dim, index, src_zero.to(x.dtype)), dim, index)
+        several_zeros = bool((zeros_before._data > 1).any())
+        single_zero = logical_and(src_zero, eq(zeros_before, 1))
+        masked_src_result = scatter_reduce(x, dim, index, masked_fill(src, single_zero, 1), "prod",
+                                           include_self=ctx.include_self)
+        grad_src = where(single_zero, gather(g * masked_src_result, dim, index),
+                         gather(g * result, dim, index) / masked_fill(src, src_zero, 1))
+        if several_zeros and grad_src.grad_fn is not None:
+            grad_src = _refuse_double_backward(grad_src)
+    if not ctx.include_self:
+        grad_self = masked_fill(grad_self, touched, 0)
+    return (grad_self if ctx.needs_input_grad[0] else None,
+            grad_src if ctx.needs_input_grad[1] else None)
+
+
+class _DoubleBackwardError(_engine.Node):
+    """The ``grad_fn`` PyTorch gives a gradient it cannot differentiate again (its node is
+    named "Error"): a backward pass that reaches it raises."""
+
+    def __init__(self, tensor, message):
+        _engine.Node.__init__(self, (), (_engine.InputMeta(tensor._data.shape, tensor.dtype),))
+        self.message = message
+
+    def name(self):
+        return "Error"
+
+    def apply(self, grads):
+        raise RuntimeError(self.message)
+
+
+def _refuse_double_backward(grad):
+    """``grad``'s values with a ``grad_fn`` that raises PyTorch's error when differentiated:
+    the product rule has no answer for two zeros meeting in one position."""
+    refused = _wrap(grad._data.copy())
+    refused.grad_fn = _DoubleBackwardError(
+        refused, "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                 "are scattered to the same position in self")
+    return refused
+
+
+SCATTER_REDUCE = Op("scatter_reduce", "ScatterReduceBackward0", forward=_scatter_reduce_forward,
+                    backward=_scatter_reduce_backward, dtype=lambda a, src, **_: a.dtype,
+                    saves=lambda needs: ((0, 1), True))
+
+
+@numpy_names
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """``input`` with each ``src`` entry combined into the position ``index`` names along
+    ``dim``, by ``reduce``: "sum", "prod", "mean", "amax" or "amin" (``include_self=False``
+    leaves ``input``'s own values out where something is scattered)."""
+    if reduce not in _REDUCE_UFUNCS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    array = _index_array(index, "scatter_reduce")
+    dim = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("self", input._data, dim, array)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    touched = np.zeros(input._data.shape, dtype=bool)
+    touched[_grid(array, dim)] = True
+    counts = np.where(touched & include_self, 1, 0) + np.zeros(input._data.shape, dtype=np.int64)
+    np.add.at(counts, _grid(array, dim), 1)
+    return apply(SCATTER_REDUCE, input, src, index=array, index_tensor=index, dim=dim,
+                 reduce=reduce, include_self=bool(include_self), touched=touched,
+                 counts=np.maximum(counts, 1))
+
+
+__all__ += ["scatter_reduce"]
+
+install_methods({"scatter_reduce": scatter_reduce})
 
 __all__ += ["index_fill", "index_copy", "masked_scatter"]
 

@@ -650,6 +650,7 @@ def _build_methods():
     methods["masked_fill_"] = _method(_indexing.masked_fill)
     methods["index_add_"] = _method(_indexing.index_add)
     methods["index_fill_"] = _method(_indexing.index_fill)
+    methods["scatter_reduce_"] = _method(_indexing.scatter_reduce)
     methods["index_copy_"] = _method(_indexing.index_copy)
     methods["masked_scatter_"] = _method(_indexing.masked_scatter)
     methods["scatter_"] = _method(_indexing.scatter)

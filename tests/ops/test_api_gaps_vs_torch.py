@@ -848,3 +848,43 @@ def test_fused_and_triangle_inplace_forms():
                lambda m: m.tensor([1.0, 2.0, 3.0]).cumprod_(0),
                lambda m: m.tensor([0.5, 1.5]).polygamma_(1)):
         same(fn(gradviz), fn(torch))
+
+
+# ---- scatter_reduce -------------------------------------------------------------------------------------
+
+SCATTER_SELF = np.array([[1.0, 5.0, 3.0], [2.0, 2.0, 0.5]])
+SCATTER_SRC = np.array([[4.0, 1.0, 6.0, 2.0], [1.0, 3.0, 2.0, 2.0]])
+SCATTER_ZEROS = np.array([[4.0, 0.0, 6.0, 2.0], [0.0, 3.0, 1.0, 0.0]])
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+def test_scatter_reduce(reduce, include_self):
+    def fn(m, x, s):
+        index = m.tensor([[0, 0, 2, 1], [1, 1, 1, 2]])
+        return x.scatter_reduce(1, index, s, reduce, include_self=include_self)
+
+    compare(fn, SCATTER_SELF, SCATTER_SRC)
+    compare(fn, SCATTER_SELF, SCATTER_ZEROS)
+    if reduce not in ("amax", "amin"):  # ties make max/min not smooth
+        check_gradients(fn, data(2, 3), data(2, 4))
+    compare(lambda m, x, s: m.scatter_reduce(x, 0, m.tensor([[1, 0, 1]]), s, reduce),
+            SCATTER_SELF, SCATTER_SRC[:1, :3])
+
+
+def test_scatter_reduce_errors_and_inplace():
+    def double_backward(m):
+        x = m.ones(1, 2, dtype=m.float64, requires_grad=True)
+        s = m.tensor([[0.0, 0.0]], dtype=m.float64, requires_grad=True)
+        out = x.scatter_reduce(1, m.tensor([[0, 0]]), s, "prod")
+        grad, = m.autograd.grad(out.sum(), s, create_graph=True)  # fine: zeros, node "Error"
+        assert grad.tolist() == [[0.0, 0.0]] and grad.grad_fn.name().endswith("Error")
+        grad.sum().backward()
+
+    raises_like_torch(double_backward, RuntimeError, "Double backward is unsupported for src when >1 zeros")
+    raises_like_torch(lambda m: m.ones(2, 3).scatter_reduce(1, m.tensor([[0]]), m.ones(1, 1), "median"),
+                      RuntimeError, "reduce argument must be either sum, prod, mean, amax or amin")
+    for m in (gradviz, torch):
+        x = m.zeros(4)
+        x.scatter_reduce_(0, m.tensor([0, 1, 0, 3]), m.tensor([1.0, 2.0, 3.0, 4.0]), "sum")
+        assert x.tolist() == [4.0, 2.0, 0.0, 4.0]
