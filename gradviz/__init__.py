@@ -43,7 +43,7 @@ from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, logdet, matr
 from .ops import (combinations, cumulative_trapezoid, diagflat, fliplr, flipud, is_complex,
                   is_nonzero, is_signed, narrow_copy, real, result_type, scalar_tensor,
                   unravel_index, vander)
-from .ops import scatter_reduce
+from .ops import index_put, put, randint_like, scatter_reduce
 from .ops import (broadcast_shapes, bucketize, corrcoef, cov, gcd, index_copy, index_fill, isin,
                   lcm, masked_scatter, nanmedian, searchsorted, trapezoid, unique_consecutive)
 from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack, histc,
@@ -182,7 +182,7 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load", "scatter_reduce", "combinations", "cumulative_trapezoid", "diagflat", "fliplr", "flipud", "is_complex",
+    "load", "randint_like", "index_put", "put", "scatter_reduce", "combinations", "cumulative_trapezoid", "diagflat", "fliplr", "flipud", "is_complex",
     "is_nonzero", "is_signed", "narrow_copy", "real", "result_type", "scalar_tensor",
     "unravel_index", "vander", "broadcast_shapes", "bucketize", "corrcoef", "cov", "gcd", "index_copy", "index_fill",
     "isin", "lcm", "masked_scatter", "nanmedian", "searchsorted", "trapezoid", "trapz",

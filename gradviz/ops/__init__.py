@@ -118,6 +118,9 @@ _tensor.install_methods({
 
 
 _tensor.install_methods(_inplace.INPLACE_METHODS)
+_tensor.install_methods({"index_put": _inplace.index_put, "put": _inplace.put})
+index_put, put = _inplace.index_put, _inplace.put
+__all__ += ["index_put", "put"]
 
 
 def _add_inplace(target, grad):

@@ -391,6 +391,88 @@ def _numpy_key(key):
     return converted if isinstance(key, tuple) else converted[0]
 
 
+# ---- index_put and put (the functional forms of indexed writes) ---------------------------------
+
+def _index_put_accumulate_forward(a, value, key, **_):
+    out = a.copy()
+    np.add.at(out, key, np.broadcast_to(value, out[key].shape))
+    return out
+
+
+def _index_put_accumulate_backward(ctx, g):
+    from ._shape import getitem
+
+    grad_value = getitem(g, ctx.key_for_getitem) if ctx.needs_input_grad[1] else None
+    return (g if ctx.needs_input_grad[0] else None, grad_value)
+
+
+INDEX_PUT_ACCUMULATE = Op("index_put_accumulate", "IndexPutBackward0",
+                          forward=_index_put_accumulate_forward,
+                          backward=_index_put_accumulate_backward,
+                          dtype=lambda a, value, **_: a.dtype)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """``input`` with ``values`` written at ``input[indices]`` (``indices`` a tuple of index
+    tensors), or added there with ``accumulate=True`` (repeated positions add up)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    key = tuple(indices)
+    np_key = _numpy_key(key)
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype.name.capitalize()} for the destination and "
+                           f"{values.dtype.name.capitalize()} for the source.")
+    op = INDEX_PUT_ACCUMULATE if accumulate else INDEX_PUT
+    return apply(op, input, values, key=np_key, key_for_getitem=key)
+
+
+def _put_forward(a, source, index, accumulate, **_):
+    out = a.copy()
+    flat = out.reshape(-1)
+    if accumulate:
+        np.add.at(flat, index, source.reshape(-1))
+    else:
+        flat[index] = source.reshape(-1)
+    return out
+
+
+def _put_backward(ctx, g):
+    from ._rearrange import take
+
+    index = _wrap(ctx.index)
+    grad_self = None
+    if ctx.needs_input_grad[0]:
+        grad_self = g if ctx.accumulate else put(g, index, g.new_zeros(index.shape))
+    grad_source = None
+    if ctx.needs_input_grad[1]:
+        grad_source = take(g, index).reshape(ctx.source_shape)
+    return grad_self, grad_source
+
+
+PUT = Op("put", "PutBackward0", forward=_put_forward, backward=_put_backward,
+         dtype=lambda a, source, **_: a.dtype)
+
+
+def put(input, index, source, accumulate=False):
+    """``input`` with ``source``'s entries written at the flat positions ``index`` (added with
+    ``accumulate=True``)."""
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    size = input.numel()
+    positions = index._data.reshape(-1).astype(np.int64)
+    bad = positions[(positions >= size) | (positions < -size)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of "
+                         f"{size} elements.")
+    positions = np.where(positions < 0, positions + size, positions)
+    return apply(PUT, input, source, index=positions, accumulate=bool(accumulate),
+                 source_shape=tuple(source.shape))
+
+
 def setitem(self, key, value):
     """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region).
 
@@ -650,6 +732,8 @@ def _build_methods():
     methods["masked_fill_"] = _method(_indexing.masked_fill)
     methods["index_add_"] = _method(_indexing.index_add)
     methods["index_fill_"] = _method(_indexing.index_fill)
+    methods["index_put_"] = _method(index_put)
+    methods["put_"] = _method(put)
     methods["scatter_reduce_"] = _method(_indexing.scatter_reduce)
     methods["index_copy_"] = _method(_indexing.index_copy)
     methods["masked_scatter_"] = _method(_indexing.masked_scatter)

@@ -178,7 +178,20 @@ def is_same_size(input, other):
     return tuple(input.shape) == tuple(other.shape)
 
 
+def data_ptr(input):
+    """The address of the first element (views of one tensor differ by their offset)."""
+    return int(input._data.__array_interface__["data"][0])
+
+
+def storage_offset(input):
+    """How many elements into its base's memory this tensor starts (0 unless a view)."""
+    root = input if input._base is None else input._base
+    start = root._data.__array_interface__["data"][0]
+    return (data_ptr(input) - start) // input._data.itemsize
+
+
 __all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real"]
 
 install_methods({"is_nonzero": is_nonzero, "is_signed": is_signed, "is_complex": is_complex,
-                 "is_same_size": is_same_size, "real": property(real)})
+                 "is_same_size": is_same_size, "real": property(real), "data_ptr": data_ptr,
+                 "storage_offset": storage_offset})

@@ -888,3 +888,46 @@ def test_scatter_reduce_errors_and_inplace():
         x = m.zeros(4)
         x.scatter_reduce_(0, m.tensor([0, 1, 0, 3]), m.tensor([1.0, 2.0, 3.0, 4.0]), "sum")
         assert x.tolist() == [4.0, 2.0, 0.0, 4.0]
+
+
+# ---- index_put, put, data_ptr --------------------------------------------------------------------------
+
+PUTS = [
+    ("index_put", lambda m, x, v: x.index_put((m.tensor([0, 2]), m.tensor([1, 1])), v[:2])),
+    ("index_put accumulate", lambda m, x, v: m.index_put(x, (m.tensor([0, 0, 2]), m.tensor([1, 1, 0])), v[:3],
+                                                         accumulate=True)),
+    ("index_put rows", lambda m, x, v: x.index_put((m.tensor([1]),), v[:3])),
+    ("put", lambda m, x, v: x.put(m.tensor([0, 5, -1]), v[:3])),
+    ("put accumulate", lambda m, x, v: m.put(x, m.tensor([[0, 5], [5, 1]]), v.view(2, 2)[:, :2], accumulate=True)),
+]
+
+
+@pytest.mark.parametrize("case", PUTS, ids=[c[0] for c in PUTS])
+def test_index_put_and_put(case):
+    _, fn = case
+    compare(fn, data(3, 3), data(4))
+    check_gradients(fn, data(3, 3), data(4))
+
+
+def test_inplace_puts_data_ptr_and_storage_offset():
+    for m in (gradviz, torch):
+        y = m.zeros(3, 3)
+        y.index_put_((m.tensor([0, 2]), m.tensor([1, 1])), m.tensor(5.0), accumulate=True)
+        y.index_put_((m.tensor([0, 0]), m.tensor([1, 1])), m.tensor([1.0, 2.0]), accumulate=True)
+        y.put_(m.tensor([8]), m.tensor([9.0]))
+        assert y.tolist() == [[0.0, 8.0, 0.0], [0.0, 0.0, 0.0], [0.0, 5.0, 9.0]]
+        a = m.arange(6.0).view(2, 3)
+        assert (a[1].storage_offset(), a[:, 1].storage_offset(), a.storage_offset()) == (3, 1, 0)
+        assert a[1].data_ptr() == a.data_ptr() + 12 and a.view(-1).data_ptr() == a.data_ptr()
+    raises_like_torch(lambda m: m.zeros(2).put(m.tensor([0]), m.ones(2)), IndexError,
+                      "Expected source and index to have the same number of elements")
+
+
+def test_randint_like_shape_dtype_and_range():
+    for m in (gradviz, torch):
+        x = m.zeros(3, 4, dtype=m.int32)
+        one_bound, two_bounds = m.randint_like(x, 5), m.randint_like(x.float(), 2, 4)
+        assert tuple(one_bound.shape) == (3, 4) and str(one_bound.dtype).endswith("int32")
+        assert str(two_bounds.dtype).endswith("float32")
+        assert 0 <= int(one_bound.min()) and int(one_bound.max()) < 5
+        assert 2 <= float(two_bounds.min()) and float(two_bounds.max()) < 4
