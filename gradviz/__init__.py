@@ -7,6 +7,7 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 __version__ = "0.1.0"
 
 import math as _math
+import sys as _sys
 import types as _types
 
 from . import dtypes
@@ -36,6 +37,25 @@ from .ops import bincount, median, mode, quantile, std_mean, unique, var_mean
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
+from .ops import aminmax, cummax, cummin, kthvalue, logcumsumexp, nanmean, nansum
+from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, logdet, matrix_power, slogdet,
+                  tensordot, vdot)
+from .ops import (combinations, cumulative_trapezoid, diagflat, fliplr, flipud, is_complex,
+                  is_nonzero, is_signed, narrow_copy, real, result_type, scalar_tensor,
+                  unravel_index, vander)
+from .ops import index_put, put, randint_like, scatter_reduce
+from .ops import (broadcast_shapes, bucketize, corrcoef, cov, gcd, index_copy, index_fill, isin,
+                  lcm, masked_scatter, nanmedian, searchsorted, trapezoid, unique_consecutive)
+from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack, histc,
+                  hsplit, msort, rot90, row_stack, take, take_along_dim, tensor_split, unflatten,
+                  vsplit)
+from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arcsinh, arctan,
+                           arctan2, arctanh, asinh, atanh, bitwise_and, bitwise_not, bitwise_or,
+                           bitwise_xor, copysign, deg2rad, digamma, divide, erfc, erfinv, fix,
+                           float_power, fmax, fmin, greater, greater_equal, heaviside, hypot,
+                           isneginf, isposinf, isreal, less, less_equal, lgamma, logaddexp,
+                           logaddexp2, logit, multiply, not_equal, polygamma, positive, rad2deg,
+                           sgn, signbit, sinc, special, subtract)
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -57,11 +77,13 @@ from . import viz
 from ._config import config, show_config
 
 clip = clamp
+_sys.modules[__name__ + ".special"] = special  # ``from torch.special import expit``
 concat = concatenate = cat
 # torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 moveaxis = movedim
 swapdims = swapaxes
+trapz = trapezoid
 ger = outer
 
 
@@ -101,6 +123,10 @@ linalg = _types.ModuleType("gradviz.linalg", "The linear-algebra functions gradv
 linalg.inv = ops.inverse
 linalg.LinAlgError = ops._linalg._LinAlgError
 linalg.det = ops.det
+linalg.cross = ops._products.linalg_cross
+linalg.slogdet = ops._products.linalg_slogdet
+linalg.matrix_power = ops.matrix_power
+linalg.vecdot = lambda x, y, *, dim=-1: (x * y).sum(dim)  # noqa: E731
 linalg.solve = ops._linalg.solve
 linalg.vector_norm = ops._reduction.vector_norm
 linalg.norm = lambda A, ord=None, dim=None, keepdim=False, *, dtype=None: ops.norm(  # noqa: E731
@@ -175,5 +201,18 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load",
+    "load", "randint_like", "index_put", "put", "scatter_reduce", "combinations", "cumulative_trapezoid", "diagflat", "fliplr", "flipud", "is_complex",
+    "is_nonzero", "is_signed", "narrow_copy", "real", "result_type", "scalar_tensor",
+    "unravel_index", "vander", "broadcast_shapes", "bucketize", "corrcoef", "cov", "gcd", "index_copy", "index_fill",
+    "isin", "lcm", "masked_scatter", "nanmedian", "searchsorted", "trapezoid", "trapz",
+    "unique_consecutive", "logdet", "slogdet", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
+    "tensordot", "vdot", "argwhere", "atleast_3d", "block_diag", "cartesian_prod", "diag_embed",
+    "dsplit", "dstack", "histc", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
+    "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "copysign", "deg2rad", "digamma", "divide", "erfc", "erfinv", "fix",
+    "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",
+    "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
+    "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
+    "subtract", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

@@ -15,6 +15,7 @@ from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
+from . import _lookup, _products, _rearrange, _scans, _special
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403
 from ._creation import *  # noqa: F401,F403
@@ -27,12 +28,17 @@ from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
+from ._lookup import *  # noqa: F401,F403
+from ._products import *  # noqa: F401,F403
+from ._rearrange import *  # noqa: F401,F403
+from ._scans import *  # noqa: F401,F403
+from ._special import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 from ._windows import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
            + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
-           + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _shape.__all__ + _statistics.__all__ + _windows.__all__)
+           + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _lookup.__all__ + _products.__all__ + _rearrange.__all__ + _scans.__all__ + _shape.__all__ + _special.__all__ + _statistics.__all__ + _windows.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 
@@ -112,6 +118,9 @@ _tensor.install_methods({
 
 
 _tensor.install_methods(_inplace.INPLACE_METHODS)
+_tensor.install_methods({"index_put": _inplace.index_put, "put": _inplace.put})
+index_put, put = _inplace.index_put, _inplace.put
+__all__ += ["index_put", "put"]
 
 
 def _add_inplace(target, grad):

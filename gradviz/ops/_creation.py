@@ -352,6 +352,16 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):
     return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    """Random integers in ``[low, high)`` shaped like ``input`` (``randint_like(x, high)``
+    with one bound), in ``input``'s dtype unless ``dtype`` says."""
+    if high is None:
+        low, high = 0, low
+    shape, dtype = _like(input, dtype)
+    out = randint(low, high, shape, dtype=dtype, device=device)
+    return out.requires_grad_() if requires_grad else out
+
+
 # ---- Tensor.new_* and in-place random fills -----------------------------------------------
 
 def _new_dtype(self, dtype):
@@ -472,7 +482,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return _wrap(out.reshape(weights.shape[:-1] + (int(num_samples),)))
 
 
-__all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial"]
+__all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial",
+            "randint_like"]
 
 install_methods({"bernoulli": bernoulli, "bernoulli_": bernoulli_, "multinomial": multinomial})
 

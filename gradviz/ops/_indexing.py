@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
+
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import checked_integer
@@ -291,7 +293,7 @@ def _rebuild_values_indices(name, values, indices):
 # one class per function, named as in torch.return_types
 RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                            {"__slots__": (), "__module__": "gradviz.return_types"})
-                for name in ("max", "min", "sort", "topk", "median", "mode")}
+                for name in ("max", "min", "sort", "topk", "median", "mode", "nanmedian")}
 
 
 @numpy_names
@@ -431,6 +433,281 @@ def roll(input, shifts, dims=None):
 
 
 __all__ += ["masked_select", "nonzero", "repeat_interleave", "roll"]
+
+# ---- index_fill, index_copy, masked_scatter ---------------------------------------------------
+
+def _index_fill_forward(a, *value, index, dim, number):
+    out = a.copy()
+    key = (slice(None),) * dim + (index,)
+    out[key] = value[0] if value else number
+    return out
+
+
+def _index_fill_backward(ctx, g):
+    index = _wrap(ctx.index)
+    grad_self = index_fill(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None
+    if len(ctx.needs_input_grad) == 1:
+        return (grad_self,)
+    grad_value = index_select(g, ctx.dim, index).sum() if ctx.needs_input_grad[1] else None
+    return grad_self, grad_value
+
+
+INDEX_FILL = Op("index_fill", "IndexFillBackward0", forward=_index_fill_forward,
+                backward=_index_fill_backward)
+INDEX_FILL_TENSOR = Op("index_fill_tensor", "IndexFillBackward1", forward=_index_fill_forward,
+                       backward=_index_fill_backward,
+                       dtype=lambda a, value, **_: a.dtype)
+
+
+def _check_index_for(what, input, dim, index):
+    if not isinstance(index, Tensor) or index.dtype is not _dtypes.int64:
+        raise RuntimeError(f"{what}(): Expected a long tensor for index, but got "
+                           f"{index.dtype.name if isinstance(index, Tensor) else type(index).__name__}")
+    _check_index_vector(index, what)
+    size = input.shape[dim] if input.ndim else 1
+    data = index._data.reshape(-1)
+    if data.size and (data.max() >= size or data.min() < -size):
+        bad = int(data.max() if data.max() >= size else data.min())
+        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+    return data
+
+
+@numpy_names
+def index_fill(input, dim, index, value):
+    """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
+    0-d tensor, which then gets their gradient's sum)."""
+    dim = _wrap_dim(dim, input.ndim)
+    array = _check_index_for("index_fill", input, dim, index)
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        return apply(INDEX_FILL_TENSOR, input, value, index=array, dim=dim, number=None)
+    if type(value) is int and input._data.dtype.kind in "iu":
+        value = checked_integer(value, input._data.dtype)
+    return apply(INDEX_FILL, input, index=array, dim=dim, number=value)
+
+
+def _index_copy_forward(a, source, index, dim):
+    out = a.copy()
+    key = (slice(None),) * dim + (index,)
+    out[key] = source
+    return out
+
+
+def _index_copy_backward(ctx, g):
+    index = _wrap(ctx.index)
+    return (index_fill(g, ctx.dim, index, 0) if ctx.needs_input_grad[0] else None,
+            index_select(g, ctx.dim, index) if ctx.needs_input_grad[1] else None)
+
+
+INDEX_COPY = Op("index_copy", "IndexCopyBackward0", forward=_index_copy_forward,
+                backward=_index_copy_backward)
+
+
+@numpy_names
+def index_copy(input, dim, index, source):
+    """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
+    dim = _wrap_dim(dim, input.ndim)
+    array = _check_index_for("index_copy", input, dim, index)
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {input.dtype.name.capitalize()} and (source) "
+                           f"{source.dtype.name.capitalize()}")
+    expected = list(input.shape)
+    if input.ndim:
+        expected[dim] = len(array)
+    if list(source.shape) != expected:
+        raise IndexError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
+                         f"Destination slice shape: {expected} and source slice shape: "
+                         f"{list(source.shape)}")
+    return apply(INDEX_COPY, input, source, index=array, dim=dim)
+
+
+def _masked_scatter_forward(a, source, mask, **_):
+    out = a.copy()
+    where = np.broadcast_to(mask, out.shape)
+    out[where] = source.reshape(-1)[:int(where.sum())]
+    return out
+
+
+def _masked_scatter_backward(ctx, g):
+    from ._creation import zeros
+    from ._shape import cat, reshape
+
+    mask = _wrap(ctx.mask)
+    grad_self = masked_fill(g, mask, 0) if ctx.needs_input_grad[0] else None
+    grad_source = None
+    if ctx.needs_input_grad[1]:
+        taken = masked_select(g, mask)
+        rest = ctx.source_numel - taken.numel()
+        if rest:
+            taken = cat([taken, zeros(rest, dtype=g.dtype)], 0)
+        grad_source = reshape(taken, ctx.source_shape)
+    return grad_self, grad_source
+
+
+MASKED_SCATTER = Op("masked_scatter", "MaskedScatterBackward0", forward=_masked_scatter_forward,
+                    backward=_masked_scatter_backward)
+
+
+def masked_scatter(input, mask, source):
+    """``input`` with the entries where ``mask`` is true taken, in order, from ``source``."""
+    if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with dtype "
+                           f"{mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
+                           f"got {input.dtype.name.capitalize()} and {source.dtype.name.capitalize()}"
+                           f": convert source with .to(self.dtype)")
+    count = int(np.broadcast_to(mask._data, input._data.shape).sum())
+    if count > source.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
+                           f"the ones selected by the mask: {count} selected, source has "
+                           f"{source.numel()}")
+    return apply(MASKED_SCATTER, input, source, mask=mask._data, source_numel=source.numel(),
+                 source_shape=tuple(source.shape))
+
+
+# ---- scatter_reduce ----------------------------------------------------------------------------
+
+_REDUCE_UFUNCS = {"sum": np.add, "prod": np.multiply, "mean": np.add, "amax": np.maximum,
+                  "amin": np.minimum}
+
+
+def _reduce_identity(reduce, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dtype.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
+    out = a.copy()
+    grid = _grid(index, dim)
+    values = src[tuple(slice(0, n) for n in index.shape)]
+    touched = np.zeros(a.shape, dtype=bool)
+    touched[grid] = True
+    if not include_self:
+        out[touched] = _reduce_identity(reduce, a.dtype)
+    _REDUCE_UFUNCS[reduce].at(out, grid, values)
+    if reduce == "mean":
+        counts = np.where(touched & include_self, 1, 0) + np.zeros(a.shape, dtype=np.int64)
+        np.add.at(counts, grid, 1)
+        divided = out / np.maximum(counts, 1)
+        out = divided.astype(a.dtype) if a.dtype.kind == "f" else (out // np.maximum(counts, 1))
+    return out
+
+
+def _scatter_reduce_backward(ctx, g):
+    """PyTorch's ``scatter_reduce_backward``, written with gradviz ops."""
+    from ._pointwise import eq, logical_and, where
+
+    x, src = ctx.input(0), ctx.input(1)
+    index, dim, reduce = ctx.index_tensor, ctx.dim, ctx.reduce
+    touched = _wrap(ctx.touched)
+    grad_self = grad_src = None
+    if reduce == "sum":
+        grad_self, grad_src = g, gather(g, dim, index)
+    elif reduce == "mean":
+        counts = _wrap(ctx.counts.astype(g._data.dtype))
+        grad_self = g / counts
+        grad_src = gather(grad_self, dim, index)
+    elif reduce in ("amax", "amin"):
+        result = ctx.output()
+        value = gather(result, dim, index)
+        self_is_result = eq(x, result).to(g.dtype)
+        src_is_result = eq(src, value).to(g.dtype)
+        spread = g / scatter_add(self_is_result, dim, index, src_is_result)
+        grad_self = self_is_result * spread
+        grad_src = src_is_result * gather(spread, dim, index)
+    else:  # prod: the products of the others, computed without dividing by a zero
+        result = ctx.output()
+        masked_self = masked_fill(x, eq(x, 0), 1)
+        grad_self = g * scatter_reduce(masked_self, dim, index, src, "prod",
+                                       include_self=ctx.include_self) / masked_self
+        src_zero = eq(src, 0)
+        from ._creation import zeros_like
+
+        zeros_before = gather(scatter_add(zeros_like(x), dim, index, src_zero.to(x.dtype)), dim, index)
+        several_zeros = bool((zeros_before._data > 1).any())
+        single_zero = logical_and(src_zero, eq(zeros_before, 1))
+        masked_src_result = scatter_reduce(x, dim, index, masked_fill(src, single_zero, 1), "prod",
+                                           include_self=ctx.include_self)
+        grad_src = where(single_zero, gather(g * masked_src_result, dim, index),
+                         gather(g * result, dim, index) / masked_fill(src, src_zero, 1))
+        if several_zeros and grad_src.grad_fn is not None:
+            grad_src = _refuse_double_backward(grad_src)
+    if not ctx.include_self:
+        grad_self = masked_fill(grad_self, touched, 0)
+    return (grad_self if ctx.needs_input_grad[0] else None,
+            grad_src if ctx.needs_input_grad[1] else None)
+
+
+class _DoubleBackwardError(_engine.Node):
+    """The ``grad_fn`` PyTorch gives a gradient it cannot differentiate again (its node is
+    named "Error"): a backward pass that reaches it raises."""
+
+    def __init__(self, tensor, message):
+        _engine.Node.__init__(self, (), (_engine.InputMeta(tensor._data.shape, tensor.dtype),))
+        self.message = message
+
+    def name(self):
+        return "Error"
+
+    def apply(self, grads):
+        raise RuntimeError(self.message)
+
+
+def _refuse_double_backward(grad):
+    """``grad``'s values with a ``grad_fn`` that raises PyTorch's error when differentiated:
+    the product rule has no answer for two zeros meeting in one position."""
+    refused = _wrap(grad._data.copy())
+    refused.grad_fn = _DoubleBackwardError(
+        refused, "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
+                 "are scattered to the same position in self")
+    return refused
+
+
+SCATTER_REDUCE = Op("scatter_reduce", "ScatterReduceBackward0", forward=_scatter_reduce_forward,
+                    backward=_scatter_reduce_backward, dtype=lambda a, src, **_: a.dtype,
+                    saves=lambda needs: ((0, 1), True))
+
+
+@numpy_names
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """``input`` with each ``src`` entry combined into the position ``index`` names along
+    ``dim``, by ``reduce``: "sum", "prod", "mean", "amax" or "amin" (``include_self=False``
+    leaves ``input``'s own values out where something is scattered)."""
+    if reduce not in _REDUCE_UFUNCS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    array = _index_array(index, "scatter_reduce")
+    dim = _wrap_dim(dim, input.ndim)
+    _check_gather_shapes("self", input._data, dim, array)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    touched = np.zeros(input._data.shape, dtype=bool)
+    touched[_grid(array, dim)] = True
+    counts = np.where(touched & include_self, 1, 0) + np.zeros(input._data.shape, dtype=np.int64)
+    np.add.at(counts, _grid(array, dim), 1)
+    return apply(SCATTER_REDUCE, input, src, index=array, index_tensor=index, dim=dim,
+                 reduce=reduce, include_self=bool(include_self), touched=touched,
+                 counts=np.maximum(counts, 1))
+
+
+__all__ += ["scatter_reduce"]
+
+install_methods({"scatter_reduce": scatter_reduce})
+
+__all__ += ["index_fill", "index_copy", "masked_scatter"]
+
+install_methods({"index_fill": index_fill, "index_copy": index_copy,
+                 "masked_scatter": masked_scatter})
 
 install_methods({"masked_select": masked_select, "nonzero": nonzero, "repeat": repeat,
                  "repeat_interleave": repeat_interleave, "roll": roll})

@@ -36,7 +36,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import check_slice_steps, expand_target, getitem
+from ._shape import check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -439,6 +439,88 @@ def _numpy_key(key):
     return converted if isinstance(key, tuple) else converted[0]
 
 
+# ---- index_put and put (the functional forms of indexed writes) ---------------------------------
+
+def _index_put_accumulate_forward(a, value, key, **_):
+    out = a.copy()
+    np.add.at(out, key, np.broadcast_to(value, out[key].shape))
+    return out
+
+
+def _index_put_accumulate_backward(ctx, g):
+    from ._shape import getitem
+
+    grad_value = getitem(g, ctx.key_for_getitem) if ctx.needs_input_grad[1] else None
+    return (g if ctx.needs_input_grad[0] else None, grad_value)
+
+
+INDEX_PUT_ACCUMULATE = Op("index_put_accumulate", "IndexPutBackward0",
+                          forward=_index_put_accumulate_forward,
+                          backward=_index_put_accumulate_backward,
+                          dtype=lambda a, value, **_: a.dtype)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """``input`` with ``values`` written at ``input[indices]`` (``indices`` a tuple of index
+    tensors), or added there with ``accumulate=True`` (repeated positions add up)."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"index_put(): argument 'indices' must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    key = tuple(indices)
+    np_key = _numpy_key(key)
+    if values.dtype is not input.dtype:
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{input.dtype.name.capitalize()} for the destination and "
+                           f"{values.dtype.name.capitalize()} for the source.")
+    op = INDEX_PUT_ACCUMULATE if accumulate else INDEX_PUT
+    return apply(op, input, values, key=np_key, key_for_getitem=key)
+
+
+def _put_forward(a, source, index, accumulate, **_):
+    out = a.copy()
+    flat = out.reshape(-1)
+    if accumulate:
+        np.add.at(flat, index, source.reshape(-1))
+    else:
+        flat[index] = source.reshape(-1)
+    return out
+
+
+def _put_backward(ctx, g):
+    from ._rearrange import take
+
+    index = _wrap(ctx.index)
+    grad_self = None
+    if ctx.needs_input_grad[0]:
+        grad_self = g if ctx.accumulate else put(g, index, g.new_zeros(index.shape))
+    grad_source = None
+    if ctx.needs_input_grad[1]:
+        grad_source = take(g, index).reshape(ctx.source_shape)
+    return grad_self, grad_source
+
+
+PUT = Op("put", "PutBackward0", forward=_put_forward, backward=_put_backward,
+         dtype=lambda a, source, **_: a.dtype)
+
+
+def put(input, index, source, accumulate=False):
+    """``input`` with ``source``'s entries written at the flat positions ``index`` (added with
+    ``accumulate=True``)."""
+    if index.numel() != source.numel():
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
+                           f"elements, but got source.numel() = {source.numel()}, "
+                           f"index.numel() = {index.numel()}")
+    size = input.numel()
+    positions = index._data.reshape(-1).astype(np.int64)
+    bad = positions[(positions >= size) | (positions < -size)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of "
+                         f"{size} elements.")
+    positions = np.where(positions < 0, positions + size, positions)
+    return apply(PUT, input, source, index=positions, accumulate=bool(accumulate),
+                 source_shape=tuple(source.shape))
+
+
 def setitem(self, key, value):
     """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region).
 
@@ -447,6 +529,20 @@ def setitem(self, key, value):
     key records ``IndexPutBackward0`` (Note [In-place semantics])."""
     if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
+    key = scalar_tensor_keys(key)
+    if key is False:  # PyTorch writes nothing, and records nothing
+        return self
+    if key is True or (isinstance(key, Tensor) and key.ndim == 0 and key.dtype is _dtypes.bool
+                       and bool(key._data)):
+        # PyTorch writes through the view self.unsqueeze(0), which records CopySlices
+        from ._shape import unsqueeze
+
+        view = unsqueeze(self, 0)
+        if isinstance(value, Tensor):
+            copy_(view, value)
+        else:
+            fill_(view, value)
+        return self
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     np_key = _numpy_key(key)
@@ -670,8 +766,34 @@ def _build_methods():
                  "expm1", "log1p", "log2", "log10", "erf", "sign"):
         methods[name + "_"] = _method(getattr(P, name))
     methods["clip_"] = methods["clamp_"]
+    # in-place forms of ops gradviz has, named as in PyTorch: x.floor_(), x.eq_(y), ...
+    from . import _products, _special
+    for module, names in (
+            (_math, ("floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos",
+                     "sinh", "cosh", "square", "remainder", "fmod", "floor_divide",
+                     "true_divide", "negative", "absolute", "clamp_min", "clamp_max", "xlogy",
+                     "logical_xor", "atan2")),
+            (P, ("logical_and", "logical_or", "logical_not", "eq", "ne", "lt", "le", "gt", "ge")),
+            (_special, ("greater", "greater_equal", "less", "less_equal", "not_equal", "arcsin",
+                        "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh",
+                        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "heaviside",
+                        "logaddexp2")),
+            (_products, ("addmv", "addr", "baddbmm", "addbmm")),
+            (_reduction, ("cumprod",))):
+        for name in names:
+            methods.setdefault(name + "_", _method(getattr(module, name)))
+    from ._linalg import addmm, tril, triu
+    methods["addmm_"] = _method(addmm)
+    methods["tril_"] = _method(tril)
+    methods["triu_"] = _method(triu)
     methods["masked_fill_"] = _method(_indexing.masked_fill)
     methods["index_add_"] = _method(_indexing.index_add)
+    methods["index_fill_"] = _method(_indexing.index_fill)
+    methods["index_put_"] = _method(index_put)
+    methods["put_"] = _method(put)
+    methods["scatter_reduce_"] = _method(_indexing.scatter_reduce)
+    methods["index_copy_"] = _method(_indexing.index_copy)
+    methods["masked_scatter_"] = _method(_indexing.masked_scatter)
     methods["scatter_"] = _method(_indexing.scatter)
     methods["scatter_add_"] = _method(_indexing.scatter_add)
     methods["cumsum_"] = _method(_reduction.cumsum)

@@ -266,15 +266,31 @@ def matmul(input, other):
 
 # ---- diagonals, triangles, trace, outer ---------------------------------------------------
 
-def _diagonal_forward(a, offset, dim1, dim2, shape):
+def _diagonal_view(a, offset, dim1, dim2, shape):
+    """The diagonal as a writable view of ``a`` (numpy's ``diagonal`` is read-only): the
+    other dims, then the diagonal, whose step is one row plus one column."""
+    n1, n2 = a.shape[dim1], a.shape[dim2]
+    length = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    if length:  # start at the diagonal's first element (a view, so it stays writable)
+        start = [slice(None)] * a.ndim
+        start[dim2 if offset >= 0 else dim1] = slice(abs(offset), None)
+        a = a[tuple(start)]
+    others = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    return np.lib.stride_tricks.as_strided(
+        a, [a.shape[d] for d in others] + [length],
+        [a.strides[d] for d in others] + [a.strides[dim1] + a.strides[dim2]])
+
+
+def _diagonal_copy(a, offset, dim1, dim2, shape):
     return np.diagonal(a, offset, dim1, dim2).copy()
 
 
-DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_forward,
+# a view sharing storage and version counter with its input, as in PyTorch
+DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
               backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),))
 
 
-DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_forward,
+DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_copy,
                    backward=DIAGONAL.backward)
 
 
@@ -297,7 +313,8 @@ def _diagonal_scatter(g, shape, offset, dim1, dim2):
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim), as in PyTorch."""
+    """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
+    PyTorch, so writing into it writes into ``input``."""
     ndim = input.ndim
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:
@@ -306,12 +323,32 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
                  shape=tuple(input._data.shape))
 
 
-def _diag_embed_forward(a, offset):
-    return np.diag(a, offset)
+def _diag_embed_forward(a, offset, dim1, dim2):
+    """Zeros with the last dim of ``a`` written on the diagonal of the new dims ``dim1``,
+    ``dim2`` (numbered in the output)."""
+    size = a.shape[-1] + abs(offset)
+    shape = list(a.shape[:-1])
+    for d in sorted((dim1, dim2)):
+        shape.insert(d, size)
+    out = np.zeros(shape, dtype=a.dtype)
+    np.copyto(_diagonal_view(out, offset, dim1, dim2, None), a)
+    return out
 
 
 DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
-                backward=lambda ctx, g: (diagonal(g, ctx.offset),))
+                backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),))
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose ``(dim1, dim2)`` diagonals hold the last dim of ``input`` (zeros
+    elsewhere); the batched ``diag``."""
+    ndim = input.ndim + 1
+    dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
+    if dim1 == dim2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    if input.ndim == 0:
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -1)")
+    return apply(DIAG_EMBED, input, offset=int(offset), dim1=dim1, dim2=dim2)
 
 
 _diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
@@ -321,7 +358,7 @@ def diag(input, diagonal=0):  # noqa: A002  (torch's name)
     """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
     ``diagonal`` as 1-D."""
     if input.ndim == 1:
-        return apply(DIAG_EMBED, input, offset=int(diagonal))
+        return apply(DIAG_EMBED, input, offset=int(diagonal), dim1=0, dim2=1)
     if input.ndim == 2:  # a copy of the diagonal in torch, hence its node's name
         return apply(DIAGONAL_COPY, input, offset=int(diagonal), dim1=0, dim2=1,
                      shape=tuple(input._data.shape))
@@ -462,7 +499,7 @@ def solve(A, B, *, left=True):
         return matmul(inverse(A), B)
     return matmul(inverse(A), B)
 
-__all__ += ["diagonal", "diag", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
+__all__ += ["diagonal", "diag", "diag_embed", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
 
-install_methods({"diagonal": diagonal, "diag": diag, "tril": tril, "triu": triu, "trace": trace,
+install_methods({"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "tril": tril, "triu": triu, "trace": trace,
                  "outer": outer, "inverse": inverse, "det": det, "addmm": addmm})

@@ -11,14 +11,19 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, install_methods
 from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_forward,
-                         _integer_division_check, _operands, abs, div, neg, pow, rsqrt)
+                         _integer_division_check, _operands, abs, clamp_bound, div, neg,
+                         pow, rsqrt, CLAMP_MAX_TENSOR, CLAMP_MIN_TENSOR)
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
 def _zero_gradient(ctx, g):
-    return (g * 0,)
+    """PyTorch's ``zeros_like(grad)``: a constant, so a gradient through floor, ceil, trunc
+    or round does not require grad even under ``create_graph=True``."""
+    from ._creation import zeros_like
+
+    return (zeros_like(g),)
 
 
 FLOOR = Op("floor", "FloorBackward0", forward=np.floor, backward=_zero_gradient)
@@ -159,10 +164,16 @@ absolute = abs
 
 
 def clamp_min(input, min):  # noqa: A002
+    if isinstance(min, Tensor):
+        return apply(CLAMP_MIN_TENSOR, input, min, has_min=True, has_max=False)
+    input, min = clamp_bound(input, min)
     return apply(CLAMP_MIN, input, min=min, max=None)
 
 
 def clamp_max(input, max):  # noqa: A002
+    if isinstance(max, Tensor):
+        return apply(CLAMP_MAX_TENSOR, input, max, has_min=False, has_max=True)
+    input, max = clamp_bound(input, max)
     return apply(CLAMP_MAX, input, min=None, max=max)
 
 

@@ -88,6 +88,10 @@ def checked_integer(value, dtype):
     info = np.iinfo(dtype)
     if info.min <= value <= info.max:
         return value
+    if value >= 2 ** 64:  # beyond what PyTorch's argument parser takes (Note [Integer scalars wrap])
+        raise OverflowError(f"int too big to convert: {value} does not fit in 64 bits")
+    if value < -2 ** 63:
+        raise OverflowError(f"can't convert negative int to unsigned: {value} is below -2**63")
     if info.min == 0 and -info.max <= value < 0:
         return _modulo(value, dtype)
     raise RuntimeError(
@@ -648,13 +652,94 @@ CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_ba
            saves=saves_inputs(0))
 
 
+def _clamp_tensor_forward(a, *bounds, has_min, has_max):
+    low = bounds[0] if has_min else None
+    high = bounds[-1] if has_max else None
+    out = a
+    if low is not None:
+        out = np.maximum(out, low)
+    if high is not None:
+        out = np.minimum(out, high)
+    return out
+
+
+def _clamp_tensor_backward(ctx, g):
+    """PyTorch's ``clamp_backward_min_max``: the input's gradient where it is inside the
+    bounds; a bound's gradient where it was chosen (``min`` only while it is below ``max``)."""
+    x = ctx.input(0)
+    low = ctx.input(1) if ctx.has_min else None
+    high = ctx.input(len(ctx.needs_input_grad) - 1) if ctx.has_max else None
+    needs = ctx.needs_input_grad
+    grads = []
+    if needs[0]:
+        keep = None
+        if low is not None:
+            keep = ge(x, low)
+        if high is not None:
+            keep = le(x, high) if keep is None else logical_and(keep, le(x, high))
+        grads.append(where_zero(logical_not(keep), g))
+    else:
+        grads.append(None)
+    if low is not None:
+        chosen = lt(x, low)
+        if high is not None:
+            chosen = logical_and(chosen, lt(low, high))
+        grads.append(where_zero(logical_not(chosen), g) if needs[1] else None)
+    if high is not None:
+        chosen = gt(x, high)
+        if low is not None:
+            chosen = logical_or(chosen, lt(high, low))
+        grads.append(where_zero(logical_not(chosen), g) if needs[-1] else None)
+    return tuple(grads)
+
+
+def _clamp_tensor_op(name, node):
+    return Op(name, node, forward=_clamp_tensor_forward, backward=_clamp_tensor_backward,
+              dtype=promote, saves=lambda needs: (tuple(range(len(needs))), False))
+
+
+CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0")
+CLAMP_MIN_TENSOR = _clamp_tensor_op("clamp_min_tensor", "ClampMinBackward1")
+CLAMP_MAX_TENSOR = _clamp_tensor_op("clamp_max_tensor", "ClampMaxBackward1")
+
+
+def clamp_bound(input, bound):
+    """A number bound of ``clamp`` as PyTorch converts it for ``input``'s dtype: an int is
+    checked against an integer dtype's range ("value cannot be converted ... without
+    overflow"); a float makes an integer input compute in the default float dtype."""
+    if bound is None or isinstance(bound, Tensor):
+        return input, bound
+    if isinstance(bound, np.generic):
+        bound = bound.item()
+    kind = input._data.dtype.kind
+    if type(bound) is int and kind in "iu":
+        checked_integer(bound, input._data.dtype)
+    elif type(bound) is int:
+        checked_integer(bound, np.dtype(np.int64))
+    elif isinstance(bound, float) and kind in "iub":
+        input = to(input, _dtypes.get_default_dtype())
+    return input, bound
+
+
 def clamp(input, min=None, max=None):  # noqa: A002
-    """Clamp into ``[min, max]``; the gradient passes where the input was inside the range."""
+    """Clamp into ``[min, max]`` (numbers or tensors); the gradient passes where the input was
+    inside the range, and to a tensor bound where it was chosen."""
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     for bound in (min, max):
         if isinstance(bound, Tensor):
             check_saveable(bound, input)
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        if not all(b is None or isinstance(b, Tensor) for b in (min, max)):
+            raise TypeError(
+                "clamp() received an invalid combination of arguments - got "
+                f"(min={type(min).__name__}, max={type(max).__name__}): the bounds must be both "
+                "numbers or both tensors (use torch.tensor(number) for the other one)")
+        bounds = [b for b in (min, max) if b is not None]
+        return apply(CLAMP_TENSOR, input, *bounds, has_min=min is not None,
+                     has_max=max is not None)
+    input, min = clamp_bound(input, min)
+    input, max = clamp_bound(input, max)
     return apply(CLAMP, input, min=min, max=max)
 
 
@@ -879,5 +964,11 @@ def where(condition, input=None, other=None):
     if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
         raise RuntimeError("where expected condition to be a boolean tensor")
     check_saveable(condition, input, other)
-    return apply(WHERE, _check_operand(input, "where"), _check_operand(other, "where"),
-                 condition=condition._data, condition_tensor=condition)
+    input, other = _check_operand(input, "where"), _check_operand(other, "where")
+    for number, tensor in ((input, other), (other, input)):
+        # an int beside an integer tensor takes its dtype, checked as PyTorch converts it
+        if type(number) is int and isinstance(tensor, Tensor) and tensor._data.dtype.kind in "iu":
+            checked_integer(number, tensor._data.dtype)
+        elif type(number) is int:
+            checked_integer(number, np.dtype(np.int64))
+    return apply(WHERE, input, other, condition=condition._data, condition_tensor=condition)

@@ -356,9 +356,30 @@ def check_slice_steps(items):
                     f"backwards; use torch.flip(x, dims) to reverse a dim")
 
 
+def scalar_tensor_keys(key):
+    """``key`` with each 0-d integer tensor replaced by its Python int: PyTorch's indexing
+    selects with it (``x[torch.tensor(1)]`` is the view ``x[1]``, ``SelectBackward0``). A 0-d
+    bool or uint8 tensor stays a mask."""
+    items = key if isinstance(key, tuple) else (key,)
+    if not any(isinstance(item, Tensor) and item.ndim == 0 for item in items):
+        return key
+    converted = tuple(
+        int(item._data) if isinstance(item, Tensor) and item.ndim == 0
+        and item._data.dtype.kind in "iu" and item._data.dtype != np.uint8 else item
+        for item in items)
+    return converted if isinstance(key, tuple) else converted[0]
+
+
+# ``x[...]`` and ``x[()]``: the whole tensor as a new view, which PyTorch records as an alias
+ALIAS = Op("alias", "AliasBackward0", forward=lambda a: a.view(), backward=lambda ctx, g: (g,),
+           view=True)
+
+
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
-    and integer or boolean tensors index (advanced indexing, a copy)."""
+    and integer or boolean tensors index (advanced indexing, a copy). A key that keeps all of
+    ``input`` (``...``, ``()``, ``(:,)``) gives an alias view, as in PyTorch."""
+    key = scalar_tensor_keys(key)
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     if any(_is_advanced(item) for item in items):
@@ -406,7 +427,7 @@ def getitem(input, key):
             full = (slice(None),) * dim + (index,)
             out = _index_op(out, full, "select")
     if out is input:
-        out = _index_op(input, (slice(None),), "slice") if input.ndim else view(input, ())
+        out = apply(ALIAS, input)
     return out
 
 

@@ -202,3 +202,138 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 install_methods({"median": median, "mode": mode, "unique": unique, "bincount": bincount, "quantile": quantile})
+
+
+# ---- nanmedian ----------------------------------------------------------------------------------
+
+def _lower_nanmedian(array):
+    """The lower median of the non-NaN values (NaN if there are none)."""
+    flat = array.reshape(-1)
+    flat = flat[~np.isnan(flat)]
+    if flat.size == 0:
+        return np.asarray(np.nan, dtype=array.dtype)
+    return np.asarray(np.partition(flat, (flat.size - 1) // 2)[(flat.size - 1) // 2])
+
+
+_NANMEDIAN_ALL = Op("nanmedian", "NanmedianBackward0",
+                    forward=lambda a, dims, keepdim, shape, count: _lower_nanmedian(a),
+                    backward=_evenly_backward, saves=lambda needs: ((0,), True))
+_NANMEDIAN_DIM = Op("nanmedian_dim", "NanmedianBackward1", forward=lambda a, values, **_: values,
+                    backward=_select_backward)
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    """``median`` of the non-NaN values; NaN only where all are NaN."""
+    from ._indexing import RETURN_TYPES
+
+    if dim is None:
+        if input.numel() == 0:
+            return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
+        return apply(_NANMEDIAN_ALL, input, **_reduce_attrs(input, None, False))
+    dim = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, dim, "nanmedian")
+    if input.ndim == 0:
+        indices, values = np.zeros((), np.int64), input._data.copy()
+    else:
+        order = np.argsort(input._data, axis=dim, kind="stable")  # NaN sorts last
+        present = np.sum(~np.isnan(input._data), axis=dim, keepdims=True)
+        middle = np.maximum((present - 1) // 2, 0)
+        indices = np.take_along_axis(order, middle, axis=dim).astype(np.int64)
+        values = np.take_along_axis(input._data, indices, axis=dim)
+    keep = bool(keepdim) or input.ndim == 0
+    out_values = values if keep else np.squeeze(values, dim)
+    out_indices = indices if keep else np.squeeze(indices, dim)
+    out = apply(_NANMEDIAN_DIM, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
+                keepdim=keep, shape=input._data.shape)
+    return RETURN_TYPES["nanmedian"](out, _wrap(out_indices))
+
+
+# ---- cov, corrcoef, trapezoid ------------------------------------------------------------------------
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """The covariance matrix of the variables in the rows of ``input`` (observations in the
+    columns), optionally weighted; composed as PyTorch composes it."""
+    from ._linalg import mm
+    from ._reduction import sum
+    from ._shape import squeeze, t, view
+
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    x = view(input, (1, -1)) if input.ndim < 2 else input
+    if not x.dtype.is_floating_point:
+        x = x.to(_dtypes.get_default_dtype())
+    observations = x.shape[1]
+    weights = None
+    if fweights is not None:
+        weights = fweights
+    if aweights is not None:
+        weights = aweights if weights is None else weights * aweights
+    if weights is None:
+        weight_sum = float(observations)
+        average = mean(x, 1)
+    else:
+        weights = weights.to(x.dtype)
+        weight_sum = sum(weights)
+        average = sum(x * weights, 1) / weight_sum
+    if weights is not None and aweights is not None and correction != 0:
+        norm = weight_sum - correction * sum(weights * aweights) / weight_sum
+    else:
+        norm = weight_sum - correction
+    norm_value = float(norm._data) if isinstance(norm, Tensor) else norm
+    if norm_value <= 0:
+        import warnings
+
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm = norm * 0 if isinstance(norm, Tensor) else 0.0
+    centered = x - average.unsqueeze(1)
+    product = mm(centered, t(centered if weights is None else centered * weights))
+    return squeeze(product / norm)
+
+
+def corrcoef(input):
+    """The Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
+    from ._pointwise import clamp, sqrt
+    from ._shape import view
+
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    stddev = sqrt(c.diagonal())
+    c = c / view(stddev, (-1, 1))
+    c = c / view(stddev, (1, -1))
+    return clamp(c, -1, 1)
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The integral of ``y`` along ``dim`` by the trapezoid rule, with sample points ``x`` or
+    a spacing ``dx`` (1 by default)."""
+    from ._compose import diff
+    from ._reduction import sum
+    from ._shape import narrow, select
+    from ._special import DIV_NUMBER, MUL_NUMBER
+
+    dim = _wrap_dim(dim, y.ndim)
+    length = y.shape[dim]
+    if x is not None:
+        if dx is not None:
+            raise RuntimeError("trapezoid: received both x and dx; pass only one of them")
+        if length == 0:
+            return sum(y, dim) * 0
+        spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
+        if x.ndim == 1:
+            shape = [1] * y.ndim
+            shape[dim] = -1
+            spacing = spacing.reshape(shape)
+        pairs = narrow(y, dim, 1, length - 1) + narrow(y, dim, 0, length - 1)
+        return apply(DIV_NUMBER, sum(spacing * pairs, dim), other=2.0)
+    if length == 0:
+        return sum(y, dim) * 0
+    ends = (select(y, dim, 0) + select(y, dim, -1)) * 0.5
+    return apply(MUL_NUMBER, sum(y, dim) - ends, other=1.0 if dx is None else dx)
+
+
+__all__ += ["nanmedian", "cov", "corrcoef", "trapezoid"]
+
+install_methods({"nanmedian": nanmedian, "cov": cov, "corrcoef": corrcoef})

@@ -56,14 +56,16 @@ def _window_starts(length, size, step):
 
 
 def _unfold_forward(a, dim, size, step, shape):
-    starts = _window_starts(a.shape[dim] if a.ndim else 1, size, step)
+    """Every window as a view of ``a`` (strides, no copy), the window's own dim last, as in
+    torch. Overlapping windows (``step < size``) share elements and stay writable, as in torch;
+    an in-place op over several of them at once computes from the values before the write
+    (torch's CPU kernel lets the writes compound, in its loop order)."""
     if a.ndim == 0:
         return a.reshape(1)
-    windows = [np.take(a, range(s, s + size), axis=dim) for s in starts]
-    stacked = np.stack(windows, axis=dim) if windows else np.empty(
-        a.shape[:dim] + (0,) + a.shape[dim + 1:] + (size,), dtype=a.dtype)
-    # the window's own dim goes last, as in torch
-    return np.moveaxis(stacked, dim + 1, -1) if windows else stacked
+    count = (a.shape[dim] - size) // step + 1
+    out_shape = a.shape[:dim] + (count,) + a.shape[dim + 1:] + (size,)
+    strides = a.strides[:dim] + (a.strides[dim] * step,) + a.strides[dim + 1:] + (a.strides[dim],)
+    return np.lib.stride_tricks.as_strided(a, out_shape, strides)
 
 
 def _unfold_backward_forward(g, shape, dim, size, step):
@@ -82,14 +84,14 @@ UNFOLD_BACKWARD = Op("unfold_backward", "UnfoldBackwardBackward0",
                      forward=_unfold_backward_forward,
                      backward=lambda ctx, g: (apply(UNFOLD, g, dim=ctx.dim, size=ctx.size,
                                                     step=ctx.step, shape=ctx.shape),))
-UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward,
+UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward, view=True,
             backward=lambda ctx, g: (apply(UNFOLD_BACKWARD, g, shape=ctx.shape,
                                            dim=ctx.dim, size=ctx.size, step=ctx.step),))
 
 
 def unfold(self, dimension, size, step):
     """Every window of ``size`` entries along ``dimension``, ``step`` apart, as a new last
-    dim. (A copy in gradviz; a view in torch.)"""
+    dim: a view of ``self``, as in torch."""
     dim = _wrap_dim(dimension, self.ndim)
     length = self.shape[dim] if self.ndim else 1
     if size > length:

@@ -1,0 +1,707 @@
+"""More pointwise math, as in PyTorch: ``addcmul``/``addcdiv`` (what optimizers write),
+``hypot``, ``logaddexp``/``logaddexp2``, ``copysign``, ``fmax``/``fmin``, ``heaviside``,
+``float_power``, ``sinc``, ``deg2rad``/``rad2deg``, ``logit``, the inverse hyperbolic
+functions, ``erfc``/``erfinv``, the gamma family (``lgamma``, ``digamma``, ``polygamma``),
+``sgn``, ``signbit``, the predicates ``isposinf``/``isneginf``/``isreal``, numpy-style aliases
+(``multiply``, ``greater``, ``arcsin``, ...) and the ``torch.special`` names.
+
+Each backward rule is PyTorch's formula written with gradviz ops, so higher derivatives work
+(Note [Backward rules are differentiable] in ``_registry.py``).
+"""
+
+from __future__ import annotations
+
+import math
+import types
+
+import numpy as np
+
+from .. import dtypes as _dtypes
+from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
+from ._pointwise import (_BITWISE_AND, _BITWISE_NOT, _BITWISE_OR, _bitwise, _broadcasting,
+                         _check_operand, div, eq, exp, ge, gt, le, log, logical_not, logical_or, lt,
+                         mul, pow, rsqrt, sub, where, where_zero)
+from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
+
+__all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "fmin",
+           "heaviside", "float_power", "sinc", "deg2rad", "rad2deg", "logit", "asinh", "acosh",
+           "atanh", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "sgn", "signbit",
+           "isposinf", "isneginf", "isreal", "multiply", "divide", "subtract", "greater",
+           "greater_equal", "less", "less_equal", "not_equal", "arcsin", "arccos", "arctan",
+           "arctan2", "arcsinh", "arccosh", "arctanh", "fix", "positive", "bitwise_and",
+           "bitwise_or", "bitwise_xor", "bitwise_not", "xlog1py", "special"]
+
+
+def _floating_only(name, *tensors):
+    """PyTorch's kernels for these ops have no integer version."""
+    for t in tensors:
+        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
+            raise NotImplementedError(
+                f'"{name}_cpu" not implemented for \'{TYPE_WORDS[t.dtype.name]}\': convert the '
+                f"input to a floating-point dtype first (x.float())")
+
+
+# ---- addcmul / addcdiv -----------------------------------------------------------------------
+
+def _addcmul_backward(ctx, g):
+    _, t1, t2 = ctx.input(0), ctx.input(1), ctx.input(2)
+    needs = ctx.needs_input_grad
+    return (g if needs[0] else None,
+            g * t2 * ctx.value if needs[1] else None,
+            g * t1 * ctx.value if needs[2] else None)
+
+
+def _addcdiv_backward(ctx, g):
+    t1, t2 = ctx.input(1), ctx.input(2)
+    needs = ctx.needs_input_grad
+    return (g if needs[0] else None,
+            g * ctx.value / t2 if needs[1] else None,
+            -g * ctx.value * t1 / (t2 * t2) if needs[2] else None)
+
+
+def _addc_forward(combine):
+    def forward(a, t1, t2, value):
+        try:
+            return a + value * combine(t1, t2)
+        except ValueError:
+            shapes = [list(np.shape(x)) for x in (a, t1, t2)]
+            raise RuntimeError(f"The size of tensors do not match: shapes {shapes} do not "
+                               "broadcast together") from None
+
+    return forward
+
+
+ADDCMUL = Op("addcmul", "AddcmulBackward0", forward=_addc_forward(np.multiply),
+             backward=_addcmul_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addc_forward(np.true_divide),
+             backward=_addcdiv_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    return apply(ADDCMUL, input, tensor1, tensor2, value=value)
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2`` (integer tensors are an error, as in PyTorch)."""
+    if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic addcdiv "
+            "behavior can be implemented as (input + value * torch.trunc(tensor1 / tensor2))"
+            ".to(input.dtype) for integer inputs and as (input + value * tensor1 / tensor2) for "
+            "float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    return apply(ADDCDIV, input, tensor1, tensor2, value=value)
+
+
+# ---- binary functions ---------------------------------------------------------------------------
+
+def _hypot_backward(ctx, g):
+    out = ctx.output()
+    return (g * ctx.input(0) / out if ctx.needs_input_grad[0] else None,
+            g * ctx.input(1) / out if ctx.needs_input_grad[1] else None)
+
+
+HYPOT = Op("hypot", "HypotBackward0", forward=_broadcasting(np.hypot), backward=_hypot_backward,
+           saves=lambda needs: ((0, 1), True), dtype=promote)
+
+
+def _logaddexp_backward(base_exp):
+    def backward(ctx, g):
+        a, b = ctx.input(0), ctx.input(1)
+        return (g / (1 + base_exp(b - a)) if ctx.needs_input_grad[0] else None,
+                g / (1 + base_exp(a - b)) if ctx.needs_input_grad[1] else None)
+
+    return backward
+
+
+LOGADDEXP = Op("logaddexp", "LogaddexpBackward0", forward=_broadcasting(np.logaddexp),
+               backward=_logaddexp_backward(exp), saves=saves_inputs(0, 1), dtype=promote)
+LOGADDEXP2 = Op("logaddexp2", "Logaddexp2Backward0", forward=_broadcasting(np.logaddexp2),
+                backward=_logaddexp_backward(lambda t: pow(2.0, t)), saves=saves_inputs(0, 1),
+                dtype=promote)
+
+
+def _binary_floating(op, name, input, other):
+    input, other = _check_operand(input, name), _check_operand(other, name)
+    _floating_only(name, input, other)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(input).__name__}")
+    if not isinstance(other, Tensor):
+        other = _wrap(np.asarray(other, dtype=input._data.dtype))
+    return apply(op, input, other)
+
+
+def hypot(input, other):
+    """``sqrt(input**2 + other**2)`` without overflow."""
+    return _binary_floating(HYPOT, "hypot", input, other)
+
+
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))`` without overflow."""
+    return _binary_floating(LOGADDEXP, "logaddexp", input, other)
+
+
+def logaddexp2(input, other):
+    """``log2(2**input + 2**other)`` without overflow."""
+    return _binary_floating(LOGADDEXP2, "logaddexp2", input, other)
+
+
+def _copysign_backward(ctx, g):
+    """PyTorch's ``copysign_tensor_self_backward``: ``g * result / input``, 0 where the input
+    is 0; the sign source gets no gradient."""
+    x = ctx.input(0)
+    is_zero = eq(x, 0)
+    ratio = where_zero(is_zero, ctx.output() / where(is_zero, 1.0, x))
+    grads = (g * ratio,)
+    if len(ctx.needs_input_grad) == 2:
+        grads += (g * 0 if ctx.needs_input_grad[1] else None,)
+    return grads
+
+
+COPYSIGN = Op("copysign", "CopysignBackward0", forward=_broadcasting(np.copysign),
+              backward=_copysign_backward, saves=lambda needs: ((0,), True), dtype=promote_float)
+COPYSIGN_NUMBER = Op("copysign_number", "CopysignBackward1",
+                     forward=lambda a, other: np.copysign(a, other), backward=_copysign_backward,
+                     saves=lambda needs: ((0,), True), dtype=promote_float)
+
+
+def copysign(input, other):
+    """``|input|`` with the sign of ``other`` (integers compute in the default float dtype)."""
+    if isinstance(other, Tensor):
+        return apply(COPYSIGN, input, other)
+    return apply(COPYSIGN_NUMBER, input, other=_check_operand(other, "copysign"))
+
+
+def _fmax_backward(ctx, g):
+    """The gradient to the operand chosen; a NaN loses to a number, as in ``fmax``."""
+    from ._math import isnan
+
+    a, b = ctx.input(0), ctx.input(1)
+    first = logical_or(ge(a, b) if ctx.largest else le(a, b), isnan(b))
+    return (where_zero(logical_not(first), g) if ctx.needs_input_grad[0] else None,
+            where_zero(first, g) if ctx.needs_input_grad[1] else None)
+
+
+FMAX = Op("fmax", "FmaxBackward0", forward=lambda a, b, largest: np.fmax(a, b),
+          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
+FMIN = Op("fmin", "FminBackward0", forward=lambda a, b, largest: np.fmin(a, b),
+          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
+
+
+def fmax(input, other):
+    """The larger of each pair, ignoring NaN (NaN only where both are NaN)."""
+    return apply(FMAX, input, other, largest=True)
+
+
+def fmin(input, other):
+    """The smaller of each pair, ignoring NaN."""
+    return apply(FMIN, input, other, largest=False)
+
+
+def _heaviside_backward(ctx, g):
+    raise RuntimeError("derivative for aten::heaviside is not implemented: heaviside is a step, "
+                       "its gradient is zero almost everywhere; use a smooth stand-in such as "
+                       "sigmoid(k * x) to train through it")
+
+
+HEAVISIDE = Op("heaviside", "NotImplemented", forward=_broadcasting(np.heaviside),
+               backward=_heaviside_backward, dtype=promote)
+
+
+def heaviside(input, values):
+    """0 where ``input < 0``, 1 where ``input > 0``, ``values`` where it is 0."""
+    if input.dtype is not values.dtype:
+        raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
+    return apply(HEAVISIDE, input, values)
+
+
+def float_power(input, exponent):
+    """``pow`` computed in float64, as PyTorch's ``float_power`` (the node is ``PowBackward``)."""
+    if isinstance(input, Tensor):
+        input = input.to(_dtypes.float64)
+    else:
+        input = float(input)
+    if isinstance(exponent, Tensor):
+        exponent = exponent.to(_dtypes.float64)
+    else:
+        exponent = float(exponent)
+    return pow(input, exponent)
+
+
+def _xlog1py_forward(x, y):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where((x == 0) & ~np.isnan(y), 0.0, x * np.log1p(y))
+    return np.asarray(out, dtype=np.result_type(x, y))
+
+
+def _xlog1py_backward(ctx, g):
+    """PyTorch's formulas: ``g * log1p(other)`` for ``input`` (unmasked, unlike ``xlogy``)."""
+    from ._pointwise import log1p
+
+    x, y = ctx.input(0), ctx.input(1)
+    return (g * log1p(y) if ctx.needs_input_grad[0] else None,
+            g * x / (y + 1) if ctx.needs_input_grad[1] else None)
+
+
+XLOG1PY = Op("xlog1py", "SpecialXlog1PyBackward0", forward=_broadcasting(_xlog1py_forward),
+             backward=_xlog1py_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+
+
+def xlog1py(input, other):
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    return apply(XLOG1PY, _check_operand(input, "xlog1py"), _check_operand(other, "xlog1py"))
+
+
+# ---- unary functions ---------------------------------------------------------------------------
+
+def _sinc_forward(a):
+    return np.sinc(a)
+
+
+def _sinc_backward(ctx, g):
+    """``(cos(pi x) pi x - sin(pi x)) / (pi x^2)``, 0 at 0: PyTorch's formula, so a second
+    derivative at 0 is NaN, as in PyTorch."""
+    from ._pointwise import cos, sin
+
+    x = ctx.input(0)
+    angle = x * math.pi
+    return (g * where_zero(eq(x, 0), (angle * cos(angle) - sin(angle)) / (angle * x)),)
+
+
+SINC = Op("sinc", "SincBackward0", forward=_sinc_forward, backward=_sinc_backward,
+          saves=saves_inputs(0), dtype=promote_float)
+DEG2RAD = Op("deg2rad", "Deg2RadBackward0", forward=lambda a: a * (math.pi / 180),
+             backward=lambda ctx, g: (g * (math.pi / 180),), dtype=promote_float)
+RAD2DEG = Op("rad2deg", "Rad2DegBackward0", forward=lambda a: a * (180 / math.pi),
+             backward=lambda ctx, g: (g * (180 / math.pi),), dtype=promote_float)
+
+
+def sinc(input):
+    """``sin(pi x) / (pi x)``, 1 at 0."""
+    return apply(SINC, input)
+
+
+def deg2rad(input):
+    return apply(DEG2RAD, input)
+
+
+def rad2deg(input):
+    return apply(RAD2DEG, input)
+
+
+def _logit_forward(a, eps):
+    if eps is not None:
+        a = np.clip(a, eps, 1 - eps)
+    return np.log(a / (1 - a))
+
+
+def _logit_backward(ctx, g):
+    """``g / (x (1 - x))``; outside ``[eps, 1 - eps]`` 0 (NaN outside ``[0, 1]`` without
+    ``eps``), as PyTorch's ``logit_backward``."""
+    x = ctx.input(0)
+    eps = ctx.eps
+    low, high = (0.0, 1.0) if eps is None else (eps, 1 - eps)
+    outside = logical_or(lt(x, low), gt(x, high))
+    inside = g / (x * (1 - x))
+    if eps is None:
+        return (where(outside, math.nan, inside),)
+    return (where_zero(outside, inside),)
+
+
+LOGIT = Op("logit", "LogitBackward0", forward=_logit_forward, backward=_logit_backward,
+           saves=saves_inputs(0), dtype=promote_float)
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, the inverse of ``sigmoid``; ``eps`` clamps ``p`` into
+    ``[eps, 1 - eps]`` first."""
+    return apply(LOGIT, input, eps=None if eps is None else float(eps))
+
+
+ASINH = Op("asinh", "AsinhBackward0", forward=np.arcsinh,
+           backward=lambda ctx, g: (g * rsqrt(ctx.input(0) * ctx.input(0) + 1),),
+           saves=saves_inputs(0), dtype=promote_float)
+ACOSH = Op("acosh", "AcoshBackward0", forward=np.arccosh,
+           backward=lambda ctx, g: (g * rsqrt(ctx.input(0) * ctx.input(0) - 1),),
+           saves=saves_inputs(0), dtype=promote_float)
+ATANH = Op("atanh", "AtanhBackward0", forward=np.arctanh,
+           backward=lambda ctx, g: (g / (1 - ctx.input(0) * ctx.input(0)),),
+           saves=saves_inputs(0), dtype=promote_float)
+
+
+def asinh(input):
+    return apply(ASINH, input)
+
+
+def acosh(input):
+    return apply(ACOSH, input)
+
+
+def atanh(input):
+    return apply(ATANH, input)
+
+
+_TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
+_erfc_scalar = np.frompyfunc(math.erfc, 1, 1)
+_erf_scalar = np.frompyfunc(math.erf, 1, 1)
+
+
+def _elementwise(scalar_fn, a):
+    """A Python-float function over an array, in float64, returned in ``a``'s dtype."""
+    return np.asarray(scalar_fn(a.astype(np.float64)), dtype=np.float64).astype(a.dtype)
+
+
+ERFC = Op("erfc", "ErfcBackward0", forward=lambda a: _elementwise(_erfc_scalar, a),
+          backward=lambda ctx, g: (-g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
+          saves=saves_inputs(0), dtype=promote_float)
+
+
+def _erfinv_forward(a):
+    """The inverse of erf: Giles' approximation, then Newton steps on ``erf(y) = x``."""
+    x = a.astype(np.float64)
+    with np.errstate(all="ignore"):
+        w = -np.log((1.0 - x) * (1.0 + x))
+        small = w < 5.0
+        ws, wl = w - 2.5, np.sqrt(w) - 3.0
+        ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
+                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
+                         1.50140941], ws)
+        pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
+                         0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
+                         2.83297682], wl)
+        y = np.where(small, ps, pl) * x
+        for _ in range(3):
+            finite = np.isfinite(y)
+            step = (np.asarray(_erf_scalar(np.where(finite, y, 0.0)), dtype=np.float64) - x) / (
+                _TWO_OVER_SQRT_PI * np.exp(-y * y))
+            y = np.where(finite & (np.abs(x) < 1), y - step, y)
+    y = np.where(x == 1, np.inf, np.where(x == -1, -np.inf, y))
+    y = np.where((np.abs(x) > 1) | np.isnan(x), np.nan, y)
+    return y.astype(a.dtype)
+
+
+ERFINV = Op("erfinv", "ErfinvBackward0", forward=_erfinv_forward,
+            backward=lambda ctx, g: (g * (math.sqrt(math.pi) / 2) * exp(ctx.output() * ctx.output()),),
+            saves=saves_output, dtype=promote_float)
+
+
+def erfc(input):
+    """``1 - erf(input)``, accurate where ``erf`` is close to 1."""
+    return apply(ERFC, input)
+
+
+def erfinv(input):
+    """The inverse of ``erf`` on ``(-1, 1)`` (``±inf`` at ``±1``, NaN outside)."""
+    return apply(ERFINV, input)
+
+
+# ---- the gamma family --------------------------------------------------------------------------
+# digamma and polygamma shift their argument up by the recurrences psi(x) = psi(x + 1) - 1/x
+# and zeta(s, x) = zeta(s, x + 1) + x**-s until it is large, then use the asymptotic series.
+
+_BERNOULLI = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6]  # B_2 .. B_14
+_SHIFT_TO = 12.0
+
+
+def _digamma_array(x):
+    x = np.asarray(x, dtype=np.float64)
+    out = np.empty_like(x)
+    with np.errstate(all="ignore"):
+        reflect = x < 0.5  # psi(x) = psi(1 - x) - pi / tan(pi x)
+        y = np.where(reflect, 1.0 - x, x)
+        shift = np.zeros_like(y)
+        while True:
+            low = y < _SHIFT_TO
+            if not low.any():
+                break
+            shift = shift - np.where(low, 1.0 / y, 0.0)
+            y = np.where(low, y + 1.0, y)
+        inverse_square = 1.0 / (y * y)
+        series = np.zeros_like(y)
+        power = inverse_square
+        for k, b in enumerate(_BERNOULLI, start=1):
+            series = series + b / (2 * k) * power
+            power = power * inverse_square
+        value = np.log(y) - 0.5 / y - series + shift
+        cotangent = np.pi / np.tan(np.pi * x)
+        out = np.where(reflect, value - cotangent, value)
+        integer = (x <= 0) & (x == np.floor(x))
+        out = np.where(integer, np.where(x == 0, -np.inf, np.nan), out)
+    return np.where(np.isnan(x), np.nan, np.where(x == np.inf, np.inf, out))
+
+
+def _hurwitz_zeta_array(s, x):
+    """``sum_k (x + k)**-s`` for an integer ``s >= 2``."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        total = np.zeros_like(x)
+        y = x.copy()
+        while True:
+            low = y < _SHIFT_TO
+            if not low.any():
+                break
+            total = total + np.where(low, y ** -s, 0.0)
+            y = np.where(low, y + 1.0, y)
+        tail = y ** (1 - s) / (s - 1) + 0.5 * y ** -s
+        rising = float(s)  # s (s + 1) ... (s + 2k - 2)
+        factorial = 2.0
+        power = y ** (-s - 1)
+        for k, b in enumerate(_BERNOULLI, start=1):
+            tail = tail + b / factorial * rising * power
+            rising *= (s + 2 * k - 1) * (s + 2 * k)
+            factorial *= (2 * k + 1) * (2 * k + 2)
+            power = power / (y * y)
+        out = total + tail
+        pole = (x <= 0) & (x == np.floor(x))
+    return np.where(pole, np.inf, out)
+
+
+def _polygamma_array(n, x):
+    if n == 0:
+        return _digamma_array(x)
+    sign_ = 1.0 if n % 2 else -1.0
+    return sign_ * math.factorial(n) * _hurwitz_zeta_array(n + 1, x)
+
+
+_lgamma_scalar = np.frompyfunc(lambda v: math.inf if v <= 0 and v == math.floor(v)
+                               else math.lgamma(v), 1, 1)
+
+LGAMMA = Op("lgamma", "LgammaBackward0", forward=lambda a: _elementwise(_lgamma_scalar, a),
+            backward=lambda ctx, g: (g * digamma(ctx.input(0)),), saves=saves_inputs(0),
+            dtype=promote_float)
+DIGAMMA = Op("digamma", "DigammaBackward0",
+             forward=lambda a: _digamma_array(a).astype(a.dtype),
+             backward=lambda ctx, g: (g * polygamma(1, ctx.input(0)),), saves=saves_inputs(0),
+             dtype=promote_float)
+POLYGAMMA = Op("polygamma", "PolygammaBackward0",
+               forward=lambda a, n: _polygamma_array(n, a).astype(a.dtype),
+               backward=lambda ctx, g: (g * polygamma(ctx.n + 1, ctx.input(0)),),
+               saves=saves_inputs(0), dtype=promote_float)
+
+
+def lgamma(input):
+    """``log|Gamma(input)|`` (inf at the poles 0, -1, -2, ...)."""
+    return apply(LGAMMA, input)
+
+
+def digamma(input):
+    """``d/dx log Gamma(x)`` (-inf at 0, NaN at the negative integers)."""
+    return apply(DIGAMMA, input)
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of ``digamma``."""
+    if not isinstance(n, int) or n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got {n}.")
+    if n == 0:
+        return apply(POLYGAMMA, input, n=0)
+    return apply(POLYGAMMA, input, n=n)
+
+
+def _polygamma_method(self, n):
+    return polygamma(n, self)
+
+
+SGN = Op("sgn", "SgnBackward0", forward=np.sign, backward=lambda ctx, g: (_zeros_like(g),))
+
+
+def _zeros_like(g):
+    """A zero gradient that is a constant, as PyTorch's ``zeros_like(grad)``."""
+    from ._creation import zeros_like
+
+    return zeros_like(g)
+
+
+def sgn(input):
+    """``sign`` (for real tensors; its gradient is zero)."""
+    return apply(SGN, input)
+
+
+# ---- predicates (not differentiable) ------------------------------------------------------------
+
+def signbit(input):
+    """Whether the sign bit is set (true for -0.0)."""
+    return _wrap(np.signbit(input._data))
+
+
+def isposinf(input):
+    return _wrap(np.isposinf(input._data) if input._data.dtype.kind == "f"
+                 else np.zeros(input._data.shape, dtype=bool))
+
+
+def isneginf(input):
+    return _wrap(np.isneginf(input._data) if input._data.dtype.kind == "f"
+                 else np.zeros(input._data.shape, dtype=bool))
+
+
+def isreal(input):
+    """All true: gradviz has no complex tensors."""
+    return _wrap(np.ones(input._data.shape, dtype=bool))
+
+
+# ---- aliases under numpy's names -----------------------------------------------------------------
+
+def multiply(input, other):
+    return mul(input, other)
+
+
+def divide(input, other, *, rounding_mode=None):
+    return div(input, other, rounding_mode=rounding_mode)
+
+
+def subtract(input, other, *, alpha=1):
+    return sub(input, other, alpha=alpha)
+
+
+def greater(input, other):
+    return gt(input, other)
+
+
+def greater_equal(input, other):
+    return ge(input, other)
+
+
+def less(input, other):
+    return lt(input, other)
+
+
+def less_equal(input, other):
+    return le(input, other)
+
+
+def not_equal(input, other):
+    from ._pointwise import ne
+
+    return ne(input, other)
+
+
+def _math_alias(name):
+    from . import _math
+
+    return getattr(_math, name)
+
+
+arcsin, arccos, arctan = _math_alias("asin"), _math_alias("acos"), _math_alias("atan")
+arctan2, fix = _math_alias("atan2"), _math_alias("trunc")
+arcsinh, arccosh, arctanh = asinh, acosh, atanh
+
+
+def positive(input):
+    """``input`` itself (no node), as in PyTorch; an error for bool tensors."""
+    if input.dtype is _dtypes.bool:
+        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def bitwise_and(input, other):
+    return _bitwise(_BITWISE_AND, input, other)
+
+
+def bitwise_or(input, other):
+    return _bitwise(_BITWISE_OR, input, other)
+
+
+def bitwise_xor(input, other):
+    from ._math import _BITWISE_XOR
+
+    return _bitwise(_BITWISE_XOR, input, other)
+
+
+def bitwise_not(input):
+    from ._pointwise import logical_not as _not
+
+    if input.dtype is _dtypes.bool:
+        return _not(input)
+    if input.dtype.is_floating_point:
+        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
+    return apply(_BITWISE_NOT, input)
+
+
+# ---- torch.special ---------------------------------------------------------------------------------
+
+def _entr_forward(a):
+    with np.errstate(all="ignore"):
+        out = np.where(a > 0, -a * np.log(np.where(a > 0, a, 1)), np.where(a == 0, 0.0, -np.inf))
+    return np.where(np.isnan(a), np.nan, out).astype(a.dtype)
+
+
+ENTR = Op("entr", "SpecialEntrBackward0", forward=_entr_forward,
+          backward=lambda ctx, g: (g * -(1 + log(ctx.input(0))),), saves=saves_inputs(0),
+          dtype=promote_float)
+
+
+def entr(input):
+    """``-x log x`` (0 at 0, -inf for negative x)."""
+    return apply(ENTR, input)
+
+
+# ``tensor * number`` and ``tensor / number`` as PyTorch's C++ code calls them (``mul.Scalar``,
+# ``div.Scalar``), for the functions PyTorch composes that way; Python's ``x * 2`` is
+# ``MulBackward0`` in PyTorch too, as in gradviz.
+MUL_NUMBER = Op("mul_number", "MulBackward1", forward=lambda a, other: a * other,
+                backward=lambda ctx, g: (g * ctx.other,))
+DIV_NUMBER = Op("div_number", "DivBackward1", forward=lambda a, other: a / other,
+                backward=lambda ctx, g: (g / ctx.other,))
+
+
+def _ndtr(input):
+    """The standard normal CDF, composed as PyTorch composes it (``mul`` by a number is its
+    ``MulBackward1``)."""
+    from ._pointwise import erf
+
+    return apply(MUL_NUMBER, 1 + erf(input * (1 / math.sqrt(2))), other=0.5)
+
+
+def _special_module():
+    from . import _activation, _math, _pointwise, _reduction
+
+    special = types.ModuleType("gradviz.special", "PyTorch's torch.special functions gradviz has.")
+    names = dict(
+        expit=_pointwise.sigmoid, logit=logit, erf=_pointwise.erf, erfc=erfc, erfinv=erfinv,
+        entr=entr, log_softmax=_activation.log_softmax, softmax=_activation.softmax,
+        logsumexp=_reduction.logsumexp, sinc=sinc, ndtr=_ndtr, xlogy=_math.xlogy,
+        xlog1py=xlog1py, exp2=_pointwise.exp2, expm1=_pointwise.expm1, log1p=_pointwise.log1p,
+        gammaln=lgamma, digamma=digamma, psi=digamma, polygamma=polygamma,
+        round=_math.round)
+    for name, fn in names.items():
+        setattr(special, name, fn)
+    special.__all__ = sorted(names)
+    return special
+
+
+special = _special_module()
+
+
+install_methods({
+    "addcmul": addcmul, "addcdiv": addcdiv, "hypot": hypot, "logaddexp": logaddexp,
+    "logaddexp2": logaddexp2, "copysign": copysign, "fmax": fmax, "fmin": fmin,
+    "heaviside": heaviside, "float_power": float_power, "sinc": sinc, "deg2rad": deg2rad,
+    "rad2deg": rad2deg, "logit": logit, "asinh": asinh, "acosh": acosh, "atanh": atanh,
+    "arcsinh": asinh, "arccosh": acosh, "arctanh": atanh, "erfc": erfc, "erfinv": erfinv,
+    "lgamma": lgamma, "digamma": digamma, "polygamma": _polygamma_method, "sgn": sgn,
+    "signbit": signbit, "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
+    "multiply": multiply, "divide": divide, "subtract": subtract, "greater": greater,
+    "greater_equal": greater_equal, "less": less, "less_equal": less_equal,
+    "not_equal": not_equal, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
+    "arctan2": arctan2, "fix": fix, "positive": positive, "bitwise_and": bitwise_and,
+    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
+    "xlog1py": xlog1py,
+})
+
+
+def _inplace_methods():
+    from ._inplace import _method
+
+    return {name + "_": _method(fn) for name, fn in (
+        ("addcmul", addcmul), ("addcdiv", addcdiv), ("hypot", hypot), ("logaddexp", logaddexp),
+        ("copysign", copysign), ("sinc", sinc),
+        ("deg2rad", deg2rad), ("rad2deg", rad2deg), ("logit", logit), ("asinh", asinh),
+        ("acosh", acosh), ("atanh", atanh), ("erfc", erfc), ("erfinv", erfinv),
+        ("lgamma", lgamma), ("digamma", digamma), ("sgn", sgn), ("fix", fix),
+        ("polygamma", _polygamma_method), ("logaddexp", logaddexp),
+        ("multiply", multiply), ("divide", divide), ("subtract", subtract))}
+
+
+install_methods(_inplace_methods())
