@@ -449,6 +449,11 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the categorical distributions in the rows of ``input`` (weights,
     normalized per row); int64, shaped ``(rows, num_samples)`` or ``(num_samples,)``."""
+    if not input.dtype.is_floating_point:
+        from .._tensor import TYPE_WORDS
+
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           f"{TYPE_WORDS[input.dtype.name]}")
     weights = input._data.astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

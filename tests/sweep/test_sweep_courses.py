@@ -1,0 +1,622 @@
+"""Conformance sweep, programs recreated from popular courses: Karpathy's "Neural Networks: Zero
+to Hero" (micrograd, makemore parts 1-5), d2l.ai chapters, fast.ai lesson 4, CS231n gradient
+checks, and the beginner errors those courses run into.
+
+Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
+compares everything observed (see its docstring). Random draws only feed shapes and dtypes;
+values come from fixed tensors.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+import numpy as np
+import pytest
+
+from sweep_harness import check, node_name, registry
+
+program = registry()
+
+WORDS = ["emma", "olivia", "ava", "isabella", "sophia", "mia", "amelia", "ella", "ada"]
+CHARS = sorted(set("".join(WORDS)))
+
+
+def _stoi():
+    stoi = {s: i + 1 for i, s in enumerate(CHARS)}
+    stoi["."] = 0
+    return stoi
+
+
+def _fixed(torch, *shape, scale=1.0, shift=0.0):
+    """Deterministic weights standing in for ``torch.randn(*shape)``: a scrambled sine."""
+    n = math.prod(shape)
+    return (torch.sin(torch.arange(n, dtype=torch.float32) * 1.7 + shift) * scale).view(*shape)
+
+
+# ---- micrograd ------------------------------------------------------------------------------
+
+class Value:
+    """micrograd's scalar autograd value (the lecture's version, unchanged)."""
+
+    def __init__(self, data, _children=(), _op=""):
+        self.data = data
+        self.grad = 0.0
+        self._backward = lambda: None
+        self._prev = set(_children)
+        self._op = _op
+
+    def __add__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data + other.data, (self, other), "+")
+
+        def _backward():
+            self.grad += out.grad
+            other.grad += out.grad
+        out._backward = _backward
+        return out
+
+    def __mul__(self, other):
+        other = other if isinstance(other, Value) else Value(other)
+        out = Value(self.data * other.data, (self, other), "*")
+
+        def _backward():
+            self.grad += other.data * out.grad
+            other.grad += self.data * out.grad
+        out._backward = _backward
+        return out
+
+    def __pow__(self, other):
+        out = Value(self.data ** other, (self,), f"**{other}")
+
+        def _backward():
+            self.grad += other * self.data ** (other - 1) * out.grad
+        out._backward = _backward
+        return out
+
+    def tanh(self):
+        t = (math.exp(2 * self.data) - 1) / (math.exp(2 * self.data) + 1)
+        out = Value(t, (self,), "tanh")
+
+        def _backward():
+            self.grad += (1 - t ** 2) * out.grad
+        out._backward = _backward
+        return out
+
+    def backward(self):
+        topo, visited = [], set()
+
+        def build(v):
+            if v not in visited:
+                visited.add(v)
+                for child in v._prev:
+                    build(child)
+                topo.append(v)
+        build(self)
+        self.grad = 1.0
+        for node in reversed(topo):
+            node._backward()
+
+    def __neg__(self):
+        return self * -1
+
+    def __radd__(self, other):
+        return self + other
+
+    def __sub__(self, other):
+        return self + (-other)
+
+    def __rmul__(self, other):
+        return self * other
+
+
+@program
+def micrograd_mlp_against_torch(torch, o):
+    xs = [[2.0, 3.0, -1.0], [3.0, -1.0, 0.5], [0.5, 1.0, 1.0], [1.0, 1.0, -1.0]]
+    ys = [1.0, -1.0, -1.0, 1.0]
+    w1 = [[0.1 * ((i * 3 + j) % 5) - 0.2 for j in range(3)] for i in range(4)]
+    w2 = [0.3, -0.2, 0.1, 0.25]
+    # micrograd
+    vw1 = [[Value(w) for w in row] for row in w1]
+    vw2 = [Value(w) for w in w2]
+    for _ in range(3):
+        preds = []
+        for x in xs:
+            h = [sum((wi * xi for wi, xi in zip(row, x)), Value(0.0)).tanh() for row in vw1]
+            preds.append(sum((wi * hi for wi, hi in zip(vw2, h)), Value(0.0)).tanh())
+        vloss = sum(((yout - ygt) ** 2 for ygt, yout in zip(ys, preds)), Value(0.0))
+        for p in [w for row in vw1 for w in row] + vw2:
+            p.grad = 0.0
+        vloss.backward()
+        for p in [w for row in vw1 for w in row] + vw2:
+            p.data += -0.05 * p.grad
+    # the same network in torch, float64 as in the lecture
+    W1 = torch.tensor(w1).double()
+    W1.requires_grad = True
+    W2 = torch.tensor(w2, dtype=torch.float64, requires_grad=True)
+    X = torch.Tensor(xs).double()
+    Y = torch.tensor(ys).double()
+    for _ in range(3):
+        ypred = torch.tanh(torch.tanh(X @ W1.T) @ W2)
+        loss = ((ypred - Y) ** 2).sum()
+        W1.grad = None
+        W2.grad = None
+        loss.backward()
+        W1.data += -0.05 * W1.grad
+        W2.data += -0.05 * W2.grad
+    o("loss", loss.data.item())
+    o("agree", [abs(loss.item() - vloss.data) < 1e-9,
+                all(abs(a - b.data) < 1e-9 for a, b in zip(W2.tolist(), vw2))])
+    o("W", [W1, W2])
+    o("dtype", [X.dtype, torch.Tensor([1, 2]).dtype, type(torch.Tensor([1])).__name__])
+
+
+@program
+def micrograd_lecture_single_neuron_printing(torch, o):
+    x1 = torch.Tensor([2.0]).double()
+    x1.requires_grad = True
+    x2 = torch.Tensor([0.0]).double()
+    x2.requires_grad = True
+    w1 = torch.Tensor([-3.0]).double()
+    w1.requires_grad = True
+    w2 = torch.Tensor([1.0]).double()
+    w2.requires_grad = True
+    b = torch.Tensor([6.8813735870195432]).double()
+    b.requires_grad = True
+    n = x1 * w1 + x2 * w2 + b
+    out = torch.tanh(n)
+    lines = [str(out.data.item())]
+    out.backward()
+    lines += ["---", f"x2 {x2.grad.item()}", f"w2 {w2.grad.item()}", f"x1 {x1.grad.item()}",
+              f"w1 {w1.grad.item()}"]
+    o("printed", "\n".join(lines))
+    o("repr", [repr(out), repr(x1.grad), n.grad_fn.name()])
+    o("item types", [type(x1.grad.item()).__name__, x1.data.dtype, x1.grad.dtype, x1.is_leaf, n.is_leaf])
+    o("single element", [torch.Tensor([2.0]).shape, torch.Tensor(2).shape, torch.Tensor(2, 3).shape])
+
+
+# ---- makemore part 1: bigrams -----------------------------------------------------------------
+
+@program
+def makemore_bigram_counts_full_alphabet(torch, o):
+    stoi = _stoi()
+    itos = {i: s for s, i in stoi.items()}
+    n = len(stoi)
+    N = torch.zeros((n, n), dtype=torch.int32)
+    for w in WORDS:
+        chs = ["."] + list(w) + ["."]
+        for ch1, ch2 in zip(chs, chs[1:]):
+            ix1 = stoi[ch1]
+            ix2 = stoi[ch2]
+            N[ix1, ix2] += 1
+    o("N", N)
+    o("N[0]", [N[0], N[0, :].dtype, N[3, 1].item(), type(N[3, 1].item()).__name__])
+    p = N[0].float()
+    p = p / p.sum()
+    o("p", p)
+    o("row max", [N.max(), N.argmax(), N.sum(), N.sum(0), N.sum(1, keepdim=True).shape])
+    g = torch.Generator().manual_seed(2147483647)
+    ix = torch.multinomial(p, num_samples=20, replacement=True, generator=g)
+    o("multinomial", [ix.shape, ix.dtype, bool(((ix >= 0) & (ix < n)).all()), bool((p[ix] > 0).all())])
+    one = torch.multinomial(p, num_samples=1, replacement=True, generator=g).item()
+    o("sample type", [type(one).__name__, one in [stoi[w[0]] for w in WORDS]])
+    P = (N + 1).float()
+    o("keepdims shape", [P.sum(1, keepdims=True).shape, P.sum(1).shape])
+    wrong = P / P.sum(1)
+    P /= P.sum(1, keepdims=True)
+    o("normalized rows", [P.sum(1), P[0].sum().item()])
+    o("broadcast pitfall", [wrong.sum(1), wrong.sum(0), torch.allclose(wrong.sum(0), torch.ones(n))])
+    log_likelihood = 0.0
+    count = 0
+    lines = []
+    for w in WORDS[:2]:
+        chs = ["."] + list(w) + ["."]
+        for ch1, ch2 in zip(chs, chs[1:]):
+            prob = P[stoi[ch1], stoi[ch2]]
+            logprob = torch.log(prob)
+            log_likelihood += logprob
+            count += 1
+            lines.append(f"{ch1}{ch2}: {prob:.4f} {logprob:.4f}")
+    nll = -log_likelihood
+    lines.append(f"{log_likelihood=}")
+    lines.append(f"{nll=}")
+    lines.append(f"{nll/count}")
+    o("printed", "\n".join(lines))
+    o("nll type", [type(log_likelihood).__name__, nll.dtype, nll.shape])
+    o("itos", "".join(itos[i] for i in range(n)))
+
+
+@program
+def makemore_int_count_pitfalls(torch, o):
+    N = torch.zeros((3, 3), dtype=torch.int32)
+    N[0, 1] += 1
+    N[0, 1] += 1
+    N[2, 0] += 3
+    o("N", N)
+    o.raises("divide int in place", lambda: N.__itruediv__(N.sum(1, keepdim=True)),
+             "result type Float can't be cast to the desired output type Int")
+    o("divide int", N / N.sum(1, keepdim=True))
+    o("floor divide", N // 2)
+    o.raises("multinomial int", lambda: torch.multinomial(N[0], 1),
+             "multinomial only supports floating-point dtypes for input, got: Int")
+    o.raises("multinomial zeros", lambda: torch.multinomial(N[1].float(), 1),
+             "invalid multinomial distribution (sum of probabilities <= 0)")
+    o.raises("multinomial negative", lambda: torch.multinomial(torch.tensor([0.5, -0.1]), 1),
+             "probability tensor contains either `inf`, `nan` or element < 0")
+    o.raises("without replacement", lambda: torch.multinomial(torch.tensor([0.5, 0.5]), 3),
+             "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    N[0] += 0.7 if False else 1
+    o("row add", N)
+    M = N.clone()
+    M[1] = torch.tensor([1.9, -1.9, 2.5])
+    o("float into int", M)
+    o("int + float", [(N + 0.5).dtype, (N * 2).dtype, (N + True).dtype, (N.float() + 1).dtype])
+    o("int add_", N.add_(torch.tensor([1, 2, 3], dtype=torch.int64)))
+    o.raises("int add_ float", lambda: N.add_(torch.tensor([0.5, 0.5, 0.5])),
+             "result type Float can't be cast to the desired output type Int")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def makemore_bigram_one_hot_network(torch, o):
+    F = torch.nn.functional
+    stoi = _stoi()
+    n = len(stoi)
+    xs, ys = [], []
+    for w in WORDS[:3]:
+        chs = ["."] + list(w) + ["."]
+        for ch1, ch2 in zip(chs, chs[1:]):
+            xs.append(stoi[ch1])
+            ys.append(stoi[ch2])
+    xs = torch.tensor(xs)
+    ys = torch.tensor(ys)
+    num = xs.nelement()
+    xenc = F.one_hot(xs, num_classes=n).float()
+    o("xenc", [xenc.shape, xenc.dtype, F.one_hot(xs).shape, F.one_hot(xs).dtype])
+    W = _fixed(torch, n, n, scale=0.5).requires_grad_()
+    g = torch.Generator().manual_seed(2147483647)
+    Wr = torch.randn((n, n), generator=g, requires_grad=True)
+    o("randn with generator", [Wr.shape, Wr.requires_grad, Wr.is_leaf])
+    for k in range(10):
+        logits = xenc @ W
+        counts = logits.exp()
+        probs = counts / counts.sum(1, keepdims=True)
+        loss = -probs[torch.arange(num), ys].log().mean() + 0.01 * (W ** 2).mean()
+        W.grad = None
+        loss.backward()
+        W.data += -50 * W.grad
+        if k in (0, 9):
+            o(f"loss {k}", loss.item())
+    o("probs", [probs.shape, probs[0].sum(), probs[torch.arange(5), ys[:5]]])
+    o("W", W)
+    o("equivalent to row pick", torch.allclose(xenc @ W, W[xs]))
+    o("cross entropy", [F.cross_entropy(xenc @ W, ys), -probs[torch.arange(num), ys].log().mean()])
+    nlls = torch.zeros(5)
+    for i in range(5):
+        x = xs[i].item()
+        y = ys[i].item()
+        p = probs[i, y]
+        nlls[i] = -torch.log(p)
+    o("nlls", [nlls, nlls.mean().item()])
+
+
+# ---- makemore part 2: MLP -------------------------------------------------------------------
+
+def _build_dataset(torch, words, block_size=3):
+    stoi = _stoi()
+    X, Y = [], []
+    for w in words:
+        context = [0] * block_size
+        for ch in w + ".":
+            ix = stoi[ch]
+            X.append(context)
+            Y.append(ix)
+            context = context[1:] + [ix]
+    return torch.tensor(X), torch.tensor(Y)
+
+
+@program(rtol=1e-5, atol=1e-6)
+def makemore_mlp_embedding_table_tricks(torch, o):
+    F = torch.nn.functional
+    X, Y = _build_dataset(torch, WORDS[:4])
+    o("dataset", [X.shape, X.dtype, Y.shape, Y.dtype, X[:6], Y[:6]])
+    C = _fixed(torch, 27, 2)
+    o("C[5]", [C[5], F.one_hot(torch.tensor(5), num_classes=27).float() @ C])
+    o("C[list]", [C[[5, 6, 7]], C[torch.tensor([5, 6, 7, 7, 7])]])
+    emb = C[X]
+    o("emb", [emb.shape, emb[13, 2], C[X[13, 2]], X[13, 2]])
+    cat1 = torch.cat([emb[:, 0, :], emb[:, 1, :], emb[:, 2, :]], 1)
+    cat2 = torch.cat(torch.unbind(emb, 1), 1)
+    o("cat ways", [cat1.shape, torch.equal(cat1, cat2), (emb.view(-1, 6) == cat1).all()])
+    o("unbind", [type(torch.unbind(emb, 1)).__name__, len(torch.unbind(emb, 1))])
+    a = torch.arange(18)
+    o("views", [a.view(2, 9), a.view(9, 2).shape, a.view(3, 3, 2)[1], a.view(3, -1).shape])
+    o("view is contiguous", [emb.is_contiguous(), emb.view(emb.shape[0], 6).shape])
+    W1 = _fixed(torch, 6, 100, scale=0.3)
+    b1 = _fixed(torch, 100, shift=1.0) * 0.1
+    h = torch.tanh(emb.view(-1, 6) @ W1 + b1)
+    o("h", [h.shape, h[:2, :5], (h + b1).shape])
+    W2 = _fixed(torch, 100, 27, scale=0.1, shift=2.0)
+    b2 = torch.zeros(27)
+    logits = h @ W2 + b2
+    counts = logits.exp()
+    prob = counts / counts.sum(1, keepdims=True)
+    loss = -prob[torch.arange(X.shape[0]), Y].log().mean()
+    o("losses", [loss, F.cross_entropy(logits, Y)])
+    big = torch.tensor([-2.0, -3.0, 0.0, 5.0]) + 100
+    o("overflow", [big.exp(), big.exp() / big.exp().sum(), F.cross_entropy(big.view(1, 4), torch.tensor([3]))])
+    lre = torch.linspace(-3, 0, 1000)
+    lrs = 10 ** lre
+    o("lrs", [lrs[:3], lrs[-1], lrs.shape, lre[500]])
+    ix = torch.randint(0, X.shape[0], (32,))
+    o("minibatch", [ix.shape, ix.dtype, C[X[ix]].shape, Y[ix].shape])
+
+
+@program(rtol=1e-4, atol=1e-5)
+def makemore_mlp_training_with_splits(torch, o):
+    import random
+
+    F = torch.nn.functional
+    words = list(WORDS)
+    random.Random(42).shuffle(words)
+    n1 = int(0.8 * len(words))
+    Xtr, Ytr = _build_dataset(torch, words[:n1])
+    Xdev, Ydev = _build_dataset(torch, words[n1:])
+    o("splits", [Xtr.shape, Xdev.shape])
+    C = _fixed(torch, 27, 4, scale=0.5)
+    W1 = _fixed(torch, 12, 16, scale=(5 / 3) / 12 ** 0.5, shift=0.3)
+    b1 = _fixed(torch, 16, shift=0.6) * 0.01
+    W2 = _fixed(torch, 16, 27, shift=0.9) * 0.01
+    b2 = torch.zeros(27)
+    parameters = [C, W1, b1, W2, b2]
+    o("n params", sum(p.nelement() for p in parameters))
+    for p in parameters:
+        p.requires_grad = True
+    lossi, stepi = [], []
+    for i in range(30):
+        ix = torch.arange(i % 4, Xtr.shape[0], 4)
+        emb = C[Xtr[ix]]
+        h = torch.tanh(emb.view(-1, 12) @ W1 + b1)
+        logits = h @ W2 + b2
+        loss = F.cross_entropy(logits, Ytr[ix])
+        for p in parameters:
+            p.grad = None
+        loss.backward()
+        lr = 0.1 if i < 20 else 0.01
+        for p in parameters:
+            p.data += -lr * p.grad
+        stepi.append(i)
+        lossi.append(loss.log10().item())
+    o("lossi", lossi[::5])
+    with torch.no_grad():
+        emb = C[Xdev]
+        h = torch.tanh(emb.view(-1, 12) @ W1 + b1)
+        dev_loss = F.cross_entropy(h @ W2 + b2, Ydev)
+    o("dev loss", [dev_loss, dev_loss.requires_grad])
+    o("saturation", [(h.abs() > 0.99).float().mean(), (h.abs() > 0.99).sum(), h.shape])
+    o("params", parameters)
+    out = []
+    context = [0] * 3
+    for _ in range(6):
+        emb = C[torch.tensor([context])]
+        h = torch.tanh(emb.view(1, -1) @ W1 + b1)
+        probs = F.softmax(h @ W2 + b2, dim=1)
+        ix = torch.argmax(probs).item()
+        context = context[1:] + [ix]
+        out.append(ix)
+        if ix == 0:
+            break
+    o("greedy sample", out)
+
+
+# ---- makemore part 3: initialization, batch norm ------------------------------------------------
+
+@program(rtol=1e-5, atol=1e-6)
+def makemore_kaiming_init_and_tanh_saturation(torch, o):
+    x = _fixed(torch, 1000, 10)
+    w = _fixed(torch, 10, 200, shift=0.5)
+    y = x @ w
+    o("std before", [x.mean(), x.std(), y.mean(), y.std()])
+    w = w / 10 ** 0.5
+    y = x @ w
+    o("std after", [y.std(), torch.tensor(5 / 3) / 10 ** 0.5])
+    o("gain", [torch.nn.init.calculate_gain("tanh"), torch.nn.init.calculate_gain("relu"),
+               torch.nn.init.calculate_gain("linear"), torch.nn.init.calculate_gain("leaky_relu", 0.2)])
+    W1 = _fixed(torch, 30, 200, shift=0.1) * (5 / 3) / (30 ** 0.5)
+    hpre = _fixed(torch, 32, 30) @ W1
+    h = torch.tanh(hpre)
+    o("saturation", [(h.abs() > 0.97).float().mean() * 100, h.std(), hpre.std()])
+    dead = (h.abs() > 0.99).all(0)
+    o("dead neurons", [dead.shape, dead.sum(), dead.any()])
+    k = torch.empty(200, 30)
+    torch.nn.init.kaiming_normal_(k, mode="fan_in", nonlinearity="tanh")
+    o("kaiming", [k.shape, bool(torch.isfinite(k).all()), k.requires_grad])
+    t = torch.zeros(3, 4)
+    res = torch.nn.init.kaiming_uniform_(t, a=math.sqrt(5))
+    o("kaiming uniform", [res is t, bool((t.abs() <= 1 / math.sqrt(4) + 1e-6).all())])
+    o.raises("fan of 1d", lambda: torch.nn.init.kaiming_normal_(torch.empty(5)),
+             "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def makemore_batchnorm_running_stats_no_grad(torch, o):
+    F = torch.nn.functional
+    X, Y = _build_dataset(torch, WORDS[:5])
+    C = _fixed(torch, 27, 3, scale=0.8).requires_grad_()
+    W1 = (_fixed(torch, 9, 12, shift=0.4) * (5 / 3) / 9 ** 0.5).requires_grad_()
+    W2 = (_fixed(torch, 12, 27, shift=0.8) * 0.01).requires_grad_()
+    b2 = torch.zeros(27, requires_grad=True)
+    bngain = torch.ones((1, 12), requires_grad=True)
+    bnbias = torch.zeros((1, 12), requires_grad=True)
+    bnmean_running = torch.zeros((1, 12))
+    bnstd_running = torch.ones((1, 12))
+    parameters = [C, W1, W2, b2, bngain, bnbias]
+    for i in range(12):
+        ix = torch.arange(i % 3, X.shape[0], 3)
+        emb = C[X[ix]]
+        embcat = emb.view(emb.shape[0], -1)
+        hpreact = embcat @ W1
+        bnmeani = hpreact.mean(0, keepdim=True)
+        bnstdi = hpreact.std(0, keepdim=True)
+        hpreact = bngain * (hpreact - bnmeani) / bnstdi + bnbias
+        with torch.no_grad():
+            bnmean_running = 0.9 * bnmean_running + 0.1 * bnmeani
+            bnstd_running = 0.9 * bnstd_running + 0.1 * bnstdi
+        h = torch.tanh(hpreact)
+        loss = F.cross_entropy(h @ W2 + b2, Y[ix])
+        for p in parameters:
+            p.grad = None
+        loss.backward()
+        for p in parameters:
+            p.data += -0.1 * p.grad
+    o("running", [bnmean_running, bnstd_running, bnmean_running.requires_grad, bnmean_running.is_leaf])
+    o("params", parameters)
+
+    with torch.no_grad():
+        emb = C[X]
+        embcat = emb.view(emb.shape[0], -1)
+        hpreact = embcat @ W1
+        bnmean = hpreact.mean(0, keepdim=True)
+        bnstd = hpreact.std(0, keepdim=True)
+    o("calibrated", [bnmean, bnstd, bnmean.requires_grad])
+
+    @torch.no_grad()
+    def split_loss(x, y):
+        emb = C[x]
+        embcat = emb.view(emb.shape[0], -1)
+        hpreact = embcat @ W1
+        hpreact = bngain * (hpreact - bnmean_running) / bnstd_running + bnbias
+        h = torch.tanh(hpreact)
+        return F.cross_entropy(h @ W2 + b2, y)
+
+    result = split_loss(X, Y)
+    o("split loss", [result, result.requires_grad, torch.is_grad_enabled()])
+
+
+class _Linear:
+    def __init__(self, torch, fan_in, fan_out, bias=True, shift=0.0):
+        self.weight = _fixed(torch, fan_in, fan_out, shift=shift) / fan_in ** 0.5
+        self.bias = torch.zeros(fan_out) if bias else None
+
+    def __call__(self, x):
+        self.out = x @ self.weight
+        if self.bias is not None:
+            self.out += self.bias
+        return self.out
+
+    def parameters(self):
+        return [self.weight] + ([] if self.bias is None else [self.bias])
+
+
+class _BatchNorm1d:
+    def __init__(self, torch, dim, eps=1e-5, momentum=0.1):
+        self.torch = torch
+        self.eps = eps
+        self.momentum = momentum
+        self.training = True
+        self.gamma = torch.ones(dim)
+        self.beta = torch.zeros(dim)
+        self.running_mean = torch.zeros(dim)
+        self.running_var = torch.ones(dim)
+
+    def __call__(self, x):
+        if self.training:
+            if x.ndim == 2:
+                dim = 0
+            elif x.ndim == 3:
+                dim = (0, 1)
+            xmean = x.mean(dim, keepdim=True)
+            xvar = x.var(dim, keepdim=True)
+        else:
+            xmean = self.running_mean
+            xvar = self.running_var
+        xhat = (x - xmean) / self.torch.sqrt(xvar + self.eps)
+        self.out = self.gamma * xhat + self.beta
+        if self.training:
+            with self.torch.no_grad():
+                self.running_mean = (1 - self.momentum) * self.running_mean + self.momentum * xmean
+                self.running_var = (1 - self.momentum) * self.running_var + self.momentum * xvar
+        return self.out
+
+    def parameters(self):
+        return [self.gamma, self.beta]
+
+
+class _Tanh:
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __call__(self, x):
+        self.out = self.torch.tanh(x)
+        return self.out
+
+    def parameters(self):
+        return []
+
+
+@program(rtol=1e-4, atol=1e-5)
+def makemore_layer_classes_and_diagnostics(torch, o):
+    F = torch.nn.functional
+    X, Y = _build_dataset(torch, WORDS)
+    n_embd, n_hidden, vocab = 4, 20, 27
+    C = _fixed(torch, vocab, n_embd, scale=0.7)
+    layers = [
+        _Linear(torch, n_embd * 3, n_hidden, bias=False, shift=0.1), _BatchNorm1d(torch, n_hidden), _Tanh(torch),
+        _Linear(torch, n_hidden, n_hidden, bias=False, shift=0.2), _BatchNorm1d(torch, n_hidden), _Tanh(torch),
+        _Linear(torch, n_hidden, vocab, bias=False, shift=0.3), _BatchNorm1d(torch, vocab),
+    ]
+    with torch.no_grad():
+        layers[-1].gamma *= 0.1
+        for layer in layers[:-1]:
+            if isinstance(layer, _Linear):
+                layer.weight *= 5 / 3
+    parameters = [C] + [p for layer in layers for p in layer.parameters()]
+    o("n params", sum(p.nelement() for p in parameters))
+    for p in parameters:
+        p.requires_grad = True
+    ud = []
+    for i in range(8):
+        ix = torch.arange(i % 2, X.shape[0], 2)
+        emb = C[X[ix]]
+        x = emb.view(emb.shape[0], -1)
+        for layer in layers:
+            x = layer(x)
+        loss = F.cross_entropy(x, Y[ix])
+        for layer in layers:
+            layer.out.retain_grad()
+        for p in parameters:
+            p.grad = None
+        loss.backward()
+        lr = 0.1
+        for p in parameters:
+            p.data += -lr * p.grad
+        with torch.no_grad():
+            ud.append([((lr * p.grad).std() / p.data.std()).log10().item() for p in parameters])
+    o("loss", loss)
+    o("update ratios", ud[-1])
+    lines = []
+    for i, layer in enumerate(layers[:-1]):
+        if isinstance(layer, _Tanh):
+            t = layer.out
+            lines.append(f"layer {i} ({layer.__class__.__name__}): mean {t.mean():+.2f}, std {t.std():.2f}, "
+                         f"saturated: {(t.abs() > 0.97).float().mean() * 100:.2f}%")
+            g = layer.out.grad
+            lines.append(f"layer {i} grad: std {g.std():.4e}")
+    for p in parameters:
+        if p.ndim == 2:
+            lines.append(f"weight {tuple(p.shape)!s:10s} | mean {p.mean():+.4f} | std {p.std():.4e} | "
+                         f"grad:data ratio {p.grad.std() / p.std():.4e}")
+    o("diagnostics", "\n".join(lines))
+    for layer in layers:
+        layer.training = False
+    emb = C[X]
+    x = emb.view(emb.shape[0], -1)
+    for layer in layers:
+        x = layer(x)
+    o("eval loss", F.cross_entropy(x, Y))
+    o("running", [layers[1].running_mean, layers[1].running_var, layers[1].running_var.requires_grad])
+
+
+@pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
+def test_program(fn):
+    check(fn)
