@@ -617,6 +617,183 @@ def makemore_layer_classes_and_diagnostics(torch, o):
     o("running", [layers[1].running_mean, layers[1].running_var, layers[1].running_var.requires_grad])
 
 
+# ---- makemore part 4: becoming a backprop ninja ---------------------------------------------------
+
+def _ninja_forward(torch, n=8):
+    X, Y = _build_dataset(torch, WORDS)
+    Xb, Yb = X[:n], Y[:n]
+    n_embd, n_hidden, vocab = 3, 16, 27
+    C = _fixed(torch, vocab, n_embd)
+    W1 = _fixed(torch, n_embd * 3, n_hidden, shift=0.1) * (5 / 3) / (n_embd * 3) ** 0.5
+    b1 = _fixed(torch, n_hidden, shift=0.2) * 0.1
+    W2 = _fixed(torch, n_hidden, vocab, shift=0.3) * 0.1
+    b2 = _fixed(torch, vocab, shift=0.4) * 0.1
+    bngain = _fixed(torch, 1, n_hidden, shift=0.5) * 0.1 + 1.0
+    bnbias = _fixed(torch, 1, n_hidden, shift=0.6) * 0.1
+    parameters = [C, W1, b1, W2, b2, bngain, bnbias]
+    for p in parameters:
+        p.requires_grad = True
+    emb = C[Xb]
+    embcat = emb.view(emb.shape[0], -1)
+    hprebn = embcat @ W1 + b1
+    bnmeani = 1 / n * hprebn.sum(0, keepdim=True)
+    bndiff = hprebn - bnmeani
+    bndiff2 = bndiff ** 2
+    bnvar = 1 / (n - 1) * (bndiff2).sum(0, keepdim=True)
+    bnvar_inv = (bnvar + 1e-5) ** -0.5
+    bnraw = bndiff * bnvar_inv
+    hpreact = bngain * bnraw + bnbias
+    h = torch.tanh(hpreact)
+    logits = h @ W2 + b2
+    logit_maxes = logits.max(1, keepdim=True).values
+    norm_logits = logits - logit_maxes
+    counts = norm_logits.exp()
+    counts_sum = counts.sum(1, keepdims=True)
+    counts_sum_inv = counts_sum ** -1
+    probs = counts * counts_sum_inv
+    logprobs = probs.log()
+    loss = -logprobs[range(n), Yb].mean()
+    for p in parameters:
+        p.grad = None
+    for t in [logprobs, probs, counts, counts_sum, counts_sum_inv, norm_logits, logit_maxes, logits, h,
+              hpreact, bnraw, bnvar_inv, bnvar, bndiff2, bndiff, hprebn, bnmeani, embcat, emb]:
+        t.retain_grad()
+    loss.backward()
+    return dict(locals())
+
+
+@program(rtol=1e-5, atol=1e-6)
+def backprop_ninja_exercise_1_every_op(torch, o):
+    F = torch.nn.functional
+    v = _ninja_forward(torch)
+    n, Xb, Yb = v["n"], v["Xb"], v["Yb"]
+    (C, W1, b1, W2, b2, bngain, bnbias) = v["parameters"]
+    (emb, embcat, hprebn, bnmeani, bndiff, bndiff2, bnvar, bnvar_inv, bnraw, hpreact, h, logits, logit_maxes,
+     norm_logits, counts, counts_sum, counts_sum_inv, probs, logprobs) = (
+        v[k] for k in ["emb", "embcat", "hprebn", "bnmeani", "bndiff", "bndiff2", "bnvar", "bnvar_inv", "bnraw",
+                       "hpreact", "h", "logits", "logit_maxes", "norm_logits", "counts", "counts_sum",
+                       "counts_sum_inv", "probs", "logprobs"])
+    lines = []
+
+    def cmp(s, dt, t):
+        ex = torch.all(dt == t.grad).item()
+        app = torch.allclose(dt, t.grad)
+        maxdiff = (dt - t.grad).abs().max().item()
+        lines.append(f"{s:15s} | exact: {str(ex):5s} | approximate: {str(app):5s} | small: {maxdiff < 1e-6}")
+
+    dlogprobs = torch.zeros_like(logprobs)
+    dlogprobs[range(n), Yb] = -1.0 / n
+    dprobs = (1.0 / probs) * dlogprobs
+    dcounts_sum_inv = (counts * dprobs).sum(1, keepdim=True)
+    dcounts = counts_sum_inv * dprobs
+    dcounts_sum = (-counts_sum ** -2) * dcounts_sum_inv
+    dcounts += torch.ones_like(counts) * dcounts_sum
+    dnorm_logits = counts * dcounts
+    dlogits = dnorm_logits.clone()
+    dlogit_maxes = (-dnorm_logits).sum(1, keepdim=True)
+    dlogits += F.one_hot(logits.max(1).indices, num_classes=logits.shape[1]) * dlogit_maxes
+    dh = dlogits @ W2.T
+    dW2 = h.T @ dlogits
+    db2 = dlogits.sum(0)
+    dhpreact = (1.0 - h ** 2) * dh
+    dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+    dbnraw = bngain * dhpreact
+    dbnbias = dhpreact.sum(0, keepdim=True)
+    dbndiff = bnvar_inv * dbnraw
+    dbnvar_inv = (bndiff * dbnraw).sum(0, keepdim=True)
+    dbnvar = (-0.5 * (bnvar + 1e-5) ** -1.5) * dbnvar_inv
+    dbndiff2 = (1.0 / (n - 1)) * torch.ones_like(bndiff2) * dbnvar
+    dbndiff += (2 * bndiff) * dbndiff2
+    dhprebn = dbndiff.clone()
+    dbnmeani = (-dbndiff).sum(0)
+    dhprebn += 1.0 / n * (torch.ones_like(hprebn) * dbnmeani)
+    dembcat = dhprebn @ W1.T
+    dW1 = embcat.T @ dhprebn
+    db1 = dhprebn.sum(0)
+    demb = dembcat.view(emb.shape)
+    dC = torch.zeros_like(C)
+    for k in range(Xb.shape[0]):
+        for j in range(Xb.shape[1]):
+            ix = Xb[k, j]
+            dC[ix] += demb[k, j]
+
+    for name, dt, t in [("logprobs", dlogprobs, logprobs), ("probs", dprobs, probs),
+                        ("counts_sum_inv", dcounts_sum_inv, counts_sum_inv), ("counts_sum", dcounts_sum, counts_sum),
+                        ("counts", dcounts, counts), ("norm_logits", dnorm_logits, norm_logits),
+                        ("logit_maxes", dlogit_maxes, logit_maxes), ("logits", dlogits, logits), ("h", dh, h),
+                        ("W2", dW2, W2), ("b2", db2, b2), ("hpreact", dhpreact, hpreact),
+                        ("bngain", dbngain, bngain), ("bnbias", dbnbias, bnbias), ("bnraw", dbnraw, bnraw),
+                        ("bnvar_inv", dbnvar_inv, bnvar_inv), ("bnvar", dbnvar, bnvar),
+                        ("bndiff2", dbndiff2, bndiff2), ("bndiff", dbndiff, bndiff), ("bnmeani", dbnmeani, bnmeani),
+                        ("hprebn", dhprebn, hprebn), ("embcat", dembcat, embcat), ("W1", dW1, W1),
+                        ("b1", db1, b1), ("emb", demb, emb), ("C", dC, C)]:
+        cmp(name, dt, t)
+    o("cmp", [line.split(" | exact")[0].strip() + " " + line.split("approximate: ")[1] for line in lines])
+    o("exact", [line.split("exact: ")[1][:5].strip() for line in lines])
+    o("loss", v["loss"])
+    o("grads", [C.grad, W1.grad, b1.grad, bngain.grad, bnbias.grad, W2.grad, b2.grad])
+    o("logit_maxes grad tiny", (logit_maxes.grad.abs() < 1e-7).all())
+    o("shapes", [dbnmeani.shape, bnmeani.shape, db1.shape, b1.shape, dbngain.shape])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def backprop_ninja_exercises_2_to_4_fused(torch, o):
+    F = torch.nn.functional
+    v = _ninja_forward(torch)
+    n, Yb = v["n"], v["Yb"]
+    logits, hprebn, hpreact, bnraw, bnvar_inv = v["logits"], v["hprebn"], v["hpreact"], v["bnraw"], v["bnvar_inv"]
+    bngain = v["bngain"]
+    loss_fast = F.cross_entropy(logits, Yb)
+    o("loss fast", [loss_fast.item(), (loss_fast - v["loss"]).item() < 1e-6])
+    dlogits = F.softmax(logits, 1)
+    dlogits[range(n), Yb] -= 1
+    dlogits /= n
+    o("dlogits", [torch.allclose(dlogits, logits.grad), dlogits.requires_grad, dlogits.is_leaf])
+    o("dlogits rows sum to zero", dlogits.sum(1).abs().max() < 1e-7)
+    hpreact_fast = bngain * (hprebn - hprebn.mean(0, keepdim=True)) / torch.sqrt(hprebn.var(0, keepdim=True, unbiased=True) + 1e-5) + v["bnbias"]
+    o("bn fast", [(hpreact_fast - hpreact).abs().max() < 1e-6])
+    dhpreact = hpreact.grad
+    dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+    o("dhprebn", [torch.allclose(dhprebn, hprebn.grad, atol=1e-7), dhprebn.shape])
+    # exercise 4: train with the manual backward, no loss.backward()
+    C, W1, b1, W2, b2, bngain, bnbias = [p.detach().clone() for p in v["parameters"]]
+    Xb = v["Xb"]
+    with torch.no_grad():
+        for step in range(5):
+            emb = C[Xb]
+            embcat = emb.view(emb.shape[0], -1)
+            hprebn = embcat @ W1 + b1
+            bnmean = hprebn.mean(0, keepdim=True)
+            bnvar = hprebn.var(0, keepdim=True, unbiased=True)
+            bnvar_inv = (bnvar + 1e-5) ** -0.5
+            bnraw = (hprebn - bnmean) * bnvar_inv
+            hpreact = bngain * bnraw + bnbias
+            h = torch.tanh(hpreact)
+            logits = h @ W2 + b2
+            loss = F.cross_entropy(logits, Yb)
+            dlogits = F.softmax(logits, 1)
+            dlogits[range(n), Yb] -= 1
+            dlogits /= n
+            dh = dlogits @ W2.T
+            dW2 = h.T @ dlogits
+            db2 = dlogits.sum(0)
+            dhpreact = (1.0 - h ** 2) * dh
+            dbngain = (bnraw * dhpreact).sum(0, keepdim=True)
+            dbnbias = dhpreact.sum(0, keepdim=True)
+            dhprebn = bngain * bnvar_inv / n * (n * dhpreact - dhpreact.sum(0) - n / (n - 1) * bnraw * (dhpreact * bnraw).sum(0))
+            dembcat = dhprebn @ W1.T
+            dW1 = embcat.T @ dhprebn
+            db1 = dhprebn.sum(0)
+            demb = dembcat.view(emb.shape)
+            dC = torch.zeros_like(C)
+            dC.index_add_(0, Xb.view(-1), demb.view(-1, C.shape[1]))
+            grads = [dC, dW1, db1, dW2, db2, dbngain, dbnbias]
+            for p, grad in zip([C, W1, b1, W2, b2, bngain, bnbias], grads):
+                p.data += -0.1 * grad
+            o(f"loss {step}", loss.item())
+    o("trained", [C, W1, bngain, b2])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
