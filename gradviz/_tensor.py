@@ -461,7 +461,8 @@ class Tensor(_engine.TensorBase):
         return object.__format__(self, format_spec)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self._data.copy(), self._requires_grad))
+        # a saved non-leaf (torch.save(y * 2)) loads as a leaf that requires grad, as in torch
+        return (_rebuild, (self._data.copy(), self.requires_grad))
 
 
 class _RetainGradHook:

@@ -794,6 +794,544 @@ def backprop_ninja_exercises_2_to_4_fused(torch, o):
     o("trained", [C, W1, bngain, b2])
 
 
+# ---- makemore part 5: WaveNet ----------------------------------------------------------------
+
+class _Embedding:
+    def __init__(self, torch, num_embeddings, embedding_dim):
+        self.weight = _fixed(torch, num_embeddings, embedding_dim, scale=0.8)
+
+    def __call__(self, IX):
+        self.out = self.weight[IX]
+        return self.out
+
+    def parameters(self):
+        return [self.weight]
+
+
+class _FlattenConsecutive:
+    def __init__(self, n):
+        self.n = n
+
+    def __call__(self, x):
+        B, T, C = x.shape
+        x = x.view(B, T // self.n, C * self.n)
+        if x.shape[1] == 1:
+            x = x.squeeze(1)
+        self.out = x
+        return self.out
+
+    def parameters(self):
+        return []
+
+
+class _Sequential:
+    def __init__(self, layers):
+        self.layers = layers
+
+    def __call__(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        self.out = x
+        return self.out
+
+    def parameters(self):
+        return [p for layer in self.layers for p in layer.parameters()]
+
+
+@program(rtol=1e-4, atol=1e-5)
+def makemore_wavenet_flatten_consecutive(torch, o):
+    F = torch.nn.functional
+    X, Y = _build_dataset(torch, WORDS, block_size=8)
+    o("data", [X.shape, X[:3]])
+    e = torch.arange(4 * 8 * 10, dtype=torch.float32).view(4, 8, 10)
+    explicit = torch.cat([e[:, ::2, :], e[:, 1::2, :]], dim=2)
+    o("explicit", [explicit.shape, (e.view(4, 4, 20) == explicit).all(), e[:, ::2, :].is_contiguous()])
+    o.raises("view of strided slice", lambda: e[:, ::2, :].view(4, 40), "view size is not compatible with input tensor's size and stride")
+    o("reshape of strided slice", e[:, ::2, :].reshape(4, 40)[0, :12])
+    n_embd, n_hidden, vocab = 4, 12, 27
+    model = _Sequential([
+        _Embedding(torch, vocab, n_embd),
+        _FlattenConsecutive(2), _Linear(torch, n_embd * 2, n_hidden, bias=False, shift=0.1), _BatchNorm1d(torch, n_hidden), _Tanh(torch),
+        _FlattenConsecutive(2), _Linear(torch, n_hidden * 2, n_hidden, bias=False, shift=0.2), _BatchNorm1d(torch, n_hidden), _Tanh(torch),
+        _FlattenConsecutive(2), _Linear(torch, n_hidden * 2, n_hidden, bias=False, shift=0.3), _BatchNorm1d(torch, n_hidden), _Tanh(torch),
+        _Linear(torch, n_hidden, vocab, shift=0.4),
+    ])
+    with torch.no_grad():
+        model.layers[-1].weight *= 0.1
+    parameters = model.parameters()
+    o("n params", sum(p.nelement() for p in parameters))
+    for p in parameters:
+        p.requires_grad = True
+    ix = torch.arange(0, X.shape[0], 3)
+    Xb, Yb = X[ix], Y[ix]
+    logits = model(Xb)
+    o("shapes", [f"{layer.__class__.__name__.lstrip('_')} : {tuple(layer.out.shape)}" for layer in model.layers])
+    o("bn 3d stats", [model.layers[3].running_mean.shape, model.layers[3].running_var[:4]])
+    for step in range(6):
+        logits = model(X[ix])
+        loss = F.cross_entropy(logits, Y[ix])
+        for p in parameters:
+            p.grad = None
+        loss.backward()
+        for p in parameters:
+            p.data += -0.1 * p.grad
+        o(f"loss {step}", loss.item())
+    lossi = torch.tensor([0.5, 0.4, 0.45, 0.3, 0.35, 0.2, 0.25, 0.1])
+    o("smoothed", lossi.view(-1, 4).mean(1))
+    for layer in model.layers:
+        layer.training = False
+    with torch.no_grad():
+        o("eval", F.cross_entropy(model(X), Y))
+    o("mean over two dims", [e.mean((0, 1), keepdim=True).shape, e.var((0, 1), keepdim=True)[0, 0, :3]])
+
+
+# ---- d2l.ai --------------------------------------------------------------------------------
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_data_iter_squared_loss_and_sgd(torch, o):
+    import random
+
+    def synthetic_data(w, b, num_examples):
+        X = torch.normal(0, 1, (num_examples, len(w)))
+        y = torch.matmul(X, w) + b
+        y += torch.normal(0, 0.01, y.shape)
+        return X, y.reshape((-1, 1))
+
+    true_w = torch.tensor([2, -3.4])
+    true_b = 4.2
+    Xr, yr = synthetic_data(true_w, true_b, 20)
+    o("synthetic", [Xr.shape, yr.shape, Xr.dtype, torch.normal(0, 1, (2,)).shape])
+    features = torch.linspace(-1, 1, 40).reshape(20, 2)
+    labels = (torch.matmul(features, true_w) + true_b).reshape((-1, 1))
+    o("features[0]", [features[0], labels[0]])
+
+    def data_iter(batch_size, features, labels):
+        num_examples = len(features)
+        indices = list(range(num_examples))
+        random.Random(0).shuffle(indices)
+        for i in range(0, num_examples, batch_size):
+            batch_indices = torch.tensor(indices[i: min(i + batch_size, num_examples)])
+            yield features[batch_indices], labels[batch_indices]
+
+    batch_size = 6
+    for X, y in data_iter(batch_size, features, labels):
+        o("first batch", [X, y, X.shape])
+        break
+    w = torch.zeros(size=(2, 1), requires_grad=True)
+    b = torch.zeros(1, requires_grad=True)
+
+    def linreg(X, w, b):
+        return torch.matmul(X, w) + b
+
+    def squared_loss(y_hat, y):
+        return (y_hat - y.reshape(y_hat.shape)) ** 2 / 2
+
+    def sgd(params, lr, batch_size):
+        with torch.no_grad():
+            for param in params:
+                param -= lr * param.grad / batch_size
+                param.grad.zero_()
+
+    lr, num_epochs = 0.5, 4
+    lines = []
+    for epoch in range(num_epochs):
+        for X, y in data_iter(batch_size, features, labels):
+            l = squared_loss(linreg(X, w, b), y)
+            l.sum().backward()
+            sgd([w, b], lr, batch_size)
+        with torch.no_grad():
+            train_l = squared_loss(linreg(features, w, b), labels)
+            lines.append(f"epoch {epoch + 1}, loss {float(train_l.mean()):f}")
+    o("printed", "\n".join(lines))
+    o("params", [w, b, w.is_leaf, w.grad])
+    o("errors", [true_w - w.reshape(true_w.shape), true_b - b])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_weight_decay_scratch_and_concise(torch, o):
+    nn = torch.nn
+    n_train, num_inputs = 10, 8
+    true_w, true_b = torch.ones((num_inputs, 1)) * 0.01, 0.05
+    X = _fixed(torch, n_train, num_inputs)
+    y = torch.matmul(X, true_w) + true_b
+
+    def init_params():
+        w = (_fixed(torch, num_inputs, 1, shift=1.0) * 0.1).requires_grad_(True)
+        b = torch.zeros(1, requires_grad=True)
+        return [w, b]
+
+    def l2_penalty(w):
+        return torch.sum(w.pow(2)) / 2
+
+    def train(lambd):
+        w, b = init_params()
+        for epoch in range(10):
+            for i in range(0, n_train, 5):
+                Xb, yb = X[i:i + 5], y[i:i + 5]
+                l = (torch.matmul(Xb, w) + b - yb) ** 2 / 2 + lambd * l2_penalty(w)
+                l.sum().backward()
+                with torch.no_grad():
+                    for param in (w, b):
+                        param -= 0.1 * param.grad / 5
+                        param.grad.zero_()
+        return w, b
+
+    for lambd in (0, 3):
+        w, b = train(lambd)
+        o(f"L2 norm of w (lambda={lambd})", torch.norm(w).item())
+
+    def train_concise(wd):
+        net = nn.Sequential(nn.Linear(num_inputs, 1))
+        for param in net.parameters():
+            param.data.normal_()
+        o("normal_ shapes", [p.shape for p in net.parameters()])
+        with torch.no_grad():
+            net[0].weight.copy_(_fixed(torch, 1, num_inputs, shift=1.0) * 0.1)
+            net[0].bias.zero_()
+        loss = nn.MSELoss(reduction="none")
+        trainer = torch.optim.SGD([{"params": net[0].weight, "weight_decay": wd}, {"params": net[0].bias}], lr=0.1)
+        for epoch in range(10):
+            for i in range(0, n_train, 5):
+                trainer.zero_grad()
+                l = loss(net(X[i:i + 5]), y[i:i + 5])
+                l.mean().backward()
+                trainer.step()
+        return net
+
+    net = train_concise(3)
+    o("concise", [net[0].weight.norm().item(), net[0].bias])
+    o("groups", [sorted(k for k in g if k != "params") for g in torch.optim.SGD([{"params": net[0].weight, "weight_decay": 3}], lr=0.1).param_groups])
+
+
+@program
+def d2l_dropout_from_scratch(torch, o):
+    def dropout_layer(X, dropout):
+        assert 0 <= dropout <= 1
+        if dropout == 1:
+            return torch.zeros_like(X)
+        if dropout == 0:
+            return X
+        mask = (torch.rand(X.shape) > dropout).float()
+        return mask * X / (1.0 - dropout)
+
+    X = torch.arange(16, dtype=torch.float32).reshape((2, 8))
+    o("p=0", dropout_layer(X, 0.))
+    o("p=1", dropout_layer(X, 1.))
+    half = dropout_layer(X, 0.5)
+    o("p=0.5", [half.shape, half.dtype, bool(((half == 0) | (half == 2 * X)).all())])
+    mask = torch.rand(X.shape) > 0.5
+    o("mask", [mask.dtype, mask.float().dtype, (mask.float() * X).shape])
+    net = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(8, 4), torch.nn.ReLU(), torch.nn.Dropout(0.5),
+                              torch.nn.Linear(4, 2))
+    net.eval()
+    o("eval is deterministic", torch.equal(net(X), net(X)))
+    o("repr", repr(net))
+    o("flatten", [torch.nn.Flatten()(torch.zeros(2, 3, 4)).shape, torch.nn.Flatten(0)(torch.zeros(2, 3)).shape])
+
+
+@program
+def d2l_parameter_access_and_init(torch, o):
+    nn = torch.nn
+    net = nn.Sequential(nn.LazyLinear(8) if False else nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+    X = torch.linspace(-1, 1, 8).reshape(2, 4)
+
+    def init_constant(m):
+        if type(m) == nn.Linear:
+            nn.init.constant_(m.weight, 1)
+            nn.init.zeros_(m.bias)
+
+    net.apply(init_constant)
+    o("constant", [net[0].weight.data[0], net[0].bias.data[0]])
+    o("output", net(X))
+    o("state dict str", str(net[2].state_dict()))
+    o("types", [type(net[2].bias).__name__, type(net[2].bias.data).__name__, net[2].weight.grad is None])
+    o("named", [(name, param.shape) for name, param in net.named_parameters()])
+    o("by key", net.state_dict()["2.bias"].data)
+
+    def init_normal(m):
+        if type(m) == nn.Linear:
+            nn.init.normal_(m.weight, mean=0, std=0.01)
+            nn.init.zeros_(m.bias)
+
+    net.apply(init_normal)
+    o("normal", [net[0].weight.shape, net[0].bias.data[0], bool((net[0].weight.abs() < 0.1).all())])
+
+    def init_xavier(m):
+        if type(m) == nn.Linear:
+            nn.init.xavier_uniform_(m.weight)
+
+    def init_42(m):
+        if type(m) == nn.Linear:
+            nn.init.constant_(m.weight, 42)
+
+    net[0].apply(init_xavier)
+    net[2].apply(init_42)
+    bound = math.sqrt(6 / (4 + 8))
+    o("xavier", [bool((net[0].weight.abs() <= bound).all()), net[2].weight.data[0]])
+
+    def my_init(m):
+        if type(m) == nn.Linear:
+            nn.init.uniform_(m.weight, -10, 10)
+            m.weight.data *= m.weight.data.abs() >= 5
+
+    net.apply(my_init)
+    w = net[0].weight
+    o("my init", [w.dtype, bool(((w == 0) | (w.abs() >= 5)).all())])
+    net[0].weight.data[:] += 1
+    net[0].weight.data[0, 0] = 42
+    o("edit", [net[0].weight.data[0, 0], net[0].weight.requires_grad, net[0].weight.is_leaf])
+
+    def block1():
+        return nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4), nn.ReLU())
+
+    def block2():
+        net = nn.Sequential()
+        for i in range(2):
+            net.add_module(f"block {i}", block1())
+        return net
+
+    rgnet = nn.Sequential(block2(), nn.Linear(4, 1))
+    o("nested repr", repr(rgnet))
+    o("nested access", [rgnet[0][1][0].bias.shape, list(rgnet.state_dict().keys())[:3]])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_parameter_sharing_and_custom_layers(torch, o):
+    nn = torch.nn
+    F = torch.nn.functional
+    shared = nn.Linear(8, 8)
+    net = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), shared, nn.ReLU(), shared, nn.ReLU(), nn.Linear(8, 1))
+    with torch.no_grad():
+        for i, p in enumerate(net.parameters()):
+            p.copy_(_fixed(torch, *p.shape, scale=0.5, shift=i))
+    X = torch.linspace(-1, 1, 8).reshape(2, 4)
+    net(X).sum().backward()
+    o("same", net[2].weight.data[0] == net[4].weight.data[0])
+    net[2].weight.data[0, 0] = 100
+    o("still same", [net[2].weight.data[0] == net[4].weight.data[0], net[2] is net[4]])
+    o("shared params counted once", [len(list(net.parameters())), len(net.state_dict())])
+    o("shared grad", net[2].weight.grad[:2, :3])
+
+    class CenteredLayer(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+        def forward(self, X):
+            return X - X.mean()
+
+    layer = CenteredLayer()
+    o("centered", layer(torch.tensor([1.0, 2, 3, 4, 5])))
+    net2 = nn.Sequential(nn.Linear(8, 128), CenteredLayer())
+    Y = net2(torch.linspace(0, 1, 32).reshape(4, 8))
+    o("mean ~ 0", [Y.mean().abs().item() < 1e-6, Y.shape])
+
+    class MyLinear(nn.Module):
+        def __init__(self, in_units, units):
+            super().__init__()
+            self.weight = nn.Parameter(_fixed(torch, in_units, units))
+            self.bias = nn.Parameter(_fixed(torch, units, shift=3.0))
+
+        def forward(self, X):
+            linear = torch.matmul(X, self.weight.data) + self.bias.data
+            return F.relu(linear)
+
+    linear = MyLinear(5, 3)
+    o("weight", linear.weight)
+    o("forward", linear(torch.linspace(-1, 1, 10).reshape(2, 5)))
+    o("no graph via .data", linear(torch.ones(2, 5)).requires_grad)
+    o("repr", [repr(linear), [n for n, _ in linear.named_parameters()]])
+
+
+@program
+def d2l_file_io_tensors_dicts_and_params(torch, o):
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        x = torch.arange(4)
+        torch.save(x, os.path.join(d, "x-file"))
+        x2 = torch.load(os.path.join(d, "x-file"))
+        o("x2", [x2, x2.dtype])
+        y = torch.zeros(4)
+        torch.save([x, y], os.path.join(d, "x-files"))
+        x2, y2 = torch.load(os.path.join(d, "x-files"))
+        o("list", [x2, y2])
+        mydict = {"x": x, "y": y}
+        torch.save(mydict, os.path.join(d, "mydict"))
+        mydict2 = torch.load(os.path.join(d, "mydict"))
+        o("dict", mydict2)
+
+        class MLP(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.hidden = torch.nn.Linear(4, 6)
+                self.output = torch.nn.Linear(6, 2)
+
+            def forward(self, x):
+                return self.output(torch.nn.functional.relu(self.hidden(x)))
+
+        net = MLP()
+        with torch.no_grad():
+            for i, p in enumerate(net.parameters()):
+                p.copy_(_fixed(torch, *p.shape, shift=i))
+        X = torch.linspace(-1, 1, 8).reshape(2, 4)
+        Y = net(X)
+        torch.save(net.state_dict(), os.path.join(d, "mlp.params"))
+        clone = MLP()
+        clone.load_state_dict(torch.load(os.path.join(d, "mlp.params")))
+        o("eval repr", repr(clone.eval()))
+        o("same", [clone(X) == Y, clone.training, net.training])
+        t = torch.tensor([1.0, 2.0], requires_grad=True)
+        torch.save(t * 2, os.path.join(d, "nonleaf"))
+        back = torch.load(os.path.join(d, "nonleaf"))
+        o("nonleaf", [back, back.requires_grad, back.is_leaf, back.grad_fn is None])
+        p = torch.nn.Parameter(torch.ones(2))
+        torch.save(p, os.path.join(d, "param"))
+        o("param", [type(torch.load(os.path.join(d, "param"))).__name__])
+        view = torch.arange(10)[2:5]
+        torch.save(view, os.path.join(d, "view"))
+        o("view", torch.load(os.path.join(d, "view")))
+        torch.save([view, view], os.path.join(d, "views"))
+        a, b = torch.load(os.path.join(d, "views"))
+        o("same object", a is b)
+
+
+@program
+def d2l_autograd_chapter(torch, o):
+    x = torch.arange(4.0)
+    o("x", x)
+    x.requires_grad_(True)
+    o("grad None", x.grad)
+    y = 2 * torch.dot(x, x)
+    o("y", y)
+    y.backward()
+    o("grad", [x.grad, x.grad == 4 * x])
+    x.grad.zero_()
+    y = x.sum()
+    y.backward()
+    o("sum grad", x.grad)
+    x.grad.zero_()
+    y = x * x
+    y.backward(gradient=torch.ones(len(y)))
+    o("vector grad", x.grad)
+    x.grad.zero_()
+    y = x * x
+    u = y.detach()
+    z = u * x
+    z.sum().backward()
+    o("detach", [x.grad == u, u.requires_grad, u.is_leaf])
+    x.grad.zero_()
+    y.sum().backward()
+    o("y grad", [x.grad == 2 * x])
+
+    def f(a):
+        b = a * 2
+        while b.norm() < 1000:
+            b = b * 2
+        if b.sum() > 0:
+            c = b
+        else:
+            c = 100 * b
+        return c
+
+    for value in (0.37, -1.3):
+        a = torch.tensor(value, requires_grad=True)
+        d = f(a)
+        d.backward()
+        o(f"control flow {value}", [d, a.grad, a.grad == d / a])
+    a = torch.tensor([0.5, -0.2, 0.1], requires_grad=True)
+    d = f(a)
+    d.sum().backward()
+    o("vector control flow", [a.grad, d.norm()])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_softmax_concise_and_accuracy_helpers(torch, o):
+    nn = torch.nn
+    net = nn.Sequential(nn.Flatten(), nn.Linear(6, 3))
+
+    def init_weights(m):
+        if type(m) == nn.Linear:
+            nn.init.normal_(m.weight, std=0.01)
+
+    net.apply(init_weights)
+    with torch.no_grad():
+        net[1].weight.copy_(_fixed(torch, 3, 6, scale=0.1))
+        net[1].bias.fill_(0.01)
+    loss = nn.CrossEntropyLoss(reduction="none")
+    trainer = torch.optim.SGD(net.parameters(), lr=0.1)
+    X = _fixed(torch, 8, 2, 3, shift=0.5)
+    y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+
+    def accuracy(y_hat, y):
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = y_hat.argmax(axis=1)
+        cmp = y_hat.type(y.dtype) == y
+        return float(cmp.type(y.dtype).sum())
+
+    class Accumulator:
+        def __init__(self, n):
+            self.data = [0.0] * n
+
+        def add(self, *args):
+            self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def __getitem__(self, idx):
+            return self.data[idx]
+
+    for epoch in range(4):
+        metric = Accumulator(3)
+        for i in range(0, 8, 4):
+            y_hat = net(X[i:i + 4])
+            l = loss(y_hat, y[i:i + 4])
+            trainer.zero_grad()
+            l.mean().backward()
+            trainer.step()
+            metric.add(float(l.sum()), accuracy(y_hat, y[i:i + 4]), y[i:i + 4].numel())
+        o(f"epoch {epoch}", [metric[0] / metric[2], metric[1] / metric[2]])
+    o("type conversions", [y.type(torch.float32), y.type(), y.float().type(), y.type("torch.DoubleTensor").dtype])
+    o("argmax axis", [X.view(8, 6).argmax(axis=1), X.sum(axis=0).shape, X.mean(axis=(1, 2)).shape])
+    o("l", [l, l.shape])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_mlp_from_scratch_relu_max(torch, o):
+    nn = torch.nn
+    num_inputs, num_outputs, num_hiddens = 6, 3, 5
+    W1 = nn.Parameter(_fixed(torch, num_inputs, num_hiddens) * 0.5)
+    b1 = nn.Parameter(torch.zeros(num_hiddens, requires_grad=True))
+    W2 = nn.Parameter(_fixed(torch, num_hiddens, num_outputs, shift=1.0) * 0.5)
+    b2 = nn.Parameter(torch.zeros(num_outputs, requires_grad=True))
+    params = [W1, b1, W2, b2]
+
+    def relu(X):
+        a = torch.zeros_like(X)
+        return torch.max(X, a)
+
+    def net(X):
+        X = X.reshape((-1, num_inputs))
+        H = relu(X @ W1 + b1)
+        return H @ W2 + b2
+
+    loss = nn.CrossEntropyLoss(reduction="none")
+    updater = torch.optim.SGD(params, lr=0.1)
+    X = _fixed(torch, 8, 2, 3, shift=0.5)
+    y = torch.tensor([0, 1, 2, 0, 1, 2, 0, 1])
+    for epoch in range(5):
+        updater.zero_grad()
+        l = loss(net(X), y)
+        l.mean().backward()
+        updater.step()
+        o(f"loss {epoch}", l.mean())
+    o("params", params)
+    o("relu", [relu(torch.tensor([-1.0, 0.0, 2.0])), type(W1).__name__, W1.is_leaf])
+    o("max grad tie", torch.autograd.grad(relu(torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)).sum(),
+                                          [b1 if False else W1], allow_unused=True))
+    z = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
+    relu(z).sum().backward()
+    o("relu via max grad at 0", z.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
