@@ -1332,6 +1332,299 @@ def d2l_mlp_from_scratch_relu_max(torch, o):
     o("relu via max grad at 0", z.grad)
 
 
+# ---- fast.ai lesson 4 ---------------------------------------------------------------------------
+
+@program(rtol=1e-5, atol=1e-6)
+def fastai_sgd_quadratic_and_basic_optim(torch, o):
+    def f(x):
+        return x ** 2
+
+    xt = torch.tensor(3.).requires_grad_()
+    yt = f(xt)
+    o("yt", yt)
+    yt.backward()
+    o("xt.grad", xt.grad)
+
+    def f2(x):
+        return (x ** 2).sum()
+
+    xt = torch.tensor([3., 4., 10.]).requires_grad_()
+    yt = f2(xt)
+    yt.backward()
+    o("vector grad", [yt, xt.grad])
+
+    time = torch.arange(0, 20).float()
+    speed = torch.sin(time) * 3 + 0.75 * (time - 9.5) ** 2 + 1
+    o("time", [time.dtype, time[:3], speed[:3]])
+
+    def quad(t, params):
+        a, b, c = params
+        return a * (t ** 2) + (b * t) + c
+
+    def mse(preds, targets):
+        return ((preds - targets) ** 2).mean()
+
+    params = torch.tensor([0.5, -0.3, 0.8]).requires_grad_()
+    orig_params = params.clone()
+    lr = 1e-5
+
+    def apply_step(params, prn=True):
+        preds = quad(time, params)
+        loss = mse(preds, speed)
+        loss.backward()
+        params.data -= lr * params.grad.data
+        params.grad = None
+        return preds, loss
+
+    losses = [apply_step(params)[1].item() for _ in range(10)]
+    o("losses", losses)
+    o("params", [params, orig_params, orig_params.requires_grad, orig_params.grad_fn is not None])
+    a, b, c = params
+    o("unpacked", [a, a.requires_grad, a.grad_fn is not None, type(a).__name__])
+
+    class BasicOptim:
+        def __init__(self, params, lr):
+            self.params, self.lr = list(params), lr
+
+        def step(self, *args, **kwargs):
+            for p in self.params:
+                p.data -= p.grad.data * self.lr
+
+        def zero_grad(self, *args, **kwargs):
+            for p in self.params:
+                p.grad = None
+
+    linear_model = torch.nn.Linear(4, 1)
+    with torch.no_grad():
+        linear_model.weight.copy_(torch.tensor([[0.1, -0.2, 0.3, -0.4]]))
+        linear_model.bias.fill_(0.0)
+    w, b = linear_model.parameters()
+    o("param shapes", [w.shape, b.shape])
+    opt = BasicOptim(linear_model.parameters(), 1.0)
+    xs = torch.linspace(0, 1, 24).view(6, 4)
+    ys = torch.tensor([1, 0, 1, 0, 1, 1]).unsqueeze(1)
+
+    def mnist_loss(predictions, targets):
+        predictions = predictions.sigmoid()
+        return torch.where(targets == 1, 1 - predictions, predictions).mean()
+
+    def batch_accuracy(xb, yb):
+        preds = xb.sigmoid()
+        correct = (preds > 0.5) == yb
+        return correct.float().mean()
+
+    def validate_epoch(model):
+        accs = [batch_accuracy(model(xb), yb) for xb, yb in zip(xs.split(3), ys.split(3))]
+        return round(torch.stack(accs).mean().item(), 4)
+
+    for epoch in range(4):
+        for xb, yb in zip(xs.split(2), ys.split(2)):
+            loss = mnist_loss(linear_model(xb), yb)
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        o(f"epoch {epoch}", validate_epoch(linear_model))
+    o("trained", [w, b])
+    prds = torch.tensor([0.9, 0.4, 0.2])
+    trgts = torch.tensor([1, 0, 1])
+    o("where", [torch.where(trgts == 1, 1 - prds, prds), mnist_loss(prds, trgts)])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def fastai_init_params_linear1_and_simple_net(torch, o):
+    F = torch.nn.functional
+
+    def init_params(size, std=1.0):
+        return (torch.randn(size) * std).requires_grad_()
+
+    weights = init_params((16, 1))
+    o("init_params", [weights.shape, weights.requires_grad, weights.is_leaf, init_params(1).shape])
+    stacked_threes = torch.stack([torch.arange(16, dtype=torch.uint8).view(4, 4) * (i + 1) for i in range(3)]).float() / 255
+    stacked_sevens = torch.stack([torch.arange(16, dtype=torch.uint8).view(4, 4).flip(0) * (i + 2) for i in range(3)]).float() / 255
+    o("stacks", [stacked_threes.shape, stacked_threes.ndim, len(stacked_threes.shape), stacked_threes.dtype,
+                 stacked_threes[2, 3]])
+    o("uint8 arithmetic", [torch.tensor([200], dtype=torch.uint8) * 2, (torch.tensor([200], dtype=torch.uint8) / 255).dtype])
+    train_x = torch.cat([stacked_threes, stacked_sevens]).view(-1, 4 * 4)
+    train_y = torch.tensor([1] * 3 + [0] * 3).unsqueeze(1)
+    with torch.no_grad():
+        weights.copy_(_fixed(torch, 16, 1, scale=0.5))
+    bias = torch.tensor([0.1]).requires_grad_()
+    o("one prediction", (train_x[0] * weights.T).sum() + bias)
+
+    def linear1(xb):
+        return xb @ weights + bias
+
+    preds = linear1(train_x)
+    o("preds", preds)
+    corrects = (preds > 0.0).float() == train_y
+    o("corrects", [corrects, corrects.float().mean().item()])
+    with torch.no_grad():
+        weights[0] *= 1.0001
+    o("after tiny change", [weights.is_leaf, weights.requires_grad, weights._version > 0])
+
+    def calc_grad(xb, yb, model):
+        preds = model(xb)
+        loss = torch.where(yb == 1, 1 - preds.sigmoid(), preds.sigmoid()).mean()
+        loss.backward()
+
+    calc_grad(train_x[:4], train_y[:4], linear1)
+    g1 = weights.grad.mean()
+    calc_grad(train_x[:4], train_y[:4], linear1)
+    o("accumulated", [g1, weights.grad.mean(), bias.grad])
+    weights.grad.zero_()
+    bias.grad.zero_()
+    o("zeroed", [weights.grad.sum(), bias.grad])
+    w1 = _fixed(torch, 16, 30, shift=0.2) * 0.3
+    b1 = torch.zeros(30)
+    w2 = _fixed(torch, 30, 1, shift=0.3) * 0.3
+    b2 = torch.zeros(1)
+
+    def simple_net(xb):
+        res = xb @ w1 + b1
+        res = res.max(torch.tensor(0.0))
+        res = res @ w2 + b2
+        return res
+
+    o("simple net", simple_net(train_x))
+    net = torch.nn.Sequential(torch.nn.Linear(16, 30), torch.nn.ReLU(), torch.nn.Linear(30, 1))
+    with torch.no_grad():
+        net[0].weight.copy_(w1.T)
+        net[0].bias.copy_(b1)
+        net[2].weight.copy_(w2.T)
+        net[2].bias.copy_(b2)
+    o("same as module", torch.allclose(net(train_x), simple_net(train_x)))
+    o("F.relu", [F.relu(torch.tensor([-1.0, 2.0])), torch.tensor([-1.0, 2.0]).max(torch.tensor(0.0))])
+
+
+# ---- CS231n: numeric gradient checks; numpy two-layer net ---------------------------------------
+
+@program
+def cs231n_eval_numerical_gradient_nditer(torch, o):
+    def eval_numerical_gradient(f, x, h=1e-5):
+        fx = f(x)
+        grad = np.zeros(x.shape)
+        it = np.nditer(x.numpy(), flags=["multi_index"], op_flags=[["readwrite"]])
+        while not it.finished:
+            ix = it.multi_index
+            oldval = x[ix].item()
+            x[ix] = oldval + h
+            fxph = f(x)
+            x[ix] = oldval - h
+            fxmh = f(x)
+            x[ix] = oldval
+            grad[ix] = (fxph - fxmh) / (2 * h)
+            it.iternext()
+        return grad
+
+    W = (torch.arange(12, dtype=torch.float64).view(3, 4) / 10 - 0.5)
+    X = torch.tensor([[1.0, -2.0, 0.5], [0.3, 0.8, -1.2]], dtype=torch.float64)
+    y = torch.tensor([2, 0])
+
+    def loss_fn(W):
+        scores = X.mm(W)
+        return torch.nn.functional.cross_entropy(scores, y).item()
+
+    num_grad = eval_numerical_gradient(loss_fn, W)
+    Wt = W.clone().requires_grad_()
+    torch.nn.functional.cross_entropy(X.mm(Wt), y).backward()
+    analytic = Wt.grad.numpy()
+
+    def rel_error(x, y):
+        return np.max(np.abs(x - y) / (np.maximum(1e-8, np.abs(x) + np.abs(y))))
+
+    o("rel error small", rel_error(num_grad, analytic) < 1e-7)
+    o("analytic", Wt.grad)
+    o("num grad dtype", [str(num_grad.dtype), type(rel_error(num_grad, analytic)).__name__])
+    o("W restored", W)
+    o("index with tuple", [W[(1, 2)], W[np.int64(1), np.int64(2)], W[np.int64(1)].shape])
+
+    def grad_check_sparse(f, x, analytic_grad, num_checks=4, h=1e-5):
+        out = []
+        for i in range(num_checks):
+            ix = tuple([i % m for m in x.shape])
+            oldval = x[ix].item()
+            x[ix] = oldval + h
+            fxph = f(x)
+            x[ix] = oldval - h
+            fxmh = f(x)
+            x[ix] = oldval
+            grad_numerical = (fxph - fxmh) / (2 * h)
+            grad_analytic = analytic_grad[ix]
+            rel = abs(grad_numerical - grad_analytic) / (abs(grad_numerical) + abs(grad_analytic))
+            out.append(rel < 1e-6)
+        return out
+
+    o("sparse", grad_check_sparse(loss_fn, W, Wt.grad))
+    o("gradcheck", torch.autograd.gradcheck(lambda w: torch.nn.functional.cross_entropy(X.mm(w), y), (Wt,)))
+
+
+@program(rtol=1e-5, atol=1e-6)
+def two_layer_net_numpy_vs_torch(torch, o):
+    N, D_in, H, D_out = 8, 5, 6, 3
+    x_np = np.sin(np.arange(N * D_in).reshape(N, D_in) * 0.7).astype(np.float32)
+    y_np = np.cos(np.arange(N * D_out).reshape(N, D_out) * 0.3).astype(np.float32)
+    w1_np = (np.sin(np.arange(D_in * H).reshape(D_in, H) * 1.3) * 0.5).astype(np.float32)
+    w2_np = (np.cos(np.arange(H * D_out).reshape(H, D_out) * 1.1) * 0.5).astype(np.float32)
+    learning_rate = 1e-2
+    # numpy version
+    w1, w2 = w1_np.copy(), w2_np.copy()
+    for t in range(5):
+        h = x_np.dot(w1)
+        h_relu = np.maximum(h, 0)
+        y_pred = h_relu.dot(w2)
+        loss_np = np.square(y_pred - y_np).sum()
+        grad_y_pred = 2.0 * (y_pred - y_np)
+        grad_w2 = h_relu.T.dot(grad_y_pred)
+        grad_h_relu = grad_y_pred.dot(w2.T)
+        grad_h = grad_h_relu.copy()
+        grad_h[h < 0] = 0
+        grad_w1 = x_np.T.dot(grad_h)
+        w1 -= learning_rate * grad_w1
+        w2 -= learning_rate * grad_w2
+    # tensors, manual gradients
+    dtype = torch.float
+    device = torch.device("cpu")
+    x = torch.from_numpy(x_np)
+    y = torch.from_numpy(y_np)
+    tw1 = torch.from_numpy(w1_np.copy()).to(device=device, dtype=dtype)
+    tw2 = torch.tensor(w2_np, device=device, dtype=dtype)
+    for t in range(5):
+        h = x.mm(tw1)
+        h_relu = h.clamp(min=0)
+        y_pred = h_relu.mm(tw2)
+        loss = (y_pred - y).pow(2).sum().item()
+        grad_y_pred = 2.0 * (y_pred - y)
+        grad_w2 = h_relu.t().mm(grad_y_pred)
+        grad_h_relu = grad_y_pred.mm(tw2.t())
+        grad_h = grad_h_relu.clone()
+        grad_h[h < 0] = 0
+        grad_w1 = x.t().mm(grad_h)
+        tw1 -= learning_rate * grad_w1
+        tw2 -= learning_rate * grad_w2
+    o("manual", [loss, tw1, tw2])
+    o("agrees with numpy", [np.allclose(tw1.numpy(), w1, atol=1e-6), abs(loss - float(loss_np)) < 1e-4])
+    # autograd
+    aw1 = torch.tensor(w1_np, requires_grad=True)
+    aw2 = torch.tensor(w2_np, requires_grad=True)
+    for t in range(5):
+        y_pred = x.mm(aw1).clamp(min=0).mm(aw2)
+        loss = (y_pred - y).pow(2).sum()
+        loss.backward()
+        with torch.no_grad():
+            aw1 -= learning_rate * aw1.grad
+            aw2 -= learning_rate * aw2.grad
+            aw1.grad.zero_()
+            aw2.grad.zero_()
+    o("autograd", [loss, aw1, aw2])
+    o("same as manual", [torch.allclose(aw1, tw1, atol=1e-6), torch.allclose(aw2, tw2, atol=1e-6)])
+    o("from_numpy shares", [str(x_np.dtype), x.dtype, torch.from_numpy(np.arange(3)).dtype,
+                            torch.from_numpy(np.array([1.0, 2.0])).dtype])
+    shared = torch.from_numpy(x_np)
+    x_np[0, 0] = 42.0
+    o("shared memory", shared[0, 0])
+    o("numpy back", [type(aw1.detach().numpy()).__name__, str(aw1.detach().numpy().dtype)])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
