@@ -36,7 +36,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer
 from ._registry import Op, apply
-from ._shape import check_slice_steps, expand_target, getitem
+from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -403,6 +403,8 @@ def setitem(self, key, value):
     check_slice_steps(items)
     np_key = _numpy_key(key)
     advanced = not all(_is_basic(item) for item in items)
+    if advanced:
+        check_advanced_key(self._data.shape, items)
     number = type(value) in (int, float, bool)
     fills = number or (isinstance(value, Tensor) and value.ndim == 0)  # PyTorch: fill_ a 0-d tensor
     if isinstance(value, Tensor):

@@ -522,8 +522,16 @@ def _tanh_backward_data(ctx, g):
     return (g * (1 - y * y),)
 
 
+def _tanh_backward(ctx, g):
+    y = ctx.output()
+    if y.dtype is _dtypes.float32:  # rounded as _tanh_backward_data (and torch's FMA)
+        wide = y.double()
+        return (g * (1 - wide * wide).float(),)
+    return (g * (1 - y * y),)
+
+
 TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
-          backward=lambda ctx, g: (g * (1 - ctx.output() * ctx.output()),),
+          backward=_tanh_backward,
           fast_backward=_tanh_backward_data,
           saves=saves_output, dtype=promote_float)
 SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,

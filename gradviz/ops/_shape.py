@@ -356,12 +356,63 @@ def check_slice_steps(items):
                     f"backwards; use torch.flip(x, dims) to reverse a dim")
 
 
+def _index_array(item):
+    if isinstance(item, (bool, np.bool_)):
+        return None
+    array = np.asarray(_as_index(item))
+    if array.size == 0 and array.dtype.kind == "f":  # x[[]]: an empty long index
+        array = array.astype(np.int64)
+    return array
+
+
+def check_advanced_key(shape, items):
+    """PyTorch's errors for tensor / list indices, before numpy sees the key (numpy says
+    "axis" and words its mask and broadcast errors differently)."""
+    arrays = [None if item is None or item is Ellipsis or not _is_advanced(item) else _index_array(item)
+              for item in items]
+    consumed = sum(0 if item is None or item is Ellipsis or isinstance(item, (bool, np.bool_))
+                   else (array.ndim if array is not None and array.dtype == np.bool_ else 1)
+                   for item, array in zip(items, arrays))
+    dim = 0
+    index_shapes = []
+    for item, array in zip(items, arrays):
+        if item is None or isinstance(item, (bool, np.bool_)):
+            continue
+        if item is Ellipsis:
+            dim += max(len(shape) - consumed, 0)
+            continue
+        if array is None:  # an int or a slice
+            dim += 1
+            continue
+        if array.dtype == np.bool_:
+            for i, size in enumerate(array.shape):
+                if dim + i < len(shape) and size != shape[dim + i]:
+                    raise IndexError(
+                        f"The shape of the mask {list(array.shape)} at index {i} does not match the "
+                        f"shape of the indexed tensor {list(shape)} at index {dim + i}")
+            dim += array.ndim
+            continue
+        if dim < len(shape) and array.size:
+            size = shape[dim]
+            bad = array[(array >= size) | (array < -size)]
+            if bad.size:
+                raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+        index_shapes.append(array.shape)
+        dim += 1
+    try:
+        np.broadcast_shapes(*index_shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in index_shapes)) from None
+
+
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy)."""
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     if any(_is_advanced(item) for item in items):
+        check_advanced_key(input._data.shape, items)
         np_key = tuple(_as_index(item) for item in items)
         np_key = np_key[0] if len(np_key) == 1 else np_key
         return _index_op(input, np_key, "advanced")
