@@ -8,6 +8,7 @@ and class-probability ``cross_entropy`` are composites, as in PyTorch.
 
 from __future__ import annotations
 
+import contextvars
 import warnings
 
 import numpy as np
@@ -17,6 +18,8 @@ from .. import ops as _ops
 from ..ops import _conv, _loss
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
+from ..ops._pointwise import _broadcast_error
+from .._tensor import Tensor
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
            "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
@@ -109,6 +112,11 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` (weight: (out_features, in_features)), recorded as PyTorch
     records it: with a bias, one ``AddmmBackward0`` node (the input flattened to 2-D and the
     result viewed back when it is not 2-D); without, ``matmul``'s nodes."""
+    for position, (name, value) in enumerate((("input", input), ("weight", weight)), 1):
+        if not isinstance(value, Tensor):  # model(numpy_array): torch's TypeError
+            kind = type(value)
+            kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {kind}")
     if bias is None:
         return _ops.matmul(input, weight.t())
     if input.ndim == 2:
@@ -142,6 +150,9 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         raise NotImplementedError("size_average and reduce are deprecated; use reduction")
     _check_reduction(reduction)
     _check_target_size(input, target)
+    error = _broadcast_error(input._data, target._data)
+    if error is not None:
+        raise error
     if weight is not None:
         return _reduce((input - target) ** 2 * weight, reduction)
     return _loss.mse_loss(input, target, reduction)
@@ -169,19 +180,22 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if size_average is not None or reduce is not None:
         raise NotImplementedError("nll_loss: size_average and reduce are deprecated; use reduction")
     _check_reduction(reduction)
+    # torch's order of checks: the target's dims, the batch size (2-D input), then its dtype
+    # (before the size for a 1-D input)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 2 and (target.ndim == 0 or target.shape[0] != input.shape[0]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.ndim else 1}).")
     if target.dtype.name not in ("int64", "uint8"):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
     if input.ndim == 1:
-        if target.ndim != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+        if target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
     elif input.ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    elif target.ndim == 0 or target.shape[0] != input.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 1}).")
-    elif target.ndim != 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
     keep = labels != ignore_index
@@ -224,7 +238,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     dim = 0 if input.ndim == 1 else 1
     log_probs = log_softmax(input, dim)
     classes = input.shape[dim]
-    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+    if tuple(target.shape) == tuple(input.shape):  # torch: same shapes mean class probabilities
+        if not target.dtype.is_floating_point:
+            raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                               f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
@@ -620,6 +637,19 @@ def _check_blocks(x, geometry):
                            "greater than actual input size")
 
 
+def _check_pool_output(x, geometry, what):
+    """torch's pooling error for windows that do not fit (rather than convolution's)."""
+    sizes = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
+             zip(x.shape[2:], geometry.padding, geometry.dilation, geometry.kernel, geometry.stride)]
+    if min(sizes) >= 1:
+        return
+    if what == "max_pool1d":
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {sizes[1]}")
+    channels, height, width = x.shape[1:]
+    raise RuntimeError(f"Given input size: ({channels}x{height}x{width}). Calculated output size: "
+                       f"({channels}x{sizes[0]}x{sizes[1]}). Output size is too small")
+
+
 def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
     if ceil_mode:
         raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
@@ -638,7 +668,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum over each ``kernel_size`` window (one ``MaxPool2DWithIndicesBackward0``)."""
     x, unbatched = _batched_4d(input, "max_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    _check_blocks(x, geometry)
+    _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
     out, indices = _conv.max_pool2d(x, geometry)
     indices = _ops.tensor(indices)
     if unbatched:
@@ -653,7 +683,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise NotImplementedError("avg_pool2d: count_include_pad=False is not supported by gradviz")
     x, unbatched = _batched_4d(input, "avg_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
-    _check_blocks(x, geometry)
+    _check_pool_output(x, geometry, "avg_pool2d")
     out = _conv.avg_pool2d(x, geometry, divisor_override)
     return out.squeeze(0) if unbatched else out
 
@@ -751,11 +781,18 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if input.ndim == 2 else out
 
 
+_POOL_1D = contextvars.ContextVar("gradviz_pool_1d", default=False)  # inside a 1-D pool
+
+
 def _pool1d(pool, input, what, *args):
     """``pool`` (a 2-D pool) over (1, L): torch's 1-D pools, ending in a ``SqueezeBackward1``."""
     if input.ndim not in (2, 3):
         raise RuntimeError(f"{what}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-    result = pool(input.unsqueeze(-2), *args)
+    token = _POOL_1D.set(True)
+    try:
+        result = pool(input.unsqueeze(-2), *args)
+    finally:
+        _POOL_1D.reset(token)
     if isinstance(result, tuple):
         return tuple(t.squeeze(-2) for t in result)
     return result.squeeze(-2)

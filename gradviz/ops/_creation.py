@@ -183,6 +183,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:  # arange(0, 10, -1): torch refuses, numpy gives []
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _dtypes.result_type(start, end, step)
     dtype = _dtypes.as_dtype(dtype)

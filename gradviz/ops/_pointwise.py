@@ -878,7 +878,10 @@ def where(condition, input=None, other=None):
     """
     if input is None and other is None:
         return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
-    if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
+    if not isinstance(condition, Tensor):
         raise RuntimeError("where expected condition to be a boolean tensor")
+    if condition.dtype is not _dtypes.bool:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{TYPE_WORDS.get(condition.dtype.name, condition.dtype.name)}")
     return apply(WHERE, _check_operand(input, "where"), _check_operand(other, "where"),
                  condition=condition._data, condition_tensor=condition)

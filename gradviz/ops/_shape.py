@@ -332,7 +332,8 @@ def _as_index(item):
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
         return item._data
     if isinstance(item, list):
-        return np.asarray(item)
+        array = np.asarray(item)
+        return array.astype(np.int64) if array.size == 0 else array  # x[[]]: no rows
     return item
 
 
@@ -359,10 +360,7 @@ def check_slice_steps(items):
 def _index_array(item):
     if isinstance(item, (bool, np.bool_)):
         return None
-    array = np.asarray(_as_index(item))
-    if array.size == 0 and array.dtype.kind == "f":  # x[[]]: an empty long index
-        array = array.astype(np.int64)
-    return array
+    return np.asarray(_as_index(item))
 
 
 def check_advanced_key(shape, items):

@@ -1625,6 +1625,191 @@ def two_layer_net_numpy_vs_torch(torch, o):
     o("numpy back", [type(aw1.detach().numpy()).__name__, str(aw1.detach().numpy().dtype)])
 
 
+# ---- beginner errors ----------------------------------------------------------------------
+
+@program
+def beginner_errors_shapes_and_matmul(torch, o):
+    o.raises("mm shapes", lambda: torch.ones(2, 3) @ torch.ones(4, 5), "mat1 and mat2 shapes cannot be multiplied (2x3 and 4x5)")
+    o.raises("vector dot sizes", lambda: torch.ones(3) @ torch.ones(4), "inconsistent tensor size, expected tensor [3] and src [4]")
+    o.raises("matrix @ wrong vector", lambda: torch.ones(3, 4) @ torch.ones(3), "size mismatch, got input (3), mat (3x4), vec (3)")
+    o.raises("batched inner sizes", lambda: torch.ones(2, 3, 4) @ torch.ones(2, 5, 6),
+             "Expected size for first two dimensions of batch2 tensor to be: [2, 4] but got: [2, 5].")
+    o.raises("batched 4d", lambda: torch.matmul(torch.ones(2, 2, 3, 4), torch.ones(2, 5, 6)),
+             "Expected size for first two dimensions of batch2 tensor to be: [4, 4] but got: [4, 5].")
+    o.raises("batched @ matrix", lambda: torch.ones(2, 3, 4) @ torch.ones(5, 6), "mat1 and mat2 shapes cannot be multiplied (6x4 and 5x6)")
+    o.raises("batched @ vector", lambda: torch.ones(2, 3, 4) @ torch.ones(5), "size mismatch, got input (6), mat (6x4), vec (5)")
+    w = torch.ones(3, 4, requires_grad=True)
+    o.raises("matrix with grad @ batch", lambda: w @ torch.ones(2, 5, 6), "mat1 and mat2 shapes cannot be multiplied (12x5 and 4x3)")
+    o.raises("batch sizes", lambda: torch.ones(2, 3, 4) @ torch.ones(3, 4, 5), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")
+    o.raises("broadcast add", lambda: torch.ones(2, 3) + torch.ones(2, 4), "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1")
+    o.raises("bmm 2d", lambda: torch.bmm(torch.ones(3, 4), torch.ones(4, 5)), "batch1 must be a 3D tensor")
+    o.raises("view size", lambda: torch.arange(12).view(-1, 7), "shape '[-1, 7]' is invalid for input of size 12")
+    o.raises("emb view", lambda: torch.zeros(32, 3, 10).view(-1, 20), "shape '[-1, 20]' is invalid for input of size 960")
+    o.raises("view non-contiguous", lambda: torch.ones(2, 3).t().view(-1), "view size is not compatible with input tensor's size and stride")
+    o("reshape non-contiguous", torch.arange(6.0).view(2, 3).t().reshape(-1))
+    o.raises("two inferred", lambda: torch.ones(2, 3).view(3, -1, -1), "only one dimension can be inferred")
+    o.raises("cat sizes", lambda: torch.cat([torch.ones(2, 3), torch.ones(3, 2)]), "Sizes of tensors must match except in dimension 0. Expected size 3 but got size 2 for tensor number 1 in the list.")
+    o.raises("expand", lambda: torch.ones(2, 3).expand(3, 3), "The expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 0")
+    o.raises("dim out of range", lambda: torch.ones(3).mean(1), "Dimension out of range (expected to be in range of [-1, 0], but got 1)")
+    o.raises("softmax dim", lambda: torch.nn.functional.softmax(torch.ones(2, 3), dim=2), "Dimension out of range")
+    o.raises("permute duplicates", lambda: torch.ones(2, 3).permute(0, 0), "duplicate dims are not allowed")
+    o.raises("conv channels", lambda: torch.nn.Conv2d(3, 4, 3)(torch.ones(1, 2, 5, 5)),
+             "Given groups=1, weight of size [4, 3, 3, 3], expected input[1, 2, 5, 5] to have 3 channels, but got 2 channels instead")
+    o.raises("pool too small", lambda: torch.nn.functional.max_pool2d(torch.ones(1, 2, 3, 5), (4, 2)),
+             "Given input size: (2x3x5). Calculated output size: (2x0x2). Output size is too small")
+    o.raises("avg pool 1d too small", lambda: torch.nn.functional.avg_pool1d(torch.ones(1, 2, 1), 2), "Output size is too small")
+    o.raises("max pool 1d too small", lambda: torch.nn.functional.max_pool1d(torch.ones(2, 3), 4), "max_pool1d() Invalid computed output size: 0")
+    o.raises("lstm input size", lambda: torch.nn.LSTM(3, 4)(torch.ones(5, 2, 4)), "input.size(-1) must be equal to input_size. Expected 3, got 4")
+
+
+@program
+def beginner_errors_dtypes(torch, o):
+    F = torch.nn.functional
+    o.raises("float @ long", lambda: torch.ones(2, 3) @ torch.ones(3, 2, dtype=torch.long), "expected m1 and m2 to have the same dtype, but got: float != long int")
+    o.raises("float mm double", lambda: torch.ones(2, 3).mm(torch.ones(3, 2, dtype=torch.float64)), "expected m1 and m2 to have the same dtype, but got: float != double")
+    o.raises("dot long float", lambda: torch.tensor([1, 2]).dot(torch.tensor([1.0, 2.0])), "dot : expected both vectors to have same dtype, but found Long and Float")
+    o.raises("linear on numpy", lambda: torch.nn.Linear(3, 2)(np.ones((1, 3), dtype=np.float32)), "linear(): argument 'input' (position 1) must be Tensor, not numpy.ndarray")
+    o.raises("linear on list", lambda: F.linear([1.0, 2.0, 3.0], torch.ones(2, 3)), "linear(): argument 'input' (position 1) must be Tensor, not list")
+    o.raises("linear on double", lambda: torch.nn.Linear(3, 2)(torch.from_numpy(np.ones((1, 3)))), "mat1 and mat2 must have the same dtype, but got Double and Float")
+    o.raises("ce int32 target", lambda: F.cross_entropy(torch.ones(2, 3), torch.tensor([0, 1], dtype=torch.int32)), "expected target dtype to be Long or Byte, but got Int")
+    o.raises("ce float target", lambda: F.cross_entropy(torch.ones(2, 3), torch.tensor([0.0, 1.0])), "expected target dtype to be Long or Byte, but got Float")
+    o.raises("ce same shape long", lambda: torch.nn.CrossEntropyLoss()(torch.ones(3), torch.tensor([0, 1, 2])), "Expected floating point type for target with class probabilities, got Long")
+    o.raises("ce one-hot long target", lambda: F.cross_entropy(torch.ones(2, 3), F.one_hot(torch.tensor([0, 2]), 3)), "Expected floating point type for target with class probabilities, got Long")
+    o("ce one-hot float target", F.cross_entropy(torch.tensor([[1.0, 2.0, 0.5], [0.1, 0.2, 3.0]]), F.one_hot(torch.tensor([0, 2]), 3).float()))
+    o.raises("ce probs wrong width", lambda: F.cross_entropy(torch.ones(2, 3), torch.ones(2, 4)), "0D or 1D target tensor expected, multi-target not supported")
+    o.raises("ce batch", lambda: F.cross_entropy(torch.ones(2, 3), torch.tensor([0.0, 1.0, 2.0])), "Expected input batch_size (2) to match target batch_size (3).")
+    o.raises("nll 1d target size", lambda: F.nll_loss(torch.ones(3), torch.tensor([0, 1])), "For 1D input, 1D target must have size 1, but got target size: 2")
+    o("nll 1d one target", [F.nll_loss(torch.tensor([-1.0, -2.0, -3.0]), torch.tensor([1])),
+                             F.cross_entropy(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(2))])
+    o.raises("one_hot float", lambda: F.one_hot(torch.tensor([0.0, 1.0])), "one_hot is only applicable to index tensor of type LongTensor.")
+    o.raises("embedding float", lambda: F.embedding(torch.tensor([1.0]), torch.ones(3, 2)), "Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int")
+    o.raises("where long", lambda: torch.where(torch.tensor([1, 0]), torch.ones(2), torch.zeros(2)), "where expected condition to be a boolean tensor, but got a tensor with dtype Long")
+    o.raises("masked_fill long mask", lambda: torch.ones(3).masked_fill(torch.tensor([1, 0, 1]), 0.0), "masked_fill_ only supports boolean masks, but got mask with dtype long int")
+    o.raises("masked_fill uint8 mask", lambda: torch.ones(3).masked_fill(torch.tensor([1, 0, 1], dtype=torch.uint8), 0.0), "masked_fill_ only supports boolean masks, but got mask with dtype unsigned char")
+    o.raises("masked_fill_ shapes", lambda: torch.ones(3).masked_fill_(torch.tensor([True, False]), 0.0), "must match the size of tensor")
+    o.raises("index_add_ dtype", lambda: torch.zeros(3, dtype=torch.long).index_add_(0, torch.tensor([0]), torch.ones(1)), "index_add_(): self (Long) and source (Float) must have the same scalar type")
+    o.raises("index_add dtype", lambda: torch.zeros(3).index_add(0, torch.tensor([0]), torch.ones(1, dtype=torch.float64)), "index_add_(): self (Float) and source (Double) must have the same scalar type")
+    o.raises("scatter_ dtype", lambda: torch.zeros(2, 3).scatter_(1, torch.tensor([[0], [1]]), torch.ones(2, 1, dtype=torch.long)), "scatter(): Expected self.dtype to be equal to src.dtype")
+    o.raises("scatter_add_ dtype", lambda: torch.zeros(2, 3).scatter_add_(1, torch.tensor([[0], [1]]), torch.ones(2, 1, dtype=torch.float64)), "scatter(): Expected self.dtype to be equal to src.dtype")
+    o.raises("mean of long", lambda: torch.arange(5).mean(), "mean(): could not infer output dtype")
+    o.raises("requires grad long", lambda: torch.arange(5).requires_grad_(), "only Tensors of floating point dtype can require gradients")
+    o.raises("arange step sign", lambda: torch.arange(0, 10, -1), "upper bound and lower bound inconsistent with step sign")
+    o("arange empty", [torch.arange(5, 5), torch.arange(3, 3, -1), torch.arange(10, 0, -3)])
+    o("mse int target warns", o.warns("warning", lambda: F.mse_loss(torch.ones(4, 1), torch.ones(4)), "Using a target size"))
+    o.raises("mse sizes", lambda: torch.nn.MSELoss()(torch.ones(2), torch.ones(3)), "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")
+
+
+@program
+def beginner_errors_indexing(torch, o):
+    x = torch.arange(6.0).view(2, 3)
+    o.raises("int out of range", lambda: x[2], "index 2 is out of bounds for dimension 0 with size 2")
+    o.raises("column out of range", lambda: x[:, 3], "index 3 is out of bounds for dimension 1 with size 3")
+    o.raises("list out of range", lambda: x[[0, 5]], "index 5 is out of bounds for dimension 0 with size 2")
+    o.raises("negative list", lambda: x[[0, -3]], "index -3 is out of bounds for dimension 0 with size 2")
+    o.raises("tensor pair", lambda: x[torch.tensor([0, 1]), torch.tensor([0, 4])], "index 4 is out of bounds for dimension 1 with size 3")
+    o.raises("tensor column", lambda: x[:, torch.tensor([0, 3])], "is out of bounds for dimension")
+    o.raises("setitem out of range", lambda: x.__setitem__(torch.tensor([5]), 1.0), "index 5 is out of bounds for dimension 0 with size 2")
+    o.raises("mask shape", lambda: x[torch.tensor([True, False, True])], "The shape of the mask [3] at index 0 does not match the shape of the indexed tensor [2, 3] at index 0")
+    o.raises("mask on dim 1", lambda: x[:, torch.tensor([True, False])], "The shape of the mask [2] at index 0 does not match the shape of the indexed tensor [2, 3] at index 1")
+    o.raises("2d mask", lambda: x[torch.ones(2, 2, dtype=torch.bool)], "The shape of the mask [2, 2] at index 1 does not match the shape of the indexed tensor [2, 3] at index 1")
+    o.raises("setitem mask", lambda: x.__setitem__(torch.tensor([True, False, True]), 0.0), "The shape of the mask [3] at index 0")
+    o.raises("index broadcast", lambda: x[torch.tensor([0, 1]), torch.tensor([0, 1, 2])], "shape mismatch: indexing tensors could not be broadcast together with shapes [2], [3]")
+    o.raises("value broadcast", lambda: x.__setitem__(torch.tensor([0, 1]), torch.ones(3, 3)), "shape mismatch: value tensor of shape [3, 3] cannot be broadcast to indexing result of shape [2, 3]")
+    o.raises("embedding range", lambda: torch.nn.Embedding(5, 2)(torch.tensor([5])), "index out of range in self")
+    o.raises("C[X] range", lambda: torch.zeros(27, 2)[torch.tensor([[0, 27]])], "index 27 is out of bounds for dimension 0 with size 27")
+    o.raises("index_select range", lambda: x.index_select(0, torch.tensor([2])), "index out of range in self")
+    o.raises("gather range", lambda: torch.gather(x, 1, torch.tensor([[3]])), "index 3 is out of bounds for dimension 1 with size 3")
+    o.raises("float index", lambda: x[torch.tensor([0.0])], "tensors used as indices must be long, int, byte or bool tensors")
+    o.raises("one_hot classes", lambda: torch.nn.functional.one_hot(torch.tensor([0, 5]), 3), "Class values must be smaller than num_classes.")
+    o.raises("nll target", lambda: torch.nn.functional.nll_loss(torch.ones(2, 3), torch.tensor([0, 3])), "Target 3 is out of bounds.")
+    o("good masks", [x[x > 2], x[torch.tensor([True, False])], x[:, torch.tensor([True, False, True])], x[[]].shape,
+                     x[torch.tensor([], dtype=torch.long)].shape, x[..., torch.tensor([True, False, True])]])
+    y = x.clone()
+    y[y > 2] = 0.0
+    y[torch.tensor([0, 1]), torch.tensor([2, 0])] = -1.0
+    o("good setitems", y)
+
+
+@program
+def beginner_errors_autograd(torch, o):
+    x = torch.ones(3, requires_grad=True)
+    o.raises("non-scalar backward", lambda: (x * 2).backward(), "grad can be implicitly created only for scalar outputs")
+    o.raises("no grad tensor", lambda: torch.ones(3).sum().backward(), "element 0 of tensors does not require grad and does not have a grad_fn")
+
+    def under_no_grad():
+        with torch.no_grad():
+            y = x * 2
+        y.sum().backward()
+
+    o.raises("made under no_grad", under_no_grad, "element 0 of tensors does not require grad and does not have a grad_fn")
+
+    def detached():
+        (x * 2).detach().sum().backward()
+
+    o.raises("detached", detached, "element 0 of tensors does not require grad")
+
+    def twice():
+        loss = (x * x).sum()
+        loss.backward()
+        loss.backward()
+
+    o.raises("backward twice", twice, "Trying to backward through the graph a second time")
+
+    def twice_through_shared():
+        h = (x * x).exp()
+        h.sum().backward()
+        (h * 2).sum().backward()
+
+    o.raises("second loss through a freed graph", twice_through_shared, "Trying to backward through the graph a second time")
+    o.raises("inplace on leaf", lambda: x.add_(1), "a leaf Variable that requires grad is being used in an in-place operation.")
+    o.raises("setitem on leaf", lambda: x.__setitem__(0, 5.0), "a view of a leaf Variable that requires grad is being used in an in-place operation.")
+
+    def relu_inplace_after_tanh():
+        h = torch.tanh(x * 2)
+        torch.nn.functional.relu(h, inplace=True)
+        h.sum().backward()
+
+    o.raises("inplace relu after tanh", relu_inplace_after_tanh, "one of the variables needed for gradient computation has been modified by an inplace operation")
+
+    def exp_plus_equals():
+        y = x.exp()
+        y += 1
+        y.sum().backward()
+
+    o.raises("exp then +=", exp_plus_equals, "is at version 1; expected version 0 instead")
+
+    def sigmoid_mul():
+        y = x.sigmoid()
+        y.mul_(2)
+        y.sum().backward()
+
+    o.raises("sigmoid then mul_", sigmoid_mul, "which is output 0 of Sigmoid, is at version 1; expected version 0 instead")
+
+    def weight_update_between():
+        w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        loss = (w * w).sum()
+        with torch.no_grad():
+            w -= 0.1
+        loss.backward()
+
+    o.raises("update before backward", weight_update_between, "modified by an inplace operation")
+    o.raises("numpy with grad", lambda: x.numpy(), "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
+    o("numpy detached", x.detach().numpy())
+    o.raises("grad of None", lambda: torch.ones(2, requires_grad=True).grad.zero_(), "'NoneType' object has no attribute 'zero_'")
+    o.raises("item then backward", lambda: (x * 2).sum().item().backward(), "'float' object has no attribute 'backward'")
+    o.raises("unused input", lambda: torch.autograd.grad((x * 2).sum(), [x, torch.ones(1, requires_grad=True)]),
+             "appears to not have been used in the graph. Set allow_unused=True if this is the desired behavior.")
+    o.raises("grad shape", lambda: torch.tensor(3.0, requires_grad=True).mul(2).backward(torch.ones(2)),
+             "Mismatch in shape: grad_output[0] has a shape of torch.Size([2]) and output[0] has a shape of torch.Size([]).")
+    o.raises("requires_grad on non-leaf", lambda: setattr(x * 2, "requires_grad", False),
+             "you can only change requires_grad flags of leaf variables.")
+    o.raises("batchnorm one sample", lambda: torch.nn.BatchNorm1d(3)(torch.ones(1, 3)), "Expected more than 1 value per channel when training, got input size torch.Size([1, 3])")
+    o.raises("bce sizes", lambda: torch.nn.functional.binary_cross_entropy(torch.full((4, 1), 0.5), torch.ones(4)),
+             "Using a target size (torch.Size([4])) that is different to the input size (torch.Size([4, 1])) is deprecated. Please ensure they have the same size.")
+    o.raises("bce logits sizes", lambda: torch.nn.BCEWithLogitsLoss()(torch.zeros(4, 1), torch.ones(4)), "Target size (torch.Size([4])) must be the same as input size (torch.Size([4, 1]))")
+    o("after errors", [x.grad, x.requires_grad, x.is_leaf, x._version])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
