@@ -32,7 +32,7 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
-from .ops import bincount, median, mode, quantile, std_mean, unique, var_mean
+from .ops import bincount, histc, histogram, median, mode, quantile, std_mean, unique, var_mean
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
@@ -138,7 +138,7 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim", "utils", "bincount", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
+    "load_trace", "optim", "utils", "bincount", "histc", "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",

@@ -1810,6 +1810,52 @@ def beginner_errors_autograd(torch, o):
     o("after errors", [x.grad, x.requires_grad, x.is_leaf, x._version])
 
 
+@program
+def makemore_activation_histograms(torch, o):
+    x = _fixed(torch, 32, 30)
+    w = (_fixed(torch, 30, 100, shift=0.7) * (5 / 3) / 30 ** 0.5).requires_grad_()
+    t = torch.tanh(x @ w)
+    hy, hx = torch.histogram(t, density=True)
+    o("histogram", [hy, hx, node_name(hy.grad_fn), hy.requires_grad, hx.is_leaf])
+    o("detached", [hx[:-1].detach().shape, hy.detach().sum() * (hx[1] - hx[0]).detach()])
+    o.raises("no derivative", lambda: hy.sum().backward(), "derivative for aten::histogram is not implemented")
+    result = torch.histogram(t.detach(), bins=10, range=(-1.0, 1.0))
+    o("fields", [result.hist, result.bin_edges, len(result), result.n_fields])
+    o("repr", repr(torch.histogram(torch.tensor([0.0, 0.1, 0.5, 1.0]), bins=2)))
+    o("explicit edges", torch.histogram(t.detach(), bins=torch.tensor([-1.0, -0.97, 0.97, 1.0])))
+    o("weighted", torch.histogram(torch.tensor([0.0, 0.2, 0.9]), 2, weight=torch.tensor([1.0, 2.0, 4.0])))
+    o("histc", [torch.histc(t.detach(), bins=20), t.detach().histc(5, min=-0.5, max=0.5), torch.histc(torch.ones(3), 2)])
+    o("constant input", torch.histogram(torch.ones(3), bins=2))
+    o.raises("integer input", lambda: torch.histogram(torch.arange(4), 2), "not implemented for 'Long'")
+    o.raises("histc integer", lambda: torch.histc(torch.arange(4), 2), "not implemented for 'Long'")
+    o.raises("bins", lambda: torch.histogram(t, bins=0), "bins must be > 0, but got 0 for dimension 0")
+    o.raises("range", lambda: torch.histogram(t, bins=2, range=(1.0, 0.0)), "min should not exceed max")
+    o.raises("histc range", lambda: torch.histc(t, 2, min=1, max=0), "torch.histc: max must be larger than min")
+    o.raises("histc inf", lambda: torch.histc(torch.tensor([0.0, float("inf")]), 2), "torch.histc: range of [0, inf] is not finite")
+
+
+@program
+def old_tutorial_variable_wrapper(torch, o):
+    Variable = torch.autograd.Variable
+
+    x = Variable(torch.ones(2, 2), requires_grad=True)
+    o("x", [x, x.requires_grad, x.is_leaf, isinstance(x, Variable), isinstance(torch.ones(1), Variable)])
+    y = x + 2
+    z = y * y * 3
+    out = z.mean()
+    out.backward()
+    o("grad", [x.grad, out, x.data])
+    base = torch.tensor([1.0, 2.0], requires_grad=True)
+    v = Variable(base * 2)
+    o("from non-leaf", [v.requires_grad, v.is_leaf, v.grad_fn])
+    shared = torch.zeros(2)
+    w = Variable(shared, requires_grad=True)
+    shared[0] = 5.0
+    o("shares data", [w, w is shared])
+    o.raises("not a tensor", lambda: Variable([1.0, 2.0]), "Variable data has to be a tensor, but got list")
+    o.warns("volatile", lambda: Variable(torch.ones(1), volatile=True), "volatile was removed and now has no effect")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
