@@ -1856,6 +1856,130 @@ def old_tutorial_variable_wrapper(torch, o):
     o.warns("volatile", lambda: Variable(torch.ones(1), volatile=True), "volatile was removed and now has no effect")
 
 
+@program
+def d2l_ndarray_preliminaries(torch, o):
+    x = torch.arange(12, dtype=torch.float32)
+    o("x", [x, x.numel(), x.shape, len(x)])
+    X = x.reshape(3, 4)
+    o("reshape", [X, x.reshape(-1, 4).shape, x.reshape(3, -1).shape])
+    o("creation", [torch.zeros((2, 3, 4)).shape, torch.ones((2, 3, 4)).sum(), torch.tensor([[2, 1, 4, 3], [1, 2, 3, 4], [4, 3, 2, 1]])])
+    o("slicing", [X[-1], X[1:3]])
+    X[1, 2] = 17
+    X[:2, :] = 12
+    o("assigned", X)
+    o("exp", torch.exp(x))
+    x2 = torch.tensor([1.0, 2, 4, 8])
+    y2 = torch.tensor([2, 2, 2, 2])
+    o("elementwise", [x2 + y2, x2 - y2, x2 * y2, x2 / y2, x2 ** y2])
+    X = torch.arange(12, dtype=torch.float32).reshape((3, 4))
+    Y = torch.tensor([[2.0, 1, 4, 3], [1, 2, 3, 4], [4, 3, 2, 1]])
+    o("cat", [torch.cat((X, Y), dim=0), torch.cat((X, Y), dim=1)])
+    o("compare", [X == Y, X.sum()])
+    a = torch.arange(3).reshape((3, 1))
+    b = torch.arange(2).reshape((1, 2))
+    o("broadcast", [a, b, a + b])
+    before = id(Y)
+    Y = Y + X
+    o("new memory", id(Y) == before)
+    Z = torch.zeros_like(Y)
+    before_z = id(Z)
+    Z[:] = X + Y
+    o("in place", [id(Z) == before_z, Z])
+    before = id(X)
+    X += Y
+    o("augmented", [id(X) == before, X])
+    A = X.numpy()
+    B = torch.from_numpy(A)
+    o("numpy types", [type(A).__name__, type(B).__name__, str(A.dtype)])
+    a = torch.tensor([3.5])
+    o("scalars", [a, a.item(), float(a), int(a)])
+
+
+@program
+def d2l_linear_algebra(torch, o):
+    x = torch.tensor(3.0)
+    y = torch.tensor(2.0)
+    o("scalars", [x + y, x * y, x / y, x ** y])
+    x = torch.arange(3)
+    o("vector", [x, x[2], len(x), x.shape])
+    A = torch.arange(6).reshape(3, 2)
+    o("transpose", [A.T, A.T.T == A])
+    A = torch.tensor([[1, 2, 3], [2, 0, 4], [3, 4, 5]])
+    o("symmetric", A == A.T)
+    o("tensor3", torch.arange(24).reshape(2, 3, 4))
+    A = torch.arange(6, dtype=torch.float32).reshape(2, 3)
+    B = A.clone()
+    o("hadamard", [A, A + B, A * B])
+    a = 2
+    X = torch.arange(24).reshape(2, 3, 4)
+    o("scalar ops", [a + X, (a * X).shape])
+    x = torch.arange(3, dtype=torch.float32)
+    o("sums", [x, x.sum(), A.shape, A.sum()])
+    o("axis sums", [A.sum(axis=0), A.sum(axis=0).shape, A.sum(axis=1), A.sum(axis=[0, 1]) == A.sum()])
+    o("means", [A.mean(), A.sum() / A.numel(), A.mean(axis=0), A.sum(axis=0) / A.shape[0]])
+    sum_A = A.sum(axis=1, keepdims=True)
+    o("keepdims", [sum_A, sum_A.shape, A / sum_A, A.cumsum(axis=0)])
+    y = torch.ones(3, dtype=torch.float32)
+    o("dot", [torch.dot(x, y), torch.sum(x * y)])
+    o("mv", [A.shape, x.shape, torch.mv(A, x), A @ x])
+    B = torch.ones(3, 4)
+    o("mm", [torch.mm(A, B), A @ B])
+    u = torch.tensor([3.0, -4.0])
+    o("norms", [torch.norm(u), torch.abs(u).sum(), torch.norm(torch.ones((4, 9)))])
+    o.raises("dot of long and float", lambda: torch.dot(torch.arange(3), y), "dot : expected both vectors to have same dtype")
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_calculus_numerical_limit_and_tangent(torch, o):
+    def f(x):
+        return 3 * x ** 2 - 4 * x
+
+    lines = []
+    for h in 10.0 ** torch.arange(-1, -6, -1):
+        lines.append(f"h={h:.5f}, numerical limit={(f(1 + h) - f(1)) / h:.5f}")
+    o("limits", "\n".join(lines))
+    o("powers", 10.0 ** torch.arange(-1, -6, -1))
+    x = torch.arange(0, 3, 0.1)
+    o("grid", [x.shape, x.dtype, x[-1]])
+    o("tangent", [f(x)[:5], (2 * x - 3)[:5]])
+    xg = x.clone().requires_grad_()
+    f(xg).sum().backward()
+    o("autograd derivative", [xg.grad[:5], torch.allclose(xg.grad, 6 * x - 4)])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def d2l_lazy_initialization(torch, o):
+    nn = torch.nn
+    net = nn.Sequential(nn.LazyLinear(8), nn.ReLU(), nn.LazyLinear(1))
+    o("before", [repr(net), repr(net[0].weight), type(net[0].weight).__name__, net[0].in_features,
+                 net[0].has_uninitialized_params(), list(net.state_dict().keys())])
+    o.raises("shape before forward", lambda: net[0].weight.shape, "Can't access the shape of an uninitialized parameter or buffer")
+    o.raises("count before forward", lambda: sum(p.numel() for p in net.parameters()), "Attempted to use an uninitialized parameter in")
+    trainer = torch.optim.SGD(net.parameters(), lr=0.1)
+    X = torch.linspace(-1, 1, 40).reshape(2, 20)
+    o("output shape", net(X).shape)
+    o("after", [repr(net), type(net[0]).__name__, type(net[0].weight).__name__, net[0].weight.shape,
+                [p.shape for p in net.parameters()], sum(p.numel() for p in net.parameters())])
+
+    def init_weights(module):
+        if type(module) == nn.Linear:
+            nn.init.constant_(module.weight, 0.05)
+            nn.init.zeros_(module.bias)
+
+    net.apply(init_weights)
+    y = torch.tensor([[1.0], [-1.0]])
+    for _ in range(3):
+        trainer.zero_grad()
+        loss = ((net(X) - y) ** 2).mean()
+        loss.backward()
+        trainer.step()
+        o("loss", loss)
+    o("trained", [net[0].weight[:2, :4], net[2].weight, net[2].bias])
+    o("optimizer holds the materialized params", [p is q for p, q in zip(trainer.param_groups[0]["params"], net.parameters())])
+    no_bias = nn.LazyLinear(3, bias=False)
+    o("no bias", [repr(no_bias), no_bias.bias, no_bias(torch.ones(1, 4)).shape, repr(no_bias)])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
