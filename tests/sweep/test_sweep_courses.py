@@ -1980,6 +1980,253 @@ def d2l_lazy_initialization(torch, o):
     o("no bias", [repr(no_bias), no_bias.bias, no_bias(torch.ones(1, 4)).shape, repr(no_bias)])
 
 
+# ---- Karpathy "Let's build GPT"; the PyTorch blitz --------------------------------------------
+
+@program(rtol=1e-4, atol=1e-5)
+def gpt_from_scratch_bigram_to_attention(torch, o):
+    nn = torch.nn
+    F = nn.functional
+    text = "first citizen: before we proceed any further, hear me speak. all: speak, speak."
+    chars = sorted(list(set(text)))
+    vocab_size = len(chars)
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    itos = {i: ch for i, ch in enumerate(chars)}
+
+    def encode(s):
+        return [stoi[c] for c in s]
+
+    def decode(l):
+        return "".join([itos[i] for i in l])
+
+    data = torch.tensor(encode(text), dtype=torch.long)
+    o("data", [data.shape, data.dtype, data[:10], decode(encode("hear me"))])
+    block_size, batch_size, n_embd, head_size = 8, 4, 16, 8
+    n = int(0.9 * len(data))
+    train_data, val_data = data[:n], data[n - block_size:]
+    x = train_data[:block_size]
+    y = train_data[1:block_size + 1]
+    o("context", [f"when input is {x[:t + 1].tolist()} the target: {y[t]}" for t in range(3)])
+
+    def get_batch(split, offsets):
+        d = train_data if split == "train" else val_data
+        ix = torch.tensor(offsets)
+        xb = torch.stack([d[i:i + block_size] for i in ix])
+        yb = torch.stack([d[i + 1:i + block_size + 1] for i in ix])
+        return xb, yb
+
+    xb, yb = get_batch("train", [0, 7, 20, 33])
+    o("batch", [xb.shape, yb[1]])
+    # the mathematical trick in self-attention
+    B, T, C = 4, 8, 2
+    xs = _fixed(torch, B, T, C)
+    xbow = torch.zeros((B, T, C))
+    for b in range(B):
+        for t in range(T):
+            xprev = xs[b, :t + 1]
+            xbow[b, t] = torch.mean(xprev, 0)
+    wei = torch.tril(torch.ones(T, T))
+    wei = wei / wei.sum(1, keepdim=True)
+    xbow2 = wei @ xs
+    tril = torch.tril(torch.ones(T, T))
+    wei3 = torch.zeros((T, T)).masked_fill(tril == 0, float("-inf"))
+    wei3 = F.softmax(wei3, dim=-1)
+    xbow3 = wei3 @ xs
+    o("averages agree", [torch.allclose(xbow, xbow2), torch.allclose(xbow, xbow3), xbow[0, :3]])
+    o("masked", [wei3[:3, :3], torch.zeros((3, 3)).masked_fill(torch.tril(torch.ones(3, 3)) == 0, float("-inf"))])
+
+    class Head(nn.Module):
+        def __init__(self, head_size):
+            super().__init__()
+            self.key = nn.Linear(n_embd, head_size, bias=False)
+            self.query = nn.Linear(n_embd, head_size, bias=False)
+            self.value = nn.Linear(n_embd, head_size, bias=False)
+            self.register_buffer("tril", torch.tril(torch.ones(block_size, block_size)))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            k = self.key(x)
+            q = self.query(x)
+            wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+            wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+            wei = F.softmax(wei, dim=-1)
+            v = self.value(x)
+            return wei @ v
+
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, num_heads, head_size):
+            super().__init__()
+            self.heads = nn.ModuleList([Head(head_size) for _ in range(num_heads)])
+            self.proj = nn.Linear(head_size * num_heads, n_embd)
+
+        def forward(self, x):
+            out = torch.cat([h(x) for h in self.heads], dim=-1)
+            return self.proj(out)
+
+    class Block(nn.Module):
+        def __init__(self, n_embd, n_head):
+            super().__init__()
+            self.sa = MultiHeadAttention(n_head, n_embd // n_head)
+            self.ffwd = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.ReLU(), nn.Linear(4 * n_embd, n_embd))
+            self.ln1 = nn.LayerNorm(n_embd)
+            self.ln2 = nn.LayerNorm(n_embd)
+
+        def forward(self, x):
+            x = x + self.sa(self.ln1(x))
+            return x + self.ffwd(self.ln2(x))
+
+    class GPTLanguageModel(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.token_embedding_table = nn.Embedding(vocab_size, n_embd)
+            self.position_embedding_table = nn.Embedding(block_size, n_embd)
+            self.blocks = nn.Sequential(Block(n_embd, n_head=2))
+            self.ln_f = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, vocab_size)
+
+        def forward(self, idx, targets=None):
+            B, T = idx.shape
+            tok_emb = self.token_embedding_table(idx)
+            pos_emb = self.position_embedding_table(torch.arange(T))
+            x = tok_emb + pos_emb
+            x = self.blocks(x)
+            logits = self.lm_head(self.ln_f(x))
+            if targets is None:
+                loss = None
+            else:
+                B, T, C = logits.shape
+                logits = logits.view(B * T, C)
+                targets = targets.view(B * T)
+                loss = F.cross_entropy(logits, targets)
+            return logits, loss
+
+        def generate(self, idx, max_new_tokens):
+            for _ in range(max_new_tokens):
+                idx_cond = idx[:, -block_size:]
+                logits, loss = self(idx_cond)
+                logits = logits[:, -1, :]
+                probs = F.softmax(logits, dim=-1)
+                idx_next = torch.argmax(probs, dim=-1, keepdim=True)
+                idx = torch.cat((idx, idx_next), dim=1)
+            return idx
+
+    model = GPTLanguageModel()
+    with torch.no_grad():
+        for i, (name, p) in enumerate(model.named_parameters()):
+            if ".ln" in name or name.startswith("ln_f"):
+                continue
+            if name.endswith("bias"):
+                p.fill_(0.01)
+            else:
+                p.copy_(_fixed(torch, *p.shape, scale=0.3, shift=i))
+    o("param count", [f"{sum(p.numel() for p in model.parameters()) / 1e6} M parameters",
+                      list(model.state_dict().keys())[:6], [n for n, _ in model.named_buffers()]])
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    @torch.no_grad()
+    def estimate_loss():
+        out = {}
+        model.eval()
+        for split in ["train", "val"]:
+            X, Y = get_batch(split, [0, 0] if split == "val" else [3, 9])
+            logits, loss = model(X, Y)
+            out[split] = loss.item()
+        model.train()
+        return out
+
+    for it in range(4):
+        if it % 2 == 0:
+            losses = estimate_loss()
+            o(f"step {it}", f"step {it}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
+        xb, yb = get_batch("train", [it, it + 5, it + 11, it + 17])
+        logits, loss = model(xb, yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+    o("logits", [logits.shape, loss])
+    context = torch.zeros((1, 1), dtype=torch.long)
+    o("generated", model.generate(context, max_new_tokens=12)[0].tolist())
+    o("training flags", [model.training, model.blocks[0].sa.heads[0].training])
+
+
+@program(rtol=1e-5, atol=1e-6)
+def blitz_lenet_grad_fn_chain_and_freezing(torch, o):
+    nn = torch.nn
+    F = nn.functional
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 6, 5)
+            self.conv2 = nn.Conv2d(6, 16, 5)
+            self.fc1 = nn.Linear(16 * 5 * 5, 120)
+            self.fc2 = nn.Linear(120, 84)
+            self.fc3 = nn.Linear(84, 10)
+
+        def forward(self, input):
+            c1 = F.relu(self.conv1(input))
+            s2 = F.max_pool2d(c1, (2, 2))
+            c3 = F.relu(self.conv2(s2))
+            s4 = F.max_pool2d(c3, 2)
+            s4 = torch.flatten(s4, 1)
+            f5 = F.relu(self.fc1(s4))
+            f6 = F.relu(self.fc2(f5))
+            return self.fc3(f6)
+
+    net = Net()
+    with torch.no_grad():
+        for i, p in enumerate(net.parameters()):
+            p.copy_(_fixed(torch, *p.shape, scale=0.1, shift=i))
+    o("repr", repr(net))
+    params = list(net.parameters())
+    o("params", [len(params), params[0].size()])
+    input = _fixed(torch, 1, 1, 32, 32, shift=0.3)
+    out = net(input)
+    o("out", out)
+    net.zero_grad()
+    out.backward(torch.linspace(-1, 1, 10).view(1, 10))
+    o("conv1 bias grad", net.conv1.bias.grad)
+    output = net(input)
+    target = torch.arange(10.0).view(1, -1)
+    criterion = nn.MSELoss()
+    loss = criterion(output, target)
+    o("loss", loss)
+    o("grad_fn chain", [node_name(loss.grad_fn), node_name(loss.grad_fn.next_functions[0][0]),
+                        node_name(loss.grad_fn.next_functions[0][0].next_functions[0][0])])
+    net.zero_grad()
+    o("bias grad before", net.conv1.bias.grad)
+    loss.backward()
+    o("bias grad after", net.conv1.bias.grad)
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    optimizer.zero_grad()
+    loss = criterion(net(input), target)
+    loss.backward()
+    optimizer.step()
+    o("after step", [net.fc3.bias, criterion(net(input), target)])
+    # "A Gentle Introduction to torch.autograd"
+    a = torch.tensor([2.0, 3.0], requires_grad=True)
+    b = torch.tensor([6.0, 4.0], requires_grad=True)
+    Q = 3 * a ** 3 - b ** 2
+    external_grad = torch.tensor([1.0, 1.0])
+    Q.backward(gradient=external_grad)
+    o("gentle", [9 * a ** 2 == a.grad, -2 * b == b.grad])
+    x = torch.ones(5, 5)
+    y = torch.ones(5, 5)
+    z = torch.ones((5, 5), requires_grad=True)
+    o("requires", [f"Does `a` require gradients?: {(x + y).requires_grad}", f"Does `b` require gradients?: {(x + z).requires_grad}"])
+    for param in net.parameters():
+        param.requires_grad = False
+    net.fc3 = nn.Linear(84, 2)
+    with torch.no_grad():
+        net.fc3.weight.copy_(_fixed(torch, 2, 84, scale=0.1))
+        net.fc3.bias.zero_()
+    o("trainable", [n for n, p in net.named_parameters() if p.requires_grad])
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-2, momentum=0.9)
+    loss = net(input).sum()
+    loss.backward()
+    optimizer.step()
+    o("frozen grads", [net.conv1.weight.grad is None if False else net.conv1.bias.grad, net.fc3.bias.grad, net.fc3.bias])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
