@@ -55,6 +55,17 @@ from . import func
 from . import viz
 from ._config import config, show_config
 
+from ._out import with_out as _with_out
+
+# the functions teaching code calls with out=
+for _name in ("add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "exp", "log", "sqrt",
+              "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "clamp", "floor", "ceil",
+              "round", "remainder", "fmod", "maximum", "minimum", "matmul", "mm", "bmm", "mv", "dot",
+              "addmm", "sum", "mean", "prod", "cumsum", "cat", "stack", "where", "eq", "ne", "lt",
+              "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "square", "sign"):
+    globals()[_name] = _with_out(globals()[_name], _name)
+del _name
+
 clip = clamp
 concat = concatenate = cat
 # torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)

@@ -2227,6 +2227,57 @@ def blitz_lenet_grad_fn_chain_and_freezing(torch, o):
     o("frozen grads", [net.conv1.weight.grad is None if False else net.conv1.bias.grad, net.fc3.bias.grad, net.fc3.bias])
 
 
+@program
+def blitz_tensors_tutorial(torch, o):
+    data = [[1, 2], [3, 4]]
+    x_data = torch.tensor(data)
+    np_array = np.array(data)
+    x_np = torch.from_numpy(np_array)
+    x_ones = torch.ones_like(x_data)
+    x_rand = torch.rand_like(x_data, dtype=torch.float)
+    o("creation", [x_data, x_np, x_ones, x_rand.shape, x_rand.dtype])
+    shape = (2, 3,)
+    o("from shape", [torch.ones(shape), torch.zeros(shape), torch.rand(shape).shape])
+    tensor = torch.rand(3, 4)
+    o("attributes", [f"Shape of tensor: {tensor.shape}", f"Datatype of tensor: {tensor.dtype}",
+                     f"Device tensor is stored on: {tensor.device}"])
+    tensor = torch.ones(4, 4)
+    o("indexing", [f"First row: {tensor[0]}", f"First column: {tensor[:, 0]}", f"Last column: {tensor[..., -1]}"])
+    tensor[:, 1] = 0
+    o("assigned", tensor)
+    t1 = torch.cat([tensor, tensor, tensor], dim=1)
+    o("cat", t1)
+    y1 = tensor @ tensor.T
+    y2 = tensor.matmul(tensor.T)
+    y3 = torch.rand_like(y1)
+    torch.matmul(tensor, tensor.T, out=y3)
+    z1 = tensor * tensor
+    z2 = tensor.mul(tensor)
+    z3 = torch.rand_like(tensor)
+    torch.mul(tensor, tensor, out=z3)
+    o("arithmetic", [y1, y2, y3, z1, z2, z3])
+    agg = tensor.sum()
+    agg_item = agg.item()
+    o("agg", [agg_item, type(agg_item).__name__])
+    o("add_", [f"{tensor} \n", tensor.add_(5)])
+    result = torch.empty(4, 4)
+    torch.add(tensor, tensor, out=result)
+    o("out=", result)
+    t = torch.ones(5)
+    n = t.numpy()
+    t.add_(1)
+    o("bridge tensor to numpy", [f"t: {t}", f"n: {n}"])
+    n = np.ones(5)
+    t = torch.from_numpy(n)
+    np.add(n, 1, out=n)
+    o("bridge numpy to tensor", [f"t: {t}", f"n: {n}"])
+    x = torch.ones(5, 3, dtype=torch.double)
+    o("new_*", [x.new_ones(5, 3), x.new_ones(2, dtype=torch.float32), x.new_zeros(2).dtype, x.new_tensor([1, 2]),
+                torch.randn_like(x, dtype=torch.float).dtype, x.size(), x.size(1)])
+    o.raises("out wrong dtype", lambda: torch.add(torch.ones(2), torch.ones(2), out=torch.empty(2, dtype=torch.long)),
+             "result type Float can't be cast to the desired output type Long")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
