@@ -416,6 +416,9 @@ class Tensor(_engine.TensorBase):
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:  # np.array(w) goes through numpy() in torch, with its error
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data

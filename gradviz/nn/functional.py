@@ -180,6 +180,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if size_average is not None or reduce is not None:
         raise NotImplementedError("nll_loss: size_average and reduce are deprecated; use reduction")
     _check_reduction(reduction)
+    if input.ndim > 2:  # (N, C, d1, ...) scores for (N, d1, ...) targets: C moved last, flattened
+        expected = [input.shape[0]] + list(input.shape[2:])
+        if list(target.shape) != expected:
+            raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
+        flat = _ops.movedim(input, 1, -1).reshape(-1, input.shape[1])
+        loss = nll_loss(flat, target.reshape(-1), weight, None, ignore_index, None, reduction)
+        return loss.view(*target.shape) if reduction == "none" else loss
     # torch's order of checks: the target's dims, the batch size (2-D input), then its dtype
     # (before the size for a 1-D input)
     if target.ndim > 1:

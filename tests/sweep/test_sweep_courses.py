@@ -2278,6 +2278,75 @@ def blitz_tensors_tutorial(torch, o):
              "result type Float can't be cast to the desired output type Long")
 
 
+@program(rtol=1e-5, atol=1e-6)
+def sequence_cross_entropy_batch_time_classes(torch, o):
+    F = torch.nn.functional
+    B, T, C = 3, 4, 5
+    logits = _fixed(torch, B, T, C).requires_grad_()
+    targets = torch.arange(B * T).view(B, T) % C
+    o.raises("B, T, C passed directly", lambda: F.cross_entropy(logits, targets), "Expected target size [3, 5], got [3, 4]")
+    loss_bct = F.cross_entropy(logits.transpose(1, 2), targets)
+    loss_flat = F.cross_entropy(logits.view(B * T, C), targets.view(B * T))
+    o("same loss", [loss_bct, loss_flat, torch.allclose(loss_bct, loss_flat)])
+    per_token = F.cross_entropy(logits.permute(0, 2, 1), targets, reduction="none")
+    o("per token", [per_token, per_token.shape])
+    loss_bct.backward()
+    g1 = logits.grad.clone()
+    logits.grad = None
+    loss_flat.backward()
+    o("same grads", [torch.allclose(g1, logits.grad), g1[0]])
+    masked = F.cross_entropy(logits.transpose(1, 2), targets.masked_fill(targets == 0, -100))
+    weighted = F.cross_entropy(logits.transpose(1, 2), targets, weight=torch.tensor([1.0, 2.0, 0.5, 1.0, 1.5]),
+                               label_smoothing=0.1)
+    o("ignore and weights", [masked, weighted])
+    o("nll 4d", F.nll_loss(F.log_softmax(_fixed(torch, 2, 3, 2, 2), 1), torch.tensor([[[0, 1], [2, 0]], [[1, 1], [2, 2]]])))
+    o.raises("bad target", lambda: F.cross_entropy(logits.transpose(1, 2), targets[:, :3]), "Expected target size [3, 4], got [3, 3]")
+
+
+@program
+def module_and_optimizer_setup_mistakes(torch, o):
+    nn = torch.nn
+
+    class NoSuper(nn.Module):
+        def __init__(self):
+            self.fc = nn.Linear(2, 2)
+
+    class ListOfLayers(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layers = [nn.Linear(2, 2), nn.Linear(2, 1)]
+
+        def forward(self, x):
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    class NoForward(nn.Module):
+        def __init__(self):
+            super().__init__()
+
+    o.raises("no super().__init__()", NoSuper, "cannot assign module before Module.__init__() call")
+    o("plain list hides parameters", [len(list(ListOfLayers().parameters())), repr(ListOfLayers())])
+    o.raises("empty parameter list", lambda: torch.optim.SGD(ListOfLayers().parameters(), lr=0.1), "optimizer got an empty parameter list")
+    o.raises("no forward", lambda: NoForward()(torch.ones(1)), 'Module [NoForward] is missing the required "forward" function')
+    o.raises("tensor as params", lambda: torch.optim.SGD(torch.ones(2, requires_grad=True), lr=0.1),
+             "params argument given to the optimizer should be an iterable of Tensors or dicts, but got torch.FloatTensor")
+    o.raises("non-leaf param", lambda: torch.optim.SGD([torch.ones(1, requires_grad=True) * 2], lr=0.1), "can't optimize a non-leaf Tensor")
+    o.raises("negative lr", lambda: torch.optim.Adam([torch.ones(1, requires_grad=True)], lr=-1), "Invalid learning rate: -1")
+    o.raises("Sequential of a list", lambda: nn.Sequential([nn.Linear(2, 2)]), "list is not a Module subclass")
+    o.raises("ModuleList called", lambda: nn.ModuleList([nn.Linear(2, 2)])(torch.ones(2)), "missing the required \"forward\" function")
+    o.raises("state dict of another size", lambda: nn.Linear(2, 3).load_state_dict(nn.Linear(3, 3).state_dict()),
+             "size mismatch for weight: copying a param with shape torch.Size([3, 3]) from checkpoint, the shape in current model is torch.Size([3, 2]).")
+    o.raises("dropout p", lambda: nn.Dropout(1.5), "dropout probability has to be between 0 and 1, but got 1.5")
+    o.raises("batchnorm on B, T, C", lambda: nn.BatchNorm1d(10)(torch.ones(4, 8, 10)), "running_mean should contain 8 elements not 10")
+    o.raises("reshape negative", lambda: torch.ones(6).reshape(-2, 3), "invalid shape dimension -2 at index 0 of shape [-2, 3]")
+    w = torch.ones(2, requires_grad=True)
+    o.raises("np.array of a parameter", lambda: np.array(w), "Can't call numpy() on Tensor that requires grad")
+    o.raises("numpy ufunc on a parameter", lambda: np.exp(w), "Can't call numpy() on Tensor that requires grad")
+    o("np.array detached", [np.array(w.detach()), np.asarray(torch.ones(2)).dtype.name])
+    o("item and tolist work with grad", [w.sum().item(), w.tolist()])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
