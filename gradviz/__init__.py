@@ -41,6 +41,8 @@ from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, colum
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
+from ._legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                            IntTensor, LongTensor, ShortTensor)
 from . import autograd
 from . import nn
 from . import optim
@@ -149,7 +151,8 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim", "utils", "bincount", "histc", "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
+    "load_trace", "optim", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "utils", "bincount", "histc", "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",

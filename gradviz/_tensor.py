@@ -178,6 +178,8 @@ class Tensor(_engine.TensorBase):
         type name), the tensor converted to it."""
         if dtype is None:
             return f"gradviz.{_TYPE_NAMES[self.dtype.name]}"
+        if isinstance(getattr(dtype, "dtype", None), _dtypes.dtype) and isinstance(dtype, type):
+            dtype = dtype.dtype  # x.type(torch.LongTensor)
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1]
             by_type = {v: k for k, v in _TYPE_NAMES.items()}

@@ -2347,6 +2347,55 @@ def module_and_optimizer_setup_mistakes(torch, o):
     o("item and tolist work with grad", [w.sum().item(), w.tolist()])
 
 
+@program(rtol=1e-5, atol=1e-6)
+def old_blog_post_typed_tensors_iris_style(torch, o):
+    X_train = np.array([[5.1, 3.5, 1.4, 0.2], [4.9, 3.0, 1.4, 0.2], [6.2, 3.4, 5.4, 2.3], [5.9, 3.0, 5.1, 1.8],
+                        [5.5, 2.3, 4.0, 1.3], [6.5, 2.8, 4.6, 1.5]])
+    y_train = np.array([0, 0, 2, 2, 1, 1])
+    X = torch.FloatTensor(X_train)
+    y = torch.LongTensor(y_train)
+    o("typed", [X, y, torch.FloatTensor(2, 3).shape, torch.FloatTensor().shape, torch.LongTensor([1.7, -2.7]),
+                torch.IntTensor([1, 2]), torch.ByteTensor([1, 0]), torch.BoolTensor([1, 0]), torch.DoubleTensor([0.5])])
+    o("isinstance", [isinstance(X, torch.FloatTensor), isinstance(y, torch.FloatTensor), isinstance(y, torch.LongTensor),
+                     isinstance(torch.nn.Parameter(torch.ones(1)), torch.FloatTensor), isinstance(X, torch.Tensor)])
+    o("type conversions", [torch.ones(2).type(torch.LongTensor), torch.tensor([1, 2]).type(torch.DoubleTensor),
+                           X.type(), y.type(), torch.FloatTensor.dtype, repr(torch.FloatTensor), torch.LongTensor.__name__])
+    o.raises("scalar", lambda: torch.FloatTensor(2.5), "new(): data must be a sequence (got float)")
+    o.raises("other dtype tensor", lambda: torch.FloatTensor(torch.tensor([1, 2])), "expected TensorOptions(dtype=float, device=cpu")
+    same = torch.FloatTensor(X)
+    same[0, 0] = 9.0
+    o("shares data", X[0, 0])
+
+    class Net(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = torch.nn.Linear(4, 6)
+            self.fc2 = torch.nn.Linear(6, 3)
+
+        def forward(self, x):
+            return self.fc2(torch.relu(self.fc1(x)))
+
+    net = Net()
+    with torch.no_grad():
+        net.fc1.weight.copy_(_fixed(torch, 6, 4, scale=0.4))
+        net.fc1.bias.fill_(0.1)
+        net.fc2.weight.copy_(_fixed(torch, 3, 6, scale=0.4, shift=1.0))
+        net.fc2.bias.zero_()
+    criterion = torch.nn.CrossEntropyLoss()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.9)
+    for epoch in range(6):
+        optimizer.zero_grad()
+        out = net(X)
+        loss = criterion(out, y)
+        loss.backward()
+        optimizer.step()
+        if epoch % 2 == 0:
+            o(f"epoch {epoch}", f"number of epoch {epoch} loss {loss.data.item():.5f}")
+    _, predicted = torch.max(net(X).data, 1)
+    o("accuracy", [predicted, (predicted == y).sum().item() / y.size(0), 100 * torch.sum(y == predicted) / y.size(0)])
+    o("to numpy", [predicted.numpy().dtype.name, net(X).detach().numpy().shape])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
