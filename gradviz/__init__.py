@@ -70,6 +70,7 @@ del _name
 
 clip = clamp
 concat = concatenate = cat
+range = ops._creation.legacy_range  # noqa: A001  (torch.range, deprecated; not in __all__)
 # torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 moveaxis = movedim

@@ -127,6 +127,19 @@ def linear(input, weight, bias=None):
     return _ops.matmul(input, weight.t()) + bias
 
 
+def legacy_reduction(size_average, reduce, reduction):
+    """``reduction`` from the pre-1.0 ``size_average`` / ``reduce`` flags when either is given
+    (``nn.MSELoss(size_average=False)`` sums), with torch's deprecation warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' "
+                  "instead.", UserWarning, stacklevel=3)
+    return result
+
+
 def _reduce(loss, reduction):
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
@@ -146,8 +159,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
              weight=None):
     """Mean (or sum, or elementwise) squared error ``(input - target) ** 2`` (one
     ``MseLossBackward0`` node, as in PyTorch)."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
     error = _broadcast_error(input._data, target._data)
@@ -177,8 +189,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     class indices. Targets equal to ``ignore_index`` contribute nothing, and the mean is over
     the others, as in PyTorch.
     """
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("nll_loss: size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if input.ndim > 2:  # (N, C, d1, ...) scores for (N, d1, ...) targets: C moved last, flattened
         expected = [input.shape[0]] + list(input.shape[2:])
@@ -240,6 +251,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     >>> F.cross_entropy(logits, torch.tensor([0, 1]))
     tensor(0.1269, grad_fn=<NllLossBackward0>)
     """
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 0 if input.ndim == 1 else 1
@@ -258,7 +270,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         if reduction == "mean":
             return loss.sum() / (input.numel() // classes) if input.ndim > 1 else loss
         return _reduce(loss, reduction)
-    loss = nll_loss(log_probs, target, weight, size_average, ignore_index, reduce, reduction)
+    loss = nll_loss(log_probs, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return loss
     # PyTorch: (1 - eps) * nll + eps * (mean over classes of -log p), same reduction
@@ -295,6 +307,7 @@ def _class_view(weight, input, dim):
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum, or elementwise) absolute error ``|input - target|`` (composite, as in
     PyTorch: ``MeanBackward0`` over ``AbsBackward0``)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
     return _reduce((input - target).abs(), reduction)
@@ -303,6 +316,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
     if beta < 0:
@@ -325,6 +339,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction: str = "mean"):
     """``-(t log x + (1 - t) log(1 - x))`` for probabilities ``x``, each log clamped at -100
     as in PyTorch (one ``BinaryCrossEntropyBackward0`` node)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
@@ -348,6 +363,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(x), t)`` computed stably from the logits ``x`` (one
     ``BinaryCrossEntropyWithLogitsBackward0`` node)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
@@ -541,9 +557,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     """``target * (log(target) - input)`` for log-probabilities ``input`` (``target``
     log-probabilities too when ``log_target``), reduced; ``"batchmean"`` divides the sum by the
     batch size (the KL divergence), ``"mean"`` by the number of elements (with torch's warning)."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("kl_div: size_average and reduce are deprecated; use reduction")
-    if reduction == "mean":
+    legacy = size_average is not None or reduce is not None
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with the "
                       "KL div math definition.'mean' will be changed to behave the same as "
@@ -563,9 +579,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                       size_average=None, reduce=None, reduction: str = "mean"):
     """The multi-class hinge (SVM) loss: ``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C``
     for each sample."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("multi_margin_loss: size_average and reduce are deprecated; "
-                                  "use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     _check_reduction(reduction)

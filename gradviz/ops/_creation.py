@@ -196,6 +196,22 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(array, requires_grad)
 
 
+def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+    """The deprecated ``torch.range``: like ``arange`` but ``end`` included, float by default."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    _check_device(device)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    dtype = _dtype_or_default(dtype)
+    count = int(np.floor((end - start) / step)) + 1
+    values = (float(start) + float(step) * np.arange(count, dtype=np.float64)).astype(dtype.numpy)
+    return _finish(values, requires_grad)
+
+
 def _arange_values(start, step, count, np_dtype):
     """Floating ``arange`` bit for bit as PyTorch's CPU kernel computes it: ``start + step * i``
     in double precision (one fused multiply-add), except that whole blocks of two 256-bit

@@ -649,8 +649,13 @@ def _clamp_backward(ctx, g):
     return (g * _mask_like(keep, g),)
 
 
+def _clamp_dtype(a, min=None, max=None):  # noqa: A002
+    # an integer tensor clamped to a float bound is float, as in torch (clamp(min=2.5))
+    return _dtypes.result_type(a, *(bound for bound in (min, max) if bound is not None))
+
+
 CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_backward,
-           saves=saves_inputs(0))
+           saves=saves_inputs(0), dtype=_clamp_dtype)
 
 
 def clamp(input, min=None, max=None):  # noqa: A002

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, numpy_names, promote
 
@@ -327,9 +329,18 @@ def _is_advanced(item):
 
 
 def _as_index(item):
+    if isinstance(item, Tensor) and item.dtype is _dtypes.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=4)
+    return _index_data(item)
+
+
+def _index_data(item):
     if isinstance(item, Tensor):
         if item.dtype.is_floating_point:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if item.dtype is _dtypes.uint8:  # a byte tensor is a mask, as before torch had bool
+            return item._data.astype(bool)
         return item._data
     if isinstance(item, list):
         array = np.asarray(item)
@@ -360,7 +371,7 @@ def check_slice_steps(items):
 def _index_array(item):
     if isinstance(item, (bool, np.bool_)):
         return None
-    return np.asarray(_as_index(item))
+    return np.asarray(_index_data(item))
 
 
 def check_advanced_key(shape, items):
@@ -422,6 +433,9 @@ def getitem(input, key):
             )
     # Basic indexing decomposes into one select / slice / unsqueeze per item, as in PyTorch.
     consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if consumed and input.ndim == 0 and any(isinstance(item, (int, np.integer)) for item in items):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     if consumed > input.ndim:
         raise IndexError(
             f"too many indices for tensor of dimension {input.ndim}"

@@ -2396,6 +2396,43 @@ def old_blog_post_typed_tensors_iris_style(torch, o):
     o("to numpy", [predicted.numpy().dtype.name, net(X).detach().numpy().shape])
 
 
+@program
+def pre_1_0_tutorial_idioms(torch, o):
+    nn = torch.nn
+    F = nn.functional
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = torch.zeros(2, 2)
+    loss = ((x - y) ** 2).sum()
+    o.raises("loss.data[0]", lambda: loss.data[0], "invalid index of a 0-dim tensor. Use `tensor.item()` in Python")
+    o.raises("scalar[0]", lambda: torch.tensor(3.0)[0], "invalid index of a 0-dim tensor")
+    o("loss.item()", [loss.item(), loss.data.item(), loss[()], loss[None].shape, loss[...]])
+    legacy = "size_average and reduce args will be deprecated"
+    o("MSELoss(size_average=False)", o.warns("w1", lambda: nn.MSELoss(size_average=False), legacy).reduction)
+    o("sum", nn.MSELoss(size_average=False)(x, y))
+    o("reduce=False", o.warns("w2", lambda: nn.MSELoss(reduce=False)(x, y), legacy))
+    o("functional", o.warns("w3", lambda: F.mse_loss(x, y, size_average=False), legacy))
+    o("cross entropy", o.warns("w4", lambda: nn.CrossEntropyLoss(size_average=True)(x, torch.tensor([0, 1])), legacy))
+    o("nll reduce", o.warns("w5", lambda: F.nll_loss(x, torch.tensor([0, 1]), reduce=False), legacy))
+    o("bce", o.warns("w6", lambda: nn.BCELoss(size_average=False)(torch.sigmoid(x), torch.ones(2, 2)), legacy))
+    o("l1", o.warns("w7", lambda: nn.L1Loss(size_average=False)(x, y), legacy))
+    o("bce logits", o.warns("w8", lambda: F.binary_cross_entropy_with_logits(x, torch.ones(2, 2), reduce=False), legacy))
+    o("reduction names", [nn.NLLLoss(size_average=False, reduce=True).reduction, nn.L1Loss(reduce=False).reduction])
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    (w * w).sum().backward()
+    o("clip_grad_norm", o.warns("w9", lambda: nn.utils.clip_grad_norm([w], 1.0), "is now deprecated in favor of"))
+    o("clipped", w.grad)
+    o("torch.range", o.warns("w10", lambda: torch.range(0, 4), "torch.range is deprecated"))
+    o("range values", [torch.range(1, 2, 0.3), torch.range(0, 1, 0.1).shape, torch.range(5, 1, -2), torch.range(0, 3, dtype=torch.long)])
+    o.raises("range sign", lambda: torch.range(0, 4, -1), "upper bound and lower bound inconsistent with step sign")
+    t = torch.tensor([1.0, 2.0, 3.0])
+    o("byte mask", o.warns("w11", lambda: t[torch.tensor([1, 0, 1], dtype=torch.uint8)], "indexing with dtype torch.uint8 is now deprecated"))
+    o("byte comparison mask", t[(t > 1.5).byte() if hasattr(t, "byte") else t > 1.5])
+    o("clamp int to float bound", [torch.tensor([1, 5]).clamp(min=2.5), torch.tensor([1, 5]).clamp(2, 3.5),
+                                   torch.tensor([1, 5]).clamp_max(2.5), torch.tensor([1, 5]).clamp_min(2.5),
+                                   torch.tensor([1, 5]).clamp(max=3), torch.tensor([1, 5], dtype=torch.uint8).clamp(max=3)])
+    o.raises("clamp_ int to float", lambda: torch.tensor([1, 5]).clamp_(min=2.5), "result type Float can't be cast to the desired output type")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
