@@ -211,6 +211,11 @@ class Tensor(_engine.TensorBase):
     def cpu(self) -> "Tensor":
         return self
 
+    def cuda(self, device=None, non_blocking=False) -> "Tensor":
+        """``x.cuda()``: gradviz has no GPU, so torch's CPU-only error."""
+        check_device("cuda" if device is None or isinstance(device, int) else device)
+        return self
+
     def get_device(self) -> int:
         return -1
 

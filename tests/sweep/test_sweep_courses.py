@@ -2433,6 +2433,38 @@ def pre_1_0_tutorial_idioms(torch, o):
     o.raises("clamp_ int to float", lambda: torch.tensor([1, 5]).clamp_(min=2.5), "result type Float can't be cast to the desired output type")
 
 
+@program(rtol=1e-5, atol=1e-6)
+def rnn_hidden_state_not_detached_between_batches(torch, o):
+    W = (_fixed(torch, 2, 3) * 0.5).requires_grad_()
+    U = (_fixed(torch, 3, 3, shift=1.0) * 0.5).requires_grad_()
+    batches = [_fixed(torch, 4, 2, shift=float(i)) for i in range(3)]
+
+    def train(detach, retain=False):
+        h = torch.zeros(4, 3)
+        losses = []
+        for x in batches:
+            if detach:
+                h = h.detach()
+            h = torch.tanh(x @ W + h @ U)
+            loss = (h ** 2).mean()
+            W.grad = None
+            U.grad = None
+            loss.backward(retain_graph=retain)
+            losses.append(loss.item())
+        return losses, W.grad.clone(), U.grad.clone()
+
+    o.raises("second batch", lambda: train(detach=False), "Trying to backward through the graph a second time")
+    o("detached", train(detach=True))
+    o("retained (full BPTT)", train(detach=False, retain=True))
+    h = torch.zeros(4, 3, requires_grad=False)
+    h = torch.tanh(batches[0] @ W + h @ U)
+    h.detach_()
+    o("detach_ in place", [h.requires_grad, h.is_leaf, h.grad_fn])
+    o.raises("device", lambda: torch.ones(2).cuda(), "Torch not compiled with CUDA enabled")
+    o.raises("model device", lambda: torch.nn.Linear(2, 2).to("cuda"), "Torch not compiled with CUDA enabled")
+    o("cpu fallback", [str(torch.device("cuda" if torch.cuda.is_available() else "cpu")), torch.ones(2).cpu().device.type])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
