@@ -2465,6 +2465,47 @@ def rnn_hidden_state_not_detached_between_batches(torch, o):
     o("cpu fallback", [str(torch.device("cuda" if torch.cuda.is_available() else "cpu")), torch.ones(2).cpu().device.type])
 
 
+@program
+def saving_and_loading_models_tutorial(torch, o):
+    import collections
+
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    with torch.no_grad():
+        for i, p in enumerate(model.parameters()):
+            p.copy_(_fixed(torch, *p.shape, shift=i))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    model(torch.ones(2, 3)).sum().backward()
+    optimizer.step()
+
+    def roundtrip(obj, **kwargs):
+        buffer = io.BytesIO()
+        torch.save(obj, buffer)
+        buffer.seek(0)
+        return torch.load(buffer, **kwargs)
+
+    o.raises("whole model, default weights_only", lambda: roundtrip(model), "Weights only load failed")
+    whole = roundtrip(model, weights_only=False)
+    o("whole model, weights_only=False", [type(whole).__name__, whole(torch.ones(1, 3)), repr(whole)])
+    checkpoint = roundtrip({"epoch": 5, "model_state_dict": model.state_dict(),
+                            "optimizer_state_dict": optimizer.state_dict(), "loss": 0.25,
+                            "history": [1.0, 0.5], "tags": {"a", "b"}, "counts": collections.Counter("aab"),
+                            "shape": torch.Size([2, 3]), "dtype": torch.float64, "device": torch.device("cpu")})
+    o("checkpoint", [sorted(checkpoint), checkpoint["epoch"], checkpoint["loss"], sorted(checkpoint["tags"]),
+                     checkpoint["counts"]["a"], checkpoint["shape"], checkpoint["dtype"], str(checkpoint["device"])])
+    model2 = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU(), torch.nn.Linear(2, 1))
+    optimizer2 = torch.optim.SGD(model2.parameters(), lr=0.5)
+    model2.load_state_dict(checkpoint["model_state_dict"])
+    optimizer2.load_state_dict(checkpoint["optimizer_state_dict"])
+    model2.eval()
+    o("restored", [model2(torch.ones(1, 3)), optimizer2.param_groups[0]["lr"], optimizer2.param_groups[0]["momentum"]])
+    o.raises("numpy array", lambda: roundtrip({"x": np.ones(2)}), "Weights only load failed")
+    o.raises("numpy scalar", lambda: roundtrip({"acc": np.float64(0.5)}), "Weights only load failed")
+    o.raises("max result", lambda: roundtrip(torch.ones(2, 2).max(0)), "Weights only load failed")
+    o.raises("frozenset", lambda: roundtrip(frozenset([1])), "Weights only load failed")
+    o("numpy with weights_only=False", roundtrip({"x": np.ones(2)}, weights_only=False)["x"])
+    o("tensors", [roundtrip(torch.arange(3)), roundtrip(torch.nn.Parameter(torch.ones(2))), roundtrip([torch.ones(1), (1, "x", None, True, 2.5, 1.5)]), type(roundtrip(b"raw")).__name__, str(roundtrip(1 + 2j))])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
