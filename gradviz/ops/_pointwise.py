@@ -241,8 +241,33 @@ SUB = Op("sub", "SubBackward0",
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
          fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB)
 
-def add(input, other, *, alpha=1):
+def legacy_alpha(name, args, kwargs):
+    """``p.add_(-lr, grad)``, the pre-1.5 overload ``(Number alpha, Tensor other)`` of add and
+    sub in old optimizer code: rewritten to ``(grad, alpha=-lr)`` with torch's deprecation
+    warning (given once per process, as torch's)."""
+    if (len(args) == 2 and isinstance(args[0], numbers.Number) and not isinstance(args[0], bool)
+            and isinstance(args[1], Tensor) and "alpha" not in kwargs):
+        from .._tensor import _warn_once
+
+        _warn_once("deprecated alpha overload",
+                   f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
+                   f"Consider using one of the following signatures instead:\n\t{name}(Tensor other, "
+                   "*, Number alpha = 1)", stacklevel=4)
+        return (args[1],), {**kwargs, "alpha": args[0]}
+    return args, kwargs
+
+
+def add(input, other, *args, alpha=1):
     """``input + alpha * other`` with broadcasting."""
+    if args:
+        if alpha != 1 or len(args) != 1:
+            raise TypeError("add() received an invalid combination of arguments - got unrecognized "
+                            "keyword arguments: alpha" if alpha != 1 else
+                            f"add() takes 2 positional arguments but {2 + len(args)} were given")
+        rewritten, extra = legacy_alpha("add", (other, *args), {})
+        if "alpha" not in extra:  # not (Number, Tensor)
+            raise TypeError(f"add() takes 2 positional arguments but {2 + len(args)} were given")
+        (other,), alpha = rewritten, extra["alpha"]
     return apply(ADD, *_operands(input, other, "add"), alpha=alpha)
 
 
@@ -261,8 +286,17 @@ def _check_not_bool(*operands):
             )
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *args, alpha=1):
     """``input - alpha * other`` with broadcasting."""
+    if args:
+        if alpha != 1 or len(args) != 1:
+            raise TypeError("sub() received an invalid combination of arguments - got unrecognized "
+                            "keyword arguments: alpha" if alpha != 1 else
+                            f"sub() takes 2 positional arguments but {2 + len(args)} were given")
+        rewritten, extra = legacy_alpha("sub", (other, *args), {})
+        if "alpha" not in extra:  # not (Number, Tensor)
+            raise TypeError(f"sub() takes 2 positional arguments but {2 + len(args)} were given")
+        (other,), alpha = rewritten, extra["alpha"]
     _check_not_bool(input, other)
     return apply(SUB, *_operands(input, other, "sub"), alpha=alpha)
 

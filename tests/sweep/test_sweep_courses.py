@@ -2506,6 +2506,29 @@ def saving_and_loading_models_tutorial(torch, o):
     o("tensors", [roundtrip(torch.arange(3)), roundtrip(torch.nn.Parameter(torch.ones(2))), roundtrip([torch.ones(1), (1, "x", None, True, 2.5, 1.5)]), type(roundtrip(b"raw")).__name__, str(roundtrip(1 + 2j))])
 
 
+@program(rtol=1e-5, atol=1e-6)
+def old_optimizer_code_with_the_alpha_overload(torch, o):
+    model = torch.nn.Linear(3, 1)
+    with torch.no_grad():
+        model.weight.copy_(torch.tensor([[0.2, -0.4, 0.1]]))
+        model.bias.fill_(0.05)
+    x = torch.linspace(-1, 1, 12).view(4, 3)
+    y = torch.tensor([[0.5], [-0.5], [1.0], [0.0]])
+    learning_rate = 0.1
+    for step in range(4):
+        model.zero_grad()
+        loss = ((model(x) - y) ** 2).mean()
+        loss.backward()
+        for p in model.parameters():
+            p.data.add_(-learning_rate, p.grad.data)
+        o(f"loss {step}", loss.item())
+    o("params", [model.weight, model.bias])
+    a = torch.ones(2)
+    g = torch.full((2,), 0.5)
+    o("overloads", [a.add(2, g), a.sub(2, g), torch.add(a, 2, g), a.clone().sub_(2, g), a.add(g, alpha=2)])
+    o.raises("alpha twice", lambda: a.add(2, g, alpha=3), "")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
