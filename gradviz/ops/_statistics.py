@@ -253,7 +253,15 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     """Counts of ``input``'s values in ``bins`` equal bins over ``range`` (the data's min and
     max by default), or in the bins between the edges of a 1-D tensor ``bins``; returns
     ``(hist, bin_edges)``. The rightmost bin includes its right edge; values outside are left
-    out. ``weight`` sums weights instead of counting; ``density`` normalizes to a density."""
+    out. ``weight`` sums weights instead of counting; ``density`` normalizes to a density.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> hist, edges = torch.histogram(torch.tensor([0.0, 0.1, 0.6, 1.0]), bins=2)
+    >>> hist, edges
+    (tensor([2., 2.]), tensor([0.0000, 0.5000, 1.0000]))
+    """
     from ._creation import _linspace_values
 
     _check_histogram_input(input, "histogramdd")
