@@ -33,7 +33,7 @@ from .ops import (absolute, acos, all, any, asin, atan, ceil, clamp_max, clamp_m
                   outer, remainder, round, sinh, square, tan, trace, tril, triu, true_divide,
                   trunc)
 from .ops import addmm, cumprod, det, inverse, logspace, repeat_interleave, roll
-from .ops import bincount, median, mode, quantile, std_mean, unique, var_mean
+from .ops import bincount, histc, histogram, median, mode, quantile, std_mean, unique, var_mean
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
@@ -61,6 +61,8 @@ from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, colum
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
+from ._legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                            IntTensor, LongTensor, ShortTensor)
 from . import autograd
 from . import nn
 from . import optim
@@ -76,9 +78,21 @@ from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from ._config import config, show_config
 
+from ._out import with_out as _with_out
+
+# the functions teaching code calls with out=
+for _name in ("add", "sub", "mul", "div", "true_divide", "pow", "neg", "abs", "exp", "log", "sqrt",
+              "rsqrt", "reciprocal", "sin", "cos", "tanh", "sigmoid", "clamp", "floor", "ceil",
+              "round", "remainder", "fmod", "maximum", "minimum", "matmul", "mm", "bmm", "mv", "dot",
+              "addmm", "sum", "mean", "prod", "cumsum", "cat", "stack", "where", "eq", "ne", "lt",
+              "le", "gt", "ge", "logical_and", "logical_or", "logical_not", "square", "sign"):
+    globals()[_name] = _with_out(globals()[_name], _name)
+del _name
+
 clip = clamp
 _sys.modules[__name__ + ".special"] = special  # ``from torch.special import expit``
 concat = concatenate = cat
+range = ops._creation.legacy_range  # noqa: A001  (torch.range, deprecated; not in __all__)
 # torch's math constants (``masked_fill(mask, -torch.inf)``, ``x[:, torch.newaxis]``)
 pi, e, inf, nan, newaxis = _math.pi, _math.e, _math.inf, _math.nan, None
 moveaxis = movedim
@@ -183,7 +197,8 @@ __all__ = [
     "is_inference_mode_enabled",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
-    "load_trace", "optim", "utils", "bincount", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
+    "load_trace", "optim", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "utils", "bincount", "histc", "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",

@@ -178,6 +178,8 @@ class Tensor(_engine.TensorBase):
         type name), the tensor converted to it."""
         if dtype is None:
             return f"gradviz.{_TYPE_NAMES[self.dtype.name]}"
+        if isinstance(getattr(dtype, "dtype", None), _dtypes.dtype) and isinstance(dtype, type):
+            dtype = dtype.dtype  # x.type(torch.LongTensor)
         if isinstance(dtype, str):
             name = dtype.rsplit(".", 1)[-1]
             by_type = {v: k for k, v in _TYPE_NAMES.items()}
@@ -214,6 +216,11 @@ class Tensor(_engine.TensorBase):
         return self._data.ndim
 
     def cpu(self) -> "Tensor":
+        return self
+
+    def cuda(self, device=None, non_blocking=False) -> "Tensor":
+        """``x.cuda()``: gradviz has no GPU, so torch's CPU-only error."""
+        check_device("cuda" if device is None or isinstance(device, int) else device)
         return self
 
     def get_device(self) -> int:
@@ -448,6 +455,9 @@ class Tensor(_engine.TensorBase):
         return bool(self.item())
 
     def __array__(self, dtype=None, copy=None):
+        if self.requires_grad:  # np.array(w) goes through numpy() in torch, with its error
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data
@@ -493,7 +503,8 @@ class Tensor(_engine.TensorBase):
         return object.__format__(self, format_spec)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild, (self._data.copy(), self._requires_grad))
+        # a saved non-leaf (torch.save(y * 2)) loads as a leaf that requires grad, as in torch
+        return (_rebuild, (self._data.copy(), self.requires_grad))
 
 
 class _RetainGradHook:

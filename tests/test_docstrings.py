@@ -8,14 +8,14 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph
+from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph, variable
 from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
-from gradviz.nn import _conv, _normalization, _rnn
+from gradviz.nn import _conv, _layers, _normalization, _rnn
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz.ops import _creation
+from gradviz.ops import _creation, _statistics
 from gradviz.utils import data
 from gradviz.viz import _dot
 from gradviz.widget import _html
@@ -23,7 +23,7 @@ from gradviz.widget import _html
 MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
-           gradcheck, grad_mode]
+           gradcheck, grad_mode, _statistics, variable, _layers]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

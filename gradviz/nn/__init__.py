@@ -7,19 +7,20 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 
 from . import functional, init, utils
 from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
-                      Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
+                      Identity, LazyLinear, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                       Softsign, Tanh, Tanhshrink, Unflatten)
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     MaxPool1d, MaxPool2d)
-from ._module import Module, Parameter
+from ._module import Module, Parameter, UninitializedParameter
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
                              InstanceNorm2d, LayerNorm)
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 
-__all__ = ["functional", "init", "utils", "Parameter", "Module", "Identity", "Linear", "ReLU",
+__all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter", "Module", "Identity",
+           "Linear", "LazyLinear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
            "MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",

@@ -15,9 +15,7 @@ class MSELoss(Module):
 
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            raise NotImplementedError("size_average and reduce are deprecated; use reduction")
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.mse_loss(input, target, reduction=self.reduction)
@@ -29,11 +27,9 @@ class NLLLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            raise NotImplementedError("NLLLoss: size_average and reduce are deprecated; use reduction")
         self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
     def forward(self, input, target):
         return F.nll_loss(input, target, self.weight, ignore_index=self.ignore_index,
@@ -55,12 +51,9 @@ class CrossEntropyLoss(Module):
     def __init__(self, weight=None, size_average=None, ignore_index: int = -100, reduce=None,
                  reduction: str = "mean", label_smoothing: float = 0.0):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            raise NotImplementedError(
-                "CrossEntropyLoss: size_average and reduce are deprecated; use reduction")
         self.register_buffer("weight", weight)
         self.ignore_index = ignore_index
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
         self.label_smoothing = label_smoothing
 
     def forward(self, input, target):
@@ -71,9 +64,7 @@ class CrossEntropyLoss(Module):
 class _Loss(Module):
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean"):
         super().__init__()
-        if size_average is not None or reduce is not None:
-            raise NotImplementedError("size_average and reduce are deprecated; use reduction")
-        self.reduction = reduction
+        self.reduction = F.legacy_reduction(size_average, reduce, reduction)
 
 
 class L1Loss(_Loss):

@@ -18,7 +18,7 @@ from . import _hooks
 from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
 
-__all__ = ["Parameter", "Module"]
+__all__ = ["Parameter", "UninitializedParameter", "Module"]
 
 
 class Parameter(Tensor):
@@ -53,6 +53,53 @@ class Parameter(Tensor):
 
     def __reduce_ex__(self, protocol):
         return (_rebuild_parameter, (self._data.copy(), self._requires_grad))
+
+
+_UNINITIALIZED_USE = (
+    "Attempted to use an uninitialized parameter in {}. This error happens when you are using a "
+    "`LazyModule` or explicitly manipulating `torch.nn.parameter.UninitializedParameter` objects. "
+    "When using LazyModules Call `forward` with a dummy batch to initialize the parameters before "
+    "calling torch functions")
+
+
+class UninitializedParameter(Parameter):
+    """The parameter of a lazy module (``nn.LazyLinear``) before its first forward: its shape
+    is not known yet, so reading it is an error; ``materialize(shape)`` turns it into a
+    :class:`Parameter` in place (an optimizer that already holds it sees the new one)."""
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        check_device(device)
+        import numpy as np
+
+        super().__init__(np.empty((0,), dtype=_dtypes.as_dtype(dtype or _dtypes.get_default_dtype()).numpy),
+                         requires_grad)
+
+    def __repr__(self) -> str:
+        return "<UninitializedParameter>"
+
+    @property
+    def shape(self):
+        raise RuntimeError(
+            "Can't access the shape of an uninitialized parameter or buffer. This error usually "
+            "happens in `load_state_dict` when trying to load an uninitialized parameter into an "
+            "initialized one. Call `forward` to initialize the parameters before accessing their "
+            "attributes.")
+
+    def size(self, dim=None):
+        return self.shape
+
+    def numel(self):
+        raise ValueError(_UNINITIALIZED_USE.format("<method 'numel' of 'torch._C.TensorBase' objects>"))
+
+    def materialize(self, shape, device=None, dtype=None):
+        import numpy as np
+
+        dtype = self._data.dtype if dtype is None else _dtypes.as_dtype(dtype).numpy
+        requires_grad = self._requires_grad
+        _engine.TensorBase.__init__(self, np.empty(tuple(shape), dtype=dtype), False)
+        self.__class__ = Parameter
+        if requires_grad:
+            self._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
 
 
 def _rebuild_parameter(array, requires_grad):

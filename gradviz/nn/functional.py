@@ -8,6 +8,7 @@ and class-probability ``cross_entropy`` are composites, as in PyTorch.
 
 from __future__ import annotations
 
+import contextvars
 import warnings
 
 import numpy as np
@@ -19,6 +20,8 @@ from .. import ops as _ops
 from ..ops import _conv, _loss
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
+from ..ops._pointwise import _broadcast_error
+from .._tensor import Tensor
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
            "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
@@ -111,6 +114,11 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` (weight: (out_features, in_features)), recorded as PyTorch
     records it: with a bias, one ``AddmmBackward0`` node (the input flattened to 2-D and the
     result viewed back when it is not 2-D); without, ``matmul``'s nodes."""
+    for position, (name, value) in enumerate((("input", input), ("weight", weight)), 1):
+        if not isinstance(value, Tensor):  # model(numpy_array): torch's TypeError
+            kind = type(value)
+            kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {kind}")
     if bias is None:
         return _ops.matmul(input, weight.t())
     if input.ndim == 2:
@@ -119,6 +127,19 @@ def linear(input, weight, bias=None):
         flat = input.view(-1, input.shape[-1]) if input.ndim != 1 else input.view(1, -1)
         return _ops.addmm(bias, flat, weight.t()).view(*input.shape[:-1], weight.shape[0])
     return _ops.matmul(input, weight.t()) + bias
+
+
+def legacy_reduction(size_average, reduce, reduction):
+    """``reduction`` from the pre-1.0 ``size_average`` / ``reduce`` flags when either is given
+    (``nn.MSELoss(size_average=False)`` sums), with torch's deprecation warning."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    result = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' "
+                  "instead.", UserWarning, stacklevel=3)
+    return result
 
 
 def _reduce(loss, reduction):
@@ -140,10 +161,12 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
              weight=None):
     """Mean (or sum, or elementwise) squared error ``(input - target) ** 2`` (one
     ``MseLossBackward0`` node, as in PyTorch)."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
+    error = _broadcast_error(input._data, target._data)
+    if error is not None:
+        raise error
     if weight is not None:
         return _reduce((input - target) ** 2 * weight, reduction)
     return _loss.mse_loss(input, target, reduction)
@@ -168,22 +191,31 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     class indices. Targets equal to ``ignore_index`` contribute nothing, and the mean is over
     the others, as in PyTorch.
     """
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("nll_loss: size_average and reduce are deprecated; use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
+    if input.ndim > 2:  # (N, C, d1, ...) scores for (N, d1, ...) targets: C moved last, flattened
+        expected = [input.shape[0]] + list(input.shape[2:])
+        if list(target.shape) != expected:
+            raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
+        flat = _ops.movedim(input, 1, -1).reshape(-1, input.shape[1])
+        loss = nll_loss(flat, target.reshape(-1), weight, None, ignore_index, None, reduction)
+        return loss.view(*target.shape) if reduction == "none" else loss
+    # torch's order of checks: the target's dims, the batch size (2-D input), then its dtype
+    # (before the size for a 1-D input)
+    if target.ndim > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if input.ndim == 2 and (target.ndim == 0 or target.shape[0] != input.shape[0]):
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0] if target.ndim else 1}).")
     if target.dtype.name not in ("int64", "uint8"):
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
     if input.ndim == 1:
-        if target.ndim != 0:
-            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported")
+        if target.ndim == 1 and target.shape[0] != 1:
+            raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
+                             f"{target.shape[0]}")
     elif input.ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    elif target.ndim == 0 or target.shape[0] != input.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 1}).")
-    elif target.ndim != 1:
-        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if _engine.is_grad_enabled() and input.requires_grad and (
             target.is_inference() or (weight is not None and weight.is_inference())):
         # torch's NllLossBackward0 saves the target and the weight (here folded into
@@ -226,12 +258,16 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     >>> F.cross_entropy(logits, torch.tensor([0, 1]))
     tensor(0.1269, grad_fn=<NllLossBackward0>)
     """
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
     dim = 0 if input.ndim == 1 else 1
     log_probs = log_softmax(input, dim)
     classes = input.shape[dim]
-    if target.dtype.is_floating_point and tuple(target.shape) == tuple(input.shape):
+    if tuple(target.shape) == tuple(input.shape):  # torch: same shapes mean class probabilities
+        if not target.dtype.is_floating_point:
+            raise RuntimeError("Expected floating point type for target with class probabilities, got "
+                               f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
         if label_smoothing > 0:
@@ -241,7 +277,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         if reduction == "mean":
             return loss.sum() / (input.numel() // classes) if input.ndim > 1 else loss
         return _reduce(loss, reduction)
-    loss = nll_loss(log_probs, target, weight, size_average, ignore_index, reduce, reduction)
+    loss = nll_loss(log_probs, target, weight, None, ignore_index, None, reduction)
     if label_smoothing <= 0:
         return loss
     # PyTorch: (1 - eps) * nll + eps * (mean over classes of -log p), same reduction
@@ -278,6 +314,7 @@ def _class_view(weight, input, dim):
 def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
     """Mean (or sum, or elementwise) absolute error ``|input - target|`` (composite, as in
     PyTorch: ``MeanBackward0`` over ``AbsBackward0``)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
     return _reduce((input - target).abs(), reduction)
@@ -286,6 +323,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mea
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str = "mean",
                    beta: float = 1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta`` (``d = input - target``)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     _check_target_size(input, target)
     if beta < 0:
@@ -308,6 +346,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
                          reduction: str = "mean"):
     """``-(t log x + (1 - t) log(1 - x))`` for probabilities ``x``, each log clamped at -100
     as in PyTorch (one ``BinaryCrossEntropyBackward0`` node)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({target.shape}) that is different to the input "
@@ -331,6 +370,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduction: str = "mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(x), t)`` computed stably from the logits ``x`` (one
     ``BinaryCrossEntropyWithLogitsBackward0`` node)."""
+    reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
@@ -524,9 +564,9 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     """``target * (log(target) - input)`` for log-probabilities ``input`` (``target``
     log-probabilities too when ``log_target``), reduced; ``"batchmean"`` divides the sum by the
     batch size (the KL divergence), ``"mean"`` by the number of elements (with torch's warning)."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("kl_div: size_average and reduce are deprecated; use reduction")
-    if reduction == "mean":
+    legacy = size_average is not None or reduce is not None
+    reduction = legacy_reduction(size_average, reduce, reduction)
+    if reduction == "mean" and not legacy:
         warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
                       "support size.'batchmean' divides only by the batch size, and aligns with the "
                       "KL div math definition.'mean' will be changed to behave the same as "
@@ -546,9 +586,7 @@ def multi_margin_loss(input, target, p: int = 1, margin: float = 1.0, weight=Non
                       size_average=None, reduce=None, reduction: str = "mean"):
     """The multi-class hinge (SVM) loss: ``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C``
     for each sample."""
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("multi_margin_loss: size_average and reduce are deprecated; "
-                                  "use reduction")
+    reduction = legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     _check_reduction(reduction)
@@ -627,6 +665,19 @@ def _check_blocks(x, geometry):
                            "greater than actual input size")
 
 
+def _check_pool_output(x, geometry, what):
+    """torch's pooling error for windows that do not fit (rather than convolution's)."""
+    sizes = [(n + 2 * p - d * (k - 1) - 1) // s + 1 for n, p, d, k, s in
+             zip(x.shape[2:], geometry.padding, geometry.dilation, geometry.kernel, geometry.stride)]
+    if min(sizes) >= 1:
+        return
+    if what == "max_pool1d":
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {sizes[1]}")
+    channels, height, width = x.shape[1:]
+    raise RuntimeError(f"Given input size: ({channels}x{height}x{width}). Calculated output size: "
+                       f"({channels}x{sizes[0]}x{sizes[1]}). Output size is too small")
+
+
 def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
     if ceil_mode:
         raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
@@ -645,7 +696,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum over each ``kernel_size`` window (one ``MaxPool2DWithIndicesBackward0``)."""
     x, unbatched = _batched_4d(input, "max_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
-    _check_blocks(x, geometry)
+    _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
     out, indices = _conv.max_pool2d(x, geometry)
     indices = _ops.tensor(indices)
     if unbatched:
@@ -660,7 +711,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise NotImplementedError("avg_pool2d: count_include_pad=False is not supported by gradviz")
     x, unbatched = _batched_4d(input, "avg_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
-    _check_blocks(x, geometry)
+    _check_pool_output(x, geometry, "avg_pool2d")
     out = _conv.avg_pool2d(x, geometry, divisor_override)
     return out.squeeze(0) if unbatched else out
 
@@ -758,11 +809,18 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     return out.squeeze(0) if input.ndim == 2 else out
 
 
+_POOL_1D = contextvars.ContextVar("gradviz_pool_1d", default=False)  # inside a 1-D pool
+
+
 def _pool1d(pool, input, what, *args):
     """``pool`` (a 2-D pool) over (1, L): torch's 1-D pools, ending in a ``SqueezeBackward1``."""
     if input.ndim not in (2, 3):
         raise RuntimeError(f"{what}() Expected 2D or 3D input tensor, but got {list(input.shape)}")
-    result = pool(input.unsqueeze(-2), *args)
+    token = _POOL_1D.set(True)
+    try:
+        result = pool(input.unsqueeze(-2), *args)
+    finally:
+        _POOL_1D.reset(token)
     if isinstance(result, tuple):
         return tuple(t.squeeze(-2) for t in result)
     return result.squeeze(-2)

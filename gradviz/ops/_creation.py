@@ -183,6 +183,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:  # arange(0, 10, -1): torch refuses, numpy gives []
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _dtypes.result_type(start, end, step)
     dtype = _dtypes.as_dtype(dtype)
@@ -192,6 +194,22 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     else:
         array = (start + step * np.arange(count, dtype=np.int64)).astype(dtype.numpy)
     return _finish(array, requires_grad)
+
+
+def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
+    """The deprecated ``torch.range``: like ``arange`` but ``end`` included, float by default."""
+    warnings.warn("torch.range is deprecated and will be removed in a future release because its "
+                  "behavior is inconsistent with Python's range builtin. Instead, use torch.arange, "
+                  "which produces values in [start, end).", UserWarning, stacklevel=2)
+    _check_device(device)
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    dtype = _dtype_or_default(dtype)
+    count = int(np.floor((end - start) / step)) + 1
+    values = (float(start) + float(step) * np.arange(count, dtype=np.float64)).astype(dtype.numpy)
+    return _finish(values, requires_grad)
 
 
 def _arange_values(start, step, count, np_dtype):
@@ -459,6 +477,11 @@ def bernoulli_(self, p=0.5, *, generator=None):
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the categorical distributions in the rows of ``input`` (weights,
     normalized per row); int64, shaped ``(rows, num_samples)`` or ``(num_samples,)``."""
+    if not input.dtype.is_floating_point:
+        from .._tensor import TYPE_WORDS
+
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           f"{TYPE_WORDS[input.dtype.name]}")
     weights = input._data.astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

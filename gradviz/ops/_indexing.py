@@ -12,8 +12,8 @@ import numpy as np
 from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
-from ._pointwise import checked_integer
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
+from ._pointwise import _broadcast_error, checked_integer
 from ._registry import Op, apply, check_saveable, numpy_names, saves_inputs
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
@@ -84,10 +84,16 @@ SCATTER_ADD = Op(
     dtype=lambda a, src, **attrs: a.dtype)
 
 
+def _check_src_dtype(input, src):
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+
+
 @numpy_names
 def scatter_add(input, dim, index, src):
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
     array = _index_array(index, "scatter_add")
+    _check_src_dtype(input, src)
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     check_saveable(index, src)
@@ -133,6 +139,7 @@ SCATTER_VALUE = Op("scatter_value", "ScatterBackward1", forward=_scatter_forward
 def scatter(input, dim, index, src=None, *, value=None):
     """``input`` with entries at ``index`` along ``dim`` replaced by ``src`` (or ``value``)."""
     array = _index_array(index, "scatter")
+    _check_src_dtype(input, src)
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape)
@@ -193,6 +200,9 @@ def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source`` added at the positions ``index`` along ``dim``."""
     array = _index_array(index, "index_add")
     _check_index_vector(array, "index_add")
+    if isinstance(source, Tensor) and source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add_(): self ({TYPE_WORDS[input.dtype.name]}) and source "
+                           f"({TYPE_WORDS[source.dtype.name]}) must have the same scalar type")
     dim = _wrap_dim(dim, input.ndim)
     check_saveable(index, source)
     return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
@@ -219,8 +229,11 @@ def masked_fill(input, mask, value):
     if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
         raise RuntimeError(
             "masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{mask.dtype.name if isinstance(mask, Tensor) else type(mask).__name__}"
+            f"{C_TYPE_NAMES[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__}"
         )
+    error = _broadcast_error(input._data, mask._data)
+    if error is not None:
+        raise error
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(

@@ -34,9 +34,9 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
-from ._pointwise import checked_integer
+from ._pointwise import checked_integer, legacy_alpha
 from ._registry import Op, apply
-from ._shape import check_slice_steps, expand_target, getitem, scalar_tensor_keys
+from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
@@ -547,6 +547,8 @@ def setitem(self, key, value):
     check_slice_steps(items)
     np_key = _numpy_key(key)
     advanced = not all(_is_basic(item) for item in items)
+    if advanced:
+        check_advanced_key(self._data.shape, items)
     number = type(value) in (int, float, bool)
     fills = number or (isinstance(value, Tensor) and value.ndim == 0)  # PyTorch: fill_ a 0-d tensor
     if isinstance(value, Tensor):
@@ -675,6 +677,8 @@ def _method(fn):
     ufunc = _DIRECT_UFUNCS.get(fn.__name__)
 
     def method(self, *args, **kwargs):
+        if len(args) == 2 and fn.__name__ in ("add", "sub"):  # p.data.add_(-lr, p.grad.data)
+            args, kwargs = legacy_alpha(fn.__name__ + "_", args, kwargs)
         if ufunc is not None and _write_directly(self, ufunc, args, kwargs):
             return self
         others = [a for a in args if isinstance(a, Tensor)] + [

@@ -32,7 +32,7 @@ def _check_float_pair(what, a, b):
                            f"{_C_TYPE_NAMES[a.dtype.name]} != {_C_TYPE_NAMES[b.dtype.name]}"
                            if what != "dot" else
                            f"dot : expected both vectors to have same dtype, but found "
-                           f"{a.dtype.name.capitalize()} and {b.dtype.name.capitalize()}")
+                           f"{TYPE_WORDS[a.dtype.name]} and {TYPE_WORDS[b.dtype.name]}")
 
 
 _C_TYPE_NAMES = C_TYPE_NAMES
@@ -200,16 +200,6 @@ def _should_fold(a, b):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
-def _check_inner(a, b):
-    inner_a = a.shape[-1]
-    inner_b = b.shape[0] if b.ndim == 1 else b.shape[-2]
-    if inner_a != inner_b:
-        left = (1, a.shape[0]) if a.ndim == 1 else (int(np.prod(a.shape[:-1])), a.shape[-1])
-        right = (b.shape[0], 1) if b.ndim == 1 else (b.shape[-2], b.shape[-1])
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({left[0]}x{left[1]} and "
-                           f"{right[0]}x{right[1]})")
-
-
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -221,7 +211,9 @@ def matmul(input, other):
             f"both arguments to matmul need to be at least 1D, but they are {d1}D and {d2}D")
     if d1 == 1 and d2 == 1:
         return dot(input, other)
-    _check_inner(input, other)
+    # inner sizes are checked by the mm / mv / bmm the operands reach, so the message names
+    # the kernel torch reaches too ("size mismatch, got input (3) ..." from mv, "Expected size
+    # for first two dimensions of batch2 ..." from bmm)
     if d1 == 2 and d2 == 1:
         return mv(input, other)
     if d1 == 1 and d2 == 2:

@@ -10,9 +10,9 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, install_methods
-from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_forward,
-                         _integer_division_check, _operands, abs, clamp_bound, div, neg,
-                         pow, rsqrt, CLAMP_MAX_TENSOR, CLAMP_MIN_TENSOR)
+from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_dtype,
+                         _clamp_forward, _integer_division_check, _operands, abs, clamp_bound, div,
+                         neg, pow, rsqrt, CLAMP_MAX_TENSOR, CLAMP_MIN_TENSOR)
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 
@@ -178,9 +178,9 @@ def clamp_max(input, max):  # noqa: A002
 
 
 CLAMP_MIN = Op("clamp_min", "ClampMinBackward0", forward=_clamp_forward, backward=_clamp_backward,
-               saves=saves_inputs(0))
+               saves=saves_inputs(0), dtype=_clamp_dtype)
 CLAMP_MAX = Op("clamp_max", "ClampMaxBackward0", forward=_clamp_forward, backward=_clamp_backward,
-               saves=saves_inputs(0))
+               saves=saves_inputs(0), dtype=_clamp_dtype)
 
 
 # ---- predicates (not differentiable) -----------------------------------------------------

@@ -254,8 +254,33 @@ SUB = Op("sub", "SubBackward0",
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
          fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB)
 
-def add(input, other, *, alpha=1):
+def legacy_alpha(name, args, kwargs):
+    """``p.add_(-lr, grad)``, the pre-1.5 overload ``(Number alpha, Tensor other)`` of add and
+    sub in old optimizer code: rewritten to ``(grad, alpha=-lr)`` with torch's deprecation
+    warning (given once per process, as torch's)."""
+    if (len(args) == 2 and isinstance(args[0], numbers.Number) and not isinstance(args[0], bool)
+            and isinstance(args[1], Tensor) and "alpha" not in kwargs):
+        from .._tensor import _warn_once
+
+        _warn_once("deprecated alpha overload",
+                   f"This overload of {name} is deprecated:\n\t{name}(Number alpha, Tensor other)\n"
+                   f"Consider using one of the following signatures instead:\n\t{name}(Tensor other, "
+                   "*, Number alpha = 1)", stacklevel=4)
+        return (args[1],), {**kwargs, "alpha": args[0]}
+    return args, kwargs
+
+
+def add(input, other, *args, alpha=1):
     """``input + alpha * other`` with broadcasting."""
+    if args:
+        if alpha != 1 or len(args) != 1:
+            raise TypeError("add() received an invalid combination of arguments - got unrecognized "
+                            "keyword arguments: alpha" if alpha != 1 else
+                            f"add() takes 2 positional arguments but {2 + len(args)} were given")
+        rewritten, extra = legacy_alpha("add", (other, *args), {})
+        if "alpha" not in extra:  # not (Number, Tensor)
+            raise TypeError(f"add() takes 2 positional arguments but {2 + len(args)} were given")
+        (other,), alpha = rewritten, extra["alpha"]
     return apply(ADD, *_operands(input, other, "add"), alpha=alpha)
 
 
@@ -274,8 +299,17 @@ def _check_not_bool(*operands):
             )
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *args, alpha=1):
     """``input - alpha * other`` with broadcasting."""
+    if args:
+        if alpha != 1 or len(args) != 1:
+            raise TypeError("sub() received an invalid combination of arguments - got unrecognized "
+                            "keyword arguments: alpha" if alpha != 1 else
+                            f"sub() takes 2 positional arguments but {2 + len(args)} were given")
+        rewritten, extra = legacy_alpha("sub", (other, *args), {})
+        if "alpha" not in extra:  # not (Number, Tensor)
+            raise TypeError(f"sub() takes 2 positional arguments but {2 + len(args)} were given")
+        (other,), alpha = rewritten, extra["alpha"]
     _check_not_bool(input, other)
     return apply(SUB, *_operands(input, other, "sub"), alpha=alpha)
 
@@ -525,9 +559,27 @@ COS = Op("cos", "CosBackward0", forward=np.cos,
          backward=lambda ctx, g: (-g * sin(ctx.input(0)),),
          fast_backward=lambda ctx, g: (-g * np.sin(ctx.data(0)),),
          saves=saves_inputs(0), dtype=promote_float)
+def _tanh_backward_data(ctx, g):
+    y = ctx.output_data()
+    if y.dtype == np.float32:
+        # torch's kernel fuses ``1 - y*y`` into one FMA, so a hand-written ``(1 - h**2) * dh``
+        # is not bit-equal to the autograd gradient there ("becoming a backprop ninja" shows
+        # exact: False for hpreact). y*y is exact in float64: one rounding, as in the FMA.
+        return (g * (1 - y.astype(np.float64) ** 2).astype(np.float32),)
+    return (g * (1 - y * y),)
+
+
+def _tanh_backward(ctx, g):
+    y = ctx.output()
+    if y.dtype is _dtypes.float32:  # rounded as _tanh_backward_data (and torch's FMA)
+        wide = y.double()
+        return (g * (1 - wide * wide).float(),)
+    return (g * (1 - y * y),)
+
+
 TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
-          backward=lambda ctx, g: (g * (1 - ctx.output() * ctx.output()),),
-          fast_backward=lambda ctx, g: (g * (1 - ctx.output_data() * ctx.output_data()),),
+          backward=_tanh_backward,
+          fast_backward=_tanh_backward_data,
           saves=saves_output, dtype=promote_float)
 SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
           backward=lambda ctx, g: (g / (2 * ctx.output()),),
@@ -542,8 +594,8 @@ def _sigmoid_forward(a):
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
-             backward=lambda ctx, g: (g * ctx.output() * (1 - ctx.output()),),
-             fast_backward=lambda ctx, g: (g * ctx.output_data() * (1 - ctx.output_data()),),
+             backward=lambda ctx, g: (g * (1 - ctx.output()) * ctx.output(),),
+             fast_backward=lambda ctx, g: (g * (1 - ctx.output_data()) * ctx.output_data(),),
              saves=saves_output, dtype=promote_float)
 
 
@@ -648,8 +700,13 @@ def _clamp_backward(ctx, g):
     return (g * _mask_like(keep, g),)
 
 
+def _clamp_dtype(a, min=None, max=None):  # noqa: A002
+    # an integer tensor clamped to a float bound is float, as in torch (clamp(min=2.5))
+    return _dtypes.result_type(a, *(bound for bound in (min, max) if bound is not None))
+
+
 CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_backward,
-           saves=saves_inputs(0))
+           saves=saves_inputs(0), dtype=_clamp_dtype)
 
 
 def _clamp_tensor_forward(a, *bounds, has_min, has_max):
@@ -961,8 +1018,11 @@ def where(condition, input=None, other=None):
     """
     if input is None and other is None:
         return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in np.nonzero(condition._data))
-    if not isinstance(condition, Tensor) or condition.dtype is not _dtypes.bool:
+    if not isinstance(condition, Tensor):
         raise RuntimeError("where expected condition to be a boolean tensor")
+    if condition.dtype is not _dtypes.bool:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with dtype "
+                           f"{TYPE_WORDS.get(condition.dtype.name, condition.dtype.name)}")
     check_saveable(condition, input, other)
     input, other = _check_operand(input, "where"), _check_operand(other, "where")
     for number, tensor in ((input, other), (other, input)):

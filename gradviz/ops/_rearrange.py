@@ -16,7 +16,7 @@ from ._shape import cat, expand, narrow, reshape, stack, view
 
 __all__ = ["tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "take", "rot90",
            "unflatten", "block_diag", "cartesian_prod", "msort", "atleast_3d", "dstack",
-           "row_stack", "argwhere", "histc"]
+           "row_stack", "argwhere"]
 
 
 # ---- tensor_split and friends ----------------------------------------------------------------
@@ -306,36 +306,9 @@ def argwhere(input):
     return nonzero(input)
 
 
-def histc(input, bins=100, min=0, max=0):  # noqa: A002  (torch's names)
-    """Counts of the entries in ``bins`` equal bins over ``[min, max]`` (the data's range if
-    both are 0); entries outside are left out. Not differentiable; the counts have the input's
-    dtype, as in PyTorch."""
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"histogram_cpu\" not implemented for "
-                                  f"'{TYPE_WORDS[input.dtype.name]}'")
-    if bins <= 0:
-        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
-    data = input._data.reshape(-1)
-    low, high = float(min), float(max)
-    if low == 0 and high == 0 and data.size:
-        low, high = float(data.min()), float(data.max())
-    if low > high:
-        raise RuntimeError("torch.histc: max must be larger than min")
-    if low == high:
-        low, high = low - 1, high + 1
-    if not (np.isfinite(low) and np.isfinite(high)):
-        raise RuntimeError(f"torch.histc: range of [{low}, {high}] is not finite")
-    inside = data[(data >= low) & (data <= high)]
-    position = ((inside.astype(np.float64) - low) / (high - low) * bins).astype(np.int64)
-    position = np.minimum(position, bins - 1)  # the top edge belongs to the last bin
-    counts = np.bincount(position, minlength=bins)[:bins]
-    return _wrap(counts.astype(input._data.dtype))
-
-
 install_methods({"tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit,
                  "dsplit": dsplit, "take_along_dim": take_along_dim, "take": take,
-                 "rot90": rot90, "unflatten": unflatten, "msort": msort, "argwhere": argwhere,
-                 "histc": histc})
+                 "rot90": rot90, "unflatten": unflatten, "msort": msort, "argwhere": argwhere})
 
 
 # ---- more conveniences -----------------------------------------------------------------------------

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import builtins
 import operator
+import warnings
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, numpy_names, promote
 
@@ -28,10 +30,10 @@ def _infer_shape(shape, numel):
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = 1
-    for s in shape:
+    for i, s in enumerate(shape):
         if s != -1:
             if s < 0:
-                raise RuntimeError(f"invalid shape dimension {s}")
+                raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {list(shape)}")
             known *= s
     if unknown:
         if known == 0 or numel % known:
@@ -327,12 +329,22 @@ def _is_advanced(item):
 
 
 def _as_index(item):
+    if isinstance(item, Tensor) and item.dtype is _dtypes.uint8:
+        warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a dtype "
+                      "torch.bool instead.", UserWarning, stacklevel=4)
+    return _index_data(item)
+
+
+def _index_data(item):
     if isinstance(item, Tensor):
         if item.dtype.is_floating_point:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if item.dtype is _dtypes.uint8:  # a byte tensor is a mask, as before torch had bool
+            return item._data.astype(bool)
         return item._data
     if isinstance(item, list):
-        return np.asarray(item)
+        array = np.asarray(item)
+        return array.astype(np.int64) if array.size == 0 else array  # x[[]]: no rows
     return item
 
 
@@ -375,6 +387,53 @@ ALIAS = Op("alias", "AliasBackward0", forward=lambda a: a.view(), backward=lambd
            view=True)
 
 
+def _index_array(item):
+    if isinstance(item, (bool, np.bool_)):
+        return None
+    return np.asarray(_index_data(item))
+
+
+def check_advanced_key(shape, items):
+    """PyTorch's errors for tensor / list indices, before numpy sees the key (numpy says
+    "axis" and words its mask and broadcast errors differently)."""
+    arrays = [None if item is None or item is Ellipsis or not _is_advanced(item) else _index_array(item)
+              for item in items]
+    consumed = sum(0 if item is None or item is Ellipsis or isinstance(item, (bool, np.bool_))
+                   else (array.ndim if array is not None and array.dtype == np.bool_ else 1)
+                   for item, array in zip(items, arrays))
+    dim = 0
+    index_shapes = []
+    for item, array in zip(items, arrays):
+        if item is None or isinstance(item, (bool, np.bool_)):
+            continue
+        if item is Ellipsis:
+            dim += max(len(shape) - consumed, 0)
+            continue
+        if array is None:  # an int or a slice
+            dim += 1
+            continue
+        if array.dtype == np.bool_:
+            for i, size in enumerate(array.shape):
+                if dim + i < len(shape) and size != shape[dim + i]:
+                    raise IndexError(
+                        f"The shape of the mask {list(array.shape)} at index {i} does not match the "
+                        f"shape of the indexed tensor {list(shape)} at index {dim + i}")
+            dim += array.ndim
+            continue
+        if dim < len(shape) and array.size:
+            size = shape[dim]
+            bad = array[(array >= size) | (array < -size)]
+            if bad.size:
+                raise IndexError(f"index {bad.flat[0]} is out of bounds for dimension {dim} with size {size}")
+        index_shapes.append(array.shape)
+        dim += 1
+    try:
+        np.broadcast_shapes(*index_shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together with shapes "
+                         + ", ".join(str(list(s)) for s in index_shapes)) from None
+
+
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy). A key that keeps all of
@@ -386,6 +445,7 @@ def getitem(input, key):
         for item in items:
             if isinstance(item, Tensor):
                 check_saveable(item, input)
+        check_advanced_key(input._data.shape, items)
         np_key = tuple(_as_index(item) for item in items)
         np_key = np_key[0] if len(np_key) == 1 else np_key
         return _index_op(input, np_key, "advanced")
@@ -397,6 +457,9 @@ def getitem(input, key):
             )
     # Basic indexing decomposes into one select / slice / unsqueeze per item, as in PyTorch.
     consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if consumed and input.ndim == 0 and any(isinstance(item, (int, np.integer)) for item in items):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     if consumed > input.ndim:
         raise IndexError(
             f"too many indices for tensor of dimension {input.ndim}"

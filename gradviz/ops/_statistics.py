@@ -1,7 +1,7 @@
 """Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``mode``
 (``ModeBackward0``), ``quantile``
 (from ``sort``, as torch composes it), ``unique``, ``bincount``, ``std_mean`` and
-``var_mean``."""
+``var_mean``, ``histogram`` and ``histc``."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _select_backward
 from ._reduction import _STD, _VAR, _variance, mean
+from ._math import _not_differentiable
 from ._registry import Op, apply
 
-__all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile"]
+__all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile", "histogram", "histc"]
 
 
 def _lower_median(array):
@@ -201,6 +202,125 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     return squeeze_dim(result, 0) if scalar_q else result
 
 
+# ---- histogram, histc ------------------------------------------------------------------
+
+# torch records a NotImplemented node for an input that requires grad (makemore's
+# ``torch.histogram(layer.out, density=True)`` gives outputs with a grad_fn, then .detach()es)
+_HISTOGRAM = Op("histogram", "NotImplemented", forward=lambda a, result: result,
+                backward=_not_differentiable("histogram"))
+
+
+class _Histogram(tuple):
+    """``(hist, bin_edges)`` with attribute access, as ``torch.return_types.histogram``."""
+
+    __slots__ = ()
+
+    def __new__(cls, hist, bin_edges):
+        return super().__new__(cls, (hist, bin_edges))
+
+    @property
+    def hist(self):
+        return self[0]
+
+    @property
+    def bin_edges(self):
+        return self[1]
+
+    n_fields = 2
+
+    def __repr__(self) -> str:
+        return f"gradviz.return_types.histogram(\nhist={self[0]!r},\nbin_edges={self[1]!r})"
+
+
+_Histogram.__module__ = "gradviz.return_types"
+_Histogram.__name__ = _Histogram.__qualname__ = "histogram"
+
+
+def _check_histogram_input(input, kernel):
+    if not input.dtype.is_floating_point:
+        from .._tensor import TYPE_WORDS
+
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
+
+
+def _data_range(data):
+    if data.size == 0:
+        return 0.0, 1.0
+    return float(data.min()), float(data.max())
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    """Counts of ``input``'s values in ``bins`` equal bins over ``range`` (the data's min and
+    max by default), or in the bins between the edges of a 1-D tensor ``bins``; returns
+    ``(hist, bin_edges)``. The rightmost bin includes its right edge; values outside are left
+    out. ``weight`` sums weights instead of counting; ``density`` normalizes to a density.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> hist, edges = torch.histogram(torch.tensor([0.0, 0.1, 0.6, 1.0]), bins=2)
+    >>> hist, edges
+    (tensor([2., 2.]), tensor([0.0000, 0.5000, 1.0000]))
+    """
+    from ._creation import _linspace_values
+
+    _check_histogram_input(input, "histogramdd")
+    data = input._data.reshape(-1)
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
+                           f"should have the same dtype, but got input({input.dtype.name.replace('float64', 'double').replace('float32', 'float')}), "
+                           f"and weight({weight.dtype.name.replace('float64', 'double').replace('float32', 'float')})")
+    if isinstance(bins, Tensor):
+        edges = bins._data.astype(data.dtype)
+    else:
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+        low, high = (float(range[0]), float(range[1])) if range is not None else _data_range(data)
+        if low > high:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min {low:g} max "
+                               f"{high:g} for dimension 0")
+        if not (np.isfinite(low) and np.isfinite(high)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{low:g}, {high:g}] is not finite")
+        if low == high:
+            low, high = low - 0.5, high + 0.5
+        edges = _linspace_values(low, high, int(bins) + 1, data.dtype)
+    count = edges.shape[0] - 1
+    inside = (data >= edges[0]) & (data <= edges[-1])
+    values = data[inside]
+    positions = np.minimum(np.searchsorted(edges, values, side="right") - 1, count - 1)
+    weights = None if weight is None else weight._data.reshape(-1)[inside].astype(np.float64)
+    hist = np.bincount(positions, weights, minlength=count).astype(data.dtype)
+    if density:
+        hist = hist / (hist.sum() * np.diff(edges))
+    return _Histogram(apply(_HISTOGRAM, input, result=hist.astype(data.dtype)),
+                      apply(_HISTOGRAM, input, result=edges.astype(data.dtype)))
+
+
+def histc(input, bins=100, min=0, max=0):  # noqa: A002
+    """Counts of ``input``'s values in ``bins`` equal bins between ``min`` and ``max`` (both 0:
+    the data's min and max); values outside are left out. Not differentiable."""
+    _check_histogram_input(input, "histogram_cpu")
+    if bins <= 0:
+        raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for dimension 0")
+    data = input._data.reshape(-1)
+    low, high = float(min), float(max)
+    if low == high and data.size:
+        low, high = _data_range(data)
+    if low == high:
+        low, high = low - 1, high + 1
+    if low > high:
+        raise RuntimeError("torch.histc: max must be larger than min")
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise RuntimeError(f"torch.histc: range of [{low:g}, {high:g}] is not finite")
+    left, right = data.dtype.type(low), data.dtype.type(high)
+    values = data[(data >= left) & (data <= right)]
+    # torch's linear interpolation, in the input's dtype: (x - min) * bins / (max - min)
+    positions = ((values - left) * data.dtype.type(bins) / (right - left)).astype(np.int64)
+    positions = np.minimum(positions, bins - 1)
+    return _wrap(np.bincount(positions, minlength=bins).astype(data.dtype))
+
+
+install_methods({"histogram": histogram, "histc": histc})
 install_methods({"median": median, "mode": mode, "unique": unique, "bincount": bincount, "quantile": quantile})
 
 

@@ -37,7 +37,7 @@ class Optimizer:
         self.param_groups = []
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got gradviz.Tensor")
+                            f"Tensors or dicts, but got {params.type()}")
         groups = list(params)
         if not groups:
             raise ValueError("optimizer got an empty parameter list")

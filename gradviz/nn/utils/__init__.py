@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+
 from ... import ops as _ops
 from ..._tensor import Tensor
 from ...autograd import no_grad
 from . import rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
            "rnn"]
 
 
@@ -50,6 +52,14 @@ def clip_grad_norm_(parameters, max_norm: float, norm_type: float = 2.0,
         for g in grads:
             g.mul_(coefficient.to(g.dtype))
     return total
+
+
+def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
+                   error_if_nonfinite: bool = False, foreach=None):
+    """The deprecated name of :func:`clip_grad_norm_` (older tutorials), with torch's warning."""
+    warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
+                  "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
+    return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)
 
 
 def clip_grad_value_(parameters, clip_value: float, foreach=None) -> None:
