@@ -222,7 +222,7 @@ __all__ = [
     "isin", "lcm", "masked_scatter", "nanmedian", "searchsorted", "trapezoid", "trapz",
     "unique_consecutive", "logdet", "slogdet", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
     "tensordot", "vdot", "argwhere", "atleast_3d", "block_diag", "cartesian_prod", "diag_embed",
-    "dsplit", "dstack", "histc", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
+    "dsplit", "dstack", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
     "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
     "arctan", "arctan2", "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_not", "bitwise_or",
     "bitwise_xor", "copysign", "deg2rad", "digamma", "divide", "erfc", "erfinv", "fix",

@@ -14,7 +14,7 @@ from gradviz_ext import engine as _engine
 from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import _broadcast_error, checked_integer
-from ._registry import Op, apply, check_saveable, numpy_names, saves_inputs
+from ._registry import Op, apply, check_saveable, numpy_names
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -175,7 +175,7 @@ def index_select(input, dim, index):
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and (array.max() >= size or array.min() < -size):
-        raise IndexError(f"index out of range in self")
+        raise IndexError("index out of range in self")
     check_saveable(index, input)
     return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
 
@@ -703,7 +703,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     if src.dtype is not input.dtype:
-        raise RuntimeError(f"scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
     touched = np.zeros(input._data.shape, dtype=bool)
     touched[_grid(array, dim)] = True
     counts = np.where(touched & include_self, 1, 0) + np.zeros(input._data.shape, dtype=np.int64)
