@@ -29,6 +29,7 @@ cdef extern from *:
 
     #define GRADVIZ_SMALL_MAX 4096            /* elements; above it numpy's SIMD loops win */
     #define GRADVIZ_SMALL_LAYOUT 0x0101       /* NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED */
+    #define GRADVIZ_WRITEABLE 0x0400          /* NPY_ARRAY_WRITEABLE */
 
     /* Enable the kernels: numpy's _ARRAY_API capsule, numpy.ndarray and the float32 and
        float64 dtypes. 0 on success, -1 with an exception set. */
@@ -46,19 +47,24 @@ cdef extern from *:
 
     static void gradviz_small_disable(void) { gradviz_new_from_descr = NULL; }
 
-    /* elements of a small, aligned, C-contiguous exact ndarray of float32/float64, else -1 */
-    static Py_ssize_t gradviz_small_size(PyObject *x) {
+    /* elements of an aligned, C-contiguous exact ndarray of float32/float64 (writeable when
+       asked), else -1 */
+    static Py_ssize_t gradviz_flat_size(PyObject *x, int writeable) {
         gradviz_small_array *a = (gradviz_small_array *)x;
         Py_ssize_t n = 1;
         int i;
         if ((PyObject *)Py_TYPE(x) != gradviz_small_ndarray) return -1;
         if (a->descr != gradviz_small_f32 && a->descr != gradviz_small_f64) return -1;
         if ((a->flags & GRADVIZ_SMALL_LAYOUT) != GRADVIZ_SMALL_LAYOUT) return -1;
-        for (i = 0; i < a->nd; i++) {
-            n *= a->dimensions[i];
-            if (n > GRADVIZ_SMALL_MAX) return -1;
-        }
+        if (writeable && !(a->flags & GRADVIZ_WRITEABLE)) return -1;
+        for (i = 0; i < a->nd; i++) n *= a->dimensions[i];
         return n;
+    }
+
+    /* elements of a small, aligned, C-contiguous exact ndarray of float32/float64, else -1 */
+    static Py_ssize_t gradviz_small_size(PyObject *x) {
+        Py_ssize_t n = gradviz_flat_size(x, 0);
+        return n > GRADVIZ_SMALL_MAX ? -1 : n;
     }
 
     /* A Python float or int as the scalar operand of an array of dtype f32 (else f64), the
@@ -176,21 +182,6 @@ cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
-    #define GRADVIZ_WRITEABLE 0x0400          /* NPY_ARRAY_WRITEABLE */
-
-    /* elements of an aligned, C-contiguous exact ndarray of float32/float64 (writeable when
-       asked), else -1 */
-    static Py_ssize_t gradviz_flat_size(PyObject *x, int writeable) {
-        gradviz_small_array *a = (gradviz_small_array *)x;
-        Py_ssize_t n = 1;
-        int i;
-        if ((PyObject *)Py_TYPE(x) != gradviz_small_ndarray) return -1;
-        if (a->descr != gradviz_small_f32 && a->descr != gradviz_small_f64) return -1;
-        if ((a->flags & GRADVIZ_SMALL_LAYOUT) != GRADVIZ_SMALL_LAYOUT) return -1;
-        if (writeable && !(a->flags & GRADVIZ_WRITEABLE)) return -1;
-        for (i = 0; i < a->nd; i++) n *= a->dimensions[i];
-        return n;
-    }
 
     /* two covered arrays of one dtype and one shape: their size, else -1 */
     static Py_ssize_t gradviz_flat_pair(PyObject *a, PyObject *b, int writeable) {
