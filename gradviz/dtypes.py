@@ -103,13 +103,20 @@ def as_dtype(value) -> dtype:
     except TypeError:
         found = None
     if found is None:
-        supported = ", ".join(d.name for d in _ALL)
         if value is complex or _is_complex_numpy(value):
-            raise TypeError(f"gradviz does not support complex numbers (got {value!r}); it "
-                            f"supports {supported}. Keep real and imaginary parts as two real "
-                            "tensors.")
-        raise TypeError(f"unsupported dtype {value!r}; gradviz supports {supported}")
+            raise complex_error(value)
+        raise TypeError(f"unsupported dtype {value!r}; gradviz supports {_supported()}")
     return found
+
+
+def _supported():
+    return ", ".join(d.name for d in _ALL)
+
+
+def complex_error(value) -> TypeError:
+    """The error for a complex dtype or number, which gradviz has no tensors for."""
+    return TypeError(f"gradviz does not support complex numbers (got {value!r}); it supports "
+                     f"{_supported()}. Keep real and imaginary parts as two real tensors.")
 
 
 def _is_complex_numpy(value):

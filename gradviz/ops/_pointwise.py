@@ -29,6 +29,8 @@ __all__ = [
 def _check_operand(value, op_name):
     if isinstance(value, Tensor):
         return value
+    if isinstance(value, (complex, np.complexfloating)):
+        raise _dtypes.complex_error(value)
     if isinstance(value, np.generic):
         return value.item()  # numpy scalars promote like Python scalars, as in torch
     if isinstance(value, numbers.Number):

@@ -18,7 +18,13 @@ import gradviz
     lambda t: t.zeros(2, dtype=complex),
     lambda t: t.from_numpy(np.ones(2, dtype=np.complex64)),
     lambda t: t.tensor([1.0]).to(complex),
-], ids=["tensor", "zeros_dtype", "from_numpy", "to"])
+    lambda t: t.ones(2) * 1j,
+    lambda t: t.ones(2, requires_grad=True) * 1j,
+    lambda t: 1j - t.ones(2),
+    lambda t: t.ones(2) + np.complex64(1 + 1j),
+    lambda t: t.add(t.ones(2), 1j),
+], ids=["tensor", "zeros_dtype", "from_numpy", "to", "mul_scalar", "mul_scalar_recorded",
+        "rsub_scalar", "add_numpy_complex", "add_function"])
 def test_complex_values_are_a_type_error(make):
     make(torch)  # torch has complex tensors
     with pytest.raises(TypeError, match="gradviz does not support complex numbers"):
