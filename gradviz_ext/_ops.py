@@ -74,6 +74,21 @@ _tensor_class = None
 _forward_ad = None
 
 
+# Note [Saved names]: ``grad_fn._saved_<name>`` / ``_raw_saved_<name>`` as PyTorch names them;
+# gradviz.ops._saved installs its lookup here. Only ``__getattr__`` (missing attributes) and
+# ``__dir__`` read these, never the recording or backward paths.
+_saved_attribute = None
+_saved_names = None
+
+
+def install_saved_attributes(lookup, names):
+    """Give OpNode the table of PyTorch's saved names: ``lookup(node, name)`` answers
+    ``node._saved_<x>`` and ``node._raw_saved_<x>``, ``names(node, attributes)`` is dir()'s list."""
+    global _saved_attribute, _saved_names
+    _saved_attribute = lookup
+    _saved_names = names
+
+
 def install(tensor_class, dtypes_by_numpy):
     """Give this module the Tensor class and the numpy-to-gradviz dtype table."""
     global _tensor_class, _dtypes_by_numpy
@@ -383,7 +398,17 @@ class OpNode(Node):
         attrs = self.attrs
         if attrs is not None and name in attrs:
             return attrs[name]
+        # PyTorch's names of the saved values (grad_fn._saved_result), gradviz/ops/_saved.py
+        if _saved_attribute is not None and (name.startswith("_saved_")
+                                             or name.startswith("_raw_saved_")):
+            return _saved_attribute(self, name)
         raise AttributeError(f"'{self.op.node}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        names = object.__dir__(self)
+        if _saved_names is not None:
+            return _saved_names(self, names)
+        return names
 
     def saved_tensor_count(self):
         count = 0

@@ -1,0 +1,478 @@
+"""``grad_fn._saved_<name>`` and ``grad_fn._raw_saved_<name>``: a node's saved values under
+PyTorch's names.
+
+PyTorch's autograd mechanics note and its saved-tensor hooks tutorial read what a node keeps
+for backward off the node: ``y = x.exp(); y.grad_fn._saved_result``, ``(a * b).grad_fn._saved_self
+is a``, ``x.sum(dim=1).grad_fn._saved_dim``. gradviz names its nodes as PyTorch does, so
+:data:`SAVED_NAMES` maps each node name to PyTorch's saved names and says where gradviz finds
+each value:
+
+- ``Input(i)``: forward input ``i`` as the node saved it. A tensor input is the input tensor
+  itself (PyTorch's ``is`` holds); a Python number is a 0-d tensor like PyTorch's wrapped
+  number (float64 for a float, int64 for an int). An input the node did not save, because no
+  gradient needs it (``a * b`` with only ``a`` requiring grad keeps ``b`` only), is None, as in
+  PyTorch.
+- ``RESULT``: the forward output, a tensor equal to it whose ``grad_fn`` is the node.
+- ``Attr(key)``: a forward attribute (``dim``, ``keepdim``, ``alpha``), or a tensor the op keeps
+  in its attributes (``where``'s condition).
+- ``Computed(fn)``: computed from what the node keeps (``_saved_self_sym_sizes`` from the input
+  shape, ``_saved_reduction`` as PyTorch's enum).
+- ``NotKept(reason)``: PyTorch saves it and gradviz does not; reading it raises AttributeError
+  that says why, never a made-up value.
+
+Like PyTorch, tensors read after the graph was freed by a backward raise RuntimeError "Trying to
+backward through the graph a second time (or directly access saved tensors ...)".
+
+Known differences (documented, not hidden): a dimension reads as gradviz normalized it (``dim=-1``
+of a 2-d input reads 1; PyTorch gives the dim as passed, a negative one wrapped to ``2**64 + dim``
+by its binding), and sizes computed from a saved input raise after backward (PyTorch keeps them
+as integers).
+
+``_raw_saved_<name>`` is the engine's ``SavedTensor`` behind a tensor the node saved (an input
+or the output); values kept as attributes have none.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ext_ops
+
+__all__ = ["SAVED_NAMES", "saved_attribute", "saved_names"]
+
+_PREFIX = "_saved_"
+_RAW_PREFIX = "_raw_saved_"
+
+
+class Input:
+    """Forward input ``index`` as saved (None when no gradient needed it). ``needed_by``: the
+    input whose gradient needs it, for ops that save it whatever is needed where PyTorch saves
+    it only for that gradient (mm's ``self`` is there only when ``mat2`` requires grad)."""
+
+    def __init__(self, index, needed_by=None):
+        self.index = index
+        self.needed_by = needed_by
+
+
+class _Result:
+    """The forward output as saved."""
+
+
+RESULT = _Result()
+
+
+class Attr:
+    """The forward attribute ``key`` (``convert`` applied), or ``default`` when it is absent."""
+
+    _MISSING = object()
+
+    def __init__(self, key, convert=None, default=_MISSING):
+        self.key = key
+        self.convert = convert
+        self.default = default
+
+
+class Computed:
+    """``fn(node)``: a value computed from what the node keeps."""
+
+    def __init__(self, fn):
+        self.fn = fn
+
+
+class NotKept:
+    """A value PyTorch saves that gradviz does not keep, and why."""
+
+    def __init__(self, reason):
+        self.reason = reason
+
+
+# ---- helpers for Computed values ---------------------------------------------------------
+
+def _input_shape(index):
+    """The shape of saved input ``index`` (a saved tensor must still be there)."""
+    def shape(node):
+        return tuple(node.input(index).shape)
+    return shape
+
+
+def _input_strides(index):
+    """PyTorch's ``_saved_<x>_sym_strides``: the strides of input ``index`` when its gradient is
+    needed, else ``()`` (PyTorch saves them for that gradient only)."""
+    def strides(node):
+        if not node.needs_input_grad[index]:
+            return ()
+        return tuple(node.input(index).stride())
+    return strides
+
+
+def _output_shape(node):
+    meta = node._input_metadata[0]
+    return tuple(meta.shape)
+
+
+def _matrix_shape(index, other, out_axis, other_axis, first):
+    """The shape of a matrix product's input ``index`` (0 or 1 of mm; 1 or 2 of addmm): from
+    the input itself when saved, else from the output and the other matrix (an input that needs
+    no gradient partner is not saved, yet PyTorch still reports its size)."""
+    def shape(node):
+        saved = node._saved_inputs or {}
+        if saved.get(index) is not None:
+            return tuple(node.input(index).shape)
+        rows_or_cols = _output_shape(node)[out_axis]
+        inner = node.input(other).shape[other_axis]
+        return (rows_or_cols, inner) if first else (inner, rows_or_cols)
+    return shape
+
+
+def _shape_attr(key="shape"):
+    return Attr(key, tuple)
+
+
+_REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, as PyTorch's node reports
+
+
+def _reduction(node):
+    return _REDUCTION_ENUM[node.attrs["reduction"]]
+
+
+def _numel(node):
+    return math.prod(node.attrs["shape"])
+
+
+def _key_dim(node):
+    """The dimension a basic-indexing node (select, slice) acts on: the position of the one
+    entry of its key that is not a full slice."""
+    return _key_entry(node)[0]
+
+
+def _key_entry(node):
+    key = node.attrs["key"]
+    if not isinstance(key, tuple):
+        key = (key,)
+    found = [(i, k) for i, k in enumerate(key) if not (isinstance(k, slice) and k == slice(None))]
+    if len(found) != 1 or any(k is Ellipsis or k is None for k in key):
+        raise AttributeError(
+            f"'{node.name()}' object: gradviz recorded the indexing key {key!r} as one node, "
+            "which PyTorch records as several; read the key as grad_fn.key instead")
+    dim, entry = found[0]
+    return dim, entry
+
+
+def _slice_part(part):
+    """A slice node's start, end or step as PyTorch saves them (an open end is INT64_MAX)."""
+    def value(node):
+        _, entry = _key_entry(node)
+        if not isinstance(entry, slice):
+            raise AttributeError(f"'{node.name()}' object: the key entry {entry!r} is not a slice")
+        start, stop, step = entry.start, entry.stop, entry.step
+        if part == "start":
+            return 0 if start is None else start
+        if part == "end":
+            return 9223372036854775807 if stop is None else stop
+        return 1 if step is None else step
+    return value
+
+
+def _select_index(node):
+    return _key_entry(node)[1]
+
+
+def _clamp_bound(which):
+    """clamp with tensor bounds: input 1 is min when given, and max is the last input."""
+    def bound(node):
+        attrs = node.attrs
+        if not attrs["has_" + which]:
+            return None
+        index = 1 if which == "min" or not attrs["has_min"] else 2
+        return _read_input(node, index)
+    return bound
+
+
+def _tensor_attr(key):
+    """A tensor the op keeps in its attributes; freed with the graph, as PyTorch's is (a node
+    that saved no tensor at all is never marked freed: Note [Saved names] differences)."""
+    def value(node):
+        if node._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        return node.attrs[key]
+    return value
+
+
+def _reduced_indices(node):
+    """max/min along a dim: the indices as returned (gradviz keeps them with the reduced dim
+    kept, for backward)."""
+    indices = _tensor_attr("indices_tensor")(node)
+    return indices if node.attrs["keepdim"] else indices.squeeze(node.attrs["dim"])
+
+
+def _indices_tuple(node):
+    """PyTorch's ``_saved_indices`` of an advanced index: one entry per indexed dimension,
+    None for a full slice, the index as a tensor otherwise."""
+    from .._tensor import _wrap
+    if node._released:
+        raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+    key = node.attrs["key"]
+    if not isinstance(key, tuple):
+        key = (key,)
+    entries = []
+    for k in key:
+        if isinstance(k, slice) and k == slice(None):
+            entries.append(None)
+        elif isinstance(k, np.ndarray):
+            entries.append(_wrap(k))
+        else:
+            raise AttributeError(
+                f"'{node.name()}' object: gradviz keeps the index {key!r} in numpy form, "
+                "which has no single PyTorch equivalent; read it as grad_fn.key instead")
+    return tuple(entries)
+
+
+_NOT_NLL_TARGET = NotKept(
+    "gradviz's nll_loss keeps the per-element coefficients of the gradient (target, weight, "
+    "ignore_index and reduction folded into one array, grad_fn.coefficients) instead")
+
+
+# ---- the table ---------------------------------------------------------------------------
+
+_SELF = Input(0)
+_OTHER = Input(1)
+_SELF_SIZES = _shape_attr()
+_DIM = Attr("dim")
+_DIMS = Attr("dims", tuple)
+_KEEPDIM = Attr("keepdim")
+
+SAVED_NAMES = {
+    # arithmetic
+    "AddBackward0": {"alpha": Attr("alpha")},
+    "SubBackward0": {"alpha": Attr("alpha")},
+    "RsubBackward1": {"alpha": Attr("alpha", default=1)},
+    "MulBackward0": {"self": _SELF, "other": _OTHER},
+    "DivBackward0": {"self": _SELF, "other": _OTHER},
+    "NegBackward0": {},
+    "PowBackward0": {"self": _SELF, "exponent": Attr("exponent")},
+    "PowBackward1": {"self": _SELF, "exponent": _OTHER, "result": RESULT},
+    "PowBackward2": {"self": Attr("base"), "exponent": _SELF, "result": RESULT},
+    # pointwise functions
+    "ExpBackward0": {"result": RESULT},
+    "Expm1Backward0": {"result": RESULT},
+    "TanhBackward0": {"result": RESULT},
+    "SigmoidBackward0": {"result": RESULT},
+    "ReluBackward0": {"result": RESULT},
+    "SqrtBackward0": {"result": RESULT},
+    "RsqrtBackward0": {"result": RESULT},
+    "ReciprocalBackward0": {"result": RESULT},
+    "LogBackward0": {"self": _SELF},
+    "Log1PBackward0": {"self": _SELF},
+    "AbsBackward0": {"self": _SELF},
+    "SinBackward0": {"self": _SELF},
+    "CosBackward0": {"self": _SELF},
+    "ErfBackward0": {"self": _SELF},
+    "SiluBackward0": {"self": _SELF},
+    "SignBackward0": {},
+    "GeluBackward0": {"self": _SELF, "approximate": Attr("approximate")},
+    "LeakyReluBackward0": {"self": _SELF, "negative_slope": Attr("negative_slope")},
+    "SoftplusBackward0": {"self": _SELF, "beta": Attr("beta"), "threshold": Attr("threshold")},
+    "ClampBackward1": {"self": _SELF, "min": Attr("min"), "max": Attr("max")},
+    "ClampBackward0": {"self": _SELF, "min": Computed(_clamp_bound("min")),
+                       "max": Computed(_clamp_bound("max"))},
+    "MaximumBackward0": {"self": _SELF, "other": _OTHER},
+    "MinimumBackward0": {"self": _SELF, "other": _OTHER},
+    "WhereBackward0": {"condition": Computed(_tensor_attr("condition_tensor"))},
+    "MaskedFillBackward0": {"mask": Computed(_tensor_attr("mask_tensor"))},
+    # matrix products
+    "MmBackward0": {
+        "self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0),
+        "self_sym_sizes": Computed(_matrix_shape(0, 1, 0, 0, True)),
+        "self_sym_strides": Computed(_input_strides(0)),
+        "mat2_sym_sizes": Computed(_matrix_shape(1, 0, 1, 1, False)),
+        "mat2_sym_strides": Computed(_input_strides(1)),
+    },
+    "AddmmBackward0": {
+        "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
+        "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
+        "mat1_sym_sizes": Computed(_matrix_shape(1, 2, 0, 0, True)),
+        "mat1_sym_strides": Computed(_input_strides(1)),
+        "mat2_sym_sizes": Computed(_matrix_shape(2, 1, 1, 1, False)),
+        "mat2_sym_strides": Computed(_input_strides(2)),
+    },
+    "MvBackward0": {"self": Input(0, needed_by=1), "vec": Input(1, needed_by=0)},
+    "DotBackward0": {"self": Input(0, needed_by=1), "tensor": Input(1, needed_by=0)},
+    "BmmBackward0": {"self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0)},
+    # reductions
+    "SumBackward0": {"self_sym_sizes": _SELF_SIZES},
+    "SumBackward1": {"dim": _DIMS, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES},
+    "MeanBackward0": {"self_sym_sizes": _SELF_SIZES, "self_sym_numel": Computed(_numel)},
+    "MeanBackward1": {"dim": _DIMS, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
+                      "self_sym_numel": Computed(_numel)},
+    "MaxBackward1": {"self": _SELF, "result": RESULT},
+    "MinBackward1": {"self": _SELF, "result": RESULT},
+    "MaxBackward0": {"dim": _DIM, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
+                     "indices": Computed(_reduced_indices)},
+    "MinBackward0": {"dim": _DIM, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
+                     "indices": Computed(_reduced_indices)},
+    "AmaxBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
+    "AminBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
+    "ProdBackward0": {"self": _SELF, "result": RESULT},
+    "LogsumexpBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
+    "CumsumBackward0": {"dim": _DIM},
+    "SoftmaxBackward0": {"dim": _DIM, "result": RESULT},
+    "LogSoftmaxBackward0": {"dim": _DIM, "result": RESULT},
+    # shapes and views
+    "ViewBackward0": {"self_sym_sizes": _shape_attr("source")},
+    "UnsafeViewBackward0": {"self_sym_sizes": _shape_attr("source")},
+    "ExpandBackward0": {"self_sym_sizes": _shape_attr("source")},
+    "PermuteBackward0": {"dims": _DIMS},
+    "TransposeBackward0": {"dim0": Attr("dim0"), "dim1": Attr("dim1")},
+    "TBackward0": {},
+    "UnsqueezeBackward0": {"dim": _DIM},
+    "SqueezeBackward0": {"self_sym_sizes": _SELF_SIZES},
+    "SqueezeBackward1": {"dim": _DIM, "self_sym_sizes": _SELF_SIZES},
+    "FlipBackward0": {"dims": _DIMS},
+    "CatBackward0": {"dim": _DIM},
+    "StackBackward0": {"dim": _DIM},
+    "UnbindBackward0": {"dim": _DIM},
+    "SplitBackward0": {"dim": _DIM, "split_size": Attr("split_size"),
+                       "self_sym_sizes": _SELF_SIZES},
+    "SplitWithSizesBackward0": {"dim": _DIM, "split_sizes": Attr("split_sizes", tuple),
+                                "self_sym_sizes": _SELF_SIZES},
+    "CloneBackward0": {},
+    "ToCopyBackward0": {},
+    # indexing
+    "SelectBackward0": {"dim": Computed(_key_dim), "index": Computed(_select_index),
+                        "self_sym_sizes": _SELF_SIZES},
+    "SliceBackward0": {"dim": Computed(_key_dim), "start": Computed(_slice_part("start")),
+                       "end": Computed(_slice_part("end")), "step": Computed(_slice_part("step")),
+                       "self_sym_sizes": _SELF_SIZES},
+    "IndexBackward0": {"indices": Computed(_indices_tuple), "self_sym_sizes": _SELF_SIZES},
+    "IndexSelectBackward0": {"dim": _DIM, "index": Computed(_tensor_attr("index_tensor")),
+                             "self_sym_sizes": _SELF_SIZES},
+    "GatherBackward0": {
+        "dim": _DIM, "index": Computed(_tensor_attr("index_tensor")),
+        "sparse_grad": Computed(lambda node: False),
+        "self": NotKept("gather's backward needs only the input's shape, which gradviz keeps "
+                        "(grad_fn.shape) instead of the tensor"),
+    },
+    # losses
+    "MseLossBackward0": {"self": _SELF, "target": _OTHER, "reduction": Computed(_reduction)},
+    "BinaryCrossEntropyBackward0": {"self": _SELF, "target": _OTHER, "weight": Input(2),
+                                    "reduction": Computed(_reduction)},
+    "BinaryCrossEntropyWithLogitsBackward0": {
+        "self": _SELF, "target": _OTHER, "weight": Input(2), "pos_weight": Input(3),
+        "reduction": Computed(_reduction)},
+    "NllLossBackward0": {
+        "self": _SELF, "reduction": Computed(_reduction),
+        "target": _NOT_NLL_TARGET, "weight": _NOT_NLL_TARGET, "ignore_index": _NOT_NLL_TARGET,
+        "total_weight": _NOT_NLL_TARGET,
+    },
+}
+
+
+# ---- reading them --------------------------------------------------------------------------
+
+def _wrapped_number(value):
+    """A Python number as PyTorch saves it: a 0-d "wrapped number" tensor (float64 for a
+    float, int64 for an int, bool for a bool)."""
+    from .._tensor import _wrap
+    if isinstance(value, bool):
+        dtype = np.bool_
+    elif isinstance(value, int):
+        dtype = np.int64
+    elif isinstance(value, float):
+        dtype = np.float64
+    else:
+        return value
+    return _wrap(np.array(value, dtype=dtype))
+
+
+def _read_input(node, index):
+    saved = node._saved_inputs
+    if saved is None or index not in saved:
+        if node._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        return None  # no gradient needed it, so neither gradviz nor PyTorch saved it
+    value = node.input(index)  # raises if freed or modified in place
+    return _wrapped_number(value) if not hasattr(value, "_data") and value is not None else value
+
+
+def _value(node, spec):
+    if isinstance(spec, Input):
+        if spec.needed_by is not None and not node.needs_input_grad[spec.needed_by]:
+            return None  # gradviz keeps it anyway; PyTorch saves it for that gradient only
+        return _read_input(node, spec.index)
+    if spec is RESULT:
+        if node._saved_output is None:
+            raise AttributeError(f"'{node.name()}' object: gradviz did not save the result")
+        return node.output()
+    if isinstance(spec, Attr):
+        attrs = node.attrs or {}
+        if spec.key not in attrs:
+            if spec.default is Attr._MISSING:
+                raise AttributeError(f"'{node.name()}' object: gradviz did not record "
+                                     f"{spec.key!r} for this node")
+            return spec.default
+        value = attrs[spec.key]
+        return value if spec.convert is None or value is None else spec.convert(value)
+    return spec.fn(node)
+
+
+def _raw(node, torch_name, spec):
+    """The SavedTensor behind a tensor the node saved."""
+    if isinstance(spec, Input):
+        saved = node._saved_inputs
+        value = None if saved is None else saved.get(spec.index)
+        if isinstance(value, _engine.SavedTensor):
+            return value
+        what = ("a number, kept as it is" if value is not None
+                else "not saved: no gradient of this node needs it")
+        raise AttributeError(f"'{node.name()}' object has no attribute '{_RAW_PREFIX}{torch_name}': "
+                             f"in gradviz {torch_name} is {what}, so there is no SavedTensor")
+    if spec is RESULT and node._saved_output is not None:
+        return node._saved_output
+    raise AttributeError(
+        f"'{node.name()}' object has no attribute '{_RAW_PREFIX}{torch_name}': gradviz keeps "
+        f"{torch_name} in the node's attributes, not as a SavedTensor")
+
+
+def saved_attribute(node, name):
+    """``node._saved_<x>`` or ``node._raw_saved_<x>`` (called by ``OpNode.__getattr__``)."""
+    raw = name.startswith(_RAW_PREFIX)
+    torch_name = name[len(_RAW_PREFIX if raw else _PREFIX):]
+    table = SAVED_NAMES.get(node.name())
+    node_name = node.name()
+    if table is None:
+        raise AttributeError(
+            f"'{node_name}' object has no attribute '{name}': gradviz does not list the saved "
+            f"values of {node_name} under PyTorch's names; its own are grad_fn.attrs and "
+            "grad_fn.input(i) / grad_fn.output()")
+    spec = table.get(torch_name)
+    if spec is None:
+        raise AttributeError(f"'{node_name}' object has no attribute '{name}'")
+    if isinstance(spec, NotKept):
+        raise AttributeError(f"'{node_name}' object has no attribute '{name}': gradviz does not "
+                             f"keep PyTorch's saved {torch_name}: {spec.reason}")
+    if raw:
+        return _raw(node, torch_name, spec)
+    return _value(node, spec)
+
+
+# the engine's own fields (the saved inputs by index, the saved output), which share the prefix
+_ENGINE_FIELDS = frozenset({"_saved_inputs", "_saved_output"})
+
+
+def saved_names(node, attributes):
+    """dir(node): its ``attributes`` with PyTorch's ``_saved_*`` names (and ``_raw_saved_*``
+    for saved tensors) in place of the engine's own ``_saved_inputs`` and ``_saved_output``,
+    so that ``[a for a in dir(grad_fn) if a.startswith('_saved_')]`` lists what PyTorch's does."""
+    names = [name for name in attributes if name not in _ENGINE_FIELDS]
+    table = SAVED_NAMES.get(node.name())
+    if table:
+        names += [_PREFIX + name for name in table]
+        names += [_RAW_PREFIX + name for name, spec in table.items()
+                  if isinstance(spec, Input) or spec is RESULT]
+    return sorted(names)
+
+
+_ext_ops.install_saved_attributes(saved_attribute, saved_names)

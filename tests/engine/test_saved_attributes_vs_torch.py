@@ -1,0 +1,278 @@
+"""``grad_fn._saved_<name>`` and ``_raw_saved_<name>`` against PyTorch (gradviz/ops/_saved.py).
+
+Each case builds the same op in gradviz and in torch from the same numpy inputs and compares,
+for every ``_saved_*`` name torch lists: that gradviz lists it too, the value (tensors by
+value and dtype kind, numbers and tuples exactly), None where torch gives None, and identity:
+when torch's value *is* one of the inputs, gradviz's is the same input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+
+RNG = np.random.default_rng(0)
+A = RNG.standard_normal((3, 4)).astype(np.float32)
+B = RNG.standard_normal((3, 4)).astype(np.float32)
+M = RNG.standard_normal((4, 5)).astype(np.float32)
+V = RNG.standard_normal(3).astype(np.float32)
+POS = (RNG.random((3, 4)) + 0.5).astype(np.float32)
+IDX = np.array([0, 2])
+COLUMN = np.array([[0], [1], [2]])
+
+
+def _inputs(tm):
+    """The named inputs in framework ``tm`` (gradviz or torch): all float ones require grad."""
+    t = {name: tm.tensor(array, requires_grad=True)
+         for name, array in (("a", A), ("b", B), ("m", M), ("v", V), ("pos", POS))}
+    t["nb"] = tm.tensor(B)  # needs no grad
+    t["idx"] = tm.tensor(IDX)
+    t["col"] = tm.tensor(COLUMN)
+    return t
+
+
+# name -> f(tm, t) returning the output whose grad_fn is read
+CASES = {
+    "add": lambda tm, t: t["a"] + t["b"],
+    "add_alpha": lambda tm, t: tm.add(t["a"], t["b"], alpha=2),
+    "sub_alpha": lambda tm, t: tm.sub(t["a"], t["b"], alpha=3),
+    "rsub": lambda tm, t: 2 - t["a"],
+    "mul": lambda tm, t: t["a"] * t["b"],
+    "mul_no_grad_other": lambda tm, t: t["a"] * t["nb"],
+    "mul_no_grad_self": lambda tm, t: t["nb"] * t["a"],
+    "mul_number": lambda tm, t: t["a"] * 2.0,
+    "div": lambda tm, t: t["a"] / t["b"],
+    "div_number": lambda tm, t: t["a"] / 2.0,
+    "neg": lambda tm, t: -t["a"],
+    "pow_number": lambda tm, t: t["a"] ** 2,
+    "pow_float": lambda tm, t: t["a"].pow(2.5),
+    "pow_tensor": lambda tm, t: t["pos"].pow(t["b"]),
+    "rpow": lambda tm, t: 2.5 ** t["a"],
+    "exp": lambda tm, t: t["a"].exp(),
+    "log": lambda tm, t: t["pos"].log(),
+    "tanh": lambda tm, t: t["a"].tanh(),
+    "sigmoid": lambda tm, t: t["a"].sigmoid(),
+    "relu": lambda tm, t: t["a"].relu(),
+    "sqrt": lambda tm, t: t["pos"].sqrt(),
+    "abs": lambda tm, t: t["a"].abs(),
+    "sin": lambda tm, t: t["a"].sin(),
+    "cos": lambda tm, t: t["a"].cos(),
+    "clamp": lambda tm, t: t["a"].clamp(-0.5, 0.5),
+    "clamp_min": lambda tm, t: t["a"].clamp(min=0),
+    "clamp_tensor_max": lambda tm, t: t["a"].clamp(max=t["b"]),
+    "maximum": lambda tm, t: tm.maximum(t["a"], t["b"]),
+    "where": lambda tm, t: tm.where(t["a"] > 0, t["a"], t["b"]),
+    "matmul": lambda tm, t: t["a"] @ t["m"],
+    "mm": lambda tm, t: t["a"].mm(t["m"]),
+    "mm_no_grad_mat2": lambda tm, t: t["a"].mm(t["m"].detach()),
+    "mm_no_grad_self": lambda tm, t: t["nb"].mm(t["m"]),
+    "mm_transposed": lambda tm, t: t["a"].mm(t["m"].t().t()),
+    "addmm": lambda tm, t: tm.addmm(t["v"][:1].expand(5), t["a"], t["m"]),
+    "linear": lambda tm, t: tm.nn.functional.linear(t["a"], t["m"].t()),
+    "sum": lambda tm, t: t["a"].sum(),
+    "sum_dim": lambda tm, t: t["a"].sum(dim=1),
+    "sum_keepdim": lambda tm, t: t["a"].sum(dim=0, keepdim=True),
+    "mean": lambda tm, t: t["a"].mean(),
+    "mean_dim": lambda tm, t: t["a"].mean(dim=1),
+    "softmax": lambda tm, t: t["a"].softmax(dim=1),
+    "log_softmax": lambda tm, t: t["a"].log_softmax(dim=1),
+    "max": lambda tm, t: t["a"].max(),
+    "min": lambda tm, t: t["a"].min(),
+    "max_dim": lambda tm, t: t["a"].max(dim=1)[0],
+    "min_dim": lambda tm, t: t["a"].min(dim=0)[0],
+    "view": lambda tm, t: t["a"].view(12),
+    "reshape": lambda tm, t: t["a"].reshape(2, 6),
+    "reshape_copy": lambda tm, t: t["a"].t().reshape(12),
+    "permute": lambda tm, t: t["a"].permute(1, 0),
+    "transpose": lambda tm, t: t["a"].transpose(0, 1),
+    "t": lambda tm, t: t["a"].t(),
+    "expand": lambda tm, t: t["v"].unsqueeze(1).expand(3, 4),
+    "unsqueeze": lambda tm, t: t["a"].unsqueeze(0),
+    "squeeze": lambda tm, t: t["a"].unsqueeze(0).squeeze(),
+    "squeeze_dim": lambda tm, t: t["a"].unsqueeze(0).squeeze(0),
+    "index": lambda tm, t: t["a"][t["idx"]],
+    "index_columns": lambda tm, t: t["a"][:, t["idx"]],
+    "slice": lambda tm, t: t["a"][:, 1:3],
+    "slice_step": lambda tm, t: t["a"][:, ::2],
+    "select": lambda tm, t: t["a"].select(0, 1),
+    "getitem_int": lambda tm, t: t["a"][:, 2],
+    "cat": lambda tm, t: tm.cat([t["a"], t["b"]], dim=0),
+    "stack": lambda tm, t: tm.stack([t["a"], t["b"]], dim=1),
+    "gather": lambda tm, t: t["a"].gather(1, t["col"]),
+    "index_select": lambda tm, t: t["a"].index_select(0, t["idx"]),
+    "split": lambda tm, t: t["a"].split(2, dim=1)[0],
+    "mse_loss": lambda tm, t: tm.nn.functional.mse_loss(t["a"], t["b"]),
+    "mse_loss_sum": lambda tm, t: tm.nn.functional.mse_loss(t["a"], t["b"], reduction="sum"),
+    "mse_loss_none": lambda tm, t: tm.nn.functional.mse_loss(t["a"], t["b"], reduction="none"),
+    "cross_entropy": lambda tm, t: tm.nn.functional.cross_entropy(t["a"], t["idx"].repeat(2)[:3]),
+    "mv": lambda tm, t: t["a"].t().mv(t["v"]),
+    "dot": lambda tm, t: t["v"].dot(t["v"]),
+    "prod": lambda tm, t: t["pos"].prod(),
+    "cumsum": lambda tm, t: t["a"].cumsum(1),
+    "logsumexp": lambda tm, t: t["a"].logsumexp(1),
+    "masked_fill": lambda tm, t: t["a"].masked_fill(t["a"] > 0, 0.0),
+    "flip": lambda tm, t: t["a"].flip(0),
+    "leaky_relu": lambda tm, t: tm.nn.functional.leaky_relu(t["a"], 0.1),
+    "gelu": lambda tm, t: tm.nn.functional.gelu(t["a"]),
+}
+
+# torch names gradviz knowingly does not keep: reading them raises AttributeError saying so
+NOT_KEPT = {
+    "gather": {"_saved_self"},
+    "cross_entropy": {"_saved_target", "_saved_weight", "_saved_ignore_index",
+                      "_saved_total_weight"},
+}
+# values gradviz gives equal to torch's, yet as a different object than torch's
+# (gradviz keeps indices as it needs them for backward: a copy, or as numpy arrays)
+NOT_SAME_OBJECT = {("max_dim", "_saved_indices"), ("min_dim", "_saved_indices"),
+                   ("index", "_saved_indices"), ("index_columns", "_saved_indices")}
+
+
+def _saved(node):
+    return sorted(n for n in dir(node) if n.startswith("_saved_"))
+
+
+def _as_numpy(value):
+    return value.detach().numpy() if isinstance(value, torch.Tensor) else value.detach().numpy()
+
+
+def _check_value(case, name, ours, theirs, g_inputs, t_inputs):
+    where = f"{case}: {name}"
+    if theirs is None:
+        assert ours is None, where
+        return
+    if isinstance(theirs, torch.Tensor):
+        assert isinstance(ours, gradviz.Tensor), f"{where}: {type(ours)}"
+        assert tuple(ours.shape) == tuple(theirs.shape), where
+        assert ours.dtype.is_floating_point == theirs.dtype.is_floating_point, where
+        np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-6,
+                                   err_msg=where)
+        for key, tensor in t_inputs.items():
+            if theirs is tensor and (case, name) not in NOT_SAME_OBJECT:
+                assert ours is g_inputs[key], f"{where}: torch's is input {key}, gradviz's is not"
+        return
+    if isinstance(theirs, tuple) and theirs and isinstance(theirs[0], (torch.Tensor, type(None))):
+        assert isinstance(ours, tuple) and len(ours) == len(theirs), where
+        for o, t in zip(ours, theirs):
+            _check_value(case, name, o, t, g_inputs, t_inputs)
+        return
+    assert ours == theirs, f"{where}: gradviz {ours!r}, torch {theirs!r}"
+    assert type(ours) is type(theirs) or {type(ours), type(theirs)} <= {int, float}, where
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_saved_names_and_values(case):
+    g_inputs, t_inputs = _inputs(gradviz), _inputs(torch)
+    ours = CASES[case](gradviz, g_inputs).grad_fn
+    theirs = CASES[case](torch, t_inputs).grad_fn
+    assert ours.name() == type(theirs).__name__
+    not_kept = NOT_KEPT.get(case, set())
+    assert _saved(ours) == _saved(theirs), case
+    for name in _saved(theirs):
+        if name in not_kept:
+            with pytest.raises(AttributeError, match="gradviz does not keep"):
+                getattr(ours, name)
+            continue
+        _check_value(case, name, getattr(ours, name), getattr(theirs, name), g_inputs, t_inputs)
+
+
+@pytest.mark.parametrize("case", ["exp", "tanh", "softmax", "pow_tensor", "max"])
+def test_saved_result_is_equal_not_the_output(case):
+    g_inputs, t_inputs = _inputs(gradviz), _inputs(torch)
+    y, ty = CASES[case](gradviz, g_inputs), CASES[case](torch, t_inputs)
+    r, tr = y.grad_fn._saved_result, ty.grad_fn._saved_result
+    assert (r is y) == (tr is ty) is False
+    assert gradviz.equal(r, y) and torch.equal(tr, ty)
+    assert (r.grad_fn is y.grad_fn) and (tr.grad_fn is ty.grad_fn)
+    assert r.requires_grad == tr.requires_grad
+
+
+@pytest.mark.parametrize("case,name", [("sin", "_saved_self"), ("exp", "_saved_result"),
+                                       ("mul", "_saved_other"), ("mm", "_saved_mat2"),
+                                       ("log_softmax", "_saved_result"),
+                                       ("cross_entropy", "_saved_self")])
+def test_after_backward_raises_like_torch(case, name):
+    messages = []
+    for tm in (gradviz, torch):
+        y = CASES[case](tm, _inputs(tm))
+        y.sum().backward()
+        with pytest.raises(RuntimeError) as info:
+            getattr(y.grad_fn, name)
+        messages.append(str(info.value))
+    assert "Trying to backward through the graph a second time" in messages[0]
+    assert messages[0] == messages[1]
+
+
+def test_retain_graph_keeps_them():
+    for tm in (gradviz, torch):
+        t = _inputs(tm)
+        y = t["a"].sin()
+        y.sum().backward(retain_graph=True)
+        assert y.grad_fn._saved_self is t["a"]
+
+
+def test_modified_in_place_raises_like_torch():
+    messages = []
+    for tm in (gradviz, torch):
+        x = _inputs(tm)["a"] * 1
+        y = x.sin()
+        x.add_(1)
+        with pytest.raises(RuntimeError) as info:
+            y.grad_fn._saved_self
+        messages.append(str(info.value).replace("gradviz.FloatTensor", "torch.FloatTensor"))
+    assert "modified by an inplace operation" in messages[0]
+    assert messages[0] == messages[1]
+
+
+def test_unknown_name_is_attribute_error():
+    for tm in (gradviz, torch):
+        node = CASES["add"](tm, _inputs(tm)).grad_fn
+        with pytest.raises(AttributeError, match="'AddBackward0' object has no attribute "
+                                                 "'_saved_foo'"):
+            node._saved_foo
+        assert not hasattr(node, "_saved_self")
+
+
+def test_node_without_a_table_says_so():
+    y = gradviz.tensor(A, requires_grad=True).var()
+    with pytest.raises(AttributeError, match="gradviz does not list the saved values of "
+                                             "VarBackward0"):
+        y.grad_fn._saved_self
+
+
+def test_forward_attributes_still_read_directly():
+    y = gradviz.tensor(A, requires_grad=True).sum(dim=1)
+    assert y.grad_fn.keepdim is False and y.grad_fn.dims == (1,)
+    assert y.grad_fn._saved_dim == (1,)
+
+
+# ---- _raw_saved_<name> ---------------------------------------------------------------------
+
+def test_raw_saved_is_the_engine_saved_tensor():
+    t = _inputs(gradviz)
+    y = t["a"] * t["b"]
+    raw = y.grad_fn._raw_saved_self
+    assert isinstance(raw, gradviz.autograd.graph.SavedTensor if hasattr(
+        gradviz.autograd, "graph") and hasattr(gradviz.autograd.graph, "SavedTensor")
+        else type(raw))
+    assert type(raw).__name__ == "SavedTensor"
+    assert raw.unpack(y.grad_fn) is t["a"]
+    out = t["a"].exp()
+    assert gradviz.equal(out.grad_fn._raw_saved_result.unpack(out.grad_fn), out)
+    ty = torch.tensor(A, requires_grad=True).exp()
+    assert type(ty.grad_fn._raw_saved_result).__name__ == "SavedTensor"
+    names = [n for n in dir(out.grad_fn) if n.startswith("_raw_saved_")]
+    assert names == [n for n in dir(ty.grad_fn) if n.startswith("_raw_saved_")]
+
+
+def test_raw_saved_of_unsaved_or_attribute_values_explains():
+    t = _inputs(gradviz)
+    with pytest.raises(AttributeError, match="not saved: no gradient of this node needs it"):
+        (t["nb"] * t["a"]).grad_fn._raw_saved_other
+    with pytest.raises(AttributeError, match="a number, kept as it is"):
+        (t["a"] * 2.0).grad_fn._raw_saved_other
+    with pytest.raises(AttributeError, match="in the node's attributes"):
+        gradviz.where(t["a"] > 0, t["a"], t["b"]).grad_fn._raw_saved_condition
