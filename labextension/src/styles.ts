@@ -37,8 +37,10 @@ export const STYLES = `
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
 .gv-toolbar button.gv-danger:enabled { color: var(--gv-error-text); }
 .gv-toolbar button[hidden] { display: none; }
-.gv-toolbar .gv-spacer { flex: 1 1 auto; }
-.gv-status { color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+/* The status takes the free width and is cut short (full text in its tooltip), so a long
+   status never pushes the zoom buttons onto a line of their own. */
+.gv-toolbar .gv-spacer { flex: 0 0 0; }
+.gv-status { flex: 1 1 14em; min-width: 0; color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 .gv-timeline {
   display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
@@ -51,12 +53,13 @@ export const STYLES = `
 }
 .gv-narration::before { content: "▸ "; color: var(--gv-fg-muted); }
 .gv-narration[hidden] { display: none; }
-.gv-error {
+/* .gv-root first: JupyterLab's ".jp-OutputArea-output pre" (padding 0, no border) outranks a single class. */
+.gv-root .gv-error {
   margin: 0; padding: 6px 8px; white-space: pre-wrap; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; color: var(--gv-error-text); background: var(--gv-error-fill);
   border-bottom: 1px solid var(--gv-error-stroke); max-height: 12em; overflow: auto;
 }
-.gv-error[hidden] { display: none; }
+.gv-root .gv-error[hidden] { display: none; }
 .gv-canvas { position: relative; width: 100%; touch-action: none; cursor: grab; user-select: none; }
 .gv-canvas.gv-dragging { cursor: grabbing; }
 .gv-canvas svg { display: block; width: 100%; height: 100%; }

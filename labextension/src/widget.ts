@@ -11,6 +11,7 @@ import { canvasHeight, GraphScene } from "./draw.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
+  ackNotice,
   commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
@@ -23,6 +24,7 @@ import {
   parseSelected,
   parseStates,
   parseStatus,
+  parseStoppedAt,
   protocolMismatch,
   selectMessage,
   statusText,
@@ -198,7 +200,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       doctorPanel.update(panelContent(shown, doctorProgress, doctorPending));
       const checking = doctorPending || doctor?.state === "checking";
-      const view = { graph, states, current, status };
+      const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
       const line = statusText(view);
       const enabled = (name: CommandName): boolean => commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
       toolbar.update(offered, enabled, notice === null ? line : `${line} · ${notice}`);
@@ -276,7 +278,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     if (ack === null) return;
     if (ack.name === "check_gradients") doctorPending = false; // answered, or refused
     if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
-    notice = ack.ok ? null : `${ack.name} ignored: ${ack.reason ?? "no reason given"}`;
+    notice = ackNotice(ack, parseErrorText(model.get("error")));
     refresh();
   };
   const onStateChange = (): void => {
@@ -296,6 +298,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:inspection", refresh],
     ["change:last_event", onStateChange],
     ["change:doctor", refresh],
+    ["change:stopped_at", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);
