@@ -34,7 +34,7 @@ import {
 } from "./model.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
-import { Narration, Toolbar } from "./toolbar.js";
+import { legend, Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -168,7 +168,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, errorBox, doctorPanel.element, canvas, inspector.element);
+  root.append(narration.element, errorBox, doctorPanel.element, canvas, legend(), inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
