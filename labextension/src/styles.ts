@@ -41,10 +41,14 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
 .gv-toolbar button.gv-danger:enabled { color: var(--gv-alert); }
 .gv-toolbar button[hidden] { display: none; }
-/* The status takes the free width and is cut short (full text in its tooltip), so a long
-   status never pushes the zoom buttons onto a line of their own. */
+/* The status takes the free width and wraps inside it (two lines at most, the full text in
+   its tooltip), so a long status never pushes the zoom buttons onto a line of their own, and
+   the progress at its end stays visible. */
 .gv-toolbar .gv-spacer { flex: 0 0 0; }
-.gv-status { flex: 1 1 14em; min-width: 0; color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.gv-status {
+  flex: 1 1 14em; min-width: 0; color: var(--gv-fg-muted); line-height: 1.3;
+  display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;
+}
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 .gv-timeline {
   display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
