@@ -141,7 +141,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-findings th { font-weight: 600; color: var(--gv-fg-muted); text-align: left; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); white-space: nowrap; }
 .gv-findings td { padding: 2px 8px 0; overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
 .gv-findings td:last-child { white-space: normal; }
-.gv-findings td:first-child { white-space: nowrap; }
+.gv-finding-row td:first-child { white-space: nowrap; }
 .gv-finding-row { cursor: pointer; }
 .gv-finding-row:hover { background: var(--jp-layout-color2, #eaeef2); }
 .gv-finding-row.gv-finding-error td:first-child { color: var(--gv-alert); font-weight: 700; }

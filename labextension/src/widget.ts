@@ -73,6 +73,11 @@ function canvasMeasure(): MeasureText {
   };
 }
 
+/** The error box's text when a command cannot reach the kernel. */
+export function unreachableKernel(reason: string): string {
+  return `cannot reach the kernel (${reason}): it was restarted or shut down, so this view is no longer live. Re-run the cell that showed the debugger.`;
+}
+
 function messageOf(error: unknown): string {
   return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
@@ -118,7 +123,17 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     // Without them that output is silently dropped.
     const manager = model.widget_manager;
     const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
-    model.send(message, callbacks);
+    try {
+      model.send(message, callbacks);
+    } catch (error) {
+      // After a kernel restart the view stays on the page but its comm is gone: ipywidgets
+      // throws "Cannot send". Say so where the user looks instead of an uncaught page error
+      // and a "…" that never ends.
+      setBusy(false);
+      if (message.name === "check_gradients") doctorPending = false;
+      viewError = unreachableKernel(messageOf(error));
+      refresh();
+    }
   };
   const select = (id: number | null): void => {
     if (id !== selected) send(selectMessage(id));
