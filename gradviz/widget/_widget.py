@@ -247,8 +247,36 @@ def compact_event(event: object) -> dict[str, Any] | None:
     }
 
 
+def describe_stop(breakpoint: object) -> str | None:
+    """Why a paused session stopped, in words for the status line ("breakpoint on
+    TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run)."""
+    if breakpoint is None:
+        return None
+    what = []
+    node = getattr(breakpoint, "node", None)
+    if node is not None:
+        what.append(f"node #{node}")
+    if getattr(breakpoint, "function", None) is not None:
+        what.append(str(breakpoint.function))
+    if getattr(breakpoint, "event", None) is not None:
+        what.append(f"{breakpoint.event} event")
+    if getattr(breakpoint, "nonfinite", False):
+        what.append("NaN/Inf")
+    when = getattr(breakpoint, "when", None)
+    if when is not None:
+        what.append(f"when {getattr(when, '__name__', 'condition')}")
+    return "breakpoint" + (f" on {', '.join(what)}" if what else "")
+
+
 def _describe_exception(exc: BaseException) -> str:
-    return "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+    """What went wrong first (the line a user reads), then the traceback for the details.
+
+    The error box shows a few lines and scrolls; the exception's own line comes last in a
+    traceback, so on its own it would be hidden below the frames of gradviz's internals.
+    """
+    summary = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
+    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
+    return f"{summary}\n\n{details}"
 
 
 class DebuggerWidget(anywidget.AnyWidget):
@@ -302,6 +330,7 @@ class DebuggerWidget(anywidget.AnyWidget):
     inspection = traitlets.Dict(None, allow_none=True).tag(sync=True)
     last_event = traitlets.Dict(None, allow_none=True).tag(sync=True)
     doctor = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    stopped_at = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -381,6 +410,7 @@ class DebuggerWidget(anywidget.AnyWidget):
                 graph = normalize_graph(self._session.graph())
                 graph_ids = frozenset(node["id"] for node in graph["nodes"])
             last_event = self._read_last_event()
+            stopped_at = describe_stop(getattr(self._session, "stopped_at", None)) if status == "paused" else None
             if selected is not None and selected not in graph_ids:
                 selected = None  # a new graph (a later backward pass) does not have it
             inspection = None
@@ -408,6 +438,7 @@ class DebuggerWidget(anywidget.AnyWidget):
                 self.status = status
                 if last_event != self.last_event:
                     self.last_event = last_event
+                self.stopped_at = stopped_at
                 self.selected = selected
                 if inspection != self.inspection:
                     self.inspection = inspection

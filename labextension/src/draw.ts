@@ -78,8 +78,10 @@ export function initialTransform(
   if (fitted.k >= READABLE_SCALE) return fitted;
   const k = READABLE_SCALE;
   const target = focus ?? { x: drawingWidth / 2, y: 0 };
-  // The graph flows downwards from the loss: leave more room below the focus than above it.
-  return { k, x: viewWidth / 2 - target.x * k, y: focus === null ? MARGIN * k : viewHeight / 3 - target.y * k };
+  // The graph flows downwards from the loss: leave more room below the focus than above it,
+  // but never empty room above the top of the drawing (the loss's node is usually the focus).
+  const top = MARGIN * k;
+  return { k, x: viewWidth / 2 - target.x * k, y: focus === null ? top : Math.min(top, viewHeight / 3 - target.y * k) };
 }
 
 /** The height to give the canvas for a drawing: its natural height, within limits. */

@@ -45,6 +45,8 @@ export interface Inspection {
   readonly state: string;
   readonly error: string | null;
   readonly sections: readonly InspectorSection[];
+  /** Why there is nothing more to show (a saved page keeps no gradients); "" when none. */
+  readonly note: string;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -120,7 +122,7 @@ export function parseInspection(value: unknown): Inspection | null {
   }
   const failure = value["error"];
   const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
-  return { id, name, kind: text(value["kind"]), label: text(value["label"]), state, error, sections };
+  return { id, name, kind: text(value["kind"]), label: text(value["label"]), state, error, sections, note: text(value["note"]) };
 }
 
 /** Four significant digits; exponent notation for very large and very small magnitudes. */
@@ -212,6 +214,11 @@ export class Inspector {
       this.element.append(error);
     }
     for (const section of inspection.sections) this.element.append(this.section(section));
+    if (inspection.note !== "") {
+      const note = element("div", "gv-inspector-note", inspection.note);
+      note.dataset["testid"] = "gv-inspector-note";
+      this.element.append(note);
+    }
   }
 
   private section(section: InspectorSection): HTMLElement {

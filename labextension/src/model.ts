@@ -263,6 +263,8 @@ export interface ViewState {
   readonly states: StateMap;
   readonly current: number | null;
   readonly status: SessionStatus;
+  /** Why the paused session stopped ("breakpoint on TanhBackward0"): the `stopped_at` trait. */
+  readonly stoppedAt?: string | null;
 }
 
 /** The node's display title: its class name, with the id to tell equal names apart. */
@@ -278,10 +280,12 @@ export function statusText(view: ViewState): string {
   switch (view.status) {
     case "paused": {
       const next = view.current === null ? undefined : view.graph.byId.get(view.current);
-      if (next === undefined) return `Paused · ${progress}`;
+      // After Continue, say why it stopped: otherwise a breakpoint looks like a stuck run.
+      const paused = view.stoppedAt ? `Paused at ${view.stoppedAt}` : "Paused";
+      if (next === undefined) return `${paused} · ${progress}`;
       // After Step event the current node is part-way through its backward.
       const where = view.states.get(next.id) === "running" ? "inside" : "next:";
-      return `Paused · ${where} ${nodeTitle(next)} · ${progress}`;
+      return `${paused} · ${where} ${nodeTitle(next)} · ${progress}`;
     }
     case "running":
       return `Running · ${progress}`;
@@ -328,4 +332,25 @@ export function parseAck(value: unknown): AckMessage | null {
   const { name, ok, reason } = value;
   if (typeof name !== "string" || typeof ok !== "boolean") return null;
   return { type: "ack", name, ok, reason: typeof reason === "string" ? reason : null };
+}
+
+/**
+ * The note the status line shows after a command Python answered: none when it ran; when
+ * it was refused, why ("step ignored: the session is finished"). A command that ran and
+ * raised (a user's backward failing) is not "ignored": its exception is already in the
+ * error box (`errorText`), so the note only points there instead of repeating it.
+ */
+export function ackNotice(ack: AckMessage, errorText: string | null): string | null {
+  if (ack.ok) return null;
+  const command = ack.name.replace(/_/g, " ");
+  const reason = ack.reason ?? "no reason given";
+  if (ack.reason !== null && errorText !== null && errorText.includes(ack.reason)) return `${command} raised an error (below)`;
+  return `${command} ignored: ${reason}`;
+}
+
+/** The `stopped_at` trait: a short text, or null (absent in older kernels and other hosts). */
+export function parseStoppedAt(value: unknown): string | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== "string") throw new ProtocolError(`stopped_at must be a string or null, got ${describe(value)}`);
+  return value === "" ? null : value;
 }

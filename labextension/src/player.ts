@@ -14,6 +14,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
+/** Said in the inspector of a saved page, where a user looks for a node's gradients. */
+export const REPLAY_INSPECTION_NOTE =
+  "This saved page keeps no gradient values. To inspect them, replay the saved trace in a notebook: " +
+  "gradviz.debug.ReplaySession(gradviz.load_trace(path)), then select the node.";
+
 /** Moves through the replay; owns the position and the selection, publishes them as traits. */
 export class ReplayPlayer {
   readonly model: LocalModel;
@@ -73,7 +78,10 @@ export class ReplayPlayer {
   private inspection(states: Record<string, string>): Record<string, unknown> | null {
     const node = this.selected === null ? undefined : this.graph.byId.get(this.selected);
     if (node === undefined) return null;
-    return { id: node.id, name: node.name, kind: node.kind, label: node.label, state: states[String(node.id)] ?? "pending" };
+    return {
+      id: node.id, name: node.name, kind: node.kind, label: node.label, state: states[String(node.id)] ?? "pending",
+      note: REPLAY_INSPECTION_NOTE,
+    };
   }
 
   private ack(name: string, ok: boolean, reason: string | null = null): void {

@@ -15,6 +15,8 @@ export const STYLES = `
   --gv-error-fill: #fee2e2;    --gv-error-stroke: #dc2626;   --gv-error-text: #991b1b;
   --gv-current: #2563eb;
   --gv-selected: #7c3aed;
+  /* Coloured text on the theme's own background (not on a node's fixed light fill). */
+  --gv-alert: #b91c1c; --gv-ok: #15803d; --gv-warn: #b45309;
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: 13px;
   color: var(--gv-fg);
@@ -23,6 +25,8 @@ export const STYLES = `
   background: var(--gv-bg);
   overflow: hidden;
 }
+/* JupyterLab's dark themes: coloured text must stay readable on a dark background. */
+body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade80; --gv-warn: #fbbf24; --gv-selected: #a78bfa; }
 .gv-toolbar {
   display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
   padding: 6px 8px; border-bottom: 1px solid var(--gv-border);
@@ -35,10 +39,16 @@ export const STYLES = `
 .gv-toolbar button:hover:enabled { background: var(--jp-layout-color2, #eaeef2); }
 .gv-toolbar button:disabled { opacity: 0.45; cursor: default; }
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
-.gv-toolbar button.gv-danger:enabled { color: var(--gv-error-text); }
+.gv-toolbar button.gv-danger:enabled { color: var(--gv-alert); }
 .gv-toolbar button[hidden] { display: none; }
-.gv-toolbar .gv-spacer { flex: 1 1 auto; }
-.gv-status { color: var(--gv-fg-muted); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+/* The status takes the free width and wraps inside it (two lines at most, the full text in
+   its tooltip), so a long status never pushes the zoom buttons onto a line of their own, and
+   the progress at its end stays visible. */
+.gv-toolbar .gv-spacer { flex: 0 0 0; }
+.gv-status {
+  flex: 1 1 14em; min-width: 0; color: var(--gv-fg-muted); line-height: 1.3;
+  display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;
+}
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 .gv-timeline {
   display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
@@ -47,16 +57,17 @@ export const STYLES = `
 .gv-timeline-label { color: var(--gv-fg-muted); white-space: nowrap; font-variant-numeric: tabular-nums; }
 .gv-narration {
   padding: 4px 8px; border-bottom: 1px solid var(--gv-border); color: var(--gv-fg);
-  background: var(--jp-layout-color1, #f6f8fa); white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+  background: var(--jp-layout-color1, #f6f8fa); overflow-wrap: anywhere;
 }
 .gv-narration::before { content: "▸ "; color: var(--gv-fg-muted); }
 .gv-narration[hidden] { display: none; }
-.gv-error {
+/* .gv-root first: JupyterLab's ".jp-OutputArea-output pre" (padding 0, no border) outranks a single class. */
+.gv-root .gv-error {
   margin: 0; padding: 6px 8px; white-space: pre-wrap; font-family: var(--jp-code-font-family, monospace);
   font-size: 12px; color: var(--gv-error-text); background: var(--gv-error-fill);
   border-bottom: 1px solid var(--gv-error-stroke); max-height: 12em; overflow: auto;
 }
-.gv-error[hidden] { display: none; }
+.gv-root .gv-error[hidden] { display: none; }
 .gv-canvas { position: relative; width: 100%; touch-action: none; cursor: grab; user-select: none; }
 .gv-canvas.gv-dragging { cursor: grabbing; }
 .gv-canvas svg { display: block; width: 100%; height: 100%; }
@@ -80,7 +91,7 @@ export const STYLES = `
 .gv-node.gv-current rect.gv-halo { visibility: visible; }
 
 .gv-node.gv-state-ready rect.gv-box { fill: var(--gv-ready-fill); stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
-.gv-node.gv-state-ready text { fill: var(--gv-fg); }
+.gv-node.gv-state-ready text { fill: #1f2328; } /* on the fixed light fill, in every theme */
 .gv-node.gv-state-running rect.gv-box { fill: var(--gv-running-fill); stroke: var(--gv-running-stroke); }
 .gv-node.gv-state-running text { fill: var(--gv-running-text); }
 .gv-node.gv-state-done rect.gv-box { fill: var(--gv-done-fill); stroke: var(--gv-done-stroke); }
@@ -99,25 +110,42 @@ export const STYLES = `
 .gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-finding-warning rect.gv-box { stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
 
+.gv-legend {
+  display: flex; flex-wrap: wrap; gap: 2px 12px; padding: 3px 8px; font-size: 11px;
+  color: var(--gv-fg-muted); border-top: 1px solid var(--gv-border);
+}
+.gv-legend-item { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; cursor: help; }
+.gv-swatch {
+  display: inline-block; width: 14px; height: 9px; border-radius: 2px; border: 1.2px solid var(--gv-pending-stroke);
+  background: var(--gv-pending-fill);
+}
+.gv-swatch-ready { background: var(--gv-ready-fill); border: 2px solid var(--gv-ready-stroke); }
+.gv-swatch-running { background: var(--gv-running-fill); border-color: var(--gv-running-stroke); }
+.gv-swatch-done { background: var(--gv-done-fill); border-color: var(--gv-done-stroke); }
+.gv-swatch-released { background: var(--gv-done-fill); border: 1.2px dashed var(--gv-done-stroke); opacity: 0.6; }
+.gv-swatch-error { background: var(--gv-error-fill); border: 2px solid var(--gv-error-stroke); }
+.gv-swatch-custom { border-width: 2.5px; }
+
 .gv-doctor { border-bottom: 1px solid var(--gv-border); padding: 6px 8px; max-height: 20em; overflow: auto; }
 .gv-doctor[hidden] { display: none; }
 .gv-doctor-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
 .gv-doctor-title { font-weight: 600; }
 .gv-doctor-status { color: var(--gv-fg-muted); }
-.gv-doctor[data-tone=ok] .gv-doctor-status { color: #14532d; font-weight: 600; }
-.gv-doctor[data-tone=warnings] .gv-doctor-status { color: var(--gv-ready-stroke); font-weight: 600; }
-.gv-doctor[data-tone=problems] .gv-doctor-status, .gv-doctor[data-tone=error] .gv-doctor-status { color: var(--gv-error-text); font-weight: 600; }
+.gv-doctor[data-tone=ok] .gv-doctor-status { color: var(--gv-ok); font-weight: 600; }
+.gv-doctor[data-tone=warnings] .gv-doctor-status { color: var(--gv-warn); font-weight: 600; }
+.gv-doctor[data-tone=problems] .gv-doctor-status, .gv-doctor[data-tone=error] .gv-doctor-status { color: var(--gv-alert); font-weight: 600; }
 .gv-doctor-close { margin-left: auto; font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); font-size: 16px; line-height: 1; }
 .gv-doctor-progress { display: block; width: 100%; margin-top: 4px; accent-color: var(--gv-current); }
 .gv-doctor-summary { font-size: 12px; color: var(--gv-fg-muted); margin-top: 2px; }
 .gv-findings { border-collapse: collapse; font-size: 12px; margin-top: 4px; width: 100%; }
 .gv-findings th { font-weight: 600; color: var(--gv-fg-muted); text-align: left; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); white-space: nowrap; }
-.gv-findings td { padding: 2px 8px 0; white-space: nowrap; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
+.gv-findings td { padding: 2px 8px 0; overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
 .gv-findings td:last-child { white-space: normal; }
+.gv-finding-row td:first-child { white-space: nowrap; }
 .gv-finding-row { cursor: pointer; }
 .gv-finding-row:hover { background: var(--jp-layout-color2, #eaeef2); }
-.gv-finding-row.gv-finding-error td:first-child { color: var(--gv-error-text); font-weight: 700; }
-.gv-finding-row.gv-finding-warning td:first-child { color: var(--gv-ready-stroke); font-weight: 700; }
+.gv-finding-row.gv-finding-error td:first-child { color: var(--gv-alert); font-weight: 700; }
+.gv-finding-row.gv-finding-warning td:first-child { color: var(--gv-warn); font-weight: 700; }
 .gv-finding-message td { white-space: pre-wrap; font-family: inherit; color: var(--gv-fg); padding: 0 8px 4px 20px; border-bottom: 1px solid var(--gv-border); }
 .gv-doctor-skipped, .gv-doctor-notes { margin-top: 4px; font-size: 12px; color: var(--gv-fg-muted); }
 .gv-doctor-subtitle { font-weight: 600; }
@@ -130,10 +158,10 @@ export const STYLES = `
 .gv-inspector-id, .gv-inspector-label { color: var(--gv-fg-muted); }
 .gv-inspector-label { font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
 .gv-chip { font-size: 11px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--gv-border); color: var(--gv-fg-muted); }
-.gv-chip-state[data-state=ready] { border-color: var(--gv-ready-stroke); color: var(--gv-ready-stroke); }
-.gv-chip-state[data-state=running] { border-color: var(--gv-running-stroke); color: var(--gv-running-fill); }
-.gv-chip-state[data-state=done], .gv-chip-state[data-state=released] { border-color: var(--gv-done-stroke); color: #14532d; }
-.gv-chip-state[data-state=error] { border-color: var(--gv-error-stroke); color: var(--gv-error-text); }
+.gv-chip-state[data-state=ready] { border-color: var(--gv-ready-stroke); color: var(--gv-warn); }
+.gv-chip-state[data-state=running] { border-color: var(--gv-running-stroke); color: var(--gv-current); }
+.gv-chip-state[data-state=done], .gv-chip-state[data-state=released] { border-color: var(--gv-done-stroke); color: var(--gv-ok); }
+.gv-chip-state[data-state=error] { border-color: var(--gv-error-stroke); color: var(--gv-alert); }
 .gv-inspector-close { margin-left: auto; font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); font-size: 16px; line-height: 1; }
 .gv-inspector-error { margin-top: 4px; color: var(--gv-error-text); background: var(--gv-error-fill); padding: 2px 6px; white-space: pre-wrap; }
 .gv-inspector-section { margin-top: 6px; }
@@ -144,7 +172,7 @@ export const STYLES = `
 .gv-grads td { text-align: right; padding: 1px 8px; white-space: nowrap; }
 .gv-grads th:first-child, .gv-grads td:first-child { text-align: left; color: var(--gv-fg-muted); }
 .gv-grads th:last-child, .gv-grads td:last-child { text-align: left; }
-.gv-grads td.gv-alarm { color: var(--gv-error-stroke); font-weight: 700; }
+.gv-grads td.gv-alarm { color: var(--gv-alert); font-weight: 700; }
 `;
 
 /** The page around the view in the self-contained HTML file (standalone.ts). */

@@ -125,3 +125,38 @@ export class Narration {
     else this.element.dataset["seq"] = String(event.seq ?? "");
   }
 }
+
+/** What the colours of the graph mean, in the order a node goes through them. */
+export const LEGEND: readonly { readonly state: string; readonly text: string; readonly title: string }[] = [
+  { state: "pending", text: "pending", title: "Waiting for gradients from the nodes above it" },
+  { state: "ready", text: "ready", title: "Every gradient it waits for has arrived; the one with a blue halo runs next" },
+  { state: "running", text: "running", title: "Part-way through its backward (after Step event)" },
+  { state: "done", text: "done", title: "Its backward has run; its outgoing edges turn green as gradients are delivered" },
+  { state: "released", text: "done, saved tensors freed", title: "Its backward has run and its saved tensors were freed (retain_graph=False)" },
+  { state: "error", text: "error", title: "Its backward raised; select it to see the exception" },
+];
+
+/** A one-line key under the graph: a swatch per node state, styled like the nodes themselves. */
+export function legend(): HTMLDivElement {
+  const element = document.createElement("div");
+  element.className = "gv-legend";
+  element.dataset["testid"] = "gv-legend";
+  element.setAttribute("aria-label", "colour key");
+  for (const { state, text, title } of LEGEND) {
+    const item = document.createElement("span");
+    item.className = "gv-legend-item";
+    item.title = title;
+    const swatch = document.createElement("span");
+    swatch.className = `gv-swatch gv-swatch-${state}`;
+    item.append(swatch, document.createTextNode(text));
+    element.append(item);
+  }
+  const custom = document.createElement("span");
+  custom.className = "gv-legend-item";
+  custom.title = "A thick border marks the node of a custom autograd.Function";
+  const swatch = document.createElement("span");
+  swatch.className = "gv-swatch gv-swatch-custom";
+  custom.append(swatch, document.createTextNode("custom Function"));
+  element.append(custom);
+  return element;
+}

@@ -11,6 +11,7 @@ import { canvasHeight, GraphScene } from "./draw.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
+  ackNotice,
   commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
@@ -23,6 +24,7 @@ import {
   parseSelected,
   parseStates,
   parseStatus,
+  parseStoppedAt,
   protocolMismatch,
   selectMessage,
   statusText,
@@ -32,7 +34,7 @@ import {
 } from "./model.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
-import { Narration, Toolbar } from "./toolbar.js";
+import { legend, Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -69,6 +71,11 @@ function canvasMeasure(): MeasureText {
     context.font = isBold ? bold : regular;
     return context.measureText(text).width;
   };
+}
+
+/** The error box's text when a command cannot reach the kernel. */
+export function unreachableKernel(reason: string): string {
+  return `cannot reach the kernel (${reason}): it was restarted or shut down, so this view is no longer live. Re-run the cell that showed the debugger.`;
 }
 
 function messageOf(error: unknown): string {
@@ -116,7 +123,17 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     // Without them that output is silently dropped.
     const manager = model.widget_manager;
     const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
-    model.send(message, callbacks);
+    try {
+      model.send(message, callbacks);
+    } catch (error) {
+      // After a kernel restart the view stays on the page but its comm is gone: ipywidgets
+      // throws "Cannot send". Say so where the user looks instead of an uncaught page error
+      // and a "…" that never ends.
+      setBusy(false);
+      if (message.name === "check_gradients") doctorPending = false;
+      viewError = unreachableKernel(messageOf(error));
+      refresh();
+    }
   };
   const select = (id: number | null): void => {
     if (id !== selected) send(selectMessage(id));
@@ -166,7 +183,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, errorBox, doctorPanel.element, canvas, inspector.element);
+  root.append(narration.element, errorBox, doctorPanel.element, canvas, legend(), inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -198,7 +215,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       doctorPanel.update(panelContent(shown, doctorProgress, doctorPending));
       const checking = doctorPending || doctor?.state === "checking";
-      const view = { graph, states, current, status };
+      const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
       const line = statusText(view);
       const enabled = (name: CommandName): boolean => commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
       toolbar.update(offered, enabled, notice === null ? line : `${line} · ${notice}`);
@@ -276,7 +293,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     if (ack === null) return;
     if (ack.name === "check_gradients") doctorPending = false; // answered, or refused
     if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
-    notice = ack.ok ? null : `${ack.name} ignored: ${ack.reason ?? "no reason given"}`;
+    notice = ackNotice(ack, parseErrorText(model.get("error")));
     refresh();
   };
   const onStateChange = (): void => {
@@ -296,6 +313,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:inspection", refresh],
     ["change:last_event", onStateChange],
     ["change:doctor", refresh],
+    ["change:stopped_at", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

@@ -37,10 +37,17 @@ describe("initialTransform", () => {
   });
 
   it("zooms in on the focus of a big drawing", () => {
-    const { k, x, y } = initialTransform(5000, 20000, 800, 400, { x: 2500, y: 100 });
+    const { k, x, y } = initialTransform(5000, 20000, 800, 400, { x: 2500, y: 8000 });
     assert.equal(k, READABLE_SCALE);
     assert.equal(x + 2500 * k, 400);
-    assert.equal(y + 100 * k, 400 / 3);
+    assert.ok(Math.abs(y + 8000 * k - 400 / 3) < 1e-9);
+  });
+
+  it("leaves no empty band above a focus near the top of the drawing", () => {
+    // The first node of a backward pass sits at the top: a third of the view above it was blank.
+    const { k, y } = initialTransform(5000, 20000, 800, 400, { x: 2500, y: 20 });
+    assert.equal(y, 16 * k); // the drawing's top edge at the margin
+    assert.ok(y + 20 * k < 400 / 3);
   });
 
   it("starts at the top centre without a focus", () => {

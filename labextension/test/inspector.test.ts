@@ -60,6 +60,12 @@ describe("parseInspection", () => {
   it("shows only the header for a session without node()", () => {
     const bare = parseInspection({ id: 2, name: "MulBackward0", kind: "builtin", label: "", state: "pending" });
     assert.deepEqual(bare?.sections, []);
+    assert.equal(bare?.note, "");
+  });
+
+  it("keeps the note that says why there is nothing more (a saved page)", () => {
+    const saved = parseInspection({ id: 2, name: "MulBackward0", state: "done", note: "This saved page keeps no gradient values." });
+    assert.equal(saved?.note, "This saved page keeps no gradient values.");
   });
 
   it("is null when nothing is selected and rejects what is not a node", () => {

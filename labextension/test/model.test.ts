@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
 import {
+  ackNotice,
   changedNodes,
   commandEnabled,
   commandMessage,
@@ -17,6 +18,7 @@ import {
   parseSelected,
   parseStates,
   parseStatus,
+  parseStoppedAt,
   protocolMismatch,
   ProtocolError,
   selectMessage,
@@ -250,5 +252,40 @@ describe("selection and narration traits", () => {
     assert.equal(parseLastEvent(null), null);
     assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready" }), /last_event must have a kind and a text/);
     assert.throws(() => parseLastEvent([]), /last_event must be an object/);
+  });
+});
+
+describe("ackNotice", () => {
+  it("says nothing after a command that ran", () => {
+    assert.equal(ackNotice({ type: "ack", name: "step", ok: true, reason: null }, null), null);
+  });
+
+  it("says why a command was refused", () => {
+    const ack = { type: "ack", name: "step_event", ok: false, reason: "the session is finished" } as const;
+    assert.equal(ackNotice(ack, null), "step event ignored: the session is finished");
+  });
+
+  it("points to the error box, without calling it ignored, when the command raised", () => {
+    const reason = "RuntimeError: Function BoomBackward returned an invalid gradient at index 0";
+    const ack = { type: "ack", name: "continue", ok: false, reason } as const;
+    const notice = ackNotice(ack, `${reason}\n\nTraceback (most recent call last):\n  ...`);
+    assert.equal(notice, "continue raised an error (below)");
+  });
+});
+
+describe("stopped at a breakpoint", () => {
+  it("says so in the status line, so that Continue stopping early does not look stuck", () => {
+    const states = parseStates({ "4": "done", "3": "ready" }, graph);
+    const stoppedAt = parseStoppedAt("breakpoint on AddBackward0");
+    assert.equal(
+      statusText({ graph, states, current: 3, status: "paused", stoppedAt }),
+      "Paused at breakpoint on AddBackward0 · next: AddBackward0 #3 · 1 of 5 nodes run",
+    );
+  });
+
+  it("reads an absent or empty trait as no breakpoint, and rejects other types", () => {
+    assert.equal(parseStoppedAt(undefined), null);
+    assert.equal(parseStoppedAt(""), null);
+    assert.throws(() => parseStoppedAt(3), ProtocolError);
   });
 });

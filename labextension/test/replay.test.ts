@@ -3,7 +3,7 @@ import { describe, it } from "node:test";
 
 import { LocalModel } from "../src/local_model.js";
 import { ProtocolError, type NodeState } from "../src/model.js";
-import { ReplayPlayer, REPLAY_COMMANDS } from "../src/player.js";
+import { REPLAY_INSPECTION_NOTE, ReplayPlayer, REPLAY_COMMANDS } from "../src/player.js";
 import { parseStandalone, STANDALONE_FORMAT, STANDALONE_VERSION, Timeline } from "../src/replay.js";
 import { TINY_GRAPH } from "./fixtures.js";
 
@@ -151,7 +151,7 @@ describe("ReplayPlayer", () => {
     assert.deepEqual(await command(player, { type: "command", name: "step" }), [{ type: "ack", name: "step", ok: true, reason: null }]);
     assert.equal(player.at, 5);
     await command(player, { type: "command", name: "select", node: 1 });
-    assert.deepEqual(player.model.get("inspection"), { id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "w", state: "pending" });
+    assert.deepEqual(player.model.get("inspection"), { id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "w", state: "pending", note: REPLAY_INSPECTION_NOTE });
     await command(player, { type: "command", name: "run_to", node: 1 });
     assert.equal(player.at, 14);
     assert.equal((player.model.get("inspection") as { state: string }).state, "ready");

@@ -198,6 +198,8 @@ def test_select_and_run_to(page: Page, trace: Any) -> None:
     inspector = page.root.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible")
     assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "AccumulateGrad"
+    # The page keeps no gradients: the inspector says so, and where to find them.
+    assert "keeps no gradient values" in inspector.locator('[data-testid="gv-inspector-note"]').inner_text()
     page.click("gv-run-to")
     session.run_to(leaf)
     page.check_shows(trace, session.position)

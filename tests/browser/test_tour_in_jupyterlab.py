@@ -98,6 +98,24 @@ def test_log_console_check_sees_handler_errors(browser: Any, lab: LabServer) -> 
         assert "ZeroDivisionError" in session.log_console_entries()
 
 
+def test_a_click_after_a_kernel_restart_says_the_view_is_no_longer_live(browser: Any, lab: LabServer) -> None:
+    """After Kernel > Restart the widget stays on the page; a click on Step must explain that
+    the kernel is gone, not throw "Cannot send" into the console and show "…" for ever."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "kernel_restart") as session:
+        run_all(session)
+        session.menu("Kernel", "Restart Kernel…")
+        session.page.locator(".jp-Dialog-button.jp-mod-accept").click()
+        session.wait_for_kernel_idle()
+        widget = session.widget()
+        widget.locator('[data-testid="gv-step"]').click()
+        error_box = widget.locator('[data-testid="gv-error"]')
+        error_box.wait_for(state="visible", timeout=10_000)
+        assert "cannot reach the kernel" in error_box.inner_text()
+        assert "Re-run the cell" in error_box.inner_text()
+        assert "gv-busy" not in (widget.get_attribute("class") or "")
+        assert session.problems.report() == "", session.problems.report()
+
+
 # What a page whose security policy forbids workers looks like to the widget.
 NO_WORKERS = """
 window.Worker = class {

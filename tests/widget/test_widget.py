@@ -222,6 +222,23 @@ def test_commands_with_buffers_are_ignored(widget: DebuggerWidget, session: Fake
     assert session.steps_run == 0
 
 
+def test_a_stop_at_a_breakpoint_is_named_until_the_next_step() -> None:
+    import gradviz as torch
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    session = torch.debug.backward((x.exp() * 2).sum())
+    widget = DebuggerWidget(session)
+    assert widget.stopped_at is None  # paused before the first node: no breakpoint involved
+    session.break_on(function="ExpBackward0")
+    browser_sends(widget, {"type": "command", "name": "continue"})
+    assert widget.status == "paused"
+    assert widget.graph["nodes"][[n["id"] for n in widget.graph["nodes"]].index(widget.current)]["name"] == "ExpBackward0"
+    assert widget.stopped_at == "breakpoint on ExpBackward0"
+    browser_sends(widget, {"type": "command", "name": "step"})
+    assert widget.stopped_at is None
+    widget.close()
+
+
 def test_an_exception_in_a_command_is_shown_not_lost() -> None:
     session = FakeSession.tiny(fail_at=3)
     widget = DebuggerWidget(session)
@@ -231,7 +248,9 @@ def test_an_exception_in_a_command_is_shown_not_lost() -> None:
     assert widget.status == "error"
     assert widget.states["3"] == "error"
     assert widget.error is not None
-    assert "ValueError: custom backward of node 3 returned a gradient of the wrong shape" in widget.error
+    # The exception's line first: the box shows a few lines, and a traceback ends with it.
+    first_line = widget.error.splitlines()[0]
+    assert first_line == "ValueError: custom backward of node 3 returned a gradient of the wrong shape"
     assert "Traceback" in widget.error
     assert recorder.acks[-1]["ok"] is False
     assert recorder.acks[-1]["reason"].startswith("ValueError:")
