@@ -138,8 +138,9 @@ class DoctorReport:
     def __str__(self) -> str:
         errors = sum(1 for f in self.findings if f.severity == "error")
         warnings = len(self.findings) - errors
-        head = (f"gradient doctor: {len(self.checked)} custom Function node(s) checked against "
-                f"finite differences, {len(self.skipped)} skipped; ")
+        checked = len(self.checked)
+        head = (f"gradient doctor: {checked} custom Function node{'s' if checked != 1 else ''} "
+                f"checked against finite differences, {len(self.skipped)} skipped; ")
         if not self.findings:
             head += "no problems found"
         else:

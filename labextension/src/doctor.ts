@@ -43,7 +43,7 @@ export interface Skipped {
 
 export interface DoctorReport {
   readonly ok: boolean;
-  /** The report's first line, e.g. "gradient doctor: 1 custom Function node(s) checked ...". */
+  /** The report's first line, e.g. "gradient doctor: 1 custom Function node checked ...". */
   readonly summary: string;
   readonly findings: readonly Finding[];
   readonly checked: readonly number[];

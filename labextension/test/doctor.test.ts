@@ -18,7 +18,7 @@ import { ProtocolError } from "../src/model.js";
 // where BadSquare's backward has the wrong sign and Twice saved nothing the doctor could use.
 const REPORT = {
   ok: false,
-  summary: "gradient doctor: 1 custom Function node(s) checked against finite differences, 1 skipped; 1 problem",
+  summary: "gradient doctor: 1 custom Function node checked against finite differences, 1 skipped; 1 problem",
   findings: [
     {
       kind: "wrong_gradient",
@@ -50,7 +50,7 @@ const REPORT = {
 
 const CLEAN = {
   ok: true,
-  summary: "gradient doctor: 1 custom Function node(s) checked against finite differences, 0 skipped; no problems found",
+  summary: "gradient doctor: 1 custom Function node checked against finite differences, 0 skipped; no problems found",
   findings: [],
   checked: [0],
   skipped: [],
