@@ -610,6 +610,42 @@ class SavedTensor:
         if _forward_observer is not None:
             _forward_observer.saved_packed(self, pack_hook)
 
+    def register_hooks(self, pack_hook, unpack_hook):
+        """PyTorch's ``SavedTensor.register_hooks`` (``grad_fn._raw_saved_self``): pack the
+        saved tensor now with ``pack_hook``, and unpack it with ``unpack_hook`` whenever it is
+        read (by backward, or ``grad_fn._saved_self``), as under ``saved_tensors_hooks``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError(
+                "register_hooks(): incompatible function arguments. Expected two callables "
+                f"(pack_hook, unpack_hook), got {type(pack_hook).__name__} and "
+                f"{type(unpack_hook).__name__}")
+        if self._has_hooks:
+            freed = self._unpack_hook is None  # release() drops the hooks' values
+        else:
+            freed = self._tensor is None and self._data is None
+        if freed:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor after it has been freed. Saved "
+                "intermediate values of the graph are freed when you call .backward() or "
+                "autograd.grad(). Specify retain_graph=True if you need to backward through the "
+                "graph a second time or if you need to access saved variables after calling "
+                "backward.")
+        if self._has_hooks:
+            raise RuntimeError(
+                "Calling register_hooks on a saved tensor whose hooks have already been set. "
+                "Hint: only one pair of hooks is allowed at a time.")
+        if self._tensor is not None:
+            tensor = self._tensor
+        else:  # an output is kept as its array (no reference cycle through its grad_fn)
+            tensor = _rt.make(self._data, False, None, self._output_nr, self._version_counter)
+        self._grad_fn = None if self._is_output else tensor.grad_fn
+        self._grad_accumulator = None if self._is_output else tensor._grad_accumulator
+        self._packed = pack_hook(tensor)
+        self._unpack_hook = unpack_hook
+        self._has_hooks = True
+        self._tensor = None
+        self._data = None
+
     def nbytes(self):
         if self._has_hooks:
             return 0  # what the pack hook returned is opaque

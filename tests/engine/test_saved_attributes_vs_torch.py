@@ -276,3 +276,41 @@ def test_raw_saved_of_unsaved_or_attribute_values_explains():
         (t["a"] * 2.0).grad_fn._raw_saved_other
     with pytest.raises(AttributeError, match="in the node's attributes"):
         gradviz.where(t["a"] > 0, t["a"], t["b"]).grad_fn._raw_saved_condition
+
+
+def _register_hooks_program(lib):
+    """The saved-tensor hooks tutorial's ``register_hooks`` on one saved tensor: what is
+    called when, the values backward sees, and the errors."""
+    seen = []
+    x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.pow(2)
+    raw = y.grad_fn._raw_saved_self
+    raw.register_hooks(lambda t: (seen.append("pack"), t * 10)[1],
+                       lambda p: (seen.append("unpack"), p / 10)[1])
+    seen.append(list(seen))
+    for args in [(lambda t: t, lambda p: p), (1, 2)]:
+        try:
+            raw.register_hooks(*args)
+            seen.append("no error")
+        except (RuntimeError, TypeError) as error:
+            seen.append((type(error).__name__, str(error)[:50]))
+    seen.append(y.grad_fn._saved_self.tolist())
+    y.sum().backward()
+    seen.append(x.grad.tolist())
+    z = x * 3  # an output kept without its grad_fn, packed with hooks that change it and back
+    w = z.pow(2)
+    w.grad_fn._raw_saved_self.register_hooks(lambda t: t + 1, lambda p: p - 1)
+    (grad,) = lib.autograd.grad(w.sum(), x)
+    seen.append(grad.tolist())
+    out = x.exp()
+    raw_out = out.grad_fn._raw_saved_result
+    out.sum().backward()
+    try:
+        raw_out.register_hooks(lambda t: t, lambda p: p)
+    except RuntimeError as error:
+        seen.append(str(error)[:60])
+    return seen
+
+
+def test_register_hooks_on_a_saved_tensor_matches_torch():
+    assert _register_hooks_program(gradviz) == _register_hooks_program(torch)
