@@ -419,6 +419,9 @@ def run_all(session: NotebookSession) -> None:
                  .every(prompt => /^\\[\\d+\\]:$/.test((prompt.textContent ?? '').trim()))"""
     )
     session.page.wait_for_selector(".jp-NotebookPanel .gv-root .gv-node[data-node-id]", state="visible")
+    # the widget the tests drive is the last one (session.widget()): on a loaded machine it can
+    # still be laying out when the first one is drawn
+    session.widget().locator(".gv-node[data-node-id]").first.wait_for(state="visible")
     session.wait_for_kernel_idle()
 
 

@@ -139,6 +139,7 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
     with notebook_session(browser, lab, REAL_TOUR.name, "01_tour") as session:
         run_all(session)
         steps = min(STEPS, sum(state == "pending" for state in session.states().values()))
+        assert steps > 0, f"the tour's last widget shows no pending node: {session.states()}"
         step_through(session, steps)
         check_kernel_agrees(session)
         inspect_a_node_that_has_run(session)
