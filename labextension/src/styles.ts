@@ -154,7 +154,8 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-inspector { border-top: 1px solid var(--gv-border); padding: 6px 8px 8px; max-height: 22em; overflow: auto; cursor: auto; }
 .gv-inspector[hidden] { display: none; }
 .gv-inspector-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
-.gv-inspector-name { font-weight: 600; }
+.gv-inspector-name, .gv-inspector-leaf { font-weight: 600; }
+.gv-inspector-sep { color: var(--gv-fg-muted); }
 .gv-inspector-id, .gv-inspector-label { color: var(--gv-fg-muted); }
 .gv-inspector-label { font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
 .gv-chip { font-size: 11px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--gv-border); color: var(--gv-fg-muted); }
