@@ -19,13 +19,15 @@ rest of a node that ``step_event()`` started.
 
 from __future__ import annotations
 
+import sys
+
 from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
 from gradviz_ext._hooks import hook_name
 
 from ..autograd._functional import make_graph_task
 from ..instrument import Recorder, Trace
-from ..instrument._nodes import saved_tensors_of, walk_graph
+from ..instrument._nodes import name_leaves, parameter_names, saved_tensors_of, walk_graph
 from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
@@ -355,12 +357,19 @@ def _registered_hooks(node) -> dict:
             "tensor_pre": {slot: names(hooks) for slot, hooks in tensor_hooks.items() if hooks}}
 
 
-def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inputs=None, *,
+             params=None):
     """Start a backward pass paused before its first node.
 
     Takes the arguments of :meth:`Tensor.backward` and returns a :class:`DebugSession`.
     Running it to the end has exactly the effect of ``tensors.backward(...)``: the same
     ``.grad`` values, and saved tensors freed unless ``retain_graph``.
+
+    Leaves (``AccumulateGrad`` nodes) are named in ``graph()`` and ``node()`` (``leaf_name``)
+    by ``params``: an ``nn.Module`` (its ``named_parameters()``, e.g. ``"fc.weight"``) or a
+    dict of name -> Tensor such as ``dict(model.named_parameters())``. A leaf ``params`` does
+    not name gets the name of the caller's variable bound to it, when exactly one is (``w``
+    in ``backward((w * x).sum())``); otherwise it has no name.
 
     Examples
     --------
@@ -371,9 +380,15 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     >>> session.node(session.current)["name"]
     'AccumulateGrad'
     """
+    names = parameter_names(params)  # a bad params fails before the pass is set up
     recorder = _SessionRecorder()
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,
                            observer=recorder)
     session = DebugSession(task, recorder)
     session._doctor_arguments = (tensors, gradient)
+    caller = sys._getframe(1)
+    try:
+        name_leaves(session._nodes, session._live, names, caller)
+    finally:
+        del caller  # a frame kept alive would keep all its variables alive
     return session

@@ -10,13 +10,14 @@ from __future__ import annotations
 import linecache
 import os
 import sys
+from collections.abc import Mapping
 
 from gradviz_ext import engine as _engine
 
 from ..dtypes import from_numpy
 
 __all__ = ["saved_tensors_of", "describe_node", "walk_graph", "node_created_payload",
-           "forward_source"]
+           "forward_source", "parameter_names", "frame_leaf_names", "name_leaves"]
 
 _GRADVIZ_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
@@ -168,3 +169,82 @@ def forward_source() -> dict | None:
                     "code": code}
         frame = frame.f_back
     return None
+
+
+# ---- leaf names --------------------------------------------------------------------------
+
+def parameter_names(params) -> dict:
+    """``{id(tensor): name}`` from ``params``, for identity lookups of leaves.
+
+    ``params`` is an ``nn.Module`` (its ``named_parameters()``), a dict of name -> Tensor such
+    as ``dict(model.named_parameters())`` (torchviz's ``make_dot(..., params=)``), or an
+    iterable of ``(name, Tensor)`` pairs. A tensor listed twice keeps its first name. The
+    caller keeps ``params`` alive while the ids are in use.
+
+    Raises
+    ------
+    TypeError
+        If ``params`` is none of these, or an entry is not a ``(str, Tensor)`` pair.
+    """
+    from .._tensor import Tensor  # deferred: the tensor module imports the instrumentation
+
+    if params is None:
+        return {}
+    named = getattr(params, "named_parameters", None)
+    if callable(named):
+        items = named()
+    else:
+        items = params.items() if isinstance(params, Mapping) else params
+    try:
+        pairs = list(items)
+    except TypeError:
+        raise TypeError("params must be a dict of name -> Tensor, such as "
+                        "dict(model.named_parameters()), or an nn.Module; got "
+                        f"{type(params).__name__}") from None
+    names: dict[int, str] = {}
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError("params must be a dict of name -> Tensor (or (name, Tensor) pairs); "
+                            f"got the item {pair!r}")
+        name, tensor = pair
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"params[{name!r}] must be a gradviz Tensor, got "
+                            f"{type(tensor).__name__}")
+        names.setdefault(id(tensor), str(name))
+    return names
+
+
+def frame_leaf_names(frame, leaf_ids) -> dict:
+    """``{id(tensor): name}`` for the leaves (ids in ``leaf_ids``) that exactly one variable
+    of ``frame`` names; a leaf bound to two names (``a = b = w``) gets none, and names that
+    start with ``_`` (IPython's ``_``, ``_1``...) are not read."""
+    if frame is None or not leaf_ids:
+        return {}
+    found: dict[int, set] = {}
+    scopes = [frame.f_locals]
+    if frame.f_globals is not frame.f_locals:
+        scopes.append(frame.f_globals)
+    for scope in scopes:
+        for name, value in list(scope.items()):
+            if not isinstance(name, str) or name.startswith("_"):
+                continue
+            if id(value) in leaf_ids and leaf_ids[id(value)] is value:
+                found.setdefault(id(value), set()).add(name)
+    return {key: next(iter(names)) for key, names in found.items() if len(names) == 1}
+
+
+def name_leaves(nodes: dict, live: dict, names: dict, frame=None) -> None:
+    """Set ``leaf_name`` on the AccumulateGrad entries of ``nodes`` (from :func:`walk_graph`)
+    whose tensor ``names`` names (from :func:`parameter_names`), else that one variable of
+    ``frame`` names (see :func:`frame_leaf_names`). Leaves with no known name get no key."""
+    leaves = {node_id: node.variable for node_id, node in live.items()
+              if nodes[node_id]["kind"] == "accumulate_grad"}
+    if not leaves:
+        return
+    names = dict(names)
+    unnamed = {id(tensor): tensor for tensor in leaves.values() if id(tensor) not in names}
+    names.update(frame_leaf_names(frame, unnamed))
+    for node_id, tensor in leaves.items():
+        name = names.get(id(tensor))
+        if name is not None:
+            nodes[node_id]["leaf_name"] = name

@@ -24,7 +24,6 @@ from __future__ import annotations
 import os
 import reprlib
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +32,7 @@ from gradviz_ext import engine as _engine
 
 from .._tensor import Tensor
 from ..instrument import Trace
-from ..instrument._nodes import saved_tensors_of
+from ..instrument._nodes import parameter_names, saved_tensors_of
 
 __all__ = ["to_dot", "render"]
 
@@ -125,29 +124,6 @@ def _saved_name(label: str) -> str:
 
 # ---- live graphs ---------------------------------------------------------------------------
 
-def _parameter_names(params) -> dict:
-    """``{id(tensor): name}`` for identity lookups (the mapping keeps the tensors alive)."""
-    if params is None:
-        return {}
-    items = params.items() if isinstance(params, Mapping) else params
-    names = {}
-    try:
-        pairs = list(items)
-    except TypeError:
-        raise TypeError("params must be a dict of name -> Tensor, such as "
-                        f"dict(model.named_parameters()); got {type(params).__name__}") from None
-    for pair in pairs:
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError("params must be a dict of name -> Tensor (or (name, Tensor) pairs); "
-                            f"got the item {pair!r}")
-        name, tensor = pair
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"params[{name!r}] must be a gradviz Tensor, got "
-                            f"{type(tensor).__name__}")
-        names.setdefault(id(tensor), str(name))
-    return names
-
-
 def _attribute_text(value, max_chars: int) -> str:
     if isinstance(value, Tensor):
         text = f"tensor{_shape_text(value.shape)}"
@@ -217,7 +193,7 @@ def _live_node(drawing, node, names, show_saved, max_attr_chars) -> None:
 
 
 def _from_tensors(outputs, params, show_saved, max_attr_chars) -> _Drawing:
-    names = _parameter_names(params)
+    names = parameter_names(params)
     drawing = _Drawing()
     seen: dict[int, object] = {}
     stack = []
@@ -401,8 +377,9 @@ def to_dot(tensor_or_trace, params=None, show_saved=True, max_attr_chars=50):
     tensor_or_trace : Tensor, sequence of Tensors, or Trace
         The output(s) to draw the graph of, or a trace from :func:`gradviz.record`, whose
         recorded graph is drawn (a trace holds no tensors: leaves show shape and dtype).
-    params : dict of str to Tensor, optional
-        Names for leaves, such as ``dict(model.named_parameters())``; matched by identity.
+    params : nn.Module or dict of str to Tensor, optional
+        Names for leaves: a module (its ``named_parameters()``) or a dict such as
+        ``dict(model.named_parameters())``; matched by identity.
         Only for tensors.
     show_saved : bool
         Draw the tensors each node saved for backward (released ones are never drawn).

@@ -149,8 +149,15 @@ def normalize_graph(raw: object) -> dict[str, Any]:
         name, label = node.get("name"), node.get("label", "")
         if not isinstance(name, str) or not isinstance(label, str):
             raise SessionProtocolError(f"{where}: 'name' and 'label' must be str, got {name!r} and {label!r}")
+        entry = {"id": node_id, "name": name, "kind": kind, "label": label}
+        leaf_name = node.get("leaf_name")
+        if leaf_name is not None:
+            if not isinstance(leaf_name, str) or kind != "accumulate_grad":
+                raise SessionProtocolError(
+                    f"{where}['leaf_name'] must be a str on an accumulate_grad node, got {leaf_name!r} on a {kind} node")
+            entry["leaf_name"] = leaf_name
         ids.add(node_id)
-        nodes.append({"id": node_id, "name": name, "kind": kind, "label": label})
+        nodes.append(entry)
     edges: list[dict[str, int]] = []
     for index, edge in enumerate(raw.get("edges", ())):
         where = f"session.graph()['edges'][{index}]"

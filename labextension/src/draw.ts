@@ -4,11 +4,14 @@
 // a state change swaps classes and the tooltip text, nothing else. All user text is set
 // with textContent. Pan: drag. Zoom: Ctrl/⌘ + wheel (a plain wheel scrolls the notebook),
 // the toolbar's buttons, or double-click to fit. Click: select a node (or, on the
-// background, nothing); the selected node's boxes get the class gv-selected. A node the
+// background, nothing); the selected node's boxes get the class gv-selected. Keys (keys.ts):
+// the host is one tab stop; the arrows move a cursor (class gv-focused) along the edges,
+// Enter selects the node under it, Escape selects none. A node the
 // gradient doctor found a problem in gets gv-finding and gv-finding-<severity> (and a badge).
 
 import type { Severity } from "./doctor.js";
 import type { Layout, PlacedBox } from "./dot.js";
+import { keyAction, neighbour, startNode } from "./keys.js";
 import {
   ALL_STATE_CLASSES,
   changedNodes,
@@ -34,6 +37,9 @@ const CLICK_SLOP = 4;
 /** Radius of the "!" badge on the top-right corner of a node the gradient doctor flagged. */
 const BADGE = 7;
 const FINDING_CLASSES = ["gv-finding", "gv-finding-error", "gv-finding-warning"];
+
+/** The canvas's accessible name; the node under the keyboard cursor follows it. */
+const GRAPH_LABEL = "autograd graph";
 
 export const MIN_HEIGHT = 160;
 export const MAX_HEIGHT = 560;
@@ -101,6 +107,8 @@ export class GraphScene {
   private shown: Map<number, NodeState> = new Map();
   private current: number | null = null;
   private selected: number | null = null;
+  /** The keyboard cursor (keys.ts): drawn with a ring while the canvas has keyboard focus. */
+  private cursor: number | null = null;
   private findings: ReadonlyMap<number, Severity> = new Map();
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
@@ -305,6 +313,24 @@ export class GraphScene {
   }
 
   /** Mark the selected node (null: none). */
+  /** The node under the keyboard cursor, if any. */
+  get cursorNode(): number | null {
+    return this.cursor;
+  }
+
+  /** Put the keyboard cursor on a node (null: none), and pan it into view. */
+  setCursor(id: number | null): void {
+    if (id !== null && !this.graph.byId.has(id)) id = null;
+    if (id !== this.cursor) {
+      for (const element of this.boxesByNode.get(this.cursor ?? -1) ?? []) element.classList.remove("gv-focused");
+      for (const element of this.boxesByNode.get(id ?? -1) ?? []) element.classList.add("gv-focused");
+      this.cursor = id;
+    }
+    const node = id === null ? undefined : this.graph.byId.get(id);
+    this.host.setAttribute("aria-label", node === undefined ? GRAPH_LABEL : `${GRAPH_LABEL}: ${nodeTitle(node)}`);
+    if (id !== null) this.reveal(id);
+  }
+
   setSelected(id: number | null): void {
     if (id === this.selected) return;
     for (const element of this.boxesByNode.get(this.selected ?? -1) ?? []) element.classList.remove("gv-selected");
@@ -408,8 +434,31 @@ export class GraphScene {
       const node = drag.node;
       drag = null;
       this.host.classList.remove("gv-dragging");
-      if (clicked) this.onSelect(node !== null && this.graph.byId.has(node) ? node : null);
+      if (!clicked) return;
+      const hit = node !== null && this.graph.byId.has(node) ? node : null;
+      if (hit !== null) this.setCursor(hit); // the keys go on from the clicked node
+      this.onSelect(hit);
     };
+    on("keydown", (event) => {
+      const action = keyAction(event.key, { ctrl: event.ctrlKey, meta: event.metaKey, alt: event.altKey });
+      if (action === null || event.target !== this.host) return;
+      if (action.kind === "close" && this.selected === null) return; // nothing to close: not ours
+      // Ours: the arrows must not scroll the page, nor move JupyterLab's cell selection.
+      event.preventDefault();
+      event.stopPropagation();
+      const cursor = this.cursor ?? startNode(this.graph, this.selected, this.current);
+      if (cursor === null) return;
+      if (action.kind === "move") {
+        // The first key shows where the cursor starts; the next ones move it.
+        const positions = new Map([...this.placedByNode].map(([id, box]) => [id, { x: box.x, y: box.y }]));
+        this.setCursor(this.cursor === null ? cursor : (neighbour(this.graph, positions, cursor, action.direction) ?? cursor));
+      } else if (action.kind === "select") {
+        this.setCursor(cursor);
+        this.onSelect(cursor);
+      } else {
+        this.onSelect(null);
+      }
+    });
     on("pointerup", end);
     on("pointercancel", end);
     on(
@@ -428,6 +477,7 @@ export class GraphScene {
   destroy(): void {
     for (const cleanup of this.cleanups) cleanup();
     this.resizeObserver?.disconnect();
+    this.host.setAttribute("aria-label", GRAPH_LABEL);
     this.svg.remove();
   }
 }

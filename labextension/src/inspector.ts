@@ -42,6 +42,8 @@ export interface Inspection {
   readonly name: string;
   readonly kind: string;
   readonly label: string;
+  /** The leaf's name (`w`, `fc.weight`) of an AccumulateGrad node; "" when unknown. */
+  readonly leafName: string;
   readonly state: string;
   readonly error: string | null;
   readonly sections: readonly InspectorSection[];
@@ -122,7 +124,17 @@ export function parseInspection(value: unknown): Inspection | null {
   }
   const failure = value["error"];
   const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
-  return { id, name, kind: text(value["kind"]), label: text(value["label"]), state, error, sections, note: text(value["note"]) };
+  return {
+    id,
+    name,
+    kind: text(value["kind"]),
+    label: text(value["label"]),
+    leafName: text(value["leaf_name"]),
+    state,
+    error,
+    sections,
+    note: text(value["note"]),
+  };
 }
 
 /** Four significant digits; exponent notation for very large and very small magnitudes. */
@@ -188,6 +200,13 @@ export class Inspector {
     this.element.replaceChildren();
     if (inspection === null) return;
     const header = element("div", "gv-inspector-header");
+    if (inspection.leafName !== "") {
+      // Which leaf this is ("w", "fc.weight"): the class name alone does not tell them apart.
+      const leaf = element("span", "gv-inspector-leaf", inspection.leafName);
+      leaf.dataset["testid"] = "gv-inspector-leaf";
+      leaf.title = "the leaf tensor's name";
+      header.append(leaf, element("span", "gv-inspector-sep", "·"));
+    }
     const name = element("span", "gv-inspector-name", inspection.name);
     name.dataset["testid"] = "gv-inspector-name";
     header.append(name, element("span", "gv-inspector-id", `#${inspection.id}`));

@@ -36,6 +36,8 @@ export interface GraphNode {
   readonly name: string;
   readonly kind: NodeKind;
   readonly label: string;
+  /** The leaf's name (`w`, `fc.weight`) on an AccumulateGrad node, when the session knows it. */
+  readonly leaf_name?: string;
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
@@ -105,7 +107,11 @@ export function parseGraph(value: unknown): Graph {
     }
     if (typeof label !== "string") throw new ProtocolError(`${where}.label must be a string, got ${describe(label)}`);
     if (byId.has(id)) throw new ProtocolError(`${where}.id ${id} is used by two nodes`);
-    const node: GraphNode = { id, name, kind, label };
+    const leafName = raw["leaf_name"];
+    if (leafName !== undefined && typeof leafName !== "string") {
+      throw new ProtocolError(`${where}.leaf_name must be a string, got ${describe(leafName)}`);
+    }
+    const node: GraphNode = leafName === undefined || leafName === "" ? { id, name, kind, label } : { id, name, kind, label, leaf_name: leafName };
     byId.set(id, node);
     return node;
   });
@@ -267,9 +273,14 @@ export interface ViewState {
   readonly stoppedAt?: string | null;
 }
 
-/** The node's display title: its class name, with the id to tell equal names apart. */
+/** The node's name as shown: its class name, after the leaf's name when known ("w · AccumulateGrad"). */
+export function displayName(node: { readonly name: string; readonly leaf_name?: string }): string {
+  return node.leaf_name === undefined ? node.name : `${node.leaf_name} · ${node.name}`;
+}
+
+/** The node's display title: its shown name, with the id to tell equal names apart. */
 export function nodeTitle(node: GraphNode): string {
-  return `${node.name} #${node.id}`;
+  return `${displayName(node)} #${node.id}`;
 }
 
 /** One line of text for the toolbar, e.g. "Paused · next: MulBackward0 #3 · 2 of 7 nodes run". */

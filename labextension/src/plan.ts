@@ -5,7 +5,7 @@
 // of in-edges, and one proxy per use keeps it well under a second (FRONTEND_NOTES.md).
 // Every box of a node carries the node's id, so a state change restyles all of them.
 
-import type { Graph, GraphNode } from "./model.js";
+import { displayName, type Graph, type GraphNode } from "./model.js";
 
 /** Above this many incoming edges a node is drawn once per use. */
 export const FAN_IN_LIMIT = 8;
@@ -54,11 +54,11 @@ function clip(line: string): string {
   return line.length <= MAX_LINE_CHARS ? line : `${line.slice(0, MAX_LINE_CHARS - 1)}…`;
 }
 
-/** The text drawn in a node's box: its name, then its label, without repeating the name. */
+/** The text drawn in a node's box: its name (after the leaf's name), then its label, without repeating the name. */
 export function nodeLines(node: GraphNode): string[] {
   const labelLines = node.label.trim() === "" ? [] : node.label.trim().split(/\r?\n/);
   if (labelLines[0]?.trim() === node.name) labelLines.shift();
-  const lines = [clip(node.name), ...labelLines.slice(0, MAX_LABEL_LINES).map(clip)];
+  const lines = [clip(displayName(node)), ...labelLines.slice(0, MAX_LABEL_LINES).map(clip)];
   if (labelLines.length > MAX_LABEL_LINES) lines[lines.length - 1] += " …";
   return lines;
 }

@@ -80,6 +80,7 @@ export class ReplayPlayer {
     if (node === undefined) return null;
     return {
       id: node.id, name: node.name, kind: node.kind, label: node.label, state: states[String(node.id)] ?? "pending",
+      ...(node.leaf_name === undefined ? {} : { leaf_name: node.leaf_name }),
       note: REPLAY_INSPECTION_NOTE,
     };
   }

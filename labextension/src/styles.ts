@@ -86,6 +86,9 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-node.gv-copy rect.gv-box { stroke-dasharray: 2 2; }
 .gv-node rect.gv-ring { fill: none; stroke: var(--gv-selected); stroke-width: 2; stroke-dasharray: 4 2; visibility: hidden; }
 .gv-node.gv-selected rect.gv-ring { visibility: visible; }
+.gv-canvas:focus { outline: none; }
+.gv-canvas:focus-visible { outline: 2px solid var(--gv-selected); outline-offset: -2px; }
+.gv-canvas:focus-visible .gv-node.gv-focused rect.gv-ring { visibility: visible; stroke-width: 3; stroke-dasharray: none; }
 .gv-node { cursor: pointer; }
 .gv-node rect.gv-halo { fill: none; stroke: var(--gv-current); stroke-width: 3; visibility: hidden; }
 .gv-node.gv-current rect.gv-halo { visibility: visible; }
@@ -115,6 +118,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
   color: var(--gv-fg-muted); border-top: 1px solid var(--gv-border);
 }
 .gv-legend-item { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; cursor: help; }
+.gv-legend-keys { color: var(--gv-fg-muted); }
 .gv-swatch {
   display: inline-block; width: 14px; height: 9px; border-radius: 2px; border: 1.2px solid var(--gv-pending-stroke);
   background: var(--gv-pending-fill);
@@ -154,7 +158,8 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-inspector { border-top: 1px solid var(--gv-border); padding: 6px 8px 8px; max-height: 22em; overflow: auto; cursor: auto; }
 .gv-inspector[hidden] { display: none; }
 .gv-inspector-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
-.gv-inspector-name { font-weight: 600; }
+.gv-inspector-name, .gv-inspector-leaf { font-weight: 600; }
+.gv-inspector-sep { color: var(--gv-fg-muted); }
 .gv-inspector-id, .gv-inspector-label { color: var(--gv-fg-muted); }
 .gv-inspector-label { font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
 .gv-chip { font-size: 11px; padding: 0 6px; border-radius: 8px; border: 1px solid var(--gv-border); color: var(--gv-fg-muted); }

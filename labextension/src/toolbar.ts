@@ -2,6 +2,7 @@
 // and the narration line under it (the latest event, in words).
 
 import type { CommandName, EventLine } from "./model.js";
+import { KEYS_HELP, KEYS_LEGEND } from "./keys.js";
 
 export interface ToolbarActions {
   command(name: CommandName): void;
@@ -157,6 +158,11 @@ export function legend(): HTMLDivElement {
   const swatch = document.createElement("span");
   swatch.className = "gv-swatch gv-swatch-custom";
   custom.append(swatch, document.createTextNode("custom Function"));
-  element.append(custom);
+  const keys = document.createElement("span");
+  keys.className = "gv-legend-item gv-legend-keys";
+  keys.dataset["testid"] = "gv-legend-keys";
+  keys.title = KEYS_HELP;
+  keys.textContent = KEYS_LEGEND;
+  element.append(custom, keys);
   return element;
 }

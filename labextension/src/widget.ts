@@ -34,6 +34,7 @@ import {
 } from "./model.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
+import { KEYS_HELP } from "./keys.js";
 import { legend, Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
@@ -167,6 +168,12 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const canvas = document.createElement("div");
   canvas.className = "gv-canvas";
   canvas.style.height = "160px";
+  // One tab stop for the whole graph; the keys move a cursor inside it (keys.ts, draw.ts).
+  canvas.tabIndex = 0;
+  canvas.title = KEYS_HELP;
+  canvas.setAttribute("aria-label", "autograd graph");
+  canvas.dataset["testid"] = "gv-canvas";
+  canvas.setAttribute("data-lm-suppress-shortcuts", "true"); // JupyterLab: the arrows are ours here
   const message = document.createElement("div");
   message.className = "gv-message";
   canvas.append(message);

@@ -35,6 +35,12 @@ describe("parseInspection", () => {
     assert.equal(inspection.error, null);
   });
 
+  it("reads a leaf's name for the header, and none when the session does not know it", () => {
+    const leaf = { id: 0, name: "AccumulateGrad", kind: "accumulate_grad", label: "[3] float32", state: "done" };
+    assert.equal(parseInspection({ ...leaf, leaf_name: "fc.bias" })?.leafName, "fc.bias");
+    assert.equal(parseInspection(leaf)?.leafName, "");
+  });
+
   it("says what is not known yet for a pending node, and shows its buffer", () => {
     const pending = parseInspection({ ...MUL, state: "ready", grads_in: null, grads_out: null, pending_buffer: [SUMMARY] });
     assert.deepEqual(pending?.sections.map((section) => [section.key, section.rows.length, section.note]), [

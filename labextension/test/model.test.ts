@@ -9,6 +9,7 @@ import {
   commandsEnabled,
   countStates,
   hasRun,
+  nodeTitle,
   parseAck,
   parseCommands,
   parseCurrent,
@@ -38,6 +39,25 @@ describe("parseGraph", () => {
     assert.equal(graph.byId.get(2)?.label, "x * w");
   });
 
+  it("reads a leaf's name, and shows it before the class name", () => {
+    const named = parseGraph({
+      nodes: [
+        { id: 0, name: "AccumulateGrad", kind: "accumulate_grad", label: "[3] float32", leaf_name: "fc.weight" },
+        { id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "[3] float32" },
+      ],
+      edges: [],
+      roots: [0, 1],
+    });
+    assert.equal(named.byId.get(0)?.leaf_name, "fc.weight");
+    assert.equal(named.byId.get(1)?.leaf_name, undefined);
+    assert.equal(nodeTitle(named.byId.get(0)!), "fc.weight · AccumulateGrad #0");
+    assert.equal(nodeTitle(named.byId.get(1)!), "AccumulateGrad #1");
+    assert.equal(
+      statusText({ graph: named, states: parseStates({}, named), current: 0, status: "paused" }),
+      "Paused · next: fc.weight · AccumulateGrad #0 · 0 of 2 nodes run",
+    );
+  });
+
   it("treats the empty default trait as the empty graph", () => {
     assert.equal(parseGraph({}).nodes.length, 0);
   });
@@ -51,6 +71,7 @@ describe("parseGraph", () => {
     ["dangling edge", { ...TINY_GRAPH, edges: [{ source: 4, target: 99, input_nr: 0 }] }, /edges\[0\]\.target must be the id of a node/],
     ["dangling root", { ...TINY_GRAPH, roots: [42] }, /roots\[0\]/],
     ["label not text", { ...TINY_GRAPH, nodes: [{ id: 1, name: "A", kind: "builtin", label: 3 }] }, /label must be a string/],
+    ["leaf_name not text", { nodes: [{ id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "", leaf_name: 7 }], edges: [], roots: [] }, /leaf_name must be a string/],
   ];
   for (const [what, value, message] of bad) {
     it(`rejects ${what}`, () => assert.throws(() => parseGraph(value), (error: unknown) => error instanceof ProtocolError && message.test(error.message)));

@@ -18,6 +18,8 @@ describe("planLayout", () => {
   it("shows the label under the name unless it repeats it", () => {
     assert.deepEqual(nodeLines(graph.byId.get(2)!), ["MulBackward0", "x * w"]);
     assert.deepEqual(nodeLines(graph.byId.get(4)!), ["SumBackward0"]);
+    const leaf = { id: 7, name: "AccumulateGrad", kind: "accumulate_grad", label: "[3] float32", leaf_name: "w" } as const;
+    assert.deepEqual(nodeLines(leaf), ["w · AccumulateGrad", "[3] float32"], "the leaf's name tells w from b");
     assert.deepEqual(nodeLines(graph.byId.get(3)!), ["AddBackward0"]);
     assert.deepEqual(nodeLines({ id: 5, name: "SumBackward0", kind: "builtin", label: "SumBackward0\n[]" }), ["SumBackward0", "[]"]);
     const long = nodeLines({ id: 9, name: "N".repeat(100), kind: "custom", label: "a\nb\nc" });

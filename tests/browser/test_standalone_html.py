@@ -207,6 +207,69 @@ def test_select_and_run_to(page: Page, trace: Any) -> None:
     _check_clean(page)
 
 
+def test_keyboard_only_select_run_to_and_close(page: Page, trace: Any) -> None:
+    """Tab to the graph, walk down its edges to a leaf with the arrows, Enter opens the
+    inspector, Tab to Run to and press it, Escape on the graph closes the inspector."""
+    session = ReplaySession(trace)
+    canvas = page.root.locator('[data-testid="gv-canvas"]')
+    assert canvas.get_attribute("tabindex") == "0"
+    assert "Enter" in canvas.get_attribute("title")
+    assert "Enter" in page.root.locator('[data-testid="gv-legend-keys"]').inner_text()
+    # Tab from the toolbar's last control until the canvas has the focus: one tab stop.
+    page.page.locator('[data-testid="gv-scrubber"]').focus()
+    for _ in range(10):
+        if canvas.evaluate("element => element === document.activeElement"):
+            break
+        page.page.keyboard.press("Tab")
+    assert canvas.evaluate("element => element === document.activeElement"), "the graph is not a tab stop"
+    focused = page.root.locator(".gv-node.gv-focused:not([data-copy])")
+    page.page.keyboard.press("ArrowDown")  # the first key shows the cursor at the loss's node
+    root = str(trace.graph["roots"][0])
+    assert focused.get_attribute("data-node-id") == root
+    ring = focused.locator("rect.gv-ring")
+    assert ring.evaluate("element => getComputedStyle(element).visibility") == "visible", "no focus ring"
+    kinds = {str(node["id"]): node["kind"] for node in trace.graph["nodes"]}
+    pairs = {(str(edge["source"]), str(edge["target"])) for edge in trace.graph["edges"]}
+
+    def walk_down(start: str) -> str:
+        seen = [start]
+        for _ in range(len(kinds)):
+            page.page.keyboard.press("ArrowDown")
+            here = focused.get_attribute("data-node-id")
+            if here == seen[-1]:
+                break
+            seen.append(here)
+        assert kinds[seen[-1]] == "accumulate_grad", f"ArrowDown stopped at {seen}"
+        # Every step went along an edge, from a node to one of its next functions.
+        assert all((a, b) in pairs for a, b in zip(seen, seen[1:])), seen
+        return seen[-1]
+
+    leaf = walk_down(root)
+    page.page.keyboard.press("ArrowUp")  # to a node that uses the leaf (w is used twice)
+    user = focused.get_attribute("data-node-id")
+    assert (user, leaf) in pairs
+    leaf = walk_down(user)
+    page.page.keyboard.press("Enter")
+    inspector = page.root.locator('[data-testid="gv-inspector"]')
+    inspector.wait_for(state="visible")
+    assert f"#{leaf}" in inspector.inner_text()
+    # Run to, by keyboard: focus the button, press Enter.
+    run_to = page.page.locator('[data-testid="gv-run-to"]')
+    assert run_to.is_enabled()
+    run_to.focus()
+    before = page.position()
+    page.page.keyboard.press("Enter")
+    page.page.wait_for_function(
+        "before => Number(document.querySelector('[data-testid=gv-scrubber]').value) !== before", arg=before
+    )
+    session.run_to(int(leaf))
+    page.check_shows(trace, session.position)
+    canvas.focus()
+    page.page.keyboard.press("Escape")
+    inspector.wait_for(state="hidden")
+    _check_clean(page)
+
+
 def test_lays_out_on_the_page_when_workers_are_unavailable(browser: Any, page_path: Path, trace: Any) -> None:
     # FRONTEND_NOTES: keep a main-thread fallback for when a security policy blocks workers.
     context = browser.new_context()

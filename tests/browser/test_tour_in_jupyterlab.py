@@ -160,8 +160,27 @@ def inspect_a_node_that_has_run(session: Any) -> None:
     box.click()
     inspector = widget.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible", timeout=15_000)
-    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == name
+    shown = inspector.locator('[data-testid="gv-inspector-name"]').inner_text()
+    leaf = inspector.locator('[data-testid="gv-inspector-leaf"]')
+    if leaf.count():  # a named leaf: "w · AccumulateGrad" on the box and in the header
+        shown = f"{leaf.inner_text()} · {shown}"
+    assert shown == name
     assert "gv-selected" in (box.get_attribute("class") or "")
+    # The keys work inside JupyterLab: the arrows move the graph's cursor, not the notebook's
+    # cell selection, and Escape closes the inspector without leaving the graph.
+    cells = session.page.locator(".jp-Notebook .jp-Cell")
+    active = cells.evaluate_all("cells => cells.findIndex((cell) => cell.classList.contains('jp-mod-active'))")
+    canvas = widget.locator('[data-testid="gv-canvas"]')
+    canvas.focus()
+    session.page.keyboard.press("ArrowUp")
+    session.page.keyboard.press("ArrowDown")
+    assert widget.locator(".gv-node.gv-focused").count() >= 1
+    assert cells.evaluate_all("cells => cells.findIndex((cell) => cell.classList.contains('jp-mod-active'))") == active
+    session.page.keyboard.press("Escape")
+    inspector.wait_for(state="hidden", timeout=15_000)
+    assert canvas.evaluate("element => element === document.activeElement")
+    box.click()
+    inspector.wait_for(state="visible", timeout=15_000)
     rows = inspector.locator('[data-section="in"] [data-testid="gv-grad-row"]')
     assert rows.count() >= 1, inspector.inner_text()
     cells = rows.first.locator("td").all_inner_texts()
