@@ -229,7 +229,7 @@ class Adam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            weight_decay, amsgrad = group["weight_decay"], group["amsgrad"]
+            amsgrad = group["amsgrad"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -243,16 +243,8 @@ class Adam(Optimizer):
                         state["max_exp_avg_sq"] = zeros_like(p)
                 state["step"].add_(1)
                 step = state["step"].item()
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
-                # torch: exp_avg.lerp_(grad, 1 - beta1)
-                # and exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                grad = _decayed(p, grad, group, lr)
+                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 step_size = lr / bias_correction1
@@ -436,6 +428,29 @@ def _step_counter():
     return full((), 0.0)
 
 
+def _decayed(p, grad, group, lr):
+    """The gradient after the group's weight decay: L2, ``grad + weight_decay * p``; or
+    decoupled (``decoupled_weight_decay``: AdamW and the W variants), ``p`` shrunk by
+    ``1 - lr * weight_decay`` in place and the gradient as it is."""
+    weight_decay = group["weight_decay"]
+    if weight_decay == 0:
+        return grad
+    if group["decoupled_weight_decay"]:
+        p.mul_(1 - lr * weight_decay)
+        return grad
+    return grad.add(p, alpha=weight_decay)
+
+
+def _update_moments(state, grad, beta1, beta2):
+    """Adam's running moments, in place, in torch's arithmetic: ``exp_avg`` moves toward the
+    gradient by ``1 - beta1`` (torch: ``lerp_``), ``exp_avg_sq`` is ``beta2`` of itself plus
+    ``1 - beta2`` of the squared gradient (torch: ``addcmul_``). Returns both."""
+    exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
+    exp_avg.add_((grad - exp_avg) * (1 - beta1))
+    exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+    return exp_avg, exp_avg_sq
+
+
 def _check_betas(lr, eps, betas, weight_decay):
     """The argument checks torch's Adam-family constructors share, with torch's messages."""
     if not 0.0 <= lr:
@@ -534,7 +549,7 @@ class NAdam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            weight_decay, momentum_decay = group["weight_decay"], group["momentum_decay"]
+            momentum_decay = group["momentum_decay"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -548,18 +563,12 @@ class NAdam(Optimizer):
                 state["step"].add_(1)
                 step = state["step"].item()
                 bias_correction2 = 1 - beta2 ** step
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
+                grad = _decayed(p, grad, group, lr)
                 mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
                 mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
                 mu_product = state["mu_product"].mul_(mu).item()
                 mu_product_next = mu_product * mu_next
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
                 denom = (exp_avg_sq / bias_correction2).sqrt().add_(eps)
                 # torch: two addcdiv_ calls, the gradient's share and the momentum's
                 p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
@@ -598,7 +607,6 @@ class RAdam(Optimizer):
         loss = self._closure_loss(closure)
         for group in self.param_groups:
             lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            weight_decay = group["weight_decay"]
             for p in group["params"]:
                 if p.grad is None:
                     continue
@@ -610,14 +618,8 @@ class RAdam(Optimizer):
                     state["exp_avg_sq"] = zeros_like(p)
                 state["step"].add_(1)
                 step = state["step"].item()
-                if weight_decay != 0:
-                    if group["decoupled_weight_decay"]:
-                        p.mul_(1 - lr * weight_decay)
-                    else:
-                        grad = grad.add(p, alpha=weight_decay)
-                exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
-                exp_avg_sq.mul_(beta2).add_(grad * grad, alpha=1 - beta2)
+                grad = _decayed(p, grad, group, lr)
+                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step
                 bias_corrected_exp_avg = exp_avg / bias_correction1
