@@ -26,6 +26,7 @@ numeric derivative is finite is reported.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -203,6 +204,25 @@ class _Rerun:
         """The differentiable outputs (float64 copies) at ``arrays``."""
         outputs, _ = self._forward(arrays)
         return [outputs[k]._data.astype(np.float64) for k in self.diff_outputs]
+
+    @contextlib.contextmanager
+    def outputs_alone(self):
+        """Within the block, iterate over the differentiable outputs with the cotangents set to
+        that output's alone (zeros for the others), as a graph that uses one output sends them;
+        the cotangents are put back on leaving."""
+        saved = self.cotangents, self._cotangent_list
+
+        def each():
+            for k in self.diff_outputs:
+                alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+                self.cotangents = alone
+                self._cotangent_list = [alone[j] for j in self.diff_outputs]
+                yield k
+
+        try:
+            yield each()
+        finally:
+            self.cotangents, self._cotangent_list = saved
 
     def analytic(self, scale=1.0, arrays=None, only=None):
         """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
@@ -485,12 +505,9 @@ def _check_outputs_alone(rerun, positions, seed):
     others: a backward that mishandles None (``ctx.set_materialize_grads(False)``) is right
     when every output is used, and wrong here.
     """
-    saved = rerun.cotangents, rerun._cotangent_list
-    try:
-        for k in rerun.diff_outputs:
-            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
-            rerun.cotangents = alone
-            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
+    edge_of = {p: e for e, p in enumerate(rerun.tensor_positions)}
+    with rerun.outputs_alone() as outputs:
+        for k in outputs:
             check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}
                                              [rerun.itemsize]).name)
             try:
@@ -498,7 +515,6 @@ def _check_outputs_alone(rerun, positions, seed):
             except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
                 check.backward_error = exc
                 return k, check
-            edge_of = {p: e for e, p in enumerate(rerun.tensor_positions)}
             for p in positions:
                 size = rerun.base[p].size
                 indices = (np.sort(np.random.default_rng((seed, p, k)).choice(
@@ -514,8 +530,6 @@ def _check_outputs_alone(rerun, positions, seed):
             if not check.ok:
                 explain(rerun, check, analytic, alone=True)
                 return k, check
-    finally:
-        rerun.cotangents, rerun._cotangent_list = saved
     return None
 
 

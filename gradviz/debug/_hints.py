@@ -179,28 +179,23 @@ def _outputs_at_fault(rerun, check):
     if not slots:
         return {}
     wrong = {s.position: [] for s in slots}
-    saved = rerun.cotangents, rerun._cotangent_list
     try:
-        for k in rerun.diff_outputs:
-            alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
-            rerun.cotangents = alone
-            rerun._cotangent_list = [alone[j] for j in rerun.diff_outputs]
-            analytic, _ = rerun.analytic()
-            for slot in slots:
-                values = analytic[slot.position]
-                values = np.zeros(slot.shape) if values is None else values.reshape(-1)
-                for j in slot.indices[slot.mismatched][:8]:
-                    lower, upper = rerun.moved(slot.position, j, 1.0)
-                    numeric, noise = rerun.difference(slot.position, j, lower, upper)
-                    if not math.isfinite(numeric):
-                        continue
-                    if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
-                        wrong[slot.position].append(k)
-                        break
+        with rerun.outputs_alone() as outputs:
+            for k in outputs:
+                analytic, _ = rerun.analytic()
+                for slot in slots:
+                    values = analytic[slot.position]
+                    values = np.zeros(slot.shape) if values is None else values.reshape(-1)
+                    for j in slot.indices[slot.mismatched][:8]:
+                        lower, upper = rerun.moved(slot.position, j, 1.0)
+                        numeric, noise = rerun.difference(slot.position, j, lower, upper)
+                        if not math.isfinite(numeric):
+                            continue
+                        if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
+                            wrong[slot.position].append(k)
+                            break
     except Exception:  # noqa: BLE001 - only a hint
         return {}
-    finally:
-        rerun.cotangents, rerun._cotangent_list = saved
     return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
 
 

@@ -114,13 +114,6 @@ _TORCH_TYPE_WORDS = TYPE_WORDS
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcasts to the product's shape)."""
-    if (beta == 1 and alpha == 1 and isinstance(input, Tensor) and isinstance(mat1, Tensor)
-            and isinstance(mat2, Tensor)):
-        # a Linear layer's call: checked on the arrays, without building gradviz dtypes/sizes
-        a, b = mat1._data, mat2._data
-        if (a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0]
-                and input._data.dtype == a.dtype == b.dtype):
-            return apply(ADDMM, input, mat1, mat2)
     if mat1.dtype is not mat2.dtype or input.dtype is not mat1.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_TORCH_TYPE_WORDS[mat1.dtype.name]} and "
