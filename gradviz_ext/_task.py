@@ -1019,10 +1019,11 @@ class GraphTask:
             return
         accumulate: AccumulateGrad = node
         variable = accumulate.variable
-        before = variable.grad
+        leaf: TensorBase = variable  # the C slot under Tensor.grad: no property, no checks
+        before = leaf.grad
         if (before is None and not self.create_graph and grad is not owned_grad
                 and _stealable(grad)):
-            variable.grad = grad  # Note [Stealing the gradient]
+            leaf.grad = grad  # Note [Stealing the gradient]
         else:
             self._accumulate_into(variable, grad, owned_grad)
         hooks = variable._post_accumulate_hooks
@@ -1030,23 +1031,24 @@ class GraphTask:
             for hook in list(hooks):
                 hook(variable)
         if self.observer is not None:
-            self.observer.grad_accumulated(self, node, variable, before, variable.grad)
+            self.observer.grad_accumulated(self, node, variable, before, leaf.grad)
 
     def _accumulate_into(self, variable, grad, owned_grad):
         """``variable.grad += grad`` the way AccumulateGrad does it (in place unless
         create_graph); grad mode is the task's (create_graph) here."""
         if grad is None:
             return
-        before = variable.grad
+        leaf: TensorBase = variable
+        before = leaf.grad
         if before is None:
             if self.create_graph:
-                variable.grad = _rt.clone(grad)
+                leaf.grad = _rt.clone(grad)
             elif grad is owned_grad:
-                variable.grad = grad
+                leaf.grad = grad
             else:
-                variable.grad = _rt.detach(_rt.clone(grad))
+                leaf.grad = _rt.detach(_rt.clone(grad))
         elif self.create_graph:
-            variable.grad = _rt.add(before, grad)
+            leaf.grad = _rt.add(before, grad)
         else:
             _add_inplace(before, grad)
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
+
 from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
 
-from .._tensor import Tensor, _warn_once
+from .._tensor import Tensor, _warn_once, _wrap
 from . import _forward_ad_impl as _fwad_impl
 
 __all__ = ["backward", "grad", "make_graph_task"]
@@ -30,13 +32,16 @@ def _make_grads(outputs, grad_outputs):
         if not isinstance(out, Tensor):
             raise TypeError(f"output {index} must be a Tensor, got {type(out).__name__}")
         if g is None:
-            if out.requires_grad and out.numel() != 1:
+            data = out._data
+            requires_grad = out._requires_grad or out.grad_fn is not None
+            if requires_grad and data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if not out.dtype.is_floating_point:
+            if data.dtype.kind != "f":
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                 )
-            grads.append(ops.ones_like(out) if out.requires_grad else None)
+            # ones_like(out), made directly: every loss.backward() comes here
+            grads.append(_wrap(np.ones(data.shape, data.dtype)) if requires_grad else None)
             continue
         if not isinstance(g, Tensor):
             raise TypeError(

@@ -114,11 +114,8 @@ def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` (weight: (out_features, in_features)), recorded as PyTorch
     records it: with a bias, one ``AddmmBackward0`` node (the input flattened to 2-D and the
     result viewed back when it is not 2-D); without, ``matmul``'s nodes."""
-    for position, (name, value) in enumerate((("input", input), ("weight", weight)), 1):
-        if not isinstance(value, Tensor):  # model(numpy_array): torch's TypeError
-            kind = type(value)
-            kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
-            raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {kind}")
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)):
+        _linear_argument_error(input, weight)
     if bias is None:
         return _ops.matmul(input, weight.t())
     if input.ndim == 2:
@@ -127,6 +124,14 @@ def linear(input, weight, bias=None):
         flat = input.view(-1, input.shape[-1]) if input.ndim != 1 else input.view(1, -1)
         return _ops.addmm(bias, flat, weight.t()).view(*input.shape[:-1], weight.shape[0])
     return _ops.matmul(input, weight.t()) + bias
+
+
+def _linear_argument_error(input, weight):
+    for position, (name, value) in enumerate((("input", input), ("weight", weight)), 1):
+        if not isinstance(value, Tensor):  # model(numpy_array): torch's TypeError
+            kind = type(value)
+            kind = kind.__name__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"linear(): argument '{name}' (position {position}) must be Tensor, not {kind}")
 
 
 def legacy_reduction(size_average, reduce, reduction):

@@ -14,6 +14,7 @@ import numpy as np
 from gradviz_ext import ops as _ext_ops
 
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
+from ._layout import product as _product
 from ._registry import Op, apply, promote, saves_inputs
 from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
                      unsqueeze)
@@ -43,8 +44,8 @@ def _mm_mat2_grad(mat1, g, mat2):
     as in every Linear layer) compute ``(g.T @ mat1).T``, as PyTorch's mm_mat2_backward does, so
     the gradient that reaches ``w`` is row-major and ``.grad`` needs no transposing copy."""
     if mat2.ndim == 2 and mat2.flags.f_contiguous and not mat2.flags.c_contiguous:
-        return np.matmul(g.T, mat1).T
-    return np.matmul(mat1.T, g)
+        return _product(g.T, mat1).T
+    return _product(mat1.T, g)
 
 
 DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_both, dtype=promote,
@@ -59,12 +60,12 @@ MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_both, dtype=promote,
         fast_backward=lambda ctx, g: (
             g[:, None] * ctx.data(1)[None, :] if ctx.needs_input_grad[0] else None,
             np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
-MM = Op("mm", "MmBackward0", forward=np.matmul, saves=_both, dtype=promote,
+MM = Op("mm", "MmBackward0", forward=_product, saves=_both, dtype=promote,
         backward=lambda ctx, g: (
             mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
             mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
-            np.matmul(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
+            _product(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
             _mm_mat2_grad(ctx.data(0), g, ctx.data(1)) if ctx.needs_input_grad[1] else None))
 BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
          backward=lambda ctx, g: (
@@ -82,7 +83,7 @@ def _addmm_backward(ctx, g):
 
 def _addmm_fast(ctx, g):
     return (g if ctx.needs_input_grad[0] else None,
-            np.matmul(g, ctx.data(2).T) if ctx.needs_input_grad[1] else None,
+            _product(g, ctx.data(2).T) if ctx.needs_input_grad[1] else None,
             _mm_mat2_grad(ctx.data(1), g, ctx.data(2)) if ctx.needs_input_grad[2] else None)
 
 
@@ -96,14 +97,18 @@ def _addmm_saves(needs):
 # ``bias + mat1 @ mat2``, one node as in PyTorch (a Linear layer's ``AddmmBackward0``); the
 # engine sums the bias's gradient over the rows it was broadcast to.
 def _addmm_forward(bias, a, b):
-    out = np.matmul(a, b)
-    if getattr(bias, "dtype", None) == out.dtype and np.ndim(bias) <= out.ndim:
-        try:
-            np.add(out, bias, out=out)  # the product is ours: no second array (a Linear layer)
-            return out
-        except ValueError:
-            pass  # bias broadcasts the result to a larger shape, or not at all: numpy decides
-    return np.add(out, bias)
+    if getattr(bias, "dtype", None) == a.dtype == b.dtype and _fits(bias.shape, a.shape[0],
+                                                                    b.shape[1]):
+        return _product(a, b, bias)  # the bias added into the product: no second array
+    return np.add(_product(a, b), bias)  # numpy decides: promotion, or a larger shape
+
+
+def _fits(shape, rows, columns):
+    """Whether a bias of ``shape`` broadcasts to (rows, columns) without enlarging it."""
+    if shape == (columns,):  # a Linear layer's
+        return True
+    n = len(shape)
+    return n <= 2 and (n < 1 or shape[-1] in (1, columns)) and (n < 2 or shape[0] in (1, rows))
 
 
 ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
@@ -114,14 +119,15 @@ _TORCH_TYPE_WORDS = TYPE_WORDS
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcasts to the product's shape)."""
-    if mat1.dtype is not mat2.dtype or input.dtype is not mat1.dtype:
+    first, second = mat1._data, mat2._data  # (the checks read the arrays: a Linear's hot path)
+    if first.dtype != second.dtype or input._data.dtype != first.dtype:
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_TORCH_TYPE_WORDS[mat1.dtype.name]} and "
                            f"{_TORCH_TYPE_WORDS[mat2.dtype.name]}")
-    if mat1.ndim != 2 or mat2.ndim != 2:
+    if first.ndim != 2 or second.ndim != 2:
         raise RuntimeError("mat1 must be a matrix, got %d-D tensor" % mat1.ndim if mat1.ndim != 2
                            else "mat2 must be a matrix, got %d-D tensor" % mat2.ndim)
-    if mat1.shape[1] != mat2.shape[0]:
+    if first.shape[1] != second.shape[0]:
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
             f"{mat2.shape[0]}x{mat2.shape[1]})")
