@@ -176,8 +176,9 @@ cdef extern from *:
 
 
 # Note [Whole-array kernels] (gradviz_ext/_ops.py): add/sub with an alpha as one fused
-# multiply-add per element (PyTorch's rounding), in place or into a new array, and relu's
-# backward as one pass; for aligned C-contiguous float32/float64 arrays of any size.
+# multiply-add per element (PyTorch's rounding), in place or into a new array, relu's
+# backward as one pass, and a matrix's transpose plus a row vector in tiles; for aligned
+# C-contiguous float32/float64 arrays of any size.
 cdef extern from *:
     """
     #include <stdint.h>
@@ -300,10 +301,66 @@ cdef extern from *:
                                    ((gradviz_small_array *)result)->data, o, n);
         return out;
     }
+
+    /* out[i][j] = t[j][i] (+ bias[j]) in square tiles, so both the rows read and the rows
+       written stay in cache: numpy's strided copy of a transposed view reads a new cache line
+       per element. One IEEE add in the dtype, as numpy's. */
+    #define GRADVIZ_TRANSPOSE_LOOP(T, t, bias, o, rows, cols)                          \
+        do {                                                                      \
+            const T *ts = (const T *)(t); const T *bs = (const T *)(bias);         \
+            T *os = (T *)(o); Py_ssize_t i0, j0, i, j, i1, j1;                      \
+            for (j0 = 0; j0 < (cols); j0 += 32) {                                  \
+                j1 = j0 + 32 < (cols) ? j0 + 32 : (cols);                          \
+                for (i0 = 0; i0 < (rows); i0 += 32) {                              \
+                    i1 = i0 + 32 < (rows) ? i0 + 32 : (rows);                      \
+                    for (i = i0; i < i1; i++) {                                   \
+                        T *orow = os + i * (cols);                                 \
+                        if (bs != NULL)                                           \
+                            for (j = j0; j < j1; j++)                             \
+                                orow[j] = ts[j * (rows) + i] + bs[j];              \
+                        else                                                      \
+                            for (j = j0; j < j1; j++)                             \
+                                orow[j] = ts[j * (rows) + i];                      \
+                    }                                                             \
+                }                                                                 \
+            }                                                                     \
+        } while (0)
+
+    /* t.T (+ bias) as a new C-contiguous array: t a C-contiguous 2-D float32/float64 array,
+       bias None or a C-contiguous 1-D array of t's dtype and t.shape[0] entries. None (a new
+       reference) when not covered. */
+    static PyObject *gradviz_transpose_add(PyObject *t, PyObject *bias) {
+        gradviz_small_array *x = (gradviz_small_array *)t, *b = (gradviz_small_array *)bias;
+        gradviz_small_array *o;
+        Py_ssize_t dims[2];
+        PyObject *out;
+        const char *bias_data = NULL;
+        if (gradviz_new_from_descr == NULL || x->nd != 2 || gradviz_flat_size(t, 0) < 0)
+            Py_RETURN_NONE;
+        if (bias != Py_None) {
+            if (gradviz_flat_size(bias, 0) < 0 || b->nd != 1 || b->descr != x->descr
+                    || b->dimensions[0] != x->dimensions[0])
+                Py_RETURN_NONE;
+            bias_data = b->data;
+        }
+        dims[0] = x->dimensions[1];
+        dims[1] = x->dimensions[0];
+        Py_INCREF(x->descr);  /* PyArray_NewFromDescr steals it */
+        out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, x->descr, 2, dims,
+                                     NULL, NULL, 0, NULL);
+        if (out == NULL) return NULL;
+        o = (gradviz_small_array *)out;
+        if (x->descr == gradviz_small_f32)
+            GRADVIZ_TRANSPOSE_LOOP(float, x->data, bias_data, o->data, dims[0], dims[1]);
+        else
+            GRADVIZ_TRANSPOSE_LOOP(double, x->data, bias_data, o->data, dims[0], dims[1]);
+        return out;
+    }
     """
     void gradviz_fma_enable()
     object gradviz_fused_add(object a, object b, object alpha, int in_place)
     object gradviz_threshold_backward(object g, object result)
+    object gradviz_transpose_add(object t, object bias)
 
 
 # Note [Array cache] (gradviz_ext/_ops.py): a numpy memory handler (NEP 49) that keeps the

@@ -194,3 +194,27 @@ def test_relu_backward_kernel_declines_what_it_does_not_cover():
     for g, r in [(a, a.astype(np.float64)), (a, a[0]), (a.T, a.T), (a.astype(np.float16),) * 2,
                  (a.astype(np.int32),) * 2, (a, a.reshape(4, 3))]:
         assert _ops.threshold_backward_kernel(g, r) is None
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (3, 5), (31, 33), (32, 64), (64, 512),
+                                   (513, 70), (1, 100)])
+def test_transpose_add_matches_numpy_bits(dtype, shape):
+    """``t.T + bias`` and ``t.T`` (Note [Product layout]'s copy back): tile edges, specials."""
+    t = _values(shape[0] * shape[1], dtype, 5).reshape(shape)
+    bias = _values(shape[0], dtype, 6)
+    with np.errstate(all="ignore"):
+        expected = t.T + bias
+    _same_bits(_ops.transpose_add(t, bias), expected)
+    _same_bits(_ops.transpose_add(t), np.ascontiguousarray(t.T))
+    assert _ops.transpose_add(t, bias).flags.c_contiguous
+
+
+def test_transpose_add_declines_what_it_does_not_cover():
+    t = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for matrix, bias in [(t.T, None), (t[:, ::2], None), (t.astype(np.float16), None),
+                         (t.astype(np.int32), None), (t[0], None), (t.reshape(3, 2, 2), None),
+                         (t, np.ones(4, np.float32)), (t, np.ones(3, np.float64)),
+                         (t, np.ones((3, 1), np.float32)), (t, np.ones(6, np.float32)[::2]),
+                         (t, 1.0)]:
+        assert _ops.transpose_add(matrix, bias) is None

@@ -73,7 +73,14 @@ class Linear(Module):
             _uniform_(self.bias, 1 / math.sqrt(fan_in) if fan_in > 0 else 0.0)
 
     def forward(self, input):
-        return F.linear(input, self.weight, self.bias)
+        # Straight from the table: ``self.weight`` first fails the normal attribute lookup and
+        # ends in Module.__getattr__. What takes a parameter out of the table (a
+        # parametrization, weight_norm) leaves the normal lookup to find its replacement.
+        params = self._parameters
+        weight = params.get("weight")
+        if weight is None or "bias" not in params:
+            return F.linear(input, self.weight, self.bias)
+        return F.linear(input, weight, params["bias"])
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

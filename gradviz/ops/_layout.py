@@ -16,8 +16,15 @@ measures instead of guessing, once per shape and memory order of the operands:
   column-major or strided) is computed both ways. Different bits (a BLAS
   whose kernels differ by operand order) settle the shape on the written order for good, so
   the choice can never change a result;
-* the next ``2 * TRIALS`` products of that shape alternate between the two orders, timed;
-* the swapped order is kept if its best time beats the written order's best by 5%.
+* the next ``2 * TRIALS`` products of that shape alternate between the two orders, timed in
+  this thread's CPU time (another process's load on the machine does not count);
+* the swapped order is kept if its best time beats the written order's best by 10%: a smaller
+  difference is within what noise can fake, and the written order is the one numpy users get.
+
+The swapped product comes back transposed; a compiled loop copies it back in cache-sized tiles
+and adds the bias on the way (``transpose_add``, Note [Whole-array kernels] in
+``gradviz_ext/_ops.py``), where numpy's copy of a transposed view took a quarter of the time
+the swap saved.
 
 Products under ``SMALL`` multiply-adds (tens of microseconds), and matrix-vector shapes
 (M or N of 1), always run as written: there the timing would cost more than it could save.
@@ -33,11 +40,13 @@ import time
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 __all__ = ["product", "product_layouts"]
 
 SMALL = 1 << 20      # M * K * N below this: as written
 TRIALS = 4           # timed products per order, after the first (which computes both)
-MARGIN = 0.95        # the swapped order must be this much faster to be kept
+MARGIN = 0.9         # the swapped order must be this much faster to be kept
 MAX_SHAPES = 1024    # shapes remembered; past this, new shapes run as written
 
 WRITTEN, SWAPPED = "written", "swapped"
@@ -46,7 +55,7 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _decided: dict = {}   # (dtype char, M, K, N) -> WRITTEN or SWAPPED
 _trials: dict = {}    # (dtype char, M, K, N) -> [calls so far, best written, best swapped]
 _lock = threading.Lock()
-_clock = time.perf_counter
+_clock = time.thread_time  # CPU time of this thread: other processes' load is not counted
 
 
 def _measuring_from_env() -> bool:
@@ -63,6 +72,7 @@ def _measuring_from_env() -> bool:
 
 
 _measuring = _measuring_from_env()
+_transpose_add = _ext_ops.transpose_add
 
 
 def _written(a, b, bias):
@@ -74,6 +84,9 @@ def _written(a, b, bias):
 
 def _swapped(a, b, bias):
     transposed = np.matmul(b.T, a.T)  # (N, M), row-major
+    out = _transpose_add(transposed, bias)  # a tiled copy back to row-major (and the bias)
+    if out is not None:
+        return out
     out = np.empty((a.shape[0], b.shape[1]), dtype=transposed.dtype)
     if bias is None:
         np.copyto(out, transposed.T)

@@ -107,7 +107,8 @@ def _run(times, m=64, k=128, n=128):
 
 @pytest.mark.parametrize("written, swapped, expected", [
     (1.0, 0.5, "swapped"),   # clearly faster: kept
-    (1.0, 0.97, "written"),  # within the 5% margin: the written order stays
+    (1.0, 0.8, "swapped"),
+    (1.0, 0.92, "written"),  # within the 10% margin: the written order stays
     (0.5, 1.0, "written"),
 ])
 def test_the_faster_order_is_kept_after_the_trials(scripted, written, swapped, expected):
