@@ -27,7 +27,9 @@ and adds the bias on the way (``transpose_add``, Note [Whole-array kernels] in
 the swap saved.
 
 Products under ``SMALL`` multiply-adds (tens of microseconds), and matrix-vector shapes
-(M or N of 1), always run as written: there the timing would cost more than it could save.
+(M or N of 1), always run as written: there the timing would cost more than it could save. So
+do products over ``LARGE`` (a second or more), whose first call would be paid twice; the BLAS
+is efficient in either order there.
 ``GRADVIZ_PRODUCT_LAYOUT=written`` turns the measuring off (every product as written);
 ``product_layouts()`` shows what was decided.
 """
@@ -45,6 +47,7 @@ from gradviz_ext import ops as _ext_ops
 __all__ = ["product", "product_layouts"]
 
 SMALL = 1 << 20      # M * K * N below this: as written
+LARGE = 1 << 31      # and above this: the first product, computed twice, would cost seconds
 TRIALS = 4           # timed products per order, after the first (which computes both)
 MARGIN = 0.9         # the swapped order must be this much faster to be kept
 MAX_SHAPES = 1024    # shapes remembered; past this, new shapes run as written
@@ -108,7 +111,9 @@ def product(a, b, bias=None):
     """
     m, k = a.shape
     n = b.shape[1]
-    if not _measuring or m * k * n < SMALL or m == 1 or n == 1 or a.dtype not in _FLOATS:
+    size = m * k * n
+    if (not _measuring or size < SMALL or size > LARGE or m == 1 or n == 1
+            or a.dtype not in _FLOATS):
         return _written(a, b, bias)
     key = (a.dtype.char, m, k, n, _order(a), _order(b))
     layout = _decided.get(key)

@@ -125,7 +125,9 @@ def test_different_bits_settle_a_shape_on_the_written_order(monkeypatch):
     assert _run(20) == {("float32", 64, 128, 128, "C", "F"): "written"}
 
 
-def test_small_products_and_vectors_are_never_measured():
+def test_small_and_huge_products_and_vectors_are_never_measured(monkeypatch):
+    monkeypatch.setattr(_layout, "LARGE", 64 * 128 * 128 - 1)
+    _run(10)  # "huge" for the test's sake
     _run(10, m=8, k=8, n=8)
     _run(10, m=1, k=2048, n=2048)
     _run(10, m=2048, k=2048, n=1)
