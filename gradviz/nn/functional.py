@@ -168,10 +168,11 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
     ``MseLossBackward0`` node, as in PyTorch)."""
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    _check_target_size(input, target)
-    error = _broadcast_error(input._data, target._data)
-    if error is not None:
-        raise error
+    if input._data.shape != target._data.shape:
+        _check_target_size(input, target)
+        error = _broadcast_error(input._data, target._data)
+        if error is not None:
+            raise error
     if weight is not None:
         return _reduce((input - target) ** 2 * weight, reduction)
     return _loss.mse_loss(input, target, reduction)
