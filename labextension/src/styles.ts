@@ -50,6 +50,9 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
   display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;
 }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
+/* The kernel is gone: the last state stays readable, but clearly not live. */
+.gv-root.gv-disconnected .gv-status { color: var(--gv-alert); }
+.gv-root.gv-disconnected .gv-canvas svg, .gv-root.gv-disconnected .gv-legend { filter: grayscale(1); opacity: 0.6; }
 .gv-timeline {
   display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
 }

@@ -98,21 +98,44 @@ def test_log_console_check_sees_handler_errors(browser: Any, lab: LabServer) -> 
         assert "ZeroDivisionError" in session.log_console_entries()
 
 
-def test_a_click_after_a_kernel_restart_says_the_view_is_no_longer_live(browser: Any, lab: LabServer) -> None:
-    """After Kernel > Restart the widget stays on the page; a click on Step must explain that
-    the kernel is gone, not throw "Cannot send" into the console and show "…" for ever."""
+def check_disconnected_at_once(session: Any, reason: str) -> None:
+    """The widget says it is disconnected without being clicked: error box, status, buttons off."""
+    widget = session.widget()
+    error_box = widget.locator('[data-testid="gv-error"]')
+    error_box.wait_for(state="visible", timeout=10_000)
+    text = error_box.inner_text()
+    assert "disconnected" in text and reason in text, text
+    assert "no longer live" in text and "Re-run the cell" in text, text
+    assert widget.get_attribute("data-disconnected") == "true"
+    assert widget.locator('[data-testid="gv-status"]').inner_text().startswith("Disconnected")
+    for testid in ("gv-step", "gv-continue"):
+        assert widget.locator(f'[data-testid="{testid}"]').is_disabled(), testid
+    assert "gv-busy" not in (widget.get_attribute("class") or "")
+    # Zoom and Fit still work on the last state shown: they need no kernel.
+    assert widget.locator('[data-testid="gv-fit"]').is_enabled()
+
+
+def test_after_a_kernel_restart_the_widget_says_at_once_that_it_is_disconnected(browser: Any, lab: LabServer) -> None:
+    """After Kernel > Restart the widget stays on the page; without any click it must say that
+    the kernel is gone (it looked live until a click said "cannot reach the kernel")."""
     with notebook_session(browser, lab, FAKE_TOUR.name, "kernel_restart") as session:
         run_all(session)
         session.menu("Kernel", "Restart Kernel…")
         session.page.locator(".jp-Dialog-button.jp-mod-accept").click()
         session.wait_for_kernel_idle()
-        widget = session.widget()
-        widget.locator('[data-testid="gv-step"]').click()
-        error_box = widget.locator('[data-testid="gv-error"]')
-        error_box.wait_for(state="visible", timeout=10_000)
-        assert "cannot reach the kernel" in error_box.inner_text()
-        assert "Re-run the cell" in error_box.inner_text()
-        assert "gv-busy" not in (widget.get_attribute("class") or "")
+        check_disconnected_at_once(session, "restarted")
+        assert session.problems.report() == "", session.problems.report()
+
+
+def test_after_a_kernel_shutdown_the_widget_says_at_once_that_it_is_disconnected(browser: Any, lab: LabServer) -> None:
+    """Kernel > Shut Down: ipywidgets does not disconnect the widgets; the kernel's status does."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "kernel_shutdown") as session:
+        run_all(session)
+        session.menu("Kernel", "Shut Down Kernel")
+        dialog = session.page.locator(".jp-Dialog-button.jp-mod-accept")
+        if dialog.count() > 0:
+            dialog.click()
+        check_disconnected_at_once(session, "shut down")
         assert session.problems.report() == "", session.problems.report()
 
 
