@@ -8,7 +8,8 @@
 
 import { disconnectedText, watchConnection } from "./connection.js";
 import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
-import { canvasHeight, GraphScene } from "./draw.js";
+import { canvasHeight, GraphScene, MAX_HEIGHT } from "./draw.js";
+import { foldLayout } from "./fold.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
@@ -280,9 +281,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;
-        canvas.style.height = `${canvasHeight(outcome.layout)}px`;
+        // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
+        // Fit shows all of it readably; the canvas then takes the folded drawing's height.
+        const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
+        canvas.style.height = `${canvasHeight(layout)}px`;
         showMessage(null);
-        scene = new GraphScene(canvas, graph, plan, outcome.layout, select);
+        scene = new GraphScene(canvas, graph, plan, layout, select);
+        root.dataset["columns"] = String(layout.columns);
         root.dataset["layoutSite"] = outcome.site;
         root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
         refresh();
