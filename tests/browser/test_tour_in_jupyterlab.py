@@ -278,3 +278,68 @@ def step_one_event(session: Any) -> None:
     assert narration.inner_text() != before
     # A live session cannot go back in time, so Step back is not offered.
     assert widget.locator('[data-testid="gv-step-back"]').is_hidden()
+
+
+# Every cell of the inspector's gradient tables: its column, box, alignment, clipping, tooltip.
+READ_GRAD_CELLS_JS = """
+inspector => [...inspector.querySelectorAll('table.gv-grads')].map(table =>
+  [...table.querySelectorAll('tr')].map(row => [...row.children].map(cell => {
+    const box = cell.getBoundingClientRect();
+    return {
+      text: cell.textContent, title: cell.title, header: cell.tagName === 'TH',
+      left: box.left, right: box.right, align: getComputedStyle(cell).textAlign,
+      clipped: cell.scrollWidth > cell.clientWidth + 1,
+    };
+  })))
+"""
+
+INSPECTOR_CELL = """
+import gradviz
+import gradviz.debug
+from gradviz.widget import display_session
+weights_with_a_long_name = gradviz.full((2, 3, 4, 5, 6, 1), -123456.7, requires_grad=True)
+inputs = gradviz.full((2, 3, 4, 5, 6, 1), -2.5e-7)
+inspected = gradviz.debug.backward((weights_with_a_long_name * inputs).sum())
+inspected.continue_()
+inspected_view = display_session(inspected)
+print('GVMUL', next(n['id'] for n in inspected.graph()['nodes'] if n['name'] == 'MulBackward0'))
+"""
+
+
+def test_inspector_columns_line_up_across_sections(browser: Any, lab: LabServer) -> None:
+    """The inspector's tables (Gradients in, Gradients out) share fixed column widths, numbers
+    are right-aligned, and a cell too long for its column ends in "…" with the whole text in
+    its tooltip, while the first values wrap (they were unaligned and ran off to the right)."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "inspector_columns") as session:
+        run_all(session)
+        node = session.run_cell_at_end(INSPECTOR_CELL, "GVMUL")
+        widget = session.widget()
+        widget.locator(f'.gv-node[data-node-id="{node}"]').first.wait_for(state="visible")
+        widget.locator(f'.gv-node[data-node-id="{node}"]').first.click()
+        inspector = widget.locator('[data-testid="gv-inspector"]')
+        inspector.locator('[data-section="out"] [data-testid="gv-grad-row"]').first.wait_for(state="visible")
+        tables = inspector.evaluate(READ_GRAD_CELLS_JS)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        inspector.screenshot(path=str(ARTIFACTS / "inspector_columns.png"))
+        rows = [row for table in tables for row in table]
+        assert len(tables) >= 2 and len(rows) >= 5, tables
+        headers = [cell["text"] for cell in tables[0][0]]
+        assert headers == ["", "shape", "dtype", "min", "max", "mean", "norm", "NaN", "Inf", "values"], headers
+        numeric = {"min", "max", "mean", "norm", "NaN", "Inf"}
+        for index, name in enumerate(headers):
+            column = [row[index] for row in rows]
+            lefts = {round(cell["left"]) for cell in column}
+            rights = {round(cell["right"]) for cell in column}
+            assert max(lefts) - min(lefts) <= 1 and max(rights) - min(rights) <= 1, f"column {name!r} moves: {lefts} {rights}"
+            for cell in column:
+                assert cell["align"] == ("right" if name in numeric else "left"), (name, cell)
+                if name == "values":
+                    assert not cell["clipped"], f"the values must wrap, not be cut: {cell}"
+                elif cell["clipped"]:
+                    assert cell["title"] == cell["text"], f"a cut cell without its text in a tooltip: {cell}"
+        # The statistics of these gradients fit their columns; the 6-d shapes do not, and say so.
+        cells = [row for row in rows if not row[0]["header"]]
+        assert not any(row[index]["clipped"] for row in cells for index, name in enumerate(headers) if name in numeric)
+        shapes = [row[1] for row in cells if row[1]["text"] == "[2, 3, 4, 5, 6, 1]"]
+        assert shapes and all(cell["clipped"] and cell["title"] == "[2, 3, 4, 5, 6, 1]" for cell in shapes), rows
+        check_no_problems(session)
