@@ -254,6 +254,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     return doctor;
   };
 
+  /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
+  let waitForWidth: ResizeObserver | null = null;
+
   /** Lay out a new graph (once), draw it, then restyle. */
   const loadGraph = (): void => {
     const mine = ++generation;
@@ -281,16 +284,33 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;
-        // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
-        // Fit shows all of it readably; the canvas then takes the folded drawing's height.
-        const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
-        canvas.style.height = `${canvasHeight(layout)}px`;
-        showMessage(null);
-        scene = new GraphScene(canvas, graph, plan, layout, select);
-        root.dataset["columns"] = String(layout.columns);
-        root.dataset["layoutSite"] = outcome.site;
-        root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
-        refresh();
+        const draw = (): void => {
+          // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
+          // Fit shows all of it readably; the canvas then takes the folded drawing's height.
+          const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
+          canvas.style.height = `${canvasHeight(layout)}px`;
+          showMessage(null);
+          scene = new GraphScene(canvas, graph, plan, layout, select);
+          root.dataset["columns"] = String(layout.columns);
+          root.dataset["layoutSite"] = outcome.site;
+          root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
+          refresh();
+        };
+        // The fold needs the canvas's width: a view not on the page yet (a cached layout
+        // answers before the host attaches the view) or hidden draws once it has one.
+        if (canvas.clientWidth > 0 || typeof ResizeObserver === "undefined") {
+          draw();
+          return;
+        }
+        waitForWidth?.disconnect();
+        const observer = new ResizeObserver(() => {
+          if (canvas.clientWidth === 0) return;
+          observer.disconnect();
+          waitForWidth = null;
+          if (mine === generation) draw();
+        });
+        waitForWidth = observer;
+        observer.observe(canvas);
       },
       (error: unknown) => {
         if (mine !== generation) return;
@@ -350,6 +370,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   return () => {
     generation++;
     stopWatching();
+    waitForWidth?.disconnect();
     for (const [event, callback] of subscriptions) model.off(event, callback);
     if (busyTimer !== null) clearTimeout(busyTimer);
     scene?.destroy();

@@ -17,7 +17,7 @@ from typing import Any, Iterator
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
+from gradviz_browser_harness import ARTIFACTS, MEASURE_FIT_JS, READABLE_SCALE, PageProblems, launch_chromium  # noqa: E402
 
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 
@@ -25,25 +25,7 @@ import gradviz as torch
 
 pytestmark = pytest.mark.browser
 
-READABLE_SCALE = 0.6  # labextension/src/draw.ts
 MAX_CANVAS_HEIGHT = 560  # labextension/src/draw.ts, MAX_HEIGHT
-
-# Where the drawing is on screen relative to the canvas, and at what scale boxes are drawn.
-MEASURE_JS = """
-root => {
-  const canvas = root.querySelector('[data-testid=gv-canvas]').getBoundingClientRect();
-  const drawing = root.querySelector('svg g.gv-viewport').getBoundingClientRect();
-  const box = root.querySelector('.gv-node rect.gv-box');
-  const name = root.querySelector('.gv-node text.gv-name').getBoundingClientRect();
-  return {
-    canvas: [canvas.left, canvas.top, canvas.right, canvas.bottom],
-    drawing: [drawing.left, drawing.top, drawing.right, drawing.bottom],
-    scale: box.getBoundingClientRect().height / Number(box.getAttribute('height')),
-    nameHeight: name.height,
-  };
-}
-"""
-
 
 def _chain_trace() -> Any:
     x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
@@ -98,7 +80,7 @@ def test_fit_shows_a_tall_graph_whole_and_readable(browser: Any, tmp_path: Path,
         page.mouse.move(canvas["x"] + 300, canvas["y"] + 200, steps=5)
         page.mouse.up()
         root.locator('[data-testid="gv-fit"]').click()
-        seen = root.evaluate(MEASURE_JS)
+        seen = root.evaluate(MEASURE_FIT_JS)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         root.screenshot(path=str(ARTIFACTS / f"fit-{name}.png"))
         left, top, right, bottom = seen["canvas"]

@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     REPO,
+    MEASURE_FIT_JS,
+    READABLE_SCALE,
     LabServer,
     check_kernel_agrees,
     check_no_problems,
@@ -342,4 +344,49 @@ def test_inspector_columns_line_up_across_sections(browser: Any, lab: LabServer)
         assert not any(row[index]["clipped"] for row in cells for index, name in enumerate(headers) if name in numeric)
         shapes = [row[1] for row in cells if row[1]["text"] == "[2, 3, 4, 5, 6, 1]"]
         assert shapes and all(cell["clipped"] and cell["title"] == "[2, 3, 4, 5, 6, 1]" for cell in shapes), rows
+        check_no_problems(session)
+
+
+TALL_CELL = """
+import gradviz
+import gradviz.debug
+from gradviz.widget import display_session
+chained = gradviz.tensor([1.0, 2.0, 3.0], requires_grad=True)
+value = chained
+for step in range(60):
+    value = (value * 1.01).sin() if step % 2 else value * 1.01
+tall = gradviz.debug.backward(value.sum())
+display_session(tall)
+print('GVTALL', len(tall.graph()['nodes']))
+"""
+
+
+def test_a_tall_graph_in_a_notebook_is_folded_and_fits_readably(browser: Any, lab: LabServer) -> None:
+    """A chain of 60 operations in JupyterLab: both views (the second laid out from the cache,
+    before JupyterLab attaches it) fold the drawing into columns, and Fit shows it whole with
+    boxes at READABLE_SCALE or more."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "tall_graph") as session:
+        run_all(session)
+        count = int(session.run_cell_at_end(TALL_CELL, "GVTALL"))
+        drawn = f"root => root.querySelectorAll('.gv-node[data-node-id]:not([data-copy])').length === {count}"
+        notebook = session.page.locator(".jp-NotebookPanel:visible")
+        first = notebook.locator(".jp-Cell").filter(has_text="GVTALL").locator(".gv-root")
+        session.page.wait_for_function(drawn, arg=first.element_handle())
+        # A second view of the same widget, in a later cell: its layout comes from the cache.
+        session.run_cell_at_end("display_session(tall)\nprint('GVAGAIN')", "GVAGAIN")
+        second = notebook.locator(".jp-Cell").filter(has_text="GVAGAIN").locator(".gv-root")
+        session.page.wait_for_function(drawn, arg=second.element_handle())
+        assert second.get_attribute("data-layout-site") == "cache"
+        views = [first, second]
+        for index, view in enumerate(views):
+            assert int(view.get_attribute("data-columns")) > 1, f"view {index} was not folded"
+            view.locator('[data-testid="gv-zoom-in"]').click()
+            view.locator('[data-testid="gv-fit"]').click()
+            seen = view.evaluate(MEASURE_FIT_JS)
+            left, top, right, bottom = seen["canvas"]
+            d_left, d_top, d_right, d_bottom = seen["drawing"]
+            assert left - 0.5 <= d_left and d_right <= right + 0.5 and top - 0.5 <= d_top and d_bottom <= bottom + 0.5, seen
+            assert seen["scale"] >= READABLE_SCALE - 1e-6, seen
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        second.screenshot(path=str(ARTIFACTS / "tall_graph_in_jupyterlab.png"))
         check_no_problems(session)
