@@ -179,7 +179,8 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
     The page shows the same view as the notebook widget, with Step, Step event, Continue,
     Run to selected, Step back, Restart and a scrubber over the events. It needs no kernel,
     no server and no network (it makes no requests at all), so it can be opened from disk
-    or mailed. The inspector shows each node's name, kind, label and state; gradient
+    or mailed. The inspector shows each node's name, kind, label and state (and a leaf's name,
+    ``fc.weight · AccumulateGrad``, when the trace's graph gives its ``leaf_name``); gradient
     summaries stay in the trace file (``Trace.save``).
 
     Parameters

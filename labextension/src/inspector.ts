@@ -147,34 +147,70 @@ export function formatNumber(value: SummaryNumber): string {
   return String(Number(value.toPrecision(4)));
 }
 
-export const SUMMARY_COLUMNS = ["", "shape", "dtype", "min", "max", "mean", "norm", "NaN", "Inf", "values"] as const;
+/**
+ * One column of the gradient tables. Every table of the inspector uses these widths (in
+ * characters of the monospace font), so the columns line up from one section to the next;
+ * numbers are right-aligned. A cell longer than its column ends in "…" and shows the whole
+ * text in its tooltip, except the last column (the first values), whose text wraps.
+ */
+export interface SummaryColumn {
+  readonly name: string;
+  /** The header's tooltip. */
+  readonly title: string;
+  readonly numeric: boolean;
+  /** Width in characters (`ch`). */
+  readonly width: number;
+}
+
+export const SUMMARY_COLUMNS: readonly SummaryColumn[] = [
+  { name: "", title: "input or output slot (before / after: the leaf's .grad)", numeric: false, width: 6 },
+  { name: "shape", title: "shape", numeric: false, width: 16 },
+  { name: "dtype", title: "dtype", numeric: false, width: 8 },
+  { name: "min", title: "smallest finite entry", numeric: true, width: 11 },
+  { name: "max", title: "largest finite entry", numeric: true, width: 11 },
+  { name: "mean", title: "mean of the finite entries", numeric: true, width: 11 },
+  { name: "norm", title: "L2 norm of the finite entries", numeric: true, width: 11 },
+  { name: "NaN", title: "how many entries are NaN", numeric: true, width: 5 },
+  { name: "Inf", title: "how many entries are +inf or -inf", numeric: true, width: 5 },
+  { name: "values", title: "the first entries (in memory order)", numeric: false, width: 30 },
+];
+
+/** The column whose text wraps instead of ending in "…". */
+export const WRAPPING_COLUMN = SUMMARY_COLUMNS.length - 1;
 
 export interface Cell {
   readonly text: string;
   /** A NaN or Inf count above zero: shown in red. */
   readonly alarm: boolean;
+  /** The tooltip: the whole text when it is longer than its column (else ""). */
+  readonly title: string;
 }
 
 /** The cells of one row, in SUMMARY_COLUMNS order. */
 export function summaryCells(row: SummaryRow): Cell[] {
-  const plain = (value: string): Cell => ({ text: value, alarm: false });
   const summary = row.summary;
-  if (summary === null) return [plain(row.label), plain("None"), ...SUMMARY_COLUMNS.slice(2).map(() => plain(""))];
-  const values = summary.values.map(formatNumber).join(", ");
-  const more = summary.numel !== null && summary.numel > summary.values.length ? ", …" : "";
-  return [
-    plain(row.label),
-    plain(summary.shape === null ? "?" : `[${summary.shape.join(", ")}]`),
-    plain(summary.dtype ?? "?"),
-    plain(formatNumber(summary.min)),
-    plain(formatNumber(summary.max)),
-    plain(formatNumber(summary.mean)),
-    plain(formatNumber(summary.norm)),
-    { text: String(summary.nan), alarm: summary.nan > 0 },
-    { text: String(summary.inf), alarm: summary.inf > 0 },
-    plain(`[${values}${more}]`),
-  ];
+  const texts: [string, boolean][] = summary === null
+    ? [[row.label, false], ["None", false], ...SUMMARY_COLUMNS.slice(2).map((): [string, boolean] => ["", false])]
+    : [
+        [row.label, false],
+        [summary.shape === null ? "?" : `[${summary.shape.join(", ")}]`, false],
+        [summary.dtype ?? "?", false],
+        [formatNumber(summary.min), false],
+        [formatNumber(summary.max), false],
+        [formatNumber(summary.mean), false],
+        [formatNumber(summary.norm), false],
+        [String(summary.nan), summary.nan > 0],
+        [String(summary.inf), summary.inf > 0],
+        [`[${summary.values.map(formatNumber).join(", ")}${summary.numel !== null && summary.numel > summary.values.length ? ", …" : ""}]`, false],
+      ];
+  return texts.map(([text, alarm], index) => {
+    const width = SUMMARY_COLUMNS[index]?.width ?? Infinity;
+    return { text, alarm, title: index !== WRAPPING_COLUMN && text.length > width ? text : "" };
+  });
 }
+
+/** Left and right padding of a table cell, in px (styles.ts, .gv-grads th/td). */
+const CELL_PADDING = 6;
 
 function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: string, content = ""): HTMLElementTagNameMap[K] {
   const node = document.createElement(tag);
@@ -250,14 +286,30 @@ export class Inspector {
       return wrapper;
     }
     const table = element("table", "gv-grads");
+    const columns = element("colgroup", "");
     const head = element("tr", "");
-    for (const column of SUMMARY_COLUMNS) head.append(element("th", "", column));
-    table.append(element("thead", ""), element("tbody", ""));
+    const align = (column: SummaryColumn | undefined): string => (column?.numeric === true ? "gv-num" : "gv-text");
+    for (const column of SUMMARY_COLUMNS) {
+      // Fixed widths (table-layout: fixed): every section's table has the same columns.
+      const col = element("col", "");
+      col.style.width = `calc(${column.width}ch + ${2 * CELL_PADDING}px)`;
+      columns.append(col);
+      const th = element("th", align(column), column.name);
+      th.title = column.title;
+      head.append(th);
+    }
+    const characters = SUMMARY_COLUMNS.reduce((sum, column) => sum + column.width, 0);
+    table.style.width = `calc(${characters}ch + ${2 * CELL_PADDING * SUMMARY_COLUMNS.length}px)`;
+    table.append(columns, element("thead", ""), element("tbody", ""));
     table.tHead?.append(head);
     for (const row of section.rows) {
       const line = element("tr", "");
       line.dataset["testid"] = "gv-grad-row";
-      for (const cell of summaryCells(row)) line.append(element("td", cell.alarm ? "gv-alarm" : "", cell.text));
+      summaryCells(row).forEach((cell, index) => {
+        const td = element("td", `${align(SUMMARY_COLUMNS[index])}${cell.alarm ? " gv-alarm" : ""}`, cell.text);
+        if (cell.title !== "") td.title = cell.title;
+        line.append(td);
+      });
       table.tBodies[0]?.append(line);
     }
     wrapper.append(table);

@@ -50,6 +50,9 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
   display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;
 }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
+/* The kernel is gone: the last state stays readable, but clearly not live. */
+.gv-root.gv-disconnected .gv-status { color: var(--gv-alert); }
+.gv-root.gv-disconnected .gv-canvas svg, .gv-root.gv-disconnected .gv-legend { filter: grayscale(1); opacity: 0.6; }
 .gv-timeline {
   display: flex; align-items: center; gap: 8px; padding: 4px 8px; border-bottom: 1px solid var(--gv-border);
 }
@@ -158,6 +161,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-inspector { border-top: 1px solid var(--gv-border); padding: 6px 8px 8px; max-height: 22em; overflow: auto; cursor: auto; }
 .gv-inspector[hidden] { display: none; }
 .gv-inspector-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
+.gv-inspector-header > span { min-width: 0; overflow-wrap: anywhere; }
 .gv-inspector-name, .gv-inspector-leaf { font-weight: 600; }
 .gv-inspector-sep { color: var(--gv-fg-muted); }
 .gv-inspector-id, .gv-inspector-label { color: var(--gv-fg-muted); }
@@ -172,11 +176,21 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-inspector-section { margin-top: 6px; }
 .gv-inspector-title { font-size: 12px; font-weight: 600; color: var(--gv-fg-muted); margin-bottom: 2px; }
 .gv-inspector-note { font-size: 12px; color: var(--gv-fg-muted); font-style: italic; }
-.gv-grads { border-collapse: collapse; font-family: var(--jp-code-font-family, monospace); font-size: 12px; }
-.gv-grads th { font-weight: 600; color: var(--gv-fg-muted); text-align: right; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); }
-.gv-grads td { text-align: right; padding: 1px 8px; white-space: nowrap; }
-.gv-grads th:first-child, .gv-grads td:first-child { text-align: left; color: var(--gv-fg-muted); }
-.gv-grads th:last-child, .gv-grads td:last-child { text-align: left; }
+/* Fixed column widths from inspector.ts (SUMMARY_COLUMNS), the same in every section's table;
+   numbers right-aligned in tabular figures; a cell too long for its column ends in "…" (its
+   tooltip has the whole text), except the first values, which wrap. */
+.gv-grads {
+  border-collapse: collapse; table-layout: fixed; /* width: the columns' sum, set by inspector.ts */
+  font-family: var(--jp-code-font-family, monospace); font-size: 12px; font-variant-numeric: tabular-nums;
+}
+.gv-grads th, .gv-grads td {
+  padding: 1px 6px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: top;
+}
+.gv-grads th { font-weight: 600; color: var(--gv-fg-muted); border-bottom: 1px solid var(--gv-border); cursor: help; }
+.gv-grads .gv-num { text-align: right; }
+.gv-grads .gv-text { text-align: left; }
+.gv-grads th:first-child, .gv-grads td:first-child { color: var(--gv-fg-muted); }
+.gv-grads td:last-child { white-space: normal; overflow-wrap: anywhere; text-overflow: clip; }
 .gv-grads td.gv-alarm { color: var(--gv-alert); font-weight: 700; }
 `;
 

@@ -6,8 +6,10 @@
 // every other trait only restyles what is already drawn. "Check gradients" shows the
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
 
+import { disconnectedText, watchConnection } from "./connection.js";
 import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
-import { canvasHeight, GraphScene } from "./draw.js";
+import { canvasHeight, GraphScene, MAX_HEIGHT } from "./draw.js";
+import { foldLayout } from "./fold.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
@@ -98,6 +100,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** How many layouts this view has asked for (exposed for tests: a step must not add one). */
   let layouts = 0;
   let notice: string | null = null;
+  /** Set once the kernel is gone (restart, shutdown): the error box says so, the commands are off. */
+  let disconnected: string | null = null;
   let busyTimer: ReturnType<typeof setTimeout> | null = null;
 
   const setBusy = (busy: boolean): void => {
@@ -119,6 +123,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let lastDoctorRun: number | null = null;
 
   const send = (message: CommandMessage): void => {
+    if (disconnected !== null) return; // the error box already says why nothing happens
     // ipywidgets' own views send with the manager's callbacks, which route the kernel's
     // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
     // Without them that output is silently dropped.
@@ -128,8 +133,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       model.send(message, callbacks);
     } catch (error) {
       // After a kernel restart the view stays on the page but its comm is gone: ipywidgets
-      // throws "Cannot send". Say so where the user looks instead of an uncaught page error
-      // and a "…" that never ends.
+      // throws "Cannot send". watchConnection (connection.ts) normally says so first and the
+      // buttons are off; a host that reports neither of its signals lands here. Say so where
+      // the user looks instead of an uncaught page error and a "…" that never ends.
       setBusy(false);
       if (message.name === "check_gradients") doctorPending = false;
       viewError = unreachableKernel(messageOf(error));
@@ -203,6 +209,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     const problems: string[] = [];
     const pythonError = parseErrorText(model.get("error"));
     if (pythonError !== null) problems.push(pythonError);
+    if (disconnected !== null) problems.push(`gradviz view: ${disconnected}`);
     if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
     const mismatch = protocolMismatch(model.get("protocol_version"));
     if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
@@ -224,8 +231,10 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const checking = doctorPending || doctor?.state === "checking";
       const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
       const line = statusText(view);
-      const enabled = (name: CommandName): boolean => commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
-      toolbar.update(offered, enabled, notice === null ? line : `${line} · ${notice}`);
+      const enabled = (name: CommandName): boolean =>
+        disconnected === null && commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
+      const shownLine = disconnected !== null ? `Disconnected · ${line}` : notice === null ? line : `${line} · ${notice}`;
+      toolbar.update(offered, enabled, shownLine);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");
@@ -244,6 +253,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     if (doctor?.state !== "checking") doctorProgress = null;
     return doctor;
   };
+
+  /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
+  let waitForWidth: ResizeObserver | null = null;
 
   /** Lay out a new graph (once), draw it, then restyle. */
   const loadGraph = (): void => {
@@ -272,12 +284,33 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;
-        canvas.style.height = `${canvasHeight(outcome.layout)}px`;
-        showMessage(null);
-        scene = new GraphScene(canvas, graph, plan, outcome.layout, select);
-        root.dataset["layoutSite"] = outcome.site;
-        root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
-        refresh();
+        const draw = (): void => {
+          // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
+          // Fit shows all of it readably; the canvas then takes the folded drawing's height.
+          const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
+          canvas.style.height = `${canvasHeight(layout)}px`;
+          showMessage(null);
+          scene = new GraphScene(canvas, graph, plan, layout, select);
+          root.dataset["columns"] = String(layout.columns);
+          root.dataset["layoutSite"] = outcome.site;
+          root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
+          refresh();
+        };
+        // The fold needs the canvas's width: a view not on the page yet (a cached layout
+        // answers before the host attaches the view) or hidden draws once it has one.
+        if (canvas.clientWidth > 0 || typeof ResizeObserver === "undefined") {
+          draw();
+          return;
+        }
+        waitForWidth?.disconnect();
+        const observer = new ResizeObserver(() => {
+          if (canvas.clientWidth === 0) return;
+          observer.disconnect();
+          waitForWidth = null;
+          if (mine === generation) draw();
+        });
+        waitForWidth = observer;
+        observer.observe(canvas);
       },
       (error: unknown) => {
         if (mine !== generation) return;
@@ -324,10 +357,20 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);
+  const stopWatching = watchConnection(model, (reason) => {
+    disconnected = disconnectedText(reason);
+    doctorPending = false;
+    root.classList.add("gv-disconnected");
+    root.dataset["disconnected"] = "true";
+    setBusy(false);
+    refresh();
+  });
   loadGraph();
 
   return () => {
     generation++;
+    stopWatching();
+    waitForWidth?.disconnect();
     for (const [event, callback] of subscriptions) model.off(event, callback);
     if (busyTimer !== null) clearTimeout(busyTimer);
     scene?.destroy();

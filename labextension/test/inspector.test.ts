@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { formatNumber, parseInspection, parseSummary, SUMMARY_COLUMNS, summaryCells } from "../src/inspector.js";
+import { formatNumber, parseInspection, parseSummary, SUMMARY_COLUMNS, summaryCells, WRAPPING_COLUMN } from "../src/inspector.js";
 import { ProtocolError } from "../src/model.js";
 
 // As Python sends it: session.node(id) made JSON-safe (NaN and infinities as text).
@@ -101,7 +101,7 @@ describe("formatting", () => {
       cells.map((cell) => cell.text),
       ["1", "[8]", "float32", "-1", "2", "0.5", "3", "2", "1", "[nan, 1, inf, -1, 2, nan, …]"],
     );
-    assert.deepEqual(cells.map((cell, index) => (cell.alarm ? SUMMARY_COLUMNS[index] : null)).filter(Boolean), ["NaN", "Inf"]);
+    assert.deepEqual(cells.map((cell, index) => (cell.alarm ? SUMMARY_COLUMNS[index]?.name : null)).filter(Boolean), ["NaN", "Inf"]);
     const clean = summaryCells({ label: "0", summary: parseSummary(SUMMARY) });
     assert.equal(clean.some((cell) => cell.alarm), false);
     assert.equal(clean[9]?.text, "[1, -0.75, 1.5]");
@@ -116,5 +116,35 @@ describe("formatting", () => {
   it("reads a damaged summary without failing", () => {
     const summary = parseSummary({ shape: "3", values: [1, {}] });
     assert.deepEqual(summaryCells({ label: "0", summary }).slice(1, 4).map((cell) => cell.text), ["?", "?", "—"]);
+  });
+
+  it("aligns numbers right in fixed-width columns, the same for every table", () => {
+    assert.deepEqual(SUMMARY_COLUMNS.map((column) => column.name), ["", "shape", "dtype", "min", "max", "mean", "norm", "NaN", "Inf", "values"]);
+    assert.deepEqual(
+      SUMMARY_COLUMNS.filter((column) => column.numeric).map((column) => column.name),
+      ["min", "max", "mean", "norm", "NaN", "Inf"],
+    );
+    for (const column of SUMMARY_COLUMNS) assert.ok(Number.isInteger(column.width) && column.width > 0, column.name);
+    assert.equal(SUMMARY_COLUMNS[WRAPPING_COLUMN]?.name, "values", "only the first values wrap");
+  });
+
+  it("gives every formatted number room in its column: no statistic is cut", () => {
+    const extremes = [-1.2345678e-30, -123456789.5, -1e300, -999999, -0.00012345, -99999.99, "-inf", "nan"];
+    for (const value of extremes) {
+      const cells = summaryCells({ label: "0", summary: parseSummary({ ...SUMMARY, min: value, max: value, mean: value, norm: value }) });
+      for (const index of [3, 4, 5, 6]) assert.equal(cells[index]?.title, "", `${String(value)} does not fit ${SUMMARY_COLUMNS[index]?.name}`);
+    }
+  });
+
+  it("puts the whole text of a cell too long for its column in its tooltip", () => {
+    const big = { ...SUMMARY, shape: [1024, 1024, 3, 3, 7], dtype: "complex128", numel: 1024 * 1024 * 63, nan: 12345678 };
+    const cells = summaryCells({ label: "before", summary: parseSummary(big) });
+    const byName = new Map(SUMMARY_COLUMNS.map((column, index) => [column.name, cells[index]]));
+    assert.equal(byName.get("shape")?.title, "[1024, 1024, 3, 3, 7]");
+    assert.equal(byName.get("dtype")?.title, "complex128");
+    assert.equal(byName.get("NaN")?.title, "12345678");
+    assert.equal(byName.get("")?.title, "", "'before' fits its column");
+    assert.equal(byName.get("values")?.title, "", "the values wrap instead");
+    assert.equal(summaryCells({ label: "0", summary: parseSummary(SUMMARY) }).every((cell) => cell.title === ""), true);
   });
 });

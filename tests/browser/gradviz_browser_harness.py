@@ -437,3 +437,22 @@ def check_no_problems(session: NotebookSession) -> None:
     assert session.problems.report() == "", session.problems.report()
     error_box = session.widget().locator('[data-testid="gv-error"]')
     assert error_box.is_hidden(), error_box.inner_text()
+
+
+READABLE_SCALE = 0.6  # labextension/src/draw.ts: below it node text is too small to read
+
+# Where the drawing is on screen relative to the canvas, and at what scale boxes are drawn.
+MEASURE_FIT_JS = """
+root => {
+  const canvas = root.querySelector('[data-testid=gv-canvas]').getBoundingClientRect();
+  const drawing = root.querySelector('svg g.gv-viewport').getBoundingClientRect();
+  const box = root.querySelector('.gv-node rect.gv-box');
+  const name = root.querySelector('.gv-node text.gv-name').getBoundingClientRect();
+  return {
+    canvas: [canvas.left, canvas.top, canvas.right, canvas.bottom],
+    drawing: [drawing.left, drawing.top, drawing.right, drawing.bottom],
+    scale: box.getBoundingClientRect().height / Number(box.getAttribute('height')),
+    nameHeight: name.height,
+  };
+}
+"""

@@ -288,3 +288,40 @@ def test_lays_out_on_the_page_when_workers_are_unavailable(browser: Any, page_pa
         assert problems.report() == "", problems.report()
     finally:
         context.close()
+
+
+def _named_trace() -> tuple[Any, dict[str, str]]:
+    """A debug session's trace whose graph names its leaves (the optional ``leaf_name``), as
+    ``gradviz.debug.backward(..., params=)`` named them: one plain name, one that looks like HTML."""
+    weight = torch.tensor([1.5, -0.5], requires_grad=True)
+    bias = torch.tensor([0.25, 2.0], requires_grad=True)
+    session = torch.debug.backward((torch.tanh(torch.tensor([1.0, 2.0]) * weight) + bias).sum(),
+                                   params={"fc.weight": weight, "<i>b</i>": bias})
+    names = {str(node["id"]): node["leaf_name"] for node in session.graph()["nodes"] if "leaf_name" in node}
+    trace = session.trace()
+    for node in trace.graph["nodes"]:
+        if str(node["id"]) in names:
+            node.setdefault("leaf_name", names[str(node["id"])])
+    return trace, names
+
+
+def test_leaf_names_are_drawn_on_the_page(browser: Any, tmp_path: Path) -> None:
+    """The page shows 'fc.weight · AccumulateGrad' on the leaf's box and its name in the
+    inspector's header, as the notebook widget does; a name that looks like HTML stays text."""
+    trace, names = _named_trace()
+    assert sorted(names.values()) == ["<i>b</i>", "fc.weight"]
+    opened = Page(browser, trace.to_html(tmp_path / "named.html", title="named leaves"))
+    try:
+        for node_id, name in names.items():
+            box = opened.root.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')
+            assert box.locator("text.gv-name").text_content() == f"{name} · AccumulateGrad"
+        assert opened.root.locator("i").count() == 0, "a leaf's name was parsed as HTML"
+        weight = next(node_id for node_id, name in names.items() if name == "fc.weight")
+        opened.root.locator(f'.gv-node[data-node-id="{weight}"]:not([data-copy])').click()
+        inspector = opened.root.locator('[data-testid="gv-inspector"]')
+        inspector.wait_for(state="visible")
+        assert inspector.locator('[data-testid="gv-inspector-leaf"]').inner_text() == "fc.weight"
+        assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "AccumulateGrad"
+        _check_clean(opened)
+    finally:
+        opened.context.close()

@@ -17,6 +17,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     REPO,
+    MEASURE_FIT_JS,
+    READABLE_SCALE,
     LabServer,
     check_kernel_agrees,
     check_no_problems,
@@ -98,21 +100,44 @@ def test_log_console_check_sees_handler_errors(browser: Any, lab: LabServer) -> 
         assert "ZeroDivisionError" in session.log_console_entries()
 
 
-def test_a_click_after_a_kernel_restart_says_the_view_is_no_longer_live(browser: Any, lab: LabServer) -> None:
-    """After Kernel > Restart the widget stays on the page; a click on Step must explain that
-    the kernel is gone, not throw "Cannot send" into the console and show "…" for ever."""
+def check_disconnected_at_once(session: Any, reason: str) -> None:
+    """The widget says it is disconnected without being clicked: error box, status, buttons off."""
+    widget = session.widget()
+    error_box = widget.locator('[data-testid="gv-error"]')
+    error_box.wait_for(state="visible", timeout=10_000)
+    text = error_box.inner_text()
+    assert "disconnected" in text and reason in text, text
+    assert "no longer live" in text and "Re-run the cell" in text, text
+    assert widget.get_attribute("data-disconnected") == "true"
+    assert widget.locator('[data-testid="gv-status"]').inner_text().startswith("Disconnected")
+    for testid in ("gv-step", "gv-continue"):
+        assert widget.locator(f'[data-testid="{testid}"]').is_disabled(), testid
+    assert "gv-busy" not in (widget.get_attribute("class") or "")
+    # Zoom and Fit still work on the last state shown: they need no kernel.
+    assert widget.locator('[data-testid="gv-fit"]').is_enabled()
+
+
+def test_after_a_kernel_restart_the_widget_says_at_once_that_it_is_disconnected(browser: Any, lab: LabServer) -> None:
+    """After Kernel > Restart the widget stays on the page; without any click it must say that
+    the kernel is gone (it looked live until a click said "cannot reach the kernel")."""
     with notebook_session(browser, lab, FAKE_TOUR.name, "kernel_restart") as session:
         run_all(session)
         session.menu("Kernel", "Restart Kernel…")
         session.page.locator(".jp-Dialog-button.jp-mod-accept").click()
         session.wait_for_kernel_idle()
-        widget = session.widget()
-        widget.locator('[data-testid="gv-step"]').click()
-        error_box = widget.locator('[data-testid="gv-error"]')
-        error_box.wait_for(state="visible", timeout=10_000)
-        assert "cannot reach the kernel" in error_box.inner_text()
-        assert "Re-run the cell" in error_box.inner_text()
-        assert "gv-busy" not in (widget.get_attribute("class") or "")
+        check_disconnected_at_once(session, "restarted")
+        assert session.problems.report() == "", session.problems.report()
+
+
+def test_after_a_kernel_shutdown_the_widget_says_at_once_that_it_is_disconnected(browser: Any, lab: LabServer) -> None:
+    """Kernel > Shut Down: ipywidgets does not disconnect the widgets; the kernel's status does."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "kernel_shutdown") as session:
+        run_all(session)
+        session.menu("Kernel", "Shut Down Kernel")
+        dialog = session.page.locator(".jp-Dialog-button.jp-mod-accept")
+        if dialog.count() > 0:
+            dialog.click()
+        check_disconnected_at_once(session, "shut down")
         assert session.problems.report() == "", session.problems.report()
 
 
@@ -255,3 +280,113 @@ def step_one_event(session: Any) -> None:
     assert narration.inner_text() != before
     # A live session cannot go back in time, so Step back is not offered.
     assert widget.locator('[data-testid="gv-step-back"]').is_hidden()
+
+
+# Every cell of the inspector's gradient tables: its column, box, alignment, clipping, tooltip.
+READ_GRAD_CELLS_JS = """
+inspector => [...inspector.querySelectorAll('table.gv-grads')].map(table =>
+  [...table.querySelectorAll('tr')].map(row => [...row.children].map(cell => {
+    const box = cell.getBoundingClientRect();
+    return {
+      text: cell.textContent, title: cell.title, header: cell.tagName === 'TH',
+      left: box.left, right: box.right, align: getComputedStyle(cell).textAlign,
+      clipped: cell.scrollWidth > cell.clientWidth + 1,
+    };
+  })))
+"""
+
+INSPECTOR_CELL = """
+import gradviz
+import gradviz.debug
+from gradviz.widget import display_session
+weights_with_a_long_name = gradviz.full((2, 3, 4, 5, 6, 1), -123456.7, requires_grad=True)
+inputs = gradviz.full((2, 3, 4, 5, 6, 1), -2.5e-7)
+inspected = gradviz.debug.backward((weights_with_a_long_name * inputs).sum())
+inspected.continue_()
+inspected_view = display_session(inspected)
+print('GVMUL', next(n['id'] for n in inspected.graph()['nodes'] if n['name'] == 'MulBackward0'))
+"""
+
+
+def test_inspector_columns_line_up_across_sections(browser: Any, lab: LabServer) -> None:
+    """The inspector's tables (Gradients in, Gradients out) share fixed column widths, numbers
+    are right-aligned, and a cell too long for its column ends in "…" with the whole text in
+    its tooltip, while the first values wrap (they were unaligned and ran off to the right)."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "inspector_columns") as session:
+        run_all(session)
+        node = session.run_cell_at_end(INSPECTOR_CELL, "GVMUL")
+        widget = session.widget()
+        widget.locator(f'.gv-node[data-node-id="{node}"]').first.wait_for(state="visible")
+        widget.locator(f'.gv-node[data-node-id="{node}"]').first.click()
+        inspector = widget.locator('[data-testid="gv-inspector"]')
+        inspector.locator('[data-section="out"] [data-testid="gv-grad-row"]').first.wait_for(state="visible")
+        tables = inspector.evaluate(READ_GRAD_CELLS_JS)
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        inspector.screenshot(path=str(ARTIFACTS / "inspector_columns.png"))
+        rows = [row for table in tables for row in table]
+        assert len(tables) >= 2 and len(rows) >= 5, tables
+        headers = [cell["text"] for cell in tables[0][0]]
+        assert headers == ["", "shape", "dtype", "min", "max", "mean", "norm", "NaN", "Inf", "values"], headers
+        numeric = {"min", "max", "mean", "norm", "NaN", "Inf"}
+        for index, name in enumerate(headers):
+            column = [row[index] for row in rows]
+            lefts = {round(cell["left"]) for cell in column}
+            rights = {round(cell["right"]) for cell in column}
+            assert max(lefts) - min(lefts) <= 1 and max(rights) - min(rights) <= 1, f"column {name!r} moves: {lefts} {rights}"
+            for cell in column:
+                assert cell["align"] == ("right" if name in numeric else "left"), (name, cell)
+                if name == "values":
+                    assert not cell["clipped"], f"the values must wrap, not be cut: {cell}"
+                elif cell["clipped"]:
+                    assert cell["title"] == cell["text"], f"a cut cell without its text in a tooltip: {cell}"
+        # The statistics of these gradients fit their columns; the 6-d shapes do not, and say so.
+        cells = [row for row in rows if not row[0]["header"]]
+        assert not any(row[index]["clipped"] for row in cells for index, name in enumerate(headers) if name in numeric)
+        shapes = [row[1] for row in cells if row[1]["text"] == "[2, 3, 4, 5, 6, 1]"]
+        assert shapes and all(cell["clipped"] and cell["title"] == "[2, 3, 4, 5, 6, 1]" for cell in shapes), rows
+        check_no_problems(session)
+
+
+TALL_CELL = """
+import gradviz
+import gradviz.debug
+from gradviz.widget import display_session
+chained = gradviz.tensor([1.0, 2.0, 3.0], requires_grad=True)
+value = chained
+for step in range(60):
+    value = (value * 1.01).sin() if step % 2 else value * 1.01
+tall = gradviz.debug.backward(value.sum())
+display_session(tall)
+print('GVTALL', len(tall.graph()['nodes']))
+"""
+
+
+def test_a_tall_graph_in_a_notebook_is_folded_and_fits_readably(browser: Any, lab: LabServer) -> None:
+    """A chain of 60 operations in JupyterLab: both views (the second laid out from the cache,
+    before JupyterLab attaches it) fold the drawing into columns, and Fit shows it whole with
+    boxes at READABLE_SCALE or more."""
+    with notebook_session(browser, lab, FAKE_TOUR.name, "tall_graph") as session:
+        run_all(session)
+        count = int(session.run_cell_at_end(TALL_CELL, "GVTALL"))
+        drawn = f"root => root.querySelectorAll('.gv-node[data-node-id]:not([data-copy])').length === {count}"
+        notebook = session.page.locator(".jp-NotebookPanel:visible")
+        first = notebook.locator(".jp-Cell").filter(has_text="GVTALL").locator(".gv-root")
+        session.page.wait_for_function(drawn, arg=first.element_handle())
+        # A second view of the same widget, in a later cell: its layout comes from the cache.
+        session.run_cell_at_end("display_session(tall)\nprint('GVAGAIN')", "GVAGAIN")
+        second = notebook.locator(".jp-Cell").filter(has_text="GVAGAIN").locator(".gv-root")
+        session.page.wait_for_function(drawn, arg=second.element_handle())
+        assert second.get_attribute("data-layout-site") == "cache"
+        views = [first, second]
+        for index, view in enumerate(views):
+            assert int(view.get_attribute("data-columns")) > 1, f"view {index} was not folded"
+            view.locator('[data-testid="gv-zoom-in"]').click()
+            view.locator('[data-testid="gv-fit"]').click()
+            seen = view.evaluate(MEASURE_FIT_JS)
+            left, top, right, bottom = seen["canvas"]
+            d_left, d_top, d_right, d_bottom = seen["drawing"]
+            assert left - 0.5 <= d_left and d_right <= right + 0.5 and top - 0.5 <= d_top and d_bottom <= bottom + 0.5, seen
+            assert seen["scale"] >= READABLE_SCALE - 1e-6, seen
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        second.screenshot(path=str(ARTIFACTS / "tall_graph_in_jupyterlab.png"))
+        check_no_problems(session)

@@ -193,3 +193,44 @@ def test_the_fast_replay_falls_back_to_reading_every_state(monkeypatch: pytest.M
     expected = _html.standalone_data(trace)
     monkeypatch.setattr(ReplaySession, "node", lambda self, node_id: {"state": "pending"})
     assert _html.standalone_data(trace) == expected
+
+
+def named_trace(params: dict[str, str]) -> tuple[Trace, dict[int, str]]:
+    """A debug session's trace whose graph names its leaves (``leaf_name``, optional in the
+    trace's graph nodes), with the names ``gradviz.debug.backward(..., params=)`` gave them;
+    and those names by node id."""
+    weight = torch.tensor([1.5, -0.5], requires_grad=True)
+    bias = torch.tensor([0.25, 2.0], requires_grad=True)
+    tensors = {"weight": weight, "bias": bias}
+    session = torch.debug.backward((torch.tanh(torch.tensor([1.0, 2.0]) * weight) + bias).sum(),
+                                   params={name: tensors[role] for role, name in params.items()})
+    session.continue_()
+    names = {node["id"]: node["leaf_name"] for node in session.graph()["nodes"] if "leaf_name" in node}
+    assert sorted(names.values()) == sorted(params.values())
+    trace = session.trace()
+    for node in trace.graph["nodes"]:
+        if node["id"] in names:
+            node.setdefault("leaf_name", names[node["id"]])
+    return trace, names
+
+
+def test_the_page_names_the_leaves_its_trace_names(tmp_path: Path) -> None:
+    """The page's graph keeps each AccumulateGrad node's leaf_name (the viewer draws it as
+    'weight · AccumulateGrad'); a hostile name stays text inside the data element."""
+    trace, names = named_trace({"weight": "fc.weight", "bias": HOSTILE})
+    path = trace_to_html(trace, tmp_path / "named.html")
+    text = path.read_text(encoding="utf-8")
+    assert text.lower().count("<script") == 2 and "<!--" not in text
+    _, data = read_page(path)
+    shown = {node["id"]: node.get("leaf_name") for node in data["graph"]["nodes"] if node["kind"] == "accumulate_grad"}
+    assert shown == names
+    assert all("leaf_name" not in node for node in data["graph"]["nodes"] if node["kind"] != "accumulate_grad")
+
+
+def test_a_page_of_a_trace_without_leaf_names_has_none(tmp_path: Path) -> None:
+    """Traces recorded before leaves had names (and ``gradviz.record()`` traces) still make pages."""
+    trace = hostile_trace()
+    assert all("leaf_name" not in node for node in trace.graph["nodes"])
+    _, data = read_page(trace_to_html(trace, tmp_path / "plain.html"))
+    assert all("leaf_name" not in node for node in data["graph"]["nodes"])
+    assert any(node["kind"] == "accumulate_grad" for node in data["graph"]["nodes"])
