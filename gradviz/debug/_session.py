@@ -225,6 +225,10 @@ class DebugSession(SessionBase):
         """Everything recorded so far as a :class:`gradviz.instrument.Trace` (to save/replay)."""
         graph = {"nodes": [], "edges": [], "roots": []}
         add_to_graph(graph, self._task.graph_root, set(), set())
+        for node in graph["nodes"]:  # the leaves' names, as graph() shows them
+            name = self._nodes.get(node["id"], {}).get("leaf_name")
+            if name is not None:
+                node["leaf_name"] = name
         return Trace(graph, [dict(e) for e in self._recorder.events])
 
     # ---- driving ---------------------------------------------------------------------

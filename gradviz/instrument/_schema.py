@@ -10,7 +10,10 @@ generated schema.
 Note [Schema versions]
 ----------------------
 ``SCHEMA_VERSION`` changes whenever a field is added, removed or changes meaning; a trace file
-carries the version it was written with, and loading refuses any other version.
+carries the version it was written with, and loading refuses any other version. An
+*optional* field (``NotRequired``) that files written before it simply lack is added within a
+version: the graph nodes' ``leaf_name`` (an AccumulateGrad node's leaf tensor's name, as
+``gradviz.debug.backward`` names it) came this way in version 2.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import sys
 import types
 import typing
-from typing import Literal, TypedDict, Union
+from typing import Literal, NotRequired, TypedDict, Union
 
 __all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
            "typescript"]
@@ -247,6 +250,7 @@ class GraphNode(TypedDict):
     name: str
     kind: NodeKind
     label: str
+    leaf_name: NotRequired[str]  # AccumulateGrad nodes only, when the leaf's name is known
 
 
 class GraphEdge(TypedDict):
@@ -322,7 +326,11 @@ def _object_schema(tp, overrides=None) -> dict:
     hints = typing.get_type_hints(tp)
     properties = {name: _type_schema(hint) for name, hint in hints.items()}
     properties.update(overrides or {})
-    schema = {"type": "object", "properties": properties, "required": list(hints),
+    # NotRequired[...] marks an optional key (read from the annotations themselves: with
+    # postponed annotations Python 3.11's __required_keys__ does not see it).
+    extras = typing.get_type_hints(tp, include_extras=True)
+    required = [name for name in hints if typing.get_origin(extras[name]) is not NotRequired]
+    schema = {"type": "object", "properties": properties, "required": required,
               "additionalProperties": False}
     doc = (tp.__doc__ or "").strip()
     if doc and tp.__doc__ is not dict.__doc__ and not doc.startswith(f"{tp.__name__}("):
@@ -396,8 +404,10 @@ def _ts_interface(name: str, schema: dict) -> list[str]:
     if "description" in schema:
         lines.append(f"/** {schema['description']} */")
     lines.append(f"export interface {name} {{")
+    required = set(schema.get("required", ()))
     for field, field_schema in schema["properties"].items():
-        lines.append(f"  {field}: {_ts_type(field_schema)};")
+        optional = "" if field in required else "?"
+        lines.append(f"  {field}{optional}: {_ts_type(field_schema)};")
     lines.append("}")
     return lines
 

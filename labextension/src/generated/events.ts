@@ -58,6 +58,7 @@ export interface GraphNode {
   name: string;
   kind: "builtin" | "custom" | "accumulate_grad";
   label: string;
+  leaf_name?: string;
 }
 
 export interface GraphEdge {
