@@ -127,3 +127,22 @@ def test_to_dot_names_the_parameters_of_a_module() -> None:
     for name, label in _torch_names(reference).items():
         shape = "(" + label.split("]")[0][1:] + ")"
         assert f'label="{name}\\n{shape}"' in source, (name, source)
+
+
+def test_saved_traces_and_their_pages_carry_the_leaf_names(tmp_path) -> None:
+    """session.trace() keeps the names (schema field leaf_name), through save, load and the
+    standalone page."""
+    from gradviz.widget import _html
+
+    model = torch.nn.Linear(3, 2)
+    x = torch.ones(4, 3)
+    session = torch.debug.backward(model(x).sum(), params=model)
+    session.continue_()
+    path = tmp_path / "named.trace.json"
+    session.trace().save(path)
+    loaded = torch.load_trace(path)
+    assert leaf_names(loaded.graph) == {"weight": "[2, 3] float32", "bias": "[2] float32"}
+    data = _html.standalone_data(loaded)
+    assert leaf_names(data["graph"]) == leaf_names(loaded.graph)
+    page = _html.trace_to_html(loaded, tmp_path / "named.html").read_text()
+    assert '"leaf_name":"weight"' in page.replace(" ", "")
