@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _conv_transpose, _parametric, _resample
 
@@ -302,7 +303,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     if eps is None:
         eps = float(np.finfo(input.numpy(force=True).dtype).eps)
     dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * _ops.rsqrt(input.pow(2).mean(dims, keepdim=True) + eps)
+    out = input * _ops.rsqrt(_parametric.add_scalar(input.pow(2).mean(dims, keepdim=True), eps))
     return out if weight is None else out * weight
 
 
@@ -335,7 +336,7 @@ def bilinear(input1, input2, weight, bias=None):
 def _gumbel_noise(logits):
     """Standard Gumbel noise shaped like ``logits``: ``-log(e)`` for exponential ``e`` (as
     torch's ``-empty_like(logits).exponential_().log()``), from gradviz's generator."""
-    uniform = _ops.rand(*logits.shape, dtype=_ops.float64)
+    uniform = _ops.rand(*logits.shape, dtype=_dtypes.float64)
     exponential = -_ops.log(1.0 - uniform)  # 1 - U lies in (0, 1]: never log(0)
     return (-_ops.log(exponential)).to(logits.dtype)
 

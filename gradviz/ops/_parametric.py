@@ -1,7 +1,9 @@
 """Ops of layers with their own weights that torch records as one node: ``prelu_kernel``
 (``PreluKernelBackward0``: ``x`` where positive, else ``weight * x``) and ``trilinear``
 (``TrilinearBackward0``: ``x1^T W[o] x2`` for each output feature, the heart of
-``nn.Bilinear``). Their backward rules are written with differentiable ops (Note [Backward
+``nn.Bilinear``); and ``add_scalar`` (``AddBackward1``), the tensor-plus-number that torch's C++
+composites record (``rms_norm``'s ``+ eps``) where Python's ``x + 1.0`` records
+``AddBackward0``. Their backward rules are written with differentiable ops (Note [Backward
 rules are differentiable])."""
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from ._compose import einsum
 from ._pointwise import where
 from ._registry import Op, apply, promote_float, saves_inputs
 
-__all__ = ["prelu_kernel", "trilinear"]
+__all__ = ["prelu_kernel", "trilinear", "add_scalar"]
 
 
 def _prelu_backward(ctx, g):
@@ -49,3 +51,13 @@ TRILINEAR = Op("trilinear", "TrilinearBackward0",
 def trilinear(input1, weight, input2):
     """(B, I) x (O, I, J) x (B, J) -> (B, O): ``input1[b] @ weight[o] @ input2[b]``."""
     return apply(TRILINEAR, input1, weight, input2)
+
+
+ADD_SCALAR = Op("add_scalar", "AddBackward1",
+                forward=lambda x, other: (x + np.asarray(other, dtype=x.dtype)).astype(x.dtype, copy=False),
+                backward=lambda ctx, g: (g,))
+
+
+def add_scalar(input, other):
+    """``input + other`` for a Python number ``other``, in ``input``'s dtype (``AddBackward1``)."""
+    return apply(ADD_SCALAR, input, other=other)
