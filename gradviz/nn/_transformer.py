@@ -397,9 +397,9 @@ class Transformer(Module):
     --------
     >>> import gradviz as torch
     >>> model = torch.nn.Transformer(d_model=8, nhead=2, num_encoder_layers=1,
-    ...                              num_decoder_layers=1, dim_feedforward=16)
-    >>> model(torch.zeros(5, 2, 8), torch.zeros(4, 2, 8)).shape
-    gradviz.Size([4, 2, 8])
+    ...                              num_decoder_layers=1, dim_feedforward=16, batch_first=True)
+    >>> model(torch.zeros(2, 5, 8), torch.zeros(2, 4, 8)).shape
+    gradviz.Size([2, 4, 8])
     >>> torch.nn.Transformer.generate_square_subsequent_mask(3)
     tensor([[0., -inf, -inf],
             [0., 0., -inf],
