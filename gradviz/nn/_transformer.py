@@ -5,10 +5,9 @@
 
 They are composites of ``linear``, ``layer_norm``, ``softmax``, ``bmm`` / ``baddbmm`` and
 ``scaled_dot_product_attention``, recorded node by node as torch's own Python code records
-them. torch's fused inference fast paths (taken in ``eval()`` under ``no_grad``, and with
-nested tensors for padded batches) are not reproduced: gradviz always takes the recording path,
-which gives the same values, except that torch's nested-tensor path leaves zeros at the padded
-positions of a ``TransformerEncoder`` output.
+them. torch's fused inference fast paths (taken in ``eval()`` under ``no_grad``) are not
+reproduced, as they give the same values; the one visible effect of its nested-tensor path, zeros
+at the padded positions of a ``TransformerEncoder``'s output (before its final norm), is.
 """
 
 from __future__ import annotations
@@ -276,9 +275,34 @@ class TransformerEncoder(Module):
         for layer in self.layers:
             output = layer(output, src_mask=mask, is_causal=is_causal,
                            src_key_padding_mask=src_key_padding_mask)
+        if self._takes_nested_path(src, mask, src_key_padding_mask):
+            # torch's inference path packs the unpadded tokens into a nested tensor and pads
+            # the result back with zeros (before the final norm): the same values elsewhere
+            output = output.masked_fill((src_key_padding_mask != 0).unsqueeze(-1), 0.0)
         if self.norm is not None:
             output = self.norm(output)
         return output
+
+
+    def _takes_nested_path(self, src, mask, src_key_padding_mask):
+        """Whether torch would run this forward on nested tensors: in inference (eval, and no
+        gradient wanted) for a batch with a left-aligned key padding mask and no ``mask``."""
+        from ..autograd import grad_mode
+
+        first = self.layers[0]
+        if (not self.use_nested_tensor or first.training or src.dim() != 3
+                or src_key_padding_mask is None or mask is not None):
+            return False
+        valid = (src_key_padding_mask == 0).numpy()
+        if self.mask_check and not (valid[:, :-1] >= valid[:, 1:]).all():
+            return False  # not left-aligned: torch keeps the padded path
+        params = [first.self_attn.in_proj_weight, first.self_attn.in_proj_bias,
+                  first.self_attn.out_proj.weight, first.self_attn.out_proj.bias,
+                  first.norm1.weight, first.norm1.bias, first.norm2.weight, first.norm2.bias,
+                  first.linear1.weight, first.linear1.bias, first.linear2.weight,
+                  first.linear2.bias]
+        wants_grad = src.requires_grad or any(p is not None and p.requires_grad for p in params)
+        return not (grad_mode.is_grad_enabled() and wants_grad)
 
 
 def _why_not_sparsity_fast_path(layer):

@@ -296,3 +296,28 @@ def test_structure_repr_state_dict_warnings_and_errors():
 
     both(lambda m: model(m)(m.zeros(5, 2, E), m.zeros(4, 3, E)), "the batch number of src and tgt must be equal")
     both(lambda m: model(m)(m.zeros(5, 2, E), m.zeros(4, 2, 6)), "the feature number of src and tgt must be equal to d_model")
+
+
+@pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")  # torch's own, internal
+@pytest.mark.parametrize("norm", [False, True])
+@pytest.mark.parametrize("grad", [False, True])
+@pytest.mark.parametrize("pad_rows", [[[0, 0, 1, 1], [0, 0, 0, 0]], [[0, 1, 0, 1], [0, 0, 0, 1]]],
+                         ids=["left-aligned", "not left-aligned"])
+def test_encoder_inference_path_zeros_padded_positions(pad_rows, grad, norm):
+    """torch runs an eval() encoder without gradients on nested tensors: padded positions come
+    back as zeros (then the final norm); with gradients, or a mask that is not left-aligned, it
+    keeps the padded path."""
+    x, pad = _x((2, 4, E), 20).astype(np.float32), np.array(pad_rows, dtype=bool)
+    outs = []
+    for lib in (gradviz, torch):
+        layer = lib.nn.TransformerEncoderLayer(E, HEADS, 16, batch_first=True)
+        model = lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(E) if norm else None)
+        outs.append(model)
+    load = {k: gradviz.tensor(v.numpy()) for k, v in outs[1].state_dict().items()}
+    outs[0].load_state_dict(load)
+    results = []
+    for lib, model in zip((gradviz, torch), outs):
+        model.eval()
+        with lib.set_grad_enabled(grad):
+            results.append(model(lib.tensor(x), src_key_padding_mask=lib.tensor(pad)))
+    close(results[0], results[1], "encoder output")
