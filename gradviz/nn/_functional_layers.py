@@ -29,7 +29,7 @@ def _tuple(value, n):
     return value * n if len(value) == 1 else value
 
 
-def _check_transposed(x, weight, bias, groups, geometry, what):
+def _check_transposed(x, weight, bias, groups, geometry):
     """torch's checks of a transposed convolution, in its order and words."""
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
@@ -84,7 +84,7 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     geometry = _conv_transpose._TransposedGeometry(
         tuple(weight.shape[2:]), _tuple(dilation, 2), _tuple(padding, 2), _tuple(stride, 2),
         _tuple(output_padding, 2), groups)
-    _check_transposed(x, weight, bias, groups, geometry, "conv_transpose2d")
+    _check_transposed(x, weight, bias, groups, geometry)
     out = _conv_transpose.conv_transpose2d(x, weight, bias, geometry)
     return out.squeeze(0) if input.ndim == 3 else out
 
@@ -100,7 +100,7 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     geometry = _conv_transpose._TransposedGeometry(
         (1,) + tuple(weight.shape[2:]), (1,) + _tuple(dilation, 1), (0,) + _tuple(padding, 1),
         (1,) + _tuple(stride, 1), (0,) + _tuple(output_padding, 1), groups)
-    _check_transposed(x, weight, bias, groups, geometry, "conv_transpose1d")
+    _check_transposed(x, weight, bias, groups, geometry)
     out = _conv_transpose.conv_transpose1d(x, weight, bias, geometry)
     return out.squeeze(0) if input.ndim == 2 else out
 

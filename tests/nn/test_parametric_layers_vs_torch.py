@@ -28,11 +28,11 @@ def test_prelu(num, shape, dtype):
 
 
 def _prelu_with(nn, num):
+    """A PReLU with slopes of both signs (the default 0.25 everywhere would hide a mix-up)."""
     layer = nn.PReLU(num)
-    import numpy
-    with (torch if nn is torch.nn else gradviz).no_grad():
-        layer.weight.copy_(layer.weight * 0 + (torch if nn is torch.nn else gradviz).tensor(
-            numpy.linspace(-0.5, 0.7, num), dtype=layer.weight.dtype))
+    lib = torch if nn is torch.nn else gradviz
+    with lib.no_grad():
+        layer.weight.copy_(lib.tensor(np.linspace(-0.5, 0.7, num)))
     return layer
 
 
