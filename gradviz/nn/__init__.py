@@ -13,11 +13,15 @@ from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDi
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
-                    MaxPool1d, MaxPool2d)
+                    ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedParameter
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
-                             InstanceNorm2d, LayerNorm)
+                             InstanceNorm2d, LayerNorm, RMSNorm)
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
+                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+from ._upsampling import (Bilinear, PixelShuffle, PixelUnshuffle, PReLU, Upsample,
+                          UpsamplingBilinear2d, UpsamplingNearest2d)
 
 __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter", "Module", "Identity",
            "Linear", "LazyLinear", "ReLU",
@@ -28,4 +32,8 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
            "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
            "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
-           "LSTMCell", "GRUCell"]
+           "LSTMCell", "GRUCell", "ConvTranspose1d", "ConvTranspose2d", "RMSNorm",
+           "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+           "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Upsample",
+           "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "PReLU",
+           "Bilinear"]

@@ -11,7 +11,7 @@ from ..autograd import no_grad
 from . import functional as F
 from ._module import Module, Parameter
 
-__all__ = ["Embedding", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
+__all__ = ["Embedding", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
            "InstanceNorm2d"]
 
 
@@ -286,3 +286,44 @@ class InstanceNorm2d(_InstanceNorm):
     def _check_input_dim(self, input):
         if input.dim() not in (3, 4):
             raise ValueError(f"expected 3D or 4D input (got {input.dim()}D input)")
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalization over the last dims ``normalized_shape``:
+    ``x / sqrt(mean(x ** 2) + eps) * weight`` (``weight`` ones when ``elementwise_affine``;
+    ``eps=None`` is the dtype's machine epsilon), composed as torch composes it.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> norm = torch.nn.RMSNorm(2)
+    >>> norm
+    RMSNorm((2,), eps=None, elementwise_affine=True)
+    >>> norm(torch.tensor([[3.0, 4.0]]))
+    tensor([[0.8485, 1.1314]], grad_fn=<MulBackward0>)
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(_ops.ones(*self.normalized_shape, dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            with no_grad():
+                self.weight.fill_(1.0)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

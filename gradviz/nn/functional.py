@@ -855,3 +855,15 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to ``output_size`` along the last dim."""
     return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))
+
+
+# ---- up-sampling, parametric layers and attention (in their own modules) ----------------------
+
+from . import _functional_attention, _functional_layers  # noqa: E402
+from ._functional_attention import multi_head_attention_forward  # noqa: E402
+from ._functional_attention import _canonical_mask, _mha_shape_check, _none_or_dtype  # noqa: E402,F401
+from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                                 gumbel_softmax, interpolate, pixel_shuffle, pixel_unshuffle,
+                                 prelu, rms_norm, upsample)
+
+__all__ += _functional_layers.__all__ + _functional_attention.__all__
