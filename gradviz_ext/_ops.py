@@ -141,13 +141,31 @@ def make_tensor(data):
     return t
 
 
+# Note [Views' requires_grad]
+# ---------------------------
+# As in PyTorch, a view requires grad when it has a grad_fn, its own flag is set, or its root
+# base requires grad. The last case is a view without a node: made with grad mode off
+# (``with no_grad(): v = x[:2]``) or before its base was set to require grad. Such a view is a
+# leaf (``is_leaf``, no ``grad_fn``) that ops record (``v * 2`` has a node and requires grad),
+# but it has no edge of its own (``gradient_edge`` gives ``(None, 0)``: no AccumulateGrad, as
+# its own flag is off), so no gradient reaches it or its base. The flag follows the base:
+# ``x.requires_grad_(False)`` turns it off.
 @cython.ccall
 def requires_grad(x) -> cython.bint:
     """Whether ``x`` is a tensor that takes part in autograd (shared by the ops layer)."""
     if not isinstance(x, TensorBase):
         return False
     t: TensorBase = x
-    return t._requires_grad or t.grad_fn is not None
+    if t._requires_grad or t.grad_fn is not None:
+        return True
+    return t._base is not None and _base_requires_grad(t._base)
+
+
+@cython.cfunc
+def _base_requires_grad(base) -> cython.bint:
+    """Note [Views' requires_grad]: a view also requires grad when its (root) base does."""
+    b: TensorBase = base
+    return b._requires_grad or b.grad_fn is not None
 
 
 @cython.cfunc
@@ -1006,7 +1024,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(a, TensorBase):
         t = a
         first = t._data
-        if t._requires_grad or t.grad_fn is not None:
+        if (t._requires_grad or t.grad_fn is not None
+                or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None
     else:
@@ -1014,7 +1033,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(b, TensorBase):
         t = b
         second = t._data
-        if t._requires_grad or t.grad_fn is not None:
+        if (t._requires_grad or t.grad_fn is not None
+                or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None
     else:
