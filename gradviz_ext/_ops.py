@@ -107,6 +107,7 @@ class OpSpec:
         self._saves_cache = None
         self.name = name
         self.node = node
+        self.node_class = node_class(node)
         self.forward = forward
         self.backward = backward
         self.fast_backward = fast_backward
@@ -455,6 +456,37 @@ class OpNode(Node):
         self._released = True
 
 
+# Note [Node classes]
+# -------------------
+# PyTorch's backward nodes are instances of one class per node name: ``type(y.grad_fn)`` prints
+# ``<class 'MulBackward0'>``, nodes of one name share it, and its module is ``builtins`` (a C
+# type named without a dot). gradviz's built-in nodes are OpNodes, so each node name gets a
+# subclass of OpNode named after it that adds nothing, made once, when the first op of that
+# name is defined; ``_new_node`` allocates the op's class as it allocated OpNode, and
+# ``isinstance(node, OpNode)`` still holds. Compiled, the subclass is made as PyTorch makes its
+# node classes, as a C type (``gradviz_node_class`` in _ops.pxd): a Python subclass would cost
+# every node a Python-level lookup per cpdef call (Cython's check for Python overrides runs on
+# heap types) and a slower deallocation, doubling the engine's time per node. Interpreted, it
+# is an ordinary subclass without a ``__dict__``.
+_node_classes = {}
+
+
+def node_class(name):
+    """The OpNode subclass named ``name`` (PyTorch's node name, ``"MulBackward0"``), made once
+    per name (Note [Node classes]); OpNode itself for an op without a node name."""
+    if not isinstance(name, str) or not name.isidentifier():
+        return OpNode
+    cls = _node_classes.get(name)
+    if cls is None:
+        if cython.compiled:
+            cls = gradviz_node_class(OpNode, name)
+        else:
+            cls = type(name, (OpNode,), {"__slots__": (), "__module__": "builtins",
+                                         "__qualname__": name})
+        _node_classes[name] = cls
+    return cls
+
+
 @cython.cfunc
 def _wrap(value):
     """A numpy result as a Tensor (a 0-d result may come back as a numpy scalar)."""
@@ -755,8 +787,12 @@ def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
 
 
 @cython.cfunc
-def _new_node(op, edges, metas, needs, attrs):
-    node: OpNode = OpNode.__new__(OpNode)
+def _new_node(op: OpSpec, edges, metas, needs, attrs):
+    node: OpNode
+    if cython.compiled:  # the class's tp_new directly (Note [Node classes])
+        node = gradviz_new_instance(op.node_class)
+    else:
+        node = OpNode.__new__(op.node_class)
     init_node(node, edges, metas)
     node.op = op
     node.needs_input_grad = needs

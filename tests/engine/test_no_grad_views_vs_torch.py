@@ -5,6 +5,7 @@ because its base does (Note [Views' requires_grad] in gradviz_ext/_ops.py): ops 
 gradient reaches it or its base, and in-place on it with grad mode back on is PyTorch's error
 (Note [Views after their base changed] in gradviz_ext/_engine.py). Every fact is read from
 torch and gradviz running the same code: values, flags, printed form, error type and message.
+Also the classes of graph nodes (``type(y.grad_fn).__name__``, Note [Node classes]).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import pytest
 import torch
 
 import gradviz
+import gradviz_ext
 
 LIBS = (torch, gradviz)
 
@@ -380,3 +382,73 @@ def test_multi_output_views_made_under_no_grad(split):
         return _outcome(lambda: parts[0].mul_(2))
     outcome = _same_outcome(grad_mode)
     assert "is the output of a function that returns multiple views" in outcome[1][2]
+
+
+# ---- graph node classes (Note [Node classes]) -----------------------------------------------
+
+def _node_facts(node):
+    kind = type(node)
+    text = repr(node)
+    return (kind.__name__, kind.__qualname__, text[:text.index(" object at 0x") + len(" object at 0x")])
+
+
+def test_built_in_node_classes():
+    def facts(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = ((x * 2 + 1).exp()[1:].view(2, 1).t() / 3).sum()
+        nodes, seen, stack = [], set(), [y.grad_fn]
+        while stack:  # every node of the graph, leaves included
+            node = stack.pop()
+            if node is None or id(node) in seen:
+                continue
+            seen.add(id(node))
+            nodes.append(node)
+            stack.extend(n for n, _ in node.next_functions)
+        kinds = [(_node_facts(n), type(n).__module__, str(type(n)),
+                  isinstance(n, lib.autograd.graph.Node)) for n in nodes]
+        other = (x * 3).grad_fn
+        return kinds, type(other) is type(x.mul(2).grad_fn), type(other) is type((x + 1).grad_fn)
+    expected, got = _both(facts)
+    # AccumulateGrad: torch's is a C++ class (module builtins); gradviz's is the engine's
+    exp_kinds, got_kinds = expected[0], got[0]
+    assert [k[0] for k in got_kinds] == [k[0] for k in exp_kinds]
+    for e, g in zip(exp_kinds, got_kinds):
+        if e[0][0] != "AccumulateGrad":
+            assert g == e
+        else:
+            assert g[3] and e[3]
+    assert got[1:] == expected[1:] == (True, False)
+
+
+def test_op_nodes_stay_op_nodes():
+    from gradviz.ops import OpNode
+
+    x = gradviz.ones(2, requires_grad=True)
+    node = (x * 2).grad_fn
+    assert isinstance(node, OpNode) and type(node) is not OpNode
+    if gradviz_ext.COMPILED:  # interpreted, every node has a __dict__ (OpNode's too)
+        assert not hasattr(node, "__dict__")  # no per-node dictionary: as light as an OpNode
+        assert type(node).__basicsize__ == OpNode.__basicsize__
+    with pytest.raises(AttributeError, match="'MulBackward0' object has no attribute 'nope'"):
+        node.nope  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'nope'"):
+        torch.ones(2, requires_grad=True).mul(2).grad_fn.nope  # noqa: B018
+
+
+def test_custom_function_node_class():
+    def facts(lib):
+        class Twice(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        y = Twice.apply(lib.ones(2, requires_grad=True))
+        node = y.grad_fn
+        return (_node_facts(node), type(node).__module__, str(type(node)), node.name(),
+                isinstance(node, lib.autograd.graph.Node))
+    expected, got = _both(facts)
+    _assert_same(_plain(expected), _plain(got))
