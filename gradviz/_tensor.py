@@ -234,7 +234,10 @@ class Tensor(_engine.TensorBase):
     # ---- autograd state -------------------------------------------------------------
     @property
     def requires_grad(self) -> bool:
-        return self._requires_grad or self.grad_fn is not None
+        if self._requires_grad or self.grad_fn is not None:
+            return True
+        base = self._base  # Note [Views' requires_grad] (gradviz_ext/_ops.py)
+        return base is not None and (base._requires_grad or base.grad_fn is not None)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -246,7 +249,10 @@ class Tensor(_engine.TensorBase):
         return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype")
 
     def _set_requires_grad(self, requires_grad, dtype_phrase) -> "Tensor":
-        if self.grad_fn is not None:
+        fn = self.grad_fn
+        # a view made under no_grad whose base then changed is still a leaf to this check
+        if fn is not None and not (type(fn) is _engine.ChangedViewError
+                                   and fn.view_node_name is None):
             if requires_grad:
                 return self
             raise RuntimeError(
@@ -280,7 +286,12 @@ class Tensor(_engine.TensorBase):
 
     @property
     def is_leaf(self) -> bool:
-        return self.grad_fn is None
+        fn = self.grad_fn
+        if fn is None:
+            return True
+        if type(fn) is _engine.ChangedViewError:
+            raise RuntimeError(fn.message)  # as PyTorch's grad_fn does for such a view
+        return False
 
     @property
     def output_nr(self) -> int:

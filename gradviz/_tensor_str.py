@@ -7,6 +7,8 @@ import math
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
+
 from . import dtypes as _dtypes
 
 __all__ = ["set_printoptions"]
@@ -179,7 +181,9 @@ def _format(t) -> str:
                                dtype.is_floating_point)
         body = _nested_str(data, indent, summarize, formatter)
     if t.grad_fn is not None:
-        suffixes.append(f"grad_fn=<{t.grad_fn.name()}>")
-    elif t._requires_grad:
+        # PyTorch's repr prints <Invalid> when reading grad_fn raises (a view whose base changed)
+        invalid = type(t.grad_fn) is _engine.ChangedViewError
+        suffixes.append(f"grad_fn=<{'Invalid' if invalid else t.grad_fn.name()}>")
+    elif t.requires_grad:  # a view under no_grad of a base that requires grad too
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -283,8 +283,10 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # node per live view and write, where PyTorch makes one per view used after a write (a program
 # that holds many views of a buffer while writing into it pays for each). A
 # view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, or made
-# with grad mode off or in inference mode, cannot be renewed (PyTorch raises): it gets a node
-# that raises PyTorch's error if a backward pass reaches it. ``_view_kind`` says which kind a view is,
+# with grad mode off or in inference mode, cannot be renewed (PyTorch raises): it gets a node,
+# ChangedViewError, that raises PyTorch's error when the view is used in an op (PyTorch raises
+# on reading its grad_fn; gradviz's grad_fn is a plain field, so reading it gives the node) or a
+# backward pass reaches it. ``_view_kind`` says which kind a view is,
 # inherited by views of views as PyTorch propagates its CreationMeta.
 VIEW_DEFAULT = 0
 VIEW_NO_GRAD = 1         # made with grad mode off
@@ -506,12 +508,39 @@ class GraphRoot(Node):
         return self.grads
 
 
+class ChangedViewError(Node):
+    """The ``grad_fn`` of a view that PyTorch refuses to use after its base changed (made by a
+    multi-output op, or with grad mode off): using the view in an op (``gradient_edge``) or
+    a backward pass that reaches the node raises PyTorch's error (Note [Views after their
+    base changed]). Named "Error" after PyTorch's node of that purpose."""
+
+    def __init__(self, view, message):
+        node = view.grad_fn
+        name = None if node is None else short_node_name(node.name())
+        Node.__init__(self, (), (InputMeta(view._data.shape, view.dtype),))
+        self.message = message
+        self.view_node_name = name
+        self.view_output_nr = view._output_nr
+
+    def name(self):
+        return "Error"
+
+    def apply(self, grads):
+        raise RuntimeError(self.message)
+
+
+_changed_view_type = ChangedViewError  # compared by identity in gradient_edge
+
+
 @cython.ccall
 def gradient_edge(tensor: TensorBase):
     """The edge a gradient for ``tensor`` flows into: ``(grad_fn, output_nr)`` for a
-    non-leaf, ``(AccumulateGrad, 0)`` for a leaf that requires grad, else ``(None, 0)``."""
+    non-leaf, ``(AccumulateGrad, 0)`` for a leaf that requires grad, else ``(None, 0)``.
+    Raises PyTorch's error for a view that cannot be used since its base changed."""
     fn = tensor.grad_fn
     if fn is not None:
+        if type(fn) is _changed_view_type:  # PyTorch raises on reading such a view's grad_fn
+            raise RuntimeError(fn.message)
         return (fn, tensor._output_nr)
     if tensor._requires_grad:
         return (grad_accumulator(tensor), 0)

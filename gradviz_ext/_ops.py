@@ -107,6 +107,7 @@ class OpSpec:
         self._saves_cache = None
         self.name = name
         self.node = node
+        self.node_class = node_class(node)
         self.forward = forward
         self.backward = backward
         self.fast_backward = fast_backward
@@ -141,13 +142,31 @@ def make_tensor(data):
     return t
 
 
+# Note [Views' requires_grad]
+# ---------------------------
+# As in PyTorch, a view requires grad when it has a grad_fn, its own flag is set, or its root
+# base requires grad. The last case is a view without a node: made with grad mode off
+# (``with no_grad(): v = x[:2]``) or before its base was set to require grad. Such a view is a
+# leaf (``is_leaf``, no ``grad_fn``) that ops record (``v * 2`` has a node and requires grad),
+# but it has no edge of its own (``gradient_edge`` gives ``(None, 0)``: no AccumulateGrad, as
+# its own flag is off), so no gradient reaches it or its base. The flag follows the base:
+# ``x.requires_grad_(False)`` turns it off.
 @cython.ccall
 def requires_grad(x) -> cython.bint:
     """Whether ``x`` is a tensor that takes part in autograd (shared by the ops layer)."""
     if not isinstance(x, TensorBase):
         return False
     t: TensorBase = x
-    return t._requires_grad or t.grad_fn is not None
+    if t._requires_grad or t.grad_fn is not None:
+        return True
+    return t._base is not None and _base_requires_grad(t._base)
+
+
+@cython.cfunc
+def _base_requires_grad(base) -> cython.bint:
+    """Note [Views' requires_grad]: a view also requires grad when its (root) base does."""
+    b: TensorBase = base
+    return b._requires_grad or b.grad_fn is not None
 
 
 @cython.cfunc
@@ -435,6 +454,37 @@ class OpNode(Node):
         if self._saved_output is not None:
             self._saved_output.release()
         self._released = True
+
+
+# Note [Node classes]
+# -------------------
+# PyTorch's backward nodes are instances of one class per node name: ``type(y.grad_fn)`` prints
+# ``<class 'MulBackward0'>``, nodes of one name share it, and its module is ``builtins`` (a C
+# type named without a dot). gradviz's built-in nodes are OpNodes, so each node name gets a
+# subclass of OpNode named after it that adds nothing, made once, when the first op of that
+# name is defined; ``_new_node`` allocates the op's class as it allocated OpNode, and
+# ``isinstance(node, OpNode)`` still holds. Compiled, the subclass is made as PyTorch makes its
+# node classes, as a C type (``gradviz_node_class`` in _ops.pxd): a Python subclass would cost
+# every node a Python-level lookup per cpdef call (Cython's check for Python overrides runs on
+# heap types) and a slower deallocation, doubling the engine's time per node. Interpreted, it
+# is an ordinary subclass without a ``__dict__``.
+_node_classes = {}
+
+
+def node_class(name):
+    """The OpNode subclass named ``name`` (PyTorch's node name, ``"MulBackward0"``), made once
+    per name (Note [Node classes]); OpNode itself for an op without a node name."""
+    if not isinstance(name, str) or not name.isidentifier():
+        return OpNode
+    cls = _node_classes.get(name)
+    if cls is None:
+        if cython.compiled:
+            cls = gradviz_node_class(OpNode, name)
+        else:
+            cls = type(name, (OpNode,), {"__slots__": (), "__module__": "builtins",
+                                         "__qualname__": name})
+        _node_classes[name] = cls
+    return cls
 
 
 @cython.cfunc
@@ -751,8 +801,12 @@ def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
 
 
 @cython.cfunc
-def _new_node(op, edges, metas, needs, attrs):
-    node: OpNode = OpNode.__new__(OpNode)
+def _new_node(op: OpSpec, edges, metas, needs, attrs):
+    node: OpNode
+    if cython.compiled:  # the class's tp_new directly (Note [Node classes])
+        node = gradviz_new_instance(op.node_class)
+    else:
+        node = OpNode.__new__(op.node_class)
     init_node(node, edges, metas)
     node.op = op
     node.needs_input_grad = needs
@@ -1022,7 +1076,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(a, TensorBase):
         t = a
         first = t._data
-        if t._requires_grad or t.grad_fn is not None:
+        if (t._requires_grad or t.grad_fn is not None
+                or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None
     else:
@@ -1030,7 +1085,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(b, TensorBase):
         t = b
         second = t._data
-        if t._requires_grad or t.grad_fn is not None:
+        if (t._requires_grad or t.grad_fn is not None
+                or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None
     else:

@@ -127,14 +127,20 @@ def _view_error(view, what):
         name, nr = node.view_node_name, node.view_output_nr
     elif node is not None:
         name = _engine.short_node_name(node.name())  # PyTorch says "Output 0 of Split"
+    multi_output = view._view_kind == _engine.VIEW_MULTI_OUTPUT
     inference = view._view_kind == _engine.VIEW_INFERENCE_MODE
-    if inference:
-        header = f"A view was created in inference mode and {what} in normal mode."
-    elif name is None:
-        header = f"A view was created in no_grad mode and {what} with grad mode enabled."
-    else:
+    if name is not None and multi_output:
         header = f"Output {nr} of {name} is a view and {what}."
-    if view._view_kind == _engine.VIEW_MULTI_OUTPUT:
+    else:
+        # without a node PyTorch words it as made under no_grad (a piece of a constant too); a
+        # view made with grad mode on of a no_grad view has a node, and PyTorch names it
+        made = ("A view was created in" if name is None
+                else f"Output {nr} of {name} is a view of a view which was created in")
+        if inference:
+            header = f"{made} inference mode and {what} in normal mode."
+        else:
+            header = f"{made} no_grad mode and {what} with grad mode enabled."
+    if multi_output:
         return header + _MULTI_OUTPUT_MESSAGE
     block = "inference_mode" if inference else "no_grad"
     return header + _NO_GRAD_VIEW_MESSAGE.format(block=block)
@@ -335,24 +341,7 @@ AS_STRIDED_SCATTER = Op("as_strided_view_scatter", "AsStridedScatterBackward0",
                         forward=_as_strided_scatter_forward, backward=_as_strided_scatter_backward)
 
 
-class _ChangedViewError(_engine.Node):
-    """The ``grad_fn`` of a view that PyTorch refuses to use after its base changed (made by a
-    multi-output op, or with grad mode off): a backward pass that reaches it raises PyTorch's
-    error. Named after PyTorch's node of that purpose."""
-
-    def __init__(self, view, message):
-        node = view.grad_fn
-        name = None if node is None else _engine.short_node_name(node.name())
-        _engine.Node.__init__(self, (), (_engine.InputMeta(view._data.shape, view.dtype),))
-        self.message = message
-        self.view_node_name = name
-        self.view_output_nr = view._output_nr
-
-    def name(self):
-        return "Error"
-
-    def apply(self, grads):
-        raise RuntimeError(self.message)
+_ChangedViewError = _engine.ChangedViewError
 
 
 def refresh_views(root, written=None):

@@ -137,7 +137,12 @@ def test_nothing_recorded_without_grad(case):
     x = gradviz.tensor(normal(4, 3), requires_grad=True)
     with gradviz.no_grad():
         pieces = program(gradviz, x)
-    assert all(p.grad_fn is None and not p.requires_grad and p._base is x for p in pieces)
+    # no node, but as in torch they require grad: their base does (Note [Views' requires_grad])
+    with torch.no_grad():
+        torch_pieces = program(torch, torch.tensor(normal(4, 3), requires_grad=True))
+    assert [p.requires_grad for p in pieces] == [p.requires_grad for p in torch_pieces]
+    assert all(p.grad_fn is None and p.is_leaf and p.requires_grad and p._base is x
+               for p in pieces)
     plain = gradviz.tensor(normal(4, 3))
     assert all(p.grad_fn is None and p._base is plain for p in program(gradviz, plain))
     integers = gradviz.arange(12).reshape(4, 3)

@@ -119,6 +119,10 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
     def name(self):
         return type(self).__name__
 
+    def __repr__(self):
+        # a Python class in PyTorch: <torch.autograd.function.FnBackward object at 0x...>
+        return object.__repr__(self)
+
     # ---- input_grad_buffers ---------------------------------------------------------------
     @property
     def input_grad_buffers(self):

@@ -60,7 +60,9 @@ class FunctionMeta(type):
 
     def __init__(cls, name, bases, attrs):
         base = getattr(cls, "_backward_base", BackwardCFunction)
-        backward_cls = type(name + "Backward", (base,), {"_forward_cls": cls})
+        # PyTorch's <Fn>Backward classes live in torch.autograd.function: ours in its mirror
+        backward_cls = type(name + "Backward", (base,), {"_forward_cls": cls,
+                                                         "__module__": "gradviz.autograd.function"})
         cls._backward_cls = backward_cls
         super().__init__(name, bases, attrs)
 
