@@ -886,7 +886,7 @@ class GraphTask:
         """
         edges: tuple = node.next_functions
         result: list
-        if type(outputs) is list and type(node) is OpNode:
+        if type(outputs) is list and isinstance(node, OpNode):
             result = outputs  # a built-in rule's list is new and nobody else holds it
         elif isinstance(outputs, (list, tuple)):
             result = list(outputs)
