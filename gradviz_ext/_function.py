@@ -25,7 +25,7 @@ function tests run every case through both.
 import cython
 
 from gradviz_ext import _ops
-from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE
+from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE, VIEW_CUSTOM_FUNCTION
 
 if not cython.compiled:  # compiled, these come from the cimport in _function.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
@@ -341,9 +341,12 @@ def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: c
     """One floating-point tensor output, nothing marked: Note [Wrapping outputs]."""
     out: TensorBase = raw
     for arg in args:
-        if arg is raw:  # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
-            out = _wrap_unchanged_input(raw)
+        if arg is raw:  # an input returned unchanged becomes a view of it (SEMANTICS 7)
+            out = _wrap_unchanged_input(raw, executable)
             break
+    else:
+        if raw._base is not None:  # a view made in forward cannot be modified in place
+            raw._view_kind = VIEW_CUSTOM_FUNCTION
     if not executable:
         node._to_save = None
         return out

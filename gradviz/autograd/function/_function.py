@@ -261,24 +261,27 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             metas.append(None)
             output_dtypes.append(None)
             continue
+        differentiable = (is_executable and id(out) not in non_diff
+                          and out.dtype.is_floating_point)
         is_dirty = any(out is d for d in dirty)
         if is_dirty:
             dirty_outputs.append(nr)
             out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
+            if is_executable:
+                _rebase_dirty(out, ctx, nr, differentiable)
+            if not differentiable and _requires_grad(out):
+                out = _detached_alias(out)  # the input keeps its history and requires_grad
         elif id(out) in input_ids:
-            # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
-            out = _wrap(out._data, version_counter=out._version_counter)
+            out = _wrap_unchanged_input(out, differentiable)  # SEMANTICS 7
+        elif out._base is not None:
+            out._view_kind = _engine.VIEW_CUSTOM_FUNCTION
         meta_dtype = out.dtype if declared is None else declared[nr]
         metas.append(_engine.InputMeta(out._data.shape, meta_dtype))
         output_dtypes.append(out.dtype)
-        if is_executable:
-            differentiable = id(raw[nr]) not in non_diff and out.dtype.is_floating_point
-            if is_dirty:
-                _rebase_dirty(out, ctx, nr, differentiable)
-            elif differentiable:
-                out.grad_fn = ctx
-                out._output_nr = nr
-                out._requires_grad = False
+        if differentiable and not is_dirty:
+            out.grad_fn = ctx
+            out._output_nr = nr
+            out._requires_grad = False
         wrapped.append(out)
     if is_executable:
         ctx._input_metadata = tuple(metas)
@@ -400,8 +403,26 @@ def _save_variables(ctx, wrapped, raw):
     ctx._saved = saved
 
 
-def _wrap_unchanged_input(tensor):
-    """An input that forward returned as is: a new tensor object sharing its data and version."""
+def _wrap_unchanged_input(tensor, differentiable):
+    """An input that forward returned as is: a new tensor object (Note [Wrapping outputs]).
+
+    A view of ``tensor`` that may not be modified in place (PyTorch's ``view_as(self)`` with
+    the creation meta IN_CUSTOM_FUNCTION), unless the output is not ``differentiable`` while
+    ``tensor`` requires grad: then a detached alias, as PyTorch's ``detach()``.
+    """
+    if not differentiable and _requires_grad(tensor):
+        return _detached_alias(tensor)
+    out = _wrap(tensor._data, version_counter=tensor._version_counter)
+    root = tensor if tensor._base is None else tensor._base
+    out._base = root
+    out._view_chain = tensor._view_chain
+    _engine.track_view(root, out, tensor, _engine.VIEW_CUSTOM_FUNCTION)
+    out._view_kind = _engine.VIEW_CUSTOM_FUNCTION  # also when made with grad mode off
+    return out
+
+
+def _detached_alias(tensor):
+    """``tensor.detach()``: the same data and version counter, no history."""
     return _wrap(tensor._data, version_counter=tensor._version_counter)
 
 
