@@ -515,6 +515,1689 @@ def fn_saved_output_modified_in_place(torch, o):
              "inplace operation")
 
 
+# ---- mark_dirty -------------------------------------------------------------------------------
+
+@program
+def fn_mark_dirty_non_leaf(torch, o):
+    class AddOne_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 2
+    v0 = x._version
+    y = AddOne_.apply(x)
+    o("same object", y is x)
+    o("version bumped", x._version - v0)
+    o("y", y)
+    o("grad_fn", y.grad_fn.name())
+    o("x grad_fn", x.grad_fn.name())
+    (y * y).sum().backward()
+    o("grad", a.grad)
+
+
+@program
+def fn_mark_dirty_input_without_grad(torch, o):
+    class Scale_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w):
+            x.mul_(w)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(w)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (w,) = ctx.saved_tensors
+            return g * w, None
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    w = torch.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    y = Scale_.apply(x, w)
+    o("y is x", y is x)
+    o("x", x)
+    o("x leaf", x.is_leaf)
+    o("x requires grad", x.requires_grad)
+    o("x grad_fn", node_name(x.grad_fn))
+    y.sum().backward()
+    o("w grad", w.grad)
+
+
+@program
+def fn_mark_dirty_leaf_requiring_grad_error(torch, o):
+    class Inc_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("leaf", lambda: Inc_.apply(x),
+             "a leaf Variable that requires grad has been used in an in-place operation")
+    o("x after", x.detach())
+    v = x[:1]
+    o.raises("view of leaf", lambda: Inc_.apply(v),
+             "a view of a leaf Variable that requires grad is being used in an in-place operation")
+    with torch.no_grad():
+        y = Inc_.apply(x)
+    o("no_grad ok", y is x)
+    o("no_grad x", x.detach())
+
+
+@program
+def fn_mark_dirty_not_returned_error(torch, o):
+    class Sneaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a + 0
+    o.raises("not returned", lambda: Sneaky.apply(x),
+             "Some elements marked as dirty during the forward method were not returned as output")
+
+
+@program
+def fn_mark_dirty_view_of_non_leaf(torch, o):
+    class Neg_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.neg_()
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return -g
+
+    a = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    base = a * 1
+    view = base[1:3]
+    out = Neg_.apply(view)
+    o("out is view", out is view)
+    o("base", base)
+    o("base grad_fn", node_name(base.grad_fn))
+    o("view grad_fn", node_name(view.grad_fn))
+    (base * torch.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    o("grad", a.grad)
+
+
+@program
+def fn_mark_dirty_numpy_write_bumps_version(torch, o):
+    class NumpyScale_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            arr = x.numpy()
+            arr *= 3
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = torch.tensor([1.0, 2.0])
+    v0 = x._version
+    y = NumpyScale_.apply(x)
+    o("version delta", x._version - v0)
+    o("y", y)
+
+
+@program
+def fn_mark_dirty_returns_extra_output(torch, o):
+    class AddAndReport_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            x.add_(y)
+            ctx.mark_dirty(x)
+            return x, y * 2
+
+        @staticmethod
+        def backward(ctx, gx, gy2):
+            return gx, gx + 2 * gy2
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a.clone()
+    y = torch.tensor([0.5, 0.5], requires_grad=True)
+    out, doubled = AddAndReport_.apply(x, y)
+    o("out is x", out is x)
+    o("values", [out, doubled])
+    (out.sum() + doubled.sum() * 3).backward()
+    o("grads", [a.grad, y.grad])
+
+
+@program
+def fn_mark_dirty_non_input_warns(torch, o):
+    class Fresh(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            ctx.mark_dirty(y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = o.warns("warns", lambda: Fresh.apply(x))
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+# ---- mark_non_differentiable ------------------------------------------------------------------
+
+@program
+def fn_argmax_non_differentiable(torch, o):
+    class MaxWithIndex(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            values, idx = x.max(dim=1)
+            ctx.mark_non_differentiable(idx)
+            ctx.save_for_backward(idx)
+            ctx.shape = x.shape
+            return values, idx
+
+        @staticmethod
+        def backward(ctx, gv, gi):
+            (idx,) = ctx.saved_tensors
+            grad = torch.zeros(ctx.shape, dtype=gv.dtype)
+            grad.scatter_(1, idx.unsqueeze(1), gv.unsqueeze(1))
+            return grad
+
+    x = torch.tensor([[1.0, 5.0, 2.0], [7.0, 0.0, 3.0]], requires_grad=True)
+    values, idx = MaxWithIndex.apply(x)
+    o("values", values)
+    o("idx", idx)
+    o("idx grad_fn", idx.grad_fn is None)
+    (values * torch.tensor([2.0, 3.0])).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_integer_output_zero_grad_dtype(torch, o):
+    seen = []
+
+    class Quantize(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            q = (x * 4).round().to(torch.int64)
+            return x * 1, q
+
+        @staticmethod
+        def backward(ctx, g, gq):
+            seen.append((gq.dtype, tuple(gq.shape), gq.sum().item()))
+            return g
+
+    x = torch.tensor([0.1, 0.6, 1.3], requires_grad=True)
+    y, q = Quantize.apply(x)
+    o("q", q)
+    o("q requires grad", q.requires_grad)
+    o("y requires grad", y.requires_grad)
+    y.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_float_output_marked_non_differentiable(torch, o):
+    seen = []
+
+    class WithMask(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mask = (x > 0).to(x.dtype)
+            ctx.mark_non_differentiable(mask)
+            ctx.save_for_backward(mask)
+            return x * mask, mask
+
+        @staticmethod
+        def backward(ctx, g, gmask):
+            (mask,) = ctx.saved_tensors
+            seen.append(gmask)
+            return g * mask
+
+    x = torch.tensor([-1.0, 2.0, 0.5], requires_grad=True)
+    y, mask = WithMask.apply(x)
+    o("mask", mask)
+    o("mask leaf", mask.is_leaf)
+    o.raises("mask backward", lambda: mask.sum().backward(), "does not require grad")
+    (y.sum() + mask.sum()).backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_non_differentiable_output_used_downstream(torch, o):
+    class Sort(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            values, indices = x.sort()
+            ctx.mark_non_differentiable(indices)
+            ctx.save_for_backward(indices)
+            return values, indices
+
+        @staticmethod
+        def backward(ctx, gv, gi):
+            (indices,) = ctx.saved_tensors
+            o("gi", gi)
+            grad = torch.zeros_like(gv)
+            grad.index_add_(0, indices, gv)
+            return grad
+
+    x = torch.tensor([3.0, 1.0, 2.0, 0.5], requires_grad=True)
+    values, indices = Sort.apply(x)
+    weights = torch.arange(4.0)[indices]
+    (values * weights).sum().backward()
+    o("grad", x.grad)
+
+
+# ---- set_materialize_grads ------------------------------------------------------------------
+
+@program
+def fn_materialize_grads_default_zeros(torch, o):
+    seen = []
+
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            seen.append([g1, g2])
+            return g1 * 2 + g2 * 3
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Split.apply(x)
+    a.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_set_materialize_grads_false(torch, o):
+    seen = []
+
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(x)
+            return x.clone(), x * x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (x,) = ctx.saved_tensors
+            seen.append((g1 is None, g2 is None))
+            grad = torch.zeros_like(x)
+            if g1 is not None:
+                grad = grad + g1
+            if g2 is not None:
+                grad = grad + 2 * x * g2
+            return grad
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Split.apply(x)
+    b.sum().backward(retain_graph=True)
+    a.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_set_materialize_grads_false_in_setup_context(torch, o):
+    seen = []
+
+    class Pair(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2, x.sum()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.set_materialize_grads(False)
+
+        @staticmethod
+        def backward(ctx, g, gs):
+            seen.append((g is None, gs is None))
+            total = 0
+            if g is not None:
+                total = total + g * 2
+            if gs is not None:
+                total = total + gs.expand(3)
+            return total
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    a, s = Pair.apply(x)
+    (s * 5).backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_backward_returns_none_leaves_grad_none(torch, o):
+    class Stop(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return None, g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    out = Stop.apply(x, y)
+    out.sum().backward()
+    o("x grad", x.grad)
+    o("y grad", y.grad)
+
+
+@program
+def fn_backward_returns_extra_nones(torch, o):
+    class Extra(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Extra.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_backward_returns_too_many_non_none(torch, o):
+    class Extra(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Extra.apply(x).sum()
+    o.raises("too many", y.backward, "returned an incorrect number of gradients (expected 1, got 2)")
+
+
+@program
+def fn_backward_returns_too_few(torch, o):
+    class Few(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y, z):
+            return x + y + z
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([1.0], requires_grad=True)
+    z = torch.tensor([1.0])
+    out = Few.apply(x, y, z)
+    o.raises("too few", lambda: out.backward(),
+             "returned an incorrect number of gradients (expected 3, got 2)")
+
+
+@program
+def fn_backward_returns_list(torch, o):
+    class ListGrads(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return [g, g]
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([2.0], requires_grad=True)
+    out = ListGrads.apply(x, y)
+    o.raises("list", lambda: out.backward(), "incorrect number of gradients")
+
+
+@program
+def fn_backward_returns_number(torch, o):
+    class Numeric(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2.0
+
+    x = torch.tensor([1.0], requires_grad=True)
+    out = Numeric.apply(x)
+    o.raises("number", lambda: out.backward(), "expected Variable or None (got float)")
+
+
+@program
+def fn_backward_wrong_shape_error(torch, o):
+    class BadShape(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.expand(7)
+
+    x = torch.ones(2, 3, requires_grad=True)
+    out = BadShape.apply(x)
+    o.raises("shape", out.backward,
+             "returned an invalid gradient at index 0 - got [7] but expected shape compatible with [2, 3]")
+
+
+@program
+def fn_backward_smaller_broadcastable_shape_error(torch, o):
+    class Small(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum(0, keepdim=True)
+
+    x = torch.ones(2, 3, requires_grad=True)
+    out = Small.apply(x)
+    o.raises("shape", lambda: out.sum().backward(),
+             "returned an invalid gradient at index 0 - got [1, 3] but expected shape compatible with [2, 3]")
+
+
+@program
+def fn_backward_scalar_grad_for_vector_error(torch, o):
+    class Scalar(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.ones(3, requires_grad=True)
+    out = Scalar.apply(x)
+    o.raises("scalar", out.backward, "returned an invalid gradient at index 0 - got [] but expected shape compatible with [3]")
+
+
+@program
+def fn_backward_extra_leading_dims_summed(torch, o):
+    class Batched(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, w):
+            return w * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.unsqueeze(0).expand(4, *g.shape)
+
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    Batched.apply(w).sum().backward()
+    o("grad", w.grad)
+
+
+@program
+def fn_backward_wrong_dtype_is_cast(torch, o):
+    class Float64Grad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return (g * 2).double()
+
+    class IntGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.ones(g.shape, dtype=torch.int64)
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Float64Grad.apply(x).sum().backward()
+    o("float64 cast", x.grad)
+    x.grad = None
+    IntGrad.apply(x).sum().backward()
+    o("int cast", x.grad)
+    x.grad = None
+    y = Float64Grad.apply(x) * 3
+    (g,) = torch.autograd.grad(y.sum(), x)
+    o("autograd.grad dtype", g)
+
+
+@program
+def fn_backward_float32_input_double_function(torch, o):
+    seen = []
+
+    class ToDouble(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.double() * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(g.dtype)
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = ToDouble.apply(x)
+    o("y dtype", y.dtype)
+    y.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+# ---- several outputs, views and identities ----------------------------------------------------
+
+@program
+def fn_three_outputs_one_unused(torch, o):
+    seen = []
+
+    class Stats(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mean = x.mean()
+            centered = x - mean
+            var = (centered * centered).mean()
+            ctx.save_for_backward(centered)
+            return mean, var, centered
+
+        @staticmethod
+        def backward(ctx, g_mean, g_var, g_centered):
+            (centered,) = ctx.saved_tensors
+            n = centered.numel()
+            seen.append([g_mean, g_var, g_centered])
+            grad = g_mean / n + g_var * 2 * centered / n
+            grad = grad + g_centered - g_centered.mean()
+            return grad
+
+    x = torch.tensor([1.0, 2.0, 4.0, 7.0], requires_grad=True)
+    mean, var, centered = Stats.apply(x)
+    o("outputs", [mean, var, centered])
+    o("output_nr", [mean.output_nr, var.output_nr, centered.output_nr])
+    (var * 3).backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_outputs_used_by_two_consumers(torch, o):
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2].clone(), x[2:].clone()
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return torch.cat([ga, gb])
+
+    x = torch.tensor([1.0, 2.0, 3.0, 4.0, 5.0], requires_grad=True)
+    a, b = Split.apply(x)
+    loss = (a * a).sum() + (b ** 3).sum() + a.sum() * b.sum()
+    loss.backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_identity_returns_new_object(torch, o):
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Identity.apply(x)
+    o("is x", y is x)
+    o("y", y)
+    o("x leaf", x.is_leaf)
+    o("base is x", y._base is x)
+    o("grad_fn", y.grad_fn.name())
+    o("shares data", y.data_ptr() == x.data_ptr())
+    o("same version", y._version == x._version)
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_identity_output_in_place_error(torch, o):
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 1
+    y = Identity.apply(x)
+    o.raises("in place", lambda: y.mul_(2), "This view was created inside a custom Function")
+
+
+@program
+def fn_view_output_in_place_error(torch, o):
+    class Head(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            grad = torch.zeros(ctx.n, dtype=g.dtype)
+            grad[:2] = g
+            return grad
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    h = Head.apply(x)
+    o("base is x", h._base is x)
+    o("h", h)
+    o.raises("in place", lambda: h.add_(1), "Output 0 of Head is a view and is being modified inplace. This view was created inside a custom Function")
+    h.sum().backward()
+    o("grad", x.grad)
+    o("h clone fine", Head.apply(x).clone().add_(1))
+
+
+@program
+def fn_view_output_of_view_input(torch, o):
+    class Transpose(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.t()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.t()
+
+    a = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    b = a * 1
+    v = b[:, 1:]
+    t = Transpose.apply(v)
+    o("t", t)
+    o("t base is b", t._base is b)
+    (t * torch.tensor([[1.0, 2.0], [3.0, 4.0]])).sum().backward()
+    o("grad", a.grad)
+
+
+@program
+def fn_identity_non_leaf_and_two_outputs(torch, o):
+    class PassBoth(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x, x + y
+
+        @staticmethod
+        def backward(ctx, gx, gs):
+            return gx + gs, gs
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 3
+    y = torch.tensor([0.5, 0.5], requires_grad=True)
+    p, s = PassBoth.apply(x, y)
+    o("p is x", p is x)
+    o("p grad_fn", p.grad_fn.name())
+    o("x grad_fn", x.grad_fn.name())
+    (p * 2 + s).sum().backward()
+    o("grads", [a.grad, y.grad])
+
+
+@program
+def fn_non_tensor_outputs(torch, o):
+    seen = []
+
+    class WithInfo(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, "doubled", 2, None
+
+        @staticmethod
+        def backward(ctx, g, g_name, g_k, g_none):
+            seen.append((g_name, g_k, g_none))
+            return g * 2
+
+    x = torch.tensor([1.0, 3.0], requires_grad=True)
+    y, name, k, nothing = WithInfo.apply(x)
+    o("extras", [name, k, nothing])
+    y.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_list_output_not_tracked(torch, o):
+    class AsList(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return [x * 2, x * 3]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    out = AsList.apply(x)
+    o("type", type(out).__name__)
+    o("requires grad", [t.requires_grad for t in out])
+    o("grad_fn", [t.grad_fn is None for t in out])
+
+
+@program
+def fn_scalar_output_from_vector(torch, o):
+    class Norm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            n = x.norm()
+            ctx.save_for_backward(x, n)
+            return n
+
+        @staticmethod
+        def backward(ctx, g):
+            x, n = ctx.saved_tensors
+            return g * x / n
+
+    x = torch.tensor([3.0, 4.0], requires_grad=True)
+    n = Norm.apply(x)
+    o("n", n)
+    n.backward()
+    o("grad", x.grad)
+
+
+# ---- once_differentiable and double backward --------------------------------------------------
+
+@program
+def fn_once_differentiable_first_order(torch, o):
+    once_differentiable = torch.autograd.function.once_differentiable
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            o("grad mode in backward", torch.is_grad_enabled())
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Cube.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_once_differentiable_create_graph_error(torch, o):
+    once_differentiable = torch.autograd.function.once_differentiable
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Cube.apply(x) * x
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    o("g grad_fn", node_name(g.grad_fn))
+    o.raises("twice", lambda: g.sum().backward(),
+             "trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+@program
+def fn_once_differentiable_plain_grad_then_second(torch, o):
+    once_differentiable = torch.autograd.function.once_differentiable
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Cube.apply(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    o.raises("second", lambda: g.sum().backward(), "does not require grad")
+
+
+@program
+def fn_double_backward_through_differentiable_backward(torch, o):
+    class Sin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+    x = torch.tensor([0.3, 1.1, -0.8], requires_grad=True)
+    y = Sin.apply(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    o("g requires grad", g.requires_grad)
+    (gg,) = torch.autograd.grad(g.sum(), x)
+    o("gg", gg)
+
+
+@program
+def fn_double_backward_unused_double_backward_staticmethod(torch, o):
+    calls = []
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+        @staticmethod
+        def double_backward(ctx, gg):
+            calls.append("called")
+            return gg
+
+    x = torch.tensor([1.5, -2.0], requires_grad=True)
+    y = Square.apply(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    g.sum().backward()
+    o("x grad", x.grad)
+    o("calls", calls)
+
+
+@program
+def fn_hessian_vector_product(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = torch.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    v = torch.tensor([1.0, 0.5, 2.0])
+    y = Cube.apply(x).sum()
+    (g,) = torch.autograd.grad(y, x, create_graph=True)
+    (hv,) = torch.autograd.grad(g, x, grad_outputs=v)
+    o("hv", hv)
+    o("g", g)
+
+
+@program
+def fn_double_backward_saved_output(torch, o):
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            r = x.exp()
+            ctx.save_for_backward(r)
+            return r
+
+        @staticmethod
+        def backward(ctx, g):
+            (r,) = ctx.saved_tensors
+            return g * r
+
+    x = torch.tensor([0.0, 0.5, 1.0], dtype=torch.float64, requires_grad=True)
+    y = Exp.apply(x)
+    (g,) = torch.autograd.grad(y.sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad(g.sum(), x, create_graph=True)
+    (ggg,) = torch.autograd.grad(gg.sum(), x)
+    o("derivatives", [g, gg, ggg])
+
+
+@program
+def fn_gradcheck_two_inputs_float64(torch, o):
+    class MulAdd(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, c):
+            ctx.save_for_backward(a, b)
+            return a * b + c
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a, g
+
+    a = torch.tensor([0.3, -0.2, 1.1], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([1.5, 0.7, -0.4], dtype=torch.float64, requires_grad=True)
+    c = torch.tensor([0.1, 0.2, 0.3], dtype=torch.float64, requires_grad=True)
+    o("gradcheck", torch.autograd.gradcheck(MulAdd.apply, (a, b, c)))
+    o("gradgradcheck", torch.autograd.gradgradcheck(MulAdd.apply, (a, b, c)))
+
+
+@program
+def fn_gradcheck_catches_wrong_backward(torch, o):
+    class WrongSin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.sin()
+
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    o("raise_exception False", torch.autograd.gradcheck(WrongSin.apply, (x,), raise_exception=False))
+    o.raises("raises", lambda: torch.autograd.gradcheck(WrongSin.apply, (x,)),
+             "Jacobian mismatch for output 0 with respect to input 0")
+
+
+@program
+def fn_gradcheck_non_tensor_arg(torch, o):
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    o("gradcheck", torch.autograd.gradcheck(Scale.apply, (x, 2.5)))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Scale.apply, (x, 2.5)))
+
+
+@program
+def fn_gradgradcheck_once_differentiable_fails(torch, o):
+    once_differentiable = torch.autograd.function.once_differentiable
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    o("gradcheck", torch.autograd.gradcheck(Square.apply, (x,)))
+    o.raises("gradgradcheck", lambda: torch.autograd.gradgradcheck(Square.apply, (x,)),
+             "Jacobian mismatch for output 0 with respect to input 0")
+
+
+# ---- Functions in modules, hooks, retain_grad ------------------------------------------------
+
+@program
+def fn_inside_module_training_step(torch, o):
+    class LinearFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input, weight, bias=None):
+            ctx.save_for_backward(input, weight, bias)
+            output = input.mm(weight.t())
+            if bias is not None:
+                output += bias.unsqueeze(0).expand_as(output)
+            return output
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            input, weight, bias = ctx.saved_tensors
+            grad_input = grad_weight = grad_bias = None
+            if ctx.needs_input_grad[0]:
+                grad_input = grad_output.mm(weight)
+            if ctx.needs_input_grad[1]:
+                grad_weight = grad_output.t().mm(input)
+            if bias is not None and ctx.needs_input_grad[2]:
+                grad_bias = grad_output.sum(0)
+            return grad_input, grad_weight, grad_bias
+
+    class MyLinear(torch.nn.Module):
+        def __init__(self, w, b):
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.tensor(w))
+            self.bias = torch.nn.Parameter(torch.tensor(b))
+
+        def forward(self, x):
+            return LinearFunction.apply(x, self.weight, self.bias)
+
+    layer = MyLinear([[0.2, -0.1, 0.4], [0.3, 0.5, -0.2]], [0.1, -0.1])
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    x = torch.tensor([[0.5, -1.0, 2.0], [1.5, 0.3, -0.7], [-0.2, 0.8, 1.1]])
+    target = torch.tensor([[1.0, 0.0], [0.5, -0.5], [0.2, 0.3]])
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = ((layer(x) - target) ** 2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    o("losses", losses)
+    o("weight", layer.weight)
+    o("bias", layer.bias)
+    o("out grad_fn", layer(x).grad_fn.name())
+
+
+@program
+def fn_module_with_function_under_no_grad_eval(torch, o):
+    class ReLU(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * (x > 0)
+
+    lin = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, -1.0], [0.5, 2.0]]))
+        lin.bias.copy_(torch.tensor([0.0, -1.0]))
+    x = torch.tensor([[1.0, 2.0], [-1.0, 0.5]])
+    with torch.no_grad():
+        y = ReLU.apply(lin(x))
+    o("y", y)
+    o("y grad_fn", y.grad_fn is None)
+    y2 = ReLU.apply(lin(x))
+    o("y2", y2)
+    y2.sum().backward()
+    o("weight grad", lin.weight.grad)
+
+
+@program
+def fn_hook_on_output_and_input(torch, o):
+    events = []
+
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            events.append(("backward", g.tolist()))
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: events.append(("x hook", g.tolist())))
+    y = Double.apply(x)
+    y.register_hook(lambda g: events.append(("y hook", g.tolist())) or g * 10)
+    y.sum().backward()
+    o("events", events)
+    o("grad", x.grad)
+
+
+@program
+def fn_node_pre_and_post_hooks(torch, o):
+    events = []
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            ctx.save_for_backward(a, b)
+            return a * b * k
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            events.append("backward")
+            return g * b, g * a, None
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = Mul.apply(a, b, 2)
+
+    def pre(grad_outputs):
+        events.append(("pre", len(grad_outputs), grad_outputs[0].tolist()))
+        return (grad_outputs[0] * 2,)
+
+    def post(grad_inputs, grad_outputs):
+        events.append(("post", len(grad_inputs), [g.tolist() for g in grad_inputs]))
+        return (grad_inputs[0], grad_inputs[1] * 0)
+
+    h1 = y.grad_fn.register_prehook(pre)
+    h2 = y.grad_fn.register_hook(post)
+    y.sum().backward(retain_graph=True)
+    o("events", events)
+    o("grads", [a.grad, b.grad])
+    h1.remove()
+    h2.remove()
+    events.clear()
+    a.grad = b.grad = None
+    y.sum().backward()
+    o("events after remove", events)
+    o("grads after remove", [a.grad, b.grad])
+
+
+@program
+def fn_retain_grad_on_function_output(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, -3.0], requires_grad=True)
+    h = x * 2
+    h.retain_grad()
+    y = Square.apply(h)
+    y.retain_grad()
+    (y * torch.tensor([1.0, 2.0])).sum().backward()
+    o("y grad", y.grad)
+    o("h grad", h.grad)
+    o("x grad", x.grad)
+    o("y leaf", y.is_leaf)
+
+
+@program
+def fn_grad_fn_attributes(torch, o):
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w, k):
+            return x * w * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    x = torch.tensor([1.0], requires_grad=True)
+    w = torch.tensor([2.0])
+    y = Scale.apply(x * 1, w, 3)
+    node = y.grad_fn
+    o("name", node.name())
+    o("next", [(node_name(f), nr) for f, nr in node.next_functions])
+    o("needs", node.needs_input_grad)
+    o("metadata", node.metadata)
+    node.metadata["tag"] = "scaled"
+    o("metadata after", y.grad_fn.metadata)
+    o("is ctx", isinstance(node, torch.autograd.function.BackwardCFunction))
+    o("is FunctionCtx", isinstance(node, torch.autograd.function.FunctionCtx))
+
+
+@program
+def fn_accumulates_over_two_backward_calls(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Cube.apply(x).sum().backward()
+    Cube.apply(x).sum().backward()
+    o("grad accumulated", x.grad)
+
+
+@program
+def fn_function_applied_twice_same_input(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Square.apply(Square.apply(x)) + Square.apply(x)
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_same_tensor_passed_twice(torch, o):
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Mul.apply(x, x)
+    o("next", [(node_name(f), nr) for f, nr in y.grad_fn.next_functions])
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+# ---- grad modes and saved-tensor hooks -------------------------------------------------------
+
+@program
+def fn_apply_under_no_grad_and_enable_grad(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            o("forward grad mode", torch.is_grad_enabled())
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            o("backward grad mode", torch.is_grad_enabled())
+            return 2 * x * g
+
+    x = torch.tensor([2.0], requires_grad=True)
+    with torch.no_grad():
+        y = Square.apply(x)
+        o("no_grad y", y)
+        with torch.enable_grad():
+            z = Square.apply(x)
+    o("z", z)
+    z.backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_apply_under_inference_mode(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([2.0, 3.0], requires_grad=True)
+    with torch.inference_mode():
+        y = Square.apply(x)
+    o("y", y)
+    o("inference", y.is_inference())
+    o("grad_fn none", y.grad_fn is None)
+    o.raises("use in autograd", lambda: (y * x).sum().backward(),
+             "Inference tensors cannot be saved for backward")
+
+
+@program
+def fn_saved_tensors_hooks_pack_unpack(torch, o):
+    log = []
+
+    def pack(t):
+        log.append(("pack", tuple(t.shape)))
+        return t * 1
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, None, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, _, b = ctx.saved_tensors
+            a2, _, b2 = ctx.saved_tensors
+            return g * b, g * a
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([[3.0, 4.0]], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Mul.apply(a, b)
+    o("after forward", list(log))
+    y.sum().backward()
+    o("log", log)
+    o("grads", [a.grad, b.grad])
+
+
+@program
+def fn_save_on_cpu_context(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.save_on_cpu():
+        y = Square.apply(x)
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_disable_saved_tensors_hooks_error(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.disable_saved_tensors_hooks("no hooks here"):
+        y = Square.apply(x)
+
+        def use_hooks():
+            with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t):
+                pass
+        o.raises("hooks", use_hooks, "no hooks here")
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+# ---- forward-mode AD -------------------------------------------------------------------------
+
+@program
+def fn_jvp_forward_mode(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_forward(a, b)
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+        @staticmethod
+        def jvp(ctx, ta, tb):
+            a, b = ctx.saved_tensors
+            o("tangents None", [ta is None, tb is None])
+            return ta * b + a * tb
+
+    a = torch.tensor([1.0, 2.0])
+    b = torch.tensor([3.0, -1.0])
+    with fwAD.dual_level():
+        da = fwAD.make_dual(a, torch.tensor([1.0, 0.0]))
+        out = Mul.apply(da, b)
+        primal, tangent = fwAD.unpack_dual(out)
+    o("primal", primal)
+    o("tangent", tangent)
+
+
+@program
+def fn_jvp_not_implemented_error(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class NoJvp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0])
+
+    def run():
+        with fwAD.dual_level():
+            dx = fwAD.make_dual(x, torch.ones(2))
+            return NoJvp.apply(dx)
+    o.raises("no jvp", run, "You must implement the jvp function for custom autograd.Function to use it with forward mode AD")
+    o("no dual ok", NoJvp.apply(x))
+
+
+@program
+def fn_jvp_setup_context_style_and_non_tensor(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(x, k):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.k = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            o("tk", tk)
+            o("saved in jvp", ctx.saved_tensors)
+            return tx * ctx.k
+
+    x = torch.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        dx = fwAD.make_dual(x, torch.tensor([0.5, 0.5]))
+        out = Scale.apply(dx, 3.0)
+        o("tangent", fwAD.unpack_dual(out).tangent)
+
+
+# ---- misuse errors -------------------------------------------------------------------------
+
+@program
+def fn_instance_call_legacy_error(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0], requires_grad=True)
+    fn = o.warns("instantiate", lambda: Square(), "should not be instantiated")
+    o.raises("call", lambda: fn(x), "Legacy autograd function with non-static forward method is deprecated")
+
+
+@program
+def fn_legacy_non_static_forward(torch, o):
+    class Legacy(torch.autograd.Function):
+        def forward(self, x):
+            return x * 2
+
+        def backward(self, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("call", lambda: Legacy()(x), "Legacy autograd function with non-static forward method is deprecated")
+    o.raises("apply", lambda: Legacy.apply(x), "missing 1 required positional argument")
+
+
+@program
+def fn_forward_called_directly(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([2.0], requires_grad=True)
+    o.raises("no ctx", lambda: Square.forward(x), "missing 1 required positional argument")
+    o.raises("None ctx", lambda: Square.forward(None, x), "object has no attribute 'save_for_backward'")
+
+
+@program
+def fn_apply_with_kwargs(torch, o):
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, factor=2.0):
+            ctx.factor = factor
+            return x * factor
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.factor, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Scale.apply(x, factor=3.0)
+    o("kwargs y", y)
+    y.sum().backward()
+    o("grad", x.grad)
+    o("default", Scale.apply(x))
+    o.raises("unknown kwarg", lambda: Scale.apply(x, scale=3.0), "got an unexpected keyword argument 'scale'")
+
+
+@program
+def fn_forward_not_implemented(torch, o):
+    class NoForward(torch.autograd.Function):
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("no forward", lambda: NoForward.apply(x), "You must implement the forward function for custom autograd.Function")
+
+
+@program
+def fn_backward_not_implemented(torch, o):
+    class NoBackward(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = NoBackward.apply(x)
+    o("y", y)
+    o.raises("no backward", lambda: y.backward(), "You must implement either the backward or vjp method")
+
+
+@program
+def fn_setup_context_with_ctx_forward_error(torch, o):
+    class Both(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("both", lambda: Both.apply(x), "missing a required argument: 'x'")
+
+
+@program
+def fn_forward_raises_propagates(torch, o):
+    class Checked(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            if (x < 0).any():
+                raise ValueError("Checked expects non-negative input")
+            return x.sqrt()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, -1.0], requires_grad=True)
+    o.raises("forward error", lambda: Checked.apply(x), "Checked expects non-negative input")
+    o("grad mode restored", torch.is_grad_enabled())
+
+
+@program
+def fn_backward_raises_propagates(torch, o):
+    class Failing(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("backward of Failing is not available")
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Failing.apply(x)
+    o.raises("backward error", lambda: y.backward(), "backward of Failing is not available")
+    o("grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
