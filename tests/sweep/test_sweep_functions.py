@@ -2198,6 +2198,545 @@ def fn_backward_raises_propagates(torch, o):
     o("grad", x.grad)
 
 
+# ---- more corners ---------------------------------------------------------------------------
+
+@program
+def fn_mark_dirty_view_input_with_two_outputs_error(torch, o):
+    class ScaleAndCopy_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.mul_(2)
+            ctx.mark_dirty(x)
+            return x, x.clone()
+
+        @staticmethod
+        def backward(ctx, g, g2):
+            return 2 * (g + g2)
+
+    a = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    base = a * 1
+    o.raises("view with two outputs", lambda: ScaleAndCopy_.apply(base[:2]),
+             "If your Function modifies inplace an input that is a view of another Tensor, your "
+             "Function cannot return more than one Tensor")
+    x = a * 1
+    out, copy = ScaleAndCopy_.apply(x)
+    o("not a view is fine", [out, copy])
+
+
+@program
+def fn_identity_then_input_modified(torch, o):
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 1
+    y = Identity.apply(x)
+    x.mul_(3)
+    o("y sees the write", y.detach())
+    o.raises("use y", lambda: (y * 2).sum().backward(),
+             "This view was created inside a custom Function")
+
+
+@program
+def fn_view_output_under_no_grad(torch, o):
+    class Head(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.cat([g, g.new_zeros(1)])
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with torch.no_grad():
+        h = Head.apply(x)
+    o("h", h.detach())
+    o("h leaf", h.is_leaf)
+    o("h grad_fn", h.grad_fn is None)
+    o("h base", h._base is x)
+
+
+@program
+def fn_non_differentiable_input_returned(torch, o):
+    class Passthrough(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.mark_non_differentiable(y)
+            return x * 2, y
+
+        @staticmethod
+        def backward(ctx, gx, gy):
+            return gx * 2, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([5.0, 6.0], requires_grad=True)
+    a, b = Passthrough.apply(x, y)
+    o("b is y", b is y)
+    o("b", b)
+    o("b base", b._base is y)
+    o("y still requires grad", y.requires_grad)
+    c = torch.tensor([7.0])
+    a2, b2 = Passthrough.apply(x, c)
+    o("b2 is c", b2 is c)
+    o("b2 base", b2._base is c)
+
+
+@program
+def fn_saved_input_is_the_same_object(torch, o):
+    seen = []
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            seen.append((a is leaf, b is inner))
+            return g * b, g * a
+
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    inner = leaf * 3
+    y = Mul.apply(leaf, inner)
+    saved = y.grad_fn.saved_tensors
+    o("outside", [saved[0] is leaf, saved[1] is inner])
+    y.sum().backward()
+    o("inside", seen)
+    o("grad", leaf.grad)
+
+
+@program
+def fn_save_for_backward_called_twice(torch, o):
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x)
+            ctx.save_for_backward(x, y)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            saved = ctx.saved_tensors
+            o("count", len(saved))
+            x, y = saved
+            return g * y, g * x
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    Twice.apply(x, y).sum().backward()
+    o("grads", [x.grad, y.grad])
+
+
+@program
+def fn_saved_tensors_read_in_forward(torch, o):
+    class Peek(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            try:
+                ctx.saved_tensors
+                o("read in forward", "no error")
+            except Exception as exc:  # noqa: BLE001 - compared with torch's
+                o("read in forward", type(exc).__name__)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0], requires_grad=True)
+    Peek.apply(x).backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_save_dirty_input(torch, o):
+    class Square_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x.clone())
+            x.mul_(x)
+            ctx.mark_dirty(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (orig,) = ctx.saved_tensors
+            return 2 * orig * g
+
+    a = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    x = a + 1
+    y = Square_.apply(x)
+    o("y", y)
+    y.sum().backward()
+    o("grad", a.grad)
+
+
+@program
+def fn_save_output_of_dirty_function(torch, o):
+    class Exp_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.exp_()
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (result,) = ctx.saved_tensors
+            return g * result
+
+    a = torch.tensor([0.0, 1.0], requires_grad=True)
+    x = a * 1
+    y = Exp_.apply(x)
+    o("y", y)
+    y.sum().backward()
+    o("grad", a.grad)
+
+
+@program
+def fn_autograd_grad_allow_unused_with_none(torch, o):
+    class FirstOnly(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * 2 + y * 0
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    out = FirstOnly.apply(x, y).sum()
+    gx, gy = torch.autograd.grad(out, (x, y), allow_unused=True, retain_graph=True)
+    o("gx", gx)
+    o("gy", gy)
+    o.raises("not allowed", lambda: torch.autograd.grad(out, (x, y)),
+             "The differentiated Tensor at index 1 appears to not have been used in the graph")
+    gx, gy = torch.autograd.grad(out, (x, y), allow_unused=True, materialize_grads=True)
+    o("materialized", [gx, gy])
+
+
+@program
+def fn_single_element_tuple_output(torch, o):
+    class Wrapped(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return (x * 2,)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    out = Wrapped.apply(x)
+    o("type", type(out).__name__)
+    o("len", len(out))
+    out[0].sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_apply_without_arguments(torch, o):
+    class Constant(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx):
+            o("needs", ctx.needs_input_grad)
+            return torch.ones(2)
+
+        @staticmethod
+        def backward(ctx, g):
+            return ()
+
+    out = Constant.apply()
+    o("out", out)
+    o("grad_fn", out.grad_fn is None)
+
+
+@program
+def fn_integer_input_float_output(torch, o):
+    class Embed(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, idx, table):
+            ctx.save_for_backward(idx)
+            ctx.rows = table.shape[0]
+            return table[idx]
+
+        @staticmethod
+        def backward(ctx, g):
+            (idx,) = ctx.saved_tensors
+            grad = torch.zeros(ctx.rows, g.shape[1], dtype=g.dtype)
+            grad.index_add_(0, idx, g)
+            return None, grad
+
+    table = torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], requires_grad=True)
+    idx = torch.tensor([2, 0, 2])
+    out = Embed.apply(idx, table)
+    o("needs", out.grad_fn.needs_input_grad)
+    o("out", out)
+    (out * torch.tensor([[1.0, 1.0], [2.0, 2.0], [3.0, 3.0]])).sum().backward()
+    o("grad", table.grad)
+
+
+@program
+def fn_anomaly_mode_nan_in_custom_backward(torch, o):
+    class NanGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def run():
+        with torch.autograd.detect_anomaly():
+            NanGrad.apply(x).sum().backward()
+    o.raises("anomaly", run, "Function 'NanGradBackward' returned nan values in its 0th output.")
+
+
+@program
+def fn_jvp_two_outputs_and_wrong_count(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class SinCos(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, gs, gc):
+            raise RuntimeError("unused")
+
+        @staticmethod
+        def jvp(ctx, tx):
+            (x,) = ctx.saved_tensors
+            return tx * x.cos(), -tx * x.sin()
+
+    class Short(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, gs, gc):
+            raise RuntimeError("unused")
+
+        @staticmethod
+        def jvp(ctx, tx):
+            return tx
+
+    x = torch.tensor([0.0, 0.5, 1.0])
+    with fwAD.dual_level():
+        dx = fwAD.make_dual(x, torch.ones(3))
+        s, c = SinCos.apply(dx)
+        o("tangents", [fwAD.unpack_dual(s).tangent, fwAD.unpack_dual(c).tangent])
+        o.raises("short", lambda: Short.apply(dx),
+                 "returned an invalid number of forward gradients (expected 2 but got 1)")
+
+
+@program
+def fn_jvp_non_differentiable_output_none(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class MaxIdx(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            v, i = x.max(0)
+            ctx.mark_non_differentiable(i)
+            ctx.save_for_forward(i)
+            return v, i
+
+        @staticmethod
+        def backward(ctx, gv, gi):
+            raise RuntimeError("unused")
+
+        @staticmethod
+        def jvp(ctx, tx):
+            (i,) = ctx.saved_tensors
+            return tx[i], None
+
+    x = torch.tensor([1.0, 5.0, 2.0])
+    with fwAD.dual_level():
+        dx = fwAD.make_dual(x, torch.tensor([0.1, 0.2, 0.3]))
+        v, i = MaxIdx.apply(dx)
+        o("v tangent", fwAD.unpack_dual(v).tangent)
+        o("i tangent", fwAD.unpack_dual(i).tangent)
+        o("i", i)
+
+
+@program
+def fn_functional_jacobian_of_function(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    x = torch.tensor([1.0, 2.0, -1.0])
+    o("jacobian", torch.autograd.functional.jacobian(Cube.apply, x))
+    o("hessian", torch.autograd.functional.hessian(lambda t: Cube.apply(t).sum(), x))
+    o("vjp", torch.autograd.functional.vjp(Cube.apply, x, torch.ones(3)))
+
+
+@program
+def fn_grad_outputs_shape_mismatch(torch, o):
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Double.apply(x)
+    o.raises("mismatch", lambda: y.backward(torch.ones(3)), "Mismatch in shape: grad_output[0] has a shape of")
+    o.raises("implicit", lambda: y.backward(), "grad can be implicitly created only for scalar outputs")
+    y.backward(torch.tensor([1.0, 0.5]))
+    o("grad", x.grad)
+
+
+@program
+def fn_both_backward_and_vjp_error(torch, o):
+    class Both(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def vjp(ctx, g):
+            return g * 2
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Both.apply(x)
+    o("y", y)
+    o.raises("both", lambda: y.backward(), "Implementing both 'backward' and 'vjp' for a custom Function is not allowed")
+
+
+@program
+def fn_vjp_only(torch, o):
+    class ViaVjp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.exp()
+
+        @staticmethod
+        def vjp(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.exp()
+
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    ViaVjp.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_backward_without_staticmethod(torch, o):
+    class Plain(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 3
+
+        def backward(ctx, g):
+            return g * 3
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Plain.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_input_hook_and_node_hooks_order(torch, o):
+    order = []
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append("backward")
+            return g * 2
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = a * 1
+    x.register_hook(lambda g: order.append("input tensor hook"))
+    a.register_hook(lambda g: order.append("leaf hook"))
+    y = Scale.apply(x)
+    y.register_hook(lambda g: order.append("output tensor hook"))
+    y.grad_fn.register_prehook(lambda gs: order.append("node prehook"))
+    y.grad_fn.register_hook(lambda gi, go: order.append("node posthook"))
+    y.sum().backward()
+    o("order", order)
+
+
+@program
+def fn_post_accumulate_grad_hook_with_function(torch, o):
+    seen = []
+
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    w = torch.tensor([1.0, 3.0], requires_grad=True)
+    w.register_post_accumulate_grad_hook(lambda p: seen.append(p.grad.clone()))
+    Square.apply(w).sum().backward()
+    o("seen", seen)
+
+
+@program
+def fn_deep_chain_of_functions(torch, o):
+    class AddHalf(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 0.5 + 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 0.5
+
+    x = torch.tensor([2.0], dtype=torch.float64, requires_grad=True)
+    y = x
+    for _ in range(200):
+        y = AddHalf.apply(y)
+    y.backward()
+    o("y", y)
+    o("grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

@@ -50,6 +50,13 @@ _VIEW_OF_LEAF_DIRTY_MESSAGE = (
 _DIRTY_NOT_RETURNED_MESSAGE = (
     "Some elements marked as dirty during the forward method were not returned as output. "
     "The inputs that are modified inplace must all be outputs of the Function.")
+_DIRTY_VIEW_MESSAGE = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations).")
 _DIRTY_NOT_INPUT_MESSAGE = (
     "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
     "been mutated should be passed to ctx.mark_dirty().")
@@ -267,6 +274,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         if is_dirty:
             dirty_outputs.append(nr)
             out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
+            if differentiable and out._base is not None and len(raw) > 1:
+                raise RuntimeError(_DIRTY_VIEW_MESSAGE)
             if is_executable:
                 _rebase_dirty(out, ctx, nr, differentiable)
             if not differentiable and _requires_grad(out):
