@@ -2737,6 +2737,156 @@ def fn_deep_chain_of_functions(torch, o):
     o("grad", x.grad)
 
 
+@program
+def fn_ctx_marks_non_tensor_errors(torch, o):
+    class Marks(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, mode):
+            if mode == "dirty":
+                ctx.mark_dirty(x, 3)
+            elif mode == "dirty none":
+                ctx.mark_dirty(None)
+            elif mode == "non-diff":
+                ctx.mark_non_differentiable(x * 2, 3.0)
+            elif mode == "save for forward":
+                ctx.save_for_forward(3)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None
+
+    x = torch.ones(2, requires_grad=True)
+    o.raises("dirty", lambda: Marks.apply(x, "dirty"), "mark_dirty can only accept variables, but argument")
+    o.raises("dirty none", lambda: Marks.apply(x, "dirty none"), "mark_dirty can only accept variables, but argument")
+    o.raises("non-diff", lambda: Marks.apply(x, "non-diff"),
+             "mark_non_differentiable only accepts variable arguments, but got")
+    o.raises("save for forward", lambda: Marks.apply(x, "save for forward"),
+             "save_for_forward expects all arguments to be tensors")
+    with torch.no_grad():
+        o.raises("no_grad non-diff", lambda: Marks.apply(x, "non-diff"),
+                 "mark_non_differentiable only accepts variable arguments, but got")
+
+
+@program
+def fn_same_output_returned_twice(torch, o):
+    class Twice(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x * 2
+            return y, y
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return 2 * (ga + gb)
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Twice.apply(x)
+    o("same object", a is b)
+    o("output_nr", [a.output_nr, b.output_nr])
+    (a + 2 * b).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_input_returned_twice(torch, o):
+    class Dup(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x, x
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga + gb
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Dup.apply(x)
+    o("objects", [a is b, a is x, b is x])
+    o("bases", [a._base is x, b._base is x])
+    o("output_nr", [a.output_nr, b.output_nr])
+    (a + 2 * b).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_forward_returns_non_tensors_only(torch, o):
+    class Describe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return float(x.sum()), tuple(x.shape)
+
+        @staticmethod
+        def backward(ctx, *grads):
+            return None
+
+    class AsDict(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return {"double": x * 2}
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o("describe", Describe.apply(x))
+    out = AsDict.apply(x)
+    o("dict", [type(out).__name__, out["double"].requires_grad, out["double"].grad_fn is None])
+
+
+@program
+def fn_dict_and_dtype_arguments(torch, o):
+    class Convert(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, options, dtype, size):
+            ctx.source = x.dtype
+            return (x * options["scale"]).to(dtype).reshape(size)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.reshape(-1).to(ctx.source) * 3.0, None, None, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Convert.apply(x, {"scale": 3.0}, torch.float64, torch.Size([2, 1]))
+    o("y", y)
+    o("needs", y.grad_fn.needs_input_grad)
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_backward_returns_grad_that_requires_grad(torch, o):
+    class Leaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.full(g.shape, 2.0, requires_grad=True)
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Leaky.apply(x).sum().backward()
+    o("grad", x.grad)
+    o("grad requires grad", x.grad.requires_grad)
+
+
+@program
+def fn_backward_returns_bool_grad(torch, o):
+    class Mask(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g > 0
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Mask.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

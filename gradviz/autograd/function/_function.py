@@ -256,7 +256,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = ctx._dirty_tensors
     _check_dirty(dirty, raw, input_ids, is_executable)
-    non_diff = {id(t) for t in ctx._non_differentiable}
+    non_diff = _non_differentiable_ids(ctx._non_differentiable)
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
     wrapped = []
     metas = []
@@ -310,10 +310,12 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
     """SEMANTICS 8: dirty tensors must be returned; a non-input only warns; no leaves."""
-    for tensor in dirty:
+    for index, tensor in enumerate(dirty):
         if not isinstance(tensor, Tensor):
-            raise TypeError(
-                f"mark_dirty only accepts Tensors, but got {type(tensor).__name__}")
+            raise RuntimeError(
+                f"mark_dirty can only accept variables, but argument {index} is of type "
+                f"{type(tensor).__name__}")
+    for tensor in dirty:
         if id(tensor) not in input_ids:
             warnings.warn(_DIRTY_NOT_INPUT_MESSAGE, UserWarning, stacklevel=4)
         if not any(tensor is out for out in raw):
@@ -324,6 +326,16 @@ def _check_dirty(dirty, raw, input_ids, is_executable):
             base = tensor._base
             if base is not None and base.grad_fn is None and base._requires_grad:
                 raise RuntimeError(_VIEW_OF_LEAF_DIRTY_MESSAGE)
+
+
+def _non_differentiable_ids(tensors):
+    """The ids of the tensors given to ``ctx.mark_non_differentiable``, checked to be tensors."""
+    for value in tensors:
+        if not isinstance(value, Tensor):
+            raise RuntimeError(
+                "mark_non_differentiable only accepts variable arguments, but got "
+                f"{type(value).__name__}")
+    return {id(t) for t in tensors}
 
 
 def _declared_grad_dtypes(ctx, raw, non_diff):
