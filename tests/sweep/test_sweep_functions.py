@@ -2887,6 +2887,200 @@ def fn_backward_returns_bool_grad(torch, o):
     o("grad", x.grad)
 
 
+@program
+def fn_apply_keyword_forms(torch, o):
+    class Gate(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w=None):
+            ctx.save_for_backward(w)
+            return x if w is None else x * w
+
+        @staticmethod
+        def backward(ctx, g):
+            (w,) = ctx.saved_tensors
+            o("needs", ctx.needs_input_grad)
+            return (g if w is None else g * w), None
+
+    class KeywordOnly(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, *, scale):
+            return x * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class VarKeywords(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, **options):
+            return x * options.get("scale", 1.0)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 3.0], requires_grad=True)
+    y = Gate.apply(x, w=w)
+    o("next", len(y.grad_fn.next_functions))
+    y.sum().backward()
+    o("grads", [x.grad, w.grad])
+    o.raises("keyword-only", lambda: KeywordOnly.apply(x, scale=2.0),
+             "got an unexpected keyword argument 'scale'")
+    o.raises("var keywords", lambda: VarKeywords.apply(x, scale=2.0),
+             "got an unexpected keyword argument 'scale'")
+
+
+@program
+def fn_setup_context_defaults_and_keywords(torch, o):
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(x, scale=2.0):
+            return x * scale
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            o("inputs", inputs[1:])
+            ctx.scale = inputs[1]
+
+        @staticmethod
+        def backward(ctx, g):
+            o("needs", ctx.needs_input_grad)
+            return g * ctx.scale, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Scale.apply(x).sum().backward()
+    Scale.apply(x, scale=3.0).sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_setup_context_marks(torch, o):
+    class SquareNoGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_non_differentiable(output)
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    class Double_(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            x.mul_(2)
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_dirty(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    s = SquareNoGrad.apply(x)
+    o("non-differentiable", [s.requires_grad, s.grad_fn is None])
+    h = x * 1
+    v0 = h._version
+    d = Double_.apply(h)
+    o("dirty", [d is h, d.grad_fn.name(), h._version - v0])
+    d.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fn_node_hooks_wrong_count_errors(torch, o):
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a * b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g * b, g * a
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0], requires_grad=True)
+
+    def short_post(grad_inputs, grad_outputs):
+        return (grad_inputs[0],)
+
+    def long_pre(grad_outputs):
+        return (grad_outputs[0], grad_outputs[0])
+
+    y = Mul.apply(a, b)
+    y.grad_fn.register_hook(short_post)
+    o.raises("post", lambda: y.sum().backward(),
+             "hook 'short_post' has returned an incorrect number of values (got 1, but expected 2)")
+    z = Mul.apply(a, b)
+    z.grad_fn.register_prehook(long_pre)
+    o.raises("pre", lambda: z.sum().backward(),
+             "hook 'long_pre' has returned an incorrect number of values (got 2, but expected 1)")
+
+
+@program
+def fn_post_hook_slots_for_tensor_inputs_only(torch, o):
+    seen = []
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k, w):
+            return x * k * w
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2, None, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Scale.apply(x, 2, torch.ones(2))
+    y.grad_fn.register_hook(lambda gi, go: seen.append((len(gi), [g is None for g in gi], len(go))))
+    y.sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fn_transforms_need_setup_context(torch, o):
+    class CtxStyle(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class NoVmapRule(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    batch = torch.ones(3, 2)
+    o.raises("vmap ctx style", lambda: torch.func.vmap(CtxStyle.apply)(batch),
+             "it must override the setup_context staticmethod")
+    o.raises("grad ctx style", lambda: torch.func.grad(lambda t: CtxStyle.apply(t).sum())(torch.ones(3)),
+             "it must override the setup_context staticmethod")
+    o.raises("vmap no rule", lambda: torch.func.vmap(NoVmapRule.apply)(batch),
+             "You tried to vmap over NoVmapRule, but it does not have vmap support")
+    o("grad setup style", torch.func.grad(lambda t: NoVmapRule.apply(t).sum())(torch.ones(3)))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

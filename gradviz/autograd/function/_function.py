@@ -183,6 +183,12 @@ def _bind_arguments(fn, args, kwargs, skip_ctx):
         parameters = list(signature.parameters.values())[1:]
         signature = signature.replace(parameters=parameters)
     bound = signature.bind(*args, **kwargs)
+    for name in kwargs:
+        parameter = signature.parameters.get(name)
+        if parameter is None or parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+            # forward gets its arguments by position only: a keyword-only argument or one
+            # that **kwargs would take cannot reach it (PyTorch's message)
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
     bound.apply_defaults()
     return tuple(bound.args)
 
