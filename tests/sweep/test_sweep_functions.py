@@ -3081,6 +3081,61 @@ def fn_transforms_need_setup_context(torch, o):
     o("grad setup style", torch.func.grad(lambda t: NoVmapRule.apply(t).sum())(torch.ones(3)))
 
 
+@program
+def fn_gradcheck_backward_not_multiplied_by_grad_output(torch, o):
+    class SumForgetsGrad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.n = x.shape[0]
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.ones(ctx.n, dtype=torch.float64)  # should be g * ones
+
+    x = torch.tensor([0.3, -1.2, 0.9], dtype=torch.float64, requires_grad=True)
+    o.raises("raises", lambda: torch.autograd.gradcheck(SumForgetsGrad.apply, (x,)),
+             "backward not multiplied by grad_output")
+    o("returns False", torch.autograd.gradcheck(SumForgetsGrad.apply, (x,), raise_exception=False))
+
+
+@program
+def fn_gradcheck_undefined_output_grads(torch, o):
+    class NoMaterialize(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    class Handles(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            ctx.save_for_backward(x)
+            return x * 2, x * x
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (x,) = ctx.saved_tensors
+            grad = torch.zeros_like(x)
+            if g1 is not None:
+                grad = grad + 2 * g1
+            if g2 is not None:
+                grad = grad + 2 * x * g2
+            return grad
+
+    x = torch.tensor([0.3, -1.2, 0.9], dtype=torch.float64, requires_grad=True)
+    o.raises("None reaches backward", lambda: torch.autograd.gradcheck(NoMaterialize.apply, (x,)),
+             "unsupported operand type(s) for *: 'NoneType' and 'int'")
+    o("check off", torch.autograd.gradcheck(NoMaterialize.apply, (x,), check_undefined_grad=False))
+    o("handles None", torch.autograd.gradcheck(Handles.apply, (x,)))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Handles.apply, (x,)))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
