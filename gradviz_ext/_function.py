@@ -293,10 +293,11 @@ def apply_function(cls, args: tuple):
     if n == 1 and isinstance(arg, TensorBase):  # one tensor argument: no lists to build
         t = arg
         node._tensor_input_positions = _FIRST_POSITION
-        if grad_enabled and (t._requires_grad or t.grad_fn is not None):
-            executable = True
+        if t._requires_grad or t.grad_fn is not None:  # with grad mode off too, as PyTorch
             node.needs_input_grad = _NEEDS_ONE
-            node.next_functions = (gradient_edge(t),)
+            if grad_enabled:
+                executable = True
+                node.next_functions = (gradient_edge(t),)
         else:
             node.needs_input_grad = _NEEDS_NONE
     else:
@@ -308,8 +309,9 @@ def apply_function(cls, args: tuple):
             if isinstance(arg, TensorBase):
                 positions.append(i)
                 t = arg
-                if grad_enabled and (t._requires_grad or t.grad_fn is not None):
+                if t._requires_grad or t.grad_fn is not None:
                     needs[i] = True
+                if needs[i] and grad_enabled:
                     executable = True
                     edges.append(gradient_edge(t))
                 else:

@@ -3136,6 +3136,161 @@ def fn_gradcheck_undefined_output_grads(torch, o):
     o("gradgradcheck", torch.autograd.gradgradcheck(Handles.apply, (x,)))
 
 
+@program
+def fn_needs_input_grad_under_no_grad(torch, o):
+    seen = []
+
+    class Mul(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b, k):
+            seen.append(tuple(ctx.needs_input_grad))
+            return a * b * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g, None
+
+    a = torch.tensor([1.0, 2.0], requires_grad=True)
+    b = torch.tensor([3.0, 4.0])
+    with torch.no_grad():
+        Mul.apply(a, b, 2)
+        Mul.apply(b, b, 2)
+    with torch.inference_mode():
+        Mul.apply(a, b, 2)
+    Mul.apply(a * 1, b, 2)
+    o("seen", seen)
+
+
+@program
+def fn_printed_outputs(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x > 1
+
+        @staticmethod
+        def backward(ctx, g, g_mask):
+            return g * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Square.apply(x)
+    o("printed", str(y))
+    o("element", str(y[0]))
+    doubled, mask = Split.apply(x)
+    o("two outputs", [str(doubled), str(mask)])
+    with torch.no_grad():
+        o("no_grad", str(Square.apply(x)))
+
+
+# ---- the custom Function tutorial's examples (spec 003) ------------------------------------
+
+@program
+def fn_tutorial_clipped_relu(torch, o):
+    class ClippedReLU(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, max_val):
+            ctx.save_for_backward(x)
+            ctx.max_val = max_val
+            return torch.clamp(x, min=0, max=max_val)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (x,) = ctx.saved_tensors
+            mask = ((x > 0) & (x < ctx.max_val)).float()
+            return grad_output * mask, None
+
+    x = torch.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+    out = ClippedReLU.apply(x, 2.0)
+    out.sum().backward()
+    o("out", out)
+    o("grad", x.grad)
+
+
+@program
+def fn_tutorial_matmul_fn(torch, o):
+    class MatmulFn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            ctx.save_for_backward(a, b)
+            return a @ b
+
+        @staticmethod
+        def backward(ctx, g):
+            a, b = ctx.saved_tensors
+            return g @ b.t(), a.t() @ g
+
+    a = torch.linspace(-1.0, 1.0, 32).reshape(4, 8).requires_grad_()
+    b = torch.linspace(0.5, -0.5, 24).reshape(8, 3).requires_grad_()
+    MatmulFn.apply(a, b).sum().backward()
+    o("a.grad shape:", a.grad.shape)
+    o("grads", [a.grad, b.grad])
+    a2 = a.detach().clone().requires_grad_()
+    b2 = b.detach().clone().requires_grad_()
+    (a2 @ b2).sum().backward()
+    o("same as autograd", [torch.allclose(a.grad, a2.grad), torch.allclose(b.grad, b2.grad)])
+
+
+@program
+def fn_tutorial_cube_double_backward(torch, o):
+    class CubeFn(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3 * x * x
+
+        @staticmethod
+        def double_backward(ctx, gg):
+            (x,) = ctx.saved_tensors
+            return gg * 6 * x
+
+    x = torch.tensor([2.0], requires_grad=True)
+    y = CubeFn.apply(x)
+    g1 = torch.autograd.grad(y, x, create_graph=True)[0]
+    g2 = torch.autograd.grad(g1, x)[0]
+    o("printed", (g1.item(), g2.item()))
+    o("g1 grad_fn", node_name(g1.grad_fn))
+
+
+@program
+def fn_tutorial_chained_needs_input_grad(torch, o):
+    class Chained(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            r = x * 2
+            ctx.save_for_backward(r)
+            return r * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (r,) = ctx.saved_tensors
+            gi = g * 3 * 2 if ctx.needs_input_grad[0] else None
+            return gi
+
+    x = torch.tensor([1.0, -1.0, 0.5], requires_grad=True)
+    y = Chained.apply(x)
+    o("saved", y.grad_fn.saved_tensors)
+    y.sum().backward()
+    o("grad", x.grad)
+    frozen = torch.tensor([1.0, 2.0])
+    o("frozen", Chained.apply(frozen))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

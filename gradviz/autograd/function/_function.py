@@ -210,16 +210,16 @@ def _apply(cls, args, kwargs, prepare=None):
     for index, arg in enumerate(args):
         if isinstance(arg, Tensor):
             positions.append(index)
-            need = grad_enabled and _requires_grad(arg)
+            need = _requires_grad(arg)  # with grad mode off too, as in PyTorch
             needs.append(need)
-            edges.append(_engine.gradient_edge(arg) if need else (None, 0))
+            edges.append(_engine.gradient_edge(arg) if need and grad_enabled else (None, 0))
         else:
             needs.append(False)
     needs = tuple(needs)
     ctx.needs_input_grad = needs
     ctx._tensor_input_positions = tuple(positions)
     ctx._num_forward_inputs = len(args)
-    is_executable = True in needs
+    is_executable = grad_enabled and True in needs
     if is_executable:
         ctx.next_functions = tuple(edges)
         if len(positions) != len(args):
