@@ -3291,6 +3291,129 @@ def fn_tutorial_chained_needs_input_grad(torch, o):
     o("frozen", Chained.apply(frozen))
 
 
+@program
+def fn_jvp_of_inplace_function(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Scale_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            x.mul_(k)
+            ctx.mark_dirty(x)
+            ctx.k = k
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            tx.mul_(ctx.k)
+            return tx
+
+    class NotInPlace_(Scale_):
+        @staticmethod
+        def jvp(ctx, tx, tk):
+            return tx * ctx.k
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.5]))
+        y = Scale_.apply(x, 3.0)
+        o("y is x", y is x)
+        o("primal, tangent", list(fwAD.unpack_dual(y)))
+        z = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.5]))
+        o.raises("not in place", lambda: NotInPlace_.apply(z, 3.0),
+                 "An inplace custom Function is not modifying the forward mode gradients inplace")
+
+
+@program
+def fn_jvp_of_view_returning_function(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Identity(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def jvp(ctx, tx):
+            return tx.view_as(tx)
+
+    class IdentityPlainJvp(Identity):
+        @staticmethod
+        def jvp(ctx, tx):
+            return tx
+
+    class IdentityOtherView(Identity):
+        @staticmethod
+        def jvp(ctx, tx):
+            return (tx * 2).view_as(tx)
+
+    class Head(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.cat([g, g.new_zeros(1)])
+
+        @staticmethod
+        def jvp(ctx, tx):
+            return tx[:2]
+
+    class HeadCloneJvp(Head):
+        @staticmethod
+        def jvp(ctx, tx):
+            return tx[:2].clone()
+
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 3.0, 5.0]))
+        o("identity", fwAD.unpack_dual(Identity.apply(x)).tangent)
+        o("head", fwAD.unpack_dual(Head.apply(x)).tangent)
+        o.raises("plain", lambda: IdentityPlainJvp.apply(x),
+                 "A custom Function's forward is returning a view (or an input as-is) but the jvp is not returning a view.")
+        o.raises("other view", lambda: IdentityOtherView.apply(x),
+                 "A custom Function is returning a view but the jvp is not returning a view of the given grad input.")
+        o.raises("head clone", lambda: HeadCloneJvp.apply(x),
+                 "the jvp is not returning a view.")
+
+
+@program
+def fn_jvp_through_func_transforms(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+        @staticmethod
+        def jvp(ctx, tx):
+            (x,) = ctx.saved_tensors
+            return 2 * x * tx
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    o("jvp", torch.func.jvp(Square.apply, (x,), (torch.ones(3),)))
+    o("jacrev", torch.func.jacrev(Square.apply)(x))
+    o("fwd over rev", torch.func.jvp(torch.func.grad(lambda t: Square.apply(t).sum()), (x,), (torch.ones(3),)))
+    o.raises("jacfwd needs vmap", lambda: torch.func.jacfwd(Square.apply)(x),
+             "You tried to vmap over Square, but it does not have vmap support")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
