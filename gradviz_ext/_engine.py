@@ -739,8 +739,12 @@ def short_node_name(name):
     """A node's name as PyTorch's errors print it: ``TanhBackward0`` is ``Tanh``,
     ``PowBackward1`` is ``Pow1``, a custom ``FBackward`` is ``F``."""
     if name.endswith("Backward0"):
-        name = name[:-len("Backward0")]
-    return name.replace("Backward", "")
+        return name[:-len("Backward0")]
+    # only the suffix: a custom BackwardHookFunctionBackward is BackwardHookFunction
+    stem = name.rstrip("0123456789")
+    if stem.endswith("Backward"):
+        return stem[:-len("Backward")] + name[len(stem):]
+    return name
 
 
 @cython.ccall

@@ -3414,6 +3414,76 @@ def fn_jvp_through_func_transforms(torch, o):
              "You tried to vmap over Square, but it does not have vmap support")
 
 
+@program
+def fn_module_full_backward_hook_then_inplace_relu(torch, o):
+    # the BackwardHookFunction of a full backward hook returns its inputs as-is (views), so an
+    # in-place ReLU right after the hooked module is refused
+    lin = torch.nn.Linear(2, 2)
+    with torch.no_grad():
+        lin.weight.copy_(torch.tensor([[1.0, -1.0], [0.5, 2.0]]))
+        lin.bias.copy_(torch.tensor([0.0, -1.0]))
+    seen = []
+    lin.register_full_backward_hook(lambda m, gi, go: seen.append([g.shape for g in go]))
+    x = torch.tensor([[1.0, -2.0]], requires_grad=True)
+    out = lin(x)
+    o("out grad_fn", out.grad_fn.name())
+    o("out is a view", out._base is not None)
+    o.raises("inplace relu", lambda: torch.nn.ReLU(inplace=True)(out),
+             "Output 0 of BackwardHookFunction is a view and is being modified inplace. This view "
+             "was created inside a custom Function")
+    torch.nn.ReLU()(lin(x)).sum().backward()
+    o("seen", seen)
+    o("x grad", x.grad)
+
+
+@program
+def fn_autograd_backward_several_outputs(torch, o):
+    class MinMax(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            lo, lo_i = x.min(0)
+            hi, hi_i = x.max(0)
+            ctx.save_for_backward(lo_i, hi_i)
+            ctx.n = x.shape[0]
+            return lo, hi
+
+        @staticmethod
+        def backward(ctx, g_lo, g_hi):
+            lo_i, hi_i = ctx.saved_tensors
+            grad = torch.zeros(ctx.n, dtype=g_lo.dtype)
+            grad[lo_i] += g_lo
+            grad[hi_i] += g_hi
+            return grad
+
+    x = torch.tensor([3.0, -1.0, 7.0, 2.0], requires_grad=True)
+    lo, hi = MinMax.apply(x)
+    torch.autograd.backward([lo, hi], [torch.tensor(2.0), torch.tensor(5.0)])
+    o("grad", x.grad)
+    lo, hi = MinMax.apply(x)
+    grads = torch.autograd.grad([lo, hi], [x], [torch.tensor(1.0), None], allow_unused=True)
+    o("grad with None", grads)
+
+
+@program
+def fn_ctx_saved_variables_and_to_save(torch, o):
+    class Square(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            o("to_save in forward", ctx.to_save)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = o.warns("saved_variables", lambda: ctx.saved_variables, "'saved_variables' is deprecated")
+            o("to_save in backward", ctx.to_save)
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Square.apply(x).sum().backward()
+    o("grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
