@@ -12,10 +12,17 @@ After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMAN
 
 * a non-tensor (including a list or tuple) is returned as is and is not tracked;
 * a tensor marked dirty *is* the input object: its version is bumped, and when the node is
-  recorded its history is rebased onto the node (a view's base gets a ``CopySlices``);
-* an input returned unchanged becomes a new tensor object sharing its data and version;
-* a non-differentiable output (marked, or of an integer dtype) gets no ``grad_fn``, but its
-  slot keeps metadata so ``backward`` receives zeros of its shape and dtype.
+  recorded its history is rebased onto the node (a view's base gets a ``CopySlices``; such a
+  Function may return only one tensor);
+* an input returned unchanged becomes a new tensor object, a view of the input;
+* a view (an input returned unchanged, or a view forward made) has the view kind
+  ``VIEW_CUSTOM_FUNCTION``: modifying it in place is PyTorch's error, since the view's
+  history would bypass the custom backward;
+* a non-differentiable output (marked, of an integer dtype, or with no node recorded: grad
+  mode off, nothing requires grad) gets no ``grad_fn``, but its slot keeps metadata so
+  ``backward`` receives zeros of its shape and dtype; if it is an input (dirty or not) that
+  requires grad, it comes back as a detached alias (PyTorch's ``detach()``), and the input
+  keeps its history.
 
 Note [Forward AD of custom Functions]
 -------------------------------------
