@@ -123,7 +123,7 @@ cdef class TensorBase:
     cdef public object _hooks
     cdef public object _post_accumulate_hooks
     cdef public object _views      # a root base's weak references to its views
-    cdef public int _view_kind     # VIEW_DEFAULT, VIEW_NO_GRAD or VIEW_MULTI_OUTPUT
+    cdef public int _view_kind     # one of the VIEW_* kinds of _engine.py
     cdef object __weakref__
 
 

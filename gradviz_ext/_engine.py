@@ -282,16 +282,18 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # its base's live views right after the write (``refresh_views`` in gradviz.ops._inplace): one
 # node per live view and write, where PyTorch makes one per view used after a write (a program
 # that holds many views of a buffer while writing into it pays for each). A
-# view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, or made
-# with grad mode off or in inference mode, cannot be renewed (PyTorch raises): it gets a node,
-# ChangedViewError, that raises PyTorch's error when the view is used in an op (PyTorch raises
-# on reading its grad_fn; gradviz's grad_fn is a plain field, so reading it gives the node) or a
-# backward pass reaches it. ``_view_kind`` says which kind a view is,
+# view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, made
+# with grad mode off or in inference mode, or returned by a custom Function, cannot be renewed
+# (PyTorch raises): it gets a node, ChangedViewError, that raises PyTorch's error when the
+# view is used in an op (PyTorch raises on reading its grad_fn; gradviz's grad_fn is a plain
+# field, so reading it gives the node) or a backward pass reaches it. ``_view_kind`` says which
+# kind a view is,
 # inherited by views of views as PyTorch propagates its CreationMeta.
 VIEW_DEFAULT = 0
 VIEW_NO_GRAD = 1         # made with grad mode off
 VIEW_MULTI_OUTPUT = 2    # an output of split/chunk/unbind made with grad mode on
 VIEW_INFERENCE_MODE = 3  # made in inference mode (Note [Inference mode])
+VIEW_CUSTOM_FUNCTION = 4  # a custom Function's output (Note [Wrapping outputs], autograd)
 
 
 @cython.ccall
@@ -767,8 +769,12 @@ def short_node_name(name):
     """A node's name as PyTorch's errors print it: ``TanhBackward0`` is ``Tanh``,
     ``PowBackward1`` is ``Pow1``, a custom ``FBackward`` is ``F``."""
     if name.endswith("Backward0"):
-        name = name[:-len("Backward0")]
-    return name.replace("Backward", "")
+        return name[:-len("Backward0")]
+    # only the suffix: a custom BackwardHookFunctionBackward is BackwardHookFunction
+    stem = name.rstrip("0123456789")
+    if stem.endswith("Backward"):
+        return stem[:-len("Backward")] + name[len(stem):]
+    return name
 
 
 @cython.ccall

@@ -25,7 +25,7 @@ function tests run every case through both.
 import cython
 
 from gradviz_ext import _ops
-from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE
+from gradviz_ext._engine import BACKWARD_TWICE_MESSAGE, VIEW_CUSTOM_FUNCTION
 
 if not cython.compiled:  # compiled, these come from the cimport in _function.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, current_graph_task,
@@ -293,10 +293,12 @@ def apply_function(cls, args: tuple):
     if n == 1 and isinstance(arg, TensorBase):  # one tensor argument: no lists to build
         t = arg
         node._tensor_input_positions = _FIRST_POSITION
-        if grad_enabled and (t._requires_grad or t.grad_fn is not None):
-            executable = True
+        if (t._requires_grad or t.grad_fn is not None  # with grad mode off too, as PyTorch
+                or (t._base is not None and _ops.requires_grad(t))):  # a no_grad view
             node.needs_input_grad = _NEEDS_ONE
-            node.next_functions = (gradient_edge(t),)
+            if grad_enabled:
+                executable = True
+                node.next_functions = (gradient_edge(t),)
         else:
             node.needs_input_grad = _NEEDS_NONE
     else:
@@ -308,8 +310,10 @@ def apply_function(cls, args: tuple):
             if isinstance(arg, TensorBase):
                 positions.append(i)
                 t = arg
-                if grad_enabled and (t._requires_grad or t.grad_fn is not None):
+                if (t._requires_grad or t.grad_fn is not None
+                        or (t._base is not None and _ops.requires_grad(t))):
                     needs[i] = True
+                if needs[i] and grad_enabled:
                     executable = True
                     edges.append(gradient_edge(t))
                 else:
@@ -341,9 +345,12 @@ def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: c
     """One floating-point tensor output, nothing marked: Note [Wrapping outputs]."""
     out: TensorBase = raw
     for arg in args:
-        if arg is raw:  # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
-            out = _wrap_unchanged_input(raw)
+        if arg is raw:  # an input returned unchanged becomes a view of it (SEMANTICS 7)
+            out = _wrap_unchanged_input(raw, executable)
             break
+    else:
+        if raw._base is not None:  # a view made in forward cannot be modified in place
+            raw._view_kind = VIEW_CUSTOM_FUNCTION
     if not executable:
         node._to_save = None
         return out

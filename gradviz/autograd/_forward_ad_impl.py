@@ -64,7 +64,20 @@ class _Level:
 
     def __init__(self, index):
         self.index = index
-        self.holders = weakref.WeakSet()
+        # id -> weak reference. Not a WeakSet: adding a tensor it holds already compares two
+        # references with ==, which is elementwise for tensors (and raises for more than one
+        # element); a reference's callback drops the entry before its id can be reused
+        self.holders = {}
+
+    def hold(self, tensor):
+        key = id(tensor)
+        if key not in self.holders:
+            holders = self.holders
+            self.holders[key] = weakref.ref(tensor, lambda _, key=key: holders.pop(key, None))
+
+    def held(self):
+        """The live tensors that hold a tangent at this level."""
+        return [t for t in (ref() for ref in list(self.holders.values())) if t is not None]
 
 
 _level = None  # the active _Level, or None
@@ -94,7 +107,7 @@ def exit_dual_level(*, level=None):
             "Trying to exit a forward AD level that was not the last one that was created. "
             "This is not supported."
         )
-    for tensor in list(_level.holders):
+    for tensor in _level.held():
         tensor._forward_tangent = None
     _level = None
     _ext_ops._forward_ad = None
@@ -117,7 +130,7 @@ def tangent_of(tensor):
 
 def set_tangent(tensor, tangent):
     tensor._forward_tangent = tangent
-    _level.holders.add(tensor)
+    _level.hold(tensor)
 
 
 def _replay_numpy(array, chain):
@@ -521,8 +534,44 @@ def function_jvp(cls, ctx, args, raw_outputs, outputs):
                 "return None at that position instead."
             )
         check_tangent_shape(out, tangent)
+        _check_view_and_inplace_tangent(ctx, args, tangents, raw_out, out, tangent)
         set_tangent(out, tangent)
         _keep_saved_output(out)
+
+
+_INPLACE_JVP_MESSAGE = (
+    "An inplace custom Function is not modifying the forward mode gradients inplace. If the "
+    "forward is modifying an input inplace, then the jvp function must modify the "
+    "corresponding gradient inplace.")
+_VIEW_JVP_MESSAGE = (
+    "A custom Function's forward is returning a view (or an input as-is) but the jvp is not "
+    "returning a view.")
+_VIEW_OF_GRAD_JVP_MESSAGE = (
+    "A custom Function is returning a view but the jvp is not returning a view of the given "
+    "grad input.")
+
+
+def _check_view_and_inplace_tangent(ctx, args, tangents, raw_out, out, tangent):
+    """PyTorch's rules for an output that is an input modified in place (the jvp modifies
+    that input's tangent in place and returns it) or a view of an input (the jvp returns a
+    view of that input's tangent)."""
+    if any(raw_out is d for d in ctx._dirty_tensors):
+        for arg, given in zip(args, tangents):
+            if arg is raw_out and tangent is not given:
+                raise RuntimeError(_INPLACE_JVP_MESSAGE)
+        return
+    base = out._base
+    if base is None:
+        return
+    for arg, given in zip(args, tangents):
+        if not isinstance(arg, Tensor) or given is None:
+            continue
+        if base is arg or base is arg._base:
+            if tangent._base is None:
+                raise RuntimeError(_VIEW_JVP_MESSAGE)
+            if tangent._base is not (given if given._base is None else given._base):
+                raise RuntimeError(_VIEW_OF_GRAD_JVP_MESSAGE)
+            return
 
 
 def check_tangent_shape(primal, tangent):

@@ -16,6 +16,16 @@ A mismatch raises :class:`GradcheckError` (a ``RuntimeError``, as in PyTorch) th
 PyTorch's first line, "Jacobian mismatch for output k with respect to input i," and then lists
 the worst entries instead of both full Jacobians. Inputs are numbered by their position in
 ``inputs``.
+
+After the Jacobians, two checks of PyTorch's that the Jacobians cannot see:
+
+* zero output gradients must give zero (or no) input gradients: a backward that forgets to
+  multiply by its ``grad_output`` can have the right Jacobian ("backward not multiplied by
+  grad_output");
+* with ``check_undefined_grad``, backward must cope with undefined (``None``) output
+  gradients, all at once and, for several outputs, one at a time; the outputs pass through
+  :class:`UndefinedGrad`, whose backward gives none (a custom Function that called
+  ``ctx.set_materialize_grads(False)`` receives ``None``).
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ import numpy as np
 from .._tensor import Tensor, _wrap
 from . import grad_mode
 from ._functional import grad as _grad
+from .function import Function
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
@@ -188,6 +199,75 @@ def _common_ratio(numerical, analytical):
     return None
 
 
+class UndefinedGrad(Function):
+    """The identity, whose backward gives no gradient: PyTorch's
+    ``torch._C._functions.UndefinedGrad``, for the undefined-gradient check."""
+
+    @staticmethod
+    def forward(ctx, tensor):
+        return tensor.clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        return None
+
+
+_UNDEFINED_NOT_HANDLED = (
+    "Expected backward function to handle undefined output grads. Please look at \"Notes about "
+    "undefined output gradients\" in \"tools/autograd/derivatives.yaml\"")
+_UNDEFINED_NOT_ZERO = (
+    "Expected all input grads to be undefined or zero when all output grads are undefined or "
+    "zero. Please look at \"Notes about undefined output gradients\" in "
+    "\"tools/autograd/derivatives.yaml\"")
+
+
+def _warn_undefined_check():
+    warnings.warn(
+        "Backwards compatibility: New undefined gradient support checking feature is enabled "
+        "by default, but it may break existing callers of this function. If this is true for "
+        "you, you can call this function with \"check_undefined_grad=False\" to disable the "
+        "feature", UserWarning, stacklevel=4)
+
+
+def _zero_cotangents(outputs):
+    return [_wrap(np.zeros_like(out._data)) for out in outputs]
+
+
+def _check_backward_multiplies_grad_output(func, inputs, positions):
+    """Zero output gradients must give zero input gradients (Note [Gradcheck])."""
+    outputs = [out for out in _outputs(func, inputs) if _differentiable(out)]
+    diff_inputs = [inputs[i] for i in positions]
+    grads = _grad(outputs, diff_inputs, _zero_cotangents(outputs), allow_unused=True)
+    for grad, tensor in zip(grads, diff_inputs):
+        if grad is None:
+            continue
+        if np.any(grad._data != 0):
+            raise GradcheckError("backward not multiplied by grad_output")
+        if grad.dtype is not tensor.dtype:
+            raise GradcheckError("grad is incorrect type")
+        if tuple(grad.shape) != tuple(tensor.shape):
+            raise GradcheckError("grad is incorrect size")
+
+
+def _check_undefined_grad(func, inputs, positions):
+    """Backward must cope with undefined output gradients (Note [Gradcheck])."""
+    diff_inputs = [inputs[i] for i in positions]
+    count = sum(1 for out in _outputs(func, inputs) if _differentiable(out))
+    cases = [None] + (list(range(count)) if count > 1 else [])
+    for undefined in cases:  # None: every output's gradient is undefined
+        outputs = [UndefinedGrad.apply(out) if undefined is None or k == undefined else out
+                   for k, out in enumerate(o for o in _outputs(func, inputs)
+                                           if _differentiable(o))]
+        try:
+            grads = _grad(outputs, diff_inputs, _zero_cotangents(outputs), allow_unused=True)
+        except RuntimeError as error:
+            _warn_undefined_check()
+            raise GradcheckError(_UNDEFINED_NOT_HANDLED) from error
+        if any(grad is not None and np.any(grad._data != 0) for grad in grads):
+            _warn_undefined_check()
+            raise GradcheckError(_UNDEFINED_NOT_ZERO)
+
+
 def _fail(message, raise_exception):
     if raise_exception:
         raise GradcheckError(message)
@@ -212,9 +292,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     raise_exception : bool
         Raise :class:`GradcheckError` on failure (default) or return False.
 
+    check_undefined_grad : bool
+        Also check that backward copes with undefined (``None``) output gradients.
+
     The remaining keywords exist for PyTorch compatibility: ``nondet_tol``,
-    ``check_undefined_grad``, ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and
-    ``masked`` are accepted (the full Jacobian is always compared). ``check_forward_ad``
+    ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and ``masked`` are accepted
+    (the full Jacobian is always compared). ``check_forward_ad``
     also compares the Jacobian that forward-mode AD gives (one tangent element at a time)
     with the numerical one; the batched checks are not supported.
 
@@ -244,7 +327,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             "gradviz's gradcheck does not support check_batched_grad or "
             "check_batched_forward_grad yet"
         )
-    del nondet_tol, check_undefined_grad, check_grad_dtypes, fast_mode, masked
+    del nondet_tol, check_grad_dtypes, fast_mode, masked
     inputs = _as_tuple(inputs)
     positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
     if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
@@ -294,6 +377,15 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             return _fail(_mismatch_message(k, i, jacobian, expected, atol, rtol,
                                            tuple(inputs[i].shape), tuple(out.shape),
                                            "analytical"), raise_exception)
+    try:
+        with grad_mode.enable_grad():
+            _check_backward_multiplies_grad_output(func, inputs, positions)
+            if check_undefined_grad:
+                _check_undefined_grad(func, inputs, positions)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
     return True
 
 

@@ -3,11 +3,19 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from gradviz_ext import engine as _engine
 
 Node = _engine.Node
 
-__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
+__all__ = ["Node", "saved_tensors_hooks", "save_on_cpu", "disable_saved_tensors_hooks",
+           "register_multi_grad_hook"]
+
+# The message of the innermost disable_saved_tensors_hooks block (None: hooks are allowed), and
+# how many saved_tensors_hooks blocks are open (disabling them inside one is an error)
+_disabled_message = None
+_open_blocks = 0
 
 
 class saved_tensors_hooks:
@@ -52,11 +60,17 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
+        global _open_blocks
+        if _disabled_message is not None:
+            raise RuntimeError(_disabled_message)
         _engine.push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        _open_blocks += 1
         return self
 
     def __exit__(self, *exc):
+        global _open_blocks
         _engine.pop_saved_tensors_hooks()
+        _open_blocks -= 1
         return False
 
 
@@ -88,6 +102,38 @@ class save_on_cpu(saved_tensors_hooks):
             return tensor.to(device)
 
         super().__init__(pack_to_cpu, unpack_from_cpu)
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Context manager: inside it, starting a ``saved_tensors_hooks`` block (or
+    ``save_on_cpu``) raises ``RuntimeError(error_message)``, as
+    ``torch.autograd.graph.disable_saved_tensors_hooks``.
+
+    For code that cannot work with saved-tensor hooks. Entering it while a
+    ``saved_tensors_hooks`` block is open raises the same error. Blocks nest; leaving one
+    restores the message of the enclosing one.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> with torch.autograd.graph.disable_saved_tensors_hooks("hooks are off here"):
+    ...     try:
+    ...         with torch.autograd.graph.save_on_cpu():
+    ...             pass
+    ...     except RuntimeError as error:
+    ...         print(error)
+    hooks are off here
+    """
+    global _disabled_message
+    if _open_blocks:
+        raise RuntimeError(error_message)
+    previous = _disabled_message
+    _disabled_message = error_message
+    try:
+        yield
+    finally:
+        _disabled_message = previous
 
 
 # ---- hooks on several tensors -------------------------------------------------------------

@@ -54,6 +54,14 @@ _MULTI_OUTPUT_MESSAGE = (
 )
 
 
+_CUSTOM_FUNCTION_MESSAGE = (
+    " This view was created inside a custom Function (or because an input was returned as-is) "
+    "and the autograd logic to handle view+inplace would override the custom backward "
+    "associated with the custom Function, leading to incorrect gradients. This behavior is "
+    "forbidden. You can fix this by cloning the output of the custom Function."
+)
+
+
 _NO_GRAD_VIEW_MESSAGE = (
     " Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
     "your code by moving both the view and the inplace either both inside the {block} block (if "
@@ -116,10 +124,10 @@ def _check_no_partial_overlap(self, others):
 
 
 def _view_error(view, what):
-    """PyTorch's error for a view made by a multi-output op (``split``, ``chunk``, ``unbind``)
-    or with grad mode off, when it ``what`` ("is being modified inplace", or "its base or
-    another view of its base has been modified inplace") and autograd would have to record
-    it (Note [Multi-output views] in ``ops/_shape.py``, Note [Views after their base changed]
+    """PyTorch's error for a view made by a multi-output op (``split``, ``chunk``, ``unbind``),
+    with grad mode off or by a custom Function, when it ``what`` ("is being modified inplace",
+    or "its base or another view of its base has been modified inplace") and autograd would
+    have to record it (Note [Multi-output views] in ``ops/_shape.py``, Note [Views after their base changed]
     in ``gradviz_ext/_engine.py``)."""
     node = view.grad_fn
     name, nr = None, view._output_nr
@@ -129,7 +137,8 @@ def _view_error(view, what):
         name = _engine.short_node_name(node.name())  # PyTorch says "Output 0 of Split"
     multi_output = view._view_kind == _engine.VIEW_MULTI_OUTPUT
     inference = view._view_kind == _engine.VIEW_INFERENCE_MODE
-    if name is not None and multi_output:
+    custom = view._view_kind == _engine.VIEW_CUSTOM_FUNCTION
+    if name is not None and (multi_output or custom):
         header = f"Output {nr} of {name} is a view and {what}."
     else:
         # without a node PyTorch words it as made under no_grad (a piece of a constant too); a
@@ -142,6 +151,8 @@ def _view_error(view, what):
             header = f"{made} no_grad mode and {what} with grad mode enabled."
     if multi_output:
         return header + _MULTI_OUTPUT_MESSAGE
+    if custom:
+        return header + _CUSTOM_FUNCTION_MESSAGE
     block = "inference_mode" if inference else "no_grad"
     return header + _NO_GRAD_VIEW_MESSAGE.format(block=block)
 

@@ -22,6 +22,7 @@ gradients this node returns are cast to *its inputs'* dtypes as usual, so ``.gra
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from gradviz_ext import engine as _engine
@@ -63,6 +64,19 @@ class FunctionCtx:
                     "non-tensors as attributes on ctx."
                 )
         self.saved_for_forward = tensors
+
+    @property
+    def saved_variables(self):
+        """The deprecated name of ``saved_tensors`` (older tutorials use it): warns, then
+        returns ``saved_tensors``."""
+        warnings.warn("'saved_variables' is deprecated; use 'saved_tensors'", DeprecationWarning,
+                      stacklevel=2)
+        return self.saved_tensors
+
+    @property
+    def to_save(self):
+        """What ``save_for_backward`` was given, while forward runs (then ``None``)."""
+        return self._to_save
 
     def mark_dirty(self, *tensors):
         """Mark inputs that ``forward`` modified in place; each must be returned.

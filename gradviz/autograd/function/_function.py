@@ -12,10 +12,17 @@ After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMAN
 
 * a non-tensor (including a list or tuple) is returned as is and is not tracked;
 * a tensor marked dirty *is* the input object: its version is bumped, and when the node is
-  recorded its history is rebased onto the node (a view's base gets a ``CopySlices``);
-* an input returned unchanged becomes a new tensor object sharing its data and version;
-* a non-differentiable output (marked, or of an integer dtype) gets no ``grad_fn``, but its
-  slot keeps metadata so ``backward`` receives zeros of its shape and dtype.
+  recorded its history is rebased onto the node (a view's base gets a ``CopySlices``; such a
+  Function may return only one tensor);
+* an input returned unchanged becomes a new tensor object, a view of the input;
+* a view (an input returned unchanged, or a view forward made) has the view kind
+  ``VIEW_CUSTOM_FUNCTION``: modifying it in place is PyTorch's error, since the view's
+  history would bypass the custom backward;
+* a non-differentiable output (marked, of an integer dtype, or with no node recorded: grad
+  mode off, nothing requires grad) gets no ``grad_fn``, but its slot keeps metadata so
+  ``backward`` receives zeros of its shape and dtype; if it is an input (dirty or not) that
+  requires grad, it comes back as a detached alias (PyTorch's ``detach()``), and the input
+  keeps its history.
 
 Note [Forward AD of custom Functions]
 -------------------------------------
@@ -50,6 +57,13 @@ _VIEW_OF_LEAF_DIRTY_MESSAGE = (
 _DIRTY_NOT_RETURNED_MESSAGE = (
     "Some elements marked as dirty during the forward method were not returned as output. "
     "The inputs that are modified inplace must all be outputs of the Function.")
+_DIRTY_VIEW_MESSAGE = (
+    "If your Function modifies inplace an input that is a view of another Tensor, your Function "
+    "cannot return more than one Tensor. This is not supported by the current autograd engine. "
+    "You should either make sure the input is not a view (using .clone() for example) or make "
+    "your Function only return one Tensor (potentially splitting it into two Functions: one "
+    "doing the inplace that returns a single Tensor and a second one that does the other "
+    "operations).")
 _DIRTY_NOT_INPUT_MESSAGE = (
     "ctx.mark_dirty() received a tensor that was not an input. Only input Tensors that have "
     "been mutated should be passed to ctx.mark_dirty().")
@@ -178,6 +192,12 @@ def _bind_arguments(fn, args, kwargs, skip_ctx):
         parameters = list(signature.parameters.values())[1:]
         signature = signature.replace(parameters=parameters)
     bound = signature.bind(*args, **kwargs)
+    for name in kwargs:
+        parameter = signature.parameters.get(name)
+        if parameter is None or parameter.kind is not parameter.POSITIONAL_OR_KEYWORD:
+            # forward gets its arguments by position only: a keyword-only argument or one
+            # that **kwargs would take cannot reach it (PyTorch's message)
+            raise TypeError(f"forward() got an unexpected keyword argument '{name}'")
     bound.apply_defaults()
     return tuple(bound.args)
 
@@ -199,16 +219,16 @@ def _apply(cls, args, kwargs, prepare=None):
     for index, arg in enumerate(args):
         if isinstance(arg, Tensor):
             positions.append(index)
-            need = grad_enabled and _requires_grad(arg)
+            need = _requires_grad(arg)  # with grad mode off too, as in PyTorch
             needs.append(need)
-            edges.append(_engine.gradient_edge(arg) if need else (None, 0))
+            edges.append(_engine.gradient_edge(arg) if need and grad_enabled else (None, 0))
         else:
             needs.append(False)
     needs = tuple(needs)
     ctx.needs_input_grad = needs
     ctx._tensor_input_positions = tuple(positions)
     ctx._num_forward_inputs = len(args)
-    is_executable = True in needs
+    is_executable = grad_enabled and True in needs
     if is_executable:
         ctx.next_functions = tuple(edges)
         if len(positions) != len(args):
@@ -251,7 +271,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = ctx._dirty_tensors
     _check_dirty(dirty, raw, input_ids, is_executable)
-    non_diff = {id(t) for t in ctx._non_differentiable}
+    non_diff = _non_differentiable_ids(ctx._non_differentiable)
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
     wrapped = []
     metas = []
@@ -263,24 +283,29 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             metas.append(None)
             output_dtypes.append(None)
             continue
+        differentiable = (is_executable and id(out) not in non_diff
+                          and out.dtype.is_floating_point)
         is_dirty = any(out is d for d in dirty)
         if is_dirty:
             dirty_outputs.append(nr)
             out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
+            if differentiable and out._base is not None and len(raw) > 1:
+                raise RuntimeError(_DIRTY_VIEW_MESSAGE)
+            if is_executable:
+                _rebase_dirty(out, ctx, nr, differentiable)
+            if not differentiable and _requires_grad(out):
+                out = _detached_alias(out)  # the input keeps its history and requires_grad
         elif id(out) in input_ids:
-            # an input returned unchanged becomes a new tensor object (SEMANTICS 7)
-            out = _wrap(out._data, version_counter=out._version_counter)
+            out = _wrap_unchanged_input(out, differentiable)  # SEMANTICS 7
+        elif out._base is not None:
+            out._view_kind = _engine.VIEW_CUSTOM_FUNCTION
         meta_dtype = out.dtype if declared is None else declared[nr]
         metas.append(_engine.InputMeta(out._data.shape, meta_dtype))
         output_dtypes.append(out.dtype)
-        if is_executable:
-            differentiable = id(raw[nr]) not in non_diff and out.dtype.is_floating_point
-            if is_dirty:
-                _rebase_dirty(out, ctx, nr, differentiable)
-            elif differentiable:
-                out.grad_fn = ctx
-                out._output_nr = nr
-                out._requires_grad = False
+        if differentiable and not is_dirty:
+            out.grad_fn = ctx
+            out._output_nr = nr
+            out._requires_grad = False
         wrapped.append(out)
     if is_executable:
         ctx._input_metadata = tuple(metas)
@@ -300,10 +325,12 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
     """SEMANTICS 8: dirty tensors must be returned; a non-input only warns; no leaves."""
-    for tensor in dirty:
+    for index, tensor in enumerate(dirty):
         if not isinstance(tensor, Tensor):
-            raise TypeError(
-                f"mark_dirty only accepts Tensors, but got {type(tensor).__name__}")
+            raise RuntimeError(
+                f"mark_dirty can only accept variables, but argument {index} is of type "
+                f"{type(tensor).__name__}")
+    for tensor in dirty:
         if id(tensor) not in input_ids:
             warnings.warn(_DIRTY_NOT_INPUT_MESSAGE, UserWarning, stacklevel=4)
         if not any(tensor is out for out in raw):
@@ -314,6 +341,16 @@ def _check_dirty(dirty, raw, input_ids, is_executable):
             base = tensor._base
             if base is not None and base.grad_fn is None and base._requires_grad:
                 raise RuntimeError(_VIEW_OF_LEAF_DIRTY_MESSAGE)
+
+
+def _non_differentiable_ids(tensors):
+    """The ids of the tensors given to ``ctx.mark_non_differentiable``, checked to be tensors."""
+    for value in tensors:
+        if not isinstance(value, Tensor):
+            raise RuntimeError(
+                "mark_non_differentiable only accepts variable arguments, but got "
+                f"{type(value).__name__}")
+    return {id(t) for t in tensors}
 
 
 def _declared_grad_dtypes(ctx, raw, non_diff):
@@ -402,8 +439,26 @@ def _save_variables(ctx, wrapped, raw):
     ctx._saved = saved
 
 
-def _wrap_unchanged_input(tensor):
-    """An input that forward returned as is: a new tensor object sharing its data and version."""
+def _wrap_unchanged_input(tensor, differentiable):
+    """An input that forward returned as is: a new tensor object (Note [Wrapping outputs]).
+
+    A view of ``tensor`` that may not be modified in place (PyTorch's ``view_as(self)`` with
+    the creation meta IN_CUSTOM_FUNCTION), unless the output is not ``differentiable`` while
+    ``tensor`` requires grad: then a detached alias, as PyTorch's ``detach()``.
+    """
+    if not differentiable and _requires_grad(tensor):
+        return _detached_alias(tensor)
+    out = _wrap(tensor._data, version_counter=tensor._version_counter)
+    root = tensor if tensor._base is None else tensor._base
+    out._base = root
+    out._view_chain = tensor._view_chain
+    _engine.track_view(root, out, tensor, _engine.VIEW_CUSTOM_FUNCTION)
+    out._view_kind = _engine.VIEW_CUSTOM_FUNCTION  # also when made with grad mode off
+    return out
+
+
+def _detached_alias(tensor):
+    """``tensor.detach()``: the same data and version counter, no history."""
     return _wrap(tensor._data, version_counter=tensor._version_counter)
 
 
