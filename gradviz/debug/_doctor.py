@@ -25,6 +25,7 @@ says why.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from typing import Callable
@@ -39,6 +40,7 @@ from ..autograd._functional import make_graph_task
 from . import _capture
 from ._arguments import graph_values, is_custom, recorded_inputs
 from ._gradcheck import check_double_backward, check_function
+from ._rerun import GradvizRerun
 from ._report import _WORST, FINDING_KINDS, DoctorReport, Entry, Finding, _fmt, _format_index, _index
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
@@ -92,46 +94,28 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
     BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
     """
-    roots = (loss,) if isinstance(loss, Tensor) or type(loss).__module__.startswith("torch") \
-        else tuple(loss)
-    for index, root in enumerate(roots):
-        if not isinstance(root, Tensor):
-            kind = type(root)
-            if kind.__module__.split(".")[0] == "torch":
-                raise TypeError(
-                    f"doctor: loss[{index}] is a PyTorch {kind.__name__}; the doctor re-runs the "
-                    f"custom Functions of a gradviz graph: build the model with gradviz (import "
-                    f"gradviz as torch), or record torch's backward with "
-                    f"gradviz.debug.record_torch to step through it")
-            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
-        if not root.requires_grad:
-            raise RuntimeError(
-                f"element {index} of tensors does not require grad and does not have a grad_fn"
-            )
-    nodes = _walk([r.grad_fn for r in roots if r.grad_fn is not None])
-    custom = [n for n in nodes if is_custom(n)]
-    report = DoctorReport()
+    roots = (loss,) if isinstance(loss, Tensor) or _is_torch(loss) else tuple(loss)
+    graph = _graph(roots)
+    nodes, custom = graph.nodes, graph.custom
+    report = DoctorReport(node_id=graph.node_id)
     reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
 
     # The doctor re-runs Functions: keep them out of any forward recorder (and capture).
-    previous_observer = _engine.set_forward_observer(None)
-    try:
-        mutated = _check_saved(nodes)
-        report.findings.extend(mutated)
+    with graph.paused():
+        report.findings.extend(graph.saved_findings())
         pass_result = None
         if check_backward:
-            pass_result = _backward_pass(roots, gradient, nodes, report)
+            pass_result = graph.backward_pass(gradient, report)
             reporter("backward pass")
         checks = {}
-        known = graph_values(nodes)
         for node in custom:
-            args, reason = recorded_inputs(node, known)
+            args, reason = graph.arguments(node)
             if args is None:
                 report.skipped.append((node, reason))
             else:
                 incoming = None if pass_result is None else pass_result.grads_in.get(node)
                 check = check_function(node._forward_cls, args, node.needs_input_grad, seed,
-                                       max_entries, incoming)
+                                       max_entries, incoming, rerun=graph.rerun)
                 checks[node] = check
                 if check.skipped is not None:
                     report.skipped.append((node, check.skipped))
@@ -139,15 +123,20 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                     report.checked.append(node)
                     if double_backward and check.ok:
                         second, reason = check_double_backward(node._forward_cls, args,
-                                                               node.needs_input_grad, seed)
+                                                               node.needs_input_grad, seed,
+                                                               rerun=graph.rerun)
                         if second is None:
                             report.notes.append(f"{node.name()}: double backward not checked: "
                                                 f"{reason}")
                         else:
                             report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
-    finally:
-        _engine.set_forward_observer(previous_observer)
+    if graph.torch and not custom:
+        report.notes.append("the graph has no custom torch.autograd.Function: nothing to check "
+                            "against finite differences (the NaN/Inf pass and the saved-tensor "
+                            "checks ran)" if check_backward else
+                            "the graph has no custom torch.autograd.Function: nothing to check "
+                            "against finite differences")
 
     order = {node: i for i, node in enumerate(nodes)}
     findings = []
@@ -157,12 +146,88 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
-    _name_repeated_nodes(findings, custom)
+    _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings
     return report
 
 
-def _name_repeated_nodes(findings, custom):
+def _is_torch(value):
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _graph(roots):
+    """The doctor's view of the graph behind ``roots``: gradviz's, or PyTorch's when the roots
+    are ``torch.Tensor`` s (Note [Doctor on PyTorch graphs] in ``_torch_graph``)."""
+    tensor_type, graph_type = Tensor, _GradvizGraph
+    if roots and _is_torch(roots[0]):
+        try:
+            import torch
+
+            from ._torch_graph import TorchGraph
+        except ImportError as exc:
+            raise ImportError(
+                f"doctor: loss[0] is a PyTorch {type(roots[0]).__name__}, but torch cannot be "
+                f"imported ({exc}); the doctor needs torch to re-run the graph's "
+                f"torch.autograd.Functions: repair the torch installation, or build the model "
+                f"with gradviz (import gradviz as torch)") from exc
+        tensor_type, graph_type = torch.Tensor, TorchGraph
+    for index, root in enumerate(roots):
+        if not isinstance(root, tensor_type):
+            kind = type(root)
+            if isinstance(root, Tensor) or _is_torch(root):
+                first, this = (("PyTorch", "gradviz") if tensor_type is not Tensor
+                               else ("gradviz", "PyTorch"))
+                raise TypeError(
+                    f"doctor: loss[{index}] is a {this} {kind.__name__} but loss[0] is a "
+                    f"{first} tensor; the roots must come from one graph: all PyTorch or all "
+                    f"gradviz")
+            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
+        if not root.requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+    return graph_type(roots, _walk([r.grad_fn for r in roots if r.grad_fn is not None]))
+
+
+class _GradvizGraph:
+    """The doctor's view of a gradviz graph: its nodes, how to read a custom node's forward
+    arguments (``_arguments``), the saved-tensor checks and the extra backward pass.
+    ``_torch_graph.TorchGraph`` is the same for a PyTorch graph."""
+
+    rerun = GradvizRerun
+    torch = False
+
+    def __init__(self, roots, nodes):
+        self.roots = roots
+        self.nodes = nodes
+        self.custom = [n for n in nodes if is_custom(n)]
+        self._known = None
+
+    @staticmethod
+    def node_id(node):
+        return node.node_id
+
+    @contextlib.contextmanager
+    def paused(self):
+        previous = _engine.set_forward_observer(None)
+        try:
+            yield
+        finally:
+            _engine.set_forward_observer(previous)
+
+    def saved_findings(self):
+        return _check_saved(self.nodes)
+
+    def backward_pass(self, gradient, report):
+        return _backward_pass(self.roots, gradient, self.nodes, report)
+
+    def arguments(self, node):
+        if self._known is None:  # after the backward pass, as the graph is then
+            self._known = graph_values(self.nodes)
+        return recorded_inputs(node, self._known)
+
+
+def _name_repeated_nodes(findings, custom, node_id):
     """A Function applied several times has one node per use, all of one name: say which use
     (in forward order) and the node's id, so two findings of one name can be told apart."""
     uses = {}
@@ -174,7 +239,7 @@ def _name_repeated_nodes(findings, custom):
             number = nodes.index(finding.node) + 1
             finding.details["use"] = number
             finding.message += (f" [use {number} of {len(nodes)} of {finding.function.__name__} "
-                                f"in forward order, node {finding.node.node_id}]")
+                                f"in forward order, node {node_id(finding.node)}]")
 
 
 # ---- the graph ------------------------------------------------------------------------------
@@ -206,6 +271,8 @@ def _function(node):
 def _position(node, edge_index):
     """The forward argument position of edge ``edge_index`` of a node."""
     positions = getattr(node, "_tensor_input_positions", None)
+    if positions is None:  # a torch custom Function's node, recorded inside capture()
+        positions = getattr(getattr(node, _capture.TORCH_RECORD, None), "tensor_positions", None)
     if positions and edge_index < len(positions):
         return positions[edge_index]
     return edge_index
