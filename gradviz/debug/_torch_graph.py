@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import gc
 import itertools
+import re
 from contextlib import contextmanager
 
 import numpy as np
@@ -159,7 +160,9 @@ def recorded_inputs(node, known, trail=()):
             constants.append(position)
             continue
         if _is_accumulate_grad(next_node):
-            args[position] = next_node.variable.detach().clone()
+            variable = next_node.variable
+            args[position] = variable.detach().clone()
+            used.update(i for i, t in enumerate(saved) if t is variable)  # a saved leaf
             continue
         match = next((i for i, t in enumerate(saved) if t is not None
                       and t.grad_fn is next_node and t.output_nr == input_nr), None)
@@ -280,11 +283,22 @@ def _unpack_error(item):
     return None
 
 
+_VERSION = re.compile(r"modified by an inplace operation: (.*), which is (.*), is at "
+                      r"version (\d+); expected version (\d+) instead")
+
+
 def _mutated_finding(node, label, error):
-    text = str(error).split(" Hint:")[0]
-    what = text.split(": ", 1)[1] if ": " in text else text
-    message = (f"{node.name()}: {label} was changed after it was saved; an in-place operation "
-               f"moved its version ({what}), so backward will raise")
+    """The finding for a saved tensor torch refuses to unpack; torch's message says what the
+    tensor is and the versions."""
+    match = _VERSION.search(str(error))
+    if match is not None:
+        tensor, origin, now, saved = match.groups()
+        what = f"{label} ({tensor}, {origin})"
+        moved = f"moved its version from {saved} to {now}"
+    else:
+        what, moved = label, f"moved its version ({str(error).split(' Hint:')[0]})"
+    message = (f"{node.name()}: {what} was changed after it was saved; an in-place operation "
+               f"{moved}, so backward will raise")
     function = node._forward_cls if is_custom(node) else None
     return Finding(kind="mutated_saved", function=function, node=node, input_index=None,
                    message=message, hint="clone the tensor before modifying it in place",

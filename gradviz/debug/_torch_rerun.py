@@ -214,8 +214,8 @@ class TorchRerun(Rerun):
         with torch.enable_grad():
             first = torch.autograd.grad(roots, inputs, grads, create_graph=True,
                                         allow_unused=True)
-            if any(g is not None and g.grad_fn is not None
-                   and g.grad_fn.name().startswith("DelayedError") for g in first):
+            if any(g is not None and g.grad_fn is not None and _delayed_error(g.grad_fn)
+                   for g in first):
                 raise RuntimeError("its backward is @once_differentiable")
             total = None
             for p, g in zip(self.positions, first):
@@ -228,6 +228,12 @@ class TorchRerun(Rerun):
                 second = torch.autograd.grad([total], inputs, allow_unused=True)
         return {p: (np.zeros(self.base[p].shape) if g is None else as_array(g).astype(np.float64))
                 for p, g in zip(self.positions, second)}
+
+
+def _delayed_error(node):
+    """torch's node behind the gradients of a @once_differentiable backward under
+    create_graph=True (``torch._C._functions.DelayedError``, named ``Error``)."""
+    return node.name().rsplit("::", 1)[-1] in ("Error", "DelayedError")
 
 
 def _modified_in_forward(call, arrays, outputs):

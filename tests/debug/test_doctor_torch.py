@@ -868,3 +868,363 @@ def _assert_diagnosis(case, report, seed):
         hints = " | ".join(str(f.hint) for f in report.findings)
         assert case.hint in hints, f"{case.name}: hint {case.hint!r} not in {hints!r}\n{text}"
         assert case.hint in text
+
+
+# ---- programs beyond one Function ----------------------------------------------------------
+
+class CustomLinear(torch.nn.Module):
+    """A layer whose forward is a custom Function (as people wrap their own kernels)."""
+
+    def __init__(self, fan_in, fan_out, generator):
+        super().__init__()
+        self.weight = torch.nn.Parameter(
+            torch.randn(fan_out, fan_in, generator=generator) / fan_in ** 0.5)
+        self.bias = torch.nn.Parameter(torch.randn(fan_out, generator=generator) * 0.1)
+
+    def forward(self, x):
+        return Linear.apply(x, self.weight, self.bias)
+
+
+class Net(torch.nn.Module):
+    def __init__(self, activation, seed=0):
+        super().__init__()
+        generator = torch.Generator().manual_seed(seed)
+        self.first = CustomLinear(6, 8, generator)
+        self.second = CustomLinear(8, 3, generator)
+        self.activation = activation
+
+    def forward(self, x):
+        return self.second(self.activation.apply(self.first(x)))
+
+
+def _net_loss(net, x, target):
+    return torch.nn.functional.cross_entropy(net(x), target)
+
+
+def _net_data():
+    generator = torch.Generator().manual_seed(7)
+    return torch.randn(10, 6, generator=generator), torch.randint(0, 3, (10,), generator=generator)
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
+def test_module_around_custom_functions(capture):
+    x, target = _net_data()
+    net = Net(Tanh)
+    with _captured(capture):
+        loss = _net_loss(net, x, target)
+    report = gradviz.debug.doctor(loss)
+    assert report.findings == [] and len(report.checked) == 3 and not report.skipped, str(report)
+    assert all(p.grad is None for p in net.parameters()), "the doctor wrote .grad"
+    # the network is right: its float32 gradients are those of torch's built-in layers
+    loss.backward()
+    reference = torch.nn.functional.cross_entropy(
+        torch.nn.functional.linear(torch.tanh(torch.nn.functional.linear(
+            x, net.first.weight, net.first.bias)), net.second.weight, net.second.bias), target)
+    expected = torch.autograd.grad(reference, list(net.parameters()))
+    for p, want in zip(net.parameters(), expected):
+        assert p.grad.dtype == torch.float32
+        torch.testing.assert_close(p.grad, want, rtol=1e-5, atol=1e-6)
+
+    buggy = Net(TanhUsesInput)
+    with _captured(capture):
+        loss = _net_loss(buggy, x, target)
+    report = gradviz.debug.doctor(loss)
+    (finding,) = report.findings
+    assert (finding.kind, finding.function, finding.input_index) \
+        == ("wrong_gradient", TanhUsesInput, 0), str(report)
+    assert finding.message.startswith("TanhUsesInputBackward input 0: gradient disagrees")
+    assert len(report.checked) == 3 and all(p.grad is None for p in buggy.parameters())
+
+
+@pytest.mark.parametrize("capture", [True, False], ids=["capture", "no-capture"])
+def test_a_buggy_function_used_twice_is_reported_at_both_uses(capture):
+    rng = np.random.default_rng(3)
+    x = torch.tensor(rng.standard_normal(4), requires_grad=True)
+    y = torch.tensor(rng.standard_normal(4), requires_grad=True)
+
+    def build(fn):
+        with _captured(capture):
+            return (fn.apply(x) * fn.apply(y * 2.0)).sum()
+
+    report = gradviz.debug.doctor(build(SquareMissingTwo))
+    wrong = report.by_kind("wrong_gradient")
+    assert len(wrong) == 2 and len({f.node for f in wrong}) == 2, str(report)
+    assert all((f.function, f.input_index) == (SquareMissingTwo, 0) for f in wrong)
+    assert all("analytic = 0.5 x numeric" in f.message for f in wrong)
+    ids = [finding["node"] for finding in report.to_dict()["findings"]]
+    assert len(set(ids)) == 2 and all(isinstance(i, int) for i in ids)
+    assert {f"[use {n} of 2 of SquareMissingTwo in forward order, node {i}]"
+            for n, i in ((f.details["use"], i) for f, i in zip(report.findings, ids))} \
+        == {m[m.index("[use"):] for m in (f.message for f in report.findings)}
+    report = gradviz.debug.doctor(build(Square))
+    assert report.findings == [] and len(report.checked) == 2, str(report)
+    assert x.grad is None and y.grad is None
+
+
+def test_gradients_and_saved_tensors_of_the_users_graph_are_left_alone():
+    rng = np.random.default_rng(5)
+    x = torch.tensor(rng.standard_normal((3, 4)), requires_grad=True)
+    w = torch.tensor(rng.standard_normal((4, 4)), requires_grad=True)
+    h = x @ w
+    h.retain_grad()
+    loss = (Tanh.apply(h) ** 2).sum()
+    loss.backward(retain_graph=True)
+    expected = [t.grad.clone() for t in (x, w, h)]
+    before = [t.grad for t in (x, w, h)]
+    report = gradviz.debug.doctor(loss)
+    assert report.ok and report.checked, str(report)
+    # .grad: the same tensors, with the same values (a retain_grad() non-leaf's too)
+    for t, grad, want in zip((x, w, h), before, expected):
+        assert t.grad is grad
+        torch.testing.assert_close(t.grad, want, rtol=0, atol=0)
+    # a non-leaf that retains its gradient and has none yet keeps none
+    h2 = x @ w
+    h2.retain_grad()
+    loss2 = Tanh.apply(h2).sum()
+    gradviz.debug.doctor(loss2)
+    assert h2.grad is None
+    # retain_graph semantics unchanged: one more backward works, accumulating as torch does,
+    # and a backward after a backward without retain_graph raises as it would have
+    loss.backward()
+    for t, want in zip((x, w, h), expected):
+        torch.testing.assert_close(t.grad, 2 * want)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        loss.backward()
+
+
+def test_a_graph_without_custom_functions_is_ok_with_a_note():
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    report = gradviz.debug.doctor((x.exp() * x).sum())
+    assert report.ok and report.findings == [] and report.checked == [] and not report.skipped
+    (note,) = report.notes
+    assert "no custom torch.autograd.Function" in note, note
+    assert "note: the graph has no custom torch.autograd.Function" in str(report)
+    assert x.grad is None
+
+
+def test_nan_from_a_built_in_node_is_found_in_a_torch_graph():
+    x = torch.tensor([4.0, 0.0, 1.0], requires_grad=True)
+    loss = (Square.apply(x).sqrt() * 0 + x).sum()  # sqrt at 0: inf, times 0: nan
+    torch_grad, = torch.autograd.grad(loss, x, retain_graph=True)
+    assert torch.isnan(torch_grad).any()
+    report = gradviz.debug.doctor(loss)
+    (finding,) = report.findings
+    assert finding.kind == "nonfinite" and finding.function is None, str(report)
+    # sqrt's derivative at 0 is inf; times the zero gradient from "* 0": NaN
+    assert finding.node.name() == "SqrtBackward0"
+    assert finding.message.startswith(
+        "SqrtBackward0 produced the first non-finite gradient of the backward pass (input 0: "
+        "1 NaN, 0 Inf, the first at [1]), from finite incoming gradients"), finding.message
+    assert report.checked and x.grad is None
+
+
+def test_saved_tensors_modified_in_place_after_forward():
+    x = torch.tensor(np.random.default_rng(2).standard_normal(5), requires_grad=True)
+    a = x * 1.0
+    with gradviz.debug.capture():
+        b = a.exp()
+        loss = (Cube.apply(a) + b.sin()).sum()
+    a.mul_(2)   # Cube saved a
+    b.add_(1)   # SinBackward0 saved b
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        torch.autograd.grad(loss, x, retain_graph=True)
+    report = gradviz.debug.doctor(loss)
+    saved = {f.node.name(): f for f in report.by_kind("mutated_saved")}
+    assert set(saved) == {"CubeBackward", "SinBackward0"}, str(report)
+    assert saved["CubeBackward"].function is Cube and saved["SinBackward0"].function is None
+    assert saved["CubeBackward"].message.startswith(
+        "CubeBackward: saved tensor 0 ([torch.DoubleTensor [5]], output 0 of Mul) was changed "
+        "after it was saved; an in-place operation moved its version from 0 to 1, so backward "
+        "will raise"), saved["CubeBackward"].message
+    assert saved["SinBackward0"].message.startswith("SinBackward0: its saved self (")
+    assert all(f.hint == "clone the tensor before modifying it in place" for f in saved.values())
+    # inside capture() Cube's arguments were recorded before forward: it is still checked
+    assert [n.name() for n in report.checked] == ["CubeBackward"] and not report.skipped
+    # outside capture the arguments are gone with the saved tensor
+    a = x * 1.0
+    loss = Cube.apply(a).sum()
+    a.mul_(2)
+    report = gradviz.debug.doctor(loss)
+    (node, reason), = report.skipped
+    assert "modified in place after forward" in reason and "capture()" in reason, reason
+
+
+def test_a_graph_freed_by_backward():
+    x = torch.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    loss = Cube.apply(x * 1.0).sum()
+    loss.backward()
+    report = gradviz.debug.doctor(loss)
+    (node, reason), = report.skipped
+    assert "freed" in reason and "retain_graph=True" in reason and "capture()" in reason, reason
+    assert any("already freed" in note for note in report.notes), str(report)
+    # inside capture the Function is still checked (its arguments were recorded)
+    with gradviz.debug.capture():
+        loss = CubeMutatesSaved.apply(x * 1.0).sum()
+    loss.backward()
+    report = gradviz.debug.doctor(loss)
+    assert report.checked and {f.kind for f in report.findings} == {"mutated_saved"}, str(report)
+
+
+def test_without_torch_the_doctor_says_so(monkeypatch):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    loss = Square.apply(x).sum()
+    for name in ("gradviz.debug._torch_graph", "gradviz.debug._torch_rerun"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    monkeypatch.setitem(sys.modules, "torch", None)
+    with pytest.raises(ImportError, match=r"doctor: loss\[0\] is a PyTorch Tensor, but torch "
+                                          r"cannot be imported .*repair the torch installation"):
+        gradviz.debug.doctor(loss)
+
+
+def test_mixed_roots_and_roots_without_grad():
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"loss\[1\] is a gradviz Tensor but loss\[0\] is a "
+                                        r"PyTorch tensor"):
+        gradviz.debug.doctor([x.sum(), gradviz.tensor([1.0], requires_grad=True).sum()])
+    with pytest.raises(RuntimeError) as ours:
+        gradviz.debug.doctor(torch.tensor(1.0))
+    with pytest.raises(RuntimeError) as theirs:
+        torch.autograd.grad(torch.tensor(1.0), x)
+    assert "does not require grad and does not have a grad_fn" in str(ours.value)
+    assert "does not require grad and does not have a grad_fn" in str(theirs.value)
+
+
+def test_node_ids_are_those_of_record_torch():
+    x = torch.tensor(np.random.default_rng(1).standard_normal(4), requires_grad=True)
+    loss = (SquareMissingTwo.apply(x.exp()) * 2).sum()
+    data = gradviz.debug.doctor(loss).to_dict()
+    (finding,) = data["findings"]
+    trace = gradviz.debug.record_torch(loss)
+    names = {node["id"]: node["name"] for node in trace.graph["nodes"]}
+    assert names[finding["node"]] == finding["node_name"] == "SquareMissingTwoBackward"
+    assert [names[i] for i in data["checked"]] == ["SquareMissingTwoBackward"]
+
+
+# ---- capture() and torch's Function.apply ------------------------------------------------------
+
+def _apply():
+    return torch.autograd.Function.__dict__["apply"]
+
+
+def test_capture_wraps_function_apply_only_inside_and_restores_it():
+    original = _apply()
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with gradviz.debug.capture():
+        assert _apply() is not original
+        with gradviz.debug.capture():
+            inner = Power.apply(x)
+        outer = Power.apply(x, 2)
+        assert _apply() is not original
+        with torch.no_grad():
+            untracked = Power.apply(x)
+    assert _apply() is original
+    after = Power.apply(x)
+    assert inner.grad_fn._gradviz_forward_args.args[1] == 3   # the default, bound as torch does
+    assert outer.grad_fn._gradviz_forward_args.args[1] == 2
+    assert untracked.grad_fn is None and not hasattr(after.grad_fn, "_gradviz_forward_args")
+    with pytest.raises(ValueError, match="inside"):
+        with gradviz.debug.capture():
+            raise ValueError("raised inside capture()")
+    assert _apply() is original
+    # a forward that raises inside capture: torch's error, and apply restored
+    with pytest.raises(RuntimeError, match="incorrect number of gradients"):
+        with gradviz.debug.capture():
+            PowerTooFewGradients.apply(x).sum().backward()
+    assert _apply() is original
+
+
+def test_capture_in_threads_restores_apply_after_the_last_one():
+    original = _apply()
+    entered, release = threading.Barrier(3), threading.Event()
+    results = {}
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def work(name):
+        with gradviz.debug.capture():
+            entered.wait()
+            release.wait(10)
+            results[name] = Square.apply(x * 1.0)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in ("a", "b")]
+    for t in threads:
+        t.start()
+    entered.wait()
+    assert _apply() is not original
+    release.set()
+    for t in threads:
+        t.join()
+    assert _apply() is original
+    assert all(hasattr(r.grad_fn, "_gradviz_forward_args") for r in results.values())
+
+
+# ---- second order ----------------------------------------------------------------------------
+
+class CubeThroughNumpy(Cube):
+    """Right first derivative, computed in numpy: create_graph=True cannot differentiate it."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * torch.from_numpy(3 * x.detach().numpy() ** 2)
+
+
+class CubeSecondOrderWrong(Cube):
+    """Differentiable, but 3 * x.detach() * x: half the second derivative is lost."""
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 3 * x.detach() * x
+
+
+def _penalty(fn, x_np, w_np):
+    """A gradient penalty: the loss uses d(inner)/dx, so backward runs under create_graph."""
+    x = torch.tensor(x_np, requires_grad=True)
+    inner = (fn(x) * torch.tensor(w_np)).sum()
+    (gx,) = torch.autograd.grad(inner, x, create_graph=True)
+    return (gx ** 2).sum(), inner, x
+
+
+@pytest.mark.parametrize("buggy, factor", [(CubeThroughNumpy, None), (CubeSecondOrderWrong, 0.5)])
+def test_double_backward_bugs(buggy, factor):
+    rng = np.random.default_rng(4)
+    x_np, w_np = rng.standard_normal(5), rng.standard_normal(5)
+    ref, _, x_ref = _penalty(lambda t: t ** 3, x_np, w_np)
+    ref.backward()
+    with gradviz.debug.capture():
+        loss, inner, x = _penalty(Cube.apply, x_np, w_np)
+    loss.backward()
+    torch.testing.assert_close(x.grad, x_ref.grad)
+    report = gradviz.debug.doctor(inner, double_backward=True)
+    assert report.findings == [] and report.checked, str(report)
+    with gradviz.debug.capture():
+        loss, inner, x = _penalty(buggy.apply, x_np, w_np)
+    if loss.requires_grad:
+        loss.backward()
+        assert not torch.allclose(x.grad, x_ref.grad)
+    assert gradviz.debug.doctor(inner).findings == []
+    report = gradviz.debug.doctor(inner, double_backward=True)
+    (finding,) = report.findings
+    assert (finding.kind, finding.function, finding.input_index) \
+        == ("wrong_double_backward", buggy, 0), str(report)
+    if factor is None:
+        assert "cannot differentiate" in finding.hint
+    else:
+        assert f"analytic = {factor:g} x numeric" in finding.hint
+
+
+def test_double_backward_of_once_differentiable_is_a_note_not_a_finding():
+    x = torch.tensor(np.random.default_rng(2).standard_normal(4), requires_grad=True)
+    report = gradviz.debug.doctor((OnceSoftplus.apply(x) ** 2).sum(), double_backward=True)
+    assert report.findings == [] and report.checked, str(report)
+    assert any("once_differentiable" in note for note in report.notes), str(report)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_correct_programs_have_right_double_backwards(case):
+    """Every correct Function above builds its gradient with tensor operations: its double
+    backward is right too (the once_differentiable one is only noted)."""
+    report = gradviz.debug.doctor(_build(case, case.fixed, _leaves(case, 0)), double_backward=True)
+    assert report.findings == [], f"{case.name}:\n{report}"
+    noted = ["once_differentiable" in n for n in report.notes]
+    assert all(noted) and len(noted) == (case.fixed is OnceSoftplus), str(report)
