@@ -21,6 +21,11 @@
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
 tensor that the Function saved for backward; otherwise the report lists it as skipped and
 says why.
+
+A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
+are re-run with torch and checked the same way, with the same findings and hints (Note
+[Doctor on PyTorch graphs] in ``_torch_graph``; what torch's graph does not tell, such as
+plain forward arguments outside ``capture()`` or dtype casts, is said there).
 """
 
 from __future__ import annotations
@@ -54,8 +59,11 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     Parameters
     ----------
     loss : Tensor or sequence of Tensors
-        The root(s) of the graph to examine. Nothing about the graph changes: ``.grad`` of
-        the leaves stays as it is and saved tensors are kept.
+        The root(s) of the graph to examine: gradviz tensors, or ``torch.Tensor`` s of a real
+        PyTorch graph (its custom ``torch.autograd.Function`` s are re-run with torch). Nothing
+        about the graph changes: ``.grad`` of the leaves (and of tensors that
+        ``retain_grad()``) stays as it is and saved tensors are kept; hooks on the graph's
+        tensors run in the extra backward pass, as in any backward.
     gradient : Tensor or sequence, optional
         The gradient of the roots for the extra backward pass (default: ones).
     seed : int
@@ -93,6 +101,26 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     (False, 'wrong_gradient', 0)
     >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
     BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
+
+    The same bug in a ``torch.autograd.Function``, on a real PyTorch graph:
+
+    >>> import torch as pytorch
+    >>> class TorchBadSquare(pytorch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x, scale):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x * scale
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return -2 * x * grad, None
+    >>> x = pytorch.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torch.debug.capture():  # torch keeps no record of the plain argument 1.0
+    ...     loss = TorchBadSquare.apply(x, 1.0).sum()
+    >>> print(torch.debug.doctor(loss).findings[0].message)  # doctest: +ELLIPSIS
+    TorchBadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
+    >>> x.grad is None
+    True
     """
     roots = (loss,) if isinstance(loss, Tensor) or _is_torch(loss) else tuple(loss)
     graph = _graph(roots)
