@@ -196,7 +196,7 @@ def _place_constants(node, args, constants, saved, used, known):
             trial[position] = tensor.detach().clone()
         try:
             with torch.no_grad():
-                outputs = node._forward_cls.apply(*trial)
+                outputs = node._forward_cls.apply(*_copies(trial))
         except Exception:  # noqa: BLE001 - a placing the forward does not accept
             continue
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -216,6 +216,12 @@ def _place_constants(node, args, constants, saved, used, known):
     return True
 
 
+def _copies(args):
+    """Arguments for a forward run here: tensors cloned (a forward may modify its inputs in
+    place), the rest as they are."""
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
 # How many custom Functions deep _edge_value re-runs forwards to find one argument.
 _RERUN_DEPTH = 16
 
@@ -231,7 +237,7 @@ def _edge_value(node, output_nr, known, trail):
         return None
     try:
         with torch.no_grad():
-            outputs = node._forward_cls.apply(*args)
+            outputs = node._forward_cls.apply(*_copies(args))
     except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
         return None
     outputs = outputs if isinstance(outputs, tuple) else (outputs,)
@@ -253,7 +259,7 @@ def _saved_findings(nodes):
         if is_custom(node):
             items = [(f"saved tensor {i}", raw) for i, raw in enumerate(_raw_saved(node))]
         else:
-            items = [(f"its saved {name[len('_raw_saved_'):]}", getattr(node, name))
+            items = [(f"its saved {name[len('_raw_saved_'):]}", _raw_saved(node, name))
                      for name in sorted(dir(node)) if name.startswith("_raw_saved_")]
         for label, raw in items:
             for item in raw if isinstance(raw, (list, tuple)) else (raw,):
@@ -264,9 +270,10 @@ def _saved_findings(nodes):
     return findings
 
 
-def _raw_saved(node):
+def _raw_saved(node, name="_raw_saved_tensors"):
+    """A node's SavedTensor (or list of them) ``name``; nothing once freed."""
     try:
-        return node._raw_saved_tensors
+        return getattr(node, name)
     except RuntimeError:
         return ()
 

@@ -961,6 +961,48 @@ def test_a_buggy_function_used_twice_is_reported_at_both_uses(capture):
     assert x.grad is None and y.grad is None
 
 
+class Twice(Function):
+    """Saves nothing: outside capture() its input must come from elsewhere in the graph."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 2
+
+
+class TwiceWrong(Twice):
+    @staticmethod
+    def backward(ctx, grad):
+        return grad * 3
+
+
+def test_outside_capture_an_input_is_recomputed_from_the_custom_function_that_made_it():
+    rng = np.random.default_rng(8)
+    x = torch.tensor(rng.standard_normal(5), requires_grad=True)
+    w = torch.tensor(rng.standard_normal(5))
+    # Scale's output is saved nowhere; Scale's own input is the leaf x: re-run Scale
+    report = gradviz.debug.doctor((TwiceWrong.apply(Scale.apply(x)) * w).sum())
+    assert [n.name() for n in report.checked] == ["TwiceWrongBackward", "ScaleBackward"]
+    (finding,) = report.findings
+    assert (finding.kind, finding.function, finding.input_index) \
+        == ("wrong_gradient", TwiceWrong, 0), str(report)
+    assert "analytic = 1.5 x numeric" in finding.message
+    # x * 1.0 keeps nothing (MulBackward0 saves no tensor for a number): skipped, and why
+    report = gradviz.debug.doctor((TwiceWrong.apply(x * 1.0) * w).sum())
+    (node, reason), = report.skipped
+    assert reason == ("input 0 (from MulBackward0) was not saved for backward and cannot be "
+                      "recomputed (build the graph inside gradviz.debug.capture() to record "
+                      "them)"), reason
+    assert report.findings == [] and x.grad is None
+    with gradviz.debug.capture():
+        loss = (TwiceWrong.apply(x * 1.0) * w).sum()
+    assert {(f.kind, f.function) for f in gradviz.debug.doctor(loss).findings} \
+        == {("wrong_gradient", TwiceWrong)}
+
+
 def test_gradients_and_saved_tensors_of_the_users_graph_are_left_alone():
     rng = np.random.default_rng(5)
     x = torch.tensor(rng.standard_normal((3, 4)), requires_grad=True)
