@@ -68,7 +68,7 @@ def tensor_positions(node):
 
 
 class TorchGraph:
-    """The doctor's view of a PyTorch graph (the interface of ``_doctor._GradvizGraph``)."""
+    """The doctor's view of a PyTorch graph (the interface of ``_gradviz_graph.GradvizGraph``)."""
 
     rerun = TorchRerun
     torch = True
