@@ -1,8 +1,8 @@
 """Debugging: step through a backward pass (``gradviz.debug.backward``), debug code that calls
 ``backward()`` itself (``gradviz.debug.runcall``), replay a recorded trace
-(``gradviz.debug.ReplaySession``), diagnose gradients (``gradviz.debug.doctor``, with
-``gradviz.debug.capture``), and record a real PyTorch backward into a trace
-(``gradviz.debug.record_torch``)."""
+(``gradviz.debug.ReplaySession``), diagnose gradients of gradviz and real PyTorch graphs
+(``gradviz.debug.doctor``, with ``gradviz.debug.capture``), and record a real PyTorch backward
+into a trace (``gradviz.debug.record_torch``)."""
 
 from ._breakpoints import Breakpoint
 from ._capture import capture

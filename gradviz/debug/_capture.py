@@ -10,12 +10,27 @@ Inside ``with gradviz.debug.capture():`` a forward observer is installed, so
   it with the tensor's current value, which finds writes that bypass the version counter
   (through ``.numpy()`` or ``.data``) as well as ordinary in-place operations.
 
+Note [Capturing PyTorch Functions]
+----------------------------------
+PyTorch keeps no forward arguments on a custom Function's node. When ``torch`` is imported,
+``capture()`` also replaces ``torch.autograd.Function.apply`` for the duration of the block
+with a wrapper that copies the arguments (tensors detached and cloned before forward runs,
+other values as they are, after binding defaults as torch does for ``setup_context``
+Functions) and keeps them on the node (the ctx) as ``_gradviz_forward_args``, a
+:class:`TorchRecord`. Only calls that build a node are recorded (grad mode on, a tensor
+argument requiring grad). The original ``apply`` is put back when the last active capture
+exits, even on errors; nested and concurrent captures count their entries under a lock. The
+doctor pauses the recording, in its own thread, while it re-runs Functions.
+
 Nothing of this costs anything outside ``capture()``.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
+import sys
+import threading
 import weakref
 from typing import NamedTuple
 
@@ -23,7 +38,7 @@ import numpy as np
 
 from gradviz_ext import engine as _engine
 
-__all__ = ["capture", "COPY_LIMIT_BYTES"]
+__all__ = ["capture", "COPY_LIMIT_BYTES", "TorchRecord", "TORCH_RECORD", "torch_recording_paused"]
 
 #: Saved tensors up to this size are fingerprinted by a full copy (so the doctor can say which
 #: entries changed); larger ones by a hash and a summary.
@@ -124,13 +139,122 @@ class _CaptureObserver(_engine.Observer):
             method(saved, hook)
 
 
+# ---- PyTorch: Note [Capturing PyTorch Functions] ------------------------------------------
+
+#: The attribute of a torch custom Function's node (its ctx) that holds its TorchRecord.
+TORCH_RECORD = "_gradviz_forward_args"
+
+
+class TorchRecord(NamedTuple):
+    """A torch custom Function's forward arguments, as copies taken before forward ran."""
+
+    args: tuple
+    tensor_positions: tuple   # the positions of the tensor arguments (one edge each)
+
+
+_torch_lock = threading.Lock()
+_torch_entries = 0          # active captures that installed the wrapper
+_torch_original = None      # (torch.autograd.Function, its own ``apply``, a classmethod)
+_torch_local = threading.local()
+
+
+class torch_recording_paused:
+    """Within the block, this thread's torch ``Function.apply`` calls are not recorded (the
+    doctor re-running Functions)."""
+
+    def __enter__(self):
+        self._previous = getattr(_torch_local, "paused", False)
+        _torch_local.paused = True
+        return self
+
+    def __exit__(self, *exc):
+        _torch_local.paused = self._previous
+        return False
+
+
+def _bound_arguments(torch, cls, args, kwargs):
+    """The arguments as the node counts them (``needs_input_grad`` has one per entry), or
+    None when they cannot be told: torch binds defaults for ``setup_context`` Functions."""
+    if cls.setup_context is not torch.autograd.Function.setup_context:
+        try:
+            bound = inspect.signature(cls.forward).bind(*args, **kwargs)
+        except (TypeError, ValueError):
+            return None  # torch raises the same TypeError itself
+        bound.apply_defaults()
+        return None if bound.kwargs else tuple(bound.args)
+    return None if kwargs else args
+
+
+def _node_of(torch, cls, outputs):
+    """The node ``cls.apply`` made (the ctx), found on its outputs."""
+    for output in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
+        if isinstance(output, torch.Tensor):
+            node = output.grad_fn
+            if node is not None and getattr(node, "_forward_cls", None) is cls:
+                return node
+    return None
+
+
+def _recording_apply(original):
+    """``torch.autograd.Function.apply`` inside capture(): records the arguments, then calls
+    ``original`` (torch's own, a classmethod; bound here so that a capture exiting in another
+    thread cannot pull it away from a call in progress)."""
+    apply = original.__func__
+
+    def recording_apply(cls, *args, **kwargs):
+        torch = sys.modules["torch"]
+        if getattr(_torch_local, "paused", False) or not torch.is_grad_enabled():
+            return apply(cls, *args, **kwargs)
+        bound = _bound_arguments(torch, cls, args, kwargs)
+        if bound is None or not any(isinstance(a, torch.Tensor) and a.requires_grad
+                                    for a in bound):
+            return apply(cls, *args, **kwargs)
+        copies = tuple(a.detach().clone() if isinstance(a, torch.Tensor) else a for a in bound)
+        outputs = apply(cls, *args, **kwargs)
+        node = _node_of(torch, cls, outputs)
+        if node is not None:
+            positions = tuple(i for i, a in enumerate(bound) if isinstance(a, torch.Tensor))
+            setattr(node, TORCH_RECORD, TorchRecord(copies, positions))
+        return outputs
+
+    return recording_apply
+
+
+def _install_torch() -> bool:
+    """Wrap torch's ``Function.apply`` if torch is imported; True if this call counted."""
+    global _torch_entries, _torch_original
+    torch = sys.modules.get("torch")
+    function = getattr(getattr(torch, "autograd", None), "Function", None)
+    if function is None:
+        return False
+    with _torch_lock:
+        if _torch_entries == 0:
+            _torch_original = (function, function.__dict__["apply"])
+            function.apply = classmethod(_recording_apply(_torch_original[1]))
+        _torch_entries += 1
+    return True
+
+
+def _uninstall_torch() -> None:
+    global _torch_entries, _torch_original
+    with _torch_lock:
+        _torch_entries -= 1
+        if _torch_entries == 0:
+            function, apply = _torch_original
+            function.apply = apply
+            _torch_original = None
+
+
 class capture:
     """Record, while the graph is built, what :func:`gradviz.debug.doctor` needs.
 
     Custom Functions applied inside keep copies of their forward arguments, and every saved
     tensor is fingerprinted, so the doctor can re-run each Function on the values it really
     saw and tell which saved tensors were changed after saving (even through ``.numpy()``).
-    The previous forward observer keeps receiving every event; nesting is allowed.
+    The previous forward observer keeps receiving every event; nesting is allowed. When
+    ``torch`` is imported, ``torch.autograd.Function`` s applied inside keep copies of their
+    arguments too (Note [Capturing PyTorch Functions]), so the doctor can re-run them on a
+    real PyTorch graph.
 
     Examples
     --------
@@ -152,8 +276,10 @@ class capture:
     def __init__(self):
         self._previous = None
         self._installed = False
+        self._torch = False
 
     def __enter__(self):
+        self._torch = _install_torch()
         current = _engine.forward_observer()
         if isinstance(current, _CaptureObserver):
             return self  # already capturing: nothing to add
@@ -162,6 +288,9 @@ class capture:
         return self
 
     def __exit__(self, *exc):
+        if self._torch:
+            self._torch = False
+            _uninstall_torch()
         if self._installed:
             _engine.set_forward_observer(self._previous)
             self._installed = False

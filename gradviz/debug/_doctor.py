@@ -21,6 +21,11 @@
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
 tensor that the Function saved for backward; otherwise the report lists it as skipped and
 says why.
+
+A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
+are re-run with torch and checked the same way, with the same findings and hints (Note
+[Doctor on PyTorch graphs] in ``_torch_graph``; what torch's graph does not tell, such as
+plain forward arguments outside ``capture()`` or dtype casts, is said there).
 """
 
 from __future__ import annotations
@@ -31,14 +36,10 @@ from typing import Callable
 
 import numpy as np
 
-from gradviz_ext import engine as _engine
-
-from .. import ops as _ops
 from .._tensor import Tensor
-from ..autograd._functional import make_graph_task
 from . import _capture
-from ._arguments import graph_values, is_custom, recorded_inputs
 from ._gradcheck import check_double_backward, check_function
+from ._gradviz_graph import GradvizGraph
 from ._report import _WORST, FINDING_KINDS, DoctorReport, Entry, Finding, _fmt, _format_index, _index
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
@@ -52,8 +53,11 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     Parameters
     ----------
     loss : Tensor or sequence of Tensors
-        The root(s) of the graph to examine. Nothing about the graph changes: ``.grad`` of
-        the leaves stays as it is and saved tensors are kept.
+        The root(s) of the graph to examine: gradviz tensors, or ``torch.Tensor`` s of a real
+        PyTorch graph (its custom ``torch.autograd.Function`` s are re-run with torch). Nothing
+        about the graph changes: ``.grad`` of the leaves (and of tensors that
+        ``retain_grad()``) stays as it is and saved tensors are kept; hooks on the graph's
+        tensors run in the extra backward pass, as in any backward.
     gradient : Tensor or sequence, optional
         The gradient of the roots for the extra backward pass (default: ones).
     seed : int
@@ -91,47 +95,49 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     (False, 'wrong_gradient', 0)
     >>> print(report.findings[0].message)  # doctest: +ELLIPSIS
     BadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
+
+    The same bug in a ``torch.autograd.Function``, on a real PyTorch graph:
+
+    >>> import torch as pytorch
+    >>> class TorchBadSquare(pytorch.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x, scale):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x * scale
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return -2 * x * grad, None
+    >>> x = pytorch.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torch.debug.capture():  # torch keeps no record of the plain argument 1.0
+    ...     loss = TorchBadSquare.apply(x, 1.0).sum()
+    >>> print(torch.debug.doctor(loss).findings[0].message)  # doctest: +ELLIPSIS
+    TorchBadSquareBackward input 0: gradient disagrees with finite differences ... sign flipped?
+    >>> x.grad is None
+    True
     """
-    roots = (loss,) if isinstance(loss, Tensor) or type(loss).__module__.startswith("torch") \
-        else tuple(loss)
-    for index, root in enumerate(roots):
-        if not isinstance(root, Tensor):
-            kind = type(root)
-            if kind.__module__.split(".")[0] == "torch":
-                raise TypeError(
-                    f"doctor: loss[{index}] is a PyTorch {kind.__name__}; the doctor re-runs the "
-                    f"custom Functions of a gradviz graph: build the model with gradviz (import "
-                    f"gradviz as torch), or record torch's backward with "
-                    f"gradviz.debug.record_torch to step through it")
-            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
-        if not root.requires_grad:
-            raise RuntimeError(
-                f"element {index} of tensors does not require grad and does not have a grad_fn"
-            )
-    nodes = _walk([r.grad_fn for r in roots if r.grad_fn is not None])
-    custom = [n for n in nodes if is_custom(n)]
-    report = DoctorReport()
+    roots = (loss,) if isinstance(loss, Tensor) or _is_torch(loss) else tuple(loss)
+    graph = _graph(roots)
+    nodes, custom = graph.nodes, graph.custom
+    report = DoctorReport(node_id=graph.node_id)
     reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
 
     # The doctor re-runs Functions: keep them out of any forward recorder (and capture).
-    previous_observer = _engine.set_forward_observer(None)
-    try:
-        mutated = _check_saved(nodes)
-        report.findings.extend(mutated)
+    with graph.paused():
+        report.findings.extend(graph.saved_findings())
         pass_result = None
         if check_backward:
-            pass_result = _backward_pass(roots, gradient, nodes, report)
+            pass_result = graph.backward_pass(gradient, report)
             reporter("backward pass")
         checks = {}
-        known = graph_values(nodes)
         for node in custom:
-            args, reason = recorded_inputs(node, known)
+            args, reason = graph.arguments(node)
             if args is None:
                 report.skipped.append((node, reason))
             else:
                 incoming = None if pass_result is None else pass_result.grads_in.get(node)
                 check = check_function(node._forward_cls, args, node.needs_input_grad, seed,
-                                       max_entries, incoming)
+                                       max_entries, incoming, rerun=graph.rerun)
                 checks[node] = check
                 if check.skipped is not None:
                     report.skipped.append((node, check.skipped))
@@ -139,15 +145,20 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                     report.checked.append(node)
                     if double_backward and check.ok:
                         second, reason = check_double_backward(node._forward_cls, args,
-                                                               node.needs_input_grad, seed)
+                                                               node.needs_input_grad, seed,
+                                                               rerun=graph.rerun)
                         if second is None:
                             report.notes.append(f"{node.name()}: double backward not checked: "
                                                 f"{reason}")
                         else:
                             report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
-    finally:
-        _engine.set_forward_observer(previous_observer)
+    if graph.torch and not custom:
+        report.notes.append("the graph has no custom torch.autograd.Function: nothing to check "
+                            "against finite differences (the NaN/Inf pass and the saved-tensor "
+                            "checks ran)" if check_backward else
+                            "the graph has no custom torch.autograd.Function: nothing to check "
+                            "against finite differences")
 
     order = {node: i for i, node in enumerate(nodes)}
     findings = []
@@ -157,12 +168,50 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
-    _name_repeated_nodes(findings, custom)
+    _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings
     return report
 
 
-def _name_repeated_nodes(findings, custom):
+def _is_torch(value):
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _graph(roots):
+    """The doctor's view of the graph behind ``roots``: gradviz's, or PyTorch's when the roots
+    are ``torch.Tensor`` s (Note [Doctor on PyTorch graphs] in ``_torch_graph``)."""
+    tensor_type, graph_type = Tensor, GradvizGraph
+    if roots and _is_torch(roots[0]):
+        try:
+            import torch
+
+            from ._torch_graph import TorchGraph
+        except ImportError as exc:
+            raise ImportError(
+                f"doctor: loss[0] is a PyTorch {type(roots[0]).__name__}, but torch cannot be "
+                f"imported ({exc}); the doctor needs torch to re-run the graph's "
+                f"torch.autograd.Functions: repair the torch installation, or build the model "
+                f"with gradviz (import gradviz as torch)") from exc
+        tensor_type, graph_type = torch.Tensor, TorchGraph
+    for index, root in enumerate(roots):
+        if not isinstance(root, tensor_type):
+            kind = type(root)
+            if isinstance(root, Tensor) or _is_torch(root):
+                first, this = (("PyTorch", "gradviz") if tensor_type is not Tensor
+                               else ("gradviz", "PyTorch"))
+                raise TypeError(
+                    f"doctor: loss[{index}] is a {this} {kind.__name__} but loss[0] is a "
+                    f"{first} tensor; the roots must come from one graph: all PyTorch or all "
+                    f"gradviz")
+            raise TypeError(f"doctor: loss[{index}] must be a Tensor, got {kind.__name__}")
+        if not root.requires_grad:
+            raise RuntimeError(
+                f"element {index} of tensors does not require grad and does not have a grad_fn"
+            )
+    return graph_type(roots, _walk([r.grad_fn for r in roots if r.grad_fn is not None]))
+
+
+def _name_repeated_nodes(findings, custom, node_id):
     """A Function applied several times has one node per use, all of one name: say which use
     (in forward order) and the node's id, so two findings of one name can be told apart."""
     uses = {}
@@ -174,7 +223,7 @@ def _name_repeated_nodes(findings, custom):
             number = nodes.index(finding.node) + 1
             finding.details["use"] = number
             finding.message += (f" [use {number} of {len(nodes)} of {finding.function.__name__} "
-                                f"in forward order, node {finding.node.node_id}]")
+                                f"in forward order, node {node_id(finding.node)}]")
 
 
 # ---- the graph ------------------------------------------------------------------------------
@@ -206,6 +255,8 @@ def _function(node):
 def _position(node, edge_index):
     """The forward argument position of edge ``edge_index`` of a node."""
     positions = getattr(node, "_tensor_input_positions", None)
+    if positions is None:  # a torch custom Function's node, recorded inside capture()
+        positions = getattr(getattr(node, _capture.TORCH_RECORD, None), "tensor_positions", None)
     if positions and edge_index < len(positions):
         return positions[edge_index]
     return edge_index
@@ -224,209 +275,7 @@ def _progress_reporter(progress, total):
     return report
 
 
-# ---- mutated saved tensors ---------------------------------------------------------------
-
-def _check_saved(nodes):
-    findings = []
-    for node in nodes:
-        prints = dict(_capture.fingerprints_of(node) or ())
-        for label, item in _capture.saved_tensors_of(node):
-            data = _capture.saved_data(item)
-            if data is None:
-                continue
-            version_moved = item._version_counter.value != item._saved_version
-            fingerprint = prints.get(label)
-            changed = None
-            if fingerprint is not None:
-                changed = _compare_fingerprint(fingerprint, data)
-            if not version_moved and not changed:
-                continue
-            findings.append(_mutated_finding(node, label, item, version_moved, changed,
-                                             fingerprint))
-    return findings
-
-
-def _compare_fingerprint(fingerprint, data):
-    """None if ``data`` still matches, else a dict describing the change."""
-    if data.shape != fingerprint.shape or data.dtype != fingerprint.dtype:
-        return {"entries": None, "shape": (fingerprint.shape, data.shape),
-                "dtype": (fingerprint.dtype, data.dtype)}
-    if fingerprint.copy is not None:
-        old = fingerprint.copy
-        if old.tobytes() == np.ascontiguousarray(data).tobytes():
-            return None
-        differ = (old != data) & ~(_isnan(old) & _isnan(data))
-        flat = np.flatnonzero(differ.reshape(-1))
-        old64 = old.reshape(-1)[flat].astype(np.float64)
-        new64 = data.reshape(-1)[flat].astype(np.float64)
-        with np.errstate(invalid="ignore"):
-            change = np.abs(new64 - old64)
-        order = np.argsort(-np.nan_to_num(change, nan=np.inf))[:_WORST]
-        worst = [Entry(_index(flat[i], data.shape), float(old64[i]), float(new64[i])) for i in order]
-        return {"entries": int(flat.size), "numel": int(data.size), "worst": worst,
-                "max_abs": float(np.nanmax(change)) if change.size else 0.0}
-    if _capture._digest(data) == fingerprint.digest:
-        return None
-    return {"entries": None, "numel": int(data.size), "worst": []}
-
-
-def _isnan(array):
-    return np.isnan(array) if array.dtype.kind in "fc" else np.zeros(array.shape, dtype=bool)
-
-
-def _saved_input_position(node, item, fingerprint=None):
-    """Which forward argument a saved (non-output) tensor is, when that can be told.
-
-    By its autograd identity (the edge it feeds); an in-place op since then rebased its
-    history, so the edge may sit a few nodes below its ``grad_fn``. Failing that, by value:
-    the fingerprint taken at save time equals the recorded copy of exactly one argument.
-    """
-    if item._is_output or item._tensor is None:
-        return None
-    tensor = item._tensor
-    positions = getattr(node, "_tensor_input_positions", ())
-    depth = min(max(item._version_counter.value - item._saved_version, 0), 8)
-    for edge, (next_node, input_nr) in enumerate(node.next_functions):
-        if next_node is None:
-            continue
-        if tensor.grad_fn is not None:
-            same = _feeds(tensor.grad_fn, tensor._output_nr, next_node, input_nr, depth)
-        else:
-            same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
-        if same:
-            return positions[edge] if edge < len(positions) else edge
-    recorded = getattr(node, "_forward_args", None)
-    if fingerprint is not None and fingerprint.copy is not None and recorded is not None:
-        matches = [p for p, a in enumerate(recorded) if isinstance(a, Tensor)
-                   and a._data.shape == fingerprint.shape and a._data.dtype == fingerprint.dtype
-                   and a._data.tobytes() == fingerprint.copy.tobytes()]
-        if len(matches) == 1:
-            return matches[0]
-    return None
-
-
-def _feeds(grad_fn, output_nr, target, target_nr, depth):
-    """Whether ``(grad_fn, output_nr)`` is the edge ``(target, target_nr)``, or was before at
-    most ``depth`` in-place operations rebased it (each puts the old edge first)."""
-    node, nr = grad_fn, output_nr
-    for _ in range(depth + 1):
-        if node is target and nr == target_nr:
-            return True
-        if node is None or not node.next_functions:
-            return False
-        node, nr = node.next_functions[0]
-    return False
-
-
-def _mutated_finding(node, label, item, version_moved, changed, fingerprint):
-    kind, number = label
-    if is_custom(node):
-        position = _saved_input_position(node, item, fingerprint)
-        what = f"saved tensor {number}"
-        if item._is_output:
-            what += f" (output {item._output_nr})"
-        elif position is not None:
-            what += f" (input {position})"
-    else:
-        position = number if kind == "input" else None
-        what = f"its saved {kind} {number}" if kind == "input" else "its saved output"
-    worst = (changed or {}).get("worst", [])
-    message = f"{node.name()}: {what} was changed after it was saved"
-    details = {"saved": label, "version_moved": version_moved}
-    if changed and changed.get("entries") is not None:
-        first = worst[0]
-        message += (f" ({changed['entries']} of {changed['numel']} entries differ; at "
-                    f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, now "
-                    f"{_fmt(first.numeric)})")
-    elif changed and "shape" in changed:
-        message += f" (it now has shape {list(changed['shape'][1])}, dtype {changed['dtype'][1]})"
-    if version_moved:
-        message += (f"; an in-place operation moved its version from {item._saved_version} to "
-                    f"{item._version_counter.value}, so backward will raise")
-        hint = "clone the tensor before modifying it in place"
-    else:
-        message += ("; the change bypassed the version counter (a write through .numpy() or "
-                    ".data?), so backward silently uses the new values")
-        hint = "write to a copy, or clone the tensor before saving it"
-    return Finding(kind="mutated_saved", function=_function(node), node=node, input_index=position,
-                   message=message, max_abs_error=(changed or {}).get("max_abs"),
-                   worst=list(worst), hint=hint, details=details)
-
-
-# ---- the extra backward pass -------------------------------------------------------------
-
-def _nonfinite(grads):
-    """(slot, nan, inf, index of the first) of the first gradient with NaN/Inf entries, or
-    None."""
-    for slot, grad in enumerate(grads):
-        if grad is None:
-            continue
-        data = grad._data
-        if data.dtype.kind != "f":
-            continue
-        bad = ~np.isfinite(data)
-        if bad.any():
-            first = _index(np.flatnonzero(bad.reshape(-1))[0], data.shape)
-            return slot, int(np.isnan(data).sum()), int(np.isinf(data).sum()), first
-    return None
-
-
-class _PassObserver(_engine.Observer):
-    """Watches the doctor's backward pass: first NaN/Inf, dtype casts, shape reductions, errors."""
-
-    def __init__(self):
-        self.incoming = {}
-        self.first_nonfinite = None
-        self.casts = []
-        self.failure = None  # (node, exception) of a backward that raised
-        self.grads_in = {}   # custom node -> the gradients it received (copies)
-
-    def node_started(self, task, node, grads):
-        if self.first_nonfinite is None:
-            self.incoming[node] = _nonfinite(grads)
-        if is_custom(node):
-            self.grads_in[node] = [None if g is None else g._data.copy() for g in grads]
-
-    def node_finished(self, task, node, grads_in, grads_out, duration):
-        if self.first_nonfinite is not None:
-            return
-        produced = _nonfinite(grads_out)
-        if produced is not None:
-            self.first_nonfinite = (node, produced, self.incoming.get(node), _nonfinite(grads_in))
-        self.incoming.pop(node, None)
-
-    def grad_cast(self, task, node, slot, from_dtype, to_dtype):
-        if is_custom(node):
-            self.casts.append((node, slot, from_dtype, to_dtype))
-
-    def error(self, task, node, exc):
-        self.failure = (node, exc)
-
-
-def _backward_pass(roots, gradient, nodes, report):
-    """One backward pass that leaves ``.grad`` alone (the leaves' gradients are captured)."""
-    if gradient is None:
-        gradient = [_ops.ones_like(r) for r in roots]
-    leaves = [(n, 0) for n in nodes if isinstance(n, _engine.AccumulateGrad)]
-    before = [(n.variable, n.variable.grad) for n, _ in leaves]
-    observer = _PassObserver()
-    try:
-        task = make_graph_task(list(roots), gradient, retain_graph=True, capture=leaves or None,
-                               observer=observer)
-        task.run()
-    except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
-        if str(exc).startswith("Trying to backward through the graph a second time"):
-            report.notes.append(
-                "the graph's saved tensors were already freed by a backward() without "
-                "retain_graph=True, so NaN/Inf and dtype checks could not run")
-        elif observer.failure is None:
-            report.notes.append(f"the backward pass could not start: {type(exc).__name__}: {exc}")
-    finally:
-        for variable, grad in before:
-            if variable.grad is not grad:
-                variable.grad = grad
-    return observer
-
+# ---- the extra backward pass's findings ---------------------------------------------------
 
 def _pass_findings(observer, checks):
     findings = []

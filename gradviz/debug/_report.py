@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -56,15 +56,17 @@ class Finding:
     def __str__(self) -> str:
         return self.message
 
-    def to_dict(self) -> dict:
+    def to_dict(self, node_id: Callable | None = None) -> dict:
         """The finding as plain data: node ids instead of nodes, the Function's name instead of
         its class (:meth:`DoctorReport.to_dict`). ``details`` is left out (it may hold
-        exceptions). Numbers stay Python floats, NaN and infinities included."""
+        exceptions). Numbers stay Python floats, NaN and infinities included. ``node_id``
+        gives a node's id (default: gradviz's ``node.node_id``)."""
+        node_id = node_id or _gradviz_node_id
         return {
             "kind": self.kind,
             "severity": self.severity,
             "function": None if self.function is None else self.function.__name__,
-            "node": None if self.node is None else self.node.node_id,
+            "node": None if self.node is None else node_id(self.node),
             "node_name": "?" if self.node is None else self.node.name(),
             "input_index": self.input_index,
             "message": self.message,
@@ -86,13 +88,16 @@ class DoctorReport:
     """What :func:`doctor` found: ``findings``, the nodes it ``checked`` and ``skipped``.
 
     ``ok`` is True when no finding is an error (warnings do not count). ``print(report)``
-    gives the diagnosis as text.
+    gives the diagnosis as text. For a PyTorch graph the nodes are torch's own (``grad_fn``
+    objects), numbered in :meth:`to_dict` as :func:`gradviz.debug.record_torch` numbers them.
     """
 
     findings: list = field(default_factory=list)
     checked: list = field(default_factory=list)   # custom nodes checked against finite differences
     skipped: list = field(default_factory=list)   # (node, reason)
     notes: list = field(default_factory=list)
+    # a node's id in to_dict(): gradviz's node.node_id, or a torch graph's numbering
+    node_id: Callable | None = field(default=None, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
@@ -125,12 +130,13 @@ class DoctorReport:
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
         'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
         """
+        node_id = self.node_id or _gradviz_node_id
         return {
             "ok": self.ok,
             "summary": str(self).split("\n", 1)[0],
-            "findings": [finding.to_dict() for finding in self.findings],
-            "checked": [node.node_id for node in self.checked],
-            "skipped": [{"node": node.node_id, "name": node.name(), "reason": reason}
+            "findings": [finding.to_dict(node_id) for finding in self.findings],
+            "checked": [node_id(node) for node in self.checked],
+            "skipped": [{"node": node_id(node), "name": node.name(), "reason": reason}
                         for node, reason in self.skipped],
             "notes": list(self.notes),
         }
@@ -167,6 +173,10 @@ class DoctorReport:
     def __repr__(self) -> str:
         return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
                 f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
+
+
+def _gradviz_node_id(node):
+    return node.node_id
 
 
 def _index(flat_index, shape):

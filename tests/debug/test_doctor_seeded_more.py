@@ -831,10 +831,14 @@ def test_correct_float32_functions_with_large_values_are_clean(name, seed):
 
 # ---- what the doctor does not take ---------------------------------------------------------------
 
-def test_a_pytorch_loss_is_refused_with_the_way_to_go():
+def test_roots_from_gradviz_and_pytorch_together_are_refused_with_the_way_to_go():
+    """A PyTorch loss is diagnosed (test_doctor_torch.py); roots from both libraries are not
+    one graph."""
     x = real_torch.tensor([1.0, 2.0], requires_grad=True)
-    with pytest.raises(TypeError, match="PyTorch Tensor.*record_torch"):
-        gradviz.debug.doctor((x * x).sum())
+    y = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    with pytest.raises(TypeError, match=r"loss\[1\] is a PyTorch Tensor but loss\[0\] is a "
+                                        r"gradviz tensor; the roots must come from one graph"):
+        gradviz.debug.doctor([(y * y).sum(), (x * x).sum()])
 
 
 class ScaleByListSum(Function):

@@ -1,0 +1,368 @@
+"""Re-running one custom Function for the doctor's checks, on gradviz or on PyTorch.
+
+Note [The doctor's rerun interface]
+-----------------------------------
+The checker (``_gradcheck``) and the hints (``_hints``) never touch a Function or a graph
+directly: they talk to a *rerun*, which holds the Function's recorded arguments as numpy
+arrays (``base``, one per tensor argument, in one working dtype) and the random cotangents,
+and offers
+
+- ``evaluate(arrays)``: the forward's differentiable outputs (float64 arrays) at ``arrays``;
+- ``analytic(scale, arrays, only)``: the Function's own backward for the cotangents, as the
+  engine hands it to the inputs (summed down to their shapes, cast to their dtypes), with a
+  record of what backward returned (``reduced``, ``cast``, ``none_edges``,
+  ``mutated_grads``);
+- ``second_order(u)`` and ``cotangent_derivative(p, u_p)``: the derivatives of backward
+  (double backward);
+- the finite-difference helpers every implementation shares (``difference``, ``moved``,
+  ``prepare``, ``outputs_alone``).
+
+:class:`Rerun` implements the shared part; :class:`GradvizRerun` runs a gradviz Function
+through gradviz's engine, and ``_torch_rerun.TorchRerun`` a ``torch.autograd.Function``
+through ``torch.autograd.grad``. Each also says which arguments are checked
+(``positions_of``) and moves an argument to a probe point (``scaled``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .. import ops as _ops
+from .._tensor import Tensor
+from ..autograd._functional import grad as _autograd_grad
+from ..autograd._functional import make_graph_task
+from ..autograd.function import DelayedError
+from ..autograd.grad_mode import enable_grad
+
+__all__ = ["Rerun", "GradvizRerun", "RTOL"]
+
+# Relative tolerance by the precision the outputs were computed in. Generous on purpose: the
+# bugs the doctor looks for (a sign, a factor, a swapped or ignored gradient) are O(1) errors.
+RTOL = {8: 1e-4, 4: 2e-2, 2: 1e-1}
+# Safety factor on the rounding-noise estimate (forward rounding can exceed one ulp per output).
+_NOISE_SAFETY = 64.0
+
+
+class Rerun:
+    """The Function, its recorded arguments and the cotangents, in one working dtype.
+
+    Subclasses implement ``_array``, ``_output_array``, ``_forward`` and ``analytic`` (Note
+    [The doctor's rerun interface]); the finite differences are shared.
+    """
+
+    def __init__(self, cls, args, needs, positions, dtype, rng):
+        self.cls = cls
+        self.positions = positions
+        self.needs = needs
+        self.args = args
+        # tensor arguments as arrays in the working dtype (floating ones only are converted)
+        self.base = {}
+        for i, a in enumerate(args):
+            data = self._array(a)
+            if data is not None:
+                if dtype is not None and data.dtype.kind == "f":
+                    data = data.astype(dtype)
+                self.base[i] = data
+        self.tensor_positions = sorted(self.base)
+        # at probe points (Note [Where the doctor evaluates]) the rounding noise also counts
+        # the outputs too large to show a change (a saturated softmax): a false alarm there
+        # would blame a right backward for inputs the user never gave it
+        self.count_unchanged = False
+        self.mutated_inputs = {}
+        outputs, _ = self._forward(self.base, self.mutated_inputs)
+        self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
+        arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
+        precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
+                        + [self.base[p].dtype.itemsize for p in positions])
+        self.itemsize = precision if precision in RTOL else 4
+        self.eps = float(np.finfo({8: np.float64, 4: np.float32, 2: np.float16}[self.itemsize]).eps)
+        self.step = 0.5 * self.eps ** (1.0 / 3.0)
+        self.rtol = RTOL[self.itemsize]
+        self.out_dtypes = {k: arrays[k].dtype for k in self.diff_outputs}
+        # cotangents, rounded to the outputs' dtypes so both sides use the same values
+        self.cotangents = {k: rng.standard_normal(arrays[k].shape)
+                              .astype(self.out_dtypes[k]).astype(np.float64)
+                           for k in self.diff_outputs}
+
+    # ---- what an implementation provides ------------------------------------------------
+    @classmethod
+    def positions_of(cls, args, needs):
+        """The argument positions to check: floating-point tensors that need a gradient."""
+        return [p for p, a in enumerate(args)
+                if p < len(needs) and needs[p] and cls._array(a) is not None
+                and a.dtype.is_floating_point]
+
+    @staticmethod
+    def _array(arg):
+        """The values of a tensor argument as a numpy array; None for any other argument."""
+        raise NotImplementedError
+
+    @staticmethod
+    def scaled(arg, factor):
+        """A tensor argument with its values multiplied by ``factor`` (a probe point)."""
+        raise NotImplementedError
+
+    def _output_array(self, output):
+        raise NotImplementedError
+
+    def _differentiable(self, output):
+        raise NotImplementedError
+
+    def _forward(self, arrays, mutated=None):
+        raise NotImplementedError
+
+    def analytic(self, scale=1.0, arrays=None, only=None):
+        raise NotImplementedError
+
+    # ---- shared: finite differences -------------------------------------------------------
+    def evaluate(self, arrays):
+        """The differentiable outputs (float64 copies) at ``arrays``."""
+        outputs, _ = self._forward(arrays)
+        return [self._output_array(outputs[k]).astype(np.float64) for k in self.diff_outputs]
+
+    @contextlib.contextmanager
+    def outputs_alone(self):
+        """Within the block, iterate over the differentiable outputs with the cotangents set to
+        that output's alone (zeros for the others), as a graph that uses one output sends them;
+        the cotangents are put back on leaving."""
+        saved = self.cotangents, self._cotangent_list
+
+        def each():
+            for k in self.diff_outputs:
+                alone = {j: (c if j == k else np.zeros_like(c)) for j, c in saved[0].items()}
+                self.cotangents = alone
+                self._cotangent_list = [alone[j] for j in self.diff_outputs]
+                yield k
+
+        try:
+            yield each()
+        finally:
+            self.cotangents, self._cotangent_list = saved
+
+    def difference(self, position, flat_index, lower, upper):
+        """``(sum_k <v_k, y(upper) - y(lower)> / (upper - lower), noise)`` for one entry.
+
+        ``lower``/``upper`` are values of the entry (None means the base value).
+        """
+        base = self.base[position]
+        values = []
+        for value in (upper, lower):
+            if value is None:
+                values.append(None)
+                continue
+            moved = base.copy()
+            moved.reshape(-1)[flat_index] = value
+            values.append(moved)
+        y_up = self.evaluate({**self.base, position: values[0]}) if values[0] is not None \
+            else self.base_outputs
+        y_low = self.evaluate({**self.base, position: values[1]}) if values[1] is not None \
+            else self.base_outputs
+        x = base.reshape(-1)[flat_index]
+        width = float(upper if upper is not None else x) - float(lower if lower is not None else x)
+        total = 0.0
+        magnitude = 0.0
+        hidden = 0.0
+        with np.errstate(invalid="ignore", over="ignore"):
+            for v, a, b in zip(self._cotangent_list, y_up, y_low):
+                delta = a - b
+                changed = delta != 0
+                if changed.any():
+                    total += float(np.sum(v[changed] * delta[changed]))
+                    magnitude += float(np.sum(np.abs(v[changed]) * (np.abs(a[changed]) + np.abs(b[changed]))))
+                if self.count_unchanged:
+                    # an output that did not change may still have moved by up to one ulp
+                    hidden += float(np.sum(np.abs(v[~changed]) * np.abs(a[~changed])))
+        if not math.isfinite(total):
+            return math.nan, math.nan
+        return total / width, (_NOISE_SAFETY * magnitude + hidden) * self.eps / abs(width)
+
+    def moved(self, position, flat_index, step_factor):
+        """The entry's values one step below and above (rounded to the working dtype)."""
+        base = self.base[position]
+        x = base.reshape(-1)[flat_index]
+        h = self.step * step_factor * max(1.0, abs(float(x)))
+        dtype = base.dtype.type
+        upper, lower = dtype(float(x) + h), dtype(float(x) - h)
+        return lower, upper
+
+    def prepare(self):
+        self.base_outputs = self.evaluate(self.base)
+        self._cotangent_list = [self.cotangents[k] for k in self.diff_outputs]
+        again = self.evaluate(self.base)
+        for a, b in zip(self.base_outputs, again):
+            if not np.array_equal(a, b, equal_nan=True):
+                return "its forward is not deterministic (two runs on the same inputs differ)"
+        return None
+
+
+class _RerunObserver(_engine.Observer):
+    """Collects what the engine did to the re-run node's gradients (sum_to, casts)."""
+
+    def __init__(self):
+        self.node = None
+        self.reduced = {}
+        self.cast = {}
+        self.none_edges = set()
+        self.mutated_grads = {}  # output index -> (values given, values after backward)
+
+    def grad_reduced(self, task, node, slot, from_shape, to_shape):
+        if node is self.node:
+            self.reduced[slot] = tuple(from_shape)
+
+    def grad_cast(self, task, node, slot, from_dtype, to_dtype):
+        if node is self.node:
+            self.cast[slot] = from_dtype.name
+
+    def node_finished(self, task, node, grads_in, grads_out, duration):
+        if node is self.node:
+            self.none_edges = {e for e, g in enumerate(grads_out) if g is None}
+
+
+class GradvizRerun(Rerun):
+    """A gradviz ``autograd.Function``, run through gradviz's engine."""
+
+    @staticmethod
+    def _array(arg):
+        return arg._data if isinstance(arg, Tensor) else None
+
+    @staticmethod
+    def scaled(arg, factor):
+        return _ops.from_numpy(arg._data * arg._data.dtype.type(factor))
+
+    def _output_array(self, output):
+        return output._data
+
+    def _differentiable(self, output):
+        return isinstance(output, Tensor) and output.requires_grad \
+            and output.dtype.is_floating_point
+
+    def _forward(self, arrays, mutated=None):
+        """``cls.apply`` on fresh copies, with the original inputs requiring grad.
+
+        With a dict ``mutated``, saved inputs that forward modified in place without
+        ``ctx.mark_dirty`` are put in it (Note [Modified in forward]).
+        """
+        call = []
+        leaves = {}
+        for i, a in enumerate(self.args):
+            if i in arrays:
+                tensor = _ops.from_numpy(np.array(arrays[i], copy=True))
+                if i in self.positions:
+                    tensor.requires_grad_(True)
+                    leaves[i] = tensor
+                    # a non-leaf, so that a Function that marks it dirty may modify it
+                    tensor = tensor.clone()
+                call.append(tensor)
+            else:
+                call.append(a)
+        with enable_grad():
+            outputs = self.cls.apply(*call)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        if mutated is not None:
+            mutated.update(_modified_in_forward(call, arrays, outputs))
+        return outputs, leaves
+
+    def analytic(self, scale=1.0, arrays=None, only=None):
+        """The backward's vector-Jacobian product, run through the engine (at ``arrays``,
+        default the recorded arguments). With ``only`` (an output number), backward runs
+        from that output alone, as in a graph that uses no other output of the Function: the
+        others' gradients are then None (``ctx.set_materialize_grads(False)``) or zeros.
+
+        Returns ``({position: float64 array or None}, observer)``.
+        """
+        outputs, leaves = self._forward(self.base if arrays is None else arrays)
+        used = self.diff_outputs if only is None else [only]
+        roots = [outputs[k] for k in used]
+        # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
+        grads = [_ops.from_numpy(np.asarray(self.cotangents[k] * scale, dtype=self.out_dtypes[k]))
+                 for k in used]
+        observer = _RerunObserver()
+        observer.node = roots[0].grad_fn
+        capture = [_engine.gradient_edge(leaves[p]) for p in self.positions]
+        given = [g._data.copy() for g in grads]
+        task = make_graph_task(roots, grads, retain_graph=False, capture=capture,
+                               observer=observer)
+        captured = task.run()
+        for k, grad, before in zip(used, grads, given):
+            if not np.array_equal(grad._data, before, equal_nan=True):
+                observer.mutated_grads[k] = (before.astype(np.float64),
+                                             grad._data.astype(np.float64))
+        result = {}
+        for p, value in zip(self.positions, captured):
+            result[p] = None if value is None else value._data.astype(np.float64)
+        return result, observer
+
+    # ---- second order (Note [Doctor's double backward]) -----------------------------------
+    def cotangent_derivative(self, p, u_p):
+        """``d/dv <u_p, vjp_p(x, v)>`` through the graph backward builds, flattened over the
+        differentiable outputs."""
+        outputs, leaves = self._forward(self.base)
+        roots = [outputs[k] for k in self.diff_outputs]
+        grads = [_ops.from_numpy(np.asarray(self.cotangents[k], dtype=self.out_dtypes[k]))
+                 .requires_grad_(True) for k in self.diff_outputs]
+        with enable_grad():
+            (first,) = _autograd_grad(roots, [leaves[p]], grads, create_graph=True,
+                                      allow_unused=True)
+            if first is None or not first.requires_grad:
+                derivative = [None] * len(grads)
+            else:
+                term = (first * _ops.from_numpy(u_p.astype(first._data.dtype))).sum()
+                derivative = _autograd_grad([term], grads, allow_unused=True)
+        return np.concatenate([(np.zeros(g._data.shape) if d is None else d._data.astype(np.float64))
+                               .reshape(-1) for g, d in zip(grads, derivative)])
+
+    def second_order(self, u):
+        """``d/dx sum_p <u_p, vjp_p(x, v)>`` through the graph backward builds (create_graph)."""
+        outputs, leaves = self._forward(self.base)
+        roots = [outputs[k] for k in self.diff_outputs]
+        # the cotangents require grad, as in gradgradcheck: a @once_differentiable backward
+        # then returns its gradients on a DelayedError node
+        grads = [_ops.from_numpy(np.asarray(self.cotangents[k], dtype=self.out_dtypes[k]))
+                 .requires_grad_(True) for k in self.diff_outputs]
+        inputs = [leaves[p] for p in self.positions]
+        with enable_grad():
+            first = _autograd_grad(roots, inputs, grads, create_graph=True, allow_unused=True)
+            if any(g is not None and isinstance(g.grad_fn, DelayedError) for g in first):
+                raise RuntimeError("its backward is @once_differentiable")
+            total = None
+            for p, g in zip(self.positions, first):
+                if g is None or not g.requires_grad:
+                    continue
+                term = (g * _ops.from_numpy(u[p].astype(g._data.dtype))).sum()
+                total = term if total is None else total + term
+            second = [None] * len(inputs)
+            if total is not None:
+                second = _autograd_grad([total], inputs, allow_unused=True)
+        return {p: (np.zeros(self.base[p].shape) if g is None else g._data.astype(np.float64))
+                for p, g in zip(self.positions, second)}
+
+
+def _modified_in_forward(call, arrays, outputs):
+    """Note [Modified in forward]: ``{position: (before, after)}`` for each tensor argument that
+    forward saved for backward and then modified in place without ``ctx.mark_dirty``.
+
+    PyTorch saves tensors when forward returns, so backward silently computes with the
+    modified values. (A tensor marked dirty is returned as an output: that is allowed.)
+    """
+    ctx = next((o.grad_fn for o in outputs if isinstance(o, Tensor) and o.grad_fn is not None),
+               None)
+    saved = getattr(ctx, "_saved", None) or ()
+    saved_ids = {id(item._tensor) for item in saved
+                 if item is not None and getattr(item, "_tensor", None) is not None}
+    found = {}
+    for position, tensor in enumerate(call):
+        if position not in arrays or not isinstance(tensor, Tensor) or id(tensor) not in saved_ids:
+            continue
+        if any(tensor is o for o in outputs):
+            continue
+        before = arrays[position]
+        after = tensor._data
+        if after.shape == before.shape and not np.array_equal(after, before, equal_nan=True):
+            found[position] = (before.astype(np.float64), after.astype(np.float64))
+    return found

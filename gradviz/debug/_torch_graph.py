@@ -1,0 +1,411 @@
+"""The gradient doctor on a real PyTorch graph: what :func:`gradviz.debug.doctor` reads from
+torch's nodes, and its extra backward pass there.
+
+Note [Doctor on PyTorch graphs]
+-------------------------------
+``doctor(loss)`` for a ``torch.Tensor`` loss walks torch's graph (``grad_fn``,
+``next_functions``) and checks every custom ``torch.autograd.Function`` node with the same
+finite differences and hints as a gradviz graph, re-running the Function with torch
+(``_torch_rerun``). What differs is how much the graph tells:
+
+- forward arguments: inside :func:`gradviz.debug.capture` every argument was recorded (Note
+  [Capturing PyTorch Functions]). Otherwise torch keeps none, so they are rebuilt
+  (:func:`recorded_inputs`): a leaf from its ``AccumulateGrad`` (``.variable``); a non-leaf
+  from the tensors the Function saved (matched to the input's edge by ``grad_fn`` and
+  ``output_nr``), from a tensor another node saved for that edge, or by re-running the custom
+  Function that produced it; an input that needs no gradient (no edge) from the saved tensors
+  no edge accounts for. A Function with non-tensor arguments cannot be rebuilt (torch keeps
+  no trace of them beyond ``needs_input_grad``) and is listed as skipped, with the reason;
+- the extra backward pass (``check_backward``): ``torch.autograd.grad`` with
+  ``retain_graph=True`` from the roots to the leaves, so no leaf's ``.grad`` is written and
+  the saved tensors are kept, with a pre-hook and a post-hook on every node (removed after)
+  to find the first node whose backward produced NaN/Inf and the node whose backward raised.
+  ``.grad`` of non-leaf tensors that ``retain_grad()`` is put back as it was. torch casts a
+  gradient to its input's dtype inside its engine, where no hook sees it, so casts are not
+  reported for torch graphs;
+- mutated saved tensors: every saved tensor is unpacked; torch refuses one whose version
+  moved since it was saved, and that refusal is the finding (values written through
+  ``.data`` bypass the version counter and are not seen).
+
+Nodes are numbered in the order :func:`gradviz.debug.record_torch` numbers them (the order
+the walk first meets them), so a report's node ids match a recorded trace of the same graph.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+import re
+from contextlib import contextmanager
+
+import numpy as np
+import torch
+
+from ._capture import TORCH_RECORD, torch_recording_paused
+from ._report import Finding
+from ._torch_recorder import _is_accumulate_grad, _saved_of
+from ._torch_rerun import TorchRerun, as_array
+
+__all__ = ["TorchGraph", "is_custom", "recorded_inputs", "graph_values", "tensor_positions"]
+
+_HINT = "build the graph inside gradviz.debug.capture() to record them"
+_MODIFIED = "modified by an inplace operation"
+
+
+def is_custom(node):
+    """A custom ``torch.autograd.Function``'s node (its ctx)."""
+    return isinstance(node, torch.autograd.function.BackwardCFunction)
+
+
+def tensor_positions(node):
+    """The forward argument position of each edge of a custom node, when it can be told."""
+    record = getattr(node, TORCH_RECORD, None)
+    if record is not None:
+        return record.tensor_positions
+    if is_custom(node) and len(node.needs_input_grad) == len(node.next_functions):
+        return tuple(range(len(node.next_functions)))
+    return None
+
+
+class TorchGraph:
+    """The doctor's view of a PyTorch graph (the interface of ``_gradviz_graph.GradvizGraph``)."""
+
+    rerun = TorchRerun
+    torch = True
+
+    def __init__(self, roots, nodes):
+        self.roots = roots
+        self.nodes = nodes
+        self.custom = [n for n in nodes if is_custom(n)]
+        self.ids = _discovery_ids([r.grad_fn for r in roots if r.grad_fn is not None])
+        self._known = None
+
+    def node_id(self, node):
+        return self.ids.get(node)
+
+    @contextmanager
+    def paused(self):
+        with torch_recording_paused():
+            yield
+
+    def saved_findings(self):
+        return _saved_findings(self.nodes)
+
+    def backward_pass(self, gradient, report):
+        return _backward_pass(self.roots, gradient, self.nodes, report)
+
+    def arguments(self, node):
+        if self._known is None:
+            self._known = graph_values(self.nodes)
+        return recorded_inputs(node, self._known)
+
+
+def _discovery_ids(starts):
+    """``{node: id}`` in the order record_torch's walk first meets the nodes."""
+    ids = {}
+    stack = []
+    for node in starts:
+        if node not in ids:
+            ids[node] = len(ids)
+            stack.append(node)
+    while stack:
+        node = stack.pop()
+        for child, _ in node.next_functions:
+            if child is not None and child not in ids:
+                ids[child] = len(ids)
+                stack.append(child)
+    return ids
+
+
+# ---- forward arguments ------------------------------------------------------------------
+
+def graph_values(nodes):
+    """``{(node, output_nr): tensor}``: values of graph edges the graph still holds (a leaf's
+    current value, every saved tensor still at its saved version, under the edge it is the
+    value of)."""
+    known = {}
+    for node in nodes:
+        if _is_accumulate_grad(node):
+            known[(node, 0)] = node.variable.detach()
+            continue
+        for _, tensor in _saved_of(node):  # skips tensors torch refuses to unpack (modified)
+            if tensor is not None and tensor.grad_fn is not None:
+                known.setdefault((tensor.grad_fn, tensor.output_nr), tensor.detach())
+    return known
+
+
+def recorded_inputs(node, known, trail=()):
+    """The node's forward arguments, or ``(None, reason)`` when they cannot be known (Note
+    [Doctor on PyTorch graphs])."""
+    record = getattr(node, TORCH_RECORD, None)
+    if record is not None:
+        return tuple(record.args), None
+    needs = node.needs_input_grad
+    edges = node.next_functions
+    if len(needs) != len(edges):
+        return None, (f"{len(needs) - len(edges)} of its {len(needs)} forward arguments are "
+                      f"not tensors, and PyTorch keeps no record of them ({_HINT})")
+    try:
+        saved = node.saved_tensors
+    except RuntimeError as exc:
+        if _MODIFIED in str(exc):
+            return None, f"a tensor it saved was modified in place after forward ({_HINT})"
+        return None, (f"its saved tensors were freed by a backward without retain_graph=True "
+                      f"and its forward arguments were not recorded ({_HINT})")
+    args = [None] * len(needs)
+    constants = []   # positions of tensor arguments that do not require grad
+    used = set()     # indices of saved tensors matched to an argument
+    for position, (next_node, input_nr) in enumerate(edges):
+        if next_node is None:
+            constants.append(position)
+            continue
+        if _is_accumulate_grad(next_node):
+            variable = next_node.variable
+            args[position] = variable.detach().clone()
+            used.update(i for i, t in enumerate(saved) if t is variable)  # a saved leaf
+            continue
+        match = next((i for i, t in enumerate(saved) if t is not None
+                      and t.grad_fn is next_node and t.output_nr == input_nr), None)
+        if match is not None:
+            args[position] = saved[match].detach().clone()
+            used.add(match)
+            continue
+        value = _edge_value(next_node, input_nr, known, trail + (node,))
+        if value is None:
+            return None, (f"input {position} (from {next_node.name()}) was not saved for "
+                          f"backward and cannot be recomputed ({_HINT})")
+        args[position] = value.clone()
+    if constants and not _place_constants(node, args, constants, saved, used, known):
+        return None, f"input {constants[0]} does not require grad and was not recorded ({_HINT})"
+    return tuple(args), None
+
+
+def _place_constants(node, args, constants, saved, used, known):
+    """Fill the arguments that need no gradient from the saved tensors no edge accounts for:
+    the one placing whose forward runs (and reproduces an output the graph still holds, if
+    any); with none, or several, the node is skipped."""
+    spare = [t for i, t in enumerate(saved) if t is not None and i not in used
+             and t.grad_fn is not node]
+    if len(spare) < len(constants) or len(spare) > 4:
+        return False
+    held = {nr: value for (owner, nr), value in known.items() if owner is node}
+    working = []
+    for choice in itertools.permutations(spare, len(constants)):
+        trial = list(args)
+        for position, tensor in zip(constants, choice):
+            trial[position] = tensor.detach().clone()
+        try:
+            with torch.no_grad():
+                outputs = node._forward_cls.apply(*_copies(trial))
+        except Exception:  # noqa: BLE001 - a placing the forward does not accept
+            continue
+        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+        if held:
+            if all(nr < len(outputs) and isinstance(outputs[nr], torch.Tensor)
+                   and outputs[nr].shape == value.shape
+                   and torch.allclose(outputs[nr], value, equal_nan=True)
+                   for nr, value in held.items()):
+                working = [trial]
+                break
+            continue
+        working.append(trial)
+    if len(working) != 1:
+        return False
+    for position in constants:
+        args[position] = working[0][position]
+    return True
+
+
+def _copies(args):
+    """Arguments for a forward run here: tensors cloned (a forward may modify its inputs in
+    place), the rest as they are."""
+    return [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+
+
+# How many custom Functions deep _edge_value re-runs forwards to find one argument.
+_RERUN_DEPTH = 16
+
+
+def _edge_value(node, output_nr, known, trail):
+    """The value of edge ``(node, output_nr)``: from ``known``, or for a custom Function's
+    output by re-running its forward (without grad) on its rebuilt arguments."""
+    value = known.get((node, output_nr))
+    if value is not None or not is_custom(node) or node in trail or len(trail) > _RERUN_DEPTH:
+        return value
+    args, _ = recorded_inputs(node, known, trail)
+    if args is None:
+        return None
+    try:
+        with torch.no_grad():
+            outputs = node._forward_cls.apply(*_copies(args))
+    except Exception:  # noqa: BLE001 - the user's forward may raise anything; then unknown
+        return None
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    for nr, output in enumerate(outputs):
+        if isinstance(output, torch.Tensor):
+            known.setdefault((node, nr), output)
+    return known.get((node, output_nr))
+
+
+# ---- mutated saved tensors ----------------------------------------------------------------
+
+def _saved_findings(nodes):
+    """A mutated_saved finding per saved tensor torch refuses to unpack because an in-place
+    operation moved its version (backward would raise for it)."""
+    findings = []
+    for node in nodes:
+        if _is_accumulate_grad(node):
+            continue
+        if is_custom(node):
+            items = [(f"saved tensor {i}", raw) for i, raw in enumerate(_raw_saved(node))]
+        else:
+            items = [(f"its saved {name[len('_raw_saved_'):]}", _raw_saved(node, name))
+                     for name in sorted(dir(node)) if name.startswith("_raw_saved_")]
+        for label, raw in items:
+            for item in raw if isinstance(raw, (list, tuple)) else (raw,):
+                error = _unpack_error(item)
+                if error is not None:
+                    findings.append(_mutated_finding(node, label, error))
+                    break
+    return findings
+
+
+def _raw_saved(node, name="_raw_saved_tensors"):
+    """A node's SavedTensor (or list of them) ``name``; nothing once freed."""
+    try:
+        return getattr(node, name)
+    except RuntimeError:
+        return ()
+
+
+def _unpack_error(item):
+    unpack = getattr(item, "unpack", None)
+    if unpack is None:
+        return None
+    try:
+        unpack()
+    except RuntimeError as exc:
+        if _MODIFIED in str(exc):
+            return exc
+    return None
+
+
+_VERSION = re.compile(r"modified by an inplace operation: (.*), which is (.*), is at "
+                      r"version (\d+); expected version (\d+) instead")
+
+
+def _mutated_finding(node, label, error):
+    """The finding for a saved tensor torch refuses to unpack; torch's message says what the
+    tensor is and the versions."""
+    match = _VERSION.search(str(error))
+    if match is not None:
+        tensor, origin, now, saved = match.groups()
+        what = f"{label} ({tensor}, {origin})"
+        moved = f"moved its version from {saved} to {now}"
+    else:
+        what, moved = label, f"moved its version ({str(error).split(' Hint:')[0]})"
+    message = (f"{node.name()}: {what} was changed after it was saved; an in-place operation "
+               f"{moved}, so backward will raise")
+    function = node._forward_cls if is_custom(node) else None
+    return Finding(kind="mutated_saved", function=function, node=node, input_index=None,
+                   message=message, hint="clone the tensor before modifying it in place",
+                   details={"saved": label, "version_moved": True})
+
+
+# ---- the extra backward pass ----------------------------------------------------------------
+
+def _nonfinite(grads):
+    """(slot, nan, inf, index of the first) of the first gradient with NaN/Inf entries, or
+    None."""
+    for slot, grad in enumerate(grads):
+        if not isinstance(grad, torch.Tensor) or not grad.dtype.is_floating_point:
+            continue
+        bad = ~torch.isfinite(grad.detach())
+        if bool(bad.any()):
+            first = np.unravel_index(int(bad.reshape(-1).nonzero()[0, 0]), tuple(grad.shape))
+            return (slot, int(torch.isnan(grad).sum()), int(torch.isinf(grad).sum()),
+                    tuple(int(i) for i in first))
+    return None
+
+
+class _TorchPass:
+    """What the hooks saw in the doctor's backward pass (the fields ``_pass_findings`` reads
+    from gradviz's pass observer)."""
+
+    def __init__(self):
+        self.first_nonfinite = None
+        self.casts = []       # torch casts inside its engine, unseen (Note [Doctor on ...])
+        self.failure = None   # (node, exception) of a backward that raised
+        self.grads_in = {}    # custom node -> the gradients it received (arrays)
+        self.running = []
+
+    def prehook(self, node):
+        def hook(grad_outputs):
+            self.running.append(node)
+            if is_custom(node):
+                self.grads_in[node] = [as_array(g) if isinstance(g, torch.Tensor) else None
+                                       for g in grad_outputs]
+        return hook
+
+    def posthook(self, node):
+        def hook(grad_inputs, grad_outputs):
+            if self.running and self.running[-1] is node:
+                self.running.pop()
+            if self.first_nonfinite is None:
+                produced = _nonfinite(grad_inputs)
+                if produced is not None:
+                    self.first_nonfinite = (node, produced, _nonfinite(grad_outputs), None)
+        return hook
+
+
+def _retained(nodes):
+    """``[(tensor, its .grad)]`` for the non-leaf tensors of this graph that ``retain_grad()``:
+    ``torch.autograd.grad`` writes their ``.grad`` (torch runs retain_grad hooks in any
+    backward), and nothing in the graph leads to them, so they are found among all objects."""
+    members = set(nodes)
+    found = []
+    is_tensor = {}  # by type(), not isinstance(): some objects warn when __class__ is read
+    for obj in gc.get_objects():
+        kind = type(obj)
+        tensor = is_tensor.get(kind)
+        if tensor is None:
+            tensor = is_tensor[kind] = issubclass(kind, torch.Tensor)
+        if tensor and obj.retains_grad and obj.grad_fn in members:
+            found.append((obj, obj.grad))
+    return found
+
+
+def _backward_pass(roots, gradient, nodes, report):
+    """One backward pass that changes nothing the user sees (Note [Doctor on PyTorch graphs])."""
+    if gradient is None:
+        grads = [torch.ones_like(r) for r in roots]
+    else:
+        grads = [gradient] if isinstance(gradient, torch.Tensor) else list(gradient)
+    leaves = [n.variable for n in nodes if _is_accumulate_grad(n)]
+    observer = _TorchPass()
+    if not leaves:
+        return observer
+    retained = _retained(nodes)
+    handles = []
+    try:
+        for node in nodes:
+            if not _is_accumulate_grad(node):
+                handles.append(node.register_prehook(observer.prehook(node)))
+                handles.append(node.register_hook(observer.posthook(node)))
+        torch.autograd.grad(list(roots), leaves, grads, retain_graph=True, allow_unused=True)
+    except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
+        if str(exc).startswith("Trying to backward through the graph a second time"):
+            report.notes.append(
+                "the graph's saved tensors were already freed by a backward() without "
+                "retain_graph=True, so the NaN/Inf check could not run")
+        elif observer.running:
+            observer.failure = (observer.running[-1], exc)
+        else:
+            report.notes.append(f"the backward pass could not start: {type(exc).__name__}: {exc}")
+    finally:
+        for handle in handles:
+            handle.remove()
+        for tensor, grad in retained:
+            if tensor.grad is not grad:
+                tensor.grad = grad
+    return observer
