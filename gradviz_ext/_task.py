@@ -774,7 +774,9 @@ class GraphTask:
             retains = self._retains.get(node)
             if retains is not None:
                 for slot, tensor in retains:
-                    self._accumulate_into(tensor, grads[slot], None)
+                    retained: TensorBase = tensor
+                    if not retained._retains_grad:  # else its retain_grad hook stores it
+                        self._accumulate_into(tensor, grads[slot], None)
         if self._exec_info is not None and not self._exec_info.get(node, False):
             if observer is not None:
                 observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)

@@ -1197,7 +1197,7 @@ def no_grad_inside_function_and_is_grad_enabled(torch, o):
 
 @program
 def custom_function_once_differentiable_and_non_diff(torch, o):
-    from torch.autograd.function import once_differentiable
+    once_differentiable = torch.autograd.function.once_differentiable  # this library's
 
     class SortValues(torch.autograd.Function):
         @staticmethod
@@ -1280,6 +1280,21 @@ def custom_function_save_non_tensor_error(torch, o):
 
     x = torch.tensor([1.0], requires_grad=True)
     o.raises("save int", lambda: Bad.apply(x), "save_for_backward can only save variables, but argument 1 is of type int")
+
+
+@program
+def backward_inputs_non_leaf_that_retains_grad(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()  # and named in inputs=: its gradient is stored once, not twice
+    (y * 3).sum().backward(inputs=[y], retain_graph=True)
+    o("y.grad", y.grad)
+    o("x.grad", x.grad)
+    (y * y).sum().backward(inputs=[y])  # accumulates, once
+    o("y.grad again", y.grad)
+    z = x * 5  # named in inputs= only: no warning on reading its .grad
+    (z * z).sum().backward(inputs=[z])
+    o("z.grad", o.warns("z.grad read", lambda: z.grad))
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
