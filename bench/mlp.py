@@ -31,6 +31,7 @@ import torch  # noqa: E402
 
 import gradviz  # noqa: E402
 from _common import environment  # noqa: E402
+from gradviz.ops._layout import product_layouts  # noqa: E402
 
 
 LAYERS = 4
@@ -392,7 +393,11 @@ def main(argv=None):
     variants = {v.name: v for v in make_variants(x, target, params)}
     results = measure([variants[name] for name in VARIANTS if name in args.variants],
                       args.steps, args.repeats, trajectory)
+    env["product_layouts"] = {" x ".join(map(str, key[:4])) + f" ({key[4]}, {key[5]})": layout
+                              for key, layout in product_layouts()["shapes"].items()}
     print_table(results, env, args.steps, args.repeats)
+    print("gradviz's product layouts (Note [Product layout]): "
+          + (", ".join(f"{k}: {v}" for k, v in env["product_layouts"].items()) or "none"))
     if args.profile:
         profile(variants["gradviz nn"], 50, 30)
     if args.json:

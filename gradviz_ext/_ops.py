@@ -897,6 +897,12 @@ def _run_forward(op: OpSpec, kernel: cython.int, arrays: list, attrs: dict):
     return result
 
 
+def apply(op: OpSpec, *inputs, **attrs):
+    """``apply_op(op, inputs, attrs)`` with the inputs and attributes as arguments: the ops
+    layer's entry (``gradviz.ops.apply``), compiled so that an op costs no Python frame here."""
+    return apply_op(op, inputs, attrs)
+
+
 def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
     """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
     n: cython.Py_ssize_t = len(inputs)

@@ -99,9 +99,9 @@ class Op(_ext_ops.OpSpec):
         return f"Op({self.name!r}, {self.node!r})"
 
 
-def apply(op: Op, *inputs, **attrs):
-    """Run ``op`` forward on ``inputs`` (Tensors or Python numbers) and record its node."""
-    return apply_op(op, inputs, attrs)
+# ``apply(op, *inputs, **attrs)``: run ``op`` forward on ``inputs`` (Tensors or Python
+# numbers) and record its node; compiled (gradviz_ext._ops), as every op goes through it.
+apply = _ext_ops.apply
 
 
 def check_saveable(tensor, *inputs):
