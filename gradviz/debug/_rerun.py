@@ -113,7 +113,42 @@ class Rerun:
     def _differentiable(self, output):
         raise NotImplementedError
 
+    def _tensor(self, position, array):
+        """A fresh tensor of this library holding a copy of ``array`` (argument ``position``)."""
+        raise NotImplementedError
+
+    def _apply(self, call):
+        """``cls.apply(*call)`` with grad mode on."""
+        raise NotImplementedError
+
     def _forward(self, arrays, mutated=None):
+        """``cls.apply`` on fresh copies, with the original inputs requiring grad.
+
+        With a dict ``mutated``, saved inputs that forward modified in place without
+        ``ctx.mark_dirty`` are put in it (Note [Modified in forward]).
+        """
+        call = []
+        leaves = {}
+        for i, a in enumerate(self.args):
+            if i in arrays:
+                tensor = self._tensor(i, arrays[i])
+                if i in self.positions:
+                    tensor.requires_grad_(True)
+                    leaves[i] = tensor
+                    # a non-leaf, so that a Function that marks it dirty may modify it
+                    tensor = tensor.clone()
+                call.append(tensor)
+            else:
+                call.append(a)
+        outputs = self._apply(call)
+        if not isinstance(outputs, tuple):
+            outputs = (outputs,)
+        if mutated is not None:
+            mutated.update(self._modified_in_forward(call, arrays, outputs))
+        return outputs, leaves
+
+    def _modified_in_forward(self, call, arrays, outputs):
+        """Note [Modified in forward] for this library's tensors."""
         raise NotImplementedError
 
     def analytic(self, scale=1.0, arrays=None, only=None):
@@ -241,32 +276,15 @@ class GradvizRerun(Rerun):
         return isinstance(output, Tensor) and output.requires_grad \
             and output.dtype.is_floating_point
 
-    def _forward(self, arrays, mutated=None):
-        """``cls.apply`` on fresh copies, with the original inputs requiring grad.
+    def _tensor(self, position, array):
+        return _ops.from_numpy(np.array(array, copy=True))
 
-        With a dict ``mutated``, saved inputs that forward modified in place without
-        ``ctx.mark_dirty`` are put in it (Note [Modified in forward]).
-        """
-        call = []
-        leaves = {}
-        for i, a in enumerate(self.args):
-            if i in arrays:
-                tensor = _ops.from_numpy(np.array(arrays[i], copy=True))
-                if i in self.positions:
-                    tensor.requires_grad_(True)
-                    leaves[i] = tensor
-                    # a non-leaf, so that a Function that marks it dirty may modify it
-                    tensor = tensor.clone()
-                call.append(tensor)
-            else:
-                call.append(a)
+    def _apply(self, call):
         with enable_grad():
-            outputs = self.cls.apply(*call)
-        if not isinstance(outputs, tuple):
-            outputs = (outputs,)
-        if mutated is not None:
-            mutated.update(_modified_in_forward(call, arrays, outputs))
-        return outputs, leaves
+            return self.cls.apply(*call)
+
+    def _modified_in_forward(self, call, arrays, outputs):
+        return _modified_in_forward(call, arrays, outputs)
 
     def analytic(self, scale=1.0, arrays=None, only=None):
         """The backward's vector-Jacobian product, run through the engine (at ``arrays``,

@@ -133,29 +133,12 @@ class TorchRerun(Rerun):
             tensor = tensor.to(original.device)
         return tensor
 
-    def _forward(self, arrays, mutated=None):
-        """``cls.apply`` (through the watching subclass) on fresh copies, with the original
-        inputs requiring grad; with a dict ``mutated``, Note [Modified in forward]."""
-        call = []
-        leaves = {}
-        for i, a in enumerate(self.args):
-            if i in arrays:
-                tensor = self._tensor(i, arrays[i])
-                if i in self.positions:
-                    tensor.requires_grad_(True)
-                    leaves[i] = tensor
-                    # a non-leaf, so that a Function that marks it dirty may modify it
-                    tensor = tensor.clone()
-                call.append(tensor)
-            else:
-                call.append(a)
+    def _apply(self, call):
         with torch.enable_grad():
-            outputs = self.watched.apply(*call)
-        if not isinstance(outputs, tuple):
-            outputs = (outputs,)
-        if mutated is not None:
-            mutated.update(_modified_in_forward(call, arrays, outputs))
-        return outputs, leaves
+            return self.watched.apply(*call)  # the watching subclass: Note at the top
+
+    def _modified_in_forward(self, call, arrays, outputs):
+        return _modified_in_forward(call, arrays, outputs)
 
     def _cotangent(self, k, output, scale=1.0, requires_grad=False):
         # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array
