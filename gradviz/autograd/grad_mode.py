@@ -21,9 +21,8 @@ class _GradModeContext:
 
     _mode = True
 
-    def __enter__(self):
+    def __enter__(self):  # returns None, as torch's (``with no_grad() as x``: x is None)
         self._previous = _engine.set_grad_enabled_flag(self._mode)
-        return self
 
     def __exit__(self, *exc):
         _engine.set_grad_enabled_flag(self._previous)
@@ -87,7 +86,7 @@ class inference_mode(_GradModeContext):
 
     def __enter__(self):
         self._previous_inference = _engine.set_inference_mode_flag(self._enabled)
-        return super().__enter__()
+        super().__enter__()
 
     def __exit__(self, *exc):
         _engine.set_inference_mode_flag(self._previous_inference)
@@ -112,7 +111,7 @@ class set_grad_enabled(_GradModeContext):
         self._previous = _engine.set_grad_enabled_flag(self._mode)
 
     def __enter__(self):
-        return self
+        pass  # the mode was set by the constructor, as in torch; returns None
 
     def __exit__(self, *exc):
         _engine.set_grad_enabled_flag(self._previous)

@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dtypes
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from .. import ops as _ops
 from ..ops import _conv_transpose, _parametric, _resample
 
@@ -265,6 +266,9 @@ def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1); the
     weight is viewed to broadcast along dim 1 (``ViewBackward0``) and one
     ``PreluKernelBackward0`` node follows, as in torch."""
+    if input._data.dtype != weight._data.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{TYPE_WORDS[input.dtype.name]} and {TYPE_WORDS[weight.dtype.name]}")
     count = weight.numel()
     if count != 1:
         if input.ndim == 0:
@@ -310,6 +314,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 def bilinear(input1, input2, weight, bias=None):
     """``input1[..., i] * weight[o, i, j] * input2[..., j]`` summed over ``i, j``, plus
     ``bias[o]`` (``TrilinearBackward0``, ``ViewBackward0``, ``AddBackward0``, as in torch)."""
+    operands = [("input1", input1), ("input2", input2), ("weight", weight)]
+    if bias is not None:
+        operands.append(("bias", bias))
+    if len({t._data.dtype for _, t in operands}) > 1:
+        raise RuntimeError("All tensors must have the same dtype, got " + ", ".join(
+            f"{name}: {C_TYPE_NAMES[t.dtype.name]}" for name, t in operands))
     if input1.ndim != input2.ndim:
         raise RuntimeError(f"bilinear(): input dimensions do not match: got {input1.ndim} and "
                            f"{input2.ndim}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from ._indexing import scatter_add
 from ._linalg import matmul
 from ._reduction import sum
@@ -181,14 +182,29 @@ CONV1D = Op("conv1d", "ConvolutionBackward0",
             backward=_conv1d_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
+def check_dtypes(input, weight, bias, transposed=False):
+    """torch's errors for a convolution whose operands differ in dtype (a float64 batch from
+    numpy into a float32 model is the classic): it computes in one dtype, it does not promote.
+    A transposed convolution checks the weight only, as torch does."""
+    dtype = input._data.dtype
+    if not transposed and bias is not None and bias._data.dtype != dtype:
+        raise RuntimeError(f"Input type ({C_TYPE_NAMES[input.dtype.name]}) and bias type "
+                           f"({C_TYPE_NAMES[bias.dtype.name]}) should be the same")
+    if weight._data.dtype != dtype:
+        raise RuntimeError(f"expected scalar type {TYPE_WORDS[input.dtype.name]} but found "
+                           f"{TYPE_WORDS[weight.dtype.name]}")
+
+
 def conv2d(input, weight, bias, geometry):
     """Cross-correlation of (N, C, H, W) ``input`` with (O, C, kh, kw) ``weight``."""
+    check_dtypes(input, weight, bias)
     return apply(CONV2D, input, weight, bias, geometry=geometry)
 
 
 def conv1d(input, weight, bias, geometry):
     """Cross-correlation of (N, C, L) ``input`` with (O, C, k) ``weight`` (``geometry`` over
     (1, L))."""
+    check_dtypes(input, weight, bias)
     return apply(CONV1D, input, weight, bias, geometry=geometry)
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._conv import _Geometry, _tied, unfold
+from ._conv import _Geometry, _tied, check_dtypes, unfold
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs
@@ -118,10 +118,12 @@ CONV_TRANSPOSE1D = Op("conv_transpose1d", "ConvolutionBackward0",
 def conv_transpose2d(input, weight, bias, geometry):
     """Transposed convolution of (N, C_in, H, W) ``input`` with (C_in, C_out/groups, kh, kw)
     ``weight`` (``geometry``: a :class:`_TransposedGeometry`)."""
+    check_dtypes(input, weight, bias, transposed=True)
     return apply(CONV_TRANSPOSE2D, input, weight, bias, geometry=geometry)
 
 
 def conv_transpose1d(input, weight, bias, geometry):
     """Transposed convolution of (N, C_in, L) ``input`` with (C_in, C_out/groups, k) ``weight``
     (``geometry`` over (1, L))."""
+    check_dtypes(input, weight, bias, transposed=True)
     return apply(CONV_TRANSPOSE1D, input, weight, bias, geometry=geometry)

@@ -521,6 +521,11 @@ def put(input, index, source, accumulate=False):
                  source_shape=tuple(source.shape))
 
 
+def _setitem_method(self, key, value):
+    """``t[key] = value``; returns None, as torch's ``Tensor.__setitem__``."""
+    setitem(self, key, value)
+
+
 def setitem(self, key, value):
     """``self[key] = value`` (``value`` a tensor or a number, broadcast to the region).
 
@@ -807,7 +812,7 @@ def _build_methods():
     methods["copy_"] = copy_
     methods["fill_"] = fill_
     methods["zero_"] = zero_
-    methods["__setitem__"] = setitem
+    methods["__setitem__"] = _setitem_method
     methods["__iadd__"] = methods["add_"]
     methods["__isub__"] = methods["sub_"]
     methods["__imul__"] = methods["mul_"]

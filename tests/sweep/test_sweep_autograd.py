@@ -1297,6 +1297,42 @@ def backward_inputs_non_leaf_that_retains_grad(torch, o):
     o("z.grad", o.warns("z.grad read", lambda: z.grad))
 
 
+@program
+def return_values_of_grad_modes_and_setitem(torch, o):
+    with torch.no_grad() as entered:
+        o("no_grad enters as", entered)
+    with torch.enable_grad() as entered:
+        o("enable_grad enters as", entered)
+    with torch.set_grad_enabled(False) as entered:
+        o("set_grad_enabled enters as", entered)
+    with torch.inference_mode() as entered:
+        o("inference_mode enters as", entered)
+    x = torch.zeros(3)
+    o("__setitem__ returns", x.__setitem__(1, 2.0))
+    o("x", x)
+
+
+@program
+def function_ctx_dirty_tensors_and_requires_grad(torch, o):
+    class Double_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            o("requires_grad", ctx.requires_grad)
+            o("dirty before", ctx.dirty_tensors)
+            a.mul_(2)
+            ctx.mark_dirty(a)
+            o("dirty after", len(ctx.dirty_tensors))
+            return a
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    w = torch.ones(2, requires_grad=True)
+    Double_.apply(w.clone()).sum().backward()
+    o("w.grad", w.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

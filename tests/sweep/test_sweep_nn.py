@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 
+import numpy as np
 import pytest
 
 from sweep_harness import B1, B2, W1, W2, X_DATA, Y_CLS, Y_REG, check, make_mlp, node_name, registry
@@ -940,6 +941,26 @@ def mode_big_ints_and_gelu_at_infinity(torch, o):
     with torch.inference_mode():
         o("inference flag", [torch.is_inference_mode_enabled(), torch.is_grad_enabled()])
     o("inference flag after", torch.is_inference_mode_enabled())
+
+
+@program
+def float64_batch_into_a_float32_model(torch, o):
+    """The classic: a numpy (float64) batch into layers built in float32."""
+    torch.manual_seed(0)
+    x = torch.tensor(np.linspace(-1, 1, 2 * 3 * 6 * 6).reshape(2, 3, 6, 6))  # float64
+    o.raises("Conv2d", lambda: torch.nn.Conv2d(3, 4, 3)(x), "should be the same")
+    o.raises("Conv2d without bias", lambda: torch.nn.Conv2d(3, 4, 3, bias=False)(x),
+             "expected scalar type Double but found Float")
+    o.raises("ConvTranspose2d", lambda: torch.nn.ConvTranspose2d(3, 4, 2)(x),
+             "expected scalar type Double but found Float")
+    o.raises("Conv1d", lambda: torch.nn.Conv1d(3, 4, 3)(x[:, :, 0]), "should be the same")
+    o.raises("PReLU", lambda: torch.nn.PReLU()(x), "Type promoting not supported")
+    o.raises("Bilinear", lambda: torch.nn.Bilinear(6, 6, 2)(x[0, 0], x[0, 1]),
+             "All tensors must have the same dtype")
+    o.raises("Linear", lambda: torch.nn.Linear(6, 2)(x), "same dtype")
+    model = torch.nn.Conv2d(3, 4, 3)
+    o("after .float()", model(x.float()).shape)
+    o("after .double()", model.double()(x).dtype)
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])

@@ -78,6 +78,16 @@ class FunctionCtx:
         """What ``save_for_backward`` was given, while forward runs (then ``None``)."""
         return self._to_save
 
+    @property
+    def dirty_tensors(self):
+        """What ``mark_dirty`` was given (None before it is called), as torch's ctx."""
+        return self._dirty_tensors or None
+
+    @property
+    def requires_grad(self):
+        """Always True: torch's ctx has this read-only attribute and it answers True."""
+        return True
+
     def mark_dirty(self, *tensors):
         """Mark inputs that ``forward`` modified in place; each must be returned.
 
