@@ -174,6 +174,13 @@ class _RNNBase(Module):
             noun = "D tensor" if self.kind == "RNN" else "D"  # torch's wording differs
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{input.dim()}{noun} instead")
+        weight = self.weight_ih_l0
+        if input.dtype != weight.dtype:
+            raise ValueError(
+                f"RNN input dtype ({_torch_name(input.dtype)}) does not match weight dtype "
+                f"({_torch_name(weight.dtype)}). Convert input: "
+                f"input.to({_torch_name(weight.dtype)}), or convert model: "
+                f"model.to({_torch_name(input.dtype)})")
         unbatched = input.dim() == 2
         x = input.unsqueeze(1) if unbatched else (input.transpose(0, 1) if self.batch_first
                                                   else input)
@@ -274,3 +281,8 @@ class GRU(_RNNBase):
                  device=None, dtype=None):
         super().__init__(input_size, hidden_size, num_layers, "tanh", bias, batch_first, dropout,
                          bidirectional, device, dtype)
+
+
+def _torch_name(dtype):
+    """``torch.float32`` for gradviz.float32: the name in torch's message, which users search."""
+    return "torch." + dtype.name

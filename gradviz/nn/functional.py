@@ -444,6 +444,22 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
     return _ops.embedding(weight, input, padding_idx)
 
 
+def _check_norm_dtypes(input, *parameters):
+    """torch's CPU normalization kernels compute in one dtype: parameters (weight, bias,
+    running statistics) of another dtype than the input are an error, except float32
+    parameters of a float16 input (torch's mixed-type path, computed here in the input's
+    dtype)."""
+    dtype = input._data.dtype
+    for parameter in parameters:
+        if parameter is None or parameter._data.dtype == dtype:
+            continue
+        if dtype == np.float16 and parameter._data.dtype == np.float32:
+            continue
+        if dtype == np.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """Normalize over the last dims ``normalized_shape`` (mean 0, biased variance 1), then
     ``* weight + bias`` (one ``NativeLayerNormBackward0`` node)."""
@@ -452,6 +468,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(str(n) for n in shape)}], but got input of "
                            f"size{list(input.shape)}")
+    _check_norm_dtypes(input, weight, bias)
     return _ops.layer_norm(input, shape, weight, bias, eps)
 
 
@@ -465,6 +482,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                        ("weight", weight), ("bias", bias)):
         if stat is not None and stat.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {stat.numel()}")
+    _check_norm_dtypes(input, running_mean, running_var, weight, bias)
     if training:
         count = input.numel() // channels
         if count == 1:
@@ -503,6 +521,7 @@ def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number of "
                                f"channels in input, but got {name} of shape "
                                f"{list(param.shape)} and input of shape {shape}")
+    _check_norm_dtypes(input, weight, bias)
     return _ops.group_norm(input, num_groups, weight, bias, eps)
 
 

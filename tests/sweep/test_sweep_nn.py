@@ -963,6 +963,25 @@ def float64_batch_into_a_float32_model(torch, o):
     o("after .double()", model.double()(x).dtype)
 
 
+@program
+def float64_batch_into_norms_and_recurrent_layers(torch, o):
+    x = torch.tensor(np.linspace(-1, 1, 4 * 6).reshape(4, 6))  # float64
+    o.raises("BatchNorm1d", lambda: torch.nn.BatchNorm1d(6)(x), "all inputs must share same datatype")
+    o.raises("BatchNorm1d eval", lambda: torch.nn.BatchNorm1d(6).eval()(x), "mixed dtype")
+    o("BatchNorm1d plain", torch.nn.BatchNorm1d(6, affine=False, track_running_stats=False)(x))
+    o.raises("LayerNorm", lambda: torch.nn.LayerNorm(6)(x), "all inputs must share same datatype")
+    o("LayerNorm plain", torch.nn.LayerNorm(6, elementwise_affine=False)(x))
+    o.raises("GroupNorm", lambda: torch.nn.GroupNorm(2, 6)(x), "mixed dtype")
+    o.raises("float32 input, float64 weight",
+             lambda: torch.nn.functional.layer_norm(x.float(), (6,), torch.ones(6).double()),
+             "expect parameter to have scalar type of Float")
+    for kind in ("RNN", "GRU", "LSTM"):
+        o.raises(kind, lambda: getattr(torch.nn, kind)(6, 3)(x[None]),
+                 "RNN input dtype (torch.float64) does not match weight dtype (torch.float32)")
+    o.raises("LSTM ints", lambda: torch.nn.LSTM(6, 3)(x[None].long()), "does not match weight dtype")
+    o("LSTM converted", torch.nn.LSTM(6, 3)(x[None].float())[0].shape)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
