@@ -208,6 +208,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         return loss.view(*target.shape) if reduction == "none" else loss
     # torch's order of checks: the target's dims, the batch size (2-D input), then its dtype
     # (before the size for a 1-D input)
+    if input.ndim == 2 and target.ndim > 1 and target.shape[0] != input.shape[0]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+                         f"({target.shape[0]}).")
     if target.ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     if input.ndim == 2 and (target.ndim == 0 or target.shape[0] != input.shape[0]):

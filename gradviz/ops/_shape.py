@@ -19,10 +19,24 @@ __all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze
 
 
 def _shape_arg(args):
-    """Accept ``f(2, 3)`` and ``f((2, 3))``, like PyTorch."""
+    """Accept ``f(2, 3)`` and ``f((2, 3))``, like PyTorch: integers (Python, numpy, 0-d integer
+    tensors), never a float (``zeros(n / 2)`` is torch's TypeError, not a truncated size)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    return tuple(int(a) for a in args)
+    try:
+        return tuple(operator.index(a) for a in args)
+    except TypeError:
+        position, bad = next((i, a) for i, a in enumerate(args) if not _is_index(a))
+        raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                        f"{type(bad).__name__} at pos {position}") from None
+
+
+def _is_index(value):
+    try:
+        operator.index(value)
+    except TypeError:
+        return False
+    return True
 
 
 def _infer_shape(shape, numel):

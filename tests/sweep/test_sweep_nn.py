@@ -982,6 +982,24 @@ def float64_batch_into_norms_and_recurrent_layers(torch, o):
     o("LSTM converted", torch.nn.LSTM(6, 3)(x[None].float())[0].shape)
 
 
+@program
+def sizes_must_be_integers_and_targets_match_the_batch(torch, o):
+    n = 6
+    o.raises("zeros(n / 2)", lambda: torch.zeros(n / 2), "must be tuple of ints")
+    o.raises("randn(2, 3.0)", lambda: torch.randn(2, 3.0), "tuple of ints")
+    o.raises("view(2.0, 3)", lambda: torch.ones(n).view(2.0, 3), "tuple of ints")
+    o("zeros(n // 2)", torch.zeros(n // 2))
+    o("zeros(0-d int tensor)", torch.zeros(torch.tensor(2)).shape)
+    o("ones(numpy int)", torch.ones(np.int64(2), 1).shape)
+    scores = torch.zeros(2, 3)
+    o.raises("target (1, 2)", lambda: torch.nn.functional.cross_entropy(
+        scores, torch.tensor([[0, 1]])), "Expected input batch_size (2) to match target batch_size (1)")
+    o.raises("target (2, 1)", lambda: torch.nn.functional.cross_entropy(
+        scores, torch.tensor([[0], [1]])), "multi-target not supported")
+    o.raises("target (3,)", lambda: torch.nn.functional.nll_loss(scores, torch.tensor([0, 1, 2])),
+             "match target batch_size (3)")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
