@@ -772,7 +772,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                       _conv._Geometry(kernel_size, dilation, padding, stride))
 
 
-pad = _ops.pad
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
@@ -882,6 +881,7 @@ def adaptive_avg_pool1d(input, output_size):
 # ---- up-sampling, parametric layers and attention (in their own modules) ----------------------
 
 from . import _functional_attention, _functional_layers  # noqa: E402
+from ._padding import pad  # noqa: E402
 from ._functional_attention import multi_head_attention_forward  # noqa: E402
 from ._functional_attention import _canonical_mask, _mha_shape_check, _none_or_dtype  # noqa: E402,F401
 from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  # noqa: E402
