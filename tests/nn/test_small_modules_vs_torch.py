@@ -109,3 +109,111 @@ def test_pad_modules(name, args, shape, dtype):
 ])
 def test_pad_errors(call, phrase):
     same_error(lambda: call(gradviz), lambda: call(torch), phrase)
+
+
+# ---- channel dropout -------------------------------------------------------------------------
+
+CHANNEL_DROPOUT = [("dropout1d", "Dropout1d", (64, 50, 7)), ("dropout1d", "Dropout1d", (500, 7)),
+                   ("dropout2d", "Dropout2d", (64, 50, 3, 4)),
+                   ("dropout3d", "Dropout3d", (32, 50, 2, 3, 2)),
+                   ("dropout3d", "Dropout3d", (500, 2, 3, 2))]
+
+
+
+
+@pytest.mark.parametrize("p", [0.2, 0.5, 0.8])
+@pytest.mark.parametrize("fname,mname,shape", CHANNEL_DROPOUT, ids=[f"{f}-{s}" for f, _, s in CHANNEL_DROPOUT])
+def test_channel_dropout(fname, mname, shape, p):
+    """Whole channels are zeroed, the rest scaled by 1/(1-p); the dropped fraction is p
+    (binomial, 5 sigma), as torch's; the gradient is the same mask; eval is the identity."""
+    slices = int(np.prod(shape[:len(shape) - {"dropout1d": 1, "dropout2d": 2, "dropout3d": 3}[fname]]))
+    identity, nodes = [], []
+    for lib in (gradviz, torch):
+        x = lib.ones(*shape, dtype=lib.float64, requires_grad=True)
+        out = getattr(lib.nn.functional, fname)(x, p)
+        out.backward(lib.ones_like(out))
+        values = out.detach().numpy().reshape(slices, -1)
+        assert ((values == 0) | np.isclose(values, 1 / (1 - p))).all()
+        assert (values == values[:, :1]).all(), f"{lib.__name__}: a channel was partly dropped"
+        np.testing.assert_array_equal(x.grad.numpy().reshape(slices, -1), values)
+        dropped = (values[:, 0] == 0).mean()
+        assert abs(dropped - p) < 5 * np.sqrt(p * (1 - p) / slices), (lib.__name__, dropped)
+        layer = getattr(lib.nn, mname)(p)
+        assert layer(x).requires_grad
+        layer.eval()
+        assert layer(x).equal(x)
+        out = getattr(lib.nn.functional, fname)(x, p, training=False)
+        identity.append(out is x)
+        nodes.append(out.grad_fn and out.grad_fn.name())
+    assert identity[0] == identity[1] and nodes[0] == nodes[1]
+    assert repr(getattr(gradviz.nn, mname)(p, True)) == repr(getattr(torch.nn, mname)(p, True))
+
+
+@pytest.mark.parametrize("fname", ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout"])
+def test_dropout_edge_probabilities(fname):
+    for lib in (gradviz, torch):
+        shape = (2, 3, 4, 5) if fname != "dropout1d" else (2, 3, 4)
+        x = lib.tensor(rand(*shape), requires_grad=True)
+        assert getattr(lib.nn.functional, fname)(x, 0.0, training=True).equal(x)
+        out = getattr(lib.nn.functional, fname)(x, 1.0, training=True)
+        assert (out.detach().numpy() == 0).all()
+        out.sum().backward()
+        assert (x.grad.numpy() == 0).all()
+
+
+def test_channel_dropout_inplace():
+    for lib in (gradviz, torch):
+        x = lib.ones(8, 20, 3, dtype=lib.float64)
+        out = lib.nn.functional.dropout1d(x, 0.5, inplace=True)
+        assert out is x and ((x.numpy() == 0) | (x.numpy() == 2)).all()
+        y = lib.ones(20, 3, dtype=lib.float64)
+        lib.nn.functional.dropout1d(y, 0.5, inplace=True)
+        assert (y.numpy() == 0).any() and (y.numpy() == 2).any()
+
+
+@pytest.mark.parametrize("call,phrase", [
+    (lambda lib: lib.nn.functional.dropout1d(lib.ones(2, 3, 4, 5)), "dropout1d: Expected 2D or 3D input"),
+    (lambda lib: lib.nn.functional.dropout2d(lib.ones(2, 3, 4), 1.5), "dropout probability has to be between 0 and 1"),
+    (lambda lib: lib.nn.Dropout3d(-0.1), "dropout probability has to be between 0 and 1, but got -0.1"),
+    (lambda lib: lib.nn.AlphaDropout(2), "dropout probability has to be between 0 and 1"),
+    (lambda lib: lib.nn.functional.dropout2d(lib.ones(3), 0.5), "Feature dropout requires at least 2 dimensions"),
+])
+@pytest.mark.filterwarnings("ignore:dropout2d. Received a 1-D input")
+def test_dropout_errors(call, phrase):
+    same_error(lambda: call(gradviz), lambda: call(torch), phrase)
+
+
+@pytest.mark.parametrize("fname,shape,phrase", [
+    ("dropout2d", (2, 3, 4), "assuming that channel-wise 1D dropout behavior is desired"),
+    ("dropout2d", (2, 3), "Received a 2-D input to dropout2d, which is deprecated"),
+    ("dropout3d", (2, 3, 4), "Received a 3-D input to dropout3d, which is deprecated"),
+])
+def test_dropout_warnings(fname, shape, phrase):
+    for lib in (gradviz, torch):
+        with pytest.warns(UserWarning, match=phrase):
+            getattr(lib.nn.functional, fname)(lib.ones(*shape), 0.5)
+
+
+def test_alpha_dropout():
+    """The two values an input of zeros (and of ones) maps to are torch's; the dropped
+    fraction is p; a standard normal input keeps mean 0 and variance 1; eval is the identity."""
+    p = 0.3
+    values = {}
+    for lib in (gradviz, torch):
+        zeros = lib.nn.functional.alpha_dropout(lib.zeros(100000, dtype=lib.float64), p, True).numpy()
+        ones = lib.nn.functional.alpha_dropout(lib.ones(100000, dtype=lib.float64), p, True).numpy()
+        values[lib] = (np.unique(zeros), np.unique(ones))
+        assert abs((zeros == zeros.min()).mean() - p) < 0.01
+        x = lib.tensor(rand(200000, seed=4))
+        out = lib.nn.AlphaDropout(p)(x).numpy()
+        assert abs(out.mean()) < 0.02 and abs(out.var() - 1) < 0.02
+        layer = lib.nn.AlphaDropout(p).eval()
+        assert layer(x) is x
+    for a, b in zip(values[gradviz], values[torch]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    x = gradviz.tensor(rand(3, 4), requires_grad=True)
+    out = gradviz.nn.functional.alpha_dropout(x, p, True)
+    out.sum().backward()
+    kept = out.detach().numpy() != values[torch][0].min()
+    a = values[torch][1].max() - values[torch][0].max()
+    np.testing.assert_allclose(x.grad.numpy(), np.where(kept, a, 0.0), rtol=1e-12)
