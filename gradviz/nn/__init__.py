@@ -16,6 +16,8 @@ from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, 
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
+from ._loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+                         MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
 from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
                        ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
@@ -41,4 +43,6 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "PReLU",
            "Bilinear", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d",
            "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
-           "CircularPad1d", "CircularPad2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+           "CircularPad1d", "CircularPad2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
+           "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss"]

@@ -882,7 +882,11 @@ def adaptive_avg_pool1d(input, output_size):
 
 from . import _functional_attention, _functional_layers  # noqa: E402
 from ._padding import pad  # noqa: E402
+from . import _loss_more  # noqa: E402
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
+from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
+                         hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
+                         poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 from ._functional_attention import multi_head_attention_forward  # noqa: E402
 from ._functional_attention import _canonical_mask, _mha_shape_check, _none_or_dtype  # noqa: E402,F401
 from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  # noqa: E402
@@ -891,3 +895,4 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
 
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
 __all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ += _loss_more.__all__[:8]

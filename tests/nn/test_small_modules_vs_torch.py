@@ -33,8 +33,12 @@ def second_order(fn, arrays, seed=3):
         probe = lib.tensor(np.random.default_rng(seed).standard_normal(tuple(out.shape)))
         grads = lib.autograd.grad((out * probe).sum(), xs, create_graph=True)
         total = sum((g * g).sum() for g in grads)
-        results.append(lib.autograd.grad(total, xs, allow_unused=True))
+        # piecewise-linear losses: the first derivative is constant, in both libraries
+        results.append(lib.autograd.grad(total, xs, allow_unused=True) if total.requires_grad
+                       else [None] * len(xs))
     for i, (a, b) in enumerate(zip(*results)):
+        if b is not None:  # torch may answer a ZeroTensor, which .numpy() refuses
+            b = torch.from_numpy(b.detach().numpy(force=True).copy())
         close(a, b, f"second-order grad of input {i}")
 
 
@@ -217,3 +221,140 @@ def test_alpha_dropout():
     kept = out.detach().numpy() != values[torch][0].min()
     a = values[torch][1].max() - values[torch][0].max()
     np.testing.assert_allclose(x.grad.numpy(), np.where(kept, a, 0.0), rtol=1e-12)
+
+
+# ---- losses ----------------------------------------------------------------------------------
+
+def signs(*shape, seed=5):
+    return np.where(np.random.default_rng(seed).random(shape) < 0.5, -1.0, 1.0)
+
+
+def counts(*shape, seed=6):
+    return np.random.default_rng(seed).poisson(2.0, shape).astype(np.float64)
+
+
+def positive(*shape, seed=7):
+    return np.random.default_rng(seed).uniform(0.2, 2.0, shape)
+
+
+def labels01(*shape, seed=8):
+    return (np.random.default_rng(seed).random(shape) < 0.4).astype(np.float64)
+
+
+# (module name, functional name, module kwargs, inputs, which inputs require grad)
+LOSS_CASES = [
+    ("MarginRankingLoss", "margin_ranking_loss", {}, [rand(6), rand(6, seed=1), signs(6)], [1, 1, 0]),
+    ("MarginRankingLoss", "margin_ranking_loss", dict(margin=0.7), [rand(4, 3), rand(4, 3, seed=1), signs(4, 3)], [1, 1, 0]),
+    ("HingeEmbeddingLoss", "hinge_embedding_loss", {}, [rand(5, 4), signs(5, 4)], [1, 0]),
+    ("HingeEmbeddingLoss", "hinge_embedding_loss", dict(margin=0.3), [positive(7), signs(7)], [1, 0]),
+    ("SoftMarginLoss", "soft_margin_loss", {}, [rand(5, 4), signs(5, 4)], [1, 0]),
+    ("CosineEmbeddingLoss", "cosine_embedding_loss", {}, [rand(6, 5), rand(6, 5, seed=1), signs(6)], [1, 1, 0]),
+    ("CosineEmbeddingLoss", "cosine_embedding_loss", dict(margin=-0.2), [rand(6, 5), rand(6, 5, seed=2), signs(6)], [1, 1, 0]),
+    ("CosineEmbeddingLoss", "cosine_embedding_loss", dict(margin=0.1), [rand(5), rand(5, seed=1), np.array(-1.0)], [1, 1, 0]),
+    ("TripletMarginLoss", "triplet_margin_loss", {}, [rand(6, 4), rand(6, 4, seed=1), rand(6, 4, seed=2)], [1, 1, 1]),
+    ("TripletMarginLoss", "triplet_margin_loss", dict(margin=2.0, p=1.0, swap=True), [rand(6, 4), rand(6, 4, seed=1), rand(6, 4, seed=2)], [1, 1, 1]),
+    ("TripletMarginLoss", "triplet_margin_loss", dict(p=3.0, eps=1e-3, swap=True), [rand(4), rand(4, seed=1), rand(4, seed=2)], [1, 1, 1]),
+    ("PoissonNLLLoss", "poisson_nll_loss", {}, [rand(4, 5), counts(4, 5)], [1, 1]),
+    ("PoissonNLLLoss", "poisson_nll_loss", dict(log_input=False), [positive(4, 5), counts(4, 5)], [1, 1]),
+    ("PoissonNLLLoss", "poisson_nll_loss", dict(full=True), [rand(4, 5), counts(4, 5) + 2.0], [1, 1]),
+    ("PoissonNLLLoss", "poisson_nll_loss", dict(full=True, log_input=False, eps=0.1), [positive(4, 5), counts(4, 5)], [1, 0]),
+    ("GaussianNLLLoss", "gaussian_nll_loss", {}, [rand(4, 3), rand(4, 3, seed=1), positive(4, 3)], [1, 1, 1]),
+    ("GaussianNLLLoss", "gaussian_nll_loss", dict(full=True), [rand(4, 3), rand(4, 3, seed=1), positive(4)], [1, 1, 1]),
+    ("GaussianNLLLoss", "gaussian_nll_loss", dict(eps=0.5), [rand(4, 3), rand(4, 3, seed=1), positive(4, 1)], [1, 1, 1]),
+    ("GaussianNLLLoss", "gaussian_nll_loss", {}, [rand(2, 3, 4), rand(2, 3, 4, seed=1), positive(2, 1, 4)], [1, 1, 1]),
+    ("MultiLabelSoftMarginLoss", "multilabel_soft_margin_loss", {}, [rand(5, 4), labels01(5, 4)], [1, 1]),
+    ("MultiLabelSoftMarginLoss", "multilabel_soft_margin_loss", {}, [rand(4), labels01(4)], [1, 0]),
+]
+REDUCTIONS = ["none", "mean", "sum"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name,fname,kw,inputs,grads", LOSS_CASES,
+                         ids=[f"{n}-{i}" for i, (n, *_) in enumerate(LOSS_CASES)])
+def test_loss_module(name, fname, kw, inputs, grads, reduction, dtype):
+    compare_layer(lambda nn: getattr(nn, name)(**kw, reduction=reduction), inputs, dtype,
+                  grad_inputs=[bool(g) for g in grads])
+
+
+@pytest.mark.parametrize("reduction", REDUCTIONS)
+@pytest.mark.parametrize("name,fname,kw,inputs,grads", LOSS_CASES,
+                         ids=[f"{n}-{i}" for i, (n, *_) in enumerate(LOSS_CASES)])
+def test_loss_functional_and_second_order(name, fname, kw, inputs, grads, reduction):
+    compare_layer(lambda nn: nn.Identity(), inputs, "float32", grad_inputs=[bool(g) for g in grads],
+                  forward=lambda layer, *xs: getattr(lib_of(xs[0]).nn.functional, fname)(
+                      *xs, **kw, reduction=reduction))
+    grad_arrays = [a for a, g in zip(inputs, grads) if g]
+    fixed = [a for a, g in zip(inputs, grads) if not g]
+
+    def fn(lib, *xs):
+        it, fx = iter(xs), iter(fixed)
+        args = [next(it) if g else lib.tensor(next(fx)) for g in grads]
+        return getattr(lib.nn.functional, fname)(*args, **kw, reduction=reduction)
+    second_order(fn, grad_arrays)
+
+
+def test_multilabel_soft_margin_weight_and_gaussian_float_var():
+    w = positive(4, seed=9)
+    for lib in (gradviz, torch):  # the module's weight is a buffer, as torch's
+        assert [n for n, _ in lib.nn.MultiLabelSoftMarginLoss(weight=lib.tensor(w)).named_buffers()] == ["weight"]
+    for reduction in REDUCTIONS:
+        compare_layer(lambda nn: nn.Identity(), [rand(5, 4), labels01(5, 4), w], "float64",
+                      forward=lambda layer, x, y, wt: lib_of(x).nn.functional.multilabel_soft_margin_loss(
+                          x, y, weight=wt, reduction=reduction))
+        compare_layer(lambda nn: nn.Identity(), [rand(5, 4), rand(5, 4, seed=1)], "float64",
+                      forward=lambda layer, x, y: lib_of(x).nn.functional.gaussian_nll_loss(
+                          x, y, 0.7, reduction=reduction))
+
+
+def test_loss_module_defaults_and_repr():
+    for name, _, kw, *_ in LOSS_CASES:
+        g, t = getattr(gradviz.nn, name)(**kw), getattr(torch.nn, name)(**kw)
+        assert repr(g) == repr(t)
+        for attr in ("reduction", "margin", "p", "eps", "swap", "log_input", "full"):
+            assert getattr(g, attr, None) == getattr(t, attr, None), (name, attr)
+
+
+LOSS_ERRORS = [
+    (lambda lib: lib.nn.functional.margin_ranking_loss(lib.ones(3), lib.ones(3), lib.ones(1, 3)),
+     "All input tensors should have same dimension"),
+    (lambda lib: lib.nn.functional.cosine_embedding_loss(lib.ones(2, 3), lib.ones(2, 3), lib.ones(2, 1)),
+     "0D or 1D target tensor expected, multi-target not supported"),
+    (lambda lib: lib.nn.functional.cosine_embedding_loss(lib.ones(3), lib.ones(3), lib.ones(2)),
+     "1D target tensor expects 2D input tensors, but found inputs with sizes [3] and [3]"),
+    (lambda lib: lib.nn.functional.cosine_embedding_loss(lib.ones(2, 3), lib.ones(2, 3), lib.tensor(1.0)),
+     "0D target tensor expects 1D input tensors"),
+    (lambda lib: lib.nn.functional.triplet_margin_loss(lib.ones(2, 3), lib.ones(2, 3), lib.ones(3)),
+     "anchor 2D, positive 2D, and negative 1D inputs"),
+    (lambda lib: lib.nn.functional.triplet_margin_loss(lib.ones(3), lib.ones(3), lib.ones(3), margin=0),
+     "margin must be greater than 0, got 0"),
+    (lambda lib: lib.nn.TripletMarginLoss(margin=-1.0), "expected margin to be greater than 0"),
+    (lambda lib: lib.nn.functional.soft_margin_loss(lib.ones(2), lib.ones(2), reduction="avg"),
+     "avg is not a valid value for reduction"),
+    (lambda lib: lib.nn.HingeEmbeddingLoss(reduction="avg")(lib.ones(2), lib.ones(2)),
+     "avg is not a valid value for reduction"),
+    (lambda lib: lib.nn.functional.poisson_nll_loss(lib.ones(2), lib.ones(2), reduction="avg"),
+     "avg is not a valid value for reduction"),
+    (lambda lib: lib.nn.functional.multilabel_soft_margin_loss(lib.ones(2, 3), lib.ones(2, 3), reduction="x"),
+     "x is not valid"),
+    (lambda lib: lib.nn.functional.gaussian_nll_loss(lib.ones(2, 3), lib.ones(2, 3), lib.ones(3, 3)),
+     "var is of incorrect size"),
+    (lambda lib: lib.nn.functional.gaussian_nll_loss(lib.ones(2, 3), lib.ones(2, 3), -lib.ones(2, 3)),
+     "var has negative entry/entries"),
+    (lambda lib: lib.nn.functional.gaussian_nll_loss(lib.ones(2, 3), lib.ones(2, 3), -1.0),
+     "var has negative entry/entries"),
+    (lambda lib: lib.nn.GaussianNLLLoss(reduction="avg")(lib.ones(2), lib.ones(2), lib.ones(2)),
+     "avg is not valid"),
+]
+
+
+@pytest.mark.parametrize("call,phrase", LOSS_ERRORS, ids=[p for _, p in LOSS_ERRORS])
+def test_loss_errors(call, phrase):
+    same_error(lambda: call(gradviz), lambda: call(torch), phrase)
+
+
+def test_legacy_size_average():
+    x, y = rand(4, 3), signs(4, 3)
+    for kw in (dict(size_average=False), dict(reduce=False)):
+        with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
+            compare_layer(lambda nn: nn.SoftMarginLoss(**kw), [x, y], "float64", grad_inputs=[True, False])
