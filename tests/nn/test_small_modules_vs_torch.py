@@ -358,3 +358,87 @@ def test_legacy_size_average():
     for kw in (dict(size_average=False), dict(reduce=False)):
         with pytest.warns(UserWarning, match="size_average and reduce args will be deprecated"):
             compare_layer(lambda nn: nn.SoftMarginLoss(**kw), [x, y], "float64", grad_inputs=[True, False])
+
+
+# ---- small activations, pools, Unfold/Fold, Softmax2d ----------------------------------------
+
+def spaced(*shape, seed=10):
+    """Distinct values (no ties inside a pooling window), away from the shrink/threshold kinks."""
+    rng = np.random.default_rng(seed)
+    return (rng.permutation(int(np.prod(shape))).reshape(shape) - np.prod(shape) / 2 + 0.25) / 7
+
+
+SMALL_LAYERS = [
+    ("GLU", (), (4, 6)), ("GLU", (1,), (3, 4, 5)), ("GLU", (-3,), (4, 3, 2)),
+    ("Threshold", (0.1, 20.0), (4, 5)), ("Threshold", (-0.5, -2.0), (2, 3, 4)),
+    ("Hardshrink", (), (4, 5)), ("Hardshrink", (1.3,), (3, 4, 5)),
+    ("Softshrink", (), (4, 5)), ("Softshrink", (0.9,), (3, 4, 5)),
+    ("Softmax2d", (), (2, 3, 4, 5)), ("Softmax2d", (), (3, 4, 5)),
+    ("AdaptiveMaxPool1d", (3,), (2, 3, 7)), ("AdaptiveMaxPool1d", (5,), (3, 5)),
+    ("AdaptiveMaxPool1d", (4, True), (2, 3, 10)),
+    ("AdaptiveMaxPool2d", ((2, 3),), (2, 3, 5, 7)), ("AdaptiveMaxPool2d", (3,), (3, 7, 4)),
+    ("AdaptiveMaxPool2d", ((None, 2), True), (2, 2, 5, 6)), ("AdaptiveMaxPool2d", ((6, 8),), (1, 2, 5, 6)),
+    ("Unfold", (2,), (2, 3, 4, 5)), ("Unfold", ((2, 3), 1, 1, 2), (2, 3, 4, 5)),
+    ("Fold", ((4, 5), 2), (2, 12, 12)), ("Fold", ((3, 4), (2, 2), 1, 1), (2, 8, 20)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name,args,shape", SMALL_LAYERS, ids=[f"{n}-{a}-{s}" for n, a, s in SMALL_LAYERS])
+def test_small_layers(name, args, shape, dtype):
+    g_outs, t_outs = compare_layer(lambda nn: getattr(nn, name)(*args), [spaced(*shape)], dtype)
+    for a, b in zip(g_outs, t_outs):
+        if not b.is_floating_point():  # the indices of return_indices
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
+            assert a.dtype == gradviz.int64
+    assert repr(getattr(gradviz.nn, name)(*args)) == repr(getattr(torch.nn, name)(*args))
+
+
+SMALL_FUNCTIONS = [
+    ("glu", dict(dim=0), (4, 3)), ("threshold", dict(threshold=0.2, value=-1.0), (3, 4)),
+    ("hardshrink", dict(lambd=0.2), (3, 4)), ("softshrink", dict(lambd=0.2), (3, 4)),
+    ("adaptive_max_pool1d", dict(output_size=2), (2, 3, 5)),
+    ("adaptive_max_pool2d", dict(output_size=(3, 2)), (2, 3, 5, 4)),
+]
+
+
+@pytest.mark.parametrize("fname,kw,shape", SMALL_FUNCTIONS, ids=[f for f, *_ in SMALL_FUNCTIONS])
+def test_small_functions_and_second_order(fname, kw, shape):
+    compare_layer(lambda nn: nn.Identity(), [spaced(*shape)], "float32",
+                  forward=lambda layer, x: getattr(lib_of(x).nn.functional, fname)(x, **kw))
+    second_order(lambda lib, x: getattr(lib.nn.functional, fname)(x, **kw) ** 2, [spaced(*shape)])
+
+
+def test_threshold_inplace():
+    for dtype in DTYPES:
+        compare_layer(lambda nn: nn.Threshold(0.1, 2.0, inplace=True), [spaced(3, 4)], dtype,
+                      forward=lambda layer, x: layer(x * 1.0))
+
+
+def test_adaptive_max_pool_ties_take_the_first():
+    x = np.array([[[[2.0, 2.0, 0.0], [2.0, 2.0, 2.0], [0.0, 2.0, 2.0]]]])
+    compare_layer(lambda nn: nn.AdaptiveMaxPool2d(2, return_indices=True), [x], "float64")
+    g = gradviz.nn.functional.adaptive_max_pool2d(gradviz.tensor(x), 2, True)[1].tolist()
+    t = torch.nn.functional.adaptive_max_pool2d(torch.tensor(x), 2, True)[1].tolist()
+    assert g == t
+
+
+SMALL_ERRORS = [
+    (lambda lib: lib.nn.functional.glu(lib.ones(3, 5)), "Halving dimension must be even, but dimension 1 is size 5"),
+    (lambda lib: lib.nn.GLU(0)(lib.ones(3, 4)), "Halving dimension must be even"),
+    (lambda lib: lib.nn.functional.glu(lib.tensor(1.0)), "glu does not support scalars"),
+    (lambda lib: lib.nn.functional.softshrink(lib.ones(3), -1.0), "lambda must be in range [0, 3.40282e+38] for input dtype Float"),
+    (lambda lib: lib.nn.functional.softshrink(lib.ones(3, dtype=lib.float64), -0.5), "lambda must be in range"),
+    (lambda lib: lib.nn.Softmax2d()(lib.ones(2, 3)), "Softmax2d: expected input to be 3D or 4D, got 2D instead"),
+    (lambda lib: lib.nn.functional.adaptive_max_pool2d(lib.ones(2, 3), 2), "adaptive_max_pool2d(): Expected 3D or 4D tensor, but got: [2, 3]"),
+    (lambda lib: lib.nn.functional.adaptive_max_pool1d(lib.ones(2, 3, 4, 5), 2), "Expected 2 to 3 dimensions, but got 4-dimensional tensor"),
+    (lambda lib: lib.nn.functional.adaptive_max_pool1d(lib.ones(2, 3, 4), (2, 3)), "'output_size' should contain one int (got 2)"),
+    (lambda lib: lib.nn.functional.threshold(lib.ones(2), 0.5), "missing 1 required positional argument: 'value'"),
+    (lambda lib: lib.nn.Threshold(0.1, 2.0, inplace=True)(lib.ones(2, requires_grad=True)),
+     "a leaf Variable that requires grad is being used in an in-place operation"),
+]
+
+
+@pytest.mark.parametrize("call,phrase", SMALL_ERRORS, ids=[p for _, p in SMALL_ERRORS])
+def test_small_layer_errors(call, phrase):
+    same_error(lambda: call(gradviz), lambda: call(torch), phrase)
