@@ -12,7 +12,6 @@ from .. import ops as _ops
 from ..autograd.grad_mode import no_grad
 from . import functional as F
 from ._loss import _Loss
-from ._module import Module
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
            "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
@@ -282,5 +281,3 @@ class MultiLabelSoftMarginLoss(_Loss):
 
 __all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
             "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss"]
-
-del Module

@@ -882,7 +882,6 @@ def adaptive_avg_pool1d(input, output_size):
 
 from . import _functional_attention, _functional_layers  # noqa: E402
 from ._padding import pad  # noqa: E402
-from . import _loss_more  # noqa: E402
 from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
                             hardshrink, softshrink, threshold)
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
@@ -897,6 +896,8 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
 
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
 __all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
-__all__ += _loss_more.__all__[:8]
+__all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+            "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "multilabel_soft_margin_loss"]
 __all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
             "adaptive_max_pool2d"]
