@@ -81,7 +81,9 @@ def _adaptive_max(input, sizes, what):
         region = tuple(slice(*_bins(n, s)[o]) for n, s, o in zip(spatial, sizes, out_pos))
         block = data[(Ellipsis,) + region].reshape(lead + (-1,))
         nan = np.isnan(block)
-        choice = np.where(nan.any(-1), nan.argmax(-1), block.argmax(-1) if block.shape[-1] else 0)
+        # the first maximum; with NaNs, the last NaN (torch's loop takes `val > max || isnan`)
+        last_nan = nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
+        choice = np.where(nan.any(-1), last_nan, block.argmax(-1))
         index[(Ellipsis,) + out_pos] = flat[region].reshape(-1)[choice]
     indices = _ops.tensor(index, dtype=_dtypes.int64)
     values = _ops.gather(input.flatten(-len(sizes)), -1,

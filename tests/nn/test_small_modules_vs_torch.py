@@ -418,6 +418,12 @@ def test_threshold_inplace():
 def test_adaptive_max_pool_ties_take_the_first():
     x = np.array([[[[2.0, 2.0, 0.0], [2.0, 2.0, 2.0], [0.0, 2.0, 2.0]]]])
     compare_layer(lambda nn: nn.AdaptiveMaxPool2d(2, return_indices=True), [x], "float64")
+    x = np.array([[[1.0, np.nan, 2.0, np.nan, 0.0, 3.0]]])
+    for size in (1, 2, 3):
+        g = gradviz.nn.functional.adaptive_max_pool1d(gradviz.tensor(x), size, True)
+        t = torch.nn.functional.adaptive_max_pool1d(torch.tensor(x), size, True)
+        close(g[0], t[0], f"NaN values, size {size}")
+        assert g[1].tolist() == t[1].tolist(), (size, g[1], t[1])
     g = gradviz.nn.functional.adaptive_max_pool2d(gradviz.tensor(x), 2, True)[1].tolist()
     t = torch.nn.functional.adaptive_max_pool2d(torch.tensor(x), 2, True)[1].tolist()
     assert g == t
