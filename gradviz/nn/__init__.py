@@ -15,6 +15,13 @@ from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLD
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedParameter
+from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
+from ._loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+                         MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
+from ._small_layers import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, Softmax2d,
+                            Softshrink, Threshold, Unfold)
+from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
+                       ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
                              InstanceNorm2d, LayerNorm, RMSNorm)
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
@@ -36,4 +43,10 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Upsample",
            "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle", "PixelUnshuffle", "PReLU",
-           "Bilinear"]
+           "Bilinear", "ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d",
+           "ReflectionPad1d", "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d",
+           "CircularPad1d", "CircularPad2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
+           "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
+           "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
+           "GLU", "Threshold", "Hardshrink", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d", "Unfold", "Fold"]

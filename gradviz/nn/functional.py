@@ -772,7 +772,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                       _conv._Geometry(kernel_size, dilation, padding, stride))
 
 
-pad = _ops.pad
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
@@ -882,6 +881,13 @@ def adaptive_avg_pool1d(input, output_size):
 # ---- up-sampling, parametric layers and attention (in their own modules) ----------------------
 
 from . import _functional_attention, _functional_layers  # noqa: E402
+from ._padding import pad  # noqa: E402
+from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
+                            hardshrink, softshrink, threshold)
+from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
+from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
+                         hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
+                         poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 from ._functional_attention import multi_head_attention_forward  # noqa: E402
 from ._functional_attention import _canonical_mask, _mha_shape_check, _none_or_dtype  # noqa: E402,F401
 from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  # noqa: E402
@@ -889,3 +895,9 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
                                  prelu, rms_norm, upsample)
 
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
+__all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
+            "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
+            "multilabel_soft_margin_loss"]
+__all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
+            "adaptive_max_pool2d"]

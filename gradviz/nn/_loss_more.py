@@ -1,0 +1,283 @@
+"""The margin, embedding and likelihood losses: ``margin_ranking_loss``,
+``hinge_embedding_loss``, ``soft_margin_loss``, ``cosine_embedding_loss``,
+``triplet_margin_loss``, ``poisson_nll_loss``, ``gaussian_nll_loss`` and
+``multilabel_soft_margin_loss``, and their modules. Each is written with torch's formula from
+differentiable gradviz ops (so second derivatives work), with torch's defaults and errors."""
+
+from __future__ import annotations
+
+import math
+
+from .. import ops as _ops
+from ..autograd.grad_mode import no_grad
+from . import functional as F
+from ._loss import _Loss
+
+__all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+           "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
+           "gaussian_nll_loss", "multilabel_soft_margin_loss"]
+
+
+def margin_ranking_loss(input1, input2, target, margin: float = 0, size_average=None,
+                        reduce=None, reduction: str = "mean"):
+    """``max(0, -target * (input1 - input2) + margin)``: ``target`` (1 or -1) says which input
+    should rank higher."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    if input1.ndim != input2.ndim or input1.ndim != target.ndim:
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {input1.shape}, input2: {input2.shape}, "
+                           f"target: {target.shape} ")
+    return F._reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin: float = 1.0, size_average=None, reduce=None,
+                         reduction: str = "mean"):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1 (``input``
+    is usually a distance)."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    zeros = _ops.zeros_like(input)
+    output_margin = _ops.where(target != 1, (margin - input).clamp_min(0), zeros)
+    output_self = _ops.where(target != -1, input, zeros)
+    return F._reduce(output_margin + output_self, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction: str = "mean"):
+    """The two-class logistic loss ``log(1 + exp(-target * input))``, ``target`` 1 or -1."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    return F._reduce(_ops.log1p(_ops.exp(-input * target)), reduction)
+
+
+_COSINE_EPSILON = 1e-12
+
+
+def cosine_embedding_loss(input1, input2, target, margin: float = 0, size_average=None,
+                          reduce=None, reduction: str = "mean"):
+    """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it is
+    -1; rows of (N, D) inputs with a (N,) target, or (D,) inputs with a 0-D target."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    targ_dim = target.ndim
+    if targ_dim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if targ_dim == 1 and (input1.ndim != 2 or input2.ndim != 2):
+        raise RuntimeError(f"1D target tensor expects 2D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    if targ_dim == 0 and (input1.ndim != 1 or input2.ndim != 1):
+        raise RuntimeError(f"0D target tensor expects 1D input tensors, but found inputs with "
+                           f"sizes {list(input1.shape)} and {list(input2.shape)}.")
+    prod_sum = (input1 * input2).sum(targ_dim)
+    mag_square1 = (input1 * input1).sum(targ_dim) + _COSINE_EPSILON
+    mag_square2 = (input2 * input2).sum(targ_dim) + _COSINE_EPSILON
+    cos = prod_sum / (mag_square1 * mag_square2).sqrt()
+    zeros = _ops.zeros_like(cos)
+    output_pos = _ops.where(target == 1, 1 - cos, zeros)
+    output_neg = _ops.where(target == -1, (cos - margin).clamp_min(0), zeros)
+    return F._reduce(output_pos + output_neg, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: float = 2,
+                        eps: float = 1e-6, swap: bool = False, size_average=None, reduce=None,
+                        reduction: str = "mean"):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with ``d`` the
+    ``pairwise_distance`` (``p``-norm, ``eps``); ``swap`` uses the smaller of
+    ``d(anchor, negative)`` and ``d(positive, negative)``."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    dist_pos = _ops.pairwise_distance(anchor, positive, p, eps)
+    dist_neg = _ops.pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        dist_neg = _ops.minimum(dist_neg, _ops.pairwise_distance(positive, negative, p, eps))
+    return F._reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+
+
+def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
+                     size_average=None, eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+    """The negative log-likelihood of ``target`` counts under a Poisson of rate ``exp(input)``
+    (``log_input``, the default) or ``input``: ``exp(input) - target * input``, or
+    ``input - target * log(input + eps)``; ``full`` adds Stirling's approximation of
+    ``log(target!)`` where ``target > 1``."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    if log_input:
+        loss = _ops.exp(input) - target * input
+    else:
+        loss = input - target * _ops.log(input + eps)
+    if full:
+        stirling = target * _ops.log(target) - target + 0.5 * _ops.log(2 * math.pi * target)
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return F._reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input, target, var, full: bool = False, eps: float = 1e-6,
+                      reduction: str = "mean"):
+    """The negative log-likelihood of ``target`` under a Gaussian of mean ``input`` and
+    variance ``var`` (the input's shape, one dim short, or with one dim of size 1; or a
+    float): ``0.5 * (log(var) + (input - target)**2 / var)``, ``var`` clamped to at least
+    ``eps`` outside the graph; ``full`` adds ``0.5 * log(2 * pi)``."""
+    if isinstance(var, float):
+        if var < 0:
+            raise ValueError("var has negative entry/entries")
+        var = var * _ops.ones_like(input)
+    elif bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = _ops.unsqueeze(var, -1)
+        elif not (input.ndim == var.ndim and
+                  sum(y for x, y in zip(input.shape, var.shape) if x != y) == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    var = var.clone()
+    with no_grad():
+        var.clamp_(min=eps)
+    loss = 0.5 * (_ops.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return F._reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction: str = "mean"):
+    """Binary cross-entropy on logits of every class of a (N, C) input against a 0/1 (N, C)
+    target, averaged over the classes (then reduced over the samples)."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    loss = -(target * F.logsigmoid(input) + (1 - target) * F.logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    class_dim = input.ndim - 1
+    loss = loss.sum(class_dim) / input.shape[class_dim]
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    return F._reduce(loss, reduction)
+
+
+# ---- modules ---------------------------------------------------------------------------------
+
+class MarginRankingLoss(_Loss):
+    """``max(0, -y * (x1 - x2) + margin)`` (see :func:`margin_ranking_loss`).
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> loss_fn = torch.nn.MarginRankingLoss(margin=0.5)
+    >>> loss_fn(torch.tensor([1.0, 0.2]), torch.tensor([0.0, 0.4]), torch.tensor([1.0, 1.0]))
+    tensor(0.3500)
+    """
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return margin_ranking_loss(input1, input2, target, margin=self.margin,
+                                   reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` for similar pairs (``y = 1``), ``max(0, margin - x)`` for dissimilar ones (see
+    :func:`hinge_embedding_loss`)."""
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return hinge_embedding_loss(input, target, margin=self.margin, reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """``log(1 + exp(-y * x))`` (see :func:`soft_margin_loss`)."""
+
+    def forward(self, input, target):
+        return soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    """``1 - cos(x1, x2)`` for ``y = 1``, ``max(0, cos(x1, x2) - margin)`` for ``y = -1`` (see
+    :func:`cosine_embedding_loss`)."""
+
+    def __init__(self, margin: float = 0.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input1, input2, target):
+        return cosine_embedding_loss(input1, input2, target, margin=self.margin,
+                                     reduction=self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    """``max(0, margin + d(a, p) - d(a, n))`` (see :func:`triplet_margin_loss`)."""
+
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginLoss: expected margin to be greater than 0, got "
+                             f"{margin} instead")
+        self.margin = margin
+        self.p = p
+        self.eps = eps
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
+                                   eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """The Poisson negative log-likelihood (see :func:`poisson_nll_loss`)."""
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                eps=self.eps, reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """The Gaussian negative log-likelihood of a predicted mean and variance (see
+    :func:`gaussian_nll_loss`)."""
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full = full
+        self.eps = eps
+
+    def forward(self, input, target, var):
+        return gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                 reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    """Per-class logistic loss averaged over the classes (see
+    :func:`multilabel_soft_margin_loss`); ``weight`` rescales each class."""
+
+    def __init__(self, weight=None, size_average=None, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input, target):
+        return multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                           reduction=self.reduction)
+
+
+__all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
+            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss"]
