@@ -97,34 +97,49 @@ def recorded_inputs(node, known, trail=()):
 
 
 def _place_constants(node, args, constants, saved, used, known):
-    """Fill the arguments that need no gradient from the saved tensors no edge accounts for.
-
-    Nothing links such a tensor to its position, so each way of placing them is tried: the
-    one placing whose forward runs (and reproduces an output the graph still holds, if any)
-    is taken; with none, or several, the node is skipped.
-    """
+    """Fill the arguments that need no gradient from the saved tensors no edge accounts for
+    (:func:`choose_placing`)."""
     spare = [item for item in saved or () if item is not None and not item._is_output
              and item._tensor is not None and id(item) not in used
              and item._version_counter.value == item._saved_version]
+
+    def run(trial):
+        with no_grad():
+            return node._forward_cls.apply(*trial)
+
+    def same(output, value):
+        return (isinstance(output, Tensor) and output._data.shape == value.shape
+                and np.allclose(output._data, value, equal_nan=True))
+
+    return choose_placing(node, args, constants, spare, known,
+                          lambda item: _ops.from_numpy(item._tensor._data.copy()), run, same)
+
+
+def choose_placing(node, args, constants, spare, known, fresh, run, same):
+    """Put the ``spare`` saved values (no edge accounts for them) at the ``constants``
+    positions of ``args``, the arguments that need no gradient; shared by gradviz and PyTorch
+    graphs.
+
+    Nothing links such a value to its position, so each way of placing them is tried, with
+    ``fresh(value)`` a new tensor per try: the one placing whose forward (``run(trial)``) runs,
+    and whose outputs equal (``same(output, value)``) those the graph still holds for ``node``
+    in ``known``, if any, is taken. With none, or several, the node is skipped (False).
+    """
     if len(spare) < len(constants) or len(spare) > 4:
         return False
     held = {nr: value for (owner, nr), value in known.items() if owner is node}
     working = []
     for choice in itertools.permutations(spare, len(constants)):
         trial = list(args)
-        for position, item in zip(constants, choice):
-            trial[position] = _ops.from_numpy(item._tensor._data.copy())
+        for position, value in zip(constants, choice):
+            trial[position] = fresh(value)
         try:
-            with no_grad():
-                outputs = node._forward_cls.apply(*trial)
+            outputs = run(trial)
         except Exception:  # noqa: BLE001 - a placing the forward does not accept
             continue
         outputs = outputs if isinstance(outputs, tuple) else (outputs,)
         if held:
-            if all(nr < len(outputs) and isinstance(outputs[nr], Tensor)
-                   and outputs[nr]._data.shape == value.shape
-                   and np.allclose(outputs[nr]._data, value, equal_nan=True)
-                   for nr, value in held.items()):
+            if all(nr < len(outputs) and same(outputs[nr], value) for nr, value in held.items()):
                 working = [trial]
                 break
             continue

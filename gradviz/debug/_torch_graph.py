@@ -34,13 +34,13 @@ the walk first meets them), so a report's node ids match a recorded trace of the
 from __future__ import annotations
 
 import gc
-import itertools
 import re
 from contextlib import contextmanager
 
 import numpy as np
 import torch
 
+from ._arguments import choose_placing
 from ._capture import TORCH_RECORD, torch_recording_paused
 from ._report import Finding
 from ._torch_recorder import _is_accumulate_grad, _saved_of
@@ -181,39 +181,21 @@ def recorded_inputs(node, known, trail=()):
 
 
 def _place_constants(node, args, constants, saved, used, known):
-    """Fill the arguments that need no gradient from the saved tensors no edge accounts for:
-    the one placing whose forward runs (and reproduces an output the graph still holds, if
-    any); with none, or several, the node is skipped."""
+    """Fill the arguments that need no gradient from the saved tensors no edge accounts for
+    (:func:`gradviz.debug._arguments.choose_placing`)."""
     spare = [t for i, t in enumerate(saved) if t is not None and i not in used
              and t.grad_fn is not node]
-    if len(spare) < len(constants) or len(spare) > 4:
-        return False
-    held = {nr: value for (owner, nr), value in known.items() if owner is node}
-    working = []
-    for choice in itertools.permutations(spare, len(constants)):
-        trial = list(args)
-        for position, tensor in zip(constants, choice):
-            trial[position] = tensor.detach().clone()
-        try:
-            with torch.no_grad():
-                outputs = node._forward_cls.apply(*_copies(trial))
-        except Exception:  # noqa: BLE001 - a placing the forward does not accept
-            continue
-        outputs = outputs if isinstance(outputs, tuple) else (outputs,)
-        if held:
-            if all(nr < len(outputs) and isinstance(outputs[nr], torch.Tensor)
-                   and outputs[nr].shape == value.shape
-                   and torch.allclose(outputs[nr], value, equal_nan=True)
-                   for nr, value in held.items()):
-                working = [trial]
-                break
-            continue
-        working.append(trial)
-    if len(working) != 1:
-        return False
-    for position in constants:
-        args[position] = working[0][position]
-    return True
+
+    def run(trial):
+        with torch.no_grad():
+            return node._forward_cls.apply(*_copies(trial))
+
+    def same(output, value):
+        return (isinstance(output, torch.Tensor) and output.shape == value.shape
+                and torch.allclose(output, value, equal_nan=True))
+
+    return choose_placing(node, args, constants, spare, known,
+                          lambda tensor: tensor.detach().clone(), run, same)
 
 
 def _copies(args):

@@ -23,20 +23,14 @@ def _shape_arg(args):
     tensors), never a float (``zeros(n / 2)`` is torch's TypeError, not a truncated size)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
-    try:
-        return tuple(operator.index(a) for a in args)
-    except TypeError:
-        position, bad = next((i, a) for i, a in enumerate(args) if not _is_index(a))
-        raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
-                        f"{type(bad).__name__} at pos {position}") from None
-
-
-def _is_index(value):
-    try:
-        operator.index(value)
-    except TypeError:
-        return False
-    return True
+    sizes = []
+    for position, size in enumerate(args):
+        try:
+            sizes.append(operator.index(size))
+        except TypeError:
+            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(size).__name__} at pos {position}") from None
+    return tuple(sizes)
 
 
 def _infer_shape(shape, numel):
