@@ -233,8 +233,22 @@ class Tensor(_engine.TensorBase):
 
     # ---- autograd state -------------------------------------------------------------
     @property
+    def grad_fn(self):
+        """The node that made this tensor (None for a leaf). Reading it for a view whose base
+        changed in a way autograd cannot follow raises PyTorch's error (Note [Views after their
+        base changed] in gradviz_ext/_engine.py); gradviz's own code reads the stored node."""
+        node = _GRAD_FN_FIELD.__get__(self)
+        if type(node) is _engine.ChangedViewError:
+            raise RuntimeError(node.message)
+        return node
+
+    @grad_fn.setter
+    def grad_fn(self, node) -> None:
+        _GRAD_FN_FIELD.__set__(self, node)
+
+    @property
     def requires_grad(self) -> bool:
-        if self._requires_grad or self.grad_fn is not None:
+        if self._requires_grad or _engine.stored_grad_fn(self) is not None:
             return True
         base = self._base  # Note [Views' requires_grad] (gradviz_ext/_ops.py)
         return base is not None and (base._requires_grad or base.grad_fn is not None)
@@ -249,7 +263,7 @@ class Tensor(_engine.TensorBase):
         return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype")
 
     def _set_requires_grad(self, requires_grad, dtype_phrase) -> "Tensor":
-        fn = self.grad_fn
+        fn = _engine.stored_grad_fn(self)
         # a view made under no_grad whose base then changed is still a leaf to this check
         if fn is not None and not (type(fn) is _engine.ChangedViewError
                                    and fn.view_node_name is None):
@@ -286,12 +300,7 @@ class Tensor(_engine.TensorBase):
 
     @property
     def is_leaf(self) -> bool:
-        fn = self.grad_fn
-        if fn is None:
-            return True
-        if type(fn) is _engine.ChangedViewError:
-            raise RuntimeError(fn.message)  # as PyTorch's grad_fn does for such a view
-        return False
+        return self.grad_fn is None  # raises as PyTorch does for a view whose base changed
 
     @property
     def output_nr(self) -> int:
@@ -316,7 +325,7 @@ class Tensor(_engine.TensorBase):
     def grad(self):
         """The gradient accumulated by backward (leaves, and non-leaves that ``retain_grad()``)."""
         value = _GRAD_SLOT.__get__(self)
-        if value is None and self.grad_fn is not None and not self._retains_grad:
+        if value is None and _engine.stored_grad_fn(self) is not None and not self._retains_grad:
             warnings.warn(_NON_LEAF_GRAD_WARNING, UserWarning, stacklevel=2)
         return value
 
@@ -345,6 +354,9 @@ class Tensor(_engine.TensorBase):
         """
         if not self.requires_grad:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        node = _engine.stored_grad_fn(self)
+        if type(node) is _engine.ChangedViewError and node.view_node_name is None:
+            return  # made under no_grad, its base changed since: a leaf here, as in PyTorch
         if self.grad_fn is None or self._retains_grad:
             return
         self._retains_grad = True
@@ -385,6 +397,9 @@ class Tensor(_engine.TensorBase):
         return _wrap(self._data, version_counter=self._version_counter)
 
     def detach_(self) -> "Tensor":
+        """Detach this tensor from the graph in place; a view cannot be (use ``detach()``)."""
+        if self._base is not None:
+            raise RuntimeError(_DETACH_VIEW_MESSAGE)
         self.grad_fn = None
         self._requires_grad = False
         self._output_nr = 0
@@ -637,17 +652,29 @@ _make_tensor = _ext_ops.make_tensor
 
 
 class _InstanceSlot:
-    """Interpreted engine: TensorBase.grad is a plain instance attribute, kept in __dict__."""
+    """Interpreted engine: a TensorBase field (``grad``, ``grad_fn``) is a plain instance
+    attribute, kept in __dict__."""
+
+    def __init__(self, name):
+        self.name = name
 
     def __get__(self, obj, owner=None):
-        return obj.__dict__.get("grad")
+        return obj.__dict__.get(self.name)
 
     def __set__(self, obj, value):
-        obj.__dict__["grad"] = value
+        obj.__dict__[self.name] = value
 
 
-# the storage behind Tensor.grad: a C slot (compiled engine) or the instance dict
-_GRAD_SLOT = _engine.TensorBase.__dict__.get("grad") or _InstanceSlot()
+# the storage behind Tensor.grad and Tensor.grad_fn: C slots (compiled engine) or the
+# instance dict
+_GRAD_SLOT = _engine.TensorBase.__dict__.get("grad") or _InstanceSlot("grad")
+_GRAD_FN_FIELD = _engine.TensorBase.__dict__.get("grad_fn") or _InstanceSlot("grad_fn")
+_DETACH_VIEW_MESSAGE = (
+    "Can't detach views in-place. Use detach() instead. If you are using "
+    "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set as True, "
+    "gradients are views of DDP buckets, and hence detach_() cannot be called on these "
+    "gradients. To fix this error, please refer to the Optimizer.zero_grad() function in "
+    "torch/optim/optimizer.py as the solution.")
 _INFERENCE_REQUIRES_GRAD_MESSAGE = (
     "Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
 _NON_LEAF_GRAD_WARNING = (

@@ -180,10 +180,11 @@ def _format(t) -> str:
         formatter = _Formatter(_summarized(data) if summarize else data,
                                dtype.is_floating_point)
         body = _nested_str(data, indent, summarize, formatter)
-    if t.grad_fn is not None:
+    node = _engine.stored_grad_fn(t)  # Tensor.grad_fn raises for a view whose base changed
+    if node is not None:
         # PyTorch's repr prints <Invalid> when reading grad_fn raises (a view whose base changed)
-        invalid = type(t.grad_fn) is _engine.ChangedViewError
-        suffixes.append(f"grad_fn=<{'Invalid' if invalid else t.grad_fn.name()}>")
+        invalid = type(node) is _engine.ChangedViewError
+        suffixes.append(f"grad_fn=<{'Invalid' if invalid else node.name()}>")
     elif t.requires_grad:  # a view under no_grad of a base that requires grad too
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

@@ -177,6 +177,7 @@ cdef class GraphRoot(Node):
 
 cpdef init_node(Node node, tuple next_functions, tuple input_metadata)
 cdef object _changed_view_type
+cpdef stored_grad_fn(TensorBase tensor)
 cpdef gradient_edge(TensorBase tensor)
 cpdef grad_accumulator(TensorBase tensor)
 

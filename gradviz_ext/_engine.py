@@ -285,8 +285,9 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # view made by a multi-output op (``split``, ``chunk``, ``unbind``) with grad mode on, made
 # with grad mode off or in inference mode, or returned by a custom Function, cannot be renewed
 # (PyTorch raises): it gets a node, ChangedViewError, that raises PyTorch's error when the
-# view is used in an op (PyTorch raises on reading its grad_fn; gradviz's grad_fn is a plain
-# field, so reading it gives the node) or a backward pass reaches it. ``_view_kind`` says which
+# view is used in an op or a backward pass reaches it, and that ``Tensor.grad_fn`` (a property
+# over this C field, gradviz/_tensor.py) raises on reading, as PyTorch's does; the engine reads
+# the field itself. ``_view_kind`` says which
 # kind a view is,
 # inherited by views of views as PyTorch propagates its CreationMeta.
 VIEW_DEFAULT = 0
@@ -532,6 +533,15 @@ class ChangedViewError(Node):
 
 
 _changed_view_type = ChangedViewError  # compared by identity in gradient_edge
+
+
+@cython.ccall
+def stored_grad_fn(tensor: TensorBase):
+    """``tensor``'s node as stored, a ChangedViewError included (``Tensor.grad_fn`` raises
+    for that one, as PyTorch's does): for gradviz's own code that handles such views."""
+    if cython.compiled:
+        return tensor.grad_fn
+    return tensor.__dict__.get("grad_fn")  # interpreted: the field Tensor.grad_fn wraps
 
 
 @cython.ccall

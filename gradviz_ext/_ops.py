@@ -142,6 +142,17 @@ def make_tensor(data):
     return t
 
 
+@cython.cfunc
+@cython.inline
+def _stored_node(t: TensorBase):
+    """``t.grad_fn`` as stored. Compiled, the C field; interpreted, read past the property
+    ``Tensor.grad_fn`` (which raises for a view whose base changed, as PyTorch's getter does,
+    where the engine's own reads do not)."""
+    if cython.compiled:
+        return t.grad_fn
+    return t.__dict__.get("grad_fn")
+
+
 # Note [Views' requires_grad]
 # ---------------------------
 # As in PyTorch, a view requires grad when it has a grad_fn, its own flag is set, or its root
@@ -157,7 +168,7 @@ def requires_grad(x) -> cython.bint:
     if not isinstance(x, TensorBase):
         return False
     t: TensorBase = x
-    if t._requires_grad or t.grad_fn is not None:
+    if t._requires_grad or _stored_node(t) is not None:
         return True
     return t._base is not None and _base_requires_grad(t._base)
 
@@ -1082,7 +1093,7 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(a, TensorBase):
         t = a
         first = t._data
-        if (t._requires_grad or t.grad_fn is not None
+        if (t._requires_grad or _stored_node(t) is not None
                 or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None
@@ -1091,7 +1102,7 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if isinstance(b, TensorBase):
         t = b
         second = t._data
-        if (t._requires_grad or t.grad_fn is not None
+        if (t._requires_grad or _stored_node(t) is not None
                 or (t._base is not None and _base_requires_grad(t._base))):
             if is_grad_enabled():
                 return None

@@ -45,6 +45,7 @@ _VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being u
 
 
 _requires_grad = _ext_ops.requires_grad
+_grad_fn = _engine.stored_grad_fn  # Tensor.grad_fn raises for a view whose base changed
 
 
 _MULTI_OUTPUT_MESSAGE = (
@@ -77,7 +78,7 @@ def _check_writable(self, others=()):
     if base is not None and self._view_kind != _engine.VIEW_DEFAULT and (
             _requires_grad(self) or _requires_grad(base) or any(_requires_grad(o) for o in others)):
         raise RuntimeError(_view_error(self, "is being modified inplace"))
-    if self.grad_fn is None and self._requires_grad:
+    if _grad_fn(self) is None and self._requires_grad:
         raise RuntimeError(_LEAF_MESSAGE)
     if base is not None and base.grad_fn is None and base._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)
@@ -129,7 +130,7 @@ def _view_error(view, what):
     or "its base or another view of its base has been modified inplace") and autograd would
     have to record it (Note [Multi-output views] in ``ops/_shape.py``, Note [Views after their base changed]
     in ``gradviz_ext/_engine.py``)."""
-    node = view.grad_fn
+    node = _grad_fn(view)
     name, nr = None, view._output_nr
     if isinstance(node, _ChangedViewError):
         name, nr = node.view_node_name, node.view_output_nr
@@ -172,10 +173,10 @@ _TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char"
 def _snapshot(tensor):
     """A tensor with ``tensor``'s autograd identity and a copy of its current value."""
     out = _wrap(tensor._data.copy())
-    out.grad_fn = tensor.grad_fn
+    out.grad_fn = _grad_fn(tensor)
     out._output_nr = tensor._output_nr
     out._requires_grad = tensor._requires_grad
-    if tensor.grad_fn is None and tensor._requires_grad:
+    if _grad_fn(tensor) is None and tensor._requires_grad:
         out._grad_accumulator = tensor._grad_accumulator
     return out
 
@@ -368,10 +369,10 @@ def refresh_views(root, written=None):
     previous = _engine.set_grad_enabled_flag(True)
     try:
         for view in views:
-            if view.grad_fn is None and not root_needs_grad:
+            if _grad_fn(view) is None and not root_needs_grad:
                 continue
             if view._view_kind != _engine.VIEW_DEFAULT:
-                if not isinstance(view.grad_fn, _ChangedViewError):
+                if not isinstance(_grad_fn(view), _ChangedViewError):
                     message = _view_error(
                         view, "its base or another view of its base has been modified inplace")
                     view.grad_fn = _ChangedViewError(view, message)
@@ -532,7 +533,7 @@ def setitem(self, key, value):
     A basic key writes through the view ``self[key]`` (``copy_``/``fill_``, so a non-leaf
     records ``CopySlices``; a key that selects all of ``self`` writes to ``self``); an advanced
     key records ``IndexPutBackward0`` (Note [In-place semantics])."""
-    if _engine.is_grad_enabled() and self.grad_fn is None and self._requires_grad:
+    if _engine.is_grad_enabled() and _grad_fn(self) is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
     key = scalar_tensor_keys(key)
     if key is False:  # PyTorch writes nothing, and records nothing

@@ -10,6 +10,8 @@ Also the classes of graph nodes (``type(y.grad_fn).__name__``, Note [Node classe
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -328,6 +330,65 @@ def test_base_changed_with_grad_mode_on():
                 _outcome(lambda: (v * 2).sum()))
     outcome = _same_outcome(changed)
     assert INDIRECT_PHRASE in outcome[1][3][2]
+
+
+ACCESSORS = {
+    "grad_fn": lambda v: v.grad_fn,
+    "is_leaf": lambda v: v.is_leaf,
+    "requires_grad": lambda v: v.requires_grad,
+    "repr": repr,
+    "retain_grad": lambda v: v.retain_grad(),
+    "register_hook": lambda v: v.register_hook(lambda g: g) and None,
+    "post_accumulate_hook": lambda v: v.register_post_accumulate_grad_hook(lambda t: None),
+    "requires_grad_(False)": lambda v: v.requires_grad_(False),
+    "output_nr": lambda v: v.output_nr,
+    "retains_grad": lambda v: v.retains_grad,
+    "detach": lambda v: v.detach(),
+    "detach_": lambda v: v.detach_(),
+    "deepcopy": lambda v: copy.deepcopy(v),
+    "sum": lambda v: v.sum(),
+}
+
+
+@pytest.mark.parametrize("made", ["unbind_grad_mode", "slice_no_grad"])
+@pytest.mark.parametrize("accessor", list(ACCESSORS))
+def test_tensor_api_of_a_view_whose_base_changed(made, accessor):
+    """The view refuses to be used: PyTorch raises on reading its grad_fn, and on everything
+    that reads it (is_leaf, hooks, retain_grad, ops); repr prints grad_fn=<Invalid>."""
+    def facts(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        y = x * 2
+        if made == "unbind_grad_mode":
+            v = y.unbind()[0]
+            with lib.no_grad():
+                v.mul_(2)
+        else:
+            with lib.no_grad():
+                v = y[:2]
+            y.mul_(2)
+        return _outcome(lambda: ACCESSORS[accessor](v))
+    _same_outcome(facts)
+
+
+@pytest.mark.parametrize("view", ["slice_of_leaf", "slice_no_grad", "plain", "of_detached"])
+def test_detach_in_place_refuses_views(view):
+    def facts(lib):
+        x = lib.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        if view == "slice_of_leaf":
+            v = x[:2]
+        elif view == "slice_no_grad":
+            with lib.no_grad():
+                v = x[:2]
+        elif view == "plain":
+            v = lib.ones(3)[1:]
+        else:
+            v = x.detach()[:2]
+        y = x * 2
+        return _outcome(v.detach_), _outcome(lambda: (y.detach_(), y.requires_grad,
+                                                      y.grad_fn is None))
+    in_place = _same_outcome(facts)[1][0]
+    assert in_place[:2] == ("raises", "RuntimeError")
+    assert "Can't detach views in-place. Use detach() instead." in in_place[2]
 
 
 @pytest.mark.parametrize("view_kind", ["slice", "index", "view", "split"])
