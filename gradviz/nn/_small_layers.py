@@ -12,6 +12,8 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
+from ..ops import _activation
+from ..ops._registry import apply as _apply
 from . import functional as F
 from ._module import Module
 
@@ -34,13 +36,14 @@ def glu(input, dim: int = -1):
 
 def threshold(input, threshold, value, inplace: bool = False):
     """``input`` where it is greater than ``threshold``, ``value`` elsewhere."""
-    out = _ops.where(input > threshold, input, _ops.full_like(input, value))
-    return input.copy_(out) if inplace else out
+    if inplace:  # a select (it saves no input): the write below does not invalidate it
+        return input.copy_(_ops.where(input > threshold, input, _ops.full_like(input, value)))
+    return _apply(_activation.THRESHOLD, input, threshold=threshold, value=value)
 
 
 def hardshrink(input, lambd: float = 0.5):
     """``input`` where ``|input| > lambd``, 0 elsewhere."""
-    return _ops.where(_ops.abs(input) > lambd, input, _ops.zeros_like(input))
+    return _apply(_activation.HARDSHRINK, input, lambd=lambd)
 
 
 def softshrink(input, lambd: float = 0.5):
@@ -52,8 +55,7 @@ def softshrink(input, lambd: float = 0.5):
             str(input.dtype).split(".")[-1], str(input.dtype))
         raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {name}, but "
                            f"found {lambd:g}")
-    zeros = _ops.zeros_like(input)
-    return _ops.where(input > lambd, input - lambd, _ops.where(input < -lambd, input + lambd, zeros))
+    return _apply(_activation.SOFTSHRINK, input, lambd=lambd)
 
 
 # ---- adaptive max pooling --------------------------------------------------------------------

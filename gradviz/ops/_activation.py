@@ -141,14 +141,44 @@ def gelu(input, approximate="none"):
     return apply(GELU, input, approximate=approximate)
 
 
-def _leaky_backward(ctx, g):
-    positive = gt(ctx.input(0), 0)
-    return (where_zero(logical_not(positive), g) + where_zero(positive, g * ctx.negative_slope),)
+# Note [Backward of piecewise-linear activations]
+# ----------------------------------------------
+# The derivative of leaky_relu, hardtanh (relu6), hardsigmoid, threshold, hardshrink and
+# softshrink is piecewise constant in the input. PyTorch computes their backward with one op of
+# (grad, input) (``leaky_relu_backward``, ``hardtanh_backward``, ...), whose own derivative is
+# that op again for grad and zero for the input. So a first derivative taken with
+# ``create_graph=True`` depends on the input, with a zero derivative: a second derivative is
+# zeros, where a product with a constant mask would leave the input out of the graph and
+# ``autograd.grad`` would raise that it was not used. Where the slope is zero the op selects
+# zero (a NaN gradient stays out), as torch's kernels do.
 
+def _slope_op(name, node, slope, select=True):
+    """The op ``grad * slope(input, **attrs)`` of (grad, input), ``slope`` piecewise constant
+    (Note [Backward of piecewise-linear activations]). ``select``: a zero slope gives zero even
+    for a NaN gradient (torch's kernels that choose, not multiply)."""
+    def forward(g, x, **attrs):
+        factor = np.asarray(slope(x, **attrs), dtype=g.dtype)
+        if not select:
+            return g * factor
+        return np.where(factor != 0, g * factor, np.zeros((), dtype=g.dtype))
+
+    def backward(ctx, gg):
+        return (apply(op, gg, ctx.input(1), **ctx.attrs) if ctx.needs_input_grad[0] else None,
+                gg * 0 if ctx.needs_input_grad[1] else None)
+
+    op = Op(name, node, forward=forward, backward=backward, saves=saves_inputs(1))
+    return op
+
+
+LEAKY_RELU_BACKWARD = _slope_op(
+    "leaky_relu_backward", "LeakyReluBackwardBackward0",
+    lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False)
 
 LEAKY_RELU = Op("leaky_relu", "LeakyReluBackward0",
                 forward=lambda a, negative_slope: np.where(a > 0, a, a * negative_slope),
-                backward=_leaky_backward, saves=saves_inputs(0))
+                backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.input(0),
+                                               negative_slope=ctx.negative_slope),),
+                saves=saves_inputs(0))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -196,10 +226,14 @@ def _keep(mask, g):
 
 # ---- hardtanh, relu6 ----------------------------------------------------------------------------
 
+HARDTANH_BACKWARD = _slope_op(
+    "hardtanh_backward", "HardtanhBackwardBackward0",
+    lambda x, min_val, max_val: (x > min_val) & (x < max_val))
+
 HARDTANH = Op("hardtanh", "HardtanhBackward0",
               forward=lambda a, min_val, max_val: np.clip(a, min_val, max_val).astype(a.dtype),
-              backward=lambda ctx, g: (_keep(logical_and(gt(ctx.input(0), ctx.min_val),
-                                                         lt(ctx.input(0), ctx.max_val)), g),),
+              backward=lambda ctx, g: (apply(HARDTANH_BACKWARD, g, ctx.input(0),
+                                             min_val=ctx.min_val, max_val=ctx.max_val),),
               saves=saves_inputs(0))
 
 
@@ -213,6 +247,40 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 def relu6(input, inplace=False):
     """``hardtanh(x, 0, 6)`` (a ``HardtanhBackward0`` node, as in PyTorch)."""
     return hardtanh(input, 0.0, 6.0)
+
+
+# ---- threshold, hardshrink, softshrink ---------------------------------------------------------
+
+THRESHOLD_BACKWARD_AT = _slope_op(
+    "threshold_backward_at", "ThresholdBackwardBackward0", lambda x, threshold: x > threshold)
+THRESHOLD = Op("threshold", "ThresholdBackward0",
+               forward=lambda a, threshold, value: np.where(a > threshold, a,
+                                                            np.asarray(value, dtype=a.dtype)),
+               backward=lambda ctx, g: (apply(THRESHOLD_BACKWARD_AT, g, ctx.input(0),
+                                              threshold=ctx.threshold),),
+               saves=saves_inputs(0))
+
+HARDSHRINK_BACKWARD = _slope_op(
+    "hardshrink_backward", "HardshrinkBackwardBackward0",
+    lambda x, lambd: (x > lambd) | (x < -lambd))
+HARDSHRINK = Op("hardshrink", "HardshrinkBackward0",
+                forward=lambda a, lambd: np.where((a > lambd) | (a < -lambd), a,
+                                                  np.zeros((), dtype=a.dtype)),
+                backward=lambda ctx, g: (apply(HARDSHRINK_BACKWARD, g, ctx.input(0),
+                                               lambd=ctx.lambd),),
+                saves=saves_inputs(0))
+
+SOFTSHRINK_BACKWARD = _slope_op(
+    "softshrink_backward", "SoftshrinkBackwardBackward0",
+    lambda x, lambd: (x > lambd) | (x < -lambd))
+SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
+                forward=lambda a, lambd: np.where(
+                    a > lambd, a - np.asarray(lambd, dtype=a.dtype),
+                    np.where(a < -lambd, a + np.asarray(lambd, dtype=a.dtype),
+                             np.zeros((), dtype=a.dtype))),
+                backward=lambda ctx, g: (apply(SOFTSHRINK_BACKWARD, g, ctx.input(0),
+                                               lambd=ctx.lambd),),
+                saves=saves_inputs(0))
 
 
 # ---- logsigmoid -------------------------------------------------------------------------------
@@ -302,11 +370,15 @@ HARDSWISH = Op("hardswish", "HardswishBackward0",
 # torch's kernel takes the slope as 1.0f / 6.0f, a float32 constant, in every dtype
 _ONE_SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
 
+# torch has no derivative for hardsigmoid_backward (it raises); this one's is zero, as for the
+# other piecewise-linear activations
+HARDSIGMOID_BACKWARD = _slope_op(
+    "hardsigmoid_backward", "HardsigmoidBackwardBackward0",
+    lambda x: np.where((x > -3.0) & (x < 3.0), _ONE_SIXTH_FLOAT32, 0.0))
+
 HARDSIGMOID = Op("hardsigmoid", "HardsigmoidBackward0",
                  forward=lambda a: (np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
-                 backward=lambda ctx, g: (_keep(logical_and(gt(ctx.input(0), -3.0),
-                                                            lt(ctx.input(0), 3.0)),
-                                                g * _ONE_SIXTH_FLOAT32),),
+                 backward=lambda ctx, g: (apply(HARDSIGMOID_BACKWARD, g, ctx.input(0)),),
                  saves=saves_inputs(0), dtype=promote_float)
 
 

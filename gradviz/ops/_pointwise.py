@@ -601,10 +601,6 @@ SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
              saves=saves_output, dtype=promote_float)
 
 
-def _mask_like(mask_tensor, like):
-    return to(mask_tensor, like.dtype)
-
-
 def _threshold_backward_forward(g, result):
     out = _ext_ops.threshold_backward_kernel(g, result)  # Note [Whole-array kernels]
     if out is not None:
@@ -699,7 +695,8 @@ def _clamp_backward(ctx, g):
     if ctx.max is not None:
         upper = le(x, ctx.max)
         keep = upper if keep is None else logical_and(keep, upper)
-    return (g * _mask_like(keep, g),)
+    # a select, not a product with the mask: a NaN gradient outside the range stays out, as torch
+    return (where_zero(logical_not(keep), g),)
 
 
 def _clamp_dtype(a, min=None, max=None):  # noqa: A002

@@ -373,7 +373,8 @@ def _var_forward(a, dims, keepdim, shape, count, correction):
 def _var_backward(ctx, g):
     x = ctx.input(0)
     centered = x - mean(x, list(ctx.dims), keepdim=True)
-    return (_keep(g, ctx) * centered * (2.0 / (ctx.count - ctx.correction)),)
+    # a tensor division: no correction left (one element, correction 1) gives nan, as torch
+    return (_keep(g, ctx) * centered * 2.0 / (ctx.count - ctx.correction),)
 
 
 _VAR = Op("var", "VarBackward0", forward=_var_forward, backward=_var_backward, saves=saves_inputs(0))
@@ -530,7 +531,7 @@ def _cumprod_backward(ctx, g):
     from ._shape import cat
 
     x = ctx.input(0)
-    if x.ndim == 0:
+    if x.ndim == 0 or x.shape[ctx.dim] == 0:
         return (g,)
     dim = ctx.dim
     one = ones((), dtype=x.dtype)
