@@ -411,6 +411,12 @@ ger = outer
 
 # ---- inverse, determinant, solve -----------------------------------------------------------
 
+def _check_floating_matrix(what, input):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{what}: Expected a floating point or complex tensor as input. "
+                           f"Got {TYPE_WORDS[input.dtype.name]}")
+
+
 def _check_square(what, input):
     if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"{what}: A must be batches of square matrices, but they are "
@@ -462,6 +468,7 @@ INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
 
 def inverse(input):
     """The matrix inverse (of each matrix in a batch)."""
+    _check_floating_matrix("linalg.inv", input)
     _check_square("linalg.inv", input)
     return apply(INVERSE, input)
 
@@ -485,6 +492,7 @@ DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
 
 def det(input):
     """The determinant (of each matrix in a batch)."""
+    _check_floating_matrix("linalg.det", input)
     _check_square("linalg.det", input)
     return apply(DET, input)
 

@@ -474,6 +474,13 @@ _NORM = Op("norm", "LinalgVectorNormBackward0",
            backward=_norm_backward, saves=lambda needs: ((0,), True))
 
 
+# the count of nonzeros: piecewise constant, so its gradient is undefined (None), as torch's
+_NORM_ZERO = Op("norm_zero", "LinalgVectorNormBackward0",
+                forward=lambda a, dims, keepdim, shape, count: np.sum(
+                    a != 0, axis=dims, keepdims=keepdim).astype(a.dtype),
+                backward=lambda ctx, g: (None,))
+
+
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     """The vector p-norm over ``dim``: ``p`` = 2 by default, any positive number, ``inf``
     (the largest magnitude), ``-inf`` (the smallest) or 0 (the count of nonzeros)."""
@@ -491,9 +498,7 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
         reduce = amax if p > 0 else amin
         return reduce(abs(input), () if dim is None else dim, keepdim)
     if p == 0:
-        from ._pointwise import ne
-
-        return sum(ne(input, 0).to(input.dtype) + input * 0, dim, keepdim)
+        return apply(_NORM_ZERO, input, **_reduce_attrs(input, dim, keepdim))
     return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
 
 
