@@ -155,7 +155,14 @@ SOLVE = Op("linalg_solve", "LinalgSolveExBackward0", forward=_solve_forward,
 
 def solve(A, B, *, left=True):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` with ``left=False``), batched and
-    broadcast; ``B`` may be a (batch of) vectors."""
+    broadcast; ``B`` may be a (batch of) vectors.
+
+    Examples
+    --------
+    >>> A = gradviz.tensor([[3.0, 1.0], [1.0, 2.0]])
+    >>> gradviz.linalg.solve(A, gradviz.tensor([9.0, 8.0]))
+    tensor([2., 3.])
+    """
     _check_floating("linalg.solve", A)
     _check_floating("linalg.solve", B)
     _check_same_dtype("linalg.solve", A, B)
@@ -217,7 +224,15 @@ SOLVE_TRIANGULAR = Op("linalg_solve_triangular", "LinalgSolveTriangularBackward0
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` with ``left=False``) for a triangular
     ``A``: only its ``upper`` (or lower) triangle is read, its diagonal taken as ones with
-    ``unitriangular=True``."""
+    ``unitriangular=True``.
+
+    Examples
+    --------
+    >>> L = gradviz.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> gradviz.linalg.solve_triangular(L, gradviz.tensor([[2.0], [3.0]]), upper=False)
+    tensor([[1.],
+            [2.]])
+    """
     _check_floating("linalg.solve_triangular", A)
     _check_same_dtype("linalg.solve_triangular", A, B)
     _check_square("linalg.solve_triangular", A)
@@ -312,7 +327,14 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 def linalg_cholesky(A, *, upper=False):
     """The lower-triangular ``L`` with ``A = L @ L.mT`` (``upper=True``: ``U = L.mT``) of a
-    symmetric positive-definite ``A``, whose lower triangle alone is read."""
+    symmetric positive-definite ``A``, whose lower triangle alone is read.
+
+    Examples
+    --------
+    >>> gradviz.linalg.cholesky(gradviz.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
     _check_floating("linalg.cholesky", A)
     _check_square("linalg.cholesky", A)
     L, info = apply(CHOLESKY, A)
@@ -432,7 +454,15 @@ QR = Op("linalg_qr", "LinalgQrBackward0", forward=_qr_forward, backward=_qr_back
 
 def linalg_qr(A, mode="reduced"):
     """``(Q, R)`` with ``A = Q @ R``, ``Q`` orthonormal columns and ``R`` upper triangular;
-    ``mode`` 'reduced' (k = min(m, n) columns), 'complete' (``Q`` square) or 'r' (``Q`` empty)."""
+    ``mode`` 'reduced' (k = min(m, n) columns), 'complete' (``Q`` square) or 'r' (``Q`` empty).
+
+    Examples
+    --------
+    >>> A = gradviz.tensor([[3.0, 1.0], [4.0, 2.0], [0.0, 5.0]])
+    >>> Q, R = gradviz.linalg.qr(A)
+    >>> tuple(Q.shape), tuple(R.shape), gradviz.allclose(Q @ R, A, atol=1e-6)
+    ((3, 2), (2, 2), True)
+    """
     _check_matrix("linalg.qr", A)
     if mode not in _QR_MODES:
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
@@ -494,7 +524,14 @@ EIGVALSH = Op("linalg_eigvalsh", "LinalgEighBackward0", forward=_eigh_forward,
 
 def linalg_eigh(A, UPLO="L"):
     """``(eigenvalues, eigenvectors)`` of a symmetric ``A`` (only its ``UPLO`` triangle is
-    read), eigenvalues ascending; each eigenvector is defined up to its sign."""
+    read), eigenvalues ascending; each eigenvector is defined up to its sign.
+
+    Examples
+    --------
+    >>> values, vectors = gradviz.linalg.eigh(gradviz.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    >>> values
+    tensor([1., 3.])
+    """
     _check_floating("linalg.eigh", A)
     _check_square("linalg.eigh", A)
     _check_uplo(UPLO)
@@ -576,7 +613,14 @@ SVDVALS = Op("linalg_svdvals", "LinalgSvdBackward0", forward=_svd_forward,
 def linalg_svd(A, full_matrices=True, *, driver=None):
     """``(U, S, Vh)`` with ``A = U @ diag(S) @ Vh``, ``S`` descending; ``full_matrices=False``
     keeps ``k = min(m, n)`` columns of ``U`` and rows of ``Vh``. Each singular-vector pair is
-    defined up to its sign."""
+    defined up to its sign.
+
+    Examples
+    --------
+    >>> U, S, Vh = gradviz.linalg.svd(gradviz.tensor([[3.0, 0.0], [0.0, -2.0], [0.0, 0.0]]))
+    >>> S, tuple(U.shape), tuple(Vh.shape)
+    (tensor([3., 2.]), (3, 3), (2, 2))
+    """
     _check_matrix("linalg.svd", A)
     U, S, Vh = apply(SVD, A, full_matrices=bool(full_matrices), vectors=True)
     return _SVD(U, S, Vh)
@@ -650,7 +694,14 @@ PINV = Op("linalg_pinv", "LinalgPinvBackward0", forward=_pinv_forward, backward=
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     """The Moore-Penrose pseudo-inverse: singular values up to ``max(atol, rtol * largest)``
     count as zero (default ``rtol = eps * max(m, n)``); ``rcond`` is the older name of
-    ``rtol``; ``hermitian=True`` uses the eigendecomposition of a symmetric ``A``."""
+    ``rtol``; ``hermitian=True`` uses the eigendecomposition of a symmetric ``A``.
+
+    Examples
+    --------
+    >>> gradviz.linalg.pinv(gradviz.tensor([[1.0, 0.0], [0.0, 2.0], [0.0, 0.0]]))
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.0000, 0.5000, 0.0000]])
+    """
     if not isinstance(A, Tensor) or A.ndim < 2 or not A.dtype.is_floating_point:
         described = (f"{TYPE_WORDS.get(A.dtype.name, A.dtype.name)}{{{list(A.shape)}}}"
                      if isinstance(A, Tensor) else type(A).__name__)
@@ -760,7 +811,14 @@ def _matrix_dims(A, dim):
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # noqa: A002
     """A matrix norm over the two dims ``dim``: 'fro' (Frobenius), 'nuc' (sum of singular
     values), 2/-2 (largest/smallest singular value), 1/-1 (largest/smallest column sum of
-    magnitudes), ``inf``/``-inf`` (largest/smallest row sum of magnitudes)."""
+    magnitudes), ``inf``/``-inf`` (largest/smallest row sum of magnitudes).
+
+    Examples
+    --------
+    >>> A = gradviz.tensor([[1.0, -2.0], [3.0, 4.0]])
+    >>> gradviz.linalg.matrix_norm(A, 1), gradviz.linalg.matrix_norm(A, float("inf"))
+    (tensor(6.), tensor(7.))
+    """
     from ._compose import movedim
     from ._pointwise import abs
     from ._reduction import amax, amin, sum
@@ -801,7 +859,13 @@ def abs_(x):
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``linalg.norm``: a vector norm over one dim (or of the flattened input when neither
-    ``ord`` nor ``dim`` is given), a matrix norm over two."""
+    ``ord`` nor ``dim`` is given), a matrix norm over two.
+
+    Examples
+    --------
+    >>> gradviz.linalg.norm(gradviz.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
+    tensor([5., 0.])
+    """
     if isinstance(dim, int):
         dim = (dim,)
     if dim is not None:
@@ -862,7 +926,14 @@ def _multiply_chain(matrices, split, i, j):
 
 def multi_dot(tensors):
     """The product of a chain of matrices, multiplied in the cheapest order; the first may
-    be a row vector (1-D) and the last a column vector (1-D)."""
+    be a row vector (1-D) and the last a column vector (1-D).
+
+    Examples
+    --------
+    >>> A, B = gradviz.ones(2, 3), gradviz.ones(3, 4)
+    >>> gradviz.linalg.multi_dot([A, B, gradviz.ones(4)])
+    tensor([12., 12.])
+    """
     tensors = list(tensors)
     n = len(tensors)
     if n < 2:
