@@ -432,7 +432,7 @@ def _lu_diagonal(a):
     """The diagonal of U and the permutation's sign from an LU factorization with partial
     pivoting (LAPACK's ``getrf``, which PyTorch uses), for each matrix of a batch."""
     n = a.shape[-1]
-    matrices = np.array(a, copy=True).reshape(-1, n, n)
+    matrices = np.array(a, copy=True).reshape(int(np.prod(a.shape[:-2])), n, n)  # (0x0 too)
     diagonals = np.empty(matrices.shape[:2], dtype=a.dtype)
     signs = np.ones(matrices.shape[0], dtype=a.dtype)
     for m, u in enumerate(matrices):

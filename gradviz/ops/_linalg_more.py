@@ -112,7 +112,8 @@ def _inv_ex_forward(a):
     info = np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
     with np.errstate(all="ignore"):
         inverse = np.empty_like(a)
-        flat, out = a.reshape(-1, *a.shape[-2:]), inverse.reshape(-1, *a.shape[-2:])
+        count = int(np.prod(a.shape[:-2]))
+        flat, out = a.reshape(count, *a.shape[-2:]), inverse.reshape(count, *a.shape[-2:])
         for k, (matrix, failed) in enumerate(zip(flat, info.reshape(-1))):
             out[k] = np.nan if failed else np.linalg.inv(matrix)
     return inverse, info
@@ -127,25 +128,35 @@ def inv_ex(A, *, check_errors=False):
     """``(inverse, info)``: ``info`` is 0, or the (1-based) index of the zero pivot that
     makes the matrix singular; a singular matrix raises only with ``check_errors=True``."""
     _check_floating("linalg.inv_ex", A)
-    _check_square("linalg.inv_ex", A)
+    _check_square("linalg.inv", A)
     inverse, info = apply(INV_EX, A)
     if check_errors and np.any(info._data):
         raise _singular_error("linalg.inv_ex", _lu_diagonal(A._data)[0])
     return _INV_EX(inverse, info)
 
 
-def _solve_forward(a, b):
+def _solve_forward(a, b, left, vector):
     diagonal_u, _ = _lu_diagonal(a)
     if np.any(diagonal_u == 0):
         raise _LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
                            "singular.")
+    if vector:
+        return np.linalg.solve(a, b[..., None])[..., 0]
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
     return np.linalg.solve(a, b)
 
 
 def _solve_backward(ctx, g):
-    A = ctx.input(0)
-    grad_b = solve(_mT(A), g)
-    grad_a = -matmul(grad_b, _mT(ctx.output())) if ctx.needs_input_grad[0] else None
+    """``gB = A^-T gX`` and ``gA = -gB X^T`` (``X A = B``: ``gB = gX A^-T``, ``gA = -X^T gB``)."""
+    A, X, left = ctx.input(0), ctx.output(), ctx.left
+    grad_b = solve(_mT(A), g, left=left)
+    grad_a = None
+    if ctx.needs_input_grad[0]:
+        if ctx.vector:
+            grad_a = -unsqueeze(grad_b, -1) * unsqueeze(X, -2)
+        else:
+            grad_a = -matmul(grad_b, _mT(X)) if left else -matmul(_mT(X), grad_b)
     return grad_a, grad_b if ctx.needs_input_grad[1] else None
 
 
@@ -167,17 +178,30 @@ def solve(A, B, *, left=True):
     _check_floating("linalg.solve", B)
     _check_same_dtype("linalg.solve", A, B)
     _check_square("linalg.solve", A)
-    if not left:
-        return _mT(solve(_mT(A), _mT(B)))
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    vector = left and (B.ndim == 1 or (B.ndim == A.ndim - 1
+                                       and tuple(B.shape) == tuple(A.shape[:-1])))
     if vector:
-        B = unsqueeze(B, -1)
-    if B.shape[-2] != A.shape[-1]:
-        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
-                           f"({A.shape[-2]}x{A.shape[-1]} and {B.shape[-2]}x{B.shape[-1]})")
+        if B.shape[-1] != A.shape[-1]:
+            raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                               f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {B.shape[-1]}x1)")
+        batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-1])))
+        if tuple(A.shape[:-2]) != batch:
+            A = expand(A, *batch, *A.shape[-2:])
+        if tuple(B.shape[:-1]) != batch:
+            B = expand(B, *batch, B.shape[-1])
+        return apply(SOLVE, A, B, left=True, vector=True)
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
+                           "supported for left=False. In this case linalg.solve is equivalent to "
+                           "B / A.squeeze(-1)")
+    inner = B.shape[-2] if left else B.shape[-1]
+    if inner != A.shape[-1]:
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"{equation} ({A.shape[-2]}x{A.shape[-1]} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
     A, B = _broadcast_batches(A, B)
-    X = apply(SOLVE, A, B)
-    return squeeze_dim(X, -1) if vector else X
+    return apply(SOLVE, A, B, left=bool(left), vector=False)
 
 
 # ---- triangular solves ------------------------------------------------------------------------
@@ -234,8 +258,9 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
             [2.]])
     """
     _check_floating("linalg.solve_triangular", A)
-    _check_same_dtype("linalg.solve_triangular", A, B)
     _check_square("linalg.solve_triangular", A)
+    if B.dtype is not A.dtype:  # torch computes in A's dtype
+        B = B.to(A.dtype)
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
                            "dimensions.")
@@ -250,6 +275,36 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
                  unitriangular=bool(unitriangular))
 
 
+def _triangular_solve_forward(b, a, upper, transpose, unitriangular):
+    coefficient = np.swapaxes(a, -1, -2) if transpose else a
+    solution = _solve_triangular_forward(coefficient, b, upper != transpose, True, unitriangular)
+    return solution, np.array(a, copy=True)
+
+
+def _triangular_solve_backward(ctx, g_solution, g_coefficient):
+    """PyTorch's triangular_solve_backward: ``gb = op(A)^-T gX`` and ``gA = -gb X^T`` (its
+    transpose for ``transpose=True``) on the triangle read; the clone's gradient added."""
+    b_grad = a_grad = None
+    A, X = ctx.input(1), ctx.output()
+    upper, transposed, unit = ctx.upper, ctx.transpose, ctx.unitriangular
+    if g_solution is not None:
+        b_grad = solve_triangular(A if transposed else _mT(A), g_solution,
+                                  upper=not upper if not transposed else upper,
+                                  unitriangular=unit)
+        if ctx.needs_input_grad[1]:
+            a_grad = -matmul(X, _mT(b_grad)) if transposed else -matmul(b_grad, _mT(X))
+            offset = (1 if upper else -1) if unit else 0
+            a_grad = triu(a_grad, offset) if upper else tril(a_grad, offset)
+    if g_coefficient is not None and ctx.needs_input_grad[1]:
+        a_grad = g_coefficient if a_grad is None else a_grad + g_coefficient
+    return b_grad if ctx.needs_input_grad[0] else None, a_grad
+
+
+TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0",
+                      forward=_triangular_solve_forward, backward=_triangular_solve_backward,
+                      saves=lambda needs: ((1,), True))
+
+
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``torch.triangular_solve`` (deprecated in PyTorch, which warns once):
     ``(solution, cloned_coefficient)`` of ``op(A) @ X = b``, ``op`` transposing with
@@ -260,10 +315,22 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
         "arguments reversed and does not return a copy of one of the inputs.\nX = "
         "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
         "torch.linalg.solve_triangular(A, B)."))
-    coefficient = _mT(A) if transpose else A
-    solution = solve_triangular(coefficient, b, upper=bool(upper) != bool(transpose),
-                                unitriangular=unitriangular)
-    return _TRIANGULAR_SOLVE(solution, A.clone())
+    _check_floating("triangular_solve", b)
+    _check_same_dtype("triangular_solve", b, A, ("self", "A"))
+    if b.ndim < 2 or A.ndim < 2:
+        raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, "
+                           f"but it has {b.ndim} dimensions instead" if b.ndim < 2 else
+                           f"torch.triangular_solve: Expected A to have at least 2 dimensions, "
+                           f"but it has {A.ndim} dimensions instead")
+    _check_square("triangular_solve", A)
+    if A.shape[-1] != b.shape[-2]:
+        raise RuntimeError(f"Incompatible matrix sizes for triangular_solve: each A matrix is "
+                           f"{A.shape[-1]} by {A.shape[-1]} but each b matrix is {b.shape[-2]} "
+                           f"by {b.shape[-1]}")
+    b, A = _broadcast_batches(b, A)
+    solution, coefficient = apply(TRIANGULAR_SOLVE, b, A, upper=bool(upper),
+                                  transpose=bool(transpose), unitriangular=bool(unitriangular))
+    return _TRIANGULAR_SOLVE(solution, coefficient)
 
 
 # ---- cholesky ---------------------------------------------------------------------------------
@@ -278,9 +345,11 @@ def _failed_order(matrix):
     return 0
 
 
-def _cholesky_forward(a):
+def _cholesky_arrays(a):
+    """The lower factors of a batch and, per matrix, 0 or the order of the first leading
+    minor that is not positive-definite."""
     n = a.shape[-1]
-    flat = a.reshape(-1, n, n)
+    flat = a.reshape(int(np.prod(a.shape[:-2])), n, n)  # (0x0 matrices too)
     factor = np.zeros_like(flat)
     info = np.zeros(flat.shape[0], dtype=np.int32)
     for k, matrix in enumerate(flat):
@@ -292,10 +361,28 @@ def _cholesky_forward(a):
     return factor.reshape(a.shape), info.reshape(a.shape[:-2])
 
 
+def _cholesky_forward(a, upper):
+    """``(factor, info)``; with ``upper`` the factor ``U`` (``A = U^T U``) is computed from
+    ``A``'s upper triangle, as LAPACK's potrf with uplo 'U' reads it."""
+    if not upper:
+        return _cholesky_arrays(a)
+    factor, info = _cholesky_arrays(np.swapaxes(a, -1, -2))
+    return np.swapaxes(factor, -1, -2).copy(), info
+
+
+def _legacy_cholesky_forward(a, upper):
+    factor, info = _cholesky_forward(a, upper)
+    if np.any(info):
+        raise _not_positive_definite("cholesky", info)
+    return factor
+
+
 def _cholesky_backward(ctx, g, g_info=None):
     """PyTorch's cholesky_backward: ``gA = L^-T Phi(L^T gL) L^-1``, symmetric, where ``Phi``
     keeps the lower triangle with its diagonal halved."""
     L = ctx.output()
+    if ctx.upper:  # U = L^T
+        L, g = _mT(L), _mT(g)
     grad = tril(matmul(_mT(L), g))
     grad = 0.5 * (grad + _mT(tril(grad, -1)))
     grad = solve_triangular(_mT(L), grad, upper=True, left=True)
@@ -304,6 +391,8 @@ def _cholesky_backward(ctx, g, g_info=None):
 
 CHOLESKY = Op("linalg_cholesky_ex", "LinalgCholeskyExBackward0", forward=_cholesky_forward,
               backward=_cholesky_backward, saves=lambda needs: ((), True))
+LEGACY_CHOLESKY = Op("cholesky", "CholeskyBackward0", forward=_legacy_cholesky_forward,
+                     backward=_cholesky_backward, saves=lambda needs: ((), True))
 
 
 def _not_positive_definite(what, info):
@@ -319,15 +408,16 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     ``check_errors=True``."""
     _check_floating("linalg.cholesky_ex", A)
     _check_square("linalg.cholesky_ex", A)
-    L, info = apply(CHOLESKY, A)
+    L, info = apply(CHOLESKY, A, upper=bool(upper))
     if check_errors and np.any(info._data):
         raise _not_positive_definite("linalg.cholesky_ex", info._data)
-    return _CHOLESKY_EX(_mT(L) if upper else L, info)
+    return _CHOLESKY_EX(L, info)
 
 
 def linalg_cholesky(A, *, upper=False):
-    """The lower-triangular ``L`` with ``A = L @ L.mT`` (``upper=True``: ``U = L.mT``) of a
-    symmetric positive-definite ``A``, whose lower triangle alone is read.
+    """The lower-triangular ``L`` with ``A = L @ L.mT`` of a symmetric positive-definite ``A``,
+    whose lower triangle alone is read (``upper=True``: ``U`` with ``A = U.mT @ U``, from the
+    upper triangle).
 
     Examples
     --------
@@ -337,21 +427,24 @@ def linalg_cholesky(A, *, upper=False):
     """
     _check_floating("linalg.cholesky", A)
     _check_square("linalg.cholesky", A)
-    L, info = apply(CHOLESKY, A)
+    L, info = apply(CHOLESKY, A, upper=bool(upper))
     if np.any(info._data):
         raise _not_positive_definite("linalg.cholesky", info._data)
-    return _mT(L) if upper else L
+    return L
 
 
 def cholesky(input, upper=False):
-    """``torch.cholesky`` (deprecated in PyTorch, which warns once): :func:`linalg_cholesky`."""
+    """``torch.cholesky`` (deprecated in PyTorch, which warns once): the factor of
+    :func:`linalg_cholesky`, recorded as PyTorch's ``CholeskyBackward0``."""
     _warn_once("cholesky", (
         "torch.cholesky is deprecated in favor of torch.linalg.cholesky and will be removed in "
         "a future PyTorch release.\nL = torch.cholesky(A)\nshould be replaced with\nL = "
         "torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, upper=True)\nshould be replaced "
         "with\nU = torch.linalg.cholesky(A).mH\nThis transform will produce equivalent results "
         "for all valid (symmetric positive definite) inputs."))
-    return linalg_cholesky(input, upper=upper)
+    _check_floating("cholesky", input)
+    _check_square("cholesky", input)
+    return apply(LEGACY_CHOLESKY, input, upper=bool(upper))
 
 
 def _cholesky_solve_forward(b, factor, upper):
@@ -483,6 +576,15 @@ def qr(input, some=True):
 
 # ---- eigh -----------------------------------------------------------------------------------------
 
+def _check_eigh_input(A):
+    if A.ndim < 2:
+        raise RuntimeError("linalg.eigh: The input tensor A must have at least 2 dimensions.")
+    if not A.dtype.is_floating_point:  # torch has no integer kernel (NotImplementedError)
+        raise NotImplementedError(f'"linalg_eigh_cpu" not implemented for '
+                                  f"'{TYPE_WORDS[A.dtype.name]}'")
+    _check_square("linalg.eigh", A)
+
+
 def _check_uplo(UPLO):
     if UPLO not in ("L", "U"):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
@@ -532,8 +634,7 @@ def linalg_eigh(A, UPLO="L"):
     >>> values
     tensor([1., 3.])
     """
-    _check_floating("linalg.eigh", A)
-    _check_square("linalg.eigh", A)
+    _check_eigh_input(A)
     _check_uplo(UPLO)
     values, vectors = apply(EIGH, A, UPLO=UPLO, vectors=True)
     return _EIGH(values, vectors)
@@ -541,8 +642,7 @@ def linalg_eigh(A, UPLO="L"):
 
 def eigvalsh(A, UPLO="L"):
     """The eigenvalues, ascending, of a symmetric ``A`` (only its ``UPLO`` triangle is read)."""
-    _check_floating("linalg.eigvalsh", A)
-    _check_square("linalg.eigvalsh", A)
+    _check_eigh_input(A)
     _check_uplo(UPLO)
     return apply(EIGVALSH, A, UPLO=UPLO, vectors=False)
 
@@ -651,8 +751,10 @@ def svd(input, some=True, compute_uv=True):
 def _tolerance(a_dtype, m, n, atol, rtol):
     """PyTorch's default: ``rtol = eps * max(m, n)`` when neither is given, else 0."""
     eps = float(np.finfo(a_dtype).eps)
+    atol = atol._data if isinstance(atol, Tensor) else atol
+    rtol = rtol._data if isinstance(rtol, Tensor) else rtol
     if rtol is None:
-        rtol = eps * max(m, n) if atol is None or atol <= 0 else 0.0
+        rtol = eps * max(m, n) if atol is None or np.all(np.asarray(atol) <= 0) else 0.0
     return (0.0 if atol is None else atol), rtol
 
 
@@ -672,19 +774,22 @@ def _pinv_forward(a, atol, rtol, hermitian):
 
 
 def _pinv_backward(ctx, g):
-    """PyTorch's pinv_backward."""
-    A, pinvA = ctx.input(0), ctx.output()
+    return (_pinv_gradient(g, ctx.output(), ctx.input(0)),)
+
+
+def _pinv_gradient(g, pinvA, A):
+    """PyTorch's pinv_backward: the gradient through ``pinvA = pinv(A)`` of ``g``."""
     m, n = A.shape[-2], A.shape[-1]
     pinvAh, gh = _mT(pinvA), _mT(g)
     if m <= n:
         K = matmul(gh, pinvA)
         KpinvAh = matmul(K, pinvAh)
         return (-_mT(matmul(pinvA, K)) + KpinvAh - matmul(matmul(A, pinvA), KpinvAh)
-                + matmul(matmul(pinvAh, pinvA), gh - matmul(K, A)),)
+                + matmul(matmul(pinvAh, pinvA), gh - matmul(K, A)))
     K = matmul(pinvA, gh)
     pinvAhK = matmul(pinvAh, K)
     return (-_mT(matmul(K, pinvA)) + pinvAhK - matmul(matmul(pinvAhK, pinvA), A)
-            + matmul(matmul(gh - matmul(A, K), pinvA), pinvAh),)
+            + matmul(matmul(gh - matmul(A, K), pinvA), pinvAh))
 
 
 PINV = Op("linalg_pinv", "LinalgPinvBackward0", forward=_pinv_forward, backward=_pinv_backward,
@@ -710,7 +815,13 @@ def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
     if rcond is not None:
         rtol = float(rcond)
     atol, rtol = _tolerance(A._data.dtype, A.shape[-2], A.shape[-1], atol, rtol)
-    return apply(PINV, A, atol=float(atol), rtol=float(rtol), hermitian=bool(hermitian))
+    return apply(PINV, A, atol=_limit(atol), rtol=_limit(rtol), hermitian=bool(hermitian))
+
+
+def _limit(tolerance):
+    """A tolerance as a number, or as an array of one per matrix (kept for broadcasting)."""
+    array = np.asarray(tolerance, dtype=np.float64)
+    return float(array) if array.ndim == 0 else array[..., None]
 
 
 def pinverse(input, rcond=1e-15):
@@ -723,56 +834,82 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     ``max(atol, rtol * largest)``, default ``rtol = eps * max(m, n)``; an int64 tensor."""
     from .. import ops
 
+    if A.ndim >= 2 and not A.dtype.is_floating_point:
+        raise RuntimeError("This function doesn't handle types other than float and double")
     _check_matrix("linalg.matrix_rank", A)
     atol, rtol = _tolerance(A._data.dtype, A.shape[-2], A.shape[-1], atol, rtol)
     if hermitian:
         values = np.abs(np.linalg.eigvalsh(A._data))
     else:
         values = np.linalg.svd(A._data, compute_uv=False)
-    limit = np.maximum(atol, rtol * values.max(-1, initial=0, keepdims=True))
+    limit = np.maximum(_limit(atol), _limit(rtol) * values.max(-1, initial=0, keepdims=True))
     return ops.tensor(np.sum(values > limit, axis=-1).astype(np.int64))
 
 
+def _lstsq_forward(a, b, atol, rtol, vector):
+    pseudo_inverse = _pinv_forward(a, atol, rtol, False)
+    return (pseudo_inverse @ b[..., None])[..., 0] if vector else pseudo_inverse @ b
+
+
+def _lstsq_backward(ctx, g):
+    """PyTorch's linalg_lstsq_backward: through ``pinv(A) @ B``, with ``pinv``'s default
+    tolerance: ``gA = pinv_backward(gX B^T)``, ``gB = pinv(A)^T gX``."""
+    A, B, vector = ctx.input(0), ctx.input(1), ctx.vector
+    if vector:
+        g, B = unsqueeze(g, -1), unsqueeze(B, -1)
+    pinvA = pinv(A)
+    grad_a = _pinv_gradient(matmul(g, _mT(B)), pinvA, A) if ctx.needs_input_grad[0] else None
+    grad_b = None
+    if ctx.needs_input_grad[1]:
+        grad_b = matmul(_mT(pinvA), g)
+        grad_b = squeeze_dim(grad_b, -1) if vector else grad_b
+    return grad_a, grad_b
+
+
+LSTSQ = Op("linalg_lstsq", "LinalgLstsqBackward0", forward=_lstsq_forward,
+           backward=_lstsq_backward, saves=saves_inputs(0, 1))
+
+
 def lstsq(A, B, rcond=None, *, driver=None):
-    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||``: the solution
-    is ``pinv(A) @ B`` (so its gradient is PyTorch's); with the default driver 'gelsy',
-    ``residuals`` and ``singular_values`` are empty as in PyTorch and ``rank`` is computed."""
+    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||``: the
+    minimum-norm solution ``pinv(A) @ B`` (singular values up to ``rcond`` times the largest
+    count as zero); with the default driver 'gelsy', ``residuals`` and ``singular_values``
+    are empty as in PyTorch, and ``rank`` is computed."""
     from ._creation import empty
 
     _check_floating("torch.linalg.lstsq", A)
-    _check_same_dtype("torch.linalg.lstsq", A, B, ("self", "b"))
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {TYPE_WORDS[A.dtype.name]} and other's "
+                           f"dtype {TYPE_WORDS[B.dtype.name]}")
     if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
-                           f"(gels, gelsy, gelsd, gelss), but got {driver}")
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
     if A.ndim < 2:
         raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     if not (A.ndim >= B.ndim and A.ndim - B.ndim <= 1):
         raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
                            "other.dim() and (input.dim() - other.dim()) <= 1")
-    vector = B.ndim == A.ndim - 1
-    if vector:
-        B = unsqueeze(B, -1)
-    if A.shape[-2] != B.shape[-2]:
+    vector = B.ndim == A.ndim - 1  # torch's rule here (linalg.solve compares the shapes too)
+    if (B.shape[-1] if vector else B.shape[-2]) != A.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    tol = None if rcond is None else rcond
-    solution = matmul(pinv(A, rtol=tol), B)
-    if vector:
-        solution = squeeze_dim(solution, -1)
-    batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
-    rank = matrix_rank(A, rtol=tol)
-    if driver in ("gelsd", "gelss"):
-        values = svdvals(A).detach()
-    else:
-        values = empty(0, dtype=A.dtype)
     m, n = A.shape[-2], A.shape[-1]
+    atol, rtol = _tolerance(A._data.dtype, m, n, None, rcond)
+    if vector:
+        batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-1])))
+        A = expand(A, *batch, m, n) if tuple(A.shape[:-2]) != batch else A
+        B = expand(B, *batch, m) if tuple(B.shape[:-1]) != batch else B
+    else:
+        A, B = _broadcast_batches(A, B)
+    solution = apply(LSTSQ, A, B, atol=atol, rtol=rtol, vector=vector)
+    rank = matrix_rank(A, rtol=rtol)
+    values = svdvals(A).detach() if driver in ("gelsd", "gelss") else empty(0, dtype=A.dtype)
     if driver not in (None, "gelsy") and m > n and bool(np.all(rank._data == n)):
-        fitted = matmul(A, unsqueeze(solution, -1) if vector else solution)
-        residuals = ((fitted - B) ** 2).sum(-2)
-        if vector:
-            residuals = squeeze_dim(residuals, -1)
+        fitted = matmul(A, unsqueeze(solution, -1)) if vector else matmul(A, solution)
+        residuals = ((fitted - (unsqueeze(B, -1) if vector else B)) ** 2).sum(-2)
+        residuals = squeeze_dim(residuals, -1) if vector else residuals
     else:
         residuals = empty(0, dtype=A.dtype)
-    del batch
     return _LSTSQ(solution, residuals, rank, values)
 
 
@@ -781,8 +918,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``(sum |x|^ord)^(1/ord)`` over ``dim`` (all dims by default); ``ord`` may be any number
     (0 counts nonzeros, ``inf``/``-inf`` take the largest/smallest magnitude)."""
-    from ._pointwise import abs, pow
-    from ._reduction import norm, sum
+    from ._reduction import norm
 
     if isinstance(ord, str) or not isinstance(ord, (int, float)):
         raise TypeError(f"linalg_vector_norm(): argument 'ord' (position 2) must be Number, "
@@ -790,13 +926,26 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     if not x.dtype.is_floating_point:
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {TYPE_WORDS[x.dtype.name]}")
+    if dtype is not None and _narrows(x.dtype, dtype):
+        raise RuntimeError(f"linalg.vector_norm: the dtype of the input "
+                           f"({TYPE_WORDS[x.dtype.name]}) should be convertible without narrowing "
+                           f"to the specified dtype ({TYPE_WORDS[dtype.name]})")
     if isinstance(dim, int):
         dim = (dim,)
-    if ord >= 0 or ord == -math.inf:
-        return norm(x, ord, dim, keepdim, dtype)
-    if dtype is not None:
-        x = x.to(dtype)
-    return pow(sum(pow(abs(x), ord), dim, keepdim), 1.0 / ord)
+    if ord < 0 or ord == math.inf:  # no identity: an empty reduction has no value
+        if dim is None and x.numel() == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on an empty "
+                               "tensor because the operation does not have an identity")
+        for d in dim or ():  # (torch names the dim as given)
+            if x.shape[_wrap_dim(d, x.ndim)] == 0:
+                raise RuntimeError(f"linalg.vector_norm cannot compute the {ord:g} norm on the "
+                                   f"dimension {d}because this dimension is empty and the "
+                                   "operation does not have an identity")
+    return norm(x, ord, dim, keepdim, dtype)
+
+
+def _narrows(source, target):
+    return np.dtype(source.numpy).itemsize > np.dtype(target.numpy).itemsize
 
 
 def _matrix_dims(A, dim):
@@ -839,7 +988,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
         raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
     if ord == "nuc" or abs_(ord) == 2:
         values = svdvals(movedim(A, (d0, d1), (-2, -1)))
-        result = (sum(values, -1) if ord == "nuc" else
+        # (the largest of no singular values is 0 in torch; the smallest raises amin's error)
+        result = (sum(values, -1) if ord == "nuc" or (ord == 2 and values.shape[-1] == 0) else
                   amax(values, -1) if ord == 2 else amin(values, -1))
         if keepdim:
             for d in sorted((d0, d1)):

@@ -230,6 +230,10 @@ def test_solve(dtype):
             dtype=dtype)
     compare(lambda m, a, b: m.linalg.solve(a, b, left=False), general(3, 3), plain(2, 3),
             dtype=dtype)
+    compare(lambda m, a, b: m.linalg.solve(a, b, left=False), general(2, 1, 3, 3), plain(4, 2, 3),
+            dtype=dtype)
+    compare(lambda m, a, b: m.linalg.lstsq(a, b).solution, plain(2, 6, 3), plain(2, 6),
+            dtype=dtype, scale=20)
 
 
 def test_solve_errors():
@@ -568,3 +572,164 @@ def test_matrix_rank():
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_gradgradcheck(name, fn, arrays):
     gradgrad(fn, *arrays)
+
+
+# ---- node names, edge shapes, more errors -------------------------------------------------------
+
+def _node(result):
+    first = _flat(result)[0]
+    return first.grad_fn.name() if first.grad_fn is not None else None
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("inv", lambda m, a, s, w: m.linalg.inv(a)),
+    ("solve", lambda m, a, s, w: m.linalg.solve(a, w.mT)),
+    ("solve vector", lambda m, a, s, w: m.linalg.solve(a, w[0])),
+    ("solve left=False", lambda m, a, s, w: m.linalg.solve(a, w, left=False)),
+    ("solve_triangular", lambda m, a, s, w: m.linalg.solve_triangular(a, w.mT, upper=True)),
+    ("triangular_solve", lambda m, a, s, w: m.triangular_solve(w.mT, a)),
+    ("cholesky", lambda m, a, s, w: m.linalg.cholesky(s)),
+    ("cholesky upper", lambda m, a, s, w: m.linalg.cholesky(s, upper=True)),
+    ("torch.cholesky", lambda m, a, s, w: m.cholesky(s, True)),
+    ("cholesky_solve", lambda m, a, s, w: m.cholesky_solve(w.mT, s)),
+    ("qr", lambda m, a, s, w: m.linalg.qr(w)),
+    ("eigh", lambda m, a, s, w: m.linalg.eigh(s)),
+    ("svd", lambda m, a, s, w: m.linalg.svd(w)),
+    ("torch.svd", lambda m, a, s, w: m.svd(w)[2]),
+    ("pinv", lambda m, a, s, w: m.linalg.pinv(w)),
+    ("lstsq", lambda m, a, s, w: m.linalg.lstsq(w.mT, a)),
+    ("norm", lambda m, a, s, w: m.linalg.norm(w)),
+    ("vector_norm inf", lambda m, a, s, w: m.linalg.vector_norm(w, math.inf)),
+    ("vector_norm -1", lambda m, a, s, w: m.linalg.vector_norm(w, -1)),
+    ("matrix_norm 1", lambda m, a, s, w: m.linalg.matrix_norm(w, 1)),
+    ("matrix_norm nuc", lambda m, a, s, w: m.linalg.matrix_norm(w, "nuc")),
+    ("multi_dot", lambda m, a, s, w: m.linalg.multi_dot([w, a, w.mT])),
+    ("vecdot", lambda m, a, s, w: m.linalg.vecdot(w, w)),
+], ids=lambda v: v if isinstance(v, str) else "")
+def test_node_names(name, fn):
+    arrays = (general(3, 3), spd(3, 3), plain(2, 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        names = [_node(fn(m, *[m.tensor(a, requires_grad=True) for a in arrays]))
+                 for m in (gradviz, torch)]
+    assert names[0] == names[1]
+
+
+@pytest.mark.parametrize("name, fn", [
+    ("inv 0x0", lambda m: m.linalg.inv(m.zeros(0, 0))),
+    ("det 0x0", lambda m: m.linalg.det(m.zeros(0, 0))),
+    ("cholesky 0x0", lambda m: m.linalg.cholesky(m.zeros(0, 0))),
+    ("inv_ex empty batch", lambda m: m.linalg.inv_ex(m.zeros(0, 2, 2))),
+    ("qr 0x3", lambda m: m.linalg.qr(m.zeros(0, 3))),
+    ("eigh empty batch", lambda m: m.linalg.eigh(m.zeros(0, 2, 2))),
+    ("svd empty batch", lambda m: m.linalg.svd(m.zeros(0, 3, 2))),
+    ("pinv 0x3", lambda m: m.linalg.pinv(m.zeros(0, 3))),
+    ("matrix_rank 0x3", lambda m: m.linalg.matrix_rank(m.zeros(0, 3))),
+    ("matrix_norm 2 of 0x3", lambda m: m.linalg.matrix_norm(m.zeros(0, 3), 2)),
+    ("solve empty batch", lambda m: m.linalg.solve(m.zeros(0, 2, 2), m.zeros(0, 2))),
+    ("lstsq empty batch", lambda m: m.linalg.lstsq(m.zeros(0, 3, 2), m.zeros(0, 3, 1)).solution),
+    ("solve_triangular takes A's dtype", lambda m: m.linalg.solve_triangular(
+        m.eye(2, dtype=m.float64), m.ones(2, 1), upper=True)),
+    ("torch.norm nuc", lambda m: m.norm(m.tensor([[1.0, 2.0], [3.0, 4.0]]), "nuc")),
+    ("rank with tensor atol", lambda m: m.linalg.matrix_rank(
+        m.tensor([[[1.0, 0.0], [0.0, 0.2]], [[1.0, 0.0], [0.0, 0.05]]]), atol=m.tensor([0.1, 0.01]))),
+    ("pinv with rcond", lambda m: m.linalg.pinv(m.tensor([[1.0, 0.0], [0.0, 1e-3]]), 0.01)),
+    ("lstsq batched matrix b", lambda m: m.linalg.lstsq(m.tensor(plain(2, 6, 3)),
+                                                        m.tensor(plain(1, 6, 2))).solution),
+])
+def test_edge_shapes_match_torch(name, fn):
+    ours, theirs = _flat(fn(gradviz)), _flat(fn(torch))
+    assert len(ours) == len(theirs)
+    for a, b in zip(ours, theirs):
+        assert tuple(a.shape) == tuple(b.shape), name
+        assert str(a.dtype).split(".")[-1] == str(b.dtype).split(".")[-1], name
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_norm_gradients_at_ties_zeros_and_order_zero():
+    tied = np.array([[1.0, -3.0, 3.0, 0.5], [0.0, 2.0, -1.0, 0.0]])
+    for ord in (math.inf, -math.inf, -1, -0.5, 0):
+        grads = []
+        for m in (gradviz, torch):
+            x = m.tensor(tied, requires_grad=True)
+            m.linalg.vector_norm(x, ord, dim=1).sum().backward()
+            grads.append(x.grad)
+        if ord == 0:  # a count: torch leaves the gradient undefined
+            assert grads[0] is None and grads[1] is None
+        else:
+            np.testing.assert_allclose(grads[0].numpy(), grads[1].numpy(), err_msg=str(ord))
+
+
+@pytest.mark.parametrize("args", [
+    dict(b=(2, 3, 2), a=(3, 3)), dict(b=(3, 2), a=(2, 3, 3))])
+def test_triangular_solve_batches_and_coefficient_gradient(args):
+    # the cloned coefficient is differentiable: its gradient joins the solution's
+    def fn(m, b, a):
+        solution, coefficient = m.triangular_solve(b, a, upper=False)
+        return [solution, coefficient * 2]
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compare(fn, plain(*args["b"]), general(*args["a"]))
+
+
+def test_cholesky_of_a_nonsymmetric_input_reads_one_triangle():
+    # the lower one, or the upper one with upper=True (LAPACK's uplo), as torch
+    a = spd(3, 3) + np.triu(plain(3, 3), 1)
+    compare(lambda m, a: m.linalg.cholesky(a), a)
+    compare(lambda m, a: m.linalg.cholesky(a, upper=True), a)
+
+
+def test_more_errors():
+    raises_like_torch(lambda m: m.linalg.vector_norm(m.ones(2, dtype=m.float64), dtype=m.float32),
+                      RuntimeError, "linalg.vector_norm: the dtype of the input (Double) should "
+                      "be convertible without narrowing to the specified dtype (Float)")
+    raises_like_torch(lambda m: m.linalg.vector_norm(m.zeros(0), -1), RuntimeError,
+                      "linalg.vector_norm cannot compute the -1 norm on an empty tensor because "
+                      "the operation does not have an identity")
+    raises_like_torch(lambda m: m.linalg.vector_norm(m.zeros(2, 0), -math.inf, dim=-1),
+                      RuntimeError, "linalg.vector_norm cannot compute the -inf norm on the "
+                      "dimension -1because this dimension is empty")
+    raises_like_torch(lambda m: m.linalg.eigh(m.ones(2, 2, dtype=m.long)), NotImplementedError,
+                      "\"linalg_eigh_cpu\" not implemented for 'Long'")
+    raises_like_torch(lambda m: m.linalg.eigvalsh(m.ones(3)), RuntimeError,
+                      "linalg.eigh: The input tensor A must have at least 2 dimensions.")
+    raises_like_torch(lambda m: m.linalg.matrix_rank(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "This function doesn't handle types other than float and double")
+    raises_like_torch(lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1, dtype=m.float64)),
+                      RuntimeError, "torch.linalg.lstsq: Expected input and other to have the "
+                      "same dtype, but got input's dtype Float and other's dtype Double")
+    raises_like_torch(lambda m: m.linalg.lstsq(m.eye(2), m.ones(2, 1), driver="x"), RuntimeError,
+                      "torch.linalg.lstsq: parameter `driver` should be one of (gels, gelsy, "
+                      "gelsd, gelss)")
+    raises_like_torch(lambda m: m.norm(m.ones(2, 2, 2), "nuc"), RuntimeError,
+                      "linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2")
+    raises_like_torch(lambda m: m.linalg.matrix_norm(m.ones(2, 2), dim=(0, 0)), RuntimeError,
+                      "linalg.matrix_norm: dims must be different. Got (0, 0)")
+    raises_like_torch(lambda m: m.linalg.inv_ex(m.ones(2, 3)), RuntimeError,
+                      "linalg.inv: A must be batches of square matrices, but they are 2 by 3 "
+                      "matrices")
+    raises_like_torch(lambda m: m.cholesky(m.ones(2, 3)), RuntimeError,
+                      "cholesky: A must be batches of square matrices, but they are 2 by 3")
+    raises_like_torch(lambda m: m.cholesky(m.tensor([[1.0, 2.0], [2.0, 1.0]])), RuntimeError,
+                      "cholesky: The factorization could not be completed because the input is "
+                      "not positive-definite (the leading minor of order 2")
+    raises_like_torch(lambda m: m.linalg.solve_triangular(m.eye(2), m.ones(2), upper=True),
+                      RuntimeError, "linalg.solve_triangular: The input tensor B must have at "
+                      "least 2 dimensions.")
+    raises_like_torch(lambda m: m.triangular_solve(m.ones(2), m.eye(2)), RuntimeError,
+                      "torch.triangular_solve: Expected b to have at least 2 dimensions, but it "
+                      "has 1 dimensions instead")
+    raises_like_torch(lambda m: m.cholesky_solve(m.ones(2), m.eye(2)), RuntimeError,
+                      "b should have at least 2 dimensions, but has 1 dimensions instead")
+    raises_like_torch(lambda m: m.linalg.solve(m.eye(2), m.ones(2, dtype=m.float64)),
+                      RuntimeError, "linalg.solve: Expected A and B to have the same dtype, but "
+                      "found A of type Float and B of type Double instead")
+    raises_like_torch(lambda m: m.linalg.svd(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "linalg.svd: Expected a floating point or complex tensor as input. Got Long")
+    raises_like_torch(lambda m: m.linalg.pinv(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "linalg.pinv(Long{[2, 2]}): expected a tensor with 2 or more dimensions")
+    raises_like_torch(lambda m: m.linalg.det(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "linalg.det: Expected a floating point or complex tensor as input. Got Long")
+    raises_like_torch(lambda m: m.linalg.slogdet(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "linalg.slogdet: Expected a floating point or complex tensor as input.")
