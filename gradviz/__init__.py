@@ -58,8 +58,8 @@ from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arc
                            sgn, signbit, sinc, special, subtract)
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
-from .ops._linalg_more import (chain_matmul, cholesky, cholesky_solve, pinverse, qr, svd,
-                                triangular_solve)
+from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
+                                pinverse, qr, svd, triangular_solve)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
@@ -220,6 +220,6 @@ __all__ = [
     "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",
     "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
     "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
-    "subtract", "chain_matmul", "cholesky", "cholesky_solve", "pinverse", "qr", "svd",
+    "subtract", "adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse", "qr", "svd",
     "triangular_solve", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

@@ -116,7 +116,7 @@ _tensor.install_methods({
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
     "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
     "T": property(S.reversed_dims),
-    "mT": property(lambda self: S.transpose(self, -2, -1)),
+    "mT": property(_linalg_more.mT),
 })
 
 

@@ -28,8 +28,8 @@ from ._linalg import (INVERSE, _check_square, _LinAlgError, _lu_diagonal, _singu
 from ._registry import Op, apply, saves_inputs
 from ._shape import cat, expand, narrow, squeeze_dim, transpose, unsqueeze, view
 
-__all__ = ["chain_matmul", "cholesky", "cholesky_solve", "qr", "svd", "pinverse",
-           "triangular_solve"]
+__all__ = ["adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "qr",
+           "svd", "pinverse", "triangular_solve"]
 
 LinAlgError = _LinAlgError
 
@@ -59,6 +59,7 @@ _LEGACY_QR = _result_type("qr", ("Q", "R"))
 _EIGH = _result_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
 _SVD = _result_type("linalg_svd", ("U", "S", "Vh"))
 _LEGACY_SVD = _result_type("svd", ("U", "S", "V"))
+_SOLVE_EX = _result_type("linalg_solve_ex", ("result", "info"))
 _LSTSQ = _result_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
 _TRIANGULAR_SOLVE = _result_type("triangular_solve", ("solution", "cloned_coefficient"))
 
@@ -135,11 +136,14 @@ def inv_ex(A, *, check_errors=False):
     return _INV_EX(inverse, info)
 
 
-def _solve_forward(a, b, left, vector):
+def _solve_forward(a, b, left, vector, what="torch.linalg.solve"):
     diagonal_u, _ = _lu_diagonal(a)
     if np.any(diagonal_u == 0):
-        raise _LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
-                           "singular.")
+        if what is not None:
+            raise _LinAlgError(f"{what}: The solver failed because the input matrix is singular.")
+        # solve_ex without check_errors: LAPACK's getrs divides by the zero pivot
+        shape = np.broadcast_shapes(b.shape, a.shape[:-1] if vector else b.shape)
+        return np.full(shape, np.nan, dtype=a.dtype)
     if vector:
         return np.linalg.solve(a, b[..., None])[..., 0]
     if not left:  # X A = B  <=>  A^T X^T = B^T
@@ -164,7 +168,26 @@ SOLVE = Op("linalg_solve", "LinalgSolveExBackward0", forward=_solve_forward,
            backward=_solve_backward, saves=lambda needs: ((0,), True))
 
 
-def solve(A, B, *, left=True):
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """``(result, info)``: :func:`solve`'s solution and 0, or the (1-based) index of the zero
+    pivot of a singular ``A`` (then the result is not a solution); raises only with
+    ``check_errors=True``."""
+    diagonal_u = _lu_diagonal(A._data)[0] if A.dtype.is_floating_point and A.ndim >= 2 and \
+        A.shape[-1] == A.shape[-2] else None
+    if diagonal_u is None or not np.any(diagonal_u == 0):
+        result = solve(A, B, left=left)
+        info = np.zeros(A.shape[:-2], dtype=np.int32)
+    else:
+        result = solve(A, B, left=left, _singular=None if not check_errors else
+                       "torch.linalg.solve_ex")
+        singular = diagonal_u == 0
+        info = np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
+    from .. import ops
+
+    return _SOLVE_EX(result, ops.tensor(info))
+
+
+def solve(A, B, *, left=True, _singular="torch.linalg.solve"):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` with ``left=False``), batched and
     broadcast; ``B`` may be a (batch of) vectors.
 
@@ -189,7 +212,7 @@ def solve(A, B, *, left=True):
             A = expand(A, *batch, *A.shape[-2:])
         if tuple(B.shape[:-1]) != batch:
             B = expand(B, *batch, B.shape[-1])
-        return apply(SOLVE, A, B, left=True, vector=True)
+        return apply(SOLVE, A, B, left=True, vector=True, what=_singular)
     if B.ndim < 2:
         raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
                            "supported for left=False. In this case linalg.solve is equivalent to "
@@ -201,7 +224,7 @@ def solve(A, B, *, left=True):
                            f"{equation} ({A.shape[-2]}x{A.shape[-1]} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
     A, B = _broadcast_batches(A, B)
-    return apply(SOLVE, A, B, left=bool(left), vector=False)
+    return apply(SOLVE, A, B, left=bool(left), vector=False, what=_singular)
 
 
 # ---- triangular solves ------------------------------------------------------------------------
@@ -491,6 +514,38 @@ def cholesky_solve(input, input2, upper=False):
     return apply(CHOLESKY_SOLVE, input, input2, upper=bool(upper))
 
 
+def _cholesky_inverse_forward(factor, upper):
+    triangle = np.triu(factor) if upper else np.tril(factor)
+    product = np.swapaxes(triangle, -1, -2) @ triangle if upper else \
+        triangle @ np.swapaxes(triangle, -1, -2)
+    with np.errstate(all="ignore"):
+        return np.linalg.inv(product) if product.size else product
+
+
+def _cholesky_inverse_backward(ctx, g):
+    """PyTorch's cholesky_inverse_backward: ``gL = -inv (g + g^T) inv L`` (``-U (...)`` for
+    an upper factor)."""
+    factor, inverse = ctx.input(0), ctx.output()
+    common = matmul(inverse, matmul(g + _mT(g), inverse))
+    return (-matmul(factor, common) if ctx.upper else -matmul(common, factor),)
+
+
+CHOLESKY_INVERSE = Op("cholesky_inverse", "CholeskyInverseBackward0",
+                      forward=_cholesky_inverse_forward, backward=_cholesky_inverse_backward,
+                      saves=lambda needs: ((0,), True))
+
+
+def cholesky_inverse(input, upper=False):
+    """The inverse of ``A`` from its Cholesky factor ``input`` (lower, or upper with
+    ``upper=True``): ``(L @ L.mT)^-1``."""
+    _check_floating("cholesky_inverse", input)
+    if input.ndim < 2:
+        raise RuntimeError("cholesky_inverse: The input tensor A must have at least 2 "
+                           "dimensions.")
+    _check_square("cholesky_inverse", input)
+    return apply(CHOLESKY_INVERSE, input, upper=bool(upper))
+
+
 # ---- qr -------------------------------------------------------------------------------------------
 
 _QR_MODES = ("reduced", "complete", "r")
@@ -650,11 +705,20 @@ def eigvalsh(A, UPLO="L"):
 # ---- svd ------------------------------------------------------------------------------------------
 
 def _svd_forward(a, full_matrices, vectors):
+    """LAPACK's answers: a NaN raises, a matrix holding an infinity gets NaN factors."""
+    if np.isnan(a).any():
+        raise _LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                           "matrix contained non-finite values.")
+    infinite = np.isinf(a).any(axis=(-2, -1))
+    if infinite.any():
+        a = np.where(infinite[..., None, None], 0, a)
     if not vectors:
-        return np.linalg.svd(a, compute_uv=False).astype(a.dtype, copy=False)
-    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
-    return u.astype(a.dtype, copy=False), s.astype(a.dtype, copy=False), \
-        vh.astype(a.dtype, copy=False)
+        factors = (np.linalg.svd(a, compute_uv=False),)
+    else:
+        factors = np.linalg.svd(a, full_matrices=full_matrices)
+    factors = tuple(np.where(infinite.reshape(infinite.shape + (1,) * (f.ndim - infinite.ndim)),
+                             np.nan, f).astype(a.dtype, copy=False) for f in factors)
+    return factors if vectors else factors[0]
 
 
 def _svd_gradient(A, gU, gS, gVh):
@@ -759,6 +823,9 @@ def _tolerance(a_dtype, m, n, atol, rtol):
 
 
 def _pinv_forward(a, atol, rtol, hermitian):
+    if not hermitian and np.isnan(a).any():
+        raise _LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                           "matrix contained non-finite values.")
     if hermitian:
         values, vectors = np.linalg.eigh(a)
         magnitudes = np.abs(values)
@@ -841,7 +908,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     if hermitian:
         values = np.abs(np.linalg.eigvalsh(A._data))
     else:
-        values = np.linalg.svd(A._data, compute_uv=False)
+        values = _svd_forward(A._data, False, False)
     limit = np.maximum(_limit(atol), _limit(rtol) * values.max(-1, initial=0, keepdims=True))
     return ops.tensor(np.sum(values > limit, axis=-1).astype(np.int64))
 
@@ -1039,6 +1106,43 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
 
 
+def cond(A, p=None):
+    """The condition number of ``A`` in the norm ``p``: the ratio of its largest to smallest
+    singular value for ``p`` None or 2 (the inverse ratio for -2), else
+    ``matrix_norm(A, p) * matrix_norm(inv(A), p)`` (``inf`` for a singular ``A``).
+
+    For those other norms the result is differentiable here; PyTorch 2.13 raises in its
+    backward (it modifies the inverse it saved in place)."""
+    from ._math import nan_to_num
+
+    if p not in (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc"):
+        raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    if p in (None, 2, -2):
+        _check_matrix("linalg.svd", A)
+        values = svdvals(A)
+        k = values.shape[-1]
+        largest, smallest = narrow(values, -1, 0, 1), narrow(values, -1, k - 1, 1)
+        ratio = largest / smallest if p != -2 else smallest / largest
+        return squeeze_dim(ratio, -1)
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.cond(ord={p}): A must be batches of square matrices, but "
+                           f"they are {A.shape[-2] if A.ndim > 1 else 1} by "
+                           f"{A.shape[-1] if A.ndim else 1} matrices")
+    from .. import ops
+    from ._pointwise import where
+
+    inverse, info = inv_ex(A)
+    singular = info._data != 0
+    if not singular.any():
+        return nan_to_num(matrix_norm(A, p) * matrix_norm(inverse, p), nan=math.inf,
+                          posinf=math.inf)
+    # a singular matrix's condition number is inf (its "inverse" is not used)
+    inverse = where(ops.tensor(singular[..., None, None]), 0.0, inverse)
+    product = matrix_norm(A, p) * matrix_norm(inverse, p)
+    return nan_to_num(where(ops.tensor(singular), math.inf, product), nan=math.inf,
+                      posinf=math.inf)
+
+
 # ---- products -------------------------------------------------------------------------------------
 
 def vecdot(x, y, *, dim=-1):
@@ -1152,5 +1256,30 @@ def linalg_diagonal(A, *, offset=0, dim1=-2, dim2=-1):
     return diagonal(A, offset, dim1, dim2)
 
 
+def _matrix_transpose(name):
+    def transposed(self):
+        if self.ndim < 2:
+            raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
+                               f"matrices. Got {self.ndim}-D tensor.")
+        return transpose(self, -2, -1)
+
+    return transposed
+
+
+def _conjugate_transpose(self):
+    """``tensor.H`` (real tensors: the transpose of a matrix)."""
+    if self.ndim != 2:
+        raise RuntimeError("tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{self.ndim}-D tensor." + (" For batches of matrices, consider "
+                                                       "using tensor.mH" if self.ndim > 2 else ""))
+    return transpose(self, 0, 1)
+
+
+mT = _matrix_transpose("mT")
+mH = _matrix_transpose("mH")
+adjoint = _matrix_transpose("adjoint")  # ``Tensor.adjoint()``: the conjugate transpose
+
+install_methods({"cholesky_inverse": cholesky_inverse, "mH": property(mH),
+                 "H": property(_conjugate_transpose), "adjoint": adjoint})
 install_methods({"cholesky": cholesky, "cholesky_solve": cholesky_solve, "qr": qr, "svd": svd,
                  "pinverse": pinverse, "triangular_solve": triangular_solve})

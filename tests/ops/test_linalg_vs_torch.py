@@ -605,6 +605,10 @@ def _node(result):
     ("matrix_norm nuc", lambda m, a, s, w: m.linalg.matrix_norm(w, "nuc")),
     ("multi_dot", lambda m, a, s, w: m.linalg.multi_dot([w, a, w.mT])),
     ("vecdot", lambda m, a, s, w: m.linalg.vecdot(w, w)),
+    ("cond", lambda m, a, s, w: m.linalg.cond(a)),
+    ("cond 1", lambda m, a, s, w: m.linalg.cond(a, 1)),
+    ("solve_ex", lambda m, a, s, w: m.linalg.solve_ex(a, w[0])),
+    ("cholesky_inverse", lambda m, a, s, w: m.cholesky_inverse(s)),
 ], ids=lambda v: v if isinstance(v, str) else "")
 def test_node_names(name, fn):
     arrays = (general(3, 3), spd(3, 3), plain(2, 3))
@@ -733,3 +737,67 @@ def test_more_errors():
                       "linalg.det: Expected a floating point or complex tensor as input. Got Long")
     raises_like_torch(lambda m: m.linalg.slogdet(m.ones(2, 2, dtype=m.long)), RuntimeError,
                       "linalg.slogdet: Expected a floating point or complex tensor as input.")
+
+
+@pytest.mark.parametrize("p", [None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc"])
+def test_cond(p):
+    if p in (None, 2, -2, "nuc"):
+        compare(lambda m, a: m.linalg.cond(a, p), general(2, 3, 3), scale=20)
+    else:  # torch 2.13 cannot differentiate these (it modifies its saved inverse in place)
+        a = general(2, 3, 3)
+        ours = gradviz.linalg.cond(gradviz.tensor(a), p)
+        np.testing.assert_allclose(ours.numpy(), torch.linalg.cond(torch.tensor(a), p).numpy(),
+                                   rtol=1e-10)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+            torch.linalg.cond(torch.tensor(a, requires_grad=True), p).sum().backward()
+        gradgrad(lambda m, a: m.linalg.cond(a, p), a)
+    if p in (1, math.inf, "fro"):  # exactly singular: inf
+        ours = gradviz.linalg.cond(gradviz.ones(2, 2), p)
+        theirs = torch.linalg.cond(torch.ones(2, 2), p)
+        assert math.isinf(ours.item()) and math.isinf(theirs.item())
+
+
+def test_cond_solve_ex_cholesky_inverse_transposes():
+    compare(lambda m, a: m.linalg.cond(a), plain(4, 3), scale=20)
+    compare(lambda m, a, b: m.linalg.solve_ex(a, b), general(2, 3, 3), plain(2, 3))
+    compare(lambda m, a, b: m.linalg.solve_ex(a, b, left=False), general(3, 3), plain(2, 3))
+    for upper in (False, True):
+        factor = np.linalg.cholesky(spd(2, 3, 3))
+        factor = np.swapaxes(factor, -1, -2) if upper else factor
+        compare(lambda m, f: m.cholesky_inverse(f, upper), factor)
+        compare(lambda m, f: f.cholesky_inverse(upper), factor[0])
+    gradgrad(lambda m, f: m.cholesky_inverse(f.tril()), np.linalg.cholesky(spd(3, 3)))
+    compare(lambda m, a: [a.mH, a.adjoint(), a[0].H, m.adjoint(a)], plain(2, 3, 4))
+    singular = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 1.0]]])
+    ours = gradviz.linalg.solve_ex(gradviz.tensor(singular), gradviz.ones(2, 2,
+                                                                          dtype=gradviz.float64))
+    theirs = torch.linalg.solve_ex(torch.tensor(singular), torch.ones(2, 2, dtype=torch.float64))
+    np.testing.assert_array_equal(ours.info.numpy(), theirs.info.numpy())
+    assert type(ours).__name__ == "linalg_solve_ex" and ours.info.dtype == gradviz.int32
+    raises_like_torch(lambda m: m.linalg.solve_ex(m.zeros(2, 2), m.ones(2), check_errors=True),
+                      RuntimeError, "torch.linalg.solve_ex: The solver failed because the input "
+                      "matrix is singular.")
+    raises_like_torch(lambda m: m.linalg.cond(m.ones(2, 3), 1), RuntimeError,
+                      "linalg.cond(ord=1): A must be batches of square matrices, but they are 2 "
+                      "by 3 matrices")
+    raises_like_torch(lambda m: m.linalg.cond(m.ones(2, 2), 3), RuntimeError,
+                      "linalg.cond got an invalid norm type: 3")
+    raises_like_torch(lambda m: m.cholesky_inverse(m.ones(3)), RuntimeError,
+                      "cholesky_inverse: The input tensor A must have at least 2 dimensions.")
+    raises_like_torch(lambda m: m.ones(2, 2, 2).H, RuntimeError,
+                      "tensor.H is only supported on matrices (2-D tensors). Got 3-D tensor. For "
+                      "batches of matrices, consider using tensor.mH")
+    raises_like_torch(lambda m: m.ones(3).mT, RuntimeError,
+                      "tensor.mT is only supported on matrices or batches of matrices. Got 1-D "
+                      "tensor.")
+    raises_like_torch(lambda m: m.ones(3).mH, RuntimeError, "tensor.mH is only supported on")
+    for fn in (lambda m: m.linalg.svd(m.full((2, 2), math.nan)),
+               lambda m: m.linalg.svdvals(m.full((2, 2), math.nan)),
+               lambda m: m.linalg.pinv(m.full((2, 2), math.nan)),
+               lambda m: m.linalg.matrix_rank(m.full((2, 2), math.nan))):
+        raises_like_torch(fn, RuntimeError, "linalg.svd: The algorithm failed to converge "
+                          "because the input matrix contained non-finite values.")
+    infinite = np.array([[[1.0, math.inf], [0.0, 1.0]], [[3.0, 0.0], [0.0, 2.0]]])
+    for m in (gradviz, torch):  # an infinity: NaN singular values, not an error
+        values = m.linalg.svdvals(m.tensor(infinite)).numpy()
+        np.testing.assert_array_equal(np.isnan(values), [[True, True], [False, False]])
