@@ -58,8 +58,9 @@ from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arc
                            sgn, signbit, sinc, special, subtract)
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
+from .ops._linalg_factor import pinverse, qr, svd
 from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
-                                pinverse, qr, svd, triangular_solve)
+                                triangular_solve)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save

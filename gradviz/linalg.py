@@ -21,14 +21,15 @@ tensor([0.5000, 0.0000])
 
 from .ops._linalg import inverse as inv
 from .ops._linalg import det
-from .ops._linalg_more import (LinAlgError, cholesky_ex, cond, eigvalsh, inv_ex, lstsq,
-                               matrix_norm, matrix_rank, multi_dot, norm, pinv, solve, solve_ex,
-                               solve_triangular, svdvals, vecdot, vector_norm)
+from .ops._linalg_factor import eigvalsh, lstsq, matrix_rank, pinv, svdvals
+from .ops._linalg_factor import linalg_eigh as eigh
+from .ops._linalg_factor import linalg_qr as qr
+from .ops._linalg_factor import linalg_svd as svd
+from .ops._linalg_more import (LinAlgError, cholesky_ex, inv_ex, multi_dot, solve, solve_ex,
+                               solve_triangular, vecdot)
 from .ops._linalg_more import linalg_cholesky as cholesky
 from .ops._linalg_more import linalg_diagonal as diagonal
-from .ops._linalg_more import linalg_eigh as eigh
-from .ops._linalg_more import linalg_qr as qr
-from .ops._linalg_more import linalg_svd as svd
+from .ops._linalg_norms import cond, matrix_norm, norm, vector_norm
 from .ops._products import linalg_cross as cross
 from .ops._products import linalg_slogdet as slogdet
 from .ops._products import matrix_power

@@ -503,7 +503,7 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     if p == "fro" or p is None:
         p = 2
     if p == "nuc":  # the sum of singular values
-        from ._linalg_more import matrix_norm
+        from ._linalg_norms import matrix_norm
 
         return matrix_norm(input, "nuc", tuple(range(input.ndim)) if dim is None else dim,
                            keepdim, dtype=dtype)
