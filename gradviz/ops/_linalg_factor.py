@@ -424,7 +424,7 @@ def _lstsq_backward(ctx, g):
 
 
 LSTSQ = Op("linalg_lstsq", "LinalgLstsqBackward0", forward=_lstsq_forward,
-           backward=_lstsq_backward, saves=saves_inputs(0, 1))
+           backward=_lstsq_backward, saves=saves_inputs(0, 1, output=True))
 
 
 def lstsq(A, B, rcond=None, *, driver=None):

@@ -304,7 +304,7 @@ def _triangular_solve_backward(ctx, g_solution, g_coefficient):
 
 TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0",
                       forward=_triangular_solve_forward, backward=_triangular_solve_backward,
-                      saves=lambda needs: ((1,), True))
+                      saves=lambda needs: ((0, 1), True))
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
@@ -471,7 +471,7 @@ def _cholesky_solve_backward(ctx, g):
 
 
 CHOLESKY_SOLVE = Op("cholesky_solve", "CholeskySolveBackward0", forward=_cholesky_solve_forward,
-                    backward=_cholesky_solve_backward, saves=lambda needs: ((1,), True))
+                    backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True))
 
 
 def cholesky_solve(input, input2, upper=False):

@@ -801,3 +801,53 @@ def test_cond_solve_ex_cholesky_inverse_transposes():
     for m in (gradviz, torch):  # an infinity: NaN singular values, not an error
         values = m.linalg.svdvals(m.tensor(infinite)).numpy()
         np.testing.assert_array_equal(np.isnan(values), [[True, True], [False, False]])
+
+
+# ---- grad_fn._saved_<name> ----------------------------------------------------------------------
+
+SAVED_CASES = {
+    "inv": lambda m, a, s, b: m.linalg.inv(a),
+    "solve": lambda m, a, s, b: m.linalg.solve(a, b.mT),
+    "solve_triangular": lambda m, a, s, b: m.linalg.solve_triangular(a, b, upper=True,
+                                                                       left=False),
+    "triangular_solve": lambda m, a, s, b: m.triangular_solve(b.mT, a, transpose=True)[0],
+    "cholesky": lambda m, a, s, b: m.linalg.cholesky(s, upper=True),
+    "torch.cholesky": lambda m, a, s, b: m.cholesky(s),
+    "cholesky_solve": lambda m, a, s, b: m.cholesky_solve(b.mT, s),
+    "cholesky_inverse": lambda m, a, s, b: m.cholesky_inverse(s, upper=True),
+    "qr": lambda m, a, s, b: m.linalg.qr(a)[0],
+    "eigh": lambda m, a, s, b: m.linalg.eigh(s)[0],
+    "svd": lambda m, a, s, b: m.linalg.svd(b)[1],
+    "pinv": lambda m, a, s, b: m.linalg.pinv(b),
+    "lstsq": lambda m, a, s, b: m.linalg.lstsq(a, b.mT).solution,
+}
+
+
+@pytest.mark.parametrize("case", sorted(SAVED_CASES))
+def test_saved_names_and_values(case):
+    arrays = (general(3, 3), spd(3, 3), plain(2, 3))
+    nodes, inputs = [], []
+    for m in (gradviz, torch):
+        tensors = [m.tensor(a, requires_grad=True) for a in arrays]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            nodes.append(SAVED_CASES[case](m, *tensors).grad_fn)
+        inputs.append(tensors)
+    ours, theirs = nodes
+    names = sorted(n for n in dir(theirs) if n.startswith("_saved_"))
+    assert sorted(n for n in dir(ours) if n.startswith("_saved_")) == names
+    for name in names:
+        expected = getattr(theirs, name)
+        if name[len("_saved_"):] in ("Q", "R", "eigenvalues", "eigenvectors", "U", "S", "Vh",
+                                     "LU", "pivots"):
+            with pytest.raises(AttributeError, match="gradviz does not keep"):
+                getattr(ours, name)
+            continue
+        got = getattr(ours, name)
+        if isinstance(expected, torch.Tensor):
+            np.testing.assert_allclose(got.detach().numpy(), expected.detach().numpy(),
+                                       rtol=1e-9, err_msg=name)
+            for mine, torchs in zip(*inputs):
+                assert (got is mine) == (expected is torchs), name
+        else:
+            assert got == expected, name
