@@ -90,6 +90,8 @@ def _inv_ex_forward(a):
     diagonal_u, _ = _lu_diagonal(a)
     singular = diagonal_u == 0
     info = np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
+    if not info.any():
+        return np.linalg.inv(a), info
     with np.errstate(all="ignore"):
         inverse = np.empty_like(a)
         count = int(np.prod(a.shape[:-2]))
@@ -350,6 +352,11 @@ def _failed_order(matrix):
 def _cholesky_arrays(a):
     """The lower factors of a batch and, per matrix, 0 or the order of the first leading
     minor that is not positive-definite."""
+    try:  # the whole batch at once; matrix by matrix only to find which failed
+        return (np.linalg.cholesky(a).astype(a.dtype, copy=False),
+                np.zeros(a.shape[:-2], dtype=np.int32))
+    except np.linalg.LinAlgError:
+        pass
     n = a.shape[-1]
     flat = a.reshape(int(np.prod(a.shape[:-2])), n, n)  # (0x0 matrices too)
     factor = np.zeros_like(flat)
