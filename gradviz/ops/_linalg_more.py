@@ -74,6 +74,14 @@ def _check_same_dtype(what, A, B, names=("A", "B")):
                            f"{names[1]} of type {TYPE_WORDS[B.dtype.name]} instead")
 
 
+def _check_b_and_A(b, A):
+    """The legacy solvers' dtype check (``triangular_solve``, ``cholesky_solve``)."""
+    if b.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{TYPE_WORDS[b.dtype.name]} and A of type {TYPE_WORDS[A.dtype.name]} "
+                           "instead.")
+
+
 def _broadcast_batches(A, B):
     """``A`` and ``B`` expanded to their common batch dims (the last two dims are matrices)."""
     batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-2])))
@@ -320,7 +328,7 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
         "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
         "torch.linalg.solve_triangular(A, B)."))
     _check_floating("triangular_solve", b)
-    _check_same_dtype("triangular_solve", b, A, ("self", "A"))
+    _check_b_and_A(b, A)
     if b.ndim < 2 or A.ndim < 2:
         raise RuntimeError(f"torch.triangular_solve: Expected b to have at least 2 dimensions, "
                            f"but it has {b.ndim} dimensions instead" if b.ndim < 2 else
@@ -485,7 +493,7 @@ def cholesky_solve(input, input2, upper=False):
     """The solution ``X`` of ``A @ X = input`` given the Cholesky factor ``input2`` of ``A``
     (lower, or upper with ``upper=True``)."""
     _check_floating("cholesky_solve", input)
-    _check_same_dtype("cholesky_solve", input, input2, ("self", "A"))
+    _check_b_and_A(input, input2)
     if input.ndim < 2 or input2.ndim < 2:
         raise RuntimeError(f"b should have at least 2 dimensions, but has {input.ndim} dimensions "
                            "instead" if input.ndim < 2 else

@@ -88,7 +88,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
             raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     elif ord not in (1, -1, 2, -2, math.inf, -math.inf):
         raise RuntimeError(f"linalg.matrix_norm: Order {ord:g} not supported.")
-    if ord == "nuc" or abs_(ord) == 2:
+    if ord in ("nuc", 2, -2):
         values = svdvals(movedim(A, (d0, d1), (-2, -1)))
         # (the largest of no singular values is 0 in torch; the smallest raises amin's error)
         result = (sum(values, -1) if ord == "nuc" or (ord == 2 and values.shape[-1] == 0) else
@@ -97,16 +97,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):  # no
             for d in sorted((d0, d1)):
                 result = unsqueeze(result, d)
         return result
-    if abs_(ord) == math.inf:
+    if ord in (math.inf, -math.inf):
         d0, d1 = d1, d0
     if not keepdim and d0 < d1:
         d1 -= 1
     reduce = amax if ord > 0 else amin
     return reduce(sum(abs(A), d0, keepdim), d1, keepdim)
-
-
-def abs_(x):
-    return x if x >= 0 else -x
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002

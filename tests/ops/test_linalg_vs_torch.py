@@ -729,6 +729,10 @@ def test_more_errors():
     raises_like_torch(lambda m: m.linalg.solve(m.eye(2), m.ones(2, dtype=m.float64)),
                       RuntimeError, "linalg.solve: Expected A and B to have the same dtype, but "
                       "found A of type Float and B of type Double instead")
+    for legacy in (lambda m: m.triangular_solve(m.ones(2, 1), m.eye(2, dtype=m.float64)),
+                   lambda m: m.cholesky_solve(m.ones(2, 1), m.eye(2, dtype=m.float64))):
+        raises_like_torch(legacy, RuntimeError, "Expected b and A to have the same dtype, but "
+                          "found b of type Float and A of type Double instead.")
     raises_like_torch(lambda m: m.linalg.svd(m.ones(2, 2, dtype=m.long)), RuntimeError,
                       "linalg.svd: Expected a floating point or complex tensor as input. Got Long")
     raises_like_torch(lambda m: m.linalg.pinv(m.ones(2, 2, dtype=m.long)), RuntimeError,
