@@ -58,12 +58,16 @@ from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arc
                            sgn, signbit, sinc, special, subtract)
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
+from .ops._linalg_factor import pinverse, qr, svd
+from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
+                                triangular_solve)
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
 from ._legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                             IntTensor, LongTensor, ShortTensor)
 from . import autograd
+from . import linalg
 from . import nn
 from . import optim
 from . import utils
@@ -133,18 +137,6 @@ cuda = _types.ModuleType("gradviz.cuda", "No CUDA: gradviz computes on the CPU."
 cuda.is_available = _not_available
 cuda.device_count = lambda: 0
 cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
-linalg = _types.ModuleType("gradviz.linalg", "The linear-algebra functions gradviz has.")
-linalg.inv = ops.inverse
-linalg.LinAlgError = ops._linalg._LinAlgError
-linalg.det = ops.det
-linalg.cross = ops._products.linalg_cross
-linalg.slogdet = ops._products.linalg_slogdet
-linalg.matrix_power = ops.matrix_power
-linalg.vecdot = lambda x, y, *, dim=-1: (x * y).sum(dim)  # noqa: E731
-linalg.solve = ops._linalg.solve
-linalg.vector_norm = ops._reduction.vector_norm
-linalg.norm = lambda A, ord=None, dim=None, keepdim=False, *, dtype=None: ops.norm(  # noqa: E731
-    A, 2 if ord is None else ord, dim, keepdim, dtype)
 backends = _types.ModuleType("gradviz.backends", "Accelerator backends: none in gradviz.")
 backends.mps = _types.SimpleNamespace(is_available=_not_available, is_built=_not_available)
 backends.cuda = _types.SimpleNamespace(is_built=_not_available)
@@ -229,5 +221,6 @@ __all__ = [
     "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",
     "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
     "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
-    "subtract", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
+    "subtract", "adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse", "qr", "svd",
+    "triangular_solve", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

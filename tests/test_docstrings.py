@@ -16,7 +16,8 @@ from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
                         _transformer, _upsampling)
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz.ops import _creation, _statistics
+from gradviz import linalg
+from gradviz.ops import _creation, _linalg_factor, _linalg_more, _linalg_norms, _statistics
 from gradviz.utils import data
 from gradviz.viz import _dot
 from gradviz.widget import _html
@@ -25,7 +26,8 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
-           _upsampling, _padding, _dropout, _loss_more, _small_layers]
+           _upsampling, _padding, _dropout, _loss_more, _small_layers, linalg, _linalg_more,
+           _linalg_factor, _linalg_norms]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

@@ -16,6 +16,7 @@ from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
 from . import _lookup, _products, _rearrange, _scans, _special
+from . import _linalg_more, _linalg_factor, _linalg_norms  # noqa: F401  (register their ops)
 from . import _conv_transpose, _parametric, _resample  # noqa: F401,E402  (register their ops)
 from . import _saved  # noqa: F401,E402  (installs grad_fn._saved_<name>: Note [Saved names])
 from ._activation import *  # noqa: F401,F403
@@ -115,7 +116,7 @@ _tensor.install_methods({
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
     "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
     "T": property(S.reversed_dims),
-    "mT": property(lambda self: S.transpose(self, -2, -1)),
+    "mT": property(_linalg_more.mT),
 })
 
 

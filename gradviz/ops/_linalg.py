@@ -411,6 +411,12 @@ ger = outer
 
 # ---- inverse, determinant, solve -----------------------------------------------------------
 
+def _check_floating_matrix(what, input):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{what}: Expected a floating point or complex tensor as input. "
+                           f"Got {TYPE_WORDS[input.dtype.name]}")
+
+
 def _check_square(what, input):
     if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"{what}: A must be batches of square matrices, but they are "
@@ -424,21 +430,27 @@ class _LinAlgError(RuntimeError):
 
 def _lu_diagonal(a):
     """The diagonal of U and the permutation's sign from an LU factorization with partial
-    pivoting (LAPACK's ``getrf``, which PyTorch uses), for each matrix of a batch."""
+    pivoting (LAPACK's ``getrf``, which PyTorch uses), for each matrix of a batch: one
+    elimination step per column, done for the whole batch at once."""
     n = a.shape[-1]
-    matrices = np.array(a, copy=True).reshape(-1, n, n)
-    diagonals = np.empty(matrices.shape[:2], dtype=a.dtype)
-    signs = np.ones(matrices.shape[0], dtype=a.dtype)
-    for m, u in enumerate(matrices):
-        for k in range(n):
-            p = k + int(np.argmax(np.abs(u[k:, k])))
-            if p != k:
-                u[[k, p]] = u[[p, k]]
-                signs[m] = -signs[m]
-            if u[k, k] != 0:
-                u[k + 1:, k:] -= np.outer(u[k + 1:, k] / u[k, k], u[k, k:])
-        diagonals[m] = np.diagonal(u)
-    return diagonals.reshape(a.shape[:-1]), signs.reshape(a.shape[:-2])
+    count = int(np.prod(a.shape[:-2]))
+    u = np.array(a, copy=True).reshape(count, n, n)  # (0x0 matrices too)
+    signs = np.ones(count, dtype=a.dtype)
+    rows = np.arange(count)
+    for k in range(n):
+        pivots = k + np.argmax(np.abs(u[:, k:, k]), axis=1)
+        swap = pivots != k
+        if swap.any():
+            top = u[rows, k].copy()
+            u[rows, k] = u[rows, pivots]
+            u[rows, pivots] = top
+            signs[swap] = -signs[swap]
+        pivot = u[:, k, k]
+        zero = pivot == 0  # a zero column below the diagonal: nothing to eliminate
+        factors = u[:, k + 1:, k] / np.where(zero, 1, pivot)[:, None]
+        factors[zero] = 0
+        u[:, k + 1:, k:] -= factors[:, :, None] * u[:, None, k, k:]
+    return np.diagonal(u, axis1=-2, axis2=-1).reshape(a.shape[:-1]), signs.reshape(a.shape[:-2])
 
 
 def _singular_error(what, diagonal):
@@ -462,6 +474,7 @@ INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
 
 def inverse(input):
     """The matrix inverse (of each matrix in a batch)."""
+    _check_floating_matrix("linalg.inv", input)
     _check_square("linalg.inv", input)
     return apply(INVERSE, input)
 
@@ -485,6 +498,7 @@ DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
 
 def det(input):
     """The determinant (of each matrix in a batch)."""
+    _check_floating_matrix("linalg.det", input)
     _check_square("linalg.det", input)
     return apply(DET, input)
 

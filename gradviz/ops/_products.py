@@ -358,8 +358,9 @@ _SLOGDET_TYPES = {name: type(name, (_SignLogAbsDet,), {"__slots__": (),
 
 def slogdet(input):
     """``(sign, log|det|)`` of a (batch of) square matrices: the determinant without overflow."""
-    from ._linalg import _check_square
+    from ._linalg import _check_floating_matrix, _check_square
 
+    _check_floating_matrix("linalg.slogdet", input)
     _check_square("linalg.slogdet", input)
     sign, logabsdet = apply(SLOGDET, input)
     return _SLOGDET_TYPES["slogdet"](sign, logabsdet)

@@ -451,15 +451,21 @@ def logsumexp(input, dim, keepdim=False):
 
 
 def _norm_backward(ctx, g):
-    from ._pointwise import abs, eq, pow, sign, where_one, where_zero
+    from ._pointwise import abs, eq, pow, sign, to, where_one, where_zero
 
     x = ctx.input(0)
     p = ctx.p
     norm = _keep(ctx.output(), ctx)
     is_zero = eq(norm, 0)
     safe_norm = where_one(is_zero, norm)
+    if p in (math.inf, -math.inf):  # shared evenly among the tied extremes, as torch's
+        ties = to(eq(abs(x), norm), x.dtype)
+        grad = sign(x) * ties / _keep(sum(ties, ctx.dims, ctx.keepdim), ctx)
+        return (_keep(g, ctx) * grad,)
     if p == 1:
         grad = sign(x)
+    elif p < 0:  # a zero entry makes the norm 0, and every gradient 0 (torch's)
+        grad = x * pow(where_one(eq(x, 0), abs(x)), p - 2) / pow(safe_norm, p - 1)
     elif p == 2:
         grad = x / safe_norm
     else:  # x |x|^(p-2) / norm^(p-1)
@@ -467,12 +473,29 @@ def _norm_backward(ctx, g):
     return (_keep(g, ctx) * where_zero(is_zero, grad),)
 
 
-_NORM = Op("norm", "LinalgVectorNormBackward0",
-           forward=lambda a, dims, keepdim, shape, count, p: np.power(
+def _norm_forward(a, dims, keepdim, shape, count, p):
+    if p in (math.inf, -math.inf):
+        reduce = np.max if p > 0 else np.min
+        return reduce(np.abs(a), axis=dims, keepdims=keepdim)
+    if p < 0:
+        with np.errstate(divide="ignore"):
+            return np.power(np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p)
+    return _NORM_FORWARD(a, dims, keepdim, shape, count, p)
+
+
+_NORM_FORWARD = (lambda a, dims, keepdim, shape, count, p: np.power(
                np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p) if p not in (2, 1) else (
                np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)) if p == 2 else
-               np.sum(np.abs(a), axis=dims, keepdims=keepdim)),
+               np.sum(np.abs(a), axis=dims, keepdims=keepdim)))
+_NORM = Op("norm", "LinalgVectorNormBackward0", forward=_norm_forward,
            backward=_norm_backward, saves=lambda needs: ((0,), True))
+
+
+# the count of nonzeros: piecewise constant, so its gradient is undefined (None), as torch's
+_NORM_ZERO = Op("norm_zero", "LinalgVectorNormBackward0",
+                forward=lambda a, dims, keepdim, shape, count: np.sum(
+                    a != 0, axis=dims, keepdims=keepdim).astype(a.dtype),
+                backward=lambda ctx, g: (None,))
 
 
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
@@ -480,21 +503,18 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     (the largest magnitude), ``-inf`` (the smallest) or 0 (the count of nonzeros)."""
     if p == "fro" or p is None:
         p = 2
-    if not isinstance(p, (int, float)) or p < 0 and p != -math.inf:
-        raise RuntimeError(f"norm(): gradviz supports p >= 0 or -inf, got {p!r}")
+    if p == "nuc":  # the sum of singular values
+        from ._linalg_norms import matrix_norm
+
+        return matrix_norm(input, "nuc", tuple(range(input.ndim)) if dim is None else dim,
+                           keepdim, dtype=dtype)
+    if not isinstance(p, (int, float)):
+        raise RuntimeError(f"norm(): p must be a number, 'fro' or 'nuc', got {p!r}")
     if dtype is not None:
         input = input.to(dtype)
     _check_floating(input, "norm")
-    if p in (math.inf, -math.inf):
-        # gradients shared evenly among tied extremes, as torch's vector-norm backward does
-        from ._pointwise import abs
-
-        reduce = amax if p > 0 else amin
-        return reduce(abs(input), () if dim is None else dim, keepdim)
     if p == 0:
-        from ._pointwise import ne
-
-        return sum(ne(input, 0).to(input.dtype) + input * 0, dim, keepdim)
+        return apply(_NORM_ZERO, input, **_reduce_attrs(input, dim, keepdim))
     return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
 
 

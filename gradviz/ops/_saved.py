@@ -244,6 +244,10 @@ _DIM = Attr("dim")
 _DIMS = Attr("dims", tuple)
 _KEEPDIM = Attr("keepdim")
 
+_NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
+_REFACTORED = NotKept("the node keeps A and factorizes it again in backward (Note [Recomputed "
+                      "factorizations] in gradviz/ops/_linalg_factor.py)")
+
 SAVED_NAMES = {
     # arithmetic
     "AddBackward0": {"alpha": Attr("alpha")},
@@ -367,6 +371,29 @@ SAVED_NAMES = {
         "target": _NOT_NLL_TARGET, "weight": _NOT_NLL_TARGET, "ignore_index": _NOT_NLL_TARGET,
         "total_weight": _NOT_NLL_TARGET,
     },
+    # linear algebra (gradviz/ops/_linalg_more.py, _linalg_factor.py)
+    "LinalgInvExBackward0": {"inverse": RESULT},
+    "LinalgSolveExBackward0": {"A": _SELF, "result": RESULT, "left": Attr("left"),
+                               "LU": _NO_LU, "pivots": _NO_LU},
+    "LinalgSolveTriangularBackward0": {"self": _SELF, "result": RESULT, "upper": Attr("upper"),
+                                       "left": Attr("left"),
+                                       "unitriangular": Attr("unitriangular")},
+    "TriangularSolveBackward0": {"self": _SELF, "A": _OTHER, "solution": RESULT,
+                                 "upper": Attr("upper"), "transpose": Attr("transpose"),
+                                 "unitriangular": Attr("unitriangular")},
+    "LinalgCholeskyExBackward0": {"L": RESULT, "upper": Attr("upper")},
+    "CholeskyBackward0": {"result": RESULT, "upper": Attr("upper")},
+    "CholeskySolveBackward0": {"self": _SELF, "input2": _OTHER, "result": RESULT,
+                               "upper": Attr("upper")},
+    "CholeskyInverseBackward0": {"self": _SELF, "result": RESULT, "upper": Attr("upper")},
+    "LinalgQrBackward0": {"Q": _REFACTORED, "R": _REFACTORED, "mode": Attr("mode")},
+    "LinalgEighBackward0": {"eigenvalues": _REFACTORED, "eigenvectors": _REFACTORED},
+    "LinalgSvdBackward0": {"U": _REFACTORED, "S": _REFACTORED, "Vh": _REFACTORED,
+                           "full_matrices": Attr("full_matrices"),
+                           "S_sym_argsize_minus_1": Computed(
+                               lambda node: min(node.input(0).shape[-2:]))},
+    "LinalgPinvBackward0": {"self": _SELF, "result": RESULT},
+    "LinalgLstsqBackward0": {"self": _SELF, "b": _OTHER, "solution": RESULT},
 }
 
 

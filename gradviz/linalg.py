@@ -1,0 +1,40 @@
+"""``gradviz.linalg``: PyTorch's ``torch.linalg`` (real tensors), batched over leading dims.
+
+Norms (``norm``, ``vector_norm``, ``matrix_norm``, ``cond``), inverses and solvers (``inv``,
+``inv_ex``, ``solve``, ``solve_ex``, ``solve_triangular``, ``lstsq``, ``pinv``), determinants
+(``det``, ``slogdet``), factorizations (``cholesky``, ``cholesky_ex``, ``qr``, ``eigh``,
+``eigvalsh``, ``svd``, ``svdvals``), ``matrix_rank``, ``matrix_power``, and the products
+``cross``, ``vecdot``, ``multi_dot`` and ``diagonal``. Results are named tuples where
+PyTorch's are (``Q, R = gradviz.linalg.qr(A)``); a singular or non-positive-definite matrix
+raises :class:`LinAlgError`, a RuntimeError, with PyTorch's message.
+
+Examples
+--------
+>>> import gradviz as torch
+>>> A = torch.tensor([[4.0, 2.0], [2.0, 3.0]])
+>>> L = torch.linalg.cholesky(A)
+>>> torch.allclose(L @ L.mT, A)
+True
+>>> torch.linalg.solve(A, torch.tensor([2.0, 1.0]))
+tensor([0.5000, 0.0000])
+"""
+
+from .ops._linalg import inverse as inv
+from .ops._linalg import det
+from .ops._linalg_factor import eigvalsh, lstsq, matrix_rank, pinv, svdvals
+from .ops._linalg_factor import linalg_eigh as eigh
+from .ops._linalg_factor import linalg_qr as qr
+from .ops._linalg_factor import linalg_svd as svd
+from .ops._linalg_more import (LinAlgError, cholesky_ex, inv_ex, multi_dot, solve, solve_ex,
+                               solve_triangular, vecdot)
+from .ops._linalg_more import linalg_cholesky as cholesky
+from .ops._linalg_more import linalg_diagonal as diagonal
+from .ops._linalg_norms import cond, matrix_norm, norm, vector_norm
+from .ops._products import linalg_cross as cross
+from .ops._products import linalg_slogdet as slogdet
+from .ops._products import matrix_power
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eigh",
+           "eigvalsh", "inv", "inv_ex", "lstsq", "matrix_norm", "matrix_power", "matrix_rank",
+           "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
+           "svdvals", "vecdot", "vector_norm"]
