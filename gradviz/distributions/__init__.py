@@ -1,0 +1,26 @@
+"""Probability distributions with torch's API (``torch.distributions``): sampling,
+reparameterized sampling, log-densities, entropies and KL divergences, all differentiable with
+gradviz's ops (to any order), for VAEs, policy gradients and mixture models.
+
+Draws come from gradviz's own generator (``gradviz.manual_seed``): their values differ from
+torch's; everything else (log_prob, entropy, cdf, kl_divergence, mean, variance, shapes,
+validation errors) matches torch.
+"""
+
+from . import constraints
+from .bernoulli import Bernoulli
+from .categorical import Categorical
+from .distribution import Distribution
+from .exponential import Exponential
+from .independent import Independent
+from .kl import kl_divergence, register_kl
+from .laplace import Laplace
+from .multivariate_normal import MultivariateNormal
+from .normal import Normal
+from .one_hot_categorical import OneHotCategorical
+from .poisson import Poisson
+from .uniform import Uniform
+
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "Uniform",
+           "constraints", "kl_divergence", "register_kl"]
