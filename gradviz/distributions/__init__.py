@@ -11,6 +11,7 @@ from . import constraints
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .independent import Independent
 from .kl import kl_divergence, register_kl
@@ -21,6 +22,6 @@ from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "Independent", "Laplace",
+__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily", "Independent", "Laplace",
            "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "Uniform",
            "constraints", "kl_divergence", "register_kl"]

@@ -7,13 +7,13 @@ import gradviz
 from gradviz.nn.functional import binary_cross_entropy_with_logits
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli"]
 
 
-class Bernoulli(Distribution):
+class Bernoulli(ExponentialFamily):
     """``Bernoulli(probs=p)`` or ``Bernoulli(logits=l)``: 1 with probability ``p`` (or
     ``sigmoid(l)``), else 0. The parameter not given is computed on first use.
 
@@ -28,6 +28,7 @@ class Bernoulli(Distribution):
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         if (probs is None) == (logits is None):
@@ -100,3 +101,10 @@ class Bernoulli(Distribution):
         if expand:
             values = values.expand((-1,) + tuple(self._batch_shape))
         return values
+
+    @property
+    def _natural_params(self):
+        return (gradviz.logit(self.probs),)
+
+    def _log_normalizer(self, x):
+        return gradviz.log1p(gradviz.exp(x))

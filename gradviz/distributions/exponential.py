@@ -5,13 +5,13 @@ import numbers
 import gradviz
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Exponential"]
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """``Exponential(rate)``: density ``rate * exp(-rate * x)`` on ``x >= 0``.
 
     Examples
@@ -25,6 +25,7 @@ class Exponential(Distribution):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args=None):
         (self.rate,) = broadcast_all(rate)
@@ -75,3 +76,10 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - gradviz.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -gradviz.log(-x)

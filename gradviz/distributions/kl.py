@@ -11,10 +11,11 @@ from gradviz.nn.functional import softplus
 from .bernoulli import Bernoulli
 from .categorical import Categorical
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .exponential import Exponential
 from .independent import Independent
 from .laplace import Laplace
-from .multivariate_normal import MultivariateNormal, _batch_mahalanobis
+from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _tril_inverse
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
@@ -174,7 +175,7 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
                   - p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
     n = p.event_shape[0]
     # trace(Sq^-1 Sp) = ||Lq^-1 Lp||_F^2
-    term2 = gradviz.matmul(gradviz.inverse(q._unbroadcasted_scale_tril),
+    term2 = gradviz.matmul(_tril_inverse(q._unbroadcasted_scale_tril),
                            p._unbroadcasted_scale_tril).pow(2).sum((-2, -1))
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, q.loc - p.loc)
     return half_term1 + 0.5 * (term2 + term3 - n)
@@ -189,6 +190,22 @@ def _kl_poisson_poisson(p, q):
 def _kl_uniform_uniform(p, q):
     result = ((q.high - q.low) / (p.high - p.low)).log()
     return gradviz.where((q.low > p.low) | (q.high < p.high), math.inf, result)
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    # a Bregman divergence of the log-normalizer, for a pair of one family with no formula
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_params = [param.detach().requires_grad_() for param in p._natural_params]
+    q_params = q._natural_params
+    log_normalizer = p._log_normalizer(*p_params)
+    gradients = gradviz.autograd.grad(log_normalizer.sum(), p_params, create_graph=True)
+    result = q._log_normalizer(*q_params) - log_normalizer
+    for p_param, q_param, gradient in zip(p_params, q_params, gradients):
+        result = result - _sum_rightmost((q_param - p_param) * gradient, len(q.event_shape))
+    return result
 
 
 @register_kl(Independent, Independent)
@@ -254,6 +271,11 @@ def _kl_normal_laplace(p, q):
     t2 = math.sqrt(2 / math.pi) * p.scale * gradviz.exp(-0.5 * loc_diff_scale_ratio.pow(2))
     t3 = loc_diff * gradviz.erf(math.sqrt(0.5) * loc_diff_scale_ratio)
     return -t1 + (t2 + t3) / q.scale - (0.5 * (1 + math.log(0.5 * math.pi)))
+
+
+@register_kl(Poisson, Bernoulli)
+def _kl_poisson_infinity(p, q):
+    return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Exponential)

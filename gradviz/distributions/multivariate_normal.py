@@ -17,9 +17,15 @@ def _batch_mv(bmat, bvec):
     return gradviz.matmul(bmat, bvec.unsqueeze(-1)).squeeze(-1)
 
 
+def _tril_inverse(lower):
+    """The inverse of a lower-triangular matrix, reading only its lower triangle (as torch's
+    ``solve_triangular``: the upper triangle gets no gradient)."""
+    return gradviz.inverse(lower.tril())
+
+
 def _batch_mahalanobis(scale_tril, x):
     """``x^T (L L^T)^-1 x`` over the batch dimensions of ``x`` (``L`` broadcast to them)."""
-    solved = _batch_mv(gradviz.inverse(scale_tril), x)
+    solved = _batch_mv(_tril_inverse(scale_tril), x)
     return solved.pow(2).sum(-1)
 
 
@@ -27,7 +33,7 @@ def _precision_to_scale_tril(precision):
     # as torch: the Cholesky factor of the flipped precision gives the covariance's factor
     flipped = cholesky(gradviz.flip(precision, (-2, -1)))
     lower_inverse = gradviz.flip(flipped, (-2, -1)).transpose(-2, -1)
-    return gradviz.inverse(lower_inverse)
+    return _tril_inverse(lower_inverse)
 
 
 class MultivariateNormal(Distribution):
@@ -117,8 +123,9 @@ class MultivariateNormal(Distribution):
 
     @lazy_property
     def precision_matrix(self):
-        lower_inverse = gradviz.inverse(self._unbroadcasted_scale_tril)
-        return gradviz.matmul(lower_inverse.transpose(-2, -1), lower_inverse).expand(
+        # torch's cholesky_inverse: (L L^T)^-1, differentiated through the whole of L
+        lower = self._unbroadcasted_scale_tril
+        return gradviz.inverse(gradviz.matmul(lower, lower.transpose(-2, -1))).expand(
             self._batch_shape + self._event_shape + self._event_shape)
 
     @property

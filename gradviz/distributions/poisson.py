@@ -8,13 +8,13 @@ import gradviz
 from gradviz.ops._creation import _rng
 
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Poisson"]
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """``Poisson(rate)``: counts ``k`` with probability ``rate**k exp(-rate) / k!``.
 
     Examples
@@ -64,3 +64,10 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return value.xlogy(rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (gradviz.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return gradviz.exp(x)
