@@ -11,9 +11,10 @@ from gradviz import _config, _tensor
 from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph, variable
 from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
-from gradviz.distributions import (bernoulli, categorical, distribution, exponential, independent,
-                                   kl, laplace, multivariate_normal, normal, one_hot_categorical,
-                                   poisson, uniform)
+from gradviz.distributions import (bernoulli, beta, binomial, categorical, dirichlet, distribution,
+                                   exponential, gamma, independent, kl, laplace,
+                                   mixture_same_family, multivariate_normal, normal,
+                                   one_hot_categorical, poisson, uniform)
 from gradviz.distributions import utils as distribution_utils
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
@@ -30,8 +31,9 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
            _upsampling, _padding, _dropout, _loss_more, _small_layers,
-           bernoulli, categorical, distribution, exponential, independent, kl, laplace,
-           multivariate_normal, normal, one_hot_categorical, poisson, uniform, distribution_utils]
+           bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
+           independent, kl, laplace, mixture_same_family, multivariate_normal, normal,
+           one_hot_categorical, poisson, uniform, distribution_utils]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

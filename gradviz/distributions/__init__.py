@@ -9,19 +9,25 @@ validation errors) matches torch.
 
 from . import constraints
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Categorical", "Distribution", "Exponential", "ExponentialFamily", "Independent", "Laplace",
-           "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson", "Uniform",
-           "constraints", "kl_divergence", "register_kl"]
+__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution",
+           "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace",
+           "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
+           "Uniform", "constraints", "kl_divergence", "register_kl"]

@@ -9,10 +9,14 @@ import gradviz
 from gradviz.nn.functional import softplus
 
 from .bernoulli import Bernoulli
+from .beta import Beta
+from .binomial import Binomial
 from .categorical import Categorical
+from .dirichlet import Dirichlet
 from .distribution import Distribution
 from .exp_family import ExponentialFamily
 from .exponential import Exponential
+from .gamma import Gamma
 from .independent import Independent
 from .laplace import Laplace
 from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _tril_inverse
@@ -20,7 +24,7 @@ from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .uniform import Uniform
-from .utils import _sum_rightmost
+from .utils import _sum_rightmost, euler_constant as _euler_gamma
 
 __all__ = ["kl_divergence", "register_kl"]
 
@@ -119,6 +123,10 @@ def _infinite_like(tensor):
     return gradviz.full_like(tensor, math.inf)
 
 
+def _x_log_x(tensor):
+    return gradviz.xlogy(tensor, tensor)  # 0 at 0
+
+
 # ---- pairs of the same family ----------------------------------------------------------------
 
 @register_kl(Bernoulli, Bernoulli)
@@ -128,6 +136,48 @@ def _kl_bernoulli_bernoulli(p, q):
     t2 = (1 - p.probs) * (softplus(q.logits) - softplus(p.logits))
     t2 = gradviz.where(p.probs == 1, 0.0, gradviz.where(q.probs == 1, math.inf, t2))
     return t1 + t2
+
+
+@register_kl(Beta, Beta)
+def _kl_beta_beta(p, q):
+    sum_params_p = p.concentration1 + p.concentration0
+    sum_params_q = q.concentration1 + q.concentration0
+    t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_params_p.lgamma()
+    t2 = p.concentration1.lgamma() + p.concentration0.lgamma() + sum_params_q.lgamma()
+    t3 = (p.concentration1 - q.concentration1) * gradviz.digamma(p.concentration1)
+    t4 = (p.concentration0 - q.concentration0) * gradviz.digamma(p.concentration0)
+    t5 = (sum_params_q - sum_params_p) * gradviz.digamma(sum_params_p)
+    return t1 - t2 + t3 + t4 + t5
+
+
+@register_kl(Binomial, Binomial)
+def _kl_binomial_binomial(p, q):
+    if (p.total_count < q.total_count).any():
+        raise NotImplementedError(
+            "KL between Binomials where q.total_count > p.total_count is not implemented")
+    kl = p.total_count * (p.probs * (p.logits - q.logits) + (-p.probs).log1p()
+                          - (-q.probs).log1p())
+    return gradviz.where(p.total_count > q.total_count, math.inf, kl)
+
+
+@register_kl(Dirichlet, Dirichlet)
+def _kl_dirichlet_dirichlet(p, q):
+    sum_p_concentration = p.concentration.sum(-1)
+    sum_q_concentration = q.concentration.sum(-1)
+    t1 = sum_p_concentration.lgamma() - sum_q_concentration.lgamma()
+    t2 = (p.concentration.lgamma() - q.concentration.lgamma()).sum(-1)
+    t3 = p.concentration - q.concentration
+    t4 = p.concentration.digamma() - sum_p_concentration.digamma().unsqueeze(-1)
+    return t1 - t2 + (t3 * t4).sum(-1)
+
+
+@register_kl(Gamma, Gamma)
+def _kl_gamma_gamma(p, q):
+    t1 = q.concentration * (p.rate / q.rate).log()
+    t2 = gradviz.lgamma(q.concentration) - gradviz.lgamma(p.concentration)
+    t3 = (p.concentration - q.concentration) * gradviz.digamma(p.concentration)
+    t4 = (q.rate - p.rate) * (p.concentration / p.rate)
+    return t1 + t2 + t3 + t4
 
 
 @register_kl(Categorical, Categorical)
@@ -223,9 +273,77 @@ def _kl_bernoulli_poisson(p, q):
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
+@register_kl(Beta, Exponential)
+def _kl_beta_exponential(p, q):
+    return (-p.entropy() - q.rate.log()
+            + q.rate * (p.concentration1 / (p.concentration1 + p.concentration0)))
+
+
+@register_kl(Beta, Gamma)
+def _kl_beta_gamma(p, q):
+    t1 = -p.entropy()
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (q.concentration - 1) * (p.concentration1.digamma()
+                                  - (p.concentration1 + p.concentration0).digamma())
+    t4 = q.rate * p.concentration1 / (p.concentration1 + p.concentration0)
+    return t1 + t2 - t3 + t4
+
+
+@register_kl(Beta, Normal)
+def _kl_beta_normal(p, q):
+    e_beta = p.concentration1 / (p.concentration1 + p.concentration0)
+    var_normal = q.scale.pow(2)
+    t1 = -p.entropy()
+    t2 = 0.5 * (var_normal * 2 * math.pi).log()
+    t3 = (e_beta * (1 - e_beta) / (p.concentration1 + p.concentration0 + 1)
+          + e_beta.pow(2)) * 0.5
+    t4 = q.loc * e_beta
+    t5 = q.loc.pow(2) * 0.5
+    return t1 + t2 + (t3 - t4 + t5) / var_normal
+
+
+@register_kl(Beta, Uniform)
+def _kl_beta_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    outside = (q.low > p.support.lower_bound) | (q.high < p.support.upper_bound)
+    return gradviz.where(outside, math.inf, result)
+
+
+@register_kl(Exponential, Beta)
 @register_kl(Exponential, Uniform)
 def _kl_exponential_infinity(p, q):
     return _infinite_like(p.rate)
+
+
+@register_kl(Exponential, Gamma)
+def _kl_exponential_gamma(p, q):
+    ratio = q.rate / p.rate
+    t1 = -q.concentration * gradviz.log(ratio)
+    return (t1 + ratio + q.concentration.lgamma() + q.concentration * _euler_gamma
+            - (1 + _euler_gamma))
+
+
+@register_kl(Gamma, Beta)
+@register_kl(Gamma, Uniform)
+def _kl_gamma_infinity(p, q):
+    return _infinite_like(p.concentration)
+
+
+@register_kl(Gamma, Exponential)
+def _kl_gamma_exponential(p, q):
+    return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
+
+
+@register_kl(Gamma, Normal)
+def _kl_gamma_normal(p, q):
+    var_normal = q.scale.pow(2)
+    beta_sqr = p.rate.pow(2)
+    t1 = (0.5 * gradviz.log(beta_sqr * var_normal * 2 * math.pi) - p.concentration
+          - p.concentration.lgamma())
+    t2 = 0.5 * (p.concentration.pow(2) + p.concentration) / beta_sqr
+    t3 = q.loc * p.concentration / p.rate
+    t4 = 0.5 * q.loc.pow(2)
+    return t1 + (p.concentration - 1) * p.concentration.digamma() + (t2 - t3 + t4) / var_normal
 
 
 @register_kl(Exponential, Normal)
@@ -239,7 +357,9 @@ def _kl_exponential_normal(p, q):
     return t1 - 1 + (t2 - t3 + t4) / var_normal
 
 
+@register_kl(Laplace, Beta)
 @register_kl(Laplace, Exponential)
+@register_kl(Laplace, Gamma)
 @register_kl(Laplace, Uniform)
 def _kl_laplace_infinity(p, q):
     return _infinite_like(p.loc)
@@ -256,7 +376,9 @@ def _kl_laplace_normal(p, q):
     return -t1 + scale_sqr_var_ratio + (t2 - t3 + t4) / var_normal - 1
 
 
+@register_kl(Normal, Beta)
 @register_kl(Normal, Exponential)
+@register_kl(Normal, Gamma)
 @register_kl(Normal, Uniform)
 def _kl_normal_infinity(p, q):
     return _infinite_like(p.loc)
@@ -274,6 +396,7 @@ def _kl_normal_laplace(p, q):
 
 
 @register_kl(Poisson, Bernoulli)
+@register_kl(Poisson, Binomial)
 def _kl_poisson_infinity(p, q):
     return _infinite_like(p.rate)
 
@@ -284,6 +407,22 @@ def _kl_uniform_exponential(p, q):
     return gradviz.where(p.low < q.support.lower_bound, math.inf, result)
 
 
+@register_kl(Uniform, Beta)
+def _kl_uniform_beta(p, q):
+    common_term = p.high - p.low
+    t1 = gradviz.log(common_term)
+    t2 = ((q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term)
+          / common_term)
+    t3 = ((q.concentration0 - 1) * (_x_log_x(1 - p.high) - _x_log_x(1 - p.low) + common_term)
+          / common_term)
+    t4 = (q.concentration1.lgamma() + q.concentration0.lgamma()
+          - (q.concentration1 + q.concentration0).lgamma())
+    result = t3 + t4 - t1 - t2
+    outside = (p.high > q.support.upper_bound) | (p.low < q.support.lower_bound)
+    return gradviz.where(outside, math.inf, result)
+
+
+@register_kl(Uniform, Gamma)  # torch registers its Uniform-Normal formula here too
 @register_kl(Uniform, Normal)
 def _kl_uniform_normal(p, q):
     common_term = p.high - p.low

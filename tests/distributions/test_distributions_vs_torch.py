@@ -24,11 +24,22 @@ def numpy_of(value):
     return np.asarray(value)
 
 
-def assert_same(gv, th, dtype, what):
+def assert_same(gv, th, dtype, what, tolerance=None):
     a, b = numpy_of(gv), numpy_of(th)
     assert a.shape == b.shape, f"{what}: shape {a.shape} (gradviz) vs {b.shape} (torch)"
     assert a.dtype == b.dtype, f"{what}: dtype {a.dtype} (gradviz) vs {b.dtype} (torch)"
-    np.testing.assert_allclose(a, b, err_msg=what, equal_nan=True, **TOLERANCE[dtype])
+    np.testing.assert_allclose(a, b, err_msg=what, equal_nan=True,
+                               **(tolerance or TOLERANCE[dtype]))
+
+
+# torch's float64 trigamma (polygamma(1, x): the derivative of digamma terms, the second
+# derivative of lgamma terms) is off by ~5e-10 relative; gradviz's agrees with the series to
+# 1e-15. Gradients of the families that use it compare looser in float64.
+TRIGAMMA_TOLERANCE = dict(rtol=1e-8, atol=1e-9)
+
+
+def _uses_trigamma(name):
+    return any(family in name for family in ("Gamma", "Beta", "Dirichlet", "Binomial"))
 
 
 def text(message):
@@ -60,6 +71,11 @@ SCALE_TRIL = np.linalg.cholesky(COVARIANCE)
 PRECISION = np.linalg.inv(COVARIANCE)
 MV_LOC = rng.standard_normal((2, 3))
 MV_VALUE = rng.standard_normal((4, 2, 3))
+CONCENTRATION = rng.uniform(0.5, 3.0, (2, 3))
+UNIT = rng.uniform(0.05, 0.95, (4, 2, 3))
+SIMPLEX = UNIT / UNIT.sum(-1, keepdims=True)
+SUCCESSES = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
+MIXTURE_VALUE = rng.standard_normal((4, 2))
 
 # name: (build(D, *params), parameter arrays, value for log_prob/cdf, quantiles for icdf)
 CASES = {
@@ -75,6 +91,14 @@ CASES = {
     "OneHotCategorical": (lambda D, l: D.OneHotCategorical(logits=l), [CLASS_LOGITS], ONE_HOT,
                           None),
     "Poisson": (lambda D, rate: D.Poisson(rate), [SCALE], COUNTS, None),
+    "Gamma": (lambda D, a, b: D.Gamma(a, b), [CONCENTRATION, SCALE], POSITIVE, None),
+    "Beta": (lambda D, a, b: D.Beta(a, b), [CONCENTRATION, SCALE], UNIT, None),
+    "Dirichlet": (lambda D, a: D.Dirichlet(a), [CONCENTRATION], SIMPLEX, None),
+    "Binomial(probs)": (lambda D, p: D.Binomial(5, probs=p), [PROBS], SUCCESSES, None),
+    "Binomial(logits)": (lambda D, l: D.Binomial(5, logits=l), [LOGITS], SUCCESSES, None),
+    "MixtureSameFamily": (lambda D, w, loc, scale: D.MixtureSameFamily(
+        D.Categorical(logits=w), D.Normal(loc, scale)), [LOGITS, LOC, SCALE], MIXTURE_VALUE,
+        None),
     "ExponentialFamily(Normal)": (lambda D, loc, scale: ExpNormal(D)(loc, scale), [LOC, SCALE],
                                   VALUE, None),
     "Independent(Normal)": (lambda D, loc, scale: D.Independent(D.Normal(loc, scale), 1),
@@ -106,6 +130,10 @@ QUANTITIES = {
     "precision_matrix": lambda d, value, quantile: d.precision_matrix,
     "scale_tril": lambda d, value, quantile: d.scale_tril,
 }
+
+
+# torch has these; gradviz raises NotImplementedError naming what is missing
+KNOWN_GAPS = {("Gamma", "cdf"): "gammainc"}
 
 
 def evaluate(lib, case, quantity, dtype, order):
@@ -141,6 +169,12 @@ def evaluate(lib, case, quantity, dtype, order):
 @pytest.mark.parametrize("case", list(CASES))
 def test_quantity_and_gradients_match_torch(case, quantity, dtype):
     order = 2 if dtype == "float64" else 1
+    if (case, quantity) in KNOWN_GAPS:
+        build, params, value, _ = CASES[case]
+        d = build(gradviz.distributions, *(gradviz.tensor(p) for p in params))
+        with pytest.raises(NotImplementedError, match=KNOWN_GAPS[case, quantity]):
+            QUANTITIES[quantity](d, gradviz.tensor(value), None)
+        return
     expected = evaluate(torch, case, quantity, dtype, order)
     got = evaluate(gradviz, case, quantity, dtype, order)
     if isinstance(expected, tuple):
@@ -157,7 +191,9 @@ def test_quantity_and_gradients_match_torch(case, quantity, dtype):
                 assert g is None or not np.any(numpy_of(g)), f"{what}: {key}[{i}]"
             else:
                 assert g is not None, f"{what}: {key}[{i}] is None in gradviz"
-                assert_same(g, t, dtype, f"{what}: {key}[{i}]")
+                loose = dtype == "float64" and _uses_trigamma(case)
+                assert_same(g, t, dtype, f"{what}: {key}[{i}]",
+                            TRIGAMMA_TOLERANCE if loose else None)
 
 
 # ---- kl_divergence -----------------------------------------------------------------------------
@@ -215,11 +251,50 @@ KL_PAIRS = {
                           [PROBS, SCALE_Q]),
     "Poisson-Bernoulli": (lambda D, r, p: (D.Poisson(r), D.Bernoulli(probs=p)),
                           [SCALE, PROBS]),
+    "Poisson-Binomial": (lambda D, r, p: (D.Poisson(r), D.Binomial(3, p)), [SCALE, PROBS]),
+    "Gamma-Gamma": (lambda D, a, b, c, d: (D.Gamma(a, b), D.Gamma(c, d)),
+                    [CONCENTRATION, SCALE, SCALE_Q, SCALE]),
+    "Beta-Beta": (lambda D, a, b, c, d: (D.Beta(a, b), D.Beta(c, d)),
+                  [CONCENTRATION, SCALE, SCALE_Q, SCALE]),
+    "Dirichlet-Dirichlet": (lambda D, a, b: (D.Dirichlet(a), D.Dirichlet(b)),
+                            [CONCENTRATION, SCALE_Q]),
+    "Binomial-Binomial": (lambda D, p, l: (D.Binomial(4, p), D.Binomial(4, logits=l)),
+                          [PROBS, LOGITS]),
+    "Binomial-Binomial(infinite)": (
+        lambda D, p, l: (D.Binomial(torch_like(D).tensor([[5.0], [4.0]]), p),
+                         D.Binomial(4, logits=l)), [PROBS, LOGITS]),
+    "Beta-Exponential": (lambda D, a, b, c: (D.Beta(a, b), D.Exponential(c)),
+                         [CONCENTRATION, SCALE, SCALE_Q]),
+    "Beta-Gamma": (lambda D, a, b, c, d: (D.Beta(a, b), D.Gamma(c, d)),
+                   [CONCENTRATION, SCALE, SCALE_Q, SCALE]),
+    "Beta-Normal": (lambda D, a, b, c, d: (D.Beta(a, b), D.Normal(c, d)),
+                    [CONCENTRATION, SCALE, LOC_Q, SCALE_Q]),
+    "Beta-Uniform": (lambda D, a, b, c, d: (D.Beta(a, b), D.Uniform(c, d)),
+                     [CONCENTRATION, SCALE, LOW, HIGH]),
+    "Exponential-Gamma": (lambda D, a, c, d: (D.Exponential(a), D.Gamma(c, d)),
+                          [SCALE, CONCENTRATION, SCALE_Q]),
+    "Gamma-Exponential": (lambda D, a, b, c: (D.Gamma(a, b), D.Exponential(c)),
+                          [CONCENTRATION, SCALE, SCALE_Q]),
+    "Gamma-Normal": (lambda D, a, b, c, d: (D.Gamma(a, b), D.Normal(c, d)),
+                     [CONCENTRATION, SCALE, LOC_Q, SCALE_Q]),
+    "Gamma-Uniform": (lambda D, a, b, c, d: (D.Gamma(a, b), D.Uniform(c, d)),
+                      [CONCENTRATION, SCALE, LOW, HIGH]),
+    "Uniform-Beta": (lambda D, a, b, c, d: (D.Uniform(a * 0.1 + 0.5, b * 0.1 + 0.5),
+                                            D.Beta(c, d)), [LOW, HIGH, CONCENTRATION, SCALE]),
+    "Laplace-Gamma": (lambda D, a, b, c, d: (D.Laplace(a, b), D.Gamma(c, d)),
+                      [LOC, SCALE, CONCENTRATION, SCALE_Q]),
+    "Normal-Beta": (lambda D, a, b, c, d: (D.Normal(a, b), D.Beta(c, d)),
+                    [LOC, SCALE, CONCENTRATION, SCALE_Q]),
     # no formula registered: the Bregman divergence of the log-normalizer, by autograd
     "ExponentialFamily(Normal)": (
         lambda D, a, b, c, d: (ExpNormal(D)(a, b), ExpNormal(D)(c, d)),
         [LOC, SCALE, LOC_Q, SCALE_Q]),
 }
+
+
+def torch_like(D):
+    """The library a distributions module belongs to."""
+    return torch if D is torch.distributions else gradviz
 
 
 _EXP_NORMALS = {}
@@ -270,13 +345,17 @@ def test_kl_divergence_matches_torch(pair, dtype):
             if t is None:
                 assert g is None or not np.any(numpy_of(g)), f"{pair}: {key}[{i}]"
             else:
-                assert_same(g, t, dtype, f"{pair}: {key}[{i}]")
+                loose = dtype == "float64" and _uses_trigamma(pair)
+                assert_same(g, t, dtype, f"{pair}: {key}[{i}]",
+                            TRIGAMMA_TOLERANCE if loose else None)
 
 
 @pytest.mark.parametrize("p, q", [("Normal(0., 1.)", "Bernoulli(probs=0.5)"),
                                   ("Categorical(logits=torch.zeros(3))", "Normal(0., 1.)"),
                                   ("Exponential(1.)", "Laplace(0., 1.)"),
                                   ("Poisson(1.)", "Exponential(1.)"),
+                                  ("Dirichlet(torch.ones(2))", "Beta(1., 1.)"),
+                                  ("Binomial(2, torch.tensor(0.5))", "Poisson(1.)"),
                                   ("MultivariateNormal(torch.zeros(2), torch.eye(2))",
                                    "Independent(Normal(torch.zeros(2), 1.), 1)")])
 def test_kl_divergence_of_an_unregistered_pair_raises_like_torch(p, q):
@@ -332,7 +411,18 @@ SAMPLED = {
         lib.distributions.Normal(lib.tensor(LOC), lib.tensor(SCALE)), 2),
     "MultivariateNormal": lambda lib: lib.distributions.MultivariateNormal(
         lib.tensor(MV_LOC), lib.tensor(COVARIANCE)),
+    "Gamma": lambda lib: lib.distributions.Gamma(lib.tensor(CONCENTRATION), lib.tensor(SCALE)),
+    "Beta": lambda lib: lib.distributions.Beta(lib.tensor(CONCENTRATION), lib.tensor(SCALE)),
+    "Dirichlet": lambda lib: lib.distributions.Dirichlet(lib.tensor(CONCENTRATION)),
+    "Binomial": lambda lib: lib.distributions.Binomial(lib.tensor([[3.0], [7.0]]),
+                                                       lib.tensor(PROBS)),
+    "MixtureSameFamily": lambda lib: lib.distributions.MixtureSameFamily(
+        lib.distributions.Categorical(logits=lib.tensor(LOGITS)),
+        lib.distributions.Normal(lib.tensor(LOC), lib.tensor(SCALE))),
 }
+
+# torch reparameterizes gamma draws with special derivatives; gradviz does not (yet)
+NO_RSAMPLE = {"Gamma", "Beta", "Dirichlet"}
 
 
 @pytest.mark.parametrize("sample_shape", [(), (5,), (2, 3)])
@@ -341,15 +431,20 @@ def test_draws_have_torchs_shapes_and_dtypes(name, sample_shape):
     expected, got = SAMPLED[name](torch), SAMPLED[name](gradviz)
     assert tuple(got.batch_shape) == tuple(expected.batch_shape)
     assert tuple(got.event_shape) == tuple(expected.event_shape)
-    assert got.has_rsample == expected.has_rsample
-    methods = ["sample"] + (["rsample"] if expected.has_rsample else [])
+    if name in NO_RSAMPLE:
+        assert expected.has_rsample and not got.has_rsample
+        with pytest.raises(NotImplementedError, match="incomplete gamma function"):
+            got.rsample(sample_shape)
+    else:
+        assert got.has_rsample == expected.has_rsample
+    methods = ["sample"] + (["rsample"] if got.has_rsample else [])
     for method in methods:
         t = getattr(expected, method)(sample_shape)
         g = getattr(got, method)(sample_shape)
         assert tuple(g.shape) == tuple(t.shape), f"{name}.{method}{sample_shape}"
         assert str(g.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], name
         assert g.requires_grad == t.requires_grad == False  # noqa: E712 (no parameter needs grad)
-    if not expected.has_rsample:
+    if not got.has_rsample:
         with pytest.raises(NotImplementedError):
             got.rsample()
 
@@ -619,7 +714,6 @@ def test_expand_like_torch(expression, shape, value):
     "Uniform(0., 1.).cdf(torch.tensor([0., 0.5, 1.]))",
     "Normal(0., 1.).cdf(torch.tensor([-1., 0., 2.]))",
     "Normal(torch.tensor([0.], dtype=torch.float64), 1.).log_prob(torch.tensor([1.], dtype=torch.float64))",
-    "Normal(0., 1.).sample_n(2).shape",
 ])
 def test_special_values_match_torch(expression):
     values = []
@@ -634,6 +728,12 @@ def test_special_values_match_torch(expression):
     assert_same(got, expected, str(expected.dtype).split(".")[-1] if expected.is_floating_point()
                 else "float64", expression)
     assert str(got.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1]
+
+
+def test_sample_n_warns_like_torch():
+    for lib in (torch, gradviz):
+        with pytest.warns(FutureWarning, match=r"Use `sample\(\(n,\)\)` instead"):
+            assert tuple(lib.distributions.Normal(0.0, 1.0).sample_n(2).shape) == (2,)
 
 
 def test_constraints_check_like_torch():

@@ -1,0 +1,110 @@
+"""The gamma distribution."""
+
+import numbers
+
+import numpy as np
+
+import gradviz
+from gradviz.ops._creation import _rng
+
+from . import constraints
+from .exp_family import ExponentialFamily
+from .utils import broadcast_all
+
+__all__ = ["Gamma"]
+
+
+def _no_reparameterization(name):
+    return NotImplementedError(
+        f"{name}.rsample is not supported in gradviz: differentiating a gamma draw with "
+        "respect to its concentration needs the derivative of the incomplete gamma function, "
+        "which gradviz does not have. Use .sample() (no gradient), or a distribution with "
+        "has_rsample == True.")
+
+
+def _standard_gamma(concentration, shape):
+    """Gamma(concentration, 1) draws from gradviz's default stream (no gradient)."""
+    alpha = np.broadcast_to(concentration.detach().numpy(), tuple(shape))
+    draws = _rng(None).standard_gamma(alpha)
+    draws = np.maximum(draws, np.finfo(alpha.dtype).tiny)  # as torch: never exactly 0
+    return gradviz.tensor(draws.astype(alpha.dtype), dtype=concentration.dtype)
+
+
+class Gamma(ExponentialFamily):
+    """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) exp(-rate x) / Gamma(a)``.
+
+    Draws come from ``sample()``; ``rsample()`` raises NotImplementedError (torch's
+    reparameterized gamma gradient needs special functions gradviz lacks).
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> from gradviz.distributions import Gamma
+    >>> Gamma(torch.tensor(2.0), torch.tensor(1.0)).log_prob(torch.tensor(1.0))
+    tensor(-1.)
+    """
+
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = False
+    _mean_carrier_measure = 0
+
+    def __init__(self, concentration, rate, validate_args=None):
+        self.concentration, self.rate = broadcast_all(concentration, rate)
+        if isinstance(concentration, numbers.Number) and isinstance(rate, numbers.Number):
+            batch_shape = gradviz.Size()
+        else:
+            batch_shape = self.concentration.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(Gamma, _instance)
+        batch_shape = gradviz.Size(batch_shape)
+        new.concentration = self.concentration.expand(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        super(Gamma, new).__init__(batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self):
+        return self.concentration / self.rate
+
+    @property
+    def mode(self):
+        return ((self.concentration - 1) / self.rate).clamp(min=0)
+
+    @property
+    def variance(self):
+        return self.concentration / self.rate.pow(2)
+
+    def sample(self, sample_shape=gradviz.Size()):
+        shape = self._extended_shape(sample_shape)
+        with gradviz.no_grad():
+            return _standard_gamma(self.concentration, shape) / self.rate.expand(shape)
+
+    def rsample(self, sample_shape=gradviz.Size()):
+        raise _no_reparameterization("Gamma")
+
+    def log_prob(self, value):
+        value = gradviz.as_tensor(value, dtype=self.rate.dtype)
+        if self._validate_args:
+            self._validate_sample(value)
+        return (gradviz.xlogy(self.concentration, self.rate)
+                + gradviz.xlogy(self.concentration - 1, value)
+                - self.rate * value - gradviz.lgamma(self.concentration))
+
+    def entropy(self):
+        return (self.concentration - gradviz.log(self.rate) + gradviz.lgamma(self.concentration)
+                + (1.0 - self.concentration) * gradviz.digamma(self.concentration))
+
+    def cdf(self, value):
+        raise NotImplementedError("Gamma.cdf needs the regularized incomplete gamma function "
+                                  "(torch.special.gammainc), which gradviz does not have")
+
+    @property
+    def _natural_params(self):
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return gradviz.lgamma(x + 1) + (x + 1) * gradviz.log(-y.reciprocal())
