@@ -1,8 +1,8 @@
 """Conformance sweep, ``torch.distributions`` in teaching code: a VAE loss step (the
 reparameterization trick and KL to the prior), REINFORCE and actor-critic updates with a
 Categorical policy, a Bernoulli policy, fitting a Gaussian by maximum likelihood, a Gaussian
-mixture's log-likelihood, a full-covariance Gaussian with a learned Cholesky factor, and the
-errors and reprs teaching code meets.
+mixture (written out, and as MixtureSameFamily), a full-covariance Gaussian with a learned
+Cholesky factor, Beta/Dirichlet conjugate updates, and the errors and reprs teaching code meets.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring). Weights are filled with fixed values in both
@@ -235,6 +235,73 @@ def full_covariance_gaussian(torch, o):
     o("kl to standard", D.kl_divergence(mvn, D.MultivariateNormal(torch.zeros(2), torch.eye(2))))
     o("diag log_prob", diag.log_prob(data))
     o("diag kl", D.kl_divergence(diag, D.Independent(D.Normal(torch.ones(2), torch.ones(2)), 1)))
+
+
+@program(1e-5, atol=1e-6)
+def gaussian_mixture_training(torch, o):
+    """A 2-d Gaussian mixture with torch's own classes: MixtureSameFamily(Categorical,
+    Independent(Normal)), trained by gradient descent on the negative log-likelihood, then its
+    mean, variance, repr and the shape of its draws."""
+    D = torch.distributions
+    weights = torch.zeros(3, requires_grad=True)
+    means = torch.tensor([[-1.0, 0.0], [0.0, 1.0], [1.0, -1.0]], requires_grad=True)
+    log_scales = torch.zeros(3, 2, requires_grad=True)
+    data = 1.2 * _data(torch, 20, 2)
+    optimizer = torch.optim.SGD([weights, means, log_scales], lr=0.2)
+    for step in range(10):
+        gmm = D.MixtureSameFamily(D.Categorical(logits=weights),
+                                  D.Independent(D.Normal(means, log_scales.exp()), 1))
+        nll = -gmm.log_prob(data).mean()
+        optimizer.zero_grad()
+        nll.backward()
+        optimizer.step()
+        o(f"nll {step}", nll)
+    o("weights", weights)
+    o("means", means)
+    o("mixture mean", gmm.mean)
+    o("mixture variance", gmm.variance)
+    o("shapes", (gmm.batch_shape, gmm.event_shape, gmm.sample((4,)).shape))
+    o("repr", repr(gmm))
+    o.raises("wrong components",
+             lambda: D.MixtureSameFamily(D.Categorical(logits=torch.zeros(2)), D.Normal(means, 1.0)),
+             "does not equal `component_distribution.batch_shape[-1]`")
+
+
+@program(1e-5, atol=1e-6)
+def bayesian_coin_and_dice(torch, o):
+    """Conjugate updates in a Bayesian statistics notebook: a Beta prior on a coin's bias and a
+    Dirichlet prior on a die, their posteriors, log-densities, entropies and KL from prior to
+    posterior, gradients of the log marginal likelihood w.r.t. the prior; Binomial counts."""
+    D = torch.distributions
+    a = torch.tensor(2.0, requires_grad=True)
+    b = torch.tensor(3.0, requires_grad=True)
+    heads, flips = 7.0, 10.0
+    prior, posterior = D.Beta(a, b), D.Beta(a + heads, b + flips - heads)
+    o("posterior mean", posterior.mean)
+    o("posterior variance", posterior.variance)
+    o("log density", posterior.log_prob(torch.tensor([0.25, 0.5, 0.75])))
+    o("entropy", posterior.entropy())
+    kl = D.kl_divergence(posterior, prior)
+    o("kl", kl)
+    log_evidence = (torch.lgamma(a + b) - torch.lgamma(a) - torch.lgamma(b)
+                    + torch.lgamma(a + heads) + torch.lgamma(b + flips - heads)
+                    - torch.lgamma(a + b + flips))
+    (log_evidence + kl).backward()
+    o("a.grad", a.grad)
+    o("b.grad", b.grad)
+    alpha = torch.tensor([1.0, 2.0, 1.5, 1.0, 0.5, 3.0], requires_grad=True)
+    counts = torch.tensor([3.0, 0.0, 2.0, 5.0, 1.0, 4.0])
+    die = D.Dirichlet(alpha + counts)
+    o("die mean", die.mean)
+    o("die log_prob", die.log_prob(torch.full((6,), 1 / 6)))
+    die_kl = D.kl_divergence(die, D.Dirichlet(alpha))
+    die_kl.backward()
+    o("die kl", die_kl)
+    o("alpha.grad", alpha.grad)
+    binomial = D.Binomial(10, probs=torch.tensor([0.2, 0.7]))
+    o("binomial log_prob", binomial.log_prob(torch.tensor([[2.0, 7.0], [5.0, 5.0]])))
+    o("binomial entropy", binomial.entropy())
+    o("gamma", D.Gamma(torch.tensor(2.0), torch.tensor(0.5)).log_prob(torch.tensor([1.0, 4.0])))
 
 
 @program
