@@ -13,8 +13,10 @@ from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
 from gradviz.distributions import (bernoulli, beta, binomial, categorical, dirichlet, distribution,
                                    exponential, gamma, independent, kl, laplace,
-                                   mixture_same_family, multivariate_normal, normal,
-                                   one_hot_categorical, poisson, uniform)
+                                   log_normal, mixture_same_family, multivariate_normal, normal,
+                                   one_hot_categorical, poisson, relaxed_bernoulli,
+                                   relaxed_categorical, transformed_distribution, transforms,
+                                   uniform)
 from gradviz.distributions import utils as distribution_utils
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
@@ -32,8 +34,9 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
            _upsampling, _padding, _dropout, _loss_more, _small_layers,
            bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
-           independent, kl, laplace, mixture_same_family, multivariate_normal, normal,
-           one_hot_categorical, poisson, uniform, distribution_utils]
+           independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
+           one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
+           transformed_distribution, transforms, uniform, distribution_utils]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

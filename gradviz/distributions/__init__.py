@@ -7,7 +7,7 @@ torch's; everything else (log_prob, entropy, cdf, kl_divergence, mean, variance,
 validation errors) matches torch.
 """
 
-from . import constraints
+from . import constraints, transforms
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
@@ -20,14 +20,24 @@ from .gamma import Gamma
 from .independent import Independent
 from .kl import kl_divergence, register_kl
 from .laplace import Laplace
+from .log_normal import LogNormal
 from .mixture_same_family import MixtureSameFamily
 from .multivariate_normal import MultivariateNormal
 from .normal import Normal
-from .one_hot_categorical import OneHotCategorical
+from .one_hot_categorical import OneHotCategorical, OneHotCategoricalStraightThrough
 from .poisson import Poisson
+from .relaxed_bernoulli import RelaxedBernoulli
+from .relaxed_categorical import RelaxedOneHotCategorical
+from .transformed_distribution import TransformedDistribution
+from .transforms import (AffineTransform, ComposeTransform, ExpTransform, SigmoidTransform,
+                         TanhTransform, Transform, identity_transform)
 from .uniform import Uniform
 
-__all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Dirichlet", "Distribution",
-           "Exponential", "ExponentialFamily", "Gamma", "Independent", "Laplace",
-           "MixtureSameFamily", "MultivariateNormal", "Normal", "OneHotCategorical", "Poisson",
-           "Uniform", "constraints", "kl_divergence", "register_kl"]
+# torch's list (the constraints and transforms modules are attributes, as in torch)
+__all__ = ["AffineTransform", "Bernoulli", "Beta", "Binomial", "Categorical", "ComposeTransform",
+           "Dirichlet", "Distribution", "ExpTransform", "Exponential", "ExponentialFamily",
+           "Gamma", "Independent", "Laplace", "LogNormal", "MixtureSameFamily",
+           "MultivariateNormal", "Normal", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Poisson", "RelaxedBernoulli", "RelaxedOneHotCategorical", "SigmoidTransform",
+           "TanhTransform", "Transform", "TransformedDistribution", "Uniform", "identity_transform",
+           "kl_divergence", "register_kl"]

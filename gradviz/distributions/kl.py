@@ -23,6 +23,7 @@ from .multivariate_normal import MultivariateNormal, _batch_mahalanobis, _tril_i
 from .normal import Normal
 from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
+from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
 from .utils import _sum_rightmost, euler_constant as _euler_gamma
 
@@ -256,6 +257,16 @@ def _kl_expfamily_expfamily(p, q):
     for p_param, q_param, gradient in zip(p_params, q_params, gradients):
         result = result - _sum_rightmost((q_param - p_param) * gradient, len(q.event_shape))
     return result
+
+
+@register_kl(TransformedDistribution, TransformedDistribution)
+def _kl_transformed_transformed(p, q):
+    # the same invertible map applied to both: KL is that of the bases
+    if p.transforms != q.transforms:
+        raise NotImplementedError
+    if p.event_shape != q.event_shape:
+        raise NotImplementedError
+    return kl_divergence(p.base_dist, q.base_dist)
 
 
 @register_kl(Independent, Independent)

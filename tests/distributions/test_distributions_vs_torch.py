@@ -76,6 +76,8 @@ UNIT = rng.uniform(0.05, 0.95, (4, 2, 3))
 SIMPLEX = UNIT / UNIT.sum(-1, keepdims=True)
 SUCCESSES = rng.integers(0, 6, (4, 2, 3)).astype(np.float64)
 MIXTURE_VALUE = rng.standard_normal((4, 2))
+_U = rng.uniform(0.05, 1.0, (5, 2, 4))
+RELAXED_ONE_HOT = _U / _U.sum(-1, keepdims=True)
 
 # name: (build(D, *params), parameter arrays, value for log_prob/cdf, quantiles for icdf)
 CASES = {
@@ -99,6 +101,27 @@ CASES = {
     "MixtureSameFamily": (lambda D, w, loc, scale: D.MixtureSameFamily(
         D.Categorical(logits=w), D.Normal(loc, scale)), [LOGITS, LOC, SCALE], MIXTURE_VALUE,
         None),
+    "LogNormal": (lambda D, loc, scale: D.LogNormal(loc, scale), [LOC, SCALE], POSITIVE,
+                  QUANTILE),
+    "TransformedDistribution(tanh)": (
+        lambda D, loc, scale: D.TransformedDistribution(D.Normal(loc, scale),
+                                                        [D.TanhTransform()]),
+        [LOC, SCALE], INSIDE, QUANTILE),
+    "TransformedDistribution(affine, sigmoid)": (
+        lambda D, loc, scale: D.TransformedDistribution(
+            D.Laplace(loc, 1.0), [D.AffineTransform(0.5, scale), D.SigmoidTransform()]),
+        [LOC, SCALE], UNIT, QUANTILE),
+    "TransformedDistribution(affine, event_dim=1)": (
+        lambda D, loc, scale: D.TransformedDistribution(
+            D.Normal(loc, 1.0), [D.AffineTransform(1.0, scale, event_dim=1)]),
+        [LOC, SCALE], VALUE, QUANTILE),
+    "RelaxedBernoulli": (lambda D, t, p: D.RelaxedBernoulli(t, probs=p),
+                         [np.array(0.7), PROBS], UNIT, None),
+    "LogitRelaxedBernoulli": (lambda D, t, l: D.relaxed_bernoulli.LogitRelaxedBernoulli(
+        t, logits=l),
+                              [np.array(0.7), LOGITS], VALUE, None),
+    "RelaxedOneHotCategorical": (lambda D, t, l: D.RelaxedOneHotCategorical(t, logits=l),
+                                 [np.array(0.6), CLASS_LOGITS], RELAXED_ONE_HOT, None),
     "ExponentialFamily(Normal)": (lambda D, loc, scale: ExpNormal(D)(loc, scale), [LOC, SCALE],
                                   VALUE, None),
     "Independent(Normal)": (lambda D, loc, scale: D.Independent(D.Normal(loc, scale), 1),
@@ -252,6 +275,12 @@ KL_PAIRS = {
     "Poisson-Bernoulli": (lambda D, r, p: (D.Poisson(r), D.Bernoulli(probs=p)),
                           [SCALE, PROBS]),
     "Poisson-Binomial": (lambda D, r, p: (D.Poisson(r), D.Binomial(3, p)), [SCALE, PROBS]),
+    "LogNormal-LogNormal": (lambda D, a, b, c, d: (D.LogNormal(a, b), D.LogNormal(c, d)),
+                            [LOC, SCALE, LOC_Q, SCALE_Q]),
+    "Transformed(tanh)-Transformed(tanh)": (
+        lambda D, a, b, c, d: (D.TransformedDistribution(D.Normal(a, b), D.TanhTransform()),
+                               D.TransformedDistribution(D.Normal(c, d), D.TanhTransform())),
+        [LOC, SCALE, LOC_Q, SCALE_Q]),
     "Gamma-Gamma": (lambda D, a, b, c, d: (D.Gamma(a, b), D.Gamma(c, d)),
                     [CONCENTRATION, SCALE, SCALE_Q, SCALE]),
     "Beta-Beta": (lambda D, a, b, c, d: (D.Beta(a, b), D.Beta(c, d)),
@@ -356,6 +385,8 @@ def test_kl_divergence_matches_torch(pair, dtype):
                                   ("Poisson(1.)", "Exponential(1.)"),
                                   ("Dirichlet(torch.ones(2))", "Beta(1., 1.)"),
                                   ("Binomial(2, torch.tensor(0.5))", "Poisson(1.)"),
+                                  ("LogNormal(0., 1.)",
+                                   "TransformedDistribution(Normal(0., 1.), TanhTransform())"),
                                   ("MultivariateNormal(torch.zeros(2), torch.eye(2))",
                                    "Independent(Normal(torch.zeros(2), 1.), 1)")])
 def test_kl_divergence_of_an_unregistered_pair_raises_like_torch(p, q):
@@ -419,6 +450,17 @@ SAMPLED = {
     "MixtureSameFamily": lambda lib: lib.distributions.MixtureSameFamily(
         lib.distributions.Categorical(logits=lib.tensor(LOGITS)),
         lib.distributions.Normal(lib.tensor(LOC), lib.tensor(SCALE))),
+    "LogNormal": lambda lib: lib.distributions.LogNormal(lib.tensor(LOC) * 0.3,
+                                                         lib.tensor(SCALE) * 0.3),
+    "TransformedDistribution": lambda lib: lib.distributions.TransformedDistribution(
+        lib.distributions.Normal(lib.tensor(LOC), lib.tensor(SCALE)),
+        [lib.distributions.AffineTransform(1.0, 2.0)]),
+    "RelaxedBernoulli": lambda lib: lib.distributions.RelaxedBernoulli(
+        lib.tensor(0.5), probs=lib.tensor(PROBS)),
+    "RelaxedOneHotCategorical": lambda lib: lib.distributions.RelaxedOneHotCategorical(
+        lib.tensor(0.5), logits=lib.tensor(CLASS_LOGITS)),
+    "OneHotCategoricalStraightThrough": lambda lib: (
+        lib.distributions.OneHotCategoricalStraightThrough(lib.tensor(CLASS_PROBS))),
 }
 
 # torch reparameterizes gamma draws with special derivatives; gradviz does not (yet)
@@ -449,7 +491,12 @@ def test_draws_have_torchs_shapes_and_dtypes(name, sample_shape):
             got.rsample()
 
 
-@pytest.mark.parametrize("name", [n for n in SAMPLED if n != "Categorical(1d)"])
+# no closed-form mean/variance in torch (NotImplementedError)
+NO_MOMENTS = {"Categorical(1d)", "RelaxedBernoulli", "RelaxedOneHotCategorical",
+              "TransformedDistribution"}
+
+
+@pytest.mark.parametrize("name", [n for n in SAMPLED if n not in NO_MOMENTS])
 def test_draws_have_the_distributions_mean_and_variance(name):
     """20000 draws (a fixed seed): their mean and variance agree with the distribution's
     (torch's) to within 5 standard errors."""
@@ -539,6 +586,20 @@ def test_rsample_gradients_are_those_of_the_reparameterization(name):
         leaves = [loc, tril]
     for got, want in zip(_grads(x, leaves), expected):
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-6, atol=1e-9)
+
+
+def test_straight_through_rsample_is_one_hot_with_the_gradient_of_probs():
+    logits = gradviz.tensor(CLASS_LOGITS, requires_grad=True)
+    d = gradviz.distributions.OneHotCategoricalStraightThrough(logits=logits)
+    draw = d.rsample((3,))
+    np.testing.assert_array_equal(draw.detach().numpy().sum(-1), np.ones((3, 2)))
+    weight = gradviz.tensor(np.arange(24.0).reshape(3, 2, 4))
+    (got,) = gradviz.autograd.grad((draw * weight).sum(), logits)
+    t_logits = torch.tensor(CLASS_LOGITS, requires_grad=True)
+    probs = torch.softmax(t_logits, -1)
+    (expected,) = torch.autograd.grad((probs * torch.tensor(np.arange(24.0).reshape(3, 2, 4))
+                                       ).sum(), t_logits)
+    assert_same(got, expected, "float64", "straight-through gradient")
 
 
 def test_cholesky_gradient_matches_finite_differences():
@@ -655,6 +716,16 @@ REPRS = [
     "MultivariateNormal(torch.zeros(2), torch.eye(2)).arg_constraints",
     "Bernoulli(0.3).arg_constraints",
     "Categorical(logits=torch.zeros(3)).arg_constraints",
+    "LogNormal(0., 1.)",
+    "TransformedDistribution(Normal(0., 1.), [TanhTransform()])",
+    "TransformedDistribution(Normal(0., 1.), [TanhTransform()]).support",
+    "RelaxedBernoulli(torch.tensor(0.5), logits=torch.zeros(2))",
+    "RelaxedOneHotCategorical(torch.tensor(0.5), logits=torch.zeros(2))",
+    "ComposeTransform([ExpTransform(), AffineTransform(1., 2.)])",
+    "ExpTransform().inv",
+    "TanhTransform().codomain",
+    "[ExpTransform() == ExpTransform(), ExpTransform().inv == ExpTransform().inv, "
+    "AffineTransform(1., 2.) == AffineTransform(1., 2.), AffineTransform(1., 2.).sign]",
 ]
 
 
@@ -679,6 +750,13 @@ EXPANDED = [
     ("Independent(Normal(torch.zeros(3), 1.), 1)", (2,), "torch.ones(2, 3)"),
     ("MultivariateNormal(torch.zeros(2), torch.tensor([[2., 0.5], [0.5, 1.]]))", (3,),
      "torch.ones(3, 2)"),
+    ("LogNormal(torch.zeros(1), 1.)", (2, 3), "torch.ones(2, 3)"),
+    ("Gamma(torch.tensor([2.]), 1.)", (3,), "torch.ones(3)"),
+    ("Beta(torch.tensor([2.]), 3.)", (3,), "torch.ones(3) * 0.5"),
+    ("Dirichlet(torch.ones(3))", (2,), "torch.ones(3) / 3"),
+    ("Binomial(3, torch.tensor([0.5]))", (2,), "torch.ones(2)"),
+    ("MixtureSameFamily(Categorical(logits=torch.zeros(2)), Normal(torch.zeros(2), 1.))", (3,),
+     "torch.ones(3)"),
 ]
 
 
@@ -690,7 +768,7 @@ def test_expand_like_torch(expression, shape, value):
         scope = {"torch": lib, **{n: getattr(D, n) for n in D.__all__}}
         d = eval(expression, scope).expand(shape)
         results.append((tuple(d.batch_shape), tuple(d.event_shape), d.log_prob(eval(value, scope)),
-                        d.entropy() if not isinstance(d, D.Poisson) else d.mean, repr(d)))
+                        d.mean if isinstance(d, (D.Poisson, D.MixtureSameFamily)) else d.entropy(), repr(d)))
     (tb, te, tl, th, tr), (gb, ge, gl, gh, gr) = results
     assert (gb, ge) == (tb, te)
     assert_same(gl, tl, "float32", f"{expression}.expand({shape}).log_prob")
