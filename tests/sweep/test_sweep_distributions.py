@@ -2,7 +2,8 @@
 reparameterization trick and KL to the prior), REINFORCE and actor-critic updates with a
 Categorical policy, a Bernoulli policy, fitting a Gaussian by maximum likelihood, a Gaussian
 mixture (written out, and as MixtureSameFamily), a full-covariance Gaussian with a learned
-Cholesky factor, Beta/Dirichlet conjugate updates, and the errors and reprs teaching code meets.
+Cholesky factor, Beta/Dirichlet conjugate updates, soft actor-critic's tanh-squashed Gaussian,
+Gumbel-softmax relaxations, and the errors and reprs teaching code meets.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring). Weights are filled with fixed values in both
@@ -302,6 +303,61 @@ def bayesian_coin_and_dice(torch, o):
     o("binomial log_prob", binomial.log_prob(torch.tensor([[2.0, 7.0], [5.0, 5.0]])))
     o("binomial entropy", binomial.entropy())
     o("gamma", D.Gamma(torch.tensor(2.0), torch.tensor(0.5)).log_prob(torch.tensor([1.0, 4.0])))
+
+
+@program(1e-5, atol=1e-6)
+def sac_squashed_gaussian_policy(torch, o):
+    """Soft actor-critic's policy: a Gaussian squashed by tanh, as TransformedDistribution with
+    a cached TanhTransform; the action comes from the same noise in both libraries, its
+    log-probability uses the cache (no atanh), then the entropy-regularized actor loss."""
+    nn, D = torch.nn, torch.distributions
+    net = _fill(torch, nn.Linear(3, 4))
+    states = _data(torch, 5, 3, shift=0.7)
+    mu, log_std = net(states).chunk(2, dim=-1)
+    std = log_std.clamp(-5, 2).exp()
+    tanh = D.TanhTransform(cache_size=1)
+    policy = D.TransformedDistribution(D.Normal(mu, std), [tanh])
+    o("shapes", (policy.batch_shape, policy.event_shape, policy.rsample((3,)).shape))
+    pre_tanh = mu + std * _data(torch, 5, 2, shift=0.2)
+    action = tanh(pre_tanh)
+    log_prob = policy.log_prob(action).sum(-1)
+    o("action", action)
+    o("log_prob", log_prob)
+    o("by hand", (D.Normal(mu, std).log_prob(pre_tanh)
+                  - torch.log(1 - action.pow(2) + 1e-6)).sum(-1))
+    q_value = (action * torch.tensor([0.5, -1.0])).sum(-1)
+    loss = (0.2 * log_prob - q_value).mean()
+    loss.backward()
+    o("loss", loss)
+    o("weight grad", net.weight.grad)
+    o("support", repr(policy.support))
+    o("lognormal", D.LogNormal(torch.tensor([0.0, 1.0]), 0.5).log_prob(torch.tensor([1.0, 2.0])))
+
+
+@program(1e-5, atol=1e-6)
+def gumbel_softmax_relaxation(torch, o):
+    """Discrete latent variables with the Concrete relaxation: RelaxedOneHotCategorical and
+    RelaxedBernoulli log-densities of fixed relaxed samples, their gradients with respect to
+    logits and temperature, and the straight-through one-hot estimator's gradient."""
+    D = torch.distributions
+    logits = torch.tensor([[0.5, -0.2, 0.1], [1.0, 0.0, -1.0]], requires_grad=True)
+    temperature = torch.tensor(0.7, requires_grad=True)
+    relaxed = D.RelaxedOneHotCategorical(temperature, logits=logits)
+    y = torch.softmax(_data(torch, 2, 3), -1)
+    log_density = relaxed.log_prob(y)
+    log_density.sum().backward()
+    o("log density", log_density)
+    o("logits grad", logits.grad)
+    o("temperature grad", temperature.grad)
+    o("rsample", (relaxed.rsample().shape, relaxed.rsample().requires_grad))
+    coin = D.RelaxedBernoulli(torch.tensor(0.5), logits=torch.tensor([0.3, -0.4]))
+    o("relaxed bernoulli", coin.log_prob(torch.tensor([0.2, 0.9])))
+    o("repr", repr(coin))
+    straight = D.OneHotCategoricalStraightThrough(logits=logits)
+    draw = straight.rsample()
+    o("one-hot", draw.sum(-1))
+    o("straight-through grad", torch.autograd.grad((draw * torch.tensor([1.0, 2.0, 3.0])).sum(),
+                                                   logits)[0])
 
 
 @program
