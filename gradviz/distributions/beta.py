@@ -7,7 +7,6 @@ import gradviz
 from . import constraints
 from .dirichlet import Dirichlet
 from .exp_family import ExponentialFamily
-from .gamma import _no_reparameterization
 from .utils import broadcast_all
 
 __all__ = ["Beta"]
@@ -15,8 +14,7 @@ __all__ = ["Beta"]
 
 class Beta(ExponentialFamily):
     """``Beta(concentration1, concentration0)``: density proportional to
-    ``x^(c1-1) (1-x)^(c0-1)``, a two-class Dirichlet. ``rsample()`` raises
-    NotImplementedError (as for Gamma).
+    ``x^(c1-1) (1-x)^(c0-1)``: the first coordinate of a two-class Dirichlet.
 
     Examples
     --------
@@ -29,7 +27,7 @@ class Beta(ExponentialFamily):
     arg_constraints = {"concentration1": constraints.positive,
                        "concentration0": constraints.positive}
     support = constraints.unit_interval
-    has_rsample = False
+    has_rsample = True
 
     def __init__(self, concentration1, concentration0, validate_args=None):
         if isinstance(concentration1, numbers.Number) and isinstance(concentration0,
@@ -62,11 +60,8 @@ class Beta(ExponentialFamily):
         total = self.concentration1 + self.concentration0
         return self.concentration1 * self.concentration0 / (total.pow(2) * (total + 1))
 
-    def sample(self, sample_shape=gradviz.Size()):
-        return self._dirichlet.sample(sample_shape).select(-1, 0)
-
     def rsample(self, sample_shape=gradviz.Size()):
-        raise _no_reparameterization("Beta")
+        return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
     def log_prob(self, value):
         if self._validate_args:

@@ -2,39 +2,21 @@
 
 import numbers
 
-import numpy as np
-
 import gradviz
-from gradviz.ops._creation import _rng
 
 from . import constraints
+from ._gamma_sampling import standard_gamma
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
 __all__ = ["Gamma"]
 
 
-def _no_reparameterization(name):
-    return NotImplementedError(
-        f"{name}.rsample is not supported in gradviz: differentiating a gamma draw with "
-        "respect to its concentration needs the derivative of the incomplete gamma function, "
-        "which gradviz does not have. Use .sample() (no gradient), or a distribution with "
-        "has_rsample == True.")
-
-
-def _standard_gamma(concentration, shape):
-    """Gamma(concentration, 1) draws from gradviz's default stream (no gradient)."""
-    alpha = np.broadcast_to(concentration.detach().numpy(), tuple(shape))
-    draws = _rng(None).standard_gamma(alpha)
-    draws = np.maximum(draws, np.finfo(alpha.dtype).tiny)  # as torch: never exactly 0
-    return gradviz.tensor(draws.astype(alpha.dtype), dtype=concentration.dtype)
-
-
 class Gamma(ExponentialFamily):
     """``Gamma(concentration, rate)``: density ``rate^a x^(a-1) exp(-rate x) / Gamma(a)``.
 
-    Draws come from ``sample()``; ``rsample()`` raises NotImplementedError (torch's
-    reparameterized gamma gradient needs special functions gradviz lacks).
+    ``rsample()`` is differentiable in both parameters (the implicit reparameterization of
+    the gamma CDF, as torch).
 
     Examples
     --------
@@ -46,7 +28,7 @@ class Gamma(ExponentialFamily):
 
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
-    has_rsample = False
+    has_rsample = True
     _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
@@ -78,13 +60,12 @@ class Gamma(ExponentialFamily):
     def variance(self):
         return self.concentration / self.rate.pow(2)
 
-    def sample(self, sample_shape=gradviz.Size()):
-        shape = self._extended_shape(sample_shape)
-        with gradviz.no_grad():
-            return _standard_gamma(self.concentration, shape) / self.rate.expand(shape)
-
     def rsample(self, sample_shape=gradviz.Size()):
-        raise _no_reparameterization("Gamma")
+        shape = self._extended_shape(sample_shape)
+        value = standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
+        with gradviz.no_grad():  # as torch: clamped away from 0 outside the graph
+            value.detach().clamp_(min=gradviz.finfo(value.dtype).tiny)
+        return value
 
     def log_prob(self, value):
         value = gradviz.as_tensor(value, dtype=self.rate.dtype)
