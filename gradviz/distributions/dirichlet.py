@@ -4,7 +4,7 @@ import gradviz
 from gradviz.nn.functional import one_hot
 
 from . import constraints
-from ._gamma_sampling import standard_gamma
+from ._gamma_functions import standard_gamma
 from .exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]

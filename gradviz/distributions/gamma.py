@@ -5,7 +5,7 @@ import numbers
 import gradviz
 
 from . import constraints
-from ._gamma_sampling import standard_gamma
+from ._gamma_functions import gammainc, standard_gamma
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all
 
@@ -80,8 +80,9 @@ class Gamma(ExponentialFamily):
                 + (1.0 - self.concentration) * gradviz.digamma(self.concentration))
 
     def cdf(self, value):
-        raise NotImplementedError("Gamma.cdf needs the regularized incomplete gamma function "
-                                  "(torch.special.gammainc), which gradviz does not have")
+        if self._validate_args:
+            self._validate_sample(value)
+        return gammainc(self.concentration, self.rate * value)
 
     @property
     def _natural_params(self):
