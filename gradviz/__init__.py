@@ -80,6 +80,7 @@ from . import debug
 from . import func
 from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
+from . import distributions
 from ._config import config, show_config
 
 from ._out import with_out as _with_out

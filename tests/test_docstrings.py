@@ -11,6 +11,13 @@ from gradviz import _config, _tensor
 from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph, variable
 from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
+from gradviz.distributions import (bernoulli, beta, binomial, categorical, dirichlet, distribution,
+                                   exponential, gamma, independent, kl, laplace,
+                                   log_normal, mixture_same_family, multivariate_normal, normal,
+                                   one_hot_categorical, poisson, relaxed_bernoulli,
+                                   relaxed_categorical, transformed_distribution, transforms,
+                                   uniform)
+from gradviz.distributions import utils as distribution_utils
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
@@ -27,7 +34,11 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
            _upsampling, _padding, _dropout, _loss_more, _small_layers, linalg, _linalg_more,
-           _linalg_factor, _linalg_norms]
+           _linalg_factor, _linalg_norms,
+           bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
+           independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
+           one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
+           transformed_distribution, transforms, uniform, distribution_utils]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])
