@@ -5,7 +5,7 @@ import math
 import gradviz
 
 from . import constraints
-from ._cholesky import cholesky
+from gradviz.linalg import cholesky
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 

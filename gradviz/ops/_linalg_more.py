@@ -413,8 +413,11 @@ LEGACY_CHOLESKY = Op("cholesky", "CholeskyBackward0", forward=_legacy_cholesky_f
 
 
 def _not_positive_definite(what, info):
-    order = int(info.reshape(-1)[np.flatnonzero(info.reshape(-1))[0]])
-    return _LinAlgError(f"{what}: The factorization could not be completed because the input is "
+    flat = info.reshape(-1)
+    batch = np.flatnonzero(flat)[0]
+    order = int(flat[batch])
+    where = f"(Batch element {batch}): " if info.ndim else ""  # torch names a batch's matrix
+    return _LinAlgError(f"{what}: {where}The factorization could not be completed because the input is "
                         f"not positive-definite (the leading minor of order {order} is not "
                         "positive-definite).")
 

@@ -663,20 +663,6 @@ def test_gamma_rsample_has_no_second_derivative_like_torch():
             lib.autograd.grad(g.sum(), a)
 
 
-def test_cholesky_gradient_matches_finite_differences():
-    """The Cholesky op under MultivariateNormal(covariance_matrix=...), checked by
-    gradcheck and gradgradcheck."""
-    from gradviz.distributions._cholesky import cholesky
-
-    def fn(a):
-        return cholesky(a @ a.transpose(-2, -1) + gradviz.eye(3, dtype=gradviz.float64))
-
-    a = gradviz.tensor(_A, requires_grad=True)
-    assert gradviz.autograd.gradcheck(fn, (a,))
-    assert gradviz.autograd.gradgradcheck(fn, (a,))
-    assert fn(a).grad_fn.name() == "LinalgCholeskyExBackward0"
-
-
 # ---- validation, errors, reprs --------------------------------------------------------------
 
 INVALID = [
