@@ -256,3 +256,28 @@ def test_dropout_module_inplace_writes_into_its_input():
         y = lib.nn.Dropout(0.5, inplace=True)(x)
         assert y is x or y.data_ptr() == x.data_ptr() if lib is torch else y is x
         assert set(np.unique(x.numpy())) <= {0.0, 2.0}, x
+
+
+# ---- node classes ---------------------------------------------------------------------------
+
+def test_node_class_modules_as_torch():
+    # torch's built-in nodes are C types named without a dot (module ``builtins``); a custom
+    # Function's node class lives in the autograd.function module of its library
+    modules = {}
+    for lib in (gradviz, torch):
+        class Double(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, a):
+                return a * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+        x = lib.ones(2, requires_grad=True)
+        y = (x * 2).sum()
+        nodes = [y.grad_fn, y.grad_fn.next_functions[0][0], Double.apply(x).grad_fn]
+        modules[lib] = [(type(n).__name__, type(n).__module__.replace(lib.__name__, "LIB"),
+                         repr(type(n)).replace(lib.__name__, "LIB")) for n in nodes]
+        assert all(isinstance(n, lib.autograd.graph.Node) for n in nodes)
+    assert modules[gradviz] == modules[torch]
