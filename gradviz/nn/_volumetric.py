@@ -133,7 +133,7 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> import gradviz as torch
     >>> x = torch.ones(1, 1, 3, 3, 3)
     >>> torch.nn.functional.conv3d(x, torch.ones(2, 1, 2, 2, 2)).shape
-    gradviz.Size([2, 2, 2, 2, 2])
+    gradviz.Size([1, 2, 2, 2, 2])
     """
     x, unbatched = _batched_5d(
         input, f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got input of "
