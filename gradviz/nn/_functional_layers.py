@@ -207,7 +207,12 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         plans = [_resample.axis_plan(mode, n, m, s, align_corners, dtype)
                  for n, m, s in zip(input.shape[2:], sizes, scales)]
         return _resample.upsample(input, mode, plans)
-    if mode in ("bicubic", "lanczos"):
+    if mode == "bicubic" and input.ndim == 4:
+        from ._sampling import bicubic
+
+        _check_positive(list(input.shape[2:]), sizes)
+        return bicubic(input, sizes, scales, align_corners)
+    if mode == "lanczos":
         raise NotImplementedError(f"interpolate: mode={mode!r} is not supported by gradviz")
     for wanted, needs in _LINEAR_MODES.items():
         if mode == wanted and input.ndim in (3, 4, 5):
