@@ -14,7 +14,7 @@ from gradviz.func import _grad, _module_api
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
-                        _transformer, _upsampling, _volumetric, _sampling)
+                        _transformer, _upsampling, _volumetric, _sampling, _embedding_bag)
 from gradviz.nn.utils import rnn as rnn_utils
 from gradviz.ops import _creation, _statistics
 from gradviz.utils import data
@@ -25,7 +25,7 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
-           _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling]
+           _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling, _embedding_bag]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

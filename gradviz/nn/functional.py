@@ -993,6 +993,7 @@ from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # no
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
 from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
 from ._sampling import affine_grid, grid_sample  # noqa: E402
+from ._embedding_bag import embedding_bag  # noqa: E402
 from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
                          hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
                          poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
@@ -1005,7 +1006,7 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
 __all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
 __all__ += ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "affine_grid",
-            "grid_sample"]
+            "grid_sample", "embedding_bag"]
 __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
             "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
             "multilabel_soft_margin_loss"]
