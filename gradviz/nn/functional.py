@@ -429,8 +429,27 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     _check_castable(input.dtype, target.dtype)
     if input.dtype is not target.dtype:
-        input = input.to(target.dtype)
+        return _reduce(_bce_with_logits_in_place_order(input, target, weight, pos_weight),
+                       reduction)
     return _loss.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def _bce_with_logits_in_place_order(input, target, weight, pos_weight):
+    """The elementwise BCE-with-logits of an input and a target of two float dtypes, in
+    torch's order and roundings: ``log_sigmoid`` in the input's dtype, each in-place step
+    (``(1 - target).mul_(input).sub_(...)``, ``.mul_(weight)``) computed in the promoted dtype
+    and stored in the target's."""
+    dtype = target.dtype
+    log_sigmoid = logsigmoid(input)
+    loss = ((1 - target) * input).to(dtype)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (loss - (log_weight * log_sigmoid).to(log_weight.dtype)).to(dtype)
+    else:
+        loss = (loss - log_sigmoid).to(dtype)
+    if weight is not None:
+        loss = (loss * weight).to(dtype)
+    return loss
 
 
 def one_hot(tensor, num_classes: int = -1):
