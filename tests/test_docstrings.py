@@ -21,7 +21,7 @@ from gradviz.distributions import utils as distribution_utils
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
-                        _transformer, _upsampling)
+                        _transformer, _upsampling, _volumetric, _sampling, _embedding_bag)
 from gradviz.nn.utils import rnn as rnn_utils
 from gradviz import linalg
 from gradviz.ops import _creation, _linalg_factor, _linalg_more, _linalg_norms, _statistics
@@ -33,8 +33,8 @@ MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation,
            _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
-           _upsampling, _padding, _dropout, _loss_more, _small_layers, linalg, _linalg_more,
-           _linalg_factor, _linalg_norms,
+           _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling,
+           _embedding_bag, linalg, _linalg_more, _linalg_factor, _linalg_norms,
            bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
            independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,

@@ -94,6 +94,24 @@ def _numerical_jacobians(func, inputs, positions, eps):
     return reference, jacobians
 
 
+def _reentrant_jacobians(outputs, inputs, positions, nondet_tol):
+    """:func:`_analytical_jacobians`, computed twice, as torch does: two runs of backward with
+    the same cotangents must agree within ``nondet_tol`` (PyTorch calls a backward that does
+    not "reentrant")."""
+    first = _analytical_jacobians(outputs, inputs, positions)
+    second = _analytical_jacobians(outputs, inputs, positions)
+    for key, jacobian in first.items():
+        if not np.all(np.abs(jacobian - second[key]) <= nondet_tol):
+            raise GradcheckError(
+                "Backward is not reentrant, i.e., running backward with same input and "
+                "grad_output multiple times gives different values, although analytical "
+                f"gradient matches numerical gradient.The tolerance for nondeterminism was "
+                f"{nondet_tol}. (Output {key[0]}, input {key[1]}: the two runs differ by up to "
+                f"{np.max(np.abs(jacobian - second[key])):.3g}; if the backward is "
+                "nondeterministic on purpose, pass nondet_tol=<tolerance>.)")
+    return first
+
+
 def _analytical_jacobians(outputs, inputs, positions):
     """``{(k, i): J}`` for each differentiable output ``k``, one backward pass per element."""
     diff_inputs = [inputs[i] for i in positions]
@@ -268,6 +286,106 @@ def _check_undefined_grad(func, inputs, positions):
             raise GradcheckError(_UNDEFINED_NOT_ZERO)
 
 
+_BATCHED_HELP = (
+    "gradcheck or gradgradcheck failed while testing batched gradient computation: the "
+    "gradients computed under vmap for a batch of {what} differ from the ones computed one at "
+    "a time, or could not be computed. If the function is meant to be used without vmap, call "
+    "gradcheck/gradgradcheck with `{flag}=False`. (gradviz's vmap runs the function once per "
+    "example (Note [vmap is a loop] in gradviz/func/_vmap.py), so it accepts some operations "
+    "that torch's vmap refuses in a backward, such as .item() or writing a batched gradient "
+    "into an unbatched tensor; random operations are refused, as in torch.)")
+
+
+def _batched_error(error, what, flag):
+    return GradcheckError(f"While computing batched gradients, got: {error}\n\n"
+                          + _BATCHED_HELP.format(what=what, flag=flag))
+
+
+def _batched_mismatch(k, i, got, expected, what, flag):
+    return GradcheckError(f"For output {k} and input {i}:\n\n"
+                          + _BATCHED_HELP.format(what=what, flag=flag)
+                          + f"\n\nGot:\n{got}\n\nExpected:\n{expected}")
+
+
+def _batched(fn, stacked):
+    """``fn`` over the examples of ``stacked``, the outputs stacked: torch's gradcheck uses its
+    legacy ``vmap`` (``torch._vmap_internals``), which refuses random operations but, unlike
+    ``torch.func.vmap``, applies custom Functions without asking for their vmap support. So
+    this is gradviz's vmap loop (Note [vmap is a loop]) without the transform state that
+    makes custom Functions check theirs."""
+    from .. import ops
+    from ..func._vmap import _Randomness
+
+    with _Randomness("error"):
+        results = [fn(ops.select(stacked, 0, index)) for index in range(stacked.shape[0])]
+    return [ops.stack(shards) for shards in zip(*results)]
+
+
+def _zeros_for_none(grads, tensors):
+    from .. import ops
+
+    return tuple(ops.zeros_like(t) if g is None else g for g, t in zip(grads, tensors))
+
+
+def _check_batched_grad(outputs, inputs, positions):
+    """torch's ``check_batched_grad``: for each differentiable output, the vector-Jacobian
+    products of two random cotangents computed by ``vmap`` over the stacked cotangents must
+    equal the ones computed one at a time."""
+    from .. import ops
+
+    diff_inputs = [inputs[i] for i in positions]
+    for k, out in enumerate(outputs):
+        if not _differentiable(out):
+            continue
+
+        def vjp(v, out=out):
+            grads = _grad(out, diff_inputs, v, retain_graph=True, allow_unused=True)
+            return _zeros_for_none(grads, diff_inputs)
+
+        cotangents = [ops.randn_like(out) for _ in range(2)]
+        expected = [ops.stack(shards) for shards in zip(*(vjp(v) for v in cotangents))]
+        try:
+            result = _batched(vjp, ops.stack(cotangents))
+        except RuntimeError as error:
+            raise _batched_error(error, "cotangents", "check_batched_grad") from error
+        for i, (got, want) in zip(positions, zip(result, expected)):
+            if not ops.allclose(got, want):
+                raise _batched_mismatch(k, i, got, want, "cotangents", "check_batched_grad")
+
+
+def _check_batched_forward_grad(func, inputs, positions):
+    """torch's ``check_batched_forward_grad``: for each differentiable input, the
+    Jacobian-vector products of two random tangents computed by ``vmap`` over the stacked
+    tangents must equal the ones computed one at a time."""
+    from .. import ops
+    from . import forward_ad
+
+    for i in positions:
+        def jvp(tangent, i=i):
+            with forward_ad.dual_level():
+                duals = [x.detach() if isinstance(x, Tensor) else x for x in inputs]
+                duals[i] = forward_ad.make_dual(inputs[i].detach(), tangent)
+                tangents = []
+                for out in _outputs(func, duals):
+                    if out is None:
+                        continue
+                    primal, tangent_out = forward_ad.unpack_dual(out)
+                    tangents.append(ops.zeros_like(primal) if tangent_out is None
+                                    else tangent_out)
+                return tuple(tangents)
+
+        tangents = [ops.randn_like(inputs[i]) for _ in range(2)]
+        expected = [ops.stack(shards) for shards in zip(*(jvp(t) for t in tangents))]
+        try:
+            result = _batched(jvp, ops.stack(tangents))
+        except RuntimeError as error:
+            raise _batched_error(error, "tangents", "check_batched_forward_grad") from error
+        for got, want in zip(result, expected):
+            if not ops.allclose(got, want):
+                raise _batched_mismatch(i, i, got, want, "tangents",
+                                        "check_batched_forward_grad")
+
+
 def _fail(message, raise_exception):
     if raise_exception:
         raise GradcheckError(message)
@@ -295,11 +413,22 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     check_undefined_grad : bool
         Also check that backward copes with undefined (``None``) output gradients.
 
-    The remaining keywords exist for PyTorch compatibility: ``nondet_tol``,
-    ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and ``masked`` are accepted
-    (the full Jacobian is always compared). ``check_forward_ad``
-    also compares the Jacobian that forward-mode AD gives (one tangent element at a time)
-    with the numerical one; the batched checks are not supported.
+    nondet_tol : float
+        Backward runs twice per Jacobian row; the two results may differ by this much
+        (torch's "Backward is not reentrant" check).
+    check_forward_ad, check_backward_ad : bool
+        Compare the Jacobian that forward-mode AD gives (one tangent element at a time) and
+        the one backward gives with the numerical one; at least one must be on.
+    check_batched_grad, check_batched_forward_grad : bool
+        Also compare vector-Jacobian (Jacobian-vector) products of two random cotangents
+        (tangents) computed batched with the same products computed one at a time, as torch
+        does with its legacy ``vmap``. gradviz batches with a loop (Note [vmap is a loop]), so
+        it refuses random operations, as torch, but fewer backward formulas than torch
+        (``.item()``, numpy round trips, in-place writes of a batched gradient).
+
+    ``check_grad_dtypes``, ``fast_mode`` and ``masked`` are accepted for PyTorch
+    compatibility: the full Jacobian is always compared, which is what ``fast_mode=False``
+    does.
 
     Returns
     -------
@@ -322,12 +451,27 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> torch.autograd.gradcheck(Twice.apply, (x,), raise_exception=False)
     False
     """
-    if check_batched_grad or check_batched_forward_grad:
-        raise NotImplementedError(
-            "gradviz's gradcheck does not support check_batched_grad or "
-            "check_batched_forward_grad yet"
-        )
-    del nondet_tol, check_grad_dtypes, fast_mode, masked
+    # torch's argument checks (AssertionErrors in torch)
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError(
+            "Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError(
+            "Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError(
+            "Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    del check_grad_dtypes, fast_mode, masked
+    if not raise_exception:
+        try:
+            return gradcheck(func, inputs, eps=eps, atol=atol, rtol=rtol, nondet_tol=nondet_tol,
+                             check_undefined_grad=check_undefined_grad,
+                             check_batched_grad=check_batched_grad,
+                             check_batched_forward_grad=check_batched_forward_grad,
+                             check_forward_ad=check_forward_ad,
+                             check_backward_ad=check_backward_ad)
+        except GradcheckError:
+            return False
     inputs = _as_tuple(inputs)
     positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
     if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
@@ -353,12 +497,15 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                                tuple(inputs[i].shape), tuple(reference[k].shape),
                                                "forward AD", mode="computed with forward mode "),
                              raise_exception)
+    if check_batched_forward_grad:
+        with grad_mode.enable_grad():
+            _check_batched_forward_grad(func, inputs, positions)
     if not check_backward_ad:
         return True
 
     with grad_mode.enable_grad():
         outputs = _outputs(func, inputs)
-        analytical = _analytical_jacobians(outputs, inputs, positions)
+        analytical = _reentrant_jacobians(outputs, inputs, positions, nondet_tol)
         _, numerical = _numerical_jacobians(func, inputs, positions, eps)
 
     for (k, i), jacobian in numerical.items():
@@ -377,15 +524,12 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             return _fail(_mismatch_message(k, i, jacobian, expected, atol, rtol,
                                            tuple(inputs[i].shape), tuple(out.shape),
                                            "analytical"), raise_exception)
-    try:
-        with grad_mode.enable_grad():
-            _check_backward_multiplies_grad_output(func, inputs, positions)
-            if check_undefined_grad:
-                _check_undefined_grad(func, inputs, positions)
-    except GradcheckError:
-        if raise_exception:
-            raise
-        return False
+    with grad_mode.enable_grad():
+        if check_batched_grad:
+            _check_batched_grad(outputs, inputs, positions)
+        _check_backward_multiplies_grad_output(func, inputs, positions)
+        if check_undefined_grad:
+            _check_undefined_grad(func, inputs, positions)
     return True
 
 
@@ -408,9 +552,15 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> torch.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,))
     True
     """
-    if check_fwd_over_rev or check_batched_grad:
-        raise NotImplementedError(
-            "gradviz's gradgradcheck does not support check_fwd_over_rev or check_batched_grad")
+    if not (check_fwd_over_rev or check_rev_over_rev):
+        raise AssertionError(
+            "Expected at least one of check_fwd_over_rev or check_rev_over_rev to be True")
+    if check_undefined_grad and not check_rev_over_rev:
+        raise AssertionError(
+            "Setting check_undefined_grad=True requires check_rev_over_rev to be True")
+    if check_batched_grad and not check_rev_over_rev:
+        raise AssertionError(
+            "Setting check_batched_grad=True requires check_rev_over_rev to be True")
     del gen_non_contig_grad_outputs
     inputs = _as_tuple(inputs)
     positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
@@ -427,19 +577,27 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     n_inputs = len(inputs)
 
     def first_derivatives(*args):
+        # forward-mode checks pass detached dual tensors: they require grad again, as in torch
+        for i in positions:
+            if not args[i].requires_grad:
+                args[i].requires_grad_()
+        for arg in args[n_inputs:]:
+            if isinstance(arg, Tensor) and not arg.requires_grad:
+                arg.requires_grad_()
         outs = [out for out in _outputs(func, args[:n_inputs]) if _differentiable(out)]
         diff_inputs = [args[i] for i in positions]
         grads = _grad(outs, diff_inputs, list(args[n_inputs:]), create_graph=True,
                       allow_unused=True)
         return tuple(g for g in grads if g is not None)
 
-    if not check_rev_over_rev:
-        return True
     try:
         return gradcheck(first_derivatives, inputs + tuple(grad_outputs), eps=eps, atol=atol,
                          rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
                          check_undefined_grad=check_undefined_grad,
-                         check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+                         check_grad_dtypes=check_grad_dtypes,
+                         check_batched_grad=check_batched_grad, fast_mode=fast_mode,
+                         check_forward_ad=check_fwd_over_rev,
+                         check_backward_ad=check_rev_over_rev, masked=masked)
     except GradcheckError as error:
         raise GradcheckError(
             f"{error}\n(gradgradcheck: output j is the first derivative with respect to the "

@@ -27,6 +27,10 @@ from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, Ins
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                            TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+from ._embedding_bag import EmbeddingBag
+from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad3d,
+                          ConstantPad3d, Conv3d, InstanceNorm3d, MaxPool3d, ReflectionPad3d,
+                          ReplicationPad3d, ZeroPad3d)
 from ._upsampling import (Bilinear, PixelShuffle, PixelUnshuffle, PReLU, Upsample,
                           UpsamplingBilinear2d, UpsamplingNearest2d)
 
@@ -49,4 +53,6 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
            "GLU", "Threshold", "Hardshrink", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
-           "AdaptiveMaxPool2d", "Unfold", "Fold"]
+           "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
+           "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",
+           "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag"]

@@ -8,10 +8,17 @@ from __future__ import annotations
 import math
 import warnings
 
+from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ._module import Module
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+
+
+def _check_dtype(input, holder=None):
+    from .functional import check_dropout_dtype
+
+    check_dropout_dtype(input, holder)
 
 
 def _check_p(p):
@@ -29,6 +36,7 @@ def _feature_dropout(input, p, training, inplace):
     if p == 1.0:
         mask = _ops.zeros(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype)
     else:
+        _check_dtype(input)
         keep = _ops.rand(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype) >= p
         mask = keep.to(input.dtype) * (1.0 / (1.0 - p))
     return input.mul_(mask) if inplace else input * mask
@@ -113,7 +121,11 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        return input.mul_(0.0) if inplace else input * 0.0
+        from .functional import dropped
+
+        return dropped(input, inplace)
+    # torch builds its noise like the input and adds -1 to it: a bool input's noise is int64
+    _check_dtype(input, _dtypes.int64 if input.dtype is _dtypes.bool else None)
     keep = (_ops.rand(*input.shape, dtype=input.dtype) >= p).to(input.dtype)
     a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
     b = (keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p

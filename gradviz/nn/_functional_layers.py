@@ -194,10 +194,11 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
             raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
                              "modes and requires a 4-D tensor as input")
         raise NotImplementedError("interpolate: antialias=True is not supported by gradviz")
-    if mode == "area" and input.ndim in (3, 4):
+    if mode == "area" and input.ndim in (3, 4, 5):
         from . import functional as F  # (functional re-exports this module)
 
-        pool = F.adaptive_avg_pool1d if input.ndim == 3 else F.adaptive_avg_pool2d
+        pool = {3: F.adaptive_avg_pool1d, 4: F.adaptive_avg_pool2d,
+                5: F.adaptive_avg_pool3d}[input.ndim]
         return pool(input, sizes)
     if input.ndim in (3, 4, 5) and (mode in ("nearest", "nearest-exact")
                                     or _LINEAR_MODES.get(mode) == input.ndim):
@@ -206,7 +207,12 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         plans = [_resample.axis_plan(mode, n, m, s, align_corners, dtype)
                  for n, m, s in zip(input.shape[2:], sizes, scales)]
         return _resample.upsample(input, mode, plans)
-    if mode in ("bicubic", "lanczos") or (mode == "area" and input.ndim == 5):
+    if mode == "bicubic" and input.ndim == 4:
+        from ._sampling import bicubic
+
+        _check_positive(list(input.shape[2:]), sizes)
+        return bicubic(input, sizes, scales, align_corners)
+    if mode == "lanczos":
         raise NotImplementedError(f"interpolate: mode={mode!r} is not supported by gradviz")
     for wanted, needs in _LINEAR_MODES.items():
         if mode == wanted and input.ndim in (3, 4, 5):

@@ -50,7 +50,7 @@ def _check_non_constant(input, pad, mode):
         left, right = int(pad[2 * k]), int(pad[2 * k + 1])
         if mode == "reflect" and (left >= shape[d] or right >= shape[d]):
             raise RuntimeError(
-                f"Argument #{2 * dims + 2}: Padding size should be less than the corresponding "
+                f"Argument #{2 * k + 4}: Padding size should be less than the corresponding "
                 f"input dimension, but got: padding ({left}, {right}) at dimension {d} of input "
                 f"{shape}")
         if mode == "circular" and (left > shape[d] or right > shape[d]):

@@ -173,9 +173,33 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction: str = "me
         error = _broadcast_error(input._data, target._data)
         if error is not None:
             raise error
+    _check_float_loss(input, target, "mse_cpu")
     if weight is not None:
         return _reduce((input - target) ** 2 * weight, reduction)
     return _loss.mse_loss(input, target, reduction)
+
+
+def _type_word(dtype):
+    """torch's C++ name of a dtype (``Long``, ``Float``), as its kernel errors print it."""
+    return _TYPE_WORDS.get(dtype.name, dtype.name)
+
+
+def _check_float_loss(input, target, kernel):
+    """torch's fused losses have floating-point kernels only: two integer (or bool) operands
+    are its NotImplementedError naming the kernel and their promoted type."""
+    promoted = _dtypes.result_type(input, target)
+    if not promoted.is_floating_point:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_type_word(promoted)}\'')
+
+
+def _check_castable(result, dtype):
+    """torch writes some results into a tensor of ``dtype`` (the input's, the target's): a
+    floating-point result cannot go into an integer or bool one, nor an integer into a bool
+    one (torch's ``can_cast``)."""
+    if ((result.is_floating_point and not dtype.is_floating_point)
+            or (result is not _dtypes.bool and dtype is _dtypes.bool)):
+        raise RuntimeError(f"result type {_type_word(result)} can't be cast to the desired output "
+                           f"type {_type_word(dtype)}")
 
 
 def _check_target_size(input, target):
@@ -337,13 +361,24 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction: str
     _check_target_size(input, target)
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0.0:  # torch: l1_loss itself (its nodes, its integer rules)
+        return _reduce((input - target).abs(), reduction)
+    _check_float_loss(input, target, "smooth_l1_cpu")
     return _loss.smooth_l1_loss(input, target, reduction, beta)
 
 
 def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weight=None):
-    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``.
+
+    The result has the input's dtype, as torch's kernel writes it (a float64 target against a
+    float32 input gives a float32 loss); an integer input with a float target is torch's
+    cast error."""
     _check_reduction(reduction)
     _check_target_size(input, target)
+    _check_castable(_dtypes.result_type(input, target), input.dtype)
+    _check_float_loss(input, target, "huber_cpu")
+    if target.dtype is not input.dtype:
+        target = target.to(input.dtype)
     if weight is not None:
         diff = (input - target).abs()
         loss = _ops.where(diff < delta, 0.5 * diff ** 2, delta * (diff - 0.5 * delta))
@@ -384,7 +419,37 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({target.shape}) must be the same as input size "
                          f"({input.shape})")
+    # torch computes log_sigmoid(input), then writes into a tensor of the target's dtype
+    # ((1 - target).mul_(input)...): the loss has the target's dtype, whatever the input's
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"log_sigmoid_cpu" not implemented for '
+                                  f"'{_type_word(input.dtype)}'")
+    if target.dtype is _dtypes.bool:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    _check_castable(input.dtype, target.dtype)
+    if input.dtype is not target.dtype:
+        return _reduce(_bce_with_logits_in_place_order(input, target, weight, pos_weight),
+                       reduction)
     return _loss.binary_cross_entropy_with_logits(input, target, weight, pos_weight, reduction)
+
+
+def _bce_with_logits_in_place_order(input, target, weight, pos_weight):
+    """The elementwise BCE-with-logits of an input and a target of two float dtypes, in
+    torch's order and roundings: ``log_sigmoid`` in the input's dtype, each in-place step
+    (``(1 - target).mul_(input).sub_(...)``, ``.mul_(weight)``) computed in the promoted dtype
+    and stored in the target's."""
+    dtype = target.dtype
+    log_sigmoid = logsigmoid(input)
+    loss = ((1 - target) * input).to(dtype)
+    if pos_weight is not None:
+        log_weight = (pos_weight - 1) * target + 1
+        loss = (loss - (log_weight * log_sigmoid).to(log_weight.dtype)).to(dtype)
+    else:
+        loss = (loss - log_sigmoid).to(dtype)
+    if weight is not None:
+        loss = (loss * weight).to(dtype)
+    return loss
 
 
 def one_hot(tensor, num_classes: int = -1):
@@ -409,9 +474,24 @@ def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False)
     if not training or p == 0.0:
         return input
     if p == 1.0:
-        return input * 0.0
+        return dropped(input, inplace)
+    check_dropout_dtype(input)
     keep = _ops.rand(*input.shape, dtype=input.dtype) >= p
-    return input * keep.to(input.dtype) * (1.0 / (1.0 - p))
+    mask = keep.to(input.dtype) * (1.0 / (1.0 - p))
+    return input.mul_(mask) if inplace else input * mask
+
+
+def check_dropout_dtype(input, holder=None):
+    """torch scales the kept elements in the input's dtype (or ``holder``'s): an integer or
+    bool input cannot hold them (its cast error; ``p`` of 0 or 1 needs no scaling and works)."""
+    _check_castable(_dtypes.float32, holder or input.dtype)
+
+
+def dropped(input, inplace):
+    """Everything dropped (``p == 1``): torch's ``input * zeros((), input's dtype)``, so zeros
+    of the input's dtype, integers and bool too."""
+    zero = _ops.zeros((), dtype=input.dtype)
+    return input.mul_(zero) if inplace else input * zero
 
 
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
@@ -734,19 +814,64 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """The mean over each ``kernel_size`` window, zero padding counted (``AvgPool2DBackward0``)."""
-    if not count_include_pad:
-        raise NotImplementedError("avg_pool2d: count_include_pad=False is not supported by gradviz")
+    """The mean over each ``kernel_size`` window (``AvgPool2DBackward0``): zero padding counted
+    unless ``count_include_pad=False``, or the sum over ``divisor_override``.
+
+    As torch, an int64 input gives int64 means (the window sum divided by an integer,
+    truncated toward zero); other integer and bool dtypes have no kernel."""
     x, unbatched = _batched_4d(input, "avg_pool2d")
+    _check_pool_dtype(x, "avg_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, 1, ceil_mode, "avg_pool2d")
     _check_pool_output(x, geometry, "avg_pool2d")
-    out = _conv.avg_pool2d(x, geometry, divisor_override)
+    divisor = divisor_override
+    if divisor is not None and divisor == 0:
+        raise RuntimeError("divisor must be not zero")
+    if divisor is None and not count_include_pad and any(geometry.padding):
+        divisor = _window_counts(x.shape[2:], geometry)
+    if x.dtype is _dtypes.int64:
+        out = _integer_avg_pool(x, geometry, divisor)
+    else:
+        out = _conv.avg_pool2d(x, geometry, divisor)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_pool_dtype(x, what, floating_only=False):
+    """torch's average pools have floating-point kernels, and int64 ones except the adaptive
+    pools."""
+    if x.dtype.is_floating_point or (x.dtype is _dtypes.int64 and not floating_only):
+        return
+    raise NotImplementedError(f'"{what}" not implemented for \'{_type_word(x.dtype)}\'')
+
+
+def _window_counts(sizes, geometry):
+    """The number of input (not padding) elements in each pooling window, flattened as
+    ``_conv.avg_pool2d`` lays out its windows (row-major over the output positions)."""
+    counts = []
+    for n, k, p, s, out in zip(sizes, geometry.kernel, geometry.padding, geometry.stride,
+                               geometry.blocks(*sizes)):
+        starts = np.arange(out) * s - p
+        counts.append(np.minimum(starts + k, n) - np.maximum(starts, 0))
+    return np.multiply.outer(*counts).reshape(-1)
+
+
+def _integer_avg_pool(x, geometry, divisor):
+    """int64 average pooling as torch's integer kernel: each exact window sum divided by the
+    divisor in integer arithmetic (C's division, truncating toward zero)."""
+    sums = _conv.avg_pool2d(x.to(_dtypes.float64), geometry, 1).numpy()  # exact below 2**53
+    sums = np.rint(sums).astype(np.int64)
+    if divisor is None:
+        divisor = geometry.kernel[0] * geometry.kernel[1]
+    divisor = np.asarray(divisor, dtype=np.int64)
+    if divisor.ndim:
+        divisor = divisor.reshape(sums.shape[2:])
+    quotient = np.abs(sums) // np.abs(divisor) * (np.sign(sums) * np.sign(divisor))
+    return _ops.tensor(quotient.astype(np.int64))
 
 
 def adaptive_avg_pool2d(input, output_size):
     """Average pooling to ``output_size`` (each input size a multiple of it, or None to keep)."""
     x, unbatched = _batched_4d(input, "adaptive_avg_pool2d")
+    _check_pool_dtype(x, "adaptive_avg_pool2d", floating_only=True)
     sizes = _conv._pair(output_size)
     sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[2:]))
     if any(n % s for n, s in zip(x.shape[2:], sizes)):
@@ -885,6 +1010,9 @@ from ._padding import pad  # noqa: E402
 from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
                             hardshrink, softshrink, threshold)
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
+from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
+from ._sampling import affine_grid, grid_sample  # noqa: E402
+from ._embedding_bag import embedding_bag  # noqa: E402
 from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
                          hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
                          poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
@@ -896,6 +1024,8 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
 
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
 __all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ += ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "affine_grid",
+            "grid_sample", "embedding_bag"]
 __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
             "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
             "multilabel_soft_margin_loss"]
