@@ -87,6 +87,12 @@ def current_level():
     return _level
 
 
+def propagating():
+    """Whether tangents propagate now: a level is open and not suspended (inside a custom
+    Function's ``forward`` or ``jvp``, or one of the rules here)."""
+    return _ext_ops._forward_ad is not None
+
+
 def enter_dual_level():
     """Open a dual level and return its index (0: levels do not nest, as in PyTorch)."""
     global _level

@@ -36,6 +36,14 @@ __all__ = ["vmap", "VmapInfo", "apply_function"]
 VmapInfo = namedtuple("VmapInfo", ["batch_size", "randomness"])
 VmapInfo.__doc__ = "What a custom Function's ``vmap`` rule receives as ``info``."
 
+
+class _LoopInfo(VmapInfo):
+    """The transform-stack entry of one running ``vmap`` loop: its ``VmapInfo`` and the
+    batched arguments it slices (``batched``), which a Function with ``generate_vmap_rule``
+    must not mark dirty (Note [Dirty batched inputs])."""
+
+    batched = ()
+
 _RANDOMNESS = ("error", "different", "same")
 _RANDOM_ERROR = (
     "vmap: called random operation while in randomness error mode. Please either use the "
@@ -160,7 +168,9 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
     flat_dims = _flat_in_dims(func, in_dims, args)
     flat_args, args_spec = _pytree.tree_flatten(tuple(args))
     batch_size, flat_dims = _batch_size(func, in_dims, flat_args, flat_dims)
-    info = VmapInfo(batch_size, randomness)
+    info = _LoopInfo(batch_size, randomness)
+    info.batched = tuple(arg for arg, dim in zip(flat_args, flat_dims)
+                         if dim is not None and isinstance(arg, Tensor))
 
     function_cls = _function_class(func)
     if function_cls is not None and not kwargs:
@@ -302,6 +312,16 @@ def _rule_output(cls, info, arg_dims, args):
     return result
 
 
+# Note [Dirty batched inputs]
+# ---------------------------
+# torch's generated vmap rule runs the Function's ``setup_context`` on batched wrappers of its
+# inputs and outputs, so ``ctx.mark_dirty`` of a batched input names a tensor the Function
+# never returns: "Some elements marked as dirty ... were not returned as output". An input not
+# batched by the vmap reaches ``setup_context`` as itself and may be dirty. The loop here sees
+# per-example slices instead of wrappers; ``_wrap_outputs`` raises torch's error for a dirty
+# tensor that shares memory with one of the batched arguments (``_LoopInfo.batched``).
+
+
 def _movedim(tensor, source, destination):
     ndim = tensor.ndim
     source %= ndim
@@ -334,7 +354,9 @@ def apply_function(cls, args, kwargs):
     del stack[level:]  # the rule (and the Function inside it) runs below this vmap level
     try:
         if cls.generate_vmap_rule:
-            return cls.apply(*args, **kwargs)
+            batched = getattr(info, "batched", ())
+            return _apply(cls, args, kwargs,
+                          prepare=lambda ctx: setattr(ctx, "_vmap_batched", batched))[1]
         from ..autograd.function._function import _bind_arguments
 
         if kwargs:

@@ -1049,6 +1049,1075 @@ def fx_backward_grad_for_input_not_requiring_grad(torch, o):
     o("y grad", y.grad)
 
 
+# ---- hooks on custom nodes ----------------------------------------------------------------------
+
+@program
+def fx_node_hooks_arguments_two_inputs_one_non_tensor(torch, o):
+    class F(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k, y):
+            return x * k, y * 2
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 3, None, gb * 2
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0], requires_grad=True)
+    a, b = F.apply(x, 3.0, y)
+    events = []
+
+    def pre(grad_outputs):
+        events.append(("pre", len(grad_outputs), [g is None for g in grad_outputs]))
+        o("pre grads", grad_outputs)
+
+    def post(grad_inputs, grad_outputs):
+        events.append(("post", len(grad_inputs), len(grad_outputs)))
+        o("post grad_inputs", grad_inputs)
+
+    a.grad_fn.register_prehook(pre)
+    a.grad_fn.register_hook(post)
+    o("same node", a.grad_fn is b.grad_fn)
+    a.sum().backward()
+    o("events", events)
+    o("x grad", x.grad)
+    o("y grad", y.grad)
+
+
+@program
+def fx_node_prehook_replaces_grad(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            o("g seen by backward", g)
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Sq.apply(x)
+    y.grad_fn.register_prehook(lambda gouts: (gouts[0] * 10,))
+    y.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    o("x grad", x.grad)
+
+
+@program
+def fx_node_post_hook_replaces_grad_inputs(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Sq.apply(x)
+    y.grad_fn.register_hook(lambda gin, gout: (gin[0] * -1,))
+    y.sum().backward()
+    o("x grad", x.grad)
+
+
+@program
+def fx_hook_order_tensor_vs_node_prehooks(torch, o):
+    class Id(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            order.append("backward")
+            return g
+
+    order = []
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Id.apply(x)
+    y.grad_fn.register_prehook(lambda g: order.append("node pre 1"))
+    y.register_hook(lambda g: order.append("tensor hook"))
+    y.grad_fn.register_prehook(lambda g: order.append("node pre 2"))
+    y.grad_fn.register_hook(lambda gi, go: order.append("node post"))
+    x.register_hook(lambda g: order.append("input hook"))
+    y.retain_grad()
+    y.backward()
+    o("order", order)
+    o("y grad", y.grad)
+
+
+@program
+def fx_hook_handle_remove_on_custom_node(torch, o):
+    class Id(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    calls = []
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Id.apply(x)
+    h1 = y.grad_fn.register_hook(lambda gi, go: calls.append("post"))
+    h2 = y.grad_fn.register_prehook(lambda go: calls.append("pre"))
+    h1.remove()
+    y.backward(retain_graph=True)
+    h2.remove()
+    y.backward()
+    o("calls", calls)
+    o("grad", x.grad)
+
+
+@program
+def fx_retain_grad_on_function_input_and_multiple_outputs(torch, o):
+    class Split(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2].clone(), x[2:].clone()
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return torch.cat([g1, g2])
+
+    leaf = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    x = leaf * 2
+    x.retain_grad()
+    a, b = Split.apply(x)
+    a.retain_grad()
+    b.retain_grad()
+    (a * 3).sum().backward()
+    o("a grad", a.grad)
+    o("b grad", b.grad)
+    o("x grad", x.grad)
+    o("leaf grad", leaf.grad)
+
+
+# ---- saved_tensors_hooks -------------------------------------------------------------------------
+
+@program
+def fx_saved_tensors_hooks_counts_inputs_outputs_intermediates(torch, o):
+    log = []
+
+    def pack(t):
+        log.append(("pack", tuple(t.shape)))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+
+    class Mix(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            mid = x.sum(0)
+            out = x * 2
+            ctx.save_for_backward(x, out, mid, None)
+            return out
+
+        @staticmethod
+        def backward(ctx, g):
+            x, out, mid, none = ctx.saved_tensors
+            o("none saved", none)
+            return g * 2
+
+    x = torch.ones(2, 3, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Mix.apply(x)
+    o("after forward", list(log))
+    y.sum().backward()
+    o("after backward", list(log))
+
+
+@program
+def fx_saved_tensors_hooks_unpack_returns_other_tensor(torch, o):
+    def pack(t):
+        return t.detach().clone()
+
+    def unpack(t):
+        return t * 100
+
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Sq.apply(x)
+    y.sum().backward()
+    o("grad uses unpacked value", x.grad)
+
+
+@program
+def fx_saved_tensors_hooks_unpack_twice_in_backward(torch, o):
+    n = {"pack": 0, "unpack": 0}
+
+    def pack(t):
+        n["pack"] += 1
+        return t
+
+    def unpack(t):
+        n["unpack"] += 1
+        return t
+
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            (x2,) = ctx.saved_tensors
+            return x * g + x2 * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Sq.apply(x)
+        y.sum().backward()
+    o("counts", dict(n))
+    o("grad", x.grad)
+
+
+@program
+def fx_saved_tensors_hooks_pack_sees_non_leaf_output(torch, o):
+    seen = []
+
+    def pack(t):
+        seen.append((t.requires_grad, t.grad_fn is None, t.is_leaf))
+        return t
+
+    class Exp(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = x.exp()
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            o("x in backward rg", x.requires_grad)
+            o("y in backward rg", y.requires_grad)
+            return g * y
+
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        y = Exp.apply(x)
+    o("seen at pack", seen)
+    y.sum().backward()
+    o("grad", x.grad)
+
+
+# ---- anomaly mode, errors propagating ------------------------------------------------------------
+
+@program
+def fx_anomaly_nan_names_custom_node(torch, o):
+    class BadSqrt(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sqrt()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g / (2 * x.sqrt()) * float("nan")
+
+    x = torch.tensor([1.0, 4.0], requires_grad=True)
+
+    def run():
+        with torch.autograd.detect_anomaly():
+            BadSqrt.apply(x).sum().backward()
+
+    o.raises("anomaly", run, "Function 'BadSqrtBackward' returned nan values in its 0th output.")
+
+
+@program
+def fx_anomaly_nan_in_second_output(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g * float("nan")
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([2.0], requires_grad=True)
+
+    def run():
+        with torch.autograd.detect_anomaly(check_nan=True):
+            Two.apply(x, y).sum().backward()
+
+    o.raises("anomaly 1st output", run, "Function 'TwoBackward' returned nan values in its 1th output.")
+
+    def run_no_check():
+        with torch.autograd.detect_anomaly(check_nan=False):
+            Two.apply(x, y).sum().backward()
+
+    run_no_check()
+    o("y grad nan", y.grad)
+
+
+@program
+def fx_error_in_backward_propagates_type_and_message(torch, o):
+    class Err(Exception):
+        pass
+
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("my backward failed on purpose")
+
+    class BoomF(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            raise KeyError("forward key")
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("backward", lambda: Boom.apply(x).sum().backward(), "my backward failed on purpose")
+    o.raises("forward", lambda: BoomF.apply(x), "forward key")
+    o.raises("autograd.grad", lambda: torch.autograd.grad(Boom.apply(x).sum(), x),
+             "my backward failed on purpose")
+
+
+# ---- gradcheck / gradgradcheck -------------------------------------------------------------------
+
+@program
+def fx_gradcheck_two_outputs_one_wrong(torch, o):
+    class SinCos(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.sin(), x.cos()
+
+        @staticmethod
+        def backward(ctx, gs, gc):
+            (x,) = ctx.saved_tensors
+            return gs * x.cos() + gc * x.sin()  # sign error on the cos part
+
+    x = torch.tensor([0.3, 1.1], dtype=torch.float64, requires_grad=True)
+    o.raises("gradcheck", lambda: torch.autograd.gradcheck(SinCos.apply, (x,)),
+             "Jacobian mismatch for output 1 with respect to input 0")
+    o("False", torch.autograd.gradcheck(SinCos.apply, (x,), raise_exception=False))
+
+
+@program
+def fx_gradcheck_float32_warns_or_fails(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([0.3, 1.1], requires_grad=True)
+    r = o.warns("float32 warning", lambda: torch.autograd.gradcheck(Sq.apply, (x,), eps=1e-3, atol=1e-2),
+                "Input #0 requires gradient and is not a double precision floating point")
+    o("result", r)
+
+
+@program
+def fx_gradgradcheck_correct_and_wrong_double(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g
+
+    class CubeDetached(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x.detach() ** 2 * g  # second order w.r.t. x lost
+
+    x = torch.tensor([0.5, -1.2], dtype=torch.float64, requires_grad=True)
+    o("good", torch.autograd.gradgradcheck(Cube.apply, (x,)))
+    o("bad is False", torch.autograd.gradgradcheck(CubeDetached.apply, (x,), raise_exception=False))
+    o.raises("bad raises", lambda: torch.autograd.gradgradcheck(CubeDetached.apply, (x,)),
+             "Jacobian mismatch for output 0 with respect to input 0")
+
+
+@program
+def fx_gradcheck_forward_ad_with_jvp(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * t  # wrong
+
+    x = torch.tensor([0.5, -1.2], dtype=torch.float64, requires_grad=True)
+    o("backward only", torch.autograd.gradcheck(Sq.apply, (x,)))
+    o.raises("forward ad", lambda: torch.autograd.gradcheck(Sq.apply, (x,), check_forward_ad=True),
+             "Jacobian computed with forward mode mismatch for output 0 with respect to input 0")
+
+
+@program
+def fx_gradcheck_no_jvp_forward_ad_error(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([0.5, -1.2], dtype=torch.float64, requires_grad=True)
+    o.raises("forward ad without jvp",
+             lambda: torch.autograd.gradcheck(Sq.apply, (x,), check_forward_ad=True),
+             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD")
+
+
+@program
+def fx_gradcheck_fast_mode_wrong(torch, o):
+    class Wrong(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 3
+
+    x = torch.tensor([0.5, -1.2, 2.0], dtype=torch.float64, requires_grad=True)
+    o.raises("fast mode", lambda: torch.autograd.gradcheck(Wrong.apply, (x,), fast_mode=True),
+             "Jacobian mismatch for output 0 with respect to input 0")
+    o("fast False", torch.autograd.gradcheck(Wrong.apply, (x,), fast_mode=True, raise_exception=False))
+
+
+# ---- the odd ways of calling apply ----------------------------------------------------------------
+
+@program
+def fx_apply_kwargs_only_tensors(torch, o):
+    class Lin(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, w=None, scale=1.0):
+            ctx.save_for_backward(x, w)
+            ctx.scale = scale
+            return x * w * scale
+
+        @staticmethod
+        def backward(ctx, g):
+            x, w = ctx.saved_tensors
+            return g * w * ctx.scale, g * x * ctx.scale, None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = Lin.apply(x, w, scale=2.0)
+    o("y", y)
+    y.sum().backward()
+    o("grads", (x.grad, w.grad))
+    o.raises("tensor kwarg", lambda: Lin.apply(x, w=w), "")
+
+
+@program
+def fx_apply_tensors_in_list_and_dict_not_tracked(torch, o):
+    class SumAll(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, extras, named):
+            o("needs", ctx.needs_input_grad)
+            return x + extras[0] + named["b"]
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None, None
+
+    x = torch.tensor([1.0], requires_grad=True)
+    e = torch.tensor([2.0], requires_grad=True)
+    b = torch.tensor([3.0], requires_grad=True)
+    y = SumAll.apply(x, [e], {"b": b})
+    o("y", y)
+    y.backward()
+    o("grads", (x.grad, e.grad, b.grad))
+
+
+@program
+def fx_apply_only_non_grad_inputs_then_backward_error(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    y = Sq.apply(torch.tensor([1.0, 2.0]))
+    o("y", y)
+    o("grad_fn", y.grad_fn)
+    o.raises("backward", lambda: y.sum().backward(),
+             "element 0 of tensors does not require grad and does not have a grad_fn")
+
+
+@program
+def fx_apply_inference_mode_output_is_inference(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            o("grad enabled inside", torch.is_grad_enabled())
+            o("inference inside", torch.is_inference_mode_enabled())
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.inference_mode():
+        y = Sq.apply(x)
+    o("y", y)
+    o("is_inference", y.is_inference())
+    o.raises("use in autograd", lambda: (y * x).sum().backward(), "Inference tensors cannot be saved for backward")
+
+
+@program
+def fx_apply_integer_tensor_requires_grad_output(torch, o):
+    class ToFloat(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, idx, w):
+            ctx.save_for_backward(idx)
+            ctx.n = w.shape[0]
+            return w[idx]
+
+        @staticmethod
+        def backward(ctx, g):
+            (idx,) = ctx.saved_tensors
+            out = torch.zeros(ctx.n, dtype=g.dtype)
+            out.index_add_(0, idx, g)
+            return None, out
+
+    idx = torch.tensor([0, 2, 2])
+    w = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = ToFloat.apply(idx, w)
+    o("y", y)
+    y.sum().backward()
+    o("w grad", w.grad)
+
+    class ReturnsInt(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return (x * 10).long()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    z = ReturnsInt.apply(w)
+    o("int out", z)
+    o("int out node", z.grad_fn)
+
+
+@program
+def fx_apply_zero_dim_and_zero_size(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    s = torch.tensor(3.0, requires_grad=True)
+    y = Sq.apply(s)
+    y.backward()
+    o("scalar grad", s.grad)
+    e = torch.zeros(0, 3, requires_grad=True)
+    ye = Sq.apply(e)
+    o("empty out", ye)
+    ye.sum().backward()
+    o("empty grad", e.grad)
+
+
+@program
+def fx_float32_input_backward_returns_float64(torch, o):
+    class Up(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            o("g dtype", g.dtype)
+            return g.double() * 2, (g * 3).half()
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    out = Up.apply(x, y.float())
+    out.sum().backward()
+    o("x grad", x.grad)
+    o("y grad", y.grad)
+
+
+@program
+def fx_parameter_inputs_and_to_inside_forward(torch, o):
+    class Cast(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, p):
+            ctx.dtype = p.dtype
+            return p.to(torch.float64) * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            o("g dtype", g.dtype)
+            return (g * 2).to(ctx.dtype)
+
+    p = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    y = Cast.apply(p)
+    o("y", y)
+    o("type of y", type(y).__name__)
+    y.sum().backward()
+    o("p grad", p.grad)
+
+
+@program
+def fx_to_inside_forward_returns_input_same_dtype(torch, o):
+    class NoopTo(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.to(torch.float32)  # same dtype: returns x itself
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    y = NoopTo.apply(h)
+    o("y is h", y is h)
+    o("y node", node_name(y.grad_fn))
+    y.sum().backward()
+    o("x grad", x.grad)
+    leaf_y = NoopTo.apply(x)
+    o("leaf y is x", leaf_y is x)
+    o("leaf y node", node_name(leaf_y.grad_fn))
+    x.grad = None
+    leaf_y.sum().backward()
+    o("x grad via leaf", x.grad)
+
+
+# ---- more transforms and forward AD -------------------------------------------------------------
+
+@program
+def fx_vmap_generate_rule_in_dims_1_and_tuple_output(torch, o):
+    class Stats(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x.sum(), x.max()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_non_differentiable(output[1])
+
+        @staticmethod
+        def backward(ctx, g, gmax):
+            return g
+
+    x = torch.arange(6.0).reshape(2, 3)
+    s, m = torch.func.vmap(Stats.apply, in_dims=1)(x)
+    o("s", s)
+    o("m", m)
+    s0, m0 = torch.func.vmap(Stats.apply, out_dims=(0, None) if False else 0)(x)
+    o("s0", s0)
+
+
+@program
+def fx_vmap_rule_out_dims_none_and_info(torch, o):
+    infos = []
+
+    class Const(torch.autograd.Function):
+        @staticmethod
+        def forward(x, k):
+            return x * k
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+
+        @staticmethod
+        def vmap(info, in_dims, x, k):
+            infos.append((info.batch_size, info.randomness, in_dims))
+            return x * k, in_dims[0]
+
+    x = torch.arange(6.0).reshape(3, 2)
+    o("out", torch.func.vmap(Const.apply, in_dims=(0, None))(x, 2.0))
+    o("infos", infos)
+
+
+@program
+def fx_vmap_generate_rule_mark_dirty_error(torch, o):
+    class Inplace(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            x.mul_(2)
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_dirty(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torch.ones(2, 3)
+    o.raises("vmap mark_dirty", lambda: torch.func.vmap(Inplace.apply)(x),
+             "Some elements marked as dirty during the forward method were not returned as output")
+
+
+@program
+def fx_func_vjp_over_function(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, -3.0])
+    out, fn = torch.func.vjp(Sq.apply, x)
+    o("out", out)
+    o("vjp", fn(torch.tensor([1.0, 0.5])))
+
+
+@program
+def fx_func_grad_backward_returns_none(torch, o):
+    class Stop(torch.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return None, g * x
+
+    x = torch.tensor([1.0, 2.0])
+    y = torch.tensor([3.0, 4.0])
+    o("grad x (None)", torch.func.grad(lambda a, b: Stop.apply(a, b).sum())(x, y))
+    o("grad y", torch.func.grad(lambda a, b: Stop.apply(a, b).sum(), argnums=1)(x, y))
+
+
+@program
+def fx_func_grad_once_differentiable(torch, o):
+    from torch.autograd.function import once_differentiable
+
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0])
+    o("grad", torch.func.grad(lambda t: Sq.apply(t).sum())(x))
+
+
+@program
+def fx_hessian_of_function_with_jvp(torch, o):
+    class Sin(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x.sin()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+            ctx.save_for_forward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x.cos()
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return t * x.cos()
+
+    x = torch.tensor([0.3, 1.2], dtype=torch.float64)
+    o("hessian", torch.func.hessian(lambda t: Sin.apply(t).sum())(x))
+    o("jacrev(jacrev)", torch.func.jacrev(torch.func.jacrev(lambda t: Sin.apply(t).sum()))(x))
+
+
+@program
+def fx_forward_ad_tangent_visible_inside_forward(torch, o):
+    class Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            o("tangent inside forward", torch.autograd.forward_ad.unpack_dual(x).tangent is None)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([4.0]))
+        y = Probe.apply(d)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+
+
+@program
+def fx_forward_ad_two_outputs_jvp_zero_tangent(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2, t.new_zeros(t.shape)
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([4.0]))
+        a, b = Two.apply(d)
+        o("a tangent", fwAD.unpack_dual(a).tangent)
+        o("b tangent", fwAD.unpack_dual(b).tangent)
+
+
+@program
+def fx_forward_ad_returns_input_without_mark_dirty(torch, o):
+    class Ident(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 7
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+        o.raises("jvp not a view", lambda: Ident.apply(d),
+                 "A custom Function's forward is returning a view (or an input as-is) but the jvp is not returning a view.")
+
+
+@program
+def fx_forward_ad_view_output_jvp(torch, o):
+    class Head(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x[:2]
+
+        @staticmethod
+        def backward(ctx, g):
+            return torch.cat([g, g.new_zeros(1)])
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t[:2]
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([1.0, 2.0, 3.0]))
+        y = Head.apply(d)
+        o("y tangent", fwAD.unpack_dual(y).tangent)
+        o("y is view", y._base is not None)
+
+
+@program
+def fx_forward_ad_jvp_tangent_dtype_mismatch(torch, o):
+    class Cast(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return (t * 2).double()
+
+    fwAD = torch.autograd.forward_ad
+
+    def run():
+        with fwAD.dual_level():
+            d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+            y = Cast.apply(d)
+            return fwAD.unpack_dual(y).tangent
+
+    o.raises("dtype mismatch", run, "")
+
+
+@program
+def fx_forward_ad_jvp_wrong_count(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2
+
+    fwAD = torch.autograd.forward_ad
+
+    def run():
+        with fwAD.dual_level():
+            d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+            Two.apply(d)
+
+    o.raises("wrong count", run, "")
+
+
+@program
+def fx_forward_ad_saved_for_forward_after_inplace(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_forward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 2 * x * t
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+        y = Sq.apply(d)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+        o.raises("saved_tensors after", lambda: y.grad_fn, "")
+
+
+@program
+def fx_vmap_generate_rule_mark_dirty_unbatched_input(torch, o):
+    class Inplace(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            x.mul_(2)
+            return x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.mark_dirty(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    a = torch.ones(3)
+    out = torch.func.vmap(lambda u, b: Inplace.apply(u * 1) + b, in_dims=(None, 0))(a, torch.ones(2, 3))
+    o("unbatched dirty", out)
+    o("grad of dirty", torch.func.grad(lambda u: Inplace.apply(u * 1).sum())(a))
+    batch = torch.ones(2, 3)
+    o.raises("batched dirty inside", lambda: torch.func.vmap(lambda u: Inplace.apply(u) * 3)(batch),
+             "Some elements marked as dirty during the forward method were not returned as output")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

@@ -38,6 +38,8 @@ from __future__ import annotations
 import inspect
 import warnings
 
+import numpy as np
+
 from gradviz_ext import engine as _engine
 from gradviz_ext import function as _ext_function
 from gradviz_ext import ops as _ext_ops
@@ -270,6 +272,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     raw = outputs if is_tuple else (outputs,)
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = ctx._dirty_tensors
+    if dirty and _dirties_batched_input(ctx, dirty):
+        raise RuntimeError(_DIRTY_NOT_RETURNED_MESSAGE)
     _check_dirty(dirty, raw, input_ids, is_executable)
     non_diff = _non_differentiable_ids(ctx._non_differentiable)
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
@@ -321,6 +325,14 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         ctx._to_save = None
     result = tuple(wrapped)
     return result if is_tuple else result[0]
+
+
+def _dirties_batched_input(ctx, dirty):
+    """Under ``vmap`` with ``generate_vmap_rule``: a dirty tensor is (a slice of) a batched
+    argument (Note [Dirty batched inputs] in gradviz/func/_vmap.py)."""
+    batched = getattr(ctx, "_vmap_batched", ())
+    return any(isinstance(d, Tensor) and np.shares_memory(d._data, b._data)
+               for d in dirty for b in batched)
 
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
