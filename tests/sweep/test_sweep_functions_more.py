@@ -1874,7 +1874,7 @@ def fx_func_grad_backward_returns_none(torch, o):
 
 @program
 def fx_func_grad_once_differentiable(torch, o):
-    from torch.autograd.function import once_differentiable
+    once_differentiable = torch.autograd.function.once_differentiable
 
     class Sq(torch.autograd.Function):
         @staticmethod
@@ -2116,6 +2116,292 @@ def fx_vmap_generate_rule_mark_dirty_unbatched_input(torch, o):
     batch = torch.ones(2, 3)
     o.raises("batched dirty inside", lambda: torch.func.vmap(lambda u: Inplace.apply(u) * 3)(batch),
              "Some elements marked as dirty during the forward method were not returned as output")
+
+
+# ---- views created inside forward, detach, grads batched ------------------------------------------
+
+@program
+def fx_output_view_of_intermediate_then_inplace(torch, o):
+    class FirstRow(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            tmp = x * 2
+            return tmp[0]
+
+        @staticmethod
+        def backward(ctx, g):
+            out = torch.zeros(2, 3)
+            out[0] = g * 2
+            return out
+
+    x = torch.arange(6.0).reshape(2, 3).requires_grad_()
+    y = FirstRow.apply(x)
+    o("y._is_view", y._is_view())
+    o("y node", node_name(y.grad_fn))
+    o.raises("inplace", lambda: y.add_(1),
+             "This view was created inside a custom Function")
+    y2 = FirstRow.apply(x)
+    z = y2 * 1
+    z.sum().backward()
+    o("x grad", x.grad)
+
+
+@program
+def fx_output_detach_of_input_then_inplace(torch, o):
+    class Det(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x.detach()
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    y = Det.apply(h)
+    o("y is h", y is h)
+    o("y._is_view", y._is_view())
+    o("y node", node_name(y.grad_fn))
+    y.mul_(3)
+    o("h version", h._version)
+    o("h", h)
+    o.raises("saved modified", lambda: y.sum().backward(), "modified by an inplace operation")
+
+
+@program
+def fx_output_written_into_slice_copyslices(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    buf = torch.zeros(4)
+    buf[1:3] = Sq.apply(x)
+    o("buf", buf)
+    o("buf node", node_name(buf.grad_fn))
+    (buf * torch.arange(4.0)).sum().backward()
+    o("x grad", x.grad)
+
+
+@program
+def fx_autograd_grad_is_grads_batched_through_function(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = Cube.apply(x)
+    eye = torch.eye(3)
+    (jac,) = torch.autograd.grad(y, x, eye, is_grads_batched=True)
+    o("jacobian", jac)
+
+
+@program
+def fx_functional_jacobian_hessian_over_function(torch, o):
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    o("jacobian", torch.autograd.functional.jacobian(Cube.apply, x))
+    o("jacobian vectorized", torch.autograd.functional.jacobian(Cube.apply, x, vectorize=True))
+    o("hessian", torch.autograd.functional.hessian(lambda t: Cube.apply(t).sum(), x))
+    o("jvp (double backward trick)", torch.autograd.functional.jvp(Cube.apply, x, torch.ones(2, dtype=torch.float64)))
+    o("hvp", torch.autograd.functional.hvp(lambda t: Cube.apply(t).sum(), x, torch.ones(2, dtype=torch.float64)))
+
+
+@program
+def fx_functional_hessian_once_differentiable_error(torch, o):
+    once_differentiable = torch.autograd.function.once_differentiable
+
+    class Cube(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3
+
+        @staticmethod
+        @once_differentiable
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+    x = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    o.raises("hessian", lambda: torch.autograd.functional.hessian(lambda t: Cube.apply(t).sum(), x),
+             "trying to differentiate twice a function that was marked with @once_differentiable")
+
+
+@program
+def fx_no_grad_inside_backward_with_create_graph(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            with torch.no_grad():
+                return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = torch.autograd.grad(Sq.apply(x).sum(), x, create_graph=True)
+    o("g", g)
+    o("g requires_grad", g.requires_grad)
+    o.raises("second order", lambda: torch.autograd.grad(g.sum(), x),
+             "element 0 of tensors does not require grad and does not have a grad_fn")
+
+
+@program
+def fx_anomaly_forward_traceback_warning(torch, o):
+    class Boom(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            raise RuntimeError("boom in backward")
+
+    x = torch.tensor([1.0], requires_grad=True)
+
+    def run():
+        with torch.autograd.detect_anomaly():
+            y = Boom.apply(x)
+            try:
+                y.sum().backward()
+            except RuntimeError as e:
+                return str(e)
+
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        msg = run()
+    o("message", msg)
+    o("categories", [w.category.__name__ for w in caught])
+    o("names the node", ["Error detected in BoomBackward" in str(w.message) for w in caught])
+
+
+@program
+def fx_multi_grad_hook_on_function_outputs(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Two.apply(x)
+    seen = []
+    torch.autograd.graph.register_multi_grad_hook((a, b), lambda grads: seen.append([g is None for g in grads]))
+    (a * 5).sum().backward()
+    o("seen", seen)
+    o("grad", x.grad)
+
+
+@program
+def fx_prehook_sees_none_with_materialize_false(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.set_materialize_grads(False)
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            o("backward sees", (g1 is None, g2 is None))
+            return g1 * 2 if g1 is not None else None
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Two.apply(x)
+    a.grad_fn.register_prehook(lambda gouts: o("prehook sees", tuple(g is None for g in gouts)))
+    a.grad_fn.register_hook(lambda gin, gout: o("posthook sees", (tuple(g is None for g in gin), tuple(g is None for g in gout))))
+    a.sum().backward()
+    o("grad", x.grad)
+
+
+@program
+def fx_grad_fn_metadata_and_name_of_nested_class(torch, o):
+    class Outer:
+        class Inner(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return g * 2
+
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Outer.Inner.apply(x)
+    o("name", y.grad_fn.name())
+    o("type", type(y.grad_fn).__name__)
+    y.grad_fn.metadata["tag"] = 5
+    o("metadata", y.grad_fn.metadata)
+    o("next", [(node_name(f), i) for f, i in y.grad_fn.next_functions])
+    o("needs_input_grad", y.grad_fn.needs_input_grad)
+
+
+@program
+def fx_autograd_grad_batched_errors_and_dict_inputs(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = torch.tensor([4.0, 5.0, 6.0], requires_grad=True)
+    o("dict inputs", torch.autograd.grad(Sq.apply(x).sum(), {"x": x}))
+    o("batched, unused input", torch.autograd.grad(Sq.apply(x), (x, w), torch.eye(3)[:2],
+                                                   is_grads_batched=True, allow_unused=True))
+    o("batched, materialized", torch.autograd.grad(Sq.apply(x), (x, w), torch.eye(3)[1:],
+                                                   is_grads_batched=True, materialize_grads=True))
+    o.raises("batched wrong shape", lambda: torch.autograd.grad(Sq.apply(x), x, torch.ones(2, 2),
+                                                               is_grads_batched=True),
+             "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch dimension")
+    o.raises("batched scalar implicit", lambda: torch.autograd.grad(Sq.apply(x).sum(), x,
+                                                                   is_grads_batched=True),
+             "Got in_dim=0 for some input, but that input is a Tensor of dimensionality 0")
+    y = Sq.apply(x)
+    o("batched retain", torch.autograd.grad(y, x, torch.eye(3), is_grads_batched=True, retain_graph=True))
+    o("again", torch.autograd.grad(y, x, torch.ones(1, 3), is_grads_batched=True))
+    o.raises("freed", lambda: torch.autograd.grad(y, x, torch.ones(1, 3), is_grads_batched=True),
+             "Trying to backward through the graph a second time")
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
