@@ -2404,6 +2404,161 @@ def fx_autograd_grad_batched_errors_and_dict_inputs(torch, o):
              "Trying to backward through the graph a second time")
 
 
+# ---- version-check messages, exactly -------------------------------------------------------------
+
+@program
+def fx_version_message_leaked_intermediate(torch, o):
+    leak = []
+
+    class Leaky(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            tmp = x * 2
+            leak.append(tmp)
+            ctx.save_for_backward(tmp)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (tmp,) = ctx.saved_tensors
+            return g * 3
+
+    x = torch.tensor([1.0, 2.0], dtype=torch.float64, requires_grad=True)
+    y = Leaky.apply(x)
+    leak[0].add_(1)
+    o.raises("intermediate", lambda: y.sum().backward(),
+             "one of the variables needed for gradient computation has been modified by an "
+             "inplace operation: [torch.DoubleTensor [2]] is at version 1; expected version 0 instead.")
+
+
+@program
+def fx_version_message_leaf_input(torch, o):
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3
+
+    x = torch.tensor(2.0, requires_grad=True)
+    y = Keep.apply(x)
+    with torch.no_grad():
+        x.add_(1)
+    o.raises("leaf", lambda: y.backward(),
+             "one of the variables needed for gradient computation has been modified by an "
+             "inplace operation: [torch.FloatTensor []] is at version 1; expected version 0 instead.")
+
+
+@program
+def fx_version_message_saved_output_second(torch, o):
+    class Two(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            a, b = x * 2, x * 3
+            ctx.save_for_backward(b)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            (b,) = ctx.saved_tensors
+            return ga * 2 + gb * 3
+
+    x = torch.tensor([[1.0, 2.0]], requires_grad=True)
+    a, b = Two.apply(x)
+    s = a.sum() + (b * 1).sum()
+    with torch.no_grad():
+        b.mul_(2)
+        b.mul_(2)
+    o.raises("second output", lambda: s.backward(),
+             "one of the variables needed for gradient computation has been modified by an "
+             "inplace operation: [torch.FloatTensor [1, 2]], which is output 1 of Two, "
+             "is at version 2; expected version 0 instead.")
+
+
+@program
+def fx_version_message_non_leaf_input(torch, o):
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * 3
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x.exp()
+    y = Keep.apply(h)
+    h.add_(1)
+    o.raises("non-leaf input", lambda: y.sum().backward(),
+             "[torch.FloatTensor [2]], which is output 0 of Add, is at version 1; "
+             "expected version 0 instead.")
+
+
+@program
+def fx_version_after_mark_dirty_saved_input(torch, o):
+    class Add_(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            x.add_(1)
+            ctx.mark_dirty(x)
+            ctx.save_for_backward(x)
+            return x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    v0 = h._version
+    y = Add_.apply(h)
+    o("version bump", h._version - v0)
+    o("y node", node_name(y.grad_fn))
+    y.sum().backward()
+    o("grad", x.grad)
+    h2 = x * 1
+    y2 = Add_.apply(h2)
+    y2.add_(1)
+    o.raises("after second inplace", lambda: y2.sum().backward(),
+             "which is output 0 of Add_, is at version 3; expected version 2 instead.")
+
+
+@program
+def fx_saved_tensor_hooks_with_version_change(torch, o):
+    def pack(t):
+        return t.clone()
+
+    def unpack(t):
+        return t
+
+    class Keep(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return g * x
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        y = Keep.apply(h)
+    h.add_(10)
+    y.sum().backward()
+    o("grad uses packed copy (no version check)", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
