@@ -2559,6 +2559,72 @@ def fx_saved_tensor_hooks_with_version_change(torch, o):
     o("grad uses packed copy (no version check)", x.grad)
 
 
+@program
+def fx_forward_ad_off_in_inference_mode(torch, o):
+    class Double(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def jvp(ctx, t):
+            return t * 2
+
+    fwAD = torch.autograd.forward_ad
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, -1.0]))
+        with torch.inference_mode():
+            y = Double.apply(d)
+            z = d * 3
+            o("Function tangent inside", fwAD.unpack_dual(y).tangent)
+            o("op tangent inside", fwAD.unpack_dual(z).tangent)
+            o("input tangent inside", fwAD.unpack_dual(d).tangent)
+            with torch.inference_mode(False):
+                o("inference_mode(False) inside", fwAD.unpack_dual(d * 3).tangent)
+        o("Function tangent after", fwAD.unpack_dual(y).tangent)
+        o("op tangent after", fwAD.unpack_dual(z).tangent)
+        o("Function after", fwAD.unpack_dual(Double.apply(d)).tangent)
+        with torch.no_grad():
+            o("no_grad keeps forward AD", fwAD.unpack_dual(Double.apply(d)).tangent)
+
+
+@program
+def fx_jvp_sees_no_tangents_and_saved_tensors(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    class Probe(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, y):
+            ctx.save_for_backward(x)
+            made = fwAD.make_dual(torch.ones(2), torch.ones(2))
+            o("make_dual in forward", fwAD.unpack_dual(made).tangent)
+            return x * y
+
+        @staticmethod
+        def backward(ctx, g):
+            o("saved in backward", ctx.saved_tensors)
+            return g, g
+
+        @staticmethod
+        def jvp(ctx, tx, ty):
+            o("saved in jvp (backward's are not)", ctx.saved_tensors)
+            o("tangent of a tangent", fwAD.unpack_dual(tx).tangent)
+            o("zero tangent for non-dual input", ty)
+            return tx * 3
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torch.tensor([1.0, 1.0]))
+        y = Probe.apply(d, torch.tensor([3.0, 3.0]))
+        o("tangent", fwAD.unpack_dual(y).tangent)
+    y.sum().backward()
+    o("x grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
