@@ -2625,6 +2625,158 @@ def fx_jvp_sees_no_tangents_and_saved_tensors(torch, o):
     o("x grad", x.grad)
 
 
+@program
+def fx_vmap_of_grad_uses_custom_backward_not_rule(torch, o):
+    class RoundSTE(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x.round()
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 100  # straight-through, scaled: not the derivative of round
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x.round(), in_dims[0]
+
+    x = torch.tensor([[0.4, 1.6], [2.2, -0.7]])
+    o("vmap(grad)", torch.func.vmap(torch.func.grad(lambda t: RoundSTE.apply(t).sum()))(x))
+    o("vmap(jacrev)", torch.func.vmap(torch.func.jacrev(RoundSTE.apply))(x))
+    o("grad(vmap): the rule's ops", torch.func.grad(lambda t: torch.func.vmap(RoundSTE.apply)(t).sum())(x))
+    o("vmap out", torch.func.vmap(RoundSTE.apply)(x))
+
+
+@program
+def fx_jacfwd_over_vmap_rule_without_jvp(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * x
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(inputs[0])
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x * x, in_dims[0]
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    o("jacrev", torch.func.jacrev(Sq.apply)(x))
+    o.raises("jacfwd", lambda: torch.func.jacfwd(Sq.apply)(x),
+             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD")
+    o.raises("func.jvp", lambda: torch.func.jvp(Sq.apply, (x,), (torch.ones(3),)),
+             "You must implement the jvp function for custom autograd.Function to use it with forward mode AD")
+
+
+@program
+def fx_errors_under_grad_name_generated_node(torch, o):
+    class BadShape(torch.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.sum()
+
+    class TooMany(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    x = torch.tensor([1.0, 2.0, 3.0])
+    o.raises("grad, wrong shape", lambda: torch.func.grad(lambda t: BadShape.apply(t).sum())(x),
+             "Function BadShapeGeneratedBackward returned an invalid gradient at index 0 - got [] "
+             "but expected shape compatible with [3]")
+    o.raises("vmap(grad), wrong shape",
+             lambda: torch.func.vmap(torch.func.grad(lambda t: BadShape.apply(t).sum()))(x.reshape(3, 1)),
+             "Function BadShapeGeneratedBackward returned an invalid gradient at index 0 - got [] "
+             "but expected shape compatible with [1]")
+    o.raises("jacrev, too many", lambda: torch.func.jacrev(TooMany.apply)(x),
+             "function TooManyGeneratedBackward returned an incorrect number of gradients (expected 1, got 2)")
+    o.raises("plain, too many", lambda: TooMany.apply(x.requires_grad_()).sum().backward(),
+             "function TooManyBackward returned an incorrect number of gradients (expected 1, got 2)")
+
+
+@program
+def fx_vmap_rule_bad_returns(torch, o):
+    class NotTuple(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return [x * 2, 0]
+
+    class ThreeReturns(NotTuple):
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return x * 2, 0, 0
+
+    class BadStructure(torch.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g, h):
+            return g
+
+        @staticmethod
+        def vmap(info, in_dims, x):
+            return (x * 2, x * 3), (0,)
+
+    x = torch.ones(2, 3)
+    o.raises("list", lambda: torch.func.vmap(NotTuple.apply)(x),
+             "Expected the vmap staticmethod to have two returns, an output and out_dims with "
+             "pytree structure compatible with the output. Got a <class 'list'> instead")
+    o.raises("three", lambda: torch.func.vmap(ThreeReturns.apply)(x),
+             "Got 3 returns instead")
+    o.raises("structure", lambda: torch.func.vmap(BadStructure.apply)(x),
+             "The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) "
+             "tuple. Expected out_dims=(0,) to be compatible with the structure of `output`.")
+    o.raises("structure inside", lambda: torch.func.vmap(lambda t: BadStructure.apply(t)[0])(x),
+             "The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) tuple.")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
