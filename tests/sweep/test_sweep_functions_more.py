@@ -2777,6 +2777,73 @@ def fx_vmap_rule_bad_returns(torch, o):
              "The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) tuple.")
 
 
+@program
+def fx_saved_tensors_hooks_pack_modifies_input_error(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def pack_in_place(t):
+        t.mul_(1)
+        return t
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 1
+
+    def run():
+        with torch.autograd.graph.saved_tensors_hooks(pack_in_place, lambda t: t):
+            Sq.apply(h)
+
+    o.raises("pack writes in place", run, "A saved tensor pack hook is modifying its input in place.")
+
+    def run_builtin():
+        with torch.autograd.graph.saved_tensors_hooks(pack_in_place, lambda t: t):
+            h * h
+
+    o.raises("built-in op", run_builtin, "A saved tensor pack hook is modifying its input in place.")
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t.clone().mul_(2), lambda t: t):
+        y = Sq.apply(x)
+    y.sum().backward()
+    o("a pack hook may modify its own copy", x.grad)
+
+
+@program
+def fx_saved_tensors_hooks_unpack_errors_and_nesting(torch, o):
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: 5):
+        y = Sq.apply(x)
+    o.raises("unpack returns int", lambda: y.sum().backward(),
+             "Output of saved tensor unpack_hook expected to be a Tensor but got result of type int")
+    log = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: log.append("outer pack") or t,
+                                                  lambda t: log.append("outer unpack") or t):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: log.append("inner pack") or t,
+                                                      lambda t: log.append("inner unpack") or t):
+            z = Sq.apply(x)
+        w = Sq.apply(z)
+    w.sum().backward()
+    o("log", log)
+    o("grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
