@@ -94,6 +94,73 @@ def _numerical_jacobians(func, inputs, positions, eps):
     return reference, jacobians
 
 
+_NONDET_MESSAGE = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output "
+    "multiple times gives different values, although analytical gradient matches numerical "
+    "gradient.The tolerance for nondeterminism was {tol}.\n\nNOTE: If your op relies on "
+    "non-deterministic operations, this failure might be expected: call gradcheck/gradgradcheck "
+    "with `nondet_tol=<tol>` as a keyword argument.")
+
+
+def _reentrant_jacobians(outputs, inputs, positions, nondet_tol):
+    """``_analytical_jacobians``, computed twice: PyTorch's reentrancy check (the same backward
+    must give the same values, within ``nondet_tol``)."""
+    first = _analytical_jacobians(outputs, inputs, positions)
+    second = _analytical_jacobians(outputs, inputs, positions)
+    for key, jacobian in first.items():
+        if jacobian.size and np.max(np.abs(jacobian - second[key])) > nondet_tol:
+            raise GradcheckError(_NONDET_MESSAGE.format(tol=nondet_tol))
+    return first
+
+
+_BATCHED_MESSAGE = (
+    "gradcheck or gradgradcheck failed while testing batched gradient computation (a backward "
+    "run with a batch of grad_outputs, ``autograd.grad(..., is_grads_batched=True)``, differs "
+    "from one backward per grad_output). To skip this check, call gradcheck/gradgradcheck "
+    "with `check_batched_grad=False` as a keyword argument.")
+
+
+def _check_batched_grad(inputs, positions, outputs):
+    """PyTorch's ``check_batched_grad``: for each differentiable output, two random
+    ``grad_outputs`` in one batched backward against two separate backwards."""
+    from .. import ops
+
+    diff_inputs = [inputs[i] for i in positions]
+    rng = np.random.default_rng(0)
+    for k, out in enumerate(outputs):
+        if not _differentiable(out):
+            continue
+
+        def vjp(v):
+            grads = _grad(out, diff_inputs, v, retain_graph=True, allow_unused=True)
+            return [ops.zeros_like(x) if g is None else g for g, x in zip(grads, diff_inputs)]
+
+        cotangents = [_wrap(rng.standard_normal(out._data.shape).astype(out._data.dtype))
+                      for _ in range(2)]
+        expected = [ops.stack(shards) for shards in zip(*(vjp(v) for v in cotangents))]
+        try:
+            batched = _grad(out, diff_inputs, ops.stack(cotangents), retain_graph=True,
+                            allow_unused=True, is_grads_batched=True)
+        except RuntimeError as error:
+            raise GradcheckError(
+                f"While computing batched gradients, got: {error}\n\n{_BATCHED_MESSAGE}"
+            ) from error
+        for i, (got, want) in enumerate(zip(batched, expected)):
+            got_data = np.zeros(want._data.shape) if got is None else got._data
+            if not np.allclose(got_data, want._data):
+                raise GradcheckError(
+                    f"For output {k} and input {i}:\n\n{_BATCHED_MESSAGE}\n\nGot:\n{got}"
+                    f"\n\nExpected:\n{want}")
+
+
+def _check_output_types(outputs):
+    """PyTorch reads ``requires_grad`` of every output: anything but a tensor fails there."""
+    for out in outputs:
+        if not isinstance(out, Tensor):
+            raise AttributeError(
+                f"'{type(out).__name__}' object has no attribute 'requires_grad'")
+
+
 def _analytical_jacobians(outputs, inputs, positions):
     """``{(k, i): J}`` for each differentiable output ``k``, one backward pass per element."""
     diff_inputs = [inputs[i] for i in positions]
@@ -291,15 +358,19 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         Finite-difference step and the ``allclose`` tolerances.
     raise_exception : bool
         Raise :class:`GradcheckError` on failure (default) or return False.
-
     check_undefined_grad : bool
         Also check that backward copes with undefined (``None``) output gradients.
+    nondet_tol : float
+        The backward runs twice; its two Jacobians may differ by this much (reentrancy).
+    check_batched_grad : bool
+        Also compare a backward with a batch of ``grad_outputs`` (``is_grads_batched``) with
+        one backward per ``grad_output``.
 
-    The remaining keywords exist for PyTorch compatibility: ``nondet_tol``,
-    ``check_grad_dtypes``, ``check_backward_ad``, ``fast_mode`` and ``masked`` are accepted
-    (the full Jacobian is always compared). ``check_forward_ad``
-    also compares the Jacobian that forward-mode AD gives (one tangent element at a time)
-    with the numerical one; the batched checks are not supported.
+    The remaining keywords exist for PyTorch compatibility: ``check_grad_dtypes``,
+    ``check_backward_ad``, ``fast_mode`` and ``masked`` are accepted (the full Jacobian is
+    always compared). ``check_forward_ad`` also compares the Jacobian that forward-mode AD
+    gives (one tangent element at a time) with the numerical one;
+    ``check_batched_forward_grad`` is not supported.
 
     Returns
     -------
@@ -322,12 +393,19 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     >>> torch.autograd.gradcheck(Twice.apply, (x,), raise_exception=False)
     False
     """
-    if check_batched_grad or check_batched_forward_grad:
+    if not (check_forward_ad or check_backward_ad):
+        raise AssertionError(
+            "Expected at least one of check_forward_ad or check_backward_ad to be True")
+    if check_batched_grad and not check_backward_ad:
+        raise AssertionError(
+            "Setting check_batched_grad=True requires check_backward_ad to be True")
+    if check_batched_forward_grad and not check_forward_ad:
+        raise AssertionError(
+            "Setting check_batched_forward_grad=True requires check_forward_ad to be True")
+    if check_batched_forward_grad:
         raise NotImplementedError(
-            "gradviz's gradcheck does not support check_batched_grad or "
-            "check_batched_forward_grad yet"
-        )
-    del nondet_tol, check_grad_dtypes, fast_mode, masked
+            "gradviz's gradcheck does not support check_batched_forward_grad yet")
+    del check_grad_dtypes, fast_mode, masked
     inputs = _as_tuple(inputs)
     positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
     if not any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
@@ -342,6 +420,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 "or complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex. ",
                 UserWarning, stacklevel=2)
+    with grad_mode.enable_grad():
+        _check_output_types(_outputs(func, inputs))
     if check_forward_ad:
         with grad_mode.enable_grad():
             reference, numerical = _numerical_jacobians(func, inputs, positions, eps)
@@ -356,10 +436,15 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     if not check_backward_ad:
         return True
 
-    with grad_mode.enable_grad():
-        outputs = _outputs(func, inputs)
-        analytical = _analytical_jacobians(outputs, inputs, positions)
-        _, numerical = _numerical_jacobians(func, inputs, positions, eps)
+    try:
+        with grad_mode.enable_grad():
+            outputs = _outputs(func, inputs)
+            analytical = _reentrant_jacobians(outputs, inputs, positions, nondet_tol)
+            _, numerical = _numerical_jacobians(func, inputs, positions, eps)
+    except GradcheckError:
+        if raise_exception:
+            raise
+        return False
 
     for (k, i), jacobian in numerical.items():
         out = outputs[k]
@@ -379,6 +464,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                                            "analytical"), raise_exception)
     try:
         with grad_mode.enable_grad():
+            if check_batched_grad:
+                _check_batched_grad(inputs, positions, outputs)
             _check_backward_multiplies_grad_output(func, inputs, positions)
             if check_undefined_grad:
                 _check_undefined_grad(func, inputs, positions)
@@ -408,9 +495,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> torch.autograd.gradgradcheck(lambda t: (t * t).sin(), (x,))
     True
     """
-    if check_fwd_over_rev or check_batched_grad:
-        raise NotImplementedError(
-            "gradviz's gradgradcheck does not support check_fwd_over_rev or check_batched_grad")
+    if check_fwd_over_rev:
+        raise NotImplementedError("gradviz's gradgradcheck does not support check_fwd_over_rev")
     del gen_non_contig_grad_outputs
     inputs = _as_tuple(inputs)
     positions = [i for i, x in enumerate(inputs) if _differentiable(x)]
@@ -439,7 +525,8 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
         return gradcheck(first_derivatives, inputs + tuple(grad_outputs), eps=eps, atol=atol,
                          rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
                          check_undefined_grad=check_undefined_grad,
-                         check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+                         check_grad_dtypes=check_grad_dtypes, check_batched_grad=check_batched_grad,
+                         fast_mode=fast_mode)
     except GradcheckError as error:
         raise GradcheckError(
             f"{error}\n(gradgradcheck: output j is the first derivative with respect to the "

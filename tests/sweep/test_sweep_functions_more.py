@@ -2844,6 +2844,49 @@ def fx_saved_tensors_hooks_unpack_errors_and_nesting(torch, o):
     o("grad", x.grad)
 
 
+@program
+def fx_gradcheck_reentrancy_and_flags(torch, o):
+    class Drifting(torch.autograd.Function):
+        calls = 0
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            Drifting.calls += 1
+            return g * (2 + 1e-3 * Drifting.calls)  # a different answer every time
+
+    class Sq(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    x = torch.tensor([0.5, -1.0], dtype=torch.float64, requires_grad=True)
+    o.raises("not reentrant", lambda: torch.autograd.gradcheck(Drifting.apply, (x,)),
+             "Backward is not reentrant, i.e., running backward with same input and grad_output "
+             "multiple times gives different values, although analytical gradient matches "
+             "numerical gradient.The tolerance for nondeterminism was 0.0.")
+    o("not reentrant, no raise", torch.autograd.gradcheck(Drifting.apply, (x,), raise_exception=False))
+    o("within nondet_tol", torch.autograd.gradcheck(Drifting.apply, (x,), nondet_tol=1.0, atol=0.1))
+    o("batched grad", torch.autograd.gradcheck(Sq.apply, (x,), check_batched_grad=True))
+    o("gradgradcheck batched", torch.autograd.gradgradcheck(Sq.apply, (x,), check_batched_grad=True))
+    o.raises("no mode", lambda: torch.autograd.gradcheck(Sq.apply, (x,), check_backward_ad=False),
+             "Expected at least one of check_forward_ad or check_backward_ad to be True")
+    o.raises("batched without backward", lambda: torch.autograd.gradcheck(
+        Sq.apply, (x,), check_backward_ad=False, check_forward_ad=True, check_batched_grad=True),
+        "Setting check_batched_grad=True requires check_backward_ad to be True")
+    o.raises("non-tensor output", lambda: torch.autograd.gradcheck(lambda t: (Sq.apply(t), 3), (x,)),
+             "'int' object has no attribute 'requires_grad'")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
