@@ -2887,6 +2887,48 @@ def fx_gradcheck_reentrancy_and_flags(torch, o):
              "'int' object has no attribute 'requires_grad'")
 
 
+@program
+def fx_forward_history_under_enable_grad_detached_when_not_recorded(torch, o):
+    class OwnGraph(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with torch.enable_grad():
+                y = x * 2
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 5
+
+    class OwnGraphTwo(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            with torch.enable_grad():
+                a = x * 2
+                b = x * 3
+            ctx.mark_non_differentiable(b)
+            return a, b
+
+        @staticmethod
+        def backward(ctx, ga, gb):
+            return ga * 5
+
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    y = OwnGraph.apply(x)
+    o("recorded: the custom node replaces the history", node_name(y.grad_fn))
+    y.sum().backward()
+    o("grad", x.grad)
+    with torch.no_grad():
+        z = OwnGraph.apply(x)
+    o("under no_grad", (node_name(z.grad_fn), z.requires_grad, z.is_leaf))
+    a, b = OwnGraphTwo.apply(x)
+    o("marked non-differentiable", (node_name(b.grad_fn), b.requires_grad))
+    o("the other", node_name(a.grad_fn))
+    with torch.no_grad():
+        a2, b2 = OwnGraphTwo.apply(x)
+    o("two under no_grad", (node_name(a2.grad_fn), node_name(b2.grad_fn)))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

@@ -22,7 +22,8 @@ After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMAN
   mode off, nothing requires grad) gets no ``grad_fn``, but its slot keeps metadata so
   ``backward`` receives zeros of its shape and dtype; if it is an input (dirty or not) that
   requires grad, it comes back as a detached alias (PyTorch's ``detach()``), and the input
-  keeps its history.
+  keeps its history; if it is not an input nor a view but has history of its own (forward
+  computed it under ``enable_grad``), it is detached in place (PyTorch's ``detach_()``).
 
 Note [Forward AD of custom Functions]
 -------------------------------------
@@ -303,6 +304,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             out = _wrap_unchanged_input(out, differentiable)  # SEMANTICS 7
         elif out._base is not None:
             out._view_kind = _engine.VIEW_CUSTOM_FUNCTION
+        elif not differentiable and _requires_grad(out):
+            out.detach_()  # history of its own, made in forward: PyTorch detaches it in place
         meta_dtype = out.dtype if declared is None else declared[nr]
         metas.append(_engine.InputMeta(out._data.shape, meta_dtype))
         output_dtypes.append(out.dtype)
