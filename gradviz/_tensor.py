@@ -232,6 +232,10 @@ class Tensor(_engine.TensorBase):
         return self._data.shape[0]
 
     # ---- autograd state -------------------------------------------------------------
+    def _is_view(self) -> bool:
+        """Whether this tensor is a view of another (its ``_base``), as ``torch.Tensor._is_view``."""
+        return self._base is not None
+
     @property
     def grad_fn(self):
         """The node that made this tensor (None for a leaf). Reading it for a view whose base

@@ -352,6 +352,12 @@ def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: c
         if raw._base is not None:  # a view made in forward cannot be modified in place
             raw._view_kind = VIEW_CUSTOM_FUNCTION
     if not executable:
+        if out is raw and raw._base is None and (raw._requires_grad or raw.grad_fn is not None):
+            # history made inside forward (under enable_grad) on an output no node records:
+            # detached in place, as PyTorch's detach_() (Note [Wrapping outputs])
+            raw.grad_fn = None
+            raw._requires_grad = False
+            raw._output_nr = 0
         node._to_save = None
         return out
     meta: InputMeta = _output_meta(out)  # shared with op nodes (never changed)

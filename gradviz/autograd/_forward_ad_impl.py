@@ -81,10 +81,27 @@ class _Level:
 
 
 _level = None  # the active _Level, or None
+_mode_enabled = True  # PyTorch's forward grad mode: off inside inference_mode
 
 
 def current_level():
     return _level
+
+
+def propagating():
+    """Whether tangents propagate now: a level is open and not suspended (inside a custom
+    Function's ``forward`` or ``jvp``, inside ``inference_mode``, or one of the rules here)."""
+    return _ext_ops._forward_ad is not None
+
+
+def set_mode_enabled(mode):
+    """Turn forward grad mode on or off (``inference_mode`` does, as in PyTorch: no tangent
+    propagates or is visible while it is off); returns the previous mode."""
+    global _mode_enabled
+    previous = _mode_enabled
+    _mode_enabled = bool(mode)
+    _ext_ops._forward_ad = propagate if _mode_enabled and _level is not None else None
+    return previous
 
 
 def enter_dual_level():
@@ -93,7 +110,8 @@ def enter_dual_level():
     if _level is not None:
         raise RuntimeError(NESTED_MESSAGE)
     _level = _Level(0)
-    _ext_ops._forward_ad = propagate  # Note [Forward AD hook] in gradviz_ext/_ops.py
+    if _mode_enabled:
+        _ext_ops._forward_ad = propagate  # Note [Forward AD hook] in gradviz_ext/_ops.py
     return _level.index
 
 

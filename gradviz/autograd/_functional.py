@@ -189,15 +189,20 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> torch.autograd.grad((x ** 2).sum(), x)
     (tensor([6.]),)
     """
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported by gradviz yet")
-    if allow_unused is None:
-        allow_unused = materialize_grads
     if materialize_grads and allow_unused is False:
         raise ValueError(
             "Expected allow_unused to be True or not passed when materialize_grads=True, "
             "but got: allow_unused=False."
         )
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if type(inputs) is dict:  # PyTorch answers a dict of gradients, keyed as the inputs
+        values = grad(outputs, tuple(inputs.values()), grad_outputs, retain_graph, create_graph,
+                      only_inputs, allow_unused, is_grads_batched, materialize_grads)
+        return dict(zip(inputs.keys(), values))
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     input_tuple = _as_tuple(inputs, "inputs")
     if not input_tuple:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
@@ -225,6 +230,79 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         elif not create_graph and value.requires_grad:
             value = _detach_keeping_tangent(value) if tangents_live else value.detach()
         results.append(value)
+    return tuple(results)
+
+
+# Note [Batched gradients]
+# ------------------------
+# ``grad(..., is_grads_batched=True)`` reads the first dimension of every ``grad_outputs``
+# tensor as a batch: PyTorch vmaps one backward over it; gradviz runs one backward per example
+# (keeping the graph for all but the last) and stacks each input's gradients. An input no
+# example reached stays None (or zeros of the input's shape with ``materialize_grads``, made
+# after the batch, as in PyTorch).
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    from .. import ops
+
+    output_tuple = _as_tuple(outputs, "outputs")
+    input_tuple = _as_tuple(inputs, "inputs")
+    if not input_tuple:
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    grads = (_as_tuple(grad_outputs, "grad_outputs") if grad_outputs is not None
+             else (None,) * len(output_tuple))
+    if len(grads) != len(output_tuple):
+        raise RuntimeError(
+            f"grad_outputs must have the same length as outputs: got {len(grads)} "
+            f"grad_outputs and {len(output_tuple)} outputs")
+    batch = None
+    for index, (out, g) in enumerate(zip(output_tuple, grads)):
+        if g is None:
+            if out.requires_grad and out.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if out.requires_grad and out.ndim == 0:  # PyTorch vmaps its implicit 0-dim ones
+                raise ValueError(
+                    "vmap(vjp, in_dims=0, ...)(<inputs>): Got in_dim=0 for some input, but that "
+                    "input is a Tensor of dimensionality 0 so expected in_dim to satisfy "
+                    "0 <= in_dim < 0.")
+            continue
+        if g.ndim == 0:
+            raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                             "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+        if tuple(g.shape[1:]) != tuple(out.shape):
+            grad_shape = g[0].shape[1:]  # sic: PyTorch reports the example's shape past dim 0
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each "
+                "grad_output as the batch dimension. The sizes of the remaining dimensions are "
+                "expected to match the shape of corresponding output, but a mismatch was "
+                f"detected: grad_output[{index}] has a shape of {grad_shape} and "
+                f"output[{index}] has a shape of {out.shape}. If you only want some tensors in "
+                "`grad_output` to be considered batched, consider using vmap.")
+        if batch is None:
+            batch = g.shape[0]
+        elif g.shape[0] != batch:
+            raise ValueError(
+                "vmap: Expected all tensors to have the same size in the mapped dimension, got "
+                f"sizes [{batch}, {g.shape[0]}] for the mapped dimension")
+    if batch is None:  # nothing batched: one ordinary backward
+        return grad(output_tuple, input_tuple, grads, retain_graph, create_graph,
+                    allow_unused=allow_unused, materialize_grads=materialize_grads)
+    if retain_graph is None:
+        retain_graph = create_graph
+    per_example = []
+    for b in range(batch):
+        example = tuple(None if g is None else g[b] for g in grads)
+        per_example.append(grad(output_tuple, input_tuple, example,
+                                retain_graph=retain_graph or b < batch - 1,
+                                create_graph=create_graph, allow_unused=allow_unused))
+    results = []
+    for position, tensor in enumerate(input_tuple):
+        column = [values[position] for values in per_example]
+        if column[0] is None:
+            results.append(ops.zeros_like(tensor, requires_grad=create_graph)
+                           if materialize_grads else None)
+        else:
+            results.append(ops.stack(column))
     return tuple(results)
 
 

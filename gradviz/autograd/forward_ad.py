@@ -115,7 +115,10 @@ def unpack_dual(tensor, *, level=None):
             f"_unpack_dual(): argument 'dual' (position 1) must be Tensor, not {type(tensor).__name__}")
     active = _impl.current_level()
     tangent = None
-    if active is not None and (level is None or level == active.index):
+    # a custom Function's forward and jvp run with forward AD off: no tangent is visible there
+    # (PyTorch's forward grad mode), though make_dual still records one
+    if (active is not None and _impl.propagating()
+            and (level is None or level == active.index)):
         tangent = _impl.tangent_of(tensor)
     return UnpackedDualTensor(_alias(tensor), tangent)
 

@@ -85,11 +85,18 @@ class inference_mode(_GradModeContext):
         self._enabled = bool(mode)
 
     def __enter__(self):
+        from . import _forward_ad_impl  # imports tensors: not at gradviz's import time
+
         self._previous_inference = _engine.set_inference_mode_flag(self._enabled)
+        # inference mode turns forward AD off too (PyTorch's forward grad mode)
+        self._previous_forward = _forward_ad_impl.set_mode_enabled(not self._enabled)
         super().__enter__()
 
     def __exit__(self, *exc):
+        from . import _forward_ad_impl
+
         _engine.set_inference_mode_flag(self._previous_inference)
+        _forward_ad_impl.set_mode_enabled(self._previous_forward)
         return super().__exit__(*exc)
 
     def __call__(self, fn):

@@ -102,14 +102,24 @@ def _reentrant_jacobians(outputs, inputs, positions, nondet_tol):
     second = _analytical_jacobians(outputs, inputs, positions)
     for key, jacobian in first.items():
         if not np.all(np.abs(jacobian - second[key]) <= nondet_tol):
-            raise GradcheckError(
-                "Backward is not reentrant, i.e., running backward with same input and "
-                "grad_output multiple times gives different values, although analytical "
-                f"gradient matches numerical gradient.The tolerance for nondeterminism was "
-                f"{nondet_tol}. (Output {key[0]}, input {key[1]}: the two runs differ by up to "
-                f"{np.max(np.abs(jacobian - second[key])):.3g}; if the backward is "
-                "nondeterministic on purpose, pass nondet_tol=<tolerance>.)")
+            raise GradcheckError(_NONDET_MESSAGE.format(tol=nondet_tol))
     return first
+
+
+_NONDET_MESSAGE = (
+    "Backward is not reentrant, i.e., running backward with same input and grad_output "
+    "multiple times gives different values, although analytical gradient matches numerical "
+    "gradient.The tolerance for nondeterminism was {tol}.\n\nNOTE: If your op relies on "
+    "non-deterministic operations, this failure might be expected: call gradcheck/gradgradcheck "
+    "with `nondet_tol=<tol>` as a keyword argument.")
+
+
+def _check_output_types(outputs):
+    """PyTorch reads ``requires_grad`` of every output: anything but a tensor fails there."""
+    for out in outputs:
+        if not isinstance(out, Tensor):
+            raise AttributeError(
+                f"'{type(out).__name__}' object has no attribute 'requires_grad'")
 
 
 def _analytical_jacobians(outputs, inputs, positions):
@@ -409,10 +419,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         Finite-difference step and the ``allclose`` tolerances.
     raise_exception : bool
         Raise :class:`GradcheckError` on failure (default) or return False.
-
     check_undefined_grad : bool
         Also check that backward copes with undefined (``None``) output gradients.
-
     nondet_tol : float
         Backward runs twice per Jacobian row; the two results may differ by this much
         (torch's "Backward is not reentrant" check).
@@ -486,6 +494,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
                 "or complex. This check will likely fail if all the inputs are not of double "
                 "precision floating point or complex. ",
                 UserWarning, stacklevel=2)
+    with grad_mode.enable_grad():
+        _check_output_types(_outputs(func, inputs))
     if check_forward_ad:
         with grad_mode.enable_grad():
             reference, numerical = _numerical_jacobians(func, inputs, positions, eps)

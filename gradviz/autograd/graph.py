@@ -63,7 +63,7 @@ class saved_tensors_hooks:
         global _open_blocks
         if _disabled_message is not None:
             raise RuntimeError(_disabled_message)
-        _engine.push_saved_tensors_hooks(self.pack_hook, self.unpack_hook)
+        _engine.push_saved_tensors_hooks(_checked_pack(self.pack_hook), self.unpack_hook)
         _open_blocks += 1
         return self
 
@@ -72,6 +72,28 @@ class saved_tensors_hooks:
         _engine.pop_saved_tensors_hooks()
         _open_blocks -= 1
         return False
+
+
+_PACK_IN_PLACE_MESSAGE = (
+    "A saved tensor pack hook is modifying its input in place. Tensors provided as input to "
+    "pack hook cannot be modified by in-place operations as this can lead to unexpected "
+    "side-effects. Please open an issue if you need to perform in-place operations on the "
+    "input to a pack hook.")
+
+
+def _checked_pack(pack_hook):
+    """``pack_hook``, raising PyTorch's error when it writes its input in place (the tensor's
+    version changes during the call). Named as the hook, for recorded events."""
+    def pack(tensor):
+        counter = tensor._version_counter
+        before = counter.value
+        packed = pack_hook(tensor)
+        if counter.value != before:
+            raise RuntimeError(_PACK_IN_PLACE_MESSAGE)
+        return packed
+
+    pack.__qualname__ = pack.__name__ = _engine._hook_name(pack_hook)
+    return pack
 
 
 class save_on_cpu(saved_tensors_hooks):

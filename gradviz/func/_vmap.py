@@ -36,6 +36,14 @@ __all__ = ["vmap", "VmapInfo", "apply_function"]
 VmapInfo = namedtuple("VmapInfo", ["batch_size", "randomness"])
 VmapInfo.__doc__ = "What a custom Function's ``vmap`` rule receives as ``info``."
 
+
+class _LoopInfo(VmapInfo):
+    """The transform-stack entry of one running ``vmap`` loop: its ``VmapInfo`` and the
+    batched arguments it slices (``batched``), which a Function with ``generate_vmap_rule``
+    must not mark dirty (Note [Dirty batched inputs])."""
+
+    batched = ()
+
 _RANDOMNESS = ("error", "different", "same")
 _RANDOM_ERROR = (
     "vmap: called random operation while in randomness error mode. Please either use the "
@@ -160,7 +168,9 @@ def _vmap_call(func, in_dims, out_dims, randomness, args, kwargs):
     flat_dims = _flat_in_dims(func, in_dims, args)
     flat_args, args_spec = _pytree.tree_flatten(tuple(args))
     batch_size, flat_dims = _batch_size(func, in_dims, flat_args, flat_dims)
-    info = VmapInfo(batch_size, randomness)
+    info = _LoopInfo(batch_size, randomness)
+    info.batched = tuple(arg for arg, dim in zip(flat_args, flat_dims)
+                         if dim is not None and isinstance(arg, Tensor))
 
     function_cls = _function_class(func)
     if function_cls is not None and not kwargs:
@@ -275,11 +285,14 @@ def _call_rule(cls, info, arg_dims, args, func, out_dims):
     output, rule_dims = result
     flat_out, out_spec = _pytree.tree_flatten(output)
     flat_rule = _pytree.broadcast_prefix(rule_dims, output)
+    if flat_rule is None:
+        raise _incompatible_out_dims(rule_dims, out_spec)
     flat_target = _pytree.broadcast_prefix(out_dims, output)
-    if flat_rule is None or flat_target is None:
+    if flat_target is None:
         raise ValueError(
-            f"The vmap staticmethod of {cls.__name__} returned out_dims {rule_dims} that do not "
-            f"match the structure of its output {out_spec}.")
+            f"vmap({_name(func)}, ..., out_dims={out_dims})(<inputs>): out_dims is not "
+            f"compatible with the structure of `outputs`. out_dims has structure "
+            f"{_pytree.tree_flatten(out_dims)[1]} but outputs has structure {out_spec}.")
     moved = []
     for value, have, want in zip(flat_out, flat_rule, flat_target):
         if want is None or not isinstance(value, Tensor):
@@ -295,11 +308,31 @@ def _call_rule(cls, info, arg_dims, args, func, out_dims):
 
 def _rule_output(cls, info, arg_dims, args):
     result = cls.vmap(info, tuple(arg_dims), *args)
-    if not isinstance(result, tuple) or len(result) != 2:
-        raise RuntimeError(
-            f"The vmap staticmethod of {cls.__name__} must return a tuple of (output, out_dims), "
-            f"got {type(result).__name__}.")
+    base = ("Expected the vmap staticmethod to have two returns, an output and out_dims with "
+            "pytree structure compatible with the output. ")
+    if not isinstance(result, tuple):
+        raise RuntimeError(base + f"Got a {type(result)} instead")
+    if len(result) != 2:
+        raise RuntimeError(base + f"Got {len(result)} returns instead")
     return result
+
+
+def _incompatible_out_dims(rule_dims, out_spec):
+    return RuntimeError(
+        "The autograd.Function's vmap staticmethod returned an incompatible (output, out_dims) "
+        f"tuple. Expected out_dims={rule_dims} to be compatible with the structure of `output`. "
+        f"out_dims has structure {_pytree.tree_flatten(rule_dims)[1]} but output has structure "
+        f"{out_spec}. " + _DOCS)
+
+
+# Note [Dirty batched inputs]
+# ---------------------------
+# torch's generated vmap rule runs the Function's ``setup_context`` on batched wrappers of its
+# inputs and outputs, so ``ctx.mark_dirty`` of a batched input names a tensor the Function
+# never returns: "Some elements marked as dirty ... were not returned as output". An input not
+# batched by the vmap reaches ``setup_context`` as itself and may be dirty. The loop here sees
+# per-example slices instead of wrappers; ``_wrap_outputs`` raises torch's error for a dirty
+# tensor that shares memory with one of the batched arguments (``_LoopInfo.batched``).
 
 
 def _movedim(tensor, source, destination):
@@ -313,32 +346,70 @@ def _movedim(tensor, source, destination):
     return ops.permute(tensor, *order)
 
 
+# Note [Functions under grad transforms]
+# -------------------------------------
+# As in torch.func, the innermost transform decides. Under ``grad``/``vjp``/``jacrev``/``jvp``
+# the call records one node of ``<Fn>Generated`` (torch's generated single-level Function, so
+# its node is ``<Fn>GeneratedBackward``), whose ``setup_context``, ``backward`` and ``jvp`` are
+# the Function's own, and whose forward is the Function at the transforms below: under an
+# outer ``vmap`` that is its vmap rule, so ``vmap(grad(f))`` differentiates with the user's
+# ``backward``, never through the rule's ops. Under ``vmap`` (innermost) the rule runs, or, with
+# ``generate_vmap_rule``, the Function per example as ``Vmapped<Fn>`` (torch's vmapped
+# Function).
+
+_generated_classes = {}
+
+
+def _derived(cls, name, forward):
+    key = (cls, name)
+    derived = _generated_classes.get(key)
+    if derived is None:
+        attrs = {"__module__": cls.__module__}
+        if forward is not None:
+            attrs["forward"] = staticmethod(forward)
+        derived = type(name, (cls,), attrs)
+        _generated_classes[key] = derived
+    return derived
+
+
+def _generated(cls):
+    """``<Fn>Generated``: ``cls`` with its forward run at the transforms below this one."""
+    def forward(*args):
+        stack = _transform_state.stack
+        top = stack.pop()
+        try:
+            if stack:
+                return apply_function(cls, args, {})
+            return cls.forward(*args)
+        finally:
+            stack.append(top)
+
+    return _derived(cls, cls.__name__ + "Generated", forward)
+
+
 def apply_function(cls, args, kwargs):
-    """``Fn.apply`` while a ``gradviz.func`` transform runs (``Function.apply`` calls this)."""
-    from ..autograd.function._function import _apply
+    """``Fn.apply`` while a ``gradviz.func`` transform runs (``Function.apply`` calls this;
+    Note [Functions under grad transforms])."""
+    from ..autograd.function._function import _apply, _bind_arguments
 
     stack = _transform_state.stack
     _check_setup_context(cls)
-    vmap_levels = [i for i, entry in enumerate(stack) if isinstance(entry, VmapInfo)]
-    if not vmap_levels:
-        saved = stack[:]
-        del stack[:]
-        try:
-            return _apply(cls, args, kwargs)[1]
-        finally:
-            stack[:] = saved
+    if kwargs:
+        args = _bind_arguments(cls.forward, args, kwargs, skip_ctx=False)
+        kwargs = {}
+    if not isinstance(stack[-1], VmapInfo):
+        return _apply(_generated(cls), args, kwargs)[1]
     _check_vmap_support(cls)
-    level = vmap_levels[-1]
+    level = len(stack) - 1
     info = stack[level]
     saved = stack[level:]
     del stack[level:]  # the rule (and the Function inside it) runs below this vmap level
     try:
         if cls.generate_vmap_rule:
-            return cls.apply(*args, **kwargs)
-        from ..autograd.function._function import _bind_arguments
-
-        if kwargs:
-            args = _bind_arguments(cls.forward, args, kwargs, skip_ctx=False)
+            batched = getattr(info, "batched", ())
+            name = "Vmapped" + cls.__name__ + ("Generated" if stack else "")
+            return _apply(_derived(cls, name, None), args, kwargs,
+                          prepare=lambda ctx: setattr(ctx, "_vmap_batched", batched))[1]
         one = VmapInfo(1, info.randomness)
         batched = tuple(ops.unsqueeze(a, 0) if isinstance(a, Tensor) else a for a in args)
         dims = tuple(0 if isinstance(a, Tensor) else None for a in args)
@@ -346,9 +417,7 @@ def apply_function(cls, args, kwargs):
         flat_out, out_spec = _pytree.tree_flatten(output)
         flat_rule = _pytree.broadcast_prefix(rule_dims, output)
         if flat_rule is None:
-            raise ValueError(
-                f"The vmap staticmethod of {cls.__name__} returned out_dims {rule_dims} that do "
-                f"not match the structure of its output {out_spec}.")
+            raise _incompatible_out_dims(rule_dims, out_spec)
         example = [value if dim is None or not isinstance(value, Tensor)
                    else ops.select(value, dim, 0) for value, dim in zip(flat_out, flat_rule)]
         return _pytree.tree_unflatten(example, out_spec)

@@ -22,7 +22,8 @@ After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMAN
   mode off, nothing requires grad) gets no ``grad_fn``, but its slot keeps metadata so
   ``backward`` receives zeros of its shape and dtype; if it is an input (dirty or not) that
   requires grad, it comes back as a detached alias (PyTorch's ``detach()``), and the input
-  keeps its history.
+  keeps its history; if it is not an input nor a view but has history of its own (forward
+  computed it under ``enable_grad``), it is detached in place (PyTorch's ``detach_()``).
 
 Note [Forward AD of custom Functions]
 -------------------------------------
@@ -37,6 +38,8 @@ from __future__ import annotations
 
 import inspect
 import warnings
+
+import numpy as np
 
 from gradviz_ext import engine as _engine
 from gradviz_ext import function as _ext_function
@@ -270,6 +273,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     raw = outputs if is_tuple else (outputs,)
     input_ids = {id(a) for a in args if isinstance(a, Tensor)}
     dirty = ctx._dirty_tensors
+    if dirty and _dirties_batched_input(ctx, dirty):
+        raise RuntimeError(_DIRTY_NOT_RETURNED_MESSAGE)
     _check_dirty(dirty, raw, input_ids, is_executable)
     non_diff = _non_differentiable_ids(ctx._non_differentiable)
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
@@ -299,6 +304,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             out = _wrap_unchanged_input(out, differentiable)  # SEMANTICS 7
         elif out._base is not None:
             out._view_kind = _engine.VIEW_CUSTOM_FUNCTION
+        elif not differentiable and _requires_grad(out):
+            out.detach_()  # history of its own, made in forward: PyTorch detaches it in place
         meta_dtype = out.dtype if declared is None else declared[nr]
         metas.append(_engine.InputMeta(out._data.shape, meta_dtype))
         output_dtypes.append(out.dtype)
@@ -321,6 +328,14 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         ctx._to_save = None
     result = tuple(wrapped)
     return result if is_tuple else result[0]
+
+
+def _dirties_batched_input(ctx, dirty):
+    """Under ``vmap`` with ``generate_vmap_rule``: a dirty tensor is (a slice of) a batched
+    argument (Note [Dirty batched inputs] in gradviz/func/_vmap.py)."""
+    batched = getattr(ctx, "_vmap_batched", ())
+    return any(isinstance(d, Tensor) and np.shares_memory(d._data, b._data)
+               for d in dirty for b in batched)
 
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
