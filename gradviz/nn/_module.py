@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from gradviz_ext import engine as _engine
 from gradviz_ext._hooks import HookList, RemovableHandle
@@ -116,7 +117,17 @@ def _typename(obj) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find and did not expect."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 class Module:
@@ -145,6 +156,7 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -260,27 +272,57 @@ class Module:
             # assignment), "buffer", "module"
             raise AttributeError(f"cannot assign {what} before Module.__init__() call")
 
+    def _check_name(self, kind: str, name, store) -> None:
+        """torch's checks of a new parameter/buffer/module name (``kind``)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if kind == "module":
+            if hasattr(self, name) and name not in store:
+                raise KeyError(f"attribute '{name}' already exists")
+            if "." in name:
+                raise KeyError(f'module name can\'t contain ".", got: {name}')
+            if name == "":
+                raise KeyError('module name can\'t be empty string ""')
+            return
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in store:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param) -> None:
         self._check_init("parameter")
+        self._check_name("parameter", name, self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(gradviz.nn.Parameter or None required)")
-        self.__dict__.pop(name, None)
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                "the value in the forward() method.")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Register ``tensor`` as a buffer: moved by ``to()``, listed by ``buffers()``, and
+        saved in ``state_dict`` unless ``persistent=False``."""
         self._check_init("buffer")
+        self._check_name("buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(gradviz Tensor or None required)")
-        self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module) -> None:
         self._check_init("module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        self._check_name("module", name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -289,8 +331,10 @@ class Module:
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init()
+            self.__dict__.pop(name, None)
             for store in (self._buffers, self._modules):
                 store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -299,8 +343,10 @@ class Module:
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             self._check_init("module")
+            self.__dict__.pop(name, None)
             for store in (self._parameters, self._buffers):
                 store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
             self.add_module(name, value)
         elif "_modules" in self.__dict__ and name in self._modules:
             if value is not None:
@@ -328,8 +374,48 @@ class Module:
             values = self.__dict__.get(store)
             if values is not None and name in values:
                 del values[name]
+                if store == "_buffers":
+                    self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def get_submodule(self, target: str):
+        """The submodule at the dotted path ``target`` (``""`` is this module)."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str):
+        """The parameter at the dotted path ``target``."""
+        module_path, _, param_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, param_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        param = getattr(mod, param_name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target``."""
+        module_path, _, buffer_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, buffer_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        buffer = getattr(mod, buffer_name)
+        if buffer_name not in mod._buffers:
+            raise AttributeError("`" + buffer_name + "` is not a buffer")
+        return buffer
 
     # ---- traversal -------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
@@ -474,11 +560,16 @@ class Module:
         """Parameters and buffers by dotted name (detached unless ``keep_vars``)."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            metadata[prefix[:-1]] = {"version": getattr(self, "_version", 1)}
         for name, value in self._parameters.items():
             if value is not None:
                 destination[prefix + name] = value if keep_vars else value.detach()
+        non_persistent = self.__dict__.get("_non_persistent_buffers_set", ())
         for name, value in self._buffers.items():
-            if value is not None:
+            if value is not None and name not in non_persistent:
                 destination[prefix + name] = value if keep_vars else value.detach()
         for name, module in self._modules.items():
             if module is not None:
@@ -488,17 +579,19 @@ class Module:
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
         """Copy values into the parameters and buffers (in place, under no_grad)."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
-        if strict:
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if strict:  # torch's order: missing keys, unexpected keys, then the size mismatches
             if missing:
                 errors.append("Missing key(s) in state_dict: "
                               + ", ".join(f'"{k}"' for k in missing) + ". ")
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
         for key, target in own.items():
             if key not in state_dict:
                 continue
