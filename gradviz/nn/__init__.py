@@ -30,7 +30,7 @@ from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
 from ._upsampling import (Bilinear, PixelShuffle, PixelUnshuffle, PReLU, Upsample,
                           UpsamplingBilinear2d, UpsamplingNearest2d)
 
-__all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter", "Module", "Identity",
+__all__ = ["functional", "init", "utils", "modules", "Parameter", "UninitializedParameter", "Module", "Identity",
            "Linear", "LazyLinear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
@@ -50,3 +50,6 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
            "GLU", "Threshold", "Hardshrink", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "Unfold", "Fold"]
+
+from . import modules  # noqa: E402 - it re-exports the classes above
+

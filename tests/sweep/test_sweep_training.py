@@ -380,6 +380,308 @@ def tr_deepcopy_training_with_ema(torch, o):
     o("model", list(model.parameters()))
 
 
+
+# ---- module hooks -----------------------------------------------------------------------------
+
+@program
+def tr_forward_hooks_feature_extraction(torch, o):
+    nn = torch.nn
+    net = _net(torch).eval()
+    activations = {}
+
+    def save(name):
+        def hook(module, inputs, output):
+            activations[name] = output.detach()
+        return hook
+
+    handles = [m.register_forward_hook(save(n)) for n, m in net.named_modules()
+               if isinstance(m, nn.Linear)]
+    net(torch.tensor(X_DATA))
+    o("captured", sorted(activations))
+    o("values", [activations[k] for k in sorted(activations)])
+    for h in handles:
+        h.remove()
+    activations.clear()
+    net(torch.tensor(X_DATA))
+    o("after remove", len(activations))
+
+    calls = []
+
+    def pre(module, args):
+        calls.append(("pre", type(args).__name__, len(args)))
+        return (args[0] * 2,)
+
+    def pre_kwargs(module, args, kwargs):
+        calls.append(("pre_kwargs", sorted(kwargs)))
+        return args, kwargs
+
+    def post_kwargs(module, args, kwargs, output):
+        calls.append(("post_kwargs", sorted(kwargs)))
+        return output + 1
+
+    lin = _fill(torch, nn.Linear(3, 2))
+    h1 = lin.register_forward_pre_hook(pre)
+    h2 = lin.register_forward_pre_hook(pre_kwargs, with_kwargs=True)
+    h3 = lin.register_forward_hook(post_kwargs, with_kwargs=True)
+    h4 = lin.register_forward_hook(lambda m, a, out: calls.append("first") or None, prepend=True)
+    o("out", lin(torch.tensor(X_DATA)))
+    o("calls", calls)
+    o("handle id", type(h1.id).__name__)
+    for h in (h1, h2, h3, h4):
+        h.remove()
+    o("plain", lin(torch.tensor(X_DATA)))
+
+    def failing(x):
+        raise ValueError("boom")
+
+    seen = []
+    bad = nn.Module()
+    bad.forward = failing
+    bad.register_forward_hook(lambda m, a, out: seen.append("always"), always_call=True)
+    bad.register_forward_hook(lambda m, a, out: seen.append("normal"))
+    o.raises("forward raises", lambda: bad(torch.ones(1)), "boom")
+    o("always_call ran", seen)
+
+
+@program
+def tr_full_backward_hooks_order_and_replacement(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    events = []
+
+    def bhook(name):
+        def hook(module, grad_input, grad_output):
+            events.append((name, type(grad_input).__name__, len(grad_input), len(grad_output)))
+            o(f"{name} grad_output", list(grad_output))
+            o(f"{name} grad_input", [None if g is None else g for g in grad_input])
+        return hook
+
+    def pre_hook(module, grad_output):
+        events.append(("pre", len(grad_output)))
+        return (grad_output[0] * 0.5,)
+
+    h0 = model[0].register_full_backward_hook(bhook("lin0"))
+    h2 = model[2].register_full_backward_hook(bhook("lin2"))
+    hp = model[2].register_full_backward_pre_hook(pre_hook)
+    x = torch.tensor(X_DATA, requires_grad=True)
+    out = model(x)
+    out.register_hook(lambda g: events.append("tensor hook") or None)
+    out.sum().backward()
+    o("events", events)
+    o("x grad", x.grad)
+    o("w grads", [p.grad for p in model.parameters()])
+    for h in (h0, h2, hp):
+        h.remove()
+
+    def double_input(module, grad_input, grad_output):
+        return tuple(None if g is None else g * 2 for g in grad_input)
+
+    model.zero_grad()
+    h = model[1].register_full_backward_hook(double_input)
+    x2 = torch.tensor(X_DATA, requires_grad=True)
+    model(x2).pow(2).sum().backward()
+    o("replaced x grad", x2.grad)
+    o("replaced w grads", [p.grad for p in model.parameters()])
+    h.remove()
+
+    def wrong_len(module, grad_input, grad_output):
+        return (grad_input[0], grad_input[0])
+
+    model[1].register_full_backward_hook(wrong_len)
+    x3 = torch.tensor(X_DATA, requires_grad=True)
+    y3 = model(x3).sum()
+    o.raises("wrong number", lambda: y3.backward(), "got 2, but expected 1")
+
+
+@program
+def tr_global_module_hooks(torch, o):
+    nn = torch.nn
+    seen = []
+    h = nn.modules.module.register_module_forward_hook(
+        lambda m, a, out: seen.append(type(m).__name__))
+    hp = nn.modules.module.register_module_forward_pre_hook(
+        lambda m, a: seen.append("pre " + type(m).__name__))
+    try:
+        make_mlp(torch)(torch.tensor(X_DATA))
+    finally:
+        h.remove()
+        hp.remove()
+    o("seen", seen)
+    make_mlp(torch)(torch.tensor(X_DATA))
+    o("after remove", len(seen))
+
+
+# ---- optimisers -------------------------------------------------------------------------------
+
+def _train(torch, opt_factory, steps=8, loss="mse"):
+    model = make_mlp(torch, "Tanh")
+    opt = opt_factory(model.parameters())
+    x = torch.tensor(X_DATA)
+    losses = []
+    for _ in range(steps):
+        opt.zero_grad()
+        out = model(x)
+        if loss == "mse":
+            value = torch.nn.functional.mse_loss(out, torch.tensor(Y_REG))
+        else:
+            value = torch.nn.functional.cross_entropy(out, torch.tensor(Y_CLS))
+        value.backward()
+        opt.step()
+        losses.append(value.item())
+    return model, opt, losses
+
+
+@program(1e-5, atol=1e-6)
+def tr_sgd_variants(torch, o):
+    SGD = torch.optim.SGD
+    for name, kw in [("plain", {}), ("momentum", {"momentum": 0.9}),
+                     ("dampening", {"momentum": 0.9, "dampening": 0.5}),
+                     ("nesterov", {"momentum": 0.8, "nesterov": True, "weight_decay": 1e-2}),
+                     ("maximize", {"momentum": 0.5, "maximize": True}),
+                     ("wd", {"weight_decay": 0.1})]:
+        model, opt, losses = _train(torch, lambda p: SGD(p, lr=0.05, **kw))
+        o(f"{name} losses", losses)
+        o(f"{name} params", list(model.parameters()))
+        o(f"{name} state", [sorted(s.keys()) for s in opt.state.values()])
+    o.raises("nesterov without momentum", lambda: SGD([torch.zeros(1, requires_grad=True)], lr=0.1, nesterov=True),
+             "Nesterov momentum requires a momentum and zero dampening")
+    o.raises("negative lr", lambda: SGD([torch.zeros(1, requires_grad=True)], lr=-0.1), "Invalid learning rate: -0.1")
+    o.raises("negative momentum", lambda: SGD([torch.zeros(1, requires_grad=True)], lr=0.1, momentum=-1),
+             "Invalid momentum value: -1")
+    o.raises("negative wd", lambda: SGD([torch.zeros(1, requires_grad=True)], lr=0.1, weight_decay=-1),
+             "Invalid weight_decay value: -1")
+    o.raises("empty", lambda: SGD([], lr=0.1), "optimizer got an empty parameter list")
+    o.raises("tensor not iterable", lambda: SGD(torch.zeros(2, requires_grad=True), lr=0.1),
+             "params argument given to the optimizer should be an iterable of Tensors or dicts")
+
+
+@program(1e-5, atol=1e-6)
+def tr_adaptive_optimizers(torch, o):
+    optim = torch.optim
+    cases = [
+        ("adam", lambda p: optim.Adam(p, lr=0.01)),
+        ("adam amsgrad wd", lambda p: optim.Adam(p, lr=0.01, amsgrad=True, weight_decay=0.1)),
+        ("adam maximize", lambda p: optim.Adam(p, lr=0.01, maximize=True, betas=(0.8, 0.9))),
+        ("adamw", lambda p: optim.AdamW(p, lr=0.01)),
+        ("adamw amsgrad", lambda p: optim.AdamW(p, lr=0.01, weight_decay=0.5, amsgrad=True)),
+        ("rmsprop", lambda p: optim.RMSprop(p, lr=0.01)),
+        ("rmsprop centered momentum", lambda p: optim.RMSprop(p, lr=0.01, centered=True, momentum=0.9,
+                                                              weight_decay=0.01)),
+        ("adagrad", lambda p: optim.Adagrad(p, lr=0.1, lr_decay=0.01, weight_decay=0.01,
+                                            initial_accumulator_value=0.1)),
+        ("adadelta", lambda p: optim.Adadelta(p, lr=1.0, rho=0.8, weight_decay=0.01)),
+        ("adamax", lambda p: optim.Adamax(p, lr=0.02, weight_decay=0.01)),
+        ("nadam", lambda p: optim.NAdam(p, lr=0.01, momentum_decay=0.004)),
+        ("nadam decoupled", lambda p: optim.NAdam(p, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+        ("radam", lambda p: optim.RAdam(p, lr=0.01)),
+        ("radam decoupled", lambda p: optim.RAdam(p, lr=0.01, weight_decay=0.1, decoupled_weight_decay=True)),
+    ]
+    for name, factory in cases:
+        model, opt, losses = _train(torch, factory, steps=10, loss="ce")
+        o(f"{name} losses", losses)
+        o(f"{name} params", list(model.parameters()))
+        first = opt.state[next(iter(model.parameters()))]
+        o(f"{name} state keys", sorted(first.keys()))
+        o(f"{name} state", [first[k] for k in sorted(first.keys())])
+        o(f"{name} defaults", sorted(opt.defaults.keys()))
+
+
+@program
+def tr_optimizer_param_groups_and_lr_edits(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    opt = torch.optim.SGD([
+        {"params": model[0].parameters()},
+        {"params": model[2].parameters(), "lr": 1e-3, "momentum": 0.5},
+    ], lr=0.1, momentum=0.9)
+    o("groups", len(opt.param_groups))
+    o("group keys", [sorted(g.keys()) for g in opt.param_groups])
+    o("lrs", [g["lr"] for g in opt.param_groups])
+    o("momenta", [g["momentum"] for g in opt.param_groups])
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    for step in range(4):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        if step == 1:
+            for g in opt.param_groups:
+                g["lr"] *= 0.1
+    o("params", list(model.parameters()))
+    extra = nn.Parameter(torch.tensor([1.0, 2.0]))
+    opt.add_param_group({"params": extra, "lr": 0.5})
+    o("after add", [(g["lr"], g["momentum"], len(g["params"])) for g in opt.param_groups])
+    o.raises("duplicate", lambda: opt.add_param_group({"params": [extra]}),
+             "some parameters appear in more than one parameter group")
+    o.raises("missing params", lambda: opt.add_param_group({"lr": 0.1}), "params")
+    sd = opt.state_dict()
+    o("sd keys", sorted(sd.keys()))
+    o("sd groups params", [g["params"] for g in sd["param_groups"]])
+    o("sd state keys", sorted(sd["state"].keys()))
+    o("sd state entry", sorted(sd["state"][0].keys()))
+    o("sd momentum", sd["state"][0]["momentum_buffer"])
+    o("repr", repr(opt))
+
+
+@program
+def tr_optimizer_state_dict_resume(torch, o):
+    nn = torch.nn
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+
+    def steps(model, opt, n):
+        for _ in range(n):
+            opt.zero_grad()
+            nn.functional.mse_loss(model(x), y).backward()
+            opt.step()
+
+    model = make_mlp(torch)
+    opt = torch.optim.Adam(model.parameters(), lr=0.01)
+    steps(model, opt, 3)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ck.pt")
+        torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "epoch": 3}, path)
+        ck = torch.load(path)
+    steps(model, opt, 3)
+    o("continuous", list(model.parameters()))
+    model2 = make_mlp(torch)
+    opt2 = torch.optim.Adam(model2.parameters(), lr=0.5)
+    model2.load_state_dict(ck["model"])
+    opt2.load_state_dict(ck["opt"])
+    o("restored lr", opt2.param_groups[0]["lr"])
+    o("restored step", opt2.state[model2[0].weight]["step"])
+    steps(model2, opt2, 3)
+    o("resumed", list(model2.parameters()))
+    bad = opt.state_dict()
+    bad["param_groups"] = bad["param_groups"] + bad["param_groups"]
+    o.raises("group count", lambda: opt2.load_state_dict(bad),
+             "loaded state dict has a different number of parameter groups")
+    bad2 = opt.state_dict()
+    bad2["param_groups"][0]["params"] = bad2["param_groups"][0]["params"][:2]
+    o.raises("group size", lambda: opt2.load_state_dict(bad2),
+             "loaded state dict contains a parameter group that doesn't match the size of optimizer's group")
+
+
+@program
+def tr_optimizer_skips_none_grads_and_zero_grad(torch, o):
+    nn = torch.nn
+    a = nn.Parameter(torch.tensor([1.0, 2.0]))
+    b = nn.Parameter(torch.tensor([3.0]))
+    for name, opt in [("sgd", torch.optim.SGD([a, b], lr=0.1, momentum=0.9)),
+                      ("adam", torch.optim.Adam([a, b], lr=0.1))]:
+        (a * a).sum().backward()
+        opt.step()
+        o(f"{name} a", a)
+        o(f"{name} b untouched", b)
+        o(f"{name} state of b", len(opt.state[b]))
+        o(f"{name} state size", len(opt.state))
+        opt.zero_grad()
+        o(f"{name} grads none", a.grad is None)
+        (a * b).sum().backward()
+        opt.zero_grad(set_to_none=False)
+        o(f"{name} zeros", [a.grad, b.grad])
+        opt.zero_grad()
+    o("state type", type(torch.optim.SGD([a], lr=0.1).state).__name__)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
