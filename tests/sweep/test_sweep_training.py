@@ -682,6 +682,195 @@ def tr_optimizer_skips_none_grads_and_zero_grad(torch, o):
     o("state type", type(torch.optim.SGD([a], lr=0.1).state).__name__)
 
 
+
+# ---- learning-rate schedulers -----------------------------------------------------------------
+
+def _schedule(torch, make, steps=30, lr=0.1, groups=1, opt="sgd", metric=None):
+    params = [torch.nn.Parameter(torch.tensor([1.0])) for _ in range(groups)]
+    if opt == "sgd":
+        optimizer = torch.optim.SGD([{"params": [p]} for p in params], lr=lr, momentum=0.9)
+    else:
+        optimizer = torch.optim.Adam([{"params": [p]} for p in params], lr=lr)
+    scheduler = make(optimizer)
+    seen = [scheduler.get_last_lr()]
+    for step in range(steps):
+        optimizer.step()
+        if metric is None:
+            scheduler.step()
+        else:
+            scheduler.step(metric(step))
+        seen.append(scheduler.get_last_lr())
+    return seen, optimizer, scheduler
+
+
+@program(1e-9, atol=1e-12)
+def tr_schedulers_thirty_steps(torch, o):
+    S = torch.optim.lr_scheduler
+    cases = {
+        "step": lambda opt: S.StepLR(opt, step_size=7, gamma=0.5),
+        "multistep": lambda opt: S.MultiStepLR(opt, milestones=[5, 12, 12, 20], gamma=0.3),
+        "exponential": lambda opt: S.ExponentialLR(opt, gamma=0.9),
+        "cosine": lambda opt: S.CosineAnnealingLR(opt, T_max=10, eta_min=0.001),
+        "warm restarts": lambda opt: S.CosineAnnealingWarmRestarts(opt, T_0=4, T_mult=2, eta_min=0.01),
+        "lambda": lambda opt: S.LambdaLR(opt, lr_lambda=lambda e: 0.95 ** e),
+        "lambda list": lambda opt: S.LambdaLR(opt, lr_lambda=[lambda e: 1 / (e + 1), lambda e: 0.5]),
+        "multiplicative": lambda opt: S.MultiplicativeLR(opt, lr_lambda=lambda e: 0.9),
+        "linear": lambda opt: S.LinearLR(opt, start_factor=0.25, total_iters=8),
+        "constant": lambda opt: S.ConstantLR(opt, factor=0.5, total_iters=4),
+        "polynomial": lambda opt: S.PolynomialLR(opt, total_iters=12, power=2.0),
+        "sequential": lambda opt: S.SequentialLR(
+            opt, [S.LinearLR(opt, start_factor=0.1, total_iters=5), S.CosineAnnealingLR(opt, T_max=20)],
+            milestones=[5]),
+        "chained": lambda opt: S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=3),
+                                                   S.ExponentialLR(opt, gamma=0.9)]),
+        "onecycle": lambda opt: S.OneCycleLR(opt, max_lr=0.5, total_steps=31),
+        "onecycle linear": lambda opt: S.OneCycleLR(opt, max_lr=[0.5, 0.2], epochs=3, steps_per_epoch=11,
+                                                    anneal_strategy="linear", three_phase=True,
+                                                    pct_start=0.2),
+        "cyclic": lambda opt: S.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=4),
+        "cyclic tri2": lambda opt: S.CyclicLR(opt, base_lr=[0.01, 0.02], max_lr=0.1, step_size_up=3,
+                                              step_size_down=5, mode="triangular2"),
+        "cyclic exp": lambda opt: S.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=4,
+                                             mode="exp_range", gamma=0.95),
+        "cyclic scale_fn": lambda opt: S.CyclicLR(opt, base_lr=0.01, max_lr=0.1, step_size_up=2,
+                                                  scale_fn=lambda x: 1 / (1 + x) ** 0.5, scale_mode="iterations"),
+    }
+    for name, make in cases.items():
+        seen, opt, sched = _schedule(torch, make, groups=2)
+        o(name, seen)
+        if name.startswith("onecycle") or name.startswith("cyclic"):
+            o(f"{name} momentum", opt.param_groups[0]["momentum"])
+        o(f"{name} last_epoch", getattr(sched, "last_epoch", None))
+    seen, opt, _ = _schedule(torch, lambda opt: S.OneCycleLR(opt, max_lr=0.05, total_steps=30,
+                                                              cycle_momentum=True), steps=29, opt="adam")
+    o("onecycle adam", seen)
+    o("onecycle adam betas", opt.param_groups[0]["betas"])
+    o.raises("onecycle past end", lambda: _schedule(torch, lambda opt: S.OneCycleLR(opt, max_lr=0.5, total_steps=5),
+                                                    steps=6), "Tried to step 6 times. The specified number of total steps is 5")
+    o.raises("cyclic adam", lambda: _schedule(torch, lambda opt: S.CyclicLR(opt, 0.01, 0.1), opt="adam"),
+             "optimizer must support momentum or beta1 with `cycle_momentum` option enabled")
+
+
+@program(1e-9, atol=1e-12)
+def tr_reduce_on_plateau_and_state(torch, o):
+    S = torch.optim.lr_scheduler
+    losses = [1.0, 0.9, 0.95, 0.96, 0.97, 0.98, 0.85, 0.86, 0.87, 0.88, 0.89, 0.9, 0.91, 0.92] * 2
+    seen, opt, sched = _schedule(torch, lambda opt: S.ReduceLROnPlateau(opt, mode="min", factor=0.5, patience=2,
+                                                                         threshold=0.01, cooldown=1, min_lr=0.01),
+                                 steps=len(losses), metric=lambda i: losses[i])
+    o("plateau", seen)
+    o("num_bad_epochs", sched.num_bad_epochs)
+    o("best", sched.best)
+    seen, _, _ = _schedule(torch, lambda opt: S.ReduceLROnPlateau(opt, mode="max", patience=0, threshold_mode="abs",
+                                                                   threshold=0.1),
+                           steps=10, metric=lambda i: float(i % 3))
+    o("plateau max abs", seen)
+    seen, opt, sched = _schedule(torch, lambda opt: S.StepLR(opt, step_size=3, gamma=0.5), steps=5)
+    sd = sched.state_dict()
+    o("state keys", sorted(sd.keys()))
+    o("state last_epoch", sd["last_epoch"])
+    o("state base_lrs", sd["base_lrs"])
+    o("initial_lr", opt.param_groups[0]["initial_lr"])
+    fresh_opt = torch.optim.SGD([torch.nn.Parameter(torch.tensor([1.0]))], lr=0.1)
+    fresh = S.StepLR(fresh_opt, step_size=3, gamma=0.5)
+    fresh.load_state_dict(sd)
+    fresh_opt.step()
+    fresh.step()
+    o("resumed", fresh.get_last_lr())
+    o("resumed opt lr", fresh_opt.param_groups[0]["lr"])
+    o.raises("plateau bad mode", lambda: S.ReduceLROnPlateau(fresh_opt, mode="avg"), "mode avg is unknown!")
+    o.raises("plateau factor", lambda: S.ReduceLROnPlateau(fresh_opt, factor=1.0), "Factor should be < 1.0.")
+    o.raises("not optimizer", lambda: S.StepLR([1], step_size=2), "is not an Optimizer")
+
+
+@program
+def tr_scheduler_order_warnings(torch, o):
+    S = torch.optim.lr_scheduler
+    p = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = S.StepLR(opt, step_size=1, gamma=0.5)
+    o.warns("scheduler before optimizer", lambda: sched.step(), "lr_scheduler.step()")
+    o("lr", sched.get_last_lr())
+    o.warns("then in order", lambda: (opt.step(), sched.step()))
+    o.warns("get_lr outside", lambda: sched.get_lr(), "get_last_lr()")
+    o.warns("epoch argument", lambda: (opt.step(), sched.step(5)), "epoch")
+    o("after epoch", sched.get_last_lr())
+    opt2 = torch.optim.SGD([torch.nn.Parameter(torch.tensor([1.0]))], lr=0.1)
+    s2 = S.ExponentialLR(opt2, gamma=0.5)
+    o.warns("in order from the start", lambda: (opt2.step(), s2.step()))
+    o("s2", s2.get_last_lr())
+
+
+# ---- nn.utils ---------------------------------------------------------------------------------
+
+@program
+def tr_clip_grad_norm_in_training(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    norms = []
+    for _ in range(4):
+        opt.zero_grad()
+        (nn.functional.mse_loss(model(x), y) * 10).backward()
+        norms.append(nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0))
+        opt.step()
+    o("norms", norms)
+    o("params", list(model.parameters()))
+    model.zero_grad()
+    (model(x).pow(3).sum()).backward()
+    o("inf norm", nn.utils.clip_grad_norm_(model.parameters(), 0.5, norm_type="inf"))
+    o("inf clipped", [p.grad for p in model.parameters()])
+    o("norm 1", nn.utils.clip_grad_norm_(model.parameters(), 0.1, norm_type=1.0))
+    o("clipped", [p.grad for p in model.parameters()])
+    o("single tensor", nn.utils.clip_grad_norm_(model[0].weight, 0.01))
+    o("no grads", nn.utils.clip_grad_norm_([nn.Parameter(torch.ones(2))], 1.0))
+    nn.utils.clip_grad_value_(model.parameters(), clip_value=0.001)
+    o("value clipped", [p.grad for p in model.parameters()])
+    bad = nn.Parameter(torch.ones(2))
+    bad.grad = torch.tensor([float("nan"), 1.0])
+    o.raises("nonfinite", lambda: nn.utils.clip_grad_norm_([bad], 1.0, error_if_nonfinite=True),
+             "is non-finite, so it cannot be clipped")
+    o("nan norm", nn.utils.clip_grad_norm_([bad], 1.0))
+    o("get_total_norm", nn.utils.get_total_norm([torch.tensor([3.0, 4.0]), torch.tensor([12.0])]))
+    g = [torch.tensor([3.0, 4.0])]
+    nn.utils.clip_grads_with_norm_([nn.Parameter(torch.zeros(2))], 1.0, torch.tensor(5.0))
+
+
+@program
+def tr_parameters_to_vector_round_trip(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    vec = nn.utils.parameters_to_vector(model.parameters())
+    o("vec", vec)
+    o("numel", vec.numel() == sum(p.numel() for p in model.parameters()))
+    nn.utils.vector_to_parameters(vec * 2, model.parameters())
+    o("doubled", list(model.parameters()))
+    o("still params", [type(p).__name__ for p in model.parameters()])
+    o.raises("not a tensor", lambda: nn.utils.vector_to_parameters([1.0], model.parameters()),
+             "expected torch.Tensor, but got: list")
+    flat = torch.cat([p.grad.flatten() if p.grad is not None else torch.zeros(p.numel())
+                      for p in model.parameters()])
+    o("flat grads", flat)
+
+
+@program
+def tr_pad_sequence_variants(torch, o):
+    rnn_utils = torch.nn.utils.rnn
+    seqs = [torch.tensor([1.0, 2.0, 3.0]), torch.tensor([4.0]), torch.tensor([5.0, 6.0])]
+    o("time major", rnn_utils.pad_sequence(seqs))
+    o("batch first", rnn_utils.pad_sequence(seqs, batch_first=True, padding_value=-1.0))
+    o("left", rnn_utils.pad_sequence(seqs, batch_first=True, padding_side="left"))
+    feats = [torch.ones(2, 3), torch.zeros(4, 3)]
+    o("features", rnn_utils.pad_sequence(feats, batch_first=True).shape)
+    lengths = torch.tensor([len(s) for s in seqs])
+    o("lengths", lengths)
+    padded = rnn_utils.pad_sequence(seqs, batch_first=True)
+    mask = torch.arange(padded.size(1))[None, :] < lengths[:, None]
+    o("mask", mask)
+    o("masked mean", (padded * mask).sum(1) / lengths)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
