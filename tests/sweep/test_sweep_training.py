@@ -33,6 +33,12 @@ def _fill(torch, module, scale=0.3):
     return module
 
 
+def _names(module, *names):
+    """Attributes of ``module`` (``from torch.utils.data import ...`` would import real torch
+    in the gradviz run)."""
+    return tuple(getattr(module, n) for n in names) if len(names) > 1 else getattr(module, names[0])
+
+
 def _net(torch):
     """A CS231n-style nested model: a feature block, a head, a buffer and a shared layer."""
     nn = torch.nn
@@ -869,6 +875,196 @@ def tr_pad_sequence_variants(torch, o):
     mask = torch.arange(padded.size(1))[None, :] < lengths[:, None]
     o("mask", mask)
     o("masked mean", (padded * mask).sum(1) / lengths)
+
+
+
+# ---- torch.utils.data -------------------------------------------------------------------------
+
+@program
+def tr_tensor_dataset_and_loader_epochs(torch, o):
+    DataLoader, TensorDataset = _names(torch.utils.data, 'DataLoader', 'TensorDataset')
+    x = torch.arange(30.0).view(10, 3)
+    y = torch.arange(10) % 3
+    ds = TensorDataset(x, y)
+    o("len", len(ds))
+    o("item", ds[3])
+    o("slice", ds[2:4])
+    loader = DataLoader(ds, batch_size=4)
+    o("len loader", len(loader))
+    o("batches", [b for b in loader])
+    o("drop_last", [xb.shape for xb, _ in DataLoader(ds, batch_size=4, drop_last=True)])
+    o("len drop_last", len(DataLoader(ds, batch_size=4, drop_last=True)))
+    g = torch.Generator().manual_seed(0)
+    shuffled = DataLoader(ds, batch_size=3, shuffle=True, generator=g)
+    seen = []
+    for epoch in range(2):
+        got = torch.cat([yb for _, yb in shuffled])
+        seen.append(sorted(got.tolist()))
+    o("coverage", seen)
+    o("shapes", [xb.shape for xb, _ in shuffled])
+    o("attrs", (loader.batch_size, loader.drop_last, len(loader.dataset)))
+    o.raises("size mismatch", lambda: TensorDataset(torch.zeros(3), torch.zeros(4)), "Size mismatch between tensors")
+    model = make_mlp(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    data = TensorDataset(torch.tensor(X_DATA), torch.tensor(Y_REG))
+    for epoch in range(3):
+        total = 0.0
+        for xb, yb in DataLoader(data, batch_size=4):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(xb), yb)
+            loss.backward()
+            opt.step()
+            total += loss.item() * len(xb)
+        o(f"epoch {epoch}", total / len(data))
+    o("trained", list(model.parameters()))
+
+
+@program
+def tr_custom_dataset_dict_samples_and_collate(torch, o):
+    DataLoader, Dataset, default_collate = _names(torch.utils.data, 'DataLoader', 'Dataset', 'default_collate')
+
+    class Squares(Dataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __len__(self):
+            return self.n
+
+        def __getitem__(self, i):
+            return {"x": torch.tensor([float(i), float(i) ** 2]), "label": i % 2, "name": f"s{i}",
+                    "w": 0.5 * i}
+
+    loader = DataLoader(Squares(5), batch_size=2)
+    batches = list(loader)
+    o("batch0", batches[0])
+    o("last", batches[-1])
+    o("types", [type(v).__name__ for v in batches[0].values()])
+    o("tuples", default_collate([(1, 2.0), (3, 4.0)]))
+    o("nested", default_collate([{"a": (torch.tensor(1), [2, 3])}, {"a": (torch.tensor(4), [5, 6])}]))
+    o("numpy", default_collate([np.array([1.0, 2.0]), np.array([3.0, 4.0])]))
+    o("no batch", list(DataLoader(Squares(2), batch_size=None))[1]["x"])
+
+    def pad_collate(batch):
+        xs = [torch.ones(int(i) + 1) * i for i in batch]
+        return torch.nn.utils.rnn.pad_sequence(xs, batch_first=True), torch.tensor([len(x) for x in xs])
+
+    o("custom collate", list(DataLoader([0, 1, 2, 3], batch_size=3, collate_fn=pad_collate)))
+    o.raises("ragged", lambda: default_collate([torch.zeros(2), torch.zeros(3)]),
+             "stack expects each tensor to be equal size")
+    o.raises("unequal lists", lambda: default_collate([[1, 2], [3]]),
+             "each element in list of batch should be of equal size")
+
+
+@program
+def tr_random_split_subset_and_concat(torch, o):
+    ConcatDataset, Subset, TensorDataset, random_split = _names(torch.utils.data, 'ConcatDataset', 'Subset', 'TensorDataset', 'random_split')
+    ds = TensorDataset(torch.arange(10.0), torch.arange(10))
+    g = torch.Generator().manual_seed(42)
+    train, val = random_split(ds, [0.8, 0.2], generator=g)
+    o("lengths", (len(train), len(val)))
+    o("types", type(train).__name__)
+    o("disjoint", sorted(train.indices + val.indices) == list(range(10)))
+    a, b, c = random_split(ds, [0.34, 0.33, 0.33])
+    o("fractions", [len(a), len(b), len(c)])
+    o("ints", [len(s) for s in random_split(ds, [3, 7])])
+    o.raises("bad sum", lambda: random_split(ds, [3, 3]),
+             "Sum of input lengths does not equal the length of the input dataset!")
+    sub = Subset(ds, [9, 0, 4])
+    o("subset", [sub[i] for i in range(len(sub))])
+    o("subset of subset", Subset(sub, [2])[0])
+    cat = ConcatDataset([Subset(ds, [0, 1]), Subset(ds, [5, 6, 7])])
+    o("concat len", len(cat))
+    o("concat items", [cat[i] for i in range(len(cat))])
+    o("concat negative", cat[-1])
+    o("cumulative", cat.cumulative_sizes)
+    o("add", len(Subset(ds, [1]) + Subset(ds, [2, 3])))
+
+
+@program
+def tr_samplers_and_iterable_dataset(torch, o):
+    BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler, SubsetRandomSampler, TensorDataset, WeightedRandomSampler = _names(torch.utils.data, 'BatchSampler', 'DataLoader', 'IterableDataset', 'RandomSampler', 'SequentialSampler', 'SubsetRandomSampler', 'TensorDataset', 'WeightedRandomSampler')
+    ds = TensorDataset(torch.arange(10.0))
+    o("sequential", list(SequentialSampler(ds)))
+    o("batch sampler", list(BatchSampler(SequentialSampler(range(7)), batch_size=3, drop_last=False)))
+    o("batch sampler drop", list(BatchSampler(range(7), batch_size=3, drop_last=True)))
+    o("len batch sampler", len(BatchSampler(range(7), batch_size=3, drop_last=False)))
+    rs = RandomSampler(ds)
+    o("random covers", sorted(rs) == list(range(10)))
+    o("random len", len(rs))
+    rs2 = RandomSampler(ds, replacement=True, num_samples=25)
+    o("replacement len", (len(list(rs2)), len(rs2)))
+    sub = SubsetRandomSampler(list(range(6)))
+    o("subset random", sorted(sub))
+    loader = DataLoader(ds, batch_size=4, sampler=SubsetRandomSampler(range(8)))
+    o("cs231n loader", sorted(torch.cat([b[0] for b in loader]).tolist()))
+    o("cs231n len", len(loader))
+    o("sampler module", len(torch.utils.data.sampler.SubsetRandomSampler(range(3))))
+    o("dataloader module", torch.utils.data.dataloader.default_collate([1, 2]))
+    w = WeightedRandomSampler([0.0, 0.0, 1.0, 0.0], num_samples=5, replacement=True)
+    o("weighted", list(w))
+    bl = DataLoader(ds, batch_sampler=BatchSampler(SequentialSampler(ds), batch_size=4, drop_last=False))
+    o("batch_sampler loader", [b[0] for b in bl])
+    o.raises("shuffle and sampler", lambda: DataLoader(ds, sampler=SequentialSampler(ds), shuffle=True),
+             "sampler option is mutually exclusive with shuffle")
+
+    class Stream(IterableDataset):
+        def __init__(self, n):
+            self.n = n
+
+        def __iter__(self):
+            return iter(torch.tensor([float(i)]) for i in range(self.n))
+
+    o("iterable", list(DataLoader(Stream(5), batch_size=2)))
+    o.raises("iterable shuffle", lambda: DataLoader(Stream(5), shuffle=True),
+             "DataLoader with IterableDataset: expected unspecified shuffle option, but got shuffle=True")
+
+
+# ---- initialisation ---------------------------------------------------------------------------
+
+@program
+def tr_init_statistics_and_gain(torch, o):
+    nn = torch.nn
+    init = nn.init
+    o("gains", [init.calculate_gain(n) for n in ["linear", "conv2d", "sigmoid", "tanh", "relu", "selu"]])
+    o("leaky gain", [init.calculate_gain("leaky_relu"), init.calculate_gain("leaky_relu", 0.2)])
+    o.raises("bad gain", lambda: init.calculate_gain("swish"), "Unsupported nonlinearity swish")
+    torch.manual_seed(0)
+    w = torch.empty(400, 300)
+
+    def std_of(fn, **kw):
+        r = fn(w, **kw)
+        o(f"{fn.__name__} {sorted(kw.items())} returns", r is w)
+        return round(float(w.std()), 2), round(float(w.mean()), 1)
+
+    o("xavier uniform", std_of(init.xavier_uniform_))
+    o("xavier normal gain", std_of(init.xavier_normal_, gain=init.calculate_gain("tanh")))
+    o("kaiming uniform", std_of(init.kaiming_uniform_, nonlinearity="relu"))
+    o("kaiming normal fan_out", std_of(init.kaiming_normal_, mode="fan_out", nonlinearity="relu"))
+    o("kaiming a", std_of(init.kaiming_normal_, a=math.sqrt(5)))
+    o("normal", std_of(init.normal_, mean=0.0, std=0.02))
+    o("uniform", std_of(init.uniform_, a=-0.1, b=0.1))
+    o("trunc", std_of(init.trunc_normal_, std=0.02))
+    init.trunc_normal_(w, mean=0.0, std=1.0, a=-0.5, b=0.5)
+    o("trunc bounds", (bool(w.min() >= -0.5), bool(w.max() <= 0.5)))
+    conv_w = torch.empty(16, 8, 3, 3)
+    init.kaiming_normal_(conv_w, mode="fan_out", nonlinearity="relu")
+    o("conv fan_out std", round(float(conv_w.std()), 2))
+    o.raises("1d fan", lambda: init.xavier_uniform_(torch.empty(5)),
+             "Fan in and fan out can not be computed for tensor with fewer than 2 dimensions")
+    q = init.orthogonal_(torch.empty(5, 3))
+    o("orthogonal", torch.allclose(q.T @ q, torch.eye(3), atol=1e-5))
+    e = init.eye_(torch.empty(3, 4))
+    o("eye", e)
+    d = init.dirac_(torch.empty(2, 2, 3))
+    o("dirac", d)
+    sp = init.sparse_(torch.empty(10, 4), sparsity=0.5)
+    o("sparse zeros per column", (sp == 0).sum(0))
+    lin = nn.Linear(3, 2)
+    y = lin(torch.ones(1, 3)).sum()
+    init.constant_(lin.weight, 0.5)
+    o("init leaves leaf", (lin.weight.is_leaf, lin.weight.requires_grad, lin.weight.grad_fn is None))
+    o("version bump", lin.weight._version > 0)
+    o.raises("backward after in-place init", lambda: y.backward(), "modified by an inplace operation")
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
