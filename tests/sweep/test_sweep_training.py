@@ -1060,11 +1060,16 @@ def tr_init_statistics_and_gain(torch, o):
     sp = init.sparse_(torch.empty(10, 4), sparsity=0.5)
     o("sparse zeros per column", (sp == 0).sum(0))
     lin = nn.Linear(3, 2)
-    y = lin(torch.ones(1, 3)).sum()
+    y = lin(torch.ones(1, 3, requires_grad=True)).sum()
     init.constant_(lin.weight, 0.5)
     o("init leaves leaf", (lin.weight.is_leaf, lin.weight.requires_grad, lin.weight.grad_fn is None))
     o("version bump", lin.weight._version > 0)
     o.raises("backward after in-place init", lambda: y.backward(), "modified by an inplace operation")
+    o.warns("deprecated name", lambda: init.xavier_uniform(torch.empty(2, 2)), "is now deprecated in favor of")
+    o.warns("zero-element", lambda: init.kaiming_uniform_(torch.empty(0, 3)), "no-op")
+    o.warns("trunc far", lambda: init.trunc_normal_(torch.empty(3), mean=5.0, a=-1.0, b=1.0, std=0.5),
+            "mean is more than 2 std")
+    o.raises("bad slope", lambda: init.calculate_gain("leaky_relu", "x"), "negative_slope x not a valid number")
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
