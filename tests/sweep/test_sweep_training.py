@@ -1072,6 +1072,319 @@ def tr_init_statistics_and_gain(torch, o):
     o.raises("bad slope", lambda: init.calculate_gain("leaky_relu", "x"), "negative_slope x not a valid number")
 
 
+
+# ---- tutorial training loops ------------------------------------------------------------------
+
+def _tiny_gpt(torch, vocab=7, n_embd=8, block=4):
+    nn = torch.nn
+    F = nn.functional
+
+    class Head(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.key = nn.Linear(n_embd, n_embd, bias=False)
+            self.query = nn.Linear(n_embd, n_embd, bias=False)
+            self.value = nn.Linear(n_embd, n_embd, bias=False)
+            self.register_buffer("tril", torch.tril(torch.ones(block, block)))
+
+        def forward(self, x):
+            B, T, C = x.shape
+            k, q = self.key(x), self.query(x)
+            wei = q @ k.transpose(-2, -1) * C ** -0.5
+            wei = wei.masked_fill(self.tril[:T, :T] == 0, float("-inf"))
+            return F.softmax(wei, dim=-1) @ self.value(x)
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok = nn.Embedding(vocab, n_embd)
+            self.pos = nn.Embedding(block, n_embd)
+            self.head = Head()
+            self.ln = nn.LayerNorm(n_embd)
+            self.lm_head = nn.Linear(n_embd, vocab)
+            self.apply(self._init_weights)
+
+        def _init_weights(self, module):
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+
+        def forward(self, idx, targets=None):
+            B, T = idx.shape
+            x = self.tok(idx) + self.pos(torch.arange(T))
+            logits = self.lm_head(self.ln(x + self.head(x)))
+            loss = None
+            if targets is not None:
+                loss = F.cross_entropy(logits.view(B * T, -1), targets.view(B * T))
+            return logits, loss
+
+    return _fill(torch, GPT(), scale=0.2)
+
+
+@program(1e-4, atol=1e-6)
+def tr_nanogpt_configure_optimizers(torch, o):
+    model = _tiny_gpt(torch)
+    param_dict = {pn: p for pn, p in model.named_parameters() if p.requires_grad}
+    decay = [p for n, p in param_dict.items() if p.dim() >= 2]
+    nodecay = [p for n, p in param_dict.items() if p.dim() < 2]
+    o("decay names", [n for n, p in param_dict.items() if p.dim() >= 2])
+    o("counts", (sum(p.numel() for p in decay), sum(p.numel() for p in nodecay)))
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
+                             {"params": nodecay, "weight_decay": 0.0}], lr=3e-3, betas=(0.9, 0.95))
+    data = torch.tensor([[1, 2, 3, 4, 5], [2, 3, 4, 5, 6], [0, 1, 2, 3, 4], [6, 5, 4, 3, 2]])
+    xb, yb = data[:, :4].contiguous(), data[:, 1:].contiguous()
+    max_iters, warmup = 12, 3
+
+    def get_lr(it):
+        if it < warmup:
+            return 3e-3 * (it + 1) / warmup
+        ratio = (it - warmup) / (max_iters - warmup)
+        return 3e-4 + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (3e-3 - 3e-4)
+
+    losses = []
+    for it in range(max_iters):
+        for g in opt.param_groups:
+            g["lr"] = get_lr(it)
+        _, loss = model(xb, yb)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        losses.append(round(loss.item(), 5))
+    o("losses", losses)
+    o("last norm", norm)
+    o("lm_head", model.lm_head.weight)
+
+    @torch.no_grad()
+    def estimate_loss():
+        model.eval()
+        out = model(xb, yb)[1].item()
+        model.train()
+        return out
+
+    o("estimate", estimate_loss())
+    o("training", model.training)
+    logits, _ = model(xb[:, -2:])
+    o("generate step", torch.argmax(logits[:, -1, :], dim=-1))
+
+
+@program(1e-5, atol=1e-6)
+def tr_gradient_accumulation_and_early_stopping(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    accum = 3
+    best, best_state, patience, bad = float("inf"), None, 2, 0
+    history = []
+    for epoch in range(6):
+        opt.zero_grad()
+        for i in range(accum):
+            xb, yb = x[2 * i:2 * i + 2], y[2 * i:2 * i + 2]
+            loss = nn.functional.mse_loss(model(xb), yb) / accum
+            loss.backward()
+        opt.step()
+        with torch.no_grad():
+            val = nn.functional.mse_loss(model(x), y).item()
+        history.append(val)
+        if val < best - 1e-3:
+            best, bad = val, 0
+            best_state = copy.deepcopy(model.state_dict())
+        else:
+            bad += 1
+            if bad >= patience:
+                break
+    o("history", history)
+    o("best", best)
+    model.load_state_dict(best_state)
+    o("restored", list(model.parameters()))
+    o("grad after step", [p.grad for p in model.parameters()])
+
+
+@program(1e-5, atol=1e-6)
+def tr_d2l_train_epoch_accumulator(torch, o):
+    nn = torch.nn
+
+    class Accumulator:
+        def __init__(self, n):
+            self.data = [0.0] * n
+
+        def add(self, *args):
+            self.data = [a + float(b) for a, b in zip(self.data, args)]
+
+        def __getitem__(self, idx):
+            return self.data[idx]
+
+    def accuracy(y_hat, y):
+        if len(y_hat.shape) > 1 and y_hat.shape[1] > 1:
+            y_hat = y_hat.argmax(axis=1)
+        cmp = y_hat.type(y.dtype) == y
+        return float(cmp.type(y.dtype).sum())
+
+    net = nn.Sequential(nn.Flatten(), nn.Linear(3, 2))
+    net[1].weight.data.normal_(0, 0.01)
+
+    def init_weights(m):
+        if type(m) == nn.Linear:
+            nn.init.constant_(m.weight, 0.01)
+            nn.init.zeros_(m.bias)
+
+    net.apply(init_weights)
+    loss = nn.CrossEntropyLoss(reduction="none")
+    trainer = torch.optim.SGD(net.parameters(), lr=0.1)
+    data = torch.utils.data.TensorDataset(torch.tensor(X_DATA), torch.tensor(Y_CLS))
+    for epoch in range(3):
+        net.train()
+        metric = Accumulator(3)
+        for X, y in torch.utils.data.DataLoader(data, batch_size=4):
+            y_hat = net(X)
+            l = loss(y_hat, y)
+            trainer.zero_grad()
+            l.mean().backward()
+            trainer.step()
+            metric.add(float(l.sum()), accuracy(y_hat, y), y.numel())
+        o(f"epoch {epoch}", (metric[0] / metric[2], metric[1] / metric[2]))
+    net.eval()
+    with torch.no_grad():
+        o("eval acc", accuracy(net(torch.tensor(X_DATA)), torch.tensor(Y_CLS)))
+    o("params", [p for p in net.parameters()])
+
+
+@program(1e-5, atol=1e-6)
+def tr_fastai_learner_style_loop(torch, o):
+    nn = torch.nn
+
+    class Learner:
+        def __init__(self, model, lr, loss_func, opt_func=torch.optim.SGD):
+            self.model, self.lr, self.loss_func = model, lr, loss_func
+            self.opt = opt_func(model.parameters(), lr)
+            self.recorder = []
+
+        def one_batch(self, xb, yb):
+            self.preds = self.model(xb)
+            self.loss = self.loss_func(self.preds, yb)
+            if self.model.training:
+                self.loss.backward()
+                self.opt.step()
+                self.opt.zero_grad()
+            self.recorder.append((self.model.training, round(self.loss.item(), 6)))
+
+        def fit(self, n_epochs, train, valid):
+            for _ in range(n_epochs):
+                self.model.train()
+                for xb, yb in train:
+                    self.one_batch(xb, yb)
+                self.model.eval()
+                with torch.no_grad():
+                    for xb, yb in valid:
+                        self.one_batch(xb, yb)
+
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_CLS)
+    train = list(zip(x[:4].split(2), y[:4].split(2)))
+    valid = [(x[4:], y[4:])]
+    # no bias before the batch norm: its gradient is rounding noise, which Adam would amplify
+    model = nn.Sequential(nn.Linear(3, 5, bias=False), nn.BatchNorm1d(5), nn.ReLU(), nn.Dropout(0.0), nn.Linear(5, 2))
+    _fill(torch, model)
+    learn = Learner(model, 0.1, nn.CrossEntropyLoss(), opt_func=torch.optim.Adam)
+    learn.fit(3, train, valid)
+    o("recorder", learn.recorder)
+    o("running stats", [model[1].running_mean, model[1].running_var, model[1].num_batches_tracked])
+    o("grads cleared", [p.grad for p in model.parameters()])
+
+
+@program(1e-5, atol=1e-6)
+def tr_transfer_learning_freeze_and_replace_head(torch, o):
+    nn = torch.nn
+    backbone = nn.Sequential(nn.Conv2d(1, 3, 3), nn.BatchNorm2d(3), nn.ReLU(), nn.AdaptiveAvgPool2d(1),
+                             nn.Flatten(), nn.Linear(3, 5))
+    _fill(torch, backbone)
+    for param in backbone.parameters():
+        param.requires_grad = False
+    backbone[5] = nn.Linear(3, 2)
+    _fill(torch, backbone[5])
+    o("trainable", [n for n, p in backbone.named_parameters() if p.requires_grad])
+    opt = torch.optim.SGD(filter(lambda p: p.requires_grad, backbone.parameters()), lr=0.1, momentum=0.9)
+    o("opt params", sum(len(g["params"]) for g in opt.param_groups))
+    x = torch.linspace(-1, 1, 2 * 1 * 5 * 5).view(2, 1, 5, 5)
+    y = torch.tensor([0, 1])
+    backbone.train()
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(backbone(x), y)
+        loss.backward()
+        opt.step()
+    o("loss", loss)
+    o("frozen grads", [p.grad is None for p in backbone[0].parameters()])
+    o("bn stats moved", backbone[1].running_mean)
+    o("head", list(backbone[5].parameters()))
+    backbone.eval()
+    o("eval out", backbone(x))
+    o("repr head", repr(backbone))
+
+
+@program(1e-5, atol=1e-6)
+def tr_checkpoint_resume_with_scheduler(torch, o):
+    nn = torch.nn
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_CLS)
+
+    def build():
+        model = make_mlp(torch)
+        opt = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9, nesterov=True)
+        sched = torch.optim.lr_scheduler.MultiStepLR(opt, milestones=[2, 4], gamma=0.5)
+        return model, opt, sched
+
+    def epoch(model, opt, sched):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss.item()
+
+    model, opt, sched = build()
+    losses = [epoch(model, opt, sched) for _ in range(3)]
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "checkpoint.pth")
+        torch.save({"epoch": 3, "model_state_dict": model.state_dict(),
+                    "optimizer_state_dict": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "losses": losses}, path)
+        losses += [epoch(model, opt, sched) for _ in range(3)]
+        ck = torch.load(path, weights_only=False)
+    m2, o2, s2 = build()
+    m2.load_state_dict(ck["model_state_dict"])
+    o2.load_state_dict(ck["optimizer_state_dict"])
+    s2.load_state_dict(ck["scheduler"])
+    resumed = ck["losses"] + [epoch(m2, o2, s2) for _ in range(3)]
+    o("continuous", losses)
+    o("resumed", resumed)
+    o("lr", (sched.get_last_lr(), s2.get_last_lr()))
+    o("params", list(m2.parameters()))
+    o("milestones", sorted(s2.state_dict()["milestones"].items()))
+
+
+@program(1e-5, atol=1e-6)
+def tr_manual_sgd_with_parameters_and_no_grad(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch, "Sigmoid")
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    lr = 0.5
+    for t in range(5):
+        loss = ((model(x) - y) ** 2).sum()
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= lr * param.grad
+        o(f"loss {t}", loss.item())
+    o("params", list(model.parameters()))
+    o("leaf", [p.is_leaf for p in model.parameters()])
+    for p in model.parameters():
+        p.data.add_(p.grad.data, alpha=-lr)
+    o("data update", list(model.parameters()))
+    o("versions positive", all(p._version > 0 for p in model.parameters()))
+    o.raises("in-place on leaf", lambda: model[0].weight.sub_(1.0),
+             "a leaf Variable that requires grad is being used in an in-place operation.")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
