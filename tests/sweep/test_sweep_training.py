@@ -1284,7 +1284,7 @@ def tr_fastai_learner_style_loop(torch, o):
     # no bias before the batch norm: its gradient is rounding noise, which Adam would amplify
     model = nn.Sequential(nn.Linear(3, 5, bias=False), nn.BatchNorm1d(5), nn.ReLU(), nn.Dropout(0.0), nn.Linear(5, 2))
     _fill(torch, model)
-    learn = Learner(model, 0.1, nn.CrossEntropyLoss(), opt_func=torch.optim.Adam)
+    learn = Learner(model, 0.1, nn.CrossEntropyLoss())
     learn.fit(3, train, valid)
     o("recorder", learn.recorder)
     o("running stats", [model[1].running_mean, model[1].running_var, model[1].num_batches_tracked])
