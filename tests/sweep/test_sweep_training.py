@@ -1385,6 +1385,52 @@ def tr_manual_sgd_with_parameters_and_no_grad(torch, o):
              "a leaf Variable that requires grad is being used in an in-place operation.")
 
 
+
+@program(1e-5, atol=1e-6)
+def tr_packed_sequences_through_lstm_and_gru(torch, o):
+    nn = torch.nn
+    rnn_utils = nn.utils.rnn
+    seqs = [torch.linspace(-1, 1, 3 * 2).view(3, 2), torch.linspace(0, 2, 2).view(1, 2),
+            torch.linspace(1, -1, 4 * 2).view(4, 2)]
+    lengths = torch.tensor([3, 1, 4])
+    padded = rnn_utils.pad_sequence(seqs, batch_first=True).requires_grad_()
+    packed = rnn_utils.pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+    o("packed", (packed.data, packed.batch_sizes, packed.sorted_indices, packed.unsorted_indices))
+    o("type", type(packed).__name__)
+    for kind, extra in [("LSTM", {}), ("GRU", {"bidirectional": True}), ("RNN", {"num_layers": 2})]:
+        layer = _fill(torch, getattr(nn, kind)(2, 3, batch_first=True, **extra))
+        packed = rnn_utils.pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
+        out, state = layer(packed)
+        o(f"{kind} out type", type(out).__name__)
+        unpacked, out_lengths = rnn_utils.pad_packed_sequence(out, batch_first=True, total_length=5)
+        o(f"{kind} unpacked", unpacked)
+        o(f"{kind} lengths", out_lengths)
+        o(f"{kind} state", list(state) if isinstance(state, tuple) else state)
+        h = state[0] if isinstance(state, tuple) else state
+        (unpacked.pow(2).sum() + h.sum()).backward()
+        o(f"{kind} input grad", padded.grad)
+        o(f"{kind} weight grad", layer.weight_hh_l0.grad)
+        padded.grad = None
+    lstm = _fill(torch, nn.LSTM(2, 3))
+    h0 = (torch.linspace(-0.5, 0.5, 9).view(1, 3, 3), torch.linspace(0.5, -0.5, 9).view(1, 3, 3))
+    out, (h, c) = lstm(packed_t := rnn_utils.pack_sequence(seqs, enforce_sorted=False), h0)
+    o("with h0", (h, c))
+    o("pack_sequence", packed_t.batch_sizes)
+    o("unpack", rnn_utils.unpack_sequence(packed_t))
+    o.raises("unsorted", lambda: rnn_utils.pack_padded_sequence(padded, lengths, batch_first=True),
+             "`lengths` array must be sorted in decreasing order when `enforce_sorted` is True")
+    o.raises("zero length", lambda: rnn_utils.pack_padded_sequence(padded, [4, 0, 0], batch_first=True),
+             "Length of all samples has to be greater than 0")
+    o.raises("total_length", lambda: rnn_utils.pad_packed_sequence(packed, total_length=2),
+             "Expected total_length to be at least the length of the longest sequence in input")
+    # the common pattern: last hidden state of each sequence as features for a classifier
+    gru = _fill(torch, nn.GRU(2, 3, batch_first=True))
+    _, h_n = gru(rnn_utils.pack_padded_sequence(padded.detach(), lengths, batch_first=True,
+                                                enforce_sorted=False))
+    out, _ = gru(padded.detach())
+    o("last steps", (h_n[-1], out[torch.arange(3), lengths - 1]))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
