@@ -589,8 +589,9 @@ class ModuleList(Module):
     def __repr__(self) -> str:
         # like torch: runs of identical children print once, as "(0-2): 3 x Linear(...)"
         reprs = [repr(module) for module in self]
+        name = type(self).__name__  # (ParametrizationList too)
         if not reprs:
-            return "ModuleList()"
+            return name + "()"
         blocks = []  # [first index, last index, repr]
         for i, text in enumerate(reprs):
             if blocks and blocks[-1][2] == text:
@@ -604,7 +605,7 @@ class ModuleList(Module):
                 lines.append(f"({first}): {text}")
             else:
                 lines.append(f"({first}-{last}): {last - first + 1} x {text}")
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return name + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):

@@ -1431,6 +1431,76 @@ def tr_packed_sequences_through_lstm_and_gru(torch, o):
     o("last steps", (h_n[-1], out[torch.arange(3), lengths - 1]))
 
 
+
+@program(1e-5, atol=1e-6)
+def tr_weight_norm_and_parametrizations(torch, o):
+    nn = torch.nn
+    P = nn.utils.parametrize
+    layer = _fill(torch, nn.Linear(3, 2))
+    opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+    nn.utils.parametrizations.weight_norm(layer)
+    o("names", [n for n, _ in layer.named_parameters()])
+    o("class", type(layer).__name__)
+    o("repr", repr(layer))
+    o("g", layer.parametrizations.weight.original0)
+    o("v", layer.parametrizations.weight.original1)
+    o("weight", layer.weight)
+    o("state keys", list(layer.state_dict().keys()))
+    o("is_parametrized", (P.is_parametrized(layer), P.is_parametrized(layer, "weight"),
+                          P.is_parametrized(layer, "bias")))
+    x = torch.tensor(X_DATA)
+    opt2 = torch.optim.SGD(layer.parameters(), lr=0.1)
+    for _ in range(3):
+        opt2.zero_grad()
+        layer(x).pow(2).mean().backward()
+        opt2.step()
+    o("trained g", layer.parametrizations.weight.original0)
+    o("trained v", layer.parametrizations.weight.original1)
+    o("grad v", layer.parametrizations.weight.original1.grad)
+    P.remove_parametrizations(layer, "weight")
+    o("removed", ([n for n, _ in layer.named_parameters()], type(layer).__name__, layer.weight))
+
+    class Symmetric(nn.Module):
+        def forward(self, X):
+            return X.triu() + X.triu(1).transpose(-1, -2)
+
+        def right_inverse(self, A):
+            return A.triu()
+
+    sq = _fill(torch, nn.Linear(3, 3))
+    w_param = sq.weight
+    P.register_parametrization(sq, "weight", Symmetric())
+    o("same parameter object", sq.parametrizations.weight.original is w_param)
+    o("original", sq.parametrizations.weight.original)
+    o("symmetric", sq.weight)
+    sq.weight = torch.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 5.0], [3.0, 5.0, 6.0]])
+    o("after assign original", sq.parametrizations.weight.original)
+    with P.cached():
+        o("cached same", sq.weight is sq.weight)
+    o("uncached differs", sq.weight is sq.weight)
+    class Flat(nn.Module):
+        def forward(self, X):
+            return X.reshape(-1)
+
+    o.raises("shape change", lambda: P.register_parametrization(nn.Linear(3, 2), "weight", Flat()),
+             "Registering a parametrization may not change the shape of the tensor")
+    o.raises("missing name", lambda: P.register_parametrization(nn.Linear(3, 2), "foo", Symmetric()),
+             "does not have a parameter, a buffer, or a parametrized element with name 'foo'")
+
+    old = _fill(torch, nn.Linear(3, 2))
+    o.warns("old weight_norm", lambda: nn.utils.weight_norm(old), "is deprecated in favor of")
+    o("old names", [n for n, _ in old.named_parameters()])
+    o("old g", old.weight_g)
+    o("old out", old(x))
+    old(x).sum().backward()
+    o("old grads", (old.weight_g.grad, old.weight_v.grad))
+    conv = nn.utils.weight_norm(_fill(torch, nn.Conv1d(2, 3, 2)), dim=None)
+    o("dim None g", conv.weight_g)
+    o.raises("twice", lambda: nn.utils.weight_norm(old), "Cannot register two weight_norm hooks on the same parameter weight")
+    nn.utils.remove_weight_norm(old)
+    o("old removed", ([n for n, _ in old.named_parameters()], old.weight))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
