@@ -196,6 +196,7 @@ class Module:
     """
 
     training: bool
+    _version: int = 1  # saved in state_dict's _metadata; see _upgrade_state_dict
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -631,10 +632,22 @@ class Module:
                                   keep_vars=keep_vars)
         return destination
 
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        """Bring this module's entries of a checkpoint saved by an older version of the module
+        (``version`` from the checkpoint's ``_metadata``, None without it) up to date, in place
+        (torch's ``_load_from_state_dict`` overrides do this)."""
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy values into the parameters and buffers (in place, under no_grad)."""
+        """Copy values into the parameters and buffers (in place, under no_grad), or with
+        ``assign`` make the checkpoint's tensors the module's (as Parameters where the module
+        had Parameters). Returns the missing and unexpected keys."""
         if not isinstance(state_dict, Mapping):
             raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        for prefix, module in self.named_modules():
+            version = None if metadata is None else metadata.get(prefix, {}).get("version")
+            module._upgrade_state_dict(state_dict, prefix + "." if prefix else "", version)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
@@ -652,11 +665,19 @@ class Module:
             value = state_dict[key]
             if not isinstance(value, Tensor):
                 errors.append(f'While copying the parameter named "{key}", expected gradviz.Tensor '
-                              f"but got {type(value).__name__}.")
+                              "or Tensor-like object from checkpoint but received "
+                              f"{type(value)}")
                 continue
             if tuple(value.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} "
                               f"from checkpoint, the shape in current model is {target.shape}.")
+                continue
+            if assign:
+                module_path, _, name = key.rpartition(".")
+                owner = self.get_submodule(module_path)
+                if isinstance(target, Parameter) and not isinstance(value, Parameter):
+                    value = Parameter(value, requires_grad=target.requires_grad)
+                setattr(owner, name, value)
                 continue
             with no_grad():
                 target.copy_(value)

@@ -15,10 +15,10 @@ from collections import defaultdict
 from .._tensor import Tensor
 from ..autograd import no_grad
 from ..nn._module import _zero_grad
-from ..ops import full, maximum, zeros_like
+from ..ops import full, maximum, where, zeros_like
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
-           "Adadelta"]
+           "Adadelta", "Rprop", "ASGD"]
 
 
 class _Required:
@@ -721,4 +721,94 @@ class Adadelta(Optimizer):
                 delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
                 acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
                 p.add_(delta, alpha=-lr)
+        return loss
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation: each entry has its own step size, grown by ``etas[1]`` while
+    the gradient keeps its sign and shrunk by ``etas[0]`` when it flips (that step is then
+    skipped), within ``step_sizes``; the update is ``-sign(grad) * step_size``."""
+
+    def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_counter()
+                    state["prev"] = zeros_like(p)
+                    state["step_size"] = full(tuple(grad.shape), group["lr"], dtype=grad.dtype)
+                state["step"].add_(1)
+                prev, step_size = state["prev"], state["step_size"]
+                sign = grad.mul(prev).sign()
+                factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(grad.dtype)
+                step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+                grad = where(factor == etaminus, 0.0, grad).to(grad.dtype)
+                p.addcmul_(grad.sign(), step_size, value=-1)
+                prev.copy_(grad)
+        return loss
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (Polyak and Juditsky): SGD with a decaying rate ``eta`` and a running
+    average ``ax`` of the iterates, started after ``t0`` steps."""
+
+    def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, capturable=capturable,
+                                      differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if len(state) == 0:  # torch keeps eta and mu as float32 0-d tensors
+                    state["step"] = _step_counter()
+                    state["eta"] = full((), lr)
+                    state["mu"] = full((), 1.0)
+                    state["ax"] = zeros_like(p)
+                state["step"].add_(1)
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                eta_value = state["eta"].item()
+                p.mul_(1 - lambd * eta_value)
+                p.add_(grad, alpha=-eta_value)
+                ax, mu = state["ax"], state["mu"]
+                if mu.item() != 1:
+                    ax.add_(p.sub(ax).mul_(mu))
+                else:
+                    ax.copy_(p)
+                step = state["step"].item()
+                state["eta"].copy_(full((), lr / ((1 + lambd * lr * step) ** alpha)))
+                mu.copy_(full((), 1 / max(1, step - t0)))
         return loss

@@ -1501,6 +1501,251 @@ def tr_weight_norm_and_parametrizations(torch, o):
     o("old removed", ([n for n, _ in old.named_parameters()], old.weight))
 
 
+
+# ---- more of the Module and optimiser APIs ----------------------------------------------------
+
+@program(1e-5, atol=1e-6)
+def tr_tied_weights_and_shared_modules(torch, o):
+    nn = torch.nn
+
+    class TiedLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = nn.Embedding(5, 3)
+            self.block = nn.Linear(3, 3)
+            self.lm_head = nn.Linear(3, 5, bias=False)
+            self.wte.weight = self.lm_head.weight  # nanoGPT's weight tying
+            self.shared = self.block
+
+        def forward(self, idx):
+            return self.lm_head(self.shared(self.block(self.wte(idx))))
+
+    model = _fill(torch, TiedLM())
+    o("named_parameters", [n for n, _ in model.named_parameters()])
+    o("with duplicates", [n for n, _ in model.named_parameters(remove_duplicate=False)])
+    o("named_modules", [n for n, _ in model.named_modules()])
+    o("modules dup", [n for n, _ in model.named_modules(remove_duplicate=False)])
+    o("children", [n for n, _ in model.named_children()])
+    o("count", sum(p.numel() for p in model.parameters()))
+    o("state keys", list(model.state_dict().keys()))
+    o("same storage", model.state_dict()["wte.weight"].data_ptr() == model.state_dict()["lm_head.weight"].data_ptr())
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
+    idx = torch.tensor([[0, 1, 2], [3, 4, 0]])
+    for _ in range(3):
+        opt.zero_grad()
+        nn.functional.cross_entropy(model(idx).view(-1, 5), torch.tensor([1, 2, 3, 4, 0, 1])).backward()
+        opt.step()
+    o("tied still", model.wte.weight is model.lm_head.weight)
+    o("weights", list(model.parameters()))
+    o("state entries", len(opt.state))
+
+
+@program
+def tr_batchnorm_old_checkpoint_and_assign(torch, o):
+    nn = torch.nn
+    model = _fill(torch, nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4)))
+    old = {k: v for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")}
+    fresh = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    res = fresh.load_state_dict(old)
+    o("plain dict without num_batches_tracked", repr(res))
+    o("loaded", list(fresh.state_dict().values()))
+    from collections import OrderedDict
+    with_meta = model.state_dict()
+    del with_meta["1.num_batches_tracked"]
+    o.raises("with metadata", lambda: fresh.load_state_dict(with_meta), 'Missing key(s) in state_dict: "1.num_batches_tracked"')
+    target = nn.Linear(3, 4)
+    w = target.weight
+    target.load_state_dict(OrderedDict(weight=torch.ones(4, 3), bias=torch.zeros(4)), assign=True)
+    o("assign replaces", target.weight is w)
+    o("assign type", type(target.weight).__name__)
+    o("assign requires_grad", target.weight.requires_grad)
+    o.raises("not a dict", lambda: target.load_state_dict([1, 2]), "Expected state_dict to be dict-like")
+    o.raises("wrong value type", lambda: target.load_state_dict({"weight": [1.0], "bias": torch.zeros(4)}),
+             'While copying the parameter named "weight", expected torch.Tensor or Tensor-like object from checkpoint but received')
+
+
+@program
+def tr_save_whole_model_and_buffers(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    model.register_buffer("scale", torch.tensor([1.0, 2.0]))
+    model.register_buffer("tmp", torch.zeros(2), persistent=False)
+    model.register_buffer("nothing", None)
+    o("buffers with None", [n for n, _ in model.named_buffers()])
+    o("state keys", list(model.state_dict().keys()))
+    model.double()
+    o("non-persistent moved", model.tmp.dtype)
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "whole.pt")
+        torch.save(model, path)
+        loaded = torch.load(path, weights_only=False)
+        o("type", type(loaded).__name__)
+        o("params", list(loaded.parameters()))
+        o("tmp kept", loaded.tmp)
+        o.raises("weights_only refuses modules", lambda: torch.load(path, weights_only=True), "Weights only load failed")
+        torch.save([model.state_dict(), {"step": 5}], path)
+        o("list", torch.load(path)[1])
+
+
+@program(1e-6, atol=1e-7)
+def tr_custom_optimizer_subclass(torch, o):
+    nn = torch.nn
+
+    class MomentumSGD(torch.optim.Optimizer):
+        def __init__(self, params, lr=0.1, mom=0.9):
+            if lr < 0.0:
+                raise ValueError(f"Invalid learning rate: {lr}")
+            defaults = dict(lr=lr, mom=mom)
+            super().__init__(params, defaults)
+
+        @torch.no_grad()
+        def step(self, closure=None):
+            loss = None
+            if closure is not None:
+                with torch.enable_grad():
+                    loss = closure()
+            for group in self.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    state = self.state[p]
+                    if len(state) == 0:
+                        state["step"] = 0
+                        state["buf"] = torch.zeros_like(p)
+                    state["step"] += 1
+                    buf = state["buf"]
+                    buf.mul_(group["mom"]).add_(p.grad)
+                    p.add_(buf, alpha=-group["lr"])
+            return loss
+
+    model = make_mlp(torch)
+    opt = MomentumSGD(model.parameters(), lr=0.05)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    o("losses", [opt.step(closure).item() for _ in range(4)])
+    o("params", list(model.parameters()))
+    o("state", [opt.state[p]["step"] for p in model.parameters()])
+    o("defaults", opt.defaults)
+    o("groups", [sorted(g.keys()) for g in opt.param_groups])
+    o("repr", repr(opt))
+    sd = opt.state_dict()
+    o("sd", (sorted(sd["state"].keys()), sd["param_groups"]))
+    o.raises("bad lr", lambda: MomentumSGD(model.parameters(), lr=-1.0), "Invalid learning rate: -1.0")
+    o.raises("group missing required", lambda: torch.optim.SGD([{"params": model[0].parameters()}]),
+             "parameter group didn't specify a value of required optimization parameter lr")
+
+
+@program
+def tr_optimizer_step_hooks(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    events = []
+    h1 = opt.register_step_pre_hook(lambda optimizer, args, kwargs: events.append(("pre", type(optimizer).__name__)))
+    h2 = opt.register_step_post_hook(lambda optimizer, args, kwargs: events.append(("post", len(args))))
+    nn.functional.mse_loss(model(torch.tensor(X_DATA)), torch.tensor(Y_REG)).backward()
+    opt.step()
+    h1.remove()
+    opt.step()
+    h2.remove()
+    opt.step()
+    o("events", events)
+    o("params", list(model.parameters()))
+    calls = []
+    opt.register_state_dict_post_hook(lambda optimizer, sd: calls.append(sorted(sd.keys())))
+    opt.state_dict()
+    o("state_dict hook", calls)
+
+
+@program(1e-5, atol=1e-7)
+def tr_fastai_lr_finder(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch)
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_CLS)
+    start, end, n = 1e-4, 1.0, 12
+    mult = (end / start) ** (1 / (n - 1))
+    lrs, losses = [], []
+    best = float("inf")
+    initial = copy.deepcopy(model.state_dict())
+    for i in range(n):
+        lr = start * mult ** i
+        for g in opt.param_groups:
+            g["lr"] = lr
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        lrs.append(lr)
+        losses.append(loss.item())
+        best = min(best, loss.item())
+        if loss.item() > 4 * best:
+            break
+    o("lrs", lrs)
+    o("losses", losses)
+    model.load_state_dict(initial)
+    o("restored", list(model.parameters()))
+
+
+@program(1e-5, atol=1e-7)
+def tr_more_optimizers_rprop_asgd_lbfgs(torch, o):
+    nn = torch.nn
+    for name, factory in [("rprop", lambda p: torch.optim.Rprop(p, lr=0.01)),
+                          ("rprop etas", lambda p: torch.optim.Rprop(p, lr=0.02, etas=(0.4, 1.5), step_sizes=(1e-4, 1.0))),
+                          ("asgd", lambda p: torch.optim.ASGD(p, lr=0.05, t0=2, weight_decay=0.01))]:
+        model, opt, losses = _train(torch, factory, steps=8)
+        o(f"{name} losses", losses)
+        o(f"{name} params", list(model.parameters()))
+    model = make_mlp(torch, "Tanh")
+    opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5, history_size=4)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+
+    def closure():
+        opt.zero_grad()
+        loss = nn.functional.mse_loss(model(x), y)
+        loss.backward()
+        return loss
+
+    o("lbfgs", [opt.step(closure).item() for _ in range(3)])
+    o("lbfgs params", list(model.parameters()))
+    opt2 = torch.optim.LBFGS(make_mlp(torch, "Tanh").parameters(), line_search_fn="strong_wolfe")
+    o("lbfgs wolfe state", sorted(opt2.defaults.keys()))
+
+
+@program(1e-5, atol=1e-7)
+def tr_swa_averaged_model(torch, o):
+    nn = torch.nn
+    swa_utils = torch.optim.swa_utils
+    model = make_mlp(torch)
+    swa_model = swa_utils.AveragedModel(model)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    swa_sched = swa_utils.SWALR(opt, swa_lr=0.05, anneal_epochs=2)
+    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    lrs = []
+    for epoch in range(5):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        if epoch >= 2:
+            swa_model.update_parameters(model)
+            swa_sched.step()
+        lrs.append(opt.param_groups[0]["lr"])
+    o("lrs", lrs)
+    o("n_averaged", swa_model.n_averaged)
+    o("averaged", list(swa_model.module.parameters()))
+    o("names", [n for n, _ in swa_model.named_parameters()])
+    o("forward", swa_model(x))
+    ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
+    ema.update_parameters(model)
+    o("ema", list(ema.module.parameters()))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
