@@ -8,13 +8,16 @@ version counters advance, as in PyTorch), in the order of ``torch.optim``'s sing
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections import defaultdict
 
+from gradviz_ext._hooks import HookList
+
 from .._tensor import Tensor
 from ..autograd import no_grad
-from ..nn._module import _zero_grad
+from ..nn._module import _Handle, _zero_grad
 from ..ops import full, maximum, where, zeros_like
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
@@ -29,8 +32,93 @@ class _Required:
 required = _Required()
 
 
+# hooks of every optimizer's step (torch.optim.optimizer.register_optimizer_step_pre_hook, ...)
+_global_optimizer_pre_hooks = HookList()
+_global_optimizer_post_hooks = HookList()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``."""
+    _global_optimizer_pre_hooks.append(hook)
+    return _Handle(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    _global_optimizer_post_hooks.append(hook)
+    return _Handle(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """``step`` running the step hooks around it, as torch wraps every optimizer's step: pre
+    hooks (global first) may replace the arguments, post hooks (global last) see them. As in
+    torch, the hooks' ``args`` start with the optimizer itself."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]
+        for hook in [*_global_optimizer_pre_hooks, *self.__dict__.get("_step_pre_hooks", ())]:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for hook in [*self.__dict__.get("_step_post_hooks", ()), *_global_optimizer_post_hooks]:
+            hook(self, args, kwargs)
+        return out
+
+    hooked_step._with_step_hooks = True
+    return hooked_step
+
+
 class Optimizer:
     """Base class: ``param_groups`` (dicts with ``"params"`` and hyperparameters) and ``state``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_with_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
+    def _hooks(self, name):
+        hooks = self.__dict__.get(name)
+        if hooks is None:
+            hooks = HookList()
+            self.__dict__[name] = hooks
+        return hooks
+
+    def _add_hook(self, name, hook, prepend=False):
+        hooks = self._hooks(name)
+        hooks.insert(0, hook) if prepend else hooks.append(hook)
+        return _Handle(hooks, hook)
+
+    def register_step_pre_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return
+        ``(new_args, new_kwargs)``. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return self._add_hook("_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer)`` before ``state_dict()`` builds the dict."""
+        return self._add_hook("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer, state_dict)`` on the built dict; a non-None result replaces it."""
+        return self._add_hook("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer, state_dict)`` before loading; a non-None result is loaded
+        instead."""
+        return self._add_hook("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer)`` after loading."""
+        return self._add_hook("_load_state_dict_post_hooks", hook, prepend)
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -107,6 +195,8 @@ class Optimizer:
     def state_dict(self) -> dict:
         """``{"state": ..., "param_groups": ...}`` with parameters named by their index, as in
         ``torch.optim.Optimizer.state_dict``."""
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", ())):
+            hook(self)
         index = {}
         groups = []
         for group in self.param_groups:
@@ -116,9 +206,18 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: value for p, value in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in list(self.__dict__.get("_state_dict_post_hooks", ())):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", ())):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -138,6 +237,8 @@ class Optimizer:
                 # like torch: the state's tensors are taken as they are (not copied), so an
                 # optimizer loaded from another's live state_dict shares its buffers
                 self.state[p] = dict(value)
+        for hook in list(self.__dict__.get("_load_state_dict_post_hooks", ())):
+            hook(self)
 
     def _closure_loss(self, closure):
         if closure is None:
