@@ -1702,9 +1702,14 @@ def tr_more_optimizers_rprop_asgd_lbfgs(torch, o):
         model, opt, losses = _train(torch, factory, steps=8)
         o(f"{name} losses", losses)
         o(f"{name} params", list(model.parameters()))
-    model = make_mlp(torch, "Tanh")
+
+
+@program(1e-8, atol=1e-10)  # in float64: quasi-Newton steps amplify float32 rounding
+def tr_lbfgs_closure_and_strong_wolfe(torch, o):
+    nn = torch.nn
+    model = make_mlp(torch, "Tanh").double()
     opt = torch.optim.LBFGS(model.parameters(), lr=0.5, max_iter=5, history_size=4)
-    x, y = torch.tensor(X_DATA), torch.tensor(Y_REG)
+    x, y = torch.tensor(X_DATA, dtype=torch.float64), torch.tensor(Y_REG, dtype=torch.float64)
 
     def closure():
         opt.zero_grad()
@@ -1714,8 +1719,22 @@ def tr_more_optimizers_rprop_asgd_lbfgs(torch, o):
 
     o("lbfgs", [opt.step(closure).item() for _ in range(3)])
     o("lbfgs params", list(model.parameters()))
-    opt2 = torch.optim.LBFGS(make_mlp(torch, "Tanh").parameters(), line_search_fn="strong_wolfe")
-    o("lbfgs wolfe state", sorted(opt2.defaults.keys()))
+    o("lbfgs state", sorted(k for k in opt.state[model[0].weight].keys()))
+    o("lbfgs evals", (opt.state[model[0].weight]["func_evals"], opt.state[model[0].weight]["n_iter"]))
+    model2 = make_mlp(torch, "Tanh").double()
+    opt2 = torch.optim.LBFGS(model2.parameters(), lr=1, max_iter=10, line_search_fn="strong_wolfe")
+
+    def closure2():
+        opt2.zero_grad()
+        loss = nn.functional.mse_loss(model2(x), y)
+        loss.backward()
+        return loss
+
+    o("wolfe", [opt2.step(closure2).item() for _ in range(3)])
+    o("wolfe params", list(model2.parameters()))
+    o("wolfe evals", opt2.state[model2[0].weight]["func_evals"])
+    o.raises("groups", lambda: torch.optim.LBFGS([{"params": model[0].parameters()}, {"params": model[2].parameters()}]),
+             "LBFGS doesn't support per-parameter options (parameter groups)")
 
 
 @program(1e-5, atol=1e-7)
