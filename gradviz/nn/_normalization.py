@@ -151,6 +151,23 @@ class _BatchNorm(Module):
                 state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
                                    else _ops.tensor(0))
 
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches seen."""
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, and the affine weight 1 and bias 0."""
+        self.reset_running_stats()
+        with no_grad():
+            if self.weight is not None:
+                self.weight.fill_(1)
+            if self.bias is not None:
+                self.bias.zero_()
+
     def _check_input_dim(self, input):
         raise NotImplementedError
 

@@ -1762,7 +1762,21 @@ def tr_swa_averaged_model(torch, o):
     o("forward", swa_model(x))
     ema = swa_utils.AveragedModel(model, multi_avg_fn=swa_utils.get_ema_multi_avg_fn(0.9))
     ema.update_parameters(model)
+    for _ in range(2):
+        opt.zero_grad()
+        nn.functional.mse_loss(model(x), y).backward()
+        opt.step()
+        ema.update_parameters(model)
     o("ema", list(ema.module.parameters()))
+    bn_model = _fill(torch, nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4), nn.Linear(4, 2)))
+    swa_bn = swa_utils.AveragedModel(bn_model, avg_fn=swa_utils.get_ema_avg_fn(0.5))
+    swa_bn.update_parameters(bn_model)
+    swa_bn.update_parameters(bn_model)
+    loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(x, y), batch_size=2)
+    swa_utils.update_bn(loader, swa_bn)
+    o("update_bn", (swa_bn.module[1].running_mean, swa_bn.module[1].running_var,
+                    swa_bn.module[1].num_batches_tracked, swa_bn.module[1].momentum, swa_bn.training))
+    o("state keys", list(swa_bn.state_dict().keys()))
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
