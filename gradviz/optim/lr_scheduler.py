@@ -149,8 +149,30 @@ def _rates(scheduler):
     return [group["lr"] for group in scheduler.optimizer.param_groups]
 
 
+def _lambdas_state_dict(scheduler) -> dict:
+    """A lambda scheduler's state: plain functions (lambdas) are not saved (None), the
+    ``__dict__`` of callable objects is, as in torch."""
+    state = {key: value for key, value in scheduler.__dict__.items()
+             if key not in ("optimizer", "lr_lambdas")}
+    state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                           for fn in scheduler.lr_lambdas]
+    return state
+
+
+def _load_lambdas_state_dict(scheduler, state_dict: dict) -> None:
+    state = dict(state_dict)
+    lr_lambdas = state.pop("lr_lambdas")
+    scheduler.__dict__.update(state)
+    for fn, saved in zip(scheduler.lr_lambdas, lr_lambdas):
+        if saved is not None:
+            fn.__dict__.update(saved)
+
+
 class LambdaLR(LRScheduler):
     """``lr = initial_lr * lr_lambda(epoch)``."""
+
+    state_dict = _lambdas_state_dict
+    load_state_dict = _load_lambdas_state_dict
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         n = len(optimizer.param_groups)
@@ -167,9 +189,14 @@ class LambdaLR(LRScheduler):
 class MultiplicativeLR(LRScheduler):
     """``lr *= lr_lambda(epoch)`` at every step after the first."""
 
+    state_dict = _lambdas_state_dict
+    load_state_dict = _load_lambdas_state_dict
+
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         n = len(optimizer.param_groups)
         self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(self.lr_lambdas) != n:
+            raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):

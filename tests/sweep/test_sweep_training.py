@@ -1779,6 +1779,128 @@ def tr_swa_averaged_model(torch, o):
     o("state keys", list(swa_bn.state_dict().keys()))
 
 
+
+@program
+def tr_module_call_details(torch, o):
+    nn = torch.nn
+
+    class TwoInputs(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2)
+            self.b = nn.Linear(3, 2)
+
+        def forward(self, x, y, scale=1.0, *, mode="sum"):
+            out = self.a(x) + self.b(y)
+            return out * scale if mode == "sum" else (out, out * scale)
+
+    m = _fill(torch, TwoInputs())
+    x, y = torch.linspace(-1, 1, 4).view(2, 2), torch.linspace(0, 1, 6).view(2, 3)
+    o("kwargs", m(x, y, scale=2.0))
+    o("tuple out", m(x, y, 0.5, mode="pair"))
+    o("generator type", type(m.parameters()).__name__)
+    o("prefix state", list(m.state_dict(prefix="net.").keys()))
+
+    def pre(module, args, kwargs):
+        kwargs = dict(kwargs)
+        kwargs["scale"] = 3.0
+        return args, kwargs
+
+    h = m.register_forward_pre_hook(pre, with_kwargs=True)
+    o("pre kwargs", m(x, y, scale=2.0))
+    h.remove()
+    o.raises("bad pre return", lambda: (m.register_forward_pre_hook(lambda mod, a, k: 5, with_kwargs=True), m(x, y))[1],
+             "forward pre-hook must return None or a tuple of (new_args, new_kwargs)")
+    events = []
+
+    def bhook(module, grad_input, grad_output):
+        events.append((len(grad_input), len(grad_output), [g is None for g in grad_input]))
+
+    m2 = _fill(torch, TwoInputs())
+    m2.register_full_backward_hook(bhook)
+    xg = x.clone().requires_grad_()
+    out = m2(xg, y.clone().requires_grad_(), 2.0)
+    out.sum().backward()
+    o("two-input hook", events)
+    o("x grad", xg.grad)
+    lstm = _fill(torch, nn.LSTM(2, 3))
+    seen = []
+    lstm.register_forward_hook(lambda mod, args, output: seen.append((type(output).__name__, len(output))))
+    lstm(torch.linspace(-1, 1, 8).view(4, 1, 2))
+    o("lstm hook", seen)
+    o.raises("missing forward", lambda: nn.Module()(x), 'Module [Module] is missing the required "forward" function')
+    o.raises("wrong args", lambda: nn.Linear(2, 2)(x, y), "forward() takes 2 positional arguments but 3 were given")
+
+
+@program(1e-9, atol=1e-12)
+def tr_scheduler_details_and_resume(torch, o):
+    S = torch.optim.lr_scheduler
+    p = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = S.LambdaLR(opt, lambda epoch: 0.5 ** epoch)
+    o("initial", sched.get_last_lr())
+    o("optimizer attr", sched.optimizer is opt)
+    o("base_lrs", sched.base_lrs)
+    for _ in range(3):
+        opt.step()
+        sched.step()
+    sd = sched.state_dict()
+    o("lambda state", sorted(sd.keys()))
+    o("lr_lambdas saved", sd["lr_lambdas"])
+    o("last_epoch", sched.last_epoch)
+    opt2 = torch.optim.SGD([torch.nn.Parameter(torch.tensor([1.0]))], lr=0.1)
+    o.raises("resume without initial_lr", lambda: S.StepLR(opt2, step_size=2, last_epoch=3),
+             "param 'initial_lr' is not specified in param_groups[0] when resuming")
+    opt3 = torch.optim.SGD([{"params": [torch.nn.Parameter(torch.tensor([1.0]))], "initial_lr": 0.2}], lr=0.1)
+    resumed = S.StepLR(opt3, step_size=2, gamma=0.5, last_epoch=3)
+    o("resumed", (resumed.get_last_lr(), resumed.last_epoch, opt3.param_groups[0]["lr"]))
+    plateau = S.ReduceLROnPlateau(torch.optim.SGD([torch.nn.Parameter(torch.tensor([1.0]))], lr=0.1), patience=0)
+    o("plateau initial", plateau.get_last_lr())
+    for loss in [1.0, 1.0, 1.0]:
+        plateau.step(loss)
+    o("plateau after", plateau.get_last_lr())
+    o("plateau state keys", sorted(plateau.state_dict().keys()))
+    chained = S.ChainedScheduler([S.StepLR(opt, 1, 0.5), S.ExponentialLR(opt, 0.9)])
+    opt.step()
+    chained.step()
+    o("chained", chained.get_last_lr())
+    cosine = S.CosineAnnealingLR(opt, T_max=4)
+    rates = []
+    for _ in range(10):
+        opt.step()
+        cosine.step()
+        rates.append(cosine.get_last_lr()[0])
+    o("cosine past T_max", rates)
+
+
+@program
+def tr_data_small_details(torch, o):
+    D = torch.utils.data
+    ds = D.TensorDataset(torch.arange(5.0))
+    o("single tensor item", ds[1])
+    o("identity collate", list(D.DataLoader(ds, batch_size=2, collate_fn=lambda b: b)))
+    pairs = [(torch.tensor([float(i)]), i % 2 == 0) for i in range(5)]
+    o("list of tuples", list(D.DataLoader(pairs, batch_size=3)))
+    o("numpy scalars", D.default_collate([np.float32(1.5), np.float32(2.5)]))
+    o("bools", D.default_collate([True, False]))
+    from collections import namedtuple
+    Point = namedtuple("Point", ["x", "y"])
+    o("namedtuple", D.default_collate([Point(1, 2.0), Point(3, 4.0)]))
+    o("strings", D.default_collate(["a", "b"]))
+    loader = D.DataLoader(D.TensorDataset(torch.arange(10.0)), batch_size=3, shuffle=True, drop_last=True)
+    o("shuffle drop_last", [b[0].shape for b in loader])
+    o("len", len(loader))
+    o("sampler type", type(loader.sampler).__name__)
+    o("batch_sampler type", type(loader.batch_sampler).__name__)
+    o.raises("no len", lambda: len(D.DataLoader(iter([1, 2]))), "has no len()")
+    o.raises("batch sampler conflict", lambda: D.DataLoader(ds, batch_size=2, batch_sampler=[[0, 1]]),
+             "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
+    o.raises("bad batch size", lambda: D.BatchSampler(range(3), batch_size=0, drop_last=False),
+             "batch_size should be a positive integer value, but got batch_size=0")
+    o.raises("split fraction", lambda: D.random_split(ds, [0.5, 0.7]),
+             "Sum of input lengths does not equal the length of the input dataset!")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
