@@ -1901,6 +1901,107 @@ def tr_data_small_details(torch, o):
              "Sum of input lengths does not equal the length of the input dataset!")
 
 
+
+@program
+def tr_builtin_module_parameter_names_and_counts(torch, o):
+    nn = torch.nn
+    modules = {
+        "lstm": nn.LSTM(3, 4, num_layers=2, bidirectional=True),
+        "gru": nn.GRU(3, 4, bias=False),
+        "rnn cell": nn.RNNCell(3, 4),
+        "mha": nn.MultiheadAttention(8, 2),
+        "mha kdim": nn.MultiheadAttention(8, 2, kdim=4, vdim=6, bias=False),
+        "encoder layer": nn.TransformerEncoderLayer(8, 2, dim_feedforward=16),
+        "encoder": nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16), 2),
+        "decoder layer": nn.TransformerDecoderLayer(8, 2, dim_feedforward=16, norm_first=True),
+        "conv": nn.Conv2d(3, 6, 3, groups=3, bias=False),
+        "convT": nn.ConvTranspose2d(6, 3, 2, stride=2),
+        "bn": nn.BatchNorm2d(4, affine=False),
+        "ln": nn.LayerNorm([4, 5], elementwise_affine=True, bias=False),
+        "gn": nn.GroupNorm(2, 4),
+        "emb": nn.Embedding(10, 3, padding_idx=1),
+        "prelu": nn.PReLU(3),
+        "bilinear": nn.Bilinear(2, 3, 4),
+    }
+    for name, m in modules.items():
+        o(f"{name} params", [(n, tuple(p.shape)) for n, p in m.named_parameters()])
+        o(f"{name} state", [(k, tuple(v.shape), str(v.dtype)) for k, v in m.state_dict().items()])
+        o(f"{name} count", sum(p.numel() for p in m.parameters()))
+        o(f"{name} modules", [n for n, _ in m.named_modules()])
+    o("encoder repr", repr(modules["encoder"]))
+    o("mha repr", repr(modules["mha"]))
+
+
+@program
+def tr_default_initialisation_ranges(torch, o):
+    nn = torch.nn
+    torch.manual_seed(0)
+    lin = nn.Linear(50, 40)
+    o("linear weight within 1/sqrt(in)", bool(lin.weight.abs().max() <= 1 / math.sqrt(50)))
+    o("linear weight spread", bool(lin.weight.abs().max() > 0.8 / math.sqrt(50)))
+    o("linear bias within", bool(lin.bias.abs().max() <= 1 / math.sqrt(50)))
+    conv = nn.Conv2d(4, 8, 3)
+    fan_in = 4 * 3 * 3
+    o("conv weight within", bool(conv.weight.abs().max() <= 1 / math.sqrt(fan_in)))
+    o("conv spread", bool(conv.weight.abs().max() > 0.8 / math.sqrt(fan_in)))
+    emb = nn.Embedding(2000, 10, padding_idx=0)
+    o("embedding std", round(float(emb.weight.std()), 1))
+    o("padding row zero", emb.weight[0])
+    lstm = nn.LSTM(5, 16)
+    o("lstm within", all(bool(p.abs().max() <= 1 / math.sqrt(16)) for p in lstm.parameters()))
+    bn = nn.BatchNorm1d(3)
+    o("bn", (bn.weight, bn.bias, bn.running_mean, bn.running_var, bn.num_batches_tracked))
+    ln = nn.LayerNorm(3)
+    o("ln", (ln.weight, ln.bias))
+    mha = nn.MultiheadAttention(8, 2)
+    o("mha biases zero", (mha.in_proj_bias, mha.out_proj.bias))
+    o("prelu", nn.PReLU().weight)
+    lazy = nn.LazyLinear(3)
+    lazy(torch.ones(2, 7))
+    o("lazy shape", lazy.weight.shape)
+    o("lazy within", bool(lazy.weight.abs().max() <= 1 / math.sqrt(7)))
+    o("requires grad", [p.requires_grad for p in lin.parameters()])
+
+
+
+@program(1e-5, atol=1e-6)
+def tr_mobilenet_depthwise_separable_block(torch, o):
+    nn = torch.nn
+
+    class DepthwiseSeparable(nn.Module):
+        def __init__(self, c_in, c_out):
+            super().__init__()
+            self.depthwise = nn.Conv2d(c_in, c_in, 3, padding=1, groups=c_in, bias=False)
+            self.bn1 = nn.BatchNorm2d(c_in)
+            self.pointwise = nn.Conv2d(c_in, c_out, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(c_out)
+            self.grouped = nn.Conv1d(c_out, c_out, 2, groups=2)
+
+        def forward(self, x):
+            x = nn.functional.relu6(self.bn1(self.depthwise(x)))
+            x = nn.functional.relu6(self.bn2(self.pointwise(x)))
+            return self.grouped(x.flatten(2))
+
+    block = _fill(torch, DepthwiseSeparable(3, 4))
+    o("repr", repr(block))
+    o("shapes", [(n, tuple(p.shape)) for n, p in block.named_parameters()])
+    x = torch.linspace(-2, 2, 2 * 3 * 4 * 4).view(2, 3, 4, 4)
+    opt = torch.optim.SGD(block.parameters(), lr=0.05, momentum=0.9)
+    for _ in range(3):
+        opt.zero_grad()
+        out = block(x)
+        loss = out.pow(2).mean()
+        loss.backward()
+        opt.step()
+    o("loss", loss)
+    o("depthwise grad", block.depthwise.weight.grad)
+    o("grouped grad", block.grouped.weight.grad)
+    o("params", list(block.parameters()))
+    o.raises("channels", lambda: block.depthwise(torch.ones(1, 4, 4, 4)),
+             "Given groups=3, weight of size [3, 1, 3, 3], expected input[1, 4, 4, 4] to have 3 channels")
+    o.raises("divisible", lambda: nn.Conv2d(3, 4, 3, groups=2), "in_channels must be divisible by groups")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
