@@ -2002,6 +2002,43 @@ def tr_mobilenet_depthwise_separable_block(torch, o):
     o.raises("divisible", lambda: nn.Conv2d(3, 4, 3, groups=2), "in_channels must be divisible by groups")
 
 
+
+@program(1e-5, atol=1e-6)
+def tr_spectral_norm_gan_discriminator(torch, o):
+    nn = torch.nn
+    disc = _fill(torch, nn.Sequential(nn.Linear(3, 4), nn.LeakyReLU(0.2), nn.Linear(4, 1)))
+    nn.utils.spectral_norm(disc[0])
+    nn.utils.spectral_norm(disc[2])
+    # the power-iteration vectors start random: the same values in both libraries
+    with torch.no_grad():
+        disc[0].weight_u.copy_(torch.tensor([0.5, -0.5, 0.5, 0.5]))
+        disc[0].weight_v.copy_(torch.tensor([0.6, 0.0, 0.8]))
+        disc[2].weight_u.copy_(torch.tensor([1.0]))
+        disc[2].weight_v.copy_(torch.tensor([0.5, 0.5, -0.5, 0.5]))
+    o("names", [n for n, _ in disc.named_parameters()])
+    o("buffers", [n for n, _ in disc.named_buffers()])
+    o("state keys", list(disc.state_dict().keys()))
+    opt = torch.optim.Adam(disc.parameters(), lr=0.01, betas=(0.5, 0.999))
+    x = torch.tensor(X_DATA)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = nn.functional.binary_cross_entropy_with_logits(disc(x), torch.ones(6, 1))
+        loss.backward()
+        opt.step()
+    o("loss", loss)
+    o("u", disc[0].weight_u)
+    o("v", disc[0].weight_v)
+    o("weight", disc[0].weight)
+    o("orig", disc[0].weight_orig)
+    disc.eval()
+    before = disc[0].weight_u.clone()
+    o("eval out", disc(x))
+    o("eval keeps u", torch.equal(before, disc[0].weight_u))
+    o.raises("twice", lambda: nn.utils.spectral_norm(disc[0]), "Cannot register two spectral_norm hooks on the same parameter weight")
+    nn.utils.remove_spectral_norm(disc[0])
+    o("removed", ([n for n, _ in disc[0].named_parameters()], disc[0].weight))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
