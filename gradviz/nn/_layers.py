@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import operator
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from .. import ops as _ops
 from .._tensor import Tensor
@@ -771,7 +772,14 @@ class ParameterDict(Module):
         return value
 
     def update(self, parameters) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add the entries of ``parameters``: an OrderedDict or ParameterDict in its order, a
+        plain mapping in sorted key order (as torch), or (key, value) pairs in order."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for key, value in items:
             self[key] = value
 

@@ -2039,6 +2039,43 @@ def tr_spectral_norm_gan_discriminator(torch, o):
     o("removed", ([n for n, _ in disc[0].named_parameters()], disc[0].weight))
 
 
+
+@program
+def tr_container_reprs_and_weights_only_checkpoints(torch, o):
+    nn = torch.nn
+    from collections import OrderedDict
+    model = nn.Sequential(OrderedDict([("conv", nn.Conv2d(1, 2, 3)), ("act", nn.ReLU()),
+                                       ("heads", nn.ModuleDict({"a": nn.Linear(2, 2), "b": nn.Identity()}))]))
+    o("ordered repr", repr(model))
+    o("getattr by name", type(model.conv).__name__)
+    o("param list repr", repr(nn.ParameterList([nn.Parameter(torch.zeros(2, 3)), nn.Parameter(torch.ones(1))])))
+    o("param dict repr", repr(nn.ParameterDict({"w": nn.Parameter(torch.zeros(2)), "b": nn.Parameter(torch.ones(3))})))
+
+    class Multi(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.Linear(1, 1)
+
+        def extra_repr(self):
+            return "line one\nline two"
+
+    o("multi-line extra_repr", repr(Multi()))
+    o("identity args", repr(nn.Identity(54, unused="x")))
+    lin = make_mlp(torch)
+    opt = torch.optim.Adam(lin.parameters(), lr=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5)
+    lin(torch.tensor(X_DATA)).sum().backward()
+    opt.step()
+    sched.step()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "ck.pt")
+        torch.save({"opt": opt.state_dict(), "sched": sched.state_dict(), "model": lin.state_dict()}, path)
+        ck = torch.load(path, weights_only=True)
+    o("opt state", ck["opt"]["state"][0])
+    o("opt groups", ck["opt"]["param_groups"])
+    o("sched", sorted(ck["sched"].items()))
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
