@@ -354,12 +354,22 @@ class DataLoader:
 
     def __init__(self, dataset, batch_size=1, shuffle=None, sampler=None, batch_sampler=None,
                  num_workers=0, collate_fn=None, pin_memory=False, drop_last=False, timeout=0,
-                 worker_init_fn=None, generator=None, **kwargs):
+                 worker_init_fn=None, multiprocessing_context=None, generator=None, *,
+                 prefetch_factor=None, persistent_workers: bool = False,
+                 pin_memory_device: str = "", in_order: bool = True):
         if num_workers < 0:
             raise ValueError("num_workers option should be non-negative; use num_workers=0 to "
                              "disable multiprocessing.")
         if timeout < 0:
             raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing."
+                             "let num_workers > 0 to enable multiprocessing, otherwise set "
+                             "prefetch_factor to None.")
+        if prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
         self._iterable = isinstance(dataset, IterableDataset)
         if self._iterable:
             if shuffle not in {False, None}:

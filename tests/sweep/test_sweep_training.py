@@ -1897,6 +1897,11 @@ def tr_data_small_details(torch, o):
              "batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and drop_last")
     o.raises("bad batch size", lambda: D.BatchSampler(range(3), batch_size=0, drop_last=False),
              "batch_size should be a positive integer value, but got batch_size=0")
+    o.raises("persistent workers", lambda: D.DataLoader(ds, persistent_workers=True),
+             "persistent_workers option needs num_workers > 0")
+    o.raises("prefetch", lambda: D.DataLoader(ds, prefetch_factor=2),
+             "prefetch_factor option could only be specified in multiprocessing")
+    o("workers accepted", len(D.DataLoader(ds, batch_size=2, num_workers=2, pin_memory=True)))
     o.raises("split fraction", lambda: D.random_split(ds, [0.5, 0.7]),
              "Sum of input lengths does not equal the length of the input dataset!")
 
