@@ -2081,6 +2081,43 @@ def tr_container_reprs_and_weights_only_checkpoints(torch, o):
     o("sched", sorted(ck["sched"].items()))
 
 
+
+@program(1e-9, atol=1e-12)
+def tr_warm_restarts_fractional_epochs_and_global_backward_hooks(torch, o):
+    S = torch.optim.lr_scheduler
+    p = torch.nn.Parameter(torch.tensor([1.0]))
+    opt = torch.optim.SGD([p], lr=0.1)
+    sched = S.CosineAnnealingWarmRestarts(opt, T_0=2, T_mult=2, eta_min=0.001)
+    iters = 4
+    rates = []
+    for epoch in range(5):
+        for i in range(iters):
+            opt.step()
+            o.warns(f"step {epoch}.{i}", lambda: sched.step(epoch + i / iters))
+            rates.append(sched.get_last_lr()[0])
+    o("rates", rates)
+    o("T_cur", (sched.T_cur, sched.T_i, sched.last_epoch))
+    o.raises("negative epoch", lambda: sched.step(-1), "Expected non-negative epoch, but got -1")
+    nn = torch.nn
+    model = make_mlp(torch)
+    seen = []
+    h = nn.modules.module.register_module_full_backward_hook(
+        lambda m, gi, go: seen.append((type(m).__name__, len(gi))))
+    hp = nn.modules.module.register_module_full_backward_pre_hook(
+        lambda m, go: seen.append(("pre " + type(m).__name__, len(go))))
+    try:
+        model(torch.tensor(X_DATA, requires_grad=True)).sum().backward()
+    finally:
+        h.remove()
+        hp.remove()
+    o("global backward hooks", seen)
+    model.to(device="cpu", dtype=torch.float64)
+    o("to device and dtype", [q.dtype for q in model.parameters()])
+    model.to(torch.device("cpu"))
+    o("to device object", model[0].weight.dtype)
+    o("to tensor", model.to(torch.zeros(1, dtype=torch.float32))[0].weight.dtype)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
