@@ -34,7 +34,7 @@ from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad
 from ._upsampling import (Bilinear, PixelShuffle, PixelUnshuffle, PReLU, Upsample,
                           UpsamplingBilinear2d, UpsamplingNearest2d)
 
-__all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter", "Module", "Identity",
+__all__ = ["functional", "init", "utils", "modules", "Parameter", "UninitializedParameter", "Module", "Identity",
            "Linear", "LazyLinear", "ReLU",
            "Tanh", "Sigmoid", "Softmax", "LogSoftmax", "LeakyReLU", "ELU", "GELU", "SiLU",
            "Softplus", "Flatten", "Unflatten", "Dropout", "Sequential", "ModuleList", "ModuleDict",
@@ -56,3 +56,6 @@ __all__ = ["functional", "init", "utils", "Parameter", "UninitializedParameter",
            "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",
            "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag"]
+
+from . import modules  # noqa: E402 - it re-exports the classes above
+

@@ -35,8 +35,12 @@ class Conv2d(Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__()
-        if groups != 1:
-            raise NotImplementedError("Conv2d: groups > 1 is not supported by gradviz")
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
         if padding_mode != "zeros":
             raise NotImplementedError("Conv2d: only padding_mode='zeros' is supported by gradviz")
         if isinstance(padding, str):
@@ -53,10 +57,10 @@ class Conv2d(Module):
         self.dilation = _pair(dilation)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(_ops.empty(out_channels, in_channels, *self.kernel_size,
+        self.weight = Parameter(_ops.empty(out_channels, in_channels // groups, *self.kernel_size,
                                            dtype=dtype))
         self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
-        bound = 1 / math.sqrt(in_channels * self.kernel_size[0] * self.kernel_size[1])
+        bound = 1 / math.sqrt(in_channels // groups * self.kernel_size[0] * self.kernel_size[1])
         _uniform_(self.weight, bound)
         if self.bias is not None:
             _uniform_(self.bias, bound)
@@ -72,6 +76,8 @@ class Conv2d(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1, 1):
             text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
         return text
@@ -140,8 +146,12 @@ class Conv1d(Module):
                  dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
                  device=None, dtype=None):
         super().__init__()
-        if groups != 1:
-            raise NotImplementedError("Conv1d: groups > 1 is not supported by gradviz")
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
         if padding_mode != "zeros":
             raise NotImplementedError("Conv1d: only padding_mode='zeros' is supported by gradviz")
         if isinstance(padding, str) and padding not in ("valid", "same"):
@@ -155,10 +165,10 @@ class Conv1d(Module):
         self.dilation = _single(dilation)
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(_ops.empty(out_channels, in_channels, self.kernel_size[0],
-                                           dtype=dtype))
+        self.weight = Parameter(_ops.empty(out_channels, in_channels // groups,
+                                           self.kernel_size[0], dtype=dtype))
         self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
-        bound = 1 / math.sqrt(in_channels * self.kernel_size[0])
+        bound = 1 / math.sqrt(in_channels // groups * self.kernel_size[0])
         _uniform_(self.weight, bound)
         if self.bias is not None:
             _uniform_(self.bias, bound)
@@ -174,6 +184,8 @@ class Conv1d(Module):
             text += f", padding={self.padding}"
         if self.dilation != (1,):
             text += f", dilation={self.dilation}"
+        if self.groups != 1:
+            text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
         return text

@@ -4,7 +4,9 @@ containers ``Sequential``, ``ModuleList`` and ``ModuleDict``."""
 from __future__ import annotations
 
 import math
+import operator
 from collections import OrderedDict
+from collections.abc import Mapping
 
 from .. import ops as _ops
 from .._tensor import Tensor
@@ -190,17 +192,87 @@ class Sequential(Module):
     def __iter__(self):
         return iter(self._modules.values())
 
+    def _key(self, index) -> str:
+        size = len(self)
+        index = operator.index(index)
+        if not -size <= index < size:
+            raise IndexError(f"index {index} is out of range")
+        return list(self._modules)[index % size]
+
     def __getitem__(self, index):
         if isinstance(index, slice):
-            return Sequential(OrderedDict(list(self._modules.items())[index]))
-        modules = list(self._modules.values())
-        if not -len(modules) <= index < len(modules):
-            raise IndexError(f"index {index} is out of range")
-        return modules[index]
+            return self.__class__(OrderedDict(list(self._modules.items())[index]))
+        return self._modules[self._key(index)]
+
+    def __setitem__(self, index: int, module) -> None:
+        setattr(self, self._key(index), module)
+
+    def __delitem__(self, index) -> None:
+        keys = list(self._modules)[index] if isinstance(index, slice) else [self._key(index)]
+        for key in keys:
+            delattr(self, key)
+        # the remaining modules are renumbered "0", "1", ..., as torch does
+        object.__setattr__(self, "_modules", OrderedDict(
+            (str(i), module) for i, module in enumerate(self._modules.values())))
+
+    def pop(self, index):
+        module = self[index]
+        del self[index]
+        return module
 
     def append(self, module):
         self.add_module(str(len(self)), module)
         return self
+
+    def insert(self, index: int, module):
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        if index < 0:
+            index += n
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential):
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def _check_sequential(self, other):
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+
+    def __add__(self, other):
+        self._check_sequential(other)
+        combined = Sequential()
+        for layer in list(self) + list(other):
+            combined.append(layer)
+        return combined
+
+    def __iadd__(self, other):
+        self._check_sequential(other)
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(i + offset), module)
+        return self
+
+    def __mul__(self, other: int):
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and {type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+        combined = Sequential()
+        for _ in range(other):
+            for module in self:
+                combined.append(module)
+        return combined
+
+    __rmul__ = __mul__
 
     def forward(self, input):
         for module in self:
@@ -470,7 +542,7 @@ class ModuleList(Module):
 
     def __delitem__(self, index) -> None:
         modules = list(self._modules.values())
-        del modules[index]
+        del modules[index if isinstance(index, slice) else self._index(index)]
         self._modules.clear()
         for i, module in enumerate(modules):
             self.add_module(str(i), module)
@@ -483,6 +555,17 @@ class ModuleList(Module):
 
     def __iadd__(self, modules):
         return self.extend(modules)
+
+    def __add__(self, other):
+        combined = ModuleList()
+        for i, module in enumerate(list(self) + list(other)):
+            combined.add_module(str(i), module)
+        return combined
+
+    def pop(self, index):
+        module = self[index]
+        del self[index]
+        return module
 
     def append(self, module):
         self.add_module(str(len(self)), module)
@@ -507,8 +590,9 @@ class ModuleList(Module):
     def __repr__(self) -> str:
         # like torch: runs of identical children print once, as "(0-2): 3 x Linear(...)"
         reprs = [repr(module) for module in self]
+        name = type(self).__name__  # (ParametrizationList too)
         if not reprs:
-            return "ModuleList()"
+            return name + "()"
         blocks = []  # [first index, last index, repr]
         for i, text in enumerate(reprs):
             if blocks and blocks[-1][2] == text:
@@ -522,7 +606,7 @@ class ModuleList(Module):
                 lines.append(f"({first}): {text}")
             else:
                 lines.append(f"({first}-{last}): {last - first + 1} x {text}")
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return name + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
@@ -688,7 +772,14 @@ class ParameterDict(Module):
         return value
 
     def update(self, parameters) -> None:
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add the entries of ``parameters``: an OrderedDict or ParameterDict in its order, a
+        plain mapping in sorted key order (as torch), or (key, value) pairs in order."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items())
+        else:
+            items = parameters
         for key, value in items:
             self[key] = value
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 from collections import OrderedDict, namedtuple
+from collections.abc import Mapping
 
 from gradviz_ext import engine as _engine
 from gradviz_ext._hooks import HookList, RemovableHandle
@@ -18,7 +19,55 @@ from . import _hooks
 from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
 
-__all__ = ["Parameter", "UninitializedParameter", "Module"]
+__all__ = ["Parameter", "UninitializedParameter", "Module", "register_module_forward_pre_hook",
+           "register_module_forward_hook", "register_module_full_backward_hook",
+           "register_module_full_backward_pre_hook"]
+
+
+class _Handle(RemovableHandle):
+    """A module hook's handle: ``remove()`` unregisters it; ``id`` numbers it, as torch's."""
+
+    next_id = 0
+
+    def __init__(self, container, hook):
+        super().__init__(container, hook)
+        self.id = _Handle.next_id
+        _Handle.next_id += 1
+
+
+# hooks of every module (torch.nn.modules.module.register_module_*_hook): they run before each
+# module's own hooks of the same kind
+_global_forward_pre_hooks = HookList()
+_global_forward_hooks = HookList()
+_global_backward_hooks = HookList()
+_global_backward_pre_hooks = HookList()
+
+
+def register_module_forward_pre_hook(hook):
+    """Call ``hook(module, args)`` before the forward of every module (before its own pre-hooks);
+    a non-None result replaces the positional arguments."""
+    _global_forward_pre_hooks.append(_hooks.ModuleHook(hook, False))
+    return _Handle(_global_forward_pre_hooks, _global_forward_pre_hooks[-1])
+
+
+def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False):
+    """Call ``hook(module, args, output)`` after the forward of every module (before its own
+    forward hooks); a non-None result replaces the output."""
+    _global_forward_hooks.append(_hooks.ModuleHook(hook, with_kwargs, always_call))
+    return _Handle(_global_forward_hooks, _global_forward_hooks[-1])
+
+
+def register_module_full_backward_hook(hook):
+    """``Module.register_full_backward_hook`` for every module (run before each module's own)."""
+    _global_backward_hooks.append(hook)
+    return _Handle(_global_backward_hooks, hook)
+
+
+def register_module_full_backward_pre_hook(hook):
+    """``Module.register_full_backward_pre_hook`` for every module (run before each module's
+    own)."""
+    _global_backward_pre_hooks.append(hook)
+    return _Handle(_global_backward_pre_hooks, hook)
 
 
 class Parameter(Tensor):
@@ -116,7 +165,17 @@ def _typename(obj) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
-_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: the keys it did not find and did not expect."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
 
 
 class Module:
@@ -137,6 +196,7 @@ class Module:
     """
 
     training: bool
+    _version: int = 1  # saved in state_dict's _metadata; see _upgrade_state_dict
 
     def __init__(self, *args, **kwargs):
         if args or kwargs:
@@ -145,6 +205,7 @@ class Module:
         object.__setattr__(self, "_parameters", OrderedDict())
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_modules", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(
@@ -157,8 +218,14 @@ class Module:
         hooks = d.get("_forward_hooks")
         backward_hooks = d.get("_backward_hooks")
         backward_pre_hooks = d.get("_backward_pre_hooks")
-        if not (pre_hooks or hooks or backward_hooks or backward_pre_hooks):
+        if not (pre_hooks or hooks or backward_hooks or backward_pre_hooks
+                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                or _global_backward_pre_hooks):
             return self.forward(*args, **kwargs)
+        pre_hooks = [*_global_forward_pre_hooks, *(pre_hooks or ())]
+        hooks = [*_global_forward_hooks, *(hooks or ())]
+        backward_hooks = [*_global_backward_hooks, *(backward_hooks or ())]
+        backward_pre_hooks = [*_global_backward_pre_hooks, *(backward_pre_hooks or ())]
         result = None
         called = set()
         try:
@@ -251,7 +318,7 @@ class Module:
             hooks.insert(0, hook)
         else:
             hooks.append(hook)
-        return RemovableHandle(hooks, hook)
+        return _Handle(hooks, hook)
 
     # ---- registration ----------------------------------------------------------------
     def _check_init(self, what="parameters"):
@@ -260,27 +327,57 @@ class Module:
             # assignment), "buffer", "module"
             raise AttributeError(f"cannot assign {what} before Module.__init__() call")
 
+    def _check_name(self, kind: str, name, store) -> None:
+        """torch's checks of a new parameter/buffer/module name (``kind``)."""
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if kind == "module":
+            if hasattr(self, name) and name not in store:
+                raise KeyError(f"attribute '{name}' already exists")
+            if "." in name:
+                raise KeyError(f'module name can\'t contain ".", got: {name}')
+            if name == "":
+                raise KeyError('module name can\'t be empty string ""')
+            return
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in store:
+            raise KeyError(f"attribute '{name}' already exists")
+
     def register_parameter(self, name: str, param) -> None:
         self._check_init("parameter")
+        self._check_name("parameter", name, self._parameters)
         if param is not None and not isinstance(param, Parameter):
             raise TypeError(f"cannot assign '{_typename(param)}' object to parameter '{name}' "
                             "(gradviz.nn.Parameter or None required)")
-        self.__dict__.pop(name, None)
+        if param is not None and param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, compute "
+                "the value in the forward() method.")
         self._parameters[name] = param
 
     def register_buffer(self, name: str, tensor, persistent: bool = True) -> None:
+        """Register ``tensor`` as a buffer: moved by ``to()``, listed by ``buffers()``, and
+        saved in ``state_dict`` unless ``persistent=False``."""
         self._check_init("buffer")
+        self._check_name("buffer", name, self._buffers)
         if tensor is not None and not isinstance(tensor, Tensor):
             raise TypeError(f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
                             "(gradviz Tensor or None required)")
-        self.__dict__.pop(name, None)
         self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
 
     def add_module(self, name: str, module) -> None:
         self._check_init("module")
         if module is not None and not isinstance(module, Module):
-            raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self.__dict__.pop(name, None)
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        self._check_name("module", name, self._modules)
         self._modules[name] = module
 
     register_module = add_module
@@ -289,8 +386,10 @@ class Module:
         params = self.__dict__.get("_parameters")
         if isinstance(value, Parameter):
             self._check_init()
+            self.__dict__.pop(name, None)
             for store in (self._buffers, self._modules):
                 store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
             self.register_parameter(name, value)
         elif params is not None and name in params:
             if value is not None:
@@ -299,8 +398,10 @@ class Module:
             self.register_parameter(name, value)
         elif isinstance(value, Module):
             self._check_init("module")
+            self.__dict__.pop(name, None)
             for store in (self._parameters, self._buffers):
                 store.pop(name, None)
+            self._non_persistent_buffers_set.discard(name)
             self.add_module(name, value)
         elif "_modules" in self.__dict__ and name in self._modules:
             if value is not None:
@@ -328,8 +429,48 @@ class Module:
             values = self.__dict__.get(store)
             if values is not None and name in values:
                 del values[name]
+                if store == "_buffers":
+                    self._non_persistent_buffers_set.discard(name)
                 return
         object.__delattr__(self, name)
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def get_submodule(self, target: str):
+        """The submodule at the dotted path ``target`` (``""`` is this module)."""
+        if target == "":
+            return self
+        mod = self
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(mod._get_name() + " has no attribute `" + item + "`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError("`" + item + "` is not an nn.Module")
+        return mod
+
+    def get_parameter(self, target: str):
+        """The parameter at the dotted path ``target``."""
+        module_path, _, param_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, param_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + param_name + "`")
+        param = getattr(mod, param_name)
+        if not isinstance(param, Parameter):
+            raise AttributeError("`" + param_name + "` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str):
+        """The buffer at the dotted path ``target``."""
+        module_path, _, buffer_name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, buffer_name):
+            raise AttributeError(mod._get_name() + " has no attribute `" + buffer_name + "`")
+        buffer = getattr(mod, buffer_name)
+        if buffer_name not in mod._buffers:
+            raise AttributeError("`" + buffer_name + "` is not a buffer")
+        return buffer
 
     # ---- traversal -------------------------------------------------------------------
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
@@ -474,11 +615,16 @@ class Module:
         """Parameters and buffers by dotted name (detached unless ``keep_vars``)."""
         if destination is None:
             destination = OrderedDict()
+            destination._metadata = OrderedDict()
+        metadata = getattr(destination, "_metadata", None)
+        if metadata is not None:
+            metadata[prefix[:-1]] = {"version": getattr(self, "_version", 1)}
         for name, value in self._parameters.items():
             if value is not None:
                 destination[prefix + name] = value if keep_vars else value.detach()
+        non_persistent = self.__dict__.get("_non_persistent_buffers_set", ())
         for name, value in self._buffers.items():
-            if value is not None:
+            if value is not None and name not in non_persistent:
                 destination[prefix + name] = value if keep_vars else value.detach()
         for name, module in self._modules.items():
             if module is not None:
@@ -486,30 +632,52 @@ class Module:
                                   keep_vars=keep_vars)
         return destination
 
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        """Bring this module's entries of a checkpoint saved by an older version of the module
+        (``version`` from the checkpoint's ``_metadata``, None without it) up to date, in place
+        (torch's ``_load_from_state_dict`` overrides do this)."""
+
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy values into the parameters and buffers (in place, under no_grad)."""
+        """Copy values into the parameters and buffers (in place, under no_grad), or with
+        ``assign`` make the checkpoint's tensors the module's (as Parameters where the module
+        had Parameters). Returns the missing and unexpected keys."""
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        metadata = getattr(state_dict, "_metadata", None)
+        state_dict = OrderedDict(state_dict)
+        for prefix, module in self.named_modules():
+            version = None if metadata is None else metadata.get(prefix, {}).get("version")
+            module._upgrade_state_dict(state_dict, prefix + "." if prefix else "", version)
         own = self.state_dict(keep_vars=True)
         missing = [k for k in own if k not in state_dict]
         unexpected = [k for k in state_dict if k not in own]
         errors = []
-        if strict:
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if strict:  # torch's order: missing keys, unexpected keys, then the size mismatches
             if missing:
                 errors.append("Missing key(s) in state_dict: "
                               + ", ".join(f'"{k}"' for k in missing) + ". ")
+            if unexpected:
+                errors.append("Unexpected key(s) in state_dict: "
+                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
         for key, target in own.items():
             if key not in state_dict:
                 continue
             value = state_dict[key]
             if not isinstance(value, Tensor):
                 errors.append(f'While copying the parameter named "{key}", expected gradviz.Tensor '
-                              f"but got {type(value).__name__}.")
+                              "or Tensor-like object from checkpoint but received "
+                              f"{type(value)}")
                 continue
             if tuple(value.shape) != tuple(target.shape):
                 errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} "
                               f"from checkpoint, the shape in current model is {target.shape}.")
+                continue
+            if assign:
+                module_path, _, name = key.rpartition(".")
+                owner = self.get_submodule(module_path)
+                if isinstance(target, Parameter) and not isinstance(value, Parameter):
+                    value = Parameter(value, requires_grad=target.requires_grad)
+                setattr(owner, name, value)
                 continue
             with no_grad():
                 target.copy_(value)

@@ -118,6 +118,8 @@ class _BatchNorm(Module):
     """Normalize each channel (dim 1) over the batch and the other dims in training, keeping
     running averages of the mean and (unbiased) variance for ``eval()``."""
 
+    _version = 2  # version 2 added num_batches_tracked
+
     def __init__(self, num_features: int, eps: float = 1e-5, momentum=0.1, affine: bool = True,
                  track_running_stats: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
@@ -140,6 +142,31 @@ class _BatchNorm(Module):
             self.running_mean = None
             self.running_var = None
             self.num_batches_tracked = None
+
+    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
+        # a checkpoint from before num_batches_tracked (or a plain dict) keeps the current count
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = (self.num_batches_tracked if self.num_batches_tracked is not None
+                                   else _ops.tensor(0))
+
+    def reset_running_stats(self) -> None:
+        """Running mean 0, running variance 1, no batches seen."""
+        if self.track_running_stats:
+            with no_grad():
+                self.running_mean.zero_()
+                self.running_var.fill_(1)
+                self.num_batches_tracked.zero_()
+
+    def reset_parameters(self) -> None:
+        """The running statistics reset, and the affine weight 1 and bias 0."""
+        self.reset_running_stats()
+        with no_grad():
+            if self.weight is not None:
+                self.weight.fill_(1)
+            if self.bias is not None:
+                self.bias.zero_()
 
     def _check_input_dim(self, input):
         raise NotImplementedError

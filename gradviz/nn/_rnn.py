@@ -15,6 +15,7 @@ from .. import ops as _ops
 from . import functional as F
 from ._layers import _uniform_
 from ._module import Module, Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 
@@ -94,6 +95,72 @@ class _CellBase(Module):
             state = tuple(s.squeeze(0) for s in state) if self.mode == "LSTM" else state.squeeze(0)
         return state
 
+    def _forward_packed(self, packed, hx):
+        """The layers over a :class:`PackedSequence`: at step ``t`` only the first
+        ``batch_sizes[t]`` sequences advance, the others keep their state (the final state of
+        a sequence is that of its last step; the reverse direction starts each sequence at its
+        own last step). Returns a PackedSequence and the final states in the batch's order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.dtype != self.weight_ih_l0.dtype:
+            weight = self.weight_ih_l0
+            raise ValueError(
+                f"RNN input dtype ({_torch_name(data.dtype)}) does not match weight dtype "
+                f"({_torch_name(weight.dtype)}). Convert input: "
+                f"input.to({_torch_name(weight.dtype)}), or convert model: "
+                f"model.to({_torch_name(data.dtype)})")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        sizes = [int(b) for b in batch_sizes.numpy()]
+        directions = 2 if self.bidirectional else 1
+        batch = sizes[0]
+        expected = (self.num_layers * directions, batch, self.hidden_size)
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            zeros = _ops.zeros(*expected, dtype=data.dtype)
+            hx = (zeros, zeros) if lstm else zeros
+        elif sorted_indices is not None:  # the states follow the batch into length order
+            hx = (tuple(h.index_select(1, sorted_indices) for h in hx) if lstm
+                  else hx.index_select(1, sorted_indices))
+        for h in (hx if lstm else (hx,)):
+            self._check_hidden(h, expected)
+        bounds = [0]
+        for b in sizes:
+            bounds.append(bounds[-1] + b)
+        layer_input = data
+        finals_h, finals_c = [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(("", "_reverse")[:directions]):
+                index = layer * directions + direction
+                state = (hx[0][index], hx[1][index]) if lstm else hx[index]
+                steps = range(len(sizes)) if direction == 0 else range(len(sizes) - 1, -1, -1)
+                seen = [None] * len(sizes)
+                for t in steps:
+                    b = sizes[t]
+                    x_t = layer_input[bounds[t]:bounds[t + 1]]
+                    running = tuple(s[:b] for s in state) if lstm else state[:b]
+                    new = _rnn_step(self.mode, x_t, running, *self._weights(layer, suffix))
+                    seen[t] = new[0] if lstm else new
+                    if b == batch:
+                        state = new
+                    elif lstm:
+                        state = tuple(_ops.cat([n, s[b:]], 0) for n, s in zip(new, state))
+                    else:
+                        state = _ops.cat([new, state[b:]], 0)
+                outputs.append(_ops.cat(seen, 0))
+                finals_h.append(state[0] if lstm else state)
+                if lstm:
+                    finals_c.append(state[1])
+            layer_input = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        states = [_ops.stack(finals_h, 0)] + ([_ops.stack(finals_c, 0)] if lstm else [])
+        if unsorted_indices is not None:
+            states = [h.index_select(1, unsorted_indices) for h in states]
+        output = PackedSequence(layer_input, batch_sizes, sorted_indices, unsorted_indices)
+        return output, (tuple(states) if lstm else states[0])
+
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
         if not self.bias:
@@ -170,6 +237,8 @@ class _RNNBase(Module):
             raise RuntimeError(f"Expected hidden size {expected}, got {list(h.shape)}")
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
         if input.dim() not in (2, 3):
             noun = "D tensor" if self.kind == "RNN" else "D"  # torch's wording differs
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
@@ -227,6 +296,72 @@ class _RNNBase(Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, state
+
+    def _forward_packed(self, packed, hx):
+        """The layers over a :class:`PackedSequence`: at step ``t`` only the first
+        ``batch_sizes[t]`` sequences advance, the others keep their state (the final state of
+        a sequence is that of its last step; the reverse direction starts each sequence at its
+        own last step). Returns a PackedSequence and the final states in the batch's order."""
+        data, batch_sizes, sorted_indices, unsorted_indices = packed
+        if data.dtype != self.weight_ih_l0.dtype:
+            weight = self.weight_ih_l0
+            raise ValueError(
+                f"RNN input dtype ({_torch_name(data.dtype)}) does not match weight dtype "
+                f"({_torch_name(weight.dtype)}). Convert input: "
+                f"input.to({_torch_name(weight.dtype)}), or convert model: "
+                f"model.to({_torch_name(data.dtype)})")
+        if data.shape[-1] != self.input_size:
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {data.shape[-1]}")
+        sizes = [int(b) for b in batch_sizes.numpy()]
+        directions = 2 if self.bidirectional else 1
+        batch = sizes[0]
+        expected = (self.num_layers * directions, batch, self.hidden_size)
+        lstm = self.mode == "LSTM"
+        if hx is None:
+            zeros = _ops.zeros(*expected, dtype=data.dtype)
+            hx = (zeros, zeros) if lstm else zeros
+        elif sorted_indices is not None:  # the states follow the batch into length order
+            hx = (tuple(h.index_select(1, sorted_indices) for h in hx) if lstm
+                  else hx.index_select(1, sorted_indices))
+        for h in (hx if lstm else (hx,)):
+            self._check_hidden(h, expected)
+        bounds = [0]
+        for b in sizes:
+            bounds.append(bounds[-1] + b)
+        layer_input = data
+        finals_h, finals_c = [], []
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(("", "_reverse")[:directions]):
+                index = layer * directions + direction
+                state = (hx[0][index], hx[1][index]) if lstm else hx[index]
+                steps = range(len(sizes)) if direction == 0 else range(len(sizes) - 1, -1, -1)
+                seen = [None] * len(sizes)
+                for t in steps:
+                    b = sizes[t]
+                    x_t = layer_input[bounds[t]:bounds[t + 1]]
+                    running = tuple(s[:b] for s in state) if lstm else state[:b]
+                    new = _rnn_step(self.mode, x_t, running, *self._weights(layer, suffix))
+                    seen[t] = new[0] if lstm else new
+                    if b == batch:
+                        state = new
+                    elif lstm:
+                        state = tuple(_ops.cat([n, s[b:]], 0) for n, s in zip(new, state))
+                    else:
+                        state = _ops.cat([new, state[b:]], 0)
+                outputs.append(_ops.cat(seen, 0))
+                finals_h.append(state[0] if lstm else state)
+                if lstm:
+                    finals_c.append(state[1])
+            layer_input = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        states = [_ops.stack(finals_h, 0)] + ([_ops.stack(finals_c, 0)] if lstm else [])
+        if unsorted_indices is not None:
+            states = [h.index_select(1, unsorted_indices) for h in states]
+        output = PackedSequence(layer_input, batch_sizes, sorted_indices, unsorted_indices)
+        return output, (tuple(states) if lstm else states[0])
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"

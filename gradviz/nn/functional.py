@@ -743,9 +743,8 @@ def _same_padding(weight_shape, dilation):
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) ``input`` with (O, C, kh, kw)
-    ``weight`` (one ``ConvolutionBackward0`` node)."""
-    if groups != 1:
-        raise NotImplementedError("conv2d: groups > 1 is not supported by gradviz")
+    ``weight`` (one ``ConvolutionBackward0`` node); with ``groups``, the channels split into
+    groups convolved separately (one convolution per group, concatenated)."""
     x, unbatched = _batched_4d(input, "conv2d")
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
@@ -754,14 +753,34 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
         if padding == "same" and _conv._pair(stride) != (1, 1):
             raise ValueError("padding='same' is not supported for strided convolutions")
         padding = 0 if padding == "valid" else _same_padding(weight.shape[2:], dilation)
-    if x.shape[1] != weight.shape[1]:
-        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
-                           f"{x.shape[1]} channels instead")
+    _check_groups(x, weight, groups)
     geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
     _check_blocks(x, geometry)
-    out = _conv.conv2d(x, weight, bias, geometry)
+    out = _grouped(_conv.conv2d, x, weight, bias, geometry, groups)
     return out.squeeze(0) if unbatched else out
+
+
+def _check_groups(x, weight, groups):
+    """torch's checks of a convolution's channels against its weight and ``groups``."""
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] % groups != 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
+                           f"at dimension 0, but got weight of size {list(weight.shape)} instead")
+    if x.shape[1] != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+                           f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, "
+                           f"but got {x.shape[1]} channels instead")
+
+
+def _grouped(conv, x, weight, bias, geometry, groups):
+    """``conv`` per group of channels (input channels and output channels split alike), the
+    outputs concatenated along the channels."""
+    if groups == 1:
+        return conv(x, weight, bias, geometry)
+    xs, ws = x.chunk(groups, 1), weight.chunk(groups, 0)
+    bs = bias.chunk(groups, 0) if bias is not None else [None] * groups
+    return _ops.cat([conv(xi, wi, bi, geometry) for xi, wi, bi in zip(xs, ws, bs)], 1)
 
 
 def _check_blocks(x, geometry):
@@ -941,23 +960,18 @@ def _conv_padding(padding, weight_shape, dilation, stride):
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D cross-correlation of (N, C, L) (or (C, L)) ``input`` with (O, C, k) ``weight`` (one
-    ``ConvolutionBackward0`` node)."""
-    if groups != 1:
-        raise NotImplementedError("conv1d: groups > 1 is not supported by gradviz")
+    ``ConvolutionBackward0`` node); ``groups`` as in :func:`conv2d`."""
     if input.ndim not in (2, 3):
         raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to conv1d, but got "
                            f"input of size: {list(input.shape)}")
     x = input.unsqueeze(0) if input.ndim == 2 else input
     one = lambda v: v[0] if isinstance(v, (tuple, list)) else v  # noqa: E731
     padding = _conv_padding(padding, weight.shape[2:], one(dilation), one(stride))
-    if x.shape[1] != weight.shape[1]:
-        raise RuntimeError(f"Given groups=1, weight of size {list(weight.shape)}, expected "
-                           f"input{list(x.shape)} to have {weight.shape[1]} channels, but got "
-                           f"{x.shape[1]} channels instead")
+    _check_groups(x, weight, groups)
     geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
                                (1, one(stride)))
     _check_blocks(x.unsqueeze(2), geometry)
-    out = _conv.conv1d(x, weight, bias, geometry)
+    out = _grouped(_conv.conv1d, x, weight, bias, geometry, groups)
     return out.squeeze(0) if input.ndim == 2 else out
 
 

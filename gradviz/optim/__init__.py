@@ -1,10 +1,11 @@
 """``gradviz.optim``: ``SGD``, ``Adam``, ``AdamW``, ``RMSprop``, ``Adagrad``, ``Adamax``,
-``NAdam``, ``RAdam``, ``Adadelta`` (following ``torch.optim``'s single-tensor algorithms) and
-``lr_scheduler``."""
+``NAdam``, ``RAdam``, ``Adadelta``, ``Rprop``, ``ASGD``, ``LBFGS`` (following ``torch.optim``'s
+single-tensor algorithms), ``lr_scheduler`` and ``swa_utils``."""
 
-from . import lr_scheduler
-from ._optimizer import (SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam,
-                         RMSprop)
+from . import lr_scheduler, swa_utils
+from ._lbfgs import LBFGS
+from ._optimizer import (ASGD, SGD, Adadelta, Adagrad, Adam, Adamax, AdamW, NAdam, Optimizer, RAdam,
+                         RMSprop, Rprop)
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
-           "Adadelta", "lr_scheduler"]
+           "Adadelta", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]

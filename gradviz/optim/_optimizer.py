@@ -8,16 +8,20 @@ version counters advance, as in PyTorch), in the order of ``torch.optim``'s sing
 
 from __future__ import annotations
 
+import functools
 import math
+import warnings
 from collections import defaultdict
+
+from gradviz_ext._hooks import HookList
 
 from .._tensor import Tensor
 from ..autograd import no_grad
-from ..nn._module import _zero_grad
-from ..ops import full, maximum, zeros_like
+from ..nn._module import _Handle, _zero_grad
+from ..ops import full, maximum, where, zeros_like
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
-           "Adadelta"]
+           "Adadelta", "Rprop", "ASGD"]
 
 
 class _Required:
@@ -28,8 +32,93 @@ class _Required:
 required = _Required()
 
 
+# hooks of every optimizer's step (torch.optim.optimizer.register_optimizer_step_pre_hook, ...)
+_global_optimizer_pre_hooks = HookList()
+_global_optimizer_post_hooks = HookList()
+
+
+def register_optimizer_step_pre_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``."""
+    _global_optimizer_pre_hooks.append(hook)
+    return _Handle(_global_optimizer_pre_hooks, hook)
+
+
+def register_optimizer_step_post_hook(hook):
+    """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
+    _global_optimizer_post_hooks.append(hook)
+    return _Handle(_global_optimizer_post_hooks, hook)
+
+
+def _with_step_hooks(step):
+    """``step`` running the step hooks around it, as torch wraps every optimizer's step: pre
+    hooks (global first) may replace the arguments, post hooks (global last) see them. As in
+    torch, the hooks' ``args`` start with the optimizer itself."""
+
+    @functools.wraps(step)
+    def hooked_step(*args, **kwargs):
+        self = args[0]
+        for hook in [*_global_optimizer_pre_hooks, *self.__dict__.get("_step_pre_hooks", ())]:
+            result = hook(self, args, kwargs)
+            if result is not None:
+                if not (isinstance(result, tuple) and len(result) == 2):
+                    raise RuntimeError(f"{step} must return None or a tuple of (new_args, "
+                                       f"new_kwargs), but got {result}.")
+                args, kwargs = result
+        out = step(*args, **kwargs)
+        for hook in [*self.__dict__.get("_step_post_hooks", ()), *_global_optimizer_post_hooks]:
+            hook(self, args, kwargs)
+        return out
+
+    hooked_step._with_step_hooks = True
+    return hooked_step
+
+
 class Optimizer:
     """Base class: ``param_groups`` (dicts with ``"params"`` and hyperparameters) and ``state``."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_with_step_hooks", False):
+            cls.step = _with_step_hooks(step)
+
+    def _hooks(self, name):
+        hooks = self.__dict__.get(name)
+        if hooks is None:
+            hooks = HookList()
+            self.__dict__[name] = hooks
+        return hooks
+
+    def _add_hook(self, name, hook, prepend=False):
+        hooks = self._hooks(name)
+        hooks.insert(0, hook) if prepend else hooks.append(hook)
+        return _Handle(hooks, hook)
+
+    def register_step_pre_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return
+        ``(new_args, new_kwargs)``. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook("_step_pre_hooks", hook)
+
+    def register_step_post_hook(self, hook):
+        """Call ``hook(optimizer, args, kwargs)`` after each ``step``."""
+        return self._add_hook("_step_post_hooks", hook)
+
+    def register_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer)`` before ``state_dict()`` builds the dict."""
+        return self._add_hook("_state_dict_pre_hooks", hook, prepend)
+
+    def register_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer, state_dict)`` on the built dict; a non-None result replaces it."""
+        return self._add_hook("_state_dict_post_hooks", hook, prepend)
+
+    def register_load_state_dict_pre_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer, state_dict)`` before loading; a non-None result is loaded
+        instead."""
+        return self._add_hook("_load_state_dict_pre_hooks", hook, prepend)
+
+    def register_load_state_dict_post_hook(self, hook, prepend: bool = False):
+        """Call ``hook(optimizer)`` after loading."""
+        return self._add_hook("_load_state_dict_post_hooks", hook, prepend)
 
     def __init__(self, params, defaults: dict):
         self.defaults = defaults
@@ -47,9 +136,27 @@ class Optimizer:
             self.add_param_group(group)
 
     def add_param_group(self, param_group: dict) -> None:
+        """Add a group (a dict with ``"params"`` and optional hyperparameters; the others take
+        the optimizer's defaults). ``params`` may hold ``(name, tensor)`` pairs, as
+        ``model.named_parameters()`` gives: the names are kept in ``"param_names"``."""
+        if not isinstance(param_group, dict):
+            raise TypeError(f"param_group must be a dict, but got {type(param_group)}")
         group = dict(param_group)
         params = group["params"]
-        group["params"] = [params] if isinstance(params, Tensor) else list(params)
+        if isinstance(params, Tensor):
+            params = [params]
+        elif isinstance(params, set):
+            raise TypeError(
+                "optimizer parameters need to be organized in ordered collections, but the "
+                "ordering of tensors in sets will change between runs. Please use a list instead.")
+        params = list(params)
+        names = [p[0] for p in params if isinstance(p, tuple)]
+        group["params"] = [p[1] if isinstance(p, tuple) else p for p in params]
+        if names:
+            if len(names) != len(params):
+                raise ValueError("all optimizer params should be with/without names. Some param "
+                                 "names are missing")
+            group["param_names"] = names
         for p in group["params"]:
             if not isinstance(p, Tensor):
                 raise TypeError(f"optimizer can only optimize Tensors, but one of the params is "
@@ -61,6 +168,16 @@ class Optimizer:
                 raise ValueError(f"parameter group didn't specify a value of required "
                                  f"optimization parameter {name}")
             group.setdefault(name, default)
+        if len({id(p) for p in group["params"]}) != len(group["params"]):
+            warnings.warn("optimizer contains a parameter group with duplicate parameters; in "
+                          "future, this will cause an error; see "
+                          "github.com/pytorch/pytorch/issues/40967 for more information",
+                          stacklevel=3)
+        for g in self.param_groups:
+            if ("param_names" in group) != ("param_names" in g):
+                which = "with names" if "param_names" in group else "without names"
+                raise ValueError("all optimizer param groups should be with/without names. "
+                                 f"cannot add param group {which} to the optimizer")
         existing = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in existing for p in group["params"]):
             raise ValueError("some parameters appear in more than one parameter group")
@@ -78,6 +195,8 @@ class Optimizer:
     def state_dict(self) -> dict:
         """``{"state": ..., "param_groups": ...}`` with parameters named by their index, as in
         ``torch.optim.Optimizer.state_dict``."""
+        for hook in list(self.__dict__.get("_state_dict_pre_hooks", ())):
+            hook(self)
         index = {}
         groups = []
         for group in self.param_groups:
@@ -87,9 +206,18 @@ class Optimizer:
             packed["params"] = [index[id(p)] for p in group["params"]]
             groups.append(packed)
         state = {index[id(p)]: value for p, value in self.state.items() if id(p) in index}
-        return {"state": state, "param_groups": groups}
+        state_dict = {"state": state, "param_groups": groups}
+        for hook in list(self.__dict__.get("_state_dict_post_hooks", ())):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
+        return state_dict
 
     def load_state_dict(self, state_dict: dict) -> None:
+        for hook in list(self.__dict__.get("_load_state_dict_pre_hooks", ())):
+            result = hook(self, state_dict)
+            if result is not None:
+                state_dict = result
         groups = state_dict["param_groups"]
         if len(groups) != len(self.param_groups):
             raise ValueError("loaded state dict has a different number of parameter groups")
@@ -109,6 +237,8 @@ class Optimizer:
                 # like torch: the state's tensors are taken as they are (not copied), so an
                 # optimizer loaded from another's live state_dict shares its buffers
                 self.state[p] = dict(value)
+        for hook in list(self.__dict__.get("_load_state_dict_post_hooks", ())):
+            hook(self)
 
     def _closure_loss(self, closure):
         if closure is None:
@@ -121,6 +251,8 @@ class Optimizer:
     def __repr__(self) -> str:
         lines = [type(self).__name__ + " ("]
         for i, group in enumerate(self.param_groups):
+            if i:
+                lines.append("")  # torch leaves a blank line between groups
             lines.append(f"Parameter Group {i}")
             for key in sorted(group):
                 if key != "params":
@@ -690,4 +822,94 @@ class Adadelta(Optimizer):
                 delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
                 acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
                 p.add_(delta, alpha=-lr)
+        return loss
+
+
+class Rprop(Optimizer):
+    """Resilient backpropagation: each entry has its own step size, grown by ``etas[1]`` while
+    the gradient keeps its sign and shrunk by ``etas[0]`` when it flips (that step is then
+    skipped), within ``step_sizes``; the update is ``-sign(grad) * step_size``."""
+
+    def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
+                 capturable: bool = False, foreach=None, maximize: bool = False,
+                 differentiable: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 < etas[0] < 1.0 < etas[1]:
+            raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
+        super().__init__(params, dict(lr=lr, etas=etas, step_sizes=step_sizes, foreach=foreach,
+                                      maximize=maximize, differentiable=differentiable,
+                                      capturable=capturable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            etaminus, etaplus = group["etas"]
+            step_size_min, step_size_max = group["step_sizes"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if len(state) == 0:
+                    state["step"] = _step_counter()
+                    state["prev"] = zeros_like(p)
+                    state["step_size"] = full(tuple(grad.shape), group["lr"], dtype=grad.dtype)
+                state["step"].add_(1)
+                prev, step_size = state["prev"], state["step_size"]
+                sign = grad.mul(prev).sign()
+                factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(grad.dtype)
+                step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+                grad = where(factor == etaminus, 0.0, grad).to(grad.dtype)
+                p.addcmul_(grad.sign(), step_size, value=-1)
+                prev.copy_(grad)
+        return loss
+
+
+class ASGD(Optimizer):
+    """Averaged SGD (Polyak and Juditsky): SGD with a decaying rate ``eta`` and a running
+    average ``ax`` of the iterates, started after ``t0`` steps."""
+
+    def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
+                 t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
+                 differentiable: bool = False, capturable: bool = False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
+                                      weight_decay=weight_decay, foreach=foreach,
+                                      maximize=maximize, capturable=capturable,
+                                      differentiable=differentiable))
+
+    @no_grad()
+    def step(self, closure=None):
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                state = self.state[p]
+                if len(state) == 0:  # torch keeps eta and mu as float32 0-d tensors
+                    state["step"] = _step_counter()
+                    state["eta"] = full((), lr)
+                    state["mu"] = full((), 1.0)
+                    state["ax"] = zeros_like(p)
+                state["step"].add_(1)
+                if group["weight_decay"] != 0:
+                    grad = grad.add(p, alpha=group["weight_decay"])
+                eta_value = state["eta"].item()
+                p.mul_(1 - lambd * eta_value)
+                p.add_(grad, alpha=-eta_value)
+                ax, mu = state["ax"], state["mu"]
+                if mu.item() != 1:
+                    ax.add_(p.sub(ax).mul_(mu))
+                else:
+                    ax.copy_(p)
+                step = state["step"].item()
+                state["eta"].copy_(full((), lr / ((1 + lambd * lr * step) ** alpha)))
+                mu.copy_(full((), 1 / max(1, step - t0)))
         return loss

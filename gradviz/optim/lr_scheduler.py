@@ -20,6 +20,7 @@ Examples
 from __future__ import annotations
 
 import math
+import types
 import warnings
 import weakref
 from bisect import bisect_right
@@ -30,7 +31,7 @@ from ._optimizer import Optimizer
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR", "ConstantLR",
            "LinearLR", "ExponentialLR", "SequentialLR", "PolynomialLR", "CosineAnnealingLR",
-           "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "OneCycleLR"]
+           "ChainedScheduler", "ReduceLROnPlateau", "CosineAnnealingWarmRestarts", "CyclicLR", "OneCycleLR"]
 
 
 EPOCH_DEPRECATION_WARNING = (
@@ -148,8 +149,30 @@ def _rates(scheduler):
     return [group["lr"] for group in scheduler.optimizer.param_groups]
 
 
+def _lambdas_state_dict(scheduler) -> dict:
+    """A lambda scheduler's state: plain functions (lambdas) are not saved (None), the
+    ``__dict__`` of callable objects is, as in torch."""
+    state = {key: value for key, value in scheduler.__dict__.items()
+             if key not in ("optimizer", "lr_lambdas")}
+    state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                           for fn in scheduler.lr_lambdas]
+    return state
+
+
+def _load_lambdas_state_dict(scheduler, state_dict: dict) -> None:
+    state = dict(state_dict)
+    lr_lambdas = state.pop("lr_lambdas")
+    scheduler.__dict__.update(state)
+    for fn, saved in zip(scheduler.lr_lambdas, lr_lambdas):
+        if saved is not None:
+            fn.__dict__.update(saved)
+
+
 class LambdaLR(LRScheduler):
     """``lr = initial_lr * lr_lambda(epoch)``."""
+
+    state_dict = _lambdas_state_dict
+    load_state_dict = _load_lambdas_state_dict
 
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         n = len(optimizer.param_groups)
@@ -166,9 +189,14 @@ class LambdaLR(LRScheduler):
 class MultiplicativeLR(LRScheduler):
     """``lr *= lr_lambda(epoch)`` at every step after the first."""
 
+    state_dict = _lambdas_state_dict
+    load_state_dict = _load_lambdas_state_dict
+
     def __init__(self, optimizer, lr_lambda, last_epoch: int = -1):
         n = len(optimizer.param_groups)
         self.lr_lambdas = list(lr_lambda) if isinstance(lr_lambda, (list, tuple)) else [lr_lambda] * n
+        if len(self.lr_lambdas) != n:
+            raise ValueError(f"Expected {n} lr_lambdas, but got {len(self.lr_lambdas)}")
         super().__init__(optimizer, last_epoch)
 
     def get_lr(self):
@@ -617,6 +645,116 @@ def _per_group(name, optimizer, value):
                              f"{len(optimizer.param_groups)}.")
         return list(value)
     return [value] * len(optimizer.param_groups)
+
+
+class CyclicLR(LRScheduler):
+    """The cyclical learning rate policy (Smith, 2017): the rate goes from ``base_lr`` up to
+    ``max_lr`` in ``step_size_up`` steps and back in ``step_size_down`` (default: the same),
+    the swing scaled by ``mode`` (``"triangular"``: constant, ``"triangular2"``: halved each
+    cycle, ``"exp_range"``: ``gamma ** iteration``) or by ``scale_fn`` of the cycle or the
+    iteration (``scale_mode``). With ``cycle_momentum`` the momentum (SGD) or beta1 (Adam
+    family) moves the opposite way between ``max_momentum`` and ``base_momentum``. Step it after
+    every batch."""
+
+    def __init__(self, optimizer, base_lr, max_lr, step_size_up: int = 2000,
+                 step_size_down=None, mode: str = "triangular", gamma: float = 1.0,
+                 scale_fn=None, scale_mode: str = "cycle", cycle_momentum: bool = True,
+                 base_momentum=0.8, max_momentum=0.9, last_epoch: int = -1):
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError(f"{type(optimizer).__name__} is not an Optimizer")
+        self.optimizer = optimizer
+        base_lrs = _per_group("base_lr", optimizer, base_lr)
+        if last_epoch == -1:
+            for lr, group in zip(base_lrs, optimizer.param_groups):
+                group["lr"] = lr
+        self.max_lrs = _per_group("max_lr", optimizer, max_lr)
+        step_size_up = float(step_size_up)
+        step_size_down = float(step_size_down) if step_size_down is not None else step_size_up
+        self.total_size = step_size_up + step_size_down
+        self.step_ratio = step_size_up / self.total_size
+        if mode not in ["triangular", "triangular2", "exp_range"] and scale_fn is None:
+            raise ValueError("mode is invalid and scale_fn is None")
+        self.mode = mode
+        self.gamma = gamma
+        self._scale_fn_custom = scale_fn
+        self.scale_mode = scale_mode
+        self._init_scale_fn()
+        self.cycle_momentum = cycle_momentum
+        if cycle_momentum:
+            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+                raise ValueError("optimizer must support momentum or beta1 with "
+                                 "`cycle_momentum` option enabled")
+            self.use_beta1 = "betas" in optimizer.defaults
+            self.base_momentums = _per_group("base_momentum", optimizer, base_momentum)
+            self.max_momentums = _per_group("max_momentum", optimizer, max_momentum)
+            if last_epoch == -1:
+                for top, bottom, group in zip(self.max_momentums, self.base_momentums,
+                                              optimizer.param_groups):
+                    if self.use_beta1:
+                        group["betas"] = (top, *group["betas"][1:])
+                    else:
+                        group["momentum"] = top
+                    group["max_momentum"] = top
+                    group["base_momentum"] = bottom
+        super().__init__(optimizer, last_epoch)
+        self.base_lrs = base_lrs
+
+    def _init_scale_fn(self) -> None:
+        # a built-in mode fixes what its scale is a function of
+        if self._scale_fn_custom is not None:
+            return
+        if self.mode in ("triangular", "triangular2"):
+            self.scale_mode = "cycle"
+        elif self.mode == "exp_range":
+            self.scale_mode = "iterations"
+
+    def scale_fn(self, x) -> float:
+        """The factor of the swing at cycle (or iteration) ``x``."""
+        if self._scale_fn_custom is not None:
+            return self._scale_fn_custom(x)
+        if self.mode == "triangular":
+            return 1.0
+        if self.mode == "triangular2":
+            return 1 / (2.0 ** (x - 1))
+        return self.gamma ** x
+
+    def get_lr(self):
+        _rates(self)  # the warning outside step()
+        cycle = math.floor(1 + self.last_epoch / self.total_size)
+        x = 1.0 + self.last_epoch / self.total_size - cycle
+        if x <= self.step_ratio:
+            scale_factor = x / self.step_ratio
+        else:
+            scale_factor = (x - 1) / (self.step_ratio - 1)
+        at = cycle if self.scale_mode == "cycle" else self.last_epoch
+        rates = [base + (top - base) * scale_factor * self.scale_fn(at)
+                 for base, top in zip(self.base_lrs, self.max_lrs)]
+        if self.cycle_momentum:
+            for bottom, top, group in zip(self.base_momentums, self.max_momentums,
+                                          self.optimizer.param_groups):
+                momentum = top - (top - bottom) * scale_factor * self.scale_fn(at)
+                if self.use_beta1:
+                    group["betas"] = (momentum, *group["betas"][1:])
+                else:
+                    group["momentum"] = momentum
+        return rates
+
+    def state_dict(self) -> dict:
+        # like torch: a plain function (a lambda) is not saved, a callable object's __dict__ is
+        state = super().state_dict()
+        fn = state.pop("_scale_fn_custom")
+        state["_scale_fn_custom"] = None
+        if fn is not None and not isinstance(fn, types.FunctionType):
+            state["_scale_fn_custom"] = fn.__dict__.copy()
+        return state
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        state_dict = dict(state_dict)
+        fn = state_dict.pop("_scale_fn_custom")
+        super().load_state_dict(state_dict)
+        if fn is not None:
+            self._scale_fn_custom.__dict__.update(fn)
+        self._init_scale_fn()
 
 
 class OneCycleLR(LRScheduler):
