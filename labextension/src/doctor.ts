@@ -359,8 +359,21 @@ export class DoctorPanel {
         line.dataset["nodeId"] = String(node);
         line.title = "Select this node";
         line.addEventListener("click", () => this.onSelect(node));
+        // Reachable without a mouse: Tab to the finding, Enter (or Space) selects its node.
+        line.tabIndex = 0;
+        line.setAttribute("data-lm-suppress-shortcuts", "true"); // JupyterLab: Enter is ours here, not "edit the cell"
+        line.addEventListener("keydown", (event) => {
+          if (event.key !== "Enter" && event.key !== " ") return;
+          event.preventDefault();
+          this.onSelect(node);
+        });
       }
-      for (const cell of row.cells) line.append(element("td", "", cell));
+      row.cells.forEach((text, index) => {
+        // The column's name, shown before the value where a narrow panel stacks the cells.
+        const cell = element("td", "", text);
+        cell.dataset["label"] = FINDING_COLUMNS[index] ?? "";
+        line.append(cell);
+      });
       const message = element("tr", "gv-finding-message");
       const cell = element("td", "", row.message);
       cell.colSpan = FINDING_COLUMNS.length;

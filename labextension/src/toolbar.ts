@@ -75,17 +75,18 @@ export class Toolbar {
     this.status.dataset["testid"] = "gv-status";
     this.status.setAttribute("role", "status");
     this.status.setAttribute("aria-live", "polite");
-    const spacer = document.createElement("span");
-    spacer.className = "gv-spacer";
-    this.element.append(
-      ...this.buttons.values(),
-      ...extras,
-      this.status,
-      spacer,
+    // The zoom buttons wrap as one group: split over two lines they read as unrelated buttons.
+    const zoom = document.createElement("span");
+    zoom.className = "gv-zoom";
+    zoom.dataset["testid"] = "gv-zoom";
+    zoom.setAttribute("role", "group");
+    zoom.setAttribute("aria-label", "zoom");
+    zoom.append(
       button("−", "Zoom out", "gv-zoom-out", actions.zoomOut),
       button("+", "Zoom in", "gv-zoom-in", actions.zoomIn),
       button("Fit", "Fit the graph into the view (or double-click it)", "gv-fit", actions.fit),
     );
+    this.element.append(...this.buttons.values(), ...extras, this.status, zoom);
   }
 
   /** Show the offered commands, enable those that can run now, and show a line of status. */
@@ -130,12 +131,15 @@ export class Narration {
 /** What the colours of the graph mean, in the order a node goes through them. */
 export const LEGEND: readonly { readonly state: string; readonly text: string; readonly title: string }[] = [
   { state: "pending", text: "pending", title: "Waiting for gradients from the nodes above it" },
-  { state: "ready", text: "ready", title: "Every gradient it waits for has arrived; the one with a blue halo runs next" },
+  { state: "ready", text: "ready", title: "Every gradient it waits for has arrived; it can run (the one with the blue halo runs next)" },
   { state: "running", text: "running", title: "Part-way through its backward (after Step event)" },
   { state: "done", text: "done", title: "Its backward has run; its outgoing edges turn green as gradients are delivered" },
   { state: "released", text: "done, saved tensors freed", title: "Its backward has run and its saved tensors were freed (retain_graph=False)" },
   { state: "error", text: "error", title: "Its backward raised; select it to see the exception" },
 ];
+
+/** The tooltip of the key's "runs next" entry. */
+export const NEXT_TITLE = "The blue halo marks the node the next Step runs (the status line names it)";
 
 /** A one-line key under the graph: a swatch per node state, styled like the nodes themselves. */
 export function legend(): HTMLDivElement {
@@ -158,11 +162,20 @@ export function legend(): HTMLDivElement {
   const swatch = document.createElement("span");
   swatch.className = "gv-swatch gv-swatch-custom";
   custom.append(swatch, document.createTextNode("custom Function"));
+  // The blue halo is not a state (a ready node has it when it is the one that runs next), and
+  // without its own entry it reads as "running", the blue state.
+  const next = document.createElement("span");
+  next.className = "gv-legend-item";
+  next.dataset["testid"] = "gv-legend-next";
+  next.title = NEXT_TITLE;
+  const halo = document.createElement("span");
+  halo.className = "gv-swatch gv-swatch-next";
+  next.append(halo, document.createTextNode("runs next (Step)"));
   const keys = document.createElement("span");
   keys.className = "gv-legend-item gv-legend-keys";
   keys.dataset["testid"] = "gv-legend-keys";
   keys.title = KEYS_HELP;
   keys.textContent = KEYS_LEGEND;
-  element.append(custom, keys);
+  element.append(next, custom, keys);
   return element;
 }

@@ -263,7 +263,79 @@ def check_gradients_of_a_wrong_function(session: Any) -> None:
     row.click()
     inspector = widget.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible", timeout=15_000)
-    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "FlippedSquareBackward"
+    name = inspector.locator('[data-testid="gv-inspector-name"]')
+    assert name.inner_text() == "FlippedSquareBackward"
+    # So does the keyboard: Tab to the finding, Enter (JupyterLab must not take it to edit the cell).
+    widget.locator('[data-testid="gv-inspector-close"]').click()
+    inspector.wait_for(state="hidden", timeout=15_000)
+    row.focus()
+    session.page.keyboard.press("Enter")
+    inspector.wait_for(state="visible", timeout=15_000)
+    assert name.inner_text() == "FlippedSquareBackward"
+    assert session.page.locator(".jp-Notebook .jp-Cell.jp-mod-active .jp-InputArea-editor.jp-mod-focused").count() == 0
+    check_fits_at_normal_and_narrow_widths(session, widget)
+
+
+# Where the widget's parts are, to tell whether anything is cut or split at the page's width.
+READ_FIT_JS = """
+root => {
+  const box = (element) => element.getBoundingClientRect();
+  const right = box(root).right + 0.5;
+  const shown = (element) => element.offsetParent !== null;
+  const status = root.querySelector('[data-testid=gv-status]');
+  const doctor = root.querySelector('[data-testid=gv-doctor]');
+  const scrollers = [...root.querySelectorAll('[data-testid=gv-inspector] .gv-grads-scroll')];
+  return {
+    width: box(root).width,
+    zoomTops: [...root.querySelectorAll('[data-testid=gv-zoom] button')].map((button) => Math.round(box(button).top)),
+    statusCut: status.scrollHeight > status.clientHeight + 1 || box(status).right > right,
+    statusText: status.textContent,
+    cut: [...root.querySelectorAll('.gv-toolbar button, .gv-status, .gv-narration, .gv-doctor, .gv-findings, .gv-inspector, .gv-legend-item')]
+      .filter((element) => shown(element) && box(element).right > right)
+      .map((element) => element.dataset.testid || element.className),
+    doctorSideways: doctor.scrollWidth > doctor.clientWidth + 1,
+    findingCells: [...doctor.querySelectorAll('[data-testid=gv-finding-row] td')].map((cell) => getComputedStyle(cell).display),
+    tables: scrollers.map((scroller) => ({
+      sideways: scroller.scrollWidth > scroller.clientWidth + 1,
+      scrolls: getComputedStyle(scroller).overflowX === 'auto',
+    })),
+  };
+}
+"""
+
+
+def check_fits_at_normal_and_narrow_widths(session: Any, widget: Any) -> None:
+    """At 1280 x 800 and at 700 px (JupyterLab's file browser open): nothing of the widget is cut
+    at its right edge, the zoom buttons stay on one line, the status line is whole; at 1280 the
+    inspector's gradient tables fit without scrolling sideways, and at 700 they scroll inside their
+    own box while the findings of Check gradients stack into lines. (At 1280 the zoom buttons
+    were split over two lines, the status ended in "…" before the progress, and the gradient
+    tables ran off the panel; at 700 the findings table was cut and broke names letter by letter.)"""
+    page = session.page
+    # A node with gradient tables: step once, inspect the node that ran.
+    widget.locator('[data-testid="gv-step"]').click()
+    done = widget.locator(".gv-node.gv-state-done:not([data-copy]), .gv-node.gv-state-released:not([data-copy])").first
+    done.wait_for(state="attached", timeout=15_000)
+    done.click()
+    widget.locator('[data-testid="gv-inspector"] [data-section="out"] [data-testid="gv-grad-row"]').first.wait_for(state="visible")
+    try:
+        for width, height in ((1280, 800), (700, 800)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(300)  # JupyterLab lays the notebook out again
+            seen = widget.evaluate(READ_FIT_JS)
+            widget.screenshot(path=str(ARTIFACTS / f"widget_at_{width}.png"))
+            assert seen["cut"] == [], seen
+            assert len(set(seen["zoomTops"])) == 1, f"the zoom buttons are split over lines: {seen}"
+            assert not seen["statusCut"] and "nodes run" in seen["statusText"], seen
+            assert seen["tables"] and all(table["scrolls"] for table in seen["tables"]), seen
+            assert not seen["doctorSideways"], seen
+            if width == 1280:
+                assert not any(table["sideways"] for table in seen["tables"]), seen
+            else:
+                assert seen["width"] < 560, seen  # the narrow layout is what is tested
+                assert set(seen["findingCells"]) == {"block"}, seen
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 def step_one_event(session: Any) -> None:
