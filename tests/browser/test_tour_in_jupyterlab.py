@@ -172,8 +172,48 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
         check_kernel_agrees(session)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         session.widget().screenshot(path=str(SCREENSHOT))  # for the README
+        continue_to_the_tours_breakpoint(session)
+        open_the_tours_html_page(session)
         check_gradients_of_a_wrong_function(session)
         check_no_problems(session)
+
+
+def continue_to_the_tours_breakpoint(session: Any) -> None:
+    """The tour's breakpoint cell: Continue stops before SquareBackward and the status says why."""
+    cell = session.page.locator(".jp-NotebookPanel:visible .jp-Cell").filter(has_text="square_breakpoint = ")
+    widget = cell.locator(".gv-root")
+    widget.locator(".gv-node[data-node-id]").first.wait_for(state="visible")
+    status = widget.locator('[data-testid="gv-status"]')
+    assert status.inner_text().startswith("Paused · next: SumBackward0"), status.inner_text()
+    widget.locator('[data-testid="gv-continue"]').click()
+    session.page.wait_for_function(
+        "element => element.textContent.startsWith('Paused at breakpoint on SquareBackward')",
+        arg=status.element_handle(), timeout=15_000,
+    )
+    current = widget.locator(".gv-node.gv-current:not([data-copy]) text.gv-name").all_text_contents()
+    assert current == ["SquareBackward"], current
+
+
+def open_the_tours_html_page(session: Any) -> None:
+    """The page the tour writes, opened as a first user would: double-click in the file browser.
+    JupyterLab's viewer runs no script until Trust HTML: the page says so (it was blank), then
+    draws the pass once trusted."""
+    page = session.page
+    page.locator(".jp-DirListing-item", has_text="tour_backward.html").dblclick()
+    frame = page.frame_locator(".jp-HTMLViewer iframe").last
+    frame.locator("main#gradviz-app").wait_for(state="attached", timeout=15_000)
+    # (playwright's text selectors skip <noscript>; its rendered text does not)
+    assert "scripts are off" in frame.locator("body").inner_text()
+    page.locator(".jp-Toolbar-item", has_text="Trust HTML").click()
+    frame.locator(".gv-root .gv-node[data-node-id]").first.wait_for(state="visible", timeout=30_000)
+    assert frame.locator('[data-testid="gv-status"]').inner_text().startswith("Paused")
+    # Chromium reports the untrusted load's blocked script; that is JupyterLab's sandbox at work.
+    session.problems.console_errors = [
+        error for error in session.problems.console_errors
+        if not ("Blocked script execution" in error and "sandboxed" in error)
+    ]
+    page.locator(".lm-TabBar-tab", has_text="01_tour.ipynb").click()
+    page.locator(".jp-NotebookPanel:visible").wait_for()
 
 
 def inspect_a_node_that_has_run(session: Any) -> None:
