@@ -182,7 +182,10 @@ export type PanelTone = "checking" | "ok" | "warnings" | "problems" | "error";
 
 export interface PanelContent {
   readonly tone: PanelTone;
-  /** One line: "Checking gradients…", "No problems found", "1 problem found", "The gradient doctor failed: …". */
+  /**
+   * One line: "Checking gradients…", "No problems found", "1 problem found", "Nothing checked: 1 node
+   * could not be checked (below)", "The gradient doctor failed: …".
+   */
   readonly status: string;
   /** The doctor's own summary line (how many nodes were checked and skipped). */
   readonly summary: string;
@@ -254,7 +257,15 @@ export function panelContent(doctor: DoctorState | null, progress: Progress | nu
   const warnings = report.findings.length - errors;
   let status: string;
   let tone: PanelTone;
-  if (report.findings.length === 0) {
+  if (report.findings.length === 0 && report.skipped.length > 0) {
+    // Not a clean bill: "No problems found" in green read as "your backward is right" when the
+    // doctor could not re-run the Function at all (a graph built outside capture(), freed).
+    tone = "warnings";
+    const skipped = plural(report.skipped.length, "node");
+    status = report.checked.length === 0
+      ? `Nothing checked: ${skipped} could not be checked (below)`
+      : `No problems in ${plural(report.checked.length, "checked node")}; ${skipped} could not be checked (below)`;
+  } else if (report.findings.length === 0) {
     tone = "ok";
     status = "No problems found";
   } else {
