@@ -17,6 +17,7 @@ import {
   commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
+  narrationLine,
   parseAck,
   parseCommands,
   parseCurrent,
@@ -220,7 +221,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
       const inspection = parseInspection(model.get("inspection"));
-      narration.update(parseLastEvent(model.get("last_event")));
+      narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
       scene?.update(states, current);
