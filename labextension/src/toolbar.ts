@@ -1,7 +1,7 @@
 // The toolbar: the session's commands (sent to Python), zoom controls (local), status text;
 // and the narration line under it (the latest event, in words).
 
-import type { CommandName, EventLine } from "./model.js";
+import { hasRun, nodeTitle, type CommandName, type EventLine, type ViewState } from "./model.js";
 import { KEYS_HELP, KEYS_LEGEND } from "./keys.js";
 
 export interface ToolbarActions {
@@ -34,6 +34,35 @@ const SHOWN_WHEN_NOT_OFFERED: Partial<Record<CommandName, string>> = {
     "Not available for this session: the gradient doctor re-runs the custom Functions of a live graph " +
     "(a replayed trace has none). Check the live graph: gradviz.debug.backward(loss), or gradviz.debug.doctor(loss)",
 };
+
+/**
+ * A command button's tooltip for the state shown: what it will do now (Step names the node it
+ * runs), or why it is off (Run to selected says how to pick a node). Null: the fixed title.
+ */
+export function commandTitle(name: CommandName, view: ViewState, selected: number | null): string | null {
+  if (name === "check_gradients" || name === "step_back") return null;
+  if (view.status !== "paused") {
+    const why = view.status === "running" ? "the pass is running" : `the backward pass is ${view.status === "error" ? "stopped by an error" : view.status}`;
+    return `${COMMAND_BUTTONS[name].title} (not now: ${why})`;
+  }
+  const next = view.current === null ? undefined : view.graph.byId.get(view.current);
+  switch (name) {
+    case "step":
+      return next === undefined ? null : `Run the backward of ${nodeTitle(next)}, the node with the blue halo`;
+    case "step_event":
+      return next === undefined ? null : `Show the next engine event of ${nodeTitle(next)} (one decision at a time)`;
+    case "run_to": {
+      const target = selected === null ? undefined : view.graph.byId.get(selected);
+      if (target === undefined) return "Select a node that has not run (click it, or Tab to the graph and press Enter), then run until it is the next";
+      if (target.id === view.current) return `${nodeTitle(target)} is already the next to run: press Step`;
+      const state = view.states.get(target.id);
+      if (state !== undefined && (hasRun(state) || state === "error")) return `${nodeTitle(target)} has already run: select one that has not`;
+      return `Continue until ${nodeTitle(target)} is the next to run`;
+    }
+    default:
+      return null;
+  }
+}
 
 /** Test ids keep the protocol's names: gv-step, gv-step-event, gv-run-to, ... */
 function testId(name: CommandName): string {
@@ -89,18 +118,24 @@ export class Toolbar {
     this.element.append(...this.buttons.values(), ...extras, this.status, zoom);
   }
 
-  /** Show the offered commands, enable those that can run now, and show a line of status. */
-  update(offered: ReadonlySet<CommandName>, enabled: (name: CommandName) => boolean, status: string): void {
+  /**
+   * Show the offered commands, enable those that can run now, and show a line of status.
+   * `title`: a button's tooltip for the state shown (commandTitle), null for its fixed one.
+   */
+  update(
+    offered: ReadonlySet<CommandName>,
+    enabled: (name: CommandName) => boolean,
+    status: string,
+    title: (name: CommandName) => string | null = () => null,
+  ): void {
     for (const [name, element] of this.buttons) {
       const isOffered = offered.has(name);
       const unavailable = SHOWN_WHEN_NOT_OFFERED[name];
       element.hidden = !isOffered && unavailable === undefined;
       element.disabled = !isOffered || !enabled(name);
-      if (unavailable !== undefined) {
-        const title = isOffered ? COMMAND_BUTTONS[name].title : unavailable;
-        element.title = title;
-        element.setAttribute("aria-label", title);
-      }
+      const fixed = !isOffered && unavailable !== undefined ? unavailable : COMMAND_BUTTONS[name].title;
+      element.setAttribute("aria-label", fixed);
+      element.title = (isOffered ? title(name) : null) ?? fixed;
     }
     this.status.textContent = status;
     this.status.title = status;

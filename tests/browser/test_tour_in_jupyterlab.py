@@ -185,6 +185,10 @@ def continue_to_the_tours_breakpoint(session: Any) -> None:
     widget.locator(".gv-node[data-node-id]").first.wait_for(state="visible")
     status = widget.locator('[data-testid="gv-status"]')
     assert status.inner_text().startswith("Paused · next: SumBackward0"), status.inner_text()
+    # The buttons' tooltips say what they will do, or how to make them work.
+    step_title = widget.locator('[data-testid="gv-step"]').get_attribute("title")
+    assert step_title.startswith("Run the backward of SumBackward0 #"), step_title
+    assert widget.locator('[data-testid="gv-run-to"]').get_attribute("title").startswith("Select a node that has not run")
     widget.locator('[data-testid="gv-continue"]').click()
     session.page.wait_for_function(
         "element => element.textContent.startsWith('Paused at breakpoint on SquareBackward')",
@@ -251,7 +255,9 @@ def inspect_a_node_that_has_run(session: Any) -> None:
     cells = rows.first.locator("td").all_inner_texts()
     assert cells[1].startswith("[") and cells[2].startswith("float"), cells  # shape, dtype
     # Run to selected is offered (a live session) but disabled: the node has already run.
-    assert widget.locator('[data-testid="gv-run-to"]').is_disabled()
+    run_to = widget.locator('[data-testid="gv-run-to"]')
+    assert run_to.is_disabled()
+    assert "has already run" in run_to.get_attribute("title")
 
 
 # Appended to the tour: the tour's Square with the sign of its backward flipped, in a new session.
