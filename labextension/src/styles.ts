@@ -42,9 +42,9 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-toolbar button.gv-danger:enabled { color: var(--gv-alert); }
 .gv-toolbar button[hidden] { display: none; }
 /* The status (what runs next, how far the pass is) is never cut: it takes the rest of the
-   buttons' line when at least 22em are free there, else a line of its own under them, and it
+   buttons' line when at least 18em are free there (beside the zoom group), else a line of its own under them, and it
    wraps. The zoom buttons go after it as one group, at the right. */
-.gv-status { flex: 1 1 22em; min-width: min(22em, 100%); color: var(--gv-fg-muted); line-height: 1.3; overflow-wrap: anywhere; }
+.gv-status { flex: 1 1 18em; min-width: min(18em, 100%); color: var(--gv-fg-muted); line-height: 1.3; overflow-wrap: anywhere; }
 .gv-zoom { display: inline-flex; gap: 6px; margin-left: auto; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 /* The kernel is gone: the last state stays readable, but clearly not live. */
