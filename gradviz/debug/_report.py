@@ -147,7 +147,9 @@ class DoctorReport:
         checked = len(self.checked)
         head = (f"gradient doctor: {checked} custom Function node{'s' if checked != 1 else ''} "
                 f"checked against finite differences, {len(self.skipped)} skipped; ")
-        if not self.findings:
+        if not self.findings and self.skipped and not self.checked:
+            head += "nothing could be checked"  # not "no problems found": nothing was looked at
+        elif not self.findings:
             head += "no problems found"
         else:
             parts = []

@@ -145,6 +145,15 @@ def _replay_changes(session: Any, events: list[dict], ids: set[int]) -> tuple[li
     raise AssertionError("unreachable")
 
 
+# What a browser that does not run the page's script shows instead of a blank page. JupyterLab
+# opens an .html file in its HTML viewer with scripts off until "Trust HTML" is clicked.
+NO_SCRIPT_HINT = (
+    "This page replays a recorded backward pass with its own script, and scripts are off here. "
+    "In JupyterLab's HTML viewer, click \u201cTrust HTML\u201d in its toolbar; or open the file in a web "
+    "browser (it makes no network requests)."
+)
+
+
 def script_json(data: Any) -> str:
     """Compact JSON that is safe inside a ``<script>`` element (Note [Inline script safety])."""
     return json.dumps(data, allow_nan=False, ensure_ascii=False, separators=(",", ":")).translate(_JSON_ESCAPES)
@@ -167,6 +176,7 @@ def render_html(data: dict[str, Any], viewer: str) -> str:
         '<meta name="generator" content="gradviz">\n'
         f"<title>{title}</title>\n</head>\n<body>\n"
         '<main id="gradviz-app"></main>\n'
+        f"<noscript><p>{NO_SCRIPT_HINT}</p></noscript>\n"
         f'<script type="application/json" id="{DATA_ELEMENT_ID}">{script_json(data)}</script>\n'
         f"<script>\n{viewer}\n</script>\n"
         "</body>\n</html>\n"

@@ -182,7 +182,10 @@ export type PanelTone = "checking" | "ok" | "warnings" | "problems" | "error";
 
 export interface PanelContent {
   readonly tone: PanelTone;
-  /** One line: "Checking gradients…", "No problems found", "1 problem found", "The gradient doctor failed: …". */
+  /**
+   * One line: "Checking gradients…", "No problems found", "1 problem found", "Nothing checked: 1 node
+   * could not be checked (below)", "The gradient doctor failed: …".
+   */
   readonly status: string;
   /** The doctor's own summary line (how many nodes were checked and skipped). */
   readonly summary: string;
@@ -254,7 +257,15 @@ export function panelContent(doctor: DoctorState | null, progress: Progress | nu
   const warnings = report.findings.length - errors;
   let status: string;
   let tone: PanelTone;
-  if (report.findings.length === 0) {
+  if (report.findings.length === 0 && report.skipped.length > 0) {
+    // Not a clean bill: "No problems found" in green read as "your backward is right" when the
+    // doctor could not re-run the Function at all (a graph built outside capture(), freed).
+    tone = "warnings";
+    const skipped = plural(report.skipped.length, "node");
+    status = report.checked.length === 0
+      ? `Nothing checked: ${skipped} could not be checked (below)`
+      : `No problems in ${plural(report.checked.length, "checked node")}; ${skipped} could not be checked (below)`;
+  } else if (report.findings.length === 0) {
     tone = "ok";
     status = "No problems found";
   } else {
@@ -359,8 +370,21 @@ export class DoctorPanel {
         line.dataset["nodeId"] = String(node);
         line.title = "Select this node";
         line.addEventListener("click", () => this.onSelect(node));
+        // Reachable without a mouse: Tab to the finding, Enter (or Space) selects its node.
+        line.tabIndex = 0;
+        line.setAttribute("data-lm-suppress-shortcuts", "true"); // JupyterLab: Enter is ours here, not "edit the cell"
+        line.addEventListener("keydown", (event) => {
+          if (event.key !== "Enter" && event.key !== " ") return;
+          event.preventDefault();
+          this.onSelect(node);
+        });
       }
-      for (const cell of row.cells) line.append(element("td", "", cell));
+      row.cells.forEach((text, index) => {
+        // The column's name, shown before the value where a narrow panel stacks the cells.
+        const cell = element("td", "", text);
+        cell.dataset["label"] = FINDING_COLUMNS[index] ?? "";
+        line.append(cell);
+      });
       const message = element("tr", "gv-finding-message");
       const cell = element("td", "", row.message);
       cell.colSpan = FINDING_COLUMNS.length;

@@ -85,6 +85,16 @@ export function parseSummary(value: unknown): Summary | null {
   };
 }
 
+/**
+ * Why a node has no gradients in yet. A ready node's have all arrived (its buffer, shown
+ * above as "collected so far"); they are handed to its backward when it runs.
+ */
+function notReceived(state: string, buffer: readonly SummaryRow[] | null): string {
+  if (state === "ready") return "handed to its backward when it runs: the gradients collected so far, above";
+  if (state === "pending" && buffer !== null && buffer.length > 0) return "not all received yet (collected so far: above)";
+  return "not received yet";
+}
+
 function summaryList(value: unknown): SummaryRow[] | null {
   if (!Array.isArray(value)) return null;
   return value.map((item, index) => ({ label: String(index), summary: parseSummary(item) }));
@@ -110,7 +120,7 @@ export function parseInspection(value: unknown): Inspection | null {
     sections.push({ key: "buffer", title: "Gradients collected so far", rows: buffer, note: "none yet" });
   }
   if (gradsIn !== null || "grads_in" in value) {
-    sections.push({ key: "in", title: "Gradients in", rows: gradsIn ?? [], note: gradsIn === null ? "not received yet" : "none" });
+    sections.push({ key: "in", title: "Gradients in", rows: gradsIn ?? [], note: gradsIn === null ? notReceived(state, buffer) : "none" });
   }
   if (gradsOut !== null || "grads_out" in value) {
     const leaf = value["kind"] === "accumulate_grad";
@@ -158,21 +168,23 @@ export interface SummaryColumn {
   /** The header's tooltip. */
   readonly title: string;
   readonly numeric: boolean;
-  /** Width in characters (`ch`). */
+  /** Width in characters (`ch`); for the last column, its least width (it takes the rest). */
   readonly width: number;
 }
 
 export const SUMMARY_COLUMNS: readonly SummaryColumn[] = [
   { name: "", title: "input or output slot (before / after: the leaf's .grad)", numeric: false, width: 6 },
-  { name: "shape", title: "shape", numeric: false, width: 16 },
+  { name: "shape", title: "shape", numeric: false, width: 13 },
   { name: "dtype", title: "dtype", numeric: false, width: 8 },
+  // formatNumber's longest text is 11 characters ("-1.000e+300")
   { name: "min", title: "smallest finite entry", numeric: true, width: 11 },
   { name: "max", title: "largest finite entry", numeric: true, width: 11 },
   { name: "mean", title: "mean of the finite entries", numeric: true, width: 11 },
   { name: "norm", title: "L2 norm of the finite entries", numeric: true, width: 11 },
   { name: "NaN", title: "how many entries are NaN", numeric: true, width: 5 },
   { name: "Inf", title: "how many entries are +inf or -inf", numeric: true, width: 5 },
-  { name: "values", title: "the first entries (in memory order)", numeric: false, width: 30 },
+  // The least width of the last column: it takes whatever the panel has left, and wraps.
+  { name: "values", title: "the first entries (in memory order)", numeric: false, width: 14 },
 ];
 
 /** The column whose text wraps instead of ending in "…". */
@@ -289,17 +301,20 @@ export class Inspector {
     const columns = element("colgroup", "");
     const head = element("tr", "");
     const align = (column: SummaryColumn | undefined): string => (column?.numeric === true ? "gv-num" : "gv-text");
-    for (const column of SUMMARY_COLUMNS) {
-      // Fixed widths (table-layout: fixed): every section's table has the same columns.
+    SUMMARY_COLUMNS.forEach((column, index) => {
+      // Fixed widths (table-layout: fixed): every section's table has the same columns; the
+      // last one (no width) takes what is left of the panel's width.
       const col = element("col", "");
-      col.style.width = `calc(${column.width}ch + ${2 * CELL_PADDING}px)`;
+      if (index !== WRAPPING_COLUMN) col.style.width = `calc(${column.width}ch + ${2 * CELL_PADDING}px)`;
       columns.append(col);
       const th = element("th", align(column), column.name);
       th.title = column.title;
       head.append(th);
-    }
+    });
+    // As wide as the panel, but never narrower than the columns' widths: a narrow panel
+    // scrolls the table sideways (its scroll bar right under it) instead of cutting it.
     const characters = SUMMARY_COLUMNS.reduce((sum, column) => sum + column.width, 0);
-    table.style.width = `calc(${characters}ch + ${2 * CELL_PADDING * SUMMARY_COLUMNS.length}px)`;
+    table.style.minWidth = `calc(${characters}ch + ${2 * CELL_PADDING * SUMMARY_COLUMNS.length}px)`;
     table.append(columns, element("thead", ""), element("tbody", ""));
     table.tHead?.append(head);
     for (const row of section.rows) {
@@ -312,7 +327,9 @@ export class Inspector {
       });
       table.tBodies[0]?.append(line);
     }
-    wrapper.append(table);
+    const scroller = element("div", "gv-grads-scroll");
+    scroller.append(table);
+    wrapper.append(scroller);
     return wrapper;
   }
 }

@@ -264,6 +264,18 @@ export function parseLastEvent(value: unknown): EventLine | null {
   return { seq: isId(seq) ? seq : null, kind, node: isId(node) ? node : null, text };
 }
 
+/**
+ * The narration line to show. An abort records no event, so the last event ("X is ready: …")
+ * would stay under an "Aborted" status as if X were still about to run; say what Abort did.
+ */
+export function narrationLine(event: EventLine | null, status: SessionStatus, states: StateMap): EventLine | null {
+  if (status !== "aborted") return event;
+  const counts = countStates(states);
+  const never = counts.pending + counts.ready;
+  const text = `Backward aborted: ${never} node${never === 1 ? "" : "s"} never ran, so their gradients never arrive.`;
+  return { seq: event?.seq ?? null, kind: "aborted", node: null, text };
+}
+
 export interface ViewState {
   readonly graph: Graph;
   readonly states: StateMap;

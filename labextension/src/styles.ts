@@ -41,14 +41,11 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
 .gv-toolbar button.gv-danger:enabled { color: var(--gv-alert); }
 .gv-toolbar button[hidden] { display: none; }
-/* The status takes the free width and wraps inside it (two lines at most, the full text in
-   its tooltip), so a long status never pushes the zoom buttons onto a line of their own, and
-   the progress at its end stays visible. */
-.gv-toolbar .gv-spacer { flex: 0 0 0; }
-.gv-status {
-  flex: 1 1 14em; min-width: 0; color: var(--gv-fg-muted); line-height: 1.3;
-  display: -webkit-box; -webkit-box-orient: vertical; -webkit-line-clamp: 2; line-clamp: 2; overflow: hidden;
-}
+/* The status (what runs next, how far the pass is) is never cut: it takes the rest of the
+   buttons' line when at least 18em are free there (beside the zoom group), else a line of its own under them, and it
+   wraps. The zoom buttons go after it as one group, at the right. */
+.gv-status { flex: 1 1 18em; min-width: min(18em, 100%); color: var(--gv-fg-muted); line-height: 1.3; overflow-wrap: anywhere; }
+.gv-zoom { display: inline-flex; gap: 6px; margin-left: auto; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 /* The kernel is gone: the last state stays readable, but clearly not live. */
 .gv-root.gv-disconnected .gv-status { color: var(--gv-alert); }
@@ -121,7 +118,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
   color: var(--gv-fg-muted); border-top: 1px solid var(--gv-border);
 }
 .gv-legend-item { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; cursor: help; }
-.gv-legend-keys { color: var(--gv-fg-muted); }
+.gv-legend-keys { color: var(--gv-fg-muted); white-space: normal; }
 .gv-swatch {
   display: inline-block; width: 14px; height: 9px; border-radius: 2px; border: 1.2px solid var(--gv-pending-stroke);
   background: var(--gv-pending-fill);
@@ -132,9 +129,11 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-swatch-released { background: var(--gv-done-fill); border: 1.2px dashed var(--gv-done-stroke); opacity: 0.6; }
 .gv-swatch-error { background: var(--gv-error-fill); border: 2px solid var(--gv-error-stroke); }
 .gv-swatch-custom { border-width: 2.5px; }
+.gv-swatch-next { background: var(--gv-ready-fill); border: 2px solid var(--gv-ready-stroke); outline: 2px solid var(--gv-current); outline-offset: 1px; margin: 0 3px; }
 
 .gv-doctor { border-bottom: 1px solid var(--gv-border); padding: 6px 8px; max-height: 20em; overflow: auto; }
 .gv-doctor[hidden] { display: none; }
+.gv-doctor { container-type: inline-size; } /* for the narrow layout of the findings, at the end */
 .gv-doctor-header { display: flex; align-items: center; gap: 8px; flex-wrap: wrap; }
 .gv-doctor-title { font-weight: 600; }
 .gv-doctor-status { color: var(--gv-fg-muted); }
@@ -145,11 +144,12 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-doctor-progress { display: block; width: 100%; margin-top: 4px; accent-color: var(--gv-current); }
 .gv-doctor-summary { font-size: 12px; color: var(--gv-fg-muted); margin-top: 2px; }
 .gv-findings { border-collapse: collapse; font-size: 12px; margin-top: 4px; width: 100%; }
-.gv-findings th { font-weight: 600; color: var(--gv-fg-muted); text-align: left; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); white-space: nowrap; }
-.gv-findings td { padding: 2px 8px 0; overflow-wrap: anywhere; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
+.gv-findings th { font-weight: 600; color: var(--gv-fg-muted); text-align: left; padding: 1px 8px; border-bottom: 1px solid var(--gv-border); vertical-align: bottom; }
+.gv-findings td { padding: 2px 8px 0; overflow-wrap: break-word; font-family: var(--jp-code-font-family, monospace); vertical-align: top; }
 .gv-findings td:last-child { white-space: normal; }
 .gv-finding-row td:first-child { white-space: nowrap; }
 .gv-finding-row { cursor: pointer; }
+.gv-finding-row:focus-visible { outline: 2px solid var(--gv-selected); outline-offset: -2px; }
 .gv-finding-row:hover { background: var(--jp-layout-color2, #eaeef2); }
 .gv-finding-row.gv-finding-error td:first-child { color: var(--gv-alert); font-weight: 700; }
 .gv-finding-row.gv-finding-warning td:first-child { color: var(--gv-warn); font-weight: 700; }
@@ -180,9 +180,10 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
    numbers right-aligned in tabular figures; a cell too long for its column ends in "…" (its
    tooltip has the whole text), except the first values, which wrap. */
 .gv-grads {
-  border-collapse: collapse; table-layout: fixed; /* width: the columns' sum, set by inspector.ts */
+  border-collapse: collapse; table-layout: fixed; width: 100%; /* min-width: the columns' sum, set by inspector.ts */
   font-family: var(--jp-code-font-family, monospace); font-size: 12px; font-variant-numeric: tabular-nums;
 }
+.gv-grads-scroll { overflow-x: auto; }
 .gv-grads th, .gv-grads td {
   padding: 1px 6px; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; vertical-align: top;
 }
@@ -192,6 +193,15 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-grads th:first-child, .gv-grads td:first-child { color: var(--gv-fg-muted); }
 .gv-grads td:last-child { white-space: normal; overflow-wrap: anywhere; text-overflow: clip; }
 .gv-grads td.gv-alarm { color: var(--gv-alert); font-weight: 700; }
+/* A narrow panel has no room for seven columns: each finding becomes a block of "column: value" lines. */
+@container (max-width: 560px) {
+  .gv-findings, .gv-findings tbody, .gv-findings tr, .gv-findings td { display: block; }
+  .gv-findings thead { display: none; }
+  .gv-findings td { padding: 0 8px; }
+  .gv-findings .gv-finding-row td:first-child { padding-top: 4px; }
+  .gv-findings .gv-finding-row td[data-label]:not(:first-child)::before { content: attr(data-label) ": "; color: var(--gv-fg-muted); font-family: var(--jp-ui-font-family, system-ui, sans-serif); }
+  .gv-findings .gv-finding-message td { padding: 2px 8px 4px; }
+}
 `;
 
 /** The page around the view in the self-contained HTML file (standalone.ts). */

@@ -1,7 +1,7 @@
 // The toolbar: the session's commands (sent to Python), zoom controls (local), status text;
 // and the narration line under it (the latest event, in words).
 
-import type { CommandName, EventLine } from "./model.js";
+import { hasRun, nodeTitle, type CommandName, type EventLine, type ViewState } from "./model.js";
 import { KEYS_HELP, KEYS_LEGEND } from "./keys.js";
 
 export interface ToolbarActions {
@@ -34,6 +34,35 @@ const SHOWN_WHEN_NOT_OFFERED: Partial<Record<CommandName, string>> = {
     "Not available for this session: the gradient doctor re-runs the custom Functions of a live graph " +
     "(a replayed trace has none). Check the live graph: gradviz.debug.backward(loss), or gradviz.debug.doctor(loss)",
 };
+
+/**
+ * A command button's tooltip for the state shown: what it will do now (Step names the node it
+ * runs), or why it is off (Run to selected says how to pick a node). Null: the fixed title.
+ */
+export function commandTitle(name: CommandName, view: ViewState, selected: number | null): string | null {
+  if (name === "check_gradients" || name === "step_back") return null;
+  if (view.status !== "paused") {
+    const why = view.status === "running" ? "the pass is running" : `the backward pass is ${view.status === "error" ? "stopped by an error" : view.status}`;
+    return `${COMMAND_BUTTONS[name].title} (not now: ${why})`;
+  }
+  const next = view.current === null ? undefined : view.graph.byId.get(view.current);
+  switch (name) {
+    case "step":
+      return next === undefined ? null : `Run the backward of ${nodeTitle(next)}, the node with the blue halo`;
+    case "step_event":
+      return next === undefined ? null : `Show the next engine event of ${nodeTitle(next)} (one decision at a time)`;
+    case "run_to": {
+      const target = selected === null ? undefined : view.graph.byId.get(selected);
+      if (target === undefined) return "Select a node that has not run (click it, or Tab to the graph and press Enter), then run until it is the next";
+      if (target.id === view.current) return `${nodeTitle(target)} is already the next to run: press Step`;
+      const state = view.states.get(target.id);
+      if (state !== undefined && (hasRun(state) || state === "error")) return `${nodeTitle(target)} has already run: select one that has not`;
+      return `Continue until ${nodeTitle(target)} is the next to run`;
+    }
+    default:
+      return null;
+  }
+}
 
 /** Test ids keep the protocol's names: gv-step, gv-step-event, gv-run-to, ... */
 function testId(name: CommandName): string {
@@ -75,31 +104,38 @@ export class Toolbar {
     this.status.dataset["testid"] = "gv-status";
     this.status.setAttribute("role", "status");
     this.status.setAttribute("aria-live", "polite");
-    const spacer = document.createElement("span");
-    spacer.className = "gv-spacer";
-    this.element.append(
-      ...this.buttons.values(),
-      ...extras,
-      this.status,
-      spacer,
+    // The zoom buttons wrap as one group: split over two lines they read as unrelated buttons.
+    const zoom = document.createElement("span");
+    zoom.className = "gv-zoom";
+    zoom.dataset["testid"] = "gv-zoom";
+    zoom.setAttribute("role", "group");
+    zoom.setAttribute("aria-label", "zoom");
+    zoom.append(
       button("−", "Zoom out", "gv-zoom-out", actions.zoomOut),
       button("+", "Zoom in", "gv-zoom-in", actions.zoomIn),
       button("Fit", "Fit the graph into the view (or double-click it)", "gv-fit", actions.fit),
     );
+    this.element.append(...this.buttons.values(), ...extras, this.status, zoom);
   }
 
-  /** Show the offered commands, enable those that can run now, and show a line of status. */
-  update(offered: ReadonlySet<CommandName>, enabled: (name: CommandName) => boolean, status: string): void {
+  /**
+   * Show the offered commands, enable those that can run now, and show a line of status.
+   * `title`: a button's tooltip for the state shown (commandTitle), null for its fixed one.
+   */
+  update(
+    offered: ReadonlySet<CommandName>,
+    enabled: (name: CommandName) => boolean,
+    status: string,
+    title: (name: CommandName) => string | null = () => null,
+  ): void {
     for (const [name, element] of this.buttons) {
       const isOffered = offered.has(name);
       const unavailable = SHOWN_WHEN_NOT_OFFERED[name];
       element.hidden = !isOffered && unavailable === undefined;
       element.disabled = !isOffered || !enabled(name);
-      if (unavailable !== undefined) {
-        const title = isOffered ? COMMAND_BUTTONS[name].title : unavailable;
-        element.title = title;
-        element.setAttribute("aria-label", title);
-      }
+      const fixed = !isOffered && unavailable !== undefined ? unavailable : COMMAND_BUTTONS[name].title;
+      element.setAttribute("aria-label", fixed);
+      element.title = (isOffered ? title(name) : null) ?? fixed;
     }
     this.status.textContent = status;
     this.status.title = status;
@@ -130,12 +166,15 @@ export class Narration {
 /** What the colours of the graph mean, in the order a node goes through them. */
 export const LEGEND: readonly { readonly state: string; readonly text: string; readonly title: string }[] = [
   { state: "pending", text: "pending", title: "Waiting for gradients from the nodes above it" },
-  { state: "ready", text: "ready", title: "Every gradient it waits for has arrived; the one with a blue halo runs next" },
+  { state: "ready", text: "ready", title: "Every gradient it waits for has arrived; it can run (the one with the blue halo runs next)" },
   { state: "running", text: "running", title: "Part-way through its backward (after Step event)" },
   { state: "done", text: "done", title: "Its backward has run; its outgoing edges turn green as gradients are delivered" },
   { state: "released", text: "done, saved tensors freed", title: "Its backward has run and its saved tensors were freed (retain_graph=False)" },
   { state: "error", text: "error", title: "Its backward raised; select it to see the exception" },
 ];
+
+/** The tooltip of the key's "runs next" entry. */
+export const NEXT_TITLE = "The blue halo marks the node the next Step runs (the status line names it)";
 
 /** A one-line key under the graph: a swatch per node state, styled like the nodes themselves. */
 export function legend(): HTMLDivElement {
@@ -158,11 +197,20 @@ export function legend(): HTMLDivElement {
   const swatch = document.createElement("span");
   swatch.className = "gv-swatch gv-swatch-custom";
   custom.append(swatch, document.createTextNode("custom Function"));
+  // The blue halo is not a state (a ready node has it when it is the one that runs next), and
+  // without its own entry it reads as "running", the blue state.
+  const next = document.createElement("span");
+  next.className = "gv-legend-item";
+  next.dataset["testid"] = "gv-legend-next";
+  next.title = NEXT_TITLE;
+  const halo = document.createElement("span");
+  halo.className = "gv-swatch gv-swatch-next";
+  next.append(halo, document.createTextNode("runs next (Step)"));
   const keys = document.createElement("span");
   keys.className = "gv-legend-item gv-legend-keys";
   keys.dataset["testid"] = "gv-legend-keys";
   keys.title = KEYS_HELP;
   keys.textContent = KEYS_LEGEND;
-  element.append(custom, keys);
+  element.append(next, custom, keys);
   return element;
 }

@@ -17,6 +17,7 @@ import {
   commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
+  narrationLine,
   parseAck,
   parseCommands,
   parseCurrent,
@@ -37,7 +38,7 @@ import {
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
 import { KEYS_HELP } from "./keys.js";
-import { legend, Narration, Toolbar } from "./toolbar.js";
+import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -220,7 +221,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
       const inspection = parseInspection(model.get("inspection"));
-      narration.update(parseLastEvent(model.get("last_event")));
+      narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
       scene?.update(states, current);
@@ -234,7 +235,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const enabled = (name: CommandName): boolean =>
         disconnected === null && commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
       const shownLine = disconnected !== null ? `Disconnected · ${line}` : notice === null ? line : `${line} · ${notice}`;
-      toolbar.update(offered, enabled, shownLine);
+      const title = (name: CommandName): string | null => (disconnected !== null ? null : commandTitle(name, view, selected));
+      toolbar.update(offered, enabled, shownLine, title);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");

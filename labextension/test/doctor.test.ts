@@ -143,6 +143,17 @@ describe("the panel's content", () => {
     assert.deepEqual([content?.tone, content?.status, content?.rows.length, content?.skipped], ["ok", "No problems found", 0, null]);
   });
 
+  it("does not call a check clean when nodes could not be checked", () => {
+    const skipped = { node: 1, name: "SquareBackward", reason: "its saved tensors were freed" };
+    const nothing = panelContent(done({ ...CLEAN, checked: [], skipped: [skipped] }), null, false);
+    assert.deepEqual([nothing?.tone, nothing?.status], ["warnings", "Nothing checked: 1 node could not be checked (below)"]);
+    assert.equal(nothing?.skipped?.title, "Could not check 1 node:");
+    const some = panelContent(done({ ...CLEAN, checked: [0, 2], skipped: [skipped] }), null, false);
+    assert.deepEqual([some?.tone, some?.status], ["warnings", "No problems in 2 checked nodes; 1 node could not be checked (below)"]);
+    // Findings still lead when there are some.
+    assert.equal(panelContent(done(REPORT), null, false)?.status, "1 problem found");
+  });
+
   it("counts warnings apart from problems", () => {
     const warning = { ...REPORT.findings[0], kind: "coerced_gradient", severity: "warning", max_abs_error: null, max_rel_error: null, worst: [] };
     const content = panelContent(done({ ...REPORT, findings: [warning] }), null, false);

@@ -41,12 +41,24 @@ describe("parseInspection", () => {
     assert.equal(parseInspection(leaf)?.leafName, "");
   });
 
-  it("says what is not known yet for a pending node, and shows its buffer", () => {
-    const pending = parseInspection({ ...MUL, state: "ready", grads_in: null, grads_out: null, pending_buffer: [SUMMARY] });
-    assert.deepEqual(pending?.sections.map((section) => [section.key, section.rows.length, section.note]), [
-      ["buffer", 1, "none yet"],
-      ["in", 0, "not received yet"],
-      ["out", 0, "not computed yet"],
+  it("says what is not known yet for a ready node, and shows its buffer", () => {
+    const ready = parseInspection({ ...MUL, state: "ready", grads_in: null, grads_out: null, pending_buffer: [SUMMARY] });
+    assert.deepEqual(ready?.sections.map((section) => [section.key, section.rows.length]), [["buffer", 1], ["in", 0], ["out", 0]]);
+    const [buffer, gradsIn, gradsOut] = ready?.sections ?? [];
+    assert.equal(buffer?.title, "Gradients collected so far");
+    // Its gradients have all arrived: "not received yet" under them contradicted the buffer.
+    assert.doesNotMatch(gradsIn?.note ?? "", /not received/);
+    assert.match(gradsIn?.note ?? "", /when it runs/);
+    assert.equal(gradsOut?.note, "not computed yet");
+  });
+
+  it("tells a pending node with some gradients from one with none", () => {
+    const partly = parseInspection({ ...MUL, state: "pending", grads_in: null, grads_out: null, pending_buffer: [SUMMARY] });
+    assert.match(partly?.sections.find((section) => section.key === "in")?.note ?? "", /not all received yet/);
+    const none = parseInspection({ ...MUL, state: "pending", grads_in: null, grads_out: null, pending_buffer: null });
+    assert.deepEqual(none?.sections.map((section) => [section.key, section.note]), [
+      ["in", "not received yet"],
+      ["out", "not computed yet"],
     ]);
   });
 
@@ -134,6 +146,13 @@ describe("formatting", () => {
       const cells = summaryCells({ label: "0", summary: parseSummary({ ...SUMMARY, min: value, max: value, mean: value, norm: value }) });
       for (const index of [3, 4, 5, 6]) assert.equal(cells[index]?.title, "", `${String(value)} does not fit ${SUMMARY_COLUMNS[index]?.name}`);
     }
+  });
+
+  it("fits a widget in a JupyterLab notebook at 1280 px without scrolling sideways", () => {
+    // The widget is about 830 px wide there; 12 px monospace is about 7.3 px a character, and
+    // every cell has 6 px of padding on each side. The last column's width is its least width.
+    const characters = SUMMARY_COLUMNS.reduce((sum, column) => sum + column.width, 0);
+    assert.ok(characters * 7.3 + 12 * SUMMARY_COLUMNS.length <= 830 - 16, `${characters} characters do not fit`);
   });
 
   it("puts the whole text of a cell too long for its column in its tooltip", () => {

@@ -9,6 +9,7 @@ import {
   commandsEnabled,
   countStates,
   hasRun,
+  narrationLine,
   nodeTitle,
   parseAck,
   parseCommands,
@@ -146,6 +147,25 @@ describe("state logic", () => {
   it("allows commands only while paused", () => {
     assert.equal(commandsEnabled("paused"), true);
     for (const status of ["running", "finished", "aborted", "error"] as const) assert.equal(commandsEnabled(status), false);
+  });
+});
+
+describe("narrationLine", () => {
+  const ready = { seq: 7, kind: "node_ready", node: 3, text: "AddBackward0 is ready: every gradient it waits for has arrived." };
+
+  it("shows the last event while the pass is live or over", () => {
+    const states = parseStates({ "4": "released", "3": "ready" }, graph);
+    for (const status of ["paused", "running", "finished", "error"] as const) assert.equal(narrationLine(ready, status, states), ready);
+    assert.equal(narrationLine(null, "paused", states), null);
+  });
+
+  it("says what Abort did instead of an event that will never happen", () => {
+    const states = parseStates({ "4": "released", "3": "ready" }, graph);
+    const line = narrationLine(ready, "aborted", states);
+    assert.equal(line?.text, "Backward aborted: 4 nodes never ran, so their gradients never arrive.");
+    assert.equal(line?.kind, "aborted");
+    const one = parseStates({ "4": "done", "3": "done", "2": "done", "1": "done", "0": "ready" }, graph);
+    assert.match(narrationLine(null, "aborted", one)?.text ?? "", /: 1 node never ran,/);
   });
 });
 

@@ -325,3 +325,22 @@ def test_leaf_names_are_drawn_on_the_page(browser: Any, tmp_path: Path) -> None:
         _check_clean(opened)
     finally:
         opened.context.close()
+
+
+def test_without_scripts_the_page_says_how_to_see_it(browser: Any, page_path: Path) -> None:
+    """JupyterLab's HTML viewer shows an untrusted page with scripts off: the page was blank.
+    It must say why and what to do (Trust HTML, or a browser); with scripts on, the hint is gone."""
+    context = browser.new_context(viewport={"width": 900, "height": 600}, java_script_enabled=False)
+    try:
+        page = context.new_page()
+        page.goto(page_path.as_uri())
+        text = page.locator("body").inner_text()
+        assert "scripts are off" in text and "Trust HTML" in text and "web browser" in text, text
+    finally:
+        context.close()
+    with_scripts = Page(browser, page_path)
+    try:
+        assert "Trust HTML" not in with_scripts.page.locator("body").inner_text()
+        _check_clean(with_scripts)
+    finally:
+        with_scripts.context.close()

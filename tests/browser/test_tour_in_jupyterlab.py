@@ -172,8 +172,52 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
         check_kernel_agrees(session)
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         session.widget().screenshot(path=str(SCREENSHOT))  # for the README
+        continue_to_the_tours_breakpoint(session)
+        open_the_tours_html_page(session)
         check_gradients_of_a_wrong_function(session)
         check_no_problems(session)
+
+
+def continue_to_the_tours_breakpoint(session: Any) -> None:
+    """The tour's breakpoint cell: Continue stops before SquareBackward and the status says why."""
+    cell = session.page.locator(".jp-NotebookPanel:visible .jp-Cell").filter(has_text="square_breakpoint = ")
+    widget = cell.locator(".gv-root")
+    widget.locator(".gv-node[data-node-id]").first.wait_for(state="visible")
+    status = widget.locator('[data-testid="gv-status"]')
+    assert status.inner_text().startswith("Paused · next: SumBackward0"), status.inner_text()
+    # The buttons' tooltips say what they will do, or how to make them work.
+    step_title = widget.locator('[data-testid="gv-step"]').get_attribute("title")
+    assert step_title.startswith("Run the backward of SumBackward0 #"), step_title
+    assert widget.locator('[data-testid="gv-run-to"]').get_attribute("title").startswith("Select a node that has not run")
+    widget.locator('[data-testid="gv-continue"]').click()
+    session.page.wait_for_function(
+        "element => element.textContent.startsWith('Paused at breakpoint on SquareBackward')",
+        arg=status.element_handle(), timeout=15_000,
+    )
+    current = widget.locator(".gv-node.gv-current:not([data-copy]) text.gv-name").all_text_contents()
+    assert current == ["SquareBackward"], current
+
+
+def open_the_tours_html_page(session: Any) -> None:
+    """The page the tour writes, opened as a first user would: double-click in the file browser.
+    JupyterLab's viewer runs no script until Trust HTML: the page says so (it was blank), then
+    draws the pass once trusted."""
+    page = session.page
+    page.locator(".jp-DirListing-item", has_text="tour_backward.html").dblclick()
+    frame = page.frame_locator(".jp-HTMLViewer iframe").last
+    frame.locator("main#gradviz-app").wait_for(state="attached", timeout=15_000)
+    # (playwright's text selectors skip <noscript>; its rendered text does not)
+    assert "scripts are off" in frame.locator("body").inner_text()
+    page.locator(".jp-Toolbar-item", has_text="Trust HTML").click()
+    frame.locator(".gv-root .gv-node[data-node-id]").first.wait_for(state="visible", timeout=30_000)
+    assert frame.locator('[data-testid="gv-status"]').inner_text().startswith("Paused")
+    # Chromium reports the untrusted load's blocked script; that is JupyterLab's sandbox at work.
+    session.problems.console_errors = [
+        error for error in session.problems.console_errors
+        if not ("Blocked script execution" in error and "sandboxed" in error)
+    ]
+    page.locator(".lm-TabBar-tab", has_text="01_tour.ipynb").click()
+    page.locator(".jp-NotebookPanel:visible").wait_for()
 
 
 def inspect_a_node_that_has_run(session: Any) -> None:
@@ -211,7 +255,9 @@ def inspect_a_node_that_has_run(session: Any) -> None:
     cells = rows.first.locator("td").all_inner_texts()
     assert cells[1].startswith("[") and cells[2].startswith("float"), cells  # shape, dtype
     # Run to selected is offered (a live session) but disabled: the node has already run.
-    assert widget.locator('[data-testid="gv-run-to"]').is_disabled()
+    run_to = widget.locator('[data-testid="gv-run-to"]')
+    assert run_to.is_disabled()
+    assert "has already run" in run_to.get_attribute("title")
 
 
 # Appended to the tour: the tour's Square with the sign of its backward flipped, in a new session.
@@ -263,7 +309,79 @@ def check_gradients_of_a_wrong_function(session: Any) -> None:
     row.click()
     inspector = widget.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible", timeout=15_000)
-    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "FlippedSquareBackward"
+    name = inspector.locator('[data-testid="gv-inspector-name"]')
+    assert name.inner_text() == "FlippedSquareBackward"
+    # So does the keyboard: Tab to the finding, Enter (JupyterLab must not take it to edit the cell).
+    widget.locator('[data-testid="gv-inspector-close"]').click()
+    inspector.wait_for(state="hidden", timeout=15_000)
+    row.focus()
+    session.page.keyboard.press("Enter")
+    inspector.wait_for(state="visible", timeout=15_000)
+    assert name.inner_text() == "FlippedSquareBackward"
+    assert session.page.locator(".jp-Notebook .jp-Cell.jp-mod-active .jp-InputArea-editor.jp-mod-focused").count() == 0
+    check_fits_at_normal_and_narrow_widths(session, widget)
+
+
+# Where the widget's parts are, to tell whether anything is cut or split at the page's width.
+READ_FIT_JS = """
+root => {
+  const box = (element) => element.getBoundingClientRect();
+  const right = box(root).right + 0.5;
+  const shown = (element) => element.offsetParent !== null;
+  const status = root.querySelector('[data-testid=gv-status]');
+  const doctor = root.querySelector('[data-testid=gv-doctor]');
+  const scrollers = [...root.querySelectorAll('[data-testid=gv-inspector] .gv-grads-scroll')];
+  return {
+    width: box(root).width,
+    zoomTops: [...root.querySelectorAll('[data-testid=gv-zoom] button')].map((button) => Math.round(box(button).top)),
+    statusCut: status.scrollHeight > status.clientHeight + 1 || box(status).right > right,
+    statusText: status.textContent,
+    cut: [...root.querySelectorAll('.gv-toolbar button, .gv-status, .gv-narration, .gv-doctor, .gv-findings, .gv-inspector, .gv-legend-item')]
+      .filter((element) => shown(element) && box(element).right > right)
+      .map((element) => element.dataset.testid || element.className),
+    doctorSideways: doctor.scrollWidth > doctor.clientWidth + 1,
+    findingCells: [...doctor.querySelectorAll('[data-testid=gv-finding-row] td')].map((cell) => getComputedStyle(cell).display),
+    tables: scrollers.map((scroller) => ({
+      sideways: scroller.scrollWidth > scroller.clientWidth + 1,
+      scrolls: getComputedStyle(scroller).overflowX === 'auto',
+    })),
+  };
+}
+"""
+
+
+def check_fits_at_normal_and_narrow_widths(session: Any, widget: Any) -> None:
+    """At 1280 x 800 and at 700 px (JupyterLab's file browser open): nothing of the widget is cut
+    at its right edge, the zoom buttons stay on one line, the status line is whole; at 1280 the
+    inspector's gradient tables fit without scrolling sideways, and at 700 they scroll inside their
+    own box while the findings of Check gradients stack into lines. (At 1280 the zoom buttons
+    were split over two lines, the status ended in "…" before the progress, and the gradient
+    tables ran off the panel; at 700 the findings table was cut and broke names letter by letter.)"""
+    page = session.page
+    # A node with gradient tables: step once, inspect the node that ran.
+    widget.locator('[data-testid="gv-step"]').click()
+    done = widget.locator(".gv-node.gv-state-done:not([data-copy]), .gv-node.gv-state-released:not([data-copy])").first
+    done.wait_for(state="attached", timeout=15_000)
+    done.click()
+    widget.locator('[data-testid="gv-inspector"] [data-section="out"] [data-testid="gv-grad-row"]').first.wait_for(state="visible")
+    try:
+        for width, height in ((1280, 800), (700, 800)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.wait_for_timeout(300)  # JupyterLab lays the notebook out again
+            seen = widget.evaluate(READ_FIT_JS)
+            widget.screenshot(path=str(ARTIFACTS / f"widget_at_{width}.png"))
+            assert seen["cut"] == [], seen
+            assert len(set(seen["zoomTops"])) == 1, f"the zoom buttons are split over lines: {seen}"
+            assert not seen["statusCut"] and "nodes run" in seen["statusText"], seen
+            assert seen["tables"] and all(table["scrolls"] for table in seen["tables"]), seen
+            assert not seen["doctorSideways"], seen
+            if width == 1280:
+                assert not any(table["sideways"] for table in seen["tables"]), seen
+            else:
+                assert seen["width"] < 560, seen  # the narrow layout is what is tested
+                assert set(seen["findingCells"]) == {"block"}, seen
+    finally:
+        page.set_viewport_size({"width": 1400, "height": 1000})
 
 
 def step_one_event(session: Any) -> None:

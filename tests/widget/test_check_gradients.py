@@ -140,6 +140,9 @@ def test_nodes_that_could_not_be_checked_are_named_with_the_reason() -> None:
     assert skipped["name"] == "BadSquareBackward"
     assert "saved tensors were freed" in skipped["reason"]
     assert any("retain_graph" in note for note in report["notes"])
+    # Nothing was looked at: the summary must not read as a clean bill of health.
+    assert report["checked"] == []
+    assert report["summary"].endswith("nothing could be checked") and "no problems found" not in report["summary"]
     widget.close()
 
 
