@@ -15,13 +15,19 @@ from gradviz_ext import ops as _ext_ops
 
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
 from ._layout import product as _product
-from ._registry import Op, apply, promote, saves_inputs
+from ._registry import Op, apply, promote
 from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
                      unsqueeze)
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm"]
 
-_both = saves_inputs(0, 1)
+
+def _each_for_the_other(needs):
+    """The saves of a product of two operands (dot, mv, mm, bmm): as PyTorch, each operand is
+    kept only for the other's gradient."""
+    return ((1,) if needs[0] else ()) + ((0,) if needs[1] else ()), False
+
+
 
 
 def _check_float_pair(what, a, b):
@@ -39,35 +45,49 @@ def _check_float_pair(what, a, b):
 _C_TYPE_NAMES = C_TYPE_NAMES
 
 
-def _mm_mat2_grad(mat1, g, mat2):
-    """``mat1.T @ g`` laid out like ``mat2``: when ``mat2`` is a transposed view (``x @ w.t()``,
+def _mm_mat2_grad(mat1, g, mat2_transposed):
+    """``mat1.T @ g`` laid out like ``mat2``: when ``mat2`` was a transposed view (``x @ w.t()``,
     as in every Linear layer) compute ``(g.T @ mat1).T``, as PyTorch's mm_mat2_backward does, so
     the gradient that reaches ``w`` is row-major and ``.grad`` needs no transposing copy."""
-    if mat2.ndim == 2 and mat2.flags.f_contiguous and not mat2.flags.c_contiguous:
+    if mat2_transposed:
         return _product(g.T, mat1).T
     return _product(mat1.T, g)
 
 
-DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_both, dtype=promote,
+def _transposed(matrix):
+    """Whether a 2-D array is a transposed view (column-major only): mat2's layout, recorded at
+    forward (with both matrices' ``strides``) so the gradient of mat2 needs mat2's layout but
+    not its values, as PyTorch keeps its strides: mat2 is saved only when mat1 needs a
+    gradient."""
+    flags = matrix.flags
+    return flags.f_contiguous and not flags.c_contiguous
+
+
+def _mm_forward(a, b, mat2_transposed=False, strides=None):
+    return _product(a, b)
+
+
+DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_each_for_the_other, dtype=promote,
          backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (g * ctx.data(1) if ctx.needs_input_grad[0] else None,
                                        g * ctx.data(0) if ctx.needs_input_grad[1] else None))
-MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_both, dtype=promote,
+MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             unsqueeze(g, 1) * unsqueeze(ctx.input(1), 0) if ctx.needs_input_grad[0] else None,
             mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
             g[:, None] * ctx.data(1)[None, :] if ctx.needs_input_grad[0] else None,
             np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
-MM = Op("mm", "MmBackward0", forward=_product, saves=_both, dtype=promote,
+MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
             mm(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
             _product(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
-            _mm_mat2_grad(ctx.data(0), g, ctx.data(1)) if ctx.needs_input_grad[1] else None))
-BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_both, dtype=promote,
+            _mm_mat2_grad(ctx.data(0), g, ctx.mat2_transposed) if ctx.needs_input_grad[1]
+            else None))
+BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
              bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
@@ -84,19 +104,18 @@ def _addmm_backward(ctx, g):
 def _addmm_fast(ctx, g):
     return (g if ctx.needs_input_grad[0] else None,
             _product(g, ctx.data(2).T) if ctx.needs_input_grad[1] else None,
-            _mm_mat2_grad(ctx.data(1), g, ctx.data(2)) if ctx.needs_input_grad[2] else None)
+            _mm_mat2_grad(ctx.data(1), g, ctx.mat2_transposed) if ctx.needs_input_grad[2]
+            else None)
 
 
 def _addmm_saves(needs):
-    # mat2 is needed for both gradients (its layout decides mat2's, Note in _mm_mat2_grad)
-    if needs[2]:
-        return (1, 2), False
-    return ((2,) if needs[1] else ()), False
+    # as PyTorch: mat2 is kept for mat1's gradient, mat1 for mat2's (and only then)
+    return ((2,) if needs[1] else ()) + ((1,) if needs[2] else ()), False
 
 
 # ``bias + mat1 @ mat2``, one node as in PyTorch (a Linear layer's ``AddmmBackward0``); the
 # engine sums the bias's gradient over the rows it was broadcast to.
-def _addmm_forward(bias, a, b):
+def _addmm_forward(bias, a, b, mat2_transposed=False, strides=None):
     if getattr(bias, "dtype", None) == a.dtype == b.dtype and _fits(bias.shape, a.shape[0],
                                                                     b.shape[1]):
         return _product(a, b, bias)  # the bias added into the product: no second array
@@ -133,7 +152,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
             f"{mat2.shape[0]}x{mat2.shape[1]})")
     if beta != 1 or alpha != 1:
         return input * beta + mm(mat1, mat2) * alpha
-    return apply(ADDMM, input, mat1, mat2)
+    return apply(ADDMM, input, mat1, mat2, mat2_transposed=_transposed(second),
+                 strides=(first.strides, second.strides))
 
 
 def dot(input, other):
@@ -166,7 +186,8 @@ def mm(input, mat2):
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
             f"{mat2.shape[0]}x{mat2.shape[1]})")
-    return apply(MM, input, mat2)
+    return apply(MM, input, mat2, mat2_transposed=_transposed(mat2._data),
+                 strides=(input._data.strides, mat2._data.strides))
 
 
 def bmm(input, mat2):

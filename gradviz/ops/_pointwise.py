@@ -1030,4 +1030,8 @@ def where(condition, input=None, other=None):
             checked_integer(number, tensor._data.dtype)
         elif type(number) is int:
             checked_integer(number, np.dtype(np.int64))
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        # two numbers: numpy would compute in float64 where torch uses the default dtype
+        dtype = _dtypes.result_type(input, other)
+        input, other = (_wrap(np.asarray(v, dtype=dtype.numpy)) for v in (input, other))
     return apply(WHERE, input, other, condition=condition._data, condition_tensor=condition)

@@ -98,13 +98,16 @@ def _input_shape(index):
     return shape
 
 
-def _input_strides(index):
+def _input_strides(index, first_matrix):
     """PyTorch's ``_saved_<x>_sym_strides``: the strides of input ``index`` when its gradient is
-    needed, else ``()`` (PyTorch saves them for that gradient only)."""
+    needed, else ``()`` (PyTorch saves them for that gradient only). A matrix product records
+    its matrices' byte strides at forward (``strides``; the first is input ``first_matrix``),
+    as their values are kept only for the other's gradient."""
     def strides(node):
         if not node.needs_input_grad[index]:
             return ()
-        return tuple(node.input(index).stride())
+        itemsize = node._input_metadata[0].np_dtype.itemsize
+        return tuple(step // itemsize for step in node.strides[index - first_matrix])
     return strides
 
 
@@ -290,17 +293,17 @@ SAVED_NAMES = {
     "MmBackward0": {
         "self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0),
         "self_sym_sizes": Computed(_matrix_shape(0, 1, 0, 0, True)),
-        "self_sym_strides": Computed(_input_strides(0)),
+        "self_sym_strides": Computed(_input_strides(0, 0)),
         "mat2_sym_sizes": Computed(_matrix_shape(1, 0, 1, 1, False)),
-        "mat2_sym_strides": Computed(_input_strides(1)),
+        "mat2_sym_strides": Computed(_input_strides(1, 0)),
     },
     "AddmmBackward0": {
         "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
         "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
         "mat1_sym_sizes": Computed(_matrix_shape(1, 2, 0, 0, True)),
-        "mat1_sym_strides": Computed(_input_strides(1)),
+        "mat1_sym_strides": Computed(_input_strides(1, 1)),
         "mat2_sym_sizes": Computed(_matrix_shape(2, 1, 1, 1, False)),
-        "mat2_sym_strides": Computed(_input_strides(2)),
+        "mat2_sym_strides": Computed(_input_strides(2, 1)),
     },
     "MvBackward0": {"self": Input(0, needed_by=1), "vec": Input(1, needed_by=0)},
     "DotBackward0": {"self": Input(0, needed_by=1), "tensor": Input(1, needed_by=0)},

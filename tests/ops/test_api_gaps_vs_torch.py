@@ -931,3 +931,63 @@ def test_randint_like_shape_dtype_and_range():
         assert str(two_bounds.dtype).endswith("float32")
         assert 0 <= int(one_bound.min()) and int(one_bound.max()) < 5
         assert 2 <= float(two_bounds.min()) and float(two_bounds.max()) < 4
+
+
+@pytest.mark.parametrize("default", ["float32", "float64"])
+def test_where_of_two_numbers_takes_the_default_dtype(default):
+    pairs = [(1.0, -1.0), (-7.25, 3.5), (1, 0), (1, 0.5), (True, False), (2, -3)]
+    results = []
+    for m in (torch, gradviz):
+        previous = m.get_default_dtype()
+        m.set_default_dtype(getattr(m, default))
+        try:
+            mask = m.tensor([True, False, True])
+            results.append([(str(r.dtype).split(".")[-1], r.tolist())
+                            for r in (m.where(mask, a, b) for a, b in pairs)])
+        finally:
+            m.set_default_dtype(previous)
+    assert results[0] == results[1]
+
+
+PRODUCTS = {
+    "mm": lambda m, x, w: x.view(2, 3) @ w.view(3, 2),
+    "linear": lambda m, x, w: m.nn.functional.linear(x.view(2, 3), w.view(2, 3), m.ones(2)),
+    "addmm": lambda m, x, w: m.addmm(m.ones(2, 2), x.view(2, 3), w.view(3, 2)),
+    "matmul_3d": lambda m, x, w: m.matmul(x.view(1, 2, 3), w.view(3, 2)),
+    "bmm": lambda m, x, w: m.bmm(x.view(1, 2, 3), w.view(1, 3, 2)),
+    "mv": lambda m, x, w: m.mv(w.view(2, 3), x),
+    "dot": lambda m, x, w: m.dot(x, w[:3]),
+}
+
+
+@pytest.mark.parametrize("product", list(PRODUCTS))
+@pytest.mark.parametrize("which", ["weight", "input"])
+def test_a_product_keeps_only_the_operand_the_other_gradient_needs(product, which):
+    """As PyTorch: changing in place the operand no gradient needs (a weight that is frozen, an
+    input that requires no grad) after the forward leaves backward valid; changing the one that
+    is kept raises the version error."""
+    outcomes = []
+    for m in (torch, gradviz):
+        outcome = []
+        x = m.arange(6.0) if product not in ("mv", "dot") else m.arange(3.0)
+        w = m.arange(6.0) * 0.5
+        (w if which == "weight" else x).requires_grad_()
+        y = PRODUCTS[product](m, x, w)
+        with m.no_grad():
+            (x if which == "weight" else w).add_(1.0)  # the operand kept for the gradient
+        try:
+            y.sum().backward()
+            outcome.append("ok")
+        except RuntimeError as error:
+            outcome.append("modified by an inplace operation" in str(error))
+        leaf = w if which == "weight" else x
+        with m.no_grad():
+            leaf.add_(1.0)  # the operand whose values no gradient needs
+        y = PRODUCTS[product](m, x, w)
+        with m.no_grad():
+            leaf.mul_(2.0)
+        y.sum().backward()
+        outcome.append(leaf.grad.tolist())
+        outcomes.append(outcome)
+    assert outcomes[0][0] is True
+    assert outcomes[0] == outcomes[1]
