@@ -6,7 +6,10 @@
    arguments and its backward compared with central finite differences
    (Note [Doctor's finite differences] in ``_gradcheck``); a backward right there is checked
    again at probe points (the recorded inputs scaled, Note [Where the doctor evaluates]) and,
-   for several outputs, with each output used alone;
+   for several outputs, with each output used alone. A forward that draws random numbers is
+   re-run from one fixed generator state (Note [Random forwards] in ``_rerun``); a
+   piecewise-constant forward whose backward returns a surrogate (a straight-through
+   estimator) is a warning that asks, not an error (Note [Surrogate gradients]);
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;

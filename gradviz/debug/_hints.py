@@ -27,6 +27,7 @@ def explain(rerun, check, analytic, alone=False):
         keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
         compared[slot.position] = (slot, keep)
     linear = {} if alone else None
+    reversed_runs = {} if not alone else None
     for slot in check.slots:
         if not slot.mismatched.any():
             continue
@@ -43,7 +44,10 @@ def explain(rerun, check, analytic, alone=False):
         if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
-            hint = _layout_hint(slot)
+            hint = _layout_hint(slot, indexed=bool(_index_arrays(rerun, slot.position)
+                                                     or rerun.index_outputs))
+        if hint is None:
+            hint = _reversed_hint(rerun, slot, reversed_runs)
         if hint is None:
             if linear is None:
                 linear = _linearity(rerun, analytic)
@@ -241,8 +245,10 @@ def _full(slot):
     return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
 
 
-def _layout_hint(slot):
-    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
+def _layout_hint(slot, indexed=False):
+    """The right values in the wrong places: transposed, or shifted by one along a dimension;
+    for a Function with an index argument or output (``indexed``), routed by the index the
+    wrong way."""
     full = _full(slot)
     if full is None:
         return None
@@ -258,8 +264,40 @@ def _layout_hint(slot):
         return shifted
     if a.size > 2 and _close(np.sort(a, axis=None), np.sort(n, axis=None), rel=1e-3) \
             and not _close(a, n):
+        if indexed:
+            return ("it holds the right values in the wrong places: the index routes them the "
+                    "wrong way (gather where scatter is needed, the inverse permutation)?")
         return ("it holds the right values in the wrong places: a reshape or view where a "
                 "transpose or permute is needed?")
+    return None
+
+
+def _reversed_hint(rerun, slot, runs):
+    """Backward run with every grad_output reversed along dim ``d``, its result reversed back,
+    agrees: a scan or a kernel runs the wrong way in backward (``cumsum`` where the reversed
+    cumsum is needed, a convolution's kernel flipped). ``runs`` caches the backward per dim
+    (None: not tried, for one output used alone)."""
+    if runs is None or _full(slot) is None:
+        return None
+    n = slot.numeric.reshape(slot.shape)
+    for d in range(len(slot.shape)):
+        if slot.shape[d] < 3 or any(rerun.cotangents[k].ndim <= d for k in rerun.diff_outputs):
+            continue
+        if d not in runs:
+            flipped = {k: np.flip(c, d).copy() for k, c in rerun.cotangents.items()}
+            try:
+                with rerun.cotangents_set(flipped):
+                    runs[d], _ = rerun.analytic()
+            except Exception:  # noqa: BLE001 - only a hint
+                runs[d] = {}
+        values = runs[d].get(slot.position)
+        if values is None or values.shape != n.shape:
+            continue
+        back = np.flip(values, d)
+        if np.any(n) and _close(back, n) and not _close(slot.analytic.reshape(slot.shape), n):
+            return (f"it agrees when grad_output is reversed along dim {d} (and the result "
+                    f"reversed back): a scan or a kernel runs the wrong way in backward (cumsum "
+                    f"where the reversed cumsum is needed, a convolution's kernel flipped)?")
     return None
 
 

@@ -89,6 +89,15 @@ class Rerun:
         self.mutated_inputs = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
+        # integer outputs (the indices of a sort, topk or max): for the hints
+        self.index_outputs = []
+        for k, o in enumerate(outputs):
+            try:
+                kind = None if k in self.diff_outputs else self._output_array(o).dtype.kind
+            except Exception:  # noqa: BLE001 - not a tensor
+                continue
+            if kind in ("i", "u"):
+                self.index_outputs.append(k)
         arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
