@@ -144,10 +144,11 @@ class TorchRerun(Rerun):
 
     @contextlib.contextmanager
     def _library_randomness(self):
-        # Note [Random forwards] in _rerun; the CPU generator only (a CUDA forward's draws
-        # stay random, and the node is skipped as not deterministic)
+        # Note [Random forwards] in _rerun; the CPU generator only (torch.manual_seed would
+        # reseed the accelerators' generators too, for good; a CUDA forward's draws stay
+        # random, and its node is skipped as not deterministic)
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(_RERUN_SEED)
+            torch.default_generator.manual_seed(_RERUN_SEED)
             yield
 
     def _cotangent(self, k, output, scale=1.0, requires_grad=False):

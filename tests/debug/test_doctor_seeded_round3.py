@@ -1533,3 +1533,27 @@ def test_wrong_function_inside_a_module_in_a_training_loop(lib):
     assert {f.function for f in report.findings} == {fns.RmsNormGainNotReduced}
     report = gradviz.debug.doctor(_train(lib, fns.RmsNorm))
     assert report.ok and report.findings == [] and len(report.checked) == 4, str(report)
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_the_doctor_leaves_the_random_streams_where_they_were(lib):
+    """Note [Random forwards]: the re-runs draw from a fixed state, then the library's,
+    numpy's and Python's generators are put back."""
+    import random
+
+    T = LIB[lib]
+    x = T.tensor(np.random.default_rng(0).standard_normal((3, 4)), requires_grad=True)
+    with gradviz.debug.capture():
+        loss = (FAMILIES[lib].Dropout.apply(x, 0.5) * 2.0).sum()
+    T.manual_seed(9)
+    np.random.seed(9)
+    random.seed(9)
+    expected = (T.rand(4).numpy(), np.random.random(4), random.random())
+    T.manual_seed(9)
+    np.random.seed(9)
+    random.seed(9)
+    report = gradviz.debug.doctor(loss)
+    assert report.ok and report.checked, str(report)
+    np.testing.assert_array_equal(T.rand(4).numpy(), expected[0])
+    np.testing.assert_array_equal(np.random.random(4), expected[1])
+    assert random.random() == expected[2]
