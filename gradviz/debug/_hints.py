@@ -268,7 +268,7 @@ def _layout_hint(slot, indexed=False):
             return ("it holds the right values in the wrong places: the index routes them the "
                     "wrong way (gather where scatter is needed, the inverse permutation)?")
         return ("it holds the right values in the wrong places: a reshape or view where a "
-                "transpose or permute is needed?")
+                "transpose or permute is needed, or an index that routes them wrongly?")
     return None
 
 

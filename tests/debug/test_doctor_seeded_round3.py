@@ -1185,7 +1185,7 @@ CASES = [
          lambda ns, T, x, w: (ns.TopK.apply(x, 2) * w).sum(),
          lambda T, x, w: (x.topk(2, -1)[0] * w).sum(),
          arrays((normal(3, 5), True), (normal(3, 2), False)),
-         {("wrong_gradient", 0)}),
+         {("wrong_gradient", 0)}, hint="an index that routes them wrongly"),
     # several outputs
     Case("two outputs' gradients swapped", {"SinCube": "SinCubeOutputsSwapped"},
          lambda ns, T, x: (lambda s, c: (s * 2 + c).sum())(*ns.SinCube.apply(x)),
