@@ -6,7 +6,10 @@
    arguments and its backward compared with central finite differences
    (Note [Doctor's finite differences] in ``_gradcheck``); a backward right there is checked
    again at probe points (the recorded inputs scaled, Note [Where the doctor evaluates]) and,
-   for several outputs, with each output used alone;
+   for several outputs, with each output used alone. A forward that draws random numbers is
+   re-run from one fixed generator state (Note [Random forwards] in ``_rerun``); a
+   piecewise-constant forward whose backward returns a surrogate (a straight-through
+   estimator) is a warning that asks, not an error (Note [Surrogate gradients]);
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
@@ -418,14 +421,40 @@ def _slot_findings(node, check, slot, earlier, probe=None, alone=None):
         if slot.shown is None and probe is None:
             message = message[:-1] + ", with a random grad_output)"
     hint = slot.hint
+    severity = "error"
+    if slot.locally_constant and probe is None and kind == "wrong_gradient" \
+            and not slot.none_returned:
+        # Note [Surrogate gradients]
+        severity = "warning"
+        details["surrogate"] = True
+        hint = (f"the forward is locally constant in input {slot.position} (no output moved "
+                f"at any checked entry: round, sign, a step, an argmax), so its true gradient "
+                f"is zero; a surrogate gradient such as a straight-through estimator? If it "
+                f"is intended, this is not a bug; otherwise backward should return zeros")
+        message = (f"{name} input {slot.position}: backward returns a non-zero gradient where "
+                   f"the forward's finite differences are exactly zero{when} ({where})")
     if hint and not slot.none_returned:
         message += f" - {hint}"
     findings.append(Finding(kind=kind, function=_function(node), node=node,
                             input_index=slot.position, message=message,
                             max_abs_error=float(error.max()),
                             max_rel_error=float(relative.max()), worst=worst, hint=hint,
-                            details=details))
+                            severity=severity, details=details))
     return findings
+
+
+# Note [Surrogate gradients]
+# --------------------------
+# A straight-through estimator (round or sign in forward, the identity or a clipped identity
+# in backward) is a backward that disagrees with its forward on purpose: the forward is
+# piecewise constant, its true gradient zero almost everywhere, and the surrogate is what
+# training needs. Finite differences cannot tell an intended surrogate from a bug. So when
+# no output moved at any checked entry of an input at the recorded inputs (every finite
+# difference exactly zero; entries at a jump are excluded as kinks; at a probe point the
+# forward may be constant where the user's inputs never were, as a relu at negative inputs,
+# and a mismatch there stays an error) and backward returns non-zero values there, the
+# finding is a *warning* (``details["surrogate"]``; ``report.ok`` stays True) that says what
+# was seen and asks, instead of an error that claims a bug with a certainty it does not have.
 
 
 def _nonfinite_finding(node, slot, earlier, probe=None):

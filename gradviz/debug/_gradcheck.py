@@ -70,6 +70,9 @@ class SlotCheck:
     # double backward only: the derivative with respect to grad_output disagrees (Note
     # [Double backward and grad_output]); indices then run over the outputs' entries
     grad_output: bool = False
+    # Note [Surrogate gradients]: no output moved when any checked entry did (the forward is
+    # locally constant in this input: round, sign, a step)
+    locally_constant: bool = False
 
     @property
     def ok(self) -> bool:
@@ -176,6 +179,8 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
             check.alone = _check_outputs_alone(rerun, positions, seed)
         if check.alone is None:
             check.probe = _probe(cls, args, needs, positions, seed, rerun_class)
+    if probe and any(s.locally_constant and s.mismatched.any() for s in check.slots):
+        _constant_at_probes(cls, args, needs, positions, seed, rerun_class, check)
     if not check.ok:
         explain(rerun, check, analytic)
         if incoming is not None:
@@ -264,6 +269,29 @@ def _probe(cls, args, needs, positions, seed, rerun_class):
     return None
 
 
+def _constant_at_probes(cls, args, needs, positions, seed, rerun_class, check):
+    """Note [Surrogate gradients]: a forward flat at the recorded inputs is piecewise constant
+    (round, sign) only if it is flat at the probe points too; a continuous forward that is
+    merely saturated there (a clamp with every input beyond its bounds) moves somewhere, and
+    a non-zero gradient for it stays a plain mismatch. Clears ``locally_constant`` of the
+    slots whose forward moves at some probe point."""
+    for factor in _PROBE_FACTORS:
+        moved = list(args)
+        for p in positions:
+            moved[p] = rerun_class.scaled(args[p], factor)
+        try:
+            there = check_function(cls, tuple(moved), needs, seed, _PROBE_ENTRIES, probe=False,
+                                   _at_probe=True, rerun=rerun_class)
+        except Exception:  # noqa: BLE001 - the Function may not accept such inputs
+            continue
+        if there.skipped is not None or there.backward_error is not None:
+            continue
+        moves = {s.position for s in there.slots if not s.locally_constant}
+        for slot in check.slots:
+            if slot.position in moves:
+                slot.locally_constant = False
+
+
 def _check_outputs_alone(rerun, positions, seed):
     """``(output, NodeCheck)`` for the first output that, used alone, gives a wrong gradient or
     makes backward raise, or None.
@@ -336,10 +364,12 @@ def _check_slot(rerun, position, indices, analytic) -> SlotCheck:
         else:
             mismatched[n] = True
             numeric[n] = value
+    finite = numeric[np.isfinite(numeric)]
     return SlotCheck(position=position, shape=tuple(rerun.base[position].shape), indices=indices,
                      analytic=np.asarray(analytic, dtype=np.float64), numeric=numeric,
                      mismatched=mismatched, nonfinite=nonfinite, excluded_near_kink=near_kink,
-                     excluded_not_finite=not_finite)
+                     excluded_not_finite=not_finite,
+                     locally_constant=bool(finite.size) and not np.any(finite))
 
 
 def _refine(rerun, position, j, a, first, agrees):

@@ -27,6 +27,7 @@ def explain(rerun, check, analytic, alone=False):
         keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
         compared[slot.position] = (slot, keep)
     linear = {} if alone else None
+    reversed_runs = {} if not alone else None
     for slot in check.slots:
         if not slot.mismatched.any():
             continue
@@ -37,22 +38,131 @@ def explain(rerun, check, analytic, alone=False):
         a, n = slot.analytic[keep], slot.numeric[keep]
         hint = factor_hint(a, n)
         if hint is None:
+            hint = _repeated_index_hint(slot, keep, rerun)
+        if hint is None:
             hint = _region_hint(slot, keep, rerun.base[slot.position])
         if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
-            hint = _layout_hint(slot)
+            hint = _layout_hint(slot, indexed=bool(_index_arrays(rerun, slot.position)
+                                                     or rerun.index_outputs))
+        if hint is None:
+            hint = _reversed_hint(rerun, slot, reversed_runs)
         if hint is None:
             if linear is None:
                 linear = _linearity(rerun, analytic)
             hint = linear.get(slot.position)
         slot.hint = hint
     if len(rerun.diff_outputs) > 1 and not alone:
-        for position, outputs in _outputs_at_fault(rerun, check).items():
+        swapped = _swapped_outputs(rerun, check)
+        if swapped is not None:
+            first, second = swapped
+            for slot in check.slots:
+                if slot.mismatched.any() and not slot.none_returned:
+                    slot.hint = (f"it agrees when the gradients of outputs {first} and {second} "
+                                 f"are exchanged: the grad_outputs of outputs {first} and "
+                                 f"{second} swapped in backward?")
+            return
+        faults, ignored = _outputs_at_fault(rerun, check)
+        for position, outputs in faults.items():
             slot = next(s for s in check.slots if s.position == position)
             part = (f"only the part from output{'s' if len(outputs) > 1 else ''} "
                     f"{', '.join(str(k) for k in outputs)} disagrees")
+            zero = ignored.get(position, [])
+            if zero:
+                part += (f": backward ignores the gradient of output{'s' if len(zero) > 1 else ''} "
+                         f"{', '.join(str(k) for k in zero)} (its part is zero)")
             slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
+
+
+def _swapped_outputs(rerun, check):
+    """``(k1, k2)`` when backward, run with the cotangents of outputs ``k1`` and ``k2``
+    exchanged (outputs of one shape), agrees with the finite differences at every entry that
+    disagrees: the two ``grad_output`` s are used the wrong way round."""
+    slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
+    if not slots:
+        return None
+    outputs = rerun.diff_outputs
+    given = rerun.cotangents
+    for i, first in enumerate(outputs):
+        for second in outputs[i + 1:]:
+            if given[first].shape != given[second].shape \
+                    or rerun.out_dtypes[first] != rerun.out_dtypes[second]:
+                continue
+            exchanged = dict(given)
+            exchanged[first], exchanged[second] = given[second], given[first]
+            try:
+                with rerun.cotangents_set(exchanged):
+                    analytic, _ = rerun.analytic()
+            except Exception:  # noqa: BLE001 - only a hint
+                continue
+            agrees = True
+            for slot in slots:
+                values = analytic.get(slot.position)
+                keep = np.isfinite(slot.numeric)
+                if values is None or not keep.any() or not _close(
+                        values.reshape(-1)[slot.indices][keep], slot.numeric[keep]):
+                    agrees = False
+                    break
+            if agrees:
+                return first, second
+    return None
+
+
+def _index_arrays(rerun, position):
+    """The integer tensor arguments of the Function (index arguments): ``(argument, array)``."""
+    return [(q, a) for q, a in rerun.base.items()
+            if q != position and a.dtype.kind in "iu" and a.size > 1]
+
+
+def _repeated_targets(index, shape):
+    """Boolean masks over ``shape``, one per way ``index`` may address it, of the entries
+    that ``index`` addresses more than once: along each dim ``d`` of ``shape``, a 1-D index
+    (embedding, index_select, index_add: every entry whose coordinate ``d`` is a repeated
+    value) or an index of the input's rank (gather, scatter: the entry ``c`` with ``c[d]``
+    replaced by ``index[c]``, repeated within its row)."""
+    masks = []
+    ndim = len(shape)
+    for d in range(ndim):
+        if index.min() < -shape[d] or index.max() >= shape[d]:
+            continue
+        wrapped = np.where(index < 0, index + shape[d], index)
+        if index.ndim == 1:
+            values, counts = np.unique(wrapped, return_counts=True)
+            repeated = values[counts > 1]
+            if repeated.size == 0:
+                continue
+            hit = np.isin(np.arange(shape[d]), repeated)
+            view = [1] * ndim
+            view[d] = shape[d]
+            masks.append(np.broadcast_to(hit.reshape(view), shape))
+        elif index.ndim == ndim and all(index.shape[e] <= shape[e] for e in range(ndim) if e != d):
+            counts = np.zeros(shape, dtype=np.int64)
+            coords = list(np.indices(index.shape))
+            coords[d] = wrapped
+            np.add.at(counts, tuple(coords), 1)
+            if (counts > 1).any():
+                masks.append(counts > 1)
+    return masks
+
+
+def _repeated_index_hint(slot, keep, rerun):
+    """The entries that disagree are exactly those an index argument addresses more than once:
+    the gradients of a repeated index were assigned (``grad[index] = g``, ``scatter``), where
+    they must be summed."""
+    wrong = slot.mismatched & keep
+    right = keep & ~slot.mismatched
+    if not wrong.any():
+        return None
+    for q, index in _index_arrays(rerun, slot.position):
+        for mask in _repeated_targets(index, slot.shape):
+            repeated = mask.reshape(-1)[slot.indices]
+            if np.all(repeated[wrong]) and not np.any(repeated[right]):
+                return (f"it disagrees only at the entries that index argument {q} addresses "
+                        f"more than once (a repeated index): their gradients must be summed "
+                        f"(index_add_, scatter_add_, index_put_(accumulate=True), np.add.at), "
+                        f"not assigned")
+    return None
 
 
 def _region_hint(slot, keep, values):
@@ -116,6 +226,9 @@ def _swap_hint(slot, compared):
             continue
         if _close(slot.analytic[keep], other.numeric[keep]) \
                 and not _close(other.numeric[keep], slot.numeric[keep]):
+            if other.ok:
+                return (f"it matches the gradient of input {position} (which input {position} "
+                        f"gets right too): backward returns the gradient of the wrong input?")
             first, second = sorted((slot.position, position))
             return f"it matches the gradient of input {position}: gradients for inputs " \
                    f"{first} and {second} swapped in backward?"
@@ -132,8 +245,10 @@ def _full(slot):
     return slot.analytic.reshape(slot.shape), slot.numeric.reshape(slot.shape)
 
 
-def _layout_hint(slot):
-    """The right values in the wrong places: transposed, or shifted by one along a dimension."""
+def _layout_hint(slot, indexed=False):
+    """The right values in the wrong places: transposed, or shifted by one along a dimension;
+    for a Function with an index argument or output (``indexed``), routed by the index the
+    wrong way."""
     full = _full(slot)
     if full is None:
         return None
@@ -149,8 +264,40 @@ def _layout_hint(slot):
         return shifted
     if a.size > 2 and _close(np.sort(a, axis=None), np.sort(n, axis=None), rel=1e-3) \
             and not _close(a, n):
+        if indexed:
+            return ("it holds the right values in the wrong places: the index routes them the "
+                    "wrong way (gather where scatter is needed, the inverse permutation)?")
         return ("it holds the right values in the wrong places: a reshape or view where a "
-                "transpose or permute is needed?")
+                "transpose or permute is needed, or an index that routes them wrongly?")
+    return None
+
+
+def _reversed_hint(rerun, slot, runs):
+    """Backward run with every grad_output reversed along dim ``d``, its result reversed back,
+    agrees: a scan or a kernel runs the wrong way in backward (``cumsum`` where the reversed
+    cumsum is needed, a convolution's kernel flipped). ``runs`` caches the backward per dim
+    (None: not tried, for one output used alone)."""
+    if runs is None or _full(slot) is None:
+        return None
+    n = slot.numeric.reshape(slot.shape)
+    for d in range(len(slot.shape)):
+        if slot.shape[d] < 3 or any(rerun.cotangents[k].ndim <= d for k in rerun.diff_outputs):
+            continue
+        if d not in runs:
+            flipped = {k: np.flip(c, d).copy() for k, c in rerun.cotangents.items()}
+            try:
+                with rerun.cotangents_set(flipped):
+                    runs[d], _ = rerun.analytic()
+            except Exception:  # noqa: BLE001 - only a hint
+                runs[d] = {}
+        values = runs[d].get(slot.position)
+        if values is None or values.shape != n.shape:
+            continue
+        back = np.flip(values, d)
+        if np.any(n) and _close(back, n) and not _close(slot.analytic.reshape(slot.shape), n):
+            return (f"it agrees when grad_output is reversed along dim {d} (and the result "
+                    f"reversed back): a scan or a kernel runs the wrong way in backward (cumsum "
+                    f"where the reversed cumsum is needed, a convolution's kernel flipped)?")
     return None
 
 
@@ -177,26 +324,34 @@ def _outputs_at_fault(rerun, check):
     """
     slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
     if not slots:
-        return {}
+        return {}, {}
     wrong = {s.position: [] for s in slots}
+    ignored = {s.position: [] for s in slots}
     try:
         with rerun.outputs_alone() as outputs:
             for k in outputs:
                 analytic, _ = rerun.analytic()
                 for slot in slots:
                     values = analytic[slot.position]
-                    values = np.zeros(slot.shape) if values is None else values.reshape(-1)
+                    values = np.zeros(slot.indices.max() + 1) if values is None else values.reshape(-1)
+                    zero = seen = False
                     for j in slot.indices[slot.mismatched][:8]:
                         lower, upper = rerun.moved(slot.position, j, 1.0)
                         numeric, noise = rerun.difference(slot.position, j, lower, upper)
                         if not math.isfinite(numeric):
                             continue
                         if abs(values[j] - numeric) > noise + rerun.rtol * max(1.0, abs(numeric)):
-                            wrong[slot.position].append(k)
+                            seen = True
+                            zero = not np.any(values[slot.indices[slot.mismatched][:8]])
                             break
+                    if seen:
+                        wrong[slot.position].append(k)
+                        if zero:
+                            ignored[slot.position].append(k)
     except Exception:  # noqa: BLE001 - only a hint
-        return {}
-    return {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
+        return {}, {}
+    faults = {p: ks for p, ks in wrong.items() if ks and len(ks) < len(rerun.diff_outputs)}
+    return faults, ignored
 
 
 def _linearity(rerun, analytic):

@@ -27,12 +27,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import random as _python_random
 
 import numpy as np
 
 from gradviz_ext import engine as _engine
 
 from .. import ops as _ops
+from ..ops import _creation
 from .._tensor import Tensor
 from ..autograd._functional import grad as _autograd_grad
 from ..autograd._functional import make_graph_task
@@ -46,6 +48,17 @@ __all__ = ["Rerun", "GradvizRerun", "RTOL"]
 RTOL = {8: 1e-4, 4: 2e-2, 2: 1e-1}
 # Safety factor on the rounding-noise estimate (forward rounding can exceed one ulp per output).
 _NOISE_SAFETY = 64.0
+# Note [Random forwards]
+# ----------------------
+# A forward that draws random numbers (dropout with a saved mask, noise injection) gives
+# other outputs at every call, so finite differences of it mean nothing, and the doctor
+# used to skip it ("not deterministic"). But its backward is meant for the randomness its
+# own forward drew: so every forward the doctor runs starts the random generators (the
+# library's default generator, numpy's and Python's global ones) from this one state, and
+# puts them back afterwards. The re-runs then see one mask, the one backward must match,
+# and the user's random streams are left where they were. A forward that draws from a
+# generator it owns (``generator=``) is still not deterministic, and skipped as before.
+_RERUN_SEED = 0x646F63
 
 
 class Rerun:
@@ -76,6 +89,15 @@ class Rerun:
         self.mutated_inputs = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
+        # integer outputs (the indices of a sort, topk or max): for the hints
+        self.index_outputs = []
+        for k, o in enumerate(outputs):
+            try:
+                kind = None if k in self.diff_outputs else self._output_array(o).dtype.kind
+            except Exception:  # noqa: BLE001 - not a tensor
+                continue
+            if kind in ("i", "u"):
+                self.index_outputs.append(k)
         arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
@@ -140,7 +162,8 @@ class Rerun:
                 call.append(tensor)
             else:
                 call.append(a)
-        outputs = self._apply(call)
+        with self._fixed_randomness():
+            outputs = self._apply(call)
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
         if mutated is not None:
@@ -149,6 +172,26 @@ class Rerun:
 
     def _modified_in_forward(self, call, arrays, outputs):
         """Note [Modified in forward] for this library's tensors."""
+        raise NotImplementedError
+
+    @contextlib.contextmanager
+    def _fixed_randomness(self):
+        """Note [Random forwards]: the random generators a forward may draw from (numpy's and
+        Python's global ones here; the library's own in the subclasses), set to one fixed
+        state for the call and put back after it."""
+        numpy_state, python_state = np.random.get_state(), _python_random.getstate()
+        np.random.seed(_RERUN_SEED)
+        _python_random.seed(_RERUN_SEED)
+        try:
+            with self._library_randomness():
+                yield
+        finally:
+            np.random.set_state(numpy_state)
+            _python_random.setstate(python_state)
+
+    def _library_randomness(self):
+        """A context in which the library's default generator starts from ``_RERUN_SEED`` and
+        after which it is as before."""
         raise NotImplementedError
 
     def analytic(self, scale=1.0, arrays=None, only=None):
@@ -176,6 +219,18 @@ class Rerun:
 
         try:
             yield each()
+        finally:
+            self.cotangents, self._cotangent_list = saved
+
+    @contextlib.contextmanager
+    def cotangents_set(self, cotangents):
+        """Within the block, backward (``analytic``) runs with ``cotangents`` (one array per
+        differentiable output); the random ones are put back on leaving."""
+        saved = self.cotangents, self._cotangent_list
+        self.cotangents = cotangents
+        self._cotangent_list = [cotangents[k] for k in self.diff_outputs]
+        try:
+            yield
         finally:
             self.cotangents, self._cotangent_list = saved
 
@@ -209,11 +264,15 @@ class Rerun:
                 if changed.any():
                     total += float(np.sum(v[changed] * delta[changed]))
                     magnitude += float(np.sum(np.abs(v[changed]) * (np.abs(a[changed]) + np.abs(b[changed]))))
-                if self.count_unchanged:
-                    # an output that did not change may still have moved by up to one ulp
-                    hidden += float(np.sum(np.abs(v[~changed]) * np.abs(a[~changed])))
+                # an output that did not change may still have moved by up to one ulp
+                hidden += float(np.sum(np.abs(v[~changed]) * np.abs(a[~changed])))
         if not math.isfinite(total):
             return math.nan, math.nan
+        if not self.count_unchanged and magnitude:
+            # some output moved: the others that did not are taken not to depend on the entry
+            hidden = 0.0
+        # else (no output changed at all, as a saturated sigmoid at 30): the derivative is
+        # below what the outputs' rounding can show, and may be anything that small
         return total / width, (_NOISE_SAFETY * magnitude + hidden) * self.eps / abs(width)
 
     def moved(self, position, flat_index, step_factor):
@@ -285,6 +344,15 @@ class GradvizRerun(Rerun):
 
     def _modified_in_forward(self, call, arrays, outputs):
         return _modified_in_forward(call, arrays, outputs)
+
+    @contextlib.contextmanager
+    def _library_randomness(self):
+        saved = _creation._generator
+        _creation._generator = np.random.default_rng(_RERUN_SEED)
+        try:
+            yield
+        finally:
+            _creation._generator = saved
 
     def analytic(self, scale=1.0, arrays=None, only=None):
         """The backward's vector-Jacobian product, run through the engine (at ``arrays``,

@@ -14,10 +14,12 @@ returned (:func:`_watched`); the user's class and graph are left alone.
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 import torch
 
-from ._rerun import Rerun
+from ._rerun import _RERUN_SEED, Rerun
 
 __all__ = ["TorchRerun", "as_array"]
 
@@ -139,6 +141,15 @@ class TorchRerun(Rerun):
 
     def _modified_in_forward(self, call, arrays, outputs):
         return _modified_in_forward(call, arrays, outputs)
+
+    @contextlib.contextmanager
+    def _library_randomness(self):
+        # Note [Random forwards] in _rerun; the CPU generator only (torch.manual_seed would
+        # reseed the accelerators' generators too, for good; a CUDA forward's draws stay
+        # random, and its node is skipped as not deterministic)
+        with torch.random.fork_rng(devices=[]):
+            torch.default_generator.manual_seed(_RERUN_SEED)
+            yield
 
     def _cotangent(self, k, output, scale=1.0, requires_grad=False):
         # np.asarray: a 0-d cotangent times a number is a numpy scalar, not an array

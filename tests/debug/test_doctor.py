@@ -759,11 +759,38 @@ def test_large_inputs_are_sampled():
     assert finding.details["checked"] == 50 and finding.details["sampled"]
 
 
-def test_random_forward_is_skipped():
+def test_random_forward_is_checked_with_one_draw_and_the_global_streams_are_left_alone():
+    """Note [Random forwards]: every re-run starts the global generators from one state, so
+    a backward that ignores what forward drew is found; the user's streams do not move."""
     class Noisy(Function):
         @staticmethod
         def forward(ctx, x):
-            return x * float(np.random.random())
+            ctx.c = float(np.random.random()) + 0.5
+            return x * ctx.c
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad  # forgets the factor drawn in forward
+
+    x = leaf([1.0, 2.0])
+    with torch.debug.capture():
+        loss = Noisy.apply(x).sum()
+    numpy_before = np.random.get_state()[1].copy()
+    torch.manual_seed(5)
+    expected = torch.rand(3).numpy()
+    torch.manual_seed(5)
+    report = torch.debug.doctor(loss)
+    finding = only(report, "wrong_gradient")
+    assert "off by a constant factor" in finding.message and not report.skipped, str(report)
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_before)
+    np.testing.assert_array_equal(torch.rand(3).numpy(), expected)
+
+
+def test_forward_drawing_from_its_own_generator_is_skipped():
+    class Noisy(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * float(np.random.default_rng().random())
 
         @staticmethod
         def backward(ctx, grad):
