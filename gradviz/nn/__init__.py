@@ -18,7 +18,7 @@ from ._module import Module, Parameter, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
 from ._loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
                          MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
-from ._small_layers import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, Softmax2d,
+from ._small_layers import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
                             Softshrink, Threshold, Unfold)
 from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
                        ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
@@ -52,7 +52,7 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "CircularPad1d", "CircularPad2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
-           "GLU", "Threshold", "Hardshrink", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
+           "GLU", "Threshold", "Hardshrink", "RReLU", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",
            "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag"]

@@ -171,6 +171,23 @@ class Threshold(Module):
         return f"threshold={self.threshold}, value={self.value}{inplace}"
 
 
+class RReLU(Module):
+    """Randomized leaky ReLU: per-element slopes from ``[lower, upper]`` in training, their
+    mean in eval (see :func:`gradviz.nn.functional.rrelu`)."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower = lower
+        self.upper = upper
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}" + (", inplace=True" if self.inplace else "")
+
+
 class Hardshrink(Module):
     """``x`` where ``|x| > lambd``, 0 elsewhere."""
 

@@ -24,7 +24,7 @@ from ..ops._pointwise import _broadcast_error
 from .._tensor import Tensor
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
-           "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
+           "rrelu", "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -37,6 +37,14 @@ def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     if inplace:
         return _inplace(input, lambda old: _ops.leaky_relu(old, negative_slope))
     return _ops.leaky_relu(input, negative_slope)
+
+
+def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool = False,
+          inplace: bool = False):
+    """Randomized leaky ReLU (slopes drawn in training, their mean otherwise)."""
+    if inplace:
+        return _inplace(input, lambda old: _ops.rrelu(old, lower, upper, training))
+    return _ops.rrelu(input, lower, upper, training)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):

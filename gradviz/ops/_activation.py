@@ -16,7 +16,7 @@ from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs, saves_output
 
 __all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh",
-           "relu6", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
+           "relu6", "rrelu", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
            "tanhshrink", "softmin"]
 
 
@@ -179,6 +179,30 @@ LEAKY_RELU = Op("leaky_relu", "LeakyReluBackward0",
                 backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.input(0),
                                                negative_slope=ctx.negative_slope),),
                 saves=saves_inputs(0))
+
+
+RRELU = Op("rrelu_with_noise", "RreluWithNoiseBackward0",
+           forward=lambda a, noise, noise_tensor: np.where(a > 0, a, a * noise),
+           backward=lambda ctx, g: (g * ctx.noise_tensor,), dtype=promote_float)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """Randomized leaky ReLU: in training each negative element gets its own slope drawn
+    uniformly from ``[lower, upper]`` (from gradviz's generator), else the slope is their mean;
+    one ``RreluWithNoiseBackward0`` node as in PyTorch, whose gradient uses the same slopes."""
+    from ._creation import rand
+
+    if lower > upper:
+        raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    data = input._data
+    if training:
+        slopes = rand(tuple(data.shape), dtype=input.dtype)._data * (upper - lower) + lower
+        noise = np.where(data > 0, 1.0, slopes).astype(data.dtype)
+    else:
+        noise = np.where(data > 0, 1.0, (lower + upper) / 2).astype(data.dtype)
+    from .._tensor import _wrap as _wrap_array
+
+    return apply(RRELU, input, noise=noise, noise_tensor=_wrap_array(noise))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):

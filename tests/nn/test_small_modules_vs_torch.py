@@ -448,3 +448,30 @@ SMALL_ERRORS = [
 @pytest.mark.parametrize("call,phrase", SMALL_ERRORS, ids=[p for _, p in SMALL_ERRORS])
 def test_small_layer_errors(call, phrase):
     same_error(lambda: call(gradviz), lambda: call(torch), phrase)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_rrelu_eval_matches_torch_and_training_draws_one_slope_per_element(dtype):
+    x = np.array([[-1.0, 2.0, -3.0], [0.0, -0.5, 4.0]])
+    for lower, upper in ((1.0 / 8, 1.0 / 3), (0.1, 0.3)):
+        compare_layer(lambda nn: nn.RReLU(lower, upper).eval(), [x], dtype)
+        results = []
+        for lib in (torch, gradviz):
+            t = lib.tensor(x, dtype=getattr(lib, dtype), requires_grad=True)
+            y = lib.nn.functional.rrelu(t, lower, upper)  # training=False: the mean slope
+            y.sum().backward()
+            results.append((y.grad_fn.name(), y.tolist(), t.grad.tolist()))
+        assert results[0][0] == results[1][0]
+        np.testing.assert_allclose(results[1][1:], results[0][1:], rtol=1e-6)
+    # training: each negative element gets its own slope in [lower, upper]; the gradient is it
+    layer = gradviz.nn.RReLU(0.1, 0.3)
+    t = gradviz.tensor(-np.linspace(1.0, 2.0, 200), dtype=getattr(gradviz, dtype),
+                       requires_grad=True)
+    y = layer(t)
+    y.sum().backward()
+    slopes = (y / t).detach().numpy()
+    assert ((slopes >= 0.1) & (slopes <= 0.3 + 1e-6)).all() and np.unique(slopes).size > 100
+    np.testing.assert_allclose(t.grad.numpy(), slopes, rtol=1e-6)
+    assert repr(layer) == repr(torch.nn.RReLU(0.1, 0.3))
+    with pytest.raises(RuntimeError, match="Lower bound should be less than or equal"):
+        gradviz.nn.functional.rrelu(t, 0.5, 0.1)
