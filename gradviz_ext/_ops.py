@@ -763,14 +763,16 @@ _NEEDS_PAIRS = ((False, False), (True, False), (False, True), (True, True))
 
 @cython.cfunc
 def _saves_for(op: OpSpec, needs: tuple, mask: cython.Py_ssize_t) -> tuple:
-    """``op.saves(needs)``, remembered per ``needs`` for ops of one to three operands (``mask``
-    has bit i set when input i needs grad; -1 for other ops). A ``saves`` rule depends on
-    ``needs`` alone (gradviz.ops.Op), so its answer can be reused."""
+    """``op.saves(needs)``, remembered per ``needs`` for calls of one to three operands:
+    ``mask`` is the cache slot, 0 for one operand, 4 + bits for two and 8 + bits for three
+    (bit i set when input i needs grad; one op may be called with two or three operands, as
+    clamp with tensor bounds), -1 for other calls. A ``saves`` rule depends on ``needs`` alone
+    (gradviz.ops.Op), so its answer can be reused."""
     if mask < 0:
         return tuple(op.saves(needs))
     cache: list = op._saves_cache
     if cache is None:
-        cache = [None, None, None, None, None, None, None, None]
+        cache = [None] * 16
         op._saves_cache = cache
     found = cache[mask]
     if found is None:
@@ -998,9 +1000,10 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             else:
                 second_edge = _NO_EDGE
             needs = _NEEDS_PAIRS[mask]
+            mask |= 4  # the saves cache's slots of two-operand calls (_saves_for)
             edges = (first_edge, second_edge)
         elif n == 1:
-            mask = 1
+            mask = 0
             needs = _NEEDS_ONE
             edges = (gradient_edge(inputs[0]),)
         else:
@@ -1009,7 +1012,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
                            for i in range(n)])
             mask = -1
             if n == 3:  # addmm (every Linear layer), where, addcmul...
-                mask = (needs[0] is True) | (needs[1] is True) << 1 | (needs[2] is True) << 2
+                mask = 8 | (needs[0] is True) | (needs[1] is True) << 1 | (needs[2] is True) << 2
         if multiple:
             metas = tuple([_meta(out) for out in outputs])
         else:

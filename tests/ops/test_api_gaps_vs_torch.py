@@ -991,3 +991,18 @@ def test_a_product_keeps_only_the_operand_the_other_gradient_needs(product, whic
         outcomes.append(outcome)
     assert outcomes[0][0] is True
     assert outcomes[0] == outcomes[1]
+
+
+def test_one_op_with_two_and_three_operands_saves_what_each_call_needs():
+    """clamp with tensor bounds is one op of two operands (min only) or three (min and max):
+    what a call saves must follow its own operands, whatever the calls before it saved."""
+    grads = []
+    for m in (torch, gradviz):
+        x = m.tensor([0.5, -2.0, 3.0], requires_grad=True)
+        low = m.tensor([0.0, -1.0, 0.0], requires_grad=True)
+        high = m.tensor([1.0, 1.0, 2.0])
+        x.clamp(min=low).sum().backward()      # two operands, both need grad
+        x.clamp(low, high).sum().backward()    # three operands, the first two need grad
+        x.clamp(max=high).sum().backward()     # two operands, the first needs grad
+        grads.append((x.grad.tolist(), low.grad.tolist()))
+    assert grads[0] == grads[1]
