@@ -3,8 +3,11 @@
 Each heuristic compares what backward returned with the finite differences of one slot and
 names a recognisable shape of bug: a flipped sign or a constant factor, the gradients of two
 inputs swapped, the right values transposed or shifted by one, an ignored or non-linear use
-of ``grad_output``, or the part of one output of several. A hint is a guess offered next to
-the finding; the finding itself never depends on it.
+of ``grad_output``, or the part of one output of several. For small Functions the hints of
+``_jacobian_hints`` look at whole Jacobians and at re-runs with other arguments (a wrong
+reduction dim or scan direction, a broken shift or scale invariance, the output used for the
+input, an argument ignored). A hint is a guess offered next to the finding; the finding itself
+never depends on it.
 """
 
 from __future__ import annotations
