@@ -57,6 +57,18 @@ class Fingerprint(NamedTuple):
 
 # node -> list of (saved-tensor label, Fingerprint). Weak: fingerprints die with their graph.
 _fingerprints: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+# node made while a custom Function's backward ran (create_graph=True) -> that custom node:
+# a gradient penalty's graph holds these nodes but not the custom node itself (Note
+# [Custom Functions behind a gradient penalty] in ``_doctor``)
+_made_in_backward_of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def made_in_backward_of(node):
+    """The custom Function node whose backward made ``node`` inside capture(), or None."""
+    try:
+        return _made_in_backward_of.get(node)
+    except TypeError:  # not weak-referenceable
+        return None
 
 
 def _digest(array: np.ndarray) -> bytes:
@@ -118,6 +130,13 @@ class _CaptureObserver(_engine.Observer):
         self.previous = previous
 
     def node_created(self, node):
+        task = _engine.current_graph_task()
+        running = getattr(task, "current", None) if task is not None else None
+        if running is not None and getattr(running, "_forward_cls", None) is not None:
+            try:
+                _made_in_backward_of[node] = running
+            except TypeError:
+                pass
         saved = saved_tensors_of(node)
         if saved:
             prints = []

@@ -163,6 +163,10 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                             "the graph has no custom torch.autograd.Function: nothing to check "
                             "against finite differences")
 
+    behind = _behind_the_graph(nodes, custom)
+    if behind:
+        report.notes.append(_behind_note(behind, custom))
+
     order = {node: i for i, node in enumerate(nodes)}
     findings = []
     if pass_result is not None:
@@ -212,6 +216,44 @@ def _graph(roots):
                 f"element {index} of tensors does not require grad and does not have a grad_fn"
             )
     return graph_type(roots, _walk([r.grad_fn for r in roots if r.grad_fn is not None]))
+
+
+# Note [Custom Functions behind a gradient penalty]
+# -------------------------------------------------
+# A loss built only from gradients (``autograd.grad(task, x, create_graph=True)``, then a
+# penalty of them) holds the nodes that a custom Function's *backward* made, but not the
+# custom node itself: its gradient reaches the loss only through its backward's derivative.
+# The doctor then checks no custom Function, and "no problems found" would be read as "the
+# custom Functions are right". Inside ``capture()`` every node made while a custom backward
+# ran is linked to that custom node (``_capture.made_in_backward_of``); the report names
+# those Functions and says how to check them. Outside capture(), and on PyTorch graphs,
+# neither engine keeps that link, and nothing is said.
+
+
+def _behind_the_graph(nodes, custom):
+    """The custom Function nodes, not in the graph, whose backward made nodes of it."""
+    inside = set(custom)
+    behind = []
+    for node in nodes:
+        maker = _capture.made_in_backward_of(node)
+        if maker is not None and maker not in inside and maker not in behind:
+            behind.append(maker)
+    return behind
+
+
+def _behind_note(behind, custom):
+    names = ", ".join(sorted({node.name() for node in behind}))
+    several = len(behind) > 1
+    return (f"custom Function node{'s' if several else ''} {names} "
+            f"{'were' if several else 'was'} used in building this graph's backward "
+            f"(create_graph=True: the graph holds nodes {'their' if several else 'its'} "
+            f"backward made, as in a gradient penalty) but {'are' if several else 'is'} not in "
+            f"the loss's graph, so {'they were' if several else 'it was'} not checked"
+            f"{' (the ' + str(len(custom)) + ' checked are other nodes)' if custom else ''}; "
+            f"to check {'them' if several else 'it'}, call doctor on the first-order loss the "
+            f"gradient was taken of, or on a loss that also includes that task term with "
+            f"double_backward=True (which also checks the derivative of "
+            f"{'their' if several else 'its'} backward)")
 
 
 def _name_repeated_nodes(findings, custom, node_id):

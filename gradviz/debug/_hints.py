@@ -3,8 +3,11 @@
 Each heuristic compares what backward returned with the finite differences of one slot and
 names a recognisable shape of bug: a flipped sign or a constant factor, the gradients of two
 inputs swapped, the right values transposed or shifted by one, an ignored or non-linear use
-of ``grad_output``, or the part of one output of several. A hint is a guess offered next to
-the finding; the finding itself never depends on it.
+of ``grad_output``, or the part of one output of several. For small Functions the hints of
+``_jacobian_hints`` look at whole Jacobians and at re-runs with other arguments (a wrong
+reduction dim or scan direction, a broken shift or scale invariance, the output used for the
+input, an argument ignored). A hint is a guess offered next to the finding; the finding itself
+never depends on it.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from ._jacobian_hints import JacobianHints
 
 __all__ = ["explain", "factor_hint"]
 
@@ -28,6 +33,7 @@ def explain(rerun, check, analytic, alone=False):
         compared[slot.position] = (slot, keep)
     linear = {} if alone else None
     reversed_runs = {} if not alone else None
+    jacobians = JacobianHints(rerun)
     for slot in check.slots:
         if not slot.mismatched.any():
             continue
@@ -36,22 +42,30 @@ def explain(rerun, check, analytic, alone=False):
             continue
         _, keep = compared[slot.position]
         a, n = slot.analytic[keep], slot.numeric[keep]
+        indexed = bool(_index_arrays(rerun, slot.position) or rerun.index_outputs)
         hint = factor_hint(a, n)
         if hint is None:
             hint = _repeated_index_hint(slot, keep, rerun)
         if hint is None:
             hint = _region_hint(slot, keep, rerun.base[slot.position])
         if hint is None:
+            hint = _guarded(jacobians.output_for_input, slot, keep)
+        if hint is None:
+            hint = _guarded(jacobians.arguments, slot)
+        if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
-            hint = _layout_hint(slot, indexed=bool(_index_arrays(rerun, slot.position)
-                                                     or rerun.index_outputs))
+            hint = _layout_hint(slot, indexed=indexed)
         if hint is None:
             hint = _reversed_hint(rerun, slot, reversed_runs)
         if hint is None:
             if linear is None:
                 linear = _linearity(rerun, analytic)
             hint = linear.get(slot.position)
+        if hint is None and not alone:
+            hint = _guarded(jacobians.coupling, slot, indexed=indexed)
+        if hint is None:
+            hint = _guarded(jacobians.invariance, slot)
         slot.hint = hint
     if len(rerun.diff_outputs) > 1 and not alone:
         swapped = _swapped_outputs(rerun, check)
@@ -73,6 +87,14 @@ def explain(rerun, check, analytic, alone=False):
                 part += (f": backward ignores the gradient of output{'s' if len(zero) > 1 else ''} "
                          f"{', '.join(str(k) for k in zero)} (its part is zero)")
             slot.hint = part if slot.hint is None else f"{part}; {slot.hint}"
+
+
+def _guarded(hint, *args, **kwargs):
+    """A hint that runs the user's Function again: whatever it raises, there is no hint."""
+    try:
+        return hint(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - only a hint
+        return None
 
 
 def _swapped_outputs(rerun, check):
