@@ -317,7 +317,9 @@ export function statusText(view: ViewState): string {
       const paused = view.stoppedAt ? `Paused at ${view.stoppedAt}` : "Paused";
       if (next === undefined) return `${paused} · ${progress}`;
       // After Step event the current node is part-way through its backward.
-      const where = view.states.get(next.id) === "running" ? "inside" : "next:";
+      // Its saved_released comes before its node_finished: "released" and current is still inside.
+      const state = view.states.get(next.id);
+      const where = state === "running" || (state !== undefined && hasRun(state)) ? "inside" : "next:";
       const waiting = awaitingDelivery(view) ? " (its gradient is on the way: Step event shows it arrive)" : "";
       return `${paused} · ${where} ${nodeTitle(next)}${waiting} · ${progress}`;
     }

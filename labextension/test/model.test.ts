@@ -186,6 +186,12 @@ describe("statusText", () => {
     assert.ok(!awaitingDelivery({ ...view, current: null }));
   });
 
+  it("says inside, not next, for a node whose saved tensors were freed before its node_finished was shown", () => {
+    const graph = parseGraph(TINY_GRAPH);
+    const states = parseStates({ "4": "released" }, graph);
+    assert.equal(statusText({ graph, states, current: 4, status: "paused" }), "Paused · inside SumBackward0 #4 · 1 of 5 nodes run");
+  });
+
   it("names the next node and the progress while paused", () => {
     const states = parseStates({ "4": "released", "3": "ready" }, graph);
     assert.equal(statusText({ graph, states, current: 3, status: "paused" }), "Paused · next: AddBackward0 #3 · 1 of 5 nodes run");
