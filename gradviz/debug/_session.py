@@ -20,6 +20,7 @@ rest of a node that ``step_event()`` started.
 from __future__ import annotations
 
 import sys
+import warnings
 
 from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
@@ -390,9 +391,34 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
                            observer=recorder)
     session = DebugSession(task, recorder)
     session._doctor_arguments = (tensors, gradient)
+    _warn_if_freed(session)
     caller = sys._getframe(1)
     try:
         name_leaves(session._nodes, session._live, names, caller)
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
+
+
+def _warn_if_freed(session: DebugSession) -> None:
+    """Warn when the graph's saved tensors were already freed by an earlier backward pass.
+
+    The session would open paused as if all were well and fail only when it reaches such a
+    node (PyTorch raises at ``loss.backward()`` right away). Typically a notebook cell calling
+    ``debug.backward(loss)`` was re-run without re-running the forward cell.
+    """
+    # A node class that keeps the base release_variables saves nothing (AccumulateGrad): its
+    # flag says only that a pass went through it, and a second pass through it is fine.
+    freed = [node for node in session._live.values()
+             if getattr(node, "_released", False)
+             and type(node).release_variables is not _engine.Node.release_variables]
+    if not freed:
+        return
+    names = ", ".join(f"{node.name()} #{node.node_id}" for node in freed[:3])
+    more = f" and {len(freed) - 3} more" if len(freed) > 3 else ""
+    warnings.warn(
+        f"this graph was already backpropagated and its saved tensors were freed ({len(freed)} "
+        f"node{'s' if len(freed) != 1 else ''}: {names}{more}), so stepping into a node that "
+        "needs them raises RuntimeError (Trying to backward through the graph a second time). Re-run the cell that computes the loss (the forward pass) to "
+        "build a fresh graph, or pass retain_graph=True to the earlier backward() or "
+        "debug.backward() call.", UserWarning, stacklevel=3)

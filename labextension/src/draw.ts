@@ -6,7 +6,9 @@
 // the toolbar's buttons, or double-click to fit. Click: select a node (or, on the
 // background, nothing); the selected node's boxes get the class gv-selected. Keys (keys.ts):
 // the host is one tab stop; the arrows move a cursor (class gv-focused) along the edges,
-// Enter selects the node under it, Escape selects none. A node the
+// Enter selects the node under it, Escape selects none, s/e/r/c run a command (onCommand).
+// When the host gets focus the cursor starts on the selected node, else the one that runs
+// next, so the focus ring shows where the keys act. A node the
 // gradient doctor found a problem in gets gv-finding and gv-finding-<severity> (and a badge).
 
 import type { Severity } from "./doctor.js";
@@ -18,6 +20,7 @@ import {
   hasRun,
   nodeTitle,
   stateClass,
+  type CommandName,
   type Graph,
   type GraphNode,
   type NodeState,
@@ -122,6 +125,7 @@ export class GraphScene {
     plan: LayoutPlan,
     private readonly layout: Layout,
     private readonly onSelect: (id: number | null) => void = () => undefined,
+    private readonly onCommand: (name: CommandName) => void = () => undefined,
   ) {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
@@ -250,6 +254,8 @@ export class GraphScene {
 
   private tooltip(node: GraphNode, state: NodeState): string {
     const lines = [nodeTitle(node), `kind: ${node.kind}`, `state: ${state}`];
+    if (node.id === this.current && state === "pending") lines.push("runs next, once its gradient arrives (it is on the way)");
+    else if (node.id === this.current && state === "ready") lines.push("runs next (Step)");
     if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
     const finding = this.findings.get(node.id);
     if (finding !== undefined) lines.push(`gradient check: ${finding === "error" ? "a problem" : "a warning"} (see the panel)`);
@@ -283,13 +289,22 @@ export class GraphScene {
       }
     }
     if (current !== this.current) {
-      for (const element of this.boxesByNode.get(this.current ?? -1) ?? []) element.classList.remove("gv-current");
+      for (const element of this.boxesByNode.get(this.current ?? -1) ?? []) element.classList.remove("gv-current", "gv-waiting");
       for (const element of this.boxesByNode.get(current ?? -1) ?? []) element.classList.add("gv-current");
+      const previous = this.current;
       const first = this.current === null && !this.userMoved;
+      // A cursor left on the node that ran follows to the next one (s, s, s... keeps it there).
+      const follow = this.cursor !== null && this.cursor === this.current && current !== null;
       this.current = current;
+      if (follow) this.setCursor(current);
       if (first) this.autoView();
       else if (current !== null) this.reveal(current);
+      if (previous !== null) this.retitle(previous);
     }
+    // The halo on a node still pending: it runs next once its gradient arrives (dashed halo).
+    const waiting = current !== null && this.shown.get(current) === "pending";
+    for (const element of this.boxesByNode.get(current ?? -1) ?? []) element.classList.toggle("gv-waiting", waiting);
+    if (current !== null) this.retitle(current);
   }
 
   /** Mark the nodes the gradient doctor flagged (an empty map: none). */
@@ -446,6 +461,10 @@ export class GraphScene {
       // Ours: the arrows must not scroll the page, nor move JupyterLab's cell selection.
       event.preventDefault();
       event.stopPropagation();
+      if (action.kind === "command") {
+        this.onCommand(action.name);
+        return;
+      }
       const cursor = this.cursor ?? startNode(this.graph, this.selected, this.current);
       if (cursor === null) return;
       if (action.kind === "move") {
@@ -458,6 +477,13 @@ export class GraphScene {
       } else {
         this.onSelect(null);
       }
+    });
+    // Focus shows the cursor at once (on the selected node, else the one that runs next):
+    // the keys act there, and a keyboard user sees where they are before pressing a key.
+    // Not on a click's focus: the click puts the cursor on the clicked node, and panning to
+    // another node first would move the drawing under the pointer.
+    on("focus", () => {
+      if (this.cursor === null && this.host.matches(":focus-visible")) this.setCursor(startNode(this.graph, this.selected, this.current));
     });
     on("pointerup", end);
     on("pointercancel", end);

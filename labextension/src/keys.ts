@@ -4,24 +4,41 @@
 // functions, ↑ goes back to a node that uses it, ← and → move among the nodes drawn on the
 // same row. Enter (or Space) selects the node under the cursor, which opens the inspector and
 // makes it the target of "Run to"; Escape closes the inspector. Moving the cursor sends
-// nothing to the kernel: only Enter and Escape do (as a `select` message).
+// nothing to the kernel: only Enter and Escape do (as a `select` message), and the command
+// letters (COMMAND_KEYS: s step, e step event, r run to selected, c continue), which press
+// the toolbar's buttons.
 //
 // Pure functions (unit-tested); GraphScene (draw.ts) listens for the keys and draws the cursor.
 
-import type { Graph } from "./model.js";
+import type { CommandName, Graph } from "./model.js";
 
 export type Direction = "up" | "down" | "left" | "right";
 
 export type KeyAction =
   | { readonly kind: "move"; readonly direction: Direction }
   | { readonly kind: "select" }
-  | { readonly kind: "close" };
+  | { readonly kind: "close" }
+  | { readonly kind: "command"; readonly name: CommandName };
+
+/**
+ * One-letter keys for the session's commands, while the graph has focus (only then: outside
+ * the widget the letters stay JupyterLab's command-mode shortcuts). A key does what a click on
+ * the button does, and nothing when the button is off.
+ */
+export const COMMAND_KEYS: Readonly<Partial<Record<CommandName, string>>> = {
+  step: "s",
+  step_event: "e",
+  run_to: "r",
+  continue: "c",
+};
 
 /** The help text for the canvas's tooltip and the colour key. */
-export const KEYS_HELP = "Tab to the graph, then ↑ ↓ follow edges, ← → move along a row, Enter selects (inspector, Run to), Escape closes the inspector";
+export const KEYS_HELP =
+  "Tab to the graph, then ↑ ↓ follow edges, ← → move along a row, Enter selects (inspector, Run to), Escape closes the inspector; " +
+  "s Step, e Step event, r Run to selected, c Continue";
 
 /** The short form in the colour key (KEYS_HELP is its tooltip). */
-export const KEYS_LEGEND = "keys: Tab to the graph · ↑↓←→ move · Enter select · Esc close";
+export const KEYS_LEGEND = "keys: Tab to the graph · ↑↓←→ move · Enter select · Esc close · s step · e step event · r run to selected · c continue";
 
 const MOVES: Readonly<Record<string, Direction>> = { ArrowUp: "up", ArrowDown: "down", ArrowLeft: "left", ArrowRight: "right" };
 
@@ -32,6 +49,9 @@ export function keyAction(key: string, modifiers: { ctrl?: boolean; meta?: boole
   if (direction !== undefined) return { kind: "move", direction };
   if (key === "Enter" || key === " ") return { kind: "select" };
   if (key === "Escape") return { kind: "close" };
+  for (const [name, letter] of Object.entries(COMMAND_KEYS) as [CommandName, string][]) {
+    if (key === letter) return { kind: "command", name };
+  }
   return null;
 }
 

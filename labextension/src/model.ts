@@ -296,6 +296,16 @@ export function nodeTitle(node: GraphNode): string {
 }
 
 /** One line of text for the toolbar, e.g. "Paused · next: MulBackward0 #3 · 2 of 7 nodes run". */
+/**
+ * The node that runs next is still pending: Step event has shown a node's `node_finished`, and
+ * the events that deliver its gradients (`buffer_added`, then `node_ready`) are still to show.
+ * The engine already knows which node it runs next (the halo), but in the events shown so far
+ * that node's gradient has not arrived, so it is not drawn ready yet.
+ */
+export function awaitingDelivery(view: Pick<ViewState, "states" | "current" | "status">): boolean {
+  return view.status === "paused" && view.current !== null && view.states.get(view.current) === "pending";
+}
+
 export function statusText(view: ViewState): string {
   const counts = countStates(view.states);
   const total = view.states.size;
@@ -307,8 +317,11 @@ export function statusText(view: ViewState): string {
       const paused = view.stoppedAt ? `Paused at ${view.stoppedAt}` : "Paused";
       if (next === undefined) return `${paused} · ${progress}`;
       // After Step event the current node is part-way through its backward.
-      const where = view.states.get(next.id) === "running" ? "inside" : "next:";
-      return `${paused} · ${where} ${nodeTitle(next)} · ${progress}`;
+      // Its saved_released comes before its node_finished: "released" and current is still inside.
+      const state = view.states.get(next.id);
+      const where = state === "running" || (state !== undefined && hasRun(state)) ? "inside" : "next:";
+      const waiting = awaitingDelivery(view) ? " (its gradient is on the way: Step event shows it arrive)" : "";
+      return `${paused} · ${where} ${nodeTitle(next)}${waiting} · ${progress}`;
     }
     case "running":
       return `Running · ${progress}`;

@@ -1,22 +1,56 @@
 // The widget's style sheet. Every selector starts with .gv-root, so nothing leaks into the
 // notebook; colours fall back to fixed values outside JupyterLab (Notebook 7, VS Code).
 
+/** The colours of the graph in one theme (CSS custom properties `--gv-<name>`). */
+export interface Palette {
+  readonly [name: string]: string;
+}
+
+/**
+ * Light themes (and hosts without JupyterLab's theme). Every `<state>-text` is drawn on its
+ * `<state>-fill` at 12px: WCAG AA asks a contrast of at least 4.5:1 (test/styles.test.ts).
+ */
+export const LIGHT: Palette = {
+  edge: "#8c959f",
+  "pending-fill": "#f3f4f6", "pending-stroke": "#9ca3af", "pending-text": "#4b5563",
+  "ready-fill": "#fffbeb", "ready-stroke": "#d97706", "ready-text": "#1f2328",
+  "running-fill": "#2563eb", "running-stroke": "#1e40af", "running-text": "#ffffff",
+  "done-fill": "#dcfce7", "done-stroke": "#16a34a", "done-text": "#14532d",
+  "released-fill": "#f3faf5", "released-stroke": "#4ade80", "released-text": "#3f6b50",
+  "error-fill": "#fee2e2", "error-stroke": "#dc2626", "error-text": "#991b1b",
+  "badge-text": "#ffffff",
+  current: "#2563eb",
+  selected: "#7c3aed",
+  // Coloured text on the theme's own background (not on a node's fill).
+  alert: "#b91c1c", ok: "#15803d", warn: "#b45309",
+};
+
+/** JupyterLab's dark themes (body[data-jp-theme-light="false"]). */
+export const DARK: Palette = {
+  edge: "#8b949e",
+  "pending-fill": "#2d333b", "pending-stroke": "#768390", "pending-text": "#cdd9e5",
+  "ready-fill": "#3a2a05", "ready-stroke": "#f59e0b", "ready-text": "#fde68a",
+  "running-fill": "#1d4ed8", "running-stroke": "#93c5fd", "running-text": "#ffffff",
+  "done-fill": "#0f3320", "done-stroke": "#22c55e", "done-text": "#bbf7d0",
+  "released-fill": "#18231c", "released-stroke": "#15803d", "released-text": "#9cc3aa",
+  "error-fill": "#450a0a", "error-stroke": "#f87171", "error-text": "#fecaca",
+  "badge-text": "#111111",
+  current: "#60a5fa",
+  selected: "#a78bfa",
+  alert: "#f87171", ok: "#4ade80", warn: "#fbbf24",
+};
+
+function paletteVariables(palette: Palette): string {
+  return Object.entries(palette).map(([name, value]) => `  --gv-${name}: ${value};`).join("\n");
+}
+
 export const STYLES = `
 .gv-root {
   --gv-fg: var(--jp-ui-font-color1, #1f2328);
   --gv-fg-muted: var(--jp-ui-font-color2, #59636e);
   --gv-bg: var(--jp-layout-color0, #ffffff);
   --gv-border: var(--jp-border-color1, #d0d7de);
-  --gv-edge: #8c959f;
-  --gv-pending-fill: #f3f4f6;  --gv-pending-stroke: #9ca3af; --gv-pending-text: #4b5563;
-  --gv-ready-fill: #fffbeb;    --gv-ready-stroke: #d97706;
-  --gv-running-fill: #2563eb;  --gv-running-stroke: #1e40af; --gv-running-text: #ffffff;
-  --gv-done-fill: #dcfce7;     --gv-done-stroke: #16a34a;
-  --gv-error-fill: #fee2e2;    --gv-error-stroke: #dc2626;   --gv-error-text: #991b1b;
-  --gv-current: #2563eb;
-  --gv-selected: #7c3aed;
-  /* Coloured text on the theme's own background (not on a node's fixed light fill). */
-  --gv-alert: #b91c1c; --gv-ok: #15803d; --gv-warn: #b45309;
+${paletteVariables(LIGHT)}
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
   font-size: 13px;
   color: var(--gv-fg);
@@ -25,8 +59,11 @@ export const STYLES = `
   background: var(--gv-bg);
   overflow: hidden;
 }
-/* JupyterLab's dark themes: coloured text must stay readable on a dark background. */
-body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade80; --gv-warn: #fbbf24; --gv-selected: #a78bfa; }
+/* JupyterLab's dark themes: dark node fills with light text, and coloured text that stays
+   readable on a dark background (DARK, checked for WCAG AA contrast by the tests). */
+body[data-jp-theme-light="false"] .gv-root {
+${paletteVariables(DARK)}
+}
 .gv-toolbar {
   display: flex; align-items: center; gap: 6px; flex-wrap: wrap;
   padding: 6px 8px; border-bottom: 1px solid var(--gv-border);
@@ -92,16 +129,19 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-node { cursor: pointer; }
 .gv-node rect.gv-halo { fill: none; stroke: var(--gv-current); stroke-width: 3; visibility: hidden; }
 .gv-node.gv-current rect.gv-halo { visibility: visible; }
+/* Runs next, but its gradient is still on the way (model.awaitingDelivery): a dashed halo. */
+.gv-node.gv-current.gv-waiting rect.gv-halo { stroke-dasharray: 5 3; }
 
 .gv-node.gv-state-ready rect.gv-box { fill: var(--gv-ready-fill); stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
-.gv-node.gv-state-ready text { fill: #1f2328; } /* on the fixed light fill, in every theme */
+.gv-node.gv-state-ready text { fill: var(--gv-ready-text); }
 .gv-node.gv-state-running rect.gv-box { fill: var(--gv-running-fill); stroke: var(--gv-running-stroke); }
 .gv-node.gv-state-running text { fill: var(--gv-running-text); }
 .gv-node.gv-state-done rect.gv-box { fill: var(--gv-done-fill); stroke: var(--gv-done-stroke); }
-.gv-node.gv-state-done text { fill: #14532d; }
-.gv-node.gv-state-released { opacity: 0.6; }
-.gv-node.gv-state-released rect.gv-box { fill: var(--gv-done-fill); stroke: var(--gv-done-stroke); stroke-dasharray: 5 3; }
-.gv-node.gv-state-released text { fill: #14532d; }
+.gv-node.gv-state-done text { fill: var(--gv-done-text); }
+/* Its own muted colours, not opacity: a translucent box mixes with the edges and the theme's
+   background (muddy on a dark one) and its text loses contrast. */
+.gv-node.gv-state-released rect.gv-box { fill: var(--gv-released-fill); stroke: var(--gv-released-stroke); stroke-dasharray: 5 3; }
+.gv-node.gv-state-released text { fill: var(--gv-released-text); }
 .gv-node.gv-state-error rect.gv-box { fill: var(--gv-error-fill); stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-state-error text { fill: var(--gv-error-text); }
 
@@ -109,7 +149,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-node.gv-finding .gv-badge { visibility: visible; }
 .gv-node .gv-badge circle { fill: var(--gv-error-stroke); stroke: var(--gv-bg); stroke-width: 1.5; }
 .gv-node.gv-finding-warning .gv-badge circle { fill: var(--gv-ready-stroke); }
-.gv-node.gv-finding .gv-badge text { fill: #ffffff; font-size: 11px; font-weight: 700; }
+.gv-node.gv-finding .gv-badge text { fill: var(--gv-badge-text); font-size: 11px; font-weight: 700; }
 .gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-finding-warning rect.gv-box { stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
 
@@ -126,7 +166,7 @@ body[data-jp-theme-light="false"] .gv-root { --gv-alert: #f87171; --gv-ok: #4ade
 .gv-swatch-ready { background: var(--gv-ready-fill); border: 2px solid var(--gv-ready-stroke); }
 .gv-swatch-running { background: var(--gv-running-fill); border-color: var(--gv-running-stroke); }
 .gv-swatch-done { background: var(--gv-done-fill); border-color: var(--gv-done-stroke); }
-.gv-swatch-released { background: var(--gv-done-fill); border: 1.2px dashed var(--gv-done-stroke); opacity: 0.6; }
+.gv-swatch-released { background: var(--gv-released-fill); border: 1.2px dashed var(--gv-released-stroke); }
 .gv-swatch-error { background: var(--gv-error-fill); border: 2px solid var(--gv-error-stroke); }
 .gv-swatch-custom { border-width: 2.5px; }
 .gv-swatch-next { background: var(--gv-ready-fill); border: 2px solid var(--gv-ready-stroke); outline: 2px solid var(--gv-current); outline-offset: 1px; margin: 0 3px; }

@@ -1,8 +1,8 @@
 // The toolbar: the session's commands (sent to Python), zoom controls (local), status text;
 // and the narration line under it (the latest event, in words).
 
-import { hasRun, nodeTitle, type CommandName, type EventLine, type ViewState } from "./model.js";
-import { KEYS_HELP, KEYS_LEGEND } from "./keys.js";
+import { awaitingDelivery, hasRun, nodeTitle, type CommandName, type EventLine, type ViewState } from "./model.js";
+import { COMMAND_KEYS, KEYS_HELP, KEYS_LEGEND } from "./keys.js";
 
 export interface ToolbarActions {
   command(name: CommandName): void;
@@ -46,6 +46,11 @@ export function commandTitle(name: CommandName, view: ViewState, selected: numbe
     return `${COMMAND_BUTTONS[name].title} (not now: ${why})`;
   }
   const next = view.current === null ? undefined : view.graph.byId.get(view.current);
+  if (next !== undefined && awaitingDelivery(view)) {
+    // The step that Step event began is not over: its gradients are still to be delivered.
+    if (name === "step") return `Deliver the gradients still on the way (the end of the last node's step): ${nodeTitle(next)} then turns ready, and the next Step runs it`;
+    if (name === "step_event") return `Show the next engine event: the delivery of a gradient still on the way (${nodeTitle(next)} turns ready when its gradient arrives)`;
+  }
   switch (name) {
     case "step":
       return next === undefined ? null : `Run the backward of ${nodeTitle(next)}, the node with the blue halo`;
@@ -69,12 +74,23 @@ function testId(name: CommandName): string {
   return `gv-${name.replace(/_/g, "-")}`;
 }
 
-export function button(text: string, title: string, testIdValue: string, onClick: () => void): HTMLButtonElement {
+/** A tooltip with the command's key, if it has one: "Run ... (key: s, with the graph focused)". */
+export function withKey(name: CommandName, title: string): string {
+  const key = COMMAND_KEYS[name];
+  return key === undefined ? title : `${title} (key: ${key}, with the graph focused)`;
+}
+
+/**
+ * A button whose accessible name is its visible text (what a sighted user reads and a speech
+ * user says), and whose tooltip is its description (`title`: the accessible description).
+ * `label`: a name for a button whose text is a symbol ("−", "+").
+ */
+export function button(text: string, title: string, testIdValue: string, onClick: () => void, label?: string): HTMLButtonElement {
   const element = document.createElement("button");
   element.type = "button";
   element.textContent = text;
   element.title = title;
-  element.setAttribute("aria-label", title);
+  if (label !== undefined) element.setAttribute("aria-label", label);
   element.dataset["testid"] = testIdValue;
   element.addEventListener("click", onClick);
   return element;
@@ -92,7 +108,9 @@ export class Toolbar {
     this.element.setAttribute("role", "toolbar");
     this.element.setAttribute("aria-label", "backward debugger");
     for (const [name, { text, title }] of Object.entries(COMMAND_BUTTONS) as [CommandName, { text: string; title: string }][]) {
-      const element = button(text, title, testId(name), () => actions.command(name));
+      const element = button(text, withKey(name, title), testId(name), () => actions.command(name));
+      const key = COMMAND_KEYS[name];
+      if (key !== undefined) element.setAttribute("aria-keyshortcuts", key);
       // Until Python says which commands the session offers, show only Step and Continue.
       element.hidden = name !== "step" && name !== "continue";
       if (name === "step") element.classList.add("gv-primary");
@@ -111,8 +129,8 @@ export class Toolbar {
     zoom.setAttribute("role", "group");
     zoom.setAttribute("aria-label", "zoom");
     zoom.append(
-      button("−", "Zoom out", "gv-zoom-out", actions.zoomOut),
-      button("+", "Zoom in", "gv-zoom-in", actions.zoomIn),
+      button("−", "Zoom out (or Ctrl + wheel)", "gv-zoom-out", actions.zoomOut, "Zoom out"),
+      button("+", "Zoom in (or Ctrl + wheel)", "gv-zoom-in", actions.zoomIn, "Zoom in"),
       button("Fit", "Fit the graph into the view (or double-click it)", "gv-fit", actions.fit),
     );
     this.element.append(...this.buttons.values(), ...extras, this.status, zoom);
@@ -134,11 +152,25 @@ export class Toolbar {
       element.hidden = !isOffered && unavailable === undefined;
       element.disabled = !isOffered || !enabled(name);
       const fixed = !isOffered && unavailable !== undefined ? unavailable : COMMAND_BUTTONS[name].title;
-      element.setAttribute("aria-label", fixed);
-      element.title = (isOffered ? title(name) : null) ?? fixed;
+      element.title = withKey(name, (isOffered ? title(name) : null) ?? fixed);
     }
     this.status.textContent = status;
     this.status.title = status;
+  }
+
+  /** Press a command's button (its key): true if it was on and clicked, false if it is off. */
+  press(name: CommandName): boolean {
+    const element = this.buttons.get(name);
+    if (element === undefined || element.hidden || element.disabled) return false;
+    element.click();
+    return true;
+  }
+
+  /** Why a command's key did nothing: its button is off (its tooltip says why) or not offered. */
+  whyOff(name: CommandName): string {
+    const element = this.buttons.get(name);
+    if (element === undefined || element.hidden) return `${COMMAND_BUTTONS[name].text} is not offered here`;
+    return `${element.textContent ?? name} is off: ${element.title}`;
   }
 }
 
@@ -174,7 +206,10 @@ export const LEGEND: readonly { readonly state: string; readonly text: string; r
 ];
 
 /** The tooltip of the key's "runs next" entry. */
-export const NEXT_TITLE = "The blue halo marks the node the next Step runs (the status line names it)";
+export const NEXT_TITLE =
+  "The blue halo marks the node the next Step runs (the status line names it). " +
+  "A dashed halo on a grey (pending) node: it runs next, but its gradient is still on the way from the node that just finished; " +
+  "Step event shows it arrive, and the node turns ready";
 
 /** A one-line key under the graph: a swatch per node state, styled like the nodes themselves. */
 export function legend(): HTMLDivElement {

@@ -166,6 +166,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     fit: () => scene?.resetView(),
   }, extras.toolbar ?? []);
 
+  /** A command key on the graph (keys.ts): presses the button; if it is off, says why. */
+  const pressKey = (name: CommandName): void => {
+    if (toolbar.press(name)) return;
+    notice = toolbar.whyOff(name);
+    refresh();
+  };
+
   const errorBox = document.createElement("pre");
   errorBox.className = "gv-error";
   errorBox.dataset["testid"] = "gv-error";
@@ -292,7 +299,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
           const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
           canvas.style.height = `${canvasHeight(layout)}px`;
           showMessage(null);
-          scene = new GraphScene(canvas, graph, plan, layout, select);
+          scene = new GraphScene(canvas, graph, plan, layout, select, pressKey);
           root.dataset["columns"] = String(layout.columns);
           root.dataset["layoutSite"] = outcome.site;
           root.dataset["layoutMillis"] = outcome.millis.toFixed(0);

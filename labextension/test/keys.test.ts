@@ -29,10 +29,17 @@ describe("keyAction", () => {
     assert.deepEqual(keyAction("Enter"), { kind: "select" });
     assert.deepEqual(keyAction(" "), { kind: "select" });
     assert.deepEqual(keyAction("Escape"), { kind: "close" });
+    assert.deepEqual(keyAction("s"), { kind: "command", name: "step" });
+    assert.deepEqual(keyAction("e"), { kind: "command", name: "step_event" });
+    assert.deepEqual(keyAction("r"), { kind: "command", name: "run_to" });
+    assert.deepEqual(keyAction("c"), { kind: "command", name: "continue" });
   });
 
   it("leaves other keys and shortcuts with modifiers to the browser and the notebook", () => {
     assert.equal(keyAction("Tab"), null);
+    assert.equal(keyAction("S"), null, "Shift+S is not s");
+    assert.equal(keyAction("s", { ctrl: true }), null, "Ctrl+S saves the notebook");
+    assert.equal(keyAction("c", { meta: true }), null, "⌘C copies");
     assert.equal(keyAction("a"), null);
     assert.equal(keyAction("ArrowDown", { ctrl: true }), null);
     assert.equal(keyAction("Enter", { meta: true }), null);
@@ -97,8 +104,8 @@ describe("neighbour", () => {
 
 describe("keyboard help and focus ring", () => {
   it("names every key, and styles a visible focus ring", () => {
-    for (const key of ["Tab", "↑", "↓", "←", "→", "Enter", "Esc"]) {
-      assert.ok(KEYS_HELP.includes(key), `help lacks ${key}`);
+    for (const key of ["Tab", "↑", "↓", "←", "→", "Enter", "Esc", "s step", "e step event", "r run to selected", "c continue"]) {
+      assert.ok(KEYS_HELP.toLowerCase().includes(key.toLowerCase()), `help lacks ${key}`);
       assert.ok(KEYS_LEGEND.includes(key), `legend lacks ${key}`);
     }
     assert.ok(STYLES.includes(".gv-canvas:focus-visible {"), "no focus ring on the canvas");

@@ -26,6 +26,7 @@ import {
   selectMessage,
   stateClass,
   statusText,
+  awaitingDelivery,
   type NodeState,
 } from "../src/model.js";
 import { TINY_GRAPH } from "./fixtures.js";
@@ -54,7 +55,7 @@ describe("parseGraph", () => {
     assert.equal(nodeTitle(named.byId.get(0)!), "fc.weight · AccumulateGrad #0");
     assert.equal(nodeTitle(named.byId.get(1)!), "AccumulateGrad #1");
     assert.equal(
-      statusText({ graph: named, states: parseStates({}, named), current: 0, status: "paused" }),
+      statusText({ graph: named, states: parseStates({ "0": "ready" }, named), current: 0, status: "paused" }),
       "Paused · next: fc.weight · AccumulateGrad #0 · 0 of 2 nodes run",
     );
   });
@@ -170,6 +171,27 @@ describe("narrationLine", () => {
 });
 
 describe("statusText", () => {
+  it("says when the node that runs next still waits for a gradient on the way (after Step event showed node_finished)", () => {
+    const graph = parseGraph(TINY_GRAPH);
+    // SumBackward0 finished; its buffer_added and AddBackward0's node_ready are still to show.
+    const states = parseStates({ "4": "done" }, graph);
+    const view = { graph, states, current: 3, status: "paused" as const };
+    assert.ok(awaitingDelivery(view));
+    assert.equal(statusText(view), "Paused · next: AddBackward0 #3 (its gradient is on the way: Step event shows it arrive) · 1 of 5 nodes run");
+    // Once node_ready is shown, the plain "next:" again; never while running or finished.
+    const ready = { ...view, states: parseStates({ "4": "done", "3": "ready" }, graph) };
+    assert.ok(!awaitingDelivery(ready));
+    assert.equal(statusText(ready), "Paused · next: AddBackward0 #3 · 1 of 5 nodes run");
+    assert.ok(!awaitingDelivery({ ...view, status: "running" }));
+    assert.ok(!awaitingDelivery({ ...view, current: null }));
+  });
+
+  it("says inside, not next, for a node whose saved tensors were freed before its node_finished was shown", () => {
+    const graph = parseGraph(TINY_GRAPH);
+    const states = parseStates({ "4": "released" }, graph);
+    assert.equal(statusText({ graph, states, current: 4, status: "paused" }), "Paused · inside SumBackward0 #4 · 1 of 5 nodes run");
+  });
+
   it("names the next node and the progress while paused", () => {
     const states = parseStates({ "4": "released", "3": "ready" }, graph);
     assert.equal(statusText({ graph, states, current: 3, status: "paused" }), "Paused · next: AddBackward0 #3 · 1 of 5 nodes run");

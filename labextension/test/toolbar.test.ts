@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 
 import { NODE_STATES, parseGraph, parseStates, type SessionStatus } from "../src/model.js";
 import { STYLES } from "../src/styles.js";
-import { commandTitle, LEGEND, NEXT_TITLE } from "../src/toolbar.js";
+import { COMMAND_KEYS } from "../src/keys.js";
+import { commandTitle, LEGEND, NEXT_TITLE, withKey } from "../src/toolbar.js";
 import { TINY_GRAPH } from "./fixtures.js";
 
 describe("the colour key under the graph", () => {
@@ -43,6 +44,22 @@ describe("commandTitle: what a button will do, or why it is off", () => {
     assert.equal(commandTitle("run_to", view(), 1), "Continue until AccumulateGrad #1 is the next to run");
     assert.match(commandTitle("run_to", view(), 3) ?? "", /already the next to run: press Step/);
     assert.match(commandTitle("run_to", view(), 4) ?? "", /has already run/);
+  });
+
+  it("says what Step does while the next node's gradient is still on the way", () => {
+    const inFlight = { graph, states: parseStates({ "4": "done" }, graph), current: 3, status: "paused" as const };
+    // the session's step() then ends the step Step event began: it delivers, and does not run AddBackward0
+    assert.match(commandTitle("step", inFlight, null) ?? "", /^Deliver the gradients still on the way .*AddBackward0 #3 then turns ready, and the next Step runs it$/);
+    assert.match(commandTitle("step_event", inFlight, null) ?? "", /delivery of a gradient/);
+    assert.match(NEXT_TITLE, /dashed halo on a grey \(pending\) node/i);
+    assert.ok(STYLES.includes(".gv-node.gv-current.gv-waiting rect.gv-halo { stroke-dasharray"));
+  });
+
+  it("names each command's key in its tooltip", () => {
+    assert.deepEqual(COMMAND_KEYS, { step: "s", step_event: "e", run_to: "r", continue: "c" });
+    assert.equal(withKey("step", "Run it"), "Run it (key: s, with the graph focused)");
+    assert.equal(withKey("run_to", "x"), "x (key: r, with the graph focused)");
+    assert.equal(withKey("abort", "Stop"), "Stop", "no key: no note");
   });
 
   it("says why the commands are off once the pass is over", () => {

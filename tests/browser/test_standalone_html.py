@@ -8,6 +8,7 @@ Needs the built bundle (``npm --prefix labextension run build``). Marked ``brows
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -223,8 +224,9 @@ def test_keyboard_only_select_run_to_and_close(page: Page, trace: Any) -> None:
         page.page.keyboard.press("Tab")
     assert canvas.evaluate("element => element === document.activeElement"), "the graph is not a tab stop"
     focused = page.root.locator(".gv-node.gv-focused:not([data-copy])")
-    page.page.keyboard.press("ArrowDown")  # the first key shows the cursor at the loss's node
+    # Focus alone shows the cursor, on the node that runs next (here the loss's node).
     root = str(trace.graph["roots"][0])
+    assert page.current() == [root]
     assert focused.get_attribute("data-node-id") == root
     ring = focused.locator("rect.gv-ring")
     assert ring.evaluate("element => getComputedStyle(element).visibility") == "visible", "no focus ring"
@@ -344,3 +346,165 @@ def test_without_scripts_the_page_says_how_to_see_it(browser: Any, page_path: Pa
         _check_clean(with_scripts)
     finally:
         with_scripts.context.close()
+
+
+def _focus_canvas_by_tab(page: Page) -> Any:
+    canvas = page.root.locator('[data-testid="gv-canvas"]')
+    page.page.locator('[data-testid="gv-scrubber"]').focus()
+    for _ in range(10):
+        if canvas.evaluate("element => element === document.activeElement"):
+            break
+        page.page.keyboard.press("Tab")
+    assert canvas.evaluate("element => element === document.activeElement"), "the graph is not a tab stop"
+    return canvas
+
+
+def test_command_keys_on_the_focused_graph_and_buttons_named_by_their_text(page: Page, trace: Any) -> None:
+    """s, e, r, c press Step, Step event, Run to selected and Continue while the graph has the
+    focus (and only then); the cursor follows the node that runs next; each button's
+    accessible name is its visible text, its description the tooltip, which names the key."""
+    session = ReplaySession(trace)
+    for testid, text, key in (("gv-step", "Step", "s"), ("gv-step-event", "Step event", "e"),
+                              ("gv-run-to", "Run to selected", "r"), ("gv-continue", "Continue", "c")):
+        element = page.root.locator(f'[data-testid="{testid}"]')
+        sync_api.expect(element).to_have_accessible_name(text)
+        sync_api.expect(element).to_have_accessible_description(re.compile(rf"\(key: {key}, with the graph focused\)$"))
+        assert element.get_attribute("aria-keyshortcuts") == key
+        assert page.page.get_by_role("button", name=text, exact=True).count() == 1
+    sync_api.expect(page.root.locator('[data-testid="gv-zoom-in"]')).to_have_accessible_name("Zoom in")
+    assert "s step" in page.root.locator('[data-testid="gv-legend-keys"]').inner_text()
+
+    # Outside the graph the letters are not ours (in JupyterLab: command-mode shortcuts).
+    page.page.locator('[data-testid="gv-scrubber"]').focus()
+    page.page.keyboard.press("s")
+    page.page.locator('[data-testid="gv-narration"]').press("s")
+    page.page.keyboard.press("c")
+    page.check_shows(trace, session.position)
+
+    _focus_canvas_by_tab(page)
+    focused = page.root.locator(".gv-node.gv-focused:not([data-copy])")
+    ring = focused.locator("rect.gv-ring")
+    assert ring.evaluate("element => getComputedStyle(element).visibility") == "visible", "no focus cursor"
+
+    def press(key: str) -> None:
+        before = page.position()
+        page.page.keyboard.press(key)
+        page.page.wait_for_function(
+            "before => Number(document.querySelector('[data-testid=gv-scrubber]').value) !== before", arg=before
+        )
+
+    press("s")
+    session.step()
+    page.check_shows(trace, session.position)
+    assert [focused.get_attribute("data-node-id")] == page.current(), "the cursor did not follow the next node"
+    press("e")
+    session.step_event()
+    page.check_shows(trace, session.position)
+    leaf = next(str(node["id"]) for node in trace.graph["nodes"] if node["kind"] == "accumulate_grad")
+    page.root.locator(f'.gv-node[data-node-id="{leaf}"]:not([data-copy])').click()  # select (and focus)
+    page.root.locator('[data-testid="gv-inspector"]').wait_for(state="visible")
+    press("r")
+    session.run_to(int(leaf))
+    page.check_shows(trace, session.position)
+    press("c")
+    session.continue_()
+    page.check_shows(trace, session.position)
+    # A key whose button is off does nothing, and the status says why.
+    page.page.keyboard.press("s")
+    page.check_shows(trace, session.position)
+    assert "Step is off" in page.root.locator('[data-testid="gv-status"]').inner_text()
+    _check_clean(page)
+
+
+def test_the_next_node_waiting_for_its_gradient_has_a_dashed_halo_and_says_so(page: Page, trace: Any) -> None:
+    """After Step event shows a node_finished, the engine's next node is still pending until
+    the buffer_added and node_ready events are shown: the halo is dashed and the status,
+    tooltip and Step's title say that its gradient is on the way."""
+    session = ReplaySession(trace)
+    status = page.root.locator('[data-testid="gv-status"]')
+    while True:
+        page.click("gv-step-event")
+        event = session.step_event()
+        page.check_shows(trace, session.position)
+        if event["kind"] == "node_finished":
+            break
+    [current] = page.current()
+    assert session.node_states()[int(current)] == "pending"
+    node = page.root.locator(f'.gv-node.gv-current[data-node-id="{current}"]:not([data-copy])')
+    assert "gv-waiting" in node.get_attribute("class")
+    assert node.locator("rect.gv-halo").evaluate("e => getComputedStyle(e).strokeDasharray") not in ("none", "")
+    assert "its gradient is on the way" in status.inner_text()
+    assert "once its gradient arrives" in node.locator("title").text_content()
+    assert page.root.locator('[data-testid="gv-step"]').get_attribute("title").startswith("Deliver the gradients still on the way")
+    # Step event shows the delivery; the node turns ready and the halo is solid again.
+    while session.node_states()[int(current)] == "pending":
+        page.click("gv-step-event")
+        session.step_event()
+        page.check_shows(trace, session.position)
+    assert page.current() == [current]
+    assert "gv-waiting" not in node.get_attribute("class")
+    assert node.locator("rect.gv-halo").evaluate("e => getComputedStyle(e).strokeDasharray") in ("none", "")
+    assert "on the way" not in status.inner_text()
+    _check_clean(page)
+
+
+READ_NODE_COLOURS_JS = """
+root => Object.fromEntries([...root.querySelectorAll('.gv-node:not([data-copy])')].map(node => [
+  node.getAttribute('data-state'),
+  [getComputedStyle(node.querySelector('rect.gv-box')).fill, getComputedStyle(node.querySelector('text')).fill,
+   getComputedStyle(node).opacity],
+]))
+"""
+
+
+def _rgb(css: str) -> tuple[float, float, float]:
+    parts = [float(v) for v in re.findall(r"[\d.]+", css)[:3]]
+    return parts[0], parts[1], parts[2]
+
+
+def _contrast(a: str, b: str) -> float:
+    def luminance(css: str) -> float:
+        def channel(v: float) -> float:
+            c = v / 255
+            return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+        r, g, b_ = (channel(v) for v in _rgb(css))
+        return 0.2126 * r + 0.7152 * g + 0.0722 * b_
+    high, low = sorted((luminance(a), luminance(b)), reverse=True)
+    return (high + 0.05) / (low + 0.05)
+
+
+def test_jupyterlab_dark_theme_switches_the_graph_to_a_dark_readable_palette(page: Page, trace: Any) -> None:
+    """Under body[data-jp-theme-light="false"] (JupyterLab's dark themes) the node fills turn
+    dark, node text keeps WCAG AA contrast (4.5:1) on its fill, and released nodes are not
+    made translucent."""
+    scrubber = page.page.locator('[data-testid="gv-scrubber"]')
+    seen: dict[str, dict[str, list[str]]] = {"light": {}, "dark": {}}
+    # Positions that between them show every state the trace reaches (the first of each).
+    session = ReplaySession(trace)
+    first: dict[str, int] = {}
+    for position in range(len(trace.events) + 1):
+        session.seek(position)
+        for state in session.node_states().values():
+            first.setdefault(state, position)
+    for position in sorted(set(first.values())):
+        scrubber.fill(str(position))
+        for theme in ("light", "dark"):
+            page.page.evaluate("light => document.body.setAttribute('data-jp-theme-light', light)",
+                               "true" if theme == "light" else "false")
+            for state, colours in page.root.evaluate(READ_NODE_COLOURS_JS).items():
+                seen[theme][state] = colours
+    assert {"pending", "ready", "done", "released"} <= set(seen["dark"]), seen["dark"]
+    for theme, states in seen.items():
+        for state, (fill, text, opacity) in states.items():
+            assert _contrast(fill, text) >= 4.5, f"{theme} {state}: text {text} on {fill}"
+            assert float(opacity) == 1.0, f"{theme} {state} is translucent"
+    for state in seen["dark"]:
+        if state == "running":
+            continue
+        assert seen["dark"][state][0] != seen["light"][state][0], f"{state} keeps its light fill"
+        assert sum(_rgb(seen["dark"][state][0])) < sum(_rgb(seen["light"][state][0])) / 3, f"{state} fill is not dark"
+    directory = ARTIFACTS / "standalone-dark"
+    directory.mkdir(parents=True, exist_ok=True)
+    page.page.evaluate("() => { document.body.style.background = '#111111'; }")
+    page.root.screenshot(path=str(directory / "dark.png"))
+    _check_clean(page)

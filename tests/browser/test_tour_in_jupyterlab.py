@@ -19,6 +19,7 @@ from gradviz_browser_harness import (  # noqa: E402
     REPO,
     MEASURE_FIT_JS,
     READABLE_SCALE,
+    RUN_COUNT_JS,
     LabServer,
     check_kernel_agrees,
     check_no_problems,
@@ -69,6 +70,7 @@ def test_fake_session_tour(browser: Any, lab: LabServer) -> None:
         assert session.widget().get_attribute("data-layout-site") in ("worker", "cache"), "layout must run in the worker"
         step_through(session, STEPS)
         check_kernel_agrees(session)
+        check_step_key(session)
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         session.widget().screenshot(path=str(ARTIFACTS / "fake_tour_widget.png"))
         # Continue runs to the end and disables the commands.
@@ -81,6 +83,30 @@ def test_fake_session_tour(browser: Any, lab: LabServer) -> None:
         assert session.widget().locator('[data-testid="gv-step"]').is_disabled()
         check_kernel_agrees(session)
         check_no_problems(session)
+
+
+def check_step_key(session: Any) -> None:
+    """`s` steps while the graph has the focus, and only then: in the notebook's command mode
+    the letter stays JupyterLab's, and the widget does not move."""
+    page = session.page
+    widget = session.widget()
+    before = session.states()
+    cells = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell")
+    count = cells.count()
+    cells.first.locator(".jp-InputPrompt").click()  # a cell selected, in command mode
+    page.keyboard.press("Escape")
+    page.keyboard.press("s")
+    page.wait_for_timeout(300)  # a step round trip takes about 20 ms
+    assert session.states() == before, "s outside the graph stepped the debugger"
+    assert cells.count() == count
+    canvas = widget.locator('[data-testid="gv-canvas"]')
+    canvas.focus()
+    expected = sum(map(has_run, before.values())) + 1
+    page.keyboard.press("s")
+    page.wait_for_function(RUN_COUNT_JS, arg=[widget.element_handle(), expected], timeout=15_000)
+    assert canvas.evaluate("element => element === document.activeElement"), "the key moved the focus"
+    assert cells.count() == count, "the key reached JupyterLab's command mode"
+    check_kernel_agrees(session)
 
 
 def test_log_console_check_sees_handler_errors(browser: Any, lab: LabServer) -> None:

@@ -431,3 +431,40 @@ def test_version_check_error_during_a_session_marks_the_node():
         ta.add_(1.0)
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         tb.sum().backward()
+
+
+def test_debugging_a_freed_graph_warns_up_front_and_names_the_fix():
+    # A notebook re-runs the cell with debug.backward(loss) but not the forward cell: the
+    # graph's saved tensors are gone. torch fails on the second backward; the session would
+    # open paused, so it warns at once, naming the freed nodes and both ways out.
+    session, x, w, y = new_session()
+    session.continue_()
+    with pytest.warns(UserWarning, match="saved tensors were freed") as caught:
+        again = gradviz.debug.backward(y)
+    message = str(caught[0].message)
+    assert "retain_graph=True" in message and "forward" in message
+    assert caught[0].filename == __file__  # points at the caller's line, not at gradviz
+    import re
+    assert re.search(r"\(\d+ nodes: \w+Backward0 #\d+", message)  # names the freed nodes
+    assert "AccumulateGrad" not in message  # saves nothing: a second pass through it is fine
+    # ... and what it announces happens, as in torch
+    with pytest.raises(RuntimeError, match=SECOND_TIME):
+        again.continue_()
+    tx, tw = leaves(torch)
+    ty = program(torch, tx, tw)
+    ty.backward()
+    with pytest.raises(RuntimeError, match=SECOND_TIME):
+        ty.backward()
+
+
+def test_debugging_a_fresh_or_retained_graph_does_not_warn():
+    import warnings as _warnings
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("error")
+        session, x, w, y = new_session(retain_graph=True)
+        session.continue_()
+        gradviz.debug.backward(y).continue_()  # retained: a second pass is fine
+        plain = gradviz.tensor(X, requires_grad=True)
+        loss = (plain + 1.0).sum()   # saves nothing: a second pass is fine, as in torch
+        loss.backward()
+        gradviz.debug.backward(loss).continue_()
