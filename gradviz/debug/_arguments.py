@@ -67,8 +67,9 @@ def recorded_inputs(node, known, trail=()):
             if item is None or item._is_output or item._tensor is None:
                 continue
             tensor = item._tensor
-            if tensor.grad_fn is not None:
-                same = tensor.grad_fn is next_node and tensor._output_nr == input_nr
+            node_of = _engine.stored_grad_fn(tensor)  # no error for a view whose base changed
+            if node_of is not None:
+                same = node_of is next_node and tensor._output_nr == input_nr
             else:
                 same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
             if same:
@@ -198,6 +199,7 @@ def graph_values(nodes):
                 continue
             if item._is_output:
                 known.setdefault((node, item._output_nr), data)
-            elif item._tensor is not None and item._tensor.grad_fn is not None:
-                known.setdefault((item._tensor.grad_fn, item._tensor._output_nr), data)
+            elif item._tensor is not None and _engine.stored_grad_fn(item._tensor) is not None:
+                known.setdefault((_engine.stored_grad_fn(item._tensor), item._tensor._output_nr),
+                                 data)
     return known

@@ -124,8 +124,9 @@ def _saved_input_position(node, item, fingerprint=None):
     for edge, (next_node, input_nr) in enumerate(node.next_functions):
         if next_node is None:
             continue
-        if tensor.grad_fn is not None:
-            same = _feeds(tensor.grad_fn, tensor._output_nr, next_node, input_nr, depth)
+        node_of = _engine.stored_grad_fn(tensor)  # no error for a view whose base changed
+        if node_of is not None:
+            same = _feeds(node_of, tensor._output_nr, next_node, input_nr, depth)
         else:
             same = isinstance(next_node, _engine.AccumulateGrad) and next_node.variable is tensor
         if same:
