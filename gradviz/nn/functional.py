@@ -744,7 +744,7 @@ def _same_padding(weight_shape, dilation):
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) ``input`` with (O, C, kh, kw)
     ``weight`` (one ``ConvolutionBackward0`` node); with ``groups``, the channels split into
-    groups convolved separately (one convolution per group, concatenated)."""
+    groups convolved separately (a batch dim of the one op's matmul)."""
     x, unbatched = _batched_4d(input, "conv2d")
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
@@ -756,7 +756,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_groups(x, weight, groups)
     geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
     _check_blocks(x, geometry)
-    out = _grouped(_conv.conv2d, x, weight, bias, geometry, groups)
+    out = _conv.conv2d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if unbatched else out
 
 
@@ -771,16 +771,6 @@ def _check_groups(x, weight, groups):
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, "
                            f"but got {x.shape[1]} channels instead")
-
-
-def _grouped(conv, x, weight, bias, geometry, groups):
-    """``conv`` per group of channels (input channels and output channels split alike), the
-    outputs concatenated along the channels."""
-    if groups == 1:
-        return conv(x, weight, bias, geometry)
-    xs, ws = x.chunk(groups, 1), weight.chunk(groups, 0)
-    bs = bias.chunk(groups, 0) if bias is not None else [None] * groups
-    return _ops.cat([conv(xi, wi, bi, geometry) for xi, wi, bi in zip(xs, ws, bs)], 1)
 
 
 def _check_blocks(x, geometry):
@@ -971,7 +961,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
                                (1, one(stride)))
     _check_blocks(x.unsqueeze(2), geometry)
-    out = _grouped(_conv.conv1d, x, weight, bias, geometry, groups)
+    out = _conv.conv1d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if input.ndim == 2 else out
 
 
