@@ -11,7 +11,7 @@ input values times their interpolation weights, zero for corners outside the inp
 gradient of the input is ``gather``'s (a scatter-add), the gradient of the grid flows through
 the weights, and both can be differentiated again. Bicubic up-sampling is separable: one
 (out, in) matrix of torch's cubic-convolution weights (``A = -0.75``, edge indices clamped) per
-spatial dim, applied with ``matmul``.
+spatial dim, applied by one op (``UpsampleBicubic2DBackward0``, :mod:`gradviz.ops._separable`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import warnings
 import numpy as np
 
 from .. import ops as _ops
+from ..ops import _separable
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -232,7 +233,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def bicubic_matrix(n, m, scale, align_corners, dtype):
+def bicubic_matrix(n, m, scale, align_corners):
     """(m, n): output position i as torch's bicubic weights over the input (source index
     ``scale * (i + 0.5) - 0.5``, or ``i * (n - 1) / (m - 1)`` with ``align_corners``; taps
     outside clamped to the edge). ``scale`` is ``1 / scale_factor`` when one was given."""
@@ -246,19 +247,15 @@ def bicubic_matrix(n, m, scale, align_corners, dtype):
         floor = int(np.floor(source))
         for k, w in enumerate(_cubic_weights(source - floor)):
             matrix[i, min(max(floor - 1 + k, 0), n - 1)] += w
-    return _ops.tensor(matrix.astype(dtype))
+    return matrix
 
 
 def bicubic(input, sizes, scales, align_corners):
-    """(N, C, H, W) ``input`` resized to ``sizes`` with torch's bicubic weights."""
+    """(N, C, H, W) ``input`` resized to ``sizes`` with torch's bicubic weights (one
+    ``UpsampleBicubic2DBackward0`` node)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"compute_indices_weights_cubic\" not implemented for "
                                   f"'{_type_word(input.dtype)}'")
-    dtype = input.numpy(force=True).dtype
-    out = input
-    for axis, (n, m, s) in enumerate(zip(input.shape[2:], sizes, scales)):
-        dim = 2 + axis
-        scale = None if s is None else 1.0 / s
-        matrix = bicubic_matrix(n, m, scale, align_corners, dtype)
-        out = _ops.movedim(_ops.matmul(_ops.movedim(out, dim, -1), matrix.t()), -1, dim)
-    return out
+    matrices = [bicubic_matrix(n, m, None if s is None else 1.0 / s, align_corners)
+                for n, m, s in zip(input.shape[2:], sizes, scales)]
+    return _separable.upsample_bicubic2d(input, matrices)

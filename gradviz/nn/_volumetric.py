@@ -6,7 +6,8 @@ Note [Volumetric layers are single ops]
 ---------------------------------------
 Each 3-D layer is one op of :mod:`gradviz.ops._conv`, as the 2-D ones, so the graph shows
 torch's one node: ``ConvolutionBackward0``, ``MaxPool3DWithIndicesBackward0``,
-``AvgPool3DBackward0``, ``AdaptiveAvgPool3DBackward0``. The forwards run on numpy windows;
+``AvgPool3DBackward0``, ``AdaptiveAvgPool3DBackward0`` (:mod:`gradviz.ops._separable`). The
+forwards run on numpy;
 the backward rules are written with differentiable ops (``fold``/``unfold`` over three dims,
 ``matmul``), so second derivatives work. An uneven ``padding='same'`` pads first (a
 ``ConstantPadNdBackward0`` node, as torch).
@@ -20,7 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
-from ..ops import _conv
+from ..ops import _conv, _separable
 from ..ops._conv import check_dtypes
 from ._layers import _uniform_
 from ._module import Module, Parameter
@@ -258,7 +259,7 @@ def adaptive_avg_pool3d(input, output_size):
         raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
     spatial = tuple(input.shape[-3:])
     sizes = tuple(n if m is None else int(m) for m, n in zip(sizes, spatial))
-    return _conv.adaptive_avg_pool3d(input, sizes)
+    return _separable.adaptive_avg_pool3d(input, sizes)
 
 
 # ---- modules --------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from ._registry import Op, apply, promote, promote_float, saves_inputs
 from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
 
 __all__ = ["unfold", "fold", "conv1d", "conv2d", "conv3d", "max_pool2d", "max_pool3d",
-           "avg_pool2d", "avg_pool3d", "adaptive_avg_pool3d"]
+           "avg_pool2d", "avg_pool3d"]
 
 
 def _pair(value, name="kernel_size"):
@@ -359,50 +359,3 @@ def avg_pool3d(input, geometry, divisor):
     per block, flattened row-major) (``AvgPool3DBackward0``)."""
     return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[2:]),
                  divisor=divisor)
-
-
-# ---- adaptive average pooling 3-D ---------------------------------------------------------------
-
-def _averaging_matrix(n, m, dtype):
-    """(m, n): row i averages torch's adaptive bin ``floor(i n / m) .. ceil((i + 1) n / m)``."""
-    matrix = np.zeros((m, n))
-    for i in range(m):
-        start, end = (i * n) // m, -((-(i + 1) * n) // m)
-        matrix[i, start:end] = 1.0 / (end - start)
-    return matrix.astype(dtype)
-
-
-def _adaptive_avg_pool3d_forward(x, matrices):
-    out = x
-    for axis, matrix in enumerate(matrices):
-        dim = x.ndim - 3 + axis
-        out = np.moveaxis(np.moveaxis(out, dim, -1) @ matrix.T.astype(x.dtype), -1, dim)
-    return np.ascontiguousarray(out)
-
-
-def _adaptive_avg_pool3d_backward(ctx, g):
-    """The adjoint of the forward's three averaging matrices: each applied transposed."""
-    from .._tensor import _wrap
-    from ._compose import movedim
-
-    out = g
-    for axis, matrix in enumerate(ctx.matrices):
-        dim = g.ndim - 3 + axis
-        out = movedim(matmul(movedim(out, dim, -1), _wrap(matrix.astype(ctx.np_dtype))), -1, dim)
-    return (_tied(out, ctx.input(0)),)
-
-
-ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0",
-                         forward=lambda x, matrices, np_dtype: _adaptive_avg_pool3d_forward(
-                             x, matrices),
-                         backward=_adaptive_avg_pool3d_backward, saves=saves_inputs(0),
-                         dtype=promote_float)
-
-
-def adaptive_avg_pool3d(input, sizes):
-    """Average pooling of the last three dims of ``input`` to ``sizes`` with torch's
-    (overlapping) bins: separable, one averaging matrix per dim."""
-    spatial = tuple(input.shape[-3:])
-    matrices = tuple(_averaging_matrix(n, m, np.float64) for n, m in zip(spatial, sizes))
-    return apply(ADAPTIVE_AVG_POOL3D, input, matrices=matrices,
-                 np_dtype=input.numpy(force=True).dtype)
