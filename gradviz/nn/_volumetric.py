@@ -100,8 +100,8 @@ def _conv_padding(padding, kernel, dilation, stride):
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D cross-correlation of (N, C, D, H, W) (or (C, D, H, W)) ``input`` with
-    (O, C / groups, kd, kh, kw) ``weight``, as ``torch.nn.functional.conv3d`` (one ``ConvolutionBackward0``:
-    Note [Volumetric layers are single ops]).
+    (O, C / groups, kd, kh, kw) ``weight``, as ``torch.nn.functional.conv3d`` (one
+    ``ConvolutionBackward0``: Note [Volumetric layers are single ops]).
 
     Examples
     --------
