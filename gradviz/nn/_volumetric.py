@@ -186,9 +186,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                            "small")
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.numpy(force=True).dtype).min)
     geometry = _conv._Geometry(kernel, dilation, padding, stride, dims=3, ceil_mode=ceil_mode)
-    out, indices = _conv.max_pool3d(x, geometry, fill)
-    if unbatched:
-        out, indices = out.squeeze(0), indices.squeeze(0)
+    out, indices = _conv.max_pool3d(input, geometry, fill)  # unbatched as is, as torch
     return (out, _ops.tensor(indices)) if return_indices else out
 
 
@@ -240,7 +238,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     else:
         if isinstance(divisor, np.ndarray):
             divisor = divisor.astype(x.numpy(force=True).dtype)
-        out = _conv.avg_pool3d(x, geometry, divisor)
+        return _conv.avg_pool3d(input, geometry, divisor)  # unbatched as is, as torch
     return out.squeeze(0) if unbatched else out
 
 

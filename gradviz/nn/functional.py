@@ -814,11 +814,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x, unbatched = _batched_4d(input, "max_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
-    out, indices = _conv.max_pool2d(x, geometry)
-    indices = _ops.tensor(indices)
-    if unbatched:
-        out, indices = out.squeeze(0), indices.squeeze(0)
-    return (out, indices) if return_indices else out
+    out, indices = _conv.max_pool2d(input, geometry)  # unbatched as is: torch adds no nodes
+    return (out, _ops.tensor(indices)) if return_indices else out
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -837,10 +834,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise RuntimeError("divisor must be not zero")
     if divisor is None and not count_include_pad and any(geometry.padding):
         divisor = _window_counts(x.shape[2:], geometry)
-    if x.dtype is _dtypes.int64:
-        out = _integer_avg_pool(x, geometry, divisor)
-    else:
-        out = _conv.avg_pool2d(x, geometry, divisor)
+    if x.dtype is not _dtypes.int64:
+        return _conv.avg_pool2d(input, geometry, divisor)  # unbatched as is, as torch
+    out = _integer_avg_pool(x, geometry, divisor)
     return out.squeeze(0) if unbatched else out
 
 
@@ -887,8 +883,8 @@ def adaptive_avg_pool2d(input, output_size):
         raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
                                   "multiple of the output size")
     kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
-    out = _conv.avg_pool2d(x, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
-    return out.squeeze(0) if unbatched else out
+    # unbatched as is: torch adds no nodes
+    return _conv.avg_pool2d(input, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

@@ -278,11 +278,19 @@ def _max_pool_backward(ctx, g):
     from .._tensor import _wrap
     from ._creation import zeros
 
+    if ctx.unbatched:
+        g = unsqueeze(g, 0)
     n, c, kk = ctx.indices.shape[0], ctx.indices.shape[1], ctx.kernel_area
     flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
     cols = scatter_add(zeros((n, c, kk, flat_g.shape[3]), dtype=g.dtype), 2,
                        _wrap(ctx.indices), flat_g)
-    return (_tied(_spread(ctx, cols), ctx.input(0)),)
+    return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
+
+
+def _unbatch(ctx, grad):
+    """A pool of an unbatched input (torch's kernels take one, no batch dim added in the
+    graph) computes with a batch of one: its gradient drops that dim again."""
+    return squeeze_dim(grad, 0) if ctx.unbatched else grad
 
 
 MAX_POOL2D = Op("max_pool2d", "MaxPool2DWithIndicesBackward0",
@@ -297,44 +305,53 @@ def _max_pool(op, input, geometry, fill):
     """The maximum of each block (the gradient to the first maximum, as in torch); also the
     flat index (into the spatial dims) of each maximum, as torch's ``return_indices`` gives it."""
     x = input._data
+    unbatched = x.ndim == len(geometry.kernel) + 1
+    if unbatched:
+        x = x[None]
     sizes = x.shape[2:]
     out_sizes = geometry.blocks(*sizes)
     windows = _pool_windows(x, geometry, fill)
     indices = np.argmax(windows, axis=2)[:, :, None, :]
     values = np.take_along_axis(windows, indices, axis=2).reshape(x.shape[:2] + out_sizes)
-    out = apply(op, input, values=values, geometry=geometry, indices=indices,
-                size=tuple(sizes), kernel_area=windows.shape[2])
+    out = apply(op, input, values=values[0] if unbatched else values, geometry=geometry,
+                indices=indices, size=tuple(sizes), kernel_area=windows.shape[2],
+                unbatched=unbatched)
     kernel_index = np.unravel_index(indices[:, :, 0, :], geometry.kernel)
     positions = np.indices(out_sizes).reshape(len(out_sizes), -1)
     flat = np.zeros(indices[:, :, 0, :].shape, dtype=np.int64)
     for axis, size in enumerate(sizes):
         start = positions[axis] * geometry.stride[axis] - geometry.padding[axis]
         flat = flat * size + start + kernel_index[axis] * geometry.dilation[axis]
-    return out, flat.reshape(x.shape[:2] + out_sizes)
+    flat = flat.reshape(x.shape[:2] + out_sizes)
+    return out, flat[0] if unbatched else flat
 
 
 def max_pool2d(input, geometry):
-    """2-D max pooling of (N, C, H, W) ``input`` (``MaxPool2DWithIndicesBackward0``)."""
+    """2-D max pooling of (N, C, H, W) or (C, H, W) ``input`` (``MaxPool2DWithIndicesBackward0``)."""
     return _max_pool(MAX_POOL2D, input, geometry, -np.inf)
 
 
 def max_pool3d(input, geometry, fill=-np.inf):
-    """3-D max pooling of (N, C, D, H, W) ``input`` (``MaxPool3DWithIndicesBackward0``);
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) ``input`` (``MaxPool3DWithIndicesBackward0``);
     ``fill`` pads (the dtype's least value for integers)."""
     return _max_pool(MAX_POOL3D, input, geometry, fill)
 
 
-def _avg_pool_forward(x, geometry, size, divisor):
-    sums = _pool_windows(x, geometry, 0.0).sum(axis=2)
-    return (sums / divisor).reshape(x.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
+def _avg_pool_forward(x, geometry, size, divisor, unbatched=False):
+    batched = x[None] if unbatched else x
+    sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
+    out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
+    return out[0] if unbatched else out
 
 
 def _avg_pool_backward(ctx, g):
+    if ctx.unbatched:
+        g = unsqueeze(g, 0)
     n, c = g.shape[0], g.shape[1]
     kk = math.prod(ctx.geometry.kernel)
     flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
     cols = expand(flat_g / ctx.divisor, n, c, kk, flat_g.shape[3])
-    return (_tied(_spread(ctx, cols), ctx.input(0)),)
+    return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
 
 AVG_POOL2D = Op("avg_pool2d", "AvgPool2DBackward0", forward=_avg_pool_forward,
@@ -351,11 +368,11 @@ def avg_pool2d(input, geometry, divisor=None, adaptive=False):
     if divisor is None:
         divisor = math.prod(geometry.kernel)
     return apply(ADAPTIVE_AVG_POOL2D if adaptive else AVG_POOL2D, input, geometry=geometry,
-                 size=tuple(input.shape[2:]), divisor=divisor)
+                 size=tuple(input.shape[-2:]), divisor=divisor, unbatched=input.ndim == 3)
 
 
 def avg_pool3d(input, geometry, divisor):
-    """The sum of each block of (N, C, D, H, W) ``input`` over ``divisor`` (a number, or one
+    """The sum of each block of (N, C, D, H, W) or (C, D, H, W) ``input`` over ``divisor`` (a number, or one
     per block, flattened row-major) (``AvgPool3DBackward0``)."""
-    return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[2:]),
-                 divisor=divisor)
+    return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[-3:]),
+                 divisor=divisor, unbatched=input.ndim == 4)

@@ -39,16 +39,11 @@ def _adjoint(ctx, g):
     return out
 
 
-def _tied_backward(ctx, g):
-    """torch's adaptive pooling backward takes the input: under ``create_graph`` its result
-    requires grad whenever the input does (see ``_conv._tied``)."""
-    from ._conv import _tied
-
-    return (_tied(_adjoint(ctx, g), ctx.input(0)),)
-
-
+# torch's backward of both takes the gradient alone (adaptive pooling's also the input, for its
+# shape): a first gradient never requires grad through them
 ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", forward=_forward,
-                         backward=_tied_backward, saves=saves_inputs(0), dtype=promote_float)
+                         backward=lambda ctx, g: (_adjoint(ctx, g),), saves=saves_inputs(0),
+                         dtype=promote_float)
 UPSAMPLE_BICUBIC2D = Op("upsample_bicubic2d", "UpsampleBicubic2DBackward0", forward=_forward,
                         backward=lambda ctx, g: (_adjoint(ctx, g),), dtype=promote_float)
 
