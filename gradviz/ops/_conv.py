@@ -185,7 +185,12 @@ def _convolution_grads(ctx, x, weight, g):
     flat_w = reshape(weight, (groups, out_channels // groups, -1))   # (G, O/G, K)
     grad_x = grad_w = grad_b = None
     if ctx.needs_input_grad[0]:
-        cols = matmul(transpose(flat_w, 1, 2), flat_g)                # (N, G, K, L)
+        # (N, G, K, L); depthwise (O/G = 1) these are outer products, which a broadcast
+        # multiply computes ~3x faster than numpy's batched matmul
+        if out_channels == groups:
+            cols = transpose(flat_w, 1, 2) * flat_g
+        else:
+            cols = matmul(transpose(flat_w, 1, 2), flat_g)
         grad_x = fold(reshape(cols, (n, -1, flat_g.shape[3])), tuple(x.shape[2:]),
                       ctx.geometry)
         grad_x = _tied(grad_x, x)
