@@ -208,7 +208,7 @@ def _sample(input, grid, mode, padding_mode, align_corners):
     return out
 
 
-def _grid_sampler_forward(input, grid, mode, padding_mode, align_corners):
+def _grid_sampler_forward(input, grid, mode, padding_mode, align_corners, **_):
     from .._tensor import _wrap
 
     return _sample(_wrap(input), _wrap(grid), mode, padding_mode, align_corners)._data
@@ -356,4 +356,5 @@ def bicubic(input, sizes, scales, align_corners):
                                   f"'{_type_word(input.dtype)}'")
     matrices = [bicubic_matrix(n, m, None if s is None else 1.0 / s, align_corners)
                 for n, m, s in zip(input.shape[2:], sizes, scales)]
-    return _separable.upsample_bicubic2d(input, matrices)
+    return _separable.upsample_bicubic2d(input, matrices, output_size=tuple(sizes),
+                                         scales=tuple(scales), align_corners=bool(align_corners))

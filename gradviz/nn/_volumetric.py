@@ -175,6 +175,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum over each window of (N, C, D, H, W) or (C, D, H, W) ``input``; with
     ``return_indices``, the flat index (into D * H * W) of each maximum, as torch's."""
     x, unbatched = _pool_input(input)
+    stride_arg = () if stride is None or stride == [] else _triple(stride)
     kernel, stride, padding, dilation = _pool_geometry(input, kernel_size, stride, padding,
                                                        dilation)
     sizes = tuple(x.shape[2:])
@@ -186,7 +187,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                            "small")
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.numpy(force=True).dtype).min)
     geometry = _conv._Geometry(kernel, dilation, padding, stride, dims=3, ceil_mode=ceil_mode)
-    out, indices = _conv.max_pool3d(input, geometry, fill)  # unbatched as is, as torch
+    out, indices = _conv.max_pool3d(input, geometry, fill, stride_arg)  # unbatched as is
     return (out, _ops.tensor(indices)) if return_indices else out
 
 
@@ -210,6 +211,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if not (x.dtype.is_floating_point or x.dtype is _dtypes.int64):
         raise NotImplementedError(
             f"\"avg_pool3d_out_frame\" not implemented for '{_type_word(x.dtype)}'")
+    stride_arg = () if stride is None or stride == [] else _triple(stride)
     kernel, stride, padding, dilation = _pool_geometry(input, kernel_size, stride, padding, 1)
     sizes = tuple(x.shape[2:])
     if any(n + 2 * p < k for n, p, k in zip(sizes, padding, kernel)):
@@ -238,7 +240,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     else:
         if isinstance(divisor, np.ndarray):
             divisor = divisor.astype(x.numpy(force=True).dtype)
-        return _conv.avg_pool3d(input, geometry, divisor)  # unbatched as is, as torch
+        return _conv.avg_pool3d(input, geometry, divisor, stride_arg=stride_arg,  # unbatched
+                                count_include_pad=count_include_pad,    # as is, as torch
+                                divisor_override=divisor_override)
     return out.squeeze(0) if unbatched else out
 
 
@@ -257,6 +261,8 @@ def adaptive_avg_pool3d(input, output_size):
         raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
     spatial = tuple(input.shape[-3:])
     sizes = tuple(n if m is None else int(m) for m, n in zip(sizes, spatial))
+    if sizes == (1, 1, 1):  # torch takes the mean (a MeanBackward1 node)
+        return input.mean((-3, -2, -1), keepdim=True)
     return _separable.adaptive_avg_pool3d(input, sizes)
 
 

@@ -162,7 +162,7 @@ def fold(input, output_size, geometry):
 
 # ---- convolution ------------------------------------------------------------------------------
 
-def _conv_forward(x, weight, bias, geometry, groups=1):
+def _conv_forward(x, weight, bias, geometry, groups=1, **_):
     """Cross-correlation over any number of spatial dims: one matmul per group of channels,
     the groups a batch dim of it (input channels and output channels split alike)."""
     n, out_channels = x.shape[0], weight.shape[0]
@@ -226,7 +226,7 @@ CONV2D = Op("conv2d", "ConvolutionBackward0", forward=_conv_forward, backward=_c
 CONV3D = Op("conv3d", "ConvolutionBackward0", forward=_conv_forward, backward=_conv_backward,
             saves=saves_inputs(0, 1), dtype=_operands_dtype)
 CONV1D = Op("conv1d", "ConvolutionBackward0",
-            forward=lambda x, weight, bias, geometry, groups: _conv_forward(
+            forward=lambda x, weight, bias, geometry, groups, **_: _conv_forward(
                 x[:, :, None, :], weight[:, :, None, :], bias, geometry, groups)[:, :, 0, :],
             backward=_conv1d_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
@@ -244,24 +244,32 @@ def check_dtypes(input, weight, bias, transposed=False):
                            f"{TYPE_WORDS[weight.dtype.name]}")
 
 
+def _bias_sizes(bias):
+    """torch's ``_saved_bias_sym_sizes_opt``: the bias's shape, ``(0,)`` without one."""
+    return (0,) if bias is None else tuple(bias.shape)
+
+
 def conv2d(input, weight, bias, geometry, groups=1):
     """Cross-correlation of (N, C, H, W) ``input`` with (O, C / groups, kh, kw) ``weight``."""
     check_dtypes(input, weight, bias)
-    return apply(CONV2D, input, weight, bias, geometry=geometry, groups=groups)
+    return apply(CONV2D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
 
 
 def conv3d(input, weight, bias, geometry, groups=1):
     """Cross-correlation of (N, C, D, H, W) ``input`` with (O, C / groups, kd, kh, kw)
     ``weight`` (``geometry`` over three dims)."""
     check_dtypes(input, weight, bias)
-    return apply(CONV3D, input, weight, bias, geometry=geometry, groups=groups)
+    return apply(CONV3D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
 
 
 def conv1d(input, weight, bias, geometry, groups=1):
     """Cross-correlation of (N, C, L) ``input`` with (O, C / groups, k) ``weight``
     (``geometry`` over (1, L))."""
     check_dtypes(input, weight, bias)
-    return apply(CONV1D, input, weight, bias, geometry=geometry, groups=groups)
+    return apply(CONV1D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
 
 
 # ---- pooling ----------------------------------------------------------------------------------
@@ -306,7 +314,7 @@ MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
                 saves=saves_inputs(0))
 
 
-def _max_pool(op, input, geometry, fill):
+def _max_pool(op, input, geometry, fill, stride_arg=()):
     """The maximum of each block (the gradient to the first maximum, as in torch); also the
     flat index (into the spatial dims) of each maximum, as torch's ``return_indices`` gives it."""
     x = input._data
@@ -320,7 +328,7 @@ def _max_pool(op, input, geometry, fill):
     values = np.take_along_axis(windows, indices, axis=2).reshape(x.shape[:2] + out_sizes)
     out = apply(op, input, values=values[0] if unbatched else values, geometry=geometry,
                 indices=indices, size=tuple(sizes), kernel_area=windows.shape[2],
-                unbatched=unbatched)
+                unbatched=unbatched, stride_arg=stride_arg)
     kernel_index = np.unravel_index(indices[:, :, 0, :], geometry.kernel)
     positions = np.indices(out_sizes).reshape(len(out_sizes), -1)
     flat = np.zeros(indices[:, :, 0, :].shape, dtype=np.int64)
@@ -336,13 +344,14 @@ def max_pool2d(input, geometry):
     return _max_pool(MAX_POOL2D, input, geometry, -np.inf)
 
 
-def max_pool3d(input, geometry, fill=-np.inf):
+def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
     """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) ``input`` (``MaxPool3DWithIndicesBackward0``);
-    ``fill`` pads (the dtype's least value for integers)."""
-    return _max_pool(MAX_POOL3D, input, geometry, fill)
+    ``fill`` pads (the dtype's least value for integers); ``stride_arg`` is the stride as
+    given (``()`` for the kernel's), which torch's node reports."""
+    return _max_pool(MAX_POOL3D, input, geometry, fill, stride_arg)
 
 
-def _avg_pool_forward(x, geometry, size, divisor, unbatched=False):
+def _avg_pool_forward(x, geometry, size, divisor, unbatched=False, **_):
     batched = x[None] if unbatched else x
     sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
     out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
@@ -376,8 +385,9 @@ def avg_pool2d(input, geometry, divisor=None, adaptive=False):
                  size=tuple(input.shape[-2:]), divisor=divisor, unbatched=input.ndim == 3)
 
 
-def avg_pool3d(input, geometry, divisor):
+def avg_pool3d(input, geometry, divisor, **arguments):
     """The sum of each block of (N, C, D, H, W) or (C, D, H, W) ``input`` over ``divisor`` (a number, or one
-    per block, flattened row-major) (``AvgPool3DBackward0``)."""
+    per block, flattened row-major) (``AvgPool3DBackward0``); ``arguments`` (the stride as
+    given, ``count_include_pad``, ``divisor_override``) are kept for the node's saved values."""
     return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[-3:]),
-                 divisor=divisor, unbatched=input.ndim == 4)
+                 divisor=divisor, unbatched=input.ndim == 4, **arguments)

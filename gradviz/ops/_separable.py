@@ -19,7 +19,7 @@ from ._registry import Op, apply, promote_float, saves_inputs
 __all__ = ["adaptive_avg_pool3d", "upsample_bicubic2d"]
 
 
-def _forward(x, matrices, np_dtype):
+def _forward(x, matrices, np_dtype, **_):
     out = x
     first = x.ndim - len(matrices)
     for axis, matrix in enumerate(matrices):
@@ -64,8 +64,10 @@ def adaptive_avg_pool3d(input, sizes):
                  np_dtype=input.numpy(force=True).dtype)
 
 
-def upsample_bicubic2d(input, matrices):
+def upsample_bicubic2d(input, matrices, **arguments):
     """(N, C, H, W) ``input`` resized by the (out, in) bicubic weight ``matrices`` of H and W
-    (float64 numpy arrays)."""
+    (float64 numpy arrays); ``arguments`` (``output_size``, ``scales``, ``align_corners``) are
+    kept for the node's saved values."""
     return apply(UPSAMPLE_BICUBIC2D, input, matrices=tuple(matrices),
-                 np_dtype=input.numpy(force=True).dtype)
+                 np_dtype=input.numpy(force=True).dtype, input_sizes=tuple(input.shape),
+                 **arguments)

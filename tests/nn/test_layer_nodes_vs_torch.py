@@ -84,6 +84,10 @@ CASES = {
         [rand(1, 2, 5, 4, 3)]),
     "adaptive_avg_pool3d": (lambda lib, x: F(lib).adaptive_avg_pool3d(x, (3, 2, 4)),
                             [rand(2, 2, 5, 5, 6)]),
+    "global average pools (torch's mean)": (
+        lambda lib, x: F(lib).adaptive_avg_pool3d(x, 1).sum() + F(lib).adaptive_avg_pool2d(
+            x[0], (1, 1)).sum() + F(lib).adaptive_avg_pool1d(x[0, 0], 1).sum(),
+        [rand(2, 3, 4, 4, 4)]),
     "embedding_bag mean": (
         lambda lib, w: F(lib).embedding_bag(lib.tensor(BAG_INDICES), w, lib.tensor(BAG_OFFSETS)),
         [rand(10, 3)]),
