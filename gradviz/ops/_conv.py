@@ -340,14 +340,16 @@ def _max_pool(op, input, geometry, fill, stride_arg=()):
 
 
 def max_pool2d(input, geometry):
-    """2-D max pooling of (N, C, H, W) or (C, H, W) ``input`` (``MaxPool2DWithIndicesBackward0``)."""
+    """2-D max pooling of (N, C, H, W) or (C, H, W) ``input``
+    (``MaxPool2DWithIndicesBackward0``)."""
     return _max_pool(MAX_POOL2D, input, geometry, -np.inf)
 
 
 def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
-    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) ``input`` (``MaxPool3DWithIndicesBackward0``);
-    ``fill`` pads (the dtype's least value for integers); ``stride_arg`` is the stride as
-    given (``()`` for the kernel's), which torch's node reports."""
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) ``input``
+    (``MaxPool3DWithIndicesBackward0``); ``fill`` pads (the dtype's least value for integers);
+    ``stride_arg`` is the stride as given (``()`` for the kernel's), which torch's node
+    reports."""
     return _max_pool(MAX_POOL3D, input, geometry, fill, stride_arg)
 
 
@@ -386,8 +388,9 @@ def avg_pool2d(input, geometry, divisor=None, adaptive=False):
 
 
 def avg_pool3d(input, geometry, divisor, **arguments):
-    """The sum of each block of (N, C, D, H, W) or (C, D, H, W) ``input`` over ``divisor`` (a number, or one
-    per block, flattened row-major) (``AvgPool3DBackward0``); ``arguments`` (the stride as
-    given, ``count_include_pad``, ``divisor_override``) are kept for the node's saved values."""
+    """The sum of each block of (N, C, D, H, W) or (C, D, H, W) ``input`` over ``divisor`` (a
+    number, or one per block, flattened row-major) (``AvgPool3DBackward0``); ``arguments``
+    (the stride as given, ``count_include_pad``, ``divisor_override``) are kept for the
+    node's saved values."""
     return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[-3:]),
                  divisor=divisor, unbatched=input.ndim == 4, **arguments)
