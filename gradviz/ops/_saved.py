@@ -233,6 +233,12 @@ def _indices_tuple(node):
     return tuple(entries)
 
 
+def _wrapped_array(array):
+    from .._tensor import _wrap
+
+    return _wrap(array.copy())
+
+
 def _conv_geometry(key):
     """A convolution's ``stride``/``padding``/``dilation``/``output_padding`` as torch saves
     it: one entry per spatial dim (a 1-D convolution computes over (1, L): the first is
@@ -456,6 +462,10 @@ SAVED_NAMES = {
         "interpolation_mode": Computed(lambda node: _GRID_MODES[node.attrs["mode"]]),
         "padding_mode": Computed(lambda node: _GRID_PADDING[node.attrs["padding_mode"]]),
         "align_corners": Attr("align_corners"),
+    },
+    "PackPaddedSequenceBackward0": {
+        "batch_first": Attr("batch_first"),
+        "result1": Computed(lambda node: _wrapped_array(node.attrs["batch_sizes"])),
     },
     "UpsampleBicubic2DBackward0": {
         "align_corners": Attr("align_corners"), "output_size": Attr("output_size"),

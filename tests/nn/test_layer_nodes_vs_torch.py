@@ -1,5 +1,6 @@
 """One backward node per layer, named as torch names it: grouped/depthwise convolutions, the
-3-D convolution and pools, ``embedding_bag``, ``grid_sample`` and bicubic ``interpolate``
+3-D convolution and pools, ``embedding_bag``, ``grid_sample``, bicubic ``interpolate`` and
+``pack_padded_sequence``
 against torch 2.13: ``y.grad_fn.name()``, the set of node names in the whole backward graph,
 the values and the first gradients, and ``gradgradcheck`` where torch's passes."""
 
@@ -120,6 +121,16 @@ CASES = {
     "bicubic interpolate align_corners": (
         lambda lib, x: F(lib).interpolate(x, size=(3, 7), mode="bicubic", align_corners=True),
         [rand(1, 2, 5, 4)]),
+    "pack_padded_sequence": (
+        lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [4, 2, 1]).data,
+        [rand(4, 3, 2)]),
+    "pack_padded_sequence batch_first": (
+        lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [3, 3, 1], batch_first=True).data,
+        [rand(3, 4, 2)]),
+    "pack_padded_sequence unsorted": (
+        lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [1, 4, 2],
+                                                             enforce_sorted=False).data,
+        [rand(4, 3)]),
 }
 
 MODULES = {
@@ -185,6 +196,9 @@ GRADGRAD = {  # small inputs keep the finite differences cheap
         [rand(1, 2, 3, 4), rand(1, 2, 2, 2, seed=1, low=-1.3, high=1.3)]),
     "bicubic interpolate": (lambda lib, x: F(lib).interpolate(x, size=(3, 2), mode="bicubic"),
                             [rand(1, 2, 2, 3)]),
+    "pack_padded_sequence": (
+        lambda lib, x: lib.nn.utils.rnn.pack_padded_sequence(x, [3, 2, 1], batch_first=True).data,
+        [rand(3, 3, 2)]),
 }
 
 

@@ -182,6 +182,25 @@ def bicubic_upsampling_second_derivative(torch, o):
     o("second", gg)
 
 
+@program
+def packed_sequence_through_lstm(torch, o):
+    # the padded-batch RNN tutorial: pack_padded_sequence -> LSTM -> pad_packed_sequence
+    lstm = torch.nn.LSTM(2, 3)
+    with torch.no_grad():
+        for i, p in enumerate(lstm.parameters()):
+            p.copy_(torch.linspace(-0.5, 0.5, p.numel()).reshape(p.shape) * (i + 1) / 4)
+    batch = torch.linspace(-1, 1, 3 * 4 * 2).reshape(3, 4, 2).requires_grad_()
+    packed = torch.nn.utils.rnn.pack_padded_sequence(batch, [4, 3, 1], batch_first=True)
+    o("node", packed.data.grad_fn.name())
+    o("batch_first", packed.data.grad_fn._saved_batch_first)
+    o("batch sizes", packed.data.grad_fn._saved_result1)
+    out, _ = lstm(packed)
+    padded, lengths = torch.nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+    padded.sum().backward()
+    o("lengths", lengths)
+    o("batch grad", batch.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
