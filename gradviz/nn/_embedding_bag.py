@@ -1,13 +1,9 @@
 """``embedding_bag`` and ``EmbeddingBag``: sums, means or maxima of bags of embeddings, without
 materializing the (bag, member, dim) tensor a user would build with ``Embedding``.
 
-Built from differentiable gradviz ops: the rows of all bag members are looked up at once
-(``index_select``), scaled by ``per_sample_weights`` (``mode="sum"``), then a (bags, members)
-matrix of ones (or of ``1 / count`` for the mean; zeros for ``padding_idx`` members) sums them
-per bag with one ``matmul``; for ``mode="max"`` each bag takes the maximum per coordinate of
-its members (the gradient goes to the first maximum, as torch's kernel). An empty bag, or one
-holding only ``padding_idx``, gives zeros. torch records one ``EmbeddingBagBackward0`` node;
-values and gradients agree.
+One op, one ``EmbeddingBagBackward0`` node as in torch (:mod:`gradviz.ops._embedding_bag`):
+a ``mode="max"`` bag's gradient goes to the first maximum, as torch's kernel; an empty bag, or
+one holding only ``padding_idx``, gives zeros.
 """
 
 from __future__ import annotations
@@ -15,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as _ops
+from ..ops import _embedding_bag
 from ..autograd.grad_mode import no_grad
 from ._module import Module, Parameter
 
@@ -109,34 +106,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
     if bad.size:
         raise RuntimeError(f"Index {bad[0]} of input takes value {indices[bad[0]]} which is not "
                            f"in the valid range [0, {rows})")
-    members = _ops.index_select(weight, 0, _ops.tensor(indices))
-    if per_sample_weights is not None:
-        members = members * per_sample_weights.reshape(-1, 1)
     keep = indices != padding_idx if padding_idx is not None else np.ones(indices.shape, bool)
-    if mode == "max":
-        return _bag_maxima(members, bags, keep, weight)
-    matrix = np.zeros((len(bags), indices.size))
-    for b, (start, end) in enumerate(bags):
-        kept = keep[start:end]
-        count = int(kept.sum())
-        if count:
-            matrix[b, start:end] = kept / count if mode == "mean" else kept
-    dtype = weight.numpy(force=True).dtype
-    return _ops.matmul(_ops.tensor(matrix.astype(dtype)), members)
-
-
-def _bag_maxima(members, bags, keep, weight):
-    """Each bag's maximum per coordinate over its kept members (zeros for none)."""
-    outputs = []
-    for start, end in bags:
-        chosen = np.flatnonzero(keep[start:end]) + start
-        if chosen.size:
-            outputs.append(_ops.index_select(members, 0, _ops.tensor(chosen)).max(0)[0])
-        else:
-            outputs.append(_ops.zeros(weight.shape[1], dtype=weight.dtype))
-    if not outputs:  # no bags: (0, dim), still a function of the weight
-        return weight[:0]
-    return _ops.stack(outputs)
+    return _embedding_bag.embedding_bag(weight, per_sample_weights, indices, bags, keep, mode)
 
 
 class EmbeddingBag(Module):

@@ -11,7 +11,7 @@ input values times their interpolation weights, zero for corners outside the inp
 gradient of the input is ``gather``'s (a scatter-add), the gradient of the grid flows through
 the weights, and both can be differentiated again. Bicubic up-sampling is separable: one
 (out, in) matrix of torch's cubic-convolution weights (``A = -0.75``, edge indices clamped) per
-spatial dim, applied with ``matmul``.
+spatial dim, applied by one op (``UpsampleBicubic2DBackward0``, :mod:`gradviz.ops._separable`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ import warnings
 import numpy as np
 
 from .. import ops as _ops
+from ..ops import _separable
+from ..ops._registry import Op, apply, saves_inputs
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -135,14 +137,133 @@ def _source_index(coordinate, n, padding_mode, align_corners):
     return coordinate
 
 
+def _source_slope(coordinate, n, padding_mode, align_corners):
+    """d(source index)/d(grid coordinate) as torch's kernel takes it (numpy, piecewise
+    constant): the unnormalizing scale, times -1 per reflection, times 0 where ``border`` or
+    ``reflection`` clips (the borders themselves count as outside)."""
+    scale = (n - 1) / 2 if align_corners else n / 2
+    source = np.asarray(coordinate, dtype=np.float64)
+    source = (source + 1) / 2 * (n - 1) if align_corners else ((source + 1) * n - 1) / 2
+    slope = np.full(source.shape, scale)
+    if padding_mode == "zeros":
+        return slope
+    if padding_mode == "reflection":
+        twice_low, twice_high = (0, 2 * (n - 1)) if align_corners else (-1, 2 * n - 1)
+        if twice_low == twice_high:
+            return np.zeros(source.shape)
+        low, span = twice_low / 2, (twice_high - twice_low) / 2
+        shifted = source - low
+        slope = np.where(shifted < 0, -slope, slope)
+        distance = np.abs(shifted)
+        odd = np.floor(distance / span) % 2 == 1
+        slope = np.where(odd, -slope, slope)
+        source = np.where(odd, span - np.fmod(distance, span), np.fmod(distance, span)) + low
+    return np.where((source > 0) & (source < n - 1), slope, 0.0)
+
+
+def _corners(x, y):
+    """The four integer corners around (``x``, ``y``) (numpy) with their bilinear weights
+    (Tensors, differentiable in the grid) and, for the grid's gradient, the weights' slopes
+    along x and along y."""
+    x0, y0 = np.floor(x.numpy(force=True)), np.floor(y.numpy(force=True))
+    tx, ty = x - _ops.tensor(x0), y - _ops.tensor(y0)
+    rows, cols = y0.astype(np.int64), x0.astype(np.int64)
+    for drow, wy, sy in ((0, 1 - ty, -1), (1, ty, 1)):
+        for dcol, wx, sx in ((0, 1 - tx, -1), (1, tx, 1)):
+            yield rows + drow, cols + dcol, wy * wx, sx * wy, sy * wx
+
+
 def _gather_corner(flat_input, rows, cols, height, width):
     """(N, C, Ho, Wo): the input at integer ``rows``/``cols`` (N, Ho, Wo), zero outside."""
+    inside, index = _corner_index(rows, cols, height, width, flat_input.shape[1])
+    values = _ops.gather(flat_input, 2, index).reshape(*flat_input.shape[:2], *rows.shape[1:])
+    return values, inside
+
+
+def _corner_index(rows, cols, height, width, channels):
     inside = (rows >= 0) & (rows < height) & (cols >= 0) & (cols < width)
     index = np.clip(rows, 0, height - 1) * width + np.clip(cols, 0, width - 1)
-    batch, channels = flat_input.shape[0], flat_input.shape[1]
+    batch = rows.shape[0]
     index = _ops.tensor(index.reshape(batch, 1, -1).astype(np.int64)).expand(batch, channels, -1)
-    values = _ops.gather(flat_input, 2, index).reshape(batch, channels, *rows.shape[1:])
-    return values, inside
+    return inside, index
+
+
+def _sample(input, grid, mode, padding_mode, align_corners):
+    """The sampled (N, C, Ho, Wo) values (Note [Sampling is gather and weights])."""
+    batch, channels, height, width = input.shape
+    x = _source_index(grid[..., 0], width, padding_mode, align_corners)
+    y = _source_index(grid[..., 1], height, padding_mode, align_corners)
+    flat_input = input.reshape(batch, channels, height * width)
+    if mode == "nearest":  # torch rounds half to even (nearbyint), as np.rint
+        rows = np.rint(y.numpy(force=True)).astype(np.int64)
+        cols = np.rint(x.numpy(force=True)).astype(np.int64)
+        values, inside = _gather_corner(flat_input, rows, cols, height, width)
+        return values * _ops.tensor(inside[:, None].astype(values.numpy(force=True).dtype))
+    out = None
+    for rows, cols, weight, _, _ in _corners(x, y):
+        values, inside = _gather_corner(flat_input, rows, cols, height, width)
+        term = values * (weight * _ops.tensor(inside.astype(x.numpy(force=True).dtype))
+                         ).unsqueeze(1)
+        out = term if out is None else out + term
+    return out
+
+
+def _grid_sampler_forward(input, grid, mode, padding_mode, align_corners, **_):
+    from .._tensor import _wrap
+
+    return _sample(_wrap(input), _wrap(grid), mode, padding_mode, align_corners)._data
+
+
+def _grid_sampler_backward(ctx, g):
+    """The input's gradient scatters ``g`` times each corner's weight back onto the corner;
+    the grid's is ``g`` times each corner's value times the weight's slope, times the source
+    index's slope (:func:`_source_slope`). Written with Tensor ops, so it differentiates again."""
+    from ..ops._conv import _tied
+
+    input, grid = ctx.input(0), ctx.input(1)
+    batch, channels, height, width = input.shape
+    x = _source_index(grid[..., 0], width, ctx.padding_mode, ctx.align_corners)
+    y = _source_index(grid[..., 1], height, ctx.padding_mode, ctx.align_corners)
+    dtype = x.numpy(force=True).dtype
+    flat_g = g.reshape(batch, channels, -1)
+    grad_input = _ops.zeros(batch, channels, height * width, dtype=g.dtype)
+    grad_grid = None
+    if ctx.mode == "nearest":
+        rows = np.rint(y.numpy(force=True)).astype(np.int64)
+        cols = np.rint(x.numpy(force=True)).astype(np.int64)
+        inside, index = _corner_index(rows, cols, height, width, channels)
+        grad_input = _ops.scatter_add(grad_input, 2, index, flat_g * _ops.tensor(
+            inside.reshape(batch, 1, -1).astype(dtype)))
+        if ctx.needs_input_grad[1]:
+            grad_grid = _tied(_ops.zeros(tuple(grid.shape), dtype=g.dtype), input, grid)
+    else:
+        flat_input = input.reshape(batch, channels, height * width)
+        along_x = along_y = 0
+        for rows, cols, weight, slope_x, slope_y in _corners(x, y):
+            inside, index = _corner_index(rows, cols, height, width, channels)
+            mask = _ops.tensor(inside.astype(dtype))
+            if ctx.needs_input_grad[0]:
+                spread = flat_g * (weight * mask).reshape(batch, 1, -1)
+                grad_input = _ops.scatter_add(grad_input, 2, index, spread)
+            if ctx.needs_input_grad[1]:
+                values = _ops.gather(flat_input, 2, index).reshape(tuple(g.shape))
+                weighted = (g * values).sum(1) * mask
+                along_x = along_x + weighted * slope_x
+                along_y = along_y + weighted * slope_y
+        if ctx.needs_input_grad[1]:
+            slopes = [_ops.tensor(_source_slope(grid[..., i].numpy(force=True), n,
+                                                ctx.padding_mode, ctx.align_corners
+                                                ).astype(dtype)) for i, n in ((0, width),
+                                                                               (1, height))]
+            grad_grid = _ops.stack([along_x * slopes[0], along_y * slopes[1]], -1)
+            grad_grid = _tied(grad_grid, input, grid)
+    if not ctx.needs_input_grad[0]:
+        return None, grad_grid
+    return _tied(grad_input.reshape(tuple(input.shape)), input, grid), grad_grid
+
+
+GRID_SAMPLER_2D = Op("grid_sampler_2d", "GridSampler2DBackward0", forward=_grid_sampler_forward,
+                     backward=_grid_sampler_backward, saves=saves_inputs(0, 1))
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros",
@@ -188,30 +309,8 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
     if input.ndim != 4 or mode == "bicubic":
         raise NotImplementedError(f"grid_sample: gradviz supports 4-D inputs in 'bilinear' and "
                                   f"'nearest' modes (got a {input.ndim}-D input, mode={mode!r})")
-    batch, channels, height, width = input.shape
-    x = _source_index(grid[..., 0], width, padding_mode, align_corners)
-    y = _source_index(grid[..., 1], height, padding_mode, align_corners)
-    flat_input = input.reshape(batch, channels, height * width)
-    if mode == "nearest":  # torch rounds half to even (nearbyint), as np.rint
-        rows = np.rint(y.numpy(force=True)).astype(np.int64)
-        cols = np.rint(x.numpy(force=True)).astype(np.int64)
-        values, inside = _gather_corner(flat_input, rows, cols, height, width)
-        out = values * _ops.tensor(inside[:, None].astype(values.numpy(force=True).dtype))
-        if grid.requires_grad:  # torch's node takes the grid and gives it a zero gradient
-            out = out + (grid.sum(-1) * 0).unsqueeze(1)
-        return out
-    x0 = np.floor(x.numpy(force=True))
-    y0 = np.floor(y.numpy(force=True))
-    tx, ty = x - _ops.tensor(x0), y - _ops.tensor(y0)
-    out = None
-    for drow, wy in ((0, 1 - ty), (1, ty)):
-        for dcol, wx in ((0, 1 - tx), (1, tx)):
-            values, inside = _gather_corner(flat_input, y0.astype(np.int64) + drow,
-                                            x0.astype(np.int64) + dcol, height, width)
-            weight = wy * wx * _ops.tensor(inside.astype(x0.dtype))
-            term = values * weight.unsqueeze(1)
-            out = term if out is None else out + term
-    return out
+    return apply(GRID_SAMPLER_2D, input, grid, mode=mode, padding_mode=padding_mode,
+                 align_corners=align_corners)
 
 
 # ---- bicubic interpolation ------------------------------------------------------------------
@@ -232,7 +331,7 @@ def _cubic_weights(t):
     return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
-def bicubic_matrix(n, m, scale, align_corners, dtype):
+def bicubic_matrix(n, m, scale, align_corners):
     """(m, n): output position i as torch's bicubic weights over the input (source index
     ``scale * (i + 0.5) - 0.5``, or ``i * (n - 1) / (m - 1)`` with ``align_corners``; taps
     outside clamped to the edge). ``scale`` is ``1 / scale_factor`` when one was given."""
@@ -246,19 +345,16 @@ def bicubic_matrix(n, m, scale, align_corners, dtype):
         floor = int(np.floor(source))
         for k, w in enumerate(_cubic_weights(source - floor)):
             matrix[i, min(max(floor - 1 + k, 0), n - 1)] += w
-    return _ops.tensor(matrix.astype(dtype))
+    return matrix
 
 
 def bicubic(input, sizes, scales, align_corners):
-    """(N, C, H, W) ``input`` resized to ``sizes`` with torch's bicubic weights."""
+    """(N, C, H, W) ``input`` resized to ``sizes`` with torch's bicubic weights (one
+    ``UpsampleBicubic2DBackward0`` node)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"compute_indices_weights_cubic\" not implemented for "
                                   f"'{_type_word(input.dtype)}'")
-    dtype = input.numpy(force=True).dtype
-    out = input
-    for axis, (n, m, s) in enumerate(zip(input.shape[2:], sizes, scales)):
-        dim = 2 + axis
-        scale = None if s is None else 1.0 / s
-        matrix = bicubic_matrix(n, m, scale, align_corners, dtype)
-        out = _ops.movedim(_ops.matmul(_ops.movedim(out, dim, -1), matrix.t()), -1, dim)
-    return out
+    matrices = [bicubic_matrix(n, m, None if s is None else 1.0 / s, align_corners)
+                for n, m, s in zip(input.shape[2:], sizes, scales)]
+    return _separable.upsample_bicubic2d(input, matrices, output_size=tuple(sizes),
+                                         scales=tuple(scales), align_corners=bool(align_corners))

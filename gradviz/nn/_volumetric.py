@@ -2,19 +2,15 @@
 and their modules ``Conv3d``, ``MaxPool3d``, ``AvgPool3d``, ``AdaptiveAvgPool3d``, with
 ``BatchNorm3d``, ``InstanceNorm3d`` and the 3-D padding modules.
 
-Note [Volumetric layers are composites]
+Note [Volumetric layers are single ops]
 ---------------------------------------
-The 2-D layers have dedicated ops (:mod:`gradviz.ops._conv`); the 3-D ones are built from
-differentiable gradviz ops, so their gradients (and second derivatives) come from those ops'
-rules: the input is padded with :func:`gradviz.nn.functional.pad`, each kernel offset's
-strided view of it is a slice, and the slices are stacked into a (N, C, K, D', H', W') block
-tensor (K the kernel volume). A convolution is then one batched matmul of the weight with the
-blocks (groups are a batch dim of that matmul); a max pool takes ``max`` over K (its gradient
-goes to the first maximum, as torch's kernel); an average pool sums over K and divides.
-Adaptive average pooling is separable: one averaging matrix per spatial dim, with torch's bins
-(``floor(i * n / m)`` to ``ceil((i + 1) * n / m)``). The graph therefore shows
-``StackBackward0``/``UnsafeViewBackward0``/... nodes where torch shows one
-``ConvolutionBackward0`` or ``MaxPool3DWithIndicesBackward0``; values and gradients agree.
+Each 3-D layer is one op of :mod:`gradviz.ops._conv`, as the 2-D ones, so the graph shows
+torch's one node: ``ConvolutionBackward0``, ``MaxPool3DWithIndicesBackward0``,
+``AvgPool3DBackward0``, ``AdaptiveAvgPool3DBackward0`` (:mod:`gradviz.ops._separable`). The
+forwards run on numpy;
+the backward rules are written with differentiable ops (``fold``/``unfold`` over three dims,
+``matmul``), so second derivatives work. An uneven ``padding='same'`` pads first (a
+``ConstantPadNdBackward0`` node, as torch).
 """
 
 from __future__ import annotations
@@ -25,6 +21,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
+from ..ops import _conv, _separable
 from ..ops._conv import check_dtypes
 from ._layers import _uniform_
 from ._module import Module, Parameter
@@ -60,28 +57,6 @@ def _output_sizes(sizes, kernel, dilation, padding, stride, ceil_mode=False):
             m -= 1
         out.append(m)
     return tuple(out)
-
-
-def _pool_padding(sizes, kernel, dilation, padding, stride, out_sizes):
-    """(before, after) pairs: ``padding`` on both sides, and after it whatever the last
-    (ceil_mode) window reaches beyond."""
-    pairs = []
-    for n, k, d, p, s, m in zip(sizes, kernel, dilation, padding, stride, out_sizes):
-        reach = (m - 1) * s + d * (k - 1) + 1
-        pairs.append((p, max(p, reach - n - p)))
-    return pairs
-
-
-def _blocks(x, kernel, dilation, stride, out_sizes):
-    """(N, C, K, D', H', W'): each kernel offset's strided view of the (padded) ``x``, offsets
-    in row-major order (Note [Volumetric layers are composites])."""
-    views = []
-    for offset in np.ndindex(*kernel):
-        index = (slice(None), slice(None)) + tuple(
-            slice(o * d, o * d + s * (m - 1) + 1, s)
-            for o, d, s, m in zip(offset, dilation, stride, out_sizes))
-        views.append(x[index])
-    return _ops.stack(views, 2)
 
 
 def _pad_spatial(x, padding, value=0.0):
@@ -125,8 +100,8 @@ def _conv_padding(padding, kernel, dilation, stride):
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D cross-correlation of (N, C, D, H, W) (or (C, D, H, W)) ``input`` with
-    (O, C / groups, kd, kh, kw) ``weight``, as ``torch.nn.functional.conv3d`` (a composite:
-    Note [Volumetric layers are composites]).
+    (O, C / groups, kd, kh, kw) ``weight``, as ``torch.nn.functional.conv3d`` (one
+    ``ConvolutionBackward0``: Note [Volumetric layers are single ops]).
 
     Examples
     --------
@@ -166,14 +141,11 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, spans))}). Kernel size can't be greater than "
             "actual input size")
-    out_sizes = tuple((n - span) // s + 1 for n, span, s in zip(padded, spans, stride))
-    blocks = _blocks(_pad_spatial(x, pairs), kernel, dilation, stride, out_sizes)
-    batch = x.shape[0]
-    columns = blocks.reshape(batch, groups, -1, math.prod(out_sizes))
-    filters = weight.reshape(groups, out_channels // groups, -1)
-    out = _ops.matmul(filters, columns).reshape(batch, out_channels, *out_sizes)
-    if bias is not None:
-        out = out + bias.reshape(1, out_channels, 1, 1, 1)
+    if any(before != after for before, after in pairs):  # uneven 'same': pad first, as torch
+        x = _pad_spatial(x, tuple((0, after - before) for before, after in pairs))
+    geometry = _conv._Geometry(kernel, dilation, tuple(before for before, _ in pairs), stride,
+                               dims=3)
+    out = _conv.conv3d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if unbatched else out
 
 
@@ -203,6 +175,7 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     """The maximum over each window of (N, C, D, H, W) or (C, D, H, W) ``input``; with
     ``return_indices``, the flat index (into D * H * W) of each maximum, as torch's."""
     x, unbatched = _pool_input(input)
+    stride_arg = () if stride is None or stride == [] else _triple(stride)
     kernel, stride, padding, dilation = _pool_geometry(input, kernel_size, stride, padding,
                                                        dilation)
     sizes = tuple(x.shape[2:])
@@ -213,22 +186,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                            f"{'x'.join(str(max(n, 0)) for n in out_sizes)}). Output size is too "
                            "small")
     fill = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.numpy(force=True).dtype).min)
-    pairs = _pool_padding(sizes, kernel, dilation, padding, stride, out_sizes)
-    blocks = _blocks(_pad_spatial(x, pairs, fill), kernel, dilation, stride, out_sizes)
-    out, offsets = blocks.max(2)
-    if unbatched:
-        out = out.squeeze(0)
-    if not return_indices:
-        return out
-    kernel_index = np.unravel_index(offsets.numpy(), kernel)
-    flat = np.zeros(offsets.shape, dtype=np.int64)
-    for axis in range(3):
-        shape = [1, 1, 1, 1, 1]
-        shape[axis + 2] = out_sizes[axis]
-        start = (np.arange(out_sizes[axis]) * stride[axis] - padding[axis]).reshape(shape)
-        flat = flat * sizes[axis] + start + kernel_index[axis] * dilation[axis]
-    indices = _ops.tensor(flat)
-    return out, indices.squeeze(0) if unbatched else indices
+    geometry = _conv._Geometry(kernel, dilation, padding, stride, dims=3, ceil_mode=ceil_mode)
+    out, indices = _conv.max_pool3d(input, geometry, fill, stride_arg)  # unbatched as is
+    return (out, _ops.tensor(indices)) if return_indices else out
 
 
 def _window_counts(sizes, kernel, padding, stride, out_sizes, with_padding):
@@ -251,6 +211,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if not (x.dtype.is_floating_point or x.dtype is _dtypes.int64):
         raise NotImplementedError(
             f"\"avg_pool3d_out_frame\" not implemented for '{_type_word(x.dtype)}'")
+    stride_arg = () if stride is None or stride == [] else _triple(stride)
     kernel, stride, padding, dilation = _pool_geometry(input, kernel_size, stride, padding, 1)
     sizes = tuple(x.shape[2:])
     if any(n + 2 * p < k for n, p, k in zip(sizes, padding, kernel)):
@@ -266,28 +227,23 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         divisor = _window_counts(sizes, kernel, padding, stride, out_sizes, count_include_pad)
         if np.all(divisor == divisor.flat[0]):
             divisor = int(divisor.flat[0])
-    integer = x.dtype is _dtypes.int64
-    source = x.to(_dtypes.float64) if integer else x  # exact sums below 2**53
-    pairs = _pool_padding(sizes, kernel, dilation, padding, stride, out_sizes)
-    sums = _blocks(_pad_spatial(source, pairs), kernel, dilation, stride, out_sizes).sum(2)
-    if integer:  # C's integer division, truncating toward zero, as torch's integer kernel
-        sums = np.rint(sums.numpy()).astype(np.int64)
+    geometry = _conv._Geometry(kernel, 1, padding, stride, dims=3, ceil_mode=ceil_mode)
+    if isinstance(divisor, np.ndarray):
+        divisor = divisor.reshape(-1)
+    if x.dtype is _dtypes.int64:  # C's integer division, truncating toward zero, as torch's
+        sums = _conv.avg_pool3d(x.to(_dtypes.float64), geometry, 1).numpy()  # exact below 2**53
+        sums = np.rint(sums).astype(np.int64)
         divisor = np.asarray(divisor, dtype=np.int64)
+        if divisor.ndim:
+            divisor = divisor.reshape(sums.shape[2:])
         out = _ops.tensor(np.abs(sums) // np.abs(divisor) * (np.sign(sums) * np.sign(divisor)))
-    elif isinstance(divisor, np.ndarray):
-        out = sums / _ops.tensor(divisor.astype(x.numpy(force=True).dtype))
     else:
-        out = sums / divisor
+        if isinstance(divisor, np.ndarray):
+            divisor = divisor.astype(x.numpy(force=True).dtype)
+        return _conv.avg_pool3d(input, geometry, divisor, stride_arg=stride_arg,  # unbatched
+                                count_include_pad=count_include_pad,    # as is, as torch
+                                divisor_override=divisor_override)
     return out.squeeze(0) if unbatched else out
-
-
-def _averaging_matrix(n, m, dtype):
-    """(m, n): row i averages torch's adaptive bin ``floor(i n / m) .. ceil((i + 1) n / m)``."""
-    matrix = np.zeros((m, n))
-    for i in range(m):
-        start, end = (i * n) // m, -((-(i + 1) * n) // m)
-        matrix[i, start:end] = 1.0 / (end - start)
-    return _ops.tensor(matrix.astype(dtype))
 
 
 def adaptive_avg_pool3d(input, output_size):
@@ -305,13 +261,9 @@ def adaptive_avg_pool3d(input, output_size):
         raise RuntimeError("adaptive_avg_pool3d: output_size must be 3")
     spatial = tuple(input.shape[-3:])
     sizes = tuple(n if m is None else int(m) for m, n in zip(sizes, spatial))
-    out = input
-    dtype = input.numpy(force=True).dtype
-    for axis, (n, m) in enumerate(zip(spatial, sizes)):
-        dim = input.ndim - 3 + axis
-        moved = _ops.movedim(out, dim, -1)
-        out = _ops.movedim(_ops.matmul(moved, _averaging_matrix(n, m, dtype).t()), -1, dim)
-    return out
+    if sizes == (1, 1, 1):  # torch takes the mean (a MeanBackward1 node)
+        return input.mean((-3, -2, -1), keepdim=True)
+    return _separable.adaptive_avg_pool3d(input, sizes)
 
 
 # ---- modules --------------------------------------------------------------------------------

@@ -752,7 +752,7 @@ def _same_padding(weight_shape, dilation):
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """2-D cross-correlation of (N, C, H, W) (or (C, H, W)) ``input`` with (O, C, kh, kw)
     ``weight`` (one ``ConvolutionBackward0`` node); with ``groups``, the channels split into
-    groups convolved separately (one convolution per group, concatenated)."""
+    groups convolved separately (a batch dim of the one op's matmul)."""
     x, unbatched = _batched_4d(input, "conv2d")
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
@@ -764,7 +764,7 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_groups(x, weight, groups)
     geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
     _check_blocks(x, geometry)
-    out = _grouped(_conv.conv2d, x, weight, bias, geometry, groups)
+    out = _conv.conv2d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if unbatched else out
 
 
@@ -779,16 +779,6 @@ def _check_groups(x, weight, groups):
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, "
                            f"but got {x.shape[1]} channels instead")
-
-
-def _grouped(conv, x, weight, bias, geometry, groups):
-    """``conv`` per group of channels (input channels and output channels split alike), the
-    outputs concatenated along the channels."""
-    if groups == 1:
-        return conv(x, weight, bias, geometry)
-    xs, ws = x.chunk(groups, 1), weight.chunk(groups, 0)
-    bs = bias.chunk(groups, 0) if bias is not None else [None] * groups
-    return _ops.cat([conv(xi, wi, bi, geometry) for xi, wi, bi in zip(xs, ws, bs)], 1)
 
 
 def _check_blocks(x, geometry):
@@ -832,11 +822,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x, unbatched = _batched_4d(input, "max_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
-    out, indices = _conv.max_pool2d(x, geometry)
-    indices = _ops.tensor(indices)
-    if unbatched:
-        out, indices = out.squeeze(0), indices.squeeze(0)
-    return (out, indices) if return_indices else out
+    out, indices = _conv.max_pool2d(input, geometry)  # unbatched as is: torch adds no nodes
+    return (out, _ops.tensor(indices)) if return_indices else out
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -855,10 +842,9 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise RuntimeError("divisor must be not zero")
     if divisor is None and not count_include_pad and any(geometry.padding):
         divisor = _window_counts(x.shape[2:], geometry)
-    if x.dtype is _dtypes.int64:
-        out = _integer_avg_pool(x, geometry, divisor)
-    else:
-        out = _conv.avg_pool2d(x, geometry, divisor)
+    if x.dtype is not _dtypes.int64:
+        return _conv.avg_pool2d(input, geometry, divisor)  # unbatched as is, as torch
+    out = _integer_avg_pool(x, geometry, divisor)
     return out.squeeze(0) if unbatched else out
 
 
@@ -901,12 +887,14 @@ def adaptive_avg_pool2d(input, output_size):
     _check_pool_dtype(x, "adaptive_avg_pool2d", floating_only=True)
     sizes = _conv._pair(output_size)
     sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[2:]))
+    if sizes == (1, 1):  # torch takes the mean (a MeanBackward1 node)
+        return input.mean((-2, -1), keepdim=True)
     if any(n % s for n, s in zip(x.shape[2:], sizes)):
         raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
                                   "multiple of the output size")
     kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
-    out = _conv.avg_pool2d(x, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
-    return out.squeeze(0) if unbatched else out
+    # unbatched as is: torch adds no nodes
+    return _conv.avg_pool2d(input, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
@@ -979,7 +967,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
                                (1, one(stride)))
     _check_blocks(x.unsqueeze(2), geometry)
-    out = _grouped(_conv.conv1d, x, weight, bias, geometry, groups)
+    out = _conv.conv1d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if input.ndim == 2 else out
 
 

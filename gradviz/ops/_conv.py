@@ -9,16 +9,19 @@ convolution differentiates any number of times.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from ._indexing import scatter_add
 from ._linalg import matmul
 from ._reduction import sum
-from ._registry import Op, apply, promote_float, saves_inputs
+from ._registry import Op, apply, promote, promote_float, saves_inputs
 from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
 
-__all__ = ["unfold", "fold", "conv1d", "conv2d", "max_pool2d", "avg_pool2d"]
+__all__ = ["unfold", "fold", "conv1d", "conv2d", "conv3d", "max_pool2d", "max_pool3d",
+           "avg_pool2d", "avg_pool3d"]
 
 
 def _pair(value, name="kernel_size"):
@@ -30,59 +33,87 @@ def _pair(value, name="kernel_size"):
     return value
 
 
-def _output_size(size, kernel, dilation, padding, stride):
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
+def _ntuple(value, dims):
+    if isinstance(value, int):
+        return (value,) * dims
+    value = tuple(value)
+    return value * dims if len(value) == 1 else value
+
+
+def _output_size(size, kernel, dilation, padding, stride, ceil_mode=False):
+    """torch's output size; with ``ceil_mode`` a last, partial window is kept when it starts
+    inside the input or its left padding."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    count = (-(-span // stride) if ceil_mode else span // stride) + 1
+    if ceil_mode and (count - 1) * stride >= size + padding:
+        count -= 1
+    return count
 
 
 class _Geometry:
-    """Kernel, dilation, padding and stride of a 2-D window, and the sizes they give."""
+    """Kernel, dilation, padding and stride of a window over ``dims`` spatial dims (2 unless
+    told), and the sizes they give (``ceil_mode``: pooling's rounding up)."""
 
-    __slots__ = ("kernel", "dilation", "padding", "stride")
+    __slots__ = ("kernel", "dilation", "padding", "stride", "ceil_mode")
 
-    def __init__(self, kernel, dilation, padding, stride):
-        self.kernel, self.dilation = _pair(kernel), _pair(dilation)
-        self.padding, self.stride = _pair(padding), _pair(stride)
+    def __init__(self, kernel, dilation, padding, stride, dims=2, ceil_mode=False):
+        self.kernel, self.dilation = _ntuple(kernel, dims), _ntuple(dilation, dims)
+        self.padding, self.stride = _ntuple(padding, dims), _ntuple(stride, dims)
+        self.ceil_mode = ceil_mode
 
-    def blocks(self, height, width):
-        return tuple(_output_size(n, k, d, p, s) for n, k, d, p, s in zip(
-            (height, width), self.kernel, self.dilation, self.padding, self.stride))
+    def blocks(self, *sizes):
+        return tuple(_output_size(n, k, d, p, s, self.ceil_mode) for n, k, d, p, s in zip(
+            sizes, self.kernel, self.dilation, self.padding, self.stride))
+
+    def pads(self, sizes):
+        """(before, after) padding per spatial dim: ``padding`` on both sides, and after it
+        whatever a ``ceil_mode`` last window reaches beyond."""
+        pairs = []
+        for n, k, d, p, s, m in zip(sizes, self.kernel, self.dilation, self.padding,
+                                    self.stride, self.blocks(*sizes)):
+            reach = (m - 1) * s + d * (k - 1) + 1
+            pairs.append((p, max(p, reach - n - p)))
+        return tuple(pairs)
+
+    def offsets(self, out_sizes):
+        """Each kernel offset (row-major) and its strided slices into the padded input."""
+        for offset in np.ndindex(*self.kernel):
+            yield offset, (slice(None), slice(None)) + tuple(
+                slice(o * d, o * d + s * (m - 1) + 1, s)
+                for o, d, s, m in zip(offset, self.dilation, self.stride, out_sizes))
 
 
 def _windows(x, geometry, fill=0.0):
-    """(N, C, kh, kw, oh, ow): each kernel offset's view of the padded input."""
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (geometry.kernel, geometry.dilation,
-                                              geometry.padding, geometry.stride)
-    if ph or pw:
-        x = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)), constant_values=fill)
-    oh, ow = geometry.blocks(x.shape[2] - 2 * ph, x.shape[3] - 2 * pw)
-    out = np.empty(x.shape[:2] + (kh, kw, oh, ow), dtype=x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, :, i, j] = x[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                                j * dw:j * dw + sw * (ow - 1) + 1:sw]
+    """(N, C, *kernel, *out): each kernel offset's view of the padded input."""
+    sizes = x.shape[2:]
+    out_sizes = geometry.blocks(*sizes)
+    pairs = geometry.pads(sizes)
+    if any(before or after for before, after in pairs):
+        x = np.pad(x, ((0, 0), (0, 0)) + pairs, constant_values=fill)
+    out = np.empty(x.shape[:2] + geometry.kernel + out_sizes, dtype=x.dtype)
+    for offset, index in geometry.offsets(out_sizes):
+        out[(slice(None), slice(None)) + offset] = x[index]
     return out
 
 
 def _im2col(x, geometry):
     windows = _windows(x, geometry)
-    n, c, kh, kw, oh, ow = windows.shape
-    return windows.reshape(n, c * kh * kw, oh * ow)
+    n, c = windows.shape[:2]
+    return windows.reshape(n, c * math.prod(geometry.kernel), -1)
 
 
 def _col2im(cols, output_size, geometry):
-    (kh, kw), (dh, dw), (ph, pw), (sh, sw) = (geometry.kernel, geometry.dilation,
-                                              geometry.padding, geometry.stride)
-    height, width = output_size
-    oh, ow = geometry.blocks(height, width)
+    out_sizes = geometry.blocks(*output_size)
+    pairs = geometry.pads(output_size)
     n = cols.shape[0]
-    c = cols.shape[1] // (kh * kw)
-    blocks = cols.reshape(n, c, kh, kw, oh, ow)
-    out = np.zeros((n, c, height + 2 * ph, width + 2 * pw), dtype=cols.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            out[:, :, i * dh:i * dh + sh * (oh - 1) + 1:sh,
-                j * dw:j * dw + sw * (ow - 1) + 1:sw] += blocks[:, :, i, j]
-    return out[:, :, ph:ph + height, pw:pw + width]
+    c = cols.shape[1] // math.prod(geometry.kernel)
+    blocks = cols.reshape((n, c) + geometry.kernel + out_sizes)
+    out = np.zeros((n, c) + tuple(size + before + after for size, (before, after)
+                                  in zip(output_size, pairs)), dtype=cols.dtype)
+    for offset, index in geometry.offsets(out_sizes):
+        out[index] += blocks[(slice(None), slice(None)) + offset]
+    return out[(slice(None), slice(None)) + tuple(
+        slice(before, before + size) for size, (before, _) in zip(output_size, pairs))]
 
 
 def _tied(grad, *inputs):
@@ -129,38 +160,50 @@ def fold(input, output_size, geometry):
     return apply(COL2IM, input, geometry=geometry, size=tuple(output_size))
 
 
-# ---- conv2d ----------------------------------------------------------------------------------
+# ---- convolution ------------------------------------------------------------------------------
 
-def _conv2d_forward(x, weight, bias, geometry):
-    n = x.shape[0]
-    out_channels = weight.shape[0]
-    oh, ow = geometry.blocks(x.shape[2], x.shape[3])
-    cols = _im2col(x, geometry)
-    out = np.matmul(weight.reshape(out_channels, -1), cols)
+def _conv_forward(x, weight, bias, geometry, groups=1, **_):
+    """Cross-correlation over any number of spatial dims: one matmul per group of channels,
+    the groups a batch dim of it (input channels and output channels split alike)."""
+    n, out_channels = x.shape[0], weight.shape[0]
+    out_sizes = geometry.blocks(*x.shape[2:])
+    cols = _im2col(x, geometry).reshape(n, groups, -1, math.prod(out_sizes))
+    out = np.matmul(weight.reshape(groups, out_channels // groups, -1), cols)
+    out = out.reshape(n, out_channels, -1)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1)
-    return out.reshape(n, out_channels, oh, ow).astype(x.dtype, copy=False)
+    return out.reshape((n, out_channels) + out_sizes).astype(x.dtype, copy=False)
 
 
 def _convolution_grads(ctx, x, weight, g):
-    """The gradients of a 2-D convolution's input, weight and bias (None where not needed)."""
+    """The gradients of a (grouped) convolution's input, weight and bias (None where not
+    needed): the input's is the blocks ``weight^T @ g`` folded back into place, the weight's
+    ``g @ blocks^T`` summed over the batch, per group."""
+    groups = ctx.groups
     n, out_channels = g.shape[0], g.shape[1]
-    flat_g = reshape(g, (n, out_channels, -1))
-    flat_w = reshape(weight, (out_channels, -1))
+    flat_g = reshape(g, (n, groups, out_channels // groups, -1))     # (N, G, O/G, L)
+    flat_w = reshape(weight, (groups, out_channels // groups, -1))   # (G, O/G, K)
     grad_x = grad_w = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_x = fold(matmul(transpose(flat_w, 0, 1), flat_g), tuple(x.shape[2:]), ctx.geometry)
+        # (N, G, K, L); depthwise (O/G = 1) these are outer products, which a broadcast
+        # multiply computes ~3x faster than numpy's batched matmul
+        if out_channels == groups:
+            cols = transpose(flat_w, 1, 2) * flat_g
+        else:
+            cols = matmul(transpose(flat_w, 1, 2), flat_g)
+        grad_x = fold(reshape(cols, (n, -1, flat_g.shape[3])), tuple(x.shape[2:]),
+                      ctx.geometry)
         grad_x = _tied(grad_x, x)
     if ctx.needs_input_grad[1]:
-        grad_w = reshape(sum(matmul(flat_g, transpose(unfold(x, ctx.geometry), 1, 2)), 0),
-                         tuple(weight.shape))
+        blocks = reshape(unfold(x, ctx.geometry), (n, groups, -1, flat_g.shape[3]))
+        grad_w = reshape(sum(matmul(flat_g, transpose(blocks, 2, 3)), 0), tuple(weight.shape))
         grad_w = _tied(grad_w, weight)
     if ctx.needs_input_grad[2]:
-        grad_b = sum(g, (0, 2, 3))
+        grad_b = sum(g, (0,) + tuple(range(2, g.ndim)))
     return grad_x, grad_w, grad_b
 
 
-def _conv2d_backward(ctx, g):
+def _conv_backward(ctx, g):
     return _convolution_grads(ctx, ctx.input(0), ctx.input(1), g)
 
 
@@ -172,13 +215,19 @@ def _conv1d_backward(ctx, g):
             None if grad_w is None else squeeze_dim(grad_w, 2), grad_b)
 
 
-CONV2D = Op("conv2d", "ConvolutionBackward0", forward=_conv2d_forward, backward=_conv2d_backward,
+def _operands_dtype(*inputs, **attrs):
+    """The operands' common dtype (integers too: torch's 3-D kernel takes them), a missing
+    bias left out."""
+    return promote(*(t for t in inputs if t is not None))
+
+
+CONV2D = Op("conv2d", "ConvolutionBackward0", forward=_conv_forward, backward=_conv_backward,
             saves=saves_inputs(0, 1), dtype=promote_float)
-
-
+CONV3D = Op("conv3d", "ConvolutionBackward0", forward=_conv_forward, backward=_conv_backward,
+            saves=saves_inputs(0, 1), dtype=_operands_dtype)
 CONV1D = Op("conv1d", "ConvolutionBackward0",
-            forward=lambda x, weight, bias, geometry: _conv2d_forward(
-                x[:, :, None, :], weight[:, :, None, :], bias, geometry)[:, :, 0, :],
+            forward=lambda x, weight, bias, geometry, groups, **_: _conv_forward(
+                x[:, :, None, :], weight[:, :, None, :], bias, geometry, groups)[:, :, 0, :],
             backward=_conv1d_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
@@ -195,30 +244,45 @@ def check_dtypes(input, weight, bias, transposed=False):
                            f"{TYPE_WORDS[weight.dtype.name]}")
 
 
-def conv2d(input, weight, bias, geometry):
-    """Cross-correlation of (N, C, H, W) ``input`` with (O, C, kh, kw) ``weight``."""
-    check_dtypes(input, weight, bias)
-    return apply(CONV2D, input, weight, bias, geometry=geometry)
+def _bias_sizes(bias):
+    """torch's ``_saved_bias_sym_sizes_opt``: the bias's shape, ``(0,)`` without one."""
+    return (0,) if bias is None else tuple(bias.shape)
 
 
-def conv1d(input, weight, bias, geometry):
-    """Cross-correlation of (N, C, L) ``input`` with (O, C, k) ``weight`` (``geometry`` over
-    (1, L))."""
+def conv2d(input, weight, bias, geometry, groups=1):
+    """Cross-correlation of (N, C, H, W) ``input`` with (O, C / groups, kh, kw) ``weight``."""
     check_dtypes(input, weight, bias)
-    return apply(CONV1D, input, weight, bias, geometry=geometry)
+    return apply(CONV2D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
+
+
+def conv3d(input, weight, bias, geometry, groups=1):
+    """Cross-correlation of (N, C, D, H, W) ``input`` with (O, C / groups, kd, kh, kw)
+    ``weight`` (``geometry`` over three dims)."""
+    check_dtypes(input, weight, bias)
+    return apply(CONV3D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
+
+
+def conv1d(input, weight, bias, geometry, groups=1):
+    """Cross-correlation of (N, C, L) ``input`` with (O, C / groups, k) ``weight``
+    (``geometry`` over (1, L))."""
+    check_dtypes(input, weight, bias)
+    return apply(CONV1D, input, weight, bias, geometry=geometry, groups=groups,
+                 bias_sizes=_bias_sizes(bias))
 
 
 # ---- pooling ----------------------------------------------------------------------------------
 
 def _pool_windows(x, geometry, fill):
-    """(N, C, kh*kw, L): each block's values, padded with ``fill``."""
+    """(N, C, K, L): each block's values (K the kernel volume), padded with ``fill``."""
     windows = _windows(x, geometry, fill)
-    n, c, kh, kw, oh, ow = windows.shape
-    return windows.reshape(n, c, kh * kw, oh * ow)
+    n, c = windows.shape[:2]
+    return windows.reshape(n, c, math.prod(geometry.kernel), -1)
 
 
 def _spread(ctx, cols):
-    """(N, C, kh*kw, L) gradients of the blocks back onto the input (N, C, H, W)."""
+    """(N, C, K, L) gradients of the blocks back onto the input (N, C, *spatial)."""
     n, c = cols.shape[0], cols.shape[1]
     return fold(reshape(cols, (n, c * cols.shape[2], -1)), ctx.size, ctx.geometry)
 
@@ -227,53 +291,88 @@ def _max_pool_backward(ctx, g):
     from .._tensor import _wrap
     from ._creation import zeros
 
+    if ctx.unbatched:
+        g = unsqueeze(g, 0)
     n, c, kk = ctx.indices.shape[0], ctx.indices.shape[1], ctx.kernel_area
     flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
     cols = scatter_add(zeros((n, c, kk, flat_g.shape[3]), dtype=g.dtype), 2,
                        _wrap(ctx.indices), flat_g)
-    return (_tied(_spread(ctx, cols), ctx.input(0)),)
+    return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
+
+
+def _unbatch(ctx, grad):
+    """A pool of an unbatched input (torch's kernels take one, no batch dim added in the
+    graph) computes with a batch of one: its gradient drops that dim again."""
+    return squeeze_dim(grad, 0) if ctx.unbatched else grad
 
 
 MAX_POOL2D = Op("max_pool2d", "MaxPool2DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
                 saves=saves_inputs(0))
+MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
+                forward=lambda x, values, **_: values, backward=_max_pool_backward,
+                saves=saves_inputs(0))
+
+
+def _max_pool(op, input, geometry, fill, stride_arg=()):
+    """The maximum of each block (the gradient to the first maximum, as in torch); also the
+    flat index (into the spatial dims) of each maximum, as torch's ``return_indices`` gives it."""
+    x = input._data
+    unbatched = x.ndim == len(geometry.kernel) + 1
+    if unbatched:
+        x = x[None]
+    sizes = x.shape[2:]
+    out_sizes = geometry.blocks(*sizes)
+    windows = _pool_windows(x, geometry, fill)
+    indices = np.argmax(windows, axis=2)[:, :, None, :]
+    values = np.take_along_axis(windows, indices, axis=2).reshape(x.shape[:2] + out_sizes)
+    out = apply(op, input, values=values[0] if unbatched else values, geometry=geometry,
+                indices=indices, size=tuple(sizes), kernel_area=windows.shape[2],
+                unbatched=unbatched, stride_arg=stride_arg)
+    kernel_index = np.unravel_index(indices[:, :, 0, :], geometry.kernel)
+    positions = np.indices(out_sizes).reshape(len(out_sizes), -1)
+    flat = np.zeros(indices[:, :, 0, :].shape, dtype=np.int64)
+    for axis, size in enumerate(sizes):
+        start = positions[axis] * geometry.stride[axis] - geometry.padding[axis]
+        flat = flat * size + start + kernel_index[axis] * geometry.dilation[axis]
+    flat = flat.reshape(x.shape[:2] + out_sizes)
+    return out, flat[0] if unbatched else flat
 
 
 def max_pool2d(input, geometry):
-    """The maximum of each block (the gradient to the first maximum, as in torch); also the
-    flat input index of each maximum, as torch's ``return_indices`` gives it."""
-    x = input._data
-    windows = _pool_windows(x, geometry, -np.inf)
-    indices = np.argmax(windows, axis=2)[:, :, None, :]
-    height, width = x.shape[2:]
-    oh, ow = geometry.blocks(height, width)
-    values = np.take_along_axis(windows, indices, axis=2).reshape(x.shape[:2] + (oh, ow))
-    out = apply(MAX_POOL2D, input, values=values, geometry=geometry, indices=indices,
-                size=(height, width), kernel_area=windows.shape[2])
-    # the flat index (row * W + col) of each maximum in its input plane
-    kw = geometry.kernel[1]
-    ki, kj = np.divmod(indices[:, :, 0, :], kw)
-    rows = (np.arange(oh)[:, None] * geometry.stride[0]).repeat(ow, 1).reshape(-1)
-    cols = np.tile(np.arange(ow) * geometry.stride[1], oh)
-    flat = ((rows + ki * geometry.dilation[0] - geometry.padding[0]) * width
-            + cols + kj * geometry.dilation[1] - geometry.padding[1])
-    return out, flat.reshape(x.shape[:2] + (oh, ow)).astype(np.int64)
+    """2-D max pooling of (N, C, H, W) or (C, H, W) ``input``
+    (``MaxPool2DWithIndicesBackward0``)."""
+    return _max_pool(MAX_POOL2D, input, geometry, -np.inf)
 
 
-def _avg_pool_forward(x, geometry, size, divisor):
-    sums = _pool_windows(x, geometry, 0.0).sum(axis=2)
-    return (sums / divisor).reshape(x.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
+def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
+    """3-D max pooling of (N, C, D, H, W) or (C, D, H, W) ``input``
+    (``MaxPool3DWithIndicesBackward0``); ``fill`` pads (the dtype's least value for integers);
+    ``stride_arg`` is the stride as given (``()`` for the kernel's), which torch's node
+    reports."""
+    return _max_pool(MAX_POOL3D, input, geometry, fill, stride_arg)
+
+
+def _avg_pool_forward(x, geometry, size, divisor, unbatched=False, **_):
+    batched = x[None] if unbatched else x
+    sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
+    out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
+    return out[0] if unbatched else out
 
 
 def _avg_pool_backward(ctx, g):
+    if ctx.unbatched:
+        g = unsqueeze(g, 0)
     n, c = g.shape[0], g.shape[1]
-    kk = ctx.geometry.kernel[0] * ctx.geometry.kernel[1]
+    kk = math.prod(ctx.geometry.kernel)
     flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
     cols = expand(flat_g / ctx.divisor, n, c, kk, flat_g.shape[3])
-    return (_tied(_spread(ctx, cols), ctx.input(0)),)
+    return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
 
 AVG_POOL2D = Op("avg_pool2d", "AvgPool2DBackward0", forward=_avg_pool_forward,
+                backward=_avg_pool_backward, saves=saves_inputs(0), dtype=promote_float)
+AVG_POOL3D = Op("avg_pool3d", "AvgPool3DBackward0", forward=_avg_pool_forward,
                 backward=_avg_pool_backward, saves=saves_inputs(0), dtype=promote_float)
 ADAPTIVE_AVG_POOL2D = Op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0",
                          forward=_avg_pool_forward, backward=_avg_pool_backward,
@@ -283,6 +382,15 @@ ADAPTIVE_AVG_POOL2D = Op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0",
 def avg_pool2d(input, geometry, divisor=None, adaptive=False):
     """The mean of each block, zero padding counted (or the sum over ``divisor``)."""
     if divisor is None:
-        divisor = geometry.kernel[0] * geometry.kernel[1]
+        divisor = math.prod(geometry.kernel)
     return apply(ADAPTIVE_AVG_POOL2D if adaptive else AVG_POOL2D, input, geometry=geometry,
-                 size=tuple(input.shape[2:]), divisor=divisor)
+                 size=tuple(input.shape[-2:]), divisor=divisor, unbatched=input.ndim == 3)
+
+
+def avg_pool3d(input, geometry, divisor, **arguments):
+    """The sum of each block of (N, C, D, H, W) or (C, D, H, W) ``input`` over ``divisor`` (a
+    number, or one per block, flattened row-major) (``AvgPool3DBackward0``); ``arguments``
+    (the stride as given, ``count_include_pad``, ``divisor_override``) are kept for the
+    node's saved values."""
+    return apply(AVG_POOL3D, input, geometry=geometry, size=tuple(input.shape[-3:]),
+                 divisor=divisor, unbatched=input.ndim == 4, **arguments)

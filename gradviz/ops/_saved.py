@@ -233,6 +233,41 @@ def _indices_tuple(node):
     return tuple(entries)
 
 
+def _wrapped_array(array):
+    from .._tensor import _wrap
+
+    return _wrap(array.copy())
+
+
+def _conv_geometry(key):
+    """A convolution's ``stride``/``padding``/``dilation``/``output_padding`` as torch saves
+    it: one entry per spatial dim (a 1-D convolution computes over (1, L): the first is
+    dropped)."""
+    def value(node):
+        geometry = node.attrs["geometry"]
+        dims = node.input(0).ndim - 2
+        if key == "output_padding":
+            values = getattr(geometry, "output_padding", (0,) * len(geometry.kernel))
+        else:
+            values = getattr(geometry, key)
+        return tuple(values)[-dims:]
+    return value
+
+
+def _conv_groups(node):
+    groups = node.attrs.get("groups")
+    return node.attrs["geometry"].groups if groups is None else groups
+
+
+def _pool_geometry(key):
+    return Computed(lambda node: tuple(getattr(node.attrs["geometry"], key)))
+
+
+_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}  # torch's enums, as its node reports
+_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+_NOT_INDICES = NotKept("gradviz keeps each maximum's offset within its window (grad_fn.indices), "
+                       "not the flat indices; return_indices=True gives those")
+
 _NOT_NLL_TARGET = NotKept(
     "gradviz's nll_loss keeps the per-element coefficients of the gradient (target, weight, "
     "ignore_index and reduction folded into one array, grad_fn.coefficients) instead")
@@ -397,6 +432,47 @@ SAVED_NAMES = {
                                lambda node: min(node.input(0).shape[-2:]))},
     "LinalgPinvBackward0": {"self": _SELF, "result": RESULT},
     "LinalgLstsqBackward0": {"self": _SELF, "b": _OTHER, "solution": RESULT},
+    # convolution, pooling and sampling layers
+    "ConvolutionBackward0": {
+        "input": _SELF, "weight": _OTHER,
+        "stride": Computed(_conv_geometry("stride")),
+        "padding": Computed(_conv_geometry("padding")),
+        "dilation": Computed(_conv_geometry("dilation")),
+        "output_padding": Computed(_conv_geometry("output_padding")),
+        "transposed": Computed(lambda node: hasattr(node.attrs["geometry"], "output_padding")),
+        "groups": Computed(_conv_groups),
+        "bias_sym_sizes_opt": Attr("bias_sizes"),
+    },
+    "MaxPool3DWithIndicesBackward0": {
+        "self": _SELF, "kernel_size": _pool_geometry("kernel"), "stride": Attr("stride_arg"),
+        "padding": _pool_geometry("padding"), "dilation": _pool_geometry("dilation"),
+        "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+        "result1": _NOT_INDICES,
+    },
+    "AvgPool3DBackward0": {
+        "self": _SELF, "kernel_size": _pool_geometry("kernel"), "stride": Attr("stride_arg"),
+        "padding": _pool_geometry("padding"),
+        "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+        "count_include_pad": Attr("count_include_pad"),
+        "divisor_override": Attr("divisor_override"),
+    },
+    "AdaptiveAvgPool3DBackward0": {"self": _SELF},
+    "GridSampler2DBackward0": {
+        "input": _SELF, "grid": _OTHER,
+        "interpolation_mode": Computed(lambda node: _GRID_MODES[node.attrs["mode"]]),
+        "padding_mode": Computed(lambda node: _GRID_PADDING[node.attrs["padding_mode"]]),
+        "align_corners": Attr("align_corners"),
+    },
+    "PackPaddedSequenceBackward0": {
+        "batch_first": Attr("batch_first"),
+        "result1": Computed(lambda node: _wrapped_array(node.attrs["batch_sizes"])),
+    },
+    "UpsampleBicubic2DBackward0": {
+        "align_corners": Attr("align_corners"), "output_size": Attr("output_size"),
+        "scales_h": Computed(lambda node: node.attrs["scales"][0]),
+        "scales_w": Computed(lambda node: node.attrs["scales"][1]),
+        "self_sym_sizes": Attr("input_sizes"),
+    },
 }
 
 

@@ -89,9 +89,7 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         sorted_indices = _ops.tensor(order, dtype=_dtypes.int64)
         lengths = _ops.tensor(lengths.numpy()[order], dtype=_dtypes.int64)
         input = input.index_select(0 if batch_first else 1, sorted_indices)
-    if batch_first:
-        input = input.transpose(0, 1)
-    steps, batch = input.shape[0], input.shape[1]
+    steps, batch = (input.shape[1], input.shape[0]) if batch_first else input.shape[:2]
     values = [int(n) for n in lengths.numpy().reshape(-1)]
     if len(values) != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
@@ -108,9 +106,39 @@ def pack_padded_sequence(input, lengths, batch_first: bool = False,
         raise RuntimeError(f"pack_padded_sequence: the longest length, {values[0]}, is more than "
                            f"the {steps} steps of the input")
     batch_sizes = [sum(1 for n in values if n > t) for t in range(values[0])]
-    data = _ops.cat([input[t, :b] for t, b in enumerate(batch_sizes)], 0)
+    # the packed rows of the (T * B, *) steps-first input: step t's first batch_sizes[t]
+    rows = np.concatenate([t * batch + np.arange(b) for t, b in enumerate(batch_sizes)])
+    data = _ops.apply(PACK_PADDED_SEQUENCE, input, rows=rows, batch_first=batch_first,
+                      input_shape=tuple(input.shape),
+                      batch_sizes=np.asarray(batch_sizes, dtype=np.int64))
     return PackedSequence(data, _ops.tensor(batch_sizes, dtype=_dtypes.int64), sorted_indices,
                           None)
+
+
+def _steps_first(x, batch_first):
+    return x.swapaxes(0, 1) if batch_first else x
+
+
+def _pack_backward(ctx, g):
+    """The packed rows' gradients put back in place (zeros at the padding), in the input's
+    layout; written with ``index_add`` and ``reshape`` (differentiable)."""
+    from ..._tensor import _wrap
+
+    shape = ctx.input_shape
+    steps_first = (shape[1], shape[0]) + shape[2:] if ctx.batch_first else shape
+    rest = tuple(shape[2:])
+    flat = _ops.zeros((shape[0] * shape[1],) + rest, dtype=g.dtype)
+    grad = _ops.index_add(flat, 0, _wrap(ctx.rows), g).reshape(steps_first)
+    return (grad.transpose(0, 1) if ctx.batch_first else grad,)
+
+
+# one op, one PackPaddedSequenceBackward0 node, as torch (which transposes a batch_first input
+# inside it)
+PACK_PADDED_SEQUENCE = _ops.Op(
+    "pack_padded_sequence", "PackPaddedSequenceBackward0",
+    forward=lambda x, rows, batch_first, **_: np.ascontiguousarray(
+        _steps_first(x, batch_first).reshape((-1,) + x.shape[2:])[rows]),
+    backward=_pack_backward)
 
 
 def pad_packed_sequence(sequence, batch_first: bool = False, padding_value: float = 0.0,
