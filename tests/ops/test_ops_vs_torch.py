@@ -165,6 +165,9 @@ MORE_CASES = [
     ("var_correction0", lambda m, a: m.var(a, 0, correction=0), (normal(3, 4),)),
     ("std", lambda m, a: a.std(0), (normal(3, 4),)),
     ("std_unbiased_false", lambda m, a: a.std(unbiased=False), (normal(5),)),
+    # a constant column has std 0: its gradient is 0 (torch masks grad / std), not 0/0 = NaN
+    ("std_constant_column", lambda m, a: a.std(0) * 2, (np.array([[1.0, 2.0, -0.5], [1.0, 3.0, -0.5]]),)),
+    ("std_single_element_correction0", lambda m, a: a.std(1, correction=0), (normal(3, 1),)),
     ("norm", lambda m, a: a.norm(), (normal(3, 4),)),
     ("norm_dim", lambda m, a: a.norm(dim=1), (normal(3, 4),)),
     ("norm_p1", lambda m, a: a.norm(p=1), (away_from_zero(5),)),
