@@ -63,7 +63,10 @@ def _count(input, target):
 # ---- mse ---------------------------------------------------------------------------------
 
 def _mse_norm(ctx):
-    return 2.0 / ctx.count if ctx.reduction == "mean" else 2.0
+    if ctx.reduction != "mean":
+        return 2.0
+    # torch's 2. / numel() in C++ double: inf for an empty input (whose gradient is empty)
+    return 2.0 / ctx.count if ctx.count else float("inf")
 
 
 def _mse_backward(ctx, g):
