@@ -33,12 +33,14 @@ __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign",
 
 
 def _floating_only(name, *tensors):
-    """PyTorch's kernels for these ops have no integer version."""
-    for t in tensors:
-        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
-            raise NotImplementedError(
-                f'"{name}_cpu" not implemented for \'{TYPE_WORDS[t.dtype.name]}\': convert the '
-                f"input to a floating-point dtype first (x.float())")
+    """PyTorch's kernels for these ops have no integer version: the operands' promoted dtype
+    must be floating (an integer tensor with a floating one is computed in the floating dtype)."""
+    tensors = [t for t in tensors if isinstance(t, Tensor)]
+    if tensors and not any(t.dtype.is_floating_point for t in tensors):
+        promoted = _dtypes.result_type(*tensors)
+        raise NotImplementedError(
+            f'"{name}_cpu" not implemented for \'{TYPE_WORDS[promoted.name]}\': convert the '
+            f"input to a floating-point dtype first (x.float())")
 
 
 # ---- addcmul / addcdiv -----------------------------------------------------------------------

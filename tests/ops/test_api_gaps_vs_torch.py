@@ -471,6 +471,13 @@ def test_pointwise_errors_and_integers():
     for name in ("hypot", "logaddexp", "logaddexp2"):
         raises_like_torch(lambda m: getattr(m, name)(m.tensor([1, 2]), m.tensor([3, 4])),
                           NotImplementedError, f'"{name}_cpu" not implemented for \'Long\'')
+        raises_like_torch(lambda m: getattr(m, name)(m.tensor([True]), m.tensor([3])),
+                          NotImplementedError, f'"{name}_cpu" not implemented for \'Long\'')
+        # an integer or bool tensor with a floating one is computed in the floating dtype
+        # (gradviz raised for the integer operand; found by the op fuzzer, seed 442)
+        compare(lambda m, x, y: getattr(m, name)(x, y), np.array([1, 2]), np.array([1.5, -2.0]))
+        compare(lambda m, x, y: getattr(m, name)(x, y), np.array([0.5, 2.0]), np.array([True, False]),
+                grad=False)  # torch's logaddexp backward subtracts the bool operand, and raises
     raises_like_torch(lambda m: m.addcdiv(m.ones(2), m.tensor([1, 2]), m.tensor([1, 2])),
                       RuntimeError, "Integer division with addcdiv is no longer supported")
     raises_like_torch(lambda m: m.heaviside(m.tensor([1.0], requires_grad=True),
