@@ -285,6 +285,18 @@ def test_mse_loss_of_empty_tensors_vs_torch(reduction):
     assert results[0][1:] == results[1][1:]
 
 
+def test_mse_loss_of_0d_tensors_vs_torch():
+    """0-d input and target: loss.backward() gave gradviz's fast backward a numpy scalar to
+    write into (TypeError; found by the op fuzzer, seed 1891)."""
+    results = []
+    for lib in (gradviz, torch):
+        a, b = lib.tensor(0.7, requires_grad=True), lib.tensor(0.2, requires_grad=True)
+        lib.nn.functional.mse_loss(a.exp(), b).backward()
+        results.append([a.grad.item(), b.grad.item(), list(a.grad.shape)])
+    np.testing.assert_allclose(results[0][:2], results[1][:2], rtol=1e-6)
+    assert results[0][2] == results[1][2]
+
+
 def test_functional_linear_vs_torch():
     rng = np.random.default_rng(5)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (2, 4), (2,)))
