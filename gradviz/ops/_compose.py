@@ -153,7 +153,8 @@ def einsum(equation, *operands):
             if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
                                    f"(original->remapped)")
-            sizes[letter] = max(sizes[letter], size)
+            if size != 1:  # a size-1 dim broadcasts, also against a size-0 one
+                sizes[letter] = size
         # put the operand's dims in `letters` order, with size-1 dims for the missing letters
         present = [letter for letter in letters if letter in spec]
         moved = permute(operand, *[spec.index(letter) for letter in present])

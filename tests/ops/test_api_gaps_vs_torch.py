@@ -646,6 +646,8 @@ EINSUM_ELLIPSIS = [
     ("einsum ellipsis implicit", lambda m, a: m.einsum("i...", a), [data(3, 2, 2)]),
     ("einsum ellipsis trailing", lambda m, a, b: m.einsum("ij...,jk...->ik...", a, b), [data(2, 3), data(3, 4)]),
     ("einsum ellipsis sum", lambda m, a, b: m.einsum("a...b,...->", a, b), [data(2, 3, 4), data(3)]),
+    # a size-1 dim broadcasts against a size-0 one (gradviz took the larger size: fuzzer seed 1535)
+    ("einsum size-0 with size-1", lambda m, a, b: m.einsum("abi,abj->abij", a, b), [data(1, 0, 3), data(1, 1, 2)]),
 ]
 
 
