@@ -649,7 +649,19 @@ def _sign_backward(ctx, g):
     return (zeros_like(g),)
 
 
-SIGN = Op("sign", "SignBackward0", forward=np.sign, backward=_sign_backward)
+def _sign_forward(a):
+    """torch's sign: 0 for NaN (numpy gives NaN), a bool tensor unchanged (numpy raises)."""
+    if a.dtype == np.bool_:
+        return a.copy()
+    out = np.sign(a)
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        if nan.any():
+            out = np.where(nan, np.zeros((), dtype=a.dtype), out)
+    return out
+
+
+SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward)
 
 
 def exp(input):

@@ -21,6 +21,7 @@ from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
 from ._pointwise import (_BITWISE_AND, _BITWISE_NOT, _BITWISE_OR, _bitwise, _broadcasting,
                          _check_operand, div, eq, exp, ge, gt, le, log, logical_not, logical_or, lt,
                          mul, pow, rsqrt, sub, where, where_zero)
+from ._pointwise import _sign_forward as _pointwise_sign_forward
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "fmin",
@@ -506,7 +507,7 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-SGN = Op("sgn", "SgnBackward0", forward=np.sign, backward=lambda ctx, g: (_zeros_like(g),))
+SGN = Op("sgn", "SgnBackward0", forward=_pointwise_sign_forward, backward=lambda ctx, g: (_zeros_like(g),))
 
 
 def _zeros_like(g):

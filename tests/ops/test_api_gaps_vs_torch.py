@@ -485,6 +485,16 @@ def test_pointwise_errors_and_integers():
                       RuntimeError, "derivative for aten::heaviside is not implemented")
 
 
+def test_sign_of_nan_and_bool():
+    """torch's sign and sgn give 0 for NaN (numpy: NaN) and keep a bool tensor (numpy raises);
+    found by the op fuzzer, seeds 2142 and 2932."""
+    values = np.array([np.nan, -0.0, 0.0, -2.0, np.inf])
+    compare(lambda m, x: m.sign(x), values)
+    compare(lambda m, x: m.sgn(x), values)
+    compare(lambda m, x: x.clone().sign_(), values, grad=False)
+    compare(lambda m, x: m.sign(x), np.array([True, False]), grad=False)
+
+
 def test_aliases_and_inplace_forms():
     for m in (gradviz, torch):
         x = m.tensor([[1.0, -2.0], [3.0, 4.0]])
