@@ -189,6 +189,8 @@ def _prod_backward(ctx, g):
     differentiable ops, so higher derivatives are exact too.
     """
     x = ctx.input(0)
+    if x.ndim == 0:  # torch's prod_backward: the gradient itself (not connected to x)
+        return (g,)
     if np.any(x._data == 0):
         others = _prod_of_others(x, ctx.dims)
     else:
@@ -556,7 +558,7 @@ def _cumprod_backward(ctx, g):
     from ._shape import cat
 
     x = ctx.input(0)
-    if x.ndim == 0 or x.shape[ctx.dim] == 0:
+    if x._data.size <= 1:  # torch's cumprod_backward: the gradient itself (not connected to x)
         return (g,)
     dim = ctx.dim
     one = ones((), dtype=x.dtype)
