@@ -265,3 +265,15 @@ def test_adaptive_avg_pool_to_one_is_a_mean(fn, shape):
     (MeanBackward1): the gradient of a constant-weighted output is a constant, so
     differentiating it again raises "does not require grad" (found by the op fuzzer, seed 110)."""
     assert _adaptive_to_one(gradviz, fn, shape) == _adaptive_to_one(torch, fn, shape)
+
+
+def test_embedding_of_zero_width_rows():
+    """An embedding weight with zero columns: the gradient is an empty (rows, 0) tensor
+    (gradviz's backward reshaped to (-1, 0) and raised; found by the op fuzzer, seed 2576)."""
+    results = []
+    for lib in (gradviz, torch):
+        weight = lib.zeros(3, 0, requires_grad=True)
+        out = lib.nn.functional.embedding(lib.tensor([[0, 2], [1, 0]]), weight)
+        (g,) = lib.autograd.grad(out.sum(), weight)
+        results.append([list(out.shape), list(g.shape)])
+    assert results[0] == results[1]
