@@ -545,6 +545,11 @@ def compare(t, g, dtype):
     return problems
 
 
+# steps whose result can be an integer or bool tensor
+INTEGER_STEPS = ("to_long", "int_arith", "cmp_eq", "argmax", "count_all", "any", "argsort",
+                 "int_count", "max_idx")
+
+
 def run_seed(seed, steps=None):
     """(program description, problems) for one seed (optionally with a subset of its steps)."""
     dtype, data, all_steps = make_program(seed)
@@ -554,7 +559,9 @@ def run_seed(seed, steps=None):
         g = observe(gradviz, data, dtype, steps)
     except Exception:
         g = {"crash": traceback.format_exc()[-400:]}
-    float32 = dtype == "float32" or any(s[1] == "float" for s in steps)
+    # an integer tensor turned back into floats becomes float32 (the default dtype) in both
+    # libraries: float32 rounding, and float32 tolerances, from there on
+    float32 = dtype == "float32" or any(s[1] == "float" or s[1].startswith(INTEGER_STEPS) for s in steps)
     desc = f"seed {seed} {dtype} shapes {[d.shape for d in data[:2]]} steps {[s[1] for s in steps]}"
     return desc, compare(t, g, "float32" if float32 else "float64")
 
