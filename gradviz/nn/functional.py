@@ -887,8 +887,10 @@ def adaptive_avg_pool2d(input, output_size):
     _check_pool_dtype(x, "adaptive_avg_pool2d", floating_only=True)
     sizes = _conv._pair(output_size)
     sizes = tuple(n if s is None else s for s, n in zip(sizes, x.shape[2:]))
-    if sizes == (1, 1):  # torch takes the mean (a MeanBackward1 node)
-        return input.mean((-2, -1), keepdim=True)
+    if sizes == (1, 1):
+        # torch computes this case as a mean (MeanBackward1): the gradient of a mean does not
+        # depend on the input, so under create_graph it is a constant for a constant upstream
+        return _ops.mean(input, (-1, -2), keepdim=True)
     if any(n % s for n, s in zip(x.shape[2:], sizes)):
         raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
                                   "multiple of the output size")

@@ -6,6 +6,8 @@ their gradients, of every order, come from those ops' rules.
 
 from __future__ import annotations
 
+import builtins
+import string
 import warnings
 
 import numpy as np
@@ -91,14 +93,39 @@ def tile(input, dims):
     return repeat(input, *dims)
 
 
+def _spell_out_ellipsis(equation, operands):
+    """``equation`` with each ``...`` replaced by letters it does not use, one per broadcast
+    dim (right-aligned across operands, as torch broadcasts them); without ``->`` the output is
+    the broadcast dims followed by the letters used once, in alphabetical order, as in torch."""
+    inputs, arrow, output = equation.partition("->")
+    specs = inputs.split(",")
+    if len(specs) != len(operands):
+        return equation  # the caller names the operand-count error
+    counts = []
+    for i, (spec, operand) in enumerate(zip(specs, operands)):
+        named = len(spec) - 3 if "..." in spec else len(spec)
+        if "..." in spec and named > operand.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({named}) is "
+                               f"more than the number of dimensions ({operand.ndim}) for operand {i}")
+        counts.append(operand.ndim - named if "..." in spec else 0)
+    spare = [c for c in string.ascii_letters if c not in equation]
+    width = builtins.max(counts + [0])
+    broadcast = "".join(spare[:width])
+    if not arrow:
+        letters = inputs.replace(",", "").replace("...", "")
+        output = "..." + "".join(sorted(c for c in set(letters) if letters.count(c) == 1))
+    specs = [spec.replace("...", broadcast[width - k:] if k else "") for spec, k in zip(specs, counts)]
+    return ",".join(specs) + "->" + output.replace("...", broadcast)
+
+
 def einsum(equation, *operands):
     """Einstein summation, built from broadcasting products and sums (so its gradients are those
-    of ``mul`` and ``sum``); ``...`` is not supported."""
+    of ``mul`` and ``sum``); ``...`` stands for broadcast dims (spelled out as spare letters)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     equation = equation.replace(" ", "")
     if "..." in equation:
-        raise NotImplementedError("einsum: '...' is not supported by gradviz")
+        equation = _spell_out_ellipsis(equation, operands)
     inputs, _, output = equation.partition("->")
     specs = inputs.split(",")
     if len(specs) != len(operands):
@@ -126,7 +153,8 @@ def einsum(equation, *operands):
             if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
                                    f"(original->remapped)")
-            sizes[letter] = max(sizes[letter], size)
+            if size != 1:  # a size-1 dim broadcasts, also against a size-0 one
+                sizes[letter] = size
         # put the operand's dims in `letters` order, with size-1 dims for the missing letters
         present = [letter for letter in letters if letter in spec]
         moved = permute(operand, *[spec.index(letter) for letter in present])

@@ -390,24 +390,33 @@ def refresh_views(root, written=None):
 
 # ---- ops that exist for in-place use ------------------------------------------------------
 
+def _overwritten(g):
+    """The gradient for values an in-place op overwrote: PyTorch's ``zeros_like(grad)``, a
+    constant (so a NaN or inf upstream does not leak through as ``g * 0`` would, and under
+    create_graph it does not require grad)."""
+    from ._creation import zeros_like
+
+    return zeros_like(g)
+
+
 FILL = Op("fill", "FillBackward2",
           forward=lambda a, value: np.full_like(a, value),
-          backward=lambda ctx, g: (g * 0,))
+          backward=lambda ctx, g: (_overwritten(g),))
 
 # fill_ with a 0-d tensor (PyTorch's overload 3; also what ``x[:] = number`` records, as
 # PyTorch makes the number a tensor): the value's gradient is the sum of the gradient
 FILL_TENSOR = Op("fill_tensor", "FillBackward3",
                  forward=lambda a, value: np.full_like(a, value),
-                 backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+                 backward=lambda ctx, g: (_overwritten(g) if ctx.needs_input_grad[0] else None,
                                           g.sum() if ctx.needs_input_grad[1] else None))
 
 ZERO = Op("zero", "ZeroBackward0",
           forward=lambda a: np.zeros_like(a),
-          backward=lambda ctx, g: (g * 0,))
+          backward=lambda ctx, g: (_overwritten(g),))
 
 COPY = Op("copy", "CopyBackwards",
           forward=lambda a, src: np.broadcast_to(src, a.shape).astype(a.dtype, copy=True),
-          backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
+          backward=lambda ctx, g: (_overwritten(g) if ctx.needs_input_grad[0] else None,
                                    g if ctx.needs_input_grad[1] else None))
 
 

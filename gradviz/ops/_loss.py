@@ -63,7 +63,10 @@ def _count(input, target):
 # ---- mse ---------------------------------------------------------------------------------
 
 def _mse_norm(ctx):
-    return 2.0 / ctx.count if ctx.reduction == "mean" else 2.0
+    if ctx.reduction != "mean":
+        return 2.0
+    # torch's 2. / numel() in C++ double: inf for an empty input (whose gradient is empty)
+    return 2.0 / ctx.count if ctx.count else float("inf")
 
 
 def _mse_backward(ctx, g):
@@ -74,7 +77,7 @@ def _mse_backward(ctx, g):
 
 
 def _mse_fast(ctx, g):
-    grad = np.subtract(ctx.data(0), ctx.data(1))
+    grad = np.asarray(np.subtract(ctx.data(0), ctx.data(1)))  # 0-d inputs give a numpy scalar
     np.multiply(grad, _mse_norm(ctx), out=grad)
     if not (g.ndim == 0 and g == 1):  # times 1 changes no bit: one pass less for loss.backward()
         grad = np.multiply(grad, g, out=grad if g.shape == () else None)

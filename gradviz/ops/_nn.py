@@ -25,7 +25,7 @@ __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
 def _embedding_backward(ctx, g):
     from ._creation import zeros
 
-    flat = reshape(g, (-1, ctx.shape[1]))
+    flat = reshape(g, (int(np.prod(g.shape[:-1])), ctx.shape[1]))  # -1 is ambiguous for width 0
     if ctx.padding_idx is not None:  # the padding row gets no gradient
         flat = flat * ctx.keep.astype(g._data.dtype)[:, None]
     return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, ctx.index_tensor, flat), None)

@@ -640,7 +640,28 @@ ABS = Op("abs", "AbsBackward0", forward=np.abs,
          backward=lambda ctx, g: (g * sign(ctx.input(0)),),
          fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0))
 
-SIGN = Op("sign", "SignBackward0", forward=np.sign, backward=lambda ctx, g: (g * 0,))
+def _sign_backward(ctx, g):
+    """PyTorch's ``zeros_like(grad)``: a constant, so the gradient through sign does not require
+    grad even under ``create_graph=True`` (``b.sign() * a``: the gradient for b is a plain zero,
+    and a second derivative through it finds b unused)."""
+    from ._creation import zeros_like
+
+    return (zeros_like(g),)
+
+
+def _sign_forward(a):
+    """torch's sign: 0 for NaN (numpy gives NaN), a bool tensor unchanged (numpy raises)."""
+    if a.dtype == np.bool_:
+        return a.copy()
+    out = np.sign(a)
+    if a.dtype.kind == "f":
+        nan = np.isnan(a)
+        if nan.any():
+            out = np.where(nan, np.zeros((), dtype=a.dtype), out)
+    return out
+
+
+SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward)
 
 
 def exp(input):

@@ -189,6 +189,8 @@ def _prod_backward(ctx, g):
     differentiable ops, so higher derivatives are exact too.
     """
     x = ctx.input(0)
+    if x.ndim == 0:  # torch's prod_backward: the gradient itself (not connected to x)
+        return (g,)
     if np.any(x._data == 0):
         others = _prod_of_others(x, ctx.dims)
     else:
@@ -381,9 +383,14 @@ _VAR = Op("var", "VarBackward0", forward=_var_forward, backward=_var_backward, s
 
 
 def _std_backward(ctx, g):
-    x = ctx.input(0)
+    """As torch's ``std_backward``: ``grad / std`` is zero where the std is zero (all the
+    values equal), so a constant slice has a zero gradient, not the NaN of 0/0."""
+    from ._pointwise import eq, where_zero
+
+    x, result = ctx.input(0), ctx.output()
     centered = x - mean(x, list(ctx.dims), keepdim=True)
-    return (_keep(g / ctx.output(), ctx) * centered / (ctx.count - ctx.correction),)
+    scaled = where_zero(eq(result, 0), g / result)
+    return (_keep(scaled, ctx) * centered / (ctx.count - ctx.correction),)
 
 
 _STD = Op("std", "StdBackward0", forward=lambda *a, **k: np.sqrt(_var_forward(*a, **k)),
@@ -551,7 +558,7 @@ def _cumprod_backward(ctx, g):
     from ._shape import cat
 
     x = ctx.input(0)
-    if x.ndim == 0 or x.shape[ctx.dim] == 0:
+    if x._data.size <= 1:  # torch's cumprod_backward: the gradient itself (not connected to x)
         return (g,)
     dim = ctx.dim
     one = ones((), dtype=x.dtype)

@@ -21,6 +21,7 @@ from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
 from ._pointwise import (_BITWISE_AND, _BITWISE_NOT, _BITWISE_OR, _bitwise, _broadcasting,
                          _check_operand, div, eq, exp, ge, gt, le, log, logical_not, logical_or, lt,
                          mul, pow, rsqrt, sub, where, where_zero)
+from ._pointwise import _sign_forward as _pointwise_sign_forward
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 
 __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "fmin",
@@ -33,12 +34,14 @@ __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign",
 
 
 def _floating_only(name, *tensors):
-    """PyTorch's kernels for these ops have no integer version."""
-    for t in tensors:
-        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
-            raise NotImplementedError(
-                f'"{name}_cpu" not implemented for \'{TYPE_WORDS[t.dtype.name]}\': convert the '
-                f"input to a floating-point dtype first (x.float())")
+    """PyTorch's kernels for these ops have no integer version: the operands' promoted dtype
+    must be floating (an integer tensor with a floating one is computed in the floating dtype)."""
+    tensors = [t for t in tensors if isinstance(t, Tensor)]
+    if tensors and not any(t.dtype.is_floating_point for t in tensors):
+        promoted = _dtypes.result_type(*tensors)
+        raise NotImplementedError(
+            f'"{name}_cpu" not implemented for \'{TYPE_WORDS[promoted.name]}\': convert the '
+            f"input to a floating-point dtype first (x.float())")
 
 
 # ---- addcmul / addcdiv -----------------------------------------------------------------------
@@ -504,7 +507,7 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-SGN = Op("sgn", "SgnBackward0", forward=np.sign, backward=lambda ctx, g: (_zeros_like(g),))
+SGN = Op("sgn", "SgnBackward0", forward=_pointwise_sign_forward, backward=lambda ctx, g: (_zeros_like(g),))
 
 
 def _zeros_like(g):

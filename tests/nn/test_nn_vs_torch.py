@@ -270,6 +270,33 @@ def test_mse_loss_vs_torch(reduction):
     close(gb.grad, tb.grad, "mse grad target")
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_mse_loss_of_empty_tensors_vs_torch(reduction):
+    """An empty input: the mean is NaN and the gradient empty (torch's 2 / numel is inf in C++;
+    gradviz raised ZeroDivisionError in backward; found by the op fuzzer, seed 3017)."""
+    results = []
+    for lib in (gradviz, torch):
+        a = lib.zeros(0, 3, requires_grad=True)
+        b = lib.zeros(0, 3, requires_grad=True)
+        loss = lib.nn.functional.mse_loss(a, b, reduction=reduction)
+        grads = lib.autograd.grad(loss.sum(), [a, b])
+        results.append([np.asarray(loss.tolist())] + [list(g.shape) for g in grads])
+    np.testing.assert_array_equal(results[0][0], results[1][0])
+    assert results[0][1:] == results[1][1:]
+
+
+def test_mse_loss_of_0d_tensors_vs_torch():
+    """0-d input and target: loss.backward() gave gradviz's fast backward a numpy scalar to
+    write into (TypeError; found by the op fuzzer, seed 1891)."""
+    results = []
+    for lib in (gradviz, torch):
+        a, b = lib.tensor(0.7, requires_grad=True), lib.tensor(0.2, requires_grad=True)
+        lib.nn.functional.mse_loss(a.exp(), b).backward()
+        results.append([a.grad.item(), b.grad.item(), list(a.grad.shape)])
+    np.testing.assert_allclose(results[0][:2], results[1][:2], rtol=1e-6)
+    assert results[0][2] == results[1][2]
+
+
 def test_functional_linear_vs_torch():
     rng = np.random.default_rng(5)
     x, w, b = (rng.standard_normal(s).astype(np.float32) for s in ((3, 4), (2, 4), (2,)))

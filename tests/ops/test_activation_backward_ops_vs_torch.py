@@ -119,3 +119,28 @@ def test_cumprod_over_an_empty_dim():
         (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
         shapes.append(tuple(g.shape))
     assert shapes[0] == shapes[1] == (4, 0)
+
+
+def _force(lib):
+    return {"force": True} if lib is torch else {}  # torch's zero gradients are ZeroTensors
+
+
+def _sign_of_another_tensor(lib):
+    a = lib.tensor([0.5, -1.5, 2.0], dtype=lib.float64, requires_grad=True)
+    b = lib.tensor([2.0, -3.0, 0.0], dtype=lib.float64, requires_grad=True)
+    ga, gb = lib.autograd.grad((a.abs() * b.sign()).sum(), [a, b], create_graph=True)
+    facts = [ga.tolist(), ga.requires_grad, gb.tolist(), gb.requires_grad]
+    facts.append([None if h is None else h.detach().numpy(**_force(lib)).tolist()
+                  for h in lib.autograd.grad((ga + gb).sum(), [a, b], allow_unused=True)])
+    try:
+        lib.autograd.grad(gb.sum(), b)
+    except RuntimeError as e:
+        facts.append(("RuntimeError", "does not require grad" in str(e)))
+    return facts
+
+
+def test_gradient_through_sign_is_a_constant_zero():
+    """torch's sign backward is ``zeros_like(grad)``: b's gradient in ``a.abs() * b.sign()``
+    does not require grad under create_graph (so differentiating it alone raises), and
+    a second derivative with allow_unused gives zeros for b only through a's path."""
+    assert _sign_of_another_tensor(gradviz) == _sign_of_another_tensor(torch)

@@ -471,11 +471,28 @@ def test_pointwise_errors_and_integers():
     for name in ("hypot", "logaddexp", "logaddexp2"):
         raises_like_torch(lambda m: getattr(m, name)(m.tensor([1, 2]), m.tensor([3, 4])),
                           NotImplementedError, f'"{name}_cpu" not implemented for \'Long\'')
+        raises_like_torch(lambda m: getattr(m, name)(m.tensor([True]), m.tensor([3])),
+                          NotImplementedError, f'"{name}_cpu" not implemented for \'Long\'')
+        # an integer or bool tensor with a floating one is computed in the floating dtype
+        # (gradviz raised for the integer operand; found by the op fuzzer, seed 442)
+        compare(lambda m, x, y: getattr(m, name)(x, y), np.array([1, 2]), np.array([1.5, -2.0]))
+        compare(lambda m, x, y: getattr(m, name)(x, y), np.array([0.5, 2.0]), np.array([True, False]),
+                grad=False)  # torch's logaddexp backward subtracts the bool operand, and raises
     raises_like_torch(lambda m: m.addcdiv(m.ones(2), m.tensor([1, 2]), m.tensor([1, 2])),
                       RuntimeError, "Integer division with addcdiv is no longer supported")
     raises_like_torch(lambda m: m.heaviside(m.tensor([1.0], requires_grad=True),
                                             m.tensor([1.0])).sum().backward(),
                       RuntimeError, "derivative for aten::heaviside is not implemented")
+
+
+def test_sign_of_nan_and_bool():
+    """torch's sign and sgn give 0 for NaN (numpy: NaN) and keep a bool tensor (numpy raises);
+    found by the op fuzzer, seeds 2142 and 2932."""
+    values = np.array([np.nan, -0.0, 0.0, -2.0, np.inf])
+    compare(lambda m, x: m.sign(x), values)
+    compare(lambda m, x: m.sgn(x), values)
+    compare(lambda m, x: x.clone().sign_(), values, grad=False)
+    compare(lambda m, x: m.sign(x), np.array([True, False]), grad=False)
 
 
 def test_aliases_and_inplace_forms():
@@ -628,6 +645,37 @@ COMPOSED = [
 ]
 
 
+# einsum's ellipsis: broadcast dims, right-aligned across operands (found by the op fuzzer).
+# gradviz builds einsum from mul and sum, torch from bmm: values and gradients are compared,
+# not node names.
+EINSUM_ELLIPSIS = [
+    ("einsum ellipsis dot", lambda m, a, b: m.einsum("...i,...i->...", a, b), [data(2, 3, 4), data(3, 4)]),
+    ("einsum ellipsis outer", lambda m, a, b: m.einsum("...i,...j->...ij", a, b), [data(2, 3), data(4)]),
+    ("einsum ellipsis matmul", lambda m, a, b: m.einsum("...ij,...jk", a, b), [data(2, 1, 3, 4), data(5, 4, 2)]),
+    ("einsum ellipsis size-1", lambda m, a, b: m.einsum("b...,b...->b", a, b), [data(2, 3, 1), data(2, 1, 4)]),
+    ("einsum ellipsis implicit", lambda m, a: m.einsum("i...", a), [data(3, 2, 2)]),
+    ("einsum ellipsis trailing", lambda m, a, b: m.einsum("ij...,jk...->ik...", a, b), [data(2, 3), data(3, 4)]),
+    ("einsum ellipsis sum", lambda m, a, b: m.einsum("a...b,...->", a, b), [data(2, 3, 4), data(3)]),
+    # a size-1 dim broadcasts against a size-0 one (gradviz took the larger size: fuzzer seed 1535)
+    ("einsum size-0 with size-1", lambda m, a, b: m.einsum("abi,abj->abij", a, b), [data(1, 0, 3), data(1, 1, 2)]),
+]
+
+
+@pytest.mark.parametrize("case", EINSUM_ELLIPSIS, ids=[c[0] for c in EINSUM_ELLIPSIS])
+def test_einsum_ellipsis(case):
+    _, fn, arrays = case
+    results = []
+    for m in (torch, gradviz):
+        tensors = [m.tensor(a, requires_grad=True) for a in arrays]
+        y = fn(m, *tensors)
+        grads = m.autograd.grad((y * y).sum(), tensors)
+        results.append([np.asarray(y.detach().tolist())] + [np.asarray(g.tolist()) for g in grads])
+    for got, expected in zip(results[1], results[0]):
+        assert got.shape == expected.shape
+        np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+    check_gradients(fn, *arrays)
+
+
 @pytest.mark.parametrize("case", COMPOSED, ids=[c[0] for c in COMPOSED])
 def test_composed_ops(case):
     _, fn, arrays = case
@@ -648,6 +696,9 @@ def test_composed_op_errors():
         with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg"):
             m.cross(m.ones(3, 2), m.ones(3, 2))
     compare(lambda m, x: m.block_diag(x, m.ones(2, 1, dtype=m.int64)), data(2, 2))
+    raises_like_torch(lambda m: m.einsum("...ij->...", m.ones(3)), RuntimeError,
+                      "the number of subscripts in the equation \\(2\\) is more than the number "
+                      "of dimensions \\(1\\) for operand 0")
 
 
 HISTC = [

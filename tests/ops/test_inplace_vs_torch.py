@@ -277,3 +277,27 @@ def test_direct_inplace_arithmetic_keeps_the_leaf_error_under_grad_mode():
         p = m.ones(3, requires_grad=True)
         with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
             p.add_(m.ones(3), alpha=-0.1)
+
+
+def _overwritten_gradients(lib, write):
+    x = lib.tensor([0.5, 1.5], dtype=lib.float64, requires_grad=True)
+    v = lib.tensor(0.3, dtype=lib.float64, requires_grad=True)
+    c = x * 1
+    write(c, v)
+    y = (c * lib.tensor([float("inf"), 1.0], dtype=lib.float64)).sum()
+    gx, gv = lib.autograd.grad(y, [x, v], create_graph=True, allow_unused=True)
+    return [gx.tolist(), gx.requires_grad, None if gv is None else [gv.tolist(), gv.requires_grad]]
+
+
+@pytest.mark.parametrize("write", [
+    lambda c, v: c[:1].zero_(),
+    lambda c, v: c[:1].fill_(2.0),
+    lambda c, v: c[:1].fill_(v),
+    lambda c, v: c[:1].copy_(v),
+    lambda c, v: c.__setitem__(slice(0, 1), 0.0),
+], ids=["zero_", "fill_", "fill_tensor", "copy_", "setitem"])
+def test_overwritten_values_get_a_constant_zero_gradient(write):
+    """torch's backward for what zero_/fill_/copy_ overwrote is ``zeros_like(grad)``: an inf
+    upstream gives 0 there, not inf * 0 = NaN, and the zeros do not require grad under
+    create_graph (found by the op fuzzer, seeds 1128/1879)."""
+    assert _overwritten_gradients(gradviz, write) == _overwritten_gradients(torch, write)

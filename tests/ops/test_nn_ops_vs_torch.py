@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
 import gradviz
 from conftest import run_both
@@ -238,4 +239,41 @@ def test_index_helpers_and_schedulers_match_torch():
                         m.tensor([1.5, 300.0]).byte().tolist(), m.tensor([1.5, -3.0]).short().dtype.__repr__(),
                         m.arange(10.0).unfold(0, 4, 3).tolist()])
     results[0][10] = results[0][10].replace("gradviz", "torch")
+    assert results[0] == results[1]
+
+
+def _adaptive_to_one(lib, fn, shape):
+    x = lib.tensor(np.linspace(-1.0, 1.0, int(np.prod(shape))).reshape(shape), requires_grad=True)
+    y = fn(lib.nn.functional, x)
+    (g,) = lib.autograd.grad((y * 3.0).sum(), x, create_graph=True)
+    facts = [y.grad_fn.name(), list(y.shape), g.tolist(), g.requires_grad]
+    try:
+        lib.autograd.grad(g.sum(), x)
+    except RuntimeError as e:
+        facts.append("does not require grad" in str(e))
+    return facts
+
+
+@pytest.mark.parametrize("fn, shape", [
+    (lambda F, x: F.adaptive_avg_pool2d(x, (1, 1)), (2, 3, 4, 4)),
+    (lambda F, x: F.adaptive_avg_pool2d(x, 1), (3, 2, 5)),
+    (lambda F, x: F.adaptive_avg_pool1d(x, 1), (2, 3, 4)),
+    (lambda F, x: F.adaptive_avg_pool2d(x, (1, None)), (2, 3, 1, 1)),
+])
+def test_adaptive_avg_pool_to_one_is_a_mean(fn, shape):
+    """torch computes an adaptive average pool to (1, 1) as ``mean(-1, -2, keepdim=True)``
+    (MeanBackward1): the gradient of a constant-weighted output is a constant, so
+    differentiating it again raises "does not require grad" (found by the op fuzzer, seed 110)."""
+    assert _adaptive_to_one(gradviz, fn, shape) == _adaptive_to_one(torch, fn, shape)
+
+
+def test_embedding_of_zero_width_rows():
+    """An embedding weight with zero columns: the gradient is an empty (rows, 0) tensor
+    (gradviz's backward reshaped to (-1, 0) and raised; found by the op fuzzer, seed 2576)."""
+    results = []
+    for lib in (gradviz, torch):
+        weight = lib.zeros(3, 0, requires_grad=True)
+        out = lib.nn.functional.embedding(lib.tensor([[0, 2], [1, 0]]), weight)
+        (g,) = lib.autograd.grad(out.sum(), weight)
+        results.append([list(out.shape), list(g.shape)])
     assert results[0] == results[1]

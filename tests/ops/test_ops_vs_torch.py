@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import torch
 
+import gradviz
 from conftest import run_both
 
 rng = np.random.default_rng(1234)
@@ -165,6 +167,9 @@ MORE_CASES = [
     ("var_correction0", lambda m, a: m.var(a, 0, correction=0), (normal(3, 4),)),
     ("std", lambda m, a: a.std(0), (normal(3, 4),)),
     ("std_unbiased_false", lambda m, a: a.std(unbiased=False), (normal(5),)),
+    # a constant column has std 0: its gradient is 0 (torch masks grad / std), not 0/0 = NaN
+    ("std_constant_column", lambda m, a: a.std(0) * 2, (np.array([[1.0, 2.0, -0.5], [1.0, 3.0, -0.5]]),)),
+    ("std_single_element_correction0", lambda m, a: a.std(1, correction=0), (normal(3, 1),)),
     ("norm", lambda m, a: a.norm(), (normal(3, 4),)),
     ("norm_dim", lambda m, a: a.norm(dim=1), (normal(3, 4),)),
     ("norm_p1", lambda m, a: a.norm(p=1), (away_from_zero(5),)),
@@ -240,3 +245,24 @@ def test_index_results_match_torch(case):
     assert ours.dtype.name == str(theirs.dtype).replace("torch.", "")
     assert not ours.requires_grad and not theirs.requires_grad
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def _connected(lib, fn, value):
+    x = lib.tensor(value, dtype=lib.float64, requires_grad=True)
+    (g,) = lib.autograd.grad(fn(x).sum() * 2, x, create_graph=True)
+    return [g.tolist(), g.requires_grad]
+
+
+@pytest.mark.parametrize("fn, value", [
+    (lambda x: x.prod(), 0.7), (lambda x: x.prod(0), 0.7), (lambda x: x.prod(), [0.7]),
+    (lambda x: x.cumprod(0), 0.7), (lambda x: x.cumprod(0), [0.7]), (lambda x: x.cumprod(1), [[0.7, 2.0]]),
+], ids=["prod 0-d", "prod dim 0-d", "prod one element", "cumprod 0-d", "cumprod one element",
+        "cumprod size-1 dims"])
+def test_prod_and_cumprod_of_a_single_value_pass_the_gradient_through(fn, value):
+    """torch's prod_backward returns the gradient itself for a 0-d input, cumprod_backward for
+    at most one element: under create_graph it is not connected to the input (a constant
+    upstream gives a gradient that does not require grad); found by the op fuzzer, seeds 1892
+    and 2480."""
+    got, expected = _connected(gradviz, fn, value), _connected(torch, fn, value)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
+    assert got[1] == expected[1]
