@@ -33,14 +33,20 @@ class ForwardSite:
         self.frames = frames  # list of (filename, lineno, function, line)
         self.parent = parent
 
+    def stack(self):
+        """One string per frame, as ``traceback.format_stack()``: ``  File "...", line N, in
+        f`` and the source line (PyTorch's ``grad_fn.metadata['traceback_']``)."""
+        entries = []
+        for filename, lineno, function, line in self.frames:
+            entry = f'  File "{filename}", line {lineno}, in {function}\n'
+            if line:
+                entry += f"    {line}\n"
+            entries.append(entry)
+        return entries
+
     def format(self):
         """The frames as a traceback: ``File "...", line N, in f`` and the source line."""
-        lines = []
-        for filename, lineno, function, line in self.frames:
-            lines.append(f'  File "{filename}", line {lineno}, in {function}\n')
-            if line:
-                lines.append(f"    {line}\n")
-        return "".join(lines)
+        return "".join(self.stack())
 
     def __repr__(self):
         last = self.frames[-1] if self.frames else None
