@@ -12,7 +12,8 @@ import os
 # ``gradviz.autograd.detect_anomaly`` sets the engine's ``_anomaly_enabled``. While it is set:
 # * every node records where forward created it (``Node._forward_site``, a ForwardSite:
 #   the user's frames, gradviz's own left out, and the node that was running if the node was
-#   created by a backward under ``create_graph``);
+#   created by a backward under ``create_graph``); ``grad_fn.metadata`` shows it as PyTorch's
+#   ``'traceback_'`` (``ForwardSite.stack()``) and ``'parent_'``, made on first access;
 # * after a node's results are final (post-hooks ran), they are checked for NaN
 #   (``check_nan``, unless ``check_nan=False``), with PyTorch's message;
 # * any exception raised while a node runs is reported with that node's forward traceback,
