@@ -12,7 +12,8 @@ import os
 # ``gradviz.autograd.detect_anomaly`` sets the engine's ``_anomaly_enabled``. While it is set:
 # * every node records where forward created it (``Node._forward_site``, a ForwardSite:
 #   the user's frames, gradviz's own left out, and the node that was running if the node was
-#   created by a backward under ``create_graph``);
+#   created by a backward under ``create_graph``); ``grad_fn.metadata`` shows it as PyTorch's
+#   ``'traceback_'`` (``ForwardSite.stack()``) and ``'parent_'``, made on first access;
 # * after a node's results are final (post-hooks ran), they are checked for NaN
 #   (``check_nan``, unless ``check_nan=False``), with PyTorch's message;
 # * any exception raised while a node runs is reported with that node's forward traceback,
@@ -33,14 +34,20 @@ class ForwardSite:
         self.frames = frames  # list of (filename, lineno, function, line)
         self.parent = parent
 
+    def stack(self):
+        """One string per frame, as ``traceback.format_stack()``: ``  File "...", line N, in
+        f`` and the source line (PyTorch's ``grad_fn.metadata['traceback_']``)."""
+        entries = []
+        for filename, lineno, function, line in self.frames:
+            entry = f'  File "{filename}", line {lineno}, in {function}\n'
+            if line:
+                entry += f"    {line}\n"
+            entries.append(entry)
+        return entries
+
     def format(self):
         """The frames as a traceback: ``File "...", line N, in f`` and the source line."""
-        lines = []
-        for filename, lineno, function, line in self.frames:
-            lines.append(f'  File "{filename}", line {lineno}, in {function}\n')
-            if line:
-                lines.append(f"    {line}\n")
-        return "".join(lines)
+        return "".join(self.stack())
 
     def __repr__(self):
         last = self.frames[-1] if self.frames else None

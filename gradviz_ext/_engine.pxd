@@ -80,6 +80,18 @@ cdef extern from *:
     object gradviz_array_dtype(object array, object ndarray)
     int gradviz_array_has_shape(object array, object ndarray, object shape)
 
+# AccumulateGrad's C name without a module, as PyTorch's (a static type without a dot in its
+# tp_name reports ``__module__ == 'builtins'`` and repr ``<class 'AccumulateGrad'>``).
+cdef extern from *:
+    """
+    static int gradviz_name_accumulate_grad(PyObject *type) {
+        ((PyTypeObject *)type)->tp_name = "AccumulateGrad";
+        PyType_Modified((PyTypeObject *)type);
+        return 0;
+    }
+    """
+    int gradviz_name_accumulate_grad(object type) except -1
+
 
 cdef bint _grad_enabled
 cdef bint _grad_mode
@@ -158,7 +170,7 @@ cdef class Node:
     cdef object _dep_buffer
     cdef object __weakref__
     # virtual and overridable from Python (custom Function nodes), but called from C
-    cpdef apply(self, grads)
+    cpdef _apply_grads(self, grads)
     cpdef _kind(self)
     cpdef _materializes_grads(self)
     cpdef saved_tensor_count(self)
@@ -167,12 +179,12 @@ cdef class Node:
 
 cdef class AccumulateGrad(Node):
     cdef public object variable
-    cpdef apply(self, grads)
+    cpdef _apply_grads(self, grads)
 
 
 cdef class GraphRoot(Node):
     cdef public list grads
-    cpdef apply(self, grads)
+    cpdef _apply_grads(self, grads)
 
 
 cpdef init_node(Node node, tuple next_functions, tuple input_metadata)

@@ -403,8 +403,16 @@ class Node:
 
     @property
     def metadata(self):
+        """A dict for the user's data. Under anomaly mode PyTorch's ``'traceback_'`` (the
+        forward call's stack, ``traceback.format_stack()``-style strings, outermost first) and,
+        for a node made by a backward under ``create_graph``, ``'parent_'`` (that node)."""
         if self._metadata is None:
             self._metadata = {}
+            site = self._forward_site
+            if site is not None:  # Note [Anomaly mode]: made on first access, not per node
+                self._metadata["traceback_"] = site.stack()
+                if site.parent is not None:
+                    self._metadata["parent_"] = site.parent
         return self._metadata
 
     @property
@@ -418,8 +426,8 @@ class Node:
         return f"<{self.name()} object at {hex(id(self))}>"
 
     # ---- behaviour, overridden by subclasses ---------------------------------------
-    def apply(self, grads):
-        raise NotImplementedError(f"{self.name()} does not implement apply")
+    def _apply_grads(self, grads):
+        raise NotImplementedError(f"{self.name()} does not implement _apply_grads")
 
     def release_variables(self):
         """Free saved tensors. Subclasses that save tensors override and call this."""
@@ -495,9 +503,18 @@ class AccumulateGrad(Node):
     def _kind(self):
         return "accumulate_grad"
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         # The engine calls _accumulate instead (it needs the task for ownership and events).
         return ()
+
+
+# PyTorch's AccumulateGrad is a C++ node type named without a module (type(node).__module__
+# is 'builtins'); the C type's tp_name compiled, __module__ interpreted. Nothing here pickles
+# nodes or finds their class by module.
+if cython.compiled:
+    gradviz_name_accumulate_grad(AccumulateGrad)
+else:
+    AccumulateGrad.__module__ = "builtins"
 
 
 class GraphRoot(Node):
@@ -507,7 +524,7 @@ class GraphRoot(Node):
         Node.__init__(self, edges, (), ACCUMULATE_GRAD_SEQUENCE_NR)
         self.grads = list(grads)
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         return self.grads
 
 
@@ -528,7 +545,7 @@ class ChangedViewError(Node):
     def name(self):
         return "Error"
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         raise RuntimeError(self.message)
 
 

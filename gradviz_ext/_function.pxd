@@ -22,7 +22,7 @@ cdef class FunctionNode(Node):
     cdef public Py_ssize_t _num_forward_inputs
     cdef public tuple _forward_constants
     cdef public bint _in_backward
-    cpdef apply(self, grads)
+    cpdef _apply_grads(self, grads)
     cpdef _kind(self)
     cpdef _materializes_grads(self)
     cpdef saved_tensor_count(self)

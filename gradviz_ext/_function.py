@@ -5,7 +5,7 @@ path.
 ``gradviz.autograd.function`` owns the contract (``FunctionCtx``'s methods, every check and
 error message, the general ``apply``). This module holds what runs on every call: the node
 type ``FunctionNode`` (the base of ``BackwardCFunction``, so a ``ctx`` keeps its fields in C),
-its ``apply`` (the user's ``backward`` and the check of what it returned), and
+its ``_apply_grads`` (the user's ``backward`` and the check of what it returned), and
 ``apply_function``, which records a call of ``Function.apply`` in the common case. Like the
 other modules here it is Cython pure-Python mode; ``_function.pxd`` compiles it.
 
@@ -77,7 +77,7 @@ def apply(cls, *args, **kwargs):
 
 
 class FunctionNode(Node):
-    """The fields every custom Function node carries, and its ``apply``.
+    """The fields every custom Function node carries, and its ``_apply_grads``.
 
     ``BackwardCFunction`` (gradviz.autograd.function) subclasses this together with
     ``FunctionCtx``; its instances are both the ``ctx`` of forward and the graph node.
@@ -155,7 +155,7 @@ class FunctionNode(Node):
         # ctx.saved_tensors after the release raises, as in PyTorch
         self._released = True
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         backward = _backward_of(self)
         if self.materialize_grads and self._output_grad_dtypes is not None:
             grads = self._materialize_uncast_slots(list(grads))
@@ -248,7 +248,6 @@ def _check_result(node: FunctionNode, result):
     expected: cython.Py_ssize_t = node._num_forward_inputs
     if len(result) != expected or len(node._tensor_input_positions) != expected:
         return None
-    needs: tuple = node.needs_input_grad
     grads = [None] * expected
     i: cython.Py_ssize_t
     for i in range(expected):
@@ -257,8 +256,9 @@ def _check_result(node: FunctionNode, result):
             continue
         if not isinstance(value, TensorBase):
             return None
-        if needs[i]:  # PyTorch drops gradients for inputs that need none
-            grads[i] = value
+        # kept for an input that needs no gradient too: post-hooks and anomaly mode see it,
+        # as in PyTorch; its edge is (None, 0), so the engine passes it to nobody
+        grads[i] = value
     return grads
 
 

@@ -7,11 +7,17 @@ import weakref
 
 
 class RemovableHandle:
-    """Returned by ``register_hook``-style calls; ``remove()`` unregisters the hook."""
+    """Returned by ``register_hook``-style calls (tensors, nodes and modules); ``remove()``
+    unregisters the hook. ``id`` numbers handles in creation order, as PyTorch's
+    ``torch.utils.hooks.RemovableHandle`` (one counter for every kind of hook)."""
+
+    next_id = 0
 
     def __init__(self, container, hook):
         self._container = weakref.ref(container) if container is not None else None
         self._hook = hook
+        self.id = RemovableHandle.next_id
+        RemovableHandle.next_id += 1
 
     def remove(self):
         container = self._container() if self._container is not None else None

@@ -608,7 +608,7 @@ cdef class OpNode(Node):
     cdef public dict attrs
     cdef public dict _saved_inputs
     cdef public SavedTensor _saved_output
-    cpdef apply(self, grads)
+    cpdef _apply_grads(self, grads)
     cdef list _apply_fast(self, grads)
     cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)

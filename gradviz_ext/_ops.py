@@ -3,7 +3,7 @@
 
 ``OpSpec`` is what the engine knows of an op (``gradviz.ops.Op`` subclasses it and adds the
 table). ``apply_op`` runs the op's forward rule on numpy arrays, wraps the results and, when
-grad mode is on and an input requires grad, records an ``OpNode`` whose ``apply`` calls the
+grad mode is on and an input requires grad, records an ``OpNode`` whose ``_apply_grads`` calls the
 op's backward rule. Like ``_engine.py`` this file is Cython pure-Python mode: ``_ops.pxd``
 compiles it; ``GRADVIZ_PURE_PYTHON=1`` runs it interpreted.
 
@@ -302,7 +302,7 @@ def _scalar_array(value, dtype):
 
 
 class OpNode(Node):
-    """The backward node of a built-in op; ``apply`` calls the op's backward rule.
+    """The backward node of a built-in op; ``_apply_grads`` calls the op's backward rule.
 
     The node is the ``ctx`` of the rule: ``ctx.input(i)``, ``ctx.output()``,
     ``ctx.needs_input_grad`` and the forward's keyword attributes as ``ctx.<name>``.
@@ -311,7 +311,7 @@ class OpNode(Node):
     def name(self):
         return self.op.node
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         op: OpSpec = self.op
         if op.fast_backward is not None and not is_grad_enabled():
             return self._apply_fast(grads)  # Note [Fast backward rules]

@@ -14,7 +14,7 @@ A graph task executes one node per ``step()``, in PyTorch's order:
 1. tensor pre-hooks of each input slot, then the node's pre-hooks;
 2. zero-materialization of missing gradients (custom Functions that ask for it, and
    built-in nodes that received at least one gradient);
-3. the node's backward (``Node.apply``), under grad mode only with ``create_graph``;
+3. the node's backward (``Node._apply_grads``), under grad mode only with ``create_graph``;
 4. validation of the results: one per edge, shape reduced or rejected, dtype cast to what
    the successor expects;
 5. the node's post-hooks;
@@ -794,6 +794,9 @@ class GraphTask:
             # like PyTorch's generated backward functions; a custom Function still runs.
             skip: cython.bint = (_all_none(grads) and not isinstance(node, GraphRoot)
                                  and node._kind() == "builtin")
+            # post-hooks see the gradients before materialization (None stays None), as in
+            # PyTorch, where nodes materialize inside their backward
+            hook_grads = grads
             # 2. zero-materialization
             if not skip and node._materializes_grads():
                 grads = self._materialize(node, grads)
@@ -801,12 +804,12 @@ class GraphTask:
             if skip:
                 outputs = [None] * len(node.next_functions)
             else:
-                outputs = node.apply(grads)
+                outputs = node._apply_grads(grads)
             # 4. validation
             outputs = self._validate(node, outputs)
             # 5. post-hooks
             if node._post_hooks is not None:
-                outputs = self._run_post_hooks(node, outputs, grads)
+                outputs = self._run_post_hooks(node, outputs, hook_grads)
 
         # 6. release
         if not self.keep_graph and not node._released:

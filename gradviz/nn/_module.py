@@ -24,17 +24,6 @@ __all__ = ["Parameter", "UninitializedParameter", "Module", "register_module_for
            "register_module_full_backward_pre_hook"]
 
 
-class _Handle(RemovableHandle):
-    """A module hook's handle: ``remove()`` unregisters it; ``id`` numbers it, as torch's."""
-
-    next_id = 0
-
-    def __init__(self, container, hook):
-        super().__init__(container, hook)
-        self.id = _Handle.next_id
-        _Handle.next_id += 1
-
-
 # hooks of every module (torch.nn.modules.module.register_module_*_hook): they run before each
 # module's own hooks of the same kind
 _global_forward_pre_hooks = HookList()
@@ -47,27 +36,27 @@ def register_module_forward_pre_hook(hook):
     """Call ``hook(module, args)`` before the forward of every module (before its own pre-hooks);
     a non-None result replaces the positional arguments."""
     _global_forward_pre_hooks.append(_hooks.ModuleHook(hook, False))
-    return _Handle(_global_forward_pre_hooks, _global_forward_pre_hooks[-1])
+    return RemovableHandle(_global_forward_pre_hooks, _global_forward_pre_hooks[-1])
 
 
 def register_module_forward_hook(hook, *, with_kwargs: bool = False, always_call: bool = False):
     """Call ``hook(module, args, output)`` after the forward of every module (before its own
     forward hooks); a non-None result replaces the output."""
     _global_forward_hooks.append(_hooks.ModuleHook(hook, with_kwargs, always_call))
-    return _Handle(_global_forward_hooks, _global_forward_hooks[-1])
+    return RemovableHandle(_global_forward_hooks, _global_forward_hooks[-1])
 
 
 def register_module_full_backward_hook(hook):
     """``Module.register_full_backward_hook`` for every module (run before each module's own)."""
     _global_backward_hooks.append(hook)
-    return _Handle(_global_backward_hooks, hook)
+    return RemovableHandle(_global_backward_hooks, hook)
 
 
 def register_module_full_backward_pre_hook(hook):
     """``Module.register_full_backward_pre_hook`` for every module (run before each module's
     own)."""
     _global_backward_pre_hooks.append(hook)
-    return _Handle(_global_backward_pre_hooks, hook)
+    return RemovableHandle(_global_backward_pre_hooks, hook)
 
 
 class Parameter(Tensor):
@@ -318,7 +307,7 @@ class Module:
             hooks.insert(0, hook)
         else:
             hooks.append(hook)
-        return _Handle(hooks, hook)
+        return RemovableHandle(hooks, hook)
 
     # ---- registration ----------------------------------------------------------------
     def _check_init(self, what="parameters"):

@@ -672,7 +672,7 @@ class _DoubleBackwardError(_engine.Node):
     def name(self):
         return "Error"
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         raise RuntimeError(self.message)
 
 

@@ -13,11 +13,11 @@ import math
 import warnings
 from collections import defaultdict
 
-from gradviz_ext._hooks import HookList
+from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .._tensor import Tensor
 from ..autograd import no_grad
-from ..nn._module import _Handle, _zero_grad
+from ..nn._module import _zero_grad
 from ..ops import full, maximum, where, zeros_like
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adamax", "NAdam", "RAdam",
@@ -40,13 +40,13 @@ _global_optimizer_post_hooks = HookList()
 def register_optimizer_step_pre_hook(hook):
     """Call ``hook(optimizer, args, kwargs)`` before every optimizer's ``step``."""
     _global_optimizer_pre_hooks.append(hook)
-    return _Handle(_global_optimizer_pre_hooks, hook)
+    return RemovableHandle(_global_optimizer_pre_hooks, hook)
 
 
 def register_optimizer_step_post_hook(hook):
     """Call ``hook(optimizer, args, kwargs)`` after every optimizer's ``step``."""
     _global_optimizer_post_hooks.append(hook)
-    return _Handle(_global_optimizer_post_hooks, hook)
+    return RemovableHandle(_global_optimizer_post_hooks, hook)
 
 
 def _with_step_hooks(step):
@@ -92,7 +92,7 @@ class Optimizer:
     def _add_hook(self, name, hook, prepend=False):
         hooks = self._hooks(name)
         hooks.insert(0, hook) if prepend else hooks.append(hook)
-        return _Handle(hooks, hook)
+        return RemovableHandle(hooks, hook)
 
     def register_step_pre_hook(self, hook):
         """Call ``hook(optimizer, args, kwargs)`` before each ``step``; it may return

@@ -198,8 +198,8 @@ def test_rules_treat_missing_gradients_as_zeros(case, create_graph):
     expected[-1] = grads[-1].numpy()
     node = pieces[0].grad_fn
     with gradviz.set_grad_enabled(create_graph):  # the node takes its fast rule with grad mode off
-        result, = node.apply(grads)
-        nothing, = node.apply([None] * len(pieces))
+        result, = node._apply_grads(grads)
+        nothing, = node._apply_grads([None] * len(pieces))
     assert nothing is None
     # the input's gradient: the last piece's gradient in place, zeros elsewhere (as in torch)
     whole = torch.zeros(4, 3, dtype=torch.float64, requires_grad=True)

@@ -130,9 +130,10 @@ FunctionNode = _ext_function.FunctionNode
 class BackwardCFunction(FunctionCtx, FunctionNode):
     """Base of every ``<Fn>Backward`` node: the ctx and the graph node in one object.
 
-    Its fields, ``apply`` (running the user's ``backward``), ``release_variables`` and
-    ``saved_tensor_count`` are in ``gradviz_ext._function.FunctionNode`` (Note [Custom
-    Function fast path]); the general checks and the rarer features are here.
+    Its fields, ``_apply_grads`` (the engine's call of the user's ``backward``),
+    ``release_variables`` and ``saved_tensor_count`` are in
+    ``gradviz_ext._function.FunctionNode`` (Note [Custom Function fast path]); the general
+    checks and the rarer features are here.
     """
 
     _forward_cls: Any = None
@@ -174,6 +175,13 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
         return tuple(entries)
 
     # ---- backward -----------------------------------------------------------------------
+    def apply(self, *grad_outputs):
+        """Call the Function's ``backward`` (or ``vjp``) with this node as ``ctx``, as
+        PyTorch's ``BackwardCFunction.apply``: ``grad_fn.apply(g)`` is ``Fn.backward(ctx, g)``,
+        its result returned unchecked and no hooks run (the engine's own call is
+        ``_apply_grads``)."""
+        return self._backward_function()(self, *grad_outputs)
+
     def _backward_function(self):
         """The user's ``backward`` or ``vjp``, with PyTorch's errors for neither and both
         (``FunctionNode.apply`` caches the answer per class)."""
@@ -206,15 +214,11 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
         expected = self._num_forward_inputs
         if len(result) == expected and len(self._tensor_input_positions) == expected:
             # every forward argument was a tensor and the arity is exact: the common case
-            needs = self.needs_input_grad
             grads_out = []
             for position in range(expected):
                 value = result[position]
-                if value is not None:
-                    if not isinstance(value, Tensor):
-                        break  # the general path below names the error
-                    if not needs[position]:
-                        value = None  # PyTorch drops gradients for inputs that need none
+                if value is not None and not isinstance(value, Tensor):
+                    break  # the general path below names the error
                 grads_out.append(value)
             else:
                 return grads_out
@@ -240,13 +244,10 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
                     f"expected Variable or None (got {_type_name(value)}): function "
                     f"{self.name()} returned it as the gradient at position {position + 1}"
                 )
-        grads_out = []
-        for position in tensor_positions:
-            value = result[position]
-            if value is not None and not self.needs_input_grad[position]:
-                value = None  # PyTorch drops gradients for inputs that need none
-            grads_out.append(value)
-        return grads_out
+        # A gradient for an input that needs none is kept, as in PyTorch: post-hooks and
+        # anomaly mode's NaN check see it; its edge is (None, 0), so the engine passes it on
+        # to nobody.
+        return [result[position] for position in tensor_positions]
 
 
 def _type_name(value):

@@ -32,7 +32,7 @@ class DelayedError(_engine.Node):
     def name(self):
         return "Error"
 
-    def apply(self, grads):
+    def _apply_grads(self, grads):
         raise RuntimeError(self.message)
 
 
