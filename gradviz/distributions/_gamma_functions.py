@@ -11,18 +11,17 @@ Both sum ``P(a, x) = sum_n x^(a+n) e^-x / Gamma(a+n+1)``, which converges for ev
 until its terms are negligible (``n`` past ``x + 10 sqrt(x)``).
 """
 
-import math
-
 import numpy as np
 
 import gradviz
 from gradviz.ops._creation import _rng
 from gradviz.ops._registry import Op, apply
-from gradviz.ops._special import _digamma_array
+from gradviz.ops._special import _digamma_array, _lgamma_scalar
 
 
 def _lgamma(values):
-    return np.vectorize(math.lgamma, otypes=[np.float64])(values)
+    """log|Gamma| of a float64 array (gradviz.lgamma's scalar rule)."""
+    return np.asarray(_lgamma_scalar(values), dtype=np.float64)
 
 
 def _series_length(x):
