@@ -425,6 +425,10 @@ class Node:
     def __repr__(self):
         return f"<{self.name()} object at {hex(id(self))}>"
 
+    def __reduce__(self):
+        # PyTorch's nodes refuse copy, deepcopy and pickle alike
+        raise TypeError(f"cannot pickle '{type(self).__name__}' object")
+
     # ---- behaviour, overridden by subclasses ---------------------------------------
     def _apply_grads(self, grads):
         raise NotImplementedError(f"{self.name()} does not implement _apply_grads")
@@ -469,6 +473,17 @@ class Node:
         return RemovableHandle(hooks, fn)
 
 
+def check_node_call_arguments(node, grads):
+    """What PyTorch checks when a node is called directly (``grad_fn(*grads)``): one
+    argument per output of the forward, each a tensor or None."""
+    expected = len(node._input_metadata)
+    if len(grads) != expected:
+        raise TypeError(f"expected {expected} arguments, got {len(grads)} instead")
+    for index, grad in enumerate(grads):
+        if grad is not None and not isinstance(grad, TensorBase):
+            raise TypeError(f"argument {index} is not a Variable")
+
+
 @cython.ccall
 def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     """Initialize a node made with ``__new__`` (the fast path of gradviz_ext._ops)."""
@@ -505,6 +520,29 @@ class AccumulateGrad(Node):
 
     def _apply_grads(self, grads):
         # The engine calls _accumulate instead (it needs the task for ownership and events).
+        return ()
+
+    def __call__(self, *grads):
+        """``acc(grad)``, as PyTorch's: add ``grad`` to the leaf's ``.grad`` (in place with
+        grad mode off, out of place and recorded with it on), run the leaf's
+        post-accumulate-grad hooks, return ``()``. The leaf's tensor hooks do not run: the
+        engine runs those."""
+        check_node_call_arguments(self, grads)
+        grad = grads[0]
+        leaf: TensorBase = self.variable
+        before = leaf.grad
+        if grad is None:
+            pass  # the hooks still run, as in PyTorch
+        elif is_grad_enabled():
+            leaf.grad = _rt.clone(grad) if before is None else _rt.add(before, grad)
+        elif before is None:
+            leaf.grad = _rt.detach(_rt.clone(grad))
+        else:
+            _rt.add_inplace(before, grad)
+        hooks = leaf._post_accumulate_hooks
+        if hooks is not None:
+            for hook in list(hooks):
+                hook(self.variable)
         return ()
 
 

@@ -320,6 +320,29 @@ class OpNode(Node):
             return result
         return (result,)
 
+    def __call__(self, *grads):
+        """``grad_fn(*grads)``, as PyTorch's built-in nodes: the backward formula applied to
+        ``grads`` (one per forward output, a tensor or None) under the current grad mode, so
+        with grad mode on the result is differentiable. No hooks run and the results are not
+        reduced to the inputs' shapes or cast (the engine does both). Returns one gradient
+        per forward input (None for those needing none): the tensor itself for one input."""
+        _engine.check_node_call_arguments(self, grads)
+        n: cython.Py_ssize_t = len(self.next_functions)
+        grads = list(grads)
+        if all(grad is None for grad in grads):
+            return None if n == 1 else (None,) * n  # nothing flows: PyTorch's undefined grads
+        metas: tuple = self._input_metadata
+        for slot in range(len(grads)):
+            if grads[slot] is None:
+                meta: InputMeta = metas[slot]
+                grads[slot] = _engine.runtime().zeros(meta.shape, meta.dtype)
+        outputs = list(self._apply_grads(grads))
+        edges: tuple = self.next_functions
+        for i in range(min(n, len(outputs))):
+            if edges[i][0] is None:
+                outputs[i] = None  # the formulas compute only what an edge needs, as PyTorch's
+        return outputs[0] if len(outputs) == 1 else tuple(outputs)
+
     def _apply_fast(self, grads):
         op: OpSpec = self.op
         n: cython.Py_ssize_t = len(grads)
