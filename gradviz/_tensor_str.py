@@ -184,7 +184,7 @@ def _format(t) -> str:
     if node is not None:
         # PyTorch's repr prints <Invalid> when reading grad_fn raises (a view whose base changed)
         invalid = type(node) is _engine.ChangedViewError
-        suffixes.append(f"grad_fn=<{'Invalid' if invalid else node.name()}>")
+        suffixes.append(f"grad_fn=<{'Invalid' if invalid else _engine.display_name(node)}>")
     elif t.requires_grad:  # a view under no_grad of a base that requires grad too
         suffixes.append("requires_grad=True")
     return _add_suffixes(prefix + body, suffixes, indent)

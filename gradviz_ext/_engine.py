@@ -515,6 +515,9 @@ class AccumulateGrad(Node):
         if variable._hooks is not None:
             self._tensor_pre_hooks = variable._hooks
 
+    def name(self):
+        return "torch::autograd::AccumulateGrad"  # PyTorch's C++ nodes give qualified names
+
     def _kind(self):
         return "accumulate_grad"
 
@@ -561,6 +564,9 @@ class GraphRoot(Node):
     def __init__(self, edges, grads):
         Node.__init__(self, edges, (), ACCUMULATE_GRAD_SEQUENCE_NR)
         self.grads = list(grads)
+
+    def name(self):
+        return "torch::autograd::GraphRoot"
 
     def _apply_grads(self, grads):
         return self.grads
@@ -828,6 +834,16 @@ class SavedTensor:
             self._packed = None
             self._unpack_hook = None
             self._grad_fn = None
+
+
+_CPP_PREFIX = "torch::autograd::"
+
+
+def display_name(node):
+    """``node.name()`` without the namespace of PyTorch's C++ nodes: ``AccumulateGrad`` for
+    ``torch::autograd::AccumulateGrad``, as traces, the widget and tensors' repr show it."""
+    name = node.name()
+    return name[len(_CPP_PREFIX):] if name.startswith(_CPP_PREFIX) else name
 
 
 def short_node_name(name):

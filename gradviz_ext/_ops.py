@@ -309,7 +309,9 @@ class OpNode(Node):
     """
 
     def name(self):
-        return self.op.node
+        name = self.op.node
+        # PyTorch's one C++ node among the ops: name() is qualified, the class name is not
+        return "torch::autograd::CopySlices" if name == "CopySlices" else name
 
     def _apply_grads(self, grads):
         op: OpSpec = self.op

@@ -418,13 +418,13 @@ class GraphTask:
         if accumulate_into is not None:
             for tensor in accumulate_into:
                 node, slot = gradient_edge(tensor)
-                if tensor.grad_fn is None:
-                    targets[node] = True  # the leaf's AccumulateGrad runs
-                else:
+                # PyTorch's backward(inputs=...) runs every input's node, a non-leaf's
+                # grad_fn too (its formulas then compute nothing this pass does not follow)
+                targets[node] = True
+                if tensor.grad_fn is not None:
                     if self._retains is None:
                         self._retains = {}
                     self._retains.setdefault(node, []).append((slot, tensor))
-                    targets.setdefault(node, False)
         needed = {}
         # Iterative post-order: a node is needed if it is a target or any successor is.
         stack = [(root, iter(root.next_functions))]
@@ -762,14 +762,16 @@ class GraphTask:
         if observer is not None:
             observer.node_started(self, node, list(grads))
 
-        # 1. tensor pre-hooks, then node pre-hooks
+        # 1. tensor pre-hooks, then node pre-hooks. autograd.grad's captures: as in
+        # PyTorch, a node that runs gives the gradient as it arrived (its tensor hooks run
+        # later, in call_function), one that does not gives it after the tensor hooks
+        runs: cython.bint = self._exec_info is None or self._exec_info.get(node, False)
+        if self._captures is not None and runs:
+            self._capture(node, grads)
         if node._tensor_pre_hooks is not None:
             self._run_tensor_pre_hooks(node, grads)
-        if self._captures is not None:
-            captures = self._captures.get(node)
-            if captures is not None:
-                for slot, index in captures:
-                    self.captured[index] = grads[slot]
+        if self._captures is not None and not runs:
+            self._capture(node, grads)
         if self._retains is not None:
             retains = self._retains.get(node)
             if retains is not None:
@@ -777,7 +779,7 @@ class GraphTask:
                     retained: TensorBase = tensor
                     if not retained._retains_grad:  # else its retain_grad hook stores it
                         self._accumulate_into(tensor, grads[slot], None)
-        if self._exec_info is not None and not self._exec_info.get(node, False):
+        if not runs:
             if observer is not None:
                 observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)
             return
@@ -807,6 +809,9 @@ class GraphTask:
                 outputs = node._apply_grads(grads)
             # 4. validation
             outputs = self._validate(node, outputs)
+            if ((node._post_hooks is not None or self._exec_info is not None)
+                    and node._kind() == "builtin"):
+                self._drop_unneeded(node, outputs)
             # 5. post-hooks
             if node._post_hooks is not None:
                 outputs = self._run_post_hooks(node, outputs, hook_grads)
@@ -828,6 +833,25 @@ class GraphTask:
         # 7. hand the results to the successors
         if outputs:
             self._distribute(node, outputs)
+
+    def _capture(self, node, grads):
+        captures = self._captures.get(node)
+        if captures is not None:
+            for slot, index in captures:
+                self.captured[index] = grads[slot]
+
+    def _drop_unneeded(self, node, outputs: list):
+        """None for each edge this pass does not follow: PyTorch's built-in formulas compute
+        only the outputs whose next node exists and the pass executes
+        (``task_should_compute_output``), so that is what the post-hooks see; nothing else
+        reads those outputs. Custom Functions keep what backward returned."""
+        edges: tuple = node.next_functions
+        exec_info = self._exec_info
+        index: cython.Py_ssize_t
+        for index in range(len(edges)):
+            next_node = edges[index][0]
+            if next_node is None or (exec_info is not None and next_node not in exec_info):
+                outputs[index] = None
 
     def _run_tensor_pre_hooks(self, node, grads):
         observer = self.observer

@@ -119,6 +119,10 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
         if not inputs:
             raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         for i, t in enumerate(inputs):
+            if isinstance(t, Tensor):
+                # as PyTorch's engine does: a non-leaf input keeps its .grad in later passes
+                # too, and a tensor without grad fails here with retain_grad's error
+                t.retain_grad()
             _input_edge(t, i, "backward")
         accumulate_into = list(inputs)
     return _task.GraphTask(roots, root_grads, keep_graph=retain_graph,

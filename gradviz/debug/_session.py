@@ -296,7 +296,7 @@ class DebugSession(SessionBase):
                     return
                 node = self._task.peek()
                 if node is not None and not first:
-                    hit = self.breakpoints.node_hit(node.node_id, node.name())
+                    hit = self.breakpoints.node_hit(node.node_id, _engine.display_name(node))
                     if hit is not None:
                         self.stopped_at = hit
                         return

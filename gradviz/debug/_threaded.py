@@ -30,6 +30,7 @@ from ..instrument._nodes import walk_graph
 from ._base import SessionBase
 from ._breakpoints import Breakpoint
 from ._view import EventView
+from gradviz_ext import engine as _engine
 
 __all__ = ["CallSession", "runcall", "SessionAborted"]
 
@@ -124,7 +125,7 @@ class CallSession(SessionBase):
         if self._mode == "step":
             self._pause(node.node_id)
         elif self._mode == "continue":
-            hit = self.breakpoints.node_hit(node.node_id, node.name())
+            hit = self.breakpoints.node_hit(node.node_id, _engine.display_name(node))
             if hit is not None:
                 self.stopped_at = hit
                 self._pause(node.node_id)

@@ -84,7 +84,7 @@ def describe_node(node) -> dict:
         meta = node.input_metadata(0)
         if meta is not None:
             label = f"{list(meta.shape)}"
-    return {"id": node.node_id, "name": node.name(), "kind": kind, "label": label}
+    return {"id": node.node_id, "name": _engine.display_name(node), "kind": kind, "label": label}
 
 
 def walk_graph(root, include_graph_root=False):
@@ -137,7 +137,7 @@ def node_created_payload(node) -> dict:
         needs = tuple(n is not None for n, _ in node.next_functions)
     declared = getattr(node, "_output_grad_dtypes", None)
     return {
-        "name": node.name(),
+        "name": _engine.display_name(node),
         "node_kind": kind,
         "edges": [{"node": None if n is None else n.node_id, "input_nr": nr}
                   for n, nr in node.next_functions],

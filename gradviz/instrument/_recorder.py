@@ -165,7 +165,7 @@ class Recorder(_engine.Observer):
         for (slot, label), hook in sorted(matched, key=lambda item: item[0][0]):
             hook_name = _engine._hook_name(hook)
             self._event("saved_packed", None, node,
-                        f"{node.name()} packed {label} with the saved-tensor hook {hook_name}.",
+                        f"{_engine.display_name(node)} packed {label} with the saved-tensor hook {hook_name}.",
                         slot=slot, label=label, hook=hook_name)
 
     def saved_unpacked(self, task, node, saved, hook):
@@ -176,14 +176,14 @@ class Recorder(_engine.Observer):
                 break
         hook_name = _engine._hook_name(hook)
         self._event("saved_unpacked", task, node,
-                    f"{node.name()} unpacked {label} with the saved-tensor hook {hook_name}.",
+                    f"{_engine.display_name(node)} unpacked {label} with the saved-tensor hook {hook_name}.",
                     slot=slot, label=label, hook=hook_name)
 
     # ---- backward -------------------------------------------------------------------
     def backward_started(self, task):
         roots = [{"node": _node_id(n), "input_nr": nr} for n, nr in task.roots]
         dependencies = {str(_node_id(n)): c for n, c in task.dependencies().items()}
-        names = ", ".join(n.name() for n, _ in task.roots if n is not None) or "nothing"
+        names = ", ".join(_engine.display_name(n) for n, _ in task.roots if n is not None) or "nothing"
         options = f"retain_graph={task.keep_graph}, create_graph={task.create_graph}"
         self._event("backward_started", task, None,
                     f"Backward started from {names} ({options}).",
@@ -191,7 +191,7 @@ class Recorder(_engine.Observer):
                     inputs=_inputs_of(task), dependencies=dependencies)
 
     def node_ready(self, task, node):
-        name = node.name()
+        name = _engine.display_name(node)
         self._event("node_ready", task, node,
                     f"{name} is ready: every gradient it waits for has arrived.", name=name)
 
@@ -201,8 +201,8 @@ class Recorder(_engine.Observer):
         count = self._contributions.get(key, 0) + 1
         self._contributions[key] = count
         self._event("buffer_added", task, node,
-                    f"{node.name()} input {slot}: {_ordinal(count)} contribution, from "
-                    f"{producer.name()}, {_HOW_TEXT.get(how, how)}.",
+                    f"{_engine.display_name(node)} input {slot}: {_ordinal(count)} contribution, from "
+                    f"{_engine.display_name(producer)}, {_HOW_TEXT.get(how, how)}.",
                     slot=slot, producer=_node_id(producer), how=how, contribution=count)
 
     def buffers_exposed(self, task, node, entries):
@@ -219,12 +219,12 @@ class Recorder(_engine.Observer):
             parts.append(f"input {position} {'exposed' if exposed else 'not exposed'} "
                          f"({entry['reason']})")
         self._event("buffers_exposed", task, node,
-                    f"{node.name()} read ctx.input_grad_buffers: {'; '.join(parts) or 'no inputs'}.",
+                    f"{_engine.display_name(node)} read ctx.input_grad_buffers: {'; '.join(parts) or 'no inputs'}.",
                     inputs=inputs)
 
     def node_started(self, task, node, grads):
         arrived = sum(1 for g in grads if g is not None)
-        name = node.name()
+        name = _engine.display_name(node)
         self._event("node_started", task, node,
                     f"{name} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
                     name=name, grads_in=self._summaries(grads))
@@ -232,11 +232,11 @@ class Recorder(_engine.Observer):
     def prehook(self, task, node, hook, slot, before, after):
         if slot >= 0:
             replaced = after is not before
-            what = f"Tensor pre-hook {_engine._hook_name(hook)} on {node.name()} input {slot}"
+            what = f"Tensor pre-hook {_engine._hook_name(hook)} on {_engine.display_name(node)} input {slot}"
             before_list, after_list = [self._summary(before)], [self._summary(after)]
         else:
             replaced = any(a is not b for a, b in zip(after, before)) or len(after) != len(before)
-            what = f"Pre-hook {_engine._hook_name(hook)} of {node.name()}"
+            what = f"Pre-hook {_engine._hook_name(hook)} of {_engine.display_name(node)}"
             before_list, after_list = self._summaries(before), self._summaries(after)
         outcome = "replaced the gradient" if replaced else "left the gradient unchanged"
         self._event("prehook", task, node, f"{what} {outcome}.",
@@ -246,25 +246,25 @@ class Recorder(_engine.Observer):
     def grads_materialized(self, task, node, slots):
         slots = list(slots)
         self._event("grads_materialized", task, node,
-                    f"{node.name()} got no gradient for output {_slots_text(slots)}: "
+                    f"{_engine.display_name(node)} got no gradient for output {_slots_text(slots)}: "
                     "zeros were materialized.", slots=slots)
 
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
         self._event("grad_cast", task, node,
-                    f"{node.name()} gradient for input {slot} cast from {from_dtype.name} to "
+                    f"{_engine.display_name(node)} gradient for input {slot} cast from {from_dtype.name} to "
                     f"{to_dtype.name}, the dtype its successor expects.",
                     slot=slot, from_dtype=from_dtype.name, to_dtype=to_dtype.name)
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
         self._event("grad_reduced", task, node,
-                    f"{node.name()} gradient for input {slot} summed from shape "
+                    f"{_engine.display_name(node)} gradient for input {slot} summed from shape "
                     f"{list(from_shape)} to {list(to_shape)} (the input was broadcast).",
                     slot=slot, from_shape=list(from_shape), to_shape=list(to_shape))
 
     def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced):
         outcome = "replaced its gradients" if replaced else "left its gradients unchanged"
         self._event("posthook", task, node,
-                    f"Post-hook {_engine._hook_name(hook)} of {node.name()} {outcome}.",
+                    f"Post-hook {_engine._hook_name(hook)} of {_engine.display_name(node)} {outcome}.",
                     hook=_engine._hook_name(hook), replaced=replaced,
                     grad_inputs=self._summaries(grad_inputs))
 
@@ -272,7 +272,7 @@ class Recorder(_engine.Observer):
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
         produced = sum(1 for g in grads_out if g is not None)
-        name = node.name()
+        name = _engine.display_name(node)
         if node._kind() == "accumulate_grad":
             text = f"{name} finished."
         else:
@@ -291,7 +291,7 @@ class Recorder(_engine.Observer):
 
     def saved_released(self, task, node, count, nbytes):
         self._event("saved_released", task, node,
-                    f"{node.name()} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
+                    f"{_engine.display_name(node)} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
                     count=count, bytes=nbytes)
 
     def backward_finished(self, task, duration):
@@ -302,7 +302,7 @@ class Recorder(_engine.Observer):
 
     def error(self, task, node, exc):
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        where = node.name() if node is not None else "backward"
+        where = _engine.display_name(node) if node is not None else "backward"
         self._event("error", task, node, f"{where} raised {type(exc).__name__}: {exc}",
                     exception=type(exc).__name__, message=str(exc), traceback=lines)
         self._forget_task(task)

@@ -158,7 +158,7 @@ def _live_node(drawing, node, names, show_saved, max_attr_chars) -> None:
             lines.insert(0, name)
         drawing.boxes.append(_Box(dot_id, lines, kind, tooltip="AccumulateGrad"))
         return
-    lines = [node.name()]
+    lines = [_engine.display_name(node)]
     if kind == "custom":
         lines.append(CUSTOM_MARKER)
     attrs = getattr(node, "attrs", None)
