@@ -89,6 +89,7 @@ class DebugSession(SessionBase):
         self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
         self._view = EventView(self._nodes)
         self._cursor = 0
+        self._chunk_start = 0  # first event of the engine step step_event() ran last
         if isinstance(task.peek(), _engine.GraphRoot):
             # Several roots: the engine's GraphRoot only hands out the initial gradients. It
             # is not part of the user's graph (torch hides it too), so run it now and pause
@@ -234,23 +235,34 @@ class DebugSession(SessionBase):
 
     # ---- driving ---------------------------------------------------------------------
     def step(self):
-        """Run the next node and return it (None when the pass is over).
+        """Run the next node and return it: the graph node (``.name()``, ``.node_id``,
+        ``session.node(node.node_id)`` for what it did). None only when the pass is over.
 
-        After :meth:`step_event`, first finishes showing the node in progress and returns it.
+        After :meth:`step_event`, first finishes showing the node in progress (the rest of its
+        events, even when its ``node_finished`` is already shown) and returns that node.
         An exception from the node's backward or hooks propagates (the node is in state
         ``"error"`` and the session stays inspectable).
         """
         self.stopped_at = None
         try:
             if self._behind():
-                node_id = self._view.running
+                node_id = self._node_in_progress()
                 self._show_all()
                 return self._live.get(node_id)
-            node = self._task.step()
-            return node
+            return self._task.step()
         finally:
             self._show_all()
             self._notify()
+
+    def _node_in_progress(self) -> int | None:
+        """The node whose events are partly shown: the one engine step (one node) that
+        :meth:`step_event` ran last recorded them; its ``node_started`` (or, when it failed
+        before starting, its first event) names it."""
+        chunk = self._recorder.events[self._chunk_start:]
+        for event in chunk:
+            if event["kind"] == "node_started":
+                return event["node"]
+        return chunk[0]["node"] if chunk else None
 
     def step_event(self) -> dict | None:
         """Show the next event and return it (None when nothing is left); Note [Stepping by
@@ -261,6 +273,7 @@ class DebugSession(SessionBase):
             if not self._behind():
                 if self._task.done:
                     return None
+                self._chunk_start = len(self._recorder.events)
                 try:
                     self._task.step()
                 except Exception:

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ._bundle import STANDALONE_BUNDLE, BundleError, load_bundle
-from ._widget import compact_event, normalize_graph, normalize_states
+from ._widget import _as_id, compact_event, normalize_graph, normalize_states
 
 __all__ = ["trace_to_html", "standalone_data", "render_html", "STANDALONE_FORMAT", "STANDALONE_VERSION"]
 
@@ -67,12 +67,17 @@ def standalone_data(trace: Any, title: str | None = None) -> dict[str, Any]:
     session = ReplaySession(trace)
     start = session.position
     graph = normalize_graph(session.graph())
-    changes, current = _replay_changes(session, trace.events, {node["id"] for node in graph["nodes"]})
+    ids = {node["id"] for node in graph["nodes"]}
+    changes, current = _replay_changes(session, trace.events, ids)
     session.seek(len(trace.events))
     events = []
     for event in trace.events:
         line = compact_event(event) or {"kind": "?", "node": None, "text": ""}
-        events.append([line["kind"], line["node"], line["text"]])
+        entry = [line["kind"], line["node"], line["text"]]
+        producer = _as_id(event.get("producer")) if isinstance(event, dict) else None
+        if line["kind"] == "buffer_added" and producer in ids and line["node"] in ids:
+            entry.append(producer)  # the edge the gradient arrives on (the view colours it)
+        events.append(entry)
     return {
         "format": STANDALONE_FORMAT,
         "version": STANDALONE_VERSION,

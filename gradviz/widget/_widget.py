@@ -254,6 +254,24 @@ def compact_event(event: object) -> dict[str, Any] | None:
     }
 
 
+def delivered_edges(events: object, ids: frozenset[int]) -> list[list[int]] | None:
+    """The gradients delivered so far, one ``[producer, receiver]`` per shown ``buffer_added``
+    event between two nodes of the graph (a pair repeats once per delivery, e.g. the two edges
+    of ``x * x``). The view draws an edge as delivered only once its ``buffer_added`` is shown,
+    so Step event shows a gradient leave a node and then arrive. None: the session has no
+    event stream, and the view falls back to "the source node has run"."""
+    if events is None:
+        return None
+    pairs = []
+    for event in events:
+        if not isinstance(event, dict) or event.get("kind") != "buffer_added":
+            continue
+        producer, receiver = _as_id(event.get("producer")), _as_id(event.get("node"))
+        if producer in ids and receiver in ids:
+            pairs.append([producer, receiver])
+    return pairs
+
+
 def describe_stop(breakpoint: object) -> str | None:
     """Why a paused session stopped, in words for the status line ("breakpoint on
     TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run)."""
@@ -338,6 +356,7 @@ class DebuggerWidget(anywidget.AnyWidget):
     last_event = traitlets.Dict(None, allow_none=True).tag(sync=True)
     doctor = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     stopped_at = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    delivered = traitlets.List(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -416,7 +435,11 @@ class DebuggerWidget(anywidget.AnyWidget):
             if not graph_ids or not {int(key) for key in states} <= graph_ids:
                 graph = normalize_graph(self._session.graph())
                 graph_ids = frozenset(node["id"] for node in graph["nodes"])
-            last_event = self._read_last_event()
+            # Sessions without an event stream (test doubles) have no narration. `events`
+            # copies the list on each read: O(events) per refresh, small next to drawing.
+            events = getattr(self._session, "events", None)
+            last_event = compact_event(events[-1]) if events else None
+            delivered = delivered_edges(events, graph_ids)
             stopped_at = describe_stop(getattr(self._session, "stopped_at", None)) if status == "paused" else None
             if selected is not None and selected not in graph_ids:
                 selected = None  # a new graph (a later backward pass) does not have it
@@ -445,19 +468,12 @@ class DebuggerWidget(anywidget.AnyWidget):
                 self.status = status
                 if last_event != self.last_event:
                     self.last_event = last_event
+                if delivered != self.delivered:
+                    self.delivered = delivered
                 self.stopped_at = stopped_at
                 self.selected = selected
                 if inspection != self.inspection:
                     self.inspection = inspection
-
-    def _read_last_event(self) -> dict[str, Any] | None:
-        # Sessions without an event stream (e.g. test doubles) have no narration.
-        # TODO(session API): `events` copies the whole list on each read; a `last_event` or
-        # `event_count` property on the session would make this O(1) on huge passes.
-        events = getattr(self._session, "events", None)
-        if not events:
-            return None
-        return compact_event(events[-1])
 
     def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
         """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session

@@ -17,10 +17,11 @@ import { keyAction, neighbour, startNode } from "./keys.js";
 import {
   ALL_STATE_CLASSES,
   changedNodes,
-  hasRun,
+  deliveredEdges,
   nodeTitle,
   stateClass,
   type CommandName,
+  type Deliveries,
   type Graph,
   type GraphNode,
   type NodeState,
@@ -104,7 +105,9 @@ export class GraphScene {
   private readonly boxesByNode = new Map<number, SVGGElement[]>();
   private readonly titlesByNode = new Map<number, SVGTitleElement[]>();
   private readonly placedByNode = new Map<number, PlacedBox>();
-  private readonly edgesBySource = new Map<number, SVGPathElement[]>();
+  /** The drawn paths of each graph edge (by index into graph.edges). */
+  private readonly pathsByEdge = new Map<number, SVGPathElement[]>();
+  private deliveredShown = new Set<number>();
   private readonly deliveredMarker: string;
   private readonly plainMarker: string;
   private shown: Map<number, NodeState> = new Map();
@@ -181,9 +184,9 @@ export class GraphScene {
         "data-input-nr": edge.input_nr,
       });
       group.append(path);
-      const list = this.edgesBySource.get(edge.source) ?? [];
-      list.push(path);
-      this.edgesBySource.set(edge.source, list);
+      const drawn = this.pathsByEdge.get(spec.edgeIndex) ?? [];
+      drawn.push(path);
+      this.pathsByEdge.set(spec.edgeIndex, drawn);
     }
     this.viewport.append(group);
   }
@@ -269,8 +272,12 @@ export class GraphScene {
     for (const title of this.titlesByNode.get(id) ?? []) title.textContent = this.tooltip(node, state);
   }
 
-  /** Show new states and the current node. Touches only the boxes that changed. */
-  update(states: StateMap, current: number | null): void {
+  /**
+   * Show new states, the current node and the delivered gradients (`delivered`: the
+   * `delivered` trait; null: an edge is delivered once its source has run). Touches only
+   * the boxes and edges that changed.
+   */
+  update(states: StateMap, current: number | null, deliveries: Deliveries | null = null): void {
     for (const id of changedNodes(this.shown, states)) {
       const elements = this.boxesByNode.get(id);
       const state = states.get(id);
@@ -282,12 +289,17 @@ export class GraphScene {
         element.setAttribute("data-state", state);
       }
       this.retitle(id);
-      const delivered = hasRun(state);
-      for (const path of this.edgesBySource.get(id) ?? []) {
-        path.classList.toggle("gv-edge-delivered", delivered);
-        path.setAttribute("marker-end", `url(#${delivered ? this.deliveredMarker : this.plainMarker})`);
+    }
+    const delivered = deliveredEdges(this.graph, states, deliveries);
+    for (const index of new Set([...this.deliveredShown, ...delivered])) {
+      const on = delivered.has(index);
+      if (on === this.deliveredShown.has(index)) continue;
+      for (const path of this.pathsByEdge.get(index) ?? []) {
+        path.classList.toggle("gv-edge-delivered", on);
+        path.setAttribute("marker-end", `url(#${on ? this.deliveredMarker : this.plainMarker})`);
       }
     }
+    this.deliveredShown = delivered;
     if (current !== this.current) {
       for (const element of this.boxesByNode.get(this.current ?? -1) ?? []) element.classList.remove("gv-current", "gv-waiting");
       for (const element of this.boxesByNode.get(current ?? -1) ?? []) element.classList.add("gv-current");

@@ -166,6 +166,59 @@ export function parseCurrent(value: unknown, graph: Graph): number | null {
   return graph.byId.has(value) ? value : null;
 }
 
+/** Gradients delivered so far: one [producer, receiver] per shown `buffer_added` event. */
+export type Deliveries = readonly (readonly [number, number])[];
+
+/**
+ * The `delivered` trait: [producer, receiver] pairs, one per gradient delivery shown so far
+ * (a pair repeats once per delivery); null when the session has no event stream (then an
+ * edge counts as delivered once its source node has run). Pairs naming nodes outside the
+ * graph are dropped.
+ */
+export function parseDelivered(value: unknown, graph: Graph): Deliveries | null {
+  if (value === null || value === undefined) return null;
+  if (!Array.isArray(value)) throw new ProtocolError(`delivered must be a list or null, got ${describe(value)}`);
+  const pairs: (readonly [number, number])[] = [];
+  value.forEach((pair: unknown, index) => {
+    if (!Array.isArray(pair) || pair.length !== 2 || !isId(pair[0]) || !isId(pair[1])) {
+      throw new ProtocolError(`delivered[${index}] must be a [producer, receiver] pair of node ids, got ${describe(pair)}`);
+    }
+    if (graph.byId.has(pair[0]) && graph.byId.has(pair[1])) pairs.push([pair[0], pair[1]]);
+  });
+  return pairs;
+}
+
+/**
+ * Which edges (indices into graph.edges) carry a delivered gradient. With `deliveries`, the
+ * k-th edge (in graph order) from a producer to a receiver is delivered once k + 1 of its
+ * `buffer_added` events are shown: the colour follows the events stepped through, not the
+ * producer's state (after Step event shows `node_finished`, its gradients are still on the
+ * way). Without (null): every edge of a node that has run.
+ */
+export function deliveredEdges(graph: Graph, states: StateMap, deliveries: Deliveries | null): Set<number> {
+  const delivered = new Set<number>();
+  if (deliveries === null) {
+    graph.edges.forEach((edge, index) => {
+      const state = states.get(edge.source);
+      if (state !== undefined && hasRun(state)) delivered.add(index);
+    });
+    return delivered;
+  }
+  const counts = new Map<string, number>();
+  for (const [producer, receiver] of deliveries) {
+    const key = `${producer}>${receiver}`;
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+  }
+  const rank = new Map<string, number>();
+  graph.edges.forEach((edge, index) => {
+    const key = `${edge.source}>${edge.target}`;
+    const k = rank.get(key) ?? 0;
+    rank.set(key, k + 1);
+    if ((counts.get(key) ?? 0) > k) delivered.add(index);
+  });
+  return delivered;
+}
+
 /** The `status` trait. Unknown values are reported, not guessed at. */
 export function parseStatus(value: unknown): SessionStatus {
   if (!isOneOf(SESSION_STATUSES, value)) {

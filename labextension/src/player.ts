@@ -67,6 +67,7 @@ export class ReplayPlayer {
     return {
       states,
       current: this.timeline.currentAt(p),
+      delivered: this.timeline.deliveredAt(p),
       status: this.timeline.statusAt(p),
       last_event: this.timeline.lastEventAt(p),
       selected: this.selected,

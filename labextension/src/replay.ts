@@ -11,7 +11,8 @@
 //     state_names,                // node state names; a state code indexes into it
 //     start,                      // where the replay begins (before the first node ran)
 //     final_status,               // status at position n (earlier positions are "paused")
-//     events: [kind, node, text][],      // event i; position p's last event is event p - 1
+//     events: [kind, node, text, producer?][],  // event i; position p's last event is event p - 1;
+//                                 // a buffer_added event adds its producer (the edge it arrives on)
 //     changes: number[][],        // changes[p]: flat [id, code, id, code, ...] vs position p-1
 //     current: (number | null)[] }       // the current node at each position (length n + 1)
 
@@ -20,8 +21,10 @@ import { ProtocolError, NODE_STATES, SESSION_STATUSES, type EventLine, type Node
 export const STANDALONE_FORMAT = "gradviz-standalone";
 export const STANDALONE_VERSION = 1;
 
-/** One event as the page needs it: kind, node (or null) and its narration text. */
-export type EventTuple = readonly [kind: string, node: number | null, text: string];
+/** One event as the page needs it: kind, node (or null), its narration text and, for a
+ * buffer_added event, the producer that delivered the gradient (pages written before it was
+ * added have none). */
+export type EventTuple = readonly [kind: string, node: number | null, text: string, producer?: number];
 
 export interface StandaloneData {
   readonly title: string;
@@ -64,10 +67,14 @@ export function parseStandalone(value: unknown): StandaloneData {
   const rawEvents = value["events"];
   if (!Array.isArray(rawEvents)) fail("events must be an array");
   const events = rawEvents.map((event, index): EventTuple => {
-    if (!Array.isArray(event) || event.length !== 3) fail(`events[${index}] must be [kind, node, text]`);
-    const [kind, node, text] = event as unknown[];
+    if (!Array.isArray(event) || (event.length !== 3 && event.length !== 4)) fail(`events[${index}] must be [kind, node, text, producer?]`);
+    const [kind, node, text, producer] = event as unknown[];
     if (typeof kind !== "string" || typeof text !== "string" || !(node === null || isId(node))) {
-      fail(`events[${index}] must be [kind, node, text]`);
+      fail(`events[${index}] must be [kind, node, text, producer?]`);
+    }
+    if (event.length === 4) {
+      if (!isId(producer)) fail(`events[${index}]'s producer must be a node id`);
+      return [kind, node, text, producer];
     }
     return [kind, node, text];
   });
@@ -106,12 +113,19 @@ export class Timeline {
   /** Positions of node_started events (node boundaries, as in ReplaySession). */
   private readonly boundaries: number[] = [];
   private readonly checkpoints: Map<number, NodeState>[] = [];
+  /** The deliveries ([position after the event, producer, receiver]); null: the page has none. */
+  private readonly deliveries: (readonly [number, number, number])[] | null;
 
   constructor(private readonly data: StandaloneData) {
     this.length = data.events.length;
-    data.events.forEach(([kind], index) => {
+    const deliveries: (readonly [number, number, number])[] = [];
+    let hasProducers = false;
+    data.events.forEach(([kind, node, , producer], index) => {
       if (kind === "node_started") this.boundaries.push(index);
+      if (producer !== undefined) hasProducers = true;
+      if (kind === "buffer_added" && producer !== undefined && node !== null) deliveries.push([index + 1, producer, node]);
     });
+    this.deliveries = hasProducers ? deliveries : null;
     let states = new Map<number, NodeState>();
     for (let position = 0; position <= this.length; position++) {
       for (const [id, state] of data.changes[position] ?? []) states.set(id, state);
@@ -141,6 +155,13 @@ export class Timeline {
     const out: Record<string, NodeState> = {};
     for (const [id, state] of states) out[String(id)] = state;
     return out;
+  }
+
+  /** The `delivered` trait at a position: [producer, receiver] per buffer_added shown. */
+  deliveredAt(position: number): [number, number][] | null {
+    if (this.deliveries === null) return null;
+    const p = this.clamp(position);
+    return this.deliveries.filter(([after]) => after <= p).map(([, producer, receiver]) => [producer, receiver]);
   }
 
   currentAt(position: number): number | null {

@@ -18,7 +18,9 @@ export const LIGHT: Palette = {
   "done-fill": "#dcfce7", "done-stroke": "#16a34a", "done-text": "#14532d",
   "released-fill": "#f3faf5", "released-stroke": "#4ade80", "released-text": "#3f6b50",
   "error-fill": "#fee2e2", "error-stroke": "#dc2626", "error-text": "#991b1b",
-  "badge-text": "#ffffff",
+  // The doctor's "!" badge: badge-text on each badge fill is 12px bold text, so AA's 4.5:1 holds
+  // there too (the ready stroke, #d97706, gave the warning badge only 3.2:1).
+  "badge-text": "#ffffff", "badge-error-fill": "#dc2626", "badge-warning-fill": "#b45309",
   current: "#2563eb",
   selected: "#7c3aed",
   // Coloured text on the theme's own background (not on a node's fill).
@@ -34,7 +36,7 @@ export const DARK: Palette = {
   "done-fill": "#0f3320", "done-stroke": "#22c55e", "done-text": "#bbf7d0",
   "released-fill": "#18231c", "released-stroke": "#15803d", "released-text": "#9cc3aa",
   "error-fill": "#450a0a", "error-stroke": "#f87171", "error-text": "#fecaca",
-  "badge-text": "#111111",
+  "badge-text": "#111111", "badge-error-fill": "#f87171", "badge-warning-fill": "#f59e0b",
   current: "#60a5fa",
   selected: "#a78bfa",
   alert: "#f87171", ok: "#4ade80", warn: "#fbbf24",
@@ -147,8 +149,8 @@ ${paletteVariables(DARK)}
 
 .gv-node .gv-badge { visibility: hidden; }
 .gv-node.gv-finding .gv-badge { visibility: visible; }
-.gv-node .gv-badge circle { fill: var(--gv-error-stroke); stroke: var(--gv-bg); stroke-width: 1.5; }
-.gv-node.gv-finding-warning .gv-badge circle { fill: var(--gv-ready-stroke); }
+.gv-node .gv-badge circle { fill: var(--gv-badge-error-fill); stroke: var(--gv-bg); stroke-width: 1.5; }
+.gv-node.gv-finding-warning .gv-badge circle { fill: var(--gv-badge-warning-fill); }
 .gv-node.gv-finding .gv-badge text { fill: var(--gv-badge-text); font-size: 11px; font-weight: 700; }
 .gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-error-stroke); stroke-width: 2.5; }
 .gv-node.gv-finding-warning rect.gv-box { stroke: var(--gv-ready-stroke); stroke-width: 2.5; }

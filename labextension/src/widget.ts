@@ -28,6 +28,7 @@ import {
   parseStates,
   parseStatus,
   parseStoppedAt,
+  parseDelivered,
   protocolMismatch,
   selectMessage,
   statusText,
@@ -231,7 +232,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
-      scene?.update(states, current);
+      scene?.update(states, current, parseDelivered(model.get("delivered"), graph));
       scene?.setSelected(selected);
       scene?.setFindings(findingMarks(shown));
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
@@ -363,6 +364,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:last_event", onStateChange],
     ["change:doctor", refresh],
     ["change:stopped_at", refresh],
+    ["change:delivered", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

@@ -8,12 +8,14 @@ import {
   commandMessage,
   commandsEnabled,
   countStates,
+  deliveredEdges,
   hasRun,
   narrationLine,
   nodeTitle,
   parseAck,
   parseCommands,
   parseCurrent,
+  parseDelivered,
   parseErrorText,
   parseGraph,
   parseLastEvent,
@@ -350,5 +352,42 @@ describe("stopped at a breakpoint", () => {
     assert.equal(parseStoppedAt(undefined), null);
     assert.equal(parseStoppedAt(""), null);
     assert.throws(() => parseStoppedAt(3), ProtocolError);
+  });
+});
+
+describe("delivered edges follow the buffer_added events shown", () => {
+  // TINY_GRAPH edges: 0: 4→3, 1: 3→2, 2: 3→0, 3: 2→1
+  const states = (entries: [number, NodeState][]) => new Map<number, NodeState>([...graph.nodes.map((n) => [n.id, "pending"] as [number, NodeState]), ...entries]);
+
+  it("keeps the edges of a node that has run grey until each delivery is shown", () => {
+    // Step event has shown AddBackward0's node_finished and one of its two buffer_added events.
+    const shown = states([[4, "done"], [3, "done"]]);
+    const delivered = deliveredEdges(graph, shown, parseDelivered([[4, 3], [3, 2]], graph));
+    assert.deepEqual([...delivered].sort(), [0, 1]);
+  });
+
+  it("greens the k-th edge between the same two nodes only after k + 1 deliveries (x * x)", () => {
+    const twice = parseGraph({
+      nodes: [{ id: 2, name: "MulBackward0", kind: "builtin", label: "" }, { id: 1, name: "AccumulateGrad", kind: "accumulate_grad", label: "x" }],
+      edges: [{ source: 2, target: 1, input_nr: 0 }, { source: 2, target: 1, input_nr: 0 }],
+      roots: [2],
+    });
+    const done = new Map<number, NodeState>([[2, "done"], [1, "ready"]]);
+    assert.deepEqual([...deliveredEdges(twice, done, [])], []);
+    assert.deepEqual([...deliveredEdges(twice, done, [[2, 1]])], [0]);
+    assert.deepEqual([...deliveredEdges(twice, done, [[2, 1], [2, 1]])], [0, 1]);
+  });
+
+  it("without an event stream (null) greens every edge of a node that has run", () => {
+    const delivered = deliveredEdges(graph, states([[4, "done"], [3, "released"]]), null);
+    assert.deepEqual([...delivered].sort(), [0, 1, 2]);
+  });
+
+  it("checks the trait and drops pairs outside the graph", () => {
+    assert.equal(parseDelivered(null, graph), null);
+    assert.equal(parseDelivered(undefined, graph), null);
+    assert.deepEqual(parseDelivered([[4, 3], [99, 3]], graph), [[4, 3]]);
+    assert.throws(() => parseDelivered({}, graph), (e: unknown) => e instanceof ProtocolError && /delivered must be a list/.test(e.message));
+    assert.throws(() => parseDelivered([[4]], graph), (e: unknown) => e instanceof ProtocolError && /delivered\[0\] must be a \[producer, receiver\] pair/.test(e.message));
   });
 });

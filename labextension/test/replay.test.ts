@@ -168,3 +168,32 @@ describe("ReplayPlayer", () => {
     assert.equal(player.at, 2);
   });
 });
+
+describe("Timeline.deliveredAt", () => {
+  // The same pass with AddBackward0's deliveries recorded as buffer_added events (producer 3).
+  const withDeliveries = tinyData({
+    events: [
+      ...EVENTS.slice(0, 7).map(([kind, node], seq) => [kind, node, `event ${seq}`]),
+      ["buffer_added", 2, "to MulBackward0", 3],
+      ["buffer_added", 0, "to b", 3],
+      ...EVENTS.slice(9).map(([kind, node], seq) => [kind, node, `event ${seq + 9}`]),
+    ],
+  });
+  const line = new Timeline(parseStandalone(withDeliveries));
+
+  it("lists a delivery only once its buffer_added event is shown", () => {
+    assert.deepEqual(line.deliveredAt(7), []);
+    assert.deepEqual(line.deliveredAt(8), [[3, 2]]);
+    assert.deepEqual(line.deliveredAt(9), [[3, 2], [3, 0]]);
+    assert.deepEqual(line.deliveredAt(100), [[3, 2], [3, 0]]);
+  });
+
+  it("is null for a page without producers (written before they were added)", () => {
+    assert.equal(timeline.deliveredAt(5), null);
+  });
+
+  it("rejects a producer that is not a node id", () => {
+    const bad = tinyData({ events: EVENTS.map(([kind, node], seq) => [kind, node, `event ${seq}`, seq === 3 ? "x" : 1]) });
+    assert.throws(() => parseStandalone(bad), (e: unknown) => e instanceof ProtocolError && /producer must be a node id/.test(e.message));
+  });
+});

@@ -42,6 +42,19 @@ describe("the graph's palettes", () => {
       }
     });
 
+    it(`${theme}: the doctor's badge text meets WCAG AA (4.5:1) on the error and the warning badge`, () => {
+      for (const severity of ["error", "warning"]) {
+        const fill = palette[`badge-${severity}-fill`];
+        assert.ok(fill !== undefined, `${theme} palette lacks badge-${severity}-fill`);
+        const ratio = contrast(palette["badge-text"]!, fill);
+        assert.ok(ratio >= 4.5, `${theme} ${severity} badge: ${palette["badge-text"]} on ${fill} is ${ratio.toFixed(2)}:1`);
+      }
+      // and the style sheet paints the badges with exactly these fills
+      assert.match(STYLES, /\.gv-node \.gv-badge circle \{ fill: var\(--gv-badge-error-fill\);/);
+      assert.match(STYLES, /\.gv-node\.gv-finding-warning \.gv-badge circle \{ fill: var\(--gv-badge-warning-fill\); \}/);
+      assert.match(STYLES, /\.gv-badge text \{ fill: var\(--gv-badge-text\);/);
+    });
+
     it(`${theme}: a released node is set apart from a done one by its own colours, not by opacity`, () => {
       assert.notEqual(palette["released-fill"], palette["done-fill"]);
       assert.ok(contrast(palette["released-text"]!, palette["released-fill"]!) < contrast(palette["done-text"]!, palette["done-fill"]!));

@@ -201,6 +201,7 @@ def test_01_tour(browser: Any, lab: LabServer) -> None:
         continue_to_the_tours_breakpoint(session)
         open_the_tours_html_page(session)
         check_gradients_of_a_wrong_function(session)
+        edges_turn_green_as_their_gradients_arrive(session)
         check_no_problems(session)
 
 
@@ -408,6 +409,42 @@ def check_fits_at_normal_and_narrow_widths(session: Any, widget: Any) -> None:
                 assert set(seen["findingCells"]) == {"block"}, seen
     finally:
         page.set_viewport_size({"width": 1400, "height": 1000})
+
+
+EDGES_CELL = """\
+xe = torch.tensor([1.0, 2.0], requires_grad=True)
+edges = torch.debug.backward((xe * 3.0).exp().sum())
+display(edges)
+print("GVEDGES", edges.current)
+"""
+
+
+def edges_turn_green_as_their_gradients_arrive(session: Any) -> None:
+    """Step event through the first node: after its node_finished the node is done but its
+    edge is still grey (the gradient is on the way); the next event, buffer_added, greens it."""
+    root = session.run_cell_at_end(EDGES_CELL, "GVEDGES ")
+    widget = session.widget()
+    box = widget.locator(f'.gv-node[data-node-id="{root}"]:not([data-copy])')
+    box.wait_for(state="visible", timeout=30_000)
+    edge = widget.locator(f'path.gv-edge[data-source="{root}"]')
+    narration = widget.locator('[data-testid="gv-narration"]')
+
+    def step_event() -> str:
+        seq = narration.get_attribute("data-seq")
+        widget.locator('[data-testid="gv-step-event"]').click()
+        session.page.wait_for_function(
+            "([element, seq]) => element.dataset.seq !== seq", arg=[narration.element_handle(), seq], timeout=15_000
+        )
+        return narration.inner_text()
+
+    assert edge.count() == 1 and "gv-edge-delivered" not in edge.get_attribute("class")
+    step_event()  # node_started
+    finished = step_event()
+    assert "finished" in finished, finished
+    assert box.get_attribute("data-state") == "done"
+    assert "gv-edge-delivered" not in edge.get_attribute("class"), "the edge is green before its buffer_added"
+    arrived = step_event()
+    assert "gv-edge-delivered" in edge.get_attribute("class"), f"after {arrived!r} the edge is still grey"
 
 
 def step_one_event(session: Any) -> None:

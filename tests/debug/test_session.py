@@ -468,3 +468,29 @@ def test_debugging_a_fresh_or_retained_graph_does_not_warn():
         loss = (plain + 1.0).sum()   # saves nothing: a second pass is fine, as in torch
         loss.backward()
         gradviz.debug.backward(loss).continue_()
+
+
+@pytest.mark.parametrize("events_first", [1, 2, 3, 4, 5, 6, 7, 8])
+def test_step_after_step_event_returns_the_node_in_progress_never_none(events_first):
+    """A user steps some events, then a node: step() returns the node it finished (the one
+    whose events were partly shown, even past its node_started/node_finished), in torch's
+    order, and None only at the very end."""
+    th_order, _, _ = torch_reference()
+    x, w = leaves(gradviz)
+    session = gradviz.debug.backward(program(gradviz, x, w))
+    started = []
+    for _ in range(events_first):
+        event = session.step_event()
+        if event["kind"] == "node_started":
+            started.append(session.node(event["node"])["name"])
+    stepped = []
+    while not session.finished:
+        node = session.step()
+        assert node is not None, f"step() returned None mid-pass (status {session.status})"
+        stepped.append(node_name(node))
+    # the first step() finishes the node whose events were shown, so the full sequence of nodes
+    # run is the node_started ones seen by step_event plus the steps, with one overlap
+    if started and stepped[0] == started[-1]:
+        started = started[:-1]
+    assert started + stepped == th_order
+    assert session.step() is None

@@ -234,3 +234,16 @@ def test_a_page_of_a_trace_without_leaf_names_has_none(tmp_path: Path) -> None:
     _, data = read_page(trace_to_html(trace, tmp_path / "plain.html"))
     assert all("leaf_name" not in node for node in data["graph"]["nodes"])
     assert any(node["kind"] == "accumulate_grad" for node in data["graph"]["nodes"])
+
+
+def test_the_page_carries_each_delivery_with_its_producer() -> None:
+    """The page colours an edge once its buffer_added is shown: each such event carries the
+    producer, as the live widget's `delivered` trait does."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.record() as trace:
+        (x * x).exp().sum().backward()
+    data = _html.standalone_data(trace)
+    sent = [(event["producer"], event["node"]) for event in trace.events if event["kind"] == "buffer_added"]
+    carried = [(entry[3], entry[1]) for entry in data["events"] if entry[0] == "buffer_added"]
+    assert carried == sent and len(sent) == 4  # Sum -> Exp, Exp -> Mul, Mul -> x twice
+    assert all(len(entry) == 3 for entry in data["events"] if entry[0] != "buffer_added")

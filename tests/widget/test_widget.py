@@ -592,3 +592,52 @@ def test_installed_package_without_sources_only_needs_the_bundle(copied_checkout
     info = _bundle.bundle_info(static, tmp_path / "no-such-labextension")
     assert info["dev_checkout"] is False
     assert info["fresh"] is True
+
+
+def test_edges_turn_delivered_only_as_their_buffer_added_events_are_shown() -> None:
+    """Step event past a node's node_finished: its gradients are still on the way, so no edge
+    of it is delivered until its buffer_added event is shown (one edge per event; x * x has
+    two edges to x, delivered one at a time). At the end every edge of the graph, as torch's
+    next_functions has it, has carried its gradient."""
+    import torch as real_torch
+
+    import gradviz as torch
+
+    def build(m):
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        return (x * x).exp().sum()
+
+    session = torch.debug.backward(build(torch))
+    widget = DebuggerWidget(session)
+    assert widget.delivered == []
+    shown = []
+    while True:
+        event = session.step_event()
+        if event is None:
+            break
+        if event["kind"] == "buffer_added":
+            shown.append([event["producer"], event["node"]])
+        assert widget.delivered == shown, event["kind"]
+        if event["kind"] == "node_finished":
+            sent = [e for e in widget.graph["edges"] if e["source"] == event["node"]]
+            assert not any(pair[0] == event["node"] for pair in widget.delivered), (
+                "an edge is delivered before its buffer_added event is shown", sent)
+    names = {node["id"]: node["name"] for node in widget.graph["nodes"]}
+    delivered = sorted((names[a], names[b]) for a, b in widget.delivered)
+
+    def torch_edges(fn, seen):
+        out = []
+        for child, _ in fn.next_functions:
+            if child is not None:
+                out.append((type(fn).__name__, type(child).__name__))
+                if child not in seen:
+                    seen.add(child)
+                    out.extend(torch_edges(child, seen))
+        return out
+
+    assert delivered == sorted(torch_edges(build(real_torch).grad_fn, set()))
+    widget.close()
+
+
+def test_a_session_without_events_sends_no_deliveries(widget: DebuggerWidget) -> None:
+    assert widget.delivered is None  # the view then greens the edges of nodes that have run
