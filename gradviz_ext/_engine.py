@@ -423,7 +423,7 @@ class Node:
         return self._input_metadata[slot]
 
     def __repr__(self):
-        return f"<{self.name()} object at {hex(id(self))}>"
+        return f"<{display_name(self)} object at {hex(id(self))}>"
 
     def __reduce__(self):
         # PyTorch's nodes refuse copy, deepcopy and pickle alike

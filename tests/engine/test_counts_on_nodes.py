@@ -288,7 +288,7 @@ def test_a_buffer_an_observer_keeps_is_not_reused():
     task = make_graph_task(y.sum(), observer=keeper)
     run_to_end(task)
     assert [name for name, _ in keeper.lists] == [
-        "SumBackward0", "MulBackward0", "AddBackward0", "MulBackward0", "AccumulateGrad"]
+        "SumBackward0", "MulBackward0", "AddBackward0", "MulBackward0", "torch::autograd::AccumulateGrad"]
     for _, grads in keeper.lists:  # what the observer saw was not emptied later
         assert len(grads) == 1 and grads[0] is not None
     np.testing.assert_array_equal(x.grad.numpy(), [6.0, 6.0])
