@@ -277,3 +277,26 @@ def test_embedding_of_zero_width_rows():
         (g,) = lib.autograd.grad(out.sum(), weight)
         results.append([list(out.shape), list(g.shape)])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+@pytest.mark.parametrize("used", ["spread", "mean", "both"])
+def test_std_mean_is_one_node(name, used):
+    """``std_mean``/``var_mean`` record one node for both results (StdMeanBackward0 /
+    VarMeanBackward0, as torch), and its gradient and second derivative match torch whichever
+    of the results the loss uses (gradviz recorded a StdBackward0 and a MeanBackward1)."""
+    x0 = normal(3, 4)
+    results = []
+    for lib in (gradviz, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        spread_, mean_ = getattr(lib, name)(x, 1, correction=0)
+        loss = {"spread": (spread_ * 1.5).sum(), "mean": mean_.sin().sum(),
+                "both": (spread_ * mean_).sum()}[used]
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        names = [t.grad_fn.name() for t in (spread_, mean_)]
+        results.append((names, g.detach().numpy(), gg.numpy()))
+    (names, g, gg), (t_names, t_g, t_gg) = results
+    assert names == t_names
+    np.testing.assert_allclose(g, t_g, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gg, t_gg, rtol=1e-10, atol=1e-12)
