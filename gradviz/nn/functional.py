@@ -17,7 +17,7 @@ from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
-from ..ops import _conv, _loss
+from ..ops import _conv, _loss, _separable
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
@@ -882,7 +882,7 @@ def _integer_avg_pool(x, geometry, divisor):
 
 
 def adaptive_avg_pool2d(input, output_size):
-    """Average pooling to ``output_size`` (each input size a multiple of it, or None to keep)."""
+    """Average pooling to ``output_size`` (None keeps that size) over torch's adaptive bins."""
     x, unbatched = _batched_4d(input, "adaptive_avg_pool2d")
     _check_pool_dtype(x, "adaptive_avg_pool2d", floating_only=True)
     sizes = _conv._pair(output_size)
@@ -892,8 +892,8 @@ def adaptive_avg_pool2d(input, output_size):
         # depend on the input, so under create_graph it is a constant for a constant upstream
         return _ops.mean(input, (-1, -2), keepdim=True)
     if any(n % s for n, s in zip(x.shape[2:], sizes)):
-        raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
-                                  "multiple of the output size")
+        # torch's bins floor(i n / m) .. ceil((i + 1) n / m) overlap: a separable averaging map
+        return _separable.adaptive_avg_pool2d(input, sizes)
     kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
     # unbatched as is: torch adds no nodes
     return _conv.avg_pool2d(input, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)

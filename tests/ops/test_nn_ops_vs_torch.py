@@ -106,6 +106,11 @@ CASES += [
      (normal(1, 1, 4, 4),)),
     ("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (1, 1)) ** 2, (normal(2, 3, 4, 4),)),
     ("adaptive_avg_pool2d_2x3", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (2, 3)).exp(), (normal(1, 2, 4, 6),)),
+    # sizes that do not divide: torch's overlapping bins floor(i n / m) .. ceil((i + 1) n / m)
+    ("adaptive_avg_pool2d_overlapping_bins", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 4)).exp(),
+     (normal(2, 2, 5, 7),)),
+    ("adaptive_avg_pool2d_overlapping_unbatched", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (None, 2)) ** 2,
+     (normal(2, 4, 3),)),
     ("unfold_fold", lambda m, x: m.nn.functional.fold(m.nn.functional.unfold(x, 2, padding=1) ** 2, (3, 4), 2, padding=1),
      (normal(1, 2, 3, 4),)),
     ("lenet_block", lambda m, x, w: m.nn.functional.avg_pool2d(m.sigmoid(m.nn.functional.conv2d(x, w, padding=2)), 2, 2),
@@ -147,6 +152,9 @@ CASES += [
     ("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 2) ** 2, (normal(2, 3, 6),)),
     ("avg_pool1d_padding", lambda m, x: m.nn.functional.avg_pool1d(x, 3, stride=1, padding=1).sin(), (normal(1, 2, 5),)),
     ("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 2).exp(), (normal(2, 2, 6),)),
+    ("adaptive_avg_pool1d_overlapping_bins", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 4).exp(),
+     (normal(2, 2, 5),)),
+    ("adaptive_avg_pool1d_upsampling", lambda m, x: m.nn.AdaptiveAvgPool1d(5)(x) ** 2, (normal(3, 3),)),
 ]
 
 
