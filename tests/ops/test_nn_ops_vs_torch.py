@@ -155,6 +155,14 @@ CASES += [
     ("adaptive_avg_pool1d_overlapping_bins", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 4).exp(),
      (normal(2, 2, 5),)),
     ("adaptive_avg_pool1d_upsampling", lambda m, x: m.nn.AdaptiveAvgPool1d(5)(x) ** 2, (normal(3, 3),)),
+    ("lp_pool1d_p2", lambda m, x: m.nn.functional.lp_pool1d(x, 2, 3), (normal(2, 3, 7),)),
+    ("lp_pool1d_p3_stride", lambda m, x: m.nn.functional.lp_pool1d(x.abs() + 0.1, 3.0, 2, stride=1),
+     (normal(3, 5),)),
+    ("lp_pool1d_inf", lambda m, x: m.nn.functional.lp_pool1d(x, float("inf"), 2), (normal(2, 2, 6),)),
+    ("lp_pool2d_p2", lambda m, x: m.nn.functional.lp_pool2d(x, 2, (2, 3)), (normal(2, 2, 4, 6),)),
+    ("lp_pool2d_p1_stride", lambda m, x: m.nn.functional.lp_pool2d(x.exp(), 1, 2, stride=1), (normal(2, 4, 3),)),
+    ("lp_pool2d_module", lambda m, x: m.nn.LPPool2d(1.5, 2, stride=(1, 2))(x.exp()), (normal(1, 2, 5, 4),)),
+    ("lp_pool1d_module_neg_inf", lambda m, x: m.nn.LPPool1d(float("-inf"), 2)(x), (normal(2, 3, 4),)),
 ]
 
 
