@@ -1069,3 +1069,22 @@ def test_one_op_with_two_and_three_operands_saves_what_each_call_needs():
         x.clamp(max=high).sum().backward()     # two operands, the first needs grad
         grads.append((x.grad.tolist(), low.grad.tolist()))
     assert grads[0] == grads[1]
+
+
+def _roll_empty(m, shape, shifts, dims):
+    x = m.zeros(shape, dtype=m.float64, requires_grad=True)
+    try:
+        y = x.roll(shifts, dims)
+    except (RuntimeError, IndexError) as e:
+        return type(e).__name__, str(e)
+    (g,) = m.autograd.grad(y.sum(), x)
+    return list(y.shape), y.grad_fn.name(), list(g.shape)
+
+
+@pytest.mark.parametrize("shape, shifts, dims", [
+    ((0,), 1, 1), ((0, 2), 1, 1), ((2, 0), (2, -1), (1, 0)), ((0, 3), 1, 4), ((0,), (1, 2), (0,)),
+    ((2, 3), 1, 4), ((0,), 1, None)])
+def test_roll_of_empty_tensor(shape, shifts, dims):
+    """torch rolls an empty tensor to its copy before checking the dims (any dim goes); the
+    backward too (gradviz raised "Dimension out of range"; found by the op fuzzer, seed 4767)."""
+    assert _roll_empty(gradviz, shape, shifts, dims) == _roll_empty(torch, shape, shifts, dims)
