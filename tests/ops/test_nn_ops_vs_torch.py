@@ -316,3 +316,40 @@ def test_std_mean_is_one_node(name, used):
     assert names == t_names
     np.testing.assert_allclose(g, t_g, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(gg, t_gg, rtol=1e-10, atol=1e-12)
+
+
+def _convolution_second_derivative(lib, kind, requires, floored, used):
+    """Which first gradients of a convolution require grad under create_graph, and the second
+    derivative (None for an input that gets none) of a weighted sum of the ``used`` ones."""
+    F = lib.nn.functional
+    shapes = {"conv1d": ((2, 2, 5), (3, 2, 2)), "conv2d": ((1, 2, 4, 4), (3, 2, 2, 2)),
+              "conv_transpose1d": ((1, 2, 4), (2, 3, 2)), "conv_transpose2d": ((1, 2, 3, 3), (2, 3, 2, 2))}[kind]
+    rs = np.random.RandomState(0)
+    x, w, b = (lib.tensor(rs.randn(*shape), requires_grad=r) for shape, r in zip(shapes + ((3,),), requires))
+    xi, wi = (t.floor() if floored == i else t * 1.0 for i, t in enumerate((x, w)))
+    y = getattr(F, kind)(xi, wi, b, padding=1) if "transpose" not in kind else getattr(F, kind)(xi, wi, b)
+    leaves = [t for t in (x, w, b) if t.requires_grad]
+    weights = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+    grads = lib.autograd.grad((y * weights).sum(), leaves, create_graph=True)
+    facts = [[g.requires_grad for g in grads]]
+    chosen = [g for g, u in zip(grads, used) if u and g.requires_grad]
+    if chosen:
+        second = lib.autograd.grad(sum((g * g.detach().sin()).sum() for g in chosen), leaves, allow_unused=True)
+        facts.append([None if h is None else np.round(h.numpy(), 8).tolist() for h in second])
+    return facts
+
+
+@pytest.mark.parametrize("kind", ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"])
+@pytest.mark.parametrize("requires, floored, used", [
+    ((True, True, True), None, (True, True, True)), ((True, True, True), 0, (False, True, True)),
+    ((True, True, False), None, (True, False, False)), ((True, True, False), None, (False, True, False)),
+    ((True, True, True), 1, (True, False, True)), ((False, True, True), None, (True, True, False)),
+    ((True, False, True), None, (True, True, False)), ((True, True, True), 0, (False, False, True))])
+def test_convolution_double_backward_connectivity(kind, requires, floored, used):
+    """torch's convolution double backward gives the weight a gradient only through the input's
+    gradient and the input only through the weight's (each is linear in itself): an input the
+    second derivative does not reach this way is None, not zeros; every first gradient of the
+    one backward node requires grad when an input or the weight does (gradviz gave zeros and a
+    bias gradient not requiring grad; found by the op fuzzer, seed 2698 ``conv1d(x.floor(), w)``)."""
+    expected = _convolution_second_derivative(torch, kind, requires, floored, used)
+    assert _convolution_second_derivative(gradviz, kind, requires, floored, used) == expected
