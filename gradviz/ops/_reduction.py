@@ -551,16 +551,20 @@ def cumsum(input, dim, *, dtype=None):
 
 
 def _cumprod_backward(ctx, g):
-    """d/dx_i of sum_j g_j prod_{k<=j} x_k = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k, computed
-    without dividing by x (so zeros are fine) and with gradviz ops (so it differentiates)."""
+    """torch's ``cumprod_backward``: without zeros in x, ``reversed_cumsum(out * g) / x`` (the
+    saved output in it, so a second derivative reaches the output's hooks as torch's does);
+    with zeros, d/dx_i of sum_j g_j prod_{k<=j} x_k = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k,
+    computed without dividing by x. Both with gradviz ops (so they differentiate)."""
     from ._creation import ones
     from ._pointwise import where
-    from ._shape import cat
+    from ._shape import cat, flip
 
     x = ctx.input(0)
-    if x._data.size <= 1:  # torch's cumprod_backward: the gradient itself (not connected to x)
-        return (g,)
     dim = ctx.dim
+    if x._data.size <= 1 or x.shape[dim] == 1:  # the gradient itself (not connected to x)
+        return (g,)
+    if not (x._data == 0).any():
+        return (flip(cumsum(flip(ctx.output() * g, [dim]), dim), [dim]) / x,)
     one = ones((), dtype=x.dtype)
     grads = []
     for i in range(x.shape[dim]):
@@ -588,7 +592,7 @@ def _after_mask(x, dim, i):
 
 _CUMPROD = Op("cumprod", "CumprodBackward0",
               forward=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a.copy(),
-              backward=_cumprod_backward, saves=saves_inputs(0))
+              backward=_cumprod_backward, saves=lambda needs: ((0,), True))
 
 
 @numpy_names

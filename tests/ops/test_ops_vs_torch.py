@@ -266,3 +266,33 @@ def test_prod_and_cumprod_of_a_single_value_pass_the_gradient_through(fn, value)
     got, expected = _connected(gradviz, fn, value), _connected(torch, fn, value)
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
     assert got[1] == expected[1]
+
+
+def _cumprod_second_derivative(lib, value, dim, hooked):
+    x = lib.tensor(value, dtype=lib.float64, requires_grad=True)
+    y = x.cumprod(dim)
+    if hooked:
+        y.register_hook(lambda g: g * 0.75)
+    weights = lib.tensor(np.cos(np.arange(y.numel()) * 0.7 + 0.3).reshape(tuple(y.shape)))
+    (g,) = lib.autograd.grad((y * 1 * weights).sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return [g.tolist(), None]
+    (gg,) = lib.autograd.grad((g * g.detach().sin()).sum(), x, allow_unused=True)
+    return [g.tolist(), None if gg is None else gg.tolist()]
+
+
+@pytest.mark.parametrize("value, dim", [
+    ([[0.4, -0.5], [0.25, 1.1]], 0), ([[0.4, -0.5, 2.0], [0.25, 1.1, -0.7]], 1),
+    ([[0.4, 0.0, 2.0], [0.0, 1.1, -0.7]], 1), ([[0.4, -0.5, 2.0]], 0), ([0.3, 0.0, 0.0, 1.5], 0)])
+@pytest.mark.parametrize("hooked", [False, True])
+def test_cumprod_second_derivative_with_a_hook_on_its_output(value, dim, hooked):
+    """torch's cumprod_backward is ``reversed_cumsum(result * grad) / input`` when the input has
+    no zeros: the second derivative flows back through the saved result, so a hook on the
+    output scales that part too; with zeros it uses the input alone; over a size-1 dim it is
+    the gradient itself (found by the op fuzzer, seed 1788: cumprod, then a hook)."""
+    got = _cumprod_second_derivative(gradviz, value, dim, hooked)
+    expected = _cumprod_second_derivative(torch, value, dim, hooked)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-14)
+    assert (got[1] is None) == (expected[1] is None)
+    if expected[1] is not None:
+        np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-12)
