@@ -296,3 +296,29 @@ def test_cumprod_second_derivative_with_a_hook_on_its_output(value, dim, hooked)
     assert (got[1] is None) == (expected[1] is None)
     if expected[1] is not None:
         np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-12)
+
+
+def _norm_derivatives(lib, p, dim, fn):
+    x = lib.tensor([[0.0, 0.0, 0.0], [0.5, -1.5, 2.0], [0.0, 1.0, -1.0]], dtype=lib.float64,
+                   requires_grad=True)
+    y = {"norm": lambda: x.norm(p=p, dim=dim), "dist": lambda: lib.dist(x, x.detach(), p),
+         "vector_norm": lambda: lib.linalg.vector_norm(x, p, dim)}[fn]()
+    weights = lib.tensor(np.cos(np.arange(y.numel()) + 0.3).reshape(tuple(y.shape)))
+    (g,) = lib.autograd.grad((y * weights).sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return [y.tolist(), g.tolist()]
+    (gg,) = lib.autograd.grad((g * g.detach().cos()).sum(), x)
+    return [y.tolist(), g.tolist(), gg.numpy(force=True).tolist()]  # torch's may be a ZeroTensor
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, 1.5, 0.5, -1, float("inf"), float("-inf")])
+@pytest.mark.parametrize("dim, fn", [(1, "norm"), (None, "dist"), (1, "vector_norm"), ((0, 1), "norm")])
+def test_norm_derivatives_at_zero_norm_match_torch(p, dim, fn):
+    """torch's norm_backward masks the gradient of a zero norm after dividing by it, so its
+    second derivative there is NaN (0/0), which gradviz's safe division made a zero (found by
+    the op fuzzer, seeds 1327, 1873, 2300, 4787: dist of equal tensors, differentiated twice);
+    NaN positions must agree too."""
+    got, expected = _norm_derivatives(gradviz, p, dim, fn), _norm_derivatives(torch, p, dim, fn)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12, equal_nan=True)
