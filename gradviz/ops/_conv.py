@@ -145,16 +145,17 @@ _CONVOLUTION_BACKWARD = Op("convolution_backward", "ConvolutionBackwardBackward0
                            forward=lambda g, *inputs: g, backward=_tie_backward)
 
 
-def _requiring_grad(grad, *inputs):
+def _requiring_grad(grad, *inputs, op=_CONVOLUTION_BACKWARD):
     """``grad``, requiring grad under ``create_graph`` whenever one of ``inputs`` does, as the
-    result of torch's convolution backward kernel, which takes the forward's inputs; unlike
-    :func:`_tied`, differentiating it gives those inputs no gradient (None, as torch)."""
+    result of torch's convolution (or normalization, ``op``) backward kernel, which takes the
+    forward's inputs; unlike :func:`_tied`, differentiating it gives those inputs no gradient
+    (None, as torch)."""
     from gradviz_ext import engine
 
     tied = [t for t in inputs if t is not None and t.requires_grad]
-    if not engine.is_grad_enabled() or not tied:
+    if grad is None or not engine.is_grad_enabled() or not tied:
         return grad
-    return apply(_CONVOLUTION_BACKWARD, grad, *tied)
+    return apply(op, grad, *tied)
 
 
 def _wrap_array(array):
