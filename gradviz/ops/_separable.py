@@ -42,8 +42,16 @@ def _adjoint(ctx, g):
 
 # torch's backward of both takes the gradient alone (adaptive pooling's also the input, for its
 # shape): a first gradient never requires grad through them
+def _adaptive_2d_backward(ctx, g):
+    from ._conv import _tied
+
+    # torch's 2-D backward kernel takes the input, and its derivative there is zeros_like(self):
+    # under create_graph the gradient requires grad when the input does (unlike the 3-D one)
+    return (_tied(_adjoint(ctx, g), ctx.input(0)),)
+
+
 ADAPTIVE_AVG_POOL2D_BINS = Op("adaptive_avg_pool2d_bins", "AdaptiveAvgPool2DBackward0",
-                              forward=_forward, backward=lambda ctx, g: (_adjoint(ctx, g),),
+                              forward=_forward, backward=_adaptive_2d_backward,
                               saves=saves_inputs(0), dtype=promote_float)
 ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", forward=_forward,
                          backward=lambda ctx, g: (_adjoint(ctx, g),), saves=saves_inputs(0),

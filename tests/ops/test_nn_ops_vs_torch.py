@@ -283,6 +283,24 @@ def test_adaptive_avg_pool_to_one_is_a_mean(fn, shape):
     assert _adaptive_to_one(gradviz, fn, shape) == _adaptive_to_one(torch, fn, shape)
 
 
+@pytest.mark.parametrize("fn, shape", [
+    (lambda F, x: F.adaptive_avg_pool1d(x, 2), (3, 3)),
+    (lambda F, x: F.adaptive_avg_pool1d(x, 4), (1, 2, 5)),
+    (lambda F, x: F.adaptive_avg_pool2d(x, (2, 3)), (2, 3, 4)),
+])
+def test_adaptive_avg_pool_overlapping_bins_gradient_requires_grad(fn, shape):
+    """torch's 2-D adaptive average pool backward takes the input (its derivative there is
+    zeros): under create_graph the gradient requires grad and differentiates to zeros, with
+    overlapping bins too (found by the op fuzzer, seeds 5453, 6149)."""
+    results = []
+    for lib in (gradviz, torch):
+        x = lib.tensor(normal(*shape), requires_grad=True)
+        (g,) = lib.autograd.grad((fn(lib.nn.functional, x) * 0.5).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g.detach()).sum(), x)
+        results.append([g.requires_grad, g.detach().numpy().round(12).tolist(), gg.numpy(force=True).tolist()])
+    assert results[0] == results[1]
+
+
 def test_embedding_of_zero_width_rows():
     """An embedding weight with zero columns: the gradient is an empty (rows, 0) tensor
     (gradviz's backward reshaped to (-1, 0) and raised; found by the op fuzzer, seed 2576)."""
