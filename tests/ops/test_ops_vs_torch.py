@@ -322,3 +322,16 @@ def test_norm_derivatives_at_zero_norm_match_torch(p, dim, fn):
     assert len(got) == len(expected)
     for a, b in zip(got, expected):
         np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+def _nan_to_num_nan_gradient(lib):
+    x = lib.tensor([0.5, -1.0, 0.0, 2.0], dtype=lib.float64, requires_grad=True)
+    y = lib.nan_to_num(x.log(), nan=0.5, neginf=-3.0)
+    (g,) = lib.autograd.grad(y, x, lib.tensor([float("nan"), float("nan"), 1.0, 2.0], dtype=lib.float64))
+    return g.tolist()
+
+
+def test_nan_to_num_backward_keeps_a_nan_gradient():
+    """torch's nan_to_num backward is ``grad * isfinite(self)``: a NaN gradient at a replaced
+    entry stays NaN (gradviz's ``where`` made it zero; found by the op fuzzer, seed 6657)."""
+    np.testing.assert_array_equal(_nan_to_num_nan_gradient(gradviz), _nan_to_num_nan_gradient(torch))
