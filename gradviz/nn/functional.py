@@ -17,7 +17,7 @@ from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
-from ..ops import _conv, _loss
+from ..ops import _conv, _loss, _separable
 from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
@@ -882,7 +882,7 @@ def _integer_avg_pool(x, geometry, divisor):
 
 
 def adaptive_avg_pool2d(input, output_size):
-    """Average pooling to ``output_size`` (each input size a multiple of it, or None to keep)."""
+    """Average pooling to ``output_size`` (None keeps that size) over torch's adaptive bins."""
     x, unbatched = _batched_4d(input, "adaptive_avg_pool2d")
     _check_pool_dtype(x, "adaptive_avg_pool2d", floating_only=True)
     sizes = _conv._pair(output_size)
@@ -892,8 +892,8 @@ def adaptive_avg_pool2d(input, output_size):
         # depend on the input, so under create_graph it is a constant for a constant upstream
         return _ops.mean(input, (-1, -2), keepdim=True)
     if any(n % s for n, s in zip(x.shape[2:], sizes)):
-        raise NotImplementedError("adaptive_avg_pool2d: gradviz needs each input size to be a "
-                                  "multiple of the output size")
+        # torch's bins floor(i n / m) .. ceil((i + 1) n / m) overlap: a separable averaging map
+        return _separable.adaptive_avg_pool2d(input, sizes)
     kernel = tuple(n // s for n, s in zip(x.shape[2:], sizes))
     # unbatched as is: torch adds no nodes
     return _conv.avg_pool2d(input, _conv._Geometry(kernel, 1, 0, kernel), adaptive=True)
@@ -1013,6 +1013,37 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to ``output_size`` along the last dim."""
     return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))
+
+
+def _lp_pool(max_pool, avg_pool, input, norm_type, kernel_size, stride, ceil_mode, window):
+    """torch's power-average pooling: ``(sum of x^p over the window)^(1/p)`` written as its
+    composite (an average pool of ``x.pow(p)`` times the window size; a negative window sum
+    clamped to zero through ``sign(out) * relu(abs(out))``); +-inf norms are max pools."""
+    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
+        if norm_type > 0:
+            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
+    if stride is not None:
+        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
+    else:
+        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
+    return (_ops.sign(out) * relu(_ops.abs(out))).mul(window).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over windows of ``kernel_size`` along the last dim."""
+    return _lp_pool(max_pool1d, avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode,
+                    kernel_size)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """Power-average pooling over ``kernel_size`` windows of the last two dims."""
+    kw, kh = _conv._pair(kernel_size)
+    return _lp_pool(max_pool2d, avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode,
+                    kw * kh)
+
+
+__all__ += ["lp_pool1d", "lp_pool2d"]
 
 
 # ---- up-sampling, parametric layers and attention (in their own modules) ----------------------

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes as _dtypes
 from .._tensor import _wrap_dim
 from ._pointwise import (ERF, _erf_scalar, abs, exp, ge, gt, logical_and, logical_not, lt,
                          neg, sigmoid, tanh, where_zero)
@@ -45,6 +46,17 @@ def _log_softmax_forward(a, dim):
 LOG_SOFTMAX = Op("log_softmax", "LogSoftmaxBackward0", forward=_log_softmax_forward,
                  backward=lambda ctx, g: (g - exp(ctx.output()) * sum(g, ctx.dim, keepdim=True),),
                  saves=saves_output, dtype=promote_float)
+
+
+def _check_float_kernel(input, kernel):
+    """torch's activation kernels are instantiated for floating types only: an integer or bool
+    input is its NotImplementedError, naming the kernel (``"mish_cpu" not implemented for
+    'Long'``)."""
+    if not input.dtype.is_floating_point:
+        from .._tensor import TYPE_WORDS
+
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{TYPE_WORDS[input.dtype.name]}'")
 
 
 def _check_floating(input, dim, what):
@@ -98,6 +110,7 @@ SOFTPLUS = Op("softplus", "SoftplusBackward0",
 
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta x)) / beta``, linear where ``beta x > threshold``."""
+    _check_float_kernel(input, "softplus_cpu")
     return apply(SOFTPLUS, input, beta=beta, threshold=threshold)
 
 
@@ -138,6 +151,7 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit; ``approximate="tanh"`` for the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    _check_float_kernel(input, "GeluKernelImpl")
     return apply(GELU, input, approximate=approximate)
 
 
@@ -206,6 +220,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
+    _check_float_kernel(input, "leaky_relu_cpu")
     return apply(LEAKY_RELU, input, negative_slope=negative_slope)
 
 
@@ -221,6 +236,7 @@ ELU = Op("elu", "EluBackward0",
 
 
 def elu(input, alpha=1.0, inplace=False):
+    _check_float_kernel(input, "elu_cpu")
     return apply(ELU, input, alpha=alpha)
 
 
@@ -240,6 +256,7 @@ SILU = Op("silu", "SiluBackward0", forward=_silu_forward, backward=_silu_backwar
 
 def silu(input, inplace=False):
     """``x * sigmoid(x)`` (one ``SiluBackward0`` node, as in PyTorch)."""
+    _check_float_kernel(input, "silu_cpu")
     return apply(SILU, input)
 
 
@@ -265,6 +282,10 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """``clamp(x, min_val, max_val)``, with a zero gradient at the two ends too (as torch)."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if input.dtype is _dtypes.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if input.dtype is _dtypes.uint8 and min_val < 0:
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return apply(HARDTANH, input, min_val=min_val, max_val=max_val)
 
 
@@ -317,6 +338,7 @@ LOG_SIGMOID = Op("log_sigmoid", "LogSigmoidBackward0",
 
 def logsigmoid(input):
     """``log(sigmoid(x))``, computed without overflow."""
+    _check_float_kernel(input, "log_sigmoid_cpu")
     return apply(LOG_SIGMOID, input)
 
 
@@ -347,6 +369,7 @@ CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled
 
 def selu(input, inplace=False):
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
+    _check_float_kernel(input, "elu_cpu")
     return apply(SELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
@@ -354,6 +377,7 @@ def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
+    _check_float_kernel(input, "elu_cpu")
     return apply(CELU, input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
 
 
@@ -376,6 +400,7 @@ MISH = Op("mish", "MishBackward0",
 
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
+    _check_float_kernel(input, "mish_cpu")
     return apply(MISH, input)
 
 
@@ -408,11 +433,13 @@ HARDSIGMOID = Op("hardsigmoid", "HardsigmoidBackward0",
 
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
+    _check_float_kernel(input, "hardswish_cpu")
     return apply(HARDSWISH, input)
 
 
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
+    _check_float_kernel(input, "hardsigmoid_cpu")
     return apply(HARDSIGMOID, input)
 
 

@@ -118,6 +118,24 @@ def _spell_out_ellipsis(equation, operands):
     return ",".join(specs) + "->" + output.replace("...", broadcast)
 
 
+def _einsum_diagonals(operand, spec, i):
+    """A subscript repeated within one operand (``'ii->i'``) takes the diagonal of those dims,
+    as torch: ``(operand, spec)`` with each repeated letter once, its diagonal dim last."""
+    from ._linalg import diagonal
+
+    for letter in dict.fromkeys(spec):
+        while spec.count(letter) > 1:
+            first = spec.index(letter)
+            second = spec.index(letter, first + 1)
+            if operand.shape[first] != operand.shape[second]:
+                raise RuntimeError(f"einsum(): subscript {letter} is repeated for operand {i} but "
+                                   f"the sizes don't match, {operand.shape[second]} != "
+                                   f"{operand.shape[first]}")
+            operand = diagonal(operand, 0, first, second)
+            spec = spec[:first] + spec[first + 1:second] + spec[second + 1:] + letter
+    return operand, spec
+
+
 def einsum(equation, *operands):
     """Einstein summation, built from broadcasting products and sums (so its gradients are those
     of ``mul`` and ``sum``); ``...`` stands for broadcast dims (spelled out as spare letters)."""
@@ -146,9 +164,7 @@ def einsum(equation, *operands):
                                f"({len(spec)}) does not match the number of dimensions "
                                f"({operand.ndim}) for operand {len(aligned)} and no ellipsis "
                                "was given")
-        if len(set(spec)) != len(spec):
-            raise NotImplementedError("einsum: a subscript repeated within one operand is not "
-                                      "supported by gradviz")
+        operand, spec = _einsum_diagonals(operand, spec, len(aligned))
         for letter, size in zip(spec, operand.shape):
             if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
                 raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "

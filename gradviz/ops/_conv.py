@@ -134,6 +134,30 @@ def _tied(grad, *inputs):
     return grad
 
 
+def _tie_backward(ctx, g):
+    return (g,) + (None,) * (len(ctx.needs_input_grad) - 1)
+
+
+# the gradient ``g`` unchanged, recorded with the forward's inputs as inputs of its node that get
+# no gradient back: torch's convolution double backward returns an undefined gradient for an
+# input the convolution is linear in (a second derivative finds it unused, not zeros)
+_CONVOLUTION_BACKWARD = Op("convolution_backward", "ConvolutionBackwardBackward0",
+                           forward=lambda g, *inputs: g, backward=_tie_backward)
+
+
+def _requiring_grad(grad, *inputs, op=_CONVOLUTION_BACKWARD):
+    """``grad``, requiring grad under ``create_graph`` whenever one of ``inputs`` does, as the
+    result of torch's convolution (or normalization, ``op``) backward kernel, which takes the
+    forward's inputs; unlike :func:`_tied`, differentiating it gives those inputs no gradient
+    (None, as torch)."""
+    from gradviz_ext import engine
+
+    tied = [t for t in inputs if t is not None and t.requires_grad]
+    if grad is None or not engine.is_grad_enabled() or not tied:
+        return grad
+    return apply(op, grad, *tied)
+
+
 def _wrap_array(array):
     from .._tensor import _wrap
 
@@ -193,13 +217,13 @@ def _convolution_grads(ctx, x, weight, g):
             cols = matmul(transpose(flat_w, 1, 2), flat_g)
         grad_x = fold(reshape(cols, (n, -1, flat_g.shape[3])), tuple(x.shape[2:]),
                       ctx.geometry)
-        grad_x = _tied(grad_x, x)
+        grad_x = _requiring_grad(grad_x, x, weight)
     if ctx.needs_input_grad[1]:
         blocks = reshape(unfold(x, ctx.geometry), (n, groups, -1, flat_g.shape[3]))
         grad_w = reshape(sum(matmul(flat_g, transpose(blocks, 2, 3)), 0), tuple(weight.shape))
-        grad_w = _tied(grad_w, weight)
+        grad_w = _requiring_grad(grad_w, x, weight)
     if ctx.needs_input_grad[2]:
-        grad_b = sum(g, (0,) + tuple(range(2, g.ndim)))
+        grad_b = _requiring_grad(sum(g, (0,) + tuple(range(2, g.ndim))), x, weight)
     return grad_x, grad_w, grad_b
 
 

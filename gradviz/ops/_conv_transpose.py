@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._conv import _Geometry, _tied, check_dtypes, unfold
+from ._conv import _Geometry, _requiring_grad, check_dtypes, unfold
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs
@@ -83,13 +83,13 @@ def _transposed_grads(ctx, x, weight, g):
     grad_x = grad_w = grad_b = None
     if ctx.needs_input_grad[0]:
         grad_x = reshape(matmul(grouped_w, blocks), tuple(x.shape))
-        grad_x = _tied(grad_x, x)
+        grad_x = _requiring_grad(grad_x, x, weight)
     if ctx.needs_input_grad[1]:
         grouped_x = reshape(x, (n, groups, c_in // groups, height * width))
         grad_w = reshape(sum(matmul(grouped_x, transpose(blocks, 2, 3)), 0), tuple(weight.shape))
-        grad_w = _tied(grad_w, weight)
+        grad_w = _requiring_grad(grad_w, x, weight)
     if ctx.needs_input_grad[2]:
-        grad_b = sum(g, (0, 2, 3))
+        grad_b = _requiring_grad(sum(g, (0, 2, 3)), x, weight)
     return grad_x, grad_w, grad_b
 
 

@@ -426,7 +426,8 @@ def _roll_backward(ctx, g):
 
 
 ROLL = Op("roll", "RollBackward0",
-          forward=lambda a, shifts, dims: (np.roll(a, shifts, axis=dims) if dims is not None
+          forward=lambda a, shifts, dims: (a.copy() if a.size == 0
+                                           else np.roll(a, shifts, axis=dims) if dims is not None
                                            else np.roll(a, shifts)),
           backward=_roll_backward)
 
@@ -441,7 +442,8 @@ def roll(input, shifts, dims=None):
     dims = tuple(dims) if isinstance(dims, (tuple, list)) else (int(dims),)
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
-    dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
+    if input.numel():  # torch returns an empty tensor's copy before it checks the dims
+        dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
     return apply(ROLL, input, shifts=shifts, dims=dims)
 
 

@@ -291,6 +291,10 @@ def _copy_slices_forward(base, value, chain):
 def _copy_slices_backward(ctx, g):
     from ._creation import zeros
 
+    if not g.is_contiguous():
+        # torch copies the gradient into the base's layout first (new_empty_strided): the view
+        # chain (a ``view(-1)``) replays on it as it did on the base
+        g = g.contiguous()
     region = _replay(g, ctx.chain)
     grad_base = None
     if ctx.needs_input_grad[0]:

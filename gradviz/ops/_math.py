@@ -294,9 +294,9 @@ def atan2(input, other):
 
 
 def _nan_to_num_backward(ctx, g):
-    from ._pointwise import logical_not, where_zero
-
-    return (where_zero(logical_not(isfinite(ctx.input(0))), g),)
+    """torch's ``grad * isfinite(self)``: a product, so a NaN gradient at a replaced entry stays
+    NaN (a ``where`` would make it zero)."""
+    return (g * isfinite(ctx.input(0)).to(g.dtype),)
 
 
 NAN_TO_NUM = Op("nan_to_num", "NanToNumBackward0",

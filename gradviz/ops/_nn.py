@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._conv import _requiring_grad, _tie_backward
 from ._indexing import index_add
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
@@ -94,11 +95,24 @@ def _layer_norm_backward(ctx, g):
     batch_dims = tuple(range(x.ndim - len(ctx.dims)))
     grad_weight, grad_bias = _affine_grads(ctx, g, normalized, batch_dims,
                                            tuple(x.shape[x.ndim - len(ctx.dims):]))
-    return (grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias
+    grads = ((grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias)
+    return tuple(_requiring_grad(grad, x, weight, ctx.input(2), op=_LAYER_NORM_BACKWARD)
+                 for grad in grads)
+
+
+# torch's layer and batch norm backward are one node each, taking the input and the weight
+# (layer norm's the bias too): every gradient it gives requires grad when one of those does,
+# even one constant in them (the bias's, a sum of the upstream); the tie gives them nothing
+_LAYER_NORM_BACKWARD = Op("native_layer_norm_backward", "NativeLayerNormBackwardBackward0",
+                          forward=lambda g, *inputs: g, backward=_tie_backward)
+_GROUP_NORM_BACKWARD = Op("native_group_norm_backward", "NativeGroupNormBackwardBackward0",
+                          forward=lambda g, *inputs: g, backward=_tie_backward)
+_BATCH_NORM_BACKWARD = Op("native_batch_norm_backward", "NativeBatchNormBackwardBackward0",
+                          forward=lambda g, *inputs: g, backward=_tie_backward)
 
 
 LAYER_NORM = Op("layer_norm", "NativeLayerNormBackward0", forward=_layer_norm_forward,
-                backward=_layer_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+                backward=_layer_norm_backward, saves=saves_inputs(0, 1, 2), dtype=promote_float)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -145,7 +159,8 @@ def _batch_norm_backward(ctx, g):
         rstd = _wrap((1 / np.sqrt(ctx.var.reshape(shape) + ctx.eps)).astype(x._data.dtype))
         grad_x, normalized = scaled * rstd, (x - mean_) * rstd
     grad_weight, grad_bias = _affine_grads(ctx, g, normalized, ctx.dims, (x.shape[1],))
-    return (grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias
+    grads = ((grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias)
+    return tuple(_requiring_grad(grad, x, weight, op=_BATCH_NORM_BACKWARD) for grad in grads)
 
 
 BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_forward,
@@ -180,6 +195,9 @@ def _group_norm_backward(ctx, g):
     grad_weight, grad_bias = _affine_grads(ctx, g, reshape(normalized, tuple(x.shape)),
                                            reduce_dims, (x.shape[1],))
     grad_x = reshape(grad_x, tuple(x.shape)) if ctx.needs_input_grad[0] else None
+    # one torch node: its weight gradient requires grad when the input or the weight does
+    # (its bias gradient, computed apart in torch's group norm, does not)
+    grad_weight = _requiring_grad(grad_weight, x, ctx.input(1), op=_GROUP_NORM_BACKWARD)
     return grad_x, grad_weight, grad_bias
 
 

@@ -697,6 +697,8 @@ def relu(input):
 
 
 def abs(input):  # noqa: A001  (torch's name)
+    if input.dtype is _dtypes.bool:
+        raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return apply(ABS, input)
 
 

@@ -458,26 +458,29 @@ def logsumexp(input, dim, keepdim=False):
 
 
 def _norm_backward(ctx, g):
-    from ._pointwise import abs, eq, pow, sign, to, where_one, where_zero
+    """torch's ``norm_backward``, branch by branch: where the norm is zero its gradient is
+    masked to zero *after* dividing by the norm, so a second derivative there is torch's NaN
+    (0/0 in the division's backward), not a zero."""
+    from ._math import isnan
+    from ._pointwise import abs, eq, logical_or, pow, sign, to, where_zero
 
     x = ctx.input(0)
     p = ctx.p
     norm = _keep(ctx.output(), ctx)
-    is_zero = eq(norm, 0)
-    safe_norm = where_one(is_zero, norm)
-    if p in (math.inf, -math.inf):  # shared evenly among the tied extremes, as torch's
-        ties = to(eq(abs(x), norm), x.dtype)
-        grad = sign(x) * ties / _keep(sum(ties, ctx.dims, ctx.keepdim), ctx)
-        return (_keep(g, ctx) * grad,)
+    g = _keep(g, ctx)
     if p == 1:
-        grad = sign(x)
-    elif p < 0:  # a zero entry makes the norm 0, and every gradient 0 (torch's)
-        grad = x * pow(where_one(eq(x, 0), abs(x)), p - 2) / pow(safe_norm, p - 1)
-    elif p == 2:
-        grad = x / safe_norm
-    else:  # x |x|^(p-2) / norm^(p-1)
-        grad = x * pow(abs(x), p - 2) / pow(safe_norm, p - 1)
-    return (_keep(g, ctx) * where_zero(is_zero, grad),)
+        return (sign(x) * g,)
+    if p == 2:
+        return (g * where_zero(eq(norm, 0), x / norm),)
+    if p in (math.inf, -math.inf):  # shared evenly among the tied extremes (and NaNs)
+        magnitude = abs(x)
+        ties = to(logical_or(eq(magnitude, norm), isnan(magnitude)), x.dtype)
+        return (sign(x) * (g / _keep(sum(ties, ctx.dims, ctx.keepdim), ctx) * ties),)
+    if p < 1:
+        scaled = sign(x) * where_zero(eq(x, 0), pow(abs(x), p - 1))
+        return (scaled * g * pow(norm, 1 - p),)
+    scaled = sign(x) * pow(abs(x), p - 1) if p < 2 else x * pow(abs(x), p - 2)
+    return (scaled * where_zero(eq(norm, 0), g / pow(norm, p - 1)),)
 
 
 def _norm_forward(a, dims, keepdim, shape, count, p):
@@ -551,16 +554,20 @@ def cumsum(input, dim, *, dtype=None):
 
 
 def _cumprod_backward(ctx, g):
-    """d/dx_i of sum_j g_j prod_{k<=j} x_k = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k, computed
-    without dividing by x (so zeros are fine) and with gradviz ops (so it differentiates)."""
+    """torch's ``cumprod_backward``: without zeros in x, ``reversed_cumsum(out * g) / x`` (the
+    saved output in it, so a second derivative reaches the output's hooks as torch's does);
+    with zeros, d/dx_i of sum_j g_j prod_{k<=j} x_k = sum_{j>=i} g_j prod_{k<=j, k!=i} x_k,
+    computed without dividing by x. Both with gradviz ops (so they differentiate)."""
     from ._creation import ones
     from ._pointwise import where
-    from ._shape import cat
+    from ._shape import cat, flip
 
     x = ctx.input(0)
-    if x._data.size <= 1:  # torch's cumprod_backward: the gradient itself (not connected to x)
-        return (g,)
     dim = ctx.dim
+    if x._data.size <= 1 or x.shape[dim] == 1:  # the gradient itself (not connected to x)
+        return (g,)
+    if not (x._data == 0).any():
+        return (flip(cumsum(flip(ctx.output() * g, [dim]), dim), [dim]) / x,)
     one = ones((), dtype=x.dtype)
     grads = []
     for i in range(x.shape[dim]):
@@ -588,7 +595,7 @@ def _after_mask(x, dim, i):
 
 _CUMPROD = Op("cumprod", "CumprodBackward0",
               forward=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a.copy(),
-              backward=_cumprod_backward, saves=saves_inputs(0))
+              backward=_cumprod_backward, saves=lambda needs: ((0,), True))
 
 
 @numpy_names

@@ -360,6 +360,7 @@ SAVED_NAMES = {
     "ProdBackward0": {"self": _SELF, "result": RESULT},
     "LogsumexpBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
     "CumsumBackward0": {"dim": _DIM},
+    "CumprodBackward0": {"dim": _DIM, "self": _SELF, "result": RESULT},
     "SoftmaxBackward0": {"dim": _DIM, "result": RESULT},
     "LogSoftmaxBackward0": {"dim": _DIM, "result": RESULT},
     # shapes and views

@@ -1,7 +1,8 @@
 """Separable linear resampling: an (out, in) matrix per trailing spatial dim, applied one dim
-after another. Adaptive average pooling 3-D (``AdaptiveAvgPool3DBackward0``, torch's
-overlapping bins) and bicubic up-sampling (``UpsampleBicubic2DBackward0``, torch's
-cubic-convolution weights) are such maps, each one op and one node as in torch.
+after another. Adaptive average pooling 3-D (``AdaptiveAvgPool3DBackward0``) and 2-D with
+sizes that do not divide (``AdaptiveAvgPool2DBackward0``), with torch's overlapping bins, and
+bicubic up-sampling (``UpsampleBicubic2DBackward0``, torch's cubic-convolution weights) are
+such maps, each one op and one node as in torch.
 
 The forward multiplies numpy arrays; the backward applies each matrix transposed (the map's
 adjoint) with ``matmul`` and ``movedim`` (Note [Backward rules are differentiable]), so the
@@ -16,7 +17,7 @@ from ._compose import movedim
 from ._linalg import matmul
 from ._registry import Op, apply, promote_float, saves_inputs
 
-__all__ = ["adaptive_avg_pool3d", "upsample_bicubic2d"]
+__all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "upsample_bicubic2d"]
 
 
 def _forward(x, matrices, np_dtype, **_):
@@ -41,6 +42,17 @@ def _adjoint(ctx, g):
 
 # torch's backward of both takes the gradient alone (adaptive pooling's also the input, for its
 # shape): a first gradient never requires grad through them
+def _adaptive_2d_backward(ctx, g):
+    from ._conv import _tied
+
+    # torch's 2-D backward kernel takes the input, and its derivative there is zeros_like(self):
+    # under create_graph the gradient requires grad when the input does (unlike the 3-D one)
+    return (_tied(_adjoint(ctx, g), ctx.input(0)),)
+
+
+ADAPTIVE_AVG_POOL2D_BINS = Op("adaptive_avg_pool2d_bins", "AdaptiveAvgPool2DBackward0",
+                              forward=_forward, backward=_adaptive_2d_backward,
+                              saves=saves_inputs(0), dtype=promote_float)
 ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", forward=_forward,
                          backward=lambda ctx, g: (_adjoint(ctx, g),), saves=saves_inputs(0),
                          dtype=promote_float)
@@ -55,6 +67,14 @@ def _averaging_matrix(n, m):
         start, end = (i * n) // m, -((-(i + 1) * n) // m)
         matrix[i, start:end] = 1.0 / (end - start)
     return matrix
+
+
+def adaptive_avg_pool2d(input, sizes):
+    """Average pooling of the last two dims of ``input`` to ``sizes`` with torch's bins, which
+    overlap when an input size is not a multiple of the output size."""
+    matrices = tuple(_averaging_matrix(n, m) for n, m in zip(input.shape[-2:], sizes))
+    return apply(ADAPTIVE_AVG_POOL2D_BINS, input, matrices=matrices,
+                 np_dtype=input.numpy(force=True).dtype)
 
 
 def adaptive_avg_pool3d(input, sizes):

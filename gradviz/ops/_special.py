@@ -81,7 +81,13 @@ ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addc_forward(np.true_divide
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 * tensor2``."""
+    """``input + value * tensor1 * tensor2``; for integer tensors ``value`` is truncated to an
+    integer first (torch converts it to the tensors' type: ``value=0.5`` adds nothing)."""
+    dtype = _dtypes.result_type(input, tensor1, tensor2)
+    if dtype is _dtypes.bool:
+        raise NotImplementedError('"addcmul_cpu_out" not implemented for \'Bool\'')
+    if not dtype.is_floating_point and isinstance(value, float):
+        value = int(value)
     return apply(ADDCMUL, input, tensor1, tensor2, value=value)
 
 

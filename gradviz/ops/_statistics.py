@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
 from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _select_backward
-from ._reduction import _STD, _VAR, _variance, mean
+from ._reduction import _mean_backward, _std_backward, _var_backward, _var_forward, _variance, mean
 from ._math import _not_differentiable
 from ._registry import Op, apply
 
@@ -137,16 +137,37 @@ def bincount(input, weights=None, minlength=0):
     return _wrap(counts.astype(np.float64 if dtype == np.float64 else dtype))
 
 
+def _moments_forward(spread):
+    def forward(a, dims, keepdim, shape, count, correction):
+        return (spread(_var_forward(a, dims, keepdim, shape, count, correction)),
+                np.mean(a, axis=dims, keepdims=keepdim))
+    return forward
+
+
+def _moments_backward(spread_backward):
+    """The gradient of ``(spread, mean)``: each part's rule, summed (either may be None)."""
+    def backward(ctx, g_spread, g_mean):
+        pairs = ((spread_backward, g_spread), (_mean_backward, g_mean))
+        parts = [rule(ctx, g)[0] for rule, g in pairs if g is not None]
+        return (parts[0] if len(parts) == 1 else parts[0] + parts[1],)
+    return backward
+
+
+# one node for both results, as torch's; std's rule reads the saved std (outputs[0])
+_STD_MEAN = Op("std_mean", "StdMeanBackward0", forward=_moments_forward(np.sqrt),
+               backward=_moments_backward(_std_backward), saves=lambda needs: ((0,), True))
+_VAR_MEAN = Op("var_mean", "VarMeanBackward0", forward=_moments_forward(lambda v: v),
+               backward=_moments_backward(_var_backward), saves=lambda needs: ((0,), False))
+
+
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(std, mean)`` over ``dim``."""
-    return (_variance(_STD, "std_mean", input, dim, unbiased, keepdim, correction),
-            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+    """``(std, mean)`` over ``dim``, one ``StdMeanBackward0`` node."""
+    return _variance(_STD_MEAN, "std_mean", input, dim, unbiased, keepdim, correction)
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """``(var, mean)`` over ``dim``."""
-    return (_variance(_VAR, "var_mean", input, dim, unbiased, keepdim, correction),
-            mean(input, None if isinstance(dim, bool) else dim, keepdim))
+    """``(var, mean)`` over ``dim``, one ``VarMeanBackward0`` node."""
+    return _variance(_VAR_MEAN, "var_mean", input, dim, unbiased, keepdim, correction)
 
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")

@@ -469,3 +469,26 @@ def test_error_phrase_of_a_view_modified_message_names_as_strided():
     torch_error, error = _both(run)
     assert re.search("output 0 of AsStrided,", torch_error[1])
     assert error == torch_error
+
+
+def _copy_slices_with_strided_gradient(lib, order):
+    """A write through ``view(-1)[::2]``, then a transpose (its backward hands CopySlices a
+    non-contiguous gradient); first and second derivatives."""
+    a = lib.tensor(np.arange(6.0).reshape(2, 3) * 0.3 - 0.5, dtype=lib.float64, requires_grad=True)
+    c = a * a
+    c.view(-1)[::2].mul_(2)
+    y = c.t() * lib.tensor(np.arange(6.0).reshape(3, 2))
+    (g,) = lib.autograd.grad(y.sum(), a, create_graph=order == 2)
+    if order == 1:
+        return [g.tolist()]
+    (gg,) = lib.autograd.grad((g * g).sum(), a)
+    return [g.tolist(), gg.tolist()]
+
+
+@pytest.mark.parametrize("order", [1, 2])
+def test_copy_slices_backward_of_a_non_contiguous_gradient(order):
+    """torch's CopySlices copies the gradient into the base's layout before replaying the view
+    chain on it; gradviz replayed ``view(-1)`` on a transposed gradient and raised "view size
+    is not compatible" (found by the op fuzzer, seed 1669)."""
+    got, expected = _copy_slices_with_strided_gradient(gradviz, order), _copy_slices_with_strided_gradient(torch, order)
+    np.testing.assert_allclose(np.array(got), np.array(expected), rtol=1e-12)

@@ -144,3 +144,43 @@ def test_gradient_through_sign_is_a_constant_zero():
     does not require grad under create_graph (so differentiating it alone raises), and
     a second derivative with allow_unused gives zeros for b only through a's path."""
     assert _sign_of_another_tensor(gradviz) == _sign_of_another_tensor(torch)
+
+
+INTEGER_INPUT_ACTIVATIONS = ["mish", "silu", "gelu", "elu", "selu", "celu", "softplus", "hardswish",
+                             "hardsigmoid", "logsigmoid", "leaky_relu", "softsign", "hardtanh", "relu6"]
+
+
+def _on_integers(lib, name, dtype):
+    try:
+        out = getattr(lib.nn.functional, name)(lib.tensor([1, 0, 2], dtype=getattr(lib, dtype)))
+        return ("value", str(out.dtype).split(".")[-1], out.tolist())
+    except (RuntimeError, NotImplementedError) as e:
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int64", "uint8"])
+@pytest.mark.parametrize("name", INTEGER_INPUT_ACTIVATIONS)
+def test_activation_of_integer_tensor(name, dtype):
+    """torch's activation kernels exist for floating types only: an integer or bool input is
+    a NotImplementedError naming the kernel (hardtanh refuses bool alone, and keeps integers);
+    gradviz computed them in float (mish of a bool tensor; found by the op fuzzer)."""
+    assert _on_integers(gradviz, name, dtype) == _on_integers(torch, name, dtype)
+
+
+def _addcmul_of_integers(lib, value, dtypes):
+    a, b, c = (lib.tensor([1, 2], dtype=getattr(lib, d)) for d in dtypes)
+    try:
+        out = lib.addcmul(a, b, c, value=value)
+        return ("value", str(out.dtype).split(".")[-1], out.tolist())
+    except (RuntimeError, NotImplementedError) as e:
+        return (type(e).__name__, str(e))
+
+
+@pytest.mark.parametrize("value", [0.5, 1.5, -1.7, 2, True])
+@pytest.mark.parametrize("dtypes", [("int64",) * 3, ("int32", "uint8", "int16"), ("bool",) * 3,
+                                    ("bool", "bool", "int64"), ("int64", "float32", "int64")])
+def test_addcmul_integer_tensors_with_float_value(value, dtypes):
+    """For integer tensors torch converts ``value`` to the integer type (truncating: 0.5 adds
+    nothing) and the result stays integer; all-bool tensors have no kernel. gradviz gave a
+    float64 result (found by the op fuzzer)."""
+    assert _addcmul_of_integers(gradviz, value, dtypes) == _addcmul_of_integers(torch, value, dtypes)

@@ -645,7 +645,8 @@ COMPOSED = [
 ]
 
 
-# einsum's ellipsis: broadcast dims, right-aligned across operands (found by the op fuzzer).
+# einsum's ellipsis: broadcast dims, right-aligned across operands, and repeated subscripts
+# (diagonals) (found by the op fuzzer).
 # gradviz builds einsum from mul and sum, torch from bmm: values and gradients are compared,
 # not node names.
 EINSUM_ELLIPSIS = [
@@ -658,6 +659,15 @@ EINSUM_ELLIPSIS = [
     ("einsum ellipsis sum", lambda m, a, b: m.einsum("a...b,...->", a, b), [data(2, 3, 4), data(3)]),
     # a size-1 dim broadcasts against a size-0 one (gradviz took the larger size: fuzzer seed 1535)
     ("einsum size-0 with size-1", lambda m, a, b: m.einsum("abi,abj->abij", a, b), [data(1, 0, 3), data(1, 1, 2)]),
+    # a subscript repeated within one operand takes that diagonal (gradviz raised NotImplementedError)
+    ("einsum diagonal", lambda m, a: m.einsum("ii->i", a), [data(3, 3)]),
+    ("einsum trace implicit", lambda m, a: m.einsum("ii", a), [data(4, 4)]),
+    ("einsum diagonal summed", lambda m, a: m.einsum("iij->j", a), [data(3, 3, 2)]),
+    ("einsum diagonal apart", lambda m, a, b: m.einsum("iji,jk->ik", a, b), [data(2, 3, 2), data(3, 4)]),
+    ("einsum diagonal three", lambda m, a: m.einsum("iii->i", a), [data(2, 2, 2)]),
+    ("einsum diagonal twice", lambda m, a: m.einsum("ijij->ji", a), [data(2, 3, 2, 3)]),
+    ("einsum diagonal ellipsis", lambda m, a: m.einsum("...ii->...i", a), [data(2, 3, 3)]),
+    ("einsum diagonal empty", lambda m, a: m.einsum("iij->ji", a), [data(2, 2, 0)]),
 ]
 
 
@@ -696,6 +706,8 @@ def test_composed_op_errors():
         with pytest.warns(UserWarning, match="Using torch.cross without specifying the dim arg"):
             m.cross(m.ones(3, 2), m.ones(3, 2))
     compare(lambda m, x: m.block_diag(x, m.ones(2, 1, dtype=m.int64)), data(2, 2))
+    raises_like_torch(lambda m: m.einsum("ij,kk->ij", m.ones(2, 2), m.ones(2, 3)), RuntimeError,
+                      "subscript k is repeated for operand 1 but the sizes don't match, 3 != 2")
     raises_like_torch(lambda m: m.einsum("...ij->...", m.ones(3)), RuntimeError,
                       "the number of subscripts in the equation \\(2\\) is more than the number "
                       "of dimensions \\(1\\) for operand 0")
@@ -1057,3 +1069,22 @@ def test_one_op_with_two_and_three_operands_saves_what_each_call_needs():
         x.clamp(max=high).sum().backward()     # two operands, the first needs grad
         grads.append((x.grad.tolist(), low.grad.tolist()))
     assert grads[0] == grads[1]
+
+
+def _roll_empty(m, shape, shifts, dims):
+    x = m.zeros(shape, dtype=m.float64, requires_grad=True)
+    try:
+        y = x.roll(shifts, dims)
+    except (RuntimeError, IndexError) as e:
+        return type(e).__name__, str(e)
+    (g,) = m.autograd.grad(y.sum(), x)
+    return list(y.shape), y.grad_fn.name(), list(g.shape)
+
+
+@pytest.mark.parametrize("shape, shifts, dims", [
+    ((0,), 1, 1), ((0, 2), 1, 1), ((2, 0), (2, -1), (1, 0)), ((0, 3), 1, 4), ((0,), (1, 2), (0,)),
+    ((2, 3), 1, 4), ((0,), 1, None)])
+def test_roll_of_empty_tensor(shape, shifts, dims):
+    """torch rolls an empty tensor to its copy before checking the dims (any dim goes); the
+    backward too (gradviz raised "Dimension out of range"; found by the op fuzzer, seed 4767)."""
+    assert _roll_empty(gradviz, shape, shifts, dims) == _roll_empty(torch, shape, shifts, dims)

@@ -106,6 +106,11 @@ CASES += [
      (normal(1, 1, 4, 4),)),
     ("adaptive_avg_pool2d", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (1, 1)) ** 2, (normal(2, 3, 4, 4),)),
     ("adaptive_avg_pool2d_2x3", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (2, 3)).exp(), (normal(1, 2, 4, 6),)),
+    # sizes that do not divide: torch's overlapping bins floor(i n / m) .. ceil((i + 1) n / m)
+    ("adaptive_avg_pool2d_overlapping_bins", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (3, 4)).exp(),
+     (normal(2, 2, 5, 7),)),
+    ("adaptive_avg_pool2d_overlapping_unbatched", lambda m, x: m.nn.functional.adaptive_avg_pool2d(x, (None, 2)) ** 2,
+     (normal(2, 4, 3),)),
     ("unfold_fold", lambda m, x: m.nn.functional.fold(m.nn.functional.unfold(x, 2, padding=1) ** 2, (3, 4), 2, padding=1),
      (normal(1, 2, 3, 4),)),
     ("lenet_block", lambda m, x, w: m.nn.functional.avg_pool2d(m.sigmoid(m.nn.functional.conv2d(x, w, padding=2)), 2, 2),
@@ -147,6 +152,17 @@ CASES += [
     ("max_pool1d", lambda m, x: m.nn.functional.max_pool1d(x, 2) ** 2, (normal(2, 3, 6),)),
     ("avg_pool1d_padding", lambda m, x: m.nn.functional.avg_pool1d(x, 3, stride=1, padding=1).sin(), (normal(1, 2, 5),)),
     ("adaptive_avg_pool1d", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 2).exp(), (normal(2, 2, 6),)),
+    ("adaptive_avg_pool1d_overlapping_bins", lambda m, x: m.nn.functional.adaptive_avg_pool1d(x, 4).exp(),
+     (normal(2, 2, 5),)),
+    ("adaptive_avg_pool1d_upsampling", lambda m, x: m.nn.AdaptiveAvgPool1d(5)(x) ** 2, (normal(3, 3),)),
+    ("lp_pool1d_p2", lambda m, x: m.nn.functional.lp_pool1d(x, 2, 3), (normal(2, 3, 7),)),
+    ("lp_pool1d_p3_stride", lambda m, x: m.nn.functional.lp_pool1d(x.abs() + 0.1, 3.0, 2, stride=1),
+     (normal(3, 5),)),
+    ("lp_pool1d_inf", lambda m, x: m.nn.functional.lp_pool1d(x, float("inf"), 2), (normal(2, 2, 6),)),
+    ("lp_pool2d_p2", lambda m, x: m.nn.functional.lp_pool2d(x, 2, (2, 3)), (normal(2, 2, 4, 6),)),
+    ("lp_pool2d_p1_stride", lambda m, x: m.nn.functional.lp_pool2d(x.exp(), 1, 2, stride=1), (normal(2, 4, 3),)),
+    ("lp_pool2d_module", lambda m, x: m.nn.LPPool2d(1.5, 2, stride=(1, 2))(x.exp()), (normal(1, 2, 5, 4),)),
+    ("lp_pool1d_module_neg_inf", lambda m, x: m.nn.LPPool1d(float("-inf"), 2)(x), (normal(2, 3, 4),)),
 ]
 
 
@@ -267,6 +283,24 @@ def test_adaptive_avg_pool_to_one_is_a_mean(fn, shape):
     assert _adaptive_to_one(gradviz, fn, shape) == _adaptive_to_one(torch, fn, shape)
 
 
+@pytest.mark.parametrize("fn, shape", [
+    (lambda F, x: F.adaptive_avg_pool1d(x, 2), (3, 3)),
+    (lambda F, x: F.adaptive_avg_pool1d(x, 4), (1, 2, 5)),
+    (lambda F, x: F.adaptive_avg_pool2d(x, (2, 3)), (2, 3, 4)),
+])
+def test_adaptive_avg_pool_overlapping_bins_gradient_requires_grad(fn, shape):
+    """torch's 2-D adaptive average pool backward takes the input (its derivative there is
+    zeros): under create_graph the gradient requires grad and differentiates to zeros, with
+    overlapping bins too (found by the op fuzzer, seeds 5453, 6149)."""
+    results = []
+    for lib in (gradviz, torch):
+        x = lib.tensor(normal(*shape), requires_grad=True)
+        (g,) = lib.autograd.grad((fn(lib.nn.functional, x) * 0.5).sum(), x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g.detach()).sum(), x)
+        results.append([g.requires_grad, g.detach().numpy().round(12).tolist(), gg.numpy(force=True).tolist()])
+    assert results[0] == results[1]
+
+
 def test_embedding_of_zero_width_rows():
     """An embedding weight with zero columns: the gradient is an empty (rows, 0) tensor
     (gradviz's backward reshaped to (-1, 0) and raised; found by the op fuzzer, seed 2576)."""
@@ -277,3 +311,97 @@ def test_embedding_of_zero_width_rows():
         (g,) = lib.autograd.grad(out.sum(), weight)
         results.append([list(out.shape), list(g.shape)])
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("name", ["std_mean", "var_mean"])
+@pytest.mark.parametrize("used", ["spread", "mean", "both"])
+def test_std_mean_is_one_node(name, used):
+    """``std_mean``/``var_mean`` record one node for both results (StdMeanBackward0 /
+    VarMeanBackward0, as torch), and its gradient and second derivative match torch whichever
+    of the results the loss uses (gradviz recorded a StdBackward0 and a MeanBackward1)."""
+    x0 = normal(3, 4)
+    results = []
+    for lib in (gradviz, torch):
+        x = lib.tensor(x0, requires_grad=True)
+        spread_, mean_ = getattr(lib, name)(x, 1, correction=0)
+        loss = {"spread": (spread_ * 1.5).sum(), "mean": mean_.sin().sum(),
+                "both": (spread_ * mean_).sum()}[used]
+        (g,) = lib.autograd.grad(loss, x, create_graph=True)
+        (gg,) = lib.autograd.grad((g * g).sum(), x)
+        names = [t.grad_fn.name() for t in (spread_, mean_)]
+        results.append((names, g.detach().numpy(), gg.numpy()))
+    (names, g, gg), (t_names, t_g, t_gg) = results
+    assert names == t_names
+    np.testing.assert_allclose(g, t_g, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gg, t_gg, rtol=1e-10, atol=1e-12)
+
+
+def _convolution_second_derivative(lib, kind, requires, floored, used):
+    """Which first gradients of a convolution require grad under create_graph, and the second
+    derivative (None for an input that gets none) of a weighted sum of the ``used`` ones."""
+    F = lib.nn.functional
+    shapes = {"conv1d": ((2, 2, 5), (3, 2, 2)), "conv2d": ((1, 2, 4, 4), (3, 2, 2, 2)),
+              "conv_transpose1d": ((1, 2, 4), (2, 3, 2)), "conv_transpose2d": ((1, 2, 3, 3), (2, 3, 2, 2))}[kind]
+    rs = np.random.RandomState(0)
+    x, w, b = (lib.tensor(rs.randn(*shape), requires_grad=r) for shape, r in zip(shapes + ((3,),), requires))
+    xi, wi = (t.floor() if floored == i else t * 1.0 for i, t in enumerate((x, w)))
+    y = getattr(F, kind)(xi, wi, b, padding=1) if "transpose" not in kind else getattr(F, kind)(xi, wi, b)
+    leaves = [t for t in (x, w, b) if t.requires_grad]
+    weights = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+    grads = lib.autograd.grad((y * weights).sum(), leaves, create_graph=True)
+    facts = [[g.requires_grad for g in grads]]
+    chosen = [g for g, u in zip(grads, used) if u and g.requires_grad]
+    if chosen:
+        second = lib.autograd.grad(sum((g * g.detach().sin()).sum() for g in chosen), leaves, allow_unused=True)
+        facts.append([None if h is None else np.round(h.numpy(), 8).tolist() for h in second])
+    return facts
+
+
+@pytest.mark.parametrize("kind", ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"])
+@pytest.mark.parametrize("requires, floored, used", [
+    ((True, True, True), None, (True, True, True)), ((True, True, True), 0, (False, True, True)),
+    ((True, True, False), None, (True, False, False)), ((True, True, False), None, (False, True, False)),
+    ((True, True, True), 1, (True, False, True)), ((False, True, True), None, (True, True, False)),
+    ((True, False, True), None, (True, True, False)), ((True, True, True), 0, (False, False, True))])
+def test_convolution_double_backward_connectivity(kind, requires, floored, used):
+    """torch's convolution double backward gives the weight a gradient only through the input's
+    gradient and the input only through the weight's (each is linear in itself): an input the
+    second derivative does not reach this way is None, not zeros; every first gradient of the
+    one backward node requires grad when an input or the weight does (gradviz gave zeros and a
+    bias gradient not requiring grad; found by the op fuzzer, seed 2698 ``conv1d(x.floor(), w)``)."""
+    expected = _convolution_second_derivative(torch, kind, requires, floored, used)
+    assert _convolution_second_derivative(gradviz, kind, requires, floored, used) == expected
+
+
+def _normalization_second_derivative(lib, name, requires):
+    F = lib.nn.functional
+    rs = np.random.RandomState(0)
+    x = lib.tensor(rs.randn(2, 3, 4), requires_grad=requires[0])
+    k = 4 if name == "layer_norm" else 3
+    w = lib.tensor(rs.randn(k), requires_grad=requires[1])
+    b = lib.tensor(rs.randn(k), requires_grad=requires[2])
+    y = {"layer_norm": lambda: F.layer_norm(x, (4,), w, b),
+         "batch_norm": lambda: F.batch_norm(x, None, None, w, b, True),
+         "batch_norm_eval": lambda: F.batch_norm(x, lib.zeros(3, dtype=lib.float64), lib.ones(3, dtype=lib.float64), w, b),
+         "group_norm": lambda: F.group_norm(x, 3, w, b),
+         "instance_norm": lambda: F.instance_norm(x, weight=w, bias=b)}[name]()
+    leaves = [t for t in (x, w, b) if t.requires_grad]
+    weights = lib.tensor(np.cos(np.arange(y.numel())).reshape(tuple(y.shape)))
+    grads = lib.autograd.grad((y * weights).sum(), leaves, create_graph=True)
+    facts = [[g.requires_grad for g in grads]]
+    used = [g for g in grads if g.requires_grad]
+    if used:
+        second = lib.autograd.grad(sum((g * g.detach().sin()).sum() for g in used), leaves, allow_unused=True)
+        facts.append([None if h is None else np.round(h.numpy(), 8).tolist() for h in second])
+    return facts
+
+
+@pytest.mark.parametrize("name", ["layer_norm", "batch_norm", "batch_norm_eval", "group_norm", "instance_norm"])
+@pytest.mark.parametrize("requires", [(True, True, True), (False, True, True), (True, False, True),
+                                      (False, False, True)])
+def test_normalization_bias_gradient_requires_grad_as_torch(name, requires):
+    """torch's layer/batch norm backward is one node: under create_graph the bias gradient (a sum
+    of the upstream) requires grad whenever the input or the weight does (gradviz's did not:
+    found by the op fuzzer, seed 4664); group norm's does not; second derivatives agree."""
+    expected = _normalization_second_derivative(torch, name, requires)
+    assert _normalization_second_derivative(gradviz, name, requires) == expected

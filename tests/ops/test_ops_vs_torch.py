@@ -266,3 +266,72 @@ def test_prod_and_cumprod_of_a_single_value_pass_the_gradient_through(fn, value)
     got, expected = _connected(gradviz, fn, value), _connected(torch, fn, value)
     np.testing.assert_allclose(got[0], expected[0], rtol=1e-12)
     assert got[1] == expected[1]
+
+
+def _cumprod_second_derivative(lib, value, dim, hooked):
+    x = lib.tensor(value, dtype=lib.float64, requires_grad=True)
+    y = x.cumprod(dim)
+    if hooked:
+        y.register_hook(lambda g: g * 0.75)
+    weights = lib.tensor(np.cos(np.arange(y.numel()) * 0.7 + 0.3).reshape(tuple(y.shape)))
+    (g,) = lib.autograd.grad((y * 1 * weights).sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return [g.tolist(), None]
+    (gg,) = lib.autograd.grad((g * g.detach().sin()).sum(), x, allow_unused=True)
+    return [g.tolist(), None if gg is None else gg.tolist()]
+
+
+@pytest.mark.parametrize("value, dim", [
+    ([[0.4, -0.5], [0.25, 1.1]], 0), ([[0.4, -0.5, 2.0], [0.25, 1.1, -0.7]], 1),
+    ([[0.4, 0.0, 2.0], [0.0, 1.1, -0.7]], 1), ([[0.4, -0.5, 2.0]], 0), ([0.3, 0.0, 0.0, 1.5], 0)])
+@pytest.mark.parametrize("hooked", [False, True])
+def test_cumprod_second_derivative_with_a_hook_on_its_output(value, dim, hooked):
+    """torch's cumprod_backward is ``reversed_cumsum(result * grad) / input`` when the input has
+    no zeros: the second derivative flows back through the saved result, so a hook on the
+    output scales that part too; with zeros it uses the input alone; over a size-1 dim it is
+    the gradient itself (found by the op fuzzer, seed 1788: cumprod, then a hook)."""
+    got = _cumprod_second_derivative(gradviz, value, dim, hooked)
+    expected = _cumprod_second_derivative(torch, value, dim, hooked)
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-12, atol=1e-14)
+    assert (got[1] is None) == (expected[1] is None)
+    if expected[1] is not None:
+        np.testing.assert_allclose(got[1], expected[1], rtol=1e-10, atol=1e-12)
+
+
+def _norm_derivatives(lib, p, dim, fn):
+    x = lib.tensor([[0.0, 0.0, 0.0], [0.5, -1.5, 2.0], [0.0, 1.0, -1.0]], dtype=lib.float64,
+                   requires_grad=True)
+    y = {"norm": lambda: x.norm(p=p, dim=dim), "dist": lambda: lib.dist(x, x.detach(), p),
+         "vector_norm": lambda: lib.linalg.vector_norm(x, p, dim)}[fn]()
+    weights = lib.tensor(np.cos(np.arange(y.numel()) + 0.3).reshape(tuple(y.shape)))
+    (g,) = lib.autograd.grad((y * weights).sum(), x, create_graph=True)
+    if not g.requires_grad:
+        return [y.tolist(), g.tolist()]
+    (gg,) = lib.autograd.grad((g * g.detach().cos()).sum(), x)
+    return [y.tolist(), g.tolist(), gg.numpy(force=True).tolist()]  # torch's may be a ZeroTensor
+
+
+@pytest.mark.parametrize("p", [2, 1, 3, 1.5, 0.5, -1, float("inf"), float("-inf")])
+@pytest.mark.parametrize("dim, fn", [(1, "norm"), (None, "dist"), (1, "vector_norm"), ((0, 1), "norm")])
+def test_norm_derivatives_at_zero_norm_match_torch(p, dim, fn):
+    """torch's norm_backward masks the gradient of a zero norm after dividing by it, so its
+    second derivative there is NaN (0/0), which gradviz's safe division made a zero (found by
+    the op fuzzer, seeds 1327, 1873, 2300, 4787: dist of equal tensors, differentiated twice);
+    NaN positions must agree too."""
+    got, expected = _norm_derivatives(gradviz, p, dim, fn), _norm_derivatives(torch, p, dim, fn)
+    assert len(got) == len(expected)
+    for a, b in zip(got, expected):
+        np.testing.assert_allclose(np.array(a), np.array(b), rtol=1e-10, atol=1e-12, equal_nan=True)
+
+
+def _nan_to_num_nan_gradient(lib):
+    x = lib.tensor([0.5, -1.0, 0.0, 2.0], dtype=lib.float64, requires_grad=True)
+    y = lib.nan_to_num(x.log(), nan=0.5, neginf=-3.0)
+    (g,) = lib.autograd.grad(y, x, lib.tensor([float("nan"), float("nan"), 1.0, 2.0], dtype=lib.float64))
+    return g.tolist()
+
+
+def test_nan_to_num_backward_keeps_a_nan_gradient():
+    """torch's nan_to_num backward is ``grad * isfinite(self)``: a NaN gradient at a replaced
+    entry stays NaN (gradviz's ``where`` made it zero; found by the op fuzzer, seed 6657)."""
+    np.testing.assert_array_equal(_nan_to_num_nan_gradient(gradviz), _nan_to_num_nan_gradient(torch))

@@ -5,7 +5,11 @@ zero-size dims included), a weight tensor ``w`` of shape (4, 4, 3), and a chain 
 elementwise ops, broadcasting binary ops with the second input, reductions with dim/keepdim,
 shape and indexing ops, products and convolutions with slices of ``w``, pooling, normalization,
 losses, scans, scatter/index_put, integer tensors from comparisons, in-place ops on
-intermediates and on views of them, ``retain_grad`` and gradient hooks. A step that PyTorch
+intermediates and on views of them, ``retain_grad`` and gradient hooks; since round 2 also
+fmod/remainder, lerp/addcdiv/addcmul with tensors, atan2/hypot/xlogy/logaddexp2, diff,
+triu/tril, diag/diag_embed, einsum diagonals, kron, cross, cdist/dist at zero distance,
+repeat_interleave, take, masked_scatter, nan_to_num of infinities, frac/trunc/round, sinc,
+std_mean/var_mean, lp_pool and adaptive pooling with overlapping bins, ties under round(). A step that PyTorch
 rejects for the current shape is dropped while the program is generated, so every program
 runs in PyTorch.
 
@@ -100,6 +104,28 @@ UNARY = [
     ("retain", lambda L, a: _retain(a)), ("hook", lambda L, a: _hook(a)),
     ("clamp_tensor", lambda L, a: a.clamp(min=_const(L, a.shape[-1:], a.dtype) * 0.5) if a.dim() and a.is_floating_point() else a),
     ("cummin_all", lambda L, a: a.reshape(-1).cummin(0)[0]),
+    # round 2
+    ("fmod", lambda L, a: L.fmod(a * 3, 1.5)), ("remainder", lambda L, a: L.remainder(a * 3, -1.25)),
+    ("frac", lambda L, a: (a * 2).frac()), ("trunc", lambda L, a: (a * 2).trunc() + a),
+    ("sinc", lambda L, a: L.sinc(a)), ("round_dec", lambda L, a: a.round(decimals=1)),
+    ("diff", lambda L, a: L.diff(a, dim=-1) if a.dim() and a.shape[-1] > 0 else a),
+    ("diff2", lambda L, a: a.diff(n=2, dim=0, prepend=a[:1] * 2) if a.dim() and a.shape[0] > 0 else a),
+    ("triu", lambda L, a: a.triu(1) if a.dim() >= 2 else a), ("tril_neg", lambda L, a: a.tril(-1) if a.dim() >= 2 else a),
+    ("diag_embed", lambda L, a: L.diag_embed(a) if 1 <= a.dim() <= 2 and a.numel() <= 12 else a),
+    ("diag_1d", lambda L, a: L.diag(a, 1) if a.dim() == 1 else L.diag(a) if a.dim() == 2 else a),
+    ("einsum_diag", lambda L, a: L.einsum("ii->i", a) + L.einsum("ij->j", a) if a.dim() == 2 and a.shape[0] == a.shape[1] else a),
+    ("einsum_trace_b", lambda L, a: L.einsum("...ii", a) if a.dim() >= 2 and a.shape[-1] == a.shape[-2] else a),
+    ("repeat_interleave", lambda L, a: a.repeat_interleave(2, dim=0) if a.dim() else a),
+    ("repeat_interleave_t", lambda L, a: L.repeat_interleave(a, L.arange(a.shape[-1]) % 3, dim=-1) if a.dim() else a),
+    ("take", lambda L, a: L.take(a, L.tensor([[0, a.numel() - 1], [a.numel() // 2, 0]])) if a.numel() else a),
+    ("masked_scatter", lambda L, a: a.masked_scatter(a > 0, a.flatten().flip(0) * 2) if a.numel() else a),
+    ("nan_to_num_inf", lambda L, a: L.nan_to_num(a.log(), neginf=-3.0, nan=0.5)),
+    ("logit", lambda L, a: L.logit(a.sigmoid() * 0.9 + 0.05)), ("erfinv", lambda L, a: L.erfinv(a.tanh() * 0.9)),
+    ("lgamma", lambda L, a: L.lgamma(a.abs() + 0.5)), ("digamma", lambda L, a: L.digamma(a.abs() + 0.5)),
+    ("std_mean_all", lambda L, a: (lambda sm: sm[0] * 2 + sm[1])(L.std_mean(a))),
+    ("var_mean_both", lambda L, a: (lambda vm: vm[0] - vm[1])(L.var_mean(a, -1, keepdim=True)) * a if a.dim() else a),
+    ("mish_int", lambda L, a: L.nn.functional.mish(a) if a.is_floating_point() else a.float()),
+    ("addcmul_int", lambda L, a: L.addcmul(a, a, a, value=0.5) if not a.is_floating_point() else a),
 ]
 
 
@@ -147,6 +173,19 @@ BINARY = [
     ("cosine", lambda L, a, b: L.nn.functional.cosine_similarity(a + 0.5, b + 0.5, dim=-1) if a.dim() and b.dim() else a * b),
     ("view_inplace_b", lambda L, a, b: _view_inplace_b(L, a, b)),
     ("copy_b", lambda L, a, b: _copy_b(L, a, b)),
+    # round 2
+    ("lerp_b", lambda L, a, b: L.lerp(a, b, 0.3)), ("lerp_t", lambda L, a, b: L.lerp(a, b * 2, b.sigmoid())),
+    ("addcdiv_b", lambda L, a, b: L.addcdiv(a, b, b * b + 1.5, value=-0.7)),
+    ("addcmul_b", lambda L, a, b: L.addcmul(a, a, b, value=1.5)),
+    ("fmod_b", lambda L, a, b: L.fmod(a, b.abs() + 0.5)), ("remainder_b", lambda L, a, b: L.remainder(a * 2, b.abs() + 0.5)),
+    ("atan2_b", lambda L, a, b: L.atan2(a, b)), ("hypot_b", lambda L, a, b: L.hypot(a, b)),
+    ("xlogy_b", lambda L, a, b: L.xlogy(a, b.abs() + 0.1)), ("logaddexp2", lambda L, a, b: L.logaddexp2(a, b)),
+    ("kron", lambda L, a, b: L.kron(a, b) if a.numel() * b.numel() <= 64 else a * b),
+    ("cross", lambda L, a, b: L.cross(a, b.expand_as(a), dim=-1) if a.dim() and a.shape[-1] == 3 and _bcast_to(a, b) else a),
+    ("dist_b", lambda L, a, b: L.dist(a, b, 3) + L.dist(a, b, 1)), ("dist_eq", lambda L, a, b: L.dist(a, a.detach() + b.detach() * 0)),
+    ("cdist_b", lambda L, a, b: L.cdist(a, b.expand_as(a) * 0.5) if a.dim() >= 2 and _bcast_to(a, b) else a),
+    ("pairwise", lambda L, a, b: L.nn.functional.pairwise_distance(a, b) if a.dim() else a * b),
+    ("maximum_tie", lambda L, a, b: L.maximum(a, a.detach().round() + b * 0)),
 ]
 
 
@@ -204,6 +243,12 @@ def reductions(rng, nd):
             (f"nanmean{d}", lambda L, a: a.nanmean(d)), (f"std_mean{d}", lambda L, a: L.std_mean(a, d, correction=0)[0] + 1),
             (f"layer_norm{d}", lambda L, a: L.nn.functional.layer_norm(a, a.shape[-1:])),
             (f"normalize{d}", lambda L, a: L.nn.functional.normalize(a, dim=d)),
+            # round 2
+            (f"cummax_i{d}", lambda L, a: a.cummax(d)[1]), (f"logcumsumexp_neg{d}", lambda L, a: (-a * 3).logcumsumexp(d)),
+            (f"amax_tie{d}", lambda L, a: a.round().amax(d, keepdim=k) + a.sum() * 0),
+            (f"norm_zero{d}", lambda L, a: (a - a.detach()).norm(dim=d)), (f"vnorm_inf{d}", lambda L, a: L.linalg.vector_norm(a.round(), float("inf"), d)),
+            (f"std_mean_pair{d}", lambda L, a: L.stack(L.std_mean(a, d, keepdim=True)).sum(0) if a.shape[d] > 1 else a),
+            (f"var_mean_pair{d}", lambda L, a: L.var_mean(a, d)[1] - L.var_mean(a, d)[0]),
         ]
     return out
 
@@ -269,6 +314,13 @@ def shape_ops(rng, shape):
                 ("avg_pool2d", lambda L, a, w: L.nn.functional.avg_pool2d(a, (1, 2)) if a.dim() == 3 else a),
                 ("adaptive_avg", lambda L, a, w: _adaptive_avg(L, a)),
                 ("adaptive_max", lambda L, a, w: L.nn.functional.adaptive_max_pool1d(a, 2) if a.dim() in (2, 3) else a),
+                # round 2
+                ("lp_pool1d", lambda L, a, w: L.nn.functional.lp_pool1d(a, 2, 2) if a.dim() in (2, 3) and a.shape[-1] >= 2 else a),
+                ("lp_pool2d", lambda L, a, w: L.nn.functional.lp_pool2d(a.abs() + 0.1, 1.5, (1, 2), stride=1) if a.dim() == 3 and a.shape[-1] >= 2 else a),
+                ("adaptive_avg2d", lambda L, a, w: L.nn.functional.adaptive_avg_pool2d(a, (3, 2)) if a.dim() == 3 and min(a.shape) > 0 else a),
+                ("unfold_step", lambda L, a, w: a.unfold(d, min(2, n), 2) if n else a),
+                ("roll_neg", lambda L, a, w: a.roll(-2, d)),
+                ("triu_diag", lambda L, a, w: L.triu(a, -1) if a.dim() >= 2 else a),
                 ]
     return out
 
@@ -365,11 +417,11 @@ def _scatter_reduce(L, a, d, reduce, include_self):
 
 
 def _adaptive_avg(L, a):
-    """gradviz's adaptive average pooling needs the input size a multiple of the output size."""
+    """Adaptive average pooling to a size that may not divide the input's (overlapping bins)."""
     if a.dim() not in (2, 3) or a.shape[-1] == 0:
         return a
     n = a.shape[-1]
-    return L.nn.functional.adaptive_avg_pool1d(a, n // 2 if n % 2 == 0 else n)
+    return L.nn.functional.adaptive_avg_pool1d(a, max(1, (2 * n) // 3) if n % 2 else n + 1)
 
 
 def _index_put(L, a, accumulate):
