@@ -457,6 +457,7 @@ SAVED_NAMES = {
         "divisor_override": Attr("divisor_override"),
     },
     "AdaptiveAvgPool3DBackward0": {"self": _SELF},
+    "AffineGridGeneratorBackward0": {"size": Attr("size"), "align_corners": Attr("align_corners")},
     "GridSampler2DBackward0": {
         "input": _SELF, "grid": _OTHER,
         "interpolation_mode": Computed(lambda node: _GRID_MODES[node.attrs["mode"]]),

@@ -60,6 +60,34 @@ def singular_matrix_in_a_batch(torch, o):
         A, B).info])
 
 
+@program(1e-5, atol=1e-4)  # a second derivative that cancels to ~1e-6 in float32
+def spatial_transformer_affine_grid(torch, o):
+    # affine_grid is one node (AffineGridGeneratorBackward0) in 2-D and 3-D, both corner modes
+    theta = torch.tensor([[[0.9, -0.2, 0.1], [0.3, 1.1, -0.2]],
+                          [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]], requires_grad=True)
+    theta3 = (torch.arange(24.0).reshape(2, 3, 4) / 20 - 0.5).requires_grad_()
+    for align in (False, True):
+        grid = torch.nn.functional.affine_grid(theta, (2, 3, 4, 5), align_corners=align)
+        weights = torch.linspace(-1.0, 1.0, grid.numel()).reshape(grid.shape)
+        (g_theta,) = torch.autograd.grad((grid * weights).sum(), theta)
+        o(f"2-d {align}", [grid, g_theta, node_name(grid.grad_fn), grid.grad_fn._saved_size,
+                           grid.grad_fn._saved_align_corners])
+        grid3 = torch.nn.functional.affine_grid(theta3, (2, 1, 2, 3, 4), align_corners=align)
+        (g3,) = torch.autograd.grad((grid3 ** 2).sum(), theta3, create_graph=True)
+        (gg3,) = torch.autograd.grad((g3 ** 2).sum(), theta3)
+        o(f"3-d {align}", [grid3, g3, gg3, node_name(grid3.grad_fn)])
+    o("one pixel", torch.nn.functional.affine_grid(theta, (2, 1, 1, 3), align_corners=False))
+    # the spatial transformer: sample an image through the grid
+    image = torch.arange(2 * 1 * 4 * 5.0).reshape(2, 1, 4, 5)
+    grid = torch.nn.functional.affine_grid(theta, (2, 1, 4, 5), align_corners=False)
+    out = torch.nn.functional.grid_sample(image, grid, align_corners=False)
+    out.sum().backward()
+    o("sampled", [out, theta.grad])
+    o.raises("theta shape", lambda: torch.nn.functional.affine_grid(theta3, (2, 1, 4, 5),
+                                                                    align_corners=False),
+             "Expected a batch of 2D affine matrices of shape Nx2x3")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
