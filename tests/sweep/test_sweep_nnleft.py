@@ -88,6 +88,60 @@ def spatial_transformer_affine_grid(torch, o):
              "Expected a batch of 2D affine matrices of shape Nx2x3")
 
 
+@program(1e-5, atol=1e-6)
+def rotation_by_matrix_exp(torch, o):
+    # exp of a skew-symmetric generator is a rotation; fit its angle by gradient descent
+    angle = torch.tensor(0.3, requires_grad=True)
+    target = torch.tensor([[0.0, -1.0], [1.0, 0.0]])  # a quarter turn
+    generator = torch.tensor([[0.0, -1.0], [1.0, 0.0]])
+    for step in range(5):
+        R = torch.linalg.matrix_exp(angle * generator)
+        loss = ((R - target) ** 2).sum()
+        loss.backward()
+        with torch.no_grad():
+            angle -= 0.2 * angle.grad
+        angle.grad.zero_()
+    o("fit", [R, loss, angle, node_name(R.grad_fn)])
+    o("orthogonal", R.detach() @ R.detach().T)
+    A = (torch.arange(9.0).reshape(3, 3) / 10).double().requires_grad_()
+    E = torch.matrix_exp(A)
+    (g,) = torch.autograd.grad(E.sum(), A, create_graph=True)
+    (gg,) = torch.autograd.grad((g ** 2).sum(), A)
+    o("second order", [E, g, gg, E.grad_fn._saved_self is A, A.matrix_exp()])
+    o("det = exp(trace)", [torch.linalg.det(E), torch.exp(torch.trace(A))])
+    o.raises("not square", lambda: torch.linalg.matrix_exp(torch.ones(2, 3)),
+             "A must be batches of square matrices")
+
+
+@program(1e-5, atol=1e-6)
+def lu_factor_once_solve_many(torch, o):
+    # factor once, solve for several right-hand sides; LU's pieces and their gradients
+    A = torch.tensor([[2.0, 1.0, 1.0], [4.0, -6.0, 0.0], [-2.0, 7.0, 2.0]], requires_grad=True)
+    LU, pivots = torch.linalg.lu_factor(A)
+    B = torch.tensor([[5.0, 1.0], [-2.0, 0.0], [9.0, 1.0]])
+    X = torch.linalg.lu_solve(LU, pivots, B)
+    Xt = torch.linalg.lu_solve(LU, pivots, B, adjoint=True)
+    Xr = torch.linalg.lu_solve(LU, pivots, B.T, left=False)
+    o("solutions", [X, Xt, Xr, torch.linalg.solve(A, B), pivots])
+    (X.sum() + (Xt ** 2).sum() + Xr.mean()).backward()
+    o("grad", A.grad)
+    P, L, U = torch.linalg.lu(A)
+    o("P L U", [P, L, U, P @ L @ U, node_name(L.grad_fn), node_name(LU.grad_fn),
+                node_name(X.grad_fn), X.grad_fn._saved_left, X.grad_fn._saved_adjoint])
+    P2, L2, U2 = torch.lu_unpack(LU, pivots)
+    o("unpacked", [P2, L2, U2, node_name(L2.grad_fn)])
+    wide = torch.tensor([[1.0, 2.0, 3.0], [2.0, 3.0, 5.0]], requires_grad=True)
+    LUw, piv_w = torch.linalg.lu_factor(wide)
+    LUw.sum().backward()
+    o("wide", [LUw, piv_w, wide.grad, torch.lu_unpack(LUw, piv_w).U.grad_fn
+               ._saved_LU_data_sym_argsize_minus_1])
+    singular = torch.tensor([[1.0, 2.0], [2.0, 4.0]])
+    o("ex", list(torch.linalg.lu_factor_ex(singular)))
+    o.raises("singular", lambda: torch.linalg.lu_factor(singular),
+             "U[2,2] is zero and using it on lu_solve would result in a division by zero")
+    o.warns("legacy", lambda: torch.lu(A), "torch.lu is deprecated in favor of")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
