@@ -142,6 +142,47 @@ def lu_factor_once_solve_many(torch, o):
     o.warns("legacy", lambda: torch.lu(A), "torch.lu is deprecated in favor of")
 
 
+@program(1e-4, atol=1e-5)
+def orthogonal_recurrent_weight(torch, o):
+    # an orthogonal recurrent matrix (all three maps), trained a few steps: it stays orthogonal
+    start = torch.tensor([[0.5, -1.0, 0.2, 0.3], [1.0, 0.4, -0.6, 0.1],
+                          [-0.3, 0.8, 0.9, -0.5], [0.2, 0.1, 0.7, 1.2]])
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    for orthogonal_map in ("matrix_exp", "cayley", "householder"):
+        for trivial in (True, False):
+            layer = torch.nn.Linear(4, 4, bias=False)
+            with torch.no_grad():
+                layer.weight.copy_(start)
+            torch.nn.utils.parametrizations.orthogonal(layer, orthogonal_map=orthogonal_map,
+                                                       use_trivialization=trivial)
+            optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+            for step in range(3):
+                optimizer.zero_grad()
+                loss = ((layer(x) - 1.0) ** 2).mean()
+                loss.backward()
+                optimizer.step()
+            W = layer.weight
+            o(f"{orthogonal_map} {trivial}", [W, loss, W @ W.T, node_name(W.grad_fn),
+                                               [n for n, _ in layer.named_parameters()]])
+            if trivial or orthogonal_map == "householder":
+                layer.weight = start.flip(0)  # right_inverse: orthogonalized again
+                o(f"assigned {orthogonal_map} {trivial}", layer.weight)
+            else:
+                o.raises(f"assign {orthogonal_map}", lambda: setattr(layer, "weight", start),
+                         "It is not possible to assign to the matrix exponential or the Cayley")
+    tall = torch.nn.Linear(3, 5)
+    with torch.no_grad():
+        tall.weight.copy_(torch.arange(15.0).reshape(5, 3).cos() + torch.eye(5, 3))
+    torch.nn.utils.parametrizations.orthogonal(tall, use_trivialization=False)
+    tall(x[:, :3]).sum().backward()
+    o("tall householder", [tall.weight, tall.weight.T @ tall.weight,
+                           tall.parametrizations.weight.original.grad, str(tall)])
+    o.raises("vector", lambda: torch.nn.utils.parametrizations.orthogonal(tall, "bias"),
+             "Expected a matrix or batch of matrices. Got a tensor of 1 dimensions.")
+    o.raises("map", lambda: torch.nn.utils.parametrizations.orthogonal(
+        torch.nn.Linear(2, 2), orthogonal_map="qr"), 'orthogonal_map has to be one of')
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
