@@ -183,6 +183,46 @@ def orthogonal_recurrent_weight(torch, o):
         torch.nn.Linear(2, 2), orthogonal_map="qr"), 'orthogonal_map has to be one of')
 
 
+@program
+def layers_built_under_inference_mode(torch, o):
+    # a model built inside inference_mode has inference parameters: what still works outside
+    # it, what raises, and the fixes (clone into a new Parameter, load_state_dict)
+    with torch.inference_mode():
+        layer = torch.nn.Linear(3, 2)
+        norm = torch.nn.BatchNorm1d(2)
+        layer.weight.copy_(torch.tensor([[1.0, -1.0, 0.5], [0.0, 2.0, 1.0]]))
+        layer.bias.copy_(torch.tensor([0.1, -0.2]))
+        plain = torch.ones(2)
+
+    def copy_outside():
+        with torch.no_grad():
+            layer.weight.copy_(torch.ones(2, 3))
+
+    o.raises("copy_ outside", copy_outside,
+             "Inplace update to inference tensor outside InferenceMode is not allowed.")
+    o("flags", [layer.weight.is_inference(), layer.weight.requires_grad, layer.weight.is_leaf])
+    x = torch.linspace(-1.0, 1.0, 6).reshape(2, 3)
+    o("forward", [layer(x), node_name(layer(x).grad_fn)])
+    o.raises("input requiring grad", lambda: layer(x.clone().requires_grad_()),
+             "Inference tensors cannot be saved for backward.")
+    o.raises("optimizer step", lambda: torch.optim.SGD(layer.parameters(), lr=0.1).step(),
+             "Inplace update to inference tensor outside InferenceMode is not allowed.")
+    o.raises("batch norm statistics", lambda: norm(torch.ones(4, 2)),
+             "Inplace update to inference tensor outside InferenceMode is not allowed.")
+    o.raises("requires_grad_", lambda: plain.requires_grad_(),
+             "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+             "allowed.")
+    fixed = torch.nn.Linear(3, 2)
+    fixed.load_state_dict(layer.state_dict())
+    fixed(x).sum().backward()
+    o("load_state_dict", [fixed.weight.is_inference(), fixed.weight.grad, fixed.bias.grad])
+    layer.weight = torch.nn.Parameter(layer.weight.clone())
+    o("cloned", [layer.weight.is_inference(), node_name(layer(x).grad_fn)])
+    with torch.no_grad():
+        other = torch.nn.Linear(3, 2)
+    o("no_grad instead", [other.weight.is_inference(), other.weight.requires_grad])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
