@@ -28,7 +28,8 @@ from .ops._linalg_factor import linalg_eigh as eigh
 from .ops._linalg_factor import linalg_qr as qr
 from .ops._linalg_factor import linalg_svd as svd
 from .ops._linalg_more import (LinAlgError, cholesky_ex, inv_ex, multi_dot, solve, solve_ex,
-                               solve_triangular, vecdot)
+                               solve_triangular, vander, vecdot)
+from .ops._linalg import matmul
 from .ops._linalg_more import linalg_cholesky as cholesky
 from .ops._linalg_more import linalg_diagonal as diagonal
 from .ops._linalg_lu import eig, eigvals, lu_factor, lu_factor_ex, matrix_exp
@@ -41,6 +42,6 @@ from .ops._products import matrix_power
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
            "eigh", "eigvals", "eigvalsh", "inv", "inv_ex", "lstsq", "lu", "lu_factor",
-           "lu_factor_ex", "lu_solve", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
+           "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm", "matrix_power", "matrix_rank",
            "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "solve_ex", "solve_triangular", "svd",
-           "svdvals", "vecdot", "vector_norm"]
+           "svdvals", "vander", "vecdot", "vector_norm"]

@@ -700,3 +700,30 @@ adjoint = _matrix_transpose("adjoint")  # ``Tensor.adjoint()``: the conjugate tr
 install_methods({"cholesky_inverse": cholesky_inverse, "mH": property(mH),
                  "H": property(_conjugate_transpose), "adjoint": adjoint})
 install_methods({"cholesky": cholesky, "cholesky_solve": cholesky_solve, "triangular_solve": triangular_solve})
+
+
+def vander(x, *, N=None):
+    """``torch.linalg.vander``: the powers ``x ** 0 .. x ** (N - 1)`` of the last dim, in
+    increasing order (``N`` defaults to its length), as torch computes them: a column of
+    ones joined to the cumulative product of ``x`` repeated.
+
+    Examples
+    --------
+    >>> gradviz.linalg.vander(gradviz.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 1., 1.],
+            [1., 2., 4.],
+            [1., 3., 9.]])
+    """
+    from ._reduction import cumprod
+    from ._shape import cat
+
+    if x.dtype.name == "bool":
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           "but got Bool")
+    x = unsqueeze(x, -1) if x.ndim == 0 else x
+    shape = list(x.shape)
+    n = shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = cumprod(expand(unsqueeze(x, -1), *shape, n - 1), -1)
+    return cat([powers.new_ones(*shape, 1), powers], -1)

@@ -223,6 +223,70 @@ def layers_built_under_inference_mode(torch, o):
     o("no_grad instead", [other.weight.is_inference(), other.weight.requires_grad])
 
 
+@program(1e-5, atol=1e-6)
+def alexnet_style_normalization_and_pools(torch, o):
+    # local response normalization (AlexNet), power-average pools, pools with their indices,
+    # the in-place functional activations and the deprecated upsample_* aliases
+    F = torch.nn.functional
+    x = (torch.arange(2 * 5 * 4 * 3.0).reshape(2, 5, 4, 3) / 17 - 1.5).requires_grad_()
+    lrn = F.local_response_norm(x, 3, alpha=0.1, beta=0.75, k=2.0)
+    lrn3 = torch.nn.LocalResponseNorm(2)(x[:, :, :, 0])
+    (g,) = torch.autograd.grad(lrn.sum() + lrn3.sum(), x, create_graph=True)
+    (gg,) = torch.autograd.grad((g ** 2).sum(), x)
+    o("lrn", [lrn, lrn3, g, gg, node_name(lrn.grad_fn), str(torch.nn.LocalResponseNorm(2))])
+    positive = x.abs() + 0.1
+    pools = [F.lp_pool1d(positive[:, :, 0], 2, 2), F.lp_pool2d(positive, 3.0, (2, 3)),
+             F.lp_pool2d(positive, float("inf"), 2), torch.nn.LPPool2d(2, 2, stride=1)(positive),
+             torch.nn.LPPool1d(1.5, 3)(positive[:, :, :, 1]),
+             F.lp_pool3d(positive.unsqueeze(1), 2, (1, 2, 2))]
+    (gp,) = torch.autograd.grad(sum(p.sum() for p in pools), x)
+    o("lp pools", pools + [gp, str(torch.nn.LPPool2d(2, 2, stride=1))])
+    values, indices = F.max_pool2d_with_indices(x, 2)
+    o("with indices", [values, indices, F.max_pool1d_with_indices(x[:, :, 0], 2),
+                       F.adaptive_max_pool2d_with_indices(x, (2, 1)),
+                       F.adaptive_max_pool1d_with_indices(x[:, :, 0], 2),
+                       F.max_pool3d_with_indices(x.unsqueeze(1), 2)])
+    y = x.detach() * 1.0
+    activations = []
+    for name, args in [("relu_", ()), ("elu_", (0.5,)), ("leaky_relu_", (0.2,)),
+                       ("hardtanh_", (-0.5, 0.5)), ("threshold_", (0.1, 20.0)), ("selu_", ()),
+                       ("celu_", (2.0,)), ("rrelu_", ())]:
+        z = y.clone().requires_grad_() * 1.0
+        out = getattr(F, name)(z, *args)
+        out.sum().backward()
+        # (node names differ: torch records the in-place forms as EluBackward1,
+        # LeakyReluBackward1, ThresholdBackward1, ...; gradviz as the out-of-place node)
+        activations.append([out is z, out, z._version])
+    o("in-place", activations)
+    image = torch.arange(8.0).reshape(1, 2, 2, 2)
+    o.warns("upsample_nearest", lambda: F.upsample_nearest(image, scale_factor=2),
+            "`nn.functional.upsample_nearest` is deprecated.")
+    o.warns("upsample_bilinear", lambda: F.upsample_bilinear(image, size=(3, 3)),
+            "`nn.functional.upsample_bilinear` is deprecated.")
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("ignore")
+        o("upsampled", [F.upsample_nearest(image, scale_factor=2),
+                        F.upsample_bilinear(image, size=(3, 3))])
+    o.raises("lrn of a matrix", lambda: F.local_response_norm(torch.ones(2, 3), 2),
+             "Expected 3D or higher dimensionality")
+
+
+@program
+def polynomial_fit_with_vander(torch, o):
+    # least squares on a Vandermonde design matrix; linalg.matmul is matmul
+    x = torch.linspace(-1.0, 1.0, 7, dtype=torch.float64).requires_grad_()
+    V = torch.linalg.vander(x, N=4)
+    y = torch.cos(2 * x.detach())
+    coefficients = torch.linalg.solve(V.T @ V, V.T @ y)
+    fitted = torch.linalg.matmul(V, coefficients)
+    ((fitted - y) ** 2).sum().backward()
+    o("fit", [V, coefficients, fitted, x.grad, node_name(V.grad_fn)])
+    o("defaults", [torch.linalg.vander(torch.tensor([2, 3])), torch.linalg.vander(
+        torch.tensor([[1.0, 2.0, 3.0]]))])
+    o.raises("N", lambda: torch.linalg.vander(x, N=1), "N must be greater than 1.")
+    o.raises("0-d", lambda: torch.linalg.vander(torch.tensor(2.0)), "N must be greater than 1.")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
