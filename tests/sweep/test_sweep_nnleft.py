@@ -287,6 +287,44 @@ def polynomial_fit_with_vander(torch, o):
     o.raises("0-d", lambda: torch.linalg.vander(torch.tensor(2.0)), "N must be greater than 1.")
 
 
+@program(1e-5, atol=1e-6)
+def spectral_norm_discriminator(torch, o):
+    # a GAN discriminator's layers under spectral normalization; the power-iteration vectors
+    # start random, so both libraries' are set to the same values before the steps compared
+    start = torch.tensor([[0.5, -1.0, 0.2, 0.3], [1.0, 0.4, -0.6, 0.1], [-0.3, 0.8, 0.9, -0.5]])
+    layer = torch.nn.Linear(4, 3)
+    conv = torch.nn.ConvTranspose1d(2, 3, 2)
+    with torch.no_grad():
+        layer.weight.copy_(start)
+        layer.bias.zero_()
+        conv.weight.copy_(torch.arange(12.0).reshape(2, 3, 2).sin())
+        conv.bias.fill_(0.1)
+    torch.nn.utils.parametrizations.spectral_norm(layer)
+    torch.nn.utils.parametrizations.spectral_norm(conv)
+    for module, (u, v) in [(layer, ([0.6, 0.0, 0.8], [0.5, 0.5, 0.5, 0.5])),
+                           (conv, ([1.0, 0.0, 0.0], [0.6, 0.8, 0.0, 0.0]))]:
+        with torch.no_grad():
+            module.parametrizations.weight[0]._u.copy_(torch.tensor(u))
+            module.parametrizations.weight[0]._v.copy_(torch.tensor(v))
+    optimizer = torch.optim.SGD(list(layer.parameters()) + list(conv.parameters()), lr=0.05)
+    x = torch.linspace(-1.0, 1.0, 8).reshape(2, 4)
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = layer(x).pow(2).mean() + conv(x.reshape(2, 2, 2)).mean()
+        loss.backward()
+        optimizer.step()
+    o("trained", [layer.weight, conv.weight, loss, layer.parametrizations.weight[0]._u,
+                  conv.parametrizations.weight[0]._v,
+                  layer.parametrizations.weight.original.grad,
+                  [n for n, _ in layer.named_buffers()]])
+    layer.eval()
+    o("eval keeps u", [layer.weight, layer.parametrizations.weight[0]._u])
+    o.raises("dim", lambda: torch.nn.utils.parametrizations.spectral_norm(
+        torch.nn.Linear(2, 2), dim=2), "Dimension out of range")
+    o.raises("iterations", lambda: torch.nn.utils.parametrizations.spectral_norm(
+        torch.nn.Linear(2, 2), n_power_iterations=0), "Expected n_power_iterations to be positive")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

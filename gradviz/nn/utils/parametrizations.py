@@ -1,6 +1,7 @@
 """``torch.nn.utils.parametrizations``: ``weight_norm`` as a parametrization (the weight is
 ``g * v / ||v||``, from the originals ``original0`` = g and ``original1`` = v), and
-``orthogonal`` (a weight with orthonormal columns or rows, torch's three maps).
+``orthogonal`` (a weight with orthonormal columns or rows, torch's three maps) and
+``spectral_norm`` (the weight over its largest singular value, by power iteration).
 
 Examples
 --------
@@ -16,7 +17,7 @@ from .. import _weight_norm as _wn
 from .._module import Module
 from . import parametrize
 
-__all__ = ["orthogonal", "weight_norm"]
+__all__ = ["orthogonal", "spectral_norm", "weight_norm"]
 
 
 class _WeightNorm(Module):
@@ -196,4 +197,95 @@ def orthogonal(module, name: str = "weight", orthogonal_map=None, *, use_trivial
                          f'"householder". Got: {orthogonal_map}')
     orth = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
     parametrize.register_parametrization(module, name, orth, unsafe=True)
+    return module
+
+
+# ---- spectral_norm ----------------------------------------------------------------------------
+
+class _SpectralNorm(Module):
+    """torch's ``_SpectralNorm``: the weight divided by ``sigma = u . (W v)``, ``u`` and ``v``
+    (buffers ``_u``, ``_v``) the singular vectors estimated by power iteration, updated in
+    place ``n_power_iterations`` times per forward in training (15 times at registration)."""
+
+    def __init__(self, weight, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12):
+        super().__init__()
+        from .. import functional as F
+
+        ndim = weight.ndim
+        if dim >= ndim or dim < -ndim:
+            raise IndexError(f"Dimension out of range (expected to be in range of [-{ndim}, "
+                             f"{ndim - 1}] but got {dim})")
+        if n_power_iterations <= 0:
+            raise ValueError("Expected n_power_iterations to be positive, but got "
+                             f"n_power_iterations={n_power_iterations}")
+        self.dim = dim if dim >= 0 else dim + ndim
+        self.eps = eps
+        if ndim > 1:
+            self.n_power_iterations = n_power_iterations
+            weight_mat = self._reshape_weight_to_matrix(weight)
+            h, w = weight_mat.shape
+            u = weight_mat.new_empty(h).normal_(0, 1)
+            v = weight_mat.new_empty(w).normal_(0, 1)
+            self.register_buffer("_u", F.normalize(u, dim=0, eps=self.eps))
+            self.register_buffer("_v", F.normalize(v, dim=0, eps=self.eps))
+            self._power_method(weight_mat, 15)
+
+    def _reshape_weight_to_matrix(self, weight):
+        if self.dim != 0:
+            weight = weight.permute(self.dim, *(d for d in range(weight.dim()) if d != self.dim))
+        return weight.flatten(1)
+
+    def _power_method(self, weight_mat, n_power_iterations):
+        from ... import ops
+        from ...autograd.grad_mode import no_grad
+        from .. import functional as F
+
+        with no_grad():
+            for _ in range(n_power_iterations):
+                self._u = F.normalize(ops.mv(weight_mat, self._v), dim=0, eps=self.eps,
+                                      out=self._u)
+                self._v = F.normalize(ops.mv(weight_mat.H, self._u), dim=0, eps=self.eps,
+                                      out=self._v)
+
+    def forward(self, weight):
+        from ... import ops
+        from .. import functional as F
+
+        if weight.ndim == 1:
+            return F.normalize(weight, dim=0, eps=self.eps)
+        weight_mat = self._reshape_weight_to_matrix(weight)
+        if self.training:
+            self._power_method(weight_mat, self.n_power_iterations)
+        u = self._u.clone()
+        v = self._v.clone()
+        sigma = ops.vdot(u, ops.mv(weight_mat, v))
+        return weight / sigma
+
+    def right_inverse(self, value):
+        return value
+
+
+def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps: float = 1e-12,
+                  dim=None):
+    """Divide ``module.<name>`` by its spectral norm (largest singular value), estimated by
+    power iteration, as ``torch.nn.utils.parametrizations.spectral_norm``; ``dim`` (default
+    0, 1 for transposed convolutions) is the output dimension.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> layer = torch.nn.utils.parametrizations.spectral_norm(torch.nn.Linear(4, 3))
+    >>> round(float(torch.linalg.matrix_norm(layer.weight, 2)), 2)
+    1.0
+    """
+    from ..._tensor import Tensor
+    from .._conv import ConvTranspose1d, ConvTranspose2d
+
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if dim is None:
+        dim = 1 if isinstance(module, (ConvTranspose1d, ConvTranspose2d)) else 0
+    parametrize.register_parametrization(module, name,
+                                         _SpectralNorm(weight, n_power_iterations, dim, eps))
     return module
