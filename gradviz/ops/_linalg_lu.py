@@ -101,7 +101,6 @@ def _permutation(pivots, m, dtype):
 
 
 def _unpack_arrays(lu, k):
-    m, n = lu.shape[-2:]
     lower = np.tril(lu[..., :, :k], -1)
     np.einsum("...ii->...i", lower[..., :k, :])[...] = 1
     return lower, np.triu(lu[..., :k, :])
@@ -269,9 +268,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     from .. import ops
 
     if LU_pivots.dtype is not dtypes.int32:
-        raise RuntimeError(f"torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
-                           f"torch.int32 dtype. Note: this function is intended to be used with "
-                           f"the output produced by torch.linalg.lu_factor")
+        raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor of "
+                           "torch.int32 dtype.\nNote: this function is intended to be used with "
+                           "the output produced by torch.linalg.lu_factor")
     m = LU_data.shape[-2]
     if unpack_data:
         L, U = apply(LU_UNPACK, LU_data, LU_pivots, shape=tuple(LU_data.shape[-2:]))
