@@ -61,6 +61,7 @@ from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, colum
 from .ops._linalg_factor import pinverse, qr, svd
 from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
                                 triangular_solve)
+from .ops._linalg_lu import lu, lu_solve, lu_unpack, matrix_exp
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
@@ -223,5 +224,5 @@ __all__ = [
     "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
     "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
     "subtract", "adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse", "qr", "svd",
-    "triangular_solve", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
+    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

@@ -28,6 +28,7 @@ from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                            TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from ._embedding_bag import EmbeddingBag
+from ._functional_more import LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d
 from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad3d,
                           ConstantPad3d, Conv3d, InstanceNorm3d, MaxPool3d, ReflectionPad3d,
                           ReplicationPad3d, ZeroPad3d)
@@ -55,7 +56,8 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "GLU", "Threshold", "Hardshrink", "RReLU", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",
-           "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag"]
+           "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag",
+           "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d"]
 
 from . import modules  # noqa: E402 - it re-exports the classes above
 

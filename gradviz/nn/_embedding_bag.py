@@ -107,7 +107,13 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
         raise RuntimeError(f"Index {bad[0]} of input takes value {indices[bad[0]]} which is not "
                            f"in the valid range [0, {rows})")
     keep = indices != padding_idx if padding_idx is not None else np.ones(indices.shape, bool)
-    return _embedding_bag.embedding_bag(weight, per_sample_weights, indices, bags, keep, mode)
+    if offsets is None:  # a (B, N) input: torch's node saves the bags' starts
+        from .. import ops
+
+        offsets = ops.arange(0, indices.size, max(input.shape[1], 1))[:len(bags)]
+    saved = {"indices": flat, "offsets": offsets, "padding_idx": padding_idx}
+    return _embedding_bag.embedding_bag(weight, per_sample_weights, indices, bags, keep, mode,
+                                        saved)
 
 
 class EmbeddingBag(Module):

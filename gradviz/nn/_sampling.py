@@ -95,13 +95,36 @@ def affine_grid(theta, size, align_corners=None):
         rows = len(spatial) + 1
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{size[0]}, {rows}] but got: [{shape[0]}, {rows}].")
-    dtype = theta.numpy(force=True).dtype
+    return apply(AFFINE_GRID, theta, size=size, align_corners=bool(align_corners))
+
+
+def _affine_base(spatial, align_corners, dtype):
+    """The (pixels, d + 1) rows ``[x, (y, (z,)) 1]`` of every output pixel's normalized
+    centre, x (W) first as the grid lists it."""
     axes = [_base_coordinates(n, align_corners, dtype) for n in spatial]
-    mesh = np.meshgrid(*axes, indexing="ij")  # D, H, W order; the grid lists x (W) first
+    mesh = np.meshgrid(*axes, indexing="ij")  # D, H, W order
     base = np.stack([m for m in reversed(mesh)] + [np.ones(spatial, dtype=dtype)], axis=-1)
-    base = _ops.tensor(base.reshape(1, -1, len(spatial) + 1))
-    grid = _ops.matmul(base, theta.transpose(1, 2))
+    return base.reshape(-1, len(spatial) + 1)
+
+
+def _affine_grid_forward(theta, size, align_corners):
+    spatial = size[2:]
+    grid = _affine_base(spatial, align_corners, theta.dtype) @ np.swapaxes(theta, 1, 2)
     return grid.reshape(size[0], *spatial, len(spatial))
+
+
+def _affine_grid_backward(ctx, g):
+    """torch's affine_grid_generator_backward: ``g_theta = g^T @ base`` per batch element
+    (the grid is linear in theta, so its second derivative in theta is zero)."""
+    size = ctx.size
+    spatial = size[2:]
+    base = _ops.tensor(_affine_base(spatial, ctx.align_corners, g.numpy(force=True).dtype))
+    rows = g.reshape(size[0], -1, len(spatial))
+    return (_ops.matmul(rows.transpose(1, 2), base),)
+
+
+AFFINE_GRID = Op("affine_grid", "AffineGridGeneratorBackward0", forward=_affine_grid_forward,
+                 backward=_affine_grid_backward)
 
 
 # ---- grid_sample ----------------------------------------------------------------------------

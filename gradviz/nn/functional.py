@@ -1074,3 +1074,12 @@ __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "
             "multilabel_soft_margin_loss"]
 __all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
             "adaptive_max_pool2d"]
+from . import _functional_more  # noqa: E402
+from ._functional_more import (adaptive_max_pool1d_with_indices,  # noqa: E402
+                               adaptive_max_pool2d_with_indices, celu_, elu_, hardtanh_,
+                               leaky_relu_, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d,
+                               max_pool1d_with_indices, max_pool2d_with_indices,
+                               max_pool3d_with_indices, relu_, rrelu_, selu_, threshold_,
+                               upsample_bilinear, upsample_nearest)
+
+__all__ += _functional_more.__all__

@@ -18,7 +18,7 @@ from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statisti
 from . import _lookup, _products, _rearrange, _scans, _special
 from . import _linalg_more, _linalg_factor, _linalg_norms  # noqa: F401  (register their ops)
 from . import _conv_transpose, _parametric, _resample  # noqa: F401,E402  (register their ops)
-from . import _embedding_bag, _separable  # noqa: F401,E402  (register their ops)
+from . import _embedding_bag, _separable, _linalg_lu  # noqa: F401,E402  (register their ops)
 from . import _saved  # noqa: F401,E402  (installs grad_fn._saved_<name>: Note [Saved names])
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403

@@ -66,10 +66,34 @@ EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", forward=_forward,
                    backward=_backward, saves=_saves)
 
 
-def embedding_bag(weight, per_sample_weights, indices, bags, keep, mode):
+def _torch_results(indices, bags, keep, mode, rows, padding_idx, float32):
+    """torch's CPU kernel's extra results, which its node saves (``_saved_result1`` to
+    ``3``): ``offset2bag`` (each member's bag; empty on the fast path, a float32 sum without
+    padding), ``bag_size`` (kept members per bag; zeros for sum) and ``max_indices`` (max: the
+    chosen rows, 0 for an empty bag; mean: ``bag_size``; sum: zeros)."""
+    count = len(bags)
+    if mode == "sum" and padding_idx is None and float32:
+        offset2bag = np.zeros(0, dtype=np.int64)
+    else:
+        offset2bag = np.zeros(indices.size, dtype=np.int64)
+        for b, (start, end) in enumerate(bags):
+            offset2bag[start:end] = b
+        if bags:  # members after the last bag (include_last_offset) stay in it
+            offset2bag[bags[-1][1]:] = count - 1
+    if mode == "sum":
+        return offset2bag, np.zeros(count, dtype=np.int64), np.zeros(count, dtype=np.int64)
+    bag_size = np.array([int(keep[start:end].sum()) for start, end in bags], dtype=np.int64)
+    if mode == "mean":
+        return offset2bag, bag_size, bag_size.copy()
+    return offset2bag, bag_size, np.maximum(rows, 0)
+
+
+def embedding_bag(weight, per_sample_weights, indices, bags, keep, mode, saved=None):
     """(bags, D): each bag of rows of ``weight`` (``indices`` an int64 array, ``bags`` (start,
     end) pairs into it, ``keep`` False for ``padding_idx`` members) summed (weighted by
-    ``per_sample_weights``), averaged or maximized per coordinate; an empty bag gives zeros."""
+    ``per_sample_weights``), averaged or maximized per coordinate; an empty bag gives zeros.
+    ``saved``: what the node shows as torch's ``_saved_*`` (``indices`` and ``offsets``
+    tensors, ``padding_idx``)."""
     data = weight._data
     matrix = rows = None
     if mode == "max":
@@ -85,7 +109,16 @@ def embedding_bag(weight, per_sample_weights, indices, bags, keep, mode):
             count = int(kept.sum())
             if count:
                 matrix[b, start:end] = kept / count if mode == "mean" else kept
+    saved = dict(saved or {})
+    if saved:
+        from .._tensor import _wrap
+
+        results = _torch_results(indices, bags, keep, mode, rows, saved.get("padding_idx"),
+                                 data.dtype == np.float32)
+        index_dtype = saved["indices"].numpy(force=True).dtype  # torch's are the indices' type
+        saved.update(results=tuple(_wrap(r.astype(index_dtype)) for r in results),
+                     per_sample_weights=per_sample_weights)
     return apply(EMBEDDING_BAG, weight, per_sample_weights, indices=indices, matrix=matrix,
                  mode=mode, rows=rows, weight_shape=tuple(data.shape), np_dtype=data.dtype,
                  psw_shape=None if per_sample_weights is None else
-                 tuple(per_sample_weights.shape))
+                 tuple(per_sample_weights.shape), saved=saved)

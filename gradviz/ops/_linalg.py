@@ -474,10 +474,23 @@ def _lu_diagonal(a):
     return np.diagonal(u, axis1=-2, axis2=-1).reshape(a.shape[:-1]), signs.reshape(a.shape[:-2])
 
 
+def _batch_element(failed):
+    """PyTorch's ``"(Batch element k): "`` naming the first failed matrix of a batch (``failed``
+    has the batch's shape; a single matrix, 0-d, is not named)."""
+    if failed.ndim == 0:
+        return ""
+    return f"(Batch element {int(np.flatnonzero(failed.reshape(-1))[0])}): "
+
+
 def _singular_error(what, diagonal):
-    zero = int(np.argmax((diagonal == 0).reshape(-1, diagonal.shape[-1]).any(axis=0)))
-    return _LinAlgError(f"{what}: The diagonal element {zero + 1} is zero, the inversion could "
-                        "not be completed because the input matrix is singular.")
+    """The error of ``inv`` on a singular matrix: the first failed matrix of the batch and
+    the first zero on its U diagonal (1-based), as LAPACK's ``getrf`` reports it."""
+    singular = diagonal == 0
+    where = _batch_element(singular.any(-1))
+    flat = singular.reshape(-1, diagonal.shape[-1])
+    zero = int(np.argmax(flat[flat.any(-1)][0]))
+    return _LinAlgError(f"{what}: {where}The diagonal element {zero + 1} is zero, the inversion "
+                        "could not be completed because the input matrix is singular.")
 
 
 def _inverse_forward(a):

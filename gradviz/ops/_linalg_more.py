@@ -16,8 +16,8 @@ import math
 import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
-from ._linalg import (INVERSE, _check_square, _LinAlgError, _lu_diagonal, _singular_error,
-                      diagonal, matmul, mm, tril, triu)
+from ._linalg import (INVERSE, _batch_element, _check_square, _LinAlgError, _lu_diagonal,
+                      _singular_error, diagonal, matmul, mm, tril, triu)
 from ._registry import Op, apply
 from ._shape import expand, transpose, unsqueeze, view
 
@@ -94,10 +94,15 @@ def _broadcast_batches(A, B):
 
 # ---- inverse with info, solve -----------------------------------------------------------------
 
-def _inv_ex_forward(a):
-    diagonal_u, _ = _lu_diagonal(a)
+def _pivot_info(diagonal_u):
+    """LAPACK's ``info`` of ``getrf`` per matrix: 0, or the 1-based index of the first zero
+    on the diagonal of U."""
     singular = diagonal_u == 0
-    info = np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
+    return np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
+
+
+def _inv_ex_forward(a):
+    info = _pivot_info(_lu_diagonal(a)[0])
     if not info.any():
         return np.linalg.inv(a), info
     with np.errstate(all="ignore"):
@@ -125,19 +130,27 @@ def inv_ex(A, *, check_errors=False):
     return _INV_EX(inverse, info)
 
 
-def _solve_forward(a, b, left, vector, what="torch.linalg.solve"):
-    diagonal_u, _ = _lu_diagonal(a)
-    if np.any(diagonal_u == 0):
-        if what is not None:
-            raise _LinAlgError(f"{what}: The solver failed because the input matrix is singular.")
-        # solve_ex without check_errors: LAPACK's getrs divides by the zero pivot
-        shape = np.broadcast_shapes(b.shape, a.shape[:-1] if vector else b.shape)
-        return np.full(shape, np.nan, dtype=a.dtype)
+def _solve_arrays(a, b, left, vector):
     if vector:
         return np.linalg.solve(a, b[..., None])[..., 0]
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return np.swapaxes(np.linalg.solve(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
     return np.linalg.solve(a, b)
+
+
+def _solve_forward(a, b, left, vector):
+    try:
+        return _solve_arrays(a, b, left, vector)
+    except np.linalg.LinAlgError:
+        pass
+    # solve_ex without check_errors (solve itself raised before): the other matrices of the
+    # batch are solved; a singular one's solution is NaN (LAPACK's getrs divides by the zero
+    # pivot, so PyTorch's entries there are infinities or NaN)
+    singular = (_lu_diagonal(a)[0] == 0).any(-1)
+    a = np.where(singular[..., None, None], np.eye(a.shape[-1], dtype=a.dtype), a)
+    x = _solve_arrays(a, b, left, vector)
+    x[singular] = np.nan
+    return x
 
 
 def _solve_backward(ctx, g):
@@ -161,19 +174,21 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     """``(result, info)``: :func:`solve`'s solution and 0, or the (1-based) index of the zero
     pivot of a singular ``A`` (then the result is not a solution); raises only with
     ``check_errors=True``."""
-    diagonal_u = _lu_diagonal(A._data)[0] if A.dtype.is_floating_point and A.ndim >= 2 and \
-        A.shape[-1] == A.shape[-2] else None
-    if diagonal_u is None or not np.any(diagonal_u == 0):
-        result = solve(A, B, left=left)
-        info = np.zeros(A.shape[:-2], dtype=np.int32)
-    else:
-        result = solve(A, B, left=left, _singular=None if not check_errors else
-                       "torch.linalg.solve_ex")
-        singular = diagonal_u == 0
-        info = np.where(singular.any(-1), np.argmax(singular, -1) + 1, 0).astype(np.int32)
+    result = solve(A, B, left=left, _singular="torch.linalg.solve_ex" if check_errors else None)
     from .. import ops
 
-    return _SOLVE_EX(result, ops.tensor(info))
+    return _SOLVE_EX(result, ops.tensor(_pivot_info(_lu_diagonal(A._data)[0])))
+
+
+def _check_singular(what, A):
+    """Raises PyTorch's error naming the first singular matrix of ``A``'s own batch (before
+    broadcasting against ``B``); ``what`` is None for ``solve_ex`` without ``check_errors``."""
+    if what is None:
+        return
+    singular = (_lu_diagonal(A._data)[0] == 0).any(-1)
+    if singular.any():
+        raise _LinAlgError(f"{what}: {_batch_element(singular)}The solver failed because the "
+                           "input matrix is singular.")
 
 
 def solve(A, B, *, left=True, _singular="torch.linalg.solve"):
@@ -197,11 +212,13 @@ def solve(A, B, *, left=True, _singular="torch.linalg.solve"):
             raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                                f"AX = B ({A.shape[-2]}x{A.shape[-1]} and {B.shape[-1]}x1)")
         batch = tuple(np.broadcast_shapes(tuple(A.shape[:-2]), tuple(B.shape[:-1])))
+        A_own = A
         if tuple(A.shape[:-2]) != batch:
             A = expand(A, *batch, *A.shape[-2:])
         if tuple(B.shape[:-1]) != batch:
             B = expand(B, *batch, B.shape[-1])
-        return apply(SOLVE, A, B, left=True, vector=True, what=_singular)
+        _check_singular(_singular, A_own)
+        return apply(SOLVE, A, B, left=True, vector=True)
     if B.ndim < 2:
         raise RuntimeError("linalg.solve: Vector broadcasting of the left hand side is not "
                            "supported for left=False. In this case linalg.solve is equivalent to "
@@ -212,8 +229,9 @@ def solve(A, B, *, left=True, _singular="torch.linalg.solve"):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"{equation} ({A.shape[-2]}x{A.shape[-1]} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
+    _check_singular(_singular, A)
     A, B = _broadcast_batches(A, B)
-    return apply(SOLVE, A, B, left=bool(left), vector=False, what=_singular)
+    return apply(SOLVE, A, B, left=bool(left), vector=False)
 
 
 # ---- triangular solves ------------------------------------------------------------------------
@@ -682,3 +700,30 @@ adjoint = _matrix_transpose("adjoint")  # ``Tensor.adjoint()``: the conjugate tr
 install_methods({"cholesky_inverse": cholesky_inverse, "mH": property(mH),
                  "H": property(_conjugate_transpose), "adjoint": adjoint})
 install_methods({"cholesky": cholesky, "cholesky_solve": cholesky_solve, "triangular_solve": triangular_solve})
+
+
+def vander(x, *, N=None):
+    """``torch.linalg.vander``: the powers ``x ** 0 .. x ** (N - 1)`` of the last dim, in
+    increasing order (``N`` defaults to its length), as torch computes them: a column of
+    ones joined to the cumulative product of ``x`` repeated.
+
+    Examples
+    --------
+    >>> gradviz.linalg.vander(gradviz.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 1., 1.],
+            [1., 2., 4.],
+            [1., 3., 9.]])
+    """
+    from ._reduction import cumprod
+    from ._shape import cat
+
+    if x.dtype.name == "bool":
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           "but got Bool")
+    x = unsqueeze(x, -1) if x.ndim == 0 else x
+    shape = list(x.shape)
+    n = shape[-1] if N is None else N
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    powers = cumprod(expand(unsqueeze(x, -1), *shape, n - 1), -1)
+    return cat([powers.new_ones(*shape, 1), powers], -1)

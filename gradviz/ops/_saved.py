@@ -283,6 +283,11 @@ _DIMS = Attr("dims", tuple)
 _KEEPDIM = Attr("keepdim")
 
 _NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
+def _SAVED(key, convert=lambda value: value):
+    """A value kept for PyTorch's name only, in the node's ``saved`` attribute."""
+    return Attr("saved", lambda saved: convert(saved[key]))
+
+
 _REFACTORED = NotKept("the node keeps A and factorizes it again in backward (Note [Recomputed "
                       "factorizations] in gradviz/ops/_linalg_factor.py)")
 
@@ -458,6 +463,26 @@ SAVED_NAMES = {
         "divisor_override": Attr("divisor_override"),
     },
     "AdaptiveAvgPool3DBackward0": {"self": _SELF},
+    "LinalgMatrixExpBackward0": {"self": _SELF},
+    "LinalgLuFactorExBackward0": {"LU": _REFACTORED, "pivots": _REFACTORED,
+                                  "pivot": Computed(lambda node: True)},
+    "LinalgLuBackward0": {"P": _REFACTORED, "L": _REFACTORED, "U": _REFACTORED,
+                          "pivot": Computed(lambda node: True)},
+    "LinalgLuSolveBackward0": {"LU": _SELF, "pivots": _OTHER, "result": RESULT,
+                               "left": Attr("left"), "adjoint": Attr("adjoint")},
+    "LuUnpackBackward0": {"LU_data_sym_argsize_minus_1": Attr("shape", lambda s: s[1]),
+                          "LU_data_sym_argsize_minus_2": Attr("shape", lambda s: s[0])},
+    "EmbeddingBagBackward0": {
+        "weight": Input(0), "indices": _SAVED("indices"), "offsets": _SAVED("offsets"),
+        "mode": Attr("mode", ("sum", "mean", "max").index),
+        "padding_idx": _SAVED("padding_idx", lambda i: 2 ** 64 - 1 if i is None else i),
+        "per_sample_weights": _SAVED("per_sample_weights"),
+        "result1": _SAVED("results", lambda r: r[0]), "result2": _SAVED("results", lambda r: r[1]),
+        "result3": _SAVED("results", lambda r: r[2]),
+        "scale_grad_by_freq": Computed(lambda node: False),  # gradviz supports neither
+        "sparse": Computed(lambda node: False),
+        "weight_sym_argsize_0": Attr("weight_shape", lambda shape: shape[0])},
+    "AffineGridGeneratorBackward0": {"size": Attr("size"), "align_corners": Attr("align_corners")},
     "GridSampler2DBackward0": {
         "input": _SELF, "grid": _OTHER,
         "interpolation_mode": Computed(lambda node: _GRID_MODES[node.attrs["mode"]]),

@@ -66,6 +66,44 @@ def test_embedding_bag(case, mode):
     compare(inputs, dtype="float32", mode=mode, **kwargs)
 
 
+SAVED = ["indices", "offsets", "mode", "padding_idx", "result1", "result2", "result3",
+         "scale_grad_by_freq", "sparse", "weight_sym_argsize_0"]
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_embedding_bag_saved_values(case, mode, dtype):
+    # grad_fn._saved_*: torch's CPU kernel's offset2bag / bag_size / max_indices included (a
+    # float32 sum without padding takes its fast path: offset2bag is empty)
+    inputs, kwargs = CASES[case]
+    seen = {}
+    for lib in (gradviz, torch):
+        weight = lib.tensor(WEIGHT, dtype=getattr(lib, dtype), requires_grad=True)
+        args = {k: (lib.tensor(v) if isinstance(v, np.ndarray) else v) for k, v in kwargs.items()}
+        node = lib.nn.functional.embedding_bag(lib.tensor(inputs), weight, mode=mode,
+                                               **args).grad_fn
+        values = [getattr(node, "_saved_" + name) for name in SAVED]
+        seen[lib] = [(v.tolist(), str(v.dtype).split(".")[-1]) if hasattr(v, "tolist") else v
+                     for v in values]
+        assert node._saved_weight is None and node._saved_per_sample_weights is None
+        if "offsets" in args:
+            assert node._saved_offsets is args["offsets"]
+    assert dict(zip(SAVED, seen[gradviz])) == dict(zip(SAVED, seen[torch]))
+
+
+def test_embedding_bag_saved_weights():
+    for lib in (gradviz, torch):
+        weight = lib.tensor(WEIGHT, requires_grad=True)
+        psw = lib.tensor([0.5, 1.0, 2.0], dtype=lib.float64, requires_grad=True)
+        node = lib.nn.functional.embedding_bag(lib.tensor([1, 2, 3]), weight, lib.tensor([0, 1]),
+                                               mode="sum", per_sample_weights=psw).grad_fn
+        assert node._saved_weight is weight and node._saved_per_sample_weights is psw
+        node = lib.nn.functional.embedding_bag(lib.tensor([1, 2, 3]), weight, lib.tensor([0, 1]),
+                                               mode="sum", per_sample_weights=psw.detach())
+        assert node.grad_fn._saved_weight is None
+
+
 @pytest.mark.parametrize("mode", ["sum", "mean", "max"])
 def test_embedding_bag_without_bags(mode):
     # torch 2.13 answers (0, dim) for a float32 sum or mean without grad, but crashes

@@ -855,3 +855,110 @@ def test_saved_names_and_values(case):
                 assert (got is mine) == (expected is torchs), name
         else:
             assert got == expected, name
+
+
+# ---- matrix_exp, LU, eig ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype, scale", [("float64", 0.1), ("float64", 1.0), ("float64", 2.5),
+                                          ("float32", 0.1), ("float32", 1.0)])
+def test_matrix_exp(dtype, scale):
+    # scale 2.5: the 1-norm needs several squarings; gradients through exp of a 2n x 2n block
+    # (in float32 its second derivatives, ~1e11, cancel: torch's own float32 and float64 differ)
+    ours = compare(lambda m, a: m.linalg.matrix_exp(a), plain(3, 4, 4) * scale, dtype=dtype,
+                   scale=10 * scale)
+    assert len(ours["second"]) == 1
+    compare(lambda m, a: m.matrix_exp(a), plain(2, 2) * scale, dtype=dtype, scale=10 * scale)
+    compare(lambda m, a: a.matrix_exp(), plain(1, 1) * scale, dtype=dtype)
+
+
+def test_matrix_exp_nodes_and_errors():
+    for m in (torch, gradviz):
+        A = m.tensor(plain(3, 3), requires_grad=True)
+        E = m.linalg.matrix_exp(A)
+        assert E.grad_fn.name() == "LinalgMatrixExpBackward0"
+        assert E.grad_fn._saved_self is A
+        assert m.linalg.matrix_exp(m.zeros(0, 0)).shape == (0, 0)
+    raises_like_torch(lambda m: m.linalg.matrix_exp(m.ones(2, 3)), RuntimeError,
+                      "linalg.matrix_exp: A must be batches of square matrices, but they are 2 "
+                      "by 3 matrices")
+    raises_like_torch(lambda m: m.linalg.matrix_exp(m.ones(2, 2, dtype=m.long)), RuntimeError,
+                      "linalg.matrix_exp: Expected a floating point or complex tensor as input. "
+                      "Got Long")
+
+
+LU_SHAPES = [(4, 4), (2, 3, 3), (3, 5), (2, 5, 3)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", LU_SHAPES)
+def test_lu_factor_and_lu(dtype, shape):
+    a = plain(*shape, seed=3)
+    ours = compare(lambda m, a: m.linalg.lu_factor(a), a, dtype=dtype)
+    np.testing.assert_array_equal(ours["outputs"][1], torch.linalg.lu_factor(
+        torch.tensor(a)).pivots.numpy())
+    compare(lambda m, a: m.linalg.lu_factor_ex(a), a, dtype=dtype)
+    compare(lambda m, a: m.linalg.lu(a), a, dtype=dtype)
+    compare(lambda m, a: m.linalg.lu(a).L, a, dtype=dtype)  # only one factor used
+    compare(lambda m, a: m.linalg.lu(a).U, a, dtype=dtype)
+    compare(lambda m, a: m.lu_unpack(*m.linalg.lu_factor(a)), a, dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_lu_solve(dtype, left, adjoint):
+    b = plain(2, 4, 3) if left else plain(2, 3, 4)
+    compare(lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=left,
+                                              adjoint=adjoint), general(2, 4, 4), b, dtype=dtype)
+    compare(lambda m, a, b: m.linalg.lu_solve(*m.linalg.lu_factor(a), b, left=left,
+                                              adjoint=adjoint), general(4, 4), b, dtype=dtype)
+
+
+def test_lu_legacy_nodes_and_errors():
+    a = plain(3, 3, seed=1)
+    for m in (torch, gradviz):
+        A = m.tensor(a, requires_grad=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            LU, pivots = m.lu(A)
+            x = m.lu_solve(m.ones(3, 1, dtype=m.float64), LU, pivots)
+        assert any("torch.lu is deprecated" in str(w.message).replace("gradviz", "torch")
+                   for w in caught) or m is gradviz and "lu" in gradviz._tensor._WARNED
+        assert LU.grad_fn.name() == "LinalgLuFactorExBackward0"
+        assert x.grad_fn.name() == "LinalgLuSolveBackward0"
+        assert pivots.dtype == m.int32 and not pivots.requires_grad
+        P, L, U = m.linalg.lu(A)
+        assert not P.requires_grad and L.grad_fn.name() == "LinalgLuBackward0"
+        assert m.lu_unpack(LU, pivots).L.grad_fn.name() == "LuUnpackBackward0"
+        assert len(A.lu(get_infos=True)) == 3
+    singular = [[1.0, 2.0], [2.0, 4.0]]
+    raises_like_torch(lambda m: m.linalg.lu_factor(m.tensor(singular)), RuntimeError,
+                      "torch.linalg.lu_factor: U[2,2] is zero and using it on lu_solve would "
+                      "result in a division by zero.")
+    raises_like_torch(lambda m: m.linalg.lu_factor(m.zeros(3, 2, 2)), RuntimeError,
+                      "torch.linalg.lu_factor: (Batch element 0): U[1,1] is zero")
+    ours, theirs = (m.linalg.lu_factor_ex(m.tensor([[[2.0, 0.0], [0.0, 1.0]], singular]))
+                    for m in (gradviz, torch))
+    assert type(ours).__name__ == type(theirs).__name__ == "linalg_lu_factor_ex"
+    np.testing.assert_array_equal(ours.info.numpy(), theirs.info.numpy())
+    np.testing.assert_allclose(ours.LU.numpy(), theirs.LU.numpy())
+    raises_like_torch(lambda m: m.linalg.lu_factor(m.ones(2, 2), pivot=False), RuntimeError,
+                      "linalg.lu_factor: LU without pivoting is not implemented on the CPU")
+    raises_like_torch(lambda m: m.linalg.lu_factor(m.ones(3)), RuntimeError,
+                      "torch.lu_factor: Expected tensor with 2 or more dimensions. Got size: [3]")
+    raises_like_torch(lambda m: m.linalg.lu_factor(m.ones(2, 2, dtype=m.long)),
+                      NotImplementedError, "\"lu_cpu\" not implemented for 'Long'")
+    raises_like_torch(lambda m: m.linalg.lu_solve(*m.linalg.lu_factor(m.eye(2)), m.ones(3, 1)),
+                      RuntimeError, "linalg.lu_solve: Incompatible shapes of A and B for the "
+                      "equation AX = B (2x2 and 3x1)")
+
+
+def test_eig_of_a_real_matrix_needs_complex_tensors():
+    # torch returns complex eigenvalues (here 0 and 5, as complex64); gradviz has no complex
+    # dtype, so eig and eigvals say so instead of returning something else
+    a = [[1.0, 2.0], [2.0, 4.0]]
+    assert torch.linalg.eig(torch.tensor(a)).eigenvalues.dtype == torch.complex64
+    assert torch.linalg.eigvals(torch.tensor(a)).dtype == torch.complex64
+    for fn in (gradviz.linalg.eig, gradviz.linalg.eigvals):
+        with pytest.raises(TypeError, match="gradviz has no complex tensors.*linalg.eigh"):
+            fn(gradviz.tensor(a))
