@@ -1,0 +1,1483 @@
+"""Conformance sweep, the custom ``autograd.Function`` contract statement by statement
+(``shared/spec/`` and ``shared/SEMANTICS.md``), in the unusual combinations a line-by-line
+audit turns up: a Function returning the same tensor twice, an input that is also an output,
+hooks that change dtypes, wrong gradients returned from backward, Functions under ``no_grad``
+and ``inference_mode``, nested Functions, repeated backward with ``retain_graph``.
+
+Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
+compares everything observed (see its docstring).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sweep_harness import check, node_name, registry
+
+program = registry()
+
+
+def _fn(torch, forward, backward, *, name="Fn", **extra):
+    """A Function subclass named ``name`` with the given static methods."""
+    body = {"forward": staticmethod(forward), "backward": staticmethod(backward)}
+    body.update({k: staticmethod(v) if callable(v) else v for k, v in extra.items()})
+    return type(name, (torch.autograd.Function,), body)
+
+
+# ---- arity and identity of outputs -----------------------------------------------------------
+
+@program
+def spec_same_tensor_returned_twice(torch, o):
+    def forward(ctx, x):
+        y = x * 2
+        return y, y
+
+    def backward(ctx, g1, g2):
+        ctx.seen = (g1, g2)
+        return g1 * 2 + g2 * 3
+
+    Fn = _fn(torch, forward, backward, name="Twice")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    o("same object", a is b)
+    o("a", a)
+    o("b", b)
+    o("a out nr", a.output_nr)
+    o("b out nr", b.output_nr)
+    (a.sum() * 5 + b.sum()).backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_input_returned_unchanged_twice(torch, o):
+    def forward(ctx, x):
+        return x, x
+
+    def backward(ctx, g1, g2):
+        return g1 + 10 * g2
+
+    Fn = _fn(torch, forward, backward, name="PassTwice")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    o("a is x", a is x)
+    o("b is x", b is x)
+    o("a is b", a is b)
+    o("a grad_fn name", a.grad_fn.name())
+    o("is_leaf", a.is_leaf)
+    (a * 1.0 + b * 2.0).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_input_is_output_without_grad(torch, o):
+    def forward(ctx, x, y):
+        return x, y * 2
+
+    def backward(ctx, gx, gy):
+        return gx * 3, gy * 2
+
+    Fn = _fn(torch, forward, backward, name="Mixed")
+    x = torch.tensor([1.0, 2.0])
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    a, b = Fn.apply(x, y)
+    o("a is x", a is x)
+    o("a requires_grad", a.requires_grad)
+    o("a", a)
+    o("a grad_fn", None if a.grad_fn is None else a.grad_fn.name())
+    (a.sum() + b.sum()).backward()
+    o("y.grad", y.grad)
+
+
+@program
+def spec_view_of_input_returned(torch, o):
+    def forward(ctx, x):
+        return x.view(-1)
+
+    def backward(ctx, g):
+        return g.view(2, 2) * 2
+
+    Fn = _fn(torch, forward, backward, name="ViewOut")
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = Fn.apply(x)
+    o("y", y)
+    o("y._is_view", y._is_view())
+    o("grad_fn", y.grad_fn.name())
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_wrong_arity_too_many(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g, g
+
+    Fn = _fn(torch, forward, backward, name="TooMany")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("too many", lambda: Fn.apply(x).sum().backward(),
+             "returned an incorrect number of gradients (expected 1, got 2)")
+
+
+@program
+def spec_wrong_arity_too_few(torch, o):
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="TooFew")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    o.raises("too few", lambda: Fn.apply(x, y).sum().backward(),
+             "returned an incorrect number of gradients (expected 2, got 1)")
+
+
+@program
+def spec_trailing_nones_accepted(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2, None, None
+
+    Fn = _fn(torch, forward, backward, name="Trailing")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_non_tensor_input_gets_gradient(torch, o):
+    def forward(ctx, x, k):
+        return x * k
+
+    def backward(ctx, g):
+        return g * 2, g
+
+    Fn = _fn(torch, forward, backward, name="NonTensorGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("non tensor", lambda: Fn.apply(x, 2.0).sum().backward(),
+             "returned a gradient different than None at position 2, but the corresponding "
+             "forward input was not a Variable")
+
+
+@program
+def spec_backward_returns_tuple_single(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return (g * 2,)
+
+    Fn = _fn(torch, forward, backward, name="TupleOne")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_backward_returns_list(torch, o):
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        return [g * 2, g * 3]
+
+    Fn = _fn(torch, forward, backward, name="ListBack")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("list", lambda: Fn.apply(x, y).sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+# ---- gradient shape / dtype / None ------------------------------------------------------------
+
+@program
+def spec_grad_wrong_shape(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.ones(7)
+
+    Fn = _fn(torch, forward, backward, name="BadShape")
+    x = torch.ones(2, 3, requires_grad=True)
+    o.raises("shape", lambda: Fn.apply(x).sum().backward(),
+             "returned an invalid gradient at index 0 - got [7] but expected shape compatible "
+             "with [2, 3]")
+
+
+@program
+def spec_grad_leading_dims_summed(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.ones(4, 2, 3) * 0.5
+
+    Fn = _fn(torch, forward, backward, name="Leading")
+    x = torch.ones(2, 3, requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_smaller_broadcastable_rejected(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.ones(1, 3)
+
+    Fn = _fn(torch, forward, backward, name="Smaller")
+    x = torch.ones(2, 3, requires_grad=True)
+    o.raises("smaller", lambda: Fn.apply(x).sum().backward(), "returned an invalid gradient at index 0")
+
+
+@program
+def spec_grad_scalar_for_vector_rejected(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.tensor(1.0)
+
+    Fn = _fn(torch, forward, backward, name="ScalarGrad")
+    x = torch.ones(3, requires_grad=True)
+    o.raises("scalar", lambda: Fn.apply(x).sum().backward(), "returned an invalid gradient at index 0")
+
+
+@program
+def spec_grad_for_scalar_input_shape_one(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.ones(1) * 3
+
+    Fn = _fn(torch, forward, backward, name="ScalarIn")
+    x = torch.tensor(2.0, requires_grad=True)
+    Fn.apply(x).backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_wrong_dtype_cast(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return (g * 2).double()
+
+    Fn = _fn(torch, forward, backward, name="Dbl")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.dtype))
+    y.sum().backward()
+    o("x.grad", x.grad)
+    o("hook dtype", seen)
+
+
+@program
+def spec_grad_int_dtype_for_float_input(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return torch.ones(2, dtype=torch.int64) * 3
+
+    Fn = _fn(torch, forward, backward, name="IntGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_float16_input(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g dtype", g.dtype)
+        return g.float() * 2
+
+    Fn = _fn(torch, forward, backward, name="HalfIn")
+    x = torch.tensor([1.0, 2.0], dtype=torch.float16, requires_grad=True)
+    y = Fn.apply(x)
+    o("y dtype", y.dtype)
+    y.float().sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_noncontiguous_returned(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return (torch.ones(3, 2) * torch.tensor([1.0, 2.0])).t()
+
+    Fn = _fn(torch, forward, backward, name="NonContig")
+    x = torch.ones(2, 3, requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+    o("contig", x.grad.is_contiguous())
+
+
+@program
+def spec_grad_noncontiguous_incoming(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g shape", g.shape)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="NonContigIn")
+    x = torch.ones(2, 3, requires_grad=True)
+    y = Fn.apply(x)
+    y.t().sum(0).pow(2).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_none_grad_for_input_needing_grad(torch, o):
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        return None, g * 2
+
+    Fn = _fn(torch, forward, backward, name="NoneFirst")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x, y).sum().backward()
+    o("x.grad", x.grad)
+    o("y.grad", y.grad)
+    x2 = torch.tensor([1.0, 2.0], requires_grad=True)
+    y2 = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("grad unused", lambda: torch.autograd.grad(Fn.apply(x2, y2).sum(), [x2, y2]),
+             "appears to not have been used in the graph")
+    r = torch.autograd.grad(Fn.apply(x2, y2).sum(), [x2, y2], allow_unused=True)
+    o("allow_unused", list(r))
+    r = torch.autograd.grad(Fn.apply(x2, y2).sum(), [x2, y2], allow_unused=True,
+                            materialize_grads=True)
+    o("materialize_grads", list(r))
+
+
+@program
+def spec_none_grad_into_intermediate(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return None
+
+    Fn = _fn(torch, forward, backward, name="NoneMid")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    seen = []
+    h.register_hook(lambda g: seen.append(g))
+    (Fn.apply(h).sum() + x.sum()).backward()
+    o("x.grad", x.grad)
+    o("hook calls", len(seen))
+
+
+@program
+def spec_grad_for_input_not_requiring_grad_dropped(torch, o):
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        o("needs", ctx.needs_input_grad)
+        return g * 2, torch.ones(13)
+
+    Fn = _fn(torch, forward, backward, name="Dropped")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([1.0, 2.0])
+    Fn.apply(x, y).sum().backward()
+    o("x.grad", x.grad)
+    o("y.grad", y.grad)
+
+
+# ---- zero materialization -----------------------------------------------------------------------
+
+@program
+def spec_materialize_unused_output(torch, o):
+    def forward(ctx, x):
+        return x * 2, (x * 3).long()
+
+    def backward(ctx, g1, g2):
+        o("g2", g2)
+        o("g1", g1)
+        return g1
+
+    Fn = _fn(torch, forward, backward, name="Unused")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    o("b requires_grad", b.requires_grad)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_false_sees_none(torch, o):
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3, 7
+
+    def backward(ctx, g1, g2, g3):
+        o("g1 none", g1 is None)
+        o("g2 none", g2 is None)
+        o("g3 none", g3 is None)
+        return g1 * 2
+
+    Fn = _fn(torch, forward, backward, name="NoMat")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b, k = Fn.apply(x)
+    o("k", k)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_non_tensor_output(torch, o):
+    def forward(ctx, x):
+        return x * 2, "label", 3
+
+    def backward(ctx, g, gs, gk):
+        o("gs", gs)
+        o("gk", gk)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="WithStr")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, s, k = Fn.apply(x)
+    o("s", s)
+    o("k", k)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_non_differentiable_sort_indices(torch, o):
+    def forward(ctx, x):
+        s, idx = x.sort()
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(x, idx)
+        return s, idx
+
+    def backward(ctx, g1, g2):
+        o("g2", g2)
+        x, idx = ctx.saved_tensors
+        gi = torch.zeros_like(x)
+        gi.index_add_(0, idx, g1)
+        return gi
+
+    Fn = _fn(torch, forward, backward, name="Sort")
+    x = torch.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    s, idx = Fn.apply(x)
+    o("idx requires_grad", idx.requires_grad)
+    o("idx grad_fn", idx.grad_fn)
+    o("idx is_leaf", idx.is_leaf)
+    (s * torch.tensor([1.0, 2.0, 3.0])).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_non_differentiable_float_output_used(torch, o):
+    def forward(ctx, x):
+        a = x * 2
+        b = x * 3
+        ctx.mark_non_differentiable(b)
+        return a, b
+
+    def backward(ctx, ga, gb):
+        o("gb", gb)
+        return ga * 2
+
+    Fn = _fn(torch, forward, backward, name="NDFloat")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    o("b rg", b.requires_grad)
+    o.raises("b backward", lambda: b.sum().backward(), "does not require grad")
+    (a + b).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_non_differentiable_input_returned(torch, o):
+    def forward(ctx, x):
+        ctx.mark_non_differentiable(x)
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="NDInput")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("y is x", y is x)
+    o("y rg", y.requires_grad)
+    o("y leaf", y.is_leaf)
+
+
+# ---- mark_dirty --------------------------------------------------------------------------------
+
+@program
+def spec_mark_dirty_numpy_example(torch, o):
+    def forward(ctx, x):
+        x_npy = x.numpy()
+        x_npy += 1
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="Inplace")
+    a = torch.tensor(1.0, requires_grad=True, dtype=torch.double).clone()
+    b = a * a
+    v0 = a._version
+    r = Fn.apply(a)
+    o("r is a", r is a)
+    o("version bumped", a._version - v0)
+    o("a grad_fn", a.grad_fn.name())
+    o.raises("stale", lambda: b.backward(), "modified by an inplace operation")
+
+
+@program
+def spec_mark_dirty_input_without_grad(torch, o):
+    def forward(ctx, x, y):
+        x.add_(y)
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g, g * 2
+
+    Fn = _fn(torch, forward, backward, name="AddInto")
+    x = torch.tensor([1.0, 2.0])
+    y = torch.tensor([3.0, 4.0], requires_grad=True)
+    r = Fn.apply(x, y)
+    o("r is x", r is x)
+    o("x rg", x.requires_grad)
+    o("x leaf", x.is_leaf)
+    o("x", x)
+    x.sum().backward()
+    o("y.grad", y.grad)
+
+
+@program
+def spec_mark_dirty_not_returned(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x * 1
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="DirtyLost")
+    x = torch.tensor([1.0, 2.0], requires_grad=True).clone()
+    o.raises("not returned", lambda: Fn.apply(x),
+             "Some elements marked as dirty during the forward method were not returned as output.")
+
+
+@program
+def spec_mark_dirty_leaf_requires_grad(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="DirtyLeaf")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("leaf", lambda: Fn.apply(x), "a leaf Variable that requires grad")
+
+
+@program
+def spec_mark_dirty_view_of_leaf(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="DirtyLeafView")
+    x = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    o.raises("view of leaf", lambda: Fn.apply(x[:2]), "leaf Variable that requires grad")
+
+
+@program
+def spec_mark_dirty_non_input_warns(torch, o):
+    def forward(ctx, x):
+        y = x * 2
+        ctx.mark_dirty(y)
+        return y
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="DirtyNonInput")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = o.warns("warn", lambda: Fn.apply(x))
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_mark_dirty_view_input(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="DirtyView")
+    leaf = torch.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    base = leaf * 1
+    v = base[1:3]
+    r = Fn.apply(v)
+    o("r is v", r is v)
+    o("v grad_fn", v.grad_fn.name())
+    o("base grad_fn", node_name(base.grad_fn))
+    o("base", base)
+    base.sum().backward()
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_mark_dirty_two_outputs_one_dirty(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x, x * 2
+
+    def backward(ctx, g1, g2):
+        return g1 + 2 * g2
+
+    Fn = _fn(torch, forward, backward, name="DirtyPlus")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf.clone()
+    a, b = Fn.apply(x)
+    o("a is x", a is x)
+    o("a", a)
+    o("b", b)
+    (a.sum() + 3 * b.sum()).backward()
+    o("leaf.grad", leaf.grad)
+
+
+# ---- save_for_backward / release -------------------------------------------------------------
+
+@program
+def spec_saved_none_only_frees(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(None)
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="SaveNone")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x).sum()
+    y.backward()
+    o.raises("second", lambda: y.backward(), "Trying to backward through the graph a second time")
+
+
+@program
+def spec_save_nothing_repeatable(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="SaveNothing")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x).sum()
+    y.backward()
+    y.backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_retain_graph_then_release(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Fn = _fn(torch, forward, backward, name="Retained")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x).sum()
+    y.backward(retain_graph=True)
+    y.backward()
+    o("x.grad", x.grad)
+    o.raises("third", lambda: y.backward(), "Trying to backward through the graph a second time")
+    o.raises("saved_tensors after free", lambda: y.grad_fn.next_functions[0][0].saved_tensors,
+             "after they have already been freed")
+
+
+@program
+def spec_create_graph_implies_retain(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 3 * x * x * g
+
+    Fn = _fn(torch, forward, backward, name="Cube")
+    x = torch.tensor([2.0], requires_grad=True)
+    y = Fn.apply(x)
+    g1, = torch.autograd.grad(y, x, create_graph=True)
+    g2, = torch.autograd.grad(g1, x)
+    o("g1", g1)
+    o("g2", g2)
+    g1b, = torch.autograd.grad(y, x)
+    o("again", g1b)
+
+
+@program
+def spec_save_non_tensor_rejected(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x, 3)
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="SaveInt")
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("int", lambda: Fn.apply(x), "save_for_backward can only save variables, but argument 1 is of type int")
+
+
+@program
+def spec_saved_output_version_check(torch, o):
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return g * y
+
+    Fn = _fn(torch, forward, backward, name="ExpOut")
+    x = torch.tensor([0.0, 1.0], requires_grad=True)
+    y = Fn.apply(x)
+    with torch.no_grad():
+        y.mul_(2)
+    o("version", y._version)
+    o.raises("modified", lambda: y.sum().backward(), "is at version 1; expected version 0 instead")
+
+
+@program
+def spec_ctx_attribute_not_checked(torch, o):
+    def forward(ctx, x):
+        ctx.x = x
+        return x * 2
+
+    def backward(ctx, g):
+        return g * ctx.x
+
+    Fn = _fn(torch, forward, backward, name="AttrSave")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    y = Fn.apply(x)
+    with torch.no_grad():
+        x.add_(10)
+    y.sum().backward()
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_saved_tensors_hooks_pack_unpack_counts(torch, o):
+    log = []
+
+    def pack(t):
+        log.append(("pack", tuple(t.shape)))
+        return t
+
+    def unpack(t):
+        log.append(("unpack", tuple(t.shape)))
+        return t
+
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x, None, y)
+        return x * y
+
+    def backward(ctx, g):
+        x, n, y = ctx.saved_tensors
+        o("none slot", n)
+        x, n, y = ctx.saved_tensors
+        return g * y, g * x
+
+    Fn = _fn(torch, forward, backward, name="Hooked")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([3.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
+        z = Fn.apply(x, y)
+    log.append("forward done")
+    z.sum().backward()
+    o("log", log)
+    o("y.grad", y.grad)
+
+
+@program
+def spec_saved_tensors_hooks_innermost(torch, o):
+    log = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: (log.append("outer"), t)[1],
+                                                  lambda t: t):
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: (log.append("inner"), t * 2)[1],
+                                                      lambda t: t):
+            def forward(ctx, x):
+                ctx.save_for_backward(x)
+                return x * x
+
+            def backward(ctx, g):
+                x, = ctx.saved_tensors
+                return 2 * x * g
+
+            Fn = _fn(torch, forward, backward, name="Inner")
+            x = torch.tensor([1.0, 2.0], requires_grad=True)
+            y = Fn.apply(x)
+    y.sum().backward()
+    o("log", log)
+    o("x.grad", x.grad)
+
+
+# ---- once_differentiable -----------------------------------------------------------------------
+
+@program
+def spec_once_differentiable_twice(torch, o):
+    from torch.autograd.function import once_differentiable as od  # noqa: F401
+
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        o("grad enabled in backward", torch.is_grad_enabled())
+        return 2 * x * g
+
+    od = (torch.autograd.function.once_differentiable)
+    Fn = type("Once", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                   "backward": staticmethod(od(backward))})
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    g, = torch.autograd.grad((y * y).sum(), x, create_graph=True)  # y's gradient needs grad
+    o("g", g)
+    o("g rg", g.requires_grad)
+    o("g grad_fn", node_name(g.grad_fn))
+    o.raises("grad wrt x", lambda: torch.autograd.grad(g.sum(), x, retain_graph=True),
+             "appears to not have been used in the graph")
+    o.raises("second", lambda: g.sum().backward(),
+             "trying to differentiate twice a function that was marked with @once_differentiable")
+    y2 = Fn.apply(x).sum()
+    g2, = torch.autograd.grad(y2, x, create_graph=False)
+    o.raises("no graph", lambda: torch.autograd.grad(g2.sum(), x), "does not require grad")
+
+
+# ---- grad modes ----------------------------------------------------------------------------------
+
+@program
+def spec_forward_grad_mode_and_enable_grad(torch, o):
+    def forward(ctx, x):
+        o("forward grad enabled", torch.is_grad_enabled())
+        with torch.enable_grad():
+            inner = x * 2
+            o("inner rg", inner.requires_grad)
+            o("inner grad_fn", None if inner.grad_fn is None else inner.grad_fn.name())
+        return inner
+
+    def backward(ctx, g):
+        o("backward grad enabled", torch.is_grad_enabled())
+        return g * 5
+
+    Fn = _fn(torch, forward, backward, name="EnableInside")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("y grad_fn", y.grad_fn.name())
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_function_under_no_grad(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="NoGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.no_grad():
+        y = Fn.apply(x)
+        z = Fn.apply(x)
+    o("y rg", y.requires_grad)
+    o("y grad_fn", y.grad_fn)
+    o("y leaf", y.is_leaf)
+
+
+@program
+def spec_function_under_no_grad_returns_input(torch, o):
+    def forward(ctx, x):
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="NoGradPass")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.no_grad():
+        y = Fn.apply(x)
+    o("y is x", y is x)
+    o("y rg", y.requires_grad)
+
+
+@program
+def spec_function_under_inference_mode(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="Inference")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.inference_mode():
+        y = Fn.apply(x)
+    o("y rg", y.requires_grad)
+    o("y inference", y.is_inference())
+    o("y", y)
+
+
+@program
+def spec_backward_grad_mode_create_graph(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        o("grad enabled", torch.is_grad_enabled())
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Fn = _fn(torch, forward, backward, name="Modes")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    torch.autograd.grad(Fn.apply(x).sum(), x)
+    torch.autograd.grad(Fn.apply(x).sum(), x, create_graph=True)
+
+
+# ---- nested Functions --------------------------------------------------------------------------
+
+@program
+def spec_nested_function_apply_in_forward(torch, o):
+    def fwd_inner(ctx, x):
+        return x * 3
+
+    def bwd_inner(ctx, g):
+        o("inner backward", True)
+        return g * 3
+
+    Inner = _fn(torch, fwd_inner, bwd_inner, name="Inner3")
+
+    def fwd_outer(ctx, x):
+        y = Inner.apply(x)
+        o("inner output rg", y.requires_grad)
+        return y * 2
+
+    def bwd_outer(ctx, g):
+        return g * 6
+
+    Outer = _fn(torch, fwd_outer, bwd_outer, name="Outer")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Outer.apply(x)
+    o("grad_fn", y.grad_fn.name())
+    o("next", [type(n).__name__ if n is not None else None for n, _ in y.grad_fn.next_functions])
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_nested_function_in_backward(torch, o):
+    def fwd_inner(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def bwd_inner(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Inner = _fn(torch, fwd_inner, bwd_inner, name="SqInner")
+
+    def fwd_outer(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3 / 3
+
+    def bwd_outer(ctx, g):
+        x, = ctx.saved_tensors
+        return Inner.apply(x) * g
+
+    Outer = _fn(torch, fwd_outer, bwd_outer, name="CubeThird")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    g, = torch.autograd.grad(Outer.apply(x).sum(), x, create_graph=True)
+    o("g", g)
+    o("g grad_fn", g.grad_fn.name())
+    gg, = torch.autograd.grad(g.sum(), x)
+    o("gg", gg)
+
+
+# ---- hooks and order ---------------------------------------------------------------------------
+
+@program
+def spec_hook_order_full(torch, o):
+    log = []
+
+    def forward(ctx, x, y):
+        return x * y, x + y
+
+    def backward(ctx, g1, g2):
+        log.append("backward")
+        return g1 + g2, g1 + g2
+
+    Fn = _fn(torch, forward, backward, name="Ordered")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y0 = torch.tensor([3.0, 4.0], requires_grad=True)
+    y = y0 * 1
+    a, b = Fn.apply(x, y)
+    a.register_hook(lambda g: log.append("a hook"))
+    b.register_hook(lambda g: log.append("b hook"))
+    a.retain_grad()
+    b.retain_grad()
+    a.register_hook(lambda g: log.append("a hook after retain"))
+    node = a.grad_fn
+    node.register_prehook(lambda gos: log.append(("pre", len(gos))))
+    node.register_hook(lambda gis, gos: log.append(("post", len(gis), len(gos))))
+    x.register_hook(lambda g: log.append("x hook"))
+    y.register_hook(lambda g: log.append("y hook"))
+    y0.register_hook(lambda g: log.append("y0 hook"))
+    (a.sum() + b.sum()).backward()
+    o("log", log)
+    o("a.grad", a.grad)
+    o("b.grad", b.grad)
+
+
+@program
+def spec_hook_changes_dtype_on_output(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g dtype", g.dtype)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="HookDtype")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.register_hook(lambda g: g.double())
+    o.raises("dtype change", lambda: y.sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_hook_changes_dtype_on_leaf(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: g.double())
+    o.raises("leaf dtype", lambda: (x * 2).sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_hook_returns_wrong_shape(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: torch.ones(3))
+    o.raises("hook shape", lambda: y.sum().backward(), None)
+
+
+@program
+def spec_prehook_returns_wrong_count(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="PreCount")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.grad_fn.register_prehook(lambda gos: (gos[0], gos[0]))
+    o.raises("count", lambda: y.sum().backward(), "has returned an incorrect number of values (got 2, but expected 1)")
+
+
+@program
+def spec_posthook_replaces_grad_inputs(torch, o):
+    def forward(ctx, x, k):
+        return x * k
+
+    def backward(ctx, g):
+        return g * 2, None
+
+    Fn = _fn(torch, forward, backward, name="PostReplace")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x, 3)
+    seen = []
+
+    def post(gis, gos):
+        seen.append((len(gis), len(gos)))
+        return (gis[0] * 100,)
+
+    y.grad_fn.register_hook(post)
+    y.sum().backward()
+    o("seen", seen)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_prehook_replaces_grad_outputs(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g", g)
+        return g
+
+    Fn = _fn(torch, forward, backward, name="PreReplace")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.grad_fn.register_prehook(lambda gos: (gos[0] * 7,))
+    y.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_leaf_hook_once_summed(torch, o):
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        return g, g
+
+    Fn = _fn(torch, forward, backward, name="Both")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.clone()))
+    Fn.apply(x, x).sum().backward()
+    o("seen", seen)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_retain_grad_sees_hook_result(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="RetainOrder")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.register_hook(lambda g: g * 2)
+    y.retain_grad()
+    y.register_hook(lambda g: g * 3)
+    y.sum().backward()
+    o("y.grad", y.grad)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_node_properties(torch, o):
+    def forward(ctx, x, k, y):
+        return x * k + y
+
+    def backward(ctx, g):
+        return g, None, g
+
+    Fn = _fn(torch, forward, backward, name="Props")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([2.0])
+    z = Fn.apply(x, 2.0, y)
+    o("name", z.grad_fn.name())
+    o("nexts", [None if n is None else type(n).__name__ for n, _ in z.grad_fn.next_functions])
+    o("needs", z.grad_fn.needs_input_grad)
+    o("len nexts", len(z.grad_fn.next_functions))
+
+
+@program
+def spec_backward_twice_retain_accumulates(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Fn = _fn(torch, forward, backward, name="Twice2")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    calls = []
+    y.grad_fn.register_hook(lambda gi, go: calls.append(1))
+    y.sum().backward(retain_graph=True)
+    y.sum().backward(retain_graph=True)
+    o("x.grad", x.grad)
+    o("calls", len(calls))
+
+
+# ---- containers and setup_context ------------------------------------------------------------
+
+@program
+def spec_list_argument_opaque(torch, o):
+    def forward(ctx, xs):
+        return xs[0] * 2
+
+    def backward(ctx, g):
+        return None
+
+    Fn = _fn(torch, forward, backward, name="ListArg")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply([x])
+    o("y rg", y.requires_grad)
+    o("y grad_fn", y.grad_fn)
+
+
+@program
+def spec_setup_context_style(torch, o):
+    def forward(x, k):
+        return x * k
+
+    def setup_context(ctx, inputs, output):
+        x, k = inputs
+        ctx.k = k
+        ctx.save_for_backward(x, output)
+        o("output rg in setup", output.requires_grad)
+
+    def backward(ctx, g):
+        x, out = ctx.saved_tensors
+        o("out is saved", out.shape)
+        return g * ctx.k, None
+
+    Fn = _fn(torch, forward, backward, name="Setup", setup_context=setup_context)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x, 3.0)
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_missing_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    Fn = type("NoBack", (torch.autograd.Function,), {"forward": staticmethod(forward)})
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    o.raises("missing", lambda: y.sum().backward(), "You must implement either the backward or vjp method")
+
+
+@program
+def spec_both_backward_and_vjp(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="BothBV", vjp=backward)
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("both", lambda: Fn.apply(x).sum().backward(),
+             "Implementing both 'backward' and 'vjp' for a custom Function is not allowed.")
+
+
+@program
+def spec_vjp_only(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def vjp(ctx, g):
+        return g * 2
+
+    Fn = type("VjpOnly", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                      "vjp": staticmethod(vjp)})
+    x = torch.tensor([1.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_missing_forward(torch, o):
+    Fn = type("NoForward", (torch.autograd.Function,), {})
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("missing forward", lambda: Fn.apply(x), "You must implement the forward function for custom autograd.Function.")
+
+
+# ---- forward AD ------------------------------------------------------------------------------
+
+@program
+def spec_jvp_arguments(torch, o):
+    import torch.autograd.forward_ad as _unused  # noqa: F401
+
+    fwAD = torch.autograd.forward_ad
+
+    def forward(ctx, x, y, z):
+        ctx.save_for_forward(x, y)
+        ctx.z = z
+        return x * y * z
+
+    def jvp(ctx, x_t, y_t, z_t):
+        o("z_t", z_t)
+        o("y_t", y_t)
+        o("saved", len(ctx.saved_tensors))
+        x, y = ctx.saved_tensors
+        return ctx.z * (y * x_t + x * y_t)
+
+    def backward(ctx, g):
+        return g, g, None
+
+    Fn = _fn(torch, forward, backward, name="JvpFn", jvp=jvp)
+    a = torch.tensor(1.0, dtype=torch.double)
+    b = torch.tensor(2.0, dtype=torch.double)
+    with fwAD.dual_level():
+        d = Fn.apply(fwAD.make_dual(a, torch.tensor(1.0, dtype=torch.double)), b, 4)
+        o("tangent", fwAD.unpack_dual(d).tangent)
+
+
+@program
+def spec_jvp_wrong_count(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    def forward(ctx, x):
+        return x * 2, x * 3
+
+    def jvp(ctx, t):
+        return t * 2
+
+    def backward(ctx, g1, g2):
+        return g1
+
+    Fn = _fn(torch, forward, backward, name="JvpCount", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([1.0]))
+        o.raises("count", lambda: Fn.apply(x),
+                 "jvp returned an invalid number of forward gradients (expected 2 but got 1)")
+
+
+@program
+def spec_jvp_missing(torch, o):
+    fwAD = torch.autograd.forward_ad
+
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="NoJvp")
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([1.0]))
+        o.raises("missing", lambda: Fn.apply(x), "You must implement the jvp function for custom autograd.Function")
+
+
+# ---- vmap --------------------------------------------------------------------------------------
+
+@program
+def spec_vmap_no_rule(torch, o):
+    def forward(x):
+        return x * 2
+
+    def setup_context(ctx, inputs, output):
+        pass
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="Foo", setup_context=setup_context)
+    o.raises("no rule", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)),
+             "You tried to vmap over Foo, but it does not have vmap support.")
+
+
+@program
+def spec_vmap_ctx_style(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="CtxStyle", generate_vmap_rule=True)
+    o.raises("ctx", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)), "it must override the setup_context staticmethod")
+
+
+@program
+def spec_vmap_staticmethod(torch, o):
+    def forward(x, y):
+        return x * y
+
+    def setup_context(ctx, inputs, output):
+        pass
+
+    def backward(ctx, g):
+        return g, g
+
+    def vmap(info, in_dims, x, y):
+        o("batch", info.batch_size)
+        o("randomness", info.randomness)
+        o("in_dims", in_dims)
+        xd, yd = in_dims
+        x = x.movedim(xd, 0) if xd is not None else x.unsqueeze(0)
+        y = y.movedim(yd, 0) if yd is not None else y.unsqueeze(0)
+        return x * y, 0
+
+    Fn = _fn(torch, forward, backward, name="VmapRule", setup_context=setup_context, vmap=vmap)
+    x = torch.arange(6.0).reshape(2, 3)
+    y = torch.tensor([1.0, 2.0])
+    r = torch.vmap(Fn.apply, in_dims=(1, None))(x, y)
+    o("r", r)
+
+
+@program
+def spec_vmap_generate_rule(torch, o):
+    def forward(x):
+        return x.sin()
+
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * x.cos()
+
+    Fn = _fn(torch, forward, backward, name="GenRule", setup_context=setup_context,
+             generate_vmap_rule=True)
+    x = torch.arange(6.0).reshape(2, 3)
+    o("r", torch.vmap(Fn.apply)(x))
+    o("grad", torch.vmap(torch.func.grad(lambda t: Fn.apply(t).sum()))(x))
+
+
+@pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
+def test_program(fn):
+    check(fn)
