@@ -1478,6 +1478,586 @@ def spec_vmap_generate_rule(torch, o):
     o("grad", torch.vmap(torch.func.grad(lambda t: Fn.apply(t).sum()))(x))
 
 
+# ---- batch 2: odd returns, ctx misuse, buffers ---------------------------------------------------
+
+@program
+def spec_backward_returns_python_float(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return 2.0
+
+    Fn = _fn(torch, forward, backward, name="FloatGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("float", lambda: Fn.apply(x).sum().backward(), None)
+
+
+@program
+def spec_backward_returns_requires_grad_tensor(torch, o):
+    w = torch.tensor([5.0, 6.0], requires_grad=True)
+
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        with torch.enable_grad():
+            return g * w
+
+    Fn = _fn(torch, forward, backward, name="GradNeedsGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+    o("w.grad", w.grad)
+
+
+@program
+def spec_no_input_requires_grad(torch, o):
+    calls = []
+
+    def forward(ctx, x):
+        calls.append("forward")
+        return x * 2
+
+    def backward(ctx, g):
+        calls.append("backward")
+        return g
+
+    Fn = _fn(torch, forward, backward, name="NoGradIn")
+    x = torch.tensor([1.0, 2.0])
+    y = Fn.apply(x)
+    o("rg", y.requires_grad)
+    o("leaf", y.is_leaf)
+    o("grad_fn", y.grad_fn)
+    o("calls", calls)
+
+
+@program
+def spec_forward_returns_none_and_int(torch, o):
+    def forward(ctx, x):
+        return None
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="RetNone")
+    x = torch.tensor([1.0], requires_grad=True)
+    o("none", Fn.apply(x))
+
+    def forward2(ctx, x):
+        return 3
+
+    Fn2 = _fn(torch, forward2, backward, name="RetInt")
+    o("int", Fn2.apply(x))
+
+
+@program
+def spec_forward_returns_list(torch, o):
+    def forward(ctx, x):
+        return [x * 2, x * 3]
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="RetList")
+    x = torch.tensor([1.0], requires_grad=True)
+    r = Fn.apply(x)
+    o("type", type(r).__name__)
+    o("rg", [t.requires_grad for t in r])
+
+
+@program
+def spec_forward_creates_leaf_output(torch, o):
+    def forward(ctx, x):
+        return torch.ones(2)
+
+    def backward(ctx, g):
+        return g.sum().expand(1) * 0 + g.sum()
+
+    Fn = _fn(torch, forward, backward, name="NewLeaf")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("y rg", y.requires_grad)
+    o("y leaf", y.is_leaf)
+    (y * torch.tensor([2.0, 3.0])).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_integer_output_not_marked(torch, o):
+    def forward(ctx, x):
+        return x * 2, x.argmax()
+
+    def backward(ctx, g, gi):
+        o("gi", gi)
+        return g
+
+    Fn = _fn(torch, forward, backward, name="IntOut")
+    x = torch.tensor([1.0, 3.0, 2.0], requires_grad=True)
+    a, i = Fn.apply(x)
+    o("i rg", i.requires_grad)
+    o("i leaf", i.is_leaf)
+    o("i grad_fn", i.grad_fn)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_ctx_saved_tensors_in_forward(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        o.raises("in forward", lambda: ctx.saved_tensors, None)
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="SavedInFwd")
+    x = torch.tensor([1.0], requires_grad=True)
+    Fn.apply(x)
+
+
+@program
+def spec_save_for_backward_twice(torch, o):
+    def forward(ctx, x, y):
+        ctx.save_for_backward(x)
+        ctx.save_for_backward(y)
+        return x * y
+
+    def backward(ctx, g):
+        saved = ctx.saved_tensors
+        o("count", len(saved))
+        o("saved", saved)
+        return g, g
+
+    Fn = _fn(torch, forward, backward, name="SaveTwice")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([2.0], requires_grad=True)
+    Fn.apply(x, y).sum().backward()
+
+
+@program
+def spec_mark_non_differentiable_non_output(torch, o):
+    def forward(ctx, x):
+        other = x * 5
+        ctx.mark_non_differentiable(other)
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="NDNonOut")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("rg", y.requires_grad)
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_false_non_differentiable(torch, o):
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        a, b = x * 2, x * 3
+        ctx.mark_non_differentiable(b)
+        return a, b
+
+    def backward(ctx, ga, gb):
+        o("gb", gb)
+        return ga
+
+    Fn = _fn(torch, forward, backward, name="NDNoMat")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_false_all_none_posthook(torch, o):
+    def forward(ctx, x):
+        ctx.set_materialize_grads(False)
+        return x * 2, x * 3
+
+    def backward(ctx, ga, gb):
+        o("ga none", ga is None)
+        return None if ga is None else ga
+
+    Fn = _fn(torch, forward, backward, name="AllNone")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    seen = []
+    a.grad_fn.register_hook(lambda gi, go: seen.append((gi[0] is None, go[0] is None, go[1] is None)))
+    (b.sum() * 2).backward()
+    o("seen", seen)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_output_used_twice_buffer_sum(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g", g)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="UsedTwice")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    (y * 3 + y.exp()).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_output_consumed_in_two_dtypes(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        o("g dtype", g.dtype)
+        o("g", g)
+        return g
+
+    Fn = _fn(torch, forward, backward, name="TwoDtypes")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    (y.double() * 3).sum().backward(retain_graph=True)
+    o("x.grad", x.grad)
+    (y.double().sum() + y.half().sum()).backward()
+    o("x.grad 2", x.grad)
+
+
+@program
+def spec_grad_cast_for_intermediate(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g.double() * 2
+
+    Fn = _fn(torch, forward, backward, name="CastMid")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    seen = []
+    h.register_hook(lambda g: seen.append(g.dtype))
+    h.grad_fn.register_prehook(lambda gos: seen.append(("pre", gos[0].dtype)))
+    Fn.apply(h).sum().backward()
+    o("seen", seen)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_backward_raises_user_error(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        raise ValueError("custom failure in backward")
+
+    Fn = _fn(torch, forward, backward, name="Raises")
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("user error", lambda: Fn.apply(x).sum().backward(), "custom failure in backward")
+    o("x.grad", x.grad)
+
+
+@program
+def spec_posthook_wrong_count(torch, o):
+    def forward(ctx, x, k):
+        return x * k
+
+    def backward(ctx, g):
+        return g, None
+
+    Fn = _fn(torch, forward, backward, name="PostCount")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x, 2)
+
+    def post(gi, go):
+        return (gi[0], gi[0])
+
+    y.grad_fn.register_hook(post)
+    o.raises("post count", lambda: y.sum().backward(),
+             "hook 'post' has returned an incorrect number of values (got 2, but expected 1)")
+
+
+@program
+def spec_grad_outputs_shape_mismatch(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="GoMismatch")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    o.raises("mismatch", lambda: torch.autograd.grad(y, x, torch.ones(3)), "Mismatch in shape")
+    o.raises("implicit", lambda: y.backward(), "grad can be implicitly created only for scalar outputs")
+
+
+@program
+def spec_backward_inputs_subset(torch, o):
+    calls = []
+
+    def forward(ctx, x, y):
+        return x * y
+
+    def backward(ctx, g):
+        calls.append(ctx.needs_input_grad)
+        return g * 2, g * 3
+
+    Fn = _fn(torch, forward, backward, name="Subset")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([2.0], requires_grad=True)
+    z = Fn.apply(x, y)
+    z.backward(inputs=[y])
+    o("x.grad", x.grad)
+    o("y.grad", y.grad)
+    o("calls", calls)
+
+
+@program
+def spec_grad_of_unreached_output_hook(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+
+    def backward(ctx, g1, g2):
+        return g1 + g2
+
+    Fn = _fn(torch, forward, backward, name="UnreachedHook")
+    x = torch.tensor([1.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    log = []
+    b.register_hook(lambda g: log.append("b"))
+    b.retain_grad()
+    a.sum().backward()
+    o("log", log)
+    o("b.grad", b.grad)
+
+
+@program
+def spec_legacy_instance_call(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="Legacy")
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("call", lambda: Fn()(x), "Legacy autograd function with non-static forward method is deprecated")
+
+
+@program
+def spec_apply_with_kwargs(torch, o):
+    def forward(ctx, x, scale=2.0):
+        return x * scale
+
+    def backward(ctx, g):
+        return g, None
+
+    Fn = _fn(torch, forward, backward, name="Kw")
+    x = torch.tensor([1.0], requires_grad=True)
+    o.raises("kwargs", lambda: Fn.apply(x, scale=3.0), None)
+
+
+@program
+def spec_saved_input_modified_after_forward(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Fn = _fn(torch, forward, backward, name="Stale")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    y = Fn.apply(x)
+    x.add_(1)
+    o.raises("stale", lambda: y.sum().backward(), "is at version 1; expected version 0 instead")
+
+
+@program
+def spec_saved_dirty_output(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        ctx.save_for_backward(x)
+        return x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        o("saved", x)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="SaveDirty")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    y = Fn.apply(x)
+    o("version", x._version)
+    y.sum().backward()
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_mark_dirty_under_no_grad_leaf(torch, o):
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    def backward(ctx, g):
+        return g
+
+    Fn = _fn(torch, forward, backward, name="DirtyNoGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.no_grad():
+        o.raises("no_grad leaf", lambda: Fn.apply(x), None)
+    o("x", x)
+    o("x version", x._version)
+
+
+@program
+def spec_saved_variables_alias(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+
+    def backward(ctx, g):
+        o("to_save", type(ctx.to_save).__name__)
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="ToSave")
+    x = torch.tensor([1.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+
+
+@program
+def spec_needs_input_grad_mixed(torch, o):
+    def forward(ctx, a, k, b, c):
+        o("needs in forward", ctx.needs_input_grad)
+        return a * k + b + c
+
+    def backward(ctx, g):
+        o("needs", ctx.needs_input_grad)
+        return g, None, g, g
+
+    Fn = _fn(torch, forward, backward, name="Needs")
+    a = torch.tensor([1.0], requires_grad=True)
+    b = torch.tensor([1.0])
+    c = torch.tensor([1], dtype=torch.int64)
+    Fn.apply(a, 2, b, c).sum().backward()
+    o("a.grad", a.grad)
+
+
+@program
+def spec_hook_on_output_retain_graph_twice(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+
+    Fn = _fn(torch, forward, backward, name="HookTwice")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    log = []
+    y.register_hook(lambda g: log.append("y"))
+    y.grad_fn.register_prehook(lambda go: log.append("pre"))
+    x.register_hook(lambda g: log.append("x"))
+    y.sum().backward(retain_graph=True)
+    log.append("--")
+    torch.autograd.grad(y.sum(), x)
+    o("log", log)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_hook_handle_remove_during_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2
+
+    def backward(ctx, g):
+        return g * 2
+
+    Fn = _fn(torch, forward, backward, name="Removing")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    log = []
+    handles = []
+
+    def first(g):
+        log.append("first")
+        handles[0].remove()
+
+    handles.append(y.register_hook(lambda g: log.append("second")))
+    y.register_hook(first)
+    y.sum().backward(retain_graph=True)
+    y.sum().backward()
+    o("log", log)
+
+
+@program
+def spec_double_backward_via_saved_output(torch, o):
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return g * y
+
+    Fn = _fn(torch, forward, backward, name="ExpFn")
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    y = Fn.apply(x)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    gg, = torch.autograd.grad(g.sum(), x)
+    o("gg", gg)
+
+
+@program
+def spec_tensor_hook_on_input_twice_used(torch, o):
+    def forward(ctx, x, y):
+        return x + y
+
+    def backward(ctx, g):
+        return g * 2, g * 3
+
+    Fn = _fn(torch, forward, backward, name="TwiceIn")
+    leaf = torch.tensor([1.0], requires_grad=True)
+    h = leaf * 1
+    seen = []
+    h.register_hook(lambda g: seen.append(g.clone()))
+    Fn.apply(h, h).sum().backward()
+    o("seen", seen)
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_function_with_inference_tensor_input(torch, o):
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x)
+        return x * w
+
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return None, g * x
+
+    Fn = _fn(torch, forward, backward, name="InfIn")
+    with torch.inference_mode():
+        x = torch.tensor([1.0, 2.0])
+    w = torch.tensor([3.0, 4.0], requires_grad=True)
+    o.raises("inference saved", lambda: Fn.apply(x, w).sum().backward(), None)
+    o("w.grad", w.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
