@@ -90,7 +90,8 @@ def test_no_materialization_event_when_materialize_grads_is_off():
         a.sum().backward()
     assert "grads_materialized" not in kinds_of(trace)
     assert a.grad_fn.seen[1] is None
-    created = [e for e in trace.events if e["kind"] == "node_created" and e["name"] == "TwoOutBackward"]
+    created = [e for e in trace.events
+               if e["kind"] == "node_created" and e["name"] == "TwoOutBackward"]
     assert created[0]["materialize_grads"] is False
 
 
@@ -115,7 +116,8 @@ def test_non_differentiable_sort_indices_get_int64_zeros_and_an_event():
         x = gradviz.tensor([3.0, 1.0, 2.0], requires_grad=True)
         s, idx = Sort.apply(x)
         s.sum().backward()
-    (created,) = [e for e in trace.events if e["kind"] == "node_created" and e["name"] == "SortBackward"]
+    (created,) = [e for e in trace.events
+                  if e["kind"] == "node_created" and e["name"] == "SortBackward"]
     assert created["non_differentiable_outputs"] == [1]
     assert created["outputs"][1] == {"shape": [3], "dtype": "int64"}
     (mat,) = [e for e in trace.events if e["kind"] == "grads_materialized"]
@@ -290,7 +292,8 @@ def test_buffers_exposed_is_reported_only_when_backward_reads_the_property():
         (y * x).sum().backward()  # shape (A): Mul runs first, x's buffer is offered
     node = y.grad_fn.node_id
     order = kinds_of(trace, node)
-    assert order.index("node_started") < order.index("buffers_exposed") < order.index("node_finished")
+    assert (order.index("node_started") < order.index("buffers_exposed")
+            < order.index("node_finished"))
     (exposed,) = [e for e in trace.events if e["kind"] == "buffers_exposed"]
     assert [i["exposed"] for i in exposed["inputs"]] == [True]
     tx = torch.tensor([1.0, 2.0], requires_grad=True)

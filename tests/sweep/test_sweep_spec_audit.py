@@ -234,7 +234,8 @@ def spec_grad_smaller_broadcastable_rejected(torch, o):
 
     Fn = _fn(torch, forward, backward, name="Smaller")
     x = torch.ones(2, 3, requires_grad=True)
-    o.raises("smaller", lambda: Fn.apply(x).sum().backward(), "returned an invalid gradient at index 0")
+    o.raises("smaller", lambda: Fn.apply(x).sum().backward(),
+             "returned an invalid gradient at index 0")
 
 
 @program
@@ -247,7 +248,8 @@ def spec_grad_scalar_for_vector_rejected(torch, o):
 
     Fn = _fn(torch, forward, backward, name="ScalarGrad")
     x = torch.ones(3, requires_grad=True)
-    o.raises("scalar", lambda: Fn.apply(x).sum().backward(), "returned an invalid gradient at index 0")
+    o.raises("scalar", lambda: Fn.apply(x).sum().backward(),
+             "returned an invalid gradient at index 0")
 
 
 @program
@@ -766,7 +768,8 @@ def spec_save_non_tensor_rejected(torch, o):
 
     Fn = _fn(torch, forward, backward, name="SaveInt")
     x = torch.tensor([1.0], requires_grad=True)
-    o.raises("int", lambda: Fn.apply(x), "save_for_backward can only save variables, but argument 1 is of type int")
+    o.raises("int", lambda: Fn.apply(x),
+             "save_for_backward can only save variables, but argument 1 is of type int")
 
 
 @program
@@ -868,8 +871,6 @@ def spec_saved_tensors_hooks_innermost(torch, o):
 
 @program
 def spec_once_differentiable_twice(torch, o):
-    from torch.autograd.function import once_differentiable as od  # noqa: F401
-
     def forward(ctx, x):
         ctx.save_for_backward(x)
         return x * x
@@ -879,7 +880,7 @@ def spec_once_differentiable_twice(torch, o):
         o("grad enabled in backward", torch.is_grad_enabled())
         return 2 * x * g
 
-    od = (torch.autograd.function.once_differentiable)
+    od = torch.autograd.function.once_differentiable
     Fn = type("Once", (torch.autograd.Function,), {"forward": staticmethod(forward),
                                                    "backward": staticmethod(od(backward))})
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -933,7 +934,6 @@ def spec_function_under_no_grad(torch, o):
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     with torch.no_grad():
         y = Fn.apply(x)
-        z = Fn.apply(x)
     o("y rg", y.requires_grad)
     o("y grad_fn", y.grad_fn)
     o("y leaf", y.is_leaf)
@@ -1129,7 +1129,8 @@ def spec_prehook_returns_wrong_count(torch, o):
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = Fn.apply(x)
     y.grad_fn.register_prehook(lambda gos: (gos[0], gos[0]))
-    o.raises("count", lambda: y.sum().backward(), "has returned an incorrect number of values (got 2, but expected 1)")
+    o.raises("count", lambda: y.sum().backward(),
+             "has returned an incorrect number of values (got 2, but expected 1)")
 
 
 @program
@@ -1296,7 +1297,8 @@ def spec_missing_backward(torch, o):
     Fn = type("NoBack", (torch.autograd.Function,), {"forward": staticmethod(forward)})
     x = torch.tensor([1.0], requires_grad=True)
     y = Fn.apply(x)
-    o.raises("missing", lambda: y.sum().backward(), "You must implement either the backward or vjp method")
+    o.raises("missing", lambda: y.sum().backward(),
+             "You must implement either the backward or vjp method")
 
 
 @program
@@ -1332,15 +1334,14 @@ def spec_vjp_only(torch, o):
 def spec_missing_forward(torch, o):
     Fn = type("NoForward", (torch.autograd.Function,), {})
     x = torch.tensor([1.0], requires_grad=True)
-    o.raises("missing forward", lambda: Fn.apply(x), "You must implement the forward function for custom autograd.Function.")
+    o.raises("missing forward", lambda: Fn.apply(x),
+             "You must implement the forward function for custom autograd.Function.")
 
 
 # ---- forward AD ------------------------------------------------------------------------------
 
 @program
 def spec_jvp_arguments(torch, o):
-    import torch.autograd.forward_ad as _unused  # noqa: F401
-
     fwAD = torch.autograd.forward_ad
 
     def forward(ctx, x, y, z):
@@ -1399,7 +1400,8 @@ def spec_jvp_missing(torch, o):
     Fn = _fn(torch, forward, backward, name="NoJvp")
     with fwAD.dual_level():
         x = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([1.0]))
-        o.raises("missing", lambda: Fn.apply(x), "You must implement the jvp function for custom autograd.Function")
+        o.raises("missing", lambda: Fn.apply(x),
+                 "You must implement the jvp function for custom autograd.Function")
 
 
 # ---- vmap --------------------------------------------------------------------------------------
@@ -1429,7 +1431,8 @@ def spec_vmap_ctx_style(torch, o):
         return g * 2
 
     Fn = _fn(torch, forward, backward, name="CtxStyle", generate_vmap_rule=True)
-    o.raises("ctx", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)), "it must override the setup_context staticmethod")
+    o.raises("ctx", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)),
+             "it must override the setup_context staticmethod")
 
 
 @program
@@ -1687,7 +1690,8 @@ def spec_materialize_false_all_none_posthook(torch, o):
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     a, b = Fn.apply(x)
     seen = []
-    a.grad_fn.register_hook(lambda gi, go: seen.append((gi[0] is None, go[0] is None, go[1] is None)))
+    a.grad_fn.register_hook(
+        lambda gi, go: seen.append((gi[0] is None, go[0] is None, go[1] is None)))
     (b.sum() * 2).backward()
     o("seen", seen)
     o("x.grad", x.grad)
@@ -1793,7 +1797,8 @@ def spec_grad_outputs_shape_mismatch(torch, o):
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     y = Fn.apply(x)
     o.raises("mismatch", lambda: torch.autograd.grad(y, x, torch.ones(3)), "Mismatch in shape")
-    o.raises("implicit", lambda: y.backward(), "grad can be implicitly created only for scalar outputs")
+    o.raises("implicit", lambda: y.backward(),
+             "grad can be implicitly created only for scalar outputs")
 
 
 @program
@@ -1846,7 +1851,8 @@ def spec_legacy_instance_call(torch, o):
 
     Fn = _fn(torch, forward, backward, name="Legacy")
     x = torch.tensor([1.0], requires_grad=True)
-    o.raises("call", lambda: Fn()(x), "Legacy autograd function with non-static forward method is deprecated")
+    o.raises("call", lambda: Fn()(x),
+             "Legacy autograd function with non-static forward method is deprecated")
 
 
 @program
@@ -2056,6 +2062,591 @@ def spec_function_with_inference_tensor_input(torch, o):
     w = torch.tensor([3.0, 4.0], requires_grad=True)
     o.raises("inference saved", lambda: Fn.apply(x, w).sum().backward(), None)
     o("w.grad", w.grad)
+
+
+# ---- views of inputs, ctx as node, func transforms, jvp, vmap ----------------------------------
+
+@program
+def spec_view_output_inplace(torch, o):
+    def forward(ctx, x):
+        return x.view(-1)
+    def backward(ctx, g):
+        return g.view(2, 2)
+    Fn = _fn(torch, forward, backward, name="ViewOut2")
+    leaf = torch.ones(2, 2, requires_grad=True)
+    x = leaf * 1
+    y = Fn.apply(x)
+    o.raises("inplace on view", lambda: y.mul_(2), "is a view and is being modified inplace")
+
+
+@program
+def spec_identity_output_inplace(torch, o):
+    def forward(ctx, x):
+        return x
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="Ident")
+    leaf = torch.ones(2, requires_grad=True)
+    x = leaf * 1
+    y = Fn.apply(x)
+    o("y is x", y is x)
+    o("is view", y._is_view())
+    o.raises("inplace", lambda: y.mul_(2), None)
+    o("y grad_fn", node_name(y.grad_fn))
+    o.raises("bw", lambda: y.sum().backward(), None)
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_multi_view_outputs_inplace(torch, o):
+    def forward(ctx, x):
+        return x[:1], x[1:]
+    def backward(ctx, g1, g2):
+        return torch.cat([g1, g2])
+    Fn = _fn(torch, forward, backward, name="Split2")
+    leaf = torch.ones(3, requires_grad=True)
+    x = leaf * 1
+    a, b = Fn.apply(x)
+    o.raises("inplace", lambda: a.mul_(2), None)
+    (a.sum() + 2 * b.sum()).backward()
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_hook_on_non_grad_tensor(torch, o):
+    x = torch.ones(2)
+    o.raises("hook", lambda: x.register_hook(lambda g: g),
+             "cannot register a hook on a tensor that doesn't require gradient")
+
+
+@program
+def spec_grad_fn_is_ctx(torch, o):
+    box = []
+    def forward(ctx, x):
+        box.append(ctx)
+        ctx.k = 5
+        ctx.save_for_backward(x)
+        return x * 2
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="Ctx")
+    x = torch.ones(2, requires_grad=True)
+    y = Fn.apply(x)
+    o("is ctx", y.grad_fn is box[0])
+    o("k", y.grad_fn.k)
+    o("saved before", y.grad_fn.saved_tensors)
+    o("metadata", y.grad_fn.metadata)
+    o("type name", type(y.grad_fn).__name__)
+    o("needs", y.grad_fn.needs_input_grad)
+    o("dirty", getattr(y.grad_fn, "dirty_tensors", "absent"))
+
+
+@program
+def spec_nested_class_name(torch, o):
+    class Outer:
+        class Inner(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                return x * 2
+            @staticmethod
+            def backward(ctx, g):
+                return g
+    y = Outer.Inner.apply(torch.ones(1, requires_grad=True))
+    o("name", y.grad_fn.name())
+    o("type", type(y.grad_fn).__name__)
+
+
+@program
+def spec_parameter_mark_dirty(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="ParamDirty")
+    p = torch.nn.Parameter(torch.ones(2))
+    o.raises("param", lambda: Fn.apply(p), "a leaf Variable that requires grad")
+    o("p", p)
+
+
+@program
+def spec_func_grad_ctx_style(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="FuncCtx")
+    o.raises("func.grad", lambda: torch.func.grad(lambda t: Fn.apply(t).sum())(torch.ones(2)),
+             "it must override the setup_context staticmethod")
+
+
+@program
+def spec_func_jvp_with_setup_context(torch, o):
+    def forward(x):
+        return x.sin()
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_forward(inputs[0])
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return t * x.cos()
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="FJvp", setup_context=setup_context, jvp=jvp)
+    p, t = torch.func.jvp(Fn.apply, (torch.tensor([0.5, 1.0]),), (torch.tensor([1.0, 2.0]),))
+    o("p", p)
+    o("t", t)
+
+
+@program
+def spec_jvp_non_dual_input_gets_zeros_or_none(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x, y):
+        return x * y
+    def jvp(ctx, xt, yt):
+        o("yt", yt)
+        return xt * 2
+    def backward(ctx, g):
+        return g, g
+    Fn = _fn(torch, forward, backward, name="JZero", jvp=jvp)
+    def forward2(ctx, x, y):
+        ctx.set_materialize_grads(False)
+        return x * y
+    Fn2 = _fn(torch, forward2, backward, name="JNone", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+        r = Fn.apply(x, torch.tensor([3.0, 4.0]))
+        o("t", fwAD.unpack_dual(r).tangent)
+        r = Fn2.apply(x, torch.tensor([3.0, 4.0]))
+        o("t2", fwAD.unpack_dual(r).tangent)
+
+
+@program
+def spec_jvp_non_diff_output_returns_tensor(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        a, b = x * 2, x * 3
+        ctx.mark_non_differentiable(b)
+        return a, b
+    def jvp(ctx, t):
+        return t * 2, t * 3
+    def backward(ctx, g1, g2):
+        return g1
+    Fn = _fn(torch, forward, backward, name="JND", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+        o.raises("nd", lambda: Fn.apply(x), None)
+
+
+@program
+def spec_jvp_wrong_shape(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        return x * 2
+    def jvp(ctx, t):
+        return torch.ones(3)
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="JShape", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0]))
+        o.raises("shape", lambda: Fn.apply(x), None)
+
+
+@program
+def spec_jvp_not_called_without_dual(torch, o):
+    calls = []
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        return x * 2
+    def jvp(ctx, t):
+        calls.append(1)
+        return t * 2
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="JNo", jvp=jvp)
+    with fwAD.dual_level():
+        Fn.apply(torch.ones(2, requires_grad=True))
+    o("calls", calls)
+
+
+@program
+def spec_vmap_both_rule_and_generate(torch, o):
+    def forward(x):
+        return x * 2
+    def setup_context(ctx, inputs, output):
+        pass
+    def backward(ctx, g):
+        return g
+    def vmap(info, in_dims, x):
+        return x * 2, in_dims[0]
+    Fn = _fn(torch, forward, backward, name="BothV", setup_context=setup_context, vmap=vmap,
+             generate_vmap_rule=True)
+    o.raises("both", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)), None)
+
+
+@program
+def spec_vmap_randomness(torch, o):
+    def forward(x):
+        return x * 2
+    def setup_context(ctx, inputs, output):
+        pass
+    def backward(ctx, g):
+        return g
+    def vmap(info, in_dims, x):
+        o("randomness", info.randomness)
+        return x * 2, in_dims[0]
+    Fn = _fn(torch, forward, backward, name="RandV", setup_context=setup_context, vmap=vmap)
+    torch.vmap(Fn.apply, randomness="different")(torch.ones(3, 2))
+    torch.vmap(Fn.apply, randomness="same")(torch.ones(3, 2))
+    r = torch.vmap(Fn.apply, in_dims=1, out_dims=1)(torch.arange(6.0).reshape(2, 3))
+    o("r", r)
+
+
+@program
+def spec_vmap_ctx_style_with_rule(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g
+    def vmap(info, in_dims, x):
+        return x * 2, in_dims[0]
+    Fn = _fn(torch, forward, backward, name="CtxV", vmap=vmap)
+    o.raises("ctx", lambda: torch.vmap(Fn.apply)(torch.ones(3, 2)), "setup_context")
+
+
+@program
+def spec_vmap_rule_bad_out_dims(torch, o):
+    def forward(x):
+        return x * 2, x * 3
+    def setup_context(ctx, inputs, output):
+        pass
+    def backward(ctx, g, h):
+        return g
+    def vmap(info, in_dims, x):
+        return (x * 2, x * 3), 0
+    Fn = _fn(torch, forward, backward, name="BadOut", setup_context=setup_context, vmap=vmap)
+    r = torch.vmap(Fn.apply)(torch.ones(3, 2))
+    o("r", r)
+    def vmap2(info, in_dims, x):
+        return (x * 2, x * 3), (0,)
+    Fn2 = _fn(torch, forward, backward, name="BadOut2", setup_context=setup_context, vmap=vmap2)
+    o.raises("bad", lambda: torch.vmap(Fn2.apply)(torch.ones(3, 2)), None)
+
+
+# ---- hooks around a custom node, saved-tensor hooks --------------------------------------------
+
+@program
+def spec_hooks_see_unmaterialized(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        o("g2 in backward", g2)
+        return g1 + g2
+    Fn = _fn(torch, forward, backward, name="SeeNone")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    a.grad_fn.register_prehook(lambda gos: o("pre none", [g is None for g in gos]))
+    a.grad_fn.register_hook(lambda gis, gos: o("post none", [g is None for g in gos]))
+    a.sum().backward()
+
+
+@program
+def spec_retain_grad_before_node_prehook(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g", g)
+        return g
+    Fn = _fn(torch, forward, backward, name="RetPre")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.retain_grad()
+    y.grad_fn.register_prehook(lambda gos: (gos[0] * 10,))
+    y.register_hook(lambda g: g + 1)
+    y.sum().backward()
+    o("y.grad", y.grad)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_prehook_registered_in_forward(torch, o):
+    log = []
+    def forward(ctx, x):
+        ctx.register_prehook(lambda gos: log.append("pre"))
+        ctx.register_hook(lambda gis, gos: log.append("post"))
+        return x * 2
+    def backward(ctx, g):
+        log.append("backward")
+        return g
+    Fn = _fn(torch, forward, backward, name="HookInFwd")
+    x = torch.tensor([1.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("log", log)
+
+
+@program
+def spec_node_prehook_changes_dtype(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g dtype", g.dtype)
+        return g
+    Fn = _fn(torch, forward, backward, name="PreDtype")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.grad_fn.register_prehook(lambda gos: (gos[0].double(),))
+    o.raises("pre dtype", lambda: y.sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_node_posthook_changes_dtype(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="PostDtype")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.grad_fn.register_hook(lambda gis, gos: (gis[0].double(),))
+    o.raises("post dtype", lambda: y.sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_node_posthook_changes_shape(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="PostShape")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.grad_fn.register_hook(lambda gis, gos: (torch.ones(3),))
+    o.raises("post shape", lambda: y.sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_post_accumulate_hook_order(torch, o):
+    log = []
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        log.append("backward")
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="PostAcc")
+    x = torch.tensor([1.0], requires_grad=True)
+    x.register_post_accumulate_grad_hook(lambda t: log.append(("post acc", t.grad.tolist())))
+    x.register_hook(lambda g: log.append("tensor hook"))
+    Fn.apply(x).sum().backward()
+    o("log", log)
+
+
+@program
+def spec_hooks_on_input_returned_unchanged(torch, o):
+    log = []
+    def forward(ctx, x):
+        return x
+    def backward(ctx, g):
+        log.append(("backward", g.tolist()))
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="IdHooks")
+    leaf = torch.tensor([1.0], requires_grad=True)
+    x = leaf * 1
+    x.register_hook(lambda g: log.append(("x", g.tolist())))
+    y = Fn.apply(x)
+    y.register_hook(lambda g: log.append(("y", g.tolist())))
+    (y * 3).sum().backward()
+    o("log", log)
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_multi_grad_hook_on_outputs(torch, o):
+    log = []
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        return g1 + g2
+    Fn = _fn(torch, forward, backward, name="Multi")
+    x = torch.tensor([1.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    torch.autograd.graph.register_multi_grad_hook(
+        (a, b), lambda grads: log.append([g is None for g in grads]))
+    a.sum().backward()
+    o("log", log)
+
+
+@program
+def spec_function_output_grad_of_view_base(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g", g)
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="ViewBase")
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    y = Fn.apply(x)
+    y[0].sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_inplace_on_function_output_then_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g", g)
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="InplaceAfter")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.mul_(3)
+    o("y grad_fn", y.grad_fn.name())
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_inplace_on_function_output_saved(torch, o):
+    def forward(ctx, x):
+        y = x * 2
+        ctx.save_for_backward(y)
+        return y
+    def backward(ctx, g):
+        y, = ctx.saved_tensors
+        return g * y
+    Fn = _fn(torch, forward, backward, name="InplaceSaved")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.mul_(3)
+    o.raises("saved", lambda: y.sum().backward(), "modified by an inplace operation")
+
+
+@program
+def spec_function_in_checkpoint_like_enable_grad_backward(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        with torch.enable_grad():
+            xd = x.detach().requires_grad_()
+            y = xd.sin()
+            gx, = torch.autograd.grad(y, xd, g)
+        return gx
+    Fn = _fn(torch, forward, backward, name="Recompute")
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_dtype_from_hook_on_intermediate(torch, o):
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    h.register_hook(lambda g: g.half())
+    o.raises("half", lambda: (h * 3).sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_apply_returns_tuple_with_one_element(torch, o):
+    def forward(ctx, x):
+        return (x * 2,)
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="OneTuple")
+    x = torch.tensor([1.0], requires_grad=True)
+    r = Fn.apply(x)
+    o("type", type(r).__name__)
+    r[0].sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_forward_returns_nested_tuple(torch, o):
+    def forward(ctx, x):
+        return x * 2, (x * 3, x * 4)
+    def backward(ctx, g, gt):
+        o("gt", gt)
+        return g
+    Fn = _fn(torch, forward, backward, name="NestTup")
+    x = torch.tensor([1.0], requires_grad=True)
+    a, t = Fn.apply(x)
+    o("inner rg", t[0].requires_grad)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_saved_tensor_hooks_during_backward_only(torch, o):
+    log = []
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="LateHooks")
+    x = torch.tensor([1.0], requires_grad=True)
+    y = Fn.apply(x)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: (log.append("pack"), t)[1],
+                                                  lambda t: (log.append("unpack"), t)[1]):
+        y.sum().backward()
+    o("log", log)
+
+
+@program
+def spec_saved_tensor_hook_unpack_changes_value(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="UnpackChange")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 10, lambda t: t + 1):
+        y = Fn.apply(x)
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_saved_tensor_pack_to_non_tensor(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x, None)
+        return x * x
+    def backward(ctx, g):
+        x, n = ctx.saved_tensors
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="PackTuple")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: ("packed", t.tolist()),
+                                                  lambda p: torch.tensor(p[1])):
+        y = Fn.apply(x)
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_unpack_wrong_shape(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        o("x shape", x.shape)
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="UnpackShape")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t.sum()):
+        y = Fn.apply(x)
+    y.sum().backward()
+    o("x.grad", x.grad)
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
