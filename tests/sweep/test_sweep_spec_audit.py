@@ -2649,6 +2649,285 @@ def spec_unpack_wrong_shape(torch, o):
     o("x.grad", x.grad)
 
 
+# ---- dirty corner cases, gradient layout, grads of several outputs, double backward ------------
+
+@program
+def spec_mark_dirty_not_executable(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="DirtyPlain")
+    x = torch.tensor([1.0, 2.0])
+    v = x._version
+    r = Fn.apply(x)
+    o("r is x", r is x)
+    o("bumps", x._version - v)
+    o("rg", x.requires_grad)
+    with torch.no_grad():
+        y = torch.tensor([1.0], requires_grad=True).clone()
+    with torch.no_grad():
+        r = Fn.apply(y)
+    o("no_grad same", r is y)
+    o("no_grad grad_fn", r.grad_fn)
+
+
+@program
+def spec_mark_dirty_and_non_differentiable(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        ctx.mark_non_differentiable(x)
+        return x
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="DirtyND")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    r = Fn.apply(x)
+    o("r is x", r is x)
+    o("r rg", r.requires_grad)
+    o("x grad_fn", node_name(x.grad_fn))
+    o("r grad_fn", node_name(r.grad_fn))
+
+
+@program
+def spec_mark_dirty_returned_twice(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        ctx.mark_dirty(x)
+        return x, x
+    def backward(ctx, g1, g2):
+        return g1 + g2
+    Fn = _fn(torch, forward, backward, name="DirtyTwice")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    o.raises("twice", lambda: Fn.apply(x), None)
+
+
+@program
+def spec_inplace_without_mark_dirty(torch, o):
+    def forward(ctx, x):
+        x.add_(1)
+        return x
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="Sneaky")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = leaf * 1
+    b = a * a
+    r = Fn.apply(a)
+    o("r is a", r is a)
+    o("version", a._version)
+    o.raises("stale", lambda: b.sum().backward(), "modified by an inplace operation")
+
+
+@program
+def spec_same_grad_to_two_leaves(torch, o):
+    def forward(ctx, x, y):
+        return x + y
+    def backward(ctx, g):
+        return g, g
+    Fn = _fn(torch, forward, backward, name="Share")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = torch.tensor([1.0, 2.0], requires_grad=True)
+    (Fn.apply(x, y) * torch.tensor([2.0, 3.0])).sum().backward()
+    o("same", x.grad is y.grad)
+    x.grad.add_(1)
+    o("y.grad", y.grad)
+
+
+@program
+def spec_expanded_grad_to_leaf(torch, o):
+    def forward(ctx, x):
+        return x.sum()
+    def backward(ctx, g):
+        return g.expand(2, 3)
+    Fn = _fn(torch, forward, backward, name="Expanded")
+    x = torch.ones(2, 3, requires_grad=True)
+    Fn.apply(x).backward()
+    o("x.grad", x.grad)
+    o("stride", x.grad.stride())
+    o("contig", x.grad.is_contiguous())
+
+
+@program
+def spec_transposed_grad_stride(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g.t().contiguous().t()
+    Fn = _fn(torch, forward, backward, name="Transposed")
+    x = torch.ones(2, 3, requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("stride", x.grad.stride())
+
+
+@program
+def spec_backward_on_two_outputs_at_once(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        o("g1", g1)
+        o("g2", g2)
+        return g1 * 2 + g2 * 3
+    Fn = _fn(torch, forward, backward, name="Both2")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    torch.autograd.backward([a, b], [torch.tensor([1.0, 10.0]), torch.tensor([100.0, 1000.0])])
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_wrt_sibling_output(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        return g1 + g2
+    Fn = _fn(torch, forward, backward, name="Sibling")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    o.raises("sibling", lambda: torch.autograd.grad(a.sum(), b), "appears to not have been used in the graph")
+
+
+@program
+def spec_grad_wrt_function_output_skips_backward(torch, o):
+    calls = []
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        calls.append(1)
+        return g
+    Fn = _fn(torch, forward, backward, name="Skip")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    g, = torch.autograd.grad((y * y).sum(), y)
+    o("g", g)
+    o("calls", calls)
+
+
+@program
+def spec_zero_size_and_scalar(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g shape", g.shape)
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="Empty")
+    x = torch.ones(0, 3, requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+    s = torch.tensor(3.0, requires_grad=True)
+    Fn.apply(s).backward()
+    o("s.grad", s.grad)
+
+
+@program
+def spec_grad_shape_scalar_from_one_elem(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g.reshape(1, 1)
+    Fn = _fn(torch, forward, backward, name="OneElem")
+    x = torch.tensor(2.0, requires_grad=True)
+    o.raises("1x1 for scalar", lambda: Fn.apply(x).backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_once_differentiable_returns_none(torch, o):
+    od = torch.autograd.function.once_differentiable
+    def forward(ctx, x, y):
+        return x * y
+    def backward(ctx, g):
+        o("enabled", torch.is_grad_enabled())
+        return None, g * 2
+    Fn = type("OnceNone", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                      "backward": staticmethod(od(backward))})
+    x = torch.tensor([1.0], requires_grad=True)
+    y = torch.tensor([1.0], requires_grad=True)
+    z = Fn.apply(x, y)
+    gx, gy = torch.autograd.grad((z * z).sum(), [x, y], create_graph=True, allow_unused=True)
+    o("gx", gx)
+    o("gy", gy)
+    o("gy grad_fn", node_name(gy.grad_fn))
+
+
+@program
+def spec_once_differentiable_grads_no_requires(torch, o):
+    od = torch.autograd.function.once_differentiable
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g * 2
+    Fn = type("OnceNoReq", (torch.autograd.Function,), {"forward": staticmethod(forward),
+                                                       "backward": staticmethod(od(backward))})
+    x = torch.tensor([1.0], requires_grad=True)
+    g, = torch.autograd.grad(Fn.apply(x).sum(), x, create_graph=True)
+    o("g", g)
+    o("g grad_fn", node_name(g.grad_fn))
+
+
+@program
+def spec_backward_grad_outputs_requires_grad_create_graph(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+    def backward(ctx, g):
+        o("g rg", g.requires_grad)
+        o("enabled", torch.is_grad_enabled())
+        x, = ctx.saved_tensors
+        o("x rg", x.requires_grad)
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="CG")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    v = torch.tensor([1.0, 1.0], requires_grad=True)
+    g, = torch.autograd.grad(y, x, v, create_graph=True)
+    o("g", g)
+    gv, = torch.autograd.grad(g.sum(), v)
+    o("gv", gv)
+
+
+@program
+def spec_saved_output_in_double_backward(torch, o):
+    def forward(ctx, x):
+        y = x * x
+        ctx.save_for_backward(x, y)
+        return y
+    def backward(ctx, g):
+        x, y = ctx.saved_tensors
+        o("y grad_fn", node_name(y.grad_fn))
+        o("y rg", y.requires_grad)
+        return g * y / x * 2
+    Fn = _fn(torch, forward, backward, name="SavedOut")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    g, = torch.autograd.grad(y.sum(), x, create_graph=True)
+    o("g", g)
+    gg, = torch.autograd.grad(g.sum(), x)
+    o("gg", gg)
+
+
+@program
+def spec_saved_intermediate_rg(torch, o):
+    def forward(ctx, x):
+        w = x * 3
+        ctx.save_for_backward(w)
+        return w * 2
+    def backward(ctx, g):
+        w, = ctx.saved_tensors
+        o("w rg", w.requires_grad)
+        o("w grad_fn", w.grad_fn)
+        return g * 6
+    Fn = _fn(torch, forward, backward, name="SavedMid")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
