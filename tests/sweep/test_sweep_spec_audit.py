@@ -2789,7 +2789,8 @@ def spec_grad_wrt_sibling_output(torch, o):
     Fn = _fn(torch, forward, backward, name="Sibling")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     a, b = Fn.apply(x)
-    o.raises("sibling", lambda: torch.autograd.grad(a.sum(), b), "appears to not have been used in the graph")
+    o.raises("sibling", lambda: torch.autograd.grad(a.sum(), b),
+             "appears to not have been used in the graph")
 
 
 @program
@@ -2925,6 +2926,200 @@ def spec_saved_intermediate_rg(torch, o):
     Fn = _fn(torch, forward, backward, name="SavedMid")
     x = torch.tensor([1.0, 2.0], requires_grad=True)
     Fn.apply(x).sum().backward()
+    o("x.grad", x.grad)
+
+
+# ---- anomaly mode, setup_context marks, func transforms, gradcheck, module hooks ---------------
+
+@program
+def spec_anomaly_nan_from_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g * float("nan")
+    Fn = _fn(torch, forward, backward, name="NanBack")
+    x = torch.tensor([1.0], requires_grad=True)
+    def run():
+        with torch.autograd.detect_anomaly():
+            Fn.apply(x).sum().backward()
+    o.warns("anomaly warns", lambda: o.raises("nan", run, "returned nan values in its 0th output"))
+
+
+@program
+def spec_anomaly_error_in_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        raise ValueError("boom in backward")
+    Fn = _fn(torch, forward, backward, name="BoomBack")
+    x = torch.tensor([1.0], requires_grad=True)
+    def run():
+        with torch.autograd.detect_anomaly():
+            y = Fn.apply(x)
+            y.sum().backward()
+    o.warns("warn", lambda: o.raises("boom", run, "boom in backward"))
+
+
+@program
+def spec_setup_context_marks(torch, o):
+    def forward(x, y):
+        x.add_(1)
+        return x, y.argsort(), y * 2
+    def setup_context(ctx, inputs, output):
+        x, y = inputs
+        a, idx, b = output
+        o("output type", type(output).__name__)
+        ctx.mark_dirty(x)
+        ctx.mark_non_differentiable(idx)
+        ctx.save_for_backward(idx)
+    def backward(ctx, ga, gidx, gb):
+        o("gidx", gidx)
+        return ga, gb * 2
+    Fn = _fn(torch, forward, backward, name="SetupMarks", setup_context=setup_context)
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    x = leaf * 1
+    y = torch.tensor([3.0, 1.0], requires_grad=True)
+    a, idx, b = Fn.apply(x, y)
+    o("a is x", a is x)
+    o("idx rg", idx.requires_grad)
+    (a.sum() + b.sum()).backward()
+    o("leaf.grad", leaf.grad)
+    o("y.grad", y.grad)
+
+
+@program
+def spec_save_for_forward_none_and_empty(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(None)
+        return x * 2
+    def jvp(ctx, t):
+        o("saved in jvp", ctx.saved_tensors)
+        return t * 2
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="SffNone", jvp=jvp)
+    def forward2(ctx, x):
+        ctx.save_for_backward(x)
+        return x * 2
+    Fn2 = _fn(torch, forward2, backward, name="SffEmpty", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0]), torch.tensor([1.0]))
+        Fn.apply(x)
+        Fn2.apply(x)
+
+
+@program
+def spec_jacrev_jacfwd_over_function(torch, o):
+    def forward(x):
+        return x.sin()
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+        ctx.save_for_forward(inputs[0])
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return g * x.cos()
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return t * x.cos()
+    Fn = _fn(torch, forward, backward, name="SinF", setup_context=setup_context, jvp=jvp,
+             generate_vmap_rule=True)
+    x = torch.tensor([0.1, 0.5, 1.0])
+    o("jacrev", torch.func.jacrev(Fn.apply)(x))
+    o("jacfwd", torch.func.jacfwd(Fn.apply)(x))
+    o("vjp", torch.func.vjp(Fn.apply, x)[1](torch.ones(3)))
+    o("hessian", torch.func.hessian(lambda t: Fn.apply(t).sum())(x))
+
+
+@program
+def spec_gradcheck_function(torch, o):
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x ** 3
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 3 * x * x * g
+    Fn = _fn(torch, forward, backward, name="CubeGC")
+    x = torch.tensor([0.5, 1.5], dtype=torch.float64, requires_grad=True)
+    o("gradcheck", torch.autograd.gradcheck(Fn.apply, (x,)))
+    o("gradgradcheck", torch.autograd.gradgradcheck(Fn.apply, (x,)))
+    def bad_backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+    Bad = _fn(torch, forward, bad_backward, name="CubeBad")
+    o.raises("bad", lambda: torch.autograd.gradcheck(Bad.apply, (x,)),
+             "Jacobian mismatch for output 0 with respect to input 0")
+
+
+@program
+def spec_backward_called_with_grad_outputs_dtype(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        o("g dtype", g.dtype)
+        return g
+    Fn = _fn(torch, forward, backward, name="GoDtype")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    y.backward(torch.tensor([1.0, 1.0], dtype=torch.float64))
+    o("x.grad", x.grad)
+    y2 = Fn.apply(x)
+    o.raises("int grad", lambda: y2.backward(torch.tensor([1, 1])), None)
+
+
+@program
+def spec_function_with_int_tensor_input_needing_grad_false(torch, o):
+    def forward(ctx, x, idx):
+        ctx.save_for_backward(idx)
+        return x[idx]
+    def backward(ctx, g):
+        idx, = ctx.saved_tensors
+        out = torch.zeros(4)
+        out.index_add_(0, idx, g)
+        return out, torch.ones(2)
+    Fn = _fn(torch, forward, backward, name="Gather")
+    x = torch.arange(4.0, requires_grad=True)
+    idx = torch.tensor([1, 3])
+    Fn.apply(x, idx).sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_set_in_backward(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        ctx.set_materialize_grads(False)
+        o("g2", g2)
+        return g1
+    Fn = _fn(torch, forward, backward, name="MatLate")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    a.sum().backward(retain_graph=True)
+    a.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_custom_function_in_module_full_backward_hook(torch, o):
+    log = []
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        log.append("fn backward")
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="InModule")
+    class M(torch.nn.Module):
+        def forward(self, x):
+            return Fn.apply(x)
+    m = M()
+    m.register_full_backward_pre_hook(lambda mod, go: log.append(("pre", go[0].tolist())))
+    m.register_full_backward_hook(
+        lambda mod, gi, go: log.append(("full", gi[0].tolist(), go[0].tolist())))
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    m(x).sum().backward()
+    o("log", log)
     o("x.grad", x.grad)
 
 
