@@ -299,3 +299,38 @@ def test_buffers_exposed_is_reported_only_when_backward_reads_the_property():
     tx = torch.tensor([1.0, 2.0], requires_grad=True)
     ((tx * 2) * tx).sum().backward()
     assert x.grad.tolist() == tx.grad.tolist()
+
+
+def test_a_leafs_buffer_holds_only_this_passes_contributions_not_its_old_grad():
+    # spec 000, Note on leaf inputs: the entry is the execution-local InputBuffer, not .grad;
+    # AccumulateGrad then runs once with the completed buffer (one hook call, with the sum)
+    def run(m, fuse):
+        class M(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                ctx.save_for_backward(x, w)
+                return x * w
+
+            @staticmethod
+            def backward(ctx, g):
+                x, w = ctx.saved_tensors
+                if fuse:
+                    x_buffer, w_buffer = ctx.input_grad_buffers
+                    seen.append((x_buffer.tolist(), w_buffer, x.grad.tolist()))
+                    x_buffer.add_(g * w)
+                    return None, g * x
+                return g * w, g * x
+
+        seen = []
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        w = m.tensor([3.0, 4.0], requires_grad=True)
+        x.grad = m.tensor([100.0, 100.0])
+        hooks = []
+        x.register_hook(lambda g: hooks.append(g.tolist()))
+        (M.apply(x, w) * x).sum().backward()  # shape (A): Mul runs before M
+        return seen, hooks, x.grad.tolist(), w.grad.tolist()
+
+    seen, hooks, x_grad, w_grad = run(gradviz, fuse=True)
+    assert seen == [([3.0, 8.0], None, [100.0, 100.0])]  # Mul's x * w, not .grad
+    _, t_hooks, t_x_grad, t_w_grad = run(torch, fuse=False)
+    assert (hooks, x_grad, w_grad) == (t_hooks, t_x_grad, t_w_grad)

@@ -3123,6 +3123,100 @@ def spec_custom_function_in_module_full_backward_hook(torch, o):
     o("x.grad", x.grad)
 
 
+# ---- who may see or change a gradient tensor (aliasing in the input buffers) -------------------
+
+@program
+def spec_returned_grad_kept_not_mutated(torch, o):
+    kept = []
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        r = g * 2
+        kept.append(r)
+        return r
+    Fn = _fn(torch, forward, backward, name="Keeps")
+    leaf = torch.tensor([1.0, 2.0], requires_grad=True)
+    h = leaf * 1
+    seen = []
+    h.register_hook(lambda g: seen.append(g))
+    (Fn.apply(h).sum() + (h * 10).sum()).backward()
+    o("kept", kept)
+    o("seen", seen)
+    o("leaf.grad", leaf.grad)
+    o("leaf.grad is kept", leaf.grad is kept[0])
+
+
+@program
+def spec_user_gradient_not_mutated(torch, o):
+    def forward(ctx, x):
+        return x
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="PassG")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    g = torch.tensor([1.0, 1.0])
+    y = Fn.apply(x)
+    y.backward(g, retain_graph=True)
+    o("x.grad is g", x.grad is g)
+    y.backward(g)
+    o("g", g)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_outputs_same_tensor_twice(torch, o):
+    def forward(ctx, x):
+        return x * 2, x * 3
+    def backward(ctx, g1, g2):
+        o("same", g1 is g2)
+        g1.add_(1)
+        return g1 + g2
+    Fn = _fn(torch, forward, backward, name="SameGo")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b = Fn.apply(x)
+    g = torch.tensor([1.0, 1.0])
+    torch.autograd.backward([a, b], [g, g])
+    o("g", g)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_backward_mutates_grad_output_inplace(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        g.mul_(3)
+        return g
+    Fn = _fn(torch, forward, backward, name="MutG")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    seen = []
+    y.register_hook(lambda g: seen.append(g))
+    y.retain_grad()
+    (y * 1).sum().backward()
+    o("seen", seen)
+    o("y.grad", y.grad)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_grad_accumulates_into_existing_grad(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="Acc")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    Fn.apply(x).sum().backward()
+    first = x.grad
+    Fn.apply(x).sum().backward()
+    o("same object", x.grad is first)
+    o("x.grad", x.grad)
+    Fn.apply(x).sum().backward(create_graph=True)
+    o("after create_graph same", x.grad is first)
+    o("x.grad rg", x.grad.requires_grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
