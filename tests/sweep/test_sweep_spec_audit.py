@@ -3217,6 +3217,93 @@ def spec_grad_accumulates_into_existing_grad(torch, o):
     o("x.grad rg", x.grad.requires_grad)
 
 
+# ---- execution order across several Functions, re-entrant backward -----------------------------
+
+def _logging_fn(torch, name, log, k=2.0):
+    """A Function ``k * xs[0] + xs[1] + ...`` whose backward appends ``name`` to ``log``."""
+    def forward(ctx, *xs):
+        out = xs[0] * k
+        for t in xs[1:]:
+            out = out + t
+        return out
+
+    def backward(ctx, g):
+        log.append(name)
+        return (g * k,) + (g,) * (len(ctx.needs_input_grad) - 1)
+
+    return _fn(torch, forward, backward, name=name)
+
+
+@program
+def spec_execution_order_diamond(torch, o):
+    log = []
+    A = _logging_fn(torch, "A", log)
+    B = _logging_fn(torch, "B", log)
+    C = _logging_fn(torch, "C", log)
+    D = _logging_fn(torch, "D", log)
+    E = _logging_fn(torch, "E", log)
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a = A.apply(x)
+    b = B.apply(a)
+    c = C.apply(a)
+    d = D.apply(b, c)
+    e = E.apply(x)
+    x.register_hook(lambda g: log.append(("x hook", g.tolist())))
+    a.register_hook(lambda g: log.append("a hook"))
+    (d.sum() + e.sum() + c.sum()).backward()
+    o("order", log)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_execution_order_two_roots(torch, o):
+    log = []
+    A = _logging_fn(torch, "A2", log)
+    B = _logging_fn(torch, "B2", log)
+    x = torch.tensor([1.0], requires_grad=True)
+    b = B.apply(x)
+    a = A.apply(x)
+    torch.autograd.backward([a.sum(), b.sum()])
+    log.append("--")
+    a = A.apply(x)
+    b = B.apply(x)
+    torch.autograd.backward([b.sum(), a.sum()])
+    o("order", log)
+
+
+@program
+def spec_reentrant_backward_in_function(torch, o):
+    log = []
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        log.append("outer start")
+        with torch.enable_grad():
+            xd = x.detach().requires_grad_()
+            inner = Inner.apply(xd)
+            inner.sum().backward()
+        log.append("outer end")
+        return g * xd.grad
+    def ifwd(ctx, x):
+        ctx.save_for_backward(x)
+        return x.sin()
+    def ibwd(ctx, g):
+        log.append("inner")
+        x, = ctx.saved_tensors
+        return g * x.cos()
+    Inner = _fn(torch, ifwd, ibwd, name="InnerRe")
+    Outer = _fn(torch, forward, backward, name="OuterRe")
+    x = torch.tensor([0.5, 1.0], requires_grad=True)
+    y = Outer.apply(x)
+    z = x * 3
+    z.register_hook(lambda g: log.append("z hook"))
+    (y.sum() + z.sum()).backward()
+    o("log", log)
+    o("x.grad", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
