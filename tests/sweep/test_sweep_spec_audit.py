@@ -3304,6 +3304,136 @@ def spec_reentrant_backward_in_function(torch, o):
     o("x.grad", x.grad)
 
 
+# ---- a bool gradient; forward AD through dirty, identity and non-tensor outputs ----------------
+
+@program
+def spec_grad_bool_for_float(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g > 0
+    Fn = _fn(torch, forward, backward, name="BoolGrad")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("bool", lambda: Fn.apply(x).sum().backward(), None)
+    o("x.grad", x.grad)
+
+
+@program
+def spec_jvp_dirty_input(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    def jvp(ctx, t):
+        t.mul_(2)
+        return t
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="JDirty", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
+        y = Fn.apply(x)
+        o("y is x", y is x)
+        o("primal", fwAD.unpack_dual(y).primal)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+
+
+@program
+def spec_jvp_dirty_input_new_tangent(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+    def jvp(ctx, t):
+        return t * 2
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="JDirty2", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
+        o.raises("new tangent", lambda: Fn.apply(x), None)
+
+
+@program
+def spec_jvp_identity_output(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        return x
+    def jvp(ctx, t):
+        return t
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="JId", jvp=jvp)
+
+    def jvp_view(ctx, t):
+        return t.view_as(t)
+
+    FnView = _fn(torch, forward, backward, name="JIdView", jvp=jvp_view)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
+        o.raises("not a view", lambda: Fn.apply(x), "but the jvp is not returning a view")
+        y = FnView.apply(x)
+        o("y is x", y is x)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+
+
+@program
+def spec_jvp_non_tensor_output(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        return x * 2, "tag"
+    def jvp(ctx, t):
+        return t * 2, None
+    def backward(ctx, g, gs):
+        return g
+    Fn = _fn(torch, forward, backward, name="JTag", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
+        y, tag = Fn.apply(x)
+        o("tag", tag)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+
+
+@program
+def spec_jvp_wrong_dtype(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        return x * 2
+    def jvp(ctx, t):
+        return (t * 2).double()
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="JDtype", jvp=jvp)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(torch.tensor([1.0, 2.0]), torch.tensor([1.0, 3.0]))
+        o.raises("dtype", lambda: fwAD.unpack_dual(Fn.apply(x)).tangent, None)
+
+
+@program
+def spec_jvp_and_backward_together(torch, o):
+    fwAD = torch.autograd.forward_ad
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        ctx.save_for_forward(x)
+        return x * x
+    def jvp(ctx, t):
+        x, = ctx.saved_tensors
+        return 2 * x * t
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="JBoth", jvp=jvp)
+    p = torch.tensor([1.0, 2.0], requires_grad=True)
+    with fwAD.dual_level():
+        x = fwAD.make_dual(p, torch.tensor([1.0, 3.0]))
+        y = Fn.apply(x)
+        o("tangent", fwAD.unpack_dual(y).tangent)
+        y.sum().backward()
+    o("p.grad", p.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
