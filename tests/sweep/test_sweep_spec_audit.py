@@ -3434,6 +3434,97 @@ def spec_jvp_and_backward_together(torch, o):
     o("p.grad", p.grad)
 
 
+# ---- materialized zeros for identity, dirty, odd-dtype outputs; printing; edges ----------------
+
+@program
+def spec_materialize_for_identity_and_dirty(torch, o):
+    def forward(ctx, x, y):
+        y.mul_(2)
+        ctx.mark_dirty(y)
+        return x, y, x * 3
+    def backward(ctx, gx, gy, gz):
+        o("gx", gx)
+        o("gy", gy)
+        o("gz", gz)
+        return gx + 3 * gz, gy * 2
+    Fn = _fn(torch, forward, backward, name="MatMix")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    leaf = torch.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = leaf * 1
+    a, b, c = Fn.apply(x, y)
+    c.sum().backward(retain_graph=True)
+    b.sum().backward(retain_graph=True)
+    a.sum().backward()
+    o("x.grad", x.grad)
+    o("leaf.grad", leaf.grad)
+
+
+@program
+def spec_materialize_dtype_shape_of_outputs(torch, o):
+    def forward(ctx, x):
+        return x.double().reshape(1, 2), x.half(), (x > 1)
+    def backward(ctx, g1, g2, g3):
+        o("g1", g1)
+        o("g2", g2)
+        o("g3", g3)
+        return g2.float()
+    Fn = _fn(torch, forward, backward, name="MatDt")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, b, c = Fn.apply(x)
+    o("c rg", c.requires_grad)
+    b.float().sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_materialize_noncontig_output(torch, o):
+    def forward(ctx, x):
+        return x.t() * 1, x * 2
+    def backward(ctx, g1, g2):
+        o("g1 stride", g1.stride())
+        o("g1", g1)
+        return g1.t() + g2 * 2
+    Fn = _fn(torch, forward, backward, name="MatNC")
+    x = torch.ones(2, 3, requires_grad=True)
+    a, b = Fn.apply(x)
+    o("a stride", a.stride())
+    b.sum().backward()
+    o("x.grad", x.grad)
+
+
+
+@program
+def spec_printing_function_outputs(torch, o):
+    def forward(ctx, x):
+        return x * 2, x.argmax()
+    def backward(ctx, g, gi):
+        return g
+    Fn = _fn(torch, forward, backward, name="Printed")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    a, i = Fn.apply(x)
+    o("str a", str(a))
+    o("str i", str(i))
+    o("repr a", repr(a))
+    o("node repr head", repr(a.grad_fn).split(" object")[0])
+    o("node type module", type(a.grad_fn).__module__)
+
+
+@program
+def spec_next_functions_with_mixed_inputs(torch, o):
+    def forward(ctx, a, k, b, c, d):
+        return a * k + b + c + d
+    def backward(ctx, g):
+        return g, None, g, g, g
+    Fn = _fn(torch, forward, backward, name="Edges")
+    a = torch.tensor([1.0], requires_grad=True)
+    b = torch.tensor([1.0])
+    c = torch.tensor([1.0], requires_grad=True) * 2
+    with torch.no_grad():
+        d = torch.tensor([1.0], requires_grad=True) * 2
+    y = Fn.apply(a, 3, b, c, d)
+    o("edges", [(node_name(n), nr) for n, nr in y.grad_fn.next_functions])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
