@@ -334,3 +334,48 @@ def test_a_leafs_buffer_holds_only_this_passes_contributions_not_its_old_grad():
     assert seen == [([3.0, 8.0], None, [100.0, 100.0])]  # Mul's x * w, not .grad
     _, t_hooks, t_x_grad, t_w_grad = run(torch, fuse=False)
     assert (hooks, x_grad, w_grad) == (t_hooks, t_x_grad, t_w_grad)
+
+
+def test_unpack_is_reported_on_every_access_and_validation_precedes_post_hooks():
+    # SEMANTICS 12: pack once per non-None tensor at save time, unpack on every access;
+    # DESIGN: validate (cast, reduce) -> post-hooks -> release -> node_finished
+    def program(m, log):
+        class Saves(m.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, y):
+                ctx.save_for_backward(x, None, y)
+                return x * y
+
+            @staticmethod
+            def backward(ctx, g):
+                x, _, y = ctx.saved_tensors
+                x, _, y = ctx.saved_tensors
+                return (g * y).double(), m.ones(4, 2) * x
+
+        x = m.tensor([1.0, 2.0], requires_grad=True)
+        y = m.tensor([3.0, 4.0], requires_grad=True)
+        with m.autograd.graph.saved_tensors_hooks(lambda t: (log.append("pack"), t)[1],
+                                                  lambda t: (log.append("unpack"), t)[1]):
+            z = Saves.apply(x, y)
+        z.grad_fn.register_hook(lambda grad_inputs, grad_outputs: log.append("post"))
+        z.sum().backward()
+        return z, x, y
+
+    log = []
+    with record() as trace:
+        z, x, y = program(gradviz, log)
+    t_log = []
+    _, tx, ty = program(torch, t_log)
+    assert log == t_log == ["pack", "pack", "unpack", "unpack", "unpack", "unpack", "post"]
+    assert x.grad.tolist() == tx.grad.tolist() and y.grad.tolist() == ty.grad.tolist()
+    events = [e for e in trace.events if e["node"] == z.grad_fn.node_id]
+    assert [e["kind"] for e in events] == [
+        "node_created", "saved_packed", "saved_packed", "buffer_added", "node_ready",
+        "node_started", "saved_unpacked", "saved_unpacked", "saved_unpacked", "saved_unpacked",
+        "grad_cast", "grad_reduced", "posthook", "saved_released", "node_finished"]
+    packed = [e["label"] for e in events if e["kind"] == "saved_packed"]
+    assert packed == ["saved_tensors[0]", "saved_tensors[2]"]
+    cast = next(e for e in events if e["kind"] == "grad_cast")
+    reduced = next(e for e in events if e["kind"] == "grad_reduced")
+    assert (cast["slot"], cast["from_dtype"], cast["to_dtype"]) == (0, "float64", "float32")
+    assert (reduced["slot"], reduced["from_shape"], reduced["to_shape"]) == (1, [4, 2], [2])
