@@ -3525,6 +3525,85 @@ def spec_next_functions_with_mixed_inputs(torch, o):
     o("edges", [(node_name(n), nr) for n, nr in y.grad_fn.next_functions])
 
 
+# ---- vmap rules: several outputs, constants, None in_dims, nesting; func.grad ------------------
+
+@program
+def spec_vmap_generate_multi_out_and_constants(torch, o):
+    def forward(x, y, k):
+        return x * y * k, x + y
+    def setup_context(ctx, inputs, output):
+        x, y, k = inputs
+        ctx.k = k
+        ctx.save_for_backward(x, y)
+    def backward(ctx, g1, g2):
+        x, y = ctx.saved_tensors
+        return g1 * y * ctx.k + g2, g1 * x * ctx.k + g2, None
+    Fn = _fn(torch, forward, backward, name="GenMulti", setup_context=setup_context,
+             generate_vmap_rule=True)
+    x = torch.arange(6.0).reshape(3, 2)
+    y = torch.tensor([1.0, 2.0])
+    a, b = torch.vmap(Fn.apply, in_dims=(0, None, None))(x, y, 3.0)
+    o("a", a)
+    o("b", b)
+    batched = torch.vmap(Fn.apply, in_dims=(1, None, None), out_dims=(1, 0))
+    a, b = batched(x.t().contiguous(), y, 2.0)
+    o("a2", a)
+    o("b2", b)
+    def loss(t):
+        p, q = Fn.apply(t, y, 3.0)
+        return (p * q).sum()
+    o("per-sample grads", torch.vmap(torch.func.grad(loss))(x))
+
+
+@program
+def spec_vmap_rule_with_none_in_dims(torch, o):
+    def forward(x, y):
+        return x * y
+    def setup_context(ctx, inputs, output):
+        pass
+    def backward(ctx, g):
+        return g, g
+    def vmap(info, in_dims, x, y):
+        o("in_dims", in_dims)
+        xd, yd = in_dims
+        if xd is None:
+            return x * y.movedim(yd, 0), 0
+        return x.movedim(xd, 0) * y, 0
+    Fn = _fn(torch, forward, backward, name="NoneDims", setup_context=setup_context, vmap=vmap)
+    o("r", torch.vmap(Fn.apply, in_dims=(None, 0))(torch.tensor([1.0, 2.0]), torch.ones(3, 2)))
+
+
+@program
+def spec_vmap_nested(torch, o):
+    def forward(x):
+        return x * x
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+    def backward(ctx, g):
+        x, = ctx.saved_tensors
+        return 2 * x * g
+    Fn = _fn(torch, forward, backward, name="NestedV", setup_context=setup_context,
+             generate_vmap_rule=True)
+    x = torch.arange(12.0).reshape(2, 3, 2)
+    o("r", torch.vmap(torch.vmap(Fn.apply))(x))
+
+
+@program
+def spec_func_grad_non_tensor_output(torch, o):
+    def forward(x):
+        return x.sin(), 5
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+    def backward(ctx, g, gk):
+        o("gk", gk)
+        x, = ctx.saved_tensors
+        return g * x.cos()
+    Fn = _fn(torch, forward, backward, name="GradTag", setup_context=setup_context)
+    x = torch.tensor([0.1, 0.2])
+    g = torch.func.grad(lambda t: Fn.apply(t)[0].sum())(x)
+    o("g", g)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
