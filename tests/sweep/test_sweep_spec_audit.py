@@ -3604,6 +3604,103 @@ def spec_func_grad_non_tensor_output(torch, o):
     o("g", g)
 
 
+# ---- what forward returns: parameters, detached tensors, leaves, tensors with history ----------
+
+@program
+def spec_parameter_returned_as_is(torch, o):
+    def forward(ctx, p):
+        return p
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="ParamOut")
+    p = torch.nn.Parameter(torch.tensor([1.0, 2.0]))
+    y = Fn.apply(p)
+    o("type", type(y).__name__)
+    o("y is p", y is p)
+    y.sum().backward()
+    o("p.grad", p.grad)
+
+
+@program
+def spec_detached_output(torch, o):
+    def forward(ctx, x):
+        return x.detach()
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="DetOut")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("grad_fn", node_name(y.grad_fn))
+    o("is view", y._is_view())
+    y.sum().backward()
+    o("x.grad", x.grad)
+
+
+@program
+def spec_leaf_requiring_grad_made_in_forward(torch, o):
+    made = []
+    def forward(ctx, x):
+        w = torch.ones(2, requires_grad=True)
+        made.append(w)
+        return w
+    def backward(ctx, g):
+        return g * 2
+    Fn = _fn(torch, forward, backward, name="NewRG")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    o.raises("apply", lambda: Fn.apply(x), None)
+
+
+@program
+def spec_output_with_history_from_enable_grad_not_diff(torch, o):
+    def forward(ctx, x):
+        with torch.enable_grad():
+            y = x * 2
+        ctx.mark_non_differentiable(y)
+        return y
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="HistND")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    y = Fn.apply(x)
+    o("rg", y.requires_grad)
+    o("grad_fn", y.grad_fn)
+    o("leaf", y.is_leaf)
+
+
+@program
+def spec_function_under_no_grad_then_enable_in_forward(torch, o):
+    def forward(ctx, x):
+        with torch.enable_grad():
+            y = x * 2
+        o("inner rg", y.requires_grad)
+        return y
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="NoGradEnable")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.no_grad():
+        y = Fn.apply(x)
+    o("rg", y.requires_grad)
+    o("grad_fn", node_name(y.grad_fn))
+    o("leaf", y.is_leaf)
+
+
+@program
+def spec_function_inference_mode_input_outside(torch, o):
+    def forward(ctx, x):
+        return x * 2
+    def backward(ctx, g):
+        return g
+    Fn = _fn(torch, forward, backward, name="InfOut")
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    with torch.inference_mode():
+        y = Fn.apply(x)
+        o("inside rg", y.requires_grad)
+        o("inside is_inference", y.is_inference())
+    o.raises("inplace on inference", lambda: y.add_(1),
+             "Inplace update to inference tensor outside InferenceMode")
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
