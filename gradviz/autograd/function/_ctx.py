@@ -199,12 +199,19 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
         return vjp if has_vjp else backward
 
     def _materialize_uncast_slots(self, grads):
-        """Zeros for slots declared ``None`` (their metadata has no dtype for the engine)."""
+        """Zeros for slots declared ``None`` (their metadata has no dtype for the engine),
+        reported as ``grads_materialized`` like the engine's own materialization."""
+        slots = []
         for slot, dtype in enumerate(self._output_dtypes):
             if grads[slot] is None and dtype is not None:
                 meta = self._input_metadata[slot]
                 if meta is not None and meta.dtype is None:
                     grads[slot] = _engine.runtime().zeros(meta.shape, dtype)
+                    slots.append(slot)
+        if slots:
+            task = _engine.current_graph_task()
+            if task is not None and task.current is self and task.observer is not None:
+                task.observer.grads_materialized(task, self, slots)
         return grads
 
     def _check_result(self, result):
