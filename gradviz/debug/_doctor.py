@@ -132,9 +132,10 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         if check_backward:
             pass_result = graph.backward_pass(gradient, report)
             reporter("backward pass")
-        checks = {}
+        checks, arguments = {}, {}
         for node in custom:
             args, reason = graph.arguments(node)
+            arguments[node] = args
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -171,6 +172,7 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     findings = []
     if pass_result is not None:
         findings.extend(_pass_findings(pass_result, checks))
+    findings.extend(_rerun_cast_findings(checks, arguments, findings))
     for node, check in checks.items():
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
@@ -369,6 +371,45 @@ def _pass_findings(observer, checks):
     return findings
 
 
+def _dtype_name(value):
+    """A gradviz or torch tensor's dtype as numpy names it (float64), else None."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
+
+
+def _rerun_cast_findings(checks, arguments, earlier):
+    """A gradient backward returned in another floating dtype than its input's, seen by the
+    re-run (torch's engine casts it where the backward pass's hooks cannot see, Note [Doctor
+    on PyTorch graphs]; for gradviz graphs the backward pass sees it first)."""
+    findings = []
+    for node, check in checks.items():
+        args = arguments.get(node) or ()
+        for slot in check.slots:
+            position = slot.position
+            if slot.cast_from is None or position >= len(args):
+                continue
+            declared = _dtype_name(args[position])
+            if declared is None or declared == slot.cast_from or any(
+                    f.kind == "coerced_gradient" and f.node is node
+                    and f.input_index == position for f in earlier):
+                continue
+            narrower = np.dtype(slot.cast_from).itemsize < np.dtype(declared).itemsize
+            message = (f"{node.name()} input {position}: backward returns a {slot.cast_from} "
+                       f"gradient for a {declared} input (seen in the doctor's re-run); the "
+                       f"engine casts it silently"
+                       + (", and the precision it lost is lost for the input's gradient"
+                          if narrower else ""))
+            findings.append(Finding(
+                kind="coerced_gradient", function=_function(node), node=node,
+                input_index=position, message=message,
+                severity="error" if narrower and not slot.ok else "warning",
+                hint=f"return the gradient in the input's dtype ({declared})",
+                details={"from_dtype": slot.cast_from, "to_dtype": declared, "rerun": True}))
+    return findings
+
+
 # ---- finite-difference findings ----------------------------------------------------------
 
 def _check_findings(node, check, earlier):
@@ -385,12 +426,15 @@ def _check_findings(node, check, earlier):
     if check.alone is not None:
         output, alone = check.alone
         if alone.backward_error is not None:
-            if not any(f.kind == "backward_error" and f.node is node for f in earlier):
-                exc = alone.backward_error
+            exc = alone.backward_error
+            failed = [f for f in earlier if f.kind == "backward_error" and f.node is node]
+            if not failed:
                 findings.append(_backward_error(
                     node, exc, when=f"when only output {output} is used (the others' gradients "
                                     f"are None, or zeros)",
                     hint=_none_hint(exc)))
+            else:
+                _explain_pass_failure(failed[0], exc, output)
         else:
             for slot in alone.slots:
                 findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
@@ -399,6 +443,18 @@ def _check_findings(node, check, earlier):
         for slot in probe.slots:
             findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
+
+
+def _explain_pass_failure(finding, exc, output):
+    """The backward pass's failure of a node, reproduced by the re-run with only ``output``
+    used: say so, and what None means there (the re-run with every output used succeeded)."""
+    hint = _none_hint(exc)
+    if finding.hint is not None or hint is None \
+            or type(exc) is not type(finding.details.get("exception")):
+        return
+    finding.hint = hint
+    finding.message += (f" (the re-run raises it too when only output {output} is used, and "
+                        f"not when every output is) - {hint}")
 
 
 def _none_hint(exc):
