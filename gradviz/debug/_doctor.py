@@ -157,14 +157,14 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                         else:
                             report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
-    if graph.torch and not custom:
+    behind = _behind_the_graph(nodes, custom, graph.torch)
+    if graph.torch and not custom and not behind:  # else the note below says more
         report.notes.append("the graph has no custom torch.autograd.Function: nothing to check "
                             "against finite differences (the NaN/Inf pass and the saved-tensor "
                             "checks ran)" if check_backward else
                             "the graph has no custom torch.autograd.Function: nothing to check "
                             "against finite differences")
 
-    behind = _behind_the_graph(nodes, custom)
     if behind:
         report.notes.append(_behind_note(behind, custom))
 
@@ -227,17 +227,23 @@ def _graph(roots):
 # custom node itself: its gradient reaches the loss only through its backward's derivative.
 # The doctor then checks no custom Function, and "no problems found" would be read as "the
 # custom Functions are right". Inside ``capture()`` every node made while a custom backward
-# ran is linked to that custom node (``_capture.made_in_backward_of``); the report names
-# those Functions and says how to check them. Outside capture(), and on PyTorch graphs,
-# neither engine keeps that link, and nothing is said.
+# ran is linked to that custom node (``_capture.made_in_backward_of``); on PyTorch graphs,
+# hooks on each custom node recorded inside capture() note the nodes its backward made there
+# (Note [Capturing PyTorch Functions] in ``_capture``). The report names those Functions and
+# says how to check them. Outside capture() neither engine keeps that link, and nothing is
+# said.
 
 
-def _behind_the_graph(nodes, custom):
+def _behind_the_graph(nodes, custom, torch=False):
     """The custom Function nodes, not in the graph, whose backward made nodes of it."""
     inside = set(custom)
     behind = []
+    index = _capture.torch_made_in_backward() if torch else None
     for node in nodes:
-        maker = _capture.made_in_backward_of(node)
+        if index is None:
+            maker = _capture.made_in_backward_of(node)
+        else:
+            maker = index.get((node._sequence_nr(), node.name()))
         if maker is not None and maker not in inside and maker not in behind:
             behind.append(maker)
     return behind

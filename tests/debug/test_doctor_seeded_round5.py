@@ -919,3 +919,47 @@ def test_seeded_bug_is_diagnosed(case, seed, lib):
     loss, _ = _loss(case, lib, seed, buggy=True)
     found = problems(case, lib, gradviz.debug.doctor(loss, seed=seed, **case.options))
     assert not found, "\n".join(found)
+
+
+# ---- a loss built only from gradients (a gradient penalty), on a torch graph ---------------
+
+def _torch_penalty(name, capture=True):
+    """Round 4's penalty-only loss with round 3's torch Silu Functions."""
+    import test_doctor_seeded_round3 as round3
+
+    T = real_torch
+    x = T.tensor(np.random.default_rng(0).standard_normal(6), requires_grad=True)
+    w = T.tensor(np.random.default_rng(1).standard_normal(6))
+    fn = getattr(round3.FAMILIES["torch"], name)
+    with gradviz.debug.capture() if capture else contextlib.nullcontext():
+        task = (fn.apply(x) * w).sum()
+        (gx,) = T.autograd.grad(task, x, create_graph=True)
+        penalty = (gx * gx).sum()
+    return task, penalty
+
+
+@pytest.mark.parametrize("name", ["Silu", "SiluDetachedSigmoid"])
+def test_torch_penalty_only_loss_names_the_custom_function_behind_it(name):
+    task, penalty = _torch_penalty(name)
+    report = gradviz.debug.doctor(penalty)
+    assert not report.checked and not report.findings
+    text = str(report)
+    assert f"{name}Backward was used in building this graph's backward" in text, text
+    assert "not in the loss's graph" in text and "double_backward=True" in text, text
+    full = gradviz.debug.doctor(task + penalty, double_backward=True)
+    assert [f.kind for f in full.findings] == (
+        [] if name == "Silu" else ["wrong_double_backward"]), str(full)
+    assert not any("not in the loss's graph" in n for n in full.notes), str(full)
+
+
+def test_torch_penalty_note_needs_capture_and_the_hooks_change_no_gradient():
+    _, penalty = _torch_penalty("Silu", capture=False)
+    assert not any("building this graph's backward" in n
+                   for n in gradviz.debug.doctor(penalty).notes)
+    # the hooks capture() puts on a torch custom node leave its gradients as they were
+    grads = []
+    for capture in (False, True):
+        task, penalty = _torch_penalty("Silu", capture=capture)
+        x = task.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0].variable
+        grads.append(real_torch.autograd.grad(task + penalty, x)[0].numpy())
+    np.testing.assert_array_equal(grads[0], grads[1])
