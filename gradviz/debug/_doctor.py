@@ -18,8 +18,9 @@
    that forward saved and then modified in place (without ``ctx.mark_dirty``);
 4. **mutated gradients**: a backward that modifies its ``grad_output`` in place (the engine
    may have handed the same tensor to other nodes, whose gradients it then changes);
-5. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
-   to the input's shape when the result is wrong.
+5. **coerced gradients**: gradients the engine silently cast to another dtype (seen in the
+   backward pass, or in the re-run of the Function), or summed down to the input's shape
+   when the result is wrong.
 
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
 tensor that the Function saved for backward; otherwise the report lists it as skipped and
@@ -28,7 +29,7 @@ says why.
 A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
 are re-run with torch and checked the same way, with the same findings and hints (Note
 [Doctor on PyTorch graphs] in ``_torch_graph``; what torch's graph does not tell, such as
-plain forward arguments outside ``capture()`` or dtype casts, is said there).
+plain forward arguments outside ``capture()``, and what is done instead, is said there).
 """
 
 from __future__ import annotations
