@@ -607,6 +607,11 @@ def _backward_error(node, exc, when="", hint=None):
     where = "" if position is None else f" (input {position})"
     when = f" {when}" if when else ""
     hint = hint or _shape_hint(text)
+    if hint is None and position is not None and "the corresponding forward input was not a" \
+            in text:
+        hint = (f"forward argument {position} is not a tensor (a number, a flag, or None for "
+                f"an optional tensor), so backward must return None in its place: return a "
+                f"gradient only when ctx.needs_input_grad[{position}] is True")
     message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
     if hint:
         message += f" - {hint}"

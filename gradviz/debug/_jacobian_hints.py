@@ -13,8 +13,9 @@ output entry), and the finite differences again at other arguments. From those:
   orthogonal to the input, along it; backward's is not;
 - **the output for the input**: backward's gradient is the true one at the output's values,
   or grad_output times the output;
-- **arguments**: backward's gradient is the true one with a number argument set to 1 or a
-  bool mask inverted (an argument ignored, or used the wrong way round).
+- **arguments**: backward's gradient is the true one with a number argument set to 1, to 2
+  or to another number argument's value, with a bool mask inverted, or with another tensor
+  input set to ones (an argument ignored, used the wrong way round, or a factor left out).
 
 Each hint is stated only when that evidence holds; none decides a finding.
 """
@@ -178,7 +179,9 @@ class JacobianHints:
 
     def arguments(self, slot):
         """Backward's gradient is the true one with a number argument set to 1 (a factor
-        ignored) or with a bool tensor argument inverted (a mask used the wrong way round)."""
+        ignored), to 2 or another number argument's value (a value written into backward,
+        or the wrong argument used), with a bool tensor argument inverted (a mask used the
+        wrong way round), or with another floating input set to ones (a factor left out)."""
         if not self._small(slot):
             return None
         rerun = self.rerun
@@ -192,9 +195,11 @@ class JacobianHints:
                 return (f"it equals the true gradient with the bool mask (argument {q}) "
                         f"inverted: backward uses the mask the wrong way round (~mask, or the "
                         f"branches of a where swapped)?")
-        for q, value in enumerate(rerun.args):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or value in (0, 1) or not np.isfinite(value):
+        numbers = {q: value for q, value in enumerate(rerun.args)
+                   if isinstance(value, (int, float)) and not isinstance(value, bool)
+                   and np.isfinite(value)}
+        for q, value in numbers.items():
+            if value in (0, 1):
                 continue
             with self._argument(q, type(value)(1)):
                 other = self.numeric(p, key=("one", q, p))
@@ -202,6 +207,29 @@ class JacobianHints:
                 return (f"it equals the true gradient with the number argument {q} set to 1 "
                         f"(it is {value:g}): backward ignores that argument (a scale factor "
                         f"such as beta)? Keep it on ctx in forward and use it in backward")
+        for q, value in numbers.items():
+            # a value written into backward (the square's 2 for any power), or another
+            # number argument's value in its place
+            others = {2: "a constant 2 written into backward"}
+            others.update({v: f"the value of number argument {r}" for r, v in numbers.items()
+                           if r != q and v != value})
+            for candidate, what in others.items():
+                if candidate in (value, 0, 1):
+                    continue
+                with self._argument(q, type(value)(candidate)):
+                    other = self.numeric(p, key=("set", q, candidate, p))
+                if other is not None and self._matches(slot, other):
+                    return (f"it equals the true gradient with the number argument {q} set to "
+                            f"{candidate:g} (it is {value:g}): backward does not use that "
+                            f"argument's value ({what} in its place?)")
+        for q, value in rerun.base.items():
+            if q == p or value.dtype.kind != "f" or np.all(value == 1):
+                continue
+            other = self.numeric(p, {**rerun.base, q: np.ones_like(value)}, key=("ones", q, p))
+            if other is not None and self._matches(slot, other):
+                return (f"it equals the true gradient with input {q} set to ones: backward "
+                        f"leaves out the factor from input {q} (a loop that stops one short, "
+                        f"or a term forgotten)?")
         return None
 
     def _matches(self, slot, other):
