@@ -186,6 +186,37 @@ def family(T):
             return grad @ w.t(), x.t() @ grad, gb
 
     @add
+    class Gate(Function):
+        """x * m with an optional float gate m (no gradient needed for it)."""
+
+        @staticmethod
+        def forward(ctx, x, m=None):
+            ctx.save_for_backward(m)
+            return x * m if m is not None else x * 1
+
+        @staticmethod
+        def backward(ctx, grad):
+            (m,) = ctx.saved_tensors
+            return (grad * m if m is not None else grad), None
+
+    @add
+    class GateForgetsGate(Gate):
+        """The gate left out of the gradient."""
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad, None
+
+    @add
+    class AffineUnreduced(Affine):
+        """Correct too: the bias gradient left as [n, k] for the engine to sum down."""
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            return grad @ w.t(), x.t() @ grad, grad if ctx.has_bias else None
+
+    @add
     class RowBias(Function):
         """x [n, m] + b [n, 1]."""
 
@@ -737,6 +768,12 @@ CASES = [
          lambda T, x, w, b: ((x @ w + b) ** 2).sum(),
          arrays((normal(4, 3), True), (normal(3, 2), True), (normal(2), True)),
          {("wrong_gradient", 2)}, hint="analytic = 0.25 x numeric"),
+    Case("optional float gate left out of the gradient", {"Gate": "GateForgetsGate"},
+         lambda ns, T, x, m: (ns.Gate.apply(x, m) ** 2).sum() + ns.Gate.apply(x, None).sum(),
+         lambda T, x, m: ((x * m) ** 2).sum() + x.sum(),
+         arrays((normal(2, 3), True), (uniform(0.1, 0.9, 2, 3), False)),
+         {("wrong_gradient", 0)}, hint="with input 1 set to ones",
+         phrases=("[use 1 of 2 of GateForgetsGate",)),
     Case("row bias reduced over the wrong dim", {"RowBias": "RowBiasReducedOverRows"},
          lambda ns, T, x, b: (ns.RowBias.apply(x, b) ** 2).sum(),
          lambda T, x, b: ((x + b) ** 2).sum(),
@@ -965,3 +1002,23 @@ def test_torch_penalty_note_needs_capture_and_the_hooks_change_no_gradient():
         x = task.grad_fn.next_functions[0][0].next_functions[0][0].next_functions[0][0].variable
         grads.append(real_torch.autograd.grad(task + penalty, x)[0].numpy())
     np.testing.assert_array_equal(grads[0], grads[1])
+
+
+# ---- correct Functions that rely on what the engine does with a returned gradient -----------
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_bias_gradient_left_for_the_engine_to_sum_down_is_clean(lib):
+    """A gradient in the output's broadcast shape is summed down to the input's by both
+    engines (PyTorch's validate_outputs): not a bug, and the doctor says nothing."""
+    T = LIB[lib]
+    rng = np.random.default_rng(0)
+    x, w, b = (T.tensor(rng.standard_normal(s), requires_grad=True) for s in ((4, 3), (3, 2), (2,)))
+    with gradviz.debug.capture():
+        loss = (FAMILIES[lib].AffineUnreduced.apply(x, w, b) ** 2).sum()
+    report = gradviz.debug.doctor(loss)
+    assert report.ok and not report.findings and report.checked, str(report)
+    loss.backward()
+    tx, tw, tb = (real_torch.tensor(t.detach().numpy(), requires_grad=True) for t in (x, w, b))
+    ((tx @ tw + tb) ** 2).sum().backward()
+    for got, want in zip((x, w, b), (tx, tw, tb)):
+        np.testing.assert_allclose(got.grad.numpy(), want.grad.numpy(), rtol=1e-12)
