@@ -54,6 +54,29 @@ def _dims(dims):
     return f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(str(d) for d in dims)
 
 
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and bool(np.isfinite(value))
+
+
+def _number_slots(args):
+    """{(argument, element or None): value} of the number arguments, and of the numbers in
+    tuple or list arguments (options passed as a tuple)."""
+    slots = {}
+    for q, value in enumerate(args):
+        if _is_number(value):
+            slots[(q, None)] = value
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                if _is_number(item):
+                    slots[(q, i)] = item
+    return slots
+
+
+def _slot_name(q, i):
+    return f"number argument {q}" if i is None else f"argument {q}[{i}]"
+
+
 class JacobianHints:
     """The Jacobian-based hints for the slots of one re-run (it caches the matrices)."""
 
@@ -195,31 +218,30 @@ class JacobianHints:
                 return (f"it equals the true gradient with the bool mask (argument {q}) "
                         f"inverted: backward uses the mask the wrong way round (~mask, or the "
                         f"branches of a where swapped)?")
-        numbers = {q: value for q, value in enumerate(rerun.args)
-                   if isinstance(value, (int, float)) and not isinstance(value, bool)
-                   and np.isfinite(value)}
-        for q, value in numbers.items():
-            if value in (0, 1):
+        numbers = _number_slots(rerun.args)
+        for (q, i), value in numbers.items():
+            if value in (0, 1) or i is not None:
                 continue
-            with self._argument(q, type(value)(1)):
-                other = self.numeric(p, key=("one", q, p))
+            with self._argument(q, i, type(value)(1)):
+                other = self.numeric(p, key=("one", q, i, p))
             if other is not None and self._matches(slot, other):
                 return (f"it equals the true gradient with the number argument {q} set to 1 "
                         f"(it is {value:g}): backward ignores that argument (a scale factor "
                         f"such as beta)? Keep it on ctx in forward and use it in backward")
-        for q, value in numbers.items():
+        for (q, i), value in numbers.items():
             # a value written into backward (the square's 2 for any power), or another
             # number argument's value in its place
-            others = {2: "a constant 2 written into backward"}
-            others.update({v: f"the value of number argument {r}" for r, v in numbers.items()
-                           if r != q and v != value})
+            others = {1: "a constant 1 written into backward"} if i is not None else {}
+            others[2] = "a constant 2 written into backward"
+            others.update({v: f"the value of {_slot_name(*key)}" for key, v in numbers.items()
+                           if key != (q, i) and v != value})
             for candidate, what in others.items():
-                if candidate in (value, 0, 1):
+                if candidate in (value, 0) or (candidate == 1 and i is None):
                     continue
-                with self._argument(q, type(value)(candidate)):
-                    other = self.numeric(p, key=("set", q, candidate, p))
+                with self._argument(q, i, type(value)(candidate)):
+                    other = self.numeric(p, key=("set", q, i, candidate, p))
                 if other is not None and self._matches(slot, other):
-                    return (f"it equals the true gradient with the number argument {q} set to "
+                    return (f"it equals the true gradient with the {_slot_name(q, i)} set to "
                             f"{candidate:g} (it is {value:g}): backward does not use that "
                             f"argument's value ({what} in its place?)")
         for q, value in rerun.base.items():
@@ -238,10 +260,15 @@ class JacobianHints:
             and not _close(there, slot.numeric)
 
     @contextlib.contextmanager
-    def _argument(self, q, value):
+    def _argument(self, q, i, value):
+        """Argument ``q`` (its element ``i`` when it is a tuple or list) set to ``value``."""
         rerun = self.rerun
         saved = rerun.args
-        rerun.args = tuple(value if i == q else a for i, a in enumerate(saved))
+        if i is not None:
+            inner = list(saved[q])
+            inner[i] = value
+            value = type(saved[q])(inner)
+        rerun.args = tuple(value if j == q else a for j, a in enumerate(saved))
         try:
             yield
         finally:

@@ -783,7 +783,7 @@ CASES = [
          lambda ns, T, x: (ns.SinScale.apply(x, (3.0, 0.5)) ** 2).sum(),
          lambda T, x: ((x.sin() * 3.0 + 0.5) ** 2).sum(),
          arrays((normal(6), True)),
-         {("wrong_gradient", 0)}),
+         {("wrong_gradient", 0)}, hint="argument 1[0] set to 0.5 (it is 3)"),
     Case("varargs product leaves out the last factor", {"Product": "ProductSkipsLast"},
          lambda ns, T, a, b, c, d: (ns.Product.apply(a, b, c, d) ** 2).sum(),
          lambda T, a, b, c, d: ((a * b * c * d) ** 2).sum(),
