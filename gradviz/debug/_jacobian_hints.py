@@ -177,12 +177,28 @@ class JacobianHints:
         (k,) = rerun.diff_outputs
         y = rerun.base_outputs[0]
         p = slot.position
-        if y.shape != tuple(slot.shape) or not np.all(np.isfinite(y)):
-            return None
         wrong = slot.mismatched & keep
-        if not wrong.any():
+        if not np.all(np.isfinite(y)) or not wrong.any():
             return None
         a = slot.analytic[wrong]
+        if self._small(slot):
+            # another input's values replaced by the output's (an input that forward
+            # overwrote in place, mark_dirty, read back in backward as if it were the input)
+            for q, value in rerun.base.items():
+                if q == p or value.shape != y.shape or value.dtype.kind != "f":
+                    continue
+                other = self.numeric(p, {**rerun.base, q: y.astype(value.dtype)},
+                                     key=("output for", q, p))
+                if other is not None:
+                    there = other[slot.indices][wrong]
+                    if np.any(there) and _close(a, there) \
+                            and not _close(there, slot.numeric[wrong]):
+                        return (f"it equals the true gradient computed with input {q}'s values "
+                                f"replaced by the output's: did backward use the result (a "
+                                f"saved output, or input {q} after forward modified it in "
+                                f"place) where input {q} was needed?")
+        if y.shape != tuple(slot.shape):
+            return None
         if self._small(slot):
             at_output = self.numeric(p, {**rerun.base, p: y.astype(rerun.base[p].dtype)},
                                      key=("output", p))

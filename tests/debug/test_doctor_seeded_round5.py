@@ -823,7 +823,7 @@ CASES = [
          lambda ns, T, x, s: (ns.MulInPlace.apply(x * 1.0, s) ** 2).sum(),
          lambda T, x, s: ((x * s) ** 2).sum(),
          arrays((normal(5), True), (lambda rng: np.array(rng.uniform(1.5, 3.0)), True)),
-         {("wrong_gradient", 1)}),
+         {("wrong_gradient", 1)}, hint="input 0's values replaced by the output's"),
     Case("transpose view, gradient not transposed back", {"Transpose": "TransposeForgetsTranspose"},
          lambda ns, T, x, w: (ns.Transpose.apply(x) * w).sum(),
          lambda T, x, w: (x.t() * w).sum(),
