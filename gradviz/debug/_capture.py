@@ -20,7 +20,11 @@ Functions) and keeps them on the node (the ctx) as ``_gradviz_forward_args``, a
 :class:`TorchRecord`. Only calls that build a node are recorded (grad mode on, a tensor
 argument requiring grad). The original ``apply`` is put back when the last active capture
 exits, even on errors; nested and concurrent captures count their entries under a lock. The
-doctor pauses the recording, in its own thread, while it re-runs Functions.
+doctor pauses the recording, in its own thread, while it re-runs Functions. Such a node also
+gets a pre-hook and a hook that, when its backward runs inside capture() with
+``create_graph=True``, note which nodes that backward made (``_watch_backward``): the link
+gradviz's engine gives every node made while a custom backward runs, for Note [Custom
+Functions behind a gradient penalty] in ``_doctor``.
 
 Nothing of this costs anything outside ``capture()``.
 """
@@ -61,6 +65,23 @@ _fingerprints: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 # a gradient penalty's graph holds these nodes but not the custom node itself (Note
 # [Custom Functions behind a gradient penalty] in ``_doctor``)
 _made_in_backward_of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+# torch custom Function nodes (their ctx) whose backward, run inside capture() with
+# create_graph=True, made nodes; each keeps the (sequence_nr, name) of the nodes it made under
+# MADE_IN_BACKWARD (torch makes a new Python object for a built-in node each time it is asked
+# for one, so the nodes themselves cannot be the keys; Note [Capturing PyTorch Functions])
+_torch_makers: "weakref.WeakSet" = weakref.WeakSet()
+MADE_IN_BACKWARD = "_gradviz_made_in_backward"
+
+
+def torch_made_in_backward():
+    """{(sequence_nr, name): the torch custom Function node whose backward made that node}."""
+    index = {}
+    for maker in list(_torch_makers):
+        for key in getattr(maker, MADE_IN_BACKWARD, ()):
+            index[key] = maker
+    return index
 
 
 def made_in_backward_of(node):
@@ -234,9 +255,53 @@ def _recording_apply(original):
         if node is not None:
             positions = tuple(i for i, a in enumerate(bound) if isinstance(a, torch.Tensor))
             setattr(node, TORCH_RECORD, TorchRecord(copies, positions))
+            _watch_backward(torch, node)
         return outputs
 
     return recording_apply
+
+
+_ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
+
+
+def _watch_backward(torch, node):
+    """Hooks on a torch custom Function's node that, when its backward runs inside capture()
+    with grad mode on (create_graph=True), note the nodes it made: those reachable from the
+    gradients it returned whose sequence number is not below a marker node made just before
+    it ran (a thread's sequence numbers only grow, and torch runs a CPU backward in the
+    calling thread). The hooks hold the node weakly (no reference cycle through torch)."""
+    ref = weakref.ref(node)
+
+    def before(grad_outputs):
+        owner = ref()
+        if owner is not None and _torch_entries and torch.is_grad_enabled():
+            marker = torch.empty(0, requires_grad=True).view(0).grad_fn
+            owner._gradviz_backward_start = marker._sequence_nr()
+
+    def after(grad_inputs, grad_outputs):
+        owner = ref()
+        start = getattr(owner, "_gradviz_backward_start", None)
+        if start is None:
+            return
+        owner._gradviz_backward_start = None
+        made = set()
+        stack = [g.grad_fn for g in grad_inputs
+                 if isinstance(g, torch.Tensor) and g.grad_fn is not None]
+        while stack:
+            made_node = stack.pop()
+            if made_node is None or made_node.name() == _ACCUMULATE_GRAD:
+                continue
+            key = (made_node._sequence_nr(), made_node.name())
+            if key[0] < start or key in made:
+                continue
+            made.add(key)
+            stack.extend(next_node for next_node, _ in made_node.next_functions)
+        if made:
+            setattr(owner, MADE_IN_BACKWARD, getattr(owner, MADE_IN_BACKWARD, set()) | made)
+            _torch_makers.add(owner)
+
+    node.register_prehook(before)
+    node.register_hook(after)
 
 
 def _install_torch() -> bool:

@@ -18,8 +18,9 @@
    that forward saved and then modified in place (without ``ctx.mark_dirty``);
 4. **mutated gradients**: a backward that modifies its ``grad_output`` in place (the engine
    may have handed the same tensor to other nodes, whose gradients it then changes);
-5. **coerced gradients**: gradients the engine silently cast to another dtype, or summed down
-   to the input's shape when the result is wrong.
+5. **coerced gradients**: gradients the engine silently cast to another dtype (seen in the
+   backward pass, or in the re-run of the Function), or summed down to the input's shape
+   when the result is wrong.
 
 Outside ``capture()`` a custom node can still be checked when every forward argument was a
 tensor that the Function saved for backward; otherwise the report lists it as skipped and
@@ -28,7 +29,7 @@ says why.
 A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
 are re-run with torch and checked the same way, with the same findings and hints (Note
 [Doctor on PyTorch graphs] in ``_torch_graph``; what torch's graph does not tell, such as
-plain forward arguments outside ``capture()`` or dtype casts, is said there).
+plain forward arguments outside ``capture()``, and what is done instead, is said there).
 """
 
 from __future__ import annotations
@@ -132,9 +133,10 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         if check_backward:
             pass_result = graph.backward_pass(gradient, report)
             reporter("backward pass")
-        checks = {}
+        checks, arguments = {}, {}
         for node in custom:
             args, reason = graph.arguments(node)
+            arguments[node] = args
             if args is None:
                 report.skipped.append((node, reason))
             else:
@@ -156,14 +158,14 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
                         else:
                             report.findings.extend(_double_backward_findings(node, second))
             reporter(node.name())
-    if graph.torch and not custom:
+    behind = _behind_the_graph(nodes, custom, graph.torch)
+    if graph.torch and not custom and not behind:  # else the note below says more
         report.notes.append("the graph has no custom torch.autograd.Function: nothing to check "
                             "against finite differences (the NaN/Inf pass and the saved-tensor "
                             "checks ran)" if check_backward else
                             "the graph has no custom torch.autograd.Function: nothing to check "
                             "against finite differences")
 
-    behind = _behind_the_graph(nodes, custom)
     if behind:
         report.notes.append(_behind_note(behind, custom))
 
@@ -171,6 +173,7 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     findings = []
     if pass_result is not None:
         findings.extend(_pass_findings(pass_result, checks))
+    findings.extend(_rerun_cast_findings(checks, arguments, findings))
     for node, check in checks.items():
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
@@ -225,17 +228,23 @@ def _graph(roots):
 # custom node itself: its gradient reaches the loss only through its backward's derivative.
 # The doctor then checks no custom Function, and "no problems found" would be read as "the
 # custom Functions are right". Inside ``capture()`` every node made while a custom backward
-# ran is linked to that custom node (``_capture.made_in_backward_of``); the report names
-# those Functions and says how to check them. Outside capture(), and on PyTorch graphs,
-# neither engine keeps that link, and nothing is said.
+# ran is linked to that custom node (``_capture.made_in_backward_of``); on PyTorch graphs,
+# hooks on each custom node recorded inside capture() note the nodes its backward made there
+# (Note [Capturing PyTorch Functions] in ``_capture``). The report names those Functions and
+# says how to check them. Outside capture() neither engine keeps that link, and nothing is
+# said.
 
 
-def _behind_the_graph(nodes, custom):
+def _behind_the_graph(nodes, custom, torch=False):
     """The custom Function nodes, not in the graph, whose backward made nodes of it."""
     inside = set(custom)
     behind = []
+    index = _capture.torch_made_in_backward() if torch else None
     for node in nodes:
-        maker = _capture.made_in_backward_of(node)
+        if index is None:
+            maker = _capture.made_in_backward_of(node)
+        else:
+            maker = index.get((node._sequence_nr(), node.name()))
         if maker is not None and maker not in inside and maker not in behind:
             behind.append(maker)
     return behind
@@ -369,6 +378,45 @@ def _pass_findings(observer, checks):
     return findings
 
 
+def _dtype_name(value):
+    """A gradviz or torch tensor's dtype as numpy names it (float64), else None."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None:
+        return None
+    return getattr(dtype, "name", None) or str(dtype).removeprefix("torch.")
+
+
+def _rerun_cast_findings(checks, arguments, earlier):
+    """A gradient backward returned in another floating dtype than its input's, seen by the
+    re-run (torch's engine casts it where the backward pass's hooks cannot see, Note [Doctor
+    on PyTorch graphs]; for gradviz graphs the backward pass sees it first)."""
+    findings = []
+    for node, check in checks.items():
+        args = arguments.get(node) or ()
+        for slot in check.slots:
+            position = slot.position
+            if slot.cast_from is None or position >= len(args):
+                continue
+            declared = _dtype_name(args[position])
+            if declared is None or declared == slot.cast_from or any(
+                    f.kind == "coerced_gradient" and f.node is node
+                    and f.input_index == position for f in earlier):
+                continue
+            narrower = np.dtype(slot.cast_from).itemsize < np.dtype(declared).itemsize
+            message = (f"{node.name()} input {position}: backward returns a {slot.cast_from} "
+                       f"gradient for a {declared} input (seen in the doctor's re-run); the "
+                       f"engine casts it silently"
+                       + (", and the precision it lost is lost for the input's gradient"
+                          if narrower else ""))
+            findings.append(Finding(
+                kind="coerced_gradient", function=_function(node), node=node,
+                input_index=position, message=message,
+                severity="error" if narrower and not slot.ok else "warning",
+                hint=f"return the gradient in the input's dtype ({declared})",
+                details={"from_dtype": slot.cast_from, "to_dtype": declared, "rerun": True}))
+    return findings
+
+
 # ---- finite-difference findings ----------------------------------------------------------
 
 def _check_findings(node, check, earlier):
@@ -385,12 +433,15 @@ def _check_findings(node, check, earlier):
     if check.alone is not None:
         output, alone = check.alone
         if alone.backward_error is not None:
-            if not any(f.kind == "backward_error" and f.node is node for f in earlier):
-                exc = alone.backward_error
+            exc = alone.backward_error
+            failed = [f for f in earlier if f.kind == "backward_error" and f.node is node]
+            if not failed:
                 findings.append(_backward_error(
                     node, exc, when=f"when only output {output} is used (the others' gradients "
                                     f"are None, or zeros)",
                     hint=_none_hint(exc)))
+            else:
+                _explain_pass_failure(failed[0], exc, output)
         else:
             for slot in alone.slots:
                 findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
@@ -399,6 +450,18 @@ def _check_findings(node, check, earlier):
         for slot in probe.slots:
             findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
+
+
+def _explain_pass_failure(finding, exc, output):
+    """The backward pass's failure of a node, reproduced by the re-run with only ``output``
+    used: say so, and what None means there (the re-run with every output used succeeded)."""
+    hint = _none_hint(exc)
+    if finding.hint is not None or hint is None \
+            or type(exc) is not type(finding.details.get("exception")):
+        return
+    finding.hint = hint
+    finding.message += (f" (the re-run raises it too when only output {output} is used, and "
+                        f"not when every output is) - {hint}")
 
 
 def _none_hint(exc):
@@ -544,6 +607,11 @@ def _backward_error(node, exc, when="", hint=None):
     where = "" if position is None else f" (input {position})"
     when = f" {when}" if when else ""
     hint = hint or _shape_hint(text)
+    if hint is None and position is not None and "the corresponding forward input was not a" \
+            in text:
+        hint = (f"forward argument {position} is not a tensor (a number, a flag, or None for "
+                f"an optional tensor), so backward must return None in its place: return a "
+                f"gradient only when ctx.needs_input_grad[{position}] is True")
     message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
     if hint:
         message += f" - {hint}"

@@ -44,6 +44,11 @@ def explain(rerun, check, analytic, alone=False):
         a, n = slot.analytic[keep], slot.numeric[keep]
         indexed = bool(_index_arrays(rerun, slot.position) or rerun.index_outputs)
         hint = factor_hint(a, n)
+        if hint is not None:
+            # a factor may be an argument left out or taken for another: say which
+            because = _guarded(jacobians.arguments, slot)
+            if because is not None:
+                hint = f"{hint} {because}"
         if hint is None:
             hint = _repeated_index_hint(slot, keep, rerun)
         if hint is None:

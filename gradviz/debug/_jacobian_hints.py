@@ -13,8 +13,9 @@ output entry), and the finite differences again at other arguments. From those:
   orthogonal to the input, along it; backward's is not;
 - **the output for the input**: backward's gradient is the true one at the output's values,
   or grad_output times the output;
-- **arguments**: backward's gradient is the true one with a number argument set to 1 or a
-  bool mask inverted (an argument ignored, or used the wrong way round).
+- **arguments**: backward's gradient is the true one with a number argument set to 1, to 2
+  or to another number argument's value, with a bool mask inverted, or with another tensor
+  input set to ones (an argument ignored, used the wrong way round, or a factor left out).
 
 Each hint is stated only when that evidence holds; none decides a finding.
 """
@@ -51,6 +52,29 @@ def _fmt_index(coords):
 def _dims(dims):
     dims = sorted(dims)
     return f"dim {dims[0]}" if len(dims) == 1 else "dims " + ", ".join(str(d) for d in dims)
+
+
+def _is_number(value):
+    return isinstance(value, (int, float)) and not isinstance(value, bool) \
+        and bool(np.isfinite(value))
+
+
+def _number_slots(args):
+    """{(argument, element or None): value} of the number arguments, and of the numbers in
+    tuple or list arguments (options passed as a tuple)."""
+    slots = {}
+    for q, value in enumerate(args):
+        if _is_number(value):
+            slots[(q, None)] = value
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                if _is_number(item):
+                    slots[(q, i)] = item
+    return slots
+
+
+def _slot_name(q, i):
+    return f"number argument {q}" if i is None else f"argument {q}[{i}]"
 
 
 class JacobianHints:
@@ -153,12 +177,28 @@ class JacobianHints:
         (k,) = rerun.diff_outputs
         y = rerun.base_outputs[0]
         p = slot.position
-        if y.shape != tuple(slot.shape) or not np.all(np.isfinite(y)):
-            return None
         wrong = slot.mismatched & keep
-        if not wrong.any():
+        if not np.all(np.isfinite(y)) or not wrong.any():
             return None
         a = slot.analytic[wrong]
+        if self._small(slot):
+            # another input's values replaced by the output's (an input that forward
+            # overwrote in place, mark_dirty, read back in backward as if it were the input)
+            for q, value in rerun.base.items():
+                if q == p or value.shape != y.shape or value.dtype.kind != "f":
+                    continue
+                other = self.numeric(p, {**rerun.base, q: y.astype(value.dtype)},
+                                     key=("output for", q, p))
+                if other is not None:
+                    there = other[slot.indices][wrong]
+                    if np.any(there) and _close(a, there) \
+                            and not _close(there, slot.numeric[wrong]):
+                        return (f"it equals the true gradient computed with input {q}'s values "
+                                f"replaced by the output's: did backward use the result (a "
+                                f"saved output, or input {q} after forward modified it in "
+                                f"place) where input {q} was needed?")
+        if y.shape != tuple(slot.shape):
+            return None
         if self._small(slot):
             at_output = self.numeric(p, {**rerun.base, p: y.astype(rerun.base[p].dtype)},
                                      key=("output", p))
@@ -178,7 +218,9 @@ class JacobianHints:
 
     def arguments(self, slot):
         """Backward's gradient is the true one with a number argument set to 1 (a factor
-        ignored) or with a bool tensor argument inverted (a mask used the wrong way round)."""
+        ignored), to 2 or another number argument's value (a value written into backward,
+        or the wrong argument used), with a bool tensor argument inverted (a mask used the
+        wrong way round), or with another floating input set to ones (a factor left out)."""
         if not self._small(slot):
             return None
         rerun = self.rerun
@@ -192,16 +234,40 @@ class JacobianHints:
                 return (f"it equals the true gradient with the bool mask (argument {q}) "
                         f"inverted: backward uses the mask the wrong way round (~mask, or the "
                         f"branches of a where swapped)?")
-        for q, value in enumerate(rerun.args):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) \
-                    or value in (0, 1) or not np.isfinite(value):
+        numbers = _number_slots(rerun.args)
+        for (q, i), value in numbers.items():
+            if value in (0, 1) or i is not None:
                 continue
-            with self._argument(q, type(value)(1)):
-                other = self.numeric(p, key=("one", q, p))
+            with self._argument(q, i, type(value)(1)):
+                other = self.numeric(p, key=("one", q, i, p))
             if other is not None and self._matches(slot, other):
                 return (f"it equals the true gradient with the number argument {q} set to 1 "
                         f"(it is {value:g}): backward ignores that argument (a scale factor "
                         f"such as beta)? Keep it on ctx in forward and use it in backward")
+        for (q, i), value in numbers.items():
+            # a value written into backward (the square's 2 for any power), or another
+            # number argument's value in its place
+            others = {1: "a constant 1 written into backward"} if i is not None else {}
+            others[2] = "a constant 2 written into backward"
+            others.update({v: f"the value of {_slot_name(*key)}" for key, v in numbers.items()
+                           if key != (q, i) and v != value})
+            for candidate, what in others.items():
+                if candidate in (value, 0) or (candidate == 1 and i is None):
+                    continue
+                with self._argument(q, i, type(value)(candidate)):
+                    other = self.numeric(p, key=("set", q, i, candidate, p))
+                if other is not None and self._matches(slot, other):
+                    return (f"it equals the true gradient with the {_slot_name(q, i)} set to "
+                            f"{candidate:g} (it is {value:g}): backward does not use that "
+                            f"argument's value ({what} in its place?)")
+        for q, value in rerun.base.items():
+            if q == p or value.dtype.kind != "f" or np.all(value == 1):
+                continue
+            other = self.numeric(p, {**rerun.base, q: np.ones_like(value)}, key=("ones", q, p))
+            if other is not None and self._matches(slot, other):
+                return (f"it equals the true gradient with input {q} set to ones: backward "
+                        f"leaves out the factor from input {q} (a loop that stops one short, "
+                        f"or a term forgotten)?")
         return None
 
     def _matches(self, slot, other):
@@ -210,10 +276,15 @@ class JacobianHints:
             and not _close(there, slot.numeric)
 
     @contextlib.contextmanager
-    def _argument(self, q, value):
+    def _argument(self, q, i, value):
+        """Argument ``q`` (its element ``i`` when it is a tuple or list) set to ``value``."""
         rerun = self.rerun
         saved = rerun.args
-        rerun.args = tuple(value if i == q else a for i, a in enumerate(saved))
+        if i is not None:
+            inner = list(saved[q])
+            inner[i] = value
+            value = type(saved[q])(inner)
+        rerun.args = tuple(value if j == q else a for j, a in enumerate(saved))
         try:
             yield
         finally:

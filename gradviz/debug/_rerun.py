@@ -326,7 +326,8 @@ class GradvizRerun(Rerun):
 
     @staticmethod
     def scaled(arg, factor):
-        return _ops.from_numpy(arg._data * arg._data.dtype.type(factor))
+        # np.asarray: a 0-d array times a number is a numpy scalar, not an array
+        return _ops.from_numpy(np.asarray(arg._data * arg._data.dtype.type(factor)))
 
     def _output_array(self, output):
         return output._data

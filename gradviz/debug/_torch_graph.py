@@ -21,8 +21,9 @@ finite differences and hints as a gradviz graph, re-running the Function with to
   the saved tensors are kept, with a pre-hook and a post-hook on every node (removed after)
   to find the first node whose backward produced NaN/Inf and the node whose backward raised.
   ``.grad`` of non-leaf tensors that ``retain_grad()`` is put back as it was. torch casts a
-  gradient to its input's dtype inside its engine, where no hook sees it, so casts are not
-  reported for torch graphs;
+  gradient to its input's dtype inside its engine, where no hook sees it, so a cast is
+  reported from the doctor's re-run of the Function instead (its backward's own return
+  value, compared with the recorded argument's dtype);
 - mutated saved tensors: every saved tensor is unpacked; torch refuses one whose version
   moved since it was saved, and that refusal is the finding (values written through
   ``.data`` bypass the version counter and are not seen).
