@@ -1051,7 +1051,7 @@ class GraphTask:
         leaf: TensorBase = variable  # the C slot under Tensor.grad: no property, no checks
         before = leaf.grad
         if (before is None and not self.create_graph and grad is not owned_grad
-                and _stealable(grad)):
+                and _stealable(grad) and leaf._data.flags.c_contiguous):
             leaf.grad = grad  # Note [Stealing the gradient]
         else:
             self._accumulate_into(variable, grad, owned_grad)
@@ -1072,6 +1072,10 @@ class GraphTask:
         if before is None:
             if self.create_graph:
                 leaf.grad = _rt.clone(grad)
+                return
+            laid_out = _copy_in_layout_of(leaf, grad)
+            if laid_out is not None:
+                leaf.grad = laid_out
             elif grad is owned_grad:
                 leaf.grad = grad
             else:
@@ -1116,6 +1120,31 @@ def _stealable(grad) -> cython.bint:
     # product the row-major matmul rule returns: see gradviz.ops._linalg)
     return base is None or (type(base) is _ndarray and Py_REFCNT(base) == 2
                             and base.base is None and base.size == data.size)
+
+
+def _copy_in_layout_of(leaf: TensorBase, grad: TensorBase):
+    """A first ``.grad`` for a leaf that is dense but not row-major (a transposed weight):
+    a copy of ``grad`` with the leaf's strides, as PyTorch's ``clone_obey_contract`` makes
+    it; None for a row-major leaf (the usual case) or one with gaps or overlaps, whose
+    ``.grad`` is row-major."""
+    data = leaf._data
+    if data.flags.c_contiguous or not _dense(data):
+        return None
+    grad_data = grad._data
+    out = numpy.empty_like(data, dtype=grad_data.dtype)  # order "K": the leaf's layout
+    out[...] = grad_data
+    return _rt.make(out)
+
+
+def _dense(data) -> cython.bint:
+    """Whether the array's elements fill its memory exactly once (PyTorch's
+    is_non_overlapping_and_dense), whatever the order of its dimensions."""
+    expected = data.itemsize
+    for stride, size in sorted((abs(st), n) for st, n in zip(data.strides, data.shape) if n != 1):
+        if stride != expected:
+            return False
+        expected *= size
+    return True
 
 
 @cython.cfunc
