@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _activation
+from ..ops._inplace import inplace as _inplace
 from ..ops._registry import apply as _apply
 from . import functional as F
 from ._module import Module
@@ -36,8 +37,8 @@ def glu(input, dim: int = -1):
 
 def threshold(input, threshold, value, inplace: bool = False):
     """``input`` where it is greater than ``threshold``, ``value`` elsewhere."""
-    if inplace:  # a select (it saves no input): the write below does not invalidate it
-        return input.copy_(_ops.where(input > threshold, input, _ops.full_like(input, value)))
+    if inplace:  # its own op, ThresholdBackward1 (Note [In-place activations])
+        return _inplace(input, lambda old: _activation.threshold_result(old, threshold, value))
     return _apply(_activation.THRESHOLD, input, threshold=threshold, value=value)
 
 

@@ -17,8 +17,9 @@ from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
+from ..ops import _activation as _act
 from ..ops import _conv, _loss, _separable
-from ..ops import gelu, logsigmoid, sigmoid, silu, softplus, softsign, tanh, tanhshrink
+from ..ops import gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
 from .._tensor import Tensor
@@ -35,7 +36,8 @@ def relu(input, inplace: bool = False):
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
     if inplace:
-        return _inplace(input, lambda old: _ops.leaky_relu(old, negative_slope))
+        # its own op, LeakyReluBackward1 (Note [In-place activations])
+        return _inplace(input, lambda old: _act.leaky_relu_result(old, negative_slope))
     return _ops.leaky_relu(input, negative_slope)
 
 
@@ -43,13 +45,13 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
           inplace: bool = False):
     """Randomized leaky ReLU (slopes drawn in training, their mean otherwise)."""
     if inplace:
-        return _inplace(input, lambda old: _ops.rrelu(old, lower, upper, training))
+        return _inplace(input, lambda old: _act.rrelu_result(old, lower, upper, training))
     return _ops.rrelu(input, lower, upper, training)
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
     if inplace:
-        return _inplace(input, lambda old: _ops.elu(old, alpha))
+        return _inplace(input, lambda old: _act.elu_result(old, alpha))
     return _ops.elu(input, alpha)
 
 
@@ -70,12 +72,21 @@ def relu6(input, inplace: bool = False):
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
+def silu(input, inplace: bool = False):
+    """``x * sigmoid(x)`` (``SiluBackward0``), written into ``input`` when ``inplace``."""
+    return _activation(_ops.silu, input, inplace)
+
+
 def selu(input, inplace: bool = False):
-    return _activation(_ops.selu, input, inplace)
+    if inplace:
+        return _inplace(input, _act.selu_result)
+    return _ops.selu(input)
 
 
 def celu(input, alpha: float = 1.0, inplace: bool = False):
-    return _activation(_ops.celu, input, inplace, alpha)
+    if inplace:
+        return _inplace(input, lambda old: _act.celu_result(old, alpha))
+    return _ops.celu(input, alpha)
 
 
 def mish(input, inplace: bool = False):

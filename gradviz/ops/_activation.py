@@ -188,19 +188,29 @@ LEAKY_RELU_BACKWARD = _slope_op(
     "leaky_relu_backward", "LeakyReluBackwardBackward0",
     lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False)
 
-LEAKY_RELU = Op("leaky_relu", "LeakyReluBackward0",
-                forward=lambda a, negative_slope: np.where(a > 0, a, a * negative_slope),
+def _leaky_relu_forward(a, negative_slope):
+    return np.where(a > 0, a, a * negative_slope)
+
+
+LEAKY_RELU = Op("leaky_relu", "LeakyReluBackward0", forward=_leaky_relu_forward,
                 backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.input(0),
                                                negative_slope=ctx.negative_slope),),
                 saves=saves_inputs(0))
 
 
-RRELU = Op("rrelu_with_noise", "RreluWithNoiseBackward0",
-           forward=lambda a, noise, noise_tensor: np.where(a > 0, a, a * noise),
-           backward=lambda ctx, g: (g * ctx.noise_tensor,), dtype=promote_float)
+def _rrelu_forward(a, noise, noise_tensor):
+    return np.where(a > 0, a, a * noise)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+def _rrelu_backward(ctx, g):
+    return (g * ctx.noise_tensor,)
+
+
+RRELU = Op("rrelu_with_noise", "RreluWithNoiseBackward0", forward=_rrelu_forward,
+           backward=_rrelu_backward, dtype=promote_float)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, op=RRELU):
     """Randomized leaky ReLU: in training each negative element gets its own slope drawn
     uniformly from ``[lower, upper]`` (from gradviz's generator), else the slope is their mean;
     one ``RreluWithNoiseBackward0`` node as in PyTorch, whose gradient uses the same slopes."""
@@ -216,7 +226,7 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
         noise = np.where(data > 0, 1.0, (lower + upper) / 2).astype(data.dtype)
     from .._tensor import _wrap as _wrap_array
 
-    return apply(RRELU, input, noise=noise, noise_tensor=_wrap_array(noise))
+    return apply(op, input, noise=noise, noise_tensor=_wrap_array(noise))
 
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
@@ -458,3 +468,71 @@ def tanhshrink(input):
 def softmin(input, dim=None, dtype=None):
     """``softmax(-x, dim)``."""
     return softmax(neg(input), dim, dtype)
+
+
+# ---- in-place forms ----------------------------------------------------------------------------
+# Note [In-place activations]
+# ``leaky_relu_``, ``elu_`` (and ``selu_``), ``celu_``, ``threshold_`` and ``rrelu_`` are their
+# own ops in PyTorch, recorded as ``<Name>Backward1``: the input is overwritten, so the backward
+# is computed from the result (``threshold_`` keeps a copy of the input instead). Same values and gradients as the out-of-place forms; the node
+# names, the saved values (``_saved_result``) and the derivative of the backward follow torch.
+# ``relu_``, ``hardtanh_`` and the others that torch records as ``Backward0`` use the
+# out-of-place ops. The ``*_result`` functions are what ``gradviz.ops._inplace.inplace`` runs.
+
+LEAKY_RELU_RESULT = Op(
+    "leaky_relu_", "LeakyReluBackward1", forward=_leaky_relu_forward,
+    backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.output(),
+                                   negative_slope=ctx.negative_slope),),
+    saves=saves_output)
+
+
+def _scaled_elu_result_backward(ctx, g):
+    # with r = scale * alpha * (exp(x * input_scale) - 1) below zero, dr/dx is
+    # input_scale * (r + alpha * scale)
+    result = ctx.output()
+    positive = gt(result, 0)
+    negative_slope = g * ctx.input_scale * (result + ctx.alpha * ctx.scale)
+    return (_keep(positive, g * ctx.scale) + _keep(logical_not(positive), negative_slope),)
+
+
+ELU_RESULT = Op("elu_", "EluBackward1", forward=_scaled_elu_forward,
+                backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float)
+CELU_RESULT = Op("celu_", "CeluBackward1", forward=_scaled_elu_forward,
+                 backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float)
+
+# torch's threshold_ keeps the input as it was (its ``_saved_self``) and masks with it
+THRESHOLD_RESULT = Op("threshold_", "ThresholdBackward1", forward=THRESHOLD.forward,
+                      backward=THRESHOLD.backward, saves=saves_inputs(0))
+
+RRELU_RESULT = Op("rrelu_with_noise_", "RreluWithNoiseBackward1", forward=_rrelu_forward,
+                  backward=_rrelu_backward, dtype=promote_float)
+
+
+def leaky_relu_result(input, negative_slope=0.01):
+    _check_float_kernel(input, "leaky_relu_cpu")
+    return apply(LEAKY_RELU_RESULT, input, negative_slope=negative_slope)
+
+
+def elu_result(input, alpha=1.0):
+    _check_float_kernel(input, "elu_cpu")
+    return apply(ELU_RESULT, input, alpha=alpha, scale=1.0, input_scale=1.0)
+
+
+def selu_result(input):
+    _check_float_kernel(input, "elu_cpu")
+    return apply(ELU_RESULT, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+
+
+def celu_result(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    _check_float_kernel(input, "elu_cpu")
+    return apply(CELU_RESULT, input, alpha=alpha, scale=1.0, input_scale=1.0 / alpha)
+
+
+def threshold_result(input, threshold, value):
+    return apply(THRESHOLD_RESULT, input, threshold=threshold, value=value)
+
+
+def rrelu_result(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return rrelu(input, lower, upper, training, op=RRELU_RESULT)

@@ -321,6 +321,13 @@ SAVED_NAMES = {
     "SignBackward0": {},
     "GeluBackward0": {"self": _SELF, "approximate": Attr("approximate")},
     "LeakyReluBackward0": {"self": _SELF, "negative_slope": Attr("negative_slope")},
+    "HardtanhBackward0": {"self": _SELF, "min_val": Attr("min_val"), "max_val": Attr("max_val")},
+    # in-place forms (Note [In-place activations] in gradviz/ops/_activation.py)
+    "LeakyReluBackward1": {"result": RESULT, "negative_slope": Attr("negative_slope")},
+    "EluBackward1": {"alpha": Attr("alpha"), "scale": Attr("scale"),
+                     "input_scale": Attr("input_scale"), "result": RESULT},
+    "CeluBackward1": {"alpha": Attr("alpha"), "result": RESULT},
+    "ThresholdBackward1": {"self": _SELF, "threshold": Attr("threshold")},
     "SoftplusBackward0": {"self": _SELF, "beta": Attr("beta"), "threshold": Attr("threshold")},
     "ClampBackward1": {"self": _SELF, "min": Attr("min"), "max": Attr("max")},
     "ClampBackward0": {"self": _SELF, "min": Computed(_clamp_bound("min")),
