@@ -108,6 +108,10 @@ def flatten(input, start_dim=0, end_dim=-1):
         return reshape(input, 1)
     start = _wrap_dim(start_dim, input.ndim)
     end = _wrap_dim(end_dim, input.ndim)
+    if start > end:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if start == end:
+        return input  # nothing to merge: PyTorch returns the tensor itself, no view node
     shape = input._data.shape
     middle = 1
     for s in shape[start:end + 1]:
