@@ -37,6 +37,7 @@ from .ops import bincount, histc, histogram, median, mode, quantile, std_mean, u
 from .ops import cdist, cosine_similarity, dist, pairwise_distance, xlogy
 from .ops import atan2, lerp, movedim, nan_to_num, ravel, swapaxes, tril_indices, triu_indices
 from .ops import celu, selu
+from .ops import unsafe_chunk, unsafe_split
 from .ops import aminmax, cummax, cummin, kthvalue, logcumsumexp, nanmean, nansum
 from .ops import (addbmm, addmv, addr, baddbmm, cross, inner, kron, logdet, matrix_power, slogdet,
                   tensordot, vdot)
@@ -196,7 +197,7 @@ __all__ = [
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",
-    "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "cumsum", "erf", "exp2",
+    "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "unsafe_chunk", "unsafe_split", "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",

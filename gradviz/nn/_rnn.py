@@ -27,18 +27,18 @@ def _rnn_step(mode, x, state, w_ih, w_hh, b_ih, b_hh):
     for an LSTM; returns the new state."""
     if mode == "LSTM":
         h, c = state
-        gates = F.linear(x, w_ih, b_ih) + F.linear(h, w_hh, b_hh)
-        i, f, g, o = gates.chunk(4, -1)
+        gates = F.linear(h, w_hh, b_hh) + F.linear(x, w_ih, b_ih)  # torch's lstm_cell
+        i, f, g, o = _ops.unsafe_chunk(gates, 4, -1)
         c = _ops.sigmoid(f) * c + _ops.sigmoid(i) * _ops.tanh(g)
         return _ops.sigmoid(o) * _ops.tanh(c), c
     if mode == "GRU":
         h = state
-        r_x, z_x, n_x = F.linear(x, w_ih, b_ih).chunk(3, -1)
-        r_h, z_h, n_h = F.linear(h, w_hh, b_hh).chunk(3, -1)
+        r_x, z_x, n_x = _ops.unsafe_chunk(F.linear(x, w_ih, b_ih), 3, -1)  # torch's gru_cell
+        r_h, z_h, n_h = _ops.unsafe_chunk(F.linear(h, w_hh, b_hh), 3, -1)
         r = _ops.sigmoid(r_x + r_h)
         z = _ops.sigmoid(z_x + z_h)
         n = _ops.tanh(n_x + r * n_h)
-        return (1 - z) * n + z * h
+        return (h - n) * z + n
     pre = F.linear(x, w_ih, b_ih) + F.linear(state, w_hh, b_hh)
     return _ops.tanh(pre) if mode == "RNN_TANH" else _ops.relu(pre)
 

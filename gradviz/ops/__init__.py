@@ -112,6 +112,7 @@ _tensor.install_methods({
     "logsumexp": R.logsumexp, "norm": R.norm, "cumsum": R.cumsum,
     "softmax": A.softmax, "log_softmax": A.log_softmax,
     "narrow": S.narrow, "select": S.select, "split": S.split, "chunk": S.chunk,
+    "unsafe_split": S.unsafe_split, "unsafe_chunk": S.unsafe_chunk,
     "unbind": S.unbind, "flip": S.flip,
     "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add,
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,

@@ -391,6 +391,8 @@ SAVED_NAMES = {
     "UnbindBackward0": {"dim": _DIM},
     "SplitBackward0": {"dim": _DIM, "split_size": Attr("split_size"),
                        "self_sym_sizes": _SELF_SIZES},
+    "UnsafeSplitBackward0": {"dim": _DIM, "split_size": Attr("split_size"),
+                             "self_sym_sizes": _SELF_SIZES},
     "SplitWithSizesBackward0": {"dim": _DIM, "split_sizes": Attr("split_sizes", tuple),
                                 "self_sym_sizes": _SELF_SIZES},
     "CloneBackward0": {},

@@ -13,7 +13,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, numpy_names, promote
 
-__all__ = ["reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
+__all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
            "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
            "chunk", "unbind", "flip", "contiguous", "unsafe_view"]
 
@@ -748,6 +748,10 @@ SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
                       forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
                       backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
                       quiet=False)
+# the same split, its pieces not tracked as views (torch's unsafe_split: LSTM/GRU cells' gates)
+UNSAFE_SPLIT = Op("unsafe_split", "UnsafeSplitBackward0",
+                  forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
+                  backward=_split_backward, fast_backward=_split_fast, quiet=False)
 UNBIND = Op("unbind", "UnbindBackward0", forward=_unbind_forward, backward=_unbind_backward,
             fast_backward=_unbind_fast, quiet=False)
 
@@ -819,6 +823,29 @@ def split(input, split_size_or_sections, dim=0):
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
             f"size at dimension {dim}), but got split_sizes={list(sections)}")
     return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
+
+
+def unsafe_split(input, split_size, dim=0):
+    """``split`` into chunks of ``split_size`` whose pieces autograd does not track as views
+    (one ``UnsafeSplitBackward0`` node): in-place changes to a piece are not checked against
+    the others, as in PyTorch."""
+    _check_splittable(input, "split")
+    dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim]
+    if split_size <= 0 and size:
+        raise RuntimeError(
+            f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
+    pieces = apply(UNSAFE_SPLIT, input, dim=dim, split_size=split_size, shape=input._data.shape)
+    return tuple(pieces) if isinstance(pieces, (tuple, list)) else (pieces,)
+
+
+def unsafe_chunk(input, chunks, dim=0):
+    """``chunk`` through :func:`unsafe_split` (PyTorch's ``unsafe_chunk``)."""
+    _check_splittable(input, "chunk")
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
+    size = input._data.shape[_wrap_dim(dim, input.ndim)]
+    return unsafe_split(input, max(-(-size // chunks), 1), dim)
 
 
 @numpy_names
