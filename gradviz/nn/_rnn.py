@@ -3,8 +3,10 @@
 initialisation (U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), from gradviz's generator).
 
 The steps are written with ``linear`` and pointwise ops, so their graphs (and gradients of
-any order) are those of the formulas in torch's documentation; the node names are those of
-the pieces (torch records fused or stacked nodes instead).
+any order) are those of the formulas in torch's documentation. A cell's step is written as
+torch's ``lstm_cell``/``gru_cell`` (the same nodes in the same order); the layers run the
+cell step by step, where torch projects the whole input sequence first, so their graphs
+differ from torch's in that part.
 """
 
 from __future__ import annotations
