@@ -24,15 +24,17 @@ __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 
-def _rnn_step(mode, x, state, w_ih, w_hh, b_ih, b_hh):
+def _rnn_step(mode, x, state, w_ih, w_hh, b_ih, b_hh, w_hr=None):
     """One step of ``mode`` from input ``x`` (N, I) and state: ``h`` (N, H), or ``(h, c)``
-    for an LSTM; returns the new state."""
+    for an LSTM (``h`` projected by ``w_hr`` when the LSTM has ``proj_size``); returns the
+    new state."""
     if mode == "LSTM":
         h, c = state
         gates = F.linear(h, w_hh, b_hh) + F.linear(x, w_ih, b_ih)  # torch's lstm_cell
         i, f, g, o = _ops.unsafe_chunk(gates, 4, -1)
         c = _ops.sigmoid(f) * c + _ops.sigmoid(i) * _ops.tanh(g)
-        return _ops.sigmoid(o) * _ops.tanh(c), c
+        h = _ops.sigmoid(o) * _ops.tanh(c)
+        return (h if w_hr is None else _ops.matmul(h, w_hr.t())), c
     if mode == "GRU":
         h = state
         r_x, z_x, n_x = _ops.unsafe_chunk(F.linear(x, w_ih, b_ih), 3, -1)  # torch's gru_cell
@@ -135,7 +137,8 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
-                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None,
+                 proj_size: int = 0):
         super().__init__()
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
@@ -149,28 +152,56 @@ class _RNNBase(Module):
         self.batch_first = batch_first
         self.dropout = float(dropout)
         self.bidirectional = bidirectional
+        if proj_size < 0:
+            raise ValueError("proj_size should be a positive integer or zero to disable "
+                             "projections")
+        if proj_size >= hidden_size:
+            raise ValueError("proj_size has to be smaller than hidden_size")
+        self.proj_size = proj_size
+        out_size = proj_size or hidden_size  # the size of h (of c: hidden_size)
         gates = _GATES[self.mode] * hidden_size
         directions = 2 if bidirectional else 1
         bound = 1.0 / math.sqrt(hidden_size) if hidden_size > 0 else 0
         for layer in range(num_layers):
-            width = input_size if layer == 0 else hidden_size * directions
+            width = input_size if layer == 0 else out_size * directions
             for suffix in ("", "_reverse")[:directions]:
                 names = [f"weight_ih_l{layer}{suffix}", f"weight_hh_l{layer}{suffix}"]
-                shapes = [(gates, width), (gates, hidden_size)]
+                shapes = [(gates, width), (gates, out_size)]
                 if bias:
                     names += [f"bias_ih_l{layer}{suffix}", f"bias_hh_l{layer}{suffix}"]
                     shapes += [(gates,), (gates,)]
+                if proj_size:
+                    names.append(f"weight_hr_l{layer}{suffix}")
+                    shapes.append((proj_size, hidden_size))
                 for name, shape in zip(names, shapes):
                     setattr(self, name, Parameter(_uniform_(_ops.empty(*shape, dtype=dtype),
                                                             bound)))
 
     def _weights(self, layer, suffix):
         get = lambda name: getattr(self, f"{name}_l{layer}{suffix}", None)  # noqa: E731
-        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh")
+        return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _check_hidden(self, h, expected):
+    def _check_hidden(self, h, expected, which=""):
         if tuple(h.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {list(h.shape)}")
+            raise RuntimeError(f"Expected hidden{which} size {expected}, got {list(h.shape)}")
+
+    def _check_states(self, hx, expected):
+        """torch's checks of the initial state: ``hidden`` for one tensor, ``hidden[0]``
+        (h, of the projected size with ``proj_size``) and ``hidden[1]`` (c) for an LSTM."""
+        if self.mode != "LSTM":
+            self._check_hidden(hx, expected)
+            return
+        h_expected = expected[:-1] + (self.proj_size or self.hidden_size,)
+        self._check_hidden(hx[0], h_expected, "[0]")
+        self._check_hidden(hx[1], expected, "[1]")
+
+    def _zero_states(self, expected, dtype):
+        zeros = _ops.zeros(*expected, dtype=dtype)
+        if self.mode != "LSTM":
+            return zeros
+        if self.proj_size:
+            return _ops.zeros(*expected[:-1], self.proj_size, dtype=dtype), zeros
+        return zeros, zeros
 
     def forward(self, input, hx=None):
         if isinstance(input, PackedSequence):
@@ -197,12 +228,10 @@ class _RNNBase(Module):
         expected = (self.num_layers * directions, batch, self.hidden_size)
         lstm = self.mode == "LSTM"
         if hx is None:
-            zeros = _ops.zeros(*expected, dtype=x.dtype)
-            hx = (zeros, zeros) if lstm else zeros
+            hx = self._zero_states(expected, x.dtype)
         elif unbatched:
             hx = tuple(h.unsqueeze(1) for h in hx) if lstm else hx.unsqueeze(1)
-        for h in (hx if lstm else (hx,)):
-            self._check_hidden(h, expected)
+        self._check_states(hx, expected)
         finals_h, finals_c = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -255,13 +284,11 @@ class _RNNBase(Module):
         expected = (self.num_layers * directions, batch, self.hidden_size)
         lstm = self.mode == "LSTM"
         if hx is None:
-            zeros = _ops.zeros(*expected, dtype=data.dtype)
-            hx = (zeros, zeros) if lstm else zeros
+            hx = self._zero_states(expected, data.dtype)
         elif sorted_indices is not None:  # the states follow the batch into length order
             hx = (tuple(h.index_select(1, sorted_indices) for h in hx) if lstm
                   else hx.index_select(1, sorted_indices))
-        for h in (hx if lstm else (hx,)):
-            self._check_hidden(h, expected)
+        self._check_states(hx, expected)
         bounds = [0]
         for b in sizes:
             bounds.append(bounds[-1] + b)
@@ -301,6 +328,8 @@ class _RNNBase(Module):
 
     def extra_repr(self) -> str:
         text = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            text += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             text += f", num_layers={self.num_layers}"
         if not self.bias:  # (torch does not show an RNN's nonlinearity)
@@ -336,10 +365,8 @@ class LSTM(_RNNBase):
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1, bias: bool = True,
                  batch_first: bool = False, dropout: float = 0.0, bidirectional: bool = False,
                  proj_size: int = 0, device=None, dtype=None):
-        if proj_size:
-            raise NotImplementedError("LSTM: proj_size is not supported by gradviz")
         super().__init__(input_size, hidden_size, num_layers, "tanh", bias, batch_first, dropout,
-                         bidirectional, device, dtype)
+                         bidirectional, device, dtype, proj_size)
 
 
 class GRU(_RNNBase):
