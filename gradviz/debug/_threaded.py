@@ -153,6 +153,8 @@ class CallSession(SessionBase):
             self._view.apply(event)
         if event["kind"] == "node_started":
             self._in_progress = event["node"]
+        elif event["kind"] == "backward_finished":
+            self._in_progress = None  # the pass is over: no node in progress
         if self._abort:
             return  # unwinding: SessionAborted is on its way
         # mid-node pauses name the node in progress, even once its node_finished is shown
