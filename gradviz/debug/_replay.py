@@ -136,14 +136,18 @@ class ReplaySession(SessionBase):
 
     # ---- driving -----------------------------------------------------------------------
     def step(self) -> dict | None:
-        """Show the next node (all its events); returns that node's graph entry or None."""
+        """Show the next node (all its events); returns that node's graph entry or None.
+
+        After :meth:`step_event`, first shows the rest of the node in progress (even when its
+        ``node_finished`` is already shown) and returns that node, as ``DebugSession.step``.
+        """
         self.stopped_at = None
         if self._cursor >= len(self._events):
             return None
-        running = self._view.running
-        index = bisect.bisect_left(self._boundaries, self._cursor)
-        if running is None and index < len(self._boundaries):
-            running = self._events[self._boundaries[index]]["node"]
+        # the node whose events are shown: the last node_started at or before the cursor (at a
+        # boundary, that is the node this step shows in full)
+        index = bisect.bisect_right(self._boundaries, self._cursor) - 1
+        running = self._events[self._boundaries[index]]["node"] if index >= 0 else None
         self._seek(self._next_boundary())
         self._notify()
         return None if running is None else self._nodes.get(running)
@@ -207,6 +211,10 @@ class ReplaySession(SessionBase):
         node_id = node["id"] if isinstance(node, dict) else getattr(node, "node_id", node)
         if node_id not in self._nodes:
             raise KeyError(f"no node with id {node_id} in this trace's graph")
+        index = bisect.bisect_left(self._boundaries, self._cursor)
+        if index < len(self._boundaries) and self._boundaries[index] == self._cursor and \
+                self._events[self._cursor]["node"] == node_id:
+            return  # already paused before it (as DebugSession.run_to)
         temporary = self.breakpoints.add(Breakpoint(node=node_id))
         try:
             self.continue_()

@@ -176,6 +176,71 @@ class DoctorReport:
         return (f"<DoctorReport ok={self.ok}: {len(self.findings)} finding(s), "
                 f"{len(self.checked)} checked, {len(self.skipped)} skipped>")
 
+    # ---- notebook display: a report as a cell's last expression --------------------------
+    def _repr_pretty_(self, printer, cycle: bool) -> None:
+        """IPython's plain-text display: the diagnosis ``print(report)`` gives."""
+        printer.text(repr(self) if cycle else str(self))
+
+    def _repr_html_(self) -> str:
+        """Jupyter's rich display: the summary, then a table of the findings (severity, node,
+        diagnosis with its worst entries, likely cause), the skipped nodes and the notes. Every
+        text is HTML-escaped (messages quote user class names and values)."""
+        from html import escape
+
+        node_id = self.node_id or _gradviz_node_id
+
+        def node_text(node) -> str:
+            if node is None:
+                return "?"
+            try:
+                return f"{node.name()} #{node_id(node)}"
+            except Exception:  # a node the numbering does not know: its name is enough
+                return node.name()
+
+        cell = "padding:2px 8px;text-align:left;vertical-align:top;border-top:1px solid #ccc"
+        colour = {"error": "#b91c1c", "warning": "#b45309"}
+        summary = str(self).split("\n", 1)[0]
+        parts = [f'<div class="gradviz-doctor-report" data-ok="{str(self.ok).lower()}">',
+                 f'<p style="font-weight:bold;color:{"#15803d" if self.ok else "#b91c1c"}">'
+                 f"{escape(summary)}</p>"]
+        if self.findings:
+            parts.append('<table class="gradviz-doctor-findings" style="border-collapse:'
+                         'collapse"><thead><tr>'
+                         + "".join(f'<th style="{cell}">{head}</th>' for head in
+                                   ("severity", "node", "finding", "likely cause"))
+                         + "</tr></thead><tbody>")
+            for finding in self.findings:
+                mark = "problem" if finding.severity == "error" else "warning"
+                message = finding.message
+                if finding.hint and message.endswith(f" - {finding.hint}"):
+                    message = message[:-len(finding.hint) - 3]  # the hint has its own column
+                text = escape(message)
+                if len(finding.worst) > 1 and finding.kind in _GRADIENT_KINDS:
+                    entries = "; ".join(f"{_format_index(e.index)} {_fmt(e.analytic)} vs "
+                                        f"{_fmt(e.numeric)}" for e in finding.worst)
+                    text += ("<br><small>worst entries (backward vs finite differences): "
+                             f"{escape(entries)}</small>")
+                parts.append(
+                    f'<tr class="gradviz-finding" data-kind="{escape(finding.kind)}" '
+                    f'data-severity="{escape(finding.severity)}">'
+                    f'<td style="{cell};font-weight:bold;color:'
+                    f'{colour.get(finding.severity, "inherit")}">{mark}</td>'
+                    f'<td style="{cell}"><code>{escape(node_text(finding.node))}</code></td>'
+                    f'<td style="{cell}">{text}</td>'
+                    f'<td style="{cell}">{escape(finding.hint or "")}</td></tr>')
+            parts.append("</tbody></table>")
+        if self.skipped:
+            parts.append('<p>Skipped:</p><ul class="gradviz-doctor-skipped">')
+            parts.extend(f"<li><code>{escape(node_text(node))}</code>: {escape(reason)}</li>"
+                         for node, reason in self.skipped)
+            parts.append("</ul>")
+        if self.notes:
+            parts.append('<p>Notes:</p><ul class="gradviz-doctor-notes">')
+            parts.extend(f"<li>{escape(note)}</li>" for note in self.notes)
+            parts.append("</ul>")
+        parts.append("</div>")
+        return "".join(parts)
+
 
 def _gradviz_node_id(node):
     return node.node_id

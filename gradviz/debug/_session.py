@@ -299,6 +299,9 @@ class DebugSession(SessionBase):
         try:
             while True:
                 while self._behind():
+                    # the rest of a node step_event() began: the next node is not the one
+                    # the session was paused at, so its breakpoints count (as in a replay)
+                    first = False
                     event = self._recorder.events[self._cursor]
                     self._show(1)
                     hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))

@@ -79,6 +79,11 @@ class CallSession(SessionBase):
         self._mode = "step" if stop_at_first_node else "continue"
         self._abort = False
         self._current: int | None = None
+        self._in_progress: int | None = None  # the last node_started's node (worker side)
+        self._at_event = False    # paused after an event (mid-node), not before a node
+        self._mark: int | None = None     # events recorded when resumed from a mid-node pause
+        self._stepped = None              # the node step() ran without pausing before it
+        self._run_to: int | None = None   # the node run_to() goes to
         self._nodes: dict = {}
         self._edges: list = []
         self._roots: list = []
@@ -118,13 +123,26 @@ class CallSession(SessionBase):
         with self._data:
             self._nodes, self._edges, self._roots, self._live = nodes, edges, roots, live
             self._view = EventView(nodes)
+        self._in_progress = None
 
     def _before_node(self, node):
         if self._abort:
             raise SessionAborted("the debug session was aborted")
+        # Resumed after the last event of the node in progress (nothing recorded since): the
+        # session was as good as paused before this node, so, as DebugSession does there, a
+        # step runs it and a continue does not stop at it (run_to() to it does).
+        mark, self._mark = self._mark, None
+        fresh = mark is not None and len(self._events) == mark
         if self._mode == "step":
+            if fresh:
+                self._stepped = self._live.get(node.node_id)
+                return
             self._pause(node.node_id)
         elif self._mode == "continue":
+            if fresh:
+                if node.node_id == self._run_to:
+                    self._pause(node.node_id)
+                return
             hit = self.breakpoints.node_hit(node.node_id, _engine.display_name(node))
             if hit is not None:
                 self.stopped_at = hit
@@ -133,24 +151,30 @@ class CallSession(SessionBase):
     def _on_event(self, event):
         with self._data:
             self._view.apply(event)
+        if event["kind"] == "node_started":
+            self._in_progress = event["node"]
+        elif event["kind"] == "backward_finished":
+            self._in_progress = None  # the pass is over: no node in progress
         if self._abort:
             return  # unwinding: SessionAborted is on its way
+        # mid-node pauses name the node in progress, even once its node_finished is shown
         if event["kind"] == "error":
-            self._pause(event["node"])  # stay inspectable at the failing node
+            self._pause(event["node"], at_event=True)  # stay inspectable at the failing node
         elif self._mode == "event":
-            self._pause(self._view.running)
+            self._pause(self._in_progress, at_event=True)
         elif self._mode == "continue":
             hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))
             if hit is not None:
                 self.stopped_at = hit
-                self._pause(self._view.running)
+                self._pause(self._in_progress, at_event=True)
 
-    def _pause(self, node_id):
+    def _pause(self, node_id, at_event: bool = False):
         # Grad mode is per thread (Note [Per-thread grad mode] in gradviz_ext/_engine.py):
         # the mode the engine set for this node stays the worker's while the controller runs.
         with self._cond:
             self._state = "paused"
             self._current = node_id
+            self._at_event = at_event
             self._cond.notify_all()
         self._notify()
         with self._cond:
@@ -170,9 +194,12 @@ class CallSession(SessionBase):
 
     def _resume(self, mode: str, timeout) -> None:
         with self._cond:
+            if self._state == "finished":
+                return  # nothing left to run: commands do nothing, as at the end of a pass
             if self._state != "paused":
                 raise RuntimeError(f"the session is {self._state}, not paused")
             self.stopped_at = None
+            self._mark = len(self._events) if self._at_event else None
             self._mode = mode
             self._state = "running"
             self._cond.notify_all()
@@ -186,9 +213,20 @@ class CallSession(SessionBase):
 
     def step(self, timeout: float | None = None):
         """Let the worker run one node; wait until it pauses before the next one (possibly in
-        a later backward pass) or ``fn`` ends. Returns the node that ran."""
+        a later backward pass) or ``fn`` ends. Returns the node that ran.
+
+        After :meth:`step_event` (or an event breakpoint), first lets the worker finish the
+        node in progress and returns that node, as ``DebugSession.step`` does; when its last
+        event was already shown, runs the next node instead and returns that one.
+        """
         node = self._live.get(self._current)
+        at_event, seen = self._at_event, len(self._events)
+        self._stepped = None
         self._resume("step", timeout)
+        if self._stepped is not None:
+            return self._stepped
+        if at_event and len(self._events) == seen:
+            return None  # the node in progress was over, and so was the pass
         return node
 
     def step_event(self, timeout: float | None = None) -> dict | None:
@@ -204,11 +242,17 @@ class CallSession(SessionBase):
     def run_to(self, node, timeout: float | None = None) -> None:
         """Continue until ``node`` (a node or id) is the next to run."""
         node_id = getattr(node, "node_id", node)
+        if self._state == "paused" and not self._at_event and self._current == node_id:
+            return  # already paused before it
         temporary = self.breakpoints.add(Breakpoint(node=node_id))
+        self._run_to = node_id
         try:
             self.continue_(timeout)
         finally:
+            self._run_to = None
             temporary.remove()
+        if self.stopped_at is temporary:
+            self.stopped_at = None
 
     def abort(self, timeout: float | None = 10.0) -> None:
         """Stop ``fn``: :class:`SessionAborted` unwinds it from its next pause point."""

@@ -37,6 +37,7 @@ from __future__ import annotations
 import time
 import types
 import weakref
+from collections.abc import Mapping
 
 from ..instrument import Trace, summarize
 
@@ -147,14 +148,56 @@ def _saved_of(node) -> list:
     return found
 
 
-def _describe(node_id: int, node, outputs: list) -> dict:
+def _describe(node_id: int, node, outputs: list, names: dict) -> dict:
     label = ""
+    leaf_name = None
     if _is_accumulate_grad(node):
         variable = node.variable
         label = f"{list(variable.shape)} {_dtype_name(variable.dtype)}"
+        named = names.get(id(variable))
+        if named is not None and named[0] is variable:
+            leaf_name = named[1]
     elif outputs:
         label = f"{outputs[0]['shape']}"
-    return {"id": node_id, "name": _node_name(node), "kind": _node_kind(node), "label": label}
+    info = {"id": node_id, "name": _node_name(node), "kind": _node_kind(node), "label": label}
+    if leaf_name is not None:
+        info["leaf_name"] = leaf_name
+    return info
+
+
+def _parameter_names(params) -> dict:
+    """``{id(tensor): (tensor, name)}`` from ``params``: the rules of ``gradviz.debug.backward``'s
+    ``params`` (``gradviz.instrument._nodes.parameter_names``) for torch tensors. ``params`` is an
+    ``nn.Module`` (its ``named_parameters()``), a dict of name -> Tensor or an iterable of
+    ``(name, Tensor)`` pairs; a tensor listed twice keeps its first name."""
+    import torch
+
+    if params is None:
+        return {}
+    named = getattr(params, "named_parameters", None)
+    if callable(named):
+        items = named()
+    else:
+        items = params.items() if isinstance(params, Mapping) else params
+    try:
+        pairs = list(items)
+    except TypeError:
+        raise TypeError("record_torch: params must be a dict of name -> torch.Tensor, such as "
+                        "dict(model.named_parameters()), or a torch.nn.Module; got "
+                        f"{type(params).__name__}") from None
+    names: dict[int, tuple] = {}
+    for pair in pairs:
+        if not (isinstance(pair, tuple) and len(pair) == 2):
+            raise TypeError("record_torch: params must be a dict of name -> torch.Tensor (or "
+                            f"(name, Tensor) pairs); got the item {pair!r}")
+        name, tensor = pair
+        if not isinstance(tensor, torch.Tensor):
+            raise TypeError(f"record_torch: params[{name!r}] must be a torch.Tensor, got "
+                            f"{type(tensor).__module__}.{type(tensor).__name__}; pass the "
+                            "torch model's parameters (a gradviz model's go to "
+                            "gradviz.debug.backward)")
+        names.setdefault(id(tensor), (tensor, str(name)))
+    return names
 
 
 def _root_edges(roots) -> list:
@@ -179,8 +222,9 @@ def _root_edges(roots) -> list:
 class _TorchRecording:
     """One backward pass: the graph walk, the hooks and the events."""
 
-    def __init__(self, roots, gradients, inputs, retain_graph):
+    def __init__(self, roots, gradients, inputs, retain_graph, names=None):
         self.retain_graph = retain_graph
+        self.names = names or {}         # id(leaf) -> (leaf, name), from params
         self.trace = Trace()
         self.nodes: list = []            # id -> torch node
         self.edges: list = []            # id -> [(child id or None, input_nr)]
@@ -290,7 +334,8 @@ class _TorchRecording:
                 graph["nodes"].append({"id": node_id, "name": "GraphRoot", "kind": "builtin",
                                        "label": ""})
             else:
-                graph["nodes"].append(_describe(node_id, node, self.outputs[node_id]))
+                graph["nodes"].append(_describe(node_id, node, self.outputs[node_id],
+                                                self.names))
             for child, input_nr in self.edges[node_id]:
                 if child is not None:
                     graph["edges"].append({"source": node_id, "target": child,
@@ -527,7 +572,7 @@ def _gradients(roots, gradient) -> list:
     return grads
 
 
-def _record(loss, inputs=None, gradient=None, retain_graph=None):
+def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
     """:func:`record_torch`, also returning the torch nodes by trace id (for tests)."""
     import torch
 
@@ -535,10 +580,11 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None):
     if not roots or not all(isinstance(t, torch.Tensor) for t in roots):
         raise TypeError("record_torch takes a torch.Tensor (or a sequence of them) as loss, "
                         f"got {type(loss).__name__}")
+    names = _parameter_names(params)  # a bad params fails before the pass runs
     gradients = _gradients(roots, gradient)
     inputs = None if inputs is None else _as_list(inputs)
     retain = bool(retain_graph) if retain_graph is not None else False  # create_graph is False
-    recording = _TorchRecording(roots, gradients, inputs, retain)
+    recording = _TorchRecording(roots, gradients, inputs, retain, names)
     recording.node_created_events()
     recording.attach()
     started = time.perf_counter()
@@ -560,7 +606,7 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None):
     return recording.trace, list(recording.nodes)
 
 
-def record_torch(loss, inputs=None, gradient=None, retain_graph=None) -> Trace:
+def record_torch(loss, inputs=None, gradient=None, retain_graph=None, *, params=None) -> Trace:
     """Run PyTorch's backward from ``loss`` and record it into a gradviz :class:`Trace`.
 
     The trace holds the real torch graph (names, ``next_functions`` edges) and one event per
@@ -580,12 +626,21 @@ def record_torch(loss, inputs=None, gradient=None, retain_graph=None) -> Trace:
         The gradient of each root (may be omitted for scalar roots).
     retain_graph : bool, optional
         Keep the saved tensors (then no ``saved_released`` events), default False.
+    params : torch.nn.Module or dict, optional
+        Names for the leaves, as ``gradviz.debug.backward(params=...)`` takes them: a module
+        (its ``named_parameters()``, e.g. ``"fc1.weight"``), a dict of name -> Tensor such as
+        ``dict(model.named_parameters())``, or ``(name, Tensor)`` pairs. Each leaf it names
+        gets ``leaf_name`` in the trace's graph, so the widget and ``save_html`` pages label
+        its ``AccumulateGrad`` node ``fc1.weight · AccumulateGrad``; other leaves stay unnamed.
 
     Raises
     ------
     Exception
         Whatever torch's backward raised; the partial trace, ending with an ``error`` event,
         is attached to the exception as ``gradviz_trace``.
+    TypeError
+        If ``params`` is not a module, a dict or ``(name, torch.Tensor)`` pairs (before
+        anything runs).
 
     Examples
     --------
@@ -599,5 +654,10 @@ def record_torch(loss, inputs=None, gradient=None, retain_graph=None) -> Trace:
     >>> w.grad
     tensor([ 1., -2.])
     >>> gradviz.debug.replay(trace).continue_()
+    >>> layer = torch.nn.Linear(2, 1)
+    >>> trace = gradviz.debug.record_torch(layer(w).sum(), params=layer)
+    >>> sorted(n["leaf_name"] for n in trace.graph["nodes"] if "leaf_name" in n)
+    ['bias', 'weight']
     """
-    return _record(loss, inputs=inputs, gradient=gradient, retain_graph=retain_graph)[0]
+    return _record(loss, inputs=inputs, gradient=gradient, retain_graph=retain_graph,
+                   params=params)[0]

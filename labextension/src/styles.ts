@@ -80,11 +80,17 @@ ${paletteVariables(DARK)}
 .gv-toolbar button.gv-primary { border-color: var(--gv-current); }
 .gv-toolbar button.gv-danger:enabled { color: var(--gv-alert); }
 .gv-toolbar button[hidden] { display: none; }
-/* The status (what runs next, how far the pass is) is never cut: it takes the rest of the
-   buttons' line when at least 18em are free there (beside the zoom group), else a line of its own under them, and it
-   wraps. The zoom buttons go after it as one group, at the right. */
-.gv-status { flex: 1 1 18em; min-width: min(18em, 100%); color: var(--gv-fg-muted); line-height: 1.3; overflow-wrap: anywhere; }
-.gv-zoom { display: inline-flex; gap: 6px; margin-left: auto; }
+/* The command buttons keep one line while they fit. The status (what runs next, how far the pass
+   is) and the zoom group end the toolbar together (.gv-toolbar-end): on the buttons' line when
+   at least 22em are free there, else on a line of their own under them. The status is one line:
+   cut with an ellipsis when longer than its room (its tooltip holds it whole); the zoom buttons
+   stay one group at the right. */
+.gv-toolbar-end { display: flex; align-items: center; gap: 6px; flex: 1 1 22em; min-width: min(22em, 100%); }
+.gv-status {
+  flex: 1 1 0; min-width: 0; color: var(--gv-fg-muted); line-height: 1.3;
+  white-space: nowrap; overflow: hidden; text-overflow: ellipsis;
+}
+.gv-zoom { display: inline-flex; gap: 6px; flex: none; margin-left: auto; }
 .gv-root.gv-busy .gv-status::after { content: " …"; }
 /* The kernel is gone: the last state stays readable, but clearly not live. */
 .gv-root.gv-disconnected .gv-status { color: var(--gv-alert); }

@@ -133,7 +133,12 @@ export class Toolbar {
       button("+", "Zoom in (or Ctrl + wheel)", "gv-zoom-in", actions.zoomIn, "Zoom in"),
       button("Fit", "Fit the graph into the view (or double-click it)", "gv-fit", actions.fit),
     );
-    this.element.append(...this.buttons.values(), ...extras, this.status, zoom);
+    // The status and the zoom group share the end of the toolbar (.gv-toolbar-end): beside the
+    // buttons while the status gets a readable width there, else together on a line of their own.
+    const end = document.createElement("div");
+    end.className = "gv-toolbar-end";
+    end.append(this.status, zoom);
+    this.element.append(...this.buttons.values(), ...extras, end);
   }
 
   /**
@@ -155,7 +160,7 @@ export class Toolbar {
       element.title = withKey(name, (isOffered ? title(name) : null) ?? fixed);
     }
     this.status.textContent = status;
-    this.status.title = status;
+    this.status.title = status; // the whole line, when it is cut to fit
   }
 
   /** Press a command's button (its key): true if it was on and clicked, false if it is off. */

@@ -508,3 +508,62 @@ def test_jupyterlab_dark_theme_switches_the_graph_to_a_dark_readable_palette(pag
     page.page.evaluate("() => { document.body.style.background = '#111111'; }")
     page.root.screenshot(path=str(directory / "dark.png"))
     _check_clean(page)
+
+
+# Where the toolbar's parts are: each visible button's text and top, the status line's box.
+READ_TOOLBAR_JS = """
+root => {
+  const toolbar = root.querySelector('.gv-toolbar');
+  const box = (element) => element.getBoundingClientRect();
+  const status = root.querySelector('[data-testid=gv-status]');
+  const style = getComputedStyle(status);
+  const visible = [...toolbar.querySelectorAll('button')].filter((button) => button.offsetParent !== null);
+  return {
+    width: box(toolbar).width,
+    commands: visible.filter((button) => !button.closest('[data-testid=gv-zoom]'))
+      .map((button) => [button.textContent, Math.round(box(button).top)]),
+    zoomTops: [...toolbar.querySelectorAll('[data-testid=gv-zoom] button')].map((button) => Math.round(box(button).top)),
+    cut: visible.concat([status]).filter((element) => box(element).right > box(toolbar).right + 0.5)
+      .map((element) => element.textContent),
+    statusTop: Math.round(box(status).top),
+    statusLines: status.clientHeight / parseFloat(style.lineHeight),
+    statusWidth: status.clientWidth,
+    statusCut: status.scrollWidth > status.clientWidth + 1,
+    ellipsis: style.textOverflow,
+    text: status.textContent,
+    title: status.title,
+  };
+}
+"""
+
+
+def test_the_toolbar_keeps_its_buttons_on_one_row_and_cuts_the_status_with_a_tooltip(page: Page) -> None:
+    """With Step back and Restart shown: at every width the status is one line whose tooltip
+    holds it whole, nothing is cut at the right and the zoom buttons stay one group. Where
+    the buttons fit on one line they stay there: beside a status cut with an ellipsis when at
+    least 22em are left for it and the zoom group, else with the status and the zoom group on
+    the line below. (At about 970 px the status wrapped to three lines and pushed the zoom
+    buttons onto a second row.)"""
+    page.click("gv-step")  # a status with a next node and the progress
+    assert page.root.locator('[data-testid="gv-step-back"]').is_visible()
+    seen_at = {}
+    for viewport in (1400, 1060, 1000, 900, 600):
+        page.page.set_viewport_size({"width": viewport, "height": 900})
+        page.page.wait_for_timeout(200)
+        seen = page.root.evaluate(READ_TOOLBAR_JS)
+        seen_at[viewport] = seen
+        page.root.locator(".gv-toolbar").screenshot(path=str(ARTIFACTS / f"standalone-toolbar-{viewport}.png"))
+        assert seen["cut"] == [], seen
+        assert len(set(seen["zoomTops"])) == 1, f"the zoom buttons are split over lines: {seen}"
+        assert seen["statusLines"] < 1.5, f"the status wraps: {seen}"
+        assert seen["title"] == seen["text"] and "nodes run" in seen["text"], seen
+        assert seen["ellipsis"] == "ellipsis" and seen["statusWidth"] >= 120, seen
+        if viewport >= 900:  # the seven command buttons fit on one line: they stay there
+            assert len({top for _, top in seen["commands"]}) == 1, f"the buttons wrap: {seen}"
+            row = seen["commands"][0][1]
+            beside = seen["statusTop"] < row + 20
+            assert beside == (seen["zoomTops"][0] == row), seen  # status and zoom go together
+            assert beside or not seen["statusCut"], f"a line of its own and still cut: {seen}"
+    # the two layouts were both seen: one row with the status cut, and the end on its own line
+    assert seen_at[1060]["statusCut"] and seen_at[1060]["zoomTops"][0] == seen_at[1060]["commands"][0][1]
+    assert seen_at[1000]["zoomTops"][0] > seen_at[1000]["commands"][0][1] and not seen_at[1000]["statusCut"]

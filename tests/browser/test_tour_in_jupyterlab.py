@@ -362,7 +362,10 @@ root => {
     width: box(root).width,
     zoomTops: [...root.querySelectorAll('[data-testid=gv-zoom] button')].map((button) => Math.round(box(button).top)),
     statusCut: status.scrollHeight > status.clientHeight + 1 || box(status).right > right,
+    statusLines: status.clientHeight / parseFloat(getComputedStyle(status).lineHeight),
     statusText: status.textContent,
+    statusTitle: status.title,
+    commandTops: [...root.querySelectorAll('.gv-toolbar > button')].filter(shown).map((button) => Math.round(box(button).top)),
     cut: [...root.querySelectorAll('.gv-toolbar button, .gv-status, .gv-narration, .gv-doctor, .gv-findings, .gv-inspector, .gv-legend-item')]
       .filter((element) => shown(element) && box(element).right > right)
       .map((element) => element.dataset.testid || element.className),
@@ -379,7 +382,9 @@ root => {
 
 def check_fits_at_normal_and_narrow_widths(session: Any, widget: Any) -> None:
     """At 1280 x 800 and at 700 px (JupyterLab's file browser open): nothing of the widget is cut
-    at its right edge, the zoom buttons stay on one line, the status line is whole; at 1280 the
+    at its right edge, the zoom buttons stay on one line, the status is one line whose tooltip
+    holds it whole (cut with an ellipsis when it has less room); at 1280 the command buttons
+    stay on one line, the
     inspector's gradient tables fit without scrolling sideways, and at 700 they scroll inside their
     own box while the findings of Check gradients stack into lines. (At 1280 the zoom buttons
     were split over two lines, the status ended in "…" before the progress, and the gradient
@@ -400,10 +405,12 @@ def check_fits_at_normal_and_narrow_widths(session: Any, widget: Any) -> None:
             assert seen["cut"] == [], seen
             assert len(set(seen["zoomTops"])) == 1, f"the zoom buttons are split over lines: {seen}"
             assert not seen["statusCut"] and "nodes run" in seen["statusText"], seen
+            assert seen["statusLines"] < 1.5 and seen["statusTitle"] == seen["statusText"], seen
             assert seen["tables"] and all(table["scrolls"] for table in seen["tables"]), seen
             assert not seen["doctorSideways"], seen
             if width == 1280:
                 assert not any(table["sideways"] for table in seen["tables"]), seen
+                assert len(set(seen["commandTops"])) == 1, f"the command buttons wrap: {seen}"
             else:
                 assert seen["width"] < 560, seen  # the narrow layout is what is tested
                 assert set(seen["findingCells"]) == {"block"}, seen

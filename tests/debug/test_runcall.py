@@ -182,3 +182,35 @@ def test_event_breakpoint_in_the_worker():
         session.continue_(timeout=T)
         stops += 1
     assert session.status == "finished" and 1 < stops < 20
+
+
+def test_step_after_step_event_in_every_backward_pass():
+    """Pass 1 shown event by event: after its backward_finished no node is in progress, so
+    step() returns None and pauses before pass 2's first node. Pass 2: step() after Step
+    event past a node_finished returns that node (not None), then the next nodes in torch's
+    order, then None once fn is over. The gradients are torch's."""
+    import torch
+
+    w = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    session = runcall(train, w, 2, stop_at_first_node=True, timeout=T)
+    names = {n["id"]: n["name"] for n in session.graph()["nodes"]}
+    kinds = []
+    while not kinds or kinds[-1] != "backward_finished":
+        kinds.append(session.step_event(timeout=T)["kind"])
+    assert session.current is None and session.status == "paused"
+    assert session.step(timeout=T) is None
+    assert session.node(session.current)["name"] == "SumBackward0"  # pass 2's first node
+    assert session.current not in names  # a new graph
+    while (event := session.step_event(timeout=T))["kind"] != "node_finished":
+        pass
+    node = session.step(timeout=T)
+    assert node is not None and node.node_id == event["node"]
+    stepped = [node.name()]
+    while (node := session.step(timeout=T)) is not None:
+        stepped.append(node.name())
+    assert stepped == ["SumBackward0", "SquareBackward", "torch::autograd::AccumulateGrad"]  # torch's names
+    assert session.status == "finished" and session.result(timeout=T) == [5.0, 5.0]
+    reference = torch.tensor([1.0, 2.0], requires_grad=True)
+    for _ in range(2):
+        (reference * reference).sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), reference.grad.numpy())
