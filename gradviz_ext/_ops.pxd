@@ -169,10 +169,38 @@ cdef extern from *:
         }
         return out;
     }
+
+    /* a += b in place, for a writeable small array a and an array b of its dtype and shape
+       that does not partly overlap it: 1 when done, 0 when not covered (numpy's add then) */
+    static int gradviz_small_add_into(PyObject *a, PyObject *b) {
+        gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
+        Py_ssize_t n, k, bytes;
+        int i;
+        if (gradviz_new_from_descr == NULL) return 0;
+        n = gradviz_flat_size(a, 1);
+        if (n < 0 || n > GRADVIZ_SMALL_MAX || gradviz_small_size(b) != n) return 0;
+        if (x->descr != y->descr || x->nd != y->nd) return 0;
+        for (i = 0; i < x->nd; i++)
+            if (x->dimensions[i] != y->dimensions[i]) return 0;
+        bytes = n * (x->descr == gradviz_small_f32 ? 4 : 8);
+        if (x->data != y->data && x->data < y->data + bytes && y->data < x->data + bytes)
+            return 0;
+        if (x->descr == gradviz_small_f32) {
+            float *xs = (float *)x->data; const float *ys = (const float *)y->data;
+            for (k = 0; k < n; k++) xs[k] += ys[k];
+        } else {
+            double *xs = (double *)x->data; const double *ys = (const double *)y->data;
+            for (k = 0; k < n; k++) xs[k] += ys[k];
+        }
+        return 1;
+    }
     """
     int gradviz_small_enable(object capsule, object ndarray, object f32, object f64) except -1
     void gradviz_small_disable()
     object gradviz_small_arith(int kernel, object a, object b)
+    int gradviz_small_add_into(object a, object b)
+
+cdef bint _small_add_into(object a, object b)
 
 
 # Note [Whole-array kernels] (gradviz_ext/_ops.py): add/sub with an alpha as one fused
@@ -612,6 +640,7 @@ cdef class OpNode(Node):
     cdef list _apply_fast(self, grads)
     cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)
+    cdef _operand(self, Py_ssize_t index)
     cpdef output_data(self)
     cpdef saved_tensor_count(self)
     cpdef release_variables(self)

@@ -395,12 +395,12 @@ class OpNode(Node):
         ``grad``), or None to use the Python rule (Note [Compiled kernels])."""
         needs: tuple = self.needs_input_grad
         if kernel == KERNEL_MUL:
-            return [_wrap(_arith_kernel(KERNEL_MUL, g, self.data(1))) if needs[0] else None,
-                    _wrap(_arith_kernel(KERNEL_MUL, g, self.data(0))) if needs[1] else None]
+            return [_wrap(_arith_kernel(KERNEL_MUL, g, self._operand(1))) if needs[0] else None,
+                    _wrap(_arith_kernel(KERNEL_MUL, g, self._operand(0))) if needs[1] else None]
         if kernel == KERNEL_NEG:
             return [_wrap(_arith_kernel(KERNEL_NEG, g, None))]
         if kernel == KERNEL_DIV:
-            b = self.data(1)
+            b = self._operand(1)
             return [_wrap(_arith_kernel(KERNEL_DIV, g, b)) if needs[0] else None,
                     _wrap(_arith_kernel(
                         KERNEL_DIV,
@@ -426,6 +426,19 @@ class OpNode(Node):
         if type(value) is float or type(value) is int:  # Note [Scalar operands]
             meta: InputMeta = self._input_metadata[0]
             return _scalar_array(value, meta.np_dtype)
+        return value
+
+    def _operand(self, index: cython.Py_ssize_t):
+        """``data(index)``, but a saved number as it is: the small kernels read a Python
+        number directly and numpy converts it to the array's dtype (NEP 50), so the kernels
+        of mul and div skip the 0-d array (a graph of many distinct constants, as
+        ``x * c_i`` for 10,000 values of ``c_i``, would make one per node)."""
+        if self._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        value = self._saved_inputs[index]
+        if isinstance(value, SavedTensor):
+            saved: SavedTensor = value
+            return saved.unpack_data(self)
         return value
 
     def output_data(self):
@@ -741,6 +754,14 @@ def transpose_add(t, bias=None):
     if cython.compiled:
         return gradviz_transpose_add(t, bias)
     return None
+
+
+def _small_add_into(a, b) -> cython.bint:
+    """``a += b`` by the small kernel when it covers the arrays (the engine's input buffers,
+    Note [Small kernels]); False when it does not, and always interpreted."""
+    if cython.compiled:
+        return gradviz_small_add_into(a, b) == 1
+    return False
 
 
 @cython.cfunc

@@ -8,7 +8,8 @@ from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Ru
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                   is_grad_enabled, runtime,
                                   set_current_graph_task, set_grad_enabled_flag)
-from gradviz_ext._ops cimport OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape
+from gradviz_ext._ops cimport (OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape,
+                              _small_add_into)
 
 
 cdef Runtime _rt

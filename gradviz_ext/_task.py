@@ -42,7 +42,8 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      is_grad_enabled, runtime, set_current_graph_task,
                                      set_grad_enabled_flag)
-    from gradviz_ext._ops import OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape
+    from gradviz_ext._ops import (OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape,
+                                  _small_add_into)
 
 _rt = runtime()
 
@@ -1154,7 +1155,8 @@ def _add_inplace(target: TensorBase, grad: TensorBase):
     data = target._data
     other = grad._data
     if data.dtype is other.dtype:
-        _np_add(data, other, data)
+        if not _small_add_into(data, other):  # Note [Small kernels] (gradviz_ext/_ops.py)
+            _np_add(data, other, data)
         target._version_counter.bump()  # an inference tensor's .grad refuses it, as in torch
     else:
         _rt.add_inplace(target, grad)

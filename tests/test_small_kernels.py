@@ -128,3 +128,41 @@ def test_float32_tensor_and_python_number_round_like_torch():
             want = getattr(torch.tensor(values, dtype=torch.float32), op)(number).numpy()
             np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32),
                                           err_msg=f"{op} {number}")
+
+
+# ---- the engine's input buffers: a += b in place (gradviz_small_add_into) -------------------
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(1,), (16,), (3, 5), (4096,), (4097,), (0,)])
+def test_fan_in_sums_with_torchs_bits(shape, dtype):
+    """A leaf used by many products: the engine sums their gradients into one buffer in
+    place (by the kernel up to 4,096 elements, by numpy above), in torch's order, so the
+    gradient has torch's exact bits."""
+    import torch
+
+    rng = np.random.default_rng(0)
+    coefficients = [float(c) for c in rng.standard_normal(7)]
+    upstream = [rng.standard_normal(shape).astype(dtype) for _ in coefficients]
+    results = []
+    for lib in (torch, gv):
+        x = lib.zeros(shape, dtype=getattr(lib, dtype), requires_grad=True)
+        products = [x * c for c in coefficients]
+        lib.autograd.backward(products, [lib.tensor(u) for u in upstream])
+        (x * 2).sum().backward()  # and once more into the existing .grad
+        results.append(x.grad.numpy())
+    assert results[1].dtype == results[0].dtype
+    np.testing.assert_array_equal(results[1], results[0])
+
+
+def test_fan_in_with_broadcast_and_mixed_contributions():
+    """Contributions the kernel does not cover (summed down from a broadcast, float64 into a
+    float32 buffer) still add up as in torch."""
+    import torch
+
+    results = []
+    for lib in (torch, gv):
+        x = lib.ones(3, requires_grad=True)
+        y = x * 2 + (x.reshape(3, 1) * lib.ones(3, 4)).sum(1) + (x.double() * 3).float()
+        y.sum().backward()
+        results.append(x.grad.numpy().tolist())
+    assert results[1] == results[0]
