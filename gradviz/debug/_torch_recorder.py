@@ -37,9 +37,9 @@ from __future__ import annotations
 import time
 import types
 import weakref
-from collections.abc import Mapping
 
 from ..instrument import Trace, summarize
+from ..instrument._nodes import named_pairs
 
 __all__ = ["record_torch"]
 
@@ -172,25 +172,9 @@ def _parameter_names(params) -> dict:
     ``(name, Tensor)`` pairs; a tensor listed twice keeps its first name."""
     import torch
 
-    if params is None:
-        return {}
-    named = getattr(params, "named_parameters", None)
-    if callable(named):
-        items = named()
-    else:
-        items = params.items() if isinstance(params, Mapping) else params
-    try:
-        pairs = list(items)
-    except TypeError:
-        raise TypeError("record_torch: params must be a dict of name -> torch.Tensor, such as "
-                        "dict(model.named_parameters()), or a torch.nn.Module; got "
-                        f"{type(params).__name__}") from None
     names: dict[int, tuple] = {}
-    for pair in pairs:
-        if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError("record_torch: params must be a dict of name -> torch.Tensor (or "
-                            f"(name, Tensor) pairs); got the item {pair!r}")
-        name, tensor = pair
+    for name, tensor in named_pairs(params, "record_torch: ", "torch.Tensor",
+                                    "a torch.nn.Module"):
         if not isinstance(tensor, torch.Tensor):
             raise TypeError(f"record_torch: params[{name!r}] must be a torch.Tensor, got "
                             f"{type(tensor).__module__}.{type(tensor).__name__}; pass the "

@@ -188,8 +188,21 @@ def parameter_names(params) -> dict:
     """
     from .._tensor import Tensor  # deferred: the tensor module imports the instrumentation
 
+    names: dict[int, str] = {}
+    for name, tensor in named_pairs(params, "", "Tensor", "an nn.Module"):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"params[{name!r}] must be a gradviz Tensor, got "
+                            f"{type(tensor).__name__}")
+        names.setdefault(id(tensor), str(name))
+    return names
+
+
+def named_pairs(params, caller, tensor_word, module_word) -> list:
+    """``params`` (a module's ``named_parameters()``, a dict, or ``(name, tensor)`` pairs) as
+    a list of pairs, or the TypeError that names what was expected; ``caller`` prefixes the
+    message ("record_torch: "), the words name the library's types. None gives no pairs."""
     if params is None:
-        return {}
+        return []
     named = getattr(params, "named_parameters", None)
     if callable(named):
         items = named()
@@ -198,20 +211,14 @@ def parameter_names(params) -> dict:
     try:
         pairs = list(items)
     except TypeError:
-        raise TypeError("params must be a dict of name -> Tensor, such as "
-                        "dict(model.named_parameters()), or an nn.Module; got "
+        raise TypeError(f"{caller}params must be a dict of name -> {tensor_word}, such as "
+                        f"dict(model.named_parameters()), or {module_word}; got "
                         f"{type(params).__name__}") from None
-    names: dict[int, str] = {}
     for pair in pairs:
         if not (isinstance(pair, tuple) and len(pair) == 2):
-            raise TypeError("params must be a dict of name -> Tensor (or (name, Tensor) pairs); "
-                            f"got the item {pair!r}")
-        name, tensor = pair
-        if not isinstance(tensor, Tensor):
-            raise TypeError(f"params[{name!r}] must be a gradviz Tensor, got "
-                            f"{type(tensor).__name__}")
-        names.setdefault(id(tensor), str(name))
-    return names
+            raise TypeError(f"{caller}params must be a dict of name -> {tensor_word} (or "
+                            f"(name, Tensor) pairs); got the item {pair!r}")
+    return pairs
 
 
 def frame_leaf_names(frame, leaf_ids) -> dict:
