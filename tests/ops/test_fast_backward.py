@@ -82,6 +82,8 @@ PROGRAMS = {
     "split_with_sizes": ([((2, 5), _signed)],
                          lambda x: gv.cat(x.split([0, 2, 3], -1)[1:], -1) * x.split([1, 4], 1)[0]),
     "split_single_piece": ([((3,), _signed)], lambda x: x.split(3)[0] * 2),
+    "unsafe_split": ([((2, 6), _signed)],
+                     lambda x: x.unsafe_chunk(3, 1)[2] * 3 + gv.unsafe_split(x, 4, 1)[1]),
     "split_size_zero": ([((0, 3), _signed)], lambda x: x.split(2)[0] + x.chunk(2)[1]),
     "unbind": ([((3, 4), _signed)], lambda x: x.unbind(1)[0] * x.unbind(1)[3] + x.unbind()[1][:3]),
     "stack": ([((2, 3), _signed), ((2, 3), _signed)],
