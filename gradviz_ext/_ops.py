@@ -417,12 +417,7 @@ class OpNode(Node):
 
     def data(self, index):
         """Forward input ``index``'s array as saved, or the saved number (fast rules)."""
-        if self._released:
-            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
-        value = self._saved_inputs[index]
-        if isinstance(value, SavedTensor):
-            saved: SavedTensor = value
-            return saved.unpack_data(self)
+        value = self._operand(index)
         if type(value) is float or type(value) is int:  # Note [Scalar operands]
             meta: InputMeta = self._input_metadata[0]
             return _scalar_array(value, meta.np_dtype)

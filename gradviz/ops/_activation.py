@@ -210,10 +210,15 @@ RRELU = Op("rrelu_with_noise", "RreluWithNoiseBackward0", forward=_rrelu_forward
            backward=_rrelu_backward, dtype=promote_float)
 
 
-def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, op=RRELU):
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     """Randomized leaky ReLU: in training each negative element gets its own slope drawn
     uniformly from ``[lower, upper]`` (from gradviz's generator), else the slope is their mean;
     one ``RreluWithNoiseBackward0`` node as in PyTorch, whose gradient uses the same slopes."""
+    return _rrelu(RRELU, input, lower, upper, training)
+
+
+def _rrelu(op, input, lower, upper, training):
+    """``rrelu`` recorded as ``op`` (the out-of-place op, or the in-place form's)."""
     from ._creation import rand
 
     if lower > upper:
@@ -535,4 +540,4 @@ def threshold_result(input, threshold, value):
 
 
 def rrelu_result(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    return rrelu(input, lower, upper, training, op=RRELU_RESULT)
+    return _rrelu(RRELU_RESULT, input, lower, upper, training)
