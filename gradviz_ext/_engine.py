@@ -881,14 +881,19 @@ class Observer:
 
     def backward_started(self, task): pass
     def node_ready(self, task, node): pass
-    def buffer_added(self, task, node, slot, producer, how): pass
+    # ``grad`` is the contribution, ``buffered`` the slot's sum right after adding it
+    def buffer_added(self, task, node, slot, producer, how, grad, buffered): pass
     def node_started(self, task, node, grads): pass
-    def prehook(self, task, node, hook, slot, before, after): pass
+    # ``before`` is a copy taken before the hook ran (Note [Observed values], _task.py);
+    # slot >= 0: a tensor pre-hook of that input (tensors); -1: a node pre-hook (lists)
+    def prehook(self, task, node, hook, slot, before, after, replaced): pass
     def grads_materialized(self, task, node, slots): pass
     def grad_cast(self, task, node, slot, from_dtype, to_dtype): pass
     def grad_reduced(self, task, node, slot, from_shape, to_shape): pass
-    def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced): pass
+    # ``before``: copies of the node's results before this hook ran
+    def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced, before): pass
     def node_finished(self, task, node, grads_in, grads_out, duration): pass
+    # ``before``: a copy of the leaf's .grad before the update (None if it had none)
     def grad_accumulated(self, task, node, variable, before, after): pass
     def saved_released(self, task, node, count, nbytes): pass
     def backward_finished(self, task, duration): pass

@@ -67,6 +67,7 @@ cdef class GraphTask:
     cdef public object graph_root
     cdef public list roots
     cdef public object _exposed_to
+    cdef public list _exposed_watch
     cdef public long long _serial
     cdef public Py_ssize_t _stored
     cdef InputBuffer _spare

@@ -253,6 +253,7 @@ class GraphTask:
         self._started_at = 0.0
         self._executed = 0
         self._exposed_to = None
+        self._exposed_watch = None
         outer = current_graph_task()
         if (outer is not None and outer._exposed_to is not None
                 and outer._exposed_to is outer.current):
@@ -556,6 +557,14 @@ class GraphTask:
             results.append((buffer, reason))
         if exposed_any:
             self._exposed_to = node
+            if self.observer is not None:
+                # Note [Writes into exposed buffers]
+                watch = []
+                for (next_node, slot), (buffer, _) in zip(edges, results):
+                    if buffer is not None:
+                        exposed: TensorBase = buffer
+                        watch.append((next_node, slot, buffer, exposed._version_counter.value))
+                self._exposed_watch = watch
         if self.observer is not None:
             self.observer.buffers_exposed(self, node, [
                 {"edge": index, "exposed": buffer is not None, "reason": reason}
@@ -566,6 +575,23 @@ class GraphTask:
         """``node``'s backward returned: buffers it received are no longer in use."""
         if self._exposed_to is node:
             self._exposed_to = None
+            watch, self._exposed_watch = self._exposed_watch, None
+            if watch is not None and self.observer is not None:
+                for next_node, slot, buffer, version in watch:
+                    written: TensorBase = buffer
+                    if written._version_counter.value != version:
+                        self.observer.buffer_added(self, next_node, slot, node,
+                                                   "written_by_backward", None, buffer)
+
+    # Note [Writes into exposed buffers]
+    # ----------------------------------
+    # A custom backward that read ctx.input_grad_buffers may add its contribution into a
+    # successor's buffer in place and return None for that input; no gradient then passes
+    # through _distribute, yet the buffer's sum changed. So that what an observer shows stays
+    # the buffer's real sum, the engine notes each exposed buffer's version and, when the
+    # backward returns, reports every buffer whose version moved as a ``buffer_added`` with
+    # how="written_by_backward" (no separate contribution: only the new sum is known).
+    # Only with an observer attached; the cost is one tuple per exposed buffer.
 
     def dependencies(self):
         """Remaining dependency counts of the nodes that have not become ready."""
@@ -810,8 +836,9 @@ class GraphTask:
                 outputs = node._apply_grads(grads)
             # 4. validation
             outputs = self._validate(node, outputs)
-            if ((node._post_hooks is not None or self._exec_info is not None)
-                    and node._kind() == "builtin"):
+            # observed too: what a debugger shows is what torch computes (None there)
+            if ((node._post_hooks is not None or self._exec_info is not None
+                 or observer is not None) and node._kind() == "builtin"):
                 self._drop_unneeded(node, outputs)
             # 5. post-hooks
             if node._post_hooks is not None:
@@ -859,35 +886,39 @@ class GraphTask:
         for slot, hooks in list(node._tensor_pre_hooks.items()):
             for hook in list(hooks):
                 before = grads[slot]
+                # Note [Observed values]: a hook may change the gradient in place
+                seen = _snapshot(before) if observer is not None else None
                 result = hook(before)
                 if result is not None:
                     _check_hook_value(hook, before, result)
                     grads[slot] = result
                 if observer is not None:
-                    observer.prehook(self, node, hook, slot, before, grads[slot])
+                    observer.prehook(self, node, hook, slot, seen, grads[slot],
+                                     result is not None)
 
     def _run_pre_hooks(self, node, grads):
         observer = self.observer
         for hook in list(node._pre_hooks):
-            before = list(grads)
+            seen = _snapshots(grads) if observer is not None else None
             result = hook(tuple(grads))
             if result is not None:
                 _check_hook_values(hook, grads, result)
                 grads = list(result)
             if observer is not None:
-                observer.prehook(self, node, hook, -1, before, list(grads))
+                observer.prehook(self, node, hook, -1, seen, list(grads), result is not None)
         return grads
 
     def _run_post_hooks(self, node, outputs, grads):
         observer = self.observer
         for hook in list(node._post_hooks):
+            seen = _snapshots(outputs) if observer is not None else None
             result = hook(tuple(outputs), tuple(grads))
             replaced = result is not None
             if replaced:
                 _check_hook_values(hook, outputs, result)
                 outputs = list(result)
             if observer is not None:
-                observer.posthook(self, node, hook, list(outputs), list(grads), replaced)
+                observer.posthook(self, node, hook, list(outputs), list(grads), replaced, seen)
         return outputs
 
     def _materialize(self, node, grads):
@@ -1022,7 +1053,8 @@ class GraphTask:
             if grad is not None:
                 how = self._add_to_buffer(buffer, slot, grad)
                 if observer is not None:
-                    observer.buffer_added(self, next_node, slot, node, how)
+                    observer.buffer_added(self, next_node, slot, node, how, grad,
+                                          buffer.grads[slot])
             if remaining == 0:
                 self._push_ready(buffer)
                 if observer is not None:
@@ -1051,6 +1083,8 @@ class GraphTask:
         variable = accumulate.variable
         leaf: TensorBase = variable  # the C slot under Tensor.grad: no property, no checks
         before = leaf.grad
+        # Note [Observed values]: the update below is usually in place, into ``before``
+        seen = _snapshot(before) if self.observer is not None else None
         if (before is None and not self.create_graph and grad is not owned_grad
                 and _stealable(grad) and leaf._data.flags.c_contiguous):
             leaf.grad = grad  # Note [Stealing the gradient]
@@ -1061,7 +1095,7 @@ class GraphTask:
             for hook in list(hooks):
                 hook(variable)
         if self.observer is not None:
-            self.observer.grad_accumulated(self, node, variable, before, leaf.grad)
+            self.observer.grad_accumulated(self, node, variable, seen, leaf.grad)
 
     def _accumulate_into(self, variable, grad, owned_grad):
         """``variable.grad += grad`` the way AccumulateGrad does it (in place unless
@@ -1121,6 +1155,30 @@ def _stealable(grad) -> cython.bint:
     # product the row-major matmul rule returns: see gradviz.ops._linalg)
     return base is None or (type(base) is _ndarray and Py_REFCNT(base) == 2
                             and base.base is None and base.size == data.size)
+
+
+# Note [Observed values]
+# ----------------------
+# An observer is told what a value *was* at its event: a hook's ``before``, a leaf's ``.grad``
+# before AccumulateGrad. The engine then changes those tensors in place (``.grad`` += grad;
+# a hook may do ``grad.mul_(10)``), so a reference would show the later value. With an
+# observer attached, the engine hands over a copy taken at that moment (``_snapshot``); the
+# copy costs one pass over a gradient per hook run or per accumulation into an existing
+# ``.grad``, and nothing when no one observes. Values the engine never changes afterwards
+# (a node's incoming and outgoing gradients, a buffer's sum right after it was added to) are
+# passed as they are: the observer summarizes them during its callback.
+
+
+def _snapshot(tensor):
+    """A detached copy of ``tensor`` (None stays None); Note [Observed values]."""
+    if tensor is None:
+        return None
+    source: TensorBase = tensor
+    return _rt.make(source._data.copy())
+
+
+def _snapshots(tensors) -> list:
+    return [_snapshot(t) for t in tensors]
 
 
 def _copy_in_layout_of(leaf: TensorBase, grad: TensorBase):

@@ -96,30 +96,63 @@ class SessionBase:
         info = dict(nodes[node_id])
         facts = view.facts.get(node_id, {})
         created = facts.get("created")
+        state = view.states.get(node_id, "pending")
+        released = facts.get("released")
+        saved = None
+        if created is not None:
+            saved = [dict(entry, held=released is None,
+                          released_at=None if released is None else released.get("seq"))
+                     for entry in created["saved"]]
         info.update(
-            state=view.states.get(node_id, "pending"),
+            state=state,
             grads_in=facts.get("grads_in"),
             grads_out=facts.get("grads_out"),
+            pending_buffer=_pending_buffer(facts, state, created),
             materialized=list(facts.get("materialized") or ()),
             exposed_buffers=facts.get("exposed"),
             hook_runs=[_hook_run(e) for e in facts.get("hooks", ())],
             casts=[{"slot": e["slot"], "from": e["from_dtype"], "to": e["to_dtype"]}
                    for e in facts.get("casts", ())],
-            contributions=[{"slot": e["slot"], "producer": e["producer"], "how": e["how"]}
+            contributions=[{"slot": e["slot"], "producer": e["producer"], "how": e["how"],
+                            "contribution": e.get("contribution"), "grad": e.get("grad"),
+                            "sum": e.get("sum"), "seq": e["seq"]}
                            for e in facts.get("contributions", ())],
-            released=facts.get("released"),
+            released=released,
             accumulated=facts.get("accumulated"),
             error=facts.get("error"),
             source=None if created is None else created["source"],
-            saved=None if created is None else created["saved"],
+            saved=saved,
         )
+        if created is not None:
+            info.update(needs_input_grad=created["needs_input_grad"],
+                        dirty=created["dirty_outputs"],
+                        non_differentiable=created["non_differentiable_outputs"],
+                        materialize_grads=created["materialize_grads"],
+                        grad_dtypes=created["grad_dtypes"])
         return info
+
+
+def _pending_buffer(facts: dict, state: str, created: dict | None) -> list | None:
+    """A node's input buffer as of the shown events: per input slot, the sum of the
+    contributions shown so far (``buffer_added``'s ``sum``); None once the node has started
+    or before anything arrived."""
+    buffer = facts.get("buffer")
+    if state not in ("pending", "ready") or not buffer:
+        return None
+    size = max(buffer) + 1
+    if created is not None:
+        size = max(size, len(created["outputs"]))
+    return [buffer.get(slot) for slot in range(size)]
 
 
 def _hook_run(event: dict) -> dict:
     run = {"kind": event["kind"], "hook": event["hook"], "replaced": event["replaced"]}
+    run["changed"] = event.get("changed", event["replaced"])
+    run["seq"] = event["seq"]
     if event["kind"] == "prehook":
         run.update(slot=event["slot"], before=event["before"], after=event["after"])
     else:
-        run["grad_inputs"] = event["grad_inputs"]
+        # a post-hook sees the node's results: ``before`` as it got them, ``after`` as handed on
+        run.update(before=event.get("before"), after=event["grad_inputs"],
+                   grad_inputs=event["grad_inputs"])
     return run

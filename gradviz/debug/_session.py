@@ -5,6 +5,18 @@ its observer. Everything it reports comes from the engine's public inspection me
 (``peek``, ``ready_nodes``, ``pending_buffer``) and from the events; it never reaches into the
 engine's private state.
 
+Note [Buffers while the display is behind]
+------------------------------------------
+Summaries in ``node()`` come from the shown events, so they are right at every position.
+Full values (``tensor()``) are live objects, and the engine may be ahead of the display by one
+node: its results were already added to its successors' input buffers, some in place. So
+before ``step_event()`` runs a node, the session copies the pending buffers of that node's
+successors (the only buffers one node can change), and while it runs, the recorder keeps
+each ``buffer_added`` sum as it was. ``tensor(node, "buffer")`` then answers from the latest
+shown event for that slot, or from the copy taken before the node ran. The cost: one copy per
+successor buffer per ``step_event()`` that runs a node; ``step()`` and ``continue_()`` never
+leave the display behind and copy nothing.
+
 Note [Stepping by event]
 ------------------------
 The engine's unit of work is one node: ``GraphTask.step()`` runs a node from its pre-hooks to
@@ -28,7 +40,8 @@ from gradviz_ext._hooks import hook_name
 
 from ..autograd._functional import make_graph_task
 from ..instrument import Recorder, Trace
-from ..instrument._nodes import name_leaves, parameter_names, saved_tensors_of, walk_graph
+from ..instrument._nodes import (name_leaves, node_created_payload, parameter_names,
+                                 saved_details, saved_tensors_of, walk_graph)
 from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
@@ -41,12 +54,24 @@ _TENSOR_KINDS = ("grads_in", "grads_received", "grads_out", "buffer", "saved")
 
 
 class _SessionRecorder(Recorder):
-    """Records events and keeps live references to each node's gradients (for ``tensor()``)."""
+    """Records events and keeps live references to each node's gradients (for ``tensor()``).
+
+    While ``keep_buffers`` is set (Note [Buffers while the display is behind]), it also keeps
+    each ``buffer_added``'s sum as it was at that event, by event index."""
 
     def __init__(self):
         super().__init__()
         self.live: dict[str, dict[int, list]] = {"grads_in": {}, "grads_received": {},
                                                  "grads_out": {}}
+        self.keep_buffers = False
+        self.buffer_values: dict[int, object] = {}  # event index -> the slot's sum then
+
+    def buffer_added(self, task, node, slot, producer, how, grad, buffered):
+        super().buffer_added(task, node, slot, producer, how, grad, buffered)
+        if self.keep_buffers:
+            # a stored contribution is never changed in place later; a sum may be
+            value = buffered if how == "stored" else _copy(buffered)
+            self.buffer_values[len(self.events) - 1] = value
 
     def node_started(self, task, node, grads):
         self.live["grads_in"][node.node_id] = list(grads)
@@ -88,8 +113,14 @@ class DebugSession(SessionBase):
         self._doctor_arguments = None  # (tensors, gradient), set by backward()
         self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
         self._view = EventView(self._nodes)
+        # what each node saved, read before any is released (the inspector lists them after)
+        self._saved = {node_id: saved_details(node) for node_id, node in self._live.items()}
+        self._freed_before = {node_id for node_id, node in self._live.items()
+                              if getattr(node, "_released", False)}
         self._cursor = 0
         self._chunk_start = 0  # first event of the engine step step_event() ran last
+        # Note [Buffers while the display is behind]: {(node id, slot): value} before the step
+        self._buffers_before: dict[tuple, object] = {}
         if isinstance(task.peek(), _engine.GraphRoot):
             # Several roots: the engine's GraphRoot only hands out the initial gradients. It
             # is not part of the user's graph (torch hides it too), so run it now and pause
@@ -103,6 +134,9 @@ class DebugSession(SessionBase):
         for event in events[self._cursor:self._cursor + count]:
             self._view.apply(event)
         self._cursor = min(len(events), self._cursor + count)
+        if self._cursor == len(events) and (self._buffers_before or self._recorder.buffer_values):
+            self._buffers_before = {}  # caught up: the live buffers are what is shown
+            self._recorder.buffer_values.clear()
 
     def _show_all(self) -> None:
         self._show(len(self._recorder.events) - self._cursor)
@@ -152,6 +186,19 @@ class DebugSession(SessionBase):
                     states[node.node_id] = "ready"
         return states
 
+    def _name_nodes(self, names: dict, frame) -> None:
+        """Leaf names (``params``, the caller's variables) and display numbers for the graph,
+        shared with the recorder's narration (Note [Node numbers and labels])."""
+        name_leaves(self._nodes, self._live, names, frame)
+        numbers = self._recorder.numbers
+        for node_id, info in self._nodes.items():
+            number = numbers.get(node_id)
+            if number is not None:
+                info["number"] = number
+            leaf = info.get("leaf_name")
+            if leaf is not None:
+                self._recorder.leaf_names[node_id] = leaf
+
     def graph(self) -> dict:
         """The graph to draw: nodes, edges (from a node to each of its next_functions), roots."""
         return {
@@ -173,15 +220,32 @@ class DebugSession(SessionBase):
         """
         info = self._view_node(self._view, node_id)
         node = self._live[node_id]
-        info["pending_buffer"] = None
-        if info["state"] in ("pending", "ready"):
+        if info["state"] in ("pending", "ready") and not self._behind():
+            # in step with the engine: its buffer is what is shown (a root's first gradient
+            # arrived with no buffer_added event)
             buffer = self._task.pending_buffer(node)
             if buffer is not None:
                 info["pending_buffer"] = [summarize(g) for g in buffer]
         info["hooks"] = _registered_hooks(node)
-        info["saved"] = [{"slot": slot, "label": label, "hooked": bool(saved._has_hooks),
-                          "held": not node._released}
-                         for slot, (label, saved) in enumerate(saved_tensors_of(node))]
+        facts = node_created_payload(node, source=False)
+        for key, field in (("needs_input_grad", "needs_input_grad"), ("dirty", "dirty_outputs"),
+                           ("non_differentiable", "non_differentiable_outputs"),
+                           ("materialize_grads", "materialize_grads"),
+                           ("grad_dtypes", "grad_dtypes")):
+            info.setdefault(key, facts[field])
+        released = info["released"]
+        if released is None and not node._released:
+            saved = saved_details(node)  # versions as of now
+            for entry in saved:
+                entry.update(held=True, released_at=None)
+        else:
+            # released as shown (or before this session, or by the engine ahead of the display
+            # at a step_event(): then shown as held until its saved_released event is shown)
+            shown_held = released is None and node_id not in self._freed_before
+            saved = [dict(entry, held=shown_held,
+                          released_at=None if released is None else released["seq"])
+                     for entry in self._saved.get(node_id, ())]
+        info["saved"] = saved
         if info["source"] is None:
             info["source"] = node._forward_site
         return info
@@ -200,7 +264,10 @@ class DebugSession(SessionBase):
         if node_id not in self._live:
             raise KeyError(f"no node with id {node_id} in this session's graph")
         node = self._live[node_id]
+        shown = self._view.facts.get(node_id, {})
         if what == "buffer":
+            if self._behind():
+                return self._buffer_as_shown(node, node_id, slot)
             values = self._task.pending_buffer(node)
             if values is None:
                 raise LookupError(f"{node.name()} has no pending input buffer (it has either "
@@ -208,19 +275,48 @@ class DebugSession(SessionBase):
         elif what == "saved":
             saved = saved_tensors_of(node)
             if node._released or not saved:
+                when = ("" if shown.get("released") is not None or not node._released else
+                        " (at an event not shown yet: step on to see it)")
                 raise LookupError(f"{node.name()} holds no saved tensors (none were saved, or "
-                                  "they were released after it ran; use retain_graph=True to "
-                                  "keep them)")
+                                  f"they were released after it ran{when}; use "
+                                  "retain_graph=True to keep them)")
             if not 0 <= slot < len(saved):
                 raise IndexError(f"{node.name()} saved {len(saved)} tensors; slot {slot} is out "
                                  "of range")
             return saved[slot][1].unpack(node)
         else:
             values = self._recorder.live[what].get(node_id)
-            if values is None:
+            # as shown: before its node_started (or node_finished) is shown, the node has not
+            # run, even if the engine already ran it
+            key = "grads_in" if what == "grads_in" else "grads_out"
+            if values is None or shown.get(key) is None:
                 raise LookupError(f"{node.name()} has not run yet, so it has no {what}")
         if not 0 <= slot < len(values):
             raise IndexError(f"{node.name()} has {len(values)} {what}; slot {slot} is out of range")
+        return values[slot]
+
+    def _buffer_as_shown(self, node, node_id: int, slot: int):
+        """``tensor(node, "buffer", slot)`` while the display is behind the engine
+        (Note [Buffers while the display is behind])."""
+        facts = self._view.facts.get(node_id, {})
+        state = self._view.states.get(node_id, "pending")
+        if state not in ("pending", "ready"):
+            raise LookupError(f"{node.name()} has no pending input buffer (it has run, as shown)")
+        latest = None
+        for event in facts.get("contributions", ()):
+            if event["slot"] == slot:
+                latest = event["seq"]
+        kept = self._recorder.buffer_values  # by event index, which is the event's seq
+        if latest is not None and latest in kept:
+            return kept[latest]
+        if (node_id, slot) in self._buffers_before:
+            value = self._buffers_before[(node_id, slot)]
+            if value is None:
+                raise LookupError(f"{node.name()} input {slot} has received nothing yet (as shown)")
+            return value
+        values = self._task.pending_buffer(node)  # not changed by the step that runs now
+        if values is None or not 0 <= slot < len(values) or values[slot] is None:
+            raise LookupError(f"{node.name()} input {slot} has received nothing yet (as shown)")
         return values[slot]
 
     def trace(self) -> Trace:
@@ -274,10 +370,13 @@ class DebugSession(SessionBase):
                 if self._task.done:
                     return None
                 self._chunk_start = len(self._recorder.events)
+                self._keep_buffers_of(self._task.peek())
                 try:
                     self._task.step()
                 except Exception:
                     pass  # recorded as an error event; shown in order
+                finally:
+                    self._recorder.keep_buffers = False
                 if not self._behind():
                     return None
             event = self._recorder.events[self._cursor]
@@ -285,6 +384,20 @@ class DebugSession(SessionBase):
             return event
         finally:
             self._notify()
+
+    def _keep_buffers_of(self, node) -> None:
+        """Before ``step_event()`` runs ``node``: copy its successors' pending buffers and have
+        the recorder keep each sum it reports (Note [Buffers while the display is behind])."""
+        self._buffers_before = {}
+        if node is None:
+            return
+        for next_node, slot in node.next_functions:
+            if next_node is None:
+                continue
+            values = self._task.pending_buffer(next_node)
+            value = None if values is None or slot >= len(values) else values[slot]
+            self._buffers_before[(next_node.node_id, slot)] = _copy(value)
+        self._recorder.keep_buffers = True
 
     def continue_(self) -> None:
         """Run until a breakpoint stops the pass, or to its end.
@@ -410,10 +523,17 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     _warn_if_freed(session)
     caller = sys._getframe(1)
     try:
-        name_leaves(session._nodes, session._live, names, caller)
+        session._name_nodes(names, caller)
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
+
+
+def _copy(tensor):
+    """A detached copy of ``tensor`` (None stays None)."""
+    if tensor is None:
+        return None
+    return tensor.detach().clone()
 
 
 def _warn_if_freed(session: DebugSession) -> None:

@@ -51,6 +51,7 @@ class _PausingRecorder(Recorder):
         self._session._on_event(event)
 
     def backward_started(self, task):
+        self.learn_graph(task.graph_root)  # numbers for the session's graph (learnt once)
         self._session._on_backward_started(task)
         super().backward_started(task)
 
@@ -120,6 +121,10 @@ class CallSession(SessionBase):
 
     def _on_backward_started(self, task):
         nodes, edges, roots, live = walk_graph(task.graph_root)
+        numbers = self._recorder.numbers
+        for node_id, info in nodes.items():
+            if node_id in numbers:
+                info["number"] = numbers[node_id]
         with self._data:
             self._nodes, self._edges, self._roots, self._live = nodes, edges, roots, live
             self._view = EventView(nodes)

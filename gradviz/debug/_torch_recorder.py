@@ -26,6 +26,16 @@ of place. After an out-of-place sum the buffer is a fresh tensor the recorder ne
 next sum into it is in place by the same rule (a fresh dense tensor with one owner, and grad
 mode is off because ``create_graph`` is False).
 
+Note [Buffer sums of a PyTorch trace]
+-------------------------------------
+``buffer_added.sum`` is the slot's value once torch has added the contribution, which torch
+does after the producer's post-hook returns, where the recorder cannot look. So the recorder
+adds the contributions itself, in torch's order: the first one (still held by torch's buffer,
+known through a weak reference, so that torch's reference counts and hence its in-place
+decisions are unchanged) plus the second into a tensor of its own, then each next one into
+that. Floating-point addition is commutative, so ``a + b`` has the bits of torch's
+``b += a`` or ``a += b``: the sums are torch's, bit for bit.
+
 Not visible from outside, hence not in the trace: tensor pre-hooks and node hooks the user
 registered (their effect shows in the gradients), zero materialization, dtype casts and the
 forward source line (``node_created.source`` is null). Reading a node's saved tensors for
@@ -159,7 +169,8 @@ def _describe(node_id: int, node, outputs: list, names: dict) -> dict:
             leaf_name = named[1]
     elif outputs:
         label = f"{outputs[0]['shape']}"
-    info = {"id": node_id, "name": _node_name(node), "kind": _node_kind(node), "label": label}
+    info = {"id": node_id, "name": _node_name(node), "kind": _node_kind(node), "label": label,
+            "number": node_id + 1}
     if leaf_name is not None:
         info["leaf_name"] = leaf_name
     return info
@@ -221,6 +232,9 @@ class _TorchRecording:
         self._contributions: dict[tuple, int] = {}
         self._buffers: dict[tuple, tuple | None] = {}  # (node, slot) -> (weakref, version)
         self._pending: list = []         # buffer_added events whose "how" is not known yet
+        # Note [Buffer sums of a PyTorch trace]
+        self._firsts: dict[tuple, weakref.ref] = {}  # (node, slot) -> first contribution
+        self._sums: dict[tuple, object] = {}          # (node, slot) -> the recorder's own sum
         self._executed = 0
         self.running: int | None = None
         root_edges = _root_edges(roots)
@@ -316,7 +330,7 @@ class _TorchRecording:
         for node_id, node in enumerate(self.nodes):
             if node is None:
                 graph["nodes"].append({"id": node_id, "name": "GraphRoot", "kind": "builtin",
-                                       "label": ""})
+                                       "label": "", "number": 0})
             else:
                 graph["nodes"].append(_describe(node_id, node, self.outputs[node_id],
                                                 self.names))
@@ -325,9 +339,25 @@ class _TorchRecording:
                     graph["edges"].append({"source": node_id, "target": child,
                                            "input_nr": input_nr})
         graph["roots"] = [self.graph_root] if self.graph_root is not None else list(self.starts)
+        counts: dict[str, int] = {}
+        for info in graph["nodes"]:
+            counts[info["name"]] = counts.get(info["name"], 0) + 1
+        # narration names (Note [Node numbers and labels] in gradviz/instrument/_recorder.py)
+        self._labels = []
+        for info in graph["nodes"]:
+            name = info["name"]
+            if "leaf_name" in info:
+                name = f"{name} for {info['leaf_name']}"
+            elif counts[name] > 1:
+                name = f"{name} #{info['number']}"
+            self._labels.append(name)
 
     def name(self, node_id: int) -> str:
         return self.trace.graph["nodes"][node_id]["name"]
+
+    def label(self, node_id: int) -> str:
+        """How narration names the node (its name, made unambiguous)."""
+        return self._labels[node_id]
 
     # ---- events ----------------------------------------------------------------------
     def event(self, kind, node_id, text, task=0, **payload) -> dict:
@@ -364,7 +394,7 @@ class _TorchRecording:
     def backward_started(self) -> None:
         roots = ([{"node": self.graph_root, "input_nr": 0}] if self.graph_root is not None
                  else [{"node": node_id, "input_nr": nr} for node_id, nr in self.root_edges])
-        names = ", ".join(self.name(r["node"]) for r in roots)
+        names = ", ".join(self.label(r["node"]) for r in roots)
         self.event("backward_started", None,
                    f"Backward started from {names} (retain_graph={self.retain_graph}, "
                    "create_graph=False).",
@@ -391,7 +421,8 @@ class _TorchRecording:
             return
         name = self.name(node_id)
         self.event("node_ready", node_id,
-                   f"{name} is ready: every gradient it waits for has arrived.", name=name)
+                   f"{self.label(node_id)} is ready: every gradient it waits for has arrived.",
+                   name=name)
 
     def hand_out(self, producer: int, grads) -> None:
         """What torch's engine does with a finished node's results: per edge, add to the
@@ -408,11 +439,14 @@ class _TorchRecording:
                 self._contributions[key] = count
                 current = (weakref.ref(grad), grad._version)
                 how = "stored" if count == 1 else _PENDING_HOW
+                grad_summary = summarize_torch(grad)
                 event = self.event(
                     "buffer_added", child, "", slot=slot, producer=producer, how=how,
-                    contribution=count)
+                    contribution=count, grad=grad_summary,
+                    sum=grad_summary if count == 1 else self._sum(key, grad))
                 if count == 1:
                     self._buffers[key] = current
+                    self._firsts[key] = current[0]
                     self._narrate_buffer(event)
                 else:
                     self._pending.append((event, key, self._buffers.get(key), current))
@@ -421,10 +455,26 @@ class _TorchRecording:
                 del self.dependencies[child]
                 self.ready(child)
 
+    def _sum(self, key, grad) -> dict | None:
+        """Summary of the buffer ``key`` after ``grad`` is added, as torch's InputBuffer will
+        sum it (Note [Buffer sums of a PyTorch trace])."""
+        import torch
+
+        running = self._sums.get(key)
+        if running is None:  # the first contribution, still held by torch's buffer
+            first = self._firsts.pop(key, None)
+            running = None if first is None else first()
+            if running is None:
+                return None
+        with torch.no_grad():
+            total = running + grad
+        self._sums[key] = total
+        return summarize_torch(total)
+
     def _narrate_buffer(self, event) -> None:
-        event["text"] = (f"{self.name(event['node'])} input {event['slot']}: "
+        event["text"] = (f"{self.label(event['node'])} input {event['slot']}: "
                          f"{_ordinal(event['contribution'])} contribution, from "
-                         f"{self.name(event['producer'])}, {_HOW_TEXT[event['how']]}.")
+                         f"{self.label(event['producer'])}, {_HOW_TEXT[event['how']]}.")
 
     def resolve_sums(self) -> None:
         """Decide in place / out of place for the sums torch did since the last hook."""
@@ -463,14 +513,18 @@ class _TorchRecording:
     def _prehook(self, node_id):
         def prehook(grad_outputs):
             self.resolve_sums()
+            for slot in range(len(grad_outputs)):  # the buffer was handed over
+                self._sums.pop((node_id, slot), None)
+                self._firsts.pop((node_id, slot), None)
             node = self.nodes[node_id]
             name = self.name(node_id)
+            label = self.label(node_id)
             self.running = node_id
             if _is_accumulate_grad(node):
                 self._before[node_id] = summarize_torch(node.variable.grad)
             arrived = sum(1 for g in grad_outputs if g is not None)
             self.event("node_started", node_id,
-                       f"{name} started with {arrived} of "
+                       f"{label} started with {arrived} of "
                        f"{_plural(len(grad_outputs), 'incoming gradient')}.",
                        name=name, grads_in=_summaries(grad_outputs))
             self._started[node_id] = time.perf_counter()
@@ -487,20 +541,24 @@ class _TorchRecording:
                 variable = node.variable
                 before = self._before.pop(node_id, None)
                 what = "stored as" if before is None else "added to"
+                leaf = self.trace.graph["nodes"][node_id].get("leaf_name")
+                whose = f"{leaf}.grad" if leaf is not None else ".grad of the leaf"
                 self.event("grad_accumulated", node_id,
-                           f"AccumulateGrad: the gradient was {what} .grad of the leaf "
-                           f"{list(variable.shape)} {_dtype_name(variable.dtype)}.",
+                           f"AccumulateGrad: the gradient was {what} {whose} "
+                           f"({list(variable.shape)} {_dtype_name(variable.dtype)}).",
                            before=before, after=summarize_torch(variable.grad))
             saved = self.saved[node_id]
             if saved and not self.retain_graph:
                 nbytes = sum(t.numel() * t.element_size() for _, t in saved if t is not None)
                 self.event("saved_released", node_id,
-                           f"{name} freed {_plural(len(saved), 'saved tensor')} ({nbytes} bytes).",
+                           f"{self.label(node_id)} freed {_plural(len(saved), 'saved tensor')} "
+                           f"({nbytes} bytes).",
                            count=len(saved), bytes=nbytes)
             self._executed += 1
             produced = sum(1 for g in grad_inputs if g is not None)
-            text = (f"{name} finished." if accumulate else
-                    f"{name} finished: {produced} of {_plural(len(grad_inputs), 'gradient')} out.")
+            label = self.label(node_id)
+            text = (f"{label} finished." if accumulate else
+                    f"{label} finished: {produced} of {_plural(len(grad_inputs), 'gradient')} out.")
             self.event("node_finished", node_id, text, name=name,
                        grads_in=_summaries(grad_outputs), grads_out=_summaries(grad_inputs),
                        duration=duration)
@@ -519,7 +577,7 @@ class _TorchRecording:
 
         self.resolve_sums()
         node_id = self.running
-        where = self.name(node_id) if node_id is not None else "backward"
+        where = self.label(node_id) if node_id is not None else "backward"
         self.event("error", node_id, f"{where} raised {type(exc).__name__}: {exc}",
                    exception=type(exc).__name__, message=str(exc),
                    traceback=traceback.format_exception(type(exc), exc, exc.__traceback__))

@@ -31,7 +31,7 @@ class EventView:
                 "grads_in": None, "grads_out": None, "materialized": [], "exposed": None,
                 "hooks": [], "casts": [], "reductions": [], "contributions": [],
                 "released": None, "accumulated": None, "error": None, "created": None,
-                "saved_hooks": [],
+                "saved_hooks": [], "buffer": {},
             }
         return facts
 
@@ -63,8 +63,10 @@ class EventView:
         elif kind == "node_started":
             self.states[node] = "running"
             self.running = self.last_started = node
+            # the input buffer is handed to the node: nothing is pending any more
             facts.update(grads_in=event["grads_in"], grads_out=None, materialized=[],
-                         hooks=[], casts=[], reductions=[], error=None, exposed=None)
+                         hooks=[], casts=[], reductions=[], error=None, exposed=None,
+                         buffer={})
         elif kind == "node_finished":
             if self.states.get(node) != "released":
                 self.states[node] = "done"
@@ -74,7 +76,8 @@ class EventView:
                 self.running = None
         elif kind == "saved_released":
             self.states[node] = "released"
-            facts["released"] = {"count": event["count"], "bytes": event["bytes"]}
+            facts["released"] = {"count": event["count"], "bytes": event["bytes"],
+                                 "seq": event["seq"]}
         elif kind == "error":
             self.states[node] = "error"
             facts["error"] = {"exception": event["exception"], "message": event["message"]}
@@ -91,6 +94,7 @@ class EventView:
             facts["reductions"].append(event)
         elif kind == "buffer_added":
             facts["contributions"].append(event)
+            facts["buffer"][event["slot"]] = event.get("sum")
         elif kind == "grad_accumulated":
             facts["accumulated"] = {"before": event["before"], "after": event["after"]}
         elif kind in ("saved_packed", "saved_unpacked"):

@@ -16,8 +16,8 @@ from gradviz_ext import engine as _engine
 
 from ..dtypes import from_numpy
 
-__all__ = ["saved_tensors_of", "describe_node", "walk_graph", "node_created_payload",
-           "forward_source", "parameter_names", "frame_leaf_names", "name_leaves"]
+__all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "node_created_payload",
+           "forward_source", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
 
 _GRADVIZ_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
@@ -129,8 +129,25 @@ def _meta(meta) -> dict | None:
     return {"shape": list(meta.shape), "dtype": None if meta.dtype is None else meta.dtype.name}
 
 
-def node_created_payload(node) -> dict:
-    """The payload of a ``node_created`` event (see ``_schema.NodeCreated``)."""
+def saved_details(node) -> list[dict]:
+    """Each tensor ``node`` holds for backward, for an inspector: the ``node_created`` entry
+    plus ``version`` (the tensor's version when it was saved), ``current_version`` (now;
+    differs when it was modified in place since, which backward will refuse) and ``bytes``."""
+    details = []
+    for slot, (label, saved) in enumerate(saved_tensors_of(node)):
+        info = _saved_info(slot, label, saved)
+        data = saved_array(saved)
+        counter = saved._version_counter
+        info.update(version=int(saved._saved_version),
+                    current_version=None if counter is None else int(counter.value),
+                    bytes=0 if data is None else int(data.nbytes))
+        details.append(info)
+    return details
+
+
+def node_created_payload(node, source: bool = True) -> dict:
+    """The payload of a ``node_created`` event (see ``_schema.NodeCreated``); ``source``
+    False leaves the forward line out (null), for a node inspected after its forward."""
     kind = node._kind()
     needs = getattr(node, "needs_input_grad", None)
     if needs is None:
@@ -150,8 +167,23 @@ def node_created_payload(node) -> dict:
         "non_differentiable_outputs": list(getattr(node, "_non_differentiable_outputs", ())),
         "grad_dtypes": None if declared is None else [
             None if dtype is None else dtype.name for dtype in declared],
-        "source": forward_source(),
+        "source": forward_source() if source else None,
     }
+
+
+def user_frame():
+    """The innermost frame on the current stack whose code is not gradviz's, or None.
+
+    The caller must drop the frame when done (``del``): a frame kept alive keeps all its
+    variables alive.
+    """
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS):
+            return frame
+        frame = frame.f_back
+    return None
 
 
 def forward_source() -> dict | None:
@@ -159,16 +191,16 @@ def forward_source() -> dict | None:
 
     Only called by observers, so a forward without observers pays nothing for it.
     """
-    frame = sys._getframe(1)
-    while frame is not None:
+    frame = user_frame()
+    if frame is None:
+        return None
+    try:
         filename = frame.f_code.co_filename
-        if filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS):
-            line = frame.f_lineno
-            code = linecache.getline(filename, line).strip()
-            return {"file": filename, "line": line, "function": frame.f_code.co_name,
-                    "code": code}
-        frame = frame.f_back
-    return None
+        line = frame.f_lineno
+        code = linecache.getline(filename, line).strip()
+        return {"file": filename, "line": line, "function": frame.f_code.co_name, "code": code}
+    finally:
+        del frame
 
 
 # ---- leaf names --------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import traceback
 
 from gradviz_ext import engine as _engine
 
-from ._nodes import node_created_payload, saved_tensors_of
+from ._nodes import node_created_payload, saved_tensors_of, walk_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
 from ._summary import SummaryCache
 
@@ -29,6 +29,8 @@ _HOW_TEXT = {
     "stored": "stored in the buffer",
     "accumulated_in_place": "summed into the buffer in place",
     "accumulated_out_of_place": "summed into the buffer",
+    "written_by_backward": "added into the buffer in place by its backward "
+                           "(ctx.input_grad_buffers)",
 }
 
 
@@ -78,6 +80,11 @@ class Recorder(_engine.Observer):
         self._pending_packs: list = []              # (SavedTensor, hook) before node_created
         self._names: dict[int, str] = {}
         self._summary_cache = SummaryCache()        # Note [Summary cost] in _summary.py
+        # Note [Node numbers and labels]
+        self.numbers: dict[int, int] = {}           # node id -> small display number
+        self.leaf_names: dict[int, str] = {}        # AccumulateGrad node id -> leaf's name
+        self._name_counts: dict[str, int] = {}      # display name -> nodes numbered with it
+        self._next_number = 0
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
@@ -123,6 +130,49 @@ class Recorder(_engine.Observer):
             self._executed.pop(number, None)
             for key in [k for k in self._contributions if k[0] == number]:
                 del self._contributions[key]
+
+    # ---- node numbers and labels (Note [Node numbers and labels]) ----------------------
+    def learn_graph(self, root):
+        """Number the nodes reachable from ``root`` that have no number yet; returns
+        :func:`walk_graph`'s ``(nodes, edges, roots, live)`` (GraphRoot included), each node's
+        description carrying its ``number`` (and ``leaf_name`` when known)."""
+        nodes, edges, roots, live = walk_graph(root, include_graph_root=True)
+        numbers = self.numbers
+        counts = self._name_counts
+        for node_id, info in nodes.items():
+            number = numbers.get(node_id)
+            if number is None:
+                if isinstance(live[node_id], _engine.GraphRoot):
+                    number = 0
+                else:
+                    self._next_number += 1
+                    number = self._next_number
+                    name = info["name"]
+                    counts[name] = counts.get(name, 0) + 1
+                numbers[node_id] = number
+            info["number"] = number
+            leaf = self.leaf_names.get(node_id)
+            if leaf is not None:
+                info["leaf_name"] = leaf
+        return nodes, edges, roots, live
+
+    def _graph_learned(self, task, walked) -> None:
+        """Called at ``backward_started`` with :meth:`learn_graph`'s result (for subclasses)."""
+
+    def label(self, node_id: int, name: str) -> str:
+        """How narration names a node: ``AccumulateGrad for w`` for a named leaf; the name
+        with ``#number`` when another numbered node has the same name; else the name."""
+        leaf = self.leaf_names.get(node_id)
+        if leaf is not None:
+            return f"{name} for {leaf}"
+        if self._name_counts.get(name, 0) > 1:
+            number = self.numbers.get(node_id)
+            if number is not None:
+                return f"{name} #{number}"
+        return name
+
+    def _label(self, node) -> str:
+        return self.label(node.node_id, _engine.display_name(node))
 
     # ---- forward --------------------------------------------------------------------
     def node_created(self, node):
@@ -176,14 +226,15 @@ class Recorder(_engine.Observer):
                 break
         hook_name = _engine._hook_name(hook)
         self._event("saved_unpacked", task, node,
-                    f"{_engine.display_name(node)} unpacked {label} with the saved-tensor hook {hook_name}.",
+                    f"{self._label(node)} unpacked {label} with the saved-tensor hook {hook_name}.",
                     slot=slot, label=label, hook=hook_name)
 
     # ---- backward -------------------------------------------------------------------
     def backward_started(self, task):
         roots = [{"node": _node_id(n), "input_nr": nr} for n, nr in task.roots]
         dependencies = {str(_node_id(n)): c for n, c in task.dependencies().items()}
-        names = ", ".join(_engine.display_name(n) for n, _ in task.roots if n is not None) or "nothing"
+        self._graph_learned(task, self.learn_graph(task.graph_root))
+        names = ", ".join(self._label(n) for n, _ in task.roots if n is not None) or "nothing"
         options = f"retain_graph={task.keep_graph}, create_graph={task.create_graph}"
         self._event("backward_started", task, None,
                     f"Backward started from {names} ({options}).",
@@ -193,17 +244,25 @@ class Recorder(_engine.Observer):
     def node_ready(self, task, node):
         name = _engine.display_name(node)
         self._event("node_ready", task, node,
-                    f"{name} is ready: every gradient it waits for has arrived.", name=name)
+                    f"{self._label(node)} is ready: every gradient it waits for has arrived.",
+                    name=name)
 
-    def buffer_added(self, task, node, slot, producer, how):
+    def buffer_added(self, task, node, slot, producer, how, grad, buffered):
         number = self._task_number(task)
         key = (number, node.node_id, slot)
         count = self._contributions.get(key, 0) + 1
         self._contributions[key] = count
+        grad_summary = self._summary(grad)
+        if buffered is grad and grad_summary is not None:  # stored: the sum is the contribution
+            sum_summary = dict(grad_summary, shape=list(grad_summary["shape"]),
+                               values=list(grad_summary["values"]))
+        else:
+            sum_summary = self._summary(buffered)
         self._event("buffer_added", task, node,
-                    f"{_engine.display_name(node)} input {slot}: {_ordinal(count)} contribution, from "
-                    f"{_engine.display_name(producer)}, {_HOW_TEXT.get(how, how)}.",
-                    slot=slot, producer=_node_id(producer), how=how, contribution=count)
+                    f"{self._label(node)} input {slot}: {_ordinal(count)} contribution, from "
+                    f"{self._label(producer)}, {_HOW_TEXT.get(how, how)}.",
+                    slot=slot, producer=_node_id(producer), how=how, contribution=count,
+                    grad=grad_summary, sum=sum_summary)
 
     def buffers_exposed(self, task, node, entries):
         # one entry per edge (tensor input); ``input`` is the forward argument's position
@@ -219,64 +278,66 @@ class Recorder(_engine.Observer):
             parts.append(f"input {position} {'exposed' if exposed else 'not exposed'} "
                          f"({entry['reason']})")
         self._event("buffers_exposed", task, node,
-                    f"{_engine.display_name(node)} read ctx.input_grad_buffers: {'; '.join(parts) or 'no inputs'}.",
+                    f"{self._label(node)} read ctx.input_grad_buffers: {'; '.join(parts) or 'no inputs'}.",
                     inputs=inputs)
 
     def node_started(self, task, node, grads):
         arrived = sum(1 for g in grads if g is not None)
         name = _engine.display_name(node)
         self._event("node_started", task, node,
-                    f"{name} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
+                    f"{self._label(node)} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
                     name=name, grads_in=self._summaries(grads))
 
-    def prehook(self, task, node, hook, slot, before, after):
+    def prehook(self, task, node, hook, slot, before, after, replaced):
         if slot >= 0:
-            replaced = after is not before
-            what = f"Tensor pre-hook {_engine._hook_name(hook)} on {_engine.display_name(node)} input {slot}"
+            what = f"Tensor pre-hook {_engine._hook_name(hook)} on {self._label(node)} input {slot}"
             before_list, after_list = [self._summary(before)], [self._summary(after)]
         else:
-            replaced = any(a is not b for a, b in zip(after, before)) or len(after) != len(before)
-            what = f"Pre-hook {_engine._hook_name(hook)} of {_engine.display_name(node)}"
+            what = f"Pre-hook {_engine._hook_name(hook)} of {self._label(node)}"
             before_list, after_list = self._summaries(before), self._summaries(after)
-        outcome = "replaced the gradient" if replaced else "left the gradient unchanged"
-        self._event("prehook", task, node, f"{what} {outcome}.",
+        changed = replaced or before_list != after_list
+        self._event("prehook", task, node, f"{what} {_hook_outcome(replaced, changed, 'gradient')}.",
                     hook=_engine._hook_name(hook), slot=slot, replaced=replaced,
-                    before=before_list, after=after_list)
+                    changed=changed, before=before_list, after=after_list)
 
     def grads_materialized(self, task, node, slots):
         slots = list(slots)
         self._event("grads_materialized", task, node,
-                    f"{_engine.display_name(node)} got no gradient for output {_slots_text(slots)}: "
+                    f"{self._label(node)} got no gradient for output {_slots_text(slots)}: "
                     "zeros were materialized.", slots=slots)
 
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
         self._event("grad_cast", task, node,
-                    f"{_engine.display_name(node)} gradient for input {slot} cast from {from_dtype.name} to "
+                    f"{self._label(node)} gradient for input {slot} cast from {from_dtype.name} to "
                     f"{to_dtype.name}, the dtype its successor expects.",
                     slot=slot, from_dtype=from_dtype.name, to_dtype=to_dtype.name)
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
         self._event("grad_reduced", task, node,
-                    f"{_engine.display_name(node)} gradient for input {slot} summed from shape "
+                    f"{self._label(node)} gradient for input {slot} summed from shape "
                     f"{list(from_shape)} to {list(to_shape)} (the input was broadcast).",
                     slot=slot, from_shape=list(from_shape), to_shape=list(to_shape))
 
-    def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced):
-        outcome = "replaced its gradients" if replaced else "left its gradients unchanged"
+    def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced, before):
+        after_list = self._summaries(grad_inputs)
+        before_list = self._summaries(before)
+        changed = replaced or before_list != after_list
         self._event("posthook", task, node,
-                    f"Post-hook {_engine._hook_name(hook)} of {_engine.display_name(node)} {outcome}.",
-                    hook=_engine._hook_name(hook), replaced=replaced,
-                    grad_inputs=self._summaries(grad_inputs))
+                    f"Post-hook {_engine._hook_name(hook)} of {self._label(node)} "
+                    f"{_hook_outcome(replaced, changed, 'gradients', 'its ')}.",
+                    hook=_engine._hook_name(hook), replaced=replaced, changed=changed,
+                    before=before_list, grad_inputs=after_list)
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
         produced = sum(1 for g in grads_out if g is not None)
         name = _engine.display_name(node)
+        label = self._label(node)
         if node._kind() == "accumulate_grad":
-            text = f"{name} finished."
+            text = f"{label} finished."
         else:
-            text = f"{name} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
+            text = f"{label} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
         self._event("node_finished", task, node, text, name=name,
                     grads_in=self._summaries(grads_in), grads_out=self._summaries(grads_out),
                     duration=duration)
@@ -284,14 +345,16 @@ class Recorder(_engine.Observer):
     def grad_accumulated(self, task, node, variable, before, after):
         shape = list(variable._data.shape)
         what = "stored as" if before is None else "added to"
+        leaf = self.leaf_names.get(node.node_id)
+        whose = f"{leaf}.grad" if leaf is not None else ".grad of the leaf"
         self._event("grad_accumulated", task, node,
-                    f"AccumulateGrad: the gradient was {what} .grad of the leaf "
-                    f"{shape} {variable.dtype.name}.",
+                    f"AccumulateGrad: the gradient was {what} {whose} "
+                    f"({shape} {variable.dtype.name}).",
                     before=self._summary(before), after=self._summary(after))
 
     def saved_released(self, task, node, count, nbytes):
         self._event("saved_released", task, node,
-                    f"{_engine.display_name(node)} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
+                    f"{self._label(node)} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
                     count=count, bytes=nbytes)
 
     def backward_finished(self, task, duration):
@@ -302,10 +365,31 @@ class Recorder(_engine.Observer):
 
     def error(self, task, node, exc):
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        where = _engine.display_name(node) if node is not None else "backward"
+        where = self._label(node) if node is not None else "backward"
         self._event("error", task, node, f"{where} raised {type(exc).__name__}: {exc}",
                     exception=type(exc).__name__, message=str(exc), traceback=lines)
         self._forget_task(task)
+
+
+# Note [Node numbers and labels]
+# ------------------------------
+# Node ids are the engine's, unique in the process: a 7-node graph may hold #0 and #176. What a
+# person reads uses a *number* instead: 1, 2, 3... in the order the recorder first walks each
+# graph (the root first; 0 for the engine's GraphRoot of several roots), kept for the
+# recorder's life, so a trace of several passes numbers each node once. Narration names a node
+# by its display name, adding ``#number`` only when another numbered node has the same name
+# ("SumBackward0 #3 is ready"), and names a leaf's AccumulateGrad by the leaf when known
+# ("AccumulateGrad for fc1.weight"): ``leaf_names`` is filled by whoever knows the names (the
+# debug session from ``params`` and the caller's variables, ``gradviz.record()`` from the
+# frame that called backward).
+
+
+def _hook_outcome(replaced: bool, changed: bool, what: str, whose: str = "the ") -> str:
+    if replaced:
+        return f"replaced {whose}{what}" + ("" if changed else " (with equal values)")
+    if changed:
+        return f"changed {whose}{what} in place"
+    return f"left {whose}{what} unchanged"
 
 
 def _inputs_of(task):

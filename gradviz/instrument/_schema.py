@@ -14,6 +14,13 @@ carries the version it was written with, and loading refuses any other version. 
 *optional* field (``NotRequired``) that files written before it simply lack is added within a
 version: the graph nodes' ``leaf_name`` (an AccumulateGrad node's leaf tensor's name, as
 ``gradviz.debug.backward`` names it) came this way in version 2.
+
+Version 3: ``buffer_added`` carries the contribution (``grad``) and the slot's sum after it
+(``sum``), and ``how`` may be ``written_by_backward``; ``prehook`` carries ``changed``;
+``posthook`` carries ``before`` and ``changed``; every "before" (hooks, ``grad_accumulated``)
+is the value before the engine or the hook changed it (versions 1 and 2 summarized a leaf's
+``.grad`` after an in-place accumulation). Graph nodes carry ``number``, a small display
+number per trace.
 """
 
 from __future__ import annotations
@@ -26,7 +33,7 @@ from typing import Literal, NotRequired, TypedDict, Union
 __all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
            "typescript"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 TRACE_FORMAT = "gradviz-trace"
 SCHEMA_ID = f"https://gradviz.dev/schema/trace-v{SCHEMA_VERSION}.json"
 
@@ -140,11 +147,19 @@ class BackwardStarted(Base):
 
 
 class BufferAdded(Base):
+    """A gradient reached a pending node's input ``slot``; ``sum`` is the slot's value after
+    it was added (the buffer as the node will receive it, if nothing else arrives).
+    ``written_by_backward``: a custom backward added into an exposed buffer in place
+    (``ctx.input_grad_buffers``), so ``grad`` is null and only the new ``sum`` is known."""
+
     kind: Literal["buffer_added"]
     slot: int
     producer: int
-    how: Literal["stored", "accumulated_in_place", "accumulated_out_of_place"]
+    how: Literal["stored", "accumulated_in_place", "accumulated_out_of_place",
+                 "written_by_backward"]
     contribution: int
+    grad: Summary | None
+    sum: Summary | None
 
 
 class NodeReady(Base):
@@ -153,18 +168,29 @@ class NodeReady(Base):
 
 
 class Prehook(Base):
+    """A tensor pre-hook (``slot`` >= 0, one gradient) or a node pre-hook (``slot`` -1, all
+    of them) ran. ``before`` is what the hook received, as it was before the hook ran;
+    ``replaced``: the hook returned a value; ``changed``: the gradients differ afterwards
+    (replaced, or modified in place)."""
+
     kind: Literal["prehook"]
     hook: str
     slot: int
     replaced: bool
+    changed: bool
     before: list[Summary | None]
     after: list[Summary | None]
 
 
 class Posthook(Base):
+    """A node post-hook ran: ``before`` are the node's results as the hook received them,
+    ``grad_inputs`` what the node hands on after it."""
+
     kind: Literal["posthook"]
     hook: str
     replaced: bool
+    changed: bool
+    before: list[Summary | None]
     grad_inputs: list[Summary | None]
 
 
@@ -250,6 +276,7 @@ class GraphNode(TypedDict):
     name: str
     kind: NodeKind
     label: str
+    number: NotRequired[int]     # small display number: 1, 2, ... in discovery order (0: GraphRoot)
     leaf_name: NotRequired[str]  # AccumulateGrad nodes only, when the leaf's name is known
 
 

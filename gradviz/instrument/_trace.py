@@ -4,7 +4,7 @@
 The file is one JSON object, described by ``docs/schema/trace.schema.json`` (generated from
 ``_schema.py``) and ``docs/events.md``::
 
-    {"format": "gradviz-trace", "schema_version": 2, "gradviz_version": "0.1.0",
+    {"format": "gradviz-trace", "schema_version": 3, "gradviz_version": "0.1.0",
      "graph": {"nodes": [...], "edges": [...], "roots": [...]},
      "events": [{"kind": "backward_started", "seq": 0, ...}, ...]}
 
@@ -25,7 +25,7 @@ import os
 import threading
 
 from ..errors import TraceFormatError
-from ._nodes import walk_graph
+from ._nodes import frame_leaf_names, user_frame, walk_graph
 from ._observers import observe
 from ._recorder import Recorder
 from ._schema import SCHEMA_VERSION, TRACE_FORMAT, json_schema
@@ -130,14 +130,32 @@ class _TraceRecorder(Recorder):
         self._known: set[int] = set()
         self._sources: set[int] = set()
 
-    def backward_started(self, task):
-        add_to_graph(self._trace.graph, task.graph_root, self._known, self._sources)
-        super().backward_started(task)
+    def _graph_learned(self, task, walked):
+        nodes, _, _, live = walked
+        unnamed = {id(node.variable): node.variable for node_id, node in live.items()
+                   if nodes[node_id]["kind"] == "accumulate_grad"
+                   and node_id not in self.leaf_names}
+        if unnamed:
+            # the leaves' names in the code that called backward (``w`` in ``loss.backward()``
+            # next to ``w = ...``): Note [Node numbers and labels]
+            frame = user_frame()
+            try:
+                found = frame_leaf_names(frame, unnamed)
+            finally:
+                del frame
+            for node_id, node in live.items():
+                name = found.get(id(getattr(node, "variable", None)))
+                if name is not None and nodes[node_id]["kind"] == "accumulate_grad":
+                    self.leaf_names[node_id] = nodes[node_id]["leaf_name"] = name
+        add_to_graph(self._trace.graph, task.graph_root, self._known, self._sources, walked)
 
 
-def add_to_graph(graph: dict, root, known: set, sources: set) -> None:
-    """Add the graph below ``root`` to ``graph`` (nodes and sources already there are kept)."""
-    nodes, edges, roots, _ = walk_graph(root, include_graph_root=True)
+def add_to_graph(graph: dict, root, known: set, sources: set, walked=None) -> None:
+    """Add the graph below ``root`` to ``graph`` (nodes and sources already there are kept);
+    ``walked``: :func:`walk_graph`'s result for ``root`` (GraphRoot included), if at hand."""
+    if walked is None:
+        walked = walk_graph(root, include_graph_root=True)
+    nodes, edges, roots, _ = walked
     for node_id, info in nodes.items():
         if node_id not in known:
             known.add(node_id)

@@ -79,8 +79,17 @@ def fmt(v):
     return v
 
 
-def run(L, seed):
-    """Build the program of ``seed`` in library ``L``, run its backward; return (log, result)."""
+class Program:
+    """One seed's program, built up to its loss (``loss`` None: nothing requires grad)."""
+
+    def __init__(self, rng, log, leaves, pool, named, cands, roots, loss):
+        self.rng, self.log, self.leaves, self.pool = rng, log, leaves, pool
+        self.named, self.cands, self.roots, self.loss = named, cands, roots, loss
+
+
+def build(L, seed) -> Program:
+    """Build the program of ``seed`` in library ``L`` up to its loss (no backward yet).
+    Also used by test_event_oracle_vs_torch.py."""
     rng = random.Random(seed)
     log = []
     Sq, Two, Dirty = _functions(L)
@@ -168,9 +177,19 @@ def run(L, seed):
     # roots
     cands = [(n, t) for n, t in pool if t.requires_grad]
     if not cands:
-        return log, "no-grad"
+        return Program(rng, log, leaves, pool, named, cands, [], None)
     roots = rng.sample(cands, min(len(cands), rng.randint(1, 3)))
     loss = sum((t * (i + 1)).sum() for i, (n, t) in enumerate(roots))
+    return Program(rng, log, leaves, pool, named, cands, roots, loss)
+
+
+def run(L, seed):
+    """Build the program of ``seed`` in library ``L``, run its backward; return (log, result)."""
+    program = build(L, seed)
+    if program.loss is None:
+        return program.log, "no-grad"
+    rng, log, leaves, pool = program.rng, program.log, program.leaves, program.pool
+    named, cands, roots, loss = program.named, program.cands, program.roots, program.loss
     mode = rng.choice(["backward", "backward", "inputs", "grad", "grad_unused", "twice", "multi",
                        "noretain", "double", "grad_outputs", "multihook"])
     res = None

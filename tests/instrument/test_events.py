@@ -223,9 +223,10 @@ def test_buffer_added_counts_contributions_in_its_text():
     make_graph_task(y, observer=recorder).run()
     added = [e for e in recorder.events if e["kind"] == "buffer_added" and e["node"] == a.grad_fn.node_id]
     assert [e["contribution"] for e in added] == [1, 2]
-    assert added[0]["text"] == "MulBackward0 input 0: first contribution, from AddBackward0, stored in the buffer."
-    assert added[1]["text"] == ("MulBackward0 input 0: second contribution, from MulBackward0, "
-                                "summed into the buffer.")
+    # two MulBackward0 nodes in the graph: the narration tells them apart by number
+    assert added[0]["text"] == "MulBackward0 #3 input 0: first contribution, from AddBackward0, stored in the buffer."
+    assert added[1]["text"] == ("MulBackward0 #3 input 0: second contribution, from "
+                                "MulBackward0 #4, summed into the buffer.")
 
 
 def test_error_event_carries_the_traceback():

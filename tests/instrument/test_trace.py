@@ -13,7 +13,7 @@ import pytest
 
 import gradviz
 from gradviz.errors import TraceFormatError
-from gradviz.instrument import Trace, load_trace, record
+from gradviz.instrument import SCHEMA_VERSION, Trace, load_trace, record
 from gradviz.instrument._schema import json_schema
 from gradviz.instrument._trace import load_trace_from_json
 
@@ -220,7 +220,7 @@ def test_oversized_and_binary_files_are_refused_before_parsing(tmp_path):
 def test_deeply_nested_json_is_refused_cleanly():
     with pytest.raises(TraceFormatError):
         load_trace_from_json("[" * 100000 + "]" * 100000)
-    nested = {"format": "gradviz-trace", "schema_version": 2, "gradviz_version": "x",
+    nested = {"format": "gradviz-trace", "schema_version": SCHEMA_VERSION, "gradviz_version": "x",
               "graph": {"nodes": [], "edges": [], "roots": []},
               "events": [{"kind": "error", "seq": 0, "task": 0, "node": None, "time": 0.0,
                           "text": "", "exception": "E", "message": "",

@@ -1,7 +1,7 @@
 // Generated from docs/schema/trace.schema.json by
 // `python -m gradviz.instrument.schema --typescript`. Do not edit.
 
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** A tensor, summarized: statistics over its finite entries (null when there are none). */
 export interface Summary {
@@ -58,6 +58,7 @@ export interface GraphNode {
   name: string;
   kind: "builtin" | "custom" | "accumulate_grad";
   label: string;
+  number?: number;
   leaf_name?: string;
 }
 
@@ -132,6 +133,7 @@ export interface BackwardStartedEvent {
   dependencies: { [key: string]: number };
 }
 
+/** A gradient reached a pending node's input ``slot``; ``sum`` is the slot's value after it was added (the buffer as the node will receive it, if nothing else arrives). ``written_by_backward``: a custom backward added into an exposed buffer in place (``ctx.input_grad_buffers``), so ``grad`` is null and only the new ``sum`` is known. */
 export interface BufferAddedEvent {
   kind: "buffer_added";
   seq: number;
@@ -141,8 +143,10 @@ export interface BufferAddedEvent {
   text: string;
   slot: number;
   producer: number;
-  how: "stored" | "accumulated_in_place" | "accumulated_out_of_place";
+  how: "stored" | "accumulated_in_place" | "accumulated_out_of_place" | "written_by_backward";
   contribution: number;
+  grad: Summary | null;
+  sum: Summary | null;
 }
 
 export interface NodeReadyEvent {
@@ -155,6 +159,7 @@ export interface NodeReadyEvent {
   name: string;
 }
 
+/** A tensor pre-hook (``slot`` >= 0, one gradient) or a node pre-hook (``slot`` -1, all of them) ran. ``before`` is what the hook received, as it was before the hook ran; ``replaced``: the hook returned a value; ``changed``: the gradients differ afterwards (replaced, or modified in place). */
 export interface PrehookEvent {
   kind: "prehook";
   seq: number;
@@ -165,10 +170,12 @@ export interface PrehookEvent {
   hook: string;
   slot: number;
   replaced: boolean;
+  changed: boolean;
   before: (Summary | null)[];
   after: (Summary | null)[];
 }
 
+/** A node post-hook ran: ``before`` are the node's results as the hook received them, ``grad_inputs`` what the node hands on after it. */
 export interface PosthookEvent {
   kind: "posthook";
   seq: number;
@@ -178,6 +185,8 @@ export interface PosthookEvent {
   text: string;
   hook: string;
   replaced: boolean;
+  changed: boolean;
+  before: (Summary | null)[];
   grad_inputs: (Summary | null)[];
 }
 
@@ -320,7 +329,7 @@ export const EVENT_KINDS: readonly EventKind[] = [
 
 export interface Trace {
   format: "gradviz-trace";
-  schema_version: 2;
+  schema_version: 3;
   gradviz_version: string;
   graph: Graph;
   events: Event[];
