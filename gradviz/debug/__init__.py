@@ -11,7 +11,11 @@ from ._replay import ReplaySession, replay
 from ._session import NODE_STATES, DebugSession, backward
 from ._threaded import CallSession, SessionAborted, runcall
 from ._torch_recorder import record_torch
+from ._torch_scopes import torch_scopes
+from ..autograd._scopes import scope
+from ..instrument._module_paths import module_path
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
            "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
-           "Finding", "Entry", "FINDING_KINDS", "record_torch"]
+           "Finding", "Entry", "FINDING_KINDS", "record_torch", "scope", "module_path",
+           "torch_scopes"]

@@ -40,6 +40,7 @@ import weakref
 
 from ..instrument import Trace, summarize
 from ..instrument._nodes import named_pairs
+from ._torch_scopes import annotate_torch_modules, module_class_names
 
 __all__ = ["record_torch"]
 
@@ -206,9 +207,10 @@ def _root_edges(roots) -> list:
 class _TorchRecording:
     """One backward pass: the graph walk, the hooks and the events."""
 
-    def __init__(self, roots, gradients, inputs, retain_graph, names=None):
+    def __init__(self, roots, gradients, inputs, retain_graph, names=None, module_types=None):
         self.retain_graph = retain_graph
         self.names = names or {}         # id(leaf) -> (leaf, name), from params
+        self.module_types = module_types or {}  # module path -> class names, from params
         self.trace = Trace()
         self.nodes: list = []            # id -> torch node
         self.edges: list = []            # id -> [(child id or None, input_nr)]
@@ -325,6 +327,7 @@ class _TorchRecording:
                     graph["edges"].append({"source": node_id, "target": child,
                                            "input_nr": input_nr})
         graph["roots"] = [self.graph_root] if self.graph_root is not None else list(self.starts)
+        annotate_torch_modules(graph["nodes"], self.nodes, self.names, self.module_types)
 
     def name(self, node_id: int) -> str:
         return self.trace.graph["nodes"][node_id]["name"]
@@ -568,7 +571,8 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
     gradients = _gradients(roots, gradient)
     inputs = None if inputs is None else _as_list(inputs)
     retain = bool(retain_graph) if retain_graph is not None else False  # create_graph is False
-    recording = _TorchRecording(roots, gradients, inputs, retain, names)
+    recording = _TorchRecording(roots, gradients, inputs, retain, names,
+                                module_class_names(params))
     recording.node_created_events()
     recording.attach()
     started = time.perf_counter()

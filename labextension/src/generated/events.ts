@@ -59,6 +59,9 @@ export interface GraphNode {
   kind: "builtin" | "custom" | "accumulate_grad";
   label: string;
   leaf_name?: string;
+  module?: string[];
+  module_types?: string[];
+  module_call?: number;
 }
 
 export interface GraphEdge {
@@ -92,6 +95,7 @@ export interface NodeCreatedEvent {
   non_differentiable_outputs: number[];
   grad_dtypes: (string | null)[] | null;
   source: SourceLocation | null;
+  module?: string[];
 }
 
 export interface SavedPackedEvent {

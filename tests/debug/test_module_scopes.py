@@ -1,0 +1,256 @@
+"""Module paths (Note [Module paths]) and parameter names on gradviz and PyTorch graphs.
+
+The expected paths are the keys of ``named_modules()`` (split at the dots) of the same model,
+and the expected leaf names those of ``named_parameters()``: the names the user already sees.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+from gradviz.debug._torch_recorder import _record
+
+HOSTILE = '<img src=x onerror="alert(1)">'
+
+
+def models(nn):
+    """A transformer-style block stack, an RNN cell and a nested Sequential, for ``nn``
+    (``gradviz.nn`` or ``torch.nn``)."""
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(4, 12)
+            self.out = nn.Linear(4, 4)
+
+        def forward(self, x):
+            q, k, v = self.qkv(x).chunk(3, dim=-1)
+            weights = (q @ k.transpose(-1, -2)).softmax(dim=-1)
+            return self.out(weights @ v)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.norm = nn.LayerNorm(4)
+            self.attn = Attention()
+            self.mlp = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 4))
+
+        def forward(self, x):
+            x = x + self.attn(self.norm(x))
+            return x + self.mlp(x)
+
+    class Transformer(nn.Module):
+        def __init__(self, depth=3):
+            super().__init__()
+            self.blocks = nn.ModuleList([Block() for _ in range(depth)])
+            self.head = nn.Linear(4, 1)
+
+        def forward(self, x):
+            for block in self.blocks:
+                x = block(x)
+            return self.head(x).sum()
+
+    class Unrolled(nn.Module):
+        def __init__(self, steps=5):
+            super().__init__()
+            self.cell = nn.RNNCell(3, 4)
+            self.steps = steps
+
+        def forward(self, x):
+            h = None
+            for _ in range(self.steps):
+                h = self.cell(x, h)
+            return h.sum()
+
+    return Transformer, Unrolled
+
+
+def copy_weights(source, target):
+    """Give the torch twin ``target`` the gradviz model's weights (same registration order)."""
+    with torch.no_grad():
+        for (name, p), (name_t, q) in zip(source.named_parameters(), target.named_parameters()):
+            assert name == name_t
+            q.copy_(torch.from_numpy(p.detach().numpy().copy()))
+
+
+def paths(graph) -> dict:
+    """``{dotted module path: set of node names}`` of a graph dict."""
+    found = {}
+    for node in graph["nodes"]:
+        if "module" in node:
+            found.setdefault(".".join(node["module"]), set()).add(node["name"])
+    return found
+
+
+def test_transformer_paths_are_the_named_modules_keys():
+    Transformer, _ = models(gradviz.nn)
+    model = Transformer()
+    loss = model(gradviz.randn(2, 5, 4))
+    session = gradviz.debug.backward(loss)
+    graph = session.graph()
+    found = paths(graph)
+    modules = {name for name, _ in model.named_modules()}
+    assert set(found) <= modules
+    # every leaf module that ran shows up, with its own ops
+    assert {"blocks.0.attn.qkv", "blocks.2.mlp.0", "blocks.2.mlp.1", "blocks.1.norm",
+            "head"} <= set(found)
+    assert "TanhBackward0" in found["blocks.1.mlp.1"]
+    assert "AddmmBackward0" in found["blocks.2.mlp.2"] or "AddBackward0" in found["blocks.2.mlp.2"]
+    assert "SoftmaxBackward0" in found["blocks.0.attn"]
+    # the residual adds belong to the Block, the final sum to the model itself
+    assert "AddBackward0" in found["blocks.1"]
+    assert "SumBackward0" in found[""]
+    types = {".".join(n["module"]): n["module_types"] for n in graph["nodes"] if "module" in n}
+    assert types["blocks.1.attn.qkv"] == ["ModuleList", "Block", "Attention", "Linear"]
+    assert types["blocks.0.mlp.1"] == ["ModuleList", "Block", "Sequential", "Tanh"]
+
+
+def test_parameters_are_named_without_params_and_sit_in_their_module():
+    Transformer, _ = models(gradviz.nn)
+    model = Transformer(depth=2)
+    session = gradviz.debug.backward(model(gradviz.randn(2, 5, 4)))
+    leaves = {n["leaf_name"]: n for n in session.graph()["nodes"] if "leaf_name" in n}
+    assert set(leaves) == {name for name, _ in model.named_parameters()}
+    assert leaves["blocks.1.mlp.0.weight"]["module"] == ["blocks", "1", "mlp", "0"]
+    assert leaves["blocks.0.norm.bias"]["module_types"] == ["ModuleList", "Block", "LayerNorm"]
+    assert all("module_call" not in node for node in leaves.values())
+    # the inspector shows the same name, and params= for plain tensors still wins
+    w = gradviz.ones(4, requires_grad=True)
+    named = gradviz.debug.backward((model(gradviz.randn(1, 2, 4)) * w).sum(),
+                                   params={"scale": w, "renamed": model.head.bias})
+    by_name = {n["leaf_name"]: n for n in named.graph()["nodes"] if "leaf_name" in n}
+    assert "scale" in by_name and "renamed" in by_name and "head.bias" not in by_name
+    assert named.node(by_name["blocks.0.attn.out.weight"]["id"])["leaf_name"] == \
+        "blocks.0.attn.out.weight"
+
+
+def test_an_unrolled_cell_is_one_path_applied_n_times():
+    _, Unrolled = models(gradviz.nn)
+    model = Unrolled(steps=6)
+    graph = gradviz.debug.backward(model(gradviz.randn(2, 3))).graph()
+    cell = [n for n in graph["nodes"] if n.get("module") == ["cell"]]
+    ops = [n for n in cell if n["kind"] != "accumulate_grad"]
+    assert sorted({n["module_call"] for n in ops}) == list(range(6))
+    # each call builds the same ops; the call numbers follow forward order (node ids)
+    per_call = {}
+    for node in ops:
+        per_call.setdefault(node["module_call"], []).append(node)
+    assert len({len(nodes) for nodes in per_call.values()}) == 1
+    firsts = [min(n["id"] for n in per_call[k]) for k in range(6)]
+    assert firsts == sorted(firsts)
+    leaves = sorted(n["leaf_name"] for n in cell if n["kind"] == "accumulate_grad")
+    assert leaves == ["cell.bias_hh", "cell.bias_ih", "cell.weight_hh", "cell.weight_ih"]
+
+
+def test_nested_sequential_and_user_scopes_nest():
+    nn = gradviz.nn
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.ReLU()), nn.Linear(2, 1))
+    x = gradviz.ones(1, 2, requires_grad=True)
+    with gradviz.debug.scope("encoder"):
+        with gradviz.debug.scope(HOSTILE):
+            y = model(x)
+        z = y * 2
+    loss = z.sum()
+    assert gradviz.debug.module_path(loss.grad_fn) is None
+    assert gradviz.debug.module_path(z.grad_fn) == ("encoder",)
+    found = paths(gradviz.debug.backward(loss).graph())
+    assert found[f"encoder.{HOSTILE}.0.1"] == {"ReluBackward0"}
+    assert "MulBackward0" in found["encoder"]
+    node = next(n for n in gradviz.debug.backward(model(x).sum()).graph()["nodes"]
+                if n["name"] == "ReluBackward0")
+    assert node["module"] == ["0", "1"] and node["module_types"] == ["Sequential", "ReLU"]
+    with pytest.raises(TypeError, match="takes a str"):
+        gradviz.debug.scope(3)
+
+
+def test_hostile_module_names_are_kept_as_plain_strings():
+    nn = gradviz.nn
+    model = nn.Module()
+    model.add_module(HOSTILE, nn.Linear(2, 2))
+
+    def forward(x):
+        return getattr(model, HOSTILE)(x).sum()
+
+    model.forward = forward
+    graph = gradviz.debug.backward(model(gradviz.ones(1, 2))).graph()
+    assert paths(graph)[HOSTILE] >= {"AddmmBackward0"}
+    assert {n["leaf_name"] for n in graph["nodes"] if "leaf_name" in n} == \
+        {f"{HOSTILE}.weight", f"{HOSTILE}.bias"}
+
+
+def test_scopes_belong_to_their_thread():
+    x = gradviz.ones(2, requires_grad=True)
+    results = {}
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        inside.wait()
+        results["other"] = gradviz.debug.module_path((x * 2).grad_fn)
+        release.set()
+
+    thread = threading.Thread(target=other)
+    thread.start()
+    with gradviz.debug.scope("main"):
+        inside.set()
+        release.wait()
+        results["main"] = gradviz.debug.module_path((x * 2).grad_fn)
+    thread.join()
+    assert results == {"other": None, "main": ("main",)}
+
+
+def test_node_created_events_and_traces_carry_the_path(tmp_path):
+    nn = gradviz.nn
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+    with gradviz.record() as trace:
+        model(gradviz.ones(1, 2)).sum().backward()
+    created = {e["node"]: e for e in trace.events if e["kind"] == "node_created"}
+    graph = {n["id"]: n for n in trace.graph["nodes"]}
+    tanh = next(i for i, n in graph.items() if n["name"] == "TanhBackward0")
+    assert created[tanh]["module"] == ["1"] and graph[tanh]["module"] == ["1"]
+    path = tmp_path / "t.json"
+    trace.save(path)
+    loaded = gradviz.load_trace(path)  # the schema accepts the new optional fields
+    assert loaded.graph["nodes"] == trace.graph["nodes"]
+
+
+def test_torch_models_get_the_same_paths_as_their_gradviz_twins():
+    for make in models(gradviz.nn):
+        twin = dict(zip(("Transformer", "Unrolled"), models(torch.nn)))[make.__name__]
+        ours, theirs = make(), twin()
+        copy_weights(ours, theirs)
+        x = np.random.default_rng(0).standard_normal(
+            (2, 5, 4) if make.__name__ == "Transformer" else (2, 3)).astype(np.float32)
+        graph = gradviz.debug.backward(ours(gradviz.tensor(x))).graph()
+        with gradviz.debug.torch_scopes():
+            loss = theirs(torch.from_numpy(x))
+        trace = gradviz.debug.record_torch(loss, params=theirs)
+
+        def summary(graph):
+            return sorted((".".join(n["module"]), n.get("module_call", -1),
+                           n.get("leaf_name", "")) for n in graph["nodes"] if "module" in n)
+
+        assert set(summary(trace.graph)) == set(summary(graph)), make.__name__
+        # and the class names along the paths agree too
+        types = {tuple(n["module"]): n["module_types"] for n in graph["nodes"] if "module" in n}
+        for node in trace.graph["nodes"]:
+            if "module" in node:
+                assert node["module_types"] == types[tuple(node["module"])]
+
+
+def test_torch_scopes_leave_no_hook_and_tag_nothing_outside():
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    with gradviz.debug.torch_scopes():
+        inside = model(torch.ones(1, 2)).sum()
+    outside = model(torch.ones(1, 2)).sum()
+    trace, _ = _record(outside)
+    # (the parameters' AccumulateGrad nodes are shared with the graph built inside)
+    assert not any("module" in n for n in trace.graph["nodes"] if n["kind"] == "builtin")
+    trace, _ = _record(inside)
+    assert any("module" in n for n in trace.graph["nodes"])
+    assert not torch.nn.modules.module._global_forward_hooks
+    assert not torch.nn.modules.module._global_forward_pre_hooks
