@@ -14,8 +14,9 @@ from ._torch_recorder import record_torch
 from ._torch_scopes import torch_scopes
 from ..autograd._scopes import scope
 from ..instrument._module_paths import module_path
+from ..instrument._rollup import rollup
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
            "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
            "Finding", "Entry", "FINDING_KINDS", "record_torch", "scope", "module_path",
-           "torch_scopes"]
+           "torch_scopes", "rollup"]

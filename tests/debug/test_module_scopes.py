@@ -254,3 +254,58 @@ def test_torch_scopes_leave_no_hook_and_tag_nothing_outside():
     assert any("module" in n for n in trace.graph["nodes"])
     assert not torch.nn.modules.module._global_forward_hooks
     assert not torch.nn.modules.module._global_forward_pre_hooks
+
+
+# ---- roll-up --------------------------------------------------------------------------------
+
+def test_rollup_of_a_transformer_groups_the_blocks_and_picks_a_fold_depth():
+    Transformer, _ = models(gradviz.nn)
+    model = Transformer(depth=12)
+    session = gradviz.debug.backward(model(gradviz.randn(2, 5, 4)))
+    graph = session.graph()
+    summary = session.rollup()
+    assert summary == gradviz.debug.rollup(graph)
+    modules = {m["name"]: m for m in summary["modules"]}
+    # counts are honest: every node is in the model's box, a block holds its sub-modules
+    assert modules[""]["count"] + len(summary["outside"]) == len(graph["nodes"])
+    block = modules["blocks.3"]
+    assert block["type"] == "Block" and block["calls"] == 1
+    assert block["count"] == sum(modules[c]["count"] for c in block["children"]) + \
+        len(block["own_nodes"])
+    assert set(block["children"]) == {"blocks.3.norm", "blocks.3.attn", "blocks.3.mlp"}
+    assert modules["blocks"]["type"] == "ModuleList"
+    group = next(g for g in summary["groups"] if g["parent"] == "blocks")
+    assert group["type"] == "Block" and group["label"] == "+11 more Block"
+    assert group["members"] == [f"blocks.{i}" for i in range(12)]
+    mlp_group = next(g for g in summary["groups"] if g["parent"] == "blocks.0.mlp")
+    assert mlp_group["members"] == ["blocks.0.mlp.0", "blocks.0.mlp.2"]  # the Linears
+    # Note [Fold depth]: recount the boxes from the graph itself
+    for depth, count in enumerate(summary["boxes"]):
+        expected = len({tuple(n["module"][:depth]) if len(n.get("module", [])) >= depth
+                        else ("node", n["id"]) for n in graph["nodes"] if "module" in n})
+        assert count == expected + len(summary["outside"])
+    assert len(graph["nodes"]) > 150
+    depth = summary["fold_depth"]
+    assert summary["boxes"][depth] <= 150
+    assert depth == summary["max_depth"] or summary["boxes"][depth + 1] > 150
+    assert gradviz.debug.rollup(graph, max_boxes=10_000)["fold_depth"] is None
+    with pytest.raises(ValueError, match="positive int"):
+        gradviz.debug.rollup(graph, max_boxes=0)
+
+
+def test_rollup_counts_the_applications_of_an_unrolled_cell():
+    _, Unrolled = models(gradviz.nn)
+    graph = gradviz.debug.backward(Unrolled(steps=7)(gradviz.randn(2, 3))).graph()
+    modules = {m["name"]: m for m in gradviz.debug.rollup(graph)["modules"]}
+    assert modules["cell"]["calls"] == 7 and modules["cell"]["type"] == "RNNCell"
+    assert modules[""]["calls"] == 1
+
+
+def test_rollup_reads_a_saved_torch_trace(tmp_path):
+    _, Unrolled = models(torch.nn)
+    with gradviz.debug.torch_scopes():
+        loss = Unrolled(steps=4)(torch.randn(2, 3))
+    trace = gradviz.debug.record_torch(loss)
+    trace.save(tmp_path / "rnn.json")
+    summary = gradviz.debug.rollup(gradviz.load_trace(tmp_path / "rnn.json").graph)
+    assert {m["name"]: m["calls"] for m in summary["modules"]}["cell"] == 4
