@@ -6,6 +6,7 @@ into a trace (``gradviz.debug.record_torch``)."""
 
 from ._breakpoints import Breakpoint
 from ._capture import capture
+from ._diff import NodePair, TraceDiff, diff
 from ._doctor import FINDING_KINDS, DoctorReport, Entry, Finding, doctor
 from ._replay import ReplaySession, replay
 from ._session import NODE_STATES, DebugSession, backward
@@ -19,4 +20,4 @@ from ..instrument._rollup import rollup
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
            "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
            "Finding", "Entry", "FINDING_KINDS", "record_torch", "scope", "module_path",
-           "torch_scopes", "rollup"]
+           "torch_scopes", "rollup", "diff", "TraceDiff", "NodePair"]

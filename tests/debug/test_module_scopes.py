@@ -309,3 +309,110 @@ def test_rollup_reads_a_saved_torch_trace(tmp_path):
     trace.save(tmp_path / "rnn.json")
     summary = gradviz.debug.rollup(gradviz.load_trace(tmp_path / "rnn.json").graph)
     assert {m["name"]: m["calls"] for m in summary["modules"]}["cell"] == 4
+
+
+# ---- diff -----------------------------------------------------------------------------------
+
+def twin_traces(kind, seed_bug=None, **size):
+    """A gradviz model and its torch twin with the same weights and input, each recorded;
+    ``seed_bug(model)`` changes the gradviz model before its forward."""
+    make = dict(zip(("Transformer", "Unrolled"), models(gradviz.nn)))[kind]
+    make_torch = dict(zip(("Transformer", "Unrolled"), models(torch.nn)))[kind]
+    ours, theirs = make(**size), make_torch(**size)
+    copy_weights(ours, theirs)
+    shape = (2, 5, 4) if kind == "Transformer" else (2, 3)
+    x = np.random.default_rng(1).standard_normal(shape).astype(np.float32)
+    if seed_bug is not None:
+        seed_bug(ours)
+    with gradviz.record() as trace_a:
+        ours(gradviz.tensor(x)).backward()
+    with gradviz.debug.torch_scopes():
+        loss = theirs(torch.from_numpy(x))
+    return trace_a, gradviz.debug.record_torch(loss, params=theirs)
+
+
+@pytest.mark.parametrize("kind,size", [("Transformer", {"depth": 3}), ("Unrolled", {"steps": 5})])
+def test_diff_of_a_gradviz_pass_and_its_torch_twin_finds_nothing(kind, size):
+    trace_a, trace_b = twin_traces(kind, **size)
+    result = gradviz.debug.diff(trace_a, trace_b)
+    real = [n for n in trace_a.graph["nodes"] if n["name"] != "GraphRoot"]
+    assert len(result.pairs) == len(real) == len(trace_b.graph["nodes"])
+    assert result.only_a == [] and result.only_b == []
+    assert result.differences == [] and result.equal and result.first_difference is None
+    assert all(pair.max_relative < 1e-4 for pair in result.pairs)
+    # pairs really are the same node: same module, application and op
+    for pair in result.pairs:
+        assert pair.a["name"] == pair.b["name"]
+        assert pair.a.get("module") == pair.b.get("module")
+        assert pair.a.get("module_call") == pair.b.get("module_call")
+    assert "0 differ" in repr(result)
+
+
+def test_diff_points_at_the_node_a_backward_only_bug_is_in():
+    def seed(model):  # blocks.1's MLP output gets its gradient scaled: forward is unchanged
+        def forward_hook(module, args, output):
+            output.register_hook(lambda grad: grad * 1.5)
+        model.blocks[1].mlp.register_forward_hook(forward_hook)
+
+    trace_a, trace_b = twin_traces("Transformer", seed, depth=3)
+    result = gradviz.debug.diff(trace_a, trace_b)
+    assert result.only_a == [] and result.only_b == []
+    first = result.first_difference
+    # the hook runs as a pre-hook of the node that made the MLP's output (the view back to 3-d
+    # after the Linear's addmm, in both libraries): it is the first to return other
+    # gradients, and everything that runs before it agrees
+    assert first.a["module"] == ["blocks", "1", "mlp", "2"] and first.a["name"] == \
+        "ViewBackward0" == first.b["name"]
+    assert any(slot.what == "grads_out" and slot.differs for slot in first.slots)
+    ratio = [float(s.a["norm"]) / float(s.b["norm"]) for s in first.slots
+             if s.what == "grads_out" and s.differs]
+    assert ratio and all(abs(r - 1.5) < 1e-3 for r in ratio)
+    order = [p.key for p in result.pairs]
+    assert all(not p.differs for p in result.pairs[:order.index(first.key)])
+    assert "blocks.2" not in " ".join(p.key for p in result.differences)  # ran before the bug
+    assert first.key in repr(result)
+
+
+def test_diff_lists_the_nodes_a_detach_cut_off():
+    def seed(model):  # blocks.1's attention reads a detached input: its norm gets no gradient
+        attn = model.blocks[1].attn
+        original = attn.forward
+        attn.forward = lambda x: original(x.detach())
+
+    trace_a, trace_b = twin_traces("Transformer", seed, depth=2)
+    result = gradviz.debug.diff(trace_a, trace_b)
+    assert result.only_a == []
+    cut = {(".".join(n.get("module", [])), n.get("leaf_name")) for n in result.only_b}
+    assert ("blocks.1.norm", "blocks.1.norm.weight") in cut
+    assert ("blocks.1.norm", "blocks.1.norm.bias") in cut
+    # only the norm and the view that flattened its output for the qkv Linear are cut off:
+    # blocks.0 still gets its gradient through the residual
+    assert {(".".join(n["module"]), n["name"]) for n in result.only_b} == {
+        ("blocks.1.norm", "NativeLayerNormBackward0"), ("blocks.1.norm", "AccumulateGrad"),
+        ("blocks.1.attn.qkv", "ViewBackward0")}
+    assert not result.equal
+
+
+def test_diff_html_shows_user_names_as_text_and_bad_input_fails():
+    nn = gradviz.nn
+    model = nn.Module()
+    model.add_module(HOSTILE, nn.Linear(2, 2))
+    model.forward = lambda x: getattr(model, HOSTILE)(x).sum()
+    with gradviz.record() as a:
+        model(gradviz.ones(1, 2)).backward()
+    with gradviz.record() as b:
+        (model(gradviz.ones(1, 2)) * 3).backward()
+    result = gradviz.debug.diff(a, b)
+    page = result._repr_html_()
+    assert HOSTILE not in page and html_escape(HOSTILE) in page
+    assert result.differences and result.only_b
+    with pytest.raises(TypeError, match="must be a gradviz.instrument.Trace"):
+        gradviz.debug.diff(a, {"graph": {}})
+    with pytest.raises(ValueError, match="rtol"):
+        gradviz.debug.diff(a, b, rtol=-1)
+
+
+def html_escape(text):
+    import html
+
+    return html.escape(text)
