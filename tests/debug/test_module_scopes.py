@@ -416,3 +416,37 @@ def html_escape(text):
     import html
 
     return html.escape(text)
+
+
+def test_replays_and_session_traces_keep_paths_and_roll_up(tmp_path):
+    _, Unrolled = models(gradviz.nn)
+    model = Unrolled(steps=3)
+    session = gradviz.debug.backward(model(gradviz.randn(2, 3)))
+    session.continue_()
+    trace = session.trace()
+    live = {n["id"]: n for n in session.graph()["nodes"]}
+    for node in trace.graph["nodes"]:
+        if node["id"] in live:
+            for key in ("module", "module_types", "module_call", "leaf_name"):
+                assert node.get(key) == live[node["id"]].get(key)
+    trace.save(tmp_path / "rnn.json")
+    replay = gradviz.debug.replay(str(tmp_path / "rnn.json"))
+    modules = {m["name"]: m for m in replay.rollup()["modules"]}
+    assert modules["cell"]["calls"] == 3
+    assert replay.rollup() == session.rollup()
+
+
+def test_runcall_sessions_see_the_paths():
+    nn = gradviz.nn
+    model = nn.Sequential(nn.Linear(2, 2), nn.Tanh())
+
+    def train():
+        model(gradviz.ones(1, 2)).sum().backward()
+
+    session = gradviz.debug.runcall(train, breakpoints=[{"function": "TanhBackward0"}])
+    try:
+        assert session.status == "paused"
+        found = paths(session.graph())
+        assert found["1"] == {"TanhBackward0"} and "AddmmBackward0" in found["0"]
+    finally:
+        session.continue_()
