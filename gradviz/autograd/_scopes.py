@@ -92,23 +92,22 @@ def _enclosing_module(frame):
 
 
 def relative_names(owner, module) -> tuple[tuple, tuple]:
-    """The keys leading from ``owner`` to ``module`` through ``_modules`` (breadth first, the
-    first registration wins for a module registered twice) and the class name at each step;
-    the class name alone when ``module`` is not below ``owner``."""
-    queue = [(owner, (), ())]
-    seen = {id(owner)}
-    index = 0
-    while index < len(queue):
-        current, names, classes = queue[index]
-        index += 1
-        for key, child in current.__dict__.get("_modules", {}).items():
-            if child is None or id(child) in seen:
-                continue
-            seen.add(id(child))
-            step_names, step_classes = names + (str(key),), classes + (type(child).__name__,)
-            if child is module:
-                return step_names, step_classes
-            queue.append((child, step_names, step_classes))
+    """The keys leading from ``owner`` to ``module`` through ``_modules`` (the first place
+    ``owner.named_modules()`` lists it: depth first, registration order) and the class name
+    at each step; the class name alone when ``module`` is not below ``owner``."""
+    stack = [(owner, (), ())]
+    seen = set()
+    while stack:
+        current, names, classes = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current is module and names:
+            return names, classes
+        children = [(child, names + (str(key),), classes + (type(child).__name__,))
+                    for key, child in current.__dict__.get("_modules", {}).items()
+                    if child is not None]
+        stack.extend(reversed(children))
     name = type(module).__name__
     return (name,), (name,)
 

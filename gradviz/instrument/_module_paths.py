@@ -73,20 +73,22 @@ def module_parameters(frames) -> dict:
 
 
 def named_modules(module):
-    """``(names, class names, module)`` for ``module`` and every module below it, breadth
-    first and iteratively (a deep ``Sequential`` must not hit the recursion limit)."""
-    queue = [((), (), module)]
-    seen = {id(module)}
-    index = 0
-    while index < len(queue):
-        names, classes, current = queue[index]
-        index += 1
+    """``(names, class names, module)`` for ``module`` and every module below it, in the
+    order of ``named_modules()`` (depth first, registration order, a module registered twice
+    only at its first place), iteratively: a deep ``Sequential`` must not hit the recursion
+    limit."""
+    stack = [((), (), module)]
+    seen = set()
+    while stack:
+        names, classes, current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
         yield names, classes, current
-        for key, child in current.__dict__.get("_modules", {}).items():
-            if child is None or id(child) in seen:
-                continue
-            seen.add(id(child))
-            queue.append((names + (str(key),), classes + (type(child).__name__,), child))
+        children = [(names + (str(key),), classes + (type(child).__name__,), child)
+                    for key, child in current.__dict__.get("_modules", {}).items()
+                    if child is not None]
+        stack.extend(reversed(children))
 
 
 def annotate_modules(nodes: dict, live: dict) -> None:

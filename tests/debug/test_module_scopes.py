@@ -450,3 +450,27 @@ def test_runcall_sessions_see_the_paths():
         assert found["1"] == {"TanhBackward0"} and "AddmmBackward0" in found["0"]
     finally:
         session.continue_()
+
+
+def test_a_shared_module_and_a_tied_parameter_take_their_named_modules_names():
+    """A module registered twice, and a parameter two modules share, are named where
+    ``named_modules()`` / ``named_parameters()`` list them first (depth first)."""
+    for nn in (gradviz.nn, torch.nn):
+        shared = nn.Linear(2, 2)
+        model = nn.Module()
+        model.first = nn.Sequential(nn.Tanh(), shared)
+        model.second = shared
+        model.head = nn.Linear(2, 2)
+        model.head.weight = shared.weight
+        model.forward = lambda x: model.head(model.second(x)).sum()
+        x = (gradviz if nn is gradviz.nn else torch).ones(1, 2)
+        if nn is gradviz.nn:
+            graph = gradviz.debug.backward(model(x)).graph()
+        else:
+            with gradviz.debug.torch_scopes():
+                loss = model(x)
+            graph = gradviz.debug.record_torch(loss, params=model).graph
+        names = {n["leaf_name"] for n in graph["nodes"] if "leaf_name" in n}
+        assert names == {name for name, _ in model.named_parameters()} == \
+            {"first.1.weight", "first.1.bias", "head.bias"}
+        assert "first.1" in paths(graph)  # model.second(x) is the module first.1
