@@ -83,9 +83,10 @@ class SessionBase:
 
     # ---- inspection --------------------------------------------------------------------
     def rollup(self, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:
-        """:func:`gradviz.debug.rollup` of :meth:`graph`: the nodes by module, repeated
-        applications and instances, and the default fold depth."""
-        return rollup(self.graph(), max_boxes)
+        """:func:`gradviz.debug.rollup` of :meth:`graph` with the shown :meth:`node_states`:
+        the nodes by module (and how many have run), repeated applications and instances,
+        and the default fold depth."""
+        return rollup(self.graph(), max_boxes, self.node_states())
 
     def _node_name(self, node_id) -> str | None:
         info = self._graph_nodes().get(node_id)

@@ -26,7 +26,7 @@ __all__ = ["rollup", "DEFAULT_MAX_BOXES"]
 DEFAULT_MAX_BOXES = 150
 
 
-def rollup(graph: dict, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:
+def rollup(graph: dict, max_boxes: int = DEFAULT_MAX_BOXES, states: dict | None = None) -> dict:
     """Group the nodes of ``graph`` by module path.
 
     Returns a dict:
@@ -36,8 +36,11 @@ def rollup(graph: dict, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:
       ``type`` (class name, ``""`` for a ``scope`` block or unknown), ``depth``,
       ``nodes`` (ids of every node inside, sub-modules included), ``own_nodes`` (ids whose path
       is exactly this one), ``count`` (``len(nodes)``), ``calls`` (how many times it was
-      applied: the ``(xN)`` of an unrolled cell; 1 for a single call) and ``children`` (the
-      dotted names of the modules right below it).
+      applied: the ``(xN)`` of an unrolled cell; 1 for a single call), ``children`` (the
+      dotted names of the modules right below it), ``parameters`` (``{"id", "name"}`` of the
+      named leaves it owns, for an inspector to list with their gradients) and, when
+      ``states`` (``session.node_states()``) is given, ``states`` (how many of its nodes are
+      in each state: ``done``, ``running``, ``error``...).
     * ``groups``: distinct instances of one class under one parent with index names
       (``blocks.0`` ... ``blocks.11``): ``parent`` (dotted), ``type``, ``members`` (dotted,
       in index order) and ``label`` (``"+11 more Block"``, for the first member's box).
@@ -77,11 +80,18 @@ def rollup(graph: dict, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:
                     "path": list(prefix), "name": ".".join(prefix),
                     "type": types[depth - 1] if 0 < depth <= len(types) else "",
                     "depth": depth, "nodes": [], "own_nodes": [], "count": 0, "calls": 1,
-                    "children": []}
+                    "children": [], "parameters": []}
+                if states is not None:
+                    entry["states"] = {}
             elif not entry["type"] and 0 < depth <= len(types):
                 entry["type"] = types[depth - 1]
             entry["nodes"].append(node["id"])
+            if states is not None:
+                state = states.get(node["id"], "pending")
+                entry["states"][state] = entry["states"].get(state, 0) + 1
         modules[path]["own_nodes"].append(node["id"])
+        if node["kind"] == "accumulate_grad" and "leaf_name" in node:
+            modules[path]["parameters"].append({"id": node["id"], "name": node["leaf_name"]})
         if "module_call" in node:
             calls_of.setdefault(path, set()).add(node["module_call"])
     ordered = sorted(modules, key=lambda p: (len(p), p))

@@ -264,7 +264,7 @@ def test_rollup_of_a_transformer_groups_the_blocks_and_picks_a_fold_depth():
     session = gradviz.debug.backward(model(gradviz.randn(2, 5, 4)))
     graph = session.graph()
     summary = session.rollup()
-    assert summary == gradviz.debug.rollup(graph)
+    assert summary == gradviz.debug.rollup(graph, states=session.node_states())
     modules = {m["name"]: m for m in summary["modules"]}
     # counts are honest: every node is in the model's box, a block holds its sub-modules
     assert modules[""]["count"] + len(summary["outside"]) == len(graph["nodes"])
@@ -273,6 +273,19 @@ def test_rollup_of_a_transformer_groups_the_blocks_and_picks_a_fold_depth():
     assert block["count"] == sum(modules[c]["count"] for c in block["children"]) + \
         len(block["own_nodes"])
     assert set(block["children"]) == {"blocks.3.norm", "blocks.3.attn", "blocks.3.mlp"}
+    assert {p["name"] for p in modules["blocks.3.norm"]["parameters"]} == \
+        {"blocks.3.norm.weight", "blocks.3.norm.bias"}
+    assert modules["blocks.3"]["parameters"] == []  # its sub-modules own them
+    # states: nothing has run yet; after some steps the counts follow the session
+    assert block["states"] == {"pending": block["count"]}
+    for _ in range(40):
+        session.step()
+    states = session.node_states()
+    for module in session.rollup()["modules"]:
+        expected = {}
+        for node_id in module["nodes"]:
+            expected[states[node_id]] = expected.get(states[node_id], 0) + 1
+        assert module["states"] == expected
     assert modules["blocks"]["type"] == "ModuleList"
     group = next(g for g in summary["groups"] if g["parent"] == "blocks")
     assert group["type"] == "Block" and group["label"] == "+11 more Block"
@@ -433,6 +446,7 @@ def test_replays_and_session_traces_keep_paths_and_roll_up(tmp_path):
     replay = gradviz.debug.replay(str(tmp_path / "rnn.json"))
     modules = {m["name"]: m for m in replay.rollup()["modules"]}
     assert modules["cell"]["calls"] == 3
+    replay.continue_()  # at the same point, the replay rolls up as the live session does
     assert replay.rollup() == session.rollup()
 
 
