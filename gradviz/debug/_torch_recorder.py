@@ -166,6 +166,11 @@ def _describe(node_id: int, node, outputs: list, names: dict) -> dict:
     return info
 
 
+def _module_of(info: dict) -> dict:
+    """``node_created``'s optional ``module`` field, as the graph node has it."""
+    return {"module": list(info["module"])} if "module" in info else {}
+
+
 def _parameter_names(params) -> dict:
     """``{id(tensor): (tensor, name)}`` from ``params``: the rules of ``gradviz.debug.backward``'s
     ``params`` (``gradviz.instrument._nodes.parameter_names``) for torch tensors. ``params`` is an
@@ -362,7 +367,8 @@ class _TorchRecording:
                        for slot, (label, tensor) in enumerate(saved)],
                 # torch does not let Python read ctx.set_materialize_grads back: the default
                 materialize_grads=True,
-                dirty_outputs=[], non_differentiable_outputs=[], grad_dtypes=None, source=None)
+                dirty_outputs=[], non_differentiable_outputs=[], grad_dtypes=None, source=None,
+                **_module_of(self.trace.graph["nodes"][node_id]))
 
     def backward_started(self) -> None:
         roots = ([{"node": self.graph_root, "input_nr": 0}] if self.graph_root is not None

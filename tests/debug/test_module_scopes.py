@@ -235,6 +235,9 @@ def test_torch_models_get_the_same_paths_as_their_gradviz_twins():
                            n.get("leaf_name", "")) for n in graph["nodes"] if "module" in n)
 
         assert set(summary(trace.graph)) == set(summary(graph)), make.__name__
+        created = {e["node"]: e for e in trace.events if e["kind"] == "node_created"}
+        for node in trace.graph["nodes"]:
+            assert created[node["id"]].get("module") == node.get("module")
         # and the class names along the paths agree too
         types = {tuple(n["module"]): n["module_types"] for n in graph["nodes"] if "module" in n}
         for node in trace.graph["nodes"]:
