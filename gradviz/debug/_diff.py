@@ -24,10 +24,10 @@ Each matched pair compares the per-node gradient summaries of the events (the la
 ``grads_out``), slot by slot: shapes, NaN and Inf counts, and ``min``, ``max``, ``mean``,
 ``norm`` and the first values within ``atol + rtol * scale``, where the scale is the larger
 of the value and the tensor's root mean square (``norm / sqrt(numel)``: a mean near zero by
-cancellation is judged at the size of the entries); a returned gradient that no edge
-takes (an input that needs none) is compared only when both passes computed it. The summaries are what a trace keeps,
-so two traces differing only beyond them compare equal; ``max_relative`` says by how much the
-compared statistics differ.
+cancellation is judged at the size of the entries); a returned gradient that no edge takes
+(an input that needs none) is compared only when both passes computed it. The summaries are
+what a trace keeps, so two traces differing only beyond them compare equal; ``max_relative``
+says by how much the compared statistics differ.
 """
 
 from __future__ import annotations

@@ -230,8 +230,9 @@ class Module:
                         new = hook.fn(self, args, kwargs)
                         if new is not None:
                             if not (isinstance(new, tuple) and len(new) == 2):
-                                raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                                   f"(new_args, new_kwargs), but got {new}.")
+                                raise RuntimeError(
+                                    "forward pre-hook must return None or a tuple of "
+                                    f"(new_args, new_kwargs), but got {new}.")
                             args, kwargs = new
                     else:
                         new = hook.fn(self, args)

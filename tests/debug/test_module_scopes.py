@@ -491,3 +491,30 @@ def test_a_shared_module_and_a_tied_parameter_take_their_named_modules_names():
         assert names == {name for name, _ in model.named_parameters()} == \
             {"first.1.weight", "first.1.bias", "head.bias"}
         assert "first.1" in paths(graph)  # model.second(x) is the module first.1
+
+
+def test_custom_function_nodes_keep_their_class_name_inside_a_module():
+    class Square(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return 2 * x * grad
+
+    class Layer(gradviz.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.linear = gradviz.nn.Linear(2, 2)
+
+        def forward(self, x):
+            return Square.apply(self.linear(x))
+
+    model = gradviz.nn.Sequential(Layer())
+    graph = gradviz.debug.backward(model(gradviz.ones(1, 2)).sum()).graph()
+    node = next(n for n in graph["nodes"] if n["kind"] == "custom")
+    assert node["name"] == "SquareBackward" and node["module"] == ["0"]
+    assert node["module_types"] == ["Layer"]
