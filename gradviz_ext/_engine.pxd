@@ -164,6 +164,7 @@ cdef class Node:
     cdef public dict _metadata
     cdef public bint _released
     cdef public object _forward_site
+    cdef public object _scope
     # a graph task's dependency count and pending input buffer (Note [Counts on nodes])
     cdef long long _dep_serial
     cdef Py_ssize_t _dep_count
@@ -224,6 +225,19 @@ cdef object _forward_observer
 cdef object _running_task
 cdef dict _thread_tasks
 cdef bint _anomaly_enabled
+cdef object _scope
+cdef dict _thread_scopes
+cpdef current_scope()
+cpdef set_current_scope(scope)
+cpdef push_scope(module, label=*)
+
+
+@cython.freelist(64)  # one per module call: reuse freed ones
+cdef class ScopeFrame:
+    cdef public object parent
+    cdef public object module
+    cdef public object label
+    cdef public object resolved
 cdef bint _anomaly_check_nan
 cpdef current_graph_task()
 cpdef set_current_graph_task(task)

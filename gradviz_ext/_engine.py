@@ -388,6 +388,8 @@ class Node:
         self._released = False
         # Note [Anomaly mode]: one flag test when anomaly mode is off
         self._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
+        # Note [Forward scopes]: two C tests when no thread is inside a scope
+        self._scope = None if _scope is None and not _thread_scopes else current_scope()
 
     # ---- identity ------------------------------------------------------------------
     def name(self):
@@ -501,6 +503,8 @@ def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     node._released = False
     # Note [Anomaly mode]: one flag test when anomaly mode is off
     node._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
+    # Note [Forward scopes]: two C tests when no thread is inside a scope
+    node._scope = None if _scope is None and not _thread_scopes else current_scope()
 
 
 class AccumulateGrad(Node):
@@ -956,6 +960,68 @@ def set_current_graph_task(task):
     else:
         _thread_tasks[ident] = task
     return previous
+
+
+# Note [Forward scopes]
+# ---------------------
+# While a ``gradviz.nn.Module``'s forward (or a ``gradviz.debug.scope`` block) runs, the
+# thread's *current scope* is a :class:`ScopeFrame` (``push_scope``); every node created
+# meanwhile keeps it in ``Node._scope``, so a debugger reading the graph later knows which
+# module call built each node. The engine never looks inside a frame: ``gradviz.autograd.
+# _scopes`` names them (Note [Module paths] there).
+# Like the running task (Note [Per-thread grad mode]), the owner thread's scope is a C global
+# and other threads' live in ``_thread_scopes`` (only while set), so creating a node outside
+# every scope costs two C tests.
+_scope = None
+_thread_scopes = {}
+
+
+@cython.ccall
+def current_scope():
+    """This thread's current scope object (Note [Forward scopes]), or None."""
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        return _scope
+    return _thread_scopes.get(ident)
+
+
+@cython.ccall
+def set_current_scope(scope):
+    """Make ``scope`` this thread's current scope (None: no scope); returns the previous one.
+    The caller restores the previous one when its block ends (Note [Forward scopes])."""
+    global _scope
+    ident = _thread_ident()
+    if ident == _owner_thread:
+        previous = _scope
+        _scope = scope
+        return previous
+    previous = _thread_scopes.get(ident)
+    if scope is None:
+        _thread_scopes.pop(ident, None)
+    else:
+        _thread_scopes[ident] = scope
+    return previous
+
+
+@cython.cclass
+class ScopeFrame:
+    """One module call or one ``scope`` block (Note [Forward scopes]): the enclosing frame,
+    the module (None for a block) and the block's label. ``resolved`` is left to the layer
+    that names frames (``gradviz.autograd._scopes``); the engine never reads any of it."""
+
+    def __init__(self, parent, module, label=None):
+        self.parent = parent
+        self.module = module
+        self.label = label
+        self.resolved = None
+
+
+@cython.ccall
+def push_scope(module, label=None):
+    """Make a new :class:`ScopeFrame` (inside the current one) this thread's current scope and
+    return the previous scope, which the caller restores with :func:`set_current_scope` when
+    its block ends. One C call per module call (Note [Forward scopes])."""
+    return set_current_scope(ScopeFrame(current_scope(), module, label))
 
 
 @cython.ccall

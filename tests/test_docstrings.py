@@ -20,6 +20,9 @@ from gradviz.distributions import (bernoulli, beta, binomial, categorical, diric
                                    uniform)
 from gradviz.distributions import utils as distribution_utils
 from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
+from gradviz.debug import _diff, _torch_scopes
+from gradviz.autograd import _scopes
+from gradviz.instrument import _module_paths, _rollup
 from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
                         _transformer, _upsampling, _volumetric, _sampling, _embedding_bag)
@@ -39,7 +42,8 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
            independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
-           transformed_distribution, transforms, uniform, distribution_utils]
+           transformed_distribution, transforms, uniform, distribution_utils,
+           _scopes, _module_paths, _rollup, _diff, _torch_scopes]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

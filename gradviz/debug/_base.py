@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 
+from ..instrument._rollup import DEFAULT_MAX_BOXES, rollup
 from ._breakpoints import Breakpoint, BreakpointList
 
 __all__ = ["SessionBase"]
@@ -81,6 +82,12 @@ class SessionBase:
                                                nonfinite=nonfinite, when=when))
 
     # ---- inspection --------------------------------------------------------------------
+    def rollup(self, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:
+        """:func:`gradviz.debug.rollup` of :meth:`graph` with the shown :meth:`node_states`:
+        the nodes by module (and how many have run), repeated applications and instances,
+        and the default fold depth."""
+        return rollup(self.graph(), max_boxes, self.node_states())
+
     def _node_name(self, node_id) -> str | None:
         info = self._graph_nodes().get(node_id)
         return None if info is None else info["name"]

@@ -50,6 +50,7 @@ import weakref
 
 from ..instrument import Trace, summarize
 from ..instrument._nodes import named_pairs
+from ._torch_scopes import annotate_torch_modules, module_class_names
 
 __all__ = ["record_torch"]
 
@@ -176,6 +177,11 @@ def _describe(node_id: int, node, outputs: list, names: dict) -> dict:
     return info
 
 
+def _module_of(info: dict) -> dict:
+    """``node_created``'s optional ``module`` field, as the graph node has it."""
+    return {"module": list(info["module"])} if "module" in info else {}
+
+
 def _parameter_names(params) -> dict:
     """``{id(tensor): (tensor, name)}`` from ``params``: the rules of ``gradviz.debug.backward``'s
     ``params`` (``gradviz.instrument._nodes.parameter_names``) for torch tensors. ``params`` is an
@@ -217,9 +223,10 @@ def _root_edges(roots) -> list:
 class _TorchRecording:
     """One backward pass: the graph walk, the hooks and the events."""
 
-    def __init__(self, roots, gradients, inputs, retain_graph, names=None):
+    def __init__(self, roots, gradients, inputs, retain_graph, names=None, module_types=None):
         self.retain_graph = retain_graph
         self.names = names or {}         # id(leaf) -> (leaf, name), from params
+        self.module_types = module_types or {}  # module path -> class names, from params
         self.trace = Trace()
         self.nodes: list = []            # id -> torch node
         self.edges: list = []            # id -> [(child id or None, input_nr)]
@@ -339,6 +346,7 @@ class _TorchRecording:
                     graph["edges"].append({"source": node_id, "target": child,
                                            "input_nr": input_nr})
         graph["roots"] = [self.graph_root] if self.graph_root is not None else list(self.starts)
+        annotate_torch_modules(graph["nodes"], self.nodes, self.names, self.module_types)
         counts: dict[str, int] = {}
         for info in graph["nodes"]:
             counts[info["name"]] = counts.get(info["name"], 0) + 1
@@ -389,7 +397,8 @@ class _TorchRecording:
                        for slot, (label, tensor) in enumerate(saved)],
                 # torch does not let Python read ctx.set_materialize_grads back: the default
                 materialize_grads=True,
-                dirty_outputs=[], non_differentiable_outputs=[], grad_dtypes=None, source=None)
+                dirty_outputs=[], non_differentiable_outputs=[], grad_dtypes=None, source=None,
+                **_module_of(self.trace.graph["nodes"][node_id]))
 
     def backward_started(self) -> None:
         roots = ([{"node": self.graph_root, "input_nr": 0}] if self.graph_root is not None
@@ -626,7 +635,8 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
     gradients = _gradients(roots, gradient)
     inputs = None if inputs is None else _as_list(inputs)
     retain = bool(retain_graph) if retain_graph is not None else False  # create_graph is False
-    recording = _TorchRecording(roots, gradients, inputs, retain, names)
+    recording = _TorchRecording(roots, gradients, inputs, retain, names,
+                                module_class_names(params))
     recording.node_created_events()
     recording.attach()
     started = time.perf_counter()

@@ -14,7 +14,9 @@ from collections.abc import Mapping
 
 from gradviz_ext import engine as _engine
 
+from ..autograd._scopes import frame_path, node_frame
 from ..dtypes import from_numpy
+from ._module_paths import annotate_modules
 
 __all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "node_created_payload",
            "forward_source", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
@@ -120,6 +122,7 @@ def walk_graph(root, include_graph_root=False):
                 nodes[next_node.node_id] = describe_node(next_node)
                 live[next_node.node_id] = next_node
                 stack.append(next_node)
+    annotate_modules(nodes, live)
     return nodes, edges, roots, live
 
 
@@ -153,7 +156,7 @@ def node_created_payload(node, source: bool = True) -> dict:
     if needs is None:
         needs = tuple(n is not None for n, _ in node.next_functions)
     declared = getattr(node, "_output_grad_dtypes", None)
-    return {
+    payload = {
         "name": _engine.display_name(node),
         "node_kind": kind,
         "edges": [{"node": None if n is None else n.node_id, "input_nr": nr}
@@ -169,6 +172,10 @@ def node_created_payload(node, source: bool = True) -> dict:
             None if dtype is None else dtype.name for dtype in declared],
         "source": forward_source() if source else None,
     }
+    frame = node_frame(node)
+    if frame is not None:  # Note [Module paths]: named now, while the module runs
+        payload["module"] = list(frame_path(frame))
+    return payload
 
 
 def user_frame():
@@ -274,13 +281,17 @@ def frame_leaf_names(frame, leaf_ids) -> dict:
 
 def name_leaves(nodes: dict, live: dict, names: dict, frame=None) -> None:
     """Set ``leaf_name`` on the AccumulateGrad entries of ``nodes`` (from :func:`walk_graph`)
-    whose tensor ``names`` names (from :func:`parameter_names`), else that one variable of
-    ``frame`` names (see :func:`frame_leaf_names`). Leaves with no known name get no key."""
+    whose tensor ``names`` names (from :func:`parameter_names`), else keep the module
+    parameter name :func:`walk_graph` gave it, else the name that one variable of ``frame``
+    names (see :func:`frame_leaf_names`). Leaves with no known name get no key."""
     leaves = {node_id: node.variable for node_id, node in live.items()
               if nodes[node_id]["kind"] == "accumulate_grad"}
     if not leaves:
         return
     names = dict(names)
+    for node_id, tensor in leaves.items():  # named as a module's parameter by walk_graph
+        if "leaf_name" in nodes[node_id]:
+            names.setdefault(id(tensor), nodes[node_id]["leaf_name"])
     unnamed = {id(tensor): tensor for tensor in leaves.values() if id(tensor) not in names}
     names.update(frame_leaf_names(frame, unnamed))
     for node_id, tensor in leaves.items():

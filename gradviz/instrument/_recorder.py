@@ -157,6 +157,8 @@ class Recorder(_engine.Observer):
             leaf = self.leaf_names.get(node_id)
             if leaf is not None:
                 info["leaf_name"] = leaf
+            elif "leaf_name" in info:  # a module's parameter (Note [Module paths])
+                self.name_leaf(node_id, info["leaf_name"])
         return nodes, edges, roots, live
 
     def name_leaf(self, node_id: int, name: str) -> None:

@@ -13,7 +13,8 @@ Note [Schema versions]
 carries the version it was written with, and loading refuses any other version. An
 *optional* field (``NotRequired``) that files written before it simply lack is added within a
 version: the graph nodes' ``leaf_name`` (an AccumulateGrad node's leaf tensor's name, as
-``gradviz.debug.backward`` names it) came this way in version 2.
+``gradviz.debug.backward`` names it) came this way in version 2, and so did the module paths
+(``module``, ``module_types``, ``module_call`` on graph nodes, ``module`` on ``node_created``).
 
 Version 3: ``buffer_added`` carries the contribution (``grad``) and the slot's sum after it
 (``sum``), and ``how`` may be ``written_by_backward``; ``prehook`` carries ``changed``;
@@ -121,6 +122,7 @@ class NodeCreated(Base):
     non_differentiable_outputs: list[int]
     grad_dtypes: list[str | None] | None
     source: SourceLocation | None
+    module: NotRequired[list[str]]  # the module path, outermost first, inside a module call
 
 
 class SavedPacked(Base):
@@ -278,6 +280,10 @@ class GraphNode(TypedDict):
     label: str
     number: NotRequired[int]     # small display number: 1, 2, ... in discovery order (0: GraphRoot)
     leaf_name: NotRequired[str]  # AccumulateGrad nodes only, when the leaf's name is known
+    # Note [Module paths]: present on nodes built inside a module call or a scope block
+    module: NotRequired[list[str]]        # the module path, outermost first
+    module_types: NotRequired[list[str]]  # the class name at each level ("" for a scope)
+    module_call: NotRequired[int]         # which application of the path (0 = first)
 
 
 class GraphEdge(TypedDict):

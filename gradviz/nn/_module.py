@@ -19,6 +19,9 @@ from . import _hooks
 from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
 
+_push_scope = _engine.push_scope
+_set_current_scope = _engine.set_current_scope
+
 __all__ = ["Parameter", "UninitializedParameter", "Module", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_full_backward_hook",
            "register_module_full_backward_pre_hook"]
@@ -202,64 +205,71 @@ class Module:
         )
 
     def __call__(self, *args, **kwargs):
-        d = self.__dict__
-        pre_hooks = d.get("_forward_pre_hooks")
-        hooks = d.get("_forward_hooks")
-        backward_hooks = d.get("_backward_hooks")
-        backward_pre_hooks = d.get("_backward_pre_hooks")
-        if not (pre_hooks or hooks or backward_hooks or backward_pre_hooks
-                or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
-                or _global_backward_pre_hooks):
-            return self.forward(*args, **kwargs)
-        pre_hooks = [*_global_forward_pre_hooks, *(pre_hooks or ())]
-        hooks = [*_global_forward_hooks, *(hooks or ())]
-        backward_hooks = [*_global_backward_hooks, *(backward_hooks or ())]
-        backward_pre_hooks = [*_global_backward_pre_hooks, *(backward_pre_hooks or ())]
-        result = None
-        called = set()
+        # Note [Module paths] (gradviz/autograd/_scopes.py): the nodes this call creates keep
+        # a frame naming it; one C call, names are looked up only when a debugger reads them
+        previous = _push_scope(self)
         try:
-            for hook in list(pre_hooks or ()):
-                if hook.with_kwargs:
-                    new = hook.fn(self, args, kwargs)
-                    if new is not None:
-                        if not (isinstance(new, tuple) and len(new) == 2):
-                            raise RuntimeError("forward pre-hook must return None or a tuple of "
-                                               f"(new_args, new_kwargs), but got {new}.")
-                        args, kwargs = new
-                else:
-                    new = hook.fn(self, args)
-                    if new is not None:
-                        args = new if isinstance(new, tuple) else (new,)
-            bw_hook = None
-            if backward_hooks or backward_pre_hooks:
-                bw_hook = _hooks.BackwardHook(self, list(backward_hooks or ()),
-                                              list(backward_pre_hooks or ()))
-                args = bw_hook.setup_input_hook(args)
-            result = self.forward(*args, **kwargs)
-            for hook in list(hooks or ()):
-                called.add(id(hook))
-                new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
-                       else hook.fn(self, args, result))
-                if new is not None:
-                    result = new
-            if bw_hook is not None:
-                _hooks.warn_if_not_tensor_output(result)
-                result = bw_hook.setup_output_hook(result)
-            return result
-        except Exception:
-            # forward hooks registered with always_call run even when forward raised
-            for hook in list(hooks or ()):
-                if hook.always_call and id(hook) not in called:
-                    try:
-                        new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
-                               else hook.fn(self, args, result))
+            d = self.__dict__
+            pre_hooks = d.get("_forward_pre_hooks")
+            hooks = d.get("_forward_hooks")
+            backward_hooks = d.get("_backward_hooks")
+            backward_pre_hooks = d.get("_backward_pre_hooks")
+            if not (pre_hooks or hooks or backward_hooks or backward_pre_hooks
+                    or _global_forward_pre_hooks or _global_forward_hooks or _global_backward_hooks
+                    or _global_backward_pre_hooks):
+                return self.forward(*args, **kwargs)
+            pre_hooks = [*_global_forward_pre_hooks, *(pre_hooks or ())]
+            hooks = [*_global_forward_hooks, *(hooks or ())]
+            backward_hooks = [*_global_backward_hooks, *(backward_hooks or ())]
+            backward_pre_hooks = [*_global_backward_pre_hooks, *(backward_pre_hooks or ())]
+            result = None
+            called = set()
+            try:
+                for hook in list(pre_hooks or ()):
+                    if hook.with_kwargs:
+                        new = hook.fn(self, args, kwargs)
                         if new is not None:
-                            result = new
-                    except Exception as exc:  # noqa: BLE001 - torch silences it the same way
-                        warnings.warn("module forward hook with ``always_call=True`` raised an "
-                                      "exception that was silenced as another error was raised "
-                                      f"in forward: {exc}", stacklevel=2)
-            raise
+                            if not (isinstance(new, tuple) and len(new) == 2):
+                                raise RuntimeError(
+                                    "forward pre-hook must return None or a tuple of "
+                                    f"(new_args, new_kwargs), but got {new}.")
+                            args, kwargs = new
+                    else:
+                        new = hook.fn(self, args)
+                        if new is not None:
+                            args = new if isinstance(new, tuple) else (new,)
+                bw_hook = None
+                if backward_hooks or backward_pre_hooks:
+                    bw_hook = _hooks.BackwardHook(self, list(backward_hooks or ()),
+                                                  list(backward_pre_hooks or ()))
+                    args = bw_hook.setup_input_hook(args)
+                result = self.forward(*args, **kwargs)
+                for hook in list(hooks or ()):
+                    called.add(id(hook))
+                    new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
+                           else hook.fn(self, args, result))
+                    if new is not None:
+                        result = new
+                if bw_hook is not None:
+                    _hooks.warn_if_not_tensor_output(result)
+                    result = bw_hook.setup_output_hook(result)
+                return result
+            except Exception:
+                # forward hooks registered with always_call run even when forward raised
+                for hook in list(hooks or ()):
+                    if hook.always_call and id(hook) not in called:
+                        try:
+                            new = (hook.fn(self, args, kwargs, result) if hook.with_kwargs
+                                   else hook.fn(self, args, result))
+                            if new is not None:
+                                result = new
+                        except Exception as exc:  # noqa: BLE001 - torch silences it the same way
+                            warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                          "exception that was silenced as another error was raised "
+                                          f"in forward: {exc}", stacklevel=2)
+                raise
+        finally:
+            _set_current_scope(previous)
 
     def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False):

@@ -60,6 +60,9 @@ export interface GraphNode {
   label: string;
   number?: number;
   leaf_name?: string;
+  module?: string[];
+  module_types?: string[];
+  module_call?: number;
 }
 
 export interface GraphEdge {
@@ -93,6 +96,7 @@ export interface NodeCreatedEvent {
   non_differentiable_outputs: number[];
   grad_dtypes: (string | null)[] | null;
   source: SourceLocation | null;
+  module?: string[];
 }
 
 export interface SavedPackedEvent {
