@@ -90,7 +90,7 @@ def eye_(tensor):
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
-    """Fill ``tensor`` with draws from N(``mean``, ``std``**2), in place; returns it.
+    """Fill ``tensor`` with draws from ``N(mean, std ** 2)``, in place; returns it.
 
     Mirrors ``torch.nn.init.normal_``."""
     with no_grad():

@@ -473,7 +473,7 @@ install_methods({"new_tensor": new_tensor, "new_zeros": new_zeros, "new_ones": n
 
 
 def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None):
-    """A random permutation of ``0 .. n-1`` (int64)."""
+    """A random permutation of the integers 0 to ``n - 1`` (int64)."""
     _check_device(device)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     return _finish(_rng(generator).permutation(int(n)).astype(dtype.numpy), requires_grad)
