@@ -1,9 +1,10 @@
 """Sphinx configuration of the gradviz documentation site (build it with ``scripts/docs``).
 
-The pages are the Markdown files of this folder (MyST); the API reference is generated from
-the docstrings: ``api_pages`` below writes one page per package of ``API_PACKAGES`` into
-``docs/api/`` (git-ignored) at every build, with an autosummary table of the package's
-``__all__`` and the documentation of each name.
+The pages are the Markdown files of this folder (MyST) and the notebooks of ``notebooks/``
+(copied into ``docs/notebooks/`` by ``notebook_pages``, rendered as stored, not executed). The
+API reference is generated from the docstrings: ``api_pages`` below writes one page per package
+of ``API_PACKAGES`` into ``docs/api/`` (git-ignored) at every build, with an autosummary table of
+the package's ``__all__`` and the documentation of each name.
 """
 
 from __future__ import annotations
@@ -25,18 +26,21 @@ copyright = "2026, the gradviz developers"  # noqa: A001  (Sphinx's name)
 release = gradviz.__version__
 
 extensions = [
-    "myst_parser",
+    "myst_nb",  # MyST Markdown pages and the notebooks (myst_nb includes myst_parser)
     "sphinx.ext.autodoc",
     "sphinx.ext.autosummary",
     "sphinx.ext.napoleon",
 ]
-source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
+source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build", "build"]
 html_theme = "furo"
 html_title = "gradviz"
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
+# The notebooks are stored without outputs (the tests execute them); the site shows their text
+# and code as stored, without running them.
+nb_execution_mode = "off"
 
 # Docstrings are numpy style (docs/style.md); signatures are shown as written, type hints inline.
 napoleon_google_docstring = False
@@ -142,5 +146,17 @@ def api_pages(app=None) -> None:
             path.write_text(text, encoding="utf-8")
 
 
+def notebook_pages(app=None) -> None:
+    """Copy ``notebooks/*.ipynb`` into ``docs/notebooks/`` (git-ignored), where Sphinx reads
+    them (a source must be inside this folder); only changed files are copied."""
+    folder = HERE / "notebooks"
+    folder.mkdir(exist_ok=True)
+    for source in sorted((HERE.parent / "notebooks").glob("*.ipynb")):
+        target = folder / source.name
+        if not target.exists() or target.read_bytes() != source.read_bytes():
+            target.write_bytes(source.read_bytes())
+
+
 def setup(app):
     app.connect("builder-inited", api_pages)
+    app.connect("builder-inited", notebook_pages)

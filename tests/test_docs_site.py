@@ -28,6 +28,8 @@ def test_the_site_builds_without_warnings(tmp_path):
                  "guides/recording_pytorch", "guides/widget_keys", "events", "widget_protocol",
                  "function_contract", "architecture", "design"]:
         assert (html / f"{page}.html").is_file(), f"the site has no page {page}"
+    for notebook in (ROOT / "notebooks").glob("*.ipynb"):
+        assert (html / "notebooks" / f"{notebook.stem}.html").is_file(), f"no page for {notebook}"
     for package_name in PACKAGES:
         page = (html / "api" / f"{package_name}.html").read_text(encoding="utf-8")
         package = importlib.import_module(package_name)
