@@ -9,7 +9,8 @@ import pytest
 
 import gradviz
 from gradviz import _config, _tensor
-from gradviz.autograd import _functional, functional, grad_mode, gradcheck, graph, variable
+from gradviz.autograd import (_functional, functional, grad_mode, gradcheck, graph,
+                              reference_engine, variable)
 from gradviz.autograd.function import _function, _legacy
 from gradviz.func import _grad, _module_api
 from gradviz.distributions import (bernoulli, beta, binomial, categorical, dirichlet, distribution,
@@ -31,7 +32,7 @@ from gradviz.utils import data
 from gradviz.viz import _dot
 from gradviz.widget import _html
 
-MODULES = [_tensor, _functional, _function, _legacy, graph, _session, _creation, _config,
+MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _session, _creation, _config,
            _base, _breakpoints, _capture, _doctor, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,

@@ -197,7 +197,7 @@ class DebugSession(SessionBase):
                 info["number"] = number
             leaf = info.get("leaf_name")
             if leaf is not None:
-                self._recorder.leaf_names[node_id] = leaf
+                self._recorder.name_leaf(node_id, leaf)
 
     def graph(self) -> dict:
         """The graph to draw: nodes, edges (from a node to each of its next_functions), roots."""

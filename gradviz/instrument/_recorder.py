@@ -85,6 +85,7 @@ class Recorder(_engine.Observer):
         self.leaf_names: dict[int, str] = {}        # AccumulateGrad node id -> leaf's name
         self._name_counts: dict[str, int] = {}      # display name -> nodes numbered with it
         self._next_number = 0
+        self._labels: dict[int, str] = {}           # node id -> label (cleared on changes)
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
@@ -123,6 +124,7 @@ class Recorder(_engine.Observer):
 
     def _forget_task(self, task):
         self._summary_cache.clear()  # hold no gradients once their pass is over
+        self._labels.clear()
         self._last_task = (None, None)
         entry = self._tasks.pop(id(task), None)
         if entry is not None:
@@ -142,6 +144,7 @@ class Recorder(_engine.Observer):
         for node_id, info in nodes.items():
             number = numbers.get(node_id)
             if number is None:
+                self._labels.clear()  # a name may now be shared
                 if isinstance(live[node_id], _engine.GraphRoot):
                     number = 0
                 else:
@@ -155,6 +158,11 @@ class Recorder(_engine.Observer):
             if leaf is not None:
                 info["leaf_name"] = leaf
         return nodes, edges, roots, live
+
+    def name_leaf(self, node_id: int, name: str) -> None:
+        """Name the leaf of AccumulateGrad node ``node_id`` in narration from now on."""
+        self.leaf_names[node_id] = name
+        self._labels.pop(node_id, None)
 
     def _graph_learned(self, task, walked) -> None:
         """Called at ``backward_started`` with :meth:`learn_graph`'s result (for subclasses)."""
@@ -172,7 +180,12 @@ class Recorder(_engine.Observer):
         return name
 
     def _label(self, node) -> str:
-        return self.label(node.node_id, _engine.display_name(node))
+        # per event, so cached (the recorder's hot path, bench/instrument.py)
+        node_id = node.node_id
+        label = self._labels.get(node_id)
+        if label is None:
+            label = self._labels[node_id] = self.label(node_id, _engine.display_name(node))
+        return label
 
     # ---- forward --------------------------------------------------------------------
     def node_created(self, node):
@@ -379,7 +392,7 @@ class Recorder(_engine.Observer):
 # recorder's life, so a trace of several passes numbers each node once. Narration names a node
 # by its display name, adding ``#number`` only when another numbered node has the same name
 # ("SumBackward0 #3 is ready"), and names a leaf's AccumulateGrad by the leaf when known
-# ("AccumulateGrad for fc1.weight"): ``leaf_names`` is filled by whoever knows the names (the
+# ("AccumulateGrad for fc1.weight"): ``name_leaf`` is called by whoever knows the names (the
 # debug session from ``params`` and the caller's variables, ``gradviz.record()`` from the
 # frame that called backward).
 

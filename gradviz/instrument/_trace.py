@@ -146,7 +146,8 @@ class _TraceRecorder(Recorder):
             for node_id, node in live.items():
                 name = found.get(id(getattr(node, "variable", None)))
                 if name is not None and nodes[node_id]["kind"] == "accumulate_grad":
-                    self.leaf_names[node_id] = nodes[node_id]["leaf_name"] = name
+                    self.name_leaf(node_id, name)
+                    nodes[node_id]["leaf_name"] = name
         add_to_graph(self._trace.graph, task.graph_root, self._known, self._sources, walked)
 
 
