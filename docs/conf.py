@@ -58,9 +58,12 @@ suppress_warnings = ["myst.xref_missing"]
 #: The packages whose ``__all__`` is the documented API (tests/test_public_docstrings.py checks
 #: that every callable in them has a docstring).
 API_PACKAGES = {
-    "gradviz": "The top-level namespace: tensors, dtypes, creation, math and the torch-style functions.",
-    "gradviz.autograd": "Custom Functions, ``backward`` and ``grad``, grad modes, hooks, forward AD.",
-    "gradviz.debug": "The debugger: step through backward, breakpoints, replay, the gradient doctor, the PyTorch recorder.",
+    "gradviz": ("The top-level namespace: tensors, dtypes, creation, math and the torch-style "
+                "functions."),
+    "gradviz.autograd": ("Custom Functions, ``backward`` and ``grad``, grad modes, hooks, "
+                         "forward AD."),
+    "gradviz.debug": ("The debugger: step through backward, breakpoints, replay, the gradient "
+                      "doctor, the PyTorch recorder."),
     "gradviz.nn": "Modules, layers and losses.",
     "gradviz.nn.functional": "The functional forms of the layers, activations and losses.",
     "gradviz.nn.init": "Parameter initialisation.",
@@ -109,8 +112,8 @@ def _page(package_name: str, summary: str, homes: dict[int, str]) -> str:
     documented = [n for n in names if _kind(getattr(package, n)) is not None]
     modules = [n for n in names if _kind(getattr(package, n)) is None]
     if modules:
-        lines += ["Subpackages and modules: " + ", ".join(f"``{package_name}.{n}``" for n in modules),
-                  ""]
+        listed = ", ".join(f"``{package_name}.{n}``" for n in modules)
+        lines += [f"Subpackages and modules: {listed}", ""]
     lines += [".. autosummary::", "   :nosignatures:", ""]
     lines += [f"   {n}" for n in documented if _kind(getattr(package, n)) != "data"]
     lines += ["", "----", ""]
@@ -124,7 +127,8 @@ def _page(package_name: str, summary: str, homes: dict[int, str]) -> str:
         elif kind == "function":
             lines += [f".. autofunction:: {name}", *options, ""]
         else:
-            lines += [f".. py:data:: {name}", f"   :value: {_data_value(getattr(package, name))}", ""]
+            value = _data_value(getattr(package, name))
+            lines += [f".. py:data:: {name}", f"   :value: {value}", ""]
     return "\n".join(lines) + "\n"
 
 

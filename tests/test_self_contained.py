@@ -14,7 +14,8 @@ SUFFIXES = {".py", ".pxd", ".md", ".ts", ".mjs", ".js", ".ipynb", ".toml", ".jso
 # Built from pieces so that this file does not match itself.
 OUTSIDE = re.compile("|".join([
     r"\.\./" + "shared", "/work/" + "shared", r"\bshared/" + "spec", r"\bspec/" + r"0\d\d",
-    r"\bDESIGN" + r"\.md", r"\bSEMANTICS\b", r"\bSTYLE" + r"\.md", r"\bSTYLE:", r"\bFRONTEND" + "_NOTES",
+    r"\bDESIGN" + r"\.md", r"\bSEMANTICS\b", r"\bSTYLE" + r"\.md", r"\bSTYLE:",
+    r"\bFRONTEND" + "_NOTES",
 ]))
 
 
@@ -38,7 +39,8 @@ def test_no_citation_of_documents_outside_the_repository():
             if OUTSIDE.search(line):
                 found.append(f"{path.relative_to(ROOT)}:{number}: {line.strip()[:100]}")
     assert not found, ("cite the page in docs/ that says it (docs/function_contract.md, "
-                       "docs/design.md, docs/style.md, docs/frontend_notes.md):\n" + "\n".join(found))
+                       "docs/design.md, docs/style.md, docs/frontend_notes.md):\n"
+                       + "\n".join(found))
 
 
 def test_the_pattern_finds_an_outside_citation():
