@@ -122,6 +122,7 @@ def __getattr__(name):
 
 
 def is_floating_point(input) -> bool:  # noqa: A002
+    """Whether ``input``'s dtype is a floating-point type. Mirrors ``torch.is_floating_point``."""
     return input.dtype.is_floating_point
 
 
@@ -148,6 +149,7 @@ backends.cudnn = _types.SimpleNamespace(deterministic=False, benchmark=False, en
 
 
 def numel(input):
+    """The number of elements of ``input``. Mirrors ``torch.numel``."""
     return input.numel()
 
 

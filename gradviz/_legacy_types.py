@@ -41,7 +41,11 @@ class tensortype(type):
 
 
 def _make(name, dtype):
-    return tensortype(name, (), {"dtype": dtype, "__module__": "gradviz", "__qualname__": name})
+    doc = (f"The legacy constructor of {dtype.name} tensors: ``{name}(data)`` or "
+           f"``{name}(*sizes)``; ``isinstance(t, {name})`` tests the dtype. "
+           f"Mirrors ``torch.{name}``.")
+    return tensortype(name, (), {"dtype": dtype, "__module__": "gradviz", "__qualname__": name,
+                                 "__doc__": doc})
 
 
 FloatTensor = _make("FloatTensor", _dtypes.float32)

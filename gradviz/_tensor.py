@@ -639,6 +639,7 @@ def _rebuild(array, requires_grad):
 
 
 def is_tensor(obj) -> bool:
+    """Whether ``obj`` is a gradviz tensor. Mirrors ``torch.is_tensor``."""
     return isinstance(obj, Tensor)
 
 

@@ -151,7 +151,7 @@ class FunctionNode(Node):
                     entry = saved
                     entry.release()
             self._saved = None
-        # a node that saved nothing may be backpropagated again (SEMANTICS 9), but reading
+        # a node that saved nothing may be backpropagated again (contract rule 9), but reading
         # ctx.saved_tensors after the release raises, as in PyTorch
         self._released = True
 
@@ -345,7 +345,7 @@ def _wrap_single(node: FunctionNode, args: tuple, raw: TensorBase, executable: c
     """One floating-point tensor output, nothing marked: Note [Wrapping outputs]."""
     out: TensorBase = raw
     for arg in args:
-        if arg is raw:  # an input returned unchanged becomes a view of it (SEMANTICS 7)
+        if arg is raw:  # an input returned unchanged becomes a view of it (contract rule 7)
             out = _wrap_unchanged_input(raw, executable)
             break
     else:

@@ -498,7 +498,7 @@ class GraphTask:
         Returns one ``(tensor or None, reason)`` per edge of ``node.next_functions``: the
         engine's current sum of the gradients that already reached the input on that edge,
         which the node may add its own contribution to in place (and then return ``None``
-        for it). The rules of ``ctx.input_grad_buffers`` (spec ``000_*.txt``):
+        for it). The rules of ``ctx.input_grad_buffers`` (docs/function_contract.md):
 
         * only for ``node`` while it is this task's running node;
         * never under ``create_graph``, anomaly mode, or when ``node`` has post-hooks (they

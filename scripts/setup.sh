@@ -31,7 +31,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip
 # torch==2.13.0 (a test dependency) resolves to the CPU wheel; never ask for an unpinned torch.
-log "installing gradviz (compiles the engine, builds the widget bundle) and test dependencies"
-.venv/bin/python -m pip install -q -e ".[test,viz]"
+log "installing gradviz (compiles the engine, builds the widget bundle), test and docs dependencies"
+.venv/bin/python -m pip install -q -e ".[test,viz,docs]"
 .venv/bin/python -c 'import gradviz_ext, sys; sys.exit(0 if gradviz_ext.COMPILED else "the compiled engine did not build")'
 log "ready: $(.venv/bin/python -c 'import gradviz; c = gradviz.config(); print("gradviz", c["gradviz"], "engine", c["engine"])')"

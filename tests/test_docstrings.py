@@ -1,8 +1,9 @@
-"""The runnable examples in public docstrings are executed (STYLE.md habit 8)."""
+"""The runnable examples in public docstrings are executed (docs/style.md, "Docstrings")."""
 
 from __future__ import annotations
 
 import doctest
+import pkgutil
 
 import pytest
 
@@ -19,8 +20,9 @@ from gradviz.distributions import (bernoulli, beta, binomial, categorical, diric
                                    relaxed_categorical, transformed_distribution, transforms,
                                    uniform)
 from gradviz.distributions import utils as distribution_utils
-from gradviz.debug import _base, _capture, _doctor, _replay, _report, _session, _threaded, _torch_recorder
-from gradviz.debug import _diff, _torch_scopes
+from gradviz import debug
+from gradviz.debug import (_base, _breakpoints, _capture, _diff, _doctor, _replay, _report,
+                           _session, _threaded, _torch_recorder, _torch_scopes)
 from gradviz.autograd import _scopes
 from gradviz.instrument import _module_paths, _rollup
 from gradviz.instrument import _recorder, _summary, _trace
@@ -34,7 +36,7 @@ from gradviz.viz import _dot
 from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _session, _creation, _config,
-           _base, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
+           _base, _breakpoints, _capture, _doctor, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
            _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling,
@@ -56,3 +58,16 @@ def test_docstring_examples(module):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} docstring example(s) failed in {module.__name__}"
+
+
+def test_every_debugger_module_with_examples_is_run():
+    """The debugger API's examples are documentation users copy: a gradviz.debug module whose
+    docstrings hold examples must be in MODULES, so that they run."""
+    listed = {module.__name__ for module in MODULES}
+    finder = doctest.DocTestFinder()
+    missing = []
+    for info in pkgutil.iter_modules(debug.__path__, debug.__name__ + "."):
+        module = __import__(info.name, fromlist=["_"])
+        if any(t.examples for t in finder.find(module)) and info.name not in listed:
+            missing.append(info.name)
+    assert not missing, f"add these modules to MODULES in {__file__}: {missing}"

@@ -497,7 +497,7 @@ def _tangent_dtype(tensor):
     return tensor._data.dtype if tensor._data.dtype.kind == "f" else np.float32
 
 
-# ---- custom Functions (SEMANTICS 13) -----------------------------------------------------
+# ---- custom Functions (docs/function_contract.md, rule 13) -------------------------------
 
 def _differentiable_output(ctx, raw, out):
     if not isinstance(out, Tensor) or not out.dtype.is_floating_point:

@@ -55,6 +55,19 @@ class Breakpoint:
     """A breakpoint; ``remove()`` deletes it, ``enabled`` switches it, ``hits`` counts stops.
 
     Create breakpoints with ``session.break_on(...)``.
+
+    Examples
+    --------
+    >>> x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+    >>> session = gradviz.debug.backward((x.exp() * 2).sum())
+    >>> stop = session.break_on(function="ExpBackward0")
+    >>> session.continue_()  # runs SumBackward0 and MulBackward0, stops before ExpBackward0
+    >>> session.node(session.current)["name"], stop.hits
+    ('ExpBackward0', 1)
+    >>> stop.remove()
+    >>> session.continue_()
+    >>> session.finished, x.grad is not None
+    (True, True)
     """
 
     def __init__(self, node=None, function=None, event: str | None = None,

@@ -13,7 +13,7 @@ exists for API compatibility.
 ``randomness``: ``"error"`` makes gradviz's random ops raise torch's error inside ``func``;
 ``"same"`` rewinds the random generator before each example; ``"different"`` lets it run on.
 
-Custom Functions (SEMANTICS 14): ``vmap(Fn.apply, ...)`` calls ``Fn.vmap(info, in_dims, *args)``
+Custom Functions (contract rule 14): ``vmap(Fn.apply, ...)`` calls ``Fn.vmap(info, in_dims, *args)``
 with the whole batch, exactly as torch does. A Function applied *inside* ``func`` only sees
 one example; gradviz then calls its ``vmap`` rule with ``info.batch_size == 1`` and
 ``in_dims`` 0 for every tensor argument (unsqueezed), and takes example 0 of the result.
@@ -252,7 +252,7 @@ class _RandomnessError:
         raise RuntimeError(_RANDOM_ERROR)
 
 
-# ---- custom Functions under transforms (SEMANTICS 14) ------------------------------------
+# ---- custom Functions under transforms (contract rule 14) --------------------------------
 
 def _check_setup_context(cls):
     from ..autograd.function._function import _has_setup_context

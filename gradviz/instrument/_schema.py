@@ -258,7 +258,7 @@ class Error(Base):
     traceback: list[str]
 
 
-#: Every event type, in the order of DESIGN.md's table.
+#: Every event type, in the order of docs/design.md's list ("Events").
 EVENT_TYPES: tuple[type, ...] = (
     NodeCreated, SavedPacked, SavedUnpacked, BackwardStarted, BufferAdded, NodeReady, Prehook,
     Posthook, GradCast, GradReduced, GradsMaterialized, BuffersExposed, NodeStarted,

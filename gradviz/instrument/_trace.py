@@ -91,7 +91,7 @@ class Trace:
         server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`.
 
         The widget layer owns the front end, so this imports it when called (the instrument
-        layer never imports it at import time; DESIGN.md, "Layers").
+        layer never imports it at import time; docs/design.md, "Layers").
 
         Raises
         ------

@@ -84,6 +84,8 @@ class Conv2d(Module):
 
 
 class MaxPool2d(Module):
+    """2-D max pooling over windows of ``kernel_size``. Mirrors ``torch.nn.MaxPool2d``."""
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
                  return_indices: bool = False, ceil_mode: bool = False):
         super().__init__()
@@ -104,6 +106,8 @@ class MaxPool2d(Module):
 
 
 class AvgPool2d(Module):
+    """2-D average pooling over windows of ``kernel_size``. Mirrors ``torch.nn.AvgPool2d``."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override=None):
         super().__init__()
@@ -123,6 +127,10 @@ class AvgPool2d(Module):
 
 
 class AdaptiveAvgPool2d(Module):
+    """2-D average pooling whose windows are chosen to give ``output_size``.
+
+    Mirrors ``torch.nn.AdaptiveAvgPool2d``."""
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
@@ -192,12 +200,16 @@ class Conv1d(Module):
 
 
 class MaxPool1d(MaxPool2d):
+    """1-D max pooling over windows of ``kernel_size``. Mirrors ``torch.nn.MaxPool1d``."""
+
     def forward(self, input):
         return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
                             ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
 
 class AvgPool1d(Module):
+    """1-D average pooling over windows of ``kernel_size``. Mirrors ``torch.nn.AvgPool1d``."""
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True):
         super().__init__()
@@ -216,6 +228,10 @@ class AvgPool1d(Module):
 
 
 class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
+    """1-D average pooling whose windows are chosen to give ``output_size``.
+
+    Mirrors ``torch.nn.AdaptiveAvgPool1d``."""
+
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
 

@@ -30,6 +30,10 @@ def _uniform_(tensor, bound: float):
 
 
 class Identity(Module):
+    """Returns its input unchanged (any constructor arguments are ignored).
+
+    Mirrors ``torch.nn.Identity``."""
+
     def __init__(self, *args, **kwargs):
         super().__init__()
 
@@ -143,6 +147,8 @@ class LazyLinear(Module):
 
 
 class ReLU(Module):
+    """Applies ``relu`` elementwise: ``max(x, 0)``. Mirrors ``torch.nn.ReLU``."""
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -155,11 +161,17 @@ class ReLU(Module):
 
 
 class Tanh(Module):
+    """Applies ``tanh`` elementwise. Mirrors ``torch.nn.Tanh``."""
+
     def forward(self, input):
         return F.tanh(input)
 
 
 class Sigmoid(Module):
+    """Applies the logistic sigmoid ``1 / (1 + exp(-x))`` elementwise.
+
+    Mirrors ``torch.nn.Sigmoid``."""
+
     def forward(self, input):
         return F.sigmoid(input)
 
@@ -281,6 +293,10 @@ class Sequential(Module):
 
 
 class Softmax(Module):
+    """Applies ``softmax`` along ``dim``: entries become positive and sum to 1.
+
+    Mirrors ``torch.nn.Softmax``."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -293,6 +309,8 @@ class Softmax(Module):
 
 
 class LogSoftmax(Module):
+    """Applies ``log_softmax`` along ``dim``. Mirrors ``torch.nn.LogSoftmax``."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -305,6 +323,8 @@ class LogSoftmax(Module):
 
 
 class LeakyReLU(Module):
+    """``x`` where positive, ``negative_slope * x`` elsewhere. Mirrors ``torch.nn.LeakyReLU``."""
+
     def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
         super().__init__()
         self.negative_slope = negative_slope
@@ -318,6 +338,8 @@ class LeakyReLU(Module):
 
 
 class ELU(Module):
+    """``x`` where positive, ``alpha * (exp(x) - 1)`` elsewhere. Mirrors ``torch.nn.ELU``."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha = alpha
@@ -331,6 +353,10 @@ class ELU(Module):
 
 
 class GELU(Module):
+    """The Gaussian error linear unit ``x * Phi(x)``; ``approximate='tanh'`` for the tanh form.
+
+    Mirrors ``torch.nn.GELU``."""
+
     def __init__(self, approximate: str = "none"):
         super().__init__()
         self.approximate = approximate
@@ -343,6 +369,8 @@ class GELU(Module):
 
 
 class SiLU(Module):
+    """The sigmoid linear unit (swish) ``x * sigmoid(x)``. Mirrors ``torch.nn.SiLU``."""
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
@@ -355,6 +383,10 @@ class SiLU(Module):
 
 
 class Softplus(Module):
+    """``log(1 + exp(beta * x)) / beta``, linear above ``threshold``.
+
+    Mirrors ``torch.nn.Softplus``."""
+
     def __init__(self, beta: float = 1.0, threshold: float = 20.0):
         super().__init__()
         self.beta = beta
@@ -384,26 +416,40 @@ class _Inplace(Module):
 
 
 class ReLU6(_Inplace):
+    """``min(max(x, 0), 6)``. Mirrors ``torch.nn.ReLU6``."""
+
     function = F.relu6
 
 
 class SELU(_Inplace):
+    """The scaled exponential linear unit, ``scale * elu(x, alpha)`` with PyTorch's constants.
+
+    Mirrors ``torch.nn.SELU``."""
+
     function = F.selu
 
 
 class Mish(_Inplace):
+    """``x * tanh(softplus(x))``. Mirrors ``torch.nn.Mish``."""
+
     function = F.mish
 
 
 class Hardswish(_Inplace):
+    """``x * relu6(x + 3) / 6``. Mirrors ``torch.nn.Hardswish``."""
+
     function = F.hardswish
 
 
 class Hardsigmoid(_Inplace):
+    """``relu6(x + 3) / 6``. Mirrors ``torch.nn.Hardsigmoid``."""
+
     function = F.hardsigmoid
 
 
 class Hardtanh(Module):
+    """``x`` clamped to ``[min_val, max_val]``. Mirrors ``torch.nn.Hardtanh``."""
+
     def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
         super().__init__()
         if min_val > max_val:
@@ -421,6 +467,8 @@ class Hardtanh(Module):
 
 
 class CELU(Module):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``. Mirrors ``torch.nn.CELU``."""
+
     def __init__(self, alpha: float = 1.0, inplace: bool = False):
         super().__init__()
         self.alpha = alpha
@@ -434,21 +482,29 @@ class CELU(Module):
 
 
 class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed stably. Mirrors ``torch.nn.LogSigmoid``."""
+
     def forward(self, input):
         return F.logsigmoid(input)
 
 
 class Softsign(Module):
+    """``x / (1 + abs(x))``. Mirrors ``torch.nn.Softsign``."""
+
     def forward(self, input):
         return F.softsign(input)
 
 
 class Tanhshrink(Module):
+    """``x - tanh(x)``. Mirrors ``torch.nn.Tanhshrink``."""
+
     def forward(self, input):
         return F.tanhshrink(input)
 
 
 class Softmin(Module):
+    """``softmax(-x)`` along ``dim``. Mirrors ``torch.nn.Softmin``."""
+
     def __init__(self, dim=None):
         super().__init__()
         self.dim = dim
@@ -476,6 +532,10 @@ class Flatten(Module):
 
 
 class Unflatten(Module):
+    """Splits dimension ``dim`` into the shape ``unflattened_size``.
+
+    Mirrors ``torch.nn.Unflatten``."""
+
     def __init__(self, dim: int, unflattened_size):
         super().__init__()
         self.dim = dim
@@ -792,6 +852,10 @@ class ParameterDict(Module):
 
 
 class CosineSimilarity(Module):
+    """The cosine similarity of its two inputs along ``dim``.
+
+    Mirrors ``torch.nn.CosineSimilarity``."""
+
     def __init__(self, dim: int = 1, eps: float = 1e-8):
         super().__init__()
         self.dim = dim
@@ -802,6 +866,10 @@ class CosineSimilarity(Module):
 
 
 class PairwiseDistance(Module):
+    """The p-norm distance between the rows of its two inputs.
+
+    Mirrors ``torch.nn.PairwiseDistance``."""
+
     def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
         super().__init__()
         self.norm = p

@@ -68,11 +68,20 @@ class _Loss(Module):
 
 
 class L1Loss(_Loss):
+    """The mean (or sum, with ``reduction``) absolute error between input and target.
+
+    Mirrors ``torch.nn.L1Loss``."""
+
     def forward(self, input, target):
         return F.l1_loss(input, target, reduction=self.reduction)
 
 
 class SmoothL1Loss(_Loss):
+    """The L1 loss made quadratic below ``beta``: ``0.5 * d**2 / beta`` there, ``|d| - 0.5 * beta``
+    above.
+
+    Mirrors ``torch.nn.SmoothL1Loss``."""
+
     def __init__(self, size_average=None, reduce=None, reduction: str = "mean", beta: float = 1.0):
         super().__init__(size_average, reduce, reduction)
         self.beta = beta
@@ -82,6 +91,10 @@ class SmoothL1Loss(_Loss):
 
 
 class HuberLoss(_Loss):
+    """The Huber loss: ``0.5 * d**2`` for ``|d| <= delta``, ``delta * (|d| - 0.5 * delta)`` above.
+
+    Mirrors ``torch.nn.HuberLoss``."""
+
     def __init__(self, reduction: str = "mean", delta: float = 1.0):
         super().__init__(reduction=reduction)
         self.delta = delta

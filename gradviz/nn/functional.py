@@ -31,10 +31,16 @@ _REDUCTIONS = ("none", "mean", "sum")
 
 
 def relu(input, inplace: bool = False):
+    """The rectified linear unit ``max(input, 0)``, elementwise (``inplace=True``: ``relu_``).
+
+    Mirrors ``torch.nn.functional.relu``."""
     return input.relu_() if inplace else _ops.relu(input)
 
 
 def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """``input`` where positive, ``negative_slope * input`` elsewhere.
+
+    Mirrors ``torch.nn.functional.leaky_relu``."""
     if inplace:
         # its own op, LeakyReluBackward1 (Note [In-place activations])
         return _inplace(input, lambda old: _act.leaky_relu_result(old, negative_slope))
@@ -50,6 +56,9 @@ def rrelu(input, lower: float = 1.0 / 8, upper: float = 1.0 / 3, training: bool 
 
 
 def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """``input`` where positive, ``alpha * (exp(input) - 1)`` elsewhere.
+
+    Mirrors ``torch.nn.functional.elu``."""
     if inplace:
         return _inplace(input, lambda old: _act.elu_result(old, alpha))
     return _ops.elu(input, alpha)

@@ -60,40 +60,65 @@ def _fill(tensor, values):
 
 
 def zeros_(tensor):
+    """Fill ``tensor`` with 0, in place and without recording a graph; returns it.
+
+    Mirrors ``torch.nn.init.zeros_``."""
     return _fill(tensor, _ops.zeros(()))
 
 
 def ones_(tensor):
+    """Fill ``tensor`` with 1, in place and without recording a graph; returns it.
+
+    Mirrors ``torch.nn.init.ones_``."""
     return _fill(tensor, _ops.ones(()))
 
 
 def constant_(tensor, val):
+    """Fill ``tensor`` with ``val``, in place and without recording a graph; returns it.
+
+    Mirrors ``torch.nn.init.constant_``."""
     return _fill(tensor, _ops.full((), val))
 
 
 def eye_(tensor):
+    """Fill the 2-D ``tensor`` with the identity matrix, in place; returns it.
+
+    Mirrors ``torch.nn.init.eye_``."""
     if tensor.ndim != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
     return _fill(tensor, _ops.eye(*tensor.shape))
 
 
 def normal_(tensor, mean: float = 0.0, std: float = 1.0, generator=None):
+    """Fill ``tensor`` with draws from ``N(mean, std ** 2)``, in place; returns it.
+
+    Mirrors ``torch.nn.init.normal_``."""
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
 def uniform_(tensor, a: float = 0.0, b: float = 1.0, generator=None):
+    """Fill ``tensor`` with draws from U(``a``, ``b``), in place; returns it.
+
+    Mirrors ``torch.nn.init.uniform_``."""
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def xavier_uniform_(tensor, gain: float = 1.0, generator=None):
+    """Glorot initialisation: U(-a, a) with ``a = gain * sqrt(6 / (fan_in + fan_out))``, in place.
+
+    Mirrors ``torch.nn.init.xavier_uniform_``."""
     fan_in, fan_out = _fans(tensor)
     bound = math.sqrt(3.0) * gain * math.sqrt(2.0 / float(fan_in + fan_out))
     return uniform_(tensor, -bound, bound, generator)
 
 
 def xavier_normal_(tensor, gain: float = 1.0, generator=None):
+    """Glorot initialisation: N(0, std**2) with ``std = gain * sqrt(2 / (fan_in + fan_out))``, in
+    place.
+
+    Mirrors ``torch.nn.init.xavier_normal_``."""
     fan_in, fan_out = _fans(tensor)
     return normal_(tensor, 0.0, gain * math.sqrt(2.0 / float(fan_in + fan_out)), generator)
 
@@ -108,6 +133,9 @@ def _kaiming_std(tensor, a, mode, nonlinearity):
 
 def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                      generator=None):
+    """He initialisation: U(-bound, bound) with ``bound = gain * sqrt(3 / fan_mode)``, in place.
+
+    Mirrors ``torch.nn.init.kaiming_uniform_``."""
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
@@ -117,6 +145,9 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 
 def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: str = "leaky_relu",
                     generator=None):
+    """He initialisation: N(0, std**2) with ``std = gain / sqrt(fan_mode)``, in place.
+
+    Mirrors ``torch.nn.init.kaiming_normal_``."""
     if 0 in tensor.shape:
         warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor

@@ -87,6 +87,9 @@ def softmax(input, dim=None, dtype=None, *, axis=None):
 
 
 def log_softmax(input, dim=None, dtype=None, *, axis=None):
+    """``log(softmax(input, dim))``, computed stably (subtracting the max).
+
+    Mirrors ``torch.log_softmax``."""
     if dtype is not None:
         input = input.to(dtype)
     dim = axis if dim is None else dim

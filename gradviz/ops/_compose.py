@@ -24,10 +24,16 @@ __all__ = ["hstack", "vstack", "column_stack", "meshgrid", "broadcast_to", "broa
 
 
 def atleast_1d(tensor):
+    """``tensor`` viewed with at least one dimension (a sequence: each of them).
+
+    Mirrors ``torch.atleast_1d``."""
     return reshape(tensor, (1,)) if tensor.ndim == 0 else tensor
 
 
 def atleast_2d(tensor):
+    """``tensor`` viewed with at least two dimensions (a sequence: each of them).
+
+    Mirrors ``torch.atleast_2d``."""
     if tensor.ndim == 0:
         return reshape(tensor, (1, 1))
     return unsqueeze(tensor, 0) if tensor.ndim == 1 else tensor
@@ -50,10 +56,14 @@ def column_stack(tensors):
 
 
 def broadcast_to(input, shape):
+    """A view of ``input`` expanded to ``shape`` by broadcasting. Mirrors ``torch.broadcast_to``."""
     return expand(input, *shape)
 
 
 def broadcast_tensors(*tensors):
+    """The tensors expanded to their common broadcast shape, as views.
+
+    Mirrors ``torch.broadcast_tensors``."""
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(expand(t, *shape) for t in tensors)
 

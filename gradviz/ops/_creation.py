@@ -55,10 +55,14 @@ def manual_seed(seed: int) -> Generator:
 
 
 def initial_seed() -> int:
+    """The seed the default generator was last seeded with. Mirrors ``torch.initial_seed``."""
     return _default_generator.initial_seed()
 
 
 def seed() -> int:
+    """Seed the default generator with a non-deterministic number and return it.
+
+    Mirrors ``torch.seed``."""
     global _generator
     value = _default_generator.seed()
     _generator = _default_generator._rng
@@ -111,6 +115,9 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
 
 
 def as_tensor(data, dtype=None, device=None):
+    """``data`` as a tensor, sharing memory with a numpy array or tensor when the dtype allows.
+
+    Mirrors ``torch.as_tensor``."""
     _check_device(device)
     if isinstance(data, Tensor) and (dtype is None or _dtypes.as_dtype(dtype) is data.dtype):
         return data
@@ -155,18 +162,24 @@ def _filled(size, value, dtype, requires_grad, device, what=None):
 
 
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 0. Mirrors ``torch.zeros``."""
     return _filled(_size_argument("zeros", sizes, size), 0, dtype, requires_grad, device, "zeros")
 
 
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with 1. Mirrors ``torch.ones``."""
     return _filled(_size_argument("ones", sizes, size), 1, dtype, requires_grad, device)
 
 
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size with unspecified values (gradviz fills it with zeros).
+
+    Mirrors ``torch.empty``."""
     return _filled(_size_argument("empty", sizes, size), 0, dtype, requires_grad, device)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of the given size filled with ``fill_value``. Mirrors ``torch.full``."""
     if dtype is None:
         dtype = _dtypes.result_type(fill_value)
     elif type(fill_value) is int and dtype.numpy.kind in "iu":
@@ -306,6 +319,7 @@ def _fused_multiply_add(a, b, c):
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The ``n`` by ``m`` identity matrix (ones on the diagonal). Mirrors ``torch.eye``."""
     _check_device(device)
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
@@ -320,6 +334,9 @@ def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, gener
 
 
 def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
+    """A tensor of the given size drawn uniformly from ``[0, 1)`` (gradviz's generator).
+
+    Mirrors ``torch.rand``."""
     _check_device(device)
     rng = _rng(generator)
     shape = _checked_shape(_size_argument("rand", sizes, size))
@@ -328,6 +345,9 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
 
 
 def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None):
+    """A tensor of the given size of integers drawn uniformly from ``[low, high)``.
+
+    Mirrors ``torch.randint``."""
     _check_device(device)
     if high is None or isinstance(high, (tuple, list)):  # randint(high, size)
         low, high, size = 0, low, (size if high is None else high)
@@ -341,31 +361,47 @@ def _like(input, dtype):
 
 
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Zeros with the shape (and by default the dtype) of ``input``.
+
+    Mirrors ``torch.zeros_like``."""
     shape, dtype = _like(input, dtype)
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Ones with the shape (and by default the dtype) of ``input``. Mirrors ``torch.ones_like``."""
     shape, dtype = _like(input, dtype)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+    """An uninitialised tensor shaped like ``input`` (gradviz fills it with zeros).
+
+    Mirrors ``torch.empty_like``."""
     shape, dtype = _like(input, dtype)
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """``fill_value`` with the shape (and by default the dtype) of ``input``.
+
+    Mirrors ``torch.full_like``."""
     shape, dtype = _like(input, dtype)
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Standard normal draws with the shape (and by default the dtype) of ``input``.
+
+    Mirrors ``torch.randn_like``."""
     shape, dtype = _like(input, dtype)
     return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+    """Uniform ``[0, 1)`` draws with the shape (and by default the dtype) of ``input``.
+
+    Mirrors ``torch.rand_like``."""
     shape, dtype = _like(input, dtype)
     return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
@@ -437,7 +473,7 @@ install_methods({"new_tensor": new_tensor, "new_zeros": new_zeros, "new_ones": n
 
 
 def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None):
-    """A random permutation of ``0 .. n-1`` (int64)."""
+    """A random permutation of the integers 0 to ``n - 1`` (int64)."""
     _check_device(device)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     return _finish(_rng(generator).permutation(int(n)).astype(dtype.numpy), requires_grad)

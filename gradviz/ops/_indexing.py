@@ -318,6 +318,7 @@ def sort(input, dim=-1, descending=False, stable=False):
 
 @numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim``. Mirrors ``torch.argsort``."""
     dim = _wrap_dim(dim, input.ndim)
     return _wrap(_sorted_indices(input._data, dim, descending, stable))
 

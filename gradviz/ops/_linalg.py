@@ -157,6 +157,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def dot(input, other):
+    """The dot product of two 1-D tensors of the same length. Mirrors ``torch.dot``."""
     _check_float_pair("dot", input, other)
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -169,6 +170,7 @@ def dot(input, other):
 
 
 def mv(input, vec):
+    """The product of a matrix and a vector. Mirrors ``torch.mv``."""
     _check_float_pair("mv", input, vec)
     if input.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {vec.ndim}")
@@ -179,6 +181,7 @@ def mv(input, vec):
 
 
 def mm(input, mat2):
+    """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
     _check_float_pair("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
@@ -191,6 +194,9 @@ def mm(input, mat2):
 
 
 def bmm(input, mat2):
+    """The batched matrix product of two 3-D tensors of matching batch size.
+
+    Mirrors ``torch.bmm``."""
     _check_float_pair("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
@@ -391,12 +397,18 @@ TRIU = Op("triu", "TriuBackward0", forward=lambda a, diagonal: np.triu(a, diagon
 
 
 def tril(input, diagonal=0):  # noqa: A002
+    """The lower triangle of a matrix (or batch), zeros above the ``diagonal``-th diagonal.
+
+    Mirrors ``torch.tril``."""
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return apply(TRIL, input, diagonal=int(diagonal))
 
 
 def triu(input, diagonal=0):  # noqa: A002
+    """The upper triangle of a matrix (or batch), zeros below the ``diagonal``-th diagonal.
+
+    Mirrors ``torch.triu``."""
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return apply(TRIU, input, diagonal=int(diagonal))

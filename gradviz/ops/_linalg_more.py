@@ -681,6 +681,9 @@ def _matrix_transpose(name):
                                f"matrices. Got {self.ndim}-D tensor.")
         return transpose(self, -2, -1)
 
+    transposed.__doc__ = (f"``{name}``: the transpose of the last two dims of a matrix or batch "
+                          "(real tensors, so also the conjugate transpose). Mirrors "
+                          f"``torch.Tensor.{name}``.")
     return transposed
 
 

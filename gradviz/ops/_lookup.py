@@ -161,6 +161,9 @@ def is_nonzero(input):
 
 
 def is_signed(input):
+    """Whether ``input``'s dtype is a signed type (floats and signed integers).
+
+    Mirrors ``torch.is_signed``."""
     return input.dtype is not _dtypes.uint8 and input.dtype is not _dtypes.bool
 
 

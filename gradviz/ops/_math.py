@@ -55,14 +55,23 @@ COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
 
 
 def floor(input):
+    """The largest integer not greater than each element (its gradient is zero).
+
+    Mirrors ``torch.floor``."""
     return input if not input.dtype.is_floating_point else apply(FLOOR, input)
 
 
 def ceil(input):
+    """The smallest integer not less than each element (its gradient is zero).
+
+    Mirrors ``torch.ceil``."""
     return input if not input.dtype.is_floating_point else apply(CEIL, input)
 
 
 def trunc(input):
+    """Each element rounded toward zero (its gradient is zero); ``fix`` is the same function.
+
+    Mirrors ``torch.trunc``."""
     return input if not input.dtype.is_floating_point else apply(TRUNC, input)
 
 
@@ -76,30 +85,37 @@ def round(input, *, decimals=0):  # noqa: A001  (torch's name)
 
 
 def frac(input):
+    """The fractional part ``input - trunc(input)``, elementwise. Mirrors ``torch.frac``."""
     return apply(FRAC, input)
 
 
 def tan(input):
+    """The tangent, elementwise (radians). Mirrors ``torch.tan``."""
     return apply(TAN, input)
 
 
 def atan(input):
+    """The inverse tangent, elementwise; ``arctan`` is the same function. Mirrors ``torch.atan``."""
     return apply(ATAN, input)
 
 
 def asin(input):
+    """The inverse sine, elementwise; ``arcsin`` is the same function. Mirrors ``torch.asin``."""
     return apply(ASIN, input)
 
 
 def acos(input):
+    """The inverse cosine, elementwise; ``arccos`` is the same function. Mirrors ``torch.acos``."""
     return apply(ACOS, input)
 
 
 def sinh(input):
+    """The hyperbolic sine, elementwise. Mirrors ``torch.sinh``."""
     return apply(SINH, input)
 
 
 def cosh(input):
+    """The hyperbolic cosine, elementwise. Mirrors ``torch.cosh``."""
     return apply(COSH, input)
 
 
@@ -156,6 +172,9 @@ def floor_divide(input, other):
 
 
 def true_divide(input, other):
+    """``input / other`` with true (floating-point) division; the same as ``div``.
+
+    Mirrors ``torch.true_divide``."""
     return div(input, other)
 
 
@@ -164,6 +183,7 @@ absolute = abs
 
 
 def clamp_min(input, min):  # noqa: A002
+    """``clamp(input, min=min)``: each element limited from below. Mirrors ``torch.clamp_min``."""
     if isinstance(min, Tensor):
         return apply(CLAMP_MIN_TENSOR, input, min, has_min=True, has_max=False)
     input, min = clamp_bound(input, min)
@@ -171,6 +191,7 @@ def clamp_min(input, min):  # noqa: A002
 
 
 def clamp_max(input, max):  # noqa: A002
+    """``clamp(input, max=max)``: each element limited from above. Mirrors ``torch.clamp_max``."""
     if isinstance(max, Tensor):
         return apply(CLAMP_MAX_TENSOR, input, max, has_min=False, has_max=True)
     input, max = clamp_bound(input, max)
@@ -186,18 +207,26 @@ CLAMP_MAX = Op("clamp_max", "ClampMaxBackward0", forward=_clamp_forward, backwar
 # ---- predicates (not differentiable) -----------------------------------------------------
 
 def isnan(input):
+    """Whether each element is NaN, as a bool tensor. Mirrors ``torch.isnan``."""
     return _wrap(np.isnan(input._data))
 
 
 def isinf(input):
+    """Whether each element is +inf or -inf, as a bool tensor. Mirrors ``torch.isinf``."""
     return _wrap(np.isinf(input._data))
 
 
 def isfinite(input):
+    """Whether each element is finite (not NaN and not +/-inf), as a bool tensor.
+
+    Mirrors ``torch.isfinite``."""
     return _wrap(np.isfinite(input._data))
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether each element of ``input`` is within ``atol + rtol * abs(other)`` of ``other``.
+
+    Mirrors ``torch.isclose``."""
     other_data = other._data if isinstance(other, Tensor) else other
     return _wrap(np.isclose(input._data, other_data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
@@ -214,6 +243,9 @@ _BITWISE_XOR = Op("bitwise_xor", "bitwise_xor", forward=_broadcasting(np.bitwise
 
 
 def logical_xor(input, other):
+    """Elementwise logical XOR of the truth values of ``input`` and ``other``.
+
+    Mirrors ``torch.logical_xor``."""
     return apply(_XOR, input, other)
 
 

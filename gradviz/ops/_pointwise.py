@@ -436,6 +436,9 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
 
 
 def reciprocal(input):
+    """``1 / input``, elementwise (integers are promoted to the default float dtype).
+
+    Mirrors ``torch.reciprocal``."""
     return apply(RECIPROCAL, input)
 
 
@@ -451,6 +454,7 @@ NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g
 
 
 def neg(input):
+    """The negation ``-input``, elementwise. Mirrors ``torch.neg``."""
     if input.dtype is _dtypes.bool:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
@@ -665,44 +669,56 @@ SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backwar
 
 
 def exp(input):
+    """The exponential ``e ** input``, elementwise. Mirrors ``torch.exp``."""
     return apply(EXP, input)
 
 
 def log(input):
+    """The natural logarithm, elementwise (``-inf`` at 0, NaN below). Mirrors ``torch.log``."""
     return apply(LOG, input)
 
 
 def sin(input):
+    """The sine, elementwise (radians). Mirrors ``torch.sin``."""
     return apply(SIN, input)
 
 
 def cos(input):
+    """The cosine, elementwise (radians). Mirrors ``torch.cos``."""
     return apply(COS, input)
 
 
 def tanh(input):
+    """The hyperbolic tangent, elementwise; its derivative is ``1 - tanh(x) ** 2``.
+
+    Mirrors ``torch.tanh``."""
     return apply(TANH, input)
 
 
 def sqrt(input):
+    """The square root, elementwise (NaN for negative entries). Mirrors ``torch.sqrt``."""
     return apply(SQRT, input)
 
 
 def sigmoid(input):
+    """The logistic sigmoid ``1 / (1 + exp(-input))``, elementwise. Mirrors ``torch.sigmoid``."""
     return apply(SIGMOID, input)
 
 
 def relu(input):
+    """The rectified linear unit ``max(input, 0)``, elementwise. Mirrors ``torch.relu``."""
     return apply(RELU, input)
 
 
 def abs(input):  # noqa: A001  (torch's name)
+    """The absolute value, elementwise; ``absolute`` is the same function. Mirrors ``torch.abs``."""
     if input.dtype is _dtypes.bool:
         raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return apply(ABS, input)
 
 
 def sign(input):
+    """The sign (-1, 0 or 1) of each element; its gradient is zero. Mirrors ``torch.sign``."""
     return apply(SIGN, input)
 
 
@@ -840,7 +856,7 @@ def where_one(mask, input):
 
 # ---- comparisons and logic (not differentiable) -----------------------------------------
 
-def _comparison(name, fn):
+def _comparison(name, fn, symbol):
     op = Op(name, name, forward=_broadcasting(fn), backward=None, dtype=promote)
 
     def compare(input, other):
@@ -849,15 +865,17 @@ def _comparison(name, fn):
         return apply(op, *_operands(input, other, name))
 
     compare.__name__ = name
+    compare.__doc__ = (f"``input {symbol} other`` elementwise, as a bool tensor (broadcasts; not "
+                       f"differentiable). Mirrors ``torch.{name}``.")
     return compare
 
 
-lt = _comparison("lt", np.less)
-le = _comparison("le", np.less_equal)
-gt = _comparison("gt", np.greater)
-ge = _comparison("ge", np.greater_equal)
-eq = _comparison("eq", np.equal)
-ne = _comparison("ne", np.not_equal)
+lt = _comparison("lt", np.less, "<")
+le = _comparison("le", np.less_equal, "<=")
+gt = _comparison("gt", np.greater, ">")
+ge = _comparison("ge", np.greater_equal, ">=")
+eq = _comparison("eq", np.equal, "==")
+ne = _comparison("ne", np.not_equal, "!=")
 
 _AND = Op("logical_and", "logical_and", forward=_broadcasting(np.logical_and), backward=None)
 _OR = Op("logical_or", "logical_or", forward=_broadcasting(np.logical_or), backward=None)
@@ -870,14 +888,21 @@ _BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=lambda a: _invert_forwar
 
 
 def logical_and(input, other):
+    """Elementwise logical AND of the truth values of ``input`` and ``other``.
+
+    Mirrors ``torch.logical_and``."""
     return apply(_AND, input, other)
 
 
 def logical_or(input, other):
+    """Elementwise logical OR of the truth values of ``input`` and ``other``.
+
+    Mirrors ``torch.logical_or``."""
     return apply(_OR, input, other)
 
 
 def logical_not(input):
+    """Elementwise logical NOT of the truth values of ``input``. Mirrors ``torch.logical_not``."""
     return apply(_NOT, input)
 
 
@@ -957,30 +982,37 @@ ERF = Op("erf", "ErfBackward0",
 
 
 def rsqrt(input):
+    """``1 / sqrt(input)``, elementwise. Mirrors ``torch.rsqrt``."""
     return apply(RSQRT, input)
 
 
 def exp2(input):
+    """``2 ** input``, elementwise. Mirrors ``torch.exp2``."""
     return apply(EXP2, input)
 
 
 def expm1(input):
+    """``exp(input) - 1``, elementwise, accurate near 0. Mirrors ``torch.expm1``."""
     return apply(EXPM1, input)
 
 
 def log1p(input):
+    """``log(1 + input)``, elementwise, accurate near 0. Mirrors ``torch.log1p``."""
     return apply(LOG1P, input)
 
 
 def log2(input):
+    """The base-2 logarithm, elementwise. Mirrors ``torch.log2``."""
     return apply(LOG2, input)
 
 
 def log10(input):
+    """The base-10 logarithm, elementwise. Mirrors ``torch.log10``."""
     return apply(LOG10, input)
 
 
 def erf(input):
+    """The Gauss error function, elementwise. Mirrors ``torch.erf``."""
     return apply(ERF, input)
 
 
@@ -1017,6 +1049,9 @@ def maximum(input, other):
 
 
 def minimum(input, other):
+    """The elementwise minimum of ``input`` and ``other`` (broadcasts; NaN wins).
+
+    Mirrors ``torch.minimum``."""
     return apply(MINIMUM, input, other, largest=False)
 
 

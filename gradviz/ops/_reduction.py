@@ -234,6 +234,7 @@ _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_pro
 
 @numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """The product of all elements, or along ``dim``. Mirrors ``torch.prod``."""
     if dtype is not None:
         input = input.to(dtype)
     elif not input.dtype.is_floating_point and input.dtype is not _dtypes.int64:
@@ -277,12 +278,18 @@ def _check_nonempty(input, dim, what):
 
 @numpy_names
 def amax(input, dim=(), keepdim=False):
+    """The maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
+
+    Mirrors ``torch.amax``."""
     _check_nonempty(input, dim if dim != () else None, "amax")
     return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
 
 @numpy_names
 def amin(input, dim=(), keepdim=False):
+    """The minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
+
+    Mirrors ``torch.amin``."""
     _check_nonempty(input, dim if dim != () else None, "amin")
     return apply(_AMIN, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
@@ -335,6 +342,10 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
 
 @numpy_names
 def min(input, dim=None, keepdim=False):  # noqa: A001
+    """The minimum of all elements, ``(values, indices)`` along ``dim``, or the elementwise minimum
+    with a tensor.
+
+    Mirrors ``torch.min``."""
     if isinstance(dim, Tensor):
         from ._pointwise import minimum
 
@@ -357,6 +368,9 @@ def argmax(input, dim=None, keepdim=False):
 
 @numpy_names
 def argmin(input, dim=None, keepdim=False):
+    """The index of the minimum, over the flattened tensor or along ``dim``.
+
+    Mirrors ``torch.argmin``."""
     _check_nonempty(input, dim, "argmin")
     if dim is None:
         return _wrap(np.asarray(np.argmin(input._data), dtype=np.int64))
@@ -426,6 +440,10 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 @numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation over ``dim`` (all dims by default), with Bessel's correction by
+    default.
+
+    Mirrors ``torch.std``."""
     return _variance(_STD, "std", input, dim, unbiased, keepdim, correction)
 
 
@@ -546,6 +564,7 @@ _CUMSUM = Op("cumsum", "CumsumBackward0",
 
 @numpy_names
 def cumsum(input, dim, *, dtype=None):
+    """The cumulative sum along ``dim``. Mirrors ``torch.cumsum``."""
     if dtype is not None:
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:
@@ -633,6 +652,9 @@ def any(input, dim=None, keepdim=False):  # noqa: A001
 
 @numpy_names
 def count_nonzero(input, dim=None):
+    """The number of non-zero entries, in all of ``input`` or along ``dim``.
+
+    Mirrors ``torch.count_nonzero``."""
     data = input._data
     if dim is None:
         return _wrap(np.asarray(np.count_nonzero(data), dtype=np.int64))

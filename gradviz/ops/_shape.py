@@ -104,6 +104,9 @@ def reshape(input, *shape):
 
 
 def flatten(input, start_dim=0, end_dim=-1):
+    """``input`` with the dimensions ``start_dim`` to ``end_dim`` merged into one.
+
+    Mirrors ``torch.flatten``."""
     if input.ndim == 0:
         return reshape(input, 1)
     start = _wrap_dim(start_dim, input.ndim)
@@ -133,6 +136,9 @@ PERMUTE = Op("permute", "PermuteBackward0",
 
 
 def transpose(input, dim0, dim1):
+    """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.
+
+    Mirrors ``torch.transpose``."""
     ndim = input.ndim
     return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim))
 
@@ -145,6 +151,7 @@ def t(input):
 
 
 def permute(input, *dims):
+    """A view of ``input`` with its dimensions reordered as ``dims``. Mirrors ``torch.permute``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(
@@ -205,6 +212,9 @@ SQUEEZE = Op("squeeze", "SqueezeBackward0",
 
 @numpy_names
 def unsqueeze(input, dim):
+    """A view of ``input`` with a dimension of size 1 inserted at ``dim``.
+
+    Mirrors ``torch.unsqueeze``."""
     return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1))
 
 
@@ -282,6 +292,9 @@ CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambd
 
 
 def clone(input):
+    """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``).
+
+    Mirrors ``torch.clone``."""
     return apply(CLONE, input)
 
 
@@ -882,5 +895,6 @@ FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims)
 
 
 def flip(input, dims):
+    """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
     return apply(FLIP, input, dims=dims)

@@ -293,10 +293,12 @@ def sinc(input):
 
 
 def deg2rad(input):
+    """Each element converted from degrees to radians. Mirrors ``torch.deg2rad``."""
     return apply(DEG2RAD, input)
 
 
 def rad2deg(input):
+    """Each element converted from radians to degrees. Mirrors ``torch.rad2deg``."""
     return apply(RAD2DEG, input)
 
 
@@ -341,14 +343,23 @@ ATANH = Op("atanh", "AtanhBackward0", forward=np.arctanh,
 
 
 def asinh(input):
+    """The inverse hyperbolic sine, elementwise; ``arcsinh`` is the same function.
+
+    Mirrors ``torch.asinh``."""
     return apply(ASINH, input)
 
 
 def acosh(input):
+    """The inverse hyperbolic cosine, elementwise; ``arccosh`` is the same function.
+
+    Mirrors ``torch.acosh``."""
     return apply(ACOSH, input)
 
 
 def atanh(input):
+    """The inverse hyperbolic tangent, elementwise; ``arctanh`` is the same function.
+
+    Mirrors ``torch.atanh``."""
     return apply(ATANH, input)
 
 
@@ -536,11 +547,13 @@ def signbit(input):
 
 
 def isposinf(input):
+    """Whether each element is +inf, as a bool tensor. Mirrors ``torch.isposinf``."""
     return _wrap(np.isposinf(input._data) if input._data.dtype.kind == "f"
                  else np.zeros(input._data.shape, dtype=bool))
 
 
 def isneginf(input):
+    """Whether each element is -inf, as a bool tensor. Mirrors ``torch.isneginf``."""
     return _wrap(np.isneginf(input._data) if input._data.dtype.kind == "f"
                  else np.zeros(input._data.shape, dtype=bool))
 
@@ -553,34 +566,44 @@ def isreal(input):
 # ---- aliases under numpy's names -----------------------------------------------------------------
 
 def multiply(input, other):
+    """Alias of ``mul``: ``input * other`` elementwise. Mirrors ``torch.multiply``."""
     return mul(input, other)
 
 
 def divide(input, other, *, rounding_mode=None):
+    """Alias of ``div``: ``input / other``, with ``rounding_mode`` None, ``'trunc'`` or ``'floor'``.
+
+    Mirrors ``torch.divide``."""
     return div(input, other, rounding_mode=rounding_mode)
 
 
 def subtract(input, other, *, alpha=1):
+    """Alias of ``sub``: ``input - alpha * other`` elementwise. Mirrors ``torch.subtract``."""
     return sub(input, other, alpha=alpha)
 
 
 def greater(input, other):
+    """Alias of ``gt``: ``input > other`` elementwise. Mirrors ``torch.greater``."""
     return gt(input, other)
 
 
 def greater_equal(input, other):
+    """Alias of ``ge``: ``input >= other`` elementwise. Mirrors ``torch.greater_equal``."""
     return ge(input, other)
 
 
 def less(input, other):
+    """Alias of ``lt``: ``input < other`` elementwise. Mirrors ``torch.less``."""
     return lt(input, other)
 
 
 def less_equal(input, other):
+    """Alias of ``le``: ``input <= other`` elementwise. Mirrors ``torch.less_equal``."""
     return le(input, other)
 
 
 def not_equal(input, other):
+    """Alias of ``ne``: ``input != other`` elementwise. Mirrors ``torch.not_equal``."""
     from ._pointwise import ne
 
     return ne(input, other)
@@ -605,20 +628,32 @@ def positive(input):
 
 
 def bitwise_and(input, other):
+    """The bitwise AND of integer or bool tensors (logical AND for bools).
+
+    Mirrors ``torch.bitwise_and``."""
     return _bitwise(_BITWISE_AND, input, other)
 
 
 def bitwise_or(input, other):
+    """The bitwise OR of integer or bool tensors (logical OR for bools).
+
+    Mirrors ``torch.bitwise_or``."""
     return _bitwise(_BITWISE_OR, input, other)
 
 
 def bitwise_xor(input, other):
+    """The bitwise XOR of integer or bool tensors (logical XOR for bools).
+
+    Mirrors ``torch.bitwise_xor``."""
     from ._math import _BITWISE_XOR
 
     return _bitwise(_BITWISE_XOR, input, other)
 
 
 def bitwise_not(input):
+    """The bitwise NOT of an integer or bool tensor (logical NOT for bools).
+
+    Mirrors ``torch.bitwise_not``."""
     from ._pointwise import logical_not as _not
 
     if input.dtype is _dtypes.bool:

@@ -212,7 +212,7 @@ def _from_tensors(outputs, params, show_saved, max_attr_chars) -> _Drawing:
         if fn.node_id not in seen:
             seen[fn.node_id] = fn
             stack.append(fn)
-    # Iterative depth-first walk (STYLE: graphs can be 10^5+ nodes deep). Edges point the
+    # Iterative depth-first walk (docs/style.md 3: graphs can be 10^5+ nodes deep). Edges point the
     # way the forward pass ran, from each next_function to the node that used it (torchviz).
     while stack:
         node = stack.pop()

@@ -16,7 +16,7 @@ the report (or the error) replaces the trait at the end. Sessions without a live
 replayed trace) do not offer the command.
 
 Note [Widget threading]: a session may run backward in a worker thread and notify from there
-(DESIGN.md, "Debugging"). The widget therefore never holds a lock of its own while calling
+(docs/design.md, "Debugging"). The widget therefore never holds a lock of its own while calling
 into the session: it takes a snapshot (``node_states()``, ``current``, ``status``) unlocked,
 then publishes it under a short lock, dropping a snapshot that is older than one already
 published. The last notification after the last change always wins.
@@ -496,7 +496,7 @@ class DebuggerWidget(anywidget.AnyWidget):
 
     def _on_browser_message(self, _widget: object, content: object, buffers: object) -> None:
         # Registered with on_msg. Never override ipywidgets' _handle_custom_msg: doing so drops
-        # every custom message (FRONTEND_NOTES.md, pitfall 2).
+        # every custom message (docs/frontend_notes.md, pitfall 2).
         try:
             command = self._validate_command(content, buffers)
             if command is None:

@@ -2,7 +2,7 @@
 //
 // A graph node is normally one box. A node with many consumers (a parameter used by many
 // operations) becomes one box per use: `dot` takes minutes on a single hub with hundreds
-// of in-edges, and one proxy per use keeps it well under a second (FRONTEND_NOTES.md).
+// of in-edges, and one proxy per use keeps it well under a second (docs/frontend_notes.md).
 // Every box of a node carries the node's id, so a state change restyles all of them.
 
 import { displayName, type Graph, type GraphNode } from "./model.js";

@@ -1,7 +1,7 @@
 """The custom ``autograd.Function`` contract, each case run with ``import gradviz as torch``
 semantics and with real torch: values, gradients, node names, and error type + key phrase.
 
-The spec tutorial's examples (``shared/spec/003_*.txt``) come first.
+The examples of a custom-Function tutorial (``test_spec_examples.py``, "003") come first.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def cube_fn(m, calls=None):
             return g * 3 * x * x
 
         @staticmethod
-        def double_backward(ctx, gg):  # never called by torch (SEMANTICS 1)
+        def double_backward(ctx, gg):  # never called by torch (docs/function_contract.md, rule 1)
             if calls is not None:
                 calls.append("double_backward")
             (x,) = ctx.saved_tensors

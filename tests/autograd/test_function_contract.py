@@ -1,4 +1,4 @@
-"""The custom Function contract beyond the basics (SEMANTICS 1-8, 12, 16), each case run in
+"""The custom Function contract beyond the basics (contract rules 1-8, 12, 16), each case run in
 gradviz and in torch: forward styles, backward/vjp, mark_dirty, mark_non_differentiable,
 materialization, once_differentiable, saved_tensors_hooks, containers, legacy classes."""
 
@@ -205,7 +205,7 @@ def test_non_tensor_outputs_and_unused_outputs():
     compare(run)
 
 
-# ---- mark_dirty (SEMANTICS 7, 8) ------------------------------------------------------------
+# ---- mark_dirty (contract rules 7, 8) --------------------------------------------------------
 
 def add_one_inplace(m):
     class AddOne(m.autograd.Function):
@@ -405,7 +405,7 @@ def test_set_materialize_grads_false_passes_none():
     compare(run)
 
 
-# ---- once_differentiable, double backward (SEMANTICS 1, 2) ---------------------------------
+# ---- once_differentiable, double backward (contract rules 1, 2) -----------------------------
 
 def once_square(m):
     class OnceSquare(m.autograd.Function):
@@ -461,7 +461,7 @@ def test_differentiable_backward_gives_second_derivatives():
     compare(run)
 
 
-# ---- saved_tensors_hooks (SEMANTICS 12) ----------------------------------------------------
+# ---- saved_tensors_hooks (contract rule 12) -------------------------------------------------
 
 def logging_hooks(log, tag="outer"):
     def pack(t):
@@ -585,7 +585,7 @@ def test_save_for_forward_stores_tensors():
     assert y.grad_fn.saved_for_forward[0] is x and y.grad_fn.saved_for_forward[1] is None
 
 
-# ---- legacy classes (SEMANTICS 16) ----------------------------------------------------------
+# ---- legacy classes (contract rule 16) ------------------------------------------------------
 
 def test_inplace_function_warns_when_instantiated_and_keeps_the_flag():
     def run(m):

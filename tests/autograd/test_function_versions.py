@@ -1,4 +1,4 @@
-"""Version checks on tensors saved by a custom Function (SEMANTICS 10), against torch:
+"""Version checks on tensors saved by a custom Function (contract rule 10), against torch:
 only tensors given to ``save_for_backward`` are checked (inputs and outputs alike); tensors
 kept as ctx attributes are not; in-place writes under ``no_grad`` still count."""
 

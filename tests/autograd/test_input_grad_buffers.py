@@ -1,6 +1,6 @@
-"""``ctx.input_grad_buffers`` (spec ``000_*.txt``; SEMANTICS "input_grad_buffers"). No
+"""``ctx.input_grad_buffers`` (docs/function_contract.md, "input_grad_buffers"). No
 released PyTorch has it, so gradients are checked against torch running the same math
-without the fused accumulation, and exposure against the specification's rules."""
+without the fused accumulation, and exposure against the rules on that page."""
 
 from __future__ import annotations
 

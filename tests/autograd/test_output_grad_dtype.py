@@ -1,11 +1,11 @@
-"""``ctx.set_output_grad_dtype`` (torch 2.14; SEMANTICS 15 and spec ``000_*.txt``). torch
-2.13 has no oracle, so these follow the specification's text."""
+"""``ctx.set_output_grad_dtype`` (torch 2.14; docs/function_contract.md, rule 15). torch
+2.13 has no oracle, so these follow that rule and PyTorch 2.14's documentation."""
 
 from __future__ import annotations
 
 import pytest
 
-import gradviz as torch  # the spec's examples read as torch code
+import gradviz as torch  # the documentation's examples read as torch code
 
 
 def declaring(declared, got, hook_log=None):

@@ -1,6 +1,13 @@
-"""Every code example of the four specification documents (``shared/spec/``), run with
+"""Every code example of the documents gradviz's Function contract was specified from, run with
 ``import gradviz as torch`` (``m`` below is gradviz or torch). Only the import and helpers the
-documents leave undefined are adapted. Where torch can run an example, both must agree."""
+documents leave undefined are adapted. Where torch can run an example, both must agree.
+
+The tests are numbered by document: ``000`` is PyTorch 2.14's reference page for
+``NestedIOFunction`` (the full ctx API, with ``input_grad_buffers`` and
+``set_output_grad_dtype``), ``001`` the same reference for ``InplaceFunction`` (``mark_dirty``,
+``mark_non_differentiable``, ``save_for_backward`` examples), and ``003`` a tutorial on custom
+Functions (``apply``, arity, ``needs_input_grad``, double backward). What they define is
+written out in docs/function_contract.md."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Drive the real widget: a private JupyterLab server and headless Chromium (playwright).
 
-Everything here follows FRONTEND_NOTES.md: the system Chromium with fixed flags (never
+Everything here follows docs/frontend_notes.md: the system Chromium with fixed flags (never
 ``playwright install``), a server bound to 127.0.0.1 with a random port and token and
 temporary config/settings/runtime dirs, stopped by its PID; page errors, console errors and
 tracebacks in JupyterLab's Log Console all count as failures (pitfall 3).
@@ -343,7 +343,7 @@ class NotebookSession:
     def log_console_entries(self) -> str:
         """Open JupyterLab's Log Console (View menu) and return the text of its entries.
 
-        Exceptions in widget message handlers show only there (FRONTEND_NOTES pitfall 3). The
+        Exceptions in widget message handlers show only there (frontend_notes.md, pitfall 3). The
         default level (warning) is kept: any entry at all is a problem for these tests.
         """
         self.menu("View", "Show Log Console")

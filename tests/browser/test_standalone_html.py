@@ -273,7 +273,7 @@ def test_keyboard_only_select_run_to_and_close(page: Page, trace: Any) -> None:
 
 
 def test_lays_out_on_the_page_when_workers_are_unavailable(browser: Any, page_path: Path, trace: Any) -> None:
-    # FRONTEND_NOTES: keep a main-thread fallback for when a security policy blocks workers.
+    # docs/frontend_notes.md: keep a main-thread fallback for when a security policy blocks workers.
     context = browser.new_context()
     context.add_init_script("delete window.Worker;")
     try:

@@ -1,7 +1,7 @@
 """The events the engine emits while it runs a custom Function's backward, checked against
-the order of DESIGN.md "The engine" (tensor pre-hooks, node pre-hooks, zero-materialization,
+the order of docs/design.md, "The engine" (tensor pre-hooks, node pre-hooks, zero-materialization,
 input buffers, backward, validation, post-hooks, release, hand-off) and against the contract
-of ``shared/spec/`` (SEMANTICS 3, 9, 11, 15). Gradviz-only facts: torch has no such events,
+of docs/function_contract.md (rules 3, 9, 11, 15). Gradviz-only facts: torch has no such events,
 so the gradients themselves are compared with torch where the program can run in both."""
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_a_custom_node_reports_its_steps_in_the_engines_order():
 
 @pytest.mark.parametrize("declare", [None, (None, None), ("f64", None), (None, "f64")])
 def test_zeros_for_an_unused_output_are_reported_whatever_the_declared_dtype(declare):
-    # SEMANTICS 3 and 15: the zeros arrive in the declared dtype, or the output's own dtype
+    # contract rules 3 and 15: the zeros arrive in the declared dtype, or the output's own dtype
     # when the declaration is None; grads_materialized reports them either way
     dtypes = None if declare is None else tuple(
         None if d is None else gradviz.float64 for d in declare)
@@ -161,7 +161,7 @@ def test_a_function_that_saves_nothing_reports_no_release():
         a, _ = Fn.apply(x)
         loss = a.sum()
         loss.backward()
-        loss.backward()  # SEMANTICS 9: nothing saved, so a second pass works
+        loss.backward()  # contract rule 9: nothing saved, so a second pass works
     assert "saved_released" not in kinds_of(trace, a.grad_fn.node_id)
     tx = torch.tensor([1.0, 2.0], requires_grad=True)
     tloss = two_outputs(torch, save=False).apply(tx)[0].sum()
@@ -337,8 +337,8 @@ def test_a_leafs_buffer_holds_only_this_passes_contributions_not_its_old_grad():
 
 
 def test_unpack_is_reported_on_every_access_and_validation_precedes_post_hooks():
-    # SEMANTICS 12: pack once per non-None tensor at save time, unpack on every access;
-    # DESIGN: validate (cast, reduce) -> post-hooks -> release -> node_finished
+    # contract rule 12: pack once per non-None tensor at save time, unpack on every access;
+    # docs/design.md: validate (cast, reduce) -> post-hooks -> release -> node_finished
     def program(m, log):
         class Saves(m.autograd.Function):
             @staticmethod

@@ -109,7 +109,7 @@ def test_randomness_same_and_different():
     assert different[0].tolist() != different[1].tolist()
 
 
-# ---- custom Functions (SEMANTICS 14) ----------------------------------------------------
+# ---- custom Functions (contract rule 14) -----------------------------------------------
 
 def _functions(m):
     calls = []

@@ -1,4 +1,4 @@
-"""Every event kind of DESIGN.md's table is emitted at the right moment, carries its payload
+"""Every event kind of docs/events.md is emitted at the right moment, carries its payload
 and a narration sentence, and validates against the generated schema (checked with the
 ``jsonschema`` package as an independent validator)."""
 

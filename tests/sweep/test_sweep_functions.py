@@ -3193,7 +3193,7 @@ def fn_printed_outputs(torch, o):
         o("no_grad", str(Square.apply(x)))
 
 
-# ---- the custom Function tutorial's examples (spec 003) ------------------------------------
+# ---- the custom Function tutorial's examples (test_spec_examples.py, "003") ----------------------
 
 @program
 def fn_tutorial_clipped_relu(torch, o):

@@ -1,5 +1,5 @@
 """Conformance sweep, the custom ``autograd.Function`` contract statement by statement
-(``shared/spec/`` and ``shared/SEMANTICS.md``), in the unusual combinations a line-by-line
+(docs/function_contract.md), in the unusual combinations a line-by-line
 audit turns up: a Function returning the same tensor twice, an input that is also an output,
 hooks that change dtypes, wrong gradients returned from backward, Functions under ``no_grad``
 and ``inference_mode``, nested Functions, repeated backward with ``retain_graph``.

@@ -463,7 +463,7 @@ def test_stepping_the_session_from_python_updates_the_widget(widget: DebuggerWid
 
 
 def test_states_are_always_new_objects(widget: DebuggerWidget, session: FakeSession) -> None:
-    # Dict traits sync only when a new object is assigned (FRONTEND_NOTES pitfall 8).
+    # Dict traits sync only when a new object is assigned (docs/frontend_notes.md, pitfall 8).
     seen = [widget.states]
     for _ in range(3):
         session.step()

@@ -1,4 +1,4 @@
-"""``gradviz.autograd.function``: custom ``autograd.Function`` (spec ``shared/spec``), as
+"""``gradviz.autograd.function``: custom ``autograd.Function`` (docs/function_contract.md), as
 ``torch.autograd.function``.
 
 The package is split by role: ``_function`` (``Function``, ``apply``, output wrapping),

@@ -215,7 +215,8 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
         return grads
 
     def _check_result(self, result):
-        """SEMANTICS 4: one gradient per forward argument, tensors only where tensors went in."""
+        """Contract rule 4: one gradient per forward argument, tensors only where tensors went
+        in."""
         if not isinstance(result, tuple):
             result = (result,)
         expected = self._num_forward_inputs

@@ -8,7 +8,7 @@ instance of ``Fn._backward_cls`` (named ``<Fn>Backward``). That node *is* the ``
 
 Note [Wrapping outputs]
 -----------------------
-After forward, ``_wrap_outputs`` decides what each returned value becomes (SEMANTICS 6-8):
+After forward, ``_wrap_outputs`` decides what each returned value becomes (contract rules 6-8):
 
 * a non-tensor (including a list or tuple) is returned as is and is not tracked;
 * a tensor marked dirty *is* the input object: its version is bumped, and when the node is
@@ -29,7 +29,7 @@ Note [Forward AD of custom Functions]
 -------------------------------------
 Under a dual level (``gradviz.autograd.forward_ad``), ``forward`` runs with tangent
 propagation off, like grad mode. Afterwards, if an argument has a tangent,
-``_forward_ad_impl.function_jvp`` calls the user's ``jvp`` (SEMANTICS 13) and attaches the
+``_forward_ad_impl.function_jvp`` calls the user's ``jvp`` (contract rule 13) and attaches the
 tangents it returns to the wrapped outputs; ``ctx.saved_tensors`` inside ``jvp`` returns what
 ``save_for_forward`` saved.
 """
@@ -293,7 +293,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         is_dirty = any(out is d for d in dirty)
         if is_dirty:
             dirty_outputs.append(nr)
-            out._version_counter.bump()  # SEMANTICS 8: mark_dirty bumps the version itself
+            out._version_counter.bump()  # contract rule 8: mark_dirty bumps the version itself
             if differentiable and out._base is not None and len(raw) > 1:
                 raise RuntimeError(_DIRTY_VIEW_MESSAGE)
             if is_executable:
@@ -301,7 +301,7 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
             if not differentiable and _requires_grad(out):
                 out = _detached_alias(out)  # the input keeps its history and requires_grad
         elif id(out) in input_ids:
-            out = _wrap_unchanged_input(out, differentiable)  # SEMANTICS 7
+            out = _wrap_unchanged_input(out, differentiable)  # contract rule 7
         elif out._base is not None:
             out._view_kind = _engine.VIEW_CUSTOM_FUNCTION
         elif not differentiable and _requires_grad(out):
@@ -339,7 +339,7 @@ def _dirties_batched_input(ctx, dirty):
 
 
 def _check_dirty(dirty, raw, input_ids, is_executable):
-    """SEMANTICS 8: dirty tensors must be returned; a non-input only warns; no leaves."""
+    """Contract rule 8: dirty tensors must be returned; a non-input only warns; no leaves."""
     for index, tensor in enumerate(dirty):
         if not isinstance(tensor, Tensor):
             raise RuntimeError(

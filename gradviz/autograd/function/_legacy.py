@@ -1,5 +1,5 @@
 """The legacy Function classes kept for backward compatibility: ``InplaceFunction`` and
-``NestedIOFunction`` (spec ``000_*.txt`` and ``001_*.txt``).
+``NestedIOFunction`` (docs/function_contract.md, rule 16).
 
 ``NestedIOFunction`` exists in PyTorch but cannot be used there; gradviz makes its documented
 contract work. A subclass defines *instance* methods ``forward_extended(self, *inputs)`` and

@@ -1,6 +1,6 @@
 """``once_differentiable``: a custom backward that cannot be differentiated again.
 
-As in PyTorch (SEMANTICS 2): the wrapped backward runs with grad mode off. When grad mode
+As in PyTorch (contract rule 2): the wrapped backward runs with grad mode off. When grad mode
 was on (``create_graph=True``) and an incoming gradient requires grad, the results are
 re-rooted on an :class:`DelayedError` node, so differentiating them a second time raises
 "trying to differentiate twice a function that was marked with @once_differentiable". When
