@@ -70,6 +70,7 @@ function slots(numbers: readonly number[]): string {
 
 /** Rows of a hook's before or after: one summary, or one per slot. */
 function hookRows(label: string, value: unknown, parse: ParseSummary): SummaryRow[] {
+  if (Array.isArray(value) && value.length === 1) return [{ label, summary: parse(value[0]) }];
   if (Array.isArray(value)) return value.map((item, index) => ({ label: `${label} ${index}`, summary: parse(item) }));
   return [{ label, summary: parse(value) }];
 }
