@@ -124,6 +124,7 @@ export class HistoryPanel {
       item.value = entry.index + 1;
       item.dataset["testid"] = "gv-history-item";
       item.dataset["index"] = String(entry.index);
+      if (entry.node !== null) item.dataset["node"] = String(entry.node);
       item.textContent = entry.text === "" ? entry.kind : entry.text;
       item.title = `event ${entry.index} · ${entry.kind}`;
       if (entry.index === history.position - 1) {

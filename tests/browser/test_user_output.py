@@ -5,6 +5,7 @@ JupyterLab and in Notebook 7. Marked ``browser``; needs what test_tour_in_jupyte
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -115,4 +116,75 @@ def test_user_output_errors_and_run_to(browser: Any, server: LabServer) -> None:
         for internal in ("_widget.py", "_session.py", "_task.py", "gradviz_ext"):
             assert internal not in mine, mine
         assert "_widget.py" in full
+        assert session.problems.report() == "", session.problems.report()
+
+
+LIVE_CELL = (
+    "import json\n"
+    "from gradviz.widget import display_session\n"
+    "from gradviz.widget._widget import json_safe\n"
+    "w = torch.tensor([1.0, 2.0], requires_grad=True)\n"
+    "w.grad = torch.tensor([2.0, 4.0])\n"
+    "h = w * torch.tensor([3.0, -1.0])\n"
+    "hook = h.register_hook(lambda grad: grad * 10)\n"
+    "live = torch.debug.backward((Chatty.apply(h).exp() + w).sum())\n"
+    "view = display_session(live)\n"
+    "gvlog = {}\n"
+    "remember = lambda *_: view.selected is None or gvlog.__setitem__("
+    "f'{len(live.events)}:{view.selected}', json_safe(live.node(view.selected)))\n"
+    "listener = live.add_listener(remember)\n"
+    "view.observe(remember, names=['inspection'])\n"
+    "print('GVREADY', len(live.events))\n"
+)
+
+
+def test_a_live_session_stepped_event_by_event_shows_node_at_each_event(browser: Any, server: LabServer) -> None:
+    """Step event through a live pass; after each event, select the event's node by clicking it
+    in the event history, and compare the inspector's tables with what ``session.node()``
+    returned for that node at that moment (the kernel logs it from a session listener)."""
+    from test_inspector_fidelity import READ_TABLES_JS, expected_tables
+
+    app = server.app  # type: ignore[attr-defined]
+    with notebook_session(browser, server, NOTEBOOK.name, f"live-fidelity-{app}", app=app) as session:
+        run_all(session)
+        session.run_cell_at_end(LIVE_CELL, "GVREADY")
+        session.page.wait_for_function(
+            "() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .gv-root').length === 2")
+        widget = session.widget()
+        widget.locator(".gv-node[data-node-id]").first.wait_for(state="visible")
+        widget.locator('[data-testid="gv-history-toggle"]').click()
+        history = widget.locator('[data-testid="gv-history"]')
+        inspector = widget.locator('[data-testid="gv-inspector"]')
+        shown: list[tuple[int, str, Any]] = []
+        selected: str | None = None
+        for _ in range(60):
+            step_event = widget.locator('[data-testid="gv-step-event"]')
+            if step_event.is_disabled():
+                break
+            before = history.locator(".gv-history-current").get_attribute("data-index")
+            step_event.click()
+            session.page.wait_for_function(
+                "([panel, before]) => panel.querySelector('.gv-history-current')?.dataset.index !== before",
+                arg=[history.element_handle(), before], timeout=15_000)
+            current = history.locator(".gv-history-current")
+            index = int(current.get_attribute("data-index"))
+            node = current.get_attribute("data-node")
+            current.click()  # a live history selects the event's node (nothing for a node-less event)
+            if node is not None:
+                selected = node
+                session.page.wait_for_function(
+                    "([panel, id]) => panel.querySelector('.gv-inspector-id')?.textContent === '#' + id",
+                    arg=[inspector.element_handle(), node], timeout=15_000)
+            if selected is not None:
+                shown.append((index + 1, selected, inspector.evaluate(READ_TABLES_JS)))
+        assert len(shown) > 10, shown
+        log = json.loads(session.run_cell_at_end("print('GVLOG', json.dumps(gvlog))", "GVLOG"))
+        kinds = set()
+        for position, node, tables in shown:
+            info = log.get(f"{position}:{node}")
+            assert info is not None, f"the kernel logged no node({node}) at {position}: {sorted(log)}"
+            expected = [[key, rows] for key, rows in expected_tables(info)]
+            assert tables == expected, f"after event {position - 1}, node {node} ({info['name']})"
+            kinds.update(key for key, _ in tables)
+        assert {"buffer", "in", "out", "accumulated", "hook-0"} <= kinds, kinds
         assert session.problems.report() == "", session.problems.report()
