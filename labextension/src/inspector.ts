@@ -28,6 +28,8 @@ export interface Summary {
 export interface SummaryRow {
   readonly label: string;
   readonly summary: Summary | null;
+  /** What a null summary means here (default "None", an undefined gradient). */
+  readonly absent?: string;
 }
 
 export interface InspectorSection {
@@ -120,7 +122,8 @@ export function parseInspection(value: unknown, nameOf: NodeNamer = (id) => `#${
   const sections: InspectorSection[] = [];
   const gradsIn = summaryList(value["grads_in"]);
   const gradsOut = summaryList(value["grads_out"]);
-  const buffer = summaryList(value["pending_buffer"]);
+  // A buffer slot with nothing in it yet (null) has not received its gradient: not "None".
+  const buffer = summaryList(value["pending_buffer"])?.map((row) => (row.summary === null ? { ...row, absent: "nothing yet" } : row)) ?? null;
   if (buffer !== null && (state === "pending" || state === "ready")) {
     sections.push({ key: "buffer", title: "Gradients collected so far", rows: buffer, note: "none yet" });
   }
@@ -210,7 +213,7 @@ export interface Cell {
 export function summaryCells(row: SummaryRow): Cell[] {
   const summary = row.summary;
   const texts: [string, boolean][] = summary === null
-    ? [[row.label, false], ["None", false], ...SUMMARY_COLUMNS.slice(2).map((): [string, boolean] => ["", false])]
+    ? [[row.label, false], [row.absent ?? "None", false], ...SUMMARY_COLUMNS.slice(2).map((): [string, boolean] => ["", false])]
     : [
         [row.label, false],
         [summary.shape === null ? "?" : `[${summary.shape.join(", ")}]`, false],

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { parseInspection } from "../src/inspector.js";
+import { parseInspection, summaryCells } from "../src/inspector.js";
 import { formatBytes, savedLines, slotList, sourceLines } from "../src/inspector_facts.js";
 
 const S = (value: number) => ({ shape: [2], dtype: "float32", numel: 2, nan: 0, inf: 0, min: value, max: value, mean: value, norm: value, values: [value, value] });
@@ -106,5 +106,11 @@ describe("inspector facts", () => {
     assert.doesNotMatch(without, /above/);
     const withBuffer = parseInspection({ ...ready, pending_buffer: [S(1)] })?.sections.find((s) => s.key === "in")?.note ?? "";
     assert.match(withBuffer, /above/);
+  });
+
+  it("shows a buffer slot that has received nothing yet as such, not as an undefined gradient", () => {
+    const pending = parseInspection({ id: 1, name: "AddBackward0", kind: "builtin", label: "", state: "pending", pending_buffer: [S(1), null] });
+    const buffer = pending?.sections.find((s) => s.key === "buffer");
+    assert.deepEqual(buffer?.rows.map((row) => summaryCells(row)[1]?.text), ["[2]", "nothing yet"]);
   });
 });

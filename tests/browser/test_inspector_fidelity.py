@@ -84,7 +84,7 @@ def expected_tables(info: dict[str, Any]) -> list[tuple[str, list[list[str]]]]:
     tables: list[tuple[str, list[list[str]]]] = []
     buffer = info.get("pending_buffer")
     if buffer and info["state"] in ("pending", "ready"):
-        tables.append(("buffer", [row(str(i), s) for i, s in enumerate(buffer)]))
+        tables.append(("buffer", [row(str(i), s) if s is not None else [str(i), "nothing yet"] for i, s in enumerate(buffer)]))
     if info.get("grads_in"):
         tables.append(("in", [row(str(i), s) for i, s in enumerate(info["grads_in"])]))
     for k, run in enumerate(info.get("hook_runs") or []):
@@ -108,7 +108,7 @@ inspector => [...inspector.querySelectorAll('[data-section]')]
   .filter(section => section.querySelector('table'))
   .map(section => [section.dataset.section, [...section.querySelectorAll('tr[data-testid=gv-grad-row]')].map(tr => {
     const cells = [...tr.querySelectorAll('td')].map(td => td.textContent);
-    return cells[1] === 'None' ? cells.slice(0, 2) : cells.slice(0, 5);
+    return cells[1] === 'None' || cells[1] === 'nothing yet' ? cells.slice(0, 2) : cells.slice(0, 5);
   })])
 """
 
