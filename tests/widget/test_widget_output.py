@@ -189,3 +189,33 @@ def test_a_trace_displayed_in_ipython_opens_its_replay_widget() -> None:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip().splitlines()[-1] == "True 1 ReplaySession True"
+
+
+class _Stub:
+    """A session with `count` events, a replay (seek and a trace) when `trace_events` is given."""
+
+    def __init__(self, shown: int, trace_events: list[dict] | None = None) -> None:
+        self.events = [{"seq": i, "kind": "node_ready", "node": i % 5, "text": f"event {i}"} for i in range(shown)]
+        if trace_events is not None:
+            self.trace = type("T", (), {"events": trace_events})()
+            self.seek = lambda position: None
+
+
+def test_the_history_is_cut_to_its_limit_around_the_position() -> None:
+    from gradviz.widget._widget import HISTORY_LIMIT, event_history
+
+    live = _Stub(HISTORY_LIMIT + 250)
+    history, position = event_history(live, live.events)
+    assert position == HISTORY_LIMIT + 250
+    assert history["start"] == 250 and history["total"] == HISTORY_LIMIT + 250 and not history["seekable"]
+    assert len(history["events"]) == HISTORY_LIMIT and history["events"][-1] == ["node_ready", (HISTORY_LIMIT + 249) % 5, f"event {HISTORY_LIMIT + 249}"]
+    everything = _Stub(3 * HISTORY_LIMIT).events
+    replay = _Stub(HISTORY_LIMIT, trace_events=everything)  # a replay standing at position HISTORY_LIMIT
+    history, position = event_history(replay, replay.events)
+    assert history["seekable"] and history["total"] == 3 * HISTORY_LIMIT
+    assert history["start"] == HISTORY_LIMIT // 2, "the window is centred on the position"
+    assert history["start"] <= position - 1 < history["start"] + len(history["events"])
+    near_end = _Stub(3 * HISTORY_LIMIT - 2, trace_events=everything)
+    history, _ = event_history(near_end, near_end.events)
+    assert history["start"] == 2 * HISTORY_LIMIT and len(history["events"]) == HISTORY_LIMIT
+    assert event_history(object(), None) == (None, 0)
