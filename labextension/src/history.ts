@@ -80,6 +80,8 @@ export class HistoryPanel {
   private readonly list: HTMLOListElement;
   private history: History | null = null;
   private open = false;
+  /** What the list shows now: a refresh that changes none of it does not rebuild the list. */
+  private drawn = "";
 
   constructor(private readonly onAction: (action: NonNullable<HistoryAction>) => void) {
     this.element = document.createElement("section");
@@ -116,7 +118,15 @@ export class HistoryPanel {
   private render(): void {
     const history = this.history;
     this.element.hidden = !this.open || history === null;
-    if (this.element.hidden || history === null) return;
+    if (this.element.hidden || history === null) {
+      this.drawn = "";
+      return;
+    }
+    // The view refreshes on every trait change; up to 1000 items are rebuilt only when they change.
+    const last = history.entries[history.entries.length - 1];
+    const drawn = `${history.start}:${history.total}:${history.entries.length}:${history.position}:${history.seekable}:${last?.text ?? ""}`;
+    if (drawn === this.drawn) return;
+    this.drawn = drawn;
     this.title.textContent = historyTitle(history);
     const items = history.entries.map((entry) => {
       const item = document.createElement("li");
