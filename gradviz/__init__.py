@@ -154,7 +154,8 @@ def numel(input):
 
 
 def _register_notebook_display():
-    """In IPython, show a DebugSession as the widget (the widget layer is imported lazily)."""
+    """In IPython, show a DebugSession as the widget, and a Trace as the widget of its replay
+    (the widget layer is imported lazily)."""
     import sys
 
     if "IPython" not in sys.modules:
@@ -172,9 +173,13 @@ def _register_notebook_display():
 
         display_session(session)
 
+    def show_trace(trace):
+        show(debug.ReplaySession(trace))
+
     formatter = shell.display_formatter.ipython_display_formatter
     for session_type in (debug.DebugSession, debug.ReplaySession, debug.CallSession):
         formatter.for_type(session_type, show)
+    formatter.for_type(instrument.Trace, show_trace)
 
 
 _register_notebook_display()

@@ -29,11 +29,12 @@ import html
 import json
 import os
 import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 from ._bundle import STANDALONE_BUNDLE, BundleError, load_bundle
-from ._widget import _as_id, compact_event, normalize_graph, normalize_states
+from ._widget import _as_id, compact_event, json_safe, normalize_graph, normalize_states
 
 __all__ = ["trace_to_html", "standalone_data", "render_html", "STANDALONE_FORMAT", "STANDALONE_VERSION"]
 
@@ -41,6 +42,8 @@ STANDALONE_FORMAT = "gradviz-standalone"
 STANDALONE_VERSION = 1  # labextension/src/replay.ts, STANDALONE_VERSION
 STATE_NAMES = ("pending", "ready", "running", "done", "released", "error")
 DATA_ELEMENT_ID = "gradviz-data"  # labextension/src/standalone.ts, DATA_ELEMENT_ID
+# How many bytes of the page's JSON the inspector's snapshots may take (Note [Page inspector]).
+INSPECTION_BUDGET = 8 * 1024 * 1024
 
 # No network at all: scripts and styles only inline; the layout worker from a blob: URL; WASM
 # compiled from bytes inside the script ('wasm-unsafe-eval'); 'unsafe-eval' for the layout's
@@ -55,7 +58,7 @@ _UNSAFE_IN_SCRIPT = re.compile(r"</script|<!--", re.IGNORECASE)
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
-def standalone_data(trace: Any, title: str | None = None) -> dict[str, Any]:
+def standalone_data(trace: Any, title: str | None = None, inspection_budget: int = INSPECTION_BUDGET) -> dict[str, Any]:
     """The replay of ``trace`` as the page reads it (format in ``labextension/src/replay.ts``).
 
     Position ``p`` (0 ... number of events) is what a ReplaySession shows after ``seek(p)``;
@@ -69,6 +72,7 @@ def standalone_data(trace: Any, title: str | None = None) -> dict[str, Any]:
     graph = normalize_graph(session.graph())
     ids = {node["id"] for node in graph["nodes"]}
     changes, current = _replay_changes(session, trace.events, ids)
+    inspections, budget = _inspections(session, trace.events, ids, inspection_budget)
     session.seek(len(trace.events))
     events = []
     for event in trace.events:
@@ -90,7 +94,44 @@ def standalone_data(trace: Any, title: str | None = None) -> dict[str, Any]:
         "events": events,
         "changes": changes,
         "current": current,
+        "inspections": inspections,
+        "inspection_budget": budget,
     }
+
+
+# Note [Page inspector]
+# ---------------------
+# The page's inspector shows what ``ReplaySession.node(id)`` says at the shown position, as the
+# notebook's does: gradient summaries in and out, buffers as of that event, hooks' before and
+# after, ``.grad`` before and after, saved tensors. An event changes what ``node()`` says about
+# its own node only (a node-less event, ``backward_started``, may change all of them), so the
+# page keeps, per node, a snapshot at each position where it changed: ``inspections[id]`` =
+# ``[[position, info], ...]`` in position order, and the view shows the last one at or before
+# the position. Snapshots are taken in position order until their JSON reaches the byte budget;
+# the rest are left out, counted in ``inspection_budget`` (the page says so, and
+# ``trace_to_html`` warns), so a huge trace still gives a page of bounded size.
+
+
+def _inspections(session: Any, events: list[dict], ids: set[int], limit: int) -> tuple[dict[str, list], dict[str, int]]:
+    inspections: dict[str, list] = {}
+    last: dict[int, Any] = {}
+    used = left_out = 0
+    for position in range(len(events) + 1):
+        event = events[position - 1] if position > 0 else None
+        node = None if event is None else _as_id(event.get("node"))
+        session.seek(position)
+        for node_id in sorted(ids) if node not in ids else (node,):
+            info = json_safe(session.node(node_id))
+            if info == last.get(node_id):
+                continue
+            last[node_id] = info
+            size = len(script_json([position, info])) + 1
+            if used + size > limit:
+                left_out += 1
+                continue
+            used += size
+            inspections.setdefault(str(node_id), []).append([position, info])
+    return inspections, {"bytes": used, "limit": limit, "left_out": left_out}
 
 
 # Note [Replay deltas]
@@ -188,15 +229,19 @@ def render_html(data: dict[str, Any], viewer: str) -> str:
     )
 
 
-def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = None) -> Path:
+def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = None,
+                  inspection_budget: int = INSPECTION_BUDGET) -> Path:
     """Write ``trace`` as one HTML file that replays it in a browser, offline.
 
     The page shows the same view as the notebook widget, with Step, Step event, Continue,
     Run to selected, Step back, Restart and a scrubber over the events. It needs no kernel,
     no server and no network (it makes no requests at all), so it can be opened from disk
-    or mailed. The inspector shows each node's name, kind, label and state (and a leaf's name,
-    ``fc.weight · AccumulateGrad``, when the trace's graph gives its ``leaf_name``); gradient
-    summaries stay in the trace file (``Trace.save``).
+    or mailed. The inspector shows what a notebook replay's inspector shows at each event: the
+    node's gradient summaries in and out (shape, dtype, min, max, mean, norm, NaN and Inf
+    counts, the first values; every value of a tensor of six entries or fewer), buffers, hooks'
+    before and after, ``.grad`` before and after, saved tensors. These snapshots take at most
+    ``inspection_budget`` bytes of the page; the page's header says how many bytes they took
+    and how many were left out, and a ``UserWarning`` says so when any were.
 
     Parameters
     ----------
@@ -206,6 +251,8 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
         The file to write (overwritten).
     title : str, optional
         The page's title and heading (default ``"gradviz trace"``); shown as text, never HTML.
+    inspection_budget : int, optional
+        Bytes the inspector's snapshots may take (default 8 MiB); 0 keeps none.
 
     Returns
     -------
@@ -229,7 +276,14 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
     True
     """
     viewer = load_bundle(name=STANDALONE_BUNDLE)  # first: a missing bundle fails before any work
-    page = render_html(standalone_data(trace, title), viewer)
+    data = standalone_data(trace, title, inspection_budget)
+    page = render_html(data, viewer)
+    budget = data["inspection_budget"]
+    if budget["left_out"]:
+        warnings.warn(
+            f"{path}: the inspector's snapshots of {budget['left_out']} node states were left out to keep "
+            f"them within inspection_budget={budget['limit']} bytes (they took {budget['bytes']}); "
+            "pass a larger inspection_budget to keep them", UserWarning, stacklevel=2)
     target = Path(path)
     target.write_text(page, encoding="utf-8")
     return target

@@ -37,12 +37,13 @@ import numpy
 import traitlets
 
 from ._bundle import load_bundle
+from ._output import OutputCapture, describe_exception
 
 __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
@@ -65,10 +66,19 @@ COMMAND_STATUSES = {name: frozenset({"paused"}) for name in COMMANDS}
 COMMAND_STATUSES["step_back"] = frozenset({"paused", "finished", "aborted", "error"})
 COMMAND_STATUSES[CHECK_GRADIENTS] = frozenset({"paused", "finished", "aborted", "error"})
 SELECT = "select"
+# Show the first `position` events of a replay (a click in the event history); sessions with seek().
+SEEK = "seek"
 # At most this many progress messages a second while the doctor runs (the last always goes).
 PROGRESS_INTERVAL = 0.1
 # Commands whose message carries a "node" field (an id; for select, an id or null).
 NODE_COMMANDS = frozenset({"run_to", SELECT})
+# The fields of each command message (run_to and select add "node", seek "position").
+COMMAND_FIELDS = {name: frozenset({"type", "name"}) for name in COMMANDS}
+COMMAND_FIELDS.update({name: frozenset({"type", "name", "node"}) for name in NODE_COMMANDS})
+COMMAND_FIELDS[SEEK] = frozenset({"type", "name", "position"})
+# The event history keeps at most this many events (the latest, or those around a replay's
+# position); the view says how many it leaves out.
+HISTORY_LIMIT = 1000
 # Bounds for the inspector's JSON copy of session.node(): it is for display, not for analysis.
 MAX_INSPECTION_ITEMS = 200
 MAX_INSPECTION_DEPTH = 8
@@ -272,6 +282,29 @@ def delivered_edges(events: object, ids: frozenset[int]) -> list[list[int]] | No
     return pairs
 
 
+def event_history(session: object, shown: object) -> tuple[dict[str, Any] | None, int]:
+    """The ``history`` trait and the ``history_position`` (how many events are shown).
+
+    A replay (a session with ``seek`` and a ``trace``) lists all of its trace's events, so a
+    click can jump forward as well as back; a live session lists the events shown so far. At
+    most ``HISTORY_LIMIT`` events, around the position; ``start`` is the index of the first.
+    None for a session without events.
+    """
+    if shown is None:
+        return None, 0
+    shown = list(shown)  # type: ignore[call-overload]
+    trace = getattr(session, "trace", None)
+    seekable = callable(getattr(session, "seek", None)) and isinstance(getattr(trace, "events", None), list)
+    events = trace.events if seekable else shown  # type: ignore[union-attr]
+    position = len(shown)
+    start = max(0, min(position - HISTORY_LIMIT // 2, len(events) - HISTORY_LIMIT)) if seekable else max(0, position - HISTORY_LIMIT)
+    lines = []
+    for event in events[start:start + HISTORY_LIMIT]:
+        line = compact_event(event) or {"kind": "?", "node": None, "text": ""}
+        lines.append([line["kind"], line["node"], line["text"]])
+    return {"start": start, "total": len(events), "events": lines, "seekable": seekable}, position
+
+
 def describe_stop(breakpoint: object) -> str | None:
     """Why a paused session stopped, in words for the status line ("breakpoint on
     TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run)."""
@@ -293,15 +326,8 @@ def describe_stop(breakpoint: object) -> str | None:
     return "breakpoint" + (f" on {', '.join(what)}" if what else "")
 
 
-def _describe_exception(exc: BaseException) -> str:
-    """What went wrong first (the line a user reads), then the traceback for the details.
-
-    The error box shows a few lines and scrolls; the exception's own line comes last in a
-    traceback, so on its own it would be hidden below the frames of gradviz's internals.
-    """
-    summary = "".join(traceback.format_exception_only(type(exc), exc)).rstrip()
-    details = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)).rstrip()
-    return f"{summary}\n\n{details}"
+# The error box's text: the user's frames first, then the full traceback (_output.py).
+_describe_exception = describe_exception
 
 
 class DebuggerWidget(anywidget.AnyWidget):
@@ -357,6 +383,9 @@ class DebuggerWidget(anywidget.AnyWidget):
     doctor = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     stopped_at = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     delivered = traitlets.List(None, allow_none=True).tag(sync=True)
+    output = traitlets.Unicode("").tag(sync=True)
+    history = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    history_position = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -367,6 +396,9 @@ class DebuggerWidget(anywidget.AnyWidget):
         self._snapshot_published = 0
         self._command_lock = threading.Lock()
         self._listener: Any = None
+        # The node of a run_to in progress: its temporary breakpoint is not "a stop" to show.
+        self._running_to: int | None = None
+        self._output = OutputCapture(self._publish_output)
         self.commands = [name for name, method in COMMANDS.items() if callable(getattr(session, method, None))]
         self.on_msg(self._on_browser_message)
         # Listen first, then read: a change made in between (by a session thread) is not lost.
@@ -440,7 +472,12 @@ class DebuggerWidget(anywidget.AnyWidget):
             events = getattr(self._session, "events", None)
             last_event = compact_event(events[-1]) if events else None
             delivered = delivered_edges(events, graph_ids)
-            stopped_at = describe_stop(getattr(self._session, "stopped_at", None)) if status == "paused" else None
+            stop = getattr(self._session, "stopped_at", None)
+            if self._running_to is not None and getattr(stop, "node", None) == self._running_to:
+                # Run to's own breakpoint, seen mid-command (before run_to clears it): not a stop.
+                stop = None
+            stopped_at = describe_stop(stop) if status == "paused" else None
+            history, history_position = event_history(self._session, events)
             if selected is not None and selected not in graph_ids:
                 selected = None  # a new graph (a later backward pass) does not have it
             inspection = None
@@ -474,6 +511,9 @@ class DebuggerWidget(anywidget.AnyWidget):
                 self.selected = selected
                 if inspection != self.inspection:
                     self.inspection = inspection
+                if history != self.history:
+                    self.history = history
+                self.history_position = history_position
 
     def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
         """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session
@@ -499,47 +539,53 @@ class DebuggerWidget(anywidget.AnyWidget):
         # every custom message (docs/frontend_notes.md, pitfall 2).
         try:
             command = self._validate_command(content, buffers)
-            if command is None:
+            if isinstance(command, str):
+                log.warning("gradviz widget: ignoring a message: %s", command)
+                self.send({"type": "error", "reason": command})
                 return
-            name, node = command
+            name, argument = command
             if name == SELECT:
-                self._run_select(node)
+                self._run_select(argument)
+            elif name == SEEK:
+                self._run_seek(argument)
             else:
-                self._run_command(name, node)
+                self._run_command(name, argument)
         except Exception as exc:  # never let an exception escape into the comm machinery
             log.exception("gradviz: the widget failed to handle a message from the browser")
             self.error = _describe_exception(exc)
 
     @staticmethod
-    def _validate_command(content: object, buffers: object) -> tuple[str, int | None] | None:
-        """The name and node id of a well-formed command message, else None (and a logged
-        warning). Whether the node exists is checked when the command runs."""
+    def _validate_command(content: object, buffers: object) -> tuple[str, int | None] | str:
+        """The name and argument (node id, or seek's position) of a well-formed command
+        message; else why it is malformed (the text of the ``error`` reply). Whether the node
+        exists is checked when the command runs."""
+        known = ", ".join([*COMMANDS, SELECT, SEEK])
         if not isinstance(content, dict):
-            log.warning("gradviz widget: ignoring a message that is not an object: %.200r", content)
-            return None
+            return f"a message must be an object, got {type(content).__name__} {content!r:.80}"
         if content.get("type") != "command":
-            log.warning("gradviz widget: ignoring a message of unknown type %.80r", content.get("type"))
-            return None
+            return f"unknown message type {content.get('type')!r:.80}; expected 'command'"
         name = content.get("name")
-        if not isinstance(name, str) or (name not in COMMANDS and name != SELECT):
-            log.warning("gradviz widget: ignoring unknown command %.80r; known: %s", name, ", ".join([*COMMANDS, SELECT]))
-            return None
-        expected = {"type", "name", "node"} if name in NODE_COMMANDS else {"type", "name"}
+        if not isinstance(name, str) or name not in COMMAND_FIELDS and name not in (SELECT, SEEK):
+            return f"unknown command {name!r:.80}; known: {known}"
+        expected = COMMAND_FIELDS.get(name, frozenset())
         if set(content) != expected:
-            log.warning(
-                "gradviz widget: ignoring a %s command with fields %s; expected %s",
-                name, sorted(map(str, content)), sorted(expected),
-            )  # fmt: skip
-            return None
-        node = content.get("node")
-        # JSON numbers arrive as int; a float, a bool or a string is not a node id.
-        if name in NODE_COMMANDS and not (_is_id(node) or (node is None and name == SELECT)):
-            log.warning("gradviz widget: ignoring a %s command whose node is not an id: %.80r", name, node)
-            return None
+            missing, extra = sorted(expected - set(content)), sorted(map(str, set(content) - expected))
+            what = "; ".join(part for part in (
+                f"missing {', '.join(missing)}" if missing else "", f"unexpected {', '.join(extra)}" if extra else "") if part)
+            return f"a {name} command has the fields {', '.join(sorted(expected))} ({what})"
+        if name == SEEK:
+            argument = content.get("position")
+            if not _is_id(argument):
+                return f"a seek command's position must be an integer >= 0, got {argument!r:.80}"
+        else:
+            argument = content.get("node")
+            # JSON numbers arrive as int; a float, a bool or a string is not a node id.
+            if name in NODE_COMMANDS and not (_is_id(argument) or (argument is None and name == SELECT)):
+                allowed = "a node id or null" if name == SELECT else "a node id (an integer >= 0)"
+                return f"a {name} command's node must be {allowed}, got {argument!r:.80}"
         if buffers:
-            log.warning("gradviz widget: ignoring the %s command: commands carry no binary buffers", name)
-            return None
-        return name, node
+            return f"the {name} command carries binary buffers; commands carry none"
+        return name, argument
 
     def _ack(self, name: str, ok: bool, reason: str | None = None) -> None:
         self.send({"type": "ack", "name": name, "ok": ok, "reason": reason})
@@ -551,6 +597,32 @@ class DebuggerWidget(anywidget.AnyWidget):
             return
         self.select(node)
         self._ack(SELECT, True)
+
+    def _run_seek(self, position: int) -> None:
+        """Show the first ``position`` events of a replay (a click in the event history)."""
+        seek = getattr(self._session, "seek", None)
+        if not callable(seek):
+            self._ack(SEEK, False, f"this session ({type(self._session).__name__}) cannot jump to an event: only a replay can")
+            return
+        if not self._command_lock.acquire(blocking=False):
+            self._ack(SEEK, False, "another command is still running")
+            return
+        try:
+            self.error = None
+            try:
+                seek(position)
+            except Exception as exc:
+                self.error = _describe_exception(exc)
+                self._refresh()
+                self._ack(SEEK, False, f"{type(exc).__name__}: {exc}")
+                return
+            self._refresh()
+            self._ack(SEEK, True)
+        finally:
+            self._command_lock.release()
+
+    def _publish_output(self, text: str) -> None:
+        self.output = text
 
     def _run_command(self, name: str, node: int | None) -> None:
         if name not in self.commands:
@@ -569,18 +641,23 @@ class DebuggerWidget(anywidget.AnyWidget):
                 return
             self.error = None
             method = self._check_gradients if name == CHECK_GRADIENTS else getattr(self._session, COMMANDS[name])
+            self._running_to = node if name == "run_to" else None
             try:
-                method() if node is None else method(node)
+                with self._output.command(name):
+                    method() if node is None else method(node)
             except Exception as exc:
+                self._running_to = None
                 # The usual case is a user's backward raising: show it where the user looks.
                 log.warning("gradviz widget: %s raised %s: %s", name, type(exc).__name__, exc)
                 self.error = _describe_exception(exc)
                 self._refresh()
                 self._ack(name, False, f"{type(exc).__name__}: {exc}")
                 return
+            self._running_to = None
             self._refresh()  # in case the session does not notify its listeners
             self._ack(name, True)
         finally:
+            self._running_to = None
             self._command_lock.release()
 
     def _not_offered(self, name: str) -> str:

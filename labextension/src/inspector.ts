@@ -4,6 +4,7 @@
 // parsing and formatting below are pure (unit-tested); the Inspector class only builds DOM,
 // and sets every piece of text with textContent.
 
+import { factSections, type FactLine, type NodeNamer } from "./inspector_facts.js";
 import { ProtocolError } from "./model.js";
 
 /** A number from a tensor summary: NaN and infinities arrive as "nan", "inf", "-inf". */
@@ -27,13 +28,17 @@ export interface Summary {
 export interface SummaryRow {
   readonly label: string;
   readonly summary: Summary | null;
+  /** What a null summary means here (default "None", an undefined gradient). */
+  readonly absent?: string;
 }
 
 export interface InspectorSection {
   readonly key: string;
   readonly title: string;
   readonly rows: readonly SummaryRow[];
-  /** Shown instead of the table when there are no rows. */
+  /** Lines of text (hooks registered, saved tensors, the source line...), after the table. */
+  readonly lines?: readonly FactLine[];
+  /** Shown instead of the table when there are neither rows nor lines. */
   readonly note: string;
 }
 
@@ -90,8 +95,10 @@ export function parseSummary(value: unknown): Summary | null {
  * above as "collected so far"); they are handed to its backward when it runs.
  */
 function notReceived(state: string, buffer: readonly SummaryRow[] | null): string {
-  if (state === "ready") return "handed to its backward when it runs: the gradients collected so far, above";
-  if (state === "pending" && buffer !== null && buffer.length > 0) return "not all received yet (collected so far: above)";
+  // "above" only when the buffer is shown above (a saved page or an old trace may have none).
+  const shown = buffer !== null && buffer.length > 0;
+  if (state === "ready") return shown ? "handed to its backward when it runs: the gradients collected so far, above" : "handed to its backward when it runs";
+  if (state === "pending" && shown) return "not all received yet (collected so far: above)";
   return "not received yet";
 }
 
@@ -104,7 +111,7 @@ function summaryList(value: unknown): SummaryRow[] | null {
  * Check and convert the `inspection` trait (null: nothing selected). Throws ProtocolError
  * when it is not an object with an id and a name; everything else is optional.
  */
-export function parseInspection(value: unknown): Inspection | null {
+export function parseInspection(value: unknown, nameOf: NodeNamer = (id) => `#${id}`): Inspection | null {
   if (value === null || value === undefined) return null;
   if (!isRecord(value)) throw new ProtocolError("inspection must be an object or null");
   const { id, name } = value;
@@ -115,13 +122,16 @@ export function parseInspection(value: unknown): Inspection | null {
   const sections: InspectorSection[] = [];
   const gradsIn = summaryList(value["grads_in"]);
   const gradsOut = summaryList(value["grads_out"]);
-  const buffer = summaryList(value["pending_buffer"]);
+  // A buffer slot with nothing in it yet (null) has not received its gradient: not "None".
+  const buffer = summaryList(value["pending_buffer"])?.map((row) => (row.summary === null ? { ...row, absent: "nothing yet" } : row)) ?? null;
   if (buffer !== null && (state === "pending" || state === "ready")) {
     sections.push({ key: "buffer", title: "Gradients collected so far", rows: buffer, note: "none yet" });
   }
   if (gradsIn !== null || "grads_in" in value) {
     sections.push({ key: "in", title: "Gradients in", rows: gradsIn ?? [], note: gradsIn === null ? notReceived(state, buffer) : "none" });
   }
+  const facts = factSections(value, parseSummary, nameOf);
+  sections.push(...facts.afterIn);
   if (gradsOut !== null || "grads_out" in value) {
     const leaf = value["kind"] === "accumulate_grad";
     const note = gradsOut === null ? "not computed yet" : leaf ? "none: a leaf's gradient goes to its .grad" : "none";
@@ -132,6 +142,7 @@ export function parseInspection(value: unknown): Inspection | null {
     const rows = ["before", "after"].map((label) => ({ label, summary: parseSummary(accumulated[label]) }));
     sections.push({ key: "accumulated", title: ".grad of the leaf", rows, note: "" });
   }
+  sections.push(...facts.afterOut);
   const failure = value["error"];
   const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
   return {
@@ -202,7 +213,7 @@ export interface Cell {
 export function summaryCells(row: SummaryRow): Cell[] {
   const summary = row.summary;
   const texts: [string, boolean][] = summary === null
-    ? [[row.label, false], ["None", false], ...SUMMARY_COLUMNS.slice(2).map((): [string, boolean] => ["", false])]
+    ? [[row.label, false], [row.absent ?? "None", false], ...SUMMARY_COLUMNS.slice(2).map((): [string, boolean] => ["", false])]
     : [
         [row.label, false],
         [summary.shape === null ? "?" : `[${summary.shape.join(", ")}]`, false],
@@ -293,10 +304,25 @@ export class Inspector {
     wrapper.dataset["section"] = section.key;
     const title = element("div", "gv-inspector-title", section.title);
     wrapper.append(title);
-    if (section.rows.length === 0) {
+    const lines = section.lines ?? [];
+    if (section.rows.length === 0 && lines.length === 0) {
       wrapper.append(element("div", "gv-inspector-note", section.note));
       return wrapper;
     }
+    if (section.rows.length > 0) wrapper.append(this.table(section));
+    if (lines.length > 0) {
+      const list = element("ul", "gv-facts");
+      for (const line of lines) {
+        const item = element("li", line.alarm === true ? "gv-alarm" : "", line.text);
+        item.dataset["testid"] = "gv-fact";
+        list.append(item);
+      }
+      wrapper.append(list);
+    }
+    return wrapper;
+  }
+
+  private table(section: InspectorSection): HTMLElement {
     const table = element("table", "gv-grads");
     const columns = element("colgroup", "");
     const head = element("tr", "");
@@ -323,13 +349,15 @@ export class Inspector {
       summaryCells(row).forEach((cell, index) => {
         const td = element("td", `${align(SUMMARY_COLUMNS[index])}${cell.alarm ? " gv-alarm" : ""}`, cell.text);
         if (cell.title !== "") td.title = cell.title;
+        // The stacked layout of a narrow panel shows each cell as "name: value" (styles.ts).
+        const column = SUMMARY_COLUMNS[index]?.name ?? "";
+        if (column !== "") td.dataset["label"] = column;
         line.append(td);
       });
       table.tBodies[0]?.append(line);
     }
     const scroller = element("div", "gv-grads-scroll");
     scroller.append(table);
-    wrapper.append(scroller);
-    return wrapper;
+    return scroller;
   }
 }

@@ -6,7 +6,7 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {
@@ -393,6 +393,7 @@ export function statusText(view: ViewState): string {
 /** A command message as sent to Python (docs/widget_protocol.md, "browser → Python"). */
 export type CommandMessage =
   | { readonly type: "command"; readonly name: Exclude<CommandName, "run_to"> }
+  | { readonly type: "command"; readonly name: "seek"; readonly position: number }
   | { readonly type: "command"; readonly name: "run_to"; readonly node: number }
   | { readonly type: "command"; readonly name: "select"; readonly node: number | null };
 
@@ -405,6 +406,23 @@ export function commandMessage(name: CommandName, selected: number | null = null
 /** Show a node in the inspector (null: none). */
 export function selectMessage(node: number | null): CommandMessage {
   return { type: "command", name: "select", node };
+}
+
+/** Show the first `position` events of a replay (a click in the event history). */
+export function seekMessage(position: number): CommandMessage {
+  return { type: "command", name: "seek", position };
+}
+
+/** Python's reply to a malformed message (unknown command, missing or mistyped fields). */
+export interface ErrorReply {
+  readonly type: "error";
+  readonly reason: string;
+}
+
+export function parseErrorReply(value: unknown): ErrorReply | null {
+  if (!isRecord(value) || value["type"] !== "error") return null;
+  const reason = value["reason"];
+  return { type: "error", reason: typeof reason === "string" ? reason : "(no reason given)" };
 }
 
 /** Python's answer to a command (docs/widget_protocol.md, "Python → browser"). */

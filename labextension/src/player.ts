@@ -14,10 +14,15 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Said in the inspector of a saved page, where a user looks for a node's gradients. */
+/** Said in the inspector of a saved page without snapshots, where a user looks for a node's gradients. */
 export const REPLAY_INSPECTION_NOTE =
   "This saved page keeps no gradient values. To inspect them, replay the saved trace in a notebook: " +
   "gradviz.debug.ReplaySession(gradviz.load_trace(path)), then select the node.";
+
+/** Said when the page's size budget left this node's snapshot at this position out. */
+export const BUDGET_INSPECTION_NOTE =
+  "This node's gradients at this event were left out to keep the page small (trace_to_html's inspection_budget). " +
+  "Replay the saved trace in a notebook to see them: gradviz.debug.ReplaySession(gradviz.load_trace(path)).";
 
 /** Moves through the replay; owns the position and the selection, publishes them as traits. */
 export class ReplayPlayer {
@@ -37,7 +42,10 @@ export class ReplayPlayer {
     this.graph = graph;
     this.position = timeline.start;
     this.model = new LocalModel(
-      { protocol_version: PROTOCOL_VERSION, graph: data.graph, commands: [...REPLAY_COMMANDS], error: null, ...this.traits() },
+      {
+        protocol_version: PROTOCOL_VERSION, graph: data.graph, commands: [...REPLAY_COMMANDS], error: null,
+        history: timeline.history(), output: "", ...this.traits(),
+      },
       (content) => this.onCommand(content),
     );
   }
@@ -70,20 +78,24 @@ export class ReplayPlayer {
       delivered: this.timeline.deliveredAt(p),
       status: this.timeline.statusAt(p),
       last_event: this.timeline.lastEventAt(p),
+      history_position: p,
       selected: this.selected,
       inspection: this.inspection(states),
     };
   }
 
-  /** A replay page keeps no gradient summaries: the inspector shows the node and its state. */
+  /** The node's snapshot at this position (Note [Page inspector] in _html.py), over its graph entry. */
   private inspection(states: Record<string, string>): Record<string, unknown> | null {
     const node = this.selected === null ? undefined : this.graph.byId.get(this.selected);
     if (node === undefined) return null;
-    return {
+    const base = {
       id: node.id, name: node.name, kind: node.kind, label: node.label, state: states[String(node.id)] ?? "pending",
       ...(node.leaf_name === undefined ? {} : { leaf_name: node.leaf_name }),
-      note: REPLAY_INSPECTION_NOTE,
     };
+    const snapshot = this.timeline.inspectionAt(this.position, node.id);
+    if (snapshot !== null) return { ...snapshot, ...base };
+    if (this.data.inspections === null) return { ...base, note: REPLAY_INSPECTION_NOTE };
+    return (this.data.inspectionBudget?.leftOut ?? 0) > 0 ? { ...base, note: BUDGET_INSPECTION_NOTE } : base;
   }
 
   private ack(name: string, ok: boolean, reason: string | null = null): void {
@@ -95,6 +107,16 @@ export class ReplayPlayer {
     if (!isRecord(content) || content["type"] !== "command" || typeof content["name"] !== "string") return;
     const name = content["name"];
     const node = content["node"];
+    if (name === "seek") {
+      const position = content["position"];
+      if (typeof position !== "number" || !Number.isSafeInteger(position) || position < 0) {
+        this.model.sendToView({ type: "error", reason: `a seek command's position must be an integer >= 0, got ${String(position)}` });
+        return;
+      }
+      this.seek(position);
+      this.ack(name, true);
+      return;
+    }
     if (name === "select") {
       this.selected = typeof node === "number" && this.graph.byId.has(node) ? node : null;
       this.model.set(this.traits());

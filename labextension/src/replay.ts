@@ -14,7 +14,9 @@
 //     events: [kind, node, text, producer?][],  // event i; position p's last event is event p - 1;
 //                                 // a buffer_added event adds its producer (the edge it arrives on)
 //     changes: number[][],        // changes[p]: flat [id, code, id, code, ...] vs position p-1
-//     current: (number | null)[] }       // the current node at each position (length n + 1)
+//     current: (number | null)[],        // the current node at each position (length n + 1)
+//     inspections?: { [id: string]: [position, info][] },  // node() snapshots where they changed
+//     inspection_budget?: { bytes, limit, left_out } }     // (optional: older pages have none)
 
 import { ProtocolError, NODE_STATES, SESSION_STATUSES, type EventLine, type NodeState, type SessionStatus } from "./model.js";
 
@@ -36,6 +38,9 @@ export interface StandaloneData {
   /** changes[p]: [id, state] pairs that differ from position p - 1 (position 0: from all pending). */
   readonly changes: readonly (readonly (readonly [number, NodeState])[])[];
   readonly current: readonly (number | null)[];
+  /** Per node, `session.node(id)` at each position where it changed (position order); null: the page has none. */
+  readonly inspections: ReadonlyMap<number, readonly (readonly [number, Record<string, unknown>])[]> | null;
+  readonly inspectionBudget: { readonly bytes: number; readonly limit: number; readonly leftOut: number } | null;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -100,7 +105,30 @@ export function parseStandalone(value: unknown): StandaloneData {
     if (id !== null && !isId(id)) fail(`current[${position}] must be a node id or null`);
     return id;
   });
-  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current };
+  const { inspections, inspectionBudget } = parseInspections(value);
+  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget };
+}
+
+function parseInspections(value: Record<string, unknown>): Pick<StandaloneData, "inspections" | "inspectionBudget"> {
+  const raw = value["inspections"];
+  if (raw === undefined) return { inspections: null, inspectionBudget: null };
+  if (!isRecord(raw)) fail("inspections must be an object");
+  const inspections = new Map<number, [number, Record<string, unknown>][]>();
+  for (const [key, snapshots] of Object.entries(raw)) {
+    const id = Number(key);
+    if (!isId(id) || !Array.isArray(snapshots)) fail(`inspections[${JSON.stringify(key)}] must list [position, info] pairs`);
+    inspections.set(id, snapshots.map((pair: unknown, index): [number, Record<string, unknown>] => {
+      if (!Array.isArray(pair) || pair.length !== 2 || !isId(pair[0]) || !isRecord(pair[1])) {
+        fail(`inspections[${key}][${index}] must be [position, info]`);
+      }
+      return [pair[0], pair[1]];
+    }));
+  }
+  const budget = value["inspection_budget"];
+  const inspectionBudget = isRecord(budget) && isId(budget["bytes"]) && isId(budget["limit"]) && isId(budget["left_out"])
+    ? { bytes: budget["bytes"], limit: budget["limit"], leftOut: budget["left_out"] }
+    : null;
+  return { inspections, inspectionBudget };
 }
 
 /** How often a full copy of the states is kept (seeking applies at most this many changes). */
@@ -170,6 +198,24 @@ export class Timeline {
 
   statusAt(position: number): SessionStatus {
     return this.clamp(position) < this.length ? "paused" : this.data.finalStatus;
+  }
+
+  /** What the inspector shows of `node` at a position: its last snapshot at or before it. */
+  inspectionAt(position: number, node: number): Record<string, unknown> | null {
+    const snapshots = this.data.inspections?.get(node);
+    if (snapshots === undefined) return null;
+    const p = this.clamp(position);
+    let found: Record<string, unknown> | null = null;
+    for (const [at, info] of snapshots) {
+      if (at > p) break;
+      found = info;
+    }
+    return found;
+  }
+
+  /** The `history` trait: every event of the trace (a click seeks to it). */
+  history(): { start: number; total: number; events: [string, number | null, string][]; seekable: boolean } {
+    return { start: 0, total: this.length, events: this.data.events.map(([kind, node, text]) => [kind, node, text]), seekable: true };
   }
 
   /** The narration line: the last shown event (null before the first). */

@@ -46,7 +46,9 @@ function header(data: StandaloneData): HTMLElement {
   const title = document.createElement("h1");
   title.textContent = data.title;
   const about = document.createElement("p");
-  about.textContent = `A recorded backward pass, replayed offline · ${data.events.length} events · gradviz ${data.gradvizVersion}`;
+  const budget = data.inspectionBudget;
+  const kept = budget === null ? "" : ` · inspector data ${Math.round(budget.bytes / 1024)} KiB${budget.leftOut > 0 ? `, ${budget.leftOut} snapshots left out (size budget)` : ""}`;
+  about.textContent = `A recorded backward pass, replayed offline · ${data.events.length} events · gradviz ${data.gradvizVersion}${kept}`;
   element.append(title, about);
   return element;
 }

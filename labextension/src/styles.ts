@@ -19,8 +19,10 @@ export const LIGHT: Palette = {
   "released-fill": "#f3faf5", "released-stroke": "#4ade80", "released-text": "#3f6b50",
   "error-fill": "#fee2e2", "error-stroke": "#dc2626", "error-text": "#991b1b",
   // The doctor's "!" badge: badge-text on each badge fill is 12px bold text, so AA's 4.5:1 holds
-  // there too (the ready stroke, #d97706, gave the warning badge only 3.2:1).
-  "badge-text": "#ffffff", "badge-error-fill": "#dc2626", "badge-warning-fill": "#b45309",
+  // there too (the ready stroke, #d97706, gave the warning badge only 3.2:1). A finding is not
+  // the error state (a backward that raised): its own hue, fuchsia, so the two never read alike.
+  "badge-text": "#ffffff", "badge-error-fill": "#a21caf", "badge-warning-fill": "#b45309",
+  finding: "#a21caf",
   current: "#2563eb",
   selected: "#7c3aed",
   // Coloured text on the theme's own background (not on a node's fill).
@@ -36,7 +38,8 @@ export const DARK: Palette = {
   "done-fill": "#0f3320", "done-stroke": "#22c55e", "done-text": "#bbf7d0",
   "released-fill": "#18231c", "released-stroke": "#15803d", "released-text": "#9cc3aa",
   "error-fill": "#450a0a", "error-stroke": "#f87171", "error-text": "#fecaca",
-  "badge-text": "#111111", "badge-error-fill": "#f87171", "badge-warning-fill": "#f59e0b",
+  "badge-text": "#111111", "badge-error-fill": "#e879f9", "badge-warning-fill": "#f59e0b",
+  finding: "#e879f9",
   current: "#60a5fa",
   selected: "#a78bfa",
   alert: "#f87171", ok: "#4ade80", warn: "#fbbf24",
@@ -104,7 +107,24 @@ ${paletteVariables(DARK)}
   padding: 4px 8px; border-bottom: 1px solid var(--gv-border); color: var(--gv-fg);
   background: var(--jp-layout-color1, #f6f8fa); overflow-wrap: anywhere;
 }
-.gv-narration::before { content: "▸ "; color: var(--gv-fg-muted); }
+.gv-narration { display: flex; align-items: baseline; gap: 4px; }
+.gv-narration-toggle { font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); padding: 0 2px; }
+.gv-narration-toggle[hidden] { display: none; }
+.gv-narration-text { min-width: 0; overflow-wrap: anywhere; }
+.gv-history { border-bottom: 1px solid var(--gv-border); padding: 4px 8px; }
+.gv-history[hidden] { display: none; }
+.gv-history-title { font-size: 12px; color: var(--gv-fg-muted); margin-bottom: 2px; }
+.gv-history-list { position: relative; margin: 0; padding-left: 3.5em; max-height: 12em; overflow: auto; font-size: 12px; }
+.gv-history-item { padding: 1px 4px; overflow-wrap: anywhere; }
+.gv-history-link { cursor: pointer; }
+.gv-history-link:hover { background: var(--jp-layout-color2, #eaeef2); }
+.gv-history-link:focus-visible { outline: 2px solid var(--gv-selected); outline-offset: -2px; }
+.gv-history-current { background: var(--gv-ready-fill); outline: 1px solid var(--gv-ready-stroke); font-weight: 600; }
+.gv-history-later { color: var(--gv-fg-muted); }
+.gv-output { border-bottom: 1px solid var(--gv-border); padding: 4px 8px; font-size: 12px; }
+.gv-output[hidden] { display: none; }
+.gv-output summary { cursor: pointer; color: var(--gv-fg-muted); }
+.gv-root .gv-output-text { margin: 4px 0 0; padding: 4px 6px; white-space: pre-wrap; overflow-wrap: anywhere; max-height: 12em; overflow: auto; font-family: var(--jp-code-font-family, monospace); background: var(--jp-layout-color1, #f6f8fa); }
 .gv-narration[hidden] { display: none; }
 /* .gv-root first: JupyterLab's ".jp-OutputArea-output pre" (padding 0, no border) outranks a single class. */
 .gv-root .gv-error {
@@ -158,7 +178,7 @@ ${paletteVariables(DARK)}
 .gv-node .gv-badge circle { fill: var(--gv-badge-error-fill); stroke: var(--gv-bg); stroke-width: 1.5; }
 .gv-node.gv-finding-warning .gv-badge circle { fill: var(--gv-badge-warning-fill); }
 .gv-node.gv-finding .gv-badge text { fill: var(--gv-badge-text); font-size: 11px; font-weight: 700; }
-.gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-error-stroke); stroke-width: 2.5; }
+.gv-node.gv-finding-error rect.gv-box { stroke: var(--gv-finding); stroke-width: 2.5; stroke-dasharray: 6 2; }
 .gv-node.gv-finding-warning rect.gv-box { stroke: var(--gv-ready-stroke); stroke-width: 2.5; }
 
 .gv-legend {
@@ -187,7 +207,8 @@ ${paletteVariables(DARK)}
 .gv-doctor-status { color: var(--gv-fg-muted); }
 .gv-doctor[data-tone=ok] .gv-doctor-status { color: var(--gv-ok); font-weight: 600; }
 .gv-doctor[data-tone=warnings] .gv-doctor-status { color: var(--gv-warn); font-weight: 600; }
-.gv-doctor[data-tone=problems] .gv-doctor-status, .gv-doctor[data-tone=error] .gv-doctor-status { color: var(--gv-alert); font-weight: 600; }
+.gv-doctor[data-tone=problems] .gv-doctor-status { color: var(--gv-finding); font-weight: 600; }
+.gv-doctor[data-tone=error] .gv-doctor-status { color: var(--gv-alert); font-weight: 600; }
 .gv-doctor-close { margin-left: auto; font: inherit; border: none; background: none; cursor: pointer; color: var(--gv-fg-muted); font-size: 16px; line-height: 1; }
 .gv-doctor-progress { display: block; width: 100%; margin-top: 4px; accent-color: var(--gv-current); }
 .gv-doctor-summary { font-size: 12px; color: var(--gv-fg-muted); margin-top: 2px; }
@@ -199,7 +220,7 @@ ${paletteVariables(DARK)}
 .gv-finding-row { cursor: pointer; }
 .gv-finding-row:focus-visible { outline: 2px solid var(--gv-selected); outline-offset: -2px; }
 .gv-finding-row:hover { background: var(--jp-layout-color2, #eaeef2); }
-.gv-finding-row.gv-finding-error td:first-child { color: var(--gv-alert); font-weight: 700; }
+.gv-finding-row.gv-finding-error td:first-child { color: var(--gv-finding); font-weight: 700; }
 .gv-finding-row.gv-finding-warning td:first-child { color: var(--gv-warn); font-weight: 700; }
 .gv-finding-message td { white-space: pre-wrap; font-family: inherit; color: var(--gv-fg); padding: 0 8px 4px 20px; border-bottom: 1px solid var(--gv-border); }
 .gv-doctor-skipped, .gv-doctor-notes { margin-top: 4px; font-size: 12px; color: var(--gv-fg-muted); }
@@ -241,6 +262,9 @@ ${paletteVariables(DARK)}
 .gv-grads th:first-child, .gv-grads td:first-child { color: var(--gv-fg-muted); }
 .gv-grads td:last-child { white-space: normal; overflow-wrap: anywhere; text-overflow: clip; }
 .gv-grads td.gv-alarm { color: var(--gv-alert); font-weight: 700; }
+.gv-inspector { container-type: inline-size; } /* for the stacked gradient tables, at the end */
+.gv-facts { margin: 0; padding-left: 18px; font-size: 12px; overflow-wrap: anywhere; }
+.gv-facts li.gv-alarm { color: var(--gv-alert); }
 /* A narrow panel has no room for seven columns: each finding becomes a block of "column: value" lines. */
 @container (max-width: 560px) {
   .gv-findings, .gv-findings tbody, .gv-findings tr, .gv-findings td { display: block; }
@@ -249,6 +273,17 @@ ${paletteVariables(DARK)}
   .gv-findings .gv-finding-row td:first-child { padding-top: 4px; }
   .gv-findings .gv-finding-row td[data-label]:not(:first-child)::before { content: attr(data-label) ": "; color: var(--gv-fg-muted); font-family: var(--jp-ui-font-family, system-ui, sans-serif); }
   .gv-findings .gv-finding-message td { padding: 2px 8px 4px; }
+}
+/* A narrow inspector (a side panel, a phone) has no room for ten columns: each gradient becomes
+   a block of "column: value" lines, its slot label as the block's heading. */
+@container (max-width: 400px) {
+  .gv-grads { min-width: 0 !important; table-layout: auto; }
+  .gv-grads colgroup, .gv-grads thead { display: none; }
+  .gv-grads, .gv-grads tbody, .gv-grads tr, .gv-grads td { display: block; width: auto; }
+  .gv-grads tr { padding: 2px 0; border-bottom: 1px solid var(--gv-border); }
+  .gv-grads td { white-space: normal; overflow-wrap: anywhere; text-align: left !important; padding: 0 6px; }
+  .gv-grads td:first-child { font-weight: 600; }
+  .gv-grads td[data-label]::before { content: attr(data-label) ": "; color: var(--gv-fg-muted); }
 }
 `;
 

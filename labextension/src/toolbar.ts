@@ -182,18 +182,41 @@ export class Toolbar {
 /** One line under the toolbar: the latest event's plain-English text. */
 export class Narration {
   readonly element: HTMLDivElement;
+  /** Opens and closes the event history; hidden when the session has none. */
+  readonly toggle: HTMLButtonElement;
+  private readonly text: HTMLSpanElement;
 
-  constructor() {
+  constructor(onToggle: () => void = () => undefined) {
     this.element = document.createElement("div");
     this.element.className = "gv-narration";
     this.element.dataset["testid"] = "gv-narration";
-    this.element.setAttribute("aria-live", "polite");
     this.element.hidden = true;
+    this.toggle = document.createElement("button");
+    this.toggle.type = "button";
+    this.toggle.className = "gv-narration-toggle";
+    this.toggle.dataset["testid"] = "gv-history-toggle";
+    this.toggle.addEventListener("click", onToggle);
+    this.text = document.createElement("span");
+    this.text.className = "gv-narration-text";
+    this.text.dataset["testid"] = "gv-narration-text";
+    this.text.setAttribute("aria-live", "polite");
+    this.element.append(this.toggle, this.text);
+    this.setExpandable(false, false);
+  }
+
+  /** Whether the ▸ opens a history (and whether it is open: ▾). */
+  setExpandable(available: boolean, open: boolean): void {
+    this.toggle.hidden = !available;
+    this.toggle.textContent = open ? "▾" : "▸";
+    this.toggle.setAttribute("aria-expanded", String(open));
+    const what = open ? "Hide the event history" : "Show the event history (every event so far, in order)";
+    this.toggle.title = what;
+    this.toggle.setAttribute("aria-label", what);
   }
 
   update(event: EventLine | null): void {
     this.element.hidden = event === null;
-    this.element.textContent = event?.text ?? "";
+    this.text.textContent = event?.text ?? "";
     this.element.title = event === null ? "" : `event ${event.seq ?? "?"} · ${event.kind}`;
     if (event === null) delete this.element.dataset["seq"];
     else this.element.dataset["seq"] = String(event.seq ?? "");

@@ -10,6 +10,7 @@ import { disconnectedText, watchConnection } from "./connection.js";
 import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
 import { canvasHeight, GraphScene, MAX_HEIGHT } from "./draw.js";
 import { foldLayout } from "./fold.js";
+import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import { computeLayout } from "./layout.js";
 import {
@@ -23,6 +24,8 @@ import {
   parseCurrent,
   parseErrorText,
   parseGraph,
+  nodeTitle,
+  parseErrorReply,
   parseLastEvent,
   parseSelected,
   parseStates,
@@ -30,6 +33,7 @@ import {
   parseStoppedAt,
   parseDelivered,
   protocolMismatch,
+  seekMessage,
   selectMessage,
   statusText,
   type CommandMessage,
@@ -102,6 +106,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** How many layouts this view has asked for (exposed for tests: a step must not add one). */
   let layouts = 0;
   let notice: string | null = null;
+  /** Python's error reply to a malformed message (a view and kernel out of step); cleared by the next command. */
+  let refused: string | null = null;
   /** Set once the kernel is gone (restart, shutdown): the error box says so, the commands are off. */
   let disconnected: string | null = null;
   let busyTimer: ReturnType<typeof setTimeout> | null = null;
@@ -153,6 +159,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const message = commandMessage(name, selected);
       if (message === null) return;
       notice = null;
+      refused = null;
       setBusy(true);
       if (name === "check_gradients") {
         doctorPending = true;
@@ -193,7 +200,15 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   message.className = "gv-message";
   canvas.append(message);
 
-  const narration = new Narration();
+  const history = new HistoryPanel((action) => {
+    if ("seek" in action) send(seekMessage(action.seek));
+    else select(action.select);
+  });
+  const narration = new Narration(() => {
+    history.toggle();
+    narration.setExpandable(history.available, history.isOpen);
+  });
+  const output = new OutputPanel();
   const inspector = new Inspector(() => select(null));
   const doctorPanel = new DoctorPanel(
     (node) => select(node),
@@ -205,7 +220,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, errorBox, doctorPanel.element, canvas, legend(), inspector.element);
+  root.append(narration.element, history.element, errorBox, output.element, doctorPanel.element, canvas, legend(), inspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -220,6 +235,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     if (pythonError !== null) problems.push(pythonError);
     if (disconnected !== null) problems.push(`gradviz view: ${disconnected}`);
     if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
+    if (refused !== null) problems.push(`gradviz widget refused a message from this view: ${refused}`);
     const mismatch = protocolMismatch(model.get("protocol_version"));
     if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
     try {
@@ -228,8 +244,14 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
-      const inspection = parseInspection(model.get("inspection"));
+      const inspection = parseInspection(model.get("inspection"), (id) => {
+        const node = graph.byId.get(id);
+        return node === undefined ? `#${id}` : nodeTitle(node);
+      });
       narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
+      history.update(parseHistory(model.get("history"), model.get("history_position")));
+      narration.setExpandable(history.available, history.isOpen);
+      output.update(model.get("output"));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
       scene?.update(states, current, parseDelivered(model.get("delivered"), graph));
@@ -339,6 +361,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       refresh();
       return;
     }
+    const reply = parseErrorReply(content);
+    if (reply !== null) {
+      refused = reply.reason;
+      setBusy(false);
+      refresh();
+      return;
+    }
     const ack = parseAck(content);
     if (ack === null) return;
     if (ack.name === "check_gradients") doctorPending = false; // answered, or refused
@@ -365,6 +394,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:doctor", refresh],
     ["change:stopped_at", refresh],
     ["change:delivered", refresh],
+    ["change:history", refresh],
+    ["change:history_position", refresh],
+    ["change:output", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

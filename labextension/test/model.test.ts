@@ -217,8 +217,8 @@ describe("statusText", () => {
 
 describe("protocol version", () => {
   it("accepts its own version and explains any other", () => {
-    assert.equal(protocolMismatch(3), null);
-    assert.match(protocolMismatch(2) ?? "", /kernel speaks widget protocol 2, this view speaks 3: rebuild/);
+    assert.equal(protocolMismatch(4), null);
+    assert.match(protocolMismatch(3) ?? "", /kernel speaks widget protocol 3, this view speaks 4: rebuild/);
     assert.match(protocolMismatch(undefined) ?? "", /protocol undefined/);
   });
 });

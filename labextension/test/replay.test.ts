@@ -197,3 +197,66 @@ describe("Timeline.deliveredAt", () => {
     assert.throws(() => parseStandalone(bad), (e: unknown) => e instanceof ProtocolError && /producer must be a node id/.test(e.message));
   });
 });
+
+describe("the page's inspector snapshots", () => {
+  async function command(player: ReplayPlayer, content: Record<string, unknown>): Promise<unknown[]> {
+    const replies: unknown[] = [];
+    const onReply = (message: unknown): void => void replies.push(message);
+    player.model.on("msg:custom", onReply);
+    player.model.send(content);
+    await Promise.resolve();
+    player.model.off("msg:custom", onReply);
+    return replies;
+  }
+  const summary = (value: number) => ({ shape: [1], dtype: "float32", numel: 1, nan: 0, inf: 0, min: value, max: value, mean: value, norm: value, values: [value] });
+  // Node 3 (AddBackward0) as node() gives it: nothing at first, a buffer at 4, gradients at 6.
+  const snapshots = {
+    "3": [
+      [0, { state: "pending", pending_buffer: null }],
+      [4, { state: "ready", pending_buffer: [summary(1)] }],
+      [6, { state: "done", grads_in: [summary(1)], grads_out: [summary(2), summary(2)] }],
+    ],
+  };
+  const data = tinyData({ inspections: snapshots, inspection_budget: { bytes: 300, limit: 1000, left_out: 0 } });
+
+  it("shows the node as of the shown position, over its graph entry", async () => {
+    const player = new ReplayPlayer(parseStandalone(data));
+    await command(player, { type: "command", name: "select", node: 3 });
+    const at = (position: number) => {
+      player.seek(position);
+      return player.model.get("inspection") as Record<string, unknown>;
+    };
+    assert.deepEqual(at(3), { state: "pending", pending_buffer: null, id: 3, name: "AddBackward0", kind: "builtin", label: "" });
+    assert.deepEqual((at(4)["pending_buffer"] as unknown[]).length, 1);
+    assert.deepEqual((at(5)["pending_buffer"] as unknown[]).length, 1, "unchanged until the next snapshot");
+    assert.equal(at(6)["grads_out"] !== undefined, true);
+    assert.equal(at(17)["state"], "done");
+  });
+
+  it("says the snapshots were left out for the budget, and keeps the old note for pages without any", async () => {
+    const cut = new ReplayPlayer(parseStandalone(tinyData({ inspections: {}, inspection_budget: { bytes: 0, limit: 0, left_out: 9 } })));
+    await command(cut, { type: "command", name: "select", node: 3 });
+    assert.match((cut.model.get("inspection") as { note: string }).note, /left out to keep the page small/);
+    const old = new ReplayPlayer(parseStandalone(tinyData()));
+    await command(old, { type: "command", name: "select", node: 3 });
+    assert.equal((old.model.get("inspection") as { note: string }).note, REPLAY_INSPECTION_NOTE);
+  });
+
+  it("rejects malformed snapshots", () => {
+    assert.throws(() => parseStandalone(tinyData({ inspections: { "3": [[0]] } })), ProtocolError);
+    assert.throws(() => parseStandalone(tinyData({ inspections: { x: [] } })), ProtocolError);
+  });
+
+  it("lists every event as the history and jumps on seek", async () => {
+    const player = new ReplayPlayer(parseStandalone(data));
+    const history = player.model.get("history") as { events: unknown[]; seekable: boolean; total: number };
+    assert.equal(history.events.length, EVENTS.length);
+    assert.equal(history.seekable, true);
+    assert.deepEqual(await command(player, { type: "command", name: "seek", position: 9 }), [{ type: "ack", name: "seek", ok: true, reason: null }]);
+    assert.equal(player.at, 9);
+    assert.equal(player.model.get("history_position"), 9);
+    assert.deepEqual(await command(player, { type: "command", name: "seek", position: "9" }), [
+      { type: "error", reason: "a seek command's position must be an integer >= 0, got 9" },
+    ]);
+  });
+});

@@ -55,6 +55,18 @@ describe("the graph's palettes", () => {
       assert.match(STYLES, /\.gv-badge text \{ fill: var\(--gv-badge-text\);/);
     });
 
+    it(`${theme}: a doctor's finding has its own colour, not the error state's, readable as text`, () => {
+      const finding = palette["finding"]!;
+      for (const name of ["error-fill", "error-stroke", "error-text", "alert"]) {
+        assert.notEqual(finding, palette[name], `finding and ${name} share a colour`);
+      }
+      assert.notEqual(palette["badge-error-fill"], palette["error-stroke"]);
+      const background = theme === "dark" ? "#111111" : "#ffffff";
+      assert.ok(contrast(finding, background) >= 4.5, `${finding} on ${background} is ${contrast(finding, background).toFixed(2)}:1`);
+      assert.match(STYLES, /\.gv-node\.gv-finding-error rect\.gv-box \{ stroke: var\(--gv-finding\);/);
+      assert.match(STYLES, /\.gv-finding-row\.gv-finding-error td:first-child \{ color: var\(--gv-finding\);/);
+    });
+
     it(`${theme}: a released node is set apart from a done one by its own colours, not by opacity`, () => {
       assert.notEqual(palette["released-fill"], palette["done-fill"]);
       assert.ok(contrast(palette["released-text"]!, palette["released-fill"]!) < contrast(palette["done-text"]!, palette["done-fill"]!));

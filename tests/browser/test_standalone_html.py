@@ -188,7 +188,7 @@ def test_scrubber_seeks_any_position(page: Page, trace: Any) -> None:
             assert narration.is_hidden()
         else:
             assert narration.get_attribute("data-seq") == str(position - 1)
-            assert narration.inner_text() == trace.events[position - 1]["text"]
+            assert narration.locator('[data-testid="gv-narration-text"]').inner_text() == trace.events[position - 1]["text"]
     _check_clean(page)
 
 
@@ -199,8 +199,9 @@ def test_select_and_run_to(page: Page, trace: Any) -> None:
     inspector = page.root.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible")
     assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "AccumulateGrad"
-    # The page keeps no gradients: the inspector says so, and where to find them.
-    assert "keeps no gradient values" in inspector.locator('[data-testid="gv-inspector-note"]').inner_text()
+    # The page keeps the replay's node() at each event: not yet run, the leaf says so.
+    assert inspector.locator('[data-section="in"]').inner_text().endswith("not received yet")
+    assert inspector.locator('[data-testid="gv-inspector-note"]').count() == 0
     page.click("gv-run-to")
     session.run_to(leaf)
     page.check_shows(trace, session.position)

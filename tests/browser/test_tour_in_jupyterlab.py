@@ -442,7 +442,7 @@ def edges_turn_green_as_their_gradients_arrive(session: Any) -> None:
         session.page.wait_for_function(
             "([element, seq]) => element.dataset.seq !== seq", arg=[narration.element_handle(), seq], timeout=15_000
         )
-        return narration.inner_text()
+        return narration.locator('[data-testid="gv-narration-text"]').inner_text()
 
     assert edge.count() == 1 and "gv-edge-delivered" not in edge.get_attribute("class")
     step_event()  # node_started

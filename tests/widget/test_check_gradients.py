@@ -244,5 +244,7 @@ def test_check_gradients_takes_no_fields() -> None:
     widget = DebuggerWidget(session_over(Square))
     recorder = Recorder(widget)
     browser_sends(widget, {"type": "command", "name": "check_gradients", "node": 1})
-    assert recorder.acks == [] and widget.doctor is None
+    # Refused with an error reply (not an ack: the command did not run), and nothing checked.
+    assert recorder.acks == [{"type": "error", "reason": "a check_gradients command has the fields name, type (unexpected node)"}]
+    assert widget.doctor is None
     widget.close()

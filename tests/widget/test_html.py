@@ -18,7 +18,7 @@ from gradviz.autograd import Function
 from gradviz.debug import ReplaySession
 from gradviz.instrument import Trace
 from gradviz.widget import _bundle, _html, trace_to_html
-from gradviz.widget._widget import normalize_graph
+from gradviz.widget._widget import json_safe, normalize_graph
 
 REPO = Path(__file__).resolve().parents[2]
 HOSTILE = "</script><script>alert(1)</script><!--"
@@ -192,7 +192,10 @@ def test_the_fast_replay_falls_back_to_reading_every_state(monkeypatch: pytest.M
     trace = hostile_trace("Plain")
     expected = _html.standalone_data(trace)
     monkeypatch.setattr(ReplaySession, "node", lambda self, node_id: {"state": "pending"})
-    assert _html.standalone_data(trace) == expected
+    found = _html.standalone_data(trace)
+    for key in ("inspections", "inspection_budget"):  # the inspector's snapshots come from node() itself
+        del found[key], expected[key]
+    assert found == expected
 
 
 def named_trace(params: dict[str, str]) -> tuple[Trace, dict[int, str]]:
@@ -249,3 +252,46 @@ def test_the_page_carries_each_delivery_with_its_producer() -> None:
     carried = [(entry[3], entry[1]) for entry in data["events"] if entry[0] == "buffer_added"]
     assert carried == sent and len(sent) == 4  # Sum -> Exp, Exp -> Mul, Mul -> x twice
     assert all(len(entry) == 3 for entry in data["events"] if entry[0] != "buffer_added")
+
+
+def snapshot_at(data: dict[str, Any], node_id: int, position: int) -> Any:
+    """What the page's inspector shows of a node at a position (as replay.ts's inspectionAt)."""
+    found = None
+    for at, info in data["inspections"].get(str(node_id), []):
+        if at > position:
+            break
+        found = info
+    return found
+
+
+def test_the_pages_inspector_shows_what_a_replay_session_shows_at_every_position() -> None:
+    # Note [Page inspector]: the snapshots, read back as the page reads them, equal
+    # ReplaySession.node() (made JSON-safe) for every node at every position.
+    trace = hostile_trace("Plain")
+    data = _html.standalone_data(trace)
+    session = ReplaySession(trace)
+    ids = [node["id"] for node in data["graph"]["nodes"]]
+    for position in range(len(trace.events) + 1):
+        session.seek(position)
+        for node_id in ids:
+            assert snapshot_at(data, node_id, position) == json_safe(session.node(node_id)), (position, node_id)
+    # the gradients are there: a finished node shows its summaries in and out
+    last = snapshot_at(data, ids[0], len(trace.events))
+    assert last["grads_in"] and last["grads_in"][0]["shape"] == [] and last["grads_out"][0]["shape"] == [2]
+    assert data["inspection_budget"]["left_out"] == 0 and data["inspection_budget"]["bytes"] > 0
+
+
+def test_the_inspector_budget_bounds_the_page_and_says_what_it_left_out(tmp_path: Path) -> None:
+    trace = hostile_trace("Plain")
+    full = _html.standalone_data(trace)
+    budget = full["inspection_budget"]["bytes"] // 3
+    with pytest.warns(UserWarning, match=r"snapshots of \d+ node states were left out .*inspection_budget="):
+        path = _html.trace_to_html(trace, tmp_path / "small.html", inspection_budget=budget)
+    _, data = read_page(path)
+    used = data["inspection_budget"]
+    assert used["limit"] == budget and 0 < used["bytes"] <= budget and used["left_out"] > 0
+    kept = sum(len(snapshots) for snapshots in data["inspections"].values())
+    assert kept + used["left_out"] == sum(len(snapshots) for snapshots in full["inspections"].values())
+    assert len(_html.script_json(data["inspections"])) <= budget
+    none = _html.standalone_data(trace, inspection_budget=0)
+    assert none["inspections"] == {} and none["inspection_budget"]["bytes"] == 0

@@ -80,7 +80,7 @@ def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession
     assert widget.current == 4
     assert widget.status == "paused"
     assert widget.error is None
-    assert widget.protocol_version == 3
+    assert widget.protocol_version == 4
     assert widget.commands == ["step", "continue"]  # all that FakeSession offers
     assert widget.selected is None and widget.inspection is None
     assert widget.last_event is None  # FakeSession has no event stream
@@ -176,35 +176,39 @@ def test_continue_command_runs_to_the_end(widget: DebuggerWidget) -> None:
 
 
 @pytest.mark.parametrize(
-    "content",
+    ("content", "reason"),
     [
-        "step",
-        None,
-        [1, 2],
-        {},
-        {"type": "cmd", "name": "step"},
-        {"type": "command"},
-        {"type": "command", "name": "rm -rf"},
-        {"type": "command", "name": ["step"]},
-        {"type": "command", "name": "__init__"},
-        {"type": "command", "name": "continue_"},
-        {"type": "command", "name": "step", "extra": 1},
-        {"type": "command", "name": "step", "node": 3},
-        {"type": "command", "name": "run_to"},
-        {"type": "command", "name": "run_to", "node": None},
-        {"type": "command", "name": "run_to", "node": "3"},
-        {"type": "command", "name": "run_to", "node": 3.0},
-        {"type": "command", "name": "run_to", "node": True},
-        {"type": "command", "name": "run_to", "node": -1},
-        {"type": "command", "name": "select"},
-        {"type": "command", "name": "select", "node": [3]},
-        {"type": "command", "name": "select", "node": 3, "extra": 1},
-        {"type": "command", "name": "step_event_back"},
-        {"type": "command", "name": "_refresh"},
+        ("step", "a message must be an object, got str 'step'"),
+        (None, "a message must be an object, got NoneType None"),
+        ([1, 2], "a message must be an object, got list [1, 2]"),
+        ({}, "unknown message type None; expected 'command'"),
+        ({"type": "cmd", "name": "step"}, "unknown message type 'cmd'; expected 'command'"),
+        ({"type": "command"}, "unknown command None; known: "),
+        ({"type": "command", "name": "rm -rf"}, "unknown command 'rm -rf'; known: "),
+        ({"type": "command", "name": ["step"]}, "unknown command ['step']; known: "),
+        ({"type": "command", "name": "__init__"}, "unknown command '__init__'; known: "),
+        ({"type": "command", "name": "continue_"}, "unknown command 'continue_'; known: "),
+        ({"type": "command", "name": "step", "extra": 1}, "a step command has the fields name, type (unexpected extra)"),
+        ({"type": "command", "name": "step", "node": 3}, "a step command has the fields name, type (unexpected node)"),
+        ({"type": "command", "name": "run_to"}, "a run_to command has the fields name, node, type (missing node)"),
+        ({"type": "command", "name": "run_to", "node": None}, "a run_to command's node must be a node id (an integer >= 0), got None"),
+        ({"type": "command", "name": "run_to", "node": "3"}, "a run_to command's node must be a node id (an integer >= 0), got '3'"),
+        ({"type": "command", "name": "run_to", "node": 3.0}, "a run_to command's node must be a node id (an integer >= 0), got 3.0"),
+        ({"type": "command", "name": "run_to", "node": True}, "a run_to command's node must be a node id (an integer >= 0), got True"),
+        ({"type": "command", "name": "run_to", "node": -1}, "a run_to command's node must be a node id (an integer >= 0), got -1"),
+        ({"type": "command", "name": "select"}, "a select command has the fields name, node, type (missing node)"),
+        ({"type": "command", "name": "select", "node": [3]}, "a select command's node must be a node id or null, got [3]"),
+        ({"type": "command", "name": "select", "node": 3, "extra": 1}, "a select command has the fields name, node, type (unexpected extra)"),
+        ({"type": "command", "name": "step_event_back"}, "unknown command 'step_event_back'; known: "),
+        ({"type": "command", "name": "_refresh"}, "unknown command '_refresh'; known: "),
+        ({"type": "command", "name": "seek"}, "a seek command has the fields name, position, type (missing position)"),
+        ({"type": "command", "name": "seek", "position": "2"}, "a seek command's position must be an integer >= 0, got '2'"),
+        ({"type": "command", "name": "seek", "position": -2}, "a seek command's position must be an integer >= 0, got -2"),
+        ({"type": "command", "name": "seek", "position": 2, "node": 1}, "a seek command has the fields name, position, type (unexpected node)"),
     ],
 )
-def test_malformed_messages_are_ignored_and_logged(
-    widget: DebuggerWidget, session: FakeSession, content: Any, caplog: pytest.LogCaptureFixture
+def test_malformed_messages_get_an_error_reply_and_change_nothing(
+    widget: DebuggerWidget, session: FakeSession, content: Any, reason: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     recorder = Recorder(widget)
     before = dict(widget.states)
@@ -213,13 +217,22 @@ def test_malformed_messages_are_ignored_and_logged(
     assert session.steps_run == 0
     assert widget.states == before
     assert widget.error is None
-    assert recorder.messages == []
+    # One reply, of type "error" (not an ack: nothing ran), saying what is wrong.
+    assert len(recorder.acks) == 1
+    reply = recorder.acks[0]
+    assert reply["type"] == "error" and set(reply) == {"type", "reason"}
+    assert reply["reason"].startswith(reason), reply["reason"]
+    if "known: " in reason:
+        assert reply["reason"].endswith("step, step_event, continue, run_to, step_back, abort, check_gradients, select, seek")
+    assert [update for update in recorder.updates if set(update) - {"history_position"}] == []
     assert any("ignoring" in record.getMessage() for record in caplog.records)
 
 
-def test_commands_with_buffers_are_ignored(widget: DebuggerWidget, session: FakeSession) -> None:
+def test_commands_with_buffers_are_refused(widget: DebuggerWidget, session: FakeSession) -> None:
+    recorder = Recorder(widget)
     browser_sends(widget, {"type": "command", "name": "step"}, buffers=[b"\x00"])
     assert session.steps_run == 0
+    assert recorder.acks == [{"type": "error", "reason": "the step command carries binary buffers; commands carry none"}]
 
 
 def test_a_stop_at_a_breakpoint_is_named_until_the_next_step() -> None:
@@ -389,8 +402,9 @@ def test_run_to_and_abort() -> None:
     browser_sends(widget, {"type": "command", "name": "run_to", "node": target})
     assert recorder.acks[-1]["ok"] is True, recorder.acks
     assert widget.current == target and widget.status == "paused"
-    browser_sends(widget, {"type": "command", "name": "run_to", "node": 999})
-    assert recorder.acks[-1] == {"type": "ack", "name": "run_to", "ok": False, "reason": "no node with id 999 in the graph"}
+    absent = max(int(key) for key in widget.states) + 1  # ids are not per graph (yet): not a constant
+    browser_sends(widget, {"type": "command", "name": "run_to", "node": absent})
+    assert recorder.acks[-1] == {"type": "ack", "name": "run_to", "ok": False, "reason": f"no node with id {absent} in the graph"}
     browser_sends(widget, {"type": "command", "name": "abort"})
     assert recorder.acks[-1]["ok"] is True
     assert widget.status == "aborted"
