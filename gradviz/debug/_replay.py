@@ -222,6 +222,7 @@ class ReplaySession(SessionBase):
             temporary.remove()
         if self.stopped_at is temporary:
             self.stopped_at = None
+            self._notify()  # listeners saw the temporary breakpoint as the reason of the stop
 
     def restart(self) -> None:
         """Back to the start: paused before the first node."""

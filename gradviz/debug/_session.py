@@ -455,6 +455,7 @@ class DebugSession(SessionBase):
             temporary.remove()
         if self.stopped_at is temporary:
             self.stopped_at = None
+            self._notify()  # listeners saw the temporary breakpoint as the reason of the stop
 
     def abort(self) -> None:
         """Stop here; nodes that have not run never will. The engine stays usable."""

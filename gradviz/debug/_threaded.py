@@ -258,6 +258,7 @@ class CallSession(SessionBase):
             temporary.remove()
         if self.stopped_at is temporary:
             self.stopped_at = None
+            self._notify()  # listeners saw the temporary breakpoint as the reason of the stop
 
     def abort(self, timeout: float | None = 10.0) -> None:
         """Stop ``fn``: :class:`SessionAborted` unwinds it from its next pause point."""

@@ -305,15 +305,20 @@ def event_history(session: object, shown: object) -> tuple[dict[str, Any] | None
     return {"start": start, "total": len(events), "events": lines, "seekable": seekable}, position
 
 
-def describe_stop(breakpoint: object) -> str | None:
+def describe_stop(breakpoint: object, nodes=()) -> str | None:
     """Why a paused session stopped, in words for the status line ("breakpoint on
-    TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run)."""
+    TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run).
+    ``nodes``: the graph's nodes, to name a node breakpoint by the node's display number."""
     if breakpoint is None:
         return None
     what = []
     node = getattr(breakpoint, "node", None)
     if node is not None:
-        what.append(f"node #{node}")
+        shown = next((item for item in nodes if item.get("id") == node), None)
+        if shown is None:
+            what.append(f"node #{node}")
+        else:
+            what.append(f"{shown.get('name', 'node')} #{shown.get('number', node)}")
     if getattr(breakpoint, "function", None) is not None:
         what.append(str(breakpoint.function))
     if getattr(breakpoint, "event", None) is not None:
@@ -476,7 +481,8 @@ class DebuggerWidget(anywidget.AnyWidget):
             if self._running_to is not None and getattr(stop, "node", None) == self._running_to:
                 # Run to's own breakpoint, seen mid-command (before run_to clears it): not a stop.
                 stop = None
-            stopped_at = describe_stop(stop) if status == "paused" else None
+            stopped_at = (describe_stop(stop, (graph or self.graph).get("nodes", ()))
+                          if status == "paused" else None)
             history, history_position = event_history(self._session, events)
             if selected is not None and selected not in graph_ids:
                 selected = None  # a new graph (a later backward pass) does not have it

@@ -216,8 +216,11 @@ export function worstText(finding: Finding): string {
     .join("; ");
 }
 
-export function findingRow(finding: Finding): FindingRow {
-  const node = finding.node === null ? finding.nodeName : `${finding.nodeName} #${finding.node}`;
+/** How a person reads a node id: its graph's small display number (the id when unknown). */
+export type NumberOf = (id: number) => number;
+
+export function findingRow(finding: Finding, numberOf: NumberOf = (id) => id): FindingRow {
+  const node = finding.node === null ? finding.nodeName : `${finding.nodeName} #${numberOf(finding.node)}`;
   return {
     node: finding.node,
     kind: finding.kind,
@@ -239,7 +242,12 @@ export function findingRow(finding: Finding): FindingRow {
  * What the panel shows: `doctor` is the trait, `progress` the latest progress message of the
  * running check, `pending` true between a click and Python's first answer. Null: no panel.
  */
-export function panelContent(doctor: DoctorState | null, progress: Progress | null, pending: boolean): PanelContent | null {
+export function panelContent(
+  doctor: DoctorState | null,
+  progress: Progress | null,
+  pending: boolean,
+  numberOf: NumberOf = (id) => id,
+): PanelContent | null {
   const empty = { summary: "", progress: null, rows: [], skipped: null, notes: [] };
   if (pending || doctor?.state === "checking") {
     const step = progress === null ? "" : ` ${progress.done} of ${progress.total}${progress.label === "" ? "" : ` · ${progress.label}`}`;
@@ -278,9 +286,10 @@ export function panelContent(doctor: DoctorState | null, progress: Progress | nu
       ? null
       : {
           title: `Could not check ${plural(report.skipped.length, "node")}:`,
-          lines: report.skipped.map((entry) => `${entry.name}${entry.node === null ? "" : ` #${entry.node}`}: ${entry.reason}`),
+          lines: report.skipped.map((entry) => `${entry.name}${entry.node === null ? "" : ` #${numberOf(entry.node)}`}: ${entry.reason}`),
         };
-  return { tone, status, summary: report.summary, progress: null, rows: report.findings.map(findingRow), skipped, notes: report.notes };
+  const rows = report.findings.map((finding) => findingRow(finding, numberOf));
+  return { tone, status, summary: report.summary, progress: null, rows, skipped, notes: report.notes };
 }
 
 // ---- DOM ----------------------------------------------------------------------------------------

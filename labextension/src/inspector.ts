@@ -44,6 +44,8 @@ export interface InspectorSection {
 
 export interface Inspection {
   readonly id: number;
+  /** The node's small display number (graph node `number`); its id when the graph has none. */
+  readonly number: number;
   readonly name: string;
   readonly kind: string;
   readonly label: string;
@@ -145,8 +147,10 @@ export function parseInspection(value: unknown, nameOf: NodeNamer = (id) => `#${
   sections.push(...facts.afterOut);
   const failure = value["error"];
   const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
+  const number = value["number"];
   return {
     id,
+    number: typeof number === "number" && Number.isSafeInteger(number) && number >= 0 ? number : id,
     name,
     kind: text(value["kind"]),
     label: text(value["label"]),
@@ -268,7 +272,7 @@ export class Inspector {
     }
     const name = element("span", "gv-inspector-name", inspection.name);
     name.dataset["testid"] = "gv-inspector-name";
-    header.append(name, element("span", "gv-inspector-id", `#${inspection.id}`));
+    header.append(name, element("span", "gv-inspector-id", `#${inspection.number}`));
     for (const [key, value] of [["kind", inspection.kind], ["state", inspection.state]] as const) {
       if (value === "") continue;
       const chip = element("span", `gv-chip gv-chip-${key}`, value);

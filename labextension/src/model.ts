@@ -38,6 +38,8 @@ export interface GraphNode {
   readonly label: string;
   /** The leaf's name (`w`, `fc.weight`) on an AccumulateGrad node, when the session knows it. */
   readonly leaf_name?: string;
+  /** A small display number per graph (1, 2, ...; 0 for the engine's GraphRoot); ids can be large. */
+  readonly number?: number;
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
@@ -111,7 +113,15 @@ export function parseGraph(value: unknown): Graph {
     if (leafName !== undefined && typeof leafName !== "string") {
       throw new ProtocolError(`${where}.leaf_name must be a string, got ${describe(leafName)}`);
     }
-    const node: GraphNode = leafName === undefined || leafName === "" ? { id, name, kind, label } : { id, name, kind, label, leaf_name: leafName };
+    const number = raw["number"];
+    if (number !== undefined && !isId(number)) {
+      throw new ProtocolError(`${where}.number must be a non-negative integer, got ${describe(number)}`);
+    }
+    const node: GraphNode = {
+      id, name, kind, label,
+      ...(leafName === undefined || leafName === "" ? {} : { leaf_name: leafName }),
+      ...(number === undefined ? {} : { number }),
+    };
     byId.set(id, node);
     return node;
   });
@@ -345,7 +355,12 @@ export function displayName(node: { readonly name: string; readonly leaf_name?: 
 
 /** The node's display title: its shown name, with the id to tell equal names apart. */
 export function nodeTitle(node: GraphNode): string {
-  return `${displayName(node)} #${node.id}`;
+  return `${displayName(node)} #${nodeNumber(node)}`;
+}
+
+/** The number a person reads for a node: its small display number, else its id (older traces). */
+export function nodeNumber(node: { readonly id: number; readonly number?: number }): number {
+  return node.number ?? node.id;
 }
 
 /** One line of text for the toolbar, e.g. "Paused · next: MulBackward0 #3 · 2 of 7 nodes run". */

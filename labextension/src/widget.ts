@@ -24,6 +24,7 @@ import {
   parseCurrent,
   parseErrorText,
   parseGraph,
+  nodeNumber,
   nodeTitle,
   parseErrorReply,
   parseLastEvent,
@@ -258,7 +259,10 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       scene?.setSelected(selected);
       scene?.setFindings(findingMarks(shown));
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
-      doctorPanel.update(panelContent(shown, doctorProgress, doctorPending));
+      doctorPanel.update(panelContent(shown, doctorProgress, doctorPending, (id) => {
+        const node = graph.byId.get(id);
+        return node === undefined ? id : nodeNumber(node);
+      }));
       const checking = doctorPending || doctor?.state === "checking";
       const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
       const line = statusText(view);

@@ -62,6 +62,23 @@ describe("parseGraph", () => {
     );
   });
 
+  it("titles nodes by their small display number, not their engine id", () => {
+    const numbered = parseGraph({
+      nodes: [
+        { id: 176, name: "SumBackward0", kind: "builtin", label: "[]", number: 1 },
+        { id: 3, name: "AccumulateGrad", kind: "accumulate_grad", label: "[2] float32", leaf_name: "w", number: 2 },
+      ],
+      edges: [{ source: 176, target: 3, input_nr: 0 }],
+      roots: [176],
+    });
+    assert.equal(nodeTitle(numbered.byId.get(176)!), "SumBackward0 #1");
+    assert.equal(nodeTitle(numbered.byId.get(3)!), "w · AccumulateGrad #2");
+    assert.throws(
+      () => parseGraph({ nodes: [{ id: 1, name: "A", kind: "builtin", label: "", number: -1 }], edges: [], roots: [1] }),
+      /number must be a non-negative integer/,
+    );
+  });
+
   it("treats the empty default trait as the empty graph", () => {
     assert.equal(parseGraph({}).nodes.length, 0);
   });
