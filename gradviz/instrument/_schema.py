@@ -44,7 +44,8 @@ NodeKind = Literal["builtin", "custom", "accumulate_grad"]
 
 
 class Summary(TypedDict):
-    """A tensor, summarized: statistics over its finite entries (null when there are none)."""
+    """A tensor, summarized: statistics over its finite entries (null when there are none);
+    ``values``: every entry of a tensor of at most 32 entries, else the first six."""
 
     shape: list[int]
     dtype: str

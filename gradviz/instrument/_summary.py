@@ -32,12 +32,16 @@ import math
 
 import numpy as np
 
-__all__ = ["summarize", "summarize_reference", "SummaryCache", "MAX_VALUES", "SMALL_NUMEL"]
+__all__ = ["summarize", "summarize_reference", "SummaryCache", "MAX_VALUES", "ALL_VALUES",
+           "SMALL_NUMEL"]
 
+# ``values``: every entry of a tensor of at most ALL_VALUES entries (a teaching graph's
+# gradients, shown whole in the inspector and the saved page), else the first MAX_VALUES
 MAX_VALUES = 6
+ALL_VALUES = 32
 # Up to about this many entries the Python path is faster than five numpy reductions (about
 # 1 µs each, whatever the size) on the machine of bench/README.md;
-# it must stay <= 128, the block that _numpy_sum replays without recursion.
+# it must stay <= 128, the block that _numpy_sum replays without recursion, and <= ALL_VALUES.
 SMALL_NUMEL = 32
 # dtype kinds whose entries tolist() turns into Python floats, ints or bools
 _SIMPLE_KINDS = frozenset("fiub")
@@ -48,7 +52,8 @@ _INF = math.inf
 
 
 def summarize(tensor) -> dict | None:
-    """Shape, dtype, min, max, mean, norm, NaN and Inf counts and the first few values.
+    """Shape, dtype, min, max, mean, norm, NaN and Inf counts and the values: all of them for
+    a tensor of at most ``ALL_VALUES`` (32) entries, else the first ``MAX_VALUES`` (6).
 
     Statistics are over the finite entries, and None for an empty tensor or a tensor with no
     finite entries. Non-finite numbers are the strings ``"nan"``, ``"inf"``, ``"-inf"``.
@@ -90,13 +95,13 @@ def _summarize_small(data, dtype_name, size, kind):
     if _isfinite(total):  # then every entry is finite (a NaN or an Inf would show in the sum)
         finite = values
         nan = inf = 0
-        first = values[:MAX_VALUES]
+        first = values  # at most SMALL_NUMEL (<= ALL_VALUES) entries: all of them
     else:  # rare: NaN/Inf entries, or finite entries whose sum overflowed
         finite = [v for v in values if _isfinite(v)]
         nan = sum(1 for v in values if v != v)
         inf = size - len(finite) - nan
         total = _numpy_sum(finite)
-        first = [_num(v) for v in values[:MAX_VALUES]]
+        first = [_num(v) for v in values]
     count = len(finite)
     if not count:
         return {"shape": list(data.shape), "dtype": dtype_name, "numel": size, "nan": nan,
@@ -186,7 +191,8 @@ def summarize_reference(tensor) -> dict | None:
                            norm=_num(np.sqrt(np.sum(finite * finite))))
     else:
         summary.update(min=None, max=None, mean=None, norm=None)
-    summary["values"] = [_num(v) for v in data.reshape(-1)[:MAX_VALUES].tolist()]
+    shown = data.size if data.size <= ALL_VALUES else MAX_VALUES
+    summary["values"] = [_num(v) for v in data.reshape(-1)[:shown].tolist()]
     return summary
 
 

@@ -3,7 +3,7 @@
 
 export const SCHEMA_VERSION = 3;
 
-/** A tensor, summarized: statistics over its finite entries (null when there are none). */
+/** A tensor, summarized: statistics over its finite entries (null when there are none); ``values``: every entry of a tensor of at most 32 entries, else the first six. */
 export interface Summary {
   shape: number[];
   dtype: string;
