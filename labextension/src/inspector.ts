@@ -272,7 +272,10 @@ export class Inspector {
     }
     const name = element("span", "gv-inspector-name", inspection.name);
     name.dataset["testid"] = "gv-inspector-name";
-    header.append(name, element("span", "gv-inspector-id", `#${inspection.number}`));
+    const number = element("span", "gv-inspector-id", `#${inspection.number}`);
+    number.dataset["nodeId"] = String(inspection.id); // the engine's id, as on the graph's nodes
+    number.title = `node ${inspection.number} of this graph`;
+    header.append(name, number);
     for (const [key, value] of [["kind", inspection.kind], ["state", inspection.state]] as const) {
       if (value === "") continue;
       const chip = element("span", `gv-chip gv-chip-${key}`, value);

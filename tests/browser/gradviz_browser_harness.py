@@ -335,10 +335,17 @@ class NotebookSession:
         self.page.keyboard.press("Shift+Enter")
         output = cells.nth(count).locator(".jp-OutputArea-output", has_text=marker)
         output.wait_for()
-        for line in output.inner_text().splitlines():
-            if line.startswith(marker):
-                return line[len(marker) :].strip()
-        raise AssertionError(f"no line starting with {marker!r} in {output.inner_text()!r}")
+        # A long line can arrive in several stream messages: wait until the text stops changing.
+        text, previous = output.inner_text(), None
+        for _ in range(40):
+            if text == previous:
+                break
+            self.page.wait_for_timeout(250)
+            previous, text = text, output.inner_text()
+        for line in text.splitlines():
+            if line.strip().startswith(marker):
+                return line.strip()[len(marker) :].strip()
+        raise AssertionError(f"no line starting with {marker!r} in {text!r}")
 
     def log_console_entries(self) -> str:
         """Open JupyterLab's Log Console (View menu) and return the text of its entries.

@@ -152,7 +152,7 @@ def position(page: Any) -> int:
 
 def select(page: Any, node_id: int) -> None:
     page.locator(f'.gv-node[data-node-id="{node_id}"]').first.click()
-    page.wait_for_selector(f'[data-testid=gv-inspector]:not([hidden]) .gv-inspector-id:text-is("#{node_id}")')
+    page.wait_for_selector(f'[data-testid=gv-inspector]:not([hidden]) .gv-inspector-id[data-node-id="{node_id}"]')
 
 
 def test_stepping_event_by_event_the_inspector_shows_node_at_that_event(browser: Any, page_path: Path, trace: Any) -> None:

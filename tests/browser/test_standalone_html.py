@@ -255,7 +255,7 @@ def test_keyboard_only_select_run_to_and_close(page: Page, trace: Any) -> None:
     page.page.keyboard.press("Enter")
     inspector = page.root.locator('[data-testid="gv-inspector"]')
     inspector.wait_for(state="visible")
-    assert f"#{leaf}" in inspector.inner_text()
+    assert inspector.locator(".gv-inspector-id").get_attribute("data-node-id") == leaf
     # Run to, by keyboard: focus the button, press Enter.
     run_to = page.page.locator('[data-testid="gv-run-to"]')
     assert run_to.is_enabled()

@@ -75,7 +75,7 @@ def test_user_output_errors_and_run_to(browser: Any, server: LabServer) -> None:
         chatty = widget.locator(".gv-node[data-node-id]", has_text="ChattyBackward").first.get_attribute("data-node-id")
         widget.evaluate(WATCH_STATUS_JS)
         widget.locator(f'.gv-node[data-node-id="{chatty}"]').first.click()
-        session.page.wait_for_selector(f'.gv-root [data-testid=gv-inspector]:not([hidden]) .gv-inspector-id:text-is("#{chatty}")')
+        session.page.wait_for_selector(f'.gv-root [data-testid=gv-inspector]:not([hidden]) .gv-inspector-id[data-node-id="{chatty}"]')
         widget.locator('[data-testid="gv-run-to"]').click()
         session.page.wait_for_function(RUN_COUNT_JS, arg=[widget.element_handle(), 3], timeout=15_000)
         session.page.wait_for_function(
@@ -173,7 +173,7 @@ def test_a_live_session_stepped_event_by_event_shows_node_at_each_event(browser:
             if node is not None:
                 selected = node
                 session.page.wait_for_function(
-                    "([panel, id]) => panel.querySelector('.gv-inspector-id')?.textContent === '#' + id",
+                    "([panel, id]) => panel.querySelector('.gv-inspector-id')?.dataset.nodeId === id",
                     arg=[inspector.element_handle(), node], timeout=15_000)
             if selected is not None:
                 shown.append((index + 1, selected, inspector.evaluate(READ_TABLES_JS)))
