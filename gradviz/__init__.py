@@ -11,7 +11,9 @@ import sys as _sys
 import types as _types
 
 from . import dtypes
+from . import _tensor as _tensor_module
 from ._tensor import Size, Tensor, device, is_tensor, set_printoptions
+from ._tensor import check_device as _check_device
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from . import ops
@@ -148,6 +150,26 @@ backends.cudnn = _types.SimpleNamespace(deterministic=False, benchmark=False, en
                                         is_available=_not_available)
 
 
+accelerator = _types.ModuleType(
+    "gradviz.accelerator", "The current accelerator (``torch.accelerator``): none in gradviz.")
+accelerator.is_available = _not_available
+accelerator.device_count = lambda: 0
+accelerator.current_accelerator = lambda check_available=False: None
+_sys.modules[__name__ + ".accelerator"] = accelerator
+
+
+def set_default_device(device):
+    """``torch.set_default_device``: gradviz computes on the CPU, so ``"cpu"``, a CPU
+    :class:`device` and ``None`` are accepted (and change nothing); any other device raises
+    at once (torch raises later, at the first tensor it would place there)."""
+    _check_device(device)
+
+
+def get_default_device():
+    """The device new tensors are made on: always ``device(type='cpu')`` in gradviz."""
+    return _tensor_module._CPU
+
+
 def numel(input):
     """The number of elements of ``input``. Mirrors ``torch.numel``."""
     return input.numel()
@@ -209,7 +231,8 @@ __all__ = [
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
     "stack", "std", "topk", "unbind", "var", "where",
-    "device", "set_printoptions", "is_floating_point", "is_inference", "cuda", "backends", "ger",
+    "device", "set_default_device", "get_default_device", "accelerator", "set_printoptions",
+    "is_floating_point", "is_inference", "cuda", "backends", "ger",
     "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
     "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
     "isclose", "isfinite", "isinf", "isnan", "logical_xor", "masked_select", "negative", "nonzero",

@@ -502,7 +502,8 @@ class GraphTask:
 
         * only for ``node`` while it is this task's running node;
         * never under ``create_graph``, anomaly mode, or when ``node`` has post-hooks (they
-          must see every gradient the node produces);
+          must see every gradient the node produces); nor on an edge whose input another
+          node with post-hooks feeds (its hooks saw that contribution: ``_hooked_producer``);
         * an edge gets a buffer only if a contribution is already pending there. A sum the
           engine made is exposed as is; a single stored contribution belongs to its producer
           (it may be aliased), so it is first copied into an engine-owned buffer;
@@ -540,8 +541,11 @@ class GraphTask:
                 seen.add((next_node, slot))
                 pending = self._pending(next_node)
                 grad = None if pending is None else pending.grads[slot]
+                producer = None if grad is None else self._hooked_producer(next_node, slot, node)
                 if grad is None:
                     reason = "no earlier contribution"
+                elif producer is not None:
+                    reason = f"unavailable: the producing node {producer.name()} has post-hooks"
                 elif grad.grad_fn is not None or grad._requires_grad:
                     reason = "the pending gradient is part of a graph"
                 elif pending.is_owned(slot):
@@ -570,6 +574,27 @@ class GraphTask:
                 {"edge": index, "exposed": buffer is not None, "reason": reason}
                 for index, (buffer, reason) in enumerate(results)])
         return results
+
+    def _hooked_producer(self, target, slot, running):
+        """A node of this graph, other than ``running``, with post-hooks and an edge into
+        ``(target, slot)``, or None. Post-hooks see the gradients their node produced, so a
+        buffer holding such a contribution must not be changed in place. Walks the graph
+        (only when a custom backward asks for its input buffers)."""
+        stack = [self.graph_root]
+        seen = {id(self.graph_root)}
+        while stack:
+            current = stack.pop()
+            hooked = (current is not running and current._post_hooks is not None
+                      and len(current._post_hooks) > 0)
+            for next_node, next_slot in current.next_functions:
+                if next_node is None:
+                    continue
+                if hooked and next_node is target and next_slot == slot:
+                    return current
+                if id(next_node) not in seen:
+                    seen.add(id(next_node))
+                    stack.append(next_node)
+        return None
 
     def end_input_buffers(self, node):
         """``node``'s backward returned: buffers it received are no longer in use."""

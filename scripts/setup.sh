@@ -2,9 +2,11 @@
 # Install everything gradviz and its tests need, from the project's own files:
 #   - Debian's chromium (browser tests), when missing and we may install packages;
 #   - a virtualenv in .venv with gradviz installed editable. `pip install -e .` compiles the
-#     Cython engine and builds the widget bundle from labextension/ (npm ci + esbuild), always
-#     from sources, so a stale bundle cannot be used.
-# Idempotent: a second run only rebuilds. Called by scripts/tour and scripts/test.
+#     Cython engine and builds the widget bundle from labextension/ (npm ci + esbuild).
+# Idempotent, and quick the second time: scripts/build_state.py compares the sources with what
+# was built (stamps in .venv, the bundle's own fingerprint) and only the steps that are out of
+# date run; the widget check is the one the widget makes, so a stale bundle cannot be used.
+# Called by scripts/tour and scripts/test.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,13 +27,47 @@ if [ "${GRADVIZ_NO_CHROMIUM:-0}" != 1 ] && ! command -v chromium >/dev/null; the
   fi
 fi
 
-if [ ! -x .venv/bin/python ]; then
+if ! .venv/bin/python -c '' 2>/dev/null; then
   log "creating .venv"
+  rm -rf .venv
   "$PYTHON" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --upgrade pip
-# torch==2.13.0 (a test dependency) resolves to the CPU wheel; never ask for an unpinned torch.
-log "installing gradviz (compiles the engine, builds the widget bundle), test and docs dependencies"
-.venv/bin/python -m pip install -q -e ".[test,viz,docs]"
-.venv/bin/python -c 'import gradviz_ext, sys; sys.exit(0 if gradviz_ext.COMPILED else "the compiled engine did not build")'
-log "ready: $(.venv/bin/python -c 'import gradviz; c = gradviz.config(); print("gradviz", c["gradviz"], "engine", c["engine"])')"
+
+# Rebuild only what changed (Note [Rebuild only what changed] in scripts/build_state.py): a
+# full install, or just the engine, or just the widget bundle, or nothing.
+plan=$("$PYTHON" scripts/build_state.py plan)
+if [[ " $plan " == *" install "* ]]; then
+  log "$("$PYTHON" scripts/build_state.py describe install)"
+  .venv/bin/python -m pip install -q --upgrade pip
+  # torch==2.13.0 (a test dependency) resolves to the CPU wheel; never ask for an unpinned torch.
+  .venv/bin/python -m pip install -q -e ".[test,viz,docs]"
+  "$PYTHON" scripts/build_state.py record install
+  "$PYTHON" scripts/build_state.py record engine
+else
+  if [[ " $plan " == *" engine "* ]]; then
+    log "$("$PYTHON" scripts/build_state.py describe engine)"
+    .venv/bin/python setup.py -q build_ext --inplace
+    "$PYTHON" scripts/build_state.py record engine
+  fi
+  if [[ " $plan " == *" widget "* ]]; then
+    log "$("$PYTHON" scripts/build_state.py describe widget)"
+    if [ ! -f labextension/node_modules/.package-lock.json ] \
+        || [ labextension/node_modules/.package-lock.json -ot labextension/package-lock.json ]; then
+      npm --prefix labextension ci --no-audit --no-fund --silent
+    fi
+    npm --prefix labextension run --silent build
+  fi
+  [ -z "$plan" ] && log "up to date: the engine and the widget match their sources, nothing to rebuild"
+fi
+
+# Whatever ran, check the result the way gradviz itself will use it.
+leftover=$("$PYTHON" scripts/build_state.py plan --after-build)
+if [ -n "$leftover" ]; then
+  log "still out of date after setup: $leftover"
+  exit 1
+fi
+ready=$(.venv/bin/python -c 'import gradviz, gradviz_ext, sys
+if not gradviz_ext.COMPILED:
+    sys.exit("the compiled engine did not build")
+c = gradviz.config(); print("gradviz", c["gradviz"], "engine", c["engine"])')
+log "ready: $ready"

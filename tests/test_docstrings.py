@@ -31,13 +31,13 @@ from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_
 from gradviz.nn.utils import rnn as rnn_utils
 from gradviz import linalg
 from gradviz.ops import _creation, _linalg_factor, _linalg_more, _linalg_norms, _statistics
-from gradviz.utils import data
+from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
 from gradviz.widget import _html
 
 MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _session, _creation, _config,
            _base, _breakpoints, _capture, _doctor, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
-           functional, _normalization, data, _conv, _rnn, rnn_utils, _grad, _module_api,
+           functional, _normalization, data, benchmark, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
            _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling,
            _embedding_bag, linalg, _linalg_more, _linalg_factor, _linalg_norms,

@@ -169,7 +169,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     task = make_graph_task(tensors, grad_tensors, retain_graph, create_graph, inputs=inputs)
     if create_graph:
         _warn_once("create_graph", _CREATE_GRAPH_WARNING)
-    task.run()
+    try:
+        task.run()
+    except BaseException:
+        del task  # Note [No cycle through a failed backward]
+        raise
+
+
+# Note [No cycle through a failed backward]
+# -----------------------------------------
+# A failed task keeps its exception (``task.error``), whose traceback keeps this frame, whose
+# local ``task`` would close a reference cycle: the graph, its ctx objects and saved tensors
+# would then wait for the cycle collector (torch frees them as soon as the exception is
+# dropped). So the frame lets go of the task before the exception leaves it; the frames of
+# the traceback still hold what the user's own code held.
 
 
 # PyTorch's engine gives this warning once per process when backward() (not grad()) builds a
@@ -218,7 +231,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         retain_graph = False
     task = make_graph_task(outputs, grad_outputs, retain_graph, create_graph or tangents_live,
                            capture=capture)
-    captured = task.run()
+    try:
+        captured = task.run()
+    except BaseException:
+        del task  # Note [No cycle through a failed backward]
+        raise
     results = []
     for index, (value, tensor) in enumerate(zip(captured, input_tuple)):
         if value is None:

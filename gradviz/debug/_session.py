@@ -46,6 +46,7 @@ from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
 from ._breakpoints import Breakpoint
+from ._release import weak_self
 from ._view import NODE_STATES, EventView
 
 __all__ = ["DebugSession", "backward", "NODE_STATES"]
@@ -330,6 +331,7 @@ class DebugSession(SessionBase):
         return Trace(graph, [dict(e) for e in self._recorder.events])
 
     # ---- driving ---------------------------------------------------------------------
+    @weak_self  # Note [No cycle through a session's error]
     def step(self):
         """Run the next node and return it: the graph node (``.name()``, ``.node_id``,
         ``session.node(node.node_id)`` for what it did). None only when the pass is over.
@@ -360,6 +362,7 @@ class DebugSession(SessionBase):
                 return event["node"]
         return chunk[0]["node"] if chunk else None
 
+    @weak_self
     def step_event(self) -> dict | None:
         """Show the next event and return it (None when nothing is left); Note [Stepping by
         event]. A failing node does not raise here: its ``error`` event is shown in turn and
@@ -399,6 +402,7 @@ class DebugSession(SessionBase):
             self._buffers_before[(next_node.node_id, slot)] = _copy(value)
         self._recorder.keep_buffers = True
 
+    @weak_self
     def continue_(self) -> None:
         """Run until a breakpoint stops the pass, or to its end.
 
@@ -438,6 +442,7 @@ class DebugSession(SessionBase):
         finally:
             self._notify()
 
+    @weak_self
     def run_to(self, node) -> None:
         """Continue until ``node`` (a node or its id) is the next to run, or the pass ends.
 
@@ -460,6 +465,7 @@ class DebugSession(SessionBase):
     def abort(self) -> None:
         """Stop here; nodes that have not run never will. The engine stays usable."""
         self._task.abort()
+        self._task.observer = None  # Note [No cycle through a session's error]
         self._show_all()
         self._notify()
 

@@ -23,12 +23,14 @@ node (the task fails, its state stays consistent) and it unwinds out of ``fn``.
 from __future__ import annotations
 
 import threading
+import weakref
 
 
 from ..instrument import Recorder
 from ..instrument._nodes import walk_graph
 from ._base import SessionBase
 from ._breakpoints import Breakpoint
+from ._release import weak_self
 from ._view import EventView
 from gradviz_ext import engine as _engine
 
@@ -44,7 +46,7 @@ class _PausingRecorder(Recorder):
 
     def __init__(self, session: "CallSession"):
         super().__init__()
-        self._session = session
+        self._session = weakref.proxy(session)  # Note [No cycle through a session's error]
 
     def emit(self, event):
         super().emit(event)
@@ -99,6 +101,7 @@ class CallSession(SessionBase):
         self._thread = threading.Thread(target=self._work, name="gradviz-runcall", daemon=True)
 
     # ---- worker side -------------------------------------------------------------------
+    @weak_self  # Note [No cycle through a session's error]
     def _work(self):
         from ..instrument import observe
 
@@ -197,6 +200,7 @@ class CallSession(SessionBase):
         with self._cond:
             self._cond.wait_for(lambda: self._state != "running", timeout)
 
+    @weak_self
     def _resume(self, mode: str, timeout) -> None:
         with self._cond:
             if self._state == "finished":
@@ -211,11 +215,13 @@ class CallSession(SessionBase):
         self._wait_for_stop(timeout)
         self._raise_if_failed()
 
+    @weak_self
     def _raise_if_failed(self):
         if self._state == "error" and not self._raised_to_caller:
             self._raised_to_caller = True
             raise self._exception
 
+    @weak_self
     def step(self, timeout: float | None = None):
         """Let the worker run one node; wait until it pauses before the next one (possibly in
         a later backward pass) or ``fn`` ends. Returns the node that ran.
@@ -234,16 +240,19 @@ class CallSession(SessionBase):
             return None  # the node in progress was over, and so was the pass
         return node
 
+    @weak_self
     def step_event(self, timeout: float | None = None) -> dict | None:
         """Let the worker run until its next event; returns that event."""
         seen = len(self._events)
         self._resume("event", timeout)
         return self._events[seen] if len(self._events) > seen else None
 
+    @weak_self
     def continue_(self, timeout: float | None = None) -> None:
         """Let the worker run to the next breakpoint (in any backward pass) or the end of ``fn``."""
         self._resume("continue", timeout)
 
+    @weak_self
     def run_to(self, node, timeout: float | None = None) -> None:
         """Continue until ``node`` (a node or id) is the next to run."""
         node_id = getattr(node, "node_id", node)
@@ -269,6 +278,7 @@ class CallSession(SessionBase):
             self._cond.notify_all()
         self._thread.join(timeout)
 
+    @weak_self
     def result(self, timeout: float | None = None):
         """Wait for ``fn`` to end (without resuming a pause) and return its value, or raise
         the exception it raised."""

@@ -14,7 +14,10 @@ A trace may come from anyone. Loading reads at most ``max_bytes``, parses plain 
 (``NaN``/``Infinity`` literals and duplicate keys are refused; nothing is ever evaluated or
 imported), checks the data against the schema field by field, then checks what a schema cannot
 say: ``seq`` counts 0, 1, 2, ...; node ids are unique and every id an event, edge or root uses
-is a node of the graph (or was introduced by a ``node_created`` event). Anything else raises
+is a node of the graph (or was introduced by a ``node_created`` event); the graph has no
+cycles (Note [A trace's graph is a DAG]). Only a regular file is opened (never a pipe, device
+or directory), and the counts of JSON values are limited before parsing (Note [Bounded cost
+of refusing a trace], in ``_trace_check.py``). Anything else raises
 :class:`gradviz.errors.TraceFormatError` naming the offending place.
 """
 
@@ -22,28 +25,21 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import threading
 
 from ..errors import TraceFormatError
 from ._nodes import frame_leaf_names, user_frame, walk_graph
 from ._observers import observe
 from ._recorder import Recorder
-from ._schema import SCHEMA_VERSION, TRACE_FORMAT, json_schema
-from ._validate import SchemaError, validate
+from ._schema import SCHEMA_VERSION, TRACE_FORMAT
+from ._trace_check import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, check_structure, check_trace
 
-__all__ = ["Trace", "record", "load_trace", "MAX_TRACE_BYTES"]
+__all__ = ["Trace", "record", "load_trace", "MAX_TRACE_BYTES", "MAX_TRACE_VALUES",
+           "MAX_TRACE_CONTAINERS"]
 
 #: The largest trace file :func:`load_trace` reads unless told otherwise.
 MAX_TRACE_BYTES = 64 * 1024 * 1024
-
-_schema_cache: list = []
-
-
-def _schema() -> dict:
-    if not _schema_cache:
-        _schema_cache.append(json_schema())
-    return _schema_cache[0]
-
 
 class Trace:
     """A recorded backward pass: ``graph`` (nodes, edges, roots) and ``events``.
@@ -109,8 +105,9 @@ class Trace:
         return cls(data["graph"], data["events"], data["gradviz_version"])
 
     @classmethod
-    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES) -> "Trace":
-        return load_trace(path, max_bytes=max_bytes)
+    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES, **limits) -> "Trace":
+        """:func:`load_trace` (``limits``: its ``max_values`` and ``max_containers``)."""
+        return load_trace(path, max_bytes=max_bytes, **limits)
 
     def __repr__(self) -> str:
         tasks = {e["task"] for e in self.events if e["task"] is not None}
@@ -234,16 +231,67 @@ def _no_duplicates(pairs):
     return result
 
 
-def load_trace(path, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
+def _read_regular_file(path, max_bytes: int) -> bytes:
+    """The bytes of ``path`` if it is a regular file of at most ``max_bytes`` bytes.
+
+    The file is opened without blocking and checked with ``fstat`` on the open descriptor
+    (no race with a file swapped after a ``stat``): a directory, a named pipe (whose ``open``
+    would wait for a writer forever), a device or a socket is refused at once.
+    """
+    try:
+        descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
+                             | getattr(os, "O_BINARY", 0))
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read the trace file {path!s}: {exc}") from exc
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise TraceFormatError(
+                f"the trace file {path!s} is {_file_kind(info.st_mode)}, not a regular file; "
+                "pass the path of a trace saved with Trace.save")
+        if info.st_size > max_bytes:
+            raise TraceFormatError(
+                f"the trace file {path!s} is {info.st_size} bytes, more than the limit of "
+                f"{max_bytes}; pass max_bytes= to load_trace to read a larger file you trust")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    with os.fdopen(descriptor, "rb") as handle:
+        raw = handle.read(min(info.st_size, max_bytes) + 1)  # +1: a file grown past the limit
+    if len(raw) > max_bytes:
+        raise TraceFormatError(f"the trace file {path!s} is larger than {max_bytes} bytes")
+    return raw
+
+
+def _file_kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a named pipe"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def load_trace(path, max_bytes: int = MAX_TRACE_BYTES, *, max_values: int = MAX_TRACE_VALUES,
+               max_containers: int = MAX_TRACE_CONTAINERS) -> Trace:
     """Read a trace file written by :meth:`Trace.save`, checking it strictly.
 
-    Nothing in the file is executed (Note [Loading untrusted traces]).
+    Nothing in the file is executed (Note [Loading untrusted traces]), and refusing a hostile
+    file costs bounded time and memory (Note [Bounded cost of refusing a trace]).
+
+    Parameters
+    ----------
+    max_bytes, max_values, max_containers : int
+        The largest file read, the most JSON values in it and the most JSON arrays and
+        objects in it; raise them to read a larger file you trust.
 
     Raises
     ------
     gradviz.errors.TraceFormatError
-        If the file is too large, not JSON, of another format or schema version, or does not
-        match the schema; the message names the offending field.
+        If the path is not a regular file, the file is too large or holds too many values,
+        is not JSON, of another format or schema version, does not match the schema, or its
+        graph is not a graph of distinct nodes without cycles; the message names the
+        offending field or ids.
 
     Examples
     --------
@@ -256,27 +304,24 @@ def load_trace(path, max_bytes: int = MAX_TRACE_BYTES) -> Trace:
     >>> torch.load_trace(path).events == trace.events
     True
     """
-    try:
-        size = os.path.getsize(path)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read the trace file {path!s}: {exc}") from exc
-    if size > max_bytes:
-        raise TraceFormatError(
-            f"the trace file {path!s} is {size} bytes, more than the limit of {max_bytes}; "
-            "pass max_bytes= to load_trace to read a larger file you trust")
-    with open(path, "rb") as handle:
-        raw = handle.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise TraceFormatError(f"the trace file {path!s} is larger than {max_bytes} bytes")
+    raw = _read_regular_file(path, max_bytes)
+    check_structure(raw, max_values, max_containers)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"the trace file {path!s} is not UTF-8 text: {exc}") from exc
-    return load_trace_from_json(text)
+    del raw  # only the text stays while parsing
+    return _parse(text)
 
 
-def load_trace_from_json(text: str) -> Trace:
+def load_trace_from_json(text: str, *, max_values: int = MAX_TRACE_VALUES,
+                         max_containers: int = MAX_TRACE_CONTAINERS) -> Trace:
     """Parse and check the JSON text of a trace (see :func:`load_trace`)."""
+    check_structure(text, max_values, max_containers)
+    return _parse(text)
+
+
+def _parse(text: str) -> Trace:
     try:
         data = json.loads(text, parse_constant=_refuse_constant,
                           object_pairs_hook=_no_duplicates)
@@ -292,73 +337,3 @@ def load_trace_from_json(text: str) -> Trace:
 def load_trace_from_dict(data) -> Trace:
     """Check already-parsed trace data (see :func:`load_trace`) and return the Trace."""
     return Trace.from_dict(data)
-
-
-def check_trace(data) -> None:
-    """Raise TraceFormatError unless ``data`` is a valid trace (schema and consistency)."""
-    if not isinstance(data, dict):
-        raise TraceFormatError(f"a trace must be a JSON object, got {type(data).__name__}")
-    if data.get("format") != TRACE_FORMAT:
-        raise TraceFormatError(
-            f"not a gradviz trace: expected \"format\": \"{TRACE_FORMAT}\", got "
-            f"{data.get('format')!r}")
-    version = data.get("schema_version")
-    if version != SCHEMA_VERSION or isinstance(version, bool):
-        raise TraceFormatError(
-            f"this gradviz reads trace schema version {SCHEMA_VERSION}, but the file has "
-            f"schema_version {version!r}; record it again with this version of gradviz")
-    try:
-        validate(_schema(), data)
-    except SchemaError as exc:
-        raise TraceFormatError(f"the trace does not match the schema: {exc}") from None
-    except RecursionError:
-        raise TraceFormatError("the trace is nested too deeply to be a gradviz trace") from None
-    _check_consistency(data)
-
-
-def _check_consistency(data) -> None:
-    graph = data["graph"]
-    ids: set[int] = set()
-    for index, node in enumerate(graph["nodes"]):
-        if node["id"] < 0:
-            raise TraceFormatError(f"graph.nodes[{index}].id must be >= 0, got {node['id']}")
-        if node["id"] in ids:
-            raise TraceFormatError(f"graph.nodes[{index}].id {node['id']} is used twice")
-        ids.add(node["id"])
-    for index, edge in enumerate(graph["edges"]):
-        for key in ("source", "target"):
-            if edge[key] not in ids:
-                raise TraceFormatError(
-                    f"graph.edges[{index}].{key} is {edge[key]}, which is not a node of the graph")
-        if edge["input_nr"] < 0:
-            raise TraceFormatError(f"graph.edges[{index}].input_nr must be >= 0")
-    for index, root in enumerate(graph["roots"]):
-        if root not in ids:
-            raise TraceFormatError(f"graph.roots[{index}] is {root}, which is not a node of the graph")
-    known = set(ids)
-    for index, event in enumerate(data["events"]):
-        where = f"events[{index}]"
-        if event["seq"] != index:
-            raise TraceFormatError(f"{where}.seq must be {index} (events are numbered in order), "
-                                   f"got {event['seq']}")
-        if event["time"] < 0:
-            raise TraceFormatError(f"{where}.time must be >= 0, got {event['time']}")
-        kind = event["kind"]
-        node = event["node"]
-        if kind == "node_created":
-            if node is None or node < 0:
-                raise TraceFormatError(f"{where}.node must be a node id")
-            known.add(node)
-        elif kind not in ("backward_started", "backward_finished", "error") or node is not None:
-            if node is None or node not in known:
-                raise TraceFormatError(
-                    f"{where} ({kind}) refers to node {node!r}, which is not in the trace")
-        task = event["task"]
-        if kind in ("node_created", "saved_packed"):
-            if task is not None:
-                raise TraceFormatError(f"{where} ({kind}) happens in forward: task must be null")
-        elif task is None or task < 0:
-            raise TraceFormatError(f"{where}.task must be a backward pass number >= 0, got {task!r}")
-        producer = event.get("producer")
-        if producer is not None and producer not in known:
-            raise TraceFormatError(f"{where}.producer {producer} is not a node of the trace")

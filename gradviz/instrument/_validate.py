@@ -2,7 +2,9 @@
 
 The schema ``_schema.json_schema()`` produces uses a small part of JSON Schema: ``type``,
 ``const``, ``enum``, ``anyOf``, ``$ref``, ``properties`` / ``required`` /
-``additionalProperties``, ``items``. This module checks exactly that part, more strictly
+``additionalProperties``, ``items`` (an array without ``items`` is checked as an array only,
+which lets a caller check a document's outline first and its items one by one). This module
+checks exactly that part, more strictly
 than JSON allows in one respect: an ``integer`` must be a Python ``int`` (never ``1.0`` and
 never ``true``). Errors name the path of the offending value (``events[3].grads_in[0].shape``).
 The test suite checks the same data with the ``jsonschema`` package as a second opinion.
@@ -12,9 +14,10 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["SchemaError", "validate"]
+__all__ = ["SchemaError", "Validator", "validate"]
 
 _MAX_INTEGER = 2 ** 53  # beyond this a JavaScript front end would lose precision
+_INTEGER = {"type": "integer"}
 
 
 class SchemaError(ValueError):
@@ -52,9 +55,15 @@ def _type_ok(kind: str, value) -> bool:
     raise ValueError(f"unsupported schema type {kind!r}")
 
 
-class _Validator:
+class Validator:
+    """Checks values against ``root`` (a schema with ``$defs``), one definition at a time."""
+
     def __init__(self, root: dict):
         self.root = root
+
+    def check_definition(self, name: str, value, path: str) -> None:
+        """Raise :class:`SchemaError` unless ``value`` matches ``$defs/name``."""
+        self.check(self.root["$defs"][name], value, path)
 
     def resolve(self, ref: str) -> dict:
         if not ref.startswith("#/$defs/"):
@@ -82,7 +91,12 @@ class _Validator:
         if not _type_ok(kind, value):
             raise SchemaError(path, f"expected {_article(kind)}, got {_describe(value)}")
         if kind == "array":
-            items = schema["items"]
+            items = schema.get("items")
+            if items is None:
+                return
+            if items == _INTEGER and all(type(item) is int and -_MAX_INTEGER <= item <= _MAX_INTEGER
+                                         for item in value):
+                return  # the common all-integer array, checked without a call per item
             for index, item in enumerate(value):
                 self.check(items, item, f"{path}[{index}]")
         elif kind == "object":
@@ -152,6 +166,6 @@ def _article(kind: str) -> str:
 
 def validate(schema: dict, value, path: str = "", definition: str | None = None) -> None:
     """Raise :class:`SchemaError` unless ``value`` matches ``schema`` (or ``$defs/definition``)."""
-    validator = _Validator(schema)
+    validator = Validator(schema)
     target = schema if definition is None else schema["$defs"][definition]
     validator.check(target, value, path)

@@ -6,11 +6,11 @@ channel dropout zeroes whole channels of an (N, C, *) input and scales the kept 
 from __future__ import annotations
 
 import math
-import warnings
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ._module import Module
+from ._warn import warn as _warn
 
 __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
 
@@ -74,14 +74,14 @@ def dropout2d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     """
     _check_p(p)
     if input.ndim not in (3, 4):
-        warnings.warn(
+        _warn(
             f"dropout2d: Received a {input.ndim}-D input to dropout2d, which is deprecated and "
             "will result in an error in a future release. To retain the behavior and silence "
             "this warning, please use dropout instead. Note that dropout2d exists to provide "
             "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
             "and an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
     if input.ndim == 3:
-        warnings.warn(
+        _warn(
             "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
             "dropout behavior is desired - input is interpreted as shape (N, C, L), where C is "
             "the channel dim. This behavior will change in a future release to interpret the "
@@ -96,7 +96,7 @@ def dropout3d(input, p: float = 0.5, training: bool = True, inplace: bool = Fals
     probability ``p``, scaling the kept channels by ``1 / (1 - p)``."""
     _check_p(p)
     if input.ndim not in (4, 5):
-        warnings.warn(
+        _warn(
             f"dropout3d: Received a {input.ndim}-D input to dropout3d, which is deprecated and "
             "will result in an error in a future release. To retain the behavior and silence "
             "this warning, please use dropout instead. Note that dropout3d exists to provide "

@@ -13,11 +13,11 @@ path that records a graph (the values are the same).
 from __future__ import annotations
 
 import math
-import warnings
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from .._tensor import Tensor
+from ._warn import warn as _warn
 
 __all__ = ["multi_head_attention_forward"]
 
@@ -69,8 +69,8 @@ def _canonical_mask(mask, mask_name, other_type, other_name, target_type, check_
     if mask.dtype is not _dtypes.bool and not is_float:
         raise AssertionError(f"only bool and floating types of {mask_name} are supported")
     if check_other and other_type is not None and mask.dtype is not other_type:
-        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
-                      "same type for both instead.", stacklevel=2)
+        _warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+              "same type for both instead.", stacklevel=2)
     if not is_float:
         mask = _ops.zeros_like(mask, dtype=target_type).masked_fill_(mask, float("-inf"))
     return mask

@@ -8,7 +8,6 @@ torch records them."""
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 
@@ -16,6 +15,7 @@ from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from .. import ops as _ops
 from ..ops import _conv_transpose, _parametric, _resample
+from ._warn import warn as _warn
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle",
            "pixel_unshuffle", "prelu", "rms_norm", "bilinear", "gumbel_softmax"]
@@ -226,8 +226,8 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
 
 def upsample(input, size=None, scale_factor=None, mode: str = "nearest", align_corners=None):
     """The deprecated name of :func:`interpolate` (with torch's warning)."""
-    warnings.warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
-                  "instead.", stacklevel=2)
+    _warn("`nn.functional.upsample` is deprecated. Use `nn.functional.interpolate` "
+          "instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
@@ -372,6 +372,6 @@ def gumbel_softmax(logits, tau: float = 1, hard: bool = False, eps: float = 1e-1
     standard Gumbel noise ``g``; ``hard`` returns the one-hot of its argmax in the forward and
     the soft sample's gradient in the backward. The noise comes from gradviz's generator."""
     if eps != 1e-10:
-        warnings.warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
+        _warn("`eps` parameter is deprecated and has no effect.", stacklevel=2)
     return _gumbel_softmax_with(logits, _gumbel_noise(logits), tau, hard, dim)
 

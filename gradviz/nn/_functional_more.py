@@ -8,7 +8,6 @@ values, gradients and node names agree.
 from __future__ import annotations
 
 import math
-import warnings
 
 from .. import ops as _ops
 from . import functional as F
@@ -16,6 +15,7 @@ from ._functional_layers import interpolate
 from ._module import Module
 from ._small_layers import adaptive_max_pool1d, adaptive_max_pool2d
 from ._volumetric import avg_pool3d, max_pool3d
+from ._warn import warn as _warn
 
 __all__ = ["relu_", "elu_", "leaky_relu_", "hardtanh_", "threshold_", "selu_", "celu_",
            "rrelu_", "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -103,15 +103,15 @@ def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
 
 def upsample_nearest(input, size=None, scale_factor=None):
     """Deprecated in torch (warns): ``interpolate(input, size, scale_factor, mode="nearest")``."""
-    warnings.warn("`nn.functional.upsample_nearest` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    _warn("`nn.functional.upsample_nearest` is deprecated. Use "
+          "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     """Deprecated in torch (warns): ``interpolate(..., mode="bilinear", align_corners=True)``."""
-    warnings.warn("`nn.functional.upsample_bilinear` is deprecated. Use "
-                  "`nn.functional.interpolate` instead.", stacklevel=2)
+    _warn("`nn.functional.upsample_bilinear` is deprecated. Use "
+          "`nn.functional.interpolate` instead.", stacklevel=2)
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 

@@ -4,12 +4,12 @@
 
 from __future__ import annotations
 
-import warnings
 
 from .. import ops as _ops
 from ..autograd import no_grad
 from . import functional as F
 from ._module import Module, Parameter
+from ._warn import warn as _warn
 
 __all__ = ["Embedding", "LayerNorm", "RMSNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d",
            "InstanceNorm2d"]
@@ -276,9 +276,9 @@ class _InstanceNorm(_BatchNorm):
                 raise ValueError(f"expected input's size at dim={feature_dim} to match "
                                  f"num_features ({self.num_features}), but got: "
                                  f"{input.size(feature_dim)}.")
-            warnings.warn(f"input's size at dim={feature_dim} does not match num_features. You "
-                          "can silence this warning by not passing in num_features, which is "
-                          "not used because affine=False", UserWarning, stacklevel=2)
+            _warn(f"input's size at dim={feature_dim} does not match num_features. You "
+                  "can silence this warning by not passing in num_features, which is "
+                  "not used because affine=False", UserWarning, stacklevel=2)
         if input.dim() == self._no_batch_dim:  # one unbatched sample
             return self._apply_instance_norm(input.unsqueeze(0)).squeeze(0)
         return self._apply_instance_norm(input)

@@ -16,13 +16,13 @@ spatial dim, applied by one op (``UpsampleBicubic2DBackward0``, :mod:`gradviz.op
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from .. import ops as _ops
 from ..ops import _separable
 from ..ops._registry import Op, apply, saves_inputs
+from ._warn import warn as _warn
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -65,7 +65,7 @@ def affine_grid(theta, size, align_corners=None):
               [ 0.5000,  0.0000]]]])
     """
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        _warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
     if not theta.dtype.is_floating_point:
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype.name}")
@@ -85,10 +85,10 @@ def affine_grid(theta, size, align_corners=None):
         raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
     if align_corners and min(spatial) == 1:
-        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
-                      "when align_corners=True. This is not an intended use case of affine_grid. "
-                      "See the documentation of affine_grid for details.", UserWarning,
-                      stacklevel=2)
+        _warn("Since version 1.3.0, affine_grid behavior has changed for unit-size grids "
+              "when align_corners=True. This is not an intended use case of affine_grid. "
+              "See the documentation of affine_grid for details.", UserWarning,
+              stacklevel=2)
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     if shape[0] != size[0]:
@@ -312,7 +312,7 @@ def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros"
         raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        _warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
     if grid.shape[-1] != input.ndim - 2:
         raise RuntimeError(f"grid_sampler(): expected grid to have size {input.ndim - 2} in last "

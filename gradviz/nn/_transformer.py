@@ -13,7 +13,6 @@ at the padded positions of a ``TransformerEncoder``'s output (before its final n
 from __future__ import annotations
 
 import copy
-import warnings
 
 from .. import ops as _ops
 from . import functional as F
@@ -21,6 +20,7 @@ from .init import constant_, xavier_normal_, xavier_uniform_
 from ._layers import Dropout, GELU, Linear, ModuleList, ReLU
 from ._module import Module, Parameter
 from ._normalization import LayerNorm
+from ._warn import warn as _warn
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
@@ -261,8 +261,8 @@ class TransformerEncoder(Module):
         self.mask_check = mask_check
         why_not = _why_not_sparsity_fast_path(encoder_layer)
         if enable_nested_tensor and why_not:
-            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
-                          f"because {why_not}", stacklevel=2)
+            _warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                  f"because {why_not}", stacklevel=2)
             self.use_nested_tensor = False
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal=None):

@@ -9,7 +9,6 @@ and class-probability ``cross_entropy`` are composites, as in PyTorch.
 from __future__ import annotations
 
 import contextvars
-import warnings
 
 import numpy as np
 
@@ -23,6 +22,7 @@ from ..ops import gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrin
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
 from .._tensor import Tensor
+from ._warn import warn as _warn
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
            "rrelu", "elu", "silu", "linear", "mse_loss", "nll_loss", "cross_entropy"]
@@ -119,8 +119,8 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 def _implicit_dim(name, ndim, stacklevel):
     """torch's ``_get_softmax_dim``: a deprecated guess at the dimension, with a warning."""
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
-                  "include dim=X as an argument.", UserWarning, stacklevel=stacklevel + 1)
+    _warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to "
+          "include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
     return 0 if ndim in (0, 1, 3) else 1
 
 
@@ -170,8 +170,8 @@ def legacy_reduction(size_average, reduce, reduction):
     size_average = True if size_average is None else size_average
     reduce = True if reduce is None else reduce
     result = "mean" if size_average and reduce else "sum" if reduce else "none"
-    warnings.warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' "
-                  "instead.", UserWarning, stacklevel=3)
+    _warn(f"size_average and reduce args will be deprecated, please use reduction='{result}' "
+          "instead.", UserWarning, stacklevel=3)
     return result
 
 
@@ -234,7 +234,7 @@ def _check_target_size(input, target):
     """torch broadcasts a target of another size, with this warning (a classic bug: a (N, 1)
     prediction against an (N,) target gives an (N, N) loss)."""
     if tuple(input.shape) != tuple(target.shape):
-        warnings.warn(
+        _warn(
             f"Using a target size ({target.shape}) that is different to the input size "
             f"({input.shape}). This will likely lead to incorrect results due to broadcasting. "
             "Please ensure they have the same size.", UserWarning, stacklevel=3)
@@ -703,10 +703,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction: str = "mean
     legacy = size_average is not None or reduce is not None
     reduction = legacy_reduction(size_average, reduce, reduction)
     if reduction == "mean" and not legacy:
-        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
-                      "support size.'batchmean' divides only by the batch size, and aligns with the "
-                      "KL div math definition.'mean' will be changed to behave the same as "
-                      "'batchmean' in the next major release.", UserWarning, stacklevel=2)
+        _warn("reduction: 'mean' divides the total loss by both the batch size and the "
+              "support size.'batchmean' divides only by the batch size, and aligns with the "
+              "KL div math definition.'mean' will be changed to behave the same as "
+              "'batchmean' in the next major release.", UserWarning, stacklevel=2)
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if log_target:

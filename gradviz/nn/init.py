@@ -7,13 +7,13 @@ the deterministic ones (``zeros_``, ``ones_``, ``constant_``, ``eye_``) give the
 from __future__ import annotations
 
 import math
-import warnings
 
 import numpy as np
 
 from .. import ops as _ops
 from ..autograd import no_grad
 from ..ops._creation import _rng
+from ._warn import warn as _warn
 
 __all__ = ["calculate_gain", "zeros_", "ones_", "constant_", "eye_", "normal_", "uniform_",
            "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
@@ -137,7 +137,7 @@ def kaiming_uniform_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: s
 
     Mirrors ``torch.nn.init.kaiming_uniform_``."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     bound = math.sqrt(3.0) * _kaiming_std(tensor, a, mode, nonlinearity)
     return uniform_(tensor, -bound, bound, generator)
@@ -149,7 +149,7 @@ def kaiming_normal_(tensor, a: float = 0, mode: str = "fan_in", nonlinearity: st
 
     Mirrors ``torch.nn.init.kaiming_normal_``."""
     if 0 in tensor.shape:
-        warnings.warn("Initializing zero-element tensors is a no-op", stacklevel=2)
+        _warn("Initializing zero-element tensors is a no-op", stacklevel=2)
         return tensor
     return normal_(tensor, 0.0, _kaiming_std(tensor, a, mode, nonlinearity), generator)
 
@@ -158,8 +158,8 @@ def trunc_normal_(tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0, 
                   generator=None):
     """N(mean, std²) restricted to ``[a, b]`` (draws outside are redrawn)."""
     if (mean < a - 2 * std) or (mean > b + 2 * std):
-        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
-                      "distribution of values may be incorrect.", stacklevel=2)
+        _warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+              "distribution of values may be incorrect.", stacklevel=2)
     rng = _rng(generator)
     shape = tuple(tensor.shape)
 
@@ -241,8 +241,8 @@ def _deprecated(method):
     old_name = new_name[:-1]
 
     def deprecated_init(*args, **kwargs):
-        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
-                      FutureWarning, stacklevel=2)
+        _warn(f"`nn.init.{old_name}` is now deprecated in favor of `nn.init.{new_name}`.",
+              FutureWarning, stacklevel=2)
         return method(*args, **kwargs)
 
     deprecated_init.__name__ = old_name

@@ -1,5 +1,6 @@
-"""``gradviz.utils``: ``data`` (datasets and the ``DataLoader``), as ``torch.utils``."""
+"""``gradviz.utils``: ``data`` (datasets and the ``DataLoader``) and ``benchmark`` (``Timer``),
+as ``torch.utils``."""
 
-from . import data
+from . import benchmark, data
 
-__all__ = ["data"]
+__all__ = ["benchmark", "data"]

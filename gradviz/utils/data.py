@@ -239,6 +239,9 @@ class SequentialSampler(Sampler):
         return len(self.data_source)
 
 
+_REPLACEMENT_CHUNK = 32  # indices drawn at once with replacement (torch's chunk)
+
+
 class RandomSampler(Sampler):
     """The indices in a random order, or ``num_samples`` draws with ``replacement``."""
 
@@ -261,7 +264,13 @@ class RandomSampler(Sampler):
     def __iter__(self):
         n = len(self.data_source)
         if self.replacement:
-            yield from _ops.randint(0, n, (self.num_samples,), generator=self.generator).tolist()
+            # Drawn lazily, 32 at a time as torch does: makemore's training loop asks for
+            # num_samples=int(1e10) and only ever reads a few thousand.
+            for _ in range(self.num_samples // _REPLACEMENT_CHUNK):
+                yield from _ops.randint(0, n, (_REPLACEMENT_CHUNK,),
+                                        generator=self.generator).tolist()
+            yield from _ops.randint(0, n, (self.num_samples % _REPLACEMENT_CHUNK,),
+                                    generator=self.generator).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from _ops.randperm(n, generator=self.generator).tolist()

@@ -374,9 +374,11 @@ def _declared_grad_dtypes(ctx, raw, non_diff):
     if declared is None:
         return None
     if len(declared) != len(raw):
+        # torch 2.14.1's message, word for word (its libtorch_python.so)
         raise RuntimeError(
-            f"set_output_grad_dtype: expected the number of declarations to match the number "
-            f"of outputs, but got {len(declared)} declarations for {len(raw)} outputs"
+            f"set_output_grad_dtype expected the number of declarations to match the number "
+            f"of outputs: the Function returned {len(raw)} values but {len(declared)} "
+            f"declarations were provided"
         )
     for index, (dtype, out) in enumerate(zip(declared, raw)):
         if dtype is None:
@@ -389,10 +391,12 @@ def _declared_grad_dtypes(ctx, raw, non_diff):
             what = f"of the non-differentiable dtype {out.dtype}"
         else:
             continue
+        # torch 2.14.1's message, then which of its three cases this is
         raise RuntimeError(
-            f"set_output_grad_dtype got a concrete dtype for output {index}, but that output is "
-            f"not a differentiable tensor (it is {what}), so it has no gradient. Pass None for "
-            f"output {index} instead."
+            f"set_output_grad_dtype: got a concrete dtype for output {index}, but that output "
+            f"is not a differentiable tensor (it is a non-tensor, was marked non-differentiable, "
+            f"or has a non-differentiable dtype). Pass None for output {index} instead. "
+            f"(Output {index} is {what}.)"
         )
     return declared
 

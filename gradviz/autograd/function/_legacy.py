@@ -10,14 +10,28 @@ share data but carry no history, and ``backward_extended`` receives the gradient
 like the outputs and returns gradients nested like the inputs. ``self`` in both is the ctx:
 ``save_for_backward``, ``mark_dirty`` and ``mark_non_differentiable`` take nested
 arguments, and ``saved_tensors`` comes back nested.
+
+Note [NestedIOFunction's own ctx members]
+-----------------------------------------
+The reference page documents ``mark_dirty``, ``mark_non_differentiable``,
+``save_for_backward``, ``save_for_forward``, ``saved_tensors``, ``set_materialize_grads``,
+``set_output_grad_dtype`` and ``input_grad_buffers`` as members of ``NestedIOFunction``
+itself, so they are defined on the class. Inside ``forward_extended`` / ``backward_extended``
+``self`` is the node (the ctx), whose own versions run. On an instance (the legacy form
+``fn = Fn(); fn.set_materialize_grads(False); out = fn(x)``) each call is checked as the ctx
+checks it and recorded on the instance; ``fn(...)`` replays the records on the new ctx
+before ``forward_extended`` runs, and ``fn.saved_tensors`` returns what was saved, nested.
+``input_grad_buffers`` exists only while a backward runs, so on an instance it raises the
+ctx's error.
 """
 
 from __future__ import annotations
 
 import types
 
+from ... import dtypes as _dtypes
 from ..._tensor import Tensor, _wrap
-from ._ctx import BackwardCFunction
+from ._ctx import BackwardCFunction, FunctionCtx
 from ._function import Function, _apply
 
 __all__ = ["InplaceFunction", "NestedIOFunction"]
@@ -151,6 +165,61 @@ class NestedIOFunction(Function):
         """User defined forward."""
         raise NotImplementedError
 
+    # ---- the ctx members, on the class (Note [NestedIOFunction's own ctx members]) ------
+    def _record(self, method: str, *args) -> None:
+        records = self.__dict__.setdefault("_ctx_records", {})
+        if method in records and method == "set_output_grad_dtype":
+            raise RuntimeError("set_output_grad_dtype can only be called once")
+        records[method] = args
+
+    def save_for_backward(self, *args):
+        """Save tensors (nested in lists and tuples, or None) for ``backward_extended``."""
+        tuple(_iter_tensors(args))  # torch's check: tensors, or lists/tuples of them
+        self._record("save_for_backward", *args)
+
+    @property
+    def saved_tensors(self):
+        """The tensors given to ``save_for_backward``, nested as they were given."""
+        records = self.__dict__.get("_ctx_records", {})
+        return records.get("save_for_backward", ())
+
+    def save_for_forward(self, *tensors):
+        """Save tensors (or None) for ``jvp``: see ``Function.save_for_forward``."""
+        FunctionCtx.save_for_forward(self, *tensors)  # checks the arguments as the ctx does
+        del self.saved_for_forward
+        self._record("save_for_forward", *tensors)
+
+    def mark_dirty(self, *args, **kwargs):
+        """Mark inputs (nested) that forward modified in place: see ``Function.mark_dirty``."""
+        self._record("mark_dirty", *_iter_tensors((args, tuple(kwargs.values()))))
+
+    def mark_non_differentiable(self, *args, **kwargs):
+        """Mark outputs (nested) without a gradient: see ``Function.mark_non_differentiable``."""
+        self._record("mark_non_differentiable", *_iter_tensors((args, tuple(kwargs.values()))))
+
+    def set_materialize_grads(self, value: bool):
+        """Whether missing output gradients become zeros (default True)."""
+        self._record("set_materialize_grads", value)
+
+    def set_output_grad_dtype(self, *dtypes):
+        """Declare, per output, the dtype ``backward_extended`` gets its gradient in (a dtype,
+        or None to pass it through uncast); at most once, one per returned value."""
+        for index, value in enumerate(dtypes):
+            if value is not None and not isinstance(value, _dtypes.dtype):
+                raise TypeError(
+                    f"set_output_grad_dtype expects a dtype or None for each output, but got "
+                    f"{type(value).__name__} for output {index}")
+        self._record("set_output_grad_dtype", *dtypes)
+
+    @property
+    def input_grad_buffers(self):
+        """The engine's pending gradient buffers of the inputs; only while this Function's
+        backward runs (there ``self`` is the node: see ``BackwardCFunction``)."""
+        raise RuntimeError(
+            f"input_grad_buffers of {type(self).__name__} is only available while its backward "
+            "is running (during backward(), autograd.backward() or autograd.grad()); inside "
+            "backward_extended, read it from self")
+
     def backward_extended(self, *grad_output):
         """User defined backward."""
         raise NotImplementedError
@@ -162,16 +231,21 @@ class NestedIOFunction(Function):
         return _apply_nested(cls, args, flat, attributes)
 
     def __call__(self, *args):
-        # the legacy call form: attributes set on the instance are visible on ``self``
+        # the legacy call form: attributes set on the instance are visible on ``self``, and
+        # ctx calls made on the instance are replayed on the ctx
         flat = tuple(_iter_tensors(args))
-        return _apply_nested(type(self), args, flat, dict(vars(self)))
+        attributes = dict(vars(self))
+        records = attributes.pop("_ctx_records", {})
+        return _apply_nested(type(self), args, flat, attributes, records)
 
 
-def _apply_nested(cls, nested_args, flat, attributes):
+def _apply_nested(cls, nested_args, flat, attributes, records=None):
     def prepare(ctx):
         ctx.__dict__.update(attributes)
         ctx._nested_input = nested_args
         ctx._to_save_nested = ()
+        for method, recorded in (records or {}).items():
+            getattr(ctx, method)(*recorded)
 
     ctx, outputs = _apply(cls, flat, {}, prepare)
     return _unflatten(outputs, ctx._nested_output)
