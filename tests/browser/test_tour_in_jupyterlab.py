@@ -302,13 +302,13 @@ class FlippedSquare(torch.autograd.Function):
 
 flipped = torch.debug.backward(FlippedSquare.apply(torch.tanh(x * w + b)).sum())
 display(flipped)
-print("GVFLIPPED", [n["id"] for n in flipped.graph()["nodes"] if n["name"] == "FlippedSquareBackward"][0])
+print("GVFLIPPED", *[(n["id"], n["number"]) for n in flipped.graph()["nodes"] if n["name"] == "FlippedSquareBackward"][0])
 """
 
 
 def check_gradients_of_a_wrong_function(session: Any) -> None:
     """Check gradients in the browser: the panel names the wrong Function and the node is marked."""
-    node_id = session.run_cell_at_end(WRONG_FUNCTION_CELL, "GVFLIPPED ")
+    node_id, number = session.run_cell_at_end(WRONG_FUNCTION_CELL, "GVFLIPPED ").split()
     widget = session.widget()  # the new session's widget is now the last one
     widget.locator(f'.gv-node[data-node-id="{node_id}"]').first.wait_for(state="visible", timeout=30_000)
     panel = widget.locator('[data-testid="gv-doctor"]')
@@ -323,7 +323,7 @@ def check_gradients_of_a_wrong_function(session: Any) -> None:
     assert row.count() == 1
     assert row.get_attribute("data-kind") == "wrong_gradient" and row.get_attribute("data-node-id") == node_id
     cells = row.locator("td").all_inner_texts()
-    assert cells[:4] == ["wrong gradient", "FlippedSquare", f"FlippedSquareBackward #{node_id}", "0"], cells
+    assert cells[:4] == ["wrong gradient", "FlippedSquare", f"FlippedSquareBackward #{number}", "0"], cells
     assert " vs " in cells[6], cells  # worst entries: analytic vs numeric
     assert "sign flipped?" in panel.locator(".gv-finding-message").first.inner_text()
     box = widget.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')

@@ -59,9 +59,12 @@ def fidelity_trace() -> Trace:
 
     y = h.tanh()
     y.register_hook(times_ten)
-    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: (grad_inputs[0] * -1,))
+    squared = y * y
+    # a post-hook on a node that does not feed h: h's buffer may still be exposed to FusedDouble
+    squared.grad_fn.register_hook(
+        lambda grad_inputs, grad_outputs: tuple(g * -1 for g in grad_inputs))
     fused = FusedDouble.apply(h)
-    loss = fused.sum() + (y * y).sum() + used_once.sum() + (h * 4).mean()
+    loss = fused.sum() + squared.sum() + used_once.sum() + (h * 4).mean()
     with record() as trace:
         loss.backward()
     return trace

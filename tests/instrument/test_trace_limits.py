@@ -14,7 +14,8 @@ import pytest
 
 import gradviz
 from gradviz.errors import TraceFormatError
-from gradviz.instrument import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, Trace, load_trace, record
+from gradviz.instrument import (MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, SCHEMA_VERSION, Trace,
+                                load_trace, record)
 
 # The bounds asked of refusing a hostile file, and the margins these tests allow: time is
 # measured on a shared machine, so it only catches a cost grown by an order of magnitude.
@@ -90,7 +91,7 @@ def test_a_regular_file_still_loads(tmp_path):
 
 # ---- 2. bounded cost --------------------------------------------------------------------
 
-HEAD = {"format": "gradviz-trace", "schema_version": 2, "gradviz_version": "x",
+HEAD = {"format": "gradviz-trace", "schema_version": SCHEMA_VERSION, "gradviz_version": "x",
         "graph": {"nodes": [], "edges": [], "roots": []}, "events": []}
 
 
