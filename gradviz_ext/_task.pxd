@@ -46,6 +46,7 @@ cdef _make_dead(long long serial)
 
 
 cdef class GraphTask:
+    cdef object __weakref__  # observers refer to their task weakly (no task <-> observer cycle)
     cdef public bint keep_graph
     cdef public bint create_graph
     cdef public object observer

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 import traceback
+import weakref
 
 from gradviz_ext import engine as _engine
 
@@ -72,7 +73,7 @@ class Recorder(_engine.Observer):
     def __init__(self):
         self.events: list[dict] = []
         self._origin = _clock()
-        self._tasks: dict[int, tuple] = {}          # id(task) -> (task, number)
+        self._tasks: dict[int, tuple] = {}          # id(task) -> (weakref to task, number)
         self._last_task: tuple = (None, None)       # the entry _task_number returned last
         self._next_task = 0
         self._contributions: dict[tuple, int] = {}  # (task number, node id, slot) -> count
@@ -111,12 +112,14 @@ class Recorder(_engine.Observer):
         self.emit(event)
 
     def _task_number(self, task):
+        # The task holds its observer: the recorder refers to the task weakly, so that a
+        # paused session the user drops is freed at once (no task <-> recorder cycle).
         last = self._last_task
-        if last[0] is task:  # nearly every event belongs to the same task as the one before
+        if last[0] is not None and last[0]() is task:  # nearly always the task of the last event
             return last[1]
         entry = self._tasks.get(id(task))
-        if entry is None or entry[0] is not task:
-            entry = (task, self._next_task)
+        if entry is None or entry[0]() is not task:
+            entry = (weakref.ref(task), self._next_task)
             self._next_task += 1
             self._tasks[id(task)] = entry
         self._last_task = entry

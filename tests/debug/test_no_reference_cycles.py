@@ -204,3 +204,36 @@ def test_a_session_method_keeps_a_temporary_session_alive_for_its_call():
     x = gradviz.tensor([1.0, 2.0], requires_grad=True)
     debug.backward((x * 3).sum()).continue_()  # the only reference is the call's own
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+def test_a_paused_session_dropped_without_abort_frees_its_graph():
+    """A session paused mid-pass and simply dropped: its task and recorder form no cycle (the
+    recorder refers to the task weakly), so the ctx dies at once, as it does in torch when a
+    graph is dropped."""
+    class Twice(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    def paused_session():
+        # in a function of its own: debug.backward reads its caller's variables to name the
+        # leaves, and CPython keeps that snapshot of a function's locals until it returns
+        x = gradviz.tensor([1.0, 2.0], requires_grad=True)
+        y = Twice.apply(x * 1)
+        return debug.backward(y.sum()), weakref.ref(y.grad_fn)
+
+    gc.collect()
+    gc.disable()
+    try:
+        session, ctx = paused_session()
+        session.step()
+        assert ctx() is not None
+        del session
+        assert_freed(ctx)
+    finally:
+        gc.enable()
