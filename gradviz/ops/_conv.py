@@ -369,30 +369,36 @@ def _tiles(geometry, size):
     return tuple(v for pair in zip(blocks, geometry.kernel) for v in pair)
 
 
-def _spread_tiles(part, tiles, batch, size):
-    """(N, C, *out) ``part`` broadcast over the (N, C, *tiles) split of an input: one pass."""
-    return part.reshape(batch + tuple(v for m in part.shape[2:] for v in (m, 1)))
+def _tile_views(out, kernel):
+    """Each kernel offset's (N, C, *blocks) strided view of ``out``, an (N, C, *tiles) array."""
+    dims = len(kernel)
+    for offset in np.ndindex(*kernel):
+        index = [slice(None), slice(None)]
+        for o in offset:
+            index += [slice(None), o]
+        yield out[tuple(index)] if dims else out
 
 
 def _max_pool_fast(ctx, g):
-    """The max pool's gradient on numpy arrays (Note [Scatter by offsets]); windows that tile
-    the input take one ``np.where`` over it (each input entry in one window)."""
+    """The max pool's gradient on numpy arrays (Note [Scatter by offsets]). Windows that tile
+    the input write each offset's gradient (times its mask) straight into its view: no zero
+    array, no adds; the mask's zeros are signed as ``g`` is (``-2 * False`` is -0.0), so a
+    second pass adds +0.0, as the sum from zeros does."""
     if g is None:
         return (None,)
     if ctx.unbatched:
         g = g[None]
     positions = ctx.indices.reshape(g.shape)
     tiles = _tiles(ctx.geometry, ctx.size)
-    if tiles is None:
+    if tiles is None or not np.isfinite(g).all():  # inf * False is NaN
         grad = _scatter_offsets(lambda k, offset: (g, positions == k), ctx.size, ctx.geometry)
     else:
-        batch = g.shape[:2]
-        offsets = np.arange(math.prod(ctx.geometry.kernel)).reshape(ctx.geometry.kernel)
-        offsets = offsets.reshape((1, 1) + tuple(v for k in ctx.geometry.kernel for v in (1, k)))
         zero = np.zeros((), g.dtype)
-        grad = np.where(_spread_tiles(positions, tiles, batch, ctx.size) == offsets,
-                        _spread_tiles(g + zero, tiles, batch, ctx.size), zero)  # 0 + g: +0.0
-        grad = grad.reshape(batch + tuple(ctx.size))
+        grad = np.empty(g.shape[:2] + tiles, dtype=g.dtype)
+        for k, view in enumerate(_tile_views(grad, ctx.geometry.kernel)):
+            np.multiply(g, positions == k, out=view)
+            np.add(view, zero, out=view)
+        grad = grad.reshape(g.shape[:2] + tuple(ctx.size))
     return (grad[0] if ctx.unbatched else grad,)
 
 
@@ -515,9 +521,11 @@ def _avg_pool_fast(ctx, g):
     tiles = _tiles(ctx.geometry, ctx.size)
     if tiles is None:
         grad = _scatter_offsets(lambda k, offset: (share, None), ctx.size, ctx.geometry)
-    else:  # 0 + share in every entry of its window, in one broadcast add
-        grad = _spread_tiles(share, tiles, (n, c), ctx.size) + np.zeros(
-            (1, 1) + tuple(v for k in ctx.geometry.kernel for v in (1, k)), share.dtype)
+    else:  # 0 + share written into every offset's view of the tiles
+        zero = np.zeros((), share.dtype)
+        grad = np.empty((n, c) + tiles, dtype=share.dtype)
+        for view in _tile_views(grad, ctx.geometry.kernel):
+            np.add(share, zero, out=view)
         grad = grad.reshape((n, c) + tuple(ctx.size))
     return (grad[0] if ctx.unbatched else grad,)
 
