@@ -418,17 +418,11 @@ MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
 
 def _window_maxima(x, geometry, fill):
     """Each window's maximum (N, C, *out) and its kernel offset's row-major number (N, C,
-    *out; the first maximum, as torch). One comparison pass per kernel offset over strided
-    views of the padded input; with a NaN in the input (which wins, the first one), the
-    windows are copied out and ``argmax`` decides."""
-    if x.dtype.kind == "f" and (x.size == 0 or np.isnan(np.max(x))):
-        windows = _pool_windows(x, geometry, fill)
-        positions = np.argmax(windows, axis=2)[:, :, None, :]
-        values = np.take_along_axis(windows, positions, axis=2)
-        out_sizes = geometry.blocks(*x.shape[2:])
-        return (values.reshape(x.shape[:2] + out_sizes),
-                positions.reshape(x.shape[:2] + out_sizes))
+    *out), in torch's kernel's scan: an offset wins when its value is larger or NaN, so the
+    first maximum, or the last NaN, of a window. One comparison pass per kernel offset over
+    strided views of the padded input (no copied windows, no argmax over a strided axis)."""
     padded, out_sizes = _padded(x, geometry, fill)
+    floating = x.dtype.kind == "f"
     values = positions = None
     for k, (_, index) in enumerate(geometry.offsets(out_sizes)):
         view = padded[index]
@@ -437,7 +431,9 @@ def _window_maxima(x, geometry, fill):
             positions = np.zeros(values.shape, dtype=np.int64)
             continue
         larger = view > values  # strictly: an equal value later keeps the first maximum
-        np.maximum(values, view, out=values)  # no NaN here (masked copies are 2x slower)
+        if floating:
+            larger |= np.isnan(view)
+        np.maximum(values, view, out=values)  # NaN wins here too (masked copies are slower)
         positions = np.where(larger, k, positions)
     return values, positions
 
