@@ -24,7 +24,6 @@ from __future__ import annotations
 import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -34,13 +33,15 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment, interleaved  # noqa: E402
+from _common import environment, interleaved, timed_region  # noqa: E402
 
 
 N = 10_000
 SHAPE = (16,)
 FORMS = ("sum", "roots")
 FRAMEWORKS = (("gradviz", gradviz), ("torch", torch))
+GC_FRAMEWORKS = tuple((name + suffix, (module, gc_on)) for suffix, gc_on in (("", True), (" GC off", False))
+                      for name, module in FRAMEWORKS)
 # wall time by default; ``--clock cpu`` for a busy machine (Note [Wall or CPU time] in mlp.py)
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 clock = CLOCKS["wall"]
@@ -60,14 +61,12 @@ def recorded_ops(form, n):
     return 2 * n - 1 if form == "sum" else n
 
 
-def run_once(module, form, n):
-    """Build the fan-in and run backward once; return (forward seconds, backward seconds)."""
+def run_once(module, form, n, gc_on=True):
+    """Build the fan-in and run backward once; return (forward seconds, backward seconds).
+    The collector is on, as users run, or off as ``timeit`` has it (Note [GC on])."""
     x = module.ones(SHAPE, requires_grad=True)
     upstream = module.ones(SHAPE)
-    gc.collect()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as timeit does: a collection inside the timed region is not the engine's cost
-    try:
+    with timed_region(gc_on):
         start = clock()
         ys = [x * coefficient(i) for i in range(n)]
         if form == "sum":
@@ -81,9 +80,6 @@ def run_once(module, form, n):
             built = clock()
             module.autograd.backward(ys, [upstream] * n)
         done = clock()
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     expected = expected_grad(n)
     got = x.grad.numpy()
     if got.shape != SHAPE or not np.all(got == np.float32(expected)):
@@ -97,12 +93,14 @@ def measure(form, n, repeats):
     ops = recorded_ops(form, n)
     row = {"form": form, "n": n, "shape": list(SHAPE), "ops": ops, "contributions": n,
            "repeats": repeats}
-    runs = interleaved(FRAMEWORKS, repeats, lambda _, module: run_once(module, form, n),
+    runs = interleaved(GC_FRAMEWORKS, repeats,
+                       lambda _, spec: run_once(spec[0], form, n, spec[1]),
                        # warm-up: imports, caches, allocator
-                       lambda _, module: run_once(module, form, min(n, 200)))
-    for name, _ in FRAMEWORKS:
+                       lambda _, spec: run_once(spec[0], form, min(n, 200), spec[1]))
+    row["gc_off"] = {}
+    for name, (_, gc_on) in GC_FRAMEWORKS:
         forward, backward = (list(times) for times in zip(*runs[name]))
-        row[name] = {
+        (row if gc_on else row["gc_off"])[name.split()[0]] = {
             "forward_us_per_op": statistics.median(forward) / ops * 1e6,
             "backward_us_per_op": statistics.median(backward) / ops * 1e6,
             "backward_ms": statistics.median(backward) * 1e3,
@@ -110,7 +108,8 @@ def measure(form, n, repeats):
             "backward_s": backward,
         }
     for phase in ("forward_us_per_op", "backward_us_per_op"):
-        row[f"ratio_{phase}"] = row["gradviz"][phase] / row["torch"][phase]
+        for target in (row, row["gc_off"]):
+            target[f"ratio_{phase}"] = target["gradviz"][phase] / target["torch"][phase]
     return row
 
 
@@ -119,9 +118,11 @@ def measure(form, n, repeats):
 def print_table(rows, env):
     print(f"fan-in benchmark: y_i = x * c_i for i < N, summed, backward; gradviz {env['gradviz']} "
           f"({env['gradviz_engine']} engine), torch {env['torch']}, one thread, {env['clock']} "
-          "time, median of repeats")
+          f"time, median of repeats, GC on (last columns: the ratios with GC off); load average "
+          f"{env['load_average'][0]:.2f}")
     header = (f"{'form':>5} {'N':>7} {'ops':>6} | {'fwd µs/op':>10} {'torch':>8} {'ratio':>6} | "
-              f"{'bwd µs/op':>10} {'torch':>8} {'ratio':>6} | {'bwd ms':>7} {'torch':>7}")
+              f"{'bwd µs/op':>10} {'torch':>8} {'ratio':>6} | {'bwd ms':>7} {'torch':>7} | "
+              f"{'GC off: fwd':>11} {'bwd':>5}")
     print(header)
     print("-" * len(header))
     for r in rows:
@@ -131,7 +132,9 @@ def print_table(rows, env):
               f"{r['ratio_forward_us_per_op']:>6.2f} | "
               f"{g['backward_us_per_op']:>10.2f} {t['backward_us_per_op']:>8.2f} "
               f"{r['ratio_backward_us_per_op']:>6.2f} | "
-              f"{g['backward_ms']:>7.1f} {t['backward_ms']:>7.1f}")
+              f"{g['backward_ms']:>7.1f} {t['backward_ms']:>7.1f} | "
+              f"{r['gc_off']['ratio_forward_us_per_op']:>11.2f} "
+              f"{r['gc_off']['ratio_backward_us_per_op']:>5.2f}")
 
 
 def main(argv=None):

@@ -13,7 +13,6 @@ from __future__ import annotations
 import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -23,6 +22,7 @@ import timeit  # noqa: E402
 import gradviz  # noqa: E402
 from gradviz.autograd._functional import make_graph_task  # noqa: E402
 from gradviz.instrument import Observer, Recorder  # noqa: E402
+from _common import timed_region  # noqa: E402
 
 
 def chain(n, shape):
@@ -33,19 +33,16 @@ def chain(n, shape):
     return x, y
 
 
-def backward_seconds(n, shape, make_observer):
-    """Time one backward of a fresh chain; returns (seconds, events recorded or None)."""
+def backward_seconds(n, shape, make_observer, gc_on=True):
+    """Time one backward of a fresh chain; returns (seconds, events recorded or None). The
+    collector is on, as users run, or off as ``timeit`` has it (Note [GC on])."""
     x, y = chain(n, shape)
     observer = make_observer()
     task = make_graph_task(y, gradviz.ones(shape), observer=observer)
-    gc.collect()
-    gc.disable()
-    try:
+    with timed_region(gc_on):
         start = time.perf_counter()
         task.run()
         elapsed = time.perf_counter() - start
-    finally:
-        gc.enable()
     expected = 1.0001 ** n
     got = float(x.grad.numpy().ravel()[0])
     if abs(got - expected) > 1e-3 * expected:
@@ -85,18 +82,26 @@ def main(argv=None):
     rows = {}
     for name, make in VARIANTS:
         backward_seconds(min(args.n, 200), shape, make)  # warm-up
-        runs = [backward_seconds(args.n, shape, make) for _ in range(args.repeats)]
+        runs, runs_off = [], []
+        for _ in range(args.repeats):  # GC on (the figures) and off, alternating
+            runs.append(backward_seconds(args.n, shape, make, gc_on=True))
+            runs_off.append(backward_seconds(args.n, shape, make, gc_on=False))
         rows[name] = {"seconds": [r[0] for r in runs], "median": statistics.median(r[0] for r in runs),
-                      "events": runs[0][1]}
+                      "events": runs[0][1],
+                      "seconds_gc_off": [r[0] for r in runs_off],
+                      "median_gc_off": statistics.median(r[0] for r in runs_off)}
     base = rows["no observer"]["median"]
+    base_off = rows["no observer"]["median_gc_off"]
     events = rows["Recorder"]["events"]
     points_per_node = events / nodes  # the points an observer is called at are the idle ones
     idle = idle_point_seconds()
     print(f"instrumentation cost: chain of {args.n} iterations ({nodes} nodes), shape {shape}, "
-          f"{gradviz.config()['engine']} engine, median of {args.repeats}")
-    print(f"{'variant':>16} | {'µs/node':>8} | {'vs none':>8}")
+          f"{gradviz.config()['engine']} engine, median of {args.repeats}, GC on (last "
+          f"columns: GC off); load average {_common.os.getloadavg()[0]:.2f}")
+    print(f"{'variant':>16} | {'µs/node':>8} | {'vs none':>8} | {'GC off: µs':>10} {'vs none':>8}")
     for name, row in rows.items():
-        print(f"{name:>16} | {row['median'] / nodes * 1e6:>8.2f} | {row['median'] / base:>7.2f}x")
+        print(f"{name:>16} | {row['median'] / nodes * 1e6:>8.2f} | {row['median'] / base:>7.2f}x | "
+              f"{row['median_gc_off'] / nodes * 1e6:>10.2f} {row['median_gc_off'] / base_off:>7.2f}x")
     recorder_cost = (rows["Recorder"]["median"] - base) / events
     dispatch_cost = (rows["no-op observer"]["median"] - base) / events
     print(f"recorder: {events} events ({points_per_node:.1f} per node); "

@@ -30,7 +30,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment  # noqa: E402
+from _common import environment, timed_region  # noqa: E402
 from gradviz.ops._layout import product_layouts  # noqa: E402
 
 
@@ -274,7 +274,7 @@ def check(variant, expected, initial, steps):
                 f"reference's by {error:.2g} of its largest entry (tolerance {CHANGE_TOLERANCE})")
 
 
-def run_repeat(variant, steps, trajectory):
+def run_repeat(variant, steps, trajectory, gc_on=True):
     """Reset, run ``steps`` timed steps, check; return per-step seconds: the whole step, then
     each phase.
 
@@ -284,30 +284,24 @@ def run_repeat(variant, steps, trajectory):
     """
     variant.reset()
     times = []
-    gc.collect()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()  # as timeit does: a collection inside the timed region is not the step's cost
-    try:
+    with timed_region(gc_on):  # on as users run, or off as timeit has it (Note [GC on])
         start = clock()
         for _ in range(steps):
             variant.step(times)
         elapsed = clock() - start
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     check(variant, trajectory[steps], trajectory[0], steps)
     return (elapsed / steps,) + tuple(sum(t[k] for t in times) / steps for k in range(len(PHASES)))
 
 
-def measure(variants, steps, repeats, trajectory):
+def measure(variants, steps, repeats, trajectory, gc_on=True):
     """Time every variant; the repeats go round-robin, so a change in machine load during the
     run hits every variant alike instead of whichever ran at the time."""
     for variant in variants:
-        run_repeat(variant, 1, trajectory)  # warm-up, and the one-step check
+        run_repeat(variant, 1, trajectory, gc_on)  # warm-up, and the one-step check
     runs = {variant.name: [] for variant in variants}
     for _ in range(repeats):
         for variant in variants:
-            runs[variant.name].append(run_repeat(variant, steps, trajectory))
+            runs[variant.name].append(run_repeat(variant, steps, trajectory, gc_on))
     results = {}
     for name, per_repeat in runs.items():
         result = {"step_ms": statistics.median(r[0] for r in per_repeat) * 1e3,
@@ -325,24 +319,32 @@ def measure(variants, steps, repeats, trajectory):
 
 
 
-def print_table(results, env, steps, repeats):
+def print_table(results, env, steps, repeats, off=None):
+    """The GC-on table; ``off`` (GC-off results of the same variants) adds its ratios."""
     print(f"mlp benchmark: {LAYERS} x Linear({WIDTH}, {WIDTH}), ReLU between, batch {BATCH}, "
           f"MSE, SGD(lr={LR}), float32; gradviz {env['gradviz']} ({env['gradviz_engine']} engine), "
           f"torch {env['torch']}, numpy {env['numpy']}, one thread, {env['clock']} time, "
-          f"median of {repeats} repeats x {steps} steps")
+          f"median of {repeats} repeats x {steps} steps, GC on (last columns: GC off); load "
+          f"average {env['load_average'][0]:.2f}")
     header = (f"{'variant':<12} | {'step ms':>8} {'/ numpy':>7} {'/ torch':>7} | "
-              f"{'fwd ms':>7} {'bwd ms':>7} {'upd ms':>7} {'rest ms':>7}")
+              f"{'fwd ms':>7} {'bwd ms':>7} {'upd ms':>7} {'rest ms':>7}"
+              + (f" | {'GC off: ms':>10} {'/ numpy':>7} {'/ torch':>7}" if off else ""))
     print(header)
     print("-" * len(header))
-    def ratio(r, base):
-        if base not in results:
+    def ratio(r, base, table=results):
+        if base not in table:
             return f"{'-':>7}"
-        return f"{r['step_ms'] / results[base]['step_ms']:>7.3f}"
+        return f"{r['step_ms'] / table[base]['step_ms']:>7.3f}"
 
     for name, r in results.items():
-        print(f"{name:<12} | {r['step_ms']:>8.2f} {ratio(r, 'numpy')} {ratio(r, 'torch nn')} | "
-              f"{r['forward_ms']:>7.2f} {r['backward_ms']:>7.2f} {r['update_ms']:>7.2f} "
-              f"{r['rest_ms']:>7.2f}")
+        line = (f"{name:<12} | {r['step_ms']:>8.2f} {ratio(r, 'numpy')} {ratio(r, 'torch nn')} | "
+                f"{r['forward_ms']:>7.2f} {r['backward_ms']:>7.2f} {r['update_ms']:>7.2f} "
+                f"{r['rest_ms']:>7.2f}")
+        if off:
+            o = off[name]
+            line += (f" | {o['step_ms']:>10.2f} {ratio(o, 'numpy', off)} "
+                     f"{ratio(o, 'torch nn', off)}")
+        print(line)
 
 
 def profile(variant, steps, limit):
@@ -380,6 +382,9 @@ def main(argv=None):
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="wall time (default) or the process's CPU time, for a busy "
                         "machine (Note [Wall or CPU time])")
+    parser.add_argument("--gc", nargs="+", choices=("on", "off"), default=["on", "off"],
+                        help="GC on is always timed (the table); 'off' adds a GC-off run of "
+                        "the same variants as the last columns (default: both)")
     parser.add_argument("--profile", action="store_true",
                         help="also print a cProfile of the gradviz nn step")
     args = parser.parse_args(argv)
@@ -391,11 +396,13 @@ def main(argv=None):
     x, target, params = make_problem()
     trajectory = reference_trajectory(x, target, params, args.steps)
     variants = {v.name: v for v in make_variants(x, target, params)}
-    results = measure([variants[name] for name in VARIANTS if name in args.variants],
-                      args.steps, args.repeats, trajectory)
+    chosen = [variants[name] for name in VARIANTS if name in args.variants]
+    results = measure(chosen, args.steps, args.repeats, trajectory, gc_on=True)
+    results_off = (measure(chosen, args.steps, args.repeats, trajectory, gc_on=False)
+                   if "off" in args.gc else None)
     env["product_layouts"] = {" x ".join(map(str, key[:4])) + f" ({key[4]}, {key[5]})": layout
                               for key, layout in product_layouts()["shapes"].items()}
-    print_table(results, env, args.steps, args.repeats)
+    print_table(results, env, args.steps, args.repeats, results_off)
     print("gradviz's product layouts (Note [Product layout]): "
           + (", ".join(f"{k}: {v}" for k, v in env["product_layouts"].items()) or "none"))
     if args.profile:
@@ -403,7 +410,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": env, "steps": args.steps, "repeats": args.repeats,
-                       "results": results}, f, indent=2)
+                       "results": results, "results_gc_off": results_off}, f, indent=2)
         print(f"wrote {args.json}")
     return 0
 

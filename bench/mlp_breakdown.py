@@ -27,7 +27,6 @@ import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
 import collections  # noqa: E402
-import gc  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 
@@ -35,6 +34,7 @@ import numpy as np  # noqa: E402
 
 import gradviz  # noqa: E402
 import mlp  # noqa: E402  (bench/ is the script's directory, so it is on sys.path)
+from _common import timed_region  # noqa: E402
 from gradviz_ext import engine as _engine  # noqa: E402
 
 PHASES = mlp.PHASES
@@ -109,8 +109,9 @@ class LineTimer:
         self.last = now
 
 
-def collect(variant, reference, steps):
-    """``steps`` steps of each, in alternating blocks; per-step samples of every key."""
+def collect(variant, reference, steps, gc_on=True):
+    """``steps`` steps of each, in alternating blocks; per-step samples of every key. The
+    collector is on, as users run (``gc_on``), or off (Note [GC on] in ``_common.py``)."""
     kernels, lines = KernelTimer(), LineTimer()
     timers = {"gradviz": (variant, kernels), "numpy": (reference, lines)}
     reference.mark = lines
@@ -124,9 +125,7 @@ def collect(variant, reference, steps):
             reference.step([])
         for timer in (kernels, lines):
             timer.calls.clear()
-        gc.collect()
-        gc.disable()
-        try:
+        with timed_region(gc_on):
             # Blocks of BLOCK steps, alternating: both see the same machine load, and each
             # keeps its own parameters in cache, as in mlp.py (single alternating steps
             # evict each other's working set and slow both down).
@@ -146,8 +145,6 @@ def collect(variant, reference, steps):
                     samples[(who, END, "total")].append(whole - sum(times[0]))
                     for (phase, label), seconds in timer.spent.items():
                         samples[(who, phase, label)].append(seconds)
-        finally:
-            gc.enable()
     finally:
         kernels.uninstall()
         reference.mark = mlp._no_mark
@@ -196,11 +193,14 @@ def main(argv=None):
     parser.add_argument("--clock", choices=sorted(mlp.CLOCKS), default="wall",
                         help="wall time (default) or the process's CPU time, for a busy "
                         "machine (Note [Wall or CPU time] in mlp.py)")
+    parser.add_argument("--gc", choices=("on", "off"), default="on",
+                        help="the garbage collector during the steps (default on, as users run)")
     args = parser.parse_args(argv)
     mlp.clock = mlp.CLOCKS[args.clock]
     x, target, params = mlp.make_problem()
     variants = {v.name: v for v in mlp.make_variants(x, target, params)}
-    samples, calls, steps = collect(variants[args.variant], variants["numpy"], args.steps)
+    samples, calls, steps = collect(variants[args.variant], variants["numpy"], args.steps,
+                                    gc_on=args.gc == "on")
     report(samples, calls, steps, args.variant)
     return 0
 

@@ -16,12 +16,8 @@ import numpy as np
 import gradviz
 from gradviz.ops._creation import _rng
 from gradviz.ops._registry import Op, apply
-from gradviz.ops._special import _digamma_array, _lgamma_scalar
-
-
-def _lgamma(values):
-    """log|Gamma| of a float64 array (gradviz.lgamma's scalar rule)."""
-    return np.asarray(_lgamma_scalar(values), dtype=np.float64)
+from gradviz.ops._special import _digamma_array
+from gradviz.ops._special import _lgamma_array as _lgamma
 
 
 def _series_length(x):

@@ -241,9 +241,9 @@ class _RNNBase(Module):
                 state = (hx[0][index], hx[1][index]) if lstm else hx[index]
                 steps = range(x.shape[0]) if direction == 0 else range(x.shape[0] - 1, -1, -1)
                 seen = [None] * x.shape[0]
+                weights = self._weights(layer, suffix)  # five attribute lookups, not per step
                 for t in steps:
-                    state = _rnn_step(self.mode, layer_input[t], state,
-                                      *self._weights(layer, suffix))
+                    state = _rnn_step(self.mode, layer_input[t], state, *weights)
                     seen[t] = state[0] if lstm else state
                 outputs.append(_ops.stack(seen, 0))
                 finals_h.append(state[0] if lstm else state)
@@ -301,11 +301,12 @@ class _RNNBase(Module):
                 state = (hx[0][index], hx[1][index]) if lstm else hx[index]
                 steps = range(len(sizes)) if direction == 0 else range(len(sizes) - 1, -1, -1)
                 seen = [None] * len(sizes)
+                weights = self._weights(layer, suffix)
                 for t in steps:
                     b = sizes[t]
                     x_t = layer_input[bounds[t]:bounds[t + 1]]
                     running = tuple(s[:b] for s in state) if lstm else state[:b]
-                    new = _rnn_step(self.mode, x_t, running, *self._weights(layer, suffix))
+                    new = _rnn_step(self.mode, x_t, running, *weights)
                     seen[t] = new[0] if lstm else new
                     if b == batch:
                         state = new

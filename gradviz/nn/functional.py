@@ -842,7 +842,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x, unbatched = _batched_4d(input, "max_pool2d")
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
-    out, indices = _conv.max_pool2d(input, geometry)  # unbatched as is: torch adds no nodes
+    # unbatched as is: torch adds no nodes; the flat indices only when asked for
+    out, indices = _conv.max_pool2d(input, geometry, with_indices=return_indices)
     return (out, _ops.tensor(indices)) if return_indices else out
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import _wrap_dim
-from ._pointwise import (ERF, _erf_scalar, abs, exp, ge, gt, logical_and, logical_not, lt,
+from ._pointwise import (ERF, _erf_float64, abs, exp, ge, gt, logical_and, logical_not, lt,
                          neg, sigmoid, tanh, where_zero)
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs, saves_output
@@ -125,11 +125,12 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 def _gelu_forward(a, approximate):
     if approximate == "tanh":
         return 0.5 * a * (1 + np.tanh(_SQRT_2_OVER_PI * (a + 0.044715 * a ** 3)))
-    cdf = 0.5 * (1 + np.asarray(_erf_scalar(a * _INV_SQRT2), dtype=np.float64))
+    cdf = 0.5 * (1 + _erf_float64(a * _INV_SQRT2))
     out = (a * cdf).astype(a.dtype)
-    if a.dtype != np.float64 and a.size >= 2 and a.flags.c_contiguous:
-        # torch's vectorized CPU kernel (taken for contiguous inputs of 2+ values, not for
-        # float64) gives NaN at +inf; its scalar loop (one value, strided inputs) gives inf
+    if a.dtype == np.float32 and a.size >= 2 and a.flags.c_contiguous:
+        # torch's vectorized CPU kernel (taken for contiguous float32 inputs of 2+ values)
+        # gives NaN at +inf; its scalar loop (one value, strided inputs) and its float64 and
+        # float16 kernels give inf
         out[np.isposinf(a)] = np.nan
     return out
 

@@ -83,17 +83,45 @@ class _Geometry:
                 for o, d, s, m in zip(offset, self.dilation, self.stride, out_sizes))
 
 
-def _windows(x, geometry, fill=0.0):
-    """(N, C, *kernel, *out): each kernel offset's view of the padded input."""
+def _padded(x, geometry, fill=0.0):
+    """``x`` padded as the windows need (``x`` itself when they need no padding), and the
+    output sizes."""
     sizes = x.shape[2:]
-    out_sizes = geometry.blocks(*sizes)
     pairs = geometry.pads(sizes)
     if any(before or after for before, after in pairs):
         x = np.pad(x, ((0, 0), (0, 0)) + pairs, constant_values=fill)
+    return x, geometry.blocks(*sizes)
+
+
+def _windows(x, geometry, fill=0.0):
+    """(N, C, *kernel, *out): each kernel offset's view of the padded input."""
+    x, out_sizes = _padded(x, geometry, fill)
     out = np.empty(x.shape[:2] + geometry.kernel + out_sizes, dtype=x.dtype)
     for offset, index in geometry.offsets(out_sizes):
         out[(slice(None), slice(None)) + offset] = x[index]
     return out
+
+
+def _scatter_offsets(parts, output_size, geometry):
+    """The adjoint of taking the windows: ``parts(k, offset)`` is the (N, C, *out) gradient of
+    kernel offset ``k``'s view (None: nothing there), added into a zero (N, C, *output_size)
+    array one offset at a time, in offset order (col2im's order: Note [Scatter by offsets])."""
+    out_sizes = geometry.blocks(*output_size)
+    pairs = geometry.pads(output_size)
+    out = None
+    for k, (offset, index) in enumerate(geometry.offsets(out_sizes)):
+        part, where = parts(k, offset)
+        if out is None:
+            out = np.zeros(part.shape[:2] + tuple(
+                size + before + after for size, (before, after) in zip(output_size, pairs)),
+                dtype=part.dtype)
+        view = out[index]
+        if where is None:
+            view += part
+        else:  # adding a zero elsewhere: a masked add (``np.add(where=)``) is 4x slower
+            view += np.where(where, part, np.zeros((), part.dtype))
+    return out[(slice(None), slice(None)) + tuple(
+        slice(before, before + size) for size, (before, _) in zip(output_size, pairs))]
 
 
 def _im2col(x, geometry):
@@ -103,17 +131,11 @@ def _im2col(x, geometry):
 
 
 def _col2im(cols, output_size, geometry):
-    out_sizes = geometry.blocks(*output_size)
-    pairs = geometry.pads(output_size)
     n = cols.shape[0]
     c = cols.shape[1] // math.prod(geometry.kernel)
-    blocks = cols.reshape((n, c) + geometry.kernel + out_sizes)
-    out = np.zeros((n, c) + tuple(size + before + after for size, (before, after)
-                                  in zip(output_size, pairs)), dtype=cols.dtype)
-    for offset, index in geometry.offsets(out_sizes):
-        out[index] += blocks[(slice(None), slice(None)) + offset]
-    return out[(slice(None), slice(None)) + tuple(
-        slice(before, before + size) for size, (before, _) in zip(output_size, pairs))]
+    blocks = cols.reshape((n, c) + geometry.kernel + geometry.blocks(*output_size))
+    return _scatter_offsets(lambda k, offset: (blocks[(slice(None), slice(None)) + offset], None),
+                            output_size, geometry)
 
 
 def _tied(grad, *inputs):
@@ -324,6 +346,62 @@ def _max_pool_backward(ctx, g):
     return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
 
+# Note [Scatter by offsets]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# col2im, and the fast rules of max and average pooling, add each kernel offset's (N, C, *out)
+# gradient into a strided view of a zero padded input: kernel-volume vectorized adds, no
+# (N, C, K, L) array of mostly zeros, no np.add.at. Max pooling adds the gradient where the
+# offset holds the window's maximum and 0 elsewhere. The fast rules are bit-identical to
+# the differentiable ones (scatter_add into zeros, then fold): both add the same values into
+# the same zeros in the same offset order, and adding a 0 there changes nothing (a sum
+# started from +0.0 is never -0.0).
+
+def _tiles(geometry, size):
+    """For windows that tile the input (stride = kernel, no padding or dilation, every block
+    inside: a 2x2 pool's usual case), the shape that splits each spatial dim into (block,
+    offset) pairs, else None."""
+    if (any(geometry.padding) or any(d != 1 for d in geometry.dilation)
+            or geometry.stride != geometry.kernel):
+        return None
+    blocks = geometry.blocks(*size)
+    if any(m * k != n for m, k, n in zip(blocks, geometry.kernel, size)):
+        return None
+    return tuple(v for pair in zip(blocks, geometry.kernel) for v in pair)
+
+
+def _tile_views(out, kernel):
+    """Each kernel offset's (N, C, *blocks) strided view of ``out``, an (N, C, *tiles) array."""
+    dims = len(kernel)
+    for offset in np.ndindex(*kernel):
+        index = [slice(None), slice(None)]
+        for o in offset:
+            index += [slice(None), o]
+        yield out[tuple(index)] if dims else out
+
+
+def _max_pool_fast(ctx, g):
+    """The max pool's gradient on numpy arrays (Note [Scatter by offsets]). Windows that tile
+    the input write each offset's gradient (times its mask) straight into its view: no zero
+    array, no adds; the mask's zeros are signed as ``g`` is (``-2 * False`` is -0.0), so a
+    second pass adds +0.0, as the sum from zeros does."""
+    if g is None:
+        return (None,)
+    if ctx.unbatched:
+        g = g[None]
+    positions = ctx.indices.reshape(g.shape)
+    tiles = _tiles(ctx.geometry, ctx.size)
+    if tiles is None or not np.isfinite(g).all():  # inf * False is NaN
+        grad = _scatter_offsets(lambda k, offset: (g, positions == k), ctx.size, ctx.geometry)
+    else:
+        zero = np.zeros((), g.dtype)
+        grad = np.empty(g.shape[:2] + tiles, dtype=g.dtype)
+        for k, view in enumerate(_tile_views(grad, ctx.geometry.kernel)):
+            np.multiply(g, positions == k, out=view)
+            np.add(view, zero, out=view)
+        grad = grad.reshape(g.shape[:2] + tuple(ctx.size))
+    return (grad[0] if ctx.unbatched else grad,)
+
+
 def _unbatch(ctx, grad):
     """A pool of an unbatched input (torch's kernels take one, no batch dim added in the
     graph) computes with a batch of one: its gradient drops that dim again."""
@@ -332,41 +410,66 @@ def _unbatch(ctx, grad):
 
 MAX_POOL2D = Op("max_pool2d", "MaxPool2DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
-                saves=saves_inputs(0))
+                fast_backward=_max_pool_fast, saves=saves_inputs(0))
 MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
-                saves=saves_inputs(0))
+                fast_backward=_max_pool_fast, saves=saves_inputs(0))
 
 
-def _max_pool(op, input, geometry, fill, stride_arg=()):
+def _window_maxima(x, geometry, fill):
+    """Each window's maximum (N, C, *out) and its kernel offset's row-major number (N, C,
+    *out), in torch's kernel's scan: an offset wins when its value is larger or NaN, so the
+    first maximum, or the last NaN, of a window. One comparison pass per kernel offset over
+    strided views of the padded input (no copied windows, no argmax over a strided axis)."""
+    padded, out_sizes = _padded(x, geometry, fill)
+    floating = x.dtype.kind == "f"
+    values = positions = None
+    for k, (_, index) in enumerate(geometry.offsets(out_sizes)):
+        view = padded[index]
+        if values is None:
+            values = view.copy()
+            positions = np.zeros(values.shape, dtype=np.int64)
+            continue
+        larger = view > values  # strictly: an equal value later keeps the first maximum
+        if floating:
+            larger |= np.isnan(view)
+        np.maximum(values, view, out=values)  # NaN wins here too (masked copies are slower)
+        positions = np.where(larger, k, positions)
+    return values, positions
+
+
+def _max_pool(op, input, geometry, fill, stride_arg=(), with_indices=True):
     """The maximum of each block (the gradient to the first maximum, as in torch); also the
-    flat index (into the spatial dims) of each maximum, as torch's ``return_indices`` gives it."""
+    flat index (into the spatial dims) of each maximum, as torch's ``return_indices`` gives it
+    (None unless ``with_indices``)."""
     x = input._data
     unbatched = x.ndim == len(geometry.kernel) + 1
     if unbatched:
         x = x[None]
     sizes = x.shape[2:]
     out_sizes = geometry.blocks(*sizes)
-    windows = _pool_windows(x, geometry, fill)
-    indices = np.argmax(windows, axis=2)[:, :, None, :]
-    values = np.take_along_axis(windows, indices, axis=2).reshape(x.shape[:2] + out_sizes)
+    values, positions = _window_maxima(x, geometry, fill)
+    indices = positions.reshape(x.shape[:2] + (1, -1))
     out = apply(op, input, values=values[0] if unbatched else values, geometry=geometry,
-                indices=indices, size=tuple(sizes), kernel_area=windows.shape[2],
+                indices=indices, size=tuple(sizes), kernel_area=math.prod(geometry.kernel),
                 unbatched=unbatched, stride_arg=stride_arg)
+    if not with_indices:
+        return out, None
     kernel_index = np.unravel_index(indices[:, :, 0, :], geometry.kernel)
-    positions = np.indices(out_sizes).reshape(len(out_sizes), -1)
+    grid = np.indices(out_sizes).reshape(len(out_sizes), -1)
     flat = np.zeros(indices[:, :, 0, :].shape, dtype=np.int64)
     for axis, size in enumerate(sizes):
-        start = positions[axis] * geometry.stride[axis] - geometry.padding[axis]
+        start = grid[axis] * geometry.stride[axis] - geometry.padding[axis]
         flat = flat * size + start + kernel_index[axis] * geometry.dilation[axis]
     flat = flat.reshape(x.shape[:2] + out_sizes)
     return out, flat[0] if unbatched else flat
 
 
-def max_pool2d(input, geometry):
+def max_pool2d(input, geometry, with_indices=True):
     """2-D max pooling of (N, C, H, W) or (C, H, W) ``input``
-    (``MaxPool2DWithIndicesBackward0``)."""
-    return _max_pool(MAX_POOL2D, input, geometry, -np.inf)
+    (``MaxPool2DWithIndicesBackward0``); also the flat indices of the maxima (None unless
+    ``with_indices``)."""
+    return _max_pool(MAX_POOL2D, input, geometry, -np.inf, with_indices=with_indices)
 
 
 def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
@@ -379,7 +482,16 @@ def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
 
 def _avg_pool_forward(x, geometry, size, divisor, unbatched=False, **_):
     batched = x[None] if unbatched else x
-    sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
+    if batched.dtype in (np.float32, np.float64):
+        # the windows' sums one kernel offset at a time over strided views: the order
+        # ``sum(axis=2)`` of the copied windows adds in, without the copy
+        padded, out_sizes = _padded(batched, geometry)
+        sums = None
+        for _, index in geometry.offsets(out_sizes):
+            sums = padded[index].copy() if sums is None else np.add(sums, padded[index], out=sums)
+        sums = sums.reshape(batched.shape[:2] + (-1,))
+    else:
+        sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
     out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
     return out[0] if unbatched else out
 
@@ -394,13 +506,33 @@ def _avg_pool_backward(ctx, g):
     return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
 
+def _avg_pool_fast(ctx, g):
+    """The average pool's gradient on numpy arrays: every offset gets ``g / divisor``
+    (Note [Scatter by offsets])."""
+    if g is None:
+        return (None,)
+    batched = g[None] if ctx.unbatched else g
+    n, c = batched.shape[0], batched.shape[1]
+    share = (batched.reshape(n, c, 1, -1) / ctx.divisor).reshape(batched.shape)
+    tiles = _tiles(ctx.geometry, ctx.size)
+    if tiles is None:
+        grad = _scatter_offsets(lambda k, offset: (share, None), ctx.size, ctx.geometry)
+    else:  # 0 + share written into every offset's view of the tiles
+        zero = np.zeros((), share.dtype)
+        grad = np.empty((n, c) + tiles, dtype=share.dtype)
+        for view in _tile_views(grad, ctx.geometry.kernel):
+            np.add(share, zero, out=view)
+        grad = grad.reshape((n, c) + tuple(ctx.size))
+    return (grad[0] if ctx.unbatched else grad,)
+
+
 AVG_POOL2D = Op("avg_pool2d", "AvgPool2DBackward0", forward=_avg_pool_forward,
-                backward=_avg_pool_backward, saves=saves_inputs(0), dtype=promote_float)
+                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
 AVG_POOL3D = Op("avg_pool3d", "AvgPool3DBackward0", forward=_avg_pool_forward,
-                backward=_avg_pool_backward, saves=saves_inputs(0), dtype=promote_float)
+                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
 ADAPTIVE_AVG_POOL2D = Op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0",
                          forward=_avg_pool_forward, backward=_avg_pool_backward,
-                         saves=saves_inputs(0), dtype=promote_float)
+                         fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
 
 
 def avg_pool2d(input, geometry, divisor=None, adaptive=False):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
+import scipy.special as _scipy_special
 
 from gradviz_ext import ops as _ext_ops
 
@@ -973,10 +974,16 @@ LOG2 = Op("log2", "Log2Backward0", forward=np.log2,
 LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
            backward=lambda ctx, g: (g / (ctx.input(0) * _LN10),), saves=saves_inputs(0), dtype=promote_float)
 
-_erf_scalar = np.frompyfunc(__import__("math").erf, 1, 1)
+
+
+def _erf_float64(a):
+    """erf of an array, in float64 (scipy.special's compiled loop; Note [Special functions]
+    in ``_special.py``)."""
+    return _scipy_special.erf(a.astype(np.float64, copy=False))
+
 
 ERF = Op("erf", "ErfBackward0",
-         forward=lambda a: np.asarray(_erf_scalar(a), dtype=np.float64).astype(a.dtype),
+         forward=lambda a: _erf_float64(a).astype(a.dtype, copy=False),
          backward=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
          saves=saves_inputs(0), dtype=promote_float)
 

@@ -15,6 +15,7 @@ import math
 import types
 
 import numpy as np
+import scipy.special as _scipy_special
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
@@ -364,42 +365,24 @@ def atanh(input):
 
 
 _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
-_erfc_scalar = np.frompyfunc(math.erfc, 1, 1)
-_erf_scalar = np.frompyfunc(math.erf, 1, 1)
 
 
-def _elementwise(scalar_fn, a):
-    """A Python-float function over an array, in float64, returned in ``a``'s dtype."""
-    return np.asarray(scalar_fn(a.astype(np.float64)), dtype=np.float64).astype(a.dtype)
+def _in_float64(function, a, *leading):
+    """``function(*leading, a)`` computed in float64 (as PyTorch's float kernels do inside),
+    returned in ``a``'s dtype. ``function`` is a ``scipy.special`` ufunc: one C loop over
+    the array (Note [Special functions])."""
+    out = function(*leading, a.astype(np.float64, copy=False))
+    return np.asarray(out).astype(a.dtype, copy=False)
 
 
-ERFC = Op("erfc", "ErfcBackward0", forward=lambda a: _elementwise(_erfc_scalar, a),
+ERFC = Op("erfc", "ErfcBackward0", forward=lambda a: _in_float64(_scipy_special.erfc, a),
           backward=lambda ctx, g: (-g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
           saves=saves_inputs(0), dtype=promote_float)
 
 
 def _erfinv_forward(a):
-    """The inverse of erf: Giles' approximation, then Newton steps on ``erf(y) = x``."""
-    x = a.astype(np.float64)
-    with np.errstate(all="ignore"):
-        w = -np.log((1.0 - x) * (1.0 + x))
-        small = w < 5.0
-        ws, wl = w - 2.5, np.sqrt(w) - 3.0
-        ps = np.polyval([2.81022636e-08, 3.43273939e-07, -3.5233877e-06, -4.39150654e-06,
-                         0.00021858087, -0.00125372503, -0.00417768164, 0.246640727,
-                         1.50140941], ws)
-        pl = np.polyval([-0.000200214257, 0.000100950558, 0.00134934322, -0.00367342844,
-                         0.00573950773, -0.0076224613, 0.00943887047, 1.00167406,
-                         2.83297682], wl)
-        y = np.where(small, ps, pl) * x
-        for _ in range(3):
-            finite = np.isfinite(y)
-            step = (np.asarray(_erf_scalar(np.where(finite, y, 0.0)), dtype=np.float64) - x) / (
-                _TWO_OVER_SQRT_PI * np.exp(-y * y))
-            y = np.where(finite & (np.abs(x) < 1), y - step, y)
-    y = np.where(x == 1, np.inf, np.where(x == -1, -np.inf, y))
-    y = np.where((np.abs(x) > 1) | np.isnan(x), np.nan, y)
-    return y.astype(a.dtype)
+    """The inverse of erf: ``scipy.special.erfinv`` (``±inf`` at ``±1``, NaN outside)."""
+    return _in_float64(_scipy_special.erfinv, a)
 
 
 ERFINV = Op("erfinv", "ErfinvBackward0", forward=_erfinv_forward,
@@ -418,77 +401,37 @@ def erfinv(input):
 
 
 # ---- the gamma family --------------------------------------------------------------------------
-# digamma and polygamma shift their argument up by the recurrences psi(x) = psi(x + 1) - 1/x
-# and zeta(s, x) = zeta(s, x + 1) + x**-s until it is large, then use the asymptotic series.
-
-_BERNOULLI = [1 / 6, -1 / 30, 1 / 42, -1 / 30, 5 / 66, -691 / 2730, 7 / 6]  # B_2 .. B_14
-_SHIFT_TO = 12.0
+# Note [Special functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# erf, erfc, erfinv and the gamma family are scipy.special's ufuncs (Cephes/xsf in C): one
+# compiled loop per array. A per-element Python call (np.frompyfunc(math.erf)) cost ~0.5 µs
+# per entry, 90% of a small GPT's training step in its gelu; a shift-and-series written in
+# numpy looped while any entry was small and never ended at -inf. They are computed in
+# float64 and rounded to the input's dtype. Where scipy's convention differs from PyTorch's,
+# the result is patched to PyTorch's: lgamma(-inf) is inf (scipy: -inf), polygamma(n >= 1,
+# -inf) is NaN (scipy: inf).
 
 
 def _digamma_array(x):
-    x = np.asarray(x, dtype=np.float64)
-    out = np.empty_like(x)
-    with np.errstate(all="ignore"):
-        reflect = x < 0.5  # psi(x) = psi(1 - x) - pi / tan(pi x)
-        y = np.where(reflect, 1.0 - x, x)
-        shift = np.zeros_like(y)
-        while True:
-            low = y < _SHIFT_TO
-            if not low.any():
-                break
-            shift = shift - np.where(low, 1.0 / y, 0.0)
-            y = np.where(low, y + 1.0, y)
-        inverse_square = 1.0 / (y * y)
-        series = np.zeros_like(y)
-        power = inverse_square
-        for k, b in enumerate(_BERNOULLI, start=1):
-            series = series + b / (2 * k) * power
-            power = power * inverse_square
-        value = np.log(y) - 0.5 / y - series + shift
-        cotangent = np.pi / np.tan(np.pi * x)
-        out = np.where(reflect, value - cotangent, value)
-        integer = (x <= 0) & (x == np.floor(x))
-        out = np.where(integer, np.where(x == 0, -np.inf, np.nan), out)
-    return np.where(np.isnan(x), np.nan, np.where(x == np.inf, np.inf, out))
+    """digamma of a float64 array: -inf at +0, +inf at -0, NaN at the negative integers and
+    -inf (scipy's psi, PyTorch's conventions)."""
+    return _scipy_special.psi(np.asarray(x, dtype=np.float64))
 
 
-def _hurwitz_zeta_array(s, x):
-    """``sum_k (x + k)**-s`` for an integer ``s >= 2``."""
+def _lgamma_array(x):
+    """log|Gamma(x)| of a float64 array: inf at the poles and at ±inf."""
     x = np.asarray(x, dtype=np.float64)
-    with np.errstate(all="ignore"):
-        total = np.zeros_like(x)
-        y = x.copy()
-        while True:
-            low = y < _SHIFT_TO
-            if not low.any():
-                break
-            total = total + np.where(low, y ** -s, 0.0)
-            y = np.where(low, y + 1.0, y)
-        tail = y ** (1 - s) / (s - 1) + 0.5 * y ** -s
-        rising = float(s)  # s (s + 1) ... (s + 2k - 2)
-        factorial = 2.0
-        power = y ** (-s - 1)
-        for k, b in enumerate(_BERNOULLI, start=1):
-            tail = tail + b / factorial * rising * power
-            rising *= (s + 2 * k - 1) * (s + 2 * k)
-            factorial *= (2 * k + 1) * (2 * k + 2)
-            power = power / (y * y)
-        out = total + tail
-        pole = (x <= 0) & (x == np.floor(x))
-    return np.where(pole, np.inf, out)
+    return np.where(np.isneginf(x), np.inf, _scipy_special.gammaln(x))
 
 
 def _polygamma_array(n, x):
+    x = np.asarray(x, dtype=np.float64)
     if n == 0:
         return _digamma_array(x)
-    sign_ = 1.0 if n % 2 else -1.0
-    return sign_ * math.factorial(n) * _hurwitz_zeta_array(n + 1, x)
+    return np.where(np.isneginf(x), np.nan, _scipy_special.polygamma(n, x))
 
 
-_lgamma_scalar = np.frompyfunc(lambda v: math.inf if v <= 0 and v == math.floor(v)
-                               else math.lgamma(v), 1, 1)
-
-LGAMMA = Op("lgamma", "LgammaBackward0", forward=lambda a: _elementwise(_lgamma_scalar, a),
+LGAMMA = Op("lgamma", "LgammaBackward0", forward=lambda a: _lgamma_array(a).astype(a.dtype),
             backward=lambda ctx, g: (g * digamma(ctx.input(0)),), saves=saves_inputs(0),
             dtype=promote_float)
 DIGAMMA = Op("digamma", "DigammaBackward0",

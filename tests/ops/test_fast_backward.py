@@ -91,6 +91,33 @@ PROGRAMS = {
     "squeeze_dims": ([((1, 3, 1), _signed)], lambda x: x.squeeze((0, 2)) * x.squeeze([-1, 1])),
     "size_zero": ([((0, 3), _signed), ((3,), _signed)], lambda x, y: (x * y + 1).sum(0)),
     "zero_dim": ([((), _signed), ((), _positive)], lambda x, y: gv.exp(x) * y / y + x.sum()),
+    # pooling: overlapping windows, padding, dilation, ties (a rounded input)
+    "max_pool2d": ([((2, 3, 7, 6), _signed)],
+                   lambda x: gv.nn.functional.max_pool2d(x, 3, 2, padding=1)),
+    "max_pool2d_ties_dilated": ([((1, 2, 9, 8), _signed)],
+                                lambda x: gv.nn.functional.max_pool2d(
+                                    gv.round(x), (2, 3), (1, 2), dilation=(2, 1))),
+    "max_pool2d_unbatched": ([((2, 6, 6), _signed)],
+                             lambda x: gv.nn.functional.max_pool2d(x, 2)),
+    "max_pool2d_tiles": ([((2, 3, 6, 8), _signed)],
+                         lambda x: gv.nn.functional.max_pool2d(gv.round(x), (2, 4))),
+    "avg_pool2d_tiles": ([((2, 3, 6, 8), _signed)],
+                         lambda x: gv.nn.functional.avg_pool2d(x, (3, 2))),
+    "max_pool3d_tiles": ([((1, 2, 4, 4, 6), _signed)],
+                         lambda x: gv.nn.functional.max_pool3d(x, 2)),
+    "max_pool3d": ([((1, 2, 5, 4, 6), _signed)],
+                   lambda x: gv.nn.functional.max_pool3d(x, 2, (1, 2, 2), padding=1)),
+    "avg_pool2d": ([((2, 3, 7, 6), _signed)],
+                   lambda x: gv.nn.functional.avg_pool2d(x, 3, 2, padding=1)),
+    "avg_pool2d_unbatched": ([((2, 6, 6), _signed)],
+                             lambda x: gv.nn.functional.avg_pool2d(x, 2) * 3),
+    "adaptive_avg_pool2d": ([((2, 3, 6, 4), _signed)],
+                            lambda x: gv.nn.functional.adaptive_avg_pool2d(x, (3, 2))),
+    "avg_pool3d": ([((1, 2, 5, 4, 6), _signed)],
+                   lambda x: gv.nn.functional.avg_pool3d(x, 2, (1, 2, 2), padding=1)),
+    "avg_pool3d_divisor": ([((1, 2, 5, 4, 6), _signed)],
+                           lambda x: gv.nn.functional.avg_pool3d(
+                               x, 3, 2, padding=1, count_include_pad=False)),
 }
 
 
