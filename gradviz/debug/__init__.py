@@ -5,7 +5,7 @@
 into a trace (``gradviz.debug.record_torch``)."""
 
 from ._breakpoints import Breakpoint
-from ._capture import capture
+from ._capture import capture, keep_forward_inputs
 from ._doctor import FINDING_KINDS, DoctorReport, Entry, Finding, doctor
 from ._replay import ReplaySession, replay
 from ._session import NODE_STATES, DebugSession, backward
@@ -13,5 +13,5 @@ from ._threaded import CallSession, SessionAborted, runcall
 from ._torch_recorder import record_torch
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
-           "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
+           "CallSession", "runcall", "SessionAborted", "capture", "keep_forward_inputs", "doctor", "DoctorReport",
            "Finding", "Entry", "FINDING_KINDS", "record_torch"]

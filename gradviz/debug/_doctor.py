@@ -22,9 +22,11 @@
    backward pass, or in the re-run of the Function), or summed down to the input's shape
    when the result is wrong.
 
-Outside ``capture()`` a custom node can still be checked when every forward argument was a
-tensor that the Function saved for backward; otherwise the report lists it as skipped and
-says why.
+Outside ``capture()`` a custom node is checked from the references to its forward arguments
+it keeps by default (Note [Re-running from the kept inputs] in ``_arguments``; before and
+after ``backward()``; ``keep_forward_inputs(False)`` turns that off, docs/doctor.md), or else
+from what the graph still holds (the tensors the Function saved); otherwise the report lists
+it as skipped and says why.
 
 A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
 are re-run with torch and checked the same way, with the same findings and hints (Note

@@ -124,11 +124,13 @@ class DoctorReport:
         ...     def backward(ctx, grad):
         ...         return grad * 2
         >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
+        >>> with torch.debug.keep_forward_inputs(False):  # x * 3 is then not kept
+        ...     loss = Twice.apply(x * 3).sum()
+        >>> data = torch.debug.doctor(loss).to_dict()
         >>> data["ok"], data["findings"], data["skipped"][0]["name"]
         (True, [], 'TwiceBackward')
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
-        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
+        'its forward arguments were not recorded and it saved no tensors (build the graph with gradviz.debug.keep_forward_inputs on ...)'
         """
         node_id = self.node_id or _gradviz_node_id
         return {
