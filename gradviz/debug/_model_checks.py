@@ -82,6 +82,7 @@ class _Library:
 
     def __init__(self, torch=None):
         self.torch = torch
+        self._saved = {}  # node -> saved(node): torch unpacks on every read
 
     def is_tensor(self, value):
         return isinstance(value, self.torch.Tensor if self.torch else Tensor)
@@ -120,6 +121,12 @@ class _Library:
         """``[(label, tensor or None, moved)]``: the node's saved tensors; ``moved`` is
         ``(saved version, version now, name of the op that overwrote it)`` when an in-place op
         changed it since, else None."""
+        found = self._saved.get(node)
+        if found is None:
+            found = self._saved[node] = self._read_saved(node)
+        return found
+
+    def _read_saved(self, node):
         if self.torch is None:
             found = []
             for label, item in _capture.saved_tensors_of(node):
@@ -707,7 +714,9 @@ def _stale(named, grads, graph, library):
             f"{name}.grad holds a gradient (norm {norm:.4g}) that is neither zero nor this "
             f"loss's gradient (norm {now:.4g}): backward() will add to it",
             "a missing optimizer.zero_grad() (or model.zero_grad()) before backward; "
-            "intended only when accumulating gradients over several batches",
+            "intended only when accumulating gradients over several batches (and nothing "
+            "to fix if zero_grad runs between this call and backward)",
             "call optimizer.zero_grad() at the start of each step",
-            {"grad_norm": norm, "loss_grad_norm": now}, module=_module_of(name)))
+            {"grad_norm": norm, "loss_grad_norm": now}, severity="warning",
+            module=_module_of(name)))
     return findings
