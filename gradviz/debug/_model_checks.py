@@ -288,17 +288,24 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
         notes.append("the model-level gradient checks (dead units, vanishing/exploding, stale "
                      ".grad, zero gradients) need the doctor's backward pass "
                      "(check_backward=False)")
-    findings = []
-    findings += _reach(graph, named, grads, library)
-    findings += _broadcasts(graph, names)
-    findings += _double_softmax(graph, names)
-    findings += _inplace(graph, names)
-    findings += _nonfinite(graph, named, grads, pass_result, library)
+    checks = [("no_gradient/unused_parameter", lambda: _reach(graph, named, grads, library)),
+              ("broadcast_suspect", lambda: _broadcasts(graph, names)),
+              ("double_softmax", lambda: _double_softmax(graph, names)),
+              ("inplace_overwrite", lambda: _inplace(graph, names)),
+              ("nonfinite_origin", lambda: _nonfinite(graph, named, grads, pass_result,
+                                                      library))]
     if leaf_grads is not None:
-        findings += _depth(graph, named, grads)
-        findings += _dead(graph, named, grads)
+        checks += [("vanishing/exploding_gradient", lambda: _depth(graph, named, grads)),
+                   ("dead_units", lambda: _dead(graph, named, grads))]
         if params is not None:  # the graph's leaves may hold any .grad (another loss's)
-            findings += _stale(named, grads, graph, library)
+            checks.append(("stale_grad", lambda: _stale(named, grads, graph, library)))
+    findings = []
+    for label, check in checks:
+        try:
+            findings += check()
+        except Exception as exc:  # noqa: BLE001 - an odd tensor must not cost the report
+            notes.append(f"the {label} check could not run on this graph: "
+                         f"{type(exc).__name__}: {exc}")
     return findings, notes
 
 

@@ -189,3 +189,38 @@ def test_general_path_functions_keep_their_inputs_too():
     loss = Keyword.apply(x * 1.0, scale=2.0).sum()
     loss.backward()
     wrong(torch.debug.doctor(loss), "KeywordBackward")
+
+
+# ---- PyTorch graphs: torch's nodes keep no arguments; what can be done without capture() ---
+
+class TorchSloppySquare(real_torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        (x,) = ctx.saved_tensors
+        return 2 * x
+
+
+def torch_tour_graph():
+    x = real_torch.tensor([0.5, -1.0, 2.0], dtype=real_torch.float64)
+    w = real_torch.tensor([1.5, 0.5, -0.25], dtype=real_torch.float64, requires_grad=True)
+    b = real_torch.tensor([0.1, 0.2, 0.3], dtype=real_torch.float64, requires_grad=True)
+    return (TorchSloppySquare.apply(real_torch.tanh(x * w + b)) * 3.0).sum()
+
+
+def test_a_torch_graph_without_capture_is_checked_from_its_saved_tensors_before_backward():
+    finding = wrong(torch.debug.doctor(torch_tour_graph()), "TorchSloppySquareBackward")
+    assert finding.input_index == 0
+
+
+def test_a_torch_graph_after_backward_says_to_capture():
+    loss = torch_tour_graph()
+    loss.backward()  # torch frees the saved tensors; its node never kept the arguments
+    report = torch.debug.doctor(loss)
+    (node, reason), = report.skipped
+    assert node.name() == "TorchSloppySquareBackward" and not report.findings
+    assert "gradviz.debug.capture()" in reason
