@@ -13,5 +13,5 @@ from ._threaded import CallSession, SessionAborted, runcall
 from ._torch_recorder import record_torch
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
-           "CallSession", "runcall", "SessionAborted", "capture", "keep_forward_inputs", "doctor", "DoctorReport",
-           "Finding", "Entry", "FINDING_KINDS", "record_torch"]
+           "CallSession", "runcall", "SessionAborted", "capture", "keep_forward_inputs", "doctor",
+           "DoctorReport", "Finding", "Entry", "FINDING_KINDS", "record_torch"]

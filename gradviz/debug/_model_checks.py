@@ -375,7 +375,8 @@ def _use_evidence(graph, tensor, library):
         if library.is_leaf(node):
             variable = node.variable
             if variable is not tensor and library.shares_memory(tensor, variable):
-                return node, "a leaf of the graph shares its memory (an alias made outside autograd)"
+                return node, ("a leaf of the graph shares its memory (an alias made outside "
+                              "autograd)")
             continue
         for label, saved, _ in library.saved(node):
             if saved is None:

@@ -157,7 +157,8 @@ def deep_stack(lib, buggy, activation, scale, depth=8, width=16):
     params = []
     x = tensor(lib, np.random.default_rng(13).standard_normal((8, width)))
     for index in range(depth):
-        params += layer(lib, f"layer{index}", width, width, 100 + index, scale=scale / np.sqrt(width))
+        params += layer(lib, f"layer{index}", width, width, 100 + index,
+                        scale=scale / np.sqrt(width))
         x = activation(lib, linear(lib, x, params, f"layer{index}"))
     return x, params
 
@@ -187,7 +188,8 @@ def exploding_stack(lib, buggy):
 
 
 def dead_relu(lib, buggy):
-    params = layer(lib, "fc1", 4, 16, 14, bias=-10.0 if buggy else 0.1) + layer(lib, "fc2", 16, 1, 15)
+    params = (layer(lib, "fc1", 4, 16, 14, bias=-10.0 if buggy else 0.1)
+              + layer(lib, "fc2", 16, 1, 15))
     hidden = lib.relu(linear(lib, tensor(lib, X), params, "fc1"))
     out = linear(lib, hidden, params, "fc2")
     return Model(mse(lib, out, tensor(lib, Y).unsqueeze(1)), params,

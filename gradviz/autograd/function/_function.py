@@ -238,7 +238,8 @@ def _apply(cls, args, kwargs, prepare=None):
             ctx._forward_constants = _ext_function.forward_constants(args)
         if _ext_function.keeps_forward_inputs():  # Note [Kept forward inputs] in gradviz_ext
             ctx._forward_inputs = tuple(args)
-            ctx._forward_versions = _ext_function.forward_versions(args, ctx._tensor_input_positions)
+            ctx._forward_versions = _ext_function.forward_versions(
+                args, ctx._tensor_input_positions)
     if prepare is not None:
         prepare(ctx)
 
