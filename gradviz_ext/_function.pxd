@@ -21,6 +21,8 @@ cdef class FunctionNode(Node):
     cdef public tuple _tensor_input_positions
     cdef public Py_ssize_t _num_forward_inputs
     cdef public tuple _forward_constants
+    cdef public tuple _forward_inputs
+    cdef public tuple _forward_versions
     cdef public bint _in_backward
     cpdef _apply_grads(self, grads)
     cpdef _kind(self)
@@ -32,6 +34,7 @@ cdef class FunctionNode(Node):
 cdef _init_fields(FunctionNode node)
 cdef object _new_ctx(object backward_cls)
 cdef dict _plain_init
+cdef bint _keep_forward_inputs
 cdef object _backward_of(FunctionNode node)
 cdef object _check_result(FunctionNode node, object result)
 cdef object _wrap_single(FunctionNode node, tuple args, TensorBase raw, bint executable)

@@ -190,6 +190,8 @@ def _init_fields(node: FunctionNode):
     node._tensor_input_positions = ()
     node._num_forward_inputs = 0
     node._forward_constants = None
+    node._forward_inputs = None
+    node._forward_versions = None
     node._in_backward = False
 
 
@@ -264,6 +266,46 @@ def _check_result(node: FunctionNode, result):
 
 _CONSTANT_TYPES = (type(None), bool, int, float, complex, str, bytes)
 
+# Note [Kept forward inputs]
+# --------------------------
+# The gradient doctor checks a custom Function by re-running its forward and backward on the
+# arguments forward saw. So every recorded node keeps, by default, a reference to its
+# argument tuple (``_forward_inputs``: the tensors themselves, not copies, and the non-tensor
+# arguments) and the version of each tensor argument when forward started
+# (``_forward_versions``, one per entry of ``_tensor_input_positions``). A tensor whose
+# version has moved since was modified in place, and the doctor says so instead of checking
+# values forward never saw. The references outlive backward (the doctor is asked after
+# Continue too): they cost the memory of the input tensors nothing else keeps alive, for as
+# long as the graph lives; ``set_keep_forward_inputs(False)`` (public as
+# ``gradviz.debug.keep_forward_inputs``) turns this off. A Function that marks an input
+# dirty keeps nothing: that input now has this node as its ``grad_fn`` (a reference cycle),
+# and the values forward saw are gone anyway.
+_keep_forward_inputs = True
+
+
+def set_keep_forward_inputs(keep):
+    """Whether custom Function nodes recorded from now on keep their forward arguments
+    (Note [Kept forward inputs]); returns the previous setting."""
+    global _keep_forward_inputs
+    previous: cython.bint = _keep_forward_inputs
+    _keep_forward_inputs = bool(keep)
+    return bool(previous)
+
+
+def keeps_forward_inputs():
+    """The current setting of :func:`set_keep_forward_inputs`."""
+    return bool(_keep_forward_inputs)
+
+
+def forward_versions(args, positions):
+    """The version of each tensor argument at ``positions`` (Note [Kept forward inputs])."""
+    t: TensorBase
+    versions = []
+    for position in positions:
+        t = args[position]
+        versions.append(t._version_counter.value)
+    return tuple(versions)
+
 
 def forward_constants(args):
     """``((position, value), ...)`` for the arguments of a custom Function's forward that are
@@ -299,6 +341,9 @@ def apply_function(cls, args: tuple):
             if grad_enabled:
                 executable = True
                 node.next_functions = (gradient_edge(t),)
+                if _keep_forward_inputs:  # Note [Kept forward inputs]
+                    node._forward_inputs = args
+                    node._forward_versions = (t._version_counter.value,)
         else:
             node.needs_input_grad = _NEEDS_NONE
     else:
@@ -324,6 +369,9 @@ def apply_function(cls, args: tuple):
             node.next_functions = tuple(edges)
             if len(positions) != n:
                 node._forward_constants = forward_constants(args)
+            if _keep_forward_inputs:  # Note [Kept forward inputs]
+                node._forward_inputs = args
+                node._forward_versions = forward_versions(args, node._tensor_input_positions)
     node._num_forward_inputs = n
 
     previous = set_grad_enabled_flag(False)

@@ -5,7 +5,7 @@
 into a trace (``gradviz.debug.record_torch``)."""
 
 from ._breakpoints import Breakpoint
-from ._capture import capture
+from ._capture import capture, keep_forward_inputs
 from ._diff import NodePair, TraceDiff, diff
 from ._doctor import FINDING_KINDS, DoctorReport, Entry, Finding, doctor
 from ._replay import ReplaySession, replay
@@ -18,6 +18,6 @@ from ..instrument._module_paths import module_path
 from ..instrument._rollup import rollup
 
 __all__ = ["DebugSession", "backward", "NODE_STATES", "Breakpoint", "ReplaySession", "replay",
-           "CallSession", "runcall", "SessionAborted", "capture", "doctor", "DoctorReport",
-           "Finding", "Entry", "FINDING_KINDS", "record_torch", "scope", "module_path",
-           "torch_scopes", "rollup", "diff", "TraceDiff", "NodePair"]
+           "CallSession", "runcall", "SessionAborted", "capture", "keep_forward_inputs", "doctor",
+           "DoctorReport", "Finding", "Entry", "FINDING_KINDS", "record_torch", "scope",
+           "module_path", "torch_scopes", "rollup", "diff", "TraceDiff", "NodePair"]

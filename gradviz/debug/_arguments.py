@@ -1,7 +1,9 @@
 """Rebuilding a custom Function node's forward arguments, so the doctor can re-run it.
 
 Inside :func:`gradviz.debug.capture` every custom node keeps copies of its forward arguments
-(Note [Forward capture] in ``gradviz.autograd.function``). Outside it, they are rebuilt from
+(Note [Forward capture] in ``gradviz.autograd.function``). Outside it, every node keeps
+references to them by default (Note [Re-running from the kept inputs]). Failing that (the
+switch is off, or an input was modified in place since forward) they are rebuilt from
 what the graph still holds: the tensors the Function saved unchanged, the leaves' values, the
 saved tensors of other nodes, and the outputs of other custom Functions re-run on their own
 rebuilt arguments. Plain constants (numbers, None, strings, tuples of them) are kept on every
@@ -42,7 +44,52 @@ def recorded_inputs(node, known, trail=()):
     recorded = getattr(node, "_forward_args", None)
     if recorded is not None:
         return tuple(recorded), None
-    hint = "build the graph inside gradviz.debug.capture() to record them"
+    kept, modified = kept_inputs(node)
+    if kept is not None:
+        return kept, None
+    args, reason = _rebuilt_inputs(node, known, trail)
+    if args is None and modified is not None:
+        reason = modified  # the first thing to know: the kept inputs were modified
+    return args, reason
+
+
+# Note [Re-running from the kept inputs]
+# --------------------------------------
+# By default a custom Function's node keeps references to its forward arguments and the
+# version of each tensor among them (Note [Kept forward inputs] in gradviz_ext/_function.py).
+# When no tensor's version has moved, its current values are those forward saw, and the
+# doctor re-runs forward and backward on fresh copies of them: a fresh graph, so neither
+# capture() nor the node's saved tensors are needed, before and after a backward that freed
+# them. A moved version means an in-place write since forward; the values forward saw are gone,
+# and the doctor falls back to what the graph still holds (the saved tensors), and when that
+# fails too, says which input was modified.
+
+
+def kept_inputs(node):
+    """``(arguments, None)`` from the node's kept forward inputs (Note [Re-running from the
+    kept inputs]); ``(None, reason)`` when a tensor among them was modified in place since
+    forward; ``(None, None)`` when the node kept none."""
+    kept = getattr(node, "_forward_inputs", None)
+    versions = getattr(node, "_forward_versions", None)
+    if kept is None or versions is None:
+        return None, None
+    args = list(kept)
+    for position, version in zip(node._tensor_input_positions, versions):
+        tensor = kept[position]
+        now = tensor._version_counter.value
+        if now != version:
+            return None, (f"input {position} was modified in place after forward (its version "
+                          f"moved from {version} to {now}), so the values forward saw are gone; "
+                          f"modify a clone instead, or build the graph inside "
+                          f"gradviz.debug.capture(), which copies the arguments")
+        args[position] = _ops.from_numpy(tensor._data.copy())
+    return tuple(args), None
+
+
+def _rebuilt_inputs(node, known, trail):
+    """The forward arguments rebuilt from what the graph holds (:func:`recorded_inputs`)."""
+    hint = ("build the graph with gradviz.debug.keep_forward_inputs on (the default), or "
+            "inside gradviz.debug.capture(), to record them")
     count = node._num_forward_inputs
     positions = node._tensor_input_positions
     args = [None] * count

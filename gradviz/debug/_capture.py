@@ -41,8 +41,10 @@ from typing import NamedTuple
 import numpy as np
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import function as _ext_function
 
-__all__ = ["capture", "COPY_LIMIT_BYTES", "TorchRecord", "TORCH_RECORD", "torch_recording_paused"]
+__all__ = ["capture", "keep_forward_inputs", "COPY_LIMIT_BYTES", "TorchRecord", "TORCH_RECORD",
+           "torch_recording_paused"]
 
 #: Saved tensors up to this size are fingerprinted by a full copy (so the doctor can say which
 #: entries changed); larger ones by a hash and a summary.
@@ -379,4 +381,41 @@ class capture:
             _engine.set_forward_observer(self._previous)
             self._installed = False
             self._previous = None
+        return False
+
+
+class keep_forward_inputs:
+    """Whether custom Function nodes keep references to their forward arguments, so the
+    gradient doctor can re-run them without :func:`capture` and after ``backward()`` freed
+    their saved tensors (on by default; Note [Kept forward inputs] in
+    ``gradviz_ext/_function.py``, docs/doctor.md for what it costs).
+
+    The setting changes at the call, for the whole process, and applies to nodes recorded
+    from then on; used as a context manager, the previous setting is put back on leaving.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> with torch.debug.keep_forward_inputs(False):  # a memory-tight training loop
+    ...     pass
+    >>> torch.debug.keep_forward_inputs.enabled()
+    True
+    """
+
+    def __init__(self, enabled: bool):
+        if not isinstance(enabled, bool):
+            raise TypeError(f"keep_forward_inputs(enabled): enabled must be a bool, got "
+                            f"{type(enabled).__name__}; pass True or False")
+        self._previous = _ext_function.set_keep_forward_inputs(enabled)
+
+    @staticmethod
+    def enabled() -> bool:
+        """The current setting."""
+        return _ext_function.keeps_forward_inputs()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _ext_function.set_keep_forward_inputs(self._previous)
         return False

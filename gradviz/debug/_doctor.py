@@ -22,9 +22,11 @@
    backward pass, or in the re-run of the Function), or summed down to the input's shape
    when the result is wrong.
 
-Outside ``capture()`` a custom node can still be checked when every forward argument was a
-tensor that the Function saved for backward; otherwise the report lists it as skipped and
-says why.
+Outside ``capture()`` a custom node is checked from the references to its forward arguments
+it keeps by default (Note [Re-running from the kept inputs] in ``_arguments``; before and
+after ``backward()``; ``keep_forward_inputs(False)`` turns that off, docs/doctor.md), or else
+from what the graph still holds (the tensors the Function saved); otherwise the report lists
+it as skipped and says why.
 
 A real PyTorch loss is diagnosed too: the custom ``torch.autograd.Function`` s of its graph
 are re-run with torch and checked the same way, with the same findings and hints (Note
@@ -44,13 +46,14 @@ from .._tensor import Tensor
 from . import _capture
 from ._gradcheck import check_double_backward, check_function
 from ._gradviz_graph import GradvizGraph
+from ._model_checks import model_findings
 from ._report import _WORST, FINDING_KINDS, DoctorReport, Entry, Finding, _fmt, _format_index, _index
 
 __all__ = ["doctor", "DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 
 
-def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
-           check_backward: bool = True, double_backward: bool = False,
+def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed: int = 0,
+           max_entries: int = 256, check_backward: bool = True, double_backward: bool = False,
            progress: Callable | bool | None = None) -> DoctorReport:
     """Diagnose the backward of ``loss``: wrong custom gradients, NaN/Inf, mutated saved tensors.
 
@@ -64,6 +67,16 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
         tensors run in the extra backward pass, as in any backward.
     gradient : Tensor or sequence, optional
         The gradient of the roots for the extra backward pass (default: ones).
+    params : Module, iterable of (name, Tensor), optional
+        The parameters the model-level checks name (a gradviz or torch Module, or pairs such
+        as ``model.named_parameters()``); omitted, the graph's leaves, named by position.
+        Parameters that no path reaches are found only among these.
+    model_checks : bool
+        Run the model-level checks (Note [Model-level checks] in ``_model_checks``,
+        docs/doctor.md): missing, cut and zero gradients, unused parameters, accidental
+        broadcasts, the origin of NaN/Inf, vanishing/exploding gradients, dead units, a
+        double softmax, stale ``.grad`` and saved tensors overwritten in place. Call the
+        doctor before ``backward()`` (its own backward pass needs the saved tensors).
     seed : int
         Seeds the random cotangents and the choice of entries of large inputs.
     max_entries : int
@@ -177,6 +190,11 @@ def doctor(loss, gradient=None, *, seed: int = 0, max_entries: int = 256,
     for node, check in checks.items():
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
+    if model_checks:
+        more, notes = model_findings(roots, nodes, params, pass_result,
+                                     sys.modules["torch"] if graph.torch else None)
+        findings.extend(more)
+        report.notes.extend(notes)
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
     _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings

@@ -216,6 +216,7 @@ class _PassObserver(_engine.Observer):
         self.casts = []
         self.failure = None  # (node, exception) of a backward that raised
         self.grads_in = {}   # custom node -> the gradients it received (copies)
+        self.leaf_grads = None  # id(leaf) -> its gradient (a Tensor or None), once finished
 
     def node_started(self, task, node, grads):
         if self.first_nonfinite is None:
@@ -249,7 +250,10 @@ def _backward_pass(roots, gradient, nodes, report):
     try:
         task = make_graph_task(list(roots), gradient, retain_graph=True, capture=leaves or None,
                                observer=observer)
-        task.run()
+        captured = task.run()
+        # the leaves' gradients, for the model-level checks (``_model_checks``)
+        observer.leaf_grads = {id(node.variable): grad for (node, _), grad
+                               in zip(leaves, captured or ())}
     except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
         if str(exc).startswith("Trying to backward through the graph a second time"):
             report.notes.append(

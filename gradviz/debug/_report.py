@@ -11,7 +11,11 @@ import numpy as np
 __all__ = ["DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 
 FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
-                 "mutated_grad_output", "coerced_gradient", "backward_error")
+                 "mutated_grad_output", "coerced_gradient", "backward_error",
+                 # the model-level kinds (``_model_checks``, docs/doctor.md)
+                 "no_gradient", "unused_parameter", "broadcast_suspect", "nonfinite_origin",
+                 "vanishing_gradient", "exploding_gradient", "dead_units", "double_softmax",
+                 "stale_grad", "inplace_overwrite")
 
 #: At most this many worst entries are kept in a finding.
 _WORST = 5
@@ -39,6 +43,12 @@ class Finding:
     built-in node); ``node`` the graph node; ``input_index`` the forward argument position at
     fault (or None); ``severity`` ``"error"`` or ``"warning"`` (a dtype cast that lost nothing
     but precision). ``message`` reads as a diagnosis; ``hint`` is the likely cause, if one fits.
+
+    The model-level kinds (docs/doctor.md) also fill ``params`` (the names of the parameters
+    the finding concerns), ``module`` (their module's name, when known), ``summary`` (one
+    sentence; for the other kinds, the message up to its hint) and ``fix``; ``details`` holds
+    the evidence (numbers), also as ``evidence``, and ``hint`` the likely cause, also as
+    ``cause``. ``node`` is the graph node (or None); ``node_name`` its name.
     """
 
     kind: str
@@ -52,6 +62,30 @@ class Finding:
     hint: str | None = None
     severity: str = "error"
     details: dict = field(default_factory=dict)
+    params: list = field(default_factory=list)
+    summary: str | None = None
+    fix: str | None = None
+    module: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.summary is None:
+            head = self.message.split(" - ", 1)[0]
+            self.summary = head if head.endswith(".") else head + "."
+
+    @property
+    def node_name(self) -> str | None:
+        """The name of the node the finding points at, or None."""
+        return None if self.node is None else self.node.name()
+
+    @property
+    def evidence(self) -> dict:
+        """The numbers behind the finding (``details``)."""
+        return self.details
+
+    @property
+    def cause(self) -> str | None:
+        """The likely cause (``hint``)."""
+        return self.hint
 
     def __str__(self) -> str:
         return self.message
@@ -75,6 +109,10 @@ class Finding:
             "max_rel_error": self.max_rel_error,
             "worst": [{"index": list(entry.index), "analytic": entry.analytic,
                        "numeric": entry.numeric} for entry in self.worst],
+            "params": list(self.params),
+            "module": self.module,
+            "summary": self.summary,
+            "fix": self.fix,
         }
 
     def __repr__(self) -> str:
@@ -124,11 +162,13 @@ class DoctorReport:
         ...     def backward(ctx, grad):
         ...         return grad * 2
         >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
-        >>> data = torch.debug.doctor(Twice.apply(x * 3).sum()).to_dict()  # x * 3: not kept
+        >>> with torch.debug.keep_forward_inputs(False):  # x * 3 is then not kept
+        ...     loss = Twice.apply(x * 3).sum()
+        >>> data = torch.debug.doctor(loss).to_dict()
         >>> data["ok"], data["findings"], data["skipped"][0]["name"]
         (True, [], 'TwiceBackward')
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
-        'its forward arguments were not recorded and it saved no tensors (build the graph inside gradviz.debug.capture() ...)'
+        'its forward arguments were not recorded and it saved no tensors (build the graph with gradviz.debug.keep_forward_inputs on ...)'
         """
         node_id = self.node_id or _gradviz_node_id
         return {

@@ -321,6 +321,7 @@ class _TorchPass:
         self.failure = None   # (node, exception) of a backward that raised
         self.grads_in = {}    # custom node -> the gradients it received (arrays)
         self.running = []
+        self.leaf_grads = None  # id(leaf) -> its gradient (a tensor or None), once finished
 
     def prehook(self, node):
         def hook(grad_outputs):
@@ -375,7 +376,10 @@ def _backward_pass(roots, gradient, nodes, report):
             if not _is_accumulate_grad(node):
                 handles.append(node.register_prehook(observer.prehook(node)))
                 handles.append(node.register_hook(observer.posthook(node)))
-        torch.autograd.grad(list(roots), leaves, grads, retain_graph=True, allow_unused=True)
+        captured = torch.autograd.grad(list(roots), leaves, grads, retain_graph=True,
+                                       allow_unused=True)
+        # the leaves' gradients, for the model-level checks (``_model_checks``)
+        observer.leaf_grads = {id(leaf): grad for leaf, grad in zip(leaves, captured)}
     except Exception as exc:  # noqa: BLE001 - the user's backward may raise anything
         if str(exc).startswith("Trying to backward through the graph a second time"):
             report.notes.append(

@@ -669,13 +669,20 @@ class WithOptions(Function):
         return grad * ctx.scale, None
 
 
+def test_outside_capture_other_arguments_are_kept_by_default():
+    report = torch.debug.doctor(WithOptions.apply(leaf([1.0, 2.0]), {"scale": 3.0}).sum())
+    assert report.findings == [] and len(report.checked) == 1 and not report.skipped
+
+
 def test_outside_capture_unrecorded_arguments_are_skipped_with_a_reason():
     x = leaf([1.0, 2.0])
-    report = torch.debug.doctor(WithOptions.apply(x, {"scale": 3.0}).sum())
+    with torch.debug.keep_forward_inputs(False):
+        report = torch.debug.doctor(WithOptions.apply(x, {"scale": 3.0}).sum())
     assert report.findings == [] and not report.checked
     (node, reason), = report.skipped
     assert node.name() == "WithOptionsBackward"
     assert "gradviz.debug.capture()" in reason and "non-tensors" in reason
+    assert "keep_forward_inputs on" in reason
     assert "skipped: WithOptionsBackward" in str(report)
     with torch.debug.capture():
         loss = WithOptions.apply(leaf([1.0, 2.0]), {"scale": 3.0}).sum()

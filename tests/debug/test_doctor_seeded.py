@@ -1079,8 +1079,9 @@ def test_correct_programs_have_right_double_backwards(case):
 
 
 def test_constants_kept_for_the_doctor_are_plain_values_only():
-    """A node keeps its forward's plain constant arguments (numbers, None, strings, tuples
-    of them) for the doctor, and nothing else: other objects are not kept alive by the graph."""
+    """With keep_forward_inputs(False), a node keeps its forward's plain constant arguments
+    (numbers, None, strings, tuples of them) for the doctor, and nothing else: other objects
+    are not kept alive by the graph."""
     import weakref
 
     class Holder:
@@ -1099,7 +1100,9 @@ def test_constants_kept_for_the_doctor_are_plain_values_only():
     x = gradviz.tensor([1.0, 2.0], requires_grad=True)
     obj = Holder()
     alive = weakref.ref(obj)
-    y = Scaled.apply(None, x, 2.5, "name", (2, 3), obj)
+    with gradviz.debug.keep_forward_inputs(False):
+        y = Scaled.apply(None, x, 2.5, "name", (2, 3), obj)
+    assert y.grad_fn._forward_inputs is None
     assert y.grad_fn._forward_constants == ((0, None), (2, 2.5), (3, "name"), (4, (2, 3)))
     del obj
     assert alive() is None

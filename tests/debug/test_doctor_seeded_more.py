@@ -871,7 +871,12 @@ def test_list_of_tensors_argument_gets_no_gradient_as_in_torch_and_is_checked_in
     loss.backward()
     np.testing.assert_allclose(x.grad.numpy(), x_t.grad.numpy())
     assert s.grad is None and s_t.grad is None
-    # outside capture the list is not kept: skipped, with the reason
+    # outside capture the list is kept by default (Note [Kept forward inputs]): checked
     report = gradviz.debug.doctor(ScaleByListSum.apply(x, [s]).sum())
+    assert report.findings == [] and len(report.checked) == 1, str(report)
+    # with the switch off it is not kept: skipped, with the reason
+    with gradviz.debug.keep_forward_inputs(False):
+        loss = ScaleByListSum.apply(x, [s]).sum()
+    report = gradviz.debug.doctor(loss)
     (node, reason), = report.skipped
     assert "non-tensors" in reason and "capture()" in reason

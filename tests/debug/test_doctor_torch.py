@@ -1050,8 +1050,9 @@ def test_nan_from_a_built_in_node_is_found_in_a_torch_graph():
     torch_grad, = torch.autograd.grad(loss, x, retain_graph=True)
     assert torch.isnan(torch_grad).any()
     report = gradviz.debug.doctor(loss)
-    (finding,) = report.findings
+    finding, origin = report.findings  # the pass's finding, and the model-level origin
     assert finding.kind == "nonfinite" and finding.function is None, str(report)
+    assert origin.kind == "nonfinite_origin" and origin.node.name() == "SqrtBackward0"
     # sqrt's derivative at 0 is inf; times the zero gradient from "* 0": NaN
     assert finding.node.name() == "SqrtBackward0"
     assert finding.message.startswith(

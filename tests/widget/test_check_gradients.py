@@ -126,9 +126,27 @@ def test_a_correct_backward_has_no_findings() -> None:
     widget.close()
 
 
-def test_nodes_that_could_not_be_checked_are_named_with_the_reason() -> None:
-    """After the custom node ran without retain_graph its saved tensors are gone."""
+def test_after_continue_the_wrong_backward_is_still_found() -> None:
+    """The default path (no capture()): the node kept its forward inputs, so the doctor
+    re-runs it although backward freed its saved tensors."""
     session = session_over(BadSquare)
+    widget = DebuggerWidget(session)
+    session.continue_()
+    Recorder(widget)
+    browser_sends(widget, CHECK)
+    report = widget.doctor["report"]
+    assert widget.doctor["state"] == "done" and report["skipped"] == []
+    (finding,) = report["findings"]
+    assert finding["kind"] == "wrong_gradient" and finding["function"] == "BadSquare"
+    assert finding["node"] == node_named(widget, "BadSquareBackward")
+    widget.close()
+
+
+def test_nodes_that_could_not_be_checked_are_named_with_the_reason() -> None:
+    """After the custom node ran without retain_graph its saved tensors are gone (and, with
+    keep_forward_inputs(False), nothing else holds its forward arguments)."""
+    with torch.debug.keep_forward_inputs(False):
+        session = session_over(BadSquare)
     widget = DebuggerWidget(session)
     session.continue_()
     Recorder(widget)

@@ -236,6 +236,10 @@ def _apply(cls, args, kwargs, prepare=None):
         ctx.next_functions = tuple(edges)
         if len(positions) != len(args):
             ctx._forward_constants = _ext_function.forward_constants(args)
+        if _ext_function.keeps_forward_inputs():  # Note [Kept forward inputs] in gradviz_ext
+            ctx._forward_inputs = tuple(args)
+            ctx._forward_versions = _ext_function.forward_versions(
+                args, ctx._tensor_input_positions)
     if prepare is not None:
         prepare(ctx)
 
@@ -278,6 +282,11 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
     _check_dirty(dirty, raw, input_ids, is_executable)
     non_diff = _non_differentiable_ids(ctx._non_differentiable)
     declared = _declared_grad_dtypes(ctx, raw, non_diff)
+    if dirty and is_executable:
+        # a dirty input gets this node as its grad_fn: keeping it would be a reference cycle
+        # (Note [Kept forward inputs] in gradviz_ext/_function.py)
+        ctx._forward_inputs = None
+        ctx._forward_versions = None
     wrapped = []
     metas = []
     output_dtypes = []

@@ -1,0 +1,730 @@
+"""The gradient doctor's model-level checks: the classic wrong-or-missing-gradient bugs that are
+not in a custom Function (docs/doctor.md lists each kind with its evidence).
+
+Note [Model-level checks]
+-------------------------
+``doctor(loss, params=...)`` runs these after the custom-Function checks, on gradviz and on
+PyTorch graphs alike (``_Library`` hides the difference). They need the graph (a walk), the
+saved tensors the graph still holds, and the leaves' gradients from the doctor's one extra
+backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone):
+
+- ``no_gradient`` / ``unused_parameter``: a parameter that requires grad and that the graph
+  does not reach. It is ``no_gradient`` when the graph shows the parameter was used anyway:
+  a node holds a tensor sharing its memory (``.detach()``, ``.data``, ``from_numpy``) or a
+  copy of its values (``tensor(existing)``, a numpy round trip), or another parameter of its
+  module is reached (the module ran; this one went through a cut); and, for a reached
+  parameter, when its gradient is exactly zero below a zero-gradient op (``round``,
+  ``sign``, ``floor``...). Otherwise it is ``unused_parameter``. A whole module whose output
+  was cut (a ``no_grad`` block around it, ``argmax`` or an int cast of its output) leaves no
+  trace in the graph: it is reported as ``unused_parameter``, whose summary names both
+  causes. A parameter with ``requires_grad=False`` is frozen on purpose: nothing is said;
+- ``broadcast_suspect``: an elementwise op or loss whose inputs broadcast to more entries
+  than either has, each along its own dimension (``[N, 1]`` with ``[N]`` gives ``[N, N]``);
+  when only one input's shape is known (the other needs no gradient), a square ``[N, N]``
+  output from an ``[N]``-like input. One input broadcast over the other (a bias) is not;
+- ``nonfinite_origin``: the first node (forward order) holding a NaN/Inf saved value, and the
+  first node whose backward made a NaN/Inf from finite gradients, with the parameters whose
+  gradient is non-finite;
+- ``vanishing_gradient`` / ``exploding_gradient``: the gradient norms of the weight matrices
+  ordered by their distance from the loss; the farthest over the nearest below 1e-4 or above
+  1e4 (at least three depths);
+- ``dead_units``: a weight matrix with at least half of its rows (units) getting exactly zero
+  gradient for the whole batch, in a graph with a ReLU-style node;
+- ``double_softmax``: ``cross_entropy``/``nll_loss`` on a softmax or log_softmax output, and
+  ``binary_cross_entropy_with_logits`` on a sigmoid output;
+- ``stale_grad``: ``.grad`` already holds something other than zero or this loss's gradient
+  (called before ``backward()``: a missing ``zero_grad``; after: an accumulated one); only
+  for ``params`` given (a leaf of the graph may hold another loss's gradient on purpose);
+- ``inplace_overwrite``: a saved tensor whose version moved: the node that saved it and the
+  in-place op that overwrote it (the tensor's ``grad_fn`` now), with the parameters below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+
+import numpy as np
+
+from gradviz_ext import engine as _engine
+
+from .._tensor import Tensor
+from . import _capture
+from ._report import Finding
+
+__all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
+
+MODEL_KINDS = ("no_gradient", "unused_parameter", "broadcast_suspect", "nonfinite_origin",
+               "vanishing_gradient", "exploding_gradient", "dead_units", "double_softmax",
+               "stale_grad", "inplace_overwrite")
+
+# ops whose gradient is zero almost everywhere (piecewise constant)
+_ZERO_GRADIENT = {"Round", "Sign", "Floor", "Ceil", "Trunc"}
+# elementwise ops and losses whose inputs broadcast against each other
+_ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Atan2", "MseLoss",
+                "L1Loss", "SmoothL1Loss", "HuberLoss", "BinaryCrossEntropy",
+                "BinaryCrossEntropyWithLogits", "Where", "Hypot", "Fmod", "Remainder"}
+_RELU_LIKE = {"Relu", "Threshold", "Hardtanh", "Relu6"}
+_VIEWS = {"View", "Reshape", "Unsqueeze", "Squeeze", "Clone", "Transpose", "Permute",
+          "UnsafeView", "Expand", "Alias"}
+_VANISHING, _EXPLODING = 1e-4, 1e4
+_DEAD_FRACTION = 0.5
+
+
+def _op(node):
+    """``SubBackward0`` -> ``Sub``; ``torch::autograd::AccumulateGrad`` -> ``AccumulateGrad``."""
+    name = node.name().rsplit("::", 1)[-1]
+    return re.sub(r"Backward\d*$", "", name)
+
+
+class _Library:
+    """What the checks read from a graph of one library (gradviz, or torch with ``torch``)."""
+
+    def __init__(self, torch=None):
+        self.torch = torch
+        self._saved = {}  # node -> saved(node): torch unpacks on every read
+
+    def is_tensor(self, value):
+        return isinstance(value, self.torch.Tensor if self.torch else Tensor)
+
+    def array(self, tensor):
+        if self.torch is None:
+            return tensor._data
+        tensor = tensor.detach()
+        if tensor.dtype.is_floating_point and tensor.element_size() < 4:
+            tensor = tensor.float()
+        return tensor.cpu().numpy()
+
+    def is_leaf(self, node):
+        if self.torch is None:
+            return isinstance(node, _engine.AccumulateGrad)
+        return hasattr(node, "variable")
+
+    def sequence(self, node):
+        try:
+            return node._sequence_nr()
+        except Exception:  # noqa: BLE001 - a node without one sorts last
+            return 1 << 62
+
+    def edge_shape(self, node, nr):
+        """The shape of the tensor that flows along edge ``(node, nr)``, or None."""
+        if node is None:
+            return None
+        if self.is_leaf(node):
+            return tuple(node.variable.shape)
+        metadata = getattr(node, "_input_metadata", None)
+        if metadata is None or nr >= len(metadata):
+            return None
+        return tuple(metadata[nr].shape)
+
+    def saved(self, node):
+        """``[(label, tensor or None, moved)]``: the node's saved tensors; ``moved`` is
+        ``(saved version, version now, name of the op that overwrote it)`` when an in-place op
+        changed it since, else None."""
+        found = self._saved.get(node)
+        if found is None:
+            found = self._saved[node] = self._read_saved(node)
+        return found
+
+    def _read_saved(self, node):
+        if self.torch is None:
+            found = []
+            for label, item in _capture.saved_tensors_of(node):
+                tensor = item._tensor
+                if item._version_counter.value != item._saved_version:
+                    writer = None
+                    if tensor is not None:
+                        grad_fn = _engine.stored_grad_fn(tensor)
+                        writer = None if grad_fn is None else grad_fn.name()
+                    found.append((label, tensor, (item._saved_version,
+                                                  item._version_counter.value, writer)))
+                    continue
+                data = _capture.saved_data(item)
+                if data is not None:
+                    found.append((label, tensor if tensor is not None else data, None))
+            return found
+        found = []
+        for attribute in sorted(dir(node)):
+            if not attribute.startswith("_raw_saved_"):
+                continue
+            name = attribute[len("_raw_saved_"):]
+            try:
+                value = node.saved_tensors if name == "tensors" else getattr(node, "_saved_" + name)
+            except RuntimeError as exc:
+                text = str(exc)
+                if "modified by an inplace operation" in text:
+                    match = re.search(r"output \d+ of (\w+), is at version (\d+); expected "
+                                      r"version (\d+)", text)
+                    moved = (None, None, None) if match is None else \
+                        (int(match.group(3)), int(match.group(2)), match.group(1))
+                    found.append((name, None, moved))
+                continue
+            values = value if isinstance(value, (tuple, list)) else (value,)
+            for index, tensor in enumerate(values):
+                if isinstance(tensor, self.torch.Tensor):
+                    found.append((name if len(values) == 1 else f"{name}[{index}]", tensor, None))
+        return found
+
+    def producer(self, saved):
+        """The node that made a saved tensor (None for a leaf, a constant or an array)."""
+        if isinstance(saved, np.ndarray):
+            return None
+        if self.torch is None:
+            return _engine.stored_grad_fn(saved)
+        return saved.grad_fn
+
+    def shares_memory(self, a, b):
+        if self.torch is None:
+            first = a._data if isinstance(a, Tensor) else a
+            second = b._data if isinstance(b, Tensor) else b
+            return isinstance(second, np.ndarray) and np.shares_memory(first, second)
+        if not isinstance(b, self.torch.Tensor) or a.device != b.device:
+            return False
+        try:
+            return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
+                and a.untyped_storage().nbytes() > 0
+        except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse)
+            return False
+
+
+def named_parameters(params, nodes, library):
+    """``[(name, tensor)]`` from ``params``: a Module (gradviz or torch), an iterable of
+    ``(name, tensor)`` pairs, or None (the graph's leaves that require grad, named by
+    position and shape)."""
+    if params is None:
+        found = []
+        for node in nodes:
+            if library.is_leaf(node):
+                variable = node.variable
+                found.append((f"leaf {len(found)} {list(variable.shape)}", variable))
+        return found
+    method = getattr(params, "named_parameters", None)
+    if callable(method):
+        return list(method())
+    try:
+        pairs = list(params)
+    except TypeError:
+        raise TypeError(
+            f"doctor: params must be a Module, an iterable of (name, tensor) pairs, or None; "
+            f"got {type(params).__name__}: pass model, or model.named_parameters()") from None
+    result = []
+    for index, pair in enumerate(pairs):
+        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                and library.is_tensor(pair[1])):
+            raise TypeError(
+                f"doctor: params[{index}] must be a (name, tensor) pair of a str and a "
+                f"{'torch.Tensor' if library.torch else 'gradviz Tensor'} (the library of the "
+                f"loss), got {type(pair).__name__} {pair!r:.60}: pass model.named_parameters()")
+        result.append(pair)
+    return result
+
+
+def _module_of(name):
+    return name.rsplit(".", 1)[0] if "." in name else None
+
+
+def _finding(kind, node, params, summary, message, cause, fix, evidence, severity="error",
+             module=None):
+    return Finding(kind=kind, function=None, node=node, input_index=None,
+                   message=f"{message} - {cause}" if cause else message, hint=cause,
+                   severity=severity, details=evidence, params=list(params), summary=summary,
+                   fix=fix, module=module)
+
+
+class _Graph:
+    """The walk: nodes, their children, distances from the roots, leaves by tensor id."""
+
+    def __init__(self, roots, nodes, library):
+        self.library = library
+        self.nodes = nodes
+        self.leaf_of = {}       # id(variable) -> its AccumulateGrad node
+        for node in nodes:
+            if library.is_leaf(node):
+                self.leaf_of[id(node.variable)] = node
+        self.depth = {}
+        queue = deque((r.grad_fn, 0) for r in roots if r.grad_fn is not None)
+        while queue:
+            node, depth = queue.popleft()
+            if node in self.depth:
+                continue
+            self.depth[node] = depth
+            for child, _ in node.next_functions:
+                if child is not None and child not in self.depth:
+                    queue.append((child, depth + 1))
+        self._below = {}
+
+    def leaves_below(self, node):
+        """ids of the leaf variables reachable from ``node``."""
+        found = self._below.get(node)
+        if found is not None:
+            return found
+        found, stack, seen = set(), [node], set()
+        while stack:
+            current = stack.pop()
+            if current is None or current in seen:
+                continue
+            seen.add(current)
+            if self.library.is_leaf(current):
+                found.add(id(current.variable))
+                continue
+            stack.extend(child for child, _ in current.next_functions)
+        self._below[node] = found
+        return found
+
+
+def model_findings(roots, nodes, params, pass_result, library_torch=None):
+    """The model-level findings (Note [Model-level checks]) and notes for the report."""
+    library = _Library(library_torch)
+    graph = _Graph(roots, nodes, library)
+    named = named_parameters(params, nodes, library)
+    names = {id(tensor): name for name, tensor in named}
+    leaf_grads = None if pass_result is None else getattr(pass_result, "leaf_grads", None)
+    grads = {}
+    if leaf_grads is not None:
+        for key, grad in leaf_grads.items():
+            grads[key] = None if grad is None else library.array(grad)
+    notes = []
+    if pass_result is None:  # a pass that failed has its own note
+        notes.append("the model-level gradient checks (dead units, vanishing/exploding, stale "
+                     ".grad, zero gradients) need the doctor's backward pass "
+                     "(check_backward=False)")
+    checks = [("no_gradient/unused_parameter", lambda: _reach(graph, named, grads, library)),
+              ("broadcast_suspect", lambda: _broadcasts(graph, names)),
+              ("double_softmax", lambda: _double_softmax(graph, names)),
+              ("inplace_overwrite", lambda: _inplace(graph, names)),
+              ("nonfinite_origin", lambda: _nonfinite(graph, named, grads, pass_result,
+                                                      library))]
+    if leaf_grads is not None:
+        checks += [("vanishing/exploding_gradient", lambda: _depth(graph, named, grads)),
+                   ("dead_units", lambda: _dead(graph, named, grads))]
+        if params is not None:  # the graph's leaves may hold any .grad (another loss's)
+            checks.append(("stale_grad", lambda: _stale(named, grads, graph, library)))
+    findings = []
+    for label, check in checks:
+        try:
+            findings += check()
+        except Exception as exc:  # noqa: BLE001 - an odd tensor must not cost the report
+            notes.append(f"the {label} check could not run on this graph: "
+                         f"{type(exc).__name__}: {exc}")
+    return findings, notes
+
+
+# ---- no_gradient, unused_parameter -------------------------------------------------------
+
+def _reach(graph, named, grads, library):
+    findings = []
+    reached_modules = {_module_of(name) for name, tensor in named
+                       if id(tensor) in graph.leaf_of}
+    zero_nodes = [n for n in graph.nodes if _op(n) in _ZERO_GRADIENT]
+    for name, tensor in named:
+        if not tensor.requires_grad:
+            continue  # frozen on purpose
+        module = _module_of(name)
+        if id(tensor) not in graph.leaf_of:
+            evidence = _use_evidence(graph, tensor, library)
+            if evidence is None and module is not None and module in reached_modules:
+                evidence = (None, f"other parameters of {module} get gradients, so {module} "
+                                  f"ran: {name} was used through a path that carries none")
+            if evidence is not None:
+                node, how = evidence
+                findings.append(_finding(
+                    "no_gradient", node, [name],
+                    f"{name} requires grad but gets no gradient from the loss: its path was "
+                    f"cut.",
+                    f"{name} requires grad but the loss's graph does not reach it: {how}",
+                    "a .detach(), .data, torch.tensor(existing), a numpy round trip or a "
+                    "no_grad block between the parameter and the loss",
+                    f"use {name} itself in forward (not a detached alias or a copy)",
+                    {"cut_at": None if node is None else node.name()}, module=module))
+            else:
+                findings.append(_finding(
+                    "unused_parameter", None, [name],
+                    f"{name} is never reached by the loss.",
+                    f"{name} requires grad but the loss's graph does not reach it (nothing in "
+                    f"the graph holds it or a copy of it)",
+                    "a layer defined and never called in forward, or whose output was cut "
+                    "before the loss (a no_grad block, argmax, an int cast)",
+                    f"call the layer in forward, remove it, or freeze it with "
+                    f"requires_grad_(False) if it is meant to be unused",
+                    {}, severity="warning", module=module))
+            continue
+        grad = grads.get(id(tensor), "missing")
+        if isinstance(grad, str):
+            continue
+        if grad is None or (grad.size and not np.any(grad)):
+            leaf = graph.leaf_of[id(tensor)]
+            for node in zero_nodes:
+                if id(tensor) in graph.leaves_below(node):
+                    findings.append(_finding(
+                        "no_gradient", node, [name],
+                        f"{name} gets an all-zero gradient: {node.name()} lies on its path.",
+                        f"{name}'s gradient is exactly zero: its only path to the loss goes "
+                        f"through {node.name()}, whose gradient is zero almost everywhere",
+                        f"{_op(node).lower()} is piecewise constant, so no gradient passes it",
+                        "keep the non-differentiable op out of the training path, or use a "
+                        "straight-through estimator (x + (round(x) - x).detach())",
+                        {"cut_at": node.name(), "leaf": leaf.name()}, module=module))
+                    break
+    return findings
+
+
+def _use_evidence(graph, tensor, library):
+    """(node, how) when a node of the graph holds an alias or a copy of ``tensor``."""
+    values = library.array(tensor)
+    for node in graph.nodes:
+        if library.is_leaf(node):
+            variable = node.variable
+            if variable is not tensor and library.shares_memory(tensor, variable):
+                return node, ("a leaf of the graph shares its memory (an alias made outside "
+                              "autograd)")
+            continue
+        for label, saved, _ in library.saved(node):
+            if saved is None:
+                continue
+            if library.shares_memory(tensor, saved):
+                return node, (f"{node.name()} holds a tensor sharing its memory (saved "
+                              f"{label}): a .detach() or .data of it")
+            array = library.array(saved) if not isinstance(saved, np.ndarray) else saved
+            if array.shape == values.shape and array.size > 1 and \
+                    np.array_equal(array, values):
+                return node, (f"{node.name()} holds a copy of its values (saved {label}): "
+                              f"torch.tensor(existing), a numpy round trip or a clone outside "
+                              f"autograd")
+    return None
+
+
+# ---- broadcast_suspect -------------------------------------------------------------------
+
+def _broadcasts(graph, names):
+    findings = []
+    library = graph.library
+    for node in graph.nodes:
+        if library.is_leaf(node) or _op(node) not in _ELEMENTWISE:
+            continue
+        saved = {label: tensor for label, tensor, _ in library.saved(node)
+                 if tensor is not None}
+        known = []
+        for index, (child, nr) in enumerate(node.next_functions):
+            shape = _before_expand(library, child, nr) if child is not None else None
+            if shape is None:  # an input that needs no gradient: from what the node saved
+                keys = (("input", index),) + (("self",) if index == 0 else ("other", "target"))
+                for key in keys:
+                    if key in saved:
+                        shape = _compact_shape(saved[key])
+                        break
+            if shape is not None:
+                known.append(shape)
+        out = library.edge_shape(node, 0)
+        suspect = None
+        if len(known) >= 2:
+            try:
+                combined = tuple(np.broadcast_shapes(*known))
+            except ValueError:
+                continue
+            size = int(np.prod(combined))
+            if all(int(np.prod(s)) < size for s in known) and len(combined) >= 2 and size > 1:
+                suspect = (known, combined)
+        elif len(known) == 1 and out is not None and len(out) == 2 and out[0] == out[1] > 1:
+            (shape,) = known
+            n = out[0]
+            if shape in ((n, 1), (1, n), (n,)):
+                suspect = (known, out)
+        if suspect is None:
+            continue
+        inputs, combined = suspect
+        params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
+        text = " and ".join(str(list(s)) for s in inputs)
+        findings.append(_finding(
+            "broadcast_suspect", node, params,
+            f"{node.name()} broadcasts {text} to {list(combined)}.",
+            f"{node.name()} combines inputs of shapes {text} into {list(combined)}: each input "
+            f"is broadcast along a dimension of its own, so every entry meets every other",
+            "a prediction of shape [N, 1] compared with a target of shape [N] (or the reverse), "
+            "as in mse_loss(model(x), y)",
+            "make the shapes equal first: pred.squeeze(-1), or y.unsqueeze(-1)",
+            {"input_shapes": [list(s) for s in inputs], "output_shape": list(combined)},
+            severity="warning"))
+    return findings
+
+
+def _before_expand(library, node, nr):
+    """The shape of edge ``(node, nr)``, or of what an ``expand`` there was applied to (torch's
+    losses expand both inputs to the broadcast shape first)."""
+    if node is not None and not library.is_leaf(node) and _op(node) == "Expand":
+        sizes = getattr(node, "_saved_self_sym_sizes", None)
+        if sizes is not None:
+            return tuple(int(s) for s in sizes)
+        if node.next_functions:
+            child, child_nr = node.next_functions[0]
+            return library.edge_shape(child, child_nr)
+    return library.edge_shape(node, nr)
+
+
+def _compact_shape(tensor):
+    """A tensor's shape with the dimensions it was broadcast along (stride 0) as 1."""
+    strides = tensor.strides if isinstance(tensor, np.ndarray) else (
+        tensor._data.strides if isinstance(tensor, Tensor) else tensor.stride())
+    return tuple(1 if stride == 0 and size > 1 else size
+                 for size, stride in zip(tensor.shape, strides))
+
+
+# ---- double_softmax ----------------------------------------------------------------------
+
+def _through_views(node):
+    while node is not None and _op(node) in _VIEWS and node.next_functions:
+        node = node.next_functions[0][0]
+    return node
+
+
+def _double_softmax(graph, names):
+    findings = []
+    for node in graph.nodes:
+        op = _op(node)
+        if op in ("NllLoss", "NllLoss2D") and node.next_functions:
+            inner = _through_views(node.next_functions[0][0])
+            if inner is None or _op(inner) != "LogSoftmax" or not inner.next_functions:
+                continue
+            first = _through_views(inner.next_functions[0][0])
+            if first is None or _op(first) not in ("Softmax", "LogSoftmax"):
+                continue
+            what, loss = _op(first).lower(), "cross_entropy (log_softmax + nll_loss)"
+            fix = ("pass the raw logits to cross_entropy (or use nll_loss on log_softmax "
+                   "output)")
+        elif op == "BinaryCrossEntropyWithLogits" and node.next_functions:
+            first = _through_views(node.next_functions[0][0])
+            if first is None or _op(first) != "Sigmoid":
+                continue
+            what, loss = "sigmoid", "binary_cross_entropy_with_logits"
+            fix = "pass the raw logits, or use binary_cross_entropy on the sigmoid output"
+        else:
+            continue
+        params = sorted({names[i] for i in graph.leaves_below(first) if i in names})
+        findings.append(_finding(
+            "double_softmax", first, params,
+            f"a {what} output is fed into {loss}, which applies it again.",
+            f"{first.name()} ({what}) feeds {node.name()}: {loss} applies the "
+            f"{'softmax' if what != 'sigmoid' else 'sigmoid'} itself, so it is applied twice "
+            f"and the gradients shrink",
+            f"{what} in the model's forward and again in the loss", fix,
+            {"activation": first.name(), "loss": node.name()}))
+    return findings
+
+
+# ---- inplace_overwrite -------------------------------------------------------------------
+
+def _inplace(graph, names):
+    findings = []
+    for node in graph.nodes:
+        if graph.library.is_leaf(node):
+            continue
+        for label, _, moved in graph.library.saved(node):
+            if moved is None:
+                continue
+            before, now, writer = moved
+            params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
+            by = f"{writer}, an in-place op," if writer else "an in-place op"
+            versions = (f" (version {before} when saved, {now} now)"
+                        if before is not None else "")
+            findings.append(_finding(
+                "inplace_overwrite", node, params,
+                f"a tensor {node.name()} saved for backward was overwritten in place"
+                f"{' by ' + writer if writer else ''}.",
+                f"{node.name()} saved {label} for backward, then {by} overwrote it{versions}; "
+                f"backward() will raise",
+                "an in-place op (relu_, add_, x[...] = ..., +=) on a tensor an earlier op "
+                "still needs (source lines are not recorded for plain graphs; build it inside "
+                "gradviz.record() to see them)",
+                "use the out-of-place op (x = x + 1, relu(x)), or clone before modifying",
+                {"saver": node.name(), "overwriter": writer, "saved": label,
+                 "saved_version": before, "version": now}))
+    return findings
+
+
+# ---- nonfinite_origin --------------------------------------------------------------------
+
+def _nonfinite_entries(array):
+    if array.dtype.kind not in "fc":
+        return 0
+    return int(array.size - np.count_nonzero(np.isfinite(array)))
+
+
+def _nonfinite(graph, named, grads, pass_result, library):
+    findings = []
+    names = {id(tensor): name for name, tensor in named}
+    bad_params = sorted(name for name, tensor in named
+                        if grads.get(id(tensor)) is not None
+                        and _nonfinite_entries(grads[id(tensor)]))
+    for name, tensor in named:  # a parameter already non-finite: the origin is there
+        count = _nonfinite_entries(library.array(tensor))
+        if count:
+            findings.append(_finding(
+                "nonfinite_origin", graph.leaf_of.get(id(tensor)), [name],
+                f"{name} itself holds {count} NaN/Inf entries.",
+                f"{name} holds {count} non-finite entries before forward even ran",
+                "an earlier optimizer step with an exploding or NaN gradient",
+                "find that step (doctor on its loss), lower the learning rate or clip "
+                "gradients", {"entries": count}))
+            return findings
+    forward = sorted((n for n in graph.nodes if not library.is_leaf(n)), key=library.sequence)
+    for node in forward:
+        bad = []
+        for label, saved, _ in library.saved(node):
+            if saved is None:
+                continue
+            array = saved if isinstance(saved, np.ndarray) else library.array(saved)
+            count = _nonfinite_entries(array)
+            if count:
+                bad.append((label, count, library.producer(saved)))
+        if bad:
+            text = ", ".join(f"{label} ({count} entries)" for label, count, _ in bad)
+            # a non-finite input made by an op that did not save its output: that op
+            producers = [p for _, _, p in bad if p is not None and p is not node]
+            seen = f"saved {text}"
+            if producers:
+                seen = f"its output, saved by {node.name()} as {text}"
+                node = producers[0]
+            below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
+                                          if i in names})
+            findings.append(_finding(
+                "nonfinite_origin", node, below,
+                f"the first NaN/Inf of forward is made by {node.name()}.",
+                f"{node.name()} is the first op (in forward order) with non-finite values: "
+                f"{seen}",
+                f"{_op(node).lower()} at an input outside its domain (log of 0, division by "
+                f"0, exp overflow) or a non-finite input",
+                "clamp the input (x.clamp_min(eps)) or use the stable form (log_softmax, "
+                "logsumexp, binary_cross_entropy_with_logits)",
+                {"saved": [label for label, _, _ in bad],
+                 "entries": sum(count for _, count, _ in bad)}))
+            return findings
+    first = None if pass_result is None else getattr(pass_result, "first_nonfinite", None)
+    if first is not None:
+        node, (slot, nan, inf, index), incoming, _ = first
+        # a custom Function's non-finite backward is the ``nonfinite`` finding, with its
+        # finite differences; the model-level origin is for built-in ops
+        if incoming is None and getattr(node, "_forward_cls", None) is None:
+            inputs = []
+            for label, saved, _ in library.saved(node):
+                if saved is None:
+                    continue
+                array = saved if isinstance(saved, np.ndarray) else library.array(saved)
+                if array.dtype.kind == "f" and array.size and not np.all(array != 0):
+                    inputs.append(f"saved {label} has {int(np.sum(array == 0))} zero entries")
+            where = f" ({'; '.join(inputs)})" if inputs else ""
+            below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
+                                          if i in names})
+            findings.append(_finding(
+                "nonfinite_origin", node, below,
+                f"the first NaN/Inf gradient is made by {node.name()} from finite gradients.",
+                f"{node.name()}'s backward made {nan} NaN and {inf} Inf entries (input {slot}) "
+                f"from finite incoming gradients{where}",
+                f"the derivative of {_op(node).lower()} is infinite at some input (sqrt or "
+                f"pow(x, p<1) at 0, log at 0, acos/asin at +-1, norm of a zero vector)",
+                "keep the input off that point: sqrt(x + eps), x.clamp_min(eps), or a "
+                "where() that avoids it in both branches",
+                {"nan": nan, "inf": inf, "input": slot, "first": list(index)}))
+    return findings
+
+
+# ---- vanishing_gradient, exploding_gradient ----------------------------------------------
+
+def _depth(graph, named, grads):
+    rows = []
+    for name, tensor in named:
+        grad = grads.get(id(tensor))
+        leaf = graph.leaf_of.get(id(tensor))
+        if grad is None or leaf is None or grad.ndim < 2 or not np.all(np.isfinite(grad)):
+            continue
+        rows.append((graph.depth.get(leaf, 0), name, float(np.linalg.norm(grad)), leaf))
+    if len({depth for depth, *_ in rows}) < 3:
+        return []
+    rows.sort(key=lambda row: row[0])
+    near, far = rows[0], rows[-1]
+    if near[2] == 0:
+        return []
+    ratio = far[2] / near[2]
+    norms = {name: norm for _, name, norm, _ in rows}
+    if ratio < _VANISHING:
+        concerned = [name for _, name, norm, _ in rows if norm < near[2] * 1e-2]
+        return [_finding(
+            "vanishing_gradient", far[3], concerned,
+            f"gradients vanish with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
+            f"of {near[1]}.",
+            f"the gradient norm falls from {near[2]:.3g} at {near[1]} (nearest the loss) to "
+            f"{far[2]:.3g} at {far[1]} (farthest), a factor of {ratio:.1e}",
+            "saturating activations (sigmoid, tanh) stacked deep, or too small an init",
+            "use ReLU-family activations, normalization layers, residual connections, or a "
+            "variance-preserving init (kaiming/xavier)",
+            {"norms": norms, "ratio": ratio}, severity="warning")]
+    if ratio > _EXPLODING:
+        concerned = [name for _, name, norm, _ in rows if norm > near[2] * 1e2]
+        return [_finding(
+            "exploding_gradient", far[3], concerned,
+            f"gradients explode with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
+            f"of {near[1]}.",
+            f"the gradient norm grows from {near[2]:.3g} at {near[1]} (nearest the loss) to "
+            f"{far[2]:.3g} at {far[1]} (farthest), a factor of {ratio:.1e}",
+            "weights too large for the depth (init scale), or no normalization",
+            "a variance-preserving init, normalization layers, or gradient clipping",
+            {"norms": norms, "ratio": ratio}, severity="warning")]
+    return []
+
+
+# ---- dead_units --------------------------------------------------------------------------
+
+def _dead(graph, named, grads):
+    if not any(_op(n) in _RELU_LIKE for n in graph.nodes):
+        return []
+    findings = []
+    for name, tensor in named:
+        grad = grads.get(id(tensor))
+        if grad is None or grad.ndim != 2 or grad.shape[0] < 2:
+            continue
+        dead = np.flatnonzero(~np.any(grad != 0, axis=1))
+        if dead.size < _DEAD_FRACTION * grad.shape[0]:
+            continue
+        module = _module_of(name)
+        findings.append(_finding(
+            "dead_units", graph.leaf_of.get(id(tensor)), [name],
+            f"{dead.size} of {grad.shape[0]} units of {module or name} get zero gradient for "
+            f"the whole batch.",
+            f"{dead.size} of {grad.shape[0]} rows (units) of {name}'s gradient are exactly zero "
+            f"for the whole batch (units {dead[:8].tolist()}{'...' if dead.size > 8 else ''}): "
+            f"their ReLU is inactive for every example",
+            "dead ReLUs: a large negative bias, too high a learning rate, or inputs that are "
+            "all negative",
+            "re-initialize the layer (smaller negative bias), lower the learning rate, or use "
+            "LeakyReLU/GELU",
+            {"dead": int(dead.size), "units": int(grad.shape[0]), "indices": dead.tolist()},
+            module=module))
+    return findings
+
+
+# ---- stale_grad --------------------------------------------------------------------------
+
+def _stale(named, grads, graph, library):
+    findings = []
+    for name, tensor in named:
+        held = tensor.grad
+        grad = grads.get(id(tensor))
+        if held is None or grad is None or id(tensor) not in graph.leaf_of:
+            continue
+        held = library.array(held).astype(np.float64)
+        if held.shape != grad.shape or not np.any(held) or not np.all(np.isfinite(held)):
+            continue
+        fresh = grad.astype(np.float64)
+        if np.allclose(held, fresh, rtol=1e-5, atol=1e-12 + 1e-6 * float(np.abs(fresh).max())):
+            continue  # backward of this loss ran once: .grad is its gradient
+        norm, now = float(np.linalg.norm(held)), float(np.linalg.norm(fresh))
+        findings.append(_finding(
+            "stale_grad", graph.leaf_of.get(id(tensor)), [name],
+            f"{name}.grad already held a gradient from an earlier backward.",
+            f"{name}.grad holds a gradient (norm {norm:.4g}) that is neither zero nor this "
+            f"loss's gradient (norm {now:.4g}): backward() will add to it",
+            "a missing optimizer.zero_grad() (or model.zero_grad()) before backward; "
+            "intended only when accumulating gradients over several batches (and nothing "
+            "to fix if zero_grad runs between this call and backward)",
+            "call optimizer.zero_grad() at the start of each step",
+            {"grad_norm": norm, "loss_grad_norm": now}, severity="warning",
+            module=_module_of(name)))
+    return findings
