@@ -111,7 +111,7 @@ class DebugSession(SessionBase):
         super().__init__()
         self._task = task
         self._recorder = recorder
-        self._doctor_arguments = None  # (tensors, gradient), set by backward()
+        self._doctor_arguments = None  # (tensors, gradient, params), set by backward()
         self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
         self._view = EventView(self._nodes)
         # what each node saved, read before any is released (the inspector lists them after)
@@ -473,14 +473,19 @@ class DebugSession(SessionBase):
         """Run the gradient doctor (:func:`gradviz.debug.doctor`) on this session's graph.
 
         The doctor runs its own backward pass, retaining the graph, so this session does not
-        move. Call it before a pass without ``retain_graph`` has freed the saved tensors.
+        move. Custom Functions are re-run from the inputs their nodes keep (or ``capture()``),
+        so this works after the pass too. The ``params`` given to ``gradviz.debug.backward``
+        go to the doctor, which then also checks the model (unused parameters, ...).
         """
         from ._doctor import doctor
 
         if self._doctor_arguments is None:
             raise RuntimeError("this session was not made by gradviz.debug.backward(), so the "
                                "doctor does not know its roots; call gradviz.debug.doctor(loss)")
-        tensors, gradient = self._doctor_arguments
+        tensors, gradient, params = self._doctor_arguments
+        if params is not None:  # debug.backward takes a dict too; the doctor takes pairs
+            options.setdefault("params", list(params.items()) if isinstance(params, dict)
+                               else params)
         return doctor(tensors, gradient, **options)
 
     def __repr__(self) -> str:
@@ -526,7 +531,7 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,
                            observer=recorder)
     session = DebugSession(task, recorder)
-    session._doctor_arguments = (tensors, gradient)
+    session._doctor_arguments = (tensors, gradient, params)
     _warn_if_freed(session)
     caller = sys._getframe(1)
     try:
