@@ -166,6 +166,11 @@ def normalize_graph(raw: object) -> dict[str, Any]:
                 raise SessionProtocolError(
                     f"{where}['leaf_name'] must be a str on an accumulate_grad node, got {leaf_name!r} on a {kind} node")
             entry["leaf_name"] = leaf_name
+        number = node.get("number")
+        if number is not None:  # the node's small display number (Note [Node numbers and labels])
+            if _as_id(number) is None:
+                raise SessionProtocolError(f"{where}['number'] must be a non-negative int, got {number!r}")
+            entry["number"] = number
         ids.add(node_id)
         nodes.append(entry)
     edges: list[dict[str, int]] = []

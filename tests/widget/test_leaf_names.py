@@ -119,6 +119,17 @@ def test_normalize_graph_keeps_leaf_names_and_rejects_bad_ones() -> None:
         normalize_graph({"nodes": [{**leaf, "kind": "builtin", "leaf_name": "w"}]})
 
 
+def test_the_widget_graph_keeps_node_numbers_and_rejects_bad_ones() -> None:
+    """The view titles nodes by their small number (#1, #2...), not the engine's id."""
+    x = torch.tensor([1.0, 2.0], requires_grad=True)
+    session = torch.debug.backward((x * 3).sum())
+    graph = normalize_graph(session.graph())
+    assert sorted(node["number"] for node in graph["nodes"]) == [1, 2, 3]
+    node = {"id": 7, "name": "SumBackward0", "kind": "builtin", "label": "[]"}
+    with pytest.raises(SessionProtocolError, match=r"\['number'\] must be a non-negative int"):
+        normalize_graph({"nodes": [{**node, "number": -1}]})
+
+
 def test_to_dot_names_the_parameters_of_a_module() -> None:
     from gradviz.viz import to_dot
 
