@@ -7,8 +7,8 @@ alternating, with torch as the reference of the same run:
 
 - memory: the bytes numpy still holds (tracemalloc) while the graph is alive, after
   ``backward()`` freed the saved tensors: the kept inputs are what remains;
-- time: µs per ``Scale.apply`` (median of repeats, GC off inside the timed region as in
-  ``chain.py``), as a ratio to torch's.
+- time: µs per ``Scale.apply`` (median of repeats), as a ratio to torch's, with the garbage
+  collector on as users run, and off as a second column (``_common.timed_region``).
 
     python bench/keep_inputs.py [--n 200] [--size 1024] [--repeats 9] [--json out.json]
 """
@@ -27,7 +27,7 @@ import tracemalloc  # noqa: E402
 import torch  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment, interleaved  # noqa: E402
+from _common import GC_MODES, environment, interleaved, timed_region  # noqa: E402
 
 
 def make_scale(module):
@@ -69,17 +69,12 @@ def held_after_backward(scale, n, size, keep):
     return held - after
 
 
-def apply_time(module, scale, n, size, keep=True):
-    gc.collect()
-    gc.disable()
-    try:
-        with gradviz.debug.keep_forward_inputs(keep):
-            start = time.perf_counter()
-            graph = build(module, scale, n, size)
-            done = time.perf_counter()
-        del graph  # freed outside the timed region
-    finally:
-        gc.enable()
+def apply_time(module, scale, n, size, keep=True, gc_on=True):
+    with timed_region(gc_on), gradviz.debug.keep_forward_inputs(keep):
+        start = time.perf_counter()
+        graph = build(module, scale, n, size)
+        done = time.perf_counter()
+    del graph  # freed outside the timed region
     return (done - start) / n * 1e6
 
 
@@ -92,11 +87,14 @@ def main():
     args = parser.parse_args()
     scales = {"kept": make_scale(gradviz), "off": make_scale(gradviz), "torch": make_scale(torch)}
     frameworks = (("kept", gradviz), ("off", gradviz), ("torch", torch))
-    runs = interleaved(frameworks, args.repeats,
-                       lambda name, module: apply_time(module, scales[name], args.n, args.size,
-                                                       keep=name != "off"),
-                       lambda name, module: apply_time(module, scales[name], 20, args.size))
-    times = {name: statistics.median(values) for name, values in runs.items()}
+    times = {}
+    for mode in GC_MODES:  # GC on first: how users run
+        runs = interleaved(frameworks, args.repeats,
+                           lambda name, module: apply_time(module, scales[name], args.n,
+                                                           args.size, keep=name != "off",
+                                                           gc_on=mode == "on"),
+                           lambda name, module: apply_time(module, scales[name], 20, args.size))
+        times[mode] = {name: statistics.median(values) for name, values in runs.items()}
     memory = {keep: held_after_backward(scales["kept"], args.n, args.size, keep)
               for keep in (True, False)}
     expected = args.n * args.size * 8
@@ -104,9 +102,11 @@ def main():
           f"gradviz {gradviz.config()['engine']} engine, torch {torch.__version__}, one thread")
     print(f"  held after backward, graph alive: kept {memory[True] / 1024:9.1f} KiB   "
           f"off {memory[False] / 1024:9.1f} KiB   (the inputs: {expected / 1024:.1f} KiB)")
-    print(f"  apply (with the y * 1.0): kept {times['kept']:7.2f} µs   off {times['off']:7.2f} µs"
-          f"   torch {times['torch']:7.2f} µs   ratio kept/torch "
-          f"{times['kept'] / times['torch']:.2f}, off/torch {times['off'] / times['torch']:.2f}")
+    for mode in GC_MODES:
+        t = times[mode]
+        print(f"  apply (with the y * 1.0), GC {mode:>3}: kept {t['kept']:7.2f} µs   "
+              f"off {t['off']:7.2f} µs   torch {t['torch']:7.2f} µs   ratio kept/torch "
+              f"{t['kept'] / t['torch']:.2f}, off/torch {t['off'] / t['torch']:.2f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"environment": environment(), "args": vars(args), "apply_us": times,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import _common  # noqa: F401  (first: pins every math library to one thread)
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
@@ -355,15 +354,11 @@ def profile(variant, steps, limit):
     variant.reset()
     variant.step([])
     profiler = cProfile.Profile()
-    gc.collect()
-    gc.disable()
-    try:
+    with timed_region(True):  # the collector on, as users run (Note [GC on])
         profiler.enable()
         for _ in range(steps):
             variant.step([])
         profiler.disable()
-    finally:
-        gc.enable()
     print(f"\ncProfile of {steps} steps of {variant.name} (own time; compiled engine functions "
           "are not seen by cProfile, their time shows in what they call):")
     pstats.Stats(profiler).sort_stats("tottime").print_stats(limit)
