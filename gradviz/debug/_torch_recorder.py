@@ -50,6 +50,7 @@ import weakref
 
 from ..instrument import Trace, summarize
 from ..instrument._nodes import named_pairs
+from ..instrument._recorder import narration_label
 from ._torch_scopes import annotate_torch_modules, module_class_names
 
 __all__ = ["record_torch"]
@@ -351,14 +352,9 @@ class _TorchRecording:
         for info in graph["nodes"]:
             counts[info["name"]] = counts.get(info["name"], 0) + 1
         # narration names (Note [Node numbers and labels] in gradviz/instrument/_recorder.py)
-        self._labels = []
-        for info in graph["nodes"]:
-            name = info["name"]
-            if "leaf_name" in info:
-                name = f"{name} for {info['leaf_name']}"
-            elif counts[name] > 1:
-                name = f"{name} #{info['number']}"
-            self._labels.append(name)
+        self._labels = [narration_label(info["name"], info.get("leaf_name"), info["number"],
+                                        counts[info["name"]] > 1)
+                        for info in graph["nodes"]]
 
     def name(self, node_id: int) -> str:
         return self.trace.graph["nodes"][node_id]["name"]

@@ -19,7 +19,7 @@ from ._nodes import node_created_payload, saved_tensors_of, walk_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
 from ._summary import SummaryCache
 
-__all__ = ["Recorder", "EVENT_KINDS", "SCHEMA_VERSION"]
+__all__ = ["Recorder", "EVENT_KINDS", "SCHEMA_VERSION", "narration_label"]
 
 _clock = time.perf_counter
 
@@ -175,14 +175,8 @@ class Recorder(_engine.Observer):
     def label(self, node_id: int, name: str) -> str:
         """How narration names a node: ``AccumulateGrad for w`` for a named leaf; the name
         with ``#number`` when another numbered node has the same name; else the name."""
-        leaf = self.leaf_names.get(node_id)
-        if leaf is not None:
-            return f"{name} for {leaf}"
-        if self._name_counts.get(name, 0) > 1:
-            number = self.numbers.get(node_id)
-            if number is not None:
-                return f"{name} #{number}"
-        return name
+        return narration_label(name, self.leaf_names.get(node_id), self.numbers.get(node_id),
+                               self._name_counts.get(name, 0) > 1)
 
     def _label(self, node) -> str:
         # per event, so cached (the recorder's hot path, bench/instrument.py)
@@ -400,6 +394,16 @@ class Recorder(_engine.Observer):
 # ("AccumulateGrad for fc1.weight"): ``name_leaf`` is called by whoever knows the names (the
 # debug session from ``params`` and the caller's variables, ``gradviz.record()`` from the
 # frame that called backward).
+
+
+def narration_label(name: str, leaf_name: str | None, number: int | None, shared: bool) -> str:
+    """A node as narration names it (Note [Node numbers and labels]): ``AccumulateGrad for w``
+    for a named leaf; ``name #number`` when another node has the same name (``shared``)."""
+    if leaf_name is not None:
+        return f"{name} for {leaf_name}"
+    if shared and number is not None:
+        return f"{name} #{number}"
+    return name
 
 
 def _hook_outcome(replaced: bool, changed: bool, what: str, whose: str = "the ") -> str:
