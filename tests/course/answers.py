@@ -137,31 +137,31 @@ d["W1"] = t["x"].T @ d["h"]
 d["b1"] = d["h"].sum(0)
 '''),
     "torch_silu": ("SiLU", '''
-class SiLU(real_torch.autograd.Function):
+class SiLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return x * real_torch.sigmoid(x)
+        return x * torch.sigmoid(x)
 
     @staticmethod
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
-        s = real_torch.sigmoid(x)
+        s = torch.sigmoid(x)
         return grad_output * (s + x * s * (1 - s))
 ''', '''
-class SiLU(real_torch.autograd.Function):
+class SiLU(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
         ctx.save_for_backward(x)
-        return x * real_torch.sigmoid(x)
+        return x * torch.sigmoid(x)
 
     @staticmethod
     def backward(ctx, grad_output):
         (x,) = ctx.saved_tensors
-        s = real_torch.sigmoid(x)
+        s = torch.sigmoid(x)
         return grad_output * s * (1 - s)
 '''),
-    "rollup": ("answer", 'answer = "encoder"\n', 'answer = "head"\n'),
+    "rollup": ("answer", 'answer = "blocks"\n', 'answer = "encoder"\n'),
     "run_order": ("run_order", '''
 import heapq
 

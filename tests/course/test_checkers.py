@@ -13,20 +13,30 @@ from answers import ANSWERS
 
 
 def rollup_session():
-    """A PyTorch model whose ``encoder`` holds more nodes than its ``head``, recorded with its
-    module paths and replayed (what notebook 05 asks about)."""
+    """Notebook 05's model: an encoder, three residual blocks (a ModuleList) and a head,
+    recorded with its module paths and replayed."""
     real_torch.manual_seed(0)
+
+    class Block(real_torch.nn.Module):
+        def __init__(self, width):
+            super().__init__()
+            self.linear = real_torch.nn.Linear(width, width)
+
+        def forward(self, x):
+            return real_torch.tanh(self.linear(x)) + x
 
     class Model(real_torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder = real_torch.nn.Sequential(
-                real_torch.nn.Linear(4, 8), real_torch.nn.Tanh(), real_torch.nn.Linear(8, 8),
-                real_torch.nn.Tanh())
+            self.encoder = real_torch.nn.Sequential(real_torch.nn.Linear(4, 8), real_torch.nn.Tanh())
+            self.blocks = real_torch.nn.ModuleList([Block(8) for _ in range(3)])
             self.head = real_torch.nn.Linear(8, 2)
 
         def forward(self, x):
-            return self.head(self.encoder(x))
+            hidden = self.encoder(x)
+            for block in self.blocks:
+                hidden = block(hidden)
+            return self.head(hidden)
 
     model = Model()
     with gradviz.debug.torch_scopes():
@@ -36,7 +46,9 @@ def rollup_session():
 
 def answer(name: str, which: int):
     variable, *sources = ANSWERS[name]
-    namespace = {"torch": gradviz, "real_torch": real_torch, "course": course}
+    # notebook 05 imports PyTorch as torch; the others import gradviz as torch
+    namespace = {"torch": real_torch if name in ("torch_silu", "rollup") else gradviz,
+                 "course": course}
     if name == "ninja":
         namespace["t"] = course.ninja_forward()
     exec(sources[which], namespace)
