@@ -48,7 +48,17 @@ def text(cell) -> str:
 def test_every_exercise_is_in_exactly_one_notebook():
     names = [name for path in NOTEBOOKS for _, name in answer_cells(nbformat.read(path, as_version=4))]
     assert sorted(names) == sorted(ANSWERS), names
-    assert len(NOTEBOOKS) == 5, [path.name for path in NOTEBOOKS]
+
+
+def test_answer_cells_hold_a_placeholder_and_are_followed_by_their_check():
+    """As stored, each answer cell leaves ``...`` for the learner (and no answer), and the next
+    code cell calls a checker of ``gradviz.course``."""
+    for path in NOTEBOOKS:
+        notebook = nbformat.read(path, as_version=4)
+        for index, name in answer_cells(notebook):
+            source = notebook.cells[index].source
+            assert "..." in source and "YOUR ANSWER" in source, (path.name, name, source)
+            assert "course.check_" in next_code_cell(notebook, index).source, (path.name, name)
 
 
 @pytest.mark.notebook
