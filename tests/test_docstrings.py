@@ -29,7 +29,7 @@ from gradviz.instrument import _recorder, _summary, _trace
 from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
                         _transformer, _upsampling, _volumetric, _sampling, _embedding_bag)
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz import linalg
+from gradviz import course, linalg
 from gradviz.ops import _creation, _linalg_factor, _linalg_more, _linalg_norms, _statistics
 from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
@@ -45,7 +45,7 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
            transformed_distribution, transforms, uniform, distribution_utils,
-           _scopes, _module_paths, _rollup, _diff, _torch_scopes]
+           _scopes, _module_paths, _rollup, _diff, _torch_scopes, course]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])
