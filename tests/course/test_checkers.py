@@ -96,3 +96,48 @@ def test_a_partial_backprop_names_the_next_step(capsys):
 def test_the_wrong_backprop_names_its_first_wrong_step():
     with pytest.raises(course.WrongAnswer, match=r"step 4, d\['counts'\] is the first wrong step"):
         course.check_ninja(answer("ninja", 1))
+
+
+def test_the_predicted_orders_are_pytorchs():
+    """The reference predictions are what PyTorch's engine does, not only what gradviz does."""
+    x = real_torch.tensor([0.5, 1.0], requires_grad=True)
+    w = real_torch.tensor([2.0, -1.0], requires_grad=True)
+    a = x * w
+    trace = gradviz.debug.record_torch((a.exp() + a.sin()).sum())
+    assert [e["name"] for e in trace.events if e["kind"] == "node_started"] == answer("run_order_prediction", 0)
+
+    fired = []
+    labels = course._checks.HOOK_LABELS
+    x = real_torch.tensor([1.0, 2.0], requires_grad=True)
+    y = x * x
+    y.grad_fn.register_hook(lambda grad_inputs, grad_outputs: fired.append(labels[2]))
+    y.grad_fn.register_prehook(lambda grad_outputs: fired.append(labels[1]))
+    x.register_post_accumulate_grad_hook(lambda tensor: fired.append(labels[4]))
+    x.register_hook(lambda grad: fired.append(labels[3]))
+    y.register_hook(lambda grad: fired.append(labels[0]))
+    y.sum().backward()
+    assert fired == answer("hook_order", 0)
+
+
+def test_the_backprop_reference_is_pytorchs_gradient():
+    """The hand-written reference of the backprop exercise equals PyTorch's autograd on the
+    same forward (so the checker's oracle, gradviz's engine, is checked too)."""
+    t = course.ninja_forward()
+    d = answer("ninja", 0)
+    leaves = {name: real_torch.tensor(t[name].detach().numpy(), requires_grad=True)
+              for name in ("W1", "b1", "W2", "b2")}
+    x, y = real_torch.tensor(t["x"].numpy()), real_torch.tensor(t["y"].numpy())
+    steps = {"h": x @ leaves["W1"] + leaves["b1"]}
+    steps["a"] = real_torch.tanh(steps["h"])
+    steps["logits"] = steps["a"] @ leaves["W2"] + leaves["b2"]
+    steps["counts"] = steps["logits"].exp()
+    steps["counts_sum"] = steps["counts"].sum(1, keepdim=True)
+    steps["probs"] = steps["counts"] / steps["counts_sum"]
+    steps["logprobs"] = steps["probs"].log()
+    for value in steps.values():
+        value.retain_grad()
+    (-steps["logprobs"][real_torch.arange(x.shape[0]), y].mean()).backward()
+    steps.update(leaves)
+    for name in course.NINJA_STEPS:
+        assert real_torch.allclose(real_torch.tensor(d[name].detach().numpy()), steps[name].grad,
+                                   atol=1e-6), name
