@@ -358,12 +358,14 @@ def ninja_forward(seed: int = 0) -> dict:
     step by step (``logits`` -> ``counts`` -> ``probs`` -> ``logprobs``)."""
     generator = np.random.default_rng(seed)
     n, d, hidden, classes = 8, 5, 6, 4
+    def parameter(shape, scale):
+        values = (generator.normal(size=shape) * scale).astype(np.float32)
+        return _ops.tensor(values, requires_grad=True)
+
     t = {"x": _ops.tensor(generator.normal(size=(n, d)).astype(np.float32)),
-         "y": _ops.tensor(generator.integers(0, classes, size=n)),
-         "W1": _ops.tensor((generator.normal(size=(d, hidden)) * 0.5).astype(np.float32), requires_grad=True),
-         "b1": _ops.tensor((generator.normal(size=hidden) * 0.1).astype(np.float32), requires_grad=True),
-         "W2": _ops.tensor((generator.normal(size=(hidden, classes)) * 0.5).astype(np.float32), requires_grad=True),
-         "b2": _ops.tensor((generator.normal(size=classes) * 0.1).astype(np.float32), requires_grad=True)}
+         "y": _ops.tensor(generator.integers(0, classes, size=n))}
+    t["W1"], t["b1"] = parameter((d, hidden), 0.5), parameter(hidden, 0.1)
+    t["W2"], t["b2"] = parameter((hidden, classes), 0.5), parameter(classes, 0.1)
     t["h"] = t["x"] @ t["W1"] + t["b1"]
     t["a"] = _ops.tanh(t["h"])
     t["logits"] = t["a"] @ t["W2"] + t["b2"]

@@ -30,7 +30,8 @@ COURSE = sorted(path for path in (REPO / "notebooks").glob("0[2-9]_*.ipynb"))
 ALL_DRAWN_JS = """
 () => {
   const roots = [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .gv-root')];
-  return roots.length > 0 && roots.every(root => root.querySelector('.gv-node[data-node-id]') !== null);
+  const drawn = root => root.querySelector('.gv-node[data-node-id]') !== null;
+  return roots.length > 0 && roots.every(drawn);
 }
 """
 

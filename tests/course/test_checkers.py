@@ -28,7 +28,8 @@ def rollup_session():
     class Model(real_torch.nn.Module):
         def __init__(self):
             super().__init__()
-            self.encoder = real_torch.nn.Sequential(real_torch.nn.Linear(4, 8), real_torch.nn.Tanh())
+            self.encoder = real_torch.nn.Sequential(real_torch.nn.Linear(4, 8),
+                                                    real_torch.nn.Tanh())
             self.blocks = real_torch.nn.ModuleList([Block(8) for _ in range(3)])
             self.head = real_torch.nn.Linear(8, 2)
 
@@ -104,7 +105,8 @@ def test_the_predicted_orders_are_pytorchs():
     w = real_torch.tensor([2.0, -1.0], requires_grad=True)
     a = x * w
     trace = gradviz.debug.record_torch((a.exp() + a.sin()).sum())
-    assert [e["name"] for e in trace.events if e["kind"] == "node_started"] == answer("run_order_prediction", 0)
+    order = [e["name"] for e in trace.events if e["kind"] == "node_started"]
+    assert order == answer("run_order_prediction", 0)
 
     fired = []
     labels = course._checks.HOOK_LABELS

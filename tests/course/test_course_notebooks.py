@@ -12,8 +12,8 @@ from nbclient import NotebookClient
 
 from answers import ANSWERS
 
-NOTEBOOKS = sorted(path for path in (pathlib.Path(__file__).parents[2] / "notebooks").glob("*.ipynb")
-                   if not path.name.startswith("01_"))
+FOLDER = pathlib.Path(__file__).parents[2] / "notebooks"
+NOTEBOOKS = sorted(path for path in FOLDER.glob("*.ipynb") if not path.name.startswith("01_"))
 
 
 def answer_cells(notebook) -> list[tuple[int, str]]:
@@ -46,7 +46,8 @@ def text(cell) -> str:
 
 
 def test_every_exercise_is_in_exactly_one_notebook():
-    names = [name for path in NOTEBOOKS for _, name in answer_cells(nbformat.read(path, as_version=4))]
+    names = [name for path in NOTEBOOKS
+             for _, name in answer_cells(nbformat.read(path, as_version=4))]
     assert sorted(names) == sorted(ANSWERS), names
 
 
@@ -69,7 +70,8 @@ def test_reference_answers_pass_every_check(path, tmp_path):
     failed = [(index, errors(cell)) for index, cell in enumerate(notebook.cells) if errors(cell)]
     assert not failed, failed
     for index, name in cells:
-        assert text(next_code_cell(notebook, index)).startswith("correct"), (name, text(next_code_cell(notebook, index)))
+        said = text(next_code_cell(notebook, index))
+        assert said.startswith("correct"), (name, said)
 
 
 @pytest.mark.notebook
