@@ -14,7 +14,7 @@ import { renderView } from "./widget.js";
 export const DATA_ELEMENT_ID = "gradviz-data";
 
 /** Restart button and the scrubber over event positions, kept in step with the player. */
-function timelineControls(player: ReplayPlayer): { restart: HTMLButtonElement; row: HTMLDivElement } {
+export function timelineControls(player: ReplayPlayer): { restart: HTMLButtonElement; row: HTMLDivElement } {
   const restart = button("Restart", "Back to the start, before the first node ran", "gv-restart", () => player.restart());
   const row = document.createElement("div");
   row.className = "gv-timeline";
@@ -40,7 +40,7 @@ function timelineControls(player: ReplayPlayer): { restart: HTMLButtonElement; r
   return { restart, row };
 }
 
-function header(data: StandaloneData): HTMLElement {
+export function header(data: StandaloneData): HTMLElement {
   const element = document.createElement("header");
   element.className = "gv-page-header";
   const title = document.createElement("h1");
@@ -69,7 +69,10 @@ export function start(mount: HTMLElement, dataText: string): ReplayPlayer {
 }
 
 function boot(): void {
-  const mount = document.getElementById("gradviz-app") ?? document.body;
+  // Only the offline page has this mount; the JupyterLab extension (jupyterlab/src/index.ts)
+  // imports this module for its helpers and must not boot a page here.
+  const mount = document.getElementById("gradviz-app");
+  if (mount === null) return;
   try {
     const text = document.getElementById(DATA_ELEMENT_ID)?.textContent;
     if (text === null || text === undefined) throw new Error(`this page has no #${DATA_ELEMENT_ID} element`);
