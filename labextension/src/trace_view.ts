@@ -48,8 +48,9 @@ export function parseTraceView(value: unknown): StandaloneData {
   }
   if (value["version"] !== TRACE_VIEW_VERSION) {
     throw new ProtocolError(
-      `this trace view has version ${describe(value["version"])}, but this extension reads version ${TRACE_VIEW_VERSION} ` +
-      `(written by gradviz ${describe(value["gradviz_version"])}); save it again with the installed gradviz, or install the gradviz that wrote it`,
+      `this trace view has version ${JSON.stringify(value["version"]) ?? "undefined"} (written by gradviz ` +
+      `${JSON.stringify(value["gradviz_version"]) ?? "undefined"}), but this extension reads version ${TRACE_VIEW_VERSION}; ` +
+      "save it again with the installed gradviz, or install the gradviz that wrote it",
     );
   }
   if (!isRecord(value["view"])) throw new ProtocolError(`a gradviz trace view needs a "view" object, got ${describe(value["view"])}; ${fix}`);

@@ -173,15 +173,23 @@ def test_a_saved_view_opens_from_jupyterlabs_file_browser_without_a_kernel(brows
         context.close()
 
 
-def test_a_saved_view_opens_in_notebook7(browser: Any, notebook7: LabServer, trace: Any) -> None:
-    # Notebook 7 opens a file that is not a notebook in its /edit/ page, with the file type's
-    # default viewer (a double click in its tree opens that page in a new tab).
-    context, page, problems = open_page(browser, f"{notebook7.url}/edit/{VIEW_FILE}?token={notebook7.token}", "notebook")
+def test_a_saved_view_opens_from_notebook7s_file_browser(browser: Any, notebook7: LabServer, trace: Any) -> None:
+    # A double click in Notebook 7's tree opens a file that is not a notebook in a new tab, its
+    # /edit/ page, with the file type's default viewer.
+    context, tree, tree_problems = open_page(browser, f"{notebook7.url}/tree?token={notebook7.token}", "notebook")
+    problems = PageProblems(known=list(KNOWN_HOST_ERRORS["notebook"]))
+    context.on("page", problems.attach)  # from its first message on
     try:
+        with context.expect_page() as opened:
+            tree.locator(".jp-DirListing-item", has_text=VIEW_FILE).dblclick()
+        page = opened.value
+        page.wait_for_load_state()
+        assert page.url.split("?")[0] == f"{notebook7.url}/edit/{VIEW_FILE}"
         viewer = Viewer(page, page.locator(RENDERER).first)
         step_and_check(viewer, trace, 2)
         check_hostile_names_are_text(page, viewer)
         assert problems.report() == "", problems.report()
+        assert tree_problems.report() == "", tree_problems.report()
     finally:
         context.close()
 
@@ -189,7 +197,7 @@ def test_a_saved_view_opens_in_notebook7(browser: Any, notebook7: LabServer, tra
 def test_trace_view_shows_as_an_output_in_jupyterlab(browser: Any, lab: LabServer, trace: Any) -> None:
     with notebook_session(browser, lab, OUTPUT_NOTEBOOK, "trace-view-output", init_script=TRAP) as session:
         session.run_all_cells()
-        viewer = Viewer(session.page, session.page.locator(f".jp-OutputArea-output {RENDERER}").first)
+        viewer = Viewer(session.page, session.page.locator(f".jp-OutputArea-child {RENDERER}").first)
         step_and_check(viewer, trace, 2)
         check_hostile_names_are_text(session.page, viewer)
         assert session.log_console_entries() == ""
