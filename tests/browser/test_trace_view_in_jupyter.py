@@ -40,6 +40,7 @@ from gradviz.widget._bundle import LAB_EXTENSION_NAME
 pytestmark = pytest.mark.browser
 
 VIEW_FILE = "run.gvtrace.json"
+RAW_FILE = "raw.gvtrace.json"
 OUTPUT_NOTEBOOK = "trace_view_output.ipynb"
 RENDERER = ".jp-GradvizTraceView"
 # Records any alert() (the hostile names call it if they ever run as HTML), without blocking.
@@ -60,6 +61,7 @@ def trace() -> Any:
 def sources(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("trace_view_sources")
     trace.save_view(directory / VIEW_FILE, title=EVIL)
+    trace.save(directory / RAW_FILE)  # a raw trace under a view's name: the viewer says so
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(OUTPUT_CELL)])
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(notebook, directory / OUTPUT_NOTEBOOK)
@@ -168,6 +170,12 @@ def test_a_saved_view_opens_from_jupyterlabs_file_browser_without_a_kernel(brows
         assert viewer.root.locator('[data-testid="gv-error"]').is_hidden()
         # No kernel was started to show it.
         assert page.evaluate("fetch('/api/kernels').then(r => r.json())") == []
+        # A file that is not a trace view opens to a message saying what it is and what to do.
+        page.locator(".jp-DirListing-item", has_text=RAW_FILE).dblclick()
+        error = page.locator(f".jp-MainAreaWidget:visible {RENDERER} .gv-page-error")
+        error.wait_for()
+        assert "this is a raw trace (Trace.save)" in error.text_content()
+        assert 'trace.save_view("run.gvtrace.json")' in error.text_content()
         assert problems.report() == "", problems.report()
     finally:
         context.close()
