@@ -14,7 +14,7 @@ import { renderView } from "./widget.js";
 export const DATA_ELEMENT_ID = "gradviz-data";
 
 /** Restart button and the scrubber over event positions, kept in step with the player. */
-export function timelineControls(player: ReplayPlayer): { restart: HTMLButtonElement; row: HTMLDivElement } {
+function timelineControls(player: ReplayPlayer): { restart: HTMLButtonElement; row: HTMLDivElement } {
   const restart = button("Restart", "Back to the start, before the first node ran", "gv-restart", () => player.restart());
   const row = document.createElement("div");
   row.className = "gv-timeline";
@@ -40,7 +40,7 @@ export function timelineControls(player: ReplayPlayer): { restart: HTMLButtonEle
   return { restart, row };
 }
 
-export function header(data: StandaloneData): HTMLElement {
+function header(data: StandaloneData): HTMLElement {
   const element = document.createElement("header");
   element.className = "gv-page-header";
   const title = document.createElement("h1");
@@ -53,24 +53,30 @@ export function header(data: StandaloneData): HTMLElement {
   return element;
 }
 
-/** Read the page's data and show the replay in `mount`. */
-export function start(mount: HTMLElement, dataText: string): ReplayPlayer {
-  const data = parseStandalone(JSON.parse(dataText));
+/** The replay of `data` in `mount`: the header, then the view with Restart and the scrubber.
+ * The page and the JupyterLab extension (jupyterlab/src/index.ts) both show a trace this way. */
+export function mountReplay(mount: HTMLElement, data: StandaloneData): { player: ReplayPlayer; cleanup: () => void } {
   const player = new ReplayPlayer(data);
   const { restart, row } = timelineControls(player);
-  const style = document.createElement("style");
-  style.textContent = PAGE_STYLES;
-  document.head.append(style);
   mount.append(header(data));
   const el = document.createElement("div");
   mount.append(el);
-  renderView({ model: player.model, el }, { toolbar: [restart], belowToolbar: row });
-  return player;
+  const cleanup = renderView({ model: player.model, el }, { toolbar: [restart], belowToolbar: row });
+  return { player, cleanup };
+}
+
+/** Read the page's data and show the replay in `mount`. */
+export function start(mount: HTMLElement, dataText: string): ReplayPlayer {
+  const data = parseStandalone(JSON.parse(dataText));
+  const style = document.createElement("style");
+  style.textContent = PAGE_STYLES;
+  document.head.append(style);
+  return mountReplay(mount, data).player;
 }
 
 function boot(): void {
   // Only the offline page has this mount; the JupyterLab extension (jupyterlab/src/index.ts)
-  // imports this module for its helpers and must not boot a page here.
+  // imports this module for mountReplay and must not boot a page here.
   const mount = document.getElementById("gradviz-app");
   if (mount === null) return;
   try {

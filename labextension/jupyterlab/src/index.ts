@@ -3,8 +3,8 @@
 // It renders `application/vnd.gradviz.trace+json` (an output, from `trace.view()`) and opens
 // `.gvtrace.json` files (from `trace.save_view(path)`) in the file browser. The view is the
 // offline HTML page's, built from the same modules (../../src): trace_view.ts checks the
-// document, a ReplayPlayer stands in for the kernel, standalone.ts's header and timeline
-// controls, and renderView draws the notebook widget's view. Nothing is fetched and no kernel
+// document, then standalone.ts's mountReplay shows it exactly as the page does (a ReplayPlayer
+// standing in for the kernel, the header, Restart and the scrubber, the notebook widget's view). Nothing is fetched and no kernel
 // is started; the layout worker comes from a blob URL, as in the widget.
 //
 // All text from the trace (node, module and parameter names, narration) reaches the DOM
@@ -13,10 +13,8 @@
 import type { IRenderMime } from "@jupyterlab/rendermime-interfaces";
 import { Widget } from "@lumino/widgets";
 
-import { ReplayPlayer } from "../../src/player.js";
-import { header, timelineControls } from "../../src/standalone.js";
+import { mountReplay } from "../../src/standalone.js";
 import { parseTraceView, TRACE_VIEW_EXTENSION, TRACE_VIEW_MIME } from "../../src/trace_view.js";
-import { renderView } from "../../src/widget.js";
 
 /** The class of every renderer's node (tests and styles find the view by it). */
 export const RENDERER_CLASS = "jp-GradvizTraceView";
@@ -54,12 +52,7 @@ export class TraceViewRenderer extends Widget implements IRenderMime.IRenderer {
     this.teardown();
     ensureStyles();
     try {
-      const data = parseTraceView(model.data[this.mimeType]);
-      const player = new ReplayPlayer(data);
-      const { restart, row } = timelineControls(player);
-      const el = document.createElement("div");
-      this.node.append(header(data), el);
-      this.cleanup = renderView({ model: player.model, el }, { toolbar: [restart], belowToolbar: row });
+      this.cleanup = mountReplay(this.node, parseTraceView(model.data[this.mimeType])).cleanup;
     } catch (error) {
       this.node.replaceChildren();
       const box = document.createElement("pre");
