@@ -1007,21 +1007,34 @@ def set_current_scope(scope):
 class ScopeFrame:
     """One module call or one ``scope`` block (Note [Forward scopes]): the enclosing frame,
     the module (None for a block) and the block's label. ``resolved`` is left to the layer
-    that names frames (``gradviz.autograd._scopes``); the engine never reads any of it."""
+    that names frames (``gradviz.autograd._scopes``); the engine never reads any of it.
+    ``calls`` lists ``(module, sequence number)`` for each module called directly inside
+    this frame, with the sequence number the next node would get when it was called (None
+    until one is): the doctor names a module that ran but whose output was cut before the
+    loss (Note [Modules cut off upstream] in ``gradviz/debug/_model_checks.py``)."""
 
     def __init__(self, parent, module, label=None):
         self.parent = parent
         self.module = module
         self.label = label
         self.resolved = None
+        self.calls = None
 
 
 @cython.ccall
 def push_scope(module, label=None):
     """Make a new :class:`ScopeFrame` (inside the current one) this thread's current scope and
     return the previous scope, which the caller restores with :func:`set_current_scope` when
-    its block ends. One C call per module call (Note [Forward scopes])."""
-    return set_current_scope(ScopeFrame(current_scope(), module, label))
+    its block ends. One C call per module call (Note [Forward scopes]); a module call is
+    also noted in the enclosing frame's ``calls``."""
+    parent = current_scope()
+    if module is not None and isinstance(parent, ScopeFrame):
+        frame: ScopeFrame = parent
+        if frame.calls is None:
+            frame.calls = [(module, _next_sequence_nr)]
+        else:
+            frame.calls.append((module, _next_sequence_nr))
+    return set_current_scope(ScopeFrame(parent, module, label))
 
 
 @cython.ccall

@@ -37,6 +37,24 @@ backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone
   for ``params`` given (a leaf of the graph may hold another loss's gradient on purpose);
 - ``inplace_overwrite``: a saved tensor whose version moved: the node that saved it and the
   in-place op that overwrote it (the tensor's ``grad_fn`` now), with the parameters below.
+
+Note [Modules cut off upstream]
+-------------------------------
+``h = layer1(x).detach(); loss = layer2(h)`` (or ``.data``, a ``no_grad`` block around
+``layer1``, ``argmax`` or an int cast of its output) leaves nothing of ``layer1`` in the
+loss's graph: the nodes it built are freed with its output, or were never made, and the
+graph holds no tensor sharing its parameters' memory. So the graph alone cannot tell it from
+a layer that forward never called. What tells them apart is the forward's module calls: on
+gradviz every module call is noted in the frame of the module that called it
+(``ScopeFrame.calls``: the module and the sequence number forward had reached), and the
+graph's nodes keep their frames; on PyTorch, :func:`gradviz.debug.torch_scopes` keeps the
+same record (``ModuleCall``) in the nodes it tags. A parameter the loss does not reach, of a
+module called inside a module call that built nodes of the loss's graph, ran in this forward:
+``no_gradient``, with ``cut_at`` the first node of the loss's graph made after that call
+began (where the graph resumes past the cut). A PyTorch forward run outside ``torch_scopes``
+keeps no record of module calls: such a module is ``unused_parameter``, whose cause names
+both possibilities. A module called at the top level (no module around it) is not recorded
+either.
 """
 
 from __future__ import annotations
@@ -51,6 +69,7 @@ from gradviz_ext import engine as _engine
 from .._tensor import Tensor
 from . import _capture
 from ._report import Finding
+from ._torch_scopes import CALL_KEY
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
 
@@ -94,6 +113,16 @@ class _Library:
         if tensor.dtype.is_floating_point and tensor.element_size() < 4:
             tensor = tensor.float()
         return tensor.cpu().numpy()
+
+    def frame(self, node):
+        """The module call that built ``node``: gradviz's ``ScopeFrame``, or the
+        ``ModuleCall`` that ``torch_scopes`` kept; None outside every recorded call."""
+        if self.torch is None:
+            return getattr(node, "_scope", None)
+        try:
+            return node.metadata.get(CALL_KEY)
+        except Exception:  # noqa: BLE001 - a node without metadata (a C++ custom node)
+            return None
 
     def is_leaf(self, node):
         if self.torch is None:
@@ -316,12 +345,17 @@ def _reach(graph, named, grads, library):
     reached_modules = {_module_of(name) for name, tensor in named
                        if id(tensor) in graph.leaf_of}
     zero_nodes = [n for n in graph.nodes if _op(n) in _ZERO_GRADIENT]
+    ran = None
     for name, tensor in named:
         if not tensor.requires_grad:
             continue  # frozen on purpose
         module = _module_of(name)
         if id(tensor) not in graph.leaf_of:
             evidence = _use_evidence(graph, tensor, library)
+            if evidence is None:
+                if ran is None:
+                    ran = _ran_in_this_forward(graph)
+                evidence = _cut_evidence(graph, ran.get(id(tensor)), name, module)
             if evidence is None and module is not None and module in reached_modules:
                 evidence = (None, f"other parameters of {module} get gradients, so {module} "
                                   f"ran: {name} was used through a path that carries none")
@@ -332,8 +366,9 @@ def _reach(graph, named, grads, library):
                     f"{name} requires grad but gets no gradient from the loss: its path was "
                     f"cut.",
                     f"{name} requires grad but the loss's graph does not reach it: {how}",
-                    "a .detach(), .data, torch.tensor(existing), a numpy round trip or a "
-                    "no_grad block between the parameter and the loss",
+                    "a .detach(), .data, torch.tensor(existing), a numpy round trip, a "
+                    "no_grad block, argmax or an int cast between the parameter and the "
+                    "loss",
                     f"use {name} itself in forward (not a detached alias or a copy)",
                     {"cut_at": None if node is None else node.name()}, module=module))
             else:
@@ -343,7 +378,9 @@ def _reach(graph, named, grads, library):
                     f"{name} requires grad but the loss's graph does not reach it (nothing in "
                     f"the graph holds it or a copy of it)",
                     "a layer defined and never called in forward, or whose output was cut "
-                    "before the loss (a no_grad block, argmax, an int cast)",
+                    "before the loss (a .detach(), .data, a no_grad block, argmax, an int "
+                    "cast); for a PyTorch model, run its forward inside "
+                    "gradviz.debug.torch_scopes() to tell which",
                     f"call the layer in forward, remove it, or freeze it with "
                     f"requires_grad_(False) if it is meant to be unused",
                     {}, severity="warning", module=module))
@@ -366,6 +403,58 @@ def _reach(graph, named, grads, library):
                         {"cut_at": node.name(), "leaf": leaf.name()}, module=module))
                     break
     return findings
+
+
+def _ran_in_this_forward(graph):
+    """``{id(parameter): (module, sequence number)}`` for the parameters of the modules called
+    inside a module call that built nodes of this graph (Note [Modules cut off upstream]);
+    each parameter under the innermost such module."""
+    library = graph.library
+    frames = {}
+    for node in graph.nodes:
+        frame = library.frame(node)
+        while frame is not None and id(frame) not in frames:
+            frames[id(frame)] = frame
+            frame = getattr(frame, "parent", None)
+    ran = {}
+    for frame in frames.values():
+        for module, sequence in getattr(frame, "calls", None) or ():
+            parameters = getattr(module, "parameters", None)
+            if not callable(parameters):
+                continue
+            found = list(parameters())
+            for parameter in found:
+                known = ran.get(id(parameter))
+                if known is None or known[2] > len(found):
+                    ran[id(parameter)] = (module, sequence, len(found))
+    return ran
+
+
+def _cut_evidence(graph, call, name, module):
+    """(node, how) for a parameter of a module that ran in this forward (``call``, from
+    :func:`_ran_in_this_forward`) although the loss does not reach it; the node is the first
+    one of the loss's graph made after the call began."""
+    if call is None:
+        return None
+    called, sequence, _ = call
+    library = graph.library
+    after, entering = None, []
+    if sequence is not None:
+        later = [n for n in graph.nodes if not library.is_leaf(n)
+                 and library.sequence(n) >= sequence]
+        # where the cut tensor enters: the first later node with an input that needs no
+        # gradient; else the first later node
+        entering = [n for n in later if any(child is None for child, _ in n.next_functions)]
+        if entering or later:
+            after = min(entering or later, key=library.sequence)
+    which = module or type(called).__name__
+    where = ""
+    if after is not None:
+        where = (f"; the loss's graph resumes at {after.name()}, the first of its nodes made "
+                 f"after {which} was called"
+                 f"{' that takes an input outside the graph' if entering else ''}")
+    return after, (f"{which} ({type(called).__name__}) ran in this forward, but none of its "
+                   f"output reaches the loss: the path was cut after it{where}")
 
 
 def _use_evidence(graph, tensor, library):
