@@ -59,7 +59,9 @@ either.
 
 from __future__ import annotations
 
+import os
 import re
+import sys
 from collections import deque
 
 import numpy as np
@@ -124,6 +126,20 @@ class _Library:
         except Exception:  # noqa: BLE001 - a node without metadata (a C++ custom node)
             return None
 
+    def site(self, node):
+        """``"file:line"`` of the user's line that made ``node`` in forward, or None: gradviz
+        keeps it in anomaly mode and inside a recording (``_forward_site``), torch in anomaly
+        mode (``metadata["traceback_"]``)."""
+        if node is None:
+            return None
+        if self.torch is None:
+            return _gradviz_site(getattr(node, "_forward_site", None))
+        try:
+            stack = node.metadata.get("traceback_")
+        except Exception:  # noqa: BLE001 - a node without metadata
+            return None
+        return _torch_site(stack, self.torch)
+
     def is_leaf(self, node):
         if self.torch is None:
             return isinstance(node, _engine.AccumulateGrad)
@@ -148,8 +164,10 @@ class _Library:
 
     def saved(self, node):
         """``[(label, tensor or None, moved)]``: the node's saved tensors; ``moved`` is
-        ``(saved version, version now, name of the op that overwrote it)`` when an in-place op
-        changed it since, else None."""
+        ``(saved version, version now, overwriter, producer)`` when an in-place op changed it
+        since, else None: ``overwriter`` the node of that op when the tensor tells it (its
+        ``grad_fn`` now; else None), ``producer`` ``(node or op name, output_nr)`` of the op
+        that made the tensor, as far as known (:func:`_overwriter` finds the op from it)."""
         found = self._saved.get(node)
         if found is None:
             found = self._saved[node] = self._read_saved(node)
@@ -161,12 +179,11 @@ class _Library:
             for label, item in _capture.saved_tensors_of(node):
                 tensor = item._tensor
                 if item._version_counter.value != item._saved_version:
-                    writer = None
-                    if tensor is not None:
-                        grad_fn = _engine.stored_grad_fn(tensor)
-                        writer = None if grad_fn is None else grad_fn.name()
+                    writer = None if tensor is None else _engine.stored_grad_fn(tensor)
+                    producer = (node if item._is_output else item._grad_fn, item._output_nr)
                     found.append((label, tensor, (item._saved_version,
-                                                  item._version_counter.value, writer)))
+                                                  item._version_counter.value, writer,
+                                                  producer)))
                     continue
                 data = _capture.saved_data(item)
                 if data is not None:
@@ -182,10 +199,13 @@ class _Library:
             except RuntimeError as exc:
                 text = str(exc)
                 if "modified by an inplace operation" in text:
-                    match = re.search(r"output \d+ of (\w+), is at version (\d+); expected "
+                    # torch names the op that made the tensor ("output 0 of Sigmoid"), not
+                    # the one that overwrote it
+                    match = re.search(r"output (\d+) of (\w+), is at version (\d+); expected "
                                       r"version (\d+)", text)
-                    moved = (None, None, None) if match is None else \
-                        (int(match.group(3)), int(match.group(2)), match.group(1))
+                    moved = (None, None, None, None) if match is None else \
+                        (int(match.group(4)), int(match.group(3)), None,
+                         (match.group(2), int(match.group(1))))
                     found.append((name, None, moved))
                 continue
             values = value if isinstance(value, (tuple, list)) else (value,)
@@ -214,6 +234,38 @@ class _Library:
                 and a.untyped_storage().nbytes() > 0
         except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse)
             return False
+
+
+_TRACEBACK_LINE = re.compile(r'File "(.*)", line (\d+), in ')
+
+
+def _gradviz_site(site):
+    """``"file:line"`` from a gradviz node's ``_forward_site``: the recorder's dict, or the
+    anomaly mode's ``ForwardSite`` (its frames outermost first)."""
+    if site is None:
+        return None
+    if isinstance(site, dict):
+        return f"{site['file']}:{site['line']}" if site.get("file") else None
+    frames = getattr(site, "frames", None)
+    if not frames:
+        return None
+    filename, line = frames[-1][0], frames[-1][1]
+    return f"{filename}:{line}"
+
+
+def _torch_site(stack, torch):
+    """``"file:line"`` of the innermost frame outside torch and gradviz in a torch node's
+    anomaly-mode traceback (a list of formatted stack lines), or None."""
+    if not stack:
+        return None
+    skip = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+                 for module in (torch, sys.modules["gradviz"]))
+    found = None
+    for text in stack:
+        match = _TRACEBACK_LINE.search(text)
+        if match is not None and not os.path.abspath(match.group(1)).startswith(skip):
+            found = f"{match.group(1)}:{match.group(2)}"
+    return found
 
 
 def named_parameters(params, nodes, library):
@@ -335,6 +387,13 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
         except Exception as exc:  # noqa: BLE001 - an odd tensor must not cost the report
             notes.append(f"the {label} check could not run on this graph: "
                          f"{type(exc).__name__}: {exc}")
+    tensors = dict(named)
+    for finding in findings:  # the parameters' AccumulateGrad nodes, for a viewer to mark
+        for name in finding.params:
+            leaf = graph.leaf_of.get(id(tensors.get(name)))
+            if leaf is not None and leaf is not finding.node \
+                    and leaf not in finding.related_nodes:
+                finding.related_nodes.append(leaf)
     return findings, notes
 
 
@@ -602,31 +661,76 @@ def _double_softmax(graph, names):
 # ---- inplace_overwrite -------------------------------------------------------------------
 
 def _inplace(graph, names):
+    library = graph.library
     findings = []
     for node in graph.nodes:
-        if graph.library.is_leaf(node):
+        if library.is_leaf(node):
             continue
-        for label, _, moved in graph.library.saved(node):
+        for label, tensor, moved in library.saved(node):
             if moved is None:
                 continue
-            before, now, writer = moved
+            before, now, overwriter, producer = moved
+            if overwriter is None:
+                overwriter = _overwriter(graph, node, producer)
+            writer = None if overwriter is None else overwriter.name()
             params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
-            by = f"{writer}, an in-place op," if writer else "an in-place op"
+            saver_site, writer_site = library.site(node), library.site(overwriter)
+            at = f" (at {saver_site})" if saver_site else ""
+            by = f"{writer}, an in-place op" if writer else "an in-place op"
+            if writer_site:
+                by += f" at {writer_site}"
             versions = (f" (version {before} when saved, {now} now)"
                         if before is not None else "")
+            lines = ("" if saver_site and writer_site else
+                     " (to see both source lines, run the forward under detect_anomaly() or, "
+                     "on gradviz, inside gradviz.record())")
             findings.append(_finding(
                 "inplace_overwrite", node, params,
-                f"a tensor {node.name()} saved for backward was overwritten in place"
-                f"{' by ' + writer if writer else ''}.",
-                f"{node.name()} saved {label} for backward, then {by} overwrote it{versions}; "
-                f"backward() will raise",
-                "an in-place op (relu_, add_, x[...] = ..., +=) on a tensor an earlier op "
-                "still needs (source lines are not recorded for plain graphs; build it inside "
-                "gradviz.record() to see them)",
+                f"a tensor {node.name()}{at} saved for backward was overwritten in place"
+                f"{' by ' + writer if writer else ''}"
+                f"{' at ' + writer_site if writer_site else ''}.",
+                f"{node.name()}{at} saved {label} for backward, then {by}, overwrote it"
+                f"{versions}; backward() will raise",
+                f"an in-place op (relu_, add_, x[...] = ..., +=) on a tensor an earlier op "
+                f"still needs{lines}",
                 "use the out-of-place op (x = x + 1, relu(x)), or clone before modifying",
                 {"saver": node.name(), "overwriter": writer, "saved": label,
-                 "saved_version": before, "version": now}))
+                 "saved_version": before, "version": now, "saver_source": saver_site,
+                 "overwriter_source": writer_site}))
+            if overwriter is not None:
+                findings[-1].related_nodes.append(overwriter)
     return findings
+
+
+def _overwriter(graph, saver, producer):
+    """The node of the in-place op that overwrote a tensor ``saver`` saved, found from the op
+    that made the tensor (``producer``: a node, or torch's op name, with the output number):
+    an in-place op's node takes the tensor's old ``grad_fn`` as its first edge, and every op
+    that uses the tensor after it takes the in-place node instead; so it is the last node made
+    after ``saver`` whose first edge is that output. None when the graph does not hold it."""
+    library = graph.library
+    if producer is None:
+        return None
+    made_by, output_nr = producer
+    after = library.sequence(saver)
+    inputs = [child for child, _ in saver.next_functions if child is not None]
+    if isinstance(made_by, str):
+        # torch names the saver for a saved output ("output 0 of Sigmoid"), the tensor's
+        # grad_fn now (the in-place op) for a saved input: that op's node takes the node
+        # that made the input as its first edge
+        name = made_by
+        made_by = saver if _op(saver) == name else None
+        if made_by is None:
+            found = [n for n in graph.nodes if not library.is_leaf(n) and _op(n) == name
+                     and n.next_functions and n.next_functions[0][0] in inputs
+                     and library.sequence(n) > after]
+            return min(found, key=library.sequence) if found else None
+    if made_by is None:
+        return None
+    candidates = [n for n in graph.nodes if not library.is_leaf(n) and n.next_functions
+                  and n.next_functions[0] == (made_by, output_nr)
+                  and library.sequence(n) > after]
+    return max(candidates, key=library.sequence) if candidates else None
 
 
 # ---- nonfinite_origin --------------------------------------------------------------------

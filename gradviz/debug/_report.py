@@ -48,7 +48,9 @@ class Finding:
     the finding concerns), ``module`` (their module's name, when known), ``summary`` (one
     sentence; for the other kinds, the message up to its hint) and ``fix``; ``details`` holds
     the evidence (numbers), also as ``evidence``, and ``hint`` the likely cause, also as
-    ``cause``. ``node`` is the graph node (or None); ``node_name`` its name.
+    ``cause``. ``node`` is the graph node (or None); ``node_name`` its name;
+    ``related_nodes`` the other graph nodes it concerns (the op that overwrote a saved tensor,
+    the parameters' ``AccumulateGrad`` nodes), for a viewer to mark.
     """
 
     kind: str
@@ -66,6 +68,7 @@ class Finding:
     summary: str | None = None
     fix: str | None = None
     module: str | None = None
+    related_nodes: list = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -113,6 +116,8 @@ class Finding:
             "module": self.module,
             "summary": self.summary,
             "fix": self.fix,
+            "related_nodes": [i for i in (node_id(n) for n in self.related_nodes)
+                              if i is not None],
         }
 
     def __repr__(self) -> str:

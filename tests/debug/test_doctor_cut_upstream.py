@@ -10,6 +10,7 @@ called stays ``unused_parameter``."""
 from __future__ import annotations
 
 import contextlib
+import warnings
 
 import numpy as np
 import pytest
@@ -123,3 +124,72 @@ def test_a_torch_forward_outside_torch_scopes_says_both_causes():
     report = gradviz.debug.doctor(loss, params=model)
     finding = report.findings[0]
     assert finding.kind == "unused_parameter" and "torch_scopes()" in finding.cause
+
+
+# ---- inplace_overwrite names both ops with their source lines ----------------------------
+
+def overwrite_saved(lib, saved_input):
+    """A tensor saved for backward, then overwritten in place; returns (loss, weight, the line
+    of the op that saved it, the line of the in-place op)."""
+    import inspect
+
+    weight = lib.tensor(np.random.default_rng(22).standard_normal((3, 4)), requires_grad=True)
+    x = lib.tensor(X)
+    if saved_input:   # exp's output is saved by the multiplication as its input
+        hidden = lib.exp(x @ weight.T)
+        scaled = hidden * hidden; saver = inspect.currentframe().f_lineno  # noqa: E702
+        hidden.add_(1.0); writer = inspect.currentframe().f_lineno  # noqa: E702
+        return (scaled.sum() + hidden.sum()), weight, saver, writer
+    hidden = lib.sigmoid(x @ weight.T); saver = inspect.currentframe().f_lineno  # noqa: E702
+    hidden.mul_(2.0); writer = inspect.currentframe().f_lineno  # noqa: E702
+    return hidden.sum(), weight, saver, writer
+
+
+def anomaly(lib):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # torch warns that anomaly mode is slow
+        return lib.autograd.detect_anomaly()
+
+
+@pytest.mark.parametrize("saved_input", [False, True], ids=["saved output", "saved input"])
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_inplace_overwrite_names_both_ops_and_their_lines(library, saved_input):
+    lib = LIBRARIES[library]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with lib.autograd.detect_anomaly():
+            loss, weight, saver, writer = overwrite_saved(lib, saved_input)
+        if lib is real_torch:   # torch proves the symptom
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                loss.backward(retain_graph=True)
+    report = gradviz.debug.doctor(loss, params=[("fc.weight", weight)])
+    finding = next(f for f in report.findings if f.kind == "inplace_overwrite")
+    saver_op, writer_op = ("MulBackward0", "AddBackward0") if saved_input else \
+        ("SigmoidBackward0", "MulBackward0")
+    assert finding.params == ["fc.weight"] and finding.node.name() == saver_op
+    assert finding.details["overwriter"] == writer_op
+    assert finding.details["saver_source"] == f"{__file__}:{saver}"
+    assert finding.details["overwriter_source"] == f"{__file__}:{writer}"
+    assert f"{__file__}:{saver}" in finding.message and f"{__file__}:{writer}" in finding.message
+    data = next(d for d in report.to_dict()["findings"] if d["kind"] == "inplace_overwrite")
+    writer_node = finding.related_nodes[0]
+    assert writer_node.name() == writer_op
+    assert data["related_nodes"][0] == report.node_id(writer_node)
+
+
+def test_inplace_overwrite_lines_from_a_gradviz_recording():
+    with gradviz.record():
+        loss, weight, saver, writer = overwrite_saved(gradviz, False)
+    finding = next(f for f in gradviz.debug.doctor(loss, params=[("w", weight)]).findings
+                   if f.kind == "inplace_overwrite")
+    assert finding.details["saver_source"] == f"{__file__}:{saver}"
+    assert finding.details["overwriter_source"] == f"{__file__}:{writer}"
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_inplace_overwrite_on_a_plain_graph_names_the_ops_and_how_to_see_lines(library):
+    loss, weight, _, _ = overwrite_saved(LIBRARIES[library], False)
+    finding = next(f for f in gradviz.debug.doctor(loss, params=[("w", weight)]).findings
+                   if f.kind == "inplace_overwrite")
+    assert finding.details["overwriter"] == "MulBackward0"
+    assert finding.details["saver_source"] is None and "detect_anomaly()" in finding.cause
