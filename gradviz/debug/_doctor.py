@@ -64,7 +64,9 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
         PyTorch graph (its custom ``torch.autograd.Function`` s are re-run with torch). Nothing
         about the graph changes: ``.grad`` of the leaves (and of tensors that
         ``retain_grad()``) stays as it is and saved tensors are kept; hooks on the graph's
-        tensors run in the extra backward pass, as in any backward.
+        tensors run in the extra backward pass, as in any backward, except on a PyTorch
+        graph without a custom Function, which the doctor walks itself (Note [The doctor's
+        own walk] in ``_torch_graph``).
     gradient : Tensor or sequence, optional
         The gradient of the roots for the extra backward pass (default: ones).
     params : Module, iterable of (name, Tensor), optional
