@@ -139,7 +139,10 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
     graph = _graph(roots)
     nodes, custom = graph.nodes, graph.custom
     report = DoctorReport(node_id=graph.node_id)
-    reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
+    # a model session (params given) shows the model-level checks as a step of their own
+    model_step = model_checks and params is not None
+    reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0)
+                                  + (1 if model_step else 0))
 
     # The doctor re-runs Functions: keep them out of any forward recorder (and capture).
     with graph.paused():
@@ -197,6 +200,8 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
                                      sys.modules["torch"] if graph.torch else None)
         findings.extend(more)
         report.notes.extend(notes)
+        if model_step:
+            reporter("model checks")
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
     _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings

@@ -391,9 +391,8 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
     for finding in findings:  # the parameters' AccumulateGrad nodes, for a viewer to mark
         for name in finding.params:
             leaf = graph.leaf_of.get(id(tensors.get(name)))
-            if leaf is not None and leaf is not finding.node \
-                    and leaf not in finding.related_nodes:
-                finding.related_nodes.append(leaf)
+            if leaf is not None and leaf not in finding.param_nodes:
+                finding.param_nodes.append(leaf)
     return findings, notes
 
 

@@ -66,6 +66,9 @@ class Trace:
         self.graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
         self.events: list[dict] = events if events is not None else []
         self.gradviz_version = gradviz_version or __version__
+        # a gradient doctor's report of the recorded graph (DoctorReport.to_dict(), node ids
+        # of this graph), or None; kept in memory and on the HTML page, not in the file
+        self.doctor: dict | None = None
 
     def to_dict(self) -> dict:
         """The JSON object of the file format."""
@@ -82,7 +85,7 @@ class Trace:
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
 
-    def to_html(self, path, title: str | None = None):
+    def to_html(self, path, title: str | None = None, doctor=None):
         """Write one self-contained HTML file that replays this trace offline (no kernel, no
         server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`.
 
@@ -96,7 +99,7 @@ class Trace:
         """
         from ..widget._html import trace_to_html
 
-        return trace_to_html(self, path, title=title)
+        return trace_to_html(self, path, title=title, doctor=doctor)
 
     @classmethod
     def from_dict(cls, data) -> "Trace":

@@ -230,7 +230,7 @@ def render_html(data: dict[str, Any], viewer: str) -> str:
 
 
 def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = None,
-                  inspection_budget: int = INSPECTION_BUDGET) -> Path:
+                  inspection_budget: int = INSPECTION_BUDGET, doctor: Any = None) -> Path:
     """Write ``trace`` as one HTML file that replays it in a browser, offline.
 
     The page shows the same view as the notebook widget, with Step, Step event, Continue,
@@ -253,6 +253,11 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
         The page's title and heading (default ``"gradviz trace"``); shown as text, never HTML.
     inspection_budget : int, optional
         Bytes the inspector's snapshots may take (default 8 MiB); 0 keeps none.
+    doctor : gradviz.debug.DoctorReport or dict, optional
+        A gradient doctor's report of the recorded graph (its node ids are the trace's: run
+        it on the loss inside the recording, before ``backward()``); default ``trace.doctor``
+        (``record_torch(..., doctor=True)``). The page's Check gradients then shows it, as
+        the notebook widget does.
 
     Returns
     -------
@@ -277,6 +282,9 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
     """
     viewer = load_bundle(name=STANDALONE_BUNDLE)  # first: a missing bundle fails before any work
     data = standalone_data(trace, title, inspection_budget)
+    report = doctor if doctor is not None else getattr(trace, "doctor", None)
+    if report is not None:
+        data["doctor"] = json_safe(report if isinstance(report, dict) else report.to_dict())
     page = render_html(data, viewer)
     budget = data["inspection_budget"]
     if budget["left_out"]:

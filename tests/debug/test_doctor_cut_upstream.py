@@ -173,6 +173,8 @@ def test_inplace_overwrite_names_both_ops_and_their_lines(library, saved_input):
     assert f"{__file__}:{saver}" in finding.message and f"{__file__}:{writer}" in finding.message
     data = next(d for d in report.to_dict()["findings"] if d["kind"] == "inplace_overwrite")
     writer_node = finding.related_nodes[0]
+    assert data["param_nodes"] == [report.node_id(finding.param_nodes[0])]
+    assert finding.param_nodes[0].variable is weight
     assert writer_node.name() == writer_op
     assert data["related_nodes"][0] == report.node_id(writer_node)
 
