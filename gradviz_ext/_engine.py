@@ -1008,10 +1008,12 @@ class ScopeFrame:
     """One module call or one ``scope`` block (Note [Forward scopes]): the enclosing frame,
     the module (None for a block) and the block's label. ``resolved`` is left to the layer
     that names frames (``gradviz.autograd._scopes``); the engine never reads any of it.
-    ``calls`` lists ``(module, sequence number)`` for each module called directly inside
-    this frame, with the sequence number the next node would get when it was called (None
-    until one is): the doctor names a module that ran but whose output was cut before the
-    loss (Note [Modules cut off upstream] in ``gradviz/debug/_model_checks.py``)."""
+    ``calls`` maps ``id(module)`` of each module called directly inside this frame to
+    ``(module, the sequence number the next node would get when it was last called)`` (None
+    until one is; one entry per module, so a long ``scope`` block does not grow with every
+    call): the doctor names a module that ran
+    but whose output was cut before the loss (Note [Modules cut off upstream] in
+    ``gradviz/debug/_model_checks.py``)."""
 
     def __init__(self, parent, module, label=None):
         self.parent = parent
@@ -1030,10 +1032,10 @@ def push_scope(module, label=None):
     parent = current_scope()
     if module is not None and isinstance(parent, ScopeFrame):
         frame: ScopeFrame = parent
-        if frame.calls is None:
-            frame.calls = [(module, _next_sequence_nr)]
+        if frame.calls is None:  # keyed by id(): a user's module need not be hashable
+            frame.calls = {id(module): (module, _next_sequence_nr)}
         else:
-            frame.calls.append((module, _next_sequence_nr))
+            frame.calls[id(module)] = (module, _next_sequence_nr)
     return set_current_scope(ScopeFrame(parent, module, label))
 
 

@@ -4,7 +4,7 @@ not in a custom Function (docs/doctor.md lists each kind with its evidence).
 Note [Model-level checks]
 -------------------------
 ``doctor(loss, params=...)`` runs these after the custom-Function checks, on gradviz and on
-PyTorch graphs alike (``_Library`` hides the difference). They need the graph (a walk), the
+PyTorch graphs alike (``GraphLibrary`` hides the difference). They need the graph (a walk), the
 saved tensors the graph still holds, and the leaves' gradients from the doctor's one extra
 backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone):
 
@@ -59,19 +59,11 @@ either.
 
 from __future__ import annotations
 
-import os
-import re
-import sys
-from collections import deque
-
 import numpy as np
 
-from gradviz_ext import engine as _engine
-
 from .._tensor import Tensor
-from . import _capture
-from ._report import Finding
-from ._torch_scopes import CALL_KEY
+from ._model_graph import (GraphLibrary, ModelGraph, model_finding, module_of, named_parameters,
+                           op_of)
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
 
@@ -92,271 +84,10 @@ _VANISHING, _EXPLODING = 1e-4, 1e4
 _DEAD_FRACTION = 0.5
 
 
-def _op(node):
-    """``SubBackward0`` -> ``Sub``; ``torch::autograd::AccumulateGrad`` -> ``AccumulateGrad``."""
-    name = node.name().rsplit("::", 1)[-1]
-    return re.sub(r"Backward\d*$", "", name)
-
-
-class _Library:
-    """What the checks read from a graph of one library (gradviz, or torch with ``torch``)."""
-
-    def __init__(self, torch=None):
-        self.torch = torch
-        self._saved = {}  # node -> saved(node): torch unpacks on every read
-
-    def is_tensor(self, value):
-        return isinstance(value, self.torch.Tensor if self.torch else Tensor)
-
-    def array(self, tensor):
-        if self.torch is None:
-            return tensor._data
-        tensor = tensor.detach()
-        if tensor.dtype.is_floating_point and tensor.element_size() < 4:
-            tensor = tensor.float()
-        return tensor.cpu().numpy()
-
-    def frame(self, node):
-        """The module call that built ``node``: gradviz's ``ScopeFrame``, or the
-        ``ModuleCall`` that ``torch_scopes`` kept; None outside every recorded call."""
-        if self.torch is None:
-            return getattr(node, "_scope", None)
-        try:
-            return node.metadata.get(CALL_KEY)
-        except Exception:  # noqa: BLE001 - a node without metadata (a C++ custom node)
-            return None
-
-    def site(self, node):
-        """``"file:line"`` of the user's line that made ``node`` in forward, or None: gradviz
-        keeps it in anomaly mode and inside a recording (``_forward_site``), torch in anomaly
-        mode (``metadata["traceback_"]``)."""
-        if node is None:
-            return None
-        if self.torch is None:
-            return _gradviz_site(getattr(node, "_forward_site", None))
-        try:
-            stack = node.metadata.get("traceback_")
-        except Exception:  # noqa: BLE001 - a node without metadata
-            return None
-        return _torch_site(stack, self.torch)
-
-    def is_leaf(self, node):
-        if self.torch is None:
-            return isinstance(node, _engine.AccumulateGrad)
-        return hasattr(node, "variable")
-
-    def sequence(self, node):
-        try:
-            return node._sequence_nr()
-        except Exception:  # noqa: BLE001 - a node without one sorts last
-            return 1 << 62
-
-    def edge_shape(self, node, nr):
-        """The shape of the tensor that flows along edge ``(node, nr)``, or None."""
-        if node is None:
-            return None
-        if self.is_leaf(node):
-            return tuple(node.variable.shape)
-        metadata = getattr(node, "_input_metadata", None)
-        if metadata is None or nr >= len(metadata):
-            return None
-        return tuple(metadata[nr].shape)
-
-    def saved(self, node):
-        """``[(label, tensor or None, moved)]``: the node's saved tensors; ``moved`` is
-        ``(saved version, version now, overwriter, producer)`` when an in-place op changed it
-        since, else None: ``overwriter`` the node of that op when the tensor tells it (its
-        ``grad_fn`` now; else None), ``producer`` ``(node or op name, output_nr)`` of the op
-        that made the tensor, as far as known (:func:`_overwriter` finds the op from it)."""
-        found = self._saved.get(node)
-        if found is None:
-            found = self._saved[node] = self._read_saved(node)
-        return found
-
-    def _read_saved(self, node):
-        if self.torch is None:
-            found = []
-            for label, item in _capture.saved_tensors_of(node):
-                tensor = item._tensor
-                if item._version_counter.value != item._saved_version:
-                    writer = None if tensor is None else _engine.stored_grad_fn(tensor)
-                    producer = (node if item._is_output else item._grad_fn, item._output_nr)
-                    found.append((label, tensor, (item._saved_version,
-                                                  item._version_counter.value, writer,
-                                                  producer)))
-                    continue
-                data = _capture.saved_data(item)
-                if data is not None:
-                    found.append((label, tensor if tensor is not None else data, None))
-            return found
-        found = []
-        for attribute in sorted(dir(node)):
-            if not attribute.startswith("_raw_saved_"):
-                continue
-            name = attribute[len("_raw_saved_"):]
-            try:
-                value = node.saved_tensors if name == "tensors" else getattr(node, "_saved_" + name)
-            except RuntimeError as exc:
-                text = str(exc)
-                if "modified by an inplace operation" in text:
-                    # torch names the op that made the tensor ("output 0 of Sigmoid"), not
-                    # the one that overwrote it
-                    match = re.search(r"output (\d+) of (\w+), is at version (\d+); expected "
-                                      r"version (\d+)", text)
-                    moved = (None, None, None, None) if match is None else \
-                        (int(match.group(4)), int(match.group(3)), None,
-                         (match.group(2), int(match.group(1))))
-                    found.append((name, None, moved))
-                continue
-            values = value if isinstance(value, (tuple, list)) else (value,)
-            for index, tensor in enumerate(values):
-                if isinstance(tensor, self.torch.Tensor):
-                    found.append((name if len(values) == 1 else f"{name}[{index}]", tensor, None))
-        return found
-
-    def producer(self, saved):
-        """The node that made a saved tensor (None for a leaf, a constant or an array)."""
-        if isinstance(saved, np.ndarray):
-            return None
-        if self.torch is None:
-            return _engine.stored_grad_fn(saved)
-        return saved.grad_fn
-
-    def shares_memory(self, a, b):
-        if self.torch is None:
-            first = a._data if isinstance(a, Tensor) else a
-            second = b._data if isinstance(b, Tensor) else b
-            return isinstance(second, np.ndarray) and np.shares_memory(first, second)
-        if not isinstance(b, self.torch.Tensor) or a.device != b.device:
-            return False
-        try:
-            return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
-                and a.untyped_storage().nbytes() > 0
-        except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse)
-            return False
-
-
-_TRACEBACK_LINE = re.compile(r'File "(.*)", line (\d+), in ')
-
-
-def _gradviz_site(site):
-    """``"file:line"`` from a gradviz node's ``_forward_site``: the recorder's dict, or the
-    anomaly mode's ``ForwardSite`` (its frames outermost first)."""
-    if site is None:
-        return None
-    if isinstance(site, dict):
-        return f"{site['file']}:{site['line']}" if site.get("file") else None
-    frames = getattr(site, "frames", None)
-    if not frames:
-        return None
-    filename, line = frames[-1][0], frames[-1][1]
-    return f"{filename}:{line}"
-
-
-def _torch_site(stack, torch):
-    """``"file:line"`` of the innermost frame outside torch and gradviz in a torch node's
-    anomaly-mode traceback (a list of formatted stack lines), or None."""
-    if not stack:
-        return None
-    skip = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-                 for module in (torch, sys.modules["gradviz"]))
-    found = None
-    for text in stack:
-        match = _TRACEBACK_LINE.search(text)
-        if match is not None and not os.path.abspath(match.group(1)).startswith(skip):
-            found = f"{match.group(1)}:{match.group(2)}"
-    return found
-
-
-def named_parameters(params, nodes, library):
-    """``[(name, tensor)]`` from ``params``: a Module (gradviz or torch), an iterable of
-    ``(name, tensor)`` pairs, or None (the graph's leaves that require grad, named by
-    position and shape)."""
-    if params is None:
-        found = []
-        for node in nodes:
-            if library.is_leaf(node):
-                variable = node.variable
-                found.append((f"leaf {len(found)} {list(variable.shape)}", variable))
-        return found
-    method = getattr(params, "named_parameters", None)
-    if callable(method):
-        return list(method())
-    try:
-        pairs = list(params)
-    except TypeError:
-        raise TypeError(
-            f"doctor: params must be a Module, an iterable of (name, tensor) pairs, or None; "
-            f"got {type(params).__name__}: pass model, or model.named_parameters()") from None
-    result = []
-    for index, pair in enumerate(pairs):
-        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
-                and library.is_tensor(pair[1])):
-            raise TypeError(
-                f"doctor: params[{index}] must be a (name, tensor) pair of a str and a "
-                f"{'torch.Tensor' if library.torch else 'gradviz Tensor'} (the library of the "
-                f"loss), got {type(pair).__name__} {pair!r:.60}: pass model.named_parameters()")
-        result.append(pair)
-    return result
-
-
-def _module_of(name):
-    return name.rsplit(".", 1)[0] if "." in name else None
-
-
-def _finding(kind, node, params, summary, message, cause, fix, evidence, severity="error",
-             module=None):
-    return Finding(kind=kind, function=None, node=node, input_index=None,
-                   message=f"{message} - {cause}" if cause else message, hint=cause,
-                   severity=severity, details=evidence, params=list(params), summary=summary,
-                   fix=fix, module=module)
-
-
-class _Graph:
-    """The walk: nodes, their children, distances from the roots, leaves by tensor id."""
-
-    def __init__(self, roots, nodes, library):
-        self.library = library
-        self.nodes = nodes
-        self.leaf_of = {}       # id(variable) -> its AccumulateGrad node
-        for node in nodes:
-            if library.is_leaf(node):
-                self.leaf_of[id(node.variable)] = node
-        self.depth = {}
-        queue = deque((r.grad_fn, 0) for r in roots if r.grad_fn is not None)
-        while queue:
-            node, depth = queue.popleft()
-            if node in self.depth:
-                continue
-            self.depth[node] = depth
-            for child, _ in node.next_functions:
-                if child is not None and child not in self.depth:
-                    queue.append((child, depth + 1))
-        self._below = {}
-
-    def leaves_below(self, node):
-        """ids of the leaf variables reachable from ``node``."""
-        found = self._below.get(node)
-        if found is not None:
-            return found
-        found, stack, seen = set(), [node], set()
-        while stack:
-            current = stack.pop()
-            if current is None or current in seen:
-                continue
-            seen.add(current)
-            if self.library.is_leaf(current):
-                found.add(id(current.variable))
-                continue
-            stack.extend(child for child, _ in current.next_functions)
-        self._below[node] = found
-        return found
-
-
 def model_findings(roots, nodes, params, pass_result, library_torch=None):
     """The model-level findings (Note [Model-level checks]) and notes for the report."""
-    library = _Library(library_torch)
-    graph = _Graph(roots, nodes, library)
+    library = GraphLibrary(library_torch)
+    graph = ModelGraph(roots, nodes, library)
     named = named_parameters(params, nodes, library)
     names = {id(tensor): name for name, tensor in named}
     leaf_grads = None if pass_result is None else getattr(pass_result, "leaf_grads", None)
@@ -400,14 +131,14 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
 
 def _reach(graph, named, grads, library):
     findings = []
-    reached_modules = {_module_of(name) for name, tensor in named
+    reached_modules = {module_of(name) for name, tensor in named
                        if id(tensor) in graph.leaf_of}
-    zero_nodes = [n for n in graph.nodes if _op(n) in _ZERO_GRADIENT]
+    zero_nodes = [n for n in graph.nodes if op_of(n) in _ZERO_GRADIENT]
     ran = None
     for name, tensor in named:
         if not tensor.requires_grad:
             continue  # frozen on purpose
-        module = _module_of(name)
+        module = module_of(name)
         if id(tensor) not in graph.leaf_of:
             evidence = _use_evidence(graph, tensor, library)
             if evidence is None:
@@ -419,7 +150,7 @@ def _reach(graph, named, grads, library):
                                   f"ran: {name} was used through a path that carries none")
             if evidence is not None:
                 node, how = evidence
-                findings.append(_finding(
+                findings.append(model_finding(
                     "no_gradient", node, [name],
                     f"{name} requires grad but gets no gradient from the loss: its path was "
                     f"cut.",
@@ -430,7 +161,7 @@ def _reach(graph, named, grads, library):
                     f"use {name} itself in forward (not a detached alias or a copy)",
                     {"cut_at": None if node is None else node.name()}, module=module))
             else:
-                findings.append(_finding(
+                findings.append(model_finding(
                     "unused_parameter", None, [name],
                     f"{name} is never reached by the loss.",
                     f"{name} requires grad but the loss's graph does not reach it (nothing in "
@@ -450,12 +181,12 @@ def _reach(graph, named, grads, library):
             leaf = graph.leaf_of[id(tensor)]
             for node in zero_nodes:
                 if id(tensor) in graph.leaves_below(node):
-                    findings.append(_finding(
+                    findings.append(model_finding(
                         "no_gradient", node, [name],
                         f"{name} gets an all-zero gradient: {node.name()} lies on its path.",
                         f"{name}'s gradient is exactly zero: its only path to the loss goes "
                         f"through {node.name()}, whose gradient is zero almost everywhere",
-                        f"{_op(node).lower()} is piecewise constant, so no gradient passes it",
+                        f"{op_of(node).lower()} is piecewise constant, so no gradient passes it",
                         "keep the non-differentiable op out of the training path, or use a "
                         "straight-through estimator (x + (round(x) - x).detach())",
                         {"cut_at": node.name(), "leaf": leaf.name()}, module=module))
@@ -476,7 +207,7 @@ def _ran_in_this_forward(graph):
             frame = getattr(frame, "parent", None)
     ran = {}
     for frame in frames.values():
-        for module, sequence in getattr(frame, "calls", None) or ():
+        for module, sequence in (getattr(frame, "calls", None) or {}).values():
             parameters = getattr(module, "parameters", None)
             if not callable(parameters):
                 continue
@@ -546,7 +277,7 @@ def _broadcasts(graph, names):
     findings = []
     library = graph.library
     for node in graph.nodes:
-        if library.is_leaf(node) or _op(node) not in _ELEMENTWISE:
+        if library.is_leaf(node) or op_of(node) not in _ELEMENTWISE:
             continue
         saved = {label: tensor for label, tensor, _ in library.saved(node)
                  if tensor is not None}
@@ -581,7 +312,7 @@ def _broadcasts(graph, names):
         inputs, combined = suspect
         params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
         text = " and ".join(str(list(s)) for s in inputs)
-        findings.append(_finding(
+        findings.append(model_finding(
             "broadcast_suspect", node, params,
             f"{node.name()} broadcasts {text} to {list(combined)}.",
             f"{node.name()} combines inputs of shapes {text} into {list(combined)}: each input "
@@ -597,7 +328,7 @@ def _broadcasts(graph, names):
 def _before_expand(library, node, nr):
     """The shape of edge ``(node, nr)``, or of what an ``expand`` there was applied to (torch's
     losses expand both inputs to the broadcast shape first)."""
-    if node is not None and not library.is_leaf(node) and _op(node) == "Expand":
+    if node is not None and not library.is_leaf(node) and op_of(node) == "Expand":
         sizes = getattr(node, "_saved_self_sym_sizes", None)
         if sizes is not None:
             return tuple(int(s) for s in sizes)
@@ -618,7 +349,7 @@ def _compact_shape(tensor):
 # ---- double_softmax ----------------------------------------------------------------------
 
 def _through_views(node):
-    while node is not None and _op(node) in _VIEWS and node.next_functions:
+    while node is not None and op_of(node) in _VIEWS and node.next_functions:
         node = node.next_functions[0][0]
     return node
 
@@ -626,27 +357,27 @@ def _through_views(node):
 def _double_softmax(graph, names):
     findings = []
     for node in graph.nodes:
-        op = _op(node)
+        op = op_of(node)
         if op in ("NllLoss", "NllLoss2D") and node.next_functions:
             inner = _through_views(node.next_functions[0][0])
-            if inner is None or _op(inner) != "LogSoftmax" or not inner.next_functions:
+            if inner is None or op_of(inner) != "LogSoftmax" or not inner.next_functions:
                 continue
             first = _through_views(inner.next_functions[0][0])
-            if first is None or _op(first) not in ("Softmax", "LogSoftmax"):
+            if first is None or op_of(first) not in ("Softmax", "LogSoftmax"):
                 continue
-            what, loss = _op(first).lower(), "cross_entropy (log_softmax + nll_loss)"
+            what, loss = op_of(first).lower(), "cross_entropy (log_softmax + nll_loss)"
             fix = ("pass the raw logits to cross_entropy (or use nll_loss on log_softmax "
                    "output)")
         elif op == "BinaryCrossEntropyWithLogits" and node.next_functions:
             first = _through_views(node.next_functions[0][0])
-            if first is None or _op(first) != "Sigmoid":
+            if first is None or op_of(first) != "Sigmoid":
                 continue
             what, loss = "sigmoid", "binary_cross_entropy_with_logits"
             fix = "pass the raw logits, or use binary_cross_entropy on the sigmoid output"
         else:
             continue
         params = sorted({names[i] for i in graph.leaves_below(first) if i in names})
-        findings.append(_finding(
+        findings.append(model_finding(
             "double_softmax", first, params,
             f"a {what} output is fed into {loss}, which applies it again.",
             f"{first.name()} ({what}) feeds {node.name()}: {loss} applies the "
@@ -683,7 +414,7 @@ def _inplace(graph, names):
             lines = ("" if saver_site and writer_site else
                      " (to see both source lines, run the forward under detect_anomaly() or, "
                      "on gradviz, inside gradviz.record())")
-            findings.append(_finding(
+            findings.append(model_finding(
                 "inplace_overwrite", node, params,
                 f"a tensor {node.name()}{at} saved for backward was overwritten in place"
                 f"{' by ' + writer if writer else ''}"
@@ -718,9 +449,9 @@ def _overwriter(graph, saver, producer):
         # grad_fn now (the in-place op) for a saved input: that op's node takes the node
         # that made the input as its first edge
         name = made_by
-        made_by = saver if _op(saver) == name else None
+        made_by = saver if op_of(saver) == name else None
         if made_by is None:
-            found = [n for n in graph.nodes if not library.is_leaf(n) and _op(n) == name
+            found = [n for n in graph.nodes if not library.is_leaf(n) and op_of(n) == name
                      and n.next_functions and n.next_functions[0][0] in inputs
                      and library.sequence(n) > after]
             return min(found, key=library.sequence) if found else None
@@ -749,7 +480,7 @@ def _nonfinite(graph, named, grads, pass_result, library):
     for name, tensor in named:  # a parameter already non-finite: the origin is there
         count = _nonfinite_entries(library.array(tensor))
         if count:
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", graph.leaf_of.get(id(tensor)), [name],
                 f"{name} itself holds {count} NaN/Inf entries.",
                 f"{name} holds {count} non-finite entries before forward even ran",
@@ -777,12 +508,12 @@ def _nonfinite(graph, named, grads, pass_result, library):
                 node = producers[0]
             below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
                                           if i in names})
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", node, below,
                 f"the first NaN/Inf of forward is made by {node.name()}.",
                 f"{node.name()} is the first op (in forward order) with non-finite values: "
                 f"{seen}",
-                f"{_op(node).lower()} at an input outside its domain (log of 0, division by "
+                f"{op_of(node).lower()} at an input outside its domain (log of 0, division by "
                 f"0, exp overflow) or a non-finite input",
                 "clamp the input (x.clamp_min(eps)) or use the stable form (log_softmax, "
                 "logsumexp, binary_cross_entropy_with_logits)",
@@ -805,12 +536,12 @@ def _nonfinite(graph, named, grads, pass_result, library):
             where = f" ({'; '.join(inputs)})" if inputs else ""
             below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
                                           if i in names})
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", node, below,
                 f"the first NaN/Inf gradient is made by {node.name()} from finite gradients.",
                 f"{node.name()}'s backward made {nan} NaN and {inf} Inf entries (input {slot}) "
                 f"from finite incoming gradients{where}",
-                f"the derivative of {_op(node).lower()} is infinite at some input (sqrt or "
+                f"the derivative of {op_of(node).lower()} is infinite at some input (sqrt or "
                 f"pow(x, p<1) at 0, log at 0, acos/asin at +-1, norm of a zero vector)",
                 "keep the input off that point: sqrt(x + eps), x.clamp_min(eps), or a "
                 "where() that avoids it in both branches",
@@ -838,7 +569,7 @@ def _depth(graph, named, grads):
     norms = {name: norm for _, name, norm, _ in rows}
     if ratio < _VANISHING:
         concerned = [name for _, name, norm, _ in rows if norm < near[2] * 1e-2]
-        return [_finding(
+        return [model_finding(
             "vanishing_gradient", far[3], concerned,
             f"gradients vanish with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
             f"of {near[1]}.",
@@ -850,7 +581,7 @@ def _depth(graph, named, grads):
             {"norms": norms, "ratio": ratio}, severity="warning")]
     if ratio > _EXPLODING:
         concerned = [name for _, name, norm, _ in rows if norm > near[2] * 1e2]
-        return [_finding(
+        return [model_finding(
             "exploding_gradient", far[3], concerned,
             f"gradients explode with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
             f"of {near[1]}.",
@@ -865,7 +596,7 @@ def _depth(graph, named, grads):
 # ---- dead_units --------------------------------------------------------------------------
 
 def _dead(graph, named, grads):
-    if not any(_op(n) in _RELU_LIKE for n in graph.nodes):
+    if not any(op_of(n) in _RELU_LIKE for n in graph.nodes):
         return []
     findings = []
     for name, tensor in named:
@@ -875,8 +606,8 @@ def _dead(graph, named, grads):
         dead = np.flatnonzero(~np.any(grad != 0, axis=1))
         if dead.size < _DEAD_FRACTION * grad.shape[0]:
             continue
-        module = _module_of(name)
-        findings.append(_finding(
+        module = module_of(name)
+        findings.append(model_finding(
             "dead_units", graph.leaf_of.get(id(tensor)), [name],
             f"{dead.size} of {grad.shape[0]} units of {module or name} get zero gradient for "
             f"the whole batch.",
@@ -908,7 +639,7 @@ def _stale(named, grads, graph, library):
         if np.allclose(held, fresh, rtol=1e-5, atol=1e-12 + 1e-6 * float(np.abs(fresh).max())):
             continue  # backward of this loss ran once: .grad is its gradient
         norm, now = float(np.linalg.norm(held)), float(np.linalg.norm(fresh))
-        findings.append(_finding(
+        findings.append(model_finding(
             "stale_grad", graph.leaf_of.get(id(tensor)), [name],
             f"{name}.grad already held a gradient from an earlier backward.",
             f"{name}.grad holds a gradient (norm {norm:.4g}) that is neither zero nor this "
@@ -918,5 +649,5 @@ def _stale(named, grads, graph, library):
             "to fix if zero_grad runs between this call and backward)",
             "call optimizer.zero_grad() at the start of each step",
             {"grad_norm": norm, "loss_grad_norm": now}, severity="warning",
-            module=_module_of(name)))
+            module=module_of(name)))
     return findings

@@ -40,8 +40,9 @@ CALL_KEY = "gradviz_call"
 
 class ModuleCall:
     """One module call inside :class:`torch_scopes`: the module, the enclosing call (None at
-    the top) and ``calls``, ``[(module, sequence number)]`` of the modules called directly
-    inside it (None until one is); the shape of gradviz's ``ScopeFrame``."""
+    the top) and ``calls``, ``{id(module): (module, sequence number)}`` of the modules called
+    directly inside it, at their last call (None until one is); the shape of gradviz's
+    ``ScopeFrame``."""
 
     __slots__ = ("module", "parent", "calls")
 
@@ -118,8 +119,8 @@ class torch_scopes:
                     probe = (self._probe * 1).grad_fn
                 sequence = None if probe is None else probe._sequence_nr()
             if parent.calls is None:
-                parent.calls = []
-            parent.calls.append((module, sequence))
+                parent.calls = {}
+            parent.calls[id(module)] = (module, sequence)
         self._serial += 1
         stack.append((module, path, types, self._serial, start, call))
 
