@@ -145,6 +145,12 @@ def _reach(graph, named, grads, library):
                 if ran is None:
                     ran = _ran_in_this_forward(graph)
                 evidence = _cut_evidence(graph, ran.get(id(tensor)), name, module)
+                fix = (f"keep {module or name}'s output in the graph (no .detach(), .data or "
+                       f"no_grad block around it); if it is meant to stay fixed (a target "
+                       f"network, a teacher), freeze it with requires_grad_(False)"
+                       if evidence is not None else None)
+            else:
+                fix = None
             if evidence is None and module is not None and module in reached_modules:
                 evidence = (None, f"other parameters of {module} get gradients, so {module} "
                                   f"ran: {name} was used through a path that carries none")
@@ -158,7 +164,7 @@ def _reach(graph, named, grads, library):
                     "a .detach(), .data, torch.tensor(existing), a numpy round trip, a "
                     "no_grad block, argmax or an int cast between the parameter and the "
                     "loss",
-                    f"use {name} itself in forward (not a detached alias or a copy)",
+                    fix or f"use {name} itself in forward (not a detached alias or a copy)",
                     {"cut_at": None if node is None else node.name()}, module=module))
             else:
                 findings.append(model_finding(

@@ -626,7 +626,7 @@ def check_the_cut_layer(root: Any, button: Any, node_id: str) -> None:
     params = panel.locator('[data-testid="gv-finding-params"]').all_inner_texts()
     assert params == ["parameters: layer1.weight", "parameters: layer1.bias"], params
     message = panel.locator(".gv-finding-message").first.inner_text()
-    assert "layer1 (Linear) ran in this forward" in message and "fix: use layer1.weight itself" in message
+    assert "layer1 (Linear) ran in this forward" in message and "fix: keep layer1's output in the graph" in message
     box = root.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')
     assert "gv-finding-error" in (box.get_attribute("class") or "")
     assert root.locator(".gv-node.gv-finding:not([data-copy])").count() == 1, "only the node past the cut"

@@ -195,3 +195,30 @@ def test_inplace_overwrite_on_a_plain_graph_names_the_ops_and_how_to_see_lines(l
                    if f.kind == "inplace_overwrite")
     assert finding.details["overwriter"] == "MulBackward0"
     assert finding.details["saver_source"] is None and "detect_anomaly()" in finding.cause
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_a_detached_target_network_is_named_with_how_to_freeze_it_and_a_frozen_one_is_not(library):
+    lib = LIBRARIES[library]
+    lib.manual_seed(0)
+
+    class Agent(lib.nn.Module):   # a DQN-style target network: its output is a detached target
+        def __init__(self):
+            super().__init__()
+            self.online = lib.nn.Linear(4, 2)
+            self.target = lib.nn.Linear(4, 2)
+
+        def forward(self, x):
+            return ((self.online(x) - self.target(x).detach()) ** 2).mean()
+
+    agent = Agent()
+    scopes = gradviz.debug.torch_scopes() if lib is real_torch else contextlib.nullcontext()
+    with scopes:
+        loss = agent(lib.tensor(X, dtype=lib.float32))
+    finding = gradviz.debug.doctor(loss, params=agent).findings[0]
+    assert finding.kind == "no_gradient" and finding.module == "target"
+    assert "requires_grad_(False)" in finding.fix
+    agent.target.requires_grad_(False)   # frozen on purpose: nothing to say
+    with scopes:
+        loss = agent(lib.tensor(X, dtype=lib.float32))
+    assert gradviz.debug.doctor(loss, params=agent).findings == []
