@@ -1008,11 +1008,11 @@ class ScopeFrame:
     """One module call or one ``scope`` block (Note [Forward scopes]): the enclosing frame,
     the module (None for a block) and the block's label. ``resolved`` is left to the layer
     that names frames (``gradviz.autograd._scopes``); the engine never reads any of it.
-    ``calls`` maps ``id(module)`` of each module called directly inside this frame to
-    ``(module, the sequence number the next node would get when it was last called)`` (None
-    until one is; one entry per module, so a long ``scope`` block does not grow with every
-    call): the doctor names a module that ran
-    but whose output was cut before the loss (Note [Modules cut off upstream] in
+    A module's frame also lists, in ``calls``, the modules called inside its call (directly,
+    or inside a ``scope`` block of it), each followed by the sequence number the next node
+    would get when it was called: ``[module, number, module, number, ...]`` (None until one
+    is; it lives as long as the frame, one forward or one graph): the doctor names a module
+    that ran but whose output was cut before the loss (Note [Modules cut off upstream] in
     ``gradviz/debug/_model_checks.py``)."""
 
     def __init__(self, parent, module, label=None):
@@ -1031,11 +1031,17 @@ def push_scope(module, label=None):
     also noted in the enclosing frame's ``calls``."""
     parent = current_scope()
     if module is not None and isinstance(parent, ScopeFrame):
-        frame: ScopeFrame = parent
-        if frame.calls is None:  # keyed by id(): a user's module need not be hashable
-            frame.calls = {id(module): (module, _next_sequence_nr)}
-        else:
-            frame.calls[id(module)] = (module, _next_sequence_nr)
+        # noted in the nearest module's frame: a scope block (a frame without a module) may
+        # last a whole training loop, a module's frame one forward
+        owner: ScopeFrame = parent
+        while owner.module is None and isinstance(owner.parent, ScopeFrame):
+            owner = owner.parent
+        if owner.module is not None:
+            if owner.calls is None:
+                owner.calls = [module, _next_sequence_nr]
+            else:
+                owner.calls.append(module)
+                owner.calls.append(_next_sequence_nr)
     return set_current_scope(ScopeFrame(parent, module, label))
 
 

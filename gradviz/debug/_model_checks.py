@@ -45,10 +45,11 @@ Note [Modules cut off upstream]
 loss's graph: the nodes it built are freed with its output, or were never made, and the
 graph holds no tensor sharing its parameters' memory. So the graph alone cannot tell it from
 a layer that forward never called. What tells them apart is the forward's module calls: on
-gradviz every module call is noted in the frame of the module that called it
-(``ScopeFrame.calls``: the module and the sequence number forward had reached), and the
-graph's nodes keep their frames; on PyTorch, :func:`gradviz.debug.torch_scopes` keeps the
-same record (``ModuleCall``) in the nodes it tags. A parameter the loss does not reach, of a
+gradviz every module call is noted in the frame of the nearest module around it
+(``ScopeFrame.calls``: the module and the sequence number forward had reached; a ``scope``
+block keeps none, as it may last a whole training loop), and the graph's nodes keep their
+frames; on PyTorch, :func:`gradviz.debug.torch_scopes` keeps the same record
+(``ModuleCall``) in the nodes it tags. A parameter the loss does not reach, of a
 module called inside a module call that built nodes of the loss's graph, ran in this forward:
 ``no_gradient``, with ``cut_at`` the first node of the loss's graph made after that call
 began (where the graph resumes past the cut). A PyTorch forward run outside ``torch_scopes``
@@ -213,7 +214,10 @@ def _ran_in_this_forward(graph):
             frame = getattr(frame, "parent", None)
     ran = {}
     for frame in frames.values():
-        for module, sequence in (getattr(frame, "calls", None) or {}).values():
+        calls = getattr(frame, "calls", None) or ()
+        if isinstance(calls, dict):  # torch_scopes' ModuleCall
+            calls = [item for pair in calls.values() for item in pair]
+        for module, sequence in zip(calls[0::2], calls[1::2]):
             parameters = getattr(module, "parameters", None)
             if not callable(parameters):
                 continue

@@ -222,3 +222,30 @@ def test_a_detached_target_network_is_named_with_how_to_freeze_it_and_a_frozen_o
     with scopes:
         loss = agent(lib.tensor(X, dtype=lib.float32))
     assert gradviz.debug.doctor(loss, params=agent).findings == []
+
+
+def test_a_layer_cut_inside_a_scope_block_is_found_and_a_long_scope_block_keeps_no_calls():
+    from gradviz_ext import engine
+
+    gradviz.manual_seed(0)
+
+    class Net(gradviz.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.layer1 = gradviz.nn.Linear(4, 8)
+            self.layer2 = gradviz.nn.Linear(8, 1)
+
+        def forward(self, x):
+            with gradviz.debug.scope("encoder"):   # noted in Net's frame, past the block
+                h = self.layer1(x).detach()
+            return self.layer2(h)
+
+    net, x = Net(), gradviz.tensor(X, dtype=gradviz.float32)
+    with gradviz.debug.scope("training loop"):
+        for _ in range(3):
+            loss = net(x).sum()
+        outer = engine.current_scope()
+    assert outer.calls is None, "a scope block lasting a training loop keeps no module calls"
+    findings = gradviz.debug.doctor(loss, params=net).findings
+    assert {(f.kind, f.params[0]) for f in findings} == {("no_gradient", "layer1.weight"),
+                                                         ("no_gradient", "layer1.bias")}
