@@ -258,4 +258,3 @@ class _RecordedReport:
 
     def to_dict(self) -> dict:
         return self._data
-

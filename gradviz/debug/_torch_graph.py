@@ -416,8 +416,9 @@ def _backward_pass(roots, gradient, nodes, report):
 # walks it itself, in the engine's order (a node runs once every node above it has; among the
 # ready ones, the highest sequence number first, as torch's CPU queue does), adding the
 # gradients that meet at a node's input (summed down to the input's shape and cast to its
-# dtype, as the engine's ``validate_outputs`` does) and giving ``AccumulateGrad`` nodes' sums to the
-# model-level checks instead of writing ``.grad``. No hook runs in this walk (the user's
+# dtype, as the engine's ``validate_outputs`` does) and giving ``AccumulateGrad`` nodes' sums
+# to the model-level checks instead of writing ``.grad``; a node that receives no gradient
+# at all passes none on. No hook runs in this walk (the user's
 # tensor and node hooks neither: a hook that changes gradients is not seen), no ``.grad`` is
 # written, and the first node whose outputs hold NaN/Inf is found from each output's sum (a
 # finite sum means finite entries; a non-finite one is checked entry by entry). A graph with
@@ -469,7 +470,10 @@ def _walk(roots, grads, nodes, observer, report):
                 leaf_grads[id(node.variable)] = buffer[0]
                 continue
             try:
-                outputs = node(*buffer)
+                if all(grad is None for grad in buffer):
+                    outputs = (None,) * len(node.next_functions)
+                else:
+                    outputs = node(*buffer)
             except Exception as exc:  # noqa: BLE001 - a backward may raise anything
                 if str(exc).startswith("Trying to backward through the graph a second time"):
                     report.notes.append(

@@ -87,7 +87,9 @@ class Trace:
 
     def to_html(self, path, title: str | None = None, doctor=None):
         """Write one self-contained HTML file that replays this trace offline (no kernel, no
-        server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`.
+        server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`
+        (``doctor``: a gradient doctor's report of the recorded graph for the page's Check
+        gradients; default ``self.doctor``).
 
         The widget layer owns the front end, so this imports it when called (the instrument
         layer never imports it at import time; docs/design.md, "Layers").
