@@ -38,12 +38,14 @@ import traitlets
 
 from ._bundle import load_bundle
 from ._output import OutputCapture, describe_exception
+from ._panels import (MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, module_inspection,
+                      module_rollup, validate_panel_message)
 
 __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
@@ -396,6 +398,9 @@ class DebuggerWidget(anywidget.AnyWidget):
     output = traitlets.Unicode("").tag(sync=True)
     history = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     history_position = traitlets.Int(0).tag(sync=True)
+    # protocol 5 (gradviz/widget/_panels.py): overlays and the module inspector
+    overlays = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    selected_module = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -409,6 +414,8 @@ class DebuggerWidget(anywidget.AnyWidget):
         # The node of a run_to in progress: its temporary breakpoint is not "a stop" to show.
         self._running_to: int | None = None
         self._output = OutputCapture(self._publish_output)
+        self._overlay_publisher = OverlayPublisher()
+        self._modules: dict | None = None  # rollup of the graph by dotted path, once needed
         self.commands = [name for name, method in COMMANDS.items() if callable(getattr(session, method, None))]
         self.on_msg(self._on_browser_message)
         # Listen first, then read: a change made in between (by a session thread) is not lost.
@@ -445,6 +452,8 @@ class DebuggerWidget(anywidget.AnyWidget):
                 raise KeyError(f"no node with id {node_id!r} in this session's graph")
             node_id = number
         self.selected = node_id
+        if node_id is not None:
+            self.selected_module = None
         self._refresh()
 
     # ---- session -> traits ------------------------------------------------------------------
@@ -495,6 +504,16 @@ class DebuggerWidget(anywidget.AnyWidget):
             if selected is not None:
                 nodes = (graph or self.graph).get("nodes", ())
                 inspection = self._inspect(selected, states.get(str(selected), "pending"), nodes)
+            overlays = self._overlay_publisher.trait(self._session)
+            selected_module = self.selected_module
+            if graph is not None:
+                self._modules = None  # a new graph: its modules are read again when needed
+            if selected_module is not None:
+                modules = self._module_index()
+                if selected_module in modules:
+                    inspection = json_safe(module_inspection(self._session, modules, selected_module, states))
+                else:
+                    selected_module = None
         except Exception as exc:
             log.exception("gradviz: cannot read the debug session")
             self.error = _describe_exception(exc)
@@ -525,6 +544,9 @@ class DebuggerWidget(anywidget.AnyWidget):
                 if history != self.history:
                     self.history = history
                 self.history_position = history_position
+                if overlays != self.overlays:
+                    self.overlays = overlays
+                self.selected_module = selected_module
 
     def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
         """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session
@@ -543,12 +565,39 @@ class DebuggerWidget(anywidget.AnyWidget):
         info.setdefault("state", state)
         return info
 
+    def select_module(self, path: str | None) -> None:
+        """Show a module (dotted path, e.g. ``"blocks.3"``; ``""`` the whole model) in the
+        inspector: its type, node counts and parameters with their gradients, as a click on a
+        folded module does; None shows nothing.
+
+        Raises
+        ------
+        KeyError
+            If no node of the graph is inside a module of that path.
+        """
+        if path is not None:
+            modules = self._module_index()
+            if not isinstance(path, str) or path not in modules:
+                raise KeyError(f"no module {path!r} in this session's graph; modules: "
+                               f"{', '.join(repr(name) for name in list(modules)[:10]) or 'none'}")
+        self.selected = None
+        self.selected_module = path
+        self._refresh()
+
+    def _module_index(self) -> dict:
+        if self._modules is None:
+            self._modules = module_rollup(self._session.graph())
+        return self._modules
+
     # ---- browser -> Python ------------------------------------------------------------------
 
     def _on_browser_message(self, _widget: object, content: object, buffers: object) -> None:
         # Registered with on_msg. Never override ipywidgets' _handle_custom_msg: doing so drops
         # every custom message (docs/frontend_notes.md, pitfall 2).
         try:
+            if isinstance(content, dict) and content.get("type") in (MODULE_SELECT, OVERLAY_REQUEST):
+                self._on_panel_message(content)
+                return
             command = self._validate_command(content, buffers)
             if isinstance(command, str):
                 log.warning("gradviz widget: ignoring a message: %s", command)
@@ -564,6 +613,27 @@ class DebuggerWidget(anywidget.AnyWidget):
         except Exception as exc:  # never let an exception escape into the comm machinery
             log.exception("gradviz: the widget failed to handle a message from the browser")
             self.error = _describe_exception(exc)
+
+    def _on_panel_message(self, content: dict) -> None:
+        """A module ``select`` or an ``overlay`` request (protocol 5, ``_panels.py``)."""
+        checked = validate_panel_message(content, self.overlays)
+        if isinstance(checked, str):
+            log.warning("gradviz widget: ignoring a message: %s", checked)
+            self.send({"type": "error", "reason": checked})
+            return
+        kind, argument = checked
+        if kind == OVERLAY_REQUEST:
+            if argument is not None and argument not in self._overlay_publisher.requested:
+                self._overlay_publisher.requested.add(argument)
+                self._refresh()
+            self._ack(OVERLAY_REQUEST, True)
+            return
+        try:
+            self.select_module(argument)
+        except KeyError as exc:  # an unknown path: the view and the kernel are out of step
+            self.send({"type": "error", "reason": str(exc.args[0])})
+            return
+        self._ack(SELECT, True)
 
     @staticmethod
     def _validate_command(content: object, buffers: object) -> tuple[str, int | None] | str:
