@@ -27,6 +27,7 @@ import {
   type NodeState,
   type StateMap,
 } from "./model.js";
+import { overlayStyle, paintBox, type ColourScale, type Overlay } from "./overlays.js";
 import { FONT_FAMILY, LINE_HEIGHT, type LayoutPlan } from "./plan.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -116,6 +117,10 @@ export class GraphScene {
   /** The keyboard cursor (keys.ts): drawn with a ring while the canvas has keyboard focus. */
   private cursor: number | null = null;
   private findings: ReadonlyMap<number, Severity> = new Map();
+  /** The active overlay's paint per node, as "fill|min|label" (overlays.ts), and its title. */
+  private readonly painted = new Map<number, string>();
+  private readonly overlayLabels = new Map<number, string>();
+  private overlayTitle = "";
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
@@ -262,6 +267,8 @@ export class GraphScene {
     if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
     const finding = this.findings.get(node.id);
     if (finding !== undefined) lines.push(`gradient check: ${finding === "error" ? "a problem" : "a warning"} (see the panel)`);
+    const overlay = this.overlayLabels.get(node.id);
+    if (overlay !== undefined) lines.push(`${this.overlayTitle}: ${overlay}`);
     return lines.join("\n");
   }
 
@@ -335,6 +342,24 @@ export class GraphScene {
           element.setAttribute("data-finding", severity);
         }
       }
+      this.retitle(id);
+    }
+  }
+
+  /**
+   * Colour the boxes by an overlay (null: by state). Every box goes through overlays.ts's
+   * overlayStyle with the node ids it stands for; only boxes whose paint changed are touched.
+   */
+  setOverlay(overlay: Overlay | null, scale: ColourScale | null): void {
+    this.overlayTitle = overlay?.title ?? "";
+    for (const [id, elements] of this.boxesByNode) {
+      const paint = overlayStyle([id], overlay, scale);
+      const key = paint === null ? (overlay === null ? "" : "-") : `${paint.fill}|${paint.minFill ?? ""}|${paint.label}`;
+      if ((this.painted.get(id) ?? "") === key) continue;
+      this.painted.set(id, key);
+      if (paint === null) this.overlayLabels.delete(id);
+      else this.overlayLabels.set(id, paint.label);
+      for (const element of elements) paintBox(element, paint, overlay !== null);
       this.retitle(id);
     }
   }
