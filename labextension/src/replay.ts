@@ -41,6 +41,9 @@ export interface StandaloneData {
   /** Per node, `session.node(id)` at each position where it changed (position order); null: the page has none. */
   readonly inspections: ReadonlyMap<number, readonly (readonly [number, Record<string, unknown>])[]> | null;
   readonly inspectionBudget: { readonly bytes: number; readonly limit: number; readonly leftOut: number } | null;
+  /** Protocol 5 traits a page may carry as they are (a diff page: `overlays`, `diff`); the view checks them. */
+  readonly overlays: unknown;
+  readonly diff: unknown;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -106,7 +109,7 @@ export function parseStandalone(value: unknown): StandaloneData {
     return id;
   });
   const { inspections, inspectionBudget } = parseInspections(value);
-  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget };
+  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget, overlays: value["overlays"] ?? null, diff: value["diff"] ?? null };
 }
 
 function parseInspections(value: Record<string, unknown>): Pick<StandaloneData, "inspections" | "inspectionBudget"> {

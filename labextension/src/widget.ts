@@ -53,6 +53,7 @@ import {
   type ModuleSelectMessage,
   type OverlayRequestMessage,
 } from "./module_inspector.js";
+import { DIFF_STYLES, DiffPanel, parseDiff } from "./diff_panel.js";
 import { buildScale, OVERLAY_STYLES, OverlayLegend, OverlayPicker, parseOverlays, type Overlay } from "./overlays.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
 
@@ -107,7 +108,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const root = document.createElement("div");
   root.className = "gv-root";
   const style = document.createElement("style");
-  style.textContent = STYLES + OVERLAY_STYLES + MODULE_INSPECTOR_STYLES;
+  style.textContent = STYLES + OVERLAY_STYLES + MODULE_INSPECTOR_STYLES + DIFF_STYLES;
 
   let scene: GraphScene | null = null;
   let graph: Graph = EMPTY_GRAPH;
@@ -169,17 +170,25 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   // ---- overlays (overlays.ts): which one is shown is this view's own choice ----
   let activeOverlay: string | null = null;
+  /** The user chose an overlay (a diff view's first overlay no longer applies). */
+  let overlayChosen = false;
   let overlayList: Overlay[] = [];
   /** What the scene was last painted with: the trait object, the choice and the scene. */
   let paintedWith: [unknown, string | null, GraphScene | null] = [undefined, null, null];
   const overlayLegend = new OverlayLegend();
   const overlayPicker = new OverlayPicker((name) => {
     activeOverlay = name;
+    overlayChosen = true;
     const chosen = overlayList.find((overlay) => overlay.name === name);
     if (chosen !== undefined && chosen.values === null) send(overlayRequestMessage(chosen.name));
     refresh();
   });
+  const diffPanel = new DiffPanel((id) => select(id));
   const showOverlay = (): void => {
+    const diffTrait = model.get("diff");
+    const diff = parseDiff(diffTrait);
+    diffPanel.update(diffTrait, diff);
+    if (!overlayChosen && diff?.overlay != null) activeOverlay = diff.overlay;
     const trait = model.get("overlays");
     if (paintedWith[0] === trait && paintedWith[1] === activeOverlay && paintedWith[2] === scene) return;
     overlayList = parseOverlays(trait);
@@ -259,7 +268,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, history.element, errorBox, output.element, doctorPanel.element, canvas, legend(), overlayLegend.element, inspector.element, moduleInspector.element);
+  root.append(narration.element, history.element, diffPanel.element, errorBox, output.element, doctorPanel.element, canvas, legend(), overlayLegend.element, inspector.element, moduleInspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -444,6 +453,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:history_position", refresh],
     ["change:output", refresh],
     ["change:overlays", refresh],
+    ["change:diff", refresh],
     ["change:selected_module", refresh],
     ["msg:custom", onCustomMessage],
   ];

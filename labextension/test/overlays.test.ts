@@ -16,6 +16,7 @@ import {
   TRUE_COLOUR,
   type Overlay,
 } from "../src/overlays.js";
+import { parseDiff } from "../src/diff_panel.js";
 import { contrast } from "./styles.test.js";
 
 const HOSTILE = '<img src=x onerror="alert(1)">';
@@ -124,5 +125,21 @@ describe("formatValue", () => {
     assert.equal(formatValue(42), "42");
     assert.equal(formatValue("inf"), "inf");
     assert.equal(formatValue(Number.NaN), "nan");
+  });
+});
+
+describe("parseDiff", () => {
+  it("reads the diff trait's lists and counts, and nothing else", () => {
+    const diff = parseDiff({
+      a: "before", b: HOSTILE, overlay: "difference", summary: "3 matched nodes, 1 differ",
+      counts: { pairs: 3, differ: 1, only_a: 0, only_b: 1 },
+      differences: [{ node: 2, key: "MulBackward0", max_relative: "inf", reasons: ["ran only in a"] }],
+      only_a: [], only_b: [{ node: 7, key: HOSTILE }, "junk"],
+    });
+    assert.equal(diff?.b, HOSTILE);
+    assert.deepEqual(diff?.counts, { pairs: 3, differ: 1, onlyA: 0, onlyB: 1 });
+    assert.deepEqual(diff?.differences, [{ node: 2, key: "MulBackward0", detail: "relative gap inf; ran only in a" }]);
+    assert.deepEqual(diff?.onlyB, [{ node: 7, key: HOSTILE, detail: "" }]);
+    assert.equal(parseDiff(null), null);
   });
 });
