@@ -349,9 +349,16 @@ export class GraphScene {
   /**
    * Colour the boxes by an overlay (null: by state). Every box goes through overlays.ts's
    * overlayStyle with the node ids it stands for; only boxes whose paint changed are touched.
+   * `membersOf`: the node ids inside a folded module's box (`[data-module]`, the fold view's),
+   * which then shows the min and max of its members.
    */
-  setOverlay(overlay: Overlay | null, scale: ColourScale | null): void {
+  setOverlay(overlay: Overlay | null, scale: ColourScale | null, membersOf?: (path: string) => readonly number[]): void {
     this.overlayTitle = overlay?.title ?? "";
+    if (membersOf !== undefined) {
+      for (const box of this.svg.querySelectorAll("[data-module]")) {
+        paintBox(box, overlayStyle(membersOf(box.getAttribute("data-module") ?? ""), overlay, scale), overlay !== null);
+      }
+    }
     for (const [id, elements] of this.boxesByNode) {
       const paint = overlayStyle([id], overlay, scale);
       const key = paint === null ? (overlay === null ? "" : "-") : `${paint.fill}|${paint.minFill ?? ""}|${paint.label}`;

@@ -112,6 +112,12 @@ function isNonfinite(value: OverlayValue): boolean {
   return value === "nan" || value === "inf" || value === "-inf" || (typeof value === "number" && !Number.isFinite(value));
 }
 
+/**
+ * A continuous value's position on the scale is rounded to one of LEVELS + 1 colours: when a
+ * Step widens the domain a little, most boxes keep their colour and are not repainted.
+ */
+export const LEVELS = 32;
+
 export interface ColourScale {
   readonly kind: OverlayKind;
   readonly log: boolean;
@@ -159,7 +165,7 @@ export function buildScale(overlay: Overlay): ColourScale {
     colour: (value) => {
       if (isNonfinite(value)) return NONFINITE_COLOUR;
       const number = finite(value);
-      return number === null ? MIXED_COLOUR : sequentialColour(position(number));
+      return number === null ? MIXED_COLOUR : sequentialColour(Math.round(position(number) * LEVELS) / LEVELS);
     },
   };
 }
