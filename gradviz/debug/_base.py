@@ -142,15 +142,19 @@ class SessionBase:
         else:
             kind, checked = validate_overlay(name, values, self._graph_nodes(), kind)
             self._user_overlays[name] = {"kind": kind, "scale": scale, "builtin": False,
-                                         "title": name, "description": "", "values": checked}
+                                         "title": name, "description": "", "values": checked,
+                                         "edges": None}
         self._overlay_version += 1
         self._notify()
 
     def overlays(self) -> dict[str, dict]:
         """Every overlay: ``{name: {"kind", "scale", "builtin", "title", "description",
-        "values": {node id: value}}}``, the built-ins first (``grad_norm``, ``max_abs_grad``,
+        "values": {node id: value}, "edges": {edge key: value} or None}}``, the built-ins first (``grad_norm``, ``max_abs_grad``,
         ``nonfinite``, ``dtype``, ``saved_bytes``: computed from the events shown so far,
-        Note [Incremental overlays]), then the user's in the order added.
+        Note [Incremental overlays]), then the user's in the order added. ``edges``: the
+        gradient norm, max |grad| and NaN/Inf of what flowed along each edge (the contributions
+        its target received), keyed ``"source:target:input_nr:k"`` (``k``: which of the graph's
+        edges joining the same three, in graph order); None for the other overlays.
 
         Examples
         --------
@@ -167,7 +171,8 @@ class SessionBase:
         found = {}
         for name, (kind, scale, title, description) in BUILTIN_OVERLAYS.items():
             found[name] = {"kind": kind, "scale": scale, "builtin": True, "title": title,
-                           "description": description, "values": values[name]}
+                           "description": description, "values": values[name],
+                           "edges": self._builtin_overlays.edges.get(name)}
         found.update(self._user_overlays)
         return found
 

@@ -137,6 +137,36 @@ def saved_bytes_of(entries) -> int:
 
 _COMPUTE = {"grad_norm": grad_norm, "max_abs_grad": max_abs_grad, "nonfinite": nonfinite,
             "dtype": dtype}
+#: The built-ins that also colour edges: by the gradient that flowed along each edge.
+EDGE_OVERLAYS = ("grad_norm", "max_abs_grad", "nonfinite")
+
+
+def edge_key(source: int, target: int, input_nr: int, occurrence: int) -> str:
+    """An edge's key in an overlay's ``edges``: ``"source:target:input_nr:k"``, ``k`` counting
+    the graph's edges with the same three (``x * x`` joins one pair twice), in graph order."""
+    return f"{source}:{target}:{input_nr}:{occurrence}"
+
+
+def _edge_values(node_id, facts) -> dict[str, dict]:
+    """``{name: {edge key: value}}`` of the edges into ``node_id``, from the contributions its
+    input buffer received (``buffer_added``: the k-th from one producer into one slot came along
+    the k-th such edge)."""
+    found: dict[str, dict] = {name: {} for name in EDGE_OVERLAYS}
+    seen: dict[tuple, int] = {}
+    for event in facts.get("contributions") or ():
+        pair = (event["producer"], event["slot"])
+        occurrence = seen.get(pair, 0)
+        seen[pair] = occurrence + 1
+        grad = event.get("grad")
+        if event["producer"] is None or grad is None:
+            continue
+        key = edge_key(event["producer"], node_id, event["slot"], occurrence)
+        received = {"grads_in": [grad]}
+        for name in EDGE_OVERLAYS:
+            value = _COMPUTE[name](received)
+            if value is not None:
+                found[name][key] = value
+    return found
 
 
 class BuiltinOverlays:
@@ -149,6 +179,9 @@ class BuiltinOverlays:
         self._view = None
         self._epoch = None
         self.values: dict[str, dict] = {name: {} for name in BUILTIN_OVERLAYS}
+        #: ``{name: {edge key: value}}`` for EDGE_OVERLAYS; the keys into each node, by node
+        self.edges: dict[str, dict] = {name: {} for name in EDGE_OVERLAYS}
+        self._edge_keys: dict[int, set] = {}
 
     def _node_values(self, node_id, facts) -> dict:
         found = {name: compute(facts) for name, compute in _COMPUTE.items()}
@@ -169,6 +202,8 @@ class BuiltinOverlays:
         if full:
             changed = list(node_ids)
             fresh = {name: {} for name in BUILTIN_OVERLAYS}
+            self.edges = {name: {} for name in EDGE_OVERLAYS}
+            self._edge_keys = {}
         else:
             changed = list(view.touched)
             fresh = None
@@ -196,7 +231,33 @@ class BuiltinOverlays:
                     target[node_id] = value
         for name, target in copies.items():
             self.values[name] = target
+        self._update_edges(view, changed)
         return self.values
+
+    def _update_edges(self, view, changed) -> None:
+        copies: dict[str, dict] = {}
+        empty: dict = {}
+        for node_id in changed:
+            found = _edge_values(node_id, view.facts.get(node_id, empty))
+            old = self._edge_keys.get(node_id, set())
+            new = set().union(*(values.keys() for values in found.values()))
+            for name in EDGE_OVERLAYS:
+                current = self.edges[name]
+                if all(current.get(key) == found[name].get(key) for key in old | new) and \
+                        not any(isinstance(v, float) and math.isnan(v) for v in found[name].values()):
+                    continue
+                target = copies.get(name)
+                if target is None:
+                    target = copies[name] = dict(current)
+                for key in old - found[name].keys():
+                    target.pop(key, None)
+                target.update(found[name])
+            if new:
+                self._edge_keys[node_id] = new
+            else:
+                self._edge_keys.pop(node_id, None)
+        for name, target in copies.items():
+            self.edges[name] = target
 
 
 def _node_id(key, known) -> int:

@@ -45,7 +45,7 @@ class OverlayPublisher:
 
     def __init__(self) -> None:
         self.requested: set[str] = set()
-        self._converted: dict[str, tuple[int, dict]] = {}
+        self._converted: dict[object, tuple] = {}
 
     def trait(self, session: Any) -> dict | None:
         """The trait's new value; None for a session without overlays."""
@@ -56,9 +56,17 @@ class OverlayPublisher:
         for name, overlay in reader().items():
             entry = {key: overlay[key] for key in ("kind", "scale", "builtin", "title", "description")}
             values = overlay["values"]
+            edges = overlay.get("edges")
+            entry["edges"] = None
             if overlay["builtin"] and name not in self.requested:
                 entry["values"] = None
             else:
+                if edges is not None:
+                    cached_edges = self._converted.get((name, "edges"))
+                    if cached_edges is None or cached_edges[2] is not edges:
+                        cached_edges = self._converted[(name, "edges")] = (
+                            name, {key: _json_value(value) for key, value in edges.items()}, edges)
+                    entry["edges"] = cached_edges[1]
                 cached = self._converted.get(name)
                 if cached is None or cached[2] is not values:
                     converted = {str(node): _json_value(value) for node, value in values.items()}

@@ -27,7 +27,7 @@ import {
   type NodeState,
   type StateMap,
 } from "./model.js";
-import { overlayStyle, paintBox, type ColourScale, type Overlay } from "./overlays.js";
+import { edgeKeys, formatValue, overlayStyle, paintBox, type ColourScale, type Overlay } from "./overlays.js";
 import { FONT_FAMILY, LINE_HEIGHT, type LayoutPlan } from "./plan.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -121,6 +121,9 @@ export class GraphScene {
   private readonly painted = new Map<number, string>();
   private readonly overlayLabels = new Map<number, string>();
   private overlayTitle = "";
+  /** Each graph edge's key in an overlay's `edges`, and the colour its paths were painted. */
+  private readonly edgeKeys: string[];
+  private readonly edgePainted = new Map<number, string>();
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
@@ -138,6 +141,7 @@ export class GraphScene {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
     this.plainMarker = `${id}-arrow`;
+    this.edgeKeys = edgeKeys(graph.edges);
     this.svg = svg("svg", { role: "img", "aria-label": `autograd graph with ${graph.nodes.length} nodes` });
     this.svg.append(this.markers());
     this.viewport = svg("g", { class: "gv-viewport" });
@@ -354,6 +358,24 @@ export class GraphScene {
    */
   setOverlay(overlay: Overlay | null, scale: ColourScale | null, membersOf?: (path: string) => readonly number[]): void {
     this.overlayTitle = overlay?.title ?? "";
+    // Edges: the gradient that flowed along each (a built-in gradient overlay's `edges`).
+    for (const [index, paths] of this.pathsByEdge) {
+      const value = overlay?.edges?.get(this.edgeKeys[index] ?? "");
+      const colour = value === undefined || scale === null ? "" : scale.colour(value);
+      const key = value === undefined ? colour : `${colour}|${formatValue(value)}`;
+      if ((this.edgePainted.get(index) ?? "") === key) continue;
+      this.edgePainted.set(index, key);
+      for (const path of paths) {
+        path.classList.toggle("gv-overlay-painted", colour !== "");
+        if (colour === "" || value === undefined) {
+          path.style.removeProperty("stroke");
+          path.removeAttribute("data-overlay");
+        } else {
+          path.style.stroke = colour;
+          path.setAttribute("data-overlay", formatValue(value));
+        }
+      }
+    }
     if (membersOf !== undefined) {
       for (const box of this.svg.querySelectorAll("[data-module]")) {
         paintBox(box, overlayStyle(membersOf(box.getAttribute("data-module") ?? ""), overlay, scale), overlay !== null);

@@ -23,6 +23,22 @@ export interface Overlay {
   readonly description: string;
   /** null: not sent yet (a built-in no view asked for). */
   readonly values: ReadonlyMap<number, OverlayValue> | null;
+  /** The gradient that flowed along each edge, by edgeKeys' key; null: no edge values. */
+  readonly edges: ReadonlyMap<string, OverlayValue> | null;
+}
+
+/**
+ * Each edge's key in an overlay's `edges`, in graph order: "source:target:input_nr:k", k
+ * counting the edges that join the same three (x * x joins one pair twice).
+ */
+export function edgeKeys(edges: readonly { readonly source: number; readonly target: number; readonly input_nr: number }[]): string[] {
+  const seen = new Map<string, number>();
+  return edges.map((edge) => {
+    const base = `${edge.source}:${edge.target}:${edge.input_nr}`;
+    const k = seen.get(base) ?? 0;
+    seen.set(base, k + 1);
+    return `${base}:${k}`;
+  });
 }
 
 const KINDS: readonly OverlayKind[] = ["continuous", "categorical", "boolean"];
@@ -48,8 +64,16 @@ export function parseOverlays(value: unknown): Overlay[] {
         if (typeof item === "number" || typeof item === "string" || typeof item === "boolean") values.set(id, item);
       }
     }
+    let edges: Map<string, OverlayValue> | null = null;
+    if (isRecord(entry["edges"])) {
+      edges = new Map();
+      for (const [key, item] of Object.entries(entry["edges"])) {
+        if (typeof item === "number" || typeof item === "string" || typeof item === "boolean") edges.set(key, item);
+      }
+    }
     found.push({
       name,
+      edges,
       kind: kind as OverlayKind,
       log: entry["scale"] === "log",
       builtin: entry["builtin"] === true,
@@ -391,5 +415,6 @@ export const OVERLAY_STYLES = `
 .gv-root .gv-overlay-key { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; }
 .gv-root .gv-overlay-swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; border: 1px solid var(--gv-border); }
 .gv-root .gv-overlay-note { color: var(--gv-fg-muted); }
+.gv-root path.gv-edge.gv-overlay-painted { stroke-width: 2.2; }
 .gv-root .gv-node.gv-overlay-missing, .gv-root .gv-module.gv-overlay-missing { opacity: 0.45; }
 `;

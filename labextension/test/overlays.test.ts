@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 
 import {
   buildScale,
+  edgeKeys,
   CATEGORICAL,
   FALSE_COLOUR,
   formatValue,
@@ -141,5 +142,18 @@ describe("parseDiff", () => {
     assert.deepEqual(diff?.differences, [{ node: 2, key: "MulBackward0", detail: "relative gap inf; ran only in a" }]);
     assert.deepEqual(diff?.onlyB, [{ node: 7, key: HOSTILE, detail: "" }]);
     assert.equal(parseDiff(null), null);
+  });
+});
+
+describe("edge values", () => {
+  it("keys the graph's edges as the kernel does, counting repeated joins", () => {
+    const keys = edgeKeys([
+      { source: 4, target: 2, input_nr: 0 },
+      { source: 2, target: 1, input_nr: 0 },
+      { source: 2, target: 1, input_nr: 0 },
+    ]);
+    assert.deepEqual(keys, ["4:2:0:0", "2:1:0:0", "2:1:0:1"]);
+    const [parsed] = parseOverlays({ grad_norm: { kind: "continuous", scale: "log", builtin: true, values: {}, edges: { "2:1:0:1": 0.5, bad: [1] } } });
+    assert.deepEqual([...(parsed?.edges ?? [])], [["2:1:0:1", 0.5]]);
   });
 });

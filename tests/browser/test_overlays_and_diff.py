@@ -173,6 +173,9 @@ def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, 
         for node, norm in norms.items():
             box = widget.locator(f'.gv-node[data-node-id="{node}"]').first
             assert box.get_attribute("data-overlay") == format_value(norm), (node, norm)
+            # the one edge into a parameter's leaf carried its whole gradient
+            edge = widget.locator(f'path.gv-edge[data-target="{node}"]')
+            assert edge.count() == 1 and edge.get_attribute("data-overlay") == format_value(norm), (node, norm)
         # the module inspector, opened from the kernel (a folded box's click sends the same message)
         session.run_cell_at_end("widget.select_module(HOSTILE); print('GVDONE ok')", "GVDONE ")
         inspector = widget.locator('[data-testid="gv-module-inspector"]')

@@ -189,3 +189,26 @@ def test_runcall_sessions_offer_overlays():
     finally:
         if session.status == "paused":
             session.abort()
+
+
+def test_edges_carry_the_gradient_that_flowed_along_them():
+    values = np.array([1.0, -2.0, 3.0], np.float32)
+    w = gradviz.tensor(values, requires_grad=True)
+    h = w * 3.0
+    session = gradviz.debug.backward((h * h).sum(), params={"w": w})
+    session.continue_()
+    reference_w = torch.tensor(values, requires_grad=True)
+    reference_h = reference_w * 3.0
+    reference_h.retain_grad()
+    (reference_h * reference_h).sum().backward()
+    graph = session.graph()
+    by_name = {n["name"]: n["id"] for n in graph["nodes"] if n["name"] != "MulBackward0"}
+    muls = [n["id"] for n in graph["nodes"] if n["name"] == "MulBackward0"]
+    square, scale = muls  # h * h first (closer to the loss), then w * 3
+    edges = session.overlays()["grad_norm"]["edges"]
+    # h * h reaches w * 3 twice (its two inputs): each carries 2 * h, half of h's gradient
+    half = float((reference_h.grad / 2).norm())
+    assert edges[f"{square}:{scale}:0:0"] == pytest.approx(half, rel=1e-6)
+    assert edges[f"{square}:{scale}:0:1"] == pytest.approx(half, rel=1e-6)
+    assert edges[f"{scale}:{by_name['AccumulateGrad']}:0:0"] == pytest.approx(float(reference_w.grad.norm()), rel=1e-6)
+    assert session.overlays()["dtype"]["edges"] is None
