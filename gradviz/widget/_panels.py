@@ -16,13 +16,16 @@ mutated: Note [Incremental overlays] in ``gradviz/debug/_overlays.py``).
 
 from __future__ import annotations
 
+import logging
 import math
 from typing import Any
 
 from ..instrument._rollup import rollup
 
-__all__ = ["OverlayPublisher", "module_inspection", "validate_panel_message",
+__all__ = ["OverlayPublisher", "PanelsMixin", "module_inspection", "validate_panel_message",
            "MODULE_SELECT", "OVERLAY_REQUEST"]
+
+log = logging.getLogger("gradviz.widget")
 
 #: ``{"type": "select", "module": "blocks.3"}``: show a module in the inspector.
 MODULE_SELECT = "select"
@@ -128,3 +131,64 @@ def module_inspection(session: Any, modules: dict[str, dict], path: str,
         parameters.append({"id": parameter["id"], "name": parameter["name"], "grad": grad})
     return {"module": path, "type": entry["type"], "count": entry["count"],
             "calls": entry["calls"], "states": counts, "parameters": parameters}
+
+
+class PanelsMixin:
+    """The module selection and overlay requests of ``DebuggerWidget`` (protocol 5). Uses the
+    widget's ``_session``, ``_modules``, ``_overlay_publisher``, ``overlays``, ``selected``,
+    ``selected_module``, ``_refresh``, ``_ack`` and ``send``."""
+
+    def select_module(self, path: str | None) -> None:
+        """Show a module (dotted path, e.g. ``"blocks.3"``; ``""`` the whole model) in the
+        inspector: its type, node counts and parameters with their gradients, as a click on a
+        folded module does; None shows nothing.
+
+        Raises
+        ------
+        KeyError
+            If no node of the graph is inside a module of that path.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> from gradviz.widget import DebuggerWidget
+        >>> model = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Tanh())
+        >>> widget = DebuggerWidget(torch.debug.backward(model(torch.ones(1, 2)).sum(), params=model))
+        >>> widget.select_module("0")
+        >>> widget.inspection["type"], [p["name"] for p in widget.inspection["parameters"]]
+        ('Linear', ['0.bias', '0.weight'])
+        """
+        if path is not None:
+            modules = self._module_index()
+            if not isinstance(path, str) or path not in modules:
+                raise KeyError(f"no module {path!r} in this session's graph; modules: "
+                               f"{', '.join(repr(name) for name in list(modules)[:10]) or 'none'}")
+        self.selected = None
+        self.selected_module = path
+        self._refresh()
+
+    def _module_index(self) -> dict:
+        if self._modules is None:
+            self._modules = module_rollup(self._session.graph())
+        return self._modules
+
+    def _on_panel_message(self, content: dict) -> None:
+        """A module ``select`` or an ``overlay`` request (protocol 5, ``_panels.py``)."""
+        checked = validate_panel_message(content, self.overlays)
+        if isinstance(checked, str):
+            log.warning("gradviz widget: ignoring a message: %s", checked)
+            self.send({"type": "error", "reason": checked})
+            return
+        kind, argument = checked
+        if kind == OVERLAY_REQUEST:
+            if argument is not None and argument not in self._overlay_publisher.requested:
+                self._overlay_publisher.requested.add(argument)
+                self._refresh()
+            self._ack(OVERLAY_REQUEST, True)
+            return
+        try:
+            self.select_module(argument)
+        except KeyError as exc:  # an unknown path: the view and the kernel are out of step
+            self.send({"type": "error", "reason": str(exc.args[0])})
+            return
+        self._ack(MODULE_SELECT, True)

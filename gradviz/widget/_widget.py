@@ -38,8 +38,7 @@ import traitlets
 
 from ._bundle import load_bundle
 from ._output import OutputCapture, describe_exception
-from ._panels import (MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, module_inspection,
-                      module_rollup, validate_panel_message)
+from ._panels import MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, PanelsMixin, module_inspection
 
 __all__ = ["DebuggerWidget", "display_session"]
 
@@ -342,7 +341,7 @@ def describe_stop(breakpoint: object, nodes=()) -> str | None:
 _describe_exception = describe_exception
 
 
-class DebuggerWidget(anywidget.AnyWidget):
+class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     """A live view of a debug session: the autograd graph, node states, an inspector for the
     selected node, a narration of the latest event, and the session's commands.
 
@@ -565,30 +564,6 @@ class DebuggerWidget(anywidget.AnyWidget):
         info.setdefault("state", state)
         return info
 
-    def select_module(self, path: str | None) -> None:
-        """Show a module (dotted path, e.g. ``"blocks.3"``; ``""`` the whole model) in the
-        inspector: its type, node counts and parameters with their gradients, as a click on a
-        folded module does; None shows nothing.
-
-        Raises
-        ------
-        KeyError
-            If no node of the graph is inside a module of that path.
-        """
-        if path is not None:
-            modules = self._module_index()
-            if not isinstance(path, str) or path not in modules:
-                raise KeyError(f"no module {path!r} in this session's graph; modules: "
-                               f"{', '.join(repr(name) for name in list(modules)[:10]) or 'none'}")
-        self.selected = None
-        self.selected_module = path
-        self._refresh()
-
-    def _module_index(self) -> dict:
-        if self._modules is None:
-            self._modules = module_rollup(self._session.graph())
-        return self._modules
-
     # ---- browser -> Python ------------------------------------------------------------------
 
     def _on_browser_message(self, _widget: object, content: object, buffers: object) -> None:
@@ -613,27 +588,6 @@ class DebuggerWidget(anywidget.AnyWidget):
         except Exception as exc:  # never let an exception escape into the comm machinery
             log.exception("gradviz: the widget failed to handle a message from the browser")
             self.error = _describe_exception(exc)
-
-    def _on_panel_message(self, content: dict) -> None:
-        """A module ``select`` or an ``overlay`` request (protocol 5, ``_panels.py``)."""
-        checked = validate_panel_message(content, self.overlays)
-        if isinstance(checked, str):
-            log.warning("gradviz widget: ignoring a message: %s", checked)
-            self.send({"type": "error", "reason": checked})
-            return
-        kind, argument = checked
-        if kind == OVERLAY_REQUEST:
-            if argument is not None and argument not in self._overlay_publisher.requested:
-                self._overlay_publisher.requested.add(argument)
-                self._refresh()
-            self._ack(OVERLAY_REQUEST, True)
-            return
-        try:
-            self.select_module(argument)
-        except KeyError as exc:  # an unknown path: the view and the kernel are out of step
-            self.send({"type": "error", "reason": str(exc.args[0])})
-            return
-        self._ack(SELECT, True)
 
     @staticmethod
     def _validate_command(content: object, buffers: object) -> tuple[str, int | None] | str:
