@@ -130,6 +130,17 @@ hidden = torch.tanh(torch.from_numpy(x) @ tensors[HOSTILE + ".weight"].T + tenso
 (hidden @ tensors["out.weight"].T + tensors["out.bias"]).pow(2).sum().backward()
 leaves = {n["leaf_name"]: n["id"] for n in session.graph()["nodes"] if "leaf_name" in n}
 print("GVEXPECT " + json.dumps({str(leaves[name]): float(t.grad.norm()) for name, t in tensors.items()}))""",
+    """# the diff widget: the same pass before and after a fix, inside a scope named like markup
+v = gradviz.tensor([1.0, -2.0, 0.5], requires_grad=True)
+with gradviz.record() as before:
+    with gradviz.debug.scope(HOSTILE):
+        (v * v).sum().backward()
+with gradviz.record() as after:
+    with gradviz.debug.scope(HOSTILE):
+        (v * v * 2).sum().backward()
+result = gradviz.debug.diff(before, after)
+print("GVDIFF " + json.dumps({"differ": [p.a["id"] for p in result.differences], "pairs": [p.a["id"] for p in result.pairs]}))
+result.show(labels=("before", "after"))""",
 ]
 
 
@@ -152,7 +163,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, lab: LabServer) -> None:
     with notebook_session(browser, lab, "overlays.ipynb", "overlays") as session:
         run_all(session)
-        widget = session.widget()
+        widget = session.page.locator(".jp-NotebookPanel:visible .gv-root").first
         picker = widget.locator('[data-testid="gv-overlay-picker"]')
         options = picker.locator("option").all_inner_texts()
         assert f"{HOSTILE} (yours)" in options and "gradient norm" in options
@@ -187,6 +198,20 @@ def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, 
         node = weight.get_attribute("data-node-id")
         weight.locator("button").click()
         widget.locator(f'[data-testid=gv-inspector]:not([hidden]) .gv-inspector-id[data-node-id="{node}"]').wait_for()
+        # the diff widget (the notebook's last): difference overlay, panel, a click selects
+        expected = json.loads(session.page.locator(".jp-OutputArea-output", has_text="GVDIFF {").first.inner_text()
+                              .split("GVDIFF ", 1)[1])
+        diff = session.widget()
+        diff.locator(".gv-node[data-overlay]").first.wait_for()
+        assert diff.locator('[data-testid="gv-overlay-picker"]').input_value() == "difference"
+        painted = set(diff.locator(".gv-node[data-overlay]").evaluate_all("boxes => boxes.map(b => Number(b.dataset.nodeId))"))
+        assert painted == set(expected["pairs"])
+        panel = diff.locator('[data-testid="gv-diff"]')
+        assert panel.locator('[data-testid="gv-diff-summary"]').inner_text().startswith("Comparing before (drawn) with after")
+        assert HOSTILE in panel.locator('[data-testid="gv-diff-only-b"]').inner_text()
+        first = expected["differ"][0]
+        panel.locator(f'[data-testid="gv-diff-differences"] button[data-node-id="{first}"]').click()
+        diff.locator(f'[data-testid=gv-inspector]:not([hidden]) .gv-inspector-id[data-node-id="{first}"]').wait_for()
         assert session.page.locator(".gv-root img").count() == 0
         assert session.page.evaluate("() => window.gvPwned") is None
         check_no_problems(session)
