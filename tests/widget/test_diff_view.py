@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +19,8 @@ from gradviz.widget._diff_view import DIFF_OVERLAY, DiffWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "debug"))
 from test_module_scopes import HOSTILE, twin_traces  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_gradviz_pass_and_its_torch_twin_show_no_difference():
@@ -95,3 +99,23 @@ def test_a_diff_without_traces_says_how_to_get_one():
     result = gradviz.debug.TraceDiff([], [], [], 1e-4, 1e-6)
     with pytest.raises(ValueError, match="needs the traces"):
         result.show()
+
+
+def test_a_diff_displayed_in_ipython_shows_the_diff_widget():
+    script = textwrap.dedent("""
+        from IPython.core.interactiveshell import InteractiveShell
+        shell = InteractiveShell.instance()
+        import gradviz
+        from gradviz.widget import _diff_view
+        shown_widgets = []
+        original = _diff_view.show_diff
+        _diff_view.show_diff = lambda *args: shown_widgets.append(original(*args)) or shown_widgets[-1]
+        w = gradviz.tensor([1.0, 2.0], requires_grad=True)
+        with gradviz.record() as trace:
+            (w * w).sum().backward()
+        shown = shell.display_formatter.ipython_display_formatter(gradviz.debug.diff(trace, trace))
+        print(shown, len(shown_widgets), shown_widgets[0].diff["counts"]["differ"])
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "True 1 0"
