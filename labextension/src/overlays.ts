@@ -415,6 +415,7 @@ export const OVERLAY_STYLES = `
 .gv-root .gv-overlay-key { display: inline-flex; align-items: center; gap: 4px; white-space: nowrap; }
 .gv-root .gv-overlay-swatch { display: inline-block; width: 12px; height: 12px; border-radius: 2px; border: 1px solid var(--gv-border); }
 .gv-root .gv-overlay-note { color: var(--gv-fg-muted); }
+.gv-root .gv-overlay-picker[hidden], .gv-root .gv-overlay-legend[hidden] { display: none; }
 .gv-root path.gv-edge.gv-overlay-painted { stroke-width: 2.2; }
 .gv-root .gv-node.gv-overlay-missing, .gv-root .gv-module.gv-overlay-missing { opacity: 0.45; }
 `;
