@@ -203,6 +203,13 @@ def _register_notebook_display():
         formatter.for_type(session_type, show)
     formatter.for_type(instrument.Trace, show_trace)
 
+    def show_diff(result):
+        from IPython.display import display
+
+        display(result.show())
+
+    formatter.for_type(debug.TraceDiff, show_diff)
+
 
 _register_notebook_display()
 

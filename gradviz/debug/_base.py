@@ -8,10 +8,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 
 from ..instrument._rollup import DEFAULT_MAX_BOXES, rollup
 from ._breakpoints import Breakpoint, BreakpointList
+from ._overlays import BUILTIN_OVERLAYS, BuiltinOverlays, validate_overlay
 
 __all__ = ["SessionBase"]
 
@@ -38,6 +40,9 @@ class SessionBase:
         self._listeners = _Listeners()
         self.breakpoints = BreakpointList()
         self.stopped_at: Breakpoint | None = None  # the breakpoint of the last stop, if any
+        self._user_overlays: dict[str, dict] = {}
+        self._builtin_overlays = BuiltinOverlays(self._saved_entries)
+        self._overlay_version = 0  # counts changes of the user overlays
 
     # ---- listeners ---------------------------------------------------------------------
     def add_listener(self, callback):
@@ -80,6 +85,106 @@ class SessionBase:
         """
         return self.breakpoints.add(Breakpoint(node=node, function=function, event=event,
                                                nonfinite=nonfinite, when=when))
+
+    # ---- overlays ----------------------------------------------------------------------
+    def overlay(self, name: str, values: dict | None, *, kind: str | None = None,
+                scale: str = "linear") -> None:
+        """Colour the graph by a value per node: add (or replace) the overlay ``name``;
+        ``values=None`` removes it. The widget lists it in its overlay menu beside the
+        built-ins (:meth:`overlays`).
+
+        Parameters
+        ----------
+        name : str
+            Shown in the menu and the legend (1 to 80 printable characters, not a built-in's).
+        values : dict or None
+            ``{node: value}``; a node is an id, a graph node dict or a node object; a value a
+            number (``continuous``), a str (``categorical``) or a bool (``boolean``), all of
+            one kind. Nodes left out are drawn uncoloured.
+        kind : str, optional
+            ``"continuous"``, ``"categorical"`` (numbers become category names) or
+            ``"boolean"``; inferred from the values when None.
+        scale : str
+            ``"linear"`` or ``"log"`` (continuous overlays spanning orders of magnitude).
+
+        Raises
+        ------
+        TypeError
+            A key that is not a node, a value that is not a number, bool or str (the message
+            names the node), values of mixed kinds.
+        KeyError
+            A node id this session's graph does not have.
+        ValueError
+            A bad name, kind or scale.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> session = torch.debug.backward((x * x).sum())
+        >>> ids = [node["id"] for node in session.graph()["nodes"]]
+        >>> session.overlay("depth", {node: depth for depth, node in enumerate(ids)})
+        >>> shown = session.overlays()["depth"]
+        >>> shown["kind"], sorted(shown["values"].values())
+        ('continuous', [0.0, 1.0, 2.0])
+        >>> session.overlay("depth", {ids[0]: [1, 2]})
+        Traceback (most recent call last):
+        ...
+        TypeError: overlay value for node ... must be a number, a bool or a str, got list [1, 2]; pass float(value) or tensor.item()
+        """
+        if scale not in ("linear", "log"):
+            raise ValueError(f"overlay scale must be 'linear' or 'log', got {scale!r}")
+        if values is None:
+            if not isinstance(name, str) or name not in self._user_overlays:
+                raise KeyError(f"no overlay named {name!r} to remove; have: "
+                               f"{', '.join(self._user_overlays) or 'none'}")
+            del self._user_overlays[name]
+        else:
+            kind, checked = validate_overlay(name, values, self._graph_nodes(), kind)
+            self._user_overlays[name] = {"kind": kind, "scale": scale, "builtin": False,
+                                         "title": name, "description": "", "values": checked,
+                                         "edges": None}
+        self._overlay_version += 1
+        self._notify()
+
+    def overlays(self) -> dict[str, dict]:
+        """Every overlay: ``{name: {"kind", "scale", "builtin", "title", "description",
+        "values": {node id: value}, "edges": {edge key: value} or None}}``, the built-ins first (``grad_norm``, ``max_abs_grad``,
+        ``nonfinite``, ``dtype``, ``saved_bytes``: computed from the events shown so far,
+        Note [Incremental overlays]), then the user's in the order added. ``edges``: the
+        gradient norm, max |grad| and NaN/Inf of what flowed along each edge (the contributions
+        its target received), keyed ``"source:target:input_nr:k"`` (``k``: which of the graph's
+        edges joining the same three, in graph order); None for the other overlays.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> w = torch.tensor([3.0, 4.0], requires_grad=True)
+        >>> session = torch.debug.backward((w * 1.0).sum())
+        >>> session.continue_()
+        >>> leaf = [n["id"] for n in session.graph()["nodes"] if n["kind"] == "accumulate_grad"][0]
+        >>> session.overlays()["grad_norm"]["values"][leaf]   # |[1, 1]|
+        1.4142135623730951
+        """
+        with self._overlay_lock():
+            values = self._builtin_overlays.update(self._view, self._graph_nodes())
+        found = {}
+        for name, (kind, scale, title, description) in BUILTIN_OVERLAYS.items():
+            found[name] = {"kind": kind, "scale": scale, "builtin": True, "title": title,
+                           "description": description, "values": values[name],
+                           "edges": self._builtin_overlays.edges.get(name)}
+        found.update(self._user_overlays)
+        return found
+
+    def _overlay_lock(self):
+        """The lock guarding the event view, for sessions that update it from a thread."""
+        return contextlib.nullcontext()
+
+    def _saved_entries(self, node_id: int, facts: dict):
+        """What a node saved for backward (entries with ``bytes`` or ``shape``/``dtype``),
+        from its ``node_created`` event; None when unknown."""
+        created = facts.get("created")
+        return None if created is None else created.get("saved") or []
 
     # ---- inspection --------------------------------------------------------------------
     def rollup(self, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:

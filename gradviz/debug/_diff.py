@@ -284,11 +284,63 @@ class TraceDiff:
     backward-only bug shows first, the node whose ``grads_out`` differ while its
     ``grads_in`` agree)."""
 
-    def __init__(self, pairs, only_a, only_b, rtol, atol):
+    def __init__(self, pairs, only_a, only_b, rtol, atol, trace_a=None, trace_b=None):
         self.pairs: list[NodePair] = pairs
         self.only_a: list[dict] = only_a
         self.only_b: list[dict] = only_b
         self.rtol, self.atol = rtol, atol
+        self.trace_a: Trace | None = trace_a
+        self.trace_b: Trace | None = trace_b
+
+    def _traces(self, what: str) -> None:
+        if self.trace_a is None:
+            raise ValueError(f"TraceDiff.{what}() needs the traces; build the diff with "
+                             "gradviz.debug.diff(trace_a, trace_b)")
+
+    def show(self, labels: tuple[str, str] = ("a", "b")):
+        """The diff as a notebook widget: trace a's graph at the end of its pass, coloured by
+        the ``difference`` overlay (per matched node, :attr:`NodePair.max_relative`), with a
+        panel listing the differing nodes (a click selects one) and the unmatched nodes of
+        each side. ``display(result)`` in a notebook shows the same.
+
+        The widget layer is imported when this is called (as ``Trace.to_html`` does), so
+        ``gradviz.debug`` still loads without it.
+
+        Examples
+        --------
+        >>> import gradviz
+        >>> w = gradviz.tensor([1.0, -2.0], requires_grad=True)
+        >>> with gradviz.record() as before:
+        ...     (w * w).sum().backward()
+        >>> with gradviz.record() as after:
+        ...     (w * w * 2).sum().backward()
+        >>> widget = gradviz.debug.diff(before, after).show(labels=("before", "after"))
+        >>> widget.diff["counts"], widget.overlays["difference"]["kind"]
+        ({'pairs': 3, 'differ': 2, 'only_a': 0, 'only_b': 1}, 'continuous')
+        """
+        from ..widget import _diff_view  # the widget layer, only when a view is asked for
+
+        self._traces("show")
+        return _diff_view.show_diff(self, labels)
+
+    def to_html(self, path, title: str | None = None, labels: tuple[str, str] = ("a", "b")):
+        """Write the diff view (see :meth:`show`) as one self-contained HTML page that works
+        offline, as ``Trace.to_html`` does for a trace; returns the path.
+
+        Examples
+        --------
+        >>> import gradviz, os, tempfile
+        >>> w = gradviz.tensor([1.0, -2.0], requires_grad=True)
+        >>> with gradviz.record() as before:
+        ...     (w * w).sum().backward()
+        >>> page = gradviz.debug.diff(before, before).to_html(os.path.join(tempfile.mkdtemp(), "diff.html"))
+        >>> page.read_text(encoding="utf-8").startswith("<!doctype html>")
+        True
+        """
+        from ..widget import _diff_view  # the widget layer, only when a page is asked for
+
+        self._traces("to_html")
+        return _diff_view.diff_to_html(self, path, title, labels)
 
     @property
     def differences(self) -> list[NodePair]:
@@ -390,4 +442,4 @@ def diff(trace_a, trace_b, *, rtol: float = 1e-4, atol: float = 1e-6) -> TraceDi
                         [f"{len(event_a[what])} vs {len(event_b[what])} slots"], math.inf))
         pairs.append(NodePair(_describe_key(node_a), node_a, node_b, slots,
                               (event_a is not None, event_b is not None)))
-    return TraceDiff(pairs, only_a, only_b, rtol, atol)
+    return TraceDiff(pairs, only_a, only_b, rtol, atol, a, b)

@@ -208,6 +208,11 @@ class DebugSession(SessionBase):
             "roots": list(self._roots),
         }
 
+    def _saved_entries(self, node_id: int, facts: dict):
+        # read from the live node before anything was released (the forward record may lack it)
+        saved = self._saved.get(node_id)
+        return saved if saved is not None else super()._saved_entries(node_id, facts)
+
     def node(self, node_id: int) -> dict:
         """Everything known about one node, for the inspector.
 

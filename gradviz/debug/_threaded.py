@@ -333,6 +333,9 @@ class CallSession(SessionBase):
             return {"nodes": [dict(n) for n in self._nodes.values()],
                     "edges": [dict(e) for e in self._edges], "roots": list(self._roots)}
 
+    def _overlay_lock(self):
+        return self._data
+
     def node(self, node_id: int) -> dict:
         with self._data:
             return self._view_node(self._view, node_id)

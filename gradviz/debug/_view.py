@@ -23,6 +23,10 @@ class EventView:
         self.last_started: int | None = None   # node whose node_started was the last start
         self.running: int | None = None        # started and not yet finished
         self.task: int | None = None
+        # Note [Incremental overlays] (_overlays.py): the nodes the applied events touched,
+        # drained by the overlays; `epoch` counts backward passes (each starts every node over).
+        self.touched: set[int] = set()
+        self.epoch = 0
 
     def _facts(self, node_id) -> dict:
         facts = self.facts.get(node_id)
@@ -42,6 +46,7 @@ class EventView:
         if kind == "backward_started":
             # a new backward pass: every node starts over (a trace may hold several)
             self.task = event["task"]
+            self.epoch += 1
             self.states = {}
             self.running = None
             created = {node_id: facts["created"] for node_id, facts in self.facts.items()}
@@ -52,12 +57,14 @@ class EventView:
             return
         if kind == "node_created":
             self._facts(node)["created"] = event
+            self.touched.add(node)
             return
         if node is None:
             if kind == "backward_finished":
                 self.running = None
             return
         facts = self._facts(node)
+        self.touched.add(node)
         if kind == "node_ready":
             self.states[node] = "ready"
         elif kind == "node_started":

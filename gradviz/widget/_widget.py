@@ -38,12 +38,13 @@ import traitlets
 
 from ._bundle import load_bundle
 from ._output import OutputCapture, describe_exception
+from ._panels import MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, PanelsMixin, module_inspection
 
 __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
@@ -340,7 +341,7 @@ def describe_stop(breakpoint: object, nodes=()) -> str | None:
 _describe_exception = describe_exception
 
 
-class DebuggerWidget(anywidget.AnyWidget):
+class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     """A live view of a debug session: the autograd graph, node states, an inspector for the
     selected node, a narration of the latest event, and the session's commands.
 
@@ -396,6 +397,9 @@ class DebuggerWidget(anywidget.AnyWidget):
     output = traitlets.Unicode("").tag(sync=True)
     history = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
     history_position = traitlets.Int(0).tag(sync=True)
+    # protocol 5 (gradviz/widget/_panels.py): overlays and the module inspector
+    overlays = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    selected_module = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -409,6 +413,8 @@ class DebuggerWidget(anywidget.AnyWidget):
         # The node of a run_to in progress: its temporary breakpoint is not "a stop" to show.
         self._running_to: int | None = None
         self._output = OutputCapture(self._publish_output)
+        self._overlay_publisher = OverlayPublisher()
+        self._modules: dict | None = None  # rollup of the graph by dotted path, once needed
         self.commands = [name for name, method in COMMANDS.items() if callable(getattr(session, method, None))]
         self.on_msg(self._on_browser_message)
         # Listen first, then read: a change made in between (by a session thread) is not lost.
@@ -445,6 +451,8 @@ class DebuggerWidget(anywidget.AnyWidget):
                 raise KeyError(f"no node with id {node_id!r} in this session's graph")
             node_id = number
         self.selected = node_id
+        if node_id is not None:
+            self.selected_module = None
         self._refresh()
 
     # ---- session -> traits ------------------------------------------------------------------
@@ -495,6 +503,16 @@ class DebuggerWidget(anywidget.AnyWidget):
             if selected is not None:
                 nodes = (graph or self.graph).get("nodes", ())
                 inspection = self._inspect(selected, states.get(str(selected), "pending"), nodes)
+            overlays = self._overlay_publisher.trait(self._session)
+            selected_module = self.selected_module
+            if graph is not None:
+                self._modules = None  # a new graph: its modules are read again when needed
+            if selected_module is not None:
+                modules = self._module_index()
+                if selected_module in modules:
+                    inspection = json_safe(module_inspection(self._session, modules, selected_module, states))
+                else:
+                    selected_module = None
         except Exception as exc:
             log.exception("gradviz: cannot read the debug session")
             self.error = _describe_exception(exc)
@@ -525,6 +543,9 @@ class DebuggerWidget(anywidget.AnyWidget):
                 if history != self.history:
                     self.history = history
                 self.history_position = history_position
+                if overlays != self.overlays:
+                    self.overlays = overlays
+                self.selected_module = selected_module
 
     def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
         """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session
@@ -549,6 +570,9 @@ class DebuggerWidget(anywidget.AnyWidget):
         # Registered with on_msg. Never override ipywidgets' _handle_custom_msg: doing so drops
         # every custom message (docs/frontend_notes.md, pitfall 2).
         try:
+            if isinstance(content, dict) and content.get("type") in (MODULE_SELECT, OVERLAY_REQUEST):
+                self._on_panel_message(content)
+                return
             command = self._validate_command(content, buffers)
             if isinstance(command, str):
                 log.warning("gradviz widget: ignoring a message: %s", command)

@@ -27,6 +27,7 @@ import {
   type NodeState,
   type StateMap,
 } from "./model.js";
+import { edgeKeys, formatValue, overlayStyle, paintBox, type ColourScale, type Overlay } from "./overlays.js";
 import { FONT_FAMILY, LINE_HEIGHT, type LayoutPlan } from "./plan.js";
 
 const SVG_NS = "http://www.w3.org/2000/svg";
@@ -116,6 +117,13 @@ export class GraphScene {
   /** The keyboard cursor (keys.ts): drawn with a ring while the canvas has keyboard focus. */
   private cursor: number | null = null;
   private findings: ReadonlyMap<number, Severity> = new Map();
+  /** The active overlay's paint per node, as "fill|min|label" (overlays.ts), and its title. */
+  private readonly painted = new Map<number, string>();
+  private readonly overlayLabels = new Map<number, string>();
+  private overlayTitle = "";
+  /** Each graph edge's key in an overlay's `edges`, and the colour its paths were painted. */
+  private readonly edgeKeys: string[];
+  private readonly edgePainted = new Map<number, string>();
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
@@ -133,6 +141,7 @@ export class GraphScene {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
     this.plainMarker = `${id}-arrow`;
+    this.edgeKeys = edgeKeys(graph.edges);
     this.svg = svg("svg", { role: "img", "aria-label": `autograd graph with ${graph.nodes.length} nodes` });
     this.svg.append(this.markers());
     this.viewport = svg("g", { class: "gv-viewport" });
@@ -262,6 +271,8 @@ export class GraphScene {
     if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
     const finding = this.findings.get(node.id);
     if (finding !== undefined) lines.push(`gradient check: ${finding === "error" ? "a problem" : "a warning"} (see the panel)`);
+    const overlay = this.overlayLabels.get(node.id);
+    if (overlay !== undefined) lines.push(`${this.overlayTitle}: ${overlay}`);
     return lines.join("\n");
   }
 
@@ -335,6 +346,49 @@ export class GraphScene {
           element.setAttribute("data-finding", severity);
         }
       }
+      this.retitle(id);
+    }
+  }
+
+  /**
+   * Colour the boxes by an overlay (null: by state). Every box goes through overlays.ts's
+   * overlayStyle with the node ids it stands for; only boxes whose paint changed are touched.
+   * `membersOf`: the node ids inside a folded module's box (`[data-module]`, the fold view's),
+   * which then shows the min and max of its members.
+   */
+  setOverlay(overlay: Overlay | null, scale: ColourScale | null, membersOf?: (path: string) => readonly number[]): void {
+    this.overlayTitle = overlay?.title ?? "";
+    // Edges: the gradient that flowed along each (a built-in gradient overlay's `edges`).
+    for (const [index, paths] of this.pathsByEdge) {
+      const value = overlay?.edges?.get(this.edgeKeys[index] ?? "");
+      const colour = value === undefined || scale === null ? "" : scale.colour(value);
+      const key = value === undefined ? colour : `${colour}|${formatValue(value)}`;
+      if ((this.edgePainted.get(index) ?? "") === key) continue;
+      this.edgePainted.set(index, key);
+      for (const path of paths) {
+        path.classList.toggle("gv-overlay-painted", colour !== "");
+        if (colour === "" || value === undefined) {
+          path.style.removeProperty("stroke");
+          path.removeAttribute("data-overlay");
+        } else {
+          path.style.stroke = colour;
+          path.setAttribute("data-overlay", formatValue(value));
+        }
+      }
+    }
+    if (membersOf !== undefined) {
+      for (const box of this.svg.querySelectorAll("[data-module]")) {
+        paintBox(box, overlayStyle(membersOf(box.getAttribute("data-module") ?? ""), overlay, scale), overlay !== null);
+      }
+    }
+    for (const [id, elements] of this.boxesByNode) {
+      const paint = overlayStyle([id], overlay, scale);
+      const key = paint === null ? (overlay === null ? "" : "-") : `${paint.fill}|${paint.minFill ?? ""}|${paint.label}`;
+      if ((this.painted.get(id) ?? "") === key) continue;
+      this.painted.set(id, key);
+      if (paint === null) this.overlayLabels.delete(id);
+      else this.overlayLabels.set(id, paint.label);
+      for (const element of elements) paintBox(element, paint, overlay !== null);
       this.retitle(id);
     }
   }

@@ -6,7 +6,7 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {

@@ -47,7 +47,7 @@ export class ReplayPlayer {
         protocol_version: PROTOCOL_VERSION, graph: data.graph, error: null, doctor: null,
         // a page that carries a doctor's report offers Check gradients, which shows it
         commands: data.doctor === null ? [...REPLAY_COMMANDS] : [...REPLAY_COMMANDS, "check_gradients"],
-        history: timeline.history(), output: "", ...this.traits(),
+        history: timeline.history(), output: "", overlays: data.overlays, diff: data.diff, ...this.traits(),
       },
       (content) => this.onCommand(content),
     );
@@ -107,6 +107,14 @@ export class ReplayPlayer {
 
   /** The view's command messages (docs/widget_protocol.md), answered as Python would. */
   private onCommand(content: unknown): void {
+    if (isRecord(content) && content["type"] === "overlay") {
+      this.ack("overlay", true); // the page carries every overlay's values it has
+      return;
+    }
+    if (isRecord(content) && content["type"] === "select") {
+      this.model.sendToView({ type: "error", reason: "this page cannot inspect a module: replay the trace in a notebook" });
+      return;
+    }
     if (!isRecord(content) || content["type"] !== "command" || typeof content["name"] !== "string") return;
     const name = content["name"];
     const node = content["node"];

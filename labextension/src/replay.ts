@@ -45,6 +45,9 @@ export interface StandaloneData {
   readonly inspectionBudget: { readonly bytes: number; readonly limit: number; readonly leftOut: number } | null;
   /** A gradient doctor's report of the graph (DoctorReport.to_dict()), checked by doctor.ts; null: none. */
   readonly doctor: Record<string, unknown> | null;
+  /** Protocol 5 traits a page may carry as they are (a diff page: `overlays`, `diff`); the view checks them. */
+  readonly overlays: unknown;
+  readonly diff: unknown;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -113,7 +116,7 @@ export function parseStandalone(value: unknown): StandaloneData {
   const rawDoctor = value["doctor"];
   if (rawDoctor !== undefined && rawDoctor !== null && !isRecord(rawDoctor)) fail("doctor must be an object");
   const doctor = isRecord(rawDoctor) ? rawDoctor : null;
-  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget, doctor };
+  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget, doctor, overlays: value["overlays"] ?? null, diff: value["diff"] ?? null };
 }
 
 function parseInspections(value: Record<string, unknown>): Pick<StandaloneData, "inspections" | "inspectionBudget"> {

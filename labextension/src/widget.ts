@@ -44,6 +44,17 @@ import {
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
 import { KEYS_HELP } from "./keys.js";
+import {
+  MODULE_INSPECTOR_STYLES,
+  ModuleInspector,
+  overlayRequestMessage,
+  parseModuleInspection,
+  selectModuleMessage,
+  type ModuleSelectMessage,
+  type OverlayRequestMessage,
+} from "./module_inspector.js";
+import { DIFF_STYLES, DiffPanel, parseDiff } from "./diff_panel.js";
+import { buildScale, OVERLAY_STYLES, OverlayLegend, OverlayPicker, parseOverlays, type Overlay } from "./overlays.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
 
 /** The part of anywidget's model interface this view uses. */
@@ -97,7 +108,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const root = document.createElement("div");
   root.className = "gv-root";
   const style = document.createElement("style");
-  style.textContent = STYLES;
+  style.textContent = STYLES + OVERLAY_STYLES + MODULE_INSPECTOR_STYLES + DIFF_STYLES;
 
   let scene: GraphScene | null = null;
   let graph: Graph = EMPTY_GRAPH;
@@ -131,7 +142,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let dismissedRun: number | null = null;
   let lastDoctorRun: number | null = null;
 
-  const send = (message: CommandMessage): void => {
+  const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage): void => {
     if (disconnected !== null) return; // the error box already says why nothing happens
     // ipywidgets' own views send with the manager's callbacks, which route the kernel's
     // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
@@ -146,13 +157,48 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       // buttons are off; a host that reports neither of its signals lands here. Say so where
       // the user looks instead of an uncaught page error and a "…" that never ends.
       setBusy(false);
-      if (message.name === "check_gradients") doctorPending = false;
+      if (message.type === "command" && message.name === "check_gradients") doctorPending = false;
       viewError = unreachableKernel(messageOf(error));
       refresh();
     }
   };
   const select = (id: number | null): void => {
     if (id !== selected) send(selectMessage(id));
+  };
+  /** Show a module in the inspector (the fold view calls this when a folded box is clicked). */
+  const selectModule = (path: string | null): void => send(selectModuleMessage(path));
+
+  // ---- overlays (overlays.ts): which one is shown is this view's own choice ----
+  let activeOverlay: string | null = null;
+  /** The user chose an overlay (a diff view's first overlay no longer applies). */
+  let overlayChosen = false;
+  let overlayList: Overlay[] = [];
+  /** What the scene was last painted with: the trait object, the choice and the scene. */
+  let paintedWith: [unknown, string | null, GraphScene | null] = [undefined, null, null];
+  const overlayLegend = new OverlayLegend();
+  const overlayPicker = new OverlayPicker((name) => {
+    activeOverlay = name;
+    overlayChosen = true;
+    const chosen = overlayList.find((overlay) => overlay.name === name);
+    if (chosen !== undefined && chosen.values === null) send(overlayRequestMessage(chosen.name));
+    refresh();
+  });
+  const diffPanel = new DiffPanel((id) => select(id));
+  const showOverlay = (): void => {
+    const diffTrait = model.get("diff");
+    const diff = parseDiff(diffTrait);
+    diffPanel.update(diffTrait, diff);
+    if (!overlayChosen && diff?.overlay != null) activeOverlay = diff.overlay;
+    const trait = model.get("overlays");
+    if (paintedWith[0] === trait && paintedWith[1] === activeOverlay && paintedWith[2] === scene) return;
+    overlayList = parseOverlays(trait);
+    if (activeOverlay !== null && !overlayList.some((overlay) => overlay.name === activeOverlay)) activeOverlay = null;
+    const overlay = overlayList.find((item) => item.name === activeOverlay) ?? null;
+    const scale = overlay === null || overlay.values === null ? null : buildScale(overlay);
+    overlayPicker.update(overlayList, activeOverlay);
+    overlayLegend.update(overlay, scale);
+    scene?.setOverlay(overlay, scale);
+    paintedWith = [trait, activeOverlay, scene];
   };
 
   const toolbar = new Toolbar({
@@ -173,7 +219,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     zoomIn: () => scene?.zoomBy(1.25),
     zoomOut: () => scene?.zoomBy(0.8),
     fit: () => scene?.resetView(),
-  }, extras.toolbar ?? []);
+  }, [...(extras.toolbar ?? []), overlayPicker.element]);
 
   /** A command key on the graph (keys.ts): presses the button; if it is off, says why. */
   const pressKey = (name: CommandName): void => {
@@ -211,6 +257,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   });
   const output = new OutputPanel();
   const inspector = new Inspector(() => select(null));
+  const moduleInspector = new ModuleInspector((id) => select(id), () => selectModule(null));
   const doctorPanel = new DoctorPanel(
     (node) => select(node),
     () => {
@@ -221,7 +268,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   root.append(style, toolbar.element);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, history.element, errorBox, output.element, doctorPanel.element, canvas, legend(), inspector.element);
+  root.append(narration.element, history.element, diffPanel.element, errorBox, output.element, doctorPanel.element, canvas, legend(), overlayLegend.element, inspector.element, moduleInspector.element);
   el.append(root);
 
   const showMessage = (text: string | null): void => {
@@ -245,7 +292,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
-      const inspection = parseInspection(model.get("inspection"), (id) => {
+      const rawInspection = model.get("inspection");
+      const moduleInspection = parseModuleInspection(rawInspection);
+      const inspection = moduleInspection !== null ? null : parseInspection(rawInspection, (id) => {
         const node = graph.byId.get(id);
         return node === undefined ? `#${id}` : nodeTitle(node);
       });
@@ -259,6 +308,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       scene?.setSelected(selected);
       scene?.setFindings(findingMarks(shown));
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
+      moduleInspector.update(moduleInspection);
+      showOverlay();
       doctorPanel.update(panelContent(shown, doctorProgress, doctorPending, (id) => {
         const node = graph.byId.get(id);
         return node === undefined ? id : nodeNumber(node);
@@ -401,6 +452,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:history", refresh],
     ["change:history_position", refresh],
     ["change:output", refresh],
+    ["change:overlays", refresh],
+    ["change:diff", refresh],
+    ["change:selected_module", refresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

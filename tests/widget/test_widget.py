@@ -80,7 +80,7 @@ def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession
     assert widget.current == 4
     assert widget.status == "paused"
     assert widget.error is None
-    assert widget.protocol_version == 4
+    assert widget.protocol_version == 5
     assert widget.commands == ["step", "continue"]  # all that FakeSession offers
     assert widget.selected is None and widget.inspection is None
     assert widget.last_event is None  # FakeSession has no event stream
