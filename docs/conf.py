@@ -1,7 +1,9 @@
 """Sphinx configuration of the gradviz documentation site (build it with ``scripts/docs``).
 
 The pages are the Markdown files of this folder (MyST) and the notebooks of ``notebooks/``
-(copied into ``docs/notebooks/`` by ``notebook_pages``, rendered as stored, not executed). The
+(copied into ``docs/notebooks/`` by ``notebook_pages`` and executed at every build, so the pages
+show their outputs; each debugger widget is shown as an offline replay page, see "Notebooks in
+the site" below). The
 API reference is generated from the docstrings: ``api_pages`` below writes one page per package
 of ``API_PACKAGES`` into ``docs/api/`` (git-ignored) at every build, with an autosummary table of
 the package's ``__all__`` and the documentation of each name.
@@ -19,6 +21,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import gradviz  # noqa: E402
+from gradviz.widget._docs_pages import DOCS_PAGES_ENV, DOCS_PAGES_URL_ENV  # noqa: E402
 
 project = "gradviz"
 author = "the gradviz developers"
@@ -33,14 +36,28 @@ extensions = [
 ]
 source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb", ".rst": "restructuredtext"}
 root_doc = "index"
-exclude_patterns = ["_build", "build"]
+exclude_patterns = ["_build", "build", "_replays"]
 html_theme = "furo"
 html_title = "gradviz"
 myst_heading_anchors = 3
 myst_enable_extensions = ["colon_fence"]
-# The notebooks are stored without outputs (the tests execute them); the site shows their text
-# and code as stored, without running them.
-nb_execution_mode = "off"
+# Notebooks in the site: they are stored without outputs, so the build executes them (in a
+# temporary folder, so files they write stay out of docs/) and fails on any error. A debugger
+# widget needs a kernel, which a page does not have: while GRADVIZ_DOCS_PAGES is set (here, for
+# the kernels the build starts), each widget also offers text/html, an iframe of an offline
+# replay page of its session written into _replays/replays/, which Sphinx copies to the site's
+# replays/ (Note [Widgets in the built docs] in gradviz/widget/_docs_pages.py). The site prefers
+# that text/html to the widget's own view, which a page cannot draw.
+nb_execution_mode = "force"
+nb_execution_in_temp = True
+nb_execution_timeout = 180
+nb_execution_raise_on_error = True
+nb_mime_priority_overrides = [("html", "text/html", 5)]
+REPLAY_PAGES = HERE / "_replays"
+os.environ[DOCS_PAGES_ENV] = str(REPLAY_PAGES / "replays")
+os.environ[DOCS_PAGES_URL_ENV] = "../replays/"  # the notebooks' pages are in notebooks/
+html_extra_path = [str(REPLAY_PAGES)]
+REPLAY_PAGES.joinpath("replays").mkdir(parents=True, exist_ok=True)
 
 # Docstrings are numpy style (docs/style.md); signatures are shown as written, type hints inline.
 napoleon_google_docstring = False

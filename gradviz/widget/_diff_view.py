@@ -63,6 +63,13 @@ class DiffWidget(DebuggerWidget):
 
     diff = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
 
+    def _write_docs_page(self, path: Any, final: bool) -> bool:
+        """The docs' page of a diff view is the diff's own offline page (Note [Widgets in the
+        built docs] in ``_docs_pages.py``)."""
+        result, labels = self._diff_source
+        diff_to_html(result, path, labels=labels)
+        return True
+
 
 def _session(result: Any) -> ReplaySession:
     session = ReplaySession(result.trace_a)
@@ -76,6 +83,7 @@ def show_diff(result: Any, labels: tuple[str, str] = ("a", "b")) -> DiffWidget:
     its pass, coloured by the ``difference`` overlay, with the diff panel."""
     widget = DiffWidget(_session(result))
     widget.diff = diff_trait(result, labels)
+    widget._diff_source = (result, labels)
     return widget
 
 

@@ -37,6 +37,7 @@ import numpy
 import traitlets
 
 from ._bundle import load_bundle
+from ._docs_pages import docs_embed, write_session_page
 from ._output import OutputCapture, describe_exception
 from ._panels import MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, PanelsMixin, module_inspection
 
@@ -425,6 +426,21 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     def session(self) -> Session:
         """The session this widget shows."""
         return self._session
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> Any:
+        # In a docs build only, also an offline replay page (Note [Widgets in the built docs])
+        bundle = super()._repr_mimebundle_(**kwargs)  # data, or (data, metadata)
+        data = bundle[0] if isinstance(bundle, tuple) else bundle
+        embed = docs_embed(self._write_docs_page, "gradviz debugger") if isinstance(data, dict) else None
+        if embed is None:
+            return bundle
+        data = {**data, "text/html": embed}
+        return (data, *bundle[1:]) if isinstance(bundle, tuple) else data
+
+    def _write_docs_page(self, path: Any, final: bool) -> bool:
+        """Write the offline replay page of this widget's session (Note [Widgets in the built
+        docs]); False when the session has no trace."""
+        return write_session_page(self._session, path, "gradviz debugger", final)
 
     def close(self) -> None:
         """Stop following the session and close the widget."""
