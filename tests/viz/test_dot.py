@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 
+import graphviz
 import pytest
 
 import gradviz
@@ -21,7 +22,6 @@ from gradviz.autograd.graph import saved_tensors_hooks
 from gradviz.instrument import Trace, load_trace
 from gradviz.viz import _dot, render, to_dot
 
-graphviz = pytest.importorskip("graphviz")
 
 
 # ---- a small DOT reader: checks the quoting of every statement ---------------------------
