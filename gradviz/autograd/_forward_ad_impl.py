@@ -375,7 +375,7 @@ def _mul_rule(inputs, tangents, out, attrs):
 def _div_rule(inputs, tangents, out, attrs):
     from .. import ops
 
-    (a, b), (ta, tb) = inputs, tangents
+    (_, b), (ta, tb) = inputs, tangents
     if tb is None:
         return ops.div(ta, b)
     numerator = ops.neg(ops.mul(out, tb)) if ta is None else ops.sub(ta, ops.mul(out, tb))

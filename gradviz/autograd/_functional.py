@@ -97,7 +97,8 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
     if grad_tensors is None:
         grad_tensors = (None,) * len(outputs)
     else:
-        grad_tensors = _as_tuple(grad_tensors, "grad_tensors") if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
+        grad_tensors = ((grad_tensors,) if isinstance(grad_tensors, Tensor)
+                        else _as_tuple(grad_tensors, "grad_tensors"))
     if len(grad_tensors) != len(outputs):
         raise RuntimeError(
             f"got {len(grad_tensors)} tensors and {len(outputs)} gradients"
@@ -134,7 +135,7 @@ def _input_edge(tensor, index, caller):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{caller}: inputs[{index}] must be a Tensor, got {type(tensor).__name__}")
     if not tensor.requires_grad:
-        raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
     return _engine.gradient_edge(tensor)
 
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from .. import ops as _ops
 from .._tensor import Tensor
-from ._functional import grad as _grad
 from . import forward_ad
+from ._functional import grad as _grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]

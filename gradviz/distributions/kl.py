@@ -25,7 +25,8 @@ from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost, euler_constant as _euler_gamma
+from .utils import _sum_rightmost
+from .utils import euler_constant as _euler_gamma
 
 __all__ = ["kl_divergence", "register_kl"]
 

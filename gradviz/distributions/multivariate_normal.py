@@ -3,9 +3,9 @@
 import math
 
 import gradviz
+from gradviz.linalg import cholesky
 
 from . import constraints
-from gradviz.linalg import cholesky
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 

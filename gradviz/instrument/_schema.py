@@ -39,7 +39,7 @@ TRACE_FORMAT = "gradviz-trace"
 SCHEMA_ID = f"https://gradviz.dev/schema/trace-v{SCHEMA_VERSION}.json"
 
 # A number in a summary: non-finite values are written as strings (JSON has no NaN literal).
-Number = Union[float, Literal["nan", "inf", "-inf"]]
+Number = float | Literal["nan", "inf", "-inf"]
 NodeKind = Literal["builtin", "custom", "accumulate_grad"]
 
 

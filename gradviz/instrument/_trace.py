@@ -99,13 +99,13 @@ class Trace:
         return trace_to_html(self, path, title=title)
 
     @classmethod
-    def from_dict(cls, data) -> "Trace":
+    def from_dict(cls, data) -> Trace:
         """Check ``data`` strictly (schema and consistency) and build a trace from it."""
         check_trace(data)
         return cls(data["graph"], data["events"], data["gradviz_version"])
 
     @classmethod
-    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES, **limits) -> "Trace":
+    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES, **limits) -> Trace:
         """:func:`load_trace` (``limits``: its ``max_values`` and ``max_containers``)."""
         return load_trace(path, max_bytes=max_bytes, **limits)
 

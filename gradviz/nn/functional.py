@@ -828,10 +828,10 @@ def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
         raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
     geometry = _conv._Geometry(kernel_size, dilation,
                                padding, kernel_size if stride is None or stride == [] else stride)
-    for pad, k in zip(geometry.padding, geometry.kernel):
-        if pad > k // 2:
+    for side, k in zip(geometry.padding, geometry.kernel):
+        if side > k // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pad}, kernel_size={k} and dilation="
+                               f"pad={side}, kernel_size={k} and dilation="
                                f"{geometry.dilation[0]}")
     return geometry
 
@@ -1034,37 +1034,6 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def adaptive_avg_pool1d(input, output_size):
     """Average pooling to ``output_size`` along the last dim."""
     return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))
-
-
-def _lp_pool(max_pool, avg_pool, input, norm_type, kernel_size, stride, ceil_mode, window):
-    """torch's power-average pooling: ``(sum of x^p over the window)^(1/p)`` written as its
-    composite (an average pool of ``x.pow(p)`` times the window size; a negative window sum
-    clamped to zero through ``sign(out) * relu(abs(out))``); +-inf norms are max pools."""
-    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
-        if norm_type > 0:
-            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    if stride is not None:
-        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
-    return (_ops.sign(out) * relu(_ops.abs(out))).mul(window).pow(1.0 / norm_type)
-
-
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over windows of ``kernel_size`` along the last dim."""
-    return _lp_pool(max_pool1d, avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode,
-                    kernel_size)
-
-
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over ``kernel_size`` windows of the last two dims."""
-    kw, kh = _conv._pair(kernel_size)
-    return _lp_pool(max_pool2d, avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode,
-                    kw * kh)
-
-
-__all__ += ["lp_pool1d", "lp_pool2d"]
 
 
 # ---- up-sampling, parametric layers and attention (in their own modules) ----------------------

@@ -42,7 +42,9 @@ from ._windows import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
            + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
-           + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _lookup.__all__ + _products.__all__ + _rearrange.__all__ + _scans.__all__ + _shape.__all__ + _special.__all__ + _statistics.__all__ + _windows.__all__)
+           + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _lookup.__all__ + _products.__all__
+           + _rearrange.__all__ + _scans.__all__ + _shape.__all__ + _special.__all__ + _statistics.__all__
+           + _windows.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg
 

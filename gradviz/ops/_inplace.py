@@ -780,7 +780,7 @@ def _fill_diagonal_method(masked_fill_):
 
 
 def _build_methods():
-    from . import _activation, _indexing, _math, _pointwise, _reduction
+    from . import _indexing, _math, _pointwise, _reduction
 
     P = _pointwise
     methods = {}

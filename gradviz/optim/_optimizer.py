@@ -585,15 +585,15 @@ def _update_moments(state, grad, beta1, beta2):
 
 def _check_betas(lr, eps, betas, weight_decay):
     """The argument checks torch's Adam-family constructors share, with torch's messages."""
-    if not 0.0 <= lr:
+    if not lr >= 0.0:
         raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
+    if not eps >= 0.0:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= betas[1] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
+    if not weight_decay >= 0.0:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
@@ -668,7 +668,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay: bool = False, *, foreach=None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False):
         _check_betas(lr, eps, betas, weight_decay)
-        if not 0.0 <= momentum_decay:
+        if not momentum_decay >= 0.0:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
@@ -786,13 +786,13 @@ class Adadelta(Optimizer):
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach=None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
+        if not eps >= 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize, capturable=capturable,
@@ -833,7 +833,7 @@ class Rprop(Optimizer):
     def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
@@ -874,9 +874,9 @@ class ASGD(Optimizer):
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
                                       weight_decay=weight_decay, foreach=foreach,

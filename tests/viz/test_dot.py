@@ -22,8 +22,6 @@ from gradviz.autograd.graph import saved_tensors_hooks
 from gradviz.instrument import Trace, load_trace
 from gradviz.viz import _dot, render, to_dot
 
-
-
 # ---- a small DOT reader: checks the quoting of every statement ---------------------------
 
 _TOKEN = re.compile(r'\s*(?:(?P<string>"(?:[^"\\]|\\.)*")|(?P<id>[A-Za-z0-9_.]+)|'
