@@ -4,11 +4,11 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 ``gradviz.debug.backward(loss)`` steps through the backward pass node by node.
 """
 
-__version__ = "0.1.0"
-
 import math as _math
 import sys as _sys
 import types as _types
+
+from ._version import __version__
 
 from . import dtypes
 from . import _tensor as _tensor_module

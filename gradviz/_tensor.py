@@ -409,14 +409,8 @@ class Tensor(_engine.TensorBase):
         self._output_nr = 0
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        """Compute the gradient of this tensor with respect to graph leaves.
-
-        See :func:`gradviz.autograd.backward`.
-        """
-        from .autograd import _functional
-
-        _functional.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    # Tensor.backward is autograd's: gradviz/autograd/_functional.py attaches it at import
+    # (install_methods), as the ops layer attaches theirs; core cannot import autograd.
 
     def register_hook(self, hook):
         """Register ``hook(grad) -> grad or None`` to run when this tensor's gradient is computed.

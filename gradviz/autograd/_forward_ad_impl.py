@@ -45,7 +45,9 @@ import numpy as np
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
+from .. import ops
 from .._tensor import Tensor, _wrap
+from ..ops import _inplace as _ops_inplace
 
 __all__ = [
     "enter_dual_level", "exit_dual_level", "current_level", "tangent_of", "set_tangent",
@@ -238,8 +240,6 @@ def _saved_entry_of_function(node, out):
 
 def _fit(tangent, out):
     """The tangent in the output's dtype and shape."""
-    from .. import ops
-
     if tangent._data.dtype != out._data.dtype:
         tangent = ops.to(tangent, out.dtype)
     if tangent._data.shape != out._data.shape:
@@ -273,7 +273,6 @@ class _RuleContext:
 
 def _generic_jvp(op, inputs, attrs, outputs, tangents):
     """Note [Generic JVP from the VJP rule]."""
-    from .. import ops
     from ._functional import grad
 
     differentiable = _engine.is_grad_enabled() and (
@@ -329,14 +328,10 @@ def _generic_jvp(op, inputs, attrs, outputs, tangents):
 # None; numbers are constants. The result may be broadcastable to the output (``_fit``).
 
 def _scaled(tangent, factor):
-    from .. import ops
-
     return tangent if factor == 1 else ops.mul(tangent, factor)
 
 
 def _sum_terms(*terms):
-    from .. import ops
-
     present = [t for t in terms if t is not None]
     total = present[0]
     for term in present[1:]:
@@ -345,8 +340,6 @@ def _sum_terms(*terms):
 
 
 def _add_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     ta, tb = tangents
     alpha = attrs.get("alpha", 1)
     if ta is not None and tb is not None:
@@ -355,8 +348,6 @@ def _add_rule(inputs, tangents, out, attrs):
 
 
 def _sub_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     ta, tb = tangents
     alpha = attrs.get("alpha", 1)
     if ta is not None and tb is not None:
@@ -365,16 +356,12 @@ def _sub_rule(inputs, tangents, out, attrs):
 
 
 def _mul_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     (a, b), (ta, tb) = inputs, tangents
     return _sum_terms(ops.mul(ta, b) if ta is not None else None,
                       ops.mul(a, tb) if tb is not None else None)
 
 
 def _div_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     (_, b), (ta, tb) = inputs, tangents
     if tb is None:
         return ops.div(ta, b)
@@ -385,17 +372,13 @@ def _div_rule(inputs, tangents, out, attrs):
 def _make_linear(op_name):
     """Ops linear in their only tensor input: the tangent goes through the same op."""
     def rule(inputs, tangents, out, attrs):
-        from ..ops import TABLE
-
-        return _ext_ops.apply_op(TABLE[op_name], (tangents[0],) + tuple(inputs[1:]), attrs)
+        return _ext_ops.apply_op(ops.TABLE[op_name], (tangents[0],) + tuple(inputs[1:]), attrs)
     return rule
 
 
 def _make_bilinear(op_name):
     def rule(inputs, tangents, out, attrs):
-        from ..ops import TABLE
-
-        op = TABLE[op_name]
+        op = ops.TABLE[op_name]
         (a, b), (ta, tb) = inputs, tangents
         return _sum_terms(_ext_ops.apply_op(op, (ta, b), attrs) if ta is not None else None,
                           _ext_ops.apply_op(op, (a, tb), attrs) if tb is not None else None)
@@ -404,15 +387,11 @@ def _make_bilinear(op_name):
 
 def _unary(derivative):
     def rule(inputs, tangents, out, attrs):
-        from .. import ops
-
         return ops.mul(tangents[0], derivative(inputs[0], out, attrs))
     return rule
 
 
 def _make_fast_rules():
-    from .. import ops
-
     rules = {"add": _add_rule, "sub": _sub_rule, "mul": _mul_rule, "div": _div_rule}
     for name in ("neg", "clone", "sum_SumBackward0", "sum_SumBackward1", "mean", "mean_dim",
                  "cumsum", "flip", "to"):
@@ -512,8 +491,6 @@ def function_jvp(cls, ctx, args, raw_outputs, outputs):
     zeros (``None`` after ``ctx.set_materialize_grads(False)``), non-tensors ``None``;
     ``ctx.saved_tensors`` returns what ``save_for_forward`` saved.
     """
-    from .. import ops
-
     tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
     if all(t is None for t in tangents):
         return
@@ -599,3 +576,7 @@ def check_tangent_shape(primal, tangent):
             f"original Tensor, this is not supported. Tensor is of size {list(primal.shape)} "
             f"while the given forward gradient is of size {list(tangent.shape)}."
         )
+
+
+# ops/_inplace.py runs this rule under a dual level; autograd sits above ops, so it installs it.
+_ops_inplace.forward_ad_inplace = inplace

@@ -5,9 +5,9 @@ import math
 import warnings
 from functools import total_ordering
 
-import gradviz
 from gradviz.nn.functional import softplus
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial

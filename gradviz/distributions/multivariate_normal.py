@@ -2,9 +2,9 @@
 
 import math
 
-import gradviz
 from gradviz.linalg import cholesky
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property

@@ -28,6 +28,7 @@ import os
 import stat
 import threading
 
+from .._version import __version__
 from ..errors import TraceFormatError
 from ._nodes import frame_leaf_names, user_frame, walk_graph
 from ._observers import observe
@@ -61,8 +62,6 @@ class Trace:
 
     def __init__(self, graph: dict | None = None, events: list | None = None,
                  gradviz_version: str | None = None):
-        from .. import __version__
-
         self.graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
         self.events: list[dict] = events if events is not None else []
         self.gradviz_version = gradviz_version or __version__

@@ -221,10 +221,14 @@ def inplace(self, fn, *others):
     ``others`` are the other tensor operands, only used to decide whether a graph is needed.
     """
     if _ext_ops._forward_ad is not None:  # a dual level is active: the tangent changes too
-        from ..autograd import _forward_ad_impl
-
-        return _forward_ad_impl.inplace(self, fn, others, _inplace)
+        return forward_ad_inplace(self, fn, others, _inplace)
     return _inplace(self, fn, *others)
+
+
+# Forward AD's in-place rule ``(self, fn, others, run)``. Forward AD lives in the autograd
+# layer, above this one, and installs its rule here when it loads; a dual level (the only way
+# the branch above runs) cannot be entered before it has.
+forward_ad_inplace = None
 
 
 def _inplace(self, fn, *others):

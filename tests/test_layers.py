@@ -1,0 +1,132 @@
+"""The layers of docs/architecture.md hold: a module imports only from its own layer or below.
+
+The layer table is read from docs/architecture.md itself (the code block under "# Architecture"),
+so the page and this test cannot drift apart. Every import counts, at module level or inside a
+function: an import moved into a function body still makes the lower layer depend on the upper
+one. The few upward imports left are listed in KNOWN_VIOLATIONS, each with its reason; the test
+fails on any other upward import, on a listed one that is gone (delete its entry), and on a module
+placed in no layer.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGES = ("gradviz", "gradviz_ext")
+
+# (importing module, imported module) -> why it is still there. Fix one, delete its line.
+KNOWN_VIOLATIONS = {
+    # Function.vmap's default rule and gradcheck's batched check run torch.func's vmap, which
+    # is built on autograd (func sits above it). Splitting the batching rules out of func into
+    # a module autograd can own is the fix.
+    ("gradviz.autograd.function._function", "gradviz.func._vmap"): "vmap of a custom Function",
+    ("gradviz.autograd.gradcheck", "gradviz.func._vmap"): "gradcheck(check_batched_grad=True)",
+    # Trace.to_html writes the widget's standalone page. The widget (anywidget, ipywidgets) is
+    # loaded only when asked for, so the convenience method imports it when called.
+    ("gradviz.instrument._trace", "gradviz.widget._html"): "Trace.to_html delegates to the widget",
+    # utils.benchmark.Timer runs statements with ``torch`` bound to the whole package, as
+    # torch.utils.benchmark does: the package is its subject, read when a Timer is made.
+    ("gradviz.utils.benchmark", "gradviz"): "Timer's default globals are the package",
+}
+
+
+def _layers_from_the_docs() -> list[tuple[str, list[tuple[str, bool]]]]:
+    """[(layer, [(module, whole package?), ...]), ...] from the bottom layer up: a path ending
+    in ``/`` is a package and everything in it, a ``.py`` path that one module."""
+    text = (REPO / "docs" / "architecture.md").read_text()
+    block = re.search(r"```\n(.*?)```", text, flags=re.DOTALL).group(1)
+    layers = []
+    for line in block.strip().splitlines():
+        name, rest = line.split(None, 1)
+        paths = re.split(r"\s{2,}", rest.strip())[0]
+        prefixes = []
+        for path in (p.strip() for p in paths.split(",")):
+            if not path.startswith(PACKAGES):
+                continue  # labextension/: TypeScript
+            module = path.removesuffix("/").removesuffix(".py").removesuffix("/__init__").replace("/", ".")
+            prefixes.append((module, path.endswith("/")))
+        layers.append((name, prefixes))
+    return layers[::-1]  # the block lists the top layer first
+
+
+LAYERS = _layers_from_the_docs()
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+SOURCES = {_module_name(path): path for package in PACKAGES for path in sorted((REPO / package).rglob("*.py"))}
+
+
+def _layer_of(module: str) -> int | None:
+    """The index of the layer that names ``module`` or the package holding it (the innermost)."""
+    best, best_length = None, -1
+    for index, (_, entries) in enumerate(LAYERS):
+        for name, whole_package in entries:
+            inside = module == name or (whole_package and module.startswith(name + "."))
+            if inside and len(name) > best_length:
+                best, best_length = index, len(name)
+    return best
+
+
+def _imports(module: str, path: Path):
+    """(imported module, line) for every import in ``path``, anywhere in the file."""
+    is_package = path.name == "__init__.py"
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                yield (submodule if submodule in SOURCES else target), node.lineno
+
+
+def _upward_imports() -> dict[tuple[str, str], list[str]]:
+    found: dict[tuple[str, str], list[str]] = {}
+    for module, path in SOURCES.items():
+        here = _layer_of(module)
+        for target, line in _imports(module, path):
+            if not target.startswith(PACKAGES) or target.split(".")[0] not in PACKAGES:
+                continue
+            there = _layer_of(target)
+            if here is not None and there is not None and there > here:
+                found.setdefault((module, target), []).append(
+                    f"{path.relative_to(REPO)}:{line} ({LAYERS[here][0]} imports {LAYERS[there][0]})")
+    return found
+
+
+def test_the_docs_define_the_layers():
+    names = [name for name, _ in LAYERS]
+    assert names[0] == "core" and "ops" in names and "autograd" in names, names
+    assert all(prefixes for _, prefixes in LAYERS), LAYERS
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted(module for module in SOURCES if _layer_of(module) is None)
+    assert not unplaced, f"in no layer of docs/architecture.md (add their paths to its table): {unplaced}"
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    found = _upward_imports()
+    new = {edge: where for edge, where in found.items() if edge not in KNOWN_VIOLATIONS}
+    assert not new, "imports from a higher layer (docs/architecture.md):\n" + "\n".join(
+        f"  {a} -> {b}: " + "; ".join(where) for (a, b), where in sorted(new.items()))
+
+
+def test_every_known_violation_still_exists():
+    gone = sorted(set(KNOWN_VIOLATIONS) - set(_upward_imports()))
+    assert not gone, f"fixed, so delete from KNOWN_VIOLATIONS: {gone}"
