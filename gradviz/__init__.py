@@ -62,7 +62,7 @@ from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arc
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops._linalg_factor import pinverse, qr, svd
-from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
+from .ops._linalg_solvers import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
                                 triangular_solve)
 from .ops._linalg_lu import lu, lu_solve, lu_unpack, matrix_exp
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed

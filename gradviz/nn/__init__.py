@@ -17,9 +17,9 @@ from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, 
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
-from ._loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
                          MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
-from ._small_layers import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
+from ._activations_and_pools import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
                             Softshrink, Threshold, Unfold)
 from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
                        ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
@@ -29,7 +29,7 @@ from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                            TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from ._embedding_bag import EmbeddingBag
-from ._functional_more import LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d
+from ._functional_composites import LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d
 from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad3d,
                           ConstantPad3d, Conv3d, InstanceNorm3d, MaxPool3d, ReflectionPad3d,
                           ReplicationPad3d, ZeroPad3d)

@@ -1040,13 +1040,13 @@ def adaptive_avg_pool1d(input, output_size):
 
 from . import _functional_attention, _functional_layers  # noqa: E402
 from ._padding import pad  # noqa: E402
-from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
+from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
                             hardshrink, softshrink, threshold)
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
 from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
 from ._sampling import affine_grid, grid_sample  # noqa: E402
 from ._embedding_bag import embedding_bag  # noqa: E402
-from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
+from ._margin_and_likelihood_losses import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
                          hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
                          poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 from ._functional_attention import multi_head_attention_forward  # noqa: E402
@@ -1064,12 +1064,12 @@ __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "
             "multilabel_soft_margin_loss"]
 __all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
             "adaptive_max_pool2d"]
-from . import _functional_more  # noqa: E402
-from ._functional_more import (adaptive_max_pool1d_with_indices,  # noqa: E402
+from . import _functional_composites  # noqa: E402
+from ._functional_composites import (adaptive_max_pool1d_with_indices,  # noqa: E402
                                adaptive_max_pool2d_with_indices, celu_, elu_, hardtanh_,
                                leaky_relu_, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d,
                                max_pool1d_with_indices, max_pool2d_with_indices,
                                max_pool3d_with_indices, relu_, rrelu_, selu_, threshold_,
                                upsample_bilinear, upsample_nearest)
 
-__all__ += _functional_more.__all__
+__all__ += _functional_composites.__all__

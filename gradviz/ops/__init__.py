@@ -16,7 +16,7 @@ from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
 from . import _lookup, _products, _rearrange, _scans, _special
-from . import _linalg_more, _linalg_factor, _linalg_norms  # noqa: F401  (register their ops)
+from . import _linalg_solvers, _linalg_factor, _linalg_norms  # noqa: F401  (register their ops)
 from . import _conv_transpose, _parametric, _resample  # noqa: F401,E402  (register their ops)
 from . import _embedding_bag, _separable, _linalg_lu  # noqa: F401,E402  (register their ops)
 from . import _saved  # noqa: F401,E402  (installs grad_fn._saved_<name>: Note [Saved names])
@@ -120,7 +120,7 @@ _tensor.install_methods({
     "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
     "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
     "T": property(S.reversed_dims),
-    "mT": property(_linalg_more.mT),
+    "mT": property(_linalg_solvers.mT),
 })
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
 from ._linalg import diag_embed, diagonal, matmul, tril
-from ._linalg_more import (
+from ._linalg_solvers import (
     _broadcast_batches,
     _check_floating,
     _check_matrix,

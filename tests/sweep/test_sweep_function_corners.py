@@ -1,4 +1,4 @@
-"""Conformance sweep, the custom ``autograd.Function`` contract, harder corners (round 2): each
+"""Conformance sweep, the custom ``autograd.Function`` contract, harder corners: each
 program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness`` compares
 everything observed (see its docstring).
 

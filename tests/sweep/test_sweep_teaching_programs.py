@@ -1,4 +1,5 @@
-"""Conformance sweep, conformance fixes and more teaching programs (session 9).
+"""Conformance sweep, teaching programs (d2l, CS231n, fast.ai, nanoGPT, makemore, word2vec, ...)
+and the conformance fixes they led to.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring).
@@ -13,7 +14,7 @@ from sweep_harness import X_DATA, Y_CLS, Y_REG, check, make_mlp, node_name, regi
 program = registry()
 
 
-# ---- conformance fixes (session 9) ----
+# ---- conformance fixes ----
 
 @program
 def stack_records_one_stack_node(torch, o):
@@ -193,7 +194,7 @@ def grad_made_with_create_graph_is_a_copy(torch, o):
     o("autograd.grad", [g, node_name(g.grad_fn)])
 
 
-# ---- more teaching programs (session 9) ------------------------------------------------------
+# ---- teaching programs ------------------------------------------------------
 
 @program(rtol=1e-5, atol=1e-6)
 def d2l_linear_regression_from_scratch(torch, o):
