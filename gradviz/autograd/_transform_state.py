@@ -5,4 +5,4 @@ cycles: ``gradviz.func`` pushes an entry per active ``vmap`` (its ``VmapInfo``) 
 ``grad``/``vjp``/``jacrev``/``jvp`` (the transform's name) and pops it on the way out.
 """
 
-stack = []
+stack: list = []

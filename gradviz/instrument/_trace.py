@@ -31,7 +31,7 @@ import threading
 from .._version import __version__
 from ..errors import TraceFormatError
 from ._nodes import frame_leaf_names, user_frame, walk_graph
-from ._observers import observe
+from ._observers import ObserverHandle, observe
 from ._recorder import Recorder
 from ._schema import SCHEMA_VERSION, TRACE_FORMAT
 from ._trace_check import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, check_structure, check_trace
@@ -197,7 +197,7 @@ class record:
     def __init__(self, *, all_threads: bool = False):
         self.trace = Trace()
         self._all_threads = all_threads
-        self._handle = None
+        self._handle: ObserverHandle | None = None
 
     def __enter__(self) -> Trace:
         if self._handle is not None:

@@ -27,6 +27,9 @@ records ``IndexPutBackward0``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -228,7 +231,7 @@ def inplace(self, fn, *others):
 # Forward AD's in-place rule ``(self, fn, others, run)``. Forward AD lives in the autograd
 # layer, above this one, and installs its rule here when it loads; a dual level (the only way
 # the branch above runs) cannot be entered before it has.
-forward_ad_inplace = None
+forward_ad_inplace: Callable[..., Any] | None = None
 
 
 def _inplace(self, fn, *others):

@@ -26,7 +26,7 @@ import warnings
 from typing import Any
 
 from gradviz_ext import engine as _engine
-from gradviz_ext import function as _ext_function
+from gradviz_ext._function import FunctionNode
 
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor
@@ -124,7 +124,6 @@ class FunctionCtx:
         self._output_grad_dtypes = dtypes
 
 
-FunctionNode = _ext_function.FunctionNode
 
 
 class BackwardCFunction(FunctionCtx, FunctionNode):

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -167,7 +168,7 @@ class Function(metaclass=FunctionMeta):
 
     # Run ``forward`` and record the node that will run ``backward``: the common case in C,
     # the rest in _general_apply (Note [Custom Function fast path] in gradviz_ext/_function.py)
-    apply = classmethod(_ext_function.apply)
+    apply: Any = classmethod(_ext_function.apply)
 
 
 def _general_apply(cls, args, kwargs):
