@@ -24,10 +24,9 @@ PACKAGES = ("gradviz", "gradviz_ext")
 
 # (importing module, imported module) -> why it is still there. Fix one, delete its line.
 KNOWN_VIOLATIONS = {
-    # Function.vmap's default rule and gradcheck's batched check run torch.func's vmap, which
-    # is built on autograd (func sits above it). Splitting the batching rules out of func into
-    # a module autograd can own is the fix.
-    ("gradviz.autograd.function._function", "gradviz.func._vmap"): "vmap of a custom Function",
+    # gradcheck's batched check runs torch.func's vmap loop (func sits above autograd).
+    # Installing the loop at func's import, as func installs Function.apply's rule into
+    # autograd/_transform_state.py, is the fix.
     ("gradviz.autograd.gradcheck", "gradviz.func._vmap"): "gradcheck(check_batched_grad=True)",
     # Trace.to_html writes the widget's standalone page. The widget (anywidget, ipywidgets) is
     # loaded only when asked for, so the convenience method imports it when called.

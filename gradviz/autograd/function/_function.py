@@ -174,9 +174,7 @@ class Function(metaclass=FunctionMeta):
 def _general_apply(cls, args, kwargs):
     """``Function.apply`` for everything the C path does not take."""
     if _transform_state.stack:  # inside gradviz.func.vmap/grad/...: their rules apply
-        from ...func import _vmap
-
-        return _vmap.apply_function(cls, args, kwargs)
+        return _transform_state.apply_function(cls, args, kwargs)
     return _apply(cls, args, kwargs)[1]
 
 
