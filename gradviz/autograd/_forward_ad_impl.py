@@ -69,20 +69,24 @@ class _Level:
         # id -> weak reference. Not a WeakSet: adding a tensor it holds already compares two
         # references with ==, which is elementwise for tensors (and raises for more than one
         # element); a reference's callback drops the entry before its id can be reused
-        self.holders = {}
+        self.holders: dict[int, weakref.ref] = {}
 
     def hold(self, tensor):
         key = id(tensor)
         if key not in self.holders:
             holders = self.holders
-            self.holders[key] = weakref.ref(tensor, lambda _, key=key: holders.pop(key, None))
+
+            def forget(_reference, key=key):
+                holders.pop(key, None)
+
+            self.holders[key] = weakref.ref(tensor, forget)
 
     def held(self):
         """The live tensors that hold a tangent at this level."""
         return [t for t in (ref() for ref in list(self.holders.values())) if t is not None]
 
 
-_level = None  # the active _Level, or None
+_level: _Level | None = None  # the active _Level, or None
 _mode_enabled = True  # PyTorch's forward grad mode: off inside inference_mode
 
 
@@ -149,6 +153,7 @@ def tangent_of(tensor):
 
 
 def set_tangent(tensor, tangent):
+    assert _level is not None, "a tangent is set only inside a dual level"
     tensor._forward_tangent = tangent
     _level.hold(tensor)
 
@@ -311,7 +316,7 @@ def _generic_jvp(op, inputs, attrs, outputs, tangents):
     finally:
         _engine.set_grad_enabled_flag(previous)
         _engine.set_forward_observer(observer)
-    tangents_out = []
+    tangents_out: list = []
     position = 0
     for out in outputs:
         if out._data.dtype.kind != "f":

@@ -157,7 +157,7 @@ def _forward_jacobians(func, inputs, positions):
     contributes a zero column."""
     from . import forward_ad
 
-    jacobians = {}
+    jacobians: dict = {}
     with forward_ad.dual_level():
         duals = list(inputs)
         tangents = {}
