@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 
@@ -29,6 +30,9 @@ def config() -> dict:
         info["widget_bundle"] = bundle_info()
     except Exception as exc:  # the widget layer is optional for the engine
         info["widget_bundle"] = {"error": f"{type(exc).__name__}: {exc}"}
+    # The JupyterLab extension that opens saved trace views, where `pip install` puts it.
+    lab = Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "gradviz-jupyterlab"
+    info["jupyterlab_extension"] = str(lab) if (lab / "package.json").is_file() else None
     return info
 
 
@@ -52,4 +56,6 @@ def show_config() -> dict:
     else:
         state = "fresh" if bundle.get("fresh") else "STALE"
         print(f"  widget:  {bundle.get('path')} ({state})")
+    lab = info["jupyterlab_extension"]
+    print(f"  jupyterlab extension:  {lab or 'not installed in this Python (reinstall gradviz with pip)'}")
     return info

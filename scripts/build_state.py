@@ -18,6 +18,10 @@ script for a *plan*, one word per step that is out of date, and does only those:
     The bundle is missing or was built from other sources: exactly the check the widget
     makes before it loads (``gradviz/widget/_bundle.py``, the fingerprint in
     ``static/manifest.json``), so setup can never leave a stale bundle the widget would use.
+    The same step covers the prebuilt JupyterLab extension: ``gradviz/labextension/`` must
+    match its sources (its ``gradviz-build.json``, ``_bundle.labextension_info``) and the copy
+    that ``pip install`` put into ``.venv/share/jupyter/labextensions/gradviz-jupyterlab/``
+    must hold exactly the built files (setup refreshes that copy after rebuilding).
 
 The stamps live inside ``.venv``: a fresh clone, or a new virtualenv, has none, so everything
 is built. A stamp is written only after its step succeeded (``record``). Only the standard
@@ -44,7 +48,8 @@ WHY = {
     "install": "installing gradviz and its dependencies into .venv (pyproject.toml or setup.py "
                "changed, or no working install yet); this also builds the engine and the widget",
     "engine": "recompiling the Cython engine (gradviz_ext sources changed)",
-    "widget": "rebuilding the widget bundle (labextension sources changed)",
+    "widget": "rebuilding the widget bundle and the JupyterLab extension (labextension sources "
+              "changed) and installing the extension into .venv",
 }
 
 
@@ -146,12 +151,29 @@ def _engine_built(root: Path) -> bool:
                for module in ENGINE_MODULES)
 
 
+def _tree(directory: Path) -> dict[str, bytes]:
+    if not directory.is_dir():
+        return {}
+    return {path.relative_to(directory).as_posix(): path.read_bytes()
+            for path in sorted(directory.rglob("*")) if path.is_file()}
+
+
+def lab_installed(root: Path) -> bool:
+    """The venv's copy of the JupyterLab extension holds exactly the built files."""
+    bundle = _bundle_module()
+    built = _tree(root / "gradviz" / "labextension")
+    installed = _tree(root / ".venv" / "share" / "jupyter" / "labextensions" / bundle.LAB_EXTENSION_NAME)
+    return bool(built) and built == installed
+
+
 def _widget_fresh(root: Path) -> bool:
     bundle = _bundle_module()
     static = root / "gradviz" / "widget" / "static"
     labextension = root / "labextension"
-    return all(bundle.bundle_info(static, labextension, name)["fresh"]
-               for name in (bundle.WIDGET_BUNDLE, bundle.STANDALONE_BUNDLE))
+    return (all(bundle.bundle_info(static, labextension, name)["fresh"]
+                for name in (bundle.WIDGET_BUNDLE, bundle.STANDALONE_BUNDLE))
+            and bundle.labextension_info(root / "gradviz" / "labextension", labextension)["fresh"]
+            and lab_installed(root))
 
 
 def plan(root: Path, check_install: bool = True) -> list[str]:

@@ -2,7 +2,9 @@
 # Install everything gradviz and its tests need, from the project's own files:
 #   - Debian's chromium (browser tests), when missing and we may install packages;
 #   - a virtualenv in .venv with gradviz installed editable. `pip install -e .` compiles the
-#     Cython engine and builds the widget bundle from labextension/ (npm ci + esbuild).
+#     Cython engine, builds the widget bundle from labextension/ (npm ci + esbuild) and the
+#     JupyterLab extension from labextension/jupyterlab/, and copies that extension into
+#     .venv/share/jupyter/labextensions/gradviz-jupyterlab/ (setup.py's data files).
 # Idempotent, and quick the second time: scripts/build_state.py compares the sources with what
 # was built (stamps in .venv, the bundle's own fingerprint) and only the steps that are out of
 # date run; the widget check is the one the widget makes, so a stale bundle cannot be used.
@@ -56,8 +58,25 @@ else
       npm --prefix labextension ci --no-audit --no-fund --silent
     fi
     npm --prefix labextension run --silent build
+    # The JupyterLab extension, then the copy `pip install` makes (setup.py data_files).
+    if [ ! -f labextension/jupyterlab/node_modules/.package-lock.json ] \
+        || [ labextension/jupyterlab/node_modules/.package-lock.json -ot labextension/jupyterlab/package-lock.json ]; then
+      npm --prefix labextension/jupyterlab ci --no-audit --no-fund --silent
+    fi
+    npm --prefix labextension/jupyterlab run --silent build
   fi
   [ -z "$plan" ] && log "up to date: the engine and the widget match their sources, nothing to rebuild"
+fi
+
+# The JupyterLab extension goes where `pip install .` puts it (setup.py's data files); an
+# editable install copies no data files (Note [Installing the JupyterLab extension] in
+# setup.py), so copy the built files there whenever that copy differs from them.
+if ! "$PYTHON" -c 'import sys; sys.path.insert(0, "scripts"); import build_state, pathlib
+sys.exit(0 if build_state.lab_installed(pathlib.Path(".").resolve()) else 1)'; then
+  log "installing the JupyterLab extension into .venv/share/jupyter/labextensions/gradviz-jupyterlab"
+  rm -rf .venv/share/jupyter/labextensions/gradviz-jupyterlab
+  mkdir -p .venv/share/jupyter/labextensions
+  cp -R gradviz/labextension .venv/share/jupyter/labextensions/gradviz-jupyterlab
 fi
 
 # Whatever ran, check the result the way gradviz itself will use it.

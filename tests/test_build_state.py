@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -33,12 +34,35 @@ def write(path: Path, text: str) -> None:
 
 
 def build_widget(root: Path) -> None:
+    """What setup's widget step leaves: the bundles and the JupyterLab extension, installed."""
+    build_bundles(root)
+    build_lab_extension(root)
+    install_lab_extension(root)
+
+
+def build_bundles(root: Path) -> None:
     """What ``npm run build`` leaves: both bundles and a manifest with the sources' sha256."""
     static = root / "gradviz" / "widget" / "static"
     write(static / "widget.js", "// widget")
     write(static / "standalone.js", "// standalone")
     manifest = {"sources_sha256": bundle.sources_sha256(root / "labextension"), "version": "0"}
     write(static / "manifest.json", json.dumps(manifest))
+
+
+def build_lab_extension(root: Path) -> None:
+    """What ``npm --prefix labextension/jupyterlab run build`` leaves in gradviz/labextension/."""
+    output = root / "gradviz" / "labextension"
+    write(output / "package.json", '{"name": "gradviz-jupyterlab"}')
+    write(output / "static" / "remoteEntry.abc.js", "// entry")
+    sha = bundle.sources_sha256(root / "labextension", bundle.LAB_SOURCES)
+    write(output / "gradviz-build.json", json.dumps({"sources_sha256": sha}))
+
+
+def install_lab_extension(root: Path) -> None:
+    """What pip (or scripts/setup.sh) copies into the venv."""
+    target = root / ".venv" / "share" / "jupyter" / "labextensions" / bundle.LAB_EXTENSION_NAME
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(root / "gradviz" / "labextension", target)
 
 
 def compile_engine(root: Path) -> None:
@@ -60,6 +84,9 @@ def checkout(tmp_path, monkeypatch):
           json.dumps({"include": ["bundle-sources.json", "package.json", "src/"]}))
     write(root / "labextension" / "package.json", "{}")
     write(root / "labextension" / "src" / "widget.ts", "export const a = 1;\n")
+    write(root / "labextension" / "jupyterlab" / "extension-sources.json",
+          json.dumps({"include": ["src/", "jupyterlab/extension-sources.json", "jupyterlab/src/"]}))
+    write(root / "labextension" / "jupyterlab" / "src" / "index.ts", "export default {};\n")
     assert build_state.plan(root, check_install=False) == ["install", "engine", "widget"]
     compile_engine(root)
     build_widget(root)
@@ -115,6 +142,29 @@ def test_a_changed_or_missing_bundle_rebuilds_the_widget(checkout):
     build_widget(checkout)
     (checkout / "gradviz" / "widget" / "static" / "manifest.json").write_text("not json")
     assert plan(checkout) == ["widget"]
+
+
+def test_a_stale_or_uninstalled_jupyterlab_extension_rebuilds_the_widget_step(checkout):
+    index = checkout / "labextension" / "jupyterlab" / "src" / "index.ts"
+    index.write_text("export default { id: 'x' };\n")
+    assert plan(checkout) == ["widget"]
+    build_lab_extension(checkout)
+    assert plan(checkout) == ["widget"], "built, but the venv still holds the old copy"
+    install_lab_extension(checkout)
+    assert plan(checkout) == []
+    # The view's own sources count for the extension too (it bundles them).
+    (checkout / "labextension" / "src" / "widget.ts").write_text("export const a = 3;\n")
+    build_bundles(checkout)
+    assert plan(checkout) == ["widget"]
+    build_lab_extension(checkout)
+    install_lab_extension(checkout)
+    assert plan(checkout) == []
+    installed = checkout / ".venv" / "share" / "jupyter" / "labextensions" / bundle.LAB_EXTENSION_NAME
+    (installed / "static" / "remoteEntry.abc.js").write_text("// edited by hand")
+    assert plan(checkout) == ["widget"]
+    shutil.rmtree(installed)
+    assert plan(checkout) == ["widget"]
+    assert not build_state.lab_installed(checkout)
 
 
 def test_without_stamps_everything_is_built(checkout):

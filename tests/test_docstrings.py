@@ -8,7 +8,7 @@ import pkgutil
 import pytest
 
 import gradviz
-from gradviz import _config, _tensor, debug, linalg
+from gradviz import _config, _tensor, course, debug, linalg
 from gradviz.autograd import _functional, _scopes, functional, grad_mode, gradcheck, graph, reference_engine, variable
 from gradviz.autograd.function import _function, _legacy
 from gradviz.debug import (
@@ -83,7 +83,7 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
            transformed_distribution, transforms, uniform, distribution_utils,
-           _scopes, _module_paths, _rollup, _diff, _torch_scopes]
+           _scopes, _module_paths, _rollup, _diff, _torch_scopes, course]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

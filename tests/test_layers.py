@@ -31,6 +31,8 @@ KNOWN_VIOLATIONS = {
     # Trace.to_html writes the widget's standalone page. The widget (anywidget, ipywidgets) is
     # loaded only when asked for, so the convenience method imports it when called.
     ("gradviz.instrument._trace", "gradviz.widget._html"): "Trace.to_html delegates to the widget",
+    # Trace.view and Trace.save_view build the widget's replay view, the same way.
+    ("gradviz.instrument._trace", "gradviz.widget._trace_view"): "Trace.view delegates to the widget",
     # utils.benchmark.Timer runs statements with ``torch`` bound to the whole package, as
     # torch.utils.benchmark does: the package is its subject, read when a Timer is made.
     ("gradviz.utils.benchmark", "gradviz"): "Timer's default globals are the package",
@@ -132,8 +134,9 @@ def _upward_imports() -> dict[tuple[str, str], list[str]]:
                 continue
             there = _layer_of(target)
             if here is not None and there is not None and there > here:
-                found.setdefault((module, target), []).append(
-                    f"{path.relative_to(REPO)}:{line} ({LAYERS[here][0]} imports {LAYERS[there][0]})")
+                where = f"{path.relative_to(REPO)}:{line} ({LAYERS[here][0]} imports {LAYERS[there][0]})"
+                if where not in found.setdefault((module, target), []):
+                    found[(module, target)].append(where)
     return found
 
 

@@ -37,10 +37,13 @@ from ._schema import SCHEMA_VERSION, TRACE_FORMAT
 from ._trace_check import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, check_structure, check_trace
 
 __all__ = ["Trace", "record", "load_trace", "MAX_TRACE_BYTES", "MAX_TRACE_VALUES",
-           "MAX_TRACE_CONTAINERS"]
+           "MAX_TRACE_CONTAINERS", "TRACE_VIEW_FORMAT"]
 
 #: The largest trace file :func:`load_trace` reads unless told otherwise.
 MAX_TRACE_BYTES = 64 * 1024 * 1024
+#: The format of a saved trace view (``.gvtrace.json``: the trace and its replay view;
+#: ``gradviz/widget/_trace_view.py``). :func:`load_trace` reads the trace inside one.
+TRACE_VIEW_FORMAT = "gradviz-trace-view"
 
 class Trace:
     """A recorded backward pass: ``graph`` (nodes, edges, roots) and ``events``.
@@ -80,6 +83,46 @@ class Trace:
         text = self.to_json()
         with open(path, "w", encoding="utf-8") as handle:
             handle.write(text)
+
+    def view(self, title: str | None = None, inspection_budget: int | None = None):
+        """This trace with its replay view, precomputed (a :class:`gradviz.widget.TraceView`).
+
+        Displayed in JupyterLab or Notebook 7 with gradviz installed, it shows the same view as
+        :meth:`to_html`'s page, replayed in the browser with no kernel round trip; its ``save``
+        writes a ``.gvtrace.json`` file. ``inspection_budget``: bytes the inspector's snapshots
+        may take (default 8 MiB, as the HTML page; they are stored in the notebook).
+        The widget layer is imported when called, as in :meth:`to_html`.
+        """
+        from ..widget._trace_view import INSPECTION_BUDGET, trace_view
+
+        budget = INSPECTION_BUDGET if inspection_budget is None else inspection_budget
+        return trace_view(self, title=title, inspection_budget=budget)
+
+    def save_view(self, path, title: str | None = None, inspection_budget: int | None = None):
+        """Write this trace and its replay view to ``path`` (a name ending in ``.gvtrace.json``)
+        and return the path. JupyterLab and Notebook 7 with gradviz installed open the file
+        with gradviz's viewer (double-click it in the file browser), without a kernel;
+        :func:`load_trace` reads the trace back from it. See :meth:`view`.
+
+        Raises
+        ------
+        ValueError
+            If ``path`` does not end in ``.gvtrace.json``.
+
+        Examples
+        --------
+        >>> import gradviz as torch, os, tempfile
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> with torch.record() as trace:
+        ...     (x * x).sum().backward()
+        >>> path = trace.save_view(os.path.join(tempfile.mkdtemp(), "run.gvtrace.json"))
+        >>> torch.load_trace(path).events == trace.events
+        True
+        """
+        from ..widget._trace_view import INSPECTION_BUDGET, save_trace_view
+
+        budget = INSPECTION_BUDGET if inspection_budget is None else inspection_budget
+        return save_trace_view(self, path, title=title, inspection_budget=budget)
 
     def to_html(self, path, title: str | None = None):
         """Write one self-contained HTML file that replays this trace offline (no kernel, no
@@ -303,14 +346,27 @@ def load_trace(path, max_bytes: int = MAX_TRACE_BYTES, *, max_values: int = MAX_
     >>> torch.load_trace(path).events == trace.events
     True
     """
-    raw = _read_regular_file(path, max_bytes)
+    data = parse_trace_json(read_trace_file(path, max_bytes), max_values, max_containers, path)
+    return load_trace_from_dict(data)
+
+
+def read_trace_file(path, max_bytes: int = MAX_TRACE_BYTES) -> bytes:
+    """The bytes of a trace file (or of a ``.gvtrace.json`` view), refused as :func:`load_trace`
+    refuses them: not a regular file, or larger than ``max_bytes``."""
+    return _read_regular_file(path, max_bytes)
+
+
+def parse_trace_json(raw: bytes, max_values: int = MAX_TRACE_VALUES,
+                     max_containers: int = MAX_TRACE_CONTAINERS, path=None):
+    """The JSON value of a trace file's bytes, parsed as strictly as :func:`load_trace` does
+    (counts limited first, no NaN/Infinity literals, no duplicate keys); not checked further."""
     check_structure(raw, max_values, max_containers)
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise TraceFormatError(f"the trace file {path!s} is not UTF-8 text: {exc}") from exc
     del raw  # only the text stays while parsing
-    return _parse(text)
+    return _parse_json(text)
 
 
 def load_trace_from_json(text: str, *, max_values: int = MAX_TRACE_VALUES,
@@ -321,6 +377,10 @@ def load_trace_from_json(text: str, *, max_values: int = MAX_TRACE_VALUES,
 
 
 def _parse(text: str) -> Trace:
+    return load_trace_from_dict(_parse_json(text))
+
+
+def _parse_json(text: str):
     try:
         data = json.loads(text, parse_constant=_refuse_constant,
                           object_pairs_hook=_no_duplicates)
@@ -330,9 +390,18 @@ def _parse(text: str) -> Trace:
         raise TraceFormatError("the trace is nested too deeply to be a gradviz trace") from None
     except ValueError as exc:
         raise TraceFormatError(f"the trace is not valid JSON: {exc}") from None
-    return load_trace_from_dict(data)
+    return data
 
 
 def load_trace_from_dict(data) -> Trace:
-    """Check already-parsed trace data (see :func:`load_trace`) and return the Trace."""
+    """Check already-parsed trace data (see :func:`load_trace`) and return the Trace.
+
+    A saved trace view (``Trace.save_view``, format ``"gradviz-trace-view"``) holds a trace in
+    its ``trace`` field; that trace is checked and returned (the view is not read here:
+    ``gradviz.widget.load_trace_view`` checks both)."""
+    if isinstance(data, dict) and data.get("format") == TRACE_VIEW_FORMAT:
+        if not isinstance(data.get("trace"), dict):
+            raise TraceFormatError("this trace view (a .gvtrace.json file) has no \"trace\" object; "
+                                   "save it again with trace.save_view(path)")
+        data = data["trace"]
     return Trace.from_dict(data)

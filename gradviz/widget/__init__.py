@@ -5,6 +5,8 @@ and messages between the two are documented in ``docs/widget_protocol.md``.
 """
 
 from ._html import trace_to_html
+from ._trace_view import TRACE_VIEW_MIME, TraceView, load_trace_view
 from ._widget import DebuggerWidget, display_session
 
-__all__ = ["DebuggerWidget", "display_session", "trace_to_html"]
+__all__ = ["DebuggerWidget", "display_session", "trace_to_html", "TraceView", "load_trace_view",
+           "TRACE_VIEW_MIME"]

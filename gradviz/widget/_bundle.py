@@ -8,6 +8,11 @@ installed package has no sources next to it; there only the presence of the bund
 
 Note [Bundle fingerprint] (``labextension/scripts/sources.mjs``) defines the fingerprint; the
 function ``sources_sha256`` below mirrors it line for line.
+
+The prebuilt JupyterLab extension (``gradviz/labextension/``, built by
+``labextension/jupyterlab/scripts/build.mjs``) carries the same kind of fingerprint in its
+``gradviz-build.json``, over the files listed in ``labextension/jupyterlab/extension-sources.json``;
+:func:`labextension_info` checks it the same way.
 """
 
 from __future__ import annotations
@@ -17,9 +22,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BundleError", "bundle_info", "load_bundle", "sources_sha256", "WIDGET_BUNDLE", "STANDALONE_BUNDLE"]
+__all__ = ["BundleError", "bundle_info", "load_bundle", "sources_sha256", "labextension_info",
+           "WIDGET_BUNDLE", "STANDALONE_BUNDLE", "LAB_EXTENSION_NAME"]
 
 STATIC_DIR = Path(__file__).resolve().parent / "static"
+#: Where the JupyterLab extension is built (labextension/jupyterlab/package.json, outputDir).
+LAB_OUTPUT_DIR = Path(__file__).resolve().parents[1] / "labextension"
+#: Its name: pip installs it into share/jupyter/labextensions/<this>/.
+LAB_EXTENSION_NAME = "gradviz-jupyterlab"
+#: The list of its sources, relative to labextension/.
+LAB_SOURCES = "jupyterlab/extension-sources.json"
+BUNDLE_SOURCES = "bundle-sources.json"
 # gradviz/widget/_bundle.py -> the repository root of a development checkout.
 LABEXTENSION_DIR = Path(__file__).resolve().parents[2] / "labextension"
 
@@ -49,9 +62,10 @@ def _walk(root: Path, directory: Path, out: list[str]) -> None:
             out.append(entry.relative_to(root).as_posix())
 
 
-def bundle_source_paths(labextension_dir: Path) -> list[str]:
-    """The sorted relative paths whose bytes make up the bundle (see bundle-sources.json)."""
-    spec = json.loads((labextension_dir / "bundle-sources.json").read_text(encoding="utf-8"))
+def bundle_source_paths(labextension_dir: Path, spec_path: str = BUNDLE_SOURCES) -> list[str]:
+    """The sorted relative paths whose bytes make up the bundle (see bundle-sources.json, or
+    ``spec_path``: jupyterlab/extension-sources.json for the JupyterLab extension)."""
+    spec = json.loads((labextension_dir / spec_path).read_text(encoding="utf-8"))
     paths: list[str] = []
     for entry in spec["include"]:
         if entry.endswith("/"):
@@ -61,10 +75,10 @@ def bundle_source_paths(labextension_dir: Path) -> list[str]:
     return sorted(set(paths))
 
 
-def sources_sha256(labextension_dir: Path = LABEXTENSION_DIR) -> str:
+def sources_sha256(labextension_dir: Path = LABEXTENSION_DIR, spec_path: str = BUNDLE_SOURCES) -> str:
     """sha256 (hex) of the front-end sources, exactly as ``scripts/sources.mjs`` computes it."""
     digest = hashlib.sha256()
-    for path in bundle_source_paths(labextension_dir):
+    for path in bundle_source_paths(labextension_dir, spec_path):
         data = (labextension_dir / path).read_bytes()
         digest.update(path.encode("utf-8"))
         digest.update(b"\0")
@@ -142,3 +156,34 @@ def load_bundle(
             f"{_REBUILD_HINT}"
         )
     return (static_dir / name).read_text(encoding="utf-8")
+
+
+def labextension_info(output_dir: Path = LAB_OUTPUT_DIR, labextension_dir: Path = LABEXTENSION_DIR) -> dict[str, Any]:
+    """Whether the built JupyterLab extension (``gradviz/labextension/``) matches its sources.
+
+    Returns
+    -------
+    dict
+        ``path`` (str), ``exists`` (bool: its package.json and ``gradviz-build.json`` are
+        there), ``sha256`` (the fingerprint recorded by its build, or None), ``built_at``,
+        ``dev_checkout``, ``sources_sha256`` (recomputed in a dev checkout, else None) and
+        ``fresh`` (bool), as :func:`bundle_info`.
+    """
+    try:
+        manifest = json.loads((output_dir / "gradviz-build.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        manifest = None
+    manifest = manifest if isinstance(manifest, dict) else None
+    recorded = manifest.get("sources_sha256") if manifest else None
+    dev = _is_dev_checkout(labextension_dir) and (labextension_dir / LAB_SOURCES).is_file()
+    current = sources_sha256(labextension_dir, LAB_SOURCES) if dev else None
+    exists = (output_dir / "package.json").is_file() and isinstance(recorded, str)
+    return {
+        "path": str(output_dir),
+        "exists": exists,
+        "sha256": recorded if isinstance(recorded, str) else None,
+        "built_at": manifest.get("built_at") if manifest else None,
+        "dev_checkout": dev,
+        "sources_sha256": current,
+        "fresh": exists and (not dev or recorded == current),
+    }

@@ -5,7 +5,8 @@
 // serve a bundle built from other sources. Both sides must hash the same bytes the same
 // way, so the algorithm is spelled out here and mirrored line for line in Python:
 //
-//   files  = every path listed in bundle-sources.json; a directory entry ("src/") means
+//   files  = every path listed in bundle-sources.json (or, for the JupyterLab extension,
+//            jupyterlab/extension-sources.json); a directory entry ("src/") means
 //            every file below it whose path has no component starting with "."
 //   order  = sorted by their POSIX path relative to labextension/ (plain string order; the
 //            paths are ASCII, so JavaScript and Python sort them alike)
@@ -24,9 +25,9 @@ function walk(root, dir, out) {
   }
 }
 
-/** The sorted list of source paths (relative, POSIX) that make up the bundle. */
-export function bundleSourcePaths(root) {
-  const spec = JSON.parse(readFileSync(join(root, "bundle-sources.json"), "utf8"));
+/** The sorted list of source paths (relative, POSIX) that make up the bundle (`spec`: the list file). */
+export function bundleSourcePaths(root, specPath = "bundle-sources.json") {
+  const spec = JSON.parse(readFileSync(join(root, specPath), "utf8"));
   const paths = [];
   for (const entry of spec.include) {
     if (entry.endsWith("/")) walk(root, join(root, entry), paths);
@@ -37,9 +38,9 @@ export function bundleSourcePaths(root) {
 }
 
 /** sha256 (hex) of the bundle's sources, see Note [Bundle fingerprint]. */
-export function bundleSourcesSha256(root) {
+export function bundleSourcesSha256(root, specPath = "bundle-sources.json") {
   const hash = createHash("sha256");
-  for (const path of bundleSourcePaths(root)) {
+  for (const path of bundleSourcePaths(root, specPath)) {
     const data = readFileSync(join(root, path));
     hash.update(Buffer.from(path, "utf8"));
     hash.update(Buffer.from([0]));

@@ -53,23 +53,32 @@ function header(data: StandaloneData): HTMLElement {
   return element;
 }
 
-/** Read the page's data and show the replay in `mount`. */
-export function start(mount: HTMLElement, dataText: string): ReplayPlayer {
-  const data = parseStandalone(JSON.parse(dataText));
+/** The replay of `data` in `mount`: the header, then the view with Restart and the scrubber.
+ * The page and the JupyterLab extension (jupyterlab/src/index.ts) both show a trace this way. */
+export function mountReplay(mount: HTMLElement, data: StandaloneData): { player: ReplayPlayer; cleanup: () => void } {
   const player = new ReplayPlayer(data);
   const { restart, row } = timelineControls(player);
-  const style = document.createElement("style");
-  style.textContent = PAGE_STYLES;
-  document.head.append(style);
   mount.append(header(data));
   const el = document.createElement("div");
   mount.append(el);
-  renderView({ model: player.model, el }, { toolbar: [restart], belowToolbar: row });
-  return player;
+  const cleanup = renderView({ model: player.model, el }, { toolbar: [restart], belowToolbar: row });
+  return { player, cleanup };
+}
+
+/** Read the page's data and show the replay in `mount`. */
+export function start(mount: HTMLElement, dataText: string): ReplayPlayer {
+  const data = parseStandalone(JSON.parse(dataText));
+  const style = document.createElement("style");
+  style.textContent = PAGE_STYLES;
+  document.head.append(style);
+  return mountReplay(mount, data).player;
 }
 
 function boot(): void {
-  const mount = document.getElementById("gradviz-app") ?? document.body;
+  // Only the offline page has this mount; the JupyterLab extension (jupyterlab/src/index.ts)
+  // imports this module for mountReplay and must not boot a page here.
+  const mount = document.getElementById("gradviz-app");
+  if (mount === null) return;
   try {
     const text = document.getElementById(DATA_ELEMENT_ID)?.textContent;
     if (text === null || text === undefined) throw new Error(`this page has no #${DATA_ELEMENT_ID} element`);

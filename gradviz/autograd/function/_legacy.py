@@ -130,16 +130,18 @@ class NestedIOFunction(Function):
     >>> import gradviz as torch
     >>> from gradviz.autograd.function import NestedIOFunction
     >>> class AddPair(NestedIOFunction):
-    ...     def forward_extended(self, pair, scale):
+    ...     def forward_extended(self, pair, scale):  # self is the ctx
+    ...         self.save_for_backward(scale)
     ...         a, b = pair
     ...         return (a + b) * scale
-    ...     def backward_extended(self, grad):
-    ...         return (grad, grad), grad * 0
+    ...     def backward_extended(self, grad):  # gradients nested like the inputs
+    ...         (scale,) = self.saved_tensors
+    ...         return (grad * scale, grad * scale), None
     >>> a = torch.tensor([1.0, 2.0], requires_grad=True)
     >>> b = torch.tensor([3.0, 4.0], requires_grad=True)
     >>> AddPair.apply((a, b), torch.tensor(2.0)).sum().backward()
     >>> a.grad
-    tensor([1., 1.])
+    tensor([2., 2.])
     """
 
     _backward_base = _NestedIOBackward
