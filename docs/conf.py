@@ -69,6 +69,7 @@ API_PACKAGES = {
     "gradviz.nn.modules": "The module classes (the same classes as ``gradviz.nn``).",
     "gradviz.optim": "Optimizers and learning-rate schedulers.",
     "gradviz.func": "Function transforms: ``vmap``, ``grad``, ``jacrev``, ``functional_call``, ...",
+    "gradviz.course": "The checkers of the course notebooks' exercises.",
 }
 
 

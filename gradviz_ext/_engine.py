@@ -1007,21 +1007,42 @@ def set_current_scope(scope):
 class ScopeFrame:
     """One module call or one ``scope`` block (Note [Forward scopes]): the enclosing frame,
     the module (None for a block) and the block's label. ``resolved`` is left to the layer
-    that names frames (``gradviz.autograd._scopes``); the engine never reads any of it."""
+    that names frames (``gradviz.autograd._scopes``); the engine never reads any of it.
+    A module's frame also lists, in ``calls``, the modules called inside its call (directly,
+    or inside a ``scope`` block of it), each followed by the sequence number the next node
+    would get when it was called: ``[module, number, module, number, ...]`` (None until one
+    is; it lives as long as the frame, one forward or one graph): the doctor names a module
+    that ran but whose output was cut before the loss (Note [Modules cut off upstream] in
+    ``gradviz/debug/_model_checks.py``)."""
 
     def __init__(self, parent, module, label=None):
         self.parent = parent
         self.module = module
         self.label = label
         self.resolved = None
+        self.calls = None
 
 
 @cython.ccall
 def push_scope(module, label=None):
     """Make a new :class:`ScopeFrame` (inside the current one) this thread's current scope and
     return the previous scope, which the caller restores with :func:`set_current_scope` when
-    its block ends. One C call per module call (Note [Forward scopes])."""
-    return set_current_scope(ScopeFrame(current_scope(), module, label))
+    its block ends. One C call per module call (Note [Forward scopes]); a module call is
+    also noted in the enclosing frame's ``calls``."""
+    parent = current_scope()
+    if module is not None and isinstance(parent, ScopeFrame):
+        # noted in the nearest module's frame: a scope block (a frame without a module) may
+        # last a whole training loop, a module's frame one forward
+        owner: ScopeFrame = parent
+        while owner.module is None and isinstance(owner.parent, ScopeFrame):
+            owner = owner.parent
+        if owner.module is not None:
+            if owner.calls is None:
+                owner.calls = [module, _next_sequence_nr]
+            else:
+                owner.calls.append(module)
+                owner.calls.append(_next_sequence_nr)
+    return set_current_scope(ScopeFrame(parent, module, label))
 
 
 @cython.ccall

@@ -64,7 +64,9 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
         PyTorch graph (its custom ``torch.autograd.Function`` s are re-run with torch). Nothing
         about the graph changes: ``.grad`` of the leaves (and of tensors that
         ``retain_grad()``) stays as it is and saved tensors are kept; hooks on the graph's
-        tensors run in the extra backward pass, as in any backward.
+        tensors run in the extra backward pass, as in any backward, except on a PyTorch
+        graph without a custom Function, which the doctor walks itself (Note [The doctor's
+        own walk] in ``_torch_graph``).
     gradient : Tensor or sequence, optional
         The gradient of the roots for the extra backward pass (default: ones).
     params : Module, iterable of (name, Tensor), optional
@@ -137,7 +139,10 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
     graph = _graph(roots)
     nodes, custom = graph.nodes, graph.custom
     report = DoctorReport(node_id=graph.node_id)
-    reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0))
+    # a model session (params given) shows the model-level checks as a step of their own
+    model_step = model_checks and params is not None
+    reporter = _progress_reporter(progress, len(custom) + (1 if check_backward else 0)
+                                  + (1 if model_step else 0))
 
     # The doctor re-runs Functions: keep them out of any forward recorder (and capture).
     with graph.paused():
@@ -195,6 +200,8 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
                                      sys.modules["torch"] if graph.torch else None)
         findings.extend(more)
         report.notes.extend(notes)
+        if model_step:
+            reporter("model checks")
     findings.sort(key=lambda f: (order.get(f.node, len(order)), FINDING_KINDS.index(f.kind)))
     _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings

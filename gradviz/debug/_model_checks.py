@@ -4,7 +4,7 @@ not in a custom Function (docs/doctor.md lists each kind with its evidence).
 Note [Model-level checks]
 -------------------------
 ``doctor(loss, params=...)`` runs these after the custom-Function checks, on gradviz and on
-PyTorch graphs alike (``_Library`` hides the difference). They need the graph (a walk), the
+PyTorch graphs alike (``GraphLibrary`` hides the difference). They need the graph (a walk), the
 saved tensors the graph still holds, and the leaves' gradients from the doctor's one extra
 backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone):
 
@@ -37,20 +37,34 @@ backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone
   for ``params`` given (a leaf of the graph may hold another loss's gradient on purpose);
 - ``inplace_overwrite``: a saved tensor whose version moved: the node that saved it and the
   in-place op that overwrote it (the tensor's ``grad_fn`` now), with the parameters below.
+
+Note [Modules cut off upstream]
+-------------------------------
+``h = layer1(x).detach(); loss = layer2(h)`` (or ``.data``, a ``no_grad`` block around
+``layer1``, ``argmax`` or an int cast of its output) leaves nothing of ``layer1`` in the
+loss's graph: the nodes it built are freed with its output, or were never made, and the
+graph holds no tensor sharing its parameters' memory. So the graph alone cannot tell it from
+a layer that forward never called. What tells them apart is the forward's module calls: on
+gradviz every module call is noted in the frame of the nearest module around it
+(``ScopeFrame.calls``: the module and the sequence number forward had reached; a ``scope``
+block keeps none, as it may last a whole training loop), and the graph's nodes keep their
+frames; on PyTorch, :func:`gradviz.debug.torch_scopes` keeps the same record
+(``ModuleCall``) in the nodes it tags. A parameter the loss does not reach, of a
+module called inside a module call that built nodes of the loss's graph, ran in this forward:
+``no_gradient``, with ``cut_at`` the first node of the loss's graph made after that call
+began (where the graph resumes past the cut). A PyTorch forward run outside ``torch_scopes``
+keeps no record of module calls: such a module is ``unused_parameter``, whose cause names
+both possibilities. A module called at the top level (no module around it) is not recorded
+either.
 """
 
 from __future__ import annotations
 
-import re
-from collections import deque
-
 import numpy as np
 
-from gradviz_ext import engine as _engine
-
 from .._tensor import Tensor
-from . import _capture
-from ._report import Finding
+from ._model_graph import (GraphLibrary, ModelGraph, model_finding, module_of, named_parameters,
+                           op_of)
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
 
@@ -71,211 +85,10 @@ _VANISHING, _EXPLODING = 1e-4, 1e4
 _DEAD_FRACTION = 0.5
 
 
-def _op(node):
-    """``SubBackward0`` -> ``Sub``; ``torch::autograd::AccumulateGrad`` -> ``AccumulateGrad``."""
-    name = node.name().rsplit("::", 1)[-1]
-    return re.sub(r"Backward\d*$", "", name)
-
-
-class _Library:
-    """What the checks read from a graph of one library (gradviz, or torch with ``torch``)."""
-
-    def __init__(self, torch=None):
-        self.torch = torch
-        self._saved = {}  # node -> saved(node): torch unpacks on every read
-
-    def is_tensor(self, value):
-        return isinstance(value, self.torch.Tensor if self.torch else Tensor)
-
-    def array(self, tensor):
-        if self.torch is None:
-            return tensor._data
-        tensor = tensor.detach()
-        if tensor.dtype.is_floating_point and tensor.element_size() < 4:
-            tensor = tensor.float()
-        return tensor.cpu().numpy()
-
-    def is_leaf(self, node):
-        if self.torch is None:
-            return isinstance(node, _engine.AccumulateGrad)
-        return hasattr(node, "variable")
-
-    def sequence(self, node):
-        try:
-            return node._sequence_nr()
-        except Exception:  # noqa: BLE001 - a node without one sorts last
-            return 1 << 62
-
-    def edge_shape(self, node, nr):
-        """The shape of the tensor that flows along edge ``(node, nr)``, or None."""
-        if node is None:
-            return None
-        if self.is_leaf(node):
-            return tuple(node.variable.shape)
-        metadata = getattr(node, "_input_metadata", None)
-        if metadata is None or nr >= len(metadata):
-            return None
-        return tuple(metadata[nr].shape)
-
-    def saved(self, node):
-        """``[(label, tensor or None, moved)]``: the node's saved tensors; ``moved`` is
-        ``(saved version, version now, name of the op that overwrote it)`` when an in-place op
-        changed it since, else None."""
-        found = self._saved.get(node)
-        if found is None:
-            found = self._saved[node] = self._read_saved(node)
-        return found
-
-    def _read_saved(self, node):
-        if self.torch is None:
-            found = []
-            for label, item in _capture.saved_tensors_of(node):
-                tensor = item._tensor
-                if item._version_counter.value != item._saved_version:
-                    writer = None
-                    if tensor is not None:
-                        grad_fn = _engine.stored_grad_fn(tensor)
-                        writer = None if grad_fn is None else grad_fn.name()
-                    found.append((label, tensor, (item._saved_version,
-                                                  item._version_counter.value, writer)))
-                    continue
-                data = _capture.saved_data(item)
-                if data is not None:
-                    found.append((label, tensor if tensor is not None else data, None))
-            return found
-        found = []
-        for attribute in sorted(dir(node)):
-            if not attribute.startswith("_raw_saved_"):
-                continue
-            name = attribute[len("_raw_saved_"):]
-            try:
-                value = node.saved_tensors if name == "tensors" else getattr(node, "_saved_" + name)
-            except RuntimeError as exc:
-                text = str(exc)
-                if "modified by an inplace operation" in text:
-                    match = re.search(r"output \d+ of (\w+), is at version (\d+); expected "
-                                      r"version (\d+)", text)
-                    moved = (None, None, None) if match is None else \
-                        (int(match.group(3)), int(match.group(2)), match.group(1))
-                    found.append((name, None, moved))
-                continue
-            values = value if isinstance(value, (tuple, list)) else (value,)
-            for index, tensor in enumerate(values):
-                if isinstance(tensor, self.torch.Tensor):
-                    found.append((name if len(values) == 1 else f"{name}[{index}]", tensor, None))
-        return found
-
-    def producer(self, saved):
-        """The node that made a saved tensor (None for a leaf, a constant or an array)."""
-        if isinstance(saved, np.ndarray):
-            return None
-        if self.torch is None:
-            return _engine.stored_grad_fn(saved)
-        return saved.grad_fn
-
-    def shares_memory(self, a, b):
-        if self.torch is None:
-            first = a._data if isinstance(a, Tensor) else a
-            second = b._data if isinstance(b, Tensor) else b
-            return isinstance(second, np.ndarray) and np.shares_memory(first, second)
-        if not isinstance(b, self.torch.Tensor) or a.device != b.device:
-            return False
-        try:
-            return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr() \
-                and a.untyped_storage().nbytes() > 0
-        except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse)
-            return False
-
-
-def named_parameters(params, nodes, library):
-    """``[(name, tensor)]`` from ``params``: a Module (gradviz or torch), an iterable of
-    ``(name, tensor)`` pairs, or None (the graph's leaves that require grad, named by
-    position and shape)."""
-    if params is None:
-        found = []
-        for node in nodes:
-            if library.is_leaf(node):
-                variable = node.variable
-                found.append((f"leaf {len(found)} {list(variable.shape)}", variable))
-        return found
-    method = getattr(params, "named_parameters", None)
-    if callable(method):
-        return list(method())
-    try:
-        pairs = list(params)
-    except TypeError:
-        raise TypeError(
-            f"doctor: params must be a Module, an iterable of (name, tensor) pairs, or None; "
-            f"got {type(params).__name__}: pass model, or model.named_parameters()") from None
-    result = []
-    for index, pair in enumerate(pairs):
-        if not (isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
-                and library.is_tensor(pair[1])):
-            raise TypeError(
-                f"doctor: params[{index}] must be a (name, tensor) pair of a str and a "
-                f"{'torch.Tensor' if library.torch else 'gradviz Tensor'} (the library of the "
-                f"loss), got {type(pair).__name__} {pair!r:.60}: pass model.named_parameters()")
-        result.append(pair)
-    return result
-
-
-def _module_of(name):
-    return name.rsplit(".", 1)[0] if "." in name else None
-
-
-def _finding(kind, node, params, summary, message, cause, fix, evidence, severity="error",
-             module=None):
-    return Finding(kind=kind, function=None, node=node, input_index=None,
-                   message=f"{message} - {cause}" if cause else message, hint=cause,
-                   severity=severity, details=evidence, params=list(params), summary=summary,
-                   fix=fix, module=module)
-
-
-class _Graph:
-    """The walk: nodes, their children, distances from the roots, leaves by tensor id."""
-
-    def __init__(self, roots, nodes, library):
-        self.library = library
-        self.nodes = nodes
-        self.leaf_of = {}       # id(variable) -> its AccumulateGrad node
-        for node in nodes:
-            if library.is_leaf(node):
-                self.leaf_of[id(node.variable)] = node
-        self.depth = {}
-        queue = deque((r.grad_fn, 0) for r in roots if r.grad_fn is not None)
-        while queue:
-            node, depth = queue.popleft()
-            if node in self.depth:
-                continue
-            self.depth[node] = depth
-            for child, _ in node.next_functions:
-                if child is not None and child not in self.depth:
-                    queue.append((child, depth + 1))
-        self._below = {}
-
-    def leaves_below(self, node):
-        """ids of the leaf variables reachable from ``node``."""
-        found = self._below.get(node)
-        if found is not None:
-            return found
-        found, stack, seen = set(), [node], set()
-        while stack:
-            current = stack.pop()
-            if current is None or current in seen:
-                continue
-            seen.add(current)
-            if self.library.is_leaf(current):
-                found.add(id(current.variable))
-                continue
-            stack.extend(child for child, _ in current.next_functions)
-        self._below[node] = found
-        return found
-
-
 def model_findings(roots, nodes, params, pass_result, library_torch=None):
     """The model-level findings (Note [Model-level checks]) and notes for the report."""
-    library = _Library(library_torch)
-    graph = _Graph(roots, nodes, library)
+    library = GraphLibrary(library_torch)
+    graph = ModelGraph(roots, nodes, library)
     named = named_parameters(params, nodes, library)
     names = {id(tensor): name for name, tensor in named}
     leaf_grads = None if pass_result is None else getattr(pass_result, "leaf_grads", None)
@@ -306,6 +119,12 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
         except Exception as exc:  # noqa: BLE001 - an odd tensor must not cost the report
             notes.append(f"the {label} check could not run on this graph: "
                          f"{type(exc).__name__}: {exc}")
+    tensors = dict(named)
+    for finding in findings:  # the parameters' AccumulateGrad nodes, for a viewer to mark
+        for name in finding.params:
+            leaf = graph.leaf_of.get(id(tensors.get(name)))
+            if leaf is not None and leaf not in finding.param_nodes:
+                finding.param_nodes.append(leaf)
     return findings, notes
 
 
@@ -313,37 +132,51 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
 
 def _reach(graph, named, grads, library):
     findings = []
-    reached_modules = {_module_of(name) for name, tensor in named
+    reached_modules = {module_of(name) for name, tensor in named
                        if id(tensor) in graph.leaf_of}
-    zero_nodes = [n for n in graph.nodes if _op(n) in _ZERO_GRADIENT]
+    zero_nodes = [n for n in graph.nodes if op_of(n) in _ZERO_GRADIENT]
+    ran = None
     for name, tensor in named:
         if not tensor.requires_grad:
             continue  # frozen on purpose
-        module = _module_of(name)
+        module = module_of(name)
         if id(tensor) not in graph.leaf_of:
             evidence = _use_evidence(graph, tensor, library)
+            if evidence is None:
+                if ran is None:
+                    ran = _ran_in_this_forward(graph)
+                evidence = _cut_evidence(graph, ran.get(id(tensor)), name, module)
+                fix = (f"keep {module or name}'s output in the graph (no .detach(), .data or "
+                       f"no_grad block around it); if it is meant to stay fixed (a target "
+                       f"network, a teacher), freeze it with requires_grad_(False)"
+                       if evidence is not None else None)
+            else:
+                fix = None
             if evidence is None and module is not None and module in reached_modules:
                 evidence = (None, f"other parameters of {module} get gradients, so {module} "
                                   f"ran: {name} was used through a path that carries none")
             if evidence is not None:
                 node, how = evidence
-                findings.append(_finding(
+                findings.append(model_finding(
                     "no_gradient", node, [name],
                     f"{name} requires grad but gets no gradient from the loss: its path was "
                     f"cut.",
                     f"{name} requires grad but the loss's graph does not reach it: {how}",
-                    "a .detach(), .data, torch.tensor(existing), a numpy round trip or a "
-                    "no_grad block between the parameter and the loss",
-                    f"use {name} itself in forward (not a detached alias or a copy)",
+                    "a .detach(), .data, torch.tensor(existing), a numpy round trip, a "
+                    "no_grad block, argmax or an int cast between the parameter and the "
+                    "loss",
+                    fix or f"use {name} itself in forward (not a detached alias or a copy)",
                     {"cut_at": None if node is None else node.name()}, module=module))
             else:
-                findings.append(_finding(
+                findings.append(model_finding(
                     "unused_parameter", None, [name],
                     f"{name} is never reached by the loss.",
                     f"{name} requires grad but the loss's graph does not reach it (nothing in "
                     f"the graph holds it or a copy of it)",
                     "a layer defined and never called in forward, or whose output was cut "
-                    "before the loss (a no_grad block, argmax, an int cast)",
+                    "before the loss (a .detach(), .data, a no_grad block, argmax, an int "
+                    "cast); for a PyTorch model, run its forward inside "
+                    "gradviz.debug.torch_scopes() to tell which",
                     f"call the layer in forward, remove it, or freeze it with "
                     f"requires_grad_(False) if it is meant to be unused",
                     {}, severity="warning", module=module))
@@ -355,17 +188,72 @@ def _reach(graph, named, grads, library):
             leaf = graph.leaf_of[id(tensor)]
             for node in zero_nodes:
                 if id(tensor) in graph.leaves_below(node):
-                    findings.append(_finding(
+                    findings.append(model_finding(
                         "no_gradient", node, [name],
                         f"{name} gets an all-zero gradient: {node.name()} lies on its path.",
                         f"{name}'s gradient is exactly zero: its only path to the loss goes "
                         f"through {node.name()}, whose gradient is zero almost everywhere",
-                        f"{_op(node).lower()} is piecewise constant, so no gradient passes it",
+                        f"{op_of(node).lower()} is piecewise constant, so no gradient passes it",
                         "keep the non-differentiable op out of the training path, or use a "
                         "straight-through estimator (x + (round(x) - x).detach())",
                         {"cut_at": node.name(), "leaf": leaf.name()}, module=module))
                     break
     return findings
+
+
+def _ran_in_this_forward(graph):
+    """``{id(parameter): (module, sequence number)}`` for the parameters of the modules called
+    inside a module call that built nodes of this graph (Note [Modules cut off upstream]);
+    each parameter under the innermost such module."""
+    library = graph.library
+    frames = {}
+    for node in graph.nodes:
+        frame = library.frame(node)
+        while frame is not None and id(frame) not in frames:
+            frames[id(frame)] = frame
+            frame = getattr(frame, "parent", None)
+    ran = {}
+    for frame in frames.values():
+        calls = getattr(frame, "calls", None) or ()
+        if isinstance(calls, dict):  # torch_scopes' ModuleCall
+            calls = [item for pair in calls.values() for item in pair]
+        for module, sequence in zip(calls[0::2], calls[1::2]):
+            parameters = getattr(module, "parameters", None)
+            if not callable(parameters):
+                continue
+            found = list(parameters())
+            for parameter in found:
+                known = ran.get(id(parameter))
+                if known is None or known[2] > len(found):
+                    ran[id(parameter)] = (module, sequence, len(found))
+    return ran
+
+
+def _cut_evidence(graph, call, name, module):
+    """(node, how) for a parameter of a module that ran in this forward (``call``, from
+    :func:`_ran_in_this_forward`) although the loss does not reach it; the node is the first
+    one of the loss's graph made after the call began."""
+    if call is None:
+        return None
+    called, sequence, _ = call
+    library = graph.library
+    after, entering = None, []
+    if sequence is not None:
+        later = [n for n in graph.nodes if not library.is_leaf(n)
+                 and library.sequence(n) >= sequence]
+        # where the cut tensor enters: the first later node with an input that needs no
+        # gradient; else the first later node
+        entering = [n for n in later if any(child is None for child, _ in n.next_functions)]
+        if entering or later:
+            after = min(entering or later, key=library.sequence)
+    which = module or type(called).__name__
+    where = ""
+    if after is not None:
+        where = (f"; the loss's graph resumes at {after.name()}, the first of its nodes made "
+                 f"after {which} was called"
+                 f"{' that takes an input outside the graph' if entering else ''}")
+    return after, (f"{which} ({type(called).__name__}) ran in this forward, but none of its "
+                   f"output reaches the loss: the path was cut after it{where}")
 
 
 def _use_evidence(graph, tensor, library):
@@ -399,7 +287,7 @@ def _broadcasts(graph, names):
     findings = []
     library = graph.library
     for node in graph.nodes:
-        if library.is_leaf(node) or _op(node) not in _ELEMENTWISE:
+        if library.is_leaf(node) or op_of(node) not in _ELEMENTWISE:
             continue
         saved = {label: tensor for label, tensor, _ in library.saved(node)
                  if tensor is not None}
@@ -434,7 +322,7 @@ def _broadcasts(graph, names):
         inputs, combined = suspect
         params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
         text = " and ".join(str(list(s)) for s in inputs)
-        findings.append(_finding(
+        findings.append(model_finding(
             "broadcast_suspect", node, params,
             f"{node.name()} broadcasts {text} to {list(combined)}.",
             f"{node.name()} combines inputs of shapes {text} into {list(combined)}: each input "
@@ -450,7 +338,7 @@ def _broadcasts(graph, names):
 def _before_expand(library, node, nr):
     """The shape of edge ``(node, nr)``, or of what an ``expand`` there was applied to (torch's
     losses expand both inputs to the broadcast shape first)."""
-    if node is not None and not library.is_leaf(node) and _op(node) == "Expand":
+    if node is not None and not library.is_leaf(node) and op_of(node) == "Expand":
         sizes = getattr(node, "_saved_self_sym_sizes", None)
         if sizes is not None:
             return tuple(int(s) for s in sizes)
@@ -471,7 +359,7 @@ def _compact_shape(tensor):
 # ---- double_softmax ----------------------------------------------------------------------
 
 def _through_views(node):
-    while node is not None and _op(node) in _VIEWS and node.next_functions:
+    while node is not None and op_of(node) in _VIEWS and node.next_functions:
         node = node.next_functions[0][0]
     return node
 
@@ -479,27 +367,27 @@ def _through_views(node):
 def _double_softmax(graph, names):
     findings = []
     for node in graph.nodes:
-        op = _op(node)
+        op = op_of(node)
         if op in ("NllLoss", "NllLoss2D") and node.next_functions:
             inner = _through_views(node.next_functions[0][0])
-            if inner is None or _op(inner) != "LogSoftmax" or not inner.next_functions:
+            if inner is None or op_of(inner) != "LogSoftmax" or not inner.next_functions:
                 continue
             first = _through_views(inner.next_functions[0][0])
-            if first is None or _op(first) not in ("Softmax", "LogSoftmax"):
+            if first is None or op_of(first) not in ("Softmax", "LogSoftmax"):
                 continue
-            what, loss = _op(first).lower(), "cross_entropy (log_softmax + nll_loss)"
+            what, loss = op_of(first).lower(), "cross_entropy (log_softmax + nll_loss)"
             fix = ("pass the raw logits to cross_entropy (or use nll_loss on log_softmax "
                    "output)")
         elif op == "BinaryCrossEntropyWithLogits" and node.next_functions:
             first = _through_views(node.next_functions[0][0])
-            if first is None or _op(first) != "Sigmoid":
+            if first is None or op_of(first) != "Sigmoid":
                 continue
             what, loss = "sigmoid", "binary_cross_entropy_with_logits"
             fix = "pass the raw logits, or use binary_cross_entropy on the sigmoid output"
         else:
             continue
         params = sorted({names[i] for i in graph.leaves_below(first) if i in names})
-        findings.append(_finding(
+        findings.append(model_finding(
             "double_softmax", first, params,
             f"a {what} output is fed into {loss}, which applies it again.",
             f"{first.name()} ({what}) feeds {node.name()}: {loss} applies the "
@@ -513,31 +401,76 @@ def _double_softmax(graph, names):
 # ---- inplace_overwrite -------------------------------------------------------------------
 
 def _inplace(graph, names):
+    library = graph.library
     findings = []
     for node in graph.nodes:
-        if graph.library.is_leaf(node):
+        if library.is_leaf(node):
             continue
-        for label, _, moved in graph.library.saved(node):
+        for label, tensor, moved in library.saved(node):
             if moved is None:
                 continue
-            before, now, writer = moved
+            before, now, overwriter, producer = moved
+            if overwriter is None:
+                overwriter = _overwriter(graph, node, producer)
+            writer = None if overwriter is None else overwriter.name()
             params = sorted({names[i] for i in graph.leaves_below(node) if i in names})
-            by = f"{writer}, an in-place op," if writer else "an in-place op"
+            saver_site, writer_site = library.site(node), library.site(overwriter)
+            at = f" (at {saver_site})" if saver_site else ""
+            by = f"{writer}, an in-place op" if writer else "an in-place op"
+            if writer_site:
+                by += f" at {writer_site}"
             versions = (f" (version {before} when saved, {now} now)"
                         if before is not None else "")
-            findings.append(_finding(
+            lines = ("" if saver_site and writer_site else
+                     " (to see both source lines, run the forward under detect_anomaly() or, "
+                     "on gradviz, inside gradviz.record())")
+            findings.append(model_finding(
                 "inplace_overwrite", node, params,
-                f"a tensor {node.name()} saved for backward was overwritten in place"
-                f"{' by ' + writer if writer else ''}.",
-                f"{node.name()} saved {label} for backward, then {by} overwrote it{versions}; "
-                f"backward() will raise",
-                "an in-place op (relu_, add_, x[...] = ..., +=) on a tensor an earlier op "
-                "still needs (source lines are not recorded for plain graphs; build it inside "
-                "gradviz.record() to see them)",
+                f"a tensor {node.name()}{at} saved for backward was overwritten in place"
+                f"{' by ' + writer if writer else ''}"
+                f"{' at ' + writer_site if writer_site else ''}.",
+                f"{node.name()}{at} saved {label} for backward, then {by}, overwrote it"
+                f"{versions}; backward() will raise",
+                f"an in-place op (relu_, add_, x[...] = ..., +=) on a tensor an earlier op "
+                f"still needs{lines}",
                 "use the out-of-place op (x = x + 1, relu(x)), or clone before modifying",
                 {"saver": node.name(), "overwriter": writer, "saved": label,
-                 "saved_version": before, "version": now}))
+                 "saved_version": before, "version": now, "saver_source": saver_site,
+                 "overwriter_source": writer_site}))
+            if overwriter is not None:
+                findings[-1].related_nodes.append(overwriter)
     return findings
+
+
+def _overwriter(graph, saver, producer):
+    """The node of the in-place op that overwrote a tensor ``saver`` saved, found from the op
+    that made the tensor (``producer``: a node, or torch's op name, with the output number):
+    an in-place op's node takes the tensor's old ``grad_fn`` as its first edge, and every op
+    that uses the tensor after it takes the in-place node instead; so it is the last node made
+    after ``saver`` whose first edge is that output. None when the graph does not hold it."""
+    library = graph.library
+    if producer is None:
+        return None
+    made_by, output_nr = producer
+    after = library.sequence(saver)
+    inputs = [child for child, _ in saver.next_functions if child is not None]
+    if isinstance(made_by, str):
+        # torch names the saver for a saved output ("output 0 of Sigmoid"), the tensor's
+        # grad_fn now (the in-place op) for a saved input: that op's node takes the node
+        # that made the input as its first edge
+        name = made_by
+        made_by = saver if op_of(saver) == name else None
+        if made_by is None:
+            found = [n for n in graph.nodes if not library.is_leaf(n) and op_of(n) == name
+                     and n.next_functions and n.next_functions[0][0] in inputs
+                     and library.sequence(n) > after]
+            return min(found, key=library.sequence) if found else None
+    if made_by is None:
+        return None
+    candidates = [n for n in graph.nodes if not library.is_leaf(n) and n.next_functions
+                  and n.next_functions[0] == (made_by, output_nr)
+                  and library.sequence(n) > after]
+    return max(candidates, key=library.sequence) if candidates else None
 
 
 # ---- nonfinite_origin --------------------------------------------------------------------
@@ -557,7 +490,7 @@ def _nonfinite(graph, named, grads, pass_result, library):
     for name, tensor in named:  # a parameter already non-finite: the origin is there
         count = _nonfinite_entries(library.array(tensor))
         if count:
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", graph.leaf_of.get(id(tensor)), [name],
                 f"{name} itself holds {count} NaN/Inf entries.",
                 f"{name} holds {count} non-finite entries before forward even ran",
@@ -585,12 +518,12 @@ def _nonfinite(graph, named, grads, pass_result, library):
                 node = producers[0]
             below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
                                           if i in names})
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", node, below,
                 f"the first NaN/Inf of forward is made by {node.name()}.",
                 f"{node.name()} is the first op (in forward order) with non-finite values: "
                 f"{seen}",
-                f"{_op(node).lower()} at an input outside its domain (log of 0, division by "
+                f"{op_of(node).lower()} at an input outside its domain (log of 0, division by "
                 f"0, exp overflow) or a non-finite input",
                 "clamp the input (x.clamp_min(eps)) or use the stable form (log_softmax, "
                 "logsumexp, binary_cross_entropy_with_logits)",
@@ -613,12 +546,12 @@ def _nonfinite(graph, named, grads, pass_result, library):
             where = f" ({'; '.join(inputs)})" if inputs else ""
             below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
                                           if i in names})
-            findings.append(_finding(
+            findings.append(model_finding(
                 "nonfinite_origin", node, below,
                 f"the first NaN/Inf gradient is made by {node.name()} from finite gradients.",
                 f"{node.name()}'s backward made {nan} NaN and {inf} Inf entries (input {slot}) "
                 f"from finite incoming gradients{where}",
-                f"the derivative of {_op(node).lower()} is infinite at some input (sqrt or "
+                f"the derivative of {op_of(node).lower()} is infinite at some input (sqrt or "
                 f"pow(x, p<1) at 0, log at 0, acos/asin at +-1, norm of a zero vector)",
                 "keep the input off that point: sqrt(x + eps), x.clamp_min(eps), or a "
                 "where() that avoids it in both branches",
@@ -646,7 +579,7 @@ def _depth(graph, named, grads):
     norms = {name: norm for _, name, norm, _ in rows}
     if ratio < _VANISHING:
         concerned = [name for _, name, norm, _ in rows if norm < near[2] * 1e-2]
-        return [_finding(
+        return [model_finding(
             "vanishing_gradient", far[3], concerned,
             f"gradients vanish with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
             f"of {near[1]}.",
@@ -658,7 +591,7 @@ def _depth(graph, named, grads):
             {"norms": norms, "ratio": ratio}, severity="warning")]
     if ratio > _EXPLODING:
         concerned = [name for _, name, norm, _ in rows if norm > near[2] * 1e2]
-        return [_finding(
+        return [model_finding(
             "exploding_gradient", far[3], concerned,
             f"gradients explode with depth: {far[1]} gets {ratio:.1e} times the gradient norm "
             f"of {near[1]}.",
@@ -673,7 +606,7 @@ def _depth(graph, named, grads):
 # ---- dead_units --------------------------------------------------------------------------
 
 def _dead(graph, named, grads):
-    if not any(_op(n) in _RELU_LIKE for n in graph.nodes):
+    if not any(op_of(n) in _RELU_LIKE for n in graph.nodes):
         return []
     findings = []
     for name, tensor in named:
@@ -683,8 +616,8 @@ def _dead(graph, named, grads):
         dead = np.flatnonzero(~np.any(grad != 0, axis=1))
         if dead.size < _DEAD_FRACTION * grad.shape[0]:
             continue
-        module = _module_of(name)
-        findings.append(_finding(
+        module = module_of(name)
+        findings.append(model_finding(
             "dead_units", graph.leaf_of.get(id(tensor)), [name],
             f"{dead.size} of {grad.shape[0]} units of {module or name} get zero gradient for "
             f"the whole batch.",
@@ -716,7 +649,7 @@ def _stale(named, grads, graph, library):
         if np.allclose(held, fresh, rtol=1e-5, atol=1e-12 + 1e-6 * float(np.abs(fresh).max())):
             continue  # backward of this loss ran once: .grad is its gradient
         norm, now = float(np.linalg.norm(held)), float(np.linalg.norm(fresh))
-        findings.append(_finding(
+        findings.append(model_finding(
             "stale_grad", graph.leaf_of.get(id(tensor)), [name],
             f"{name}.grad already held a gradient from an earlier backward.",
             f"{name}.grad holds a gradient (norm {norm:.4g}) that is neither zero nor this "
@@ -726,5 +659,5 @@ def _stale(named, grads, graph, library):
             "to fix if zero_grad runs between this call and backward)",
             "call optimizer.zero_grad() at the start of each step",
             {"grad_norm": norm, "loss_grad_norm": now}, severity="warning",
-            module=_module_of(name)))
+            module=module_of(name)))
     return findings

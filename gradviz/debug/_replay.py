@@ -56,6 +56,16 @@ class ReplaySession(SessionBase):
         self._view = EventView(self._nodes)
         self._cursor = 0
         self._seek(self._start)
+        if getattr(trace, "doctor", None) is not None:
+            # a report kept with the trace (record_torch(doctor=True)): Check gradients shows it
+            self.doctor = self._recorded_doctor
+
+    def _recorded_doctor(self, progress=None):
+        """The gradient doctor's report recorded with the trace (``trace.doctor``), as an
+        object with ``to_dict()``; offered as ``doctor`` only when the trace has one."""
+        if callable(progress):
+            progress(1, 1, "recorded report")
+        return _RecordedReport(self.trace.doctor)
 
     # ---- position ----------------------------------------------------------------------
     def _seek(self, position: int) -> None:
@@ -238,3 +248,13 @@ def replay(trace) -> ReplaySession:
     if isinstance(trace, (str, os.PathLike)):
         trace = load_trace(trace)
     return ReplaySession(trace)
+
+
+class _RecordedReport:
+    """A doctor report kept as plain data (``DoctorReport.to_dict()``)."""
+
+    def __init__(self, data: dict):
+        self._data = data
+
+    def to_dict(self) -> dict:
+        return self._data

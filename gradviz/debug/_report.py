@@ -48,7 +48,10 @@ class Finding:
     the finding concerns), ``module`` (their module's name, when known), ``summary`` (one
     sentence; for the other kinds, the message up to its hint) and ``fix``; ``details`` holds
     the evidence (numbers), also as ``evidence``, and ``hint`` the likely cause, also as
-    ``cause``. ``node`` is the graph node (or None); ``node_name`` its name.
+    ``cause``. ``node`` is the graph node (or None); ``node_name`` its name;
+    ``related_nodes`` the other graph nodes it concerns (the op that overwrote a saved
+    tensor), ``param_nodes`` the ``AccumulateGrad`` nodes of its parameters in the graph, for
+    a viewer to mark.
     """
 
     kind: str
@@ -66,6 +69,8 @@ class Finding:
     summary: str | None = None
     fix: str | None = None
     module: str | None = None
+    related_nodes: list = field(default_factory=list, repr=False, compare=False)
+    param_nodes: list = field(default_factory=list, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.summary is None:
@@ -113,6 +118,10 @@ class Finding:
             "module": self.module,
             "summary": self.summary,
             "fix": self.fix,
+            "related_nodes": [i for i in (node_id(n) for n in self.related_nodes)
+                              if i is not None],
+            "param_nodes": [i for i in (node_id(n) for n in self.param_nodes)
+                            if i is not None],
         }
 
     def __repr__(self) -> str:

@@ -16,7 +16,9 @@ finite differences and hints as a gradviz graph, re-running the Function with to
   Function that produced it; an input that needs no gradient (no edge) from the saved tensors
   no edge accounts for. A Function with non-tensor arguments cannot be rebuilt (torch keeps
   no trace of them beyond ``needs_input_grad``) and is listed as skipped, with the reason;
-- the extra backward pass (``check_backward``): ``torch.autograd.grad`` with
+- the extra backward pass (``check_backward``): on a graph of built-in nodes only, the
+  doctor's own walk (Note [The doctor's own walk]); with a custom Function,
+  ``torch.autograd.grad`` with
   ``retain_graph=True`` from the roots to the leaves, so no leaf's ``.grad`` is written and
   the saved tensors are kept, with a pre-hook and a post-hook on every node (removed after)
   to find the first node whose backward produced NaN/Inf and the node whose backward raised.
@@ -35,6 +37,8 @@ the walk first meets them), so a report's node ids match a recorded trace of the
 from __future__ import annotations
 
 import gc
+import heapq
+import math
 import re
 from contextlib import contextmanager
 
@@ -360,7 +364,8 @@ def _retained(nodes):
 
 
 def _backward_pass(roots, gradient, nodes, report):
-    """One backward pass that changes nothing the user sees (Note [Doctor on PyTorch graphs])."""
+    """One backward pass that changes nothing the user sees (Note [Doctor on PyTorch graphs]);
+    a graph of built-in nodes only is walked here (Note [The doctor's own walk])."""
     if gradient is None:
         grads = [torch.ones_like(r) for r in roots]
     else:
@@ -369,6 +374,8 @@ def _backward_pass(roots, gradient, nodes, report):
     observer = _TorchPass()
     if not leaves:
         return observer
+    if all(callable(node) for node in nodes):  # no custom Function (its ctx is not callable)
+        return _walk(roots, grads, nodes, observer, report)
     retained = _retained(nodes)
     handles = []
     try:
@@ -396,3 +403,109 @@ def _backward_pass(roots, gradient, nodes, report):
             if tensor.grad is not grad:
                 tensor.grad = grad
     return observer
+
+
+# Note [The doctor's own walk]
+# ----------------------------
+# torch's engine runs the ``retain_grad()`` hooks of every node it executes, also in
+# ``torch.autograd.grad``, and those write ``.grad`` of tensors that nothing in the graph leads
+# to: putting them back needs a search among all live objects (``_retained``), which costs far
+# more than the backward itself (0.1 s and up in a session with a few hundred thousand
+# objects). A graph of built-in nodes only does not need the engine: every built-in node is
+# callable (``node(*grad_outputs)`` runs its backward formula and nothing else), so the doctor
+# walks it itself, in the engine's order (a node runs once every node above it has; among the
+# ready ones, the highest sequence number first, as torch's CPU queue does), adding the
+# gradients that meet at a node's input (summed down to the input's shape and cast to its
+# dtype, as the engine's ``validate_outputs`` does) and giving ``AccumulateGrad`` nodes' sums
+# to the model-level checks instead of writing ``.grad``; a node that receives no gradient
+# at all passes none on. No hook runs in this walk (the user's
+# tensor and node hooks neither: a hook that changes gradients is not seen), no ``.grad`` is
+# written, and the first node whose outputs hold NaN/Inf is found from each output's sum (a
+# finite sum means finite entries; a non-finite one is checked entry by entry). A graph with
+# a custom Function goes through the engine as before: its node (the Function's ctx) is not
+# callable, and the engine's handling of what a custom backward returns (materialized zeros,
+# shapes summed down, dtypes cast) is part of what the doctor checks.
+
+
+def _walk(roots, grads, nodes, observer, report):
+    """The doctor's backward pass over a graph of built-in nodes (Note [The doctor's own
+    walk]); fills ``observer`` as the engine's hooks would."""
+    waiting = {}
+    for node in nodes:
+        for child, _ in node.next_functions:
+            if child is not None:
+                waiting[child] = waiting.get(child, 0) + 1
+    buffers, metadata = {}, {}
+
+    def add(node, nr, grad):
+        # as the engine's validate_outputs: sum a broadcast gradient down to the input's
+        # shape (built-in formulas leave that to the engine), cast to its dtype
+        shapes = metadata.get(node)
+        if shapes is None:
+            shapes = metadata[node] = [(tuple(m.shape), m.dtype) for m in node._input_metadata]
+        if nr < len(shapes):
+            shape, dtype = shapes[nr]
+            if tuple(grad.shape) != shape:
+                grad = grad.sum_to_size(shape)
+            if grad.dtype != dtype:
+                grad = grad.to(dtype)
+        buffer = buffers.get(node)
+        if buffer is None:
+            buffer = buffers[node] = [None] * max(len(shapes), nr + 1)
+        buffer[nr] = grad if buffer[nr] is None else buffer[nr] + grad
+
+    for root, grad in zip(roots, grads):
+        if root.grad_fn is not None:
+            add(root.grad_fn, root.output_nr, grad)
+    ready = [(-n._sequence_nr(), order, n) for order, n in enumerate(buffers)
+             if waiting.get(n, 0) == 0]
+    heapq.heapify(ready)
+    leaf_grads = {}
+    counter = len(ready)
+    with torch.no_grad():
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            buffer = buffers.pop(node, None) or [None]
+            if _is_accumulate_grad(node):
+                leaf_grads[id(node.variable)] = buffer[0]
+                continue
+            try:
+                if all(grad is None for grad in buffer):
+                    outputs = (None,) * len(node.next_functions)
+                else:
+                    outputs = node(*buffer)
+            except Exception as exc:  # noqa: BLE001 - a backward may raise anything
+                if str(exc).startswith("Trying to backward through the graph a second time"):
+                    report.notes.append(
+                        "the graph's saved tensors were already freed by a backward() without "
+                        "retain_graph=True, so the NaN/Inf check could not run")
+                else:
+                    observer.failure = (node, exc)
+                return observer
+            if not isinstance(outputs, tuple):
+                outputs = (outputs,)
+            if observer.first_nonfinite is None:
+                produced = _nonfinite_by_sum(outputs)
+                if produced is not None:
+                    observer.first_nonfinite = (node, produced, _nonfinite_by_sum(buffer), None)
+            for (child, nr), grad in zip(node.next_functions, outputs):
+                if child is None:
+                    continue
+                if grad is not None:
+                    add(child, nr, grad)
+                left = waiting[child] = waiting[child] - 1
+                if left == 0:
+                    counter += 1
+                    heapq.heappush(ready, (-child._sequence_nr(), counter, child))
+    observer.leaf_grads = {id(n.variable): leaf_grads.get(id(n.variable))
+                           for n in nodes if _is_accumulate_grad(n)}
+    return observer
+
+
+def _nonfinite_by_sum(grads):
+    """:func:`_nonfinite`, looking entry by entry only at a gradient whose sum is not finite."""
+    for grad in grads:
+        if isinstance(grad, torch.Tensor) and grad.dtype.is_floating_point \
+                and not math.isfinite(float(grad.sum())):
+            return _nonfinite(grads)
+    return None

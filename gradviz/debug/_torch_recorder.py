@@ -51,6 +51,7 @@ import weakref
 from ..instrument import Trace, summarize
 from ..instrument._nodes import named_pairs
 from ..instrument._recorder import narration_label
+from ._doctor import doctor as run_doctor
 from ._torch_scopes import annotate_torch_modules, module_class_names
 
 __all__ = ["record_torch"]
@@ -619,7 +620,7 @@ def _gradients(roots, gradient) -> list:
     return grads
 
 
-def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
+def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None, doctor=False):
     """:func:`record_torch`, also returning the torch nodes by trace id (for tests)."""
     import torch
 
@@ -631,8 +632,12 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
     gradients = _gradients(roots, gradient)
     inputs = None if inputs is None else _as_list(inputs)
     retain = bool(retain_graph) if retain_graph is not None else False  # create_graph is False
+    report = None
+    if doctor:  # before the backward, which frees what the doctor's own pass needs
+        report = run_doctor(roots, gradient, params=params).to_dict()
     recording = _TorchRecording(roots, gradients, inputs, retain, names,
                                 module_class_names(params))
+    recording.trace.doctor = report
     recording.node_created_events()
     recording.attach()
     started = time.perf_counter()
@@ -654,7 +659,8 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None):
     return recording.trace, list(recording.nodes)
 
 
-def record_torch(loss, inputs=None, gradient=None, retain_graph=None, *, params=None) -> Trace:
+def record_torch(loss, inputs=None, gradient=None, retain_graph=None, *, params=None,
+                 doctor=False) -> Trace:
     """Run PyTorch's backward from ``loss`` and record it into a gradviz :class:`Trace`.
 
     The trace holds the real torch graph (names, ``next_functions`` edges) and one event per
@@ -680,6 +686,12 @@ def record_torch(loss, inputs=None, gradient=None, retain_graph=None, *, params=
         ``dict(model.named_parameters())``, or ``(name, Tensor)`` pairs. Each leaf it names
         gets ``leaf_name`` in the trace's graph, so the widget and ``save_html`` pages label
         its ``AccumulateGrad`` node ``fc1.weight · AccumulateGrad``; other leaves stay unnamed.
+    doctor : bool
+        Also run the whole-model gradient doctor (``gradviz.debug.doctor(loss, gradient,
+        params=params)``) on the live graph before the backward, and keep its report in
+        ``trace.doctor`` (``DoctorReport.to_dict()``; its node ids are the trace's): a replay
+        of the trace then offers Check gradients, which shows that report, and so does its
+        HTML page.
 
     Raises
     ------
@@ -708,4 +720,4 @@ def record_torch(loss, inputs=None, gradient=None, retain_graph=None, *, params=
     ['bias', 'weight']
     """
     return _record(loss, inputs=inputs, gradient=gradient, retain_graph=retain_graph,
-                   params=params)[0]
+                   params=params, doctor=doctor)[0]

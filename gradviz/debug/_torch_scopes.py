@@ -30,10 +30,26 @@ import threading
 from ..autograd._scopes import relative_names
 from ..instrument._module_paths import named_modules
 
-__all__ = ["torch_scopes", "METADATA_KEY"]
+__all__ = ["torch_scopes", "METADATA_KEY", "CALL_KEY", "ModuleCall"]
 
 #: The key of a torch node's ``metadata`` holding ``(path, types, call serial)``.
 METADATA_KEY = "gradviz_module"
+#: The key of a torch node's ``metadata`` holding its innermost :class:`ModuleCall`.
+CALL_KEY = "gradviz_call"
+
+
+class ModuleCall:
+    """One module call inside :class:`torch_scopes`: the module, the enclosing call (None at
+    the top) and ``calls``, ``{id(module): (module, sequence number)}`` of the modules called
+    directly inside it, at their last call (None until one is); the shape of gradviz's
+    ``ScopeFrame``."""
+
+    __slots__ = ("module", "parent", "calls")
+
+    def __init__(self, module, parent):
+        self.module = module
+        self.parent = parent
+        self.calls = None
 
 
 class torch_scopes:
@@ -94,8 +110,19 @@ class torch_scopes:
         if torch.is_grad_enabled():  # the probe's node has the next sequence number
             probe = (self._probe * 1).grad_fn
             start = None if probe is None else probe._sequence_nr()  # None: inference mode
+        parent = stack[-1][5] if stack else None
+        call = ModuleCall(module, parent)
+        if parent is not None:
+            sequence = start
+            if sequence is None and not torch.is_inference_mode_enabled():
+                with torch.enable_grad():  # a no_grad block: where forward had reached
+                    probe = (self._probe * 1).grad_fn
+                sequence = None if probe is None else probe._sequence_nr()
+            if parent.calls is None:
+                parent.calls = {}
+            parent.calls[id(module)] = (module, sequence)
         self._serial += 1
-        stack.append((module, path, types, self._serial, start))
+        stack.append((module, path, types, self._serial, start, call))
 
     def _hook(self, module, args, output):
         import torch
@@ -103,7 +130,7 @@ class torch_scopes:
         stack = self._stack()
         if not stack or stack[-1][0] is not module:
             return  # a module entered before the block began
-        _, path, types, serial, start = stack.pop()
+        _, path, types, serial, start, call = stack.pop()
         if start is None:
             return
         tag = (path, types, serial)
@@ -119,6 +146,7 @@ class torch_scopes:
             metadata = node.metadata
             if METADATA_KEY not in metadata:
                 metadata[METADATA_KEY] = tag
+                metadata[CALL_KEY] = call
             pending.extend(child for child, _ in node.next_functions if child is not None)
 
 

@@ -68,6 +68,9 @@ class Trace:
         self.graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
         self.events: list[dict] = events if events is not None else []
         self.gradviz_version = gradviz_version or __version__
+        # a gradient doctor's report of the recorded graph (DoctorReport.to_dict(), node ids
+        # of this graph), or None; kept in memory and on the HTML page, not in the file
+        self.doctor: dict | None = None
 
     def to_dict(self) -> dict:
         """The JSON object of the file format."""
@@ -124,9 +127,11 @@ class Trace:
         budget = INSPECTION_BUDGET if inspection_budget is None else inspection_budget
         return save_trace_view(self, path, title=title, inspection_budget=budget)
 
-    def to_html(self, path, title: str | None = None):
+    def to_html(self, path, title: str | None = None, doctor=None):
         """Write one self-contained HTML file that replays this trace offline (no kernel, no
-        server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`.
+        server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`
+        (``doctor``: a gradient doctor's report of the recorded graph for the page's Check
+        gradients; default ``self.doctor``).
 
         The widget layer owns the front end, so this imports it when called (the instrument
         layer never imports it at import time; docs/design.md, "Layers").
@@ -138,7 +143,7 @@ class Trace:
         """
         from ..widget._html import trace_to_html
 
-        return trace_to_html(self, path, title=title)
+        return trace_to_html(self, path, title=title, doctor=doctor)
 
     @classmethod
     def from_dict(cls, data) -> Trace:

@@ -58,8 +58,11 @@ _UNSAFE_IN_SCRIPT = re.compile(r"</script|<!--", re.IGNORECASE)
 _JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
 
 
-def standalone_data(trace: Any, title: str | None = None, inspection_budget: int = INSPECTION_BUDGET) -> dict[str, Any]:
-    """The replay of ``trace`` as the page reads it (format in ``labextension/src/replay.ts``).
+def standalone_data(trace: Any, title: str | None = None, inspection_budget: int = INSPECTION_BUDGET,
+                    doctor: Any = None) -> dict[str, Any]:
+    """The replay of ``trace`` as the page reads it (format in ``labextension/src/replay.ts``),
+    with ``doctor`` (default ``trace.doctor``), a gradient doctor's report of its graph, when
+    there is one.
 
     Position ``p`` (0 ... number of events) is what a ReplaySession shows after ``seek(p)``;
     ``start`` is where a new ReplaySession stands (before the first node ran). See Note
@@ -82,7 +85,7 @@ def standalone_data(trace: Any, title: str | None = None, inspection_budget: int
         if line["kind"] == "buffer_added" and producer in ids and line["node"] in ids:
             entry.append(producer)  # the edge the gradient arrives on (the view colours it)
         events.append(entry)
-    return {
+    data = {
         "format": STANDALONE_FORMAT,
         "version": STANDALONE_VERSION,
         "title": title if title is not None else "gradviz trace",
@@ -97,6 +100,10 @@ def standalone_data(trace: Any, title: str | None = None, inspection_budget: int
         "inspections": inspections,
         "inspection_budget": budget,
     }
+    report = doctor if doctor is not None else getattr(trace, "doctor", None)
+    if report is not None:
+        data["doctor"] = json_safe(report if isinstance(report, dict) else report.to_dict())
+    return data
 
 
 # Note [Page inspector]
@@ -230,7 +237,7 @@ def render_html(data: dict[str, Any], viewer: str) -> str:
 
 
 def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = None,
-                  inspection_budget: int = INSPECTION_BUDGET) -> Path:
+                  inspection_budget: int = INSPECTION_BUDGET, doctor: Any = None) -> Path:
     """Write ``trace`` as one HTML file that replays it in a browser, offline.
 
     The page shows the same view as the notebook widget, with Step, Step event, Continue,
@@ -253,6 +260,11 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
         The page's title and heading (default ``"gradviz trace"``); shown as text, never HTML.
     inspection_budget : int, optional
         Bytes the inspector's snapshots may take (default 8 MiB); 0 keeps none.
+    doctor : gradviz.debug.DoctorReport or dict, optional
+        A gradient doctor's report of the recorded graph (its node ids are the trace's: run
+        it on the loss inside the recording, before ``backward()``); default ``trace.doctor``
+        (``record_torch(..., doctor=True)``). The page's Check gradients then shows it, as
+        the notebook widget does.
 
     Returns
     -------
@@ -276,7 +288,7 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
     True
     """
     viewer = load_bundle(name=STANDALONE_BUNDLE)  # first: a missing bundle fails before any work
-    data = standalone_data(trace, title, inspection_budget)
+    data = standalone_data(trace, title, inspection_budget, doctor)
     page = render_html(data, viewer)
     budget = data["inspection_budget"]
     if budget["left_out"]:

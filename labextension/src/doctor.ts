@@ -32,6 +32,16 @@ export interface Finding {
   readonly maxAbsError: SummaryNumber;
   readonly maxRelError: SummaryNumber;
   readonly worst: readonly WorstEntry[];
+  /** The model-level kinds (docs/doctor.md): the parameters concerned ("fc1.weight"), their module. */
+  readonly params: readonly string[];
+  readonly module: string | null;
+  /** One sentence (every finding has one), and the fix (model-level kinds). */
+  readonly summary: string;
+  readonly fix: string | null;
+  /** Other nodes it concerns (the op that overwrote a saved tensor). */
+  readonly relatedNodes: readonly number[];
+  /** The parameters' AccumulateGrad nodes in the graph. */
+  readonly paramNodes: readonly number[];
 }
 
 /** A node the doctor could not check, and why. */
@@ -106,7 +116,28 @@ function parseFinding(raw: Record<string, unknown>): Finding {
     maxAbsError: summaryNumber(raw["max_abs_error"]),
     maxRelError: summaryNumber(raw["max_rel_error"]),
     worst,
+    params: Array.isArray(raw["params"]) ? raw["params"].filter((name): name is string => typeof name === "string") : [],
+    module: optionalText(raw["module"]),
+    summary: text(raw["summary"]),
+    fix: optionalText(raw["fix"]),
+    relatedNodes: Array.isArray(raw["related_nodes"]) ? raw["related_nodes"].filter(isId) : [],
+    paramNodes: Array.isArray(raw["param_nodes"]) ? raw["param_nodes"].filter(isId) : [],
   };
+}
+
+/**
+ * The node a click on the finding selects: its own; else the first other node it concerns;
+ * else its first parameter's AccumulateGrad node (a parameter cut off with no node of its own).
+ */
+export function findingNode(finding: Finding): number | null {
+  return finding.node ?? finding.relatedNodes[0] ?? finding.paramNodes[0] ?? null;
+}
+
+/** The nodes a finding marks: its node and the other nodes it concerns; its parameters'
+ * AccumulateGrad nodes when it has no node of its own. */
+export function findingNodes(finding: Finding): number[] {
+  const nodes = finding.node === null ? [...finding.relatedNodes, ...finding.paramNodes] : [finding.node, ...finding.relatedNodes];
+  return [...new Set(nodes)];
 }
 
 /** Read a report leniently: a missing or damaged field shows as empty, never as an error. */
@@ -158,8 +189,9 @@ export function findingMarks(doctor: DoctorState | null): Map<number, Severity> 
   const marks = new Map<number, Severity>();
   if (doctor?.state !== "done") return marks;
   for (const finding of doctor.report.findings) {
-    if (finding.node === null) continue;
-    if (finding.severity === "error" || !marks.has(finding.node)) marks.set(finding.node, finding.severity);
+    for (const node of findingNodes(finding)) {
+      if (finding.severity === "error" || !marks.has(node)) marks.set(node, finding.severity);
+    }
   }
   return marks;
 }
@@ -176,6 +208,10 @@ export interface FindingRow {
   readonly cells: readonly string[];
   /** The doctor's diagnosis, in words (it names the likely fix when one fits). */
   readonly message: string;
+  /** "parameters: fc1.weight, fc1.bias" (model-level kinds); "" when none. */
+  readonly params: string;
+  /** "fix: ..." (model-level kinds); "" when none. */
+  readonly fix: string;
 }
 
 export type PanelTone = "checking" | "ok" | "warnings" | "problems" | "error";
@@ -222,7 +258,7 @@ export type NumberOf = (id: number) => number;
 export function findingRow(finding: Finding, numberOf: NumberOf = (id) => id): FindingRow {
   const node = finding.node === null ? finding.nodeName : `${finding.nodeName} #${numberOf(finding.node)}`;
   return {
-    node: finding.node,
+    node: findingNode(finding),
     kind: finding.kind,
     severity: finding.severity,
     cells: [
@@ -235,6 +271,8 @@ export function findingRow(finding: Finding, numberOf: NumberOf = (id) => id): F
       finding.worst.length === 0 ? "—" : worstText(finding),
     ],
     message: finding.message,
+    params: finding.params.length === 0 ? "" : `parameters: ${finding.params.join(", ")}`,
+    fix: finding.fix === null || finding.fix === "" ? "" : `fix: ${finding.fix}`,
   };
 }
 
@@ -395,7 +433,14 @@ export class DoctorPanel {
         line.append(cell);
       });
       const message = element("tr", "gv-finding-message");
-      const cell = element("td", "", row.message);
+      const cell = element("td", "");
+      if (row.params !== "") {
+        const params = element("div", "gv-finding-params", row.params);
+        params.dataset["testid"] = "gv-finding-params";
+        cell.append(params);
+      }
+      cell.append(document.createTextNode(row.message));
+      if (row.fix !== "") cell.append(element("div", "gv-finding-fix", row.fix));
       cell.colSpan = FINDING_COLUMNS.length;
       message.append(cell);
       table.tBodies[0]?.append(line, message);

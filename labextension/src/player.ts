@@ -29,6 +29,7 @@ export class ReplayPlayer {
   readonly model: LocalModel;
   private position: number;
   private selected: number | null = null;
+  private doctorRuns = 0;
   private readonly graph: Graph;
   private readonly listeners: ((position: number) => void)[] = [];
 
@@ -43,7 +44,9 @@ export class ReplayPlayer {
     this.position = timeline.start;
     this.model = new LocalModel(
       {
-        protocol_version: PROTOCOL_VERSION, graph: data.graph, commands: [...REPLAY_COMMANDS], error: null,
+        protocol_version: PROTOCOL_VERSION, graph: data.graph, error: null, doctor: null,
+        // a page that carries a doctor's report offers Check gradients, which shows it
+        commands: data.doctor === null ? [...REPLAY_COMMANDS] : [...REPLAY_COMMANDS, "check_gradients"],
         history: timeline.history(), output: "", ...this.traits(),
       },
       (content) => this.onCommand(content),
@@ -123,6 +126,13 @@ export class ReplayPlayer {
       this.ack(name, true);
       return;
     }
+    if (name === "check_gradients" && this.data.doctor !== null) {
+      // the report the page carries, as the `doctor` trait of a finished check
+      this.doctorRuns += 1;
+      this.model.set({ doctor: { run: this.doctorRuns, state: "done", report: this.data.doctor, error: null } });
+      this.ack(name, true);
+      return;
+    }
     const status = this.timeline.statusAt(this.position);
     if (name !== "step_back" && status !== "paused") {
       this.ack(name, false, `the session is ${status}`);
@@ -152,7 +162,7 @@ export class ReplayPlayer {
         break;
       case "check_gradients":
         // The button is disabled here (the command is not offered); answer as Python would.
-        this.ack(name, false, "this replay page cannot check gradients: a recorded trace has no live graph to re-run");
+        this.ack(name, false, "this replay page cannot check gradients: it carries no doctor report (trace_to_html(doctor=...))");
         return;
       default:
         this.ack(name, false, `this replay page has no ${name}`);

@@ -16,7 +16,9 @@
 //     changes: number[][],        // changes[p]: flat [id, code, id, code, ...] vs position p-1
 //     current: (number | null)[],        // the current node at each position (length n + 1)
 //     inspections?: { [id: string]: [position, info][] },  // node() snapshots where they changed
-//     inspection_budget?: { bytes, limit, left_out } }     // (optional: older pages have none)
+//     inspection_budget?: { bytes, limit, left_out },      // (optional: older pages have none)
+//     doctor?: DoctorReport }     // a gradient doctor's report of the graph (optional): the
+//                                 // page's Check gradients shows it (doctor.ts parses it)
 
 import { ProtocolError, NODE_STATES, SESSION_STATUSES, type EventLine, type NodeState, type SessionStatus } from "./model.js";
 
@@ -41,6 +43,8 @@ export interface StandaloneData {
   /** Per node, `session.node(id)` at each position where it changed (position order); null: the page has none. */
   readonly inspections: ReadonlyMap<number, readonly (readonly [number, Record<string, unknown>])[]> | null;
   readonly inspectionBudget: { readonly bytes: number; readonly limit: number; readonly leftOut: number } | null;
+  /** A gradient doctor's report of the graph (DoctorReport.to_dict()), checked by doctor.ts; null: none. */
+  readonly doctor: Record<string, unknown> | null;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -106,7 +110,10 @@ export function parseStandalone(value: unknown): StandaloneData {
     return id;
   });
   const { inspections, inspectionBudget } = parseInspections(value);
-  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget };
+  const rawDoctor = value["doctor"];
+  if (rawDoctor !== undefined && rawDoctor !== null && !isRecord(rawDoctor)) fail("doctor must be an object");
+  const doctor = isRecord(rawDoctor) ? rawDoctor : null;
+  return { title, gradvizVersion, graph: value["graph"], start, finalStatus: finalStatus as SessionStatus, events, changes, current, inspections, inspectionBudget, doctor };
 }
 
 function parseInspections(value: Record<string, unknown>): Pick<StandaloneData, "inspections" | "inspectionBudget"> {

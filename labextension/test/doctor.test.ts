@@ -207,3 +207,73 @@ describe("marks on the graph", () => {
     assert.equal(findingMarks(done(CLEAN)).size, 0);
   });
 });
+
+// As Python sends it for a model whose layer1 was cut off upstream (`layer2(layer1(x).detach())`),
+// an unused layer, and a saved tensor overwritten in place (docs/doctor.md, the whole-model doctor).
+const MODEL_REPORT = {
+  ok: false,
+  summary: "gradient doctor: no custom Function to check; 3 problems",
+  findings: [
+    {
+      kind: "no_gradient", severity: "error", function: null, node: 7, node_name: "AddmmBackward0", input_index: null,
+      message: "layer1.weight requires grad but the loss's graph does not reach it: layer1 (Linear) ran in this forward ...",
+      hint: "a .detach() ...", max_abs_error: null, max_rel_error: null, worst: [],
+      params: ["layer1.weight"], module: "layer1", summary: "layer1.weight requires grad but gets no gradient from the loss: its path was cut.",
+      fix: "use layer1.weight itself in forward", related_nodes: [], param_nodes: [],
+    },
+    {
+      kind: "unused_parameter", severity: "warning", function: null, node: null, node_name: "?", input_index: null,
+      message: "extra.weight requires grad but the loss's graph does not reach it", hint: null, max_abs_error: null,
+      max_rel_error: null, worst: [], params: ["extra.weight"], module: "extra", summary: "extra.weight is never reached by the loss.",
+      fix: null, related_nodes: [], param_nodes: [],
+    },
+    {
+      kind: "stale_grad", severity: "warning", function: null, node: null, node_name: "?", input_index: null,
+      message: "fc.weight.grad holds a gradient", hint: null, max_abs_error: null, max_rel_error: null, worst: [],
+      params: ["fc.weight"], module: "fc", summary: "fc.weight.grad already held a gradient.", fix: "call zero_grad",
+      related_nodes: [], param_nodes: [9],
+    },
+    {
+      kind: "inplace_overwrite", severity: "error", function: null, node: 3, node_name: "SigmoidBackward0", input_index: null,
+      message: "SigmoidBackward0 saved result for backward, then MulBackward0, an in-place op, overwrote it", hint: null,
+      max_abs_error: null, max_rel_error: null, worst: [], params: ["fc.weight"], module: "fc",
+      summary: "a tensor SigmoidBackward0 saved for backward was overwritten in place by MulBackward0.", fix: "clone first",
+      related_nodes: [1], param_nodes: [9],
+    },
+  ],
+  checked: [],
+  skipped: [],
+  notes: [],
+};
+
+describe("model-level findings", () => {
+  it("reads the parameters, module, summary, fix and the other nodes", () => {
+    const report = parseReport(MODEL_REPORT);
+    const [cut, , stale, overwrite] = report.findings;
+    assert.deepEqual(cut?.params, ["layer1.weight"]);
+    assert.equal(cut?.module, "layer1");
+    assert.equal(cut?.summary, "layer1.weight requires grad but gets no gradient from the loss: its path was cut.");
+    assert.equal(cut?.fix, "use layer1.weight itself in forward");
+    assert.deepEqual(stale?.paramNodes, [9]);
+    assert.deepEqual(overwrite?.relatedNodes, [1]);
+    // a report of an older gradviz, without them
+    assert.deepEqual(parseReport(REPORT).findings[0]?.params, []);
+  });
+
+  it("marks a finding's node and the op that overwrote; the parameters' leaves only without a node", () => {
+    const marks = findingMarks(done(MODEL_REPORT));
+    assert.deepEqual([...marks.entries()].sort((a, b) => a[0] - b[0]), [[1, "error"], [3, "error"], [7, "error"], [9, "warning"]]);
+  });
+
+  it("lists the parameters and the fix with the diagnosis; a click selects a node, or a parameter's leaf", () => {
+    const rows = panelContent(done(MODEL_REPORT), null, false)?.rows ?? [];
+    assert.equal(rows[0]?.params, "parameters: layer1.weight");
+    assert.equal(rows[0]?.fix, "fix: use layer1.weight itself in forward");
+    assert.equal(rows[0]?.node, 7);
+    assert.deepEqual(rows[0]?.cells.slice(0, 3), ["no gradient", "—", "AddmmBackward0 #7"]);
+    assert.equal(rows[1]?.node, null, "an unused parameter is in no graph: nothing to select");
+    assert.equal(rows[1]?.fix, "");
+    assert.equal(rows[2]?.node, 9, "no node of its own: its parameter's AccumulateGrad");
+    assert.equal(rows[3]?.node, 3);
+  });
+});

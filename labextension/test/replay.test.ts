@@ -167,6 +167,23 @@ describe("ReplayPlayer", () => {
     player.restart();
     assert.equal(player.at, 2);
   });
+
+  it("offers Check gradients only with a doctor report, and answers it with that report", async () => {
+    const report = { ok: false, summary: "s", findings: [{ kind: "no_gradient", node: 2, params: ["w"] }], checked: [], skipped: [], notes: [] };
+    const player = new ReplayPlayer(parseStandalone(tinyData({ doctor: report })));
+    assert.deepEqual(player.model.get("commands"), [...REPLAY_COMMANDS, "check_gradients"]);
+    assert.equal(player.model.get("doctor"), null);
+    await command(player, { type: "command", name: "continue" });
+    const acks = await command(player, { type: "command", name: "check_gradients" });
+    assert.deepEqual(acks, [{ type: "ack", name: "check_gradients", ok: true, reason: null }], "also after the pass, as in Python");
+    assert.deepEqual(player.model.get("doctor"), { run: 1, state: "done", report, error: null });
+    await command(player, { type: "command", name: "check_gradients" });
+    assert.equal((player.model.get("doctor") as { run: number }).run, 2);
+    const without = new ReplayPlayer(parseStandalone(tinyData()));
+    const refused = await command(without, { type: "command", name: "check_gradients" });
+    assert.equal((refused[0] as { ok: boolean }).ok, false);
+    assert.throws(() => parseStandalone(tinyData({ doctor: [1] })), (e: unknown) => e instanceof ProtocolError && /doctor must be an object/.test(e.message));
+  });
 });
 
 describe("Timeline.deliveredAt", () => {

@@ -577,3 +577,80 @@ def test_a_tall_graph_in_a_notebook_is_folded_and_fits_readably(browser: Any, la
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         second.screenshot(path=str(ARTIFACTS / "tall_graph_in_jupyterlab.png"))
         check_no_problems(session)
+
+
+# A model whose first layer is cut off upstream (Note [Modules cut off upstream] in
+# gradviz/debug/_model_checks.py): a debug session of it, and the same model recorded into an
+# offline HTML page that carries the doctor's report.
+CUT_LAYER_CELL = """
+import tempfile, os
+import gradviz as torch
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layer1 = torch.nn.Linear(3, 4)
+        self.layer2 = torch.nn.Linear(4, 1)
+
+    def forward(self, x):
+        h = self.layer1(x).detach()   # the bug: layer1 gets no gradient
+        return self.layer2(torch.tanh(h))
+
+torch.manual_seed(0)
+net, x = Net(), torch.ones(2, 3)
+model_session = torch.debug.backward(net(x).pow(2).mean(), params=net)
+display(model_session)
+with torch.record() as model_trace:
+    model_loss = net(x).pow(2).mean()
+    model_report = torch.debug.doctor(model_loss, params=net)   # before backward()
+    model_loss.backward()
+model_page = model_trace.to_html(os.path.join(tempfile.mkdtemp(), "model.html"), doctor=model_report)
+cut = [n["id"] for n in model_session.graph()["nodes"] if n["name"] == "AddmmBackward0"]
+print("GVMODEL", cut[0], model_report.to_dict()["findings"][0]["node"], model_page)
+"""
+
+
+def check_the_cut_layer(root: Any, button: Any, node_id: str) -> None:
+    """Check gradients on the model: two no_gradient findings, layer1's parameters named, the
+    node where the graph resumes past the cut marked, a click on a finding selecting it."""
+    panel = root.locator('[data-testid="gv-doctor"]')
+    assert panel.is_hidden(), "no panel before the first check"
+    assert button.is_enabled()
+    button.click()
+    row = panel.locator('[data-testid="gv-finding-row"]')
+    row.first.wait_for(state="visible", timeout=30_000)
+    assert panel.locator('[data-testid="gv-doctor-status"]').inner_text() == "2 problems found"
+    assert [row.nth(i).get_attribute("data-kind") for i in range(row.count())] == ["no_gradient"] * 2
+    assert {row.nth(i).get_attribute("data-node-id") for i in range(row.count())} == {node_id}
+    params = panel.locator('[data-testid="gv-finding-params"]').all_inner_texts()
+    assert params == ["parameters: layer1.weight", "parameters: layer1.bias"], params
+    message = panel.locator(".gv-finding-message").first.inner_text()
+    assert "layer1 (Linear) ran in this forward" in message and "fix: keep layer1's output in the graph" in message
+    box = root.locator(f'.gv-node[data-node-id="{node_id}"]:not([data-copy])')
+    assert "gv-finding-error" in (box.get_attribute("class") or "")
+    assert root.locator(".gv-node.gv-finding:not([data-copy])").count() == 1, "only the node past the cut"
+    row.first.click()
+    inspector = root.locator('[data-testid="gv-inspector"]')
+    inspector.wait_for(state="visible", timeout=15_000)
+    assert inspector.locator('[data-testid="gv-inspector-name"]').inner_text() == "AddmmBackward0"
+
+
+def test_check_gradients_names_a_layer_cut_off_upstream_here_and_on_the_page(browser: Any, lab: LabServer) -> None:
+    with notebook_session(browser, lab, FAKE_TOUR.name, "cut_layer") as session:
+        run_all(session)
+        node_id, page_node_id, page_path = session.run_cell_at_end(CUT_LAYER_CELL, "GVMODEL ").split(maxsplit=2)
+        widget = session.widget()
+        widget.locator(f'.gv-node[data-node-id="{node_id}"]').first.wait_for(state="visible", timeout=30_000)
+        check_the_cut_layer(widget, widget.locator('[data-testid="gv-check-gradients"]'), node_id)
+        check_no_problems(session)
+    # The offline page of the same model, recorded with the doctor's report: the same answer.
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(30_000)
+        page.goto(Path(page_path).as_uri())
+        root = page.locator(".gv-root")
+        root.locator(".gv-node[data-node-id]").first.wait_for(state="visible")
+        check_the_cut_layer(root, page.locator('[data-testid="gv-check-gradients"]'), page_node_id)
+    finally:
+        context.close()

@@ -162,3 +162,32 @@ def test_the_version_matches_the_viewers() -> None:
     source = (Path(__file__).resolve().parents[2] / "labextension" / "src" / "trace_view.ts").read_text(encoding="utf-8")
     assert f"export const TRACE_VIEW_VERSION = {TRACE_VIEW_VERSION};" in source
     assert f'export const TRACE_VIEW_MIME = "{TRACE_VIEW_MIME}";' in source
+
+
+def test_a_trace_with_a_doctor_report_keeps_it_in_its_view(tmp_path: Path) -> None:
+    """record_torch(doctor=True) puts the doctor's report on the trace; the saved view carries
+    it (the viewer's Check gradients shows it, as the HTML page's does)."""
+    import torch as real_torch
+
+    from gradviz.debug import record_torch, torch_scopes
+
+    class Cut(real_torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.first = real_torch.nn.Linear(3, 3)
+            self.second = real_torch.nn.Linear(3, 1)
+
+        def forward(self, x: real_torch.Tensor) -> real_torch.Tensor:
+            return self.second(self.first(x).detach().tanh())  # first is cut off from the loss
+
+    real_torch.manual_seed(0)
+    model = Cut()
+    with torch_scopes():  # the doctor sees `first` run, so it tells a cut from an unused layer
+        loss = model(real_torch.randn(4, 3)).sum()
+    trace = record_torch(loss, params=model, doctor=True)
+    path = trace.save_view(tmp_path / "cut.gvtrace.json")
+    view = json.loads(path.read_text(encoding="utf-8"))["view"]
+    cut_off = {name for finding in view["doctor"]["findings"] if finding["kind"] == "no_gradient"
+               for name in finding["params"]}
+    assert cut_off == {"first.weight", "first.bias"}
+    load_trace_view(path)  # the file with its report passes the loader's checks
