@@ -12,20 +12,18 @@ arithmetic. See bench/README.md.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-
-import gradviz  # noqa: E402
 from _common import environment, interleaved, timed_region  # noqa: E402
 
+import gradviz  # noqa: E402
 
 SIZES = (1_000, 10_000)
 SHAPES = ((1,), (16,))

@@ -13,18 +13,17 @@ doctor / training step, per library (the issue's target: at most 3). Conventions
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import environment, interleaved  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment, interleaved  # noqa: E402
 
 VOCAB, EMBED, HEADS, CONTEXT, BATCH, BLOCKS = 65, 64, 4, 32, 8, 2
 

@@ -9,19 +9,17 @@ conventions are those of ``chain.py`` (median of repeats, GC off inside the time
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import torch  # noqa: E402
-
-import gradviz  # noqa: E402
 from _common import interleaved, timed_region  # noqa: E402
 
+import gradviz  # noqa: E402
 
 
 def make_square(module):

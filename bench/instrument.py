@@ -10,8 +10,6 @@ points cost (what "compiling the instrumentation out" could save). See bench/REA
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
@@ -19,10 +17,12 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import timeit  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
+from _common import timed_region  # noqa: E402
+
 import gradviz  # noqa: E402
 from gradviz.autograd._functional import make_graph_task  # noqa: E402
 from gradviz.instrument import Observer, Recorder  # noqa: E402
-from _common import timed_region  # noqa: E402
 
 
 def chain(n, shape):

@@ -15,8 +15,6 @@ alternating, with torch as the reference of the same run:
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
@@ -24,10 +22,11 @@ import statistics  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import torch  # noqa: E402
+from _common import GC_MODES, environment, interleaved, timed_region  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import GC_MODES, environment, interleaved, timed_region  # noqa: E402
 
 
 def make_scale(module):

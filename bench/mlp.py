@@ -17,21 +17,19 @@ produce a fast number. See bench/README.md; ``mlp_breakdown.py`` attributes the 
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import json  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import environment, timed_region  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment, timed_region  # noqa: E402
 from gradviz.ops._layout import product_layouts  # noqa: E402
-
 
 LAYERS = 4
 WIDTH = 512

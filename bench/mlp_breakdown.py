@@ -23,18 +23,17 @@ gradviz adds; "rest" is its framework overhead. See bench/README.md.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import collections  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
+import mlp  # noqa: E402  (bench/ is the script's directory, so it is on sys.path)
 import numpy as np  # noqa: E402
+from _common import timed_region  # noqa: E402
 
 import gradviz  # noqa: E402
-import mlp  # noqa: E402  (bench/ is the script's directory, so it is on sys.path)
-from _common import timed_region  # noqa: E402
 from gradviz_ext import engine as _engine  # noqa: E402
 
 PHASES = mlp.PHASES

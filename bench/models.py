@@ -17,8 +17,6 @@ See bench/README.md.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import cProfile  # noqa: E402
 import json  # noqa: E402
@@ -28,11 +26,12 @@ import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import GC_MODES, environment, timed_region  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import GC_MODES, environment, timed_region  # noqa: E402
 
 FRAMEWORKS = (("gradviz", gradviz), ("torch", torch))
 LOSS_RTOL = 2e-3  # float32, different summation orders, a few optimizer steps

@@ -12,17 +12,16 @@ module call for gradviz and torch and their ratio, one thread each, interleaved.
 
 from __future__ import annotations
 
-import _common  # noqa: F401  (first: pins every math library to one thread)
-
 import argparse  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
+import _common  # noqa: F401  (first: pins every math library to one thread)
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _common import environment, interleaved  # noqa: E402
 
 import gradviz  # noqa: E402
-from _common import environment, interleaved  # noqa: E402
 
 FRAMEWORKS = (("gradviz", gradviz), ("torch", torch))
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import importlib
 import inspect
-import os
 import sys
 from pathlib import Path
 

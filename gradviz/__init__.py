@@ -4,11 +4,11 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 ``gradviz.debug.backward(loss)`` steps through the backward pass node by node.
 """
 
-__version__ = "0.1.0"
-
 import math as _math
 import sys as _sys
 import types as _types
+
+from ._version import __version__
 
 from . import dtypes
 from . import _tensor as _tensor_module
@@ -49,7 +49,7 @@ from .ops import (combinations, cumulative_trapezoid, diagflat, fliplr, flipud, 
 from .ops import index_put, put, randint_like, scatter_reduce
 from .ops import (broadcast_shapes, bucketize, corrcoef, cov, gcd, index_copy, index_fill, isin,
                   lcm, masked_scatter, nanmedian, searchsorted, trapezoid, unique_consecutive)
-from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack, histc,
+from .ops import (argwhere, atleast_3d, block_diag, cartesian_prod, diag_embed, dsplit, dstack,
                   hsplit, msort, rot90, row_stack, take, take_along_dim, tensor_split, unflatten,
                   vsplit)
 from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arcsinh, arctan,
@@ -62,7 +62,7 @@ from .ops._special import (acosh, addcdiv, addcmul, arccos, arccosh, arcsin, arc
 from .ops import (atleast_1d, atleast_2d, broadcast_tensors, broadcast_to, column_stack, diff,
                   einsum, hstack, meshgrid, tile, vstack)
 from .ops._linalg_factor import pinverse, qr, svd
-from .ops._linalg_more import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
+from .ops._linalg_solvers import (adjoint, chain_matmul, cholesky, cholesky_inverse, cholesky_solve,
                                 triangular_solve)
 from .ops._linalg_lu import lu, lu_solve, lu_unpack, matrix_exp
 from .ops import Generator, bernoulli, initial_seed, multinomial, normal, randperm, seed
@@ -229,11 +229,13 @@ __all__ = [
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled",
     "allclose", "show_config", "config", "__version__", "nn", "instrument", "record", "viz",
     "load_trace", "optim", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor",
-    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "utils", "bincount", "histc", "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
+    "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "utils", "bincount", "histc",
+    "histogram", "median", "mode", "quantile", "std_mean", "unique", "var_mean",
     "cdist", "cosine_similarity", "dist", "pairwise_distance", "xlogy",
     "atan2", "lerp", "movedim", "nan_to_num", "ravel", "swapaxes", "tril_indices", "triu_indices",
     "celu", "selu", "moveaxis", "swapdims", "pi", "e", "inf", "nan", "newaxis",
-    "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "unsafe_chunk", "unsafe_split", "cumsum", "erf", "exp2",
+    "amax", "amin", "argmax", "argmin", "argsort", "cat", "chunk", "unsafe_chunk", "unsafe_split",
+    "cumsum", "erf", "exp2",
     "expm1", "flip", "gather", "index_add", "index_select", "log1p", "log2", "log10",
     "logsumexp", "masked_fill", "max", "maximum", "min", "minimum", "narrow", "norm", "prod",
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
@@ -248,19 +250,23 @@ __all__ = [
     "roll", "atleast_1d", "atleast_2d", "broadcast_tensors", "broadcast_to", "column_stack",
     "diff", "einsum", "hstack", "meshgrid", "tile", "vstack",
     "initial_seed", "multinomial", "normal", "randperm", "seed", "finfo", "iinfo", "promote_types", "save",
-    "load", "randint_like", "index_put", "put", "scatter_reduce", "combinations", "cumulative_trapezoid", "diagflat", "fliplr", "flipud", "is_complex",
+    "load", "randint_like", "index_put", "put", "scatter_reduce", "combinations",
+    "cumulative_trapezoid", "diagflat", "fliplr", "flipud", "is_complex",
     "is_nonzero", "is_signed", "narrow_copy", "real", "result_type", "scalar_tensor",
     "unravel_index", "vander", "broadcast_shapes", "bucketize", "corrcoef", "cov", "gcd", "index_copy", "index_fill",
     "isin", "lcm", "masked_scatter", "nanmedian", "searchsorted", "trapezoid", "trapz",
-    "unique_consecutive", "logdet", "slogdet", "addbmm", "addmv", "addr", "baddbmm", "cross", "inner", "kron", "matrix_power",
+    "unique_consecutive", "logdet", "slogdet", "addbmm", "addmv", "addr", "baddbmm", "cross",
+    "inner", "kron", "matrix_power",
     "tensordot", "vdot", "argwhere", "atleast_3d", "block_diag", "cartesian_prod", "diag_embed",
     "dsplit", "dstack", "hsplit", "msort", "rot90", "row_stack", "take", "take_along_dim",
-    "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos", "arccosh", "arcsin", "arcsinh",
+    "tensor_split", "unflatten", "vsplit", "special", "acosh", "addcdiv", "addcmul", "arccos",
+    "arccosh", "arcsin", "arcsinh",
     "arctan", "arctan2", "arctanh", "asinh", "atanh", "bitwise_and", "bitwise_not", "bitwise_or",
     "bitwise_xor", "copysign", "deg2rad", "digamma", "divide", "erfc", "erfinv", "fix",
     "float_power", "fmax", "fmin", "greater", "greater_equal", "heaviside", "hypot", "isneginf",
     "isposinf", "isreal", "less", "less_equal", "lgamma", "logaddexp", "logaddexp2", "logit",
     "multiply", "not_equal", "polygamma", "positive", "rad2deg", "sgn", "signbit", "sinc",
     "subtract", "adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve", "pinverse", "qr", "svd",
-    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "aminmax", "cummax", "cummin", "kthvalue", "logcumsumexp", "nanmean", "nansum",
+    "triangular_solve", "lu", "lu_solve", "lu_unpack", "matrix_exp", "aminmax", "cummax", "cummin",
+    "kthvalue", "logcumsumexp", "nanmean", "nansum",
 ]

@@ -9,13 +9,13 @@ import numpy as np
 
 import gradviz_ext
 
+from ._version import __version__
+
 __all__ = ["show_config", "config"]
 
 
 def config() -> dict:
     """A dict describing this installation (engine mode, versions, widget bundle)."""
-    from . import __version__
-
     info = {
         "gradviz": __version__,
         "engine": gradviz_ext.MODE,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import warnings
 
+from ._grad_mode import is_grad_enabled, no_grad
 from ._tensor import TYPE_WORDS, Tensor
 
 __all__ = ["with_out"]
@@ -25,8 +26,6 @@ def _tensors(values):
 
 
 def _write(result, out):
-    from .autograd import no_grad
-
     if result.dtype._category > out.dtype._category:
         raise RuntimeError(f"result type {TYPE_WORDS[result.dtype.name]} can't be cast to the desired "
                            f"output type {TYPE_WORDS[out.dtype.name]}")
@@ -54,8 +53,6 @@ def with_out(fn, name=None):
     def function(*args, out=None, **kwargs):
         if out is None:
             return fn(*args, **kwargs)
-        from .autograd import is_grad_enabled, no_grad
-
         if is_grad_enabled() and any(t.requires_grad for t in _tensors((*args, *kwargs.values(), out))):
             raise RuntimeError(f"{name}(): functions with out=... arguments don't support automatic "
                                "differentiation, but one of the arguments requires grad.")

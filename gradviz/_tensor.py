@@ -14,8 +14,8 @@ import weakref
 import numpy as np
 
 from gradviz_ext import engine as _engine
-from gradviz_ext._hooks import HookList, RemovableHandle
 from gradviz_ext import ops as _ext_ops
+from gradviz_ext._hooks import HookList, RemovableHandle
 
 from . import dtypes as _dtypes
 from ._tensor_str import _format, set_printoptions  # noqa: F401  (re-exported)
@@ -215,10 +215,10 @@ class Tensor(_engine.TensorBase):
     def ndimension(self) -> int:
         return self._data.ndim
 
-    def cpu(self) -> "Tensor":
+    def cpu(self) -> Tensor:
         return self
 
-    def cuda(self, device=None, non_blocking=False) -> "Tensor":
+    def cuda(self, device=None, non_blocking=False) -> Tensor:
         """``x.cuda()``: gradviz has no GPU, so torch's CPU-only error."""
         check_device("cuda" if device is None or isinstance(device, int) else device)
         return self
@@ -262,11 +262,11 @@ class Tensor(_engine.TensorBase):
         # torch words the dtype error differently for the setter, the method and factories
         self._set_requires_grad(value, "only Tensors of floating point and complex dtype")
 
-    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set whether autograd records operations on this leaf tensor (in place)."""
         return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype")
 
-    def _set_requires_grad(self, requires_grad, dtype_phrase) -> "Tensor":
+    def _set_requires_grad(self, requires_grad, dtype_phrase) -> Tensor:
         fn = _engine.stored_grad_fn(self)
         # a view made under no_grad whose base then changed is still a leaf to this check
         if fn is not None and not (type(fn) is _engine.ChangedViewError
@@ -382,7 +382,7 @@ class Tensor(_engine.TensorBase):
         return RemovableHandle(self._post_accumulate_hooks, self._post_accumulate_hooks[-1])
 
     @property
-    def data(self) -> "Tensor":
+    def data(self) -> Tensor:
         """A tensor sharing storage with this one, outside the graph and with its own version
         counter (as in PyTorch: writes through ``.data`` are invisible to autograd's checks);
         an inference tensor's ``.data`` is one too."""
@@ -391,16 +391,16 @@ class Tensor(_engine.TensorBase):
         return out
 
     @data.setter
-    def data(self, value: "Tensor") -> None:
+    def data(self, value: Tensor) -> None:
         if not isinstance(value, Tensor):
             raise TypeError(f"Tensor.data must be set to a Tensor, got {type(value).__name__}")
         self._data = value._data
 
-    def detach(self) -> "Tensor":
+    def detach(self) -> Tensor:
         """A new tensor sharing storage (and version counter) with this one, with no history."""
         return _wrap(self._data, version_counter=self._version_counter)
 
-    def detach_(self) -> "Tensor":
+    def detach_(self) -> Tensor:
         """Detach this tensor from the graph in place; a view cannot be (use ``detach()``)."""
         if self._base is not None:
             raise RuntimeError(_DETACH_VIEW_MESSAGE)
@@ -409,14 +409,8 @@ class Tensor(_engine.TensorBase):
         self._output_nr = 0
         return self
 
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
-        """Compute the gradient of this tensor with respect to graph leaves.
-
-        See :func:`gradviz.autograd.backward`.
-        """
-        from .autograd import _functional
-
-        _functional.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+    # Tensor.backward is autograd's: gradviz/autograd/_functional.py attaches it at import
+    # (install_methods), as the ops layer attaches theirs; core cannot import autograd.
 
     def register_hook(self, hook):
         """Register ``hook(grad) -> grad or None`` to run when this tensor's gradient is computed.
@@ -862,7 +856,7 @@ def _leaf_error(data) -> Exception | None:
             stack.extend(item)
         elif isinstance(item, str):
             return TypeError("new(): invalid data type 'str'")
-        elif isinstance(item, bool) or isinstance(item, (np.generic, Tensor)):
+        elif isinstance(item, (bool, np.generic, Tensor)):
             continue
         elif isinstance(item, int):
             big_int = big_int or not -2 ** 63 <= item < 2 ** 63

@@ -46,7 +46,7 @@ class dtype:
     def is_complex(self) -> _builtin_bool:
         return False
 
-    def to_real(self) -> "dtype":
+    def to_real(self) -> dtype:
         return self
 
 

@@ -27,11 +27,11 @@ from .ops._linalg_factor import eigvalsh, lstsq, matrix_rank, pinv, svdvals
 from .ops._linalg_factor import linalg_eigh as eigh
 from .ops._linalg_factor import linalg_qr as qr
 from .ops._linalg_factor import linalg_svd as svd
-from .ops._linalg_more import (LinAlgError, cholesky_ex, inv_ex, multi_dot, solve, solve_ex,
+from .ops._linalg_solvers import (LinAlgError, cholesky_ex, inv_ex, multi_dot, solve, solve_ex,
                                solve_triangular, vander, vecdot)
 from .ops._linalg import matmul
-from .ops._linalg_more import linalg_cholesky as cholesky
-from .ops._linalg_more import linalg_diagonal as diagonal
+from .ops._linalg_solvers import linalg_cholesky as cholesky
+from .ops._linalg_solvers import linalg_diagonal as diagonal
 from .ops._linalg_lu import eig, eigvals, lu_factor, lu_factor_ex, matrix_exp
 from .ops._linalg_lu import linalg_lu as lu
 from .ops._linalg_lu import linalg_lu_solve as lu_solve

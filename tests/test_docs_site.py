@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_public_docstrings import PACKAGES
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,29 +8,67 @@ import pkgutil
 import pytest
 
 import gradviz
-from gradviz import _config, _tensor
-from gradviz.autograd import (_functional, functional, grad_mode, gradcheck, graph,
-                              reference_engine, variable)
+from gradviz import _config, _tensor, course, debug, linalg
+from gradviz.autograd import _functional, _scopes, functional, grad_mode, gradcheck, graph, reference_engine, variable
 from gradviz.autograd.function import _function, _legacy
-from gradviz.func import _grad, _module_api
-from gradviz.distributions import (bernoulli, beta, binomial, categorical, dirichlet, distribution,
-                                   exponential, gamma, independent, kl, laplace,
-                                   log_normal, mixture_same_family, multivariate_normal, normal,
-                                   one_hot_categorical, poisson, relaxed_bernoulli,
-                                   relaxed_categorical, transformed_distribution, transforms,
-                                   uniform)
+from gradviz.debug import (
+    _base,
+    _breakpoints,
+    _capture,
+    _diff,
+    _doctor,
+    _replay,
+    _report,
+    _session,
+    _threaded,
+    _torch_recorder,
+    _torch_scopes,
+)
+from gradviz.distributions import (
+    bernoulli,
+    beta,
+    binomial,
+    categorical,
+    dirichlet,
+    distribution,
+    exponential,
+    gamma,
+    independent,
+    kl,
+    laplace,
+    log_normal,
+    mixture_same_family,
+    multivariate_normal,
+    normal,
+    one_hot_categorical,
+    poisson,
+    relaxed_bernoulli,
+    relaxed_categorical,
+    transformed_distribution,
+    transforms,
+    uniform,
+)
 from gradviz.distributions import utils as distribution_utils
-from gradviz import debug
-from gradviz.debug import (_base, _breakpoints, _capture, _diff, _doctor, _replay, _report,
-                           _session, _threaded, _torch_recorder, _torch_scopes)
-from gradviz.autograd import _scopes
-from gradviz.instrument import _module_paths, _rollup
-from gradviz.instrument import _recorder, _summary, _trace
-from gradviz.nn import (_conv, _dropout, _loss_more, _small_layers, _functional_layers, _layers, _normalization, _padding, _rnn,
-                        _transformer, _upsampling, _volumetric, _sampling, _embedding_bag)
+from gradviz.func import _grad, _module_api
+from gradviz.instrument import _module_paths, _recorder, _rollup, _summary, _trace
+from gradviz.nn import (
+    _activations_and_pools,
+    _conv,
+    _dropout,
+    _embedding_bag,
+    _functional_layers,
+    _layers,
+    _margin_and_likelihood_losses,
+    _normalization,
+    _padding,
+    _rnn,
+    _sampling,
+    _transformer,
+    _upsampling,
+    _volumetric,
+)
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz import course, linalg
-from gradviz.ops import _creation, _linalg_factor, _linalg_more, _linalg_norms, _statistics
+from gradviz.ops import _creation, _linalg_factor, _linalg_norms, _linalg_solvers, _statistics
 from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
 from gradviz.widget import _html
@@ -39,8 +77,8 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            _base, _breakpoints, _capture, _doctor, _replay, _report, _threaded, _recorder, _summary, _trace, _torch_recorder, _dot, _html,
            functional, _normalization, data, benchmark, _conv, _rnn, rnn_utils, _grad, _module_api,
            gradcheck, grad_mode, _statistics, variable, _layers, _functional_layers, _transformer,
-           _upsampling, _padding, _dropout, _loss_more, _small_layers, _volumetric, _sampling,
-           _embedding_bag, linalg, _linalg_more, _linalg_factor, _linalg_norms,
+           _upsampling, _padding, _dropout, _margin_and_likelihood_losses, _activations_and_pools, _volumetric, _sampling,
+           _embedding_bag, linalg, _linalg_solvers, _linalg_factor, _linalg_norms,
            bernoulli, beta, binomial, categorical, dirichlet, distribution, exponential, gamma,
            independent, kl, laplace, log_normal, mixture_same_family, multivariate_normal, normal,
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,

@@ -7,6 +7,7 @@ tests/test_interpreted_mode.py runs again interpreted.
 
 import numpy as np
 import pytest
+import torch
 
 import gradviz as gv
 import gradviz_ext
@@ -120,7 +121,6 @@ def test_declined_operands_still_compute_through_numpy():
 
 
 def test_float32_tensor_and_python_number_round_like_torch():
-    torch = pytest.importorskip("torch")
     values = [1.0, 1e-8, 3.3, -2.7, 1e30]
     for number in (0.1, 1.0001, 1e-3, -7, 3):
         for op in ("__add__", "__sub__", "__mul__", "__truediv__", "__rsub__", "__rtruediv__"):
@@ -138,7 +138,6 @@ def test_fan_in_sums_with_torchs_bits(shape, dtype):
     """A leaf used by many products: the engine sums their gradients into one buffer in
     place (by the kernel up to 4,096 elements, by numpy above), in torch's order, so the
     gradient has torch's exact bits."""
-    import torch
 
     rng = np.random.default_rng(0)
     coefficients = [float(c) for c in rng.standard_normal(7)]
@@ -157,7 +156,6 @@ def test_fan_in_sums_with_torchs_bits(shape, dtype):
 def test_fan_in_with_broadcast_and_mixed_contributions():
     """Contributions the kernel does not cover (summed down from a broadcast, float64 into a
     float32 buffer) still add up as in torch."""
-    import torch
 
     results = []
     for lib in (torch, gv):

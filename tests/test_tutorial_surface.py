@@ -10,11 +10,11 @@ import warnings
 
 import pytest
 import torch
+from torch.utils import benchmark as torch_benchmark
 
 import gradviz
 import gradviz.accelerator
 from gradviz.utils.benchmark import Measurement, TaskSpec, Timer
-from torch.utils import benchmark as torch_benchmark
 
 # ---- makemore: RandomSampler(replacement=True, num_samples=int(1e10)) --------------------
 

@@ -38,7 +38,8 @@ def _same_bits(got, expected):
 
 
 def _cpu_has_fma():
-    flags = open("/proc/cpuinfo").read().split()
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = cpuinfo.read().split()
     return "fma" in flags and "avx2" in flags
 
 

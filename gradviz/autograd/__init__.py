@@ -17,7 +17,8 @@ __all__ = [
     "Function", "FunctionCtx", "NestedIOFunction", "once_differentiable", "backward", "grad",
     "no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
     "is_inference_mode_enabled",
-    "forward_ad", "function", "functional", "grad_mode", "graph", "anomaly_mode", "detect_anomaly", "set_detect_anomaly",
+    "forward_ad", "function", "functional", "grad_mode", "graph", "anomaly_mode", "detect_anomaly",
+    "set_detect_anomaly",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "gradcheck", "gradgradcheck",
     "GradcheckError", "Variable", "variable",
 ]

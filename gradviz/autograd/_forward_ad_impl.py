@@ -45,7 +45,9 @@ import numpy as np
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
+from .. import ops
 from .._tensor import Tensor, _wrap
+from ..ops import _inplace as _ops_inplace
 
 __all__ = [
     "enter_dual_level", "exit_dual_level", "current_level", "tangent_of", "set_tangent",
@@ -67,20 +69,24 @@ class _Level:
         # id -> weak reference. Not a WeakSet: adding a tensor it holds already compares two
         # references with ==, which is elementwise for tensors (and raises for more than one
         # element); a reference's callback drops the entry before its id can be reused
-        self.holders = {}
+        self.holders: dict[int, weakref.ref] = {}
 
     def hold(self, tensor):
         key = id(tensor)
         if key not in self.holders:
             holders = self.holders
-            self.holders[key] = weakref.ref(tensor, lambda _, key=key: holders.pop(key, None))
+
+            def forget(_reference, key=key):
+                holders.pop(key, None)
+
+            self.holders[key] = weakref.ref(tensor, forget)
 
     def held(self):
         """The live tensors that hold a tangent at this level."""
         return [t for t in (ref() for ref in list(self.holders.values())) if t is not None]
 
 
-_level = None  # the active _Level, or None
+_level: _Level | None = None  # the active _Level, or None
 _mode_enabled = True  # PyTorch's forward grad mode: off inside inference_mode
 
 
@@ -147,6 +153,7 @@ def tangent_of(tensor):
 
 
 def set_tangent(tensor, tangent):
+    assert _level is not None, "a tangent is set only inside a dual level"
     tensor._forward_tangent = tangent
     _level.hold(tensor)
 
@@ -238,8 +245,6 @@ def _saved_entry_of_function(node, out):
 
 def _fit(tangent, out):
     """The tangent in the output's dtype and shape."""
-    from .. import ops
-
     if tangent._data.dtype != out._data.dtype:
         tangent = ops.to(tangent, out.dtype)
     if tangent._data.shape != out._data.shape:
@@ -273,7 +278,6 @@ class _RuleContext:
 
 def _generic_jvp(op, inputs, attrs, outputs, tangents):
     """Note [Generic JVP from the VJP rule]."""
-    from .. import ops
     from ._functional import grad
 
     differentiable = _engine.is_grad_enabled() and (
@@ -312,7 +316,7 @@ def _generic_jvp(op, inputs, attrs, outputs, tangents):
     finally:
         _engine.set_grad_enabled_flag(previous)
         _engine.set_forward_observer(observer)
-    tangents_out = []
+    tangents_out: list = []
     position = 0
     for out in outputs:
         if out._data.dtype.kind != "f":
@@ -329,14 +333,10 @@ def _generic_jvp(op, inputs, attrs, outputs, tangents):
 # None; numbers are constants. The result may be broadcastable to the output (``_fit``).
 
 def _scaled(tangent, factor):
-    from .. import ops
-
     return tangent if factor == 1 else ops.mul(tangent, factor)
 
 
 def _sum_terms(*terms):
-    from .. import ops
-
     present = [t for t in terms if t is not None]
     total = present[0]
     for term in present[1:]:
@@ -345,8 +345,6 @@ def _sum_terms(*terms):
 
 
 def _add_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     ta, tb = tangents
     alpha = attrs.get("alpha", 1)
     if ta is not None and tb is not None:
@@ -355,8 +353,6 @@ def _add_rule(inputs, tangents, out, attrs):
 
 
 def _sub_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     ta, tb = tangents
     alpha = attrs.get("alpha", 1)
     if ta is not None and tb is not None:
@@ -365,17 +361,13 @@ def _sub_rule(inputs, tangents, out, attrs):
 
 
 def _mul_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
     (a, b), (ta, tb) = inputs, tangents
     return _sum_terms(ops.mul(ta, b) if ta is not None else None,
                       ops.mul(a, tb) if tb is not None else None)
 
 
 def _div_rule(inputs, tangents, out, attrs):
-    from .. import ops
-
-    (a, b), (ta, tb) = inputs, tangents
+    (_, b), (ta, tb) = inputs, tangents
     if tb is None:
         return ops.div(ta, b)
     numerator = ops.neg(ops.mul(out, tb)) if ta is None else ops.sub(ta, ops.mul(out, tb))
@@ -385,17 +377,13 @@ def _div_rule(inputs, tangents, out, attrs):
 def _make_linear(op_name):
     """Ops linear in their only tensor input: the tangent goes through the same op."""
     def rule(inputs, tangents, out, attrs):
-        from ..ops import TABLE
-
-        return _ext_ops.apply_op(TABLE[op_name], (tangents[0],) + tuple(inputs[1:]), attrs)
+        return _ext_ops.apply_op(ops.TABLE[op_name], (tangents[0],) + tuple(inputs[1:]), attrs)
     return rule
 
 
 def _make_bilinear(op_name):
     def rule(inputs, tangents, out, attrs):
-        from ..ops import TABLE
-
-        op = TABLE[op_name]
+        op = ops.TABLE[op_name]
         (a, b), (ta, tb) = inputs, tangents
         return _sum_terms(_ext_ops.apply_op(op, (ta, b), attrs) if ta is not None else None,
                           _ext_ops.apply_op(op, (a, tb), attrs) if tb is not None else None)
@@ -404,15 +392,11 @@ def _make_bilinear(op_name):
 
 def _unary(derivative):
     def rule(inputs, tangents, out, attrs):
-        from .. import ops
-
         return ops.mul(tangents[0], derivative(inputs[0], out, attrs))
     return rule
 
 
 def _make_fast_rules():
-    from .. import ops
-
     rules = {"add": _add_rule, "sub": _sub_rule, "mul": _mul_rule, "div": _div_rule}
     for name in ("neg", "clone", "sum_SumBackward0", "sum_SumBackward1", "mean", "mean_dim",
                  "cumsum", "flip", "to"):
@@ -512,8 +496,6 @@ def function_jvp(cls, ctx, args, raw_outputs, outputs):
     zeros (``None`` after ``ctx.set_materialize_grads(False)``), non-tensors ``None``;
     ``ctx.saved_tensors`` returns what ``save_for_forward`` saved.
     """
-    from .. import ops
-
     tangents = [tangent_of(a) if isinstance(a, Tensor) else None for a in args]
     if all(t is None for t in tangents):
         return
@@ -599,3 +581,7 @@ def check_tangent_shape(primal, tangent):
             f"original Tensor, this is not supported. Tensor is of size {list(primal.shape)} "
             f"while the given forward gradient is of size {list(tangent.shape)}."
         )
+
+
+# ops/_inplace.py runs this rule under a dual level; autograd sits above ops, so it installs it.
+_ops_inplace.forward_ad_inplace = inplace

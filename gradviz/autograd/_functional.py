@@ -9,7 +9,8 @@ import numpy as np
 from gradviz_ext import engine as _engine
 from gradviz_ext import task as _task
 
-from .._tensor import Tensor, _warn_once, _wrap
+from .. import ops
+from .._tensor import Tensor, _warn_once, _wrap, install_methods
 from . import _forward_ad_impl as _fwad_impl
 
 __all__ = ["backward", "grad", "make_graph_task"]
@@ -25,8 +26,6 @@ def _as_tuple(value, what):
 
 def _make_grads(outputs, grad_outputs):
     """PyTorch's _make_grads: default to ones for scalars, validate shapes and dtypes."""
-    from .. import ops
-
     grads = []
     for index, (out, g) in enumerate(zip(outputs, grad_outputs)):
         if not isinstance(out, Tensor):
@@ -97,7 +96,8 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
     if grad_tensors is None:
         grad_tensors = (None,) * len(outputs)
     else:
-        grad_tensors = _as_tuple(grad_tensors, "grad_tensors") if not isinstance(grad_tensors, Tensor) else (grad_tensors,)
+        grad_tensors = ((grad_tensors,) if isinstance(grad_tensors, Tensor)
+                        else _as_tuple(grad_tensors, "grad_tensors"))
     if len(grad_tensors) != len(outputs):
         raise RuntimeError(
             f"got {len(grad_tensors)} tensors and {len(outputs)} gradients"
@@ -134,7 +134,7 @@ def _input_edge(tensor, index, caller):
     if not isinstance(tensor, Tensor):
         raise TypeError(f"{caller}: inputs[{index}] must be a Tensor, got {type(tensor).__name__}")
     if not tensor.requires_grad:
-        raise RuntimeError(f"One of the differentiated Tensors does not require grad")
+        raise RuntimeError("One of the differentiated Tensors does not require grad")
     return _engine.gradient_edge(tensor)
 
 
@@ -240,8 +240,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     for index, (value, tensor) in enumerate(zip(captured, input_tuple)):
         if value is None:
             if materialize_grads:
-                from .. import ops
-
                 value = ops.zeros_like(tensor)
             elif not allow_unused:
                 raise RuntimeError(
@@ -264,8 +262,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 
 def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
                   materialize_grads):
-    from .. import ops
-
     output_tuple = _as_tuple(outputs, "outputs")
     input_tuple = _as_tuple(inputs, "inputs")
     if not input_tuple:
@@ -348,3 +344,17 @@ def _detach_keeping_tangent(value):
     if tangent is not None:
         _fwad_impl.set_tangent(detached, tangent.detach())
     return detached
+
+
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None) -> None:
+    """Compute the gradient of this tensor with respect to graph leaves.
+
+    See :func:`gradviz.autograd.backward`.
+    """
+    backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+
+# The core layer defines Tensor and cannot import autograd, so autograd attaches the method
+# (docs/architecture.md: upper layers extend lower ones at import).
+_tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
+install_methods({"backward": _tensor_backward})

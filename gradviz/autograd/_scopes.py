@@ -30,6 +30,8 @@ module and its parameters after the forward returned (the graph holds the parame
 
 from __future__ import annotations
 
+from typing import Any
+
 from gradviz_ext import engine as _engine
 
 __all__ = ["Frame", "frame_path", "frame_types", "relative_names", "scope", "node_frame"]
@@ -68,6 +70,8 @@ def _resolve(frame) -> tuple:
         current = current.parent
     for current in reversed(chain):
         parent = current.parent
+        names: tuple[str, ...]
+        classes: tuple[str, ...]
         path, types = ((), ()) if parent is None else parent.resolved
         if current.module is None:
             names, classes = (str(current.label),), ("",)
@@ -95,7 +99,7 @@ def relative_names(owner, module) -> tuple[tuple, tuple]:
     """The keys leading from ``owner`` to ``module`` through ``_modules`` (the first place
     ``owner.named_modules()`` lists it: depth first, registration order) and the class name
     at each step; the class name alone when ``module`` is not below ``owner``."""
-    stack = [(owner, (), ())]
+    stack: list[tuple[Any, tuple[str, ...], tuple[str, ...]]] = [(owner, (), ())]
     seen = set()
     while stack:
         current, names, classes = stack.pop()
@@ -139,7 +143,7 @@ class scope:
             raise TypeError(f"scope(name) takes a str, got {type(name).__name__}; pass the "
                             "name as text, e.g. scope('encoder')")
         self.name = name
-        self._previous = []
+        self._previous: list = []
 
     def __enter__(self):
         self._previous.append(_engine.push_scope(None, self.name))

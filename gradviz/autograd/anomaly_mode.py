@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+from typing import Any
 
 from gradviz_ext import engine as _engine
 
@@ -49,7 +50,7 @@ class detect_anomaly:
 
     def __init__(self, check_nan: bool = True):
         self.check_nan = bool(check_nan)
-        self._previous = None
+        self._previous: Any = None  # (grad anomaly flags) while the block runs
         warnings.warn(_ENABLED_WARNING, UserWarning, stacklevel=2)
 
     def __enter__(self):

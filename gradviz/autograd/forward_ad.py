@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 from collections import namedtuple
 
+from .. import ops
 from .._tensor import Tensor
 from . import _forward_ad_impl as _impl
 
@@ -126,8 +127,6 @@ def unpack_dual(tensor, *, level=None):
 def _alias(tensor):
     """A view of ``tensor`` with the same shape (``ViewBackward0`` if it requires grad),
     made without tangent propagation."""
-    from .. import ops
-
     with _impl.suspended():
         return ops.view(tensor, tensor._data.shape)
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from .. import ops as _ops
 from .._tensor import Tensor
-from ._functional import grad as _grad
 from . import forward_ad
+from ._functional import grad as _grad
 from .grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 
 __all__ = ["vjp", "jvp", "jacobian", "hessian", "vhp", "hvp"]
@@ -244,7 +244,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
         _check_requires_grad(outputs, "outputs", strict)
         jacobian = []
         for i, out in enumerate(outputs):
-            rows = [[] for _ in inputs]
+            rows: list[list] = [[] for _ in inputs]
             flat = out.reshape(-1)
             for j in range(out.nelement()):
                 grads = _autograd_grad((flat[j],), inputs, retain_graph=True,
@@ -271,8 +271,8 @@ def _jacobian_forward(func, inputs):
     """``jacobian(..., strategy="forward-mode")``: one forward-AD pass per input element, each
     giving one column of every output's Jacobian."""
     is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-    columns = None  # columns[i][j]: output i's tangents, one per element of input j
-    outputs = None
+    columns: list[list[list]] = []  # columns[i][j]: output i's tangents, one per element of input j
+    outputs: list = []
     is_outputs_tuple = False
     for j, inp in enumerate(inputs):
         for e in range(inp.numel()):
@@ -286,7 +286,7 @@ def _jacobian_forward(func, inputs):
                 is_outputs_tuple, outs = _as_tuple(func(*duals), "outputs", "jacobian")
                 unpacked = [forward_ad.unpack_dual(out) for out in outs]
                 outputs = [u.primal for u in unpacked]
-                if columns is None:
+                if not columns:
                     columns = [[[] for _ in inputs] for _ in outs]
                 for i, u in enumerate(unpacked):
                     columns[i][j].append(u.tangent if u.tangent is not None

@@ -1,6 +1,10 @@
-"""Grad modes: ``no_grad``, ``enable_grad``, ``set_grad_enabled``, ``inference_mode`` (context
-managers and decorators, like PyTorch's), ``is_grad_enabled`` and
-``is_inference_mode_enabled``."""
+"""Grad modes (``torch.autograd.grad_mode``): ``no_grad``, ``enable_grad``,
+``set_grad_enabled``, ``inference_mode``, ``is_grad_enabled`` and ``is_inference_mode_enabled``.
+
+All but ``inference_mode`` are defined in :mod:`gradviz._grad_mode`, in the core layer beside
+the engine whose flags they switch, so that the ops layer can use them without importing
+autograd. ``inference_mode`` turns forward AD off as well, so it lives here.
+"""
 
 from __future__ import annotations
 
@@ -8,48 +12,18 @@ import functools
 
 from gradviz_ext import engine as _engine
 
+from .._grad_mode import (
+    _GradModeContext,
+    enable_grad,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
+    set_grad_enabled,
+)
+from . import _forward_ad_impl
+
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
            "is_inference_mode_enabled"]
-
-# grad mode as set, True under enable_grad inside inference_mode, which records nothing all
-# the same (Note [Inference mode] in gradviz_ext/_engine.py)
-is_grad_enabled = _engine.grad_mode_enabled
-
-
-class _GradModeContext:
-    """Base: a context manager that is also a decorator."""
-
-    _mode = True
-
-    def __enter__(self):  # returns None, as torch's (``with no_grad() as x``: x is None)
-        self._previous = _engine.set_grad_enabled_flag(self._mode)
-
-    def __exit__(self, *exc):
-        _engine.set_grad_enabled_flag(self._previous)
-        return False
-
-    def __call__(self, fn):
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with type(self)():
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class no_grad(_GradModeContext):
-    """Disable recording of operations inside the block (or the decorated function)."""
-
-    _mode = False
-
-
-class enable_grad(_GradModeContext):
-    """Enable recording of operations inside the block, even within ``no_grad``."""
-
-    _mode = True
-
-
-is_inference_mode_enabled = _engine.is_inference_mode_enabled
 
 
 class inference_mode(_GradModeContext):
@@ -85,16 +59,12 @@ class inference_mode(_GradModeContext):
         self._enabled = bool(mode)
 
     def __enter__(self):
-        from . import _forward_ad_impl  # imports tensors: not at gradviz's import time
-
         self._previous_inference = _engine.set_inference_mode_flag(self._enabled)
         # inference mode turns forward AD off too (PyTorch's forward grad mode)
         self._previous_forward = _forward_ad_impl.set_mode_enabled(not self._enabled)
         super().__enter__()
 
     def __exit__(self, *exc):
-        from . import _forward_ad_impl
-
         _engine.set_inference_mode_flag(self._previous_inference)
         _forward_ad_impl.set_mode_enabled(self._previous_forward)
         return super().__exit__(*exc)
@@ -105,32 +75,6 @@ class inference_mode(_GradModeContext):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
             with inference_mode(not mode):
-                return fn(*args, **kwargs)
-
-        return wrapper
-
-
-class set_grad_enabled(_GradModeContext):
-    """Set grad mode on or off: as a function call, a context manager or a decorator."""
-
-    def __init__(self, mode: bool):
-        self._mode = bool(mode)
-        self._previous = _engine.set_grad_enabled_flag(self._mode)
-
-    def __enter__(self):
-        pass  # the mode was set by the constructor, as in torch; returns None
-
-    def __exit__(self, *exc):
-        _engine.set_grad_enabled_flag(self._previous)
-        return False
-
-    def __call__(self, fn):
-        mode = self._mode
-        _engine.set_grad_enabled_flag(self._previous)
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with set_grad_enabled(mode):
                 return fn(*args, **kwargs)
 
         return wrapper

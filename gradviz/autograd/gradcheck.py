@@ -35,6 +35,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .. import ops
 from .._tensor import Tensor, _wrap
 from . import grad_mode
 from ._functional import grad as _grad
@@ -154,10 +155,9 @@ def _forward_jacobians(func, inputs, positions):
     with a zero tangent, and one tangent element at a time is set to 1 before ``func`` runs
     again (PyTorch's ``check_forward_ad`` does the same). A float output without a tangent
     contributes a zero column."""
-    from .. import ops
     from . import forward_ad
 
-    jacobians = {}
+    jacobians: dict = {}
     with forward_ad.dual_level():
         duals = list(inputs)
         tangents = {}
@@ -323,7 +323,6 @@ def _batched(fn, stacked):
     ``torch.func.vmap``, applies custom Functions without asking for their vmap support. So
     this is gradviz's vmap loop (Note [vmap is a loop]) without the transform state that
     makes custom Functions check theirs."""
-    from .. import ops
     from ..func._vmap import _Randomness
 
     with _Randomness("error"):
@@ -332,8 +331,6 @@ def _batched(fn, stacked):
 
 
 def _zeros_for_none(grads, tensors):
-    from .. import ops
-
     return tuple(ops.zeros_like(t) if g is None else g for g, t in zip(grads, tensors))
 
 
@@ -341,8 +338,6 @@ def _check_batched_grad(outputs, inputs, positions):
     """torch's ``check_batched_grad``: for each differentiable output, the vector-Jacobian
     products of two random cotangents computed by ``vmap`` over the stacked cotangents must
     equal the ones computed one at a time."""
-    from .. import ops
-
     diff_inputs = [inputs[i] for i in positions]
     for k, out in enumerate(outputs):
         if not _differentiable(out):
@@ -367,7 +362,6 @@ def _check_batched_forward_grad(func, inputs, positions):
     """torch's ``check_batched_forward_grad``: for each differentiable input, the
     Jacobian-vector products of two random tangents computed by ``vmap`` over the stacked
     tangents must equal the ones computed one at a time."""
-    from .. import ops
     from . import forward_ad
 
     for i in positions:

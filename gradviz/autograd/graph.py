@@ -227,7 +227,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
     tensors = tuple(tensors)
     if mode == "any":
-        fired = {}  # id(task) -> task, for the backward passes that have called fn
+        fired: dict = {}  # id(task) -> task, for the backward passes that have called fn
 
         def any_hook(grad):
             task = _engine.current_graph_task()
@@ -242,7 +242,7 @@ def register_multi_grad_hook(tensors, fn, *, mode="all"):
         return _MultiHandle(handles)
 
     nodes = [_node_of(t) for t in tensors]
-    pending = {}  # id(task) -> [task, calls still expected, gradients]
+    pending: dict = {}  # id(task) -> [task, calls still expected, gradients]
 
     def all_hook(index):
         def hook(grad):

@@ -13,11 +13,12 @@ until its terms are negligible (``n`` past ``x + 10 sqrt(x)``).
 
 import numpy as np
 
-import gradviz
 from gradviz.ops._creation import _rng
 from gradviz.ops._registry import Op, apply
 from gradviz.ops._special import _digamma_array
 from gradviz.ops._special import _lgamma_array as _lgamma
+
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 
 
 def _series_length(x):

@@ -3,9 +3,9 @@
 import math
 import numbers
 
-import gradviz
 from gradviz.nn.functional import binary_cross_entropy_with_logits
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits

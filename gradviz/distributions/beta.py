@@ -2,8 +2,7 @@
 
 import numbers
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .dirichlet import Dirichlet
 from .exp_family import ExponentialFamily

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-import gradviz
 from gradviz.ops._creation import _rng
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits

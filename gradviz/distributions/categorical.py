@@ -2,8 +2,7 @@
 
 import math
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .utils import lazy_property, logits_to_probs, probs_to_logits

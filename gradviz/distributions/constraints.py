@@ -4,7 +4,7 @@ reprs and checks (``constraints.positive.check(x)`` is a bool tensor shaped like
 
 import numpy as np
 
-import gradviz
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "independent", "integer_interval",

@@ -1,8 +1,8 @@
 """The Dirichlet distribution over the probability simplex."""
 
-import gradviz
 from gradviz.nn.functional import one_hot
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from ._gamma_functions import standard_gamma
 from .exp_family import ExponentialFamily

@@ -3,8 +3,7 @@ define, as ``torch.distributions.Distribution``."""
 
 import warnings
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .utils import lazy_property
 

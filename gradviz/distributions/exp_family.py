@@ -1,8 +1,7 @@
 """``ExponentialFamily``: distributions with density ``h(x) exp(<t(x), theta> - F(theta))``,
 whose entropy and same-family KL divergence follow from the log-normalizer ``F`` by autograd."""
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from .distribution import Distribution
 
 __all__ = ["ExponentialFamily"]

@@ -2,8 +2,7 @@
 
 import numbers
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from ._gamma_functions import gammainc, standard_gamma
 from .exp_family import ExponentialFamily

@@ -1,7 +1,6 @@
 """``Independent``: some batch dimensions of a distribution read as event dimensions."""
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .utils import _sum_rightmost

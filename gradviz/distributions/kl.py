@@ -5,9 +5,9 @@ import math
 import warnings
 from functools import total_ordering
 
-import gradviz
 from gradviz.nn.functional import softplus
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from .bernoulli import Bernoulli
 from .beta import Beta
 from .binomial import Binomial
@@ -25,7 +25,8 @@ from .one_hot_categorical import OneHotCategorical
 from .poisson import Poisson
 from .transformed_distribution import TransformedDistribution
 from .uniform import Uniform
-from .utils import _sum_rightmost, euler_constant as _euler_gamma
+from .utils import _sum_rightmost
+from .utils import euler_constant as _euler_gamma
 
 __all__ = ["kl_divergence", "register_kl"]
 

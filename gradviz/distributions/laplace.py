@@ -2,8 +2,7 @@
 
 import numbers
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .utils import broadcast_all

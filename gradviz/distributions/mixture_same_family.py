@@ -1,7 +1,6 @@
 """``MixtureSameFamily``: a mixture of components of one family, weighted by a Categorical."""
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution

@@ -2,10 +2,10 @@
 
 import math
 
-import gradviz
-
-from . import constraints
 from gradviz.linalg import cholesky
+
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
+from . import constraints
 from .distribution import Distribution
 from .utils import _standard_normal, lazy_property
 

@@ -3,8 +3,7 @@
 import math
 import numbers
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import _standard_normal, broadcast_all

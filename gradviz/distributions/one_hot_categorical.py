@@ -1,8 +1,8 @@
 """The categorical distribution with one-hot draws."""
 
-import gradviz
 from gradviz.nn.functional import one_hot
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution

@@ -4,9 +4,9 @@ import numbers
 
 import numpy as np
 
-import gradviz
 from gradviz.ops._creation import _rng
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .exp_family import ExponentialFamily
 from .utils import broadcast_all

@@ -3,8 +3,7 @@ coin flips, sharpening as ``temperature`` goes to 0."""
 
 import numbers
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .transformed_distribution import TransformedDistribution

@@ -1,7 +1,6 @@
 """The relaxed one-hot categorical (Concrete / Gumbel-softmax) distribution."""
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .categorical import Categorical
 from .distribution import Distribution

@@ -1,7 +1,6 @@
 """``TransformedDistribution``: a base distribution pushed through transforms."""
 
-import gradviz
-
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .distribution import Distribution
 from .independent import Independent

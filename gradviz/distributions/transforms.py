@@ -7,9 +7,9 @@ import math
 import numbers
 import operator
 
-import gradviz
 from gradviz.nn.functional import softplus
 
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 from . import constraints
 from .utils import _sum_rightmost, lazy_property
 

@@ -4,7 +4,7 @@
 import numbers
 from functools import update_wrapper
 
-import gradviz
+from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
 
 __all__ = ["broadcast_all", "clamp_probs", "lazy_property", "logits_to_probs",
            "probs_to_logits"]

@@ -353,7 +353,7 @@ def _jacfwd(func, args, single, nums, has_aux, info):
     flat_args, args_spec = _pytree.tree_flatten(tuple(args))
     # which flat leaves belong to which chosen argument
     owners, start = [], 0
-    for position, arg in enumerate(args):
+    for arg in args:
         count = _pytree.tree_flatten(arg)[1].num_leaves
         owners.append(range(start, start + count))
         start += count

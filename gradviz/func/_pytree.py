@@ -85,7 +85,7 @@ def broadcast_prefix(prefix, tree):
         if isinstance(p, dict):
             if not isinstance(node, dict) or set(p.keys()) != set(node.keys()):
                 return False
-            return all(walk(p[k], node[k]) for k in node.keys())
+            return all(walk(p[k], node[k]) for k in node)
         if not isinstance(node, (tuple, list)) or isinstance(node, dict) or len(p) != len(node):
             return False
         return all(walk(pc, nc) for pc, nc in zip(p, node))

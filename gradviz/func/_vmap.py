@@ -423,3 +423,8 @@ def apply_function(cls, args, kwargs):
         return _pytree.tree_unflatten(example, out_spec)
     finally:
         stack[len(stack):] = saved
+
+
+# Function.apply runs custom Functions under a transform through this rule; autograd sits below
+# func, so func installs it (gradviz/autograd/_transform_state.py).
+_transform_state.apply_function = apply_function

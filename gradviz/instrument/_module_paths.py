@@ -20,6 +20,8 @@ in ``gradviz/autograd/_scopes.py`` says how paths are found).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..autograd._scopes import frame_path, frame_types, node_frame
 
 __all__ = ["annotate_modules", "module_parameters", "module_path", "named_modules"]
@@ -77,7 +79,7 @@ def named_modules(module):
     order of ``named_modules()`` (depth first, registration order, a module registered twice
     only at its first place), iteratively: a deep ``Sequential`` must not hit the recursion
     limit."""
-    stack = [((), (), module)]
+    stack: list[tuple[tuple[str, ...], tuple[str, ...], Any]] = [((), (), module)]
     seen = set()
     while stack:
         names, classes, current = stack.pop()

@@ -11,6 +11,7 @@ import linecache
 import os
 import sys
 from collections.abc import Mapping
+from types import FrameType
 
 from gradviz_ext import engine as _engine
 
@@ -184,7 +185,7 @@ def user_frame():
     The caller must drop the frame when done (``del``): a frame kept alive keeps all its
     variables alive.
     """
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
         if filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS):

@@ -133,7 +133,7 @@ def _boxes(modules: dict, outside: list, depth: int) -> int:
 
 def _groups(modules: dict) -> list:
     """Index-named siblings of one class under one parent (``blocks.0..11``)."""
-    by_parent: dict[tuple, dict] = {}
+    by_parent: dict[tuple, list] = {}
     for path, entry in modules.items():
         if path and path[-1].isdigit():
             key = (path[:-1], entry["type"])

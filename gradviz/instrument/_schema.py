@@ -29,7 +29,7 @@ from __future__ import annotations
 import sys
 import types
 import typing
-from typing import Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict, Union
 
 __all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
            "typescript"]
@@ -39,7 +39,7 @@ TRACE_FORMAT = "gradviz-trace"
 SCHEMA_ID = f"https://gradviz.dev/schema/trace-v{SCHEMA_VERSION}.json"
 
 # A number in a summary: non-finite values are written as strings (JSON has no NaN literal).
-Number = Union[float, Literal["nan", "inf", "-inf"]]
+Number = float | Literal["nan", "inf", "-inf"]
 NodeKind = Literal["builtin", "custom", "accumulate_grad"]
 
 
@@ -102,7 +102,9 @@ class ExposedInput(TypedDict):
 class Base(TypedDict):
     """Fields of every event."""
 
-    kind: str
+    # Each event narrows ``kind`` to its Literal name; TypedDict fields are invariant for a
+    # type checker, so the base says Any (the schema is built from the events, never from Base).
+    kind: Any
     seq: int
     task: int | None
     node: int | None
@@ -341,7 +343,7 @@ def _type_schema(tp) -> dict:
             return {"const": args[0]}
         return {"enum": list(args)}
     if origin in (Union, types.UnionType):
-        options = []
+        options: list = []
         for arg in args:
             schema = _type_schema(arg)
             # flatten nested unions (Number | None)

@@ -28,9 +28,10 @@ import os
 import stat
 import threading
 
+from .._version import __version__
 from ..errors import TraceFormatError
 from ._nodes import frame_leaf_names, user_frame, walk_graph
-from ._observers import observe
+from ._observers import ObserverHandle, observe
 from ._recorder import Recorder
 from ._schema import SCHEMA_VERSION, TRACE_FORMAT
 from ._trace_check import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, check_structure, check_trace
@@ -64,8 +65,6 @@ class Trace:
 
     def __init__(self, graph: dict | None = None, events: list | None = None,
                  gradviz_version: str | None = None):
-        from .. import __version__
-
         self.graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
         self.events: list[dict] = events if events is not None else []
         self.gradviz_version = gradviz_version or __version__
@@ -147,13 +146,13 @@ class Trace:
         return trace_to_html(self, path, title=title, doctor=doctor)
 
     @classmethod
-    def from_dict(cls, data) -> "Trace":
+    def from_dict(cls, data) -> Trace:
         """Check ``data`` strictly (schema and consistency) and build a trace from it."""
         check_trace(data)
         return cls(data["graph"], data["events"], data["gradviz_version"])
 
     @classmethod
-    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES, **limits) -> "Trace":
+    def load(cls, path, max_bytes: int = MAX_TRACE_BYTES, **limits) -> Trace:
         """:func:`load_trace` (``limits``: its ``max_values`` and ``max_containers``)."""
         return load_trace(path, max_bytes=max_bytes, **limits)
 
@@ -246,7 +245,7 @@ class record:
     def __init__(self, *, all_threads: bool = False):
         self.trace = Trace()
         self._all_threads = all_threads
-        self._handle = None
+        self._handle: ObserverHandle | None = None
 
     def __enter__(self) -> Trace:
         if self._handle is not None:

@@ -68,11 +68,10 @@ def _count(text) -> tuple[int, int]:
     upper bound on the number of values (every value but the first follows a comma or opens
     a container's first element)."""
     if isinstance(text, bytes):
-        open_array, open_object, comma = b"[", b"{", b","
+        containers, commas = text.count(b"[") + text.count(b"{"), text.count(b",")
     else:
-        open_array, open_object, comma = "[", "{", ","
-    containers = text.count(open_array) + text.count(open_object)
-    return containers, containers + text.count(comma) + 1
+        containers, commas = text.count("[") + text.count("{"), text.count(",")
+    return containers, containers + commas + 1
 
 
 def check_structure(text, max_values: int = MAX_TRACE_VALUES,
@@ -192,7 +191,7 @@ def _check_acyclic(nodes, edges) -> None:
     # Every node left has an edge from another node left: walk those edges backwards until
     # a node repeats; the walk between the repeats is a cycle.
     left = {node for node, count in pending.items() if count > 0}
-    predecessor = {}
+    predecessor: dict = {}
     for edge in edges:
         if edge["source"] in left and edge["target"] in left:
             predecessor.setdefault(edge["target"], edge["source"])

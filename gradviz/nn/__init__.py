@@ -6,19 +6,20 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList, GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
+from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList,
+                      GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
                       Identity, LazyLinear, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                       Softsign, Tanh, Tanhshrink, Unflatten)
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
-                    ConvTranspose1d, ConvTranspose2d, LPPool1d, LPPool2d, MaxPool1d, MaxPool2d)
+                    ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
-from ._loss_more import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
+from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
                          MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
-from ._small_layers import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
+from ._activations_and_pools import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
                             Softshrink, Threshold, Unfold)
 from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
                        ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
@@ -28,7 +29,7 @@ from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
 from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                            TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from ._embedding_bag import EmbeddingBag
-from ._functional_more import LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d
+from ._functional_composites import LocalResponseNorm, LPPool1d, LPPool2d, LPPool3d
 from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad3d,
                           ConstantPad3d, Conv3d, InstanceNorm3d, MaxPool3d, ReflectionPad3d,
                           ReplicationPad3d, ZeroPad3d)
@@ -43,7 +44,9 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "NLLLoss", "CrossEntropyLoss", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "Embedding", "CosineSimilarity",
            "PairwiseDistance", "KLDivLoss", "MultiMarginLoss", "Conv2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "LPPool1d", "LPPool2d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d", "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
+           "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d", "AdaptiveAvgPool1d", "LPPool1d",
+           "LPPool2d", "ParameterList", "ParameterDict", "LayerNorm", "BatchNorm1d", "BatchNorm2d",
+           "GroupNorm", "InstanceNorm1d", "InstanceNorm2d", "RNN", "LSTM", "GRU", "RNNCell",
            "LSTMCell", "GRUCell", "ConvTranspose1d", "ConvTranspose2d", "RMSNorm",
            "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer", "Upsample",

@@ -13,7 +13,7 @@ from ._layers import _uniform_
 from ._module import Module, Parameter
 
 __all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d",
-           "AdaptiveAvgPool1d", "ConvTranspose1d", "ConvTranspose2d", "LPPool1d", "LPPool2d"]
+           "AdaptiveAvgPool1d", "ConvTranspose1d", "ConvTranspose2d"]
 
 
 class Conv2d(Module):
@@ -234,34 +234,6 @@ class AdaptiveAvgPool1d(AdaptiveAvgPool2d):
 
     def forward(self, input):
         return F.adaptive_avg_pool1d(input, self.output_size)
-
-
-class _LPPoolNd(Module):
-    """Power-average pooling: ``(sum of x^p over each window)^(1/p)``; the arguments are kept
-    as given, as torch's."""
-
-    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
-        super().__init__()
-        self.norm_type = norm_type
-        self.kernel_size = kernel_size
-        self.stride = stride
-        self.ceil_mode = ceil_mode
-
-    def extra_repr(self) -> str:
-        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
-                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
-
-
-class LPPool1d(_LPPoolNd):
-    def forward(self, input):
-        return F.lp_pool1d(input, float(self.norm_type), self.kernel_size, self.stride,
-                           self.ceil_mode)
-
-
-class LPPool2d(_LPPoolNd):
-    def forward(self, input):
-        return F.lp_pool2d(input, float(self.norm_type), self.kernel_size, self.stride,
-                           self.ceil_mode)
 
 
 # ---- transposed convolution ---------------------------------------------------------------------

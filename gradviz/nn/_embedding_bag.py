@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as _ops
-from ..ops import _embedding_bag
 from ..autograd.grad_mode import no_grad
+from ..ops import _embedding_bag
 from ._module import Module, Parameter
 
 __all__ = ["embedding_bag", "EmbeddingBag"]

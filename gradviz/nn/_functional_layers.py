@@ -12,8 +12,8 @@ import numbers
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from .. import ops as _ops
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from ..ops import _conv_transpose, _parametric, _resample
 from ._warn import warn as _warn
 

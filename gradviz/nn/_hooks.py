@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import warnings
 
+from .._tensor import Tensor
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
-from .._tensor import Tensor
 
 __all__ = ["BackwardHookFunction", "BackwardHook", "ModuleHook"]
 
@@ -173,4 +173,4 @@ class BackwardHook:
 def warn_if_not_tensor_output(result):
     if not isinstance(result, (Tensor, tuple)):
         warnings.warn("For backward hooks to be called, module output should be a Tensor or a "
-                      f"tuple of Tensors but received {type(result)}")
+                      f"tuple of Tensors but received {type(result)}", stacklevel=1)

@@ -15,9 +15,9 @@ from gradviz_ext import engine as _engine
 from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .. import dtypes as _dtypes
-from . import _hooks
 from .._tensor import Tensor, _format, _to_array, check_device, device
 from ..autograd import no_grad
+from . import _hooks
 
 _push_scope = _engine.push_scope
 _set_current_scope = _engine.set_current_scope

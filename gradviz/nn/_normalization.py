@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-
 from .. import ops as _ops
 from ..autograd import no_grad
 from . import functional as F

@@ -16,7 +16,6 @@ spatial dim, applied by one op (``UpsampleBicubic2DBackward0``, :mod:`gradviz.op
 
 from __future__ import annotations
 
-
 import numpy as np
 
 from .. import ops as _ops

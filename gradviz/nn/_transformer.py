@@ -16,11 +16,11 @@ import copy
 
 from .. import ops as _ops
 from . import functional as F
-from .init import constant_, xavier_normal_, xavier_uniform_
-from ._layers import Dropout, GELU, Linear, ModuleList, ReLU
+from ._layers import GELU, Dropout, Linear, ModuleList, ReLU
 from ._module import Module, Parameter
 from ._normalization import LayerNorm
 from ._warn import warn as _warn
+from .init import constant_, xavier_normal_, xavier_uniform_
 
 __all__ = ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
            "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]

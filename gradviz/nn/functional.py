@@ -828,10 +828,10 @@ def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
         raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
     geometry = _conv._Geometry(kernel_size, dilation,
                                padding, kernel_size if stride is None or stride == [] else stride)
-    for pad, k in zip(geometry.padding, geometry.kernel):
-        if pad > k // 2:
+    for side, k in zip(geometry.padding, geometry.kernel):
+        if side > k // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
-                               f"pad={pad}, kernel_size={k} and dilation="
+                               f"pad={side}, kernel_size={k} and dilation="
                                f"{geometry.dilation[0]}")
     return geometry
 
@@ -1036,48 +1036,17 @@ def adaptive_avg_pool1d(input, output_size):
     return _pool1d(adaptive_avg_pool2d, input, "adaptive_avg_pool1d", (1, _one(output_size)))
 
 
-def _lp_pool(max_pool, avg_pool, input, norm_type, kernel_size, stride, ceil_mode, window):
-    """torch's power-average pooling: ``(sum of x^p over the window)^(1/p)`` written as its
-    composite (an average pool of ``x.pow(p)`` times the window size; a negative window sum
-    clamped to zero through ``sign(out) * relu(abs(out))``); +-inf norms are max pools."""
-    if isinstance(norm_type, (int, float)) and abs(norm_type) == float("inf"):
-        if norm_type > 0:
-            return max_pool(input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-        return -max_pool(-input.abs(), kernel_size, stride, 0, 1, ceil_mode)
-    if stride is not None:
-        out = avg_pool(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
-    else:
-        out = avg_pool(input.pow(norm_type), kernel_size, padding=0, ceil_mode=ceil_mode)
-    return (_ops.sign(out) * relu(_ops.abs(out))).mul(window).pow(1.0 / norm_type)
-
-
-def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over windows of ``kernel_size`` along the last dim."""
-    return _lp_pool(max_pool1d, avg_pool1d, input, norm_type, kernel_size, stride, ceil_mode,
-                    kernel_size)
-
-
-def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """Power-average pooling over ``kernel_size`` windows of the last two dims."""
-    kw, kh = _conv._pair(kernel_size)
-    return _lp_pool(max_pool2d, avg_pool2d, input, norm_type, kernel_size, stride, ceil_mode,
-                    kw * kh)
-
-
-__all__ += ["lp_pool1d", "lp_pool2d"]
-
-
 # ---- up-sampling, parametric layers and attention (in their own modules) ----------------------
 
 from . import _functional_attention, _functional_layers  # noqa: E402
 from ._padding import pad  # noqa: E402
-from ._small_layers import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
+from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
                             hardshrink, softshrink, threshold)
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
 from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
 from ._sampling import affine_grid, grid_sample  # noqa: E402
 from ._embedding_bag import embedding_bag  # noqa: E402
-from ._loss_more import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
+from ._margin_and_likelihood_losses import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
                          hinge_embedding_loss, margin_ranking_loss, multilabel_soft_margin_loss,
                          poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
 from ._functional_attention import multi_head_attention_forward  # noqa: E402
@@ -1095,12 +1064,12 @@ __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "
             "multilabel_soft_margin_loss"]
 __all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
             "adaptive_max_pool2d"]
-from . import _functional_more  # noqa: E402
-from ._functional_more import (adaptive_max_pool1d_with_indices,  # noqa: E402
+from . import _functional_composites  # noqa: E402
+from ._functional_composites import (adaptive_max_pool1d_with_indices,  # noqa: E402
                                adaptive_max_pool2d_with_indices, celu_, elu_, hardtanh_,
                                leaky_relu_, local_response_norm, lp_pool1d, lp_pool2d, lp_pool3d,
                                max_pool1d_with_indices, max_pool2d_with_indices,
                                max_pool3d_with_indices, relu_, rrelu_, selu_, threshold_,
                                upsample_bilinear, upsample_nearest)
 
-__all__ += _functional_more.__all__
+__all__ += _functional_composites.__all__

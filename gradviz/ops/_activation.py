@@ -11,8 +11,21 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import _wrap_dim
-from ._pointwise import (ERF, _erf_float64, abs, exp, ge, gt, logical_and, logical_not, lt,
-                         neg, sigmoid, tanh, where_zero)
+from ._pointwise import (
+    ERF,
+    _erf_float64,
+    abs,
+    exp,
+    ge,
+    gt,
+    logical_and,
+    logical_not,
+    lt,
+    neg,
+    sigmoid,
+    tanh,
+    where_zero,
+)
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs, saves_output
 
@@ -483,8 +496,9 @@ def softmin(input, dim=None, dtype=None):
 # Note [In-place activations]
 # ``leaky_relu_``, ``elu_`` (and ``selu_``), ``celu_``, ``threshold_`` and ``rrelu_`` are their
 # own ops in PyTorch, recorded as ``<Name>Backward1``: the input is overwritten, so the backward
-# is computed from the result (``threshold_`` keeps a copy of the input instead). Same values and gradients as the out-of-place forms; the node
-# names, the saved values (``_saved_result``) and the derivative of the backward follow torch.
+# is computed from the result (``threshold_`` keeps a copy of the input instead). Same values
+# and gradients as the out-of-place forms; the node names, the saved values (``_saved_result``)
+# and the derivative of the backward follow torch.
 # ``relu_``, ``hardtanh_`` and the others that torch records as ``Backward0`` use the
 # out-of-place ops. The ``*_result`` functions are what ``gradviz.ops._inplace.inplace`` runs.
 

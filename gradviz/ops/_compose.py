@@ -12,11 +12,11 @@ import warnings
 
 import numpy as np
 
-from .._tensor import Tensor, install_methods
+from .._tensor import install_methods
 from ._indexing import repeat
 from ._pointwise import mul
-from ._registry import numpy_names
 from ._reduction import sum
+from ._registry import numpy_names
 from ._shape import cat, expand, permute, reshape, unsqueeze
 
 __all__ = ["hstack", "vstack", "column_stack", "meshgrid", "broadcast_to", "broadcast_tensors",
@@ -157,7 +157,7 @@ def einsum(equation, *operands):
     inputs, _, output = equation.partition("->")
     specs = inputs.split(",")
     if len(specs) != len(operands):
-        raise RuntimeError(f"einsum(): more operands were provided than specified in the equation"
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(operands) > len(specs) else
                            "einsum(): fewer operands were provided than specified in the equation")
     if not _:
@@ -177,8 +177,8 @@ def einsum(equation, *operands):
         operand, spec = _einsum_diagonals(operand, spec, len(aligned))
         for letter, size in zip(spec, operand.shape):
             if sizes.setdefault(letter, size) != size and size != 1 and sizes[letter] != 1:
-                raise RuntimeError(f"einsum(): operands do not broadcast with remapped shapes "
-                                   f"(original->remapped)")
+                raise RuntimeError("einsum(): operands do not broadcast with remapped shapes "
+                                   "(original->remapped)")
             if size != 1:  # a size-1 dim broadcasts, also against a size-0 one
                 sizes[letter] = size
         # put the operand's dims in `letters` order, with size-1 dims for the missing letters

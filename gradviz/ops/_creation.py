@@ -27,7 +27,7 @@ class Generator:
         self.device = device
         self.manual_seed(_DEFAULT_SEED)
 
-    def manual_seed(self, seed: int) -> "Generator":
+    def manual_seed(self, seed: int) -> Generator:
         self._seed = int(seed)
         self._rng = np.random.default_rng(self._seed)
         return self

@@ -3,8 +3,8 @@
 
 from __future__ import annotations
 
+from .._grad_mode import no_grad
 from .._tensor import _wrap_dim, install_methods
-from ..autograd.grad_mode import no_grad
 from ._reduction import norm, sum
 from ._shape import unsqueeze
 

@@ -27,6 +27,9 @@ records ``IndexPutBackward0``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -221,10 +224,14 @@ def inplace(self, fn, *others):
     ``others`` are the other tensor operands, only used to decide whether a graph is needed.
     """
     if _ext_ops._forward_ad is not None:  # a dual level is active: the tangent changes too
-        from ..autograd import _forward_ad_impl
-
-        return _forward_ad_impl.inplace(self, fn, others, _inplace)
+        return forward_ad_inplace(self, fn, others, _inplace)
     return _inplace(self, fn, *others)
+
+
+# Forward AD's in-place rule ``(self, fn, others, run)``. Forward AD lives in the autograd
+# layer, above this one, and installs its rule here when it loads; a dual level (the only way
+# the branch above runs) cannot be entered before it has.
+forward_ad_inplace: Callable[..., Any] | None = None
 
 
 def _inplace(self, fn, *others):
@@ -780,7 +787,7 @@ def _fill_diagonal_method(masked_fill_):
 
 
 def _build_methods():
-    from . import _activation, _indexing, _math, _pointwise, _reduction
+    from . import _indexing, _math, _pointwise, _reduction
 
     P = _pointwise
     methods = {}

@@ -16,8 +16,7 @@ from gradviz_ext import ops as _ext_ops
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
 from ._layout import product as _product
 from ._registry import Op, apply, promote
-from ._shape import (contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view,
-                     unsqueeze)
+from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm"]
 
@@ -144,8 +143,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                            f"{_TORCH_TYPE_WORDS[mat1.dtype.name]} and "
                            f"{_TORCH_TYPE_WORDS[mat2.dtype.name]}")
     if first.ndim != 2 or second.ndim != 2:
-        raise RuntimeError("mat1 must be a matrix, got %d-D tensor" % mat1.ndim if mat1.ndim != 2
-                           else "mat2 must be a matrix, got %d-D tensor" % mat2.ndim)
+        raise RuntimeError(f"mat1 must be a matrix, got {mat1.ndim}-D tensor" if mat1.ndim != 2
+                           else f"mat2 must be a matrix, got {mat2.ndim}-D tensor")
     if first.shape[1] != second.shape[0]:
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
@@ -163,9 +162,9 @@ def dot(input, other):
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(
-            "inconsistent tensor size, expected tensor [%d] and src [%d] to have the same number "
-            "of elements, but got %d and %d elements respectively"
-            % (input.shape[0], other.shape[0], input.shape[0], other.shape[0]))
+            f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src [{other.shape[0]}] "
+            f"to have the same number of elements, but got {input.shape[0]} and {other.shape[0]} "
+            "elements respectively")
     return apply(DOT, input, other)
 
 
@@ -184,7 +183,7 @@ def mm(input, mat2):
     """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
     _check_float_pair("mm", input, mat2)
     if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError(f"self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
+        raise RuntimeError("self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
     if input.shape[1] != mat2.shape[0]:
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
@@ -199,7 +198,7 @@ def bmm(input, mat2):
     Mirrors ``torch.bmm``."""
     _check_float_pair("bmm", input, mat2)
     if input.ndim != 3 or mat2.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError("batch1 must be a 3D tensor" if input.ndim != 3 else "batch2 must be a 3D tensor")
     if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{input.shape[0]}, "
@@ -559,5 +558,6 @@ def solve(A, B, *, left=True):
 
 __all__ += ["diagonal", "diag", "diag_embed", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
 
-install_methods({"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "tril": tril, "triu": triu, "trace": trace,
+install_methods({"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "tril": tril,
+                 "triu": triu, "trace": trace,
                  "outer": outer, "inverse": inverse, "det": det, "addmm": addmm})

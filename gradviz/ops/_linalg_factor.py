@@ -21,8 +21,16 @@ import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
 from ._linalg import diag_embed, diagonal, matmul, tril
-from ._linalg_more import (_broadcast_batches, _check_floating, _check_matrix, _check_square,
-                           _LinAlgError, _mT, _result_type, solve_triangular)
+from ._linalg_solvers import (
+    _broadcast_batches,
+    _check_floating,
+    _check_matrix,
+    _check_square,
+    _LinAlgError,
+    _mT,
+    _result_type,
+    solve_triangular,
+)
 from ._registry import Op, apply, saves_inputs
 from ._shape import cat, expand, narrow, squeeze_dim, unsqueeze
 

@@ -18,7 +18,7 @@ import numpy as np
 from .. import dtypes
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
 from ._linalg import _batch_element, _check_square, matmul, tril, triu
-from ._linalg_more import _result_type, solve_triangular
+from ._linalg_solvers import _result_type, solve_triangular
 from ._registry import Op, apply, saves_inputs
 from ._shape import cat, narrow, transpose
 

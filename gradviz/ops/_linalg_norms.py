@@ -10,7 +10,7 @@ import numpy as np
 
 from .._tensor import TYPE_WORDS, _wrap_dim
 from ._linalg_factor import svdvals
-from ._linalg_more import _check_floating, _check_matrix, inv_ex
+from ._linalg_solvers import _check_floating, _check_matrix, inv_ex
 from ._shape import narrow, squeeze_dim, unsqueeze
 
 __all__ = []

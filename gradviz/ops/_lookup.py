@@ -128,7 +128,8 @@ def _integer_op(name, ufunc):
         return apply(op, input, other)
 
     function.__name__ = name
-    function.__doc__ = f"The elementwise {'greatest common divisor' if name == 'gcd' else 'least common multiple'} of integer tensors."
+    meaning = "greatest common divisor" if name == "gcd" else "least common multiple"
+    function.__doc__ = f"The elementwise {meaning} of integer tensors."
     return function
 
 

@@ -10,11 +10,25 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, install_methods
-from ._pointwise import (_bitwise, _broadcasting, _check_operand, _clamp_backward, _clamp_dtype,
-                         _clamp_forward, _integer_division_check, _operands, abs, clamp_bound, div,
-                         neg, pow, rsqrt, CLAMP_MAX_TENSOR, CLAMP_MIN_TENSOR)
+from ._pointwise import (
+    CLAMP_MAX_TENSOR,
+    CLAMP_MIN_TENSOR,
+    _bitwise,
+    _broadcasting,
+    _check_operand,
+    _clamp_backward,
+    _clamp_dtype,
+    _clamp_forward,
+    _integer_division_check,
+    _operands,
+    abs,
+    clamp_bound,
+    div,
+    neg,
+    pow,
+    rsqrt,
+)
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
-
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -258,7 +272,7 @@ def _xlogy_forward(x, y):
 
 
 def _xlogy_backward(ctx, g):
-    from ._pointwise import log, ne, where_zero
+    from ._pointwise import ne
 
     x, y = ctx.input(0), ctx.input(1)
     grad_x = grad_y = None

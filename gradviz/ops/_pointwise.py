@@ -15,9 +15,8 @@ import scipy.special as _scipy_special
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device, install_methods
-from ._registry import (Op, apply, check_saveable, promote, promote_float, saves_inputs,
-                        saves_output)
+from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
+from ._registry import Op, apply, check_saveable, promote, promote_float, saves_inputs, saves_output
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
@@ -151,7 +150,7 @@ def _broadcasting(fn):
         try:
             return fn(a, b)
         except ValueError:
-            raise _broadcast_error(a, b) or _reraise()
+            raise _broadcast_error(a, b) or _reraise() from None  # torch's message replaces numpy's
 
     forward.__name__ = getattr(fn, "__name__", "forward")
     return forward
@@ -214,7 +213,7 @@ def _add_forward(a, b, alpha=1):
     try:
         return np.add(a, _scaled(a, b, alpha))
     except ValueError:
-        raise _broadcast_error(a, b) or _reraise()
+        raise _broadcast_error(a, b) or _reraise() from None  # torch's message replaces numpy's
 
 
 def _sub_forward(a, b, alpha=1):
@@ -225,7 +224,7 @@ def _sub_forward(a, b, alpha=1):
     try:
         return np.subtract(a, _scaled(a, b, alpha))
     except ValueError:
-        raise _broadcast_error(a, b) or _reraise()
+        raise _broadcast_error(a, b) or _reraise() from None  # torch's message replaces numpy's
 
 
 def _mul_saves(needs):
@@ -405,7 +404,7 @@ def _rounded_division_forward(a, b, mode):
     try:
         return _rounded_division(a, b, mode)
     except ValueError:
-        raise _broadcast_error(a, b) or _reraise()
+        raise _broadcast_error(a, b) or _reraise() from None  # torch's message replaces numpy's
 
 
 def _rounded_division(a, b, mode):

@@ -165,9 +165,9 @@ def vdot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have "
-                           "the same number of elements, but got %d and %d elements respectively"
-                           % (input.shape[0], other.shape[0], input.shape[0], other.shape[0]))
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
+                           f"[{other.shape[0]}] to have the same number of elements, but got "
+                           f"{input.shape[0]} and {other.shape[0]} elements respectively")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
                            f"{TYPE_WORDS[input.dtype.name]} and {TYPE_WORDS[other.dtype.name]}")

@@ -232,7 +232,7 @@ def _block_diag_forward(*arrays, shapes):
 def _block_diag_backward(ctx, g):
     grads, r, c = [], 0, 0
     for shape, needed in zip(ctx.shapes, ctx.needs_input_grad):
-        rows, columns = (1, shape[0]) if len(shape) == 1 else (1, 1) if not shape else shape
+        rows, columns = (1, shape[0]) if len(shape) == 1 else shape if shape else (1, 1)
         if needed:
             block = narrow(narrow(g, 0, r, rows), 1, c, columns)
             grads.append(reshape(block, shape))

@@ -10,8 +10,8 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
-from ._registry import Op, apply, numpy_names, promote, saves_inputs
-from ._shape import expand, reshape, squeeze_dim, unsqueeze
+from ._registry import Op, apply, numpy_names, saves_inputs
+from ._shape import expand, reshape, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
            "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
@@ -199,7 +199,6 @@ def _prod_backward(ctx, g):
 
 
 def _prod_of_others(x, dims):
-    from .._tensor import Tensor
     from ._pointwise import where_one
     from ._shape import permute
 
@@ -508,13 +507,16 @@ def _norm_forward(a, dims, keepdim, shape, count, p):
     if p < 0:
         with np.errstate(divide="ignore"):
             return np.power(np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p)
-    return _NORM_FORWARD(a, dims, keepdim, shape, count, p)
+    return _norm_forward_finite(a, dims, keepdim, shape, count, p)
 
 
-_NORM_FORWARD = (lambda a, dims, keepdim, shape, count, p: np.power(
-               np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p) if p not in (2, 1) else (
-               np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim)) if p == 2 else
-               np.sum(np.abs(a), axis=dims, keepdims=keepdim)))
+def _norm_forward_finite(a, dims, keepdim, shape, count, p):
+    """The p-norm of ``a`` over ``dims`` for a finite, non-negative ``p``."""
+    if p == 2:
+        return np.sqrt(np.sum(a * a, axis=dims, keepdims=keepdim))
+    if p == 1:
+        return np.sum(np.abs(a), axis=dims, keepdims=keepdim)
+    return np.power(np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p)
 _NORM = Op("norm", "LinalgVectorNormBackward0", forward=_norm_forward,
            backward=_norm_backward, saves=lambda needs: ((0,), True))
 

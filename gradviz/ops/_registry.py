@@ -33,7 +33,7 @@ from .. import dtypes as _dtypes
 
 __all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable"]
 
-TABLE: dict[str, "Op"] = {}
+TABLE: dict[str, Op] = {}
 
 OpNode = _ext_ops.OpNode
 apply_op = _ext_ops.apply_op

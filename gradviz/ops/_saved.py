@@ -424,7 +424,7 @@ SAVED_NAMES = {
         "target": _NOT_NLL_TARGET, "weight": _NOT_NLL_TARGET, "ignore_index": _NOT_NLL_TARGET,
         "total_weight": _NOT_NLL_TARGET,
     },
-    # linear algebra (gradviz/ops/_linalg_more.py, _linalg_factor.py)
+    # linear algebra (gradviz/ops/_linalg_solvers.py, _linalg_factor.py)
     "LinalgInvExBackward0": {"inverse": RESULT},
     "LinalgSolveExBackward0": {"A": _SELF, "result": RESULT, "left": Attr("left"),
                                "LU": _NO_LU, "pivots": _NO_LU},

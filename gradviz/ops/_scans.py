@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
+from .._tensor import TYPE_WORDS, _wrap, _wrap_dim, install_methods
 from ._indexing import RETURN_TYPES, _scatter_add_into_zeros, _ValuesIndices
 from ._reduction import _keep, _KeepCtx, _reduce_attrs, _select_backward, sum
 from ._registry import Op, apply, numpy_names, saves_inputs

@@ -13,7 +13,8 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, numpy_names, promote
 
-__all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute", "unsqueeze", "squeeze", "squeeze_dim",
+__all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
+           "unsqueeze", "squeeze", "squeeze_dim",
            "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
            "chunk", "unbind", "flip", "contiguous", "unsafe_view"]
 
@@ -349,8 +350,7 @@ def _index_op(input, key, kind):
 
 
 def _is_advanced(item):
-    return isinstance(item, (Tensor, np.ndarray, list)) or (
-        isinstance(item, (bool, np.bool_)))
+    return isinstance(item, (Tensor, np.ndarray, list, bool, np.bool_))
 
 
 def _as_index(item):
@@ -628,7 +628,7 @@ def narrow(input, dim, start, length):
     size = input._data.shape[dim]
     if start < 0:
         start += size
-    if not (0 <= start <= size and 0 <= length and start + length <= size):
+    if not (0 <= start <= size and length >= 0 and start + length <= size):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),)
     return _index_op(input, key, "slice")
@@ -856,7 +856,7 @@ def unsafe_chunk(input, chunks, dim=0):
     """``chunk`` through :func:`unsafe_split` (PyTorch's ``unsafe_chunk``)."""
     _check_splittable(input, "chunk")
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {int(chunks)}")
     size = input._data.shape[_wrap_dim(dim, input.ndim)]
     return unsafe_split(input, max(-(-size // chunks), 1), dim)
 
@@ -868,7 +868,7 @@ def chunk(input, chunks, dim=0):
     (``SplitWithSizesBackward0`` for an empty dim, as in PyTorch)."""
     _check_splittable(input, "chunk")
     if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: %d" % chunks)
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {int(chunks)}")
     size = input._data.shape[_wrap_dim(dim, input.ndim)]
     split_size = -(-size // chunks)
     if split_size == 0 and size == 0:  # PyTorch keeps the count: `chunks` empty pieces

@@ -19,9 +19,30 @@ import scipy.special as _scipy_special
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
-from ._pointwise import (_BITWISE_AND, _BITWISE_NOT, _BITWISE_OR, _bitwise, _broadcasting,
-                         _check_operand, div, eq, exp, ge, gt, le, log, logical_not, logical_or, lt,
-                         mul, pow, rsqrt, sub, where, where_zero)
+from ._pointwise import (
+    _BITWISE_AND,
+    _BITWISE_NOT,
+    _BITWISE_OR,
+    _bitwise,
+    _broadcasting,
+    _check_operand,
+    div,
+    eq,
+    exp,
+    ge,
+    gt,
+    le,
+    log,
+    logical_not,
+    logical_or,
+    lt,
+    mul,
+    pow,
+    rsqrt,
+    sub,
+    where,
+    where_zero,
+)
 from ._pointwise import _sign_forward as _pointwise_sign_forward
 from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
 

@@ -9,9 +9,19 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
-from ._reduction import _check_nonempty, _evenly_backward, _reduce_attrs, _select_backward
-from ._reduction import _mean_backward, _std_backward, _var_backward, _var_forward, _variance, mean
 from ._math import _not_differentiable
+from ._reduction import (
+    _check_nonempty,
+    _evenly_backward,
+    _mean_backward,
+    _reduce_attrs,
+    _select_backward,
+    _std_backward,
+    _var_backward,
+    _var_forward,
+    _variance,
+    mean,
+)
 from ._registry import Op, apply
 
 __all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile", "histogram", "histc"]
@@ -288,9 +298,11 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     _check_histogram_input(input, "histogramdd")
     data = input._data.reshape(-1)
     if weight is not None and weight.dtype is not input.dtype:
+        torch_names = {"float64": "double", "float32": "float"}
         raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and weight tensor "
-                           f"should have the same dtype, but got input({input.dtype.name.replace('float64', 'double').replace('float32', 'float')}), "
-                           f"and weight({weight.dtype.name.replace('float64', 'double').replace('float32', 'float')})")
+                           "should have the same dtype, but got "
+                           f"input({torch_names.get(input.dtype.name, input.dtype.name)}), "
+                           f"and weight({torch_names.get(weight.dtype.name, weight.dtype.name)})")
     if isinstance(bins, Tensor):
         edges = bins._data.astype(data.dtype)
     else:

@@ -3,7 +3,9 @@
 
 Each ``step()`` runs under ``no_grad`` and updates parameters with in-place ops (so their
 version counters advance, as in PyTorch), in the order of ``torch.optim``'s single-tensor
-(``foreach=False``) implementations.
+(``foreach=False``) implementations. The loop over groups and parameters is written once, in
+``Optimizer.step``; each optimizer writes only its per-parameter rule, ``_single_tensor_step``
+(Note [One optimizer loop]).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import defaultdict
 from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .._tensor import Tensor
-from ..autograd import no_grad
+from ..autograd import enable_grad, no_grad
 from ..nn._module import _zero_grad
 from ..ops import full, maximum, where, zeros_like
 
@@ -189,8 +191,30 @@ class Optimizer:
             for p in group["params"]:
                 _zero_grad(p, set_to_none)
 
+    # Note [One optimizer loop]
+    # torch.optim's optimizers share one structure: step() evaluates the closure, gathers each
+    # group's parameters that have a gradient (_init_group) and hands them to the rule, one
+    # tensor at a time (_single_tensor_<name>) or all at once (_multi_tensor_<name>, foreach).
+    # gradviz keeps the single-tensor form: this loop is written once, here, and each optimizer
+    # writes only its rule, _single_tensor_step(p, grad, group), which creates the parameter's
+    # state on first use as torch's _init_group does (SGD without momentum creates none).
+    @no_grad()
     def step(self, closure=None):
-        raise NotImplementedError
+        """One optimization step: ``closure`` (if given) re-evaluates the loss with grad
+        enabled; then every parameter with a gradient is updated in place by the optimizer's
+        rule (the negated gradient with ``maximize=True``). Returns the closure's loss."""
+        loss = self._closure_loss(closure)
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                grad = p.grad if not group["maximize"] else -p.grad
+                self._single_tensor_step(p, grad, group)
+        return loss
+
+    def _single_tensor_step(self, p, grad, group):
+        """Update ``p`` in place from ``grad`` with the hyperparameters of ``group``."""
+        raise NotImplementedError(f"{type(self).__name__} defines no update rule (_single_tensor_step)")
 
     def state_dict(self) -> dict:
         """``{"state": ..., "param_groups": ...}`` with parameters named by their index, as in
@@ -243,8 +267,6 @@ class Optimizer:
     def _closure_loss(self, closure):
         if closure is None:
             return None
-        from ..autograd import enable_grad
-
         with enable_grad():
             return closure()
 
@@ -259,6 +281,9 @@ class Optimizer:
                     lines.append(f"    {key}: {group[key]}")
         lines.append(")")
         return "\n".join(lines)
+
+
+Optimizer.step = _with_step_hooks(Optimizer.step)
 
 
 class SGD(Optimizer):
@@ -292,29 +317,21 @@ class SGD(Optimizer):
                                       maximize=maximize, foreach=foreach,
                                       differentiable=differentiable, fused=fused))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, momentum = group["lr"], group["momentum"]
-            dampening, weight_decay = group["dampening"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                if momentum != 0:
-                    state = self.state[p]
-                    buf = state.get("momentum_buffer")
-                    if buf is None:
-                        buf = grad.clone().detach()
-                        state["momentum_buffer"] = buf
-                    else:
-                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
-                    grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
-                p.add_(grad, alpha=-lr)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, momentum = group["lr"], group["momentum"]
+        dampening, weight_decay = group["dampening"], group["weight_decay"]
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        if momentum != 0:
+            state = self.state[p]
+            buf = state.get("momentum_buffer")
+            if buf is None:
+                buf = grad.clone().detach()
+                state["momentum_buffer"] = buf
+            else:
+                buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+            grad = grad.add(buf, alpha=momentum) if group["nesterov"] else buf
+        p.add_(grad, alpha=-lr)
 
 
 class Adam(Optimizer):
@@ -356,40 +373,32 @@ class Adam(Optimizer):
                                       differentiable=differentiable, fused=fused,
                                       decoupled_weight_decay=decoupled_weight_decay))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            amsgrad = group["amsgrad"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                    if amsgrad:
-                        state["max_exp_avg_sq"] = zeros_like(p)
-                state["step"].add_(1)
-                step = state["step"].item()
-                grad = _decayed(p, grad, group, lr)
-                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bias_correction2_sqrt = math.sqrt(bias_correction2)
-                if amsgrad:
-                    state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
-                    second = state["max_exp_avg_sq"]
-                else:
-                    second = exp_avg_sq
-                denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
-                # torch: p.addcdiv_(exp_avg, denom, value=-step_size)
-                p.add_(exp_avg / denom, alpha=-step_size)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        amsgrad = group["amsgrad"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+            if amsgrad:
+                state["max_exp_avg_sq"] = zeros_like(p)
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _decayed(p, grad, group, lr)
+        exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        step_size = lr / bias_correction1
+        bias_correction2_sqrt = math.sqrt(bias_correction2)
+        if amsgrad:
+            state["max_exp_avg_sq"].copy_(maximum(state["max_exp_avg_sq"], exp_avg_sq))
+            second = state["max_exp_avg_sq"]
+        else:
+            second = exp_avg_sq
+        denom = (second.sqrt() / bias_correction2_sqrt).add_(eps)
+        # torch: p.addcdiv_(exp_avg, denom, value=-step_size)
+        p.add_(exp_avg / denom, alpha=-step_size)
 
 
 class AdamW(Adam):
@@ -454,44 +463,36 @@ class RMSprop(Optimizer):
                                       capturable=capturable, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
-            momentum, weight_decay = group["momentum"], group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["square_avg"] = zeros_like(p)
-                    if momentum > 0:
-                        state["momentum_buffer"] = zeros_like(p)
-                    if group["centered"]:
-                        state["grad_avg"] = zeros_like(p)
-                state["step"].add_(1)
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                square_avg = state["square_avg"]
-                # torch: square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-                square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
-                if group["centered"]:
-                    grad_avg = state["grad_avg"]
-                    grad_avg.add_((grad - grad_avg) * (1 - alpha))  # torch: lerp_
-                    avg = (square_avg - grad_avg * grad_avg).sqrt_()
-                else:
-                    avg = square_avg.sqrt()
-                avg = avg.add_(eps)
-                if momentum > 0:
-                    buf = state["momentum_buffer"]
-                    buf.mul_(momentum).add_(grad / avg)
-                    p.add_(buf, alpha=-lr)
-                else:
-                    p.add_(grad / avg, alpha=-lr)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, alpha, eps = group["lr"], group["alpha"], group["eps"]
+        momentum, weight_decay = group["momentum"], group["weight_decay"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["square_avg"] = zeros_like(p)
+            if momentum > 0:
+                state["momentum_buffer"] = zeros_like(p)
+            if group["centered"]:
+                state["grad_avg"] = zeros_like(p)
+        state["step"].add_(1)
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        square_avg = state["square_avg"]
+        # torch: square_avg.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
+        square_avg.mul_(alpha).add_(grad * grad, alpha=1 - alpha)
+        if group["centered"]:
+            grad_avg = state["grad_avg"]
+            grad_avg.add_((grad - grad_avg) * (1 - alpha))  # torch: lerp_
+            avg = (square_avg - grad_avg * grad_avg).sqrt_()
+        else:
+            avg = square_avg.sqrt()
+        avg = avg.add_(eps)
+        if momentum > 0:
+            buf = state["momentum_buffer"]
+            buf.mul_(momentum).add_(grad / avg)
+            p.add_(buf, alpha=-lr)
+        else:
+            p.add_(grad / avg, alpha=-lr)
 
 
 class Adagrad(Optimizer):
@@ -533,26 +534,18 @@ class Adagrad(Optimizer):
                 self.state[p]["sum"] = full(p.shape, group["initial_accumulator_value"],
                                             dtype=p.dtype)
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
-            weight_decay = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                state["step"].add_(1)
-                step = state["step"].item()
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                clr = lr / (1 + (step - 1) * lr_decay)
-                state["sum"].add_(grad * grad)  # torch: addcmul_(grad, grad, value=1)
-                std = state["sum"].sqrt().add_(eps)
-                p.add_(grad / std, alpha=-clr)  # torch: addcdiv_(grad, std, value=-clr)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+        weight_decay = group["weight_decay"]
+        state = self.state[p]
+        state["step"].add_(1)
+        step = state["step"].item()
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        clr = lr / (1 + (step - 1) * lr_decay)
+        state["sum"].add_(grad * grad)  # torch: addcmul_(grad, grad, value=1)
+        std = state["sum"].sqrt().add_(eps)
+        p.add_(grad / std, alpha=-clr)  # torch: addcdiv_(grad, std, value=-clr)
 
 
 def _step_counter():
@@ -585,15 +578,15 @@ def _update_moments(state, grad, beta1, beta2):
 
 def _check_betas(lr, eps, betas, weight_decay):
     """The argument checks torch's Adam-family constructors share, with torch's messages."""
-    if not 0.0 <= lr:
+    if not lr >= 0.0:
         raise ValueError(f"Invalid learning rate: {lr}")
-    if not 0.0 <= eps:
+    if not eps >= 0.0:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= betas[0] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= betas[1] < 1.0:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if not 0.0 <= weight_decay:
+    if not weight_decay >= 0.0:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 
@@ -620,31 +613,23 @@ class Adamax(Optimizer):
                                       foreach=foreach, maximize=maximize,
                                       differentiable=differentiable, capturable=capturable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            weight_decay = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_inf"] = zeros_like(p)
-                state["step"].add_(1)
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
-                exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
-                # torch: torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
-                exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
-                clr = lr / (1 - beta1 ** state["step"].item())
-                p.add_(exp_avg / exp_inf, alpha=-clr)  # torch: addcdiv_(exp_avg, exp_inf)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        weight_decay = group["weight_decay"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_inf"] = zeros_like(p)
+        state["step"].add_(1)
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        exp_avg, exp_inf = state["exp_avg"], state["exp_inf"]
+        exp_avg.add_((grad - exp_avg) * (1 - beta1))  # torch: lerp_
+        # torch: torch.maximum(exp_inf.mul_(beta2), grad.abs().add_(eps), out=exp_inf)
+        exp_inf.copy_(maximum(exp_inf.mul_(beta2), grad.abs().add_(eps)))
+        clr = lr / (1 - beta1 ** state["step"].item())
+        p.add_(exp_avg / exp_inf, alpha=-clr)  # torch: addcdiv_(exp_avg, exp_inf)
 
 
 class NAdam(Optimizer):
@@ -668,7 +653,7 @@ class NAdam(Optimizer):
                  decoupled_weight_decay: bool = False, *, foreach=None, maximize: bool = False,
                  capturable: bool = False, differentiable: bool = False):
         _check_betas(lr, eps, betas, weight_decay)
-        if not 0.0 <= momentum_decay:
+        if not momentum_decay >= 0.0:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         super().__init__(params, dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                                       momentum_decay=momentum_decay,
@@ -676,36 +661,28 @@ class NAdam(Optimizer):
                                       maximize=maximize, foreach=foreach,
                                       capturable=capturable, differentiable=differentiable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            momentum_decay = group["momentum_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["mu_product"] = full((), 1.0)  # float32, as in torch
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                state["step"].add_(1)
-                step = state["step"].item()
-                bias_correction2 = 1 - beta2 ** step
-                grad = _decayed(p, grad, group, lr)
-                mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
-                mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
-                mu_product = state["mu_product"].mul_(mu).item()
-                mu_product_next = mu_product * mu_next
-                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
-                denom = (exp_avg_sq / bias_correction2).sqrt().add_(eps)
-                # torch: two addcdiv_ calls, the gradient's share and the momentum's
-                p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
-                p.add_(exp_avg / denom, alpha=-lr * mu_next / (1.0 - mu_product_next))
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        momentum_decay = group["momentum_decay"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["mu_product"] = full((), 1.0)  # float32, as in torch
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+        state["step"].add_(1)
+        step = state["step"].item()
+        bias_correction2 = 1 - beta2 ** step
+        grad = _decayed(p, grad, group, lr)
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product = state["mu_product"].mul_(mu).item()
+        mu_product_next = mu_product * mu_next
+        exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
+        denom = (exp_avg_sq / bias_correction2).sqrt().add_(eps)
+        # torch: two addcdiv_ calls, the gradient's share and the momentum's
+        p.add_(grad / denom, alpha=-lr * (1.0 - mu) / (1.0 - mu_product))
+        p.add_(exp_avg / denom, alpha=-lr * mu_next / (1.0 - mu_product_next))
 
 
 class RAdam(Optimizer):
@@ -734,37 +711,29 @@ class RAdam(Optimizer):
                                       decoupled_weight_decay=decoupled_weight_decay,
                                       differentiable=differentiable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["exp_avg"] = zeros_like(p)
-                    state["exp_avg_sq"] = zeros_like(p)
-                state["step"].add_(1)
-                step = state["step"].item()
-                grad = _decayed(p, grad, group, lr)
-                exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                bias_corrected_exp_avg = exp_avg / bias_correction1
-                rho_inf = 2 / (1 - beta2) - 1
-                rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
-                if rho_t > 5.0:
-                    rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
-                            / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
-                    adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
-                    p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
-                else:
-                    p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, (beta1, beta2), eps = group["lr"], group["betas"], group["eps"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["exp_avg"] = zeros_like(p)
+            state["exp_avg_sq"] = zeros_like(p)
+        state["step"].add_(1)
+        step = state["step"].item()
+        grad = _decayed(p, grad, group, lr)
+        exp_avg, exp_avg_sq = _update_moments(state, grad, beta1, beta2)
+        bias_correction1 = 1 - beta1 ** step
+        bias_correction2 = 1 - beta2 ** step
+        bias_corrected_exp_avg = exp_avg / bias_correction1
+        rho_inf = 2 / (1 - beta2) - 1
+        rho_t = rho_inf - 2 * step * (beta2 ** step) / bias_correction2
+        if rho_t > 5.0:
+            rect = ((rho_t - 4) * (rho_t - 2) * rho_inf
+                    / ((rho_inf - 4) * (rho_inf - 2) * rho_t)) ** 0.5
+            adaptive_lr = (bias_correction2 ** 0.5) / exp_avg_sq.sqrt().add_(eps)
+            p.add_(bias_corrected_exp_avg * lr * adaptive_lr * rect, alpha=-1.0)
+        else:
+            p.add_(bias_corrected_exp_avg * lr, alpha=-1.0)
 
 
 class Adadelta(Optimizer):
@@ -786,43 +755,35 @@ class Adadelta(Optimizer):
     def __init__(self, params, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0, foreach=None, *, capturable: bool = False,
                  maximize: bool = False, differentiable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if not 0.0 <= eps:
+        if not eps >= 0.0:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                                       maximize=maximize, capturable=capturable,
                                       foreach=foreach, differentiable=differentiable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, rho, eps = group["lr"], group["rho"], group["eps"]
-            weight_decay = group["weight_decay"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if not state:
-                    state["step"] = _step_counter()
-                    state["square_avg"] = zeros_like(p)
-                    state["acc_delta"] = zeros_like(p)
-                state["step"].add_(1)
-                if weight_decay != 0:
-                    grad = grad.add(p, alpha=weight_decay)
-                square_avg, acc_delta = state["square_avg"], state["acc_delta"]
-                square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
-                std = square_avg.add(eps).sqrt_()
-                delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
-                acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
-                p.add_(delta, alpha=-lr)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, rho, eps = group["lr"], group["rho"], group["eps"]
+        weight_decay = group["weight_decay"]
+        state = self.state[p]
+        if not state:
+            state["step"] = _step_counter()
+            state["square_avg"] = zeros_like(p)
+            state["acc_delta"] = zeros_like(p)
+        state["step"].add_(1)
+        if weight_decay != 0:
+            grad = grad.add(p, alpha=weight_decay)
+        square_avg, acc_delta = state["square_avg"], state["acc_delta"]
+        square_avg.mul_(rho).add_(grad * grad, alpha=1 - rho)
+        std = square_avg.add(eps).sqrt_()
+        delta = acc_delta.add(eps).sqrt_().div_(std).mul_(grad)
+        acc_delta.mul_(rho).add_(delta * delta, alpha=1 - rho)
+        p.add_(delta, alpha=-lr)
 
 
 class Rprop(Optimizer):
@@ -833,7 +794,7 @@ class Rprop(Optimizer):
     def __init__(self, params, lr: float = 1e-2, etas=(0.5, 1.2), step_sizes=(1e-6, 50), *,
                  capturable: bool = False, foreach=None, maximize: bool = False,
                  differentiable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 < etas[0] < 1.0 < etas[1]:
             raise ValueError(f"Invalid eta values: {etas[0]}, {etas[1]}")
@@ -841,30 +802,22 @@ class Rprop(Optimizer):
                                       maximize=maximize, differentiable=differentiable,
                                       capturable=capturable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            etaminus, etaplus = group["etas"]
-            step_size_min, step_size_max = group["step_sizes"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if len(state) == 0:
-                    state["step"] = _step_counter()
-                    state["prev"] = zeros_like(p)
-                    state["step_size"] = full(tuple(grad.shape), group["lr"], dtype=grad.dtype)
-                state["step"].add_(1)
-                prev, step_size = state["prev"], state["step_size"]
-                sign = grad.mul(prev).sign()
-                factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(grad.dtype)
-                step_size.mul_(factor).clamp_(step_size_min, step_size_max)
-                grad = where(factor == etaminus, 0.0, grad).to(grad.dtype)
-                p.addcmul_(grad.sign(), step_size, value=-1)
-                prev.copy_(grad)
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        etaminus, etaplus = group["etas"]
+        step_size_min, step_size_max = group["step_sizes"]
+        state = self.state[p]
+        if len(state) == 0:
+            state["step"] = _step_counter()
+            state["prev"] = zeros_like(p)
+            state["step_size"] = full(tuple(grad.shape), group["lr"], dtype=grad.dtype)
+        state["step"].add_(1)
+        prev, step_size = state["prev"], state["step_size"]
+        sign = grad.mul(prev).sign()
+        factor = where(sign > 0, etaplus, where(sign < 0, etaminus, 1.0)).to(grad.dtype)
+        step_size.mul_(factor).clamp_(step_size_min, step_size_max)
+        grad = where(factor == etaminus, 0.0, grad).to(grad.dtype)
+        p.addcmul_(grad.sign(), step_size, value=-1)
+        prev.copy_(grad)
 
 
 class ASGD(Optimizer):
@@ -874,42 +827,34 @@ class ASGD(Optimizer):
     def __init__(self, params, lr: float = 1e-2, lambd: float = 1e-4, alpha: float = 0.75,
                  t0: float = 1e6, weight_decay: float = 0, foreach=None, maximize: bool = False,
                  differentiable: bool = False, capturable: bool = False):
-        if not 0.0 <= lr:
+        if not lr >= 0.0:
             raise ValueError(f"Invalid learning rate: {lr}")
-        if not 0.0 <= weight_decay:
+        if not weight_decay >= 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         super().__init__(params, dict(lr=lr, lambd=lambd, alpha=alpha, t0=t0,
                                       weight_decay=weight_decay, foreach=foreach,
                                       maximize=maximize, capturable=capturable,
                                       differentiable=differentiable))
 
-    @no_grad()
-    def step(self, closure=None):
-        loss = self._closure_loss(closure)
-        for group in self.param_groups:
-            lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                grad = p.grad if not group["maximize"] else -p.grad
-                state = self.state[p]
-                if len(state) == 0:  # torch keeps eta and mu as float32 0-d tensors
-                    state["step"] = _step_counter()
-                    state["eta"] = full((), lr)
-                    state["mu"] = full((), 1.0)
-                    state["ax"] = zeros_like(p)
-                state["step"].add_(1)
-                if group["weight_decay"] != 0:
-                    grad = grad.add(p, alpha=group["weight_decay"])
-                eta_value = state["eta"].item()
-                p.mul_(1 - lambd * eta_value)
-                p.add_(grad, alpha=-eta_value)
-                ax, mu = state["ax"], state["mu"]
-                if mu.item() != 1:
-                    ax.add_(p.sub(ax).mul_(mu))
-                else:
-                    ax.copy_(p)
-                step = state["step"].item()
-                state["eta"].copy_(full((), lr / ((1 + lambd * lr * step) ** alpha)))
-                mu.copy_(full((), 1 / max(1, step - t0)))
-        return loss
+    def _single_tensor_step(self, p, grad, group):
+        lr, lambd, alpha, t0 = group["lr"], group["lambd"], group["alpha"], group["t0"]
+        state = self.state[p]
+        if len(state) == 0:  # torch keeps eta and mu as float32 0-d tensors
+            state["step"] = _step_counter()
+            state["eta"] = full((), lr)
+            state["mu"] = full((), 1.0)
+            state["ax"] = zeros_like(p)
+        state["step"].add_(1)
+        if group["weight_decay"] != 0:
+            grad = grad.add(p, alpha=group["weight_decay"])
+        eta_value = state["eta"].item()
+        p.mul_(1 - lambd * eta_value)
+        p.add_(grad, alpha=-eta_value)
+        ax, mu = state["ax"], state["mu"]
+        if mu.item() != 1:
+            ax.add_(p.sub(ax).mul_(mu))
+        else:
+            ax.copy_(p)
+        step = state["step"].item()
+        state["eta"].copy_(full((), lr / ((1 + lambd * lr * step) ** alpha)))
+        mu.copy_(full((), 1 / max(1, step - t0)))

@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import torch
+import torch.autograd.forward_ad as tfw
 
 import gradviz
 import gradviz.autograd.forward_ad as gfw
-import torch.autograd.forward_ad as tfw
 
 RNG = np.random.default_rng(0)
 

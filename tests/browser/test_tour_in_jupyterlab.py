@@ -185,7 +185,6 @@ def test_layout_falls_back_to_the_page_without_workers(browser: Any, lab: LabSer
         check_no_problems(session)
 
 
-@pytest.mark.skipif(not REAL_TOUR.exists(), reason="notebooks/01_tour.ipynb does not exist yet")
 def test_01_tour(browser: Any, lab: LabServer) -> None:
     with notebook_session(browser, lab, REAL_TOUR.name, "01_tour") as session:
         run_all(session)

@@ -8,10 +8,10 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from torch_compare import assert_same_error
 
 import gradviz
 from gradviz_ext import engine as _engine
-from torch_compare import assert_same_error
 
 
 def leaf(m, values):

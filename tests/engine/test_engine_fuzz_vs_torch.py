@@ -146,7 +146,7 @@ def build(L, seed) -> Program:
             elif r < 0.8:
                 pool.append((name + "b", o2))
             else:
-                pool.append((name + "a", o1)); pool.append((name + "b", o2))
+                pool.extend([(name + "a", o1), (name + "b", o2)])
         elif kind == "dirty":
             if a.requires_grad and a.grad_fn is not None:
                 c = a * 1

@@ -26,11 +26,10 @@ import warnings
 
 import pytest
 import torch
+from test_engine_fuzz_vs_torch import build
 
 import gradviz
 from gradviz.debug import record_torch
-
-from test_engine_fuzz_vs_torch import build
 
 SEEDS = range(200)
 

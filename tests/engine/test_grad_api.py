@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch_compare import assert_same_error, assert_tensors_equal
 
 import gradviz
-from torch_compare import assert_same_error, assert_tensors_equal
 
 
 def leaf(m, values):

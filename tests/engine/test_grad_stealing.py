@@ -4,7 +4,7 @@ when nothing else can see it, and is copied whenever something can."""
 import weakref
 
 import numpy as np
-import pytest
+import torch
 
 import gradviz as gv
 import gradviz_ext
@@ -116,7 +116,6 @@ def test_a_view_is_copied():
 
 
 def test_training_steps_match_torch_with_stolen_gradients():
-    torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)
     w0 = rng.standard_normal((4, 3)).astype(np.float32)
     x0 = rng.standard_normal((5, 3)).astype(np.float32)

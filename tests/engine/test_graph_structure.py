@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from torch_compare import node_name
 
 import gradviz
-from torch_compare import node_name
 
 
 def structure(node, depth=0):

@@ -10,12 +10,11 @@ import sys
 import textwrap
 
 import numpy as np
-import pytest
 import torch
+from torch_compare import assert_tensors_equal, node_name
 
 import gradviz
 from gradviz.autograd._functional import make_graph_task
-from torch_compare import assert_tensors_equal, node_name
 
 
 def program(m, x, w):

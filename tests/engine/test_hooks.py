@@ -4,11 +4,10 @@ value replaces, and the order they run in, all compared with torch."""
 from __future__ import annotations
 
 import numpy as np
-import pytest
 import torch
+from torch_compare import as_numpy, assert_same_error, assert_tensors_equal, node_name
 
 import gradviz
-from torch_compare import as_numpy, assert_same_error, assert_tensors_equal, node_name
 
 
 def leaf(m, values):
@@ -203,7 +202,7 @@ def test_prehooks_on_every_node_see_the_same_gradients_as_torch():
                 continue
             seen.add(node)
 
-            def hook(go, name=node_name(node), tag=len(seen)):
+            def hook(go, name=node_name(node), tag=len(seen)):  # noqa: B008 - bound per node, on purpose
                 log.append((f"{name}#{tag}", snap(go)))
             node.register_prehook(hook)
             stack.extend(n for n, _ in node.next_functions if n is not None)

@@ -9,10 +9,10 @@ import warnings
 
 import pytest
 import torch
+from test_hooks import assert_logs_equal, leaf, snap
+from torch_compare import assert_same_error, assert_tensors_equal, node_name
 
 import gradviz
-from torch_compare import assert_same_error, assert_tensors_equal, node_name
-from test_hooks import assert_logs_equal, leaf, snap
 
 NON_LEAF_WARNING = "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed"
 

@@ -10,9 +10,9 @@ import warnings
 
 import pytest
 import torch
+from torch_compare import assert_same_error, assert_tensors_equal
 
 import gradviz
-from torch_compare import assert_same_error, assert_tensors_equal
 
 
 def leaf(m, values):

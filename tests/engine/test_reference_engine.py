@@ -15,11 +15,11 @@ import warnings
 
 import numpy as np
 import pytest
+from test_engine_fuzz_vs_torch import build
 
 import gradviz
 from gradviz.autograd import reference_engine
 from gradviz.instrument import Recorder
-from test_engine_fuzz_vs_torch import build
 
 SEEDS = range(200)
 MODES = ("twice", "create_graph", "roots")

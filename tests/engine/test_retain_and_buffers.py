@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-
-import gradviz
 from conftest import run_both
 from torch_compare import assert_same_error, assert_tensors_equal, raised
+
+import gradviz
 
 SECOND_TIME = "Trying to backward through the graph a second time"
 RNG = np.random.default_rng(11)

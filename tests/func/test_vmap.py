@@ -3,10 +3,10 @@
 import numpy as np
 import pytest
 import torch
+from torch.func import vmap as tvmap
 
 import gradviz
 from gradviz.func import vmap as gvmap
-from torch.func import vmap as tvmap
 
 RNG = np.random.default_rng(1)
 

@@ -14,8 +14,7 @@ import pytest
 
 import gradviz
 from gradviz.errors import TraceFormatError
-from gradviz.instrument import (MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, SCHEMA_VERSION, Trace,
-                                load_trace, record)
+from gradviz.instrument import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, SCHEMA_VERSION, Trace, load_trace, record
 
 # The bounds asked of refusing a hostile file, and the margins these tests allow: time is
 # measured on a shared machine, so it only catches a cost grown by an order of magnitude.

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, compare_layer, same_error
 
 import gradviz
-from layer_compare import close, compare_layer, same_error
 
 CASES_2D = [
     dict(),

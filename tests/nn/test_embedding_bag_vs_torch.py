@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, same_error
 
 import gradviz
-from layer_compare import close, same_error
 
 WEIGHT = np.random.default_rng(0).standard_normal((10, 4))
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from layer_compare import close
 
 import gradviz
-from layer_compare import close
 
 
 def rand(*shape, seed=0, low=None, high=None):

@@ -9,9 +9,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, compare_layer, same_error
 
 import gradviz
-from layer_compare import close, compare_layer, same_error
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

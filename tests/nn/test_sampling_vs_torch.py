@@ -10,9 +10,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, same_error
 
 import gradviz
-from layer_compare import close, same_error
 
 
 def rand(*shape, seed=0, low=None, high=None):

@@ -11,9 +11,9 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, compare_layer, same_error
 
 import gradviz
-from layer_compare import close, compare_layer, same_error
 
 E, HEADS = 8, 2
 

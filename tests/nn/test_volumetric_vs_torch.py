@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from layer_compare import close, compare_layer, same_error
 
 import gradviz
-from layer_compare import close, compare_layer, same_error
 
 
 def rand(*shape, seed=0):

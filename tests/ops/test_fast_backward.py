@@ -9,6 +9,7 @@ fast rule, so a new fast rule cannot go untested.
 """
 
 import contextlib
+import zlib
 
 import numpy as np
 import pytest
@@ -132,7 +133,9 @@ def _gradients(program, arrays, create_graph):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", sorted(PROGRAMS))
 def test_fast_rule_matches_differentiable_rule(name, dtype):
-    rng = np.random.default_rng(abs(hash(name)) % 2**32)
+    # zlib.crc32, not hash(): str hashes are salted per process, so hash(name) drew other
+    # inputs on every run and a failure could not be reproduced.
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     makers, program = PROGRAMS[name]
     arrays = [make(shape, rng, dtype) for shape, make in makers]
     _, fast = _gradients(program, arrays, create_graph=False)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import assert_close, run_both
 
 import gradviz
-from conftest import assert_close, run_both
 
 rng = np.random.default_rng(7)
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import run_both
 
 import gradviz
-from conftest import run_both
 
 rng = np.random.default_rng(99)
 

@@ -156,7 +156,7 @@ def test_a_linear_layer_matches_torch_in_either_order(dtype, layout, monkeypatch
     decision forced, so both code paths are exercised whatever this machine's BLAS prefers."""
     used = {"written": 0, "swapped": 0}
     for name in used:
-        def counted(a, b, bias, original=getattr(_layout, f"_{name}"), name=name):
+        def counted(a, b, bias, original=getattr(_layout, f"_{name}"), name=name):  # noqa: B008 - bound per name
             used[name] += 1
             return original(a, b, bias)
         monkeypatch.setattr(_layout, f"_{name}", counted)

@@ -13,9 +13,9 @@ import doctest
 import numpy as np
 import pytest
 import torch
+from conftest import assert_close, run_both
 
 import gradviz
-from conftest import assert_close, run_both
 from gradviz.ops import _shape
 
 rng = np.random.default_rng(2024)
@@ -267,7 +267,7 @@ def test_pieces_share_storage_and_version_counter(case):
             pieces[-1].add_(1)  # allowed without grad mode, writes through to the base
         assert base._version == 2 and all(p._version == 2 for p in pieces)
     plain = [program(m, m.tensor(np.arange(12.0).reshape(4, 3))) for m in (gradviz, torch)]
-    for m, pieces in zip((gradviz, torch), plain):
+    for pieces in plain:
         pieces[0].mul_(10)  # nothing requires grad: an ordinary write through a view
         assert pieces[0]._base._version == 1
     np.testing.assert_array_equal(plain[0][0]._base.numpy(), plain[1][0]._base.numpy())
@@ -369,8 +369,9 @@ def test_split_docstring_example_runs():
 
 
 def test_forward_mode_ad_through_split_and_unbind():
-    import gradviz.autograd.forward_ad as gv_fwd
     import torch.autograd.forward_ad as th_fwd
+
+    import gradviz.autograd.forward_ad as gv_fwd
 
     data, tangent = normal(4, 3), normal(4, 3)
     results = []

@@ -58,12 +58,12 @@ def rates(m, name, kind, groups=2):
     opt = optimizer(m, kind, groups)
     sched = make(m.optim.lr_scheduler, opt)
     seen = [(sched.get_last_lr(), [g.get("momentum") for g in opt.param_groups],
-             [g["betas"] if "betas" in g else None for g in opt.param_groups])]
+             [g.get("betas") for g in opt.param_groups])]
     for _ in range(steps):
         opt.step()
         sched.step()
         seen.append((sched.get_last_lr(), [g.get("momentum") for g in opt.param_groups],
-                     [g["betas"] if "betas" in g else None for g in opt.param_groups]))
+                     [g.get("betas") for g in opt.param_groups]))
     return seen, opt, sched
 
 

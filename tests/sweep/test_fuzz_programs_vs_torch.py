@@ -494,7 +494,7 @@ def run_forward(L, data, dtype, steps):
     del _RETAINED[:]
     leaves = [L.tensor(d.tolist(), dtype=dt, requires_grad=True) for d in data]
     a, b, w = leaves
-    for kind, name, fn in steps:
+    for kind, _name, fn in steps:
         if kind == "b":
             a = fn(L, a, b)
         elif kind == "s":

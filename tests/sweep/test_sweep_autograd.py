@@ -10,8 +10,7 @@ import math
 
 import numpy as np
 import pytest
-
-from sweep_harness import check, make_mlp, registry, X_DATA
+from sweep_harness import X_DATA, check, make_mlp, registry
 
 program = registry()
 
@@ -40,11 +39,11 @@ def scalar_exp_log(torch, o):
 
 @program
 def micrograd_neuron_tanh(torch, o):
-    x1 = torch.tensor([2.0]).double(); x1.requires_grad = True
-    x2 = torch.tensor([0.0]).double(); x2.requires_grad = True
-    w1 = torch.tensor([-3.0]).double(); w1.requires_grad = True
-    w2 = torch.tensor([1.0]).double(); w2.requires_grad = True
-    b = torch.tensor([6.8813735870195432]).double(); b.requires_grad = True
+    x1 = torch.tensor([2.0]).double(); x1.requires_grad = True  # noqa: E702 - micrograd's lines, as the course writes them
+    x2 = torch.tensor([0.0]).double(); x2.requires_grad = True  # noqa: E702 - micrograd's lines, as the course writes them
+    w1 = torch.tensor([-3.0]).double(); w1.requires_grad = True  # noqa: E702 - micrograd's lines, as the course writes them
+    w2 = torch.tensor([1.0]).double(); w2.requires_grad = True  # noqa: E702 - micrograd's lines, as the course writes them
+    b = torch.tensor([6.8813735870195432]).double(); b.requires_grad = True  # noqa: E702 - micrograd's lines, as the course writes them
     n = x1 * w1 + x2 * w2 + b
     out = torch.tanh(n)
     o("out.data.item", out.data.item())

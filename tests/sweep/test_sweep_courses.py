@@ -14,7 +14,6 @@ import math
 
 import numpy as np
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()

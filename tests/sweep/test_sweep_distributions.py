@@ -17,7 +17,6 @@ import math
 
 import numpy as np
 import pytest
-
 from sweep_harness import check, registry
 
 program = registry()

@@ -15,7 +15,6 @@ and the errors of misuse.
 from __future__ import annotations
 
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from sweep_harness import check, make_mlp, node_name, registry, X_DATA, Y_CLS, Y_REG
+from sweep_harness import X_DATA, Y_CLS, Y_REG, check, make_mlp, node_name, registry
 
 program = registry()
 
@@ -381,8 +380,8 @@ def parameter_count_and_summary(torch, o):
 
 @program
 def training_loop_with_epochs_printing(torch, o):
-    import io
     import contextlib
+    import io
 
     model = make_mlp(torch, "Tanh")
     x = torch.tensor(X_DATA)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()

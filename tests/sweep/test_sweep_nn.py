@@ -11,7 +11,6 @@ from collections import OrderedDict
 
 import numpy as np
 import pytest
-
 from sweep_harness import B1, B2, W1, W2, X_DATA, Y_CLS, Y_REG, check, make_mlp, node_name, registry
 
 program = registry()

@@ -8,7 +8,6 @@ compares everything observed (see its docstring).
 from __future__ import annotations
 
 import pytest
-
 from sweep_harness import check, registry
 
 program = registry()

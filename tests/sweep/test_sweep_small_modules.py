@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 import pytest
-
 from sweep_harness import check, registry
 
 program = registry()
@@ -168,7 +167,7 @@ def segmentation_head_channel_dropout(torch, o):
     drop = head[0]
     dropped = drop(torch.ones(8, 16, 3, 3))
     per_channel = dropped.view(8, 16, 9)
-    o("whole channels", bool(((per_channel == per_channel[:, :, :1]).all())))
+    o("whole channels", bool((per_channel == per_channel[:, :, :1]).all()))
     o("values", sorted({float(v) for v in dropped.unique()} - {0.0}))
     head.eval()
     probs = head(x)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from sweep_harness import check, make_mlp, registry, X_DATA
+from sweep_harness import X_DATA, check, make_mlp, registry
 
 program = registry()
 
@@ -253,8 +252,8 @@ def printing_large_tensors(torch, o):
 
 @program
 def printing_print_function(torch, o):
-    import io
     import contextlib
+    import io
 
     buffer = io.StringIO()
     x = torch.tensor([1.0, 2.0], requires_grad=True)
@@ -275,7 +274,7 @@ def printing_print_function(torch, o):
 def format_specs(torch, o):
     loss = torch.tensor(0.123456)
     o("f .4f", f"{loss:.4f}")
-    o("format", "{:.2f}".format(torch.tensor(2.5)))
+    o("format", f"{torch.tensor(2.5):.2f}")
     o("f item", f"{loss.item():.3f}")
     o("f plain", f"{loss}")
     o("int fmt", f"{torch.tensor(5):d}")
@@ -708,7 +707,7 @@ def promotion_grad_dtypes(torch, o):
 def comparison_ops(torch, o):
     a = torch.tensor([1.0, 2.0, 3.0])
     b = torch.tensor([3.0, 2.0, 1.0])
-    o("ops", [a < b, a <= b, a > b, a >= b, a == b, a != b, a > 2, 2 < a, a == 2])
+    o("ops", [a < b, a <= b, a > b, a >= b, a == b, a != b, a > 2, a > 2, a == 2])
     o("torch fns", [torch.eq(a, b), torch.gt(a, 1.5), torch.lt(a, b)])
     o("equal", torch.equal(a, a.clone()))
     o("allclose", torch.allclose(a, a + 1e-9))
@@ -1279,8 +1278,8 @@ def printing_set_printoptions(torch, o):
 
 @program
 def printing_containers_and_parameters(torch, o):
-    import io
     import contextlib
+    import io
 
     model = make_mlp(torch)
     buffer = io.StringIO()
@@ -1306,7 +1305,7 @@ def printing_after_training_step(torch, o):
         w -= 0.1 * w.grad
     o("w", str(w))
     o("f-string", f"loss={loss.item():.4f} w={w.tolist()}")
-    o("format loss", "{:.3f}".format(loss))
+    o("format loss", f"{loss:.3f}")
     o("f vector", f"{w}")
 
 

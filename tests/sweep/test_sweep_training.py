@@ -18,7 +18,6 @@ import tempfile
 
 import numpy as np
 import pytest
-
 from sweep_harness import X_DATA, Y_CLS, Y_REG, check, make_mlp, registry
 
 program = registry()
@@ -1719,7 +1718,7 @@ def tr_lbfgs_closure_and_strong_wolfe(torch, o):
 
     o("lbfgs", [opt.step(closure).item() for _ in range(3)])
     o("lbfgs params", list(model.parameters()))
-    o("lbfgs state", sorted(k for k in opt.state[model[0].weight].keys()))
+    o("lbfgs state", sorted(k for k in opt.state[model[0].weight].keys()))  # noqa: SIM118 - the .keys() call is checked
     o("lbfgs evals", (opt.state[model[0].weight]["func_evals"], opt.state[model[0].weight]["n_iter"]))
     model2 = make_mlp(torch, "Tanh").double()
     opt2 = torch.optim.LBFGS(model2.parameters(), lr=1, max_iter=10, line_search_fn="strong_wolfe")

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()
@@ -1348,8 +1347,9 @@ def forward_ad_tutorial_custom_function_jvp(torch, o):
 
 @program
 def forward_ad_tutorial_functional_api(torch, o):
-    from torch.func import jvp  # noqa: F401 - torch's import
     import functools
+
+    from torch.func import jvp  # noqa: F401 - torch's import
 
     x = _grid(torch, 2, 3)
     t = _grid(torch, 2, 3, scale=0.5, shift=0.5)
@@ -1382,8 +1382,9 @@ def forward_ad_tutorial_functional_api(torch, o):
 
 @program(1e-5, atol=1e-6)
 def func_tutorial_jacobians_hessians(torch, o):
-    from torch.func import jacrev, jacfwd, vjp, vmap, hessian  # noqa: F401 - torch's imports
     from functools import partial
+
+    from torch.func import hessian, jacfwd, jacrev, vjp, vmap  # noqa: F401 - torch's imports
     F = torch.nn.functional
     func = torch.func
 
@@ -1448,7 +1449,7 @@ def func_tutorial_jacobians_hessians(torch, o):
 
 @program(1e-5, atol=1e-6)
 def func_tutorial_per_sample_grads(torch, o):
-    from torch.func import functional_call, vmap, grad  # noqa: F401 - torch's imports
+    from torch.func import functional_call, grad, vmap  # noqa: F401 - torch's imports
     F = torch.nn.functional
     func = torch.func
 

@@ -14,15 +14,13 @@ import subprocess
 import sys
 import textwrap
 
+import graphviz
 import pytest
 
 import gradviz
 from gradviz.autograd.graph import saved_tensors_hooks
 from gradviz.instrument import Trace, load_trace
 from gradviz.viz import _dot, render, to_dot
-
-graphviz = pytest.importorskip("graphviz")
-
 
 # ---- a small DOT reader: checks the quoting of every statement ---------------------------
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch as pytorch  # the real one: `torch` below is gradviz, as in a notebook
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gradviz_fake_session import FakeSession  # noqa: E402
@@ -195,8 +196,7 @@ def test_a_replayed_trace_cannot_check_gradients_and_says_why() -> None:
 
 
 def test_a_pytorch_trace_does_not_offer_the_check() -> None:
-    real = pytest.importorskip("torch")
-    w = real.tensor([1.5, 0.5], requires_grad=True)
+    w = pytorch.tensor([1.5, 0.5], requires_grad=True)
     trace = torch.debug.record_torch((w * w).sum())
     widget = DebuggerWidget(torch.debug.replay(trace))
     recorder = Recorder(widget)

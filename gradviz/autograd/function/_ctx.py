@@ -26,7 +26,7 @@ import warnings
 from typing import Any
 
 from gradviz_ext import engine as _engine
-from gradviz_ext import function as _ext_function
+from gradviz_ext._function import FunctionNode
 
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor
@@ -51,7 +51,9 @@ class FunctionCtx:
     """
 
     # save_for_backward is FunctionNode's (gradviz_ext/_function.py): it runs in every
-    # forward, so it is compiled.
+    # forward, so it is compiled. Its fields, read below, are declared for the type checker:
+    saved_tensors: Any
+    _to_save: Any
 
     def save_for_forward(self, *tensors):
         """Save tensors (or ``None``) for ``jvp`` (forward-mode AD), where ``ctx.saved_tensors``
@@ -124,7 +126,6 @@ class FunctionCtx:
         self._output_grad_dtypes = dtypes
 
 
-FunctionNode = _ext_function.FunctionNode
 
 
 class BackwardCFunction(FunctionCtx, FunctionNode):
@@ -135,6 +136,11 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
     ``gradviz_ext._function.FunctionNode`` (Note [Custom Function fast path]); the general
     checks and the rarer features are here.
     """
+
+    # FunctionNode's fields (declared for the type checker; set by Function.apply)
+    _output_dtypes: Any
+    _num_forward_inputs: int
+    _tensor_input_positions: Any
 
     _forward_cls: Any = None
     _in_jvp = False  # True while the Function's jvp runs (saved_tensors reads save_for_forward)

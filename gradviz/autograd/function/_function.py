@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -167,15 +168,13 @@ class Function(metaclass=FunctionMeta):
 
     # Run ``forward`` and record the node that will run ``backward``: the common case in C,
     # the rest in _general_apply (Note [Custom Function fast path] in gradviz_ext/_function.py)
-    apply = classmethod(_ext_function.apply)
+    apply: Any = classmethod(_ext_function.apply)
 
 
 def _general_apply(cls, args, kwargs):
     """``Function.apply`` for everything the C path does not take."""
     if _transform_state.stack:  # inside gradviz.func.vmap/grad/...: their rules apply
-        from ...func import _vmap
-
-        return _vmap.apply_function(cls, args, kwargs)
+        return _transform_state.apply_function(cls, args, kwargs)  # type: ignore[misc]  # installed by func
     return _apply(cls, args, kwargs)[1]
 
 
@@ -217,18 +216,17 @@ def _apply(cls, args, kwargs, prepare=None):
     # one pass over the arguments (this is the hot path of every custom Function call)
     grad_enabled = _engine.is_grad_enabled()
     positions = []
-    needs = []
+    need_list = []
     edges = []
     for index, arg in enumerate(args):
         if isinstance(arg, Tensor):
             positions.append(index)
             need = _requires_grad(arg)  # with grad mode off too, as in PyTorch
-            needs.append(need)
+            need_list.append(need)
             edges.append(_engine.gradient_edge(arg) if need and grad_enabled else (None, 0))
         else:
-            needs.append(False)
-    needs = tuple(needs)
-    ctx.needs_input_grad = needs
+            need_list.append(False)
+    ctx.needs_input_grad = needs = tuple(need_list)
     ctx._tensor_input_positions = tuple(positions)
     ctx._num_forward_inputs = len(args)
     is_executable = grad_enabled and True in needs
@@ -288,8 +286,8 @@ def _wrap_outputs(ctx, args, outputs, is_executable):
         ctx._forward_inputs = None
         ctx._forward_versions = None
     wrapped = []
-    metas = []
-    output_dtypes = []
+    metas: list = []
+    output_dtypes: list = []
     dirty_outputs = []  # output positions, kept for the debugger's node_created event
     for nr, out in enumerate(raw):
         if not isinstance(out, Tensor):
@@ -449,7 +447,7 @@ def _save_variables(ctx, wrapped, raw):
     ctx._to_save = None
     if to_save is None:
         return
-    saved = []
+    saved: list = []
     for tensor in to_save:
         if tensor is None:
             saved.append(None)

@@ -28,6 +28,7 @@ ctx's error.
 from __future__ import annotations
 
 import types
+from typing import Any
 
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor, _wrap
@@ -73,7 +74,7 @@ def _unflatten(flat, proto):
     def helper(items, proto):
         if not isinstance(proto, (list, tuple)):
             return items[0], items[1:]
-        result = []
+        result: list = []
         for element in proto:
             if element is None:
                 result.append(None)
@@ -144,6 +145,7 @@ class NestedIOFunction(Function):
     """
 
     _backward_base = _NestedIOBackward
+    saved_for_forward: Any  # set by save_for_forward (FunctionCtx's), then moved to the records
 
     @staticmethod
     def forward(ctx, *flat_inputs):
@@ -187,7 +189,8 @@ class NestedIOFunction(Function):
 
     def save_for_forward(self, *tensors):
         """Save tensors (or None) for ``jvp``: see ``Function.save_for_forward``."""
-        FunctionCtx.save_for_forward(self, *tensors)  # checks the arguments as the ctx does
+        # checks the arguments as the ctx does (it only reads them and sets saved_for_forward)
+        FunctionCtx.save_for_forward(self, *tensors)  # type: ignore[arg-type]
         del self.saved_for_forward
         self._record("save_for_forward", *tensors)
 
@@ -229,7 +232,7 @@ class NestedIOFunction(Function):
     @classmethod
     def apply(cls, *args):
         flat = tuple(_iter_tensors(args))
-        attributes = {}
+        attributes: dict = {}
         return _apply_nested(cls, args, flat, attributes)
 
     def __call__(self, *args):

@@ -14,7 +14,8 @@ from .._spectral_norm import remove_spectral_norm, spectral_norm
 from .._weight_norm import remove_weight_norm
 from . import parametrizations, parametrize, rnn
 
-__all__ = ["clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_", "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
+__all__ = ["clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_",
+           "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
            "rnn", "parametrize", "parametrizations", "weight_norm", "remove_weight_norm",
            "spectral_norm", "remove_spectral_norm"]
 

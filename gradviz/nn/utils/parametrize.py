@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from ..._tensor import Tensor
 from ...autograd import no_grad
 from .._layers import ModuleDict, ModuleList
-from .._module import Module, Parameter
+from .._module import Parameter
 
 __all__ = ["cached", "ParametrizationList", "register_parametrization", "is_parametrized",
            "remove_parametrizations", "type_before_parametrizations",

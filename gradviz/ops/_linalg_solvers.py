@@ -16,8 +16,19 @@ import math
 import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
-from ._linalg import (INVERSE, _batch_element, _check_square, _LinAlgError, _lu_diagonal,
-                      _singular_error, diagonal, matmul, mm, tril, triu)
+from ._linalg import (
+    INVERSE,
+    _batch_element,
+    _check_square,
+    _LinAlgError,
+    _lu_diagonal,
+    _singular_error,
+    diagonal,
+    matmul,
+    mm,
+    tril,
+    triu,
+)
 from ._registry import Op, apply
 from ._shape import expand, transpose, unsqueeze, view
 

@@ -1,4 +1,4 @@
-"""Conformance sweep, the custom ``autograd.Function`` contract, harder corners (round 2): each
+"""Conformance sweep, the custom ``autograd.Function`` contract, harder corners: each
 program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness`` compares
 everything observed (see its docstring).
 
@@ -13,7 +13,6 @@ the odd ways of calling ``apply`` (keywords, containers, grad modes, dtypes, zer
 from __future__ import annotations
 
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()
@@ -450,7 +449,9 @@ def fx_hessian_via_grad_of_grad_over_function(torch, o):
             return 3 * x ** 2 * g
 
     x = torch.tensor(2.0, dtype=torch.float64)
-    f = lambda t: Cube.apply(t)
+    def f(t):
+        return Cube.apply(t)
+
     o("grad", torch.func.grad(f)(x))
     o("grad grad", torch.func.grad(torch.func.grad(f))(x))
 

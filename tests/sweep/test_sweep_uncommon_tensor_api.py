@@ -10,7 +10,6 @@ compares everything observed (see its docstring).
 from __future__ import annotations
 
 import pytest
-
 from sweep_harness import check, node_name, registry
 
 program = registry()

@@ -1,4 +1,5 @@
-"""Conformance sweep, conformance fixes and more teaching programs (session 9).
+"""Conformance sweep, teaching programs (d2l, CS231n, fast.ai, nanoGPT, makemore, word2vec, ...)
+and the conformance fixes they led to.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring).
@@ -8,13 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from sweep_harness import check, make_mlp, node_name, registry, X_DATA, Y_CLS, Y_REG
+from sweep_harness import X_DATA, Y_CLS, Y_REG, check, make_mlp, node_name, registry
 
 program = registry()
 
 
-# ---- conformance fixes (session 9) ----
+# ---- conformance fixes ----
 
 @program
 def stack_records_one_stack_node(torch, o):
@@ -194,12 +194,12 @@ def grad_made_with_create_graph_is_a_copy(torch, o):
     o("autograd.grad", [g, node_name(g.grad_fn)])
 
 
-# ---- more teaching programs (session 9) ------------------------------------------------------
+# ---- teaching programs ------------------------------------------------------
 
 @program(rtol=1e-5, atol=1e-6)
 def d2l_linear_regression_from_scratch(torch, o):
-    import io
     import contextlib
+    import io
 
     true_w = torch.tensor([2, -3.4])
     true_b = 4.2
@@ -1017,7 +1017,7 @@ def d2l_rnn_from_scratch(torch, o):
         return torch.cat(outputs, dim=0), (H,)
 
     def grad_clipping(params, theta):
-        norm = torch.sqrt(sum(torch.sum((p.grad ** 2)) for p in params))
+        norm = torch.sqrt(sum(torch.sum(p.grad ** 2) for p in params))
         if norm > theta:
             for param in params:
                 param.grad[:] *= theta / norm
@@ -1107,7 +1107,7 @@ def keepdim_standardization_clamp_where_with_tensors(torch, o):
     o("clamp tensors", [c, x.grad])
     o("clamp only min tensor", X.clamp(min=lo))
     o("torch.where scalar", torch.where(X > 2, X, 0.0))
-    o("torch.where tensors", torch.where(X > mean, X - mean, mean - X))
+    o("torch.where tensors", torch.where(mean < X, X - mean, mean - X))
     o("where int/float", torch.where(torch.tensor([True, False]), torch.tensor([1, 2]), torch.tensor([0.5, 1.5])))
     o("where scalar both", torch.where(X[:, 0] > 2, 1.0, -1.0))
     y = torch.tensor([-1.0, 0.0, 2.0], requires_grad=True)
@@ -1148,9 +1148,9 @@ def formatting_and_printing_scalars(torch, o):
     o("fstring item", f"{loss.item():.4f}")
     o("fstring tensor", f"{loss:.3f}")
     o("format e", f"{torch.tensor(0.000123):.2e}")
-    o("format g", "{:g}".format(torch.tensor(2.5)))
-    o("percent", "%.2f" % torch.tensor(3.14159))
-    o("percent one-element", "%.2f" % torch.tensor([3.14159]))
+    o("format g", f"{torch.tensor(2.5):g}")
+    o("percent", "%.2f" % torch.tensor(3.14159))  # noqa: UP031 - %-formatting a tensor is the test
+    o("percent one-element", "%.2f" % torch.tensor([3.14159]))  # noqa: UP031
     o("str repr", [str(loss), repr(torch.tensor(2.5)), str(torch.tensor([1.5]))])
     o("round item", [round(loss.item(), 2), round(float(loss), 1), int(torch.tensor(3.9)), float(torch.tensor([2]))])
     o("int format", f"{torch.tensor(7):03d}")

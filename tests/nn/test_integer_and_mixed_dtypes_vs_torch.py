@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from layer_compare import close
 
 import gradviz
-from layer_compare import close
 
 F32, F64 = "float32", "float64"
 

@@ -1,5 +1,5 @@
-"""Seeded bugs for the gradient doctor, round 5: the corners of the Function contract that
-rounds 1-4 did not reach, each with its correct twin, on gradviz graphs and (for most) on real
+"""Seeded bugs for the gradient doctor, the corners of the Function contract that the other
+seeded files (test_doctor_seeded*.py) do not reach, each with its correct twin, on gradviz graphs and (for most) on real
 PyTorch graphs (``doctor(torch_loss)``).
 
 - several outputs: the bug in the second output's part only, grads returned in the order of
@@ -34,7 +34,7 @@ import pytest
 import torch as real_torch
 
 import gradviz
-from test_doctor_seeded_round3 import _Names, arrays, const, normal, uniform
+from test_doctor_seeded_both_libraries import _Names, arrays, const, normal, uniform
 
 LIBRARIES = ("gradviz", "torch")
 RUNS = [(0, "gradviz"), (1, "gradviz"), (0, "torch")]
@@ -655,7 +655,7 @@ LIB = {"gradviz": gradviz, "torch": real_torch}
 
 @dataclass
 class Case:
-    """One seeded bug (as round 3's ``Case``): ``program(ns, T, *tensors)`` builds the loss
+    """One seeded bug (as ``test_doctor_seeded_both_libraries.Case``): ``program(ns, T, *tensors)`` builds the loss
     with the family's Functions (``buggy`` maps the correct name to the buggy one), and
     ``reference(T, *tensors)`` the same loss with torch's built-ins; the doctor must report
     exactly ``expect`` (``(kind, input_index)`` of the errors), blaming only ``blamed`` (default:
@@ -963,13 +963,14 @@ def test_seeded_bug_is_diagnosed(case, seed, lib):
 # ---- a loss built only from gradients (a gradient penalty), on a torch graph ---------------
 
 def _torch_penalty(name, capture=True):
-    """Round 4's penalty-only loss with round 3's torch Silu Functions."""
-    import test_doctor_seeded_round3 as round3
+    """The penalty-only loss of test_doctor_seeded_hints with the torch Silu Functions of
+    test_doctor_seeded_both_libraries."""
+    import test_doctor_seeded_both_libraries as both_libraries
 
     T = real_torch
     x = T.tensor(np.random.default_rng(0).standard_normal(6), requires_grad=True)
     w = T.tensor(np.random.default_rng(1).standard_normal(6))
-    fn = getattr(round3.FAMILIES["torch"], name)
+    fn = getattr(both_libraries.FAMILIES["torch"], name)
     with gradviz.debug.capture() if capture else contextlib.nullcontext():
         task = (fn.apply(x) * w).sum()
         (gx,) = T.autograd.grad(task, x, create_graph=True)

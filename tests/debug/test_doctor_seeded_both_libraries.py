@@ -1,8 +1,8 @@
-"""Seeded bugs for the gradient doctor, round 3: each custom Function is written once, for
+"""Seeded bugs for the gradient doctor, in both libraries: each custom Function is written once, for
 both libraries (``family(T)`` with ``T`` gradviz or torch), so every case runs on gradviz
 graphs and on real PyTorch graphs (``doctor(torch_loss)``).
 
-New styles beyond ``test_doctor_seeded`` / ``_more`` / ``test_doctor_torch``: bugs on part of
+New styles beyond ``test_doctor_seeded`` / ``_arguments_and_views`` / ``test_doctor_torch``: bugs on part of
 the domain (negative inputs, large inputs, float32 overflow), several inputs of different
 shapes (a reduction over the wrong axis, a lost keepdim, a dim argument ignored), batched
 matmuls, integer-index Functions with duplicate indices (assignment where accumulation is

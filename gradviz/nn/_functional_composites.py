@@ -1,4 +1,5 @@
-"""More of ``torch.nn.functional``: the in-place activations (``relu_``, ``elu_``, ...), the
+"""The parts of ``torch.nn.functional`` that torch writes as composites of other ops: the
+in-place activations (``relu_``, ``elu_``, ...), the
 ``*_with_indices`` pools, the deprecated ``upsample_nearest``/``upsample_bilinear``, and
 ``local_response_norm`` and ``lp_pool1d/2d/3d`` with their modules (``LocalResponseNorm``,
 ``LPPool1d/2d/3d``). Each is written as torch's own Python is (the same composite of ops), so
@@ -11,9 +12,9 @@ import math
 
 from .. import ops as _ops
 from . import functional as F
+from ._activations_and_pools import adaptive_max_pool1d, adaptive_max_pool2d
 from ._functional_layers import interpolate
 from ._module import Module
-from ._small_layers import adaptive_max_pool1d, adaptive_max_pool2d
 from ._volumetric import avg_pool3d, max_pool3d
 from ._warn import warn as _warn
 

@@ -1,5 +1,5 @@
-"""Seeded bugs for the gradient doctor, round 4: the bugs of round 3 that had no fitting hint,
-and new Functions with the same kinds of bug, each with its correct twin, on gradviz graphs and
+"""Seeded bugs for the gradient doctor and its hints: the bugs of
+test_doctor_seeded_both_libraries that had no fitting hint, and new Functions with the same kinds of bug, each with its correct twin, on gradviz graphs and
 on real PyTorch graphs (``doctor(torch_loss)``).
 
 The hints come from evidence the checker has (``gradviz.debug._jacobian_hints``): the
@@ -25,17 +25,17 @@ import pytest
 import torch as real_torch
 
 import gradviz
-import test_doctor_seeded_round3 as round3
-from test_doctor_seeded_round3 import Case, arrays, const, normal, uniform
+import test_doctor_seeded_both_libraries as both_libraries
+from test_doctor_seeded_both_libraries import Case, arrays, const, normal, uniform
 
 LIBRARIES = ("gradviz", "torch")
 RUNS = [(0, "gradviz"), (1, "gradviz"), (0, "torch")]
 
 
 def family(T):
-    """Round 3's Functions for the library ``T`` and this round's new ones."""
+    """test_doctor_seeded_both_libraries' Functions for the library ``T`` and this file's new ones."""
     Function = T.autograd.Function
-    ns = dict(vars(round3.FAMILIES["gradviz" if T is gradviz else "torch"]))
+    ns = dict(vars(both_libraries.FAMILIES["gradviz" if T is gradviz else "torch"]))
 
     def add(cls):
         ns[cls.__name__] = cls
@@ -265,7 +265,7 @@ def _tensors(case, seed, lib):
 
 def _loss(case, lib, seed, buggy, capture=True):
     T = LIB[lib]
-    ns = round3._Names(FAMILIES[lib], case.buggy if buggy else {})
+    ns = both_libraries._Names(FAMILIES[lib], case.buggy if buggy else {})
     tensors = _tensors(case, seed, lib)
     if capture:
         with gradviz.debug.capture():

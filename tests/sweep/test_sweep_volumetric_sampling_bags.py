@@ -15,7 +15,6 @@ import math
 
 import numpy as np
 import pytest
-
 from sweep_harness import check, registry
 
 program = registry()
