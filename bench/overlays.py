@@ -86,15 +86,17 @@ async (root) => {
 
 def browser_side(nodes: int = 1_000) -> dict:
     sys.path.insert(0, str(REPO / "tests" / "browser"))
-    from gradviz_browser_harness import launch_chromium, notebook_session, run_all, start_lab, stop_lab
     import playwright.sync_api as sync_api
+    from gradviz_browser_harness import launch_chromium, notebook_session, run_all, start_lab, stop_lab
 
-    cell = (f"import gradviz\nfrom gradviz.widget import DebuggerWidget\nx = gradviz.tensor([1.0, 2.0], requires_grad=True)\n"
+    cell = ("import gradviz\nfrom gradviz.widget import DebuggerWidget\n"
+            "x = gradviz.tensor([1.0, 2.0], requires_grad=True)\n"
             f"h = x\nfor _ in range({nodes - 2}):\n    h = h * 1.0001\nsession = gradviz.debug.backward(h.sum())\n"
             "DebuggerWidget(session)")
     notebook = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c0", "metadata": {}, "outputs": [],
                            "source": cell}],
-                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
+                "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python",
+                                            "name": "python3"}},
                 "nbformat": 4, "nbformat_minor": 5}
     work = Path(tempfile.mkdtemp())
     source = work / "chain.ipynb"
@@ -125,7 +127,8 @@ def main() -> None:
     for name in which:
         result = python_side() if name == "python" else browser_side()
         base = result["none"]
-        parts = ", ".join(f"{key} {value:.1f} ms ({value / base:.2f}x)" for key, value in result.items() if key != "nodes")
+        parts = ", ".join(f"{key} {value:.1f} ms ({value / base:.2f}x)"
+                          for key, value in result.items() if key != "nodes")
         print(f"{name}: {result['nodes']} nodes, median Step: {parts}")
 
 

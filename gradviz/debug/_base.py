@@ -130,7 +130,7 @@ class SessionBase:
         >>> session.overlay("depth", {ids[0]: [1, 2]})
         Traceback (most recent call last):
         ...
-        TypeError: overlay value for node ... must be a number, a bool or a str, got list [1, 2]; pass float(value) or tensor.item()
+        TypeError: overlay value for node ... must be a number, a bool or a str, got list [1, 2]; ...
         """
         if scale not in ("linear", "log"):
             raise ValueError(f"overlay scale must be 'linear' or 'log', got {scale!r}")
@@ -149,9 +149,9 @@ class SessionBase:
 
     def overlays(self) -> dict[str, dict]:
         """Every overlay: ``{name: {"kind", "scale", "builtin", "title", "description",
-        "values": {node id: value}, "edges": {edge key: value} or None}}``, the built-ins first (``grad_norm``, ``max_abs_grad``,
-        ``nonfinite``, ``dtype``, ``saved_bytes``: computed from the events shown so far,
-        Note [Incremental overlays]), then the user's in the order added. ``edges``: the
+        "values": {node id: value}, "edges": {edge key: value} or None}}``, the built-ins first
+        (``grad_norm``, ``max_abs_grad``, ``nonfinite``, ``dtype``, ``saved_bytes``: computed from
+        the events shown so far, Note [Incremental overlays]), then the user's in the order added. ``edges``: the
         gradient norm, max |grad| and NaN/Inf of what flowed along each edge (the contributions
         its target received), keyed ``"source:target:input_nr:k"`` (``k``: which of the graph's
         edges joining the same three, in graph order); None for the other overlays.

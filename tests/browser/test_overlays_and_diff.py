@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "debug"))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     LabServer,
@@ -31,8 +33,6 @@ from gradviz_browser_harness import (  # noqa: E402
     stop_lab,
 )
 from test_module_scopes import twin_traces  # noqa: E402
-
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 
 import gradviz
 

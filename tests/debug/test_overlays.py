@@ -6,8 +6,6 @@ weights, and saved bytes against numpy's sizes of the tensors a node saves.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 import torch

@@ -4,14 +4,12 @@ gradviz pass and against ``record_torch`` of the same model."""
 from __future__ import annotations
 
 import json
-import math
 import re
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import gradviz

@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 import gradviz as torch
-from gradviz.widget import DebuggerWidget
-from gradviz.widget import _docs_pages
+from gradviz.widget import DebuggerWidget, _docs_pages
 from gradviz.widget._docs_pages import DOCS_PAGES_ENV, DOCS_PAGES_URL_ENV
 
 
