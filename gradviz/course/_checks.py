@@ -11,8 +11,6 @@ engine shows up as a failing reference-answer test rather than as a wrong lesson
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .. import autograd, debug

@@ -101,9 +101,7 @@ class Breakpoint:
     def _node_matches(self, node_id, name) -> bool:
         if self.node is not None and node_id != self.node:
             return False
-        if self.function is not None and name != self.function:
-            return False
-        return True
+        return self.function is None or name == self.function
 
     def matches_node(self, node_id: int, name: str) -> bool:
         return self.enabled and self.before_node and self._node_matches(node_id, name)
@@ -118,9 +116,7 @@ class Breakpoint:
             return False
         if self.nonfinite and not has_nonfinite(event):
             return False
-        if self.when is not None and not self.when(event):
-            return False
-        return True
+        return self.when is None or bool(self.when(event))
 
     def remove(self) -> None:
         owner, self._owner = self._owner, None

@@ -62,18 +62,18 @@ class Fingerprint(NamedTuple):
 
 
 # node -> list of (saved-tensor label, Fingerprint). Weak: fingerprints die with their graph.
-_fingerprints: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_fingerprints: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # node made while a custom Function's backward ran (create_graph=True) -> that custom node:
 # a gradient penalty's graph holds these nodes but not the custom node itself (Note
 # [Custom Functions behind a gradient penalty] in ``_doctor``)
-_made_in_backward_of: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_made_in_backward_of: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 # torch custom Function nodes (their ctx) whose backward, run inside capture() with
 # create_graph=True, made nodes; each keeps the (sequence_nr, name) of the nodes it made under
 # MADE_IN_BACKWARD (torch makes a new Python object for a built-in node each time it is asked
 # for one, so the nodes themselves cannot be the keys; Note [Capturing PyTorch Functions])
-_torch_makers: "weakref.WeakSet" = weakref.WeakSet()
+_torch_makers: weakref.WeakSet = weakref.WeakSet()
 MADE_IN_BACKWARD = "_gradviz_made_in_backward"
 
 

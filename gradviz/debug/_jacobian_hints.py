@@ -225,7 +225,6 @@ class JacobianHints:
             return None
         rerun = self.rerun
         p = slot.position
-        a = slot.analytic
         for q, value in rerun.base.items():
             if q == p or value.dtype != np.bool_ or value.all() or not value.any():
                 continue
@@ -347,7 +346,7 @@ class JacobianHints:
             pairs[name] = (np.array(np.unravel_index(o, shape)).T,
                            np.array(np.unravel_index(j, slot.shape)).T, j)
         varying = {}
-        for name, (out, inp, flat) in pairs.items():
+        for name, (out, _, flat) in pairs.items():
             dims = set()
             for j in np.unique(flat):
                 rows = out[flat == j]

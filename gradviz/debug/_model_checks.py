@@ -63,8 +63,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import Tensor
-from ._model_graph import (GraphLibrary, ModelGraph, model_finding, module_of, named_parameters,
-                           op_of)
+from ._model_graph import GraphLibrary, ModelGraph, model_finding, module_of, named_parameters, op_of
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
 
@@ -177,8 +176,8 @@ def _reach(graph, named, grads, library):
                     "before the loss (a .detach(), .data, a no_grad block, argmax, an int "
                     "cast); for a PyTorch model, run its forward inside "
                     "gradviz.debug.torch_scopes() to tell which",
-                    f"call the layer in forward, remove it, or freeze it with "
-                    f"requires_grad_(False) if it is meant to be unused",
+                    "call the layer in forward, remove it, or freeze it with "
+                    "requires_grad_(False) if it is meant to be unused",
                     {}, severity="warning", module=module))
             continue
         grad = grads.get(id(tensor), "missing")
@@ -406,7 +405,7 @@ def _inplace(graph, names):
     for node in graph.nodes:
         if library.is_leaf(node):
             continue
-        for label, tensor, moved in library.saved(node):
+        for label, _, moved in library.saved(node):
             if moved is None:
                 continue
             before, now, overwriter, producer = moved

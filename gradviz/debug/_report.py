@@ -3,8 +3,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -177,7 +178,7 @@ class DoctorReport:
         >>> data["ok"], data["findings"], data["skipped"][0]["name"]
         (True, [], 'TwiceBackward')
         >>> data["skipped"][0]["reason"]  # doctest: +ELLIPSIS
-        'its forward arguments were not recorded and it saved no tensors (build the graph with gradviz.debug.keep_forward_inputs on ...)'
+        'its forward arguments were not recorded and it saved no tensors (build the graph with ...)'
         """
         node_id = self.node_id or _gradviz_node_id
         return {

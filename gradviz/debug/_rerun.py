@@ -34,12 +34,12 @@ import numpy as np
 from gradviz_ext import engine as _engine
 
 from .. import ops as _ops
-from ..ops import _creation
 from .._tensor import Tensor
 from ..autograd._functional import grad as _autograd_grad
 from ..autograd._functional import make_graph_task
 from ..autograd.function import DelayedError
 from ..autograd.grad_mode import enable_grad
+from ..ops import _creation
 
 __all__ = ["Rerun", "GradvizRerun", "RTOL"]
 

@@ -40,8 +40,14 @@ from gradviz_ext._hooks import hook_name
 
 from ..autograd._functional import make_graph_task
 from ..instrument import Recorder, Trace
-from ..instrument._nodes import (name_leaves, node_created_payload, parameter_names,
-                                 saved_details, saved_tensors_of, walk_graph)
+from ..instrument._nodes import (
+    name_leaves,
+    node_created_payload,
+    parameter_names,
+    saved_details,
+    saved_tensors_of,
+    walk_graph,
+)
 from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
@@ -572,6 +578,7 @@ def _warn_if_freed(session: DebugSession) -> None:
     warnings.warn(
         f"this graph was already backpropagated and its saved tensors were freed ({len(freed)} "
         f"node{'s' if len(freed) != 1 else ''}: {names}{more}), so stepping into a node that "
-        "needs them raises RuntimeError (Trying to backward through the graph a second time). Re-run the cell that computes the loss (the forward pass) to "
+        "needs them raises RuntimeError (Trying to backward through the graph a second time). "
+        "Re-run the cell that computes the loss (the forward pass) to "
         "build a fresh graph, or pass retain_graph=True to the earlier backward() or "
         "debug.backward() call.", UserWarning, stacklevel=3)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import threading
 import weakref
 
+from gradviz_ext import engine as _engine
 
 from ..instrument import Recorder
 from ..instrument._nodes import walk_graph
@@ -32,7 +33,6 @@ from ._base import SessionBase
 from ._breakpoints import Breakpoint
 from ._release import weak_self
 from ._view import EventView
-from gradviz_ext import engine as _engine
 
 __all__ = ["CallSession", "runcall", "SessionAborted"]
 
@@ -44,7 +44,7 @@ class SessionAborted(BaseException):
 class _PausingRecorder(Recorder):
     """Records the worker's events and hands control to the session at pause points."""
 
-    def __init__(self, session: "CallSession"):
+    def __init__(self, session: CallSession):
         super().__init__()
         self._session = weakref.proxy(session)  # Note [No cycle through a session's error]
 

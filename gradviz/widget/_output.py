@@ -58,7 +58,8 @@ def user_frames(exc: BaseException) -> list[traceback.FrameSummary]:
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        frames = [frame for frame in traceback.extract_tb(current.__traceback__) if not _is_internal(frame.filename)] + frames
+        frames = [frame for frame in traceback.extract_tb(current.__traceback__)
+                  if not _is_internal(frame.filename)] + frames
         current = current.__cause__ or current.__context__
     return frames
 
@@ -147,7 +148,7 @@ class OutputCapture:
             with self._lock:
                 self._pending.append(text)
 
-    def command(self, name: str) -> "_Capturing":
+    def command(self, name: str) -> _Capturing:
         """A context manager that captures stdout and stderr while command ``name`` runs."""
         return _Capturing(self, name)
 
@@ -171,7 +172,7 @@ class _Capturing:
         self._name = name
         self._saved: tuple[Any, Any] | None = None
 
-    def __enter__(self) -> "_Capturing":
+    def __enter__(self) -> _Capturing:
         self._saved = (sys.stdout, sys.stderr)
         sys.stdout = _Tee(sys.stdout, self._capture._write)  # type: ignore[assignment]
         sys.stderr = _Tee(sys.stderr, self._capture._write)  # type: ignore[assignment]

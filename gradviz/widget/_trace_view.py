@@ -35,8 +35,15 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import TraceFormatError
-from ..instrument._trace import (MAX_TRACE_BYTES, MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES,
-                                 TRACE_VIEW_FORMAT, Trace, parse_trace_json, read_trace_file)
+from ..instrument._trace import (
+    MAX_TRACE_BYTES,
+    MAX_TRACE_CONTAINERS,
+    MAX_TRACE_VALUES,
+    TRACE_VIEW_FORMAT,
+    Trace,
+    parse_trace_json,
+    read_trace_file,
+)
 from ._html import INSPECTION_BUDGET, STANDALONE_FORMAT, STANDALONE_VERSION, STATE_NAMES, standalone_data
 
 __all__ = ["TraceView", "trace_view", "save_trace_view", "load_trace_view", "check_trace_view",

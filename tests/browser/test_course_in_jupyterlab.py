@@ -5,12 +5,14 @@ Console report no error. Marked ``browser`` (see test_tour_in_jupyterlab.py for 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     REPO,
     LabServer,
@@ -21,7 +23,6 @@ from gradviz_browser_harness import (  # noqa: E402
     stop_lab,
 )
 
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 pytestmark = pytest.mark.browser
 
 COURSE = sorted(path for path in (REPO / "notebooks").glob("0[2-9]_*.ipynb"))

@@ -10,15 +10,15 @@ right, and shows them at the right moment). Marked ``browser``; needs the built 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
-
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
 
 import gradviz as torch
 from gradviz.autograd import Function

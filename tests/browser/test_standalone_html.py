@@ -10,15 +10,21 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gradviz_browser_harness import ARTIFACTS, READ_CURRENT_JS, READ_STATES_JS, PageProblems, launch_chromium  # noqa: E402
-
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+from gradviz_browser_harness import (  # noqa: E402
+    ARTIFACTS,
+    READ_CURRENT_JS,
+    READ_STATES_JS,
+    PageProblems,
+    launch_chromium,
+)
 
 import gradviz as torch
 from gradviz.autograd import Function

@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
-    REPO,
     MEASURE_FIT_JS,
     READABLE_SCALE,
+    REPO,
     RUN_COUNT_JS,
     LabServer,
     check_kernel_agrees,
@@ -32,7 +34,6 @@ from gradviz_browser_harness import (  # noqa: E402
     stop_lab,
 )
 
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 pytestmark = pytest.mark.browser
 
 FAKE_TOUR = Path(__file__).resolve().parent / "fake_tour.ipynb"

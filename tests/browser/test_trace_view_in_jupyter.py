@@ -11,14 +11,16 @@ attribute and the title are hostile names: they must be shown as text, never as 
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import nbformat
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "widget"))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     KNOWN_HOST_ERRORS,
     READ_CURRENT_JS,
@@ -32,8 +34,6 @@ from gradviz_browser_harness import (  # noqa: E402
 )
 from test_trace_view import EVIL, model_trace  # noqa: E402
 
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
-
 from gradviz.debug import ReplaySession
 from gradviz.widget._bundle import LAB_EXTENSION_NAME
 
@@ -46,7 +46,7 @@ RENDERER = ".jp-GradvizTraceView"
 # Records any alert() (the hostile names call it if they ever run as HTML), without blocking.
 TRAP = "window.__alerts = []; window.alert = (text) => window.__alerts.push(String(text));"
 # What the output notebook runs: the hostile model of tests/widget/test_trace_view.py, displayed.
-OUTPUT_CELL = f"""\
+OUTPUT_CELL = """\
 from test_trace_view import EVIL, model_trace
 model_trace(EVIL).view(title=EVIL)
 """

@@ -7,23 +7,24 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
+    RUN_COUNT_JS,
     LabServer,
     launch_chromium,
     notebook_session,
     run_all,
     start_lab,
     stop_lab,
-    RUN_COUNT_JS,
 )
 
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 pytestmark = pytest.mark.browser
 
 NOTEBOOK = Path(__file__).resolve().parent / "user_output.ipynb"

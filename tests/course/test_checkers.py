@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 import torch as real_torch
+from answers import ANSWERS
 
 import gradviz
 from gradviz import course
-
-from answers import ANSWERS
 
 
 def rollup_session():

@@ -8,9 +8,8 @@ import pathlib
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
-
 from answers import ANSWERS
+from nbclient import NotebookClient
 
 FOLDER = pathlib.Path(__file__).parents[2] / "notebooks"
 NOTEBOOKS = sorted(path for path in FOLDER.glob("*.ipynb") if not path.name.startswith("01_"))

@@ -8,8 +8,8 @@ gradviz/debug/_model_checks.py)."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest

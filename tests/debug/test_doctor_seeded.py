@@ -18,8 +18,8 @@ Function) and, where every forward argument can be recovered from the graph, wit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import numpy as np
 import pytest

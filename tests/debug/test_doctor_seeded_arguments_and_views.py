@@ -12,10 +12,19 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch as real_torch
+from test_doctor_seeded import (
+    Case,
+    _assert_diagnosis,
+    _build,
+    _case_id,
+    _gradients,
+    _leaves,
+    _torch_gradients,
+    arrays,
+    normal,
+)
 
 import gradviz
-from test_doctor_seeded import (Case, _assert_diagnosis, _build, _case_id, _gradients, _leaves,
-                                _torch_gradients, arrays, normal)
 
 Function = gradviz.autograd.Function
 SEEDS = (0, 1, 2)

@@ -22,9 +22,9 @@ has a recognisable shape.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable
 
 import numpy as np
 import pytest

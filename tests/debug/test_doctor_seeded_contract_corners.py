@@ -25,16 +25,16 @@ Function, the input and the kind, and the hint (where given) is in its findings.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Callable
 
 import numpy as np
 import pytest
 import torch as real_torch
+from test_doctor_seeded_both_libraries import _Names, arrays, normal, uniform
 
 import gradviz
-from test_doctor_seeded_both_libraries import _Names, arrays, const, normal, uniform
 
 LIBRARIES = ("gradviz", "torch")
 RUNS = [(0, "gradviz"), (1, "gradviz"), (0, "torch")]

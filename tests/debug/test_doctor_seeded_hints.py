@@ -22,11 +22,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import test_doctor_seeded_both_libraries as both_libraries
 import torch as real_torch
+from test_doctor_seeded_both_libraries import Case, arrays, const, normal, uniform
 
 import gradviz
-import test_doctor_seeded_both_libraries as both_libraries
-from test_doctor_seeded_both_libraries import Case, arrays, const, normal, uniform
 
 LIBRARIES = ("gradviz", "torch")
 RUNS = [(0, "gradviz"), (1, "gradviz"), (0, "torch")]

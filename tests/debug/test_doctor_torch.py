@@ -19,8 +19,8 @@ import contextlib
 import re
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 import pytest

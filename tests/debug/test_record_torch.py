@@ -19,7 +19,6 @@ from gradviz.debug import record_torch
 from gradviz.debug._torch_recorder import _record, summarize_torch
 from gradviz.widget._widget import normalize_graph, normalize_states
 
-
 # ---- helpers --------------------------------------------------------------------------------
 
 def torch_nodes(roots):

@@ -18,7 +18,7 @@ def build():
 def live_snapshots():
     """(events shown, node states, current) after each step of a live session."""
     loss = build()
-    with gradviz.record() as trace:
+    with gradviz.record():
         session = gradviz.debug.backward(loss)
     snapshots = [(len(session.events), session.node_states(), session.current, session.status)]
     while session.step() is not None:

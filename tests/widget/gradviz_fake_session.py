@@ -7,7 +7,8 @@ browser tests do not depend on the engine. Used by tests/widget and tests/browse
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 class _Handle:
@@ -41,7 +42,7 @@ class FakeSession:
         self.steps_run = 0
 
     @classmethod
-    def tiny(cls, **kwargs: Any) -> "FakeSession":
+    def tiny(cls, **kwargs: Any) -> FakeSession:
         """loss = (x * w + b).sum(), with w and b leaves that require grad: 5 nodes."""
         return cls(
             {
@@ -64,7 +65,7 @@ class FakeSession:
         )
 
     @classmethod
-    def mlp(cls, layers: int = 3, **kwargs: Any) -> "FakeSession":
+    def mlp(cls, layers: int = 3, **kwargs: Any) -> FakeSession:
         """A small MLP-like chain with a custom Function and a weight shared by every layer."""
         nodes: list[dict[str, Any]] = []
         edges: list[dict[str, int]] = []

@@ -16,8 +16,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gradviz_fake_session import FakeSession  # noqa: E402
 
-from gradviz.widget import DebuggerWidget, display_session  # noqa: E402
-from gradviz.widget import _bundle  # noqa: E402
+from gradviz.widget import (  # noqa: E402
+    DebuggerWidget,
+    _bundle,  # noqa: E402
+    display_session,
+)
 from gradviz.widget._widget import (  # noqa: E402
     SessionProtocolError,
     compact_event,
