@@ -33,6 +33,8 @@ KNOWN_VIOLATIONS = {
     ("gradviz.instrument._trace", "gradviz.widget._html"): "Trace.to_html delegates to the widget",
     # Trace.view and Trace.save_view build the widget's replay view, the same way.
     ("gradviz.instrument._trace", "gradviz.widget._trace_view"): "Trace.view delegates to the widget",
+    # TraceDiff.show and TraceDiff.to_html build the widget's diff view, the same way.
+    ("gradviz.debug._diff", "gradviz.widget._diff_view"): "TraceDiff.show delegates to the widget",
     # utils.benchmark.Timer runs statements with ``torch`` bound to the whole package, as
     # torch.utils.benchmark does: the package is its subject, read when a Timer is made.
     ("gradviz.utils.benchmark", "gradviz"): "Timer's default globals are the package",
