@@ -8,7 +8,7 @@
 
 import { disconnectedText, watchConnection } from "./connection.js";
 import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
-import { canvasHeight, GraphScene, MAX_HEIGHT } from "./draw.js";
+import { canvasHeight, GraphScene, MAX_HEIGHT, type FoldDecor } from "./draw.js";
 import { foldLayout } from "./fold.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
@@ -45,6 +45,18 @@ import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } fr
 import { STYLES } from "./styles.js";
 import { KEYS_HELP } from "./keys.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
+import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
+import { FoldedView } from "./view_graph.js";
+
+/**
+ * Select a folded module (a click on its box). Python accepts `{"type": "select", "module":
+ * path}` from widget protocol 5 on; until this view speaks it, a click on a folded box selects
+ * nothing. Returns the message to send, or null.
+ */
+export function moduleSelectMessage(path: string | null): unknown {
+  void path;
+  return null;
+}
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -97,10 +109,16 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const root = document.createElement("div");
   root.className = "gv-root";
   const style = document.createElement("style");
-  style.textContent = STYLES;
+  style.textContent = STYLES + FOLD_STYLES;
 
   let scene: GraphScene | null = null;
   let graph: Graph = EMPTY_GRAPH;
+  /** The folded view of `graph` (hierarchy.ts, view_graph.ts): what is drawn. */
+  let folded: FoldedView | null = null;
+  /** A node to put the cursor on (and pan to) once the next layout is drawn (search, follow). */
+  let pendingFocus: number | null = null;
+  /** The running node "follow" last opened the modules for. */
+  let followed: number | null = null;
   /** Incremented for every graph; a layout that finishes for an older graph is dropped. */
   let generation = 0;
   let viewError: string | null = null;
@@ -152,8 +170,45 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
   };
   const select = (id: number | null): void => {
+    if (id !== null && folded?.isFolded(id) === true) {
+      const message = moduleSelectMessage(folded.modulePath(id));
+      if (message !== null) send(message as CommandMessage);
+      return;
+    }
     if (id !== selected) send(selectMessage(id));
   };
+  /** Open what hides a node, select it, and pan to it (a search hit, a doctor finding). */
+  const goToNode = (id: number): void => {
+    if (folded?.reveal(id) === true) {
+      pendingFocus = id;
+      layoutView();
+    } else {
+      scene?.setCursor(folded?.shownAs(id) ?? id);
+    }
+    select(id);
+  };
+  const decor: FoldDecor = {
+    isFolded: (id) => folded?.isFolded(id) ?? false,
+    modulePath: (id) => folded?.modulePath(id) ?? null,
+    frames: () => folded?.frames() ?? [],
+    edgeCount: (index) => folded?.edgeCount(index) ?? 1,
+    expand: (id) => {
+      if (folded?.expand(id) === true) layoutView();
+    },
+    foldAround: (id) => {
+      if (folded?.foldAround(id) === true) layoutView();
+    },
+    foldModule: (index) => {
+      if (folded?.foldModuleAt(index) === true) layoutView();
+    },
+  };
+  const controls = new FoldControls({
+    hide: (hideAccumulateGrad, hideViews) => {
+      if (folded?.setHidden(hideAccumulateGrad, hideViews) === true) layoutView();
+    },
+    goTo: goToNode,
+    leave: () => canvas.focus(),
+  });
 
   const toolbar = new Toolbar({
     command: (name: CommandName) => {
@@ -212,14 +267,24 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const output = new OutputPanel();
   const inspector = new Inspector(() => select(null));
   const doctorPanel = new DoctorPanel(
-    (node) => select(node),
+    (node) => goToNode(node),
     () => {
       dismissedRun = lastDoctorRun;
       refresh();
     },
   );
 
-  root.append(style, toolbar.element);
+  root.append(style, toolbar.element, controls.element);
+  // `/` or Ctrl+F while the widget has focus: the search box.
+  root.addEventListener("keydown", (event) => {
+    const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement;
+    const find = (event.key === "/" && !event.ctrlKey && !event.metaKey && !event.altKey) || ((event.ctrlKey || event.metaKey) && event.key === "f");
+    if (!find || typing) return;
+    event.preventDefault();
+    event.stopPropagation();
+    controls.search.focus();
+    controls.search.select();
+  });
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
   root.append(narration.element, history.element, errorBox, output.element, doctorPanel.element, canvas, legend(), inspector.element);
   el.append(root);
@@ -255,9 +320,21 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       output.update(model.get("output"));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
-      scene?.update(states, current, parseDelivered(model.get("delivered"), graph));
-      scene?.setSelected(selected);
-      scene?.setFindings(findingMarks(shown));
+      if (folded !== null && controls.following && current !== null && current !== followed) {
+        // Follow: open the modules around the running node (a new layout), then pan to it.
+        followed = current;
+        if (folded.reveal(current)) {
+          pendingFocus = null;
+          layoutView();
+        }
+      }
+      const marks = findingMarks(shown);
+      if (folded !== null) {
+        scene?.update(folded.states(states), folded.shownAs(current), folded.deliveries(parseDelivered(model.get("delivered"), graph)));
+        scene?.setSelected(folded.shownAs(selected));
+        scene?.setFindings(folded.findings(marks));
+        scene?.setProgress(folded.progress(states, current, marks));
+      }
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       doctorPanel.update(panelContent(shown, doctorProgress, doctorPending, (id) => {
         const node = graph.byId.get(id);
@@ -293,12 +370,15 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
   let waitForWidth: ResizeObserver | null = null;
 
-  /** Lay out a new graph (once), draw it, then restyle. */
+  /** A new graph: fold it (hierarchy.ts), lay out what shows, draw it, then restyle. */
   const loadGraph = (): void => {
-    const mine = ++generation;
+    generation++;
     scene?.destroy();
     scene = null;
     viewError = null;
+    folded = null;
+    followed = null;
+    pendingFocus = null;
     try {
       graph = parseGraph(model.get("graph"));
     } catch (error) {
@@ -308,15 +388,27 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       refresh();
       return;
     }
+    controls.setGraph(graph);
     if (graph.nodes.length === 0) {
       showMessage("No graph yet");
       refresh();
       return;
     }
-    const plan = planLayout(graph, canvasMeasure());
-    showMessage(`Laying out ${graph.nodes.length} nodes…`);
-    refresh();
+    folded = new FoldedView(graph);
+    root.dataset["nodeCount"] = String(graph.nodes.length);
+    layoutView();
+  };
+
+  /** Lay out the visible boxes of the folded view (one small layout), draw them, then restyle. */
+  const layoutView = (): void => {
+    const mine = ++generation;
+    const view = folded;
+    if (view === null) return;
+    const plan = planLayout(view.scene, canvasMeasure());
+    showMessage(scene === null ? `Laying out ${view.scene.nodes.length} boxes (${graph.nodes.length} nodes)…` : null);
+    root.dataset["boxCount"] = String(view.scene.nodes.length);
     root.dataset["layoutCount"] = String(++layouts);
+    const started = performance.now();
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;
@@ -326,11 +418,17 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
           const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
           canvas.style.height = `${canvasHeight(layout)}px`;
           showMessage(null);
-          scene = new GraphScene(canvas, graph, plan, layout, select, pressKey);
+          scene?.destroy();
+          scene = new GraphScene(canvas, view.scene, plan, layout, select, pressKey, decor);
           root.dataset["columns"] = String(layout.columns);
           root.dataset["layoutSite"] = outcome.site;
           root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
           refresh();
+          if (pendingFocus !== null) {
+            scene.setCursor(view.shownAs(pendingFocus));
+            pendingFocus = null;
+          }
+          root.dataset["drawMillis"] = (performance.now() - started).toFixed(0);
         };
         // The fold needs the canvas's width: a view not on the page yet (a cached layout
         // answers before the host attaches the view) or hidden draws once it has one.
