@@ -314,7 +314,13 @@ export class GraphScene {
       let top = Infinity;
       let right = -Infinity;
       let bottom = -Infinity;
-      for (const id of frame.members) {
+      let pad = FRAME_PAD * (1 + deepest - depth(frame));
+      const cluster = this.layout.clusters?.find((placed) => placed.key === `c${frame.module.index}`);
+      if (cluster !== undefined) {
+        // Graphviz laid the module out as a cluster: its rectangle has room for the title.
+        [left, top, right, bottom, pad] = [cluster.x, cluster.y, cluster.x + cluster.width, cluster.y + cluster.height, 0];
+      }
+      for (const id of cluster === undefined ? frame.members : []) {
         const box = this.placedByNode.get(id);
         if (box === undefined) continue;
         left = Math.min(left, box.x - box.width / 2);
@@ -323,7 +329,6 @@ export class GraphScene {
         bottom = Math.max(bottom, box.y + box.height / 2);
       }
       if (!(left <= right)) continue;
-      const pad = FRAME_PAD * (1 + deepest - depth(frame));
       const element = svg("g", { class: "gv-frame", "data-frame-module": frame.module.path });
       element.append(svg("rect", { x: left - pad, y: top - pad, width: right - left + 2 * pad, height: bottom - top + 2 * pad, rx: 6 }));
       const toggle = svg("text", { class: "gv-frame-toggle", x: left - pad + 8, y: top - pad + 8, "data-module-index": frame.module.index, "font-family": FONT_FAMILY });

@@ -27,6 +27,7 @@ import {
   type VisibleGraph,
 } from "./hierarchy.js";
 import type { Deliveries, Graph, GraphEdge, GraphNode, NodeState, StateMap } from "./model.js";
+import type { ClusterSpec } from "./plan.js";
 
 /** The text the progress line of a folded box can grow to, so its width is planned for. */
 function progressPlaceholder(total: number): string {
@@ -146,6 +147,26 @@ export class FoldedView {
       const calls = module.calls > 1 ? ` (x${module.calls})` : "";
       return { module, title: `${module.type === "" ? "" : `${module.type} `}${module.path}${calls}`, members: ids };
     });
+  }
+
+  /** The frames as Graphviz clusters (nested like the modules), so a module's boxes are laid out together. */
+  clusters(): ClusterSpec[] {
+    const frames = new Map(this.frames().map((frame) => [frame.module.index, frame]));
+    const direct = new Map<number, string[]>();
+    for (const box of this.view.boxes) {
+      const innermost = openAncestors(this.tree, box).pop();
+      if (innermost === undefined) continue;
+      const list = direct.get(innermost.index);
+      if (list === undefined) direct.set(innermost.index, [`n${box.id}`]);
+      else list.push(`n${box.id}`);
+    }
+    const build = (frame: Frame): ClusterSpec => ({
+      key: `c${frame.module.index}`,
+      titleChars: frame.title.length,
+      boxes: direct.get(frame.module.index) ?? [],
+      children: frame.module.children.map((child) => frames.get(child)).filter((child): child is Frame => child !== undefined).map(build),
+    });
+    return [...frames.values()].filter((frame) => !frames.has(frame.module.parent ?? -1)).map(build);
   }
 
   /** The states of the scene graph's boxes: a folded box shows the most telling of its members'. */

@@ -395,6 +395,12 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       return;
     }
     folded = new FoldedView(graph);
+    // The first view is the folded overview; "follow" opens modules from the next stop on.
+    try {
+      followed = parseCurrent(model.get("current"), graph);
+    } catch {
+      followed = null;
+    }
     root.dataset["nodeCount"] = String(graph.nodes.length);
     layoutView();
   };
@@ -404,7 +410,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     const mine = ++generation;
     const view = folded;
     if (view === null) return;
-    const plan = planLayout(view.scene, canvasMeasure());
+    const plan = { ...planLayout(view.scene, canvasMeasure()), clusters: view.clusters() };
     showMessage(scene === null ? `Laying out ${view.scene.nodes.length} boxes (${graph.nodes.length} nodes)…` : null);
     root.dataset["boxCount"] = String(view.scene.nodes.length);
     root.dataset["layoutCount"] = String(++layouts);
@@ -415,7 +421,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
         const draw = (): void => {
           // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
           // Fit shows all of it readably; the canvas then takes the folded drawing's height.
-          const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
+          // Frames around open modules stay whole: a drawing with frames is not cut into columns.
+          const layout = plan.clusters.length > 0 ? { ...outcome.layout, columns: 1 } : foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
           canvas.style.height = `${canvasHeight(layout)}px`;
           showMessage(null);
           scene?.destroy();
