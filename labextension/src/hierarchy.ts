@@ -267,6 +267,9 @@ export function visibleGraph(graph: Graph, tree: ModuleTree, fold: FoldState): V
       boxOf.set(node.id, box);
     });
   }
+  // In graph order (the loss first) of their first member: Graphviz keeps input order in a rank.
+  const position = new Map(graph.nodes.map((node, index) => [node.id, index]));
+  boxes.sort((a, b) => (position.get(a.members[0] ?? -1) ?? 0) - (position.get(b.members[0] ?? -1) ?? 0));
   return { boxes, edges: aggregateEdges(graph, boxOf), boxOf, byId: new Map(boxes.map((box) => [box.id, box])) };
 }
 
