@@ -143,7 +143,7 @@ export class GraphScene {
   private readonly resizeObserver: ResizeObserver | null;
   private readonly cleanups: (() => void)[] = [];
   /** The progress line of each folded box, and what it shows. */
-  private readonly progressTexts = new Map<number, SVGTextElement>();
+  private readonly progressTexts = new Map<number, SVGTextElement[]>();
 
   constructor(
     private readonly host: HTMLElement,
@@ -267,7 +267,7 @@ export class GraphScene {
       badge.append(svg("circle", { r: BADGE }), mark);
       element.append(badge);
       const top = -((spec.lines.length - 1) * LINE_HEIGHT) / 2;
-      const folded = spec.copy === 0 && this.decor?.isFolded(node.id) === true;
+      const folded = this.decor?.isFolded(node.id) === true;
       spec.lines.forEach((line, index) => {
         const text = svg("text", { x: 0, y: top + index * LINE_HEIGHT, "font-family": FONT_FAMILY });
         if (index === 0) text.setAttribute("class", "gv-name");
@@ -276,7 +276,7 @@ export class GraphScene {
         if (folded && index === spec.lines.length - 1) {
           text.setAttribute("class", "gv-progress");
           text.textContent = "";
-          this.progressTexts.set(node.id, text);
+          this.push(this.progressTexts, node.id, text);
         }
       });
       if (folded) this.decorateFolded(element, node.id, box);
@@ -346,10 +346,10 @@ export class GraphScene {
 
   /** Show the progress line of each folded box (view_graph.ts progress); touches only what changed. */
   setProgress(progress: ReadonlyMap<number, BoxProgress>): void {
-    for (const [id, text] of this.progressTexts) {
+    for (const [id, texts] of this.progressTexts) {
       const entry = progress.get(id);
       const line = entry?.text ?? "";
-      if (text.textContent !== line) text.textContent = line;
+      for (const text of texts) if (text.textContent !== line) text.textContent = line;
       for (const element of this.boxesByNode.get(id) ?? []) {
         element.classList.toggle("gv-holds-running", entry?.running === true);
         element.classList.toggle("gv-holds-error", entry?.error === true);
@@ -636,7 +636,9 @@ export class GraphScene {
       { passive: false },
     );
     on("dblclick", (event) => {
-      const box = event.target instanceof Element ? event.target.closest(".gv-node.gv-folded[data-node-id]") : null;
+      // Pointer capture (the drag) makes the host the event's target: find the box under the pointer.
+      const under = this.host.ownerDocument.elementFromPoint(event.clientX, event.clientY);
+      const box = under === null ? null : under.closest(".gv-node.gv-folded[data-node-id]");
       if (box !== null && this.decor !== null) this.decor.expand(Number(box.getAttribute("data-node-id")));
       else this.resetView();
     });

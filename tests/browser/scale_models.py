@@ -62,17 +62,26 @@ def hostile_model_loss() -> tuple[Any, Any]:
     return model(torch.randn(2, 3)).sum(), model
 
 
+class Unrolled(nn.Module):
+    """An LSTMCell applied `steps` times: one module path ("cell"), `steps` calls."""
+
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.cell = nn.LSTMCell(width, width)
+
+    def forward(self, x: Any, steps: int) -> Any:
+        h = torch.zeros(1, x.shape[1])
+        c = torch.zeros(1, x.shape[1])
+        for _ in range(steps):
+            h, c = self.cell(x, (h, c))
+        return h
+
+
 def lstm_loss(steps: int = 150, width: int = 8) -> tuple[Any, Any]:
-    """(loss, cell) of an LSTMCell unrolled `steps` times."""
+    """(loss, model) of an LSTMCell unrolled `steps` times."""
     torch.manual_seed(0)
-    model = nn.Module()
-    model.cell = nn.LSTMCell(width, width)
-    h = torch.zeros(1, width)
-    c = torch.zeros(1, width)
-    x = torch.randn(1, width)
-    for _ in range(steps):
-        h, c = model.cell(x, (h, c))
-    return h.sum(), model
+    model = Unrolled(width)
+    return model(torch.randn(1, width), steps).sum(), model
 
 
 def chain_loss(length: int) -> Any:
