@@ -296,6 +296,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   /** Restyle from states/current/status/error. Never lays out. */
   const refresh = (): void => {
+    const started = performance.now();
     const problems: string[] = [];
     const pythonError = parseErrorText(model.get("error"));
     if (pythonError !== null) problems.push(pythonError);
@@ -354,6 +355,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     errorBox.hidden = problems.length === 0;
     errorBox.textContent = problems.join("\n\n");
+    root.dataset["refreshMillis"] = (performance.now() - started).toFixed(1);
   };
 
   /** The `doctor` trait; a new check ends the "clicked, no answer yet" wait. */
@@ -484,9 +486,21 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     notice = ackNotice(ack, parseErrorText(model.get("error")));
     refresh();
   };
+  // One Step changes several traits (states, current, last_event, delivered...), each with its
+  // own change event; every refresh reads all node states, so they are coalesced into one per
+  // task (a microtask: it still runs before the browser paints).
+  let refreshQueued = false;
+  const queueRefresh = (): void => {
+    if (refreshQueued) return;
+    refreshQueued = true;
+    queueMicrotask(() => {
+      refreshQueued = false;
+      refresh();
+    });
+  };
   const onStateChange = (): void => {
     setBusy(false);
-    refresh();
+    queueRefresh();
   };
 
   const subscriptions: [string, (...args: unknown[]) => void][] = [
@@ -497,15 +511,15 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:error", onStateChange],
     ["change:protocol_version", onStateChange],
     ["change:commands", onStateChange],
-    ["change:selected", refresh],
-    ["change:inspection", refresh],
+    ["change:selected", queueRefresh],
+    ["change:inspection", queueRefresh],
     ["change:last_event", onStateChange],
-    ["change:doctor", refresh],
-    ["change:stopped_at", refresh],
-    ["change:delivered", refresh],
-    ["change:history", refresh],
-    ["change:history_position", refresh],
-    ["change:output", refresh],
+    ["change:doctor", queueRefresh],
+    ["change:stopped_at", queueRefresh],
+    ["change:delivered", queueRefresh],
+    ["change:history", queueRefresh],
+    ["change:history_position", queueRefresh],
+    ["change:output", queueRefresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);
