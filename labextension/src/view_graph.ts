@@ -13,6 +13,7 @@ import type { Severity } from "./doctor.js";
 import {
   boxText,
   buildTree,
+  DEFAULT_MAX_BOXES,
   defaultFold,
   expandBox,
   foldModule,
@@ -57,9 +58,16 @@ export class FoldedView {
   /** The graph the drawing code draws: one node per visible box. */
   scene!: Graph;
 
-  constructor(readonly graph: Graph, maxBoxes?: number) {
+  /**
+   * Whether open modules get frames: not when the whole graph fits unfolded (a small graph is
+   * drawn as before, and may be cut into columns to fit: fold.ts).
+   */
+  readonly framed: boolean;
+
+  constructor(readonly graph: Graph, maxBoxes = DEFAULT_MAX_BOXES) {
     this.tree = buildTree(graph);
     this.fold = defaultFold(graph, this.tree, maxBoxes);
+    this.framed = graph.nodes.length > maxBoxes;
     this.rebuild();
   }
 
@@ -134,6 +142,7 @@ export class FoldedView {
 
   /** The open modules with frames (the root has none). */
   frames(): Frame[] {
+    if (!this.framed) return [];
     const members = new Map<number, number[]>();
     for (const box of this.view.boxes) {
       for (const module of openAncestors(this.tree, box)) {

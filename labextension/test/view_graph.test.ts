@@ -79,7 +79,10 @@ describe("FoldedView", () => {
 
 describe("cluster DOT", () => {
   it("nests clusters with synthetic names and reads their boxes back", () => {
-    const view = new FoldedView(graph(), 100);
+    const small = new FoldedView(graph(), 100);
+    assert.deepEqual(small.clusters(), [], "a graph that fits unfolded gets no frames (it may be cut into columns)");
+    const view = new FoldedView(graph(), 3);
+    view.reveal(5);
     const plan = { ...planLayout(view.scene), clusters: view.clusters() };
     const dot = planToDot(plan);
     assert.match(dot, /subgraph "cluster_c\d+" \{/);
