@@ -50,11 +50,17 @@ def transformer_loss(blocks: int = 12) -> tuple[Any, Any]:
     return model(tokens).sum(), model
 
 
+def _hostile_forward(self: Any, x: Any) -> Any:
+    for _ in range(60):  # big enough (> 150 nodes) to open folded
+        x = torch.tanh(self.fc(x))
+    return x
+
+
 def hostile_model_loss() -> tuple[Any, Any]:
     """A model whose child module name, class name and parameter name are hostile HTML."""
     cls = type(HOSTILE, (nn.Module,), {
         "__init__": lambda self: (nn.Module.__init__(self), setattr(self, "fc", nn.Linear(3, 3)), None)[-1],
-        "forward": lambda self, x: torch.tanh(self.fc(x)),
+        "forward": _hostile_forward,
     })
     model = nn.Sequential()
     model.add_module(HOSTILE, cls())

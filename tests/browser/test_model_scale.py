@@ -201,11 +201,13 @@ def test_a_10000_node_chain_opens_and_steps(open_page: Any, tmp_path: Path) -> N
 
 def test_hostile_module_class_and_parameter_names_are_text(open_page: Any) -> None:
     page = open_page("hostile")
-    assert page.page.evaluate("window.__pwned") is None
+    folded = page.root.locator(".gv-node.gv-folded[data-module]")
+    assert f"{HOSTILE}.fc" in folded.evaluate_all("boxes => boxes.map(box => box.getAttribute('data-module'))")
+    assert any(HOSTILE in text for text in page.root.locator(".gv-node.gv-folded text").all_text_contents())
     search = page.root.locator('[data-testid="gv-search"]')
     search.fill(f"{HOSTILE}.fc.weight")
     search.press("Enter")
-    page.root.locator(".gv-node.gv-selected").wait_for(state="visible")
+    page.root.locator(".gv-node.gv-selected:not([data-copy])").wait_for(state="visible")
     names = " ".join(page.root.locator(".gv-node text, .gv-frame text").all_text_contents())
     assert f"{HOSTILE}.fc.weight" in names
     assert HOSTILE in " ".join(page.root.locator(".gv-frame text.gv-frame-label").all_text_contents())
