@@ -134,6 +134,33 @@ def _as_id(value: object) -> int | None:
     return None
 
 
+def _module_fields(node: dict, where: str) -> dict[str, Any]:
+    """The node's module path fields (``module``, ``module_types``, ``module_call``), checked.
+
+    The front end folds the drawing by them (docs/widget_protocol.md, "Module paths").
+    """
+    fields: dict[str, Any] = {}
+    module = node.get("module")
+    if module is None:
+        return fields
+    if not isinstance(module, (list, tuple)) or not all(isinstance(name, str) for name in module):
+        raise SessionProtocolError(f"{where}['module'] must be a list of str (outermost first), got {module!r}")
+    fields["module"] = list(module)
+    types = node.get("module_types")
+    if types is not None:
+        if (not isinstance(types, (list, tuple)) or not all(isinstance(name, str) for name in types)
+                or len(types) != len(module)):
+            raise SessionProtocolError(
+                f"{where}['module_types'] must be a list of {len(module)} str (one per module name), got {types!r}")
+        fields["module_types"] = list(types)
+    call = node.get("module_call")
+    if call is not None:
+        if _as_id(call) is None:
+            raise SessionProtocolError(f"{where}['module_call'] must be a non-negative int, got {call!r}")
+        fields["module_call"] = call
+    return fields
+
+
 def normalize_graph(raw: object) -> dict[str, Any]:
     """Check ``session.graph()`` and return a fresh JSON-ready copy of it.
 
@@ -173,6 +200,7 @@ def normalize_graph(raw: object) -> dict[str, Any]:
             if _as_id(number) is None:
                 raise SessionProtocolError(f"{where}['number'] must be a non-negative int, got {number!r}")
             entry["number"] = number
+        entry.update(_module_fields(node, where))
         ids.add(node_id)
         nodes.append(entry)
     edges: list[dict[str, int]] = []

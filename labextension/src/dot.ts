@@ -4,7 +4,7 @@
 // (fixedsize), so labels need no escaping and Graphviz only computes positions. We ask
 // once per graph; a step never lays out again.
 
-import type { LayoutPlan } from "./plan.js";
+import type { ClusterSpec, LayoutPlan } from "./plan.js";
 
 const POINTS_PER_INCH = 72;
 
@@ -23,11 +23,22 @@ export interface PlacedEdge {
   readonly path: string;
 }
 
+/** A cluster's rectangle: top-left corner and size, in SVG user units. */
+export interface PlacedCluster {
+  readonly key: string;
+  readonly x: number;
+  readonly y: number;
+  readonly width: number;
+  readonly height: number;
+}
+
 export interface Layout {
   readonly width: number;
   readonly height: number;
   readonly boxes: readonly PlacedBox[];
   readonly edges: readonly PlacedEdge[];
+  /** The plan's clusters (absent or empty: it had none). */
+  readonly clusters?: readonly PlacedCluster[];
 }
 
 function inches(points: number): string {
@@ -42,6 +53,16 @@ export function planToDot(plan: LayoutPlan): string {
     '  node [shape=box, fixedsize=true, label=""];',
     "  edge [arrowsize=0.7];",
   ];
+  const cluster = (spec: ClusterSpec, indent: string): void => {
+    // The label only reserves room for the frame's title (drawn by us): its length, never its text.
+    lines.push(`${indent}subgraph "cluster_${spec.key}" {`, `${indent}  label="${"x".repeat(Math.max(1, spec.titleChars + 4))}"; labeljust=l; labelloc=t; fontsize=11; margin=10;`);
+    for (const key of spec.boxes) {
+      lines.push(`${indent}  "${key}";`);
+    }
+    for (const child of spec.children) cluster(child, `${indent}  `);
+    lines.push(`${indent}}`);
+  };
+  for (const spec of plan.clusters ?? []) cluster(spec, "  ");
   for (const box of plan.boxes) {
     lines.push(`  "${box.key}" [width=${inches(box.width)}, height=${inches(box.height)}];`);
   }
@@ -127,7 +148,16 @@ export function parseJson0(text: string): Layout {
   const [left = 0, bottom = 0, right = 0, top = 0] = numbers(graph.bb, 4, "the bounding box");
   const toSvg = (x: number, y: number): Point => [x - left, top - y];
 
-  const objects = Array.isArray(graph.objects) ? (graph.objects as JsonObject[]) : [];
+  const all = Array.isArray(graph.objects) ? (graph.objects as (JsonObject & { bb?: unknown })[]) : [];
+  // Clusters come as objects with a bounding box and no position.
+  const clusters = all
+    .filter((object) => object.pos === undefined && typeof object.bb === "string" && typeof object.name === "string" && object.name.startsWith("cluster_"))
+    .map((object) => {
+      const [x0 = 0, y0 = 0, x1 = 0, y1 = 0] = numbers(object.bb as string, 4, `the box of ${String(object.name)}`);
+      const [left, top] = toSvg(x0, y1);
+      return { key: (object.name as string).slice("cluster_".length), x: left, y: top, width: x1 - x0, height: y1 - y0 };
+    });
+  const objects = all.filter((object) => !(object.pos === undefined && typeof object.bb === "string"));
   const boxes = objects.map((object): PlacedBox => {
     if (typeof object.name !== "string" || typeof object.pos !== "string") {
       throw new LayoutParseError("a Graphviz node has no name or position");
@@ -149,5 +179,5 @@ export function parseJson0(text: string): Layout {
     }
     return { key: edge.id, path: edgePosToPath(edge.pos, toSvg) };
   });
-  return { width: right - left, height: top - bottom, boxes, edges };
+  return { width: right - left, height: top - bottom, boxes, edges, ...(clusters.length > 0 ? { clusters } : {}) };
 }

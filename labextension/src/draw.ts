@@ -29,6 +29,27 @@ import {
 } from "./model.js";
 import { edgeKeys, formatValue, overlayStyle, paintBox, type ColourScale, type Overlay } from "./overlays.js";
 import { FONT_FAMILY, LINE_HEIGHT, type LayoutPlan } from "./plan.js";
+import type { BoxProgress, Frame } from "./view_graph.js";
+
+/**
+ * What a folded view adds to the drawing (view_graph.ts): folded boxes (class gv-folded,
+ * data-module, a ⊕ toggle, a progress line), frames around open modules (with a ⊖ toggle),
+ * and edge counts. Absent: every box is a node.
+ */
+export interface FoldDecor {
+  isFolded(id: number): boolean;
+  /** The folded module's dotted path (data-module), null for a node or a segment. */
+  modulePath(id: number): string | null;
+  frames(): readonly Frame[];
+  edgeCount(index: number): number;
+  expand(id: number): void;
+  /** Fold the innermost open module around box `id`. */
+  foldAround(id: number): void;
+  foldModule(index: number): void;
+}
+
+/** Padding between a frame and what it holds, per level of frames inside it. */
+const FRAME_PAD = 10;
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const MARGIN = 16;
@@ -129,6 +150,8 @@ export class GraphScene {
   private userMoved = false;
   private readonly resizeObserver: ResizeObserver | null;
   private readonly cleanups: (() => void)[] = [];
+  /** The progress line of each folded box, and what it shows. */
+  private readonly progressTexts = new Map<number, SVGTextElement[]>();
 
   constructor(
     private readonly host: HTMLElement,
@@ -137,6 +160,7 @@ export class GraphScene {
     private readonly layout: Layout,
     private readonly onSelect: (id: number | null) => void = () => undefined,
     private readonly onCommand: (name: CommandName) => void = () => undefined,
+    private readonly decor: FoldDecor | null = null,
   ) {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
@@ -148,6 +172,7 @@ export class GraphScene {
     this.svg.append(this.viewport);
     this.drawEdges(plan);
     this.drawBoxes(plan);
+    this.drawFrames();
     host.append(this.svg);
     this.listen();
     this.resizeObserver = typeof ResizeObserver === "undefined" ? null : new ResizeObserver(() => this.onResize());
@@ -192,6 +217,14 @@ export class GraphScene {
         "data-target": edge.target,
         "data-input-nr": edge.input_nr,
       });
+      const count = this.decor?.edgeCount(spec.edgeIndex) ?? 1;
+      if (count > 1) {
+        path.classList.add("gv-edge-multi");
+        path.setAttribute("data-count", String(count));
+        const title = svg("title");
+        title.textContent = `${count} edges`;
+        path.append(title);
+      }
       group.append(path);
       const drawn = this.pathsByEdge.get(spec.edgeIndex) ?? [];
       drawn.push(path);
@@ -243,12 +276,19 @@ export class GraphScene {
       badge.append(svg("circle", { r: BADGE }), mark);
       element.append(badge);
       const top = -((spec.lines.length - 1) * LINE_HEIGHT) / 2;
+      const folded = this.decor?.isFolded(node.id) === true;
       spec.lines.forEach((line, index) => {
         const text = svg("text", { x: 0, y: top + index * LINE_HEIGHT, "font-family": FONT_FAMILY });
         if (index === 0) text.setAttribute("class", "gv-name");
         text.textContent = line;
         element.append(text);
+        if (folded && index === spec.lines.length - 1) {
+          text.setAttribute("class", "gv-progress");
+          text.textContent = "";
+          this.push(this.progressTexts, node.id, text);
+        }
       });
+      if (folded) this.decorateFolded(element, node.id, box);
       group.append(element);
       this.push(this.boxesByNode, node.id, element);
       this.push(this.titlesByNode, node.id, title);
@@ -256,6 +296,80 @@ export class GraphScene {
       this.shown.set(node.id, "pending");
     }
     this.viewport.append(group);
+  }
+
+  /** A folded box: its module path, and the ⊕ that expands it. */
+  private decorateFolded(element: SVGGElement, id: number, box: PlacedBox): void {
+    element.classList.add("gv-folded");
+    const path = this.decor?.modulePath(id) ?? null;
+    if (path !== null) element.setAttribute("data-module", path);
+    const toggle = svg("text", { class: "gv-toggle", x: -box.width / 2 + 8, y: -box.height / 2 + 8, "font-family": FONT_FAMILY });
+    toggle.textContent = "⊕";
+    const title = svg("title");
+    title.textContent = "Expand (double-click, or + on the focused box)";
+    toggle.append(title);
+    element.append(toggle);
+  }
+
+  /** Frames around open modules, behind everything: a rectangle, the module's name and a ⊖. */
+  private drawFrames(): void {
+    const frames = this.decor?.frames() ?? [];
+    if (frames.length === 0) return;
+    const group = svg("g", { class: "gv-frames" });
+    const depth = (frame: Frame): number => frame.module.names.length;
+    const deepest = Math.max(...frames.map(depth));
+    for (const frame of [...frames].sort((a, b) => depth(a) - depth(b))) {
+      let left = Infinity;
+      let top = Infinity;
+      let right = -Infinity;
+      let bottom = -Infinity;
+      let pad = FRAME_PAD * (1 + deepest - depth(frame));
+      const cluster = this.layout.clusters?.find((placed) => placed.key === `c${frame.module.index}`);
+      if (cluster !== undefined) {
+        // Graphviz laid the module out as a cluster: its rectangle has room for the title.
+        [left, top, right, bottom, pad] = [cluster.x, cluster.y, cluster.x + cluster.width, cluster.y + cluster.height, 0];
+      }
+      for (const id of cluster === undefined ? frame.members : []) {
+        const box = this.placedByNode.get(id);
+        if (box === undefined) continue;
+        left = Math.min(left, box.x - box.width / 2);
+        right = Math.max(right, box.x + box.width / 2);
+        top = Math.min(top, box.y - box.height / 2);
+        bottom = Math.max(bottom, box.y + box.height / 2);
+      }
+      if (!(left <= right)) continue;
+      const element = svg("g", { class: "gv-frame", "data-frame-module": frame.module.path });
+      element.append(svg("rect", { x: left - pad, y: top - pad, width: right - left + 2 * pad, height: bottom - top + 2 * pad, rx: 6 }));
+      const toggle = svg("text", { class: "gv-frame-toggle", x: left - pad + 8, y: top - pad + 8, "data-module-index": frame.module.index, "font-family": FONT_FAMILY });
+      toggle.textContent = "⊖";
+      const hint = svg("title");
+      hint.textContent = "Fold this module (or - on a focused box inside it)";
+      toggle.append(hint);
+      const label = svg("text", { class: "gv-frame-label", x: left - pad + 18, y: top - pad + 8, "font-family": FONT_FAMILY });
+      label.textContent = frame.title;
+      element.append(toggle, label);
+      group.append(element);
+    }
+    this.viewport.insertBefore(group, this.viewport.firstChild);
+  }
+
+  /** Show the progress line of each folded box (view_graph.ts progress); touches only what changed. */
+  setProgress(progress: ReadonlyMap<number, BoxProgress>): void {
+    for (const [id, texts] of this.progressTexts) {
+      const entry = progress.get(id);
+      const line = entry?.text ?? "";
+      for (const text of texts) if (text.textContent !== line) text.textContent = line;
+      for (const element of this.boxesByNode.get(id) ?? []) {
+        element.classList.toggle("gv-holds-running", entry?.running === true);
+        element.classList.toggle("gv-holds-error", entry?.error === true);
+        element.classList.toggle("gv-holds-finding", entry?.finding === true);
+      }
+    }
+  }
+
+  /** Pan so that box `id` is in view (search hits, follow). */
+  show(id: number): void {
+    this.reveal(id);
   }
 
   private push<T>(map: Map<number, T[]>, id: number, value: T): void {
@@ -353,10 +467,10 @@ export class GraphScene {
   /**
    * Colour the boxes by an overlay (null: by state). Every box goes through overlays.ts's
    * overlayStyle with the node ids it stands for; only boxes whose paint changed are touched.
-   * `membersOf`: the node ids inside a folded module's box (`[data-module]`, the fold view's),
-   * which then shows the min and max of its members.
+   * `membersOf`: the node ids a box stands for (the fold view's folded module, group or segment
+   * boxes; null: the box is one node), which then shows the min and max of its members.
    */
-  setOverlay(overlay: Overlay | null, scale: ColourScale | null, membersOf?: (path: string) => readonly number[]): void {
+  setOverlay(overlay: Overlay | null, scale: ColourScale | null, membersOf?: (id: number) => readonly number[] | null): void {
     this.overlayTitle = overlay?.title ?? "";
     // Edges: the gradient that flowed along each (a built-in gradient overlay's `edges`).
     for (const [index, paths] of this.pathsByEdge) {
@@ -376,13 +490,8 @@ export class GraphScene {
         }
       }
     }
-    if (membersOf !== undefined) {
-      for (const box of this.svg.querySelectorAll("[data-module]")) {
-        paintBox(box, overlayStyle(membersOf(box.getAttribute("data-module") ?? ""), overlay, scale), overlay !== null);
-      }
-    }
     for (const [id, elements] of this.boxesByNode) {
-      const paint = overlayStyle([id], overlay, scale);
+      const paint = overlayStyle(membersOf?.(id) ?? [id], overlay, scale);
       const key = paint === null ? (overlay === null ? "" : "-") : `${paint.fill}|${paint.minFill ?? ""}|${paint.label}`;
       if ((this.painted.get(id) ?? "") === key) continue;
       this.painted.set(id, key);
@@ -489,12 +598,13 @@ export class GraphScene {
       this.cleanups.push(() => this.host.removeEventListener(type, handler, options));
     };
     // `node`: the box under the press (read now: pointer capture retargets later events).
-    let drag: { pointer: number; x: number; y: number; startX: number; startY: number; node: number | null } | null = null;
+    let drag: { pointer: number; x: number; y: number; startX: number; startY: number; node: number | null; toggle: Element | null } | null = null;
     on("pointerdown", (event) => {
       if (event.button !== 0) return;
       const box = event.target instanceof Element ? event.target.closest(".gv-node[data-node-id]") : null;
       const node = box === null ? null : Number(box.getAttribute("data-node-id"));
-      drag = { pointer: event.pointerId, x: event.clientX, y: event.clientY, startX: event.clientX, startY: event.clientY, node };
+      const toggle = event.target instanceof Element ? event.target.closest(".gv-toggle, .gv-frame-toggle") : null;
+      drag = { pointer: event.pointerId, x: event.clientX, y: event.clientY, startX: event.clientX, startY: event.clientY, node, toggle };
       this.host.setPointerCapture(event.pointerId);
       this.host.classList.add("gv-dragging");
     });
@@ -513,9 +623,15 @@ export class GraphScene {
       if (drag === null || event.pointerId !== drag.pointer) return;
       const clicked = event.type === "pointerup" && Math.hypot(event.clientX - drag.startX, event.clientY - drag.startY) < CLICK_SLOP;
       const node = drag.node;
+      const toggle = drag.toggle;
       drag = null;
       this.host.classList.remove("gv-dragging");
       if (!clicked) return;
+      if (toggle !== null && this.decor !== null) {
+        if (toggle.classList.contains("gv-frame-toggle")) this.decor.foldModule(Number(toggle.getAttribute("data-module-index")));
+        else if (node !== null) this.decor.expand(node);
+        return;
+      }
       const hit = node !== null && this.graph.byId.has(node) ? node : null;
       if (hit !== null) this.setCursor(hit); // the keys go on from the clicked node
       this.onSelect(hit);
@@ -533,6 +649,11 @@ export class GraphScene {
       }
       const cursor = this.cursor ?? startNode(this.graph, this.selected, this.current);
       if (cursor === null) return;
+      if (action.kind === "expand" || action.kind === "fold") {
+        if (action.kind === "expand" && this.decor?.isFolded(cursor) === true) this.decor.expand(cursor);
+        else if (action.kind === "fold") this.decor?.foldAround(cursor);
+        return;
+      }
       if (action.kind === "move") {
         // The first key shows where the cursor starts; the next ones move it.
         const positions = new Map([...this.placedByNode].map(([id, box]) => [id, { x: box.x, y: box.y }]));
@@ -563,7 +684,13 @@ export class GraphScene {
       },
       { passive: false },
     );
-    on("dblclick", () => this.resetView());
+    on("dblclick", (event) => {
+      // Pointer capture (the drag) makes the host the event's target: find the box under the pointer.
+      const under = this.host.ownerDocument.elementFromPoint(event.clientX, event.clientY);
+      const box = under === null ? null : under.closest(".gv-node.gv-folded[data-node-id]");
+      if (box !== null && this.decor !== null) this.decor.expand(Number(box.getAttribute("data-node-id")));
+      else this.resetView();
+    });
   }
 
   destroy(): void {

@@ -18,6 +18,8 @@ export type KeyAction =
   | { readonly kind: "move"; readonly direction: Direction }
   | { readonly kind: "select" }
   | { readonly kind: "close" }
+  | { readonly kind: "expand" }
+  | { readonly kind: "fold" }
   | { readonly kind: "command"; readonly name: CommandName };
 
 /**
@@ -35,7 +37,7 @@ export const COMMAND_KEYS: Readonly<Partial<Record<CommandName, string>>> = {
 /** The help text for the canvas's tooltip and the colour key. */
 export const KEYS_HELP =
   "Tab to the graph, then ↑ ↓ follow edges, ← → move along a row, Enter selects (inspector, Run to), Escape closes the inspector; " +
-  "s Step, e Step event, r Run to selected, c Continue";
+  "+ expands a folded module, - folds the one around the cursor, / searches; s Step, e Step event, r Run to selected, c Continue";
 
 /** The short form in the colour key (KEYS_HELP is its tooltip). */
 export const KEYS_LEGEND = "keys: Tab to the graph · ↑↓←→ move · Enter select · Esc close · s step · e step event · r run to selected · c continue";
@@ -49,6 +51,8 @@ export function keyAction(key: string, modifiers: { ctrl?: boolean; meta?: boole
   if (direction !== undefined) return { kind: "move", direction };
   if (key === "Enter" || key === " ") return { kind: "select" };
   if (key === "Escape") return { kind: "close" };
+  if (key === "+" || key === "=") return { kind: "expand" };
+  if (key === "-") return { kind: "fold" };
   for (const [name, letter] of Object.entries(COMMAND_KEYS) as [CommandName, string][]) {
     if (key === letter) return { kind: "command", name };
   }

@@ -40,6 +40,12 @@ export interface GraphNode {
   readonly leaf_name?: string;
   /** A small display number per graph (1, 2, ...; 0 for the engine's GraphRoot); ids can be large. */
   readonly number?: number;
+  /** The module path the node was recorded in, outermost first (`["blocks", "3", "attn"]`). */
+  readonly module?: readonly string[];
+  /** The class name of the module at each level of `module` ("" for a scope block). */
+  readonly module_types?: readonly string[];
+  /** Which application of that module built the node (0 for the first; an unrolled cell counts up). */
+  readonly module_call?: number;
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
@@ -87,6 +93,30 @@ function describe(value: unknown): string {
   return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;
 }
 
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
+
+/** A node's module path fields (`module`, `module_types`, `module_call`), checked; {} when absent. */
+function moduleFields(raw: Record<string, unknown>, where: string): Pick<GraphNode, "module" | "module_types" | "module_call"> {
+  const module = raw["module"];
+  if (module === undefined || module === null) return {};
+  if (!isStringList(module)) throw new ProtocolError(`${where}.module must be a list of strings, got ${describe(module)}`);
+  const types = raw["module_types"];
+  if (types !== undefined && types !== null && (!isStringList(types) || types.length !== module.length)) {
+    throw new ProtocolError(`${where}.module_types must be a list of ${module.length} strings (one per module name), got ${describe(types)}`);
+  }
+  const call = raw["module_call"];
+  if (call !== undefined && call !== null && !isId(call)) {
+    throw new ProtocolError(`${where}.module_call must be a non-negative integer, got ${describe(call)}`);
+  }
+  return {
+    module,
+    ...(isStringList(types) ? { module_types: types } : {}),
+    ...(isId(call) ? { module_call: call } : {}),
+  };
+}
+
 /** The empty graph, shown before Python has sent one. */
 export const EMPTY_GRAPH: Graph = { nodes: [], edges: [], roots: [], byId: new Map() };
 
@@ -121,6 +151,7 @@ export function parseGraph(value: unknown): Graph {
       id, name, kind, label,
       ...(leafName === undefined || leafName === "" ? {} : { leaf_name: leafName }),
       ...(number === undefined ? {} : { number }),
+      ...moduleFields(raw, where),
     };
     byId.set(id, node);
     return node;

@@ -45,9 +45,21 @@ export interface EdgeSpec {
   readonly head: string;
 }
 
+/** A Graphviz cluster: an open module's frame (view_graph.ts); its key is synthetic (`c3`). */
+export interface ClusterSpec {
+  readonly key: string;
+  /** Characters to reserve for its title (the title itself never reaches Graphviz). */
+  readonly titleChars: number;
+  /** Keys of the boxes directly inside. */
+  readonly boxes: readonly string[];
+  readonly children: readonly ClusterSpec[];
+}
+
 export interface LayoutPlan {
   readonly boxes: readonly BoxSpec[];
   readonly edges: readonly EdgeSpec[];
+  /** Frames around open modules, outermost first (absent: none). */
+  readonly clusters?: readonly ClusterSpec[];
 }
 
 function clip(line: string): string {

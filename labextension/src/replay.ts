@@ -143,6 +143,13 @@ function parseInspections(value: Record<string, unknown>): Pick<StandaloneData, 
 
 /** How often a full copy of the states is kept (seeking applies at most this many changes). */
 const CHECKPOINT_EVERY = 64;
+/**
+ * At most about this many map entries in all checkpoints together: each checkpoint copies every
+ * node's state, so a 100,000-node recording (600,000 events) checkpointed every 64 events would
+ * need billions of entries and crash the page. Bigger recordings space their checkpoints wider
+ * (a seek then replays up to that many events, still a few milliseconds).
+ */
+const CHECKPOINT_ENTRIES = 4_000_000;
 
 /** What the session shows at each position, and where each command goes from there. */
 export class Timeline {
@@ -151,6 +158,8 @@ export class Timeline {
   /** Positions of node_started events (node boundaries, as in ReplaySession). */
   private readonly boundaries: number[] = [];
   private readonly checkpoints: Map<number, NodeState>[] = [];
+  /** Events between two checkpoints (CHECKPOINT_EVERY, or more for big recordings). */
+  private readonly spacing: number;
   /** The deliveries ([position after the event, producer, receiver]); null: the page has none. */
   private readonly deliveries: (readonly [number, number, number])[] | null;
 
@@ -164,10 +173,12 @@ export class Timeline {
       if (kind === "buffer_added" && producer !== undefined && node !== null) deliveries.push([index + 1, producer, node]);
     });
     this.deliveries = hasProducers ? deliveries : null;
+    const nodes = isRecord(data.graph) && Array.isArray(data.graph["nodes"]) ? data.graph["nodes"].length : 0;
+    this.spacing = Math.max(CHECKPOINT_EVERY, Math.ceil(((this.length + 1) * nodes) / CHECKPOINT_ENTRIES));
     let states = new Map<number, NodeState>();
     for (let position = 0; position <= this.length; position++) {
       for (const [id, state] of data.changes[position] ?? []) states.set(id, state);
-      if (position % CHECKPOINT_EVERY === 0) {
+      if (position % this.spacing === 0) {
         this.checkpoints.push(states);
         states = new Map(states);
       }
@@ -185,9 +196,9 @@ export class Timeline {
   /** The `states` trait at a position (absent ids are pending). */
   statesAt(position: number): Record<string, NodeState> {
     const p = this.clamp(position);
-    const base = Math.floor(p / CHECKPOINT_EVERY);
+    const base = Math.floor(p / this.spacing);
     const states = new Map(this.checkpoints[base]);
-    for (let q = base * CHECKPOINT_EVERY + 1; q <= p; q++) {
+    for (let q = base * this.spacing + 1; q <= p; q++) {
       for (const [id, state] of this.data.changes[q] ?? []) states.set(id, state);
     }
     const out: Record<string, NodeState> = {};

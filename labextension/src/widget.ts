@@ -8,7 +8,7 @@
 
 import { disconnectedText, watchConnection } from "./connection.js";
 import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
-import { canvasHeight, GraphScene, MAX_HEIGHT } from "./draw.js";
+import { canvasHeight, GraphScene, MAX_HEIGHT, type FoldDecor } from "./draw.js";
 import { foldLayout } from "./fold.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
@@ -56,6 +56,17 @@ import {
 import { DIFF_STYLES, DiffPanel, parseDiff } from "./diff_panel.js";
 import { buildScale, OVERLAY_STYLES, OverlayLegend, OverlayPicker, parseOverlays, type Overlay } from "./overlays.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
+import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
+import { FoldedView } from "./view_graph.js";
+
+/**
+ * Select a folded module (a click on its box): protocol 5's `{"type": "select", "module":
+ * path}`, which puts the module in the inspector. A segment of a flat graph has no path: null,
+ * nothing to send.
+ */
+export function moduleSelectMessage(path: string | null): ModuleSelectMessage | null {
+  return path === null ? null : selectModuleMessage(path);
+}
 
 /** The part of anywidget's model interface this view uses. */
 export interface WidgetModel {
@@ -108,10 +119,16 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const root = document.createElement("div");
   root.className = "gv-root";
   const style = document.createElement("style");
-  style.textContent = STYLES + OVERLAY_STYLES + MODULE_INSPECTOR_STYLES + DIFF_STYLES;
+  style.textContent = STYLES + OVERLAY_STYLES + MODULE_INSPECTOR_STYLES + DIFF_STYLES + FOLD_STYLES;
 
   let scene: GraphScene | null = null;
   let graph: Graph = EMPTY_GRAPH;
+  /** The folded view of `graph` (hierarchy.ts, view_graph.ts): what is drawn. */
+  let folded: FoldedView | null = null;
+  /** A node to put the cursor on (and pan to) once the next layout is drawn (search, follow). */
+  let pendingFocus: number | null = null;
+  /** The running node "follow" last opened the modules for. */
+  let followed: number | null = null;
   /** Incremented for every graph; a layout that finishes for an older graph is dropped. */
   let generation = 0;
   let viewError: string | null = null;
@@ -163,6 +180,11 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
   };
   const select = (id: number | null): void => {
+    if (id !== null && folded?.isFolded(id) === true) {
+      const message = moduleSelectMessage(folded.modulePath(id));
+      if (message !== null) send(message);
+      return;
+    }
     if (id !== selected) send(selectMessage(id));
   };
   /** Show a module in the inspector (the fold view calls this when a folded box is clicked). */
@@ -197,9 +219,41 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     const scale = overlay === null || overlay.values === null ? null : buildScale(overlay);
     overlayPicker.update(overlayList, activeOverlay);
     overlayLegend.update(overlay, scale);
-    scene?.setOverlay(overlay, scale);
+    scene?.setOverlay(overlay, scale, (id) => folded?.box(id)?.members ?? null);
     paintedWith = [trait, activeOverlay, scene];
   };
+  /** Open what hides a node, select it, and pan to it (a search hit, a doctor finding). */
+  const goToNode = (id: number): void => {
+    if (folded?.reveal(id) === true) {
+      pendingFocus = id;
+      layoutView();
+    } else {
+      scene?.setCursor(folded?.shownAs(id) ?? id);
+    }
+    select(id);
+  };
+  const decor: FoldDecor = {
+    isFolded: (id) => folded?.isFolded(id) ?? false,
+    modulePath: (id) => folded?.modulePath(id) ?? null,
+    frames: () => folded?.frames() ?? [],
+    edgeCount: (index) => folded?.edgeCount(index) ?? 1,
+    expand: (id) => {
+      if (folded?.expand(id) === true) layoutView();
+    },
+    foldAround: (id) => {
+      if (folded?.foldAround(id) === true) layoutView();
+    },
+    foldModule: (index) => {
+      if (folded?.foldModuleAt(index) === true) layoutView();
+    },
+  };
+  const controls = new FoldControls({
+    hide: (hideAccumulateGrad, hideViews) => {
+      if (folded?.setHidden(hideAccumulateGrad, hideViews) === true) layoutView();
+    },
+    goTo: goToNode,
+    leave: () => canvas.focus(),
+  });
 
   const toolbar = new Toolbar({
     command: (name: CommandName) => {
@@ -259,14 +313,24 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const inspector = new Inspector(() => select(null));
   const moduleInspector = new ModuleInspector((id) => select(id), () => selectModule(null));
   const doctorPanel = new DoctorPanel(
-    (node) => select(node),
+    (node) => goToNode(node),
     () => {
       dismissedRun = lastDoctorRun;
       refresh();
     },
   );
 
-  root.append(style, toolbar.element);
+  root.append(style, toolbar.element, controls.element);
+  // `/` or Ctrl+F while the widget has focus: the search box.
+  root.addEventListener("keydown", (event) => {
+    const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement;
+    const find = (event.key === "/" && !event.ctrlKey && !event.metaKey && !event.altKey) || ((event.ctrlKey || event.metaKey) && event.key === "f");
+    if (!find || typing) return;
+    event.preventDefault();
+    event.stopPropagation();
+    controls.search.focus();
+    controls.search.select();
+  });
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
   root.append(narration.element, history.element, diffPanel.element, errorBox, output.element, doctorPanel.element, canvas, legend(), overlayLegend.element, inspector.element, moduleInspector.element);
   el.append(root);
@@ -278,6 +342,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   /** Restyle from states/current/status/error. Never lays out. */
   const refresh = (): void => {
+    const started = performance.now();
     const problems: string[] = [];
     const pythonError = parseErrorText(model.get("error"));
     if (pythonError !== null) problems.push(pythonError);
@@ -304,9 +369,21 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       output.update(model.get("output"));
       const doctor = readDoctor();
       const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
-      scene?.update(states, current, parseDelivered(model.get("delivered"), graph));
-      scene?.setSelected(selected);
-      scene?.setFindings(findingMarks(shown));
+      if (folded !== null && controls.following && current !== null && current !== followed) {
+        // Follow: open the modules around the running node (a new layout), then pan to it.
+        followed = current;
+        if (folded.reveal(current)) {
+          pendingFocus = null;
+          layoutView();
+        }
+      }
+      const marks = findingMarks(shown);
+      if (folded !== null) {
+        scene?.update(folded.states(states), folded.shownAs(current), folded.deliveries(parseDelivered(model.get("delivered"), graph)));
+        scene?.setSelected(folded.shownAs(selected));
+        scene?.setFindings(folded.findings(marks));
+        scene?.setProgress(folded.progress(states, current, marks));
+      }
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       moduleInspector.update(moduleInspection);
       showOverlay();
@@ -328,6 +405,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     errorBox.hidden = problems.length === 0;
     errorBox.textContent = problems.join("\n\n");
+    root.dataset["refreshMillis"] = (performance.now() - started).toFixed(1);
   };
 
   /** The `doctor` trait; a new check ends the "clicked, no answer yet" wait. */
@@ -344,12 +422,15 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
   let waitForWidth: ResizeObserver | null = null;
 
-  /** Lay out a new graph (once), draw it, then restyle. */
+  /** A new graph: fold it (hierarchy.ts), lay out what shows, draw it, then restyle. */
   const loadGraph = (): void => {
-    const mine = ++generation;
+    generation++;
     scene?.destroy();
     scene = null;
     viewError = null;
+    folded = null;
+    followed = null;
+    pendingFocus = null;
     try {
       graph = parseGraph(model.get("graph"));
     } catch (error) {
@@ -359,29 +440,54 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       refresh();
       return;
     }
+    controls.setGraph(graph);
     if (graph.nodes.length === 0) {
       showMessage("No graph yet");
       refresh();
       return;
     }
-    const plan = planLayout(graph, canvasMeasure());
-    showMessage(`Laying out ${graph.nodes.length} nodes…`);
-    refresh();
+    folded = new FoldedView(graph);
+    // The first view is the folded overview; "follow" opens modules from the next stop on.
+    try {
+      followed = parseCurrent(model.get("current"), graph);
+    } catch {
+      followed = null;
+    }
+    root.dataset["nodeCount"] = String(graph.nodes.length);
+    layoutView();
+  };
+
+  /** Lay out the visible boxes of the folded view (one small layout), draw them, then restyle. */
+  const layoutView = (): void => {
+    const mine = ++generation;
+    const view = folded;
+    if (view === null) return;
+    const plan = { ...planLayout(view.scene, canvasMeasure()), clusters: view.clusters() };
+    showMessage(scene === null ? `Laying out ${view.scene.nodes.length} boxes (${graph.nodes.length} nodes)…` : null);
+    root.dataset["boxCount"] = String(view.scene.nodes.length);
     root.dataset["layoutCount"] = String(++layouts);
+    const started = performance.now();
     computeLayout(plan).then(
       (outcome) => {
         if (mine !== generation) return;
         const draw = (): void => {
           // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
           // Fit shows all of it readably; the canvas then takes the folded drawing's height.
-          const layout = foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
+          // Frames around open modules stay whole: a drawing with frames is not cut into columns.
+          const layout = plan.clusters.length > 0 ? { ...outcome.layout, columns: 1 } : foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
           canvas.style.height = `${canvasHeight(layout)}px`;
           showMessage(null);
-          scene = new GraphScene(canvas, graph, plan, layout, select, pressKey);
+          scene?.destroy();
+          scene = new GraphScene(canvas, view.scene, plan, layout, select, pressKey, decor);
           root.dataset["columns"] = String(layout.columns);
           root.dataset["layoutSite"] = outcome.site;
           root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
           refresh();
+          if (pendingFocus !== null) {
+            scene.setCursor(view.shownAs(pendingFocus));
+            pendingFocus = null;
+          }
+          root.dataset["drawMillis"] = (performance.now() - started).toFixed(0);
         };
         // The fold needs the canvas's width: a view not on the page yet (a cached layout
         // answers before the host attaches the view) or hidden draws once it has one.
@@ -430,9 +536,21 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     notice = ackNotice(ack, parseErrorText(model.get("error")));
     refresh();
   };
+  // One Step changes several traits (states, current, last_event, delivered...), each with its
+  // own change event; every refresh reads all node states, so they are coalesced into one per
+  // task (a microtask: it still runs before the browser paints).
+  let refreshQueued = false;
+  const queueRefresh = (): void => {
+    if (refreshQueued) return;
+    refreshQueued = true;
+    queueMicrotask(() => {
+      refreshQueued = false;
+      refresh();
+    });
+  };
   const onStateChange = (): void => {
     setBusy(false);
-    refresh();
+    queueRefresh();
   };
 
   const subscriptions: [string, (...args: unknown[]) => void][] = [
@@ -443,18 +561,18 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     ["change:error", onStateChange],
     ["change:protocol_version", onStateChange],
     ["change:commands", onStateChange],
-    ["change:selected", refresh],
-    ["change:inspection", refresh],
+    ["change:selected", queueRefresh],
+    ["change:inspection", queueRefresh],
     ["change:last_event", onStateChange],
-    ["change:doctor", refresh],
-    ["change:stopped_at", refresh],
-    ["change:delivered", refresh],
-    ["change:history", refresh],
-    ["change:history_position", refresh],
-    ["change:output", refresh],
-    ["change:overlays", refresh],
-    ["change:diff", refresh],
-    ["change:selected_module", refresh],
+    ["change:doctor", queueRefresh],
+    ["change:stopped_at", queueRefresh],
+    ["change:delivered", queueRefresh],
+    ["change:history", queueRefresh],
+    ["change:history_position", queueRefresh],
+    ["change:output", queueRefresh],
+    ["change:overlays", queueRefresh],
+    ["change:diff", queueRefresh],
+    ["change:selected_module", queueRefresh],
     ["msg:custom", onCustomMessage],
   ];
   for (const [event, callback] of subscriptions) model.on(event, callback);

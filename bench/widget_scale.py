@@ -1,0 +1,122 @@
+"""The debugger view at model scale, measured in the browser: open time and Step round trip.
+
+Writes each workload's offline page (``trace_to_html``: the same view code as the notebook
+widget) and opens it from ``file://`` in Debian's Chromium (the browser tests' harness), then
+reports:
+
+* ``open s``: from navigation to the first box on screen (page parse, replay data, folding,
+  one Graphviz layout of the folded view, drawing);
+* ``layout ms`` / ``boxes``: the first layout's time and how many boxes the folded view drew;
+* ``step ms (median, p90)``: Step clicked until the view has restyled and a frame was painted,
+  over ``--steps`` steps (with "follow" on, a step that enters a folded module opens it and
+  lays out again: those steps are in the numbers too).
+
+Nothing here is asserted. Run from the repository root::
+
+    .venv/bin/python bench/widget_scale.py                   # chains of 1,000 and 10,000, models
+    .venv/bin/python bench/widget_scale.py --chains 100000   # a 100,000-node recording
+    .venv/bin/python bench/widget_scale.py --json scale.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+from gradviz_browser_harness import launch_chromium  # noqa: E402
+from scale_models import chain_loss, lstm_loss, transformer_loss  # noqa: E402
+
+import playwright.sync_api as sync_api  # noqa: E402
+
+import gradviz as torch  # noqa: E402
+from gradviz.widget import trace_to_html  # noqa: E402
+
+STEP_JS = """
+async (count) => {
+  const scrubber = document.querySelector('[data-testid=gv-scrubber]');
+  const step = document.querySelector('[data-testid=gv-step]');
+  const frame = () => new Promise((resolve) => requestAnimationFrame(() => resolve()));
+  const times = [];
+  for (let index = 0; index < count && !step.disabled; index++) {
+    const before = scrubber.value;
+    const started = performance.now();
+    step.click();
+    while (scrubber.value === before) await new Promise((resolve) => setTimeout(resolve, 0));
+    await frame();
+    times.push(performance.now() - started);
+  }
+  return times;
+}
+"""
+
+
+def record_page(make_loss: Callable[[], Any], path: Path) -> tuple[Path, int, float]:
+    """The offline page of `make_loss()`'s backward pass; (path, nodes, seconds to write it)."""
+    with torch.record() as trace:
+        loss = make_loss()
+        (loss[0] if isinstance(loss, tuple) else loss).backward()
+    started = time.perf_counter()
+    trace_to_html(trace, path, inspection_budget=1 << 20)
+    return path, len(trace.graph["nodes"]), time.perf_counter() - started
+
+
+def measure(browser: Any, path: Path, steps: int) -> dict[str, Any]:
+    context = browser.new_context(viewport={"width": 1200, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(600_000)
+    started = time.perf_counter()
+    page.goto(path.as_uri())
+    page.wait_for_selector(".gv-root .gv-node[data-node-id]", state="visible")
+    opened = time.perf_counter() - started
+    root = page.locator(".gv-root")
+    result = {
+        "open_s": opened,
+        "layout_ms": float(root.get_attribute("data-layout-millis") or "nan"),
+        "boxes": int(root.get_attribute("data-box-count") or 0),
+        "error": page.locator('[data-testid="gv-error"]').is_visible(),
+    }
+    times = page.evaluate(STEP_JS, steps)
+    result["step_ms"] = times
+    result["layouts_after_steps"] = int(root.get_attribute("data-layout-count") or 0)
+    context.close()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--chains", type=int, nargs="*", default=[1_000, 10_000], help="chain lengths (nodes)")
+    parser.add_argument("--no-models", action="store_true", help="skip the transformer and the LSTM")
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    workloads: list[tuple[str, Callable[[], Any]]] = [(f"chain {n:,}", (lambda n=n: chain_loss(n))) for n in args.chains]
+    if not args.no_models:
+        workloads += [("transformer 12 blocks", lambda: transformer_loss(12)), ("LSTMCell x150", lambda: lstm_loss(150))]
+    rows = []
+    with tempfile.TemporaryDirectory() as folder, sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        print(f"{'workload':24} {'nodes':>7} {'html s':>7} {'open s':>7} {'layout ms':>9} {'boxes':>5} {'step ms median':>14} {'p90':>7}")
+        for index, (name, make) in enumerate(workloads):
+            path, nodes, written = record_page(make, Path(folder) / f"page{index}.html")
+            result = measure(browser, path, args.steps)
+            steps = sorted(result["step_ms"])
+            median = statistics.median(steps) if steps else float("nan")
+            p90 = steps[int(0.9 * (len(steps) - 1))] if steps else float("nan")
+            print(f"{name:24} {nodes:7,} {written:7.1f} {result['open_s']:7.2f} {result['layout_ms']:9.0f} {result['boxes']:5} {median:14.1f} {p90:7.1f}"
+                  + ("  (error shown)" if result["error"] else ""))
+            rows.append({"workload": name, "nodes": nodes, "html_s": written, **result})
+        browser.close()
+    if args.json is not None:
+        args.json.write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

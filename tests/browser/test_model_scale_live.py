@@ -1,0 +1,93 @@
+"""A live debug session of a 12-block transformer-style model in JupyterLab and Notebook 7: the
+widget opens folded (at most ~150 boxes), a folded box expands, and Step keeps the running node
+drawn and highlighted, with no errors in the page or the Log Console. Marked ``browser``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gradviz_browser_harness import check_no_problems, launch_chromium, notebook_session, run_all, start_lab, stop_lab  # noqa: E402
+
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+
+pytestmark = pytest.mark.browser
+
+MODELS = Path(__file__).resolve().parent / "scale_models.py"
+SOURCE = (
+    "import gradviz as torch\n"
+    "from scale_models import transformer_loss\n"
+    "loss, model = transformer_loss(12)\n"
+    "session = torch.debug.backward(loss, params=model)\n"
+    "session"
+)
+
+
+def _notebook(folder: Path) -> Path:
+    cell = {"cell_type": "code", "execution_count": None, "id": "model", "metadata": {}, "outputs": [], "source": SOURCE}
+    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    path = folder / "model_scale.ipynb"
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
+
+
+@pytest.mark.parametrize("app", ["lab", "notebook"])
+def test_a_transformer_session_opens_folded_and_steps(browser: Any, app: str, tmp_path: Path) -> None:
+    notebook = _notebook(tmp_path)
+    (tmp_path / "server").mkdir()
+    server = start_lab(tmp_path / "server", [notebook, MODELS], app=app)
+    try:
+        with notebook_session(browser, server, notebook.name, f"model-scale-{app}", app=app) as session:
+            run_all(session)
+            widget = session.widget()
+            assert int(widget.get_attribute("data-node-count")) > 800
+            assert int(widget.get_attribute("data-box-count")) <= 150
+            folded = widget.locator(".gv-node.gv-folded[data-module]")
+            assert folded.count() > 0
+            # A folded box expands on a double-click (one new, small layout).
+            layouts = int(widget.get_attribute("data-layout-count"))
+            boxes = int(widget.get_attribute("data-box-count"))
+            # (one drawn inside the canvas's visible area, after Fit: a big drawing extends beyond it)
+            widget.locator('[data-testid="gv-fit"]').click()
+            point = widget.evaluate(
+                """root => {
+                  const canvas = root.querySelector('[data-testid=gv-canvas]').getBoundingClientRect();
+                  for (const box of root.querySelectorAll('.gv-node.gv-folded[data-module] rect.gv-box')) {
+                    const r = box.getBoundingClientRect();
+                    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+                    if (x > canvas.left + 5 && x < canvas.right - 5 && y > canvas.top + 5 && y < canvas.bottom - 5) return [x, y];
+                  }
+                  return null;
+                }""")
+            assert point is not None, "no folded box in view"
+            session.page.mouse.dblclick(point[0], point[1])
+            session.page.wait_for_function(
+                "([root, layouts]) => Number(root.dataset.layoutCount) > layouts", arg=[widget.element_handle(), layouts])
+            widget.locator(".gv-frame").first.wait_for(state="attached")
+            assert int(widget.get_attribute("data-box-count")) > boxes
+            # Step: the running node stays drawn and marked.
+            step = widget.locator('[data-testid="gv-step"]')
+            for _ in range(3):
+                status = widget.locator('[data-testid="gv-status"]').inner_text()
+                step.click()
+                session.page.wait_for_function(
+                    "([root, before]) => root.querySelector('[data-testid=gv-status]').textContent !== before",
+                    arg=[widget.element_handle(), status])
+            widget.locator(".gv-node.gv-current:not(.gv-folded)").first.wait_for(state="visible")
+            check_no_problems(session)
+    finally:
+        stop_lab(server)
