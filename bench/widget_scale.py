@@ -26,15 +26,15 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
+import playwright.sync_api as sync_api  # noqa: E402
 from gradviz_browser_harness import launch_chromium  # noqa: E402
 from scale_models import chain_loss, lstm_loss, transformer_loss  # noqa: E402
-
-import playwright.sync_api as sync_api  # noqa: E402
 
 import gradviz as torch  # noqa: E402
 from gradviz.widget import trace_to_html  # noqa: E402
@@ -97,21 +97,24 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    workloads: list[tuple[str, Callable[[], Any]]] = [(f"chain {n:,}", (lambda n=n: chain_loss(n))) for n in args.chains]
+    workloads: list[tuple[str, Callable[[], Any]]] = [(f"chain {n:,}", (lambda n=n: chain_loss(n)))
+                                                      for n in args.chains]
     if not args.no_models:
-        workloads += [("transformer 12 blocks", lambda: transformer_loss(12)), ("LSTMCell x150", lambda: lstm_loss(150))]
+        workloads += [("transformer 12 blocks", lambda: transformer_loss(12)),
+                      ("LSTMCell x150", lambda: lstm_loss(150))]
     rows = []
     with tempfile.TemporaryDirectory() as folder, sync_api.sync_playwright() as playwright:
         browser = launch_chromium(playwright)
-        print(f"{'workload':24} {'nodes':>7} {'html s':>7} {'open s':>7} {'layout ms':>9} {'boxes':>5} {'step ms median':>14} {'p90':>7}")
+        print(f"{'workload':24} {'nodes':>7} {'html s':>7} {'open s':>7} {'layout ms':>9} {'boxes':>5} "
+              f"{'step ms median':>14} {'p90':>7}")
         for index, (name, make) in enumerate(workloads):
             path, nodes, written = record_page(make, Path(folder) / f"page{index}.html")
             result = measure(browser, path, args.steps)
             steps = sorted(result["step_ms"])
             median = statistics.median(steps) if steps else float("nan")
             p90 = steps[int(0.9 * (len(steps) - 1))] if steps else float("nan")
-            print(f"{name:24} {nodes:7,} {written:7.1f} {result['open_s']:7.2f} {result['layout_ms']:9.0f} {result['boxes']:5} {median:14.1f} {p90:7.1f}"
-                  + ("  (error shown)" if result["error"] else ""))
+            print(f"{name:24} {nodes:7,} {written:7.1f} {result['open_s']:7.2f} {result['layout_ms']:9.0f} "
+                  f"{result['boxes']:5} {median:14.1f} {p90:7.1f}" + ("  (error shown)" if result["error"] else ""))
             rows.append({"workload": name, "nodes": nodes, "html_s": written, **result})
         browser.close()
     if args.json is not None:

@@ -28,7 +28,6 @@ import logging
 import math
 import threading
 import time
-import traceback
 import weakref
 from typing import Any, Protocol
 
@@ -193,7 +192,8 @@ def normalize_graph(raw: object) -> dict[str, Any]:
         if leaf_name is not None:
             if not isinstance(leaf_name, str) or kind != "accumulate_grad":
                 raise SessionProtocolError(
-                    f"{where}['leaf_name'] must be a str on an accumulate_grad node, got {leaf_name!r} on a {kind} node")
+                    f"{where}['leaf_name'] must be a str on an accumulate_grad node, got {leaf_name!r} "
+                    f"on a {kind} node")
             entry["leaf_name"] = leaf_name
         number = node.get("number")
         if number is not None:  # the node's small display number (Note [Node numbers and labels])
@@ -332,7 +332,10 @@ def event_history(session: object, shown: object) -> tuple[dict[str, Any] | None
     seekable = callable(getattr(session, "seek", None)) and isinstance(getattr(trace, "events", None), list)
     events = trace.events if seekable else shown  # type: ignore[union-attr]
     position = len(shown)
-    start = max(0, min(position - HISTORY_LIMIT // 2, len(events) - HISTORY_LIMIT)) if seekable else max(0, position - HISTORY_LIMIT)
+    if seekable:
+        start = max(0, min(position - HISTORY_LIMIT // 2, len(events) - HISTORY_LIMIT))
+    else:
+        start = max(0, position - HISTORY_LIMIT)
     lines = []
     for event in events[start:start + HISTORY_LIMIT]:
         line = compact_event(event) or {"kind": "?", "node": None, "text": ""}
@@ -649,8 +652,8 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         expected = COMMAND_FIELDS.get(name, frozenset())
         if set(content) != expected:
             missing, extra = sorted(expected - set(content)), sorted(map(str, set(content) - expected))
-            what = "; ".join(part for part in (
-                f"missing {', '.join(missing)}" if missing else "", f"unexpected {', '.join(extra)}" if extra else "") if part)
+            what = "; ".join(part for part in (f"missing {', '.join(missing)}" if missing else "",
+                                               f"unexpected {', '.join(extra)}" if extra else "") if part)
             return f"a {name} command has the fields {', '.join(sorted(expected))} ({what})"
         if name == SEEK:
             argument = content.get("position")
@@ -681,7 +684,8 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         """Show the first ``position`` events of a replay (a click in the event history)."""
         seek = getattr(self._session, "seek", None)
         if not callable(seek):
-            self._ack(SEEK, False, f"this session ({type(self._session).__name__}) cannot jump to an event: only a replay can")
+            self._ack(SEEK, False,
+                      f"this session ({type(self._session).__name__}) cannot jump to an event: only a replay can")
             return
         if not self._command_lock.acquire(blocking=False):
             self._ack(SEEK, False, "another command is still running")

@@ -9,16 +9,16 @@ Needs the built bundle. Marked ``browser``.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
 from scale_models import HOSTILE, chain_loss, hostile_model_loss, lstm_loss, transformer_loss  # noqa: E402
-
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 
 import gradviz as torch
 from gradviz.widget import trace_to_html

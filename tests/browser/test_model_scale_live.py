@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gradviz_browser_harness import check_no_problems, launch_chromium, notebook_session, run_all, start_lab, stop_lab  # noqa: E402
-
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+from gradviz_browser_harness import (  # noqa: E402
+    check_no_problems,
+    launch_chromium,
+    notebook_session,
+    run_all,
+    start_lab,
+    stop_lab,
+)
 
 pytestmark = pytest.mark.browser
 
