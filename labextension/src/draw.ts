@@ -42,6 +42,9 @@ export interface FoldDecor {
   modulePath(id: number): string | null;
   frames(): readonly Frame[];
   edgeCount(index: number): number;
+  /** The overlay key (overlays.ts edgeKeys) of the graph edge a scene edge draws; null: it
+   * stands for several graph edges (or none), so no single gradient flowed along it. */
+  edgeKey(index: number): string | null;
   expand(id: number): void;
   /** Fold the innermost open module around box `id`. */
   foldAround(id: number): void;
@@ -165,7 +168,7 @@ export class GraphScene {
     const id = `gv-scene-${Date.now().toString(36)}-${sceneCounter++}`;
     this.deliveredMarker = `${id}-arrow-delivered`;
     this.plainMarker = `${id}-arrow`;
-    this.edgeKeys = edgeKeys(graph.edges);
+    this.edgeKeys = decor === null ? edgeKeys(graph.edges) : graph.edges.map((_, index) => decor.edgeKey(index) ?? "");
     this.svg = svg("svg", { role: "img", "aria-label": `autograd graph with ${graph.nodes.length} nodes` });
     this.svg.append(this.markers());
     this.viewport = svg("g", { class: "gv-viewport" });

@@ -3,6 +3,7 @@
 // moving a position through the precomputed replay (replay.ts), and publishes the traits
 // through a LocalModel. No DOM here.
 
+import { buildTree, type ModuleTree } from "./hierarchy.js";
 import { LocalModel } from "./local_model.js";
 import { EMPTY_GRAPH, parseGraph, PROTOCOL_VERSION, type CommandName, type Graph } from "./model.js";
 import { Timeline, type StandaloneData } from "./replay.js";
@@ -29,6 +30,9 @@ export class ReplayPlayer {
   readonly model: LocalModel;
   private position: number;
   private selected: number | null = null;
+  /** The module shown in the inspector (protocol 5's module select), as `selected_module`. */
+  private selectedModule: string | null = null;
+  private tree: ModuleTree | null = null;
   private doctorRuns = 0;
   private readonly graph: Graph;
   private readonly listeners: ((position: number) => void)[] = [];
@@ -83,8 +87,40 @@ export class ReplayPlayer {
       last_event: this.timeline.lastEventAt(p),
       history_position: p,
       selected: this.selected,
-      inspection: this.inspection(states),
+      selected_module: this.selectedModule,
+      inspection: this.selectedModule === null ? this.inspection(states) : this.moduleInspection(this.selectedModule, states),
     };
+  }
+
+  /**
+   * The module's inspection at this position, as Python's `module_inspection` gives it: its
+   * type, node count, calls, how many nodes are in each state, and the named parameters of it
+   * and its sub-modules with the gradient their AccumulateGrad node received (from the page's
+   * snapshots; null before it ran or when the page keeps none).
+   */
+  private moduleInspection(path: string, states: Record<string, string>): Record<string, unknown> | null {
+    const module = this.modules().byPath.get(path);
+    if (module === undefined) return null;
+    const counts: Record<string, number> = {};
+    for (const id of module.nodes) {
+      const state = states[String(id)] ?? "pending";
+      counts[state] = (counts[state] ?? 0) + 1;
+    }
+    const parameters = [];
+    for (const id of module.nodes) {
+      const node = this.graph.byId.get(id);
+      if (node === undefined || node.kind !== "accumulate_grad" || node.leaf_name === undefined) continue;
+      const received = this.timeline.inspectionAt(this.position, id)?.["grads_in"];
+      const grad = Array.isArray(received) && received.length > 0 ? received[0] : null;
+      parameters.push({ id, name: node.leaf_name, grad });
+    }
+    parameters.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    return { module: path, type: module.type, count: module.nodes.length, calls: module.calls, states: counts, parameters };
+  }
+
+  private modules(): ModuleTree {
+    this.tree ??= buildTree(this.graph);
+    return this.tree;
   }
 
   /** The node's snapshot at this position (Note [Page inspector] in _html.py), over its graph entry. */
@@ -112,7 +148,14 @@ export class ReplayPlayer {
       return;
     }
     if (isRecord(content) && content["type"] === "select") {
-      this.model.sendToView({ type: "error", reason: "this page cannot inspect a module: replay the trace in a notebook" });
+      const path = content["module"];
+      if (path !== null && (typeof path !== "string" || !this.modules().byPath.has(path))) {
+        this.model.sendToView({ type: "error", reason: `no module ${JSON.stringify(path)} in this graph` });
+        return;
+      }
+      this.selectedModule = path;
+      if (path !== null) this.selected = null;
+      this.model.set(this.traits());
       return;
     }
     if (!isRecord(content) || content["type"] !== "command" || typeof content["name"] !== "string") return;
@@ -130,6 +173,7 @@ export class ReplayPlayer {
     }
     if (name === "select") {
       this.selected = typeof node === "number" && this.graph.byId.has(node) ? node : null;
+      this.selectedModule = null;
       this.model.set(this.traits());
       this.ack(name, true);
       return;

@@ -10,6 +10,7 @@
 // Pure (no DOM).
 
 import type { Severity } from "./doctor.js";
+import { edgeKeys } from "./overlays.js";
 import {
   boxText,
   buildTree,
@@ -63,6 +64,7 @@ export class FoldedView {
    * drawn as before, and may be cut into columns to fit: fold.ts).
    */
   readonly framed: boolean;
+  private graphEdgeKeys: string[] | null = null;
 
   constructor(readonly graph: Graph, maxBoxes = DEFAULT_MAX_BOXES) {
     this.tree = buildTree(graph);
@@ -265,6 +267,14 @@ export class FoldedView {
   /** How many graph edges a scene edge stands for. */
   edgeCount(index: number): number {
     return this.view.edges[index]?.count ?? 1;
+  }
+
+  /** The overlay key of the one graph edge a scene edge draws (null: it stands for several). */
+  edgeKey(index: number): string | null {
+    const indices = this.view.edges[index]?.edgeIndices;
+    if (indices === undefined || indices.length !== 1) return null;
+    this.graphEdgeKeys ??= edgeKeys(this.graph.edges);
+    return this.graphEdgeKeys[indices[0]!] ?? null;
   }
 }
 

@@ -237,6 +237,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     modulePath: (id) => folded?.modulePath(id) ?? null,
     frames: () => folded?.frames() ?? [],
     edgeCount: (index) => folded?.edgeCount(index) ?? 1,
+    edgeKey: (index) => folded?.edgeKey(index) ?? null,
     expand: (id) => {
       if (folded?.expand(id) === true) layoutView();
     },

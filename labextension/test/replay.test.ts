@@ -168,6 +168,30 @@ describe("ReplayPlayer", () => {
     assert.equal(player.at, 2);
   });
 
+  it("answers a module select with the module's inspection, as Python's module_inspection", async () => {
+    // TINY_GRAPH with its multiply and w in a module "lin" (a Linear), and w named lin.weight
+    const graph = {
+      ...TINY_GRAPH,
+      nodes: TINY_GRAPH.nodes.map((node) =>
+        node.id === 2 ? { ...node, module: ["lin"], module_types: ["Linear"] }
+          : node.id === 1 ? { ...node, module: ["lin"], module_types: ["Linear"], leaf_name: "lin.weight" } : node),
+    };
+    const player = new ReplayPlayer(parseStandalone(tinyData({ graph })));
+    await command(player, { type: "command", name: "run_to", node: 1 });
+    await command(player, { type: "select", module: "lin" });
+    assert.equal(player.model.get("selected_module"), "lin");
+    assert.equal(player.model.get("selected"), null);
+    assert.deepEqual(player.model.get("inspection"), {
+      module: "lin", type: "Linear", count: 2, calls: 1, states: { done: 1, ready: 1 },
+      parameters: [{ id: 1, name: "lin.weight", grad: null }],
+    });
+    const refused = await command(player, { type: "select", module: "<img src=x>" });
+    assert.deepEqual(refused, [{ type: "error", reason: 'no module "<img src=x>" in this graph' }]);
+    await command(player, { type: "command", name: "select", node: 0 });
+    assert.equal(player.model.get("selected_module"), null, "a node select leaves the module");
+    assert.equal((player.model.get("inspection") as { id: number }).id, 0);
+  });
+
   it("offers Check gradients only with a doctor report, and answers it with that report", async () => {
     const report = { ok: false, summary: "s", findings: [{ kind: "no_gradient", node: 2, params: ["w"] }], checked: [], skipped: [], notes: [] };
     const player = new ReplayPlayer(parseStandalone(tinyData({ doctor: report })));

@@ -46,9 +46,12 @@ RENDERER = ".jp-GradvizTraceView"
 # Records any alert() (the hostile names call it if they ever run as HTML), without blocking.
 TRAP = "window.__alerts = []; window.alert = (text) => window.__alerts.push(String(text));"
 # What the output notebook runs: the hostile model of tests/widget/test_trace_view.py, displayed.
-OUTPUT_CELL = """\
-from test_trace_view import EVIL, model_trace
-model_trace(EVIL).view(title=EVIL)
+# The kernel shows the saved file's trace: a trace recorded again in the kernel would number
+# its nodes from wherever the kernel's counter stands, not as the test's `trace` does.
+OUTPUT_CELL = f"""\
+import gradviz
+from test_trace_view import EVIL
+gradviz.load_trace({VIEW_FILE!r}).view(title=EVIL)
 """
 
 
