@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+import weakref
 
 import numpy
 
@@ -172,10 +173,12 @@ def _edge_values(node_id, facts) -> dict[str, dict]:
 class BuiltinOverlays:
     """The built-in overlays of one session, kept up to date incrementally (Note
     [Incremental overlays]). ``saved_entries(node_id, facts)`` lists what a node saved
-    (dicts with ``bytes``, or ``shape`` and ``dtype``); the session provides it."""
+    (dicts with ``bytes``, or ``shape`` and ``dtype``); the session provides it, as a bound
+    method held weakly: the session holds this object, and a strong reference back would be a
+    cycle that keeps a dropped session's graph alive until the cycle collector runs."""
 
     def __init__(self, saved_entries):
-        self._saved_entries = saved_entries
+        self._saved_entries = weakref.WeakMethod(saved_entries)
         self._view = None
         self._epoch = None
         self.values: dict[str, dict] = {name: {} for name in BUILTIN_OVERLAYS}
@@ -186,7 +189,8 @@ class BuiltinOverlays:
     def _node_values(self, node_id, facts) -> dict:
         found = {name: compute(facts) for name, compute in _COMPUTE.items()}
         released = facts.get("released")
-        entries = self._saved_entries(node_id, facts)
+        reader = self._saved_entries()
+        entries = None if reader is None else reader(node_id, facts)
         if entries is not None:
             found["saved_bytes"] = 0 if released is not None else saved_bytes_of(entries)
         elif released is not None:

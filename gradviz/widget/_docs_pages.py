@@ -52,10 +52,14 @@ _exit_hook_registered = False
 
 def session_trace(session: Any) -> Trace | None:
     """The trace a replay page of ``session`` shows: ``session.trace()`` of a live session,
-    ``session.trace`` of a replay; None for a session without one."""
+    ``session.trace`` of a replay, the graph and events of a ``runcall`` session; None for a
+    session without them."""
     trace = getattr(session, "trace", None)
     if callable(trace):
         trace = trace()
+    events = getattr(session, "events", None)
+    if trace is None and callable(getattr(session, "graph", None)) and isinstance(events, list):
+        trace = Trace(session.graph(), [dict(event) for event in events])
     return trace if isinstance(trace, Trace) else None
 
 
@@ -64,9 +68,9 @@ MAX_CONTINUES = 10_000
 
 
 def finish_pass(session: Any) -> None:
-    """Run a paused live session to its end (at exit, for the docs' page); an error of the
-    pass stays in the session, as the widget would show it."""
-    if not callable(getattr(session, "trace", None)):
+    """Run a paused live or ``runcall`` session to its end (at exit, for the docs' page); an
+    error of the pass stays in the session, as the widget would show it."""
+    if isinstance(getattr(session, "trace", None), Trace):
         return  # a replay's trace is already whole
     for _ in range(MAX_CONTINUES):
         if getattr(session, "status", None) != "paused":
@@ -102,7 +106,12 @@ def docs_embed(writer: Any, title: str) -> str | None:
     target.mkdir(parents=True, exist_ok=True)
     name = f"replay-{uuid.uuid4().hex[:16]}.html"
     path = target / name
-    if not writer(path, False):
+    try:
+        written = writer(path, False)
+    except Exception as exc:  # the notebook still shows the widget's own output
+        warnings.warn(f"gradviz: no docs replay page for this widget: {exc!r}", UserWarning, stacklevel=2)
+        return None
+    if not written:
         return None
     _pages.append((writer, path))
     _register_exit_hook()

@@ -79,3 +79,20 @@ def test_a_hostile_url_prefix_is_escaped_in_the_iframe(pages, monkeypatch):
     session, _ = session_of_square()
     embed = display_data(DebuggerWidget(session))["text/html"]
     assert "<script>" not in embed and "&quot;&gt;&lt;script&gt;" in embed
+
+
+def test_a_runcall_session_gets_a_page_of_its_whole_run(pages):
+    weights = torch.tensor([1.0, 2.0], requires_grad=True)
+
+    def train(w):
+        for _ in range(2):
+            (w * w).sum().backward()
+
+    session = torch.debug.runcall(train, weights, breakpoints=[{"function": "MulBackward0"}])
+    embed = display_data(DebuggerWidget(session))["text/html"]
+    source = re.search(r'src="\.\./replays/([^"]+)"', embed).group(1)
+    _docs_pages._rewrite_all()  # at exit: run to the end through the breakpoints, then write
+    written = page_data(pages / source)
+    assert session.status == "finished" and written["final_status"] == "finished"
+    assert [event[0] for event in written["events"]].count("backward_finished") == 2
+    assert weights.grad.tolist() == [4.0, 8.0]  # two passes of d(w*w)/dw = 2w, accumulated
