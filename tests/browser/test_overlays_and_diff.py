@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -160,6 +161,19 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     stop_lab(server)
 
 
+def printed_json(output: Any, tag: str) -> Any:
+    """The JSON a cell printed after ``tag``. The output may still be streaming when found, and
+    its rendered text may break lines: wait until the tag and a whole JSON object are there."""
+    pattern = re.compile(re.escape(tag) + r"\s*(\{.*\})", re.S)
+    output.page.wait_for_function(
+        "([element, tag]) => { const text = element.innerText; const at = text.indexOf(tag);"
+        " return at >= 0 && text.trimEnd().endsWith('}'); }",
+        arg=[output.element_handle(), tag])
+    match = pattern.search(output.inner_text())
+    assert match is not None, f"no {tag} JSON in {output.inner_text()!r}"
+    return json.loads(match.group(1))
+
+
 def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, lab: LabServer) -> None:
     with notebook_session(browser, lab, "overlays.ipynb", "overlays") as session:
         run_all(session)
@@ -179,8 +193,7 @@ def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, 
             arg=widget.element_handle())
         widget.locator('[data-testid="gv-overlay-bar"]').wait_for()
         session.wait_for_kernel_idle()
-        norms = json.loads(session.page.locator(".jp-OutputArea-output", has_text="GVEXPECT {").first.inner_text()
-                           .split("GVEXPECT ", 1)[1])
+        norms = printed_json(session.page.locator(".jp-OutputArea-output", has_text="GVEXPECT").first, "GVEXPECT")
         for node, norm in norms.items():
             box = widget.locator(f'.gv-node[data-node-id="{node}"]').first
             assert box.get_attribute("data-overlay") == format_value(norm), (node, norm)
@@ -199,8 +212,7 @@ def test_overlay_picker_legend_and_module_inspector_in_jupyterlab(browser: Any, 
         weight.locator("button").click()
         widget.locator(f'[data-testid=gv-inspector]:not([hidden]) .gv-inspector-id[data-node-id="{node}"]').wait_for()
         # the diff widget (the notebook's last): difference overlay, panel, a click selects
-        expected = json.loads(session.page.locator(".jp-OutputArea-output", has_text="GVDIFF {").first.inner_text()
-                              .split("GVDIFF ", 1)[1])
+        expected = printed_json(session.page.locator(".jp-OutputArea-output", has_text="GVDIFF").first, "GVDIFF")
         diff = session.widget()
         diff.locator(".gv-node[data-overlay]").first.wait_for()
         assert diff.locator('[data-testid="gv-overlay-picker"]').input_value() == "difference"
