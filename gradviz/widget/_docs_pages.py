@@ -43,6 +43,8 @@ DOCS_PAGES_ENV = "GRADVIZ_DOCS_PAGES"
 #: Where the site publishes that folder, relative to a notebook's page (default ``"../replays/"``).
 DOCS_PAGES_URL_ENV = "GRADVIZ_DOCS_PAGES_URL"
 DEFAULT_URL = "../replays/"
+#: The replay page's title, and the iframe's.
+PAGE_TITLE = "gradviz debugger"
 FRAME_HEIGHT = 680
 
 # (writer, page path) of every widget displayed in this process; each is rewritten at exit.
@@ -81,7 +83,7 @@ def finish_pass(session: Any) -> None:
             return
 
 
-def write_session_page(session: Any, path: Path, title: str, final: bool = False) -> bool:
+def write_session_page(session: Any, path: Path, final: bool = False, title: str = PAGE_TITLE) -> bool:
     """Write the replay page of ``session``'s trace to ``path`` (``final``: at exit, after
     :func:`finish_pass`); False when it has no trace."""
     if final:
@@ -95,7 +97,7 @@ def write_session_page(session: Any, path: Path, title: str, final: bool = False
     return True
 
 
-def docs_embed(writer: Any, title: str) -> str | None:
+def docs_embed(writer: Any, title: str = PAGE_TITLE) -> str | None:
     """The ``text/html`` a widget shows in the built docs (Note [Widgets in the built docs]):
     an iframe of the page ``writer(path, final)`` writes (``final`` at exit; it returns False
     when it has none to write), or None outside a docs build."""

@@ -462,7 +462,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         # In a docs build only, also an offline replay page (Note [Widgets in the built docs])
         bundle = super()._repr_mimebundle_(**kwargs)  # data, or (data, metadata)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
-        embed = docs_embed(self._write_docs_page, "gradviz debugger") if isinstance(data, dict) else None
+        embed = docs_embed(self._write_docs_page) if isinstance(data, dict) else None
         if embed is None:
             return bundle
         data = {**data, "text/html": embed}
@@ -471,7 +471,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     def _write_docs_page(self, path: Any, final: bool) -> bool:
         """Write the offline replay page of this widget's session (Note [Widgets in the built
         docs]); False when the session has no trace."""
-        return write_session_page(self._session, path, "gradviz debugger", final)
+        return write_session_page(self._session, path, final)
 
     def close(self) -> None:
         """Stop following the session and close the widget."""

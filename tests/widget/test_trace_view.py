@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch as real_torch
 
 import gradviz as torch
 from gradviz import nn
-from gradviz.debug import ReplaySession
+from gradviz.debug import ReplaySession, record_torch, torch_scopes
 from gradviz.errors import TraceFormatError
 from gradviz.instrument import Trace
 from gradviz.widget import TRACE_VIEW_MIME, TraceView, load_trace_view
@@ -167,10 +168,6 @@ def test_the_version_matches_the_viewers() -> None:
 def test_a_trace_with_a_doctor_report_keeps_it_in_its_view(tmp_path: Path) -> None:
     """record_torch(doctor=True) puts the doctor's report on the trace; the saved view carries
     it (the viewer's Check gradients shows it, as the HTML page's does)."""
-    import torch as real_torch
-
-    from gradviz.debug import record_torch, torch_scopes
-
     class Cut(real_torch.nn.Module):
         def __init__(self) -> None:
             super().__init__()
