@@ -70,6 +70,8 @@ def _window_choice(block):
     """Position in the last axis of each window's maximum: the first maximum; with NaNs, the
     last NaN (torch's loop takes ``val > max || isnan``)."""
     nan = np.isnan(block)
+    if not nan.any():  # the common case: one argmax, no NaN bookkeeping
+        return block.argmax(-1)
     last_nan = nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
     return np.where(nan.any(-1), last_nan, block.argmax(-1))
 
