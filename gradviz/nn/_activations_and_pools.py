@@ -66,6 +66,38 @@ def _bins(length, size):
     return [((i * length) // size, -(-((i + 1) * length) // size)) for i in range(size)]
 
 
+def _window_choice(block):
+    """Position in the last axis of each window's maximum: the first maximum; with NaNs, the
+    last NaN (torch's loop takes ``val > max || isnan``)."""
+    nan = np.isnan(block)
+    if not nan.any():  # the common case: one argmax, no NaN bookkeeping
+        return block.argmax(-1)
+    last_nan = nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
+    return np.where(nan.any(-1), last_nan, block.argmax(-1))
+
+
+def _even_windows_argmax(data, flat, spatial, sizes):
+    """The flat positions of the maxima when every spatial size is a multiple of its output size
+    (Note [Even adaptive windows])."""
+    # Note [Even adaptive windows]
+    # When n % s == 0 torch's bins [floor(i n / s), ceil((i + 1) n / s)) are the disjoint
+    # windows [i k, (i + 1) k) with k = n / s, so one reshape splits each spatial axis n into
+    # (s, k); moving the k axes last and merging them lists every window's elements in the same
+    # row-major order as the general loop's block, so _window_choice picks the same element.
+    lead = data.shape[:data.ndim - len(spatial)]
+    kernel = tuple(n // s for n, s in zip(spatial, sizes))
+    split = lead + tuple(v for pair in zip(sizes, kernel) for v in pair)
+    outer = tuple(range(len(lead)))
+    order = outer + tuple(len(lead) + 2 * d for d in range(len(sizes))) \
+        + tuple(len(lead) + 2 * d + 1 for d in range(len(sizes)))
+    blocks = data.reshape(split).transpose(order).reshape(lead + sizes + (-1,))
+    positions = flat.reshape(split[len(lead):]).transpose(
+        [o - len(lead) for o in order[len(lead):]]).reshape(sizes + (-1,))
+    choice = _window_choice(blocks)
+    return np.take_along_axis(np.broadcast_to(positions, lead + positions.shape),
+                              choice[..., None], -1)[..., 0].astype(np.int64)
+
+
 def _adaptive_max(input, sizes, what):
     """Max over torch's adaptive bins of the last ``len(sizes)`` dims; the values are gathered
     from ``input`` (``GatherBackward0``), the indices are flat over those dims."""
@@ -78,16 +110,15 @@ def _adaptive_max(input, sizes, what):
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {input.ndim - len(spatial) + d} being empty")
     data = input.detach().numpy().reshape(lead + spatial)
-    index = np.zeros(lead + sizes, dtype=np.int64)
     flat = np.arange(int(np.prod(spatial))).reshape(spatial)
-    for out_pos in np.ndindex(*sizes):
-        region = tuple(slice(*_bins(n, s)[o]) for n, s, o in zip(spatial, sizes, out_pos))
-        block = data[(Ellipsis,) + region].reshape(lead + (-1,))
-        nan = np.isnan(block)
-        # the first maximum; with NaNs, the last NaN (torch's loop takes `val > max || isnan`)
-        last_nan = nan.shape[-1] - 1 - nan[..., ::-1].argmax(-1)
-        choice = np.where(nan.any(-1), last_nan, block.argmax(-1))
-        index[(Ellipsis,) + out_pos] = flat[region].reshape(-1)[choice]
+    if all(s and n % s == 0 for n, s in zip(spatial, sizes)):
+        index = _even_windows_argmax(data, flat, spatial, sizes)
+    else:
+        index = np.zeros(lead + sizes, dtype=np.int64)
+        for out_pos in np.ndindex(*sizes):
+            region = tuple(slice(*_bins(n, s)[o]) for n, s, o in zip(spatial, sizes, out_pos))
+            block = data[(Ellipsis,) + region].reshape(lead + (-1,))
+            index[(Ellipsis,) + out_pos] = flat[region].reshape(-1)[_window_choice(block)]
     indices = _ops.tensor(index, dtype=_dtypes.int64)
     values = _ops.gather(input.flatten(-len(sizes)), -1,
                          indices.flatten(-len(sizes))).reshape(lead + sizes)

@@ -15,6 +15,7 @@ from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import _broadcast_error, checked_integer
 from ._registry import Op, apply, check_saveable, numpy_names
+from ._scatter_add import add_rows
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -183,7 +184,7 @@ def index_select(input, dim, index):
 def _index_add_forward(a, source, index, dim, alpha, **_):
     out = a.copy()
     moved = np.moveaxis(out, dim, 0)
-    np.add.at(moved, index, np.moveaxis(source * alpha if alpha != 1 else source, dim, 0))
+    add_rows(moved, index, np.moveaxis(source * alpha if alpha != 1 else source, dim, 0))
     return out
 
 
