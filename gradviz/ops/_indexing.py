@@ -38,7 +38,8 @@ def _check_gather_shapes(what, input, dim, index):
                 f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {dim}"
             )
-    if index.size and (index.min() < -input.shape[dim] or index.max() >= input.shape[dim]):
+    # gather and the scatters take no negative positions (unlike indexing with [])
+    if index.size and (index.min() < 0 or index.max() >= input.shape[dim]):
         bad = index.max() if index.max() >= input.shape[dim] else index.min()
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {input.shape[dim]}")
 
@@ -175,7 +176,7 @@ def index_select(input, dim, index):
     _check_index_vector(array, "index_select")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
-    if array.size and (array.max() >= size or array.min() < -size):
+    if array.size and (array.max() >= size or array.min() < 0):
         raise IndexError("index out of range in self")
     check_saveable(index, input)
     return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
@@ -205,6 +206,12 @@ def index_add(input, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index_add_(): self ({TYPE_WORDS[input.dtype.name]}) and source "
                            f"({TYPE_WORDS[source.dtype.name]}) must have the same scalar type")
     dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim] if input.ndim else 1
+    outside = np.flatnonzero((array < 0) | (array >= size))
+    if outside.size:
+        # torch takes no negative positions here, unlike indexing with []
+        raise RuntimeError(f"index {int(array.reshape(-1)[outside[0]])} is out of bounds for dimension {dim} "
+                           f"with size {size}")
     check_saveable(index, source)
     return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
 
@@ -483,9 +490,12 @@ def _check_index_for(what, input, dim, index):
     _check_index_vector(index, what)
     size = input.shape[dim] if input.ndim else 1
     data = index._data.reshape(-1)
-    if data.size and (data.max() >= size or data.min() < -size):
+    # index_fill counts negative positions from the end; index_copy takes none, and names itself
+    lowest = -size if what == "index_fill" else 0
+    if data.size and (data.max() >= size or data.min() < lowest):
         bad = int(data.max() if data.max() >= size else data.min())
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        prefix = "index_copy_(): " if what == "index_copy" else ""
+        raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {size}")
     return data
 
 
