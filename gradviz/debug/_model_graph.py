@@ -57,6 +57,16 @@ class GraphLibrary:
         except Exception:  # noqa: BLE001 - a node without metadata (a C++ custom node)
             return None
 
+    def top_module_calls(self, outermost):
+        """``[(module, sequence number)]``, oldest first, of the latest module calls made
+        outside every other call, from the record kept beside ``outermost`` (frames of such
+        calls): the engine's on gradviz, the ``torch_scopes`` block's on torch."""
+        if self.torch is None:
+            return _engine.top_module_calls()
+        block = next((frame.top_calls for frame in outermost
+                      if getattr(frame, "top_calls", None) is not None), None)
+        return [] if block is None else block.top_module_calls()
+
     def site(self, node):
         """``"file:line"`` of the user's line that made ``node`` in forward, or None: gradviz
         keeps it in anomaly mode and inside a recording (``_forward_site``), torch in anomaly
