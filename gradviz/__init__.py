@@ -4,9 +4,11 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 ``gradviz.debug.backward(loss)`` steps through the backward pass node by node.
 """
 
+import functools as _functools
 import math as _math
 import sys as _sys
 import types as _types
+import warnings as _warnings
 
 from ._version import __version__
 
@@ -85,6 +87,8 @@ from . import func
 from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from . import distributions
+from . import amp
+from .amp import autocast, is_autocast_enabled
 from ._config import config, show_config
 
 from ._out import with_out as _with_out
@@ -120,6 +124,9 @@ def __getattr__(name):
         raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
                              "support complex numbers (keep real and imaginary parts as two "
                              "real tensors)")
+    if name == "bfloat16":
+        raise AttributeError("module 'gradviz' has no attribute 'bfloat16': gradviz computes with "
+                             "numpy, which has no bfloat16; use float32 (or float16)")
     raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
 
 
@@ -143,11 +150,42 @@ cuda = _types.ModuleType("gradviz.cuda", "No CUDA: gradviz computes on the CPU."
 cuda.is_available = _not_available
 cuda.device_count = lambda: 0
 cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
+cuda.is_bf16_supported = lambda including_emulation=True: False
+cuda.synchronize = lambda device=None: None
+cuda.empty_cache = lambda: None
+cuda.amp = _types.ModuleType("gradviz.cuda.amp", "torch.cuda.amp: deprecated aliases of torch.amp.")
+cuda.amp.GradScaler = amp.CudaGradScaler
+cuda.amp.autocast = _functools.partial(amp.autocast, "cuda")
+cuda.amp.custom_fwd, cuda.amp.custom_bwd = amp.custom_fwd, amp.custom_bwd
+_sys.modules[__name__ + ".cuda"] = cuda
+_sys.modules[__name__ + ".cuda.amp"] = cuda.amp
 backends = _types.ModuleType("gradviz.backends", "Accelerator backends: none in gradviz.")
 backends.mps = _types.SimpleNamespace(is_available=_not_available, is_built=_not_available)
-backends.cuda = _types.SimpleNamespace(is_built=_not_available)
+# flags training scripts set (``torch.backends.cuda.matmul.allow_tf32 = True``): kept, unused
+backends.cuda = _types.SimpleNamespace(is_built=_not_available,
+                                       matmul=_types.SimpleNamespace(allow_tf32=False,
+                                                                     allow_fp16_reduced_precision_reduction=True,
+                                                                     allow_bf16_reduced_precision_reduction=True))
 backends.cudnn = _types.SimpleNamespace(deterministic=False, benchmark=False, enabled=False,
-                                        is_available=_not_available)
+                                        allow_tf32=True, is_available=_not_available)
+_float32_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``torch.set_float32_matmul_precision``: kept for :func:`get_float32_matmul_precision`;
+    gradviz's CPU matmuls are always full float32 ("highest")."""
+    global _float32_matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        _warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"setFloat32MatmulPrecision call has no effect.", stacklevel=2)
+        return
+    _float32_matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to :func:`set_float32_matmul_precision` ("highest" by default)."""
+    return _float32_matmul_precision
+
 
 
 accelerator = _types.ModuleType(
@@ -241,7 +279,8 @@ __all__ = [
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
     "stack", "std", "topk", "unbind", "var", "where",
     "device", "set_default_device", "get_default_device", "accelerator", "set_printoptions",
-    "is_floating_point", "is_inference", "cuda", "backends", "ger",
+    "is_floating_point", "is_inference", "cuda", "backends", "ger", "amp", "autocast",
+    "is_autocast_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
     "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
     "isclose", "isfinite", "isinf", "isnan", "logical_xor", "masked_select", "negative", "nonzero",
