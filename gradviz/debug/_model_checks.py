@@ -211,7 +211,7 @@ def _ran_in_this_forward(graph):
         while frame is not None and id(frame) not in frames:
             frames[id(frame)] = frame
             frame = getattr(frame, "parent", None)
-    ran = {}
+    ran: dict[int, tuple[object, int, int]] = {}
     for frame in frames.values():
         calls = getattr(frame, "calls", None) or ()
         if isinstance(calls, dict):  # torch_scopes' ModuleCall

@@ -190,7 +190,7 @@ def annotate_torch_modules(infos: list, nodes: list, names: dict, module_types: 
             tag = node.metadata.get(METADATA_KEY)
             if tag is not None:
                 tags[index] = tag
-    calls: dict[tuple, list] = {}
+    calls: dict[tuple, set[int]] = {}
     for path, _, serial in tags.values():
         calls.setdefault(path, set()).add(serial)
     number = {(path, serial): rank for path, serials in calls.items()
