@@ -3,7 +3,8 @@
 Each synced trait and each custom message of ``docs/widget_protocol.md`` is a ``TypedDict`` or
 a ``Literal`` below. The widget (``_widget.py``, ``_panels.py``) builds exactly these dicts, and
 :func:`typescript` turns the same definitions into ``labextension/src/generated/widget_protocol.ts``,
-which the view's parsers import; ``tests/widget/test_protocol_files.py`` checks that the
+which the view's parsers import (with its ``isRecord``, the first check of every parser);
+``tests/widget/test_protocol_files.py`` checks that the
 committed file equals what this module generates (regenerate with
 ``python -m gradviz.widget.protocol > labextension/src/generated/widget_protocol.ts``).
 
@@ -290,6 +291,16 @@ _OPEN = frozenset({"Inspection"})
 _IMPORTED = {"Summary": "./events.js"}
 
 
+# The first check of every parser of a trait or message, written once for all of them.
+_RECORD_CHECK = [
+    "/** A JSON object (not null, not an array): what every parser of a trait or message checks first. */",
+    "export function isRecord(value: unknown): value is Record<string, unknown> {",
+    '  return typeof value === "object" && value !== null && !Array.isArray(value);',
+    "}",
+    "",
+]
+
+
 def _literal_values(tp: object) -> tuple[object, ...]:
     if typing.get_origin(tp) is not Literal:
         raise TypeError(f"expected a Literal, got {tp!r}")
@@ -382,6 +393,7 @@ def typescript() -> str:
         out.append(f"export type {name} = {_ts_type(union, names)};")
         names[id(union)] = name
     out.append("")
+    out.extend(_RECORD_CHECK)
     return "\n".join(out)
 
 
