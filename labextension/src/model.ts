@@ -52,11 +52,7 @@ export interface GraphNode {
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
-export interface GraphEdge {
-  readonly source: number;
-  readonly target: number;
-  readonly input_nr: number;
-}
+export type GraphEdge = Readonly<protocol.GraphEdge>;
 
 export interface Graph {
   readonly nodes: readonly GraphNode[];
@@ -342,12 +338,7 @@ export function parseSelected(value: unknown, graph: Graph): number | null {
 }
 
 /** The `last_event` trait: the latest event shown, for the narration line. */
-export interface EventLine {
-  readonly seq: number | null;
-  readonly kind: string;
-  readonly node: number | null;
-  readonly text: string;
-}
+export type EventLine = Readonly<protocol.EventLine>;
 
 export function parseLastEvent(value: unknown): EventLine | null {
   if (value === null || value === undefined) return null;
