@@ -221,7 +221,7 @@ def _ran_in_this_forward(graph):
         while frame is not None and id(frame) not in frames:
             frames[id(frame)] = frame
             frame = getattr(frame, "parent", None)
-    ran = {}
+    ran: dict[int, tuple[object, int, int]] = {}
     top = [item for pair in _top_level_calls(graph, frames.values()) for item in pair]
     for calls in [top] + [getattr(frame, "calls", None) or () for frame in frames.values()]:
         if isinstance(calls, dict):  # torch_scopes' ModuleCall

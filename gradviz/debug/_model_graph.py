@@ -115,6 +115,7 @@ class GraphLibrary:
         return found
 
     def _read_saved(self, node):
+        found: list[tuple[str, object, tuple | None]]
         if self.torch is None:
             found = []
             for label, item in _capture.saved_tensors_of(node):
@@ -200,7 +201,7 @@ def _torch_site(stack, torch):
     if not stack:
         return None
     skip = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-                 for module in (torch, sys.modules["gradviz"]))
+                 for module in (torch, sys.modules["gradviz"]) if module.__file__ is not None)
     found = None
     for text in stack:
         match = _TRACEBACK_LINE.search(text)
@@ -214,7 +215,7 @@ def named_parameters(params, nodes, library):
     ``(name, tensor)`` pairs, or None (the graph's leaves that require grad, named by
     position and shape)."""
     if params is None:
-        found = []
+        found: list[tuple[str, object]] = []
         for node in nodes:
             if library.is_leaf(node):
                 variable = node.variable
@@ -263,7 +264,7 @@ class ModelGraph:
         for node in nodes:
             if library.is_leaf(node):
                 self.leaf_of[id(node.variable)] = node
-        self.depth = {}
+        self.depth: dict[object, int] = {}
         queue = deque((r.grad_fn, 0) for r in roots if r.grad_fn is not None)
         while queue:
             node, depth = queue.popleft()

@@ -80,7 +80,7 @@ class torch_scopes:
         self._serial = 0
         # (weak reference to the module, sequence number) of the latest calls made outside
         # every other call, as gradviz's engine keeps them (Note [Modules cut off upstream])
-        self._top_calls = deque(maxlen=512)
+        self._top_calls: deque[tuple[weakref.ref, int]] = deque(maxlen=512)
 
     def top_module_calls(self) -> list:
         """``[(module, sequence number)]`` of the latest module calls made in this block
@@ -214,7 +214,7 @@ def annotate_torch_modules(infos: list, nodes: list, names: dict, module_types: 
             tag = node.metadata.get(METADATA_KEY)
             if tag is not None:
                 tags[index] = tag
-    calls: dict[tuple, list] = {}
+    calls: dict[tuple, set[int]] = {}
     for path, _, serial in tags.values():
         calls.setdefault(path, set()).add(serial)
     number = {(path, serial): rank for path, serials in calls.items()
