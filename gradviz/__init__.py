@@ -88,6 +88,7 @@ from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from . import distributions
 from . import amp
+from . import testing
 from .amp import autocast, is_autocast_enabled
 from ._config import config, show_config
 
@@ -279,7 +280,7 @@ __all__ = [
     "rsqrt", "scatter", "scatter_add", "select", "softmax", "log_softmax", "sort", "split",
     "stack", "std", "topk", "unbind", "var", "where",
     "device", "set_default_device", "get_default_device", "accelerator", "set_printoptions",
-    "is_floating_point", "is_inference", "cuda", "backends", "ger", "amp", "autocast",
+    "is_floating_point", "is_inference", "cuda", "backends", "ger", "amp", "autocast", "testing",
     "is_autocast_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
     "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
