@@ -89,6 +89,11 @@ from . import viz
 from . import distributions
 from . import amp
 from . import testing
+from ._runtime import (are_deterministic_algorithms_enabled, compile, get_num_threads,  # noqa: A004
+                       is_deterministic_algorithms_warn_only_enabled, set_num_threads,
+                       use_deterministic_algorithms)
+from . import _runtime
+from .ops import get_rng_state, set_rng_state
 from .amp import autocast, is_autocast_enabled
 from ._config import config, show_config
 
@@ -151,6 +156,13 @@ cuda = _types.ModuleType("gradviz.cuda", "No CUDA: gradviz computes on the CPU."
 cuda.is_available = _not_available
 cuda.device_count = lambda: 0
 cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
+# torch.random: the default generator's seed and state
+random = _types.ModuleType("gradviz.random", "The default random generator: seeds, state, fork_rng.")
+random.manual_seed, random.seed, random.initial_seed = manual_seed, seed, initial_seed
+random.get_rng_state, random.set_rng_state = get_rng_state, set_rng_state
+random.fork_rng = _runtime.fork_rng
+random.default_generator = default_generator = ops._creation._default_generator
+_sys.modules[__name__ + ".random"] = random
 cuda.is_bf16_supported = lambda including_emulation=True: False
 cuda.synchronize = lambda device=None: None
 cuda.empty_cache = lambda: None
@@ -281,6 +293,9 @@ __all__ = [
     "stack", "std", "topk", "unbind", "var", "where",
     "device", "set_default_device", "get_default_device", "accelerator", "set_printoptions",
     "is_floating_point", "is_inference", "cuda", "backends", "ger", "amp", "autocast", "testing",
+    "compile", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "get_rng_state", "set_rng_state", "random", "default_generator",
     "is_autocast_enabled", "set_float32_matmul_precision", "get_float32_matmul_precision",
     "absolute", "acos", "all", "any", "asin", "atan", "ceil", "clamp_max", "clamp_min",
     "count_nonzero", "cosh", "diag", "diagonal", "equal", "floor", "floor_divide", "fmod", "frac",
