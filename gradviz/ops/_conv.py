@@ -219,10 +219,14 @@ def _conv_forward(x, weight, bias, geometry, groups=1, **_):
     windows = flat_windows(geometry, x.shape[2:])
     if windows is not None:
         cols = _unfold_wide(x, windows).reshape(n, groups, -1, windows.length)
-        out = crop_wide(np.matmul(grouped_w, cols).reshape(n, out_channels, -1), windows)
-        if bias is not None:
-            out = out + bias.reshape((1, -1) + (1,) * len(windows.out_sizes))
-        return np.ascontiguousarray(out, dtype=x.dtype)
+        wide = crop_wide(np.matmul(grouped_w, cols).reshape(n, out_channels, -1), windows)
+        out = np.empty(wide.shape, dtype=x.dtype)  # the crop, the bias and the cast in one pass
+        if bias is None:
+            np.copyto(out, wide, casting="unsafe")
+        else:
+            np.add(wide, bias.reshape((1, -1) + (1,) * len(windows.out_sizes)), out=out,
+                   casting="unsafe")
+        return out
     out_sizes = geometry.blocks(*x.shape[2:])
     cols = _im2col(x, geometry).reshape(n, groups, -1, math.prod(out_sizes))
     out = np.matmul(grouped_w, cols).reshape(n, out_channels, -1)

@@ -6,6 +6,7 @@ matrix product plus long contiguous copies or adds (Note [Flat windows]).
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -49,18 +50,17 @@ _MAX_WIDENING = 2.0  # wide columns per real column above which the strided wind
 
 
 class FlatWindows:
-    """Where a stride-1 window geometry's offsets lie in the flattened padded input of
-    spatial ``sizes`` (Note [Flat windows])."""
+    """Where the offsets of stride-1 windows (``kernel``, ``dilation``, ``padding`` per
+    spatial dim) lie in the flattened padded input of spatial ``sizes`` (Note [Flat
+    windows])."""
 
     __slots__ = ("sizes", "padding", "padded", "out_sizes", "wide", "length", "flat",
                  "kernel", "steps", "starts")
 
-    def __init__(self, geometry, sizes):
-        self.sizes = tuple(sizes)
-        self.padding = tuple(geometry.padding)
-        self.kernel = tuple(geometry.kernel)
+    def __init__(self, kernel, dilation, padding, sizes):
+        self.sizes, self.padding, self.kernel = tuple(sizes), tuple(padding), tuple(kernel)
         self.padded = tuple(n + 2 * p for n, p in zip(self.sizes, self.padding))
-        self.out_sizes = geometry.blocks(*self.sizes)
+        self.out_sizes = tuple(n - d * (k - 1) for n, d, k in zip(self.padded, dilation, kernel))
         self.wide = (self.out_sizes[0],) + self.padded[1:]        # output grid, rows full width
         row = math.prod(self.padded[1:])
         self.length = self.out_sizes[0] * row                     # wide columns per channel
@@ -68,7 +68,7 @@ class FlatWindows:
         # most sum((k - 1) * d * stride) over the inner dims, less than one row
         self.flat = (self.padded[0] + 1) * row
         element_strides = [math.prod(self.padded[d + 1:]) for d in range(len(self.padded))]
-        self.steps = tuple(d * s for d, s in zip(geometry.dilation, element_strides))
+        self.steps = tuple(d * s for d, s in zip(dilation, element_strides))
         self.starts = tuple(sum(o * s for o, s in zip(offset, self.steps))
                             for offset in np.ndindex(*self.kernel))
 
@@ -79,14 +79,22 @@ class FlatWindows:
 def flat_windows(geometry, sizes):
     """A :class:`FlatWindows` for ``geometry`` over spatial ``sizes`` when the flat layout
     applies (stride 1, 2 or 3 spatial dims, non-empty output, at most ``_MAX_WIDENING`` wide
-    columns per real one), else None."""
-    if len(sizes) not in (2, 3) or any(s != 1 for s in geometry.stride) or geometry.ceil_mode:
+    columns per real one), else None. Kept per geometry and sizes: a layer calls this three
+    times a step with the same ones."""
+    return _flat_windows(tuple(geometry.kernel), tuple(geometry.dilation),
+                         tuple(geometry.padding), tuple(geometry.stride),
+                         bool(geometry.ceil_mode), tuple(int(n) for n in sizes))
+
+
+@functools.lru_cache(maxsize=256)
+def _flat_windows(kernel, dilation, padding, stride, ceil_mode, sizes):
+    if len(sizes) not in (2, 3) or any(s != 1 for s in stride) or ceil_mode:
         return None
-    out_sizes = geometry.blocks(*sizes)
-    if any(m <= 0 for m in out_sizes) or any(n == 0 for n in sizes):
+    if any(n == 0 for n in sizes):
         return None
-    windows = FlatWindows(geometry, sizes)
-    if windows.length > _MAX_WIDENING * math.prod(out_sizes):
+    windows = FlatWindows(kernel, dilation, padding, sizes)
+    if (any(m <= 0 for m in windows.out_sizes)
+            or windows.length > _MAX_WIDENING * math.prod(windows.out_sizes)):
         return None
     return windows
 
