@@ -73,7 +73,7 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def _scatter_add_forward(a, src, index, dim, **_):
-    out = np.ascontiguousarray(a).copy()
+    out = a.copy()  # C order: add_at adds through its flat positions
     add_at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
     return out
 

@@ -464,7 +464,7 @@ def _numpy_key(key):
 # ---- index_put and put (the functional forms of indexed writes) ---------------------------------
 
 def _index_put_accumulate_forward(a, value, key, **_):
-    out = np.ascontiguousarray(a).copy()
+    out = a.copy()  # C order: add_at adds through its flat positions
     add_at(out, key, np.broadcast_to(value, out[key].shape))
     return out
 
