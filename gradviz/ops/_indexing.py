@@ -15,7 +15,7 @@ from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
 from ._pointwise import _broadcast_error, checked_integer
 from ._registry import Op, apply, check_saveable, numpy_names
-from ._scatter_add import add_rows
+from ._scatter_add import add_at, add_rows
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -74,8 +74,8 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def _scatter_add_forward(a, src, index, dim, **_):
-    out = a.copy()
-    np.add.at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
+    out = a.copy()  # C order: add_at adds through its flat positions
+    add_at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
     return out
 
 
@@ -624,7 +624,7 @@ def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
     _REDUCE_UFUNCS[reduce].at(out, grid, values)
     if reduce == "mean":
         counts = np.where(touched & include_self, 1, 0) + np.zeros(a.shape, dtype=np.int64)
-        np.add.at(counts, grid, 1)
+        add_at(counts, grid, 1)
         divided = out / np.maximum(counts, 1)
         out = divided.astype(a.dtype) if a.dtype.kind == "f" else (out // np.maximum(counts, 1))
     return out
@@ -721,7 +721,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     touched = np.zeros(input._data.shape, dtype=bool)
     touched[_grid(array, dim)] = True
     counts = np.where(touched & include_self, 1, 0) + np.zeros(input._data.shape, dtype=np.int64)
-    np.add.at(counts, _grid(array, dim), 1)
+    add_at(counts, _grid(array, dim), 1)
     return apply(SCATTER_REDUCE, input, src, index=array, index_tensor=index, dim=dim,
                  reduce=reduce, include_self=bool(include_self), touched=touched,
                  counts=np.maximum(counts, 1))
