@@ -39,8 +39,8 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer, legacy_alpha
 from ._registry import Op, apply
-from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
 from ._scatter_add import add_at
+from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
 
