@@ -8,14 +8,14 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 from . import functional, init, utils
 from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList,
                       GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
-                      Identity, LazyLinear, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
+                      Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
                       Softsign, Tanh, Tanhshrink, Unflatten)
 from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
-from ._module import Module, Parameter, UninitializedParameter
+from ._module import Module, Parameter, UninitializedBuffer, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
 from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
                          MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
@@ -35,6 +35,9 @@ from ._volumetric import (AdaptiveAvgPool3d, AvgPool3d, BatchNorm3d, CircularPad
                           ReplicationPad3d, ZeroPad3d)
 from ._upsampling import (Bilinear, PixelShuffle, PixelUnshuffle, PReLU, Upsample,
                           UpsamplingBilinear2d, UpsamplingNearest2d)
+from ._lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
+                    LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+                    LazyInstanceNorm3d, LazyLinear, LazyModuleMixin)
 
 __all__ = ["functional", "init", "utils", "modules", "Parameter", "UninitializedParameter", "Module", "Identity",
            "Linear", "LazyLinear", "ReLU",
@@ -60,7 +63,10 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",
            "ReflectionPad3d", "ReplicationPad3d", "CircularPad3d", "EmbeddingBag",
-           "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d"]
+           "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d", "UninitializedBuffer",
+           "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
+           "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
+           "LazyInstanceNorm3d"]
 
 from . import modules  # noqa: E402 - it re-exports the classes above
 

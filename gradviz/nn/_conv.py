@@ -9,8 +9,8 @@ import math
 from .. import ops as _ops
 from ..ops._conv import _pair
 from . import functional as F
-from ._layers import _uniform_
 from ._module import Module, Parameter
+from .init import _reset_conv, _uniform_
 
 __all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d",
            "AdaptiveAvgPool1d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -60,10 +60,12 @@ class Conv2d(Module):
         self.weight = Parameter(_ops.empty(out_channels, in_channels // groups, *self.kernel_size,
                                            dtype=dtype))
         self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
-        bound = 1 / math.sqrt(in_channels // groups * self.kernel_size[0] * self.kernel_size[1])
-        _uniform_(self.weight, bound)
-        if self.bias is not None:
-            _uniform_(self.bias, bound)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Weight and bias from U(-1/sqrt(fan_in), 1/sqrt(fan_in)) (torch's kaiming-uniform with
+        ``a=sqrt(5)``), fan_in = in_channels / groups * prod(kernel_size)."""
+        _reset_conv(self)
 
     def forward(self, input):
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
@@ -176,10 +178,11 @@ class Conv1d(Module):
         self.weight = Parameter(_ops.empty(out_channels, in_channels // groups,
                                            self.kernel_size[0], dtype=dtype))
         self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
-        bound = 1 / math.sqrt(in_channels // groups * self.kernel_size[0])
-        _uniform_(self.weight, bound)
-        if self.bias is not None:
-            _uniform_(self.bias, bound)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """As :meth:`Conv2d.reset_parameters`."""
+        _reset_conv(self)
 
     def forward(self, input):
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,

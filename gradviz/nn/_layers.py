@@ -10,23 +10,15 @@ from collections.abc import Mapping
 
 from .. import ops as _ops
 from .._tensor import Tensor
-from ..autograd import no_grad
 from . import functional as F
-from ._module import Module, Parameter, UninitializedParameter, _typename
+from ._module import Module, Parameter, _typename
+from .init import _uniform_
 
-__all__ = ["Identity", "Linear", "LazyLinear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
+__all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
            "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Flatten", "Unflatten", "Dropout",
            "ModuleList", "ModuleDict", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
            "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "CosineSimilarity",
            "PairwiseDistance", "ParameterList", "ParameterDict"]
-
-
-def _uniform_(tensor, bound: float):
-    """Fill ``tensor`` with U(-bound, bound) from gradviz's generator (not torch's values)."""
-    with no_grad():
-        sample = _ops.rand(*tensor.shape, dtype=tensor.dtype)
-        tensor.copy_(sample * (2 * bound) - bound)
-    return tensor
 
 
 class Identity(Module):
@@ -91,59 +83,6 @@ class Linear(Module):
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
-
-
-class LazyLinear(Module):
-    """A :class:`Linear` whose ``in_features`` is read from the first input: until then its
-    parameters are :class:`UninitializedParameter` and it prints ``in_features=0``; the first
-    forward materializes and initializes them and the module becomes a ``Linear``.
-
-    Examples
-    --------
-    >>> import gradviz as torch
-    >>> layer = torch.nn.LazyLinear(2)
-    >>> layer
-    LazyLinear(in_features=0, out_features=2, bias=True)
-    >>> layer(torch.zeros(4, 3)).shape
-    gradviz.Size([4, 2])
-    >>> layer
-    Linear(in_features=3, out_features=2, bias=True)
-    """
-
-    cls_to_become = Linear
-
-    def __init__(self, out_features: int, bias: bool = True, device=None, dtype=None):
-        super().__init__()
-        self.in_features = 0
-        self.out_features = out_features
-        self.weight = UninitializedParameter(device=device, dtype=dtype)
-        if bias:
-            self.bias = UninitializedParameter(device=device, dtype=dtype)
-        else:
-            self.register_parameter("bias", None)
-
-    def has_uninitialized_params(self) -> bool:
-        return any(isinstance(p, UninitializedParameter) for p in self._parameters.values())
-
-    def reset_parameters(self) -> None:
-        if not self.has_uninitialized_params() and self.in_features != 0:
-            Linear.reset_parameters(self)
-
-    def initialize_parameters(self, input) -> None:
-        if self.has_uninitialized_params():
-            with no_grad():
-                self.in_features = input.shape[-1]
-                self.weight.materialize((self.out_features, self.in_features))
-                if self.bias is not None:
-                    self.bias.materialize((self.out_features,))
-                self.reset_parameters()
-
-    def forward(self, input):
-        self.initialize_parameters(input)
-        self.__class__ = self.cls_to_become
-        return self.forward(input)
-
-    extra_repr = Linear.extra_repr
 
 
 class ReLU(Module):

@@ -11,6 +11,8 @@ import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Mapping
 
+import numpy as np
+
 from gradviz_ext import engine as _engine
 from gradviz_ext._hooks import HookList, RemovableHandle
 
@@ -22,7 +24,7 @@ from . import _hooks
 _push_scope = _engine.push_scope
 _set_current_scope = _engine.set_current_scope
 
-__all__ = ["Parameter", "UninitializedParameter", "Module", "register_module_forward_pre_hook",
+__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Module", "register_module_forward_pre_hook",
            "register_module_forward_hook", "register_module_full_backward_hook",
            "register_module_full_backward_pre_hook"]
 
@@ -103,20 +105,13 @@ _UNINITIALIZED_USE = (
     "calling torch functions")
 
 
-class UninitializedParameter(Parameter):
-    """The parameter of a lazy module (``nn.LazyLinear``) before its first forward: its shape
-    is not known yet, so reading it is an error; ``materialize(shape)`` turns it into a
-    :class:`Parameter` in place (an optimizer that already holds it sees the new one)."""
+class _UninitializedShape:
+    """What an uninitialized parameter or buffer refuses until ``materialize(shape)``."""
 
-    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
-        check_device(device)
-        import numpy as np
-
-        super().__init__(np.empty((0,), dtype=_dtypes.as_dtype(dtype or _dtypes.get_default_dtype()).numpy),
-                         requires_grad)
+    _becomes: type
 
     def __repr__(self) -> str:
-        return "<UninitializedParameter>"
+        return f"<{type(self).__name__}>"
 
     @property
     def shape(self):
@@ -133,12 +128,41 @@ class UninitializedParameter(Parameter):
         raise ValueError(_UNINITIALIZED_USE.format("<method 'numel' of 'torch._C.TensorBase' objects>"))
 
     def materialize(self, shape, device=None, dtype=None):
-        import numpy as np
-
+        """Give the tensor ``shape`` (uninitialized values) and turn it into a plain
+        :class:`Parameter` (or tensor, for a buffer) in place."""
         dtype = self._data.dtype if dtype is None else _dtypes.as_dtype(dtype).numpy
         requires_grad = self._requires_grad
         _engine.TensorBase.__init__(self, np.empty(tuple(shape), dtype=dtype), False)
-        self.__class__ = Parameter
+        self.__class__ = self._becomes
+        if requires_grad:
+            self._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
+
+
+def _empty_of(dtype):
+    return np.empty((0,), dtype=_dtypes.as_dtype(dtype or _dtypes.get_default_dtype()).numpy)
+
+
+class UninitializedParameter(_UninitializedShape, Parameter):
+    """The parameter of a lazy module (``nn.LazyLinear``) before its first forward: its shape
+    is not known yet, so reading it is an error; ``materialize(shape)`` turns it into a
+    :class:`Parameter` in place (an optimizer that already holds it sees the new one)."""
+
+    _becomes = Parameter
+
+    def __init__(self, requires_grad: bool = True, device=None, dtype=None):
+        check_device(device)
+        super().__init__(_empty_of(dtype), requires_grad)
+
+
+class UninitializedBuffer(_UninitializedShape, Tensor):
+    """A lazy module's buffer (``running_mean`` of ``nn.LazyBatchNorm2d``) before its first
+    forward; ``materialize(shape)`` turns it into a plain tensor in place."""
+
+    _becomes = Tensor
+
+    def __init__(self, requires_grad: bool = False, device=None, dtype=None):
+        check_device(device)
+        _engine.TensorBase.__init__(self, _empty_of(dtype), False)
         if requires_grad:
             self._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
 

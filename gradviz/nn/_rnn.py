@@ -15,8 +15,8 @@ import math
 
 from .. import ops as _ops
 from . import functional as F
-from ._layers import _uniform_
 from ._module import Module, Parameter
+from .init import _uniform_
 from .utils.rnn import PackedSequence
 
 __all__ = ["RNNCell", "LSTMCell", "GRUCell", "RNN", "LSTM", "GRU"]

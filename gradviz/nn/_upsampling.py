@@ -9,8 +9,8 @@ import math
 from .. import ops as _ops
 from ..autograd import no_grad
 from . import functional as F
-from ._layers import _uniform_
 from ._module import Module, Parameter
+from .init import _uniform_
 
 __all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d", "PixelShuffle",
            "PixelUnshuffle", "PReLU", "Bilinear"]

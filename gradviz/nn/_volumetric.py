@@ -23,10 +23,10 @@ from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _conv, _separable
 from ..ops._conv import check_dtypes
-from ._layers import _uniform_
 from ._module import Module, Parameter
 from ._normalization import _BatchNorm, _InstanceNorm
 from ._padding import CircularPad2d, ConstantPad2d, ReflectionPad2d, ReplicationPad2d, ZeroPad2d, pad
+from .init import _reset_conv
 
 __all__ = ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "Conv3d", "MaxPool3d",
            "AvgPool3d", "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d",
@@ -313,10 +313,11 @@ class Conv3d(Module):
         self.weight = Parameter(_ops.empty(out_channels, in_channels // groups,
                                            *self.kernel_size, dtype=dtype))
         self.bias = Parameter(_ops.empty(out_channels, dtype=dtype)) if bias else None
-        bound = 1 / math.sqrt(in_channels // groups * math.prod(self.kernel_size))
-        _uniform_(self.weight, bound)
-        if self.bias is not None:
-            _uniform_(self.bias, bound)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """As :meth:`Conv2d.reset_parameters`."""
+        _reset_conv(self)
 
     def forward(self, input):
         if self.padding_mode == "zeros":

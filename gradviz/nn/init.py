@@ -261,3 +261,25 @@ kaiming_uniform = _deprecated(kaiming_uniform_)
 kaiming_normal = _deprecated(kaiming_normal_)
 orthogonal = _deprecated(orthogonal_)
 sparse = _deprecated(sparse_)
+
+
+# ---- the layers' default initialisations ------------------------------------------------------
+
+def _uniform_(tensor, bound: float):
+    """Fill ``tensor`` with U(-bound, bound) from gradviz's generator (not torch's values)."""
+    with no_grad():
+        sample = _ops.rand(*tensor.shape, dtype=tensor.dtype)
+        tensor.copy_(sample * (2 * bound) - bound)
+    return tensor
+
+
+def _reset_conv(conv) -> None:
+    """U(-1/sqrt(fan_in), 1/sqrt(fan_in)) for a convolution's weight, then its bias (torch's
+    kaiming-uniform with ``a=sqrt(5)``); nothing for a weight without entries."""
+    fan_in = conv.weight.shape[1] * math.prod(conv.kernel_size)
+    if fan_in == 0:
+        return
+    bound = 1 / math.sqrt(fan_in)
+    _uniform_(conv.weight, bound)
+    if conv.bias is not None:
+        _uniform_(conv.bias, bound)
