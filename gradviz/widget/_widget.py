@@ -160,8 +160,18 @@ def _module_fields(node: dict, where: str) -> dict[str, Any]:
     return fields
 
 
-def normalize_graph(raw: object) -> dict[str, Any]:
+def forward_sources(session: Any) -> dict[int, str]:
+    """The session's ``forward_sources()`` (each node's forward line), or {} for a session
+    without one (the method is optional in the session protocol: test doubles lack it)."""
+    method = getattr(session, "forward_sources", None)
+    return method() if callable(method) else {}
+
+
+def normalize_graph(raw: object, sources: dict[int, str] | None = None) -> dict[str, Any]:
     """Check ``session.graph()`` and return a fresh JSON-ready copy of it.
+
+    ``sources`` (:func:`forward_sources`) adds each node's forward line as its ``source``
+    (shown on hover); a graph node may also carry ``source`` itself.
 
     Raises
     ------
@@ -201,6 +211,11 @@ def normalize_graph(raw: object) -> dict[str, Any]:
                 raise SessionProtocolError(f"{where}['number'] must be a non-negative int, got {number!r}")
             entry["number"] = number
         entry.update(_module_fields(node, where))
+        source = node.get("source") if sources is None or node_id not in sources else sources[node_id]
+        if source is not None:
+            if not isinstance(source, str):
+                raise SessionProtocolError(f"{where}['source'] must be a str (file:line: code), got {source!r}")
+            entry["source"] = source
         ids.add(node_id)
         nodes.append(entry)
     edges: list[dict[str, int]] = []
@@ -530,7 +545,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
             graph = None
             graph_ids = self._graph_ids
             if not graph_ids or not {int(key) for key in states} <= graph_ids:
-                graph = normalize_graph(self._session.graph())
+                graph = normalize_graph(self._session.graph(), forward_sources(self._session))
                 graph_ids = frozenset(node["id"] for node in graph["nodes"])
             # Sessions without an event stream (test doubles) have no narration. `events`
             # copies the list on each read: O(events) per refresh, small next to drawing.
