@@ -9,7 +9,10 @@
 // expanded layer at a time). An interior's DOT text is its cache key (layout.ts), and it only
 // holds what is inside the frame: expanding a module lays out that module's interior and
 // re-places its ancestors (each one a small graph), while every other frame's interior comes
-// from the cache. No run ever sees the whole graph, so no run hits Graphviz's recursion limits
+// from the cache. Interiors are laid out under local names (`b0`, `b1`...), so the key holds
+// only what is inside (sizes, order, edges): the view's box ids, which shift when a module
+// elsewhere opens, do not change it, and the identical interiors of a model's repeated blocks
+// share one layout. No run ever sees the whole graph, so no run hits Graphviz's recursion limits
 // on a huge drawing.
 //
 // An edge is laid out in the innermost frame holding both of its ends, between the boxes that
@@ -148,7 +151,8 @@ export async function composeLayout(plan: LayoutPlan, run: RunLayout): Promise<C
         ].sort((a, b) => rank.get(a.key)! - rank.get(b.key)!);
         rank.set(container.key, boxes.length === 0 ? Infinity : rank.get(boxes[0]!.key)!);
         const edges = [...container.pairs.values()].map((pair) => ({ key: pair.id, tail: pair.tail, head: pair.head }));
-        return boxes.length === 0 ? Promise.resolve({ layout: { width: 0, height: 0, boxes: [], edges: [] } as Layout, cached: true }) : run(interiorDot(boxes, edges));
+        if (boxes.length === 0) return Promise.resolve({ layout: { width: 0, height: 0, boxes: [], edges: [] } as Layout, cached: true });
+        return runInterior(run, boxes, edges);
       }),
     );
     level.forEach((container, at) => {
@@ -218,6 +222,27 @@ export async function composeLayout(plan: LayoutPlan, run: RunLayout): Promise<C
   }
   const top = inner.get(ROOT)!;
   return { layout: { width: top.width, height: top.height, boxes, edges, ...(clusters.length > 0 ? { clusters } : {}) }, runs, cached };
+}
+
+/**
+ * Lay out one interior under local names (`b0`, `b1`... in the given order): the DOT text, the
+ * cache key, then depends only on what is inside (sizes, order, edges), never on the view's
+ * box ids, which shift when a module elsewhere opens (folded boxes are numbered in view order).
+ */
+async function runInterior(
+  run: RunLayout,
+  boxes: readonly { readonly key: string; readonly width: number; readonly height: number }[],
+  edges: readonly { readonly key: string; readonly tail: string; readonly head: string }[],
+): Promise<{ layout: Layout; cached: boolean }> {
+  const local = new Map(boxes.map((box, index) => [box.key, `b${index}`]));
+  const answer = await run(
+    interiorDot(
+      boxes.map((box) => ({ ...box, key: local.get(box.key)! })),
+      edges.map((edge) => ({ ...edge, tail: local.get(edge.tail)!, head: local.get(edge.head)! })),
+    ),
+  );
+  const layout: Layout = { ...answer.layout, boxes: answer.layout.boxes.map((box) => ({ ...box, key: boxes[Number(box.key.slice(1))]!.key })) };
+  return { layout, cached: answer.cached };
 }
 
 /** The DOT text of one interior: fixed-size boxes and the edges between them (planToDot's style). */
