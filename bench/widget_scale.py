@@ -69,7 +69,8 @@ async (count) => {
 #: Notes the time of the next click (pointerup) in the page.
 CLICK_CLOCK_JS = """
 () => { window.__gvClicked = null;
-        document.addEventListener('pointerup', () => { window.__gvClicked = performance.now(); }, { capture: true, once: true }); }
+        document.addEventListener('pointerup', () => { window.__gvClicked = performance.now(); },
+                                  { capture: true, once: true }); }
 """
 
 #: False until the new view is drawn; then the milliseconds since the click (measured in the page).
@@ -153,14 +154,16 @@ def main() -> None:
     parser.add_argument("--chains", type=int, nargs="*", default=[1_000, 10_000], help="chain lengths (nodes)")
     parser.add_argument("--no-models", action="store_true", help="skip the transformer and the LSTM")
     parser.add_argument("--no-lstm", action="store_true", help="skip the LSTM")
-    parser.add_argument("--blocks", type=int, nargs="*", default=[12], help="transformer sizes (blocks; 140: ~10,000 nodes)")
+    parser.add_argument("--blocks", type=int, nargs="*", default=[12],
+                        help="transformer sizes (blocks; 140: ~10,000 nodes)")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     workloads: list[tuple[str, Callable[[], Any], list[str]]] = [
         (f"chain {n:,}", (lambda n=n: chain_loss(n)), CHAIN_EXPANDS) for n in args.chains]
     if not args.no_models:
-        workloads += [(f"transformer {n} blocks", (lambda n=n: transformer_loss(n)), MODEL_EXPANDS) for n in args.blocks]
+        workloads += [(f"transformer {n} blocks", (lambda n=n: transformer_loss(n)), MODEL_EXPANDS)
+                      for n in args.blocks]
         if not args.no_lstm:
             workloads += [("LSTMCell x150", lambda: lstm_loss(150), CHAIN_EXPANDS)]
     rows = []
@@ -176,7 +179,8 @@ def main() -> None:
             p90 = steps[int(0.9 * (len(steps) - 1))] if steps else float("nan")
             print(f"{name:24} {nodes:7,} {written:7.1f} {result['open_s']:7.2f} {result['layout_ms']:9.0f} "
                   f"{result['boxes']:5} {median:14.1f} {p90:7.1f}  "
-                  + " ".join(f"{e['millis']:.0f}/{e['layout_ms']:.0f} ({e['runs']}, {e['boxes']})" for e in result["expand"])
+                  + " ".join(f"{e['millis']:.0f}/{e['layout_ms']:.0f} ({e['runs']}, {e['boxes']})"
+                             for e in result["expand"])
                   + ("  (error shown)" if result["error"] else ""))
             rows.append({"workload": name, "nodes": nodes, "html_s": written, **result})
         browser.close()

@@ -61,3 +61,4 @@ def test_normalize_graph_rejects_a_source_that_is_not_text() -> None:
     assert normalize_graph({"nodes": [{**node, "source": "f.py:3: y = x * w"}]})["nodes"][0]["source"] == "f.py:3: y = x * w"
     with pytest.raises(SessionProtocolError, match=r"\['source'\] must be a str"):
         normalize_graph({"nodes": [{**node, "source": 3}]})
+
