@@ -12,6 +12,7 @@ import contextlib
 import weakref
 from typing import TYPE_CHECKING
 
+from ..instrument._nodes import source_text
 from ..instrument._rollup import DEFAULT_MAX_BOXES, rollup
 from ._breakpoints import Breakpoint, BreakpointList
 from ._overlays import BUILTIN_OVERLAYS, BuiltinOverlays, validate_overlay
@@ -52,6 +53,18 @@ class SessionBase:
         self._user_overlays: dict[str, dict] = {}
         self._builtin_overlays = BuiltinOverlays(self._saved_entries)
         self._overlay_version = 0  # counts changes of the user overlays
+
+    def forward_sources(self) -> dict[int, str]:
+        """``{node id: "file:line: code"}``: the user's line that built each node in forward,
+        for the nodes whose ``node_created`` event knows it (the forward ran inside
+        ``gradviz.record()`` or ``capture()``); the widget shows it on hover."""
+        sources = {}
+        for node_id, facts in self._view.facts.items():
+            created = facts.get("created")
+            text = source_text(None if created is None else created.get("source"))
+            if text is not None:
+                sources[node_id] = text
+        return sources
 
     # ---- listeners ---------------------------------------------------------------------
     def add_listener(self, callback):

@@ -46,6 +46,7 @@ from ..instrument._nodes import (
     parameter_names,
     saved_details,
     saved_tensors_of,
+    source_text,
     walk_graph,
 )
 from ..instrument._summary import summarize
@@ -214,6 +215,17 @@ class DebugSession(SessionBase):
             "edges": [dict(edge) for edge in self._edges],
             "roots": list(self._roots),
         }
+
+    def forward_sources(self) -> dict[int, str]:
+        """As ``SessionBase.forward_sources``, and from the live nodes (anomaly mode keeps each
+        node's forward site on it, ``_forward_site``)."""
+        sources = super().forward_sources()
+        for node_id, node in self._live.items():
+            if node_id not in sources:
+                text = source_text(getattr(node, "_forward_site", None))
+                if text is not None:
+                    sources[node_id] = text
+        return sources
 
     def _saved_entries(self, node_id: int, facts: dict):
         # read from the live node before anything was released (the forward record may lack it)

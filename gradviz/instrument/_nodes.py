@@ -20,7 +20,7 @@ from ..dtypes import from_numpy
 from ._module_paths import annotate_modules
 
 __all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "node_created_payload",
-           "forward_source", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
+           "forward_source", "source_text", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
 
 _GRADVIZ_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
@@ -209,6 +209,27 @@ def forward_source() -> dict | None:
         return {"file": filename, "line": line, "function": frame.f_code.co_name, "code": code}
     finally:
         del frame
+
+
+def source_text(site) -> str | None:
+    """``"file:line: code"`` of where forward built a node, or None when unknown.
+
+    ``site`` is a ``node_created`` event's ``source`` (:func:`forward_source`'s dict), or the
+    anomaly mode's ``ForwardSite`` (a node's ``_forward_site``: its innermost frame is the user's
+    line), or None.
+    """
+    if site is None:
+        return None
+    if isinstance(site, dict):
+        filename, line, code = site.get("file"), site.get("line"), site.get("code")
+    else:
+        frames = getattr(site, "frames", None)
+        if not frames:
+            return None
+        filename, line, _function, code = frames[-1]
+    if not filename:
+        return None
+    return f"{filename}:{line}: {code}" if code else f"{filename}:{line}"
 
 
 # ---- leaf names --------------------------------------------------------------------------

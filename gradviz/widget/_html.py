@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from ._bundle import STANDALONE_BUNDLE, BundleError, load_bundle
-from ._widget import _as_id, compact_event, json_safe, normalize_graph, normalize_states
+from ._widget import _as_id, compact_event, forward_sources, json_safe, normalize_graph, normalize_states
 
 __all__ = ["trace_to_html", "standalone_data", "render_html", "STANDALONE_FORMAT", "STANDALONE_VERSION"]
 
@@ -72,7 +72,7 @@ def standalone_data(trace: Any, title: str | None = None, inspection_budget: int
 
     session = ReplaySession(trace)
     start = session.position
-    graph = normalize_graph(session.graph())
+    graph = normalize_graph(session.graph(), forward_sources(session))
     ids = {node["id"] for node in graph["nodes"]}
     changes, current = _replay_changes(session, trace.events, ids)
     inspections, budget = _inspections(session, trace.events, ids, inspection_budget)

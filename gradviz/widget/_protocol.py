@@ -73,6 +73,7 @@ class GraphNode(TypedDict):
     module: NotRequired[list[str]]
     module_types: NotRequired[list[str]]
     module_call: NotRequired[int]
+    source: NotRequired[str]
 
 
 class GraphEdge(TypedDict):

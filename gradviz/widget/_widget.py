@@ -175,8 +175,18 @@ def _module_fields(node: dict, where: str) -> ModuleFields:
     return fields
 
 
-def normalize_graph(raw: object) -> Graph:
+def forward_sources(session: Any) -> dict[int, str]:
+    """The session's ``forward_sources()`` (each node's forward line), or {} for a session
+    without one (the method is optional in the session protocol: test doubles lack it)."""
+    method = getattr(session, "forward_sources", None)
+    return method() if callable(method) else {}
+
+
+def normalize_graph(raw: object, sources: dict[int, str] | None = None) -> Graph:
     """Check ``session.graph()`` and return a fresh JSON-ready copy of it.
+
+    ``sources`` (:func:`forward_sources`) adds each node's forward line as its ``source``
+    (shown on hover); a graph node may also carry ``source`` itself.
 
     Raises
     ------
@@ -216,6 +226,11 @@ def normalize_graph(raw: object) -> Graph:
                 raise SessionProtocolError(f"{where}['number'] must be a non-negative int, got {number!r}")
             entry["number"] = number
         entry.update(_module_fields(node, where))
+        source = node.get("source") if sources is None or node_id not in sources else sources[node_id]
+        if source is not None:
+            if not isinstance(source, str):
+                raise SessionProtocolError(f"{where}['source'] must be a str (file:line: code), got {source!r}")
+            entry["source"] = source
         ids.add(node_id)
         nodes.append(entry)
     edges: list[GraphEdge] = []
@@ -265,6 +280,19 @@ def json_safe(value: object, depth: int = 0) -> Any:
     >>> json_safe({1: (numpy.float32(0.5), float("nan")), "f": len})
     {'1': [0.5, 'nan'], 'f': '<built-in function len>'}
     """
+    # Note [Fast JSON-safe copy]: a page of a 100,000-node pass copies millions of values here
+    # (trace_to_html's inspector snapshots); exact built-in types take a shortcut by type
+    # identity, with the same results as the general path below.
+    kind = type(value)
+    if depth < MAX_INSPECTION_DEPTH:
+        if kind is float:
+            real = cast(float, value)
+            return real if real - real == 0.0 else _finite_or_text(real)
+        if kind is int or kind is bool:
+            return value
+        if kind is dict:
+            mapping = cast(dict, value)
+            return {key if type(key) is str else str(key): json_safe(item, depth + 1) for key, item in mapping.items()}
     if isinstance(value, str):
         return value if len(value) <= MAX_INSPECTION_TEXT else value[:MAX_INSPECTION_TEXT] + "…"
     if value is None:
@@ -554,7 +582,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
             graph = None
             graph_ids = self._graph_ids
             if not graph_ids or not {int(key) for key in states} <= graph_ids:
-                graph = normalize_graph(self._session.graph())
+                graph = normalize_graph(self._session.graph(), forward_sources(self._session))
                 graph_ids = frozenset(node["id"] for node in graph["nodes"])
             # Sessions without an event stream (test doubles) have no narration. `events`
             # copies the list on each read: O(events) per refresh, small next to drawing.

@@ -386,6 +386,8 @@ export class GraphScene {
     if (node.id === this.current && state === "pending") lines.push("runs next, once its gradient arrives (it is on the way)");
     else if (node.id === this.current && state === "ready") lines.push("runs next (Step)");
     if (node.label !== "" && node.label !== node.name) lines.splice(1, 0, node.label);
+    // Where forward built it (user text: the <title> gets it through textContent).
+    if (node.source !== undefined) lines.push(`forward: ${node.source}`);
     const finding = this.findings.get(node.id);
     if (finding !== undefined) lines.push(`gradient check: ${finding === "error" ? "a problem" : "a warning"} (see the panel)`);
     const overlay = this.overlayLabels.get(node.id);

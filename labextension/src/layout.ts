@@ -4,11 +4,15 @@
 // worker from a blob fails on file:// pages) and is shared by every widget through
 // globalThis (anywidget evaluates this module once per widget). When no worker can be
 // started, or the first one dies before answering, the same script runs on the page.
-// Layouts are cached by their DOT text, so a second view of a graph costs nothing.
+// Layouts are cached by their DOT text, so a second view of a graph costs nothing. A view with
+// frames is laid out one open module at a time (compose.ts, Note [Composed layout]): each
+// interior is its own DOT text and cache entry, so expanding a module lays out only that
+// module and re-places its ancestors.
 
 import workerSource from "gv:layout-worker-source";
 
 import { SHARED_KEY } from "./build_info.js";
+import { composeLayout } from "./compose.js";
 import { planToDot, type Layout } from "./dot.js";
 import type { LayoutPlan } from "./plan.js";
 import { IN_PAGE_SUFFIX, type InPageLayout, type LayoutAnswer, type LayoutJob } from "./worker_protocol.js";
@@ -19,6 +23,8 @@ export interface LayoutOutcome {
   readonly layout: Layout;
   readonly site: LayoutSite;
   readonly millis: number;
+  /** Graphviz runs it took (a composed layout: one per interior not in the cache). */
+  readonly runs: number;
 }
 
 interface Waiting {
@@ -28,7 +34,8 @@ interface Waiting {
   readonly started: number;
 }
 
-const CACHE_ENTRIES = 8;
+/** Interiors of open modules are small: keep many, so folding and expanding again costs nothing. */
+const CACHE_ENTRIES = 512;
 
 class LayoutEngine {
   private worker: Worker | null = null;
@@ -45,7 +52,7 @@ class LayoutEngine {
       // Refresh its place in the least-recently-used order.
       this.cache.delete(dot);
       this.cache.set(dot, cached);
-      return Promise.resolve({ layout: cached, site: "cache", millis: 0 });
+      return Promise.resolve({ layout: cached, site: "cache", millis: 0, runs: 0 });
     }
     return new Promise<LayoutOutcome>((resolve, reject) => {
       const waiting: Waiting = { dot, resolve, reject, started: performance.now() };
@@ -95,7 +102,7 @@ class LayoutEngine {
     this.workerAnswered = true;
     if (answer.ok) {
       this.remember(waiting.dot, answer.layout);
-      waiting.resolve({ layout: answer.layout, site: "worker", millis: performance.now() - waiting.started });
+      waiting.resolve({ layout: answer.layout, site: "worker", millis: performance.now() - waiting.started, runs: 1 });
     } else {
       waiting.reject(new Error(`Graphviz could not lay out the graph: ${answer.error}`));
     }
@@ -134,7 +141,7 @@ class LayoutEngine {
     this.inPage.layout(waiting.dot).then(
       (layout) => {
         this.remember(waiting.dot, layout);
-        waiting.resolve({ layout, site: "page", millis: performance.now() - waiting.started });
+        waiting.resolve({ layout, site: "page", millis: performance.now() - waiting.started, runs: 1 });
       },
       (error: unknown) => waiting.reject(new Error(`Graphviz could not lay out the graph: ${String(error)}`)),
     );
@@ -152,8 +159,17 @@ function sharedEngine(): LayoutEngine {
 
 const EMPTY_LAYOUT: Layout = { width: 0, height: 0, boxes: [], edges: [] };
 
-/** Positions for every box and edge of a plan. */
-export function computeLayout(plan: LayoutPlan): Promise<LayoutOutcome> {
-  if (plan.boxes.length === 0) return Promise.resolve({ layout: EMPTY_LAYOUT, site: "cache", millis: 0 });
-  return sharedEngine().layout(planToDot(plan));
+/** Positions for every box and edge of a plan (with frames: one interior at a time, compose.ts). */
+export async function computeLayout(plan: LayoutPlan): Promise<LayoutOutcome> {
+  if (plan.boxes.length === 0) return { layout: EMPTY_LAYOUT, site: "cache", millis: 0, runs: 0 };
+  const engine = sharedEngine();
+  if ((plan.clusters ?? []).length === 0) return engine.layout(planToDot(plan));
+  const started = performance.now();
+  let site: LayoutSite = "cache";
+  const composed = await composeLayout(plan, async (dot) => {
+    const outcome = await engine.layout(dot);
+    if (outcome.site !== "cache") site = outcome.site;
+    return { layout: outcome.layout, cached: outcome.site === "cache" };
+  });
+  return { layout: composed.layout, site, millis: site === "cache" ? 0 : performance.now() - started, runs: composed.runs };
 }

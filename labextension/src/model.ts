@@ -49,6 +49,8 @@ export interface GraphNode {
   readonly module_types?: readonly string[];
   /** Which application of that module built the node (0 for the first; an unrolled cell counts up). */
   readonly module_call?: number;
+  /** The user's forward line that built it (`file.py:12: y = x * w`), when the forward was observed. */
+  readonly source?: string;
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
@@ -144,10 +146,15 @@ export function parseGraph(value: unknown): Graph {
     if (number !== undefined && !isId(number)) {
       throw new ProtocolError(`${where}.number must be a non-negative integer, got ${describe(number)}`);
     }
+    const source = raw["source"];
+    if (source !== undefined && typeof source !== "string") {
+      throw new ProtocolError(`${where}.source must be a string, got ${describe(source)}`);
+    }
     const node: GraphNode = {
       id, name, kind, label,
       ...(leafName === undefined || leafName === "" ? {} : { leaf_name: leafName }),
       ...(number === undefined ? {} : { number }),
+      ...(source === undefined || source === "" ? {} : { source }),
       ...moduleFields(raw, where),
     };
     byId.set(id, node);

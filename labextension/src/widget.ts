@@ -483,6 +483,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
           root.dataset["columns"] = String(layout.columns);
           root.dataset["layoutSite"] = outcome.site;
           root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
+          root.dataset["layoutRuns"] = String(outcome.runs);
+          root.dataset["drawnLayout"] = String(layouts);
           refresh();
           if (pendingFocus !== null) {
             scene.setCursor(view.shownAs(pendingFocus));

@@ -236,20 +236,22 @@ def launch_chromium(playwright: Any) -> Any:
 
 # ---- reading the widget from the DOM ------------------------------------------------------------
 
+# Real graph nodes only: a folded module, group or segment box (class gv-folded) carries a
+# synthetic id (2**48 and up, labextension/src/hierarchy.ts), never a node id.
 READ_STATES_JS = """
 root => Object.fromEntries(
-  [...root.querySelectorAll('.gv-node[data-node-id]:not([data-copy])')].map(node => {
+  [...root.querySelectorAll('.gv-node[data-node-id]:not([data-copy]):not(.gv-folded)')].map(node => {
     const state = [...node.classList].find(name => name.startsWith('gv-state-'));
     return [node.dataset.nodeId, state === undefined ? null : state.slice('gv-state-'.length)];
   }))
 """
 
 READ_CURRENT_JS = """
-root => [...root.querySelectorAll('.gv-node.gv-current:not([data-copy])')].map(node => node.dataset.nodeId)
+root => [...root.querySelectorAll('.gv-node.gv-current:not([data-copy]):not(.gv-folded)')].map(node => node.dataset.nodeId)
 """
 
 RUN_COUNT_JS = """
-([root, expected]) => [...root.querySelectorAll('.gv-node[data-node-id]:not([data-copy])')]
+([root, expected]) => [...root.querySelectorAll('.gv-node[data-node-id]:not([data-copy]):not(.gv-folded)')]
   .filter(node => node.classList.contains('gv-state-done') || node.classList.contains('gv-state-released'))
   .length === expected
 """

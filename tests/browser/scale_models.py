@@ -42,6 +42,40 @@ class Transformer(nn.Module):
         return self.head(self.norm(x))
 
 
+class Body(nn.Module):
+    """Blocks, then one Linear applied ten times: a folded `proj (x10)` box with ten inputs."""
+
+    def __init__(self, blocks: int, width: int) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList([Block(width, 2) for _ in range(blocks)])
+        self.proj = nn.Linear(width, width)
+
+    def forward(self, x: Any) -> Any:
+        for block in self.blocks:
+            x = block(x)
+        for _ in range(10):
+            x = x + self.proj(x) * 0.5
+        return x
+
+
+class Shared(nn.Module):
+    def __init__(self, blocks: int = 3, width: int = 8, vocab: int = 16) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, width)
+        self.body = Body(blocks, width)
+        self.head = nn.Linear(width, vocab)
+
+    def forward(self, tokens: Any) -> Any:
+        return self.head(self.body(self.embed(tokens)))
+
+
+def shared_loss() -> tuple[Any, Any]:
+    """(loss, model) of a model whose `body.proj` is used ten times (fan-in copies of its box)."""
+    torch.manual_seed(0)
+    model = Shared()
+    return model(torch.randint(0, 16, (2, 5))).sum(), model
+
+
 def transformer_loss(blocks: int = 12) -> tuple[Any, Any]:
     """(loss, model) of the transformer on a tiny batch of tokens."""
     torch.manual_seed(0)

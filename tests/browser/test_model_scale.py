@@ -17,8 +17,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
-from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
-from scale_models import HOSTILE, chain_loss, hostile_model_loss, lstm_loss, transformer_loss  # noqa: E402
+from gradviz_browser_harness import ARTIFACTS, READ_STATES_JS, PageProblems, launch_chromium  # noqa: E402
+from scale_models import HOSTILE, chain_loss, hostile_model_loss, lstm_loss, shared_loss, transformer_loss  # noqa: E402
 
 import gradviz as torch
 from gradviz.widget import trace_to_html
@@ -45,6 +45,8 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "transformer": _page_of(lambda: transformer_loss(12), folder / "transformer.html"),
         "lstm": _page_of(lambda: lstm_loss(150), folder / "lstm.html"),
         "hostile": _page_of(hostile_model_loss, folder / "hostile.html"),
+        "small": _page_of(lambda: transformer_loss(1), folder / "small.html"),
+        "shared": _page_of(shared_loss, folder / "shared.html"),
     }
 
 
@@ -212,4 +214,108 @@ def test_hostile_module_class_and_parameter_names_are_text(open_page: Any) -> No
     assert f"{HOSTILE}.fc.weight" in names
     assert HOSTILE in " ".join(page.root.locator(".gv-frame text.gv-frame-label").all_text_contents())
     assert page.root.locator("img").count() == 0
+    page.check_clean()
+
+
+#: Each fan-in copy's box and the frames around its node's primary box, by their rectangles.
+COPIES_IN_FRAMES_JS = """
+root => {
+  const rect = (element) => element.getBoundingClientRect();
+  const inside = (a, b) => a.left >= b.left - 1 && a.right <= b.right + 1 && a.top >= b.top - 1 && a.bottom <= b.bottom + 1;
+  const frames = [...root.querySelectorAll('.gv-frame rect')];
+  const wrong = [];
+  let copies = 0;
+  for (const copy of root.querySelectorAll('.gv-node[data-copy]')) {
+    copies++;
+    const primary = root.querySelector(`.gv-node[data-node-id="${copy.dataset.nodeId}"]:not([data-copy]) .gv-box`);
+    const box = rect(copy.querySelector('.gv-box'));
+    for (const frame of frames) {
+      if (inside(rect(primary), rect(frame)) !== inside(box, rect(frame))) wrong.push(copy.dataset.nodeId);
+    }
+  }
+  return { copies, wrong };
+}
+"""
+
+
+def _pan_into_view(page: Page, element: Any) -> None:
+    """Drag the drawing so that `element` sits in the middle of the canvas (as a user pans)."""
+    canvas = page.root.locator('[data-testid="gv-canvas"]').bounding_box()
+    target = element.bounding_box()
+    assert canvas is not None and target is not None
+    x, y = canvas["x"] + canvas["width"] / 2, canvas["y"] + canvas["height"] / 2
+    mouse = page.page.mouse
+    mouse.move(x, y)
+    mouse.down()
+    mouse.move(x + x - (target["x"] + target["width"] / 2), y + y - (target["y"] + target["height"] / 2), steps=5)
+    mouse.up()
+
+
+def test_frames_only_on_big_graphs_and_never_cut_into_columns(open_page: Any) -> None:
+    small = open_page("small")
+    assert int(small.root.get_attribute("data-node-count")) <= MAX_FIRST_VIEW
+    assert small.root.locator(".gv-frame").count() == 0, "a teaching-size graph is drawn as before: no frames"
+    assert small.root.locator(".gv-node.gv-folded").count() == 0
+    page = open_page("transformer")
+    assert page.root.locator(".gv-frame").count() > 0
+    assert page.root.get_attribute("data-columns") == "1", "a drawing with frames is not cut into columns"
+    page.check_clean()
+
+
+def test_expanding_lays_out_only_the_module_and_its_ancestors(open_page: Any) -> None:
+    page = open_page("transformer")
+    # The states the tests read are of real nodes only (a folded box's id is synthetic).
+    states = page.root.evaluate(READ_STATES_JS)
+    assert states, "some nodes are drawn"
+    node_ids = {int(node) for node in page.root.evaluate("root => [...root.querySelectorAll('.gv-node:not(.gv-folded)')]"
+                                                         ".map(node => node.dataset.nodeId)")}
+    assert {int(key) for key in states} == node_ids
+    assert all(int(key) < 2**48 for key in states)
+    checked = 0
+    for module in ("blocks.0", "blocks.1.attn", "blocks.5"):
+        box = page.root.locator(f'.gv-node.gv-folded[data-module="{module}"]')
+        if box.count() == 0:
+            continue
+        toggle = box.locator(".gv-toggle")
+        _pan_into_view(page, toggle)
+        before = page.layouts()
+        toggle.click()
+        page.wait_for_layout(before)
+        assert page.root.locator(f'.gv-frame[data-frame-module="{module}"]').count() == 1
+        # Lazy layout: the expanded module's interior and its ancestors' (each one Graphviz run).
+        runs = int(page.root.get_attribute("data-layout-runs"))
+        assert 1 <= runs <= module.count(".") + 2, runs
+        checked += 1
+    assert checked > 0, "a module was expanded"
+    page.check_clean()
+
+
+def test_fan_in_copies_of_a_folded_box_stay_in_its_frame(open_page: Any) -> None:
+    page = open_page("shared")
+    assert int(page.root.get_attribute("data-node-count")) > MAX_FIRST_VIEW
+    frame = page.root.locator('.gv-frame[data-frame-module="body.proj"] .gv-frame-toggle')
+    if frame.count() == 1:
+        _pan_into_view(page, frame)
+        before = page.layouts()
+        frame.click()
+        page.wait_for_layout(before)
+    assert page.root.locator('.gv-node.gv-folded[data-module="body.proj"]').count() >= 1
+    assert page.root.locator('.gv-frame[data-frame-module="body"]').count() == 1
+    found = page.root.evaluate(COPIES_IN_FRAMES_JS)
+    assert found["copies"] > 0, "body.proj (x10) is drawn once per use"
+    assert found["wrong"] == [], found
+    page.check_clean()
+
+
+def test_a_node_shows_its_forward_line_on_hover(open_page: Any) -> None:
+    page = open_page("small")
+    titles = page.root.locator(".gv-node:not(.gv-folded) > title")
+    texts = titles.all_text_contents()
+    # Recorded inside gradviz.record(): the user's line in scale_models.py (module forwards are
+    # gradviz's code, so the line is the model's own: Block.forward's attention, the MLP...).
+    lines = [line for text in texts for line in text.split("\n") if line.startswith("forward: ")]
+    assert lines, texts[:3]
+    assert any("scale_models.py:" in line and "self.attn(h, h, h" in line for line in lines), lines[:5]
+    # Text, never markup: the title holds one text node.
+    assert titles.evaluate_all("titles => titles.every(t => t.childNodes.length === 1 && t.firstChild.nodeType === 3)")
     page.check_clean()

@@ -96,7 +96,9 @@ def test_page_is_written_and_replays_like_a_replay_session(tmp_path: Path) -> No
     parser, data = read_page(path)
     assert parser.title == "A trace" and data["title"] == "A trace"
     assert [attrs for attrs, _ in parser.scripts] == [{"type": "application/json", "id": "gradviz-data"}, {}]
-    assert data["graph"] == normalize_graph(trace.graph)
+    # The trace's graph, with each node's forward line (the trace was recorded: it knows them).
+    sources = ReplaySession(trace).forward_sources()
+    assert sources and data["graph"] == normalize_graph(trace.graph, sources)
     assert len(data["events"]) == len(trace.events)
     assert [event[2] for event in data["events"]] == [event["text"] for event in trace.events]
     session = ReplaySession(trace)

@@ -32,6 +32,7 @@ export interface GraphNode {
   module?: string[];
   module_types?: string[];
   module_call?: number;
+  source?: string;
 }
 
 /** One entry of a node's ``next_functions``: the gradient flows from source to target. */
