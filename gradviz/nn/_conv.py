@@ -10,6 +10,7 @@ from .. import ops as _ops
 from ..ops._conv import _pair
 from . import functional as F
 from ._module import Module, Parameter
+from ._padding import check_padding_mode, pad_for_conv
 from .init import _reset_conv, _uniform_
 
 __all__ = ["Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "Conv1d", "MaxPool1d", "AvgPool1d",
@@ -41,8 +42,7 @@ class Conv2d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError("Conv2d: only padding_mode='zeros' is supported by gradviz")
+        check_padding_mode(padding_mode)
         if isinstance(padding, str):
             if padding not in ("valid", "same"):
                 raise ValueError(f"Invalid padding string '{padding}', should be one of "
@@ -68,6 +68,9 @@ class Conv2d(Module):
         _reset_conv(self)
 
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            padded = pad_for_conv(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
+            return F.conv2d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
@@ -82,6 +85,8 @@ class Conv2d(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 
@@ -162,8 +167,7 @@ class Conv1d(Module):
             raise ValueError("in_channels must be divisible by groups")
         if out_channels % groups != 0:
             raise ValueError("out_channels must be divisible by groups")
-        if padding_mode != "zeros":
-            raise NotImplementedError("Conv1d: only padding_mode='zeros' is supported by gradviz")
+        check_padding_mode(padding_mode)
         if isinstance(padding, str) and padding not in ("valid", "same"):
             raise ValueError(f"Invalid padding string '{padding}', should be one of "
                              "{'valid', 'same'}")
@@ -185,6 +189,9 @@ class Conv1d(Module):
         _reset_conv(self)
 
     def forward(self, input):
+        if self.padding_mode != "zeros":
+            padded = pad_for_conv(input, self.padding, self.kernel_size, self.dilation, self.padding_mode)
+            return F.conv1d(padded, self.weight, self.bias, self.stride, 0, self.dilation, self.groups)
         return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
 
@@ -199,6 +206,8 @@ class Conv1d(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 
@@ -322,6 +331,8 @@ class _ConvTransposeNd(Module):
             text += f", groups={self.groups}"
         if self.bias is None:
             text += ", bias=False"
+        if self.padding_mode != "zeros":
+            text += f", padding_mode={self.padding_mode}"
         return text
 
 

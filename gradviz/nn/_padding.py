@@ -221,3 +221,29 @@ class CircularPad2d(CircularPad1d):
 __all__ += ["ConstantPad1d", "ConstantPad2d", "ZeroPad1d", "ZeroPad2d", "ReflectionPad1d",
             "ReflectionPad2d", "ReplicationPad1d", "ReplicationPad2d", "CircularPad1d",
             "CircularPad2d"]
+
+
+# ---- a convolution's padding_mode ---------------------------------------------------------------
+
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+
+
+def check_padding_mode(padding_mode: str) -> None:
+    """Refuse a ``padding_mode`` torch's convolutions do not know, with torch's message."""
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"padding_mode must be one of {set(PADDING_MODES)}, but got padding_mode='{padding_mode}'")
+
+
+def pad_for_conv(input, padding, kernel_size, dilation, padding_mode: str):
+    """``input`` padded in ``padding_mode`` by a convolution's ``padding`` (one number per
+    spatial dim, or "same"/"valid"; "same" pads ``d * (k - 1)`` in all, the odd element after),
+    as torch's convolution modules do before convolving with no padding."""
+    if isinstance(padding, str):
+        totals = [d * (k - 1) if padding == "same" else 0 for k, d in zip(kernel_size, dilation)]
+        pairs = [(total // 2, total - total // 2) for total in totals]
+    else:
+        pairs = [(p, p) for p in padding]
+    flat: list[int] = []
+    for before, after in reversed(pairs):
+        flat += [before, after]
+    return pad(input, tuple(flat), padding_mode)
