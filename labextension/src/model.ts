@@ -6,7 +6,7 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {
@@ -67,15 +67,15 @@ export class ProtocolError extends Error {
   override name = "ProtocolError";
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
+export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-function isId(value: unknown): value is number {
+export function isId(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }
 
-function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
+export function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
   return typeof value === "string" && (values as readonly string[]).includes(value);
 }
 
@@ -87,7 +87,7 @@ function arrayField(record: Record<string, unknown>, key: string, where: string)
   return value;
 }
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;
