@@ -42,6 +42,7 @@ import {
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
 import { parseStatesDelta, RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
+import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import { KEYS_HELP } from "./keys.js";
 import {
   MODULE_INSPECTOR_STYLES,
@@ -160,6 +161,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
 
   /** The node states and deliveries drawn: the whole traits plus the deltas since (states_sync.ts). */
   const copy = new StatesCopy();
+  /** The copy's states and deliveries folded onto the drawn boxes, updated from what changed (box_tally.ts). */
+  const tally = new BoxTally();
+  const boxDeliveries = new BoxDeliveries();
   const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage | ResyncMessage): void => {
     if (disconnected !== null) return; // the error box already says why nothing happens
     // ipywidgets' own views send with the manager's callbacks, which route the kernel's
@@ -357,6 +361,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       copy.sync((name) => model.get(name), graph);
       if (copy.behind(model.get("states_seq")) && copy.askResync()) send(RESYNC_MESSAGE);
       const states = copy.states;
+      const changed = copy.takeChanged();
+      if (folded !== null) tally.update(folded, states, changed);
       const current = parseCurrent(model.get("current"), graph);
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
@@ -383,10 +389,10 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       }
       const marks = findingMarks(shown);
       if (folded !== null) {
-        scene?.update(folded.states(states), folded.shownAs(current), folded.deliveries(copy.deliveries));
+        scene?.update(tally.boxStates(folded), folded.shownAs(current), boxDeliveries.update(folded, copy.deliveries));
         scene?.setSelected(folded.shownAs(selected));
         scene?.setFindings(folded.findings(marks));
-        scene?.setProgress(folded.progress(states, current, marks));
+        scene?.setProgress(tally.progress(folded, current, marks));
       }
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       moduleInspector.update(moduleInspection);
