@@ -18,7 +18,9 @@ JupyterLab with a kernel (the browser tests' harness), split into its parts:
   (reading the changed states, building the messages; median, timed in the kernel);
 * ``step ms``: Step clicked until the new state is drawn, the ack is in and a frame was painted;
 * ``view ms``: the view's refresh after a step (applying the states to the drawing);
-* the rest of a round trip is the trip itself: browser -> server -> kernel and back.
+* the rest of a round trip is the trip itself: browser -> server -> kernel and back;
+  ``select ms`` measures that trip alone: a click on a node box until Python's ``selected``
+  marks it (median of 8), with next to no work on either side.
 
 With ``--python``, a Python-only microbenchmark of a Step with the widget attached (its comm
 counting the bytes it would send): no browser, no kernel.
@@ -48,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 import playwright.sync_api as sync_api  # noqa: E402
 from gradviz_browser_harness import launch_chromium, notebook_session, start_lab, stop_lab  # noqa: E402
-from live_scale import MODELS, chain_notebook, kernel_step_ms, open_session, step_times  # noqa: E402
+from live_scale import MODELS, chain_notebook, kernel_step_ms, open_session, select_times, step_times  # noqa: E402
 from scale_models import chain_loss, lstm_loss, transformer_loss  # noqa: E402
 
 import gradviz as torch  # noqa: E402
@@ -124,11 +126,13 @@ def measure_live(browser: Any, nodes: int, steps: int, folder: Path) -> dict[str
             opened = open_session(session)
             measured = step_times(session, steps)
             python_ms = kernel_step_ms(session, steps)
+            selects = select_times(session, 8)  # last: it leaves the keyboard focus in the graph
             boxes = int(session.widget().get_attribute("data-box-count") or 0)
     finally:
         stop_lab(server)
     return {"workload": f"live chain {nodes:,}", "nodes": nodes, "open_s": opened, "boxes": boxes,
-            "step_ms": measured["times"], "view_ms": measured["refresh"], "python_ms": python_ms}
+            "step_ms": measured["times"], "view_ms": measured["refresh"], "python_ms": python_ms,
+            "select_ms": selects}
 
 
 class _CountingComm:
@@ -198,12 +202,13 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as folder, sync_api.sync_playwright() as playwright:
             browser = launch_chromium(playwright)
             print(f"{'workload':24} {'open s':>7} {'boxes':>5} {'step ms median':>14} {'p90':>7} {'python ms':>9} "
-                  f"{'view ms':>7}")
+                  f"{'view ms':>7} {'select ms':>9}")
             for nodes in args.chains:
                 row = measure_live(browser, nodes, args.steps, Path(folder))
                 median, p90 = _median_p90(row["step_ms"])
                 print(f"{row['workload']:24} {row['open_s']:7.1f} {row['boxes']:5} {median:14.1f} {p90:7.1f} "
-                      f"{row['python_ms']:9.2f} {statistics.median(row['view_ms']):7.1f}", flush=True)
+                      f"{row['python_ms']:9.2f} {statistics.median(row['view_ms']):7.1f} "
+                      f"{_median_p90(row['select_ms'])[0]:9.1f}", flush=True)
                 rows.append(row)
             browser.close()
         if args.json is not None:

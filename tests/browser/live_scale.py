@@ -97,3 +97,59 @@ def shown_states(session: Any) -> tuple[dict[str, str], str]:
     """The drawn single-node boxes' states and the status line."""
     widget = session.widget()
     return widget.evaluate(DRAWN_STATES_JS), widget.locator('[data-testid="gv-status"]').text_content() or ""
+
+
+# A select's round trip (click a node box until Python's `selected` marks it): the same trip
+# through the server and the kernel as a Step, with almost no work on either side.
+ARM_SELECT_JS = """
+([root, id]) => {
+  const node = root.querySelector(`.gv-node[data-node-id="${id}"]`);
+  window.__gvSelect = new Promise((resolve) => {
+    let started = null;
+    window.addEventListener('pointerdown', () => { started = performance.now(); }, { capture: true, once: true });
+    const observer = new MutationObserver(() => {
+      if (started !== null && node.classList.contains('gv-selected')) {
+        observer.disconnect();
+        resolve(performance.now() - started);
+      }
+    });
+    observer.observe(node, { attributes: true });
+  });
+}
+"""
+
+VISIBLE_NODES_JS = """
+root => {
+  const canvas = root.querySelector('[data-testid=gv-canvas]').getBoundingClientRect();
+  const found = [];
+  for (const node of root.querySelectorAll('.gv-node[data-node-id]:not(.gv-folded):not([data-copy])')) {
+    const r = node.querySelector('rect.gv-box').getBoundingClientRect();
+    const x = r.left + r.width / 2, y = r.top + r.height / 2;
+    if (x > canvas.left + 5 && x < canvas.right - 5 && y > canvas.top + 5 && y < canvas.bottom - 5) found.push([node.dataset.nodeId, x, y]);
+  }
+  return found;
+}
+"""
+
+
+def select_times(session: Any, count: int) -> list[float]:
+    """Click `count` different drawn node boxes (found again before each click: a select may
+    pan the view); each select's round trip in ms (a click that selected nothing within 5 s
+    is left out)."""
+    widget = session.widget()
+    widget.scroll_into_view_if_needed()
+    times: list[float] = []
+    clicked: set[str] = set()
+    for _ in range(count):
+        found = [entry for entry in widget.evaluate(VISIBLE_NODES_JS) if entry[0] not in clicked]
+        if not found:
+            break
+        node, x, y = found[0]
+        clicked.add(node)
+        session.page.evaluate(ARM_SELECT_JS, [widget.element_handle(), node])
+        session.page.mouse.click(x, y)
+        took = session.page.evaluate(
+            "Promise.race([window.__gvSelect, new Promise((resolve) => setTimeout(() => resolve(null), 5000))])")
+        if took is not None:
+            times.append(took)
+    return times
