@@ -19,12 +19,28 @@ reports:
   over ``--steps`` steps (with "follow" on, a step that enters a folded module opens it and
   lays out again: those steps are in the numbers too).
 
+With ``--live``, the same for the notebook widget of a live debug session of a chain, in
+JupyterLab with a kernel (the browser tests' harness), split into its parts:
+
+* ``python ms``: the kernel's share of a Step, ``session.step()`` with the widget following it
+  (reading the changed states, building the messages; median, timed in the kernel);
+* ``step ms``: Step clicked until the new state is drawn, the ack is in and a frame was painted;
+* ``view ms``: the view's refresh after a step (applying the states to the drawing);
+* the rest of a round trip is the trip itself: browser -> server -> kernel and back;
+  ``select ms`` measures that trip alone: a click on a node box until Python's ``selected``
+  marks it (median of 8), with next to no work on either side.
+
+With ``--python``, a Python-only microbenchmark of a Step with the widget attached (its comm
+counting the bytes it would send): no browser, no kernel.
+
 Nothing here is asserted. Run from the repository root::
 
     .venv/bin/python bench/widget_scale.py                   # chains of 1,000 and 10,000, models
     .venv/bin/python bench/widget_scale.py --chains 100000   # a 100,000-node recording
     .venv/bin/python bench/widget_scale.py --json scale.json
     .venv/bin/python bench/widget_scale.py --chains --blocks 140   # a ~10,000-node transformer
+    .venv/bin/python bench/widget_scale.py --live --chains 1000 10000 100000 --no-models
+    .venv/bin/python bench/widget_scale.py --python --chains 1000 10000 100000
 """
 
 from __future__ import annotations
@@ -42,11 +58,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 import playwright.sync_api as sync_api  # noqa: E402
-from gradviz_browser_harness import launch_chromium  # noqa: E402
+from gradviz_browser_harness import launch_chromium, notebook_session, start_lab, stop_lab  # noqa: E402
+from live_scale import MODELS, chain_notebook, kernel_step_ms, open_session, select_times, step_times  # noqa: E402
 from scale_models import chain_loss, lstm_loss, transformer_loss  # noqa: E402
 
 import gradviz as torch  # noqa: E402
-from gradviz.widget import trace_to_html  # noqa: E402
+from gradviz.widget import DebuggerWidget, trace_to_html  # noqa: E402
 
 STEP_JS = """
 async (count) => {
@@ -149,6 +166,78 @@ def measure(browser: Any, path: Path, steps: int, expands: list[str]) -> dict[st
     return result
 
 
+def _median_p90(values: list[float]) -> tuple[float, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return float("nan"), float("nan")
+    return statistics.median(ordered), ordered[int(0.9 * (len(ordered) - 1))]
+
+
+def measure_live(browser: Any, nodes: int, steps: int, folder: Path) -> dict[str, Any]:
+    """Open a `nodes`-long chain's debug session in JupyterLab, click Step `steps` times, then
+    time `steps` more steps in the kernel."""
+    notebook = chain_notebook(folder, nodes)
+    (folder / f"server{nodes}").mkdir()
+    server = start_lab(folder / f"server{nodes}", [notebook, MODELS])
+    try:
+        with notebook_session(browser, server, notebook.name, f"bench-live-{nodes}") as session:
+            session.page.set_default_timeout(900_000)
+            opened = open_session(session)
+            measured = step_times(session, steps)
+            python_ms = kernel_step_ms(session, steps)
+            selects = select_times(session, 8)  # last: it leaves the keyboard focus in the graph
+            boxes = int(session.widget().get_attribute("data-box-count") or 0)
+    finally:
+        stop_lab(server)
+    return {"workload": f"live chain {nodes:,}", "nodes": nodes, "open_s": opened, "boxes": boxes,
+            "step_ms": measured["times"], "view_ms": measured["refresh"], "python_ms": python_ms,
+            "select_ms": selects}
+
+
+class _CountingComm:
+    """A comm that sends nowhere and counts the JSON bytes it was given."""
+
+    comm_id = "bench"
+    kernel = object()  # ipywidgets sends only through a comm with a kernel
+
+    def __init__(self) -> None:
+        self.sent = 0
+
+    def send(self, data: Any = None, metadata: Any = None, buffers: Any = None) -> None:
+        self.sent += len(json.dumps(data))
+
+    def on_msg(self, callback: Any) -> None: ...
+
+    def on_close(self, callback: Any) -> None: ...
+
+    def close(self, *args: Any, **kwargs: Any) -> None: ...
+
+
+def measure_python(nodes: int, steps: int) -> dict[str, Any]:
+    """A Step of a `nodes`-long chain's session with and without a widget following it."""
+    alone = torch.debug.backward(chain_loss(nodes))
+    times_alone = []
+    for _ in range(steps):
+        started = time.perf_counter()
+        alone.step()
+        times_alone.append(1000 * (time.perf_counter() - started))
+    session = torch.debug.backward(chain_loss(nodes))
+    started = time.perf_counter()
+    widget = DebuggerWidget(session)
+    opened = time.perf_counter() - started
+    comm = widget.comm = _CountingComm()  # type: ignore[assignment]
+    times, sizes = [], []
+    for _ in range(steps):
+        comm.sent = 0
+        started = time.perf_counter()
+        session.step()
+        times.append(1000 * (time.perf_counter() - started))
+        sizes.append(comm.sent)
+    return {"workload": f"python chain {nodes:,}", "nodes": nodes, "widget_s": opened,
+            "session_ms": statistics.median(times_alone), "step_ms": statistics.median(times),
+            "bytes": statistics.median(sizes)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--chains", type=int, nargs="*", default=[1_000, 10_000], help="chain lengths (nodes)")
@@ -158,7 +247,35 @@ def main() -> None:
                         help="transformer sizes (blocks; 140: ~10,000 nodes)")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--live", action="store_true", help="live widgets in JupyterLab (chains only)")
+    parser.add_argument("--python", action="store_true", help="the Python side of a Step only (chains)")
     args = parser.parse_args()
+    if args.python:
+        rows = [measure_python(nodes, args.steps) for nodes in args.chains]
+        print(f"{'workload':24} {'widget s':>8} {'session ms':>10} {'step+widget ms':>14} {'bytes/step':>10}")
+        for row in rows:
+            print(f"{row['workload']:24} {row['widget_s']:8.2f} {row['session_ms']:10.2f} {row['step_ms']:14.2f} "
+                  f"{row['bytes']:10.0f}")
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
+    if args.live:
+        rows = []
+        with tempfile.TemporaryDirectory() as folder, sync_api.sync_playwright() as playwright:
+            browser = launch_chromium(playwright)
+            print(f"{'workload':24} {'open s':>7} {'boxes':>5} {'step ms median':>14} {'p90':>7} {'python ms':>9} "
+                  f"{'view ms':>7} {'select ms':>9}")
+            for nodes in args.chains:
+                row = measure_live(browser, nodes, args.steps, Path(folder))
+                median, p90 = _median_p90(row["step_ms"])
+                print(f"{row['workload']:24} {row['open_s']:7.1f} {row['boxes']:5} {median:14.1f} {p90:7.1f} "
+                      f"{row['python_ms']:9.2f} {statistics.median(row['view_ms']):7.1f} "
+                      f"{_median_p90(row['select_ms'])[0]:9.1f}", flush=True)
+                rows.append(row)
+            browser.close()
+        if args.json is not None:
+            args.json.write_text(json.dumps(rows, indent=1))
+        return
     workloads: list[tuple[str, Callable[[], Any], list[str]]] = [
         (f"chain {n:,}", (lambda n=n: chain_loss(n)), CHAIN_EXPANDS) for n in args.chains]
     if not args.no_models:

@@ -4,6 +4,17 @@
 ``ReplaySession`` (a recorded trace) all offer the interface the widget consumes:
 ``graph()``, ``node_states()``, ``current``, ``status``, ``step()``, ``continue_()`` and
 ``add_listener()``; plus ``step_event()``, ``break_on()``, ``node()`` and ``events``.
+
+Note [State deltas]
+-------------------
+The widget sends the browser only the node states that changed on a Step, not all of them (at
+100,000 nodes, rebuilding and diffing the full ``node_states()`` costs more than the step).
+``state_changes(mark)`` lists the nodes whose state may have changed since an earlier call,
+from the event view's ``changed`` log (every node an applied event set the state of) plus the
+nodes a session shows as ready outside the events (``_state_overrides``: the engine's ready
+queue, a thread paused before a node), this time and last time. The mark holds the view, its
+epoch and the log's length: a new view (a replay going back) or a new backward pass (its
+``backward_started`` empties the log) makes the caller read all states again.
 """
 
 from __future__ import annotations
@@ -207,6 +218,47 @@ class SessionBase:
         from its ``node_created`` event; None when unknown."""
         created = facts.get("created")
         return None if created is None else created.get("saved") or []
+
+    # ---- state deltas ------------------------------------------------------------------
+    def state_changes(self, mark=None) -> tuple[object, dict[int, str] | None]:
+        """The node states that may have changed since ``mark`` (Note [State deltas]).
+
+        Returns ``(new mark, states)``: ``states`` is ``{node id: state}`` for every node whose
+        state may differ from what it was when ``mark`` was returned (a superset: unchanged
+        nodes may be listed, with their state), or None when that cannot be told (no mark, a
+        new backward pass, a rebuilt view): then read :meth:`node_states` after this call.
+        Pass the new mark to the next call.
+
+        Examples
+        --------
+        >>> import gradviz as torch
+        >>> x = torch.tensor([1.0, 2.0], requires_grad=True)
+        >>> session = torch.debug.backward((x * x).sum())
+        >>> mark, states = session.state_changes()
+        >>> states is None
+        True
+        >>> _ = session.step()
+        >>> mark, states = session.state_changes(mark)
+        >>> sorted(states.values())
+        ['done', 'ready']
+        """
+        with self._overlay_lock():
+            view = self._view
+            overrides = self._state_overrides(view)
+            new_mark = (view, view.epoch, len(view.changed), frozenset(overrides))
+            if (mark is None or not isinstance(mark, tuple) or len(mark) != 4 or mark[0] is not view
+                    or mark[1] != view.epoch or mark[2] > len(view.changed)):
+                return new_mark, None
+            ids = set(view.changed[mark[2]:])
+            ids.update(mark[3])
+            ids.update(overrides)
+            known = view.states
+            return new_mark, {node: overrides.get(node) or known.get(node, "pending") for node in ids}
+
+    def _state_overrides(self, view) -> dict[int, str]:
+        """States that :meth:`node_states` shows over what the events say (a node made ready
+        outside the events): ``{node id: state}``; none by default."""
+        return {}
 
     # ---- inspection --------------------------------------------------------------------
     def rollup(self, max_boxes: int = DEFAULT_MAX_BOXES) -> dict:

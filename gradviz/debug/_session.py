@@ -189,11 +189,15 @@ class DebugSession(SessionBase):
     def node_states(self) -> dict[int, str]:
         """Each node's state: pending, ready, running, done, released or error."""
         states = self._view.node_states()
-        if not self._behind():
-            for node in self._task.ready_nodes():  # nodes made ready before the session
-                if states.get(node.node_id) == "pending":
-                    states[node.node_id] = "ready"
+        states.update(self._state_overrides(self._view))
         return states
+
+    def _state_overrides(self, view) -> dict[int, str]:
+        # nodes made ready before the session (no node_ready event): ready once caught up
+        if self._behind():
+            return {}
+        return {node.node_id: "ready" for node in self._task.ready_nodes()
+                if node.node_id in self._nodes and view.states.get(node.node_id, "pending") == "pending"}
 
     def _name_nodes(self, names: dict, frame) -> None:
         """Leaf names (``params``, the caller's variables) and display numbers for the graph,

@@ -328,10 +328,16 @@ class CallSession(SessionBase):
     def node_states(self) -> dict[int, str]:
         with self._data:
             states = self._view.node_states()
-        if self._state == "paused" and self._current in states and \
-                states[self._current] == "pending":
-            states[self._current] = "ready"
+            states.update(self._state_overrides(self._view))
         return states
+
+    def _state_overrides(self, view) -> dict[int, str]:
+        # a thread paused before a node: that node runs next
+        current = self._current
+        if (current is not None and self._state == "paused" and current in self._nodes
+                and view.states.get(current, "pending") == "pending"):
+            return {current: "ready"}
+        return {}
 
     def graph(self) -> dict:
         with self._data:

@@ -10,6 +10,8 @@ from __future__ import annotations
 __all__ = ["EventView", "NODE_STATES"]
 
 NODE_STATES = ("pending", "ready", "running", "done", "released", "error")
+# The event kinds that set their node's state (EventView.apply).
+_STATE_KINDS = frozenset({"node_ready", "node_started", "node_finished", "saved_released", "error"})
 
 
 class EventView:
@@ -27,6 +29,9 @@ class EventView:
         # drained by the overlays; `epoch` counts backward passes (each starts every node over).
         self.touched: set[int] = set()
         self.epoch = 0
+        # Note [State deltas] (_base.py): every node whose state an applied event set, in
+        # order; emptied, with the states, by backward_started (a new epoch).
+        self.changed: list[int] = []
 
     def _facts(self, node_id) -> dict:
         facts = self.facts.get(node_id)
@@ -48,6 +53,7 @@ class EventView:
             self.task = event["task"]
             self.epoch += 1
             self.states = {}
+            self.changed = []
             self.running = None
             created = {node_id: facts["created"] for node_id, facts in self.facts.items()}
             self.facts = {}
@@ -65,6 +71,8 @@ class EventView:
             return
         facts = self._facts(node)
         self.touched.add(node)
+        if kind in _STATE_KINDS:
+            self.changed.append(node)
         if kind == "node_ready":
             self.states[node] = "ready"
         elif kind == "node_started":

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..instrument._rollup import rollup
@@ -106,7 +107,7 @@ def module_rollup(graph: dict) -> dict[str, dict]:
 
 
 def module_inspection(session: Any, modules: dict[str, dict], path: str,
-                      states: dict[str, str]) -> ModuleInspection:
+                      states: Mapping[str, str]) -> ModuleInspection:
     """The inspector's content for a module: ``{"module", "type", "count", "calls",
     "states", "parameters": [{"id", "name", "grad"}]}``: the parameters of the module and of
     its sub-modules, by name; ``grad`` is the summary of the

@@ -217,6 +217,16 @@ class ProgressMessage(TypedDict):
     label: str
 
 
+class StatesDelta(TypedDict):
+    """A Step's node states (protocol 6): the states that changed and the gradient deliveries
+    (``[source, target]`` pairs) added since delta ``seq - 1`` (Note [States on the wire])."""
+
+    type: Literal["states_delta"]
+    seq: int
+    states: dict[str, NodeState]
+    delivered: list[list[int]]
+
+
 # ---- browser -> Python messages ---------------------------------------------------------------
 
 class PlainCommand(TypedDict):
@@ -264,6 +274,12 @@ class OverlayRequest(TypedDict):
     name: str | None
 
 
+class ResyncRequest(TypedDict):
+    """This view's copy of the states missed a delta: send them whole."""
+
+    type: Literal["resync"]
+
+
 CommandMessage = PlainCommand | RunToCommand | SelectCommand | SeekCommand
 PanelMessage = ModuleSelect | OverlayRequest
 
@@ -275,8 +291,8 @@ _ALIASES: dict[str, object] = {
 }
 _INTERFACES: tuple[type, ...] = (
     ModuleFields, GraphNode, GraphEdge, Graph, EventLine, History, Inspection, ModuleParameter, ModuleInspection,
-    Overlay, DoctorChecking, DoctorDone, DoctorFailed, AckMessage, ErrorReply, ProgressMessage,
-    PlainCommand, RunToCommand, SelectCommand, SeekCommand, ModuleSelect, OverlayRequest,
+    Overlay, DoctorChecking, DoctorDone, DoctorFailed, AckMessage, ErrorReply, ProgressMessage, StatesDelta,
+    PlainCommand, RunToCommand, SelectCommand, SeekCommand, ModuleSelect, OverlayRequest, ResyncRequest,
 )
 _UNIONS: dict[str, object] = {
     "DoctorState": DoctorState, "CommandMessage": CommandMessage, "PanelMessage": PanelMessage,

@@ -29,7 +29,8 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable
+from collections import ChainMap
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Protocol, TypeGuard, cast
 
 import anywidget
@@ -54,12 +55,13 @@ from ._protocol import (
     Overlay,
     Synced,
 )
+from ._states_sync import RESYNC, StatesMixin, StatesPublisher
 
 __all__ = ["DebuggerWidget", "display_session"]
 
 log = logging.getLogger("gradviz.widget")
 
-PROTOCOL_VERSION = 5
+PROTOCOL_VERSION = 6
 NODE_STATES = frozenset({"pending", "ready", "running", "done", "released", "error"})
 NODE_KINDS = frozenset({"builtin", "custom", "accumulate_grad"})
 # "running": a session driving user code in a worker thread, between two pauses
@@ -422,7 +424,7 @@ def describe_stop(breakpoint: object, nodes: Iterable[GraphNode] = ()) -> str | 
 _describe_exception = describe_exception
 
 
-class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
+class DebuggerWidget(StatesMixin, PanelsMixin, anywidget.AnyWidget):
     """A live view of a debug session: the autograd graph, node states, an inspector for the
     selected node, a narration of the latest event, and the session's commands.
 
@@ -484,6 +486,10 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     overlays = cast("Synced[dict[str, Overlay] | None]",
                     traitlets.Dict(default_value=None, allow_none=True).tag(sync=True))
     selected_module = traitlets.Unicode(None, allow_none=True).tag(sync=True)
+    # protocol 6 (gradviz/widget/_states_sync.py, Note [States on the wire]): the number of the
+    # last states_delta, and of the last one the whole `states` and `delivered` include
+    states_seq = traitlets.Int(0).tag(sync=True)
+    states_base = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
@@ -498,6 +504,9 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         self._running_to: int | None = None
         self._output = OutputCapture(self._publish_output)
         self._overlay_publisher = OverlayPublisher()
+        self._states_publisher = StatesPublisher()
+        self._normalize_states = normalize_states
+        self._delivered_edges = delivered_edges
         self._modules: dict | None = None  # rollup of the graph by dotted path, once needed
         self.commands = [name for name, method in COMMANDS.items() if callable(getattr(session, method, None))]
         self.on_msg(self._on_browser_message)
@@ -572,7 +581,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
             ticket = self._snapshots_taken
         selected = self.selected
         try:
-            states = normalize_states(self._session.node_states())
+            snapshot = self._read_states()
             current = self._session.current
             status = self._session.status
             if current is not None and _as_id(current) is None:
@@ -581,14 +590,23 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
                 raise SessionProtocolError(f"session.status must be one of {sorted(SESSION_STATUSES)}, got {status!r}")
             graph = None
             graph_ids = self._graph_ids
-            if not graph_ids or not {int(key) for key in states} <= graph_ids:
+            keys = snapshot.states if snapshot.states is not None else snapshot.changes or {}
+            if not graph_ids or not {int(key) for key in keys} <= graph_ids:
                 graph = normalize_graph(self._session.graph(), forward_sources(self._session))
                 graph_ids = frozenset(node["id"] for node in graph["nodes"])
+                if snapshot.states is None:  # a new graph: its states go whole
+                    snapshot.states, snapshot.changes = normalize_states(self._session.node_states()), None
             # Sessions without an event stream (test doubles) have no narration. `events`
             # copies the list on each read: O(events) per refresh, small next to drawing.
-            events = getattr(self._session, "events", None)
+            events = snapshot.events = getattr(self._session, "events", None)
+            if events is not None and snapshot.states is None and len(events) < self._states_publisher.delivered_seen:
+                snapshot.states, snapshot.changes = normalize_states(self._session.node_states()), None
             last_event = compact_event(events[-1]) if events else None
-            delivered = delivered_edges(events, graph_ids)
+            # whole on a whole snapshot; a delta adds the deliveries of the new events only
+            delivered = delivered_edges(events, graph_ids) if snapshot.states is not None else None
+            # what the inspectors read: whole, or the published states with the changes over them
+            states: Mapping[str, str] = (snapshot.states if snapshot.states is not None
+                                         else ChainMap(snapshot.changes or {}, self.states))
             stop = getattr(self._session, "stopped_at", None)
             if self._running_to is not None and getattr(stop, "node", None) == self._running_to:
                 # Run to's own breakpoint, seen mid-command (before run_to clears it): not a stop.
@@ -626,15 +644,11 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
                         self.doctor = None  # its findings name nodes of the previous graph
                     self._graph_ids = frozenset(node["id"] for node in graph["nodes"])
                     self.graph = graph
-                # Dict traits sync only when a new object is assigned (never mutate in place).
-                if states != self.states:
-                    self.states = states
+                self._publish_states(snapshot, delivered, graph_ids, graph is not None)
                 self.current = None if current is None else _as_id(current)
                 self.status = status
                 if last_event != self.last_event:
                     self.last_event = last_event
-                if delivered != self.delivered:
-                    self.delivered = delivered
                 self.stopped_at = stopped_at
                 self.selected = selected
                 if inspection != self.inspection:
@@ -671,6 +685,9 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         try:
             if isinstance(content, dict) and content.get("type") in (MODULE_SELECT, OVERLAY_REQUEST):
                 self._on_panel_message(content)
+                return
+            if isinstance(content, dict) and content.get("type") == RESYNC:
+                self._on_resync_message(content, buffers)
                 return
             command = self._validate_command(content, buffers)
             if isinstance(command, str):

@@ -8,7 +8,7 @@
 import * as protocol from "./generated/widget_protocol.js";
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /** A problem to show when Python speaks another protocol version, else null. */
 export function protocolMismatch(value: unknown): string | null {
@@ -68,13 +68,13 @@ export class ProtocolError extends Error {
   override name = "ProtocolError";
 }
 
-const isRecord = protocol.isRecord;
+export const isRecord = protocol.isRecord;
 
-function isId(value: unknown): value is number {
+export function isId(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }
 
-function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
+export function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
   return typeof value === "string" && (values as readonly string[]).includes(value);
 }
 
@@ -86,7 +86,7 @@ function arrayField(record: Record<string, unknown>, key: string, where: string)
   return value;
 }
 
-function describe(value: unknown): string {
+export function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
   return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;

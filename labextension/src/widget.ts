@@ -29,10 +29,8 @@ import {
   parseErrorReply,
   parseLastEvent,
   parseSelected,
-  parseStates,
   parseStatus,
   parseStoppedAt,
-  parseDelivered,
   protocolMismatch,
   seekMessage,
   selectMessage,
@@ -43,6 +41,8 @@ import {
 } from "./model.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
+import { parseStatesDelta, RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
+import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import { KEYS_HELP } from "./keys.js";
 import {
   MODULE_INSPECTOR_STYLES,
@@ -159,7 +159,12 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let dismissedRun: number | null = null;
   let lastDoctorRun: number | null = null;
 
-  const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage): void => {
+  /** The node states and deliveries drawn: the whole traits plus the deltas since (states_sync.ts). */
+  const copy = new StatesCopy();
+  /** The copy's states and deliveries folded onto the drawn boxes, updated from what changed (box_tally.ts). */
+  const tally = new BoxTally();
+  const boxDeliveries = new BoxDeliveries();
+  const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage | ResyncMessage): void => {
     if (disconnected !== null) return; // the error box already says why nothing happens
     // ipywidgets' own views send with the manager's callbacks, which route the kernel's
     // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
@@ -353,7 +358,11 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     const mismatch = protocolMismatch(model.get("protocol_version"));
     if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
     try {
-      const states = parseStates(model.get("states"), graph);
+      copy.sync((name) => model.get(name), graph);
+      if (copy.behind(model.get("states_seq")) && copy.askResync()) send(RESYNC_MESSAGE);
+      const states = copy.states;
+      const changed = copy.takeChanged();
+      if (folded !== null) tally.update(folded, states, changed);
       const current = parseCurrent(model.get("current"), graph);
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
@@ -380,10 +389,10 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       }
       const marks = findingMarks(shown);
       if (folded !== null) {
-        scene?.update(folded.states(states), folded.shownAs(current), folded.deliveries(parseDelivered(model.get("delivered"), graph)));
+        scene?.update(tally.boxStates(folded), folded.shownAs(current), boxDeliveries.update(folded, copy.deliveries));
         scene?.setSelected(folded.shownAs(selected));
         scene?.setFindings(folded.findings(marks));
-        scene?.setProgress(folded.progress(states, current, marks));
+        scene?.setProgress(tally.progress(folded, current, marks));
       }
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       moduleInspector.update(moduleInspection);
@@ -518,6 +527,25 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   };
 
   const onCustomMessage = (content: unknown): void => {
+    let delta;
+    try {
+      delta = parseStatesDelta(content);
+    } catch (error) {
+      viewError = messageOf(error);
+      refresh();
+      return;
+    }
+    if (delta !== null) {
+      // Applied at once; drawn with the `update` that follows (its `states_seq`), so the new
+      // states never show with the previous current node.
+      try {
+        copy.sync((name) => model.get(name), graph);
+      } catch {
+        return; // malformed traits: refresh says so
+      }
+      if (copy.apply(delta, graph) === "gap" && copy.askResync()) send(RESYNC_MESSAGE);
+      return;
+    }
     const progress = parseProgress(content);
     if (progress !== null) {
       doctorProgress = progress;
@@ -559,6 +587,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const subscriptions: [string, (...args: unknown[]) => void][] = [
     ["change:graph", loadGraph],
     ["change:states", onStateChange],
+    ["change:states_seq", onStateChange],
+    ["change:states_base", onStateChange],
     ["change:current", onStateChange],
     ["change:status", onStateChange],
     ["change:error", onStateChange],

@@ -234,8 +234,8 @@ describe("statusText", () => {
 
 describe("protocol version", () => {
   it("accepts its own version and explains any other", () => {
-    assert.equal(protocolMismatch(5), null);
-    assert.match(protocolMismatch(4) ?? "", /kernel speaks widget protocol 4, this view speaks 5: rebuild/);
+    assert.equal(protocolMismatch(6), null);
+    assert.match(protocolMismatch(5) ?? "", /kernel speaks widget protocol 5, this view speaks 6: rebuild/);
     assert.match(protocolMismatch(undefined) ?? "", /protocol undefined/);
   });
 });

@@ -1,10 +1,13 @@
 """A live debug session of a 12-block transformer-style model in JupyterLab and Notebook 7: the
 widget opens folded (at most ~150 boxes), a folded box expands, and Step keeps the running node
-drawn and highlighted, with no errors in the page or the Log Console. Marked ``browser``."""
+drawn and highlighted, with no errors in the page or the Log Console. Then long chains (1,000
+and 10,000 nodes) stepped live: the view shows the kernel's states after steps and a Continue,
+and the Step round trips are printed (bench/README.md). Marked ``browser``."""
 
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +25,7 @@ from gradviz_browser_harness import (  # noqa: E402
     start_lab,
     stop_lab,
 )
+from live_scale import chain_notebook, kernel_states, open_session, shown_states, step_times  # noqa: E402
 
 pytestmark = pytest.mark.browser
 
@@ -98,3 +102,42 @@ def test_a_transformer_session_opens_folded_and_steps(browser: Any, app: str, tm
             check_no_problems(session)
     finally:
         stop_lab(server)
+
+
+@pytest.mark.parametrize("nodes", [1_000, 10_000])
+def test_a_long_chain_steps_live_and_shows_the_kernels_states(browser: Any, nodes: int, tmp_path: Path) -> None:
+    # Protocol 6: a Step sends only the changed states (a states_delta); after several steps
+    # and a Continue the view must show exactly what the kernel holds. Timings are printed
+    # for bench/README.md, never asserted.
+    notebook = chain_notebook(tmp_path, nodes)
+    (tmp_path / "server").mkdir()
+    server = start_lab(tmp_path / "server", [notebook, MODELS])
+    try:
+        with notebook_session(browser, server, notebook.name, f"chain-live-{nodes}") as session:
+            opened = open_session(session)
+            assert int(session.widget().get_attribute("data-node-count")) == nodes
+            measured = step_times(session, 12)
+            assert len(measured["times"]) == 12
+            times = sorted(measured["times"])
+            print(f"\nlive chain {nodes:,}: open {opened:.1f} s, Step round trip median {statistics.median(times):.1f} ms "
+                  f"(p90 {times[int(0.9 * (len(times) - 1))]:.1f}), view refresh median "
+                  f"{statistics.median(measured['refresh']):.1f} ms")
+            _check_shown_states(session, nodes, finished=False)
+            status = session.widget().locator('[data-testid="gv-status"]')
+            session.widget().locator('[data-testid="gv-continue"]').click()
+            status.filter(has_text="Finished").wait_for(timeout=120_000)
+            _check_shown_states(session, nodes, finished=True)
+            check_no_problems(session)
+    finally:
+        stop_lab(server)
+
+
+def _check_shown_states(session: Any, nodes: int, finished: bool) -> None:
+    """The drawn node boxes and the status line's count agree with the kernel's states."""
+    kernel = kernel_states(session)
+    drawn, status = shown_states(session)
+    assert drawn, "no single-node box drawn"
+    assert drawn == {node: kernel["states"][node] for node in drawn}
+    run = kernel["counts"].get("done", 0) + kernel["counts"].get("released", 0)
+    assert f"{run} of {nodes} nodes run" in status, (status, kernel["counts"])
+    assert (run == nodes) == finished

@@ -62,7 +62,7 @@ def test_overlays_trait_lists_builtins_and_sends_values_on_request():
     model, x, session, widget = make_widget()
     try:
         recorder = Recorder(widget)
-        assert widget.protocol_version == 5
+        assert widget.protocol_version == 6
         assert list(widget.overlays)[:5] == ["grad_norm", "max_abs_grad", "nonfinite", "dtype", "saved_bytes"]
         assert widget.overlays["grad_norm"]["values"] is None  # not requested yet
         browser_sends(widget, {"type": "overlay", "name": "grad_norm"})

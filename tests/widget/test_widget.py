@@ -44,7 +44,14 @@ class Recorder:
 
     @property
     def acks(self) -> list[dict[str, Any]]:
-        return [m["content"] for m in self.messages if m.get("method") == "custom"]
+        """Acks and error replies (the custom messages other than states deltas)."""
+        return [m["content"] for m in self.messages
+                if m.get("method") == "custom" and m["content"].get("type") != "states_delta"]
+
+    @property
+    def deltas(self) -> list[dict[str, Any]]:
+        return [m["content"] for m in self.messages
+                if m.get("method") == "custom" and m["content"].get("type") == "states_delta"]
 
     @property
     def updates(self) -> list[dict[str, Any]]:
@@ -83,7 +90,7 @@ def test_widget_mirrors_the_session(widget: DebuggerWidget, session: FakeSession
     assert widget.current == 4
     assert widget.status == "paused"
     assert widget.error is None
-    assert widget.protocol_version == 5
+    assert widget.protocol_version == 6
     assert widget.commands == ["step", "continue"]  # all that FakeSession offers
     assert widget.selected is None and widget.inspection is None
     assert widget.last_event is None  # FakeSession has no event stream
@@ -160,9 +167,12 @@ def test_step_command_runs_one_node_and_acks(widget: DebuggerWidget, session: Fa
     assert widget.states["4"] == "released"
     assert widget.states["1"] == "done"
     assert recorder.acks == [{"type": "ack", "name": "step", "ok": True, "reason": None}] * 4
-    # Each step is one update message carrying new states and the new current node together.
-    assert len(recorder.updates) == 4
-    assert all({"states", "current"} <= set(update) for update in recorder.updates)
+    # Each step is a states_delta, then one update message carrying its number (states_seq)
+    # and the new current node together (protocol 6, Note [States on the wire]).
+    assert len(recorder.updates) == 4 == len(recorder.deltas)
+    assert all({"states_seq", "current"} <= set(update) for update in recorder.updates)
+    kinds = [m["content"]["type"] if m["method"] == "custom" else "update" for m in recorder.messages]
+    assert kinds == ["states_delta", "update", "ack"] * 4
 
 
 def test_continue_command_runs_to_the_end(widget: DebuggerWidget) -> None:
@@ -479,13 +489,22 @@ def test_stepping_the_session_from_python_updates_the_widget(widget: DebuggerWid
     assert len(recorder.updates) == 2
 
 
-def test_states_are_always_new_objects(widget: DebuggerWidget, session: FakeSession) -> None:
-    # Dict traits sync only when a new object is assigned (docs/frontend_notes.md, pitfall 8).
-    seen = [widget.states]
-    for _ in range(3):
+def test_a_step_sends_the_changed_states_only(widget: DebuggerWidget, session: FakeSession) -> None:
+    # Protocol 6: a states_delta message with the changed states, numbered, then an update
+    # with states_seq; `states` itself is not sent again (Note [States on the wire]).
+    recorder = Recorder(widget)
+    shown = dict(widget.states)
+    base = widget.states_seq
+    for index in range(3):
         session.step()
-        assert widget.states is not seen[-1]
-        seen.append(widget.states)
+        delta = recorder.deltas[-1]
+        assert delta["seq"] == base + index + 1 == widget.states_seq
+        assert set(delta) == {"type", "seq", "states", "delivered"}
+        shown.update(delta["states"])
+        assert shown == normalize_states(session.node_states()) == widget.states
+        assert 0 < len(delta["states"]) < len(shown)
+    assert all("states" not in update for update in recorder.updates)
+    assert widget.states_base == base
 
 
 def test_notifications_from_a_worker_thread(widget: DebuggerWidget, session: FakeSession) -> None:

@@ -154,6 +154,14 @@ export interface ProgressMessage {
   label: string;
 }
 
+/** A Step's node states (protocol 6): the states that changed and the gradient deliveries (``[source, target]`` pairs) added since delta ``seq - 1`` (Note [States on the wire]). */
+export interface StatesDelta {
+  type: "states_delta";
+  seq: number;
+  states: { [key: string]: NodeState };
+  delivered: number[][];
+}
+
 /** A toolbar command without an argument. */
 export interface PlainCommand {
   type: "command";
@@ -191,6 +199,11 @@ export interface ModuleSelect {
 export interface OverlayRequest {
   type: "overlay";
   name: string | null;
+}
+
+/** This view's copy of the states missed a delta: send them whole. */
+export interface ResyncRequest {
+  type: "resync";
 }
 
 export type DoctorState = DoctorChecking | DoctorDone | DoctorFailed;
