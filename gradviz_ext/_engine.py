@@ -383,14 +383,6 @@ class NodeExtras:
         self.forward_site = None
 
 
-@cython.cfunc
-def _extras(node: Node) -> NodeExtras:
-    """``node``'s NodeExtras, made on first use."""
-    if node._extra is None:
-        node._extra = NodeExtras()
-    return node._extra
-
-
 @cython.trashcan(True)  # freeing a 10^6-node chain must not recurse 10^6 deep in C
 @cython.cclass
 class Node:
@@ -547,6 +539,14 @@ class Node:
             self._tensor_pre_hooks[slot] = hooks
         hooks.append(fn)
         return RemovableHandle(hooks, fn)
+
+
+@cython.cfunc
+def _extras(node: Node) -> NodeExtras:
+    """``node``'s NodeExtras, made on first use."""
+    if node._extra is None:
+        node._extra = NodeExtras()
+    return node._extra
 
 
 def check_node_call_arguments(node, grads):

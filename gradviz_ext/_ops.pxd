@@ -664,6 +664,8 @@ cdef dict _ALPHA_ONE
 cdef InputMeta _last_meta
 cdef tuple _last_metas
 cdef tuple _one_meta(object tensor)
+cdef tuple _last_kept
+cdef tuple _kept_tuple(tuple inputs, object input_indices)
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class

@@ -903,7 +903,10 @@ def _new_node(op: OpSpec, edges, metas, needs, attrs):
 #     ``NotImplemented``, of a static type; no op takes it as an input). ``_saved_inputs``
 #     builds the dict on each read for the code that inspects nodes;
 #   - the one-element metadata tuple of the last output shape and dtype, shared by every
-#     node with that metadata (a chain of ops shares one, as it shares the InputMeta).
+#     node with that metadata (a chain of ops shares one, as it shares the InputMeta);
+#     likewise a saved-inputs tuple of numbers only, when the last one holds the same
+#     objects (tuples are immutable and numbers compare by identity here, so sharing one
+#     changes nothing a reader can see).
 # bench/memory.py measures bytes and GC-tracked objects per op.
 
 
@@ -939,6 +942,39 @@ def _one_meta(tensor) -> tuple:
 
 _last_meta = None
 _last_metas = None
+
+
+@cython.cfunc
+def _kept_tuple(inputs: tuple, input_indices) -> tuple:
+    """An op node's ``_kept_inputs``: SavedTensors for the saved tensors, saved numbers as
+    they are, ``_NOT_SAVED`` elsewhere. A tuple of numbers only is the last one again when
+    it holds the same objects (``y * 0.5`` in a loop keeps one tuple; Note [Compact nodes])."""
+    global _last_kept
+    n: cython.Py_ssize_t = len(inputs)
+    i: cython.Py_ssize_t
+    kept = [_NOT_SAVED] * n
+    plain: cython.bint = True
+    for i in input_indices:
+        x = inputs[i]
+        if isinstance(x, TensorBase):
+            kept[i] = save_tensor(x, False)
+            plain = False
+        else:
+            kept[i] = x
+    if not plain:
+        return tuple(kept)
+    last: tuple = _last_kept
+    if last is not None and len(last) == n:
+        for i in range(n):
+            if last[i] is not kept[i]:
+                break
+        else:
+            return last
+    _last_kept = tuple(kept)
+    return _last_kept
+
+
+_last_kept = None
 
 
 @cython.cfunc
@@ -1111,11 +1147,7 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if op.saves is not None:
             input_indices, save_output = _saves_for(op, needs, mask)
             if input_indices:  # Note [Compact nodes]: a tuple by input index, not a dict
-                kept = [_NOT_SAVED] * n
-                for i in input_indices:
-                    x = inputs[i]
-                    kept[i] = save_tensor(x, False) if isinstance(x, TensorBase) else x
-                node._kept_inputs = tuple(kept)
+                node._kept_inputs = _kept_tuple(inputs, input_indices)
         else:
             save_output = False
         nr: cython.Py_ssize_t = 0
