@@ -82,36 +82,39 @@ def child(framework: str, form: str, n: int, trace: bool) -> dict:
             "gc_collections": collections}
 
 
-def _sizeof_tree(obj, seen, stop) -> list:
-    """(type name, bytes) of ``obj`` and what it alone refers to, not entering ``stop``."""
-    if id(obj) in seen or obj is None or isinstance(obj, (int, float, bool, str, type)):
-        return []
-    seen.add(id(obj))
-    rows = [(type(obj).__name__, sys.getsizeof(obj), gc.is_tracked(obj))]
-    for referent in gc.get_referents(obj):
-        if not any(referent is s for s in stop):
-            rows += _sizeof_tree(referent, seen, stop)
-    return rows
+def _parts(y):
+    """(label, object, kept by the graph) for what one op made: its output Tensor and array
+    (freed in a chain once the next op replaces ``y``), its node and what the node holds."""
+    node = y.grad_fn
+    parts = [("Tensor", y, False), ("ndarray (+ its data)", y._data, False),
+             ("VersionCounter", y._version_counter, False), ("node", node, True),
+             ("node.next_functions", node.next_functions, True)]
+    parts += [(f"edge {i}", edge, True) for i, edge in enumerate(node.next_functions)]
+    parts += [("node._input_metadata", node._input_metadata, True)]
+    parts += [(f"InputMeta {i}", meta, True) for i, meta in enumerate(node._input_metadata)]
+    parts += [("node.needs_input_grad", node.needs_input_grad, True),
+              ("node.attrs", node.attrs, True)]
+    for name in ("_kept_inputs", "_saved_inputs"):  # the tuple of this version, or the dict
+        kept = getattr(node, name, None)
+        if kept is not None:
+            parts.append((f"node.{name}", kept, True))
+            break
+    parts += [("node._saved_output", node._saved_output, True)]
+    return [part for part in parts if part[1] is not None]
 
 
 def breakdown(form: str) -> list:
-    """What the middle op of a short gradviz chain holds alone: each object reachable from its
-    output tensor without passing through the previous op's tensor or node, or shared
-    module-level objects (ops, metadata reached from many nodes are counted where first seen,
-    so the chain is built twice and only the later op is measured)."""
-    import numpy as np
-
+    """What one op of a gradviz chain allocates, object by object (``sys.getsizeof``, GC
+    header included): an object is ``shared`` when the op before it holds the same one."""
     import gradviz
-    x, y = _chain(gradviz, form, 10)
-    previous = y
+    _, previous = _chain(gradviz, form, 10)
     y = _step(form)(previous)
-    node = y.grad_fn
-    stop = [previous, previous.grad_fn, node.op, x, np.dtype("float32"), type(y)]
-    stop += [v for v in vars(sys.modules["gradviz_ext._ops"]).values()]
-    stop += list(previous.grad_fn._input_metadata)  # shared with the previous op
-    rows = _sizeof_tree(y, set(), stop)
-    # the numpy data block is not a Python object
-    rows.append(("array data (malloc)", y._data.nbytes, False))
+    before = [obj for _, obj, _ in _parts(previous)] + [previous, previous.grad_fn]
+    rows = []
+    for label, obj, kept in _parts(y):
+        shared = any(obj is other for other in before)
+        rows.append({"part": label, "type": type(obj).__name__, "bytes": sys.getsizeof(obj),
+                     "shared": shared, "gc_tracked": gc.is_tracked(obj), "kept": kept})
     return rows
 
 
@@ -158,9 +161,14 @@ def main(argv=None):
         for form in args.forms:
             rows = breakdown(form)
             report[f"breakdown_{form}"] = rows
-            print(f"\none gradviz op ({form}): {sum(size for _, size, _ in rows)} bytes of objects")
-            for name, size, tracked in rows:
-                print(f"  {name:<28}{size:>6}  {'GC-tracked' if tracked else ''}")
+            kept = sum(r["bytes"] for r in rows if r["kept"] and not r["shared"])
+            print(f"\none gradviz op ({form}): {kept} bytes of new objects the graph keeps "
+                  "(getsizeof; allocator overhead not included)")
+            for r in rows:
+                flags = ", ".join(flag for flag, on in (("shared", r["shared"]),
+                                                        ("GC-tracked", r["gc_tracked"]),
+                                                        ("freed with y", not r["kept"])) if on)
+                print(f"  {r['part']:<24}{r['type']:<16}{r['bytes']:>6}  {flags}")
     if args.json:
         with open(args.json, "w") as out:
             json.dump(report, out, indent=1)
