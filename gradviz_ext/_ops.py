@@ -935,8 +935,10 @@ def _one_meta(tensor) -> tuple:
     """``(_meta(tensor),)``, the metadata of a one-output node: the same tuple as the last
     node's when the meta is (Note [Compact nodes])."""
     meta: InputMeta = _meta(tensor)
-    if meta is _last_meta:
-        return _last_metas
+    metas: tuple = _last_metas
+    # checked, not assumed: another thread may have set _last_meta in between
+    if metas is not None and metas[0] is meta:
+        return metas
     return (meta,)
 
 
