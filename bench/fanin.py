@@ -7,7 +7,9 @@ each recording the same graph in gradviz and PyTorch:
 * ``sum``:   ``loss = y_0 + y_1 + ... + y_{N-1}`` (an ``AddBackward0`` chain, as Python's
   ``sum(ys)`` builds it), then ``loss.backward(ones)``;
 * ``roots``: ``autograd.backward(ys, [ones] * N)``: the N products are the roots, so the
-  engine itself does all the summing (no add nodes): the purest fan-in.
+  engine itself does all the summing (no add nodes): the purest fan-in;
+* ``stack``: ``stack(ys).sum().backward()`` (one ``StackBackward0`` hands out N pieces);
+* ``cat``:   ``cat(ys).sum().backward()`` (one ``CatBackward0``), as issue 17 measured them.
 
 with ``y_i = x * c_i`` on ``(16,)`` float32 tensors and ``c_i = (1 + i % 16) / 16``, so every
 partial sum is exact in float32 and ``x.grad`` can be checked exactly. Timing conventions are
@@ -36,7 +38,7 @@ import gradviz  # noqa: E402
 
 N = 10_000
 SHAPE = (16,)
-FORMS = ("sum", "roots")
+FORMS = ("sum", "roots", "stack", "cat")
 FRAMEWORKS = (("gradviz", gradviz), ("torch", torch))
 GC_FRAMEWORKS = tuple((name + suffix, (module, gc_on)) for suffix, gc_on in (("", True), (" GC off", False))
                       for name, module in FRAMEWORKS)
@@ -55,8 +57,9 @@ def expected_grad(n):
 
 
 def recorded_ops(form, n):
-    """Forward ops recorded: N products, plus N - 1 additions for ``sum``."""
-    return 2 * n - 1 if form == "sum" else n
+    """Forward ops recorded: N products, plus N - 1 additions for ``sum``, plus the join and
+    the sum for ``stack`` and ``cat``."""
+    return 2 * n - 1 if form == "sum" else n + 2 if form in ("stack", "cat") else n
 
 
 def run_once(module, form, n, gc_on=True):
@@ -73,6 +76,10 @@ def run_once(module, form, n, gc_on=True):
                 loss = loss + y
             built = clock()
             loss.backward(upstream)
+        elif form in ("stack", "cat"):
+            loss = getattr(module, form)(ys).sum()
+            built = clock()
+            loss.backward()
         else:
             loss = None
             built = clock()

@@ -5,6 +5,7 @@ points cost (what "compiling the instrumentation out" could save). See bench/REA
     python bench/instrument.py                   # table
     python bench/instrument.py --shape 16        # tensors of 16 entries instead of 1
     python bench/instrument.py --json out.json   # also the raw timings
+    python bench/instrument.py --model gpt       # the debugger on the GPT step of models.py
     GRADVIZ_PURE_PYTHON=1 python bench/instrument.py
 """
 
@@ -69,14 +70,102 @@ def idle_point_seconds():
     return max(test - empty, 0.0) / number
 
 
+# ---- the debugger on a real model (--model gpt) ----------------------------------------
+
+def _plain(loss):
+    loss.backward()
+
+
+def _idle_observer(loss):
+    """A do-nothing observer attached to the pass (every engine point calls it)."""
+    make_graph_task(loss, None, observer=Observer()).run()
+
+
+def _debug_session(loss):
+    gradviz.debug.backward(loss).continue_()
+
+
+MODEL_VARIANTS = (("plain backward", _plain), ("no-op observer", _idle_observer),
+                  ("debug.backward + continue_", _debug_session), ("record()", None))
+
+
+def model_backward_seconds(workload, variant, gc_on):
+    """One forward of the model (not timed), then its backward the way ``variant`` runs it
+    (timed); ``record()`` covers forward and backward, as a user wraps a step, and its
+    forward events (``node_created``) are timed separately. (forward seconds, backward
+    seconds); the gradients are checked against a plain backward's by the caller."""
+    model = workload.model
+    model.zero_grad()
+    recording = gradviz.record() if variant is None else None
+    with timed_region(gc_on):
+        start = time.perf_counter()
+        if recording is not None:
+            recording.__enter__()
+        loss = workload.loss_fn(workload.fw, model, workload.x, workload.y)
+        built = time.perf_counter()
+        if variant is None:
+            loss.backward()
+            recording.__exit__(None, None, None)
+        else:
+            variant(loss)
+        done = time.perf_counter()
+    return built - start, done - built
+
+
+def model_main(args):
+    import models  # the GPT step of bench/models.py (same model, data, initial parameters)
+
+    workload = models.make_workloads(args.model)["gradviz"]
+    workload.reset()
+    reference = None
+    rows = {name: {"forward": [], "backward": [], "backward_gc_off": []}
+            for name, _ in MODEL_VARIANTS}
+    for repeat in range(args.repeats + 1):  # the first is a warm-up
+        for name, variant in MODEL_VARIANTS:
+            for gc_on in (True, False):
+                forward, backward = model_backward_seconds(workload, variant, gc_on)
+                grads = [p.grad.numpy().copy() for p in workload.model.parameters()]
+                if reference is None:
+                    reference = grads
+                for got, want in zip(grads, reference):
+                    if not (got == want).all():
+                        raise AssertionError(f"{name}: gradients differ from a plain backward")
+                if repeat:
+                    rows[name]["backward" if gc_on else "backward_gc_off"].append(backward)
+                    if gc_on:
+                        rows[name]["forward"].append(forward)
+    base = statistics.median(rows["plain backward"]["backward"])
+    base_off = statistics.median(rows["plain backward"]["backward_gc_off"])
+    base_forward = statistics.median(rows["plain backward"]["forward"])
+    print(f"the debugger on the {args.model} step of bench/models.py (forward + loss, then "
+          f"backward), {gradviz.config()['engine']} engine, median of {args.repeats}, GC on "
+          f"(last column: GC off); load average {_common.os.getloadavg()[0]:.2f}")
+    print(f"{'variant':>28} | {'bwd ms':>7} | {'vs plain':>8} | {'fwd vs plain':>12} | "
+          f"{'GC off vs plain':>15}")
+    for name, row in rows.items():
+        backward = statistics.median(row["backward"])
+        print(f"{name:>28} | {backward * 1e3:>7.2f} | {backward / base:>7.2f}x | "
+              f"{statistics.median(row['forward']) / base_forward:>11.2f}x | "
+              f"{statistics.median(row['backward_gc_off']) / base_off:>14.2f}x")
+    if args.json:
+        with open(args.json, "w") as handle:
+            json.dump({"model": args.model, "variants": rows,
+                       "environment": _common.environment()}, handle, indent=2)
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", choices=("gpt", "lenet", "lstm", "cnn_bn"),
+                        help="time the debugger on this step of bench/models.py instead")
     parser.add_argument("--n", type=int, default=10_000, help="chain length (2 n + 1 nodes)")
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--shape", type=int, nargs="+", default=[1],
                         help="shape of x and of every gradient (default: 1)")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args(argv)
+    if args.model:
+        return model_main(args)
     shape = tuple(args.shape)
     nodes = 2 * args.n + 1
     rows = {}

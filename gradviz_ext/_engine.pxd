@@ -153,17 +153,21 @@ cdef class InputMeta:
     cdef public object np_dtype
 
 
+cdef class NodeExtras:
+    cdef public object pre_hooks
+    cdef public object post_hooks
+    cdef public dict tensor_pre_hooks
+    cdef public dict metadata
+    cdef public object forward_site
+
+
 cdef class Node:
     cdef public tuple next_functions
     cdef public tuple _input_metadata
     cdef public long long _seq
     cdef public long long _id
-    cdef public object _pre_hooks
-    cdef public object _post_hooks
-    cdef public dict _tensor_pre_hooks
-    cdef public dict _metadata
+    cdef public NodeExtras _extra  # hooks, metadata, forward site (Note [Rare node fields])
     cdef public bint _released
-    cdef public object _forward_site
     cdef public object _scope
     # a graph task's dependency count and pending input buffer (Note [Counts on nodes])
     cdef long long _dep_serial
@@ -188,6 +192,7 @@ cdef class GraphRoot(Node):
     cpdef _apply_grads(self, grads)
 
 
+cdef NodeExtras _extras(Node node)
 cpdef init_node(Node node, tuple next_functions, tuple input_metadata)
 cdef object _changed_view_type
 cpdef stored_grad_fn(TensorBase tensor)

@@ -362,6 +362,28 @@ class InputMeta:
         return f"InputMeta(shape={list(self.shape)}, dtype={self.dtype})"
 
 
+# Note [Rare node fields]
+# ----------------------
+# A node's hooks (pre, post, tensor pre), its metadata dict and its anomaly-mode forward site
+# are None on nearly every node, yet five fields cost 40 bytes on each of a graph's nodes
+# (Note [Compact nodes] in _ops.py). They live in one NodeExtras, made when the first of them
+# is set; the node keeps a single field, ``_extra``, None until then. The five names stay
+# attributes of the node (properties over ``_extra``), and the engine's hot loop tests
+# ``_extra is None`` once per node instead of four fields.
+
+
+@cython.cclass
+class NodeExtras:
+    """The rarely set fields of a Node (Note [Rare node fields])."""
+
+    def __init__(self):
+        self.pre_hooks = None
+        self.post_hooks = None
+        self.tensor_pre_hooks = None
+        self.metadata = None
+        self.forward_site = None
+
+
 @cython.trashcan(True)  # freeing a 10^6-node chain must not recurse 10^6 deep in C
 @cython.cclass
 class Node:
@@ -382,15 +404,59 @@ class Node:
             self._seq = sequence_nr
         self._id = _next_node_id
         _next_node_id += 1
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_pre_hooks = None
-        self._metadata = None
+        self._extra = None  # Note [Rare node fields]
         self._released = False
         # Note [Anomaly mode]: one flag test when anomaly mode is off
-        self._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
+        if _anomaly_enabled:
+            _extras(self).forward_site = capture_forward_site(current_graph_task())
         # Note [Forward scopes]: two C tests when no thread is inside a scope
         self._scope = None if _scope is None and not _thread_scopes else current_scope()
+
+    # ---- the rare fields (Note [Rare node fields]) -----------------------------------
+    @property
+    def _pre_hooks(self):
+        return None if self._extra is None else self._extra.pre_hooks
+
+    @_pre_hooks.setter
+    def _pre_hooks(self, value):
+        if value is not None or self._extra is not None:
+            _extras(self).pre_hooks = value
+
+    @property
+    def _post_hooks(self):
+        return None if self._extra is None else self._extra.post_hooks
+
+    @_post_hooks.setter
+    def _post_hooks(self, value):
+        if value is not None or self._extra is not None:
+            _extras(self).post_hooks = value
+
+    @property
+    def _tensor_pre_hooks(self):
+        return None if self._extra is None else self._extra.tensor_pre_hooks
+
+    @_tensor_pre_hooks.setter
+    def _tensor_pre_hooks(self, value):
+        if value is not None or self._extra is not None:
+            _extras(self).tensor_pre_hooks = value
+
+    @property
+    def _metadata(self):
+        return None if self._extra is None else self._extra.metadata
+
+    @_metadata.setter
+    def _metadata(self, value):
+        if value is not None or self._extra is not None:
+            _extras(self).metadata = value
+
+    @property
+    def _forward_site(self):
+        return None if self._extra is None else self._extra.forward_site
+
+    @_forward_site.setter
+    def _forward_site(self, value):
+        if value is not None or self._extra is not None:
+            _extras(self).forward_site = value
 
     # ---- identity ------------------------------------------------------------------
     def name(self):
@@ -476,6 +542,14 @@ class Node:
         return RemovableHandle(hooks, fn)
 
 
+@cython.cfunc
+def _extras(node: Node) -> NodeExtras:
+    """``node``'s NodeExtras, made on first use."""
+    if node._extra is None:
+        node._extra = NodeExtras()
+    return node._extra
+
+
 def check_node_call_arguments(node, grads):
     """What PyTorch checks when a node is called directly (``grad_fn(*grads)``): one
     argument per output of the forward, each a tensor or None."""
@@ -497,13 +571,11 @@ def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     _next_sequence_nr += 1
     node._id = _next_node_id
     _next_node_id += 1
-    node._pre_hooks = None
-    node._post_hooks = None
-    node._tensor_pre_hooks = None
-    node._metadata = None
+    node._extra = None  # Note [Rare node fields]
     node._released = False
     # Note [Anomaly mode]: one flag test when anomaly mode is off
-    node._forward_site = capture_forward_site(current_graph_task()) if _anomaly_enabled else None
+    if _anomaly_enabled:
+        _extras(node).forward_site = capture_forward_site(current_graph_task())
     # Note [Forward scopes]: two C tests when no thread is inside a scope
     node._scope = None if _scope is None and not _thread_scopes else current_scope()
 

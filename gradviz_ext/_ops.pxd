@@ -634,13 +634,14 @@ cdef class OpNode(Node):
     cdef public OpSpec op
     cdef public tuple needs_input_grad
     cdef public dict attrs
-    cdef public dict _saved_inputs
+    cdef public tuple _kept_inputs
     cdef public SavedTensor _saved_output
     cpdef _apply_grads(self, grads)
     cdef list _apply_fast(self, grads)
     cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)
     cdef _operand(self, Py_ssize_t index)
+    cdef _kept(self, Py_ssize_t index)
     cpdef output_data(self)
     cpdef saved_tensor_count(self)
     cpdef release_variables(self)
@@ -648,6 +649,7 @@ cdef class OpNode(Node):
 
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
 cdef object _ndarray
+cdef object _NOT_SAVED
 cdef object _dtype_of(object data)
 cdef bint _has_shape(object data, tuple shape)
 cdef object _cache_enter()
@@ -660,6 +662,10 @@ cdef list _recent_scalars
 cdef object _quiet_context
 cdef dict _ALPHA_ONE
 cdef InputMeta _last_meta
+cdef tuple _last_metas
+cdef tuple _one_meta(object tensor)
+cdef tuple _last_kept
+cdef tuple _kept_tuple(tuple inputs, object input_indices)
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class

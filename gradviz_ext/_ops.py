@@ -430,11 +430,28 @@ class OpNode(Node):
         ``x * c_i`` for 10,000 values of ``c_i``, would make one per node)."""
         if self._released:
             raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
-        value = self._saved_inputs[index]
+        value = self._kept(index)
         if isinstance(value, SavedTensor):
             saved: SavedTensor = value
             return saved.unpack_data(self)
         return value
+
+    def _kept(self, index: cython.Py_ssize_t):
+        """Saved input ``index`` as kept in ``_kept_inputs`` (a SavedTensor or the value);
+        KeyError if the op did not save it, as a dict of the saved inputs would raise."""
+        kept: tuple = self._kept_inputs
+        if kept is None or index < 0 or index >= len(kept) or kept[index] is _NOT_SAVED:
+            raise KeyError(index)
+        return kept[index]
+
+    @property
+    def _saved_inputs(self):
+        """The saved inputs as ``{input index: SavedTensor or value}``, None when the op saved
+        none (built on each read; the node keeps them in a tuple, Note [Compact nodes])."""
+        kept: tuple = self._kept_inputs
+        if kept is None:
+            return None
+        return {i: value for i, value in enumerate(kept) if value is not _NOT_SAVED}
 
     def output_data(self):
         """The forward output's array as saved (fast rules)."""
@@ -446,7 +463,7 @@ class OpNode(Node):
         """Forward input ``index`` as saved (raises if freed or modified in place)."""
         if self._released:
             raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
-        value = self._saved_inputs[index]
+        value = self._kept(index)
         if isinstance(value, SavedTensor):
             return value.unpack(self)
         return value
@@ -476,8 +493,8 @@ class OpNode(Node):
     def saved_tensor_count(self):
         count = 0
         nbytes = 0
-        if self._saved_inputs is not None:
-            for value in self._saved_inputs.values():
+        if self._kept_inputs is not None:
+            for value in self._kept_inputs:
                 if isinstance(value, SavedTensor):
                     count += 1
                     nbytes += value.nbytes()
@@ -487,11 +504,11 @@ class OpNode(Node):
         return count, nbytes
 
     def release_variables(self):
-        if self._saved_inputs is None and self._saved_output is None:
+        if self._kept_inputs is None and self._saved_output is None:
             return  # nothing saved: a second backward through this node is fine
         saved: SavedTensor
-        if self._saved_inputs is not None:
-            for value in self._saved_inputs.values():
+        if self._kept_inputs is not None:
+            for value in self._kept_inputs:
                 if isinstance(value, SavedTensor):
                     saved = value
                     saved.release()
@@ -798,6 +815,10 @@ def _forward_kernel(kernel: cython.int, arrays: list, attrs: dict):
 
 
 _NO_EDGE = (None, 0)
+# the entry of OpNode._kept_inputs for an input the op did not save: a singleton no op takes
+# as an input, of a static type, so a tuple of it and numbers is not GC-tracked (Note
+# [Compact nodes])
+_NOT_SAVED = NotImplemented
 _NEEDS_ONE = (True,)
 _NEEDS_PAIRS = ((False, False), (True, False), (False, True), (True, True))
 
@@ -865,15 +886,34 @@ def _new_node(op: OpSpec, edges, metas, needs, attrs):
     node.op = op
     node.needs_input_grad = needs
     node.attrs = attrs
-    node._saved_inputs = None
+    node._kept_inputs = None
     node._saved_output = None
     return node
+
+
+# Note [Compact nodes]
+# --------------------
+# A long forward graph keeps, per recorded op, only what the backward needs: the node, its
+# edges and what it saved (the op's output tensor and array are freed when the user drops
+# them). Python objects are the cost: each is tens of bytes plus its header, and each
+# GC-tracked one is walked by every full collection while the graph lives. So a node keeps
+#   - its saved inputs as a tuple by input index (``_kept_inputs``, ``_NOT_SAVED`` where
+#     an input was not saved), not a dict: 56 bytes for a two-operand op instead of 224,
+#     and untracked by the collector once it saw it holds only numbers (the sentinel is
+#     ``NotImplemented``, of a static type; no op takes it as an input). ``_saved_inputs``
+#     builds the dict on each read for the code that inspects nodes;
+#   - the one-element metadata tuple of the last output shape and dtype, shared by every
+#     node with that metadata (a chain of ops shares one, as it shares the InputMeta);
+#     likewise a saved-inputs tuple of numbers only, when the last one holds the same
+#     objects (tuples are immutable and numbers compare by identity here, so sharing one
+#     changes nothing a reader can see).
+# bench/memory.py measures bytes and GC-tracked objects per op.
 
 
 def _meta(tensor):
     """The InputMeta of an op's output. Built-in nodes never change their metadata, so
     consecutive outputs of the same shape and dtype share one (a chain of ops makes one)."""
-    global _last_meta
+    global _last_meta, _last_metas
     t: TensorBase = tensor
     data = t._data
     dtype = _dtype_of(data)
@@ -886,10 +926,57 @@ def _meta(tensor):
     meta.np_dtype = dtype
     meta.dtype = _dtypes_by_numpy[dtype]
     _last_meta = meta
+    _last_metas = (meta,)
     return meta
 
 
+@cython.cfunc
+def _one_meta(tensor) -> tuple:
+    """``(_meta(tensor),)``, the metadata of a one-output node: the same tuple as the last
+    node's when the meta is (Note [Compact nodes])."""
+    meta: InputMeta = _meta(tensor)
+    metas: tuple = _last_metas
+    # checked, not assumed: another thread may have set _last_meta in between
+    if metas is not None and metas[0] is meta:
+        return metas
+    return (meta,)
+
+
 _last_meta = None
+_last_metas = None
+
+
+@cython.cfunc
+def _kept_tuple(inputs: tuple, input_indices) -> tuple:
+    """An op node's ``_kept_inputs``: SavedTensors for the saved tensors, saved numbers as
+    they are, ``_NOT_SAVED`` elsewhere. A tuple of numbers only is the last one again when
+    it holds the same objects (``y * 0.5`` in a loop keeps one tuple; Note [Compact nodes])."""
+    global _last_kept
+    n: cython.Py_ssize_t = len(inputs)
+    i: cython.Py_ssize_t
+    kept = [_NOT_SAVED] * n
+    plain: cython.bint = True
+    for i in input_indices:
+        x = inputs[i]
+        if isinstance(x, TensorBase):
+            kept[i] = save_tensor(x, False)
+            plain = False
+        else:
+            kept[i] = x
+    if not plain:
+        return tuple(kept)
+    last: tuple = _last_kept
+    if last is not None and len(last) == n:
+        for i in range(n):
+            if last[i] is not kept[i]:
+                break
+        else:
+            return last
+    _last_kept = tuple(kept)
+    return _last_kept
+
+
+_last_kept = None
 
 
 @cython.cfunc
@@ -1057,16 +1144,12 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if multiple:
             metas = tuple([_meta(out) for out in outputs])
         else:
-            metas = (_meta(outputs[0]),)
+            metas = _one_meta(outputs[0])
         node: OpNode = _new_node(op, edges, metas, needs, attrs)
         if op.saves is not None:
             input_indices, save_output = _saves_for(op, needs, mask)
-            if input_indices:
-                saved = {}
-                for i in input_indices:
-                    x = inputs[i]
-                    saved[i] = save_tensor(x, False) if isinstance(x, TensorBase) else x
-                node._saved_inputs = saved
+            if input_indices:  # Note [Compact nodes]: a tuple by input index, not a dict
+                node._kept_inputs = _kept_tuple(inputs, input_indices)
         else:
             save_output = False
         nr: cython.Py_ssize_t = 0

@@ -820,7 +820,8 @@ class GraphTask:
         runs: cython.bint = self._exec_info is None or self._exec_info.get(node, False)
         if self._captures is not None and runs:
             self._capture(node, grads)
-        if node._tensor_pre_hooks is not None:
+        # the hooks live in node._extra, None on most nodes (Note [Rare node fields])
+        if node._extra is not None and node._extra.tensor_pre_hooks is not None:
             self._run_tensor_pre_hooks(node, grads)
         if self._captures is not None and not runs:
             self._capture(node, grads)
@@ -835,13 +836,14 @@ class GraphTask:
             if observer is not None:
                 observer.node_finished(self, node, list(grads), [], time.perf_counter() - started)
             return
-        if node._pre_hooks is not None:
+        if node._extra is not None and node._extra.pre_hooks is not None:
             grads = self._run_pre_hooks(node, grads)
 
         if isinstance(node, AccumulateGrad):
             self._accumulate(node, grads, owned_grad)
             outputs = []
-            if node._post_hooks is not None:  # PyTorch passes grad_inputs == ()
+            # PyTorch passes grad_inputs == ()
+            if node._extra is not None and node._extra.post_hooks is not None:
                 self._run_post_hooks(node, outputs, grads)
         else:
             # A built-in node that received no gradient at all passes None on without running,
@@ -862,11 +864,12 @@ class GraphTask:
             # 4. validation
             outputs = self._validate(node, outputs)
             # observed too: what a debugger shows is what torch computes (None there)
-            if ((node._post_hooks is not None or self._exec_info is not None
+            if (((node._extra is not None and node._extra.post_hooks is not None)
+                 or self._exec_info is not None
                  or observer is not None) and node._kind() == "builtin"):
                 self._drop_unneeded(node, outputs)
             # 5. post-hooks
-            if node._post_hooks is not None:
+            if node._extra is not None and node._extra.post_hooks is not None:
                 outputs = self._run_post_hooks(node, outputs, hook_grads)
 
         # 6. release

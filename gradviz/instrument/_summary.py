@@ -16,10 +16,13 @@ the same dict, faster:
 - anything else (NaN/Inf present, a sum that overflows, unusual dtypes) takes the reference;
 - **the same tensor again**: a gradient is usually summarized three times (its producer's
   ``grads_out``, its consumer's ``grads_in`` at ``node_started`` and at ``node_finished``).
-  A ``Recorder`` keeps a ``SummaryCache``: a tensor (of at most 64 KiB) whose bytes, shape
+  A ``Recorder`` keeps a ``SummaryCache``: a tensor (of at most 1 MiB) whose bytes, shape
   and dtype are those of the last time gets a copy of the last summary. Comparing the bytes
   (not trusting the version counter, which writes through ``.numpy()`` do not move) keeps it
-  exact; a copy and a compare of the bytes cost far less than five reductions in float64.
+  exact; a copy and a compare of the bytes cost far less than a float64 copy and four
+  reductions over it. The limit was 64 KiB, which left out every gradient of a small real
+  model (a GPT block's activations are 128-512 KiB: bench/instrument.py ``--model gpt``); the
+  copies the cache holds are bounded in total (16 MiB) as well as in number.
 
 tests/instrument/test_summary.py checks ``summarize == summarize_reference`` on many arrays.
 The one permitted difference: the sign of a zero ``min``/``max`` (numpy's own answer for
@@ -214,7 +217,8 @@ class SummaryCache:
     A hit needs the same tensor object holding the same array with the same shape, dtype and
     bytes, so a cached summary is always the one :func:`summarize` would compute now. Each
     call returns a new dict (events never share objects). Holds at most ``size`` tensors of at
-    most ``max_bytes`` each (larger ones are summarized every time); ``clear()`` drops them
+    most ``max_bytes`` each (larger ones are summarized every time) and ``budget`` bytes of
+    copies in all (it starts again empty when either is reached); ``clear()`` drops them
     (the recorder does at the end of each backward pass).
 
     Examples
@@ -232,12 +236,14 @@ class SummaryCache:
     (6.0, 1)
     """
 
-    __slots__ = ("_entries", "_size", "_max_bytes", "hits")
+    __slots__ = ("_entries", "_size", "_max_bytes", "_budget", "_held", "hits")
 
-    def __init__(self, size: int = 64, max_bytes: int = 1 << 16):
+    def __init__(self, size: int = 64, max_bytes: int = 1 << 20, budget: int = 1 << 24):
         self._entries: dict = {}  # id(tensor) -> (tensor, array, shape, dtype, bytes, summary)
         self._size = size
         self._max_bytes = max_bytes
+        self._budget = budget  # the most bytes all entries' copies may hold together
+        self._held = 0
         self.hits = 0
 
     def summarize(self, tensor) -> dict | None:
@@ -256,9 +262,14 @@ class SummaryCache:
             summary = entry[5]
         else:
             summary = summarize(tensor)
-            if len(self._entries) >= self._size:
+            if len(self._entries) >= self._size or self._held + len(raw) > self._budget:
                 self._entries.clear()
+                self._held = 0
+            replaced = self._entries.get(key)
+            if replaced is not None:
+                self._held -= len(replaced[4])
             self._entries[key] = (tensor, data, data.shape, data.dtype, raw, summary)
+            self._held += len(raw)
         copy = dict(summary)
         copy["shape"] = list(summary["shape"])
         copy["values"] = list(summary["values"])
@@ -266,3 +277,4 @@ class SummaryCache:
 
     def clear(self) -> None:
         self._entries.clear()
+        self._held = 0

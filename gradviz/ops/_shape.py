@@ -535,7 +535,22 @@ def _cat_backward(ctx, g):
     return tuple(grads)
 
 
-CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward)
+def _cat_fast(ctx, g):
+    """``_cat_backward`` on the array: each input's gradient is a basic slice of ``g`` (a numpy
+    view, as the Tensor rule's ``narrow``), without a view Tensor per piece (issue 17: a
+    concatenation of 10,000 tensors made 10,000 tracked views in backward)."""
+    attrs = ctx.attrs
+    lead = (slice(None),) * attrs["dim"]
+    grads = []
+    start = 0
+    for size, needed in zip(attrs["sizes"], ctx.needs_input_grad):
+        grads.append(g[lead + (slice(start, start + size),)] if needed else None)
+        start += size
+    return tuple(grads)
+
+
+CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward,
+         fast_backward=_cat_fast)
 
 
 def _check_tensor_list(tensors, what):

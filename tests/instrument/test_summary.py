@@ -134,6 +134,23 @@ def test_the_cache_is_bounded_and_skips_large_tensors():
     assert cache.summarize(medium) == summarize_reference(medium) and cache.hits == 1
 
 
+def test_the_cache_holds_model_sized_gradients_within_its_byte_budget():
+    """A gradient of a small real model (here 128 KiB, a GPT block's activation) is cached;
+    the copies held together never exceed the budget."""
+    cache = SummaryCache(size=64, max_bytes=1 << 20, budget=3 * (1 << 17))
+    grads = [gradviz.full((16, 32, 64), float(i + 1)) for i in range(5)]  # 128 KiB each
+    for grad in grads:
+        first = cache.summarize(grad)
+        assert cache.summarize(grad) == first == summarize_reference(grad)
+        assert cache._held <= 3 * (1 << 17)
+        assert cache._held == sum(len(entry[4]) for entry in cache._entries.values())
+    assert cache.hits == 5
+    grads[-1].numpy()[3, 4, 5] = -7.0  # a write the cache must see
+    assert cache.summarize(grads[-1]) == summarize_reference(grads[-1]) and cache.hits == 5
+    cache.clear()
+    assert cache._held == 0 and not cache._entries
+
+
 def test_a_gradient_changed_in_place_by_a_backward_is_summarized_again():
     """The node_started summary of a gradient is reused at node_finished only if the bytes did
     not change; a custom backward that scribbles on its grad_output is seen."""
