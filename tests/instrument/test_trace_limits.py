@@ -7,7 +7,6 @@ import json
 import os
 import socket
 import threading
-import time
 import tracemalloc
 
 import pytest
@@ -16,9 +15,8 @@ import gradviz
 from gradviz.errors import TraceFormatError
 from gradviz.instrument import MAX_TRACE_CONTAINERS, MAX_TRACE_VALUES, SCHEMA_VERSION, Trace, load_trace, record
 
-# The bounds asked of refusing a hostile file, and the margins these tests allow: time is
-# measured on a shared machine, so it only catches a cost grown by an order of magnitude.
-REFUSE_SECONDS = 2.0 * 3
+# The memory bound asked of refusing a hostile file (its time is not asserted: tests never
+# time; a file is refused before parsing, which the tiny-value tests check directly).
 REFUSE_PEAK_BYTES = 300 * 1024 * 1024
 HOSTILE_BYTES = 60 * 1024 * 1024  # under the 64 MiB byte limit
 
@@ -102,12 +100,9 @@ def hostile_text(field: str, item: str, size: int = HOSTILE_BYTES) -> str:
 
 
 def measured_refusal(path):
-    """``(seconds, peak traced bytes, message)`` of refusing the file at ``path``; the time
-    is taken without tracemalloc (which slows allocation), the peak in a second load."""
-    start = time.perf_counter()
+    """``(peak traced bytes, message)`` of refusing the file at ``path``."""
     with pytest.raises(TraceFormatError) as first:
         load_trace(path)
-    seconds = time.perf_counter() - start
     tracemalloc.start()
     try:
         with pytest.raises(TraceFormatError):
@@ -115,7 +110,7 @@ def measured_refusal(path):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    return seconds, peak, str(first.value)
+    return peak, str(first.value)
 
 
 # The issue's reproducers: 60 MB of tiny values where the schema wants nodes, edges, events.
@@ -128,9 +123,8 @@ def test_files_full_of_tiny_values_are_refused_before_parsing(tmp_path, monkeypa
     path = tmp_path / "hostile.json"
     path.write_text(hostile_text(field, item), encoding="utf-8")
     assert path.stat().st_size < gradviz.instrument.MAX_TRACE_BYTES
-    seconds, peak, message = measured_refusal(path)
+    peak, message = measured_refusal(path)
     assert "more than the limit of" in message and "pass max_" in message, message
-    assert seconds < REFUSE_SECONDS, seconds
     assert peak < REFUSE_PEAK_BYTES, peak
 
     def parse_called(*args, **kwargs):
@@ -155,9 +149,8 @@ def test_files_just_under_the_limits_are_refused_at_their_first_bad_item(tmp_pat
                                                                          count, phrase):
     path = tmp_path / "hostile.json"
     path.write_text(hostile_text(field, item, count * (len(item) + 1)), encoding="utf-8")
-    seconds, peak, message = measured_refusal(path)
+    peak, message = measured_refusal(path)
     assert phrase in message, message
-    assert seconds < REFUSE_SECONDS, seconds
     assert peak < REFUSE_PEAK_BYTES, peak
 
 
