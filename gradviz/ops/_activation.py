@@ -27,7 +27,7 @@ from ._pointwise import (
     where_zero,
 )
 from ._reduction import sum
-from ._registry import Op, apply, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, promote_float, saves_inputs, saves_output
 
 __all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh",
            "relu6", "rrelu", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
@@ -88,6 +88,7 @@ def _dim_or_error(input, dim, what):
     return _wrap_dim(dim, input.ndim)
 
 
+@declare(method=True)
 def softmax(input, dim=None, dtype=None, *, axis=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow."""
     if dtype is not None:
@@ -99,6 +100,7 @@ def softmax(input, dim=None, dtype=None, *, axis=None):
     return apply(SOFTMAX, input, dim=dim)
 
 
+@declare(method=True)
 def log_softmax(input, dim=None, dtype=None, *, axis=None):
     """``log(softmax(input, dim))``, computed stably (subtracting the max).
 
@@ -399,12 +401,14 @@ CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled
           saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare()
 def selu(input, inplace=False):
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
     _check_float_kernel(input, "elu_cpu")
     return apply(SELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
+@declare()
 def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:

@@ -13,9 +13,9 @@ import numpy as np
 
 from gradviz_ext import ops as _ext_ops
 
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._layout import product as _product
-from ._registry import Op, apply, promote
+from ._registry import Op, apply, declare, promote
 from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm"]
@@ -135,6 +135,7 @@ ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
 _TORCH_TYPE_WORDS = TYPE_WORDS
 
 
+@declare(method=True, inplace=True, out=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcasts to the product's shape)."""
     first, second = mat1._data, mat2._data  # (the checks read the arrays: a Linear's hot path)
@@ -155,6 +156,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                  strides=(first.strides, second.strides))
 
 
+@declare(method=True, out=True)
 def dot(input, other):
     """The dot product of two 1-D tensors of the same length. Mirrors ``torch.dot``."""
     _check_float_pair("dot", input, other)
@@ -168,6 +170,7 @@ def dot(input, other):
     return apply(DOT, input, other)
 
 
+@declare(method=True, out=True)
 def mv(input, vec):
     """The product of a matrix and a vector. Mirrors ``torch.mv``."""
     _check_float_pair("mv", input, vec)
@@ -179,6 +182,7 @@ def mv(input, vec):
     return apply(MV, input, vec)
 
 
+@declare(method=True, out=True)
 def mm(input, mat2):
     """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
     _check_float_pair("mm", input, mat2)
@@ -192,6 +196,7 @@ def mm(input, mat2):
                  strides=(input._data.strides, mat2._data.strides))
 
 
+@declare(method=True, out=True)
 def bmm(input, mat2):
     """The batched matrix product of two 3-D tensors of matching batch size.
 
@@ -225,6 +230,7 @@ def _should_fold(a, b):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
+@declare(method=("matmul", "__matmul__"), out=True)
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -336,6 +342,7 @@ def _diagonal_scatter(g, shape, offset, dim1, dim2):
     return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2)
 
 
+@declare(method=True)
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
     PyTorch, so writing into it writes into ``input``."""
@@ -363,6 +370,7 @@ DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
                 backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),))
 
 
+@declare(method=True)
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose ``(dim1, dim2)`` diagonals hold the last dim of ``input`` (zeros
     elsewhere); the batched ``diag``."""
@@ -378,6 +386,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 _diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
 
 
+@declare(method=True)
 def diag(input, diagonal=0):  # noqa: A002  (torch's name)
     """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
     ``diagonal`` as 1-D."""
@@ -395,6 +404,7 @@ TRIU = Op("triu", "TriuBackward0", forward=lambda a, diagonal: np.triu(a, diagon
           backward=lambda ctx, g: (triu(g, ctx.diagonal),))
 
 
+@declare(method=True, inplace=True)
 def tril(input, diagonal=0):  # noqa: A002
     """The lower triangle of a matrix (or batch), zeros above the ``diagonal``-th diagonal.
 
@@ -404,6 +414,7 @@ def tril(input, diagonal=0):  # noqa: A002
     return apply(TRIL, input, diagonal=int(diagonal))
 
 
+@declare(method=True, inplace=True)
 def triu(input, diagonal=0):  # noqa: A002
     """The upper triangle of a matrix (or batch), zeros below the ``diagonal``-th diagonal.
 
@@ -424,6 +435,7 @@ TRACE = Op("trace", "TraceBackward0", forward=lambda a, shape: np.asarray(np.tra
            backward=_trace_backward)
 
 
+@declare(method=True)
 def trace(input):
     """The sum of a matrix's diagonal."""
     if input.ndim != 2:
@@ -431,6 +443,7 @@ def trace(input):
     return apply(TRACE, input, shape=tuple(input._data.shape))
 
 
+@declare(name=("outer", "ger"), method=True)
 def outer(input, vec2):
     """``input[i] * vec2[j]`` (recorded as a ``MulBackward0``, as in PyTorch)."""
     if input.ndim != 1 or vec2.ndim != 1:
@@ -517,6 +530,7 @@ INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
              saves=lambda needs: ((), True))
 
 
+@declare(method=True)
 def inverse(input):
     """The matrix inverse (of each matrix in a batch)."""
     _check_floating_matrix("linalg.inv", input)
@@ -541,6 +555,7 @@ DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
          backward=_det_backward, saves=lambda needs: ((0,), True))
 
 
+@declare(method=True)
 def det(input):
     """The determinant (of each matrix in a batch)."""
     _check_floating_matrix("linalg.det", input)
@@ -558,6 +573,3 @@ def solve(A, B, *, left=True):
 
 __all__ += ["diagonal", "diag", "diag_embed", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
 
-install_methods({"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "tril": tril,
-                 "triu": triu, "trace": trace,
-                 "outer": outer, "inverse": inverse, "det": det, "addmm": addmm})

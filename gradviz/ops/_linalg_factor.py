@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _warn_once
 from ._linalg import diag_embed, diagonal, matmul, tril
 from ._linalg_solvers import (
     _broadcast_batches,
@@ -31,7 +31,7 @@ from ._linalg_solvers import (
     _result_type,
     solve_triangular,
 )
-from ._registry import Op, apply, saves_inputs
+from ._registry import Op, apply, declare, saves_inputs
 from ._shape import cat, expand, narrow, squeeze_dim, unsqueeze
 
 __all__ = ["qr", "svd", "pinverse"]
@@ -117,6 +117,7 @@ def linalg_qr(A, mode="reduced"):
     return _QR(Q, R)
 
 
+@declare(method=True)
 def qr(input, some=True):
     """``torch.qr``: :func:`linalg_qr`, reduced with ``some=True``, complete otherwise."""
     _warn_once("qr", (
@@ -294,6 +295,7 @@ def svdvals(A, *, driver=None):
     return apply(SVDVALS, A, full_matrices=False, vectors=False)
 
 
+@declare(method=True)
 def svd(input, some=True, compute_uv=True):
     """``torch.svd``: ``(U, S, V)`` (``V``, not ``Vh``); ``some=False`` gives square ``U`` and
     ``V``; ``compute_uv=False`` gives zero matrices for them."""
@@ -389,6 +391,7 @@ def _limit(tolerance):
     return float(array) if array.ndim == 0 else array[..., None]
 
 
+@declare(method=True)
 def pinverse(input, rcond=1e-15):
     """``torch.pinverse``: :func:`pinv` with ``rcond`` as its relative tolerance."""
     return pinv(input, rtol=rcond)
@@ -479,4 +482,3 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 
 
-install_methods({"qr": qr, "svd": svd, "pinverse": pinverse})

@@ -16,10 +16,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _warn_once
 from ._linalg import _batch_element, _check_square, matmul, tril, triu
 from ._linalg_solvers import _result_type, solve_triangular
-from ._registry import Op, apply, saves_inputs
+from ._registry import Op, apply, declare, saves_inputs
 from ._shape import cat, narrow, transpose
 
 __all__ = ["lu", "lu_solve", "lu_unpack", "matrix_exp"]
@@ -262,6 +262,7 @@ LU_UNPACK = Op("lu_unpack", "LuUnpackBackward0", forward=_lu_unpack_forward,
                backward=_lu_unpack_backward)
 
 
+@declare()
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """``(P, L, U)`` from :func:`lu_factor`'s packed ``LU_data`` and ``LU_pivots``; empty
     tensors for the parts not asked for."""
@@ -370,6 +371,7 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 
 
 
+@declare()
 def lu_solve(b, LU_data, LU_pivots):
     """``torch.lu_solve`` (deprecated in PyTorch, which warns once): :func:`linalg_lu_solve`
     with its arguments reversed."""
@@ -381,6 +383,7 @@ def lu_solve(b, LU_data, LU_pivots):
     return linalg_lu_solve(LU_data, LU_pivots, b)
 
 
+@declare(method=True)
 def lu(A, pivot=True, get_infos=False):
     """``torch.lu`` (deprecated in PyTorch, which warns once): ``(LU, pivots)`` of
     :func:`lu_factor`, and ``info`` with ``get_infos=True`` (then a zero pivot does not
@@ -437,6 +440,7 @@ MATRIX_EXP = Op("linalg_matrix_exp", "LinalgMatrixExpBackward0", forward=_matrix
                 backward=_matrix_exp_backward, saves=saves_inputs(0))
 
 
+@declare(method=True)
 def matrix_exp(A):
     """The matrix exponential ``sum_k A^k / k!`` of each square matrix in ``A``.
 
@@ -466,4 +470,3 @@ def eigvals(A, *, out=None):
     raise TypeError(_EIG_MESSAGE.format(what="linalg.eigvals"))
 
 
-install_methods({"matrix_exp": matrix_exp, "lu": lu})

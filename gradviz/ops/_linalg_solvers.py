@@ -29,7 +29,7 @@ from ._linalg import (
     tril,
     triu,
 )
-from ._registry import Op, apply
+from ._registry import Op, apply, declare
 from ._shape import expand, transpose, unsqueeze, view
 
 __all__ = ["adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve",
@@ -346,6 +346,7 @@ TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0",
                       saves=lambda needs: ((0, 1), True))
 
 
+@declare(method=True)
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``torch.triangular_solve`` (deprecated in PyTorch, which warns once):
     ``(solution, cloned_coefficient)`` of ``op(A) @ X = b``, ``op`` transposing with
@@ -482,6 +483,7 @@ def linalg_cholesky(A, *, upper=False):
     return L
 
 
+@declare(method=True)
 def cholesky(input, upper=False):
     """``torch.cholesky`` (deprecated in PyTorch, which warns once): the factor of
     :func:`linalg_cholesky`, recorded as PyTorch's ``CholeskyBackward0``."""
@@ -521,6 +523,7 @@ CHOLESKY_SOLVE = Op("cholesky_solve", "CholeskySolveBackward0", forward=_cholesk
                     backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True))
 
 
+@declare(method=True)
 def cholesky_solve(input, input2, upper=False):
     """The solution ``X`` of ``A @ X = input`` given the Cholesky factor ``input2`` of ``A``
     (lower, or upper with ``upper=True``)."""
@@ -561,6 +564,7 @@ CHOLESKY_INVERSE = Op("cholesky_inverse", "CholeskyInverseBackward0",
                       saves=lambda needs: ((0,), True))
 
 
+@declare(method=True)
 def cholesky_inverse(input, upper=False):
     """The inverse of ``A`` from its Cholesky factor ``input`` (lower, or upper with
     ``upper=True``): ``(L @ L.mT)^-1``."""
@@ -663,6 +667,7 @@ def multi_dot(tensors):
     return view(product, *out_shape)
 
 
+@declare()
 def chain_matmul(*matrices):
     """``torch.chain_matmul`` (deprecated in PyTorch, which warns once): :func:`multi_dot` of
     two or more matrices given as arguments."""
@@ -710,10 +715,12 @@ def _conjugate_transpose(self):
 mT = _matrix_transpose("mT")
 mH = _matrix_transpose("mH")
 adjoint = _matrix_transpose("adjoint")  # ``Tensor.adjoint()``: the conjugate transpose
+declare(name="adjoint", method="adjoint")(adjoint)
 
-install_methods({"cholesky_inverse": cholesky_inverse, "mH": property(mH),
-                 "H": property(_conjugate_transpose), "adjoint": adjoint})
-install_methods({"cholesky": cholesky, "cholesky_solve": cholesky_solve, "triangular_solve": triangular_solve})
+install_methods({
+    "mH": property(mH),
+    "H": property(_conjugate_transpose),
+})
 
 
 def vander(x, *, N=None):

@@ -16,7 +16,7 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
-from ._registry import Op, apply, check_saveable, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, check_saveable, declare, promote, promote_float, saves_inputs, saves_output
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
@@ -272,6 +272,7 @@ def legacy_alpha(name, args, kwargs):
     return args, kwargs
 
 
+@declare(method=True, inplace=("add_", "__iadd__"), out=True)
 def add(input, other, *args, alpha=1):
     """``input + alpha * other`` with broadcasting."""
     if args:
@@ -301,6 +302,7 @@ def _check_not_bool(*operands):
             )
 
 
+@declare(method=True, inplace=("sub_", "__isub__"), out=True)
 def sub(input, other, *args, alpha=1):
     """``input - alpha * other`` with broadcasting."""
     if args:
@@ -316,6 +318,7 @@ def sub(input, other, *args, alpha=1):
     return apply(SUB, *_operands(input, other, "sub"), alpha=alpha)
 
 
+@declare(name=False, method="__rsub__")
 def rsub(input, other):
     """``other - input`` for a Python number ``other`` (``2 - x``)."""
     if isinstance(other, Tensor):
@@ -350,6 +353,7 @@ MUL = Op("mul", "MulBackward0",
          saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
 
 
+@declare(method=True, inplace=("mul_", "__imul__"), out=True)
 def mul(input, other):
     """Elementwise product with broadcasting."""
     return apply(MUL, *_operands(input, other, "mul"))
@@ -388,6 +392,7 @@ def _integer_division_check(a, b):
 _TRUE_DIVISION = object()  # div's rounding_mode when none is passed (torch's div.Tensor)
 
 
+@declare(method=True, inplace=("div_", "__itruediv__"), out=True)
 def div(input, other, *, rounding_mode=_TRUE_DIVISION):
     """Elementwise division with broadcasting: true division (integers give floats), or
     rounded with ``rounding_mode="trunc"`` or ``"floor"`` (integers stay integers)."""
@@ -435,6 +440,7 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
                 saves=saves_output, dtype=promote_float)
 
 
+@declare(method=True, inplace=True, out=True)
 def reciprocal(input):
     """``1 / input``, elementwise (integers are promoted to the default float dtype).
 
@@ -453,6 +459,7 @@ NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g
          fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG)
 
 
+@declare(name=("neg", "negative"), method=("neg", "negative"), inplace=("neg_", "negative_"), out=True)
 def neg(input):
     """The negation ``-input``, elementwise. Mirrors ``torch.neg``."""
     if input.dtype is _dtypes.bool:
@@ -538,6 +545,7 @@ POW_BASE = Op("pow_base", "PowBackward2",
               dtype=lambda a, base: _dtypes.result_type(a, base))
 
 
+@declare(method=("pow", "__pow__"), inplace=("pow_", "__ipow__"), out=True)
 def pow(input, exponent):
     """``input ** exponent``; either side may be a Python number."""
     if not isinstance(input, Tensor):
@@ -668,26 +676,31 @@ def _sign_forward(a):
 SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward)
 
 
+@declare(method=True, inplace=True, out=True)
 def exp(input):
     """The exponential ``e ** input``, elementwise. Mirrors ``torch.exp``."""
     return apply(EXP, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def log(input):
     """The natural logarithm, elementwise (``-inf`` at 0, NaN below). Mirrors ``torch.log``."""
     return apply(LOG, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sin(input):
     """The sine, elementwise (radians). Mirrors ``torch.sin``."""
     return apply(SIN, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def cos(input):
     """The cosine, elementwise (radians). Mirrors ``torch.cos``."""
     return apply(COS, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def tanh(input):
     """The hyperbolic tangent, elementwise; its derivative is ``1 - tanh(x) ** 2``.
 
@@ -695,21 +708,25 @@ def tanh(input):
     return apply(TANH, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sqrt(input):
     """The square root, elementwise (NaN for negative entries). Mirrors ``torch.sqrt``."""
     return apply(SQRT, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sigmoid(input):
     """The logistic sigmoid ``1 / (1 + exp(-input))``, elementwise. Mirrors ``torch.sigmoid``."""
     return apply(SIGMOID, input)
 
 
+@declare(method=True, inplace=True)
 def relu(input):
     """The rectified linear unit ``max(input, 0)``, elementwise. Mirrors ``torch.relu``."""
     return apply(RELU, input)
 
 
+@declare(name=("abs", "absolute"), method=("abs", "absolute", "__abs__"), inplace=("abs_", "absolute_"), out=True)
 def abs(input):  # noqa: A001  (torch's name)
     """The absolute value, elementwise; ``absolute`` is the same function. Mirrors ``torch.abs``."""
     if input.dtype is _dtypes.bool:
@@ -717,6 +734,7 @@ def abs(input):  # noqa: A001  (torch's name)
     return apply(ABS, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sign(input):
     """The sign (-1, 0 or 1) of each element; its gradient is zero. Mirrors ``torch.sign``."""
     return apply(SIGN, input)
@@ -816,6 +834,7 @@ def clamp_bound(input, bound):
     return input, bound
 
 
+@declare(name=("clamp", "clip"), method=("clamp", "clip"), inplace=("clamp_", "clip_"), out=True)
 def clamp(input, min=None, max=None):  # noqa: A002
     """Clamp into ``[min, max]`` (numbers or tensors); the gradient passes where the input was
     inside the range, and to a tensor bound where it was chosen."""
@@ -871,11 +890,17 @@ def _comparison(name, fn, symbol):
 
 
 lt = _comparison("lt", np.less, "<")
+declare(method=("lt", "__lt__"), inplace=True, out=True)(lt)
 le = _comparison("le", np.less_equal, "<=")
+declare(method=("le", "__le__"), inplace=True, out=True)(le)
 gt = _comparison("gt", np.greater, ">")
+declare(method=("gt", "__gt__"), inplace=True, out=True)(gt)
 ge = _comparison("ge", np.greater_equal, ">=")
+declare(method=("ge", "__ge__"), inplace=True, out=True)(ge)
 eq = _comparison("eq", np.equal, "==")
+declare(method=("eq", "__eq__"), inplace=True, out=True)(eq)
 ne = _comparison("ne", np.not_equal, "!=")
+declare(method=("ne", "__ne__"), inplace=True, out=True)(ne)
 
 _AND = Op("logical_and", "logical_and", forward=_broadcasting(np.logical_and), backward=None)
 _OR = Op("logical_or", "logical_or", forward=_broadcasting(np.logical_or), backward=None)
@@ -887,6 +912,7 @@ _BITWISE_OR = Op("bitwise_or", "bitwise_or", forward=_broadcasting(np.bitwise_or
 _BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=lambda a: _invert_forward(a), backward=None)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_and(input, other):
     """Elementwise logical AND of the truth values of ``input`` and ``other``.
 
@@ -894,6 +920,7 @@ def logical_and(input, other):
     return apply(_AND, input, other)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_or(input, other):
     """Elementwise logical OR of the truth values of ``input`` and ``other``.
 
@@ -901,6 +928,7 @@ def logical_or(input, other):
     return apply(_OR, input, other)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_not(input):
     """Elementwise logical NOT of the truth values of ``input``. Mirrors ``torch.logical_not``."""
     return apply(_NOT, input)
@@ -928,6 +956,7 @@ TO_COPY = Op("to", "ToCopyBackward0",
              fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),))
 
 
+@declare(name=False, method=True)
 def to(input, *args, dtype=None, copy=False, **kwargs):
     """Convert to a dtype (``x.to(gradviz.float64)``); ``"cpu"`` devices are accepted."""
     for arg in args:
@@ -948,6 +977,7 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
     return apply(TO_COPY, input, dtype=dtype, source=input.dtype)
 
 
+@declare(method=True)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether all entries satisfy ``|input - other| <= atol + rtol * |other|`` (not differentiable)."""
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
@@ -987,36 +1017,43 @@ ERF = Op("erf", "ErfBackward0",
          saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare(method=True, inplace=True, out=True)
 def rsqrt(input):
     """``1 / sqrt(input)``, elementwise. Mirrors ``torch.rsqrt``."""
     return apply(RSQRT, input)
 
 
+@declare(method=True, inplace=True)
 def exp2(input):
     """``2 ** input``, elementwise. Mirrors ``torch.exp2``."""
     return apply(EXP2, input)
 
 
+@declare(method=True, inplace=True)
 def expm1(input):
     """``exp(input) - 1``, elementwise, accurate near 0. Mirrors ``torch.expm1``."""
     return apply(EXPM1, input)
 
 
+@declare(method=True, inplace=True)
 def log1p(input):
     """``log(1 + input)``, elementwise, accurate near 0. Mirrors ``torch.log1p``."""
     return apply(LOG1P, input)
 
 
+@declare(method=True, inplace=True)
 def log2(input):
     """The base-2 logarithm, elementwise. Mirrors ``torch.log2``."""
     return apply(LOG2, input)
 
 
+@declare(method=True, inplace=True)
 def log10(input):
     """The base-10 logarithm, elementwise. Mirrors ``torch.log10``."""
     return apply(LOG10, input)
 
 
+@declare(method=True, inplace=True)
 def erf(input):
     """The Gauss error function, elementwise. Mirrors ``torch.erf``."""
     return apply(ERF, input)
@@ -1049,11 +1086,13 @@ MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: _MINIM
              backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
 
 
+@declare(method=True, out=True)
 def maximum(input, other):
     """Elementwise maximum of two tensors (ties share the gradient equally)."""
     return apply(MAXIMUM, input, other, largest=True)
 
 
+@declare(method=True, out=True)
 def minimum(input, other):
     """The elementwise minimum of ``input`` and ``other`` (broadcasts; NaN wins).
 
@@ -1074,6 +1113,7 @@ def _where_backward(ctx, g):
 WHERE = Op("where", "WhereBackward0", forward=_where_forward, backward=_where_backward, dtype=promote)
 
 
+@declare(out=True)
 def where(condition, input=None, other=None):
     """``input`` where ``condition`` is true, else ``other`` (broadcast; numbers allowed).
 

@@ -9,8 +9,8 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
-from ._registry import Op, apply, numpy_names, saves_inputs
+from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
+from ._registry import Op, apply, declare, numpy_names, saves_inputs
 from ._shape import expand, reshape, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
@@ -99,6 +99,7 @@ _SUM_ALL = _make_sum("SumBackward0")
 _SUM_DIM = _make_sum("SumBackward1")
 
 
+@declare(method=True, out=True)
 @numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's name)
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
@@ -129,6 +130,7 @@ _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mea
                fast_backward=_mean_fast)
 
 
+@declare(method=True, out=True)
 @numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; floating-point tensors only, as in PyTorch."""
@@ -231,6 +233,7 @@ _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_pro
                saves=lambda needs: ((0,), True))
 
 
+@declare(method=True, out=True)
 @numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product of all elements, or along ``dim``. Mirrors ``torch.prod``."""
@@ -275,6 +278,7 @@ def _check_nonempty(input, dim, what):
         )
 
 
+@declare(method=True)
 @numpy_names
 def amax(input, dim=(), keepdim=False):
     """The maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
@@ -284,6 +288,7 @@ def amax(input, dim=(), keepdim=False):
     return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
 
+@declare(method=True)
 @numpy_names
 def amin(input, dim=(), keepdim=False):
     """The minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
@@ -325,6 +330,7 @@ def _values_indices(input, dim, keepdim, pick):
     return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
 
 
+@declare(method=True)
 @numpy_names
 def max(input, dim=None, keepdim=False):  # noqa: A001
     """The maximum; with ``dim``, ``(values, indices)`` along it (the gradient goes to the
@@ -339,6 +345,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmax)
 
 
+@declare(method=True)
 @numpy_names
 def min(input, dim=None, keepdim=False):  # noqa: A001
     """The minimum of all elements, ``(values, indices)`` along ``dim``, or the elementwise minimum
@@ -355,6 +362,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmin)
 
 
+@declare(method=True)
 @numpy_names
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum (not differentiable); the flat index when ``dim`` is None."""
@@ -365,6 +373,7 @@ def argmax(input, dim=None, keepdim=False):
     return _wrap(np.argmax(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
+@declare(method=True)
 @numpy_names
 def argmin(input, dim=None, keepdim=False):
     """The index of the minimum, over the flattened tensor or along ``dim``.
@@ -431,12 +440,14 @@ def _variance(op, name, input, dim, unbiased, keepdim, correction):
     return apply(op, input, correction=correction, **attrs)
 
 
+@declare(method=True)
 @numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
     return _variance(_VAR, "var", input, dim, unbiased, keepdim, correction)
 
 
+@declare(method=True)
 @numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over ``dim`` (all dims by default), with Bessel's correction by
@@ -465,6 +476,7 @@ _LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
                 backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
 
 
+@declare(method=True)
 @numpy_names
 def logsumexp(input, dim, keepdim=False):
     """``log(sum(exp(input), dim))``, computed without overflow (integers as the default
@@ -528,6 +540,7 @@ _NORM_ZERO = Op("norm_zero", "LinalgVectorNormBackward0",
                 backward=lambda ctx, g: (None,))
 
 
+@declare(method=True)
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     """The vector p-norm over ``dim``: ``p`` = 2 by default, any positive number, ``inf``
     (the largest magnitude), ``-inf`` (the smallest) or 0 (the count of nonzeros)."""
@@ -564,6 +577,7 @@ _CUMSUM = Op("cumsum", "CumsumBackward0",
              backward=_cumsum_backward)
 
 
+@declare(method=True, inplace=True, out=True)
 @numpy_names
 def cumsum(input, dim, *, dtype=None):
     """The cumulative sum along ``dim``. Mirrors ``torch.cumsum``."""
@@ -619,6 +633,7 @@ _CUMPROD = Op("cumprod", "CumprodBackward0",
               backward=_cumprod_backward, saves=lambda needs: ((0,), True))
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def cumprod(input, dim, *, dtype=None):
     """Cumulative product along ``dim``."""
@@ -640,18 +655,21 @@ def _logical_reduction(fn, input, dim, keepdim):
     return _wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim), dtype=out_dtype))
 
 
+@declare(method=True)
 @numpy_names
 def all(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
     """Whether every element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.all, input, dim, keepdim)
 
 
+@declare(method=True)
 @numpy_names
 def any(input, dim=None, keepdim=False):  # noqa: A001
     """Whether some element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.any, input, dim, keepdim)
 
 
+@declare(method=True)
 @numpy_names
 def count_nonzero(input, dim=None):
     """The number of non-zero entries, in all of ``input`` or along ``dim``.
@@ -666,4 +684,3 @@ def count_nonzero(input, dim=None):
 
 __all__ += ["all", "any", "count_nonzero", "cumprod", "vector_norm"]
 
-install_methods({"all": all, "any": any, "count_nonzero": count_nonzero, "cumprod": cumprod})

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
-from ._registry import Op, apply, check_saveable, numpy_names, promote
+from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
 
 __all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
            "unsqueeze", "squeeze", "squeeze_dim",
@@ -87,11 +87,13 @@ def unsafe_view(input, *shape):
     return apply(UNSAFE_VIEW, input, shape=shape, source=input._data.shape)
 
 
+@declare(name=False, method=True)
 def view(input, *shape):
     shape = _infer_shape(_shape_arg(shape), input._data.size)
     return apply(VIEW, input, shape=shape, source=input._data.shape)
 
 
+@declare(method=True)
 def reshape(input, *shape):
     """A view when the layout allows it, else a copy (like PyTorch)."""
     shape = _infer_shape(_shape_arg(shape), input._data.size)
@@ -104,6 +106,7 @@ def reshape(input, *shape):
     return apply(op, input, shape=shape, source=input._data.shape)
 
 
+@declare(method=True)
 def flatten(input, start_dim=0, end_dim=-1):
     """``input`` with the dimensions ``start_dim`` to ``end_dim`` merged into one.
 
@@ -136,6 +139,7 @@ PERMUTE = Op("permute", "PermuteBackward0",
              fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True)
 
 
+@declare(method=True)
 def transpose(input, dim0, dim1):
     """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.
 
@@ -144,6 +148,7 @@ def transpose(input, dim0, dim1):
     return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim))
 
 
+@declare(method=True)
 def t(input):
     """Transpose a tensor of at most 2 dimensions."""
     if input.ndim > 2:
@@ -151,6 +156,7 @@ def t(input):
     return apply(T, input)
 
 
+@declare(method=True)
 def permute(input, *dims):
     """A view of ``input`` with its dimensions reordered as ``dims``. Mirrors ``torch.permute``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
@@ -211,6 +217,7 @@ SQUEEZE = Op("squeeze", "SqueezeBackward0",
              fast_backward=_reshape_to_shape_fast, view=True)
 
 
+@declare(method=True)
 @numpy_names
 def unsqueeze(input, dim):
     """A view of ``input`` with a dimension of size 1 inserted at ``dim``.
@@ -224,6 +231,7 @@ def squeeze_dim(input, dim, node="SqueezeBackward1"):
     return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
 
 
+@declare(method=True)
 @numpy_names
 def squeeze(input, dim=None):
     """Remove dims of size 1: all of them, ``dim`` alone, or those in a tuple of dims (a dim
@@ -256,6 +264,7 @@ EXPAND = Op("expand", "ExpandBackward0",
             backward=_expand_backward, fast_backward=_expand_fast, view=True)
 
 
+@declare(method=True)
 def expand(input, *sizes):
     """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
     sizes = _shape_arg(sizes)
@@ -292,6 +301,7 @@ CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambd
            fast_backward=lambda ctx, g: (g,))
 
 
+@declare(method=True)
 def clone(input):
     """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``).
 
@@ -299,6 +309,7 @@ def clone(input):
     return apply(CLONE, input)
 
 
+@declare(name=False, method=True)
 def contiguous(input):
     """``input`` if its memory is row-major contiguous, else a contiguous copy (``CloneBackward0``)."""
     if input._data.flags.c_contiguous:
@@ -459,6 +470,7 @@ def check_advanced_key(shape, items):
                          + ", ".join(str(list(s)) for s in index_shapes)) from None
 
 
+@declare(name=False, method="__getitem__")
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy). A key that keeps all of
@@ -544,6 +556,7 @@ def _check_tensor_list(tensors, what):
                             f"{type(t).__name__}")
 
 
+@declare(hidden=("concat", "concatenate"), out=True)
 @numpy_names
 def cat(tensors, dim=0):
     """Concatenate tensors along an existing ``dim`` (all other sizes must match); also
@@ -596,6 +609,7 @@ STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim: np.stack(arra
            backward=_stack_backward, fast_backward=_stack_fast, dtype=promote)
 
 
+@declare(out=True)
 @numpy_names
 def stack(tensors, dim=0):
     """Join tensors of equal shape along a new ``dim``.
@@ -621,6 +635,7 @@ def stack(tensors, dim=0):
     return apply(STACK, *tensors, dim=_wrap_dim(dim, len(shape) + 1))
 
 
+@declare(method=True)
 @numpy_names
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start + length, ...]`` along ``dim``."""
@@ -634,6 +649,7 @@ def narrow(input, dim, start, length):
     return _index_op(input, key, "slice")
 
 
+@declare(method=True)
 @numpy_names
 def select(input, dim, index):
     """The view at ``index`` along ``dim`` (that dimension is removed)."""
@@ -800,6 +816,7 @@ def _split_pieces(input, op, dim, sections, **attrs):
     return _make_pieces_views(input, pieces, steps)
 
 
+@declare(method=True)
 def split(input, split_size_or_sections, dim=0):
     """Split ``input`` into views along ``dim``: chunks of ``split_size`` (the last may be
     smaller), or pieces of the given sizes. All pieces are outputs of one node.
@@ -838,6 +855,7 @@ def split(input, split_size_or_sections, dim=0):
     return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
 
 
+@declare(method=True)
 def unsafe_split(input, split_size, dim=0):
     """``split`` into chunks of ``split_size`` whose pieces autograd does not track as views
     (one ``UnsafeSplitBackward0`` node): in-place changes to a piece are not checked against
@@ -852,6 +870,7 @@ def unsafe_split(input, split_size, dim=0):
     return tuple(pieces) if isinstance(pieces, (tuple, list)) else (pieces,)
 
 
+@declare(method=True)
 def unsafe_chunk(input, chunks, dim=0):
     """``chunk`` through :func:`unsafe_split` (PyTorch's ``unsafe_chunk``)."""
     _check_splittable(input, "chunk")
@@ -861,6 +880,7 @@ def unsafe_chunk(input, chunks, dim=0):
     return unsafe_split(input, max(-(-size // chunks), 1), dim)
 
 
+@declare(method=True)
 @numpy_names
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` nearly equal views (fewer if the size does not allow), as
@@ -876,6 +896,7 @@ def chunk(input, chunks, dim=0):
     return split(input, split_size, dim)
 
 
+@declare(method=True)
 @numpy_names
 def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``, outputs of one ``UnbindBackward0``."""
@@ -894,6 +915,7 @@ FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims)
           backward=lambda ctx, g: (flip(g, ctx.dims),))
 
 
+@declare(method=True)
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
