@@ -51,6 +51,7 @@ def public(names):
 def snapshot() -> dict:
     import gradviz
     import gradviz.ops
+    from gradviz.ops._saved import SAVED_NAMES
 
     tensor_names = sorted(dir(gradviz.Tensor))
     methods = {name: origin(inspect.getattr_static(gradviz.Tensor, name)) for name in tensor_names
@@ -69,6 +70,7 @@ def snapshot() -> dict:
                                   or name in ("__iadd__", "__isub__", "__imul__", "__itruediv__",
                                               "__ipow__", "__setitem__")),
         "function_origins": top,
+        "saved_names": {node: " ".join(sorted(names)) for node, names in SAVED_NAMES.items()},
         "takes_out": sorted(name for name in public(dir(gradviz))
                             if callable(getattr(gradviz, name)) and takes_out(getattr(gradviz, name))),
     }

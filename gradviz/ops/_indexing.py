@@ -15,6 +15,7 @@ from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._pointwise import _broadcast_error, checked_integer
 from ._registry import Op, apply, check_saveable, declare, numpy_names
+from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_rows
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
@@ -59,7 +60,13 @@ def _gather_forward(a, index, dim, shape, **_):
 
 
 GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
-            backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),))
+            backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),),
+            saved={
+                "dim": DIM, "index": Computed(tensor_attr("index_tensor")),
+                "sparse_grad": Computed(lambda node: False),
+                "self": NotKept("gather's backward needs only the input's shape, which gradviz keeps "
+                                "(grad_fn.shape) instead of the tensor"),
+            })
 
 
 @declare(method=True)
@@ -163,7 +170,9 @@ def _index_select_forward(a, index, dim, shape, **_):
 
 
 INDEX_SELECT = Op("index_select", "IndexSelectBackward0", forward=_index_select_forward,
-                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),))
+                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),),
+                  saved={"dim": DIM, "index": Computed(tensor_attr("index_tensor")),
+                      "self_sym_sizes": SELF_SIZES})
 
 
 def _check_index_vector(index, what):
@@ -227,7 +236,8 @@ def _masked_fill_forward(a, mask, value, mask_tensor):
 
 
 MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forward,
-                 backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),))
+                 backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),),
+                 saved={"mask": Computed(tensor_attr("mask_tensor"))})
 
 
 @declare(method=True, inplace=True)

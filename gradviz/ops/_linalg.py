@@ -16,6 +16,7 @@ from gradviz_ext import ops as _ext_ops
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._layout import product as _product
 from ._registry import Op, apply, declare, promote
+from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
 from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm"]
@@ -70,14 +71,16 @@ DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_each_for_the_other, dtype
          backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (g * ctx.data(1) if ctx.needs_input_grad[0] else None,
-                                       g * ctx.data(0) if ctx.needs_input_grad[1] else None))
+                                       g * ctx.data(0) if ctx.needs_input_grad[1] else None),
+         saved={"self": Input(0, needed_by=1), "tensor": Input(1, needed_by=0)})
 MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             unsqueeze(g, 1) * unsqueeze(ctx.input(1), 0) if ctx.needs_input_grad[0] else None,
             mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
             g[:, None] * ctx.data(1)[None, :] if ctx.needs_input_grad[0] else None,
-            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
+            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None),
+        saved={"self": Input(0, needed_by=1), "vec": Input(1, needed_by=0)})
 MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
@@ -85,14 +88,22 @@ MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dty
         fast_backward=lambda ctx, g: (
             _product(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
             _mm_mat2_grad(ctx.data(0), g, ctx.mat2_transposed) if ctx.needs_input_grad[1]
-            else None))
+            else None),
+        saved={
+            "self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0),
+            "self_sym_sizes": Computed(matrix_shape(0, 1, 0, 0, True)),
+            "self_sym_strides": Computed(input_strides(0, 0)),
+            "mat2_sym_sizes": Computed(matrix_shape(1, 0, 1, 1, False)),
+            "mat2_sym_strides": Computed(input_strides(1, 0)),
+        })
 BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
              bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (
              np.matmul(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0] else None,
-             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
+             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
+         saved={"self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0)})
 
 def _addmm_backward(ctx, g):
     return (g if ctx.needs_input_grad[0] else None,
@@ -130,7 +141,15 @@ def _fits(shape, rows, columns):
 
 
 ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
-           backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves)
+           backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves,
+           saved={
+               "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
+               "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
+               "mat1_sym_sizes": Computed(matrix_shape(1, 2, 0, 0, True)),
+               "mat1_sym_strides": Computed(input_strides(1, 1)),
+               "mat2_sym_sizes": Computed(matrix_shape(2, 1, 1, 1, False)),
+               "mat2_sym_strides": Computed(input_strides(2, 1)),
+           })
 
 _TORCH_TYPE_WORDS = TYPE_WORDS
 
@@ -527,7 +546,7 @@ def _inverse_forward(a):
 INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
              backward=lambda ctx, g: (-matmul(matmul(transpose(ctx.output(), -2, -1), g),
                                              transpose(ctx.output(), -2, -1)),),
-             saves=lambda needs: ((), True))
+             saves=lambda needs: ((), True), saved={"inverse": RESULT})
 
 
 @declare(method=True)

@@ -30,6 +30,7 @@ from ._linalg import (
     triu,
 )
 from ._registry import Op, apply, declare
+from ._saved import NO_LU, OTHER, RESULT, SELF, Attr
 from ._shape import expand, transpose, unsqueeze, view
 
 __all__ = ["adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve",
@@ -178,7 +179,9 @@ def _solve_backward(ctx, g):
 
 
 SOLVE = Op("linalg_solve", "LinalgSolveExBackward0", forward=_solve_forward,
-           backward=_solve_backward, saves=lambda needs: ((0,), True))
+           backward=_solve_backward, saves=lambda needs: ((0,), True),
+           saved={"A": SELF, "result": RESULT, "left": Attr("left"),
+               "LU": NO_LU, "pivots": NO_LU})
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
@@ -283,7 +286,10 @@ def _solve_triangular_backward(ctx, g):
 
 SOLVE_TRIANGULAR = Op("linalg_solve_triangular", "LinalgSolveTriangularBackward0",
                       forward=_solve_triangular_forward, backward=_solve_triangular_backward,
-                      saves=lambda needs: ((0,), True))
+                      saves=lambda needs: ((0,), True),
+                      saved={"self": SELF, "result": RESULT, "upper": Attr("upper"),
+                          "left": Attr("left"),
+                          "unitriangular": Attr("unitriangular")})
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
@@ -343,7 +349,10 @@ def _triangular_solve_backward(ctx, g_solution, g_coefficient):
 
 TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0",
                       forward=_triangular_solve_forward, backward=_triangular_solve_backward,
-                      saves=lambda needs: ((0, 1), True))
+                      saves=lambda needs: ((0, 1), True),
+                      saved={"self": SELF, "A": OTHER, "solution": RESULT,
+                          "upper": Attr("upper"), "transpose": Attr("transpose"),
+                          "unitriangular": Attr("unitriangular")})
 
 
 @declare(method=True)
@@ -437,9 +446,11 @@ def _cholesky_backward(ctx, g, g_info=None):
 
 
 CHOLESKY = Op("linalg_cholesky_ex", "LinalgCholeskyExBackward0", forward=_cholesky_forward,
-              backward=_cholesky_backward, saves=lambda needs: ((), True))
+              backward=_cholesky_backward, saves=lambda needs: ((), True),
+              saved={"L": RESULT, "upper": Attr("upper")})
 LEGACY_CHOLESKY = Op("cholesky", "CholeskyBackward0", forward=_legacy_cholesky_forward,
-                     backward=_cholesky_backward, saves=lambda needs: ((), True))
+                     backward=_cholesky_backward, saves=lambda needs: ((), True),
+                     saved={"result": RESULT, "upper": Attr("upper")})
 
 
 def _not_positive_definite(what, info):
@@ -520,7 +531,9 @@ def _cholesky_solve_backward(ctx, g):
 
 
 CHOLESKY_SOLVE = Op("cholesky_solve", "CholeskySolveBackward0", forward=_cholesky_solve_forward,
-                    backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True))
+                    backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True),
+                    saved={"self": SELF, "input2": OTHER, "result": RESULT,
+                        "upper": Attr("upper")})
 
 
 @declare(method=True)
@@ -561,7 +574,8 @@ def _cholesky_inverse_backward(ctx, g):
 
 CHOLESKY_INVERSE = Op("cholesky_inverse", "CholeskyInverseBackward0",
                       forward=_cholesky_inverse_forward, backward=_cholesky_inverse_backward,
-                      saves=lambda needs: ((0,), True))
+                      saves=lambda needs: ((0,), True),
+                      saved={"self": SELF, "result": RESULT, "upper": Attr("upper")})
 
 
 @declare(method=True)

@@ -17,6 +17,7 @@ from gradviz_ext import ops as _ext_ops
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
 from ._registry import Op, apply, check_saveable, declare, promote, promote_float, saves_inputs, saves_output
+from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
@@ -249,12 +250,12 @@ def _sub_fast(ctx, g):
 ADD = Op("add", "AddBackward0",
          forward=_add_forward,
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
-         fast_backward=_add_fast, dtype=promote, kernel=_ext_ops.KERNEL_ADD)
+         fast_backward=_add_fast, dtype=promote, kernel=_ext_ops.KERNEL_ADD, saved={"alpha": Attr("alpha")})
 
 SUB = Op("sub", "SubBackward0",
          forward=_sub_forward,
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
-         fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB)
+         fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB, saved={"alpha": Attr("alpha")})
 
 def legacy_alpha(name, args, kwargs):
     """``p.add_(-lr, grad)``, the pre-1.5 overload ``(Number alpha, Tensor other)`` of add and
@@ -330,7 +331,7 @@ def rsub(input, other):
 RSUB = Op("rsub", "RsubBackward1",
           forward=lambda a, other: np.subtract(other, a),
           backward=lambda ctx, g: (-g,), fast_backward=lambda ctx, g: (-g,),
-          dtype=lambda a, other: _dtypes.result_type(a, other))
+          dtype=lambda a, other: _dtypes.result_type(a, other), saved={"alpha": Attr("alpha", default=1)})
 
 
 # ---- mul / div --------------------------------------------------------------------------
@@ -350,7 +351,7 @@ MUL = Op("mul", "MulBackward0",
              _half_with_number(np.multiply, g, ctx.data(1)) if ctx.needs_input_grad[0] else None,
              g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
-         saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
+         saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL, saved={"self": SELF, "other": OTHER})
 
 
 @declare(method=True, inplace=("mul_", "__imul__"), out=True)
@@ -381,7 +382,7 @@ def _true_divide_forward(a, b):
 DIV = Op("div", "DivBackward0",
          forward=_true_divide_forward, backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
-         dtype=promote_float, kernel=_ext_ops.KERNEL_DIV)
+         dtype=promote_float, kernel=_ext_ops.KERNEL_DIV, saved={"self": SELF, "other": OTHER})
 
 
 def _integer_division_check(a, b):
@@ -437,7 +438,7 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
                 forward=lambda a: np.reciprocal(a),
                 backward=lambda ctx, g: (-g * ctx.output() * ctx.output(),),
                 fast_backward=lambda ctx, g: (-g * ctx.output_data() * ctx.output_data(),),
-                saves=saves_output, dtype=promote_float)
+                saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -456,7 +457,7 @@ def rdiv(input, other):
 
 
 NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,),
-         fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG)
+         fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG, saved={})
 
 
 @declare(name=("neg", "negative"), method=("neg", "negative"), inplace=("neg_", "negative_"), out=True)
@@ -513,7 +514,8 @@ POW_SCALAR = Op("pow_scalar", "PowBackward0",
                 forward=_pow_scalar_forward,
                 backward=_pow_scalar_backward, fast_backward=_pow_scalar_fast,
                 saves=saves_inputs(0),
-                dtype=lambda a, exponent: _dtypes.result_type(a, exponent))
+                dtype=lambda a, exponent: _dtypes.result_type(a, exponent),
+                saved={"self": SELF, "exponent": Attr("exponent")})
 
 
 def _pow_tensor_backward(ctx, g):
@@ -529,7 +531,8 @@ def _pow_tensor_backward(ctx, g):
 
 POW_TENSOR = Op("pow", "PowBackward1",
                 forward=_broadcasting(_power), backward=_pow_tensor_backward,
-                saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote)
+                saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote,
+                saved={"self": SELF, "exponent": OTHER, "result": RESULT})
 
 
 def _pow_base_backward(ctx, g):
@@ -542,7 +545,8 @@ def _pow_base_backward(ctx, g):
 POW_BASE = Op("pow_base", "PowBackward2",
               forward=lambda a, base: _power(base, a),
               backward=_pow_base_backward, saves=lambda needs: ((0,), True),
-              dtype=lambda a, base: _dtypes.result_type(a, base))
+              dtype=lambda a, base: _dtypes.result_type(a, base),
+              saved={"self": Attr("base"), "exponent": SELF, "result": RESULT})
 
 
 @declare(method=("pow", "__pow__"), inplace=("pow_", "__ipow__"), out=True)
@@ -560,19 +564,19 @@ def pow(input, exponent):
 EXP = Op("exp", "ExpBackward0", forward=np.exp,
          backward=lambda ctx, g: (g * ctx.output(),),
          fast_backward=lambda ctx, g: (g * ctx.output_data(),),
-         saves=saves_output, dtype=promote_float)
+         saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 LOG = Op("log", "LogBackward0", forward=np.log,
          backward=lambda ctx, g: (g / ctx.input(0),),
          fast_backward=lambda ctx, g: (g / ctx.data(0),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 SIN = Op("sin", "SinBackward0", forward=np.sin,
          backward=lambda ctx, g: (g * cos(ctx.input(0)),),
          fast_backward=lambda ctx, g: (g * np.cos(ctx.data(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 COS = Op("cos", "CosBackward0", forward=np.cos,
          backward=lambda ctx, g: (-g * sin(ctx.input(0)),),
          fast_backward=lambda ctx, g: (-g * np.sin(ctx.data(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 def _tanh_backward_data(ctx, g):
     y = ctx.output_data()
     if y.dtype == np.float32:
@@ -594,11 +598,11 @@ def _tanh_backward(ctx, g):
 TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
           backward=_tanh_backward,
           fast_backward=_tanh_backward_data,
-          saves=saves_output, dtype=promote_float)
+          saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
           backward=lambda ctx, g: (g / (2 * ctx.output()),),
           fast_backward=lambda ctx, g: (g / (2 * ctx.output_data()),),
-          saves=saves_output, dtype=promote_float)
+          saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
 def _sigmoid_forward(a):
@@ -610,7 +614,7 @@ def _sigmoid_forward(a):
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
              backward=lambda ctx, g: (g * (1 - ctx.output()) * ctx.output(),),
              fast_backward=lambda ctx, g: (g * (1 - ctx.output_data()) * ctx.output_data(),),
-             saves=saves_output, dtype=promote_float)
+             saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
 def _threshold_backward_forward(g, result):
@@ -633,7 +637,7 @@ RELU = Op("relu", "ReluBackward0",
           forward=lambda a: np.maximum(a, np.zeros((), dtype=a.dtype)),
           backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
           fast_backward=lambda ctx, g: (_threshold_backward_forward(g, ctx.output_data()),),
-          saves=saves_output)
+          saves=saves_output, saved={"result": RESULT})
 
 # relu's gradient as an op of its own, like PyTorch: differentiable in the gradient (the same
 # mask again) and in the result (zero almost everywhere), so Hessians through relu work.
@@ -650,7 +654,8 @@ def threshold_backward(grad, result):
 
 ABS = Op("abs", "AbsBackward0", forward=np.abs,
          backward=lambda ctx, g: (g * sign(ctx.input(0)),),
-         fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0))
+         fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0),
+         saved={"self": SELF})
 
 def _sign_backward(ctx, g):
     """PyTorch's ``zeros_like(grad)``: a constant, so the gradient through sign does not require
@@ -673,7 +678,7 @@ def _sign_forward(a):
     return out
 
 
-SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward)
+SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward, saved={})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -762,7 +767,8 @@ def _clamp_dtype(a, min=None, max=None):  # noqa: A002
 
 
 CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_backward,
-           saves=saves_inputs(0), dtype=_clamp_dtype)
+           saves=saves_inputs(0), dtype=_clamp_dtype,
+           saved={"self": SELF, "min": Attr("min"), "max": Attr("max")})
 
 
 def _clamp_tensor_forward(a, *bounds, has_min, has_max):
@@ -806,12 +812,14 @@ def _clamp_tensor_backward(ctx, g):
     return tuple(grads)
 
 
-def _clamp_tensor_op(name, node):
+def _clamp_tensor_op(name, node, saved=None):
     return Op(name, node, forward=_clamp_tensor_forward, backward=_clamp_tensor_backward,
-              dtype=promote, saves=lambda needs: (tuple(range(len(needs))), False))
+              dtype=promote, saves=lambda needs: (tuple(range(len(needs))), False), saved=saved)
 
 
-CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0")
+CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0",
+                                saved={"self": SELF, "min": Computed(clamp_bound_attr("min")),
+                                    "max": Computed(clamp_bound_attr("max"))})
 CLAMP_MIN_TENSOR = _clamp_tensor_op("clamp_min_tensor", "ClampMinBackward1")
 CLAMP_MAX_TENSOR = _clamp_tensor_op("clamp_max_tensor", "ClampMaxBackward1")
 
@@ -861,7 +869,8 @@ def clamp(input, min=None, max=None):  # noqa: A002
 
 WHERE_ZERO = Op("where_zero", "WhereBackward0",
                 forward=lambda a, mask, mask_tensor: np.where(mask, np.zeros((), dtype=a.dtype), a),
-                backward=lambda ctx, g: (where_zero(ctx.mask_tensor, g),))
+                backward=lambda ctx, g: (where_zero(ctx.mask_tensor, g),),
+                saved={"condition": Computed(tensor_attr("condition_tensor"))})
 
 
 def where_zero(mask, input):
@@ -953,7 +962,7 @@ def _invert_forward(a):
 TO_COPY = Op("to", "ToCopyBackward0",
              forward=lambda a, dtype, source: a.astype(dtype.numpy),
              backward=lambda ctx, g: (to(g, ctx.source),),
-             fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),))
+             fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),), saved={})
 
 
 @declare(name=False, method=True)
@@ -991,13 +1000,15 @@ _TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
 
 RSQRT = Op("rsqrt", "RsqrtBackward0", forward=lambda a: 1.0 / np.sqrt(a),
            backward=lambda ctx, g: (-0.5 * g * pow(ctx.output(), 3),), saves=saves_output,
-           dtype=promote_float)
+           dtype=promote_float, saved={"result": RESULT})
 EXP2 = Op("exp2", "Exp2Backward0", forward=np.exp2,
           backward=lambda ctx, g: (g * ctx.output() * _LN2,), saves=saves_output, dtype=promote_float)
 EXPM1 = Op("expm1", "Expm1Backward0", forward=np.expm1,
-           backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float)
+           backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float,
+           saved={"result": RESULT})
 LOG1P = Op("log1p", "Log1PBackward0", forward=np.log1p,
-           backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float)
+           backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 LOG2 = Op("log2", "Log2Backward0", forward=np.log2,
           backward=lambda ctx, g: (g / (ctx.input(0) * _LN2),), saves=saves_inputs(0), dtype=promote_float)
 LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
@@ -1014,7 +1025,7 @@ def _erf_float64(a):
 ERF = Op("erf", "ErfBackward0",
          forward=lambda a: _erf_float64(a).astype(a.dtype, copy=False),
          backward=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -1081,9 +1092,11 @@ def _extremum_backward(ctx, g):
 
 
 MAXIMUM = Op("maximum", "MaximumBackward0", forward=lambda a, b, largest: _MAXIMUM_FORWARD(a, b),
-             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote,
+             saved={"self": SELF, "other": OTHER})
 MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: _MINIMUM_FORWARD(a, b),
-             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote,
+             saved={"self": SELF, "other": OTHER})
 
 
 @declare(method=True, out=True)

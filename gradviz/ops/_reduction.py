@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._registry import Op, apply, declare, numpy_names, saves_inputs
+from ._saved import DIM, DIMS, KEEPDIM, RESULT, SELF, SELF_SIZES, Computed, input_numel, reduced_indices
 from ._shape import expand, reshape, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
@@ -82,12 +83,12 @@ def _check_floating(input, what):
         raise RuntimeError("std and var only support floating point and complex dtypes")
 
 
-def _make_sum(node):
+def _make_sum(node, saved=None):
     return Op(f"sum_{node}", node,
               forward=lambda a, dims, keepdim, shape, out_dtype: np.sum(
                   a, axis=dims, keepdims=keepdim, dtype=out_dtype.numpy),
               backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),),
-              fast_backward=_sum_fast)
+              fast_backward=_sum_fast, saved=saved)
 
 
 def _sum_fast(ctx, g):
@@ -95,8 +96,8 @@ def _sum_fast(ctx, g):
     return (_expand_back_array(g, attrs["shape"], attrs["dims"], attrs["keepdim"]),)
 
 
-_SUM_ALL = _make_sum("SumBackward0")
-_SUM_DIM = _make_sum("SumBackward1")
+_SUM_ALL = _make_sum("SumBackward0", saved={"self_sym_sizes": SELF_SIZES})
+_SUM_DIM = _make_sum("SumBackward1", saved={"dim": DIMS, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES})
 
 
 @declare(method=True, out=True)
@@ -125,9 +126,12 @@ def _mean_fast(ctx, g):
 
 
 _MEAN_ALL = Op("mean", "MeanBackward0", forward=_mean_forward, backward=_mean_backward,
-               fast_backward=_mean_fast)
+               fast_backward=_mean_fast,
+               saved={"self_sym_sizes": SELF_SIZES, "self_sym_numel": Computed(input_numel)})
 _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mean_backward,
-               fast_backward=_mean_fast)
+               fast_backward=_mean_fast,
+               saved={"dim": DIMS, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                   "self_sym_numel": Computed(input_numel)})
 
 
 @declare(method=True, out=True)
@@ -228,7 +232,7 @@ class _KeepCtx:
 
 
 _PROD_ALL = Op("prod", "ProdBackward0", forward=_prod_forward, backward=_prod_backward,
-               saves=lambda needs: ((0,), True))
+               saves=lambda needs: ((0,), True), saved={"self": SELF, "result": RESULT})
 _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_prod_backward,
                saves=lambda needs: ((0,), True))
 
@@ -255,15 +259,17 @@ def _evenly_backward(ctx, g):
     return (_keep(g, ctx) * hit / share,)
 
 
-def _extreme_op(name, node, fn):
+def _extreme_op(name, node, fn, saved=None):
     return Op(name, node, forward=lambda a, dims, keepdim, shape, count: fn(a, axis=dims, keepdims=keepdim),
-              backward=_evenly_backward, saves=lambda needs: ((0,), True))
+              backward=_evenly_backward, saves=lambda needs: ((0,), True), saved=saved)
 
 
-_AMAX = _extreme_op("amax", "AmaxBackward0", np.max)
-_AMIN = _extreme_op("amin", "AminBackward0", np.min)
-_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max)
-_MIN_ALL = _extreme_op("min", "MinBackward1", np.min)
+_AMAX = _extreme_op("amax", "AmaxBackward0", np.max,
+                    saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
+_AMIN = _extreme_op("amin", "AminBackward0", np.min,
+                    saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
+_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max, saved={"self": SELF, "result": RESULT})
+_MIN_ALL = _extreme_op("min", "MinBackward1", np.min, saved={"self": SELF, "result": RESULT})
 
 
 def _check_nonempty(input, dim, what):
@@ -306,8 +312,12 @@ def _select_backward(ctx, g):
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
 
 
-_MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
-_MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
+_MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
+              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                  "indices": Computed(reduced_indices)})
+_MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
+              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                  "indices": Computed(reduced_indices)})
 
 
 def _values_indices(input, dim, keepdim, pick):
@@ -473,7 +483,8 @@ def _logsumexp_backward(ctx, g):
 
 
 _LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
-                backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
+                backward=_logsumexp_backward, saves=lambda needs: ((0,), True),
+                saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
 
 
 @declare(method=True)
@@ -574,7 +585,7 @@ def _cumsum_backward(ctx, g):
 
 _CUMSUM = Op("cumsum", "CumsumBackward0",
              forward=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a.copy(),
-             backward=_cumsum_backward)
+             backward=_cumsum_backward, saved={"dim": DIM})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -630,7 +641,8 @@ def _after_mask(x, dim, i):
 
 _CUMPROD = Op("cumprod", "CumprodBackward0",
               forward=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a.copy(),
-              backward=_cumprod_backward, saves=lambda needs: ((0,), True))
+              backward=_cumprod_backward, saves=lambda needs: ((0,), True),
+              saved={"dim": DIM, "self": SELF, "result": RESULT})
 
 
 @declare(method=True, inplace=True)

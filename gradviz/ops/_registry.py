@@ -30,6 +30,7 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
+from . import _saved
 
 __all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable", "Declared",
            "declare", "DECLARED"]
@@ -75,10 +76,13 @@ class Op(_ext_ops.OpSpec):
         For add, sub, mul, div and neg only: the compiled kernel that computes the forward
         and the fast backward without calling Python (``gradviz_ext._ops``, Note [Compiled
         kernels]); the Python rules stay the definition and the fallback.
+    saved : dict or None
+        What PyTorch's node saves, under PyTorch's names: ``grad_fn._saved_<name>``
+        (see ``ops/_saved.py``). Rows that share a node declare it once.
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,
-                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE):
+                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE, saved=None):
         quiet = quiet and not view
         if name in TABLE:
             raise ValueError(f"op {name!r} is already registered")
@@ -92,6 +96,10 @@ class Op(_ext_ops.OpSpec):
             rule = _ext_ops.DTYPE_CUSTOM
         if fast_backward is not None and backward is None:
             raise ValueError(f"op {name!r}: a fast_backward needs the differentiable backward too")
+        if saved is not None:
+            if node in _saved.SAVED_NAMES:
+                raise ValueError(f"op {name!r}: the saved names of {node} are already declared")
+            _saved.SAVED_NAMES[node] = saved
         super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet,
                          fast_backward, kernel)
         TABLE[name] = self
@@ -151,7 +159,7 @@ def numpy_names(fn):
 # ``ops/__init__.py`` installs the Tensor methods and in-place methods from :data:`DECLARED`,
 # and ``gradviz/__init__.py`` binds the package's names and builds its ``__all__`` from it, so
 # no list elsewhere names the op. What PyTorch's node saves is declared on the ``Op`` row
-# (``saved=``, Note [Saved names] in ``ops/_saved.py``). ``tests/ops/test_public_api_snapshot.py``
+# (``saved=``, see ``ops/_saved.py``). ``tests/ops/test_public_api_snapshot.py``
 # holds the public API these declarations produce, and ``tests/ops/test_every_op_vs_torch.py``
 # requires a torch comparison for every row of the table.
 

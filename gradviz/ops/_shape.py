@@ -12,6 +12,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
+from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
 
 __all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
            "unsqueeze", "squeeze", "squeeze_dim",
@@ -71,14 +72,14 @@ def _reshape_to_source_fast(ctx, g):
 
 VIEW = Op("view", "ViewBackward0", forward=_view_forward,
           backward=lambda ctx, g: (reshape(g, ctx.source),),
-          fast_backward=_reshape_to_source_fast, view=True)
+          fast_backward=_reshape_to_source_fast, view=True, saved={"self_sym_sizes": shape_attr("source")})
 RESHAPE_ALIAS = Op("reshape_alias", "ReshapeAliasBackward0", forward=_view_forward,
                    backward=lambda ctx, g: (reshape(g, ctx.source),),
                    fast_backward=_reshape_to_source_fast, view=True)
 UNSAFE_VIEW = Op("unsafe_view", "UnsafeViewBackward0",
                  forward=lambda a, shape, source: np.reshape(a, shape),
                  backward=lambda ctx, g: (reshape(g, ctx.source),),
-                 fast_backward=_reshape_to_source_fast)
+                 fast_backward=_reshape_to_source_fast, saved={"self_sym_sizes": shape_attr("source")})
 
 
 def unsafe_view(input, *shape):
@@ -130,13 +131,14 @@ TRANSPOSE = Op("transpose", "TransposeBackward0",
                forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
                backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
                fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"]),),
-               view=True)
+               view=True, saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
 T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
-       fast_backward=lambda ctx, g: (g.T,), view=True)
+       fast_backward=lambda ctx, g: (g.T,), view=True, saved={})
 PERMUTE = Op("permute", "PermuteBackward0",
              forward=lambda a, dims, inverse: np.transpose(a, dims),
              backward=lambda ctx, g: (permute(g, *ctx.inverse),),
-             fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True)
+             fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True,
+             saved={"dims": DIMS})
 
 
 @declare(method=True)
@@ -192,19 +194,20 @@ def reversed_dims(input):
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                forward=lambda a, dim: np.expand_dims(a, dim),
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
-               fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True)
+               fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True, saved={"dim": DIM})
 def _reshape_to_shape_fast(ctx, g):
     return (np.reshape(g, ctx.attrs["shape"]),)
 
 
-def _squeeze_dim_op(name, node):
+def _squeeze_dim_op(name, node, saved=None):
     return Op(name, node,
               forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
               backward=lambda ctx, g: (reshape(g, ctx.shape),),
-              fast_backward=_reshape_to_shape_fast, view=True)
+              fast_backward=_reshape_to_shape_fast, view=True, saved=saved)
 
 
-SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
+SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1",
+                              saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 # the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
 SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
 SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
@@ -214,7 +217,7 @@ SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
              backward=lambda ctx, g: (reshape(g, ctx.shape),),
-             fast_backward=_reshape_to_shape_fast, view=True)
+             fast_backward=_reshape_to_shape_fast, view=True, saved={"self_sym_sizes": SELF_SIZES})
 
 
 @declare(method=True)
@@ -261,7 +264,8 @@ def _expand_fast(ctx, g):
 
 EXPAND = Op("expand", "ExpandBackward0",
             forward=lambda a, shape, source: np.broadcast_to(a, shape),
-            backward=_expand_backward, fast_backward=_expand_fast, view=True)
+            backward=_expand_backward, fast_backward=_expand_fast, view=True,
+            saved={"self_sym_sizes": shape_attr("source")})
 
 
 @declare(method=True)
@@ -298,7 +302,7 @@ def expand_target(input, sizes):
 
 
 CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
-           fast_backward=lambda ctx, g: (g,))
+           fast_backward=lambda ctx, g: (g,), saved={})
 
 
 @declare(method=True)
@@ -345,14 +349,21 @@ def _index_forward(a, key, kind, shape):
     return a[key]
 
 
-def _make_index_op(name, node, is_view):
+def _make_index_op(name, node, is_view, saved=None):
     return Op(name, node, forward=_index_forward, view=is_view,
-              backward=lambda ctx, g: (_index_backward(g, ctx.shape, ctx.key, ctx.kind),))
+              backward=lambda ctx, g: (_index_backward(g, ctx.shape, ctx.key, ctx.kind),),
+              saved=saved)
 
 
-_SELECT = _make_index_op("select", "SelectBackward0", True)
-_SLICE = _make_index_op("slice", "SliceBackward0", True)
-_ADVANCED = _make_index_op("index", "IndexBackward0", False)
+_SELECT = _make_index_op("select", "SelectBackward0", True,
+                         saved={"dim": Computed(key_dim), "index": Computed(select_index),
+                             "self_sym_sizes": SELF_SIZES})
+_SLICE = _make_index_op("slice", "SliceBackward0", True,
+                        saved={"dim": Computed(key_dim), "start": Computed(slice_part("start")),
+                            "end": Computed(slice_part("end")), "step": Computed(slice_part("step")),
+                            "self_sym_sizes": SELF_SIZES})
+_ADVANCED = _make_index_op("index", "IndexBackward0", False,
+                           saved={"indices": Computed(indices_tuple), "self_sym_sizes": SELF_SIZES})
 _INDEX_OPS = {"select": _SELECT, "slice": _SLICE, "advanced": _ADVANCED}
 
 
@@ -546,7 +557,7 @@ def _cat_backward(ctx, g):
     return tuple(grads)
 
 
-CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward)
+CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward, saved={"dim": DIM})
 
 
 def _check_tensor_list(tensors, what):
@@ -606,7 +617,7 @@ def _stack_fast(ctx, g):
 # (not a CatBackward0 over one UnsqueezeBackward0 per input); its gradient for input i is
 # the select at i along dim.
 STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim: np.stack(arrays, axis=dim),
-           backward=_stack_backward, fast_backward=_stack_fast, dtype=promote)
+           backward=_stack_backward, fast_backward=_stack_fast, dtype=promote, saved={"dim": DIM})
 
 
 @declare(out=True)
@@ -772,17 +783,23 @@ _split_with_sizes_backward, _split_with_sizes_fast = _split_rules(_split_with_si
 # view=False: the pieces are made views by _make_pieces_views (Note [Multi-output views])
 SPLIT = Op("split", "SplitBackward0",
            forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
-           backward=_split_backward, fast_backward=_split_fast, quiet=False)
+           backward=_split_backward, fast_backward=_split_fast, quiet=False,
+           saved={"dim": DIM, "split_size": Attr("split_size"),
+               "self_sym_sizes": SELF_SIZES})
 SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
                       forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
                       backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
-                      quiet=False)
+                      quiet=False,
+                      saved={"dim": DIM, "split_sizes": Attr("split_sizes", tuple),
+                          "self_sym_sizes": SELF_SIZES})
 # the same split, its pieces not tracked as views (torch's unsafe_split: LSTM/GRU cells' gates)
 UNSAFE_SPLIT = Op("unsafe_split", "UnsafeSplitBackward0",
                   forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
-                  backward=_split_backward, fast_backward=_split_fast, quiet=False)
+                  backward=_split_backward, fast_backward=_split_fast, quiet=False,
+                  saved={"dim": DIM, "split_size": Attr("split_size"),
+                      "self_sym_sizes": SELF_SIZES})
 UNBIND = Op("unbind", "UnbindBackward0", forward=_unbind_forward, backward=_unbind_backward,
-            fast_backward=_unbind_fast, quiet=False)
+            fast_backward=_unbind_fast, quiet=False, saved={"dim": DIM})
 
 
 def _make_pieces_views(input, pieces, steps):
@@ -912,7 +929,7 @@ def unbind(input, dim=0):
 
 
 FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims).copy(),
-          backward=lambda ctx, g: (flip(g, ctx.dims),))
+          backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
 @declare(method=True)
