@@ -52,8 +52,14 @@ def snapshot() -> dict:
     import gradviz
     import gradviz.ops
     from gradviz.ops._saved import SAVED_NAMES
+    from gradviz_ext import engine
 
-    tensor_names = sorted(dir(gradviz.Tensor))
+    # what Tensor has beyond the engine's TensorBase (whose attributes differ between the
+    # compiled and the interpreted engine), and what it overrides of it
+    base = set(dir(engine.TensorBase))
+    tensor_names = sorted(name for name in dir(gradviz.Tensor)
+                          if (name not in base or name in vars(gradviz.Tensor))
+                          and name not in ("__dict__", "__weakref__"))
     methods = {name: origin(inspect.getattr_static(gradviz.Tensor, name)) for name in tensor_names
                if not name.startswith("__") or name in vars(gradviz.Tensor)}
     top = {name: origin(getattr(gradviz, name)) for name in public(dir(gradviz))
