@@ -6,7 +6,10 @@ Cases (forward + backward, µs per step):
 - ``embedding``: a (65, 64) table, (16, 32) tokens (the GPT step's token embedding);
 - ``index_add``: 4,096 rows of 32 added into a (1000, 32) tensor, then backward;
 - ``adaptive_max_pool2d even``: (16, 16, 32, 32) to (4, 4) and to (16, 16);
-- ``adaptive_max_pool2d uneven``: (16, 16, 30, 30) to (7, 7) (the general loop).
+- ``adaptive_max_pool2d uneven``: (16, 16, 30, 30) to (7, 7) (the general loop);
+- ``C[X]``: makemore's character embedding by advanced indexing, a (27, 10) table and (320, 3)
+  indices (the backward scatters rows of 10 with repeats);
+- ``gather``: (64, 1000) along dim 1 at (64, 500) indices (the backward is a scatter_add).
 
     python bench/index_ops.py [--repeats 15] [--json out.json]
 """
@@ -33,6 +36,10 @@ ROWS = rng.integers(0, 1000, 4096)
 SOURCE = rng.standard_normal((4096, 32)).astype(np.float32)
 IMAGES_EVEN = rng.standard_normal((16, 16, 32, 32)).astype(np.float32)
 IMAGES_UNEVEN = rng.standard_normal((16, 16, 30, 30)).astype(np.float32)
+CHARACTERS = rng.standard_normal((27, 10)).astype(np.float32)
+CONTEXTS = rng.integers(0, 27, (320, 3))
+SCORES = rng.standard_normal((64, 1000)).astype(np.float32)
+PICKS = rng.integers(0, 1000, (64, 500))
 
 
 def embedding_step(module):
@@ -55,12 +62,26 @@ def pool_step(images, output_size):
     return make
 
 
+def advanced_index_step(module):
+    table = module.tensor(CHARACTERS, requires_grad=True)
+    contexts = module.tensor(CONTEXTS)
+    return lambda: table[contexts].sum().backward()
+
+
+def gather_step(module):
+    scores = module.tensor(SCORES, requires_grad=True)
+    picks = module.tensor(PICKS)
+    return lambda: module.gather(scores, 1, picks).sum().backward()
+
+
 CASES = {
     "embedding (65,64)[16,32]": embedding_step,
     "index_add 4096 rows of 32": index_add_step,
     "adaptive_max_pool2d even 32->4": pool_step(IMAGES_EVEN, 4),
     "adaptive_max_pool2d even 32->16": pool_step(IMAGES_EVEN, 16),
     "adaptive_max_pool2d uneven 30->7": pool_step(IMAGES_UNEVEN, 7),
+    "C[X]: (27,10)[320,3]": advanced_index_step,
+    "gather (64,1000) dim 1 at (64,500)": gather_step,
 }
 
 

@@ -86,6 +86,9 @@ API_PACKAGES = {
     "gradviz.nn.init": "Parameter initialisation.",
     "gradviz.nn.modules": "The module classes (the same classes as ``gradviz.nn``).",
     "gradviz.optim": "Optimizers and learning-rate schedulers.",
+    "gradviz.testing": "``assert_close`` with torch's tolerances and messages, and ``make_tensor``.",
+    "gradviz.amp": ("Mixed precision: ``autocast`` (gradviz keeps computing in float32 on the CPU) "
+                    "and ``GradScaler``, exact as torch's."),
     "gradviz.func": "Function transforms: ``vmap``, ``grad``, ``jacrev``, ``functional_call``, ...",
     "gradviz.course": "The checkers of the course notebooks' exercises.",
 }

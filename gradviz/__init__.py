@@ -4,9 +4,11 @@ Its engine mirrors PyTorch's API, so ``import gradviz as torch`` runs ordinary t
 ``gradviz.debug.backward(loss)`` steps through the backward pass node by node.
 """
 
+import functools as _functools
 import math as _math
 import sys as _sys
 import types as _types
+import warnings as _warnings
 
 from ._version import __version__
 
@@ -50,6 +52,13 @@ from . import func
 from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from . import distributions
+from . import amp
+from . import testing
+from ._runtime import (are_deterministic_algorithms_enabled, compile, get_num_threads,  # noqa: A004
+                       is_deterministic_algorithms_warn_only_enabled, set_num_threads,
+                       use_deterministic_algorithms)
+from . import _runtime
+from .amp import autocast, is_autocast_enabled
 from ._config import config, show_config
 
 _sys.modules[__name__ + ".special"] = special  # ``from torch.special import expit``
@@ -67,6 +76,9 @@ def __getattr__(name):
         raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
                              "support complex numbers (keep real and imaginary parts as two "
                              "real tensors)")
+    if name == "bfloat16":
+        raise AttributeError("module 'gradviz' has no attribute 'bfloat16': gradviz computes with "
+                             "numpy, which has no bfloat16; use float32 (or float16)")
     raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
 
 
@@ -90,11 +102,49 @@ cuda = _types.ModuleType("gradviz.cuda", "No CUDA: gradviz computes on the CPU."
 cuda.is_available = _not_available
 cuda.device_count = lambda: 0
 cuda.manual_seed = cuda.manual_seed_all = lambda seed: None
+# torch.random: the default generator's seed and state
+random = _types.ModuleType("gradviz.random", "The default random generator: seeds, state, fork_rng.")
+random.manual_seed, random.seed, random.initial_seed = ops.manual_seed, ops.seed, ops.initial_seed
+random.get_rng_state, random.set_rng_state = ops.get_rng_state, ops.set_rng_state
+random.fork_rng = _runtime.fork_rng
+random.default_generator = default_generator = ops._creation._default_generator
+_sys.modules[__name__ + ".random"] = random
+cuda.is_bf16_supported = lambda including_emulation=True: False
+cuda.synchronize = lambda device=None: None
+cuda.empty_cache = lambda: None
+cuda.amp = _types.ModuleType("gradviz.cuda.amp", "torch.cuda.amp: deprecated aliases of torch.amp.")
+cuda.amp.GradScaler = amp.CudaGradScaler
+cuda.amp.autocast = _functools.partial(amp.autocast, "cuda")
+cuda.amp.custom_fwd, cuda.amp.custom_bwd = amp.custom_fwd, amp.custom_bwd
+_sys.modules[__name__ + ".cuda"] = cuda
+_sys.modules[__name__ + ".cuda.amp"] = cuda.amp
 backends = _types.ModuleType("gradviz.backends", "Accelerator backends: none in gradviz.")
 backends.mps = _types.SimpleNamespace(is_available=_not_available, is_built=_not_available)
-backends.cuda = _types.SimpleNamespace(is_built=_not_available)
+# flags training scripts set (``torch.backends.cuda.matmul.allow_tf32 = True``): kept, unused
+backends.cuda = _types.SimpleNamespace(is_built=_not_available,
+                                       matmul=_types.SimpleNamespace(allow_tf32=False,
+                                                                     allow_fp16_reduced_precision_reduction=True,
+                                                                     allow_bf16_reduced_precision_reduction=True))
 backends.cudnn = _types.SimpleNamespace(deterministic=False, benchmark=False, enabled=False,
-                                        is_available=_not_available)
+                                        allow_tf32=True, is_available=_not_available)
+_float32_matmul_precision = "highest"
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``torch.set_float32_matmul_precision``: kept for :func:`get_float32_matmul_precision`;
+    gradviz's CPU matmuls are always full float32 ("highest")."""
+    global _float32_matmul_precision
+    if precision not in ("highest", "high", "medium"):
+        _warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"setFloat32MatmulPrecision call has no effect.", stacklevel=2)
+        return
+    _float32_matmul_precision = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to :func:`set_float32_matmul_precision` ("highest" by default)."""
+    return _float32_matmul_precision
+
 
 
 accelerator = _types.ModuleType(
@@ -171,5 +221,9 @@ __all__ = [
     "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor", "utils", "pi", "e", "inf", "nan",
     "newaxis", "device", "set_default_device", "get_default_device", "accelerator",
     "set_printoptions", "is_floating_point", "is_inference", "cuda", "backends", "linalg",
-    "finfo", "iinfo", "promote_types", "save", "load", "special",
+    "finfo", "iinfo", "promote_types", "save", "load", "special", "amp", "autocast", "testing",
+    "compile", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
+    "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
+    "random", "default_generator", "is_autocast_enabled", "set_float32_matmul_precision",
+    "get_float32_matmul_precision",
 ] + _OP_NAMES

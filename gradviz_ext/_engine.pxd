@@ -239,6 +239,7 @@ cdef class ScopeFrame:
     cdef public object label
     cdef public object resolved
     cdef public object calls
+    cdef public object sequence
 cdef bint _anomaly_check_nan
 cpdef current_graph_task()
 cpdef set_current_graph_task(task)

@@ -8,6 +8,7 @@ classes into extension types when it is compiled, and ``GRADVIZ_PURE_PYTHON=1`` 
 very file interpreted (see ``gradviz_ext/__init__.py``). Keep it valid, readable Python.
 """
 
+import collections
 import os
 import weakref
 
@@ -1013,7 +1014,8 @@ class ScopeFrame:
     would get when it was called: ``[module, number, module, number, ...]`` (None until one
     is; it lives as long as the frame, one forward or one graph): the doctor names a module
     that ran but whose output was cut before the loss (Note [Modules cut off upstream] in
-    ``gradviz/debug/_model_checks.py``)."""
+    ``gradviz/debug/_model_checks.py``). ``sequence`` is that number for the frame's own
+    call; calls with no module around them go to :func:`top_module_calls`."""
 
     def __init__(self, parent, module, label=None):
         self.parent = parent
@@ -1021,6 +1023,24 @@ class ScopeFrame:
         self.label = label
         self.resolved = None
         self.calls = None
+        self.sequence = _next_sequence_nr
+
+
+# The last module calls made with no module call around them, oldest first, as
+# (weak reference to the module, sequence number); bounded, so a long training loop keeps
+# only its latest forwards (Note [Modules cut off upstream]).
+_top_calls = collections.deque(maxlen=512)
+
+
+def top_module_calls():
+    """``[(module, sequence number)]`` of the latest module calls made outside every other
+    module call (oldest first; modules since collected are left out)."""
+    found = []
+    for reference, sequence in list(_top_calls):
+        module = reference()
+        if module is not None:
+            found.append((module, sequence))
+    return found
 
 
 @cython.ccall
@@ -1042,6 +1062,12 @@ def push_scope(module, label=None):
             else:
                 owner.calls.append(module)
                 owner.calls.append(_next_sequence_nr)
+            return set_current_scope(ScopeFrame(parent, module, label))
+    if module is not None:
+        try:
+            _top_calls.append((weakref.ref(module), _next_sequence_nr))
+        except TypeError:  # a module object that takes no weak reference
+            pass
     return set_current_scope(ScopeFrame(parent, module, label))
 
 

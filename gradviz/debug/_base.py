@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import weakref
+from typing import TYPE_CHECKING
 
 from ..instrument._rollup import DEFAULT_MAX_BOXES, rollup
 from ._breakpoints import Breakpoint, BreakpointList
 from ._overlays import BUILTIN_OVERLAYS, BuiltinOverlays, validate_overlay
+from ._view import EventView
 
 __all__ = ["SessionBase"]
 
@@ -35,6 +37,13 @@ class _Listeners(list):
 
 class SessionBase:
     """Listeners, breakpoints and node inspection from displayed events."""
+
+    if TYPE_CHECKING:  # provided by each session kind (DebugSession, ReplaySession, CallSession)
+        _view: EventView
+
+        def graph(self) -> dict: ...
+
+        def node_states(self) -> dict[int, str]: ...
 
     def __init__(self):
         self._listeners = _Listeners()

@@ -91,7 +91,7 @@ class Breakpoint:
         self.when = when
         self.enabled = True
         self.hits = 0
-        self._owner = None
+        self._owner: BreakpointList | None = None
 
     @property
     def before_node(self) -> bool:
@@ -103,7 +103,7 @@ class Breakpoint:
             return False
         return self.function is None or name == self.function
 
-    def matches_node(self, node_id: int, name: str) -> bool:
+    def matches_node(self, node_id: int, name: str | None) -> bool:
         return self.enabled and self.before_node and self._node_matches(node_id, name)
 
     def matches_event(self, event: dict, name: str | None) -> bool:
@@ -157,7 +157,7 @@ class BreakpointList:
     def __len__(self):
         return len(self._items)
 
-    def node_hit(self, node_id: int, name: str) -> Breakpoint | None:
+    def node_hit(self, node_id: int, name: str | None) -> Breakpoint | None:
         for breakpoint in self._items:
             if breakpoint.matches_node(node_id, name):
                 breakpoint.hits += 1

@@ -36,7 +36,7 @@ import inspect
 import sys
 import threading
 import weakref
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -95,7 +95,7 @@ def made_in_backward_of(node):
 
 
 def _digest(array: np.ndarray) -> bytes:
-    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8), digest_size=16).digest()
+    return hashlib.blake2b(np.ascontiguousarray(array).view(np.uint8).data, digest_size=16).digest()
 
 
 def fingerprint(array: np.ndarray) -> Fingerprint:
@@ -196,7 +196,7 @@ class TorchRecord(NamedTuple):
 
 _torch_lock = threading.Lock()
 _torch_entries = 0          # active captures that installed the wrapper
-_torch_original = None      # (torch.autograd.Function, its own ``apply``, a classmethod)
+_torch_original: tuple[Any, Any] | None = None  # (torch.autograd.Function, its own ``apply``, a classmethod)
 _torch_local = threading.local()
 
 
@@ -283,7 +283,7 @@ def _watch_backward(torch, node):
     def after(grad_inputs, grad_outputs):
         owner = ref()
         start = getattr(owner, "_gradviz_backward_start", None)
-        if start is None:
+        if owner is None or start is None:
             return
         owner._gradviz_backward_start = None
         made = set()
@@ -326,6 +326,7 @@ def _uninstall_torch() -> None:
     with _torch_lock:
         _torch_entries -= 1
         if _torch_entries == 0:
+            assert _torch_original is not None  # set by the first _install_torch
             function, apply = _torch_original
             function.apply = apply
             _torch_original = None

@@ -133,7 +133,8 @@ def _ordered_nodes(trace: Trace) -> list:
 
 def _keyed(nodes: list, key_of) -> dict[tuple, dict]:
     """``{key_of(node) + (occurrence,): node}``, occurrences counted in the order given."""
-    keyed, seen = {}, {}
+    keyed: dict[tuple, dict] = {}
+    seen: dict[tuple, int] = {}
     for node in nodes:
         base = key_of(node)
         occurrence = seen.get(base, 0)

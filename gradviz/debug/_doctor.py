@@ -39,6 +39,7 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -215,7 +216,9 @@ def _is_torch(value):
 def _graph(roots):
     """The doctor's view of the graph behind ``roots``: gradviz's, or PyTorch's when the roots
     are ``torch.Tensor`` s (Note [Doctor on PyTorch graphs] in ``_torch_graph``)."""
-    tensor_type, graph_type = Tensor, GradvizGraph
+    # a gradviz or a torch tensor and graph: the doctor uses what the two have in common
+    tensor_type: type[Any] = Tensor
+    graph_type: type[Any] = GradvizGraph
     if roots and _is_torch(roots[0]):
         try:
             import torch
@@ -293,7 +296,7 @@ def _behind_note(behind, custom):
 def _name_repeated_nodes(findings, custom, node_id):
     """A Function applied several times has one node per use, all of one name: say which use
     (in forward order) and the node's id, so two findings of one name can be told apart."""
-    uses = {}
+    uses: dict[object, list] = {}
     for node in sorted(custom, key=lambda n: n._sequence_nr()):
         uses.setdefault(_function(node), []).append(node)
     for finding in findings:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -121,7 +122,10 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
     if not positions:
         return NodeCheck(skipped="no floating-point input needs a gradient")
 
-    rerun, analytic, observer, failure = None, None, None, None
+    rerun = None
+    analytic: dict | None = None
+    observer: Any = None
+    failure: tuple[str, Exception] | None = None
     for dtype in (np.float64, None):
         try:
             candidate = rerun_class(cls, args, needs, positions, dtype,
@@ -140,10 +144,12 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
         rerun = candidate
         break
     if rerun is None:
-        stage, exc = failure
+        assert failure is not None  # each attempt that neither returned nor broke recorded why
+        stage, error = failure
         if stage == "forward":
-            return NodeCheck(skipped=f"re-running its forward raised {type(exc).__name__}: {exc}")
-        return NodeCheck(backward_error=exc)
+            return NodeCheck(skipped=f"re-running its forward raised {type(error).__name__}: {error}")
+        return NodeCheck(backward_error=error)
+    assert analytic is not None and observer is not None  # set by the attempt that broke
 
     check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
     check.mutated_inputs = rerun.mutated_inputs
@@ -166,7 +172,7 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
         values = analytic[p]
         none_returned = values is None or edge_of[p] in observer.none_edges
         values = None if none_returned else values
-        full = np.zeros(base.shape, dtype=np.float64) if none_returned else values
+        full = np.zeros(base.shape, dtype=np.float64) if values is None else values
         slot = _check_slot(rerun, p, indices, full.reshape(-1)[indices])
         slot.none_returned = none_returned
         slot.sampled = sampled
@@ -459,7 +465,7 @@ def check_double_backward(cls, args, needs, seed, max_entries=64, rerun=GradvizR
         indices = (np.sort(np.random.default_rng((seed, p)).choice(size, max_entries, replace=False))
                    if sampled else np.arange(size))
         numeric = np.empty(len(indices))
-        for n, j in enumerate(indices):
+        for entry, j in enumerate(indices):
             values = []
             for factor in (1.0, 0.1):
                 lower, upper = rerun.moved(p, j, factor)
@@ -468,7 +474,7 @@ def check_double_backward(cls, args, needs, seed, max_entries=64, rerun=GradvizR
                 up = contracted({**rerun.base, p: moved[0]})
                 low = contracted({**rerun.base, p: moved[1]})
                 values.append((up - low) / (float(upper) - float(lower)))
-            numeric[n] = values[0] if abs(values[0] - values[1]) <= 1e-3 * max(1.0, abs(values[1])) \
+            numeric[entry] = values[0] if abs(values[0] - values[1]) <= 1e-3 * max(1.0, abs(values[1])) \
                 else math.nan  # a jump of the backward within the step: not judged
         analytic = second[p].reshape(-1)[indices]
         finite = np.isfinite(numeric)

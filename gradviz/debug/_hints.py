@@ -31,8 +31,8 @@ def explain(rerun, check, analytic, alone=False):
     for slot in check.slots:
         keep = np.isfinite(slot.numeric) & np.isfinite(slot.analytic)
         compared[slot.position] = (slot, keep)
-    linear = {} if alone else None
-    reversed_runs = {} if not alone else None
+    linear: dict[int, str] | None = {} if alone else None
+    reversed_runs: dict[int, dict[int, np.ndarray]] | None = {} if not alone else None
     jacobians = JacobianHints(rerun)
     for slot in check.slots:
         if not slot.mismatched.any():
@@ -352,8 +352,8 @@ def _outputs_at_fault(rerun, check):
     slots = [s for s in check.slots if s.mismatched.any() and not s.none_returned]
     if not slots:
         return {}, {}
-    wrong = {s.position: [] for s in slots}
-    ignored = {s.position: [] for s in slots}
+    wrong: dict[int, list[int]] = {s.position: [] for s in slots}
+    ignored: dict[int, list[int]] = {s.position: [] for s in slots}
     try:
         with rerun.outputs_alone() as outputs:
             for k in outputs:

@@ -62,7 +62,7 @@ def _is_number(value):
 def _number_slots(args):
     """{(argument, element or None): value} of the number arguments, and of the numbers in
     tuple or list arguments (options passed as a tuple)."""
-    slots = {}
+    slots: dict[tuple[int, int | None], object] = {}
     for q, value in enumerate(args):
         if _is_number(value):
             slots[(q, None)] = value
@@ -102,7 +102,8 @@ class JacobianHints:
         arrays = dict(rerun.base if arrays is None else arrays)
         base = arrays[position]
         shapes = [rerun.cotangents[k].shape for k in rerun.diff_outputs]
-        columns = []
+        columns: list[np.ndarray] | None
+        found: list[np.ndarray] = []
         try:
             for j in range(base.size):
                 x = float(base.reshape(-1)[j])
@@ -117,8 +118,9 @@ class JacobianHints:
                     raise ValueError("the outputs changed shape")
                 width = float(upper) - float(lower)
                 with np.errstate(invalid="ignore", over="ignore"):
-                    columns.append(np.concatenate(
+                    found.append(np.concatenate(
                         [((a - b) / width).reshape(-1) for a, b in zip(*values)]))
+            columns = found
         except Exception:  # noqa: BLE001 - only a hint: the forward may refuse such arguments
             columns = None
         matrix = None
@@ -147,7 +149,7 @@ class JacobianHints:
         if self._backward_matrix is not None:
             return self._backward_matrix
         rerun = self.rerun
-        rows = {p: [] for p in rerun.positions}
+        rows: dict[int, list[np.ndarray]] = {p: [] for p in rerun.positions}
         zero = {k: np.zeros_like(rerun.cotangents[k]) for k in rerun.diff_outputs}
         try:
             for k in rerun.diff_outputs:

@@ -54,8 +54,16 @@ module called inside a module call that built nodes of the loss's graph, ran in 
 ``no_gradient``, with ``cut_at`` the first node of the loss's graph made after that call
 began (where the graph resumes past the cut). A PyTorch forward run outside ``torch_scopes``
 keeps no record of module calls: such a module is ``unused_parameter``, whose cause names
-both possibilities. A module called at the top level (no module around it) is not recorded
-either.
+both possibilities.
+
+A module called at the top level (``h = encoder(x).detach(); loss = head(h)``, no module
+around either call) has no enclosing frame to note it in. Those calls go to a short record
+instead (the engine's ``top_module_calls()``, or the ``torch_scopes`` block's: the last 512,
+as weak references with their sequence numbers), and every frame knows the sequence number
+at which its own call began. The calls that belong to the loss's forward are those after the
+previous call of any top-level module that built the graph (its previous forward) and before
+the graph's last node: ``head``'s call in the step before bounds the window, so ``encoder``'s
+call of this step counts and the one of the step before does not.
 """
 
 from __future__ import annotations
@@ -207,13 +215,15 @@ def _ran_in_this_forward(graph):
     library = graph.library
     frames = {}
     for node in graph.nodes:
+        if library.is_leaf(node):
+            continue  # a parameter's AccumulateGrad keeps the frame of the call that made it first
         frame = library.frame(node)
         while frame is not None and id(frame) not in frames:
             frames[id(frame)] = frame
             frame = getattr(frame, "parent", None)
-    ran = {}
-    for frame in frames.values():
-        calls = getattr(frame, "calls", None) or ()
+    ran: dict[int, tuple[object, int, int]] = {}
+    top = [item for pair in _top_level_calls(graph, frames.values()) for item in pair]
+    for calls in [top] + [getattr(frame, "calls", None) or () for frame in frames.values()]:
         if isinstance(calls, dict):  # torch_scopes' ModuleCall
             calls = [item for pair in calls.values() for item in pair]
         for module, sequence in zip(calls[0::2], calls[1::2]):
@@ -226,6 +236,33 @@ def _ran_in_this_forward(graph):
                 if known is None or known[2] > len(found):
                     ran[id(parameter)] = (module, sequence, len(found))
     return ran
+
+
+def _top_level_calls(graph, frames):
+    """``[(module, sequence number)]``: the module calls made outside every other module call
+    during the forward that built the loss's graph, other than those that built its nodes
+    (Note [Modules cut off upstream])."""
+    library = graph.library
+    outermost = []
+    for frame in frames:
+        if getattr(frame, "module", None) is None:
+            continue
+        above = getattr(frame, "parent", None)
+        while above is not None and getattr(above, "module", None) is None:
+            above = getattr(above, "parent", None)
+        if above is None and getattr(frame, "sequence", None) is not None:
+            outermost.append(frame)
+    if not outermost:
+        return []
+    calls = library.top_module_calls(outermost)
+    reached = {id(frame.module) for frame in outermost}
+    first = min(frame.sequence for frame in outermost)
+    # the previous forward's calls of the modules that built this graph end the window
+    start = max((sequence for module, sequence in calls if id(module) in reached and sequence < first),
+                default=-1)
+    end = max((library.sequence(node) for node in graph.nodes if not library.is_leaf(node)), default=first)
+    return [(module, sequence) for module, sequence in calls
+            if start < sequence <= end and id(module) not in reached]
 
 
 def _cut_evidence(graph, call, name, module):

@@ -57,6 +57,16 @@ class GraphLibrary:
         except Exception:  # noqa: BLE001 - a node without metadata (a C++ custom node)
             return None
 
+    def top_module_calls(self, outermost):
+        """``[(module, sequence number)]``, oldest first, of the latest module calls made
+        outside every other call, from the record kept beside ``outermost`` (frames of such
+        calls): the engine's on gradviz, the ``torch_scopes`` block's on torch."""
+        if self.torch is None:
+            return _engine.top_module_calls()
+        block = next((frame.top_calls for frame in outermost
+                      if getattr(frame, "top_calls", None) is not None), None)
+        return [] if block is None else block.top_module_calls()
+
     def site(self, node):
         """``"file:line"`` of the user's line that made ``node`` in forward, or None: gradviz
         keeps it in anomaly mode and inside a recording (``_forward_site``), torch in anomaly
@@ -105,6 +115,7 @@ class GraphLibrary:
         return found
 
     def _read_saved(self, node):
+        found: list[tuple[str, object, tuple | None]]
         if self.torch is None:
             found = []
             for label, item in _capture.saved_tensors_of(node):
@@ -190,7 +201,7 @@ def _torch_site(stack, torch):
     if not stack:
         return None
     skip = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
-                 for module in (torch, sys.modules["gradviz"]))
+                 for module in (torch, sys.modules["gradviz"]) if module.__file__ is not None)
     found = None
     for text in stack:
         match = _TRACEBACK_LINE.search(text)
@@ -204,7 +215,7 @@ def named_parameters(params, nodes, library):
     ``(name, tensor)`` pairs, or None (the graph's leaves that require grad, named by
     position and shape)."""
     if params is None:
-        found = []
+        found: list[tuple[str, object]] = []
         for node in nodes:
             if library.is_leaf(node):
                 variable = node.variable
@@ -253,7 +264,7 @@ class ModelGraph:
         for node in nodes:
             if library.is_leaf(node):
                 self.leaf_of[id(node.variable)] = node
-        self.depth = {}
+        self.depth: dict[object, int] = {}
         queue = deque((r.grad_fn, 0) for r in roots if r.grad_fn is not None)
         while queue:
             node, depth = queue.popleft()

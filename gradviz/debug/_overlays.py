@@ -27,8 +27,11 @@ import math
 import numbers
 import re
 import weakref
+from collections.abc import Iterable
 
 import numpy
+
+from ._view import EventView
 
 __all__ = ["BUILTIN_OVERLAYS", "OVERLAY_KINDS", "BuiltinOverlays", "validate_overlay"]
 
@@ -179,8 +182,8 @@ class BuiltinOverlays:
 
     def __init__(self, saved_entries):
         self._saved_entries = weakref.WeakMethod(saved_entries)
-        self._view = None
-        self._epoch = None
+        self._view: EventView | None = None
+        self._epoch: int | None = None
         self.values: dict[str, dict] = {name: {} for name in BUILTIN_OVERLAYS}
         #: ``{name: {edge key: value}}`` for EDGE_OVERLAYS; the keys into each node, by node
         self.edges: dict[str, dict] = {name: {} for name in EDGE_OVERLAYS}
@@ -199,13 +202,13 @@ class BuiltinOverlays:
             found["saved_bytes"] = None
         return found
 
-    def update(self, view, node_ids) -> dict[str, dict]:
+    def update(self, view: EventView, node_ids: Iterable[int]) -> dict[str, dict]:
         """Bring the values up to date with ``view`` (an EventView; ``node_ids``: every node
         of the graph, for a full recompute) and return ``{name: {node id: value}}``."""
         full = view is not self._view or view.epoch != self._epoch
         if full:
             changed = list(node_ids)
-            fresh = {name: {} for name in BUILTIN_OVERLAYS}
+            fresh: dict[str, dict[int, object]] | None = {name: {} for name in BUILTIN_OVERLAYS}
             self.edges = {name: {} for name in EDGE_OVERLAYS}
             self._edge_keys = {}
         else:
@@ -327,7 +330,7 @@ def validate_overlay(name, values, known, kind=None) -> tuple[str, dict[int, obj
         raise TypeError(f"overlay values must be a dict {{node id: value}}, got "
                         f"{type(values).__name__}")
     checked: dict[int, object] = {}
-    kinds = {}
+    kinds: dict[type, int] = {}
     for key, value in values.items():
         node_id = _node_id(key, known)
         found = _value(value, node_id)

@@ -65,7 +65,10 @@ class ReplaySession(SessionBase):
         object with ``to_dict()``; offered as ``doctor`` only when the trace has one."""
         if callable(progress):
             progress(1, 1, "recorded report")
-        return _RecordedReport(self.trace.doctor)
+        report = self.trace.doctor
+        if report is None:  # offered only when the trace has one (__init__)
+            raise RuntimeError("this replay's trace has no gradient doctor report")
+        return _RecordedReport(report)
 
     # ---- position ----------------------------------------------------------------------
     def _seek(self, position: int) -> None:

@@ -31,7 +31,8 @@ class Entry(NamedTuple):
     difference; for ``mutated_saved`` they are the value when saved and the value now.
     """
 
-    index: tuple
+    # Shadows tuple.index on purpose: ``index`` is the public field name (to_dict, reports).
+    index: tuple[int, ...]  # type: ignore[assignment]
     analytic: float
     numeric: float
 

@@ -86,7 +86,7 @@ class Rerun:
         # the outputs too large to show a change (a saturated softmax): a false alarm there
         # would blame a right backward for inputs the user never gave it
         self.count_unchanged = False
-        self.mutated_inputs = {}
+        self.mutated_inputs: dict[int, object] = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
         # integer outputs (the indices of a sort, topk or max): for the hints
@@ -102,7 +102,7 @@ class Rerun:
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
         self.itemsize = precision if precision in RTOL else 4
-        self.eps = float(np.finfo({8: np.float64, 4: np.float32, 2: np.float16}[self.itemsize]).eps)
+        self.eps = float(np.finfo(np.dtype(f"f{self.itemsize}")).eps)  # float64, 32 or 16
         self.step = 0.5 * self.eps ** (1.0 / 3.0)
         self.rtol = RTOL[self.itemsize]
         self.out_dtypes = {k: arrays[k].dtype for k in self.diff_outputs}
@@ -110,6 +110,8 @@ class Rerun:
         self.cotangents = {k: rng.standard_normal(arrays[k].shape)
                               .astype(self.out_dtypes[k]).astype(np.float64)
                            for k in self.diff_outputs}
+        # the cotangents of the differentiable outputs, in order (set by prepare())
+        self._cotangent_list: list[np.ndarray] = []
 
     # ---- what an implementation provides ------------------------------------------------
     @classmethod
@@ -240,7 +242,7 @@ class Rerun:
         ``lower``/``upper`` are values of the entry (None means the base value).
         """
         base = self.base[position]
-        values = []
+        values: list[np.ndarray | None] = []
         for value in (upper, lower):
             if value is None:
                 values.append(None)

@@ -117,7 +117,8 @@ class DebugSession(SessionBase):
         super().__init__()
         self._task = task
         self._recorder = recorder
-        self._doctor_arguments = None  # (tensors, gradient, params), set by backward()
+        # (tensors, gradient, params), set by backward()
+        self._doctor_arguments: tuple[object, object, object] | None = None
         self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
         self._view = EventView(self._nodes)
         # what each node saved, read before any is released (the inspector lists them after)
@@ -333,7 +334,7 @@ class DebugSession(SessionBase):
 
     def trace(self) -> Trace:
         """Everything recorded so far as a :class:`gradviz.instrument.Trace` (to save/replay)."""
-        graph = {"nodes": [], "edges": [], "roots": []}
+        graph: dict[str, list] = {"nodes": [], "edges": [], "roots": []}
         add_to_graph(graph, self._task.graph_root, set(), set())
         for node in graph["nodes"]:  # the leaves' names, as graph() shows them
             name = self._nodes.get(node["id"], {}).get("leaf_name")

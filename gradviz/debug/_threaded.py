@@ -215,11 +215,16 @@ class CallSession(SessionBase):
         self._wait_for_stop(timeout)
         self._raise_if_failed()
 
+    def _failure(self) -> BaseException:
+        """The exception the pass raised (set whenever the state becomes "error")."""
+        assert self._exception is not None, "the session failed without recording why"
+        return self._exception
+
     @weak_self
     def _raise_if_failed(self):
         if self._state == "error" and not self._raised_to_caller:
             self._raised_to_caller = True
-            raise self._exception
+            raise self._failure()
 
     @weak_self
     def step(self, timeout: float | None = None):
@@ -287,7 +292,7 @@ class CallSession(SessionBase):
             state = self._state
         if state == "error":
             self._raised_to_caller = True
-            raise self._exception
+            raise self._failure()
         if state == "aborted":
             raise SessionAborted("the debug session was aborted")
         if state != "finished":

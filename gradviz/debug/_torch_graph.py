@@ -41,6 +41,7 @@ import heapq
 import math
 import re
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 import torch
@@ -107,7 +108,7 @@ class TorchGraph:
 
 def _discovery_ids(starts):
     """``{node: id}`` in the order record_torch's walk first meets the nodes."""
-    ids = {}
+    ids: dict[Any, int] = {}
     stack = []
     for node in starts:
         if node not in ids:
@@ -159,7 +160,7 @@ def recorded_inputs(node, known, trail=()):
                       f"and its forward arguments were not recorded ({_HINT})")
     args = [None] * len(needs)
     constants = []   # positions of tensor arguments that do not require grad
-    used = set()     # indices of saved tensors matched to an argument
+    used: set[int] = set()  # indices of saved tensors matched to an argument
     for position, (next_node, input_nr) in enumerate(edges):
         if next_node is None:
             constants.append(position)
@@ -352,7 +353,7 @@ def _retained(nodes):
     backward), and nothing in the graph leads to them, so they are found among all objects."""
     members = set(nodes)
     found = []
-    is_tensor = {}  # by type(), not isinstance(): some objects warn when __class__ is read
+    is_tensor: dict[type, bool] = {}  # by type(), not isinstance(): some objects warn when __class__ is read
     for obj in gc.get_objects():
         kind = type(obj)
         tensor = is_tensor.get(kind)
@@ -430,12 +431,13 @@ def _backward_pass(roots, gradient, nodes, report):
 def _walk(roots, grads, nodes, observer, report):
     """The doctor's backward pass over a graph of built-in nodes (Note [The doctor's own
     walk]); fills ``observer`` as the engine's hooks would."""
-    waiting = {}
+    waiting: dict[Any, int] = {}
     for node in nodes:
         for child, _ in node.next_functions:
             if child is not None:
                 waiting[child] = waiting.get(child, 0) + 1
-    buffers, metadata = {}, {}
+    buffers: dict[Any, list] = {}
+    metadata: dict[Any, list] = {}
 
     def add(node, nr, grad):
         # as the engine's validate_outputs: sum a broadcast gradient down to the input's
@@ -460,7 +462,7 @@ def _walk(roots, grads, nodes, observer, report):
     ready = [(-n._sequence_nr(), order, n) for order, n in enumerate(buffers)
              if waiting.get(n, 0) == 0]
     heapq.heapify(ready)
-    leaf_grads = {}
+    leaf_grads: dict[Any, object] = {}
     counter = len(ready)
     with torch.no_grad():
         while ready:

@@ -648,7 +648,7 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None, do
     except Exception as exc:
         recording.error(exc)
         try:
-            exc.gradviz_trace = recording.trace
+            exc.gradviz_trace = recording.trace  # type: ignore[attr-defined]  # an attribute added to the user's exception
         except AttributeError:  # an exception type without a __dict__
             pass
         raise

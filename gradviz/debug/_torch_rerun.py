@@ -15,6 +15,7 @@ returned (:func:`_watched`); the user's class and graph are left alone.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -188,6 +189,7 @@ class TorchRerun(Rerun):
         with torch.enable_grad():
             (first,) = torch.autograd.grad(roots, [leaves[p]], grads, create_graph=True,
                                            allow_unused=True)
+            derivative: Sequence[torch.Tensor | None]
             if first is None or not first.requires_grad:
                 derivative = [None] * len(grads)
             else:
@@ -217,7 +219,7 @@ class TorchRerun(Rerun):
                     continue
                 term = (g * torch.from_numpy(u[p]).to(g.dtype)).sum()
                 total = term if total is None else total + term
-            second = [None] * len(inputs)
+            second: Sequence[torch.Tensor | None] = [None] * len(inputs)
             if total is not None:
                 second = torch.autograd.grad([total], inputs, allow_unused=True)
         return {p: (np.zeros(self.base[p].shape) if g is None else as_array(g).astype(np.float64))

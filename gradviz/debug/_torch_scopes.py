@@ -26,6 +26,8 @@ names it.
 from __future__ import annotations
 
 import threading
+import weakref
+from collections import deque
 
 from ..autograd._scopes import relative_names
 from ..instrument._module_paths import named_modules
@@ -40,16 +42,20 @@ CALL_KEY = "gradviz_call"
 
 class ModuleCall:
     """One module call inside :class:`torch_scopes`: the module, the enclosing call (None at
-    the top) and ``calls``, ``{id(module): (module, sequence number)}`` of the modules called
-    directly inside it, at their last call (None until one is); the shape of gradviz's
-    ``ScopeFrame``."""
+    the top), ``calls``, ``{id(module): (module, sequence number)}`` of the modules called
+    directly inside it, at their last call (None until one is), and ``sequence``, the number
+    forward had reached when this call began (the shape of gradviz's ``ScopeFrame``); a call
+    at the top also holds ``top_calls``, the block's record of the calls made outside every
+    other call: the :class:`torch_scopes` block (its :meth:`~torch_scopes.top_module_calls`)."""
 
-    __slots__ = ("module", "parent", "calls")
+    __slots__ = ("module", "parent", "calls", "sequence", "top_calls")
 
-    def __init__(self, module, parent):
+    def __init__(self, module, parent, sequence=None, top_calls=None):
         self.module = module
         self.parent = parent
         self.calls = None
+        self.sequence = sequence
+        self.top_calls = top_calls
 
 
 class torch_scopes:
@@ -72,6 +78,19 @@ class torch_scopes:
         self._handles = []
         self._local = threading.local()
         self._serial = 0
+        # (weak reference to the module, sequence number) of the latest calls made outside
+        # every other call, as gradviz's engine keeps them (Note [Modules cut off upstream])
+        self._top_calls: deque[tuple[weakref.ref, int]] = deque(maxlen=512)
+
+    def top_module_calls(self) -> list:
+        """``[(module, sequence number)]`` of the latest module calls made in this block
+        outside every other module call, oldest first (collected modules left out)."""
+        found = []
+        for reference, sequence in list(self._top_calls):
+            module = reference()
+            if module is not None:
+                found.append((module, sequence))
+        return found
 
     def __enter__(self):
         import torch  # gradviz never needs torch unless a torch graph is asked for
@@ -111,16 +130,21 @@ class torch_scopes:
             probe = (self._probe * 1).grad_fn
             start = None if probe is None else probe._sequence_nr()  # None: inference mode
         parent = stack[-1][5] if stack else None
-        call = ModuleCall(module, parent)
+        sequence = start
+        if sequence is None and not torch.is_inference_mode_enabled():
+            with torch.enable_grad():  # a no_grad block: where forward had reached
+                probe = (self._probe * 1).grad_fn
+            sequence = None if probe is None else probe._sequence_nr()
+        call = ModuleCall(module, parent, sequence, None if parent is not None else self)
         if parent is not None:
-            sequence = start
-            if sequence is None and not torch.is_inference_mode_enabled():
-                with torch.enable_grad():  # a no_grad block: where forward had reached
-                    probe = (self._probe * 1).grad_fn
-                sequence = None if probe is None else probe._sequence_nr()
             if parent.calls is None:
                 parent.calls = {}
             parent.calls[id(module)] = (module, sequence)
+        elif sequence is not None:
+            try:
+                self._top_calls.append((weakref.ref(module), sequence))
+            except TypeError:  # a module object that takes no weak reference
+                pass
         self._serial += 1
         stack.append((module, path, types, self._serial, start, call))
 
@@ -190,7 +214,7 @@ def annotate_torch_modules(infos: list, nodes: list, names: dict, module_types: 
             tag = node.metadata.get(METADATA_KEY)
             if tag is not None:
                 tags[index] = tag
-    calls: dict[tuple, list] = {}
+    calls: dict[tuple, set[int]] = {}
     for path, _, serial in tags.values():
         calls.setdefault(path, set()).add(serial)
     number = {(path, serial): rank for path, serials in calls.items()

@@ -42,6 +42,48 @@ class Generator:
         self.manual_seed(np.random.SeedSequence().entropy % 2**63)
         return self._seed
 
+    def get_state(self):
+        """The generator's state as a uint8 tensor, for :meth:`set_state` (its layout is
+        gradviz's, not torch's: Note [Generator state])."""
+        state = self._rng.bit_generator.state
+        words = (state["state"]["state"].to_bytes(16, "little") + state["state"]["inc"].to_bytes(16, "little")
+                 + bytes([state["has_uint32"]]) + state["uinteger"].to_bytes(4, "little")
+                 + self._seed.to_bytes(8, "little", signed=True))
+        return _wrap(np.frombuffer(words, dtype=np.uint8).copy())
+
+    def set_state(self, new_state) -> Generator:
+        """Restore a state :meth:`get_state` returned; the draws that followed it repeat."""
+        array = _state_bytes(new_state)
+        bit_generator = np.random.PCG64()
+        bit_generator.state = {"bit_generator": "PCG64",
+                               "state": {"state": int.from_bytes(array[:16], "little"),
+                                         "inc": int.from_bytes(array[16:32], "little")},
+                               "has_uint32": int(array[32]), "uinteger": int.from_bytes(array[33:37], "little")}
+        self._seed = int.from_bytes(array[37:45], "little", signed=True)
+        self._rng = np.random.Generator(bit_generator)
+        return self
+
+
+# Note [Generator state]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# torch's CPU generator state is a 5,056-byte Mersenne Twister; gradviz draws from numpy's PCG64,
+# whose whole state is two 128-bit words, a cached 32-bit half and the seed: 45 bytes in a
+# uint8 tensor. Code that saves and restores the state (``get_rng_state``/``set_rng_state``,
+# ``fork_rng``, checkpointing) works unchanged; a torch state cannot be loaded (its size is
+# refused with torch's message) and the streams differ from torch's anyway.
+STATE_BYTES = 45
+
+
+def _state_bytes(state) -> bytes:
+    if not isinstance(state, Tensor):
+        raise TypeError(f"expected a torch.ByteTensor, but got {type(state).__name__}")
+    if state.dtype is not _dtypes.uint8:
+        raise TypeError("RNG state must be a torch.ByteTensor")
+    if state.numel() != STATE_BYTES:
+        raise RuntimeError(f"Expected a CPUGeneratorImplState of size {STATE_BYTES} but found the input RNG "
+                           f"state size to be {state.numel()}")
+    return state.detach().numpy().reshape(-1).tobytes()
+
 
 _default_generator = Generator()
 # the default stream, read at every call (gradviz.func's vmap swaps it for its randomness modes)
@@ -55,6 +97,22 @@ def manual_seed(seed: int) -> Generator:
     _default_generator.manual_seed(seed)
     _generator = _default_generator._rng
     return _default_generator
+
+
+@declare()
+def get_rng_state():
+    """The default generator's state (a uint8 tensor). Mirrors ``torch.get_rng_state``
+    (Note [Generator state])."""
+    return _default_generator.get_state()
+
+
+@declare()
+def set_rng_state(new_state) -> None:
+    """Restore the default generator's state from :func:`get_rng_state`. Mirrors
+    ``torch.set_rng_state``."""
+    global _generator
+    _default_generator.set_state(new_state)
+    _generator = _default_generator._rng
 
 
 @declare()
@@ -577,8 +635,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return _wrap(out.reshape(weights.shape[:-1] + (int(num_samples),)))
 
 
-__all__ += ["Generator", "initial_seed", "seed", "randperm", "normal", "bernoulli", "multinomial",
-            "randint_like"]
+__all__ += ["Generator", "initial_seed", "seed", "get_rng_state", "set_rng_state", "randperm", "normal",
+            "bernoulli", "multinomial", "randint_like"]
 
 
 

@@ -16,7 +16,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._pointwise import _broadcast_error, checked_integer
 from ._registry import Op, apply, check_saveable, declare, numpy_names
 from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
-from ._scatter_add import add_rows
+from ._scatter_add import add_at, add_rows
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
            "sort", "topk", "argsort"]
@@ -39,7 +39,8 @@ def _check_gather_shapes(what, input, dim, index):
                 f"Size does not match at dimension {d} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {dim}"
             )
-    if index.size and (index.min() < -input.shape[dim] or index.max() >= input.shape[dim]):
+    # gather and the scatters take no negative positions (unlike indexing with [])
+    if index.size and (index.min() < 0 or index.max() >= input.shape[dim]):
         bad = index.max() if index.max() >= input.shape[dim] else index.min()
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {input.shape[dim]}")
 
@@ -81,8 +82,8 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def _scatter_add_forward(a, src, index, dim, **_):
-    out = a.copy()
-    np.add.at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
+    out = a.copy()  # C order: add_at adds through its flat positions
+    add_at(out, _grid(index, dim), src[tuple(slice(0, s) for s in index.shape)])
     return out
 
 
@@ -188,7 +189,7 @@ def index_select(input, dim, index):
     _check_index_vector(array, "index_select")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
-    if array.size and (array.max() >= size or array.min() < -size):
+    if array.size and (array.max() >= size or array.min() < 0):
         raise IndexError("index out of range in self")
     check_saveable(index, input)
     return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
@@ -219,6 +220,12 @@ def index_add(input, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index_add_(): self ({TYPE_WORDS[input.dtype.name]}) and source "
                            f"({TYPE_WORDS[source.dtype.name]}) must have the same scalar type")
     dim = _wrap_dim(dim, input.ndim)
+    size = input._data.shape[dim] if input.ndim else 1
+    outside = np.flatnonzero((array < 0) | (array >= size))
+    if outside.size:
+        # torch takes no negative positions here, unlike indexing with []
+        raise RuntimeError(f"index {int(array.reshape(-1)[outside[0]])} is out of bounds for dimension {dim} "
+                           f"with size {size}")
     check_saveable(index, source)
     return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
 
@@ -507,9 +514,12 @@ def _check_index_for(what, input, dim, index):
     _check_index_vector(index, what)
     size = input.shape[dim] if input.ndim else 1
     data = index._data.reshape(-1)
-    if data.size and (data.max() >= size or data.min() < -size):
+    # index_fill counts negative positions from the end; index_copy takes none, and names itself
+    lowest = -size if what == "index_fill" else 0
+    if data.size and (data.max() >= size or data.min() < lowest):
         bad = int(data.max() if data.max() >= size else data.min())
-        raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+        prefix = "index_copy_(): " if what == "index_copy" else ""
+        raise IndexError(f"{prefix}index {bad} is out of bounds for dimension {dim} with size {size}")
     return data
 
 
@@ -641,7 +651,7 @@ def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
     _REDUCE_UFUNCS[reduce].at(out, grid, values)
     if reduce == "mean":
         counts = np.where(touched & include_self, 1, 0) + np.zeros(a.shape, dtype=np.int64)
-        np.add.at(counts, grid, 1)
+        add_at(counts, grid, 1)
         divided = out / np.maximum(counts, 1)
         out = divided.astype(a.dtype) if a.dtype.kind == "f" else (out // np.maximum(counts, 1))
     return out
@@ -739,7 +749,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     touched = np.zeros(input._data.shape, dtype=bool)
     touched[_grid(array, dim)] = True
     counts = np.where(touched & include_self, 1, 0) + np.zeros(input._data.shape, dtype=np.int64)
-    np.add.at(counts, _grid(array, dim), 1)
+    add_at(counts, _grid(array, dim), 1)
     return apply(SCATTER_REDUCE, input, src, index=array, index_tensor=index, dim=dim,
                  reduce=reduce, include_self=bool(include_self), touched=touched,
                  counts=np.maximum(counts, 1))

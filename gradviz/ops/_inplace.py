@@ -39,6 +39,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer, legacy_alpha
 from ._registry import Op, apply, declare
+from ._scatter_add import add_at
 from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
 __all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "inplace_method"]
@@ -463,8 +464,8 @@ def _numpy_key(key):
 # ---- index_put and put (the functional forms of indexed writes) ---------------------------------
 
 def _index_put_accumulate_forward(a, value, key, **_):
-    out = a.copy()
-    np.add.at(out, key, np.broadcast_to(value, out[key].shape))
+    out = a.copy()  # C order: add_at adds through its flat positions
+    add_at(out, key, np.broadcast_to(value, out[key].shape))
     return out
 
 

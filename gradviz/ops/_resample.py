@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._registry import Op, apply
+from ._scatter_add import add_rows
 
 __all__ = ["upsample", "axis_plan", "pixel_shuffle", "pixel_unshuffle"]
 
@@ -78,10 +79,10 @@ def _resample_adjoint(g, plans, sizes):
         moved = np.moveaxis(g, axis, 0)
         out = np.zeros((sizes[k],) + moved.shape[1:], dtype=g.dtype)
         if index1 is None:
-            np.add.at(out, index0, moved)
+            add_rows(out, index0, moved)
         else:
-            np.add.at(out, index0, moved * _weights(lambda0, moved.ndim, 0))
-            np.add.at(out, index1, moved * _weights(lambda1, moved.ndim, 0))
+            add_rows(out, index0, moved * _weights(lambda0, moved.ndim, 0))
+            add_rows(out, index1, moved * _weights(lambda1, moved.ndim, 0))
         g = np.moveaxis(out, 0, axis)
     return np.ascontiguousarray(g)
 

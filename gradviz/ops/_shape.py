@@ -13,6 +13,7 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
 from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
+from ._scatter_add import add_at
 
 __all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
            "unsqueeze", "squeeze", "squeeze_dim",
@@ -326,7 +327,7 @@ def contiguous(input):
 def _scatter_forward(g, shape, key, kind):
     out = np.zeros(shape, dtype=g.dtype)
     if kind == "advanced":  # repeated indices must add up
-        np.add.at(out, key, g)
+        add_at(out, key, g)
     else:
         out[key] = g
     return out

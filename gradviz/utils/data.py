@@ -29,7 +29,8 @@ from .. import dtypes as _dtypes
 from .. import ops as _ops
 from .._tensor import Tensor
 
-__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "Subset", "random_split",
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset", "random_split",
+           "get_worker_info",
            "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler", "DataLoader", "default_collate",
            "default_convert"]
@@ -52,6 +53,34 @@ class IterableDataset(Dataset):
 
     def __iter__(self):
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
+
+
+class ChainDataset(IterableDataset):
+    """Several iterable datasets one after the other (``torch.utils.data.ChainDataset``)."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for dataset in self.datasets:
+            if not isinstance(dataset, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            yield from dataset
+
+    def __len__(self):
+        total = 0
+        for dataset in self.datasets:
+            if not isinstance(dataset, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
+            total += len(dataset)
+        return total
+
+
+def get_worker_info():
+    """Information about the ``DataLoader`` worker process running this code: always None,
+    as gradviz's ``DataLoader`` loads in the calling process (torch returns None there too),
+    so an ``IterableDataset`` that shards by worker yields everything once."""
+    return None
 
 
 class ConcatDataset(Dataset):

@@ -96,6 +96,7 @@ def diff_to_html(result: Any, path: str | os.PathLike[str], title: str | None = 
     publisher = OverlayPublisher()
     publisher.requested.add(DIFF_OVERLAY)
     overlays = publisher.trait(_session(result))
+    assert overlays is not None  # the diff's session has overlays() (the difference)
     # the page replays trace a position by position; the built-ins' values change with the
     # position, so the page carries only the difference (fixed for the whole pass)
     data["overlays"] = {DIFF_OVERLAY: overlays[DIFF_OVERLAY]}

@@ -174,7 +174,8 @@ def _replay_changes(session: Any, events: list[dict], ids: set[int]) -> tuple[li
         for position in range(len(events) + 1):
             event = events[position - 1] if position > 0 else None
             node = None if event is None else event.get("node")
-            full = position == 0 or not fast or node is None or event.get("kind") == "backward_started"
+            full = (position == 0 or not fast or event is None or node is None
+                    or event.get("kind") == "backward_started")
             if full and fast and position > 0 and states != full_states():
                 break  # what was tracked (up to position - 1) is wrong: read everything
             session.seek(position)

@@ -174,8 +174,8 @@ class _Capturing:
 
     def __enter__(self) -> _Capturing:
         self._saved = (sys.stdout, sys.stderr)
-        sys.stdout = _Tee(sys.stdout, self._capture._write)  # type: ignore[assignment]
-        sys.stderr = _Tee(sys.stderr, self._capture._write)  # type: ignore[assignment]
+        sys.stdout = _Tee(sys.stdout, self._capture._write)
+        sys.stderr = _Tee(sys.stderr, self._capture._write)
         return self
 
     def __exit__(self, *exc_info: object) -> None:

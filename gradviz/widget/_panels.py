@@ -18,9 +18,10 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..instrument._rollup import rollup
+from ._protocol import AckMessage, ErrorReply, ModuleInspection, ModuleParameter, Overlay, ProgressMessage
 
 __all__ = ["OverlayPublisher", "PanelsMixin", "module_inspection", "validate_panel_message",
            "MODULE_SELECT", "OVERLAY_REQUEST"]
@@ -50,20 +51,19 @@ class OverlayPublisher:
         self.requested: set[str] = set()
         self._converted: dict[object, tuple] = {}
 
-    def trait(self, session: Any) -> dict | None:
+    def trait(self, session: Any) -> dict[str, Overlay] | None:
         """The trait's new value; None for a session without overlays."""
         reader = getattr(session, "overlays", None)
         if not callable(reader):
             return None
-        found = {}
+        found: dict[str, Overlay] = {}
         for name, overlay in reader().items():
-            entry = {key: overlay[key] for key in ("kind", "scale", "builtin", "title", "description")}
+            entry: Overlay = {"kind": overlay["kind"], "scale": overlay["scale"], "builtin": overlay["builtin"],
+                              "title": overlay["title"], "description": overlay["description"],
+                              "edges": None, "values": None}
             values = overlay["values"]
             edges = overlay.get("edges")
-            entry["edges"] = None
-            if overlay["builtin"] and name not in self.requested:
-                entry["values"] = None
-            else:
+            if not (overlay["builtin"] and name not in self.requested):
                 if edges is not None:
                     cached_edges = self._converted.get((name, "edges"))
                     if cached_edges is None or cached_edges[2] is not edges:
@@ -92,12 +92,12 @@ def validate_panel_message(content: dict, known_overlays: object) -> tuple[str, 
     if kind == MODULE_SELECT:
         if argument is not None and not isinstance(argument, str):
             return f"a select message's module must be a dotted module path or null, got {argument!r:.80}"
-        return kind, argument
+        return MODULE_SELECT, argument
     if argument is not None and not isinstance(argument, str):
         return f"an overlay message's name must be an overlay name or null, got {argument!r:.80}"
     if argument is not None and isinstance(known_overlays, dict) and argument not in known_overlays:
         return f"no overlay named {argument!r:.80}; known: {', '.join(map(repr, known_overlays))}"
-    return kind, argument
+    return OVERLAY_REQUEST, argument
 
 
 def module_rollup(graph: dict) -> dict[str, dict]:
@@ -106,7 +106,7 @@ def module_rollup(graph: dict) -> dict[str, dict]:
 
 
 def module_inspection(session: Any, modules: dict[str, dict], path: str,
-                      states: dict[str, str]) -> dict:
+                      states: dict[str, str]) -> ModuleInspection:
     """The inspector's content for a module: ``{"module", "type", "count", "calls",
     "states", "parameters": [{"id", "name", "grad"}]}``: the parameters of the module and of
     its sub-modules, by name; ``grad`` is the summary of the
@@ -121,7 +121,7 @@ def module_inspection(session: Any, modules: dict[str, dict], path: str,
     owned = [parameter for name, module in modules.items()
              if name == path or name.startswith(prefix)
              for parameter in module["parameters"]]
-    parameters = []
+    parameters: list[ModuleParameter] = []
     for parameter in sorted(owned, key=lambda item: item["name"]):
         grad = None
         if callable(reader):
@@ -137,6 +137,21 @@ class PanelsMixin:
     """The module selection and overlay requests of ``DebuggerWidget`` (protocol 5). Uses the
     widget's ``_session``, ``_modules``, ``_overlay_publisher``, ``overlays``, ``selected``,
     ``selected_module``, ``_refresh``, ``_ack`` and ``send``."""
+
+    if TYPE_CHECKING:  # what the widget provides (traits, state, methods)
+        _session: Any
+        _modules: dict[str, dict] | None
+        _overlay_publisher: OverlayPublisher
+        overlays: dict[str, Overlay] | None
+        selected: int | None
+        selected_module: str | None
+
+        def _refresh(self) -> None: ...
+
+        def _ack(self, name: str, ok: bool, reason: str | None = None) -> None: ...
+
+        def send(self, content: AckMessage | ErrorReply | ProgressMessage,
+                 buffers: list[bytes] | None = None) -> None: ...
 
     def select_module(self, path: str | None) -> None:
         """Show a module (dotted path, e.g. ``"blocks.3"``; ``""`` the whole model) in the
@@ -167,7 +182,7 @@ class PanelsMixin:
         self.selected_module = path
         self._refresh()
 
-    def _module_index(self) -> dict:
+    def _module_index(self) -> dict[str, dict]:
         if self._modules is None:
             self._modules = module_rollup(self._session.graph())
         return self._modules

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, TypeGuard
 
 from ..errors import TraceFormatError
 from ..instrument._trace import (
@@ -188,11 +188,11 @@ def check_trace_view(data: Any) -> TraceView:
     return TraceView(trace, data)
 
 
-def _fail(what: str):
+def _fail(what: str) -> NoReturn:
     raise TraceFormatError(f"the trace view's view is malformed: {what}; save it again with trace.save_view(path)")
 
 
-def _is_id(value: Any) -> bool:
+def _is_id(value: Any) -> TypeGuard[int]:
     return type(value) is int and value >= 0
 
 

@@ -29,7 +29,8 @@ import math
 import threading
 import time
 import weakref
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable
+from typing import Any, Final, Protocol, TypeGuard, cast
 
 import anywidget
 import numpy
@@ -39,6 +40,20 @@ from ._bundle import load_bundle
 from ._docs_pages import docs_embed, write_session_page
 from ._output import OutputCapture, describe_exception
 from ._panels import MODULE_SELECT, OVERLAY_REQUEST, OverlayPublisher, PanelsMixin, module_inspection
+from ._protocol import (
+    DoctorState,
+    EventLine,
+    Graph,
+    GraphEdge,
+    GraphNode,
+    History,
+    HistoryEvent,
+    Inspection,
+    ModuleFields,
+    ModuleInspection,
+    Overlay,
+    Synced,
+)
 
 __all__ = ["DebuggerWidget", "display_session"]
 
@@ -60,7 +75,7 @@ COMMANDS = {
     "abort": "abort",
     "check_gradients": "doctor",
 }
-CHECK_GRADIENTS = "check_gradients"
+CHECK_GRADIENTS: Final = "check_gradients"
 # The statuses in which a command may run. A replay that reached its end can still go back;
 # the doctor checks the graph, whatever the pass has done (Note [Check gradients]).
 COMMAND_STATUSES = {name: frozenset({"paused"}) for name in COMMANDS}
@@ -116,7 +131,7 @@ class SessionProtocolError(ValueError):
     """The session reported something that does not fit the widget protocol."""
 
 
-def _is_id(value: object) -> bool:
+def _is_id(value: object) -> TypeGuard[int]:
     # bool is an int subclass; an id of True is a bug, not node 1.
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -124,7 +139,7 @@ def _is_id(value: object) -> bool:
 def _as_id(value: object) -> int | None:
     """Accept Python and numpy integers as node ids."""
     if _is_id(value):
-        return int(value)  # type: ignore[call-overload]
+        return int(value)
     index = getattr(value, "__index__", None)
     if index is not None and not isinstance(value, bool):
         number = index()
@@ -133,12 +148,12 @@ def _as_id(value: object) -> int | None:
     return None
 
 
-def _module_fields(node: dict, where: str) -> dict[str, Any]:
+def _module_fields(node: dict, where: str) -> ModuleFields:
     """The node's module path fields (``module``, ``module_types``, ``module_call``), checked.
 
     The front end folds the drawing by them (docs/widget_protocol.md, "Module paths").
     """
-    fields: dict[str, Any] = {}
+    fields: ModuleFields = {}
     module = node.get("module")
     if module is None:
         return fields
@@ -160,7 +175,7 @@ def _module_fields(node: dict, where: str) -> dict[str, Any]:
     return fields
 
 
-def normalize_graph(raw: object) -> dict[str, Any]:
+def normalize_graph(raw: object) -> Graph:
     """Check ``session.graph()`` and return a fresh JSON-ready copy of it.
 
     Raises
@@ -170,7 +185,7 @@ def normalize_graph(raw: object) -> dict[str, Any]:
     """
     if not isinstance(raw, dict):
         raise SessionProtocolError(f"session.graph() must return a dict, got {type(raw).__name__}")
-    nodes: list[dict[str, Any]] = []
+    nodes: list[GraphNode] = []
     ids: set[int] = set()
     for index, node in enumerate(raw.get("nodes", ())):
         where = f"session.graph()['nodes'][{index}]"
@@ -187,7 +202,7 @@ def normalize_graph(raw: object) -> dict[str, Any]:
         name, label = node.get("name"), node.get("label", "")
         if not isinstance(name, str) or not isinstance(label, str):
             raise SessionProtocolError(f"{where}: 'name' and 'label' must be str, got {name!r} and {label!r}")
-        entry = {"id": node_id, "name": name, "kind": kind, "label": label}
+        entry: GraphNode = {"id": node_id, "name": name, "kind": kind, "label": label}
         leaf_name = node.get("leaf_name")
         if leaf_name is not None:
             if not isinstance(leaf_name, str) or kind != "accumulate_grad":
@@ -203,7 +218,7 @@ def normalize_graph(raw: object) -> dict[str, Any]:
         entry.update(_module_fields(node, where))
         ids.add(node_id)
         nodes.append(entry)
-    edges: list[dict[str, int]] = []
+    edges: list[GraphEdge] = []
     for index, edge in enumerate(raw.get("edges", ())):
         where = f"session.graph()['edges'][{index}]"
         if not isinstance(edge, dict):
@@ -212,9 +227,12 @@ def normalize_graph(raw: object) -> dict[str, Any]:
         if source not in ids or target not in ids or input_nr is None:
             raise SessionProtocolError(f"{where} must join two node ids with an input_nr >= 0, got {edge!r}")
         edges.append({"source": source, "target": target, "input_nr": input_nr})
-    roots = [_as_id(root) for root in raw.get("roots", ())]
-    if any(root not in ids for root in roots):
-        raise SessionProtocolError(f"session.graph()['roots'] must list node ids, got {raw.get('roots')!r}")
+    roots: list[int] = []
+    for root in raw.get("roots", ()):
+        root_id = _as_id(root)
+        if root_id is None or root_id not in ids:
+            raise SessionProtocolError(f"session.graph()['roots'] must list node ids, got {raw.get('roots')!r}")
+        roots.append(root_id)
     return {"nodes": nodes, "edges": edges, "roots": roots}
 
 
@@ -285,7 +303,7 @@ def _finite_or_text(number: float) -> float | str:
     return number
 
 
-def compact_event(event: object) -> dict[str, Any] | None:
+def compact_event(event: object) -> EventLine | None:
     """The narration line's view of an event: ``{seq, kind, node, text}``, JSON-ready."""
     if not isinstance(event, dict):
         return None
@@ -299,7 +317,7 @@ def compact_event(event: object) -> dict[str, Any] | None:
     }
 
 
-def delivered_edges(events: object, ids: frozenset[int]) -> list[list[int]] | None:
+def delivered_edges(events: Iterable[object] | None, ids: frozenset[int]) -> list[list[int]] | None:
     """The gradients delivered so far, one ``[producer, receiver]`` per shown ``buffer_added``
     event between two nodes of the graph (a pair repeats once per delivery, e.g. the two edges
     of ``x * x``). The view draws an edge as delivered only once its ``buffer_added`` is shown,
@@ -317,7 +335,7 @@ def delivered_edges(events: object, ids: frozenset[int]) -> list[list[int]] | No
     return pairs
 
 
-def event_history(session: object, shown: object) -> tuple[dict[str, Any] | None, int]:
+def event_history(session: object, shown: Iterable[object] | None) -> tuple[History | None, int]:
     """The ``history`` trait and the ``history_position`` (how many events are shown).
 
     A replay (a session with ``seek`` and a ``trace``) lists all of its trace's events, so a
@@ -327,23 +345,24 @@ def event_history(session: object, shown: object) -> tuple[dict[str, Any] | None
     """
     if shown is None:
         return None, 0
-    shown = list(shown)  # type: ignore[call-overload]
-    trace = getattr(session, "trace", None)
-    seekable = callable(getattr(session, "seek", None)) and isinstance(getattr(trace, "events", None), list)
-    events = trace.events if seekable else shown  # type: ignore[union-attr]
+    shown = list(shown)
+    trace_events = getattr(getattr(session, "trace", None), "events", None)
+    seekable = callable(getattr(session, "seek", None)) and isinstance(trace_events, list)
+    events = trace_events if seekable and isinstance(trace_events, list) else shown
     position = len(shown)
     if seekable:
         start = max(0, min(position - HISTORY_LIMIT // 2, len(events) - HISTORY_LIMIT))
     else:
         start = max(0, position - HISTORY_LIMIT)
-    lines = []
+    lines: list[HistoryEvent] = []
     for event in events[start:start + HISTORY_LIMIT]:
-        line = compact_event(event) or {"kind": "?", "node": None, "text": ""}
-        lines.append([line["kind"], line["node"], line["text"]])
+        line = compact_event(event) or {"seq": None, "kind": "?", "node": None, "text": ""}
+        # a JSON array on the wire; a list here, so the trait compares equal to what it synced
+        lines.append(cast(HistoryEvent, [line["kind"], line["node"], line["text"]]))
     return {"start": start, "total": len(events), "events": lines, "seekable": seekable}, position
 
 
-def describe_stop(breakpoint: object, nodes=()) -> str | None:
+def describe_stop(breakpoint: object, nodes: Iterable[GraphNode] = ()) -> str | None:
     """Why a paused session stopped, in words for the status line ("breakpoint on
     TanhBackward0"); None when it did not stop at a breakpoint (a step, or not yet run).
     ``nodes``: the graph's nodes, to name a node breakpoint by the node's display number."""
@@ -357,10 +376,12 @@ def describe_stop(breakpoint: object, nodes=()) -> str | None:
             what.append(f"node #{node}")
         else:
             what.append(f"{shown.get('name', 'node')} #{shown.get('number', node)}")
-    if getattr(breakpoint, "function", None) is not None:
-        what.append(str(breakpoint.function))
-    if getattr(breakpoint, "event", None) is not None:
-        what.append(f"{breakpoint.event} event")
+    function = getattr(breakpoint, "function", None)
+    if function is not None:
+        what.append(str(function))
+    event = getattr(breakpoint, "event", None)
+    if event is not None:
+        what.append(f"{event} event")
     if getattr(breakpoint, "nonfinite", False):
         what.append("NaN/Inf")
     when = getattr(breakpoint, "when", None)
@@ -414,28 +435,31 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
     _esm = traitlets.Unicode().tag(sync=True)
 
     protocol_version = traitlets.Int(PROTOCOL_VERSION).tag(sync=True)
-    graph = traitlets.Dict().tag(sync=True)
-    states = traitlets.Dict().tag(sync=True)
+    # {} until the session's graph is known
+    graph = cast("Synced[Graph]", traitlets.Dict().tag(sync=True))
+    states = cast("Synced[dict[str, str]]", traitlets.Dict().tag(sync=True))
     current = traitlets.Int(None, allow_none=True).tag(sync=True)
     status = traitlets.Unicode("paused").tag(sync=True)
     error = traitlets.Unicode(None, allow_none=True).tag(sync=True)
     commands = traitlets.List(traitlets.Unicode()).tag(sync=True)
     selected = traitlets.Int(None, allow_none=True).tag(sync=True)
-    inspection = traitlets.Dict(None, allow_none=True).tag(sync=True)
-    last_event = traitlets.Dict(None, allow_none=True).tag(sync=True)
-    doctor = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    inspection = cast("Synced[Inspection | ModuleInspection | None]",
+                      traitlets.Dict(None, allow_none=True).tag(sync=True))
+    last_event = cast("Synced[EventLine | None]", traitlets.Dict(None, allow_none=True).tag(sync=True))
+    doctor = cast("Synced[DoctorState | None]", traitlets.Dict(default_value=None, allow_none=True).tag(sync=True))
     stopped_at = traitlets.Unicode(None, allow_none=True).tag(sync=True)
-    delivered = traitlets.List(None, allow_none=True).tag(sync=True)
+    delivered = cast("Synced[list[list[int]] | None]", traitlets.List(None, allow_none=True).tag(sync=True))
     output = traitlets.Unicode("").tag(sync=True)
-    history = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    history = cast("Synced[History | None]", traitlets.Dict(default_value=None, allow_none=True).tag(sync=True))
     history_position = traitlets.Int(0).tag(sync=True)
     # protocol 5 (gradviz/widget/_panels.py): overlays and the module inspector
-    overlays = traitlets.Dict(default_value=None, allow_none=True).tag(sync=True)
+    overlays = cast("Synced[dict[str, Overlay] | None]",
+                    traitlets.Dict(default_value=None, allow_none=True).tag(sync=True))
     selected_module = traitlets.Unicode(None, allow_none=True).tag(sync=True)
 
     def __init__(self, session: Session, **kwargs: Any) -> None:
         super().__init__(_esm=load_bundle(), **kwargs)
-        self._session = session
+        self._session: Session = session
         self._graph_ids: frozenset[int] = frozenset()
         self._publish_lock = threading.Lock()
         self._snapshots_taken = 0
@@ -463,7 +487,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
         bundle = super()._repr_mimebundle_(**kwargs)  # data, or (data, metadata)
         data = bundle[0] if isinstance(bundle, tuple) else bundle
         embed = docs_embed(self._write_docs_page) if isinstance(data, dict) else None
-        if embed is None:
+        if embed is None or not isinstance(data, dict):
             return bundle
         data = {**data, "text/html": embed}
         return (data, *bundle[1:]) if isinstance(bundle, tuple) else data
@@ -594,7 +618,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
                     self.overlays = overlays
                 self.selected_module = selected_module
 
-    def _inspect(self, node_id: int, state: str, graph_nodes: Any) -> dict[str, Any]:
+    def _inspect(self, node_id: int, state: str, graph_nodes: Iterable[GraphNode]) -> Inspection:
         """The inspector's content: ``session.node(id)`` made JSON-safe, or, for a session
         without ``node()``, what the graph and the states say."""
         reader = getattr(self._session, "node", None)
@@ -609,7 +633,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
             info.setdefault(key, value)
         info["id"] = node_id
         info.setdefault("state", state)
-        return info
+        return cast(Inspection, info)  # json_safe(session.node(id)): an open dict of JSON values
 
     # ---- browser -> Python ------------------------------------------------------------------
 
@@ -629,6 +653,7 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
             if name == SELECT:
                 self._run_select(argument)
             elif name == SEEK:
+                assert argument is not None  # _validate_command checked the position
                 self._run_seek(argument)
             else:
                 self._run_command(name, argument)
@@ -723,7 +748,8 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
                 self._ack(name, False, f"the session is {status}")
                 return
             self.error = None
-            method = self._check_gradients if name == CHECK_GRADIENTS else getattr(self._session, COMMANDS[name])
+            method: Callable[..., object] = (self._check_gradients if name == CHECK_GRADIENTS
+                                             else getattr(self._session, COMMANDS[name]))
             self._running_to = node if name == "run_to" else None
             try:
                 with self._output.command(name):
@@ -753,9 +779,10 @@ class DebuggerWidget(PanelsMixin, anywidget.AnyWidget):
 
     def _check_gradients(self) -> None:
         """Run the doctor on the session's graph and publish its report (Note [Check gradients])."""
-        run = (self.doctor or {}).get("run", 0) + 1
+        run = (0 if self.doctor is None else self.doctor["run"]) + 1
         self.doctor = {"run": run, "state": "checking", "report": None, "error": None}
         try:
+            # doctor() is optional in Session: this command is offered only when it exists
             report = self._session.doctor(progress=self._progress_sender())  # type: ignore[attr-defined]
             data = json_safe(report.to_dict())
         except BaseException as exc:  # an interrupted kernel must not leave "checking" forever

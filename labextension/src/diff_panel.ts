@@ -4,6 +4,7 @@
 // without a partner. Every name comes from user code: set with textContent only.
 
 import { formatValue } from "./overlays.js";
+import { isRecord } from "./generated/widget_protocol.js";
 
 export interface DiffEntry {
   /** The node's id in its own trace (a's graph is the one drawn). */
@@ -22,10 +23,6 @@ export interface DiffView {
   readonly differences: readonly DiffEntry[];
   readonly onlyA: readonly DiffEntry[];
   readonly onlyB: readonly DiffEntry[];
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function whole(value: unknown): number {

@@ -7,6 +7,7 @@
 
 import { formatNumber, type SummaryNumber } from "./inspector.js";
 import { ProtocolError } from "./model.js";
+import { isRecord, type ProgressMessage } from "./generated/widget_protocol.js";
 
 export const DOCTOR_STATES = ["checking", "done", "error"] as const;
 export type Severity = "error" | "warning";
@@ -67,16 +68,8 @@ export type DoctorState =
   | { readonly state: "done"; readonly run: number; readonly report: DoctorReport }
   | { readonly state: "error"; readonly run: number; readonly error: string };
 
-/** A `progress` message from Python while the doctor runs. */
-export interface Progress {
-  readonly done: number;
-  readonly total: number;
-  readonly label: string;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+/** What the panel shows of a `progress` message from Python while the doctor runs. */
+export type Progress = Readonly<Pick<ProgressMessage, "done" | "total" | "label">>;
 
 function isId(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;

@@ -7,6 +7,7 @@
 // event's node. The parsing is pure (unit-tested); the panels only build DOM, with textContent.
 
 import { ProtocolError } from "./model.js";
+import { isRecord } from "./generated/widget_protocol.js";
 
 export interface HistoryEntry {
   /** The event's index in the session's (or the trace's) event stream. */
@@ -26,10 +27,6 @@ export interface History {
   readonly seekable: boolean;
   /** How many events are shown: the current event is `position - 1`. */
   readonly position: number;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function isCount(value: unknown): value is number {

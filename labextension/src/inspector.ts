@@ -6,6 +6,7 @@
 
 import { factSections, type FactLine, type NodeNamer } from "./inspector_facts.js";
 import { ProtocolError } from "./model.js";
+import { isRecord } from "./generated/widget_protocol.js";
 
 /** A number from a tensor summary: NaN and infinities arrive as "nan", "inf", "-inf". */
 export type SummaryNumber = number | string | null;
@@ -56,10 +57,6 @@ export interface Inspection {
   readonly sections: readonly InspectorSection[];
   /** Why there is nothing more to show (a saved page keeps no gradients); "" when none. */
   readonly note: string;
-}
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 function text(value: unknown): string {

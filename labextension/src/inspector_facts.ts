@@ -7,6 +7,7 @@
 // Pure: no DOM (inspector.ts draws the sections).
 
 import type { SummaryRow } from "./inspector.js";
+import { isRecord } from "./generated/widget_protocol.js";
 
 /** A summary parser, passed in by inspector.ts (which owns it) to keep the imports one-way. */
 export type ParseSummary = (value: unknown) => SummaryRow["summary"];
@@ -29,10 +30,6 @@ export interface FactSection {
 
 /** Names a node id in the text ("MulBackward0 #3"); the id alone when the graph lacks it. */
 export type NodeNamer = (id: number) => string;
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;

@@ -5,6 +5,8 @@
 // still check every value they read, because a view that throws on a malformed trait
 // shows nothing at all, while one that reports the problem can still be debugged.
 
+import * as protocol from "./generated/widget_protocol.js";
+
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
 export const PROTOCOL_VERSION = 5;
 
@@ -17,19 +19,20 @@ export function protocolMismatch(value: unknown): string | null {
   );
 }
 
-export const NODE_STATES = ["pending", "ready", "running", "done", "released", "error"] as const;
-export type NodeState = (typeof NODE_STATES)[number];
+// The values of the protocol's literal types, generated from gradviz/widget/_protocol.py.
+export const NODE_STATES = protocol.NODE_STATES;
+export type NodeState = protocol.NodeState;
 
-export const NODE_KINDS = ["builtin", "custom", "accumulate_grad"] as const;
-export type NodeKind = (typeof NODE_KINDS)[number];
+export const NODE_KINDS = protocol.NODE_KINDS;
+export type NodeKind = protocol.NodeKind;
 
 /** "running": a session driving user code in a worker thread, between two pauses. */
-export const SESSION_STATUSES = ["paused", "running", "finished", "aborted", "error"] as const;
-export type SessionStatus = (typeof SESSION_STATUSES)[number];
+export const SESSION_STATUSES = protocol.SESSION_STATUSES;
+export type SessionStatus = protocol.SessionStatus;
 
 /** The session commands, in toolbar order (docs/widget_protocol.md). `select` is separate. */
-export const COMMANDS = ["step", "step_event", "continue", "run_to", "step_back", "abort", "check_gradients"] as const;
-export type CommandName = (typeof COMMANDS)[number];
+export const COMMANDS = protocol.COMMAND_NAMES;
+export type CommandName = protocol.CommandName;
 
 export interface GraphNode {
   readonly id: number;
@@ -49,11 +52,7 @@ export interface GraphNode {
 }
 
 /** An edge of the autograd graph: `source` is closer to the loss, `target` is one of its next_functions. */
-export interface GraphEdge {
-  readonly source: number;
-  readonly target: number;
-  readonly input_nr: number;
-}
+export type GraphEdge = Readonly<protocol.GraphEdge>;
 
 export interface Graph {
   readonly nodes: readonly GraphNode[];
@@ -67,9 +66,7 @@ export class ProtocolError extends Error {
   override name = "ProtocolError";
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+const isRecord = protocol.isRecord;
 
 function isId(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
@@ -341,12 +338,7 @@ export function parseSelected(value: unknown, graph: Graph): number | null {
 }
 
 /** The `last_event` trait: the latest event shown, for the narration line. */
-export interface EventLine {
-  readonly seq: number | null;
-  readonly kind: string;
-  readonly node: number | null;
-  readonly text: string;
-}
+export type EventLine = Readonly<protocol.EventLine>;
 
 export function parseLastEvent(value: unknown): EventLine | null {
   if (value === null || value === undefined) return null;
@@ -437,11 +429,7 @@ export function statusText(view: ViewState): string {
 }
 
 /** A command message as sent to Python (docs/widget_protocol.md, "browser → Python"). */
-export type CommandMessage =
-  | { readonly type: "command"; readonly name: Exclude<CommandName, "run_to"> }
-  | { readonly type: "command"; readonly name: "seek"; readonly position: number }
-  | { readonly type: "command"; readonly name: "run_to"; readonly node: number }
-  | { readonly type: "command"; readonly name: "select"; readonly node: number | null };
+export type CommandMessage = Readonly<protocol.CommandMessage>;
 
 /** The message for a toolbar command; `run_to` goes to the selected node (null: no message). */
 export function commandMessage(name: CommandName, selected: number | null = null): CommandMessage | null {
@@ -460,10 +448,7 @@ export function seekMessage(position: number): CommandMessage {
 }
 
 /** Python's reply to a malformed message (unknown command, missing or mistyped fields). */
-export interface ErrorReply {
-  readonly type: "error";
-  readonly reason: string;
-}
+export type ErrorReply = Readonly<protocol.ErrorReply>;
 
 export function parseErrorReply(value: unknown): ErrorReply | null {
   if (!isRecord(value) || value["type"] !== "error") return null;
@@ -472,12 +457,7 @@ export function parseErrorReply(value: unknown): ErrorReply | null {
 }
 
 /** Python's answer to a command (docs/widget_protocol.md, "Python → browser"). */
-export interface AckMessage {
-  readonly type: "ack";
-  readonly name: string;
-  readonly ok: boolean;
-  readonly reason: string | null;
-}
+export type AckMessage = Readonly<protocol.AckMessage>;
 
 /** Recognise an ack among custom messages; anything else is null. */
 export function parseAck(value: unknown): AckMessage | null {

@@ -4,12 +4,10 @@
 // A click on a parameter selects its AccumulateGrad node. All text is set with textContent.
 
 import { formatNumber, parseSummary, type Summary } from "./inspector.js";
+import { isRecord, type ModuleSelect, type OverlayRequest } from "./generated/widget_protocol.js";
 
 /** Ask Python to show a module in the inspector (its dotted path; null: nothing). */
-export interface ModuleSelectMessage {
-  readonly type: "select";
-  readonly module: string | null;
-}
+export type ModuleSelectMessage = Readonly<ModuleSelect>;
 
 /** The message the fold view sends when a folded module's box is clicked. */
 export function selectModuleMessage(path: string | null): ModuleSelectMessage {
@@ -17,10 +15,7 @@ export function selectModuleMessage(path: string | null): ModuleSelectMessage {
 }
 
 /** A view's picker asks Python for a built-in overlay's values (overlays.ts). */
-export interface OverlayRequestMessage {
-  readonly type: "overlay";
-  readonly name: string | null;
-}
+export type OverlayRequestMessage = Readonly<OverlayRequest>;
 
 export function overlayRequestMessage(name: string | null): OverlayRequestMessage {
   return { type: "overlay", name };
@@ -43,10 +38,6 @@ export interface ModuleInspection {
 }
 
 const STATE_ORDER = ["done", "released", "running", "ready", "pending", "error"];
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function whole(value: unknown): number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : 0;

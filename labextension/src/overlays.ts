@@ -10,6 +10,8 @@
 // module box (which then shows the min and max of its members), and `paintBox` applies it.
 // Every piece of user text (overlay names, categories) is set with textContent.
 
+import { isRecord } from "./generated/widget_protocol.js";
+
 export type OverlayKind = "continuous" | "categorical" | "boolean";
 /** A continuous value: a number, or "nan" / "inf" / "-inf" (JSON has no NaN). */
 export type OverlayValue = number | string | boolean;
@@ -42,10 +44,6 @@ export function edgeKeys(edges: readonly { readonly source: number; readonly tar
 }
 
 const KINDS: readonly OverlayKind[] = ["continuous", "categorical", "boolean"];
-
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** Read the `overlays` trait leniently: an entry with an unknown kind or a bad value is left out. */
 export function parseOverlays(value: unknown): Overlay[] {

@@ -126,6 +126,62 @@ def test_a_torch_forward_outside_torch_scopes_says_both_causes():
     assert finding.kind == "unused_parameter" and "torch_scopes()" in finding.cause
 
 
+def two_modules(lib, steps):
+    """An encoder and a head called at the top level (no module around them), as a training
+    loop does; ``steps`` lists, per step, whether the encoder is called (its output detached)
+    or not (the head then reads the input). Returns the modules, named as the doctor sees
+    them, and the last step's loss."""
+    lib.manual_seed(0)
+    encoder, head = lib.nn.Sequential(lib.nn.Linear(4, 4), lib.nn.Tanh()), lib.nn.Linear(4, 1)
+    model = lib.nn.ModuleDict({"encoder": encoder, "head": head})
+    x = lib.tensor(X, dtype=lib.float32)
+    scopes = gradviz.debug.torch_scopes() if lib is real_torch else contextlib.nullcontext()
+    with scopes:
+        for calls_encoder in steps:
+            h = encoder(x).detach() if calls_encoder else x
+            loss = head(h).pow(2).mean()
+    return model, loss
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+@pytest.mark.parametrize("steps", [[True], [False, True], [True, True, True]],
+                         ids=["one step", "after a step without it", "third step"])
+def test_a_module_called_at_the_top_level_and_cut_is_no_gradient(library, steps):
+    model, loss = two_modules(LIBRARIES[library], steps)
+    report = gradviz.debug.doctor(loss, params=model)
+    assert {(f.kind, n) for f in report.findings for n in f.params} == {
+        ("no_gradient", "encoder.0.weight"), ("no_gradient", "encoder.0.bias")}, str(report)
+    finding = report.findings[0]
+    assert "ran in this forward" in finding.message and finding.node.name() == "AddmmBackward0"
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_a_module_called_only_in_an_earlier_step_is_unused_parameter(library):
+    # the encoder ran in the first step, not in the one whose loss is examined
+    model, loss = two_modules(LIBRARIES[library], [True, False])
+    report = gradviz.debug.doctor(loss, params=model)
+    assert {(f.kind, n) for f in report.findings for n in f.params} == {
+        ("unused_parameter", "encoder.0.weight"), ("unused_parameter", "encoder.0.bias")}, str(report)
+
+
+def test_top_level_calls_are_kept_weakly_and_bounded():
+    import gc
+
+    from gradviz_ext import engine
+
+    layer = gradviz.nn.Linear(2, 2)
+    layer(gradviz.ones(1, 2))
+    assert any(module is layer for module, _ in engine.top_module_calls())
+    del layer
+    gc.collect()
+    assert all(type(module) is not gradviz.nn.Linear or module.in_features != 2
+               for module, _ in engine.top_module_calls()[-1:])
+    relu = gradviz.nn.ReLU()
+    for _ in range(600):
+        relu(gradviz.ones(1))
+    assert len(engine.top_module_calls()) <= 512
+
+
 # ---- inplace_overwrite names both ops with their source lines ----------------------------
 
 def overwrite_saved(lib, saved_input):
@@ -249,3 +305,28 @@ def test_a_layer_cut_inside_a_scope_block_is_found_and_a_long_scope_block_keeps_
     findings = gradviz.debug.doctor(loss, params=net).findings
     assert {(f.kind, f.params[0]) for f in findings} == {("no_gradient", "layer1.weight"),
                                                          ("no_gradient", "layer1.bias")}
+
+
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_a_submodule_called_only_in_an_earlier_forward_is_unused_parameter(library):
+    # the parameters' AccumulateGrad nodes keep the frames of the first forward, which called
+    # `extra`; the forward examined did not
+    lib = LIBRARIES[library]
+    lib.manual_seed(0)
+
+    class Net(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body, self.extra = lib.nn.Linear(4, 4), lib.nn.Linear(4, 4)
+
+        def forward(self, x, warmup):
+            return self.body(self.extra(x).detach() if warmup else x).sum()
+
+    net, x = Net(), lib.tensor(X, dtype=lib.float32)
+    scopes = gradviz.debug.torch_scopes() if lib is real_torch else contextlib.nullcontext()
+    with scopes:
+        net(x, warmup=True)
+        loss = net(x, warmup=False)
+    report = gradviz.debug.doctor(loss, params=net)
+    assert {(f.kind, n) for f in report.findings for n in f.params} == {
+        ("unused_parameter", "extra.weight"), ("unused_parameter", "extra.bias")}, str(report)

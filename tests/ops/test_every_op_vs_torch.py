@@ -458,6 +458,12 @@ SPECS: dict[str, Spec] = {
     # ---- rows only a backward rule applies: reached through a first derivative ----------
     "convolution_backward": S((2, 3, 5, 6), (4, 3, 3, 2))(
         _grad_of(lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1))),
+    # stride-1 convolutions take flat windows (ops/_flat_windows.py); their backward rules
+    # apply the wide im2col (weight's gradient) and col2im (input's gradient)
+    "col2im_wide": S((2, 3, 5, 6), (4, 3, 3, 2))(
+        _grad_of(lambda m, x, w: m.nn.functional.conv2d(x, w, padding=1))),
+    "im2col_wide": S((4, 3, 3, 2), (2, 3, 5, 6))(
+        _grad_of(lambda m, w, x: m.nn.functional.conv2d(x, w, padding=1))),
     "unfold_backward": S((3, 7))(_grad_of(lambda m, x: x.unfold(1, 3, 2))),
     "native_layer_norm_backward": S((3, 4, 5), (5,), (5,), order=1, why=_TORCH_THIRD_DERIVATIVE)(
         _grad_of(lambda m, x, w, b: m.nn.functional.layer_norm(x, (5,), w, b))),

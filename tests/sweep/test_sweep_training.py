@@ -980,6 +980,30 @@ def tr_random_split_subset_and_concat(torch, o):
 
 
 @program
+def tr_chain_dataset_and_worker_info(torch, o):
+    ChainDataset, DataLoader, IterableDataset, get_worker_info = _names(torch.utils.data, 'ChainDataset', 'DataLoader', 'IterableDataset', 'get_worker_info')
+
+    class Shards(IterableDataset):   # the sharding pattern: split by worker when there are any
+        def __init__(self, start, end):
+            self.start, self.end = start, end
+
+        def __iter__(self):
+            info = get_worker_info()
+            if info is None:
+                return iter(range(self.start, self.end))
+            return iter(range(self.start + info.id, self.end, info.num_workers))
+
+        def __len__(self):
+            return self.end - self.start
+
+    chain = ChainDataset([Shards(0, 3), Shards(10, 12)])
+    o("worker info", get_worker_info())
+    o("chain", list(chain))
+    o("chain len", len(chain))
+    o("batches", list(DataLoader(chain, batch_size=2)))
+
+
+@program
 def tr_samplers_and_iterable_dataset(torch, o):
     BatchSampler, DataLoader, IterableDataset, RandomSampler, SequentialSampler, SubsetRandomSampler, TensorDataset, WeightedRandomSampler = _names(torch.utils.data, 'BatchSampler', 'DataLoader', 'IterableDataset', 'RandomSampler', 'SequentialSampler', 'SubsetRandomSampler', 'TensorDataset', 'WeightedRandomSampler')
     ds = TensorDataset(torch.arange(10.0))

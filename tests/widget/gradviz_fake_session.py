@@ -3,6 +3,12 @@
 It walks a fixed graph in the engine's order (dependency counts, then the ready node with the
 highest id first, like PyTorch's CPU ready queue ordered by sequence_nr), so that widget and
 browser tests do not depend on the engine. Used by tests/widget and tests/browser.
+
+A node that has run is ``released`` when it saved tensors for backward (the engine frees them),
+else ``done``; a graph node may say ``"saves": False`` (the widget ignores the key), and an
+AccumulateGrad node never saves. ``FakeDebugSession`` adds what a ``DebugSession`` also offers
+(breakpoints, ``run_to``, ``abort``). ``tests/widget/test_fake_session_contract.py`` runs the
+same commands against these and a real ``gradviz.debug`` session and requires the same traits.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ class FakeSession:
         self._fail_at = fail_at
         self._listeners: list[Callable[[Any], None]] = []
         self._kind = {node["id"]: node["kind"] for node in graph["nodes"]}
+        self._saves = {node["id"]: node["kind"] != "accumulate_grad" and node.get("saves", True)
+                       for node in graph["nodes"]}
         self._successors: dict[int, list[int]] = {node["id"]: [] for node in graph["nodes"]}
         self._dependencies = {node["id"]: 0 for node in graph["nodes"]}
         for edge in graph["edges"]:
@@ -115,7 +123,7 @@ class FakeSession:
             self.current = None
             self._notify()
             raise ValueError(f"custom backward of node {node} returned a gradient of the wrong shape")
-        self._states[node] = "done" if self._kind[node] == "accumulate_grad" else "released"
+        self._states[node] = "released" if self._saves[node] else "done"
         for successor in self._successors[node]:
             self._dependencies[successor] -= 1
             if self._dependencies[successor] == 0:
@@ -139,3 +147,73 @@ class FakeSession:
     def _notify(self) -> None:
         for callback in list(self._listeners):
             callback(self)
+
+
+class _FakeBreakpoint:
+    """What the widget reads of a breakpoint (``node``, ``function``); removable."""
+
+    def __init__(self, owner: list[_FakeBreakpoint], node: int | None, function: str | None) -> None:
+        self._owner = owner
+        self.node = node
+        self.function = function
+
+    def matches(self, node_id: int, name: str) -> bool:
+        return (self.node is None or self.node == node_id) and (self.function is None or self.function == name)
+
+    def remove(self) -> None:
+        if self in self._owner:
+            self._owner.remove(self)
+
+
+class FakeDebugSession(FakeSession):
+    """A FakeSession with a ``DebugSession``'s breakpoints, ``run_to`` and ``abort``: ``continue_``
+    stops *before* a node a breakpoint matches (not the one it is paused at) and names the
+    breakpoint in ``stopped_at``, which a step clears."""
+
+    def __init__(self, graph: dict[str, Any], fail_at: int | None = None) -> None:
+        super().__init__(graph, fail_at)
+        self._names = {node["id"]: node["name"] for node in graph["nodes"]}
+        self.breakpoints: list[_FakeBreakpoint] = []
+        self.stopped_at: _FakeBreakpoint | None = None
+
+    def break_on(self, node: int | None = None, function: str | None = None) -> _FakeBreakpoint:
+        breakpoint = _FakeBreakpoint(self.breakpoints, node, function)
+        self.breakpoints.append(breakpoint)
+        return breakpoint
+
+    def step(self) -> None:
+        self.stopped_at = None
+        super().step()
+
+    def continue_(self) -> None:
+        self.stopped_at = None
+        first = True
+        while self.status == "paused" and self.current is not None:
+            if not first:
+                hit = next((b for b in self.breakpoints if b.matches(self.current, self._names[self.current])), None)
+                if hit is not None:
+                    self.stopped_at = hit
+                    self._notify()
+                    return
+            first = False
+            super().step()
+
+    def run_to(self, node: int) -> None:
+        if node not in self._names:
+            raise KeyError(f"no node with id {node} in this session's graph")
+        if self.current == node:
+            return
+        temporary = self.break_on(node=node)
+        try:
+            self.continue_()
+        finally:
+            temporary.remove()
+        if self.stopped_at is temporary:
+            self.stopped_at = None
+            self._notify()
+
+    def abort(self) -> None:
+        """Stop here: nodes that have not run never will (their states stay as they are)."""
+        self.status = "aborted"
+        self.current = None
+        self._notify()

@@ -1,0 +1,202 @@
+// Generated from gradviz/widget/_protocol.py by
+// `python -m gradviz.widget.protocol`. Do not edit.
+
+import type { Summary } from "./events.js";
+
+export type NodeState = "pending" | "ready" | "running" | "done" | "released" | "error";
+export type NodeKind = "builtin" | "custom" | "accumulate_grad";
+export type SessionStatus = "paused" | "running" | "finished" | "aborted" | "error";
+export type CommandName = "step" | "step_event" | "continue" | "run_to" | "step_back" | "abort" | "check_gradients";
+export type Number = number | "nan" | "inf" | "-inf";
+
+export const NODE_STATES = ["pending", "ready", "running", "done", "released", "error"] as const;
+export const NODE_KINDS = ["builtin", "custom", "accumulate_grad"] as const;
+export const SESSION_STATUSES = ["paused", "running", "finished", "aborted", "error"] as const;
+export const COMMAND_NAMES = ["step", "step_event", "continue", "run_to", "step_back", "abort", "check_gradients"] as const;
+
+/** Where a graph node was recorded: its module path (outermost first), the class name at each level, and which application of that path built it. */
+export interface ModuleFields {
+  module?: string[];
+  module_types?: string[];
+  module_call?: number;
+}
+
+/** One node of the ``graph`` trait; the optional fields are absent when unknown. */
+export interface GraphNode {
+  id: number;
+  name: string;
+  kind: NodeKind;
+  label: string;
+  leaf_name?: string;
+  number?: number;
+  module?: string[];
+  module_types?: string[];
+  module_call?: number;
+}
+
+/** One entry of a node's ``next_functions``: the gradient flows from source to target. */
+export interface GraphEdge {
+  source: number;
+  target: number;
+  input_nr: number;
+}
+
+/** The ``graph`` trait (``{}`` until the session's graph is known). */
+export interface Graph {
+  nodes: GraphNode[];
+  edges: GraphEdge[];
+  roots: number[];
+}
+
+/** The ``last_event`` trait: the narration line's view of the latest event. */
+export interface EventLine {
+  seq: number | null;
+  kind: string;
+  node: number | null;
+  text: string;
+}
+
+/** The ``history`` trait: at most ``HISTORY_LIMIT`` events, ``events[i]`` is event ``start + i``. */
+export interface History {
+  start: number;
+  total: number;
+  events: ([string, number | null, string])[];
+  seekable: boolean;
+}
+
+/** The ``inspection`` trait for a node: ``session.node(selected)`` made JSON-safe over the graph's fields; a session without ``node()`` gives only those. Open: a session may add keys (see ``DebugSession.node``), so the view reads each key it knows and checks it. */
+export interface Inspection {
+  id: number;
+  name: string;
+  kind: NodeKind;
+  label: string;
+  state: NodeState;
+  leaf_name?: string;
+  grads_in?: (Summary | null)[] | null;
+  grads_out?: (Summary | null)[] | null;
+  pending_buffer?: (Summary | null)[] | null;
+  [more: string]: unknown;
+}
+
+/** A named leaf of a module inspection; ``grad``: what its AccumulateGrad received. */
+export interface ModuleParameter {
+  id: number;
+  name: string;
+  grad: Summary | null;
+}
+
+/** The ``inspection`` trait while ``selected_module`` is set. */
+export interface ModuleInspection {
+  module: string;
+  type: string;
+  count: number;
+  calls: number;
+  states: { [key: string]: number };
+  parameters: ModuleParameter[];
+}
+
+/** One entry of the ``overlays`` trait; values keyed by decimal node id, edges by ``"source:target:input_nr:k"``; null until some view asked for a built-in's values. */
+export interface Overlay {
+  kind: "continuous" | "categorical" | "boolean";
+  scale: "linear" | "log";
+  builtin: boolean;
+  title: string;
+  description: string;
+  values: { [key: string]: number | string | boolean } | null;
+  edges: { [key: string]: number | string | boolean } | null;
+}
+
+/** The ``doctor`` trait while a check runs. */
+export interface DoctorChecking {
+  run: number;
+  state: "checking";
+  report: null;
+  error: null;
+}
+
+/** The ``doctor`` trait after a check: ``report`` is ``json_safe(DoctorReport.to_dict())`` (``docs/widget_protocol.md``, ``DoctorReport``). */
+export interface DoctorDone {
+  run: number;
+  state: "done";
+  report: { [key: string]: unknown };
+  error: null;
+}
+
+/** The ``doctor`` trait after a check that raised: ``error`` is ``"Type: message"``. */
+export interface DoctorFailed {
+  run: number;
+  state: "error";
+  report: null;
+  error: string;
+}
+
+/** The answer to every well-formed command (and module select or overlay request). */
+export interface AckMessage {
+  type: "ack";
+  name: string;
+  ok: boolean;
+  reason: string | null;
+}
+
+/** The reply to a malformed message: no command ran. */
+export interface ErrorReply {
+  type: "error";
+  reason: string;
+}
+
+/** Check gradients' progress, at most ten a second (the last one always). */
+export interface ProgressMessage {
+  type: "progress";
+  name: "check_gradients";
+  done: number;
+  total: number;
+  label: string;
+}
+
+/** A toolbar command without an argument. */
+export interface PlainCommand {
+  type: "command";
+  name: "step" | "step_event" | "continue" | "step_back" | "abort" | "check_gradients";
+}
+
+/** Run to the node (the view sends the selected one). */
+export interface RunToCommand {
+  type: "command";
+  name: "run_to";
+  node: number;
+}
+
+/** Show a node in the inspector (null: none). */
+export interface SelectCommand {
+  type: "command";
+  name: "select";
+  node: number | null;
+}
+
+/** Show the first ``position`` events of a replay. */
+export interface SeekCommand {
+  type: "command";
+  name: "seek";
+  position: number;
+}
+
+/** Show a module in the inspector (a folded box's click; null: none). */
+export interface ModuleSelect {
+  type: "select";
+  module: string | null;
+}
+
+/** This view's picker shows this overlay: send its values. */
+export interface OverlayRequest {
+  type: "overlay";
+  name: string | null;
+}
+
+export type DoctorState = DoctorChecking | DoctorDone | DoctorFailed;
+export type CommandMessage = PlainCommand | RunToCommand | SelectCommand | SeekCommand;
+export type PanelMessage = ModuleSelect | OverlayRequest;
+
+/** A JSON object (not null, not an array): what every parser of a trait or message checks first. */
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
