@@ -21,6 +21,7 @@ import numpy as np
 from .. import ops as _ops
 from ..ops import _separable
 from ..ops._registry import Op, apply, saves_inputs
+from ..ops._saved import GRID_MODES, GRID_PADDING, OTHER, SELF, Attr, Computed
 from ._warn import warn as _warn
 
 __all__ = ["affine_grid", "grid_sample"]
@@ -123,7 +124,8 @@ def _affine_grid_backward(ctx, g):
 
 
 AFFINE_GRID = Op("affine_grid", "AffineGridGeneratorBackward0", forward=_affine_grid_forward,
-                 backward=_affine_grid_backward)
+                 backward=_affine_grid_backward,
+                 saved={"size": Attr("size"), "align_corners": Attr("align_corners")})
 
 
 # ---- grid_sample ----------------------------------------------------------------------------
@@ -285,7 +287,13 @@ def _grid_sampler_backward(ctx, g):
 
 
 GRID_SAMPLER_2D = Op("grid_sampler_2d", "GridSampler2DBackward0", forward=_grid_sampler_forward,
-                     backward=_grid_sampler_backward, saves=saves_inputs(0, 1))
+                     backward=_grid_sampler_backward, saves=saves_inputs(0, 1),
+                     saved={
+                         "input": SELF, "grid": OTHER,
+                         "interpolation_mode": Computed(lambda node: GRID_MODES[node.attrs["mode"]]),
+                         "padding_mode": Computed(lambda node: GRID_PADDING[node.attrs["padding_mode"]]),
+                         "align_corners": Attr("align_corners"),
+                     })
 
 
 def grid_sample(input, grid, mode: str = "bilinear", padding_mode: str = "zeros",

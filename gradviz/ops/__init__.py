@@ -30,6 +30,7 @@ from ._math import *  # noqa: F401,F403
 from ._nn import *  # noqa: F401,F403
 from ._pointwise import *  # noqa: F401,F403
 from ._reduction import *  # noqa: F401,F403
+from . import _registry
 from ._registry import TABLE, Op, OpNode, apply
 from ._shape import *  # noqa: F401,F403
 from ._lookup import *  # noqa: F401,F403
@@ -73,59 +74,48 @@ from gradviz_ext import ops as _ext_ops  # noqa: E402
 _ext_ops.install_arithmetic(add=P.ADD, sub=P.SUB, mul=P.MUL, div=P.DIV, neg=P.NEG,
                             add_py=P.add, sub_py=P.sub, mul_py=P.mul, div_py=P.div, neg_py=P.neg)
 
-_tensor.install_methods({
-    # the dunders are compiled fast paths to the same ops (Note [Op fast paths])
-    "__add__": _ext_ops.tensor_add, "__radd__": _ext_ops.tensor_radd, "add": P.add,
-    "__sub__": _ext_ops.tensor_sub, "__rsub__": P.rsub, "sub": P.sub,
-    "__mul__": _ext_ops.tensor_mul, "__rmul__": _ext_ops.tensor_rmul, "mul": P.mul,
-    "__truediv__": _ext_ops.tensor_truediv, "__rtruediv__": _rtruediv, "div": P.div,
-    "__neg__": _ext_ops.tensor_neg, "neg": P.neg, "__pos__": lambda self: self,
-    "__pow__": P.pow, "__rpow__": _rpow, "pow": P.pow,
-    "__matmul__": L.matmul, "__rmatmul__": _reflected(L.matmul), "matmul": L.matmul,
-    "mm": L.mm, "mv": L.mv, "dot": L.dot, "bmm": L.bmm,
-    "allclose": P.allclose,
-    "__lt__": P.lt, "__le__": P.le, "__gt__": P.gt, "__ge__": P.ge, "__eq__": P.eq, "__ne__": P.ne,
-    "lt": P.lt, "le": P.le, "gt": P.gt, "ge": P.ge, "eq": P.eq, "ne": P.ne,
+# Tensor methods with no function of their own: the operators' compiled fast paths to the same
+# ops (Note [Op fast paths]), dtype conversions and the ``*_as`` forms. Every other method comes
+# from a declaration (Note [Declared once] in _registry.py), installed by _install_declared.
+_OPERATORS = {
+    "__add__": _ext_ops.tensor_add, "__radd__": _ext_ops.tensor_radd,
+    "__sub__": _ext_ops.tensor_sub, "__mul__": _ext_ops.tensor_mul, "__rmul__": _ext_ops.tensor_rmul,
+    "__truediv__": _ext_ops.tensor_truediv, "__rtruediv__": _rtruediv,
+    "__neg__": _ext_ops.tensor_neg, "__pos__": lambda self: self, "__rpow__": _rpow,
+    "__rmatmul__": _reflected(L.matmul),
     "__and__": lambda self, other: P._bitwise(P._BITWISE_AND, self, other),
     "__or__": lambda self, other: P._bitwise(P._BITWISE_OR, self, other),
     "__invert__": lambda self: P.logical_not(self) if self.dtype.name == "bool" else P.apply(P._BITWISE_NOT, self),
-    "logical_and": P.logical_and, "logical_or": P.logical_or, "logical_not": P.logical_not,
-    "exp": P.exp, "log": P.log, "tanh": P.tanh, "sigmoid": P.sigmoid, "relu": P.relu,
-    "sin": P.sin, "cos": P.cos, "sqrt": P.sqrt, "abs": P.abs, "__abs__": P.abs, "sign": P.sign,
-    "reciprocal": P.reciprocal, "clamp": P.clamp, "clip": P.clamp,
-    "to": P.to, "float": _float_method("float32"), "double": _float_method("float64"),
+    "float": _float_method("float32"), "double": _float_method("float64"),
     "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
     "short": _float_method("int16"), "char": _float_method("int8"), "byte": _float_method("uint8"),
     "bool": _float_method("bool"), "type_as": lambda self, other: P.to(self, other.dtype),
-    "sum": R.sum, "mean": R.mean,
-    "reshape": S.reshape, "view": S.view, "flatten": S.flatten,
-    "transpose": S.transpose, "t": S.t, "permute": S.permute,
-    "unsqueeze": S.unsqueeze, "squeeze": S.squeeze, "expand": S.expand,
     "expand_as": lambda self, other: S.expand(self, other._data.shape),
     "view_as": lambda self, other: S.view(self, other._data.shape),
     "reshape_as": lambda self, other: S.reshape(self, other._data.shape),
-    "clone": S.clone, "contiguous": S.contiguous,
-    "__getitem__": S.getitem,
-    "rsqrt": P.rsqrt, "exp2": P.exp2, "expm1": P.expm1, "log1p": P.log1p, "log2": P.log2,
-    "log10": P.log10, "erf": P.erf, "maximum": P.maximum, "minimum": P.minimum,
     "where": lambda self, condition, other: P.where(condition, self, other),
-    "prod": R.prod, "amax": R.amax, "amin": R.amin, "max": R.max, "min": R.min,
-    "argmax": R.argmax, "argmin": R.argmin, "var": R.var, "std": R.std,
-    "logsumexp": R.logsumexp, "norm": R.norm, "cumsum": R.cumsum,
-    "softmax": A.softmax, "log_softmax": A.log_softmax,
-    "narrow": S.narrow, "select": S.select, "split": S.split, "chunk": S.chunk,
-    "unsafe_split": S.unsafe_split, "unsafe_chunk": S.unsafe_chunk,
-    "unbind": S.unbind, "flip": S.flip,
-    "gather": I.gather, "scatter": I.scatter, "scatter_add": I.scatter_add,
-    "index_select": I.index_select, "index_add": I.index_add, "masked_fill": I.masked_fill,
-    "sort": I.sort, "argsort": I.argsort, "topk": I.topk,
     "T": property(S.reversed_dims),
     "mT": property(_linalg_solvers.mT),
-})
+}
+_tensor.install_methods(_OPERATORS)
 
 
-_tensor.install_methods(_inplace.INPLACE_METHODS)
-_tensor.install_methods({"index_put": _inplace.index_put, "put": _inplace.put})
+def _install_declared():
+    """Install the Tensor methods and in-place methods the op functions declare (Note [Declared
+    once]); a name declared twice, or also installed by hand above, is an error."""
+    methods = {}
+    for declared in _registry.DECLARED:
+        inplace = _inplace.inplace_method(declared.function) if declared.inplace else None
+        for name, method in ([(name, declared.function) for name in declared.methods]
+                             + [(name, inplace) for name in declared.inplace]):
+            if name in methods or name in _OPERATORS:
+                raise RuntimeError(f"Tensor.{name} is declared twice: again by {declared}")
+            methods[name] = method
+    _tensor.install_methods(methods)
+
+
+_install_declared()
+_tensor.install_methods({"fill_diagonal_": _inplace._fill_diagonal_method(Tensor.masked_fill_)})
 index_put, put = _inplace.index_put, _inplace.put
 __all__ += ["index_put", "put"]
 

@@ -27,7 +27,8 @@ from ._pointwise import (
     where_zero,
 )
 from ._reduction import sum
-from ._registry import Op, apply, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, promote_float, saves_inputs, saves_output
+from ._saved import DIM, RESULT, SELF, Attr
 
 __all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh",
            "relu6", "rrelu", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
@@ -46,7 +47,7 @@ def _softmax_backward(ctx, g):
 
 
 SOFTMAX = Op("softmax", "SoftmaxBackward0", forward=_softmax_forward, backward=_softmax_backward,
-             saves=saves_output, dtype=promote_float)
+             saves=saves_output, dtype=promote_float, saved={"dim": DIM, "result": RESULT})
 
 
 def _log_softmax_forward(a, dim):
@@ -58,7 +59,7 @@ def _log_softmax_forward(a, dim):
 
 LOG_SOFTMAX = Op("log_softmax", "LogSoftmaxBackward0", forward=_log_softmax_forward,
                  backward=lambda ctx, g: (g - exp(ctx.output()) * sum(g, ctx.dim, keepdim=True),),
-                 saves=saves_output, dtype=promote_float)
+                 saves=saves_output, dtype=promote_float, saved={"dim": DIM, "result": RESULT})
 
 
 def _check_float_kernel(input, kernel):
@@ -88,6 +89,7 @@ def _dim_or_error(input, dim, what):
     return _wrap_dim(dim, input.ndim)
 
 
+@declare(method=True)
 def softmax(input, dim=None, dtype=None, *, axis=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow."""
     if dtype is not None:
@@ -99,6 +101,7 @@ def softmax(input, dim=None, dtype=None, *, axis=None):
     return apply(SOFTMAX, input, dim=dim)
 
 
+@declare(method=True)
 def log_softmax(input, dim=None, dtype=None, *, axis=None):
     """``log(softmax(input, dim))``, computed stably (subtracting the max).
 
@@ -121,7 +124,8 @@ def _softplus_backward(ctx, g):
 SOFTPLUS = Op("softplus", "SoftplusBackward0",
               forward=lambda a, beta, threshold: np.where(
                   a * beta > threshold, a, np.log1p(np.exp(np.minimum(a * beta, threshold))) / beta),
-              backward=_softplus_backward, saves=saves_inputs(0), dtype=promote_float)
+              backward=_softplus_backward, saves=saves_inputs(0), dtype=promote_float,
+              saved={"self": SELF, "beta": Attr("beta"), "threshold": Attr("threshold")})
 
 
 def softplus(input, beta=1.0, threshold=20.0):
@@ -161,7 +165,8 @@ def _gelu_backward(ctx, g):
 
 
 GELU = Op("gelu", "GeluBackward0", forward=_gelu_forward, backward=_gelu_backward,
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF, "approximate": Attr("approximate")})
 
 
 def gelu(input, approximate="none"):
@@ -212,7 +217,7 @@ def _leaky_relu_forward(a, negative_slope):
 LEAKY_RELU = Op("leaky_relu", "LeakyReluBackward0", forward=_leaky_relu_forward,
                 backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.input(0),
                                                negative_slope=ctx.negative_slope),),
-                saves=saves_inputs(0))
+                saves=saves_inputs(0), saved={"self": SELF, "negative_slope": Attr("negative_slope")})
 
 
 def _rrelu_forward(a, noise, noise_tensor):
@@ -283,7 +288,7 @@ def _silu_backward(ctx, g):
 
 
 SILU = Op("silu", "SiluBackward0", forward=_silu_forward, backward=_silu_backward,
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 
 
 def silu(input, inplace=False):
@@ -307,7 +312,8 @@ HARDTANH = Op("hardtanh", "HardtanhBackward0",
               forward=lambda a, min_val, max_val: np.clip(a, min_val, max_val).astype(a.dtype),
               backward=lambda ctx, g: (apply(HARDTANH_BACKWARD, g, ctx.input(0),
                                              min_val=ctx.min_val, max_val=ctx.max_val),),
-              saves=saves_inputs(0))
+              saves=saves_inputs(0),
+              saved={"self": SELF, "min_val": Attr("min_val"), "max_val": Attr("max_val")})
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
@@ -399,12 +405,14 @@ CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled
           saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare()
 def selu(input, inplace=False):
     """``scale * elu(x, alpha)`` with the self-normalizing constants."""
     _check_float_kernel(input, "elu_cpu")
     return apply(SELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
+@declare()
 def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
     if alpha == 0:
@@ -506,7 +514,7 @@ LEAKY_RELU_RESULT = Op(
     "leaky_relu_", "LeakyReluBackward1", forward=_leaky_relu_forward,
     backward=lambda ctx, g: (apply(LEAKY_RELU_BACKWARD, g, ctx.output(),
                                    negative_slope=ctx.negative_slope),),
-    saves=saves_output)
+    saves=saves_output, saved={"result": RESULT, "negative_slope": Attr("negative_slope")})
 
 
 def _scaled_elu_result_backward(ctx, g):
@@ -519,13 +527,17 @@ def _scaled_elu_result_backward(ctx, g):
 
 
 ELU_RESULT = Op("elu_", "EluBackward1", forward=_scaled_elu_forward,
-                backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float)
+                backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float,
+                saved={"alpha": Attr("alpha"), "scale": Attr("scale"),
+                    "input_scale": Attr("input_scale"), "result": RESULT})
 CELU_RESULT = Op("celu_", "CeluBackward1", forward=_scaled_elu_forward,
-                 backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float)
+                 backward=_scaled_elu_result_backward, saves=saves_output, dtype=promote_float,
+                 saved={"alpha": Attr("alpha"), "result": RESULT})
 
 # torch's threshold_ keeps the input as it was (its ``_saved_self``) and masks with it
 THRESHOLD_RESULT = Op("threshold_", "ThresholdBackward1", forward=THRESHOLD.forward,
-                      backward=THRESHOLD.backward, saves=saves_inputs(0))
+                      backward=THRESHOLD.backward, saves=saves_inputs(0),
+                      saved={"self": SELF, "threshold": Attr("threshold")})
 
 RRELU_RESULT = Op("rrelu_with_noise_", "RreluWithNoiseBackward1", forward=_rrelu_forward,
                   backward=_rrelu_backward, dtype=promote_float)

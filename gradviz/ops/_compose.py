@@ -12,17 +12,17 @@ import warnings
 
 import numpy as np
 
-from .._tensor import install_methods
 from ._indexing import repeat
 from ._pointwise import mul
 from ._reduction import sum
-from ._registry import numpy_names
+from ._registry import declare, numpy_names
 from ._shape import cat, expand, permute, reshape, unsqueeze
 
 __all__ = ["hstack", "vstack", "column_stack", "meshgrid", "broadcast_to", "broadcast_tensors",
            "tile", "einsum", "atleast_1d", "atleast_2d"]
 
 
+@declare()
 def atleast_1d(tensor):
     """``tensor`` viewed with at least one dimension (a sequence: each of them).
 
@@ -30,6 +30,7 @@ def atleast_1d(tensor):
     return reshape(tensor, (1,)) if tensor.ndim == 0 else tensor
 
 
+@declare()
 def atleast_2d(tensor):
     """``tensor`` viewed with at least two dimensions (a sequence: each of them).
 
@@ -39,27 +40,32 @@ def atleast_2d(tensor):
     return unsqueeze(tensor, 0) if tensor.ndim == 1 else tensor
 
 
+@declare()
 def hstack(tensors):
     """Concatenate along dim 1 (dim 0 for 1-D tensors)."""
     tensors = [atleast_1d(t) for t in tensors]
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
+@declare()
 def vstack(tensors):
     """Concatenate along dim 0, 1-D tensors becoming rows."""
     return cat([atleast_2d(t) for t in tensors], 0)
 
 
+@declare()
 def column_stack(tensors):
     """1-D tensors become columns, then ``hstack``."""
     return hstack([reshape(t, (-1, 1)) if t.ndim <= 1 else t for t in tensors])
 
 
+@declare(method=True)
 def broadcast_to(input, shape):
     """A view of ``input`` expanded to ``shape`` by broadcasting. Mirrors ``torch.broadcast_to``."""
     return expand(input, *shape)
 
 
+@declare()
 def broadcast_tensors(*tensors):
     """The tensors expanded to their common broadcast shape, as views.
 
@@ -68,6 +74,7 @@ def broadcast_tensors(*tensors):
     return tuple(expand(t, *shape) for t in tensors)
 
 
+@declare()
 def meshgrid(*tensors, indexing=None):
     """Coordinate grids from 1-D tensors (``indexing="ij"``, or ``"xy"`` to swap the first
     two dims); views made by ``expand``, as in PyTorch."""
@@ -95,6 +102,7 @@ def meshgrid(*tensors, indexing=None):
     return tuple(grids)
 
 
+@declare(method=True)
 def tile(input, dims):
     """``repeat`` with ``dims`` padded with leading ones to the input's number of dims."""
     dims = tuple(dims)
@@ -146,6 +154,7 @@ def _einsum_diagonals(operand, spec, i):
     return operand, spec
 
 
+@declare()
 def einsum(equation, *operands):
     """Einstein summation, built from broadcasting products and sums (so its gradients are those
     of ``mul`` and ``sum``); ``...`` stands for broadcast dims (spelled out as spare letters)."""
@@ -197,6 +206,7 @@ def einsum(equation, *operands):
     return expand(product, *full) if tuple(product.shape) != full else product
 
 
+@declare(method=True)
 @numpy_names
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """Differences of neighbours along ``dim``, ``n`` times (``x[1:] - x[:-1]``)."""
@@ -210,6 +220,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return input
 
 
+@declare(name=("movedim", "moveaxis"), method=("movedim", "moveaxis"))
 def movedim(input, source, destination):
     """``input`` with the dims ``source`` moved to ``destination`` (a ``permute``)."""
     from .._tensor import _wrap_dim
@@ -228,6 +239,7 @@ def movedim(input, source, destination):
     return permute(input, *order)
 
 
+@declare(name=("swapaxes", "swapdims"), method=("swapaxes", "swapdims"))
 def swapaxes(input, axis0, axis1):
     """``transpose`` under numpy's name."""
     from ._shape import transpose
@@ -235,6 +247,7 @@ def swapaxes(input, axis0, axis1):
     return transpose(input, axis0, axis1)
 
 
+@declare(method=True)
 def ravel(input):
     """The values as a 1-D tensor (``reshape(-1)``)."""
     return reshape(input, (-1,))
@@ -242,6 +255,3 @@ def ravel(input):
 
 __all__ += ["diff", "movedim", "swapaxes", "ravel"]
 
-install_methods({"broadcast_to": broadcast_to, "tile": tile, "diff": diff, "movedim": movedim,
-                 "moveaxis": movedim, "swapaxes": swapaxes, "swapdims": swapaxes,
-                 "ravel": ravel})

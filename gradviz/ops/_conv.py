@@ -19,6 +19,7 @@ from ._indexing import scatter_add
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply, promote, promote_float, saves_inputs
+from ._saved import NOT_INDICES, OTHER, SELF, Attr, Computed, conv_geometry, conv_groups, pool_geometry
 from ._shape import expand, reshape, squeeze_dim, transpose, unsqueeze
 from ._windows import pad
 
@@ -307,7 +308,17 @@ def _operands_dtype(*inputs, **attrs):
 
 
 CONV2D = Op("conv2d", "ConvolutionBackward0", forward=_conv_forward, backward=_conv_backward,
-            saves=saves_inputs(0, 1), dtype=promote_float)
+            saves=saves_inputs(0, 1), dtype=promote_float,
+            saved={
+                "input": SELF, "weight": OTHER,
+                "stride": Computed(conv_geometry("stride")),
+                "padding": Computed(conv_geometry("padding")),
+                "dilation": Computed(conv_geometry("dilation")),
+                "output_padding": Computed(conv_geometry("output_padding")),
+                "transposed": Computed(lambda node: hasattr(node.attrs["geometry"], "output_padding")),
+                "groups": Computed(conv_groups),
+                "bias_sym_sizes_opt": Attr("bias_sizes"),
+            })
 CONV3D = Op("conv3d", "ConvolutionBackward0", forward=_conv_forward, backward=_conv_backward,
             saves=saves_inputs(0, 1), dtype=_operands_dtype)
 CONV1D = Op("conv1d", "ConvolutionBackward0",
@@ -452,7 +463,13 @@ MAX_POOL2D = Op("max_pool2d", "MaxPool2DWithIndicesBackward0",
                 fast_backward=_max_pool_fast, saves=saves_inputs(0))
 MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
-                fast_backward=_max_pool_fast, saves=saves_inputs(0))
+                fast_backward=_max_pool_fast, saves=saves_inputs(0),
+                saved={
+                    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
+                    "padding": pool_geometry("padding"), "dilation": pool_geometry("dilation"),
+                    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+                    "result1": NOT_INDICES,
+                })
 
 
 def _window_maxima(x, geometry, fill):
@@ -568,7 +585,14 @@ def _avg_pool_fast(ctx, g):
 AVG_POOL2D = Op("avg_pool2d", "AvgPool2DBackward0", forward=_avg_pool_forward,
                 backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
 AVG_POOL3D = Op("avg_pool3d", "AvgPool3DBackward0", forward=_avg_pool_forward,
-                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
+                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float,
+                saved={
+                    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
+                    "padding": pool_geometry("padding"),
+                    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+                    "count_include_pad": Attr("count_include_pad"),
+                    "divisor_override": Attr("divisor_override"),
+                })
 ADAPTIVE_AVG_POOL2D = Op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0",
                          forward=_avg_pool_forward, backward=_avg_pool_backward,
                          fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)

@@ -8,7 +8,8 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _to_array, _wrap, check_device, install_methods
+from .._tensor import Tensor, _to_array, _wrap, check_device
+from ._registry import declare
 from ._shape import _shape_arg
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
@@ -18,6 +19,7 @@ __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty"
 _DEFAULT_SEED = 67280421310721  # PyTorch's default generator starts from this seed too
 
 
+@declare()
 class Generator:
     """A random number generator (numpy's PCG64 underneath: its streams differ from
     PyTorch's). Pass one as ``generator=`` to the random functions."""
@@ -88,6 +90,7 @@ _default_generator = Generator()
 _generator = _default_generator._rng
 
 
+@declare()
 def manual_seed(seed: int) -> Generator:
     """Seed gradviz's random generator (its streams differ from PyTorch's); returns it."""
     global _generator
@@ -96,12 +99,14 @@ def manual_seed(seed: int) -> Generator:
     return _default_generator
 
 
+@declare()
 def get_rng_state():
     """The default generator's state (a uint8 tensor). Mirrors ``torch.get_rng_state``
     (Note [Generator state])."""
     return _default_generator.get_state()
 
 
+@declare()
 def set_rng_state(new_state) -> None:
     """Restore the default generator's state from :func:`get_rng_state`. Mirrors
     ``torch.set_rng_state``."""
@@ -110,11 +115,13 @@ def set_rng_state(new_state) -> None:
     _generator = _default_generator._rng
 
 
+@declare()
 def initial_seed() -> int:
     """The seed the default generator was last seeded with. Mirrors ``torch.initial_seed``."""
     return _default_generator.initial_seed()
 
 
+@declare()
 def seed() -> int:
     """Seed the default generator with a non-deterministic number and return it.
 
@@ -145,6 +152,7 @@ def _dtype_or_default(dtype):
     return _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.get_default_dtype()
 
 
+@declare()
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, a numpy array or a Tensor).
 
@@ -170,6 +178,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     return _finish(array, requires_grad)
 
 
+@declare()
 def as_tensor(data, dtype=None, device=None):
     """``data`` as a tensor, sharing memory with a numpy array or tensor when the dtype allows.
 
@@ -180,6 +189,7 @@ def as_tensor(data, dtype=None, device=None):
     return _wrap(_to_array(data, dtype))
 
 
+@declare()
 def from_numpy(array: np.ndarray) -> Tensor:
     """A tensor sharing memory with a numpy array."""
     if not isinstance(array, np.ndarray):
@@ -217,16 +227,19 @@ def _filled(size, value, dtype, requires_grad, device, what=None):
     return _finish(np.full(shape, value, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
+@declare()
 def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 0. Mirrors ``torch.zeros``."""
     return _filled(_size_argument("zeros", sizes, size), 0, dtype, requires_grad, device, "zeros")
 
 
+@declare()
 def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with 1. Mirrors ``torch.ones``."""
     return _filled(_size_argument("ones", sizes, size), 1, dtype, requires_grad, device)
 
 
+@declare()
 def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size with unspecified values (gradviz fills it with zeros).
 
@@ -234,6 +247,7 @@ def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False):
     return _filled(_size_argument("empty", sizes, size), 0, dtype, requires_grad, device)
 
 
+@declare()
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with ``fill_value``. Mirrors ``torch.full``."""
     if dtype is None:
@@ -245,6 +259,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _filled((size,) if isinstance(size, int) else size, fill_value, dtype, requires_grad, device)
 
 
+@declare()
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive); int64 unless an argument is a float."""
     _check_device(device)
@@ -265,6 +280,7 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     return _finish(array, requires_grad)
 
 
+@declare(name=False, hidden="range")
 def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad=False):
     """The deprecated ``torch.range``: like ``arange`` but ``end`` included, float by default."""
     warnings.warn("torch.range is deprecated and will be removed in a future release because its "
@@ -297,6 +313,7 @@ def _arange_values(start, step, count, np_dtype):
     return np.where(index < vectorized, blocked, scalar).astype(np_dtype)
 
 
+@declare()
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end``, bit for bit as PyTorch's CPU
     kernel computes them (the first half counts up from ``start``, the second half down from
@@ -309,6 +326,7 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     return _finish(_linspace_values(start, end, steps, dtype.numpy), requires_grad)
 
 
+@declare()
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
     """``base ** linspace(start, end, steps)``: the exponents as ``linspace`` computes them in
     the tensor's dtype, each power in double precision, as PyTorch's CPU kernel."""
@@ -374,12 +392,14 @@ def _fused_multiply_add(a, b, c):
     return total + (sum_error + product_error)
 
 
+@declare()
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The ``n`` by ``m`` identity matrix (ones on the diagonal). Mirrors ``torch.eye``."""
     _check_device(device)
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
+@declare()
 def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples (gradviz's own generator: values differ from PyTorch's)."""
     _check_device(device)
@@ -389,6 +409,7 @@ def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, gener
     return _finish(array, requires_grad)
 
 
+@declare()
 def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
     """A tensor of the given size drawn uniformly from ``[0, 1)`` (gradviz's generator).
 
@@ -400,6 +421,7 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
     return _finish(array, requires_grad)
 
 
+@declare()
 def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None):
     """A tensor of the given size of integers drawn uniformly from ``[low, high)``.
 
@@ -416,6 +438,7 @@ def _like(input, dtype):
     return input._data.shape, (_dtypes.as_dtype(dtype) if dtype is not None else input.dtype)
 
 
+@declare()
 def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     """Zeros with the shape (and by default the dtype) of ``input``.
 
@@ -424,12 +447,14 @@ def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
     return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def ones_like(input, *, dtype=None, device=None, requires_grad=False):
     """Ones with the shape (and by default the dtype) of ``input``. Mirrors ``torch.ones_like``."""
     shape, dtype = _like(input, dtype)
     return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     """An uninitialised tensor shaped like ``input`` (gradviz fills it with zeros).
 
@@ -438,6 +463,7 @@ def empty_like(input, *, dtype=None, device=None, requires_grad=False):
     return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     """``fill_value`` with the shape (and by default the dtype) of ``input``.
 
@@ -446,6 +472,7 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
     return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def randn_like(input, *, dtype=None, device=None, requires_grad=False):
     """Standard normal draws with the shape (and by default the dtype) of ``input``.
 
@@ -454,6 +481,7 @@ def randn_like(input, *, dtype=None, device=None, requires_grad=False):
     return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def rand_like(input, *, dtype=None, device=None, requires_grad=False):
     """Uniform ``[0, 1)`` draws with the shape (and by default the dtype) of ``input``.
 
@@ -462,6 +490,7 @@ def rand_like(input, *, dtype=None, device=None, requires_grad=False):
     return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
 
 
+@declare()
 def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
     """Random integers in ``[low, high)`` shaped like ``input`` (``randint_like(x, high)``
     with one bound), in ``input``'s dtype unless ``dtype`` says."""
@@ -478,6 +507,7 @@ def _new_dtype(self, dtype):
     return _dtypes.as_dtype(dtype) if dtype is not None else self.dtype
 
 
+@declare(name=False, method=True)
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor from ``data`` with ``self``'s dtype (unless ``dtype`` is given)."""
     if isinstance(data, Tensor):
@@ -490,18 +520,22 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.array(_to_array(data, _new_dtype(self, dtype)), copy=True), requires_grad)
 
 
+@declare(name=False, method=True)
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
     return zeros(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
 
 
+@declare(name=False, method=True)
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
     return ones(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
 
 
+@declare(name=False, method=True)
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
     return empty(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
 
 
+@declare(name=False, method=True)
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(size, fill_value, dtype=_new_dtype(self, dtype), device=device,
                 requires_grad=requires_grad)
@@ -513,21 +547,21 @@ def _fill_from(self, array):
     return copy_(self, _wrap(array.astype(self._data.dtype)))
 
 
+@declare(name=False, method=True)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with N(mean, std²) samples from gradviz's generator (values differ from torch's)."""
     return _fill_from(self, _rng(generator).normal(mean, std, size=self._data.shape))
 
 
+@declare(name=False, method=True)
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with U(a, b) samples from gradviz's generator (values differ from torch's)."""
     return _fill_from(self, _rng(generator).uniform(a, b, size=self._data.shape))
 
 
-install_methods({"new_tensor": new_tensor, "new_zeros": new_zeros, "new_ones": new_ones,
-                 "new_empty": new_empty, "new_full": new_full, "normal_": normal_,
-                 "uniform_": uniform_})
 
 
+@declare()
 def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None):
     """A random permutation of the integers 0 to ``n - 1`` (int64)."""
     _check_device(device)
@@ -535,6 +569,7 @@ def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None)
     return _finish(_rng(generator).permutation(int(n)).astype(dtype.numpy), requires_grad)
 
 
+@declare()
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False):
     """Samples of N(mean, std²): tensors ``mean``/``std`` give one sample per element."""
@@ -554,6 +589,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     return _finish(np.asarray(sample).astype(dtype.numpy), requires_grad)
 
 
+@declare(method=True)
 def bernoulli(input, p=None, *, generator=None):
     """0/1 samples with probability ``input`` (or ``p``) of a 1, in ``input``'s dtype."""
     probability = input._data if p is None else p
@@ -561,11 +597,13 @@ def bernoulli(input, p=None, *, generator=None):
     return _wrap(draws.astype(input._data.dtype))
 
 
+@declare(name=False, method=True)
 def bernoulli_(self, p=0.5, *, generator=None):
     probability = p._data if isinstance(p, Tensor) else p
     return _fill_from(self, _rng(generator).random(self._data.shape) < probability)
 
 
+@declare(method=True)
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the categorical distributions in the rows of ``input`` (weights,
     normalized per row); int64, shaped ``(rows, num_samples)`` or ``(num_samples,)``."""
@@ -600,9 +638,9 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 __all__ += ["Generator", "initial_seed", "seed", "get_rng_state", "set_rng_state", "randperm", "normal",
             "bernoulli", "multinomial", "randint_like"]
 
-install_methods({"bernoulli": bernoulli, "bernoulli_": bernoulli_, "multinomial": multinomial})
 
 
+@declare()
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, n) row and column indices of the upper triangle of a ``row`` x ``col`` matrix
     (from diagonal ``offset``)."""
@@ -611,6 +649,7 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
 
 
+@declare()
 def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, n) row and column indices of the lower triangle (to diagonal ``offset``)."""
     _check_device(device)

@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 from .._grad_mode import no_grad
-from .._tensor import _wrap_dim, install_methods
+from .._tensor import _wrap_dim
 from ._reduction import norm, sum
+from ._registry import declare
 from ._shape import unsqueeze
 
 __all__ = ["cosine_similarity", "pairwise_distance", "cdist", "dist"]
 
 
+@declare()
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum(x1 / |x1| * x2 / |x2|, dim)``, each norm at least ``eps``; as in torch, the norms
     are clamped outside the graph, so the gradient is that of the unclamped formula."""
@@ -36,11 +38,13 @@ def _broadcast_shape(a, b):
                            ) from None
 
 
+@declare()
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``norm(x1 - x2 + eps, p)`` over the last dim."""
     return norm(x1 - x2 + eps, p, max(x1.ndim, x2.ndim) - 1, keepdim)
 
 
+@declare()
 def cdist(x1, x2, p=2.0):
     """The ``p``-norm distance between each row of ``x1`` (..., P, M) and each row of ``x2``
     (..., R, M): a (..., P, R) tensor."""
@@ -53,13 +57,14 @@ def cdist(x1, x2, p=2.0):
     return norm(unsqueeze(x1, -2) - unsqueeze(x2, -3), p, -1)
 
 
+@declare()
 def dist(input, other, p=2):
     """``norm(input - other, p)``."""
     return norm(input - other, p)
 
 
+@declare(name=False, method="dist")
 def _dist_method(self, other, p=2):
     return dist(self, other, p)
 
 
-install_methods({"dist": _dist_method})

@@ -17,6 +17,7 @@ from ._indexing import index_add, index_select, scatter_add
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply
+from ._saved import SAVED, Attr, Computed, Input
 from ._shape import reshape, transpose, unsqueeze
 
 __all__ = ["embedding_bag"]
@@ -63,7 +64,17 @@ def _saves(needs):
 
 
 EMBEDDING_BAG = Op("embedding_bag", "EmbeddingBagBackward0", forward=_forward,
-                   backward=_backward, saves=_saves)
+                   backward=_backward, saves=_saves,
+                   saved={
+                       "weight": Input(0), "indices": SAVED("indices"), "offsets": SAVED("offsets"),
+                       "mode": Attr("mode", ("sum", "mean", "max").index),
+                       "padding_idx": SAVED("padding_idx", lambda i: 2 ** 64 - 1 if i is None else i),
+                       "per_sample_weights": SAVED("per_sample_weights"),
+                       "result1": SAVED("results", lambda r: r[0]), "result2": SAVED("results", lambda r: r[1]),
+                       "result3": SAVED("results", lambda r: r[2]),
+                       "scale_grad_by_freq": Computed(lambda node: False),  # gradviz supports neither
+                       "sparse": Computed(lambda node: False),
+                       "weight_sym_argsize_0": Attr("weight_shape", lambda shape: shape[0])})
 
 
 def _torch_results(indices, bags, keep, mode, rows, padding_idx, float32):

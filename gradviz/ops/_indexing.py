@@ -12,9 +12,10 @@ import numpy as np
 from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._pointwise import _broadcast_error, checked_integer
-from ._registry import Op, apply, check_saveable, numpy_names
+from ._registry import Op, apply, check_saveable, declare, numpy_names
+from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_at, add_rows
 
 __all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
@@ -60,9 +61,16 @@ def _gather_forward(a, index, dim, shape, **_):
 
 
 GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
-            backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),))
+            backward=lambda ctx, g: (_scatter_add_into_zeros(g, ctx.index_tensor, ctx.dim, ctx.shape),),
+            saved={
+                "dim": DIM, "index": Computed(tensor_attr("index_tensor")),
+                "sparse_grad": Computed(lambda node: False),
+                "self": NotKept("gather's backward needs only the input's shape, which gradviz keeps "
+                                "(grad_fn.shape) instead of the tensor"),
+            })
 
 
+@declare(method=True)
 @numpy_names
 def gather(input, dim, index, *, sparse_grad=False):
     """Values of ``input`` at ``index`` along ``dim``: ``out[i][j] = input[index[i][j]][j]`` for dim 0."""
@@ -91,6 +99,7 @@ def _check_src_dtype(input, src):
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def scatter_add(input, dim, index, src):
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
@@ -137,6 +146,7 @@ SCATTER_VALUE = Op("scatter_value", "ScatterBackward1", forward=_scatter_forward
                    backward=_scatter_backward)
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def scatter(input, dim, index, src=None, *, value=None):
     """``input`` with entries at ``index`` along ``dim`` replaced by ``src`` (or ``value``)."""
@@ -161,7 +171,9 @@ def _index_select_forward(a, index, dim, shape, **_):
 
 
 INDEX_SELECT = Op("index_select", "IndexSelectBackward0", forward=_index_select_forward,
-                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),))
+                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),),
+                  saved={"dim": DIM, "index": Computed(tensor_attr("index_tensor")),
+                      "self_sym_sizes": SELF_SIZES})
 
 
 def _check_index_vector(index, what):
@@ -169,6 +181,7 @@ def _check_index_vector(index, what):
         raise IndexError(f"{what}(): Index is supposed to be a vector")
 
 
+@declare(method=True)
 @numpy_names
 def index_select(input, dim, index):
     """Entries of ``input`` at the positions ``index`` (a vector) along ``dim``."""
@@ -197,6 +210,7 @@ INDEX_ADD = Op(
     dtype=lambda a, source, **attrs: a.dtype)
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def index_add(input, dim, index, source, *, alpha=1):
     """``input`` with ``alpha * source`` added at the positions ``index`` along ``dim``."""
@@ -229,9 +243,11 @@ def _masked_fill_forward(a, mask, value, mask_tensor):
 
 
 MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forward,
-                 backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),))
+                 backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),),
+                 saved={"mask": Computed(tensor_attr("mask_tensor"))})
 
 
+@declare(method=True, inplace=True)
 def masked_fill(input, mask, value):
     """``input`` with ``value`` where the boolean ``mask`` (broadcastable) is true."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
@@ -317,6 +333,7 @@ RETURN_TYPES = {name: type(name, (_ValuesIndices,),
                 for name in ("max", "min", "sort", "topk", "median", "mode", "nanmedian")}
 
 
+@declare(method=True)
 @numpy_names
 def sort(input, dim=-1, descending=False, stable=False):
     """Sorted values and their indices along ``dim``; indices are not differentiable."""
@@ -324,6 +341,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim)
 
 
+@declare(method=True)
 @numpy_names
 def argsort(input, dim=-1, descending=False, stable=False):
     """The indices that sort ``input`` along ``dim``. Mirrors ``torch.argsort``."""
@@ -331,6 +349,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
     return _wrap(_sorted_indices(input._data, dim, descending, stable))
 
 
+@declare(method=True)
 @numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
@@ -360,6 +379,7 @@ MASKED_SELECT = Op("masked_select", "MaskedSelectBackward0", forward=_masked_sel
                    backward=_masked_select_backward)
 
 
+@declare(method=True)
 def masked_select(input, mask):
     """The elements of ``input`` where the boolean ``mask`` (broadcastable) is true, as 1-D."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
@@ -370,6 +390,7 @@ def masked_select(input, mask):
                  positions=positions, positions_tensor=_wrap(positions))
 
 
+@declare(method=True)
 def nonzero(input, *, as_tuple=False):
     """Indices of the nonzero elements: an (n, ndim) int64 tensor, or one tensor per dim."""
     found = np.nonzero(input._data if input.ndim else input._data.reshape(1))
@@ -395,6 +416,7 @@ REPEAT = Op("repeat", "RepeatBackward0",
             backward=_repeat_backward)
 
 
+@declare(name=False, method=True)
 def repeat(input, *repeats):
     """``input`` tiled ``repeats[i]`` times along each dim (extra leading dims allowed)."""
     if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
@@ -410,6 +432,7 @@ def repeat(input, *repeats):
     return apply(REPEAT, input, repeats=repeats, padded=padded, shape=tuple(input._data.shape))
 
 
+@declare(method=True)
 @numpy_names
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (an int, or a tensor with one count per element)
@@ -441,6 +464,7 @@ ROLL = Op("roll", "RollBackward0",
           backward=_roll_backward)
 
 
+@declare(method=True)
 def roll(input, shifts, dims=None):
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor without)."""
     if dims is None:
@@ -499,6 +523,7 @@ def _check_index_for(what, input, dim, index):
     return data
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def index_fill(input, dim, index, value):
     """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
@@ -532,6 +557,7 @@ INDEX_COPY = Op("index_copy", "IndexCopyBackward0", forward=_index_copy_forward,
                 backward=_index_copy_backward)
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def index_copy(input, dim, index, source):
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
@@ -578,6 +604,7 @@ MASKED_SCATTER = Op("masked_scatter", "MaskedScatterBackward0", forward=_masked_
                     backward=_masked_scatter_backward)
 
 
+@declare(method=True, inplace=True)
 def masked_scatter(input, mask, source):
     """``input`` with the entries where ``mask`` is true taken, in order, from ``source``."""
     if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
@@ -705,6 +732,7 @@ SCATTER_REDUCE = Op("scatter_reduce", "ScatterReduceBackward0", forward=_scatter
                     saves=lambda needs: ((0, 1), True))
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     """``input`` with each ``src`` entry combined into the position ``index`` names along
@@ -729,12 +757,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 __all__ += ["scatter_reduce"]
 
-install_methods({"scatter_reduce": scatter_reduce})
 
 __all__ += ["index_fill", "index_copy", "masked_scatter"]
 
-install_methods({"index_fill": index_fill, "index_copy": index_copy,
-                 "masked_scatter": masked_scatter})
 
-install_methods({"masked_select": masked_select, "nonzero": nonzero, "repeat": repeat,
-                 "repeat_interleave": repeat_interleave, "roll": roll})

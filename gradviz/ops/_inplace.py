@@ -38,11 +38,11 @@ from gradviz_ext import ops as _ext_ops
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer, legacy_alpha
-from ._registry import Op, apply
+from ._registry import Op, apply, declare
 from ._scatter_add import add_at
 from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
 
-__all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "INPLACE_METHODS"]
+__all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "inplace_method"]
 
 _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -482,6 +482,7 @@ INDEX_PUT_ACCUMULATE = Op("index_put_accumulate", "IndexPutBackward0",
                           dtype=lambda a, value, **_: a.dtype)
 
 
+@declare(method=True, inplace=True)
 def index_put(input, indices, values, accumulate=False):
     """``input`` with ``values`` written at ``input[indices]`` (``indices`` a tuple of index
     tensors), or added there with ``accumulate=True`` (repeated positions add up)."""
@@ -525,6 +526,7 @@ PUT = Op("put", "PutBackward0", forward=_put_forward, backward=_put_backward,
          dtype=lambda a, source, **_: a.dtype)
 
 
+@declare(method=True, inplace=True)
 def put(input, index, source, accumulate=False):
     """``input`` with ``source``'s entries written at the flat positions ``index`` (added with
     ``accumulate=True``)."""
@@ -543,6 +545,7 @@ def put(input, index, source, accumulate=False):
                  source_shape=tuple(source.shape))
 
 
+@declare(name=False, method="__setitem__")
 def _setitem_method(self, key, value):
     """``t[key] = value``; returns None, as torch's ``Tensor.__setitem__``."""
     setitem(self, key, value)
@@ -672,6 +675,7 @@ def _broadcastable(shape, target):
     return np.broadcast_shapes(shape, target) == tuple(target)
 
 
+@declare(name=False, method=True)
 def copy_(self, src, non_blocking=False):
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
@@ -683,6 +687,7 @@ def copy_(self, src, non_blocking=False):
     return inplace(self, lambda old: apply(COPY, old, src), src)
 
 
+@declare(name=False, method=True)
 def fill_(self, value):
     if isinstance(value, Tensor):
         if value.ndim != 0:
@@ -695,12 +700,14 @@ def fill_(self, value):
     return inplace(self, lambda old: apply(FILL, old, value=value))
 
 
+@declare(name=False, method=True)
 def zero_(self):
     return inplace(self, lambda old: apply(ZERO, old))
 
 
-def _method(fn):
-    """``x.name_(...)``: the in-place form of the out-of-place ``fn(x, ...)``."""
+def inplace_method(fn):
+    """``x.name_(...)``: the in-place form of the out-of-place ``fn(x, ...)``; ``ops/__init__.py``
+    makes one for each name a function declares ``inplace=`` (Note [Declared once])."""
     ufunc = _DIRECT_UFUNCS.get(fn.__name__)
 
     def method(self, *args, **kwargs):
@@ -786,61 +793,3 @@ def _fill_diagonal_method(masked_fill_):
 
     return fill_diagonal_
 
-
-def _build_methods():
-    from . import _indexing, _math, _pointwise, _reduction
-
-    P = _pointwise
-    methods = {}
-    for name in ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sin", "cos", "tanh",
-                 "sigmoid", "relu", "sqrt", "abs", "clamp", "reciprocal", "rsqrt", "exp2",
-                 "expm1", "log1p", "log2", "log10", "erf", "sign"):
-        methods[name + "_"] = _method(getattr(P, name))
-    methods["clip_"] = methods["clamp_"]
-    # in-place forms of ops gradviz has, named as in PyTorch: x.floor_(), x.eq_(y), ...
-    from . import _products, _special
-    for module, names in (
-            (_math, ("floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos",
-                     "sinh", "cosh", "square", "remainder", "fmod", "floor_divide",
-                     "true_divide", "negative", "absolute", "clamp_min", "clamp_max", "xlogy",
-                     "logical_xor", "atan2")),
-            (P, ("logical_and", "logical_or", "logical_not", "eq", "ne", "lt", "le", "gt", "ge")),
-            (_special, ("greater", "greater_equal", "less", "less_equal", "not_equal", "arcsin",
-                        "arccos", "arctan", "arctan2", "arcsinh", "arccosh", "arctanh",
-                        "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "heaviside",
-                        "logaddexp2")),
-            (_products, ("addmv", "addr", "baddbmm", "addbmm")),
-            (_reduction, ("cumprod",))):
-        for name in names:
-            methods.setdefault(name + "_", _method(getattr(module, name)))
-    from ._linalg import addmm, tril, triu
-    methods["addmm_"] = _method(addmm)
-    methods["tril_"] = _method(tril)
-    methods["triu_"] = _method(triu)
-    methods["masked_fill_"] = _method(_indexing.masked_fill)
-    methods["index_add_"] = _method(_indexing.index_add)
-    methods["index_fill_"] = _method(_indexing.index_fill)
-    methods["index_put_"] = _method(index_put)
-    methods["put_"] = _method(put)
-    methods["scatter_reduce_"] = _method(_indexing.scatter_reduce)
-    methods["index_copy_"] = _method(_indexing.index_copy)
-    methods["masked_scatter_"] = _method(_indexing.masked_scatter)
-    methods["scatter_"] = _method(_indexing.scatter)
-    methods["scatter_add_"] = _method(_indexing.scatter_add)
-    methods["cumsum_"] = _method(_reduction.cumsum)
-    methods["lerp_"] = _method(_math.lerp)
-    methods["nan_to_num_"] = _method(_math.nan_to_num)
-    methods["fill_diagonal_"] = _fill_diagonal_method(methods["masked_fill_"])
-    methods["copy_"] = copy_
-    methods["fill_"] = fill_
-    methods["zero_"] = zero_
-    methods["__setitem__"] = _setitem_method
-    methods["__iadd__"] = methods["add_"]
-    methods["__isub__"] = methods["sub_"]
-    methods["__imul__"] = methods["mul_"]
-    methods["__itruediv__"] = methods["div_"]
-    methods["__ipow__"] = methods["pow_"]
-    return methods
-
-
-INPLACE_METHODS = _build_methods()

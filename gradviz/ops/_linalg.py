@@ -13,9 +13,10 @@ import numpy as np
 
 from gradviz_ext import ops as _ext_ops
 
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._layout import product as _product
-from ._registry import Op, apply, promote
+from ._registry import Op, apply, declare, promote
+from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
 from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
 
 __all__ = ["matmul", "mm", "mv", "dot", "bmm"]
@@ -70,14 +71,16 @@ DOT = Op("dot", "DotBackward0", forward=np.dot, saves=_each_for_the_other, dtype
          backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (g * ctx.data(1) if ctx.needs_input_grad[0] else None,
-                                       g * ctx.data(0) if ctx.needs_input_grad[1] else None))
+                                       g * ctx.data(0) if ctx.needs_input_grad[1] else None),
+         saved={"self": Input(0, needed_by=1), "tensor": Input(1, needed_by=0)})
 MV = Op("mv", "MvBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             unsqueeze(g, 1) * unsqueeze(ctx.input(1), 0) if ctx.needs_input_grad[0] else None,
             mv(t(ctx.input(0)), g) if ctx.needs_input_grad[1] else None),
         fast_backward=lambda ctx, g: (
             g[:, None] * ctx.data(1)[None, :] if ctx.needs_input_grad[0] else None,
-            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None))
+            np.matmul(ctx.data(0).T, g) if ctx.needs_input_grad[1] else None),
+        saved={"self": Input(0, needed_by=1), "vec": Input(1, needed_by=0)})
 MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dtype=promote,
         backward=lambda ctx, g: (
             mm(g, t(ctx.input(1))) if ctx.needs_input_grad[0] else None,
@@ -85,14 +88,22 @@ MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dty
         fast_backward=lambda ctx, g: (
             _product(g, ctx.data(1).T) if ctx.needs_input_grad[0] else None,
             _mm_mat2_grad(ctx.data(0), g, ctx.mat2_transposed) if ctx.needs_input_grad[1]
-            else None))
+            else None),
+        saved={
+            "self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0),
+            "self_sym_sizes": Computed(matrix_shape(0, 1, 0, 0, True)),
+            "self_sym_strides": Computed(input_strides(0, 0)),
+            "mat2_sym_sizes": Computed(matrix_shape(1, 0, 1, 1, False)),
+            "mat2_sym_strides": Computed(input_strides(1, 0)),
+        })
 BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
              bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (
              np.matmul(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0] else None,
-             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None))
+             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
+         saved={"self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0)})
 
 def _addmm_backward(ctx, g):
     return (g if ctx.needs_input_grad[0] else None,
@@ -130,11 +141,20 @@ def _fits(shape, rows, columns):
 
 
 ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
-           backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves)
+           backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves,
+           saved={
+               "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
+               "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
+               "mat1_sym_sizes": Computed(matrix_shape(1, 2, 0, 0, True)),
+               "mat1_sym_strides": Computed(input_strides(1, 1)),
+               "mat2_sym_sizes": Computed(matrix_shape(2, 1, 1, 1, False)),
+               "mat2_sym_strides": Computed(input_strides(2, 1)),
+           })
 
 _TORCH_TYPE_WORDS = TYPE_WORDS
 
 
+@declare(method=True, inplace=True, out=True)
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` (``input`` broadcasts to the product's shape)."""
     first, second = mat1._data, mat2._data  # (the checks read the arrays: a Linear's hot path)
@@ -155,6 +175,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                  strides=(first.strides, second.strides))
 
 
+@declare(method=True, out=True)
 def dot(input, other):
     """The dot product of two 1-D tensors of the same length. Mirrors ``torch.dot``."""
     _check_float_pair("dot", input, other)
@@ -168,6 +189,7 @@ def dot(input, other):
     return apply(DOT, input, other)
 
 
+@declare(method=True, out=True)
 def mv(input, vec):
     """The product of a matrix and a vector. Mirrors ``torch.mv``."""
     _check_float_pair("mv", input, vec)
@@ -179,6 +201,7 @@ def mv(input, vec):
     return apply(MV, input, vec)
 
 
+@declare(method=True, out=True)
 def mm(input, mat2):
     """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
     _check_float_pair("mm", input, mat2)
@@ -192,6 +215,7 @@ def mm(input, mat2):
                  strides=(input._data.strides, mat2._data.strides))
 
 
+@declare(method=True, out=True)
 def bmm(input, mat2):
     """The batched matrix product of two 3-D tensors of matching batch size.
 
@@ -225,6 +249,7 @@ def _should_fold(a, b):
     return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(t1.ndim - 2))
 
 
+@declare(method=("matmul", "__matmul__"), out=True)
 def matmul(input, other):
     """Matrix product with PyTorch's rules for 1-D, 2-D and batched (broadcast) operands."""
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
@@ -336,6 +361,7 @@ def _diagonal_scatter(g, shape, offset, dim1, dim2):
     return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2)
 
 
+@declare(method=True)
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
     PyTorch, so writing into it writes into ``input``."""
@@ -363,6 +389,7 @@ DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
                 backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),))
 
 
+@declare(method=True)
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose ``(dim1, dim2)`` diagonals hold the last dim of ``input`` (zeros
     elsewhere); the batched ``diag``."""
@@ -378,6 +405,7 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 _diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
 
 
+@declare(method=True)
 def diag(input, diagonal=0):  # noqa: A002  (torch's name)
     """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
     ``diagonal`` as 1-D."""
@@ -395,6 +423,7 @@ TRIU = Op("triu", "TriuBackward0", forward=lambda a, diagonal: np.triu(a, diagon
           backward=lambda ctx, g: (triu(g, ctx.diagonal),))
 
 
+@declare(method=True, inplace=True)
 def tril(input, diagonal=0):  # noqa: A002
     """The lower triangle of a matrix (or batch), zeros above the ``diagonal``-th diagonal.
 
@@ -404,6 +433,7 @@ def tril(input, diagonal=0):  # noqa: A002
     return apply(TRIL, input, diagonal=int(diagonal))
 
 
+@declare(method=True, inplace=True)
 def triu(input, diagonal=0):  # noqa: A002
     """The upper triangle of a matrix (or batch), zeros below the ``diagonal``-th diagonal.
 
@@ -424,6 +454,7 @@ TRACE = Op("trace", "TraceBackward0", forward=lambda a, shape: np.asarray(np.tra
            backward=_trace_backward)
 
 
+@declare(method=True)
 def trace(input):
     """The sum of a matrix's diagonal."""
     if input.ndim != 2:
@@ -431,6 +462,7 @@ def trace(input):
     return apply(TRACE, input, shape=tuple(input._data.shape))
 
 
+@declare(name=("outer", "ger"), method=True)
 def outer(input, vec2):
     """``input[i] * vec2[j]`` (recorded as a ``MulBackward0``, as in PyTorch)."""
     if input.ndim != 1 or vec2.ndim != 1:
@@ -514,9 +546,10 @@ def _inverse_forward(a):
 INVERSE = Op("inverse", "LinalgInvExBackward0", forward=_inverse_forward,
              backward=lambda ctx, g: (-matmul(matmul(transpose(ctx.output(), -2, -1), g),
                                              transpose(ctx.output(), -2, -1)),),
-             saves=lambda needs: ((), True))
+             saves=lambda needs: ((), True), saved={"inverse": RESULT})
 
 
+@declare(method=True)
 def inverse(input):
     """The matrix inverse (of each matrix in a batch)."""
     _check_floating_matrix("linalg.inv", input)
@@ -541,6 +574,7 @@ DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
          backward=_det_backward, saves=lambda needs: ((0,), True))
 
 
+@declare(method=True)
 def det(input):
     """The determinant (of each matrix in a batch)."""
     _check_floating_matrix("linalg.det", input)
@@ -558,6 +592,3 @@ def solve(A, B, *, left=True):
 
 __all__ += ["diagonal", "diag", "diag_embed", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
 
-install_methods({"diagonal": diagonal, "diag": diag, "diag_embed": diag_embed, "tril": tril,
-                 "triu": triu, "trace": trace,
-                 "outer": outer, "inverse": inverse, "det": det, "addmm": addmm})

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _warn_once
 from ._linalg import diag_embed, diagonal, matmul, tril
 from ._linalg_solvers import (
     _broadcast_batches,
@@ -31,7 +31,8 @@ from ._linalg_solvers import (
     _result_type,
     solve_triangular,
 )
-from ._registry import Op, apply, saves_inputs
+from ._registry import Op, apply, declare, saves_inputs
+from ._saved import OTHER, REFACTORED, RESULT, SELF, Attr, Computed
 from ._shape import cat, expand, narrow, squeeze_dim, unsqueeze
 
 __all__ = ["qr", "svd", "pinverse"]
@@ -95,7 +96,7 @@ def _qr_tall_backward(Q, R, gQ, gR):
 
 
 QR = Op("linalg_qr", "LinalgQrBackward0", forward=_qr_forward, backward=_qr_backward,
-        saves=saves_inputs(0))
+        saves=saves_inputs(0), saved={"Q": REFACTORED, "R": REFACTORED, "mode": Attr("mode")})
 
 
 def linalg_qr(A, mode="reduced"):
@@ -117,6 +118,7 @@ def linalg_qr(A, mode="reduced"):
     return _QR(Q, R)
 
 
+@declare(method=True)
 def qr(input, some=True):
     """``torch.qr``: :func:`linalg_qr`, reduced with ``some=True``, complete otherwise."""
     _warn_once("qr", (
@@ -170,7 +172,7 @@ def _eigh_gradient(A, UPLO, g_values, g_vectors):
 EIGH = Op("linalg_eigh", "LinalgEighBackward0", forward=_eigh_forward,
           backward=lambda ctx, g_values, g_vectors: (
               _eigh_gradient(ctx.input(0), ctx.UPLO, g_values, g_vectors),),
-          saves=saves_inputs(0))
+          saves=saves_inputs(0), saved={"eigenvalues": REFACTORED, "eigenvectors": REFACTORED})
 EIGVALSH = Op("linalg_eigvalsh", "LinalgEighBackward0", forward=_eigh_forward,
               backward=lambda ctx, g_values: (
                   _eigh_gradient(ctx.input(0), ctx.UPLO, g_values, None),),
@@ -266,7 +268,11 @@ def _svd_gradient(A, gU, gS, gVh):
 
 SVD = Op("linalg_svd", "LinalgSvdBackward0", forward=_svd_forward,
          backward=lambda ctx, gU, gS, gVh: (_svd_gradient(ctx.input(0), gU, gS, gVh),),
-         saves=saves_inputs(0))
+         saves=saves_inputs(0),
+         saved={"U": REFACTORED, "S": REFACTORED, "Vh": REFACTORED,
+             "full_matrices": Attr("full_matrices"),
+             "S_sym_argsize_minus_1": Computed(
+                 lambda node: min(node.input(0).shape[-2:]))})
 SVDVALS = Op("linalg_svdvals", "LinalgSvdBackward0", forward=_svd_forward,
              backward=lambda ctx, gS: (_svd_gradient(ctx.input(0), None, gS, None),),
              saves=saves_inputs(0))
@@ -294,6 +300,7 @@ def svdvals(A, *, driver=None):
     return apply(SVDVALS, A, full_matrices=False, vectors=False)
 
 
+@declare(method=True)
 def svd(input, some=True, compute_uv=True):
     """``torch.svd``: ``(U, S, V)`` (``V``, not ``Vh``); ``some=False`` gives square ``U`` and
     ``V``; ``compute_uv=False`` gives zero matrices for them."""
@@ -358,7 +365,7 @@ def _pinv_gradient(g, pinvA, A):
 
 
 PINV = Op("linalg_pinv", "LinalgPinvBackward0", forward=_pinv_forward, backward=_pinv_backward,
-          saves=lambda needs: ((0,), True))
+          saves=lambda needs: ((0,), True), saved={"self": SELF, "result": RESULT})
 
 
 def pinv(A, rcond=None, hermitian=False, *, atol=None, rtol=None):
@@ -389,6 +396,7 @@ def _limit(tolerance):
     return float(array) if array.ndim == 0 else array[..., None]
 
 
+@declare(method=True)
 def pinverse(input, rcond=1e-15):
     """``torch.pinverse``: :func:`pinv` with ``rcond`` as its relative tolerance."""
     return pinv(input, rtol=rcond)
@@ -432,7 +440,8 @@ def _lstsq_backward(ctx, g):
 
 
 LSTSQ = Op("linalg_lstsq", "LinalgLstsqBackward0", forward=_lstsq_forward,
-           backward=_lstsq_backward, saves=saves_inputs(0, 1, output=True))
+           backward=_lstsq_backward, saves=saves_inputs(0, 1, output=True),
+           saved={"self": SELF, "b": OTHER, "solution": RESULT})
 
 
 def lstsq(A, B, rcond=None, *, driver=None):
@@ -479,4 +488,3 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 
 
-install_methods({"qr": qr, "svd": svd, "pinverse": pinverse})

@@ -16,10 +16,11 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .._tensor import TYPE_WORDS, Tensor, _warn_once, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _warn_once
 from ._linalg import _batch_element, _check_square, matmul, tril, triu
 from ._linalg_solvers import _result_type, solve_triangular
-from ._registry import Op, apply, saves_inputs
+from ._registry import Op, apply, declare, saves_inputs
+from ._saved import OTHER, REFACTORED, RESULT, SELF, Attr, Computed
 from ._shape import cat, narrow, transpose
 
 __all__ = ["lu", "lu_solve", "lu_unpack", "matrix_exp"]
@@ -174,11 +175,15 @@ def _lu_forward(a):
 
 
 LU_FACTOR = Op("linalg_lu_factor_ex", "LinalgLuFactorExBackward0",
-               forward=_lu_arrays, backward=_lu_factor_backward, saves=saves_inputs(0))
+               forward=_lu_arrays, backward=_lu_factor_backward, saves=saves_inputs(0),
+               saved={"LU": REFACTORED, "pivots": REFACTORED,
+                   "pivot": Computed(lambda node: True)})
 LU = Op("linalg_lu", "LinalgLuBackward0", forward=_lu_forward,
         backward=lambda ctx, g_lower, g_upper: (
             _lu_backward(g_lower, g_upper, *_refactor(ctx.input(0))),),
-        saves=saves_inputs(0))
+        saves=saves_inputs(0),
+        saved={"P": REFACTORED, "L": REFACTORED, "U": REFACTORED,
+            "pivot": Computed(lambda node: True)})
 
 
 def lu_factor_ex(A, *, pivot=True, check_errors=False):
@@ -259,9 +264,12 @@ def _lu_unpack_backward(ctx, g_lower, g_upper):
 
 
 LU_UNPACK = Op("lu_unpack", "LuUnpackBackward0", forward=_lu_unpack_forward,
-               backward=_lu_unpack_backward)
+               backward=_lu_unpack_backward,
+               saved={"LU_data_sym_argsize_minus_1": Attr("shape", lambda s: s[1]),
+                   "LU_data_sym_argsize_minus_2": Attr("shape", lambda s: s[0])})
 
 
+@declare()
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """``(P, L, U)`` from :func:`lu_factor`'s packed ``LU_data`` and ``LU_pivots``; empty
     tensors for the parts not asked for."""
@@ -338,7 +346,9 @@ def _lu_solve_backward(ctx, g):
 
 
 LU_SOLVE = Op("linalg_lu_solve", "LinalgLuSolveBackward0", forward=_lu_solve_arrays,
-              backward=_lu_solve_backward, saves=lambda needs: ((0, 1), True))
+              backward=_lu_solve_backward, saves=lambda needs: ((0, 1), True),
+              saved={"LU": SELF, "pivots": OTHER, "result": RESULT,
+                  "left": Attr("left"), "adjoint": Attr("adjoint")})
 
 
 def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
@@ -370,6 +380,7 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
 
 
 
+@declare()
 def lu_solve(b, LU_data, LU_pivots):
     """``torch.lu_solve`` (deprecated in PyTorch, which warns once): :func:`linalg_lu_solve`
     with its arguments reversed."""
@@ -381,6 +392,7 @@ def lu_solve(b, LU_data, LU_pivots):
     return linalg_lu_solve(LU_data, LU_pivots, b)
 
 
+@declare(method=True)
 def lu(A, pivot=True, get_infos=False):
     """``torch.lu`` (deprecated in PyTorch, which warns once): ``(LU, pivots)`` of
     :func:`lu_factor`, and ``info`` with ``get_infos=True`` (then a zero pivot does not
@@ -434,9 +446,10 @@ def _matrix_exp_backward(ctx, g):
 
 
 MATRIX_EXP = Op("linalg_matrix_exp", "LinalgMatrixExpBackward0", forward=_matrix_exp_forward,
-                backward=_matrix_exp_backward, saves=saves_inputs(0))
+                backward=_matrix_exp_backward, saves=saves_inputs(0), saved={"self": SELF})
 
 
+@declare(method=True)
 def matrix_exp(A):
     """The matrix exponential ``sum_k A^k / k!`` of each square matrix in ``A``.
 
@@ -466,4 +479,3 @@ def eigvals(A, *, out=None):
     raise TypeError(_EIG_MESSAGE.format(what="linalg.eigvals"))
 
 
-install_methods({"matrix_exp": matrix_exp, "lu": lu})

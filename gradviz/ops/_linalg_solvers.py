@@ -29,7 +29,8 @@ from ._linalg import (
     tril,
     triu,
 )
-from ._registry import Op, apply
+from ._registry import Op, apply, declare
+from ._saved import NO_LU, OTHER, RESULT, SELF, Attr
 from ._shape import expand, transpose, unsqueeze, view
 
 __all__ = ["adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve",
@@ -178,7 +179,9 @@ def _solve_backward(ctx, g):
 
 
 SOLVE = Op("linalg_solve", "LinalgSolveExBackward0", forward=_solve_forward,
-           backward=_solve_backward, saves=lambda needs: ((0,), True))
+           backward=_solve_backward, saves=lambda needs: ((0,), True),
+           saved={"A": SELF, "result": RESULT, "left": Attr("left"),
+               "LU": NO_LU, "pivots": NO_LU})
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
@@ -283,7 +286,10 @@ def _solve_triangular_backward(ctx, g):
 
 SOLVE_TRIANGULAR = Op("linalg_solve_triangular", "LinalgSolveTriangularBackward0",
                       forward=_solve_triangular_forward, backward=_solve_triangular_backward,
-                      saves=lambda needs: ((0,), True))
+                      saves=lambda needs: ((0,), True),
+                      saved={"self": SELF, "result": RESULT, "upper": Attr("upper"),
+                          "left": Attr("left"),
+                          "unitriangular": Attr("unitriangular")})
 
 
 def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
@@ -343,9 +349,13 @@ def _triangular_solve_backward(ctx, g_solution, g_coefficient):
 
 TRIANGULAR_SOLVE = Op("triangular_solve", "TriangularSolveBackward0",
                       forward=_triangular_solve_forward, backward=_triangular_solve_backward,
-                      saves=lambda needs: ((0, 1), True))
+                      saves=lambda needs: ((0, 1), True),
+                      saved={"self": SELF, "A": OTHER, "solution": RESULT,
+                          "upper": Attr("upper"), "transpose": Attr("transpose"),
+                          "unitriangular": Attr("unitriangular")})
 
 
+@declare(method=True)
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``torch.triangular_solve`` (deprecated in PyTorch, which warns once):
     ``(solution, cloned_coefficient)`` of ``op(A) @ X = b``, ``op`` transposing with
@@ -436,9 +446,11 @@ def _cholesky_backward(ctx, g, g_info=None):
 
 
 CHOLESKY = Op("linalg_cholesky_ex", "LinalgCholeskyExBackward0", forward=_cholesky_forward,
-              backward=_cholesky_backward, saves=lambda needs: ((), True))
+              backward=_cholesky_backward, saves=lambda needs: ((), True),
+              saved={"L": RESULT, "upper": Attr("upper")})
 LEGACY_CHOLESKY = Op("cholesky", "CholeskyBackward0", forward=_legacy_cholesky_forward,
-                     backward=_cholesky_backward, saves=lambda needs: ((), True))
+                     backward=_cholesky_backward, saves=lambda needs: ((), True),
+                     saved={"result": RESULT, "upper": Attr("upper")})
 
 
 def _not_positive_definite(what, info):
@@ -482,6 +494,7 @@ def linalg_cholesky(A, *, upper=False):
     return L
 
 
+@declare(method=True)
 def cholesky(input, upper=False):
     """``torch.cholesky`` (deprecated in PyTorch, which warns once): the factor of
     :func:`linalg_cholesky`, recorded as PyTorch's ``CholeskyBackward0``."""
@@ -518,9 +531,12 @@ def _cholesky_solve_backward(ctx, g):
 
 
 CHOLESKY_SOLVE = Op("cholesky_solve", "CholeskySolveBackward0", forward=_cholesky_solve_forward,
-                    backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True))
+                    backward=_cholesky_solve_backward, saves=lambda needs: ((0, 1), True),
+                    saved={"self": SELF, "input2": OTHER, "result": RESULT,
+                        "upper": Attr("upper")})
 
 
+@declare(method=True)
 def cholesky_solve(input, input2, upper=False):
     """The solution ``X`` of ``A @ X = input`` given the Cholesky factor ``input2`` of ``A``
     (lower, or upper with ``upper=True``)."""
@@ -558,9 +574,11 @@ def _cholesky_inverse_backward(ctx, g):
 
 CHOLESKY_INVERSE = Op("cholesky_inverse", "CholeskyInverseBackward0",
                       forward=_cholesky_inverse_forward, backward=_cholesky_inverse_backward,
-                      saves=lambda needs: ((0,), True))
+                      saves=lambda needs: ((0,), True),
+                      saved={"self": SELF, "result": RESULT, "upper": Attr("upper")})
 
 
+@declare(method=True)
 def cholesky_inverse(input, upper=False):
     """The inverse of ``A`` from its Cholesky factor ``input`` (lower, or upper with
     ``upper=True``): ``(L @ L.mT)^-1``."""
@@ -663,6 +681,7 @@ def multi_dot(tensors):
     return view(product, *out_shape)
 
 
+@declare()
 def chain_matmul(*matrices):
     """``torch.chain_matmul`` (deprecated in PyTorch, which warns once): :func:`multi_dot` of
     two or more matrices given as arguments."""
@@ -710,10 +729,12 @@ def _conjugate_transpose(self):
 mT = _matrix_transpose("mT")
 mH = _matrix_transpose("mH")
 adjoint = _matrix_transpose("adjoint")  # ``Tensor.adjoint()``: the conjugate transpose
+declare(name="adjoint", method="adjoint")(adjoint)
 
-install_methods({"cholesky_inverse": cholesky_inverse, "mH": property(mH),
-                 "H": property(_conjugate_transpose), "adjoint": adjoint})
-install_methods({"cholesky": cholesky, "cholesky_solve": cholesky_solve, "triangular_solve": triangular_solve})
+install_methods({
+    "mH": property(mH),
+    "H": property(_conjugate_transpose),
+})
 
 
 def vander(x, *, N=None):

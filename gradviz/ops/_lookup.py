@@ -8,7 +8,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Size, Tensor, _wrap, install_methods
 from ._pointwise import _broadcasting
-from ._registry import Op, apply, promote
+from ._registry import Op, apply, declare, promote
 
 __all__ = ["searchsorted", "bucketize", "isin", "unique_consecutive", "broadcast_shapes", "gcd",
            "lcm"]
@@ -30,6 +30,7 @@ def _side(right, side):
     return "right" if right else "left"
 
 
+@declare()
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None):
     """Where each value of ``input`` would go in ``sorted_sequence`` (sorted along its last
@@ -55,6 +56,7 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
     return _wrap(found.reshape(values.shape).astype(out_dtype))
 
 
+@declare()
 def bucketize(input, boundaries, *, out_int32=False, right=False):
     """The bucket of each value of ``input`` between the sorted 1-D ``boundaries``:
     ``boundaries[i-1] < x <= boundaries[i]`` (``<=`` and ``<`` swapped with ``right=True``)."""
@@ -64,6 +66,7 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
+@declare()
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """Whether each entry of ``elements`` occurs in ``test_elements`` (a bool tensor shaped
     like ``elements``; either may be a number)."""
@@ -71,6 +74,7 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     return _wrap(np.asarray(found, dtype=bool))
 
 
+@declare(method=True)
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """``input`` with each run of equal consecutive values (or slices along ``dim``) kept
     once; with ``return_inverse``, the run of each entry; with ``return_counts``, run lengths."""
@@ -98,6 +102,7 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return result[0] if len(result) == 1 else tuple(result)
 
 
+@declare()
 def broadcast_shapes(*shapes):
     """The shape tensors of ``shapes`` broadcast to, as a ``Size``."""
     result = []
@@ -134,24 +139,28 @@ def _integer_op(name, ufunc):
 
 
 gcd = _integer_op("gcd", np.gcd)
+declare(method=True)(gcd)
 lcm = _integer_op("lcm", np.lcm)
+declare(method=True)(lcm)
 
-install_methods({"unique_consecutive": unique_consecutive, "gcd": gcd, "lcm": lcm})
 
 
 # ---- dtype and value predicates ------------------------------------------------------------------
 
+@declare()
 def result_type(tensor1, tensor2):
     """The dtype an op of ``tensor1`` and ``tensor2`` (tensors or numbers) computes in."""
     return _dtypes.result_type(tensor1, tensor2)
 
 
+@declare()
 def scalar_tensor(s, *, dtype=None, **kwargs):
     """A 0-d tensor of the number ``s``, in the default float dtype unless ``dtype`` says."""
     target = _dtypes.get_default_dtype() if dtype is None else _dtypes.as_dtype(dtype)
     return _wrap(np.asarray(s, dtype=target.numpy))
 
 
+@declare(method=True)
 def is_nonzero(input):
     """Whether the single value of ``input`` is nonzero (an error for more than one value)."""
     if input.numel() == 0:
@@ -161,6 +170,7 @@ def is_nonzero(input):
     return bool(input._data.reshape(-1)[0])
 
 
+@declare(method=True)
 def is_signed(input):
     """Whether ``input``'s dtype is a signed type (floats and signed integers).
 
@@ -168,25 +178,30 @@ def is_signed(input):
     return input.dtype is not _dtypes.uint8 and input.dtype is not _dtypes.bool
 
 
+@declare(method=True)
 def is_complex(input):
     """Always False: gradviz has no complex dtypes."""
     return False
 
 
+@declare()
 def real(input):
     """``input`` itself: a real tensor is its own real part."""
     return input
 
 
+@declare(name=False, method=True)
 def is_same_size(input, other):
     return tuple(input.shape) == tuple(other.shape)
 
 
+@declare(name=False, method=True)
 def data_ptr(input):
     """The address of the first element (views of one tensor differ by their offset)."""
     return int(input._data.__array_interface__["data"][0])
 
 
+@declare(name=False, method=True)
 def storage_offset(input):
     """How many elements into its base's memory this tensor starts (0 unless a view)."""
     root = input if input._base is None else input._base
@@ -196,6 +211,6 @@ def storage_offset(input):
 
 __all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real"]
 
-install_methods({"is_nonzero": is_nonzero, "is_signed": is_signed, "is_complex": is_complex,
-                 "is_same_size": is_same_size, "real": property(real), "data_ptr": data_ptr,
-                 "storage_offset": storage_offset})
+install_methods({
+    "real": property(real),
+})

@@ -14,6 +14,7 @@ import numpy as np
 
 from ._pointwise import clamp, exp, gt, log, lt, sigmoid, where
 from ._registry import Op, apply, promote_float, saves_inputs
+from ._saved import NOT_NLL_TARGET, OTHER, SELF, Computed, Input, reduction_enum
 
 __all__ = ["mse_loss", "nll_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
@@ -88,7 +89,8 @@ def _mse_fast(ctx, g):
 MSE_LOSS = Op("mse_loss", "MseLossBackward0",
               forward=lambda a, b, reduction, count: _reduced((a - b) ** 2, reduction, a.dtype),
               backward=_mse_backward, fast_backward=_mse_fast,
-              saves=saves_inputs(0, 1), dtype=promote_float)
+              saves=saves_inputs(0, 1), dtype=promote_float,
+              saved={"self": SELF, "target": OTHER, "reduction": Computed(reduction_enum)})
 
 
 def mse_loss(input, target, reduction="mean"):
@@ -172,7 +174,9 @@ def _bce_backward(ctx, g):
 
 
 BCE = Op("binary_cross_entropy", "BinaryCrossEntropyBackward0", forward=_bce_forward,
-         backward=_bce_backward, saves=saves_inputs(0, 1, 2))
+         backward=_bce_backward, saves=saves_inputs(0, 1, 2),
+         saved={"self": SELF, "target": OTHER, "weight": Input(2),
+             "reduction": Computed(reduction_enum)})
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
@@ -216,7 +220,10 @@ def _bce_logits_backward(ctx, g):
 
 BCE_WITH_LOGITS = Op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
                      forward=_bce_logits_forward, backward=_bce_logits_backward,
-                     saves=saves_inputs(0, 1, 2, 3))
+                     saves=saves_inputs(0, 1, 2, 3),
+                     saved={
+                         "self": SELF, "target": OTHER, "weight": Input(2), "pos_weight": Input(3),
+                         "reduction": Computed(reduction_enum)})
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
@@ -257,7 +264,12 @@ def _nll_backward(ctx, g):
 
 
 NLL_LOSS = Op("nll_loss", "NllLossBackward0", forward=_nll_forward, backward=_nll_backward,
-              saves=saves_inputs(0))
+              saves=saves_inputs(0),
+              saved={
+                  "self": SELF, "reduction": Computed(reduction_enum),
+                  "target": NOT_NLL_TARGET, "weight": NOT_NLL_TARGET, "ignore_index": NOT_NLL_TARGET,
+                  "total_weight": NOT_NLL_TARGET,
+              })
 
 
 def nll_loss(log_probs, coefficients, reduction):

@@ -28,7 +28,7 @@ from ._pointwise import (
     pow,
     rsqrt,
 )
-from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, promote, promote_float, saves_inputs, saves_output
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -68,6 +68,7 @@ COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
           saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare(method=True, inplace=True, out=True)
 def floor(input):
     """The largest integer not greater than each element (its gradient is zero).
 
@@ -75,6 +76,7 @@ def floor(input):
     return input if not input.dtype.is_floating_point else apply(FLOOR, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def ceil(input):
     """The smallest integer not less than each element (its gradient is zero).
 
@@ -82,6 +84,7 @@ def ceil(input):
     return input if not input.dtype.is_floating_point else apply(CEIL, input)
 
 
+@declare(name=("trunc", "fix"), method=("trunc", "fix"), inplace=("trunc_", "fix_"))
 def trunc(input):
     """Each element rounded toward zero (its gradient is zero); ``fix`` is the same function.
 
@@ -89,6 +92,7 @@ def trunc(input):
     return input if not input.dtype.is_floating_point else apply(TRUNC, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def round(input, *, decimals=0):  # noqa: A001  (torch's name)
     """Round half to even, like PyTorch (``round(2.5) == 2``)."""
     if not input.dtype.is_floating_point:
@@ -98,41 +102,49 @@ def round(input, *, decimals=0):  # noqa: A001  (torch's name)
     return apply(ROUND, input)
 
 
+@declare(method=True, inplace=True)
 def frac(input):
     """The fractional part ``input - trunc(input)``, elementwise. Mirrors ``torch.frac``."""
     return apply(FRAC, input)
 
 
+@declare(method=True, inplace=True)
 def tan(input):
     """The tangent, elementwise (radians). Mirrors ``torch.tan``."""
     return apply(TAN, input)
 
 
+@declare(name=("atan", "arctan"), method=("atan", "arctan"), inplace=("atan_", "arctan_"))
 def atan(input):
     """The inverse tangent, elementwise; ``arctan`` is the same function. Mirrors ``torch.atan``."""
     return apply(ATAN, input)
 
 
+@declare(name=("asin", "arcsin"), method=("asin", "arcsin"), inplace=("asin_", "arcsin_"))
 def asin(input):
     """The inverse sine, elementwise; ``arcsin`` is the same function. Mirrors ``torch.asin``."""
     return apply(ASIN, input)
 
 
+@declare(name=("acos", "arccos"), method=("acos", "arccos"), inplace=("acos_", "arccos_"))
 def acos(input):
     """The inverse cosine, elementwise; ``arccos`` is the same function. Mirrors ``torch.acos``."""
     return apply(ACOS, input)
 
 
+@declare(method=True, inplace=True)
 def sinh(input):
     """The hyperbolic sine, elementwise. Mirrors ``torch.sinh``."""
     return apply(SINH, input)
 
 
+@declare(method=True, inplace=True)
 def cosh(input):
     """The hyperbolic cosine, elementwise. Mirrors ``torch.cosh``."""
     return apply(COSH, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def square(input):
     """``input ** 2`` (the node is ``PowBackward0``, as in PyTorch)."""
     return pow(input, 2)
@@ -170,21 +182,25 @@ FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", forward=_broadcasting(_floor
                   backward=_not_differentiable("floor_divide"), dtype=promote)
 
 
+@declare(method=("remainder", "__mod__"), inplace=True, out=True)
 def remainder(input, other):
     """Python's ``%``: the result has the sign of ``other``."""
     return apply(REMAINDER, *_operands(input, other, "remainder"))
 
 
+@declare(method=True, inplace=True, out=True)
 def fmod(input, other):
     """C's ``fmod``: the result has the sign of ``input``."""
     return apply(FMOD, *_operands(input, other, "fmod"))
 
 
+@declare(method=("floor_divide", "__floordiv__"), inplace=True)
 def floor_divide(input, other):
     """``input // other`` (rounds toward minus infinity, like Python)."""
     return apply(FLOOR_DIVIDE, *_operands(input, other, "floor_divide"))
 
 
+@declare(method=True, inplace=True, out=True)
 def true_divide(input, other):
     """``input / other`` with true (floating-point) division; the same as ``div``.
 
@@ -196,6 +212,7 @@ negative = neg
 absolute = abs
 
 
+@declare(method=True, inplace=True)
 def clamp_min(input, min):  # noqa: A002
     """``clamp(input, min=min)``: each element limited from below. Mirrors ``torch.clamp_min``."""
     if isinstance(min, Tensor):
@@ -204,6 +221,7 @@ def clamp_min(input, min):  # noqa: A002
     return apply(CLAMP_MIN, input, min=min, max=None)
 
 
+@declare(method=True, inplace=True)
 def clamp_max(input, max):  # noqa: A002
     """``clamp(input, max=max)``: each element limited from above. Mirrors ``torch.clamp_max``."""
     if isinstance(max, Tensor):
@@ -220,16 +238,19 @@ CLAMP_MAX = Op("clamp_max", "ClampMaxBackward0", forward=_clamp_forward, backwar
 
 # ---- predicates (not differentiable) -----------------------------------------------------
 
+@declare(method=True)
 def isnan(input):
     """Whether each element is NaN, as a bool tensor. Mirrors ``torch.isnan``."""
     return _wrap(np.isnan(input._data))
 
 
+@declare(method=True)
 def isinf(input):
     """Whether each element is +inf or -inf, as a bool tensor. Mirrors ``torch.isinf``."""
     return _wrap(np.isinf(input._data))
 
 
+@declare(method=True)
 def isfinite(input):
     """Whether each element is finite (not NaN and not +/-inf), as a bool tensor.
 
@@ -237,6 +258,7 @@ def isfinite(input):
     return _wrap(np.isfinite(input._data))
 
 
+@declare(method=True)
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether each element of ``input`` is within ``atol + rtol * abs(other)`` of ``other``.
 
@@ -245,6 +267,7 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return _wrap(np.isclose(input._data, other_data, rtol=rtol, atol=atol, equal_nan=equal_nan))
 
 
+@declare(method=True)
 def equal(input, other) -> bool:
     """Whether both tensors have the same shape and the same values (a Python bool)."""
     return bool(input._data.shape == other._data.shape
@@ -256,6 +279,7 @@ _BITWISE_XOR = Op("bitwise_xor", "bitwise_xor", forward=_broadcasting(np.bitwise
                   backward=None, dtype=promote)
 
 
+@declare(method=True, inplace=True)
 def logical_xor(input, other):
     """Elementwise logical XOR of the truth values of ``input`` and ``other``.
 
@@ -287,6 +311,7 @@ XLOGY = Op("xlogy", "XlogyBackward0", forward=_broadcasting(_xlogy_forward),
            backward=_xlogy_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def xlogy(input, other):
     """``input * log(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     return apply(XLOGY, _check_operand(input, "xlogy"), _check_operand(other, "xlogy"))
@@ -315,6 +340,7 @@ LERP_TENSOR = Op("lerp_tensor", "LerpBackward1", forward=_lerp_forward,
                  backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
 
 
+@declare(method=True, inplace=True)
 def lerp(input, end, weight):
     """``input + weight * (end - input)`` (``weight`` a number or a tensor)."""
     if isinstance(weight, Tensor):
@@ -333,6 +359,7 @@ ATAN2 = Op("atan2", "Atan2Backward0", forward=_broadcasting(np.arctan2), backwar
            saves=saves_inputs(0, 1), dtype=promote_float)
 
 
+@declare(name=("atan2", "arctan2"), method=("atan2", "arctan2"), inplace=("atan2_", "arctan2_"))
 def atan2(input, other):
     """The angle of the point ``(other, input)``: ``atan(input / other)`` in the right
     quadrant."""
@@ -351,6 +378,7 @@ NAN_TO_NUM = Op("nan_to_num", "NanToNumBackward0",
                 backward=_nan_to_num_backward, saves=saves_inputs(0))
 
 
+@declare(method=True, inplace=True)
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (by default the
     dtype's largest and smallest finite values); the gradient is zero at replaced entries."""
@@ -363,24 +391,17 @@ __all__ = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "ac
             "logical_xor", "xlogy", "lerp", "atan2", "nan_to_num"]
 
 
+@declare(name=False, method="__rmod__")
 def _reflected_remainder(self, other):
     return remainder(_check_operand(other, "remainder"), self)
 
 
+@declare(name=False, method="__rfloordiv__")
 def _reflected_floor_divide(self, other):
     return floor_divide(_check_operand(other, "floor_divide"), self)
 
 
 install_methods({
-    "floor": floor, "ceil": ceil, "trunc": trunc, "round": round, "frac": frac, "tan": tan,
-    "atan": atan, "asin": asin, "acos": acos, "sinh": sinh, "cosh": cosh, "square": square,
-    "remainder": remainder, "fmod": fmod, "floor_divide": floor_divide, "true_divide": true_divide,
-    "negative": negative, "absolute": absolute, "clamp_min": clamp_min, "clamp_max": clamp_max,
-    "isnan": isnan, "isinf": isinf, "isfinite": isfinite, "isclose": isclose, "equal": equal,
-    "logical_xor": logical_xor, "xlogy": xlogy, "lerp": lerp, "atan2": atan2,
-    "nan_to_num": nan_to_num,
-    "__mod__": remainder, "__rmod__": _reflected_remainder,
-    "__floordiv__": floor_divide, "__rfloordiv__": _reflected_floor_divide,
     "__xor__": lambda self, other: (logical_xor(self, other) if self.dtype is _dtypes.bool
                                     and getattr(other, "dtype", None) is _dtypes.bool
                                     else _bitwise(_BITWISE_XOR, self, other)),

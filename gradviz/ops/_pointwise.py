@@ -16,7 +16,8 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
-from ._registry import Op, apply, check_saveable, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, check_saveable, declare, promote, promote_float, saves_inputs, saves_output
+from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
 
 __all__ = [
     "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
@@ -249,12 +250,12 @@ def _sub_fast(ctx, g):
 ADD = Op("add", "AddBackward0",
          forward=_add_forward,
          backward=lambda ctx, g: (g, g * ctx.alpha if ctx.alpha != 1 else g),
-         fast_backward=_add_fast, dtype=promote, kernel=_ext_ops.KERNEL_ADD)
+         fast_backward=_add_fast, dtype=promote, kernel=_ext_ops.KERNEL_ADD, saved={"alpha": Attr("alpha")})
 
 SUB = Op("sub", "SubBackward0",
          forward=_sub_forward,
          backward=lambda ctx, g: (g, -g * ctx.alpha if ctx.alpha != 1 else -g),
-         fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB)
+         fast_backward=_sub_fast, dtype=promote, kernel=_ext_ops.KERNEL_SUB, saved={"alpha": Attr("alpha")})
 
 def legacy_alpha(name, args, kwargs):
     """``p.add_(-lr, grad)``, the pre-1.5 overload ``(Number alpha, Tensor other)`` of add and
@@ -272,6 +273,7 @@ def legacy_alpha(name, args, kwargs):
     return args, kwargs
 
 
+@declare(method=True, inplace=("add_", "__iadd__"), out=True)
 def add(input, other, *args, alpha=1):
     """``input + alpha * other`` with broadcasting."""
     if args:
@@ -301,6 +303,7 @@ def _check_not_bool(*operands):
             )
 
 
+@declare(method=True, inplace=("sub_", "__isub__"), out=True)
 def sub(input, other, *args, alpha=1):
     """``input - alpha * other`` with broadcasting."""
     if args:
@@ -316,6 +319,7 @@ def sub(input, other, *args, alpha=1):
     return apply(SUB, *_operands(input, other, "sub"), alpha=alpha)
 
 
+@declare(name=False, method="__rsub__")
 def rsub(input, other):
     """``other - input`` for a Python number ``other`` (``2 - x``)."""
     if isinstance(other, Tensor):
@@ -327,7 +331,7 @@ def rsub(input, other):
 RSUB = Op("rsub", "RsubBackward1",
           forward=lambda a, other: np.subtract(other, a),
           backward=lambda ctx, g: (-g,), fast_backward=lambda ctx, g: (-g,),
-          dtype=lambda a, other: _dtypes.result_type(a, other))
+          dtype=lambda a, other: _dtypes.result_type(a, other), saved={"alpha": Attr("alpha", default=1)})
 
 
 # ---- mul / div --------------------------------------------------------------------------
@@ -347,9 +351,10 @@ MUL = Op("mul", "MulBackward0",
              _half_with_number(np.multiply, g, ctx.data(1)) if ctx.needs_input_grad[0] else None,
              g * ctx.data(0) if ctx.needs_input_grad[1] else None,
          ),
-         saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL)
+         saves=_mul_saves, dtype=promote, kernel=_ext_ops.KERNEL_MUL, saved={"self": SELF, "other": OTHER})
 
 
+@declare(method=True, inplace=("mul_", "__imul__"), out=True)
 def mul(input, other):
     """Elementwise product with broadcasting."""
     return apply(MUL, *_operands(input, other, "mul"))
@@ -377,7 +382,7 @@ def _true_divide_forward(a, b):
 DIV = Op("div", "DivBackward0",
          forward=_true_divide_forward, backward=_div_backward, fast_backward=_div_fast,
          saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
-         dtype=promote_float, kernel=_ext_ops.KERNEL_DIV)
+         dtype=promote_float, kernel=_ext_ops.KERNEL_DIV, saved={"self": SELF, "other": OTHER})
 
 
 def _integer_division_check(a, b):
@@ -388,6 +393,7 @@ def _integer_division_check(a, b):
 _TRUE_DIVISION = object()  # div's rounding_mode when none is passed (torch's div.Tensor)
 
 
+@declare(method=True, inplace=("div_", "__itruediv__"), out=True)
 def div(input, other, *, rounding_mode=_TRUE_DIVISION):
     """Elementwise division with broadcasting: true division (integers give floats), or
     rounded with ``rounding_mode="trunc"`` or ``"floor"`` (integers stay integers)."""
@@ -432,9 +438,10 @@ RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
                 forward=lambda a: np.reciprocal(a),
                 backward=lambda ctx, g: (-g * ctx.output() * ctx.output(),),
                 fast_backward=lambda ctx, g: (-g * ctx.output_data() * ctx.output_data(),),
-                saves=saves_output, dtype=promote_float)
+                saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
+@declare(method=True, inplace=True, out=True)
 def reciprocal(input):
     """``1 / input``, elementwise (integers are promoted to the default float dtype).
 
@@ -450,9 +457,10 @@ def rdiv(input, other):
 
 
 NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g,),
-         fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG)
+         fast_backward=lambda ctx, g: (-g,), kernel=_ext_ops.KERNEL_NEG, saved={})
 
 
+@declare(name=("neg", "negative"), method=("neg", "negative"), inplace=("neg_", "negative_"), out=True)
 def neg(input):
     """The negation ``-input``, elementwise. Mirrors ``torch.neg``."""
     if input.dtype is _dtypes.bool:
@@ -506,7 +514,8 @@ POW_SCALAR = Op("pow_scalar", "PowBackward0",
                 forward=_pow_scalar_forward,
                 backward=_pow_scalar_backward, fast_backward=_pow_scalar_fast,
                 saves=saves_inputs(0),
-                dtype=lambda a, exponent: _dtypes.result_type(a, exponent))
+                dtype=lambda a, exponent: _dtypes.result_type(a, exponent),
+                saved={"self": SELF, "exponent": Attr("exponent")})
 
 
 def _pow_tensor_backward(ctx, g):
@@ -522,7 +531,8 @@ def _pow_tensor_backward(ctx, g):
 
 POW_TENSOR = Op("pow", "PowBackward1",
                 forward=_broadcasting(_power), backward=_pow_tensor_backward,
-                saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote)
+                saves=lambda needs: ((0, 1), bool(needs[1])), dtype=promote,
+                saved={"self": SELF, "exponent": OTHER, "result": RESULT})
 
 
 def _pow_base_backward(ctx, g):
@@ -535,9 +545,11 @@ def _pow_base_backward(ctx, g):
 POW_BASE = Op("pow_base", "PowBackward2",
               forward=lambda a, base: _power(base, a),
               backward=_pow_base_backward, saves=lambda needs: ((0,), True),
-              dtype=lambda a, base: _dtypes.result_type(a, base))
+              dtype=lambda a, base: _dtypes.result_type(a, base),
+              saved={"self": Attr("base"), "exponent": SELF, "result": RESULT})
 
 
+@declare(method=("pow", "__pow__"), inplace=("pow_", "__ipow__"), out=True)
 def pow(input, exponent):
     """``input ** exponent``; either side may be a Python number."""
     if not isinstance(input, Tensor):
@@ -552,19 +564,19 @@ def pow(input, exponent):
 EXP = Op("exp", "ExpBackward0", forward=np.exp,
          backward=lambda ctx, g: (g * ctx.output(),),
          fast_backward=lambda ctx, g: (g * ctx.output_data(),),
-         saves=saves_output, dtype=promote_float)
+         saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 LOG = Op("log", "LogBackward0", forward=np.log,
          backward=lambda ctx, g: (g / ctx.input(0),),
          fast_backward=lambda ctx, g: (g / ctx.data(0),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 SIN = Op("sin", "SinBackward0", forward=np.sin,
          backward=lambda ctx, g: (g * cos(ctx.input(0)),),
          fast_backward=lambda ctx, g: (g * np.cos(ctx.data(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 COS = Op("cos", "CosBackward0", forward=np.cos,
          backward=lambda ctx, g: (-g * sin(ctx.input(0)),),
          fast_backward=lambda ctx, g: (-g * np.sin(ctx.data(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 def _tanh_backward_data(ctx, g):
     y = ctx.output_data()
     if y.dtype == np.float32:
@@ -586,11 +598,11 @@ def _tanh_backward(ctx, g):
 TANH = Op("tanh", "TanhBackward0", forward=np.tanh,
           backward=_tanh_backward,
           fast_backward=_tanh_backward_data,
-          saves=saves_output, dtype=promote_float)
+          saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
           backward=lambda ctx, g: (g / (2 * ctx.output()),),
           fast_backward=lambda ctx, g: (g / (2 * ctx.output_data()),),
-          saves=saves_output, dtype=promote_float)
+          saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
 def _sigmoid_forward(a):
@@ -602,7 +614,7 @@ def _sigmoid_forward(a):
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
              backward=lambda ctx, g: (g * (1 - ctx.output()) * ctx.output(),),
              fast_backward=lambda ctx, g: (g * (1 - ctx.output_data()) * ctx.output_data(),),
-             saves=saves_output, dtype=promote_float)
+             saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
 def _threshold_backward_forward(g, result):
@@ -625,7 +637,7 @@ RELU = Op("relu", "ReluBackward0",
           forward=lambda a: np.maximum(a, np.zeros((), dtype=a.dtype)),
           backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
           fast_backward=lambda ctx, g: (_threshold_backward_forward(g, ctx.output_data()),),
-          saves=saves_output)
+          saves=saves_output, saved={"result": RESULT})
 
 # relu's gradient as an op of its own, like PyTorch: differentiable in the gradient (the same
 # mask again) and in the result (zero almost everywhere), so Hessians through relu work.
@@ -642,7 +654,8 @@ def threshold_backward(grad, result):
 
 ABS = Op("abs", "AbsBackward0", forward=np.abs,
          backward=lambda ctx, g: (g * sign(ctx.input(0)),),
-         fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0))
+         fast_backward=lambda ctx, g: (g * np.sign(ctx.data(0)),), saves=saves_inputs(0),
+         saved={"self": SELF})
 
 def _sign_backward(ctx, g):
     """PyTorch's ``zeros_like(grad)``: a constant, so the gradient through sign does not require
@@ -665,29 +678,34 @@ def _sign_forward(a):
     return out
 
 
-SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward)
+SIGN = Op("sign", "SignBackward0", forward=_sign_forward, backward=_sign_backward, saved={})
 
 
+@declare(method=True, inplace=True, out=True)
 def exp(input):
     """The exponential ``e ** input``, elementwise. Mirrors ``torch.exp``."""
     return apply(EXP, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def log(input):
     """The natural logarithm, elementwise (``-inf`` at 0, NaN below). Mirrors ``torch.log``."""
     return apply(LOG, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sin(input):
     """The sine, elementwise (radians). Mirrors ``torch.sin``."""
     return apply(SIN, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def cos(input):
     """The cosine, elementwise (radians). Mirrors ``torch.cos``."""
     return apply(COS, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def tanh(input):
     """The hyperbolic tangent, elementwise; its derivative is ``1 - tanh(x) ** 2``.
 
@@ -695,21 +713,25 @@ def tanh(input):
     return apply(TANH, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sqrt(input):
     """The square root, elementwise (NaN for negative entries). Mirrors ``torch.sqrt``."""
     return apply(SQRT, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sigmoid(input):
     """The logistic sigmoid ``1 / (1 + exp(-input))``, elementwise. Mirrors ``torch.sigmoid``."""
     return apply(SIGMOID, input)
 
 
+@declare(method=True, inplace=True)
 def relu(input):
     """The rectified linear unit ``max(input, 0)``, elementwise. Mirrors ``torch.relu``."""
     return apply(RELU, input)
 
 
+@declare(name=("abs", "absolute"), method=("abs", "absolute", "__abs__"), inplace=("abs_", "absolute_"), out=True)
 def abs(input):  # noqa: A001  (torch's name)
     """The absolute value, elementwise; ``absolute`` is the same function. Mirrors ``torch.abs``."""
     if input.dtype is _dtypes.bool:
@@ -717,6 +739,7 @@ def abs(input):  # noqa: A001  (torch's name)
     return apply(ABS, input)
 
 
+@declare(method=True, inplace=True, out=True)
 def sign(input):
     """The sign (-1, 0 or 1) of each element; its gradient is zero. Mirrors ``torch.sign``."""
     return apply(SIGN, input)
@@ -744,7 +767,8 @@ def _clamp_dtype(a, min=None, max=None):  # noqa: A002
 
 
 CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_backward,
-           saves=saves_inputs(0), dtype=_clamp_dtype)
+           saves=saves_inputs(0), dtype=_clamp_dtype,
+           saved={"self": SELF, "min": Attr("min"), "max": Attr("max")})
 
 
 def _clamp_tensor_forward(a, *bounds, has_min, has_max):
@@ -788,12 +812,14 @@ def _clamp_tensor_backward(ctx, g):
     return tuple(grads)
 
 
-def _clamp_tensor_op(name, node):
+def _clamp_tensor_op(name, node, saved=None):
     return Op(name, node, forward=_clamp_tensor_forward, backward=_clamp_tensor_backward,
-              dtype=promote, saves=lambda needs: (tuple(range(len(needs))), False))
+              dtype=promote, saves=lambda needs: (tuple(range(len(needs))), False), saved=saved)
 
 
-CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0")
+CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0",
+                                saved={"self": SELF, "min": Computed(clamp_bound_attr("min")),
+                                    "max": Computed(clamp_bound_attr("max"))})
 CLAMP_MIN_TENSOR = _clamp_tensor_op("clamp_min_tensor", "ClampMinBackward1")
 CLAMP_MAX_TENSOR = _clamp_tensor_op("clamp_max_tensor", "ClampMaxBackward1")
 
@@ -816,6 +842,7 @@ def clamp_bound(input, bound):
     return input, bound
 
 
+@declare(name=("clamp", "clip"), method=("clamp", "clip"), inplace=("clamp_", "clip_"), out=True)
 def clamp(input, min=None, max=None):  # noqa: A002
     """Clamp into ``[min, max]`` (numbers or tensors); the gradient passes where the input was
     inside the range, and to a tensor bound where it was chosen."""
@@ -842,7 +869,8 @@ def clamp(input, min=None, max=None):  # noqa: A002
 
 WHERE_ZERO = Op("where_zero", "WhereBackward0",
                 forward=lambda a, mask, mask_tensor: np.where(mask, np.zeros((), dtype=a.dtype), a),
-                backward=lambda ctx, g: (where_zero(ctx.mask_tensor, g),))
+                backward=lambda ctx, g: (where_zero(ctx.mask_tensor, g),),
+                saved={"condition": Computed(tensor_attr("condition_tensor"))})
 
 
 def where_zero(mask, input):
@@ -871,11 +899,17 @@ def _comparison(name, fn, symbol):
 
 
 lt = _comparison("lt", np.less, "<")
+declare(method=("lt", "__lt__"), inplace=True, out=True)(lt)
 le = _comparison("le", np.less_equal, "<=")
+declare(method=("le", "__le__"), inplace=True, out=True)(le)
 gt = _comparison("gt", np.greater, ">")
+declare(method=("gt", "__gt__"), inplace=True, out=True)(gt)
 ge = _comparison("ge", np.greater_equal, ">=")
+declare(method=("ge", "__ge__"), inplace=True, out=True)(ge)
 eq = _comparison("eq", np.equal, "==")
+declare(method=("eq", "__eq__"), inplace=True, out=True)(eq)
 ne = _comparison("ne", np.not_equal, "!=")
+declare(method=("ne", "__ne__"), inplace=True, out=True)(ne)
 
 _AND = Op("logical_and", "logical_and", forward=_broadcasting(np.logical_and), backward=None)
 _OR = Op("logical_or", "logical_or", forward=_broadcasting(np.logical_or), backward=None)
@@ -887,6 +921,7 @@ _BITWISE_OR = Op("bitwise_or", "bitwise_or", forward=_broadcasting(np.bitwise_or
 _BITWISE_NOT = Op("bitwise_not", "bitwise_not", forward=lambda a: _invert_forward(a), backward=None)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_and(input, other):
     """Elementwise logical AND of the truth values of ``input`` and ``other``.
 
@@ -894,6 +929,7 @@ def logical_and(input, other):
     return apply(_AND, input, other)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_or(input, other):
     """Elementwise logical OR of the truth values of ``input`` and ``other``.
 
@@ -901,6 +937,7 @@ def logical_or(input, other):
     return apply(_OR, input, other)
 
 
+@declare(method=True, inplace=True, out=True)
 def logical_not(input):
     """Elementwise logical NOT of the truth values of ``input``. Mirrors ``torch.logical_not``."""
     return apply(_NOT, input)
@@ -925,9 +962,10 @@ def _invert_forward(a):
 TO_COPY = Op("to", "ToCopyBackward0",
              forward=lambda a, dtype, source: a.astype(dtype.numpy),
              backward=lambda ctx, g: (to(g, ctx.source),),
-             fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),))
+             fast_backward=lambda ctx, g: (g.astype(ctx.attrs["source"].numpy),), saved={})
 
 
+@declare(name=False, method=True)
 def to(input, *args, dtype=None, copy=False, **kwargs):
     """Convert to a dtype (``x.to(gradviz.float64)``); ``"cpu"`` devices are accepted."""
     for arg in args:
@@ -948,6 +986,7 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
     return apply(TO_COPY, input, dtype=dtype, source=input.dtype)
 
 
+@declare(method=True)
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     """Whether all entries satisfy ``|input - other| <= atol + rtol * |other|`` (not differentiable)."""
     return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
@@ -961,13 +1000,15 @@ _TWO_OVER_SQRT_PI = float(2.0 / np.sqrt(np.pi))
 
 RSQRT = Op("rsqrt", "RsqrtBackward0", forward=lambda a: 1.0 / np.sqrt(a),
            backward=lambda ctx, g: (-0.5 * g * pow(ctx.output(), 3),), saves=saves_output,
-           dtype=promote_float)
+           dtype=promote_float, saved={"result": RESULT})
 EXP2 = Op("exp2", "Exp2Backward0", forward=np.exp2,
           backward=lambda ctx, g: (g * ctx.output() * _LN2,), saves=saves_output, dtype=promote_float)
 EXPM1 = Op("expm1", "Expm1Backward0", forward=np.expm1,
-           backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float)
+           backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float,
+           saved={"result": RESULT})
 LOG1P = Op("log1p", "Log1PBackward0", forward=np.log1p,
-           backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float)
+           backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 LOG2 = Op("log2", "Log2Backward0", forward=np.log2,
           backward=lambda ctx, g: (g / (ctx.input(0) * _LN2),), saves=saves_inputs(0), dtype=promote_float)
 LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
@@ -984,39 +1025,46 @@ def _erf_float64(a):
 ERF = Op("erf", "ErfBackward0",
          forward=lambda a: _erf_float64(a).astype(a.dtype, copy=False),
          backward=lambda ctx, g: (g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
-         saves=saves_inputs(0), dtype=promote_float)
+         saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 
 
+@declare(method=True, inplace=True, out=True)
 def rsqrt(input):
     """``1 / sqrt(input)``, elementwise. Mirrors ``torch.rsqrt``."""
     return apply(RSQRT, input)
 
 
+@declare(method=True, inplace=True)
 def exp2(input):
     """``2 ** input``, elementwise. Mirrors ``torch.exp2``."""
     return apply(EXP2, input)
 
 
+@declare(method=True, inplace=True)
 def expm1(input):
     """``exp(input) - 1``, elementwise, accurate near 0. Mirrors ``torch.expm1``."""
     return apply(EXPM1, input)
 
 
+@declare(method=True, inplace=True)
 def log1p(input):
     """``log(1 + input)``, elementwise, accurate near 0. Mirrors ``torch.log1p``."""
     return apply(LOG1P, input)
 
 
+@declare(method=True, inplace=True)
 def log2(input):
     """The base-2 logarithm, elementwise. Mirrors ``torch.log2``."""
     return apply(LOG2, input)
 
 
+@declare(method=True, inplace=True)
 def log10(input):
     """The base-10 logarithm, elementwise. Mirrors ``torch.log10``."""
     return apply(LOG10, input)
 
 
+@declare(method=True, inplace=True)
 def erf(input):
     """The Gauss error function, elementwise. Mirrors ``torch.erf``."""
     return apply(ERF, input)
@@ -1044,16 +1092,20 @@ def _extremum_backward(ctx, g):
 
 
 MAXIMUM = Op("maximum", "MaximumBackward0", forward=lambda a, b, largest: _MAXIMUM_FORWARD(a, b),
-             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote,
+             saved={"self": SELF, "other": OTHER})
 MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: _MINIMUM_FORWARD(a, b),
-             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote)
+             backward=_extremum_backward, saves=saves_inputs(0, 1), dtype=promote,
+             saved={"self": SELF, "other": OTHER})
 
 
+@declare(method=True, out=True)
 def maximum(input, other):
     """Elementwise maximum of two tensors (ties share the gradient equally)."""
     return apply(MAXIMUM, input, other, largest=True)
 
 
+@declare(method=True, out=True)
 def minimum(input, other):
     """The elementwise minimum of ``input`` and ``other`` (broadcasts; NaN wins).
 
@@ -1074,6 +1126,7 @@ def _where_backward(ctx, g):
 WHERE = Op("where", "WhereBackward0", forward=_where_forward, backward=_where_backward, dtype=promote)
 
 
+@declare(out=True)
 def where(condition, input=None, other=None):
     """``input`` where ``condition`` is true, else ``other`` (broadcast; numbers allowed).
 

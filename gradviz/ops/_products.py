@@ -9,9 +9,9 @@ import warnings
 
 import numpy as np
 
-from .._tensor import TYPE_WORDS, Tensor, _wrap_dim, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _wrap_dim
 from ._linalg import bmm, mm, mv
-from ._registry import Op, apply, promote, saves_inputs
+from ._registry import Op, apply, declare, promote, saves_inputs
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
 __all__ = ["addmv", "addr", "baddbmm", "addbmm", "vdot", "cross", "matrix_power", "kron",
@@ -105,6 +105,7 @@ def _check_broadcast(what, input, shape):
                            f"to the product's shape {list(shape)}") from None
 
 
+@declare(method=True, inplace=True)
 def addmv(input, mat, vec, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat @ vec)``."""
     _check_dims("addmv", "mat", mat, 2)
@@ -116,6 +117,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
     return apply(ADDMV, input, mat, vec, beta=beta, alpha=alpha)
 
 
+@declare(method=True, inplace=True)
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
     """``beta * input + alpha * outer(vec1, vec2)``."""
     _check_dims("addr", "vec1", vec1, 1)
@@ -136,6 +138,7 @@ def _check_batches(what, batch1, batch2):
             f"{batch2.shape[1]}x{batch2.shape[2]})")
 
 
+@declare(method=True, inplace=True)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * (batch1 @ batch2)``, one matrix product per batch entry."""
     _check_batches("baddbmm", batch1, batch2)
@@ -144,6 +147,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     return apply(BADDBMM, input, batch1, batch2, beta=beta, alpha=alpha)
 
 
+@declare(method=True, inplace=True)
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     """``beta * input + alpha * sum_b(batch1[b] @ batch2[b])``."""
     _check_batches("addbmm", batch1, batch2)
@@ -159,6 +163,7 @@ VDOT = Op("vdot", "VdotBackward0", forward=np.dot, saves=saves_inputs(0, 1), dty
                                    g * ctx.input(0) if ctx.needs_input_grad[1] else None))
 
 
+@declare(method=True)
 def vdot(input, other):
     """The dot product of two 1-D tensors (``dot``; gradviz has no complex numbers to
     conjugate)."""
@@ -202,6 +207,7 @@ def linalg_cross(input, other, *, dim=-1):
     return apply(CROSS, input, other, dim=d)
 
 
+@declare(method=True)
 def cross(input, other, dim=None):
     """``torch.cross``: with no ``dim``, the first dim of length 3 (deprecated in PyTorch,
     which warns); else ``linalg.cross`` along ``dim``."""
@@ -216,6 +222,7 @@ def cross(input, other, dim=None):
 
 # ---- composed products -----------------------------------------------------------------------
 
+@declare(method=True)
 def matrix_power(input, n):
     """``input`` multiplied by itself ``n`` times (``n == 0``: the identity; negative ``n``:
     powers of the inverse), by repeated squaring as PyTorch does."""
@@ -243,6 +250,7 @@ def matrix_power(input, n):
     return result
 
 
+@declare(method=True)
 def kron(input, other):
     """The Kronecker product: every entry of ``input`` times all of ``other``, laid out in
     blocks (a broadcasting product reshaped, ``UnsafeViewBackward0`` as in PyTorch)."""
@@ -256,6 +264,7 @@ def kron(input, other):
     return unsafe_view(product, *(x * y for x, y in zip(a_shape, b_shape)))
 
 
+@declare()
 def tensordot(a, b, dims=2):
     """Contract ``dims`` dims of ``a`` with dims of ``b``: the last ``dims`` of ``a`` with the
     first ``dims`` of ``b``, or the lists ``dims = (dims_a, dims_b)``; a matrix product of the
@@ -295,6 +304,7 @@ def tensordot(a, b, dims=2):
     return reshape(mm(left, right), tuple(a.shape[d] for d in free_a) + tuple(b.shape[d] for d in free_b))
 
 
+@declare(method=True)
 def inner(input, other):
     """The sum of products over the last dims of both (a number times a tensor for 0-d)."""
     if not isinstance(other, Tensor):
@@ -356,6 +366,7 @@ _SLOGDET_TYPES = {name: type(name, (_SignLogAbsDet,), {"__slots__": (),
                   for name in ("slogdet", "linalg_slogdet")}
 
 
+@declare(method=True)
 def slogdet(input):
     """``(sign, log|det|)`` of a (batch of) square matrices: the determinant without overflow."""
     from ._linalg import _check_floating_matrix, _check_square
@@ -371,6 +382,7 @@ def linalg_slogdet(A):
     return _SLOGDET_TYPES["linalg_slogdet"](*slogdet(A))
 
 
+@declare(method=True)
 def logdet(input):
     """``log(det(input))``: NaN where the determinant is negative (``WhereBackward0``, as
     PyTorch composes it)."""
@@ -382,6 +394,3 @@ def logdet(input):
 
 __all__ += ["slogdet", "logdet"]
 
-install_methods({"addmv": addmv, "addr": addr, "baddbmm": baddbmm, "addbmm": addbmm,
-                 "vdot": vdot, "cross": cross, "matrix_power": matrix_power, "kron": kron,
-                 "inner": inner, "slogdet": slogdet, "logdet": logdet})

@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._compose import meshgrid, vstack
 from ._indexing import gather, nonzero, sort
-from ._registry import Op, apply, numpy_names, promote
+from ._registry import Op, apply, declare, numpy_names, promote
 from ._shape import cat, expand, narrow, reshape, stack, view
 
 __all__ = ["tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "take", "rot90",
@@ -33,6 +33,7 @@ def _split_at(input, dim, boundaries):
     return tuple(pieces)
 
 
+@declare(method=True)
 @numpy_names
 def tensor_split(input, indices_or_sections, dim=0):
     """Split ``input`` along ``dim`` into ``n`` nearly equal views (an int: the first
@@ -79,6 +80,7 @@ def _numpy_style_split(name, input, indices_or_sections, dim, min_dims):
     return tensor_split(input, indices_or_sections, dim)
 
 
+@declare(method=True)
 def hsplit(input, indices_or_sections):
     """``tensor_split`` along dim 1 (dim 0 for 1-D); an int must divide the dim."""
     if input.ndim == 0:
@@ -87,11 +89,13 @@ def hsplit(input, indices_or_sections):
     return _numpy_style_split("hsplit", input, indices_or_sections, 1 if input.ndim > 1 else 0, 1)
 
 
+@declare(method=True)
 def vsplit(input, indices_or_sections):
     """``tensor_split`` along dim 0 of a tensor of 2 or more dims; an int must divide it."""
     return _numpy_style_split("vsplit", input, indices_or_sections, 0, 2)
 
 
+@declare(method=True)
 def dsplit(input, indices_or_sections):
     """``tensor_split`` along dim 2 of a tensor of 3 or more dims; an int must divide it."""
     return _numpy_style_split("dsplit", input, indices_or_sections, 2, 3)
@@ -99,6 +103,7 @@ def dsplit(input, indices_or_sections):
 
 # ---- gathering ------------------------------------------------------------------------------------
 
+@declare(method=True)
 def take_along_dim(input, indices, dim=None):
     """The entries of ``input`` at ``indices`` along ``dim`` (``gather`` after broadcasting
     both except along ``dim``); with no ``dim``, at flat ``indices``."""
@@ -148,6 +153,7 @@ def _take_backward(ctx, g):
 TAKE = Op("take", "TakeBackward0", forward=_take_forward, backward=_take_backward)
 
 
+@declare(method=True)
 def take(input, index):
     """The entries of ``input`` at the flat positions ``index`` (negative ones count from the
     end), shaped like ``index``."""
@@ -174,6 +180,7 @@ ROT90 = Op("rot90", "Rot90Backward0", forward=_rot90_forward,
            backward=lambda ctx, g: (apply(ROT90, g, k=-ctx.k, dims=ctx.dims),))
 
 
+@declare(method=True)
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane ``dims``, from the first dim toward the
     second."""
@@ -191,6 +198,7 @@ def rot90(input, k=1, dims=(0, 1)):
 
 # ---- unflatten, block_diag, cartesian_prod ----------------------------------------------------------
 
+@declare(method=True)
 def unflatten(input, dim, sizes):
     """Dim ``dim`` viewed as the dims ``sizes`` (one may be -1)."""
     dim = _wrap_dim(dim, input.ndim)
@@ -246,6 +254,7 @@ BLOCK_DIAG = Op("block_diag", "BlockDiagBackward0", forward=_block_diag_forward,
                 backward=_block_diag_backward, dtype=promote)
 
 
+@declare()
 def block_diag(*tensors):
     """A matrix with the given matrices (1-D: rows; 0-d: 1x1) along its diagonal, zeros
     elsewhere."""
@@ -258,6 +267,7 @@ def block_diag(*tensors):
     return apply(BLOCK_DIAG, *tensors, shapes=tuple(tuple(t.shape) for t in tensors))
 
 
+@declare()
 def cartesian_prod(*tensors):
     """Every combination of one entry from each 1-D tensor, one row each (``meshgrid``
     flattened and stacked, as PyTorch composes it)."""
@@ -272,11 +282,13 @@ def cartesian_prod(*tensors):
 
 # ---- small conveniences ------------------------------------------------------------------------------
 
+@declare(method=True)
 def msort(input):
     """``input`` sorted along dim 0 (the values of ``sort(input, 0)``)."""
     return sort(input, 0).values
 
 
+@declare()
 def atleast_3d(tensor):
     """``tensor`` with at least 3 dims: 0-d as (1, 1, 1), 1-D (n) as (1, n, 1), 2-D (m, n) as
     (m, n, 1)."""
@@ -291,28 +303,29 @@ def atleast_3d(tensor):
     return tensor
 
 
+@declare()
 def dstack(tensors):
     """Concatenate along dim 2 after ``atleast_3d``."""
     return cat([atleast_3d(t) for t in tensors], 2)
 
 
+@declare()
 def row_stack(tensors):
     """``vstack`` under its old name."""
     return vstack(tensors)
 
 
+@declare(method=True)
 def argwhere(input):
     """The indices of the nonzero entries, one row each (``nonzero``)."""
     return nonzero(input)
 
 
-install_methods({"tensor_split": tensor_split, "hsplit": hsplit, "vsplit": vsplit,
-                 "dsplit": dsplit, "take_along_dim": take_along_dim, "take": take,
-                 "rot90": rot90, "unflatten": unflatten, "msort": msort, "argwhere": argwhere})
 
 
 # ---- more conveniences -----------------------------------------------------------------------------
 
+@declare(method=True)
 def fliplr(input):
     """``input`` flipped left to right (dim 1)."""
     from ._shape import flip
@@ -322,6 +335,7 @@ def fliplr(input):
     return flip(input, [1])
 
 
+@declare(method=True)
 def flipud(input):
     """``input`` flipped upside down (dim 0)."""
     from ._shape import flip
@@ -331,6 +345,7 @@ def flipud(input):
     return flip(input, [0])
 
 
+@declare(method=True)
 def diagflat(input, offset=0):
     """The flattened ``input`` on the ``offset`` diagonal of a square matrix."""
     from ._linalg import DIAG_EMBED
@@ -338,6 +353,7 @@ def diagflat(input, offset=0):
     return apply(DIAG_EMBED, reshape(input, (-1,)), offset=int(offset), dim1=0, dim2=1)
 
 
+@declare()
 def combinations(input, r=2, with_replacement=False):
     """Every length-``r`` combination of the entries of a 1-D tensor, one row each (as
     ``itertools.combinations``), stacked as PyTorch composes it."""
@@ -359,6 +375,7 @@ def combinations(input, r=2, with_replacement=False):
     return stack(columns, 1)
 
 
+@declare(name=False, method=True)
 def sum_to_size(input, *size):
     """``input`` summed down to ``size`` (which must broadcast to ``input``'s shape)."""
     from ._reduction import sum
@@ -389,6 +406,7 @@ NARROW_COPY = Op("narrow_copy", "NarrowCopyBackward0",
                  forward=lambda a, key, shape: a[key].copy(), backward=_narrow_copy_backward)
 
 
+@declare(method=True)
 def narrow_copy(input, dim, start, length):
     """``narrow`` as a copy, not a view."""
     view_of = narrow(input, dim, start, length)  # checks the arguments as narrow does
@@ -399,6 +417,7 @@ def narrow_copy(input, dim, start, length):
     return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape))
 
 
+@declare(name=False, method=True)
 def split_with_sizes(input, split_sizes, dim=0):
     """``split`` with a list of sizes (``SplitWithSizesBackward0``)."""
     from ._shape import split
@@ -406,6 +425,7 @@ def split_with_sizes(input, split_sizes, dim=0):
     return split(input, list(split_sizes), dim)
 
 
+@declare()
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid-rule integral of ``y`` along ``dim`` (one entry shorter)."""
     from ._compose import diff
@@ -426,6 +446,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     return cumsum(pairs * ((1.0 if dx is None else dx) / 2.0), dim)
 
 
+@declare()
 def vander(x, N=None, increasing=False):  # noqa: N803  (torch's name)
     """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed with
     ``increasing=True``)."""
@@ -449,6 +470,7 @@ def vander(x, N=None, increasing=False):  # noqa: N803  (torch's name)
     return result if increasing else flip(result, [1])
 
 
+@declare()
 def unravel_index(indices, shape):
     """The coordinates in a tensor of ``shape`` of the flat ``indices``: one tensor per dim."""
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
@@ -465,6 +487,3 @@ def unravel_index(indices, shape):
 __all__ += ["fliplr", "flipud", "diagflat", "combinations", "narrow_copy", "cumulative_trapezoid",
             "vander", "unravel_index"]
 
-install_methods({"fliplr": fliplr, "flipud": flipud, "diagflat": diagflat,
-                 "sum_to_size": sum_to_size, "narrow_copy": narrow_copy,
-                 "split_with_sizes": split_with_sizes})

@@ -9,8 +9,9 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim, install_methods
-from ._registry import Op, apply, numpy_names, saves_inputs
+from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
+from ._registry import Op, apply, declare, numpy_names, saves_inputs
+from ._saved import DIM, DIMS, KEEPDIM, RESULT, SELF, SELF_SIZES, Computed, input_numel, reduced_indices
 from ._shape import expand, reshape, unsqueeze
 
 __all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
@@ -82,12 +83,12 @@ def _check_floating(input, what):
         raise RuntimeError("std and var only support floating point and complex dtypes")
 
 
-def _make_sum(node):
+def _make_sum(node, saved=None):
     return Op(f"sum_{node}", node,
               forward=lambda a, dims, keepdim, shape, out_dtype: np.sum(
                   a, axis=dims, keepdims=keepdim, dtype=out_dtype.numpy),
               backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),),
-              fast_backward=_sum_fast)
+              fast_backward=_sum_fast, saved=saved)
 
 
 def _sum_fast(ctx, g):
@@ -95,10 +96,11 @@ def _sum_fast(ctx, g):
     return (_expand_back_array(g, attrs["shape"], attrs["dims"], attrs["keepdim"]),)
 
 
-_SUM_ALL = _make_sum("SumBackward0")
-_SUM_DIM = _make_sum("SumBackward1")
+_SUM_ALL = _make_sum("SumBackward0", saved={"self_sym_sizes": SELF_SIZES})
+_SUM_DIM = _make_sum("SumBackward1", saved={"dim": DIMS, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES})
 
 
+@declare(method=True, out=True)
 @numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's name)
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
@@ -124,11 +126,15 @@ def _mean_fast(ctx, g):
 
 
 _MEAN_ALL = Op("mean", "MeanBackward0", forward=_mean_forward, backward=_mean_backward,
-               fast_backward=_mean_fast)
+               fast_backward=_mean_fast,
+               saved={"self_sym_sizes": SELF_SIZES, "self_sym_numel": Computed(input_numel)})
 _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mean_backward,
-               fast_backward=_mean_fast)
+               fast_backward=_mean_fast,
+               saved={"dim": DIMS, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                   "self_sym_numel": Computed(input_numel)})
 
 
+@declare(method=True, out=True)
 @numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; floating-point tensors only, as in PyTorch."""
@@ -226,11 +232,12 @@ class _KeepCtx:
 
 
 _PROD_ALL = Op("prod", "ProdBackward0", forward=_prod_forward, backward=_prod_backward,
-               saves=lambda needs: ((0,), True))
+               saves=lambda needs: ((0,), True), saved={"self": SELF, "result": RESULT})
 _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_prod_backward,
                saves=lambda needs: ((0,), True))
 
 
+@declare(method=True, out=True)
 @numpy_names
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """The product of all elements, or along ``dim``. Mirrors ``torch.prod``."""
@@ -252,15 +259,17 @@ def _evenly_backward(ctx, g):
     return (_keep(g, ctx) * hit / share,)
 
 
-def _extreme_op(name, node, fn):
+def _extreme_op(name, node, fn, saved=None):
     return Op(name, node, forward=lambda a, dims, keepdim, shape, count: fn(a, axis=dims, keepdims=keepdim),
-              backward=_evenly_backward, saves=lambda needs: ((0,), True))
+              backward=_evenly_backward, saves=lambda needs: ((0,), True), saved=saved)
 
 
-_AMAX = _extreme_op("amax", "AmaxBackward0", np.max)
-_AMIN = _extreme_op("amin", "AminBackward0", np.min)
-_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max)
-_MIN_ALL = _extreme_op("min", "MinBackward1", np.min)
+_AMAX = _extreme_op("amax", "AmaxBackward0", np.max,
+                    saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
+_AMIN = _extreme_op("amin", "AminBackward0", np.min,
+                    saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
+_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max, saved={"self": SELF, "result": RESULT})
+_MIN_ALL = _extreme_op("min", "MinBackward1", np.min, saved={"self": SELF, "result": RESULT})
 
 
 def _check_nonempty(input, dim, what):
@@ -275,6 +284,7 @@ def _check_nonempty(input, dim, what):
         )
 
 
+@declare(method=True)
 @numpy_names
 def amax(input, dim=(), keepdim=False):
     """The maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
@@ -284,6 +294,7 @@ def amax(input, dim=(), keepdim=False):
     return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
 
 
+@declare(method=True)
 @numpy_names
 def amin(input, dim=(), keepdim=False):
     """The minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
@@ -301,8 +312,12 @@ def _select_backward(ctx, g):
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
 
 
-_MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
-_MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward)
+_MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
+              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                  "indices": Computed(reduced_indices)})
+_MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
+              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
+                  "indices": Computed(reduced_indices)})
 
 
 def _values_indices(input, dim, keepdim, pick):
@@ -325,6 +340,7 @@ def _values_indices(input, dim, keepdim, pick):
     return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
 
 
+@declare(method=True)
 @numpy_names
 def max(input, dim=None, keepdim=False):  # noqa: A001
     """The maximum; with ``dim``, ``(values, indices)`` along it (the gradient goes to the
@@ -339,6 +355,7 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmax)
 
 
+@declare(method=True)
 @numpy_names
 def min(input, dim=None, keepdim=False):  # noqa: A001
     """The minimum of all elements, ``(values, indices)`` along ``dim``, or the elementwise minimum
@@ -355,6 +372,7 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
     return _values_indices(input, dim, keepdim, np.argmin)
 
 
+@declare(method=True)
 @numpy_names
 def argmax(input, dim=None, keepdim=False):
     """Index of the maximum (not differentiable); the flat index when ``dim`` is None."""
@@ -365,6 +383,7 @@ def argmax(input, dim=None, keepdim=False):
     return _wrap(np.argmax(input._data, axis=dim, keepdims=keepdim).astype(np.int64))
 
 
+@declare(method=True)
 @numpy_names
 def argmin(input, dim=None, keepdim=False):
     """The index of the minimum, over the flattened tensor or along ``dim``.
@@ -431,12 +450,14 @@ def _variance(op, name, input, dim, unbiased, keepdim, correction):
     return apply(op, input, correction=correction, **attrs)
 
 
+@declare(method=True)
 @numpy_names
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance over ``dim`` with Bessel's ``correction`` (default 1)."""
     return _variance(_VAR, "var", input, dim, unbiased, keepdim, correction)
 
 
+@declare(method=True)
 @numpy_names
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over ``dim`` (all dims by default), with Bessel's correction by
@@ -462,9 +483,11 @@ def _logsumexp_backward(ctx, g):
 
 
 _LOGSUMEXP = Op("logsumexp", "LogsumexpBackward0", forward=_logsumexp_forward,
-                backward=_logsumexp_backward, saves=lambda needs: ((0,), True))
+                backward=_logsumexp_backward, saves=lambda needs: ((0,), True),
+                saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
 
 
+@declare(method=True)
 @numpy_names
 def logsumexp(input, dim, keepdim=False):
     """``log(sum(exp(input), dim))``, computed without overflow (integers as the default
@@ -528,6 +551,7 @@ _NORM_ZERO = Op("norm_zero", "LinalgVectorNormBackward0",
                 backward=lambda ctx, g: (None,))
 
 
+@declare(method=True)
 def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     """The vector p-norm over ``dim``: ``p`` = 2 by default, any positive number, ``inf``
     (the largest magnitude), ``-inf`` (the smallest) or 0 (the count of nonzeros)."""
@@ -561,9 +585,10 @@ def _cumsum_backward(ctx, g):
 
 _CUMSUM = Op("cumsum", "CumsumBackward0",
              forward=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a.copy(),
-             backward=_cumsum_backward)
+             backward=_cumsum_backward, saved={"dim": DIM})
 
 
+@declare(method=True, inplace=True, out=True)
 @numpy_names
 def cumsum(input, dim, *, dtype=None):
     """The cumulative sum along ``dim``. Mirrors ``torch.cumsum``."""
@@ -616,9 +641,11 @@ def _after_mask(x, dim, i):
 
 _CUMPROD = Op("cumprod", "CumprodBackward0",
               forward=lambda a, dim: np.cumprod(a, axis=dim) if a.ndim else a.copy(),
-              backward=_cumprod_backward, saves=lambda needs: ((0,), True))
+              backward=_cumprod_backward, saves=lambda needs: ((0,), True),
+              saved={"dim": DIM, "self": SELF, "result": RESULT})
 
 
+@declare(method=True, inplace=True)
 @numpy_names
 def cumprod(input, dim, *, dtype=None):
     """Cumulative product along ``dim``."""
@@ -640,18 +667,21 @@ def _logical_reduction(fn, input, dim, keepdim):
     return _wrap(np.asarray(fn(data, axis=dims, keepdims=keepdim), dtype=out_dtype))
 
 
+@declare(method=True)
 @numpy_names
 def all(input, dim=None, keepdim=False):  # noqa: A001  (torch's name)
     """Whether every element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.all, input, dim, keepdim)
 
 
+@declare(method=True)
 @numpy_names
 def any(input, dim=None, keepdim=False):  # noqa: A001
     """Whether some element is nonzero (along ``dim``): a bool tensor."""
     return _logical_reduction(np.any, input, dim, keepdim)
 
 
+@declare(method=True)
 @numpy_names
 def count_nonzero(input, dim=None):
     """The number of non-zero entries, in all of ``input`` or along ``dim``.
@@ -666,4 +696,3 @@ def count_nonzero(input, dim=None):
 
 __all__ += ["all", "any", "count_nonzero", "cumprod", "vector_norm"]
 
-install_methods({"all": all, "any": any, "count_nonzero": count_nonzero, "cumprod": cumprod})

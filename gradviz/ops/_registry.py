@@ -30,8 +30,10 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
+from . import _saved
 
-__all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable"]
+__all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable", "Declared",
+           "declare", "DECLARED"]
 
 TABLE: dict[str, Op] = {}
 
@@ -74,10 +76,13 @@ class Op(_ext_ops.OpSpec):
         For add, sub, mul, div and neg only: the compiled kernel that computes the forward
         and the fast backward without calling Python (``gradviz_ext._ops``, Note [Compiled
         kernels]); the Python rules stay the definition and the fallback.
+    saved : dict or None
+        What PyTorch's node saves, under PyTorch's names: ``grad_fn._saved_<name>``
+        (see ``ops/_saved.py``). Rows that share a node declare it once.
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,
-                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE):
+                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE, saved=None):
         quiet = quiet and not view
         if name in TABLE:
             raise ValueError(f"op {name!r} is already registered")
@@ -91,6 +96,10 @@ class Op(_ext_ops.OpSpec):
             rule = _ext_ops.DTYPE_CUSTOM
         if fast_backward is not None and backward is None:
             raise ValueError(f"op {name!r}: a fast_backward needs the differentiable backward too")
+        if saved is not None:
+            if node in _saved.SAVED_NAMES:
+                raise ValueError(f"op {name!r}: the saved names of {node} are already declared")
+            _saved.SAVED_NAMES[node] = saved
         super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet,
                          fast_backward, kernel)
         TABLE[name] = self
@@ -134,6 +143,82 @@ def numpy_names(fn):
         return fn(*args, **kwargs)
 
     return with_numpy_names
+
+
+# ---- public declarations ------------------------------------------------------------------
+
+# Note [Declared once]
+# --------------------
+# A public op function says, in a decorator on its own ``def``, everywhere it appears:
+#
+#     @declare(method=True, inplace=True, out=True)
+#     def tanh(input):
+#         return apply(TANH, input)
+#
+# is ``gradviz.tanh`` (in ``gradviz.__all__``, taking ``out=``), ``x.tanh()`` and ``x.tanh_()``.
+# ``ops/__init__.py`` installs the Tensor methods and in-place methods from :data:`DECLARED`,
+# and ``gradviz/__init__.py`` binds the package's names and builds its ``__all__`` from it, so
+# no list elsewhere names the op. What PyTorch's node saves is declared on the ``Op`` row
+# (``saved=``, see ``ops/_saved.py``). ``tests/ops/test_public_api_snapshot.py``
+# holds the public API these declarations produce, and ``tests/ops/test_every_op_vs_torch.py``
+# requires a torch comparison for every row of the table.
+
+class Declared:
+    """Where one public op function appears (see :func:`declare`)."""
+
+    __slots__ = ("function", "names", "hidden", "methods", "inplace", "out")
+
+    def __init__(self, function, names, hidden, methods, inplace, out):
+        self.function = function
+        self.names = names  # gradviz.<name>, listed in gradviz.__all__
+        self.hidden = hidden  # gradviz.<name>, left out of gradviz.__all__ (as torch does)
+        self.methods = methods  # Tensor.<name>
+        self.inplace = inplace  # Tensor.<name>: the in-place form, built from the function
+        self.out = out  # gradviz.<name> takes out=
+
+    def __repr__(self):
+        return (f"Declared({self.function.__name__!r}, names={self.names}, methods={self.methods}, "
+                f"inplace={self.inplace}, out={self.out})")
+
+
+DECLARED: list[Declared] = []
+
+
+def _names(value, default):
+    if value is None or value is False:
+        return ()
+    if value is True:
+        return (default,)
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value)
+
+
+def declare(*, name=True, hidden=(), method=None, inplace=None, out=False):
+    """Declare a public op function where it is defined (Note [Declared once]).
+
+    Parameters
+    ----------
+    name : bool, str or tuple of str
+        Its names in the ``gradviz`` namespace and ``gradviz.__all__``: True for the function's
+        own name, False for none (a Tensor method only).
+    hidden : str or tuple of str
+        Further ``gradviz`` names left out of ``__all__`` (``gradviz.concat``).
+    method : bool, str or tuple of str
+        Its Tensor method names: True for the function's own name.
+    inplace : bool, str or tuple of str
+        Its in-place Tensor methods (``x.tanh_()``), made from the function by
+        ``ops/_inplace.py``: True for the function's name and ``_``.
+    out : bool
+        ``gradviz.<name>`` takes ``out=`` (``gradviz/_out.py``).
+    """
+    def register(function):
+        own = function.__name__
+        DECLARED.append(Declared(function, _names(name, own), _names(hidden, own),
+                                 _names(method, own), _names(inplace, own + "_"), out))
+        return function
+
+    return register
 
 
 # ---- dtype rules ------------------------------------------------------------------------

@@ -5,7 +5,7 @@ PyTorch's autograd mechanics note and its saved-tensor hooks tutorial read what 
 for backward off the node: ``y = x.exp(); y.grad_fn._saved_result``, ``(a * b).grad_fn._saved_self
 is a``, ``x.sum(dim=1).grad_fn._saved_dim``. gradviz names its nodes as PyTorch does, so
 :data:`SAVED_NAMES` maps each node name to PyTorch's saved names and says where gradviz finds
-each value:
+each value; each op row declares its node's entry (``Op(..., saved={...})``), with these kinds:
 
 - ``Input(i)``: forward input ``i`` as the node saved it. A tensor input is the input tensor
   itself (PyTorch's ``is`` holds); a Python number is a 0-d tensor like PyTorch's wrapped
@@ -98,7 +98,7 @@ def _input_shape(index):
     return shape
 
 
-def _input_strides(index, first_matrix):
+def input_strides(index, first_matrix):
     """PyTorch's ``_saved_<x>_sym_strides``: the strides of input ``index`` when its gradient is
     needed, else ``()`` (PyTorch saves them for that gradient only). A matrix product records
     its matrices' byte strides at forward (``strides``; the first is input ``first_matrix``),
@@ -116,7 +116,7 @@ def _output_shape(node):
     return tuple(meta.shape)
 
 
-def _matrix_shape(index, other, out_axis, other_axis, first):
+def matrix_shape(index, other, out_axis, other_axis, first):
     """The shape of a matrix product's input ``index`` (0 or 1 of mm; 1 or 2 of addmm): from
     the input itself when saved, else from the output and the other matrix (an input that needs
     no gradient partner is not saved, yet PyTorch still reports its size)."""
@@ -130,22 +130,22 @@ def _matrix_shape(index, other, out_axis, other_axis, first):
     return shape
 
 
-def _shape_attr(key="shape"):
+def shape_attr(key="shape"):
     return Attr(key, tuple)
 
 
 _REDUCTION_ENUM = {"none": 0, "mean": 1, "sum": 2}  # at::Reduction, as PyTorch's node reports
 
 
-def _reduction(node):
+def reduction_enum(node):
     return _REDUCTION_ENUM[node.attrs["reduction"]]
 
 
-def _numel(node):
+def input_numel(node):
     return math.prod(node.attrs["shape"])
 
 
-def _key_dim(node):
+def key_dim(node):
     """The dimension a basic-indexing node (select, slice) acts on: the position of the one
     entry of its key that is not a full slice."""
     return _key_entry(node)[0]
@@ -164,7 +164,7 @@ def _key_entry(node):
     return dim, entry
 
 
-def _slice_part(part):
+def slice_part(part):
     """A slice node's start, end or step as PyTorch saves them (an open end is INT64_MAX)."""
     def value(node):
         _, entry = _key_entry(node)
@@ -179,11 +179,11 @@ def _slice_part(part):
     return value
 
 
-def _select_index(node):
+def select_index(node):
     return _key_entry(node)[1]
 
 
-def _clamp_bound(which):
+def clamp_bound_attr(which):
     """clamp with tensor bounds: input 1 is min when given, and max is the last input."""
     def bound(node):
         attrs = node.attrs
@@ -194,7 +194,7 @@ def _clamp_bound(which):
     return bound
 
 
-def _tensor_attr(key):
+def tensor_attr(key):
     """A tensor the op keeps in its attributes; freed with the graph, as PyTorch's is (a node
     that saved no tensor at all is never marked freed: Note [Saved names] differences)."""
     def value(node):
@@ -204,14 +204,14 @@ def _tensor_attr(key):
     return value
 
 
-def _reduced_indices(node):
+def reduced_indices(node):
     """max/min along a dim: the indices as returned (gradviz keeps them with the reduced dim
     kept, for backward)."""
-    indices = _tensor_attr("indices_tensor")(node)
+    indices = tensor_attr("indices_tensor")(node)
     return indices if node.attrs["keepdim"] else indices.squeeze(node.attrs["dim"])
 
 
-def _indices_tuple(node):
+def indices_tuple(node):
     """PyTorch's ``_saved_indices`` of an advanced index: one entry per indexed dimension,
     None for a full slice, the index as a tensor otherwise."""
     from .._tensor import _wrap
@@ -233,13 +233,13 @@ def _indices_tuple(node):
     return tuple(entries)
 
 
-def _wrapped_array(array):
+def wrapped_array(array):
     from .._tensor import _wrap
 
     return _wrap(array.copy())
 
 
-def _conv_geometry(key):
+def conv_geometry(key):
     """A convolution's ``stride``/``padding``/``dilation``/``output_padding`` as torch saves
     it: one entry per spatial dim (a 1-D convolution computes over (1, L): the first is
     dropped)."""
@@ -254,261 +254,46 @@ def _conv_geometry(key):
     return value
 
 
-def _conv_groups(node):
+def conv_groups(node):
     groups = node.attrs.get("groups")
     return node.attrs["geometry"].groups if groups is None else groups
 
 
-def _pool_geometry(key):
+def pool_geometry(key):
     return Computed(lambda node: tuple(getattr(node.attrs["geometry"], key)))
 
 
-_GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}  # torch's enums, as its node reports
-_GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
-_NOT_INDICES = NotKept("gradviz keeps each maximum's offset within its window (grad_fn.indices), "
+GRID_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}  # torch's enums, as its node reports
+GRID_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+NOT_INDICES = NotKept("gradviz keeps each maximum's offset within its window (grad_fn.indices), "
                        "not the flat indices; return_indices=True gives those")
 
-_NOT_NLL_TARGET = NotKept(
+NOT_NLL_TARGET = NotKept(
     "gradviz's nll_loss keeps the per-element coefficients of the gradient (target, weight, "
     "ignore_index and reduction folded into one array, grad_fn.coefficients) instead")
 
 
 # ---- the table ---------------------------------------------------------------------------
 
-_SELF = Input(0)
-_OTHER = Input(1)
-_SELF_SIZES = _shape_attr()
-_DIM = Attr("dim")
-_DIMS = Attr("dims", tuple)
-_KEEPDIM = Attr("keepdim")
+SELF = Input(0)
+OTHER = Input(1)
+SELF_SIZES = shape_attr()
+DIM = Attr("dim")
+DIMS = Attr("dims", tuple)
+KEEPDIM = Attr("keepdim")
 
-_NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
-def _SAVED(key, convert=lambda value: value):
+NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
+def SAVED(key, convert=lambda value: value):
     """A value kept for PyTorch's name only, in the node's ``saved`` attribute."""
     return Attr("saved", lambda saved: convert(saved[key]))
 
 
-_REFACTORED = NotKept("the node keeps A and factorizes it again in backward (Note [Recomputed "
+REFACTORED = NotKept("the node keeps A and factorizes it again in backward (Note [Recomputed "
                       "factorizations] in gradviz/ops/_linalg_factor.py)")
 
-SAVED_NAMES = {
-    # arithmetic
-    "AddBackward0": {"alpha": Attr("alpha")},
-    "SubBackward0": {"alpha": Attr("alpha")},
-    "RsubBackward1": {"alpha": Attr("alpha", default=1)},
-    "MulBackward0": {"self": _SELF, "other": _OTHER},
-    "DivBackward0": {"self": _SELF, "other": _OTHER},
-    "NegBackward0": {},
-    "PowBackward0": {"self": _SELF, "exponent": Attr("exponent")},
-    "PowBackward1": {"self": _SELF, "exponent": _OTHER, "result": RESULT},
-    "PowBackward2": {"self": Attr("base"), "exponent": _SELF, "result": RESULT},
-    # pointwise functions
-    "ExpBackward0": {"result": RESULT},
-    "Expm1Backward0": {"result": RESULT},
-    "TanhBackward0": {"result": RESULT},
-    "SigmoidBackward0": {"result": RESULT},
-    "ReluBackward0": {"result": RESULT},
-    "SqrtBackward0": {"result": RESULT},
-    "RsqrtBackward0": {"result": RESULT},
-    "ReciprocalBackward0": {"result": RESULT},
-    "LogBackward0": {"self": _SELF},
-    "Log1PBackward0": {"self": _SELF},
-    "AbsBackward0": {"self": _SELF},
-    "SinBackward0": {"self": _SELF},
-    "CosBackward0": {"self": _SELF},
-    "ErfBackward0": {"self": _SELF},
-    "SiluBackward0": {"self": _SELF},
-    "SignBackward0": {},
-    "GeluBackward0": {"self": _SELF, "approximate": Attr("approximate")},
-    "LeakyReluBackward0": {"self": _SELF, "negative_slope": Attr("negative_slope")},
-    "HardtanhBackward0": {"self": _SELF, "min_val": Attr("min_val"), "max_val": Attr("max_val")},
-    # in-place forms (Note [In-place activations] in gradviz/ops/_activation.py)
-    "LeakyReluBackward1": {"result": RESULT, "negative_slope": Attr("negative_slope")},
-    "EluBackward1": {"alpha": Attr("alpha"), "scale": Attr("scale"),
-                     "input_scale": Attr("input_scale"), "result": RESULT},
-    "CeluBackward1": {"alpha": Attr("alpha"), "result": RESULT},
-    "ThresholdBackward1": {"self": _SELF, "threshold": Attr("threshold")},
-    "SoftplusBackward0": {"self": _SELF, "beta": Attr("beta"), "threshold": Attr("threshold")},
-    "ClampBackward1": {"self": _SELF, "min": Attr("min"), "max": Attr("max")},
-    "ClampBackward0": {"self": _SELF, "min": Computed(_clamp_bound("min")),
-                       "max": Computed(_clamp_bound("max"))},
-    "MaximumBackward0": {"self": _SELF, "other": _OTHER},
-    "MinimumBackward0": {"self": _SELF, "other": _OTHER},
-    "WhereBackward0": {"condition": Computed(_tensor_attr("condition_tensor"))},
-    "MaskedFillBackward0": {"mask": Computed(_tensor_attr("mask_tensor"))},
-    # matrix products
-    "MmBackward0": {
-        "self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0),
-        "self_sym_sizes": Computed(_matrix_shape(0, 1, 0, 0, True)),
-        "self_sym_strides": Computed(_input_strides(0, 0)),
-        "mat2_sym_sizes": Computed(_matrix_shape(1, 0, 1, 1, False)),
-        "mat2_sym_strides": Computed(_input_strides(1, 0)),
-    },
-    "AddmmBackward0": {
-        "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
-        "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
-        "mat1_sym_sizes": Computed(_matrix_shape(1, 2, 0, 0, True)),
-        "mat1_sym_strides": Computed(_input_strides(1, 1)),
-        "mat2_sym_sizes": Computed(_matrix_shape(2, 1, 1, 1, False)),
-        "mat2_sym_strides": Computed(_input_strides(2, 1)),
-    },
-    "MvBackward0": {"self": Input(0, needed_by=1), "vec": Input(1, needed_by=0)},
-    "DotBackward0": {"self": Input(0, needed_by=1), "tensor": Input(1, needed_by=0)},
-    "BmmBackward0": {"self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0)},
-    # reductions
-    "SumBackward0": {"self_sym_sizes": _SELF_SIZES},
-    "SumBackward1": {"dim": _DIMS, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES},
-    "MeanBackward0": {"self_sym_sizes": _SELF_SIZES, "self_sym_numel": Computed(_numel)},
-    "MeanBackward1": {"dim": _DIMS, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
-                      "self_sym_numel": Computed(_numel)},
-    "MaxBackward1": {"self": _SELF, "result": RESULT},
-    "MinBackward1": {"self": _SELF, "result": RESULT},
-    "MaxBackward0": {"dim": _DIM, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
-                     "indices": Computed(_reduced_indices)},
-    "MinBackward0": {"dim": _DIM, "keepdim": _KEEPDIM, "self_sym_sizes": _SELF_SIZES,
-                     "indices": Computed(_reduced_indices)},
-    "AmaxBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
-    "AminBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
-    "ProdBackward0": {"self": _SELF, "result": RESULT},
-    "LogsumexpBackward0": {"self": _SELF, "dim": _DIMS, "keepdim": _KEEPDIM, "result": RESULT},
-    "CumsumBackward0": {"dim": _DIM},
-    "CumprodBackward0": {"dim": _DIM, "self": _SELF, "result": RESULT},
-    "SoftmaxBackward0": {"dim": _DIM, "result": RESULT},
-    "LogSoftmaxBackward0": {"dim": _DIM, "result": RESULT},
-    # shapes and views
-    "ViewBackward0": {"self_sym_sizes": _shape_attr("source")},
-    "UnsafeViewBackward0": {"self_sym_sizes": _shape_attr("source")},
-    "ExpandBackward0": {"self_sym_sizes": _shape_attr("source")},
-    "PermuteBackward0": {"dims": _DIMS},
-    "TransposeBackward0": {"dim0": Attr("dim0"), "dim1": Attr("dim1")},
-    "TBackward0": {},
-    "UnsqueezeBackward0": {"dim": _DIM},
-    "SqueezeBackward0": {"self_sym_sizes": _SELF_SIZES},
-    "SqueezeBackward1": {"dim": _DIM, "self_sym_sizes": _SELF_SIZES},
-    "FlipBackward0": {"dims": _DIMS},
-    "CatBackward0": {"dim": _DIM},
-    "StackBackward0": {"dim": _DIM},
-    "UnbindBackward0": {"dim": _DIM},
-    "SplitBackward0": {"dim": _DIM, "split_size": Attr("split_size"),
-                       "self_sym_sizes": _SELF_SIZES},
-    "UnsafeSplitBackward0": {"dim": _DIM, "split_size": Attr("split_size"),
-                             "self_sym_sizes": _SELF_SIZES},
-    "SplitWithSizesBackward0": {"dim": _DIM, "split_sizes": Attr("split_sizes", tuple),
-                                "self_sym_sizes": _SELF_SIZES},
-    "CloneBackward0": {},
-    "ToCopyBackward0": {},
-    # indexing
-    "SelectBackward0": {"dim": Computed(_key_dim), "index": Computed(_select_index),
-                        "self_sym_sizes": _SELF_SIZES},
-    "SliceBackward0": {"dim": Computed(_key_dim), "start": Computed(_slice_part("start")),
-                       "end": Computed(_slice_part("end")), "step": Computed(_slice_part("step")),
-                       "self_sym_sizes": _SELF_SIZES},
-    "IndexBackward0": {"indices": Computed(_indices_tuple), "self_sym_sizes": _SELF_SIZES},
-    "IndexSelectBackward0": {"dim": _DIM, "index": Computed(_tensor_attr("index_tensor")),
-                             "self_sym_sizes": _SELF_SIZES},
-    "GatherBackward0": {
-        "dim": _DIM, "index": Computed(_tensor_attr("index_tensor")),
-        "sparse_grad": Computed(lambda node: False),
-        "self": NotKept("gather's backward needs only the input's shape, which gradviz keeps "
-                        "(grad_fn.shape) instead of the tensor"),
-    },
-    # losses
-    "MseLossBackward0": {"self": _SELF, "target": _OTHER, "reduction": Computed(_reduction)},
-    "BinaryCrossEntropyBackward0": {"self": _SELF, "target": _OTHER, "weight": Input(2),
-                                    "reduction": Computed(_reduction)},
-    "BinaryCrossEntropyWithLogitsBackward0": {
-        "self": _SELF, "target": _OTHER, "weight": Input(2), "pos_weight": Input(3),
-        "reduction": Computed(_reduction)},
-    "NllLossBackward0": {
-        "self": _SELF, "reduction": Computed(_reduction),
-        "target": _NOT_NLL_TARGET, "weight": _NOT_NLL_TARGET, "ignore_index": _NOT_NLL_TARGET,
-        "total_weight": _NOT_NLL_TARGET,
-    },
-    # linear algebra (gradviz/ops/_linalg_solvers.py, _linalg_factor.py)
-    "LinalgInvExBackward0": {"inverse": RESULT},
-    "LinalgSolveExBackward0": {"A": _SELF, "result": RESULT, "left": Attr("left"),
-                               "LU": _NO_LU, "pivots": _NO_LU},
-    "LinalgSolveTriangularBackward0": {"self": _SELF, "result": RESULT, "upper": Attr("upper"),
-                                       "left": Attr("left"),
-                                       "unitriangular": Attr("unitriangular")},
-    "TriangularSolveBackward0": {"self": _SELF, "A": _OTHER, "solution": RESULT,
-                                 "upper": Attr("upper"), "transpose": Attr("transpose"),
-                                 "unitriangular": Attr("unitriangular")},
-    "LinalgCholeskyExBackward0": {"L": RESULT, "upper": Attr("upper")},
-    "CholeskyBackward0": {"result": RESULT, "upper": Attr("upper")},
-    "CholeskySolveBackward0": {"self": _SELF, "input2": _OTHER, "result": RESULT,
-                               "upper": Attr("upper")},
-    "CholeskyInverseBackward0": {"self": _SELF, "result": RESULT, "upper": Attr("upper")},
-    "LinalgQrBackward0": {"Q": _REFACTORED, "R": _REFACTORED, "mode": Attr("mode")},
-    "LinalgEighBackward0": {"eigenvalues": _REFACTORED, "eigenvectors": _REFACTORED},
-    "LinalgSvdBackward0": {"U": _REFACTORED, "S": _REFACTORED, "Vh": _REFACTORED,
-                           "full_matrices": Attr("full_matrices"),
-                           "S_sym_argsize_minus_1": Computed(
-                               lambda node: min(node.input(0).shape[-2:]))},
-    "LinalgPinvBackward0": {"self": _SELF, "result": RESULT},
-    "LinalgLstsqBackward0": {"self": _SELF, "b": _OTHER, "solution": RESULT},
-    # convolution, pooling and sampling layers
-    "ConvolutionBackward0": {
-        "input": _SELF, "weight": _OTHER,
-        "stride": Computed(_conv_geometry("stride")),
-        "padding": Computed(_conv_geometry("padding")),
-        "dilation": Computed(_conv_geometry("dilation")),
-        "output_padding": Computed(_conv_geometry("output_padding")),
-        "transposed": Computed(lambda node: hasattr(node.attrs["geometry"], "output_padding")),
-        "groups": Computed(_conv_groups),
-        "bias_sym_sizes_opt": Attr("bias_sizes"),
-    },
-    "MaxPool3DWithIndicesBackward0": {
-        "self": _SELF, "kernel_size": _pool_geometry("kernel"), "stride": Attr("stride_arg"),
-        "padding": _pool_geometry("padding"), "dilation": _pool_geometry("dilation"),
-        "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
-        "result1": _NOT_INDICES,
-    },
-    "AvgPool3DBackward0": {
-        "self": _SELF, "kernel_size": _pool_geometry("kernel"), "stride": Attr("stride_arg"),
-        "padding": _pool_geometry("padding"),
-        "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
-        "count_include_pad": Attr("count_include_pad"),
-        "divisor_override": Attr("divisor_override"),
-    },
-    "AdaptiveAvgPool3DBackward0": {"self": _SELF},
-    "LinalgMatrixExpBackward0": {"self": _SELF},
-    "LinalgLuFactorExBackward0": {"LU": _REFACTORED, "pivots": _REFACTORED,
-                                  "pivot": Computed(lambda node: True)},
-    "LinalgLuBackward0": {"P": _REFACTORED, "L": _REFACTORED, "U": _REFACTORED,
-                          "pivot": Computed(lambda node: True)},
-    "LinalgLuSolveBackward0": {"LU": _SELF, "pivots": _OTHER, "result": RESULT,
-                               "left": Attr("left"), "adjoint": Attr("adjoint")},
-    "LuUnpackBackward0": {"LU_data_sym_argsize_minus_1": Attr("shape", lambda s: s[1]),
-                          "LU_data_sym_argsize_minus_2": Attr("shape", lambda s: s[0])},
-    "EmbeddingBagBackward0": {
-        "weight": Input(0), "indices": _SAVED("indices"), "offsets": _SAVED("offsets"),
-        "mode": Attr("mode", ("sum", "mean", "max").index),
-        "padding_idx": _SAVED("padding_idx", lambda i: 2 ** 64 - 1 if i is None else i),
-        "per_sample_weights": _SAVED("per_sample_weights"),
-        "result1": _SAVED("results", lambda r: r[0]), "result2": _SAVED("results", lambda r: r[1]),
-        "result3": _SAVED("results", lambda r: r[2]),
-        "scale_grad_by_freq": Computed(lambda node: False),  # gradviz supports neither
-        "sparse": Computed(lambda node: False),
-        "weight_sym_argsize_0": Attr("weight_shape", lambda shape: shape[0])},
-    "AffineGridGeneratorBackward0": {"size": Attr("size"), "align_corners": Attr("align_corners")},
-    "GridSampler2DBackward0": {
-        "input": _SELF, "grid": _OTHER,
-        "interpolation_mode": Computed(lambda node: _GRID_MODES[node.attrs["mode"]]),
-        "padding_mode": Computed(lambda node: _GRID_PADDING[node.attrs["padding_mode"]]),
-        "align_corners": Attr("align_corners"),
-    },
-    "PackPaddedSequenceBackward0": {
-        "batch_first": Attr("batch_first"),
-        "result1": Computed(lambda node: _wrapped_array(node.attrs["batch_sizes"])),
-    },
-    "UpsampleBicubic2DBackward0": {
-        "align_corners": Attr("align_corners"), "output_size": Attr("output_size"),
-        "scales_h": Computed(lambda node: node.attrs["scales"][0]),
-        "scales_w": Computed(lambda node: node.attrs["scales"][1]),
-        "self_sym_sizes": Attr("input_sizes"),
-    },
-}
+# node name -> {PyTorch's saved name: where gradviz finds it}. Filled by the op rows: each
+# ``Op(..., saved={...})`` declares its node's entry (Note [Declared once] in _registry.py).
+SAVED_NAMES: dict[str, dict] = {}
 
 
 # ---- reading them --------------------------------------------------------------------------

@@ -12,10 +12,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, _wrap, _wrap_dim, install_methods
+from .._tensor import TYPE_WORDS, _wrap, _wrap_dim
 from ._indexing import RETURN_TYPES, _scatter_add_into_zeros, _ValuesIndices
 from ._reduction import _keep, _KeepCtx, _reduce_attrs, _select_backward, sum
-from ._registry import Op, apply, numpy_names, saves_inputs
+from ._registry import Op, apply, declare, numpy_names, saves_inputs
 
 __all__ = ["cummax", "cummin", "logcumsumexp", "kthvalue", "aminmax", "nansum", "nanmean"]
 
@@ -99,6 +99,7 @@ def _cumulative_extreme(input, dim, largest):
     return RETURN_TYPES[name](out, indices_tensor)
 
 
+@declare(method=True)
 @numpy_names
 def cummax(input, dim):
     """``(values, indices)``: the running maximum along ``dim`` and where each came from; the
@@ -106,6 +107,7 @@ def cummax(input, dim):
     return _cumulative_extreme(input, dim, True)
 
 
+@declare(method=True)
 @numpy_names
 def cummin(input, dim):
     """``(values, indices)``: the running minimum along ``dim`` and where each came from."""
@@ -147,6 +149,7 @@ _LOGCUMSUMEXP = Op("logcumsumexp", "LogcumsumexpBackward0", forward=_logcumsumex
                    backward=_logcumsumexp_backward, saves=lambda needs: ((0,), True))
 
 
+@declare(method=True)
 @numpy_names
 def logcumsumexp(input, dim):
     """``log(cumsum(exp(input), dim))`` without overflow; floating-point tensors only, as in
@@ -164,6 +167,7 @@ _KTHVALUE = Op("kthvalue", "KthvalueBackward0", forward=lambda a, values, **_: v
                backward=_select_backward)
 
 
+@declare(method=True)
 @numpy_names
 def kthvalue(input, k, dim=-1, keepdim=False):
     """``(values, indices)``: the ``k``-th smallest value along ``dim`` (``k`` from 1) and
@@ -216,6 +220,7 @@ _AMINMAX = Op("aminmax", "AminmaxBackward0", forward=_aminmax_forward,
               backward=_aminmax_backward, saves=saves_inputs(0))
 
 
+@declare(method=True)
 def aminmax(input, *, dim=None, keepdim=False):
     """``(min, max)`` over ``dim`` (all entries by default) in one call; each gradient is
     shared evenly among the tied entries, as for ``amin`` and ``amax``."""
@@ -251,6 +256,7 @@ _NANSUM = Op("nansum", "NansumBackward0",
              backward=_nansum_backward, saves=saves_inputs(0))
 
 
+@declare(method=True)
 @numpy_names
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     """``sum`` that treats NaN as zero (and gives NaN entries no gradient)."""
@@ -261,6 +267,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     return apply(_NANSUM, input, out_dtype=out_dtype, **_reduce_attrs(input, dim, keepdim))
 
 
+@declare(method=True)
 @numpy_names
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean of the non-NaN entries (NaN where all are NaN): ``nansum`` divided by their
@@ -277,6 +284,3 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(input, dim, keepdim) / count
 
 
-install_methods({"cummax": cummax, "cummin": cummin, "logcumsumexp": logcumsumexp,
-                 "kthvalue": kthvalue, "aminmax": aminmax, "nansum": nansum,
-                 "nanmean": nanmean})

@@ -16,6 +16,7 @@ import numpy as np
 from ._compose import movedim
 from ._linalg import matmul
 from ._registry import Op, apply, promote_float, saves_inputs
+from ._saved import SELF, Attr, Computed
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "upsample_bicubic2d"]
 
@@ -55,9 +56,15 @@ ADAPTIVE_AVG_POOL2D_BINS = Op("adaptive_avg_pool2d_bins", "AdaptiveAvgPool2DBack
                               saves=saves_inputs(0), dtype=promote_float)
 ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", forward=_forward,
                          backward=lambda ctx, g: (_adjoint(ctx, g),), saves=saves_inputs(0),
-                         dtype=promote_float)
+                         dtype=promote_float, saved={"self": SELF})
 UPSAMPLE_BICUBIC2D = Op("upsample_bicubic2d", "UpsampleBicubic2DBackward0", forward=_forward,
-                        backward=lambda ctx, g: (_adjoint(ctx, g),), dtype=promote_float)
+                        backward=lambda ctx, g: (_adjoint(ctx, g),), dtype=promote_float,
+                        saved={
+                            "align_corners": Attr("align_corners"), "output_size": Attr("output_size"),
+                            "scales_h": Computed(lambda node: node.attrs["scales"][0]),
+                            "scales_w": Computed(lambda node: node.attrs["scales"][1]),
+                            "self_sym_sizes": Attr("input_sizes"),
+                        })
 
 
 def _averaging_matrix(n, m):

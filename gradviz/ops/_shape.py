@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
-from ._registry import Op, apply, check_saveable, numpy_names, promote
+from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
+from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
 from ._scatter_add import add_at
 
 __all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
@@ -72,14 +73,14 @@ def _reshape_to_source_fast(ctx, g):
 
 VIEW = Op("view", "ViewBackward0", forward=_view_forward,
           backward=lambda ctx, g: (reshape(g, ctx.source),),
-          fast_backward=_reshape_to_source_fast, view=True)
+          fast_backward=_reshape_to_source_fast, view=True, saved={"self_sym_sizes": shape_attr("source")})
 RESHAPE_ALIAS = Op("reshape_alias", "ReshapeAliasBackward0", forward=_view_forward,
                    backward=lambda ctx, g: (reshape(g, ctx.source),),
                    fast_backward=_reshape_to_source_fast, view=True)
 UNSAFE_VIEW = Op("unsafe_view", "UnsafeViewBackward0",
                  forward=lambda a, shape, source: np.reshape(a, shape),
                  backward=lambda ctx, g: (reshape(g, ctx.source),),
-                 fast_backward=_reshape_to_source_fast)
+                 fast_backward=_reshape_to_source_fast, saved={"self_sym_sizes": shape_attr("source")})
 
 
 def unsafe_view(input, *shape):
@@ -88,11 +89,13 @@ def unsafe_view(input, *shape):
     return apply(UNSAFE_VIEW, input, shape=shape, source=input._data.shape)
 
 
+@declare(name=False, method=True)
 def view(input, *shape):
     shape = _infer_shape(_shape_arg(shape), input._data.size)
     return apply(VIEW, input, shape=shape, source=input._data.shape)
 
 
+@declare(method=True)
 def reshape(input, *shape):
     """A view when the layout allows it, else a copy (like PyTorch)."""
     shape = _infer_shape(_shape_arg(shape), input._data.size)
@@ -105,6 +108,7 @@ def reshape(input, *shape):
     return apply(op, input, shape=shape, source=input._data.shape)
 
 
+@declare(method=True)
 def flatten(input, start_dim=0, end_dim=-1):
     """``input`` with the dimensions ``start_dim`` to ``end_dim`` merged into one.
 
@@ -128,15 +132,17 @@ TRANSPOSE = Op("transpose", "TransposeBackward0",
                forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
                backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
                fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"]),),
-               view=True)
+               view=True, saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
 T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
-       fast_backward=lambda ctx, g: (g.T,), view=True)
+       fast_backward=lambda ctx, g: (g.T,), view=True, saved={})
 PERMUTE = Op("permute", "PermuteBackward0",
              forward=lambda a, dims, inverse: np.transpose(a, dims),
              backward=lambda ctx, g: (permute(g, *ctx.inverse),),
-             fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True)
+             fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True,
+             saved={"dims": DIMS})
 
 
+@declare(method=True)
 def transpose(input, dim0, dim1):
     """A view of ``input`` with dimensions ``dim0`` and ``dim1`` swapped.
 
@@ -145,6 +151,7 @@ def transpose(input, dim0, dim1):
     return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim))
 
 
+@declare(method=True)
 def t(input):
     """Transpose a tensor of at most 2 dimensions."""
     if input.ndim > 2:
@@ -152,6 +159,7 @@ def t(input):
     return apply(T, input)
 
 
+@declare(method=True)
 def permute(input, *dims):
     """A view of ``input`` with its dimensions reordered as ``dims``. Mirrors ``torch.permute``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
@@ -187,19 +195,20 @@ def reversed_dims(input):
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
                forward=lambda a, dim: np.expand_dims(a, dim),
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
-               fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True)
+               fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True, saved={"dim": DIM})
 def _reshape_to_shape_fast(ctx, g):
     return (np.reshape(g, ctx.attrs["shape"]),)
 
 
-def _squeeze_dim_op(name, node):
+def _squeeze_dim_op(name, node, saved=None):
     return Op(name, node,
               forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
               backward=lambda ctx, g: (reshape(g, ctx.shape),),
-              fast_backward=_reshape_to_shape_fast, view=True)
+              fast_backward=_reshape_to_shape_fast, view=True, saved=saved)
 
 
-SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1")
+SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1",
+                              saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 # the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
 SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
 SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
@@ -209,9 +218,10 @@ SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
              backward=lambda ctx, g: (reshape(g, ctx.shape),),
-             fast_backward=_reshape_to_shape_fast, view=True)
+             fast_backward=_reshape_to_shape_fast, view=True, saved={"self_sym_sizes": SELF_SIZES})
 
 
+@declare(method=True)
 @numpy_names
 def unsqueeze(input, dim):
     """A view of ``input`` with a dimension of size 1 inserted at ``dim``.
@@ -225,6 +235,7 @@ def squeeze_dim(input, dim, node="SqueezeBackward1"):
     return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
 
 
+@declare(method=True)
 @numpy_names
 def squeeze(input, dim=None):
     """Remove dims of size 1: all of them, ``dim`` alone, or those in a tuple of dims (a dim
@@ -254,9 +265,11 @@ def _expand_fast(ctx, g):
 
 EXPAND = Op("expand", "ExpandBackward0",
             forward=lambda a, shape, source: np.broadcast_to(a, shape),
-            backward=_expand_backward, fast_backward=_expand_fast, view=True)
+            backward=_expand_backward, fast_backward=_expand_fast, view=True,
+            saved={"self_sym_sizes": shape_attr("source")})
 
 
+@declare(method=True)
 def expand(input, *sizes):
     """Broadcast to ``sizes`` without copying (``-1`` keeps a dimension)."""
     sizes = _shape_arg(sizes)
@@ -290,9 +303,10 @@ def expand_target(input, sizes):
 
 
 CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
-           fast_backward=lambda ctx, g: (g,))
+           fast_backward=lambda ctx, g: (g,), saved={})
 
 
+@declare(method=True)
 def clone(input):
     """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``).
 
@@ -300,6 +314,7 @@ def clone(input):
     return apply(CLONE, input)
 
 
+@declare(name=False, method=True)
 def contiguous(input):
     """``input`` if its memory is row-major contiguous, else a contiguous copy (``CloneBackward0``)."""
     if input._data.flags.c_contiguous:
@@ -335,14 +350,21 @@ def _index_forward(a, key, kind, shape):
     return a[key]
 
 
-def _make_index_op(name, node, is_view):
+def _make_index_op(name, node, is_view, saved=None):
     return Op(name, node, forward=_index_forward, view=is_view,
-              backward=lambda ctx, g: (_index_backward(g, ctx.shape, ctx.key, ctx.kind),))
+              backward=lambda ctx, g: (_index_backward(g, ctx.shape, ctx.key, ctx.kind),),
+              saved=saved)
 
 
-_SELECT = _make_index_op("select", "SelectBackward0", True)
-_SLICE = _make_index_op("slice", "SliceBackward0", True)
-_ADVANCED = _make_index_op("index", "IndexBackward0", False)
+_SELECT = _make_index_op("select", "SelectBackward0", True,
+                         saved={"dim": Computed(key_dim), "index": Computed(select_index),
+                             "self_sym_sizes": SELF_SIZES})
+_SLICE = _make_index_op("slice", "SliceBackward0", True,
+                        saved={"dim": Computed(key_dim), "start": Computed(slice_part("start")),
+                            "end": Computed(slice_part("end")), "step": Computed(slice_part("step")),
+                            "self_sym_sizes": SELF_SIZES})
+_ADVANCED = _make_index_op("index", "IndexBackward0", False,
+                           saved={"indices": Computed(indices_tuple), "self_sym_sizes": SELF_SIZES})
 _INDEX_OPS = {"select": _SELECT, "slice": _SLICE, "advanced": _ADVANCED}
 
 
@@ -460,6 +482,7 @@ def check_advanced_key(shape, items):
                          + ", ".join(str(list(s)) for s in index_shapes)) from None
 
 
+@declare(name=False, method="__getitem__")
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy). A key that keeps all of
@@ -550,7 +573,7 @@ def _cat_fast(ctx, g):
 
 
 CAT = Op("cat", "CatBackward0", forward=_cat_forward, backward=_cat_backward,
-         fast_backward=_cat_fast)
+         fast_backward=_cat_fast, saved={"dim": DIM})
 
 
 def _check_tensor_list(tensors, what):
@@ -560,6 +583,7 @@ def _check_tensor_list(tensors, what):
                             f"{type(t).__name__}")
 
 
+@declare(hidden=("concat", "concatenate"), out=True)
 @numpy_names
 def cat(tensors, dim=0):
     """Concatenate tensors along an existing ``dim`` (all other sizes must match); also
@@ -609,9 +633,10 @@ def _stack_fast(ctx, g):
 # (not a CatBackward0 over one UnsqueezeBackward0 per input); its gradient for input i is
 # the select at i along dim.
 STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim: np.stack(arrays, axis=dim),
-           backward=_stack_backward, fast_backward=_stack_fast, dtype=promote)
+           backward=_stack_backward, fast_backward=_stack_fast, dtype=promote, saved={"dim": DIM})
 
 
+@declare(out=True)
 @numpy_names
 def stack(tensors, dim=0):
     """Join tensors of equal shape along a new ``dim``.
@@ -637,6 +662,7 @@ def stack(tensors, dim=0):
     return apply(STACK, *tensors, dim=_wrap_dim(dim, len(shape) + 1))
 
 
+@declare(method=True)
 @numpy_names
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start + length, ...]`` along ``dim``."""
@@ -650,6 +676,7 @@ def narrow(input, dim, start, length):
     return _index_op(input, key, "slice")
 
 
+@declare(method=True)
 @numpy_names
 def select(input, dim, index):
     """The view at ``index`` along ``dim`` (that dimension is removed)."""
@@ -772,17 +799,23 @@ _split_with_sizes_backward, _split_with_sizes_fast = _split_rules(_split_with_si
 # view=False: the pieces are made views by _make_pieces_views (Note [Multi-output views])
 SPLIT = Op("split", "SplitBackward0",
            forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
-           backward=_split_backward, fast_backward=_split_fast, quiet=False)
+           backward=_split_backward, fast_backward=_split_fast, quiet=False,
+           saved={"dim": DIM, "split_size": Attr("split_size"),
+               "self_sym_sizes": SELF_SIZES})
 SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
                       forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
                       backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
-                      quiet=False)
+                      quiet=False,
+                      saved={"dim": DIM, "split_sizes": Attr("split_sizes", tuple),
+                          "self_sym_sizes": SELF_SIZES})
 # the same split, its pieces not tracked as views (torch's unsafe_split: LSTM/GRU cells' gates)
 UNSAFE_SPLIT = Op("unsafe_split", "UnsafeSplitBackward0",
                   forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
-                  backward=_split_backward, fast_backward=_split_fast, quiet=False)
+                  backward=_split_backward, fast_backward=_split_fast, quiet=False,
+                  saved={"dim": DIM, "split_size": Attr("split_size"),
+                      "self_sym_sizes": SELF_SIZES})
 UNBIND = Op("unbind", "UnbindBackward0", forward=_unbind_forward, backward=_unbind_backward,
-            fast_backward=_unbind_fast, quiet=False)
+            fast_backward=_unbind_fast, quiet=False, saved={"dim": DIM})
 
 
 def _make_pieces_views(input, pieces, steps):
@@ -816,6 +849,7 @@ def _split_pieces(input, op, dim, sections, **attrs):
     return _make_pieces_views(input, pieces, steps)
 
 
+@declare(method=True)
 def split(input, split_size_or_sections, dim=0):
     """Split ``input`` into views along ``dim``: chunks of ``split_size`` (the last may be
     smaller), or pieces of the given sizes. All pieces are outputs of one node.
@@ -854,6 +888,7 @@ def split(input, split_size_or_sections, dim=0):
     return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
 
 
+@declare(method=True)
 def unsafe_split(input, split_size, dim=0):
     """``split`` into chunks of ``split_size`` whose pieces autograd does not track as views
     (one ``UnsafeSplitBackward0`` node): in-place changes to a piece are not checked against
@@ -868,6 +903,7 @@ def unsafe_split(input, split_size, dim=0):
     return tuple(pieces) if isinstance(pieces, (tuple, list)) else (pieces,)
 
 
+@declare(method=True)
 def unsafe_chunk(input, chunks, dim=0):
     """``chunk`` through :func:`unsafe_split` (PyTorch's ``unsafe_chunk``)."""
     _check_splittable(input, "chunk")
@@ -877,6 +913,7 @@ def unsafe_chunk(input, chunks, dim=0):
     return unsafe_split(input, max(-(-size // chunks), 1), dim)
 
 
+@declare(method=True)
 @numpy_names
 def chunk(input, chunks, dim=0):
     """Split into ``chunks`` nearly equal views (fewer if the size does not allow), as
@@ -892,6 +929,7 @@ def chunk(input, chunks, dim=0):
     return split(input, split_size, dim)
 
 
+@declare(method=True)
 @numpy_names
 def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``, outputs of one ``UnbindBackward0``."""
@@ -907,9 +945,10 @@ def unbind(input, dim=0):
 
 
 FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims).copy(),
-          backward=lambda ctx, g: (flip(g, ctx.dims),))
+          backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
+@declare(method=True)
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.special as _scipy_special
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, install_methods
+from .._tensor import TYPE_WORDS, Tensor, _wrap
 from ._pointwise import (
     _BITWISE_AND,
     _BITWISE_NOT,
@@ -44,7 +44,7 @@ from ._pointwise import (
     where_zero,
 )
 from ._pointwise import _sign_forward as _pointwise_sign_forward
-from ._registry import Op, apply, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, promote, promote_float, saves_inputs, saves_output
 
 __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "fmin",
            "heaviside", "float_power", "sinc", "deg2rad", "rad2deg", "logit", "asinh", "acosh",
@@ -102,6 +102,7 @@ ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addc_forward(np.true_divide
              backward=_addcdiv_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
 
 
+@declare(method=True, inplace=True)
 def addcmul(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 * tensor2``; for integer tensors ``value`` is truncated to an
     integer first (torch converts it to the tensors' type: ``value=0.5`` adds nothing)."""
@@ -113,6 +114,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     return apply(ADDCMUL, input, tensor1, tensor2, value=value)
 
 
+@declare(method=True, inplace=True)
 def addcdiv(input, tensor1, tensor2, *, value=1):
     """``input + value * tensor1 / tensor2`` (integer tensors are an error, as in PyTorch)."""
     if not (tensor1.dtype.is_floating_point or tensor2.dtype.is_floating_point):
@@ -164,16 +166,19 @@ def _binary_floating(op, name, input, other):
     return apply(op, input, other)
 
 
+@declare(method=True, inplace=True)
 def hypot(input, other):
     """``sqrt(input**2 + other**2)`` without overflow."""
     return _binary_floating(HYPOT, "hypot", input, other)
 
 
+@declare(method=True, inplace=True)
 def logaddexp(input, other):
     """``log(exp(input) + exp(other))`` without overflow."""
     return _binary_floating(LOGADDEXP, "logaddexp", input, other)
 
 
+@declare(method=True, inplace=True)
 def logaddexp2(input, other):
     """``log2(2**input + 2**other)`` without overflow."""
     return _binary_floating(LOGADDEXP2, "logaddexp2", input, other)
@@ -198,6 +203,7 @@ COPYSIGN_NUMBER = Op("copysign_number", "CopysignBackward1",
                      saves=lambda needs: ((0,), True), dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def copysign(input, other):
     """``|input|`` with the sign of ``other`` (integers compute in the default float dtype)."""
     if isinstance(other, Tensor):
@@ -221,11 +227,13 @@ FMIN = Op("fmin", "FminBackward0", forward=lambda a, b, largest: np.fmin(a, b),
           backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
 
 
+@declare(method=True)
 def fmax(input, other):
     """The larger of each pair, ignoring NaN (NaN only where both are NaN)."""
     return apply(FMAX, input, other, largest=True)
 
 
+@declare(method=True)
 def fmin(input, other):
     """The smaller of each pair, ignoring NaN."""
     return apply(FMIN, input, other, largest=False)
@@ -241,6 +249,7 @@ HEAVISIDE = Op("heaviside", "NotImplemented", forward=_broadcasting(np.heaviside
                backward=_heaviside_backward, dtype=promote)
 
 
+@declare(method=True, inplace=True)
 def heaviside(input, values):
     """0 where ``input < 0``, 1 where ``input > 0``, ``values`` where it is 0."""
     if input.dtype is not values.dtype:
@@ -248,6 +257,7 @@ def heaviside(input, values):
     return apply(HEAVISIDE, input, values)
 
 
+@declare(method=True)
 def float_power(input, exponent):
     """``pow`` computed in float64, as PyTorch's ``float_power`` (the node is ``PowBackward``)."""
     if isinstance(input, Tensor):
@@ -280,6 +290,7 @@ XLOG1PY = Op("xlog1py", "SpecialXlog1PyBackward0", forward=_broadcasting(_xlog1p
              backward=_xlog1py_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
+@declare(name=False, method=True)
 def xlog1py(input, other):
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     return apply(XLOG1PY, _check_operand(input, "xlog1py"), _check_operand(other, "xlog1py"))
@@ -309,16 +320,19 @@ RAD2DEG = Op("rad2deg", "Rad2DegBackward0", forward=lambda a: a * (180 / math.pi
              backward=lambda ctx, g: (g * (180 / math.pi),), dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def sinc(input):
     """``sin(pi x) / (pi x)``, 1 at 0."""
     return apply(SINC, input)
 
 
+@declare(method=True, inplace=True)
 def deg2rad(input):
     """Each element converted from degrees to radians. Mirrors ``torch.deg2rad``."""
     return apply(DEG2RAD, input)
 
 
+@declare(method=True, inplace=True)
 def rad2deg(input):
     """Each element converted from radians to degrees. Mirrors ``torch.rad2deg``."""
     return apply(RAD2DEG, input)
@@ -347,6 +361,7 @@ LOGIT = Op("logit", "LogitBackward0", forward=_logit_forward, backward=_logit_ba
            saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def logit(input, eps=None):
     """``log(p / (1 - p))``, the inverse of ``sigmoid``; ``eps`` clamps ``p`` into
     ``[eps, 1 - eps]`` first."""
@@ -364,6 +379,7 @@ ATANH = Op("atanh", "AtanhBackward0", forward=np.arctanh,
            saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare(name=("asinh", "arcsinh"), method=("asinh", "arcsinh"), inplace=("asinh_", "arcsinh_"))
 def asinh(input):
     """The inverse hyperbolic sine, elementwise; ``arcsinh`` is the same function.
 
@@ -371,6 +387,7 @@ def asinh(input):
     return apply(ASINH, input)
 
 
+@declare(name=("acosh", "arccosh"), method=("acosh", "arccosh"), inplace=("acosh_", "arccosh_"))
 def acosh(input):
     """The inverse hyperbolic cosine, elementwise; ``arccosh`` is the same function.
 
@@ -378,6 +395,7 @@ def acosh(input):
     return apply(ACOSH, input)
 
 
+@declare(name=("atanh", "arctanh"), method=("atanh", "arctanh"), inplace=("atanh_", "arctanh_"))
 def atanh(input):
     """The inverse hyperbolic tangent, elementwise; ``arctanh`` is the same function.
 
@@ -411,11 +429,13 @@ ERFINV = Op("erfinv", "ErfinvBackward0", forward=_erfinv_forward,
             saves=saves_output, dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def erfc(input):
     """``1 - erf(input)``, accurate where ``erf`` is close to 1."""
     return apply(ERFC, input)
 
 
+@declare(method=True, inplace=True)
 def erfinv(input):
     """The inverse of ``erf`` on ``(-1, 1)`` (``±inf`` at ``±1``, NaN outside)."""
     return apply(ERFINV, input)
@@ -465,16 +485,19 @@ POLYGAMMA = Op("polygamma", "PolygammaBackward0",
                saves=saves_inputs(0), dtype=promote_float)
 
 
+@declare(method=True, inplace=True)
 def lgamma(input):
     """``log|Gamma(input)|`` (inf at the poles 0, -1, -2, ...)."""
     return apply(LGAMMA, input)
 
 
+@declare(method=True, inplace=True)
 def digamma(input):
     """``d/dx log Gamma(x)`` (-inf at 0, NaN at the negative integers)."""
     return apply(DIGAMMA, input)
 
 
+@declare()
 def polygamma(n, input):
     """The ``n``-th derivative of ``digamma``."""
     if not isinstance(n, int) or n < 0:
@@ -484,6 +507,7 @@ def polygamma(n, input):
     return apply(POLYGAMMA, input, n=n)
 
 
+@declare(name=False, method="polygamma", inplace="polygamma_")
 def _polygamma_method(self, n):
     return polygamma(n, self)
 
@@ -498,6 +522,7 @@ def _zeros_like(g):
     return zeros_like(g)
 
 
+@declare(method=True, inplace=True)
 def sgn(input):
     """``sign`` (for real tensors; its gradient is zero)."""
     return apply(SGN, input)
@@ -505,23 +530,27 @@ def sgn(input):
 
 # ---- predicates (not differentiable) ------------------------------------------------------------
 
+@declare(method=True)
 def signbit(input):
     """Whether the sign bit is set (true for -0.0)."""
     return _wrap(np.signbit(input._data))
 
 
+@declare(method=True)
 def isposinf(input):
     """Whether each element is +inf, as a bool tensor. Mirrors ``torch.isposinf``."""
     return _wrap(np.isposinf(input._data) if input._data.dtype.kind == "f"
                  else np.zeros(input._data.shape, dtype=bool))
 
 
+@declare(method=True)
 def isneginf(input):
     """Whether each element is -inf, as a bool tensor. Mirrors ``torch.isneginf``."""
     return _wrap(np.isneginf(input._data) if input._data.dtype.kind == "f"
                  else np.zeros(input._data.shape, dtype=bool))
 
 
+@declare(method=True)
 def isreal(input):
     """All true: gradviz has no complex tensors."""
     return _wrap(np.ones(input._data.shape, dtype=bool))
@@ -529,11 +558,13 @@ def isreal(input):
 
 # ---- aliases under numpy's names -----------------------------------------------------------------
 
+@declare(method=True, inplace=True)
 def multiply(input, other):
     """Alias of ``mul``: ``input * other`` elementwise. Mirrors ``torch.multiply``."""
     return mul(input, other)
 
 
+@declare(method=True, inplace=True)
 def divide(input, other, *, rounding_mode=None):
     """Alias of ``div``: ``input / other``, with ``rounding_mode`` None, ``'trunc'`` or ``'floor'``.
 
@@ -541,31 +572,37 @@ def divide(input, other, *, rounding_mode=None):
     return div(input, other, rounding_mode=rounding_mode)
 
 
+@declare(method=True, inplace=True)
 def subtract(input, other, *, alpha=1):
     """Alias of ``sub``: ``input - alpha * other`` elementwise. Mirrors ``torch.subtract``."""
     return sub(input, other, alpha=alpha)
 
 
+@declare(method=True, inplace=True)
 def greater(input, other):
     """Alias of ``gt``: ``input > other`` elementwise. Mirrors ``torch.greater``."""
     return gt(input, other)
 
 
+@declare(method=True, inplace=True)
 def greater_equal(input, other):
     """Alias of ``ge``: ``input >= other`` elementwise. Mirrors ``torch.greater_equal``."""
     return ge(input, other)
 
 
+@declare(method=True, inplace=True)
 def less(input, other):
     """Alias of ``lt``: ``input < other`` elementwise. Mirrors ``torch.less``."""
     return lt(input, other)
 
 
+@declare(method=True, inplace=True)
 def less_equal(input, other):
     """Alias of ``le``: ``input <= other`` elementwise. Mirrors ``torch.less_equal``."""
     return le(input, other)
 
 
+@declare(method=True, inplace=True)
 def not_equal(input, other):
     """Alias of ``ne``: ``input != other`` elementwise. Mirrors ``torch.not_equal``."""
     from ._pointwise import ne
@@ -584,6 +621,7 @@ arctan2, fix = _math_alias("atan2"), _math_alias("trunc")
 arcsinh, arccosh, arctanh = asinh, acosh, atanh
 
 
+@declare(method=True)
 def positive(input):
     """``input`` itself (no node), as in PyTorch; an error for bool tensors."""
     if input.dtype is _dtypes.bool:
@@ -591,6 +629,7 @@ def positive(input):
     return input
 
 
+@declare(method=True, inplace=True)
 def bitwise_and(input, other):
     """The bitwise AND of integer or bool tensors (logical AND for bools).
 
@@ -598,6 +637,7 @@ def bitwise_and(input, other):
     return _bitwise(_BITWISE_AND, input, other)
 
 
+@declare(method=True, inplace=True)
 def bitwise_or(input, other):
     """The bitwise OR of integer or bool tensors (logical OR for bools).
 
@@ -605,6 +645,7 @@ def bitwise_or(input, other):
     return _bitwise(_BITWISE_OR, input, other)
 
 
+@declare(method=True, inplace=True)
 def bitwise_xor(input, other):
     """The bitwise XOR of integer or bool tensors (logical XOR for bools).
 
@@ -614,6 +655,7 @@ def bitwise_xor(input, other):
     return _bitwise(_BITWISE_XOR, input, other)
 
 
+@declare(method=True, inplace=True)
 def bitwise_not(input):
     """The bitwise NOT of an integer or bool tensor (logical NOT for bools).
 
@@ -681,35 +723,3 @@ def _special_module():
 
 special = _special_module()
 
-
-install_methods({
-    "addcmul": addcmul, "addcdiv": addcdiv, "hypot": hypot, "logaddexp": logaddexp,
-    "logaddexp2": logaddexp2, "copysign": copysign, "fmax": fmax, "fmin": fmin,
-    "heaviside": heaviside, "float_power": float_power, "sinc": sinc, "deg2rad": deg2rad,
-    "rad2deg": rad2deg, "logit": logit, "asinh": asinh, "acosh": acosh, "atanh": atanh,
-    "arcsinh": asinh, "arccosh": acosh, "arctanh": atanh, "erfc": erfc, "erfinv": erfinv,
-    "lgamma": lgamma, "digamma": digamma, "polygamma": _polygamma_method, "sgn": sgn,
-    "signbit": signbit, "isposinf": isposinf, "isneginf": isneginf, "isreal": isreal,
-    "multiply": multiply, "divide": divide, "subtract": subtract, "greater": greater,
-    "greater_equal": greater_equal, "less": less, "less_equal": less_equal,
-    "not_equal": not_equal, "arcsin": arcsin, "arccos": arccos, "arctan": arctan,
-    "arctan2": arctan2, "fix": fix, "positive": positive, "bitwise_and": bitwise_and,
-    "bitwise_or": bitwise_or, "bitwise_xor": bitwise_xor, "bitwise_not": bitwise_not,
-    "xlog1py": xlog1py,
-})
-
-
-def _inplace_methods():
-    from ._inplace import _method
-
-    return {name + "_": _method(fn) for name, fn in (
-        ("addcmul", addcmul), ("addcdiv", addcdiv), ("hypot", hypot), ("logaddexp", logaddexp),
-        ("copysign", copysign), ("sinc", sinc),
-        ("deg2rad", deg2rad), ("rad2deg", rad2deg), ("logit", logit), ("asinh", asinh),
-        ("acosh", acosh), ("atanh", atanh), ("erfc", erfc), ("erfinv", erfinv),
-        ("lgamma", lgamma), ("digamma", digamma), ("sgn", sgn), ("fix", fix),
-        ("polygamma", _polygamma_method), ("logaddexp", logaddexp),
-        ("multiply", multiply), ("divide", divide), ("subtract", subtract))}
-
-
-install_methods(_inplace_methods())

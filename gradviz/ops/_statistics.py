@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, _wrap_dim, install_methods
+from .._tensor import Tensor, _wrap, _wrap_dim
 from ._math import _not_differentiable
 from ._reduction import (
     _check_nonempty,
@@ -22,7 +22,7 @@ from ._reduction import (
     _variance,
     mean,
 )
-from ._registry import Op, apply
+from ._registry import Op, apply, declare
 
 __all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile", "histogram", "histc"]
 
@@ -42,6 +42,7 @@ _MEDIAN_DIM = Op("median_dim", "MedianBackward1", forward=lambda a, values, **_:
                  backward=_select_backward)
 
 
+@declare(method=True)
 def median(input, dim=None, keepdim=False):
     """The lower median of all values (the gradient shared among the entries equal to it, as
     in torch); with ``dim``, ``(values, indices)`` along it (the gradient to the index)."""
@@ -84,6 +85,7 @@ def _row_mode(row):
     return ordered[ends[longest]], order[ends[longest]]
 
 
+@declare(method=True)
 def mode(input, dim=-1, keepdim=False):
     """``(values, indices)``: the most frequent value along ``dim`` (the smallest if several
     are as frequent) and an index of it; the gradient goes to that index.
@@ -116,6 +118,7 @@ def mode(input, dim=-1, keepdim=False):
     return RETURN_TYPES["mode"](out, _wrap(out_indices))
 
 
+@declare(method=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted); with ``return_inverse``, where each entry went; with
     ``return_counts``, how often each value occurs. Not differentiable."""
@@ -130,6 +133,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
     return result[0] if len(result) == 1 else tuple(result)
 
 
+@declare(method=True)
 def bincount(input, weights=None, minlength=0):
     """How often each value 0, 1, ... occurs in a 1-D non-negative integer tensor (the sums
     of ``weights`` there, when given)."""
@@ -170,11 +174,13 @@ _VAR_MEAN = Op("var_mean", "VarMeanBackward0", forward=_moments_forward(lambda v
                backward=_moments_backward(_var_backward), saves=lambda needs: ((0,), False))
 
 
+@declare()
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(std, mean)`` over ``dim``, one ``StdMeanBackward0`` node."""
     return _variance(_STD_MEAN, "std_mean", input, dim, unbiased, keepdim, correction)
 
 
+@declare()
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """``(var, mean)`` over ``dim``, one ``VarMeanBackward0`` node."""
     return _variance(_VAR_MEAN, "var_mean", input, dim, unbiased, keepdim, correction)
@@ -183,6 +189,7 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+@declare(method=True)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
     values when None), between the sorted values as ``interpolation`` says; a tensor ``q``
@@ -280,6 +287,7 @@ def _data_range(data):
     return float(data.min()), float(data.max())
 
 
+@declare(method=True)
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """Counts of ``input``'s values in ``bins`` equal bins over ``range`` (the data's min and
     max by default), or in the bins between the edges of a 1-D tensor ``bins``; returns
@@ -329,6 +337,7 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
                       apply(_HISTOGRAM, input, result=edges.astype(data.dtype)))
 
 
+@declare(method=True)
 def histc(input, bins=100, min=0, max=0):  # noqa: A002
     """Counts of ``input``'s values in ``bins`` equal bins between ``min`` and ``max`` (both 0:
     the data's min and max); values outside are left out. Not differentiable."""
@@ -353,8 +362,6 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     return _wrap(np.bincount(positions, minlength=bins).astype(data.dtype))
 
 
-install_methods({"histogram": histogram, "histc": histc})
-install_methods({"median": median, "mode": mode, "unique": unique, "bincount": bincount, "quantile": quantile})
 
 
 # ---- nanmedian ----------------------------------------------------------------------------------
@@ -375,6 +382,7 @@ _NANMEDIAN_DIM = Op("nanmedian_dim", "NanmedianBackward1", forward=lambda a, val
                     backward=_select_backward)
 
 
+@declare(method=True)
 def nanmedian(input, dim=None, keepdim=False):
     """``median`` of the non-NaN values; NaN only where all are NaN."""
     from ._indexing import RETURN_TYPES
@@ -403,6 +411,7 @@ def nanmedian(input, dim=None, keepdim=False):
 
 # ---- cov, corrcoef, trapezoid ------------------------------------------------------------------------
 
+@declare(method=True)
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of ``input`` (observations in the
     columns), optionally weighted; composed as PyTorch composes it."""
@@ -445,6 +454,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     return squeeze(product / norm)
 
 
+@declare(method=True)
 def corrcoef(input):
     """The Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
     from ._pointwise import clamp, sqrt
@@ -459,6 +469,7 @@ def corrcoef(input):
     return clamp(c, -1, 1)
 
 
+@declare(name=("trapezoid", "trapz"))
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The integral of ``y`` along ``dim`` by the trapezoid rule, with sample points ``x`` or
     a spacing ``dx`` (1 by default)."""
@@ -489,4 +500,3 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 __all__ += ["nanmedian", "cov", "corrcoef", "trapezoid"]
 
-install_methods({"nanmedian": nanmedian, "cov": cov, "corrcoef": corrcoef})

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import _wrap_dim, install_methods
-from ._registry import Op, apply
+from .._tensor import _wrap_dim
+from ._registry import Op, apply, declare
 
 __all__ = ["pad"]
 
@@ -94,6 +94,7 @@ UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward, view=True,
                                            dim=ctx.dim, size=ctx.size, step=ctx.step),))
 
 
+@declare(name=False, method=True)
 def unfold(self, dimension, size, step):
     """Every window of ``size`` entries along ``dimension``, ``step`` apart, as a new last
     dim: a view of ``self``, as in torch."""
@@ -107,4 +108,3 @@ def unfold(self, dimension, size, step):
     return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape))
 
 
-install_methods({"unfold": unfold})

@@ -23,6 +23,7 @@ import numpy as np
 from ... import dtypes as _dtypes
 from ... import ops as _ops
 from ..._tensor import Tensor
+from ...ops._saved import Attr, Computed, wrapped_array
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
            "unpack_sequence", "pad_sequence", "unpad_sequence"]
@@ -138,7 +139,11 @@ PACK_PADDED_SEQUENCE = _ops.Op(
     "pack_padded_sequence", "PackPaddedSequenceBackward0",
     forward=lambda x, rows, batch_first, **_: np.ascontiguousarray(
         _steps_first(x, batch_first).reshape((-1,) + x.shape[2:])[rows]),
-    backward=_pack_backward)
+    backward=_pack_backward,
+    saved={
+        "batch_first": Attr("batch_first"),
+        "result1": Computed(lambda node: wrapped_array(node.attrs["batch_sizes"])),
+    })
 
 
 def pad_packed_sequence(sequence, batch_first: bool = False, padding_value: float = 0.0,
