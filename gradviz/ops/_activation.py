@@ -35,13 +35,35 @@ __all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "s
            "tanhshrink", "softmin"]
 
 
+# Note [Softmax kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# softmax and log_softmax shift by the max into one new array and finish in place on it
+# (exp, then the division or the log-sum subtraction); their backward without
+# ``create_graph`` is the same formula on numpy arrays, with in-place updates of the one
+# product array it allocates. The differentiable rules stay the definition.
+
 def _softmax_forward(a, dim):
-    shifted = a - np.max(a, axis=dim, keepdims=True) if a.size else a
-    e = np.exp(shifted)
-    return e / np.sum(e, axis=dim, keepdims=True)
+    if not a.size or a.ndim == 0:
+        shifted = a - np.max(a, axis=dim, keepdims=True) if a.size else a
+        e = np.exp(shifted)
+        return e / np.sum(e, axis=dim, keepdims=True)
+    out = np.subtract(a, np.max(a, axis=dim, keepdims=True))
+    np.exp(out, out=out)
+    np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
+    return out
 
 
 def _softmax_backward(ctx, g):
+    if not _engine.is_grad_enabled():
+        from .._tensor import _wrap
+
+        y, grad = ctx.output_data(), g._data
+        total = np.sum(grad * y, axis=ctx.dim, keepdims=True)
+        if y.ndim == 0:  # ufuncs give 0-d results as scalars, which take no out=
+            return (_wrap(np.asarray(y * (grad - total))),)
+        out = np.subtract(grad, total)
+        out *= y
+        return (_wrap(out),)
     y = ctx.output()
     return (y * (g - sum(g * y, ctx.dim, keepdim=True)),)
 
@@ -54,12 +76,29 @@ def _log_softmax_forward(a, dim):
     if not a.size:
         return a.copy()
     shifted = a - np.max(a, axis=dim, keepdims=True)
-    return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+    if shifted.ndim == 0:
+        return shifted - np.log(np.sum(np.exp(shifted), axis=dim, keepdims=True))
+    total = np.sum(np.exp(shifted), axis=dim, keepdims=True)
+    np.subtract(shifted, np.log(total, out=total), out=shifted)
+    return shifted
+
+
+def _log_softmax_backward(ctx, g):
+    if not _engine.is_grad_enabled():
+        from .._tensor import _wrap
+
+        grad = g._data
+        out = np.exp(ctx.output_data())
+        if out.ndim == 0:
+            return (_wrap(np.asarray(grad - out * np.sum(grad, axis=ctx.dim, keepdims=True))),)
+        np.multiply(out, np.sum(grad, axis=ctx.dim, keepdims=True), out=out)
+        np.subtract(grad, out, out=out)
+        return (_wrap(out),)
+    return (g - exp(ctx.output()) * sum(g, ctx.dim, keepdim=True),)
 
 
 LOG_SOFTMAX = Op("log_softmax", "LogSoftmaxBackward0", forward=_log_softmax_forward,
-                 backward=lambda ctx, g: (g - exp(ctx.output()) * sum(g, ctx.dim, keepdim=True),),
-                 saves=saves_output, dtype=promote_float)
+                 backward=_log_softmax_backward, saves=saves_output, dtype=promote_float)
 
 
 def _check_float_kernel(input, kernel):
