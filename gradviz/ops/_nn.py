@@ -10,6 +10,7 @@ Their backward rules recompute the normalized input from the saved input with gr
 from __future__ import annotations
 
 import numpy as np
+
 from gradviz_ext import engine as _engine
 
 from ._conv import _requiring_grad, _tie_backward
