@@ -13,7 +13,7 @@ import scipy.special as _scipy_special
 from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
-from .._tensor import _wrap_dim
+from .._tensor import _wrap, _wrap_dim
 from ._pointwise import (
     ERF,
     abs,
@@ -56,8 +56,6 @@ def _softmax_forward(a, dim):
 
 def _softmax_backward(ctx, g):
     if not _engine.is_grad_enabled():
-        from .._tensor import _wrap
-
         y, grad = ctx.output_data(), g._data
         total = np.sum(grad * y, axis=ctx.dim, keepdims=True)
         if y.ndim == 0:  # ufuncs give 0-d results as scalars, which take no out=
@@ -86,8 +84,6 @@ def _log_softmax_forward(a, dim):
 
 def _log_softmax_backward(ctx, g):
     if not _engine.is_grad_enabled():
-        from .._tensor import _wrap
-
         grad = g._data
         out = np.exp(ctx.output_data())
         if out.ndim == 0:
@@ -254,8 +250,6 @@ def _gelu_backward_arrays(x, g, approximate):
 
 def _gelu_backward(ctx, g):
     if not _engine.is_grad_enabled():
-        from .._tensor import _wrap
-
         return (_wrap(_gelu_backward_arrays(ctx.data(0), g._data, ctx.approximate)),)
     x = ctx.input(0)
     if ctx.approximate == "tanh":

@@ -13,6 +13,7 @@ import numpy as np
 
 from gradviz_ext import engine as _engine
 
+from .._tensor import _wrap
 from ._conv import _requiring_grad, _tie_backward
 from ._indexing import index_add
 from ._pointwise import rsqrt
@@ -100,8 +101,6 @@ def _affine_grad_arrays(ctx, g, normalized, reduce_dims, shape):
 
 
 def _wrapped(*arrays):
-    from .._tensor import _wrap
-
     return tuple(None if a is None else _wrap(a) for a in arrays)
 
 
@@ -217,8 +216,6 @@ def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
 
 
 def _batch_norm_backward(ctx, g):
-    from .._tensor import _wrap
-
     if not _engine.is_grad_enabled():
         return _batch_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
