@@ -476,9 +476,18 @@ def _window_maxima(x, geometry, fill):
     """Each window's maximum (N, C, *out) and its kernel offset's row-major number (N, C,
     *out), in torch's kernel's scan: an offset wins when its value is larger or NaN, so the
     first maximum, or the last NaN, of a window. One comparison pass per kernel offset over
-    strided views of the padded input (no copied windows, no argmax over a strided axis)."""
+    strided views of the padded input (no copied windows, no argmax over a strided axis).
+    NaN needs a second test per offset, so it is looked for in the maxima (a NaN in a window
+    makes its maximum NaN) and the scan redone with it only when there is one."""
     padded, out_sizes = _padded(x, geometry, fill)
-    floating = x.dtype.kind == "f"
+    values, positions = _scan_maxima(padded, geometry, out_sizes, nan_wins=False)
+    if x.dtype.kind == "f" and np.isnan(values).any():
+        values, positions = _scan_maxima(padded, geometry, out_sizes, nan_wins=True)
+    return values, positions
+
+
+def _scan_maxima(padded, geometry, out_sizes, nan_wins):
+    """:func:`_window_maxima`'s scan; ``nan_wins``: a NaN at a later offset wins too."""
     values = positions = None
     for k, (_, index) in enumerate(geometry.offsets(out_sizes)):
         view = padded[index]
@@ -486,11 +495,11 @@ def _window_maxima(x, geometry, fill):
             values = view.copy()
             positions = np.zeros(values.shape, dtype=np.int64)
             continue
-        larger = view > values  # strictly: an equal value later keeps the first maximum
-        if floating:
+        larger = np.greater(view, values)  # strictly: an equal value later keeps the first
+        if nan_wins:
             larger |= np.isnan(view)
         np.maximum(values, view, out=values)  # NaN wins here too (masked copies are slower)
-        positions = np.where(larger, k, positions)
+        np.copyto(positions, k, where=larger)
     return values, positions
 
 

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
+
+from .._tensor import _wrap
 from ._conv import _requiring_grad, _tie_backward
 from ._indexing import index_add
 from ._pointwise import rsqrt
@@ -52,10 +55,53 @@ def embedding(weight, indices, padding_idx=None):
 # ---- normalization ----------------------------------------------------------------------------
 
 def _normalize_forward(x, dims, eps):
-    mean_ = x.mean(axis=dims, keepdims=True)
-    centered = x - mean_
-    var = (centered * centered).mean(axis=dims, keepdims=True)
-    return centered / np.sqrt(var + eps)
+    """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), in ``x``'s dtype: the
+    mean, the centered copy, its squares' sum and the scaling in place on arrays this owns
+    (Note [Normalization kernels])."""
+    centered = np.subtract(x, x.mean(axis=dims, keepdims=True))
+    var = np.multiply(centered, centered).mean(axis=dims, keepdims=True)
+    np.multiply(centered, (1 / np.sqrt(var + eps)).astype(centered.dtype, copy=False),
+                out=centered)
+    return centered
+
+
+# Note [Normalization kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Layer, batch and group norm are a few passes over their input each step, so their kernels
+# allocate little: the centered copy is normalized in place and the affine applied to it in
+# place (it is ours), and the backward
+# without ``create_graph`` is the same formula as the differentiable rule on numpy arrays
+# (``_normalize_backward_arrays``), one array of temporaries instead of a dozen Tensor ops.
+# The differentiable rule stays the definition and runs whenever the gradient is recorded.
+
+def _normalize_backward_arrays(x, g, dims, eps):
+    """:func:`_normalize_backward` on numpy arrays (Note [Normalization kernels])."""
+    normalized = np.subtract(x, x.mean(axis=dims, keepdims=True))
+    var = np.multiply(normalized, normalized).mean(axis=dims, keepdims=True)
+    rstd = (1 / np.sqrt(var + eps)).astype(normalized.dtype, copy=False)
+    np.multiply(normalized, rstd, out=normalized)
+    g_mean = g.mean(axis=dims, keepdims=True)
+    projection = np.multiply(g, normalized).mean(axis=dims, keepdims=True)
+    grad = np.multiply(normalized, projection)
+    np.subtract(g, grad, out=grad)
+    np.subtract(grad, g_mean, out=grad)
+    np.multiply(grad, rstd, out=grad)
+    return grad, normalized
+
+
+def _affine_grad_arrays(ctx, g, normalized, reduce_dims, shape):
+    grad_weight = grad_bias = None
+    if ctx.needs_input_grad[1]:
+        product = g * normalized
+        grad_weight = (np.add.reduce(product, axis=reduce_dims) if reduce_dims
+                       else product).reshape(shape)
+    if ctx.needs_input_grad[2]:
+        grad_bias = (np.add.reduce(g, axis=reduce_dims) if reduce_dims else g).reshape(shape)
+    return grad_weight, grad_bias
+
+
+def _wrapped(*arrays):
+    return tuple(None if a is None else _wrap(a) for a in arrays)
 
 
 def _normalize_backward(x, g, dims, eps):
@@ -80,15 +126,26 @@ def _affine_grads(ctx, g, normalized, reduce_dims, shape):
 
 
 def _layer_norm_forward(x, weight, bias, dims, eps):
-    out = _normalize_forward(x, dims, eps)
+    out = _normalize_forward(x, dims, eps)  # ours: the affine goes in place when it may
     if weight is not None:
-        out = out * weight
+        out = _in_place(out, weight, np.multiply)
     if bias is not None:
-        out = out + bias
-    return out.astype(x.dtype)
+        out = _in_place(out, bias, np.add)
+    return out.astype(x.dtype, copy=False)
+
+
+def _in_place(out, parameter, ufunc):
+    """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result
+    keeps its shape and dtype."""
+    if (np.result_type(out, parameter) == out.dtype
+            and np.broadcast_shapes(out.shape, parameter.shape) == out.shape):
+        return ufunc(out, parameter, out=out)
+    return ufunc(out, parameter)
 
 
 def _layer_norm_backward(ctx, g):
+    if not _engine.is_grad_enabled():
+        return _layer_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     scaled = g * weight if weight is not None else g
     grad_x, normalized = _normalize_backward(x, scaled, ctx.dims, ctx.eps)
@@ -98,6 +155,18 @@ def _layer_norm_backward(ctx, g):
     grads = ((grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias)
     return tuple(_requiring_grad(grad, x, weight, ctx.input(2), op=_LAYER_NORM_BACKWARD)
                  for grad in grads)
+
+
+def _layer_norm_backward_arrays(ctx, g):
+    """:func:`_layer_norm_backward` on numpy arrays, when no graph is recorded (Note
+    [Normalization kernels])."""
+    x, weight = ctx.data(0), ctx.data(1)
+    scaled = g * weight if weight is not None else g
+    grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps)
+    batch_dims = tuple(range(x.ndim - len(ctx.dims)))
+    grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, batch_dims,
+                                                 x.shape[x.ndim - len(ctx.dims):])
+    return _wrapped(grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias)
 
 
 # torch's layer and batch norm backward are one node each, taking the input and the weight
@@ -131,10 +200,10 @@ def _channel_affine(out, x, weight, bias):
     """``out * weight + bias`` per channel (dim 1) of ``x``, in ``x``'s dtype."""
     shape = _channel_shape(x)
     if weight is not None:
-        out = out * weight.reshape(shape)
+        out = _in_place(out, weight.reshape(shape), np.multiply)
     if bias is not None:
-        out = out + bias.reshape(shape)
-    return out.astype(x.dtype)
+        out = _in_place(out, bias.reshape(shape), np.add)
+    return out.astype(x.dtype, copy=False)
 
 
 def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
@@ -142,13 +211,13 @@ def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
         out = _normalize_forward(x, dims, eps)
     else:  # evaluation: the running statistics
         shape = _channel_shape(x)
-        out = (x - mean_.reshape(shape)) / np.sqrt(var.reshape(shape) + eps)
+        out = _in_place(x - mean_.reshape(shape), np.sqrt(var.reshape(shape) + eps), np.divide)
     return _channel_affine(out, x, weight, bias)
 
 
 def _batch_norm_backward(ctx, g):
-    from .._tensor import _wrap
-
+    if not _engine.is_grad_enabled():
+        return _batch_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     shape = _channel_shape(x)
     scaled = g * reshape(weight, shape) if weight is not None else g
@@ -161,6 +230,24 @@ def _batch_norm_backward(ctx, g):
     grad_weight, grad_bias = _affine_grads(ctx, g, normalized, ctx.dims, (x.shape[1],))
     grads = ((grad_x if ctx.needs_input_grad[0] else None), grad_weight, grad_bias)
     return tuple(_requiring_grad(grad, x, weight, op=_BATCH_NORM_BACKWARD) for grad in grads)
+
+
+def _batch_norm_backward_arrays(ctx, g):
+    """:func:`_batch_norm_backward` on numpy arrays, when no graph is recorded (Note
+    [Normalization kernels])."""
+    x, weight = ctx.data(0), ctx.data(1)
+    shape = _channel_shape(x)
+    scaled = g * weight.reshape(shape) if weight is not None else g
+    if ctx.mean_ is None:
+        grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps)
+    else:
+        rstd = (1 / np.sqrt(ctx.var.reshape(shape) + ctx.eps)).astype(x.dtype)
+        grad_x = scaled * rstd
+        normalized = None
+        if ctx.needs_input_grad[1]:
+            normalized = (x - ctx.mean_.reshape(shape).astype(x.dtype)) * rstd
+    grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, ctx.dims, (x.shape[1],))
+    return _wrapped(grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias)
 
 
 BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_forward,
@@ -186,6 +273,8 @@ def _group_norm_forward(x, weight, bias, groups, eps):
 
 
 def _group_norm_backward(ctx, g):
+    if not _engine.is_grad_enabled():
+        return _group_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     shape, grouped = _channel_shape(x), _grouped(x.shape, ctx.groups)
     scaled = g * reshape(weight, shape) if weight is not None else g
@@ -199,6 +288,21 @@ def _group_norm_backward(ctx, g):
     # (its bias gradient, computed apart in torch's group norm, does not)
     grad_weight = _requiring_grad(grad_weight, x, ctx.input(1), op=_GROUP_NORM_BACKWARD)
     return grad_x, grad_weight, grad_bias
+
+
+def _group_norm_backward_arrays(ctx, g):
+    """:func:`_group_norm_backward` on numpy arrays, when no graph is recorded (Note
+    [Normalization kernels])."""
+    x, weight = ctx.data(0), ctx.data(1)
+    grouped = _grouped(x.shape, ctx.groups)
+    scaled = g * weight.reshape(_channel_shape(x)) if weight is not None else g
+    grad_x, normalized = _normalize_backward_arrays(x.reshape(grouped), scaled.reshape(grouped),
+                                                    (2,), ctx.eps)
+    reduce_dims = (0,) + tuple(range(2, x.ndim))
+    grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized.reshape(x.shape),
+                                                 reduce_dims, (x.shape[1],))
+    return _wrapped(grad_x.reshape(x.shape) if ctx.needs_input_grad[0] else None, grad_weight,
+                    grad_bias)
 
 
 GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", forward=_group_norm_forward,
