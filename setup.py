@@ -35,6 +35,9 @@ LAB_TARGET = "share/jupyter/labextensions/" + LAB_NAME
 # scripts/setup.sh copies the built extension to the same place itself. scripts/setup.sh refreshes the
 # same copy when only the front end changed (scripts/build_state.py checks it).
 DATA_FILES = []
+# The Jupyter Server extension's switch (gradviz_jupyter/__init__.py), a file from the sources.
+SERVER_CONFIG = [("etc/jupyter/jupyter_server_config.d",
+                  ["jupyter-config/jupyter_server_config.d/gradviz_jupyter.json"])]
 
 
 def build_frontend():
@@ -77,8 +80,8 @@ def lab_data_files():
 class BuildPyWithFrontend(build_py):
     def run(self):
         build_frontend()
-        DATA_FILES[:] = lab_data_files()  # Note [Installing the JupyterLab extension]
-        if not DATA_FILES and os.environ.get("GRADVIZ_SKIP_FRONTEND") != "1":
+        DATA_FILES[:] = lab_data_files() + SERVER_CONFIG  # Note [Installing the JupyterLab extension]
+        if len(DATA_FILES) == len(SERVER_CONFIG) and os.environ.get("GRADVIZ_SKIP_FRONTEND") != "1":
             raise RuntimeError(f"the JupyterLab extension was not built into {LAB_OUTPUT}; "
                                "run `npm --prefix labextension/jupyterlab run build` and look at its output")
         super().run()

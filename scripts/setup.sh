@@ -79,6 +79,15 @@ sys.exit(0 if build_state.lab_installed(pathlib.Path(".").resolve()) else 1)'; t
   cp -R gradviz/labextension .venv/share/jupyter/labextensions/gradviz-jupyterlab
 fi
 
+# The Jupyter Server extension's switch (gradviz_jupyter: kernel websockets without Nagle's
+# delay) goes where `pip install .` puts it, for the same reason.
+server_config=.venv/etc/jupyter/jupyter_server_config.d/gradviz_jupyter.json
+if ! cmp -s jupyter-config/jupyter_server_config.d/gradviz_jupyter.json "$server_config"; then
+  log "enabling the gradviz_jupyter server extension in .venv/etc/jupyter/jupyter_server_config.d"
+  mkdir -p "$(dirname "$server_config")"
+  cp jupyter-config/jupyter_server_config.d/gradviz_jupyter.json "$server_config"
+fi
+
 # Whatever ran, check the result the way gradviz itself will use it.
 leftover=$("$PYTHON" scripts/build_state.py plan --after-build)
 if [ -n "$leftover" ]; then
