@@ -14,7 +14,7 @@ from ._version import __version__
 
 from . import dtypes
 from . import _tensor as _tensor_module
-from ._tensor import Size, Tensor, device, is_tensor, set_printoptions
+from ._tensor import Size, Tensor, device, is_tensor, layout, set_printoptions, strided
 from ._tensor import check_device as _check_device
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
@@ -225,5 +225,5 @@ __all__ = [
     "compile", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "random", "default_generator", "is_autocast_enabled", "set_float32_matmul_precision",
-    "get_float32_matmul_precision",
+    "get_float32_matmul_precision", "layout", "strided",
 ] + _OP_NAMES

@@ -114,6 +114,25 @@ def check_device(value) -> None:
 _CPU = device("cpu")
 
 
+class layout:
+    """A tensor memory layout (``torch.layout``): gradviz has one, :data:`strided`."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"gradviz.{self.name}"
+
+    def __reduce__(self):
+        return "strided"
+
+
+#: The dense, strided layout of every gradviz tensor (``torch.strided``).
+strided = layout("strided")
+
+
 class Tensor(_engine.TensorBase):
     """An n-dimensional array that records operations for automatic differentiation.
 
@@ -198,6 +217,29 @@ class Tensor(_engine.TensorBase):
     @property
     def is_cuda(self) -> bool:
         return False
+
+    @property
+    def is_cpu(self) -> bool:
+        """Always True: gradviz computes on the CPU."""
+        return True
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the elements (``numel() * itemsize``), as ``torch.Tensor.nbytes``."""
+        return int(self._data.nbytes)
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element, as ``torch.Tensor.itemsize``."""
+        return int(self._data.itemsize)
+
+    @property
+    def layout(self):
+        """``gradviz.strided``: every gradviz tensor is dense and strided."""
+        return strided
+
+    # the other layouts and backends torch code asks about: none of them in gradviz
+    is_sparse = is_sparse_csr = is_quantized = is_meta = is_mkldnn = is_nested = False
 
     def is_floating_point(self) -> bool:
         return self.dtype.is_floating_point

@@ -190,6 +190,37 @@ def real(input):
     return input
 
 
+@declare(method=True)
+def conj(input):
+    """``input`` itself: a real tensor is its own complex conjugate (as in torch, the same
+    tensor)."""
+    return input
+
+
+@declare(method=True)
+def resolve_conj(input):
+    """``input`` itself: a real tensor has no lazy conjugation to materialize."""
+    return input
+
+
+@declare(method=True)
+def resolve_neg(input):
+    """``input`` itself: gradviz has no lazy negation bit to materialize."""
+    return input
+
+
+@declare(method=True)
+def is_conj(input):
+    """Always False: a real tensor has no conjugate bit."""
+    return False
+
+
+@declare(method=True)
+def is_neg(input):
+    """Always False: gradviz has no lazy negation bit."""
+    return False
+
+
 @declare(name=False, method=True)
 def is_same_size(input, other):
     return tuple(input.shape) == tuple(other.shape)
@@ -209,7 +240,8 @@ def storage_offset(input):
     return (data_ptr(input) - start) // input._data.itemsize
 
 
-__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real"]
+__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real", "conj", "resolve_conj",
+            "resolve_neg", "is_conj", "is_neg"]
 
 install_methods({
     "real": property(real),

@@ -254,6 +254,17 @@ def trapezoid_integration_and_index_writes(torch, o):
                  node_name(scattered.grad_fn)])
 
 
+@program
+def layout_device_and_conjugation_queries(torch, o):
+    x = torch.arange(6.0).view(2, 3).requires_grad_()
+    o("queries", [x.is_cpu, x.nbytes, x.itemsize, x.layout == torch.strided, x.is_sparse, x.is_sparse_csr,
+                  x.is_quantized, x.is_meta, x.is_mkldnn, x.is_nested, x.is_conj(), x.is_neg(),
+                  torch.zeros(4, dtype=torch.int16).nbytes, torch.zeros(0).itemsize])
+    o("same tensor", [x.conj() is x, torch.conj(x) is x, x.resolve_conj() is x, torch.resolve_neg(x) is x])
+    (x.conj().resolve_conj() * x).sum().backward()
+    o("gradient through conj", x.grad)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
