@@ -559,6 +559,83 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
     return _fill_from(self, _rng(generator).uniform(a, b, size=self._data.shape))
 
 
+@declare(name=False, method=True)
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill with samples of the exponential distribution of rate ``lambd`` (gradviz's
+    generator). Mirrors ``torch.Tensor.exponential_``."""
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_c_number(lambd)}")
+    return _fill_from(self, _rng(generator).exponential(1.0 / lambd, size=self._data.shape))
+
+
+@declare(name=False, method=True)
+def geometric_(self, p, *, generator=None):
+    """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...).
+    Mirrors ``torch.Tensor.geometric_``."""
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_c_number(p)}")
+    return _fill_from(self, _rng(generator).geometric(p, size=self._data.shape))
+
+
+@declare(name=False, method=True)
+def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    """Fill with ``exp(N(mean, std²))`` samples. Mirrors ``torch.Tensor.log_normal_``."""
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_c_number(std)}")
+    return _fill_from(self, _rng(generator).lognormal(mean, std, size=self._data.shape))
+
+
+@declare(name=False, method=True)
+def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    """Fill with Cauchy(``median``, ``sigma``) samples. Mirrors ``torch.Tensor.cauchy_``."""
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_c_number(sigma)}")
+    return _fill_from(self, median + sigma * _rng(generator).standard_cauchy(size=self._data.shape))
+
+
+def _c_number(value) -> str:
+    """A number as torch's C++ messages print it (``1.0`` as ``1``)."""
+    return format(float(value), "g")
+
+
+_C_INTEGER_NAMES = {"uint8": "unsigned char", "int8": "signed char", "int16": "short", "int32": "int",
+                    "int64": "long"}
+
+
+def _random_bounds(dtype):
+    """``random_()``'s default range ``[0, high]`` for ``dtype``: floats up to 2 ** mantissa
+    bits (every integer there is exact), integers their maximum, booleans 1."""
+    if dtype is _dtypes.bool:
+        return 1
+    if dtype.is_floating_point:
+        return 2 ** (np.finfo(dtype.numpy).nmant + 1)
+    return int(np.iinfo(dtype.numpy).max)
+
+
+@declare(name=False, method=True)
+def random_(self, from_=None, to=None, *, generator=None, **kwargs):
+    """Fill with integers drawn uniformly from ``[from, to)`` (``random_(to)``: ``[0, to)``;
+    ``random_()``: from 0 to the dtype's largest exact integer). Mirrors
+    ``torch.Tensor.random_`` (its first argument is named ``from``)."""
+    if "from" in kwargs:
+        from_ = kwargs.pop("from")
+    if kwargs:
+        raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    if from_ is not None and to is None:
+        low, high = 0, int(from_)  # random_(to)
+    elif from_ is None:
+        low, high = 0, _random_bounds(self.dtype) + 1
+    else:
+        low, high = int(from_), int(to)
+        if low >= high:
+            raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= to={high}")
+    if not self.dtype.is_floating_point and self.dtype is not _dtypes.bool:
+        info = np.iinfo(self._data.dtype)
+        if low < info.min or low > info.max:
+            raise RuntimeError(f"from is out of bounds for {_C_INTEGER_NAMES[self.dtype.name]}")
+    return _fill_from(self, _rng(generator).integers(low, high, size=self._data.shape))
+
+
 
 
 @declare()
