@@ -190,35 +190,26 @@ def real(input):
     return input
 
 
-@declare(method=True)
+_IDENTITIES = ("conj", "resolve_conj", "resolve_neg")
+_NO_BITS = ("is_conj", "is_neg")
+
+
+@declare(name=_IDENTITIES, method=_IDENTITIES)
 def conj(input):
-    """``input`` itself: a real tensor is its own complex conjugate (as in torch, the same
-    tensor)."""
+    """``input`` itself (``conj``, ``resolve_conj``, ``resolve_neg``): a real tensor is its own
+    conjugate, and gradviz has no lazy conjugate or negation bit to materialize (as in torch,
+    the same tensor)."""
     return input
 
 
-@declare(method=True)
-def resolve_conj(input):
-    """``input`` itself: a real tensor has no lazy conjugation to materialize."""
-    return input
-
-
-@declare(method=True)
-def resolve_neg(input):
-    """``input`` itself: gradviz has no lazy negation bit to materialize."""
-    return input
-
-
-@declare(method=True)
+@declare(name=_NO_BITS, method=_NO_BITS)
 def is_conj(input):
-    """Always False: a real tensor has no conjugate bit."""
+    """Always False (``is_conj``, ``is_neg``): gradviz has no lazy conjugate or negation bit."""
     return False
 
 
-@declare(method=True)
-def is_neg(input):
-    """Always False: gradviz has no lazy negation bit."""
-    return False
+resolve_conj = resolve_neg = conj
+is_neg = is_conj
 
 
 @declare(name=False, method=True)
@@ -240,8 +231,8 @@ def storage_offset(input):
     return (data_ptr(input) - start) // input._data.itemsize
 
 
-__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real", "conj", "resolve_conj",
-            "resolve_neg", "is_conj", "is_neg"]
+__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real", *_IDENTITIES,
+            *_NO_BITS]
 
 install_methods({
     "real": property(real),
