@@ -114,30 +114,63 @@ def standalone_data(trace: Any, title: str | None = None, inspection_budget: int
 # its own node only (a node-less event, ``backward_started``, may change all of them), so the
 # page keeps, per node, a snapshot at each position where it changed: ``inspections[id]`` =
 # ``[[position, info], ...]`` in position order, and the view shows the last one at or before
-# the position. Snapshots are taken in position order until their JSON reaches the byte budget;
-# the rest are left out, counted in ``inspection_budget`` (the page says so, and
-# ``trace_to_html`` warns), so a huge trace still gives a page of bounded size.
+# the position.
+#
+# Snapshots are taken in position order until the first one that would pass the byte budget;
+# that position is the cut, and nothing from it on is read (reading every later position only
+# to count what was left out was 80% of writing a 100,000-node page). The page must then never
+# show a snapshot taken before the cut as what a node shows after it: the node may have changed
+# in between (a buffer accumulated, the node run), and an earlier snapshot would be a wrong
+# value. So every node with a kept snapshot gets a marker, ``[position, {"left_out": true}]``,
+# at the first position from the cut on where it may change (an event of its own, or a node-less
+# one), and the view shows the budget note from there on instead of the stale snapshot. A node
+# with no kept snapshot needs no marker: the page shows the note for it anyway. ``left_out`` in
+# ``inspection_budget`` counts the node reads skipped from the cut on, an upper bound of the
+# snapshots left out; the page and ``trace_to_html``'s warning say so.
+
+LEFT_OUT_MARKER = {"left_out": True}  # labextension/src/player.ts, inspection()
 
 
 def _inspections(session: Any, events: list[dict], ids: set[int], limit: int) -> tuple[dict[str, list], dict[str, int]]:
     inspections: dict[str, list] = {}
     last: dict[int, Any] = {}
-    used = left_out = 0
+    all_ids = sorted(ids)
+    used = 0
+    cut: tuple[int, set[int]] | None = None  # (position, nodes already kept at that position)
     for position in range(len(events) + 1):
         event = events[position - 1] if position > 0 else None
         node = None if event is None else _as_id(event.get("node"))
         session.seek(position)
-        for node_id in sorted(ids) if node not in ids else (node,):
+        kept_here: set[int] = set()
+        for node_id in all_ids if node not in ids else (node,):
             info = json_safe(session.node(node_id))
             if info == last.get(node_id):
                 continue
-            last[node_id] = info
             size = len(script_json([position, info])) + 1
             if used + size > limit:
-                left_out += 1
-                continue
+                cut = (position, kept_here)
+                break
+            last[node_id] = info
             used += size
+            kept_here.add(node_id)
             inspections.setdefault(str(node_id), []).append([position, info])
+        if cut is not None:
+            break
+    left_out = 0
+    if cut is not None:
+        cut_position, kept_at_cut = cut
+        unmarked = set(last) - kept_at_cut  # nodes with a kept snapshot that may go stale
+        for position in range(cut_position, len(events) + 1):
+            event = events[position - 1] if position > 0 else None
+            node = None if event is None else _as_id(event.get("node"))
+            touched = all_ids if node not in ids else (node,)
+            for node_id in touched:
+                if position == cut_position and node_id in kept_at_cut:
+                    continue
+                left_out += 1
+                if node_id in unmarked:
+                    unmarked.discard(node_id)
+                    inspections[str(node_id)].append([position, dict(LEFT_OUT_MARKER)])
     return inspections, {"bytes": used, "limit": limit, "left_out": left_out}
 
 
@@ -294,7 +327,7 @@ def trace_to_html(trace: Any, path: str | os.PathLike[str], title: str | None = 
     budget = data["inspection_budget"]
     if budget["left_out"]:
         warnings.warn(
-            f"{path}: the inspector's snapshots of {budget['left_out']} node states were left out to keep "
+            f"{path}: the inspector's snapshots of up to {budget['left_out']} node states were left out to keep "
             f"them within inspection_budget={budget['limit']} bytes (they took {budget['bytes']}); "
             "pass a larger inspection_budget to keep them", UserWarning, stacklevel=2)
     target = Path(path)

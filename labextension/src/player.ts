@@ -132,6 +132,9 @@ export class ReplayPlayer {
       ...(node.leaf_name === undefined ? {} : { leaf_name: node.leaf_name }),
     };
     const snapshot = this.timeline.inspectionAt(this.position, node.id);
+    // a marker where the node may have changed after the budget's cut: an earlier snapshot
+    // would be a wrong value from here on (Note [Page inspector] in _html.py)
+    if (snapshot !== null && snapshot["left_out"] === true) return { ...base, note: BUDGET_INSPECTION_NOTE };
     if (snapshot !== null) return { ...snapshot, ...base };
     if (this.data.inspections === null) return { ...base, note: REPLAY_INSPECTION_NOTE };
     return (this.data.inspectionBudget?.leftOut ?? 0) > 0 ? { ...base, note: BUDGET_INSPECTION_NOTE } : base;

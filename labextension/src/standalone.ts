@@ -47,7 +47,7 @@ function header(data: StandaloneData): HTMLElement {
   title.textContent = data.title;
   const about = document.createElement("p");
   const budget = data.inspectionBudget;
-  const kept = budget === null ? "" : ` · inspector data ${Math.round(budget.bytes / 1024)} KiB${budget.leftOut > 0 ? `, ${budget.leftOut} snapshots left out (size budget)` : ""}`;
+  const kept = budget === null ? "" : ` · inspector data ${Math.round(budget.bytes / 1024)} KiB${budget.leftOut > 0 ? `, up to ${budget.leftOut} snapshots left out (size budget)` : ""}`;
   about.textContent = `A recorded backward pass, replayed offline · ${data.events.length} events · gradviz ${data.gradvizVersion}${kept}`;
   element.append(title, about);
   return element;

@@ -283,6 +283,23 @@ describe("the page's inspector snapshots", () => {
     assert.equal((old.model.get("inspection") as { note: string }).note, REPLAY_INSPECTION_NOTE);
   });
 
+  it("shows the budget note, not an older snapshot, from a node's left-out marker on", async () => {
+    const marked = { "3": [snapshots["3"][0], snapshots["3"][1], [6, { left_out: true }]] };
+    const player = new ReplayPlayer(parseStandalone(tinyData({ inspections: marked, inspection_budget: { bytes: 300, limit: 300, left_out: 4 } })));
+    await command(player, { type: "command", name: "select", node: 3 });
+    const at = (position: number) => {
+      player.seek(position);
+      return player.model.get("inspection") as Record<string, unknown>;
+    };
+    assert.equal((at(5)["pending_buffer"] as unknown[]).length, 1, "before the marker: the kept snapshot");
+    for (const position of [6, 9, 17]) {
+      const shown = at(position);
+      assert.match(shown["note"] as string, /left out to keep the page small/);
+      assert.equal(shown["pending_buffer"], undefined, "the buffer as of position 4 is not shown as current");
+      assert.equal(shown["left_out"], undefined);
+    }
+  });
+
   it("rejects malformed snapshots", () => {
     assert.throws(() => parseStandalone(tinyData({ inspections: { "3": [[0]] } })), ProtocolError);
     assert.throws(() => parseStandalone(tinyData({ inspections: { x: [] } })), ProtocolError);

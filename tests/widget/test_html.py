@@ -287,13 +287,31 @@ def test_the_inspector_budget_bounds_the_page_and_says_what_it_left_out(tmp_path
     trace = hostile_trace("Plain")
     full = _html.standalone_data(trace)
     budget = full["inspection_budget"]["bytes"] // 3
-    with pytest.warns(UserWarning, match=r"snapshots of \d+ node states were left out .*inspection_budget="):
+    with pytest.warns(UserWarning, match=r"snapshots of up to \d+ node states were left out .*inspection_budget="):
         path = _html.trace_to_html(trace, tmp_path / "small.html", inspection_budget=budget)
     _, data = read_page(path)
     used = data["inspection_budget"]
     assert used["limit"] == budget and 0 < used["bytes"] <= budget and used["left_out"] > 0
-    kept = sum(len(snapshots) for snapshots in data["inspections"].values())
-    assert kept + used["left_out"] == sum(len(snapshots) for snapshots in full["inspections"].values())
-    assert len(_html.script_json(data["inspections"])) <= budget
+    snapshots = {key: [pair for pair in pairs if pair[1] != _html.LEFT_OUT_MARKER]
+                 for key, pairs in data["inspections"].items()}
+    kept = sum(len(pairs) for pairs in snapshots.values())
+    assert len(_html.script_json(snapshots)) <= budget
+    # what was kept is the full page's snapshots up to the cut, in position order
+    cut = min(pair[0] for pairs in data["inspections"].values() for pair in pairs
+              if pair[1] == _html.LEFT_OUT_MARKER)
+    assert kept == sum(1 for pairs in full["inspections"].values() for at, _ in pairs if at < cut) + sum(
+        1 for pairs in snapshots.values() for at, _ in pairs if at == cut)
+    assert kept + used["left_out"] >= sum(len(pairs) for pairs in full["inspections"].values())
+    # Fidelity: at every position the page shows a node either what the replay shows or the
+    # budget marker (the view then says the value was left out), never an older snapshot
+    markers = 0
+    for node in data["graph"]["nodes"]:
+        for position in range(len(trace.events) + 1):
+            shown = snapshot_at(data, node["id"], position)
+            if shown == _html.LEFT_OUT_MARKER:
+                markers += 1
+            elif shown is not None:
+                assert shown == snapshot_at(full, node["id"], position), (node["id"], position)
+    assert markers > 0
     none = _html.standalone_data(trace, inspection_budget=0)
     assert none["inspections"] == {} and none["inspection_budget"]["bytes"] == 0
