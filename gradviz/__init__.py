@@ -19,7 +19,7 @@ from ._tensor import check_device as _check_device
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
 from . import ops
-from .ops._special import special
+from .ops._special_namespace import special
 from ._out import with_out as _with_out
 
 # The op functions, each under the names its declaration gives, wrapped to take out= where it

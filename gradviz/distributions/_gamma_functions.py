@@ -1,14 +1,15 @@
 """The gamma function family's special pieces, as op-table rows like the built-in ops:
 
-* the regularized lower incomplete gamma function ``P(a, x)`` (torch's ``igamma``, behind
-  ``special.gammainc`` and ``Gamma.cdf``), differentiable in ``x`` only, as torch's;
+* ``gammainc``, the regularized lower incomplete gamma function ``P(a, x)`` behind
+  ``Gamma.cdf``: torch's ``igamma`` of ``gradviz/ops/_special_functions.py``;
 * reparameterized gamma draws ``x ~ Gamma(alpha, 1)`` with ``dx/dalpha`` by implicit
   differentiation of the CDF, ``dx/dalpha = -(dP(alpha, x)/dalpha) / p(x; alpha)``, the
   derivative torch's ``_standard_gamma_grad`` approximates. The draw's node is
   ``StandardGammaBackward0``; that derivative has no derivative of its own (as in torch).
 
-Both sum ``P(a, x) = sum_n x^(a+n) e^-x / Gamma(a+n+1)``, which converges for every ``x``,
-until its terms are negligible (``n`` past ``x + 10 sqrt(x)``).
+That derivative differentiates the series ``P(a, x) = sum_n x^(a+n) e^-x / Gamma(a+n+1)``
+term by term (it converges for every ``x``), summed until the terms are negligible (``n`` past
+``x + 10 sqrt(x)``): scipy has ``P`` but not its derivative in ``a``.
 """
 
 import numpy as np
@@ -17,8 +18,7 @@ from gradviz.ops._creation import _rng
 from gradviz.ops._registry import Op, apply
 from gradviz.ops._special import _digamma_array
 from gradviz.ops._special import _lgamma_array as _lgamma
-
-from . import _namespace as gradviz  # the names from the layers below (docs/architecture.md)
+from gradviz.ops._special_functions import igamma
 
 
 def _series_length(x):
@@ -26,36 +26,10 @@ def _series_length(x):
     return int(largest + 10 * np.sqrt(largest) + 40)
 
 
-def _igamma_array(a, x):
-    """``P(a, x)`` (float64 inside; 0 at ``x == 0``)."""
-    dtype = np.result_type(a, x)
-    a, x = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(x, dtype=np.float64))
-    positive = x > 0
-    safe_x = np.where(positive, x, 1.0)
-    term = np.exp(a * np.log(safe_x) - safe_x - _lgamma(a + 1))
-    total = term.copy()
-    for n in range(1, _series_length(safe_x)):
-        term = term * safe_x / (a + n)
-        total = total + term
-    return np.where(positive, np.minimum(total, 1.0), 0.0).astype(dtype)
-
-
-def _igamma_backward(ctx, g):
-    if ctx.needs_input_grad[0]:
-        raise NotImplementedError("the derivative for 'igamma: input' is not implemented.")
-    a, x = ctx.input(0), ctx.input(1)
-    density = gradviz.exp(gradviz.xlogy(a - 1, x) - x - gradviz.lgamma(a))
-    return None, g * density
-
-
-IGAMMA = Op("igamma", "IgammaBackward0", forward=_igamma_array, backward=_igamma_backward,
-            saves=lambda needs: ((0, 1), False))
-
-
 def gammainc(input, other):  # noqa: A002 - torch's argument names
-    """The regularized lower incomplete gamma function ``P(input, other)``."""
-    input, other = gradviz.broadcast_tensors(input, other)
-    return apply(IGAMMA, input, other)
+    """The regularized lower incomplete gamma function ``P(input, other)`` (``torch.igamma``,
+    computed by scipy: ``gradviz/ops/_special_functions.py``)."""
+    return igamma(input, other)
 
 
 def _standard_gamma_grad_array(alpha, x):

@@ -15,7 +15,7 @@ from .. import _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
-from . import _lookup, _products, _rearrange, _scans, _special
+from . import _lookup, _products, _rearrange, _scans, _special, _special_functions, _special_namespace
 from . import _linalg_solvers, _linalg_factor, _linalg_norms  # noqa: F401  (register their ops)
 from . import _conv_transpose, _parametric, _resample  # noqa: F401,E402  (register their ops)
 from . import _embedding_bag, _separable, _linalg_lu  # noqa: F401,E402  (register their ops)
@@ -38,13 +38,16 @@ from ._products import *  # noqa: F401,F403
 from ._rearrange import *  # noqa: F401,F403
 from ._scans import *  # noqa: F401,F403
 from ._special import *  # noqa: F401,F403
+from ._special_functions import *  # noqa: F401,F403
+from ._special_namespace import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 from ._windows import *  # noqa: F401,F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
            + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__
            + _nn.__all__ + _pointwise.__all__ + _reduction.__all__ + _lookup.__all__ + _products.__all__
-           + _rearrange.__all__ + _scans.__all__ + _shape.__all__ + _special.__all__ + _statistics.__all__
+           + _rearrange.__all__ + _scans.__all__ + _shape.__all__ + _special.__all__ + _special_functions.__all__
+           + _special_namespace.__all__ + _statistics.__all__
            + _windows.__all__)
 
 P, R, S, I, A, L = _pointwise, _reduction, _shape, _indexing, _activation, _linalg

@@ -3,7 +3,8 @@
 ``float_power``, ``sinc``, ``deg2rad``/``rad2deg``, ``logit``, the inverse hyperbolic
 functions, ``erfc``/``erfinv``, the gamma family (``lgamma``, ``digamma``, ``polygamma``),
 ``sgn``, ``signbit``, the predicates ``isposinf``/``isneginf``/``isreal``, numpy-style aliases
-(``multiply``, ``greater``, ``arcsin``, ...) and the ``torch.special`` names.
+(``multiply``, ``greater``, ``arcsin``, ...), and ``ndtr``/``entr`` of ``torch.special``
+(the namespace itself is built in ``_special_namespace.py``).
 
 Each backward rule is PyTorch's formula written with gradviz ops, so higher derivatives work
 (Note [Backward rules are differentiable] in ``_registry.py``).
@@ -12,7 +13,6 @@ Each backward rule is PyTorch's formula written with gradviz ops, so higher deri
 from __future__ import annotations
 
 import math
-import types
 
 import numpy as np
 import scipy.special as _scipy_special
@@ -52,7 +52,7 @@ __all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign",
            "isposinf", "isneginf", "isreal", "multiply", "divide", "subtract", "greater",
            "greater_equal", "less", "less_equal", "not_equal", "arcsin", "arccos", "arctan",
            "arctan2", "arcsinh", "arccosh", "arctanh", "fix", "positive", "bitwise_and",
-           "bitwise_or", "bitwise_xor", "bitwise_not", "xlog1py", "special"]
+           "bitwise_or", "bitwise_xor", "bitwise_not", "xlog1py"]
 
 
 def _floating_only(name, *tensors):
@@ -696,30 +696,9 @@ DIV_NUMBER = Op("div_number", "DivBackward1", forward=lambda a, other: a / other
                 backward=lambda ctx, g: (g / ctx.other,))
 
 
-def _ndtr(input):
+def ndtr(input):
     """The standard normal CDF, composed as PyTorch composes it (``mul`` by a number is its
     ``MulBackward1``)."""
     from ._pointwise import erf
 
     return apply(MUL_NUMBER, 1 + erf(input * (1 / math.sqrt(2))), other=0.5)
-
-
-def _special_module():
-    from . import _activation, _math, _pointwise, _reduction
-
-    special = types.ModuleType("gradviz.special", "PyTorch's torch.special functions gradviz has.")
-    names = dict(
-        expit=_pointwise.sigmoid, logit=logit, erf=_pointwise.erf, erfc=erfc, erfinv=erfinv,
-        entr=entr, log_softmax=_activation.log_softmax, softmax=_activation.softmax,
-        logsumexp=_reduction.logsumexp, sinc=sinc, ndtr=_ndtr, xlogy=_math.xlogy,
-        xlog1py=xlog1py, exp2=_pointwise.exp2, expm1=_pointwise.expm1, log1p=_pointwise.log1p,
-        gammaln=lgamma, digamma=digamma, psi=digamma, polygamma=polygamma,
-        round=_math.round)
-    for name, fn in names.items():
-        setattr(special, name, fn)
-    special.__all__ = sorted(names)
-    return special
-
-
-special = _special_module()
-

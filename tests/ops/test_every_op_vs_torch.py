@@ -101,6 +101,10 @@ def _unary(name, domain="real", shape=(3, 4)):
     return S(Input(shape, domain))(lambda m, x: getattr(m, name)(x))
 
 
+def _special_unary(name, domain="real", shape=(3, 4)):
+    return S(Input(shape, domain))(lambda m, x: getattr(m.special, name)(x))
+
+
 def _binary(name, a="real", b="real", shapes=((3, 4), (4,))):
     return S(Input(shapes[0], a), Input(shapes[1], b))(lambda m, x, y: getattr(m, name)(x, y))
 
@@ -218,6 +222,36 @@ SPECS: dict[str, Spec] = {
     "polygamma": S(Input((3, 4), "positive"))(lambda m, x: m.polygamma(2, x)),
     "sgn": _unary("sgn", "apart"),
     "entr": S(Input((3, 4), "positive"))(lambda m, x: m.special.entr(x)),
+    # Bessel, incomplete gamma, zeta, polynomials (ops/_special_functions.py)
+    "i0": _unary("i0"),
+    "special_i0e": _special_unary("i0e"),
+    "special_i1": _special_unary("i1"),
+    "special_i1e": _special_unary("i1e"),
+    "special_erfcx": _special_unary("erfcx"),
+    "special_log_ndtr": _special_unary("log_ndtr"),
+    "special_ndtri": _special_unary("ndtri", "probability"),
+    "igamma": S(Input((3, 4), "positive"), Input((4,), "positive"))(lambda m, a, x: m.igamma(a.detach(), x)),
+    "igammac": S(Input((3, 4), "positive"), Input((4,), "positive"))(
+        lambda m, a, x: m.special.gammaincc(a.detach(), x)),
+    "mvlgamma": S(Input((3, 4), "above1"))(lambda m, x: m.mvlgamma(x + 1.0, 3)),
+    "special_zeta": S(Input((3, 4), "above1"), Input((4,), "positive"))(
+        lambda m, x, q: m.special.zeta(x.detach(), q)),
+    "special_zeta_number_self": S(Input((3, 4), "positive"))(lambda m, q: m.special.zeta(2.5, q)),
+    "special_zeta_number_other": S(Input((3, 4), "above1"), order=0,
+                                   why="PyTorch raises 'the derivative for 'zeta' is not implemented.'")(
+        lambda m, x: m.special.zeta(x, 1.5)),
+    **{name: _special_unary(name, domain) for name, domain in (
+        ("airy_ai", "real"), ("bessel_j0", "real"), ("bessel_j1", "real"), ("bessel_y0", "positive"),
+        ("bessel_y1", "positive"), ("modified_bessel_i0", "real"), ("modified_bessel_i1", "real"),
+        ("modified_bessel_k0", "positive"), ("modified_bessel_k1", "positive"),
+        ("scaled_modified_bessel_k0", "positive"), ("scaled_modified_bessel_k1", "positive"),
+        ("spherical_bessel_j0", "real"))},
+    **{name: S(Input((3, 4), "unit"), Input((4,), "int6"))(
+        lambda m, x, n, name=name: getattr(m.special, name)(x * 1.5, n - 1)) for name in (
+        "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+        "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+        "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w", "hermite_polynomial_h",
+        "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p")},
     # ---- reductions ----------------------------------------------------------------------
     "sum_SumBackward0": S((3, 4))(lambda m, x: x.sum()),
     "sum_SumBackward1": S((3, 4))(lambda m, x: x.sum(1, keepdim=True)),
@@ -433,8 +467,6 @@ SPECS: dict[str, Spec] = {
     "mode": S(Input((3, 5), "int3"))(lambda m, x: m.mode(x.double(), 1).values),
     "histogram": S((20,), order=0, why="a histogram's counts are piecewise constant; torch has "
                    "no derivative for histogram")(lambda m, x: m.histogram(x, 4).hist),
-    "igamma": S(Input((3, 4), "positive"))(  # torch has no derivative in the shape parameter
-        lambda m, x: m.distributions.Gamma(m.tensor([1.5, 2.0, 2.5, 3.0]), 1.0).cdf(x)),
     # ---- in-place rows (on a non-leaf copy) ----------------------------------------------
     "leaky_relu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.leaky_relu_(x * 1.0, 0.2)),
     "elu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.elu_(x * 1.0, 0.7)),
