@@ -52,6 +52,8 @@ from . import func
 from .func import vmap  # torch.vmap is torch.func.vmap
 from . import viz
 from . import distributions
+from . import _torch_level
+from ._torch_level import *  # noqa: F401,F403  (torch.conv2d, torch.relu_, windows, ...)
 from . import amp
 from . import testing
 from ._runtime import (are_deterministic_algorithms_enabled, compile, get_num_threads,  # noqa: A004
@@ -226,4 +228,4 @@ __all__ = [
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "random", "default_generator", "is_autocast_enabled", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "layout", "strided",
-] + _OP_NAMES
+] + _OP_NAMES + _torch_level.__all__
