@@ -15,6 +15,7 @@ from ._version import __version__
 from . import dtypes
 from . import _tensor as _tensor_module
 from ._tensor import Size, Tensor, device, is_tensor, layout, set_printoptions, strided
+from ._memory_format import channels_last, channels_last_3d, contiguous_format, memory_format, preserve_format
 from ._tensor import check_device as _check_device
 from .dtypes import (bool, double, dtype, float, float16, float32, float64, get_default_dtype,  # noqa: A004
                      half, int, int8, int16, int32, int64, long, set_default_dtype, short, uint8)
@@ -111,6 +112,13 @@ random.get_rng_state, random.set_rng_state = ops.get_rng_state, ops.set_rng_stat
 random.fork_rng = _runtime.fork_rng
 random.default_generator = default_generator = ops._creation._default_generator
 _sys.modules[__name__ + ".random"] = random
+# torch.version: what environment printouts read (``torch.version.cuda`` is None without CUDA)
+version = _types.ModuleType("gradviz.version", "gradviz's version, and no CUDA or ROCm.")
+version.__version__ = __version__
+version.cuda = version.hip = version.rocm = version.xpu = None
+version.debug = False
+version.git_version = "unknown"
+_sys.modules[__name__ + ".version"] = version
 cuda.is_bf16_supported = lambda including_emulation=True: False
 cuda.synchronize = lambda device=None: None
 cuda.empty_cache = lambda: None
@@ -227,5 +235,6 @@ __all__ = [
     "compile", "set_num_threads", "get_num_threads", "use_deterministic_algorithms",
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "random", "default_generator", "is_autocast_enabled", "set_float32_matmul_precision",
-    "get_float32_matmul_precision", "layout", "strided",
+    "get_float32_matmul_precision", "layout", "strided", "memory_format", "contiguous_format",
+    "channels_last", "channels_last_3d", "preserve_format", "version",
 ] + _OP_NAMES + _torch_level.__all__

@@ -17,6 +17,7 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 from gradviz_ext._hooks import HookList, RemovableHandle
 
+from . import _memory_format
 from . import dtypes as _dtypes
 from ._tensor_str import _format, set_printoptions  # noqa: F401  (re-exported)
 from .dtypes import as_dtype, from_numpy
@@ -252,7 +253,11 @@ class Tensor(_engine.TensorBase):
         return int(self._data.__array_interface__["data"][0])
 
     def is_contiguous(self, memory_format=None) -> bool:
-        return bool(self._data.flags.c_contiguous)
+        """Whether the memory is row-major dense, or dense in ``memory_format``'s layout
+        (Note [Memory formats] in ``gradviz/_memory_format.py``)."""
+        if memory_format is None:
+            return bool(self._data.flags.c_contiguous)
+        return _memory_format.is_laid_out(self._data, _memory_format.check(memory_format, "is_contiguous"))
 
     def ndimension(self) -> int:
         return self._data.ndim

@@ -22,10 +22,12 @@ Layering: this module sits at the package level, above ``nn`` (it calls
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from . import dtypes as _dtypes
+from ._tensor import Tensor
 from .nn import functional as _functional
 from .ops import _creation
 
@@ -439,6 +441,81 @@ def fill(input, value):
 def detach(input):
     """``input.detach()``. Mirrors ``torch.detach``."""
     return input.detach()
+
+
+def typename(obj):
+    """The type name of ``obj``: a tensor's legacy type (``'gradviz.FloatTensor'``, as
+    :meth:`Tensor.type`), else the class's qualified name. Mirrors ``torch.typename``."""
+    if isinstance(obj, Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "")
+    name = type(obj).__qualname__
+    return name if module in ("", "builtins", None) else f"{module}.{name}"
+
+
+def set_default_tensor_type(t):
+    """``torch.set_default_tensor_type`` (deprecated in torch too): the default floating dtype
+    of a legacy type (``gradviz.DoubleTensor`` or ``"torch.DoubleTensor"``)."""
+    warnings.warn("torch.set_default_tensor_type() is deprecated as of PyTorch 2.1, please use "
+                  "torch.set_default_dtype() and torch.set_default_device() as alternatives.",
+                  UserWarning, stacklevel=2)
+    name = t if isinstance(t, str) else getattr(t, "__name__", None)
+    dtype = _LEGACY_FLOAT_TYPES.get(str(name).rsplit(".", 1)[-1])
+    if dtype is None:
+        raise TypeError(f"invalid type object: only floating-point types are supported as the default "
+                        f"type, got {t!r}")
+    _dtypes.set_default_dtype(dtype)
+
+
+_LEGACY_FLOAT_TYPES = {"FloatTensor": _dtypes.float32, "DoubleTensor": _dtypes.float64,
+                       "HalfTensor": _dtypes.float16}
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=False):
+    """A tensor of ``obj`` sharing its memory when it can (a tensor of the same dtype is returned
+    itself, a numpy array is wrapped without a copy), unless ``copy=True``; ``copy=False`` raises
+    where a copy is needed. Mirrors ``torch.asarray``."""
+    _creation._check_device(device)
+    target = None if dtype is None else _dtypes.as_dtype(dtype)
+    if isinstance(obj, Tensor):
+        same = target is None or target is obj.dtype
+        if same and copy is not True:
+            result = obj
+        elif copy is False:
+            raise ValueError(f"can't alias tensor with dtype '{obj.dtype}' into dtype '{target}'.")
+        else:
+            result = obj.to(target or obj.dtype, copy=True).detach()
+    elif isinstance(obj, np.ndarray):
+        same = target is None or target.numpy == obj.dtype
+        if copy is False and not same:
+            raise ValueError(f"can't alias an array of dtype '{obj.dtype}' into dtype '{target}'.")
+        array = obj if same and copy is not True else np.array(obj, dtype=None if target is None else target.numpy)
+        result = _creation.from_numpy(array)
+    else:
+        if copy is False:
+            raise ValueError(f"can't alias a {type(obj).__name__} without a copy: pass copy=None or True")
+        result = _creation.tensor(obj, dtype=target)
+    if requires_grad:
+        result.requires_grad_()
+    return result
+
+
+def empty_strided(size, stride, *, dtype=None, layout=None, device=None, requires_grad=False, pin_memory=False):
+    """An uninitialised tensor (gradviz fills it with zeros) of ``size`` with ``stride`` (in
+    elements). Mirrors ``torch.empty_strided``."""
+    _creation._check_device(device)
+    size, stride = tuple(int(n) for n in size), tuple(int(n) for n in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    if any(n < 0 for n in stride):
+        raise RuntimeError("Negative strides are not supported")
+    dtype = _dtypes.get_default_dtype() if dtype is None else _dtypes.as_dtype(dtype)
+    extent = 0 if 0 in size else 1 + sum((n - 1) * s for n, s in zip(size, stride))
+    storage = np.zeros(extent, dtype=dtype.numpy)
+    itemsize = storage.itemsize
+    array = np.lib.stride_tricks.as_strided(storage, size, tuple(s * itemsize for s in stride))
+    result = _creation.from_numpy(array)
+    return result.requires_grad_() if requires_grad else result
 
 
 FUNCTIONS = {

@@ -11,7 +11,7 @@ import numpy as np
 
 from gradviz_ext import engine as _engine
 
-from .. import _tensor
+from .. import _memory_format, _tensor
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
@@ -141,9 +141,10 @@ def _sum_to(grad, shape):
 def _clone(grad):
     """Engine runtime: a copy of a gradient for ``.grad``. Recorded (``create_graph=True``) it
     is PyTorch's ``empty_like(grad).copy_(grad)``: ``x.grad.grad_fn`` is ``CopyBackwards``."""
+    row_major = _memory_format.contiguous_format  # the layout contract: a row-major leaf's .grad is row-major
     if not _engine.is_grad_enabled():
-        return S.clone(grad)
-    return _inplace.copy_(_creation.empty_like(grad), grad)
+        return S.clone(grad, memory_format=row_major)
+    return _inplace.copy_(_creation.empty_like(grad, memory_format=row_major), grad)
 
 
 def _zeros(shape, dtype):

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 
+from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _to_array, _wrap, check_device
 from ._registry import declare
@@ -438,67 +439,78 @@ def _like(input, dtype):
     return input._data.shape, (_dtypes.as_dtype(dtype) if dtype is not None else input.dtype)
 
 
+def _laid_out_like(out, input, memory_format):
+    """``out`` in the layout a ``*_like`` constructor gives (Note [Memory formats])."""
+    array = _memory_format.like(out._data, input._data, memory_format)
+    if array is out._data:
+        return out
+    relaid = _wrap(array)
+    return relaid.requires_grad_() if out.requires_grad else relaid
+
+
 @declare()
-def zeros_like(input, *, dtype=None, device=None, requires_grad=False):
+def zeros_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Zeros with the shape (and by default the dtype) of ``input``.
 
     Mirrors ``torch.zeros_like``."""
     shape, dtype = _like(input, dtype)
-    return zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(zeros(shape, dtype=dtype, device=device, requires_grad=requires_grad), input, memory_format)
 
 
 @declare()
-def ones_like(input, *, dtype=None, device=None, requires_grad=False):
+def ones_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Ones with the shape (and by default the dtype) of ``input``. Mirrors ``torch.ones_like``."""
     shape, dtype = _like(input, dtype)
-    return ones(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(ones(shape, dtype=dtype, device=device, requires_grad=requires_grad), input, memory_format)
 
 
 @declare()
-def empty_like(input, *, dtype=None, device=None, requires_grad=False):
+def empty_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """An uninitialised tensor shaped like ``input`` (gradviz fills it with zeros).
 
     Mirrors ``torch.empty_like``."""
     shape, dtype = _like(input, dtype)
-    return empty(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(empty(shape, dtype=dtype, device=device, requires_grad=requires_grad), input, memory_format)
 
 
 @declare()
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """``fill_value`` with the shape (and by default the dtype) of ``input``.
 
     Mirrors ``torch.full_like``."""
     shape, dtype = _like(input, dtype)
-    return full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    out = full(shape, fill_value, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(out, input, memory_format)
 
 
 @declare()
-def randn_like(input, *, dtype=None, device=None, requires_grad=False):
+def randn_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Standard normal draws with the shape (and by default the dtype) of ``input``.
 
     Mirrors ``torch.randn_like``."""
     shape, dtype = _like(input, dtype)
-    return randn(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(randn(shape, dtype=dtype, device=device, requires_grad=requires_grad), input, memory_format)
 
 
 @declare()
-def rand_like(input, *, dtype=None, device=None, requires_grad=False):
+def rand_like(input, *, dtype=None, device=None, requires_grad=False, memory_format=None):
     """Uniform ``[0, 1)`` draws with the shape (and by default the dtype) of ``input``.
 
     Mirrors ``torch.rand_like``."""
     shape, dtype = _like(input, dtype)
-    return rand(shape, dtype=dtype, device=device, requires_grad=requires_grad)
+    return _laid_out_like(rand(shape, dtype=dtype, device=device, requires_grad=requires_grad), input, memory_format)
 
 
 @declare()
-def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False,
+                 memory_format=None):
     """Random integers in ``[low, high)`` shaped like ``input`` (``randint_like(x, high)``
     with one bound), in ``input``'s dtype unless ``dtype`` says."""
     if high is None:
         low, high = 0, low
     shape, dtype = _like(input, dtype)
     out = randint(low, high, shape, dtype=dtype, device=device)
-    return out.requires_grad_() if requires_grad else out
+    return _laid_out_like(out.requires_grad_() if requires_grad else out, input, memory_format)
 
 
 # ---- Tensor.new_* and in-place random fills -----------------------------------------------

@@ -14,8 +14,10 @@ import scipy.special as _scipy_special
 
 from gradviz_ext import ops as _ext_ops
 
+from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
+from . import _shape
 from ._registry import Op, apply, check_saveable, declare, promote, promote_float, saves_inputs, saves_output
 from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
 
@@ -977,13 +979,17 @@ def to(input, *args, dtype=None, copy=False, **kwargs):
             dtype = _dtypes.as_dtype(arg)
     check_device(kwargs.pop("device", None))
     kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
+    memory_format = kwargs.pop("memory_format", None)
     if kwargs:
         raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
     if dtype is None or (_dtypes.as_dtype(dtype) is input.dtype and not copy):
-        return input
-    dtype = _dtypes.as_dtype(dtype)
-    return apply(TO_COPY, input, dtype=dtype, source=input.dtype)
+        converted = input
+    else:
+        dtype = _dtypes.as_dtype(dtype)
+        converted = apply(TO_COPY, input, dtype=dtype, source=input.dtype)
+    if memory_format is None or memory_format is _memory_format.preserve_format:
+        return converted
+    return _shape.contiguous(converted, _memory_format.check(memory_format, "to"))
 
 
 @declare(method=True)

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
@@ -302,24 +303,38 @@ def expand_target(input, sizes):
     return tuple(target)
 
 
-CLONE = Op("clone", "CloneBackward0", forward=lambda a: a.copy(), backward=lambda ctx, g: (g,),
+def _clone_forward(a, layout=None):
+    # torch's default is preserve_format: a dense input's axis order is kept (a transposed
+    # tensor's clone is transposed too)
+    return _memory_format.preserved_copy(a) if layout is None else _memory_format.relayout(a, layout)
+
+
+CLONE = Op("clone", "CloneBackward0", forward=_clone_forward, backward=lambda ctx, g: (g,),
            fast_backward=lambda ctx, g: (g,), saved={})
 
 
 @declare(method=True)
-def clone(input):
-    """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``).
+def clone(input, *, memory_format=None):
+    """A copy of ``input`` that stays in the graph (its gradient flows back to ``input``), in
+    ``input``'s own layout unless ``memory_format`` says (``preserve_format``, as torch: Note
+    [Memory formats] in ``gradviz/_memory_format.py``).
 
     Mirrors ``torch.clone``."""
-    return apply(CLONE, input)
+    if memory_format is None:
+        return apply(CLONE, input)
+    return apply(CLONE, input, layout=_memory_format.check(memory_format, "clone"))
 
 
 @declare(name=False, method=True)
-def contiguous(input):
-    """``input`` if its memory is row-major contiguous, else a contiguous copy (``CloneBackward0``)."""
-    if input._data.flags.c_contiguous:
+def contiguous(input, memory_format=_memory_format.contiguous_format):
+    """``input`` if its memory already has ``memory_format``'s layout (row-major by default),
+    else a copy in that layout (``CloneBackward0``)."""
+    memory_format = _memory_format.check(memory_format, "contiguous")
+    if _memory_format.is_laid_out(input._data, memory_format):
         return input
-    return apply(CLONE, input)
+    if memory_format is _memory_format.preserve_format:  # checked only where a copy is needed, as torch
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    return apply(CLONE, input, layout=memory_format)
 
 
 # ---- indexing ---------------------------------------------------------------------------
