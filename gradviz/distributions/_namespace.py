@@ -44,6 +44,7 @@ from ..ops import (  # noqa: A004 - torch's function names
     matmul,
     multinomial,
     normal,
+    ones_like,
     rand,
     randn,
     sigmoid,
@@ -60,6 +61,6 @@ __all__ = ["autograd", "Size", "Tensor", "enable_grad", "no_grad", "bool", "finf
            "abs", "all", "arange", "as_tensor", "atanh", "bernoulli", "broadcast_shapes",
            "broadcast_tensors", "clamp", "digamma", "erf", "erfinv", "exp", "expm1", "eye", "flip",
            "full", "full_like", "gather", "inverse", "isclose", "lgamma", "log", "log1p",
-           "log_softmax", "logit", "logsumexp", "manual_seed", "matmul", "multinomial", "normal",
+           "log_softmax", "logit", "logsumexp", "manual_seed", "matmul", "multinomial", "normal", "ones_like",
            "rand", "randn", "sigmoid", "softmax", "stack", "sum", "tensor", "where", "xlogy",
            "zeros_like"]

@@ -8,7 +8,7 @@ from . import _namespace as gradviz  # the names from the layers below (docs/arc
 
 __all__ = ["Constraint", "boolean", "dependent", "dependent_property", "greater_than",
            "greater_than_eq", "half_open_interval", "independent", "integer_interval",
-           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular",
+           "interval", "is_dependent", "less_than", "lower_cholesky", "lower_triangular", "multinomial",
            "nonnegative", "nonnegative_integer", "one_hot", "positive", "positive_definite",
            "positive_integer", "real", "real_vector", "simplex", "square", "symmetric",
            "unit_interval"]
@@ -156,6 +156,20 @@ class _IntegerGreaterThan(Constraint):
         return _bounds_repr(self, "lower_bound")
 
 
+class _Multinomial(Constraint):
+    """Nonnegative integer counts summing to at most ``upper_bound`` (torch checks the sum
+    only)."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound):
+        self.upper_bound = upper_bound
+
+    def check(self, x):
+        return (x >= 0).all(dim=-1) & (x.sum(dim=-1) <= self.upper_bound)
+
+
 class _Real(Constraint):
     def check(self, value):
         return value == value  # False for NaNs
@@ -268,6 +282,7 @@ one_hot = _OneHot()
 nonnegative_integer = _IntegerGreaterThan(0)
 positive_integer = _IntegerGreaterThan(1)
 integer_interval = _IntegerInterval
+multinomial = _Multinomial
 real = _Real()
 real_vector = independent(real, 1)
 positive = _GreaterThan(0.0)

@@ -634,7 +634,8 @@ def _split_key(items):
         if isinstance(item, (bool, np.bool_)):
             return None, None
         if not _is_basic(item):
-            view_key.append(slice(None))
+            # a mask spans as many dims as it has (none for a 0-d one), an index tensor one
+            view_key.extend([slice(None)] * _dims_spanned(item))
             rest.append(item)
         elif item is Ellipsis:
             view_key.append(item)
@@ -645,6 +646,14 @@ def _split_key(items):
         else:  # an integer: that dim is gone from the view
             view_key.append(item)
     return tuple(view_key), tuple(rest)
+
+
+def _dims_spanned(item):
+    """How many of the indexed tensor's dims an advanced index covers."""
+    data = item._data if isinstance(item, Tensor) else item
+    if isinstance(data, np.ndarray) and data.dtype in (np.bool_, np.uint8):
+        return data.ndim
+    return 1
 
 
 def _selects_all(items, shape):
