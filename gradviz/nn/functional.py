@@ -18,7 +18,7 @@ from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _activation as _act
 from ..ops import _conv, _loss, _separable
-from ..ops._nn import BatchStatistics as _BatchStatistics
+from ..ops._nn import NormStatistics as _NormStatistics
 from ..ops import gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
@@ -600,7 +600,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
-        statistics = _BatchStatistics()  # Note [Batch statistics once]
+        statistics = _NormStatistics()  # Note [Normalization statistics once]
         out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics)
         if running_mean is not None or running_var is not None:
             dtype = input.numpy(force=True).dtype

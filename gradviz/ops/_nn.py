@@ -58,7 +58,7 @@ def _normalize_forward(x, dims, eps, statistics=None):
     """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), in ``x``'s dtype: the
     mean, the centered copy, its squares' sum and the scaling in place on arrays this owns
     (Note [Normalization kernels]); the mean, variance and scale go into ``statistics`` (a
-    :class:`BatchStatistics`) when given."""
+    :class:`NormStatistics`) when given."""
     mean = x.mean(axis=dims, keepdims=True)
     centered = np.subtract(x, mean)
     var = np.multiply(centered, centered).mean(axis=dims, keepdims=True)
@@ -69,19 +69,20 @@ def _normalize_forward(x, dims, eps, statistics=None):
     return centered
 
 
-# Note [Batch statistics once]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Note [Normalization statistics once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # Training batch norm needs each channel's mean and variance three times: to normalize, to
-# update the running statistics, and in the backward. The forward computes them once and
-# keeps them in a ``BatchStatistics`` passed as an attribute of the op (torch's
-# ``save_mean``/``save_invstd``); ``nn.functional.batch_norm`` derives the running update from
-# them (the unbiased variance is the biased one times ``n / (n - 1)``), and the backward
-# without ``create_graph`` normalizes the saved input with them instead of reducing it twice
-# more. They are the very numbers the backward computed before (the same numpy calls on the
-# same input, which the saved tensor's version check keeps unchanged), so the gradients are
-# bit-identical; the running variance may differ from ``np.var(ddof=1)`` in its last bit.
+# update the running statistics, and in the backward; layer norm needs its rows' twice. The
+# forward computes them once and keeps them in a ``NormStatistics`` passed as an attribute of
+# the op (torch's ``save_mean``/``save_invstd``); ``nn.functional.batch_norm`` derives the
+# running update from them (the unbiased variance is the biased one times ``n / (n - 1)``),
+# and the backward without ``create_graph`` normalizes the saved input with them instead of
+# reducing it twice more. They are the very numbers the backward computed before (the same
+# numpy calls on the same input, which the saved tensor's version check keeps unchanged), so
+# the gradients are bit-identical; the running variance may differ from ``np.var(ddof=1)`` in
+# its last bit.
 
-class BatchStatistics:
+class NormStatistics:
     """A training batch norm's per-channel mean, biased variance and ``1 / sqrt(var + eps)``
     (kept-dims arrays) and the input they are of, filled by its forward (Note [Batch
     statistics once])."""
@@ -114,7 +115,7 @@ class BatchStatistics:
 
 def _normalize_backward_arrays(x, g, dims, eps, statistics=None):
     """:func:`_normalize_backward` on numpy arrays (Note [Normalization kernels]), with the
-    forward's ``statistics`` of ``x`` when kept (Note [Batch statistics once])."""
+    forward's ``statistics`` of ``x`` when kept (Note [Normalization statistics once])."""
     normalized = None if statistics is None else statistics.normalized(x)
     if normalized is not None:
         rstd = statistics.rstd
@@ -168,8 +169,8 @@ def _affine_grads(ctx, g, normalized, reduce_dims, shape):
     return grad_weight, grad_bias
 
 
-def _layer_norm_forward(x, weight, bias, dims, eps):
-    out = _normalize_forward(x, dims, eps)  # ours: the affine goes in place when it may
+def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
+    out = _normalize_forward(x, dims, eps, statistics)  # ours: the affine goes in place when it may
     if weight is not None:
         out = _in_place(out, weight, np.multiply)
     if bias is not None:
@@ -205,7 +206,8 @@ def _layer_norm_backward_arrays(ctx, g):
     [Normalization kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     scaled = g * weight if weight is not None else g
-    grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps)
+    grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps,
+                                                    ctx.statistics)
     batch_dims = tuple(range(x.ndim - len(ctx.dims)))
     grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, batch_dims,
                                                  x.shape[x.ndim - len(ctx.dims):])
@@ -232,7 +234,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ``* weight + bias``."""
     k = len(normalized_shape)
     dims = tuple(range(input.ndim - k, input.ndim))
-    return apply(LAYER_NORM, input, weight, bias, dims=dims, eps=eps)
+    return apply(LAYER_NORM, input, weight, bias, dims=dims, eps=eps,
+                 statistics=NormStatistics())  # Note [Normalization statistics once]
 
 
 def _channel_shape(x):
@@ -300,11 +303,11 @@ BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_fo
 
 def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None):
     """Normalize each channel (dim 1) over the other dims: with the batch's statistics
-    (biased variance; kept in ``statistics``, a :class:`BatchStatistics`, when given), or with
+    (biased variance; kept in ``statistics``, a :class:`NormStatistics`, when given), or with
     ``mean``/``var`` arrays given (evaluation); then ``* weight + bias``."""
     dims = (0,) + tuple(range(2, input.ndim))
     if mean is None and statistics is None:
-        statistics = BatchStatistics()  # for the backward (Note [Batch statistics once])
+        statistics = NormStatistics()  # for the backward (Note [Normalization statistics once])
     return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var,
                  statistics=statistics)
 
