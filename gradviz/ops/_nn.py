@@ -9,6 +9,8 @@ Their backward rules recompute the normalized input from the saved input with gr
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -93,11 +95,14 @@ class NormStatistics:
         self.source = self.mean = self.var = self.rstd = None
 
     def keep(self, x, mean, var, rstd):
-        self.source, self.mean, self.var, self.rstd = x, mean, var, rstd
+        # a weak reference: the node's saved tensor owns the input (and frees it after the
+        # backward); these small arrays must not keep it alive
+        self.source = weakref.ref(x)
+        self.mean, self.var, self.rstd = mean, var, rstd
 
     def normalized(self, x):
         """``(x - mean) * rstd`` as a new array if these are ``x``'s statistics, else None."""
-        if self.source is not x or self.rstd is None:
+        if self.source is None or self.source() is not x:
             return None
         normalized = np.subtract(x, self.mean)
         np.multiply(normalized, self.rstd, out=normalized)
