@@ -768,6 +768,67 @@ def transpose_add(t, bias=None):
     return None
 
 
+_F32_DTYPE = np.dtype(np.float32)
+
+
+def _gelu_enable() -> cython.bint:
+    """Whether the GELU loops may run (compiled, on a CPU with AVX2 and FMA)."""
+    if cython.compiled:
+        return gradviz_gelu_enable() != 0
+    return False
+
+
+_GELU_KERNELS = _gelu_enable()
+
+
+@cython.cfunc
+def _float32_address(a):
+    """The data address of ``a`` if it is a C-contiguous float32 ndarray, else 0."""
+    if type(a) is not np.ndarray or a.dtype != _F32_DTYPE or not a.flags.c_contiguous:
+        return 0
+    return a.__array_interface__["data"][0]
+
+
+def gelu_float32(x, posinf_is_nan: cython.bint = False):
+    """``x * Phi(x)`` (the exact GELU) of a C-contiguous float32 array as a new array, +inf
+    giving NaN when ``posinf_is_nan``; None where the kernel does not apply (Note [GELU
+    kernels] in gradviz/ops/_activation.py)."""
+    if not cython.compiled or not _GELU_KERNELS:
+        return None
+    source = _float32_address(x)
+    if not source:
+        return None
+    out = np.empty(x.shape, np.float32)
+    n: cython.Py_ssize_t = x.size
+    if cython.compiled:
+        gradviz_gelu_forward_f32(cython.cast(cython.p_float, cython.cast(cython.size_t, source)),
+                                 cython.cast(cython.p_float, cython.cast(
+                                     cython.size_t, out.__array_interface__["data"][0])),
+                                 n, posinf_is_nan)
+    return out
+
+
+def gelu_backward_float32(x, g):
+    """``g * (Phi(x) + x phi(x))``, the exact GELU's derivative times ``g``, for C-contiguous
+    float32 arrays of one shape, as a new array; None where the kernel does not apply (Note
+    [GELU kernels] in gradviz/ops/_activation.py)."""
+    if not cython.compiled or not _GELU_KERNELS:
+        return None
+    source = _float32_address(x)
+    gradient = _float32_address(g)
+    if not source or not gradient or x.shape != g.shape:
+        return None
+    out = np.empty(x.shape, np.float32)
+    n: cython.Py_ssize_t = x.size
+    if cython.compiled:
+        gradviz_gelu_backward_f32(
+            cython.cast(cython.p_float, cython.cast(cython.size_t, source)),
+            cython.cast(cython.p_float, cython.cast(cython.size_t, gradient)),
+            cython.cast(cython.p_float, cython.cast(
+                cython.size_t, out.__array_interface__["data"][0])), n)
+    return out
+
+
 def _small_add_into(a, b) -> cython.bint:
     """``a += b`` by the small kernel when it covers the arrays (the engine's input buffers,
     Note [Small kernels]); False when it does not, and always interpreted."""

@@ -108,10 +108,14 @@ def _python_version(root: Path) -> str:
 
 
 def engine_inputs(root: Path) -> str:
-    """sha256 of what decides the compiled engine: its sources, the build script, the
-    Python and Cython versions and the trace switch."""
+    """sha256 of what decides the compiled engine: its sources (with the C headers in
+    ``gradviz_ext/c/``), the build script, the Python and Cython versions and the trace
+    switch."""
     sources = [f"gradviz_ext/{p.name}" for p in (root / "gradviz_ext").iterdir()
                if p.suffix in (".py", ".pxd") and p.is_file()]
+    headers = root / "gradviz_ext" / "c"
+    if headers.is_dir():
+        sources += sorted(f"gradviz_ext/c/{p.name}" for p in headers.glob("*.h") if p.is_file())
     extra = [_python_version(root), _cython_version(root),
              os.environ.get("GRADVIZ_CYTHON_TRACE", "0")]
     return _digest(root, sources + ["setup.py"], extra)

@@ -116,6 +116,16 @@ def test_a_changed_engine_source_rebuilds_only_the_engine(checkout):
     assert plan(checkout) == []
 
 
+def test_a_changed_or_new_c_header_rebuilds_only_the_engine(checkout):
+    header = checkout / "gradviz_ext" / "c" / "gelu.h"
+    write(header, "/* a kernel */\n")
+    assert plan(checkout) == ["engine"]
+    build_state.record(checkout, "engine")
+    assert plan(checkout) == []
+    header.write_text("/* a changed kernel */\n")
+    assert plan(checkout) == ["engine"]
+
+
 def test_a_missing_compiled_module_or_a_trace_build_rebuilds_the_engine(checkout, monkeypatch):
     next((checkout / "gradviz_ext").glob("_ops.*.so")).unlink()
     assert plan(checkout) == ["engine"]

@@ -18,6 +18,7 @@ from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _activation as _act
 from ..ops import _conv, _loss, _separable
+from ..ops._nn import NormStatistics as _NormStatistics
 from ..ops import gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
 from ..ops._pointwise import _broadcast_error
@@ -599,16 +600,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
-        out = _ops.batch_norm(input, weight, bias, eps)
+        statistics = _NormStatistics()  # Note [Normalization statistics once]
+        out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics)
         if running_mean is not None or running_var is not None:
-            dims = (0,) + tuple(range(2, input.ndim))
-            values = input.numpy(force=True)
+            dtype = input.numpy(force=True).dtype
             if running_mean is not None:
-                batch_mean = values.mean(axis=dims).astype(values.dtype)
+                batch_mean = statistics.mean.reshape(channels).astype(dtype, copy=False)
                 _update_running(running_mean, batch_mean, momentum)
             if running_var is not None:
-                batch_var = values.var(axis=dims, ddof=1).astype(values.dtype)
-                _update_running(running_var, batch_var, momentum)
+                unbiased = statistics.var.reshape(channels) * (count / (count - 1))
+                _update_running(running_var, unbiased.astype(dtype, copy=False), momentum)
         return out
     return _ops.batch_norm(input, weight, bias, eps, running_mean.numpy(force=True),
                            running_var.numpy(force=True))

@@ -9,6 +9,8 @@ Their backward rules recompute the normalized input from the saved input with gr
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -54,15 +56,57 @@ def embedding(weight, indices, padding_idx=None):
 
 # ---- normalization ----------------------------------------------------------------------------
 
-def _normalize_forward(x, dims, eps):
+def _normalize_forward(x, dims, eps, statistics=None):
     """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), in ``x``'s dtype: the
     mean, the centered copy, its squares' sum and the scaling in place on arrays this owns
-    (Note [Normalization kernels])."""
-    centered = np.subtract(x, x.mean(axis=dims, keepdims=True))
+    (Note [Normalization kernels]); the mean, variance and scale go into ``statistics`` (a
+    :class:`NormStatistics`) when given."""
+    mean = x.mean(axis=dims, keepdims=True)
+    centered = np.subtract(x, mean)
     var = np.multiply(centered, centered).mean(axis=dims, keepdims=True)
-    np.multiply(centered, (1 / np.sqrt(var + eps)).astype(centered.dtype, copy=False),
-                out=centered)
+    rstd = (1 / np.sqrt(var + eps)).astype(centered.dtype, copy=False)
+    np.multiply(centered, rstd, out=centered)
+    if statistics is not None:
+        statistics.keep(x, mean, var, rstd)
     return centered
+
+
+# Note [Normalization statistics once]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Training batch norm needs each channel's mean and variance three times: to normalize, to
+# update the running statistics, and in the backward; layer norm needs its rows' twice. The
+# forward computes them once and keeps them in a ``NormStatistics`` passed as an attribute of
+# the op (torch's ``save_mean``/``save_invstd``); ``nn.functional.batch_norm`` derives the
+# running update from them (the unbiased variance is the biased one times ``n / (n - 1)``),
+# and the backward without ``create_graph`` normalizes the saved input with them instead of
+# reducing it twice more. They are the very numbers the backward computed before (the same
+# numpy calls on the same input, which the saved tensor's version check keeps unchanged), so
+# the gradients are bit-identical; the running variance may differ from ``np.var(ddof=1)`` in
+# its last bit.
+
+class NormStatistics:
+    """A training batch norm's per-channel mean, biased variance and ``1 / sqrt(var + eps)``
+    (kept-dims arrays) and the input they are of, filled by its forward (Note [Batch
+    statistics once])."""
+
+    __slots__ = ("source", "mean", "var", "rstd")
+
+    def __init__(self):
+        self.source = self.mean = self.var = self.rstd = None
+
+    def keep(self, x, mean, var, rstd):
+        # a weak reference: the node's saved tensor owns the input (and frees it after the
+        # backward); these small arrays must not keep it alive
+        self.source = weakref.ref(x)
+        self.mean, self.var, self.rstd = mean, var, rstd
+
+    def normalized(self, x):
+        """``(x - mean) * rstd`` as a new array if these are ``x``'s statistics, else None."""
+        if self.source is None or self.source() is not x:
+            return None
+        normalized = np.subtract(x, self.mean)
+        np.multiply(normalized, self.rstd, out=normalized)
+        return normalized
 
 
 # Note [Normalization kernels]
@@ -74,12 +118,17 @@ def _normalize_forward(x, dims, eps):
 # (``_normalize_backward_arrays``), one array of temporaries instead of a dozen Tensor ops.
 # The differentiable rule stays the definition and runs whenever the gradient is recorded.
 
-def _normalize_backward_arrays(x, g, dims, eps):
-    """:func:`_normalize_backward` on numpy arrays (Note [Normalization kernels])."""
-    normalized = np.subtract(x, x.mean(axis=dims, keepdims=True))
-    var = np.multiply(normalized, normalized).mean(axis=dims, keepdims=True)
-    rstd = (1 / np.sqrt(var + eps)).astype(normalized.dtype, copy=False)
-    np.multiply(normalized, rstd, out=normalized)
+def _normalize_backward_arrays(x, g, dims, eps, statistics=None):
+    """:func:`_normalize_backward` on numpy arrays (Note [Normalization kernels]), with the
+    forward's ``statistics`` of ``x`` when kept (Note [Normalization statistics once])."""
+    normalized = None if statistics is None else statistics.normalized(x)
+    if normalized is not None:
+        rstd = statistics.rstd
+    else:
+        normalized = np.subtract(x, x.mean(axis=dims, keepdims=True))
+        var = np.multiply(normalized, normalized).mean(axis=dims, keepdims=True)
+        rstd = (1 / np.sqrt(var + eps)).astype(normalized.dtype, copy=False)
+        np.multiply(normalized, rstd, out=normalized)
     g_mean = g.mean(axis=dims, keepdims=True)
     projection = np.multiply(g, normalized).mean(axis=dims, keepdims=True)
     grad = np.multiply(normalized, projection)
@@ -125,8 +174,8 @@ def _affine_grads(ctx, g, normalized, reduce_dims, shape):
     return grad_weight, grad_bias
 
 
-def _layer_norm_forward(x, weight, bias, dims, eps):
-    out = _normalize_forward(x, dims, eps)  # ours: the affine goes in place when it may
+def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
+    out = _normalize_forward(x, dims, eps, statistics)  # ours: the affine goes in place when it may
     if weight is not None:
         out = _in_place(out, weight, np.multiply)
     if bias is not None:
@@ -162,7 +211,8 @@ def _layer_norm_backward_arrays(ctx, g):
     [Normalization kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     scaled = g * weight if weight is not None else g
-    grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps)
+    grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps,
+                                                    ctx.statistics)
     batch_dims = tuple(range(x.ndim - len(ctx.dims)))
     grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, batch_dims,
                                                  x.shape[x.ndim - len(ctx.dims):])
@@ -189,7 +239,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     ``* weight + bias``."""
     k = len(normalized_shape)
     dims = tuple(range(input.ndim - k, input.ndim))
-    return apply(LAYER_NORM, input, weight, bias, dims=dims, eps=eps)
+    return apply(LAYER_NORM, input, weight, bias, dims=dims, eps=eps,
+                 statistics=NormStatistics())  # Note [Normalization statistics once]
 
 
 def _channel_shape(x):
@@ -206,9 +257,9 @@ def _channel_affine(out, x, weight, bias):
     return out.astype(x.dtype, copy=False)
 
 
-def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var):
+def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var, statistics=None):
     if mean_ is None:
-        out = _normalize_forward(x, dims, eps)
+        out = _normalize_forward(x, dims, eps, statistics)
     else:  # evaluation: the running statistics
         shape = _channel_shape(x)
         out = _in_place(x - mean_.reshape(shape), np.sqrt(var.reshape(shape) + eps), np.divide)
@@ -239,7 +290,8 @@ def _batch_norm_backward_arrays(ctx, g):
     shape = _channel_shape(x)
     scaled = g * weight.reshape(shape) if weight is not None else g
     if ctx.mean_ is None:
-        grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps)
+        grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps,
+                                                        ctx.statistics)
     else:
         rstd = (1 / np.sqrt(ctx.var.reshape(shape) + ctx.eps)).astype(x.dtype)
         grad_x = scaled * rstd
@@ -254,12 +306,15 @@ BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_fo
                 backward=_batch_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
 
 
-def batch_norm(input, weight, bias, eps, mean=None, var=None):
+def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None):
     """Normalize each channel (dim 1) over the other dims: with the batch's statistics
-    (biased variance), or with ``mean``/``var`` arrays given (evaluation); then
-    ``* weight + bias``."""
+    (biased variance; kept in ``statistics``, a :class:`NormStatistics`, when given), or with
+    ``mean``/``var`` arrays given (evaluation); then ``* weight + bias``."""
     dims = (0,) + tuple(range(2, input.ndim))
-    return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var)
+    if mean is None and statistics is None:
+        statistics = NormStatistics()  # for the backward (Note [Normalization statistics once])
+    return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var,
+                 statistics=statistics)
 
 
 def _grouped(shape, groups):

@@ -585,6 +585,13 @@ def _tanh_backward_data(ctx, g):
         # torch's kernel fuses ``1 - y*y`` into one FMA, so a hand-written ``(1 - h**2) * dh``
         # is not bit-equal to the autograd gradient there ("becoming a backprop ninja" shows
         # exact: False for hpreact). y*y is exact in float64: one rounding, as in the FMA.
+        if y.ndim and g.dtype == np.float32 and g.shape == y.shape:
+            # the same operations on two arrays of our own (Note [Pointwise temporaries])
+            wide = y.astype(np.float64)
+            np.multiply(wide, wide, out=wide)
+            np.subtract(1, wide, out=wide)
+            out = wide.astype(np.float32)
+            return (np.multiply(g, out, out=out),)
         return (g * (1 - y.astype(np.float64) ** 2).astype(np.float32),)
     return (g * (1 - y * y),)
 
@@ -607,15 +614,38 @@ SQRT = Op("sqrt", "SqrtBackward0", forward=np.sqrt,
           saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 
+# Note [Pointwise temporaries]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# sigmoid's forward and backward and tanh's float32 backward run once per gate per time step
+# of a recurrent layer: on its small arrays the allocations cost as much as the arithmetic.
+# They compute the same operations in the same order, each result rounded as before, but into
+# one array of their own (``out=``) instead of a new temporary per operation, so the results
+# are bit-identical. 0-d arrays (numpy gives scalars, which take no ``out=``), other dtypes and
+# a gradient of another dtype or shape keep the plain expressions.
+
 def _sigmoid_forward(a):
     # torch's formula: exp(-x) overflowing to inf for very negative x gives exactly 0 (a float32
     # sigmoid(-100) is 0 there, not a denormal), and the op is quiet about the overflow
+    if a.ndim and a.dtype.kind == "f":  # Note [Pointwise temporaries]
+        out = np.negative(a)
+        np.exp(out, out=out)
+        np.add(1, out, out=out)
+        return np.divide(1, out, out=out)
     return 1 / (1 + np.exp(-a))
+
+
+def _sigmoid_backward_data(ctx, g):
+    y = ctx.output_data()
+    if y.ndim and g.dtype == y.dtype and g.shape == y.shape:  # Note [Pointwise temporaries]
+        out = np.subtract(1, y)
+        np.multiply(g, out, out=out)
+        return (np.multiply(out, y, out=out),)
+    return (g * (1 - y) * y,)
 
 
 SIGMOID = Op("sigmoid", "SigmoidBackward0", forward=_sigmoid_forward,
              backward=lambda ctx, g: (g * (1 - ctx.output()) * ctx.output(),),
-             fast_backward=lambda ctx, g: (g * (1 - ctx.output_data()) * ctx.output_data(),),
+             fast_backward=_sigmoid_backward_data,
              saves=saves_output, dtype=promote_float, saved={"result": RESULT})
 
 

@@ -41,6 +41,7 @@ LAYERS = [
     ("RNN", (3, 4), {"batch_first": True, "bias": False}), ("LSTM", (3, 4), {}),
     ("LSTM", (3, 4, 2), {"bidirectional": True, "batch_first": True}),
     ("GRU", (3, 4), {"bias": False}), ("GRU", (3, 4, 2), {"bidirectional": True}),
+    ("LSTM", (3, 4), {"bias": False}), ("GRU", (3, 4, 3), {"batch_first": True}),
 ]
 CELLS = [("RNNCell", (3, 4), {}), ("RNNCell", (3, 4), {"nonlinearity": "relu"}),
          ("LSTMCell", (3, 4), {}), ("GRUCell", (3, 4), {"bias": False})]

@@ -210,3 +210,44 @@ def test_gelu_over_a_wide_range_matches_torch(approximate):
     compare(lambda m, x: m.nn.functional.gelu(x, approximate=approximate),
             [x.reshape(1, 4001).repeat(2, 0).T],
             (4001, 2), f"gelu {approximate} non-contiguous", transpose=True, second=False)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(6, 3), (4, 3, 5), (5, 3, 4, 2)])
+def test_batch_norm_module_steps_match_torch(dtype, shape):
+    """Batch statistics computed once per forward (Note [Normalization statistics once]): two
+    forwards of one module before one backward, three steps, running statistics, parameter
+    gradients and input gradients against torch."""
+    layer = {2: "BatchNorm1d", 3: "BatchNorm1d", 4: "BatchNorm2d"}[len(shape)]
+    results = []
+    for m in (gradviz, torch):
+        module = getattr(m.nn, layer)(shape[1], momentum=0.3).to(getattr(m, np.dtype(dtype).name))
+        trace = []
+        for step in range(3):
+            a = m.tensor(normal(shape, dtype, seed=step), requires_grad=True)
+            b = m.tensor(normal(shape, dtype, seed=10 + step, scale=0.5), requires_grad=True)
+            ya, yb = module(a), module(b)
+            ((ya * ya).sum() + (ya * yb).sum()).backward()
+            trace += [ya, yb, a.grad, b.grad, module.weight.grad, module.bias.grad,
+                      module.running_mean, module.running_var]
+            module.zero_grad()
+        results.append(trace)
+    for k, (ours, theirs) in enumerate(zip(*results)):
+        close(ours, theirs, f"batch norm module {shape} result {k}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_module_reused_before_backward_matches_torch(dtype):
+    """Each forward keeps its own statistics (Note [Normalization statistics once]): one
+    LayerNorm applied to two inputs and to its own output before one backward."""
+    results = []
+    for m in (gradviz, torch):
+        module = m.nn.LayerNorm((5, 6)).to(getattr(m, np.dtype(dtype).name))
+        a = m.tensor(normal((4, 5, 6), dtype, seed=1), requires_grad=True)
+        b = m.tensor(normal((4, 5, 6), dtype, seed=2, scale=0.3), requires_grad=True)
+        ya, yb = module(a), module(b)
+        yc = module(ya * yb)
+        ((ya * yb).sum() + (yc * yc * a).sum()).backward()
+        results.append([ya, yb, yc, a.grad, b.grad, module.weight.grad, module.bias.grad])
+    for k, (ours, theirs) in enumerate(zip(*results)):
+        close(ours, theirs, f"layer norm module result {k}")

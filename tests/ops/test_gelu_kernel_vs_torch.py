@@ -1,0 +1,150 @@
+"""The exact GELU's compiled float32 kernel (Note [GELU kernels]) against torch.
+
+Float32 inputs go through gradviz_ext/c/gelu.h; float64 inputs through scipy's ndtr. Both are
+compared with torch: float32 values and gradients with exact values from torch's float64
+``special.log_ndtr`` rounded to float32 (at most two units in the last place apart: the kernel
+claims the exact value rounded once), and with torch's own float32 gelu at the NN kernels' float32 tolerance; float64 with
+torch's float64. Inputs cover a wide grid, random values, the kernel's cut at |x| = 15, zeros,
+subnormals, huge values, infinities and NaN, contiguous and strided, and second derivatives.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+import gradviz_ext
+from gradviz_ext import ops as ext_ops
+
+EDGES = [0.0, -0.0, 1e-30, -1e-30, 1e-45, -1e-45, 1e-38, 3e38, -3e38, 14.999, 15.0, 15.001,
+         -14.999, -15.0, -15.001, -13.5, -14.2, 38.0, -38.0, -0.7517918, 5.0, -5.0,
+         float("inf"), float("-inf"), float("nan")]
+
+
+def inputs(dtype):
+    """A grid over [-20, 20], random values of scale 3, and the edge values."""
+    rng = np.random.default_rng(17)
+    return np.concatenate([np.linspace(-20, 20, 40_001), rng.standard_normal(20_000) * 3,
+                           np.array(EDGES)]).astype(dtype)
+
+
+def values_and_gradient(m, x, probe, dtype):
+    t = m.tensor(x, dtype=getattr(m, dtype), requires_grad=True)
+    y = m.nn.functional.gelu(t)
+    y.backward(m.tensor(probe, dtype=getattr(m, dtype)))
+    return y.detach().numpy(), t.grad.numpy()
+
+
+def ulps(ours, reference):
+    """Units in the last place between two float32 arrays (finite entries)."""
+    def ordered(a):
+        bits = a.view(np.int32).astype(np.int64)
+        return np.where(bits < 0, -(bits & 0x7FFFFFFF), bits)
+    return np.abs(ordered(ours) - ordered(reference))
+
+
+def exact_float64(x, probe):
+    """``x Phi(x)`` and ``probe (Phi(x) + x phi(x))`` in float64, Phi from torch's
+    ``special.log_ndtr`` (accurate in the lower tail, where torch's float64 gelu and ndtr
+    compute ``1 + erf`` and give 0 below x = -8.3 instead of -2e-16)."""
+    t = torch.tensor(x, dtype=torch.float64)
+    cdf = torch.exp(torch.special.log_ndtr(t))
+    density = torch.exp(-0.5 * t * t) / np.sqrt(2 * np.pi)
+    return (t * cdf).numpy(), (torch.tensor(probe, dtype=torch.float64) * (cdf + t * density)).numpy()
+
+
+def test_float32_values_are_the_exact_values_rounded_once():
+    x = inputs(np.float32)
+    probe = np.random.default_rng(3).standard_normal(x.size).astype(np.float32)
+    ours, ours_grad = values_and_gradient(gradviz, x, probe, "float32")
+    exact, exact_grad = exact_float64(x.astype(np.float64), probe.astype(np.float64))
+    exact32 = exact.astype(np.float32)
+    assert ours.dtype == np.float32 and ours_grad.dtype == np.float32
+    # torch's contiguous float32 kernel gives NaN at +inf
+    exact32[np.isposinf(x)] = np.nan
+    np.testing.assert_array_equal(np.isnan(ours), np.isnan(exact32))
+    finite = np.isfinite(exact32)
+    assert ulps(ours[finite], exact32[finite]).max() <= 2
+    np.testing.assert_array_equal(np.signbit(ours[finite]), np.signbit(exact32[finite]))
+    np.testing.assert_array_equal(np.isinf(ours), np.isinf(exact32))
+    # the derivative crosses zero near x = -0.75: there the float32 result is exact to 1e-12
+    np.testing.assert_array_equal(np.isnan(ours_grad), np.isnan(exact_grad))
+    finite = np.isfinite(exact_grad)
+    np.testing.assert_allclose(ours_grad[finite], exact_grad[finite], rtol=2.5e-7, atol=1e-12)
+
+
+def test_float32_values_match_torch_float32():
+    x = inputs(np.float32)
+    x = x[~(np.abs(x) > 1e38)]  # torch's float32 kernel overflows to inf at 3e38 (as before)
+    probe = np.random.default_rng(4).standard_normal(x.size).astype(np.float32)
+    ours, ours_grad = values_and_gradient(gradviz, x, probe, "float32")
+    theirs, theirs_grad = values_and_gradient(torch, x, probe, "float32")
+    np.testing.assert_allclose(ours, theirs, rtol=2e-4, atol=2e-5, equal_nan=True)
+    np.testing.assert_allclose(ours_grad, theirs_grad, rtol=2e-4, atol=2e-5, equal_nan=True)
+
+
+def test_float64_values_match_torch():
+    x = inputs(np.float64)
+    probe = np.random.default_rng(5).standard_normal(x.size)
+    ours, ours_grad = values_and_gradient(gradviz, x, probe, "float64")
+    theirs, theirs_grad = values_and_gradient(torch, x, probe, "float64")
+    # torch's float64 gelu loses up to 1e-16 to cancellation in 1 + erf: atol 1e-14 at x = -20
+    np.testing.assert_allclose(ours, theirs, rtol=1e-12, atol=1e-14, equal_nan=True)
+    np.testing.assert_allclose(ours_grad, theirs_grad, rtol=1e-12, atol=1e-14, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("layout", ["transposed", "strided", "broadcast_gradient"])
+def test_strided_inputs_and_gradients_match_torch(dtype, layout):
+    base = np.random.default_rng(6).standard_normal((37, 53)) * 4
+    base[3, 5], base[7, 1], base[11, 2] = np.inf, -np.inf, np.nan
+    results = []
+    for m in (gradviz, torch):
+        leaf = m.tensor(base, dtype=getattr(m, dtype), requires_grad=True)
+        x = {"transposed": leaf.t(), "strided": leaf[:, ::2],
+             "broadcast_gradient": leaf}[layout]
+        y = m.nn.functional.gelu(x)
+        y.sum().backward()  # the gradient reaching gelu is an expanded ones array
+        results.append((y.detach().numpy(), leaf.grad.numpy()))
+    tol = dict(rtol=2e-4, atol=2e-5) if dtype == "float32" else dict(rtol=1e-12, atol=1e-14)
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_second_derivatives_match_torch(dtype):
+    x = np.concatenate([np.linspace(-16, 16, 321), [0.0, 15.0, -15.0]])
+    probe = np.random.default_rng(8).standard_normal(x.size)
+    results = []
+    for m in (gradviz, torch):
+        t = m.tensor(x, dtype=getattr(m, dtype), requires_grad=True)
+        g, = m.autograd.grad(m.nn.functional.gelu(t), t, m.tensor(probe, dtype=t.dtype),
+                             create_graph=True)
+        gg, = m.autograd.grad((g * g).sum(), t)
+        results.append((g.detach().numpy(), gg.numpy()))
+    tol = dict(rtol=2e-4, atol=2e-5) if dtype == "float32" else dict(rtol=1e-9, atol=1e-10)
+    for ours, theirs in zip(*results):
+        np.testing.assert_allclose(ours, theirs, **tol)
+
+
+def _cpu_has_avx2_and_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+def test_the_kernel_runs_where_it_should():
+    """Compiled on an AVX2 + FMA CPU, float32 contiguous arrays take the kernel; other dtypes
+    and strided arrays are left to numpy (None)."""
+    x = np.linspace(-3, 3, 11, dtype=np.float32)
+    expected = gradviz_ext.COMPILED and _cpu_has_avx2_and_fma()
+    assert (ext_ops.gelu_float32(x) is not None) == expected
+    assert (ext_ops.gelu_backward_float32(x, x) is not None) == expected
+    assert ext_ops.gelu_float32(x.astype(np.float64)) is None
+    assert ext_ops.gelu_float32(x[::2]) is None
+    assert ext_ops.gelu_backward_float32(x, x[:5]) is None
