@@ -26,6 +26,8 @@ from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
                              InstanceNorm2d, LayerNorm, RMSNorm)
 from ._rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell
+from ._rnn import _CellBase as RNNCellBase  # torch's public base names
+from ._rnn import _RNNBase as RNNBase
 from ._transformer import (MultiheadAttention, Transformer, TransformerDecoder,
                            TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 from ._embedding_bag import EmbeddingBag
@@ -66,7 +68,7 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d", "UninitializedBuffer",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-           "LazyInstanceNorm3d"]
+           "LazyInstanceNorm3d", "RNNBase", "RNNCellBase"]
 
 from . import modules  # noqa: E402 - it re-exports the classes above
 

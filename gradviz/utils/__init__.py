@@ -1,6 +1,6 @@
-"""``gradviz.utils``: ``data`` (datasets and the ``DataLoader``) and ``benchmark`` (``Timer``),
-as ``torch.utils``."""
+"""``gradviz.utils``: ``data`` (datasets and the ``DataLoader``), ``benchmark`` (``Timer``),
+``checkpoint`` (activation checkpointing) and ``hooks`` (``RemovableHandle``), as ``torch.utils``."""
 
-from . import benchmark, data
+from . import benchmark, checkpoint, data, hooks
 
-__all__ = ["benchmark", "data"]
+__all__ = ["benchmark", "checkpoint", "data", "hooks"]
