@@ -210,7 +210,8 @@ def _squeeze_dim_op(name, node, saved=None):
 SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1",
                               saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 # the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
-SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
+SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4",
+                                      saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
                   forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
                   backward=lambda ctx, g: (reshape(g, ctx.shape),),
