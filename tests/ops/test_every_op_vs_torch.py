@@ -508,6 +508,8 @@ SPECS: dict[str, Spec] = {
     "unsqueeze_": S((3, 4))(lambda m, x: (x * 1.0).unsqueeze_(1) * m.ones(3, 2, 4)),
     "squeeze_": S((3, 1, 4, 1))(lambda m, x: (x * 1.0).squeeze_() * m.arange(4.0)),
     "squeeze_dims_": S((3, 1, 4, 1))(lambda m, x: (x * 1.0).squeeze_((1, 2)) * m.ones(3, 4, 2)),
+    "index_reduce": S((4, 3), (5, 3))(
+        lambda m, x, s: x.index_reduce(0, m.tensor([0, 2, 2, 0, 3]), s, "prod", include_self=False)),
     # in-place random fills (ops/_random_fills.py): the draws differ, times zero they agree
     "normal_fill": S((3, 4))(lambda m, x: (x * 1.0).normal_() * 0.0 + x * x),
     "uniform_fill": S((3, 4))(lambda m, x: (x * 1.0).uniform_() * 0.0 + x * x),
