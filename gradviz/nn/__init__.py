@@ -68,5 +68,8 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d"]
 
+from ._unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
+from ._conv_transpose3d import ConvTranspose3d  # noqa: E402
+__all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d"]
 from . import modules  # noqa: E402 - it re-exports the classes above
 

@@ -510,6 +510,10 @@ SPECS: dict[str, Spec] = {
     "squeeze_dims_": S((3, 1, 4, 1))(lambda m, x: (x * 1.0).squeeze_((1, 2)) * m.ones(3, 4, 2)),
     "index_reduce": S((4, 3), (5, 3))(
         lambda m, x, s: x.index_reduce(0, m.tensor([0, 2, 2, 0, 3]), s, "prod", include_self=False)),
+    "max_unpool2d": S(Input((2, 3, 4, 6), "apart"))(lambda m, x: m.nn.functional.max_unpool2d(
+        *m.nn.functional.max_pool2d(x * 1.0, 2, return_indices=True), 2)),
+    "max_unpool3d": S(Input((1, 2, 4, 4, 2), "apart"))(lambda m, x: m.nn.functional.max_unpool3d(
+        *m.nn.functional.max_pool3d(x * 1.0, 2, return_indices=True), 2)),
     # in-place random fills (ops/_random_fills.py): the draws differ, times zero they agree
     "normal_fill": S((3, 4))(lambda m, x: (x * 1.0).normal_() * 0.0 + x * x),
     "uniform_fill": S((3, 4))(lambda m, x: (x * 1.0).uniform_() * 0.0 + x * x),
