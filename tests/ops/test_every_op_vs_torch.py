@@ -514,6 +514,11 @@ SPECS: dict[str, Spec] = {
         *m.nn.functional.max_pool2d(x * 1.0, 2, return_indices=True), 2)),
     "max_unpool3d": S(Input((1, 2, 4, 4, 2), "apart"))(lambda m, x: m.nn.functional.max_unpool3d(
         *m.nn.functional.max_pool3d(x * 1.0, 2, return_indices=True), 2)),
+    "ctc_loss": S((6, 2, 4), order=1, why=_NO_TORCH_DERIVATIVE.format("_ctc_loss_backward"))(
+        lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2])),
+    "ctc_loss_backward": S((6, 2, 4), order=0, why=_NO_TORCH_DERIVATIVE.format("_ctc_loss_backward"))(
+        _grad_of(lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
+                                                       [6, 5], [3, 2], reduction="sum"))),
     # in-place random fills (ops/_random_fills.py): the draws differ, times zero they agree
     "normal_fill": S((3, 4))(lambda m, x: (x * 1.0).normal_() * 0.0 + x * x),
     "uniform_fill": S((3, 4))(lambda m, x: (x * 1.0).uniform_() * 0.0 + x * x),
