@@ -551,6 +551,9 @@ def _fill_from(self, row, draws):
 @declare(name=False, method=True)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with N(mean, std²) samples from gradviz's generator (values differ from torch's)."""
+    _random_fills.check_dtype(self, "normal_")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_c_number(std)}")
     return _fill_from(self, _random_fills.NORMAL_FILL,
                       _rng(generator).normal(mean, std, size=self._data.shape))
 
@@ -558,6 +561,10 @@ def normal_(self, mean=0.0, std=1.0, *, generator=None):
 @declare(name=False, method=True)
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with U(a, b) samples from gradviz's generator (values differ from torch's)."""
+    _random_fills.check_dtype(self, "uniform_")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_c_number(a)} > to={_c_number(b)}")
     return _fill_from(self, _random_fills.UNIFORM_FILL,
                       _rng(generator).uniform(a, b, size=self._data.shape))
 
@@ -566,6 +573,7 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None):
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples of the exponential distribution of rate ``lambd`` (gradviz's
     generator). Mirrors ``torch.Tensor.exponential_``."""
+    _random_fills.check_dtype(self, "exponential_")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_c_number(lambd)}")
     return _fill_from(self, _random_fills.EXPONENTIAL_FILL,
@@ -576,6 +584,7 @@ def exponential_(self, lambd=1.0, *, generator=None):
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...).
     Mirrors ``torch.Tensor.geometric_``."""
+    _random_fills.check_dtype(self, "geometric_")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_c_number(p)}")
     return _fill_from(self, _random_fills.GEOMETRIC_FILL,
@@ -585,6 +594,7 @@ def geometric_(self, p, *, generator=None):
 @declare(name=False, method=True)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with ``exp(N(mean, std²))`` samples. Mirrors ``torch.Tensor.log_normal_``."""
+    _random_fills.check_dtype(self, "log_normal_")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_c_number(std)}")
     return _fill_from(self, _random_fills.LOG_NORMAL_FILL,
@@ -594,6 +604,7 @@ def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
 @declare(name=False, method=True)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy(``median``, ``sigma``) samples. Mirrors ``torch.Tensor.cauchy_``."""
+    _random_fills.check_dtype(self, "cauchy_")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_c_number(sigma)}")
     return _fill_from(self, _random_fills.CAUCHY_FILL,
@@ -685,6 +696,7 @@ def bernoulli(input, p=None, *, generator=None):
 
 @declare(name=False, method=True)
 def bernoulli_(self, p=0.5, *, generator=None):
+    _random_fills.check_probability(p)
     probability = p._data if isinstance(p, Tensor) else p
     draws = _rng(generator).random(self._data.shape) < probability
     return _random_fills.fill_with_draws(self, draws, _random_fills.BERNOULLI_FILL, p)

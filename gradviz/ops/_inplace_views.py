@@ -26,6 +26,8 @@ view of one, and an output of a multi-output view op, with grad mode on.
 
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -43,7 +45,7 @@ __all__: list[str] = []
 # the in-place rows: the same forward and backward as the view ops, PyTorch's node names
 T_INPLACE = Op("t_", "TBackward1", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),), saved={})
 TRANSPOSE_INPLACE = Op("transpose_", "TransposeBackward1",
-                       forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+                       forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a,
                        backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
                        saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
 UNSQUEEZE_INPLACE = Op("unsqueeze_", "UnsqueezeBackward1",
@@ -57,6 +59,16 @@ SQUEEZE_DIMS_INPLACE = Op(
     forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
     backward=lambda ctx, g: (reshape(g, ctx.shape),),
     saved={"dim": Attr("dims", tuple), "self_sym_sizes": SELF_SIZES})
+
+
+def _dims(name, *dims):
+    """``dims`` as ints, or PyTorch's TypeError for a dim of another type (``squeeze_(0.5)``)."""
+    try:
+        return tuple(operator.index(dim) for dim in dims)
+    except TypeError:
+        got = ", ".join(type(dim).__name__ for dim in dims)
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                        f"but expected int dims") from None
 
 
 def _check_replayable(shape, chains):
@@ -136,6 +148,10 @@ def t_(self):
 def transpose_(self, dim0, dim1):
     """Swap dimensions ``dim0`` and ``dim1`` of ``self`` in place (``swapdims_`` and
     ``swapaxes_`` are the same method). Mirrors ``torch.Tensor.transpose_``."""
+    for position, (label, dim) in enumerate((("dim0", dim0), ("dim1", dim1)), start=1):
+        if not isinstance(dim, (int, np.integer)):
+            raise TypeError(f"transpose_(): argument '{label}' (position {position}) must be int, "
+                            f"not {type(dim).__name__}")
     attrs = {"dim0": _wrap_dim(dim0, self.ndim), "dim1": _wrap_dim(dim1, self.ndim)}
     return _change_view(self, TRANSPOSE_INPLACE, TRANSPOSE, attrs, (TRANSPOSE, attrs))
 
@@ -143,6 +159,7 @@ def transpose_(self, dim0, dim1):
 @declare(name=False, method=True)
 def unsqueeze_(self, dim):
     """Insert a dimension of size 1 at ``dim``, in place. Mirrors ``torch.Tensor.unsqueeze_``."""
+    (dim,) = _dims("unsqueeze_", dim)
     dim = _wrap_dim(dim, self.ndim + 1)
     new_shape = self._data.shape[:dim] + (1,) + self._data.shape[dim:]
     return _change_view(self, UNSQUEEZE_INPLACE, UNSQUEEZE, {"dim": dim},
@@ -155,12 +172,13 @@ def squeeze_(self, dim=None):
     dims (a dim of another size stays). Mirrors ``torch.Tensor.squeeze_``."""
     shape = self._data.shape
     if isinstance(dim, (tuple, list)):
-        dims = tuple(_wrap_dim(d, self.ndim) for d in dim) if self.ndim else ()
+        dims = tuple(_wrap_dim(d, self.ndim) for d in _dims("squeeze_", *dim)) if self.ndim else ()
         for d in set(dims):
             if dims.count(d) > 1:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         node_op, step, attrs = SQUEEZE_DIMS_INPLACE, SQUEEZE_DIMS, {"dims": dims, "shape": shape}
     elif dim is not None:
+        (dim,) = _dims("squeeze_", dim)
         node_op, step = SQUEEZE_DIM_INPLACE, SQUEEZE_DIM
         attrs = {"dim": _wrap_dim(dim, self.ndim), "shape": shape}
     else:

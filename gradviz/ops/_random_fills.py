@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._tensor import Tensor
+from .. import dtypes as _dtypes
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor
 from ._inplace import _overwritten, inplace
 from ._registry import Op, apply
 
@@ -49,6 +50,41 @@ BERNOULLI_TENSOR_FILL = Op(
     forward=lambda a, probability, draws, probability_shape: np.asarray(draws, dtype=a.dtype),
     backward=lambda ctx, g: (_overwritten(g) if ctx.needs_input_grad[0] else None,
                              g.new_zeros(ctx.probability_shape) if ctx.needs_input_grad[1] else None))
+
+
+# PyTorch's refusals of a fill for a dtype: (error type, message with {word} / {c_name})
+_DTYPE_ERRORS = {
+    "normal_": (NotImplementedError, '"normal_kernel_cpu" not implemented for \'{word}\''),
+    "uniform_": (NotImplementedError, '"check_uniform_bounds" not implemented for \'{word}\''),
+    "log_normal_": (NotImplementedError, '"log_normal_cpu" not implemented for \'{word}\''),
+    "exponential_": (RuntimeError, "Exponential distribution is a continuous probability "
+                                   "distribution. dtype must be a floating point but you specified {word}"),
+    "cauchy_": (RuntimeError, "Cauchy distribution is a continuous probability distribution. dtype "
+                              "must be a floating point but you specified {c_name}"),
+}
+
+
+def check_dtype(self, name):
+    """PyTorch's error for a fill ``name`` its kernel has no version of for ``self``'s dtype
+    (the continuous laws need floating point; ``geometric_`` takes integers, not booleans)."""
+    dtype = self.dtype
+    if name == "geometric_":
+        if dtype is _dtypes.bool:
+            raise NotImplementedError("\"geometric_cpu\" not implemented for 'Bool'")
+        return
+    if not dtype.is_floating_point:
+        error, message = _DTYPE_ERRORS[name]
+        raise error(message.format(word=TYPE_WORDS[dtype.name], c_name=C_TYPE_NAMES[dtype.name]))
+
+
+def check_probability(p):
+    """``bernoulli_``'s checks of ``p`` (a number or a tensor of probabilities)."""
+    if isinstance(p, Tensor):
+        data = p._data
+        if data.size and not bool(((data >= 0) & (data <= 1)).all()):
+            raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    elif not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={float(p):g}")
 
 
 def fill_with_draws(self, draws, row, probability=None):

@@ -129,9 +129,10 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 TRANSPOSE = Op("transpose", "TransposeBackward0",
-               forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+               forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a.view(),
                backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
-               fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"]),),
+               fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"])
+                                             if g.ndim else g,),
                view=True, saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
 T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
        fast_backward=lambda ctx, g: (g.T,), view=True, saved={})
@@ -202,7 +203,7 @@ def _reshape_to_shape_fast(ctx, g):
 
 def _squeeze_dim_op(name, node, saved=None):
     return Op(name, node,
-              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
+              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.ndim and a.shape[dim] == 1 else a.view(),
               backward=lambda ctx, g: (reshape(g, ctx.shape),),
               fast_backward=_reshape_to_shape_fast, view=True, saved=saved)
 

@@ -100,6 +100,9 @@ def test_leaf_requiring_grad_raises_and_no_grad_allows(name):
     (lambda lib: lib.zeros(2, 3).transpose_(0, 5), IndexError, "Dimension out of range"),
     (lambda lib: lib.zeros(2, 3).unsqueeze_(5), IndexError, "Dimension out of range"),
     (lambda lib: lib.zeros(3, 1).squeeze_((1, 1)), RuntimeError, "dim 1 appears multiple times in the list of dims"),
+    (lambda lib: lib.zeros(1, 2).squeeze_(0.5), TypeError, "squeeze_\\(\\) received an invalid combination of arguments"),
+    (lambda lib: lib.zeros(1, 2).transpose_(0, 1.0), TypeError,
+     "transpose_\\(\\): argument 'dim1' \\(position 2\\) must be int, not float"),
     (lambda lib: (lib.ones(4, 3, requires_grad=True) * 1.0).split(2)[0].t_(), RuntimeError,
      "Output 0 of SplitBackward0 is a view and is being modified inplace"),
 ])
@@ -194,3 +197,32 @@ def test_transpose_of_a_base_with_a_flat_view_is_refused_clearly():
     with pytest.raises(RuntimeError, match="not supported by gradviz.*transpose out of place"):
         y.t_()
     assert tuple(y.shape) == (2, 3) and y._version == 0 and flat._version == 0
+
+
+@pytest.mark.parametrize("call,node", [
+    (lambda t: t.squeeze_(), "SqueezeBackward3"), (lambda t: t.squeeze_(0), "SqueezeBackward4"),
+    (lambda t: t.squeeze_(-1), "SqueezeBackward4"), (lambda t: t.unsqueeze_(-1), "UnsqueezeBackward1"),
+    (lambda t: t.t_(), "TBackward1"), (lambda t: t.transpose_(0, -1), "TransposeBackward1"),
+])
+def test_zero_dimensional_tensors_match_torch(call, node):
+    def run(lib):
+        x = lib.tensor(3.0, requires_grad=True)
+        y = x * 2.0
+        call(y)
+        (y * 5.0).sum().backward()
+        return tuple(y.shape), _name(y.grad_fn), float(x.grad)
+
+    assert run(gradviz) == run(torch)
+    assert run(torch)[1] == node
+
+
+@pytest.mark.parametrize("call", [lambda t: t.squeeze(0), lambda t: t.squeeze(-1), lambda t: t.transpose(0, -1),
+                                  lambda t: t.swapaxes(-1, 0)])
+def test_zero_dimensional_out_of_place_views_match_torch(call):
+    def run(lib):
+        x = lib.tensor(3.0, requires_grad=True)
+        y = call(x * 2.0)
+        (y * 5.0).backward()
+        return tuple(y.shape), _name(y.grad_fn), float(x.grad)
+
+    assert run(gradviz) == run(torch)

@@ -91,3 +91,38 @@ def test_bernoulli_with_tensor_probabilities_gives_them_a_zero_gradient():
                 np.array_equal(x.grad.numpy(), y.detach().numpy()))
 
     assert run(gradviz) == run(torch)
+
+
+@pytest.mark.parametrize("bad,error,phrase", [
+    (lambda lib: lib.zeros(3, dtype=lib.long).normal_(), NotImplementedError,
+     "\"normal_kernel_cpu\" not implemented for 'Long'"),
+    (lambda lib: lib.zeros(3, dtype=lib.bool).uniform_(), NotImplementedError,
+     "\"check_uniform_bounds\" not implemented for 'Bool'"),
+    (lambda lib: lib.zeros(3, dtype=lib.long).log_normal_(), NotImplementedError,
+     "\"log_normal_cpu\" not implemented for 'Long'"),
+    (lambda lib: lib.zeros(3, dtype=lib.bool).geometric_(0.5), NotImplementedError,
+     "\"geometric_cpu\" not implemented for 'Bool'"),
+    (lambda lib: lib.zeros(3, dtype=lib.long).exponential_(), RuntimeError,
+     "Exponential distribution is a continuous probability distribution. dtype must be a floating point "
+     "but you specified Long"),
+    (lambda lib: lib.zeros(3, dtype=lib.long).cauchy_(), RuntimeError,
+     "Cauchy distribution is a continuous probability distribution. dtype must be a floating point but "
+     "you specified long int"),
+    (lambda lib: lib.zeros(3).normal_(0, -1), RuntimeError, "normal expects std >= 0.0, but found std -1"),
+    (lambda lib: lib.zeros(3).uniform_(2, 1), RuntimeError,
+     "uniform_ expects to return a \\[from, to\\) range, but found from=2 > to=1"),
+    (lambda lib: lib.zeros(3).bernoulli_(1.5), RuntimeError, "bernoulli_ expects p to be in \\[0, 1\\], but got p=1.5"),
+    (lambda lib: lib.zeros(3).bernoulli_(lib.tensor([2.0, 0.0, 0.0])), RuntimeError,
+     "Expected p_in >= 0 && p_in <= 1 to be true, but got false."),
+])
+def test_bad_fills_raise_torchs_errors(bad, error, phrase):
+    for lib in (gradviz, torch):
+        with pytest.raises(error, match=phrase):
+            bad(lib)
+
+
+@pytest.mark.parametrize("fill", [lambda t: t.geometric_(0.5), lambda t: t.bernoulli_(0.5),
+                                  lambda t: t.random_(0, 3)])
+def test_integer_fills_keep_the_dtype_as_torch(fill):
+    for lib in (gradviz, torch):
+        assert fill(lib.zeros(4, dtype=lib.long)).dtype is lib.long
