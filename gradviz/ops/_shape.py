@@ -950,8 +950,17 @@ FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims)
           backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
-@declare(method=True)
+@declare()
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
     return apply(FLIP, input, dims=dims)
+
+
+@declare(name=False, method="flip")
+def _flip_method(self, *dims, **kwargs):
+    """``x.flip(dims)``, also as ``x.flip(0, 2)`` (the method takes the dims one by one too, as
+    ``torch.Tensor.flip``)."""
+    if "dims" in kwargs:
+        return flip(self, kwargs.pop("dims"), **kwargs)
+    return flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)
