@@ -20,6 +20,8 @@ gradviz derives a view from its base by replaying the view ops in ``_view_chain`
   base from the new one. Those views then get ``AsStridedBackward0``, as in PyTorch, where the
   version bump regenerates them.
 
+Under forward AD the tensor's tangent takes the same step (a view of the same tangent memory).
+
 The checks are those of every in-place op: PyTorch's errors for a leaf that requires grad, a
 view of one, and an output of a multi-output view op, with grad mode on.
 """
@@ -111,6 +113,9 @@ def _change_view(self, node_op, step, attrs, inverse):
         node = apply(node_op, source, **attrs).grad_fn
     self._data = new_data
     self._version_counter.bump()
+    tangent = self._forward_tangent
+    if tangent is not None:  # forward AD: the tangent takes the same shape, over its own memory
+        self._forward_tangent = apply(step, tangent, **attrs)
     if base is not None:
         self._view_chain = self._view_chain + ((step, attrs),)
         if base._views is not None:

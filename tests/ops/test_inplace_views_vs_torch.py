@@ -226,3 +226,24 @@ def test_zero_dimensional_out_of_place_views_match_torch(call):
         return tuple(y.shape), _name(y.grad_fn), float(x.grad)
 
     assert run(gradviz) == run(torch)
+
+
+def test_forward_ad_tangent_follows_the_shape_change():
+    def run(lib):
+        forward_ad = lib.autograd.forward_ad
+        with forward_ad.dual_level():
+            dual = forward_ad.make_dual(lib.tensor(np.arange(6.0).reshape(2, 3)),
+                                        lib.tensor(np.arange(6.0).reshape(2, 3) + 1.0))
+            y = dual * 2.0
+            y.t_()
+            first = forward_ad.unpack_dual(y).tangent.numpy().tolist()
+            y.unsqueeze_(0)
+            total = forward_ad.unpack_dual((y.exp() * lib.arange(2.0)).sum()).tangent.item()
+            view = (dual * 1.0)[0]
+            view.unsqueeze_(0)
+            through_view = forward_ad.unpack_dual(view.sin().sum()).tangent.item()
+        return first, total, through_view
+
+    ours, theirs = run(gradviz), run(torch)
+    assert ours[0] == theirs[0]
+    np.testing.assert_allclose(ours[1:], theirs[1:], rtol=1e-12)
