@@ -52,6 +52,9 @@ def max_unpool(input, indices, output_size):
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"Input to max_unpooling{spatial}d should be a {spatial + 1}d or "
                            f"{spatial + 2}d Tensor, but got a tensor with {input.ndim} dimensions.")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"max_unpool{spatial}d" not implemented for '
+                                  f"'{TYPE_WORDS[input.dtype.name]}'")
     if not isinstance(indices, Tensor) or indices.dtype is not _dtypes.int64:
         got = TYPE_WORDS[indices.dtype.name] if isinstance(indices, Tensor) else type(indices).__name__
         raise RuntimeError(f"elements in indices should be type int64 but got: {got}")

@@ -105,6 +105,10 @@ def test_module_reprs_match_torch(module, text):
      "Input to max_unpooling2d should be a 3d or 4d Tensor, but got a tensor with 2 dimensions."),
     (lambda lib, o, i: lib.nn.functional.max_unpool3d(o[0], i[0], 2), RuntimeError,
      "Input to max_unpooling3d should be a 4d or 5d Tensor, but got a tensor with 3 dimensions."),
+    (lambda lib, o, i: lib.nn.functional.max_unpool2d(o.long(), i, 2), NotImplementedError,
+     "\"max_unpool2d\" not implemented for 'Long'"),
+    (lambda lib, o, i: lib.nn.functional.max_unpool3d(o.bool().unsqueeze(0), i.unsqueeze(0), 2),
+     NotImplementedError, "\"max_unpool3d\" not implemented for 'Bool'"),
     (lambda lib, o, i: lib.nn.functional.max_unpool2d(o, i, 3, stride=2, padding=1), RuntimeError,
      "Found an invalid max index"),
 ])
