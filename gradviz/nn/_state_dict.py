@@ -8,6 +8,9 @@ children, then its post-hooks ``hook(module, state_dict, prefix, local_metadata)
 registered with the private ``_register_state_dict_hook`` may return a new dict that replaces
 the result; one registered with ``register_state_dict_post_hook`` must return None.
 
+A module that overrides ``get_extra_state``/``set_extra_state`` saves and loads one more entry,
+``<prefix>_extra_state``.
+
 ``load_state_dict()`` visits each module with the entries under its prefix: its
 ``_load_from_state_dict`` runs the load pre-hooks ``hook(module, state_dict, prefix,
 local_metadata, strict, missing_keys, unexpected_keys, error_msgs)`` (without ``module`` for the
@@ -30,6 +33,8 @@ from .._tensor import Tensor
 from ..autograd import no_grad
 
 __all__ = ["StateDictMixin"]
+
+_EXTRA_STATE = "_extra_state"  # the key of get_extra_state()'s value, after the module's prefix
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -128,6 +133,20 @@ class StateDictMixin:
         _check_callable(hook)
         return _register(self, "_load_state_dict_post_hooks", _StateDictHook(hook))
 
+    # ---- extra state ----------------------------------------------------------------------
+    def get_extra_state(self):
+        """The module's state beyond parameters and buffers, saved under ``"_extra_state"``
+        when a subclass overrides this (with ``set_extra_state`` to load it back)."""
+        raise RuntimeError("Reached a code path in Module.get_extra_state() that should never be "
+                           "called. Please file an issue at https://github.com/pytorch/pytorch/"
+                           "issues/new?template=bug-report.yml to report this bug.")
+
+    def set_extra_state(self, state) -> None:
+        """Load the state ``get_extra_state`` returned; override both together."""
+        raise RuntimeError("Reached a code path in Module.set_extra_state() that should never be "
+                           "called. Please file an issue at https://github.com/pytorch/pytorch/"
+                           "issues/new?template=bug-report.yml to report this bug.")
+
     # ---- saving ---------------------------------------------------------------------------
     def _save_to_state_dict(self, destination, prefix: str, keep_vars: bool) -> None:
         """Put this module's own parameters and persistent buffers into ``destination``
@@ -139,6 +158,8 @@ class StateDictMixin:
         for name, value in self._buffers.items():
             if value is not None and name not in non_persistent:
                 destination[prefix + name] = value if keep_vars else value.detach()
+        if type(self).get_extra_state is not StateDictMixin.get_extra_state:
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
         """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``),
@@ -237,9 +258,17 @@ class StateDictMixin:
                                   f"the model are {target.shape} and whose dimensions in the "
                                   f"checkpoint are {value.shape}, an exception occurred : "
                                   f"{error.args}.")
+        extra_key = prefix + _EXTRA_STATE
+        if type(self).set_extra_state is not StateDictMixin.set_extra_state:
+            if extra_key in state_dict:
+                self.set_extra_state(state_dict[extra_key])
+            elif strict:
+                missing_keys.append(extra_key)
+        elif strict and extra_key in state_dict:
+            unexpected_keys.append(extra_key)
         if strict:
             for key in state_dict:
-                if not key.startswith(prefix):
+                if not key.startswith(prefix) or key == extra_key:
                     continue
                 head, dot, _ = key[len(prefix):].partition(".")
                 if (head not in self._modules) if dot else (head not in local_state):

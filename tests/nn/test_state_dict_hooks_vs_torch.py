@@ -159,3 +159,30 @@ def test_load_errors_after_hooks_keep_torchs_wording():
         assert message.startswith("Error(s) in loading state_dict for Sequential:\n\tMissing key(s) in "
                                   "state_dict: \"1.1.bias\". \n\tUnexpected key(s) in state_dict: \"surplus\". ")
         assert "size mismatch for 0.weight: copying a param with shape" in message
+
+
+def test_extra_state_is_saved_and_loaded_as_torch():
+    def run(lib):
+        class Counter(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.linear = lib.nn.Linear(1, 1)
+                self.steps = 0
+
+            def get_extra_state(self):
+                return {"steps": self.steps}
+
+            def set_extra_state(self, state):
+                self.steps = state["steps"] + 100
+
+        model = lib.nn.Sequential(Counter())
+        model[0].steps = 7
+        state = model.state_dict()
+        keys = list(state)
+        model.load_state_dict(state)
+        missing = model.load_state_dict({k: v for k, v in state.items() if "extra" not in k}, strict=False)
+        plain = lib.nn.Sequential(lib.nn.Linear(1, 1))
+        surplus = plain.load_state_dict({**plain.state_dict(), "0._extra_state": 1}, strict=False)
+        return keys, state["0._extra_state"], model[0].steps, repr(missing), repr(surplus)
+
+    assert run(gradviz) == run(torch)
