@@ -519,6 +519,10 @@ SPECS: dict[str, Spec] = {
     "ctc_loss_backward": S((6, 2, 4), order=0, why=_NO_TORCH_DERIVATIVE.format("_ctc_loss_backward"))(
         _grad_of(lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
                                                        [6, 5], [3, 2], reduction="sum"))),
+    "as_strided": S((12,))(lambda m, x: (x * 1.0).as_strided((3, 4), (2, 1), 1)),
+    "as_strided_": S((3, 4))(lambda m, x: (x * 1.0).as_strided_((4, 3), (1, 4))),
+    "as_strided_scatter": S((12,))(_grad_of(lambda m, x: (x * 1.0).as_strided((3, 4), (2, 1), 1))),
+    "as_strided_read": S((12,))(_grad_of(_grad_of(lambda m, x: (x * x).as_strided((3, 4), (2, 1), 1)))),
     # in-place random fills (ops/_random_fills.py): the draws differ, times zero they agree
     "normal_fill": S((3, 4))(lambda m, x: (x * 1.0).normal_() * 0.0 + x * x),
     "uniform_fill": S((3, 4))(lambda m, x: (x * 1.0).uniform_() * 0.0 + x * x),
