@@ -35,7 +35,7 @@ import numpy as np
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
-from .._tensor import _update_retains_grad, _wrap, _wrap_dim
+from .._tensor import _wrap, _wrap_dim
 from ._inplace import _check_writable, refresh_views
 from ._registry import Op, apply, declare
 from ._saved import DIM, SELF_SIZES, Attr
@@ -126,10 +126,10 @@ def _change_view(self, node_op, step, attrs, inverse):
         if self._views is not None:
             refresh_views(self)
     if node is not None:
+        # unlike other in-place ops, PyTorch leaves a retain_grad() hook on the old node here:
+        # .grad keeps the shape the tensor had when retain_grad() was called
         self.grad_fn = node
         self._output_nr = 0
-        if self._retains_grad:
-            _update_retains_grad(self)
     return self
 
 

@@ -247,3 +247,21 @@ def test_forward_ad_tangent_follows_the_shape_change():
     ours, theirs = run(gradviz), run(torch)
     assert ours[0] == theirs[0]
     np.testing.assert_allclose(ours[1:], theirs[1:], rtol=1e-12)
+
+
+def test_retain_grad_and_hooks_registered_before_stay_on_the_old_node_as_torch():
+    def run(lib):
+        z = lib.ones(2, 3, requires_grad=True)
+        before = z * 2.0
+        before.retain_grad()
+        before.t_()
+        (before * lib.arange(6.0).view(3, 2)).sum().backward()
+        after = z * 2.0
+        after.t_()
+        after.retain_grad()
+        seen = []
+        after.register_hook(lambda g: seen.append(tuple(g.shape)))
+        (after * lib.arange(6.0).view(3, 2)).sum().backward()
+        return before.grad.tolist(), after.grad.tolist(), seen
+
+    assert run(gradviz) == run(torch)
