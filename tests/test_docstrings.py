@@ -70,7 +70,7 @@ from gradviz.nn import (
 from gradviz.nn.utils import rnn as rnn_utils
 from gradviz.ops import _creation, _linalg_factor, _linalg_norms, _linalg_solvers, _statistics
 from gradviz.ops import _as_strided, _index_reduce, _inplace_views
-from gradviz.nn import _conv_transpose3d, _ctc_loss, _state_dict, _unpooling
+from gradviz.nn import _conv_transpose3d, _conv_transpose3d_layer, _ctc_loss, _state_dict, _unpooling
 from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
 from gradviz.widget import _html
@@ -86,7 +86,7 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
            transformed_distribution, transforms, uniform, distribution_utils,
            _scopes, _module_paths, _rollup, _diff, _torch_scopes, course]
-MODULES += [_as_strided, _inplace_views, _index_reduce, _unpooling, _conv_transpose3d, _state_dict, _ctc_loss]
+MODULES += [_as_strided, _inplace_views, _index_reduce, _unpooling, _conv_transpose3d, _conv_transpose3d_layer, _state_dict, _ctc_loss]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

@@ -1,4 +1,5 @@
-"""The transposed 3-D convolution: ``conv_transpose3d`` and ``ConvTranspose3d``.
+"""The transposed 3-D convolution ``conv_transpose3d`` (its layer, ``ConvTranspose3d``, is in
+``_conv_transpose3d_layer.py``).
 
 Note [Transposed convolution as a convolution]
 ----------------------------------------------
@@ -18,10 +19,9 @@ import numbers
 
 from ..ops import _conv
 from ..ops._conv import check_dtypes
-from ._conv import _ConvTransposeNd
 from ._padding import pad
 
-__all__ = ["conv_transpose3d", "ConvTranspose3d"]
+__all__ = ["conv_transpose3d"]
 
 
 def _triple(value):
@@ -114,29 +114,3 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     geometry = _conv._Geometry(kernel, dilation, (0, 0, 0), (1, 1, 1), dims=3)
     out = _conv.conv3d(x, flipped, bias, geometry, groups)
     return out.squeeze(0) if input.ndim == 4 else out
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    """The transposed 3-D convolution of (N, C_in, D, H, W) inputs (see ``ConvTranspose2d``);
-    ``forward(input, output_size=None)`` picks the ``output_padding`` that gives
-    ``output_size``. Mirrors ``torch.nn.ConvTranspose3d``.
-
-    Examples
-    --------
-    >>> import gradviz as torch
-    >>> torch.nn.ConvTranspose3d(4, 2, kernel_size=3, stride=2, padding=1)
-    ConvTranspose3d(4, 2, kernel_size=(3, 3, 3), stride=(2, 2, 2), padding=(1, 1, 1))
-    """
-
-    _dims = 3
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
-                 padding_mode: str = "zeros", device=None, dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, output_padding,
-                         groups, bias, dilation, padding_mode, dtype)
-
-    def forward(self, input, output_size=None):
-        return conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
-                                self._output_padding(input, output_size), self.groups,
-                                self.dilation)
