@@ -17,7 +17,6 @@ from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _format, _to_array, check_device, device
-from ..autograd import no_grad
 from . import _hooks
 from ._state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401  (state_dict and its hooks)
 

@@ -17,8 +17,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _warn_once, _wrap, _wrap_dim
-from ._indexing import (_DoubleBackwardError, _grid, _scatter_reduce_backward,
-                        _scatter_reduce_forward)
+from ._indexing import _DoubleBackwardError, _grid, _scatter_reduce_backward, _scatter_reduce_forward
 from ._registry import Op, apply, declare
 from ._saved import DIM, OTHER, RESULT, SELF, Attr, Computed, tensor_attr
 from ._scatter_add import add_at

@@ -39,8 +39,20 @@ from .._tensor import _wrap, _wrap_dim
 from ._inplace import _check_writable, refresh_views
 from ._registry import Op, apply, declare
 from ._saved import DIM, SELF_SIZES, Attr
-from ._shape import (SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIM_INPLACE, SQUEEZE_DIMS, T, TRANSPOSE, UNSQUEEZE,
-                     VIEW, reshape, squeeze_dim, t, transpose)
+from ._shape import (
+    SQUEEZE,
+    SQUEEZE_DIM,
+    SQUEEZE_DIM_INPLACE,
+    SQUEEZE_DIMS,
+    TRANSPOSE,
+    UNSQUEEZE,
+    VIEW,
+    T,
+    reshape,
+    squeeze_dim,
+    t,
+    transpose,
+)
 
 __all__: list[str] = []
 
