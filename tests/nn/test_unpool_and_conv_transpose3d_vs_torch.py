@@ -187,3 +187,14 @@ def test_conv_transpose3d_errors_match_torch(bad, phrase):
     for lib in (gradviz, torch):
         with pytest.raises(RuntimeError, match=phrase):
             bad(lib)
+
+
+def test_lazy_conv_transpose3d_matches_torch():
+    def run(lib):
+        layer = lib.nn.LazyConvTranspose3d(4, 2, stride=2, bias=True)
+        before = type(layer).__name__
+        out = layer(lib.zeros(1, 3, 2, 2, 2))
+        return (before, type(layer).__name__, tuple(layer.weight.shape), tuple(layer.bias.shape),
+                tuple(out.shape), repr(layer))
+
+    assert run(gradviz) == run(torch)
