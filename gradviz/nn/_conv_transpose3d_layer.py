@@ -1,6 +1,6 @@
-"""``ConvTranspose3d`` (and ``LazyConvTranspose3d``), the layer of :func:`gradviz.nn.functional.conv_transpose3d` (kept apart
-from the function: the layer builds on ``_conv.py``, which imports ``nn.functional``, and
-``nn.functional`` imports the function)."""
+"""``ConvTranspose3d`` and ``LazyConvTranspose3d``, the layers of
+:func:`gradviz.nn.functional.conv_transpose3d` (kept apart from the function: the layers build on
+``_conv.py``, which imports ``nn.functional``, and ``nn.functional`` imports the function)."""
 
 from __future__ import annotations
 
