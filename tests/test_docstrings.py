@@ -54,6 +54,9 @@ from gradviz.instrument import _module_paths, _recorder, _rollup, _summary, _tra
 from gradviz.nn import (
     _activations_and_pools,
     _conv,
+    _conv_transpose3d,
+    _conv_transpose3d_layer,
+    _ctc_loss,
     _dropout,
     _embedding_bag,
     _functional_layers,
@@ -63,14 +66,23 @@ from gradviz.nn import (
     _padding,
     _rnn,
     _sampling,
+    _state_dict,
     _transformer,
+    _unpooling,
     _upsampling,
     _volumetric,
 )
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz.ops import _creation, _linalg_factor, _linalg_norms, _linalg_solvers, _statistics
-from gradviz.ops import _as_strided, _index_reduce, _inplace_views
-from gradviz.nn import _conv_transpose3d, _conv_transpose3d_layer, _ctc_loss, _state_dict, _unpooling
+from gradviz.ops import (
+    _as_strided,
+    _creation,
+    _index_reduce,
+    _inplace_views,
+    _linalg_factor,
+    _linalg_norms,
+    _linalg_solvers,
+    _statistics,
+)
 from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
 from gradviz.widget import _html
