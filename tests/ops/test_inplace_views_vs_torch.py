@@ -265,3 +265,13 @@ def test_retain_grad_and_hooks_registered_before_stay_on_the_old_node_as_torch()
         return before.grad.tolist(), after.grad.tolist(), seen
 
     assert run(gradviz) == run(torch)
+
+
+def test_a_write_through_a_view_taken_before_an_untracked_shape_change_is_refused_clearly():
+    # neither had a history, so gradviz kept no record of the view when its base was transposed
+    base = gradviz.zeros(2, 3)
+    row = base[0]
+    base.t_()
+    with pytest.raises(RuntimeError, match="take the view again after the shape change"):
+        row.copy_(gradviz.ones(3, requires_grad=True))
+    assert base.tolist() == [[0.0, 0.0]] * 3
