@@ -54,6 +54,9 @@ from gradviz.instrument import _module_paths, _recorder, _rollup, _summary, _tra
 from gradviz.nn import (
     _activations_and_pools,
     _conv,
+    _conv_transpose3d,
+    _conv_transpose3d_layer,
+    _ctc_loss,
     _dropout,
     _embedding_bag,
     _functional_layers,
@@ -63,12 +66,23 @@ from gradviz.nn import (
     _padding,
     _rnn,
     _sampling,
+    _state_dict,
     _transformer,
+    _unpooling,
     _upsampling,
     _volumetric,
 )
 from gradviz.nn.utils import rnn as rnn_utils
-from gradviz.ops import _creation, _linalg_factor, _linalg_norms, _linalg_solvers, _statistics
+from gradviz.ops import (
+    _as_strided,
+    _creation,
+    _index_reduce,
+    _inplace_views,
+    _linalg_factor,
+    _linalg_norms,
+    _linalg_solvers,
+    _statistics,
+)
 from gradviz.utils import benchmark, data
 from gradviz.viz import _dot
 from gradviz.widget import _html
@@ -84,6 +98,7 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            one_hot_categorical, poisson, relaxed_bernoulli, relaxed_categorical,
            transformed_distribution, transforms, uniform, distribution_utils,
            _scopes, _module_paths, _rollup, _diff, _torch_scopes, course]
+MODULES += [_as_strided, _inplace_views, _index_reduce, _unpooling, _conv_transpose3d, _conv_transpose3d_layer, _state_dict, _ctc_loss]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

@@ -70,5 +70,9 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
            "LazyInstanceNorm3d", "RNNBase", "RNNCellBase"]
 
+from ._unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
+from ._conv_transpose3d_layer import ConvTranspose3d, LazyConvTranspose3d  # noqa: E402
+from ._ctc_loss import CTCLoss  # noqa: E402
+__all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d", "LazyConvTranspose3d", "CTCLoss"]
 from . import modules  # noqa: E402 - it re-exports the classes above
 

@@ -8,8 +8,7 @@ as the equivalent torch module (registration order, depth first).
 from __future__ import annotations
 
 import warnings
-from collections import OrderedDict, namedtuple
-from collections.abc import Mapping
+from collections import OrderedDict
 
 import numpy as np
 
@@ -18,8 +17,8 @@ from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _format, _to_array, check_device, device
-from ..autograd import no_grad
 from . import _hooks
+from ._state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401  (state_dict and its hooks)
 
 _push_scope = _engine.push_scope
 _set_current_scope = _engine.set_current_scope
@@ -181,20 +180,7 @@ def _typename(obj) -> str:
     return cls.__qualname__ if module in ("", "builtins") else f"{module}.{cls.__qualname__}"
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    """What ``load_state_dict`` returns: the keys it did not find and did not expect."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-class Module:
+class Module(StateDictMixin):
     """Base class of every layer: ``__setattr__`` registers parameters and submodules.
 
     Examples
@@ -632,82 +618,6 @@ class Module:
     def half(self):
         self._apply_to_floats(_dtypes.float16)
         return self
-
-    # ---- state dict ------------------------------------------------------------------
-    def state_dict(self, *, destination=None, prefix: str = "", keep_vars: bool = False):
-        """Parameters and buffers by dotted name (detached unless ``keep_vars``)."""
-        if destination is None:
-            destination = OrderedDict()
-            destination._metadata = OrderedDict()
-        metadata = getattr(destination, "_metadata", None)
-        if metadata is not None:
-            metadata[prefix[:-1]] = {"version": getattr(self, "_version", 1)}
-        for name, value in self._parameters.items():
-            if value is not None:
-                destination[prefix + name] = value if keep_vars else value.detach()
-        non_persistent = self.__dict__.get("_non_persistent_buffers_set", ())
-        for name, value in self._buffers.items():
-            if value is not None and name not in non_persistent:
-                destination[prefix + name] = value if keep_vars else value.detach()
-        for name, module in self._modules.items():
-            if module is not None:
-                module.state_dict(destination=destination, prefix=prefix + name + ".",
-                                  keep_vars=keep_vars)
-        return destination
-
-    def _upgrade_state_dict(self, state_dict, prefix: str, version) -> None:
-        """Bring this module's entries of a checkpoint saved by an older version of the module
-        (``version`` from the checkpoint's ``_metadata``, None without it) up to date, in place
-        (torch's ``_load_from_state_dict`` overrides do this)."""
-
-    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
-        """Copy values into the parameters and buffers (in place, under no_grad), or with
-        ``assign`` make the checkpoint's tensors the module's (as Parameters where the module
-        had Parameters). Returns the missing and unexpected keys."""
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        metadata = getattr(state_dict, "_metadata", None)
-        state_dict = OrderedDict(state_dict)
-        for prefix, module in self.named_modules():
-            version = None if metadata is None else metadata.get(prefix, {}).get("version")
-            module._upgrade_state_dict(state_dict, prefix + "." if prefix else "", version)
-        own = self.state_dict(keep_vars=True)
-        missing = [k for k in own if k not in state_dict]
-        unexpected = [k for k in state_dict if k not in own]
-        errors = []
-        if strict:  # torch's order: missing keys, unexpected keys, then the size mismatches
-            if missing:
-                errors.append("Missing key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in missing) + ". ")
-            if unexpected:
-                errors.append("Unexpected key(s) in state_dict: "
-                              + ", ".join(f'"{k}"' for k in unexpected) + ". ")
-        for key, target in own.items():
-            if key not in state_dict:
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                errors.append(f'While copying the parameter named "{key}", expected gradviz.Tensor '
-                              "or Tensor-like object from checkpoint but received "
-                              f"{type(value)}")
-                continue
-            if tuple(value.shape) != tuple(target.shape):
-                errors.append(f"size mismatch for {key}: copying a param with shape {value.shape} "
-                              f"from checkpoint, the shape in current model is {target.shape}.")
-                continue
-            if assign:
-                module_path, _, name = key.rpartition(".")
-                owner = self.get_submodule(module_path)
-                if isinstance(target, Parameter) and not isinstance(value, Parameter):
-                    value = Parameter(value, requires_grad=target.requires_grad)
-                setattr(owner, name, value)
-                continue
-            with no_grad():
-                target.copy_(value)
-        if errors:
-            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
-                               + "\n\t".join(errors))
-        return _IncompatibleKeys(missing, unexpected)
 
     # ---- printing --------------------------------------------------------------------
     def extra_repr(self) -> str:

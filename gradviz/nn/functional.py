@@ -1045,6 +1045,9 @@ from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, g
                             hardshrink, softshrink, threshold)
 from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
 from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
+from ._unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: E402
+from ._conv_transpose3d import conv_transpose3d  # noqa: E402
+from ._ctc_loss import ctc_loss  # noqa: E402
 from ._sampling import affine_grid, grid_sample  # noqa: E402
 from ._embedding_bag import embedding_bag  # noqa: E402
 from ._margin_and_likelihood_losses import (cosine_embedding_loss, gaussian_nll_loss,  # noqa: E402
@@ -1074,3 +1077,4 @@ from ._functional_composites import (adaptive_max_pool1d_with_indices,  # noqa: 
                                upsample_bilinear, upsample_nearest)
 
 __all__ += _functional_composites.__all__
+__all__ += ["max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d", "ctc_loss"]

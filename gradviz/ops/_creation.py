@@ -10,6 +10,7 @@ import numpy as np
 from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _to_array, _wrap, check_device
+from . import _random_fills
 from ._registry import declare
 from ._shape import _shape_arg
 
@@ -553,56 +554,73 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
                 requires_grad=requires_grad)
 
 
-def _fill_from(self, array):
-    from ._inplace import copy_
-
-    return copy_(self, _wrap(array.astype(self._data.dtype)))
+def _fill_from(self, row, draws):
+    """Write ``draws`` into ``self``, recording ``row``'s node in a graph (Note [Random fills
+    in a graph] in ``ops/_random_fills.py``)."""
+    return _random_fills.fill_with_draws(self, draws, row)
 
 
 @declare(name=False, method=True)
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill with N(mean, std²) samples from gradviz's generator (values differ from torch's)."""
-    return _fill_from(self, _rng(generator).normal(mean, std, size=self._data.shape))
+    _random_fills.check_dtype(self, "normal_")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {_c_number(std)}")
+    return _fill_from(self, _random_fills.NORMAL_FILL,
+                      _rng(generator).normal(mean, std, size=self._data.shape))
 
 
 @declare(name=False, method=True)
 def uniform_(self, a=0.0, b=1.0, *, generator=None):
     """Fill with U(a, b) samples from gradviz's generator (values differ from torch's)."""
-    return _fill_from(self, _rng(generator).uniform(a, b, size=self._data.shape))
+    _random_fills.check_dtype(self, "uniform_")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={_c_number(a)} > to={_c_number(b)}")
+    return _fill_from(self, _random_fills.UNIFORM_FILL,
+                      _rng(generator).uniform(a, b, size=self._data.shape))
 
 
 @declare(name=False, method=True)
 def exponential_(self, lambd=1.0, *, generator=None):
     """Fill with samples of the exponential distribution of rate ``lambd`` (gradviz's
     generator). Mirrors ``torch.Tensor.exponential_``."""
+    _random_fills.check_dtype(self, "exponential_")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_c_number(lambd)}")
-    return _fill_from(self, _rng(generator).exponential(1.0 / lambd, size=self._data.shape))
+    return _fill_from(self, _random_fills.EXPONENTIAL_FILL,
+                      _rng(generator).exponential(1.0 / lambd, size=self._data.shape))
 
 
 @declare(name=False, method=True)
 def geometric_(self, p, *, generator=None):
     """Fill with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...).
     Mirrors ``torch.Tensor.geometric_``."""
+    _random_fills.check_dtype(self, "geometric_")
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_c_number(p)}")
-    return _fill_from(self, _rng(generator).geometric(p, size=self._data.shape))
+    return _fill_from(self, _random_fills.GEOMETRIC_FILL,
+                      _rng(generator).geometric(p, size=self._data.shape))
 
 
 @declare(name=False, method=True)
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
     """Fill with ``exp(N(mean, std²))`` samples. Mirrors ``torch.Tensor.log_normal_``."""
+    _random_fills.check_dtype(self, "log_normal_")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_c_number(std)}")
-    return _fill_from(self, _rng(generator).lognormal(mean, std, size=self._data.shape))
+    return _fill_from(self, _random_fills.LOG_NORMAL_FILL,
+                      _rng(generator).lognormal(mean, std, size=self._data.shape))
 
 
 @declare(name=False, method=True)
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
     """Fill with Cauchy(``median``, ``sigma``) samples. Mirrors ``torch.Tensor.cauchy_``."""
+    _random_fills.check_dtype(self, "cauchy_")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_c_number(sigma)}")
-    return _fill_from(self, median + sigma * _rng(generator).standard_cauchy(size=self._data.shape))
+    return _fill_from(self, _random_fills.CAUCHY_FILL,
+                      median + sigma * _rng(generator).standard_cauchy(size=self._data.shape))
 
 
 def _c_number(value) -> str:
@@ -633,10 +651,11 @@ def random_(self, from_=None, to=None, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    row = _random_fills.RANDOM_FILL
     if from_ is not None and to is None:
-        low, high = 0, int(from_)  # random_(to)
+        low, high, row = 0, int(from_), _random_fills.RANDOM_TO_FILL  # random_(to)
     elif from_ is None:
-        low, high = 0, _random_bounds(self.dtype) + 1
+        low, high, row = 0, _random_bounds(self.dtype) + 1, _random_fills.RANDOM_FULL_FILL
     else:
         low, high = int(from_), int(to)
         if low >= high:
@@ -645,7 +664,8 @@ def random_(self, from_=None, to=None, *, generator=None, **kwargs):
         info = np.iinfo(self._data.dtype)
         if low < info.min or low > info.max:
             raise RuntimeError(f"from is out of bounds for {_C_INTEGER_NAMES[self.dtype.name]}")
-    return _fill_from(self, _rng(generator).integers(low, high, size=self._data.shape))
+    return _fill_from(self, row,
+                      _rng(generator).integers(low, high, size=self._data.shape))
 
 
 
@@ -688,8 +708,10 @@ def bernoulli(input, p=None, *, generator=None):
 
 @declare(name=False, method=True)
 def bernoulli_(self, p=0.5, *, generator=None):
+    _random_fills.check_probability(p)
     probability = p._data if isinstance(p, Tensor) else p
-    return _fill_from(self, _rng(generator).random(self._data.shape) < probability)
+    draws = _rng(generator).random(self._data.shape) < probability
+    return _random_fills.fill_with_draws(self, draws, _random_fills.BERNOULLI_FILL, p)
 
 
 @declare(method=True)

@@ -706,8 +706,10 @@ class _DoubleBackwardError(_engine.Node):
     """The ``grad_fn`` PyTorch gives a gradient it cannot differentiate again (its node is
     named "Error"): a backward pass that reaches it raises."""
 
-    def __init__(self, tensor, message):
-        _engine.Node.__init__(self, (), (_engine.InputMeta(tensor._data.shape, tensor.dtype),))
+    def __init__(self, tensor, message, edges=()):
+        # PyTorch's Error node keeps the edges of the gradient it replaces, so a backward pass
+        # toward the inputs reaches it (and raises) instead of finding no path
+        _engine.Node.__init__(self, edges, (_engine.InputMeta(tensor._data.shape, tensor.dtype),))
         self.message = message
 
     def name(self):
@@ -723,7 +725,7 @@ def _refuse_double_backward(grad):
     refused = _wrap(grad._data.copy())
     refused.grad_fn = _DoubleBackwardError(
         refused, "scatter_reduce(): Double backward is unsupported for src when >1 zeros in src "
-                 "are scattered to the same position in self")
+                 "are scattered to the same position in self", (_engine.gradient_edge(grad),))
     return refused
 
 

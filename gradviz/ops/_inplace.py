@@ -318,6 +318,7 @@ COPY_SLICES = Op("copy_slices", "CopySlices", forward=_copy_slices_forward,
 def _inplace_on_view(self, fn):
     base = self._base
     chain = self._view_chain
+    _check_rederivable(self, base, chain)
     base_before = _snapshot(base)
     new_value = fn(_replay(base_before, chain))
     _check_castable(new_value.dtype, self.dtype)
@@ -330,6 +331,21 @@ def _inplace_on_view(self, fn):
         _update_retains_grad(base)
     refresh_views(base, self)
     return self
+
+
+def _check_rederivable(view, base, chain):
+    """Refuse a write through a view that its chain no longer re-derives from its base: one made
+    while neither had a history, before the base changed shape in place (``t_()``, ``squeeze_()``:
+    Note [In-place view ops] in ``ops/_inplace_views.py``)."""
+    region = _replay_numpy(base._data, chain)
+    data = view._data
+    if region.shape != data.shape or (data.size and region.__array_interface__["data"][0]
+                                      != data.__array_interface__["data"][0]):
+        raise RuntimeError(
+            "this view was taken before its base changed shape in place (t_(), transpose_(), "
+            "squeeze_(), unsqueeze_(), as_strided_()) when neither had an autograd history, and "
+            "gradviz can no longer re-derive it from the base: take the view again after the "
+            "shape change")
 
 
 # ---- views whose base changed: Note [Views after their base changed] (gradviz_ext/_engine.py)

@@ -130,9 +130,10 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 TRANSPOSE = Op("transpose", "TransposeBackward0",
-               forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1),
+               forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a.view(),
                backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
-               fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"]),),
+               fast_backward=lambda ctx, g: (np.swapaxes(g, ctx.attrs["dim0"], ctx.attrs["dim1"])
+                                             if g.ndim else g,),
                view=True, saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
 T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
        fast_backward=lambda ctx, g: (g.T,), view=True, saved={})
@@ -203,7 +204,7 @@ def _reshape_to_shape_fast(ctx, g):
 
 def _squeeze_dim_op(name, node, saved=None):
     return Op(name, node,
-              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.shape[dim] == 1 else a.view(),
+              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.ndim and a.shape[dim] == 1 else a.view(),
               backward=lambda ctx, g: (reshape(g, ctx.shape),),
               fast_backward=_reshape_to_shape_fast, view=True, saved=saved)
 
@@ -211,7 +212,8 @@ def _squeeze_dim_op(name, node, saved=None):
 SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1",
                               saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 # the in-place squeeze_(dim) PyTorch's matmul uses for a vector times a matrix
-SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4")
+SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4",
+                                      saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
                   forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
                   backward=lambda ctx, g: (reshape(g, ctx.shape),),
@@ -963,8 +965,17 @@ FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims)
           backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
-@declare(method=True)
+@declare()
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
     return apply(FLIP, input, dims=dims)
+
+
+@declare(name=False, method="flip")
+def _flip_method(self, *dims, **kwargs):
+    """``x.flip(dims)``, also as ``x.flip(0, 2)`` (the method takes the dims one by one too, as
+    ``torch.Tensor.flip``)."""
+    if "dims" in kwargs:
+        return flip(self, kwargs.pop("dims"), **kwargs)
+    return flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)

@@ -534,6 +534,40 @@ SPECS: dict[str, Spec] = {
     "add_scalar": S((3, 4))(lambda m, x: m.nn.functional.rms_norm(x, (4,), eps=1e-3)),
     "pack_padded_sequence": S((4, 3, 2))(
         lambda m, x: m.nn.utils.rnn.pack_padded_sequence(x, m.tensor([4, 2, 1])).data),
+    # in-place view ops (ops/_inplace_views.py): the node of the in-place form
+    "t_": S((3, 4))(lambda m, x: (x * 1.0).t_() * m.arange(3.0)),
+    "transpose_": S((2, 3, 4))(lambda m, x: (x * 1.0).transpose_(0, 2) * m.arange(2.0)),
+    "unsqueeze_": S((3, 4))(lambda m, x: (x * 1.0).unsqueeze_(1) * m.ones(3, 2, 4)),
+    "squeeze_": S((3, 1, 4, 1))(lambda m, x: (x * 1.0).squeeze_() * m.arange(4.0)),
+    "squeeze_dims_": S((3, 1, 4, 1))(lambda m, x: (x * 1.0).squeeze_((1, 2)) * m.ones(3, 4, 2)),
+    "index_reduce": S((4, 3), (5, 3))(
+        lambda m, x, s: x.index_reduce(0, m.tensor([0, 2, 2, 0, 3]), s, "prod", include_self=False)),
+    "max_unpool2d": S(Input((2, 3, 4, 6), "apart"))(lambda m, x: m.nn.functional.max_unpool2d(
+        *m.nn.functional.max_pool2d(x * 1.0, 2, return_indices=True), 2)),
+    "max_unpool3d": S(Input((1, 2, 4, 4, 2), "apart"))(lambda m, x: m.nn.functional.max_unpool3d(
+        *m.nn.functional.max_pool3d(x * 1.0, 2, return_indices=True), 2)),
+    "ctc_loss": S((6, 2, 4), order=1, why=_NO_TORCH_DERIVATIVE.format("_ctc_loss_backward"))(
+        lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]), [6, 5], [3, 2])),
+    "ctc_loss_backward": S((6, 2, 4), order=0, why=_NO_TORCH_DERIVATIVE.format("_ctc_loss_backward"))(
+        _grad_of(lambda m, x: m.nn.functional.ctc_loss(x.log_softmax(2), m.tensor([[1, 2, 2], [3, 1, 0]]),
+                                                       [6, 5], [3, 2], reduction="sum"))),
+    "as_strided": S((12,))(lambda m, x: (x * 1.0).as_strided((3, 4), (2, 1), 1)),
+    "as_strided_": S((3, 4))(lambda m, x: (x * 1.0).as_strided_((4, 3), (1, 4))),
+    "as_strided_scatter": S((12,))(_grad_of(lambda m, x: (x * 1.0).as_strided((3, 4), (2, 1), 1))),
+    "as_strided_read": S((12,))(_grad_of(_grad_of(lambda m, x: (x * x).as_strided((3, 4), (2, 1), 1)))),
+    # in-place random fills (ops/_random_fills.py): the draws differ, times zero they agree
+    "normal_fill": S((3, 4))(lambda m, x: (x * 1.0).normal_() * 0.0 + x * x),
+    "uniform_fill": S((3, 4))(lambda m, x: (x * 1.0).uniform_() * 0.0 + x * x),
+    "exponential_fill": S((3, 4))(lambda m, x: (x * 1.0).exponential_() * 0.0 + x * x),
+    "geometric_fill": S((3, 4))(lambda m, x: (x * 1.0).geometric_(0.5) * 0.0 + x * x),
+    "log_normal_fill": S((3, 4))(lambda m, x: (x * 1.0).log_normal_() * 0.0 + x * x),
+    "cauchy_fill": S((3, 4))(lambda m, x: (x * 1.0).cauchy_() * 0.0 + x * x),
+    "random_fill": S((3, 4))(lambda m, x: (x * 1.0).random_(0, 5) * 0.0 + x * x),
+    "random_to_fill": S((3, 4))(lambda m, x: (x * 1.0).random_(5) * 0.0 + x * x),
+    "random_full_fill": S((3, 4))(lambda m, x: (x * 1.0).random_() * 0.0 + x * x),
+    "bernoulli_fill": S((3, 4))(lambda m, x: (x * 1.0).bernoulli_(0.5) * 0.0 + x * x),
+    "bernoulli_tensor_fill": S((3, 4), Input((3, 4), "probability"))(
+        lambda m, x, p: (x * 1.0).bernoulli_(p * 1.0) * 0.0 + x * p),
 }
 
 
