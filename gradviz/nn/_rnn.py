@@ -91,6 +91,9 @@ def _mode(kind, nonlinearity):
 
 
 class _CellBase(Module):
+    """The base of ``RNNCell``, ``LSTMCell`` and ``GRUCell``: one time step's weights
+    (``weight_ih``, ``weight_hh`` and biases). Mirrors ``torch.nn.RNNCellBase``."""
+
     kind = "RNN"
 
     def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
@@ -168,6 +171,9 @@ class GRUCell(_CellBase):
 
 
 class _RNNBase(Module):
+    """The base of ``RNN``, ``LSTM`` and ``GRU``: stacked, optionally bidirectional recurrent
+    layers over a whole sequence. Mirrors ``torch.nn.RNNBase``."""
+
     kind = "RNN"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
