@@ -7,7 +7,8 @@ cdef extern from "Python.h":
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, gradviz_array_dtype,
                                   gradviz_array_has_shape, gradviz_new_instance,
-                                  init_node, is_grad_enabled, save_tensor, track_view)
+                                  init_node, init_node_edges, edge_node, is_grad_enabled,
+                                  save_tensor, track_view)
 
 
 # Note [Small kernels] (gradviz_ext/_ops.py): add, sub, mul, div and neg of small C-contiguous

@@ -28,7 +28,8 @@ from gradviz_ext._errstate import ERRSTATE, QUIET, quiet_context
 
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
-                                     forward_observer, gradient_edge, init_node,
+                                     edge_node, forward_observer, gradient_edge, init_node,
+                                     init_node_edges,
                                      is_grad_enabled, save_tensor, track_view)
 
 # numpy's error state as a context variable (gradviz_ext/_errstate.py, Note [Op fast paths])
@@ -301,6 +302,11 @@ def _scalar_array(value, dtype):
     return array
 
 
+# Note [Inline edges] (_engine.py): a node holds the next node itself, so freeing a long chain
+# would recurse once per node in C; the trashcan unwinds it (the node classes inherit this
+# dealloc, and Node's own trashcan applies only to instances of Node's dealloc)
+@cython.trashcan(True)
+@cython.cclass
 class OpNode(Node):
     """The backward node of a built-in op; ``_apply_grads`` calls the op's backward rule.
 
@@ -882,7 +888,8 @@ def _new_node(op: OpSpec, edges, metas, needs, attrs):
         node = gradviz_new_instance(op.node_class)
     else:
         node = OpNode.__new__(op.node_class)
-    init_node(node, edges, metas)
+    if edges is not None:
+        init_node(node, edges, metas)
     node.op = op
     node.needs_input_grad = needs
     node.attrs = attrs
@@ -1113,27 +1120,37 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
 
     if record:
         # one and two operands are most ops: build the tuples without intermediate lists
+        # Note [Inline edges] (_engine.py): up to two edges as parts, no tuples
         mask: cython.Py_ssize_t = 0
+        edges = None
+        first_node = second_node = None
+        first_nr: cython.int = 0
+        second_nr: cython.int = 0
         if n == 2:
             x = inputs[0]
             y = inputs[1]
             if requires_grad(x):
                 mask = 1
-                first_edge = gradient_edge(x)
-            else:
-                first_edge = _NO_EDGE
+                first_node = edge_node(x)
+                if first_node is not None and _stored_node(x) is not None:
+                    t = x
+                    first_nr = t._output_nr
             if requires_grad(y):
                 mask |= 2
-                second_edge = gradient_edge(y)
-            else:
-                second_edge = _NO_EDGE
+                second_node = edge_node(y)
+                if second_node is not None and _stored_node(y) is not None:
+                    t = y
+                    second_nr = t._output_nr
             needs = _NEEDS_PAIRS[mask]
             mask |= 4  # the saves cache's slots of two-operand calls (_saves_for)
-            edges = (first_edge, second_edge)
         elif n == 1:
             mask = 0
             needs = _NEEDS_ONE
-            edges = (gradient_edge(inputs[0]),)
+            x = inputs[0]
+            first_node = edge_node(x)
+            if first_node is not None and _stored_node(x) is not None:
+                t = x
+                first_nr = t._output_nr
         else:
             needs = tuple([requires_grad(x) for x in inputs])
             edges = tuple([gradient_edge(inputs[i]) if needs[i] else _NO_EDGE
@@ -1146,6 +1163,8 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         else:
             metas = _one_meta(outputs[0])
         node: OpNode = _new_node(op, edges, metas, needs, attrs)
+        if edges is None:
+            init_node_edges(node, n, first_node, first_nr, second_node, second_nr, metas)
         if op.saves is not None:
             input_indices, save_output = _saves_for(op, needs, mask)
             if input_indices:  # Note [Compact nodes]: a tuple by input index, not a dict
