@@ -628,6 +628,7 @@ cdef class OpSpec:
     cdef public bint view
     cdef public bint quiet
     cdef public int kernel
+    cdef public bint fills_missing
     cdef public list _saves_cache
 
 
@@ -638,6 +639,7 @@ cdef class OpNode(Node):
     cdef public tuple _kept_inputs
     cdef public SavedTensor _saved_output
     cpdef _apply_grads(self, grads)
+    cpdef _materializes_grads(self)
     cdef list _apply_fast(self, grads)
     cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)

@@ -101,10 +101,11 @@ class OpSpec:
     """The engine's view of a differentiable op (see ``gradviz.ops.Op``)."""
 
     def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet,
-                 fast_backward=None, kernel=KERNEL_NONE):
+                 fast_backward=None, kernel=KERNEL_NONE, fills_missing=False):
         if kernel != KERNEL_NONE and fast_backward is None:
             raise ValueError(f"op {name!r}: a kernel stands for a fast_backward, which is missing")
         self.kernel = kernel
+        self.fills_missing = fills_missing
         self._saves_cache = None
         self.name = name
         self.node = node
@@ -302,6 +303,19 @@ def _scalar_array(value, dtype):
     return array
 
 
+# Note [Rules that fill missing gradients]
+# ----------------------------------------
+# The engine replaces a missing incoming gradient by zeros before a built-in node's backward
+# (Note [Engine order], step 2). A node of split, chunk or unbind has one output per piece,
+# and a program often reads a few of many pieces (``x.unbind()[0]``): that was one zeros
+# Tensor, array and ``grads_materialized`` slot per unused piece, made to be concatenated.
+# PyTorch's formulas for these nodes take undefined gradients and fill them themselves. Ops
+# declared ``fills_missing`` do the same: ``OpNode._materializes_grads`` is False for them,
+# their Python and fast rules receive None and fill zeros (``_with_zeros`` and
+# ``_with_zeros_fast`` in gradviz/ops/_shape.py), and no event reports a materialization.
+# Calling such a node directly (``grad_fn(*grads)``) still fills zeros first, as before.
+
+
 # Note [Inline edges] (_engine.py): a node holds the next node itself, so freeing a long chain
 # would recurse once per node in C; the trashcan unwinds it (the node classes inherit this
 # dealloc, and Node's own trashcan applies only to instances of Node's dealloc)
@@ -318,6 +332,13 @@ class OpNode(Node):
         name = self.op.node
         # PyTorch's one C++ node among the ops: name() is qualified, the class name is not
         return "torch::autograd::CopySlices" if name == "CopySlices" else name
+
+    def _materializes_grads(self):
+        """Note [Rules that fill missing gradients]: False for an op whose rules take None
+        for a missing gradient (split, unbind: one output per piece, most of them often
+        unused), so the engine builds no zeros Tensor per unused piece."""
+        op: OpSpec = self.op
+        return not op.fills_missing
 
     def _apply_grads(self, grads):
         op: OpSpec = self.op

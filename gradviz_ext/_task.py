@@ -13,7 +13,8 @@ A graph task executes one node per ``step()``, in PyTorch's order:
 
 1. tensor pre-hooks of each input slot, then the node's pre-hooks;
 2. zero-materialization of missing gradients (custom Functions that ask for it, and
-   built-in nodes that received at least one gradient);
+   built-in nodes that received at least one gradient, except split and unbind nodes,
+   whose rules fill them: Note [Rules that fill missing gradients] in _ops.py);
 3. the node's backward (``Node._apply_grads``), under grad mode only with ``create_graph``;
 4. validation of the results: one per edge, shape reduced or rejected, dtype cast to what
    the successor expects;
