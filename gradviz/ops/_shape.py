@@ -624,9 +624,13 @@ def _stack_backward(ctx, g):
 
 
 def _stack_fast(ctx, g):
-    lead = (slice(None),) * ctx.attrs["dim"]
-    return tuple(g[lead + (i,)] if needed else None
-                 for i, needed in enumerate(ctx.needs_input_grad))
+    """``_stack_backward`` on the array: the select at ``i`` along dim for input ``i``, as
+    numpy views made by iterating ``g`` with dim moved first (in C, one view per piece, with
+    the shape and strides of ``g[..., i, ...]``)."""
+    dim = ctx.attrs["dim"]
+    pieces = g if dim == 0 else np.moveaxis(g, dim, 0)
+    return tuple([piece if needed else None
+                  for piece, needed in zip(pieces, ctx.needs_input_grad)])
 
 
 # One node whose inputs are the stacked tensors themselves, as PyTorch's StackBackward0
