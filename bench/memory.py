@@ -87,9 +87,11 @@ def _parts(y):
     (freed in a chain once the next op replaces ``y``), its node and what the node holds."""
     node = y.grad_fn
     parts = [("Tensor", y, False), ("ndarray (+ its data)", y._data, False),
-             ("VersionCounter", y._version_counter, False), ("node", node, True),
-             ("node.next_functions", node.next_functions, True)]
-    parts += [(f"edge {i}", edge, True) for i, edge in enumerate(node.next_functions)]
+             ("VersionCounter", y._version_counter, False), ("node", node, True)]
+    if node.next_functions is node.next_functions:  # kept as a tuple (more than two edges)
+        parts += [("node.next_functions", node.next_functions, True)]
+        parts += [(f"edge {i}", edge, True) for i, edge in enumerate(node.next_functions)]
+    # else the node keeps its edges in its own fields (Note [Inline edges], _engine.py)
     parts += [("node._input_metadata", node._input_metadata, True)]
     parts += [(f"InputMeta {i}", meta, True) for i, meta in enumerate(node._input_metadata)]
     parts += [("node.needs_input_grad", node.needs_input_grad, True),

@@ -162,18 +162,27 @@ cdef class NodeExtras:
 
 
 cdef class Node:
-    cdef public tuple next_functions
+    # the edges (Note [Inline edges]): the first two in fields, more as one tuple of edges
+    cdef object _fn0
+    cdef object _fn1
+    cdef tuple _edge_tuple
     cdef public tuple _input_metadata
     cdef public long long _seq
     cdef public long long _id
     cdef public NodeExtras _extra  # hooks, metadata, forward site (Note [Rare node fields])
     cdef public bint _released
+    cdef int _edge_count
+    cdef int _nr0
+    cdef int _nr1
     cdef public object _scope
     # a graph task's dependency count and pending input buffer (Note [Counts on nodes])
     cdef long long _dep_serial
     cdef Py_ssize_t _dep_count
     cdef object _dep_buffer
     cdef object __weakref__
+    cdef object _edge_node(self, Py_ssize_t index)
+    cdef Py_ssize_t _edge_nr(self, Py_ssize_t index)
+    cdef _set_edges(self, tuple edges)
     # virtual and overridable from Python (custom Function nodes), but called from C
     cpdef _apply_grads(self, grads)
     cpdef _kind(self)
@@ -194,6 +203,10 @@ cdef class GraphRoot(Node):
 
 cdef NodeExtras _extras(Node node)
 cpdef init_node(Node node, tuple next_functions, tuple input_metadata)
+cdef init_node_edges(Node node, int count, object fn0, int nr0, object fn1, int nr1,
+                     tuple input_metadata)
+cpdef edge_node(TensorBase tensor)
+cdef _init_node_rest(Node node, tuple input_metadata)
 cdef object _changed_view_type
 cpdef stored_grad_fn(TensorBase tensor)
 cpdef gradient_edge(TensorBase tensor)

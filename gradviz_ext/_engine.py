@@ -384,6 +384,18 @@ class NodeExtras:
         self.forward_site = None
 
 
+# Note [Inline edges]
+# -------------------
+# Most nodes have one or two edges. As a tuple of ``(node, input_nr)`` tuples they cost two
+# or three GC-tracked tuples per recorded op (112 bytes for a chain's ``y * c``, more than a
+# third of what one op keeps). So a node keeps its first two edges in fields (``_fn0``,
+# ``_nr0``, ``_fn1``, ``_nr1``, with ``_edge_count``) and only a node with more than two
+# keeps the tuple (``_edge_tuple``). ``next_functions`` builds the tuple on each read (as
+# PyTorch's does: ``f.next_functions is f.next_functions`` is False there too) and its
+# setter splits one; the engine reads the fields through ``_edge_node``/``_edge_nr``.
+_NO_EDGE = (None, 0)
+
+
 @cython.trashcan(True)  # freeing a 10^6-node chain must not recurse 10^6 deep in C
 @cython.cclass
 class Node:
@@ -395,7 +407,7 @@ class Node:
 
     def __init__(self, next_functions=(), input_metadata=(), sequence_nr=-1):
         global _next_sequence_nr, _next_node_id
-        self.next_functions = tuple(next_functions)
+        self._set_edges(tuple(next_functions))
         self._input_metadata = tuple(input_metadata)
         if sequence_nr < 0:
             self._seq = _next_sequence_nr
@@ -411,6 +423,58 @@ class Node:
             _extras(self).forward_site = capture_forward_site(current_graph_task())
         # Note [Forward scopes]: two C tests when no thread is inside a scope
         self._scope = None if _scope is None and not _thread_scopes else current_scope()
+
+    # ---- the edges (Note [Inline edges]) ---------------------------------------------
+    @property
+    def next_functions(self):
+        """One ``(node, input_nr)`` per tensor input of the forward, ``(None, 0)`` for an
+        input that needs no gradient; built on each read for up to two edges, as PyTorch's."""
+        edges = self._edge_tuple
+        if edges is not None:
+            return edges
+        count: cython.int = self._edge_count
+        if count == 0:
+            return ()
+        if count == 1:
+            return ((self._fn0, self._nr0),)
+        return ((self._fn0, self._nr0), (self._fn1, self._nr1))
+
+    @next_functions.setter
+    def next_functions(self, edges):
+        self._set_edges(tuple(edges))
+
+    @cython.cfunc
+    def _set_edges(self, edges: tuple):
+        count: cython.Py_ssize_t = len(edges)
+        if count > 2:
+            self._edge_tuple = edges
+            self._fn0 = self._fn1 = None
+            self._nr0 = self._nr1 = 0
+        else:
+            self._edge_tuple = None
+            self._fn0, self._nr0 = edges[0] if count > 0 else _NO_EDGE
+            self._fn1, self._nr1 = edges[1] if count > 1 else _NO_EDGE
+        self._edge_count = count
+
+    @cython.cfunc
+    def _edge_node(self, index: cython.Py_ssize_t):
+        """The node of edge ``index`` (None for an input that needs no gradient)."""
+        edges = self._edge_tuple
+        if edges is not None:
+            return edges[index][0]
+        if index == 0:
+            return self._fn0
+        if index == 1:
+            return self._fn1
+        return None  # a node the collector cleared (its count is left as it was)
+
+    @cython.cfunc
+    def _edge_nr(self, index: cython.Py_ssize_t) -> cython.Py_ssize_t:
+        """The input slot of edge ``index`` in its node."""
+        edges = self._edge_tuple
+        if edges is not None:
+            return edges[index][1]
+        return self._nr0 if index == 0 else self._nr1
 
     # ---- the rare fields (Note [Rare node fields]) -----------------------------------
     @property
@@ -542,6 +606,11 @@ class Node:
         return RemovableHandle(hooks, fn)
 
 
+if not cython.compiled:  # a node made by __new__ alone has no edges, as a compiled one
+    Node._fn0 = Node._fn1 = Node._edge_tuple = None
+    Node._nr0 = Node._nr1 = Node._edge_count = 0
+
+
 @cython.cfunc
 def _extras(node: Node) -> NodeExtras:
     """``node``'s NodeExtras, made on first use."""
@@ -564,8 +633,26 @@ def check_node_call_arguments(node, grads):
 @cython.ccall
 def init_node(node: Node, next_functions: tuple, input_metadata: tuple):
     """Initialize a node made with ``__new__`` (the fast path of gradviz_ext._ops)."""
+    node._set_edges(next_functions)
+    _init_node_rest(node, input_metadata)
+
+
+@cython.cfunc
+def init_node_edges(node: Node, count: cython.int, fn0, nr0: cython.int, fn1, nr1: cython.int,
+                    input_metadata: tuple):
+    """``init_node`` with at most two edges given as their parts (Note [Inline edges])."""
+    node._edge_tuple = None
+    node._fn0 = fn0
+    node._nr0 = nr0
+    node._fn1 = fn1
+    node._nr1 = nr1
+    node._edge_count = count
+    _init_node_rest(node, input_metadata)
+
+
+@cython.cfunc
+def _init_node_rest(node: Node, input_metadata: tuple):
     global _next_sequence_nr, _next_node_id
-    node.next_functions = next_functions
     node._input_metadata = input_metadata
     node._seq = _next_sequence_nr
     _next_sequence_nr += 1
@@ -695,6 +782,20 @@ def gradient_edge(tensor: TensorBase):
     if tensor._requires_grad:
         return (grad_accumulator(tensor), 0)
     return (None, 0)
+
+
+@cython.ccall
+def edge_node(tensor: TensorBase):
+    """``gradient_edge(tensor)[0]`` without building the edge; the edge's input_nr is
+    ``tensor._output_nr`` when ``tensor.grad_fn`` is set, else 0."""
+    fn = tensor.grad_fn
+    if fn is not None:
+        if type(fn) is _changed_view_type:
+            raise RuntimeError(fn.message)
+        return fn
+    if tensor._requires_grad:
+        return grad_accumulator(tensor)
+    return None
 
 
 @cython.ccall

@@ -76,6 +76,9 @@ def apply(cls, *args, **kwargs):
     return apply_function(cls, args)
 
 
+# a chain of custom nodes is freed without deep C recursion (Note [Inline edges])
+@cython.trashcan(True)
+@cython.cclass
 class FunctionNode(Node):
     """The fields every custom Function node carries, and its ``_apply_grads``.
 

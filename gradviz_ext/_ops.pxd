@@ -7,7 +7,8 @@ cdef extern from "Python.h":
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, gradviz_array_dtype,
                                   gradviz_array_has_shape, gradviz_new_instance,
-                                  init_node, is_grad_enabled, save_tensor, track_view)
+                                  init_node, init_node_edges, edge_node, is_grad_enabled,
+                                  save_tensor, track_view)
 
 
 # Note [Small kernels] (gradviz_ext/_ops.py): add, sub, mul, div and neg of small C-contiguous
@@ -627,6 +628,7 @@ cdef class OpSpec:
     cdef public bint view
     cdef public bint quiet
     cdef public int kernel
+    cdef public bint fills_missing
     cdef public list _saves_cache
 
 
@@ -637,6 +639,7 @@ cdef class OpNode(Node):
     cdef public tuple _kept_inputs
     cdef public SavedTensor _saved_output
     cpdef _apply_grads(self, grads)
+    cpdef _materializes_grads(self)
     cdef list _apply_fast(self, grads)
     cdef list _kernel_backward(self, int kernel, grad, g)
     cpdef data(self, Py_ssize_t index)

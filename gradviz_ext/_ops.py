@@ -28,7 +28,8 @@ from gradviz_ext._errstate import ERRSTATE, QUIET, quiet_context
 
 if not cython.compiled:  # compiled, these come from the cimport in _ops.pxd
     from gradviz_ext._engine import (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
-                                     forward_observer, gradient_edge, init_node,
+                                     edge_node, forward_observer, gradient_edge, init_node,
+                                     init_node_edges,
                                      is_grad_enabled, save_tensor, track_view)
 
 # numpy's error state as a context variable (gradviz_ext/_errstate.py, Note [Op fast paths])
@@ -100,10 +101,11 @@ class OpSpec:
     """The engine's view of a differentiable op (see ``gradviz.ops.Op``)."""
 
     def __init__(self, name, node, forward, backward, saves, dtype, dtype_rule, view, quiet,
-                 fast_backward=None, kernel=KERNEL_NONE):
+                 fast_backward=None, kernel=KERNEL_NONE, fills_missing=False):
         if kernel != KERNEL_NONE and fast_backward is None:
             raise ValueError(f"op {name!r}: a kernel stands for a fast_backward, which is missing")
         self.kernel = kernel
+        self.fills_missing = fills_missing
         self._saves_cache = None
         self.name = name
         self.node = node
@@ -301,6 +303,24 @@ def _scalar_array(value, dtype):
     return array
 
 
+# Note [Rules that fill missing gradients]
+# ----------------------------------------
+# The engine replaces a missing incoming gradient by zeros before a built-in node's backward
+# (Note [Engine order], step 2). A node of split, chunk or unbind has one output per piece,
+# and a program often reads a few of many pieces (``x.unbind()[0]``): that was one zeros
+# Tensor, array and ``grads_materialized`` slot per unused piece, made to be concatenated.
+# PyTorch's formulas for these nodes take undefined gradients and fill them themselves. Ops
+# declared ``fills_missing`` do the same: ``OpNode._materializes_grads`` is False for them,
+# their Python and fast rules receive None and fill zeros (``_with_zeros`` and
+# ``_with_zeros_fast`` in gradviz/ops/_shape.py), and no event reports a materialization.
+# Calling such a node directly (``grad_fn(*grads)``) still fills zeros first, as before.
+
+
+# Note [Inline edges] (_engine.py): a node holds the next node itself, so freeing a long chain
+# would recurse once per node in C; the trashcan unwinds it (the node classes inherit this
+# dealloc, and Node's own trashcan applies only to instances of Node's dealloc)
+@cython.trashcan(True)
+@cython.cclass
 class OpNode(Node):
     """The backward node of a built-in op; ``_apply_grads`` calls the op's backward rule.
 
@@ -312,6 +332,13 @@ class OpNode(Node):
         name = self.op.node
         # PyTorch's one C++ node among the ops: name() is qualified, the class name is not
         return "torch::autograd::CopySlices" if name == "CopySlices" else name
+
+    def _materializes_grads(self):
+        """Note [Rules that fill missing gradients]: False for an op whose rules take None
+        for a missing gradient (split, unbind: one output per piece, most of them often
+        unused), so the engine builds no zeros Tensor per unused piece."""
+        op: OpSpec = self.op
+        return not op.fills_missing
 
     def _apply_grads(self, grads):
         op: OpSpec = self.op
@@ -943,7 +970,8 @@ def _new_node(op: OpSpec, edges, metas, needs, attrs):
         node = gradviz_new_instance(op.node_class)
     else:
         node = OpNode.__new__(op.node_class)
-    init_node(node, edges, metas)
+    if edges is not None:
+        init_node(node, edges, metas)
     node.op = op
     node.needs_input_grad = needs
     node.attrs = attrs
@@ -1174,27 +1202,37 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
 
     if record:
         # one and two operands are most ops: build the tuples without intermediate lists
+        # Note [Inline edges] (_engine.py): up to two edges as parts, no tuples
         mask: cython.Py_ssize_t = 0
+        edges = None
+        first_node = second_node = None
+        first_nr: cython.int = 0
+        second_nr: cython.int = 0
         if n == 2:
             x = inputs[0]
             y = inputs[1]
             if requires_grad(x):
                 mask = 1
-                first_edge = gradient_edge(x)
-            else:
-                first_edge = _NO_EDGE
+                first_node = edge_node(x)
+                if first_node is not None and _stored_node(x) is not None:
+                    t = x
+                    first_nr = t._output_nr
             if requires_grad(y):
                 mask |= 2
-                second_edge = gradient_edge(y)
-            else:
-                second_edge = _NO_EDGE
+                second_node = edge_node(y)
+                if second_node is not None and _stored_node(y) is not None:
+                    t = y
+                    second_nr = t._output_nr
             needs = _NEEDS_PAIRS[mask]
             mask |= 4  # the saves cache's slots of two-operand calls (_saves_for)
-            edges = (first_edge, second_edge)
         elif n == 1:
             mask = 0
             needs = _NEEDS_ONE
-            edges = (gradient_edge(inputs[0]),)
+            x = inputs[0]
+            first_node = edge_node(x)
+            if first_node is not None and _stored_node(x) is not None:
+                t = x
+                first_nr = t._output_nr
         else:
             needs = tuple([requires_grad(x) for x in inputs])
             edges = tuple([gradient_edge(inputs[i]) if needs[i] else _NO_EDGE
@@ -1207,6 +1245,8 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         else:
             metas = _one_meta(outputs[0])
         node: OpNode = _new_node(op, edges, metas, needs, attrs)
+        if edges is None:
+            init_node_edges(node, n, first_node, first_nr, second_node, second_nr, metas)
         if op.saves is not None:
             input_indices, save_output = _saves_for(op, needs, mask)
             if input_indices:  # Note [Compact nodes]: a tuple by input index, not a dict

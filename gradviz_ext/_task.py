@@ -13,7 +13,8 @@ A graph task executes one node per ``step()``, in PyTorch's order:
 
 1. tensor pre-hooks of each input slot, then the node's pre-hooks;
 2. zero-materialization of missing gradients (custom Functions that ask for it, and
-   built-in nodes that received at least one gradient);
+   built-in nodes that received at least one gradient, except split and unbind nodes,
+   whose rules fill them: Note [Rules that fill missing gradients] in _ops.py);
 3. the node's backward (``Node._apply_grads``), under grad mode only with ``create_graph``;
 4. validation of the results: one per edge, shape reduced or rejected, dtype cast to what
    the successor expects;
@@ -298,14 +299,11 @@ class GraphTask:
         dependencies: dict = self._dependencies
         stack: list = [root]
         node: Node
-        edge: tuple
         i: cython.Py_ssize_t
         while stack:
             node = stack.pop()
-            edges: tuple = node.next_functions
-            for i in range(len(edges)):
-                edge = edges[i]
-                next_node = edge[0]
+            for i in range(node._edge_count):  # Note [Inline edges] (_engine.py)
+                next_node = node._edge_node(i)
                 if next_node is None:
                     continue
                 count = dependencies.get(next_node)
@@ -327,14 +325,11 @@ class GraphTask:
         stack: list = [root]
         node: Node
         successor: Node
-        edge: tuple
         i: cython.Py_ssize_t
         while stack:
             node = stack.pop()
-            edges: tuple = node.next_functions
-            for i in range(len(edges)):
-                edge = edges[i]
-                next_node = edge[0]
+            for i in range(node._edge_count):
+                next_node = node._edge_node(i)
                 if next_node is None:
                     continue
                 successor = next_node
@@ -360,16 +355,12 @@ class GraphTask:
         stack: list = [root]
         node: Node
         successor: Node
-        edge: tuple
         i: cython.Py_ssize_t
         while stack:
             node = stack.pop()
-            edges: tuple = node.next_functions
-            if edges is None:
-                continue
-            for i in range(len(edges)):
-                edge = edges[i]
-                next_node = edge[0]
+            # a node the collector cleared has no edge nodes left (None)
+            for i in range(node._edge_count):
+                next_node = node._edge_node(i)
                 if not isinstance(next_node, Node):
                     continue
                 successor = next_node
@@ -858,7 +849,7 @@ class GraphTask:
                 grads = self._materialize(node, grads)
             # 3. backward (grad mode is already create_graph: see _step)
             if skip:
-                outputs = [None] * len(node.next_functions)
+                outputs = [None] * node._edge_count
             else:
                 outputs = node._apply_grads(grads)
             # 4. validation
@@ -901,11 +892,11 @@ class GraphTask:
         only the outputs whose next node exists and the pass executes
         (``task_should_compute_output``), so that is what the post-hooks see; nothing else
         reads those outputs. Custom Functions keep what backward returned."""
-        edges: tuple = node.next_functions
+        counted: Node = node
         exec_info = self._exec_info
         index: cython.Py_ssize_t
-        for index in range(len(edges)):
-            next_node = edges[index][0]
+        for index in range(counted._edge_count):
+            next_node = counted._edge_node(index)
             if next_node is None or (exec_info is not None and next_node not in exec_info):
                 outputs[index] = None
 
@@ -973,7 +964,8 @@ class GraphTask:
         Returns a new list: ``outputs`` may belong to the node's backward (a custom Function
         may keep what it returned), so it is never changed.
         """
-        edges: tuple = node.next_functions
+        counted: Node = node
+        count: cython.Py_ssize_t = counted._edge_count
         result: list
         if type(outputs) is list and isinstance(node, OpNode):
             result = outputs  # a built-in rule's list is new and nobody else holds it
@@ -981,18 +973,17 @@ class GraphTask:
             result = list(outputs)
         else:
             result = [outputs]
-        if len(result) != len(edges):
+        if len(result) != count:
             raise RuntimeError(
                 f"function {node.name()} returned an incorrect number of gradients "
-                f"(expected {len(edges)}, got {len(result)})"
+                f"(expected {count}, got {len(result)})"
             )
         index: cython.Py_ssize_t
         for index in range(len(result)):
             grad = result[index]
             if grad is None:
                 continue
-            edge: tuple = edges[index]
-            next_node = edge[0]
+            next_node = counted._edge_node(index)
             if next_node is None:
                 continue
             if not isinstance(grad, TensorBase):
@@ -1001,7 +992,7 @@ class GraphTask:
                     f"{index}; expected a Tensor or None"
                 )
             successor: Node = next_node
-            slot: cython.Py_ssize_t = edge[1]
+            slot: cython.Py_ssize_t = counted._edge_nr(index)
             meta: InputMeta = successor._input_metadata[slot]
             tensor: TensorBase = grad
             data = tensor._data
@@ -1030,16 +1021,15 @@ class GraphTask:
 
     def _distribute(self, node, outputs):
         observer = self.observer
-        edges: tuple = node.next_functions
+        counted: Node = node
         dependencies: dict = self._dependencies
         not_ready: dict = self._not_ready
         serial: cython.longlong = self._serial
-        for index in range(len(edges)):
-            edge: tuple = edges[index]
-            next_node = edge[0]
+        for index in range(counted._edge_count):
+            next_node = counted._edge_node(index)
             if next_node is None:
                 continue
-            slot: cython.Py_ssize_t = edge[1]
+            slot: cython.Py_ssize_t = counted._edge_nr(index)
             grad = outputs[index]
             successor: Node = next_node
             remaining: cython.Py_ssize_t

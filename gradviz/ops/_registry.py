@@ -79,10 +79,15 @@ class Op(_ext_ops.OpSpec):
     saved : dict or None
         What PyTorch's node saves, under PyTorch's names: ``grad_fn._saved_<name>``
         (see ``ops/_saved.py``). Rows that share a node declare it once.
+    fills_missing : bool
+        ``backward`` and ``fast_backward`` take None for a missing output gradient and fill
+        it in themselves, so the engine does not materialize zeros for the node (Note [Rules
+        that fill missing gradients] in ``gradviz_ext/_ops.py``).
     """
 
     def __init__(self, name, node, forward, backward, saves=None, dtype=None, view=False,
-                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE, saved=None):
+                 quiet=True, fast_backward=None, kernel=_ext_ops.KERNEL_NONE, saved=None,
+                 fills_missing=False):
         quiet = quiet and not view
         if name in TABLE:
             raise ValueError(f"op {name!r} is already registered")
@@ -101,7 +106,7 @@ class Op(_ext_ops.OpSpec):
                 raise ValueError(f"op {name!r}: the saved names of {node} are already declared")
             _saved.SAVED_NAMES[node] = saved
         super().__init__(name, node, forward, backward, saves, dtype, rule, view, quiet,
-                         fast_backward, kernel)
+                         fast_backward, kernel, fills_missing)
         TABLE[name] = self
 
     def __repr__(self):

@@ -641,9 +641,13 @@ def _stack_backward(ctx, g):
 
 
 def _stack_fast(ctx, g):
-    lead = (slice(None),) * ctx.attrs["dim"]
-    return tuple(g[lead + (i,)] if needed else None
-                 for i, needed in enumerate(ctx.needs_input_grad))
+    """``_stack_backward`` on the array: the select at ``i`` along dim for input ``i``, as
+    numpy views made by iterating ``g`` with dim moved first (in C, one view per piece, with
+    the shape and strides of ``g[..., i, ...]``)."""
+    dim = ctx.attrs["dim"]
+    pieces = g if dim == 0 else np.moveaxis(g, dim, 0)
+    return tuple([piece if needed else None
+                  for piece, needed in zip(pieces, ctx.needs_input_grad)])
 
 
 # One node whose inputs are the stacked tensors themselves, as PyTorch's StackBackward0
@@ -711,8 +715,10 @@ def select(input, dim, index):
 # ``split``, ``chunk`` and ``unbind`` record ONE node with an output per piece, as PyTorch
 # does: every piece's ``grad_fn`` is the same ``SplitBackward0`` (``SplitWithSizesBackward0``
 # for a list of sizes, ``UnbindBackward0``) and its ``output_nr`` is its position. The node's
-# backward receives one gradient per piece; an unused piece's gradient is None before the
-# engine materializes it (zeros), and the rules below fill it in themselves too.
+# backward receives one gradient per piece; an unused piece's gradient is None, which the
+# rules below fill in with zeros themselves: the ops are declared ``fills_missing``, so the
+# engine makes no zeros Tensor per unused piece (Note [Rules that fill missing gradients] in
+# ``gradviz_ext/_ops.py``).
 #
 # The pieces are views of the input (same storage, same version counter, ``_base`` the root
 # base), yet the ops are registered with ``view=False`` and made views here: the op table's
@@ -759,14 +765,39 @@ def _with_zeros(grads, ctx, sizes):
             for g, size in zip(grads, sizes)]
 
 
-def _with_zeros_fast(grads, attrs, sizes):
-    """``_with_zeros`` on numpy arrays."""
-    present = next((g for g in grads if g is not None), None)
+def _join_fast(grads, attrs, sizes):
+    """The input's gradient array from the pieces' gradient arrays (None for a piece without
+    one), or None when no piece has one: the pieces concatenated along ``dim`` (stacked when
+    ``sizes`` is None, for unbind). With pieces missing, the present ones are written into one
+    zeros array of the input's shape, so an unused piece costs nothing (Note [Rules that fill
+    missing gradients] in gradviz_ext/_ops.py)."""
+    present = None
+    missing = False
+    for g in grads:
+        if g is None:
+            missing = True
+        elif present is None:
+            present = g
     if present is None:
         return None
-    return [g if g is not None
-            else np.zeros(_piece_shape(attrs["shape"], attrs["dim"], size), present.dtype)
-            for g, size in zip(grads, sizes)]
+    dim = attrs["dim"]
+    if not missing:
+        if sizes is None:
+            return np.stack(grads, axis=dim)
+        return grads[0] if len(grads) == 1 else np.concatenate(grads, axis=dim)
+    out = np.zeros(attrs["shape"], present.dtype)
+    lead = (slice(None),) * dim
+    start = 0
+    for index, g in enumerate(grads):
+        if sizes is None:
+            if g is not None:
+                out[lead + (index,)] = g
+            continue
+        size = sizes[index]
+        if g is not None:
+            out[lead + (slice(start, start + size),)] = g
+        start += size
+    return out
 
 
 def _split_rules(sections_of):
@@ -778,10 +809,7 @@ def _split_rules(sections_of):
 
     def fast_backward(ctx, *grads):
         attrs = ctx.attrs
-        filled = _with_zeros_fast(grads, attrs, sections_of(attrs))
-        if filled is None:
-            return (None,)
-        return (filled[0] if len(filled) == 1 else np.concatenate(filled, axis=attrs["dim"]),)
+        return (_join_fast(grads, attrs, sections_of(attrs)),)
 
     return backward, fast_backward
 
@@ -800,9 +828,7 @@ def _unbind_backward(ctx, *grads):
 
 
 def _unbind_fast(ctx, *grads):
-    attrs = ctx.attrs
-    filled = _with_zeros_fast(grads, attrs, [None] * len(grads))
-    return (None if filled is None else np.stack(filled, axis=attrs["dim"]),)
+    return (_join_fast(grads, ctx.attrs, None),)
 
 
 def _unbind_forward(a, dim, shape):
@@ -817,22 +843,24 @@ _split_with_sizes_backward, _split_with_sizes_fast = _split_rules(_split_with_si
 SPLIT = Op("split", "SplitBackward0",
            forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
            backward=_split_backward, fast_backward=_split_fast, quiet=False,
+           fills_missing=True,
            saved={"dim": DIM, "split_size": Attr("split_size"),
                "self_sym_sizes": SELF_SIZES})
 SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
                       forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
                       backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
-                      quiet=False,
+                      quiet=False, fills_missing=True,
                       saved={"dim": DIM, "split_sizes": Attr("split_sizes", tuple),
                           "self_sym_sizes": SELF_SIZES})
 # the same split, its pieces not tracked as views (torch's unsafe_split: LSTM/GRU cells' gates)
 UNSAFE_SPLIT = Op("unsafe_split", "UnsafeSplitBackward0",
                   forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
                   backward=_split_backward, fast_backward=_split_fast, quiet=False,
+                  fills_missing=True,
                   saved={"dim": DIM, "split_size": Attr("split_size"),
                       "self_sym_sizes": SELF_SIZES})
 UNBIND = Op("unbind", "UnbindBackward0", forward=_unbind_forward, backward=_unbind_backward,
-            fast_backward=_unbind_fast, quiet=False, saved={"dim": DIM})
+            fast_backward=_unbind_fast, quiet=False, fills_missing=True, saved={"dim": DIM})
 
 
 def _make_pieces_views(input, pieces, steps):

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 import gradviz
+from gradviz_ext._engine import Node
 
 
 def _chain(module, constants):
@@ -71,3 +72,57 @@ def test_node_hooks_and_metadata_on_compact_nodes_behave_as_torch():
         z.sum().backward()
         record.append(("grad", x.grad.tolist()))
     assert calls == torch_calls
+
+
+
+def _edges_of(next_functions):
+    """A node's edges as (name of the next node or None, input_nr), comparable across
+    frameworks."""
+    return [(None if node is None else node.name().split("::")[-1], nr)
+            for node, nr in next_functions]
+
+
+def _inline_edge_cases(module):
+    """A leaf, and nodes with one to four edges, inputs that need no gradient and non-zero
+    input_nrs, all reading the leaf."""
+    x = module.tensor([1.5, -2.0, 3.0, 0.5], requires_grad=True)
+    w = module.tensor([2.0, 1.0, -1.0, 4.0])
+    first, second = x.split(2)
+    return x, {
+        "one edge": (x * 2).exp(),
+        "two edges, second without grad": x * w,
+        "two edges, first without grad": w - x,
+        "two edges into two outputs of one node": second * first,
+        "three edges": module.addcmul(x, w, x),
+        "four edges": module.stack([x, w, x, x]),
+        "a second output": second.exp(),
+    }
+
+
+def test_inline_edges_read_as_torch_next_functions():
+    """Note [Inline edges]: up to two edges live in the node's fields; next_functions built
+    from them shows what PyTorch's shows (names and input_nrs), and backward agrees."""
+    x, ours = _inline_edge_cases(gradviz)
+    torch_x, theirs = _inline_edge_cases(torch)
+    for label in ours:
+        node, torch_node = ours[label].grad_fn, theirs[label].grad_fn
+        assert _edges_of(node.next_functions) == _edges_of(torch_node.next_functions), label
+        for (next_node, _), (torch_next, _) in zip(node.next_functions, torch_node.next_functions):
+            if next_node is not None:
+                assert (_edges_of(next_node.next_functions)
+                        == _edges_of(torch_next.next_functions)), label
+    gradviz.stack([y.sum() for y in ours.values()]).sum().backward()
+    torch.stack([y.sum() for y in theirs.values()]).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), torch_x.grad.numpy(), rtol=1e-6)
+
+
+def test_next_functions_assigned_to_a_node_reads_back():
+    """The setter splits a tuple into the node's fields (up to two edges) or keeps it."""
+    x = gradviz.tensor([1.0], requires_grad=True)
+    accumulate = (x * 1).grad_fn.next_functions[0]
+    for edges in [(), (accumulate,), (accumulate, (None, 0)),
+                  (accumulate, (None, 0), accumulate)]:
+        node = Node(edges)
+        assert node.next_functions == edges
+        node.next_functions = edges[::-1]
+        assert node.next_functions == edges[::-1]

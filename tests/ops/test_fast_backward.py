@@ -77,7 +77,7 @@ PROGRAMS = {
                           lambda x: x.transpose(0, 2).permute(2, 0, 1).squeeze(1)),
     "expand": ([((3, 1), _signed)], lambda x: x.expand(2, 3, 4)),
     "clone": ([((3,), _signed)], lambda x: x.clone()),
-    # one node, several outputs; an unused piece's gradient is materialized as zeros
+    # one node, several outputs; the rule fills an unused piece's gradient with zeros
     "split": ([((5, 3), _signed)],
               lambda x: gv.cat([p * (i + 1) for i, p in enumerate(x.split(2))][::2]) + x.chunk(2, 1)[1].sum()),
     "split_with_sizes": ([((2, 5), _signed)],

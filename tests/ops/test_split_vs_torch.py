@@ -16,6 +16,7 @@ import torch
 from conftest import assert_close, run_both
 
 import gradviz
+from gradviz.instrument import record
 from gradviz.ops import _shape
 
 rng = np.random.default_rng(2024)
@@ -231,6 +232,24 @@ def test_double_backward_through_the_rule_matches_torch(case, dtype):
     assert_close(g_ours, g_theirs, dtype, "first derivative")
     for i, (ours, theirs) in enumerate(zip(second_ours, second_theirs)):
         assert_close(ours, theirs, dtype, f"second derivative {i}")
+
+
+@pytest.mark.parametrize("case", SPLITTERS, ids=[c[0] for c in SPLITTERS])
+def test_the_engine_leaves_unused_pieces_to_the_rule(case):
+    """Note [Rules that fill missing gradients]: the engine materializes no zeros for a
+    split node's unused pieces (no ``grads_materialized`` event, the rule receives None),
+    and the input's gradient is torch's: the used piece's gradient, zeros elsewhere."""
+    _, program = case
+    data = normal(4, 3)
+    x = gradviz.tensor(data, requires_grad=True)
+    with record() as trace:
+        pieces = program(gradviz, x)
+        (pieces[-1] * 2).sum().backward()
+    assert not [e for e in trace.events if e["kind"] == "grads_materialized"]
+    assert pieces[0].grad_fn._materializes_grads() is False
+    torch_x = torch.tensor(data, requires_grad=True)
+    (program(torch, torch_x)[-1] * 2).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), torch_x.grad.numpy())
 
 
 def test_node_pre_hook_sees_missing_gradients_like_torch():
