@@ -9,6 +9,13 @@ which the view's parsers import (with its ``isRecord``, the first check of every
 committed file equals what this module generates (regenerate with
 ``python -m gradviz.widget.protocol > labextension/src/generated/widget_protocol.ts``).
 
+Note [Shapes at run time]
+-------------------------
+Besides the types, the generated file holds ``SHAPES``: each shape's JSON Schema (as
+``gradviz/_typescript.py`` writes it, ``$ref``s naming other shapes). ``labextension/src/payload.ts``
+checks a value from the wire against a shape with one generic reader, so a parser does not
+re-describe the fields by hand; ``Summary`` is not among them (it is the events' type).
+
 Note [One definition of the protocol]
 -------------------------------------
 The events already had one definition (``gradviz/instrument/_schema.py``), the widget's traits
@@ -24,6 +31,7 @@ inspection's gradients are event summaries), imported in TypeScript from ``event
 
 from __future__ import annotations
 
+import json
 import sys
 import typing
 from typing import Literal, NotRequired, TypedDict, TypeVar
@@ -351,8 +359,30 @@ def typescript() -> str:
     for name, union in _UNIONS.items():
         out.append(f"export type {name} = {_definition(union, names)};")
     out.append("")
+    out.extend(_shapes(names))
     out.extend(_RECORD_CHECK)
     return "\n".join(out)
+
+
+def _shapes(names: dict[int, str]) -> list[str]:
+    """``SHAPES``: each alias's and interface's JSON Schema, what ``payload.ts`` checks a value
+    from the wire against (Note [Shapes at run time])."""
+    shapes: dict[str, dict] = {}
+    for name, alias in _ALIASES.items():
+        shapes[name] = type_schema(alias, {key: value for key, value in names.items() if key != id(alias)})
+    for interface in _INTERFACES:
+        shape = object_schema(interface, names)
+        shape.pop("description", None)
+        if interface.__name__ in _OPEN:
+            shape["additionalProperties"] = True
+        shapes[interface.__name__] = shape
+    lines = [
+        "/** Each shape's JSON Schema (its fields' types, which are required), for payload.ts's checks. */",
+        "export const SHAPES: { readonly [name: string]: unknown } = {",
+    ]
+    lines.extend(f"  {name}: {json.dumps(shape, separators=(', ', ': '))}," for name, shape in shapes.items())
+    lines.extend(["};", ""])
+    return lines
 
 
 def _definition(tp: object, names: dict[int, str]) -> str:
