@@ -9,7 +9,18 @@
 // defined elsewhere (the events' `Summary`) is not checked here.
 
 import { SHAPES } from "./generated/widget_protocol.js";
-import { describe, ProtocolError } from "./model.js";
+
+/** A trait value that does not have the documented shape. */
+export class ProtocolError extends Error {
+  override name = "ProtocolError";
+}
+
+/** A value from the wire, in words for an error message ("null", "an array", "the string \"x\"", "number"). */
+export function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;
+}
 
 /** The subset of JSON Schema the generator writes (gradviz/_typescript.py's `type_schema`). */
 interface Shape {
