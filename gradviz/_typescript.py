@@ -25,7 +25,7 @@ import typing
 from collections.abc import Mapping
 from typing import Literal, NotRequired, Union
 
-__all__ = ["type_schema", "object_schema", "ts_type", "ts_literal", "ts_interface"]
+__all__ = ["is_typeddict", "type_schema", "object_schema", "ts_type", "ts_literal", "ts_interface"]
 
 # Types printed by name: id(the Python object) -> the name of its definition.
 Names = Mapping[int, str]

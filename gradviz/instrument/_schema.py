@@ -30,7 +30,7 @@ import sys
 import typing
 from typing import Any, Literal, NotRequired, TypedDict
 
-from .._typescript import object_schema, ts_interface, ts_literal, ts_type, type_schema
+from .._typescript import object_schema, ts_interface, ts_literal, ts_type
 
 __all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
            "typescript"]
