@@ -43,7 +43,7 @@ from ..instrument._schema import Summary
 
 __all__ = [
     "NodeState", "NodeKind", "SessionStatus", "CommandName", "ModuleFields", "GraphNode", "GraphEdge", "Graph",
-    "EventLine", "History", "Inspection", "DoctorState", "Overlay", "AckMessage", "ErrorReply",
+    "EventLine", "History", "Inspection", "DoctorState", "Overlay", "DiffData", "AckMessage", "ErrorReply",
     "ProgressMessage", "CommandMessage", "PanelMessage", "Synced", "typescript", "main",
 ]
 
@@ -198,6 +198,46 @@ class DoctorFailed(TypedDict):
 DoctorState = DoctorChecking | DoctorDone | DoctorFailed
 
 
+class DiffCounts(TypedDict):
+    """How many nodes the two passes matched, how many of those differ, how many are one side's only."""
+
+    pairs: int
+    differ: int
+    only_a: int
+    only_b: int
+
+
+class DiffDifference(TypedDict):
+    """A matched node whose gradients differ (``node``: its id in trace a, whose graph is drawn);
+    ``max_relative``: the largest relative gap of its statistics; at most three ``reasons``."""
+
+    node: int
+    key: str
+    max_relative: Number
+    reasons: list[str]
+
+
+class DiffOnly(TypedDict):
+    """A node of one pass without a partner in the other (``node``: its id in its own trace)."""
+
+    node: int
+    key: str
+
+
+class DiffData(TypedDict):
+    """The ``diff`` trait of a diff view (null otherwise): what its panel lists
+    (``gradviz/widget/_diff_view.py``, ``diff_trait``); the lists are cut at ``DIFF_LIST_LIMIT``."""
+
+    a: str
+    b: str
+    overlay: str | None
+    summary: str
+    counts: DiffCounts
+    differences: list[DiffDifference]
+    only_a: list[DiffOnly]
+    only_b: list[DiffOnly]
+
+
 # ---- Python -> browser messages ---------------------------------------------------------------
 
 class AckMessage(TypedDict):
@@ -300,7 +340,8 @@ _ALIASES: dict[str, object] = {
 }
 _INTERFACES: tuple[type, ...] = (
     ModuleFields, GraphNode, GraphEdge, Graph, EventLine, History, Inspection, ModuleParameter, ModuleInspection,
-    Overlay, DoctorChecking, DoctorDone, DoctorFailed, AckMessage, ErrorReply, ProgressMessage, StatesDelta,
+    Overlay, DiffCounts, DiffDifference, DiffOnly, DiffData, DoctorChecking, DoctorDone, DoctorFailed,
+    AckMessage, ErrorReply, ProgressMessage, StatesDelta,
     PlainCommand, RunToCommand, SelectCommand, SeekCommand, ModuleSelect, OverlayRequest, ResyncRequest,
 )
 _UNIONS: dict[str, object] = {

@@ -107,6 +107,40 @@ export interface Overlay {
   edges: { [key: string]: number | string | boolean } | null;
 }
 
+/** How many nodes the two passes matched, how many of those differ, how many are one side's only. */
+export interface DiffCounts {
+  pairs: number;
+  differ: number;
+  only_a: number;
+  only_b: number;
+}
+
+/** A matched node whose gradients differ (``node``: its id in trace a, whose graph is drawn); ``max_relative``: the largest relative gap of its statistics; at most three ``reasons``. */
+export interface DiffDifference {
+  node: number;
+  key: string;
+  max_relative: Number;
+  reasons: string[];
+}
+
+/** A node of one pass without a partner in the other (``node``: its id in its own trace). */
+export interface DiffOnly {
+  node: number;
+  key: string;
+}
+
+/** The ``diff`` trait of a diff view (null otherwise): what its panel lists (``gradviz/widget/_diff_view.py``, ``diff_trait``); the lists are cut at ``DIFF_LIST_LIMIT``. */
+export interface DiffData {
+  a: string;
+  b: string;
+  overlay: string | null;
+  summary: string;
+  counts: DiffCounts;
+  differences: DiffDifference[];
+  only_a: DiffOnly[];
+  only_b: DiffOnly[];
+}
+
 /** The ``doctor`` trait while a check runs. */
 export interface DoctorChecking {
   run: number;
@@ -227,6 +261,10 @@ export const SHAPES: { readonly [name: string]: unknown } = {
   ModuleParameter: {"type": "object", "properties": {"id": {"type": "integer"}, "name": {"type": "string"}, "grad": {"anyOf": [{"$ref": "#/$defs/Summary"}, {"type": "null"}]}}, "required": ["id", "name", "grad"], "additionalProperties": false},
   ModuleInspection: {"type": "object", "properties": {"module": {"type": "string"}, "type": {"type": "string"}, "count": {"type": "integer"}, "calls": {"type": "integer"}, "states": {"type": "object", "additionalProperties": {"type": "integer"}}, "parameters": {"type": "array", "items": {"$ref": "#/$defs/ModuleParameter"}}}, "required": ["module", "type", "count", "calls", "states", "parameters"], "additionalProperties": false},
   Overlay: {"type": "object", "properties": {"kind": {"enum": ["continuous", "categorical", "boolean"]}, "scale": {"enum": ["linear", "log"]}, "builtin": {"type": "boolean"}, "title": {"type": "string"}, "description": {"type": "string"}, "values": {"anyOf": [{"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}}, {"type": "null"}]}, "edges": {"anyOf": [{"type": "object", "additionalProperties": {"anyOf": [{"type": "number"}, {"type": "string"}, {"type": "boolean"}]}}, {"type": "null"}]}}, "required": ["kind", "scale", "builtin", "title", "description", "values", "edges"], "additionalProperties": false},
+  DiffCounts: {"type": "object", "properties": {"pairs": {"type": "integer"}, "differ": {"type": "integer"}, "only_a": {"type": "integer"}, "only_b": {"type": "integer"}}, "required": ["pairs", "differ", "only_a", "only_b"], "additionalProperties": false},
+  DiffDifference: {"type": "object", "properties": {"node": {"type": "integer"}, "key": {"type": "string"}, "max_relative": {"$ref": "#/$defs/Number"}, "reasons": {"type": "array", "items": {"type": "string"}}}, "required": ["node", "key", "max_relative", "reasons"], "additionalProperties": false},
+  DiffOnly: {"type": "object", "properties": {"node": {"type": "integer"}, "key": {"type": "string"}}, "required": ["node", "key"], "additionalProperties": false},
+  DiffData: {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "string"}, "overlay": {"anyOf": [{"type": "string"}, {"type": "null"}]}, "summary": {"type": "string"}, "counts": {"$ref": "#/$defs/DiffCounts"}, "differences": {"type": "array", "items": {"$ref": "#/$defs/DiffDifference"}}, "only_a": {"type": "array", "items": {"$ref": "#/$defs/DiffOnly"}}, "only_b": {"type": "array", "items": {"$ref": "#/$defs/DiffOnly"}}}, "required": ["a", "b", "overlay", "summary", "counts", "differences", "only_a", "only_b"], "additionalProperties": false},
   DoctorChecking: {"type": "object", "properties": {"run": {"type": "integer"}, "state": {"const": "checking"}, "report": {"type": "null"}, "error": {"type": "null"}}, "required": ["run", "state", "report", "error"], "additionalProperties": false},
   DoctorDone: {"type": "object", "properties": {"run": {"type": "integer"}, "state": {"const": "done"}, "report": {"type": "object", "additionalProperties": {}}, "error": {"type": "null"}}, "required": ["run", "state", "report", "error"], "additionalProperties": false},
   DoctorFailed: {"type": "object", "properties": {"run": {"type": "integer"}, "state": {"const": "error"}, "report": {"type": "null"}, "error": {"type": "string"}}, "required": ["run", "state", "report", "error"], "additionalProperties": false},
