@@ -290,11 +290,7 @@ export type EventLine = Readonly<protocol.EventLine>;
 
 export function parseLastEvent(value: unknown): EventLine | null {
   if (value === null || value === undefined) return null;
-  if (!isRecord(value)) throw new ProtocolError(`last_event must be an object or null, got ${describe(value)}`);
-  const { seq, kind, node, text } = value;
-  if (typeof kind !== "string" || typeof text !== "string") {
-    throw new ProtocolError(`last_event must have a kind and a text, got ${describe(kind)} and ${describe(text)}`);
-  }
+  const { seq, kind, node, text } = readShape<protocol.EventLine>("EventLine", value, "last_event");
   return { seq: isId(seq) ? seq : null, kind, node: isId(node) ? node : null, text };
 }
 

@@ -334,7 +334,10 @@ describe("selection and narration traits", () => {
       text: "",
     });
     assert.equal(parseLastEvent(null), null);
-    assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready" }), /last_event must have a kind and a text/);
+    assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready", node: 2 }), /^ProtocolError: last_event\.text is missing$/);
+    assert.throws(() => parseLastEvent({ seq: 1, kind: 3, node: 2, text: "" }), /^ProtocolError: last_event\.kind must be a string, got number$/);
+    assert.throws(() => parseLastEvent({ seq: "1", kind: "node_ready", node: 2, text: "" }), /^ProtocolError: last_event\.seq must be an integer or null, got the string "1"$/);
+    assert.throws(() => parseLastEvent("node_ready"), /^ProtocolError: last_event must be an object, got the string "node_ready"$/);
     assert.throws(() => parseLastEvent([]), /last_event must be an object/);
   });
 });
