@@ -27,9 +27,10 @@ number per trace.
 from __future__ import annotations
 
 import sys
-import types
 import typing
-from typing import Any, Literal, NotRequired, TypedDict, Union
+from typing import Any, Literal, NotRequired, TypedDict
+
+from .._typescript import object_schema, ts_interface, ts_literal, ts_type
 
 __all__ = ["SCHEMA_VERSION", "TRACE_FORMAT", "EVENT_TYPES", "EVENT_KINDS", "json_schema",
            "typescript"]
@@ -312,66 +313,11 @@ class Trace(TypedDict):
 
 
 # --------------------------------------------------------------------------------------
-# Python types -> JSON Schema
+# Python types -> JSON Schema (gradviz/_typescript.py, shared with the widget protocol)
 # --------------------------------------------------------------------------------------
 
 _DEFINITIONS = (Summary, Edge, OutputMeta, SavedInfo, SourceLocation, ExposedInput, GraphNode,
                 GraphEdge, Graph)
-
-
-def _is_typeddict(tp) -> bool:
-    return isinstance(tp, type) and issubclass(tp, dict) and hasattr(tp, "__annotations__")
-
-
-def _type_schema(tp) -> dict:
-    origin = typing.get_origin(tp)
-    args = typing.get_args(tp)
-    if tp is int:
-        return {"type": "integer"}
-    if tp is float:
-        return {"type": "number"}
-    if tp is str:
-        return {"type": "string"}
-    if tp is bool:
-        return {"type": "boolean"}
-    if tp is type(None):
-        return {"type": "null"}
-    if tp is dict:
-        return {"type": "object"}
-    if origin is Literal:
-        if len(args) == 1:
-            return {"const": args[0]}
-        return {"enum": list(args)}
-    if origin in (Union, types.UnionType):
-        options: list = []
-        for arg in args:
-            schema = _type_schema(arg)
-            # flatten nested unions (Number | None)
-            options.extend(schema["anyOf"] if set(schema) == {"anyOf"} else [schema])
-        return {"anyOf": options}
-    if origin is list:
-        return {"type": "array", "items": _type_schema(args[0])}
-    if origin is dict:
-        return {"type": "object", "additionalProperties": _type_schema(args[1])}
-    if _is_typeddict(tp):
-        return {"$ref": f"#/$defs/{tp.__name__}"}
-    raise TypeError(f"no JSON Schema for {tp!r}")
-
-
-def _object_schema(tp, overrides=None) -> dict:
-    hints = typing.get_type_hints(tp)
-    properties = {name: _type_schema(hint) for name, hint in hints.items()}
-    properties.update(overrides or {})
-    # NotRequired[...] marks an optional key (read from the annotations themselves: with
-    # postponed annotations Python 3.11's __required_keys__ does not see it).
-    extras = typing.get_type_hints(tp, include_extras=True)
-    required = [name for name in hints if typing.get_origin(extras[name]) is not NotRequired]
-    schema = {"type": "object", "properties": properties, "required": required,
-              "additionalProperties": False}
-    doc = (tp.__doc__ or "").strip()
-    if doc and tp.__doc__ is not dict.__doc__ and not doc.startswith(f"{tp.__name__}("):
-        schema["description"] = " ".join(doc.split())
-    return schema
 
 
 def _event_name(event_type) -> str:
@@ -380,11 +326,11 @@ def _event_name(event_type) -> str:
 
 def json_schema() -> dict:
     """The JSON Schema of a trace file; ``$defs/Event`` is the schema of one event."""
-    definitions = {tp.__name__: _object_schema(tp) for tp in _DEFINITIONS}
+    definitions = {tp.__name__: object_schema(tp) for tp in _DEFINITIONS}
     for event_type in EVENT_TYPES:
-        definitions[_event_name(event_type)] = _object_schema(event_type)
+        definitions[_event_name(event_type)] = object_schema(event_type)
     definitions["Event"] = {"anyOf": [{"$ref": f"#/$defs/{_event_name(t)}"} for t in EVENT_TYPES]}
-    trace = _object_schema(Trace, {
+    trace = object_schema(Trace, overrides={
         "schema_version": {"const": SCHEMA_VERSION},
         "events": {"type": "array", "items": {"$ref": "#/$defs/Event"}},
     })
@@ -401,52 +347,8 @@ def json_schema() -> dict:
 
 
 # --------------------------------------------------------------------------------------
-# JSON Schema -> TypeScript
+# JSON Schema -> TypeScript (the emitter is gradviz/_typescript.py, shared with the widget)
 # --------------------------------------------------------------------------------------
-
-def _ts_type(schema: dict) -> str:
-    if "$ref" in schema:
-        return schema["$ref"].rsplit("/", 1)[1]
-    if "const" in schema:
-        return _ts_literal(schema["const"])
-    if "enum" in schema:
-        return " | ".join(_ts_literal(v) for v in schema["enum"])
-    if "anyOf" in schema:
-        return " | ".join(_ts_type(s) for s in schema["anyOf"])
-    kind = schema.get("type")
-    if kind in ("integer", "number"):
-        return "number"
-    if kind in ("string", "boolean", "null"):
-        return kind
-    if kind == "array":
-        inner = _ts_type(schema["items"])
-        return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if kind == "object":
-        values = schema.get("additionalProperties")
-        if isinstance(values, dict):
-            return f"{{ [key: string]: {_ts_type(values)} }}"
-        return "{ [key: string]: unknown }"
-    raise TypeError(f"no TypeScript type for {schema!r}")
-
-
-def _ts_literal(value) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _ts_interface(name: str, schema: dict) -> list[str]:
-    lines = []
-    if "description" in schema:
-        lines.append(f"/** {schema['description']} */")
-    lines.append(f"export interface {name} {{")
-    required = set(schema.get("required", ()))
-    for field, field_schema in schema["properties"].items():
-        optional = "" if field in required else "?"
-        lines.append(f"  {field}{optional}: {_ts_type(field_schema)};")
-    lines.append("}")
-    return lines
-
 
 def typescript(schema: dict | None = None) -> str:
     """TypeScript types for the JSON Schema (generated from it, never edited by hand)."""
@@ -462,21 +364,21 @@ def typescript(schema: dict | None = None) -> str:
     for name, definition in definitions.items():
         if name == "Event":
             continue
-        out.extend(_ts_interface(name, definition))
+        out.extend(ts_interface(name, definition))
         out.append("")
-    union = " | ".join(_ts_type(s) for s in definitions["Event"]["anyOf"])
+    union = " | ".join(ts_type(s) for s in definitions["Event"]["anyOf"])
     out.append(f"export type Event = {union};")
     out.append("")
     out.append('export type EventKind = Event["kind"];')
     out.append("")
     out.append("export const EVENT_KINDS: readonly EventKind[] = [")
     for ref in definitions["Event"]["anyOf"]:
-        kind = definitions[_ts_type(ref)]["properties"]["kind"]["const"]
-        out.append(f"  {_ts_literal(kind)},")
+        kind = definitions[ts_type(ref)]["properties"]["kind"]["const"]
+        out.append(f"  {ts_literal(kind)},")
     out.append("];")
     out.append("")
     top = {key: schema[key] for key in ("properties", "required")}
-    out.extend(_ts_interface("Trace", top))
+    out.extend(ts_interface("Trace", top))
     out.append("")
     return "\n".join(out)
 

@@ -2,11 +2,19 @@
 
 Each synced trait and each custom message of ``docs/widget_protocol.md`` is a ``TypedDict`` or
 a ``Literal`` below. The widget (``_widget.py``, ``_panels.py``) builds exactly these dicts, and
-:func:`typescript` turns the same definitions into ``labextension/src/generated/widget_protocol.ts``,
+:func:`typescript` turns the same definitions into ``labextension/src/generated/widget_protocol.ts``
+(with ``gradviz/_typescript.py``, the emitter the trace events' TypeScript uses too),
 which the view's parsers import (with its ``isRecord``, the first check of every parser);
 ``tests/widget/test_protocol_files.py`` checks that the
 committed file equals what this module generates (regenerate with
 ``python -m gradviz.widget.protocol > labextension/src/generated/widget_protocol.ts``).
+
+Note [Shapes at run time]
+-------------------------
+Besides the types, the generated file holds ``SHAPES``: each shape's JSON Schema (as
+``gradviz/_typescript.py`` writes it, ``$ref``s naming other shapes). ``labextension/src/payload.ts``
+checks a value from the wire against a shape with one generic reader, so a parser does not
+re-describe the fields by hand; ``Summary`` is not among them (it is the events' type).
 
 Note [One definition of the protocol]
 -------------------------------------
@@ -23,18 +31,19 @@ inspection's gradients are event summaries), imported in TypeScript from ``event
 
 from __future__ import annotations
 
+import json
 import sys
-import types
 import typing
-from typing import Literal, NotRequired, TypedDict, TypeVar, Union
+from typing import Literal, NotRequired, TypedDict, TypeVar
 
 import traitlets
 
+from .._typescript import object_schema, ts_interface, ts_literal, ts_type, type_schema
 from ..instrument._schema import Summary
 
 __all__ = [
     "NodeState", "NodeKind", "SessionStatus", "CommandName", "ModuleFields", "GraphNode", "GraphEdge", "Graph",
-    "EventLine", "History", "Inspection", "DoctorState", "Overlay", "AckMessage", "ErrorReply",
+    "EventLine", "History", "Inspection", "DoctorState", "Overlay", "DiffData", "AckMessage", "ErrorReply",
     "ProgressMessage", "CommandMessage", "PanelMessage", "Synced", "typescript", "main",
 ]
 
@@ -189,6 +198,46 @@ class DoctorFailed(TypedDict):
 DoctorState = DoctorChecking | DoctorDone | DoctorFailed
 
 
+class DiffCounts(TypedDict):
+    """How many nodes the two passes matched, how many of those differ, how many are one side's only."""
+
+    pairs: int
+    differ: int
+    only_a: int
+    only_b: int
+
+
+class DiffDifference(TypedDict):
+    """A matched node whose gradients differ (``node``: its id in trace a, whose graph is drawn);
+    ``max_relative``: the largest relative gap of its statistics; at most three ``reasons``."""
+
+    node: int
+    key: str
+    max_relative: Number
+    reasons: list[str]
+
+
+class DiffOnly(TypedDict):
+    """A node of one pass without a partner in the other (``node``: its id in its own trace)."""
+
+    node: int
+    key: str
+
+
+class DiffData(TypedDict):
+    """The ``diff`` trait of a diff view (null otherwise): what its panel lists
+    (``gradviz/widget/_diff_view.py``, ``diff_trait``); the lists are cut at ``DIFF_LIST_LIMIT``."""
+
+    a: str
+    b: str
+    overlay: str | None
+    summary: str
+    counts: DiffCounts
+    differences: list[DiffDifference]
+    only_a: list[DiffOnly]
+    only_b: list[DiffOnly]
+
+
 # ---- Python -> browser messages ---------------------------------------------------------------
 
 class AckMessage(TypedDict):
@@ -291,7 +340,8 @@ _ALIASES: dict[str, object] = {
 }
 _INTERFACES: tuple[type, ...] = (
     ModuleFields, GraphNode, GraphEdge, Graph, EventLine, History, Inspection, ModuleParameter, ModuleInspection,
-    Overlay, DoctorChecking, DoctorDone, DoctorFailed, AckMessage, ErrorReply, ProgressMessage, StatesDelta,
+    Overlay, DiffCounts, DiffDifference, DiffOnly, DiffData, DoctorChecking, DoctorDone, DoctorFailed,
+    AckMessage, ErrorReply, ProgressMessage, StatesDelta,
     PlainCommand, RunToCommand, SelectCommand, SeekCommand, ModuleSelect, OverlayRequest, ResyncRequest,
 )
 _UNIONS: dict[str, object] = {
@@ -324,63 +374,6 @@ def _literal_values(tp: object) -> tuple[object, ...]:
     return typing.get_args(tp)
 
 
-def _ts_literal(value: object) -> str:
-    if isinstance(value, str):
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _ts_type(tp: object, names: dict[int, str]) -> str:
-    """The TypeScript of a Python annotation; ``names``: ids of the objects that have a name."""
-    if id(tp) in names:
-        return names[id(tp)]
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if tp is int or tp is float:
-        return "number"
-    if tp is str:
-        return "string"
-    if tp is bool:
-        return "boolean"
-    if tp is type(None) or tp is None:
-        return "null"
-    if tp is object:
-        return "unknown"
-    if origin is Literal:
-        return " | ".join(_ts_literal(value) for value in args)
-    if origin in (Union, types.UnionType):
-        return " | ".join(_ts_type(arg, names) for arg in args)
-    if origin is list:
-        inner = _ts_type(args[0], names)
-        return f"({inner})[]" if "|" in inner else f"{inner}[]"
-    if origin is tuple:
-        return "[" + ", ".join(_ts_type(arg, names) for arg in args) + "]"
-    if origin is dict:
-        return f"{{ [key: string]: {_ts_type(args[1], names)} }}"
-    if typing.is_typeddict(tp):
-        return typing.cast(type, tp).__name__
-    raise TypeError(f"no TypeScript type for {tp!r}")
-
-
-def _doc_comment(tp: object) -> list[str]:
-    doc = " ".join((getattr(tp, "__doc__", None) or "").split())
-    return [f"/** {doc} */"] if doc else []
-
-
-def _interface(tp: type, names: dict[int, str]) -> list[str]:
-    hints = typing.get_type_hints(tp)
-    # NotRequired[...] is read from the annotations themselves (Note in instrument/_schema.py).
-    extras = typing.get_type_hints(tp, include_extras=True)
-    optional_keys: frozenset[str] = getattr(tp, "__optional_keys__", frozenset())  # total=False classes' keys
-    lines = [*_doc_comment(tp), f"export interface {tp.__name__} {{"]
-    for field, hint in hints.items():
-        optional = "?" if field in optional_keys or typing.get_origin(extras[field]) is NotRequired else ""
-        lines.append(f"  {field}{optional}: {_ts_type(hint, names)};")
-    if tp.__name__ in _OPEN:
-        lines.append("  [more: string]: unknown;")
-    lines.append("}")
-    return lines
-
-
 def typescript() -> str:
     """The TypeScript types of the protocol (generated from these definitions, never edited)."""
     names = {id(value): name for name, value in {**_ALIASES, **_UNIONS}.items()}
@@ -394,24 +387,49 @@ def typescript() -> str:
         out.append(f'import type {{ {name} }} from "{module}";')
     out.append("")
     for name, alias in _ALIASES.items():
-        del names[id(alias)]  # define it, not refer to itself
-        out.append(f"export type {name} = {_ts_type(alias, names)};")
-        names[id(alias)] = name
+        out.append(f"export type {name} = {_definition(alias, names)};")
     out.append("")
     for name, values in _CONSTANTS.items():
-        literal = ", ".join(_ts_literal(value) for value in _literal_values(values))
+        literal = ", ".join(ts_literal(value) for value in _literal_values(values))
         out.append(f"export const {name} = [{literal}] as const;")
     out.append("")
     for interface in _INTERFACES:
-        out.extend(_interface(interface, names))
+        out.extend(ts_interface(interface.__name__, object_schema(interface, names),
+                                open_keys=interface.__name__ in _OPEN))
         out.append("")
     for name, union in _UNIONS.items():
-        del names[id(union)]
-        out.append(f"export type {name} = {_ts_type(union, names)};")
-        names[id(union)] = name
+        out.append(f"export type {name} = {_definition(union, names)};")
     out.append("")
+    out.extend(_shapes(names))
     out.extend(_RECORD_CHECK)
     return "\n".join(out)
+
+
+def _shapes(names: dict[int, str]) -> list[str]:
+    """``SHAPES``: each alias's and interface's JSON Schema, what ``payload.ts`` checks a value
+    from the wire against (Note [Shapes at run time])."""
+    shapes: dict[str, dict] = {}
+    for name, alias in _ALIASES.items():
+        shapes[name] = type_schema(alias, {key: value for key, value in names.items() if key != id(alias)})
+    for interface in _INTERFACES:
+        shape = object_schema(interface, names)
+        shape.pop("description", None)
+        if interface.__name__ in _OPEN:
+            shape["additionalProperties"] = True
+        shapes[interface.__name__] = shape
+    lines = [
+        "/** Each shape's JSON Schema (its fields' types, which are required), for payload.ts's checks. */",
+        "export const SHAPES: { readonly [name: string]: unknown } = {",
+    ]
+    lines.extend(f"  {name}: {json.dumps(shape, separators=(', ', ': '))}," for name, shape in shapes.items())
+    lines.extend(["};", ""])
+    return lines
+
+
+def _definition(tp: object, names: dict[int, str]) -> str:
+    """The TypeScript of a named alias's own definition (not a reference to its name)."""
+    own = {key: name for key, name in names.items() if key != id(tp)}
+    return ts_type(type_schema(tp, own))
 
 
 def main(argv: list[str] | None = None) -> int:

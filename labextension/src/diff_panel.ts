@@ -3,8 +3,9 @@
 // the nodes whose gradients differ (a click selects the node), and the nodes of each side
 // without a partner. Every name comes from user code: set with textContent only.
 
+import type * as protocol from "./generated/widget_protocol.js";
 import { formatValue } from "./overlays.js";
-import { isRecord } from "./generated/widget_protocol.js";
+import { readShape } from "./payload.js";
 
 export interface DiffEntry {
   /** The node's id in its own trace (a's graph is the one drawn). */
@@ -25,37 +26,24 @@ export interface DiffView {
   readonly onlyB: readonly DiffEntry[];
 }
 
-function whole(value: unknown): number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : 0;
-}
-
-function entries(value: unknown, detail: (item: Record<string, unknown>) => string): DiffEntry[] {
-  if (!Array.isArray(value)) return [];
-  return value.filter(isRecord).map((item) => ({
-    node: typeof item["node"] === "number" && Number.isSafeInteger(item["node"]) ? item["node"] : null,
-    key: typeof item["key"] === "string" ? item["key"] : "?",
-    detail: detail(item),
-  }));
-}
-
-/** Read the `diff` trait (null: not a diff view). */
+/**
+ * Read the `diff` trait (null: not a diff view), checked against the generated shape: a
+ * malformed one is a ProtocolError naming the field. The panel's rows are a mapping of it.
+ */
 export function parseDiff(value: unknown): DiffView | null {
-  if (!isRecord(value)) return null;
-  const counts = isRecord(value["counts"]) ? value["counts"] : {};
+  if (value === null || value === undefined) return null;
+  const diff = readShape<protocol.DiffData>("DiffData", value, "diff");
+  const row = (item: protocol.DiffOnly, detail: string): DiffEntry => ({ node: item.node, key: item.key, detail });
   return {
-    a: typeof value["a"] === "string" ? value["a"] : "a",
-    b: typeof value["b"] === "string" ? value["b"] : "b",
-    overlay: typeof value["overlay"] === "string" ? value["overlay"] : null,
-    summary: typeof value["summary"] === "string" ? value["summary"] : "",
-    counts: { pairs: whole(counts["pairs"]), differ: whole(counts["differ"]), onlyA: whole(counts["only_a"]), onlyB: whole(counts["only_b"]) },
-    differences: entries(value["differences"], (item) => {
-      const gap = item["max_relative"];
-      const reasons = Array.isArray(item["reasons"]) ? item["reasons"].filter((reason): reason is string => typeof reason === "string") : [];
-      const size = typeof gap === "number" || typeof gap === "string" ? `relative gap ${formatValue(gap)}` : "";
-      return [size, ...reasons].filter((part) => part !== "").join("; ");
-    }),
-    onlyA: entries(value["only_a"], () => ""),
-    onlyB: entries(value["only_b"], () => ""),
+    a: diff.a,
+    b: diff.b,
+    overlay: diff.overlay,
+    summary: diff.summary,
+    counts: { pairs: diff.counts.pairs, differ: diff.counts.differ, onlyA: diff.counts.only_a, onlyB: diff.counts.only_b },
+    differences: diff.differences.map((item) =>
+      row(item, [`relative gap ${formatValue(item.max_relative)}`, ...item.reasons].join("; "))),
+    onlyA: diff.only_a.map((item) => row(item, "")),
+    onlyB: diff.only_b.map((item) => row(item, "")),
   };
 }
 
@@ -66,7 +54,6 @@ function element<K extends keyof HTMLElementTagNameMap>(tag: K, className: strin
   return node;
 }
 
-/** The panel above the graph of a diff view; hidden otherwise. */
 export class DiffPanel {
   readonly element: HTMLElement;
   private shown: unknown = undefined;

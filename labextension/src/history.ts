@@ -6,8 +6,9 @@
 // shown); in a live session the events are the ones shown so far, and a click selects the
 // event's node. The parsing is pure (unit-tested); the panels only build DOM, with textContent.
 
+import type * as protocol from "./generated/widget_protocol.js";
 import { ProtocolError } from "./model.js";
-import { isRecord } from "./generated/widget_protocol.js";
+import { readShape } from "./payload.js";
 
 export interface HistoryEntry {
   /** The event's index in the session's (or the trace's) event stream. */
@@ -33,22 +34,21 @@ function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isSafeInteger(value) && value >= 0;
 }
 
-/** The `history` and `history_position` traits; null when the session has no event stream. */
+/**
+ * The `history` and `history_position` traits; null when the session has no event stream. A
+ * malformed history is a ProtocolError naming the field (checked against the generated shape).
+ */
 export function parseHistory(value: unknown, position: unknown): History | null {
   if (value === null || value === undefined) return null;
-  if (!isRecord(value)) throw new ProtocolError("history must be an object or null");
-  const { start, total, events, seekable } = value;
-  if (!isCount(start) || !isCount(total) || !Array.isArray(events)) {
-    throw new ProtocolError("history must have a start, a total and a list of events");
+  const { start, total, events, seekable } = readShape<protocol.History>("History", value, "history");
+  // What the shape does not say: the counts are not negative.
+  for (const [key, count] of [["start", start], ["total", total]] as const) {
+    if (count < 0) throw new ProtocolError(`history.${key} must be a non-negative integer, got ${count}`);
   }
-  const entries = events.map((event: unknown, offset): HistoryEntry => {
-    if (!Array.isArray(event) || event.length !== 3 || typeof event[0] !== "string" || typeof event[2] !== "string") {
-      throw new ProtocolError(`history.events[${offset}] must be [kind, node, text]`);
-    }
-    const node: unknown = event[1];
-    return { index: start + offset, kind: event[0], node: isCount(node) ? node : null, text: event[2] };
-  });
-  return { start, total, entries, seekable: seekable === true, position: isCount(position) ? position : 0 };
+  const entries = events.map(([kind, node, text], offset): HistoryEntry => (
+    { index: start + offset, kind, node: isCount(node) ? node : null, text }
+  ));
+  return { start, total, entries, seekable, position: isCount(position) ? position : 0 };
 }
 
 /** What a click on an entry does: jump to it (replay), select its node (live), or nothing. */

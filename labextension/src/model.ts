@@ -6,6 +6,9 @@
 // shows nothing at all, while one that reports the problem can still be debugged.
 
 import * as protocol from "./generated/widget_protocol.js";
+import { describe, ProtocolError, readShape } from "./payload.js";
+
+export { describe, ProtocolError } from "./payload.js";
 
 /** The widget protocol this view speaks (docs/widget_protocol.md); Python sends its own. */
 export const PROTOCOL_VERSION = 6;
@@ -63,11 +66,6 @@ export interface Graph {
   readonly byId: ReadonlyMap<number, GraphNode>;
 }
 
-/** A trait value that does not have the documented shape. */
-export class ProtocolError extends Error {
-  override name = "ProtocolError";
-}
-
 export const isRecord = protocol.isRecord;
 
 export function isId(value: unknown): value is number {
@@ -78,44 +76,6 @@ export function isOneOf<T extends string>(values: readonly T[], value: unknown):
   return typeof value === "string" && (values as readonly string[]).includes(value);
 }
 
-function arrayField(record: Record<string, unknown>, key: string, where: string): unknown[] {
-  const value = record[key];
-  if (!Array.isArray(value)) {
-    throw new ProtocolError(`${where}.${key} must be an array, got ${describe(value)}`);
-  }
-  return value;
-}
-
-export function describe(value: unknown): string {
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  return typeof value === "string" ? `the string ${JSON.stringify(value.slice(0, 40))}` : typeof value;
-}
-
-function isStringList(value: unknown): value is string[] {
-  return Array.isArray(value) && value.every((item) => typeof item === "string");
-}
-
-/** A node's module path fields (`module`, `module_types`, `module_call`), checked; {} when absent. */
-function moduleFields(raw: Record<string, unknown>, where: string): Pick<GraphNode, "module" | "module_types" | "module_call"> {
-  const module = raw["module"];
-  if (module === undefined || module === null) return {};
-  if (!isStringList(module)) throw new ProtocolError(`${where}.module must be a list of strings, got ${describe(module)}`);
-  const types = raw["module_types"];
-  if (types !== undefined && types !== null && (!isStringList(types) || types.length !== module.length)) {
-    throw new ProtocolError(`${where}.module_types must be a list of ${module.length} strings (one per module name), got ${describe(types)}`);
-  }
-  const call = raw["module_call"];
-  if (call !== undefined && call !== null && !isId(call)) {
-    throw new ProtocolError(`${where}.module_call must be a non-negative integer, got ${describe(call)}`);
-  }
-  return {
-    module,
-    ...(isStringList(types) ? { module_types: types } : {}),
-    ...(isId(call) ? { module_call: call } : {}),
-  };
-}
-
 /** The empty graph, shown before Python has sent one. */
 export const EMPTY_GRAPH: Graph = { nodes: [], edges: [], roots: [], byId: new Map() };
 
@@ -124,63 +84,44 @@ export const EMPTY_GRAPH: Graph = { nodes: [], edges: [], roots: [], byId: new M
  * An empty object (the trait's default) is the empty graph.
  */
 export function parseGraph(value: unknown): Graph {
-  if (!isRecord(value)) throw new ProtocolError(`graph must be an object, got ${describe(value)}`);
-  if (Object.keys(value).length === 0) return EMPTY_GRAPH;
+  if (isRecord(value) && Object.keys(value).length === 0) return EMPTY_GRAPH;
+  const checked = readShape<protocol.Graph>("Graph", value, "graph");
+  // What the shape does not say: ids are non-negative and unique, a node's module_types has one
+  // name per module, edges and roots name nodes of the graph.
   const byId = new Map<number, GraphNode>();
-  const nodes = arrayField(value, "nodes", "graph").map((raw, index): GraphNode => {
+  const nodes = checked.nodes.map((raw, index): GraphNode => {
     const where = `graph.nodes[${index}]`;
-    if (!isRecord(raw)) throw new ProtocolError(`${where} must be an object, got ${describe(raw)}`);
-    const { id, name, kind, label } = raw;
-    if (!isId(id)) throw new ProtocolError(`${where}.id must be a non-negative integer, got ${describe(id)}`);
-    if (typeof name !== "string") throw new ProtocolError(`${where}.name must be a string, got ${describe(name)}`);
-    if (!isOneOf(NODE_KINDS, kind)) {
-      throw new ProtocolError(`${where}.kind must be one of ${NODE_KINDS.join(", ")}, got ${describe(kind)}`);
+    for (const key of ["id", "number", "module_call"] as const) {
+      const field = raw[key];
+      if (field !== undefined && field < 0) throw new ProtocolError(`${where}.${key} must be a non-negative integer, got ${field}`);
     }
-    if (typeof label !== "string") throw new ProtocolError(`${where}.label must be a string, got ${describe(label)}`);
-    if (byId.has(id)) throw new ProtocolError(`${where}.id ${id} is used by two nodes`);
-    const leafName = raw["leaf_name"];
-    if (leafName !== undefined && typeof leafName !== "string") {
-      throw new ProtocolError(`${where}.leaf_name must be a string, got ${describe(leafName)}`);
-    }
-    const number = raw["number"];
-    if (number !== undefined && !isId(number)) {
-      throw new ProtocolError(`${where}.number must be a non-negative integer, got ${describe(number)}`);
-    }
-    const source = raw["source"];
-    if (source !== undefined && typeof source !== "string") {
-      throw new ProtocolError(`${where}.source must be a string, got ${describe(source)}`);
+    if (byId.has(raw.id)) throw new ProtocolError(`${where}.id ${raw.id} is used by two nodes`);
+    const { module, module_types: types, module_call: call, leaf_name: leafName, source, number } = raw;
+    if (module !== undefined && types !== undefined && types.length !== module.length) {
+      throw new ProtocolError(`${where}.module_types must be a list of ${module.length} strings (one per module name), got ${types.length}`);
     }
     const node: GraphNode = {
-      id, name, kind, label,
+      id: raw.id, name: raw.name, kind: raw.kind, label: raw.label,
       ...(leafName === undefined || leafName === "" ? {} : { leaf_name: leafName }),
       ...(number === undefined ? {} : { number }),
       ...(source === undefined || source === "" ? {} : { source }),
-      ...moduleFields(raw, where),
+      ...(module === undefined ? {} : { module, ...(types === undefined ? {} : { module_types: types }), ...(call === undefined ? {} : { module_call: call }) }),
     };
-    byId.set(id, node);
+    byId.set(raw.id, node);
     return node;
   });
-  const edges = arrayField(value, "edges", "graph").map((raw, index): GraphEdge => {
+  const edges = checked.edges.map((edge, index): GraphEdge => {
     const where = `graph.edges[${index}]`;
-    if (!isRecord(raw)) throw new ProtocolError(`${where} must be an object, got ${describe(raw)}`);
-    const { source, target, input_nr } = raw;
-    for (const [key, end] of [["source", source], ["target", target]] as const) {
-      if (!isId(end) || !byId.has(end)) {
-        throw new ProtocolError(`${where}.${key} must be the id of a node, got ${describe(end)} ${String(end)}`);
-      }
+    for (const key of ["source", "target"] as const) {
+      if (!byId.has(edge[key])) throw new ProtocolError(`${where}.${key} must be the id of a node, got ${edge[key]}`);
     }
-    if (!isId(input_nr)) {
-      throw new ProtocolError(`${where}.input_nr must be a non-negative integer, got ${describe(input_nr)}`);
-    }
-    return { source: source as number, target: target as number, input_nr };
+    if (edge.input_nr < 0) throw new ProtocolError(`${where}.input_nr must be a non-negative integer, got ${edge.input_nr}`);
+    return { source: edge.source, target: edge.target, input_nr: edge.input_nr };
   });
-  const roots = arrayField(value, "roots", "graph").map((raw, index) => {
-    if (!isId(raw) || !byId.has(raw)) {
-      throw new ProtocolError(`graph.roots[${index}] must be the id of a node, got ${describe(raw)} ${String(raw)}`);
-    }
-    return raw;
+  checked.roots.forEach((root, index) => {
+    if (!byId.has(root)) throw new ProtocolError(`graph.roots[${index}] must be the id of a node, got ${root}`);
   });
-  return { nodes, edges, roots, byId };
+  return { nodes, edges, roots: [...checked.roots], byId };
 }
 
 export type StateMap = ReadonlyMap<number, NodeState>;
@@ -349,11 +290,7 @@ export type EventLine = Readonly<protocol.EventLine>;
 
 export function parseLastEvent(value: unknown): EventLine | null {
   if (value === null || value === undefined) return null;
-  if (!isRecord(value)) throw new ProtocolError(`last_event must be an object or null, got ${describe(value)}`);
-  const { seq, kind, node, text } = value;
-  if (typeof kind !== "string" || typeof text !== "string") {
-    throw new ProtocolError(`last_event must have a kind and a text, got ${describe(kind)} and ${describe(text)}`);
-  }
+  const { seq, kind, node, text } = readShape<protocol.EventLine>("EventLine", value, "last_event");
   return { seq: isId(seq) ? seq : null, kind, node: isId(node) ? node : null, text };
 }
 

@@ -4,7 +4,9 @@
 // A click on a parameter selects its AccumulateGrad node. All text is set with textContent.
 
 import { formatNumber, parseSummary, type Summary } from "./inspector.js";
+import type * as protocol from "./generated/widget_protocol.js";
 import { isRecord, type ModuleSelect, type OverlayRequest } from "./generated/widget_protocol.js";
+import { readShape } from "./payload.js";
 
 /** Ask Python to show a module in the inspector (its dotted path; null: nothing). */
 export type ModuleSelectMessage = Readonly<ModuleSelect>;
@@ -39,30 +41,25 @@ export interface ModuleInspection {
 
 const STATE_ORDER = ["done", "released", "running", "ready", "pending", "error"];
 
-function whole(value: unknown): number {
-  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : 0;
-}
-
-/** A module inspection (it has a string `module`); null for anything else (a node's inspection). */
+/**
+ * A module inspection (it has a string `module`), checked against the generated shape: a
+ * ProtocolError naming the field when it is malformed; null for anything else (a node's
+ * inspection). The view orders the states and reads each gradient leniently (parseSummary).
+ */
 export function parseModuleInspection(value: unknown): ModuleInspection | null {
   if (!isRecord(value) || typeof value["module"] !== "string") return null;
-  const states = isRecord(value["states"]) ? value["states"] : {};
-  const counted = Object.keys(states).sort((a, b) => {
+  const checked = readShape<protocol.ModuleInspection>("ModuleInspection", value, "inspection");
+  const counted = Object.keys(checked.states).sort((a, b) => {
     const [x, y] = [STATE_ORDER.indexOf(a), STATE_ORDER.indexOf(b)];
     return (x < 0 ? 99 : x) - (y < 0 ? 99 : y) || a.localeCompare(b);
   });
-  const parameters: ModuleParameter[] = [];
-  for (const item of Array.isArray(value["parameters"]) ? value["parameters"] : []) {
-    if (!isRecord(item) || typeof item["name"] !== "string" || !Number.isSafeInteger(item["id"])) continue;
-    parameters.push({ id: item["id"] as number, name: item["name"], grad: parseSummary(item["grad"]) });
-  }
   return {
-    module: value["module"],
-    type: typeof value["type"] === "string" ? value["type"] : "",
-    count: whole(value["count"]),
-    calls: Math.max(1, whole(value["calls"])),
-    states: counted.map((state) => [state, whole(states[state])] as const),
-    parameters,
+    module: checked.module,
+    type: checked.type,
+    count: Math.max(0, checked.count),
+    calls: Math.max(1, checked.calls),
+    states: counted.map((state) => [state, Math.max(0, checked.states[state]!)] as const),
+    parameters: checked.parameters.map((item) => ({ id: item.id, name: item.name, grad: parseSummary(item.grad) })),
   };
 }
 

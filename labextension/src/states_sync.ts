@@ -13,11 +13,8 @@
 // `states_seq`: the copy then follows the `states` trait alone.
 
 import {
-  describe,
   isId,
-  isOneOf,
   isRecord,
-  NODE_STATES,
   parseDelivered,
   parseStates,
   ProtocolError,
@@ -26,7 +23,9 @@ import {
   type NodeState,
   type StateMap,
 } from "./model.js";
+import type * as protocol from "./generated/widget_protocol.js";
 import type { ResyncRequest } from "./generated/widget_protocol.js";
+import { readShape } from "./payload.js";
 
 /** A `states_delta` message, checked. */
 export interface StatesDelta {
@@ -46,22 +45,18 @@ export const RESYNC_MESSAGE: ResyncMessage = { type: "resync" };
  */
 export function parseStatesDelta(content: unknown): StatesDelta | null {
   if (!isRecord(content) || content["type"] !== "states_delta") return null;
-  const { seq, states, delivered } = content;
-  if (!isId(seq) || seq === 0) throw new ProtocolError(`states_delta.seq must be an integer >= 1, got ${describe(seq)}`);
-  if (!isRecord(states)) throw new ProtocolError(`states_delta.states must be an object, got ${describe(states)}`);
+  const { seq, states, delivered } = readShape<protocol.StatesDelta>("StatesDelta", content, "states_delta");
+  // What the shape does not say: numbering starts at 1, keys are node ids, a delivery is a pair.
+  if (seq < 1) throw new ProtocolError(`states_delta.seq must be an integer >= 1, got ${seq}`);
   const changed = new Map<number, NodeState>();
   for (const [key, state] of Object.entries(states)) {
     if (!/^(0|[1-9][0-9]*)$/.test(key)) throw new ProtocolError(`states_delta.states key ${JSON.stringify(key)} is not a node id`);
-    if (!isOneOf(NODE_STATES, state)) {
-      throw new ProtocolError(`states_delta.states[${key}] must be one of ${NODE_STATES.join(", ")}, got ${describe(state)}`);
-    }
     changed.set(Number(key), state);
   }
-  if (!Array.isArray(delivered)) throw new ProtocolError(`states_delta.delivered must be a list, got ${describe(delivered)}`);
   const pairs: (readonly [number, number])[] = [];
-  delivered.forEach((pair: unknown, index) => {
-    if (!Array.isArray(pair) || pair.length !== 2 || !isId(pair[0]) || !isId(pair[1])) {
-      throw new ProtocolError(`states_delta.delivered[${index}] must be a [producer, receiver] pair of node ids, got ${describe(pair)}`);
+  delivered.forEach((pair, index) => {
+    if (pair.length !== 2 || !isId(pair[0]) || !isId(pair[1])) {
+      throw new ProtocolError(`states_delta.delivered[${index}] must be a [producer, receiver] pair of node ids, got ${JSON.stringify(pair)}`);
     }
     pairs.push([pair[0], pair[1]]);
   });

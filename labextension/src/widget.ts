@@ -7,7 +7,7 @@
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
 
 import { disconnectedText, watchConnection } from "./connection.js";
-import { DoctorPanel, findingMarks, panelContent, parseDoctor, parseProgress, type DoctorState, type Progress } from "./doctor.js";
+import { parseProgress } from "./doctor.js";
 import { canvasHeight, GraphScene, MAX_HEIGHT, type FoldDecor } from "./draw.js";
 import { foldLayout } from "./fold.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
@@ -43,21 +43,23 @@ import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } fr
 import { STYLES } from "./styles.js";
 import { parseStatesDelta, RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
 import { BoxDeliveries, BoxTally } from "./box_tally.js";
-import { KEYS_HELP } from "./keys.js";
 import {
   MODULE_INSPECTOR_STYLES,
   ModuleInspector,
-  overlayRequestMessage,
   parseModuleInspection,
   selectModuleMessage,
   type ModuleSelectMessage,
   type OverlayRequestMessage,
 } from "./module_inspector.js";
-import { DIFF_STYLES, DiffPanel, parseDiff } from "./diff_panel.js";
-import { buildScale, OVERLAY_STYLES, OverlayLegend, OverlayPicker, parseOverlays, type Overlay } from "./overlays.js";
+import { DIFF_STYLES } from "./diff_panel.js";
+import { OVERLAY_STYLES } from "./overlays.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
 import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
 import { FoldedView } from "./view_graph.js";
+import { createCanvas, createErrorBox, showProblems } from "./view_canvas.js";
+import { DoctorWatch } from "./view_doctor.js";
+import { watchFindKey } from "./view_keys.js";
+import { OverlayWatch } from "./view_overlays.js";
 
 /**
  * Select a folded module (a click on its box): protocol 5's `{"type": "select", "module":
@@ -151,13 +153,6 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let selected: number | null = null;
   /** The commands the session offers (the `commands` trait). */
   let offered: ReadonlySet<CommandName> = new Set<CommandName>(["step", "continue"]);
-  /** Check gradients: clicked, and Python has not answered yet (neither `doctor` nor an ack). */
-  let doctorPending = false;
-  /** The latest progress message of the check that is running. */
-  let doctorProgress: Progress | null = null;
-  /** The `run` of the check whose panel the user closed (its marks are hidden too). */
-  let dismissedRun: number | null = null;
-  let lastDoctorRun: number | null = null;
 
   /** The node states and deliveries drawn: the whole traits plus the deltas since (states_sync.ts). */
   const copy = new StatesCopy();
@@ -179,7 +174,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       // buttons are off; a host that reports neither of its signals lands here. Say so where
       // the user looks instead of an uncaught page error and a "…" that never ends.
       setBusy(false);
-      if (message.type === "command" && message.name === "check_gradients") doctorPending = false;
+      if (message.type === "command" && message.name === "check_gradients") doctor.answered();
       viewError = unreachableKernel(messageOf(error));
       refresh();
     }
@@ -195,38 +190,10 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** Show a module in the inspector (the fold view calls this when a folded box is clicked). */
   const selectModule = (path: string | null): void => send(selectModuleMessage(path));
 
-  // ---- overlays (overlays.ts): which one is shown is this view's own choice ----
-  let activeOverlay: string | null = null;
-  /** The user chose an overlay (a diff view's first overlay no longer applies). */
-  let overlayChosen = false;
-  let overlayList: Overlay[] = [];
-  /** What the scene was last painted with: the trait object, the choice and the scene. */
-  let paintedWith: [unknown, string | null, GraphScene | null] = [undefined, null, null];
-  const overlayLegend = new OverlayLegend();
-  const overlayPicker = new OverlayPicker((name) => {
-    activeOverlay = name;
-    overlayChosen = true;
-    const chosen = overlayList.find((overlay) => overlay.name === name);
-    if (chosen !== undefined && chosen.values === null) send(overlayRequestMessage(chosen.name));
-    refresh();
-  });
-  const diffPanel = new DiffPanel((id) => select(id));
-  const showOverlay = (): void => {
-    const diffTrait = model.get("diff");
-    const diff = parseDiff(diffTrait);
-    diffPanel.update(diffTrait, diff);
-    if (!overlayChosen && diff?.overlay != null) activeOverlay = diff.overlay;
-    const trait = model.get("overlays");
-    if (paintedWith[0] === trait && paintedWith[1] === activeOverlay && paintedWith[2] === scene) return;
-    overlayList = parseOverlays(trait);
-    if (activeOverlay !== null && !overlayList.some((overlay) => overlay.name === activeOverlay)) activeOverlay = null;
-    const overlay = overlayList.find((item) => item.name === activeOverlay) ?? null;
-    const scale = overlay === null || overlay.values === null ? null : buildScale(overlay);
-    overlayPicker.update(overlayList, activeOverlay);
-    overlayLegend.update(overlay, scale);
-    scene?.setOverlay(overlay, scale, (id) => folded?.box(id)?.members ?? null);
-    paintedWith = [trait, activeOverlay, scene];
-  };
+  // ---- overlays and the diff panel (view_overlays.ts): which overlay shows is this view's own choice ----
+  const overlays = new OverlayWatch({ send, select, changed: () => refresh() });
+  const showOverlay = (): void =>
+    overlays.show({ overlays: model.get("overlays"), diff: model.get("diff"), scene, membersOf: (id) => folded?.box(id)?.members ?? null });
   /** Open what hides a node, select it, and pan to it (a search hit, a doctor finding). */
   const goToNode = (id: number): void => {
     if (folded?.reveal(id) === true) {
@@ -269,9 +236,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       refused = null;
       setBusy(true);
       if (name === "check_gradients") {
-        doctorPending = true;
-        doctorProgress = null;
-        dismissedRun = null;
+        doctor.started();
         refresh();
       }
       send(message);
@@ -279,7 +244,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     zoomIn: () => scene?.zoomBy(1.25),
     zoomOut: () => scene?.zoomBy(0.8),
     fit: () => scene?.resetView(),
-  }, [...(extras.toolbar ?? []), overlayPicker.element]);
+  }, [...(extras.toolbar ?? []), overlays.picker.element]);
 
   /** A command key on the graph (keys.ts): presses the button; if it is off, says why. */
   const pressKey = (name: CommandName): void => {
@@ -288,24 +253,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     refresh();
   };
 
-  const errorBox = document.createElement("pre");
-  errorBox.className = "gv-error";
-  errorBox.dataset["testid"] = "gv-error";
-  errorBox.setAttribute("role", "alert");
-  errorBox.hidden = true;
-
-  const canvas = document.createElement("div");
-  canvas.className = "gv-canvas";
-  canvas.style.height = "160px";
-  // One tab stop for the whole graph; the keys move a cursor inside it (keys.ts, draw.ts).
-  canvas.tabIndex = 0;
-  canvas.title = KEYS_HELP;
-  canvas.setAttribute("aria-label", "autograd graph");
-  canvas.dataset["testid"] = "gv-canvas";
-  canvas.setAttribute("data-lm-suppress-shortcuts", "true"); // JupyterLab: the arrows are ours here
-  const message = document.createElement("div");
-  message.className = "gv-message";
-  canvas.append(message);
+  const errorBox = createErrorBox();
+  const { element: canvas, showMessage } = createCanvas();
 
   const history = new HistoryPanel((action) => {
     if ("seek" in action) send(seekMessage(action.seek));
@@ -318,33 +267,14 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   const output = new OutputPanel();
   const inspector = new Inspector(() => select(null));
   const moduleInspector = new ModuleInspector((id) => select(id), () => selectModule(null));
-  const doctorPanel = new DoctorPanel(
-    (node) => goToNode(node),
-    () => {
-      dismissedRun = lastDoctorRun;
-      refresh();
-    },
-  );
+  const doctor = new DoctorWatch({ goTo: goToNode, changed: () => refresh() });
 
   root.append(style, toolbar.element, controls.element);
-  // `/` or Ctrl+F while the widget has focus: the search box.
-  root.addEventListener("keydown", (event) => {
-    const typing = event.target instanceof HTMLInputElement || event.target instanceof HTMLTextAreaElement;
-    const find = (event.key === "/" && !event.ctrlKey && !event.metaKey && !event.altKey) || ((event.ctrlKey || event.metaKey) && event.key === "f");
-    if (!find || typing) return;
-    event.preventDefault();
-    event.stopPropagation();
-    controls.search.focus();
-    controls.search.select();
-  });
+  // `/` or Ctrl+F while the widget has focus: the search box (view_keys.ts).
+  watchFindKey(root, controls.search);
   if (extras.belowToolbar !== undefined) root.append(extras.belowToolbar);
-  root.append(narration.element, history.element, diffPanel.element, errorBox, output.element, doctorPanel.element, canvas, legend(), overlayLegend.element, inspector.element, moduleInspector.element);
+  root.append(narration.element, history.element, overlays.diffPanel.element, errorBox, output.element, doctor.panel.element, canvas, legend(), overlays.legend.element, inspector.element, moduleInspector.element);
   el.append(root);
-
-  const showMessage = (text: string | null): void => {
-    message.hidden = text === null;
-    message.textContent = text ?? "";
-  };
 
   /** Restyle from states/current/status/error. Never lays out. */
   const refresh = (): void => {
@@ -377,8 +307,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       history.update(parseHistory(model.get("history"), model.get("history_position")));
       narration.setExpandable(history.available, history.isOpen);
       output.update(model.get("output"));
-      const doctor = readDoctor();
-      const shown = doctor !== null && doctor.run === dismissedRun && !doctorPending ? null : doctor;
+      const check = doctor.read(model.get("doctor"));
+      const shown = doctor.shown(check);
       if (folded !== null && controls.following && current !== null && current !== followed) {
         // Follow: open the modules around the running node (a new layout), then pan to it.
         followed = current;
@@ -387,7 +317,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
           layoutView();
         }
       }
-      const marks = findingMarks(shown);
+      const marks = doctor.marks(shown);
       if (folded !== null) {
         scene?.update(tally.boxStates(folded), folded.shownAs(current), boxDeliveries.update(folded, copy.deliveries));
         scene?.setSelected(folded.shownAs(selected));
@@ -397,11 +327,11 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
       moduleInspector.update(moduleInspection);
       showOverlay();
-      doctorPanel.update(panelContent(shown, doctorProgress, doctorPending, (id) => {
+      doctor.update(shown, (id) => {
         const node = graph.byId.get(id);
         return node === undefined ? id : nodeNumber(node);
-      }));
-      const checking = doctorPending || doctor?.state === "checking";
+      });
+      const checking = doctor.checking(check);
       const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
       const line = statusText(view);
       const enabled = (name: CommandName): boolean =>
@@ -413,20 +343,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");
     }
-    errorBox.hidden = problems.length === 0;
-    errorBox.textContent = problems.join("\n\n");
+    showProblems(errorBox, problems);
     root.dataset["refreshMillis"] = (performance.now() - started).toFixed(1);
-  };
-
-  /** The `doctor` trait; a new check ends the "clicked, no answer yet" wait. */
-  const readDoctor = (): DoctorState | null => {
-    const doctor = parseDoctor(model.get("doctor"));
-    if (doctor !== null && doctor.run !== lastDoctorRun) {
-      lastDoctorRun = doctor.run;
-      doctorPending = false;
-    }
-    if (doctor?.state !== "checking") doctorProgress = null;
-    return doctor;
   };
 
   /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
@@ -548,7 +466,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     const progress = parseProgress(content);
     if (progress !== null) {
-      doctorProgress = progress;
+      doctor.setProgress(progress);
       setBusy(true); // the kernel is working: keep the "…" (and its timeout) alive
       refresh();
       return;
@@ -562,7 +480,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     const ack = parseAck(content);
     if (ack === null) return;
-    if (ack.name === "check_gradients") doctorPending = false; // answered, or refused
+    if (ack.name === "check_gradients") doctor.answered(); // answered, or refused
     if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
     notice = ackNotice(ack, parseErrorText(model.get("error")));
     refresh();
@@ -611,7 +529,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   for (const [event, callback] of subscriptions) model.on(event, callback);
   const stopWatching = watchConnection(model, (reason) => {
     disconnected = disconnectedText(reason);
-    doctorPending = false;
+    doctor.answered();
     root.classList.add("gv-disconnected");
     root.dataset["disconnected"] = "true";
     setBusy(false);

@@ -221,7 +221,7 @@ describe("parseGraph module fields", () => {
     assert.deepEqual([parsed.module, parsed.module_types, parsed.module_call], [["blocks", "0"], ["ModuleList", "Block"], 2]);
   });
   it("refuses malformed ones naming the field", () => {
-    assert.throws(() => parseGraph({ nodes: [{ ...node, module: "blocks.0" }], edges: [], roots: [] }), /graph\.nodes\[0\]\.module must be a list of strings/);
+    assert.throws(() => parseGraph({ nodes: [{ ...node, module: "blocks.0" }], edges: [], roots: [] }), /graph\.nodes\[0\]\.module must be a list, got the string "blocks\.0"/);
     assert.throws(() => parseGraph({ nodes: [{ ...node, module_types: ["Block"] }], edges: [], roots: [] }), /module_types must be a list of 2 strings/);
     assert.throws(() => parseGraph({ nodes: [{ ...node, module_call: -1 }], edges: [], roots: [] }), /module_call must be a non-negative integer/);
   });

@@ -17,6 +17,11 @@ describe("event history", () => {
     assert.equal(history?.position, 13);
     assert.equal(parseHistory(null, 0), null);
     assert.throws(() => parseHistory({ start: 0, total: 1, events: [[1, 2]] }, 0), ProtocolError);
+    const wellFormed = { start: 0, total: 1, events: [["node_ready", 2, "ready"]], seekable: false };
+    assert.throws(() => parseHistory({ ...wellFormed, events: [["node_ready", 2]] }, 0), /^ProtocolError: history\.events\[0\] must be a list of 3, got an array$/);
+    assert.throws(() => parseHistory({ ...wellFormed, events: [[1, 2, "x"]] }, 0), /^ProtocolError: history\.events\[0\]\[0\] must be a string, got number$/);
+    assert.throws(() => parseHistory({ ...wellFormed, seekable: "no" }, 0), /^ProtocolError: history\.seekable must be a boolean, got the string "no"$/);
+    assert.throws(() => parseHistory({ ...wellFormed, start: -1 }, 0), /^ProtocolError: history\.start must be a non-negative integer, got -1$/);
     assert.throws(() => parseHistory([], 0), ProtocolError);
   });
 

@@ -85,7 +85,9 @@ describe("parseGraph", () => {
 
   const bad: [string, unknown, RegExp][] = [
     ["not an object", [], /graph must be an object/],
-    ["nodes missing", { edges: [], roots: [] }, /graph\.nodes must be an array/],
+    ["nodes missing", { edges: [], roots: [] }, /^graph\.nodes is missing$/],
+    ["nodes not a list", { nodes: {}, edges: [], roots: [] }, /^graph\.nodes must be a list, got object$/],
+    ["fractional input_nr", { ...TINY_GRAPH, edges: [{ source: 4, target: 3, input_nr: 0.5 }] }, /^graph\.edges\[0\]\.input_nr must be an integer, got number$/],
     ["negative id", { ...TINY_GRAPH, nodes: [{ id: -1, name: "A", kind: "builtin", label: "" }] }, /nodes\[0\]\.id/],
     ["unknown kind", { ...TINY_GRAPH, nodes: [{ id: 1, name: "A", kind: "magic", label: "" }] }, /kind must be one of/],
     ["duplicate id", { ...TINY_GRAPH, nodes: [TINY_GRAPH.nodes[0], TINY_GRAPH.nodes[0]] }, /used by two nodes/],
@@ -332,7 +334,10 @@ describe("selection and narration traits", () => {
       text: "",
     });
     assert.equal(parseLastEvent(null), null);
-    assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready" }), /last_event must have a kind and a text/);
+    assert.throws(() => parseLastEvent({ seq: 1, kind: "node_ready", node: 2 }), /^ProtocolError: last_event\.text is missing$/);
+    assert.throws(() => parseLastEvent({ seq: 1, kind: 3, node: 2, text: "" }), /^ProtocolError: last_event\.kind must be a string, got number$/);
+    assert.throws(() => parseLastEvent({ seq: "1", kind: "node_ready", node: 2, text: "" }), /^ProtocolError: last_event\.seq must be an integer or null, got the string "1"$/);
+    assert.throws(() => parseLastEvent("node_ready"), /^ProtocolError: last_event must be an object, got the string "node_ready"$/);
     assert.throws(() => parseLastEvent([]), /last_event must be an object/);
   });
 });

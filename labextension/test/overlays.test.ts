@@ -130,18 +130,33 @@ describe("formatValue", () => {
 });
 
 describe("parseDiff", () => {
-  it("reads the diff trait's lists and counts, and nothing else", () => {
+  it("reads the diff trait's lists and counts", () => {
     const diff = parseDiff({
       a: "before", b: HOSTILE, overlay: "difference", summary: "3 matched nodes, 1 differ",
       counts: { pairs: 3, differ: 1, only_a: 0, only_b: 1 },
       differences: [{ node: 2, key: "MulBackward0", max_relative: "inf", reasons: ["ran only in a"] }],
-      only_a: [], only_b: [{ node: 7, key: HOSTILE }, "junk"],
+      only_a: [], only_b: [{ node: 7, key: HOSTILE }],
     });
     assert.equal(diff?.b, HOSTILE);
     assert.deepEqual(diff?.counts, { pairs: 3, differ: 1, onlyA: 0, onlyB: 1 });
     assert.deepEqual(diff?.differences, [{ node: 2, key: "MulBackward0", detail: "relative gap inf; ran only in a" }]);
     assert.deepEqual(diff?.onlyB, [{ node: 7, key: HOSTILE, detail: "" }]);
     assert.equal(parseDiff(null), null);
+  });
+
+  it("names the field of a malformed diff", () => {
+    const diff = {
+      a: "a", b: "b", overlay: null, summary: "", counts: { pairs: 0, differ: 0, only_a: 0, only_b: 1 },
+      differences: [], only_a: [], only_b: [{ node: 7, key: "x" }],
+    };
+    assert.ok(parseDiff(diff) !== null);
+    const cases: [unknown, RegExp][] = [
+      [[], /^ProtocolError: diff must be an object, got an array$/],
+      [{ ...diff, only_b: [{ node: 7, key: "x" }, "junk"] }, /^ProtocolError: diff\.only_b\[1\] must be an object, got the string "junk"$/],
+      [{ ...diff, counts: { pairs: 0, differ: 0, only_a: 0 } }, /^ProtocolError: diff\.counts\.only_b is missing$/],
+      [{ ...diff, differences: [{ node: 2, key: "k", max_relative: [1], reasons: [] }] }, /^ProtocolError: diff\.differences\[0\]\.max_relative must be a number or one of nan, inf, -inf, got an array$/],
+    ];
+    for (const [value, message] of cases) assert.throws(() => parseDiff(value), message);
   });
 });
 

@@ -60,6 +60,11 @@ describe("the generated protocol types", () => {
     assert.equal(parseInspection(inspection)?.leafName, "fc.weight");
     const module: protocol.ModuleInspection = { module: "fc", type: "Linear", count: 2, calls: 1, states: { done: 2 }, parameters: [{ id: 0, name: "fc.weight", grad: SUMMARY }] };
     assert.equal(parseModuleInspection(module)?.parameters[0]?.name, "fc.weight");
+    assert.deepEqual(parseModuleInspection({ ...module, states: { pending: 1, done: 2 } })?.states, [["done", 2], ["pending", 1]]);
+    assert.equal(parseModuleInspection(inspection), null); // a node's inspection is not a module's
+    assert.throws(() => parseModuleInspection({ ...module, count: "2" }), /^ProtocolError: inspection\.count must be an integer, got the string "2"$/);
+    assert.throws(() => parseModuleInspection({ ...module, parameters: [{ id: 0, grad: null }] }), /^ProtocolError: inspection\.parameters\[0\]\.name is missing$/);
+    assert.throws(() => parseModuleInspection({ ...module, states: { done: "2" } }), /^ProtocolError: inspection\.states\["done"\] must be an integer, got the string "2"$/);
   });
 
   it("describe the overlays and the doctor", () => {

@@ -28,11 +28,12 @@ describe("parseStatesDelta", () => {
 
   it("names the field of a malformed delta", () => {
     const cases: [unknown, RegExp][] = [
-      [delta(0, {}), /states_delta\.seq must be an integer >= 1, got number/],
-      [{ type: "states_delta", seq: "2", states: {}, delivered: [] }, /seq must be an integer >= 1, got the string "2"/],
+      [delta(0, {}), /states_delta\.seq must be an integer >= 1, got 0/],
+      [{ type: "states_delta", seq: "2", states: {}, delivered: [] }, /states_delta\.seq must be an integer, got the string "2"/],
+      [{ type: "states_delta", seq: 2, delivered: [] }, /states_delta\.states is missing/],
       [{ type: "states_delta", seq: 2, states: [], delivered: [] }, /states_delta\.states must be an object, got an array/],
       [delta(2, { x: "done" }), /states_delta\.states key "x" is not a node id/],
-      [delta(2, { "4": "finished" }), /states_delta\.states\[4\] must be one of pending, ready/],
+      [delta(2, { "4": "finished" }), /states_delta\.states\["4"\] must be one of pending, ready/],
       [{ type: "states_delta", seq: 2, states: {}, delivered: null }, /states_delta\.delivered must be a list, got null/],
       [{ type: "states_delta", seq: 2, states: {}, delivered: [[4]] }, /states_delta\.delivered\[0\] must be a \[producer, receiver\] pair/],
     ];

@@ -10,15 +10,28 @@ import sys
 import textwrap
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 import gradviz
+from gradviz._typescript import object_schema, type_schema
+from gradviz.widget import _protocol
 from gradviz.widget._diff_view import DIFF_OVERLAY, DiffWidget
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "debug"))
 from test_module_scopes import HOSTILE, twin_traces  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
+
+# The diff trait's shape as the protocol declares it (gradviz/widget/_protocol.py): extra keys refused.
+_DIFF_SHAPES = (_protocol.DiffCounts, _protocol.DiffDifference, _protocol.DiffOnly, _protocol.DiffData)
+DIFF_DATA_SCHEMA = {
+    "$ref": "#/$defs/DiffData",
+    "$defs": {
+        "Number": type_schema(_protocol.Number),
+        **{tp.__name__: object_schema(tp, {id(_protocol.Number): "Number"}) for tp in _DIFF_SHAPES},
+    },
+}
 
 
 def test_a_gradviz_pass_and_its_torch_twin_show_no_difference():
@@ -48,6 +61,8 @@ def test_a_seeded_bug_is_the_node_with_the_large_difference():
     try:
         differing = {entry["node"] for entry in widget.diff["differences"]}
         assert differing == {pair.a["id"] for pair in result.differences} and differing
+        # the trait has exactly the protocol's DiffData shape (what the view's readShape checks)
+        jsonschema.validate(widget.diff, DIFF_DATA_SCHEMA)
         values = widget.overlays[DIFF_OVERLAY]["values"]
         checked = 0
         for pair in result.pairs:
