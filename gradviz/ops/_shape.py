@@ -11,14 +11,9 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
-from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
+from ._registry import Op, apply, check_saveable, declare, exports, numpy_names, promote
 from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
 from ._scatter_add import add_at
-
-__all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
-           "unsqueeze", "squeeze", "squeeze_dim",
-           "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
-           "chunk", "unbind", "flip", "contiguous", "unsafe_view"]
 
 
 def _shape_arg(args):
@@ -953,3 +948,6 @@ def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
     return apply(FLIP, input, dims=dims)
+
+
+__all__ = exports(globals(), "view", "squeeze_dim", "getitem", "contiguous", "unsafe_view")
