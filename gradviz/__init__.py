@@ -9,6 +9,7 @@ import math as _math
 import sys as _sys
 import types as _types
 import warnings as _warnings
+import typing as _typing
 
 from ._version import __version__
 
@@ -34,6 +35,8 @@ for _declared in ops._registry.DECLARED:
         globals()[_name] = _function
     _OP_NAMES += _declared.names
 del _declared, _function, _name
+if _typing.TYPE_CHECKING:  # the same names, for type checkers and IDEs (Note [Op stubs])
+    from ._op_exports import *  # noqa: F403
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
 from ._legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
@@ -74,16 +77,18 @@ _COMPLEX_NAMES = ("complex32", "complex64", "complex128", "cfloat", "cdouble", "
                   "view_as_complex", "view_as_real", "complex", "polar")
 
 
-def __getattr__(name):
-    # torch's complex dtypes and functions: say why they are missing
-    if name in _COMPLEX_NAMES:
-        raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
-                             "support complex numbers (keep real and imaginary parts as two "
-                             "real tensors)")
-    if name == "bfloat16":
-        raise AttributeError("module 'gradviz' has no attribute 'bfloat16': gradviz computes with "
-                             "numpy, which has no bfloat16; use float32 (or float16)")
-    raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
+if not _typing.TYPE_CHECKING:  # a type checker seeing __getattr__ would take every unknown name as Any
+
+    def __getattr__(name):
+        # torch's complex dtypes and functions: say why they are missing
+        if name in _COMPLEX_NAMES:
+            raise AttributeError(f"module 'gradviz' has no attribute '{name}': gradviz does not "
+                                 "support complex numbers (keep real and imaginary parts as two "
+                                 "real tensors)")
+        if name == "bfloat16":
+            raise AttributeError("module 'gradviz' has no attribute 'bfloat16': gradviz computes "
+                                 "with numpy, which has no bfloat16; use float32 (or float16)")
+        raise AttributeError(f"module 'gradviz' has no attribute '{name}'")
 
 
 def is_floating_point(input) -> bool:  # noqa: A002

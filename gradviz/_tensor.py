@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 import weakref
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -134,7 +135,15 @@ class layout:
 strided = layout("strided")
 
 
-class Tensor(_engine.TensorBase):
+if TYPE_CHECKING:  # the methods the ops install at import, for type checkers (Note [Op stubs])
+    from ._tensor_methods import TensorMethods
+
+    class _TensorBase(TensorMethods, _engine.TensorBase): ...
+else:
+    _TensorBase = _engine.TensorBase
+
+
+class Tensor(_TensorBase):
     """An n-dimensional array that records operations for automatic differentiation.
 
     Examples

@@ -7,6 +7,8 @@ Importing this package registers every op in :data:`TABLE`, attaches the Tensor 
 
 from __future__ import annotations
 
+import typing as _typing
+
 import numpy as np
 
 from gradviz_ext import engine as _engine
@@ -43,6 +45,9 @@ from ._special_functions import *  # noqa: F401,F403
 from ._special_namespace import *  # noqa: F401,F403
 from ._statistics import *  # noqa: F401,F403
 from ._windows import *  # noqa: F401,F403
+
+if _typing.TYPE_CHECKING:  # the names above, which __all__ = exports(...) hides from checkers (Note [Op stubs])
+    from ._exports import *  # noqa: F403
 
 __all__ = (["TABLE", "Op", "OpNode", "apply"] + _activation.__all__ + _compose.__all__
            + _creation.__all__ + _distance.__all__ + _indexing.__all__ + _linalg.__all__ + _math.__all__

@@ -30,13 +30,8 @@ from ._pointwise import (
     where_zero,
 )
 from ._reduction import sum
-from ._registry import Op, apply, declare, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, exports, promote_float, saves_inputs, saves_output
 from ._saved import DIM, RESULT, SELF, Attr
-
-__all__ = ["softmax", "log_softmax", "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh",
-           "relu6", "rrelu", "logsigmoid", "selu", "celu", "mish", "hardswish", "hardsigmoid", "softsign",
-           "tanhshrink", "softmin"]
-
 
 # Note [Softmax kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -698,3 +693,8 @@ def threshold_result(input, threshold, value):
 
 def rrelu_result(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
     return _rrelu(RRELU_RESULT, input, lower, upper, training)
+
+
+__all__ = exports(globals(), "softplus", "gelu", "leaky_relu", "elu", "silu", "hardtanh", "relu6",
+                  "rrelu", "logsigmoid", "mish", "hardswish", "hardsigmoid", "softsign",
+                  "tanhshrink", "softmin")

@@ -15,11 +15,8 @@ import numpy as np
 from ._indexing import repeat
 from ._pointwise import mul
 from ._reduction import sum
-from ._registry import declare, numpy_names
+from ._registry import declare, exports, numpy_names
 from ._shape import cat, expand, permute, reshape, unsqueeze
-
-__all__ = ["hstack", "vstack", "column_stack", "meshgrid", "broadcast_to", "broadcast_tensors",
-           "tile", "einsum", "atleast_1d", "atleast_2d"]
 
 
 @declare()
@@ -253,5 +250,4 @@ def ravel(input):
     return reshape(input, (-1,))
 
 
-__all__ += ["diff", "movedim", "swapaxes", "ravel"]
-
+__all__ = exports(globals())

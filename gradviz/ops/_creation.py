@@ -11,12 +11,8 @@ from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _to_array, _wrap, check_device
 from . import _random_fills
-from ._registry import declare
+from ._registry import declare, exports
 from ._shape import _shape_arg
-
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "arange",
-           "linspace", "logspace", "eye", "randn", "rand", "randint", "manual_seed", "zeros_like",
-           "ones_like", "full_like", "empty_like", "randn_like", "rand_like"]
 
 _DEFAULT_SEED = 67280421310721  # PyTorch's default generator starts from this seed too
 
@@ -668,8 +664,6 @@ def random_(self, from_=None, to=None, *, generator=None, **kwargs):
                       _rng(generator).integers(low, high, size=self._data.shape))
 
 
-
-
 @declare()
 def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None):
     """A random permutation of the integers 0 to ``n - 1`` (int64)."""
@@ -746,11 +740,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return _wrap(out.reshape(weights.shape[:-1] + (int(num_samples),)))
 
 
-__all__ += ["Generator", "initial_seed", "seed", "get_rng_state", "set_rng_state", "randperm", "normal",
-            "bernoulli", "multinomial", "randint_like"]
-
-
-
 @declare()
 def triu_indices(row, col, offset=0, *, dtype=None, device=None):
     """The (2, n) row and column indices of the upper triangle of a ``row`` x ``col`` matrix
@@ -768,4 +757,4 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None):
     return _wrap(np.stack([rows, cols]).astype((dtype or _dtypes.int64).numpy))
 
 
-__all__ += ["triu_indices", "tril_indices"]
+__all__ = exports(globals())

@@ -6,10 +6,8 @@ from __future__ import annotations
 from .._grad_mode import no_grad
 from .._tensor import _wrap_dim
 from ._reduction import norm, sum
-from ._registry import declare
+from ._registry import declare, exports
 from ._shape import unsqueeze
-
-__all__ = ["cosine_similarity", "pairwise_distance", "cdist", "dist"]
 
 
 @declare()
@@ -68,3 +66,4 @@ def _dist_method(self, other, p=2):
     return dist(self, other, p)
 
 
+__all__ = exports(globals())

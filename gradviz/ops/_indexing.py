@@ -14,12 +14,9 @@ from gradviz_ext import engine as _engine
 from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._pointwise import _broadcast_error, checked_integer
-from ._registry import Op, apply, check_saveable, declare, numpy_names
+from ._registry import Op, apply, check_saveable, declare, exports, numpy_names
 from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_at, add_rows
-
-__all__ = ["gather", "scatter", "scatter_add", "index_select", "index_add", "masked_fill",
-           "sort", "topk", "argsort"]
 
 
 def _index_array(index, what):
@@ -480,8 +477,6 @@ def roll(input, shifts, dims=None):
     return apply(ROLL, input, shifts=shifts, dims=dims)
 
 
-__all__ += ["masked_select", "nonzero", "repeat_interleave", "roll"]
-
 # ---- index_fill, index_copy, masked_scatter ---------------------------------------------------
 
 def _index_fill_forward(a, *value, index, dim, number):
@@ -757,9 +752,4 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                  counts=np.maximum(counts, 1))
 
 
-__all__ += ["scatter_reduce"]
-
-
-__all__ += ["index_fill", "index_copy", "masked_scatter"]
-
-
+__all__ = exports(globals())

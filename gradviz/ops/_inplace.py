@@ -38,11 +38,9 @@ from gradviz_ext import ops as _ext_ops
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ._pointwise import checked_integer, legacy_alpha
-from ._registry import Op, apply, declare
+from ._registry import Op, apply, declare, exports
 from ._scatter_add import add_at
 from ._shape import check_advanced_key, check_slice_steps, expand_target, getitem, scalar_tensor_keys
-
-__all__ = ["inplace", "setitem", "copy_", "fill_", "zero_", "inplace_method"]
 
 _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
 _VIEW_OF_LEAF_MESSAGE = "a view of a leaf Variable that requires grad is being used in an in-place operation."
@@ -818,3 +816,5 @@ def _fill_diagonal_method(masked_fill_):
 
     return fill_diagonal_
 
+
+__all__ = exports(globals(), "inplace", "setitem", "copy_", "fill_", "zero_", "inplace_method")

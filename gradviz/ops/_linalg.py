@@ -15,19 +15,15 @@ from gradviz_ext import ops as _ext_ops
 
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._layout import product as _product
-from ._registry import Op, apply, declare, promote
+from ._registry import Op, apply, declare, exports, promote
 from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
 from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
-
-__all__ = ["matmul", "mm", "mv", "dot", "bmm"]
 
 
 def _each_for_the_other(needs):
     """The saves of a product of two operands (dot, mv, mm, bmm): as PyTorch, each operand is
     kept only for the other's gradient."""
     return ((1,) if needs[0] else ()) + ((0,) if needs[1] else ()), False
-
-
 
 
 def _check_float_pair(what, a, b):
@@ -470,9 +466,6 @@ def outer(input, vec2):
     return reshape(input, (input._data.shape[0], 1)) * vec2
 
 
-ger = outer
-
-
 # ---- inverse, determinant, solve -----------------------------------------------------------
 
 def _check_floating_matrix(what, input):
@@ -590,5 +583,5 @@ def solve(A, B, *, left=True):
         return matmul(inverse(A), B)
     return matmul(inverse(A), B)
 
-__all__ += ["diagonal", "diag", "diag_embed", "tril", "triu", "trace", "outer", "inverse", "det", "addmm"]
 
+__all__ = exports(globals())

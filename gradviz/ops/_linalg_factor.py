@@ -31,11 +31,9 @@ from ._linalg_solvers import (
     _result_type,
     solve_triangular,
 )
-from ._registry import Op, apply, declare, saves_inputs
+from ._registry import Op, apply, declare, exports, saves_inputs
 from ._saved import OTHER, REFACTORED, RESULT, SELF, Attr, Computed
 from ._shape import cat, expand, narrow, squeeze_dim, unsqueeze
-
-__all__ = ["qr", "svd", "pinverse"]
 
 _QR = _result_type("linalg_qr", ("Q", "R"))
 _LEGACY_QR = _result_type("qr", ("Q", "R"))
@@ -487,4 +485,4 @@ def lstsq(A, B, rcond=None, *, driver=None):
     return _LSTSQ(solution, residuals, rank, values)
 
 
-
+__all__ = exports(globals())

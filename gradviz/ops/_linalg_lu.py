@@ -19,11 +19,9 @@ from .. import dtypes
 from .._tensor import TYPE_WORDS, Tensor, _warn_once
 from ._linalg import _batch_element, _check_square, matmul, tril, triu
 from ._linalg_solvers import _result_type, solve_triangular
-from ._registry import Op, apply, declare, saves_inputs
+from ._registry import Op, apply, declare, exports, saves_inputs
 from ._saved import OTHER, REFACTORED, RESULT, SELF, Attr, Computed
 from ._shape import cat, narrow, transpose
-
-__all__ = ["lu", "lu_solve", "lu_unpack", "matrix_exp"]
 
 _LU_FACTOR = _result_type("linalg_lu_factor", ("LU", "pivots"))
 _LU_FACTOR_EX = _result_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
@@ -379,7 +377,6 @@ def linalg_lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     return apply(LU_SOLVE, LU, pivots, B, left=bool(left), adjoint=bool(adjoint))
 
 
-
 @declare()
 def lu_solve(b, LU_data, LU_pivots):
     """``torch.lu_solve`` (deprecated in PyTorch, which warns once): :func:`linalg_lu_solve`
@@ -479,3 +476,4 @@ def eigvals(A, *, out=None):
     raise TypeError(_EIG_MESSAGE.format(what="linalg.eigvals"))
 
 
+__all__ = exports(globals())

@@ -29,12 +29,9 @@ from ._linalg import (
     tril,
     triu,
 )
-from ._registry import Op, apply, declare
+from ._registry import Op, apply, declare, exports
 from ._saved import NO_LU, OTHER, RESULT, SELF, Attr
 from ._shape import expand, transpose, unsqueeze, view
-
-__all__ = ["adjoint", "chain_matmul", "cholesky", "cholesky_inverse", "cholesky_solve",
-           "triangular_solve"]
 
 LinAlgError = _LinAlgError
 
@@ -762,3 +759,6 @@ def vander(x, *, N=None):
         raise RuntimeError("N must be greater than 1.")
     powers = cumprod(expand(unsqueeze(x, -1), *shape, n - 1), -1)
     return cat([powers.new_ones(*shape, 1), powers], -1)
+
+
+__all__ = exports(globals())

@@ -8,10 +8,7 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Size, Tensor, _wrap, install_methods
 from ._pointwise import _broadcasting
-from ._registry import Op, apply, declare, promote
-
-__all__ = ["searchsorted", "bucketize", "isin", "unique_consecutive", "broadcast_shapes", "gcd",
-           "lcm"]
+from ._registry import Op, apply, declare, exports, promote
 
 
 def _array(value):
@@ -144,7 +141,6 @@ lcm = _integer_op("lcm", np.lcm)
 declare(method=True)(lcm)
 
 
-
 # ---- dtype and value predicates ------------------------------------------------------------------
 
 @declare()
@@ -231,9 +227,9 @@ def storage_offset(input):
     return (data_ptr(input) - start) // input._data.itemsize
 
 
-__all__ += ["result_type", "scalar_tensor", "is_nonzero", "is_signed", "is_complex", "real", *_IDENTITIES,
-            *_NO_BITS]
-
 install_methods({
     "real": property(real),
 })
+
+
+__all__ = exports(globals())

@@ -28,7 +28,7 @@ from ._pointwise import (
     pow,
     rsqrt,
 )
-from ._registry import Op, apply, declare, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -385,12 +385,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     return apply(NAN_TO_NUM, input, nan=nan, posinf=posinf, neginf=neginf)
 
 
-__all__ = ["floor", "ceil", "trunc", "round", "frac", "tan", "atan", "asin", "acos", "sinh",
-            "cosh", "square", "remainder", "fmod", "floor_divide", "true_divide", "negative",
-            "absolute", "clamp_min", "clamp_max", "isnan", "isinf", "isfinite", "isclose", "equal",
-            "logical_xor", "xlogy", "lerp", "atan2", "nan_to_num"]
-
-
 @declare(name=False, method="__rmod__")
 def _reflected_remainder(self, other):
     return remainder(_check_operand(other, "remainder"), self)
@@ -406,3 +400,6 @@ install_methods({
                                     and getattr(other, "dtype", None) is _dtypes.bool
                                     else _bitwise(_BITWISE_XOR, self, other)),
 })
+
+
+__all__ = exports(globals(), "negative", "absolute")

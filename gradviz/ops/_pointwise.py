@@ -18,15 +18,8 @@ from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
 from . import _shape
-from ._registry import Op, apply, check_saveable, declare, promote, promote_float, saves_inputs, saves_output
+from ._registry import Op, apply, check_saveable, declare, exports, promote, promote_float, saves_inputs, saves_output
 from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
-
-__all__ = [
-    "add", "sub", "mul", "div", "neg", "pow", "rsub", "reciprocal",
-    "exp", "log", "tanh", "sigmoid", "relu", "sin", "cos", "sqrt", "abs", "sign", "clamp", "rdiv",
-    "lt", "le", "gt", "ge", "eq", "ne", "logical_and", "logical_or", "logical_not", "to", "allclose",
-    "rsqrt", "exp2", "expm1", "log1p", "log2", "log10", "erf", "maximum", "minimum", "where",
-]
 
 
 def _check_operand(value, op_name):
@@ -1051,7 +1044,6 @@ LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
            backward=lambda ctx, g: (g / (ctx.input(0) * _LN10),), saves=saves_inputs(0), dtype=promote_float)
 
 
-
 def _erf_float64(a):
     """erf of an array, in float64 (scipy.special's compiled loop; Note [Special functions]
     in ``_special.py``)."""
@@ -1188,3 +1180,6 @@ def where(condition, input=None, other=None):
         dtype = _dtypes.result_type(input, other)
         input, other = (_wrap(np.asarray(v, dtype=dtype.numpy)) for v in (input, other))
     return apply(WHERE, input, other, condition=condition._data, condition_tensor=condition)
+
+
+__all__ = exports(globals(), "rsub", "rdiv", "to")

@@ -11,12 +11,8 @@ import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _wrap_dim
 from ._linalg import bmm, mm, mv
-from ._registry import Op, apply, declare, promote, saves_inputs
+from ._registry import Op, apply, declare, exports, promote, saves_inputs
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
-
-__all__ = ["addmv", "addr", "baddbmm", "addbmm", "vdot", "cross", "matrix_power", "kron",
-           "tensordot", "inner"]
-
 
 # ---- beta * input + alpha * product ------------------------------------------------------------
 
@@ -392,5 +388,4 @@ def logdet(input):
     return where(eq(sign, -1), float("nan"), logabsdet)
 
 
-__all__ += ["slogdet", "logdet"]
-
+__all__ = exports(globals())

@@ -11,13 +11,8 @@ from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._compose import meshgrid, vstack
 from ._indexing import gather, nonzero, sort
-from ._registry import Op, apply, declare, numpy_names, promote
+from ._registry import Op, apply, declare, exports, numpy_names, promote
 from ._shape import cat, expand, narrow, reshape, stack, view
-
-__all__ = ["tensor_split", "hsplit", "vsplit", "dsplit", "take_along_dim", "take", "rot90",
-           "unflatten", "block_diag", "cartesian_prod", "msort", "atleast_3d", "dstack",
-           "row_stack", "argwhere"]
-
 
 # ---- tensor_split and friends ----------------------------------------------------------------
 
@@ -321,8 +316,6 @@ def argwhere(input):
     return nonzero(input)
 
 
-
-
 # ---- more conveniences -----------------------------------------------------------------------------
 
 @declare(method=True)
@@ -484,6 +477,4 @@ def unravel_index(indices, shape):
     return tuple(_wrap(np.asarray(c, dtype=np.int64)) for c in coordinates)
 
 
-__all__ += ["fliplr", "flipud", "diagflat", "combinations", "narrow_copy", "cumulative_trapezoid",
-            "vander", "unravel_index"]
-
+__all__ = exports(globals())

@@ -10,12 +10,9 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
-from ._registry import Op, apply, declare, numpy_names, saves_inputs
+from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
 from ._saved import DIM, DIMS, KEEPDIM, RESULT, SELF, SELF_SIZES, Computed, input_numel, reduced_indices
 from ._shape import expand, reshape, unsqueeze
-
-__all__ = ["sum", "mean", "sum_to", "prod", "amax", "amin", "max", "min", "argmax",
-           "argmin", "var", "std", "logsumexp", "norm", "cumsum"]
 
 
 def _normalize_dims(dim, ndim):
@@ -694,5 +691,4 @@ def count_nonzero(input, dim=None):
     return _wrap(np.asarray(np.count_nonzero(data, axis=dims), dtype=np.int64))
 
 
-__all__ += ["all", "any", "count_nonzero", "cumprod", "vector_norm"]
-
+__all__ = exports(globals(), "sum_to", "vector_norm")

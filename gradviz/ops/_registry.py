@@ -33,7 +33,7 @@ from .. import dtypes as _dtypes
 from . import _saved
 
 __all__ = ["Op", "OpNode", "apply", "TABLE", "numpy_names", "check_saveable", "Declared",
-           "declare", "DECLARED"]
+           "declare", "DECLARED", "exports"]
 
 TABLE: dict[str, Op] = {}
 
@@ -162,8 +162,11 @@ def numpy_names(fn):
 #
 # is ``gradviz.tanh`` (in ``gradviz.__all__``, taking ``out=``), ``x.tanh()`` and ``x.tanh_()``.
 # ``ops/__init__.py`` installs the Tensor methods and in-place methods from :data:`DECLARED`,
-# and ``gradviz/__init__.py`` binds the package's names and builds its ``__all__`` from it, so
-# no list elsewhere names the op. What PyTorch's node saves is declared on the ``Op`` row
+# ``gradviz/__init__.py`` binds the package's names and builds its ``__all__`` from it, and each
+# op module ends with ``__all__ = exports(globals(), ...)`` (:func:`exports`), so no list
+# elsewhere names the op. Static tools cannot run this code: ``gradviz/_op_exports.pyi``, written
+# by ``scripts/generate_op_stubs.py`` and checked current by ``tests/ops/test_op_stubs.py``,
+# lists the same names for type checkers and IDEs. What PyTorch's node saves is declared on the ``Op`` row
 # (``saved=``, see ``ops/_saved.py``). ``tests/ops/test_public_api_snapshot.py``
 # holds the public API these declarations produce, and ``tests/ops/test_every_op_vs_torch.py``
 # requires a torch comparison for every row of the table.
@@ -224,6 +227,43 @@ def declare(*, name=True, hidden=(), method=None, inplace=None, out=False):
         return function
 
     return register
+
+
+def exports(namespace, *others):
+    """An op module's ``__all__`` (Note [Declared once]), written as its last line:
+    ``__all__ = exports(globals(), "sum_to")``.
+
+    Parameters
+    ----------
+    namespace : dict
+        The module's ``globals()``.
+    *others : str
+        Its public names that are not declared op functions: helpers other modules use
+        (``sum_to``), ops that ``gradviz.ops`` has but the ``gradviz`` namespace does not
+        (``gelu``), and aliases bound to another module's op.
+
+    Returns
+    -------
+    list of str
+        Each op function declared in the module under every ``gradviz`` name (``names`` and
+        ``hidden``) the module binds to it, in the order of declaration, then ``others``.
+    """
+    module = namespace["__name__"]
+    names = []
+    for declared in DECLARED:
+        if declared.function.__module__ != module:
+            continue
+        for name in (*declared.names, *declared.hidden):
+            if namespace.get(name) is declared.function and name not in names:
+                names.append(name)
+    for name in others:
+        if name not in namespace:
+            raise NameError(f"{module}: exports() names {name!r}, which the module does not define")
+        if name in names:
+            raise ValueError(f"{module}: {name!r} is a declared op exported already; drop it from "
+                             "exports()")
+        names.append(name)
+    return names
 
 
 # ---- dtype rules ------------------------------------------------------------------------

@@ -15,9 +15,7 @@ from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, _wrap, _wrap_dim
 from ._indexing import RETURN_TYPES, _scatter_add_into_zeros, _ValuesIndices
 from ._reduction import _keep, _KeepCtx, _reduce_attrs, _select_backward, sum
-from ._registry import Op, apply, declare, numpy_names, saves_inputs
-
-__all__ = ["cummax", "cummin", "logcumsumexp", "kthvalue", "aminmax", "nansum", "nanmean"]
+from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
 
 for _name in ("cummax", "cummin", "kthvalue", "aminmax"):
     RETURN_TYPES[_name] = type(_name, (_ValuesIndices,),
@@ -284,3 +282,4 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     return nansum(input, dim, keepdim) / count
 
 
+__all__ = exports(globals())

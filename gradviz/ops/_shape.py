@@ -12,14 +12,9 @@ import numpy as np
 from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
-from ._registry import Op, apply, check_saveable, declare, numpy_names, promote
+from ._registry import Op, apply, check_saveable, declare, exports, numpy_names, promote
 from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
 from ._scatter_add import add_at
-
-__all__ = ["unsafe_split", "unsafe_chunk", "reshape", "view", "transpose", "t", "permute",
-           "unsqueeze", "squeeze", "squeeze_dim",
-           "expand", "clone", "flatten", "getitem", "cat", "stack", "narrow", "select", "split",
-           "chunk", "unbind", "flip", "contiguous", "unsafe_view"]
 
 
 def _shape_arg(args):
@@ -1007,3 +1002,6 @@ def _flip_method(self, *dims, **kwargs):
     if "dims" in kwargs:
         return flip(self, kwargs.pop("dims"), **kwargs)
     return flip(self, dims[0] if len(dims) == 1 else dims, **kwargs)
+
+
+__all__ = exports(globals(), "view", "squeeze_dim", "getitem", "contiguous", "unsafe_view")

@@ -44,15 +44,7 @@ from ._pointwise import (
     where_zero,
 )
 from ._pointwise import _sign_forward as _pointwise_sign_forward
-from ._registry import Op, apply, declare, promote, promote_float, saves_inputs, saves_output
-
-__all__ = ["addcmul", "addcdiv", "hypot", "logaddexp", "logaddexp2", "copysign", "fmax", "fmin",
-           "heaviside", "float_power", "sinc", "deg2rad", "rad2deg", "logit", "asinh", "acosh",
-           "atanh", "erfc", "erfinv", "lgamma", "digamma", "polygamma", "sgn", "signbit",
-           "isposinf", "isneginf", "isreal", "multiply", "divide", "subtract", "greater",
-           "greater_equal", "less", "less_equal", "not_equal", "arcsin", "arccos", "arctan",
-           "arctan2", "arcsinh", "arccosh", "arctanh", "fix", "positive", "bitwise_and",
-           "bitwise_or", "bitwise_xor", "bitwise_not", "xlog1py"]
+from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
 
 
 def _floating_only(name, *tensors):
@@ -702,3 +694,6 @@ def ndtr(input):
     from ._pointwise import erf
 
     return apply(MUL_NUMBER, 1 + erf(input * (1 / math.sqrt(2))), other=0.5)
+
+
+__all__ = exports(globals(), "arcsin", "arccos", "arctan", "arctan2", "fix", "xlog1py")

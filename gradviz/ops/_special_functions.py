@@ -38,10 +38,8 @@ from gradviz_ext import engine as _engine
 from .._tensor import Tensor, _wrap
 from ._pointwise import _broadcasting, _check_operand, exp, log, where
 from ._pointwise import abs as _abs
-from ._registry import Op, apply, declare, promote_float, saves_inputs
+from ._registry import Op, apply, declare, exports, promote_float, saves_inputs
 from ._special import digamma, lgamma, sgn
-
-__all__ = ["i0", "igamma", "igammac", "mvlgamma"]
 
 
 def _in_float64(function):
@@ -362,3 +360,6 @@ SPECIAL_FUNCTIONS = {
         "spherical_bessel_j0": _spherical_j0}.items()},
     **{name: _polynomial(name, evaluate) for name, evaluate in _POLYNOMIALS.items()},
 }
+
+
+__all__ = exports(globals())

@@ -22,9 +22,7 @@ from ._reduction import (
     _variance,
     mean,
 )
-from ._registry import Op, apply, declare
-
-__all__ = ["median", "mode", "unique", "bincount", "std_mean", "var_mean", "quantile", "histogram", "histc"]
+from ._registry import Op, apply, declare, exports
 
 
 def _lower_median(array):
@@ -362,8 +360,6 @@ def histc(input, bins=100, min=0, max=0):  # noqa: A002
     return _wrap(np.bincount(positions, minlength=bins).astype(data.dtype))
 
 
-
-
 # ---- nanmedian ----------------------------------------------------------------------------------
 
 def _lower_nanmedian(array):
@@ -498,5 +494,4 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     return apply(MUL_NUMBER, sum(y, dim) - ends, other=1.0 if dx is None else dx)
 
 
-__all__ += ["nanmedian", "cov", "corrcoef", "trapezoid"]
-
+__all__ = exports(globals())

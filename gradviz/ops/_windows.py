@@ -7,9 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._tensor import _wrap_dim
-from ._registry import Op, apply, declare
-
-__all__ = ["pad"]
+from ._registry import Op, apply, declare, exports
 
 
 def _pad_forward(a, pads, value):
@@ -108,3 +106,4 @@ def unfold(self, dimension, size, step):
     return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape))
 
 
+__all__ = exports(globals(), "pad")
