@@ -202,12 +202,11 @@ def feature_alpha_dropout_(input, p, train):
     return _feature_dropout(input, p, train, alpha=True, inplace=True)
 
 
-_SELU_ALPHA = 1.7580993408473766  # -SELU's negative saturation, ATen's alpha dropout constant
-
-
 def _feature_dropout(input, p, train, alpha, inplace):
-    """ATen's ``_dropout_impl`` for feature dropout: one Bernoulli draw per (sample, channel)."""
+    """ATen's feature dropout: one Bernoulli draw per (sample, channel)."""
     _probability(p)
+    if alpha:
+        return _functional.feature_alpha_dropout(input, p, train, inplace)
     if not train or p == 0 or input.numel() == 0:
         return input
     if input.dim() < 2:
@@ -215,17 +214,21 @@ def _feature_dropout(input, p, train, alpha, inplace):
     if p == 1:
         return input.mul_(0) if inplace else input * 0
     shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-    noise = _creation.empty(shape, dtype=input.dtype).bernoulli_(1 - p)
-    if alpha:
-        a = 1.0 / math.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
-        shift = (noise - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
-        noise = noise * a
-        return input.mul_(noise).add_(shift) if inplace else input * noise + shift
-    noise = noise / (1 - p)
+    noise = _creation.empty(shape, dtype=input.dtype).bernoulli_(1 - p) / (1 - p)
     return input.mul_(noise) if inplace else input * noise
 
 
 # ---- activations and small layers ----------------------------------------------------------------
+
+def channel_shuffle(input, groups):
+    """``torch.channel_shuffle``: :func:`gradviz.nn.functional.channel_shuffle`."""
+    return _functional.channel_shuffle(input, groups)
+
+
+def pdist(input, p=2):
+    """``torch.pdist``: :func:`gradviz.nn.functional.pdist`."""
+    return _functional.pdist(input, p)
+
 
 def pixel_shuffle(input, upscale_factor):
     """``torch.pixel_shuffle``: :func:`gradviz.nn.functional.pixel_shuffle`."""

@@ -16,7 +16,8 @@ from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLD
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
 from ._module import Module, Parameter, UninitializedBuffer, UninitializedParameter
-from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d
+from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from ._channel_ops import ChannelShuffle
 from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
                          MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
 from ._activations_and_pools import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
@@ -68,7 +69,7 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "LocalResponseNorm", "LPPool1d", "LPPool2d", "LPPool3d", "UninitializedBuffer",
            "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d", "LazyConvTranspose2d",
            "LazyBatchNorm1d", "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d",
-           "LazyInstanceNorm3d", "RNNBase", "RNNCellBase"]
+           "LazyInstanceNorm3d", "RNNBase", "RNNCellBase", "FeatureAlphaDropout", "ChannelShuffle"]
 
 from ._unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
 from ._conv_transpose3d_layer import ConvTranspose3d, LazyConvTranspose3d  # noqa: E402

@@ -12,7 +12,7 @@ from .. import ops as _ops
 from ._module import Module
 from ._warn import warn as _warn
 
-__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"]
 
 
 def _check_dtype(input, holder=None):
@@ -134,6 +134,28 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     return input * (keep * a) + b
 
 
+def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
+    """Alpha dropout of whole channels: one draw per (sample, channel) of an (N, C, *) input,
+    dropped channels set to SELU's negative saturation and the affine map of
+    :func:`alpha_dropout` applied, so SELU's mean and variance are kept."""
+    _check_p(p)
+    if not training or p == 0.0 or input.numel() == 0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1.0:
+        from .functional import dropped
+
+        return dropped(input, inplace)
+    _check_dtype(input)
+    keep = (_ops.rand(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype) >= p).to(input.dtype)
+    a = 1.0 / math.sqrt((_SELU_ALPHA ** 2 * p + 1) * (1 - p))
+    b = (keep - 1.0) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p
+    if inplace:
+        return input.mul_(keep * a).add_(b)
+    return input * (keep * a) + b
+
+
 # ---- modules ---------------------------------------------------------------------------------
 
 class _DropoutNd(Module):
@@ -180,3 +202,11 @@ class AlphaDropout(_DropoutNd):
 
 
 __all__ += ["Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels in training (see :func:`feature_alpha_dropout`); the
+    identity in ``eval()`` mode. Mirrors ``torch.nn.FeatureAlphaDropout``."""
+
+    def forward(self, input):
+        return feature_alpha_dropout(input, self.p, self.training, self.inplace)

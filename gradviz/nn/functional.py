@@ -1043,7 +1043,8 @@ from . import _functional_attention, _functional_layers  # noqa: E402
 from ._padding import pad  # noqa: E402
 from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, glu,  # noqa: E402
                             hardshrink, softshrink, threshold)
-from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d  # noqa: E402
+from ._dropout import alpha_dropout, dropout1d, dropout2d, dropout3d, feature_alpha_dropout  # noqa: E402
+from ._channel_ops import channel_shuffle, pdist  # noqa: E402
 from ._volumetric import adaptive_avg_pool3d, avg_pool3d, conv3d, max_pool3d  # noqa: E402
 from ._unpooling import max_unpool1d, max_unpool2d, max_unpool3d  # noqa: E402
 from ._conv_transpose3d import conv_transpose3d  # noqa: E402
@@ -1060,7 +1061,8 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d,  
                                  prelu, rms_norm, upsample)
 
 __all__ += _functional_layers.__all__ + _functional_attention.__all__
-__all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"]
+__all__ += ["pad", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout",
+            "channel_shuffle", "pdist"]
 __all__ += ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "affine_grid",
             "grid_sample", "embedding_bag"]
 __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",

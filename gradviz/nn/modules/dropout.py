@@ -7,7 +7,8 @@ from .. import (  # noqa: F401  (re-exported)
     Dropout1d,
     Dropout2d,
     Dropout3d,
+    FeatureAlphaDropout,
 )
 from .._dropout import _DropoutNd
 
-__all__ = ["_DropoutNd", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout"]
+__all__ = ["_DropoutNd", "Dropout", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout"]
