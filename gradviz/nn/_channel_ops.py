@@ -13,7 +13,7 @@ __all__ = ["channel_shuffle", "pdist", "ChannelShuffle"]
 
 
 def channel_shuffle(input, groups: int):
-    """Split the C channels of an (N, C, *) input into ``groups`` groups and interleave them:
+    """Split the C channels of an ``(N, C, *)`` input into ``groups`` groups and interleave them:
     ``(N, g, C/g, *) -> (N, C/g, g, *)``. Mirrors ``torch.nn.functional.channel_shuffle``."""
     if input.dim() <= 2:
         raise RuntimeError(f"channel_shuffle expects input to have at least 3 dimensions, but got input with "

@@ -1,6 +1,6 @@
 """Channel dropout (``dropout1d/2d/3d``, ``Dropout1d/2d/3d``) and ``alpha_dropout`` /
 ``AlphaDropout``. The masks come from gradviz's generator (so they differ from torch's draws):
-channel dropout zeroes whole channels of an (N, C, *) input and scales the kept ones by
+channel dropout zeroes whole channels of an ``(N, C, *)`` input and scales the kept ones by
 ``1 / (1 - p)``; every function is the identity outside training."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _check_p(p):
 
 
 def _feature_dropout(input, p, training, inplace):
-    """Zero each (sample, channel) slice of an (N, C, *) input with probability ``p``; scale
+    """Zero each (sample, channel) slice of an ``(N, C, *)`` input with probability ``p``; scale
     the rest by ``1 / (1 - p)``."""
     if input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
@@ -135,7 +135,7 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
 
 
 def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool = False):
-    """Alpha dropout of whole channels: one draw per (sample, channel) of an (N, C, *) input,
+    """Alpha dropout of whole channels: one draw per (sample, channel) of an ``(N, C, *)`` input,
     dropped channels set to SELU's negative saturation and the affine map of
     :func:`alpha_dropout` applied, so SELU's mean and variance are kept."""
     _check_p(p)
