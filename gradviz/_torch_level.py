@@ -29,6 +29,7 @@ import numpy as np
 from . import dtypes as _dtypes
 from ._tensor import Tensor
 from .nn import functional as _functional
+from .nn._dropout import _feature_dropout as _channel_dropout
 from .ops import _creation
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
@@ -182,40 +183,23 @@ def alpha_dropout_(input, p, train):
 
 def feature_dropout(input, p, train):
     """``torch.feature_dropout``: whole channels (dimension 1) zeroed, the rest scaled by
-    ``1 / (1 - p)``."""
-    return _feature_dropout(input, p, train, alpha=False, inplace=False)
+    ``1 / (1 - p)`` (nn's channel dropout, with ATen's probability check)."""
+    return _channel_dropout(input, _probability(p), train, False)
 
 
 def feature_dropout_(input, p, train):
     """``torch.feature_dropout_``: :func:`feature_dropout` in place."""
-    return _feature_dropout(input, p, train, alpha=False, inplace=True)
+    return _channel_dropout(input, _probability(p), train, True)
 
 
 def feature_alpha_dropout(input, p, train):
-    """``torch.feature_alpha_dropout``: alpha dropout of whole channels (dimension 1), keeping
-    SELU's mean and variance."""
-    return _feature_dropout(input, p, train, alpha=True, inplace=False)
+    """``torch.feature_alpha_dropout``: :func:`gradviz.nn.functional.feature_alpha_dropout`."""
+    return _functional.feature_alpha_dropout(input, _probability(p), train)
 
 
 def feature_alpha_dropout_(input, p, train):
     """``torch.feature_alpha_dropout_``: :func:`feature_alpha_dropout` in place."""
-    return _feature_dropout(input, p, train, alpha=True, inplace=True)
-
-
-def _feature_dropout(input, p, train, alpha, inplace):
-    """ATen's feature dropout: one Bernoulli draw per (sample, channel)."""
-    _probability(p)
-    if alpha:
-        return _functional.feature_alpha_dropout(input, p, train, inplace)
-    if not train or p == 0 or input.numel() == 0:
-        return input
-    if input.dim() < 2:
-        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
-    if p == 1:
-        return input.mul_(0) if inplace else input * 0
-    shape = tuple(input.shape[:2]) + (1,) * (input.dim() - 2)
-    noise = _creation.empty(shape, dtype=input.dtype).bernoulli_(1 - p) / (1 - p)
-    return input.mul_(noise) if inplace else input * noise
+    return _functional.feature_alpha_dropout(input, _probability(p), train, inplace=True)
 
 
 # ---- activations and small layers ----------------------------------------------------------------
@@ -412,13 +396,14 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
 # ---- small queries -------------------------------------------------------------------------------
 
 def is_same_size(input, other):
-    """Whether the two tensors have the same shape. Mirrors ``torch.is_same_size``."""
-    return tuple(input.shape) == tuple(other.shape)
+    """Whether the two tensors have the same shape: ``input.is_same_size(other)``. Mirrors
+    ``torch.is_same_size``."""
+    return input.is_same_size(other)
 
 
 def get_device(input):
-    """-1: a CPU tensor's device index, as ``torch.get_device``."""
-    return -1
+    """``input.get_device()``: -1, a CPU tensor's device index. Mirrors ``torch.get_device``."""
+    return input.get_device()
 
 
 def rsub(input, other, alpha=1):
