@@ -3,94 +3,17 @@
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
 
-# An instance of a Python subclass of an extension type, made by the type's tp_new (what
-# ``cls()`` does before ``__init__``) without looking ``__new__`` up and calling it.
-cdef extern from *:
-    """
-    static PyObject *gradviz_new_instance(PyObject *type) {
-        PyObject *args = PyTuple_New(0);
-        PyObject *instance;
-        if (args == NULL) return NULL;
-        instance = ((PyTypeObject *)type)->tp_new((PyTypeObject *)type, args, NULL);
-        Py_DECREF(args);
-        return instance;
-    }
-    """
+# The C helpers live in gradviz_ext/c/, each explained in its header.
+# Type objects: an instance made by a type's tp_new, a type's version tag, AccumulateGrad's name.
+cdef extern from "c/type_objects.h":
     object gradviz_new_instance(object type)
-
-# A type's version tag: CPython gives a type a new one whenever an attribute of it or of a
-# base is assigned, so an unchanged tag means cached lookups on the type are still right.
-# 0 when the type has no valid tag (then nothing may be cached).
-cdef extern from *:
-    """
-    static unsigned int gradviz_type_version(PyObject *type) {
-        PyTypeObject *t = (PyTypeObject *)type;
-        if (!PyType_HasFeature(t, Py_TPFLAGS_VALID_VERSION_TAG)) return 0;
-        return t->tp_version_tag;
-    }
-    """
     unsigned int gradviz_type_version(object type)
+    int gradviz_name_accumulate_grad(object type) except -1
 
-# A numpy array's dtype and shape read from the array itself, for exact ndarrays (``ndarray``
-# is numpy.ndarray, passed in: this file does not import numpy). ``.shape`` builds a tuple and
-# both attribute lookups go through the type; the engine asks for them on every op and node.
-# The struct is the head of numpy's PyArrayObject_fields (numpy/ndarraytypes.h), which numpy
-# keeps fixed as part of its ABI (extensions built against numpy 1.x run on 2.x).
-cdef extern from *:
-    """
-    typedef struct {
-        PyObject_HEAD
-        char *data;
-        int nd;
-        Py_ssize_t *dimensions;
-        Py_ssize_t *strides;
-        PyObject *base;
-        PyObject *descr;
-        int flags;
-    } gradviz_ndarray_head;
-
-    static PyObject *gradviz_array_dtype(PyObject *array, PyObject *ndarray) {
-        if ((PyObject *)Py_TYPE(array) == ndarray) {
-            PyObject *descr = ((gradviz_ndarray_head *)array)->descr;
-            Py_INCREF(descr);
-            return descr;
-        }
-        return PyObject_GetAttrString(array, "dtype");
-    }
-
-    /* 1: the array has this shape (a tuple of ints), 0: it has not,
-       -1: not an exact ndarray or not a tuple (compare .shape instead). */
-    static int gradviz_array_has_shape(PyObject *array, PyObject *ndarray, PyObject *shape) {
-        gradviz_ndarray_head *head = (gradviz_ndarray_head *)array;
-        Py_ssize_t i, n, size;
-        if ((PyObject *)Py_TYPE(array) != ndarray || !PyTuple_Check(shape)) return -1;
-        n = PyTuple_GET_SIZE(shape);
-        if (head->nd != n) return 0;
-        for (i = 0; i < n; i++) {
-            size = PyLong_AsSsize_t(PyTuple_GET_ITEM(shape, i));
-            if (size == -1 && PyErr_Occurred()) {
-                PyErr_Clear();
-                return -1;
-            }
-            if (size != head->dimensions[i]) return 0;
-        }
-        return 1;
-    }
-    """
+# A numpy array's dtype and shape read from the array's C struct (exact ndarrays only).
+cdef extern from "c/ndarray_head.h":
     object gradviz_array_dtype(object array, object ndarray)
     int gradviz_array_has_shape(object array, object ndarray, object shape)
-
-# AccumulateGrad's C name without a module, as PyTorch's (a static type without a dot in its
-# tp_name reports ``__module__ == 'builtins'`` and repr ``<class 'AccumulateGrad'>``).
-cdef extern from *:
-    """
-    static int gradviz_name_accumulate_grad(PyObject *type) {
-        ((PyTypeObject *)type)->tp_name = "AccumulateGrad";
-        PyType_Modified((PyTypeObject *)type);
-        return 0;
-    }
-    """
-    int gradviz_name_accumulate_grad(object type) except -1
 
 
 cdef bint _grad_enabled
