@@ -43,12 +43,6 @@ KNOWN_VIOLATIONS = {
 
 # Groups of modules whose module-level imports form a cycle. Fix one, delete (or shrink) it.
 KNOWN_CYCLES = [
-    # nn.functional imports the functional forms defined beside their modules at the bottom of
-    # the file (noqa: E402), and those modules import nn.functional as F. Moving the shared
-    # functional code into a module below both (nn.functional then only re-exports) breaks it.
-    {"gradviz.nn.functional", "gradviz.nn._loss", "gradviz.nn._normalization",
-     "gradviz.nn._volumetric", "gradviz.nn._activations_and_pools", "gradviz.nn._functional_composites",
-     "gradviz.nn._margin_and_likelihood_losses"},
     # utils.benchmark reads the package for Timer's default globals (KNOWN_VIOLATIONS).
     {"gradviz", "gradviz.utils", "gradviz.utils.benchmark"},
 ]

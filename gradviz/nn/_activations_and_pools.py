@@ -15,7 +15,7 @@ from .. import ops as _ops
 from ..ops import _activation
 from ..ops._inplace import inplace as _inplace
 from ..ops._registry import apply as _apply
-from . import functional as F
+from . import _functional_core as F
 from ._module import Module
 
 __all__ = ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",

@@ -9,6 +9,7 @@ import math
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
+from ._functional_core import check_dropout_dtype, dropped
 from ._module import Module
 from ._warn import warn as _warn
 
@@ -16,8 +17,6 @@ __all__ = ["dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alph
 
 
 def _check_dtype(input, holder=None):
-    from .functional import check_dropout_dtype
-
     check_dropout_dtype(input, holder)
 
 
@@ -121,8 +120,6 @@ def alpha_dropout(input, p: float = 0.5, training: bool = False, inplace: bool =
     if not training or p == 0.0 or input.numel() == 0:
         return input
     if p == 1.0:
-        from .functional import dropped
-
         return dropped(input, inplace)
     # torch builds its noise like the input and adds -1 to it: a bool input's noise is int64
     _check_dtype(input, _dtypes.int64 if input.dtype is _dtypes.bool else None)
@@ -144,8 +141,6 @@ def feature_alpha_dropout(input, p: float = 0.5, training: bool = False, inplace
     if input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 1.0:
-        from .functional import dropped
-
         return dropped(input, inplace)
     _check_dtype(input)
     keep = (_ops.rand(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype) >= p).to(input.dtype)

@@ -17,6 +17,8 @@ import math
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from .._tensor import Tensor
+from ._functional_core import dropout, linear, scaled_dot_product_attention, softmax
+from ._padding import pad
 from ._warn import warn as _warn
 
 __all__ = ["multi_head_attention_forward"]
@@ -85,8 +87,6 @@ def _none_or_dtype(input):
 
 
 def _in_projection_packed(q, k, v, w, b=None):
-    from .functional import linear
-
     embed = q.size(-1)
     if k is v:
         if q is k:  # self-attention: one projection, split into three
@@ -107,8 +107,6 @@ def _in_projection_packed(q, k, v, w, b=None):
 
 
 def _in_projection(q, k, v, w_q, w_k, w_v, b_q=None, b_k=None, b_v=None):
-    from .functional import linear
-
     eq, ek, ev = q.size(-1), k.size(-1), v.size(-1)
     for what, weight, expected in (("query", w_q, (eq, eq)), ("key", w_k, (eq, ek)),
                                    ("value", w_v, (eq, ev))):
@@ -136,8 +134,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     Masks: ``key_padding_mask`` (N, S) and ``attn_mask`` (L, S) or (N * heads, L, S), bool
     (True = not allowed to attend) or float (added to the scores).
     """
-    from .functional import dropout, linear, pad, scaled_dot_product_attention, softmax
-
     is_batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not is_batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)

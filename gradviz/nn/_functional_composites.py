@@ -11,10 +11,12 @@ from __future__ import annotations
 import math
 
 from .. import ops as _ops
-from . import functional as F
+from . import _activations_and_pools
+from . import _functional_core as F
 from ._activations_and_pools import adaptive_max_pool1d, adaptive_max_pool2d
 from ._functional_layers import interpolate
 from ._module import Module
+from ._padding import pad
 from ._volumetric import avg_pool3d, max_pool3d
 from ._warn import warn as _warn
 
@@ -49,7 +51,7 @@ def hardtanh_(input, min_val=-1.0, max_val=1.0):
 
 def threshold_(input, threshold, value):
     """``threshold(input, threshold, value, inplace=True)``."""
-    return F.threshold(input, threshold, value, inplace=True)
+    return _activations_and_pools.threshold(input, threshold, value, inplace=True)
 
 
 def selu_(input):
@@ -139,12 +141,12 @@ def local_response_norm(input, size: int, alpha: float = 1e-4, beta: float = 0.7
     div = input.mul(input)
     if dim == 3:
         div = div.unsqueeze(1)
-        div = F.pad(div, (0, 0, size // 2, (size - 1) // 2))
+        div = pad(div, (0, 0, size // 2, (size - 1) // 2))
         div = F.avg_pool2d(div, (size, 1), stride=1).squeeze(1)
     else:
         sizes = input.shape
         div = div.view(sizes[0], 1, sizes[1], sizes[2], -1)
-        div = F.pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
+        div = pad(div, (0, 0, 0, 0, size // 2, (size - 1) // 2))
         div = avg_pool3d(div, (size, 1, 1), stride=1).squeeze(1)
         div = div.view(sizes)
     div = div.mul(alpha).add(k).pow(beta)

@@ -2,23 +2,24 @@
 :mod:`gradviz.nn.functional`: ``conv_transpose1d``/``conv_transpose2d`` (one
 ``ConvolutionBackward0``), ``interpolate`` (one ``Upsample...Backward0``), ``pixel_shuffle``,
 ``pixel_unshuffle``, ``prelu`` (``PreluKernelBackward0``), ``bilinear``
-(``TrilinearBackward0``), and the composites ``rms_norm`` and ``gumbel_softmax``, recorded as
+(``TrilinearBackward0``), and the composite ``gumbel_softmax``, recorded as
 torch records them."""
 
 from __future__ import annotations
 
 import numbers
 
-import numpy as np
-
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from ..ops import _conv_transpose, _parametric, _resample
+from ._functional_core import adaptive_avg_pool1d, adaptive_avg_pool2d
+from ._sampling import bicubic
+from ._volumetric import adaptive_avg_pool3d
 from ._warn import warn as _warn
 
 __all__ = ["conv_transpose1d", "conv_transpose2d", "interpolate", "upsample", "pixel_shuffle",
-           "pixel_unshuffle", "prelu", "rms_norm", "bilinear", "gumbel_softmax"]
+           "pixel_unshuffle", "prelu", "bilinear", "gumbel_softmax"]
 
 
 # ---- transposed convolution ------------------------------------------------------------------
@@ -195,10 +196,7 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
                              "modes and requires a 4-D tensor as input")
         raise NotImplementedError("interpolate: antialias=True is not supported by gradviz")
     if mode == "area" and input.ndim in (3, 4, 5):
-        from . import functional as F  # (functional re-exports this module)
-
-        pool = {3: F.adaptive_avg_pool1d, 4: F.adaptive_avg_pool2d,
-                5: F.adaptive_avg_pool3d}[input.ndim]
+        pool = {3: adaptive_avg_pool1d, 4: adaptive_avg_pool2d, 5: adaptive_avg_pool3d}[input.ndim]
         return pool(input, sizes)
     if input.ndim in (3, 4, 5) and (mode in ("nearest", "nearest-exact")
                                     or _LINEAR_MODES.get(mode) == input.ndim):
@@ -208,8 +206,6 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
                  for n, m, s in zip(input.shape[2:], sizes, scales)]
         return _resample.upsample(input, mode, plans)
     if mode == "bicubic" and input.ndim == 4:
-        from ._sampling import bicubic
-
         _check_positive(list(input.shape[2:]), sizes)
         return bicubic(input, sizes, scales, align_corners)
     if mode == "lanczos":
@@ -266,7 +262,7 @@ def pixel_unshuffle(input, downscale_factor: int):
     return _resample.pixel_unshuffle(input, r)
 
 
-# ---- prelu, rms_norm, bilinear, gumbel_softmax ------------------------------------------------
+# ---- prelu, bilinear, gumbel_softmax ----- ------------------------------------------------
 
 def prelu(input, weight):
     """``max(0, x) + weight * min(0, x)``, ``weight`` one value or one per channel (dim 1); the
@@ -292,29 +288,6 @@ def prelu(input, weight):
             shape[1] = count
         weight = weight.reshape(shape)
     return _parametric.prelu_kernel(input, weight)
-
-
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``x / sqrt(mean(x ** 2 over the last dims) + eps) * weight``, composed as torch composes
-    it (``PowBackward0``, ``MeanBackward1``, ``AddBackward1``, ``RsqrtBackward0``,
-    ``MulBackward0``); ``eps`` defaults to the dtype's machine epsilon."""
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if len(shape) > input.ndim:
-        raise ValueError(f"Input tensor must have at least {len(shape)} dimensions, but got "
-                         f"{input.ndim}")
-    if tuple(input.shape[input.ndim - len(shape):]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*{', '.join(str(n) for n in shape)}], but got input of "
-                           f"size{list(input.shape)}")
-    if weight is not None and tuple(weight.shape) != shape:
-        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
-                           f"weight of shape {list(weight.shape)} and normalized_shape = "
-                           f"{list(shape)}")
-    if eps is None:
-        eps = float(np.finfo(input.numpy(force=True).dtype).eps)
-    dims = tuple(range(input.ndim - len(shape), input.ndim))
-    out = input * _ops.rsqrt(_parametric.add_scalar(input.pow(2).mean(dims, keepdim=True), eps))
-    return out if weight is None else out * weight
 
 
 def bilinear(input1, input2, weight, bias=None):

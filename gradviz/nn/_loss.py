@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from . import functional as F
+from . import _functional_core as F
 from ._module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",

@@ -10,7 +10,7 @@ import math
 
 from .. import ops as _ops
 from ..autograd.grad_mode import no_grad
-from . import functional as F
+from . import _functional_core as F
 from ._loss import _Loss
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .. import ops as _ops
 from ..autograd import no_grad
-from . import functional as F
+from . import _functional_core as F
 from ._module import Module, Parameter
 from ._warn import warn as _warn
 

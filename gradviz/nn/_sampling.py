@@ -22,6 +22,7 @@ from .. import ops as _ops
 from ..ops import _separable
 from ..ops._registry import Op, apply, saves_inputs
 from ..ops._saved import GRID_MODES, GRID_PADDING, OTHER, SELF, Attr, Computed
+from ._functional_core import _type_word
 from ._warn import warn as _warn
 
 __all__ = ["affine_grid", "grid_sample"]
@@ -30,11 +31,6 @@ _ALIGN_WARNING = ("Default grid_sample and affine_grid behavior has changed to a
                   "since 1.3.0. Please specify align_corners=True if the old behavior is desired. "
                   "See the documentation of grid_sample for details.")
 
-
-def _type_word(dtype):
-    from .functional import _type_word as word
-
-    return word(dtype)
 
 
 # ---- affine_grid ----------------------------------------------------------------------------

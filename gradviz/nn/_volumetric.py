@@ -23,6 +23,7 @@ from .. import dtypes as _dtypes
 from .. import ops as _ops
 from ..ops import _conv, _separable
 from ..ops._conv import check_dtypes
+from ._functional_core import _type_word
 from ._module import Module, Parameter
 from ._normalization import _BatchNorm, _InstanceNorm
 from ._padding import CircularPad2d, ConstantPad2d, ReflectionPad2d, ReplicationPad2d, ZeroPad2d, pad
@@ -39,11 +40,6 @@ def _triple(value):
     value = tuple(value)
     return value * 3 if len(value) == 1 else value
 
-
-def _type_word(dtype):
-    from .functional import _type_word as word
-
-    return word(dtype)
 
 
 def _output_sizes(sizes, kernel, dilation, padding, stride, ceil_mode=False):

@@ -13,7 +13,7 @@ import torch
 
 import gradviz
 from gradviz import nn, optim
-from gradviz.nn import _layers, _loss, _module, functional
+from gradviz.nn import _functional_core, _layers, _loss, _module, functional
 from gradviz.optim import _optimizer
 
 RTOL, ATOL = 2e-5, 2e-6
@@ -407,7 +407,7 @@ def test_closure_is_evaluated_with_grad():
 
 # ---- docstrings ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("module", [_module, _layers, _loss, functional, _optimizer],
+@pytest.mark.parametrize("module", [_module, _layers, _loss, _functional_core, _optimizer],
                          ids=lambda m: m.__name__)
 def test_docstring_examples(module):
     finder = doctest.DocTestFinder()

@@ -13,6 +13,7 @@ Examples
 
 from __future__ import annotations
 
+from .. import _functional_core as F
 from .. import _weight_norm as _wn
 from .._module import Module
 from . import parametrize
@@ -209,8 +210,6 @@ class _SpectralNorm(Module):
 
     def __init__(self, weight, n_power_iterations: int = 1, dim: int = 0, eps: float = 1e-12):
         super().__init__()
-        from .. import functional as F
-
         ndim = weight.ndim
         if dim >= ndim or dim < -ndim:
             raise IndexError(f"Dimension out of range (expected to be in range of [-{ndim}, "
@@ -238,8 +237,6 @@ class _SpectralNorm(Module):
     def _power_method(self, weight_mat, n_power_iterations):
         from ... import ops
         from ...autograd.grad_mode import no_grad
-        from .. import functional as F
-
         with no_grad():
             for _ in range(n_power_iterations):
                 self._u = F.normalize(ops.mv(weight_mat, self._v), dim=0, eps=self.eps,
@@ -249,8 +246,6 @@ class _SpectralNorm(Module):
 
     def forward(self, weight):
         from ... import ops
-        from .. import functional as F
-
         if weight.ndim == 1:
             return F.normalize(weight, dim=0, eps=self.eps)
         weight_mat = self._reshape_weight_to_matrix(weight)
