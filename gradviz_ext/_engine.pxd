@@ -14,6 +14,7 @@ cdef extern from "c/type_objects.h":
 cdef extern from "c/ndarray_head.h":
     object gradviz_array_dtype(object array, object ndarray)
     int gradviz_array_has_shape(object array, object ndarray, object shape)
+    size_t gradviz_array_address(object array)
 
 
 cdef bint _grad_enabled

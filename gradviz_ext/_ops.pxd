@@ -6,7 +6,8 @@ cdef extern from "Python.h":
     int PyContext_Exit(object context) except -1
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, gradviz_array_dtype,
-                                  gradviz_array_has_shape, gradviz_new_instance,
+                                  gradviz_array_address, gradviz_array_has_shape,
+                                  gradviz_new_instance,
                                   init_node, init_node_edges, edge_node, is_grad_enabled,
                                   save_tensor, track_view)
 
@@ -113,3 +114,10 @@ cdef extern from "c/gelu.h":
                                   int posinf_is_nan) nogil
     void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,
                                    Py_ssize_t n) nogil
+
+
+# Note [Summary kernel] (gradviz/instrument/_summary.py): a summary's sums, min and max in one
+# pass, numpy's pairwise order (gradviz_ext/c/summary_stats.h).
+cdef extern from "c/summary_stats.h":
+    void gradviz_stats_f32(const float *x, Py_ssize_t n, double *out)
+    void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)

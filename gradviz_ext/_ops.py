@@ -796,6 +796,7 @@ def transpose_add(t, bias=None):
 
 
 _F32_DTYPE = np.dtype(np.float32)
+_F64_DTYPE = np.dtype(np.float64)
 
 
 def _gelu_enable() -> cython.bint:
@@ -833,6 +834,37 @@ def gelu_float32(x, posinf_is_nan: cython.bint = False):
                                      cython.size_t, out.__array_interface__["data"][0])),
                                  n, posinf_is_nan)
     return out
+
+
+def array_address(a):
+    """The address of the first element of ndarray ``a`` (``a.ctypes.data``, without building
+    a ctypes object: the summary cache asks for it per gradient)."""
+    if cython.compiled and type(a) is np.ndarray:
+        return gradviz_array_address(a)
+    return a.__array_interface__["data"][0]
+
+
+def summary_stats(a):
+    """``(sum, sum of squares, min, max)`` of a non-empty C-contiguous float32 or float64
+    ndarray, in double precision and numpy's summation order (Note [Summary kernel] in
+    gradviz/instrument/_summary.py); None where the kernel does not apply (interpreted, other
+    dtypes or layouts), and the caller computes them with numpy."""
+    if not cython.compiled:
+        return None
+    if type(a) is not np.ndarray or not a.flags.c_contiguous or a.size == 0:
+        return None
+    dtype = a.dtype
+    if dtype != _F32_DTYPE and dtype != _F64_DTYPE:
+        return None
+    n: cython.Py_ssize_t = a.size
+    out = cython.declare(cython.double[4])
+    if cython.compiled:
+        address: cython.size_t = gradviz_array_address(a)
+        if dtype == _F32_DTYPE:
+            gradviz_stats_f32(cython.cast(cython.p_float, address), n, out)
+        else:
+            gradviz_stats_f64(cython.cast(cython.p_double, address), n, out)
+    return (out[0], out[1], out[2], out[3])
 
 
 def gelu_backward_float32(x, g):

@@ -157,6 +157,11 @@ class BreakpointList:
     def __len__(self):
         return len(self._items)
 
+    @property
+    def runs_user_code(self) -> bool:
+        """Whether checking an event calls a ``when=`` predicate (code of the user's)."""
+        return any(breakpoint.when is not None for breakpoint in self._items)
+
     def node_hit(self, node_id: int, name: str | None) -> Breakpoint | None:
         for breakpoint in self._items:
             if breakpoint.matches_node(node_id, name):

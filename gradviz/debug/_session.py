@@ -370,6 +370,7 @@ class DebugSession(SessionBase):
         ``"error"`` and the session stays inspectable).
         """
         self.stopped_at = None
+        self._recorder.outside_code_ran()  # Note [Summary epochs]: the user had control
         try:
             if self._behind():
                 node_id = self._node_in_progress()
@@ -396,6 +397,7 @@ class DebugSession(SessionBase):
         event]. A failing node does not raise here: its ``error`` event is shown in turn and
         :attr:`error` holds the exception."""
         self.stopped_at = None
+        self._recorder.outside_code_ran()  # Note [Summary epochs]: the user had control
         try:
             if not self._behind():
                 if self._task.done:
@@ -440,6 +442,8 @@ class DebugSession(SessionBase):
         :meth:`step`.
         """
         self.stopped_at = None
+        self._recorder.outside_code_ran()  # Note [Summary epochs]: the user had control
+        predicates = self.breakpoints.runs_user_code
         first = True
         try:
             while True:
@@ -450,6 +454,8 @@ class DebugSession(SessionBase):
                     event = self._recorder.events[self._cursor]
                     self._show(1)
                     hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))
+                    if predicates:
+                        self._recorder.outside_code_ran()  # a when= predicate ran
                     if hit is not None:
                         self.stopped_at = hit
                         return

@@ -14,6 +14,7 @@ import traceback
 import weakref
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ops
 
 from ._nodes import node_created_payload, saved_tensors_of, walk_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
@@ -33,6 +34,10 @@ _HOW_TEXT = {
     "written_by_backward": "added into the buffer in place by its backward "
                            "(ctx.input_grad_buffers)",
 }
+
+
+# Nodes whose backward is the engine's own code (Note [Summary epochs])
+_BUILTIN_NODES = (_ops.OpNode, _engine.AccumulateGrad, _engine.GraphRoot)
 
 
 def _node_id(node):
@@ -90,6 +95,13 @@ class Recorder(_engine.Observer):
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
+
+    def outside_code_ran(self) -> None:
+        """Code the engine does not control may have written tensors behind their version
+        counters (Note [Summary epochs] in _summary.py): summarize everything afresh. The
+        recorder calls it at hooks and custom backwards; a debug session, each time the user
+        had control."""
+        self._summary_cache.new_epoch()
 
     def _summaries(self, tensors):
         summarize = self._summary_cache.summarize
@@ -231,6 +243,7 @@ class Recorder(_engine.Observer):
                         slot=slot, label=label, hook=hook_name)
 
     def saved_unpacked(self, task, node, saved, hook):
+        self._summary_cache.new_epoch()  # the unpack hook ran (Note [Summary epochs])
         slot, label = -1, "a saved tensor"
         for index, (item_label, item) in enumerate(saved_tensors_of(node)):
             if item is saved:
@@ -260,6 +273,8 @@ class Recorder(_engine.Observer):
                     name=name)
 
     def buffer_added(self, task, node, slot, producer, how, grad, buffered):
+        if how == "written_by_backward":
+            self._summary_cache.new_epoch()  # a custom backward wrote it (Note [Summary epochs])
         number = self._task_number(task)
         key = (number, node.node_id, slot)
         count = self._contributions.get(key, 0) + 1
@@ -301,6 +316,7 @@ class Recorder(_engine.Observer):
                     name=name, grads_in=self._summaries(grads))
 
     def prehook(self, task, node, hook, slot, before, after, replaced):
+        self._summary_cache.new_epoch()  # the hook ran (Note [Summary epochs])
         if slot >= 0:
             what = f"Tensor pre-hook {_engine._hook_name(hook)} on {self._label(node)} input {slot}"
             before_list, after_list = [self._summary(before)], [self._summary(after)]
@@ -331,6 +347,7 @@ class Recorder(_engine.Observer):
                     slot=slot, from_shape=list(from_shape), to_shape=list(to_shape))
 
     def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced, before):
+        self._summary_cache.new_epoch()  # the hook ran (Note [Summary epochs])
         after_list = self._summaries(grad_inputs)
         before_list = self._summaries(before)
         changed = replaced or before_list != after_list
@@ -341,6 +358,8 @@ class Recorder(_engine.Observer):
                     before=before_list, grad_inputs=after_list)
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
+        if not isinstance(node, _BUILTIN_NODES):
+            self._summary_cache.new_epoch()  # its backward was user code (Note [Summary epochs])
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
         produced = sum(1 for g in grads_out if g is not None)
@@ -355,6 +374,8 @@ class Recorder(_engine.Observer):
                     duration=duration)
 
     def grad_accumulated(self, task, node, variable, before, after):
+        if variable._post_accumulate_hooks:
+            self._summary_cache.new_epoch()  # they ran (Note [Summary epochs])
         shape = list(variable._data.shape)
         what = "stored as" if before is None else "added to"
         leaf = self.leaf_names.get(node.node_id)

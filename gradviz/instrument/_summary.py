@@ -14,15 +14,43 @@ the same dict, faster:
 - **larger tensors**: one ``add.reduce`` first; a finite total means every entry is finite,
   so the NaN/Inf masks and the copy of the finite entries are skipped (five passes, not ten);
 - anything else (NaN/Inf present, a sum that overflows, unusual dtypes) takes the reference;
-- **the same tensor again**: a gradient is usually summarized three times (its producer's
-  ``grads_out``, its consumer's ``grads_in`` at ``node_started`` and at ``node_finished``).
-  A ``Recorder`` keeps a ``SummaryCache``: a tensor (of at most 1 MiB) whose bytes, shape
-  and dtype are those of the last time gets a copy of the last summary. Comparing the bytes
-  (not trusting the version counter, which writes through ``.numpy()`` do not move) keeps it
-  exact; a copy and a compare of the bytes cost far less than a float64 copy and four
-  reductions over it. The limit was 64 KiB, which left out every gradient of a small real
-  model (a GPT block's activations are 128-512 KiB: bench/instrument.py ``--model gpt``); the
-  copies the cache holds are bounded in total (16 MiB) as well as in number.
+- **the same tensor again**: a gradient is usually summarized four times (its producer's
+  ``grads_out``, the ``buffer_added`` that stores it, its consumer's ``grads_in`` at
+  ``node_started`` and at ``node_finished``). A ``Recorder`` keeps a ``SummaryCache``: the
+  same tensor holding the same array, with the same shape, dtype and version, in the same
+  *epoch*, gets a copy of the last summary (Note [Summary epochs]).
+
+Note [Summary epochs]
+---------------------
+The cache once compared a tensor's bytes with a copy kept from last time, to see writes the
+version counter misses (``t.numpy()[0] = 1``). That copy and compare read every gradient
+four times and were most of the debugger's cost on a real model (bench/instrument.py
+``--model gpt``: 4.5x a plain backward). A write behind the version counter needs code the
+engine does not control, and the engine knows when such code may run. So the cache keeps no
+bytes: an entry is valid while its tensor, array, shape, dtype and version counter are
+unchanged and no outside code ran since it was made. The recorder starts a new epoch
+(``SummaryCache.new_epoch``) at each point where outside code may have run before it
+summarizes: a hook (``prehook``, ``posthook``, a post-accumulate hook before
+``grad_accumulated``), a saved-tensor unpack hook (``saved_unpacked``), a backward that is not
+a built-in rule (``node_finished`` of a custom Function or any other node class), and, for a
+debug session, each time control comes back from the user (``step``, ``step_event``,
+``continue_``, and a ``when=`` breakpoint's predicate). The engine's own in-place writes (the
+input buffer's sum, ``.grad`` accumulation) bump version counters. Built-in backward rules never
+write into the gradients they receive. Between two of those points only engine code runs, so a
+hit is exact. The entries hold references, not copies, bounded in count and in bytes, and are
+dropped when the pass ends. tests/instrument/test_summary_epochs.py runs graphs that write
+behind the version counter at each of those points and requires the same events as a
+recorder without a cache. The one writer it cannot see is another thread that writes a
+gradient while backward runs.
+
+Note [Summary kernel]
+---------------------
+The statistics of a large float32 or float64 array come from one compiled pass
+(gradviz_ext/c/summary_stats.h): the sum and the sum of squares in numpy's own pairwise
+order over the float64 values, the min and the max, with no float64 copy. The five numpy
+passes it replaces cost about as much on an array in cache, and two to four times more on a
+gradient just written (out of cache), which is what the debugger summarizes.
+tests/instrument/test_summary.py holds the kernel to numpy's sums bit for bit.
 
 tests/instrument/test_summary.py checks ``summarize == summarize_reference`` on many arrays.
 The one permitted difference: the sign of a zero ``min``/``max`` (numpy's own answer for
@@ -34,6 +62,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+
+from gradviz_ext._ops import array_address as _array_address
+from gradviz_ext._ops import summary_stats as _summary_stats
 
 __all__ = ["summarize", "summarize_reference", "SummaryCache", "MAX_VALUES", "ALL_VALUES",
            "SMALL_NUMEL"]
@@ -148,6 +179,16 @@ def _numpy_sum(values):
 
 def _summarize_large(tensor, data, size, kind):
     """Note [Summary cost]: all entries finite, checked with one sum; else the reference."""
+    stats = _summary_stats(data)  # Note [Summary kernel]
+    if stats is not None:
+        total, squares, low, high = stats
+        if not (_isfinite(total) and _isfinite(squares)):
+            return summarize_reference(tensor)  # NaN/Inf, or a sum that overflowed
+        return {
+            "shape": list(data.shape), "dtype": tensor.dtype.name, "numel": size, "nan": 0,
+            "inf": 0, "min": low, "max": high, "mean": total / size, "norm": _sqrt(squares),
+            "values": data.ravel()[:MAX_VALUES].tolist(),
+        }
     flat = data.ravel()
     if kind == "f":
         flat = flat.astype(np.float64, copy=False)
@@ -212,14 +253,15 @@ def _num(value):
 
 
 class SummaryCache:
-    """Remembers the summaries of recent small tensors (Note [Summary cost]).
+    """Remembers the summaries of recent tensors within an epoch (Note [Summary epochs]).
 
     A hit needs the same tensor object holding the same array with the same shape, dtype and
-    bytes, so a cached summary is always the one :func:`summarize` would compute now. Each
-    call returns a new dict (events never share objects). Holds at most ``size`` tensors of at
-    most ``max_bytes`` each (larger ones are summarized every time) and ``budget`` bytes of
-    copies in all (it starts again empty when either is reached); ``clear()`` drops them
-    (the recorder does at the end of each backward pass).
+    version, and no :meth:`new_epoch` since the summary was made; the caller starts a new epoch
+    whenever code it does not control may have written a tensor behind its version counter.
+    Each call returns a new dict (events never share objects). Holds at most ``size`` tensors
+    of at most ``max_bytes`` each (larger ones are summarized every time) and ``budget`` bytes
+    of arrays in all: it holds references, not copies, and starts again empty when either
+    bound is reached; ``clear()`` drops them (the recorder does at the end of each pass).
 
     Examples
     --------
@@ -231,50 +273,93 @@ class SummaryCache:
     >>> cache.summarize(g) == first, cache.hits
     (True, 1)
     >>> with torch.no_grad():
-    ...     _ = g.mul_(3)
+    ...     _ = g.mul_(3)  # bumps g's version: summarized again
     >>> cache.summarize(g)["max"], cache.hits
+    (6.0, 1)
+    >>> g.numpy()[0] = 10.0  # a write the version counter does not see: the writer's caller
+    >>> cache.new_epoch()    # starts a new epoch
+    >>> cache.summarize(g)["min"], cache.hits
     (6.0, 1)
     """
 
-    __slots__ = ("_entries", "_size", "_max_bytes", "_budget", "_held", "hits")
+    __slots__ = ("_entries", "_memory", "_size", "_max_bytes", "_budget", "_held", "_epoch",
+                 "hits")
 
-    def __init__(self, size: int = 64, max_bytes: int = 1 << 20, budget: int = 1 << 24):
-        self._entries: dict = {}  # id(tensor) -> (tensor, array, shape, dtype, bytes, summary)
+    def __init__(self, size: int = 1024, max_bytes: int = 1 << 24, budget: int = 1 << 26):
+        # id(tensor) -> (tensor, array, shape, dtype, version, epoch, summary)
+        self._entries: dict = {}
+        # (address, bytes, dtype) of a C-contiguous array -> the key of its entry in _entries
+        self._memory: dict = {}
         self._size = size
         self._max_bytes = max_bytes
-        self._budget = budget  # the most bytes all entries' copies may hold together
+        self._budget = budget  # the most bytes the arrays of all entries may hold together
         self._held = 0
+        self._epoch = 0
         self.hits = 0
+
+    def new_epoch(self) -> None:
+        """Code outside the engine may have written a tensor: no entry made before is valid."""
+        self._epoch += 1
 
     def summarize(self, tensor) -> dict | None:
         if tensor is None:
             return None
         data = tensor._data
-        if data.nbytes > self._max_bytes:
-            return summarize(tensor)  # not worth holding a copy of its bytes
-        raw = data.tobytes()
+        nbytes = data.nbytes
+        if nbytes > self._max_bytes:
+            return summarize(tensor)  # would crowd out the rest
         key = id(tensor)
         entry = self._entries.get(key)
+        version = tensor._version_counter.value
         # The entry holds the tensor, so its id cannot be reused while it is here.
         if (entry is not None and entry[0] is tensor and entry[1] is data
-                and entry[4] == raw and entry[2] == data.shape and entry[3] == data.dtype):
+                and entry[4] == version and entry[5] == self._epoch
+                and entry[2] == data.shape and entry[3] is data.dtype):
             self.hits += 1
-            summary = entry[5]
+            summary = entry[6]
         else:
-            summary = summarize(tensor)
-            if len(self._entries) >= self._size or self._held + len(raw) > self._budget:
-                self._entries.clear()
-                self._held = 0
+            memory = ((_array_address(data), nbytes, data.dtype) if data.flags.c_contiguous
+                      else None)
+            summary = self._same_memory(memory)
+            if summary is not None:
+                self.hits += 1
+                summary = dict(summary, shape=list(data.shape))
+            else:
+                summary = summarize(tensor)
+            if len(self._entries) >= self._size or self._held + nbytes > self._budget:
+                self.clear()
             replaced = self._entries.get(key)
             if replaced is not None:
-                self._held -= len(replaced[4])
-            self._entries[key] = (tensor, data, data.shape, data.dtype, raw, summary)
-            self._held += len(raw)
+                self._held -= replaced[1].nbytes
+            self._entries[key] = (tensor, data, data.shape, data.dtype, version, self._epoch,
+                                  summary)
+            self._held += nbytes
+            if memory is not None:
+                self._memory[memory] = key
         copy = dict(summary)
         copy["shape"] = list(summary["shape"])
         copy["values"] = list(summary["values"])
         return copy
 
+    def _same_memory(self, memory) -> dict | None:
+        """The summary of another tensor's C-contiguous array over the same bytes with the same
+        dtype (a reshape or a detach hands the same memory on under a new tensor), if still
+        valid: same bytes in the same order give the same statistics and values, bit for bit;
+        only the shape may differ. The entry holds that array, so its memory is not reused."""
+        if memory is None:
+            return None
+        key = self._memory.get(memory)
+        if key is None:
+            return None
+        entry = self._entries.get(key)
+        if entry is None or entry[5] != self._epoch or not entry[1].flags.c_contiguous:
+            return None
+        source = entry[0]
+        if source._data is not entry[1] or source._version_counter.value != entry[4]:
+            return None
+        return entry[6]
+
     def clear(self) -> None:
         self._entries.clear()
+        self._memory.clear()
         self._held = 0

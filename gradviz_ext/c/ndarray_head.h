@@ -50,4 +50,9 @@ static inline int gradviz_array_has_shape(PyObject *array, PyObject *ndarray, Py
     return 1;
 }
 
+/* The address of an exact ndarray's first element (the caller checks the type). */
+static inline size_t gradviz_array_address(PyObject *array) {
+    return (size_t)((gradviz_ndarray_head *)array)->data;
+}
+
 #endif  /* GRADVIZ_NDARRAY_HEAD_H */
