@@ -15,7 +15,7 @@ from ._loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLD
                     MSELoss, MultiMarginLoss, NLLLoss, SmoothL1Loss)
 from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, Conv1d, Conv2d,
                     ConvTranspose1d, ConvTranspose2d, MaxPool1d, MaxPool2d)
-from ._module import Module, Parameter, UninitializedBuffer, UninitializedParameter
+from ._module import Buffer, Module, Parameter, UninitializedBuffer, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from ._channel_ops import ChannelShuffle
 from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
@@ -75,5 +75,7 @@ from ._unpooling import MaxUnpool1d, MaxUnpool2d, MaxUnpool3d  # noqa: E402
 from ._conv_transpose3d_layer import ConvTranspose3d, LazyConvTranspose3d  # noqa: E402
 from ._ctc_loss import CTCLoss  # noqa: E402
 __all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d", "LazyConvTranspose3d", "CTCLoss"]
+__all__ += ["Buffer"]
 from . import modules  # noqa: E402 - it re-exports the classes above
+from . import parameter  # noqa: E402 - torch.nn.parameter is an attribute too
 

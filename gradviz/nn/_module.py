@@ -23,8 +23,8 @@ from ._state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401  (state
 _push_scope = _engine.push_scope
 _set_current_scope = _engine.set_current_scope
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer", "Module", "register_module_forward_pre_hook",
-           "register_module_forward_hook", "register_module_full_backward_hook",
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer", "Module",
+           "register_module_forward_pre_hook", "register_module_forward_hook", "register_module_full_backward_hook",
            "register_module_full_backward_pre_hook"]
 
 
@@ -97,6 +97,45 @@ class Parameter(Tensor):
         return (_rebuild_parameter, (self._data.copy(), self._requires_grad))
 
 
+
+
+class _BufferMeta(type(Tensor)):
+    """``isinstance(t, Buffer)`` for the plain tensors :class:`Buffer` returns, as torch's."""
+
+    def __instancecheck__(cls, instance):
+        if cls is Buffer:
+            return isinstance(instance, Tensor) and getattr(instance, "_is_buffer", False)
+        return super().__instancecheck__(instance)
+
+
+class Buffer(Tensor, metaclass=_BufferMeta):
+    """A tensor marked to become a buffer when assigned to a :class:`Module` attribute
+    (``self.running = nn.Buffer(torch.zeros(3))`` is ``register_buffer``), saved in
+    ``state_dict`` unless ``persistent=False``. Like ``torch.nn.Buffer``, it returns a plain
+    tensor (detached, keeping ``requires_grad``) carrying the mark.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> class Counter(torch.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.count = torch.nn.Buffer(torch.zeros(1))
+    ...         self.scratch = torch.nn.Buffer(torch.zeros(2), persistent=False)
+    >>> m = Counter()
+    >>> list(m.state_dict()), [name for name, _ in m.named_buffers()]
+    (['count'], ['count', 'scratch'])
+    """
+
+    def __new__(cls, data=None, *, persistent: bool = True):
+        if data is None:
+            data = Tensor(np.empty(0, dtype=_dtypes.get_default_dtype().numpy))
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Buffer(): data must be a Tensor, got {_typename(data)}")
+        marked = data.detach().requires_grad_(data.requires_grad)
+        marked.persistent = persistent
+        marked._is_buffer = True
+        return marked
 _UNINITIALIZED_USE = (
     "Attempted to use an uninitialized parameter in {}. This error happens when you are using a "
     "`LazyModule` or explicitly manipulating `torch.nn.parameter.UninitializedParameter` objects. "
@@ -417,6 +456,8 @@ class Module(StateDictMixin):
                 raise TypeError(f"cannot assign '{_typename(value)}' as child module '{name}' "
                                 "(gradviz.nn.Module or None expected)")
             self._modules[name] = None
+        elif isinstance(value, Buffer):
+            self.register_buffer(name, value, value.persistent)
         elif "_buffers" in self.__dict__ and name in self._buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise TypeError(f"cannot assign '{_typename(value)}' as buffer '{name}' "

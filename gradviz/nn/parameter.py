@@ -1,7 +1,7 @@
-"""``gradviz.nn.parameter``: ``Parameter`` and the lazy modules' uninitialised parameters, where
+"""``gradviz.nn.parameter``: ``Parameter``, ``Buffer`` and the lazy modules' uninitialised parameters, where
 ``from torch.nn.parameter import Parameter`` finds them."""
 
 from ._lazy import UninitializedBuffer, UninitializedParameter
-from ._module import Parameter
+from ._module import Buffer, Parameter
 
-__all__ = ["Parameter", "UninitializedParameter", "UninitializedBuffer"]
+__all__ = ["Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"]
