@@ -864,10 +864,9 @@ def _check_pool_output(x, geometry, what):
 
 
 def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
-    if ceil_mode:
-        raise NotImplementedError(f"{what}: ceil_mode=True is not supported by gradviz")
     geometry = _conv._Geometry(kernel_size, dilation,
-                               padding, kernel_size if stride is None or stride == [] else stride)
+                               padding, kernel_size if stride is None or stride == [] else stride,
+                               ceil_mode=bool(ceil_mode))
     for side, k in zip(geometry.padding, geometry.kernel):
         if side > k // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
@@ -901,8 +900,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     divisor = divisor_override
     if divisor is not None and divisor == 0:
         raise RuntimeError("divisor must be not zero")
-    if divisor is None and not count_include_pad and any(geometry.padding):
-        divisor = _window_counts(x.shape[2:], geometry)
+    if divisor is None and (geometry.ceil_mode or (not count_include_pad and any(geometry.padding))):
+        # windows of different sizes: a ceil_mode window is cut at the padding's end
+        counts = _window_counts(x.shape[2:], geometry, with_padding=count_include_pad)
+        if not (counts == geometry.kernel[0] * geometry.kernel[1]).all():
+            divisor = counts
     if x.dtype is not _dtypes.int64:
         return _conv.avg_pool2d(input, geometry, divisor)  # unbatched as is, as torch
     out = _integer_avg_pool(x, geometry, divisor)
@@ -917,14 +919,16 @@ def _check_pool_dtype(x, what, floating_only=False):
     raise NotImplementedError(f'"{what}" not implemented for \'{_type_word(x.dtype)}\'')
 
 
-def _window_counts(sizes, geometry):
-    """The number of input (not padding) elements in each pooling window, flattened as
+def _window_counts(sizes, geometry, with_padding=False):
+    """The number of elements in each pooling window, of the input alone or of the input and
+    its padding (a ceil_mode window is cut at the padding's end, as torch's), flattened as
     ``_conv.avg_pool2d`` lays out its windows (row-major over the output positions)."""
     counts = []
     for n, k, p, s, out in zip(sizes, geometry.kernel, geometry.padding, geometry.stride,
                                geometry.blocks(*sizes)):
         starts = np.arange(out) * s - p
-        counts.append(np.minimum(starts + k, n) - np.maximum(starts, 0))
+        low, high = (-p, n + p) if with_padding else (0, n)
+        counts.append(np.minimum(starts + k, high) - np.maximum(starts, low))
     return np.multiply.outer(*counts).reshape(-1)
 
 
