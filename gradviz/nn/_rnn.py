@@ -3,7 +3,9 @@
 initialisation (U(-1/sqrt(hidden_size), 1/sqrt(hidden_size)), from gradviz's generator).
 
 The steps are written with ``linear`` and pointwise ops, so their graphs (and gradients of
-any order) are those of the formulas in torch's documentation. A cell's step is written as
+any order) are those of the formulas in torch's documentation; a float32 LSTM without
+``proj_size`` is one node per layer and direction instead, as torch's oneDNN layers (Note [One
+node per LSTM layer] in ``ops/_lstm_layer.py``). A cell's step is written as
 torch's ``lstm_cell``/``gru_cell`` (the same nodes in the same order); the layers run the
 cell step by step, where torch projects the whole input sequence first, so their graphs
 differ from torch's in that part.
@@ -13,7 +15,9 @@ from __future__ import annotations
 
 import math
 
+from .. import dtypes as _dtypes
 from .. import ops as _ops
+from ..ops._lstm_layer import lstm_layer as _lstm_layer
 from . import functional as F
 from ._module import Module, Parameter
 from .init import _uniform_
@@ -273,6 +277,12 @@ class _RNNBase(Module):
         elif unbatched:
             hx = tuple(h.unsqueeze(1) for h in hx) if lstm else hx.unsqueeze(1)
         self._check_states(hx, expected)
+        if lstm and not self.proj_size and x.dtype is _dtypes.float32:
+            # Note [One node per LSTM layer] (ops/_lstm_layer.py): torch's oneDNN layers
+            output, state = self._forward_layers(x.contiguous(), hx, directions)
+            if unbatched:
+                return output.squeeze(1), tuple(s.squeeze(1) for s in state)
+            return (output.transpose(0, 1) if self.batch_first else output), state
         finals_h, finals_c = [], []
         layer_input = x
         for layer in range(self.num_layers):
@@ -306,6 +316,32 @@ class _RNNBase(Module):
         elif self.batch_first:
             output = output.transpose(0, 1)
         return output, state
+
+    def _forward_layers(self, x, hx, directions):
+        """A float32 LSTM as torch runs it on the CPU: each layer and direction one
+        ``MkldnnRnnLayerBackward0`` node, the directions concatenated, dropout between layers
+        a product with a mask (``MulBackward0``), and ``h_n``/``c_n`` stacked from the
+        nodes' last states (Note [One node per LSTM layer])."""
+        finals_h, finals_c = [], []
+        layer_input = x
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction, suffix in enumerate(("", "_reverse")[:directions]):
+                index = layer * directions + direction
+                w_ih, w_hh, b_ih, b_hh, _ = self._weights(layer, suffix)
+                output, h_n, c_n = _lstm_layer(layer_input, w_ih, w_hh, b_ih, b_hh, hx[0][index],
+                                               hx[1][index], reverse=direction == 1,
+                                               bidirectional=directions == 2,
+                                               train=self.training)
+                outputs.append(output)
+                finals_h.append(h_n)
+                finals_c.append(c_n)
+            layer_input = outputs[0] if directions == 1 else _ops.cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                keep = 1.0 - self.dropout
+                mask = (_ops.rand(*layer_input.shape) < keep).to(layer_input.dtype) / keep
+                layer_input = layer_input * mask
+        return layer_input, (_ops.stack(finals_h, 0), _ops.stack(finals_c, 0))
 
     def _forward_packed(self, packed, hx):
         """The layers over a :class:`PackedSequence`: at step ``t`` only the first

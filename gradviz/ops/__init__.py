@@ -22,6 +22,7 @@ from . import _linalg_solvers, _linalg_factor, _linalg_norms  # noqa: F401  (reg
 from . import _conv_transpose, _parametric, _resample  # noqa: F401,E402  (register their ops)
 from . import _embedding_bag, _separable, _linalg_lu  # noqa: F401,E402  (register their ops)
 from . import _as_strided, _index_reduce, _inplace_views, _random_fills  # noqa: F401,E402  (register their ops)
+from . import _lstm_layer  # noqa: F401,E402  (registers its op)
 from . import _saved  # noqa: F401,E402  (installs grad_fn._saved_<name>: Note [Saved names])
 from ._activation import *  # noqa: F401,F403
 from ._compose import *  # noqa: F401,F403

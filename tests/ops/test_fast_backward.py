@@ -16,6 +16,7 @@ import pytest
 
 import gradviz as gv
 from gradviz.ops import TABLE
+from gradviz.ops._lstm_layer import lstm_layer
 from gradviz.ops._registry import OpNode
 
 
@@ -116,6 +117,11 @@ PROGRAMS = {
                             lambda x: gv.nn.functional.adaptive_avg_pool2d(x, (3, 2))),
     "avg_pool3d": ([((1, 2, 5, 4, 6), _signed)],
                    lambda x: gv.nn.functional.avg_pool3d(x, 2, (1, 2, 2), padding=1)),
+    # one LSTM layer, reversed, h_n and c_n folded into the output (Note [One node per LSTM layer])
+    "lstm_layer": ([((4, 2, 3), _signed), ((8, 3), _signed), ((8, 2), _signed), ((8,), _signed),
+                    ((8,), _signed), ((2, 2), _signed), ((2, 2), _signed)],
+                   lambda x, w_ih, w_hh, b_ih, b_hh, h0, c0: (lambda out, h, c: out + h + c * 2)(
+                       *lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=True))),
     "avg_pool3d_divisor": ([((1, 2, 5, 4, 6), _signed)],
                            lambda x: gv.nn.functional.avg_pool3d(
                                x, 3, 2, padding=1, count_include_pad=False)),

@@ -1,0 +1,222 @@
+"""``lstm_layer``: one layer and direction of a float32 ``nn.LSTM`` as one node,
+``MkldnnRnnLayerBackward0``, as torch records it on the CPU.
+
+Note [One node per LSTM layer]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+For float32 ``nn.LSTM`` without ``proj_size``, torch runs each layer and direction as one oneDNN
+call and records one ``MkldnnRnnLayerBackward0`` node for it, with edges to the input, the
+four weights and biases (None without bias) and the initial ``h`` and ``c``, and three
+outputs a user can reach: the output sequence, the last ``h`` and the last ``c``
+(``h_n``/``c_n`` are ``StackBackward0`` over the layers' outputs 1 and 2). Its float64 LSTM,
+and every GRU and RNN, are recorded step by step instead, as gradviz's ``_rnn.py`` writes them.
+
+gradviz records the same node, so a debugger shows the graph torch shows, and the layer runs as
+torch's does: one product for the input's share of every gate over the whole sequence, one
+product per step for the hidden state's, and backward through time in one loop whose weight
+gradients are one product each over all steps (one node where the step-by-step graph had about
+ten per step: most of an LSTM training step's cost).
+
+The layer is written once (:func:`_forward` and :func:`_backward`) over a small namespace of
+array operations, run on numpy arrays by the forward and the fast rule, and on Tensors by the
+differentiable rule, which recomputes the gates from the saved inputs so that gradients of
+any order are right. Both namespaces reach the same numpy kernels in the same order, so the
+fast rule's gradients equal the differentiable rule's bit for bit (tests/ops/test_fast_backward.py).
+The forward keeps the gate activations in the node's ``workspace`` attribute (torch's
+``result3``) for the fast rule.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._layout import product as _product
+from ._linalg import matmul
+from ._pointwise import _sigmoid_forward, sigmoid, tanh
+from ._registry import Op, apply, saves_inputs
+from ._saved import Attr, Computed, Input
+from ._shape import cat, reshape, stack, transpose
+
+__all__ = ["lstm_layer"]
+
+
+class _Arrays:
+    """The operations of :func:`_forward` and :func:`_backward` on numpy arrays."""
+
+    matmul = staticmethod(_product)
+    sigmoid = staticmethod(_sigmoid_forward)
+    tanh = staticmethod(np.tanh)
+
+    @staticmethod
+    def t(a):
+        return a.T
+
+    @staticmethod
+    def reshape(a, shape):
+        return a.reshape(shape)
+
+    @staticmethod
+    def stack(items):
+        return np.stack(items)
+
+    @staticmethod
+    def cat(items):
+        return np.concatenate(items, axis=1)
+
+    @staticmethod
+    def column_sum(a):
+        return a.sum(0)
+
+
+class _Tensors:
+    """The same operations on Tensors, recorded (the differentiable rule)."""
+
+    matmul = staticmethod(matmul)
+    sigmoid = staticmethod(sigmoid)
+    tanh = staticmethod(tanh)
+
+    @staticmethod
+    def t(a):
+        return transpose(a, 0, 1)
+
+    @staticmethod
+    def reshape(a, shape):
+        return reshape(a, shape)
+
+    @staticmethod
+    def stack(items):
+        return stack(items, 0)
+
+    @staticmethod
+    def cat(items):
+        return cat(items, 1)
+
+    @staticmethod
+    def column_sum(a):
+        return a.sum(0)
+
+
+def _steps(length, reverse):
+    return range(length - 1, -1, -1) if reverse else range(length)
+
+
+def _forward(k, x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
+    """The layer over (T, B, I) ``x`` from state ``(h, c)``: per time index the gates
+    ``(i, f, g, o)``, the cell, its tanh and the output ``h``."""
+    length, batch = x.shape[0], x.shape[1]
+    hidden = w_hh.shape[1]
+    projected = k.matmul(k.reshape(x, (length * batch, x.shape[2])), k.t(w_ih))
+    if b_ih is not None:
+        projected = projected + b_ih
+    projected = k.reshape(projected, (length, batch, 4 * hidden))
+    w_hh_t = k.t(w_hh)
+    records = [None] * length
+    for t in _steps(length, reverse):
+        recurrent = k.matmul(h, w_hh_t)
+        if b_hh is not None:
+            recurrent = recurrent + b_hh
+        z = recurrent + projected[t]
+        gates = k.sigmoid(z)  # one call for i, f and o (g's columns are left unused)
+        i, f, o = gates[:, :hidden], gates[:, hidden:2 * hidden], gates[:, 3 * hidden:]
+        g = k.tanh(z[:, 2 * hidden:3 * hidden])
+        c = f * c + i * g
+        tanh_c = k.tanh(c)
+        h = o * tanh_c
+        records[t] = (i, f, g, o, c, tanh_c, h)
+    return records
+
+
+def _backward(k, records, x, w_ih, w_hh, h0, c0, reverse, g_out, g_hy, g_cy, needs):
+    """Backward through time: the gradients of (x, w_ih, w_hh, b_ih, b_hh, h0, c0), None where
+    ``needs`` says no; ``g_out`` (T, B, H), ``g_hy`` and ``g_cy`` may be None (no gradient)."""
+    length, batch = x.shape[0], x.shape[1]
+    order = list(_steps(length, reverse))
+    previous = {t: order[n - 1] for n, t in enumerate(order) if n}
+    dh, dc = g_hy, g_cy
+    dz_by_step = [None] * length
+    for t in reversed(order):
+        i, f, g, o, c, tanh_c, _ = records[t]
+        c_prev = records[previous[t]][4] if t in previous else c0
+        if g_out is not None:
+            dh = g_out[t] if dh is None else dh + g_out[t]
+        if dh is None:  # nothing reached this step's h: only the cell carries a gradient
+            dh = tanh_c * 0
+        d_cell = dh * o * (1 - tanh_c * tanh_c)
+        dc = d_cell if dc is None else dc + d_cell
+        dz = k.cat([dc * g * i * (1 - i), dc * c_prev * f * (1 - f), dc * i * (1 - g * g),
+                    dh * tanh_c * o * (1 - o)])
+        dz_by_step[t] = dz
+        dc = dc * f
+        dh = k.matmul(dz, w_hh)
+    gates = k.reshape(k.stack(dz_by_step), (length * batch, -1))
+    grads = [None] * 7
+    if needs[0]:
+        grads[0] = k.reshape(k.matmul(gates, w_ih), tuple(x.shape))
+    if needs[1]:
+        grads[1] = k.matmul(k.t(gates), k.reshape(x, (length * batch, x.shape[2])))
+    if needs[2]:
+        hidden_before = [records[previous[t]][6] if t in previous else h0 for t in range(length)]
+        grads[2] = k.matmul(k.t(gates), k.reshape(k.stack(hidden_before), (length * batch, -1)))
+    if needs[3] or needs[4]:
+        bias = k.column_sum(gates)
+        grads[3] = bias if needs[3] else None
+        grads[4] = (bias * 1 if needs[3] else bias) if needs[4] else None  # never one array twice
+    grads[5] = dh if needs[5] else None
+    grads[6] = dc if needs[6] else None
+    return tuple(grads)
+
+
+class Workspace:
+    """What the forward keeps for the fast rule: the per-step records of :func:`_forward`
+    (torch keeps its oneDNN workspace as the node's ``result3``)."""
+
+    __slots__ = ("records",)
+
+    def __init__(self):
+        self.records = None
+
+
+def _layer_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, workspace, **_):
+    records = _forward(_Arrays, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse)
+    workspace.records = records
+    last = records[0] if reverse else records[-1]
+    return np.stack([r[6] for r in records]), last[6], last[4]
+
+
+def _layer_backward(ctx, g_out, g_hy, g_cy):
+    inputs = [ctx.input(index) for index in range(7)]
+    x, w_ih, w_hh, b_ih, b_hh, h0, c0 = inputs
+    records = _forward(_Tensors, x, w_ih, w_hh, b_ih, b_hh, h0, c0, ctx.reverse)
+    return _backward(_Tensors, records, x, w_ih, w_hh, h0, c0, ctx.reverse, g_out, g_hy, g_cy,
+                     ctx.needs_input_grad)
+
+
+def _layer_fast(ctx, g_out, g_hy, g_cy):
+    records = ctx.workspace.records
+    return _backward(_Arrays, records, ctx.data(0), ctx.data(1), ctx.data(2), ctx.data(5),
+                     ctx.data(6), ctx.reverse, g_out, g_hy, g_cy, ctx.needs_input_grad)
+
+
+LSTM_LAYER = Op(
+    "lstm_layer", "MkldnnRnnLayerBackward0", forward=_layer_forward, backward=_layer_backward,
+    fast_backward=_layer_fast, saves=saves_inputs(0, 1, 2, 3, 4, 5, 6), fills_missing=True,
+    saved={
+        "input": Input(0), "weight0": Input(1), "weight1": Input(2), "weight2": Input(3),
+        "weight3": Input(4), "hx_": Input(5), "cx_": Input(6),
+        "reverse": Attr("reverse"), "mode": Computed(lambda node: 2),
+        "hidden_size": Computed(lambda node: node.attrs["hidden_size"]),
+        "num_layers": Computed(lambda node: 1), "has_biases": Attr("has_biases"),
+        "bidirectional": Attr("bidirectional"), "batch_first": Computed(lambda node: False),
+        "train": Attr("train"), "batch_sizes": Computed(lambda node: ()),
+    })
+
+
+def lstm_layer(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=False, bidirectional=False,
+               train=True):
+    """One LSTM layer and direction over (T, B, I) ``x`` from ``(h0, c0)`` (B, H), as one
+    ``MkldnnRnnLayerBackward0`` node (Note [One node per LSTM layer]): returns
+    ``(output, h_n, c_n)``. Biases may be None; ``train`` is the module's mode, kept as
+    torch's ``_saved_train``."""
+    return apply(LSTM_LAYER, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse=bool(reverse),
+                 workspace=Workspace(), hidden_size=w_hh.shape[1],
+                 has_biases=b_ih is not None, bidirectional=bool(bidirectional),
+                 train=bool(train))
