@@ -121,3 +121,19 @@ cdef extern from "c/gelu.h":
 cdef extern from "c/summary_stats.h":
     void gradviz_stats_f32(const float *x, Py_ssize_t n, double *out)
     void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)
+
+
+# Note [Max pool kernels] (gradviz/ops/_conv.py): 2-D max pooling forward and backward in one
+# pass each (gradviz_ext/c/max_pool.h).
+cdef extern from "c/max_pool.h":
+    ctypedef struct gradviz_pool2d:
+        Py_ssize_t planes, height, width, out_height, out_width
+        int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w
+    void gradviz_max_pool2d_f32(const float *x, const gradviz_pool2d *p, float *values,
+                                long long *positions)
+    void gradviz_max_pool2d_f64(const double *x, const gradviz_pool2d *p, double *values,
+                                long long *positions)
+    void gradviz_max_pool2d_backward_f32(const float *g, const long long *positions,
+                                         const gradviz_pool2d *p, float *grad)
+    void gradviz_max_pool2d_backward_f64(const double *g, const long long *positions,
+                                         const gradviz_pool2d *p, double *grad)

@@ -867,6 +867,81 @@ def summary_stats(a):
     return (out[0], out[1], out[2], out[3])
 
 
+def _pool2d_plan(planes, height, width, out_height, out_width, geometry):
+    """The C description of a 2-D pooling (Note [Max pool kernels])."""
+    plan = cython.declare(gradviz_pool2d)
+    if cython.compiled:
+        plan.planes, plan.height, plan.width = planes, height, width
+        plan.out_height, plan.out_width = out_height, out_width
+        plan.kernel_h, plan.kernel_w = geometry.kernel
+        plan.stride_h, plan.stride_w = geometry.stride
+        plan.pad_h, plan.pad_w = geometry.padding
+        plan.dilation_h, plan.dilation_w = geometry.dilation
+    return plan
+
+
+def max_pool2d_arrays(x, geometry, out_sizes):
+    """``(values, positions)`` of 2-D max pooling of a C-contiguous float32 or float64
+    (N, C, H, W) ndarray: each window's maximum and its winning kernel offset (int64), as
+    torch's CPU kernel picks it; None where the kernel does not apply (interpreted, other
+    dtypes or layouts). Note [Max pool kernels] in gradviz/ops/_conv.py."""
+    if not cython.compiled:
+        return None
+    if type(x) is not np.ndarray or x.ndim != 4 or not x.flags.c_contiguous:
+        return None
+    dtype = x.dtype
+    if dtype != _F32_DTYPE and dtype != _F64_DTYPE:
+        return None
+    out_height, out_width = out_sizes
+    values = np.empty(x.shape[:2] + (out_height, out_width), dtype)
+    positions = np.empty(values.shape, np.int64)
+    if cython.compiled:
+        plan: gradviz_pool2d = _pool2d_plan(x.shape[0] * x.shape[1], x.shape[2], x.shape[3],
+                                           out_height, out_width, geometry)
+        source: cython.size_t = gradviz_array_address(x)
+        out: cython.size_t = gradviz_array_address(values)
+        winners: cython.size_t = gradviz_array_address(positions)
+        if dtype == _F32_DTYPE:
+            gradviz_max_pool2d_f32(cython.cast(cython.p_float, source), cython.address(plan),
+                                   cython.cast(cython.p_float, out),
+                                   cython.cast(cython.p_longlong, winners))
+        else:
+            gradviz_max_pool2d_f64(cython.cast(cython.p_double, source), cython.address(plan),
+                                   cython.cast(cython.p_double, out),
+                                   cython.cast(cython.p_longlong, winners))
+    return values, positions
+
+
+def max_pool2d_backward_arrays(g, positions, geometry, size):
+    """The (N, C, H, W) gradient of a 2-D max pooling from its output gradient ``g`` and the
+    winners :func:`max_pool2d_arrays` gave; None where the kernel does not apply."""
+    if not cython.compiled:
+        return None
+    if (type(g) is not np.ndarray or g.ndim != 4 or not g.flags.c_contiguous
+            or type(positions) is not np.ndarray or not positions.flags.c_contiguous
+            or positions.dtype != np.int64 or positions.size != g.size):
+        return None
+    dtype = g.dtype
+    if dtype != _F32_DTYPE and dtype != _F64_DTYPE:
+        return None
+    grad = np.empty(g.shape[:2] + tuple(size), dtype)
+    if cython.compiled:
+        plan: gradviz_pool2d = _pool2d_plan(g.shape[0] * g.shape[1], size[0], size[1],
+                                           g.shape[2], g.shape[3], geometry)
+        source: cython.size_t = gradviz_array_address(g)
+        winners: cython.size_t = gradviz_array_address(positions)
+        out: cython.size_t = gradviz_array_address(grad)
+        if dtype == _F32_DTYPE:
+            gradviz_max_pool2d_backward_f32(cython.cast(cython.p_float, source),
+                                            cython.cast(cython.p_longlong, winners),
+                                            cython.address(plan), cython.cast(cython.p_float, out))
+        else:
+            gradviz_max_pool2d_backward_f64(cython.cast(cython.p_double, source),
+                                            cython.cast(cython.p_longlong, winners),
+                                            cython.address(plan), cython.cast(cython.p_double, out))
+    return grad
+
+
 def gelu_backward_float32(x, g):
     """``g * (Phi(x) + x phi(x))``, the exact GELU's derivative times ``g``, for C-contiguous
     float32 arrays of one shape, as a new array; None where the kernel does not apply (Note

@@ -13,6 +13,8 @@ import math
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS
 from ._flat_windows import _unfold_wide, crop_wide, flat_windows, fold_wide, unfold_wide
 from ._indexing import scatter_add
@@ -439,6 +441,10 @@ def _max_pool_fast(ctx, g):
     if ctx.unbatched:
         g = g[None]
     positions = ctx.indices.reshape(g.shape)
+    if len(ctx.geometry.kernel) == 2:
+        grad = _ext_ops.max_pool2d_backward_arrays(g, positions, ctx.geometry, ctx.size)
+        if grad is not None:  # Note [Max pool kernels]
+            return (grad[0] if ctx.unbatched else grad,)
     tiles = _tiles(ctx.geometry, ctx.size)
     if tiles is None or not np.isfinite(g).all():  # inf * False is NaN
         grad = _scatter_offsets(lambda k, offset: (g, positions == k), ctx.size, ctx.geometry)
@@ -472,6 +478,16 @@ MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
                 })
 
 
+# Note [Max pool kernels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# A 2-D max pool of float32 or float64 runs forward and backward as one compiled pass each
+# (gradviz_ext/c/max_pool.h): the numpy scan below takes three passes and two temporaries per
+# kernel offset, and the scatter-back one masked product per offset, about three quarters of
+# a small CNN's pooling time. The kernel picks the same winners (torch's rule: the first
+# maximum, or the last NaN, never padding) and adds gradients in the same order as the
+# differentiable rule, so nothing changes but the time; other dtypes and 1-D or 3-D pools keep
+# the numpy paths, which stay the definition (tests/ops/test_max_pool_kernel.py compares them).
+
 def _window_maxima(x, geometry, fill):
     """Each window's maximum (N, C, *out) and its kernel offset's row-major number (N, C,
     *out), in torch's kernel's scan: an offset wins when its value is larger or NaN, so the
@@ -479,6 +495,10 @@ def _window_maxima(x, geometry, fill):
     strided views of the padded input (no copied windows, no argmax over a strided axis).
     NaN needs a second test per offset, so it is looked for in the maxima (a NaN in a window
     makes its maximum NaN) and the scan redone with it only when there is one."""
+    if len(geometry.kernel) == 2 and fill == -np.inf:
+        found = _ext_ops.max_pool2d_arrays(x, geometry, geometry.blocks(*x.shape[2:]))
+        if found is not None:  # Note [Max pool kernels]
+            return found
     padded, out_sizes = _padded(x, geometry, fill)
     values, positions = _scan_maxima(padded, geometry, out_sizes, nan_wins=False)
     if x.dtype.kind == "f" and np.isnan(values).any():

@@ -19,7 +19,7 @@
 #define GRADVIZ_PAIRWISE_BLOCK 128
 
 #define GRADVIZ_PAIRWISE(name, type)                                                      \
-    static void name(const type *a, Py_ssize_t n, double *sum, double *squares,           \
+    static inline void name(const type *a, Py_ssize_t n, double *sum, double *squares,           \
                      double *lo, double *hi) {                                            \
         Py_ssize_t i;                                                                     \
         int j;                                                                            \

@@ -1,0 +1,90 @@
+"""Note [Max pool kernels]: the compiled 2-D max pool picks the same winners as the numpy scan
+(torch's rule: first maximum, last NaN, never padding) and gives the same gradients bit for
+bit, over random geometries (padding, stride, dilation, ceil_mode), NaN and ties; and the
+layer still matches torch."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+from gradviz.ops import _conv
+from gradviz_ext import ops as ext_ops
+
+
+def _geometries(count, seed):
+    rng = np.random.default_rng(seed)
+    found = []
+    while len(found) < count:
+        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 4)), int(rng.integers(3, 11)),
+                 int(rng.integers(3, 11)))
+        kernel = tuple(int(k) for k in rng.integers(1, 4, 2))
+        stride = tuple(int(s) for s in rng.integers(1, 4, 2))
+        dilation = tuple(int(d) for d in rng.integers(1, 3, 2))
+        padding = tuple(min(int(rng.integers(0, 2)), k // 2) for k in kernel)
+        geometry = _conv._Geometry(kernel, dilation, padding, stride, ceil_mode=bool(rng.integers(0, 2)))
+        if min(geometry.blocks(*shape[2:])) > 0:
+            found.append((shape, geometry))
+    return found
+
+
+def _numpy_path(monkeypatch, function, *args):
+    with monkeypatch.context() as patch:
+        patch.setattr(ext_ops, "max_pool2d_arrays", lambda *a: None)
+        patch.setattr(ext_ops, "max_pool2d_backward_arrays", lambda *a: None)
+        return function(*args)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_kernel_picks_the_numpy_scans_winners(dtype, monkeypatch):
+    rng = np.random.default_rng(1)
+    for shape, geometry in _geometries(150, 2):
+        x = np.round(rng.standard_normal(shape), 1).astype(dtype)  # ties
+        if rng.random() < 0.3:
+            x.flat[rng.integers(0, x.size, 2)] = np.nan
+        got = _conv._window_maxima(x, geometry, -np.inf)
+        want = _numpy_path(monkeypatch, _conv._window_maxima, x, geometry, -np.inf)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_kernels_gradients_equal_the_numpy_rules_bit_for_bit(dtype, monkeypatch):
+    rng = np.random.default_rng(3)
+    for shape, geometry in _geometries(60, 4):
+        x = gradviz.tensor(np.round(rng.standard_normal(shape), 1).astype(dtype), requires_grad=True)
+        stride, padding, dilation = geometry.stride, geometry.padding, geometry.dilation
+
+        def grads(x=x, geometry=geometry):
+            found = []
+            seed = None
+            for create in (False, True):
+                out = gradviz.nn.functional.max_pool2d(x, geometry.kernel, stride, padding,
+                                                       dilation, ceil_mode=geometry.ceil_mode)
+                if seed is None:
+                    seed = gradviz.tensor(rng.standard_normal(tuple(out.shape)).astype(dtype))
+                found.append(gradviz.autograd.grad(out, x, seed, create_graph=create)[0]
+                             .detach().numpy())
+            return found
+
+        state = rng.bit_generator.state
+        fast, slow = grads()
+        rng.bit_generator.state = state
+        numpy_fast, _ = _numpy_path(monkeypatch, grads)
+        np.testing.assert_array_equal(fast, slow)
+        np.testing.assert_array_equal(fast, numpy_fast)
+
+
+def test_the_layer_with_the_kernel_matches_torch():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((2, 3, 9, 9)).astype(np.float32)
+    results = []
+    for lib in (gradviz, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        out, indices = lib.nn.functional.max_pool2d(xt, 3, 2, 1, return_indices=True)
+        (out * lib.tensor(np.arange(out.numel(), dtype=np.float32).reshape(out.shape))).sum().backward()
+        results.append((out.detach().numpy(), indices.numpy(), xt.grad.numpy()))
+    for mine, theirs in zip(*results):
+        np.testing.assert_array_equal(mine, theirs)
