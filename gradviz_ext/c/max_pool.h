@@ -5,9 +5,12 @@
  * CNN's pooling time. The forward follows torch's CPU kernel: each window scans its in-bounds
  * elements in row-major order from -inf, and an element wins when it is larger or NaN (so the
  * first maximum, or the last NaN); padding never wins. It writes the maximum and the winning
- * kernel offset's row-major number. The backward adds each output's gradient to its winner,
- * offset by offset (all outputs won by offset 0, then offset 1, ...), the order of gradviz's
- * differentiable rule (Note [Scatter by offsets]), so both give the same bits.
+ * kernel offset's row-major number, choosing without a branch on the data (a comparison of
+ * random values is mispredicted half the time). The backward adds each output's gradient to
+ * its winner; where windows can overlap, offset by offset (all outputs won by offset 0, then
+ * offset 1, ...), the order of gradviz's differentiable rule (Note [Scatter by offsets]), so
+ * both give the same bits; where they cannot, each input gets one gradient at most and one
+ * pass in output order gives the same bits.
  */
 #ifndef GRADVIZ_MAX_POOL_H
 #define GRADVIZ_MAX_POOL_H
@@ -21,61 +24,85 @@ typedef struct {
     int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
 } gradviz_pool2d;
 
+/* The outputs [*first, *last) along one dim whose window element at kernel offset `k`
+   lands inside [0, size): start + o * stride + k * dilation. */
+static inline void gradviz_outputs_inside(Py_ssize_t outputs, int stride, int pad, int k,
+                                          int dilation, Py_ssize_t size, Py_ssize_t *first,
+                                          Py_ssize_t *last) {
+    Py_ssize_t lo = 0, hi = outputs, offset = (Py_ssize_t)k * dilation - pad;
+    while (lo < hi && lo * stride + offset < 0) lo++;
+    while (hi > lo && (hi - 1) * stride + offset >= size) hi--;
+    *first = lo;
+    *last = hi;
+}
+
+/* Offset by offset over all outputs of a plane (the plane's outputs stay in cache), so the
+   inner loop over a row of outputs has no branch and vectorizes; an output takes the element
+   when it has none yet, or the element is larger or NaN: torch's scan order and rule. */
 #define GRADVIZ_MAX_POOL_FORWARD(name, type)                                               \
-    static inline void name(const type *x, const gradviz_pool2d *p, type *values,                 \
-                     long long *positions) {                                                 \
-        Py_ssize_t plane, oy, ox, plane_size = p->height * p->width;                       \
-        Py_ssize_t out_size = p->out_height * p->out_width;                                \
+    static inline void name(const type *x, const gradviz_pool2d *p, type *values,          \
+                            long long *positions) {                                        \
+        const Py_ssize_t planes = p->planes, height = p->height, width = p->width;         \
+        const Py_ssize_t out_h = p->out_height, out_w = p->out_width;                      \
+        const int kh = p->kernel_h, kw = p->kernel_w, sh = p->stride_h, sw = p->stride_w;  \
+        Py_ssize_t plane, oy, ox, i;                                                       \
         int ky, kx;                                                                        \
-        for (plane = 0; plane < p->planes; plane++) {                                      \
-            const type *in = x + plane * plane_size;                                       \
-            type *value = values + plane * out_size;                                       \
-            long long *position = positions + plane * out_size;                              \
-            for (oy = 0; oy < p->out_height; oy++) {                                       \
-                for (ox = 0; ox < p->out_width; ox++) {                                    \
-                    type best = -INFINITY;                                                 \
-                    long long best_k = -1;                                                   \
-                    for (ky = 0; ky < p->kernel_h; ky++) {                                 \
-                        Py_ssize_t iy = oy * p->stride_h - p->pad_h + ky * p->dilation_h;  \
-                        if (iy < 0 || iy >= p->height) continue;                           \
-                        for (kx = 0; kx < p->kernel_w; kx++) {                             \
-                            Py_ssize_t ix = ox * p->stride_w - p->pad_w + kx * p->dilation_w; \
-                            type v;                                                        \
-                            if (ix < 0 || ix >= p->width) continue;                        \
-                            v = in[iy * p->width + ix];                                    \
-                            if (best_k < 0 || v > best || isnan(v)) {                      \
-                                best = v;                                                  \
-                                best_k = (long long)ky * p->kernel_w + kx;                   \
-                            }                                                              \
+        for (i = 0; i < planes * out_h * out_w; i++) {                                     \
+            values[i] = -INFINITY;                                                         \
+            positions[i] = -1;                                                             \
+        }                                                                                  \
+        for (plane = 0; plane < planes; plane++) {                                         \
+            const type *in = x + plane * height * width;                                   \
+            type *value = values + plane * out_h * out_w;                                  \
+            long long *position = positions + plane * out_h * out_w;                       \
+            for (ky = 0; ky < kh; ky++) {                                                  \
+                Py_ssize_t oy0, oy1;                                                       \
+                gradviz_outputs_inside(out_h, sh, p->pad_h, ky, p->dilation_h, height,     \
+                                       &oy0, &oy1);                                        \
+                for (kx = 0; kx < kw; kx++) {                                              \
+                    Py_ssize_t ox0, ox1;                                                   \
+                    const long long k = (long long)ky * kw + kx;                           \
+                    gradviz_outputs_inside(out_w, sw, p->pad_w, kx, p->dilation_w, width,  \
+                                           &ox0, &ox1);                                    \
+                    for (oy = oy0; oy < oy1; oy++) {                                       \
+                        const type *row = in + (oy * sh - p->pad_h + ky * p->dilation_h) * width \
+                                          - p->pad_w + kx * p->dilation_w;                 \
+                        type *best = value + oy * out_w;                                   \
+                        long long *won = position + oy * out_w;                            \
+                        for (ox = ox0; ox < ox1; ox++) {                                   \
+                            type v = row[ox * sw];                                         \
+                            int take = (won[ox] < 0) | (v > best[ox]) | (v != v);          \
+                            best[ox] = take ? v : best[ox];                                \
+                            won[ox] = take ? k : won[ox];                                  \
                         }                                                                  \
                     }                                                                      \
-                    value[oy * p->out_width + ox] = best;                                  \
-                    position[oy * p->out_width + ox] = best_k;                             \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
     }
 
 #define GRADVIZ_MAX_POOL_BACKWARD(name, type)                                              \
-    static inline void name(const type *g, const long long *positions, const gradviz_pool2d *p,     \
-                     type *grad) {                                                         \
+    static inline void name(const type *g, const long long *positions,                     \
+                            const gradviz_pool2d *p, type *grad) {                         \
         Py_ssize_t plane, o, plane_size = p->height * p->width;                            \
         Py_ssize_t out_size = p->out_height * p->out_width;                                \
-        long long k, kernel = (long long)p->kernel_h * p->kernel_w;                            \
+        long long k, kernel = (long long)p->kernel_h * p->kernel_w;                        \
+        /* windows that cannot overlap give each input at most one gradient: one pass */   \
+        int apart = p->stride_h > (p->kernel_h - 1) * p->dilation_h                        \
+                    && p->stride_w > (p->kernel_w - 1) * p->dilation_w;                    \
         memset(grad, 0, (size_t)(p->planes * plane_size) * sizeof(type));                  \
         for (plane = 0; plane < p->planes; plane++) {                                      \
             const type *gradient = g + plane * out_size;                                   \
-            const long long *position = positions + plane * out_size;                        \
+            const long long *position = positions + plane * out_size;                      \
             type *out = grad + plane * plane_size;                                         \
-            for (k = 0; k < kernel; k++) {                                                 \
-                Py_ssize_t ky = (Py_ssize_t)(k / p->kernel_w), kx = (Py_ssize_t)(k % p->kernel_w); \
+            for (k = apart ? -1 : 0; k < (apart ? 0 : kernel); k++) {                      \
                 for (o = 0; o < out_size; o++) {                                           \
-                    Py_ssize_t oy, ox;                                                     \
-                    if (position[o] != k) continue;                                        \
-                    oy = o / p->out_width;                                                 \
-                    ox = o % p->out_width;                                                 \
-                    out[(oy * p->stride_h - p->pad_h + ky * p->dilation_h) * p->width      \
-                        + ox * p->stride_w - p->pad_w + kx * p->dilation_w] += gradient[o]; \
+                    long long won = position[o];                                           \
+                    Py_ssize_t oy = o / p->out_width, ox = o % p->out_width;               \
+                    if (k >= 0 && won != k) continue;                                      \
+                    out[(oy * p->stride_h - p->pad_h + (won / p->kernel_w) * p->dilation_h) \
+                        * p->width + ox * p->stride_w - p->pad_w                           \
+                        + (won % p->kernel_w) * p->dilation_w] += gradient[o];             \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
