@@ -443,7 +443,8 @@ def _max_pool_fast(ctx, g):
     positions = ctx.indices.reshape(g.shape)
     tiles = _tiles(ctx.geometry, ctx.size)
     if len(ctx.geometry.kernel) == 2 and tiles is None:
-        grad = _ext_ops.max_pool2d_backward_arrays(g, positions, ctx.geometry, ctx.size)
+        grad = _ext_ops.max_pool2d_backward_arrays(np.ascontiguousarray(g), positions,
+                                                    ctx.geometry, ctx.size)
         if grad is not None:  # Note [Max pool kernels]
             return (grad[0] if ctx.unbatched else grad,)
     if tiles is None or not np.isfinite(g).all():  # inf * False is NaN
