@@ -127,11 +127,13 @@ class Trace:
         budget = INSPECTION_BUDGET if inspection_budget is None else inspection_budget
         return save_trace_view(self, path, title=title, inspection_budget=budget)
 
-    def to_html(self, path, title: str | None = None, doctor=None):
+    def to_html(self, path, title: str | None = None, doctor=None, *,
+                inspection_budget: int | None = None):
         """Write one self-contained HTML file that replays this trace offline (no kernel, no
         server, no network requests); returns its path. See :func:`gradviz.widget.trace_to_html`
         (``doctor``: a gradient doctor's report of the recorded graph for the page's Check
-        gradients; default ``self.doctor``).
+        gradients; default ``self.doctor``; ``inspection_budget``: the most bytes the
+        inspector's snapshots may take, default 8 MiB, as there).
 
         The widget layer owns the front end, so this imports it when called (the instrument
         layer never imports it at import time; docs/design.md, "Layers").
@@ -141,9 +143,10 @@ class Trace:
         gradviz.widget._bundle.BundleError
             If the front-end bundle is missing or stale: run ``npm --prefix labextension run build``.
         """
-        from ..widget._html import trace_to_html
+        from ..widget._html import INSPECTION_BUDGET, trace_to_html
 
-        return trace_to_html(self, path, title=title, doctor=doctor)
+        budget = INSPECTION_BUDGET if inspection_budget is None else inspection_budget
+        return trace_to_html(self, path, title=title, inspection_budget=budget, doctor=doctor)
 
     @classmethod
     def from_dict(cls, data) -> Trace:

@@ -236,6 +236,22 @@ def launch_chromium(playwright: Any) -> Any:
 
 # ---- reading the widget from the DOM ------------------------------------------------------------
 
+def format_number(value: Any) -> str:
+    """formatNumber of labextension/src/inspector.ts: how the inspector prints a finite number."""
+    if value is None:
+        return "—"
+    if isinstance(value, str):
+        return value
+    if float(value).is_integer() and abs(value) < 1e6:
+        return str(int(value))
+    magnitude = abs(value)
+    if magnitude >= 1e5 or (magnitude != 0 and magnitude < 1e-3):
+        mantissa, exponent = f"{value:.3e}".split("e")
+        return f"{mantissa}e{'+' if int(exponent) >= 0 else '-'}{abs(int(exponent))}"
+    text = repr(float(f"{value:.4g}"))
+    return text[:-2] if text.endswith(".0") else text
+
+
 # Real graph nodes only: a folded module, group or segment box (class gv-folded) carries a
 # synthetic id (2**48 and up, labextension/src/hierarchy.ts), never a node id.
 READ_STATES_JS = """

@@ -18,7 +18,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
-from gradviz_browser_harness import ARTIFACTS, PageProblems, launch_chromium  # noqa: E402
+from gradviz_browser_harness import ARTIFACTS, PageProblems, format_number, launch_chromium  # noqa: E402
 
 import gradviz as torch
 from gradviz.autograd import Function
@@ -53,22 +53,6 @@ def rich_trace() -> Any:
         a, _unused = Pair.apply(h, w)
         (a.exp() + w).sum().backward()
     return trace
-
-
-def format_number(value: Any) -> str:
-    """formatNumber of inspector.ts, for the plain values of this trace."""
-    if value is None:
-        return "—"
-    if isinstance(value, str):
-        return value
-    if float(value).is_integer() and abs(value) < 1e6:
-        return str(int(value))
-    magnitude = abs(value)
-    if magnitude >= 1e5 or (magnitude != 0 and magnitude < 1e-3):
-        mantissa, exponent = f"{value:.3e}".split("e")
-        return f"{mantissa}e{'+' if int(exponent) >= 0 else '-'}{abs(int(exponent))}"
-    text = repr(float(f"{value:.4g}"))
-    return text[:-2] if text.endswith(".0") else text
 
 
 def row(label: str, summary: Any) -> list[str]:

@@ -315,3 +315,13 @@ def test_the_inspector_budget_bounds_the_page_and_says_what_it_left_out(tmp_path
     assert markers > 0
     none = _html.standalone_data(trace, inspection_budget=0)
     assert none["inspections"] == {} and none["inspection_budget"]["bytes"] == 0
+
+
+def test_trace_to_html_takes_the_inspector_budget_the_warning_names(tmp_path: Path) -> None:
+    trace = hostile_trace("Plain")
+    budget = _html.standalone_data(trace)["inspection_budget"]["bytes"] // 3
+    with pytest.warns(UserWarning, match="pass a larger inspection_budget"):
+        path = trace.to_html(tmp_path / "small.html", inspection_budget=budget)
+    assert read_page(path)[1]["inspection_budget"]["limit"] == budget
+    _, data = read_page(trace.to_html(tmp_path / "default.html"))
+    assert data["inspection_budget"]["limit"] == _html.INSPECTION_BUDGET
