@@ -6,7 +6,7 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 """
 
 from . import functional, init, utils
-from ._layers import (CELU, ELU, CosineSimilarity, PairwiseDistance, ParameterDict, ParameterList,
+from ._layers import (CELU, ELU, ParameterDict, ParameterList,
                       GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
                       Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,
                       ModuleList, ReLU, ReLU6, Sequential, Sigmoid, SiLU, Softmax, Softmin, Softplus,
@@ -18,10 +18,12 @@ from ._conv import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, 
 from ._module import Buffer, Module, Parameter, UninitializedBuffer, UninitializedParameter
 from ._dropout import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
 from ._channel_ops import ChannelShuffle
-from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, MarginRankingLoss,
-                         MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss)
-from ._activations_and_pools import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, Fold, Hardshrink, RReLU, Softmax2d,
-                            Softshrink, Threshold, Unfold)
+from ._margin_and_likelihood_losses import (CosineEmbeddingLoss, CosineSimilarity, GaussianNLLLoss, HingeEmbeddingLoss,
+                                            MarginRankingLoss, MultiLabelMarginLoss, MultiLabelSoftMarginLoss,
+                                            PairwiseDistance, PoissonNLLLoss, SoftMarginLoss, TripletMarginLoss,
+                                            TripletMarginWithDistanceLoss)
+from ._activations_and_pools import (GLU, AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, Fold, Hardshrink,
+                                     RReLU, Softmax2d, Softshrink, Threshold, Unfold)
 from ._padding import (CircularPad1d, CircularPad2d, ConstantPad1d, ConstantPad2d, ReflectionPad1d,
                        ReflectionPad2d, ReplicationPad1d, ReplicationPad2d, ZeroPad1d, ZeroPad2d)
 from ._normalization import (BatchNorm1d, BatchNorm2d, Embedding, GroupNorm, InstanceNorm1d,
@@ -62,6 +64,7 @@ __all__ = ["functional", "init", "utils", "modules", "Parameter", "Uninitialized
            "CircularPad1d", "CircularPad2d", "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout",
            "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
+           "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss", "AdaptiveMaxPool3d",
            "GLU", "Threshold", "Hardshrink", "RReLU", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
            "AdaptiveMaxPool2d", "Unfold", "Fold", "Conv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "BatchNorm3d", "InstanceNorm3d", "ConstantPad3d", "ZeroPad3d",

@@ -19,7 +19,7 @@ from . import _functional_core as F
 from ._module import Module
 
 __all__ = ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
-           "adaptive_max_pool2d"]
+           "adaptive_max_pool2d", "adaptive_max_pool3d"]
 
 
 def glu(input, dim: int = -1):
@@ -170,6 +170,18 @@ def adaptive_max_pool2d(input, output_size, return_indices: bool = False):
     return (values, indices) if return_indices else values
 
 
+def adaptive_max_pool3d(input, output_size, return_indices: bool = False):
+    """The max over an ``output_size`` grid of near-equal windows of a (N, C, D, H, W) or
+    (C, D, H, W) input (``None`` keeps that dim's size); ``return_indices`` also gives each
+    max's position in the flattened D * H * W volume."""
+    sizes = _output_sizes(output_size, 3, "adaptive_max_pool3d")
+    if input.ndim not in (4, 5):
+        raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
+                           f"{list(input.shape)}")
+    values, indices = _adaptive_max(input, sizes, "adaptive_max_pool3d")
+    return (values, indices) if return_indices else values
+
+
 # ---- modules ---------------------------------------------------------------------------------
 
 class GLU(Module):
@@ -275,6 +287,14 @@ class AdaptiveMaxPool2d(AdaptiveMaxPool1d):
         return adaptive_max_pool2d(input, self.output_size, self.return_indices)
 
 
+class AdaptiveMaxPool3d(AdaptiveMaxPool1d):
+    """The max over an ``output_size`` grid of near-equal 3-D windows (see
+    :func:`adaptive_max_pool3d`)."""
+
+    def forward(self, input):
+        return adaptive_max_pool3d(input, self.output_size, self.return_indices)
+
+
 class Unfold(Module):
     """(N, C, H, W) -> (N, C * kh * kw, L): the sliding blocks as columns (see
     :func:`gradviz.nn.functional.unfold`)."""
@@ -316,4 +336,4 @@ class Fold(Module):
 
 
 __all__ += ["GLU", "Threshold", "Hardshrink", "Softshrink", "Softmax2d", "AdaptiveMaxPool1d",
-            "AdaptiveMaxPool2d", "Unfold", "Fold"]
+            "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "Unfold", "Fold"]

@@ -13,7 +13,7 @@ import math
 from .. import ops as _ops
 from . import _activations_and_pools
 from . import _functional_core as F
-from ._activations_and_pools import adaptive_max_pool1d, adaptive_max_pool2d
+from ._activations_and_pools import adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d
 from ._functional_layers import interpolate
 from ._module import Module
 from ._padding import pad
@@ -23,7 +23,8 @@ from ._warn import warn as _warn
 __all__ = ["relu_", "elu_", "leaky_relu_", "hardtanh_", "threshold_", "selu_", "celu_",
            "rrelu_", "max_pool1d_with_indices", "max_pool2d_with_indices",
            "max_pool3d_with_indices", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "upsample_nearest", "upsample_bilinear",
+           "adaptive_max_pool2d_with_indices", "adaptive_max_pool3d_with_indices",
+           "upsample_nearest", "upsample_bilinear",
            "local_response_norm", "lp_pool1d", "lp_pool2d", "lp_pool3d"]
 
 
@@ -100,6 +101,11 @@ def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
     """``(output, indices)`` of :func:`adaptive_max_pool2d`."""
     return adaptive_max_pool2d(input, output_size, return_indices=True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """``(output, indices)`` of :func:`adaptive_max_pool3d`."""
+    return adaptive_max_pool3d(input, output_size, return_indices=True)
 
 
 # ---- deprecated up-sampling -------------------------------------------------------------------

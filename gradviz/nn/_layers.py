@@ -17,8 +17,8 @@ from .init import _uniform_
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "Sigmoid", "Sequential", "Softmax", "LogSoftmax",
            "LeakyReLU", "ELU", "GELU", "SiLU", "Softplus", "Flatten", "Unflatten", "Dropout",
            "ModuleList", "ModuleDict", "ReLU6", "SELU", "Mish", "Hardswish", "Hardsigmoid",
-           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "CosineSimilarity",
-           "PairwiseDistance", "ParameterList", "ParameterDict"]
+           "Hardtanh", "CELU", "LogSigmoid", "Softsign", "Tanhshrink", "Softmin", "ParameterList",
+           "ParameterDict"]
 
 
 class Identity(Module):
@@ -789,31 +789,3 @@ class ParameterDict(Module):
     def extra_repr(self) -> str:
         return "\n".join(_parameter_line(k, p, _typename) for k, p in self.items())
 
-
-class CosineSimilarity(Module):
-    """The cosine similarity of its two inputs along ``dim``.
-
-    Mirrors ``torch.nn.CosineSimilarity``."""
-
-    def __init__(self, dim: int = 1, eps: float = 1e-8):
-        super().__init__()
-        self.dim = dim
-        self.eps = eps
-
-    def forward(self, x1, x2):
-        return F.cosine_similarity(x1, x2, self.dim, self.eps)
-
-
-class PairwiseDistance(Module):
-    """The p-norm distance between the rows of its two inputs.
-
-    Mirrors ``torch.nn.PairwiseDistance``."""
-
-    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
-        super().__init__()
-        self.norm = p
-        self.eps = eps
-        self.keepdim = keepdim
-
-    def forward(self, x1, x2):
-        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)

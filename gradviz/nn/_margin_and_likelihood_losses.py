@@ -1,21 +1,29 @@
 """The margin, embedding and likelihood losses: ``margin_ranking_loss``,
 ``hinge_embedding_loss``, ``soft_margin_loss``, ``cosine_embedding_loss``,
-``triplet_margin_loss``, ``poisson_nll_loss``, ``gaussian_nll_loss`` and
-``multilabel_soft_margin_loss``, and their modules. Each is written with torch's formula from
-differentiable gradviz ops (so second derivatives work), with torch's defaults and errors."""
+``triplet_margin_loss``, ``triplet_margin_with_distance_loss``, ``poisson_nll_loss``,
+``gaussian_nll_loss``, ``multilabel_soft_margin_loss`` and ``multilabel_margin_loss``, their
+modules, and the distance modules they use (``PairwiseDistance``, ``CosineSimilarity``). Each
+is written with torch's formula from differentiable gradviz ops (so second derivatives work),
+with torch's defaults and errors."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from .. import dtypes as _dtypes
 from .. import ops as _ops
+from .._tensor import TYPE_WORDS
 from ..autograd.grad_mode import no_grad
 from . import _functional_core as F
 from ._loss import _Loss
+from ._module import Module
 
 __all__ = ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
-           "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
-           "gaussian_nll_loss", "multilabel_soft_margin_loss"]
+           "cosine_embedding_loss", "triplet_margin_loss", "triplet_margin_with_distance_loss",
+           "poisson_nll_loss", "gaussian_nll_loss", "multilabel_soft_margin_loss",
+           "multilabel_margin_loss"]
 
 
 def margin_ranking_loss(input1, input2, target, margin: float = 0, size_average=None,
@@ -99,6 +107,29 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     return F._reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
 
 
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin: float = 1.0, swap: bool = False,
+                                      reduction: str = "mean"):
+    """``max(0, margin + d(anchor, positive) - d(anchor, negative))`` with any distance
+    ``d(x, y)`` that returns a tensor of distances (default: ``pairwise_distance``); ``swap``
+    uses the smaller of ``d(anchor, negative)`` and ``d(positive, negative)``."""
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    if margin <= 0:
+        raise ValueError(f"margin must be greater than 0, got {margin}")
+    if not anchor.ndim == positive.ndim == negative.ndim:
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
+                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
+                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
+    if distance_function is None:
+        distance_function = _ops.pairwise_distance
+    dist_pos = distance_function(anchor, positive)
+    dist_neg = distance_function(anchor, negative)
+    if swap:
+        dist_neg = _ops.minimum(dist_neg, distance_function(positive, negative))
+    return F._reduce(_ops.clamp_min(margin + dist_pos - dist_neg, 0), reduction)
+
+
 def poisson_nll_loss(input, target, log_input: bool = True, full: bool = False,
                      size_average=None, eps: float = 1e-8, reduce=None, reduction: str = "mean"):
     """The negative log-likelihood of ``target`` counts under a Poisson of rate ``exp(input)``
@@ -161,7 +192,75 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     return F._reduce(loss, reduction)
 
 
+def multilabel_margin_loss(input, target, size_average=None, reduce=None,
+                           reduction: str = "mean"):
+    """The multi-label hinge loss: for each sample, ``sum max(0, 1 - (x[y[j]] - x[i])) / C``
+    over its target classes ``y[j]`` (the entries of its ``target`` row before the first -1)
+    and the classes ``i`` that are not targets. ``input`` is (C) or (N, C), ``target`` int64 of
+    the same shape."""
+    reduction = F.legacy_reduction(size_average, reduce, reduction)
+    F._check_reduction(reduction)
+    shape = tuple(input.shape)
+    if not (input.ndim == 0 or (input.ndim == 1 and shape[0]) or (input.ndim == 2 and shape[1])):
+        raise RuntimeError(f"Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(shape)}")
+    if (tuple(target.shape) != shape if input.ndim == 2
+            else target.ndim > 1 or target.numel() != input.numel()):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(shape)}")
+    if target.dtype != _dtypes.int64:
+        raise RuntimeError(f"expected scalar type Long but found {TYPE_WORDS[target.dtype.name]}")
+    scores = input.reshape(1, -1) if input.ndim < 2 else input
+    labels = target.reshape(scores.shape)
+    classes = scores.shape[1]
+    label_data = labels.numpy()
+    if label_data.size and (label_data.min() < -1 or label_data.max() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
+    # the targets of a row are its entries before the first -1; the other classes are not
+    valid = np.cumprod(label_data != -1, axis=1).astype(bool)
+    is_target = np.zeros(scores.shape, dtype=bool)
+    rows, slots = np.nonzero(valid)
+    is_target[rows, label_data[rows, slots]] = True
+    pairs = valid[:, :, None] & ~is_target[:, None, :]  # (N, target slot, class)
+    picked = scores.gather(1, labels.clamp_min(0))  # x[y[j]] for every slot j
+    hinge = F.relu(1 - picked.unsqueeze(2) + scores.unsqueeze(1))  # torch's z > 0
+    loss = hinge.masked_fill(_ops.tensor(~pairs), 0.0).sum((1, 2)) / classes
+    if input.ndim < 2:
+        loss = loss.reshape(())
+    return F._reduce(loss, reduction)
+
+
 # ---- modules ---------------------------------------------------------------------------------
+
+class CosineSimilarity(Module):
+    """The cosine similarity of its two inputs along ``dim``.
+
+    Mirrors ``torch.nn.CosineSimilarity``."""
+
+    def __init__(self, dim: int = 1, eps: float = 1e-8):
+        super().__init__()
+        self.dim = dim
+        self.eps = eps
+
+    def forward(self, x1, x2):
+        return F.cosine_similarity(x1, x2, self.dim, self.eps)
+
+
+class PairwiseDistance(Module):
+    """The p-norm distance between the rows of its two inputs.
+
+    Mirrors ``torch.nn.PairwiseDistance``."""
+
+    def __init__(self, p: float = 2.0, eps: float = 1e-6, keepdim: bool = False):
+        super().__init__()
+        self.norm = p
+        self.eps = eps
+        self.keepdim = keepdim
+
+    def forward(self, x1, x2):
+        return F.pairwise_distance(x1, x2, self.norm, self.eps, self.keepdim)
+
+
 
 class MarginRankingLoss(_Loss):
     """``max(0, -y * (x1 - x2) + margin)`` (see :func:`margin_ranking_loss`).
@@ -279,5 +378,36 @@ class MultiLabelSoftMarginLoss(_Loss):
                                            reduction=self.reduction)
 
 
-__all__ += ["MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss", "CosineEmbeddingLoss",
-            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss"]
+class TripletMarginWithDistanceLoss(_Loss):
+    """``max(0, margin + d(a, p) - d(a, n))`` with a distance of your choice (see
+    :func:`triplet_margin_with_distance_loss`; default: ``nn.PairwiseDistance()``)."""
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function = (distance_function if distance_function is not None
+                                  else PairwiseDistance())
+        self.margin = margin
+        self.swap = swap
+
+    def forward(self, anchor, positive, negative):
+        return triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """The multi-label hinge loss over each sample's target classes (see
+    :func:`multilabel_margin_loss`)."""
+
+    def forward(self, input, target):
+        return multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+__all__ += ["CosineSimilarity", "PairwiseDistance", "MarginRankingLoss", "HingeEmbeddingLoss",
+            "SoftMarginLoss", "CosineEmbeddingLoss",
+            "TripletMarginLoss", "PoissonNLLLoss", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
+            "TripletMarginWithDistanceLoss", "MultiLabelMarginLoss"]

@@ -8,8 +8,8 @@ which imports this one.
 from __future__ import annotations
 
 from . import _functional_attention, _functional_composites, _functional_core, _functional_layers
-from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, glu, hardshrink,
-                                     softshrink, threshold)
+from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
+                                     glu, hardshrink, softshrink, threshold)
 from ._channel_ops import channel_shuffle, pdist
 from ._conv_transpose3d import conv_transpose3d
 from ._ctc_loss import ctc_loss
@@ -18,7 +18,8 @@ from ._embedding_bag import embedding_bag
 from ._functional_attention import _canonical_mask, _mha_shape_check, _none_or_dtype  # noqa: F401
 from ._functional_attention import multi_head_attention_forward
 from ._functional_composites import (adaptive_max_pool1d_with_indices,
-                                     adaptive_max_pool2d_with_indices, celu_, elu_, hardtanh_,
+                                     adaptive_max_pool2d_with_indices,
+                                     adaptive_max_pool3d_with_indices, celu_, elu_, hardtanh_,
                                      leaky_relu_, local_response_norm, lp_pool1d, lp_pool2d,
                                      lp_pool3d, max_pool1d_with_indices, max_pool2d_with_indices,
                                      max_pool3d_with_indices, relu_, rrelu_, selu_, threshold_,
@@ -29,8 +30,9 @@ from ._functional_layers import (bilinear, conv_transpose1d, conv_transpose2d, g
                                  interpolate, pixel_shuffle, pixel_unshuffle, prelu, upsample)
 from ._margin_and_likelihood_losses import (cosine_embedding_loss, gaussian_nll_loss,
                                             hinge_embedding_loss, margin_ranking_loss,
-                                            multilabel_soft_margin_loss, poisson_nll_loss,
-                                            soft_margin_loss, triplet_margin_loss)
+                                            multilabel_margin_loss, multilabel_soft_margin_loss,
+                                            poisson_nll_loss, soft_margin_loss,
+                                            triplet_margin_loss, triplet_margin_with_distance_loss)
 from ._padding import pad
 from ._sampling import affine_grid, grid_sample
 from ._unpooling import max_unpool1d, max_unpool2d, max_unpool3d
@@ -44,7 +46,8 @@ __all__ += ["conv3d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d", "affine
             "grid_sample", "embedding_bag"]
 __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss", "cosine_embedding_loss",
             "triplet_margin_loss", "poisson_nll_loss", "gaussian_nll_loss",
-            "multilabel_soft_margin_loss"]
+            "multilabel_soft_margin_loss", "multilabel_margin_loss",
+            "triplet_margin_with_distance_loss"]
 __all__ += ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d",
-            "adaptive_max_pool2d"]
+            "adaptive_max_pool2d", "adaptive_max_pool3d"]
 __all__ += ["max_unpool1d", "max_unpool2d", "max_unpool3d", "conv_transpose3d", "ctc_loss"]
