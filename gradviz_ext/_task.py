@@ -170,6 +170,13 @@ def _heap_pop(heap: list) -> InputBuffer:
 # finishes, fails, is aborted or is freed. A stamp left by a dead task means nothing and is
 # overwritten. The stamping walk runs in C without calling Python code, so no other thread
 # runs in between. Interpreted, counts are always in dicts.
+#
+# Why ``_distribute`` keeps both paths: counts on nodes cannot serve two live tasks on one
+# graph, and counts in dicts only would cost every backward. Measured on a 20,000-node chain
+# (compiled, one thread, GC on): 17-18 ms with counts on nodes, 23-24 ms in dicts (a second,
+# paused task holding the stamps forces the dicts); 24 ms against 30 ms with a fan-in at every
+# node. tests/engine/test_counts_on_nodes.py runs both paths against torch's gradients, and
+# tests/engine/test_reference_engine.py holds the event order to the reference engine's.
 _MAX_LIVE = 32
 _last_serial = 0
 _live_count = 0  # live serials: _live_serials[:_live_count] (a C array, in _task.pxd)

@@ -19,6 +19,7 @@ from test_engine_fuzz_vs_torch import build
 
 import gradviz
 from gradviz.autograd import reference_engine
+from gradviz.autograd._functional import make_graph_task
 from gradviz.instrument import Recorder
 
 SEEDS = range(200)
@@ -49,7 +50,11 @@ def stream(events):
 
 
 def run(seed, mode, engine):
-    """``seed``'s program, its backward run by ``engine``; (events, leaves' grads) or the error."""
+    """``seed``'s program, its backward run by ``engine``; (events, leaves' grads) or the error.
+
+    ``"compiled_dicts"`` is the compiled engine with its counts in dicts (Note [Counts on
+    nodes] in gradviz_ext/_task.py): another task, never run, holds the stamps on the graph.
+    """
     program = build(gradviz, seed)
     if program.loss is None:
         return "no-grad"
@@ -58,9 +63,16 @@ def run(seed, mode, engine):
     def backward(tensors, grads=None, retain_graph=None, create_graph=False):
         if engine == "reference":
             reference_engine.backward(tensors, grads, retain_graph, create_graph, observer=recorder)
-        else:
-            from gradviz.autograd._functional import make_graph_task
-            make_graph_task(tensors, grads, retain_graph, create_graph, observer=recorder).run()
+            return
+        holder = make_graph_task(tensors, grads, True) if engine == "compiled_dicts" else None
+        try:
+            task = make_graph_task(tensors, grads, retain_graph, create_graph, observer=recorder)
+            # the path under test (a lone root has no counts: then both paths are one)
+            assert holder is None or task._serial == 0 or not task.dependencies()
+            task.run()
+        finally:
+            if holder is not None:
+                holder.abort()
 
     try:
         if mode == "twice":
@@ -110,7 +122,6 @@ def test_hand_written_programs_emit_the_reference_stream(program):
             if engine == "reference":
                 reference_engine.backward(loss, observer=recorder)
             else:
-                from gradviz.autograd._functional import make_graph_task
                 make_graph_task(loss, observer=recorder).run()
             outcome = None
         except RuntimeError as exc:
@@ -132,6 +143,16 @@ def test_compiled_engine_emits_the_reference_event_stream(seed, mode):
         warnings.simplefilter("ignore")
         expected = run(seed, mode, "reference")
         got = run(seed, mode, "compiled")
+    assert got == expected
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("seed", range(0, 200, 4))
+def test_counts_in_dicts_emit_the_reference_event_stream_too(seed, mode):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        expected = run(seed, mode, "reference")
+        got = run(seed, mode, "compiled_dicts")
     assert got == expected
 
 
