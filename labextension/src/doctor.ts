@@ -4,10 +4,24 @@
 // trait, with `progress` messages while it runs (docs/widget_protocol.md). Parsing, and
 // turning a report into the panel's rows and lines, is pure and unit-tested; the DoctorPanel
 // class only builds DOM from that, setting every piece of text with textContent.
+//
+// Note [A lenient report in a checked envelope]
+// ---------------------------------------------
+// The `doctor` trait's envelope (run, state, report, error) is checked against the generated
+// shapes like every other trait: a wrong one is a protocol bug and the error box names its
+// field. The report inside is `DoctorReport.to_dict()`, and it is also a stored document: a
+// trace keeps it (`trace.doctor`, record_torch(doctor=True)) and a saved page replays it, so
+// the view reads reports written by older versions of gradviz, whose findings lack fields
+// added since (`summary`, `fix`, `params`, `related_nodes`...). So the report is read field by
+// field: a missing or damaged field shows as an empty cell (and a finding of an unknown kind
+// keeps its words), rather than one old field hiding the whole report. Its Python definition
+// (gradviz/debug/_report.py) and docs/doctor.md list the fields the panel reads.
 
 import { formatNumber, type SummaryNumber } from "./inspector.js";
 import { ProtocolError } from "./model.js";
 import { isRecord, type ProgressMessage } from "./generated/widget_protocol.js";
+import type * as protocol from "./generated/widget_protocol.js";
+import { describe, readShape } from "./payload.js";
 
 export const DOCTOR_STATES = ["checking", "done", "error"] as const;
 export type Severity = "error" | "warning";
@@ -150,31 +164,38 @@ export function parseReport(value: unknown): DoctorReport {
   };
 }
 
-/** Check and convert the `doctor` trait (null: no check yet). Throws ProtocolError on a wrong shape. */
+/**
+ * Check and convert the `doctor` trait (null: no check yet): its envelope against the generated
+ * shapes (a ProtocolError names the field), its report leniently (Note [A lenient report in a
+ * checked envelope]).
+ */
 export function parseDoctor(value: unknown): DoctorState | null {
   if (value === null || value === undefined) return null;
-  if (!isRecord(value)) throw new ProtocolError("doctor must be an object or null");
-  if (Object.keys(value).length === 0) return null; // a Dict trait's empty default
-  const { state, run } = value;
-  if (!isId(run)) throw new ProtocolError("doctor.run must be a non-negative integer");
+  if (isRecord(value) && Object.keys(value).length === 0) return null; // a Dict trait's empty default
+  const state = isRecord(value) ? value["state"] : undefined;
   switch (state) {
     case "checking":
-      return { state, run };
-    case "done":
-      return { state, run, report: parseReport(value["report"]) };
-    case "error":
-      return { state, run, error: text(value["error"]) || "the gradient doctor failed" };
+      return { state, run: readShape<protocol.DoctorChecking>("DoctorChecking", value, "doctor").run };
+    case "done": {
+      const { run, report } = readShape<protocol.DoctorDone>("DoctorDone", value, "doctor");
+      return { state, run, report: parseReport(report) };
+    }
+    case "error": {
+      const { run, error } = readShape<protocol.DoctorFailed>("DoctorFailed", value, "doctor");
+      return { state, run, error: error || "the gradient doctor failed" };
+    }
     default:
+      if (!isRecord(value)) throw new ProtocolError(`doctor must be an object or null, got ${describe(value)}`);
       throw new ProtocolError(`doctor.state must be one of ${DOCTOR_STATES.join(", ")}, got ${JSON.stringify(state)}`);
   }
 }
 
-/** Recognise a progress message among custom messages; anything else is null. */
+/** Recognise a progress message: null for any other message; a ProtocolError naming the field when it is one but malformed. */
 export function parseProgress(value: unknown): Progress | null {
-  if (!isRecord(value) || value["type"] !== "progress" || value["name"] !== "check_gradients") return null;
-  const { done, total, label } = value;
-  if (!isId(done) || !isId(total)) return null;
-  return { done, total, label: text(label) };
+  if (!isRecord(value) || value["type"] !== "progress") return null;
+  const { done, total, label } = readShape<ProgressMessage>("ProgressMessage", value, "progress");
+  if (done < 0 || total < 0) throw new ProtocolError(`progress must count from 0, got ${done} of ${total}`);
+  return { done, total, label };
 }
 
 /** The nodes to mark in the graph, each with its worst severity; none unless a report is shown. */

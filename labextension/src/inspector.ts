@@ -5,8 +5,9 @@
 // and sets every piece of text with textContent.
 
 import { factSections, type FactLine, type NodeNamer } from "./inspector_facts.js";
-import { ProtocolError } from "./model.js";
 import { isRecord } from "./generated/widget_protocol.js";
+import type * as protocol from "./generated/widget_protocol.js";
+import { readShape } from "./payload.js";
 
 /** A number from a tensor summary: NaN and infinities arrive as "nan", "inf", "-inf". */
 export type SummaryNumber = number | string | null;
@@ -107,55 +108,54 @@ function summaryList(value: unknown): SummaryRow[] | null {
 }
 
 /**
- * Check and convert the `inspection` trait (null: nothing selected). Throws ProtocolError
- * when it is not an object with an id and a name; everything else is optional.
+ * Check and convert the `inspection` trait (null: nothing selected). The graph's fields of the
+ * node must have the generated `Inspection` shape, or a ProtocolError names the field; the
+ * other keys are open (a session adds its own, older traces lack some), so each is read
+ * leniently: a missing or malformed one shows nothing.
  */
 export function parseInspection(value: unknown, nameOf: NodeNamer = (id) => `#${id}`): Inspection | null {
   if (value === null || value === undefined) return null;
-  if (!isRecord(value)) throw new ProtocolError("inspection must be an object or null");
-  const { id, name } = value;
-  if (typeof id !== "number" || !Number.isSafeInteger(id) || typeof name !== "string") {
-    throw new ProtocolError("inspection must have a numeric id and a name");
-  }
-  const state = text(value["state"]);
+  const checked = readShape<protocol.Inspection>("Inspection", value, "inspection");
+  const { id, name } = checked;
+  const state: string = checked.state;
   const sections: InspectorSection[] = [];
-  const gradsIn = summaryList(value["grads_in"]);
-  const gradsOut = summaryList(value["grads_out"]);
+  const gradsIn = summaryList(checked.grads_in);
+  const gradsOut = summaryList(checked.grads_out);
   // A buffer slot with nothing in it yet (null) has not received its gradient: not "None".
-  const buffer = summaryList(value["pending_buffer"])?.map((row) => (row.summary === null ? { ...row, absent: "nothing yet" } : row)) ?? null;
+  const buffer = summaryList(checked.pending_buffer)?.map((row) => (row.summary === null ? { ...row, absent: "nothing yet" } : row)) ?? null;
   if (buffer !== null && (state === "pending" || state === "ready")) {
     sections.push({ key: "buffer", title: "Gradients collected so far", rows: buffer, note: "none yet" });
   }
-  if (gradsIn !== null || "grads_in" in value) {
+  if (gradsIn !== null || "grads_in" in checked) {
     sections.push({ key: "in", title: "Gradients in", rows: gradsIn ?? [], note: gradsIn === null ? notReceived(state, buffer) : "none" });
   }
-  const facts = factSections(value, parseSummary, nameOf);
+  const facts = factSections(checked, parseSummary, nameOf);
   sections.push(...facts.afterIn);
-  if (gradsOut !== null || "grads_out" in value) {
-    const leaf = value["kind"] === "accumulate_grad";
+  if (gradsOut !== null || "grads_out" in checked) {
+    const leaf = checked.kind === "accumulate_grad";
     const note = gradsOut === null ? "not computed yet" : leaf ? "none: a leaf's gradient goes to its .grad" : "none";
     sections.push({ key: "out", title: "Gradients out", rows: gradsOut ?? [], note });
   }
-  const accumulated = value["accumulated"];
+  const accumulated = checked["accumulated"];
   if (isRecord(accumulated)) {
     const rows = ["before", "after"].map((label) => ({ label, summary: parseSummary(accumulated[label]) }));
     sections.push({ key: "accumulated", title: ".grad of the leaf", rows, note: "" });
   }
   sections.push(...facts.afterOut);
-  const failure = value["error"];
+  const failure = checked["error"];
   const error = isRecord(failure) ? `${text(failure["exception"])}: ${text(failure["message"])}` : null;
-  const number = value["number"];
+  const number = checked["number"];
   return {
     id,
     number: typeof number === "number" && Number.isSafeInteger(number) && number >= 0 ? number : id,
     name,
-    kind: text(value["kind"]),
-    label: text(value["label"]),
-    leafName: text(value["leaf_name"]),
+    kind: checked.kind,
+    label: checked.label,
+    leafName: checked.leaf_name ?? "",
     state,
     error,
     sections,
-    note: text(value["note"]),
+    note: text(checked["note"]),
   };
 }
 

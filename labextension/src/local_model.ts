@@ -4,7 +4,7 @@
 // ("change:<name>", "msg:custom"); what the view sends goes to a local handler instead of
 // Python. Like the kernel, the handler answers after the view's click handler has returned.
 
-import type { WidgetModel } from "./widget.js";
+import type { WidgetModel } from "./view_traits.js";
 
 type Callback = (...args: unknown[]) => void;
 

@@ -394,21 +394,19 @@ export function seekMessage(position: number): CommandMessage {
 /** Python's reply to a malformed message (unknown command, missing or mistyped fields). */
 export type ErrorReply = Readonly<protocol.ErrorReply>;
 
+/** Recognise an error reply: null for any other message; a ProtocolError naming the field when it is one but malformed. */
 export function parseErrorReply(value: unknown): ErrorReply | null {
   if (!isRecord(value) || value["type"] !== "error") return null;
-  const reason = value["reason"];
-  return { type: "error", reason: typeof reason === "string" ? reason : "(no reason given)" };
+  return readShape<protocol.ErrorReply>("ErrorReply", value, "error reply");
 }
 
 /** Python's answer to a command (docs/widget_protocol.md, "Python → browser"). */
 export type AckMessage = Readonly<protocol.AckMessage>;
 
-/** Recognise an ack among custom messages; anything else is null. */
+/** Recognise an ack: null for any other message; a ProtocolError naming the field when it is one but malformed. */
 export function parseAck(value: unknown): AckMessage | null {
   if (!isRecord(value) || value["type"] !== "ack") return null;
-  const { name, ok, reason } = value;
-  if (typeof name !== "string" || typeof ok !== "boolean") return null;
-  return { type: "ack", name, ok, reason: typeof reason === "string" ? reason : null };
+  return readShape<protocol.AckMessage>("AckMessage", value, "ack");
 }
 
 /**

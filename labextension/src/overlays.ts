@@ -10,7 +10,8 @@
 // module box (which then shows the min and max of its members), and `paintBox` applies it.
 // Every piece of user text (overlay names, categories) is set with textContent.
 
-import { isRecord } from "./generated/widget_protocol.js";
+import type * as protocol from "./generated/widget_protocol.js";
+import { describe, ProtocolError, readShape } from "./payload.js";
 
 export type OverlayKind = "continuous" | "categorical" | "boolean";
 /** A continuous value: a number, or "nan" / "inf" / "-inf" (JSON has no NaN). */
@@ -43,40 +44,33 @@ export function edgeKeys(edges: readonly { readonly source: number; readonly tar
   });
 }
 
-const KINDS: readonly OverlayKind[] = ["continuous", "categorical", "boolean"];
-
-/** Read the `overlays` trait leniently: an entry with an unknown kind or a bad value is left out. */
+/**
+ * Check and convert the `overlays` trait (null or {}: none). Each entry must have the
+ * generated `Overlay` shape, or a ProtocolError names its field; value keys that are not node
+ * ids are left out (a value for no node paints nothing).
+ */
 export function parseOverlays(value: unknown): Overlay[] {
-  if (!isRecord(value)) return [];
+  if (value === null || value === undefined) return [];
+  if (typeof value !== "object" || Array.isArray(value)) throw new ProtocolError(`overlays must be an object or null, got ${describe(value)}`);
   const found: Overlay[] = [];
-  for (const [name, entry] of Object.entries(value)) {
-    if (!isRecord(entry)) continue;
-    const kind = entry["kind"];
-    if (typeof kind !== "string" || !(KINDS as readonly string[]).includes(kind)) continue;
+  for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
+    const entry = readShape<protocol.Overlay>("Overlay", raw, `overlays[${JSON.stringify(name)}]`);
     let values: Map<number, OverlayValue> | null = null;
-    if (isRecord(entry["values"])) {
+    if (entry.values !== null) {
       values = new Map();
-      for (const [key, item] of Object.entries(entry["values"])) {
+      for (const [key, item] of Object.entries(entry.values)) {
         const id = Number(key);
-        if (!Number.isSafeInteger(id) || id < 0) continue;
-        if (typeof item === "number" || typeof item === "string" || typeof item === "boolean") values.set(id, item);
-      }
-    }
-    let edges: Map<string, OverlayValue> | null = null;
-    if (isRecord(entry["edges"])) {
-      edges = new Map();
-      for (const [key, item] of Object.entries(entry["edges"])) {
-        if (typeof item === "number" || typeof item === "string" || typeof item === "boolean") edges.set(key, item);
+        if (Number.isSafeInteger(id) && id >= 0) values.set(id, item);
       }
     }
     found.push({
       name,
-      edges,
-      kind: kind as OverlayKind,
-      log: entry["scale"] === "log",
-      builtin: entry["builtin"] === true,
-      title: typeof entry["title"] === "string" && entry["title"] !== "" ? entry["title"] : name,
-      description: typeof entry["description"] === "string" ? entry["description"] : "",
+      edges: entry.edges === null ? null : new Map(Object.entries(entry.edges)),
+      kind: entry.kind,
+      log: entry.scale === "log",
+      builtin: entry.builtin,
+      title: entry.title !== "" ? entry.title : name,
+      description: entry.description,
       values,
     });
   }

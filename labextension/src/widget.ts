@@ -7,26 +7,21 @@
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
 
 import { disconnectedText, watchConnection } from "./connection.js";
-import { parseProgress } from "./doctor.js";
-import { canvasHeight, GraphScene, MAX_HEIGHT, type FoldDecor } from "./draw.js";
-import { foldLayout } from "./fold.js";
+import { GraphScene, type FoldDecor } from "./draw.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
-import { computeLayout } from "./layout.js";
 import {
   ackNotice,
   commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
   narrationLine,
-  parseAck,
   parseCommands,
   parseCurrent,
   parseErrorText,
   parseGraph,
   nodeNumber,
   nodeTitle,
-  parseErrorReply,
   parseLastEvent,
   parseSelected,
   parseStatus,
@@ -39,9 +34,8 @@ import {
   type CommandName,
   type Graph,
 } from "./model.js";
-import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type MeasureText } from "./plan.js";
 import { STYLES } from "./styles.js";
-import { parseStatesDelta, RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
+import { RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
 import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import {
   MODULE_INSPECTOR_STYLES,
@@ -59,7 +53,12 @@ import { FoldedView } from "./view_graph.js";
 import { createCanvas, createErrorBox, showProblems } from "./view_canvas.js";
 import { DoctorWatch } from "./view_doctor.js";
 import { watchFindKey } from "./view_keys.js";
+import { LayoutRunner } from "./view_layout.js";
+import { dispatchMessage } from "./view_messages.js";
 import { OverlayWatch } from "./view_overlays.js";
+import { watchTraits, type WidgetModel } from "./view_traits.js";
+
+export type { WidgetModel } from "./view_traits.js";
 
 /**
  * Select a folded module (a click on its box): protocol 5's `{"type": "select", "module":
@@ -68,16 +67,6 @@ import { OverlayWatch } from "./view_overlays.js";
  */
 export function moduleSelectMessage(path: string | null): ModuleSelectMessage | null {
   return path === null ? null : selectModuleMessage(path);
-}
-
-/** The part of anywidget's model interface this view uses. */
-export interface WidgetModel {
-  get(name: string): unknown;
-  on(event: string, callback: (...args: unknown[]) => void): void;
-  off(event?: string | null, callback?: ((...args: unknown[]) => void) | null): void;
-  send(content: unknown, callbacks?: unknown, buffers?: unknown[]): void;
-  /** The ipywidgets widget manager (anywidget passes it through); absent in other hosts. */
-  widget_manager?: { callbacks?: (view?: unknown) => unknown };
 }
 
 export interface RenderContext {
@@ -95,17 +84,6 @@ export interface ViewExtras {
 
 /** How long to show "…" after a command when Python does not answer. */
 const BUSY_TIMEOUT_MS = 10_000;
-
-function canvasMeasure(): MeasureText {
-  const context = typeof document === "undefined" ? null : document.createElement("canvas").getContext("2d");
-  if (context === null) return estimateText;
-  const regular = `${FONT_SIZE}px ${FONT_FAMILY}`;
-  const bold = `600 ${FONT_SIZE}px ${FONT_FAMILY}`;
-  return (text, isBold) => {
-    context.font = isBold ? bold : regular;
-    return context.measureText(text).width;
-  };
-}
 
 /** The error box's text when a command cannot reach the kernel. */
 export function unreachableKernel(reason: string): string {
@@ -131,11 +109,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let pendingFocus: number | null = null;
   /** The running node "follow" last opened the modules for. */
   let followed: number | null = null;
-  /** Incremented for every graph; a layout that finishes for an older graph is dropped. */
-  let generation = 0;
   let viewError: string | null = null;
-  /** How many layouts this view has asked for (exposed for tests: a step must not add one). */
-  let layouts = 0;
   let notice: string | null = null;
   /** Python's error reply to a malformed message (a view and kernel out of step); cleared by the next command. */
   let refused: string | null = null;
@@ -347,12 +321,30 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     root.dataset["refreshMillis"] = (performance.now() - started).toFixed(1);
   };
 
-  /** Watches a canvas without a width yet, to draw a laid-out graph when it gets one. */
-  let waitForWidth: ResizeObserver | null = null;
+  const layoutRunner = new LayoutRunner(root, canvas, {
+    showMessage,
+    draw: (view, plan, layout) => {
+      scene?.destroy();
+      scene = new GraphScene(canvas, view.scene, plan, layout, select, pressKey, decor);
+      refresh();
+      if (pendingFocus !== null) {
+        scene.setCursor(view.shownAs(pendingFocus));
+        pendingFocus = null;
+      }
+    },
+    failed: (message) => {
+      viewError = message;
+      refresh();
+    },
+  });
+  /** Lay out the visible boxes of the folded view (one small layout), draw them, then restyle. */
+  const layoutView = (): void => {
+    if (folded !== null) layoutRunner.run(folded, graph.nodes.length, scene === null);
+  };
 
   /** A new graph: fold it (hierarchy.ts), lay out what shows, draw it, then restyle. */
   const loadGraph = (): void => {
-    generation++;
+    layoutRunner.forget();
     scene?.destroy();
     scene = null;
     viewError = null;
@@ -385,148 +377,46 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     layoutView();
   };
 
-  /** Lay out the visible boxes of the folded view (one small layout), draw them, then restyle. */
-  const layoutView = (): void => {
-    const mine = ++generation;
-    const view = folded;
-    if (view === null) return;
-    const plan = { ...planLayout(view.scene, canvasMeasure()), clusters: view.clusters() };
-    showMessage(scene === null ? `Laying out ${view.scene.nodes.length} boxes (${graph.nodes.length} nodes)…` : null);
-    root.dataset["boxCount"] = String(view.scene.nodes.length);
-    root.dataset["layoutCount"] = String(++layouts);
-    const started = performance.now();
-    computeLayout(plan).then(
-      (outcome) => {
-        if (mine !== generation) return;
-        const draw = (): void => {
-          // A tall drawing is folded into columns to fit the canvas's width (fold.ts), so that
-          // Fit shows all of it readably; the canvas then takes the folded drawing's height.
-          // Frames around open modules stay whole: a drawing with frames is not cut into columns.
-          const layout = plan.clusters.length > 0 ? { ...outcome.layout, columns: 1 } : foldLayout(outcome.layout, plan.edges, canvas.clientWidth, MAX_HEIGHT);
-          canvas.style.height = `${canvasHeight(layout)}px`;
-          showMessage(null);
-          scene?.destroy();
-          scene = new GraphScene(canvas, view.scene, plan, layout, select, pressKey, decor);
-          root.dataset["columns"] = String(layout.columns);
-          root.dataset["layoutSite"] = outcome.site;
-          root.dataset["layoutMillis"] = outcome.millis.toFixed(0);
-          root.dataset["layoutRuns"] = String(outcome.runs);
-          root.dataset["drawnLayout"] = String(layouts);
-          refresh();
-          if (pendingFocus !== null) {
-            scene.setCursor(view.shownAs(pendingFocus));
-            pendingFocus = null;
-          }
-          root.dataset["drawMillis"] = (performance.now() - started).toFixed(0);
-        };
-        // The fold needs the canvas's width: a view not on the page yet (a cached layout
-        // answers before the host attaches the view) or hidden draws once it has one.
-        if (canvas.clientWidth > 0 || typeof ResizeObserver === "undefined") {
-          draw();
-          return;
+  const onCustomMessage = (content: unknown): void =>
+    dispatchMessage(content, {
+      delta: (delta) => {
+        // Applied at once; drawn with the `update` that follows (its `states_seq`), so the new
+        // states never show with the previous current node.
+        try {
+          copy.sync((name) => model.get(name), graph);
+        } catch {
+          return; // malformed traits: refresh says so
         }
-        waitForWidth?.disconnect();
-        const observer = new ResizeObserver(() => {
-          if (canvas.clientWidth === 0) return;
-          observer.disconnect();
-          waitForWidth = null;
-          if (mine === generation) draw();
-        });
-        waitForWidth = observer;
-        observer.observe(canvas);
+        if (copy.apply(delta, graph) === "gap" && copy.askResync()) send(RESYNC_MESSAGE);
       },
-      (error: unknown) => {
-        if (mine !== generation) return;
-        viewError = messageOf(error);
-        showMessage("Layout failed");
+      progress: (progress) => {
+        doctor.setProgress(progress);
+        setBusy(true); // the kernel is working: keep the "…" (and its timeout) alive
         refresh();
       },
-    );
-  };
-
-  const onCustomMessage = (content: unknown): void => {
-    let delta;
-    try {
-      delta = parseStatesDelta(content);
-    } catch (error) {
-      viewError = messageOf(error);
-      refresh();
-      return;
-    }
-    if (delta !== null) {
-      // Applied at once; drawn with the `update` that follows (its `states_seq`), so the new
-      // states never show with the previous current node.
-      try {
-        copy.sync((name) => model.get(name), graph);
-      } catch {
-        return; // malformed traits: refresh says so
-      }
-      if (copy.apply(delta, graph) === "gap" && copy.askResync()) send(RESYNC_MESSAGE);
-      return;
-    }
-    const progress = parseProgress(content);
-    if (progress !== null) {
-      doctor.setProgress(progress);
-      setBusy(true); // the kernel is working: keep the "…" (and its timeout) alive
-      refresh();
-      return;
-    }
-    const reply = parseErrorReply(content);
-    if (reply !== null) {
-      refused = reply.reason;
-      setBusy(false);
-      refresh();
-      return;
-    }
-    const ack = parseAck(content);
-    if (ack === null) return;
-    if (ack.name === "check_gradients") doctor.answered(); // answered, or refused
-    if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
-    notice = ackNotice(ack, parseErrorText(model.get("error")));
-    refresh();
-  };
-  // One Step changes several traits (states, current, last_event, delivered...), each with its
-  // own change event; every refresh reads all node states, so they are coalesced into one per
-  // task (a microtask: it still runs before the browser paints).
-  let refreshQueued = false;
-  const queueRefresh = (): void => {
-    if (refreshQueued) return;
-    refreshQueued = true;
-    queueMicrotask(() => {
-      refreshQueued = false;
-      refresh();
+      refused: (reason) => {
+        refused = reason;
+        setBusy(false);
+        refresh();
+      },
+      ack: (ack) => {
+        if (ack.name === "check_gradients") doctor.answered(); // answered, or refused
+        if (ack.name !== "select") setBusy(false); // a click on a node does not end a running command
+        notice = ackNotice(ack, parseErrorText(model.get("error")));
+        refresh();
+      },
+      malformed: (error) => {
+        viewError = messageOf(error);
+        setBusy(false);
+        refresh();
+      },
     });
-  };
-  const onStateChange = (): void => {
-    setBusy(false);
-    queueRefresh();
-  };
-
-  const subscriptions: [string, (...args: unknown[]) => void][] = [
-    ["change:graph", loadGraph],
-    ["change:states", onStateChange],
-    ["change:states_seq", onStateChange],
-    ["change:states_base", onStateChange],
-    ["change:current", onStateChange],
-    ["change:status", onStateChange],
-    ["change:error", onStateChange],
-    ["change:protocol_version", onStateChange],
-    ["change:commands", onStateChange],
-    ["change:selected", queueRefresh],
-    ["change:inspection", queueRefresh],
-    ["change:last_event", onStateChange],
-    ["change:doctor", queueRefresh],
-    ["change:stopped_at", queueRefresh],
-    ["change:delivered", queueRefresh],
-    ["change:history", queueRefresh],
-    ["change:history_position", queueRefresh],
-    ["change:output", queueRefresh],
-    ["change:overlays", queueRefresh],
-    ["change:diff", queueRefresh],
-    ["change:selected_module", queueRefresh],
-    ["msg:custom", onCustomMessage],
-  ];
-  for (const [event, callback] of subscriptions) model.on(event, callback);
+  const stopTraits = watchTraits(model, {
+    graph: loadGraph,
+    moved: () => setBusy(false),
+    restyle: refresh,
+    message: onCustomMessage,
+  });
   const stopWatching = watchConnection(model, (reason) => {
     disconnected = disconnectedText(reason);
     doctor.answered();
@@ -538,10 +428,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   loadGraph();
 
   return () => {
-    generation++;
+    layoutRunner.dispose();
     stopWatching();
-    waitForWidth?.disconnect();
-    for (const [event, callback] of subscriptions) model.off(event, callback);
+    stopTraits();
     if (busyTimer !== null) clearTimeout(busyTimer);
     scene?.destroy();
     root.remove();

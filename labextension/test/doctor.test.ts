@@ -87,8 +87,14 @@ describe("parseDoctor", () => {
     assert.equal(parseDoctor({}), null);
     assert.throws(() => parseDoctor([]), ProtocolError);
     assert.throws(() => parseDoctor({ run: 1, state: "thinking" }), /doctor\.state must be one of checking, done, error/);
-    assert.throws(() => parseDoctor({ run: -1, state: "done" }), /doctor\.run/);
-    assert.throws(() => parseDoctor({ run: 1, state: "done", report: "ok" }), /doctor\.report must be an object/);
+    assert.throws(() => parseDoctor({ run: "1", state: "done", report: {}, error: null }), /^ProtocolError: doctor\.run must be an integer, got the string "1"$/);
+    assert.throws(() => parseDoctor({ run: 1, state: "done", error: null }), /doctor\.report is missing/);
+    assert.throws(() => parseDoctor({ run: 1, state: "done", report: "ok", error: null }), /doctor\.report must be an object, got the string "ok"/);
+    assert.throws(() => parseDoctor({ run: 1, state: "error", report: null, error: 3 }), /doctor\.error must be a string, got number/);
+    assert.throws(() => parseDoctor({ run: 1, state: "checking", report: null }), /doctor\.error is missing/);
+    assert.throws(() => parseDoctor("done"), /doctor must be an object or null, got the string "done"/);
+    assert.deepEqual(parseDoctor({ run: 2, state: "checking", report: null, error: null }), { state: "checking", run: 2 });
+    assert.deepEqual(parseDoctor({ run: 3, state: "error", report: null, error: "" }), { state: "error", run: 3, error: "the gradient doctor failed" });
   });
 
   it("reads a damaged report without failing", () => {
@@ -108,7 +114,12 @@ describe("progress messages", () => {
       label: "SquareBackward",
     });
     assert.equal(parseProgress({ type: "ack", name: "check_gradients", ok: true, reason: null }), null);
-    assert.equal(parseProgress({ type: "progress", name: "check_gradients", done: "2", total: 3 }), null);
+    assert.equal(parseProgress("progress"), null);
+    // a progress message that is malformed is a protocol bug: named, not ignored
+    assert.throws(() => parseProgress({ type: "progress", name: "check_gradients", done: "2", total: 3, label: "" }), /^ProtocolError: progress\.done must be an integer, got the string "2"$/);
+    assert.throws(() => parseProgress({ type: "progress", name: "check_gradients", done: 2, total: 3 }), /progress\.label is missing/);
+    assert.throws(() => parseProgress({ type: "progress", name: "step", done: 2, total: 3, label: "" }), /progress\.name must be "check_gradients", got the string "step"/);
+    assert.throws(() => parseProgress({ type: "progress", name: "check_gradients", done: -1, total: 3, label: "" }), /progress must count from 0/);
   });
 });
 

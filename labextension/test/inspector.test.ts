@@ -82,14 +82,19 @@ describe("parseInspection", () => {
   });
 
   it("keeps the note that says why there is nothing more (a saved page)", () => {
-    const saved = parseInspection({ id: 2, name: "MulBackward0", state: "done", note: "This saved page keeps no gradient values." });
+    const saved = parseInspection({ id: 2, name: "MulBackward0", kind: "builtin", label: "", state: "done", note: "This saved page keeps no gradient values." });
     assert.equal(saved?.note, "This saved page keeps no gradient values.");
   });
 
   it("is null when nothing is selected and rejects what is not a node", () => {
     assert.equal(parseInspection(null), null);
     assert.throws(() => parseInspection([]), ProtocolError);
-    assert.throws(() => parseInspection({ id: "2", name: "A" }), /numeric id and a name/);
+    const node = { id: 2, name: "MulBackward0", kind: "builtin", label: "", state: "done" };
+    assert.throws(() => parseInspection({ ...node, id: "2" }), /^ProtocolError: inspection\.id must be an integer, got the string "2"$/);
+    assert.throws(() => parseInspection({ id: 2, name: "A" }), /inspection\.kind is missing/);
+    assert.throws(() => parseInspection({ ...node, state: "sleeping" }), /inspection\.state must be one of pending, ready, running, done, released, error, got the string "sleeping"/);
+    assert.throws(() => parseInspection({ ...node, grads_in: "x" }), /inspection\.grads_in must be a list or null, got the string "x"/);
+    assert.throws(() => parseInspection({ ...node, leaf_name: 7 }), /inspection\.leaf_name must be a string, got number/);
   });
 });
 

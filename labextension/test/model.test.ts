@@ -268,9 +268,12 @@ describe("messages", () => {
       ok: false,
       reason: "finished",
     });
-    assert.equal(parseAck({ type: "ack", name: "step" }), null);
     assert.equal(parseAck({ type: "other" }), null);
     assert.equal(parseAck("ack"), null);
+    // a malformed ack is a protocol bug: named, not ignored (the "…" would never end)
+    assert.throws(() => parseAck({ type: "ack", name: "step" }), /^ProtocolError: ack\.ok is missing$/);
+    assert.throws(() => parseAck({ type: "ack", name: "step", ok: "yes", reason: null }), /ack\.ok must be a boolean, got the string "yes"/);
+    assert.throws(() => parseAck({ type: "ack", name: "step", ok: false, reason: 3 }), /ack\.reason must be a string or null, got number/);
   });
 });
 

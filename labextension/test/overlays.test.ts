@@ -23,7 +23,7 @@ import { contrast } from "./styles.test.js";
 const HOSTILE = '<img src=x onerror="alert(1)">';
 
 function overlay(kind: Overlay["kind"], values: Record<string, unknown> | null, scale = "linear"): Overlay {
-  const [parsed] = parseOverlays({ [HOSTILE]: { kind, scale, builtin: false, title: HOSTILE, description: "", values } });
+  const [parsed] = parseOverlays({ [HOSTILE]: { kind, scale, builtin: false, title: HOSTILE, description: "", values, edges: null } });
   assert.ok(parsed);
   return parsed;
 }
@@ -31,16 +31,26 @@ function overlay(kind: Overlay["kind"], values: Record<string, unknown> | null, 
 describe("parseOverlays", () => {
   it("keeps names, kinds, log scales and values by node id; null values mean not sent", () => {
     const parsed = parseOverlays({
-      grad_norm: { kind: "continuous", scale: "log", builtin: true, title: "gradient norm", description: "d", values: null },
-      [HOSTILE]: { kind: "categorical", scale: "linear", builtin: false, title: HOSTILE, description: "", values: { "3": "float32", x: "bad", "-1": "bad" } },
-      broken: { kind: "colourful", values: {} },
-      alsoBroken: 3,
+      grad_norm: { kind: "continuous", scale: "log", builtin: true, title: "gradient norm", description: "d", values: null, edges: null },
+      [HOSTILE]: { kind: "categorical", scale: "linear", builtin: false, title: HOSTILE, description: "", values: { "3": "float32", x: "bad", "-1": "bad" }, edges: null },
+      untitled: { kind: "boolean", scale: "linear", builtin: false, title: "", description: "", values: { "2": true }, edges: null },
     });
-    assert.deepEqual(parsed.map((item) => item.name), ["grad_norm", HOSTILE]);
+    assert.deepEqual(parsed.map((item) => item.name), ["grad_norm", HOSTILE, "untitled"]);
     assert.equal(parsed[0]?.log, true);
     assert.equal(parsed[0]?.values, null);
     assert.deepEqual([...(parsed[1]?.values ?? [])], [[3, "float32"]]);
+    assert.equal(parsed[2]?.title, "untitled");
     assert.deepEqual(parseOverlays(null), []);
+    assert.deepEqual(parseOverlays({}), []);
+  });
+
+  it("names the field of a malformed overlay", () => {
+    const good = { kind: "continuous", scale: "linear", builtin: false, title: "t", description: "", values: null, edges: null };
+    assert.throws(() => parseOverlays([]), /^ProtocolError: overlays must be an object or null, got an array$/);
+    assert.throws(() => parseOverlays({ a: 3 }), /^ProtocolError: overlays\["a"\] must be an object, got number$/);
+    assert.throws(() => parseOverlays({ a: { ...good, kind: "colourful" } }), /overlays\["a"\]\.kind must be one of continuous, categorical, boolean, got the string "colourful"/);
+    assert.throws(() => parseOverlays({ a: { ...good, values: { "1": [1] } } }), /overlays\["a"\]\.values\["1"\] must be a number or a string or a boolean, got an array/);
+    assert.throws(() => parseOverlays({ a: { ...good, edges: undefined } }), /overlays\["a"\]\.edges/);
   });
 });
 
@@ -168,7 +178,7 @@ describe("edge values", () => {
       { source: 2, target: 1, input_nr: 0 },
     ]);
     assert.deepEqual(keys, ["4:2:0:0", "2:1:0:0", "2:1:0:1"]);
-    const [parsed] = parseOverlays({ grad_norm: { kind: "continuous", scale: "log", builtin: true, values: {}, edges: { "2:1:0:1": 0.5, bad: [1] } } });
+    const [parsed] = parseOverlays({ grad_norm: { kind: "continuous", scale: "log", builtin: true, title: "", description: "", values: {}, edges: { "2:1:0:1": 0.5 } } });
     assert.deepEqual([...(parsed?.edges ?? [])], [["2:1:0:1", 0.5]]);
   });
 });

@@ -9,11 +9,15 @@ Regenerate after changing ``gradviz/widget/_protocol.py``::
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import typing
 
+import ipywidgets as ipywidgets_base
+
 from gradviz.widget import _protocol, _widget
+from gradviz.widget._diff_view import DiffWidget
 from gradviz.widget._protocol import typescript
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -65,3 +69,20 @@ def test_the_module_prints_the_types():
     bad = subprocess.run([sys.executable, "-m", "gradviz.widget.protocol", "--yaml"], cwd=ROOT,
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "usage" in bad.stderr
+
+
+def _ts_list(source: str, name: str) -> set[str]:
+    start = source.index(f"export const {name} = [")
+    body = source[start:source.index("] as const", start)]
+    return set(re.findall(r'"([a-z_]+)"', body))
+
+
+def test_the_view_watches_every_synced_trait_of_the_widgets():
+    # labextension/src/view_traits.ts: a trait the view does not watch would never be shown
+    with open(os.path.join(ROOT, "labextension", "src", "view_traits.ts"), encoding="utf-8") as handle:
+        source = handle.read()
+    state, view = _ts_list(source, "STATE_TRAITS"), _ts_list(source, "VIEW_TRAITS")
+    assert not state & view
+    ipywidgets = set(ipywidgets_base.DOMWidget.class_trait_names(sync=True))
+    synced = set(DiffWidget.class_trait_names(sync=True)) - ipywidgets - {"_esm", "_css", "graph"}
+    assert state | view == synced
