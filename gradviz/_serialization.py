@@ -6,6 +6,10 @@ from __future__ import annotations
 import os
 import pickle
 
+import numpy as np
+
+from ._tensor import Tensor, check_device
+
 __all__ = ["save", "load"]
 
 
@@ -64,10 +68,6 @@ class _WeightsUnpickler(pickle.Unpickler):
 
 def _check_no_arrays(obj):
     """A numpy array outside a tensor is refused, as torch refuses it."""
-    import numpy as np
-
-    from ._tensor import Tensor
-
     if isinstance(obj, (np.ndarray, np.generic)):
         raise pickle.UnpicklingError(_WEIGHTS_ONLY_FAILED.format(
             "Unsupported global: GLOBAL numpy.ndarray was not an allowed global by default."))
@@ -86,8 +86,6 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     As torch (2.6 and later), ``weights_only`` is the default: tensors, state dicts and
     containers of numbers and strings load, anything else (a whole saved model, a numpy array)
     is a ``pickle.UnpicklingError`` unless ``weights_only=False``."""
-    from ._tensor import check_device
-
     if map_location is not None and not callable(map_location) and not isinstance(map_location, dict):
         check_device(map_location)
     if weights_only is None:

@@ -10,6 +10,11 @@ placed in no layer.
 A second check finds import cycles among module-level imports (a cycle works only while its
 modules happen to be imported in a lucky order): the known ones are listed in KNOWN_CYCLES, and
 any other fails the test.
+
+A third keeps imports of gradviz modules at module level, where a reader sees the dependency:
+the modules that still import some inside function bodies are listed in
+KNOWN_FUNCTION_IMPORTS, each with why (imports of optional packages, torch, IPython,
+graphviz, stay where they are used).
 """
 
 from __future__ import annotations
@@ -226,3 +231,60 @@ def test_no_import_cycle_but_the_known_ones():
     gone = [sorted(group) for group in KNOWN_CYCLES if group not in cycles]
     assert not new, f"modules that import each other at module level: {new}"
     assert not gone, f"changed or fixed, so update KNOWN_CYCLES: {gone}"
+
+
+# Modules that still import gradviz modules inside function bodies, and why. An import in a
+# function body hides a dependency until the function runs; the rest are at module level.
+# Fix one, delete its line; a module not listed here may not add one.
+KNOWN_FUNCTION_IMPORTS = {
+    # The op modules below ops/__init__ that sit in one cycle of helpers (a reduction's
+    # backward needs pointwise ops, a pointwise op's broadcasting needs a reduction, in-place
+    # writes need indexing, ...): each imports the other's helpers when called. Importing
+    # the sibling module object at module level and calling through it is the fix.
+    "gradviz.ops._reduction": "the ops helper cycle",
+    "gradviz.ops._pointwise": "the ops helper cycle",
+    "gradviz.ops._shape": "the ops helper cycle",
+    "gradviz.ops._inplace": "the ops helper cycle",
+    # The linear algebra modules call ops through the ops package, which imports them to
+    # register their ops.
+    "gradviz.ops._linalg_norms": "calls gradviz.ops, which registers it",
+    "gradviz.ops._linalg_lu": "calls gradviz.ops, which registers it",
+    "gradviz.ops._linalg_factor": "calls gradviz.ops, which registers it",
+    "gradviz.ops._linalg_solvers": "calls gradviz.ops, which registers it",
+    # A custom Function's ctx and the Function class refer to each other (ctx.apply's class).
+    "gradviz.autograd.function._ctx": "the Function class of a ctx",
+    # Forward-mode AD's jvp of a backward pass uses autograd.grad, which imports forward AD.
+    "gradviz.autograd._forward_ad_impl": "autograd.grad inside a jvp",
+    # The documented upward imports of KNOWN_VIOLATIONS (the widget, loaded when asked for).
+    "gradviz.instrument._trace": "Trace.view/to_html delegate to the widget",
+    "gradviz.debug._diff": "TraceDiff.show delegates to the widget",
+    "gradviz.widget._html": "a page's replay session, made when a page is written",
+    "gradviz": "the notebook display hooks load the widget when a session is displayed",
+    "gradviz._config": "config() reports the widget bundle when asked",
+    # The doctor reads a torch graph only for torch tensors (torch is optional).
+    "gradviz.debug._doctor": "the torch graph adapter, for torch losses only",
+}
+
+
+def _function_level_imports() -> dict[str, list[str]]:
+    """{module: ["path:line -> target", ...]} for imports of gradviz modules in function bodies."""
+    found: dict[str, list[str]] = {}
+    for module, path in SOURCES.items():
+        if not module.startswith("gradviz.") and module != "gradviz":
+            continue
+        inner = set()
+        for node in ast.walk(_tree(path)):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                inner.update(sub.lineno for sub in ast.walk(node) if isinstance(sub, (ast.Import, ast.ImportFrom)))
+        for target, line in _imports(module, path):
+            if line in inner and target.split(".")[0] == "gradviz":
+                found.setdefault(module, []).append(f"{path.relative_to(REPO)}:{line} -> {target}")
+    return found
+
+
+def test_function_level_imports_are_only_the_known_ones():
+    found = _function_level_imports()
+    unexpected = {module: where for module, where in found.items() if module not in KNOWN_FUNCTION_IMPORTS}
+    assert not unexpected, f"move these imports to module level (or list the module, with why): {unexpected}"
+    gone = sorted(set(KNOWN_FUNCTION_IMPORTS) - set(found))
+    assert not gone, f"these modules import nothing in function bodies any more: delete them from the list: {gone}"

@@ -37,7 +37,8 @@ import numpy as np
 
 from .. import ops
 from .._tensor import Tensor, _wrap
-from . import grad_mode
+from ..func._vmap import _Randomness
+from . import forward_ad, grad_mode
 from ._functional import grad as _grad
 from .function import Function
 
@@ -155,8 +156,6 @@ def _forward_jacobians(func, inputs, positions):
     with a zero tangent, and one tangent element at a time is set to 1 before ``func`` runs
     again (PyTorch's ``check_forward_ad`` does the same). A float output without a tangent
     contributes a zero column."""
-    from . import forward_ad
-
     jacobians: dict = {}
     with forward_ad.dual_level():
         duals = list(inputs)
@@ -323,8 +322,6 @@ def _batched(fn, stacked):
     ``torch.func.vmap``, applies custom Functions without asking for their vmap support. So
     this is gradviz's vmap loop (Note [vmap is a loop]) without the transform state that
     makes custom Functions check theirs."""
-    from ..func._vmap import _Randomness
-
     with _Randomness("error"):
         results = [fn(ops.select(stacked, 0, index)) for index in range(stacked.shape[0])]
     return [ops.stack(shards) for shards in zip(*results)]
@@ -362,8 +359,6 @@ def _check_batched_forward_grad(func, inputs, positions):
     """torch's ``check_batched_forward_grad``: for each differentiable input, the
     Jacobian-vector products of two random tangents computed by ``vmap`` over the stacked
     tangents must equal the ones computed one at a time."""
-    from . import forward_ad
-
     for i in positions:
         def jvp(tangent, i=i):
             with forward_ad.dual_level():

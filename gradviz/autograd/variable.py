@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import warnings
 
+from .._tensor import Tensor
+
 __all__ = ["Variable"]
 
 
 class VariableMeta(type):
     def __instancecheck__(cls, other):
-        from .._tensor import Tensor
-
         return isinstance(other, Tensor)
 
 
@@ -29,8 +29,6 @@ class Variable(metaclass=VariableMeta):
     """
 
     def __new__(cls, data, requires_grad=False, volatile=False):
-        from .._tensor import Tensor
-
         if not isinstance(data, Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         if volatile:

@@ -53,6 +53,7 @@ from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
 from ._breakpoints import Breakpoint
+from ._doctor import doctor
 from ._release import weak_self
 from ._view import NODE_STATES, EventView
 
@@ -451,6 +452,9 @@ class DebugSession(SessionBase):
                     # the rest of a node step_event() began: the next node is not the one
                     # the session was paused at, so its breakpoints count (as in a replay)
                     first = False
+                    if not self.breakpoints:  # nothing can stop between these events
+                        self._show_all()
+                        break
                     event = self._recorder.events[self._cursor]
                     self._show(1)
                     hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))
@@ -511,8 +515,6 @@ class DebugSession(SessionBase):
         so this works after the pass too. The ``params`` given to ``gradviz.debug.backward``
         go to the doctor, which then also checks the model (unused parameters, ...).
         """
-        from ._doctor import doctor
-
         if self._doctor_arguments is None:
             raise RuntimeError("this session was not made by gradviz.debug.backward(), so the "
                                "doctor does not know its roots; call gradviz.debug.doctor(loss)")

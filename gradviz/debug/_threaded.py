@@ -27,7 +27,7 @@ import weakref
 
 from gradviz_ext import engine as _engine
 
-from ..instrument import Recorder
+from ..instrument import Recorder, observe
 from ..instrument._nodes import walk_graph
 from ._base import SessionBase
 from ._breakpoints import Breakpoint
@@ -103,8 +103,6 @@ class CallSession(SessionBase):
     # ---- worker side -------------------------------------------------------------------
     @weak_self  # Note [No cycle through a session's error]
     def _work(self):
-        from ..instrument import observe
-
         handle = observe(self._recorder, thread=threading.get_ident(), forward=False)
         try:
             self._result = self._fn(*self._args, **self._kwargs)

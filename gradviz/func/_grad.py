@@ -25,6 +25,7 @@ from ..autograd._functional import _detach_keeping_tangent, _forward_ad_active
 from ..autograd._functional import grad as _autograd_grad
 from ..autograd.grad_mode import enable_grad
 from . import _pytree
+from ._vmap import VmapInfo, _Randomness
 
 __all__ = ["grad", "grad_and_value", "vjp", "jacrev", "jvp", "jacfwd", "hessian"]
 
@@ -334,8 +335,6 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
     @functools.wraps(func)
     def wrapper(*args):
-        from ._vmap import VmapInfo, _Randomness
-
         single, nums = _argnums_tuple(argnums, len(args), "jacfwd")
         with _Randomness(randomness):
             size = sum(leaf.numel() for n in nums for leaf in _pytree.tree_flatten(args[n])[0])

@@ -29,6 +29,9 @@ from collections import namedtuple
 from .. import ops
 from .._tensor import Tensor
 from ..autograd import _transform_state
+from ..autograd.function import Function
+from ..autograd.function._function import _apply, _bind_arguments, _has_setup_context
+from ..ops import _creation
 from . import _pytree
 
 __all__ = ["vmap", "VmapInfo", "apply_function"]
@@ -156,8 +159,6 @@ def _batch_size(func, in_dims, flat_args, flat_dims):
 
 def _function_class(func):
     """``Fn`` when ``func`` is ``Fn.apply`` of a custom Function, else None."""
-    from ..autograd.function import Function
-
     owner = getattr(func, "__self__", None)
     if isinstance(owner, type) and issubclass(owner, Function) and getattr(func, "__name__", "") == "apply":
         return owner
@@ -225,8 +226,6 @@ class _Randomness:
         self.randomness = randomness
 
     def __enter__(self):
-        from ..ops import _creation
-
         self.generator = _creation._generator
         if self.randomness == "error":
             _creation._generator = _RandomnessError()
@@ -239,8 +238,6 @@ class _Randomness:
             self.generator.bit_generator.state = self.state
 
     def __exit__(self, *exc):
-        from ..ops import _creation
-
         if self.randomness == "error":
             _creation._generator = self.generator
 
@@ -255,8 +252,6 @@ class _RandomnessError:
 # ---- custom Functions under transforms (contract rule 14) --------------------------------
 
 def _check_setup_context(cls):
-    from ..autograd.function._function import _has_setup_context
-
     if not _has_setup_context(cls):
         raise RuntimeError(
             "In order to use an autograd.Function with functorch transforms (vmap, grad, jvp, "
@@ -264,8 +259,6 @@ def _check_setup_context(cls):
 
 
 def _check_vmap_support(cls):
-    from ..autograd.function import Function
-
     _check_setup_context(cls)
     has_rule = cls.vmap is not Function.vmap
     if has_rule and cls.generate_vmap_rule:
@@ -390,8 +383,6 @@ def _generated(cls):
 def apply_function(cls, args, kwargs):
     """``Fn.apply`` while a ``gradviz.func`` transform runs (``Function.apply`` calls this;
     Note [Functions under grad transforms])."""
-    from ..autograd.function._function import _apply, _bind_arguments
-
     stack = _transform_state.stack
     _check_setup_context(cls)
     if kwargs:

@@ -15,6 +15,7 @@ from types import FrameType
 
 from gradviz_ext import engine as _engine
 
+from .._tensor import Tensor  # deferred: the tensor module imports the instrumentation
 from ..autograd._scopes import frame_path, node_frame
 from ..dtypes import from_numpy
 from ._module_paths import annotate_modules
@@ -247,8 +248,6 @@ def parameter_names(params) -> dict:
     TypeError
         If ``params`` is none of these, or an entry is not a ``(str, Tensor)`` pair.
     """
-    from .._tensor import Tensor  # deferred: the tensor module imports the instrumentation
-
     names: dict[int, str] = {}
     for name, tensor in named_pairs(params, "", "Tensor", "an nn.Module"):
         if not isinstance(tensor, Tensor):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import ops
 from .. import ops as _ops
 from ..autograd.grad_mode import no_grad
 from ..ops import _embedding_bag
@@ -108,8 +109,6 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type: float =
                            f"in the valid range [0, {rows})")
     keep = indices != padding_idx if padding_idx is not None else np.ones(indices.shape, bool)
     if offsets is None:  # a (B, N) input: torch's node saves the bags' starts
-        from .. import ops
-
         offsets = ops.arange(0, indices.size, max(input.shape[1], 1))[:len(bags)]
     saved = {"indices": flat, "offsets": offsets, "padding_idx": padding_idx}
     return _embedding_bag.embedding_bag(weight, per_sample_weights, indices, bags, keep, mode,

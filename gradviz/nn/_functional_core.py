@@ -23,6 +23,7 @@ from gradviz_ext import engine as _engine
 from .. import dtypes as _dtypes
 from .. import ops as _ops
 from .._tensor import Tensor
+from ..autograd import no_grad
 from ..ops import _activation as _act
 from ..ops import _conv, _loss, _parametric, _separable, gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrink
 from ..ops._inplace import inplace as _inplace
@@ -710,8 +711,6 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     shape = (1, batch * channels) + tuple(input.shape[2:])
     out = batch_norm(input.contiguous().view(shape), running_mean_, running_var_,
                      repeated(weight), repeated(bias), use_input_stats, momentum, eps)
-    from ..autograd import no_grad
-
     with no_grad():
         if running_mean is not None:
             running_mean.copy_(running_mean_.view(batch, channels).mean(0))
@@ -725,8 +724,6 @@ __all__ += ["layer_norm", "batch_norm", "group_norm", "instance_norm", "rms_norm
 
 def _update_running(stat, batch_value, momentum):
     """``stat = (1 - momentum) * stat + momentum * batch_value`` in place (its version bumps)."""
-    from ..autograd import no_grad
-
     with no_grad():
         stat.mul_(1 - momentum).add_(_ops.tensor(batch_value) * momentum)
 

@@ -19,7 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import ops as _ops
+from .._tensor import _wrap
 from ..ops import _separable
+from ..ops._conv import _tied
 from ..ops._registry import Op, apply, saves_inputs
 from ..ops._saved import GRID_MODES, GRID_PADDING, OTHER, SELF, Attr, Computed
 from ._functional_core import _type_word
@@ -229,8 +231,6 @@ def _sample(input, grid, mode, padding_mode, align_corners):
 
 
 def _grid_sampler_forward(input, grid, mode, padding_mode, align_corners, **_):
-    from .._tensor import _wrap
-
     return _sample(_wrap(input), _wrap(grid), mode, padding_mode, align_corners)._data
 
 
@@ -238,8 +238,6 @@ def _grid_sampler_backward(ctx, g):
     """The input's gradient scatters ``g`` times each corner's weight back onto the corner;
     the grid's is ``g`` times each corner's value times the weight's slope, times the source
     index's slope (:func:`_source_slope`). Written with Tensor ops, so it differentiates again."""
-    from ..ops._conv import _tied
-
     input, grid = ctx.input(0), ctx.input(1)
     batch, channels, height, width = input.shape
     x = _source_index(grid[..., 0], width, ctx.padding_mode, ctx.align_corners)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 
 from .. import ops as _ops
+from ..autograd import grad_mode
 from . import functional as F
 from ._layers import GELU, Dropout, Linear, ModuleList, ReLU
 from ._module import Module, Parameter
@@ -287,8 +288,6 @@ class TransformerEncoder(Module):
     def _takes_nested_path(self, src, mask, src_key_padding_mask):
         """Whether torch would run this forward on nested tensors: in inference (eval, and no
         gradient wanted) for a batch with a left-aligned key padding mask and no ``mask``."""
-        from ..autograd import grad_mode
-
         first = self.layers[0]
         if (not self.use_nested_tensor or first.training or src.dim() != 3
                 or src_key_padding_mask is None or mask is not None):

@@ -14,6 +14,7 @@ import numpy as np
 from gradviz_ext import engine as _engine
 
 from .. import _memory_format, _tensor
+from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _wrap
 from . import _activation, _creation, _indexing, _inplace, _linalg, _pointwise, _reduction, _shape
 from . import _compose, _conv, _distance, _windows, _loss, _math, _nn, _statistics
@@ -65,9 +66,7 @@ def _reflected(fn):
 
 
 def _float_method(dtype_name):
-    from .. import dtypes
-
-    target = getattr(dtypes, dtype_name)
+    target = getattr(_dtypes, dtype_name)
     return lambda self: P.to(self, target)
 
 

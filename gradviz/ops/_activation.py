@@ -14,7 +14,9 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
-from .._tensor import _wrap, _wrap_dim
+from .._tensor import TYPE_WORDS, _wrap, _wrap_dim
+from .._tensor import _wrap as _wrap_array
+from ._creation import rand
 from ._pointwise import (
     ERF,
     abs,
@@ -101,16 +103,12 @@ def _check_float_kernel(input, kernel):
     input is its NotImplementedError, naming the kernel (``"mish_cpu" not implemented for
     'Long'``)."""
     if not input.dtype.is_floating_point:
-        from .._tensor import TYPE_WORDS
-
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{TYPE_WORDS[input.dtype.name]}'")
 
 
 def _check_floating(input, dim, what):
     if not input.dtype.is_floating_point:
-        from .._tensor import TYPE_WORDS
-
         kernel = "lastdim_kernel_impl" if dim in (-1, input.ndim - 1) or input.ndim <= 1 else "kernel_impl"
         raise NotImplementedError(f'"{what}_{kernel}" not implemented for '
                                   f"'{TYPE_WORDS[input.dtype.name]}'")
@@ -363,8 +361,6 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
 
 def _rrelu(op, input, lower, upper, training):
     """``rrelu`` recorded as ``op`` (the out-of-place op, or the in-place form's)."""
-    from ._creation import rand
-
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
     data = input._data
@@ -373,8 +369,6 @@ def _rrelu(op, input, lower, upper, training):
         noise = np.where(data > 0, 1.0, slopes).astype(data.dtype)
     else:
         noise = np.where(data > 0, 1.0, (lower + upper) / 2).astype(data.dtype)
-    from .._tensor import _wrap as _wrap_array
-
     return apply(op, input, noise=noise, noise_tensor=_wrap_array(noise))
 
 

@@ -12,11 +12,13 @@ import warnings
 
 import numpy as np
 
+from .._tensor import _wrap_dim
 from ._indexing import repeat
+from ._linalg import diagonal
 from ._pointwise import mul
 from ._reduction import sum
 from ._registry import declare, exports, numpy_names
-from ._shape import cat, expand, permute, reshape, unsqueeze
+from ._shape import cat, expand, permute, reshape, transpose, unsqueeze
 
 
 @declare()
@@ -136,8 +138,6 @@ def _spell_out_ellipsis(equation, operands):
 def _einsum_diagonals(operand, spec, i):
     """A subscript repeated within one operand (``'ii->i'``) takes the diagonal of those dims,
     as torch: ``(operand, spec)`` with each repeated letter once, its diagonal dim last."""
-    from ._linalg import diagonal
-
     for letter in dict.fromkeys(spec):
         while spec.count(letter) > 1:
             first = spec.index(letter)
@@ -220,8 +220,6 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 @declare(name=("movedim", "moveaxis"), method=("movedim", "moveaxis"))
 def movedim(input, source, destination):
     """``input`` with the dims ``source`` moved to ``destination`` (a ``permute``)."""
-    from .._tensor import _wrap_dim
-
     sources = [source] if isinstance(source, int) else list(source)
     destinations = [destination] if isinstance(destination, int) else list(destination)
     if len(sources) != len(destinations):
@@ -239,8 +237,6 @@ def movedim(input, source, destination):
 @declare(name=("swapaxes", "swapdims"), method=("swapaxes", "swapdims"))
 def swapaxes(input, axis0, axis1):
     """``transpose`` under numpy's name."""
-    from ._shape import transpose
-
     return transpose(input, axis0, axis1)
 
 

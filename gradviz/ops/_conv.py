@@ -13,12 +13,15 @@ import math
 
 import numpy as np
 
+from gradviz_ext import engine
 from gradviz_ext import ops as _ext_ops
 
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, _wrap
+from ._creation import zeros
 from ._flat_windows import _unfold_wide, crop_wide, flat_windows, fold_wide, unfold_wide
 from ._indexing import scatter_add
 from ._linalg import matmul
+from ._pointwise import where_zero
 from ._reduction import sum
 from ._registry import Op, apply, promote, promote_float, saves_inputs
 from ._saved import NOT_INDICES, OTHER, SELF, Attr, Computed, conv_geometry, conv_groups, pool_geometry
@@ -148,10 +151,6 @@ def _tied(grad, *inputs):
     recorded: torch's convolution and pooling backward kernels take the forward's inputs, so
     under ``create_graph`` their results require grad whenever those inputs do, even where the
     gradient is constant in them (``max_pool2d(x) * 3``)."""
-    from gradviz_ext import engine
-
-    from ._pointwise import where_zero
-
     if not engine.is_grad_enabled():
         return grad
     for t in inputs:
@@ -177,8 +176,6 @@ def _requiring_grad(grad, *inputs, op=_CONVOLUTION_BACKWARD):
     result of torch's convolution (or normalization, ``op``) backward kernel, which takes the
     forward's inputs; unlike :func:`_tied`, differentiating it gives those inputs no gradient
     (None, as torch)."""
-    from gradviz_ext import engine
-
     tied = [t for t in inputs if t is not None and t.requires_grad]
     if grad is None or not engine.is_grad_enabled() or not tied:
         return grad
@@ -186,8 +183,6 @@ def _requiring_grad(grad, *inputs, op=_CONVOLUTION_BACKWARD):
 
 
 def _wrap_array(array):
-    from .._tensor import _wrap
-
     return _wrap(array)
 
 
@@ -386,9 +381,6 @@ def _spread(ctx, cols):
 
 
 def _max_pool_backward(ctx, g):
-    from .._tensor import _wrap
-    from ._creation import zeros
-
     if ctx.unbatched:
         g = unsqueeze(g, 0)
     n, c, kk = ctx.indices.shape[0], ctx.indices.shape[1], ctx.kernel_area

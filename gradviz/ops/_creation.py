@@ -9,8 +9,9 @@ import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _to_array, _wrap, check_device
+from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device
 from . import _random_fills
+from ._pointwise import checked_integer
 from ._registry import declare, exports
 from ._shape import _shape_arg
 
@@ -251,8 +252,6 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _dtypes.result_type(fill_value)
     elif type(fill_value) is int and dtype.numpy.kind in "iu":
-        from ._pointwise import checked_integer
-
         fill_value = checked_integer(fill_value, dtype.numpy)
     return _filled((size,) if isinstance(size, int) else size, fill_value, dtype, requires_grad, device)
 
@@ -713,8 +712,6 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Indices drawn from the categorical distributions in the rows of ``input`` (weights,
     normalized per row); int64, shaped ``(rows, num_samples)`` or ``(num_samples,)``."""
     if not input.dtype.is_floating_point:
-        from .._tensor import TYPE_WORDS
-
         raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
                            f"{TYPE_WORDS[input.dtype.name]}")
     weights = input._data.astype(np.float64)

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from .._grad_mode import no_grad
 from .._tensor import _wrap_dim
 from ._reduction import norm, sum
@@ -26,8 +28,6 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
 
 
 def _broadcast_shape(a, b):
-    import numpy as np
-
     try:
         return np.broadcast_shapes(tuple(a.shape), tuple(b.shape))
     except ValueError:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import _wrap
 from ._creation import zeros
 from ._indexing import index_add, index_select, scatter_add
 from ._linalg import matmul
@@ -36,8 +37,6 @@ def _forward(weight, per_sample_weights, indices, matrix, mode, rows, **_):
 
 
 def _backward(ctx, g):
-    from .._tensor import _wrap
-
     weight_shape = ctx.weight_shape
     indices = _wrap(ctx.indices)
     grad_w = grad_psw = None
@@ -122,8 +121,6 @@ def embedding_bag(weight, per_sample_weights, indices, bags, keep, mode, saved=N
                 matrix[b, start:end] = kept / count if mode == "mean" else kept
     saved = dict(saved or {})
     if saved:
-        from .._tensor import _wrap
-
         results = _torch_results(indices, bags, keep, mode, rows, saved.get("padding_idx"),
                                  data.dtype == np.float32)
         index_dtype = saved["indices"].numpy(force=True).dtype  # torch's are the indices' type

@@ -13,10 +13,13 @@ from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
-from ._pointwise import _broadcast_error, checked_integer
+from ._creation import zeros, zeros_like
+from ._pointwise import _broadcast_error, checked_integer, eq, logical_and, where, where_zero
+from ._reduction import sum as _sum
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names
 from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_at, add_rows
+from ._shape import cat, reshape
 
 
 def _index_array(index, what):
@@ -109,8 +112,6 @@ def scatter_add(input, dim, index, src):
 
 
 def _scatter_add_into_zeros(g, index, dim, shape):
-    from ._creation import zeros
-
     return scatter_add(zeros(shape, dtype=g.dtype), dim, index, g)
 
 
@@ -125,8 +126,6 @@ def _scatter_forward(a, *rest, index, dim, value, **_):
 
 
 def _scatter_backward(ctx, g, *unused):
-    from ._pointwise import where_zero
-
     grad_self = None
     if ctx.needs_input_grad[0]:
         mask = _wrap(_scatter_forward(np.zeros(ctx.shape, dtype=bool), index=ctx.index, dim=ctx.dim, value=True))
@@ -228,8 +227,6 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def _index_add_into_zeros(g, dim, index, shape):
-    from ._creation import zeros
-
     return index_add(zeros(shape, dtype=g.dtype), dim, index, g)
 
 
@@ -366,8 +363,6 @@ def _masked_select_forward(a, mask, shape, **_):
 
 
 def _masked_select_backward(ctx, g):
-    from ._shape import reshape
-
     flat = _index_add_into_zeros(g, 0, ctx.positions_tensor, (int(np.prod(ctx.shape)),))
     return (reshape(flat, ctx.shape),)
 
@@ -397,14 +392,11 @@ def nonzero(input, *, as_tuple=False):
 
 
 def _repeat_backward(ctx, g):
-    from ._reduction import sum
-    from ._shape import reshape
-
     # g has shape (r0 * s0, r1 * s1, ...): split each dim into (r, s) and sum the r's away
     split = []
     for r, s in zip(ctx.repeats, ctx.padded):
         split += [r, s]
-    summed = sum(reshape(g, tuple(split)), tuple(range(0, len(split), 2)))
+    summed = _sum(reshape(g, tuple(split)), tuple(range(0, len(split), 2)))
     return (reshape(summed, ctx.shape),)
 
 
@@ -580,9 +572,6 @@ def _masked_scatter_forward(a, source, mask, **_):
 
 
 def _masked_scatter_backward(ctx, g):
-    from ._creation import zeros
-    from ._shape import cat, reshape
-
     mask = _wrap(ctx.mask)
     grad_self = masked_fill(g, mask, 0) if ctx.needs_input_grad[0] else None
     grad_source = None
@@ -654,8 +643,6 @@ def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
 
 def _scatter_reduce_backward(ctx, g):
     """PyTorch's ``scatter_reduce_backward``, written with gradviz ops."""
-    from ._pointwise import eq, logical_and, where
-
     x, src = ctx.input(0), ctx.input(1)
     index, dim, reduce = ctx.index_tensor, ctx.dim, ctx.reduce
     touched = _wrap(ctx.touched)
@@ -680,8 +667,6 @@ def _scatter_reduce_backward(ctx, g):
         grad_self = g * scatter_reduce(masked_self, dim, index, src, "prod",
                                        include_self=ctx.include_self) / masked_self
         src_zero = eq(src, 0)
-        from ._creation import zeros_like
-
         zeros_before = gather(scatter_add(zeros_like(x), dim, index, src_zero.to(x.dtype)), dim, index)
         several_zeros = bool((zeros_before._data > 1).any())
         single_zero = logical_and(src_zero, eq(zeros_before, 1))

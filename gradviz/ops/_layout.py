@@ -39,6 +39,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -67,8 +68,6 @@ def _measuring_from_env() -> bool:
         return True
     if value == WRITTEN:
         return False
-    import warnings
-
     warnings.warn(f"GRADVIZ_PRODUCT_LAYOUT={value!r} is neither 'auto' nor 'written'; "
                   f"using 'auto'", RuntimeWarning, stacklevel=2)
     return True

@@ -14,10 +14,12 @@ import numpy as np
 from gradviz_ext import ops as _ext_ops
 
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
+from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
 from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
 from ._shape import contiguous, expand, reshape, squeeze_dim, t, transpose, unsafe_view, unsqueeze
+from ._shape import unsqueeze as _unsqueeze
 
 
 def _each_for_the_other(needs):
@@ -440,8 +442,6 @@ def triu(input, diagonal=0):  # noqa: A002
 
 
 def _trace_backward(ctx, g):
-    from ._creation import eye
-
     n, m = ctx.shape
     return (g * eye(n, m, dtype=g.dtype),)
 
@@ -551,8 +551,6 @@ def inverse(input):
 
 
 def _det_backward(ctx, g):
-    from ._shape import unsqueeze as _unsqueeze
-
     a = ctx.input(0)
     scale = _unsqueeze(_unsqueeze(g * ctx.output(), -1), -1)
     return (scale * transpose(inverse(a), -2, -1),)

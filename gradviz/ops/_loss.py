@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import engine
+
+from .._tensor import _wrap
 from ._pointwise import clamp, exp, gt, log, lt, sigmoid, where
 from ._registry import Op, apply, promote_float, saves_inputs
 from ._saved import NOT_NLL_TARGET, OTHER, SELF, Computed, Input, reduction_enum
+from ._shape import unsqueeze
 
 __all__ = ["mse_loss", "nll_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits"]
@@ -246,14 +250,8 @@ def _nll_forward(logp, coefficients, reduction):
 
 
 def _nll_backward(ctx, g):
-    from gradviz_ext import engine
-
-    from .._tensor import _wrap
-
     coefficients = _wrap(ctx.coefficients.astype(g._data.dtype))
     if ctx.reduction == "none":
-        from ._shape import unsqueeze
-
         g = unsqueeze(g, -1)
     grad = g * coefficients
     if engine.is_grad_enabled():

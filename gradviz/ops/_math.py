@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _wrap, install_methods
+from ._creation import zeros_like
 from ._pointwise import (
     CLAMP_MAX_TENSOR,
     CLAMP_MIN_TENSOR,
@@ -24,6 +25,7 @@ from ._pointwise import (
     abs,
     clamp_bound,
     div,
+    ne,
     neg,
     pow,
     rsqrt,
@@ -35,8 +37,6 @@ from ._registry import Op, apply, declare, exports, promote, promote_float, save
 def _zero_gradient(ctx, g):
     """PyTorch's ``zeros_like(grad)``: a constant, so a gradient through floor, ceil, trunc
     or round does not require grad even under ``create_graph=True``."""
-    from ._creation import zeros_like
-
     return (zeros_like(g),)
 
 
@@ -296,8 +296,6 @@ def _xlogy_forward(x, y):
 
 
 def _xlogy_backward(ctx, g):
-    from ._pointwise import ne
-
     x, y = ctx.input(0), ctx.input(1)
     grad_x = grad_y = None
     if ctx.needs_input_grad[0]:  # log(y) where x != 0, as torch's xlogy(x != 0, y)

@@ -17,6 +17,7 @@ from gradviz_ext import engine as _engine
 
 from .._tensor import _wrap
 from ._conv import _requiring_grad, _tie_backward
+from ._creation import zeros
 from ._indexing import index_add
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
@@ -29,8 +30,6 @@ __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
 # ---- embedding ------------------------------------------------------------------------------
 
 def _embedding_backward(ctx, g):
-    from ._creation import zeros
-
     flat = reshape(g, (int(np.prod(g.shape[:-1])), ctx.shape[1]))  # -1 is ambiguous for width 0
     if ctx.padding_idx is not None:  # the padding row gets no gradient
         flat = flat * ctx.keep.astype(g._data.dtype)[:, None]
@@ -45,8 +44,6 @@ EMBEDDING = Op("embedding", "EmbeddingBackward0",
 def embedding(weight, indices, padding_idx=None):
     """Rows of ``weight`` (num_embeddings, dim) at ``indices`` (any shape, int64 or int32);
     ``padding_idx`` rows receive no gradient."""
-    from .._tensor import _wrap
-
     check_saveable(indices, weight)
     array = indices._data.reshape(-1).astype(np.int64)
     keep = None if padding_idx is None else array != padding_idx

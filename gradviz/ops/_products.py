@@ -10,7 +10,9 @@ import warnings
 import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _wrap_dim
-from ._linalg import bmm, mm, mv
+from ._creation import eye
+from ._linalg import _check_floating_matrix, _check_square, bmm, inverse, matmul, mm, mv
+from ._pointwise import eq, where
 from ._registry import Op, apply, declare, exports, promote, saves_inputs
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
@@ -222,9 +224,6 @@ def cross(input, other, dim=None):
 def matrix_power(input, n):
     """``input`` multiplied by itself ``n`` times (``n == 0``: the identity; negative ``n``:
     powers of the inverse), by repeated squaring as PyTorch does."""
-    from ._creation import eye
-    from ._linalg import inverse, matmul
-
     if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
         raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but they "
                            f"are {input.shape[-2] if input.ndim >= 2 else 1} by "
@@ -323,8 +322,6 @@ def _slogdet_forward(a):
 
 def _slogdet_backward(ctx, g_sign, g_logabsdet):
     """d log|det A| / dA = inverse(A)^T; the sign is piecewise constant (no gradient)."""
-    from ._linalg import inverse
-
     if g_logabsdet is None:
         return (None,)
     a = ctx.input(0)
@@ -365,8 +362,6 @@ _SLOGDET_TYPES = {name: type(name, (_SignLogAbsDet,), {"__slots__": (),
 @declare(method=True)
 def slogdet(input):
     """``(sign, log|det|)`` of a (batch of) square matrices: the determinant without overflow."""
-    from ._linalg import _check_floating_matrix, _check_square
-
     _check_floating_matrix("linalg.slogdet", input)
     _check_square("linalg.slogdet", input)
     sign, logabsdet = apply(SLOGDET, input)
@@ -382,8 +377,6 @@ def linalg_slogdet(A):
 def logdet(input):
     """``log(det(input))``: NaN where the determinant is negative (``WhereBackward0``, as
     PyTorch composes it)."""
-    from ._pointwise import eq, where
-
     sign, logabsdet = slogdet(input)
     return where(eq(sign, -1), float("nan"), logabsdet)
 

@@ -5,14 +5,21 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
-from ._compose import meshgrid, vstack
-from ._indexing import gather, nonzero, sort
+from ._compose import diff, meshgrid, vstack
+from ._creation import ones, zeros
+from ._indexing import gather, index_add, index_select, nonzero, sort
+from ._linalg import DIAG_EMBED
+from ._reduction import cumprod, cumsum
+from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports, numpy_names, promote
-from ._shape import cat, expand, narrow, reshape, stack, view
+from ._shape import _index_backward, cat, expand, flip, narrow, reshape, split, stack, unsqueeze, view
+from ._special import DIV_NUMBER
 
 # ---- tensor_split and friends ----------------------------------------------------------------
 
@@ -137,9 +144,6 @@ def _take_forward(a, index, shape):
 
 
 def _take_backward(ctx, g):
-    from ._creation import zeros
-    from ._indexing import index_add
-
     flat = index_add(zeros(int(np.prod(ctx.shape, dtype=np.int64)), dtype=g.dtype), 0,
                      _wrap(ctx.index.reshape(-1)), reshape(g, (-1,)))
     return (reshape(flat, ctx.shape),)
@@ -287,8 +291,6 @@ def msort(input):
 def atleast_3d(tensor):
     """``tensor`` with at least 3 dims: 0-d as (1, 1, 1), 1-D (n) as (1, n, 1), 2-D (m, n) as
     (m, n, 1)."""
-    from ._shape import unsqueeze
-
     if tensor.ndim == 0:
         return reshape(tensor, (1, 1, 1))
     if tensor.ndim == 1:
@@ -321,8 +323,6 @@ def argwhere(input):
 @declare(method=True)
 def fliplr(input):
     """``input`` flipped left to right (dim 1)."""
-    from ._shape import flip
-
     if input.ndim < 2:
         raise RuntimeError("Input must be >= 2-d.")
     return flip(input, [1])
@@ -331,8 +331,6 @@ def fliplr(input):
 @declare(method=True)
 def flipud(input):
     """``input`` flipped upside down (dim 0)."""
-    from ._shape import flip
-
     if input.ndim < 1:
         raise RuntimeError("Input must be >= 1-d.")
     return flip(input, [0])
@@ -341,8 +339,6 @@ def flipud(input):
 @declare(method=True)
 def diagflat(input, offset=0):
     """The flattened ``input`` on the ``offset`` diagonal of a square matrix."""
-    from ._linalg import DIAG_EMBED
-
     return apply(DIAG_EMBED, reshape(input, (-1,)), offset=int(offset), dim1=0, dim2=1)
 
 
@@ -350,10 +346,6 @@ def diagflat(input, offset=0):
 def combinations(input, r=2, with_replacement=False):
     """Every length-``r`` combination of the entries of a 1-D tensor, one row each (as
     ``itertools.combinations``), stacked as PyTorch composes it."""
-    import itertools
-
-    from ._indexing import index_select
-
     if input.ndim != 1:
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     if r < 0:
@@ -371,8 +363,6 @@ def combinations(input, r=2, with_replacement=False):
 @declare(name=False, method=True)
 def sum_to_size(input, *size):
     """``input`` summed down to ``size`` (which must broadcast to ``input``'s shape)."""
-    from ._reduction import sum
-
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
     try:
         if np.broadcast_shapes(size, tuple(input.shape)) != tuple(input.shape):
@@ -385,13 +375,11 @@ def sum_to_size(input, *size):
                                 if n == 1 and input.shape[lead + i] != 1]
     if not dims:
         return input
-    out = sum(input, dims, keepdim=True)
+    out = _sum(input, dims, keepdim=True)
     return view(out, size) if lead else out
 
 
 def _narrow_copy_backward(ctx, g):
-    from ._shape import _index_backward
-
     return (_index_backward(g, ctx.shape, ctx.key, "slice"),)
 
 
@@ -413,17 +401,12 @@ def narrow_copy(input, dim, start, length):
 @declare(name=False, method=True)
 def split_with_sizes(input, split_sizes, dim=0):
     """``split`` with a list of sizes (``SplitWithSizesBackward0``)."""
-    from ._shape import split
-
     return split(input, list(split_sizes), dim)
 
 
 @declare()
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     """The running trapezoid-rule integral of ``y`` along ``dim`` (one entry shorter)."""
-    from ._compose import diff
-    from ._reduction import cumsum
-
     dim = _wrap_dim(dim, y.ndim)
     length = y.shape[dim]
     pairs = narrow(y, dim, 1, max(length - 1, 0)) + narrow(y, dim, 0, max(length - 1, 0))
@@ -433,8 +416,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
             shape = [1] * y.ndim
             shape[dim] = -1
             spacing = spacing.reshape(shape)
-        from ._special import DIV_NUMBER
-
         return apply(DIV_NUMBER, cumsum(spacing * pairs, dim), other=2.0)
     return cumsum(pairs * ((1.0 if dx is None else dx) / 2.0), dim)
 
@@ -443,10 +424,6 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def vander(x, N=None, increasing=False):  # noqa: N803  (torch's name)
     """The Vandermonde matrix of the 1-D ``x``: columns ``x**(N-1), ..., x, 1`` (reversed with
     ``increasing=True``)."""
-    from ._creation import ones
-    from ._reduction import cumprod
-    from ._shape import flip, unsqueeze
-
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     n = x.shape[0] if N is None else int(N)

@@ -41,6 +41,8 @@ import numpy as np
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
+from .._tensor import _wrap
+
 __all__ = ["SAVED_NAMES", "saved_attribute", "saved_names"]
 
 _PREFIX = "_saved_"
@@ -214,7 +216,6 @@ def reduced_indices(node):
 def indices_tuple(node):
     """PyTorch's ``_saved_indices`` of an advanced index: one entry per indexed dimension,
     None for a full slice, the index as a tensor otherwise."""
-    from .._tensor import _wrap
     if node._released:
         raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
     key = node.attrs["key"]
@@ -234,8 +235,6 @@ def indices_tuple(node):
 
 
 def wrapped_array(array):
-    from .._tensor import _wrap
-
     return _wrap(array.copy())
 
 
@@ -301,7 +300,6 @@ SAVED_NAMES: dict[str, dict] = {}
 def _wrapped_number(value):
     """A Python number as PyTorch saves it: a 0-d "wrapped number" tensor (float64 for a
     float, int64 for an int, bool for a bool)."""
-    from .._tensor import _wrap
     if isinstance(value, bool):
         dtype = np.bool_
     elif isinstance(value, int):

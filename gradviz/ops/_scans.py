@@ -14,8 +14,12 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, _wrap, _wrap_dim
 from ._indexing import RETURN_TYPES, _scatter_add_into_zeros, _ValuesIndices
+from ._math import isnan
+from ._pointwise import abs as _abs
+from ._pointwise import eq, exp, gt, log, logical_not, lt, where
 from ._reduction import _keep, _KeepCtx, _reduce_attrs, _select_backward, sum
 from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
+from ._shape import flip
 
 for _name in ("cummax", "cummin", "kthvalue", "aminmax"):
     RETURN_TYPES[_name] = type(_name, (_ValuesIndices,),
@@ -121,21 +125,17 @@ def _logcumsumexp_forward(a, dim):
 
 
 def _reverse_logcumsumexp(x, dim):
-    from ._shape import flip
-
     return flip(logcumsumexp(flip(x, [dim]), dim), [dim])
 
 
 def _logcumsumexp_backward(ctx, g):
     """``grad_i = sum_{j >= i} g_j exp(x_i - out_j)``, summed in log space separately for the
     positive and the negative parts of ``g`` so nothing overflows (PyTorch's formula)."""
-    from ._pointwise import abs, exp, gt, log, lt, where
-
     x, out = ctx.input(0), ctx.output()
     if x.ndim == 0:
         return (g,)
     lowest = float(np.finfo(g.dtype.numpy).min)
-    log_abs = log(abs(g))
+    log_abs = log(_abs(g))
     log_positive = where(gt(g, 0), log_abs, lowest)
     log_negative = where(lt(g, 0), log_abs, lowest)
     positive = exp(_reverse_logcumsumexp(log_positive - out, ctx.dim) + x)
@@ -197,8 +197,6 @@ def _aminmax_forward(a, dims, keepdim, shape, count, low, high):
 
 def _share_among_ties(ctx, g, extreme):
     """The gradient of ``amin``/``amax`` at the entries equal to ``extreme``, shared evenly."""
-    from ._pointwise import eq
-
     hit = eq(ctx.input(0), _keep(extreme, ctx)).to(g.dtype)
     share = _keep(sum(hit, list(ctx.dims), keepdim=True), _KeepCtx(ctx))
     return _keep(g, ctx) * hit / share
@@ -242,9 +240,6 @@ def aminmax(input, *, dim=None, keepdim=False):
 def _nansum_backward(ctx, g):
     """The gradient times "not NaN" (a multiplication, as PyTorch's, so a NaN gradient stays
     NaN everywhere)."""
-    from ._math import isnan
-    from ._pointwise import logical_not
-
     return (_keep(g, ctx) * logical_not(isnan(ctx.input(0))).to(g.dtype),)
 
 
@@ -270,9 +265,6 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """The mean of the non-NaN entries (NaN where all are NaN): ``nansum`` divided by their
     count, as PyTorch composes it (the node is ``DivBackward0``)."""
-    from ._math import isnan
-    from ._pointwise import logical_not
-
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:

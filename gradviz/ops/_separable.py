@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._tensor import _wrap
 from ._compose import movedim
+from ._conv import _tied
 from ._linalg import matmul
 from ._registry import Op, apply, promote_float, saves_inputs
 from ._saved import SELF, Attr, Computed
@@ -31,8 +33,6 @@ def _forward(x, matrices, np_dtype, **_):
 
 
 def _adjoint(ctx, g):
-    from .._tensor import _wrap
-
     out = g
     first = g.ndim - len(ctx.matrices)
     for axis, matrix in enumerate(ctx.matrices):
@@ -44,8 +44,6 @@ def _adjoint(ctx, g):
 # torch's backward of both takes the gradient alone (adaptive pooling's also the input, for its
 # shape): a first gradient never requires grad through them
 def _adaptive_2d_backward(ctx, g):
-    from ._conv import _tied
-
     # torch's 2-D backward kernel takes the input, and its derivative there is zeros_like(self):
     # under create_graph the gradient requires grad when the input does (unlike the 3-D one)
     return (_tied(_adjoint(ctx, g), ctx.input(0)),)

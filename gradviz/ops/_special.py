@@ -19,6 +19,9 @@ import scipy.special as _scipy_special
 
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap
+from . import _math
+from ._creation import zeros_like
+from ._math import _BITWISE_XOR, isnan
 from ._pointwise import (
     _BITWISE_AND,
     _BITWISE_NOT,
@@ -26,24 +29,30 @@ from ._pointwise import (
     _bitwise,
     _broadcasting,
     _check_operand,
+    cos,
     div,
     eq,
+    erf,
     exp,
     ge,
     gt,
     le,
     log,
+    log1p,
     logical_not,
     logical_or,
     lt,
     mul,
+    ne,
     pow,
     rsqrt,
+    sin,
     sub,
     where,
     where_zero,
 )
 from ._pointwise import _sign_forward as _pointwise_sign_forward
+from ._pointwise import logical_not as _not
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
 
 
@@ -205,8 +214,6 @@ def copysign(input, other):
 
 def _fmax_backward(ctx, g):
     """The gradient to the operand chosen; a NaN loses to a number, as in ``fmax``."""
-    from ._math import isnan
-
     a, b = ctx.input(0), ctx.input(1)
     first = logical_or(ge(a, b) if ctx.largest else le(a, b), isnan(b))
     return (where_zero(logical_not(first), g) if ctx.needs_input_grad[0] else None,
@@ -271,8 +278,6 @@ def _xlog1py_forward(x, y):
 
 def _xlog1py_backward(ctx, g):
     """PyTorch's formulas: ``g * log1p(other)`` for ``input`` (unmasked, unlike ``xlogy``)."""
-    from ._pointwise import log1p
-
     x, y = ctx.input(0), ctx.input(1)
     return (g * log1p(y) if ctx.needs_input_grad[0] else None,
             g * x / (y + 1) if ctx.needs_input_grad[1] else None)
@@ -297,8 +302,6 @@ def _sinc_forward(a):
 def _sinc_backward(ctx, g):
     """``(cos(pi x) pi x - sin(pi x)) / (pi x^2)``, 0 at 0: PyTorch's formula, so a second
     derivative at 0 is NaN, as in PyTorch."""
-    from ._pointwise import cos, sin
-
     x = ctx.input(0)
     angle = x * math.pi
     return (g * where_zero(eq(x, 0), (angle * cos(angle) - sin(angle)) / (angle * x)),)
@@ -509,8 +512,6 @@ SGN = Op("sgn", "SgnBackward0", forward=_pointwise_sign_forward, backward=lambda
 
 def _zeros_like(g):
     """A zero gradient that is a constant, as PyTorch's ``zeros_like(grad)``."""
-    from ._creation import zeros_like
-
     return zeros_like(g)
 
 
@@ -597,14 +598,10 @@ def less_equal(input, other):
 @declare(method=True, inplace=True)
 def not_equal(input, other):
     """Alias of ``ne``: ``input != other`` elementwise. Mirrors ``torch.not_equal``."""
-    from ._pointwise import ne
-
     return ne(input, other)
 
 
 def _math_alias(name):
-    from . import _math
-
     return getattr(_math, name)
 
 
@@ -642,8 +639,6 @@ def bitwise_xor(input, other):
     """The bitwise XOR of integer or bool tensors (logical XOR for bools).
 
     Mirrors ``torch.bitwise_xor``."""
-    from ._math import _BITWISE_XOR
-
     return _bitwise(_BITWISE_XOR, input, other)
 
 
@@ -652,8 +647,6 @@ def bitwise_not(input):
     """The bitwise NOT of an integer or bool tensor (logical NOT for bools).
 
     Mirrors ``torch.bitwise_not``."""
-    from ._pointwise import logical_not as _not
-
     if input.dtype is _dtypes.bool:
         return _not(input)
     if input.dtype.is_floating_point:
@@ -691,8 +684,6 @@ DIV_NUMBER = Op("div_number", "DivBackward1", forward=lambda a, other: a / other
 def ndtr(input):
     """The standard normal CDF, composed as PyTorch composes it (``mul`` by a number is its
     ``MulBackward1``)."""
-    from ._pointwise import erf
-
     return apply(MUL_NUMBER, 1 + erf(input * (1 / math.sqrt(2))), other=0.5)
 
 

@@ -5,11 +5,18 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, _wrap_dim
+from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
+from ._compose import diff
+from ._creation import _linspace_values, tensor
+from ._indexing import RETURN_TYPES, index_select, sort
+from ._linalg import mm
 from ._math import _not_differentiable
+from ._pointwise import clamp, sqrt
 from ._reduction import (
     _check_nonempty,
     _evenly_backward,
@@ -22,7 +29,10 @@ from ._reduction import (
     _variance,
     mean,
 )
+from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports
+from ._shape import narrow, permute, reshape, select, squeeze, squeeze_dim, t, view
+from ._special import DIV_NUMBER, MUL_NUMBER
 
 
 def _lower_median(array):
@@ -44,8 +54,6 @@ _MEDIAN_DIM = Op("median_dim", "MedianBackward1", forward=lambda a, values, **_:
 def median(input, dim=None, keepdim=False):
     """The lower median of all values (the gradient shared among the entries equal to it, as
     in torch); with ``dim``, ``(values, indices)`` along it (the gradient to the index)."""
-    from ._indexing import RETURN_TYPES
-
     if dim is None:
         if input.numel() == 0:
             return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
@@ -92,8 +100,6 @@ def mode(input, dim=-1, keepdim=False):
     values or fewer); there its index is the last occurrence, as here. For longer rows torch
     may return another occurrence of the same value.
     """
-    from ._indexing import RETURN_TYPES
-
     dim = _wrap_dim(dim, input.ndim)
     _check_nonempty(input, dim, "mode")
     if input.ndim == 0:
@@ -192,10 +198,6 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
     values when None), between the sorted values as ``interpolation`` says; a tensor ``q``
     puts its dim first."""
-    from ._creation import tensor
-    from ._indexing import index_select, sort
-    from ._shape import permute, reshape, squeeze_dim
-
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
                            f"midpoint or nearest. Got {interpolation}")
@@ -274,8 +276,6 @@ _Histogram.__name__ = _Histogram.__qualname__ = "histogram"
 
 def _check_histogram_input(input, kernel):
     if not input.dtype.is_floating_point:
-        from .._tensor import TYPE_WORDS
-
         raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
 
 
@@ -299,8 +299,6 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     >>> hist, edges
     (tensor([2., 2.]), tensor([0.0000, 0.5000, 1.0000]))
     """
-    from ._creation import _linspace_values
-
     _check_histogram_input(input, "histogramdd")
     data = input._data.reshape(-1)
     if weight is not None and weight.dtype is not input.dtype:
@@ -381,8 +379,6 @@ _NANMEDIAN_DIM = Op("nanmedian_dim", "NanmedianBackward1", forward=lambda a, val
 @declare(method=True)
 def nanmedian(input, dim=None, keepdim=False):
     """``median`` of the non-NaN values; NaN only where all are NaN."""
-    from ._indexing import RETURN_TYPES
-
     if dim is None:
         if input.numel() == 0:
             return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
@@ -411,10 +407,6 @@ def nanmedian(input, dim=None, keepdim=False):
 def cov(input, *, correction=1, fweights=None, aweights=None):
     """The covariance matrix of the variables in the rows of ``input`` (observations in the
     columns), optionally weighted; composed as PyTorch composes it."""
-    from ._linalg import mm
-    from ._reduction import sum
-    from ._shape import squeeze, t, view
-
     if input.ndim > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.ndim} dimensions")
@@ -432,16 +424,14 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         average = mean(x, 1)
     else:
         weights = weights.to(x.dtype)
-        weight_sum = sum(weights)
-        average = sum(x * weights, 1) / weight_sum
+        weight_sum = _sum(weights)
+        average = _sum(x * weights, 1) / weight_sum
     if weights is not None and aweights is not None and correction != 0:
-        norm = weight_sum - correction * sum(weights * aweights) / weight_sum
+        norm = weight_sum - correction * _sum(weights * aweights) / weight_sum
     else:
         norm = weight_sum - correction
     norm_value = float(norm._data) if isinstance(norm, Tensor) else norm
     if norm_value <= 0:
-        import warnings
-
         warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the number of observations.", UserWarning, stacklevel=2)
         norm = norm * 0 if isinstance(norm, Tensor) else 0.0
@@ -453,9 +443,6 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 @declare(method=True)
 def corrcoef(input):
     """The Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1]."""
-    from ._pointwise import clamp, sqrt
-    from ._shape import view
-
     c = cov(input)
     if c.ndim == 0:
         return c / c
@@ -469,29 +456,24 @@ def corrcoef(input):
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The integral of ``y`` along ``dim`` by the trapezoid rule, with sample points ``x`` or
     a spacing ``dx`` (1 by default)."""
-    from ._compose import diff
-    from ._reduction import sum
-    from ._shape import narrow, select
-    from ._special import DIV_NUMBER, MUL_NUMBER
-
     dim = _wrap_dim(dim, y.ndim)
     length = y.shape[dim]
     if x is not None:
         if dx is not None:
             raise RuntimeError("trapezoid: received both x and dx; pass only one of them")
         if length == 0:
-            return sum(y, dim) * 0
+            return _sum(y, dim) * 0
         spacing = diff(x, dim=-1 if x.ndim == 1 else dim)
         if x.ndim == 1:
             shape = [1] * y.ndim
             shape[dim] = -1
             spacing = spacing.reshape(shape)
         pairs = narrow(y, dim, 1, length - 1) + narrow(y, dim, 0, length - 1)
-        return apply(DIV_NUMBER, sum(spacing * pairs, dim), other=2.0)
+        return apply(DIV_NUMBER, _sum(spacing * pairs, dim), other=2.0)
     if length == 0:
-        return sum(y, dim) * 0
+        return _sum(y, dim) * 0
     ends = (select(y, dim, 0) + select(y, dim, -1)) * 0.5
-    return apply(MUL_NUMBER, sum(y, dim) - ends, other=1.0 if dx is None else dx)
+    return apply(MUL_NUMBER, _sum(y, dim) - ends, other=1.0 if dx is None else dx)
 
 
 __all__ = exports(globals())

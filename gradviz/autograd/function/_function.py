@@ -48,7 +48,9 @@ from gradviz_ext import ops as _ext_ops
 
 from ... import dtypes as _dtypes
 from ..._tensor import Tensor, _update_retains_grad, _wrap
-from .. import _transform_state
+from ...ops._inplace import COPY_SLICES, _snapshot, refresh_views
+from ...ops._registry import apply as apply_op
+from .. import _forward_ad_impl, _transform_state
 from ._ctx import NO_BACKWARD_MESSAGE, BackwardCFunction
 
 __all__ = ["Function", "FunctionMeta"]
@@ -263,8 +265,6 @@ def _apply(cls, args, kwargs, prepare=None):
 
     wrapped = _wrap_outputs(ctx, args, outputs, is_executable)
     if forward_ad is not None:
-        from .. import _forward_ad_impl
-
         _forward_ad_impl.function_jvp(cls, ctx, args, outputs, wrapped)
     return ctx, wrapped
 
@@ -410,9 +410,6 @@ def _declared_grad_dtypes(ctx, raw, non_diff):
 
 def _rebase_dirty(tensor, ctx, nr, differentiable):
     """Make the dirty input ``tensor`` (now an output) part of the node's history."""
-    from ...ops._inplace import COPY_SLICES, _snapshot, refresh_views
-    from ...ops._registry import apply as apply_op
-
     base = tensor._base
     if not differentiable:
         root = tensor if base is None else base

@@ -13,8 +13,15 @@ Examples
 
 from __future__ import annotations
 
+import numpy as np
+
+from ... import linalg, ops
+from ..._tensor import Tensor
+from ...autograd.grad_mode import no_grad
+from ...dtypes import finfo
 from .. import _functional_core as F
 from .. import _weight_norm as _wn
+from .._conv import ConvTranspose1d, ConvTranspose2d
 from .._module import Module
 from . import parametrize
 
@@ -46,8 +53,6 @@ _ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
 
 
 def _is_orthogonal(Q):
-    from ... import ops
-    from ...dtypes import finfo
 
     n, k = Q.shape[-2], Q.shape[-1]
     eps = 10.0 * n * finfo(Q.dtype).eps  # torch's tolerance
@@ -57,7 +62,6 @@ def _is_orthogonal(Q):
 def _make_orthogonal(A):
     """The Q of ``A = QR`` (``A`` tall) with R's diagonal made non-negative: torch's
     ``geqrf`` + ``householder_product`` normalized by the signs of R's diagonal."""
-    from ... import linalg
 
     Q, R = linalg.qr(A)
     return Q * R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
@@ -67,7 +71,6 @@ def _householder_product(A, tau):
     """torch's ``linalg.householder_product``: the first ``n`` columns of
     ``H_1 ... H_k``, ``H_i = I - tau_i v_i v_i^T`` with ``v_i`` the i-th column of ``A`` below
     the diagonal and 1 on it; composed of differentiable ops."""
-    from ... import ops
 
     m, n = A.shape[-2], A.shape[-1]
     batch = tuple(A.shape[:-2])
@@ -94,7 +97,6 @@ class _Orthogonal(Module):
             self.register_buffer("base", None)
 
     def forward(self, X):
-        from ... import linalg, ops
 
         n, k = X.shape[-2], X.shape[-1]
         transposed = n < k
@@ -126,8 +128,6 @@ class _Orthogonal(Module):
         return Q
 
     def right_inverse(self, Q):
-        from ... import ops
-        from ...autograd.grad_mode import no_grad
 
         with no_grad():
             return self._right_inverse(Q, ops)
@@ -148,7 +148,6 @@ class _Orthogonal(Module):
                                           "or the Cayley parametrizations when "
                                           "use_trivialization=False.")
             # torch's geqrf, its diagonal made the signs of R's (the reflectors' tau == 0 flips)
-            import numpy as np
 
             raw, tau = np.linalg.qr(Q.numpy(force=True), mode="raw")
             A = np.swapaxes(raw, -1, -2).copy()
@@ -183,7 +182,6 @@ def orthogonal(module, name: str = "weight", orthogonal_map=None, *, use_trivial
     >>> torch.allclose(W @ W.T, torch.eye(3), atol=1e-5)
     True
     """
-    from ..._tensor import Tensor
 
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):
@@ -235,8 +233,6 @@ class _SpectralNorm(Module):
         return weight.flatten(1)
 
     def _power_method(self, weight_mat, n_power_iterations):
-        from ... import ops
-        from ...autograd.grad_mode import no_grad
         with no_grad():
             for _ in range(n_power_iterations):
                 self._u = F.normalize(ops.mv(weight_mat, self._v), dim=0, eps=self.eps,
@@ -245,7 +241,6 @@ class _SpectralNorm(Module):
                                       out=self._v)
 
     def forward(self, weight):
-        from ... import ops
         if weight.ndim == 1:
             return F.normalize(weight, dim=0, eps=self.eps)
         weight_mat = self._reshape_weight_to_matrix(weight)
@@ -273,8 +268,6 @@ def spectral_norm(module, name: str = "weight", n_power_iterations: int = 1, eps
     >>> round(float(torch.linalg.matrix_norm(layer.weight, 2)), 2)
     1.0
     """
-    from ..._tensor import Tensor
-    from .._conv import ConvTranspose1d, ConvTranspose2d
 
     weight = getattr(module, name, None)
     if not isinstance(weight, Tensor):

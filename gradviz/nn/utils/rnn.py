@@ -22,7 +22,7 @@ import numpy as np
 
 from ... import dtypes as _dtypes
 from ... import ops as _ops
-from ..._tensor import Tensor
+from ..._tensor import Tensor, _wrap
 from ...ops._saved import Attr, Computed, wrapped_array
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pack_sequence",
@@ -123,8 +123,6 @@ def _steps_first(x, batch_first):
 def _pack_backward(ctx, g):
     """The packed rows' gradients put back in place (zeros at the padding), in the input's
     layout; written with ``index_add`` and ``reshape`` (differentiable)."""
-    from ..._tensor import _wrap
-
     shape = ctx.input_shape
     steps_first = (shape[1], shape[0]) + shape[2:] if ctx.batch_first else shape
     rest = tuple(shape[2:])
