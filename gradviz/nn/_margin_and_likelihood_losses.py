@@ -94,17 +94,9 @@ def triplet_margin_loss(anchor, positive, negative, margin: float = 1.0, p: floa
     ``d(anchor, negative)`` and ``d(positive, negative)``."""
     reduction = F.legacy_reduction(size_average, reduce, reduction)
     F._check_reduction(reduction)
-    if margin <= 0:
-        raise ValueError(f"margin must be greater than 0, got {margin}")
-    if not anchor.ndim == positive.ndim == negative.ndim:
-        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have the "
-                           f"same number of dimensions, but got: anchor {anchor.ndim}D, positive "
-                           f"{positive.ndim}D, and negative {negative.ndim}D inputs")
-    dist_pos = _ops.pairwise_distance(anchor, positive, p, eps)
-    dist_neg = _ops.pairwise_distance(anchor, negative, p, eps)
-    if swap:
-        dist_neg = _ops.minimum(dist_neg, _ops.pairwise_distance(positive, negative, p, eps))
-    return F._reduce((margin + dist_pos - dist_neg).clamp_min(0), reduction)
+    return triplet_margin_with_distance_loss(
+        anchor, positive, negative, distance_function=lambda x, y: _ops.pairwise_distance(x, y, p, eps),
+        margin=margin, swap=swap, reduction=reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
