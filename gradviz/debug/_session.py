@@ -466,7 +466,7 @@ class DebugSession(SessionBase):
                 if self._task.done:
                     return
                 node = self._task.peek()
-                if node is not None and not first:
+                if node is not None and not first and self.breakpoints:
                     hit = self.breakpoints.node_hit(node.node_id, _engine.display_name(node))
                     if hit is not None:
                         self.stopped_at = hit
