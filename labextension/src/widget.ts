@@ -30,12 +30,11 @@ import {
   seekMessage,
   selectMessage,
   statusText,
-  type CommandMessage,
   type CommandName,
   type Graph,
 } from "./model.js";
 import { STYLES } from "./styles.js";
-import { RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
+import { RESYNC_MESSAGE, StatesCopy } from "./states_sync.js";
 import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import {
   MODULE_INSPECTOR_STYLES,
@@ -43,7 +42,6 @@ import {
   parseModuleInspection,
   selectModuleMessage,
   type ModuleSelectMessage,
-  type OverlayRequestMessage,
 } from "./module_inspector.js";
 import { DIFF_STYLES } from "./diff_panel.js";
 import { OVERLAY_STYLES } from "./overlays.js";
@@ -54,6 +52,7 @@ import { createCanvas, createErrorBox, showProblems } from "./view_canvas.js";
 import { DoctorWatch } from "./view_doctor.js";
 import { watchFindKey } from "./view_keys.js";
 import { LayoutRunner } from "./view_layout.js";
+import { KernelLink, messageOf, type ViewMessage } from "./view_link.js";
 import { dispatchMessage } from "./view_messages.js";
 import { OverlayWatch } from "./view_overlays.js";
 import { watchTraits, type WidgetModel } from "./view_traits.js";
@@ -82,17 +81,7 @@ export interface ViewExtras {
   readonly belowToolbar?: HTMLElement;
 }
 
-/** How long to show "…" after a command when Python does not answer. */
-const BUSY_TIMEOUT_MS = 10_000;
-
-/** The error box's text when a command cannot reach the kernel. */
-export function unreachableKernel(reason: string): string {
-  return `cannot reach the kernel (${reason}): it was restarted or shut down, so this view is no longer live. Re-run the cell that showed the debugger.`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
+export { unreachableKernel } from "./view_link.js";
 
 /** Draw the view into `el`; returns the cleanup function (anywidget's render contract). */
 export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}): () => void {
@@ -113,15 +102,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let notice: string | null = null;
   /** Python's error reply to a malformed message (a view and kernel out of step); cleared by the next command. */
   let refused: string | null = null;
-  /** Set once the kernel is gone (restart, shutdown): the error box says so, the commands are off. */
-  let disconnected: string | null = null;
-  let busyTimer: ReturnType<typeof setTimeout> | null = null;
-
-  const setBusy = (busy: boolean): void => {
-    root.classList.toggle("gv-busy", busy);
-    if (busyTimer !== null) clearTimeout(busyTimer);
-    busyTimer = busy ? setTimeout(() => setBusy(false), BUSY_TIMEOUT_MS) : null;
-  };
+  /** Sends, shows "…" while a command runs, and knows when the kernel is gone (view_link.ts). */
+  const link = new KernelLink(model, root, (message, reason) => {
+    if (message.type === "command" && message.name === "check_gradients") doctor.answered();
+    viewError = reason;
+    refresh();
+  });
+  const setBusy = (busy: boolean): void => link.setBusy(busy);
 
   /** The node Python last reported as selected (the `selected` trait). */
   let selected: number | null = null;
@@ -133,26 +120,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** The copy's states and deliveries folded onto the drawn boxes, updated from what changed (box_tally.ts). */
   const tally = new BoxTally();
   const boxDeliveries = new BoxDeliveries();
-  const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage | ResyncMessage): void => {
-    if (disconnected !== null) return; // the error box already says why nothing happens
-    // ipywidgets' own views send with the manager's callbacks, which route the kernel's
-    // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
-    // Without them that output is silently dropped.
-    const manager = model.widget_manager;
-    const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
-    try {
-      model.send(message, callbacks);
-    } catch (error) {
-      // After a kernel restart the view stays on the page but its comm is gone: ipywidgets
-      // throws "Cannot send". watchConnection (connection.ts) normally says so first and the
-      // buttons are off; a host that reports neither of its signals lands here. Say so where
-      // the user looks instead of an uncaught page error and a "…" that never ends.
-      setBusy(false);
-      if (message.type === "command" && message.name === "check_gradients") doctor.answered();
-      viewError = unreachableKernel(messageOf(error));
-      refresh();
-    }
-  };
+  const send = (message: ViewMessage): void => link.send(message);
   const select = (id: number | null): void => {
     if (id !== null && folded?.isFolded(id) === true) {
       const message = moduleSelectMessage(folded.modulePath(id));
@@ -256,6 +224,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     const problems: string[] = [];
     const pythonError = parseErrorText(model.get("error"));
     if (pythonError !== null) problems.push(pythonError);
+    const disconnected = link.disconnected;
     if (disconnected !== null) problems.push(`gradviz view: ${disconnected}`);
     if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
     if (refused !== null) problems.push(`gradviz widget refused a message from this view: ${refused}`);
@@ -418,11 +387,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     message: onCustomMessage,
   });
   const stopWatching = watchConnection(model, (reason) => {
-    disconnected = disconnectedText(reason);
+    link.disconnect(disconnectedText(reason));
     doctor.answered();
-    root.classList.add("gv-disconnected");
-    root.dataset["disconnected"] = "true";
-    setBusy(false);
     refresh();
   });
   loadGraph();
@@ -431,7 +397,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     layoutRunner.dispose();
     stopWatching();
     stopTraits();
-    if (busyTimer !== null) clearTimeout(busyTimer);
+    link.dispose();
     scene?.destroy();
     root.remove();
   };
