@@ -7,7 +7,7 @@
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
 
 import { disconnectedText, watchConnection } from "./connection.js";
-import { GraphScene, type FoldDecor } from "./draw.js";
+import { GraphScene } from "./draw.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import {
@@ -47,8 +47,8 @@ import { DIFF_STYLES } from "./diff_panel.js";
 import { OVERLAY_STYLES } from "./overlays.js";
 import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
 import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
-import { FoldedView } from "./view_graph.js";
-import { createCanvas, createErrorBox, showProblems } from "./view_canvas.js";
+import { FoldedView, foldDecor } from "./view_graph.js";
+import { createCanvas, createErrorBox, showProblems, viewProblems } from "./view_canvas.js";
 import { DoctorWatch } from "./view_doctor.js";
 import { watchFindKey } from "./view_keys.js";
 import { LayoutRunner } from "./view_layout.js";
@@ -146,22 +146,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     select(id);
   };
-  const decor: FoldDecor = {
-    isFolded: (id) => folded?.isFolded(id) ?? false,
-    modulePath: (id) => folded?.modulePath(id) ?? null,
-    frames: () => folded?.frames() ?? [],
-    edgeCount: (index) => folded?.edgeCount(index) ?? 1,
-    edgeKey: (index) => folded?.edgeKey(index) ?? null,
-    expand: (id) => {
-      if (folded?.expand(id) === true) layoutView();
-    },
-    foldAround: (id) => {
-      if (folded?.foldAround(id) === true) layoutView();
-    },
-    foldModule: (index) => {
-      if (folded?.foldModuleAt(index) === true) layoutView();
-    },
-  };
+  const decor = foldDecor(() => folded, () => layoutView());
   const controls = new FoldControls({
     hide: (hideAccumulateGrad, hideViews) => {
       if (folded?.setHidden(hideAccumulateGrad, hideViews) === true) layoutView();
@@ -221,15 +206,14 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** Restyle from states/current/status/error. Never lays out. */
   const refresh = (): void => {
     const started = performance.now();
-    const problems: string[] = [];
-    const pythonError = parseErrorText(model.get("error"));
-    if (pythonError !== null) problems.push(pythonError);
     const disconnected = link.disconnected;
-    if (disconnected !== null) problems.push(`gradviz view: ${disconnected}`);
-    if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
-    if (refused !== null) problems.push(`gradviz widget refused a message from this view: ${refused}`);
-    const mismatch = protocolMismatch(model.get("protocol_version"));
-    if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
+    const problems = viewProblems({
+      python: parseErrorText(model.get("error")),
+      disconnected,
+      view: viewError,
+      refused,
+      mismatch: protocolMismatch(model.get("protocol_version")),
+    });
     try {
       copy.sync((name) => model.get(name), graph);
       if (copy.behind(model.get("states_seq")) && copy.askResync()) send(RESYNC_MESSAGE);
