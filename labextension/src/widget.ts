@@ -12,7 +12,6 @@ import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
 import { Inspector, parseInspection } from "./inspector.js";
 import {
   ackNotice,
-  commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
   narrationLine,
@@ -29,7 +28,6 @@ import {
   protocolMismatch,
   seekMessage,
   selectMessage,
-  statusText,
   type CommandName,
   type Graph,
 } from "./model.js";
@@ -45,7 +43,7 @@ import {
 } from "./module_inspector.js";
 import { DIFF_STYLES } from "./diff_panel.js";
 import { OVERLAY_STYLES } from "./overlays.js";
-import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
+import { legend, Narration, Toolbar, toolbarState } from "./toolbar.js";
 import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
 import { FoldedView, foldDecor } from "./view_graph.js";
 import { createCanvas, createErrorBox, showProblems, viewProblems } from "./view_canvas.js";
@@ -258,14 +256,9 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
         const node = graph.byId.get(id);
         return node === undefined ? id : nodeNumber(node);
       });
-      const checking = doctor.checking(check);
       const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
-      const line = statusText(view);
-      const enabled = (name: CommandName): boolean =>
-        disconnected === null && commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
-      const shownLine = disconnected !== null ? `Disconnected · ${line}` : notice === null ? line : `${line} · ${notice}`;
-      const title = (name: CommandName): string | null => (disconnected !== null ? null : commandTitle(name, view, selected));
-      toolbar.update(offered, enabled, shownLine, title);
+      const shows = toolbarState(view, selected, { disconnected, notice, checking: doctor.checking(check) });
+      toolbar.update(offered, shows.enabled, shows.line, shows.title);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");
