@@ -9,7 +9,7 @@
 import { disconnectedText, watchConnection } from "./connection.js";
 import { GraphScene } from "./draw.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
-import { Inspector, parseInspection } from "./inspector.js";
+import { Inspector } from "./inspector.js";
 import {
   ackNotice,
   commandMessage,
@@ -20,7 +20,6 @@ import {
   parseErrorText,
   parseGraph,
   nodeNumber,
-  nodeTitle,
   parseLastEvent,
   parseSelected,
   parseStatus,
@@ -37,7 +36,7 @@ import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import {
   MODULE_INSPECTOR_STYLES,
   ModuleInspector,
-  parseModuleInspection,
+  readInspectionTrait,
   selectModuleMessage,
   type ModuleSelectMessage,
 } from "./module_inspector.js";
@@ -222,12 +221,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
-      const rawInspection = model.get("inspection");
-      const moduleInspection = parseModuleInspection(rawInspection);
-      const inspection = moduleInspection !== null ? null : parseInspection(rawInspection, (id) => {
-        const node = graph.byId.get(id);
-        return node === undefined ? `#${id}` : nodeTitle(node);
-      });
+      const inspection = readInspectionTrait(model.get("inspection"), graph, selected);
       narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
       history.update(parseHistory(model.get("history"), model.get("history_position")));
       narration.setExpandable(history.available, history.isOpen);
@@ -249,8 +243,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
         scene?.setFindings(folded.findings(marks));
         scene?.setProgress(tally.progress(folded, current, marks));
       }
-      inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
-      moduleInspector.update(moduleInspection);
+      inspector.update(inspection.node);
+      moduleInspector.update(inspection.module);
       showOverlay();
       doctor.update(shown, (id) => {
         const node = graph.byId.get(id);
