@@ -5,6 +5,13 @@
 // and the selection shows when Python sets `selected`). A new `graph` is laid out once;
 // every other trait only restyles what is already drawn. "Check gradients" shows the
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
+//
+// renderView composes; each concern lives in its own module: the kernel link (sending, the
+// busy mark, a gone kernel: view_link.ts), the canvas and error box (view_canvas.ts), the
+// folded view and what the drawing asks of it (view_graph.ts), layout runs (view_layout.ts),
+// trait wiring (view_traits.ts), custom messages (view_messages.ts), the toolbar's state
+// (toolbar.ts), the inspection trait (module_inspector.ts), overlays and the diff panel
+// (view_overlays.ts), the doctor (view_doctor.ts) and the find key (view_keys.ts).
 
 import { disconnectedText, watchConnection } from "./connection.js";
 import { GraphScene } from "./draw.js";
