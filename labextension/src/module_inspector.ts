@@ -3,7 +3,8 @@
 // the module's name, class, node counts and its parameters with their gradient summaries.
 // A click on a parameter selects its AccumulateGrad node. All text is set with textContent.
 
-import { formatNumber, parseSummary, type Summary } from "./inspector.js";
+import { formatNumber, parseInspection, parseSummary, type Inspection, type Summary } from "./inspector.js";
+import { nodeTitle, type Graph } from "./model.js";
 import type * as protocol from "./generated/widget_protocol.js";
 import { isRecord, type ModuleSelect, type OverlayRequest } from "./generated/widget_protocol.js";
 import { readShape } from "./payload.js";
@@ -37,6 +38,28 @@ export interface ModuleInspection {
   /** How many of its nodes are in each state, in a fixed order. */
   readonly states: readonly (readonly [string, number])[];
   readonly parameters: readonly ModuleParameter[];
+}
+
+/** The `inspection` trait read for the two inspectors: a module's, or a node's; null in the other. */
+export interface InspectionTrait {
+  readonly module: ModuleInspection | null;
+  /** The node's inspection, only while it is the node `selected` (a stale one shows nothing). */
+  readonly node: Inspection | null;
+}
+
+/**
+ * Read the `inspection` trait: a module inspection (parseModuleInspection) or else a node's
+ * (parseInspection, naming nodes by their titles in `graph`); a malformed one throws the
+ * parser's ProtocolError.
+ */
+export function readInspectionTrait(value: unknown, graph: Graph, selected: number | null): InspectionTrait {
+  const module = parseModuleInspection(value);
+  if (module !== null) return { module, node: null };
+  const node = parseInspection(value, (id) => {
+    const found = graph.byId.get(id);
+    return found === undefined ? `#${id}` : nodeTitle(found);
+  });
+  return { module: null, node: node !== null && node.id === selected ? node : null };
 }
 
 const STATE_ORDER = ["done", "released", "running", "ready", "pending", "error"];

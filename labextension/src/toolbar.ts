@@ -1,7 +1,7 @@
 // The toolbar: the session's commands (sent to Python), zoom controls (local), status text;
 // and the narration line under it (the latest event, in words).
 
-import { awaitingDelivery, hasRun, nodeTitle, type CommandName, type EventLine, type ViewState } from "./model.js";
+import { awaitingDelivery, commandEnabled, hasRun, nodeTitle, statusText, type CommandName, type EventLine, type ViewState } from "./model.js";
 import { COMMAND_KEYS, KEYS_HELP, KEYS_LEGEND } from "./keys.js";
 
 export interface ToolbarActions {
@@ -94,6 +94,34 @@ export function button(text: string, title: string, testIdValue: string, onClick
   element.dataset["testid"] = testIdValue;
   element.addEventListener("click", onClick);
   return element;
+}
+
+/** What else the toolbar shows besides the session's state (toolbarState). */
+export interface ToolbarContext {
+  /** Why the kernel is gone, or null: then every command is off and the line says so. */
+  readonly disconnected: string | null;
+  /** A note after the status line (a refused command's reason, why a key did nothing), or null. */
+  readonly notice: string | null;
+  /** A gradient check is running: Check gradients is off until it answers. */
+  readonly checking: boolean;
+}
+
+/** What the toolbar shows for a state: which commands are on, the status line, and each tooltip. */
+export interface ToolbarState {
+  readonly enabled: (name: CommandName) => boolean;
+  readonly line: string;
+  readonly title: (name: CommandName) => string | null;
+}
+
+/** The toolbar's buttons and line for `view` with `selected` selected (Toolbar.update takes them). */
+export function toolbarState(view: ViewState, selected: number | null, context: ToolbarContext): ToolbarState {
+  const { disconnected, notice, checking } = context;
+  const line = statusText(view);
+  return {
+    enabled: (name) => disconnected === null && commandEnabled(name, view, selected) && !(name === "check_gradients" && checking),
+    line: disconnected !== null ? `Disconnected · ${line}` : notice === null ? line : `${line} · ${notice}`,
+    title: (name) => (disconnected !== null ? null : commandTitle(name, view, selected)),
+  };
 }
 
 export class Toolbar {

@@ -45,3 +45,28 @@ export function showProblems(box: HTMLPreElement, problems: readonly string[]): 
   box.hidden = problems.length === 0;
   box.textContent = problems.join("\n\n");
 }
+
+/** What can be wrong with a view, each null when it is not. */
+export interface ViewTroubles {
+  /** Python's `error` trait: a command raised. */
+  readonly python: string | null;
+  /** The kernel is gone (connection.ts's text). */
+  readonly disconnected: string | null;
+  /** The view's own: a malformed trait or message, a failed layout, an unreachable kernel. */
+  readonly view: string | null;
+  /** Python's error reply to a malformed message from this view. */
+  readonly refused: string | null;
+  /** The kernel speaks another protocol version. */
+  readonly mismatch: string | null;
+}
+
+/** The error box's paragraphs, in this order: Python's error first, then the view's own. */
+export function viewProblems(troubles: ViewTroubles): string[] {
+  const problems: string[] = [];
+  if (troubles.python !== null) problems.push(troubles.python);
+  if (troubles.disconnected !== null) problems.push(`gradviz view: ${troubles.disconnected}`);
+  if (troubles.view !== null) problems.push(`gradviz view: ${troubles.view}`);
+  if (troubles.refused !== null) problems.push(`gradviz widget refused a message from this view: ${troubles.refused}`);
+  if (troubles.mismatch !== null) problems.push(`gradviz view: ${troubles.mismatch}`);
+  return problems;
+}

@@ -10,6 +10,7 @@
 // Pure (no DOM).
 
 import type { Severity } from "./doctor.js";
+import type { FoldDecor } from "./draw.js";
 import { edgeKeys } from "./overlays.js";
 import {
   boxText,
@@ -279,3 +280,26 @@ export class FoldedView {
 }
 
 export { NOTHING_OPEN };
+
+/**
+ * What the drawing asks of the folded view (draw.ts's FoldDecor), read from the view shown now
+ * (`folded`: null before a graph is drawn); a box opened or folded calls `relayout`.
+ */
+export function foldDecor(folded: () => FoldedView | null, relayout: () => void): FoldDecor {
+  return {
+    isFolded: (id) => folded()?.isFolded(id) ?? false,
+    modulePath: (id) => folded()?.modulePath(id) ?? null,
+    frames: () => folded()?.frames() ?? [],
+    edgeCount: (index) => folded()?.edgeCount(index) ?? 1,
+    edgeKey: (index) => folded()?.edgeKey(index) ?? null,
+    expand: (id) => {
+      if (folded()?.expand(id) === true) relayout();
+    },
+    foldAround: (id) => {
+      if (folded()?.foldAround(id) === true) relayout();
+    },
+    foldModule: (index) => {
+      if (folded()?.foldModuleAt(index) === true) relayout();
+    },
+  };
+}

@@ -5,14 +5,20 @@
 // and the selection shows when Python sets `selected`). A new `graph` is laid out once;
 // every other trait only restyles what is already drawn. "Check gradients" shows the
 // `doctor` trait in a panel and marks the nodes it names (doctor.ts).
+//
+// renderView composes; each concern lives in its own module: the kernel link (sending, the
+// busy mark, a gone kernel: view_link.ts), the canvas and error box (view_canvas.ts), the
+// folded view and what the drawing asks of it (view_graph.ts), layout runs (view_layout.ts),
+// trait wiring (view_traits.ts), custom messages (view_messages.ts), the toolbar's state
+// (toolbar.ts), the inspection trait (module_inspector.ts), overlays and the diff panel
+// (view_overlays.ts), the doctor (view_doctor.ts) and the find key (view_keys.ts).
 
 import { disconnectedText, watchConnection } from "./connection.js";
-import { GraphScene, type FoldDecor } from "./draw.js";
+import { GraphScene } from "./draw.js";
 import { HistoryPanel, OutputPanel, parseHistory } from "./history.js";
-import { Inspector, parseInspection } from "./inspector.js";
+import { Inspector } from "./inspector.js";
 import {
   ackNotice,
-  commandEnabled,
   commandMessage,
   EMPTY_GRAPH,
   narrationLine,
@@ -21,7 +27,6 @@ import {
   parseErrorText,
   parseGraph,
   nodeNumber,
-  nodeTitle,
   parseLastEvent,
   parseSelected,
   parseStatus,
@@ -29,31 +34,29 @@ import {
   protocolMismatch,
   seekMessage,
   selectMessage,
-  statusText,
-  type CommandMessage,
   type CommandName,
   type Graph,
 } from "./model.js";
 import { STYLES } from "./styles.js";
-import { RESYNC_MESSAGE, StatesCopy, type ResyncMessage } from "./states_sync.js";
+import { RESYNC_MESSAGE, StatesCopy } from "./states_sync.js";
 import { BoxDeliveries, BoxTally } from "./box_tally.js";
 import {
   MODULE_INSPECTOR_STYLES,
   ModuleInspector,
-  parseModuleInspection,
+  readInspectionTrait,
   selectModuleMessage,
   type ModuleSelectMessage,
-  type OverlayRequestMessage,
 } from "./module_inspector.js";
 import { DIFF_STYLES } from "./diff_panel.js";
 import { OVERLAY_STYLES } from "./overlays.js";
-import { commandTitle, legend, Narration, Toolbar } from "./toolbar.js";
+import { legend, Narration, Toolbar, toolbarState } from "./toolbar.js";
 import { FOLD_STYLES, FoldControls } from "./fold_controls.js";
-import { FoldedView } from "./view_graph.js";
-import { createCanvas, createErrorBox, showProblems } from "./view_canvas.js";
+import { FoldedView, foldDecor } from "./view_graph.js";
+import { createCanvas, createErrorBox, showProblems, viewProblems } from "./view_canvas.js";
 import { DoctorWatch } from "./view_doctor.js";
 import { watchFindKey } from "./view_keys.js";
 import { LayoutRunner } from "./view_layout.js";
+import { KernelLink, messageOf, type ViewMessage } from "./view_link.js";
 import { dispatchMessage } from "./view_messages.js";
 import { OverlayWatch } from "./view_overlays.js";
 import { watchTraits, type WidgetModel } from "./view_traits.js";
@@ -82,17 +85,7 @@ export interface ViewExtras {
   readonly belowToolbar?: HTMLElement;
 }
 
-/** How long to show "…" after a command when Python does not answer. */
-const BUSY_TIMEOUT_MS = 10_000;
-
-/** The error box's text when a command cannot reach the kernel. */
-export function unreachableKernel(reason: string): string {
-  return `cannot reach the kernel (${reason}): it was restarted or shut down, so this view is no longer live. Re-run the cell that showed the debugger.`;
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-}
+export { unreachableKernel } from "./view_link.js";
 
 /** Draw the view into `el`; returns the cleanup function (anywidget's render contract). */
 export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}): () => void {
@@ -113,15 +106,13 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   let notice: string | null = null;
   /** Python's error reply to a malformed message (a view and kernel out of step); cleared by the next command. */
   let refused: string | null = null;
-  /** Set once the kernel is gone (restart, shutdown): the error box says so, the commands are off. */
-  let disconnected: string | null = null;
-  let busyTimer: ReturnType<typeof setTimeout> | null = null;
-
-  const setBusy = (busy: boolean): void => {
-    root.classList.toggle("gv-busy", busy);
-    if (busyTimer !== null) clearTimeout(busyTimer);
-    busyTimer = busy ? setTimeout(() => setBusy(false), BUSY_TIMEOUT_MS) : null;
-  };
+  /** Sends, shows "…" while a command runs, and knows when the kernel is gone (view_link.ts). */
+  const link = new KernelLink(model, root, (message, reason) => {
+    if (message.type === "command" && message.name === "check_gradients") doctor.answered();
+    viewError = reason;
+    refresh();
+  });
+  const setBusy = (busy: boolean): void => link.setBusy(busy);
 
   /** The node Python last reported as selected (the `selected` trait). */
   let selected: number | null = null;
@@ -133,26 +124,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** The copy's states and deliveries folded onto the drawn boxes, updated from what changed (box_tally.ts). */
   const tally = new BoxTally();
   const boxDeliveries = new BoxDeliveries();
-  const send = (message: CommandMessage | ModuleSelectMessage | OverlayRequestMessage | ResyncMessage): void => {
-    if (disconnected !== null) return; // the error box already says why nothing happens
-    // ipywidgets' own views send with the manager's callbacks, which route the kernel's
-    // output during the handler (prints, warnings, tracebacks) to JupyterLab's Log Console.
-    // Without them that output is silently dropped.
-    const manager = model.widget_manager;
-    const callbacks = typeof manager?.callbacks === "function" ? manager.callbacks() : undefined;
-    try {
-      model.send(message, callbacks);
-    } catch (error) {
-      // After a kernel restart the view stays on the page but its comm is gone: ipywidgets
-      // throws "Cannot send". watchConnection (connection.ts) normally says so first and the
-      // buttons are off; a host that reports neither of its signals lands here. Say so where
-      // the user looks instead of an uncaught page error and a "…" that never ends.
-      setBusy(false);
-      if (message.type === "command" && message.name === "check_gradients") doctor.answered();
-      viewError = unreachableKernel(messageOf(error));
-      refresh();
-    }
-  };
+  const send = (message: ViewMessage): void => link.send(message);
   const select = (id: number | null): void => {
     if (id !== null && folded?.isFolded(id) === true) {
       const message = moduleSelectMessage(folded.modulePath(id));
@@ -178,22 +150,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     }
     select(id);
   };
-  const decor: FoldDecor = {
-    isFolded: (id) => folded?.isFolded(id) ?? false,
-    modulePath: (id) => folded?.modulePath(id) ?? null,
-    frames: () => folded?.frames() ?? [],
-    edgeCount: (index) => folded?.edgeCount(index) ?? 1,
-    edgeKey: (index) => folded?.edgeKey(index) ?? null,
-    expand: (id) => {
-      if (folded?.expand(id) === true) layoutView();
-    },
-    foldAround: (id) => {
-      if (folded?.foldAround(id) === true) layoutView();
-    },
-    foldModule: (index) => {
-      if (folded?.foldModuleAt(index) === true) layoutView();
-    },
-  };
+  const decor = foldDecor(() => folded, () => layoutView());
   const controls = new FoldControls({
     hide: (hideAccumulateGrad, hideViews) => {
       if (folded?.setHidden(hideAccumulateGrad, hideViews) === true) layoutView();
@@ -253,14 +210,14 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
   /** Restyle from states/current/status/error. Never lays out. */
   const refresh = (): void => {
     const started = performance.now();
-    const problems: string[] = [];
-    const pythonError = parseErrorText(model.get("error"));
-    if (pythonError !== null) problems.push(pythonError);
-    if (disconnected !== null) problems.push(`gradviz view: ${disconnected}`);
-    if (viewError !== null) problems.push(`gradviz view: ${viewError}`);
-    if (refused !== null) problems.push(`gradviz widget refused a message from this view: ${refused}`);
-    const mismatch = protocolMismatch(model.get("protocol_version"));
-    if (mismatch !== null) problems.push(`gradviz view: ${mismatch}`);
+    const disconnected = link.disconnected;
+    const problems = viewProblems({
+      python: parseErrorText(model.get("error")),
+      disconnected,
+      view: viewError,
+      refused,
+      mismatch: protocolMismatch(model.get("protocol_version")),
+    });
     try {
       copy.sync((name) => model.get(name), graph);
       if (copy.behind(model.get("states_seq")) && copy.askResync()) send(RESYNC_MESSAGE);
@@ -271,12 +228,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
       const status = parseStatus(model.get("status"));
       offered = parseCommands(model.get("commands") ?? ["step", "continue"]);
       selected = parseSelected(model.get("selected"), graph);
-      const rawInspection = model.get("inspection");
-      const moduleInspection = parseModuleInspection(rawInspection);
-      const inspection = moduleInspection !== null ? null : parseInspection(rawInspection, (id) => {
-        const node = graph.byId.get(id);
-        return node === undefined ? `#${id}` : nodeTitle(node);
-      });
+      const inspection = readInspectionTrait(model.get("inspection"), graph, selected);
       narration.update(narrationLine(parseLastEvent(model.get("last_event")), status, states));
       history.update(parseHistory(model.get("history"), model.get("history_position")));
       narration.setExpandable(history.available, history.isOpen);
@@ -298,21 +250,16 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
         scene?.setFindings(folded.findings(marks));
         scene?.setProgress(tally.progress(folded, current, marks));
       }
-      inspector.update(inspection !== null && inspection.id === selected ? inspection : null);
-      moduleInspector.update(moduleInspection);
+      inspector.update(inspection.node);
+      moduleInspector.update(inspection.module);
       showOverlay();
       doctor.update(shown, (id) => {
         const node = graph.byId.get(id);
         return node === undefined ? id : nodeNumber(node);
       });
-      const checking = doctor.checking(check);
       const view = { graph, states, current, status, stoppedAt: parseStoppedAt(model.get("stopped_at")) };
-      const line = statusText(view);
-      const enabled = (name: CommandName): boolean =>
-        disconnected === null && commandEnabled(name, view, selected) && !(name === "check_gradients" && checking);
-      const shownLine = disconnected !== null ? `Disconnected · ${line}` : notice === null ? line : `${line} · ${notice}`;
-      const title = (name: CommandName): string | null => (disconnected !== null ? null : commandTitle(name, view, selected));
-      toolbar.update(offered, enabled, shownLine, title);
+      const shows = toolbarState(view, selected, { disconnected, notice, checking: doctor.checking(check) });
+      toolbar.update(offered, shows.enabled, shows.line, shows.title);
     } catch (error) {
       problems.push(`gradviz view: ${messageOf(error)}`);
       toolbar.update(offered, () => false, "Cannot show this state");
@@ -418,11 +365,8 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     message: onCustomMessage,
   });
   const stopWatching = watchConnection(model, (reason) => {
-    disconnected = disconnectedText(reason);
+    link.disconnect(disconnectedText(reason));
     doctor.answered();
-    root.classList.add("gv-disconnected");
-    root.dataset["disconnected"] = "true";
-    setBusy(false);
     refresh();
   });
   loadGraph();
@@ -431,7 +375,7 @@ export function renderView({ model, el }: RenderContext, extras: ViewExtras = {}
     layoutRunner.dispose();
     stopWatching();
     stopTraits();
-    if (busyTimer !== null) clearTimeout(busyTimer);
+    link.dispose();
     scene?.destroy();
     root.remove();
   };

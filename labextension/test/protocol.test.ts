@@ -12,7 +12,7 @@ import type * as protocol from "../src/generated/widget_protocol.js";
 import { isRecord } from "../src/generated/widget_protocol.js";
 import { parseHistory } from "../src/history.js";
 import { parseInspection } from "../src/inspector.js";
-import { overlayRequestMessage, parseModuleInspection, selectModuleMessage } from "../src/module_inspector.js";
+import { overlayRequestMessage, parseModuleInspection, readInspectionTrait, selectModuleMessage } from "../src/module_inspector.js";
 import {
   COMMANDS,
   NODE_STATES,
@@ -27,6 +27,7 @@ import {
   selectMessage,
 } from "../src/model.js";
 import { parseOverlays } from "../src/overlays.js";
+import { TINY_GRAPH } from "./fixtures.js";
 
 const GRAPH: protocol.Graph = {
   nodes: [
@@ -65,6 +66,18 @@ describe("the generated protocol types", () => {
     assert.throws(() => parseModuleInspection({ ...module, count: "2" }), /^ProtocolError: inspection\.count must be an integer, got the string "2"$/);
     assert.throws(() => parseModuleInspection({ ...module, parameters: [{ id: 0, grad: null }] }), /^ProtocolError: inspection\.parameters\[0\]\.name is missing$/);
     assert.throws(() => parseModuleInspection({ ...module, states: { done: "2" } }), /^ProtocolError: inspection\.states\["done"\] must be an integer, got the string "2"$/);
+  });
+
+  it("read the inspection trait for the inspector it belongs to", () => {
+    const graph = parseGraph(TINY_GRAPH);
+    const node: protocol.Inspection = { id: 2, name: "MulBackward0", kind: "builtin", label: "x * w", state: "done" };
+    assert.equal(readInspectionTrait(node, graph, 2).node?.name, "MulBackward0");
+    assert.equal(readInspectionTrait(node, graph, 2).module, null);
+    assert.equal(readInspectionTrait(node, graph, 3).node, null); // not the selected node: stale
+    const module: protocol.ModuleInspection = { module: "fc", type: "Linear", count: 1, calls: 1, states: { done: 1 }, parameters: [] };
+    assert.deepEqual(readInspectionTrait(module, graph, null), { module: parseModuleInspection(module), node: null });
+    assert.deepEqual(readInspectionTrait(null, graph, null), { module: null, node: null });
+    assert.throws(() => readInspectionTrait({ ...node, state: "gone" }, graph, 2), /^ProtocolError: inspection\.state must be one of /);
   });
 
   it("describe the overlays and the doctor", () => {

@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { NODE_STATES, parseGraph, parseStates, type SessionStatus } from "../src/model.js";
 import { STYLES } from "../src/styles.js";
 import { COMMAND_KEYS } from "../src/keys.js";
-import { commandTitle, LEGEND, NEXT_TITLE, withKey } from "../src/toolbar.js";
+import { commandTitle, LEGEND, NEXT_TITLE, toolbarState, withKey } from "../src/toolbar.js";
 import { TINY_GRAPH } from "./fixtures.js";
 
 describe("the colour key under the graph", () => {
@@ -67,5 +67,29 @@ describe("commandTitle: what a button will do, or why it is off", () => {
     assert.match(commandTitle("continue", view("aborted"), null) ?? "", /not now: the backward pass is aborted/);
     assert.match(commandTitle("abort", view("error"), null) ?? "", /stopped by an error/);
     assert.equal(commandTitle("check_gradients", view("finished"), null), null, "its own title: it still works");
+  });
+});
+
+describe("toolbarState: the buttons and line the view shows", () => {
+  const graph = parseGraph(TINY_GRAPH);
+  const view = { graph, states: parseStates({ "4": "released", "3": "ready" }, graph), current: 3, status: "paused" as const };
+  const free = { disconnected: null, notice: null, checking: false };
+
+  it("follows the session's state, with a notice after the line", () => {
+    const shows = toolbarState(view, null, free);
+    assert.ok(shows.enabled("step") && shows.enabled("check_gradients"));
+    assert.equal(shows.title("step"), commandTitle("step", view, null));
+    const noticed = toolbarState(view, null, { ...free, notice: "the session is aborted" });
+    assert.equal(noticed.line, `${shows.line} · the session is aborted`);
+  });
+
+  it("turns Check gradients off while a check runs, and everything off once the kernel is gone", () => {
+    const checking = toolbarState(view, null, { ...free, checking: true });
+    assert.ok(checking.enabled("step") && !checking.enabled("check_gradients"));
+    const gone = toolbarState(view, null, { ...free, disconnected: "restarted", notice: "ignored" });
+    assert.ok(!gone.enabled("step") && !gone.enabled("continue"));
+    assert.match(gone.line, /^Disconnected · /);
+    assert.doesNotMatch(gone.line, /ignored/);
+    assert.equal(gone.title("step"), null);
   });
 });
