@@ -13,6 +13,7 @@ import { foldLayout, type FoldedLayout } from "./fold.js";
 import { computeLayout } from "./layout.js";
 import { estimateText, FONT_FAMILY, FONT_SIZE, planLayout, type LayoutPlan, type MeasureText } from "./plan.js";
 import type { FoldedView } from "./view_graph.js";
+import { messageOf } from "./view_link.js";
 
 /** What a finished layout is handed to, and how the canvas says what is happening. */
 export interface LayoutCallbacks {
@@ -33,10 +34,6 @@ function canvasMeasure(): MeasureText {
     context.font = isBold ? bold : regular;
     return context.measureText(text).width;
   };
-}
-
-function messageOf(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
 }
 
 export class LayoutRunner {
