@@ -15,7 +15,7 @@ from types import FrameType
 
 from gradviz_ext import engine as _engine
 
-from .._tensor import Tensor  # deferred: the tensor module imports the instrumentation
+from .._tensor import Tensor
 from ..autograd._scopes import frame_path, node_frame
 from ..dtypes import from_numpy
 from ._module_paths import annotate_modules

@@ -236,6 +236,26 @@ def launch_chromium(playwright: Any) -> Any:
 
 # ---- reading the widget from the DOM ------------------------------------------------------------
 
+def write_notebook(path: Path, cells: list[str]) -> Path:
+    """Write a notebook of these code cells (no outputs, the Python 3 kernel) to ``path``."""
+    notebook = {
+        "cells": [{"cell_type": "code", "execution_count": None, "id": f"c{k}", "metadata": {}, "outputs": [], "source": source}
+                  for k, source in enumerate(cells)],
+        "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path.write_text(json.dumps(notebook))
+    return path
+
+
+#: The rows of the inspector's ".grad of the leaf" table: [label, shape, dtype, min, max] each.
+READ_ACCUMULATED_JS = """
+inspector => [...inspector.querySelectorAll('[data-section=accumulated] tr[data-testid=gv-grad-row]')]
+  .map(tr => [...tr.querySelectorAll('td')].slice(0, 5).map(td => td.textContent))
+"""
+
+
 def format_number(value: Any) -> str:
     """formatNumber of labextension/src/inspector.ts: how the inspector prints a finite number."""
     if value is None:

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gradviz_browser_harness import run_all
+from gradviz_browser_harness import run_all, write_notebook
 
 MODELS = Path(__file__).resolve().parent / "scale_models.py"
 
@@ -65,12 +65,7 @@ def chain_notebook(folder: Path, nodes: int) -> Path:
               "from scale_models import chain_loss\n"
               f"session = torch.debug.backward(chain_loss({nodes}))\n"
               "session")
-    cell = {"cell_type": "code", "execution_count": None, "id": "chain", "metadata": {}, "outputs": [], "source": source}
-    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                                             "language": "python"}}, "nbformat": 4, "nbformat_minor": 5}
-    path = folder / f"chain_{nodes}.ipynb"
-    path.write_text(json.dumps(notebook))
-    return path
+    return write_notebook(folder / f"chain_{nodes}.ipynb", [source])
 
 
 def open_session(session: Any) -> float:

@@ -6,7 +6,6 @@ and the Step round trips are printed (bench/README.md). Marked ``browser``."""
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ from gradviz_browser_harness import (  # noqa: E402
     run_all,
     start_lab,
     stop_lab,
+    write_notebook,
 )
 from live_scale import chain_notebook, kernel_states, open_session, shown_states, step_times  # noqa: E402
 
@@ -40,12 +40,7 @@ SOURCE = (
 
 
 def _notebook(folder: Path) -> Path:
-    cell = {"cell_type": "code", "execution_count": None, "id": "model", "metadata": {}, "outputs": [], "source": SOURCE}
-    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    path = folder / "model_scale.ipynb"
-    path.write_text(json.dumps(notebook))
-    return path
+    return write_notebook(folder / "model_scale.ipynb", [SOURCE])
 
 
 @pytest.fixture(scope="module")

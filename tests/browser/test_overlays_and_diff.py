@@ -32,6 +32,7 @@ from gradviz_browser_harness import (  # noqa: E402
     run_all,
     start_lab,
     stop_lab,
+    write_notebook,
 )
 from test_module_scopes import twin_traces  # noqa: E402
 
@@ -145,17 +146,10 @@ result.show(labels=("before", "after"))""",
 ]
 
 
-def notebook(cells: list[str]) -> dict:
-    return {"cells": [{"cell_type": "code", "execution_count": None, "id": f"c{k}", "metadata": {}, "outputs": [],
-                       "source": source} for k, source in enumerate(cells)],
-            "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}},
-            "nbformat": 4, "nbformat_minor": 5}
-
-
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     source = tmp_path_factory.mktemp("notebooks") / "overlays.ipynb"
-    source.write_text(json.dumps(notebook(NOTEBOOK_CELLS)))
+    write_notebook(source, NOTEBOOK_CELLS)
     server = start_lab(tmp_path_factory.mktemp("jupyterlab"), [source])
     yield server
     stop_lab(server)

@@ -25,26 +25,19 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 import torch_models  # noqa: E402
-from gradviz_browser_harness import ARTIFACTS, PageProblems, format_number, launch_chromium  # noqa: E402
+from gradviz_browser_harness import (  # noqa: E402
+    ARTIFACTS,
+    READ_ACCUMULATED_JS,
+    PageProblems,
+    format_number,
+    launch_chromium,
+)
 
 import gradviz
 
 pytestmark = pytest.mark.browser
 
 MAX_FIRST_VIEW = 150
-
-#: Per model: the modules its first view shows folded (if it has more nodes than fit), and a
-#: parameter to search for.
-EXPECTED = {
-    "resnet18": ({"layer1", "layer2", "layer3", "layer4"}, "layer3.1.conv2.weight"),
-    "gpt": ({"h"}, "h.4.mlp.0.weight"),
-    "lstm": ({"cells"}, "cells.1.weight_hh"),
-}
-
-READ_ACCUMULATED_JS = """
-inspector => [...inspector.querySelectorAll('[data-section=accumulated] tr[data-testid=gv-grad-row]')]
-  .map(tr => [...tr.querySelectorAll('td')].slice(0, 5).map(td => td.textContent))
-"""
 
 
 class Recorded:
@@ -80,7 +73,7 @@ def test_a_recorded_torch_model_opens_folded_searches_steps_and_shows_torch_grad
     browser: Any, recorded: dict[str, Recorded], name: str
 ) -> None:
     model = recorded[name]
-    modules, parameter = EXPECTED[name]
+    modules, parameter = torch_models.CHECKS[name]
     context = browser.new_context(viewport={"width": 1400, "height": 900})
     page = context.new_page()
     page.set_default_timeout(90_000)

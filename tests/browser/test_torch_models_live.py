@@ -11,7 +11,6 @@ All to the first drawing is printed, never asserted. Marked ``browser``; needs t
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from collections.abc import Iterator
@@ -24,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 import torch_models  # noqa: E402
 from gradviz_browser_harness import (  # noqa: E402
+    READ_ACCUMULATED_JS,
     check_no_problems,
     format_number,
     launch_chromium,
@@ -31,6 +31,7 @@ from gradviz_browser_harness import (  # noqa: E402
     run_all,
     start_lab,
     stop_lab,
+    write_notebook,
 )
 
 pytestmark = pytest.mark.browser
@@ -38,13 +39,6 @@ pytestmark = pytest.mark.browser
 MODELS = Path(__file__).resolve().parent / "torch_models.py"
 MAX_FIRST_VIEW = 150
 
-#: Per model: the top-level modules its first view shows folded (when it has more nodes than
-#: fit), and a parameter to search for.
-EXPECTED = {
-    "resnet18": ({"layer1", "layer2", "layer3", "layer4"}, "layer3.1.conv2.weight"),
-    "gpt": ({"h"}, "h.4.mlp.0.weight"),
-    "lstm": ({"cells"}, "cells.1.weight_hh"),
-}
 SOURCE = (
     "import gradviz\n"
     "import torch_models\n"
@@ -56,20 +50,8 @@ SOURCE = (
     "session"
 )
 
-READ_ACCUMULATED_JS = """
-inspector => [...inspector.querySelectorAll('[data-section=accumulated] tr[data-testid=gv-grad-row]')]
-  .map(tr => [...tr.querySelectorAll('td')].slice(0, 5).map(td => td.textContent))
-"""
-
-
 def _notebook(folder: Path, name: str) -> Path:
-    cell = {"cell_type": "code", "execution_count": None, "id": name, "metadata": {}, "outputs": [],
-            "source": SOURCE.format(name=name)}
-    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    path = folder / f"torch_{name}.ipynb"
-    path.write_text(json.dumps(notebook))
-    return path
+    return write_notebook(folder / f"torch_{name}.ipynb", [SOURCE.format(name=name)])
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +66,7 @@ def browser() -> Iterator[Any]:
 def test_a_recorded_torch_model_replays_live_folded_searchable_steppable_with_torch_grads(
     browser: Any, tmp_path: Path, name: str
 ) -> None:
-    modules, parameter = EXPECTED[name]
+    modules, parameter = torch_models.CHECKS[name]
     model, forward_and_loss = torch_models.make(name)
     forward_and_loss().backward()
     grad = dict(model.named_parameters())[parameter].grad

@@ -15,6 +15,14 @@ from torch import nn
 
 NAMES = ("resnet18", "gpt", "lstm")
 
+#: Per model: the top-level modules its first view shows folded (when it has more nodes than
+#: fit), and a parameter the tests search for and compare with torch's ``.grad``.
+CHECKS = {
+    "resnet18": ({"layer1", "layer2", "layer3", "layer4"}, "layer3.1.conv2.weight"),
+    "gpt": ({"h"}, "h.4.mlp.0.weight"),
+    "lstm": ({"cells"}, "cells.1.weight_hh"),
+}
+
 
 class BasicBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int = 1) -> None:

@@ -20,10 +20,8 @@ import gradviz  # noqa: E402
 from gradviz.debug import ReplaySession  # noqa: E402
 from gradviz.widget import DebuggerWidget  # noqa: E402
 
-#: A parameter of each model to select, and a module its graph must name.
-PICKS = {"resnet18": ("layer3.1.conv2.weight", "layer3.1.conv2"),
-         "gpt": ("h.4.mlp.0.weight", "h.4.attn"),
-         "lstm": ("cells.1.weight_hh", "cells.1")}
+#: A module each model's graph must name (the parameter to select: torch_models.CHECKS).
+MODULES = {"resnet18": "layer3.1.conv2", "gpt": "h.4.attn", "lstm": "cells.1"}
 
 
 def _send(widget: DebuggerWidget, content: dict[str, Any]) -> None:
@@ -36,7 +34,7 @@ def test_a_recorded_torch_model_replays_in_the_widget_with_torchs_grads(name: st
     with gradviz.debug.torch_scopes():
         loss = forward_and_loss()
     trace = gradviz.debug.record_torch(loss, params=model)
-    parameter, module = PICKS[name]
+    parameter, module = torch_models.CHECKS[name][1], MODULES[name]
     grad = dict(model.named_parameters())[parameter].grad
     assert grad is not None
     widget = DebuggerWidget(ReplaySession(trace))
