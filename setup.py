@@ -89,15 +89,18 @@ class BuildPyWithFrontend(build_py):
 
 directives = {"language_level": "3", "embedsignature": True}
 macros = []
+# The compiled kernels replay numpy's arithmetic bit for bit (summaries, small kernels): a
+# multiply and an add must stay two roundings, never one fused multiply-add, whatever -march
+# the user's CFLAGS ask for.
+compile_args = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 if os.environ.get("GRADVIZ_CYTHON_TRACE") == "1":
     directives.update(linetrace=True, boundscheck=True, nonecheck=True)
     macros.append(("CYTHON_TRACE", "1"))
 
 extensions = [
-    Extension("gradviz_ext._engine", ["gradviz_ext/_engine.py"], define_macros=macros),
-    Extension("gradviz_ext._task", ["gradviz_ext/_task.py"], define_macros=macros),
-    Extension("gradviz_ext._ops", ["gradviz_ext/_ops.py"], define_macros=macros),
-    Extension("gradviz_ext._function", ["gradviz_ext/_function.py"], define_macros=macros),
+    Extension(f"gradviz_ext.{name}", [f"gradviz_ext/{name}.py"], define_macros=macros,
+              extra_compile_args=compile_args)
+    for name in ("_engine", "_task", "_ops", "_function")
 ]
 
 setup(

@@ -74,6 +74,12 @@ class _SessionRecorder(Recorder):
                                                  "grads_out": {}}
         self.keep_buffers = False
         self.buffer_values: dict[int, object] = {}  # event index -> the slot's sum then
+        self.first_walk: tuple | None = None  # (task, walk_graph result) of the first pass
+
+    def _graph_learned(self, task, walked):
+        # the session reads the graph from this walk instead of walking it again
+        if self.first_walk is None:
+            self.first_walk = (task, walked)
 
     def buffer_added(self, task, node, slot, producer, how, grad, buffered):
         super().buffer_added(task, node, slot, producer, how, grad, buffered)
@@ -121,7 +127,7 @@ class DebugSession(SessionBase):
         self._recorder = recorder
         # (tensors, gradient, params), set by backward()
         self._doctor_arguments: tuple[object, object, object] | None = None
-        self._nodes, self._edges, self._roots, self._live = walk_graph(task.graph_root)
+        self._nodes, self._edges, self._roots, self._live = _session_graph(task, recorder)
         self._view = EventView(self._nodes)
         # what each node saved, read before any is released (the inspector lists them after)
         self._saved = {node_id: saved_details(node) for node_id, node in self._live.items()}
@@ -575,6 +581,19 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
+
+
+def _session_graph(task, recorder: _SessionRecorder) -> tuple:
+    """:func:`walk_graph` of the session's graph: the recorder's walk at ``backward_started``
+    when it is the same (one root; the recorder's walk includes a GraphRoot of several roots,
+    which the session leaves out), else a walk of its own. A debugged GPT step walked its 140
+    nodes (module paths and all) twice before."""
+    first = recorder.first_walk
+    recorder.first_walk = None  # the session keeps it; the recorder need not
+    if (first is not None and first[0] is task
+            and not isinstance(task.graph_root, _engine.GraphRoot)):
+        return first[1]
+    return walk_graph(task.graph_root)
 
 
 def _copy(tensor):

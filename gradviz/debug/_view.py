@@ -34,13 +34,15 @@ class EventView:
         self.changed: list[int] = []
 
     def _facts(self, node_id) -> dict:
+        # Note [Facts made on first use]: the lists start as (), shared, and become lists when
+        # an event is appended; ``buffer`` starts as None
         facts = self.facts.get(node_id)
         if facts is None:
             facts = self.facts[node_id] = {
-                "grads_in": None, "grads_out": None, "materialized": [], "exposed": None,
-                "hooks": [], "casts": [], "reductions": [], "contributions": [],
+                "grads_in": None, "grads_out": None, "materialized": (), "exposed": None,
+                "hooks": (), "casts": (), "reductions": (), "contributions": (),
                 "released": None, "accumulated": None, "error": None, "created": None,
-                "saved_hooks": [], "buffer": {},
+                "saved_hooks": (), "buffer": None,
             }
         return facts
 
@@ -79,9 +81,9 @@ class EventView:
             self.states[node] = "running"
             self.running = self.last_started = node
             # the input buffer is handed to the node: nothing is pending any more
-            facts.update(grads_in=event["grads_in"], grads_out=None, materialized=[],
-                         hooks=[], casts=[], reductions=[], error=None, exposed=None,
-                         buffer={})
+            facts.update(grads_in=event["grads_in"], grads_out=None, materialized=(),
+                         hooks=(), casts=(), reductions=(), error=None, exposed=None,
+                         buffer=None)
         elif kind == "node_finished":
             if self.states.get(node) != "released":
                 self.states[node] = "done"
@@ -98,22 +100,42 @@ class EventView:
             facts["error"] = {"exception": event["exception"], "message": event["message"]}
             self.running = None
         elif kind in ("prehook", "posthook"):
-            facts["hooks"].append(event)
+            _append(facts, "hooks", event)
         elif kind == "grads_materialized":
             facts["materialized"] = list(event["slots"])
         elif kind == "buffers_exposed":
             facts["exposed"] = event["inputs"]
         elif kind == "grad_cast":
-            facts["casts"].append(event)
+            _append(facts, "casts", event)
         elif kind == "grad_reduced":
-            facts["reductions"].append(event)
+            _append(facts, "reductions", event)
         elif kind == "buffer_added":
-            facts["contributions"].append(event)
+            _append(facts, "contributions", event)
+            if facts["buffer"] is None:
+                facts["buffer"] = {}
             facts["buffer"][event["slot"]] = event.get("sum")
         elif kind == "grad_accumulated":
             facts["accumulated"] = {"before": event["before"], "after": event["after"]}
         elif kind in ("saved_packed", "saved_unpacked"):
-            facts["saved_hooks"].append(event)
+            _append(facts, "saved_hooks", event)
 
     def node_states(self) -> dict[int, str]:
         return {node_id: self.states.get(node_id, "pending") for node_id in self.node_ids}
+
+
+def _append(facts: dict, key: str, event: dict) -> None:
+    items = facts[key]
+    if items:
+        items.append(event)
+    else:
+        facts[key] = [event]
+
+
+# Note [Facts made on first use]
+# ------------------------------
+# Most nodes of a real model never see a hook, a cast, a reduction or a saved-tensor hook, and
+# each of those lists used to be made empty for every node, twice a pass (at its first event
+# and again at node_started): about a thousand GC-tracked lists per debugged GPT step that
+# lived as long as the session and pushed the collector into full collections
+# (bench/README.md, "Fewer objects per debugged pass"). They start as the empty tuple and
+# become lists at their first event; readers take them as sequences (``facts.get(key, ())``).

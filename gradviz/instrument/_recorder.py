@@ -280,9 +280,8 @@ class Recorder(_engine.Observer):
         count = self._contributions.get(key, 0) + 1
         self._contributions[key] = count
         grad_summary = self._summary(grad)
-        if buffered is grad and grad_summary is not None:  # stored: the sum is the contribution
-            sum_summary = dict(grad_summary, shape=list(grad_summary["shape"]),
-                               values=list(grad_summary["values"]))
+        if buffered is grad:  # stored: the sum is the contribution (Note [Shared summaries])
+            sum_summary = grad_summary
         else:
             sum_summary = self._summary(buffered)
         self._event("buffer_added", task, node,

@@ -43,6 +43,17 @@ behind the version counter at each of those points and requires the same events 
 recorder without a cache. The one writer it cannot see is another thread that writes a
 gradient while backward runs.
 
+Note [Shared summaries]
+-----------------------
+A cache hit returns the very dict the first call made, not a copy, so the events of one pass
+share summaries: a gradient's ``grads_out``, its ``buffer_added`` and its consumer's
+``grads_in`` are one object. Summaries are read-only for every reader (the views, the widget,
+traces, the doctor only read them; tests/instrument/test_summary_epochs.py checks that a pass's
+summaries are unchanged when it ends). Copies cost more than their time: a summary is a dict
+and two lists, GC-tracked objects that live as long as the session, and a debugged GPT step
+made about 1,600 of them for hits alone; the collector's full collections come from such
+survivors (bench/README.md, "Fewer objects per debugged pass").
+
 Note [Summary kernel]
 ---------------------
 The statistics of a large float32 or float64 array come from one compiled pass
@@ -258,7 +269,8 @@ class SummaryCache:
     A hit needs the same tensor object holding the same array with the same shape, dtype and
     version, and no :meth:`new_epoch` since the summary was made; the caller starts a new epoch
     whenever code it does not control may have written a tensor behind its version counter.
-    Each call returns a new dict (events never share objects). Holds at most ``size`` tensors
+    A hit returns the same dict as the call that made it (Note [Shared summaries]). Holds at
+    most ``size`` tensors
     of at most ``max_bytes`` each (larger ones are summarized every time) and ``budget`` bytes
     of arrays in all: it holds references, not copies, and starts again empty when either
     bound is reached; ``clear()`` drops them (the recorder does at the end of each pass).
@@ -336,10 +348,7 @@ class SummaryCache:
             self._held += nbytes
             if memory is not None:
                 self._memory[memory] = key
-        copy = dict(summary)
-        copy["shape"] = list(summary["shape"])
-        copy["values"] = list(summary["values"])
-        return copy
+        return summary  # shared, read-only: Note [Shared summaries]
 
     def _same_memory(self, memory) -> dict | None:
         """The summary of another tensor's C-contiguous array over the same bytes with the same

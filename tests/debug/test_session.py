@@ -494,3 +494,31 @@ def test_step_after_step_event_returns_the_node_in_progress_never_none(events_fi
         started = started[:-1]
     assert started + stepped == th_order
     assert session.step() is None
+
+
+@pytest.mark.parametrize("roots", [1, 2])
+def test_the_session_graph_from_the_recorders_walk_is_the_graph_of_a_walk_of_its_own(
+        roots, monkeypatch):
+    """A session takes its graph from the walk its recorder made at backward_started (one
+    root); it must be exactly the graph a walk of its own gives, module paths, leaf names and
+    numbers included."""
+    from gradviz.debug import _session
+
+    model = gradviz.nn.Sequential(gradviz.nn.Linear(3, 4), gradviz.nn.Tanh(), gradviz.nn.Linear(4, 2))
+    x = gradviz.randn(5, 3)
+    out = model(x)
+    tensors = out.sum() if roots == 1 else [out[:, 0].sum(), out[:, 1].sum()]
+    shared = gradviz.debug.backward(tensors, retain_graph=True, params=model)
+    walked = []
+
+    def own_walk(task, recorder):
+        recorder.first_walk = None
+        walked.append(task)
+        return _session.walk_graph(task.graph_root)
+
+    monkeypatch.setattr(_session, "_session_graph", own_walk)
+    own = gradviz.debug.backward(tensors, retain_graph=True, params=model)
+    assert walked
+    assert shared.graph() == own.graph()
+    assert any(node.get("module") for node in shared.graph()["nodes"])
+    assert any(node.get("leaf_name") == "0.weight" for node in shared.graph()["nodes"])

@@ -184,3 +184,49 @@ def test_a_debug_session_sees_what_the_user_wrote_while_paused(how, monkeypatch)
         runs.append(_comparable(session._recorder.events))
         monkeypatch.undo()
     assert runs[0] == runs[1]
+
+
+# ---- Note [Shared summaries]: events share summary dicts, so no reader may change one -----
+
+
+def test_every_reader_leaves_the_shared_summaries_as_they_were_emitted(monkeypatch, tmp_path):
+    """Each event is deep-copied as it is emitted; after a debug session has been stepped,
+    inspected node by node, given overlays, shown in a widget and turned into a trace, a page
+    and a replay, every event (and every summary it shares with others) is as emitted."""
+    import copy
+
+    from gradviz.widget import display_session
+
+    emitted = []  # (event, its deep copy at emission)
+    original_emit = Recorder.emit
+
+    def emit(self, event):
+        emitted.append((event, copy.deepcopy(event)))
+        original_emit(self, event)
+
+    monkeypatch.setattr(Recorder, "emit", emit)
+    with gradviz.record() as trace:
+        loss = _graph("posthook")
+        session = gradviz.debug.backward(loss, retain_graph=True)
+        widget = display_session(session)
+        while not session.finished:
+            session.step()
+            for node in session.graph()["nodes"]:
+                session.node(node["id"])
+            session.overlays()
+        session.doctor()
+        loss.backward()
+    summaries = [summary for event in session.events for key in ("grads_in", "grads_out")
+                 for summary in event.get(key) or () if summary is not None]
+    assert len({id(s) for s in summaries}) < len(summaries), (
+        "no summary is shared between events: this test would not see a reader change one")
+    trace.to_html(tmp_path / "page.html")
+    replayed = gradviz.debug.replay(trace)
+    replayed.continue_()
+    for node in replayed.graph()["nodes"]:
+        replayed.node(node["id"])
+    widget.close()
+    assert len(emitted) > 50
+    changed = [(event["kind"], event["text"]) for event, at_emission in emitted
+               if event != at_emission]
+    assert not changed
