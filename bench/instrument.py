@@ -112,6 +112,23 @@ def model_backward_seconds(workload, variant, gc_on):
     return built - start, done - built
 
 
+def consecutive_backward_seconds(workload, steps):
+    """``{variant: [backward seconds]}`` of ``steps`` forward + backward steps per variant run
+    back to back with the collector on and no collection before any of them: the garbage a
+    debugged pass leaves (events that outlive a collection or two are promoted to the oldest
+    generation) then triggers the full collections a user's loop pays for, which the
+    alternating repeats above, each GC-off run starting from a collection, hide. The variants
+    take turns in blocks of ``steps``, three rounds; the first round is a warm-up."""
+    times: dict[str, list] = {name: [] for name, _ in MODEL_VARIANTS}
+    for round_ in range(3):
+        for name, variant in MODEL_VARIANTS:
+            for _ in range(steps):
+                _, backward = model_backward_seconds(workload, variant, gc_on=True)
+                if round_:
+                    times[name].append(backward)
+    return times
+
+
 def model_main(args):
     import models  # the GPT step of bench/models.py (same model, data, initial parameters)
 
@@ -140,16 +157,25 @@ def model_main(args):
     print(f"the debugger on the {args.model} step of bench/models.py (forward + loss, then "
           f"backward), {gradviz.config()['engine']} engine, median of {args.repeats}, GC on "
           f"(last column: GC off); load average {_common.os.getloadavg()[0]:.2f}")
-    print(f"{'variant':>28} | {'bwd ms':>7} | {'vs plain':>8} | {'fwd vs plain':>12} | "
-          f"{'GC off vs plain':>15}")
+    # the mean as well: a full collection lands in few repeats, so the median hides its cost
+    base_mean = statistics.mean(rows["plain backward"]["backward"])
+    print(f"{'variant':>28} | {'bwd ms':>7} | {'vs plain':>8} | {'mean vs plain':>13} | "
+          f"{'fwd vs plain':>12} | {'GC off vs plain':>15}")
     for name, row in rows.items():
         backward = statistics.median(row["backward"])
         print(f"{name:>28} | {backward * 1e3:>7.2f} | {backward / base:>7.2f}x | "
+              f"{statistics.mean(row['backward']) / base_mean:>12.2f}x | "
               f"{statistics.median(row['forward']) / base_forward:>11.2f}x | "
               f"{statistics.median(row['backward_gc_off']) / base_off:>14.2f}x")
+    in_a_row = consecutive_backward_seconds(workload, args.consecutive)
+    base_row = statistics.mean(in_a_row["plain backward"])
+    print(f"{args.consecutive} steps in a row per variant, GC on, no collection between them (as "
+          f"a notebook's training loop runs), mean backward ms (vs plain): " + ", ".join(
+              f"{name} {statistics.mean(times) * 1e3:.2f} ({statistics.mean(times) / base_row:.2f}x)"
+              for name, times in in_a_row.items()))
     if args.json:
         with open(args.json, "w") as handle:
-            json.dump({"model": args.model, "variants": rows,
+            json.dump({"model": args.model, "variants": rows, "in_a_row": in_a_row,
                        "environment": _common.environment()}, handle, indent=2)
     return 0
 
@@ -163,6 +189,9 @@ def main(argv=None):
     parser.add_argument("--shape", type=int, nargs="+", default=[1],
                         help="shape of x and of every gradient (default: 1)")
     parser.add_argument("--json", metavar="PATH")
+    parser.add_argument("--consecutive", type=int, default=20,
+                        help="--model: also time this many steps in a row per variant (GC on, "
+                             "no collection between them) and report their mean")
     args = parser.parse_args(argv)
     if args.model:
         return model_main(args)
