@@ -89,17 +89,12 @@ class BuildPyWithFrontend(build_py):
 
 directives = {"language_level": "3", "embedsignature": True}
 macros = []
-# The compiled kernels replay numpy's arithmetic bit for bit (summaries, small kernels): a
-# multiply and an add must stay two roundings, never one fused multiply-add, whatever -march
-# the user's CFLAGS ask for.
-compile_args = [] if sys.platform == "win32" else ["-ffp-contract=off"]
 if os.environ.get("GRADVIZ_CYTHON_TRACE") == "1":
     directives.update(linetrace=True, boundscheck=True, nonecheck=True)
     macros.append(("CYTHON_TRACE", "1"))
 
 extensions = [
-    Extension(f"gradviz_ext.{name}", [f"gradviz_ext/{name}.py"], define_macros=macros,
-              extra_compile_args=compile_args)
+    Extension(f"gradviz_ext.{name}", [f"gradviz_ext/{name}.py"], define_macros=macros)
     for name in ("_engine", "_task", "_ops", "_function")
 ]
 

@@ -22,7 +22,7 @@
 /* Four doubles as one value (GCC and clang vector extensions): four lanes per instruction, each
    lane computing what numpy computes for it, in the same order. With AVX2 (a clone chosen at
    load time where the CPU has it; GCC on x86-64 Linux) one ymm register; otherwise two SSE2
-   ones. No fused multiply-add: the build turns contraction off (setup.py). */
+   ones. */
 typedef double gradviz_v4d __attribute__((vector_size(32)));
 typedef long long gradviz_v4l __attribute__((vector_size(32)));
 
@@ -30,6 +30,15 @@ typedef long long gradviz_v4l __attribute__((vector_size(32)));
 #define GRADVIZ_VECTOR_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define GRADVIZ_VECTOR_CLONES
+#endif
+
+/* A multiply and an add stay two roundings here, as in numpy, whatever -march the build's CFLAGS
+   ask for (a fused multiply-add would change the sum of squares' bits). */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 #define GRADVIZ_PAIRWISE(name, type)                                                      \
@@ -122,5 +131,9 @@ static inline void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)
     out[0] = 0.0 + out[0];
     out[1] = 0.0 + out[1];
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
 
 #endif  /* GRADVIZ_SUMMARY_STATS_H */
