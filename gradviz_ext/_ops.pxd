@@ -123,6 +123,25 @@ cdef extern from "c/summary_stats.h":
     void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)
 
 
+# Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's
+# backward, elementwise, in one pass (gradviz_ext/c/lstm_cell.h).
+cdef extern from "c/lstm_cell.h":
+    ctypedef struct gradviz_lstm_step:
+        Py_ssize_t batch, hidden
+        const float *i
+        const float *f
+        const float *g
+        const float *o
+        const float *c_prev
+        const float *tanh_c
+        const float *dh
+        const float *dc
+        Py_ssize_t i_row, f_row, g_row, o_row, c_prev_row, tanh_c_row, dh_row, dc_row
+        float *dz
+        float *dc_out
+    void gradviz_lstm_step_backward_f32(const gradviz_lstm_step *s) nogil
+
+
 # Note [Max pool kernels] (gradviz/ops/_conv.py): 2-D max pooling forward and backward in one
 # pass each (gradviz_ext/c/max_pool.h).
 cdef extern from "c/max_pool.h":

@@ -963,6 +963,65 @@ def gelu_backward_float32(x, g):
     return out
 
 
+@cython.cfunc
+def _float32_rows(a, batch: cython.Py_ssize_t, width: cython.Py_ssize_t) -> tuple:
+    """``(address, row stride in entries)`` of a float32 ndarray of shape (batch, width)
+    whose rows are contiguous (a column slice of a wider array qualifies), else (0, 0)."""
+    if (type(a) is not np.ndarray or a.dtype != _F32_DTYPE or a.ndim != 2
+            or a.shape[0] != batch or a.shape[1] != width):
+        return 0, 0
+    strides = a.strides
+    if width > 1 and strides[1] != 4:
+        return 0, 0
+    if batch > 1 and (strides[0] % 4 or strides[0] < 4 * width):
+        return 0, 0
+    return array_address(a), strides[0] // 4
+
+
+def lstm_step_backward(i, f, g, o, c_prev, tanh_c, dh, dc):
+    """``(dz, dc_out)`` of one LSTM time step's backward (Note [LSTM step kernel] in
+    gradviz/ops/_lstm_layer.py) from (batch, hidden) float32 arrays with contiguous rows (``i``,
+    ``f`` and ``o`` column blocks of the gate activations), ``dc`` possibly None; None where the
+    kernel does not apply (interpreted, other dtypes or layouts)."""
+    if not cython.compiled or type(i) is not np.ndarray or i.ndim != 2:
+        return None
+    batch: cython.Py_ssize_t = i.shape[0]
+    hidden: cython.Py_ssize_t = i.shape[1]
+    if hidden == 0 or batch == 0:
+        return None
+    found = []
+    for a in (i, f, g, o, c_prev, tanh_c, dh):
+        rows = _float32_rows(a, batch, hidden)
+        if rows[0] == 0:
+            return None
+        found.append(rows)
+    dc_address, dc_row = (0, 0) if dc is None else _float32_rows(dc, batch, hidden)
+    if dc is not None and not dc_address:
+        return None
+    dz = np.empty((batch, 4 * hidden), np.float32)
+    dc_out = np.empty((batch, hidden), np.float32)
+    if cython.compiled:
+        step = cython.declare(gradviz_lstm_step)
+        step.batch, step.hidden = batch, hidden
+        step.i = cython.cast(cython.p_float, cython.cast(cython.size_t, found[0][0]))
+        step.f = cython.cast(cython.p_float, cython.cast(cython.size_t, found[1][0]))
+        step.g = cython.cast(cython.p_float, cython.cast(cython.size_t, found[2][0]))
+        step.o = cython.cast(cython.p_float, cython.cast(cython.size_t, found[3][0]))
+        step.c_prev = cython.cast(cython.p_float, cython.cast(cython.size_t, found[4][0]))
+        step.tanh_c = cython.cast(cython.p_float, cython.cast(cython.size_t, found[5][0]))
+        step.dh = cython.cast(cython.p_float, cython.cast(cython.size_t, found[6][0]))
+        step.dc = cython.cast(cython.p_float, cython.cast(cython.size_t, dc_address))
+        step.i_row, step.f_row, step.g_row, step.o_row = (found[0][1], found[1][1],
+                                                          found[2][1], found[3][1])
+        step.c_prev_row, step.tanh_c_row, step.dh_row = found[4][1], found[5][1], found[6][1]
+        step.dc_row = dc_row
+        step.dz = cython.cast(cython.p_float, cython.cast(cython.size_t, gradviz_array_address(dz)))
+        step.dc_out = cython.cast(cython.p_float,
+                                  cython.cast(cython.size_t, gradviz_array_address(dc_out)))
+        gradviz_lstm_step_backward_f32(cython.address(step))
+    return dz, dc_out
+
+
 def _small_add_into(a, b) -> cython.bint:
     """``a += b`` by the small kernel when it covers the arrays (the engine's input buffers,
     Note [Small kernels]); False when it does not, and always interpreted."""
