@@ -26,7 +26,9 @@ A graph task executes one node per ``step()``, in PyTorch's order:
 Note [Observer cost]
 --------------------
 Every event point is ``if observer is not None: observer.<kind>(...)``. Without an
-observer nothing is built, so the idle cost is one pointer test per point.
+observer nothing is built, so the idle cost is one pointer test per point. The lists an
+observer is handed (``grads``, ``grads_in``, ``grads_out``...) are new at each call: the
+observer may keep them.
 """
 
 import time

@@ -88,13 +88,15 @@ class _SessionRecorder(Recorder):
             value = buffered if how == "stored" else _copy(buffered)
             self.buffer_values[len(self.events) - 1] = value
 
+    # The engine hands each call lists of its own (Note [Observer cost], _task.py): kept as
+    # they are, not copied (one GC-tracked list less per node and kind).
     def node_started(self, task, node, grads):
-        self.live["grads_in"][node.node_id] = list(grads)
+        self.live["grads_in"][node.node_id] = _own_list(grads)
         super().node_started(task, node, grads)
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
-        self.live["grads_received"][node.node_id] = list(grads_in)
-        self.live["grads_out"][node.node_id] = list(grads_out)
+        self.live["grads_received"][node.node_id] = _own_list(grads_in)
+        self.live["grads_out"][node.node_id] = _own_list(grads_out)
         super().node_finished(task, node, grads_in, grads_out, duration)
 
 
@@ -581,6 +583,10 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
+
+
+def _own_list(values) -> list:
+    return values if type(values) is list else list(values)
 
 
 def _session_graph(task, recorder: _SessionRecorder) -> tuple:

@@ -308,7 +308,7 @@ class Recorder(_engine.Observer):
                     inputs=inputs)
 
     def node_started(self, task, node, grads):
-        arrived = sum(1 for g in grads if g is not None)
+        arrived = len(grads) - grads.count(None)  # the engine passes lists
         name = _engine.display_name(node)
         self._event("node_started", task, node,
                     f"{self._label(node)} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
@@ -361,7 +361,7 @@ class Recorder(_engine.Observer):
             self._summary_cache.new_epoch()  # its backward was user code (Note [Summary epochs])
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
-        produced = sum(1 for g in grads_out if g is not None)
+        produced = len(grads_out) - grads_out.count(None)
         name = _engine.display_name(node)
         label = self._label(node)
         if node._kind() == "accumulate_grad":
