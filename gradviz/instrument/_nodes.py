@@ -189,10 +189,23 @@ def user_frame():
     frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         filename = frame.f_code.co_filename
-        if filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS):
+        users = _USER_FILES.get(filename)
+        if users is None:
+            users = _USER_FILES[filename] = _is_user_file(filename)
+        if users:
             return frame
         frame = frame.f_back
     return None
+
+
+# filename -> whether it is outside gradviz: user_frame() runs at every recorded op (the
+# forward line of node_created) and walks several frames; os.path.abspath per frame was most
+# of a recorded forward's cost (bench/README.md, "Fewer objects per debugged pass")
+_USER_FILES: dict[str, bool] = {}
+
+
+def _is_user_file(filename: str) -> bool:
+    return filename.startswith("<") or not os.path.abspath(filename).startswith(_GRADVIZ_DIRS)
 
 
 def forward_source() -> dict | None:

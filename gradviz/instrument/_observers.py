@@ -29,6 +29,7 @@ _BACKWARD_CALLBACKS = (
 _FORWARD_CALLBACKS = ("node_created", "saved_packed")
 
 _lock = threading.Lock()
+_get_ident = threading.get_ident
 
 
 class _Registration:
@@ -54,8 +55,14 @@ class _Dispatcher(_engine.Observer):
 
 def _make_callback(name):
     def callback(self, *args):
-        for observer in self._targets():
-            getattr(observer, name)(*args)
+        registrations = self.registrations
+        if len(registrations) == 1:  # one recording (a record() block, a session): no list
+            only = registrations[0]
+            if only.thread is None or only.thread == _get_ident():
+                getattr(only.observer, name)(*args)
+        else:
+            for observer in self._targets():
+                getattr(observer, name)(*args)
         previous = self.previous
         if previous is not None:
             method = getattr(previous, name, None)
