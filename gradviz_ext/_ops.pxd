@@ -152,7 +152,7 @@ cdef extern from "c/max_pool.h":
                                 long long *positions)
     void gradviz_max_pool2d_f64(const double *x, const gradviz_pool2d *p, double *values,
                                 long long *positions)
-    void gradviz_max_pool2d_backward_f32(const float *g, const long long *positions,
+    int gradviz_max_pool2d_backward_f32(const float *g, const long long *positions,
                                          const gradviz_pool2d *p, float *grad)
-    void gradviz_max_pool2d_backward_f64(const double *g, const long long *positions,
+    int gradviz_max_pool2d_backward_f64(const double *g, const long long *positions,
                                          const gradviz_pool2d *p, double *grad)

@@ -925,6 +925,7 @@ def max_pool2d_backward_arrays(g, positions, geometry, size):
     if dtype != _F32_DTYPE and dtype != _F64_DTYPE:
         return None
     grad = np.empty(g.shape[:2] + tuple(size), dtype)
+    done: cython.int = 0
     if cython.compiled:
         plan: gradviz_pool2d = _pool2d_plan(g.shape[0] * g.shape[1], size[0], size[1],
                                            g.shape[2], g.shape[3], geometry)
@@ -932,14 +933,14 @@ def max_pool2d_backward_arrays(g, positions, geometry, size):
         winners: cython.size_t = gradviz_array_address(positions)
         out: cython.size_t = gradviz_array_address(grad)
         if dtype == _F32_DTYPE:
-            gradviz_max_pool2d_backward_f32(cython.cast(cython.p_float, source),
-                                            cython.cast(cython.p_longlong, winners),
-                                            cython.address(plan), cython.cast(cython.p_float, out))
+            done = gradviz_max_pool2d_backward_f32(
+                cython.cast(cython.p_float, source), cython.cast(cython.p_longlong, winners),
+                cython.address(plan), cython.cast(cython.p_float, out))
         else:
-            gradviz_max_pool2d_backward_f64(cython.cast(cython.p_double, source),
-                                            cython.cast(cython.p_longlong, winners),
-                                            cython.address(plan), cython.cast(cython.p_double, out))
-    return grad
+            done = gradviz_max_pool2d_backward_f64(
+                cython.cast(cython.p_double, source), cython.cast(cython.p_longlong, winners),
+                cython.address(plan), cython.cast(cython.p_double, out))
+    return grad if done else None  # 0: a kernel too large for the kernel's offset table
 
 
 def gelu_backward_float32(x, g):

@@ -6,11 +6,13 @@
  * elements in row-major order from -inf, and an element wins when it is larger or NaN (so the
  * first maximum, or the last NaN); padding never wins. It writes the maximum and the winning
  * kernel offset's row-major number, choosing without a branch on the data (a comparison of
- * random values is mispredicted half the time). The backward adds each output's gradient to
- * its winner; where windows can overlap, offset by offset (all outputs won by offset 0, then
+ * random values is mispredicted half the time; a scan window by window, as torch's, was no
+ * faster: each window's comparisons form one chain). The backward adds each output's gradient
+ * to its winner, found from the winning offset through a small table (no division per
+ * output); where windows can overlap, offset by offset (all outputs won by offset 0, then
  * offset 1, ...), the order of gradviz's differentiable rule (Note [Scatter by offsets]), so
- * both give the same bits; where they cannot, each input gets one gradient at most and one
- * pass in output order gives the same bits.
+ * both give the same bits; where they cannot (a tiling 2x2 pool), each input gets one gradient
+ * at most and one pass in output order gives the same bits.
  */
 #ifndef GRADVIZ_MAX_POOL_H
 #define GRADVIZ_MAX_POOL_H
@@ -81,31 +83,45 @@ static inline void gradviz_outputs_inside(Py_ssize_t outputs, int stride, int pa
         }                                                                                  \
     }
 
+/* Each winner's place relative to its window's first element, by kernel offset: no division
+   per output. Kernels of more than GRADVIZ_MAX_POOL_OFFSETS elements are not handled (the
+   caller keeps numpy's scatter-back). */
+#define GRADVIZ_MAX_POOL_OFFSETS 256
+
 #define GRADVIZ_MAX_POOL_BACKWARD(name, type)                                              \
-    static inline void name(const type *g, const long long *positions,                     \
-                            const gradviz_pool2d *p, type *grad) {                         \
-        Py_ssize_t plane, o, plane_size = p->height * p->width;                            \
-        Py_ssize_t out_size = p->out_height * p->out_width;                                \
-        long long k, kernel = (long long)p->kernel_h * p->kernel_w;                        \
+    static inline int name(const type *g, const long long *positions,                      \
+                           const gradviz_pool2d *p, type *grad) {                          \
+        const Py_ssize_t width = p->width, plane_size = p->height * p->width;              \
+        const Py_ssize_t out_h = p->out_height, out_w = p->out_width;                      \
+        const Py_ssize_t out_size = out_h * out_w;                                         \
+        const long long kernel = (long long)p->kernel_h * p->kernel_w;                     \
+        Py_ssize_t place[GRADVIZ_MAX_POOL_OFFSETS];                                        \
+        Py_ssize_t plane, oy, ox;                                                          \
+        long long k;                                                                       \
         /* windows that cannot overlap give each input at most one gradient: one pass */   \
-        int apart = p->stride_h > (p->kernel_h - 1) * p->dilation_h                        \
-                    && p->stride_w > (p->kernel_w - 1) * p->dilation_w;                    \
+        const int apart = p->stride_h > (p->kernel_h - 1) * p->dilation_h                  \
+                          && p->stride_w > (p->kernel_w - 1) * p->dilation_w;              \
+        if (kernel > GRADVIZ_MAX_POOL_OFFSETS) return 0;                                   \
+        for (k = 0; k < kernel; k++)                                                       \
+            place[k] = (Py_ssize_t)(k / p->kernel_w) * p->dilation_h * width               \
+                       + (Py_ssize_t)(k % p->kernel_w) * p->dilation_w;                    \
         memset(grad, 0, (size_t)(p->planes * plane_size) * sizeof(type));                  \
         for (plane = 0; plane < p->planes; plane++) {                                      \
             const type *gradient = g + plane * out_size;                                   \
             const long long *position = positions + plane * out_size;                      \
             type *out = grad + plane * plane_size;                                         \
             for (k = apart ? -1 : 0; k < (apart ? 0 : kernel); k++) {                      \
-                for (o = 0; o < out_size; o++) {                                           \
-                    long long won = position[o];                                           \
-                    Py_ssize_t oy = o / p->out_width, ox = o % p->out_width;               \
-                    if (k >= 0 && won != k) continue;                                      \
-                    out[(oy * p->stride_h - p->pad_h + (won / p->kernel_w) * p->dilation_h) \
-                        * p->width + ox * p->stride_w - p->pad_w                           \
-                        + (won % p->kernel_w) * p->dilation_w] += gradient[o];             \
+                for (oy = 0; oy < out_h; oy++) {                                           \
+                    type *start = out + (oy * p->stride_h - p->pad_h) * width - p->pad_w;  \
+                    for (ox = 0; ox < out_w; ox++) {                                       \
+                        const long long won = position[oy * out_w + ox];                   \
+                        if (won < 0 || (k >= 0 && won != k)) continue;                     \
+                        start[ox * p->stride_w + place[won]] += gradient[oy * out_w + ox]; \
+                    }                                                                      \
                 }                                                                          \
             }                                                                              \
         }                                                                                  \
+        return 1;                                                                          \
     }
 
 GRADVIZ_MAX_POOL_FORWARD(gradviz_max_pool2d_f32, float)

@@ -88,3 +88,29 @@ def test_the_layer_with_the_kernel_matches_torch():
         results.append((out.detach().numpy(), indices.numpy(), xt.grad.numpy()))
     for mine, theirs in zip(*results):
         np.testing.assert_array_equal(mine, theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kernel", [2, 3])
+def test_a_tiling_pools_kernel_gradient_equals_the_tile_paths_and_torchs(dtype, kernel,
+                                                                          monkeypatch):
+    """Windows that tile the input (kernel = stride, no padding) take the compiled backward's
+    single pass; non-finite and negative-zero output gradients included (the numpy tile path
+    takes the scatter for those)."""
+    rng = np.random.default_rng(kernel)
+    x = np.round(rng.standard_normal((3, 2, 4 * kernel, 2 * kernel)), 1).astype(dtype)
+    x[0, 0, 0, :2] = np.nan
+    for special in (False, True):
+        seed = rng.standard_normal((3, 2, 4, 2)).astype(dtype)
+        if special:
+            seed[0, 0, 0, 0], seed[1, 1, 2, 1], seed[2, 0, 3, 0] = np.inf, -0.0, np.nan
+
+        def grad(lib, seed=seed):
+            xt = lib.tensor(x, requires_grad=True)
+            lib.nn.functional.max_pool2d(xt, kernel).backward(lib.tensor(seed))
+            return xt.grad.numpy()
+
+        got = grad(gradviz)
+        np.testing.assert_array_equal(got, _numpy_path(monkeypatch, grad, gradviz))
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(_numpy_path(monkeypatch, grad, gradviz)))
+        np.testing.assert_array_equal(got, grad(torch))
