@@ -123,6 +123,24 @@ cdef extern from "c/summary_stats.h":
     void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)
 
 
+# Note [Flat windows] (gradviz/ops/_flat_windows.py): a stride-1 2-D convolution's wide
+# columns and their adjoint, one pass each (gradviz_ext/c/flat_windows.h).
+cdef extern from "c/flat_windows.h":
+    ctypedef struct gradviz_flat_windows:
+        Py_ssize_t planes, height, width, pad_h, pad_w, padded_w, flat, length, kernels
+        const Py_ssize_t *starts
+    void gradviz_unfold_wide_f32(const float *x, const gradviz_flat_windows *w, float *cols,
+                                 float *scratch) nogil
+    void gradviz_unfold_wide_f64(const double *x, const gradviz_flat_windows *w, double *cols,
+                                 double *scratch) nogil
+    void gradviz_fold_wide_f32(const float *cols, const gradviz_flat_windows *w, float *out,
+                               float *scratch) nogil
+    void gradviz_fold_wide_f64(const double *cols, const gradviz_flat_windows *w, double *out,
+                               double *scratch) nogil
+
+cdef gradviz_flat_windows _flat_plan(object windows, Py_ssize_t planes, object starts)
+
+
 # Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's
 # backward, elementwise, in one pass (gradviz_ext/c/lstm_cell.h).
 cdef extern from "c/lstm_cell.h":

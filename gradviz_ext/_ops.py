@@ -965,6 +965,88 @@ def gelu_backward_float32(x, g):
 
 
 @cython.cfunc
+def _flat_plan(windows, planes: cython.Py_ssize_t, starts) -> "gradviz_flat_windows":
+    """The C description of 2-D flat windows (Note [Flat windows]); ``starts`` an intp array
+    of the offsets' first entries, kept alive by the caller."""
+    plan = cython.declare(gradviz_flat_windows)
+    if cython.compiled:
+        plan.planes = planes
+        plan.height, plan.width = windows.sizes
+        plan.pad_h, plan.pad_w = windows.padding
+        plan.padded_w = windows.padded[1]
+        plan.flat, plan.length, plan.kernels = windows.flat, windows.length, len(windows.starts)
+        plan.starts = cython.cast(cython.p_Py_ssize_t,
+                                  cython.cast(cython.size_t, gradviz_array_address(starts)))
+    return plan
+
+
+def _float_kind(a):
+    """1 for a C-contiguous float32 ndarray, 2 for float64, else 0."""
+    if type(a) is not np.ndarray or not a.flags.c_contiguous:
+        return 0
+    dtype = a.dtype
+    return 1 if dtype == _F32_DTYPE else 2 if dtype == _F64_DTYPE else 0
+
+
+def unfold_wide_arrays(x, windows):
+    """The (N, C * K, length) wide columns of a C-contiguous float32 or float64 (N, C, H, W)
+    ndarray over 2-D flat windows (Note [Flat windows] in gradviz/ops/_flat_windows.py), in one
+    pass; None where the kernel does not apply (interpreted, other dtypes, layouts or dims)."""
+    kind = _float_kind(x)
+    if not cython.compiled or not kind or x.ndim != 4 or len(windows.sizes) != 2:
+        return None
+    n, c = x.shape[0], x.shape[1]
+    cols = np.empty((n, c * len(windows.starts), windows.length), x.dtype)
+    scratch = np.empty(windows.flat, x.dtype)
+    starts = np.array(windows.starts, dtype=np.intp)
+    if cython.compiled:
+        plan: gradviz_flat_windows = _flat_plan(windows, n * c, starts)
+        source: cython.size_t = gradviz_array_address(x)
+        out: cython.size_t = gradviz_array_address(cols)
+        spare: cython.size_t = gradviz_array_address(scratch)
+        if kind == 1:
+            gradviz_unfold_wide_f32(cython.cast(cython.p_float, source), cython.address(plan),
+                                    cython.cast(cython.p_float, out),
+                                    cython.cast(cython.p_float, spare))
+        else:
+            gradviz_unfold_wide_f64(cython.cast(cython.p_double, source), cython.address(plan),
+                                    cython.cast(cython.p_double, out),
+                                    cython.cast(cython.p_double, spare))
+    return cols
+
+
+def fold_wide_arrays(cols, windows):
+    """The (N, C, H, W) sums of C-contiguous float32 or float64 (N, C * K, length) wide columns
+    back into place (the adjoint of :func:`unfold_wide_arrays`), in numpy's order; None where
+    the kernel does not apply."""
+    kind = _float_kind(cols)
+    if not cython.compiled or not kind or cols.ndim != 3 or len(windows.sizes) != 2:
+        return None
+    kernels = len(windows.starts)
+    n, rows = cols.shape[0], cols.shape[1]
+    if rows % kernels or cols.shape[2] != windows.length:
+        return None
+    c = rows // kernels
+    out = np.empty((n, c) + tuple(windows.sizes), cols.dtype)
+    scratch = np.empty(windows.flat, cols.dtype)
+    starts = np.array(windows.starts, dtype=np.intp)
+    if cython.compiled:
+        plan: gradviz_flat_windows = _flat_plan(windows, n * c, starts)
+        source: cython.size_t = gradviz_array_address(cols)
+        target: cython.size_t = gradviz_array_address(out)
+        spare: cython.size_t = gradviz_array_address(scratch)
+        if kind == 1:
+            gradviz_fold_wide_f32(cython.cast(cython.p_float, source), cython.address(plan),
+                                  cython.cast(cython.p_float, target),
+                                  cython.cast(cython.p_float, spare))
+        else:
+            gradviz_fold_wide_f64(cython.cast(cython.p_double, source), cython.address(plan),
+                                  cython.cast(cython.p_double, target),
+                                  cython.cast(cython.p_double, spare))
+    return out
+
+
+@cython.cfunc
 def _float32_rows(a, batch: cython.Py_ssize_t, width: cython.Py_ssize_t) -> tuple:
     """``(address, row stride in entries)`` of a float32 ndarray of shape (batch, width)
     whose rows are contiguous (a column slice of a wider array qualifies), else (0, 0)."""
