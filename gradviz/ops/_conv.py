@@ -258,19 +258,28 @@ def _convolution_grads(ctx, x, weight, g):
             grad_x = fold_wide(reshape(cols, (n, -1, windows.length)), windows)
         if wide_w:
             blocks = reshape(unfold_wide(x, windows), (n, groups, -1, windows.length))
-            grad_w = reshape(sum(matmul(wide_g, transpose(blocks, 2, 3)), 0),
-                             tuple(weight.shape))
+            grad_w = _weight_grad(wide_g, blocks, weight)
     flat_g = reshape(g, (n, groups, out_channels // groups, -1))     # (N, G, O/G, L)
     if ctx.needs_input_grad[0] and not wide_x:
         cols = _input_columns(flat_w, flat_g, out_channels == groups)
         grad_x = fold(reshape(cols, (n, -1, flat_g.shape[3])), tuple(x.shape[2:]), ctx.geometry)
     if ctx.needs_input_grad[1] and not wide_w:
         blocks = reshape(unfold(x, ctx.geometry), (n, groups, -1, flat_g.shape[3]))
-        grad_w = reshape(sum(matmul(flat_g, transpose(blocks, 2, 3)), 0), tuple(weight.shape))
+        grad_w = _weight_grad(flat_g, blocks, weight)
     if ctx.needs_input_grad[2]:
         grad_b = sum(g, (0,) + tuple(range(2, g.ndim)))
     return tuple(None if grad is None else _requiring_grad(grad, x, weight)
                  for grad in (grad_x, grad_w, grad_b))
+
+
+def _weight_grad(grads, blocks, weight):
+    """``grads @ blocks^T`` summed over the batch, per group: (N, G, O/G, L) gradients and (N,
+    G, C/G * K, L) columns give the weight's gradient. Computed as ``(blocks @ grads^T)^T``:
+    OpenBLAS runs the product with the long ``L`` as the transposed right operand 1.4-1.7x
+    slower (a (32, 144) x (144, 288) layer: 1.88 -> 1.38 ms per batch of 32); the sums are the
+    same dot products, in an order within rounding of the other (as any GEMM's)."""
+    summed = sum(matmul(blocks, transpose(grads, 2, 3)), 0)   # (G, C/G * K, O/G)
+    return reshape(transpose(summed, 1, 2), tuple(weight.shape))
 
 
 def _input_columns(flat_w, grads, depthwise):
