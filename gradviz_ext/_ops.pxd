@@ -141,6 +141,18 @@ cdef extern from "c/flat_windows.h":
 cdef gradviz_flat_windows _flat_plan(object windows, Py_ssize_t planes, object starts)
 
 
+# Note [Layer norm kernel] (gradviz/ops/_nn.py): layer norm's forward over the last dim, one
+# row at a time, numpy's bits (gradviz_ext/c/layer_norm.h).
+cdef extern from "c/layer_norm.h":
+    void gradviz_layer_norm_f32(const float *x, Py_ssize_t rows, Py_ssize_t n, float eps,
+                                const float *weight, const float *bias, float *out,
+                                float *mean, float *var, float *rstd, float *squares) nogil
+    void gradviz_layer_norm_f64(const double *x, Py_ssize_t rows, Py_ssize_t n, double eps,
+                                const double *weight, const double *bias, double *out,
+                                double *mean, double *var, double *rstd,
+                                double *squares) nogil
+
+
 # Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's
 # backward, elementwise, in one pass (gradviz_ext/c/lstm_cell.h).
 cdef extern from "c/lstm_cell.h":

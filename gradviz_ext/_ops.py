@@ -1046,6 +1046,50 @@ def fold_wide_arrays(cols, windows):
     return out
 
 
+def layer_norm_arrays(x, weight, bias, eps):
+    """Layer norm over the last dim of a C-contiguous float32 or float64 ndarray, with optional
+    (n,) ``weight`` and ``bias`` of its dtype: ``(out, mean, var, rstd)``, the statistics of
+    shape ``x.shape[:-1] + (1,)``, with the bits of the numpy code (Note [Layer norm kernel] in
+    gradviz/ops/_nn.py); None where the kernel does not apply."""
+    kind = _float_kind(x)
+    if not cython.compiled or not kind or x.ndim == 0 or x.size == 0:
+        return None
+    n: cython.Py_ssize_t = x.shape[x.ndim - 1]
+    rows: cython.Py_ssize_t = x.size // n
+    dtype = x.dtype
+    for parameter in (weight, bias):
+        if parameter is not None and (_float_kind(parameter) != kind or parameter.ndim != 1
+                                      or parameter.shape[0] != n):
+            return None
+    out = np.empty(x.shape, dtype)
+    stats = np.empty((3, rows), dtype)
+    squares = np.empty(n, dtype)
+    if cython.compiled:
+        w: cython.size_t = 0 if weight is None else gradviz_array_address(weight)
+        b: cython.size_t = 0 if bias is None else gradviz_array_address(bias)
+        source: cython.size_t = gradviz_array_address(x)
+        target: cython.size_t = gradviz_array_address(out)
+        found: cython.size_t = gradviz_array_address(stats)
+        spare: cython.size_t = gradviz_array_address(squares)
+        if kind == 1:
+            gradviz_layer_norm_f32(
+                cython.cast(cython.p_float, source), rows, n, cython.cast(cython.float, eps),
+                cython.cast(cython.p_float, w), cython.cast(cython.p_float, b),
+                cython.cast(cython.p_float, target), cython.cast(cython.p_float, found),
+                cython.cast(cython.p_float, found) + rows,
+                cython.cast(cython.p_float, found) + 2 * rows, cython.cast(cython.p_float, spare))
+        else:
+            gradviz_layer_norm_f64(
+                cython.cast(cython.p_double, source), rows, n, cython.cast(cython.double, eps),
+                cython.cast(cython.p_double, w), cython.cast(cython.p_double, b),
+                cython.cast(cython.p_double, target), cython.cast(cython.p_double, found),
+                cython.cast(cython.p_double, found) + rows,
+                cython.cast(cython.p_double, found) + 2 * rows,
+                cython.cast(cython.p_double, spare))
+    kept = x.shape[:x.ndim - 1] + (1,)
+    return out, stats[0].reshape(kept), stats[1].reshape(kept), stats[2].reshape(kept)
+
+
 @cython.cfunc
 def _float32_rows(a, batch: cython.Py_ssize_t, width: cython.Py_ssize_t) -> tuple:
     """``(address, row stride in entries)`` of a float32 ndarray of shape (batch, width)

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ext_ops
 
 from .._tensor import _wrap
 from ._conv import _requiring_grad, _tie_backward
@@ -172,6 +173,13 @@ def _affine_grads(ctx, g, normalized, reduce_dims, shape):
 
 
 def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
+    if dims == (x.ndim - 1,):
+        found = _ext_ops.layer_norm_arrays(x, weight, bias, eps)  # Note [Layer norm kernel]
+        if found is not None:
+            out, mean, var, rstd = found
+            if statistics is not None:
+                statistics.keep(x, mean, var, rstd)
+            return out
     out = _normalize_forward(x, dims, eps, statistics)  # ours: the affine goes in place when it may
     if weight is not None:
         out = _in_place(out, weight, np.multiply)
@@ -179,6 +187,18 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
         out = _in_place(out, bias, np.add)
     return out.astype(x.dtype, copy=False)
 
+
+# Note [Layer norm kernel]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Layer norm over the last dim (every transformer's) of float32 or float64 rows is one compiled
+# pass per row (gradviz_ext/c/layer_norm.h, ``layer_norm_arrays``) doing what the numpy code
+# above does, operation for operation: numpy's pairwise sum in the dtype from the identity,
+# the division by the count in float64 (numpy's rule for an array divided by an intp scalar)
+# rounded back, the centered row, its squares' mean the same way, ``1 / sqrt(var + eps)`` in
+# the dtype, the scaling, the weight, the bias. So the output and the kept statistics have the
+# same bits (tests/ops/test_layer_norm_kernel.py compares them over row lengths 1 to 1,000,
+# NaN and infinities included): 80 -> 31 us for a GPT's (16, 32, 64) activation, where numpy
+# made eight passes and six temporaries. Other layouts keep numpy.
 
 def _in_place(out, parameter, ufunc):
     """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result

@@ -1,0 +1,86 @@
+/* Layer norm's forward over the last dim of C-contiguous float32 or float64 rows, one row at a
+ * time, with the bits of the numpy code it replaces (gradviz/ops/_nn.py, _normalize_forward and
+ * _layer_norm_forward).
+ *
+ * Note [Layer norm kernel] in gradviz/ops/_nn.py says why. numpy computes, per row of n
+ * entries: the mean as add.reduce in the array's dtype (numpy's pairwise summation, started
+ * from the identity 0) divided by the count, an intp scalar, which numpy's type rules make a
+ * float64 division rounded back to the dtype; the centered row; the mean of its squares the
+ * same way; 1 / sqrt(var + eps) in the dtype (eps rounded to it first); the centered row
+ * times that; then times the weight and plus the bias, each rounded. This does the same
+ * operations in the same order, per row, while the row is in cache.
+ */
+#ifndef GRADVIZ_LAYER_NORM_H
+#define GRADVIZ_LAYER_NORM_H
+
+#include <math.h>
+
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+/* numpy's pairwise_sum in the array's own dtype (loops_utils.h.src), contiguous */
+#define GRADVIZ_DTYPE_PAIRWISE(name, type)                                                 \
+    static type name(const type *a, Py_ssize_t n) {                                        \
+        Py_ssize_t i;                                                                      \
+        if (n < 8) {                                                                       \
+            type res = -0.0;                                                               \
+            for (i = 0; i < n; i++) res += a[i];                                           \
+            return res;                                                                    \
+        } else if (n <= 128) {                                                             \
+            type r[8], res;                                                                \
+            int j;                                                                         \
+            for (j = 0; j < 8; j++) r[j] = a[j];                                           \
+            for (i = 8; i < n - (n % 8); i += 8)                                           \
+                for (j = 0; j < 8; j++) r[j] += a[i + j];                                  \
+            res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));       \
+            for (; i < n; i++) res += a[i];                                                \
+            return res;                                                                    \
+        } else {                                                                           \
+            Py_ssize_t half = n / 2;                                                       \
+            half -= half % 8;                                                              \
+            return name(a, half) + name(a + half, n - half);                               \
+        }                                                                                  \
+    }
+
+/* x, out: rows x n; weight, bias: n or NULL; mean, var, rstd: rows; squares: n scratch */
+#define GRADVIZ_LAYER_NORM(name, type, pairwise, root)                                           \
+    static inline void name(const type *x, Py_ssize_t rows, Py_ssize_t n, type eps,        \
+                            const type *weight, const type *bias, type *out, type *mean,   \
+                            type *var, type *rstd, type *squares) {                        \
+        Py_ssize_t r, j;                                                                   \
+        for (r = 0; r < rows; r++) {                                                       \
+            const type *in = x + r * n;                                                    \
+            type *to = out + r * n;                                                        \
+            type m, v, s, zero = 0.0;                                                      \
+            m = (type)((double)(zero + pairwise(in, n)) / (double)n);                      \
+            for (j = 0; j < n; j++) {                                                      \
+                to[j] = in[j] - m;                                                         \
+                squares[j] = to[j] * to[j];                                                \
+            }                                                                              \
+            v = (type)((double)(zero + pairwise(squares, n)) / (double)n);                 \
+            s = (type)1.0 / root(v + eps);                                                  \
+            for (j = 0; j < n; j++) to[j] = to[j] * s;                                     \
+            if (weight != NULL)                                                            \
+                for (j = 0; j < n; j++) to[j] = to[j] * weight[j];                         \
+            if (bias != NULL)                                                              \
+                for (j = 0; j < n; j++) to[j] = to[j] + bias[j];                           \
+            mean[r] = m;                                                                   \
+            var[r] = v;                                                                    \
+            rstd[r] = s;                                                                   \
+        }                                                                                  \
+    }
+
+GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_float, float)
+GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_double, double)
+GRADVIZ_LAYER_NORM(gradviz_layer_norm_f32, float, gradviz_pairwise_float, sqrtf)
+GRADVIZ_LAYER_NORM(gradviz_layer_norm_f64, double, gradviz_pairwise_double, sqrt)
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+#endif  /* GRADVIZ_LAYER_NORM_H */

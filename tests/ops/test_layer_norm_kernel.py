@@ -1,0 +1,73 @@
+"""Note [Layer norm kernel]: the compiled layer norm over the last dim gives the numpy code's
+output and statistics bit for bit (row lengths 1 to 1,000, float32 and float64, with and
+without weight and bias, NaN and infinities), declines other layouts, and the layer still
+matches torch, gradients included."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+from gradviz import config
+from gradviz.ops import _nn
+from gradviz_ext import ops as ext_ops
+
+COMPILED = config()["engine"] == "compiled"
+LENGTHS = list(range(1, 34)) + [63, 64, 65, 127, 128, 129, 136, 255, 256, 257, 300, 768, 1000]
+
+
+def _numpy(x, weight, bias, eps, monkeypatch):
+    statistics = _nn.NormStatistics()
+    with monkeypatch.context() as patch:
+        patch.setattr(ext_ops, "layer_norm_arrays", lambda *a: None)
+        out = _nn._layer_norm_forward(x, weight, bias, (x.ndim - 1,), eps, statistics)
+    return out, statistics.mean, statistics.var, statistics.rstd
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_kernel_gives_the_numpy_codes_bits(dtype, monkeypatch):
+    rng = np.random.default_rng(11)
+    for n in LENGTHS:
+        for affine in ("both", "weight", "none"):
+            x = (rng.standard_normal((3, 2, n)) * 10.0 ** int(rng.integers(-3, 4))
+                 + rng.standard_normal() * 5).astype(dtype)
+            if n > 3 and affine == "both":
+                x[0, 0, 1], x[1, 1, 2] = np.nan, np.inf
+            weight = rng.standard_normal(n).astype(dtype) if affine != "none" else None
+            bias = rng.standard_normal(n).astype(dtype) if affine == "both" else None
+            eps = float(rng.choice([1e-5, 1e-12, 0.1]))
+            got = ext_ops.layer_norm_arrays(x, weight, bias, eps)
+            if not COMPILED:
+                assert got is None
+                return
+            for mine, theirs in zip(got, _numpy(x, weight, bias, eps, monkeypatch)):
+                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                np.testing.assert_array_equal(mine, theirs)
+                assert np.array_equal(np.signbit(mine), np.signbit(theirs))
+
+
+def test_the_kernel_declines_what_it_does_not_cover():
+    x = np.ones((2, 4), np.float32)
+    assert ext_ops.layer_norm_arrays(x, np.ones(4, np.float64), None, 1e-5) is None
+    assert ext_ops.layer_norm_arrays(np.ones((4, 2), np.float32).T, None, None, 1e-5) is None
+    assert ext_ops.layer_norm_arrays(x.astype(np.float16), None, None, 1e-5) is None
+    assert ext_ops.layer_norm_arrays(np.ones((2, 0), np.float32), None, None, 1e-5) is None
+
+
+@pytest.mark.parametrize("shape", [(16, 32, 64), (5, 7), (3, 130)])
+def test_layer_norm_matches_torch(shape):
+    rng = np.random.default_rng(len(shape))
+    x = rng.standard_normal(shape).astype(np.float32) * 3 + 1
+    weight = rng.standard_normal(shape[-1]).astype(np.float32)
+    bias = rng.standard_normal(shape[-1]).astype(np.float32)
+    seed = rng.standard_normal(shape).astype(np.float32)
+    results = []
+    for lib in (gradviz, torch):
+        xt, wt, bt = (lib.tensor(a, requires_grad=True) for a in (x, weight, bias))
+        out = lib.nn.functional.layer_norm(xt, (shape[-1],), wt, bt)
+        out.backward(lib.tensor(seed))
+        results.append([out.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
+    for mine, theirs in zip(*results):
+        np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
