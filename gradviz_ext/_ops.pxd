@@ -151,6 +151,15 @@ cdef extern from "c/layer_norm.h":
                                 const double *weight, const double *bias, double *out,
                                 double *mean, double *var, double *rstd,
                                 double *squares) nogil
+    void gradviz_layer_norm_backward_f32(const float *x, const float *g, Py_ssize_t rows,
+                                         Py_ssize_t n, const float *weight, const float *mean,
+                                         const float *rstd, float *grad_x, float *grad_w,
+                                         float *grad_b, float *scratch) nogil
+    void gradviz_layer_norm_backward_f64(const double *x, const double *g, Py_ssize_t rows,
+                                         Py_ssize_t n, const double *weight,
+                                         const double *mean, const double *rstd,
+                                         double *grad_x, double *grad_w, double *grad_b,
+                                         double *scratch) nogil
 
 
 # Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's

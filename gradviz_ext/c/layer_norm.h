@@ -1,6 +1,6 @@
-/* Layer norm's forward over the last dim of C-contiguous float32 or float64 rows, one row at a
- * time, with the bits of the numpy code it replaces (gradviz/ops/_nn.py, _normalize_forward and
- * _layer_norm_forward).
+/* Layer norm over the last dim of C-contiguous float32 or float64 rows, forward and backward,
+ * one row at a time, with the bits of the numpy code it replaces (gradviz/ops/_nn.py,
+ * _normalize_forward, _layer_norm_forward and _layer_norm_backward_arrays).
  *
  * Note [Layer norm kernel] in gradviz/ops/_nn.py says why. numpy computes, per row of n
  * entries: the mean as add.reduce in the array's dtype (numpy's pairwise summation, started
@@ -74,10 +74,54 @@
         }                                                                                  \
     }
 
+/* The backward on arrays (_layer_norm_backward_arrays): per row the normalized row from the
+   kept mean and rstd, the gradient times the weight, the means of it and of its product with
+   the normalized row, and the input's gradient ((scaled - xhat * projection) - mean) * rstd;
+   the weight's and the bias's gradients summed over the rows in row order from 0, as numpy's
+   reduction over the leading dims adds them. grad_x, grad_w, grad_b may be NULL (not needed);
+   scratch: 3 n entries. */
+#define GRADVIZ_LAYER_NORM_BACKWARD(name, type, pairwise)                                  \
+    static inline void name(const type *x, const type *g, Py_ssize_t rows, Py_ssize_t n,   \
+                            const type *weight, const type *mean, const type *rstd,        \
+                            type *grad_x, type *grad_w, type *grad_b, type *scratch) {     \
+        type *xhat = scratch, *scaled = scratch + n, *product = scratch + 2 * n;           \
+        Py_ssize_t r, j;                                                                   \
+        if (grad_w != NULL) for (j = 0; j < n; j++) grad_w[j] = 0.0;                       \
+        if (grad_b != NULL) for (j = 0; j < n; j++) grad_b[j] = 0.0;                       \
+        for (r = 0; r < rows; r++) {                                                       \
+            const type *in = x + r * n, *gr = g + r * n;                                   \
+            const type m = mean[r], s = rstd[r];                                           \
+            type g_mean, projection, zero = 0.0;                                           \
+            for (j = 0; j < n; j++) {                                                      \
+                xhat[j] = in[j] - m;                                                       \
+                xhat[j] = xhat[j] * s;                                                     \
+                scaled[j] = weight != NULL ? gr[j] * weight[j] : gr[j];                    \
+                product[j] = scaled[j] * xhat[j];                                          \
+            }                                                                              \
+            if (grad_x != NULL) {                                                          \
+                type *to = grad_x + r * n;                                                 \
+                g_mean = (type)((double)(zero + pairwise(scaled, n)) / (double)n);         \
+                projection = (type)((double)(zero + pairwise(product, n)) / (double)n);    \
+                for (j = 0; j < n; j++) {                                                  \
+                    type d = xhat[j] * projection;                                         \
+                    d = scaled[j] - d;                                                     \
+                    d = d - g_mean;                                                        \
+                    to[j] = d * s;                                                         \
+                }                                                                          \
+            }                                                                              \
+            if (grad_w != NULL)                                                            \
+                for (j = 0; j < n; j++) grad_w[j] = grad_w[j] + gr[j] * xhat[j];           \
+            if (grad_b != NULL)                                                            \
+                for (j = 0; j < n; j++) grad_b[j] = grad_b[j] + gr[j];                     \
+        }                                                                                  \
+    }
+
 GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_float, float)
 GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_double, double)
 GRADVIZ_LAYER_NORM(gradviz_layer_norm_f32, float, gradviz_pairwise_float, sqrtf)
 GRADVIZ_LAYER_NORM(gradviz_layer_norm_f64, double, gradviz_pairwise_double, sqrt)
+GRADVIZ_LAYER_NORM_BACKWARD(gradviz_layer_norm_backward_f32, float, gradviz_pairwise_float)
+GRADVIZ_LAYER_NORM_BACKWARD(gradviz_layer_norm_backward_f64, double, gradviz_pairwise_double)
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options

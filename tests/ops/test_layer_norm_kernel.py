@@ -48,6 +48,47 @@ def test_the_kernel_gives_the_numpy_codes_bits(dtype, monkeypatch):
                 assert np.array_equal(np.signbit(mine), np.signbit(theirs))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("needs", [(True, True, True), (True, False, False), (False, True, True)])
+def test_the_backward_kernel_gives_the_numpy_codes_bits(dtype, needs, monkeypatch):
+    rng = np.random.default_rng(12)
+    for n in LENGTHS:
+        for leading in ((4,), (2, 3), (1,)):
+            shape = leading + (n,)
+            x = (rng.standard_normal(shape) * 10.0 ** int(rng.integers(-2, 3))).astype(dtype)
+            g = np.round(rng.standard_normal(shape), 1).astype(dtype)  # zeros of both signs
+            g[..., 0] = -0.0
+            if n > 4:
+                g.reshape(-1)[3], x.reshape(-1)[2] = np.inf, np.nan
+            weight = rng.standard_normal(n).astype(dtype) if needs[1] else None
+            statistics = _nn.NormStatistics()
+            _nn._layer_norm_forward(x, weight, None, (x.ndim - 1,), 1e-5, statistics)
+
+            class Ctx:
+                dims, eps = (x.ndim - 1,), 1e-5
+                needs_input_grad = needs
+
+                def data(self, index):
+                    return (x, weight)[index]
+
+            ctx = Ctx()
+            ctx.statistics = statistics
+            got = _nn._layer_norm_backward_arrays(ctx, g)
+            if COMPILED:
+                assert ext_ops.layer_norm_backward_arrays(
+                    x, g, weight, statistics.mean, statistics.rstd, needs) is not None
+            with monkeypatch.context() as patch:
+                patch.setattr(ext_ops, "layer_norm_backward_arrays", lambda *a: None)
+                want = _nn._layer_norm_backward_arrays(ctx, g)
+            for mine, theirs in zip(got, want):
+                assert (mine is None) == (theirs is None)
+                if mine is not None:
+                    mine, theirs = mine.numpy(), theirs.numpy()
+                    assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                    np.testing.assert_array_equal(mine, theirs)
+                    assert np.array_equal(np.signbit(mine), np.signbit(theirs))
+
+
 def test_the_kernel_declines_what_it_does_not_cover():
     x = np.ones((2, 4), np.float32)
     assert ext_ops.layer_norm_arrays(x, np.ones(4, np.float64), None, 1e-5) is None
