@@ -193,16 +193,16 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
 # Layer norm over the last dim (every transformer's) of float32 or float64 rows is one compiled
 # pass per row, forward and backward (gradviz_ext/c/layer_norm.h, ``layer_norm_arrays`` and
 # ``layer_norm_backward_arrays``), doing what the numpy code does, operation for operation:
-# numpy's pairwise sum in the dtype from the identity, the division by the count in float64 (numpy's rule for an array divided by an intp scalar)
-# rounded back, the centered row, its squares' mean the same way, ``1 / sqrt(var + eps)`` in
-# the dtype, the scaling, the weight, the bias. So the output and the kept statistics have the
-# same bits (tests/ops/test_layer_norm_kernel.py compares them over row lengths 1 to 1,000,
-# NaN and infinities included): 80 -> 31 us for a GPT's (16, 32, 64) activation, where numpy
-# made eight passes and six temporaries. The backward on arrays likewise (the kept statistics'
-# normalized row, the two row means, the input's gradient; the weight's and bias's gradients
-# summed over the rows in row order from 0, as numpy's reduction over the leading dims adds
-# them): 133 -> 52 us. Other layouts, and a backward without the forward's statistics, keep
-# numpy.
+# numpy's pairwise sum in the dtype from the identity, the division by the count in float64
+# (numpy's rule for an array divided by an intp scalar) rounded back, the centered row, its
+# squares' mean the same way, ``1 / sqrt(var + eps)`` in the dtype, the scaling, the weight, the
+# bias. So the output and the kept statistics have the same bits
+# (tests/ops/test_layer_norm_kernel.py compares them over row lengths 1 to 1,000, NaN and
+# infinities included): 80 -> 31 us for a GPT's (16, 32, 64) activation, where numpy made eight
+# passes and six temporaries. The backward on arrays likewise (the kept statistics' normalized
+# row, the two row means, the input's gradient; the weight's and bias's gradients summed over
+# the rows in row order from 0, as numpy's reduction over the leading dims adds them): 133 -> 52
+# us. Other layouts, and a backward without the forward's statistics, keep numpy.
 
 def _in_place(out, parameter, ufunc):
     """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result
