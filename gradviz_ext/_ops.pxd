@@ -155,6 +155,16 @@ cdef extern from "c/layer_norm.h":
                                          Py_ssize_t n, const float *weight, const float *mean,
                                          const float *rstd, float *grad_x, float *grad_w,
                                          float *grad_b, float *scratch) nogil
+    void gradviz_batch_norm_backward_f32(const float *x, const float *g, Py_ssize_t batch,
+                                         Py_ssize_t channels, Py_ssize_t plane,
+                                         const float *weight, const float *mean,
+                                         const float *rstd, float *grad_x, float *grad_w,
+                                         float *grad_b, float *scratch) nogil
+    void gradviz_batch_norm_backward_f64(const double *x, const double *g, Py_ssize_t batch,
+                                         Py_ssize_t channels, Py_ssize_t plane,
+                                         const double *weight, const double *mean,
+                                         const double *rstd, double *grad_x, double *grad_w,
+                                         double *grad_b, double *scratch) nogil
     void gradviz_layer_norm_backward_f64(const double *x, const double *g, Py_ssize_t rows,
                                          Py_ssize_t n, const double *weight,
                                          const double *mean, const double *rstd,

@@ -1140,6 +1140,58 @@ def layer_norm_backward_arrays(x, g, weight, mean, rstd, needs):
     return grad_x, grad_w, grad_b
 
 
+def batch_norm_backward_arrays(x, g, weight, mean, rstd, needs):
+    """The gradients ``(input, weight, bias)`` of a training batch norm (None where ``needs``
+    says no) from C-contiguous float32 or float64 (N, C, ...) ``x`` and ``g``, the optional (C,)
+    ``weight`` and the forward's kept per-channel ``mean`` and ``rstd``, with the bits of the
+    numpy code (Note [Layer norm kernel] in gradviz/ops/_nn.py); None where the kernel does not
+    apply."""
+    kind = _float_kind(x)
+    if (not cython.compiled or not kind or x.ndim < 2 or x.size == 0 or _float_kind(g) != kind
+            or g.shape != x.shape):
+        return None
+    batch: cython.Py_ssize_t = x.shape[0]
+    channels: cython.Py_ssize_t = x.shape[1]
+    plane: cython.Py_ssize_t = x.size // (batch * channels)
+    if plane > 8192:  # numpy's reduction may split longer planes; keep its own code there
+        return None
+    for stat in (mean, rstd):
+        if _float_kind(stat) != kind or stat.size != channels:
+            return None
+    if weight is not None and (_float_kind(weight) != kind or weight.size != channels):
+        return None
+    dtype = x.dtype
+    grad_x = np.empty(x.shape, dtype) if needs[0] else None
+    grad_w = np.empty(channels, dtype) if needs[1] else None
+    grad_b = np.empty(channels, dtype) if needs[2] else None
+    scratch = np.empty(4 * plane, dtype)
+    if cython.compiled:
+        gx: cython.size_t = 0 if grad_x is None else gradviz_array_address(grad_x)
+        gw: cython.size_t = 0 if grad_w is None else gradviz_array_address(grad_w)
+        gb: cython.size_t = 0 if grad_b is None else gradviz_array_address(grad_b)
+        w: cython.size_t = 0 if weight is None else gradviz_array_address(weight)
+        source: cython.size_t = gradviz_array_address(x)
+        gradient: cython.size_t = gradviz_array_address(g)
+        means: cython.size_t = gradviz_array_address(mean)
+        scales: cython.size_t = gradviz_array_address(rstd)
+        spare: cython.size_t = gradviz_array_address(scratch)
+        if kind == 1:
+            gradviz_batch_norm_backward_f32(
+                cython.cast(cython.p_float, source), cython.cast(cython.p_float, gradient),
+                batch, channels, plane, cython.cast(cython.p_float, w),
+                cython.cast(cython.p_float, means), cython.cast(cython.p_float, scales),
+                cython.cast(cython.p_float, gx), cython.cast(cython.p_float, gw),
+                cython.cast(cython.p_float, gb), cython.cast(cython.p_float, spare))
+        else:
+            gradviz_batch_norm_backward_f64(
+                cython.cast(cython.p_double, source), cython.cast(cython.p_double, gradient),
+                batch, channels, plane, cython.cast(cython.p_double, w),
+                cython.cast(cython.p_double, means), cython.cast(cython.p_double, scales),
+                cython.cast(cython.p_double, gx), cython.cast(cython.p_double, gw),
+                cython.cast(cython.p_double, gb), cython.cast(cython.p_double, spare))
+    return grad_x, grad_w, grad_b
+
+
 @cython.cfunc
 def _float32_rows(a, batch: cython.Py_ssize_t, width: cython.Py_ssize_t) -> tuple:
     """``(address, row stride in entries)`` of a float32 ndarray of shape (batch, width)

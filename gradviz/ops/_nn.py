@@ -202,7 +202,10 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
 # passes and six temporaries. The backward on arrays likewise (the kept statistics' normalized
 # row, the two row means, the input's gradient; the weight's and bias's gradients summed over
 # the rows in row order from 0, as numpy's reduction over the leading dims adds them): 133 -> 52
-# us. Other layouts, and a backward without the forward's statistics, keep numpy.
+# us. Batch norm's training backward on arrays likewise, per channel (numpy sums each (n, c)
+# plane pairwise and adds the planes in n order from 0): 1.36 -> 0.98 ms for (32, 16, 32, 32).
+# Other layouts, planes above 8,192 entries (where numpy's reduction may split them), and a
+# backward without the forward's statistics, keep numpy.
 
 def _in_place(out, parameter, ufunc):
     """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result
@@ -315,6 +318,13 @@ def _batch_norm_backward_arrays(ctx, g):
     """:func:`_batch_norm_backward` on numpy arrays, when no graph is recorded (Note
     [Normalization kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
+    statistics = ctx.statistics
+    if (ctx.mean_ is None and statistics is not None and statistics.source is not None
+            and statistics.source() is x):  # Note [Layer norm kernel]
+        found = _ext_ops.batch_norm_backward_arrays(x, g, weight, statistics.mean,
+                                                    statistics.rstd, ctx.needs_input_grad)
+        if found is not None:
+            return _wrapped(*found)
     shape = _channel_shape(x)
     scaled = g * weight.reshape(shape) if weight is not None else g
     if ctx.mean_ is None:

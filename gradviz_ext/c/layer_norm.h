@@ -116,12 +116,69 @@
         }                                                                                  \
     }
 
+/* Batch norm's training backward on arrays (_batch_norm_backward_arrays with the forward's
+   statistics), x and g (N, C, P) C-contiguous: numpy reduces over (0, 2, 3...) by adding each
+   (n, c) plane's pairwise sum to the channel's total in n order from 0, and divides by the
+   count in float64. Per channel: the plane sums of the scaled gradient, of its product with
+   the normalized plane, of g times the normalized plane and of g; then the input's gradient
+   ((scaled - xhat * projection) - mean) * rstd. grad_* may be NULL; scratch: 4 P entries. */
+#define GRADVIZ_BATCH_NORM_BACKWARD(name, type, pairwise)                                  \
+    static inline void name(const type *x, const type *g, Py_ssize_t batch,                \
+                            Py_ssize_t channels, Py_ssize_t plane, const type *weight,     \
+                            const type *mean, const type *rstd, type *grad_x,              \
+                            type *grad_w, type *grad_b, type *scratch) {                   \
+        type *xhat = scratch, *scaled = scratch + plane, *product = scratch + 2 * plane;   \
+        type *affine = scratch + 3 * plane;                                                \
+        const double count = (double)batch * (double)plane;                                \
+        Py_ssize_t c, n, j;                                                                \
+        for (c = 0; c < channels; c++) {                                                   \
+            const type m = mean[c], s = rstd[c], w = weight != NULL ? weight[c] : 0;      \
+            type g_total = 0.0, p_total = 0.0, w_total = 0.0, b_total = 0.0;               \
+            type g_mean, projection;                                                       \
+            for (n = 0; n < batch; n++) {                                                  \
+                const type *in = x + (n * channels + c) * plane;                           \
+                const type *gr = g + (n * channels + c) * plane;                           \
+                for (j = 0; j < plane; j++) {                                              \
+                    xhat[j] = in[j] - m;                                                   \
+                    xhat[j] = xhat[j] * s;                                                 \
+                    scaled[j] = weight != NULL ? gr[j] * w : gr[j];                        \
+                    product[j] = scaled[j] * xhat[j];                                      \
+                    affine[j] = gr[j] * xhat[j];                                           \
+                }                                                                          \
+                g_total = g_total + pairwise(scaled, plane);                               \
+                p_total = p_total + pairwise(product, plane);                              \
+                w_total = w_total + pairwise(affine, plane);                               \
+                b_total = b_total + pairwise(gr, plane);                                   \
+            }                                                                              \
+            if (grad_w != NULL) grad_w[c] = w_total;                                       \
+            if (grad_b != NULL) grad_b[c] = b_total;                                       \
+            if (grad_x == NULL) continue;                                                  \
+            g_mean = (type)((double)g_total / count);                                      \
+            projection = (type)((double)p_total / count);                                  \
+            for (n = 0; n < batch; n++) {                                                  \
+                const type *in = x + (n * channels + c) * plane;                           \
+                const type *gr = g + (n * channels + c) * plane;                           \
+                type *to = grad_x + (n * channels + c) * plane;                            \
+                for (j = 0; j < plane; j++) {                                              \
+                    type h = in[j] - m, d;                                                 \
+                    h = h * s;                                                             \
+                    d = h * projection;                                                    \
+                    d = (weight != NULL ? gr[j] * w : gr[j]) - d;                          \
+                    d = d - g_mean;                                                        \
+                    to[j] = d * s;                                                         \
+                }                                                                          \
+            }                                                                              \
+        }                                                                                  \
+    }
+
 GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_float, float)
 GRADVIZ_DTYPE_PAIRWISE(gradviz_pairwise_double, double)
 GRADVIZ_LAYER_NORM(gradviz_layer_norm_f32, float, gradviz_pairwise_float, sqrtf)
 GRADVIZ_LAYER_NORM(gradviz_layer_norm_f64, double, gradviz_pairwise_double, sqrt)
 GRADVIZ_LAYER_NORM_BACKWARD(gradviz_layer_norm_backward_f32, float, gradviz_pairwise_float)
 GRADVIZ_LAYER_NORM_BACKWARD(gradviz_layer_norm_backward_f64, double, gradviz_pairwise_double)
+GRADVIZ_BATCH_NORM_BACKWARD(gradviz_batch_norm_backward_f32, float, gradviz_pairwise_float)
+GRADVIZ_BATCH_NORM_BACKWARD(gradviz_batch_norm_backward_f64, double, gradviz_pairwise_double)
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options

@@ -112,3 +112,44 @@ def test_layer_norm_matches_torch(shape):
         results.append([out.detach().numpy(), xt.grad.numpy(), wt.grad.numpy(), bt.grad.numpy()])
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("needs", [(True, True, True), (True, False, False), (False, True, True)])
+def test_the_batch_norm_backward_kernel_gives_the_numpy_codes_bits(dtype, needs, monkeypatch):
+    """A training batch norm's backward on arrays: numpy sums each (n, c) plane pairwise and
+    adds the planes in n order from 0; the kernel must give its bits, -0.0 included."""
+    rng = np.random.default_rng(13)
+    for shape in [(8, 16, 8, 8), (4, 3, 5, 7), (2, 3, 1, 1), (5, 4), (7, 3, 9), (1, 2, 130, 3)]:
+        x = (rng.standard_normal(shape) * 3 + 1).astype(dtype)
+        g = np.round(rng.standard_normal(shape), 1).astype(dtype)
+        g.reshape(-1)[0] = -0.0
+        weight = rng.standard_normal(shape[1]).astype(dtype) if needs[1] else None
+        dims = (0,) + tuple(range(2, len(shape)))
+        statistics = _nn.NormStatistics()
+        _nn._batch_norm_forward(x, weight, None, dims, 1e-5, None, None, statistics)
+
+        class Ctx:
+            mean_ = var = None
+            eps = 1e-5
+            needs_input_grad = needs
+
+            def data(self, index):
+                return (x, weight)[index]
+
+        ctx = Ctx()
+        ctx.dims, ctx.statistics = dims, statistics
+        got = _nn._batch_norm_backward_arrays(ctx, g)
+        if COMPILED:
+            assert ext_ops.batch_norm_backward_arrays(
+                x, g, weight, statistics.mean, statistics.rstd, needs) is not None
+        with monkeypatch.context() as patch:
+            patch.setattr(ext_ops, "batch_norm_backward_arrays", lambda *a: None)
+            want = _nn._batch_norm_backward_arrays(ctx, g)
+        for mine, theirs in zip(got, want):
+            assert (mine is None) == (theirs is None)
+            if mine is not None:
+                mine, theirs = mine.numpy(), theirs.numpy()
+                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+                np.testing.assert_array_equal(mine, theirs)
+                assert np.array_equal(np.signbit(mine), np.signbit(theirs))
