@@ -8,7 +8,8 @@
  * float64 division rounded back to the dtype; the centered row; the mean of its squares the
  * same way; 1 / sqrt(var + eps) in the dtype (eps rounded to it first); the centered row
  * times that; then times the weight and plus the bias, each rounded. This does the same
- * operations in the same order, per row, while the row is in cache.
+ * operations in the same order, per row, while the row is in cache. Batch norm's training
+ * backward (below) follows the same rules per channel.
  */
 #ifndef GRADVIZ_LAYER_NORM_H
 #define GRADVIZ_LAYER_NORM_H
