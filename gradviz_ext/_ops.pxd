@@ -172,6 +172,21 @@ cdef extern from "c/layer_norm.h":
                                          double *scratch) nogil
 
 
+# Note [Softmax kernels] (gradviz/ops/_activation.py): softmax's shift, scale and backward over
+# the last dim, one pass per row each, numpy's bits (gradviz_ext/c/softmax.h).
+cdef extern from "c/softmax.h":
+    void gradviz_softmax_shift_f32(const float *x, Py_ssize_t rows, Py_ssize_t n,
+                                   float *out) nogil
+    void gradviz_softmax_shift_f64(const double *x, Py_ssize_t rows, Py_ssize_t n,
+                                   double *out) nogil
+    void gradviz_softmax_scale_f32(float *e, Py_ssize_t rows, Py_ssize_t n) nogil
+    void gradviz_softmax_scale_f64(double *e, Py_ssize_t rows, Py_ssize_t n) nogil
+    void gradviz_softmax_backward_f32(const float *y, const float *g, Py_ssize_t rows,
+                                      Py_ssize_t n, float *out, float *scratch) nogil
+    void gradviz_softmax_backward_f64(const double *y, const double *g, Py_ssize_t rows,
+                                      Py_ssize_t n, double *out, double *scratch) nogil
+
+
 # Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's
 # backward, elementwise, in one pass (gradviz_ext/c/lstm_cell.h).
 cdef extern from "c/lstm_cell.h":

@@ -1192,6 +1192,61 @@ def batch_norm_backward_arrays(x, g, weight, mean, rstd, needs):
     return grad_x, grad_w, grad_b
 
 
+def softmax_arrays(x):
+    """Softmax over the last dim of a C-contiguous float32 or float64 ndarray: the shift and the
+    scaling compiled, exp numpy's, the bits of the numpy code (Note [Softmax kernels] in
+    gradviz/ops/_activation.py); None where the kernel does not apply."""
+    kind = _float_kind(x)
+    if not cython.compiled or not kind or x.ndim == 0 or x.size == 0:
+        return None
+    n: cython.Py_ssize_t = x.shape[x.ndim - 1]
+    rows: cython.Py_ssize_t = x.size // n
+    out = np.empty(x.shape, x.dtype)
+    if cython.compiled:
+        source: cython.size_t = gradviz_array_address(x)
+        target: cython.size_t = gradviz_array_address(out)
+        if kind == 1:
+            gradviz_softmax_shift_f32(cython.cast(cython.p_float, source), rows, n,
+                                      cython.cast(cython.p_float, target))
+        else:
+            gradviz_softmax_shift_f64(cython.cast(cython.p_double, source), rows, n,
+                                      cython.cast(cython.p_double, target))
+        np.exp(out, out=out)
+        if kind == 1:
+            gradviz_softmax_scale_f32(cython.cast(cython.p_float, target), rows, n)
+        else:
+            gradviz_softmax_scale_f64(cython.cast(cython.p_double, target), rows, n)
+    return out
+
+
+def softmax_backward_arrays(y, g):
+    """``y * (g - sum(g * y))`` over the last dim of C-contiguous float32 or float64 ndarrays
+    of one shape, the bits of the numpy code; None where the kernel does not apply."""
+    kind = _float_kind(y)
+    if (not cython.compiled or not kind or y.ndim == 0 or y.size == 0
+            or _float_kind(g) != kind or g.shape != y.shape):
+        return None
+    n: cython.Py_ssize_t = y.shape[y.ndim - 1]
+    rows: cython.Py_ssize_t = y.size // n
+    out = np.empty(y.shape, y.dtype)
+    scratch = np.empty(n, y.dtype)
+    if cython.compiled:
+        source: cython.size_t = gradviz_array_address(y)
+        gradient: cython.size_t = gradviz_array_address(g)
+        target: cython.size_t = gradviz_array_address(out)
+        spare: cython.size_t = gradviz_array_address(scratch)
+        if kind == 1:
+            gradviz_softmax_backward_f32(
+                cython.cast(cython.p_float, source), cython.cast(cython.p_float, gradient), rows,
+                n, cython.cast(cython.p_float, target), cython.cast(cython.p_float, spare))
+        else:
+            gradviz_softmax_backward_f64(
+                cython.cast(cython.p_double, source), cython.cast(cython.p_double, gradient),
+                rows, n, cython.cast(cython.p_double, target),
+                cython.cast(cython.p_double, spare))
+    return out
+
+
 @cython.cfunc
 def _float32_rows(a, batch: cython.Py_ssize_t, width: cython.Py_ssize_t) -> tuple:
     """``(address, row stride in entries)`` of a float32 ndarray of shape (batch, width)

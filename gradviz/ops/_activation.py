@@ -40,13 +40,22 @@ from ._saved import DIM, RESULT, SELF, Attr
 # softmax and log_softmax shift by the max into one new array and finish in place on it
 # (exp, then the division or the log-sum subtraction); their backward without
 # ``create_graph`` is the same formula on numpy arrays, with in-place updates of the one
-# product array it allocates. The differentiable rules stay the definition.
+# product array it allocates. The differentiable rules stay the definition. Over the last dim
+# of C-contiguous float32 or float64 rows (attention's), the shift by the row maximum is one
+# compiled pass, exp stays numpy's, and the division by the row sum (numpy's pairwise order
+# from 0) is another; the backward ``y * (g - sum(g * y))`` is one (gradviz_ext/c/softmax.h):
+# the same bits (tests/ops/test_softmax_kernel.py), without numpy's per-row reduction cost on
+# rows of 32 entries.
 
 def _softmax_forward(a, dim):
     if not a.size or a.ndim == 0:
         shifted = a - np.max(a, axis=dim, keepdims=True) if a.size else a
         e = np.exp(shifted)
         return e / np.sum(e, axis=dim, keepdims=True)
+    if dim == a.ndim - 1 or dim == -1:
+        found = _ext_ops.softmax_arrays(a)  # Note [Softmax kernels]
+        if found is not None:
+            return found
     out = np.subtract(a, np.max(a, axis=dim, keepdims=True))
     np.exp(out, out=out)
     np.divide(out, np.sum(out, axis=dim, keepdims=True), out=out)
@@ -56,6 +65,10 @@ def _softmax_forward(a, dim):
 def _softmax_backward(ctx, g):
     if not _engine.is_grad_enabled():
         y, grad = ctx.output_data(), g._data
+        if ctx.dim == y.ndim - 1 or ctx.dim == -1:
+            found = _ext_ops.softmax_backward_arrays(y, grad)  # Note [Softmax kernels]
+            if found is not None:
+                return (_wrap(found),)
         total = np.sum(grad * y, axis=ctx.dim, keepdims=True)
         if y.ndim == 0:  # ufuncs give 0-d results as scalars, which take no out=
             return (_wrap(np.asarray(y * (grad - total))),)
