@@ -16,12 +16,9 @@
 
 #include <math.h>
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "exact_arithmetic.h"
+
+GRADVIZ_EXACT_BEGIN
 
 /* numpy's pairwise_sum in the array's own dtype (loops_utils.h.src), contiguous */
 #define GRADVIZ_DTYPE_PAIRWISE(name, type)                                                 \
@@ -181,8 +178,6 @@ GRADVIZ_LAYER_NORM_BACKWARD(gradviz_layer_norm_backward_f64, double, gradviz_pai
 GRADVIZ_BATCH_NORM_BACKWARD(gradviz_batch_norm_backward_f32, float, gradviz_pairwise_float)
 GRADVIZ_BATCH_NORM_BACKWARD(gradviz_batch_norm_backward_f64, double, gradviz_pairwise_double)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+GRADVIZ_EXACT_END
 
 #endif  /* GRADVIZ_LAYER_NORM_H */

@@ -18,12 +18,9 @@
 #ifndef GRADVIZ_LSTM_CELL_H
 #define GRADVIZ_LSTM_CELL_H
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "exact_arithmetic.h"
+
+GRADVIZ_EXACT_BEGIN
 
 typedef struct {
     Py_ssize_t batch, hidden;
@@ -55,8 +52,6 @@ static inline void gradviz_lstm_step_backward_f32(const gradviz_lstm_step *s) {
     }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+GRADVIZ_EXACT_END
 
 #endif  /* GRADVIZ_LSTM_CELL_H */

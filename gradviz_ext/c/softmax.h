@@ -15,12 +15,9 @@
 
 #include "layer_norm.h"  /* numpy's pairwise sum in the dtype */
 
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "exact_arithmetic.h"
+
+GRADVIZ_EXACT_BEGIN
 
 #define GRADVIZ_SOFTMAX(shift, scale, backward, type, pairwise)                            \
     static inline void shift(const type *x, Py_ssize_t rows, Py_ssize_t n, type *out) {    \
@@ -62,8 +59,6 @@ GRADVIZ_SOFTMAX(gradviz_softmax_shift_f32, gradviz_softmax_scale_f32,
 GRADVIZ_SOFTMAX(gradviz_softmax_shift_f64, gradviz_softmax_scale_f64,
                 gradviz_softmax_backward_f64, double, gradviz_pairwise_double)
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+GRADVIZ_EXACT_END
 
 #endif  /* GRADVIZ_SOFTMAX_H */

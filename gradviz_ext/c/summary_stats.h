@@ -32,18 +32,13 @@ typedef long long gradviz_v4l __attribute__((vector_size(32)));
 #define GRADVIZ_VECTOR_CLONES
 #endif
 
-/* A multiply and an add stay two roundings here, as in numpy, whatever -march the build's CFLAGS
-   ask for (a fused multiply-add would change the sum of squares' bits). */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC push_options
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "exact_arithmetic.h"
+
+GRADVIZ_EXACT_BEGIN
 
 #define GRADVIZ_PAIRWISE(name, type)                                                      \
-    GRADVIZ_VECTOR_CLONES static void name(const type *a, Py_ssize_t n, double *sum, double *squares,           \
-                     double *lo, double *hi) {                                            \
+    GRADVIZ_VECTOR_CLONES static void name(const type *a, Py_ssize_t n, double *sum,       \
+                                           double *squares, double *lo, double *hi) {     \
         Py_ssize_t i;                                                                     \
         int j;                                                                            \
         double v;                                                                         \
@@ -132,8 +127,6 @@ static inline void gradviz_stats_f64(const double *x, Py_ssize_t n, double *out)
     out[1] = 0.0 + out[1];
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+GRADVIZ_EXACT_END
 
 #endif  /* GRADVIZ_SUMMARY_STATS_H */
