@@ -1090,53 +1090,70 @@ def layer_norm_arrays(x, weight, bias, eps):
     return out, stats[0].reshape(kept), stats[1].reshape(kept), stats[2].reshape(kept)
 
 
+def _norm_backward_operands(x, g, weight, mean, rstd, needs, stats: cython.Py_ssize_t,
+                            width: cython.Py_ssize_t, scratch: cython.Py_ssize_t):
+    """For the normalization backward kernels: ``(kind, grad_x, grad_w, grad_b, scratch)``
+    with the gradients that ``needs`` asks for allocated (``width`` entries for the weight's
+    and bias's), when ``x`` and ``g`` are C-contiguous float arrays of one shape and dtype, at
+    least 2-D, ``mean`` and ``rstd`` hold ``stats`` entries and ``weight`` (optional)
+    ``width``, all of that dtype; else None."""
+    kind = _float_kind(x)
+    if (not cython.compiled or not kind or x.ndim < 2 or x.size == 0 or _float_kind(g) != kind
+            or g.shape != x.shape):
+        return None
+    for stat in (mean, rstd):
+        if _float_kind(stat) != kind or stat.size != stats:
+            return None
+    if weight is not None and (_float_kind(weight) != kind or weight.size != width):
+        return None
+    dtype = x.dtype
+    return (kind, np.empty(x.shape, dtype) if needs[0] else None,
+            np.empty(width, dtype) if needs[1] else None,
+            np.empty(width, dtype) if needs[2] else None, np.empty(scratch, dtype))
+
+
+@cython.cfunc
+def _address(a) -> cython.size_t:
+    """The data address of an ndarray, 0 for None (a NULL the kernels read as absent)."""
+    return 0 if a is None else gradviz_array_address(a)
+
+
 def layer_norm_backward_arrays(x, g, weight, mean, rstd, needs):
     """The gradients ``(input, weight, bias)`` of a layer norm over the last dim (None where
     ``needs``, three flags, says no) from C-contiguous float32 or float64 ``x`` and ``g`` of
     one shape (at least 2-D), the optional (n,) ``weight`` and the forward's kept ``mean`` and
     ``rstd``, with the bits of the numpy code (Note [Layer norm kernel] in
     gradviz/ops/_nn.py); None where the kernel does not apply."""
-    kind = _float_kind(x)
-    if (not cython.compiled or not kind or x.ndim < 2 or x.size == 0 or _float_kind(g) != kind
-            or g.shape != x.shape):
+    if type(x) is not np.ndarray or x.ndim < 2 or x.size == 0:
         return None
     n: cython.Py_ssize_t = x.shape[x.ndim - 1]
     rows: cython.Py_ssize_t = x.size // n
-    for stat in (mean, rstd):
-        if _float_kind(stat) != kind or stat.size != rows:
-            return None
-    if weight is not None and (_float_kind(weight) != kind or weight.ndim != 1
-                               or weight.shape[0] != n):
+    found = _norm_backward_operands(x, g, weight, mean, rstd, needs, rows, n, 3 * n)
+    if found is None or (weight is not None and weight.ndim != 1):
         return None
-    dtype = x.dtype
-    grad_x = np.empty(x.shape, dtype) if needs[0] else None
-    grad_w = np.empty(n, dtype) if needs[1] else None
-    grad_b = np.empty(n, dtype) if needs[2] else None
-    scratch = np.empty(3 * n, dtype)
+    kind, grad_x, grad_w, grad_b, scratch = found
     if cython.compiled:
-        gx: cython.size_t = 0 if grad_x is None else gradviz_array_address(grad_x)
-        gw: cython.size_t = 0 if grad_w is None else gradviz_array_address(grad_w)
-        gb: cython.size_t = 0 if grad_b is None else gradviz_array_address(grad_b)
-        w: cython.size_t = 0 if weight is None else gradviz_array_address(weight)
-        source: cython.size_t = gradviz_array_address(x)
-        gradient: cython.size_t = gradviz_array_address(g)
-        means: cython.size_t = gradviz_array_address(mean)
-        scales: cython.size_t = gradviz_array_address(rstd)
-        spare: cython.size_t = gradviz_array_address(scratch)
         if kind == 1:
             gradviz_layer_norm_backward_f32(
-                cython.cast(cython.p_float, source), cython.cast(cython.p_float, gradient),
-                rows, n, cython.cast(cython.p_float, w), cython.cast(cython.p_float, means),
-                cython.cast(cython.p_float, scales), cython.cast(cython.p_float, gx),
-                cython.cast(cython.p_float, gw), cython.cast(cython.p_float, gb),
-                cython.cast(cython.p_float, spare))
+                cython.cast(cython.p_float, _address(x)), cython.cast(cython.p_float, _address(g)),
+                rows, n, cython.cast(cython.p_float, _address(weight)),
+                cython.cast(cython.p_float, _address(mean)),
+                cython.cast(cython.p_float, _address(rstd)),
+                cython.cast(cython.p_float, _address(grad_x)),
+                cython.cast(cython.p_float, _address(grad_w)),
+                cython.cast(cython.p_float, _address(grad_b)),
+                cython.cast(cython.p_float, _address(scratch)))
         else:
             gradviz_layer_norm_backward_f64(
-                cython.cast(cython.p_double, source), cython.cast(cython.p_double, gradient),
-                rows, n, cython.cast(cython.p_double, w), cython.cast(cython.p_double, means),
-                cython.cast(cython.p_double, scales), cython.cast(cython.p_double, gx),
-                cython.cast(cython.p_double, gw), cython.cast(cython.p_double, gb),
-                cython.cast(cython.p_double, spare))
+                cython.cast(cython.p_double, _address(x)),
+                cython.cast(cython.p_double, _address(g)), rows, n,
+                cython.cast(cython.p_double, _address(weight)),
+                cython.cast(cython.p_double, _address(mean)),
+                cython.cast(cython.p_double, _address(rstd)),
+                cython.cast(cython.p_double, _address(grad_x)),
+                cython.cast(cython.p_double, _address(grad_w)),
+                cython.cast(cython.p_double, _address(grad_b)),
+                cython.cast(cython.p_double, _address(scratch)))
     return grad_x, grad_w, grad_b
 
 
@@ -1146,49 +1163,40 @@ def batch_norm_backward_arrays(x, g, weight, mean, rstd, needs):
     ``weight`` and the forward's kept per-channel ``mean`` and ``rstd``, with the bits of the
     numpy code (Note [Layer norm kernel] in gradviz/ops/_nn.py); None where the kernel does not
     apply."""
-    kind = _float_kind(x)
-    if (not cython.compiled or not kind or x.ndim < 2 or x.size == 0 or _float_kind(g) != kind
-            or g.shape != x.shape):
+    if type(x) is not np.ndarray or x.ndim < 2 or x.size == 0:
         return None
     batch: cython.Py_ssize_t = x.shape[0]
     channels: cython.Py_ssize_t = x.shape[1]
     plane: cython.Py_ssize_t = x.size // (batch * channels)
     if plane > 8192:  # numpy's reduction may split longer planes; keep its own code there
         return None
-    for stat in (mean, rstd):
-        if _float_kind(stat) != kind or stat.size != channels:
-            return None
-    if weight is not None and (_float_kind(weight) != kind or weight.size != channels):
+    found = _norm_backward_operands(x, g, weight, mean, rstd, needs, channels, channels,
+                                    4 * plane)
+    if found is None:
         return None
-    dtype = x.dtype
-    grad_x = np.empty(x.shape, dtype) if needs[0] else None
-    grad_w = np.empty(channels, dtype) if needs[1] else None
-    grad_b = np.empty(channels, dtype) if needs[2] else None
-    scratch = np.empty(4 * plane, dtype)
+    kind, grad_x, grad_w, grad_b, scratch = found
     if cython.compiled:
-        gx: cython.size_t = 0 if grad_x is None else gradviz_array_address(grad_x)
-        gw: cython.size_t = 0 if grad_w is None else gradviz_array_address(grad_w)
-        gb: cython.size_t = 0 if grad_b is None else gradviz_array_address(grad_b)
-        w: cython.size_t = 0 if weight is None else gradviz_array_address(weight)
-        source: cython.size_t = gradviz_array_address(x)
-        gradient: cython.size_t = gradviz_array_address(g)
-        means: cython.size_t = gradviz_array_address(mean)
-        scales: cython.size_t = gradviz_array_address(rstd)
-        spare: cython.size_t = gradviz_array_address(scratch)
         if kind == 1:
             gradviz_batch_norm_backward_f32(
-                cython.cast(cython.p_float, source), cython.cast(cython.p_float, gradient),
-                batch, channels, plane, cython.cast(cython.p_float, w),
-                cython.cast(cython.p_float, means), cython.cast(cython.p_float, scales),
-                cython.cast(cython.p_float, gx), cython.cast(cython.p_float, gw),
-                cython.cast(cython.p_float, gb), cython.cast(cython.p_float, spare))
+                cython.cast(cython.p_float, _address(x)), cython.cast(cython.p_float, _address(g)),
+                batch, channels, plane, cython.cast(cython.p_float, _address(weight)),
+                cython.cast(cython.p_float, _address(mean)),
+                cython.cast(cython.p_float, _address(rstd)),
+                cython.cast(cython.p_float, _address(grad_x)),
+                cython.cast(cython.p_float, _address(grad_w)),
+                cython.cast(cython.p_float, _address(grad_b)),
+                cython.cast(cython.p_float, _address(scratch)))
         else:
             gradviz_batch_norm_backward_f64(
-                cython.cast(cython.p_double, source), cython.cast(cython.p_double, gradient),
-                batch, channels, plane, cython.cast(cython.p_double, w),
-                cython.cast(cython.p_double, means), cython.cast(cython.p_double, scales),
-                cython.cast(cython.p_double, gx), cython.cast(cython.p_double, gw),
-                cython.cast(cython.p_double, gb), cython.cast(cython.p_double, spare))
+                cython.cast(cython.p_double, _address(x)),
+                cython.cast(cython.p_double, _address(g)), batch, channels, plane,
+                cython.cast(cython.p_double, _address(weight)),
+                cython.cast(cython.p_double, _address(mean)),
+                cython.cast(cython.p_double, _address(rstd)),
+                cython.cast(cython.p_double, _address(grad_x)),
+                cython.cast(cython.p_double, _address(grad_w)),
+                cython.cast(cython.p_double, _address(grad_b)),
+                cython.cast(cython.p_double, _address(scratch)))
     return grad_x, grad_w, grad_b
 
 

@@ -48,6 +48,40 @@ def test_the_kernel_gives_the_numpy_codes_bits(dtype, monkeypatch):
                 assert np.array_equal(np.signbit(mine), np.signbit(theirs))
 
 
+class _Ctx:
+    """What a normalization's backward on arrays reads of its node."""
+
+    mean_ = var = None
+    eps = 1e-5
+
+    def __init__(self, x, weight, dims, statistics, needs):
+        self.inputs, self.dims, self.statistics, self.needs_input_grad = (
+            (x, weight), dims, statistics, needs)
+
+    def data(self, index):
+        return self.inputs[index]
+
+
+def _check_backward(kernel, backward, ctx, g, monkeypatch):
+    """``backward(ctx, g)`` with the compiled ``kernel`` (which must apply) gives the numpy
+    code's gradients bit for bit, zero signs included."""
+    got = backward(ctx, g)
+    x, weight = ctx.inputs
+    if COMPILED:
+        assert getattr(ext_ops, kernel)(x, g, weight, ctx.statistics.mean, ctx.statistics.rstd,
+                                        ctx.needs_input_grad) is not None
+    with monkeypatch.context() as patch:
+        patch.setattr(ext_ops, kernel, lambda *a: None)
+        want = backward(ctx, g)
+    for mine, theirs in zip(got, want):
+        assert (mine is None) == (theirs is None)
+        if mine is not None:
+            mine, theirs = mine.numpy(), theirs.numpy()
+            assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
+            np.testing.assert_array_equal(mine, theirs)
+            assert np.array_equal(np.signbit(mine), np.signbit(theirs))
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("needs", [(True, True, True), (True, False, False), (False, True, True)])
 def test_the_backward_kernel_gives_the_numpy_codes_bits(dtype, needs, monkeypatch):
@@ -63,30 +97,8 @@ def test_the_backward_kernel_gives_the_numpy_codes_bits(dtype, needs, monkeypatc
             weight = rng.standard_normal(n).astype(dtype) if needs[1] else None
             statistics = _nn.NormStatistics()
             _nn._layer_norm_forward(x, weight, None, (x.ndim - 1,), 1e-5, statistics)
-
-            class Ctx:
-                dims, eps = (x.ndim - 1,), 1e-5
-                needs_input_grad = needs
-
-                def data(self, index):
-                    return (x, weight)[index]
-
-            ctx = Ctx()
-            ctx.statistics = statistics
-            got = _nn._layer_norm_backward_arrays(ctx, g)
-            if COMPILED:
-                assert ext_ops.layer_norm_backward_arrays(
-                    x, g, weight, statistics.mean, statistics.rstd, needs) is not None
-            with monkeypatch.context() as patch:
-                patch.setattr(ext_ops, "layer_norm_backward_arrays", lambda *a: None)
-                want = _nn._layer_norm_backward_arrays(ctx, g)
-            for mine, theirs in zip(got, want):
-                assert (mine is None) == (theirs is None)
-                if mine is not None:
-                    mine, theirs = mine.numpy(), theirs.numpy()
-                    assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
-                    np.testing.assert_array_equal(mine, theirs)
-                    assert np.array_equal(np.signbit(mine), np.signbit(theirs))
+            _check_backward("layer_norm_backward_arrays", _nn._layer_norm_backward_arrays,
+                            _Ctx(x, weight, (x.ndim - 1,), statistics, needs), g, monkeypatch)
 
 
 def test_the_kernel_declines_what_it_does_not_cover():
@@ -128,28 +140,5 @@ def test_the_batch_norm_backward_kernel_gives_the_numpy_codes_bits(dtype, needs,
         dims = (0,) + tuple(range(2, len(shape)))
         statistics = _nn.NormStatistics()
         _nn._batch_norm_forward(x, weight, None, dims, 1e-5, None, None, statistics)
-
-        class Ctx:
-            mean_ = var = None
-            eps = 1e-5
-            needs_input_grad = needs
-
-            def data(self, index):
-                return (x, weight)[index]
-
-        ctx = Ctx()
-        ctx.dims, ctx.statistics = dims, statistics
-        got = _nn._batch_norm_backward_arrays(ctx, g)
-        if COMPILED:
-            assert ext_ops.batch_norm_backward_arrays(
-                x, g, weight, statistics.mean, statistics.rstd, needs) is not None
-        with monkeypatch.context() as patch:
-            patch.setattr(ext_ops, "batch_norm_backward_arrays", lambda *a: None)
-            want = _nn._batch_norm_backward_arrays(ctx, g)
-        for mine, theirs in zip(got, want):
-            assert (mine is None) == (theirs is None)
-            if mine is not None:
-                mine, theirs = mine.numpy(), theirs.numpy()
-                assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
-                np.testing.assert_array_equal(mine, theirs)
-                assert np.array_equal(np.signbit(mine), np.signbit(theirs))
+        _check_backward("batch_norm_backward_arrays", _nn._batch_norm_backward_arrays,
+                        _Ctx(x, weight, dims, statistics, needs), g, monkeypatch)
