@@ -998,7 +998,7 @@ def unfold_wide_arrays(x, windows):
     n, c = x.shape[0], x.shape[1]
     cols = np.empty((n, c * len(windows.starts), windows.length), x.dtype)
     scratch = np.empty(windows.flat, x.dtype)
-    starts = np.array(windows.starts, dtype=np.intp)
+    starts = windows.start_array
     if cython.compiled:
         plan: gradviz_flat_windows = _flat_plan(windows, n * c, starts)
         source: cython.size_t = gradviz_array_address(x)
@@ -1029,7 +1029,7 @@ def fold_wide_arrays(cols, windows):
     c = rows // kernels
     out = np.empty((n, c) + tuple(windows.sizes), cols.dtype)
     scratch = np.empty(windows.flat, cols.dtype)
-    starts = np.array(windows.starts, dtype=np.intp)
+    starts = windows.start_array
     if cython.compiled:
         plan: gradviz_flat_windows = _flat_plan(windows, n * c, starts)
         source: cython.size_t = gradviz_array_address(cols)

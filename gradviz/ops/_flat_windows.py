@@ -65,7 +65,7 @@ class FlatWindows:
     windows])."""
 
     __slots__ = ("sizes", "padding", "padded", "out_sizes", "wide", "length", "flat",
-                 "kernel", "steps", "starts")
+                 "kernel", "steps", "starts", "start_array")
 
     def __init__(self, kernel, dilation, padding, sizes):
         self.sizes, self.padding, self.kernel = tuple(sizes), tuple(padding), tuple(kernel)
@@ -81,6 +81,7 @@ class FlatWindows:
         self.steps = tuple(d * s for d, s in zip(dilation, element_strides))
         self.starts = tuple(sum(o * s for o, s in zip(offset, self.steps))
                             for offset in np.ndindex(*self.kernel))
+        self.start_array = np.array(self.starts, dtype=np.intp)  # for the compiled kernels
 
     def __repr__(self):
         return f"FlatWindows(kernel={self.kernel}, sizes={self.sizes}, padding={self.padding})"

@@ -98,9 +98,14 @@ class NormStatistics:
         self.source = weakref.ref(x)
         self.mean, self.var, self.rstd = mean, var, rstd
 
+    def of(self, x) -> bool:
+        """Whether these are ``x``'s statistics (kept by its forward, ``x`` unchanged since: the
+        saved tensor's version check sees to that)."""
+        return self.source is not None and self.source() is x
+
     def normalized(self, x):
         """``(x - mean) * rstd`` as a new array if these are ``x``'s statistics, else None."""
-        if self.source is None or self.source() is not x:
+        if not self.of(x):
             return None
         normalized = np.subtract(x, self.mean)
         np.multiply(normalized, self.rstd, out=normalized)
@@ -235,8 +240,8 @@ def _layer_norm_backward_arrays(ctx, g):
     [Normalization kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     statistics = ctx.statistics
-    if (ctx.dims == (x.ndim - 1,) and statistics is not None and statistics.source is not None
-            and statistics.source() is x):  # Note [Layer norm kernel]
+    if ctx.dims == (x.ndim - 1,) and statistics is not None and statistics.of(x):
+        # Note [Layer norm kernel]
         found = _ext_ops.layer_norm_backward_arrays(x, g, weight, statistics.mean,
                                                     statistics.rstd, ctx.needs_input_grad)
         if found is not None:
@@ -319,8 +324,8 @@ def _batch_norm_backward_arrays(ctx, g):
     [Normalization kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     statistics = ctx.statistics
-    if (ctx.mean_ is None and statistics is not None and statistics.source is not None
-            and statistics.source() is x):  # Note [Layer norm kernel]
+    if ctx.mean_ is None and statistics is not None and statistics.of(x):
+        # Note [Layer norm kernel]
         found = _ext_ops.batch_norm_backward_arrays(x, g, weight, statistics.mean,
                                                     statistics.rstd, ctx.needs_input_grad)
         if found is not None:
