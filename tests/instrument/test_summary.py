@@ -67,6 +67,19 @@ def test_summarize_equals_the_reference_on_many_arrays():
             assert_same(summarize(tensor), summarize_reference(tensor))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_strided_gradients_are_summarized_in_c_order(dtype):
+    """A transposed, permuted or sliced gradient (the debugger sees many: a product's weight
+    gradient, attention's heads) is summarized as numpy sums its ravel, block edges included."""
+    rng = np.random.default_rng(7)
+    base = (rng.standard_normal((6, 33, 4, 17)) * 100).astype(dtype)
+    views = [base.transpose(0, 2, 1, 3), base.transpose(3, 2, 1, 0), base[:, ::2], base[..., 1:],
+             np.asfortranarray(base[0]), base.reshape(198, 68).T, base[:, :, :, ::3]]
+    for view in views:
+        assert not view.flags.c_contiguous
+        assert_same(summarize(as_tensor(view)), summarize_reference(as_tensor(view)))
+
+
 @pytest.mark.parametrize("values", [
     [], [0.0], [-0.0], [-0.0, -0.0], [0.0, -0.0], [1e308, 1e308], [math.nan], [math.inf, -math.inf],
     [math.nan, 1.0, -2.0], [3.0] * (SMALL_NUMEL + 1), [5e-324, -5e-324], [1e200], [-1e-200],
