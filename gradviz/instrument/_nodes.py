@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from types import FrameType
 
 from gradviz_ext import engine as _engine
+from gradviz_ext import ops as _ops
 
 from .._tensor import Tensor
 from ..autograd._scopes import frame_path, node_frame
@@ -29,14 +30,28 @@ _GRADVIZ_DIRS = tuple(
                  _engine.source_path()))                       # gradviz_ext/
 
 
+# Note [Attributes of Function nodes]
+# -----------------------------------
+# A custom Function's node has attributes no built-in node has (``_saved``,
+# ``_dirty_outputs``, ``_output_grad_dtypes``...); reading one from a built-in node with a
+# default (``getattr(node, name, None)``) raises and catches an AttributeError inside, about
+# 0.7 us each, four per node for every ``node_created`` and graph walk: a fifth of what
+# recording a GPT forward cost. The engine's own node types are known not to have them.
+_OP_NODE = _ops.OpNode
+_ENGINE_NODES = (_engine.AccumulateGrad, _engine.GraphRoot)  # no saved tensors either
+_BUILTIN_NODES = (_ops.OpNode, _engine.AccumulateGrad, _engine.GraphRoot)
+
+
 def saved_tensors_of(node) -> list:
     """``(label, SavedTensor)`` for each tensor ``node`` holds for backward, in slot order.
 
     Labels: ``"saved_tensors[i]"`` for a custom Function, ``"input i"`` and ``"output"`` for a
     built-in op. Released tensors are no longer listed.
     """
+    if isinstance(node, _ENGINE_NODES):
+        return []
     found = []
-    saved = getattr(node, "_saved", None)
+    saved = None if isinstance(node, _OP_NODE) else getattr(node, "_saved", None)
     if isinstance(saved, (list, tuple)):
         for index, item in enumerate(saved):
             if isinstance(item, _engine.SavedTensor):
@@ -154,10 +169,11 @@ def node_created_payload(node, source: bool = True) -> dict:
     """The payload of a ``node_created`` event (see ``_schema.NodeCreated``); ``source``
     False leaves the forward line out (null), for a node inspected after its forward."""
     kind = node._kind()
-    needs = getattr(node, "needs_input_grad", None)
+    needs = None if isinstance(node, _ENGINE_NODES) else getattr(node, "needs_input_grad", None)
     if needs is None:
         needs = tuple(n is not None for n, _ in node.next_functions)
-    declared = getattr(node, "_output_grad_dtypes", None)
+    custom = not isinstance(node, _BUILTIN_NODES)  # Note [Attributes of Function nodes]
+    declared = getattr(node, "_output_grad_dtypes", None) if custom else None
     payload = {
         "name": _engine.display_name(node),
         "node_kind": kind,
@@ -168,8 +184,9 @@ def node_created_payload(node, source: bool = True) -> dict:
         "saved": [_saved_info(slot, label, saved)
                   for slot, (label, saved) in enumerate(saved_tensors_of(node))],
         "materialize_grads": bool(node._materializes_grads()),
-        "dirty_outputs": list(getattr(node, "_dirty_outputs", ())),
-        "non_differentiable_outputs": list(getattr(node, "_non_differentiable_outputs", ())),
+        "dirty_outputs": list(getattr(node, "_dirty_outputs", ())) if custom else [],
+        "non_differentiable_outputs": (list(getattr(node, "_non_differentiable_outputs", ()))
+                                       if custom else []),
         "grad_dtypes": None if declared is None else [
             None if dtype is None else dtype.name for dtype in declared],
         "source": forward_source() if source else None,
