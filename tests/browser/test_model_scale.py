@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gradviz_browser_harness import ARTIFACTS, READ_STATES_JS, PageProblems  # noqa: E402
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+from gradviz_browser_harness import ARTIFACTS, READ_STATES_JS, PageProblems, launch_chromium  # noqa: E402
 from scale_models import HOSTILE, chain_loss, hostile_model_loss, lstm_loss, shared_loss, transformer_loss  # noqa: E402
 
 import gradviz as torch
@@ -47,6 +48,14 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "small": _page_of(lambda: transformer_loss(1), folder / "small.html"),
         "shared": _page_of(shared_loss, folder / "shared.html"),
     }
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
 
 
 class Page:

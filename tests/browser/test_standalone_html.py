@@ -23,6 +23,7 @@ from gradviz_browser_harness import (  # noqa: E402
     READ_CURRENT_JS,
     READ_STATES_JS,
     PageProblems,
+    launch_chromium,
 )
 
 import gradviz as torch
@@ -59,6 +60,14 @@ def trace() -> Any:
 @pytest.fixture(scope="module")
 def page_path(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace.to_html(tmp_path_factory.mktemp("standalone") / "trace.html", title=HOSTILE)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
 
 
 def _expected(trace: Any, position: int) -> tuple[dict[str, str], list[str]]:

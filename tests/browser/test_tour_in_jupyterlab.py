@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     MEASURE_FIT_JS,
@@ -25,6 +26,7 @@ from gradviz_browser_harness import (  # noqa: E402
     check_kernel_agrees,
     check_no_problems,
     has_run,
+    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -50,6 +52,14 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = start_lab(tmp_path_factory.mktemp("jupyterlab"), sources)
     yield server
     stop_lab(server)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
 
 
 def test_fake_session_tour(browser: Any, lab: LabServer) -> None:
