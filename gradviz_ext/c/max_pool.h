@@ -49,6 +49,38 @@ static inline void gradviz_outputs_inside(Py_ssize_t outputs, int stride, int pa
         const int kh = p->kernel_h, kw = p->kernel_w, sh = p->stride_h, sw = p->stride_w;  \
         Py_ssize_t plane, oy, ox, i;                                                       \
         int ky, kx;                                                                        \
+        if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && p->pad_h == 0 && p->pad_w == 0     \
+            && p->dilation_h == 1 && p->dilation_w == 1 && 2 * out_h <= height               \
+            && 2 * out_w <= width) {                                                       \
+            /* 2x2 windows that tile the plane (the usual nn.MaxPool2d(2)): each output    \
+               reads its four elements in the scan order, two input rows at a time */      \
+            for (plane = 0; plane < planes; plane++) {                                     \
+                const type *in = x + plane * height * width;                               \
+                for (oy = 0; oy < out_h; oy++) {                                           \
+                    const type *top = in + 2 * oy * width, *bottom = top + width;          \
+                    type *best = values + (plane * out_h + oy) * out_w;                    \
+                    long long *won = positions + (plane * out_h + oy) * out_w;             \
+                    for (ox = 0; ox < out_w; ox++) {                                       \
+                        type m = top[2 * ox], v;                                           \
+                        long long k = 0;                                                   \
+                        int take;                                                          \
+                        v = top[2 * ox + 1];                                               \
+                        take = (v > m) | (v != v);                                         \
+                        m = take ? v : m;                                                  \
+                        k = take ? 1 : k;                                                  \
+                        v = bottom[2 * ox];                                                \
+                        take = (v > m) | (v != v);                                         \
+                        m = take ? v : m;                                                  \
+                        k = take ? 2 : k;                                                  \
+                        v = bottom[2 * ox + 1];                                            \
+                        take = (v > m) | (v != v);                                         \
+                        best[ox] = take ? v : m;                                           \
+                        won[ox] = take ? 3 : k;                                            \
+                    }                                                                      \
+                }                                                                          \
+            }                                                                              \
+            return;                                                                        \
+        }                                                                                  \
         for (i = 0; i < planes * out_h * out_w; i++) {                                     \
             values[i] = -INFINITY;                                                         \
             positions[i] = -1;                                                             \

@@ -114,3 +114,54 @@ def test_a_tiling_pools_kernel_gradient_equals_the_tile_paths_and_torchs(dtype, 
         np.testing.assert_array_equal(got, _numpy_path(monkeypatch, grad, gradviz))
         np.testing.assert_array_equal(np.signbit(got), np.signbit(_numpy_path(monkeypatch, grad, gradviz)))
         np.testing.assert_array_equal(got, grad(torch))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_a_2x2_pools_forward_picks_the_numpy_scans_winners(dtype, ceil_mode, monkeypatch):
+    """The 2x2, stride 2 pool (nn.MaxPool2d(2)) has a loop of its own in the kernel: the same
+    values and winners as the numpy scan over odd sizes (the last row and column dropped, or
+    partial windows with ceil_mode), ties of equal values and of 0.0 and -0.0, infinities and
+    one to four NaNs in a window; and the values (the sign of a zero included) and indices
+    torch gives."""
+    rng = np.random.default_rng(11)
+    geometry = _conv._Geometry((2, 2), (1, 1), (0, 0), (2, 2), ceil_mode=ceil_mode)
+    for height, width in [(2, 2), (4, 6), (5, 7), (28, 28), (3, 2), (10, 11), (2, 9)]:
+        if min(geometry.blocks(height, width)) <= 0:
+            continue
+        x = np.round(rng.standard_normal((3, 4, height, width)), 0).astype(dtype)  # many ties
+        flat = x.reshape(-1)
+        picks = rng.integers(0, flat.size, flat.size // 5)
+        flat[picks[::4]] = np.nan
+        flat[picks[1::4]] = np.inf
+        flat[picks[2::4]] = -np.inf
+        flat[picks[3::4]] = -0.0
+        if height >= 2 and width >= 2:
+            x[0, 0, :2, :2] = np.nan  # a window of NaNs only
+            x[0, 1, :2, :2] = [[0.0, -0.0], [-0.0, 0.0]]
+        got = _conv._window_maxima(x, geometry, -np.inf)
+        want = _numpy_path(monkeypatch, _conv._window_maxima, x, geometry, -np.inf)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+        values, indices = gradviz.nn.functional.max_pool2d(
+            gradviz.tensor(x), 2, ceil_mode=ceil_mode, return_indices=True)
+        expected, expected_indices = torch.nn.functional.max_pool2d(
+            torch.tensor(x), 2, ceil_mode=ceil_mode, return_indices=True)
+        np.testing.assert_array_equal(values.numpy(), expected.numpy())
+        # the sign of a zero maximum is the first zero's, as torch keeps it (numpy's
+        # maximum, which the scan uses, may return either)
+        np.testing.assert_array_equal(np.signbit(values.numpy()), np.signbit(expected.numpy()))
+        np.testing.assert_array_equal(indices.numpy(), expected_indices.numpy())
+
+
+def test_a_2x2_pool_of_a_strided_input_matches_torch():
+    """A non-contiguous input (a channels-last view) takes the numpy scan; same answer."""
+    x = np.random.default_rng(12).standard_normal((2, 6, 8, 3)).astype(np.float32)
+    results = []
+    for lib in (gradviz, torch):
+        xt = lib.tensor(x).permute(0, 3, 1, 2).requires_grad_()
+        out, indices = lib.nn.functional.max_pool2d(xt, 2, return_indices=True)
+        out.sum().backward()
+        results.append((out.detach().numpy(), indices.numpy(), xt.grad.numpy()))
+    for mine, theirs in zip(*results):
+        np.testing.assert_array_equal(mine, theirs)
