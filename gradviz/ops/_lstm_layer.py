@@ -54,6 +54,16 @@ __all__ = ["lstm_layer"]
 # the numpy rule.
 
 
+# Note [The recurrent weight in row-major order]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# Every time step multiplies the hidden state by ``w_hh.t()``. As a transposed view that
+# product is OpenBLAS's slow case for these small shapes: 12.4 us for (16, 64) @ (64, 256),
+# against 5.7 us with the transpose copied once per layer to row-major order (0.3 ms of an
+# LSTM(32 -> 64) step over 50 time steps). The two layouts may round differently (different
+# kernels), so both namespaces copy: the fast rule and the differentiable one still compute
+# the same products.
+
+
 class _Arrays:
     """The operations of :func:`_forward` and :func:`_backward` on numpy arrays."""
 
@@ -64,6 +74,10 @@ class _Arrays:
     @staticmethod
     def t(a):
         return a.T
+
+    @staticmethod
+    def t_copy(a):  # Note [The recurrent weight in row-major order]
+        return np.ascontiguousarray(a.T)
 
     @staticmethod
     def reshape(a, shape):
@@ -102,6 +116,10 @@ class _Tensors:
         return transpose(a, 0, 1)
 
     @staticmethod
+    def t_copy(a):
+        return transpose(a, 0, 1).contiguous()
+
+    @staticmethod
     def reshape(a, shape):
         return reshape(a, shape)
 
@@ -135,7 +153,7 @@ def _forward(k, x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
     if b_ih is not None:
         projected = projected + b_ih
     projected = k.reshape(projected, (length, batch, 4 * hidden))
-    w_hh_t = k.t(w_hh)
+    w_hh_t = k.t_copy(w_hh)  # Note [The recurrent weight in row-major order]
     records = [None] * length
     for t in _steps(length, reverse):
         recurrent = k.matmul(h, w_hh_t)
