@@ -150,15 +150,43 @@ static GRADVIZ_GELU_INLINE void gradviz_normal(double x, double *cdf,
     } while (0)
 
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-__attribute__((target("avx2,fma")))
+/* The loops twice: eight doubles per instruction with AVX-512 (about twice as fast), four with
+   AVX2; the same operations per element (fused multiply-adds in both), so the same results. */
+#define GRADVIZ_GELU_LOOPS(suffix, target_list)                                              \
+    __attribute__((target(target_list))) static void gradviz_gelu_forward_##suffix(        \
+        const float *x, float *out, Py_ssize_t n, int posinf_is_nan) {                      \
+        GRADVIZ_GELU_FORWARD_LOOP(x, out, n, posinf_is_nan);                                \
+    }                                                                                       \
+    __attribute__((target(target_list))) static void gradviz_gelu_backward_##suffix(       \
+        const float *x, const float *g, float *out, Py_ssize_t n) {                         \
+        GRADVIZ_GELU_BACKWARD_LOOP(x, g, out, n);                                           \
+    }
+GRADVIZ_GELU_LOOPS(avx512, "avx512f,avx512dq,fma")
+GRADVIZ_GELU_LOOPS(avx2, "avx2,fma")
+
+/* whether the CPU has AVX-512 (F and DQ); asked once */
+static int gradviz_gelu_wide(void) {
+    static int wide = -1;
+    if (wide < 0) {
+        __builtin_cpu_init();
+        wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    }
+    return wide;
+}
+
 static inline void gradviz_gelu_forward_f32(const float *x, float *out, Py_ssize_t n,
                                      int posinf_is_nan) {
-    GRADVIZ_GELU_FORWARD_LOOP(x, out, n, posinf_is_nan);
+    if (gradviz_gelu_wide())
+        gradviz_gelu_forward_avx512(x, out, n, posinf_is_nan);
+    else
+        gradviz_gelu_forward_avx2(x, out, n, posinf_is_nan);
 }
-__attribute__((target("avx2,fma")))
 static inline void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,
                                       Py_ssize_t n) {
-    GRADVIZ_GELU_BACKWARD_LOOP(x, g, out, n);
+    if (gradviz_gelu_wide())
+        gradviz_gelu_backward_avx512(x, g, out, n);
+    else
+        gradviz_gelu_backward_avx2(x, g, out, n);
 }
 /* whether the loops may run: the CPU has AVX2 and FMA (without them, a scalar loop is no
    faster than scipy's ndtr, which the caller then uses) */
