@@ -187,9 +187,25 @@ cdef extern from "c/softmax.h":
                                       Py_ssize_t n, double *out, double *scratch) nogil
 
 
-# Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one time step of an LSTM layer's
-# backward, elementwise, in one pass (gradviz_ext/c/lstm_cell.h).
+# Note [LSTM forward kernel] and Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one
+# time step of an LSTM layer, forward and backward, elementwise, in one pass each
+# (gradviz_ext/c/lstm_cell.h; numpy's exp and tanh loops through gradviz_ext/c/ufunc_loops.h).
 cdef extern from "c/lstm_cell.h":
+    int gradviz_lstm_enable(object exp, object tanh, object ufunc_type, int typenum)
+    ctypedef struct gradviz_lstm_step_in:
+        Py_ssize_t batch, hidden
+        const float *recurrent
+        Py_ssize_t recurrent_row, recurrent_col
+        const float *bias
+        const float *projected
+        const float *c_prev
+        Py_ssize_t projected_row, c_prev_row
+        float *gates
+        float *g
+        float *c
+        float *tanh_c
+        float *h
+    void gradviz_lstm_step_forward_f32(const gradviz_lstm_step_in *s)
     ctypedef struct gradviz_lstm_step:
         Py_ssize_t batch, hidden
         const float *i
@@ -199,8 +215,10 @@ cdef extern from "c/lstm_cell.h":
         const float *c_prev
         const float *tanh_c
         const float *dh
+        const float *dh_add
         const float *dc
-        Py_ssize_t i_row, f_row, g_row, o_row, c_prev_row, tanh_c_row, dh_row, dc_row
+        Py_ssize_t i_row, f_row, g_row, o_row, c_prev_row, tanh_c_row, dh_row, dh_add_row
+        Py_ssize_t dc_row
         float *dz
         float *dc_out
     void gradviz_lstm_step_backward_f32(const gradviz_lstm_step *s) nogil

@@ -1302,16 +1302,194 @@ def lstm_step_backward(i, f, g, o, c_prev, tanh_c, dh, dc):
         step.c_prev = cython.cast(cython.p_float, cython.cast(cython.size_t, found[4][0]))
         step.tanh_c = cython.cast(cython.p_float, cython.cast(cython.size_t, found[5][0]))
         step.dh = cython.cast(cython.p_float, cython.cast(cython.size_t, found[6][0]))
+        step.dh_add = cython.NULL
         step.dc = cython.cast(cython.p_float, cython.cast(cython.size_t, dc_address))
         step.i_row, step.f_row, step.g_row, step.o_row = (found[0][1], found[1][1],
                                                           found[2][1], found[3][1])
         step.c_prev_row, step.tanh_c_row, step.dh_row = found[4][1], found[5][1], found[6][1]
-        step.dc_row = dc_row
+        step.dc_row, step.dh_add_row = dc_row, 0
         step.dz = cython.cast(cython.p_float, cython.cast(cython.size_t, gradviz_array_address(dz)))
         step.dc_out = cython.cast(cython.p_float,
                                   cython.cast(cython.size_t, gradviz_array_address(dc_out)))
         gradviz_lstm_step_backward_f32(cython.address(step))
     return dz, dc_out
+
+
+def _lstm_enable() -> cython.bint:
+    """Whether the LSTM forward kernel may run: compiled, and numpy's float32 exp and tanh
+    loops found (gradviz_ext/c/ufunc_loops.h)."""
+    if cython.compiled:
+        return gradviz_lstm_enable(np.exp, np.tanh, np.ufunc, _F32_DTYPE.num) == 1
+    return False
+
+
+_LSTM_KERNELS = _lstm_enable()
+
+
+@cython.cfunc
+def _floats(address: cython.size_t, offset: cython.Py_ssize_t) -> cython.p_float:
+    """The float32 at ``offset`` entries past ``address``."""
+    return cython.cast(cython.p_float, address) + offset
+
+
+def lstm_layer_forward(projected, w_hh, b_hh, h0, c0, reverse: cython.bint,
+                       swapped: cython.bint):
+    """One float32 LSTM layer and direction through time (Note [LSTM forward kernel] in
+    gradviz/ops/_lstm_layer.py) from the projected input ``projected`` (T, B, 4 H),
+    C-contiguous, and the state ``(h0, c0)`` (B, H): ``(gates, g, cells, tanh_cells, hs)``, the
+    sigmoids of all four gate blocks (T, B, 4 H), then the cell input's tanh, the cells, their
+    tanh and the outputs, (T, B, H) each, the bits of the numpy code. Each step's product is
+    ``h @ w_hh.T`` as numpy writes it, or ``w_hh @ h.T`` when ``swapped`` (the caller has
+    checked that both give the same bits); None where the kernel does not apply."""
+    if not cython.compiled or not _LSTM_KERNELS:
+        return None
+    if (type(projected) is not np.ndarray or projected.dtype != _F32_DTYPE
+            or projected.ndim != 3 or not projected.flags.c_contiguous
+            or type(w_hh) is not np.ndarray or w_hh.dtype != _F32_DTYPE or w_hh.ndim != 2
+            or type(h0) is not np.ndarray or h0.dtype != _F32_DTYPE):
+        return None
+    length: cython.Py_ssize_t = projected.shape[0]
+    batch: cython.Py_ssize_t = projected.shape[1]
+    hidden: cython.Py_ssize_t = w_hh.shape[1]
+    width: cython.Py_ssize_t = 4 * hidden
+    if (length == 0 or batch == 0 or hidden == 0 or projected.shape[2] != width
+            or w_hh.shape[0] != width or h0.shape != (batch, hidden)):
+        return None
+    cell0 = _float32_rows(c0, batch, hidden)
+    if cell0[0] == 0:
+        return None
+    bias_address: cython.size_t = 0
+    if b_hh is not None:
+        if (type(b_hh) is not np.ndarray or b_hh.dtype != _F32_DTYPE or b_hh.shape != (width,)
+                or not b_hh.flags.c_contiguous):
+            return None
+        bias_address = gradviz_array_address(b_hh)
+    gates = np.empty((length, batch, width), np.float32)
+    g = np.empty((length, batch, hidden), np.float32)
+    cells = np.empty((length, batch, hidden), np.float32)
+    tanh_cells = np.empty((length, batch, hidden), np.float32)
+    hs = np.empty((length, batch, hidden), np.float32)
+    swapped = swapped and w_hh.flags.c_contiguous
+    w_hh_t = w_hh.T
+    recurrent_swapped = np.empty((width, batch), np.float32) if swapped else None
+    recurrent_written = None
+    if cython.compiled:
+        step = cython.declare(gradviz_lstm_step_in)
+        step.batch, step.hidden = batch, hidden
+        step.bias = _floats(bias_address, 0) if b_hh is not None else cython.NULL
+        step.projected_row, step.c_prev_row = width, cell0[1]
+        step.c_prev = _floats(cell0[0], 0)
+        projected_at: cython.size_t = gradviz_array_address(projected)
+        gates_at: cython.size_t = gradviz_array_address(gates)
+        g_at: cython.size_t = gradviz_array_address(g)
+        cells_at: cython.size_t = gradviz_array_address(cells)
+        tanh_at: cython.size_t = gradviz_array_address(tanh_cells)
+        hs_at: cython.size_t = gradviz_array_address(hs)
+        h = h0
+        n: cython.Py_ssize_t
+        t: cython.Py_ssize_t
+        for n in range(length):
+            t = length - 1 - n if reverse else n
+            if swapped and h.flags.c_contiguous:  # h0 of another layout: as written
+                np.matmul(w_hh, h.T, out=recurrent_swapped)
+                step.recurrent = _floats(gradviz_array_address(recurrent_swapped), 0)
+                step.recurrent_row, step.recurrent_col = 1, batch
+            else:
+                if recurrent_written is None:
+                    recurrent_written = np.empty((batch, width), np.float32)
+                np.matmul(h, w_hh_t, out=recurrent_written)
+                step.recurrent = _floats(gradviz_array_address(recurrent_written), 0)
+                step.recurrent_row, step.recurrent_col = width, 1
+            step.projected = _floats(projected_at, t * batch * width)
+            step.gates = _floats(gates_at, t * batch * width)
+            step.g = _floats(g_at, t * batch * hidden)
+            step.c = _floats(cells_at, t * batch * hidden)
+            step.tanh_c = _floats(tanh_at, t * batch * hidden)
+            step.h = _floats(hs_at, t * batch * hidden)
+            gradviz_lstm_step_forward_f32(cython.address(step))
+            step.c_prev, step.c_prev_row = step.c, hidden
+            h = hs[t]
+    return gates, g, cells, tanh_cells, hs
+
+
+@cython.cfunc
+def _float32_steps(a, shape: tuple):
+    """``a`` as a C-contiguous float32 array of ``shape`` (a copy if it is laid out otherwise:
+    the same values), or None when it is not a float32 ndarray of that shape."""
+    if type(a) is not np.ndarray or a.dtype != _F32_DTYPE or a.shape != shape:
+        return None
+    return np.ascontiguousarray(a)
+
+
+def lstm_layer_backward(gates, g, cells, tanh_cells, c0, w_hh, g_out, g_hy, g_cy,
+                        reverse: cython.bint):
+    """Backward through time of one float32 LSTM layer and direction from the arrays of
+    :func:`lstm_layer_forward` (Note [LSTM step kernel] in gradviz/ops/_lstm_layer.py):
+    ``(dz, dh0, dc0)``, the gate inputs' gradients (T, B, 4 H) and the initial state's, the
+    bits of the numpy code; ``g_out`` (T, B, H), ``g_hy`` and ``g_cy`` (B, H) may be None. None
+    where the kernel does not apply."""
+    if not cython.compiled:
+        return None
+    length: cython.Py_ssize_t = gates.shape[0]
+    batch: cython.Py_ssize_t = gates.shape[1]
+    hidden: cython.Py_ssize_t = g.shape[2]
+    width: cython.Py_ssize_t = 4 * hidden
+    state = (batch, hidden)
+    cell0 = _float32_rows(c0, batch, hidden)
+    if cell0[0] == 0 or type(w_hh) is not np.ndarray or w_hh.dtype != _F32_DTYPE:
+        return None
+    outs = None if g_out is None else _float32_steps(g_out, (length, batch, hidden))
+    dh = None if g_hy is None else _float32_steps(g_hy, state)
+    dc = None if g_cy is None else _float32_steps(g_cy, state)
+    if ((g_out is not None and outs is None) or (g_hy is not None and dh is None)
+            or (g_cy is not None and dc is None)):
+        return None
+    dz = np.empty((length, batch, width), np.float32)
+    spare_dh = np.empty(state, np.float32)
+    spare_dc = [np.empty(state, np.float32), np.empty(state, np.float32)]
+    if cython.compiled:
+        step = cython.declare(gradviz_lstm_step)
+        step.batch, step.hidden = batch, hidden
+        step.i_row = step.f_row = step.o_row = width
+        step.g_row = step.tanh_c_row = step.dh_row = step.dh_add_row = step.dc_row = hidden
+        gates_at: cython.size_t = gradviz_array_address(gates)
+        g_at: cython.size_t = gradviz_array_address(g)
+        cells_at: cython.size_t = gradviz_array_address(cells)
+        tanh_at: cython.size_t = gradviz_array_address(tanh_cells)
+        dz_at: cython.size_t = gradviz_array_address(dz)
+        outs_at: cython.size_t = 0 if outs is None else gradviz_array_address(outs)
+        n: cython.Py_ssize_t
+        t: cython.Py_ssize_t
+        for n in range(length):
+            t = n if reverse else length - 1 - n
+            step.i = _floats(gates_at, t * batch * width)
+            step.f = step.i + hidden
+            step.g = _floats(g_at, t * batch * hidden)
+            step.o = step.i + 3 * hidden
+            step.tanh_c = _floats(tanh_at, t * batch * hidden)
+            if n == length - 1:
+                step.c_prev, step.c_prev_row = _floats(cell0[0], 0), cell0[1]
+            else:
+                step.c_prev = _floats(cells_at, (t + 1 if reverse else t - 1) * batch * hidden)
+                step.c_prev_row = hidden
+            step.dh_add = cython.NULL
+            if dh is None and outs is None:  # nothing reaches this step's h
+                dh = tanh_cells[t] * 0
+            if dh is None:
+                step.dh = _floats(outs_at, t * batch * hidden)
+            else:
+                step.dh = _floats(gradviz_array_address(dh), 0)
+                if outs is not None:
+                    step.dh_add = _floats(outs_at, t * batch * hidden)
+            step.dc = cython.NULL if dc is None else _floats(gradviz_array_address(dc), 0)
+            step.dz = _floats(dz_at, t * batch * width)
+            step.dc_out = _floats(gradviz_array_address(spare_dc[n % 2]), 0)
+            gradviz_lstm_step_backward_f32(cython.address(step))
+            dc = spare_dc[n % 2]
+            dh, spare_dh = np.matmul(dz[t], w_hh, out=spare_dh), dh
+            if spare_dh is None or spare_dh is g_hy:
+                spare_dh = np.empty(state, np.float32)
+    return dz, dh, dc
 
 
 def _small_add_into(a, b) -> cython.bint:

@@ -50,18 +50,62 @@ __all__ = ["lstm_layer"]
 # operations in the same order for each entry, so the same bits: the fast rule still equals
 # the differentiable one (tests/ops/test_fast_backward.py), and tests/ops/test_lstm_step_kernel.py
 # compares the kernel with :func:`_step_grads` bit for bit (column blocks, strided rows, no
-# cell gradient, NaN and infinities). Other dtypes, layouts and the interpreted engine keep
-# the numpy rule.
+# cell gradient, NaN and infinities). After the compiled forward (Note [LSTM forward
+# kernel]) the whole loop through time is compiled too (``lstm_layer_backward``): the pass
+# reads the step's arrays in place, adds the output's gradient on the way (``dh + g_out[t]``,
+# the same float32 add), writes the step's ``dz`` into one (T, B, 4 H) array (the stack
+# :func:`_backward` made) and runs the product into a buffer (``out=``, the same bits): 15 us
+# a step before, 8 us after, most of it the product. Other dtypes, layouts and the
+# interpreted engine keep the numpy rule.
+
+# Note [LSTM forward kernel]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The forward on numpy arrays (:func:`_forward`) made, per time step, the product ``h @
+# w_hh.T``, the two bias adds, sigmoid's four ufunc calls, two tanh and five products and
+# sums, each a ufunc call on a (batch, hidden) array, and kept a record of seven arrays. Two
+# changes, each keeping the numpy code's bits:
+#
+# * the elementwise part of a step is three compiled passes around numpy's exp and tanh
+#   (``lstm_layer_forward``, gradviz_ext/c/lstm_cell.h), writing the step's gates, cell, tanh
+#   and output straight into arrays over the whole sequence. exp and tanh are numpy's own
+#   float32 loops called from C (gradviz_ext/c/ufunc_loops.h; a C library's expf and tanhf
+#   give other bits), over the same entries as the numpy code; the rest is the same float32
+#   operations in the same order;
+# * the product runs in the order OpenBLAS is faster at: ``w_hh @ h.T`` (w_hh row-major, the
+#   kernel reading the result transposed) took 6.8 us where ``h @ w_hh.T`` took 12.9 (batch
+#   16, hidden 64; 0.5-0.9x for batches 16 to 256 and hidden 64 to 512, never slower). The two
+#   orders are one dot product per entry, but a BLAS may accumulate them in another order for
+#   some shapes (as it does for a row-major copy of ``w_hh.T``: batch 1, or hidden 33 or 65),
+#   so :func:`_swapped_is_exact` compares both orders once per shape on random operands and
+#   the kernel swaps only where their bits agree (Note [Product layout]).
+#
+# Measured per step (batch 16, hidden 64, ten steps, one thread, medians): the numpy code 57
+# us, the kernel 12 us, about half of it the product. tests/ops/test_lstm_step_kernel.py
+# compares the kernel's arrays with :func:`_forward` bit for bit (shapes, no biases, both
+# directions and product orders, strided and column-major states, NaN, infinities and -0.0),
+# checks that numpy's loops give each entry's bits whatever the run, and compares nn.LSTM
+# with torch. Other dtypes (a float64 LSTM is recorded step by step, Note [One node per LSTM
+# layer]), layouts and the interpreted engine keep :func:`_forward`.
+
+_EXACT_SWAPS: dict = {}   # (batch, hidden) -> whether w_hh @ h.T gives h @ w_hh.T's bits
+_MAX_SHAPES = 1024        # shapes remembered; past this, new shapes keep the written order
 
 
-# Note [The recurrent weight in row-major order]
-# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-# Every time step multiplies the hidden state by ``w_hh.t()``. As a transposed view that
-# product is OpenBLAS's slow case for these small shapes: 12.4 us for (16, 64) @ (64, 256),
-# against 5.7 us with the transpose copied once per layer to row-major order (0.3 ms of an
-# LSTM(32 -> 64) step over 50 time steps). The two layouts may round differently (different
-# kernels), so both namespaces copy: the fast rule and the differentiable one still compute
-# the same products.
+def _swapped_is_exact(batch, hidden):
+    """Whether ``w_hh @ h.T`` gives the bits of ``h @ w_hh.T`` (transposed) for float32
+    ``h`` (batch, hidden) and ``w_hh`` (4 hidden, hidden), both row-major (Note [LSTM forward
+    kernel]); checked once per shape."""
+    key = (batch, hidden)
+    exact = _EXACT_SWAPS.get(key)
+    if exact is None:
+        if len(_EXACT_SWAPS) >= _MAX_SHAPES:
+            return False
+        rng = np.random.default_rng(batch * 4099 + hidden)
+        h = rng.standard_normal((batch, hidden), dtype=np.float32)
+        w_hh = rng.standard_normal((4 * hidden, hidden), dtype=np.float32)
+        exact = bool(np.array_equal(np.matmul(h, w_hh.T), np.matmul(w_hh, h.T).T))
+        _EXACT_SWAPS[key] = exact
+    return exact
 
 
 class _Arrays:
@@ -74,10 +118,6 @@ class _Arrays:
     @staticmethod
     def t(a):
         return a.T
-
-    @staticmethod
-    def t_copy(a):  # Note [The recurrent weight in row-major order]
-        return np.ascontiguousarray(a.T)
 
     @staticmethod
     def reshape(a, shape):
@@ -116,10 +156,6 @@ class _Tensors:
         return transpose(a, 0, 1)
 
     @staticmethod
-    def t_copy(a):
-        return transpose(a, 0, 1).contiguous()
-
-    @staticmethod
     def reshape(a, shape):
         return reshape(a, shape)
 
@@ -144,16 +180,22 @@ def _steps(length, reverse):
     return range(length - 1, -1, -1) if reverse else range(length)
 
 
-def _forward(k, x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
-    """The layer over (T, B, I) ``x`` from state ``(h, c)``: per time index the gates
-    ``(i, f, g, o)``, the cell, its tanh and the output ``h``."""
+def _projected(k, x, w_ih, b_ih):
+    """The input's share of every gate, ``x @ w_ih.T + b_ih``, over the whole sequence:
+    (T, B, 4 H)."""
     length, batch = x.shape[0], x.shape[1]
-    hidden = w_hh.shape[1]
     projected = k.matmul(k.reshape(x, (length * batch, x.shape[2])), k.t(w_ih))
     if b_ih is not None:
         projected = projected + b_ih
-    projected = k.reshape(projected, (length, batch, 4 * hidden))
-    w_hh_t = k.t_copy(w_hh)  # Note [The recurrent weight in row-major order]
+    return k.reshape(projected, (length, batch, w_ih.shape[0]))
+
+
+def _forward(k, x, w_ih, w_hh, b_ih, b_hh, h, c, reverse):
+    """The layer over (T, B, I) ``x`` from state ``(h, c)``: per time index the gates
+    ``(i, f, g, o)``, the cell, its tanh and the output ``h``."""
+    length, hidden = x.shape[0], w_hh.shape[1]
+    projected = _projected(k, x, w_ih, b_ih)
+    w_hh_t = k.t(w_hh)
     records = [None] * length
     for t in _steps(length, reverse):
         recurrent = k.matmul(h, w_hh_t)
@@ -184,7 +226,7 @@ def _step_grads(k, record, c_prev, dh, dc):
 def _backward(k, records, x, w_ih, w_hh, h0, c0, reverse, g_out, g_hy, g_cy, needs):
     """Backward through time: the gradients of (x, w_ih, w_hh, b_ih, b_hh, h0, c0), None where
     ``needs`` says no; ``g_out`` (T, B, H), ``g_hy`` and ``g_cy`` may be None (no gradient)."""
-    length, batch = x.shape[0], x.shape[1]
+    length = x.shape[0]
     order = list(_steps(length, reverse))
     previous = {t: order[n - 1] for n, t in enumerate(order) if n}
     dh, dc = g_hy, g_cy
@@ -199,15 +241,26 @@ def _backward(k, records, x, w_ih, w_hh, h0, c0, reverse, g_out, g_hy, g_cy, nee
         dz, dc = k.step_grads(records[t], c_prev, dh, dc)
         dz_by_step[t] = dz
         dh = k.matmul(dz, w_hh)
-    gates = k.reshape(k.stack(dz_by_step), (length * batch, -1))
+    hidden_before = None
+    if needs[2]:
+        hidden_before = k.stack([records[previous[t]][6] if t in previous else h0
+                                 for t in range(length)])
+    return _gradients(k, k.stack(dz_by_step), x, w_ih, hidden_before, dh, dc, needs)
+
+
+def _gradients(k, dz, x, w_ih, hidden_before, dh, dc, needs):
+    """The layer's gradients (as :func:`_backward`) from those of every step's gate inputs
+    ``dz`` (T, B, 4 H), the hidden state before each step (T, B, H; None unless ``needs[2]``)
+    and those of the initial state ``dh`` and ``dc``."""
+    length, batch = x.shape[0], x.shape[1]
+    gates = k.reshape(dz, (length * batch, -1))
     grads = [None] * 7
     if needs[0]:
         grads[0] = k.reshape(k.matmul(gates, w_ih), tuple(x.shape))
     if needs[1]:
         grads[1] = k.matmul(k.t(gates), k.reshape(x, (length * batch, x.shape[2])))
     if needs[2]:
-        hidden_before = [records[previous[t]][6] if t in previous else h0 for t in range(length)]
-        grads[2] = k.matmul(k.t(gates), k.reshape(k.stack(hidden_before), (length * batch, -1)))
+        grads[2] = k.matmul(k.t(gates), k.reshape(hidden_before, (length * batch, -1)))
     if needs[3] or needs[4]:
         bias = k.column_sum(gates)
         grads[3] = bias if needs[3] else None
@@ -218,20 +271,38 @@ def _backward(k, records, x, w_ih, w_hh, h0, c0, reverse, g_out, g_hy, g_cy, nee
 
 
 class Workspace:
-    """What the forward keeps for the fast rule: the per-step records of :func:`_forward`
-    (torch keeps its oneDNN workspace as the node's ``result3``)."""
+    """What the forward keeps for the fast rule (torch keeps its oneDNN workspace as the
+    node's ``result3``): the arrays of the compiled forward, ``(gates, g, cells, tanh_cells,
+    hs)`` (Note [LSTM forward kernel]), or else the per-step records of :func:`_forward`."""
 
-    __slots__ = ("records",)
+    __slots__ = ("arrays", "records")
 
     def __init__(self):
+        self.arrays = None
         self.records = None
 
 
+def _records(arrays):
+    """The per-step records of :func:`_forward` as views of the compiled forward's arrays."""
+    gates, g, cells, tanh_cells, hs = arrays
+    hidden = g.shape[2]
+    return [(gates[t, :, :hidden], gates[t, :, hidden:2 * hidden], g[t],
+             gates[t, :, 3 * hidden:], cells[t], tanh_cells[t], hs[t])
+            for t in range(gates.shape[0])]
+
+
 def _layer_forward(x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse, workspace, **_):
+    last = 0 if reverse else -1
+    projected = _projected(_Arrays, x, w_ih, b_ih)
+    arrays = _ext_ops.lstm_layer_forward(projected, w_hh, b_hh, h0, c0, reverse,
+                                         _swapped_is_exact(x.shape[1], w_hh.shape[1]))
+    if arrays is not None:  # Note [LSTM forward kernel]
+        workspace.arrays = arrays
+        hs, cells = arrays[4], arrays[2]
+        return hs.copy(), hs[last].copy(), cells[last].copy()
     records = _forward(_Arrays, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse)
     workspace.records = records
-    last = records[0] if reverse else records[-1]
-    return np.stack([r[6] for r in records]), last[6], last[4]
+    return np.stack([r[6] for r in records]), records[last][6], records[last][4]
 
 
 def _layer_backward(ctx, g_out, g_hy, g_cy):
@@ -243,9 +314,23 @@ def _layer_backward(ctx, g_out, g_hy, g_cy):
 
 
 def _layer_fast(ctx, g_out, g_hy, g_cy):
-    records = ctx.workspace.records
-    return _backward(_Arrays, records, ctx.data(0), ctx.data(1), ctx.data(2), ctx.data(5),
-                     ctx.data(6), ctx.reverse, g_out, g_hy, g_cy, ctx.needs_input_grad)
+    workspace, needs = ctx.workspace, ctx.needs_input_grad
+    x, w_ih, w_hh, h0, c0 = ctx.data(0), ctx.data(1), ctx.data(2), ctx.data(5), ctx.data(6)
+    arrays = workspace.arrays
+    if arrays is not None:
+        found = _ext_ops.lstm_layer_backward(*arrays[:4], c0, w_hh, g_out, g_hy, g_cy,
+                                             ctx.reverse)
+        if found is not None:  # Note [LSTM step kernel]
+            dz, dh, dc = found
+            hidden_before = None
+            if needs[2]:
+                hs = arrays[4]
+                hidden_before = (np.concatenate([hs[1:], h0[None]]) if ctx.reverse
+                                 else np.concatenate([h0[None], hs[:-1]]))
+            return _gradients(_Arrays, dz, x, w_ih, hidden_before, dh, dc, needs)
+        workspace.records = _records(arrays)
+    return _backward(_Arrays, workspace.records, x, w_ih, w_hh, h0, c0, ctx.reverse, g_out,
+                     g_hy, g_cy, needs)
 
 
 LSTM_LAYER = Op(
