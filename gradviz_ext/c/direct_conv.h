@@ -2,33 +2,34 @@
  * no im2col columns, no matrix product.
  *
  * Note [Direct convolution] in gradviz/ops/_conv.py says why and when: the small convolutions
- * of LeNet-like models spent their forward building im2col columns and in a BLAS product
- * whose shapes (6 or 16 rows) are its weak case. Here
+ * of LeNet-like models spent their forward building im2col columns and in BLAS products
+ * whose shapes (6 to 32 rows) are its weak case. Here
  *
  *     out[n, o, y, x] = bias[o] + sum over (c, ky, kx) of
  *                       w[o, c, ky, kx] * x[n, c, y * sh + ky * dh - ph, x * sw + kx * dw - pw]
  *
- * with the output pixels of one output row as vector lanes (16 floats or 8 doubles: one
- * AVX-512 register) and a block of GRADVIZ_CONV_CHANNELS output channels times
- * GRADVIZ_CONV_VECTORS pixel vectors held in registers (8 x 3 = 24 accumulators). Each step
- * of the inner loop, one (c, ky, kx) tap, loads the block's pixel vectors and multiplies each
- * by the block's weights, broadcast: 24 multiply-adds for 3 loads and 8 broadcasts. The
- * weights are repacked once per call so that a tap's weights for a channel block are
- * consecutive (zeros past the last channel); a pixel vector whose lanes run past the output
- * row computes them too, and they are not stored.
+ * with consecutive output pixels of a plane (row after row) as the lanes of one AVX-512
+ * vector (16 floats or 8 doubles), and a register block of R output channels times V pixel
+ * vectors (8 x 3, 6 x 4 or 16 x 1) summed together. One step of the inner loop, one tap
+ * (c, ky, kx), loads the block's V pixel vectors and adds each times each of the block's R
+ * weights, broadcast: 24 multiply-adds for 3 loads and 8 broadcasts with 8 x 3. The weights
+ * are repacked once per call so that a tap's R weights are consecutive (zeros past the last
+ * channel); lanes past the last output or channel are computed and not stored.
  *
- * Each sample is first copied into a zeroed scratch that stays in cache (its padding stays
- * zero from sample to sample), rows padded and each row split into its `stride_w` phases
- * (padded column j at phase j % sw, place j / sw), so that a tap's input for consecutive
- * output pixels is consecutive whatever the stride: one unaligned load per pixel vector, no
- * bounds tests. Padding is read as zeros and multiplied like any input (a padded zero times
- * an infinite weight is NaN, as in the column product).
+ * For consecutive output pixels to read consecutive input, each sample is first copied into a
+ * scratch that stays in cache: per input channel, kw copies of the padded input, copy kx
+ * holding the columns x * sw + kx * dw of each padded row for the ow output columns x (so a
+ * row is ow long, as an output row), and the padded rows split into sh phases (row j at phase
+ * j % sh, place j / sh). Output (y, x) of tap (c, ky, kx) then reads copy kx of channel c at
+ * phase (ky dh) % sh, row y + (ky dh) / sh, column x: the whole plane's pixels as one strided-
+ * free run, whatever the stride, dilation and padding, with no bounds tests. The scratch is
+ * zeroed once per call; the copies write only the input's places, so padding stays zero from
+ * sample to sample and is multiplied like any input (a padded zero times an infinite weight
+ * is NaN, as in the column product).
  *
- * Every output is the same sum in the same order, whatever block it falls in: from +0.0 the
- * taps in (c, ky, kx) order, each one multiply-add, then the bias added. The products are
- * fused with the sums where the CPU can (FMA; a clone per instruction set is chosen at load
- * time): within rounding of the column product, not its bits (no BLAS order is specified
- * either).
+ * Every output is the same sum in the same order, whatever block or lane it falls in: from
+ * +0.0 the taps in (c, ky, kx) order, each one fused multiply-add, then the bias added. That
+ * is within rounding of the column product, not its bits (no BLAS order is specified either).
  */
 #ifndef GRADVIZ_DIRECT_CONV_H
 #define GRADVIZ_DIRECT_CONV_H
