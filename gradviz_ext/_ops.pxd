@@ -141,6 +141,23 @@ cdef extern from "c/flat_windows.h":
 cdef gradviz_flat_windows _flat_plan(object windows, Py_ssize_t planes, object starts)
 
 
+# Note [Direct convolution] (gradviz/ops/_conv.py): a small 2-D convolution's forward computed
+# directly, output pixels as vector lanes (gradviz_ext/c/direct_conv.h).
+cdef extern from "c/direct_conv.h":
+    ctypedef struct gradviz_conv2d:
+        Py_ssize_t batch, channels, height, width, out_channels, out_height, out_width
+        int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w
+    int gradviz_direct_conv_enable()
+    Py_ssize_t gradviz_conv2d_scratch(const gradviz_conv2d *p, Py_ssize_t lanes)
+    Py_ssize_t gradviz_conv2d_packed(const gradviz_conv2d *p)
+    int gradviz_direct_conv2d_f32(const float *x, const float *w, const float *bias, float *out,
+                                  const gradviz_conv2d *p, float *scratch, float *packed,
+                                  Py_ssize_t *taps) nogil
+    int gradviz_direct_conv2d_f64(const double *x, const double *w, const double *bias,
+                                  double *out, const gradviz_conv2d *p, double *scratch,
+                                  double *packed, Py_ssize_t *taps) nogil
+
+
 # Note [Layer norm kernel] (gradviz/ops/_nn.py): layer norm's forward over the last dim, one
 # row at a time, numpy's bits (gradviz_ext/c/layer_norm.h).
 cdef extern from "c/layer_norm.h":

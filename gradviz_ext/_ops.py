@@ -1046,6 +1046,66 @@ def fold_wide_arrays(cols, windows):
     return out
 
 
+def _direct_conv_enable() -> cython.bint:
+    """Whether the direct convolution may run (compiled, on a CPU with AVX-512F)."""
+    if cython.compiled:
+        return gradviz_direct_conv_enable() != 0
+    return False
+
+
+_DIRECT_CONV = _direct_conv_enable()
+
+
+def direct_conv2d_arrays(x, weight, bias, geometry, out_sizes):
+    """The (N, O, *out_sizes) cross-correlation of a C-contiguous float32 or float64 (N, C, H, W)
+    ndarray with a (O, C, kh, kw) ``weight`` of its dtype, plus an (O,) ``bias`` or None,
+    computed directly (Note [Direct convolution] in gradviz/ops/_conv.py); None where the
+    kernel does not apply (interpreted, a CPU without AVX-512F, other dtypes, layouts or dims,
+    a kernel wider than 64)."""
+    kind = _float_kind(x)
+    if (not cython.compiled or not _DIRECT_CONV or not kind or x.ndim != 4 or _float_kind(weight) != kind
+            or weight.ndim != 4 or weight.shape[1] != x.shape[1]):
+        return None
+    if bias is not None and (_float_kind(bias) != kind or bias.shape != (weight.shape[0],)):
+        return None
+    out_height, out_width = out_sizes
+    out = np.empty((x.shape[0], weight.shape[0], out_height, out_width), x.dtype)
+    done: cython.int = 0
+    if cython.compiled:
+        plan = cython.declare(gradviz_conv2d)
+        plan.batch, plan.channels, plan.height, plan.width = x.shape
+        plan.out_channels, plan.out_height, plan.out_width = weight.shape[0], out_height, out_width
+        plan.kernel_h, plan.kernel_w = weight.shape[2], weight.shape[3]
+        plan.stride_h, plan.stride_w = geometry.stride
+        plan.pad_h, plan.pad_w = geometry.padding
+        plan.dilation_h, plan.dilation_w = geometry.dilation
+        scratch = np.empty(gradviz_conv2d_scratch(cython.address(plan), 16 if kind == 1 else 8),
+                           x.dtype)
+        packed = np.empty(gradviz_conv2d_packed(cython.address(plan)), x.dtype)
+        taps = np.empty(x.shape[1] * weight.shape[2] * weight.shape[3], np.intp)
+        source: cython.size_t = gradviz_array_address(x)
+        w: cython.size_t = gradviz_array_address(weight)
+        b: cython.size_t = 0 if bias is None else gradviz_array_address(bias)
+        target: cython.size_t = gradviz_array_address(out)
+        spare: cython.size_t = gradviz_array_address(scratch)
+        repacked: cython.size_t = gradviz_array_address(packed)
+        offsets: cython.size_t = gradviz_array_address(taps)
+        if kind == 1:
+            done = gradviz_direct_conv2d_f32(
+                cython.cast(cython.p_float, source), cython.cast(cython.p_float, w),
+                cython.cast(cython.p_float, b), cython.cast(cython.p_float, target),
+                cython.address(plan), cython.cast(cython.p_float, spare),
+                cython.cast(cython.p_float, repacked), cython.cast(cython.p_Py_ssize_t, offsets))
+        else:
+            done = gradviz_direct_conv2d_f64(
+                cython.cast(cython.p_double, source), cython.cast(cython.p_double, w),
+                cython.cast(cython.p_double, b), cython.cast(cython.p_double, target),
+                cython.address(plan), cython.cast(cython.p_double, spare),
+                cython.cast(cython.p_double, repacked),
+                cython.cast(cython.p_Py_ssize_t, offsets))
+    return out if done else None
+
+
 def layer_norm_arrays(x, weight, bias, eps):
     """Layer norm over the last dim of a C-contiguous float32 or float64 ndarray, with optional
     (n,) ``weight`` and ``bias`` of its dtype: ``(out, mean, var, rstd)``, the statistics of
