@@ -109,7 +109,7 @@ cdef object _tensor_class
 # Note [GELU kernels] (gradviz/ops/_activation.py): the exact GELU of contiguous float32
 # arrays and its derivative, one vectorized pass each (gradviz_ext/c/gelu.h).
 cdef extern from "c/gelu.h":
-    int gradviz_gelu_enable()
+    int gradviz_gelu_enable_up_to(int limit)
     void gradviz_gelu_forward_f32(const float *x, float *out, Py_ssize_t n,
                                   int posinf_is_nan) nogil
     void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,

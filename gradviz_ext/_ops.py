@@ -799,14 +799,26 @@ _F32_DTYPE = np.dtype(np.float32)
 _F64_DTYPE = np.dtype(np.float64)
 
 
-def _gelu_enable() -> cython.bint:
-    """Whether the GELU loops may run (compiled, on a CPU with AVX2 and FMA)."""
+GELU_AVX2 = 1
+GELU_AVX512 = 2
+_GELU_KERNELS = False
+
+
+def gelu_kernels_up_to(limit: cython.int = GELU_AVX512) -> int:
+    """Choose the instruction set of the GELU loops (Note [GELU kernels] in
+    gradviz/ops/_activation.py): the widest the CPU has, at most ``limit`` (``GELU_AVX2``,
+    ``GELU_AVX512``, or 0: none). Returns the one in use, 0 when the loops do not run
+    (interpreted, or a CPU without AVX2 and FMA). Done once at import; tests lower the limit
+    to compare the two compilations of the loops."""
+    global _GELU_KERNELS
+    level: cython.int = 0
     if cython.compiled:
-        return gradviz_gelu_enable() != 0
-    return False
+        level = gradviz_gelu_enable_up_to(limit)
+    _GELU_KERNELS = level != 0
+    return level
 
 
-_GELU_KERNELS = _gelu_enable()
+gelu_kernels_up_to()
 
 
 @cython.cfunc
