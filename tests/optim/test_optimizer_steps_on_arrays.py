@@ -127,11 +127,11 @@ def test_steps_on_arrays_match_torch(config, calls):
         state = {k: (v.detach().numpy(), v._version) for k, v in opt.state[w].items()}
         results.append((w.detach().numpy(), w._version, state))
     (gw, gversion, gstate), (tw, tversion, tstate) = results
-    np.testing.assert_allclose(gw, tw, rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(gw, tw, rtol=2e-5, atol=2e-6)
     assert gversion == tversion  # in-place updates, counted as torch counts them
     assert list(gstate) == list(tstate)
     for key in tstate:
-        np.testing.assert_allclose(gstate[key][0], tstate[key][0], rtol=2e-6, atol=1e-7)
+        np.testing.assert_allclose(gstate[key][0], tstate[key][0], rtol=2e-5, atol=2e-6)
         assert gstate[key][1] == tstate[key][1], key
     assert calls[True] > 0 or config == "sgd_nesterov"
 
