@@ -9,8 +9,10 @@ import pytest
 import torch
 
 import gradviz
+import gradviz_ext
 from gradviz.autograd import forward_ad
 from gradviz.optim import _optimizer
+from gradviz_ext import ops as ext_ops
 
 ADAM = {
     "adam": ("Adam", dict(lr=1e-2)),
@@ -87,10 +89,16 @@ def same_bits(a, b, what):
     assert np.array_equal(a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}")), what
 
 
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "numpy"])
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan_inf_zero"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_steps_on_arrays_give_the_tensor_ops_bits(config, dtype, special, calls, monkeypatch):
+def test_steps_on_arrays_give_the_tensor_ops_bits(config, dtype, special, kernel, calls,
+                                                  monkeypatch):
+    # kernel: Adam's one-pass loop where it applies (gradviz_ext/c/adam_step.h); numpy: the
+    # numpy calls it replaces
+    if not kernel:
+        monkeypatch.setattr(ext_ops, "adam_step", lambda *args: False)
     for shape in SHAPES:
         grads = gradients(shape, dtype, 6, special)
         got = run(config, shape, dtype, grads)
@@ -134,6 +142,45 @@ def test_steps_on_arrays_match_torch(config, calls):
         np.testing.assert_allclose(gstate[key][0], tstate[key][0], rtol=2e-5, atol=2e-6)
         assert gstate[key][1] == tstate[key][1], key
     assert calls[True] > 0 or config == "sgd_nesterov"
+
+
+def _cpu_has_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_the_adam_kernel_runs_where_it_should(amsgrad, monkeypatch):
+    """Compiled, on a CPU with FMA, Adam's update without AMSGrad is the one-pass loop; with
+    AMSGrad (the running maximum) and on float32 arrays it declines (an overflowing scalar,
+    overlapping or strided arrays), the numpy calls."""
+    done = []
+    original = ext_ops.adam_step
+
+    def spy(*args):
+        done.append(original(*args))
+        return done[-1]
+
+    monkeypatch.setattr(ext_ops, "adam_step", spy)
+    p = gradviz.nn.Parameter(gradviz.ones(5))
+    opt = gradviz.optim.Adam([p], lr=0.1, amsgrad=amsgrad)
+    p.grad = gradviz.full((5,), 0.5)
+    opt.step()
+    expected = gradviz_ext.COMPILED and _cpu_has_fma()
+    assert done == ([] if amsgrad else [expected])
+    x = np.ones(6, np.float32)
+    arrays = [x.copy() for _ in range(4)]
+    scalars = (0.1, 0.999, 0.001, 0.5, 1e-8, -0.01)
+    assert original(*arrays, *scalars) == expected
+    assert not original(*arrays[:3], arrays[0], *scalars)  # v is p
+    assert not original(x[::2].copy(), x[::2], x[::2].copy(), x[::2].copy(), *scalars)
+    assert not original(*arrays, *scalars[:5], -1e39)  # beyond float32
+    assert not original(*[a.astype(np.float16) for a in arrays], *scalars)
+    assert not original(*arrays[:3], np.ones(5, np.float32), *scalars)
 
 
 def declined_case(case):
