@@ -559,25 +559,25 @@ class Adagrad(Optimizer):
 # Note [Optimizer steps on arrays]
 # Written with tensor ops, an Adam step is eleven gradviz calls per parameter (five of them
 # in place), each paying for its checks, its wrapping and its version bump: on the 2-block
-# GPT of bench/models.py (30 parameters, 110k values) that is 0.98 ms of an 11 ms training
-# step (torch's Adam: 0.85 ms). When nothing can tell the difference, the
-# step runs on the tensors' arrays instead: the same numpy ufuncs (and the same fused add,
-# Note [Direct in-place arithmetic] in ops/_inplace.py) on the same operands in the same
-# order, into temporaries of the same layout, so the bits are the tensor ops' bits
-# (tests/optim/test_optimizer_steps_on_arrays.py), with numpy's warnings off as in those
-# ops; each written tensor's version counter is bumped once per in-place op of the tensor
-# path, in its order, and the live views of a written tensor get their history renewed as
-# after those ops (a linear layer's weight has its transpose among its views). "Nothing can
-# tell" means: no forward-AD level (whose tangents the tensor path updates), hyperparameters
-# that are Python numbers, and a gradient, parameter and state tensors that are C-contiguous
-# float32 or float64 arrays of one dtype and shape, the written ones writeable. Anything
-# else takes the tensor path. SGD's momentum update (after its first step, which makes the
-# buffer) takes the same route. Adam's numpy calls (without AMSGrad) are one compiled pass
-# where their fused adds are FMA (gradviz_ext/c/adam_step.h, the same bits again). Measured
-# (medians of 15 x 50 optimizer steps, one process, a loaded machine): the GPT's Adam step
-# 0.98 ms with tensor ops, 0.54 ms with the numpy calls, 0.46 ms with the compiled pass
-# (torch's: 0.89 ms); the LSTM's 0.20, 0.11, 0.10 ms (torch's: 0.19 ms); cnn_bn's SGD with
-# momentum 0.097 -> 0.061 ms (torch's: 0.078 ms).
+# GPT of bench/models.py (30 parameters, 110k values) about 1 ms of an 11 ms training step.
+# When nothing can tell the difference, the step runs on the tensors' arrays instead: the
+# same numpy ufuncs (and the same fused add, Note [Direct in-place arithmetic] in
+# ops/_inplace.py) on the same operands in the same order, into temporaries of the same
+# layout, so the bits are the tensor ops' bits (tests/optim/test_optimizer_steps_on_arrays.py),
+# with numpy's warnings off as in those ops; each written tensor's version counter is bumped
+# once per in-place op of the tensor path, in its order, and the live views of a written
+# tensor get their history renewed as after those ops (a linear layer's weight has its
+# transpose among its views). "Nothing can tell" means: no forward-AD level (whose tangents
+# the tensor path updates), hyperparameters that are Python numbers, and a gradient,
+# parameter and state tensors that are C-contiguous float32 or float64 arrays of one dtype
+# and shape, the written ones writeable. Anything else takes the tensor path. SGD's momentum
+# update (after its first step, which makes the buffer) takes the same route. Adam's numpy
+# calls (without AMSGrad) are one compiled pass where their fused adds are FMA
+# (gradviz_ext/c/adam_step.h, the same bits again). Measured (medians of 15 x 50 optimizer
+# steps, one process, a loaded machine): the GPT's Adam step 0.98 ms with tensor ops, 0.54 ms
+# with the numpy calls, 0.46 ms with the compiled pass (torch's: 0.89 ms); the LSTM's 0.20,
+# 0.11 and 0.10 ms (torch's: 0.19 ms); cnn_bn's SGD with momentum 0.097 -> 0.061 ms (torch's:
+# 0.078 ms).
 _STEP_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 _NUMBERS = (float, int)
 
