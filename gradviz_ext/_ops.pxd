@@ -31,6 +31,14 @@ cdef extern from "c/array_kernels.h":
     object gradviz_transpose_add(object t, object bias)
 
 
+# Note [Optimizer steps on arrays] (gradviz/optim/_optimizer.py): Adam's update of a parameter
+# and its moments in one pass, the numpy calls' bits (gradviz_ext/c/adam_step.h).
+cdef extern from "c/adam_step.h":
+    ctypedef struct gradviz_adam_scalars:
+        double keep_gradient, beta2, keep_square, correction2, eps, rate
+    int gradviz_adam_step(object p, object g, object m, object v, const gradviz_adam_scalars *s)
+
+
 # Note [Array cache]: a numpy memory handler (NEP 49) that recycles large blocks.
 cdef extern from "c/array_cache.h":
     int gradviz_cache_enable(object api_capsule, Py_ssize_t limit) except -1
@@ -109,7 +117,7 @@ cdef object _tensor_class
 # Note [GELU kernels] (gradviz/ops/_activation.py): the exact GELU of contiguous float32
 # arrays and its derivative, one vectorized pass each (gradviz_ext/c/gelu.h).
 cdef extern from "c/gelu.h":
-    int gradviz_gelu_enable()
+    int gradviz_gelu_enable_up_to(int limit)
     void gradviz_gelu_forward_f32(const float *x, float *out, Py_ssize_t n,
                                   int posinf_is_nan) nogil
     void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,

@@ -779,6 +779,24 @@ def fused_add(a, b, alpha, in_place: cython.bint = False):
     return None
 
 
+def adam_step(p, g, m, v, keep_gradient: cython.double, beta2: cython.double,
+              keep_square: cython.double, correction2: cython.double, eps: cython.double,
+              rate: cython.double) -> bool:
+    """Adam's update of the arrays ``p`` (the parameter), ``m`` and ``v`` (its moments) from
+    ``g`` in place, in one pass with the bits of the numpy calls it replaces: ``keep_gradient``
+    is ``1 - beta1``, ``keep_square`` ``1 - beta2``, ``correction2`` ``sqrt(1 - beta2 ** step)``
+    and ``rate`` ``-lr / (1 - beta1 ** step)`` (Note [Optimizer steps on arrays] in
+    gradviz/optim/_optimizer.py). False, nothing written, where it does not apply: then the
+    caller makes the numpy calls."""
+    if not cython.compiled:
+        return False
+    scalars = cython.declare(gradviz_adam_scalars)
+    if cython.compiled:
+        scalars.keep_gradient, scalars.beta2, scalars.keep_square = keep_gradient, beta2, keep_square
+        scalars.correction2, scalars.eps, scalars.rate = correction2, eps, rate
+    return gradviz_adam_step(p, g, m, v, cython.address(scalars)) == 1
+
+
 def threshold_backward_kernel(g, result):
     """relu's backward ``0 if result <= 0 else g`` in one pass, or None where it does not
     apply (Note [Whole-array kernels])."""
@@ -799,14 +817,26 @@ _F32_DTYPE = np.dtype(np.float32)
 _F64_DTYPE = np.dtype(np.float64)
 
 
-def _gelu_enable() -> cython.bint:
-    """Whether the GELU loops may run (compiled, on a CPU with AVX2 and FMA)."""
+GELU_AVX2 = 1
+GELU_AVX512 = 2
+_GELU_KERNELS = False
+
+
+def gelu_kernels_up_to(limit: cython.int = GELU_AVX512) -> int:
+    """Choose the instruction set of the GELU loops (Note [GELU kernels] in
+    gradviz/ops/_activation.py): the widest the CPU has, at most ``limit`` (``GELU_AVX2``,
+    ``GELU_AVX512``, or 0: none). Returns the one in use, 0 when the loops do not run
+    (interpreted, or a CPU without AVX2 and FMA). Done once at import; tests lower the limit
+    to compare the two compilations of the loops."""
+    global _GELU_KERNELS
+    level: cython.int = 0
     if cython.compiled:
-        return gradviz_gelu_enable() != 0
-    return False
+        level = gradviz_gelu_enable_up_to(limit)
+    _GELU_KERNELS = level != 0
+    return level
 
 
-_GELU_KERNELS = _gelu_enable()
+gelu_kernels_up_to()
 
 
 @cython.cfunc

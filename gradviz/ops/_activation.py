@@ -191,26 +191,28 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 # ``gelu_float32`` and ``gelu_backward_float32`` in gradviz_ext/_ops.py): Phi in double
 # precision as ``exp(-x^2/2)`` times a degree-13 polynomial fit of our own (relative error
 # 1.3e-12 against scipy's ``erfcx``), with ``exp`` computed in the loop too, so the compiler
-# vectorizes it (AVX-512, eight doubles per instruction, where the CPU has it: 0.31 -> 0.21 ms
-# on a (512, 256) activation, the same bits; else AVX2 with FMA, four). Each float32 result
-# is the exact
-# value rounded once, as ``ndtr``'s was: over 5 million inputs the forward was at most one
+# vectorizes it. Each float32 result is the exact value rounded once, as ``ndtr``'s was: over 5 million inputs the forward was at most one
 # unit in the last place from float64 ``ndtr`` rounded to float32 (tests/ops/
 # test_gelu_kernel_vs_torch.py holds it to two against torch's float64 ``log_ndtr``). On a
 # GPT's (16, 32, 256) activation the forward took 0.36 ms where ``ndtr`` took 2.7 ms (2.5x
 # under heavy load), the backward (Phi and the density from one ``exp``, no temporaries) the
-# same 0.36 ms. Measured alternatives: ``scipy.special.erf``'s float32 loop computes in
-# double and is no faster than ``ndtr``; glibc's ``erf``/``erff``/``erfc`` called per element
-# in C are as slow (12 ns per value: no vectorized libm without -ffast-math); a float32
-# rational approximation of erf (Abramowitz and Stegun 7.1.26, error 1.5e-7) was 5x faster but
-# differs from torch by more than the sweep's float32 tolerance (rtol 1e-6, atol 1e-7) where
-# torch is nearly exact. The backward takes any layout (a strided ``x`` or gradient is copied
-# to a contiguous one first). Float64 inputs, a strided float32 forward (torch's rule at +inf
-# differs there) and CPUs without AVX2 and FMA keep ``scipy.special.ndtr`` in float64
-# (``0.5 * (1 + erf(x / sqrt(2)))`` in one compiled loop), multiplied and cast back in one
-# pass. The tanh form is computed in place in the input's dtype (``a ** 3`` is a slow ``pow``
-# in float32). The backward without ``create_graph`` is the same derivative on numpy arrays;
-# the differentiable rule stays the definition for higher derivatives.
+# same 0.36 ms. The loops are compiled twice, for AVX2 with FMA and for AVX-512 (eight doubles
+# per instruction), and the widest the CPU has runs (``gelu_kernels_up_to``): the same
+# operations per element, so the same bits, NaN payloads aside (tests/ops/
+# test_gelu_kernel_vs_torch.py compares them), and on that activation AVX-512 took each
+# direction from 0.34 to 0.22 ms (torch's float32 forward: 0.07 ms). Measured alternatives:
+# ``scipy.special.erf``'s float32 loop computes in double and is no faster than ``ndtr``;
+# glibc's ``erf``/``erff``/``erfc`` called per element in C are as slow (12 ns per value: no
+# vectorized libm without -ffast-math); a float32 rational approximation of erf (Abramowitz
+# and Stegun 7.1.26, error 1.5e-7) was 5x faster but differs from torch by more than the
+# sweep's float32 tolerance (rtol 1e-6, atol 1e-7) where torch is nearly exact. The backward
+# takes any layout (a strided ``x`` or gradient is copied to a contiguous one first).
+# Float64 inputs, a strided float32 forward (torch's rule at +inf differs there) and CPUs
+# without AVX2 and FMA keep ``scipy.special.ndtr`` in float64 (``0.5 * (1 + erf(x /
+# sqrt(2)))`` in one compiled loop), multiplied and cast back in one pass. The tanh form is
+# computed in place in the input's dtype (``a ** 3`` is a slow ``pow`` in float32). The
+# backward without ``create_graph`` is the same derivative on numpy arrays; the
+# differentiable rule stays the definition for higher derivatives.
 
 
 def _normal_cdf(a):

@@ -787,19 +787,27 @@ def _write_directly(self, ufunc, args, kwargs):
             _requires_grad(self) or (isinstance(other, Tensor) and _requires_grad(other))
             or (self._base is not None and _requires_grad(self._base))):
         return False  # a graph is recorded: the general path
-    fused = (alpha != 1 and type(operand) is np.ndarray
-             and _ext_ops.fused_add(data, operand, alpha if ufunc is np.add else -alpha,
-                                    True) is not None)
-    if not fused:
-        with np.errstate(all="ignore"):
-            if alpha != 1:
-                operand = operand * alpha
-            ufunc(data, operand, out=data, casting="unsafe")
+    with np.errstate(all="ignore"):
+        write_scaled(data, ufunc, operand, alpha)
     self._version_counter.bump()
     root = self if self._base is None else self._base
     if root._views is not None:
         refresh_views(root)
     return True
+
+
+def write_scaled(data, ufunc, operand, alpha=1):
+    """``ufunc(data, alpha * operand)`` written into the array ``data``: the arithmetic of Note
+    [Direct in-place arithmetic] (``ufunc`` one of ``_DIRECT_UFUNCS``' values, an ``alpha``
+    other than 1 only with add and subtract), for the optimizers' steps on arrays too (Note
+    [Optimizer steps on arrays] in ``optim/_optimizer.py``). Silencing numpy's warnings and
+    bumping the version are the caller's."""
+    if alpha != 1:
+        if type(operand) is np.ndarray and _ext_ops.fused_add(
+                data, operand, alpha if ufunc is np.add else -alpha, True) is not None:
+            return
+        operand = operand * alpha
+    ufunc(data, operand, out=data, casting="unsafe")
 
 
 def _fill_diagonal_method(masked_fill_):

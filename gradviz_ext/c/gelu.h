@@ -24,9 +24,11 @@
  * (|r| <= ln 2 / 2), a degree-11 Taylor polynomial for exp(r) (truncation error 6e-15), and
  * 2^n built in the exponent bits. a^2 is exact in double for a float32 a.
  *
- * The loops are compiled for AVX2 with FMA (four doubles per instruction) and used only when
- * the CPU has both (gradviz_gelu_enable); elsewhere the caller keeps scipy's ndtr, as fast
- * as a scalar loop of this. FMA contraction changes the double intermediates in their last
+ * The loops are compiled twice, for AVX2 with FMA (four doubles per instruction) and for
+ * AVX-512 (eight), and gradviz_gelu_enable picks the widest the CPU has; without AVX2 and
+ * FMA the caller keeps scipy's ndtr, as fast as a scalar loop of this. Both compilations do
+ * the same operations per element, fused multiply-adds included, so they give the same bits
+ * (a test compares them); FMA contraction changes the double intermediates in their last
  * bits only.
  */
 #ifndef GRADVIZ_GELU_H
@@ -149,57 +151,61 @@ static GRADVIZ_GELU_INLINE void gradviz_normal(double x, double *cdf,
         }                                                                         \
     } while (0)
 
+/* The instruction set the loops run with: 0 none (the caller keeps ndtr), 1 AVX2 with FMA,
+   2 AVX-512 (F, DQ, VL and BW, as GCC may use any of them for these loops) */
+#define GRADVIZ_GELU_AVX2 1
+#define GRADVIZ_GELU_AVX512 2
+static int gradviz_gelu_level = 0;
+
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-/* The loops twice: eight doubles per instruction with AVX-512 (about twice as fast), four with
-   AVX2; the same operations per element (fused multiply-adds in both), so the same results. */
-#define GRADVIZ_GELU_LOOPS(suffix, target_list)                                              \
-    __attribute__((target(target_list))) static void gradviz_gelu_forward_##suffix(        \
-        const float *x, float *out, Py_ssize_t n, int posinf_is_nan) {                      \
-        GRADVIZ_GELU_FORWARD_LOOP(x, out, n, posinf_is_nan);                                \
-    }                                                                                       \
-    __attribute__((target(target_list))) static void gradviz_gelu_backward_##suffix(       \
-        const float *x, const float *g, float *out, Py_ssize_t n) {                         \
-        GRADVIZ_GELU_BACKWARD_LOOP(x, g, out, n);                                           \
+#define GRADVIZ_GELU_LOOPS(suffix, isa)                                                 \
+    __attribute__((target(isa)))                                                       \
+    static inline void gradviz_gelu_forward_##suffix(const float *x, float *out,        \
+                                                     Py_ssize_t n, int posinf_is_nan) { \
+        GRADVIZ_GELU_FORWARD_LOOP(x, out, n, posinf_is_nan);                            \
+    }                                                                                  \
+    __attribute__((target(isa)))                                                       \
+    static inline void gradviz_gelu_backward_##suffix(const float *x, const float *g,   \
+                                                      float *out, Py_ssize_t n) {       \
+        GRADVIZ_GELU_BACKWARD_LOOP(x, g, out, n);                                       \
     }
-GRADVIZ_GELU_LOOPS(avx512, "avx512f,avx512dq,fma")
 GRADVIZ_GELU_LOOPS(avx2, "avx2,fma")
+GRADVIZ_GELU_LOOPS(avx512, "avx512f,avx512dq,avx512vl,avx512bw,avx2,fma")
 
-/* whether the CPU has AVX-512 (F and DQ); asked once */
-static int gradviz_gelu_wide(void) {
-    static int wide = -1;
-    if (wide < 0) {
-        __builtin_cpu_init();
-        wide = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+/* the widest instruction set the CPU has (and the OS saves the registers of), at most
+   `limit` (tests compare the two compilations by lowering it); it stays in use */
+static inline int gradviz_gelu_enable_up_to(int limit) {
+    int level = 0;
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        level = GRADVIZ_GELU_AVX2;
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq")
+                && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw"))
+            level = GRADVIZ_GELU_AVX512;
     }
-    return wide;
+    gradviz_gelu_level = level < limit ? level : limit;
+    return gradviz_gelu_level;
 }
-
 static inline void gradviz_gelu_forward_f32(const float *x, float *out, Py_ssize_t n,
                                      int posinf_is_nan) {
-    if (gradviz_gelu_wide())
+    if (gradviz_gelu_level == GRADVIZ_GELU_AVX512)
         gradviz_gelu_forward_avx512(x, out, n, posinf_is_nan);
     else
         gradviz_gelu_forward_avx2(x, out, n, posinf_is_nan);
 }
 static inline void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,
                                       Py_ssize_t n) {
-    if (gradviz_gelu_wide())
+    if (gradviz_gelu_level == GRADVIZ_GELU_AVX512)
         gradviz_gelu_backward_avx512(x, g, out, n);
     else
         gradviz_gelu_backward_avx2(x, g, out, n);
 }
-/* whether the loops may run: the CPU has AVX2 and FMA (without them, a scalar loop is no
-   faster than scipy's ndtr, which the caller then uses) */
-static inline int gradviz_gelu_enable(void) {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
 #else
+static inline int gradviz_gelu_enable_up_to(int limit) { return 0; }
 static inline void gradviz_gelu_forward_f32(const float *x, float *out, Py_ssize_t n,
                                      int posinf_is_nan) {}
 static inline void gradviz_gelu_backward_f32(const float *x, const float *g, float *out,
                                       Py_ssize_t n) {}
-static inline int gradviz_gelu_enable(void) { return 0; }
 #endif
 
 #endif

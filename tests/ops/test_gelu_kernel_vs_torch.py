@@ -138,11 +138,53 @@ def _cpu_has_avx2_and_fma():
     return "avx2" in flags and "fma" in flags
 
 
+def _cpu_has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return all(f"avx512{part}" in flags for part in ("f", "dq", "vl", "bw"))
+
+
+def test_the_avx512_and_avx2_loops_give_the_same_bits():
+    """The loops compiled for AVX-512 and for AVX2 do the same operations per element: the
+    same bits (NaN payloads aside), over every 4099th float32 bit pattern (all exponents,
+    both signs, NaNs and infinities), the edges, odd lengths and gradients with specials."""
+    if ext_ops.gelu_kernels_up_to() != ext_ops.GELU_AVX512:
+        pytest.skip("the AVX-512 loops do not run here")
+    patterns = np.arange(0, 2**32, 4099, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    x = np.concatenate([patterns, np.array(EDGES, dtype=np.float32), inputs(np.float32)])
+    rng = np.random.default_rng(9)
+    g = rng.standard_normal(x.size).astype(np.float32)
+    g[::97], g[1::101], g[2::103], g[3::107] = np.nan, np.inf, -np.inf, -0.0
+    results = {}
+    try:
+        for level in (ext_ops.GELU_AVX512, ext_ops.GELU_AVX2):
+            assert ext_ops.gelu_kernels_up_to(level) == level
+            results[level] = [ext_ops.gelu_float32(x, True), ext_ops.gelu_float32(x, False),
+                              ext_ops.gelu_backward_float32(x, g)]
+            for n in (1, 7, 8, 9, 15, 17, 1001):  # the vector loops' remainders
+                results[level] += [ext_ops.gelu_float32(x[-n:], True),
+                                   ext_ops.gelu_backward_float32(x[-n:], g[-n:])]
+    finally:
+        ext_ops.gelu_kernels_up_to()
+    for wide, narrow in zip(results[ext_ops.GELU_AVX512], results[ext_ops.GELU_AVX2]):
+        # NaN payloads aside: of a NaN x and a NaN gradient, which one a product passes on
+        # depends on the order the compiler gave its operands
+        np.testing.assert_array_equal(np.isnan(wide), np.isnan(narrow))
+        numbers = ~np.isnan(wide)
+        np.testing.assert_array_equal(wide[numbers].view(np.uint32),
+                                      narrow[numbers].view(np.uint32))
+
+
 def test_the_kernel_runs_where_it_should():
     """Compiled on an AVX2 + FMA CPU, float32 contiguous arrays take the kernel; other dtypes
     and strided arrays are left to numpy (None)."""
     x = np.linspace(-3, 3, 11, dtype=np.float32)
     expected = gradviz_ext.COMPILED and _cpu_has_avx2_and_fma()
+    widest = ext_ops.GELU_AVX512 if _cpu_has_avx512() else ext_ops.GELU_AVX2
+    assert ext_ops.gelu_kernels_up_to() == (widest if expected else 0)
     assert (ext_ops.gelu_float32(x) is not None) == expected
     assert (ext_ops.gelu_backward_float32(x, x) is not None) == expected
     assert ext_ops.gelu_float32(x.astype(np.float64)) is None

@@ -1,0 +1,299 @@
+"""Adam's and SGD's steps on the tensors' arrays (Note [Optimizer steps on arrays] in
+gradviz/optim/_optimizer.py): the same bits, version counters and view histories as the
+tensor ops they replace, the cases they leave to those ops, and torch's parameters."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+import gradviz_ext
+from gradviz.autograd import forward_ad
+from gradviz.optim import _optimizer
+from gradviz_ext import ops as ext_ops
+
+ADAM = {
+    "adam": ("Adam", dict(lr=1e-2)),
+    "adam_wd": ("Adam", dict(lr=1e-2, weight_decay=0.1)),
+    "adam_amsgrad": ("Adam", dict(lr=1e-2, amsgrad=True)),
+    "adam_max_betas": ("Adam", dict(lr=0.05, betas=(0.8, 0.99), eps=1e-6, maximize=True)),
+    "adam_all": ("Adam", dict(lr=1e-2, weight_decay=0.1, amsgrad=True, maximize=True)),
+    "adamw": ("AdamW", dict(lr=1e-2)),
+    "adamw_wd_amsgrad": ("AdamW", dict(lr=1e-2, weight_decay=0.5, amsgrad=True)),
+    "adamw_max": ("AdamW", dict(lr=1e-2, maximize=True)),
+    "adam_int_hyperparameters": ("Adam", dict(lr=1, betas=(0, 0), eps=0)),
+}
+SGD = {
+    "sgd_momentum": ("SGD", dict(lr=0.05, momentum=0.9)),
+    "sgd_momentum_dampening_wd": ("SGD", dict(lr=0.05, momentum=0.9, dampening=0.3,
+                                              weight_decay=0.01)),
+    "sgd_momentum_max": ("SGD", dict(lr=0.05, momentum=0.5, maximize=True)),
+    "sgd_nesterov": ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True)),  # tensor ops
+}
+CONFIGS = {**ADAM, **SGD}
+SHAPES = [(), (1,), (7,), (3, 5), (64, 65), (4097,), (2, 3, 11)]
+
+
+@pytest.fixture
+def calls(monkeypatch):
+    """Counts of the array steps that ran (True) and declined (False)."""
+    counts = {True: 0, False: 0}
+    for name in ("_adam_on_arrays", "_momentum_on_arrays"):
+        original = getattr(_optimizer, name)
+
+        def counted(*args, _original=original):
+            done = _original(*args)
+            counts[done] += 1
+            return done
+
+        monkeypatch.setattr(_optimizer, name, counted)
+    return counts
+
+
+def tensor_ops_only(monkeypatch):
+    monkeypatch.setattr(_optimizer, "_adam_on_arrays", lambda *args: False)
+    monkeypatch.setattr(_optimizer, "_momentum_on_arrays", lambda *args: False)
+
+
+def gradients(shape, dtype, steps, special, seed=0):
+    rng = np.random.default_rng(seed)
+    grads = [rng.standard_normal(shape).astype(dtype) for _ in range(steps)]
+    if special and grads[0].size:
+        # NaN, infinities, -0.0 and a tiny value, each in one step: they spread through the
+        # moments into the parameter as the tensor ops spread them
+        for step, value in zip(range(1, steps), (np.nan, np.inf, -np.inf, -0.0, 1e-30)):
+            grads[step].reshape(-1)[(step * 7) % grads[step].size] = value
+    return grads
+
+
+def run(config, shape, dtype, grads, seed=0):
+    """The parameters, optimizer state and versions after one step per gradient."""
+    cls, kwargs = CONFIGS[config]
+    rng = np.random.default_rng(seed + 1)
+    params = [gradviz.nn.Parameter(gradviz.tensor(rng.standard_normal(shape).astype(dtype)))
+              for _ in range(2)]
+    opt = getattr(gradviz.optim, cls)(params, **kwargs)
+    for g in grads:
+        for i, p in enumerate(params):
+            p.grad = gradviz.tensor(g * (i + 1))
+        opt.step()
+    state = [{k: (v.detach().numpy().copy(), v._version) for k, v in opt.state[p].items()}
+             for p in params]
+    return [p.detach().numpy().copy() for p in params], [p._version for p in params], state
+
+
+def same_bits(a, b, what):
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    assert np.array_equal(a.view(f"u{a.dtype.itemsize}"), b.view(f"u{b.dtype.itemsize}")), what
+
+
+@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "numpy"])
+@pytest.mark.parametrize("special", [False, True], ids=["finite", "nan_inf_zero"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_steps_on_arrays_give_the_tensor_ops_bits(config, dtype, special, kernel, calls,
+                                                  monkeypatch):
+    # kernel: Adam's one-pass loop where it applies (gradviz_ext/c/adam_step.h); numpy: the
+    # numpy calls it replaces
+    if not kernel:
+        monkeypatch.setattr(ext_ops, "adam_step", lambda *args: False)
+    for shape in SHAPES:
+        grads = gradients(shape, dtype, 6, special)
+        got = run(config, shape, dtype, grads)
+        with monkeypatch.context() as m:
+            tensor_ops_only(m)
+            expected = run(config, shape, dtype, grads)
+        for a, b in zip(got[0], expected[0]):
+            same_bits(a, b, f"{config} {shape} parameter")
+        assert got[1] == expected[1], f"{config} {shape} parameter versions"
+        for mine, theirs in zip(got[2], expected[2]):
+            assert list(mine) == list(theirs)
+            for key in mine:
+                same_bits(mine[key][0], theirs[key][0], f"{config} {shape} state {key!r}")
+                assert mine[key][1] == theirs[key][1], f"{config} {shape} version of {key!r}"
+    if config == "sgd_nesterov":
+        assert calls[True] == 0
+    else:
+        assert calls[True] > 0 and calls[False] == 0
+
+
+@pytest.mark.parametrize("config", [c for c in CONFIGS if c != "adam_int_hyperparameters"])
+def test_steps_on_arrays_match_torch(config, calls):
+    cls, kwargs = CONFIGS[config]
+    rng = np.random.default_rng(3)
+    w0 = rng.standard_normal((16, 9)).astype(np.float32)
+    grads = [rng.standard_normal((16, 9)).astype(np.float32) for _ in range(6)]
+    results = []
+    for lib in (gradviz, torch):
+        w = lib.nn.Parameter(lib.tensor(w0))
+        opt = getattr(lib.optim, cls)([w], **kwargs)
+        for g in grads:
+            w.grad = lib.tensor(g)
+            opt.step()
+        state = {k: (v.detach().numpy(), v._version) for k, v in opt.state[w].items()}
+        results.append((w.detach().numpy(), w._version, state))
+    (gw, gversion, gstate), (tw, tversion, tstate) = results
+    np.testing.assert_allclose(gw, tw, rtol=2e-5, atol=2e-6)
+    assert gversion == tversion  # in-place updates, counted as torch counts them
+    assert list(gstate) == list(tstate)
+    for key in tstate:
+        np.testing.assert_allclose(gstate[key][0], tstate[key][0], rtol=2e-5, atol=2e-6)
+        assert gstate[key][1] == tstate[key][1], key
+    assert calls[True] > 0 or config == "sgd_nesterov"
+
+
+def _cpu_has_fma():
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return "avx2" in flags and "fma" in flags
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_the_adam_kernel_runs_where_it_should(amsgrad, monkeypatch):
+    """Compiled, on a CPU with FMA, Adam's update without AMSGrad is the one-pass loop; with
+    AMSGrad (the running maximum) and on float32 arrays it declines (an overflowing scalar,
+    overlapping or strided arrays), the numpy calls."""
+    done = []
+    original = ext_ops.adam_step
+
+    def spy(*args):
+        done.append(original(*args))
+        return done[-1]
+
+    monkeypatch.setattr(ext_ops, "adam_step", spy)
+    p = gradviz.nn.Parameter(gradviz.ones(5))
+    opt = gradviz.optim.Adam([p], lr=0.1, amsgrad=amsgrad)
+    p.grad = gradviz.full((5,), 0.5)
+    opt.step()
+    expected = gradviz_ext.COMPILED and _cpu_has_fma()
+    assert done == ([] if amsgrad else [expected])
+    x = np.ones(6, np.float32)
+    arrays = [x.copy() for _ in range(4)]
+    scalars = (0.1, 0.999, 0.001, 0.5, 1e-8, -0.01)
+    assert original(*arrays, *scalars) == expected
+    assert not original(*arrays[:3], arrays[0], *scalars)  # v is p
+    assert not original(x[::2].copy(), x[::2], x[::2].copy(), x[::2].copy(), *scalars)
+    assert not original(*arrays, *scalars[:5], -1e39)  # beyond float32
+    assert not original(*[a.astype(np.float16) for a in arrays], *scalars)
+    assert not original(*arrays[:3], np.ones(5, np.float32), *scalars)
+
+
+def declined_case(case):
+    """A parameter, a gradient and the optimizer arguments the array steps leave to the
+    tensor ops."""
+    rng = np.random.default_rng(5)
+    data = rng.standard_normal((6, 4)).astype(np.float32)
+    grad = gradviz.tensor(rng.standard_normal((6, 4)).astype(np.float32))
+    kwargs = {}
+    if case == "float16":
+        data, grad = data.astype(np.float16), grad.to(gradviz.float16)
+    elif case == "strided parameter":
+        data = np.asfortranarray(data)
+    elif case == "strided gradient":
+        grad = gradviz.tensor(np.asfortranarray(grad.numpy()))
+    elif case == "float64 gradient":
+        grad = grad.to(gradviz.float64)
+    elif case == "tensor lr":
+        kwargs = {"lr": gradviz.tensor(0.01)}
+    p = gradviz.nn.Parameter(gradviz.tensor(data))
+    if case == "strided parameter":
+        assert not p._data.flags.c_contiguous
+    return p, grad, kwargs
+
+
+@pytest.mark.parametrize("case", ["float16", "strided parameter", "strided gradient",
+                                  "float64 gradient", "tensor lr"])
+@pytest.mark.parametrize("cls", ["Adam", "SGD"])
+def test_what_the_array_steps_decline_takes_the_tensor_ops(cls, case, calls, monkeypatch):
+    outcomes = []
+    for arrays in (True, False):
+        with monkeypatch.context() as m:
+            if not arrays:
+                tensor_ops_only(m)
+            p, grad, kwargs = declined_case(case)
+            if cls == "SGD":
+                kwargs["momentum"] = 0.9
+            opt = getattr(gradviz.optim, cls)([p], **kwargs)
+            try:
+                for _ in range(3):
+                    p.grad = grad
+                    opt.step()
+                outcomes.append((p.detach().numpy().copy(), p._version))
+            except (RuntimeError, TypeError) as error:  # the same error either way
+                outcomes.append((type(error), str(error)))
+    assert calls[True] == 0
+    if isinstance(outcomes[0][0], np.ndarray):
+        same_bits(outcomes[0][0], outcomes[1][0], case)
+        assert outcomes[0][1] == outcomes[1][1]
+    else:
+        assert outcomes[0] == outcomes[1]
+
+
+def test_a_forward_ad_level_takes_the_tensor_ops(calls):
+    p = gradviz.nn.Parameter(gradviz.ones(3))
+    opt = gradviz.optim.Adam([p], lr=0.1)
+    p.grad = gradviz.full((3,), 0.5)
+    with forward_ad.dual_level():
+        opt.step()
+    assert calls == {True: 0, False: 1}
+    p.grad = gradviz.full((3,), 0.5)
+    opt.step()
+    assert calls == {True: 1, False: 1}
+
+
+@pytest.mark.parametrize("config", ["adam", "adamw_wd_amsgrad", "sgd_momentum"])
+def test_live_views_of_a_parameter_see_the_step_and_get_a_new_history(config, calls,
+                                                                      monkeypatch):
+    cls, kwargs = CONFIGS[config]
+    outcomes = []
+    for arrays in (True, False):
+        with monkeypatch.context() as m:
+            if not arrays:
+                tensor_ops_only(m)
+            p = gradviz.nn.Parameter(gradviz.tensor(np.arange(6.0, dtype=np.float32)))
+            opt = getattr(gradviz.optim, cls)([p], **kwargs)
+            for _ in range(2):
+                p.grad = gradviz.full((6,), 0.25)
+                opt.step()
+            view = p.view(2, 3)  # recorded: p requires grad
+            before = view.grad_fn
+            p.grad = gradviz.full((6,), 0.25)
+            opt.step()
+            assert view.grad_fn is not before
+            (view * view).sum().backward()
+            outcomes.append((view.detach().numpy().copy(), view.grad_fn.name(),
+                             p.grad.numpy().copy(), p._version))
+    assert calls[True] > 0
+    same_bits(outcomes[0][0], outcomes[1][0], "view")
+    assert outcomes[0][1] == outcomes[1][1] == "AsStridedBackward0"
+    same_bits(outcomes[0][2], outcomes[1][2], "gradient through the view")
+    assert outcomes[0][3] == outcomes[1][3]
+
+
+def test_gpt_like_training_matches_with_and_without_the_array_steps(monkeypatch, calls):
+    # a model whose linear weights have views (their transposes) when the optimizer runs
+    def train():
+        gradviz.manual_seed(0)
+        model = gradviz.nn.Sequential(gradviz.nn.Linear(8, 16), gradviz.nn.GELU(),
+                                      gradviz.nn.Linear(16, 4))
+        opt = gradviz.optim.Adam(model.parameters(), lr=1e-2)
+        rng = np.random.default_rng(0)
+        for _ in range(5):
+            x = gradviz.tensor(rng.standard_normal((10, 8)).astype(np.float32))
+            opt.zero_grad()
+            model(x).pow(2).mean().backward()
+            opt.step()
+        return [p.detach().numpy().copy() for p in model.parameters()]
+
+    got = train()
+    with monkeypatch.context() as m:
+        tensor_ops_only(m)
+        expected = train()
+    for a, b in zip(got, expected):
+        same_bits(a, b, "parameter")
+    assert calls[True] == 5 * 4 and calls[False] == 0
