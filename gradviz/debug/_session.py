@@ -68,6 +68,11 @@ class _SessionRecorder(Recorder):
     While ``keep_buffers`` is set (Note [Buffers while the display is behind]), it also keeps
     each ``buffer_added``'s sum as it was at that event, by event index."""
 
+    # Note [Lazy summaries] (gradviz/instrument/_summary.py): the session flushes what the
+    # user can reach whenever it returns control (DebugSession._notify), and everything before
+    # it hands out a live tensor (DebugSession.tensor)
+    lazy_summaries = True
+
     def __init__(self):
         super().__init__()
         self.live: dict[str, dict[int, list]] = {"grads_in": {}, "grads_received": {},
@@ -145,6 +150,12 @@ class DebugSession(SessionBase):
             # before the first real node.
             task.step()
         self._show_all()
+
+    def _notify(self) -> None:
+        # control returns to the user, who may write a leaf's .grad or the gradient they
+        # passed to backward (Note [Lazy summaries])
+        self._recorder.flush_reachable()
+        super()._notify()
 
     # ---- display ---------------------------------------------------------------------
     def _show(self, count: int = 1) -> None:
@@ -301,6 +312,8 @@ class DebugSession(SessionBase):
                              f"got {what!r}")
         if node_id not in self._live:
             raise KeyError(f"no node with id {node_id} in this session's graph")
+        # the caller may write what it gets: summaries still to compute are computed first
+        self._recorder.flush_summaries()  # Note [Lazy summaries]
         node = self._live[node_id]
         shown = self._view.facts.get(node_id, {})
         if what == "buffer":
@@ -465,6 +478,8 @@ class DebugSession(SessionBase):
                         break
                     event = self._recorder.events[self._cursor]
                     self._show(1)
+                    if predicates:
+                        self._recorder.flush_reachable()  # Note [Lazy summaries]
                     hit = self.breakpoints.event_hit(event, self._node_name(event["node"]))
                     if predicates:
                         self._recorder.outside_code_ran()  # a when= predicate ran

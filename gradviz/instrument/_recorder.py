@@ -86,6 +86,8 @@ class Recorder(_engine.Observer):
         self._pending_packs: list = []              # (SavedTensor, hook) before node_created
         self._names: dict[int, str] = {}
         self._summary_cache = SummaryCache()        # Note [Summary cost] in _summary.py
+        # Note [Lazy summaries]: arrays the user can reach this pass, by id
+        self._reachable: dict[int, object] = {}
         # Note [Node numbers and labels]
         self.numbers: dict[int, int] = {}           # node id -> small display number
         self.leaf_names: dict[int, str] = {}        # AccumulateGrad node id -> leaf's name
@@ -93,8 +95,24 @@ class Recorder(_engine.Observer):
         self._next_number = 0
         self._labels: dict[int, str] = {}           # node id -> label (cleared on changes)
 
+    # Note [Lazy summaries]: a subclass whose owner flushes at every return of control to the
+    # user (the debug session) sets this; summaries stay eager otherwise
+    lazy_summaries = False
+
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
+
+    def flush_summaries(self) -> None:
+        """Compute every pending summary now (Note [Lazy summaries] in _summary.py): before
+        handing out a live tensor, or before code the engine does not control runs."""
+        self._summary_cache.flush()
+
+    def flush_reachable(self) -> None:
+        """Compute now the pending summaries of memory the user can reach without the
+        recorder's help: the pass's initial gradients and the leaves' ``.grad`` (Note [Lazy
+        summaries] in _summary.py). Call before control returns to the user."""
+        if self._reachable:
+            self._summary_cache.flush_owners(self._reachable.values())
 
     def outside_code_ran(self) -> None:
         """Code the engine does not control may have written tensors behind their version
@@ -138,7 +156,14 @@ class Recorder(_engine.Observer):
         return entry[1]
 
     def _forget_task(self, task):
-        self._summary_cache.clear()  # hold no gradients once their pass is over
+        # Note [Lazy summaries]: what the user can reach is computed now; the rest stays
+        # pending (no one but the reader can write it any more)
+        self.flush_reachable()
+        self._reachable = {}
+        cache = self._summary_cache
+        cache.forget_pending()
+        cache.lazy = False
+        cache.clear()  # hold no gradients once their pass is over
         self._labels.clear()
         self._last_task = (None, None)
         entry = self._tasks.pop(id(task), None)
@@ -256,6 +281,11 @@ class Recorder(_engine.Observer):
 
     # ---- backward -------------------------------------------------------------------
     def backward_started(self, task):
+        # Note [Lazy summaries]: not where the pass hands gradients to the user as it runs
+        # (autograd.grad's captures, backward(inputs=) into non-leaves) or builds a graph of
+        # them (create_graph: their nodes save them)
+        self._summary_cache.lazy = (self.lazy_summaries and not task.create_graph
+                                    and task._captures is None and task._retains is None)
         roots = [{"node": _node_id(n), "input_nr": nr} for n, nr in task.roots]
         dependencies = {str(_node_id(n)): c for n, c in task.dependencies().items()}
         self._graph_learned(task, self.learn_graph(task.graph_root))
@@ -282,6 +312,12 @@ class Recorder(_engine.Observer):
         grad_summary = self._summary(grad)
         if buffered is grad:  # stored: the sum is the contribution (Note [Shared summaries])
             sum_summary = grad_summary
+        elif self._summary_cache.lazy:
+            # Note [Lazy summaries]: the engine adds the next contribution into this sum in
+            # place, so it is summarized now
+            self._summary_cache.lazy = False
+            sum_summary = self._summary(buffered)
+            self._summary_cache.lazy = True
         else:
             sum_summary = self._summary(buffered)
         self._event("buffer_added", task, node,
@@ -308,6 +344,13 @@ class Recorder(_engine.Observer):
                     inputs=inputs)
 
     def node_started(self, task, node, grads):
+        if self._summary_cache.lazy:
+            if _runs_outside_code(node):
+                # Note [Lazy summaries]: its hooks or backward may write any tensor
+                self._summary_cache.flush()
+                self._summary_cache.lazy = False
+            elif node is task.graph_root:
+                self._reach(grads)  # the initial gradients are the caller's
         arrived = len(grads) - grads.count(None)  # the engine passes lists
         name = _engine.display_name(node)
         self._event("node_started", task, node,
@@ -359,6 +402,8 @@ class Recorder(_engine.Observer):
     def node_finished(self, task, node, grads_in, grads_out, duration):
         if not isinstance(node, _BUILTIN_NODES):
             self._summary_cache.new_epoch()  # its backward was user code (Note [Summary epochs])
+        if node is task.graph_root and self._summary_cache.lazy:
+            self._reach(grads_out)  # several roots: the GraphRoot hands out the caller's
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
         produced = len(grads_out) - grads_out.count(None)
@@ -375,6 +420,8 @@ class Recorder(_engine.Observer):
     def grad_accumulated(self, task, node, variable, before, after):
         if variable._post_accumulate_hooks:
             self._summary_cache.new_epoch()  # they ran (Note [Summary epochs])
+        if after is not None and self._summary_cache.lazy:
+            self._reach((after,))  # the leaf's .grad
         shape = list(variable._data.shape)
         what = "stored as" if before is None else "added to"
         leaf = self.leaf_names.get(node.node_id)
@@ -383,6 +430,11 @@ class Recorder(_engine.Observer):
                     f"AccumulateGrad: the gradient was {what} {whose} "
                     f"({shape} {variable.dtype.name}).",
                     before=self._summary(before), after=self._summary(after))
+
+    def _reach(self, tensors) -> None:
+        for tensor in tensors:
+            if tensor is not None:
+                self._reachable[id(tensor._data)] = tensor._data
 
     def saved_released(self, task, node, count, nbytes):
         self._event("saved_released", task, node,
@@ -432,6 +484,24 @@ def _hook_outcome(replaced: bool, changed: bool, what: str, whose: str = "the ")
     if changed:
         return f"changed {whose}{what} in place"
     return f"left {whose}{what} unchanged"
+
+
+def _runs_outside_code(node) -> bool:
+    """Whether running ``node`` may run code the engine does not control: a backward that is
+    not a built-in rule, hooks of any kind, saved-tensor unpack hooks (Note [Lazy summaries]
+    in _summary.py)."""
+    if not isinstance(node, _BUILTIN_NODES):
+        return True
+    extra = node._extra
+    if extra is not None and (extra.pre_hooks or extra.post_hooks or extra.tensor_pre_hooks):
+        return True
+    if isinstance(node, _engine.AccumulateGrad):
+        return bool(node.variable._post_accumulate_hooks)
+    if isinstance(node, _ops.OpNode):
+        for _, saved in saved_tensors_of(node):
+            if saved._has_hooks:
+                return True
+    return False
 
 
 def _inputs_of(task):

@@ -67,6 +67,37 @@ ravel in, and takes the kernel too: 1.0 ms less per debugged GPT step than numpy
 passes over a float64 copy.
 tests/instrument/test_summary.py holds the kernel to numpy's sums bit for bit.
 
+Note [Lazy summaries]
+---------------------
+In a debug session most summaries are never read: ``continue_()`` on a GPT step records about
+650 events over about two million gradient entries, and a person then opens a few nodes. So
+the session's recorder (``_SessionRecorder.lazy_summaries``) gives a tensor of more than
+``SMALL_NUMEL`` entries a ``LazySummary``: a dict that computes its entries from the array it
+holds the first time anything reads it (every read path: items, ``==``, ``len``, ``repr``,
+json, copies, pickling). Reading it later gives the value at its event only if nothing wrote
+the array in between, so each writer is accounted for:
+
+- the engine writes in place only into a sum it made itself (the input buffer's second and
+  later contributions) and into a leaf's ``.grad``: a ``buffer_added`` sum is summarized at
+  once, and a ``.grad`` is what the user can reach (below);
+- built-in backward rules never write into the gradients they receive or produce;
+- code the engine does not control (hooks of every kind, a custom backward, saved-tensor unpack
+  hooks) may write anything: at the ``node_started`` of a node that will run such code, before
+  it runs, every pending summary is computed and the rest of the pass is summarized eagerly;
+- the user, each time the session returns control (``DebugSession._notify``, and before a
+  ``when=`` predicate): the pending summaries over the memory of the pass's initial gradients
+  (the caller's) and of each leaf's ``.grad`` are computed then (``flush_reachable``; arrays
+  share memory when they have the same owner at the end of their ``base`` chain); and before
+  ``session.tensor()`` hands out a live tensor, all of them;
+- passes that hand gradients to the user while they run (``autograd.grad``'s captures,
+  ``backward(inputs=...)``) or keep them in a graph (``create_graph``) stay eager.
+
+Everything else is an intermediate gradient only the session holds, so a summary computed when
+read is the summary at its event. A ``gradviz.record()`` trace stays eager: it may hold many
+passes, and pending summaries would keep all their gradients alive.
+tests/instrument/test_lazy_summaries.py writes at each of those points and requires the events
+of an eager session; bench/README.md has the cost.
+
 tests/instrument/test_summary.py checks ``summarize == summarize_reference`` on many arrays.
 The one permitted difference: the sign of a zero ``min``/``max`` (numpy's own answer for
 ``[0.0, -0.0]`` depends on the array's length and the CPU's vector unit).
@@ -81,8 +112,8 @@ import numpy as np
 from gradviz_ext._ops import array_address as _array_address
 from gradviz_ext._ops import summary_stats as _summary_stats
 
-__all__ = ["summarize", "summarize_reference", "SummaryCache", "MAX_VALUES", "ALL_VALUES",
-           "SMALL_NUMEL"]
+__all__ = ["summarize", "summarize_array", "summarize_reference", "SummaryCache", "LazySummary",
+           "MAX_VALUES", "ALL_VALUES", "SMALL_NUMEL"]
 
 # ``values``: every entry of a tensor of at most ALL_VALUES entries (a teaching graph's
 # gradients, shown whole in the inspector and the saved page), else the first MAX_VALUES
@@ -117,22 +148,26 @@ def summarize(tensor) -> dict | None:
     """
     if tensor is None:
         return None
-    data = tensor._data
+    return summarize_array(tensor._data, tensor.dtype.name)
+
+
+def summarize_array(data, dtype_name: str) -> dict:
+    """:func:`summarize` of a tensor holding ``data`` (a numpy array) with dtype ``dtype_name``."""
     size = data.size
     kind = data.dtype.kind
     if kind not in _SIMPLE_KINDS:
-        return summarize_reference(tensor)
+        return _reference(data, dtype_name)
     if size == 1:  # a scalar: every loss, every sum; often the gradient of one
         value = data.item()
         if kind == "f":
             if _isfinite(value):
                 # what _summarize_small computes for one entry: 0.0 + value normalizes -0.0
-                return {"shape": list(data.shape), "dtype": tensor.dtype.name, "numel": 1,
+                return {"shape": list(data.shape), "dtype": dtype_name, "numel": 1,
                         "nan": 0, "inf": 0, "min": value, "max": value, "mean": 0.0 + value,
                         "norm": _num(_sqrt(value * value)), "values": [value]}
     if size <= SMALL_NUMEL:
-        return _summarize_small(data, tensor.dtype.name, size, kind)
-    return _summarize_large(tensor, data, size, kind)
+        return _summarize_small(data, dtype_name, size, kind)
+    return _summarize_large(data, dtype_name, size, kind)
 
 
 def _summarize_small(data, dtype_name, size, kind):
@@ -192,8 +227,9 @@ def _numpy_sum(values):
     return 0.0 + total
 
 
-def _summarize_large(tensor, data, size, kind):
+def _summarize_large(data, dtype_name, size, kind):
     """Note [Summary cost]: all entries finite, checked with one sum; else the reference."""
+    original = data
     if kind == "f" and not data.flags.c_contiguous:
         # a transposed or sliced gradient: one copy in C order, the order numpy sums a ravel
         # in, and the kernel over it (Note [Summary kernel])
@@ -202,9 +238,9 @@ def _summarize_large(tensor, data, size, kind):
     if stats is not None:
         total, squares, low, high = stats
         if not (_isfinite(total) and _isfinite(squares)):
-            return summarize_reference(tensor)  # NaN/Inf, or a sum that overflowed
+            return _reference(original, dtype_name)  # NaN/Inf, or a sum that overflowed
         return {
-            "shape": list(data.shape), "dtype": tensor.dtype.name, "numel": size, "nan": 0,
+            "shape": list(data.shape), "dtype": dtype_name, "numel": size, "nan": 0,
             "inf": 0, "min": low, "max": high, "mean": total / size, "norm": _sqrt(squares),
             "values": data.ravel()[:MAX_VALUES].tolist(),
         }
@@ -213,12 +249,12 @@ def _summarize_large(tensor, data, size, kind):
         flat = flat.astype(np.float64, copy=False)
         total = float(np.add.reduce(flat))
         if not _isfinite(total):  # a NaN or an Inf, or a sum that overflowed
-            return summarize_reference(tensor)
+            return _reference(original, dtype_name)
     else:
         flat = flat.astype(np.float64)
         total = float(np.add.reduce(flat))
     return {
-        "shape": list(data.shape), "dtype": tensor.dtype.name, "numel": size, "nan": 0, "inf": 0,
+        "shape": list(data.shape), "dtype": dtype_name, "numel": size, "nan": 0, "inf": 0,
         "min": _num(np.minimum.reduce(flat)), "max": _num(np.maximum.reduce(flat)),
         "mean": _num(total / size), "norm": _num(_sqrt(float(np.add.reduce(flat * flat)))),
         "values": flat[:MAX_VALUES].tolist(),  # finite: no text needed
@@ -232,10 +268,13 @@ def summarize_reference(tensor) -> dict | None:
     """
     if tensor is None:
         return None
-    data = tensor._data
+    return _reference(tensor._data, tensor.dtype.name)
+
+
+def _reference(data, dtype_name: str) -> dict:
     summary = {
         "shape": list(data.shape),
-        "dtype": tensor.dtype.name,
+        "dtype": dtype_name,
         "numel": int(data.size),
     }
     if data.dtype.kind == "f":
@@ -271,6 +310,139 @@ def _num(value):
     return value
 
 
+def _owner(array):
+    """The object that owns ``array``'s memory: the end of its ``base`` chain (a view's base
+    array, or what an ``as_strided`` view or a buffer wraps). Arrays over the same memory
+    share it (Note [Lazy summaries])."""
+    while True:
+        base = getattr(array, "base", None)
+        if base is None:
+            return array
+        array = base
+
+
+class LazySummary(dict):
+    """A summary computed when it is first read (Note [Lazy summaries]).
+
+    A plain ``dict`` to every reader: each way of reading it (items, keys, ``==``, ``len``,
+    ``in``, ``repr``, ``json.dumps``, ``dict(...)``, copies, pickling) fills it first. It holds
+    the array it describes until then.
+    """
+
+    __slots__ = ("_source",)
+
+    def __init__(self, source):
+        # (array, dtype name), or (another LazySummary, shape) for a reshape of its memory.
+        # Until filled, the storage holds one marker entry: C code that reads a dict's size
+        # directly (json's encoder writes "{}" for an empty one) then calls items() instead.
+        dict.__init__(self, pending=True)
+        self._source = source
+
+    @property
+    def pending(self) -> bool:
+        """True until the summary is computed."""
+        return self._source is not None
+
+    def _fill(self):
+        source = self._source
+        if source is not None:
+            first, second = source
+            if isinstance(first, LazySummary):
+                summary = dict(first._fill(), shape=list(second))
+            else:
+                summary = summarize_array(first, second)
+            dict.clear(self)
+            dict.update(self, summary)
+            self._source = None
+        return self
+
+    def __getitem__(self, key):
+        return dict.__getitem__(self._fill(), key)
+
+    def get(self, key, default=None):
+        return dict.get(self._fill(), key, default)
+
+    def __contains__(self, key):
+        return dict.__contains__(self._fill(), key)
+
+    def __iter__(self):
+        return dict.__iter__(self._fill())
+
+    def __reversed__(self):
+        return dict.__reversed__(self._fill())
+
+    def __len__(self):
+        return dict.__len__(self._fill())
+
+    def keys(self):
+        return dict.keys(self._fill())
+
+    def values(self):
+        return dict.values(self._fill())
+
+    def items(self):
+        return dict.items(self._fill())
+
+    def __eq__(self, other):
+        if isinstance(other, LazySummary):
+            other._fill()
+        return dict.__eq__(self._fill(), other)
+
+    def __ne__(self, other):
+        if isinstance(other, LazySummary):
+            other._fill()
+        return dict.__ne__(self._fill(), other)
+
+    def __repr__(self):
+        return dict.__repr__(self._fill())
+
+    def __or__(self, other):
+        return dict(self.items()) | other
+
+    def __ror__(self, other):
+        return dict(other) | dict(self.items())
+
+    def copy(self):
+        return dict(self.items())
+
+    def __copy__(self):
+        return dict(self.items())
+
+    def __deepcopy__(self, memo):
+        import copy
+        return copy.deepcopy(dict(self.items()), memo)
+
+    def __reduce_ex__(self, protocol):
+        return (dict, (dict(self.items()),))
+
+    # writes (summaries are read-only, Note [Shared summaries]; these keep a write consistent)
+    def __setitem__(self, key, value):
+        dict.__setitem__(self._fill(), key, value)
+
+    def __delitem__(self, key):
+        dict.__delitem__(self._fill(), key)
+
+    def __ior__(self, other):
+        dict.update(self._fill(), other)
+        return self
+
+    def update(self, *args, **kwargs):
+        dict.update(self._fill(), *args, **kwargs)
+
+    def setdefault(self, key, default=None):
+        return dict.setdefault(self._fill(), key, default)
+
+    def pop(self, key, *default):
+        return dict.pop(self._fill(), key, *default)
+
+    def popitem(self):
+        return dict.popitem(self._fill())
+
+    def clear(self):
+        self._source = None
+        dict.clear(self)
+
+
 class SummaryCache:
     """Remembers the summaries of recent tensors within an epoch (Note [Summary epochs]).
 
@@ -303,7 +475,7 @@ class SummaryCache:
     """
 
     __slots__ = ("_entries", "_memory", "_size", "_max_bytes", "_budget", "_held", "_epoch",
-                 "hits")
+                 "hits", "lazy", "_pending")
 
     def __init__(self, size: int = 1024, max_bytes: int = 1 << 24, budget: int = 1 << 26):
         # id(tensor) -> (tensor, array, shape, dtype, version, epoch, summary)
@@ -316,6 +488,10 @@ class SummaryCache:
         self._held = 0
         self._epoch = 0
         self.hits = 0
+        # Note [Lazy summaries]: while set, a large tensor's summary is a LazySummary, kept
+        # in _pending (by the id of its memory's owner) until flush() or flush_owners()
+        self.lazy = False
+        self._pending: dict[int, list] = {}
 
     def new_epoch(self) -> None:
         """Code outside the engine may have written a tensor: no entry made before is valid."""
@@ -327,7 +503,7 @@ class SummaryCache:
         data = tensor._data
         nbytes = data.nbytes
         if nbytes > self._max_bytes:
-            return summarize(tensor)  # would crowd out the rest
+            return self._new_summary(tensor, data)  # would crowd out the rest
         key = id(tensor)
         entry = self._entries.get(key)
         version = tensor._version_counter.value
@@ -343,9 +519,12 @@ class SummaryCache:
             summary = self._same_memory(memory)
             if summary is not None:
                 self.hits += 1
-                summary = dict(summary, shape=list(data.shape))
+                if isinstance(summary, LazySummary) and summary.pending:
+                    summary = self._pend(LazySummary((summary, data.shape)), data)
+                else:
+                    summary = dict(summary, shape=list(data.shape))
             else:
-                summary = summarize(tensor)
+                summary = self._new_summary(tensor, data)
             if len(self._entries) >= self._size or self._held + nbytes > self._budget:
                 self.clear()
             replaced = self._entries.get(key)
@@ -357,6 +536,41 @@ class SummaryCache:
             if memory is not None:
                 self._memory[memory] = key
         return summary  # shared, read-only: Note [Shared summaries]
+
+    def _new_summary(self, tensor, data) -> dict:
+        if self.lazy and data.size > SMALL_NUMEL and data.dtype.kind in _SIMPLE_KINDS:
+            return self._pend(LazySummary((data, tensor.dtype.name)), data)
+        return summarize_array(data, tensor.dtype.name)
+
+    def _pend(self, summary: LazySummary, data) -> LazySummary:
+        key = id(_owner(data))  # the summary holds data, so its owner's id stays its own
+        pending = self._pending.get(key)
+        if pending is None:
+            self._pending[key] = [summary]
+        else:
+            pending.append(summary)
+        return summary
+
+    def flush(self) -> None:
+        """Compute every pending summary now (Note [Lazy summaries])."""
+        pending, self._pending = self._pending, {}
+        for summaries in pending.values():
+            for summary in summaries:
+                summary._fill()
+
+    def flush_owners(self, arrays) -> None:
+        """Compute now the pending summaries of memory that any of ``arrays`` shares."""
+        if self._pending:
+            for array in arrays:
+                summaries = self._pending.pop(id(_owner(array)), None)
+                if summaries is not None:
+                    for summary in summaries:
+                        summary._fill()
+
+    def forget_pending(self) -> None:
+        """Stop tracking the pending summaries: no one can write their tensors any more.
+        They stay pending, computed when read."""
+        self._pending = {}
 
     def _same_memory(self, memory) -> dict | None:
         """The summary of another tensor's C-contiguous array over the same bytes with the same

@@ -1,0 +1,333 @@
+"""Note [Lazy summaries]: a debug session computes a large gradient's summary when it is first
+read. What it shows must be exactly what a session that summarizes every tensor at its event
+shows, whatever the user writes once they have control: a leaf's ``.grad`` (in place through
+the API, through numpy, by an optimizer or ``clip_grad_norm_``), the gradient they passed to
+backward, a tensor ``session.tensor()`` handed them, or a hook's or custom backward's writes.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+
+import numpy as np
+import pytest
+
+import gradviz
+from gradviz.debug._session import _SessionRecorder
+from gradviz.instrument._summary import SMALL_NUMEL, LazySummary, summarize_array
+
+WIDTH = 48  # entries per row: every gradient below has more than SMALL_NUMEL entries
+assert WIDTH > SMALL_NUMEL
+
+_SUMMARIES = ("grads_in", "grads_out", "grad", "sum", "before", "after", "grad_inputs")
+
+
+def _summaries_of(event):
+    for key in _SUMMARIES:
+        value = event.get(key)
+        for summary in value if isinstance(value, list) else [value]:
+            if summary is not None:
+                yield summary
+
+
+def _comparable(events):
+    """Each event's kind, text and summaries as plain data (node ids differ between runs)."""
+    return [(event["kind"], event["text"],
+             json.loads(json.dumps({k: event[k] for k in _SUMMARIES if k in event})))
+            for event in events]
+
+
+def _pending(events) -> int:
+    return sum(1 for event in events for summary in _summaries_of(event)
+               if isinstance(summary, LazySummary) and summary.pending)
+
+
+class _Model:
+    """Two layers with a residual fan-in, a transposed weight, a broadcast bias, a reshape and
+    a leaf read twice; the same values on every construction."""
+
+    def __init__(self):
+        rng = np.random.default_rng(7)
+
+        def leaf(*shape):
+            return gradviz.tensor(rng.standard_normal(shape).astype(np.float32),
+                                  requires_grad=True)
+
+        self.w1 = leaf(WIDTH, WIDTH)
+        self.b1 = leaf(WIDTH)
+        self.w2 = leaf(WIDTH, WIDTH)
+        self.x = gradviz.tensor(rng.standard_normal((4, WIDTH)).astype(np.float32))
+
+    def params(self):
+        return [self.w1, self.b1, self.w2]
+
+    def output(self):
+        h = (self.x @ self.w1 + self.b1).tanh()
+        # h fans out three ways: its buffer's sum is made, then added into in place
+        r = h + h @ self.w2.t() + h * 0.5
+        return (r.reshape(8, WIDTH // 2) * 0.5).reshape(4, WIDTH) * self.w1[0]
+
+    def loss(self):
+        return (self.output() ** 2).sum()
+
+
+def _session(lazy: bool, monkeypatch, make_loss, **options):
+    monkeypatch.setattr(_SessionRecorder, "lazy_summaries", lazy)
+    return gradviz.debug.backward(make_loss(), **options)
+
+
+def _both(monkeypatch, run):
+    """``run(lazy)`` for a lazy and an eager session; their comparable events."""
+    results = []
+    for lazy in (True, False):
+        results.append(run(lazy))
+        monkeypatch.undo()
+    return results
+
+
+# ---- a dict to every reader ------------------------------------------------------------
+
+_DATA = np.linspace(-3.0, 5.0, 40, dtype=np.float32).reshape(5, 8)
+
+READERS = {
+    "==": lambda s, ref: s == ref,
+    "reflected ==": lambda s, ref: ref == s,
+    "!=": lambda s, ref: (s != ref) is False,
+    "two pending": lambda s, ref: s == LazySummary((_DATA.copy(), "float32")),
+    "in a list": lambda s, ref: [s] == [ref],
+    "json": lambda s, ref: json.loads(json.dumps(s)) == json.loads(json.dumps(ref)),
+    "json sorted": lambda s, ref: json.dumps(s, sort_keys=True) == json.dumps(ref, sort_keys=True),
+    "repr": lambda s, ref: repr(s) == repr(ref),
+    "str": lambda s, ref: str(s) == str(ref),
+    "dict()": lambda s, ref: dict(s) == ref,
+    "**": lambda s, ref: {**s} == ref,
+    "|": lambda s, ref: (s | {}) == ref and ({} | s) == ref,
+    "copy": lambda s, ref: copy.copy(s) == ref and s.copy() == ref,
+    "deepcopy": lambda s, ref: copy.deepcopy(s) == ref,
+    "pickle": lambda s, ref: pickle.loads(pickle.dumps(s)) == ref,
+    "len": lambda s, ref: len(s) == len(ref),
+    "bool": lambda s, ref: bool(s),
+    "in": lambda s, ref: "norm" in s,
+    "iter": lambda s, ref: list(s) == list(ref),
+    "keys": lambda s, ref: list(s.keys()) == list(ref.keys()),
+    "values": lambda s, ref: list(s.values()) == list(ref.values()),
+    "items": lambda s, ref: list(s.items()) == list(ref.items()),
+    "[]": lambda s, ref: s["max"] == ref["max"],
+    "get": lambda s, ref: s.get("min") == ref["min"] and s.get("absent", 3) == 3,
+    "format": lambda s, ref: f"{s}" == f"{ref}",
+    "kwargs": lambda s, ref: (lambda **kw: kw)(**s) == ref,
+}
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_a_lazy_summary_reads_as_the_summary_it_stands_for(reader):
+    reference = summarize_array(_DATA, "float32")
+    lazy = LazySummary((_DATA, "float32"))
+    assert lazy.pending and isinstance(lazy, dict)
+    assert READERS[reader](lazy, reference)
+    assert not lazy.pending
+    assert lazy == reference
+
+
+def test_a_lazy_summary_of_the_same_memory_under_another_shape():
+    data = np.arange(48.0)
+    source = LazySummary((data, "float64"))
+    reshaped = LazySummary((source, (6, 8)))
+    assert reshaped == summarize_array(data.reshape(6, 8), "float64")
+    assert not source.pending
+    assert source == summarize_array(data, "float64")
+
+
+# ---- a session shows what eager summaries show -------------------------------------------
+
+def test_a_session_defers_large_summaries_and_shows_what_eager_summaries_show(monkeypatch):
+    pending = []
+
+    def run(lazy):
+        session = _session(lazy, monkeypatch, _Model().loss)
+        session.continue_()
+        pending.append(_pending(session.events))
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+    assert pending[0] > 10, "the lazy session computed every summary at its event"
+    assert pending[1] == 0
+
+
+WRITES = {
+    "grad through numpy": lambda model, g: [p.grad.numpy().__setitem__(..., 7.0)
+                                            for p in model.params()],
+    "grad in place": lambda model, g: [p.grad.mul_(-2.0) for p in model.params()],
+    "clip_grad_norm_": lambda model, g: gradviz.nn.utils.clip_grad_norm_(model.params(), 1e-3),
+    "zero_grad(set_to_none=False)": lambda model, g: gradviz.optim.SGD(
+        model.params(), lr=0.1).zero_grad(set_to_none=False),
+    "optimizer step": lambda model, g: gradviz.optim.SGD(model.params(), lr=0.5).step(),
+    "the gradient passed to backward": lambda model, g: g.numpy().__setitem__(..., -5.0),
+}
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_what_the_user_writes_after_the_pass_changes_nothing_shown(write, monkeypatch):
+    def run(lazy):
+        model = _Model()
+        gradient = gradviz.full((4, WIDTH), 0.25)  # the caller's: they may write it later
+        session = _session(lazy, monkeypatch, model.output, gradient=gradient)
+        session.continue_()
+        with gradviz.no_grad():
+            WRITES[write](model, gradient)
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+
+
+@pytest.mark.parametrize("write", WRITES)
+def test_what_the_user_writes_while_paused_changes_nothing_shown(write, monkeypatch):
+    def run(lazy):
+        model = _Model()
+        gradient = gradviz.full((4, WIDTH), 0.25)
+        session = _session(lazy, monkeypatch, model.output, gradient=gradient)
+        accumulated = []
+        while not session.finished:
+            session.step()
+            for p in model.params():
+                if p.grad is not None and not any(p is q for q in accumulated):
+                    accumulated.append(p)
+            if write == "the gradient passed to backward" or accumulated:
+                with gradviz.no_grad():
+                    grads = [p.grad for p in model.params()]
+                    if write == "the gradient passed to backward" or all(
+                            g is not None for g in grads):
+                        WRITES[write](model, gradient)
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+
+
+def test_tensors_the_session_hands_out_may_be_written(monkeypatch):
+    def run(lazy):
+        session = _session(lazy, monkeypatch, _Model().loss)
+        for _ in range(4):
+            session.step()
+        for info in session.graph()["nodes"]:
+            for slot in range(4):
+                try:
+                    tensor = session.tensor(info["id"], "grads_out", slot)
+                except (LookupError, IndexError):
+                    continue
+                if tensor is not None and tensor.numpy().flags.writeable:
+                    tensor.numpy()[...] = 11.0
+        session.continue_()
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+    assert any(11.0 in summary["values"] for _, _, summaries in lazy
+               for value in summaries.values()
+               for summary in (value if isinstance(value, list) else [value]) if summary)
+
+
+def _scribble(tensor, value):
+    array = tensor.numpy()
+    if array.flags.writeable:
+        array[...] = value
+
+
+HOOK_WRITES = ["tensor_hook", "node_prehook", "posthook", "post_accumulate", "custom_backward",
+               "saved_tensor_unpack"]
+
+
+@pytest.mark.parametrize("where", HOOK_WRITES)
+def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeypatch):
+    """A hook (or custom backward) writes, behind the version counter, a gradient it kept
+    from an earlier node: the summaries of the events before must be the values then."""
+
+    class Scale(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            if where == "custom_backward":
+                scribble_kept(7.0)
+            return grad * 3
+
+    kept = []
+    written = []
+
+    def scribble_kept(value):
+        for kept_grad in kept:
+            _scribble(kept_grad, value)
+            written.append(value)
+
+    def unpack(t):
+        scribble_kept(9.0)
+        return t
+
+    def make_loss():
+        model = _Model()
+        if where == "saved_tensor_unpack":
+            with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+                s = model.x @ model.w2  # saves model.x, unpacked when its node runs
+        else:
+            s = model.x @ model.w2
+        late = Scale.apply(s) if where == "custom_backward" else s * 1.0
+        if where == "tensor_hook":
+            late.register_hook(lambda g: scribble_kept(2.0))
+        if where == "node_prehook":
+            late.grad_fn.register_prehook(lambda grads: scribble_kept(4.0))
+        if where == "posthook":
+            late.grad_fn.register_hook(lambda gi, go: scribble_kept(5.0))
+        if where == "post_accumulate":
+            model.w2.register_post_accumulate_grad_hook(lambda p: scribble_kept(6.0))
+        # recorded after s's branch, so its nodes run first (higher sequence numbers)
+        h = (model.x @ model.w1).tanh()
+        h.register_hook(kept.append)  # keeps h's gradient, summarized by earlier events
+        return (late * late).sum() + (h * 3.0).sum()  # one contribution: not a sum
+
+    def run(lazy):
+        kept.clear()
+        written.clear()
+        session = _session(lazy, monkeypatch, make_loss)
+        session.continue_()
+        assert written, "the program wrote nothing: this test would see nothing"
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+
+
+@pytest.mark.parametrize("options", [{"create_graph": True}, {"retain_graph": True}])
+def test_passes_with_options_show_what_eager_summaries_show(options, monkeypatch):
+    def run(lazy):
+        model = _Model()
+        session = _session(lazy, monkeypatch, model.loss, **options)
+        session.continue_()
+        with gradviz.no_grad():
+            for p in model.params():
+                p.grad.mul_(3.0)
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+
+
+def test_several_roots_with_the_callers_gradients(monkeypatch):
+    def run(lazy):
+        model = _Model()
+        out = model.output()
+        grads = [gradviz.full((4, WIDTH), 0.5), gradviz.full((WIDTH,), 2.0)]
+        monkeypatch.setattr(_SessionRecorder, "lazy_summaries", lazy)
+        session = gradviz.debug.backward([out, model.b1 * 3.0], grads)
+        session.continue_()
+        for g in grads:
+            g.numpy()[...] = -1.0
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
