@@ -497,9 +497,12 @@ def _runs_outside_code(node) -> bool:
         return True
     if isinstance(node, _engine.AccumulateGrad):
         return bool(node.variable._post_accumulate_hooks)
-    if isinstance(node, _ops.OpNode):
-        for _, saved in saved_tensors_of(node):
-            if saved._has_hooks:
+    if isinstance(node, _ops.OpNode):  # its saved tensors, as saved_tensors_of lists them
+        output = node._saved_output
+        if output is not None and output._has_hooks:
+            return True
+        for value in node._kept_inputs or ():
+            if isinstance(value, _engine.SavedTensor) and value._has_hooks:
                 return True
     return False
 
