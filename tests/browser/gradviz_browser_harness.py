@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"  # git-ignored
 CHROMIUM = "/usr/bin/chromium"
@@ -232,6 +234,18 @@ def launch_chromium(playwright: Any) -> Any:
     if not Path(CHROMIUM).exists():
         raise RuntimeError(f"{CHROMIUM} is missing: apt-get install -y chromium (never `playwright install`)")
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Chromium for one test module (import it into the module: ``from gradviz_browser_harness
+    import browser``)."""
+    import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
+
+    with sync_api.sync_playwright() as playwright:
+        browser = launch_chromium(playwright)
+        yield browser
+        browser.close()
 
 
 # ---- reading the widget from the DOM ------------------------------------------------------------

@@ -12,11 +12,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     REPO,
     LabServer,
-    launch_chromium,
+    browser,  # noqa: F401  (the module-scoped fixture)
     notebook_session,
     run_all,
     start_lab,
@@ -59,14 +58,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = start_lab(tmp_path_factory.mktemp("jupyterlab"), [REPO / "notebooks"])
     yield server
     stop_lab(server)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def test_every_course_notebook_runs_with_its_widgets_drawn(browser: Any, lab: LabServer) -> None:

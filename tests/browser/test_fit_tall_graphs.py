@@ -11,20 +11,18 @@ unfolded chain fitted at 0.09). Marked ``browser``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     MEASURE_FIT_JS,
     READABLE_SCALE,
     PageProblems,
-    launch_chromium,
+    browser,  # noqa: F401  (the module-scoped fixture)
 )
 
 import gradviz as torch
@@ -50,14 +48,6 @@ def _mlp_trace() -> Any:
     with torch.record() as trace:
         model(torch.ones(4, 16)).sum().backward()
     return trace
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.parametrize("name, make_trace, width", [

@@ -10,15 +10,18 @@ right, and shows them at the right moment). Marked ``browser``; needs the built 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
-from gradviz_browser_harness import ARTIFACTS, PageProblems, format_number, launch_chromium  # noqa: E402
+from gradviz_browser_harness import (  # noqa: E402
+    ARTIFACTS,
+    PageProblems,
+    browser,  # noqa: F401  (the module-scoped fixture)
+    format_number,
+)
 
 import gradviz as torch
 from gradviz.autograd import Function
@@ -109,14 +112,6 @@ def trace() -> Any:
 @pytest.fixture(scope="module")
 def page_path(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace.to_html(tmp_path_factory.mktemp("fidelity") / "trace.html", title="fidelity")
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def open_page(browser: Any, path: Path, width: int) -> tuple[Any, Any, PageProblems]:

@@ -16,8 +16,12 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
-from gradviz_browser_harness import ARTIFACTS, READ_STATES_JS, PageProblems, launch_chromium  # noqa: E402
+from gradviz_browser_harness import (  # noqa: E402
+    ARTIFACTS,
+    READ_STATES_JS,
+    PageProblems,
+    browser,  # noqa: F401  (the module-scoped fixture)
+)
 from scale_models import HOSTILE, chain_loss, hostile_model_loss, lstm_loss, shared_loss, transformer_loss  # noqa: E402
 
 import gradviz as torch
@@ -48,14 +52,6 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         "small": _page_of(lambda: transformer_loss(1), folder / "small.html"),
         "shared": _page_of(shared_loss, folder / "shared.html"),
     }
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 class Page:

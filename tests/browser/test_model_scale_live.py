@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
+    browser,  # noqa: F401  (the module-scoped fixture)
     check_no_problems,
-    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -41,14 +39,6 @@ SOURCE = (
 
 def _notebook(folder: Path) -> Path:
     return write_notebook(folder / "model_scale.ipynb", [SOURCE])
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.parametrize("app", ["lab", "notebook"])

@@ -21,13 +21,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "debug"))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     LabServer,
     PageProblems,
+    browser,  # noqa: F401  (the module-scoped fixture)
     check_no_problems,
-    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -53,14 +52,6 @@ def format_value(value: float) -> str:
         return f"{mantissa}e{'+' if int(exponent) >= 0 else '-'}{abs(int(exponent))}"
     text = repr(float(f"{value:.4g}"))
     return text[:-2] if text.endswith(".0") else text
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def test_diff_page_colours_the_difference_and_lists_the_nodes(browser: Any, tmp_path: Path) -> None:

@@ -23,8 +23,8 @@ from gradviz_browser_harness import (  # noqa: E402
     READ_CURRENT_JS,
     READ_STATES_JS,
     PageProblems,
-    launch_chromium,
-)
+    browser,  # noqa: F401  (the module-scoped fixture)
+    )
 
 import gradviz as torch
 from gradviz.autograd import Function
@@ -60,14 +60,6 @@ def trace() -> Any:
 @pytest.fixture(scope="module")
 def page_path(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace.to_html(tmp_path_factory.mktemp("standalone") / "trace.html", title=HOSTILE)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def _expected(trace: Any, position: int) -> tuple[dict[str, str], list[str]]:

@@ -16,21 +16,19 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 import torch_models  # noqa: E402
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     READ_ACCUMULATED_JS,
     PageProblems,
+    browser,  # noqa: F401  (the module-scoped fixture)
     format_number,
-    launch_chromium,
 )
 
 import gradviz
@@ -58,14 +56,6 @@ class Recorded:
 def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Recorded]:
     folder = tmp_path_factory.mktemp("torch-models")
     return {name: Recorded(name, folder) for name in torch_models.NAMES}
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.parametrize("name", torch_models.NAMES)

@@ -13,20 +13,18 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 import torch_models  # noqa: E402
 from gradviz_browser_harness import (  # noqa: E402
     READ_ACCUMULATED_JS,
+    browser,  # noqa: F401  (the module-scoped fixture)
     check_no_problems,
     format_number,
-    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -52,14 +50,6 @@ SOURCE = (
 
 def _notebook(folder: Path, name: str) -> Path:
     return write_notebook(folder / f"torch_{name}.ipynb", [SOURCE.format(name=name)])
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.mark.parametrize("name", torch_models.NAMES)

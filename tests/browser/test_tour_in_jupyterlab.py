@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     ARTIFACTS,
     MEASURE_FIT_JS,
@@ -23,10 +22,10 @@ from gradviz_browser_harness import (  # noqa: E402
     REPO,
     RUN_COUNT_JS,
     LabServer,
+    browser,  # noqa: F401  (the module-scoped fixture)
     check_kernel_agrees,
     check_no_problems,
     has_run,
-    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -52,14 +51,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = start_lab(tmp_path_factory.mktemp("jupyterlab"), sources)
     yield server
     stop_lab(server)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def test_fake_session_tour(browser: Any, lab: LabServer) -> None:

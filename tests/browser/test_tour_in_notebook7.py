@@ -13,12 +13,11 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     LabServer,
+    browser,  # noqa: F401  (the module-scoped fixture)
     check_kernel_agrees,
     check_no_problems,
-    launch_chromium,
     notebook_session,
     run_all,
     start_lab,
@@ -36,14 +35,6 @@ def notebook7(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     server = start_lab(tmp_path_factory.mktemp("notebook7"), [FAKE_TOUR], app="notebook")
     yield server
     stop_lab(server)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def test_fake_session_tour_in_notebook7(browser: Any, notebook7: LabServer) -> None:

@@ -20,14 +20,13 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "widget"))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     KNOWN_HOST_ERRORS,
     READ_CURRENT_JS,
     READ_STATES_JS,
     LabServer,
     PageProblems,
-    launch_chromium,
+    browser,  # noqa: F401  (the module-scoped fixture)
     notebook_session,
     start_lab,
     stop_lab,
@@ -69,14 +68,6 @@ def sources(trace: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(notebook, directory / OUTPUT_NOTEBOOK)
     return directory
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 @pytest.fixture(scope="module")

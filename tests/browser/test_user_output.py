@@ -14,11 +14,10 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import playwright.sync_api as sync_api  # a test dependency: a missing one must fail, not skip
 from gradviz_browser_harness import (  # noqa: E402
     RUN_COUNT_JS,
     LabServer,
-    launch_chromium,
+    browser,  # noqa: F401  (the module-scoped fixture)
     notebook_session,
     run_all,
     start_lab,
@@ -46,14 +45,6 @@ def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     lab.app = request.param  # type: ignore[attr-defined]
     yield lab
     stop_lab(lab)
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as playwright:
-        browser = launch_chromium(playwright)
-        yield browser
-        browser.close()
 
 
 def click_and_wait_for_run(session: Any, testid: str, expected_runs: int) -> None:
