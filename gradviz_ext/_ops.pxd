@@ -164,6 +164,18 @@ cdef extern from "c/direct_conv.h":
     int gradviz_direct_conv2d_f64(const double *x, const double *w, const double *bias,
                                   double *out, const gradviz_conv2d *p, double *scratch,
                                   double *packed, Py_ssize_t *taps) nogil
+    Py_ssize_t gradviz_conv2d_weight_scratch(const gradviz_conv2d *p, Py_ssize_t lanes)
+    Py_ssize_t gradviz_conv2d_group(const gradviz_conv2d *p)
+    Py_ssize_t gradviz_conv2d_channels_up(Py_ssize_t out_channels)
+    Py_ssize_t gradviz_conv2d_taps_up(Py_ssize_t count)
+    int gradviz_direct_conv2d_weight_grad_f32(const float *x, const float *g, float *grad_w,
+                                              const gradviz_conv2d *p, float *scratch,
+                                              float *partial, float *rows,
+                                              Py_ssize_t *taps) nogil
+    int gradviz_direct_conv2d_weight_grad_f64(const double *x, const double *g, double *grad_w,
+                                              const gradviz_conv2d *p, double *scratch,
+                                              double *partial, double *rows,
+                                              Py_ssize_t *taps) nogil
 
 
 # Note [Layer norm kernel] (gradviz/ops/_nn.py): layer norm's forward over the last dim, one

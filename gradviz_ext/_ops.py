@@ -1109,8 +1109,8 @@ def direct_conv2d_arrays(x, weight, bias, geometry, out_sizes):
         plan.stride_h, plan.stride_w = geometry.stride
         plan.pad_h, plan.pad_w = geometry.padding
         plan.dilation_h, plan.dilation_w = geometry.dilation
-        scratch = np.empty(gradviz_conv2d_scratch(cython.address(plan), 16 if kind == 1 else 8),
-                           x.dtype)
+        scratch = _aligned_empty(
+            gradviz_conv2d_scratch(cython.address(plan), 16 if kind == 1 else 8), x.dtype)
         packed = np.empty(gradviz_conv2d_packed(cython.address(plan)), x.dtype)
         taps = np.empty(x.shape[1] * weight.shape[2] * weight.shape[3], np.intp)
         source: cython.size_t = gradviz_array_address(x)
@@ -1134,6 +1134,69 @@ def direct_conv2d_arrays(x, weight, bias, geometry, out_sizes):
                 cython.cast(cython.p_double, repacked),
                 cython.cast(cython.p_Py_ssize_t, offsets))
     return out if done else None
+
+
+def direct_conv2d_weight_grad_arrays(x, g, kernel_size, geometry):
+    """The (O, C, kh, kw) gradient of a 2-D convolution's weight from its C-contiguous float32
+    or float64 (N, C, H, W) input ``x`` and (N, O, oh, ow) output gradient ``g`` of that dtype,
+    computed directly (Note [Direct convolution backward] in gradviz/ops/_conv.py); None where
+    the kernel does not apply (as :func:`direct_conv2d_arrays`)."""
+    kind = _float_kind(x)
+    if (not cython.compiled or not _DIRECT_CONV or not kind or x.ndim != 4 or _float_kind(g) != kind
+            or g.ndim != 4 or g.shape[0] != x.shape[0]):
+        return None
+    out_channels, channels = g.shape[1], x.shape[1]
+    kernel_h, kernel_w = kernel_size
+    lanes: cython.Py_ssize_t = 16 if kind == 1 else 8
+    grad = np.empty((out_channels, channels, kernel_h, kernel_w), x.dtype)
+    done: cython.int = 0
+    if cython.compiled:
+        plan = cython.declare(gradviz_conv2d)
+        plan.batch, plan.channels, plan.height, plan.width = x.shape
+        plan.out_channels, plan.out_height, plan.out_width = g.shape[1], g.shape[2], g.shape[3]
+        plan.kernel_h, plan.kernel_w = kernel_h, kernel_w
+        plan.stride_h, plan.stride_w = geometry.stride
+        plan.pad_h, plan.pad_w = geometry.padding
+        plan.dilation_h, plan.dilation_w = geometry.dilation
+        count: cython.Py_ssize_t = channels * kernel_h * kernel_w
+        size: cython.Py_ssize_t = g.shape[2] * g.shape[3]
+        stride: cython.Py_ssize_t = (size + lanes - 1) // lanes * lanes
+        scratch = _aligned_empty(gradviz_conv2d_weight_scratch(cython.address(plan), lanes),
+                                 x.dtype)
+        partial = _aligned_empty(gradviz_conv2d_channels_up(out_channels)
+                                 * gradviz_conv2d_taps_up(count) * lanes, x.dtype)
+        rows = _aligned_empty(0 if stride == size else  # whole vectors: g's own rows
+                              gradviz_conv2d_group(cython.address(plan)) * out_channels * stride,
+                              x.dtype)
+        taps = np.empty(count, np.intp)
+        if kind == 1:
+            done = gradviz_direct_conv2d_weight_grad_f32(
+                cython.cast(cython.p_float, _address(x)), cython.cast(cython.p_float, _address(g)),
+                cython.cast(cython.p_float, _address(grad)), cython.address(plan),
+                cython.cast(cython.p_float, _address(scratch)),
+                cython.cast(cython.p_float, _address(partial)),
+                cython.cast(cython.p_float, _address(rows)),
+                cython.cast(cython.p_Py_ssize_t, _address(taps)))
+        else:
+            done = gradviz_direct_conv2d_weight_grad_f64(
+                cython.cast(cython.p_double, _address(x)),
+                cython.cast(cython.p_double, _address(g)),
+                cython.cast(cython.p_double, _address(grad)), cython.address(plan),
+                cython.cast(cython.p_double, _address(scratch)),
+                cython.cast(cython.p_double, _address(partial)),
+                cython.cast(cython.p_double, _address(rows)),
+                cython.cast(cython.p_Py_ssize_t, _address(taps)))
+    return grad if done else None
+
+
+def _aligned_empty(n, dtype):
+    """An uninitialized (n,) array of ``dtype`` whose data starts on a 64-byte boundary, so
+    that the direct convolution's vectors of a 64-byte-multiple layout never straddle two
+    cache lines (numpy aligns to 16 bytes)."""
+    size = n * np.dtype(dtype).itemsize
+    spare = np.empty(size + 64, np.uint8)
+    start = (64 - array_address(spare) % 64) % 64
+    return spare[start:start + size].view(dtype)
 
 
 def layer_norm_arrays(x, weight, bias, eps):
