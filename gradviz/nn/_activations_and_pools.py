@@ -117,7 +117,8 @@ def _adaptive_max(input, sizes, what):
         index = np.zeros(lead + sizes, dtype=np.int64)
         for out_pos in np.ndindex(*sizes):
             region = tuple(slice(*_bins(n, s)[o]) for n, s, o in zip(spatial, sizes, out_pos))
-            block = data[(Ellipsis,) + region].reshape(lead + (-1,))
+            block = data[(Ellipsis,) + region]
+            block = block.reshape(lead + (math.prod(block.shape[len(lead):]),))  # lead may hold 0
             index[(Ellipsis,) + out_pos] = flat[region].reshape(-1)[_window_choice(block)]
     indices = _ops.tensor(index, dtype=_dtypes.int64)
     values = _ops.gather(input.flatten(-len(sizes)), -1,

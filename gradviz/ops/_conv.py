@@ -135,7 +135,9 @@ def _scatter_offsets(parts, output_size, geometry):
 def _im2col(x, geometry):
     windows = _windows(x, geometry)
     n, c = windows.shape[:2]
-    return windows.reshape(n, c * math.prod(geometry.kernel), -1)
+    taps = math.prod(geometry.kernel)
+    # explicit sizes: an empty batch has no -1 to infer
+    return windows.reshape(n, c * taps, math.prod(windows.shape[2:]) // taps)
 
 
 def _col2im(cols, output_size, geometry):
@@ -251,11 +253,13 @@ def _conv_forward(x, weight, bias, geometry, groups=1, **_):
         if out is not None:  # Note [Direct convolution]
             return out
     n, out_channels = x.shape[0], weight.shape[0]
-    grouped_w = weight.reshape(groups, out_channels // groups, -1)
+    group_taps = math.prod(weight.shape[1:])  # (C/G) * K: explicit, as an empty batch needs
+    grouped_w = weight.reshape(groups, out_channels // groups, group_taps)
     windows = flat_windows(geometry, x.shape[2:])
     if windows is not None:
-        cols = _unfold_wide(x, windows).reshape(n, groups, -1, windows.length)
-        wide = crop_wide(np.matmul(grouped_w, cols).reshape(n, out_channels, -1), windows)
+        cols = _unfold_wide(x, windows).reshape(n, groups, group_taps, windows.length)
+        wide = crop_wide(np.matmul(grouped_w, cols).reshape(n, out_channels, windows.length),
+                         windows)
         out = np.empty(wide.shape, dtype=x.dtype)  # the crop, the bias and the cast in one pass
         if bias is None:
             np.copyto(out, wide, casting="unsafe")
@@ -264,8 +268,8 @@ def _conv_forward(x, weight, bias, geometry, groups=1, **_):
                    casting="unsafe")
         return out
     out_sizes = geometry.blocks(*x.shape[2:])
-    cols = _im2col(x, geometry).reshape(n, groups, -1, math.prod(out_sizes))
-    out = np.matmul(grouped_w, cols).reshape(n, out_channels, -1)
+    cols = _im2col(x, geometry).reshape(n, groups, group_taps, math.prod(out_sizes))
+    out = np.matmul(grouped_w, cols).reshape(n, out_channels, math.prod(out_sizes))
     if bias is not None:
         out = out + bias.reshape(1, -1, 1)
     return out.reshape((n, out_channels) + out_sizes).astype(x.dtype, copy=False)
@@ -283,7 +287,9 @@ def _convolution_grads(ctx, x, weight, g):
               and bool(np.isfinite(weight._data).all()))
     wide_w = (windows is not None and ctx.needs_input_grad[1]
               and bool(np.isfinite(x._data).all()))
-    flat_w = reshape(weight, (groups, out_channels // groups, -1))   # (G, O/G, K)
+    group_taps = math.prod(weight.shape[1:])  # explicit sizes: a batch may be empty
+    taps = x.shape[1] * math.prod(weight.shape[2:])                  # C * K
+    flat_w = reshape(weight, (groups, out_channels // groups, group_taps))   # (G, O/G, K)
     grad_x = grad_w = grad_b = None
     if wide_x or wide_w:
         # (N, G, O/G, length): zeros in the garbage columns
@@ -293,16 +299,17 @@ def _convolution_grads(ctx, x, weight, g):
                          (n, groups, out_channels // groups, windows.length))
         if wide_x:
             cols = _input_columns(flat_w, wide_g, out_channels == groups)
-            grad_x = fold_wide(reshape(cols, (n, -1, windows.length)), windows)
+            grad_x = fold_wide(reshape(cols, (n, taps, windows.length)), windows)
         if wide_w:
-            blocks = reshape(unfold_wide(x, windows), (n, groups, -1, windows.length))
+            blocks = reshape(unfold_wide(x, windows), (n, groups, group_taps, windows.length))
             grad_w = _weight_grad(wide_g, blocks, weight)
-    flat_g = reshape(g, (n, groups, out_channels // groups, -1))     # (N, G, O/G, L)
+    flat_g = reshape(g, (n, groups, out_channels // groups,
+                         math.prod(g.shape[2:])))                      # (N, G, O/G, L)
     if ctx.needs_input_grad[0] and not wide_x:
         cols = _input_columns(flat_w, flat_g, out_channels == groups)
-        grad_x = fold(reshape(cols, (n, -1, flat_g.shape[3])), tuple(x.shape[2:]), ctx.geometry)
+        grad_x = fold(reshape(cols, (n, taps, flat_g.shape[3])), tuple(x.shape[2:]), ctx.geometry)
     if ctx.needs_input_grad[1] and not wide_w:
-        blocks = reshape(unfold(x, ctx.geometry), (n, groups, -1, flat_g.shape[3]))
+        blocks = reshape(unfold(x, ctx.geometry), (n, groups, group_taps, flat_g.shape[3]))
         grad_w = _weight_grad(flat_g, blocks, weight)
     if ctx.needs_input_grad[2]:
         grad_b = sum(g, (0,) + tuple(range(2, g.ndim)))
@@ -503,20 +510,21 @@ def _pool_windows(x, geometry, fill):
     """(N, C, K, L): each block's values (K the kernel volume), padded with ``fill``."""
     windows = _windows(x, geometry, fill)
     n, c = windows.shape[:2]
-    return windows.reshape(n, c, math.prod(geometry.kernel), -1)
+    taps = math.prod(geometry.kernel)
+    return windows.reshape(n, c, taps, math.prod(windows.shape[2:]) // taps)  # n may be 0
 
 
 def _spread(ctx, cols):
     """(N, C, K, L) gradients of the blocks back onto the input (N, C, *spatial)."""
     n, c = cols.shape[0], cols.shape[1]
-    return fold(reshape(cols, (n, c * cols.shape[2], -1)), ctx.size, ctx.geometry)
+    return fold(reshape(cols, (n, c * cols.shape[2], cols.shape[3])), ctx.size, ctx.geometry)
 
 
 def _max_pool_backward(ctx, g):
     if ctx.unbatched:
         g = unsqueeze(g, 0)
     n, c, kk = ctx.indices.shape[0], ctx.indices.shape[1], ctx.kernel_area
-    flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
+    flat_g = unsqueeze(reshape(g, (n, c, math.prod(g.shape[2:]))), 2)
     cols = scatter_add(zeros((n, c, kk, flat_g.shape[3]), dtype=g.dtype), 2,
                        _wrap(ctx.indices), flat_g)
     return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
@@ -667,7 +675,7 @@ def _max_pool(op, input, geometry, fill, stride_arg=(), with_indices=True):
     sizes = x.shape[2:]
     out_sizes = geometry.blocks(*sizes)
     values, positions = _window_maxima(x, geometry, fill)
-    indices = positions.reshape(x.shape[:2] + (1, -1))
+    indices = positions.reshape(x.shape[:2] + (1, math.prod(out_sizes)))
     out = apply(op, input, values=values[0] if unbatched else values, geometry=geometry,
                 indices=indices, size=tuple(sizes), kernel_area=math.prod(geometry.kernel),
                 unbatched=unbatched, stride_arg=stride_arg)
@@ -707,7 +715,7 @@ def _avg_pool_forward(x, geometry, size, divisor, unbatched=False, **_):
         sums = None
         for _, index in geometry.offsets(out_sizes):
             sums = padded[index].copy() if sums is None else np.add(sums, padded[index], out=sums)
-        sums = sums.reshape(batched.shape[:2] + (-1,))
+        sums = sums.reshape(batched.shape[:2] + (math.prod(sums.shape[2:]),))
     else:
         sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
     out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
@@ -719,7 +727,7 @@ def _avg_pool_backward(ctx, g):
         g = unsqueeze(g, 0)
     n, c = g.shape[0], g.shape[1]
     kk = math.prod(ctx.geometry.kernel)
-    flat_g = unsqueeze(reshape(g, (n, c, -1)), 2)
+    flat_g = unsqueeze(reshape(g, (n, c, math.prod(g.shape[2:]))), 2)
     cols = expand(flat_g / ctx.divisor, n, c, kk, flat_g.shape[3])
     return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
@@ -731,7 +739,8 @@ def _avg_pool_fast(ctx, g):
         return (None,)
     batched = g[None] if ctx.unbatched else g
     n, c = batched.shape[0], batched.shape[1]
-    share = (batched.reshape(n, c, 1, -1) / ctx.divisor).reshape(batched.shape)
+    share = (batched.reshape(n, c, 1, math.prod(batched.shape[2:])) / ctx.divisor).reshape(
+        batched.shape)
     tiles = _tiles(ctx.geometry, ctx.size)
     if tiles is None:
         grad = _scatter_offsets(lambda k, offset: (share, None), ctx.size, ctx.geometry)

@@ -77,8 +77,9 @@ def _transposed_grads(ctx, x, weight, g):
     if (rows_fit, cols_fit) != (height, width):
         blocks = reshape(blocks, (n, blocks.shape[1], rows_fit, cols_fit))
         blocks = reshape(getitem(blocks, (slice(None), slice(None), slice(0, height),
-                                          slice(0, width))), (n, blocks.shape[1], -1))
-    blocks = reshape(blocks, (n, groups, -1, height * width))     # (N, G, K, L)
+                                          slice(0, width))), (n, blocks.shape[1], height * width))
+    # explicit sizes: n may be 0
+    blocks = reshape(blocks, (n, groups, blocks.shape[1] // groups, height * width))  # (N, G, K, L)
     grouped_w = reshape(weight, (groups, c_in // groups, -1))      # (G, C_in/G, K)
     grad_x = grad_w = grad_b = None
     if ctx.needs_input_grad[0]:

@@ -140,7 +140,8 @@ def _fold_wide(cols, windows):
     if found is not None:
         return found
     n = cols.shape[0]
-    blocks = cols.reshape(n, -1, len(windows.starts), windows.length)
+    blocks = cols.reshape(n, cols.shape[1] // len(windows.starts), len(windows.starts),
+                          windows.length)  # explicit: n may be 0
     flat = np.zeros((n, blocks.shape[1], windows.flat), dtype=cols.dtype)
     for k, start in enumerate(windows.starts):
         target = flat[:, :, start:start + windows.length]

@@ -1,0 +1,69 @@
+"""Convolutions and pools over an empty batch (N = 0), as PyTorch runs them: an empty output of
+the right shape, an empty input gradient, zero weight and bias gradients; with and without
+``create_graph`` (which takes the rules instead of the kernels)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import gradviz
+
+CASES = {
+    "conv2d": lambda F, x, w: F.conv2d(x, w["conv"], w["bias"], padding=1),
+    "conv2d stride 2": lambda F, x, w: F.conv2d(x, w["conv"], w["bias"], stride=2),
+    "conv2d groups": lambda F, x, w: F.conv2d(x, w["grouped"], groups=3),
+    "conv2d dilation": lambda F, x, w: F.conv2d(x, w["conv"], dilation=2),
+    "conv1d": lambda F, x, w: F.conv1d(x[:, :, 0], w["conv"][:, :, 0]),
+    "conv_transpose2d": lambda F, x, w: F.conv_transpose2d(x, w["transposed"], stride=2),
+    "max_pool2d": lambda F, x, w: F.max_pool2d(x, 2),
+    "max_pool2d padded": lambda F, x, w: F.max_pool2d(x, 3, 1, 1),
+    "max_pool1d": lambda F, x, w: F.max_pool1d(x[:, :, 0], 2),
+    "avg_pool2d": lambda F, x, w: F.avg_pool2d(x, 2),
+    "avg_pool2d padded": lambda F, x, w: F.avg_pool2d(x, 3, 2, 1),
+    "avg_pool1d": lambda F, x, w: F.avg_pool1d(x[:, :, 0], 2),
+    "adaptive_avg_pool2d": lambda F, x, w: F.adaptive_avg_pool2d(x, 3),
+    "adaptive_max_pool2d": lambda F, x, w: F.adaptive_max_pool2d(x, 3),
+    "unfold": lambda F, x, w: F.unfold(x, 2),
+}
+
+_SHAPES = {"conv": (4, 3, 3, 3), "bias": (4,), "grouped": (6, 1, 3, 3), "transposed": (3, 4, 3, 3)}
+
+
+def _run(module, case, create_graph):
+    functional = module.nn.functional
+    x = module.zeros(0, 3, 8, 8, requires_grad=True)
+    weights = {name: module.ones(shape, requires_grad=True) for name, shape in _SHAPES.items()}
+    out = CASES[case](functional, x, weights)
+    used = [x] + [w for w in weights.values() if _uses(out, w)]
+    grads = module.autograd.grad(out.sum(), used, create_graph=create_graph, allow_unused=True)
+    return out, grads
+
+
+def _uses(out, weight):
+    # the leaves the case reads: those its graph reaches
+    seen, stack = set(), [out.grad_fn]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if getattr(node, "variable", None) is weight:
+            return True
+        stack.extend(next_node for next_node, _ in node.next_functions)
+    return False
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+@pytest.mark.parametrize("case", CASES)
+def test_an_empty_batch_runs_as_in_torch(case, create_graph):
+    out, grads = _run(gradviz, case, create_graph)
+    expected_out, expected_grads = _run(torch, case, create_graph)
+    assert tuple(out.shape) == tuple(expected_out.shape)
+    assert len(grads) == len(expected_grads)
+    for got, expected in zip(grads, expected_grads):
+        assert (got is None) == (expected is None)
+        if got is not None:
+            assert tuple(got.shape) == tuple(expected.shape)
+            np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
