@@ -317,7 +317,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     coefficients[np.arange(labels.shape[0]), safe] = -scales
     coefficients = coefficients.astype(input.numpy(force=True).dtype).reshape(
         tuple(input.shape[:-1]) + (classes,))
-    return _loss.nll_loss(input, coefficients, reduction)
+    loss = _loss.nll_loss(input, coefficients, reduction)
+    if reduction == "mean" and not labels.shape[0]:
+        return loss * float("nan")  # the mean of no terms, 0 / 0, as in torch
+    return loss
 
 
 _TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",

@@ -253,14 +253,15 @@ def _gradients(k, dz, x, w_ih, hidden_before, dh, dc, needs):
     ``dz`` (T, B, 4 H), the hidden state before each step (T, B, H; None unless ``needs[2]``)
     and those of the initial state ``dh`` and ``dc``."""
     length, batch = x.shape[0], x.shape[1]
-    gates = k.reshape(dz, (length * batch, -1))
+    gates = k.reshape(dz, (length * batch, dz.shape[-1]))  # explicit: the batch may be empty
     grads = [None] * 7
     if needs[0]:
         grads[0] = k.reshape(k.matmul(gates, w_ih), tuple(x.shape))
     if needs[1]:
         grads[1] = k.matmul(k.t(gates), k.reshape(x, (length * batch, x.shape[2])))
     if needs[2]:
-        grads[2] = k.matmul(k.t(gates), k.reshape(hidden_before, (length * batch, -1)))
+        grads[2] = k.matmul(k.t(gates), k.reshape(hidden_before,
+                                                  (length * batch, hidden_before.shape[-1])))
     if needs[3] or needs[4]:
         bias = k.column_sum(gates)
         grads[3] = bias if needs[3] else None

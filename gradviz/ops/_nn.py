@@ -9,6 +9,7 @@ Their backward rules recompute the normalized input from the saved input with gr
 
 from __future__ import annotations
 
+import math
 import weakref
 
 import numpy as np
@@ -54,14 +55,24 @@ def embedding(weight, indices, padding_idx=None):
 
 # ---- normalization ----------------------------------------------------------------------------
 
+def _mean(a, dims):
+    """``a.mean(axis=dims, keepdims=True)``; NaN over no entries (an empty batch) without
+    numpy's "Mean of empty slice" warning, which torch does not give."""
+    if a.size:
+        return a.mean(axis=dims, keepdims=True)
+    reduced = {axis % a.ndim for axis in dims}
+    shape = tuple(1 if axis in reduced else size for axis, size in enumerate(a.shape))
+    return np.full(shape, np.nan, dtype=a.dtype)
+
+
 def _normalize_forward(x, dims, eps, statistics=None):
     """``(x - mean) / sqrt(var + eps)`` over ``dims`` (biased variance), in ``x``'s dtype: the
     mean, the centered copy, its squares' sum and the scaling in place on arrays this owns
     (Note [Normalization kernels]); the mean, variance and scale go into ``statistics`` (a
     :class:`NormStatistics`) when given."""
-    mean = x.mean(axis=dims, keepdims=True)
+    mean = _mean(x, dims)
     centered = np.subtract(x, mean)
-    var = np.multiply(centered, centered).mean(axis=dims, keepdims=True)
+    var = _mean(np.multiply(centered, centered), dims)
     rstd = (1 / np.sqrt(var + eps)).astype(centered.dtype, copy=False)
     np.multiply(centered, rstd, out=centered)
     if statistics is not None:
@@ -128,12 +139,12 @@ def _normalize_backward_arrays(x, g, dims, eps, statistics=None):
     if normalized is not None:
         rstd = statistics.rstd
     else:
-        normalized = np.subtract(x, x.mean(axis=dims, keepdims=True))
-        var = np.multiply(normalized, normalized).mean(axis=dims, keepdims=True)
+        normalized = np.subtract(x, _mean(x, dims))
+        var = _mean(np.multiply(normalized, normalized), dims)
         rstd = (1 / np.sqrt(var + eps)).astype(normalized.dtype, copy=False)
         np.multiply(normalized, rstd, out=normalized)
-    g_mean = g.mean(axis=dims, keepdims=True)
-    projection = np.multiply(g, normalized).mean(axis=dims, keepdims=True)
+    g_mean = _mean(g, dims)
+    projection = _mean(np.multiply(g, normalized), dims)
     grad = np.multiply(normalized, projection)
     np.subtract(g, grad, out=grad)
     np.subtract(grad, g_mean, out=grad)
@@ -361,8 +372,8 @@ def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None):
 
 
 def _grouped(shape, groups):
-    """``(N, C, *)`` seen as ``(N, groups, C // groups * prod(*))``."""
-    return (shape[0], groups, -1)
+    """``(N, C, *)`` seen as ``(N, groups, C // groups * prod(*))`` (explicit: N may be 0)."""
+    return (shape[0], groups, math.prod(shape[1:]) // groups)
 
 
 def _group_norm_forward(x, weight, bias, groups, eps):

@@ -67,3 +67,37 @@ def test_an_empty_batch_runs_as_in_torch(case, create_graph):
         if got is not None:
             assert tuple(got.shape) == tuple(expected.shape)
             np.testing.assert_array_equal(got.detach().numpy(), expected.detach().numpy())
+
+
+# ---- other layers over an empty batch -----------------------------------------------------
+
+LAYERS = {
+    "linear": lambda m: m.nn.Linear(4, 3)(m.zeros(0, 4, requires_grad=True)),
+    "layer_norm": lambda m: m.nn.LayerNorm(4)(m.zeros(0, 4, requires_grad=True)),
+    "group_norm": lambda m: m.nn.GroupNorm(1, 3)(m.zeros(0, 3, 4, requires_grad=True)),
+    "batch_norm eval": lambda m: m.nn.BatchNorm2d(3).eval()(m.zeros(0, 3, 4, 4, requires_grad=True)),
+    "batch_norm train": lambda m: m.nn.BatchNorm2d(3)(m.zeros(0, 3, 4, 4, requires_grad=True)),
+    "lstm": lambda m: m.nn.LSTM(4, 3, batch_first=True)(m.zeros(0, 5, 4, requires_grad=True))[0],
+    "gru": lambda m: m.nn.GRU(4, 3)(m.zeros(5, 0, 4, requires_grad=True))[0],
+    "cross_entropy mean": lambda m: m.nn.functional.cross_entropy(
+        m.zeros(0, 4, requires_grad=True), m.zeros(0, dtype=m.long)),
+    "cross_entropy sum": lambda m: m.nn.functional.cross_entropy(
+        m.zeros(0, 4, requires_grad=True), m.zeros(0, dtype=m.long), reduction="sum"),
+    "nll_loss mean": lambda m: m.nn.functional.nll_loss(
+        m.zeros(0, 4, requires_grad=True), m.zeros(0, dtype=m.long)),
+    "mse mean": lambda m: m.nn.functional.mse_loss(m.zeros(0, 4, requires_grad=True),
+                                                   m.zeros(0, 4)),
+    "softmax": lambda m: m.zeros(0, 4, requires_grad=True).softmax(-1),
+}
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # numpy's "Mean of empty slice": torch is quiet
+@pytest.mark.parametrize("layer", LAYERS)
+def test_layers_over_an_empty_batch_as_in_torch(layer):
+    gradviz.manual_seed(0)
+    out = LAYERS[layer](gradviz)
+    expected = LAYERS[layer](torch)
+    assert tuple(out.shape) == tuple(expected.shape)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+    out.sum().backward()
+    expected.sum().backward()
