@@ -135,7 +135,8 @@ class DebugSession(SessionBase):
         # (tensors, gradient, params), set by backward()
         self._doctor_arguments: tuple[object, object, object] | None = None
         self._nodes, self._edges, self._roots, self._live = _session_graph(task, recorder)
-        self._view = EventView(self._nodes)
+        self._shown_view = EventView(self._nodes)
+        self._applied = 0  # events applied to _shown_view: those before _cursor, when read
         # what each node saved, read before any is released (the inspector lists them after)
         self._saved = {node_id: saved_details(node) for node_id, node in self._live.items()}
         self._freed_before = {node_id for node_id, node in self._live.items()
@@ -158,10 +159,26 @@ class DebugSession(SessionBase):
         super()._notify()
 
     # ---- display ---------------------------------------------------------------------
+    @property
+    def _view(self) -> EventView:
+        """What the shown events say: the view, brought up to the cursor when read (Note [A
+        view updated when read])."""
+        view = self._shown_view
+        if self._applied < self._cursor:
+            for event in self._recorder.events[self._applied:self._cursor]:
+                view.apply(event)
+            self._applied = self._cursor
+        return view
+
+    # Note [A view updated when read]
+    # -------------------------------
+    # Showing an event moves the cursor; the EventView applies the shown events when something
+    # reads it (node states, ``node()``, the overlays, the widget), in order, so it says the
+    # same as a view updated at each event. ``continue_()`` over a GPT step shows about 650
+    # events, and with no one reading until the pass ends, the view applies them in one go.
+
     def _show(self, count: int = 1) -> None:
         events = self._recorder.events
-        for event in events[self._cursor:self._cursor + count]:
-            self._view.apply(event)
         self._cursor = min(len(events), self._cursor + count)
         if self._cursor == len(events) and (self._buffers_before or self._recorder.buffer_values):
             self._buffers_before = {}  # caught up: the live buffers are what is shown
