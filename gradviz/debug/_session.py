@@ -160,7 +160,7 @@ class DebugSession(SessionBase):
 
     # ---- display ---------------------------------------------------------------------
     @property
-    def _view(self) -> EventView:
+    def _view(self) -> EventView:  # type: ignore[override]  # read-only: the others assign theirs
         """What the shown events say: the view, brought up to the cursor when read (Note [A
         view updated when read])."""
         view = self._shown_view
