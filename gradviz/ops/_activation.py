@@ -45,7 +45,9 @@ from ._saved import DIM, RESULT, SELF, Attr
 # compiled pass, exp stays numpy's, and the division by the row sum (numpy's pairwise order
 # from 0) is another; the backward ``y * (g - sum(g * y))`` is one (gradviz_ext/c/softmax.h):
 # the same bits (tests/ops/test_softmax_kernel.py), without numpy's per-row reduction cost on
-# rows of 32 entries.
+# rows of 32 entries. The row maximum is a vector running maximum (a scalar loop for rows
+# holding a NaN): on attention's (16, 4, 32, 32) float32 scores the forward took 140 us with a
+# scalar, branching maximum and takes 66 (25 of them numpy's exp; torch's softmax: 52).
 
 def _softmax_forward(a, dim):
     if not a.size or a.ndim == 0:
