@@ -1,6 +1,7 @@
 """Note [Softmax kernels]: softmax over the last dim with the compiled shift and scaling (exp
 stays numpy's) and the compiled backward give the numpy code's bits over row lengths 1 to
-300, float32 and float64, rows with NaN, infinities and ties; other dims keep numpy; and the
+300, float32 and float64, rows with NaN (anywhere in the row maximum's vector loop),
+infinities, ties and zero maxima of either sign; other dims keep numpy; and the
 op still matches torch."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from gradviz.ops import _activation
 from gradviz_ext import ops as ext_ops
 
 COMPILED = config()["engine"] == "compiled"
-LENGTHS = list(range(1, 20)) + [31, 32, 33, 64, 127, 128, 129, 257, 300]
+LENGTHS = list(range(1, 20)) + [23, 24, 25, 31, 32, 33, 47, 48, 49, 64, 127, 128, 129, 257, 300]
 
 
 def _rows(rng, n, dtype):
@@ -23,8 +24,15 @@ def _rows(rng, n, dtype):
     a[0, 0] = np.round(a[0, 0])           # ties
     if n > 2:
         a[1, 1, 1] = np.nan
+        a[1, 2, -1] = np.nan              # in the vector loop's last, overlapping vector
+        a[1, 3, n // 2] = np.nan
         a[2, 2, 0] = np.inf
         a[2, 3, :] = -np.inf
+        a[0, 1, :] = -np.abs(a[0, 1])     # a zero maximum: 0.0 and -0.0 in one row
+        a[0, 1, ::3] = 0.0
+        a[0, 1, 1::3] = -0.0
+        a[0, 2, :] = -0.0
+        a[0, 3, -1] = np.inf              # the maximum last
     return a
 
 
