@@ -832,6 +832,9 @@ def _check_groups(x, weight, groups):
     """torch's checks of a convolution's channels against its weight and ``groups``."""
     if groups <= 0:
         raise RuntimeError("non-positive groups is not supported")
+    if weight.shape[0] < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if weight.shape[0] % groups != 0:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} "
                            f"at dimension 0, but got weight of size {list(weight.shape)} instead")

@@ -117,6 +117,9 @@ def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     if min(stride) <= 0:
         raise RuntimeError("non-positive stride is not supported")
     out_channels, kernel = weight.shape[0], tuple(weight.shape[2:])
+    if out_channels < groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if out_channels % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by {groups} at "
                            f"dimension 0, but got weight of size [{list(weight.shape)}] instead")

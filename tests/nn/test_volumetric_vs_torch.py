@@ -209,6 +209,12 @@ ERRORS = [
     (lambda lib: lib.nn.functional.conv3d(lib.ones(2, 4, 5, 5, 5), lib.ones(5, 2, 3, 3, 3),
                                           groups=2),
      "Given groups=2, expected weight to be divisible by 2 at dimension 0"),
+    (lambda lib: lib.nn.functional.conv3d(lib.ones(2, 4, 5, 5, 5), lib.ones(1, 2, 3, 3, 3),
+                                          groups=2),
+     "Given groups=2, expected weight to be at least 2 at dimension 0, but got weight of size "
+     "[1, 2, 3, 3, 3] instead"),
+    (lambda lib: lib.nn.functional.conv3d(lib.ones(2, 4, 5, 5, 5), lib.ones(0, 4, 3, 3, 3)),
+     "Given groups=1, expected weight to be at least 1 at dimension 0"),
     (lambda lib: lib.nn.functional.conv3d(lib.ones(2, 4, 5, 5, 5), lib.ones(6, 4, 6, 6, 6)),
      "Calculated padded input size per channel: (5 x 5 x 5). Kernel size: (6 x 6 x 6)."),
     (lambda lib: lib.nn.functional.conv3d(lib.ones(2, 4, 5, 5, 5), lib.ones(6, 4, 3, 3, 3),

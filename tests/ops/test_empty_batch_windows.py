@@ -101,3 +101,19 @@ def test_layers_over_an_empty_batch_as_in_torch(layer):
     np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
     out.sum().backward()
     expected.sum().backward()
+
+
+@pytest.mark.parametrize("weight_shape, groups", [((0, 3, 3, 3), 1), ((1, 2, 3, 3), 2),
+                                                  ((0, 3, 3), 1)])
+def test_a_convolution_without_output_channels_is_refused_as_in_torch(weight_shape, groups):
+    channels = 4 if groups == 2 else 3
+    spatial = (5,) * (len(weight_shape) - 2)
+    results = []
+    for module in (gradviz, torch):
+        convolution = (module.nn.functional.conv2d if len(weight_shape) == 4
+                       else module.nn.functional.conv1d)
+        with pytest.raises(RuntimeError) as raised:
+            convolution(module.ones((1, channels) + spatial), module.zeros(weight_shape),
+                        groups=groups)
+        results.append(str(raised.value))
+    assert results[0] == results[1]
