@@ -84,6 +84,7 @@ class Recorder(_engine.Observer):
         self._contributions: dict[tuple, int] = {}  # (task number, node id, slot) -> count
         self._executed: dict[int, int] = {}         # task number -> nodes run
         self._pending_packs: list = []              # (SavedTensor, hook) before node_created
+        self._started: tuple | None = None          # (node, its node_started summaries)
         self._names: dict[int, str] = {}
         self._summary_cache = SummaryCache()        # Note [Summary cost] in _summary.py
         # Note [Lazy summaries]: arrays the user can reach this pass, by id
@@ -353,9 +354,11 @@ class Recorder(_engine.Observer):
                 self._reach(grads)  # the initial gradients are the caller's
         arrived = len(grads) - grads.count(None)  # the engine passes lists
         name = _engine.display_name(node)
+        summaries = self._summaries(grads)
+        self._started = (node, summaries)
         self._event("node_started", task, node,
                     f"{self._label(node)} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
-                    name=name, grads_in=self._summaries(grads))
+                    name=name, grads_in=summaries)
 
     def prehook(self, task, node, hook, slot, before, after, replaced):
         self._summary_cache.new_epoch()  # the hook ran (Note [Summary epochs])
@@ -414,8 +417,20 @@ class Recorder(_engine.Observer):
         else:
             text = f"{label} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
         self._event("node_finished", task, node, text, name=name,
-                    grads_in=self._summaries(grads_in), grads_out=self._summaries(grads_out),
-                    duration=duration)
+                    grads_in=self._same_as_started(node, self._summaries(grads_in)),
+                    grads_out=self._summaries(grads_out), duration=duration)
+
+    def _same_as_started(self, node, summaries: list) -> list:
+        """``node_started``'s list of summaries when ``summaries`` holds the same ones (the
+        usual case: no hook replaced a gradient), so that the two events share one list."""
+        started = self._started
+        self._started = None
+        if started is not None and started[0] is node:
+            before = started[1]
+            if len(before) == len(summaries) and all(
+                    a is b for a, b in zip(before, summaries)):
+                return before
+        return summaries
 
     def grad_accumulated(self, task, node, variable, before, after):
         if variable._post_accumulate_hooks:

@@ -329,14 +329,16 @@ class LazySummary(dict):
     the array it describes until then.
     """
 
-    __slots__ = ("_source",)
+    __slots__ = ("_source", "_detail")
 
-    def __init__(self, source):
-        # (array, dtype name), or (another LazySummary, shape) for a reshape of its memory.
-        # Until filled, the storage holds one marker entry: C code that reads a dict's size
-        # directly (json's encoder writes "{}" for an empty one) then calls items() instead.
+    def __init__(self, source, detail):
+        # an array and its dtype's name, or another LazySummary and the shape of a reshape of
+        # its memory. Until filled, the storage holds one marker entry: C code that reads a
+        # dict's size directly (json's encoder writes "{}" for an empty one) then calls
+        # items() instead.
         dict.__init__(self, pending=True)
         self._source = source
+        self._detail = detail
 
     @property
     def pending(self) -> bool:
@@ -346,14 +348,13 @@ class LazySummary(dict):
     def _fill(self):
         source = self._source
         if source is not None:
-            first, second = source
-            if isinstance(first, LazySummary):
-                summary = dict(first._fill(), shape=list(second))
+            if isinstance(source, LazySummary):
+                summary = dict(source._fill(), shape=list(self._detail))
             else:
-                summary = summarize_array(first, second)
+                summary = summarize_array(source, self._detail)
             dict.clear(self)
             dict.update(self, summary)
-            self._source = None
+            self._source = self._detail = None
         return self
 
     def __getitem__(self, key):
@@ -439,7 +440,7 @@ class LazySummary(dict):
         return dict.popitem(self._fill())
 
     def clear(self):
-        self._source = None
+        self._source = self._detail = None
         dict.clear(self)
 
 
@@ -520,7 +521,7 @@ class SummaryCache:
             if summary is not None:
                 self.hits += 1
                 if isinstance(summary, LazySummary) and summary.pending:
-                    summary = self._pend(LazySummary((summary, data.shape)), data)
+                    summary = self._pend(LazySummary(summary, data.shape), data)
                 else:
                     summary = dict(summary, shape=list(data.shape))
             else:
@@ -539,7 +540,7 @@ class SummaryCache:
 
     def _new_summary(self, tensor, data) -> dict:
         if self.lazy and data.size > SMALL_NUMEL and data.dtype.kind in _SIMPLE_KINDS:
-            return self._pend(LazySummary((data, tensor.dtype.name)), data)
+            return self._pend(LazySummary(data, tensor.dtype.name), data)
         return summarize_array(data, tensor.dtype.name)
 
     def _pend(self, summary: LazySummary, data) -> LazySummary:

@@ -95,7 +95,7 @@ READERS = {
     "==": lambda s, ref: s == ref,
     "reflected ==": lambda s, ref: ref == s,
     "!=": lambda s, ref: (s != ref) is False,
-    "two pending": lambda s, ref: s == LazySummary((_DATA.copy(), "float32")),
+    "two pending": lambda s, ref: s == LazySummary(_DATA.copy(), "float32"),
     "in a list": lambda s, ref: [s] == [ref],
     "json": lambda s, ref: json.loads(json.dumps(s)) == json.loads(json.dumps(ref)),
     "json sorted": lambda s, ref: json.dumps(s, sort_keys=True) == json.dumps(ref, sort_keys=True),
@@ -124,7 +124,7 @@ READERS = {
 @pytest.mark.parametrize("reader", READERS)
 def test_a_lazy_summary_reads_as_the_summary_it_stands_for(reader):
     reference = summarize_array(_DATA, "float32")
-    lazy = LazySummary((_DATA, "float32"))
+    lazy = LazySummary(_DATA, "float32")
     assert lazy.pending and isinstance(lazy, dict)
     assert READERS[reader](lazy, reference)
     assert not lazy.pending
@@ -133,8 +133,8 @@ def test_a_lazy_summary_reads_as_the_summary_it_stands_for(reader):
 
 def test_a_lazy_summary_of_the_same_memory_under_another_shape():
     data = np.arange(48.0)
-    source = LazySummary((data, "float64"))
-    reshaped = LazySummary((source, (6, 8)))
+    source = LazySummary(data, "float64")
+    reshaped = LazySummary(source, (6, 8))
     assert reshaped == summarize_array(data.reshape(6, 8), "float64")
     assert not source.pending
     assert source == summarize_array(data, "float64")
