@@ -21,6 +21,7 @@ cdef extern from "c/small_kernels.h":
     int gradviz_small_add_into(object a, object b)
 
 cdef bint _small_add_into(object a, object b)
+cdef object _add_arrays(object a, object b)
 
 
 # Note [Whole-array kernels]: fused add/sub with alpha, relu's backward, transpose plus bias.
@@ -80,8 +81,10 @@ cdef class OpNode(Node):
     cdef public SavedTensor _saved_output
     cpdef _apply_grads(self, grads)
     cpdef _materializes_grads(self)
-    cdef list _apply_fast(self, grads)
-    cdef list _kernel_backward(self, int kernel, grad, g)
+    cdef list _apply_fast(self, grads, bint arrays=*)
+    cdef list _fast_one(self, grad, bint arrays)
+    cdef list _fast_outputs(self, result, grads, incoming, bint arrays)
+    cdef list _kernel_backward(self, int kernel, grad, g, bint arrays)
     cpdef data(self, Py_ssize_t index)
     cdef _operand(self, Py_ssize_t index)
     cdef _kept(self, Py_ssize_t index)
@@ -112,6 +115,7 @@ cdef tuple _kept_tuple(tuple inputs, object input_indices)
 cdef object _scalar_array(object value, object dtype)
 cdef object _dtypes_by_numpy
 cdef object _tensor_class
+cdef object _wrap(object value)
 
 
 # Note [GELU kernels] (gradviz/ops/_activation.py): the exact GELU of contiguous float32

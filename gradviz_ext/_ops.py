@@ -372,35 +372,38 @@ class OpNode(Node):
                 outputs[i] = None  # the formulas compute only what an edge needs, as PyTorch's
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
-    def _apply_fast(self, grads):
+    def _apply_fast(self, grads, arrays=False):
+        """The fast rule on ``grads`` (Tensors, None, or with ``arrays`` numpy arrays too).
+        With ``arrays`` (the engine's Note [Gradients as arrays] in _task.py) the results are
+        left as arrays, else wrapped in Tensors; an incoming Tensor passed through stays
+        itself either way."""
         op: OpSpec = self.op
         n: cython.Py_ssize_t = len(grads)
         i: cython.Py_ssize_t
-        t: TensorBase
-        # numpy's warnings are off: the graph task silences them (Note [Quiet backward])
         if n == 1:  # one output, the common case: no argument list to build
-            grad = grads[0]
-            first = None
-            if grad is not None:
-                t = grad
-                first = t._data
-                # Note [Compiled kernels]; float16 and a number compute in float32 (the rules)
-                if op.kernel != KERNEL_NONE and _dtype_of(first) is not _F16:
-                    outputs = self._kernel_backward(op.kernel, grad, first)
-                    if outputs is not None:
-                        return outputs
-            arrays = (first,)
-            result = op.fast_backward(self, first)
-        else:
-            arrays = [None] * n
-            for i in range(n):
-                grad = grads[i]
-                if grad is not None:
-                    t = grad
-                    arrays[i] = t._data
-            result = op.fast_backward(self, *arrays)
+            return self._fast_one(grads[0], arrays)
+        # numpy's warnings are off: the graph task silences them (Note [Quiet backward])
+        incoming = [None] * n
+        for i in range(n):
+            incoming[i] = _array_of(grads[i])
+        return self._fast_outputs(op.fast_backward(self, *incoming), grads, incoming, arrays)
+
+    def _fast_one(self, grad, arrays):
+        """``_apply_fast`` of a node with one output, on its one gradient."""
+        op: OpSpec = self.op
+        first = _array_of(grad)
+        # Note [Compiled kernels]; float16 and a number compute in float32 (the rules)
+        if first is not None and op.kernel != KERNEL_NONE and _dtype_of(first) is not _F16:
+            outputs = self._kernel_backward(op.kernel, grad, first, arrays)
+            if outputs is not None:
+                return outputs
+        return self._fast_outputs(op.fast_backward(self, first), (grad,), (first,), arrays)
+
+    def _fast_outputs(self, result, grads, incoming, arrays: cython.bint) -> list:
+        """The fast rule's ``result`` as the engine's list of gradients (``_apply_fast``)."""
         if not isinstance(result, tuple):
             result = (result,)
+        n: cython.Py_ssize_t = len(incoming)
         m: cython.Py_ssize_t = len(result)
         outputs = [None] * m
         for j in range(m):
@@ -408,38 +411,45 @@ class OpNode(Node):
             if value is None:
                 continue
             reused = None
-            for i in range(n):  # an incoming gradient passed through: reuse its tensor
-                if value is arrays[i]:
+            for i in range(n):  # an incoming gradient passed through: reuse it as it came
+                if value is incoming[i]:
                     reused = grads[i]
                     break
             if reused is None:
-                reused = _wrap(value)
+                if arrays:  # a 0-d result may come back as a numpy scalar
+                    reused = value if type(value) is _ndarray else np.asarray(value)
+                else:
+                    reused = _wrap(value)
             outputs[j] = reused
         return outputs
 
-    def _kernel_backward(self, kernel: cython.int, grad, g):
-        """The fast rule of an arithmetic op on incoming gradient ``g`` (the array of Tensor
-        ``grad``), or None to use the Python rule (Note [Compiled kernels])."""
+    def _kernel_backward(self, kernel: cython.int, grad, g, arrays: cython.bint):
+        """The fast rule of an arithmetic op on incoming gradient ``g`` (the array of ``grad``,
+        a Tensor or ``g`` itself), or None to use the Python rule (Note [Compiled kernels]);
+        the new gradients as arrays with ``arrays``, else as Tensors."""
         needs: tuple = self.needs_input_grad
         if kernel == KERNEL_MUL:
-            return [_wrap(_arith_kernel(KERNEL_MUL, g, self._operand(1))) if needs[0] else None,
-                    _wrap(_arith_kernel(KERNEL_MUL, g, self._operand(0))) if needs[1] else None]
+            return [_result(_arith_kernel(KERNEL_MUL, g, self._operand(1)), arrays)
+                    if needs[0] else None,
+                    _result(_arith_kernel(KERNEL_MUL, g, self._operand(0)), arrays)
+                    if needs[1] else None]
         if kernel == KERNEL_NEG:
-            return [_wrap(_arith_kernel(KERNEL_NEG, g, None))]
+            return [_result(_arith_kernel(KERNEL_NEG, g, None), arrays)]
         if kernel == KERNEL_DIV:
             b = self._operand(1)
-            return [_wrap(_arith_kernel(KERNEL_DIV, g, b)) if needs[0] else None,
-                    _wrap(_arith_kernel(
+            return [_result(_arith_kernel(KERNEL_DIV, g, b), arrays) if needs[0] else None,
+                    _result(_arith_kernel(
                         KERNEL_DIV,
                         _arith_kernel(KERNEL_MUL, _arith_kernel(KERNEL_NEG, g, None), self.data(0)),
-                        _arith_kernel(KERNEL_MUL, b, b))) if needs[1] else None]
+                        _arith_kernel(KERNEL_MUL, b, b)), arrays) if needs[1] else None]
         attrs = self.attrs
         if attrs is not _ALPHA_ONE and (attrs is None or attrs.get("alpha", 1) != 1):
             return None  # the dunders' shared attrs are alpha 1 without a lookup
         if kernel == KERNEL_ADD:
             return [grad, grad]
         if kernel == KERNEL_SUB:
-            return [grad, _wrap(_arith_kernel(KERNEL_NEG, g, None)) if needs[1] else None]
+            return [grad, _result(_arith_kernel(KERNEL_NEG, g, None), arrays)
+                    if needs[1] else None]
         return None
 
     def data(self, index):
@@ -579,6 +589,26 @@ def node_class(name):
 def _wrap(value):
     """A numpy result as a Tensor (a 0-d result may come back as a numpy scalar)."""
     return make_tensor(value if type(value) is _ndarray else np.asarray(value))
+
+
+@cython.cfunc
+@cython.inline
+def _result(value, arrays: cython.bint):
+    """A kernel's result as the engine takes it: an array with ``arrays``, else in a Tensor
+    (a 0-d result may come back as a numpy scalar)."""
+    if type(value) is not _ndarray:
+        value = np.asarray(value)
+    return value if arrays else make_tensor(value)
+
+
+@cython.cfunc
+@cython.inline
+def _array_of(grad):
+    """The array of an incoming gradient: a Tensor's, an array itself, or None."""
+    if grad is None or type(grad) is _ndarray:
+        return grad
+    t: TensorBase = grad
+    return t._data
 
 
 # Note [Small kernels]
@@ -1651,6 +1681,12 @@ def _small_add_into(a, b) -> cython.bint:
     if cython.compiled:
         return gradviz_small_add_into(a, b) == 1
     return False
+
+
+def _add_arrays(a, b):
+    """``a + b`` of two arrays of one float dtype and shape, as the engine sums two gradients
+    held as arrays (Note [Gradients as arrays] in _task.py): the bits of ``add``."""
+    return _arith_kernel(KERNEL_ADD, a, b)
 
 
 @cython.cfunc

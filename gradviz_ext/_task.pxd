@@ -8,8 +8,8 @@ from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Ru
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                   is_grad_enabled, runtime,
                                   set_current_graph_task, set_grad_enabled_flag)
-from gradviz_ext._ops cimport (OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape,
-                              _small_add_into)
+from gradviz_ext._ops cimport (OpNode, OpSpec, _add_arrays, _cache_enter, _cache_exit,
+                              _dtype_of, _has_shape, _small_add_into, _wrap)
 
 
 cdef Runtime _rt
@@ -17,18 +17,23 @@ cdef object _errstate_var
 cdef object _errstate_quiet
 cdef object _np_add, _ndarray
 cdef bint _stealable(object grad)
-cdef _add_inplace(TensorBase target, TensorBase grad)
+cdef _add_inplace(target, grad)
 
 
 @cython.freelist(256)  # allocated per op or per node: reuse freed ones
 cdef class InputBuffer:
     cdef public Node node
-    cdef public list grads
+    cdef public Py_ssize_t size
+    cdef public object first   # a one-slot buffer's gradient (Note [Gradients as arrays])
+    cdef public list grads     # the slots of any other buffer; None for one slot
     cdef public list owned
     cdef public long long order
     cdef public long long seq
     cpdef bint is_owned(self, Py_ssize_t slot)
     cpdef set_owned(self, Py_ssize_t slot)
+    cpdef get(self, Py_ssize_t slot)
+    cpdef put(self, Py_ssize_t slot, grad)
+    cpdef list slots(self)
 
 
 cdef InputBuffer _new_buffer(Node node, Py_ssize_t size)
@@ -36,6 +41,13 @@ cdef bint _runs_before(InputBuffer a, InputBuffer b)
 cdef _heap_push(list heap, InputBuffer item)
 cdef InputBuffer _heap_pop(list heap)
 cdef bint _all_none(list grads)
+cdef bint _takes_arrays(Node node)
+cdef _data_of(grad)
+cdef _as_tensor(grad)
+cdef _wrap_arrays(InputBuffer buffer)
+cdef list _tensor_slots(InputBuffer buffer)
+cdef object _F32, _F64
+cdef _array_sum(old, grad)
 cdef int _MAX_LIVE
 cdef long long _last_serial
 cdef int _live_count
@@ -83,8 +95,9 @@ cdef class GraphTask:
     cdef _fail(self, Node node, object exc)
     cdef _push_ready(self, InputBuffer buffer)
     cdef _execute(self, Node node, InputBuffer buffer)
+    cdef _execute_arrays(self, Node node, InputBuffer buffer)
     cdef list _materialize(self, Node node, list grads)
-    cdef list _validate(self, Node node, object outputs)
+    cdef list _validate(self, Node node, object outputs, bint arrays=*)
     cdef _distribute(self, Node node, list outputs)
     cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)
     cdef _accumulate(self, Node node, list grads, object owned_grad)

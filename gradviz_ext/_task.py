@@ -45,8 +45,8 @@ if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      is_grad_enabled, runtime, set_current_graph_task,
                                      set_grad_enabled_flag)
-    from gradviz_ext._ops import (OpNode, _cache_enter, _cache_exit, _dtype_of, _has_shape,
-                                  _small_add_into)
+    from gradviz_ext._ops import (OpNode, OpSpec, _add_arrays, _cache_enter, _cache_exit,
+                                  _dtype_of, _has_shape, _small_add_into, _wrap)
 
 _rt = runtime()
 
@@ -71,9 +71,12 @@ _STATE_NAMES = ("paused", "running", "finished", "aborted", "error")
 class InputBuffer:
     """The gradients that reached one pending node so far, slot by slot, summed.
 
-    ``owned`` is None until the engine sums two contributions; then ``owned[i]`` says the
-    engine created ``grads[i]`` itself (a sum), so nobody else holds it and it can be updated
-    in place. A buffer in the ready queue is ordered by ``node``'s sequence number, higher
+    A buffer of ``size`` slots: one slot's gradient is ``first`` (no list), more are the
+    list ``grads``; ``get``, ``put`` and ``slots`` read and write either. A gradient is a
+    Tensor or, from a fast rule, a numpy array (Note [Gradients as arrays]). ``owned`` is
+    None until the engine sums two contributions; then ``owned[i]`` says the engine created
+    slot ``i``'s gradient itself (a sum), so nobody else holds it and it can be updated in
+    place. A buffer in the ready queue is ordered by ``node``'s sequence number, higher
     first, then by ``order`` (first come, first served). Made by ``_new_buffer``.
     """
 
@@ -82,8 +85,27 @@ class InputBuffer:
 
     def set_owned(self, slot):
         if self.owned is None:
-            self.owned = [False] * len(self.grads)
+            self.owned = [False] * self.size
         self.owned[slot] = True
+
+    def get(self, slot):
+        if self.grads is None:
+            if slot != 0:
+                raise IndexError("input buffer slot out of range")
+            return self.first
+        return self.grads[slot]
+
+    def put(self, slot, grad):
+        if self.grads is None:
+            if slot != 0:
+                raise IndexError("input buffer slot out of range")
+            self.first = grad
+        else:
+            self.grads[slot] = grad
+
+    def slots(self):
+        """The gradients as a new list."""
+        return [self.first] if self.grads is None else list(self.grads)
 
 
 @cython.cfunc
@@ -91,7 +113,9 @@ def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
     buffer: InputBuffer = InputBuffer.__new__(InputBuffer)
     buffer.node = node
     buffer.seq = node._seq  # copied: the heap compares it without reaching into the node
-    buffer.grads = [None] * size
+    buffer.size = size
+    buffer.first = None
+    buffer.grads = None if size == 1 else [None] * size
     buffer.owned = None
     buffer.order = 0
     return buffer
@@ -216,6 +240,81 @@ def _all_none(grads: list) -> cython.bint:
     return True
 
 
+# Note [Gradients as arrays]
+# --------------------------
+# A fast rule (Note [Fast backward rules]) computes on numpy arrays, and the next node's fast
+# rule reads arrays again: the Tensor the engine wrapped around each result in between was
+# made for no one. In a wide fan-in (``stack(ys).sum()`` of 10,000 pieces) every piece's
+# Tensor waits in the ready queue with its InputBuffer, and with the collector on those
+# tracked objects cost the backward its young collections. So a node whose backward is its
+# fast rule, run with nothing that looks at Tensors (no observer, no hooks on the node, no
+# ``inputs=``/``autograd.grad`` pass, no anomaly mode, no ``create_graph``), takes and
+# returns its gradients as arrays (``_takes_arrays``); an incoming Tensor passed through
+# stays that Tensor. Buffers hold either; a second contribution to a slot is added as
+# arrays with the bits of ``add`` (``_add_arrays``), or through the runtime's ``add`` for
+# anything else. Every other node (AccumulateGrad, custom Functions, Python rules, a node
+# with hooks or observed) gets Tensors: ``_tensor_slots`` wraps the arrays in its buffer
+# first, in place, so what it sees is what it saw before (a leaf's gradient is still
+# stolen or copied by the same reference counts), as do ``pending_buffer`` and
+# ``expose_input_buffers``. One-slot buffers, nearly all of them, keep their gradient in a
+# field instead of a one-element list. Together, a piece waiting in the ready queue went
+# from three GC-tracked objects (Tensor, InputBuffer, list) to one.
+@cython.cfunc
+def _takes_arrays(node: Node) -> cython.bint:
+    """Whether ``node`` runs its fast rule on arrays (Note [Gradients as arrays]); the task's
+    conditions (observer, passes with ``inputs=``) are checked by the caller."""
+    if not isinstance(node, OpNode):
+        return False
+    opnode: OpNode = node
+    spec: OpSpec = opnode.op
+    if spec.fast_backward is None or is_grad_enabled() or is_anomaly_enabled():
+        return False
+    extra = node._extra  # hooks live here (Note [Rare node fields])
+    return extra is None or (extra.pre_hooks is None and extra.post_hooks is None
+                             and extra.tensor_pre_hooks is None)
+
+
+@cython.cfunc
+def _data_of(grad):
+    """The array of a gradient held as a Tensor or as an array."""
+    if type(grad) is _ndarray:
+        return grad
+    tensor: TensorBase = grad
+    return tensor._data
+
+
+@cython.cfunc
+def _as_tensor(grad):
+    """A gradient as a Tensor: an array is wrapped, a Tensor or None stays."""
+    return _wrap(grad) if type(grad) is _ndarray else grad
+
+
+@cython.cfunc
+def _wrap_arrays(buffer: InputBuffer):
+    """Wrap the arrays in ``buffer`` in Tensors, in place."""
+    if buffer.grads is None:
+        buffer.first = _as_tensor(buffer.first)
+        return
+    grads: list = buffer.grads
+    i: cython.Py_ssize_t
+    for i in range(len(grads)):
+        if type(grads[i]) is _ndarray:
+            grads[i] = _wrap(grads[i])
+
+
+@cython.cfunc
+def _tensor_slots(buffer: InputBuffer) -> list:
+    """The buffer's gradients as Tensors (``_wrap_arrays``), in the list the node runs with:
+    the buffer's own list, or a new one for a one-slot buffer, whose gradient moves into it
+    (so a leaf's gradient has the references Note [Stealing the gradient] counts)."""
+    _wrap_arrays(buffer)
+    if buffer.grads is None:
+        grads = [buffer.first]
+        buffer.first = None
+        return grads
+    return buffer.grads
+
+
 class GraphTask:
     """One backward pass, executed as a state machine: ``step()`` runs one node.
 
@@ -280,7 +379,7 @@ class GraphTask:
             root_node, root_slot = roots[0]
             self.graph_root = root_node
             initial = _new_buffer(root_node, root_node.num_inputs if root_node.num_inputs else 1)
-            initial.grads[root_slot] = grads[0]
+            initial.put(root_slot, grads[0])
         else:
             root_node = GraphRoot(roots, grads)
             root_slot = -1
@@ -490,7 +589,10 @@ class GraphTask:
             for item in self._ready_buffers():
                 if item.node is node:
                     buffer = item
-        return None if buffer is None else list(buffer.grads)
+        if buffer is None:
+            return None
+        _wrap_arrays(buffer)  # Note [Gradients as arrays]: what a reader sees is a Tensor
+        return buffer.slots()
 
     def expose_input_buffers(self, node):
         """Offer the running custom node the pending input buffers of its successors.
@@ -540,7 +642,9 @@ class GraphTask:
             else:
                 seen.add((next_node, slot))
                 pending = self._pending(next_node)
-                grad = None if pending is None else pending.grads[slot]
+                if pending is not None:
+                    _wrap_arrays(pending)  # Note [Gradients as arrays]
+                grad = None if pending is None else pending.get(slot)
                 producer = None if grad is None else self._hooked_producer(next_node, slot, node)
                 if grad is None:
                     reason = "no earlier contribution"
@@ -553,7 +657,7 @@ class GraphTask:
                     reason = "engine-owned sum"
                 else:
                     buffer = _rt.detach(_rt.clone(grad))
-                    pending.grads[slot] = buffer
+                    pending.put(slot, buffer)
                     pending.set_owned(slot)
                     reason = "stored contribution copied into an engine-owned buffer"
             if buffer is not None:
@@ -772,12 +876,15 @@ class GraphTask:
         if self._spare is not None or Py_REFCNT(buffer) != 1:  # _step's local only
             return
         spent: InputBuffer = buffer
-        grads: list = spent.grads
-        if Py_REFCNT(grads) != 2:  # the buffer's and ours
-            return
-        i: cython.Py_ssize_t
-        for i in range(len(grads)):
-            grads[i] = None
+        if spent.grads is None:
+            spent.first = None
+        else:
+            grads: list = spent.grads
+            if Py_REFCNT(grads) != 2:  # the buffer's and ours
+                return
+            i: cython.Py_ssize_t
+            for i in range(len(grads)):
+                grads[i] = None
         spent.node = None
         spent.owned = None
         self._spare = spent
@@ -785,7 +892,7 @@ class GraphTask:
     def _buffer_for(self, node, size):
         """An empty input buffer of ``size`` slots for ``node``: the spare one if it fits."""
         spare: InputBuffer = self._spare
-        if spare is not None and len(spare.grads) == size:
+        if spare is not None and spare.size == size:
             self._spare = None
             spare.node = node
             spare.seq = node._seq
@@ -807,9 +914,13 @@ class GraphTask:
 
     def _execute(self, node, buffer):
         observer = self.observer
-        grads: list = buffer.grads
+        ready: InputBuffer = buffer
+        if observer is None and self._exec_info is None and _takes_arrays(node):
+            self._execute_arrays(node, ready)  # Note [Gradients as arrays]
+            return
+        grads: list = _tensor_slots(ready)
         # A sum the engine made itself can become the leaf's .grad without a copy.
-        owned_grad = grads[0] if (grads and buffer.is_owned(0)) else None
+        owned_grad = grads[0] if (grads and ready.is_owned(0)) else None
         started = time.perf_counter() if observer is not None else 0.0
         if observer is not None:
             observer.node_started(self, node, list(grads))
@@ -890,6 +1001,33 @@ class GraphTask:
         if outputs:
             self._distribute(node, outputs)
 
+    def _execute_arrays(self, node, buffer):
+        """``_execute`` of a node that runs its fast rule on arrays, when nothing observes it
+        (Note [Gradients as arrays]): steps 2, 3, 4, 6 and 7 of Note [Engine order]."""
+        opnode: OpNode = node
+        ready: InputBuffer = buffer
+        outputs: list
+        if ready.grads is None:
+            grad = ready.first
+            ready.first = None
+            if grad is None:  # a built-in node that received no gradient passes None on
+                outputs = [None] * opnode._edge_count
+            else:
+                outputs = opnode._fast_one(grad, True)
+        else:
+            grads: list = ready.grads
+            if _all_none(grads):
+                outputs = [None] * opnode._edge_count
+            else:
+                if opnode._materializes_grads():
+                    grads = self._materialize(node, grads)
+                outputs = opnode._apply_fast(grads, True)
+        outputs = self._validate(node, outputs, True)
+        if not self.keep_graph and not opnode._released:
+            opnode.release_variables()
+        if outputs:
+            self._distribute(node, outputs)
+
     def _capture(self, node, grads):
         captures = self._captures.get(node)
         if captures is not None:
@@ -967,11 +1105,13 @@ class GraphTask:
             self.observer.grads_materialized(self, node, slots)
         return grads
 
-    def _validate(self, node, outputs):
+    def _validate(self, node, outputs, arrays=False):
         """Check arity; reduce shapes and cast dtypes to what each successor expects.
 
         Returns a new list: ``outputs`` may belong to the node's backward (a custom Function
-        may keep what it returned), so it is never changed.
+        may keep what it returned), so it is never changed. With ``arrays``, the gradients of
+        a fast rule run on arrays may be arrays (Note [Gradients as arrays]); one that is
+        reduced or cast becomes a Tensor.
         """
         counted: Node = node
         count: cython.Py_ssize_t = counted._edge_count
@@ -995,16 +1135,19 @@ class GraphTask:
             next_node = counted._edge_node(index)
             if next_node is None:
                 continue
-            if not isinstance(grad, TensorBase):
+            if arrays and type(grad) is _ndarray:
+                data = grad
+            elif not isinstance(grad, TensorBase):
                 raise TypeError(
                     f"function {node.name()} returned a {type(grad).__name__} as gradient "
                     f"{index}; expected a Tensor or None"
                 )
+            else:
+                tensor: TensorBase = grad
+                data = tensor._data
             successor: Node = next_node
             slot: cython.Py_ssize_t = counted._edge_nr(index)
             meta: InputMeta = successor._input_metadata[slot]
-            tensor: TensorBase = grad
-            data = tensor._data
             if not _has_shape(data, meta.shape):
                 shape = data.shape
                 if not _expandable(meta.shape, shape):
@@ -1012,7 +1155,7 @@ class GraphTask:
                         f"Function {node.name()} returned an invalid gradient at index {index} - "
                         f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
                     )
-                grad = _rt.sum_to(grad, meta.shape)
+                grad = _rt.sum_to(_as_tensor(grad), meta.shape)
                 tensor = grad
                 data = tensor._data
                 if self.observer is not None:
@@ -1021,6 +1164,7 @@ class GraphTask:
             if meta.np_dtype is not None:
                 dtype = _dtype_of(data)
                 if dtype is not meta.np_dtype and dtype != meta.np_dtype:
+                    grad = _as_tensor(grad)
                     from_dtype = grad.dtype
                     grad = _rt.cast(grad, meta.dtype)
                     if self.observer is not None:
@@ -1081,24 +1225,29 @@ class GraphTask:
                 how = self._add_to_buffer(buffer, slot, grad)
                 if observer is not None:
                     observer.buffer_added(self, next_node, slot, node, how, grad,
-                                          buffer.grads[slot])
+                                          buffer.get(slot))
             if remaining == 0:
                 self._push_ready(buffer)
                 if observer is not None:
                     observer.node_ready(self, next_node)
 
     def _add_to_buffer(self, buffer, slot, grad):
-        """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here."""
-        grads: list = buffer.grads
-        old = grads[slot]
+        """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here.
+        Either may be an array (Note [Gradients as arrays])."""
+        ready: InputBuffer = buffer
+        old = ready.get(slot)
         if old is None:
-            grads[slot] = grad
+            ready.put(slot, grad)
             return "stored"
-        if not self.create_graph and buffer.is_owned(slot):
+        if not self.create_graph and ready.is_owned(slot):
             _add_inplace(old, grad)
             return "accumulated_in_place"
-        grads[slot] = _rt.add(old, grad)
-        buffer.set_owned(slot)
+        if type(old) is _ndarray or type(grad) is _ndarray:
+            total = _array_sum(old, grad)
+        else:
+            total = _rt.add(old, grad)
+        ready.put(slot, total)
+        ready.set_owned(slot)
         return "accumulated_out_of_place"
 
     def _accumulate(self, node, grads, owned_grad):
@@ -1234,17 +1383,37 @@ def _dense(data) -> cython.bint:
 
 
 @cython.cfunc
-def _add_inplace(target: TensorBase, grad: TensorBase):
+def _add_inplace(target, grad):
     """``target += grad`` outside the graph; one ufunc call when the dtypes are the same
-    (the shapes broadcast as numpy does), else the runtime's casting version."""
-    data = target._data
-    other = grad._data
+    (the shapes broadcast as numpy does), else the runtime's casting version. Either may be
+    an array (Note [Gradients as arrays]): an array has no version to bump."""
+    data = _data_of(target)
+    other = _data_of(grad)
     if data.dtype is other.dtype:
         if not _small_add_into(data, other):  # Note [Small kernels] (gradviz_ext/_ops.py)
             _np_add(data, other, data)
-        target._version_counter.bump()  # an inference tensor's .grad refuses it, as in torch
+        if type(target) is not _ndarray:
+            tensor: TensorBase = target
+            tensor._version_counter.bump()  # an inference tensor's .grad refuses it, as torch
     else:
-        _rt.add_inplace(target, grad)
+        _rt.add_inplace(_as_tensor(target), _as_tensor(grad))
+
+
+_F32 = numpy.dtype(numpy.float32)
+_F64 = numpy.dtype(numpy.float64)
+
+
+def _array_sum(old, grad):
+    """``old + grad``, one of them an array (Note [Gradients as arrays]): an array when both
+    are float32 or both float64 of one shape (the bits of ``add``: ``_add_arrays``), else the
+    runtime's ``add`` of the two as Tensors (promotion, broadcasting)."""
+    a = _data_of(old)
+    b = _data_of(grad)
+    dtype = _dtype_of(a)
+    if (dtype is _dtype_of(b) and (dtype is _F32 or dtype is _F64)
+            and a.shape == b.shape):
+        return _add_arrays(a, b)
+    return _rt.add(_as_tensor(old), _as_tensor(grad))
 
 
 def _expandable(shape, target):
