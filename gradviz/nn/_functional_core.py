@@ -310,17 +310,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     scales = (weight.detach().numpy().astype(np.float64)[safe] if weight is not None
               else np.ones(labels.shape))
     scales = np.where(keep, scales, 0.0)
-    if reduction == "mean":
+    # a mean over no targets (all ignored, or none): NaN with zero gradients, as in torch; over
+    # targets of zero weight: 0 / 0 in every coefficient, NaN gradients too
+    no_weight = reduction == "mean" and not keep.any()
+    if reduction == "mean" and not no_weight:
         with np.errstate(divide="ignore", invalid="ignore"):
-            scales = scales / scales.sum()  # all ignored: 0/0, NaN, as in torch
+            scales = scales / scales.sum()
     coefficients = np.zeros((labels.shape[0], classes))
-    coefficients[np.arange(labels.shape[0]), safe] = -scales
+    coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales  # +0 where ignored, as torch
     coefficients = coefficients.astype(input.numpy(force=True).dtype).reshape(
         tuple(input.shape[:-1]) + (classes,))
-    loss = _loss.nll_loss(input, coefficients, reduction)
-    if reduction == "mean" and not labels.shape[0]:
-        return loss * float("nan")  # the mean of no terms, 0 / 0, as in torch
-    return loss
+    return _loss.nll_loss(input, coefficients, reduction, no_weight)
 
 
 _TYPE_WORDS = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",

@@ -112,6 +112,8 @@ def scatter_add(input, dim, index, src):
 
 
 def _scatter_add_into_zeros(g, index, dim, shape):
+    if not shape:  # a 0-d input (sort, topk of one entry): its one entry was picked
+        return reshape(g, ())
     return scatter_add(zeros(shape, dtype=g.dtype), dim, index, g)
 
 

@@ -238,7 +238,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None
 
 # ---- negative log likelihood ---------------------------------------------------------------
 
-def _nll_forward(logp, coefficients, reduction):
+def _nll_forward(logp, coefficients, reduction, no_weight=False):
     # coefficients[n, c] = -weight[c] / denominator at c = target[n] (0 elsewhere); the loss is
     # a linear function of the log-probabilities. Only the picked entries enter: a -inf
     # log-probability elsewhere (a masked logit) must not make 0 * -inf = NaN
@@ -246,6 +246,8 @@ def _nll_forward(logp, coefficients, reduction):
         picked = np.sum(np.where(coefficients != 0, logp * coefficients, 0), axis=-1)
     if reduction == "none":
         return picked.astype(logp.dtype)
+    if no_weight:  # a mean over no weight (every target ignored, or none): 0 / 0, as in torch
+        return np.asarray(np.nan, dtype=logp.dtype)
     return np.asarray(np.sum(picked), dtype=logp.dtype)
 
 
@@ -270,9 +272,11 @@ NLL_LOSS = Op("nll_loss", "NllLossBackward0", forward=_nll_forward, backward=_nl
               })
 
 
-def nll_loss(log_probs, coefficients, reduction):
+def nll_loss(log_probs, coefficients, reduction, no_weight=False):
     """``sum(log_probs * coefficients, -1)``, reduced by summing unless ``"none"``: the caller
     builds ``coefficients`` from the targets, weights, ``ignore_index`` and the mean's
-    denominator."""
-    return apply(NLL_LOSS, log_probs, coefficients=coefficients, reduction=reduction)
+    denominator. ``no_weight``: a mean whose denominator is 0 (NaN, with zero gradients, as
+    torch's ``nll_loss`` gives)."""
+    return apply(NLL_LOSS, log_probs, coefficients=coefficients, reduction=reduction,
+                 no_weight=no_weight)
 

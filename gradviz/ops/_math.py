@@ -347,10 +347,15 @@ def lerp(input, end, weight):
 
 
 def _atan2_backward(ctx, g):
+    """torch's ``atan2_backward``: ``g * x * recip`` and ``g * -y * recip`` with ``recip`` the
+    reciprocal of ``x^2 + y^2``, 0 where that is 0 (so atan2(0, 0) has zero gradients)."""
+    from ._pointwise import eq, reciprocal, where
+
     y, x = ctx.input(0), ctx.input(1)
     denominator = x * x + y * y
-    return (g * x / denominator if ctx.needs_input_grad[0] else None,
-            g * -y / denominator if ctx.needs_input_grad[1] else None)
+    recip = where(eq(denominator, 0), zeros_like(denominator), reciprocal(denominator))
+    return (g * x * recip if ctx.needs_input_grad[0] else None,
+            g * -y * recip if ctx.needs_input_grad[1] else None)
 
 
 ATAN2 = Op("atan2", "Atan2Backward0", forward=_broadcasting(np.arctan2), backward=_atan2_backward,

@@ -256,20 +256,37 @@ def _evenly_backward(ctx, g):
     return (_keep(g, ctx) * hit / share,)
 
 
-def _extreme_op(name, node, fn, saved=None):
+def _evenly_all_backward(ctx, g):
+    """max()/min() of every entry: the gradient is shared equally among the entries equal to
+    the result, or, when the result is NaN, among the NaN entries (torch's
+    ``evenly_distribute_backward``; ``amax``/``amin`` compare with ``==`` only)."""
+    from ._math import isnan
+    from ._pointwise import eq
+
+    x = ctx.input(0)
+    result = ctx.output()
+    hit = (isnan(x) if np.isnan(result._data).any() else eq(x, result)).to(g.dtype)
+    return (g * hit / sum(hit),)
+
+
+def _extreme_op(name, node, fn, saved=None, backward=_evenly_backward):
     return Op(name, node, forward=lambda a, dims, keepdim, shape, count: fn(a, axis=dims, keepdims=keepdim),
-              backward=_evenly_backward, saves=lambda needs: ((0,), True), saved=saved)
+              backward=backward, saves=lambda needs: ((0,), True), saved=saved)
 
 
 _AMAX = _extreme_op("amax", "AmaxBackward0", np.max,
                     saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
 _AMIN = _extreme_op("amin", "AminBackward0", np.min,
                     saved={"self": SELF, "dim": DIMS, "keepdim": KEEPDIM, "result": RESULT})
-_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max, saved={"self": SELF, "result": RESULT})
-_MIN_ALL = _extreme_op("min", "MinBackward1", np.min, saved={"self": SELF, "result": RESULT})
+_MAX_ALL = _extreme_op("max", "MaxBackward1", np.max, saved={"self": SELF, "result": RESULT},
+                       backward=_evenly_all_backward)
+_MIN_ALL = _extreme_op("min", "MinBackward1", np.min, saved={"self": SELF, "result": RESULT},
+                       backward=_evenly_all_backward)
 
 
 def _check_nonempty(input, dim, what):
+    if input.ndim == 0:
+        return  # one entry; a dim of 0 or -1 reads it as a vector of one, as in torch
     dims = _normalize_dims(dim, input.ndim)
     if builtins.any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
         # torch's types differ: max()/min() of nothing is a RuntimeError, the rest IndexErrors
@@ -304,6 +321,8 @@ def amin(input, dim=(), keepdim=False):
 def _select_backward(ctx, g):
     from ._indexing import _scatter_add_into_zeros
 
+    if not ctx.shape:  # a 0-d input: its one entry was chosen
+        return (reshape(g, ()),)
     if not ctx.keepdim:
         g = unsqueeze(g, ctx.dim)
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)

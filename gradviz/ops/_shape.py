@@ -984,7 +984,8 @@ def unbind(input, dim=0):
     return _make_pieces_views(input, pieces, steps)
 
 
-FLIP = Op("flip", "FlipBackward0", forward=lambda a, dims: np.flip(a, axis=dims).copy(),
+FLIP = Op("flip", "FlipBackward0",
+          forward=lambda a, dims: np.flip(a, axis=dims).copy() if a.ndim else a.copy(),
           backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
