@@ -25,10 +25,13 @@ from ._pointwise import (
     abs,
     clamp_bound,
     div,
+    eq,
     ne,
     neg,
     pow,
+    reciprocal,
     rsqrt,
+    where,
 )
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
 
@@ -349,8 +352,6 @@ def lerp(input, end, weight):
 def _atan2_backward(ctx, g):
     """torch's ``atan2_backward``: ``g * x * recip`` and ``g * -y * recip`` with ``recip`` the
     reciprocal of ``x^2 + y^2``, 0 where that is 0 (so atan2(0, 0) has zero gradients)."""
-    from ._pointwise import eq, reciprocal, where
-
     y, x = ctx.input(0), ctx.input(1)
     denominator = x * x + y * y
     recip = where(eq(denominator, 0), zeros_like(denominator), reciprocal(denominator))
