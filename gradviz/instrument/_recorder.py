@@ -313,14 +313,10 @@ class Recorder(_engine.Observer):
         grad_summary = self._summary(grad)
         if buffered is grad:  # stored: the sum is the contribution (Note [Shared summaries])
             sum_summary = grad_summary
-        elif self._summary_cache.lazy:
+        else:
             # Note [Lazy summaries]: the engine adds the next contribution into this sum in
             # place, so it is summarized now
-            self._summary_cache.lazy = False
-            sum_summary = self._summary(buffered)
-            self._summary_cache.lazy = True
-        else:
-            sum_summary = self._summary(buffered)
+            sum_summary = self._summary_cache.summarize(buffered, now=True)
         self._event("buffer_added", task, node,
                     f"{self._label(node)} input {slot}: {_ordinal(count)} contribution, from "
                     f"{self._label(producer)}, {_HOW_TEXT.get(how, how)}.",

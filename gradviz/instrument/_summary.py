@@ -498,13 +498,15 @@ class SummaryCache:
         """Code outside the engine may have written a tensor: no entry made before is valid."""
         self._epoch += 1
 
-    def summarize(self, tensor) -> dict | None:
+    def summarize(self, tensor, now: bool = False) -> dict | None:
+        """The tensor's summary; ``now``: computed now even while ``lazy`` (Note [Lazy
+        summaries])."""
         if tensor is None:
             return None
         data = tensor._data
         nbytes = data.nbytes
         if nbytes > self._max_bytes:
-            return self._new_summary(tensor, data)  # would crowd out the rest
+            return self._new_summary(tensor, data, now)  # would crowd out the rest
         key = id(tensor)
         entry = self._entries.get(key)
         version = tensor._version_counter.value
@@ -525,7 +527,7 @@ class SummaryCache:
                 else:
                     summary = dict(summary, shape=list(data.shape))
             else:
-                summary = self._new_summary(tensor, data)
+                summary = self._new_summary(tensor, data, now)
             if len(self._entries) >= self._size or self._held + nbytes > self._budget:
                 self.clear()
             replaced = self._entries.get(key)
@@ -536,10 +538,12 @@ class SummaryCache:
             self._held += nbytes
             if memory is not None:
                 self._memory[memory] = key
+        if now and isinstance(summary, LazySummary):
+            summary._fill()
         return summary  # shared, read-only: Note [Shared summaries]
 
-    def _new_summary(self, tensor, data) -> dict:
-        if self.lazy and data.size > SMALL_NUMEL and data.dtype.kind in _SIMPLE_KINDS:
+    def _new_summary(self, tensor, data, now) -> dict:
+        if self.lazy and not now and data.size > SMALL_NUMEL and data.dtype.kind in _SIMPLE_KINDS:
             return self._pend(LazySummary(data, tensor.dtype.name), data)
         return summarize_array(data, tensor.dtype.name)
 

@@ -20,7 +20,7 @@ class _Fresh:
     hits = 0
     lazy = False  # every summary at its event
 
-    def summarize(self, tensor):
+    def summarize(self, tensor, now=False):
         return summarize(tensor)
 
     def new_epoch(self):
