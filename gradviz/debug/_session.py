@@ -31,6 +31,7 @@ rest of a node that ``step_event()`` started.
 
 from __future__ import annotations
 
+import operator
 import sys
 import warnings
 
@@ -91,7 +92,7 @@ class _SessionRecorder(Recorder):
         if self.keep_buffers:
             # a stored contribution is never changed in place later; a sum may be
             value = buffered if how == "stored" else _copy(buffered)
-            self.buffer_values[len(self.events) - 1] = value
+            self.buffer_values[self.event_count - 1] = value
 
     # The engine hands each call lists of its own (Note [Observer cost], _task.py): kept as
     # they are, not copied (one GC-tracked list less per node and kind).
@@ -101,8 +102,7 @@ class _SessionRecorder(Recorder):
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
         arrived = self.live["grads_in"].get(node.node_id)
-        if arrived is not None and len(arrived) == len(grads_in) and all(
-                a is b for a, b in zip(arrived, grads_in)):
+        if arrived is not None and _same_items(arrived, grads_in):
             grads_in = arrived  # what its backward got is what arrived: one list for both
         self.live["grads_received"][node.node_id] = _own_list(grads_in)
         self.live["grads_out"][node.node_id] = _own_list(grads_out)
@@ -182,17 +182,17 @@ class DebugSession(SessionBase):
     # events, and with no one reading until the pass ends, the view applies them in one go.
 
     def _show(self, count: int = 1) -> None:
-        events = self._recorder.events
-        self._cursor = min(len(events), self._cursor + count)
-        if self._cursor == len(events) and (self._buffers_before or self._recorder.buffer_values):
+        recorded = self._recorder.event_count  # Note [Events when read]: none built here
+        self._cursor = min(recorded, self._cursor + count)
+        if self._cursor == recorded and (self._buffers_before or self._recorder.buffer_values):
             self._buffers_before = {}  # caught up: the live buffers are what is shown
             self._recorder.buffer_values.clear()
 
     def _show_all(self) -> None:
-        self._show(len(self._recorder.events) - self._cursor)
+        self._show(self._recorder.event_count - self._cursor)
 
     def _behind(self) -> bool:
-        return self._cursor < len(self._recorder.events)
+        return self._cursor < self._recorder.event_count
 
     def _graph_nodes(self) -> dict:
         return self._nodes
@@ -445,7 +445,7 @@ class DebugSession(SessionBase):
             if not self._behind():
                 if self._task.done:
                     return None
-                self._chunk_start = len(self._recorder.events)
+                self._chunk_start = self._recorder.event_count
                 self._keep_buffers_of(self._task.peek())
                 try:
                     self._task.step()
@@ -509,6 +509,11 @@ class DebugSession(SessionBase):
                         return
                 if self._task.done:
                     return
+                if not self.breakpoints:
+                    # nothing can stop it: the engine runs the rest in one call, as backward()
+                    # does (grad mode and numpy's error state set once, not per node)
+                    self._run_rest()
+                    return
                 node = self._task.peek()
                 if node is not None and not first and self.breakpoints:
                     hit = self.breakpoints.node_hit(node.node_id, _engine.display_name(node))
@@ -523,6 +528,14 @@ class DebugSession(SessionBase):
                     raise
         finally:
             self._notify()
+
+    def _run_rest(self) -> None:
+        try:
+            self._task.run()
+        except BaseException:
+            self._show_all()
+            raise
+        self._show_all()
 
     @weak_self
     def run_to(self, node) -> None:
@@ -608,6 +621,8 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     """
     names = parameter_names(params)  # a bad params fails before the pass is set up
     recorder = _SessionRecorder()
+    # Note [Events when read]: not when the caller passed the gradients (they may write them)
+    recorder.defer_events = gradient is None
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,
                            observer=recorder)
     session = DebugSession(task, recorder)
@@ -619,6 +634,11 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
+
+
+def _same_items(first: list, second: list) -> bool:
+    """Whether the two lists hold the same objects (``is``, never ``==``: tensors)."""
+    return len(first) == len(second) and all(map(operator.is_, first, second))
 
 
 def _own_list(values) -> list:

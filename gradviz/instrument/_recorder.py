@@ -23,6 +23,7 @@ from ._summary import SummaryCache
 __all__ = ["Recorder", "EVENT_KINDS", "SCHEMA_VERSION", "narration_label"]
 
 _clock = time.perf_counter
+_rt = _engine.runtime()
 
 _MAX_PENDING_PACKS = 64
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth",
@@ -76,7 +77,12 @@ class Recorder(_engine.Observer):
     """
 
     def __init__(self):
-        self.events: list[dict] = []
+        self._events: list[dict] = []
+        # Note [Events when read]: records of events not built yet, after those in _events
+        self._deferred: list[tuple] = []
+        self._deferring = False
+        self._started_record = -1    # index in _deferred of the last node_started record
+        self._grad_snapshot = None   # (a leaf's .grad, its copy) until its node_finished
         self._origin = _clock()
         self._tasks: dict[int, tuple] = {}          # id(task) -> (weakref to task, number)
         self._last_task: tuple = (None, None)       # the entry _task_number returned last
@@ -99,13 +105,53 @@ class Recorder(_engine.Observer):
     # Note [Lazy summaries]: a subclass whose owner flushes at every return of control to the
     # user (the debug session) sets this; summaries stay eager otherwise
     lazy_summaries = False
+    # Note [Events when read]: set (on an instance) by an owner that reads events only
+    # through ``events`` and ``event_count``, and whose pass starts from gradients the user
+    # cannot reach (the library's own ones for a scalar root)
+    defer_events = False
+
+    @property
+    def events(self) -> list[dict]:
+        """Every event recorded so far, in order (records not built yet are built now)."""
+        if self._deferred:
+            self._build_deferred()
+        return self._events
+
+    @events.setter
+    def events(self, events: list[dict]) -> None:
+        if self._deferred:
+            self._build_deferred()
+        self._events = events
+
+    @property
+    def event_count(self) -> int:
+        """``len(self.events)``, without building the events not built yet."""
+        return len(self._events) + len(self._deferred)
+
+    def _build_deferred(self) -> None:
+        """Build the deferred records into events, in order (Note [Events when read])."""
+        records, self._deferred = self._deferred, []
+        self._started_record = -1
+        for record in records:
+            record[0](self, record)
+        if not self._deferring and not self._tasks:
+            self._summary_cache.clear()  # the pass is over: hold no gradients (_forget_task)
+
+    def _stop_deferring(self) -> None:
+        """From here on, every event is built at once; those deferred are built now."""
+        self._deferring = False
+        if self._deferred:
+            self._build_deferred()
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
 
     def flush_summaries(self) -> None:
-        """Compute every pending summary now (Note [Lazy summaries] in _summary.py): before
-        handing out a live tensor, or before code the engine does not control runs."""
+        """Compute every pending summary now (Note [Lazy summaries] in _summary.py), and build
+        every deferred event (Note [Events when read]): before handing out a live tensor, or
+        before code the engine does not control runs."""
+        if self._deferred:
+            self._build_deferred()
         self._summary_cache.flush()
 
     def flush_reachable(self) -> None:
@@ -127,20 +173,37 @@ class Recorder(_engine.Observer):
         return [summarize(t) for t in tensors]
 
     def emit(self, event: dict) -> None:
-        self.events.append(event)
+        self._events.append(event)
 
     def _event(self, kind, task, node, text, **payload):
+        """Record an event now; the deferred ones come first (Note [Events when read])."""
+        if self._deferred:
+            self._build_deferred()
+        self._add(kind, None if task is None else self._task_number(task), node, _clock(),
+                  text, payload)
+
+    def _add(self, kind, number, node, clock, text, payload):
         # The recorder's hot path (bench/instrument.py): locals and one dict, no helpers.
         event = {
             "kind": kind,
-            "seq": len(self.events),
-            "task": None if task is None else self._task_number(task),
+            "seq": len(self._events),
+            "task": number,
             "node": None if node is None else node.node_id,
-            "time": _clock() - self._origin,
+            "time": clock - self._origin,
             "text": text,
         }
         event.update(payload)
         self.emit(event)
+
+    def _record(self, record: tuple) -> None:
+        """An event of the hot path, as a record ``(builder, task number, node, clock,
+        ...)``: built now, or deferred (Note [Events when read])."""
+        if self._deferring:
+            self._deferred.append(record)
+        else:
+            if self._deferred:
+                self._build_deferred()
+            record[0](self, record)
 
     def _task_number(self, task):
         # The task holds its observer: the recorder refers to the task weakly, so that a
@@ -158,11 +221,12 @@ class Recorder(_engine.Observer):
 
     def _forget_task(self, task):
         # Note [Lazy summaries]: what the user can reach is computed now; the rest stays
-        # pending (no one but the reader can write it any more)
+        # pending, tracked until read or until the session hands out a live tensor
         self.flush_reachable()
         self._reachable = {}
+        self._deferring = False  # the records stay deferred (Note [Events when read])
+        self._grad_snapshot = None
         cache = self._summary_cache
-        cache.forget_pending()
         cache.lazy = False
         cache.clear()  # hold no gradients once their pass is over
         self._labels.clear()
@@ -179,6 +243,8 @@ class Recorder(_engine.Observer):
         """Number the nodes reachable from ``root`` that have no number yet; returns
         :func:`walk_graph`'s ``(nodes, edges, roots, live)`` (GraphRoot included), each node's
         description carrying its ``number`` (and ``leaf_name`` when known)."""
+        if self._deferred:
+            self._build_deferred()  # their narration uses the names and numbers known now
         nodes, edges, roots, live = walk_graph(root, include_graph_root=True)
         numbers = self.numbers
         counts = self._name_counts
@@ -204,6 +270,8 @@ class Recorder(_engine.Observer):
 
     def name_leaf(self, node_id: int, name: str) -> None:
         """Name the leaf of AccumulateGrad node ``node_id`` in narration from now on."""
+        if self._deferred:
+            self._build_deferred()  # events before this keep the name they had
         self.leaf_names[node_id] = name
         self._labels.pop(node_id, None)
 
@@ -285,8 +353,8 @@ class Recorder(_engine.Observer):
         # Note [Lazy summaries]: not where the pass hands gradients to the user as it runs
         # (autograd.grad's captures, backward(inputs=) into non-leaves) or builds a graph of
         # them (create_graph: their nodes save them)
-        self._summary_cache.lazy = (self.lazy_summaries and not task.create_graph
-                                    and task._captures is None and task._retains is None)
+        lazy = self._summary_cache.lazy = (self.lazy_summaries and not task.create_graph
+                                           and task._captures is None and task._retains is None)
         roots = [{"node": _node_id(n), "input_nr": nr} for n, nr in task.roots]
         dependencies = {str(_node_id(n)): c for n, c in task.dependencies().items()}
         self._graph_learned(task, self.learn_graph(task.graph_root))
@@ -296,32 +364,40 @@ class Recorder(_engine.Observer):
                     f"Backward started from {names} ({options}).",
                     roots=roots, retain_graph=task.keep_graph, create_graph=task.create_graph,
                     inputs=_inputs_of(task), dependencies=dependencies)
+        self._deferring = lazy and self.defer_events
 
     def node_ready(self, task, node):
-        name = _engine.display_name(node)
-        self._event("node_ready", task, node,
-                    f"{self._label(node)} is ready: every gradient it waits for has arrived.",
-                    name=name)
+        self._record((Recorder._build_node_ready, self._task_number(task), node, _clock()))
+
+    def _build_node_ready(self, record):
+        _, number, node, clock = record
+        self._add("node_ready", number, node, clock,
+                  f"{self._label(node)} is ready: every gradient it waits for has arrived.",
+                  {"name": _engine.display_name(node)})
 
     def buffer_added(self, task, node, slot, producer, how, grad, buffered):
         if how == "written_by_backward":
-            self._summary_cache.new_epoch()  # a custom backward wrote it (Note [Summary epochs])
+            self._stop_deferring()  # a custom backward wrote it
+            self._summary_cache.new_epoch()  # (Note [Summary epochs])
         number = self._task_number(task)
         key = (number, node.node_id, slot)
         count = self._contributions.get(key, 0) + 1
         self._contributions[key] = count
+        # Note [Lazy summaries]: the engine adds the next contribution into a sum in place,
+        # so a sum is summarized now (a stored contribution is the sum: Note [Shared summaries])
+        total = None if buffered is grad else self._summary_cache.summarize(buffered, now=True)
+        self._record((Recorder._build_buffer_added, number, node, _clock(), slot, producer, how,
+                      count, grad, total))
+
+    def _build_buffer_added(self, record):
+        _, number, node, clock, slot, producer, how, count, grad, total = record
         grad_summary = self._summary(grad)
-        if buffered is grad:  # stored: the sum is the contribution (Note [Shared summaries])
-            sum_summary = grad_summary
-        else:
-            # Note [Lazy summaries]: the engine adds the next contribution into this sum in
-            # place, so it is summarized now
-            sum_summary = self._summary_cache.summarize(buffered, now=True)
-        self._event("buffer_added", task, node,
-                    f"{self._label(node)} input {slot}: {_ordinal(count)} contribution, from "
-                    f"{self._label(producer)}, {_HOW_TEXT.get(how, how)}.",
-                    slot=slot, producer=_node_id(producer), how=how, contribution=count,
-                    grad=grad_summary, sum=sum_summary)
+        self._add("buffer_added", number, node, clock,
+                  f"{self._label(node)} input {slot}: {_ordinal(count)} contribution, from "
+                  f"{self._label(producer)}, {_HOW_TEXT.get(how, how)}.",
+                  {"slot": slot, "producer": _node_id(producer), "how": how,
+                   "contribution": count, "grad": grad_summary,
+                   "sum": grad_summary if total is None else total})
 
     def buffers_exposed(self, task, node, entries):
         # one entry per edge (tensor input); ``input`` is the forward argument's position
@@ -344,17 +420,24 @@ class Recorder(_engine.Observer):
         if self._summary_cache.lazy:
             if _runs_outside_code(node):
                 # Note [Lazy summaries]: its hooks or backward may write any tensor
+                self._stop_deferring()
                 self._summary_cache.flush()
                 self._summary_cache.lazy = False
-            elif node is task.graph_root:
+            elif node is task.graph_root and not self._deferring:
                 self._reach(grads)  # the initial gradients are the caller's
+        self._record((Recorder._build_node_started, self._task_number(task), node, _clock(),
+                      grads))
+        self._started_record = len(self._deferred) - 1
+
+    def _build_node_started(self, record):
+        _, number, node, clock, grads = record
         arrived = len(grads) - grads.count(None)  # the engine passes lists
-        name = _engine.display_name(node)
         summaries = self._summaries(grads)
         self._started = (node, summaries)
-        self._event("node_started", task, node,
-                    f"{self._label(node)} started with {arrived} of {_plural(len(grads), 'incoming gradient')}.",
-                    name=name, grads_in=summaries)
+        self._add("node_started", number, node, clock,
+                  f"{self._label(node)} started with {arrived} of "
+                  f"{_plural(len(grads), 'incoming gradient')}.",
+                  {"name": _engine.display_name(node), "grads_in": summaries})
 
     def prehook(self, task, node, hook, slot, before, after, replaced):
         self._summary_cache.new_epoch()  # the hook ran (Note [Summary epochs])
@@ -370,22 +453,36 @@ class Recorder(_engine.Observer):
                     changed=changed, before=before_list, after=after_list)
 
     def grads_materialized(self, task, node, slots):
-        slots = list(slots)
-        self._event("grads_materialized", task, node,
-                    f"{self._label(node)} got no gradient for output {_slots_text(slots)}: "
-                    "zeros were materialized.", slots=slots)
+        self._record((Recorder._build_grads_materialized, self._task_number(task), node,
+                      _clock(), list(slots)))
+
+    def _build_grads_materialized(self, record):
+        _, number, node, clock, slots = record
+        self._add("grads_materialized", number, node, clock,
+                  f"{self._label(node)} got no gradient for output {_slots_text(slots)}: "
+                  "zeros were materialized.", {"slots": slots})
 
     def grad_cast(self, task, node, slot, from_dtype, to_dtype):
-        self._event("grad_cast", task, node,
-                    f"{self._label(node)} gradient for input {slot} cast from {from_dtype.name} to "
-                    f"{to_dtype.name}, the dtype its successor expects.",
-                    slot=slot, from_dtype=from_dtype.name, to_dtype=to_dtype.name)
+        self._record((Recorder._build_grad_cast, self._task_number(task), node, _clock(), slot,
+                      from_dtype.name, to_dtype.name))
+
+    def _build_grad_cast(self, record):
+        _, number, node, clock, slot, from_dtype, to_dtype = record
+        self._add("grad_cast", number, node, clock,
+                  f"{self._label(node)} gradient for input {slot} cast from {from_dtype} to "
+                  f"{to_dtype}, the dtype its successor expects.",
+                  {"slot": slot, "from_dtype": from_dtype, "to_dtype": to_dtype})
 
     def grad_reduced(self, task, node, slot, from_shape, to_shape):
-        self._event("grad_reduced", task, node,
-                    f"{self._label(node)} gradient for input {slot} summed from shape "
-                    f"{list(from_shape)} to {list(to_shape)} (the input was broadcast).",
-                    slot=slot, from_shape=list(from_shape), to_shape=list(to_shape))
+        self._record((Recorder._build_grad_reduced, self._task_number(task), node, _clock(),
+                      slot, list(from_shape), list(to_shape)))
+
+    def _build_grad_reduced(self, record):
+        _, number, node, clock, slot, from_shape, to_shape = record
+        self._add("grad_reduced", number, node, clock,
+                  f"{self._label(node)} gradient for input {slot} summed from shape "
+                  f"{from_shape} to {to_shape} (the input was broadcast).",
+                  {"slot": slot, "from_shape": from_shape, "to_shape": to_shape})
 
     def posthook(self, task, node, hook, grad_inputs, grad_outputs, replaced, before):
         self._summary_cache.new_epoch()  # the hook ran (Note [Summary epochs])
@@ -401,20 +498,29 @@ class Recorder(_engine.Observer):
     def node_finished(self, task, node, grads_in, grads_out, duration):
         if not isinstance(node, _BUILTIN_NODES):
             self._summary_cache.new_epoch()  # its backward was user code (Note [Summary epochs])
-        if node is task.graph_root and self._summary_cache.lazy:
+        if node is task.graph_root and self._summary_cache.lazy and not self._deferring:
             self._reach(grads_out)  # several roots: the GraphRoot hands out the caller's
         number = self._task_number(task)
         self._executed[number] = self._executed.get(number, 0) + 1
+        snapshot = self._grad_snapshot
+        if snapshot is not None:  # an AccumulateGrad whose .grad is the gradient it got
+            self._grad_snapshot = None
+            grads_in = [snapshot[1] if g is snapshot[0] else g for g in grads_in]
+        self._record((Recorder._build_node_finished, number, node, _clock(), grads_in,
+                      grads_out, duration))
+
+    def _build_node_finished(self, record):
+        _, number, node, clock, grads_in, grads_out, duration = record
         produced = len(grads_out) - grads_out.count(None)
-        name = _engine.display_name(node)
         label = self._label(node)
         if node._kind() == "accumulate_grad":
             text = f"{label} finished."
         else:
             text = f"{label} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
-        self._event("node_finished", task, node, text, name=name,
-                    grads_in=self._same_as_started(node, self._summaries(grads_in)),
-                    grads_out=self._summaries(grads_out), duration=duration)
+        self._add("node_finished", number, node, clock, text,
+                  {"name": _engine.display_name(node),
+                   "grads_in": self._same_as_started(node, self._summaries(grads_in)),
+                   "grads_out": self._summaries(grads_out), "duration": duration})
 
     def _same_as_started(self, node, summaries: list) -> list:
         """``node_started``'s list of summaries when ``summaries`` holds the same ones (the
@@ -431,16 +537,30 @@ class Recorder(_engine.Observer):
     def grad_accumulated(self, task, node, variable, before, after):
         if variable._post_accumulate_hooks:
             self._summary_cache.new_epoch()  # they ran (Note [Summary epochs])
-        if after is not None and self._summary_cache.lazy:
+        if after is not None and self._deferring:
+            # Note [Events when read]: the user may write the leaf's .grad before this event
+            # is built; it describes a copy. When .grad is the gradient the node got (a sum
+            # the engine made), its node_started and node_finished events describe it too.
+            copy = _rt.make(after._data.copy(order="K"))
+            self._grad_snapshot = (after, copy)
+            started = self._deferred[self._started_record] if self._started_record >= 0 else None
+            if started is not None and started[2] is node and any(g is after for g in started[4]):
+                self._deferred[self._started_record] = started[:4] + (
+                    [copy if g is after else g for g in started[4]],)
+            after = copy
+        elif after is not None and self._summary_cache.lazy:
             self._reach((after,))  # the leaf's .grad
-        shape = list(variable._data.shape)
+        self._record((Recorder._build_grad_accumulated, self._task_number(task), node, _clock(),
+                      list(variable._data.shape), variable.dtype.name, before, after))
+
+    def _build_grad_accumulated(self, record):
+        _, number, node, clock, shape, dtype, before, after = record
         what = "stored as" if before is None else "added to"
         leaf = self.leaf_names.get(node.node_id)
         whose = f"{leaf}.grad" if leaf is not None else ".grad of the leaf"
-        self._event("grad_accumulated", task, node,
-                    f"AccumulateGrad: the gradient was {what} {whose} "
-                    f"({shape} {variable.dtype.name}).",
-                    before=self._summary(before), after=self._summary(after))
+        self._add("grad_accumulated", number, node, clock,
+                  f"AccumulateGrad: the gradient was {what} {whose} ({shape} {dtype}).",
+                  {"before": self._summary(before), "after": self._summary(after)})
 
     def _reach(self, tensors) -> None:
         for tensor in tensors:
@@ -448,15 +568,25 @@ class Recorder(_engine.Observer):
                 self._reachable[id(tensor._data)] = tensor._data
 
     def saved_released(self, task, node, count, nbytes):
-        self._event("saved_released", task, node,
-                    f"{self._label(node)} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
-                    count=count, bytes=nbytes)
+        self._record((Recorder._build_saved_released, self._task_number(task), node, _clock(),
+                      count, nbytes))
+
+    def _build_saved_released(self, record):
+        _, number, node, clock, count, nbytes = record
+        self._add("saved_released", number, node, clock,
+                  f"{self._label(node)} freed {_plural(count, 'saved tensor')} ({nbytes} bytes).",
+                  {"count": count, "bytes": nbytes})
 
     def backward_finished(self, task, duration):
-        ran = self._executed.get(self._task_number(task), 0)
-        self._event("backward_finished", task, None,
-                    f"Backward finished: {_plural(ran, 'node')} ran.", duration=duration)
+        number = self._task_number(task)
+        self._record((Recorder._build_backward_finished, number, None, _clock(),
+                      self._executed.get(number, 0), duration))
         self._forget_task(task)
+
+    def _build_backward_finished(self, record):
+        _, number, _, clock, ran, duration = record
+        self._add("backward_finished", number, None, clock,
+                  f"Backward finished: {_plural(ran, 'node')} ran.", {"duration": duration})
 
     def error(self, task, node, exc):
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
@@ -464,6 +594,34 @@ class Recorder(_engine.Observer):
         self._event("error", task, node, f"{where} raised {type(exc).__name__}: {exc}",
                     exception=type(exc).__name__, message=str(exc), traceback=lines)
         self._forget_task(task)
+
+
+# Note [Events when read]
+# -----------------------
+# ``continue_()`` over a GPT step records about 650 events, and a person then opens a few nodes.
+# Building each event at its callback (a sentence, a dict, summaries) cost more than the pass
+# itself, so a debug session's recorder defers them: a hot callback (node_ready, buffer_added,
+# node_started, node_finished, grad_accumulated, saved_released, grad_reduced, grad_cast,
+# grads_materialized, backward_finished) appends a record ``(builder, task number, node, clock,
+# ...)`` and ``events`` builds the records in order when something reads it; ``event_count``
+# counts without building. The builder is the code that builds the event at once when nothing is
+# deferred, so both give the same events. A record keeps what may change before it is built:
+# the clock, the task's number and the contribution and node counts (the recorder forgets a
+# task at its end), a buffer's sum's summary (the engine adds into a sum in place), and a copy
+# of a leaf's new ``.grad`` (the user may write it once they have control; when the ``.grad``
+# is the sum the engine made, the node's node_started and node_finished records describe the
+# copy too). Everything else a record holds is an intermediate gradient that nothing writes
+# (Note [Lazy summaries] in _summary.py has the writers), and node names and numbers, for which
+# ``name_leaf`` and ``learn_graph`` build what is deferred before they change them.
+#
+# The deferring stops (what is deferred is built, the rest is built at once) where the lazy
+# summaries stop: before a node that runs code the engine does not control, and for passes
+# that hand gradients to the user while they run. It never starts when the caller passed the
+# initial gradients (they may write them) or for ``gradviz.record()`` (whose ``emit`` hook
+# sees each event as it happens). Before ``session.tensor()`` hands out a live tensor, every
+# record is built and every pending summary computed (``flush_summaries``).
+# tests/instrument/test_lazy_summaries.py compares deferred sessions with eager ones under
+# each kind of write.
 
 
 # Note [Node numbers and labels]

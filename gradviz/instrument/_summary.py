@@ -572,11 +572,6 @@ class SummaryCache:
                     for summary in summaries:
                         summary._fill()
 
-    def forget_pending(self) -> None:
-        """Stop tracking the pending summaries: no one can write their tensors any more.
-        They stay pending, computed when read."""
-        self._pending = {}
-
     def _same_memory(self, memory) -> dict | None:
         """The summary of another tensor's C-contiguous array over the same bytes with the same
         dtype (a reshape or a detach hands the same memory on under a new tensor), if still

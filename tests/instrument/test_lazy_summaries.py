@@ -142,12 +142,36 @@ def test_a_lazy_summary_of_the_same_memory_under_another_shape():
 
 # ---- a session shows what eager summaries show -------------------------------------------
 
-def test_a_session_defers_large_summaries_and_shows_what_eager_summaries_show(monkeypatch):
-    pending = []
+def test_a_session_defers_its_events_and_shows_what_eager_summaries_show(monkeypatch):
+    # Note [Events when read]: nothing of the pass is built until something reads it
+    deferred = []
 
     def run(lazy):
         session = _session(lazy, monkeypatch, _Model().loss)
         session.continue_()
+        recorder = session._recorder
+        deferred.append(recorder.event_count - len(recorder._events))
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+    assert deferred[0] > 10, "the session built every event at its engine callback"
+    assert deferred[1] == 0
+
+
+def test_with_the_callers_gradient_a_session_defers_large_summaries(monkeypatch):
+    # the caller may write the gradient they passed: events are built at once, their large
+    # summaries computed when read
+    pending = []
+
+    def run(lazy):
+        model = _Model()
+        output = model.output()
+        session = _session(lazy, monkeypatch, lambda: output,
+                           gradient=gradviz.ones_like(output))
+        session.continue_()
+        recorder = session._recorder
+        assert recorder.event_count == len(recorder._events)
         pending.append(_pending(session.events))
         return _comparable(session.events)
 
@@ -155,6 +179,39 @@ def test_a_session_defers_large_summaries_and_shows_what_eager_summaries_show(mo
     assert lazy == eager
     assert pending[0] > 10, "the lazy session computed every summary at its event"
     assert pending[1] == 0
+
+
+def _write_handed_out(session, value):
+    """Write ``value`` into every intermediate gradient ``session.tensor()`` hands out."""
+    for info in session.graph()["nodes"]:
+        for slot in range(4):
+            try:
+                tensor = session.tensor(info["id"], "grads_out", slot)
+            except (LookupError, IndexError):
+                continue
+            if tensor is not None and tensor.numpy().flags.writeable:
+                tensor.numpy()[...] = value
+
+
+@pytest.mark.parametrize("read_while_paused", [False, True])
+def test_tensors_handed_out_after_the_pass_may_be_written(read_while_paused, monkeypatch):
+    # What was shown before the write stays: events deferred or built while paused (with
+    # pending summaries) are complete before a live tensor is handed out.
+    def run(lazy):
+        session = _session(lazy, monkeypatch, _Model().loss)
+        if read_while_paused:
+            for _ in range(5):
+                session.step()
+            assert len(session.events) > 5  # builds what is recorded so far
+        session.continue_()
+        _write_handed_out(session, 13.0)
+        return _comparable(session.events)
+
+    lazy, eager = _both(monkeypatch, run)
+    assert lazy == eager
+    assert not any(13.0 in summary["values"] for _, _, summaries in lazy
+                   for value in summaries.values()
+                   for summary in (value if isinstance(value, list) else [value]) if summary)
 
 
 WRITES = {
@@ -169,12 +226,26 @@ WRITES = {
 }
 
 
-@pytest.mark.parametrize("write", WRITES)
-def test_what_the_user_writes_after_the_pass_changes_nothing_shown(write, monkeypatch):
+# The caller's gradient: events built at once, large summaries pending. A scalar loss:
+# events deferred (Note [Events when read]); w1 is read twice, so its .grad is the sum the
+# engine made, which its AccumulateGrad's node_started and node_finished also describe.
+_WRITE_CASES = [(write, root) for root in ("caller's gradient", "scalar loss") for write in WRITES
+                if root == "caller's gradient" or write != "the gradient passed to backward"]
+
+
+def _root(model, root):
+    if root == "scalar loss":
+        return model.loss, {}, None
+    gradient = gradviz.full((4, WIDTH), 0.25)  # the caller's: they may write it later
+    return model.output, {"gradient": gradient}, gradient
+
+
+@pytest.mark.parametrize("write, root", _WRITE_CASES)
+def test_what_the_user_writes_after_the_pass_changes_nothing_shown(write, root, monkeypatch):
     def run(lazy):
         model = _Model()
-        gradient = gradviz.full((4, WIDTH), 0.25)  # the caller's: they may write it later
-        session = _session(lazy, monkeypatch, model.output, gradient=gradient)
+        make_loss, options, gradient = _root(model, root)
+        session = _session(lazy, monkeypatch, make_loss, **options)
         session.continue_()
         with gradviz.no_grad():
             WRITES[write](model, gradient)
@@ -184,12 +255,12 @@ def test_what_the_user_writes_after_the_pass_changes_nothing_shown(write, monkey
     assert lazy == eager
 
 
-@pytest.mark.parametrize("write", WRITES)
-def test_what_the_user_writes_while_paused_changes_nothing_shown(write, monkeypatch):
+@pytest.mark.parametrize("write, root", _WRITE_CASES)
+def test_what_the_user_writes_while_paused_changes_nothing_shown(write, root, monkeypatch):
     def run(lazy):
         model = _Model()
-        gradient = gradviz.full((4, WIDTH), 0.25)
-        session = _session(lazy, monkeypatch, model.output, gradient=gradient)
+        make_loss, options, gradient = _root(model, root)
+        session = _session(lazy, monkeypatch, make_loss, **options)
         while not session.finished:
             session.step()
             if write == "the gradient passed to backward" or all(

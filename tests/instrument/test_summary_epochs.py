@@ -35,9 +35,6 @@ class _Fresh:
     def flush_owners(self, arrays):
         pass
 
-    def forget_pending(self):
-        pass
-
 
 def _without_cache(recorder):
     recorder._summary_cache = _Fresh()
