@@ -95,18 +95,20 @@ class _SessionRecorder(Recorder):
             self.buffer_values[self.event_count - 1] = value
 
     # The engine hands each call lists of its own (Note [Observer cost], _task.py): kept as
-    # they are, not copied (one GC-tracked list less per node and kind).
-    def node_started(self, task, node, grads):
-        self.live["grads_in"][node.node_id] = _own_list(grads)
-        super().node_started(task, node, grads)
+    # they are, not copied (one GC-tracked list less per node and kind). Kept when the event
+    # is built (Note [Events when read]): tensor() builds every event first.
+    def _build_node_started(self, record):
+        self.live["grads_in"][record[2].node_id] = _own_list(record[4])
+        super()._build_node_started(record)
 
-    def node_finished(self, task, node, grads_in, grads_out, duration):
+    def _build_node_finished(self, record):
+        node, grads_in, grads_out = record[2], record[4], record[5]
         arrived = self.live["grads_in"].get(node.node_id)
         if arrived is not None and _same_items(arrived, grads_in):
             grads_in = arrived  # what its backward got is what arrived: one list for both
         self.live["grads_received"][node.node_id] = _own_list(grads_in)
         self.live["grads_out"][node.node_id] = _own_list(grads_out)
-        super().node_finished(task, node, grads_in, grads_out, duration)
+        super()._build_node_finished(record)
 
 
 class DebugSession(SessionBase):

@@ -81,8 +81,12 @@ class Recorder(_engine.Observer):
         # Note [Events when read]: records of events not built yet, after those in _events
         self._deferred: list[tuple] = []
         self._deferring = False
+        self._number = -1            # while deferring: the number of the task deferred
         self._started_record = -1    # index in _deferred of the last node_started record
         self._grad_snapshot = None   # (a leaf's .grad, its copy) until its node_finished
+        # the builders of node_started and node_finished, as the subclass has them
+        self._build_started = type(self)._build_node_started
+        self._build_finished = type(self)._build_node_finished
         self._origin = _clock()
         self._tasks: dict[int, tuple] = {}          # id(task) -> (weakref to task, number)
         self._last_task: tuple = (None, None)       # the entry _task_number returned last
@@ -231,12 +235,13 @@ class Recorder(_engine.Observer):
         cache.clear()  # hold no gradients once their pass is over
         self._labels.clear()
         self._last_task = (None, None)
-        entry = self._tasks.pop(id(task), None)
-        if entry is not None:
-            number = entry[1]
-            self._executed.pop(number, None)
-            for key in [k for k in self._contributions if k[0] == number]:
-                del self._contributions[key]
+        self._tasks.pop(id(task), None)
+
+    def _forget_counts(self, number: int) -> None:
+        """Drop a finished task's counts, once its last event is built."""
+        self._executed.pop(number, None)
+        for key in [k for k in self._contributions if k[0] == number]:
+            del self._contributions[key]
 
     # ---- node numbers and labels (Note [Node numbers and labels]) ----------------------
     def learn_graph(self, root):
@@ -365,9 +370,16 @@ class Recorder(_engine.Observer):
                     roots=roots, retain_graph=task.keep_graph, create_graph=task.create_graph,
                     inputs=_inputs_of(task), dependencies=dependencies)
         self._deferring = lazy and self.defer_events
+        self._number = self._task_number(task)
 
+    # The four callbacks of every node defer in line (bench/instrument.py): while deferring,
+    # the task is the one of backward_started (a session's recorder observes one task), and
+    # the counts are kept by the builders, which run in order.
     def node_ready(self, task, node):
-        self._record((Recorder._build_node_ready, self._task_number(task), node, _clock()))
+        if self._deferring:
+            self._deferred.append((Recorder._build_node_ready, self._number, node, _clock()))
+        else:
+            self._record((Recorder._build_node_ready, self._task_number(task), node, _clock()))
 
     def _build_node_ready(self, record):
         _, number, node, clock = record
@@ -379,18 +391,21 @@ class Recorder(_engine.Observer):
         if how == "written_by_backward":
             self._stop_deferring()  # a custom backward wrote it
             self._summary_cache.new_epoch()  # (Note [Summary epochs])
-        number = self._task_number(task)
-        key = (number, node.node_id, slot)
-        count = self._contributions.get(key, 0) + 1
-        self._contributions[key] = count
         # Note [Lazy summaries]: the engine adds the next contribution into a sum in place,
         # so a sum is summarized now (a stored contribution is the sum: Note [Shared summaries])
         total = None if buffered is grad else self._summary_cache.summarize(buffered, now=True)
-        self._record((Recorder._build_buffer_added, number, node, _clock(), slot, producer, how,
-                      count, grad, total))
+        if self._deferring:
+            self._deferred.append((Recorder._build_buffer_added, self._number, node, _clock(),
+                                   slot, producer, how, grad, total))
+        else:
+            self._record((Recorder._build_buffer_added, self._task_number(task), node, _clock(),
+                          slot, producer, how, grad, total))
 
     def _build_buffer_added(self, record):
-        _, number, node, clock, slot, producer, how, count, grad, total = record
+        _, number, node, clock, slot, producer, how, grad, total = record
+        key = (number, node.node_id, slot)
+        count = self._contributions.get(key, 0) + 1
+        self._contributions[key] = count
         grad_summary = self._summary(grad)
         self._add("buffer_added", number, node, clock,
                   f"{self._label(node)} input {slot}: {_ordinal(count)} contribution, from "
@@ -425,14 +440,20 @@ class Recorder(_engine.Observer):
                 self._summary_cache.lazy = False
             elif node is task.graph_root and not self._deferring:
                 self._reach(grads)  # the initial gradients are the caller's
-        self._record((Recorder._build_node_started, self._task_number(task), node, _clock(),
-                      grads))
-        self._started_record = len(self._deferred) - 1
+        # (..., grads, shown): the gradients, and what the event describes (the same list but
+        # for a leaf's .grad, Note [Events when read])
+        if self._deferring:
+            deferred = self._deferred
+            self._started_record = len(deferred)
+            deferred.append((self._build_started, self._number, node, _clock(), grads, grads))
+        else:
+            self._record((self._build_started, self._task_number(task), node, _clock(), grads,
+                          grads))
 
     def _build_node_started(self, record):
-        _, number, node, clock, grads = record
+        _, number, node, clock, grads, shown = record
         arrived = len(grads) - grads.count(None)  # the engine passes lists
-        summaries = self._summaries(grads)
+        summaries = self._summaries(shown)
         self._started = (node, summaries)
         self._add("node_started", number, node, clock,
                   f"{self._label(node)} started with {arrived} of "
@@ -500,17 +521,21 @@ class Recorder(_engine.Observer):
             self._summary_cache.new_epoch()  # its backward was user code (Note [Summary epochs])
         if node is task.graph_root and self._summary_cache.lazy and not self._deferring:
             self._reach(grads_out)  # several roots: the GraphRoot hands out the caller's
-        number = self._task_number(task)
-        self._executed[number] = self._executed.get(number, 0) + 1
-        snapshot = self._grad_snapshot
-        if snapshot is not None:  # an AccumulateGrad whose .grad is the gradient it got
-            self._grad_snapshot = None
-            grads_in = [snapshot[1] if g is snapshot[0] else g for g in grads_in]
-        self._record((Recorder._build_node_finished, number, node, _clock(), grads_in,
-                      grads_out, duration))
+        if self._deferring:
+            shown = grads_in
+            snapshot = self._grad_snapshot
+            if snapshot is not None:  # an AccumulateGrad whose .grad is the gradient it got
+                self._grad_snapshot = None
+                shown = [snapshot[1] if g is snapshot[0] else g for g in grads_in]
+            self._deferred.append((self._build_finished, self._number, node, _clock(), grads_in,
+                                   grads_out, duration, shown))
+        else:
+            self._record((self._build_finished, self._task_number(task), node, _clock(),
+                          grads_in, grads_out, duration, grads_in))
 
     def _build_node_finished(self, record):
-        _, number, node, clock, grads_in, grads_out, duration = record
+        _, number, node, clock, grads_in, grads_out, duration, shown = record
+        self._executed[number] = self._executed.get(number, 0) + 1
         produced = len(grads_out) - grads_out.count(None)
         label = self._label(node)
         if node._kind() == "accumulate_grad":
@@ -519,7 +544,7 @@ class Recorder(_engine.Observer):
             text = f"{label} finished: {produced} of {_plural(len(grads_out), 'gradient')} out."
         self._add("node_finished", number, node, clock, text,
                   {"name": _engine.display_name(node),
-                   "grads_in": self._same_as_started(node, self._summaries(grads_in)),
+                   "grads_in": self._same_as_started(node, self._summaries(shown)),
                    "grads_out": self._summaries(grads_out), "duration": duration})
 
     def _same_as_started(self, node, summaries: list) -> list:
@@ -543,10 +568,11 @@ class Recorder(_engine.Observer):
             # the engine made), its node_started and node_finished events describe it too.
             copy = _rt.make(after._data.copy(order="K"))
             self._grad_snapshot = (after, copy)
-            started = self._deferred[self._started_record] if self._started_record >= 0 else None
-            if started is not None and started[2] is node and any(g is after for g in started[4]):
-                self._deferred[self._started_record] = started[:4] + (
-                    [copy if g is after else g for g in started[4]],)
+            index = self._started_record
+            started = self._deferred[index] if index >= 0 else None
+            if started is not None and started[2] is node and any(g is after for g in started[5]):
+                self._deferred[index] = started[:5] + ([copy if g is after else g
+                                                        for g in started[5]],)
             after = copy
         elif after is not None and self._summary_cache.lazy:
             self._reach((after,))  # the leaf's .grad
@@ -578,21 +604,23 @@ class Recorder(_engine.Observer):
                   {"count": count, "bytes": nbytes})
 
     def backward_finished(self, task, duration):
-        number = self._task_number(task)
-        self._record((Recorder._build_backward_finished, number, None, _clock(),
-                      self._executed.get(number, 0), duration))
+        self._record((Recorder._build_backward_finished, self._task_number(task), None, _clock(),
+                      duration))
         self._forget_task(task)
 
     def _build_backward_finished(self, record):
-        _, number, _, clock, ran, duration = record
+        _, number, _, clock, duration = record
+        ran = self._executed.get(number, 0)
         self._add("backward_finished", number, None, clock,
                   f"Backward finished: {_plural(ran, 'node')} ran.", {"duration": duration})
+        self._forget_counts(number)
 
     def error(self, task, node, exc):
         lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
         where = self._label(node) if node is not None else "backward"
         self._event("error", task, node, f"{where} raised {type(exc).__name__}: {exc}",
                     exception=type(exc).__name__, message=str(exc), traceback=lines)
+        self._forget_counts(self._task_number(task))
         self._forget_task(task)
 
 
