@@ -32,12 +32,14 @@ cdef extern from "c/array_kernels.h":
     object gradviz_transpose_add(object t, object bias)
 
 
-# Note [Optimizer steps on arrays] (gradviz/optim/_optimizer.py): Adam's update of a parameter
-# and its moments in one pass, the numpy calls' bits (gradviz_ext/c/adam_step.h).
+# Note [Optimizer steps on arrays] (gradviz/optim/_optimizer.py): Adam's and AdamW's update of
+# a parameter and its moments in one pass, the numpy calls' bits (gradviz_ext/c/adam_step.h).
 cdef extern from "c/adam_step.h":
     ctypedef struct gradviz_adam_scalars:
-        double keep_gradient, beta2, keep_square, correction2, eps, rate
-    int gradviz_adam_step(object p, object g, object m, object v, const gradviz_adam_scalars *s)
+        double keep_gradient, beta2, keep_square, correction2, eps, rate, decay, shrink
+        int negate, l2, decoupled
+    int gradviz_adam_step(object p, object g, object m, object v, object largest,
+                          const gradviz_adam_scalars *s)
 
 
 # Note [Array cache]: a numpy memory handler (NEP 49) that recycles large blocks.

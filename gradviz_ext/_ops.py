@@ -809,22 +809,29 @@ def fused_add(a, b, alpha, in_place: cython.bint = False):
     return None
 
 
-def adam_step(p, g, m, v, keep_gradient: cython.double, beta2: cython.double,
+def adam_step(p, g, m, v, largest, keep_gradient: cython.double, beta2: cython.double,
               keep_square: cython.double, correction2: cython.double, eps: cython.double,
-              rate: cython.double) -> bool:
-    """Adam's update of the arrays ``p`` (the parameter), ``m`` and ``v`` (its moments) from
-    ``g`` in place, in one pass with the bits of the numpy calls it replaces: ``keep_gradient``
-    is ``1 - beta1``, ``keep_square`` ``1 - beta2``, ``correction2`` ``sqrt(1 - beta2 ** step)``
-    and ``rate`` ``-lr / (1 - beta1 ** step)`` (Note [Optimizer steps on arrays] in
-    gradviz/optim/_optimizer.py). False, nothing written, where it does not apply: then the
-    caller makes the numpy calls."""
+              rate: cython.double, negate: cython.bint = False, decay=None,
+              shrink=None) -> bool:
+    """Adam's update of the arrays ``p`` (the parameter), ``m`` and ``v`` (its moments), and
+    ``largest`` (AMSGrad's running maximum of ``v``, or None without AMSGrad) from ``g`` in
+    place, in one pass with the bits of the numpy calls it replaces: ``keep_gradient`` is
+    ``1 - beta1``, ``keep_square`` ``1 - beta2``, ``correction2`` ``sqrt(1 - beta2 ** step)``
+    and ``rate`` ``-lr / (1 - beta1 ** step)``; ``negate`` (maximize) flips the gradient's sign
+    first, then ``p`` is multiplied by ``shrink`` (AdamW's ``1 - lr * weight_decay``) or the
+    gradient gets ``decay * p`` added (L2 weight decay), where not None (Note [Optimizer steps
+    on arrays] in gradviz/optim/_optimizer.py). False, nothing written, where it does not
+    apply: then the caller makes the numpy calls."""
     if not cython.compiled:
         return False
     scalars = cython.declare(gradviz_adam_scalars)
     if cython.compiled:
         scalars.keep_gradient, scalars.beta2, scalars.keep_square = keep_gradient, beta2, keep_square
         scalars.correction2, scalars.eps, scalars.rate = correction2, eps, rate
-    return gradviz_adam_step(p, g, m, v, cython.address(scalars)) == 1
+        scalars.negate = negate
+        scalars.l2, scalars.decay = decay is not None, 0.0 if decay is None else decay
+        scalars.decoupled, scalars.shrink = shrink is not None, 1.0 if shrink is None else shrink
+    return gradviz_adam_step(p, g, m, v, largest, cython.address(scalars)) == 1
 
 
 def threshold_backward_kernel(g, result):

@@ -234,8 +234,23 @@ def _index_add_into_zeros(g, dim, index, shape):
 
 # ---- masked_fill ------------------------------------------------------------------------
 
+# Note [Masked fill as a copy]
+# ``np.where(mask, value, a)`` reads the mask, the value and ``a`` for every element and picks
+# one; a copy of ``a`` with the value written where the mask is true (``np.copyto(where=)``)
+# moves the same bytes to the same places, so the result is the same, bit for bit, including
+# the value's conversion to ``a``'s dtype (the same ``np.asarray``). It is taken where the
+# output would be ``a``'s shape and memory order: ``a`` C-contiguous and the mask broadcast to
+# it (np.where's output is then C-contiguous too); elsewhere np.where decides the layout.
+# The GPT of bench/models.py fills its 16 x 4 x 32 x 32 float32 attention scores with -inf
+# above the diagonal (forward) and their gradient with 0 (backward), four times a step:
+# 57 -> 34 us each (medians of 3 x 300 calls alternating in one process).
 def _masked_fill_forward(a, mask, value, mask_tensor):
-    return np.where(mask, np.asarray(value, dtype=a.dtype), a)
+    fill = np.asarray(value, dtype=a.dtype)
+    if a.flags.c_contiguous and np.broadcast_shapes(a.shape, mask.shape) == a.shape:
+        out = a.copy()
+        np.copyto(out, fill, where=mask)
+        return out
+    return np.where(mask, fill, a)
 
 
 MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forward,
