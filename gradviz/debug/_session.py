@@ -513,8 +513,12 @@ class DebugSession(SessionBase):
                     return
                 if not self.breakpoints:
                     # nothing can stop it: the engine runs the rest in one call, as backward()
-                    # does (grad mode and numpy's error state set once, not per node)
-                    self._run_rest()
+                    # does (grad mode and numpy's error state set once, not per node); here,
+                    # where ``self`` is weak (Note [No cycle through a session's error])
+                    try:
+                        self._task.run()
+                    finally:
+                        self._show_all()
                     return
                 node = self._task.peek()
                 if node is not None and not first and self.breakpoints:
@@ -530,14 +534,6 @@ class DebugSession(SessionBase):
                     raise
         finally:
             self._notify()
-
-    def _run_rest(self) -> None:
-        try:
-            self._task.run()
-        except BaseException:
-            self._show_all()
-            raise
-        self._show_all()
 
     @weak_self
     def run_to(self, node) -> None:
