@@ -136,8 +136,14 @@ class Recorder(_engine.Observer):
         """Build the deferred records into events, in order (Note [Events when read])."""
         records, self._deferred = self._deferred, []
         self._started_record = -1
-        for record in records:
-            record[0](self, record)
+        built = 0
+        try:
+            for record in records:
+                record[0](self, record)
+                built += 1
+        finally:
+            if built < len(records):  # a builder raised: it and the rest stay deferred
+                self._deferred[:0] = records[built:]
         if not self._deferring and not self._tasks:
             self._summary_cache.clear()  # the pass is over: hold no gradients (_forget_task)
 

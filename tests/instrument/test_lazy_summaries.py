@@ -396,3 +396,31 @@ def test_several_roots_with_the_callers_gradients(monkeypatch):
 
     lazy, eager = _both(monkeypatch, run)
     assert lazy == eager
+
+
+def test_a_builder_that_raises_leaves_its_record_and_the_rest_deferred(monkeypatch):
+    eager_session = _session(False, monkeypatch, _Model().loss)
+    eager_session.continue_()
+    eager = _comparable(eager_session.events)
+    monkeypatch.undo()
+    build = _SessionRecorder._build_node_finished
+    failures = []
+
+    def failing(self, record):
+        if failures:
+            failures.pop()
+            raise MemoryError("out of memory while building")
+        build(self, record)
+
+    monkeypatch.setattr(_SessionRecorder, "_build_node_finished", failing)
+    session = _session(True, monkeypatch, _Model().loss)
+    session.continue_()
+    recorder = session._recorder
+    count = recorder.event_count
+    assert count > len(recorder._events) + 10
+    failures.append(True)
+    with pytest.raises(MemoryError):
+        recorder.events
+    assert recorder.event_count == count  # nothing lost, nothing built twice
+    assert len(recorder._events) > 0  # what came before the failing record is built
+    assert _comparable(recorder.events) == eager
