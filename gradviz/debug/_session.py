@@ -42,6 +42,7 @@ from gradviz_ext._hooks import hook_name
 from ..autograd._functional import make_graph_task
 from ..instrument import Recorder, Trace
 from ..instrument._nodes import (
+    frame_leaf_names,
     name_leaves,
     node_created_payload,
     parameter_names,
@@ -80,12 +81,36 @@ class _SessionRecorder(Recorder):
                                                  "grads_out": {}}
         self.keep_buffers = False
         self.buffer_values: dict[int, object] = {}  # event index -> the slot's sum then
-        self.first_walk: tuple | None = None  # (task, walk_graph result) of the first pass
+        self.first_walk: tuple | None = None  # walk_graph's result for the pass
+        self.first_traversal: tuple | None = None  # traverse_graph's, until described
+        # Note [Events when read]: the session's leaf names, applied when the graph is
+        # described: (names, the caller's variables' names)
+        self._names_later: tuple | None = None
 
-    def _graph_learned(self, task, walked):
+    def _graph_traversed(self, traversal):
+        if self.first_traversal is None:
+            self.first_traversal = traversal
+
+    def _graph_learned(self, root, walked):
         # the session reads the graph from this walk instead of walking it again
         if self.first_walk is None:
-            self.first_walk = (task, walked)
+            self.first_walk = walked
+
+    def name_when_described(self, names: dict, frame_names: dict) -> bool:
+        """Keep the session's leaf names until the pass's ``backward_started`` event is built
+        (it describes the graph); False when it is built already."""
+        if self.first_walk is not None or not self._deferred:
+            return False
+        self._names_later = (names, frame_names)
+        return True
+
+    def _build_backward_started(self, record):
+        super()._build_backward_started(record)
+        if self._names_later is not None:
+            (names, frame_names), self._names_later = self._names_later, None
+            assert self.first_walk is not None  # _graph_learned, just now
+            nodes, _, _, live = self.first_walk
+            _name_graph(self, nodes, live, names, frame_names=frame_names)
 
     def buffer_added(self, task, node, slot, producer, how, grad, buffered):
         super().buffer_added(task, node, slot, producer, how, grad, buffered)
@@ -140,8 +165,9 @@ class DebugSession(SessionBase):
         self._recorder = recorder
         # (tensors, gradient, params), set by backward()
         self._doctor_arguments: tuple[object, object, object] | None = None
-        self._nodes, self._edges, self._roots, self._live = _session_graph(task, recorder)
-        self._shown_view = EventView(self._nodes)
+        # (nodes, edges, roots): described when first read (Note [Events when read])
+        self._described, self._live = _session_graph(task, recorder)
+        self._shown_view = EventView(self._live)
         self._applied = 0  # events applied to _shown_view: those before _cursor, when read
         # what each node saved, read before any is released (the inspector lists them after)
         self._saved = {node_id: saved_details(node) for node_id, node in self._live.items()}
@@ -199,6 +225,30 @@ class DebugSession(SessionBase):
     def _graph_nodes(self) -> dict:
         return self._nodes
 
+    @property
+    def _nodes(self) -> dict:
+        return self._description()[0]
+
+    @property
+    def _edges(self) -> list:
+        return self._description()[1]
+
+    @property
+    def _roots(self) -> list:
+        return self._description()[2]
+
+    def _description(self) -> tuple:
+        described = self._described
+        if described is None:
+            # building the pass's backward_started event describes the graph
+            recorder = self._recorder
+            recorder.events  # noqa: B018  (builds what is deferred)
+            assert recorder.first_walk is not None
+            nodes, edges, roots, _ = recorder.first_walk
+            recorder.first_walk = recorder.first_traversal = None
+            described = self._described = (nodes, edges, roots)
+        return described
+
     # ---- state -----------------------------------------------------------------------
     @property
     def status(self) -> str:
@@ -244,16 +294,15 @@ class DebugSession(SessionBase):
 
     def _name_nodes(self, names: dict, frame) -> None:
         """Leaf names (``params``, the caller's variables) and display numbers for the graph,
-        shared with the recorder's narration (Note [Node numbers and labels])."""
-        name_leaves(self._nodes, self._live, names, frame)
-        numbers = self._recorder.numbers
-        for node_id, info in self._nodes.items():
-            number = numbers.get(node_id)
-            if number is not None:
-                info["number"] = number
-            leaf = info.get("leaf_name")
-            if leaf is not None:
-                self._recorder.name_leaf(node_id, leaf)
+        shared with the recorder's narration (Note [Node numbers and labels]). While the graph
+        is not described yet, the caller's variables are read now and the names applied when
+        it is (Note [Events when read])."""
+        if self._described is None:
+            leaves = {id(node.variable): node.variable for node in self._live.values()
+                      if isinstance(node, _engine.AccumulateGrad)}
+            if self._recorder.name_when_described(names, frame_leaf_names(frame, leaves)):
+                return
+        _name_graph(self._recorder, self._nodes, self._live, names, frame=frame)
 
     def graph(self) -> dict:
         """The graph to draw: nodes, edges (from a node to each of its next_functions), roots."""
@@ -542,7 +591,7 @@ class DebugSession(SessionBase):
         Other breakpoints still stop on the way.
         """
         node_id = node.node_id if hasattr(node, "node_id") else node
-        if node_id not in self._nodes:
+        if node_id not in self._live:
             raise KeyError(f"no node with id {node_id} in this session's graph")
         if self.current == node_id and not self._behind():
             return
@@ -644,16 +693,37 @@ def _own_list(values) -> list:
 
 
 def _session_graph(task, recorder: _SessionRecorder) -> tuple:
-    """:func:`walk_graph` of the session's graph: the recorder's walk at ``backward_started``
-    when it is the same (one root; the recorder's walk includes a GraphRoot of several roots,
-    which the session leaves out), else a walk of its own. A debugged GPT step walked its 140
-    nodes (module paths and all) twice before."""
+    """``((nodes, edges, roots), live)`` of the session's graph, from :func:`walk_graph`: the
+    recorder's at ``backward_started`` when it is the same (one root; the recorder's includes
+    a GraphRoot of several roots, which the session leaves out), else a walk of its own. While
+    the recorder defers the pass's ``backward_started`` event, only ``live`` is known: the
+    description is None until read (Note [Events when read])."""
+    if isinstance(task.graph_root, _engine.GraphRoot):
+        nodes, edges, roots, live = walk_graph(task.graph_root)
+        return (nodes, edges, roots), live
     first = recorder.first_walk
-    recorder.first_walk = None  # the session keeps it; the recorder need not
-    if (first is not None and first[0] is task
-            and not isinstance(task.graph_root, _engine.GraphRoot)):
-        return first[1]
-    return walk_graph(task.graph_root)
+    if first is not None:
+        recorder.first_walk = recorder.first_traversal = None  # the session keeps it
+        nodes, edges, roots, live = first
+        return (nodes, edges, roots), live
+    assert recorder.first_traversal is not None  # backward_started, at the task's making
+    return None, recorder.first_traversal[0]
+
+
+def _name_graph(recorder, nodes: dict, live: dict, names: dict, frame=None,
+                frame_names=None) -> None:
+    """Name the leaves of a session's graph (:func:`name_leaves`), for its ``graph()`` and for
+    the recorder's narration, and give each node its display number."""
+    recorder.events  # noqa: B018  (the numbers come with the pass's backward_started event)
+    name_leaves(nodes, live, names, frame, frame_names=frame_names)
+    numbers = recorder.numbers
+    for node_id, info in nodes.items():
+        number = numbers.get(node_id)
+        if number is not None:
+            info["number"] = number
+        leaf = info.get("leaf_name")
+        if leaf is not None:
+            recorder.name_leaf(node_id, leaf)
 
 
 def _copy(tensor):

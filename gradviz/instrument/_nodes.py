@@ -21,7 +21,8 @@ from ..autograd._scopes import frame_path, node_frame
 from ..dtypes import from_numpy
 from ._module_paths import annotate_modules
 
-__all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "node_created_payload",
+__all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "traverse_graph",
+           "describe_graph", "node_created_payload",
            "forward_source", "source_text", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
 
 _GRADVIZ_DIRS = tuple(
@@ -113,7 +114,13 @@ def walk_graph(root, include_graph_root=False):
     engine's ``GraphRoot`` (several roots) is left out unless ``include_graph_root``: it is not
     part of the user's graph (torch hides it too), but a trace needs it because it runs.
     """
-    nodes: dict[int, dict] = {}
+    live, edges, roots = traverse_graph(root, include_graph_root)
+    return describe_graph(live), edges, roots, live
+
+
+def traverse_graph(root, include_graph_root=False):
+    """:func:`walk_graph` without the descriptions: ``(live, edges, roots)``, ``live`` in the
+    order ``walk_graph``'s ``nodes`` has (Note [Events when read] describes later)."""
     live: dict[int, object] = {}
     edges: list[dict] = []
     if isinstance(root, _engine.GraphRoot) and not include_graph_root:
@@ -123,8 +130,7 @@ def walk_graph(root, include_graph_root=False):
     roots = []
     stack = []
     for node in starts:
-        if node.node_id not in nodes:
-            nodes[node.node_id] = describe_node(node)
+        if node.node_id not in live:
             live[node.node_id] = node
             roots.append(node.node_id)
             stack.append(node)
@@ -135,12 +141,17 @@ def walk_graph(root, include_graph_root=False):
                 continue
             edges.append({"source": node.node_id, "target": next_node.node_id,
                           "input_nr": input_nr})
-            if next_node.node_id not in nodes:
-                nodes[next_node.node_id] = describe_node(next_node)
+            if next_node.node_id not in live:
                 live[next_node.node_id] = next_node
                 stack.append(next_node)
+    return live, edges, roots
+
+
+def describe_graph(live: dict) -> dict:
+    """``walk_graph``'s ``nodes`` for the nodes of ``live`` (from :func:`traverse_graph`)."""
+    nodes = {node_id: describe_node(node) for node_id, node in live.items()}
     annotate_modules(nodes, live)
-    return nodes, edges, roots, live
+    return nodes
 
 
 def _meta(meta) -> dict | None:
@@ -330,11 +341,12 @@ def frame_leaf_names(frame, leaf_ids) -> dict:
     return {key: next(iter(names)) for key, names in found.items() if len(names) == 1}
 
 
-def name_leaves(nodes: dict, live: dict, names: dict, frame=None) -> None:
+def name_leaves(nodes: dict, live: dict, names: dict, frame=None, frame_names=None) -> None:
     """Set ``leaf_name`` on the AccumulateGrad entries of ``nodes`` (from :func:`walk_graph`)
     whose tensor ``names`` names (from :func:`parameter_names`), else keep the module
     parameter name :func:`walk_graph` gave it, else the name that one variable of ``frame``
-    names (see :func:`frame_leaf_names`). Leaves with no known name get no key."""
+    names (see :func:`frame_leaf_names`; ``frame_names``: its result for the leaves, read
+    earlier). Leaves with no known name get no key."""
     leaves = {node_id: node.variable for node_id, node in live.items()
               if nodes[node_id]["kind"] == "accumulate_grad"}
     if not leaves:
@@ -344,7 +356,10 @@ def name_leaves(nodes: dict, live: dict, names: dict, frame=None) -> None:
         if "leaf_name" in nodes[node_id]:
             names.setdefault(id(tensor), nodes[node_id]["leaf_name"])
     unnamed = {id(tensor): tensor for tensor in leaves.values() if id(tensor) not in names}
-    names.update(frame_leaf_names(frame, unnamed))
+    if frame_names is None:
+        names.update(frame_leaf_names(frame, unnamed))
+    else:  # a leaf's names in the frame do not depend on which other leaves were looked for
+        names.update((key, name) for key, name in frame_names.items() if key in unnamed)
     for node_id, tensor in leaves.items():
         name = names.get(id(tensor))
         if name is not None:

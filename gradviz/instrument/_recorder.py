@@ -16,7 +16,7 @@ import weakref
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ops
 
-from ._nodes import node_created_payload, saved_tensors_of, walk_graph
+from ._nodes import describe_graph, node_created_payload, saved_tensors_of, traverse_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
 from ._summary import SummaryCache
 
@@ -250,13 +250,15 @@ class Recorder(_engine.Observer):
             del self._contributions[key]
 
     # ---- node numbers and labels (Note [Node numbers and labels]) ----------------------
-    def learn_graph(self, root):
+    def learn_graph(self, root, traversal=None):
         """Number the nodes reachable from ``root`` that have no number yet; returns
         :func:`walk_graph`'s ``(nodes, edges, roots, live)`` (GraphRoot included), each node's
-        description carrying its ``number`` (and ``leaf_name`` when known)."""
+        description carrying its ``number`` (and ``leaf_name`` when known). ``traversal``:
+        :func:`traverse_graph`'s result for ``root``, when already made."""
         if self._deferred:
             self._build_deferred()  # their narration uses the names and numbers known now
-        nodes, edges, roots, live = walk_graph(root, include_graph_root=True)
+        live, edges, roots = traversal or traverse_graph(root, include_graph_root=True)
+        nodes = describe_graph(live)
         numbers = self.numbers
         counts = self._name_counts
         for node_id, info in nodes.items():
@@ -286,8 +288,9 @@ class Recorder(_engine.Observer):
         self.leaf_names[node_id] = name
         self._labels.pop(node_id, None)
 
-    def _graph_learned(self, task, walked) -> None:
-        """Called at ``backward_started`` with :meth:`learn_graph`'s result (for subclasses)."""
+    def _graph_learned(self, root, walked) -> None:
+        """Called with :meth:`learn_graph`'s result for a pass from ``root`` (its graph root)
+        when its ``backward_started`` event is built (for subclasses)."""
 
     def label(self, node_id: int, name: str) -> str:
         """How narration names a node: ``AccumulateGrad for w`` for a named leaf; the name
@@ -366,17 +369,38 @@ class Recorder(_engine.Observer):
         # them (create_graph: their nodes save them)
         lazy = self._summary_cache.lazy = (self.lazy_summaries and not task.create_graph
                                            and task._captures is None and task._retains is None)
-        roots = [{"node": _node_id(n), "input_nr": nr} for n, nr in task.roots]
-        dependencies = {str(_node_id(n)): c for n, c in task.dependencies().items()}
-        self._graph_learned(task, self.learn_graph(task.graph_root))
-        names = ", ".join(self._label(n) for n, _ in task.roots if n is not None) or "nothing"
-        options = f"retain_graph={task.keep_graph}, create_graph={task.create_graph}"
-        self._event("backward_started", task, None,
-                    f"Backward started from {names} ({options}).",
-                    roots=roots, retain_graph=task.keep_graph, create_graph=task.create_graph,
-                    inputs=_inputs_of(task), dependencies=dependencies)
-        self._deferring = lazy and self.defer_events
-        self._number = self._task_number(task)
+        # The graph is walked now (its nodes are read before they release what they saved);
+        # described, numbered and named when the event is built (Note [Events when read]).
+        root = task.graph_root
+        traversal = traverse_graph(root, include_graph_root=True)
+        self._graph_traversed(traversal)
+        record = (type(self)._build_backward_started, self._task_number(task), None, _clock(), root,
+                  traversal, list(task.roots), task.dependencies(), task.keep_graph,
+                  task.create_graph, _inputs_of(task))
+        if lazy and self.defer_events:
+            if self._deferred:
+                self._build_deferred()
+            self._deferring = True
+            self._number = record[1]
+            self._deferred.append(record)
+        else:
+            self._record(record)
+
+    def _graph_traversed(self, traversal) -> None:
+        """Called at ``backward_started`` with :func:`traverse_graph`'s result for the pass
+        (for subclasses)."""
+
+    def _build_backward_started(self, record):
+        (_, number, _, clock, root, traversal, task_roots, dependencies, keep_graph, create_graph,
+         inputs) = record
+        self._graph_learned(root, self.learn_graph(root, traversal))
+        names = ", ".join(self._label(n) for n, _ in task_roots if n is not None) or "nothing"
+        options = f"retain_graph={keep_graph}, create_graph={create_graph}"
+        self._add("backward_started", number, None, clock,
+                  f"Backward started from {names} ({options}).",
+                  {"roots": [{"node": _node_id(n), "input_nr": nr} for n, nr in task_roots],
+                   "retain_graph": keep_graph, "create_graph": create_graph, "inputs": inputs,
+                   "dependencies": {str(_node_id(n)): c for n, c in dependencies.items()}})
 
     # The four callbacks of every node defer in line (bench/instrument.py): while deferring,
     # the task is the one of backward_started (a session's recorder observes one task), and
@@ -634,28 +658,37 @@ class Recorder(_engine.Observer):
 # -----------------------
 # ``continue_()`` over a GPT step records about 650 events, and a person then opens a few nodes.
 # Building each event at its callback (a sentence, a dict, summaries) cost more than the pass
-# itself, so a debug session's recorder defers them: a hot callback (node_ready, buffer_added,
-# node_started, node_finished, grad_accumulated, saved_released, grad_reduced, grad_cast,
-# grads_materialized, backward_finished) appends a record ``(builder, task number, node, clock,
-# ...)`` and ``events`` builds the records in order when something reads it; ``event_count``
-# counts without building. The builder is the code that builds the event at once when nothing is
-# deferred, so both give the same events. A record keeps what may change before it is built:
-# the clock, the task's number and the contribution and node counts (the recorder forgets a
-# task at its end), a buffer's sum's summary (the engine adds into a sum in place), and a copy
-# of a leaf's new ``.grad`` (the user may write it once they have control; when the ``.grad``
-# is the sum the engine made, the node's node_started and node_finished records describe the
-# copy too). Everything else a record holds is an intermediate gradient that nothing writes
-# (Note [Lazy summaries] in _summary.py has the writers), and node names and numbers, for which
+# itself, so a debug session's recorder defers them: a hot callback (backward_started,
+# node_ready, buffer_added, node_started, node_finished, grad_accumulated, saved_released,
+# grad_reduced, grad_cast, grads_materialized, backward_finished) appends a record ``(builder,
+# task number, node, clock, ...)`` and ``events`` builds the records in order when something
+# reads it; ``event_count`` counts without building. The builder is the code that builds the
+# event at once when nothing is deferred, so both give the same events; the counts
+# (contributions, nodes run) are the builders' too, kept in order. A record keeps what may
+# change before it is built: the clock, the task's number (the recorder forgets a task at its
+# end), a buffer's sum's summary (the engine adds into a sum in place), and a copy of a leaf's
+# new ``.grad`` (the user may write it once they have control; when the ``.grad`` is the sum the
+# engine made, the node's node_started and node_finished records describe the copy too).
+# Everything else a record holds is an intermediate gradient that nothing writes (Note [Lazy
+# summaries] in _summary.py has the writers), and node names and numbers, for which
 # ``name_leaf`` and ``learn_graph`` build what is deferred before they change them.
+#
+# The pass's ``backward_started`` record carries the graph as :func:`traverse_graph` found it
+# (the nodes must be known before they release what they saved); describing it (node dicts,
+# module paths, numbers, the module parameters' names: ``learn_graph``) is its builder's work.
+# A debug session takes its graph from that description when first read, and keeps the leaf
+# names it knows (``params``, and the caller's variables, read at once) until then
+# (``_SessionRecorder.name_when_described``): they are applied right after the event is built,
+# as they were right after it was recorded.
 #
 # The deferring stops (what is deferred is built, the rest is built at once) where the lazy
 # summaries stop: before a node that runs code the engine does not control, and for passes
 # that hand gradients to the user while they run. It never starts when the caller passed the
 # initial gradients (they may write them) or for ``gradviz.record()`` (whose ``emit`` hook
 # sees each event as it happens). Before ``session.tensor()`` hands out a live tensor, every
-# record is built and every pending summary computed (``flush_summaries``).
-# tests/instrument/test_lazy_summaries.py compares deferred sessions with eager ones under
-# each kind of write.
+# record is built and every pending summary computed (``flush_summaries``). A builder that
+# raises leaves its record and the rest deferred. tests/instrument/test_lazy_summaries.py
+# compares deferred sessions with eager ones under each kind of write.
 
 
 # Note [Node numbers and labels]

@@ -177,7 +177,7 @@ class _TraceRecorder(Recorder):
         self._known: set[int] = set()
         self._sources: set[int] = set()
 
-    def _graph_learned(self, task, walked):
+    def _graph_learned(self, root, walked):
         nodes, _, _, live = walked
         unnamed = {id(node.variable): node.variable for node_id, node in live.items()
                    if nodes[node_id]["kind"] == "accumulate_grad"
@@ -195,7 +195,7 @@ class _TraceRecorder(Recorder):
                 if name is not None and nodes[node_id]["kind"] == "accumulate_grad":
                     self.name_leaf(node_id, name)
                     nodes[node_id]["leaf_name"] = name
-        add_to_graph(self._trace.graph, task.graph_root, self._known, self._sources, walked)
+        add_to_graph(self._trace.graph, root, self._known, self._sources, walked)
 
 
 def add_to_graph(graph: dict, root, known: set, sources: set, walked=None) -> None:

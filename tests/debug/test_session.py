@@ -514,7 +514,8 @@ def test_the_session_graph_from_the_recorders_walk_is_the_graph_of_a_walk_of_its
     def own_walk(task, recorder):
         recorder.first_walk = None
         walked.append(task)
-        return _session.walk_graph(task.graph_root)
+        nodes, edges, roots, live = _session.walk_graph(task.graph_root)
+        return (nodes, edges, roots), live
 
     monkeypatch.setattr(_session, "_session_graph", own_walk)
     own = gradviz.debug.backward(tensors, retain_graph=True, params=model)

@@ -424,3 +424,44 @@ def test_a_builder_that_raises_leaves_its_record_and_the_rest_deferred(monkeypat
     assert recorder.event_count == count  # nothing lost, nothing built twice
     assert len(recorder._events) > 0  # what came before the failing record is built
     assert _comparable(recorder.events) == eager
+
+
+def _without_ids(graph):
+    """``graph()`` with node ids (the engine's, new in each run) replaced by positions."""
+    position = {node["id"]: index for index, node in enumerate(graph["nodes"])}
+    return {"nodes": [dict(node, id=position[node["id"]]) for node in graph["nodes"]],
+            "edges": [dict(edge, source=position[edge["source"]], target=position[edge["target"]])
+                      for edge in graph["edges"]],
+            "roots": [position[root] for root in graph["roots"]]}
+
+
+@pytest.mark.parametrize("read_first", ["graph", "events", "nothing"])
+def test_a_deferred_graph_is_described_named_and_numbered_as_an_eager_one(read_first,
+                                                                          monkeypatch):
+    # Note [Events when read]: the session's graph is described when first read; the names
+    # of params, of module parameters and of the caller's variables, and the numbers, are
+    # those of a session that described it at once, in its graph and in the narration
+    results = []
+    for lazy in (True, False):
+        monkeypatch.setattr(_SessionRecorder, "lazy_summaries", lazy)
+        model = gradviz.nn.Sequential(gradviz.nn.Linear(WIDTH, WIDTH), gradviz.nn.Tanh())
+        scale = gradviz.full((WIDTH,), 0.5, requires_grad=True)  # named by this variable
+        other = gradviz.full((WIDTH,), 2.0, requires_grad=True)
+        x = gradviz.ones(4, WIDTH)
+        loss = ((model(x) * scale).sum(0) * other).sum() + (model(x) * 3).sum()
+        session = gradviz.debug.backward(loss, params={"other_leaf": other})
+        recorder = session._recorder
+        assert (recorder.event_count > len(recorder._events)) == lazy
+        if read_first == "graph":
+            session.graph()
+        elif read_first == "events":
+            recorder.events  # noqa: B018
+        session.continue_()
+        results.append((_without_ids(session.graph()), [e["text"] for e in session.events]))
+        monkeypatch.undo()
+    assert results[0] == results[1]
+    graph, texts = results[0]
+    names = {node.get("leaf_name") for node in graph["nodes"]}
+    assert {"0.weight", "0.bias", "scale", "other_leaf"} <= names
+    assert any("AccumulateGrad for scale" in text for text in texts)
+    assert any("#" in text for text in texts)  # shared names are numbered
