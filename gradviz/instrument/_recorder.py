@@ -136,6 +136,13 @@ class Recorder(_engine.Observer):
         """Build the deferred records into events, in order (Note [Events when read])."""
         records, self._deferred = self._deferred, []
         self._started_record = -1
+        cache = self._summary_cache
+        over = not self._deferring and not self._tasks
+        if over:
+            # Note [Lazy summaries]: what the records hold is still unreachable (the leaves'
+            # .grad are copies), so their large summaries may wait to be read too, tracked
+            # until session.tensor() hands out a live tensor
+            cache.lazy = True
         built = 0
         try:
             for record in records:
@@ -144,8 +151,9 @@ class Recorder(_engine.Observer):
         finally:
             if built < len(records):  # a builder raised: it and the rest stay deferred
                 self._deferred[:0] = records[built:]
-        if not self._deferring and not self._tasks:
-            self._summary_cache.clear()  # the pass is over: hold no gradients (_forget_task)
+            if over:
+                cache.lazy = False
+                cache.clear()  # the pass is over: hold no gradients (as _forget_task)
 
     def _stop_deferring(self) -> None:
         """From here on, every event is built at once; those deferred are built now."""
