@@ -216,7 +216,7 @@ cdef extern from "c/layer_norm.h":
 
 
 # Note [Softmax kernels] (gradviz/ops/_activation.py): softmax's shift, scale and backward over
-# the last dim, one pass per row each, numpy's bits (gradviz_ext/c/softmax.h).
+# the last dim, log_softmax's shift, row sums and subtraction, one pass per row each, numpy's bits (gradviz_ext/c/softmax.h).
 cdef extern from "c/softmax.h":
     void gradviz_softmax_shift_f32(const float *x, Py_ssize_t rows, Py_ssize_t n,
                                    float *out) nogil
@@ -228,6 +228,14 @@ cdef extern from "c/softmax.h":
                                       Py_ssize_t n, float *out, float *scratch) nogil
     void gradviz_softmax_backward_f64(const double *y, const double *g, Py_ssize_t rows,
                                       Py_ssize_t n, double *out, double *scratch) nogil
+    void gradviz_row_sums_f32(const float *e, Py_ssize_t rows, Py_ssize_t n,
+                              float *sums) nogil
+    void gradviz_row_sums_f64(const double *e, Py_ssize_t rows, Py_ssize_t n,
+                              double *sums) nogil
+    void gradviz_subtract_rows_f32(float *x, const float *by, Py_ssize_t rows,
+                                   Py_ssize_t n) nogil
+    void gradviz_subtract_rows_f64(double *x, const double *by, Py_ssize_t rows,
+                                   Py_ssize_t n) nogil
 
 
 # Note [LSTM forward kernel] and Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one

@@ -1417,6 +1417,46 @@ def softmax_arrays(x):
     return out
 
 
+def log_softmax_arrays(x):
+    """log_softmax over the last dim of a C-contiguous float32 or float64 ndarray: the shift,
+    the row sums and the subtraction compiled, exp and log numpy's, the bits of the numpy code
+    (Note [Softmax kernels] in gradviz/ops/_activation.py); None where the kernel does not
+    apply."""
+    kind = _float_kind(x)
+    if not cython.compiled or not kind or x.ndim == 0 or x.size == 0:
+        return None
+    n: cython.Py_ssize_t = x.shape[x.ndim - 1]
+    rows: cython.Py_ssize_t = x.size // n
+    out = np.empty(x.shape, x.dtype)
+    sums = np.empty(rows, x.dtype)
+    if cython.compiled:
+        source: cython.size_t = gradviz_array_address(x)
+        target: cython.size_t = gradviz_array_address(out)
+        totals: cython.size_t = gradviz_array_address(sums)
+        if kind == 1:
+            gradviz_softmax_shift_f32(cython.cast(cython.p_float, source), rows, n,
+                                      cython.cast(cython.p_float, target))
+        else:
+            gradviz_softmax_shift_f64(cython.cast(cython.p_double, source), rows, n,
+                                      cython.cast(cython.p_double, target))
+        exps = np.exp(out)
+        exp_address: cython.size_t = gradviz_array_address(exps)
+        if kind == 1:
+            gradviz_row_sums_f32(cython.cast(cython.p_float, exp_address), rows, n,
+                                 cython.cast(cython.p_float, totals))
+        else:
+            gradviz_row_sums_f64(cython.cast(cython.p_double, exp_address), rows, n,
+                                 cython.cast(cython.p_double, totals))
+        np.log(sums, out=sums)
+        if kind == 1:
+            gradviz_subtract_rows_f32(cython.cast(cython.p_float, target),
+                                      cython.cast(cython.p_float, totals), rows, n)
+        else:
+            gradviz_subtract_rows_f64(cython.cast(cython.p_double, target),
+                                      cython.cast(cython.p_double, totals), rows, n)
+    return out
+
+
 def softmax_backward_arrays(y, g):
     """``y * (g - sum(g * y))`` over the last dim of C-contiguous float32 or float64 ndarrays
     of one shape, the bits of the numpy code; None where the kernel does not apply."""
