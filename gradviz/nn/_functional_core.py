@@ -316,10 +316,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if reduction == "mean" and not no_weight:
         with np.errstate(divide="ignore", invalid="ignore"):
             scales = scales / scales.sum()
-    coefficients = np.zeros((labels.shape[0], classes))
-    coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales  # +0 where ignored, as torch
-    coefficients = coefficients.astype(input.numpy(force=True).dtype).reshape(
-        tuple(input.shape[:-1]) + (classes,))
+    # in the input's dtype: each value cast as a float64 array's astype would, without the
+    # float64 array (+0 where ignored, as torch)
+    coefficients = np.zeros((labels.shape[0], classes), input.numpy(force=True).dtype)
+    coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales
+    coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
     return _loss.nll_loss(input, coefficients, reduction, no_weight)
 
 
