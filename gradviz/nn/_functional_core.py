@@ -29,6 +29,7 @@ from ..ops import _conv, _loss, _parametric, _separable, gelu, logsigmoid, sigmo
 from ..ops._inplace import inplace as _inplace
 from ..ops._nn import NormStatistics as _NormStatistics
 from ..ops._pointwise import _broadcast_error
+from ..ops._shape import view_to as _view_to
 from ._warn import warn as _warn
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
@@ -164,9 +165,19 @@ def linear(input, weight, bias=None):
         _linear_argument_error(input, weight)
     if bias is None:
         return _ops.matmul(input, weight.t())
-    if input.ndim == 2:
+    data = input._data
+    if data.ndim == 2:
         return _ops.addmm(bias, input, weight.t())
-    if input.ndim >= 1 and input.is_contiguous():
+    if data.ndim > 2 and data.flags.c_contiguous and data.shape[-1]:
+        # the views' sizes computed here, not parsed (Note [Batched matmul] in
+        # gradviz/ops/_linalg.py)
+        shape, features = data.shape, data.shape[-1]
+        rows = data.size // features
+        out = _ops.addmm(bias, _view_to(input, (rows, features)), weight.t())
+        if out._data.shape == (rows, weight._data.shape[0]):
+            return _view_to(out, shape[:-1] + (weight._data.shape[0],))
+        return out.view(*shape[:-1], weight.shape[0])  # a bias that broadcast larger: the error
+    if data.ndim >= 1 and data.flags.c_contiguous:
         flat = input.view(-1, input.shape[-1]) if input.ndim != 1 else input.view(1, -1)
         return _ops.addmm(bias, flat, weight.t()).view(*input.shape[:-1], weight.shape[0])
     return _ops.matmul(input, weight.t()) + bias

@@ -132,8 +132,13 @@ def _reshapes_as_view(shape, strides, new_shape):
 @declare(method=True)
 def reshape(input, *shape):
     """A view when the layout allows it, else a copy (like PyTorch)."""
+    return reshape_to(input, _infer_shape(_shape_arg(shape), input._data.size))
+
+
+def reshape_to(input, shape):
+    """``reshape`` to ``shape``, a tuple of sizes already checked against the input's size
+    (no ``-1``): the callers that computed it skip the argument parsing."""
     data = input._data
-    shape = _infer_shape(_shape_arg(shape), data.size)
     if data.size:
         viewable = _reshapes_as_view(data.shape, data.strides, shape)
     else:
@@ -319,6 +324,22 @@ def expand(input, *sizes):
     source = input._data.shape
     target = expand_target(input, sizes)
     return apply(EXPAND, input, shape=target, source=source)  # recorded even when a no-op, as in torch
+
+
+def expand_to(input, shape):
+    """``expand`` to ``shape``, a tuple of sizes ``input`` is known to broadcast to (no
+    ``-1``): the callers that computed it skip the argument parsing and the checks."""
+    return apply(EXPAND, input, shape=shape, source=input._data.shape)
+
+
+def view_to(input, shape):
+    """``view`` to ``shape``, a tuple of sizes whose product is the input's size (no ``-1``)."""
+    return apply(VIEW, input, shape=shape, source=input._data.shape)
+
+
+def unsafe_view_to(input, shape):
+    """``unsafe_view`` to ``shape``, a tuple of sizes whose product is the input's size."""
+    return apply(UNSAFE_VIEW, input, shape=shape, source=input._data.shape)
 
 
 def expand_target(input, sizes):
