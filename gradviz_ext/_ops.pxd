@@ -238,6 +238,17 @@ cdef extern from "c/softmax.h":
                                    Py_ssize_t n) nogil
 
 
+# Note [Adding rows in order] (gradviz/ops/_scatter_add.py): add_rows's sums of rows by a
+# vector of row indices, in the index's order, its bits (gradviz_ext/c/add_rows.h).
+cdef extern from "c/add_rows.h":
+    int gradviz_add_rows_f32(float *out, Py_ssize_t rows, const long long *index,
+                             Py_ssize_t count, const float *values, Py_ssize_t width,
+                             Py_ssize_t *counts) nogil
+    int gradviz_add_rows_f64(double *out, Py_ssize_t rows, const long long *index,
+                             Py_ssize_t count, const double *values, Py_ssize_t width,
+                             Py_ssize_t *counts) nogil
+
+
 # Note [LSTM forward kernel] and Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one
 # time step of an LSTM layer, forward and backward, elementwise, in one pass each
 # (gradviz_ext/c/lstm_cell.h; numpy's exp and tanh loops through gradviz_ext/c/ufunc_loops.h).

@@ -1457,6 +1457,44 @@ def log_softmax_arrays(x):
     return out
 
 
+_I64_DTYPE = np.dtype(np.int64)
+
+
+def add_rows_arrays(out, index, values) -> bool:
+    """``add_rows(out, index, values)`` (gradviz/ops/_scatter_add.py) in place with the bits
+    of its sums of rounds, which it runs for rows of at least 16 elements (the caller checks
+    the width): a C-contiguous int64 vector ``index`` into the first axis of a C-contiguous
+    float32 or float64 ndarray ``out`` of 2+ dims, C-contiguous ``values`` of its dtype and
+    shape ``index.shape + out.shape[1:]`` (Note [Adding rows in order]). False, nothing
+    written, elsewhere (an index out of range, a target taking most entries, a NaN value)."""
+    kind = _float_kind(out)
+    if (not cython.compiled or not kind or out.ndim < 2 or _float_kind(values) != kind
+            or type(index) is not np.ndarray or index.dtype != _I64_DTYPE or index.ndim != 1
+            or not index.flags.c_contiguous or values.shape != index.shape + out.shape[1:]):
+        return False
+    rows: cython.Py_ssize_t = out.shape[0]
+    count: cython.Py_ssize_t = index.shape[0]
+    width: cython.Py_ssize_t = out.size // rows if rows else 0
+    counts = np.zeros(rows, np.intp)
+    done: cython.int = -1
+    if cython.compiled:
+        target: cython.size_t = gradviz_array_address(out)
+        positions: cython.size_t = gradviz_array_address(index)
+        source: cython.size_t = gradviz_array_address(values)
+        tally: cython.size_t = gradviz_array_address(counts)
+        if kind == 1:
+            done = gradviz_add_rows_f32(cython.cast(cython.p_float, target), rows,
+                                        cython.cast(cython.p_longlong, positions), count,
+                                        cython.cast(cython.p_float, source), width,
+                                        cython.cast(cython.pointer(cython.Py_ssize_t), tally))
+        else:
+            done = gradviz_add_rows_f64(cython.cast(cython.p_double, target), rows,
+                                        cython.cast(cython.p_longlong, positions), count,
+                                        cython.cast(cython.p_double, source), width,
+                                        cython.cast(cython.pointer(cython.Py_ssize_t), tally))
+    return done == 0
+
+
 def softmax_backward_arrays(y, g):
     """``y * (g - sum(g * y))`` over the last dim of C-contiguous float32 or float64 ndarrays
     of one shape, the bits of the numpy code; None where the kernel does not apply."""
