@@ -313,6 +313,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
+    dtype = input.numpy(force=True).dtype
+    count = labels.shape[0]
+    if (weight is None and count and labels.min() >= 0 and labels.max() < classes
+            and not (0 <= ignore_index < classes and (labels == ignore_index).any())):
+        # every target counts, with weight 1: the coefficients below without their masks
+        # (-1 / count for a mean, as ones / ones.sum() gives it; -1 otherwise)
+        coefficients = np.zeros((count, classes), dtype)
+        coefficients[np.arange(count), labels] = -(1.0 / count) if reduction == "mean" else -1.0
+        coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
+        return _loss.nll_loss(input, coefficients, reduction, False)
     keep = labels != ignore_index
     bad = labels[keep & ((labels < 0) | (labels >= classes))]
     if bad.size:
@@ -329,7 +339,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
             scales = scales / scales.sum()
     # in the input's dtype: each value cast as a float64 array's astype would, without the
     # float64 array (+0 where ignored, as torch)
-    coefficients = np.zeros((labels.shape[0], classes), input.numpy(force=True).dtype)
+    coefficients = np.zeros((labels.shape[0], classes), dtype)
     coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales
     coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
     return _loss.nll_loss(input, coefficients, reduction, no_weight)

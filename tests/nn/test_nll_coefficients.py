@@ -1,7 +1,8 @@
-"""nll_loss's coefficients built in the input's dtype, and its forward's picked terms by a
-masked copy: the bits of the float64-then-astype coefficients and of ``np.where``, over
-dtypes, weights (zero, negative zero), ignored targets, -inf and NaN log-probabilities, every
-reduction; and torch's values and gradients."""
+"""nll_loss's coefficients built in the input's dtype (without their masks when every target
+counts with weight 1), and its forward's picked terms by a masked copy: the bits of the
+float64-then-astype coefficients and of ``np.where``, over dtypes, weights (zero, negative
+zero), ignored targets (or none), -inf and NaN log-probabilities, every reduction; and
+torch's values and gradients."""
 
 from __future__ import annotations
 
@@ -45,14 +46,16 @@ def log_probs(rng, shape, dtype):
 @pytest.mark.parametrize("shape", [(512, 65), (7, 3), (1, 2), (4, 1), (5,), (0, 4)])
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted):
+@pytest.mark.parametrize("ignored", [-100, None, 1])
+def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted, ignored):
     rng = np.random.default_rng(3)
     classes = shape[-1]
     x = log_probs(rng, shape, dtype)
     batch = shape[:-1]
     labels = rng.integers(0, classes, batch)
-    if labels.size:
-        labels.reshape(-1)[::4] = -100  # ignored
+    ignore_index = -100 if ignored is None else ignored
+    if labels.size and ignored is not None:
+        labels.reshape(-1)[::4] = ignored  # ignored (1: a class index, when there is one)
     weight = None
     if weighted:
         w = rng.random(classes).astype(dtype) + 0.5
@@ -69,7 +72,8 @@ def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted):
     leaf = gradviz.tensor(x, requires_grad=True)
     _loss.nll_loss, saved = spy, _loss.nll_loss
     try:
-        loss = F.nll_loss(leaf, gradviz.tensor(labels), weight, reduction=reduction)
+        loss = F.nll_loss(leaf, gradviz.tensor(labels), weight, reduction=reduction,
+                          ignore_index=ignore_index)
     finally:
         _loss.nll_loss = saved
     logp, coefficients, _, no_weight = captured["args"]
@@ -77,7 +81,7 @@ def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted):
     # the coefficients as they were built: float64, then cast
     n = labels.reshape(-1).shape[0]
     flat = labels.reshape(-1)
-    keep = flat != -100
+    keep = flat != ignore_index
     safe = np.where(keep, flat, 0)
     scales = (w.astype(np.float64)[safe] if weighted else np.ones(flat.shape))
     scales = np.where(keep, scales, 0.0)
