@@ -257,9 +257,11 @@ def _should_fold(a, b):
 # broadcast (numpy's only where the two batches differ), then ``expand_to``, ``reshape_to``
 # and ``unsafe_view_to`` (gradviz/ops/_shape.py), which skip the public functions' parsing of
 # sizes and their checks, and bmm's node directly where its checks cannot fail (bmm itself
-# otherwise, for its error). The same nodes, arrays and errors
-# (tests/nn/test_linear_views.py); a (2, 3, 4, 5) @ (2, 3, 5, 4) product with gradients took
-# 43 us and takes 26 (torch: 6); the GPT's attention makes two per block.
+# otherwise, for its error). The expands are mostly no-ops, whose view skips np.broadcast_to's
+# iterator (``_expand_forward``), and a row-major operand's reshape is a view without the
+# strides' test. The same nodes, arrays and errors (tests/nn/test_linear_views.py); a
+# (2, 3, 4, 5) @ (2, 3, 5, 4) product with gradients took 43 us and takes 17 (torch: 6); the
+# GPT's attention makes two per block.
 # F.linear (gradviz/nn/_functional_core.py) does the same for the two views around a
 # Linear's addmm on inputs of 3+ dims: 18 -> 13.5 us on a (2, 3, 4) input (torch: 6).
 

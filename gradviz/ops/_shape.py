@@ -141,7 +141,9 @@ def reshape_to(input, shape):
     """``reshape`` to ``shape``, a tuple of sizes already checked against the input's size
     (no ``-1``): the callers that computed it skip the argument parsing."""
     data = input._data
-    if data.size:
+    if data.flags.c_contiguous:
+        viewable = True
+    elif data.size:
         viewable = _reshapes_as_view(data.shape, data.strides, shape)
     else:
         probe = data.view()
@@ -320,8 +322,18 @@ def _expand_fast(ctx, g):
     return (sum_to_array(g, ctx.attrs["source"]),)
 
 
+def _expand_forward(a, shape, source):
+    if type(a) is np.ndarray and shape == a.shape and a.size and 1 not in shape:
+        # a no-op (matmul's batches): np.broadcast_to's read-only view, same shape and strides,
+        # without its iterator (a size of 1 would take a stride of 0 there)
+        out = a.view()
+        out.flags.writeable = False
+        return out
+    return np.broadcast_to(a, shape)
+
+
 EXPAND = Op("expand", "ExpandBackward0",
-            forward=lambda a, shape, source: np.broadcast_to(a, shape),
+            forward=_expand_forward,
             backward=_expand_backward, fast_backward=_expand_fast, view=True,
             saved={"self_sym_sizes": shape_attr("source")})
 

@@ -127,3 +127,21 @@ def test_reshape_matches_the_probe_and_torch(shape, layout, new_shape, dtype):
         assert ([type(f).__name__ for f, _ in new.grad_fn.next_functions]
                 == [type(f).__name__ for f, _ in t_y.grad_fn.next_functions])
     assert np.array_equal(new_grad.numpy(), t_leaf.grad.numpy())
+
+
+def test_no_op_expand_gives_broadcast_to_s_view():
+    from gradviz.ops._shape import _expand_forward
+    base = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    arrays = [base, base.transpose(2, 0, 1), base[:, ::2], base[..., ::-1], base[:, :1],
+              base[None], np.ones((), np.float32), np.zeros((0, 3)), base.copy(order="F")]
+    readonly = base.copy()
+    readonly.flags.writeable = False
+    arrays.append(readonly)
+    for a in arrays:
+        for shape in {a.shape, (2,) + a.shape}:
+            got, expected = _expand_forward(a, shape, a.shape), np.broadcast_to(a, shape)
+            assert got.shape == expected.shape and got.strides == expected.strides
+            assert got.dtype == expected.dtype and not got.flags.writeable
+            assert got.flags.c_contiguous == expected.flags.c_contiguous
+            assert got.flags.f_contiguous == expected.flags.f_contiguous
+            assert (np.shares_memory(got, a) or not a.size) and np.array_equal(got, expected)
