@@ -22,6 +22,11 @@ def _shape_arg(args):
     tensors), never a float (``zeros(n / 2)`` is torch's TypeError, not a truncated size)."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = tuple(args[0])
+    for size in args:  # Python ints (the common call) are the sizes as they are
+        if type(size) is not int:
+            break
+    else:
+        return tuple(args)
     sizes = []
     for position, size in enumerate(args):
         try:
@@ -33,6 +38,15 @@ def _shape_arg(args):
 
 
 def _infer_shape(shape, numel):
+    if -1 not in shape:  # the sizes given: valid when none is negative and they hold numel
+        known = 1
+        for s in shape:
+            if s < 0:
+                break
+            known *= s
+        else:
+            if known == numel:
+                return shape
     unknown = [i for i, s in enumerate(shape) if s == -1]
     if len(unknown) > 1:
         raise RuntimeError("only one dimension can be inferred")
