@@ -20,8 +20,18 @@ from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
 from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
-from ._shape import (contiguous, expand_to, reshape, reshape_to, squeeze_dim, t, transpose,
-                     unsafe_view, unsafe_view_to, unsqueeze)
+from ._shape import (
+    contiguous,
+    expand_to,
+    reshape,
+    reshape_to,
+    squeeze_dim,
+    t,
+    transpose,
+    unsafe_view,
+    unsafe_view_to,
+    unsqueeze,
+)
 from ._shape import unsqueeze as _unsqueeze
 
 
