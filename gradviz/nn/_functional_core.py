@@ -618,7 +618,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     """Normalize over the last dims ``normalized_shape`` (mean 0, biased variance 1), then
     ``* weight + bias`` (one ``NativeLayerNormBackward0`` node)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+    sizes = input._data.shape  # a plain tuple: no Size objects on every call
+    if sizes[len(sizes) - len(shape):] != shape or len(shape) > len(sizes):
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(str(n) for n in shape)}], but got input of "
                            f"size{list(input.shape)}")
