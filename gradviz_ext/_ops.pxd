@@ -24,12 +24,14 @@ cdef bint _small_add_into(object a, object b)
 cdef object _add_arrays(object a, object b)
 
 
-# Note [Whole-array kernels]: fused add/sub with alpha, relu's backward, transpose plus bias.
+# Note [Whole-array kernels]: fused add/sub with alpha, relu's backward, transpose plus bias,
+# a row vector added to a matrix's rows in place.
 cdef extern from "c/array_kernels.h":
     void gradviz_fma_enable()
     object gradviz_fused_add(object a, object b, object alpha, int in_place)
     object gradviz_threshold_backward(object g, object result)
     object gradviz_transpose_add(object t, object bias)
+    int gradviz_add_row_vector(object out, object bias)
 
 
 # Note [Optimizer steps on arrays] (gradviz/optim/_optimizer.py): Adam's and AdamW's update of
@@ -216,7 +218,7 @@ cdef extern from "c/layer_norm.h":
 
 
 # Note [Softmax kernels] (gradviz/ops/_activation.py): softmax's shift, scale and backward over
-# the last dim, one pass per row each, numpy's bits (gradviz_ext/c/softmax.h).
+# the last dim, log_softmax's shift, row sums and subtraction, one pass per row each, numpy's bits (gradviz_ext/c/softmax.h).
 cdef extern from "c/softmax.h":
     void gradviz_softmax_shift_f32(const float *x, Py_ssize_t rows, Py_ssize_t n,
                                    float *out) nogil
@@ -228,6 +230,25 @@ cdef extern from "c/softmax.h":
                                       Py_ssize_t n, float *out, float *scratch) nogil
     void gradviz_softmax_backward_f64(const double *y, const double *g, Py_ssize_t rows,
                                       Py_ssize_t n, double *out, double *scratch) nogil
+    void gradviz_row_sums_f32(const float *e, Py_ssize_t rows, Py_ssize_t n,
+                              float *sums) nogil
+    void gradviz_row_sums_f64(const double *e, Py_ssize_t rows, Py_ssize_t n,
+                              double *sums) nogil
+    void gradviz_subtract_rows_f32(float *x, const float *by, Py_ssize_t rows,
+                                   Py_ssize_t n) nogil
+    void gradviz_subtract_rows_f64(double *x, const double *by, Py_ssize_t rows,
+                                   Py_ssize_t n) nogil
+
+
+# Note [Adding rows in order] (gradviz/ops/_scatter_add.py): add_rows's sums of rows by a
+# vector of row indices, in the index's order, its bits (gradviz_ext/c/add_rows.h).
+cdef extern from "c/add_rows.h":
+    int gradviz_add_rows_f32(float *out, Py_ssize_t rows, const long long *index,
+                             Py_ssize_t count, const float *values, Py_ssize_t width,
+                             Py_ssize_t *counts) nogil
+    int gradviz_add_rows_f64(double *out, Py_ssize_t rows, const long long *index,
+                             Py_ssize_t count, const double *values, Py_ssize_t width,
+                             Py_ssize_t *counts) nogil
 
 
 # Note [LSTM forward kernel] and Note [LSTM step kernel] (gradviz/ops/_lstm_layer.py): one

@@ -219,3 +219,61 @@ def test_transpose_add_declines_what_it_does_not_cover():
                          (t, np.ones((3, 1), np.float32)), (t, np.ones(6, np.float32)[::2]),
                          (t, 1.0)]:
         assert _ops.transpose_add(matrix, bias) is None
+
+
+def _exact_bits(got, expected):
+    """Equal dtype, shape and bits, NaN payloads and signs included."""
+    assert got.dtype == expected.dtype and got.shape == expected.shape
+    bits = np.uint32 if got.dtype == np.float32 else np.uint64
+    np.testing.assert_array_equal(got.view(bits), expected.view(bits))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(0, 5), (1, 1), (3, 5), (31, 33), (512, 64), (512, 192),
+                                   (513, 70), (1, 100), (7, 0)])
+def test_add_row_vector_matches_numpy_bits(dtype, shape):
+    """``out += bias`` for a bias without NaN (the matrix with NaN, infinities, zeros of both
+    signs): numpy's bits, payloads included."""
+    out = _values(shape[0] * shape[1], dtype, 7).reshape(shape)
+    bias = _values(shape[1], dtype, 8)
+    bias[np.isnan(bias)] = -0.0
+    expected = out.copy()
+    with np.errstate(all="ignore"):
+        np.add(expected, bias, out=expected)
+    assert _ops.add_row_vector(out, bias) is True
+    _exact_bits(out, expected)
+
+
+def test_add_row_vector_declines_what_it_does_not_cover():
+    out = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    before = out.copy()
+    for matrix, bias in [(out.T, np.ones(3, np.float32)), (out[:, ::2], np.ones(2, np.float32)),
+                         (out.astype(np.float16), np.ones(4, np.float16)),
+                         (out.astype(np.int32), np.ones(4, np.int32)),
+                         (out[0], np.ones(4, np.float32)),
+                         (out.reshape(3, 2, 2), np.ones(2, np.float32)),
+                         (out, np.ones(3, np.float32)), (out, np.ones(4, np.float64)),
+                         (out, np.ones((1, 4), np.float32)), (out, np.ones(8, np.float32)[::2]),
+                         (out, np.array([1.0, np.nan, 0.0, 2.0], np.float32)), (out, 1.0)]:
+        assert _ops.add_row_vector(matrix, bias) is False
+    np.testing.assert_array_equal(out, before)
+    readonly = out.copy()
+    readonly.flags.writeable = False
+    assert _ops.add_row_vector(readonly, np.ones(4, np.float32)) is False
+
+
+@pytest.mark.parametrize("dtype", [gv.float32, gv.float64])
+def test_linear_with_the_row_kernel_matches_numpy_and_torch(dtype, monkeypatch):
+    """A Linear layer's product plus bias through the row kernel: the bits of numpy's add
+    (the layout module's general path) and torch's values."""
+    from gradviz.ops import _layout
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((512, 64)).astype(dtype.name)
+    w = rng.standard_normal((192, 64)).astype(dtype.name)
+    b = rng.standard_normal(192).astype(dtype.name)
+    out = gv.nn.functional.linear(gv.tensor(x), gv.tensor(w), gv.tensor(b))
+    monkeypatch.setattr(_layout, "_add_row_vector", lambda out, bias: False)
+    general = gv.nn.functional.linear(gv.tensor(x), gv.tensor(w), gv.tensor(b))
+    _exact_bits(out.numpy(), general.numpy())
+    reference = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b))
+    np.testing.assert_allclose(out.numpy(), reference.numpy(), rtol=1e-4, atol=1e-4)

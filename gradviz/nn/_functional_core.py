@@ -29,6 +29,7 @@ from ..ops import _conv, _loss, _parametric, _separable, gelu, logsigmoid, sigmo
 from ..ops._inplace import inplace as _inplace
 from ..ops._nn import NormStatistics as _NormStatistics
 from ..ops._pointwise import _broadcast_error
+from ..ops._shape import view_to as _view_to
 from ._warn import warn as _warn
 
 __all__ = ["relu", "sigmoid", "tanh", "softmax", "log_softmax", "softplus", "gelu", "leaky_relu",
@@ -164,9 +165,19 @@ def linear(input, weight, bias=None):
         _linear_argument_error(input, weight)
     if bias is None:
         return _ops.matmul(input, weight.t())
-    if input.ndim == 2:
+    data = input._data
+    if data.ndim == 2:
         return _ops.addmm(bias, input, weight.t())
-    if input.ndim >= 1 and input.is_contiguous():
+    if data.ndim > 2 and data.flags.c_contiguous and data.shape[-1]:
+        # the views' sizes computed here, not parsed (Note [Batched matmul] in
+        # gradviz/ops/_linalg.py)
+        shape, features = data.shape, data.shape[-1]
+        rows = data.size // features
+        out = _ops.addmm(bias, _view_to(input, (rows, features)), weight.t())
+        if out._data.shape == (rows, weight._data.shape[0]):
+            return _view_to(out, shape[:-1] + (weight._data.shape[0],))
+        return out.view(*shape[:-1], weight.shape[0])  # a bias that broadcast larger: the error
+    if data.ndim >= 1 and data.flags.c_contiguous:
         flat = input.view(-1, input.shape[-1]) if input.ndim != 1 else input.view(1, -1)
         return _ops.addmm(bias, flat, weight.t()).view(*input.shape[:-1], weight.shape[0])
     return _ops.matmul(input, weight.t()) + bias
@@ -302,6 +313,16 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
     classes = input.shape[-1]
     labels = target.numpy().reshape(-1).astype(np.int64)
+    dtype = input.numpy(force=True).dtype
+    count = labels.shape[0]
+    if (weight is None and count and labels.min() >= 0 and labels.max() < classes
+            and not (0 <= ignore_index < classes and (labels == ignore_index).any())):
+        # every target counts, with weight 1: the coefficients below without their masks
+        # (-1 / count for a mean, as ones / ones.sum() gives it; -1 otherwise)
+        coefficients = np.zeros((count, classes), dtype)
+        coefficients[np.arange(count), labels] = -(1.0 / count) if reduction == "mean" else -1.0
+        coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
+        return _loss.nll_loss(input, coefficients, reduction, False)
     keep = labels != ignore_index
     bad = labels[keep & ((labels < 0) | (labels >= classes))]
     if bad.size:
@@ -316,10 +337,11 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     if reduction == "mean" and not no_weight:
         with np.errstate(divide="ignore", invalid="ignore"):
             scales = scales / scales.sum()
-    coefficients = np.zeros((labels.shape[0], classes))
-    coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales  # +0 where ignored, as torch
-    coefficients = coefficients.astype(input.numpy(force=True).dtype).reshape(
-        tuple(input.shape[:-1]) + (classes,))
+    # in the input's dtype: each value cast as a float64 array's astype would, without the
+    # float64 array (+0 where ignored, as torch)
+    coefficients = np.zeros((labels.shape[0], classes), dtype)
+    coefficients[np.arange(labels.shape[0]), safe] = 0.0 - scales
+    coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
     return _loss.nll_loss(input, coefficients, reduction, no_weight)
 
 
@@ -596,7 +618,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     """Normalize over the last dims ``normalized_shape`` (mean 0, biased variance 1), then
     ``* weight + bias`` (one ``NativeLayerNormBackward0`` node)."""
     shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    if tuple(input.shape[input.ndim - len(shape):]) != shape or len(shape) > input.ndim:
+    sizes = input._data.shape  # a plain tuple: no Size objects on every call
+    if sizes[len(sizes) - len(shape):] != shape or len(shape) > len(sizes):
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(str(n) for n in shape)}], but got input of "
                            f"size{list(input.shape)}")

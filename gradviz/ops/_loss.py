@@ -243,7 +243,10 @@ def _nll_forward(logp, coefficients, reduction, no_weight=False):
     # a linear function of the log-probabilities. Only the picked entries enter: a -inf
     # log-probability elsewhere (a masked logit) must not make 0 * -inf = NaN
     with np.errstate(invalid="ignore"):
-        picked = np.sum(np.where(coefficients != 0, logp * coefficients, 0), axis=-1)
+        products = logp * coefficients
+    terms = np.zeros(products.shape, products.dtype)  # np.where(picked, products, 0), quicker
+    np.copyto(terms, products, where=coefficients != 0)
+    picked = np.sum(terms, axis=-1)
     if reduction == "none":
         return picked.astype(logp.dtype)
     if no_weight:  # a mean over no weight (every target ignored, or none): 0 / 0, as in torch

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 __all__ = ["add_rows", "add_at"]
 
 # Note [Adding rows in order]
@@ -32,6 +34,15 @@ __all__ = ["add_rows", "add_at"]
 # more than the entries, so the rule falls back to add.at there, and for narrow rows, where
 # add.at's own fast path is quicker (bench/index_ops.py measures both); narrow rows go
 # through ``add_at`` (Note [Flat positions]).
+#
+# Compiled (gradviz_ext/c/add_rows.h, through ``add_rows_arrays``), the rounds' sums need no
+# sort and no array: numpy's reduction starts from its identity, so each target's row is
+# ((0 + out[t]) + v1) + v2 ..., which a C loop over the entries in index order computes, one
+# IEEE addition per element (a -0.0 input row becomes +0.0, as in the reduction). It takes
+# the C-contiguous float32 and float64 cases without NaN values (of two NaNs an addition
+# keeps one, and which one numpy's vectorized loops keep varies with the column) and makes the
+# same dominance test; the rest stays the numpy code. The embedding's backward on the GPT's
+# (512, 64) gradient into 65 rows took 160 us and takes 65-90 (torch: 50).
 
 _MIN_WIDTH = 16  # elements per row below which the flat np.add.at is faster (bench/index_ops.py)
 
@@ -63,6 +74,8 @@ def add_rows(out, index, values):
     width = int(np.prod(out.shape[1:], dtype=np.int64))
     if count == 0 or width < _MIN_WIDTH:
         add_at(out, index, values)
+        return
+    if _ext_ops.add_rows_arrays(out, index, values):  # the rounds' sums in one C loop
         return
     index = np.where(index < 0, index + out.shape[0], index)
     order = np.argsort(index, kind="stable")

@@ -187,4 +187,35 @@ static inline PyObject *gradviz_transpose_add(PyObject *t, PyObject *bias) {
     return out;
 }
 
+/* out += bias in place, out a writeable C-contiguous 2-D float32/float64 array, bias a
+   C-contiguous 1-D array of its dtype and out.shape[1] entries holding no NaN (with a NaN
+   in both operands numpy's vectorized add may keep either NaN; with at most one, every
+   order of the operands gives numpy's bits). 1 when added, 0 (nothing written) when not
+   covered. */
+static inline int gradviz_add_row_vector(PyObject *out, PyObject *bias) {
+    gradviz_small_array *x = (gradviz_small_array *)out, *b = (gradviz_small_array *)bias;
+    Py_ssize_t rows, columns, i, j;
+    if (gradviz_flat_size(out, 1) < 0 || x->nd != 2 || gradviz_flat_size(bias, 0) < 0
+            || b->nd != 1 || b->descr != x->descr || b->dimensions[0] != x->dimensions[1])
+        return 0;
+    rows = x->dimensions[0];
+    columns = x->dimensions[1];
+    if (x->descr == gradviz_small_f32) {
+        float *o = (float *)x->data;
+        const float *v = (const float *)b->data;
+        for (j = 0; j < columns; j++)
+            if (v[j] != v[j]) return 0;
+        for (i = 0; i < rows; i++, o += columns)
+            for (j = 0; j < columns; j++) o[j] = o[j] + v[j];
+    } else {
+        double *o = (double *)x->data;
+        const double *v = (const double *)b->data;
+        for (j = 0; j < columns; j++)
+            if (v[j] != v[j]) return 0;
+        for (i = 0; i < rows; i++, o += columns)
+            for (j = 0; j < columns; j++) o[j] = o[j] + v[j];
+    }
+    return 1;
+}
+
 #endif  /* GRADVIZ_ARRAY_KERNELS_H */

@@ -9,7 +9,11 @@ import pytest
 import torch
 
 import gradviz
+from gradviz import config
 from gradviz.ops._scatter_add import add_rows
+from gradviz_ext import ops as ext_ops
+
+COMPILED = config()["engine"] == "compiled"
 
 rng = np.random.default_rng(17)
 
@@ -35,6 +39,71 @@ def test_add_rows_matches_add_at_bit_for_bit(dtype, row_shape):
         got = out.copy()
         add_rows(got, index, values)
         assert got.tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("row_shape", [(16,), (64,), (4, 5), (2, 3, 8)])
+@pytest.mark.parametrize("specials", [False, True])
+def test_the_compiled_rounds_give_the_numpy_rules_bits(dtype, row_shape, specials, monkeypatch):
+    # add_rows with its compiled sums (gradviz_ext's add_rows_arrays) against add_rows with
+    # the numpy rules: special values (NaN, infinities, zeros of both signs in the input,
+    # infinities and zeros in the values, NaN values left to numpy) and every index sign,
+    # repeated and dominant targets
+    used = 0
+    for trial in range(40):
+        rows = int(rng.integers(1, 70))
+        count = int(rng.integers(0, 600))
+        out = spread_values(rows, *row_shape).astype(dtype)
+        values = spread_values(count, *row_shape).astype(dtype)
+        if specials and values.size:
+            flat = values.reshape(-1)
+            flat[::7], flat[1::11], flat[2::13] = -0.0, np.inf, -np.inf
+            if trial % 2:  # NaN values: the numpy rules' turn
+                flat[3::17] = np.nan
+            out.reshape(-1)[::5] = -0.0
+            out.reshape(-1)[1::9] = np.nan
+        index = rng.integers(-rows, rows, count)
+        if trial % 4 == 0 and count:
+            index[: count * 3 // 4] = int(rng.integers(-rows, rows))  # one target dominates
+        with monkeypatch.context() as patch:
+            patch.setattr(ext_ops, "add_rows_arrays", lambda *args: False)
+            expected = out.copy()
+            add_rows(expected, index, values)
+        got = out.copy()
+        used += ext_ops.add_rows_arrays(got.copy(), index, values)
+        add_rows(got, index, values)
+        assert got.tobytes() == expected.tobytes()
+        if not specials:  # np.add.at's bits too
+            at = out.copy()
+            np.add.at(at, index, values)
+            assert got.tobytes() == at.tobytes()
+    assert (used > 0) == COMPILED
+
+
+def test_the_compiled_rounds_leave_other_cases_to_numpy():
+    out = np.zeros((4, 16), np.float32)
+    values = np.ones((2, 16), np.float32)
+    for index in (np.array([0, 4]), np.array([-5, 1])):  # out of range: nothing written
+        assert ext_ops.add_rows_arrays(out, index, values) is False
+        assert not out.any()
+    assert ext_ops.add_rows_arrays(out, np.array([0, 1], np.int32), values) is False
+    assert ext_ops.add_rows_arrays(out, np.array([0, 1]), values.astype(np.float64)) is False
+    assert ext_ops.add_rows_arrays(np.zeros((16, 4), np.float32).T, np.array([0, 1]),
+                                   values) is False
+    assert ext_ops.add_rows_arrays(out, np.array([0, 1]), values[:, ::-1]) is False
+    assert ext_ops.add_rows_arrays(out, np.array([0, 1]), values[:, :8]) is False
+    assert ext_ops.add_rows_arrays(out.reshape(-1), np.array([0, 1]), values[:, 0]) is False
+    assert ext_ops.add_rows_arrays(out.astype(np.int64), np.array([0, 1]),
+                                   values.astype(np.int64)) is False
+    wide = np.zeros((60, 16), np.float32)
+    dominant = np.concatenate([np.zeros(100, np.int64), np.arange(1, 60)])
+    assert ext_ops.add_rows_arrays(wide, dominant, np.ones((159, 16), np.float32)) is False
+    assert not wide.any()  # one target taking most entries: add.at's turn
+    assert ext_ops.add_rows_arrays(out, np.array([0, 1]), np.full((2, 16), np.nan, np.float32)) \
+        is False
+    assert not out.any()
+    with pytest.raises(IndexError):
+        add_rows(out, np.array([0, 4]), values)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

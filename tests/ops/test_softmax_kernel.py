@@ -1,6 +1,7 @@
 """Note [Softmax kernels]: softmax over the last dim with the compiled shift and scaling (exp
 stays numpy's) and the compiled backward give the numpy code's bits over row lengths 1 to
-300, float32 and float64, rows with NaN (anywhere in the row maximum's vector loop),
+300, float32 and float64 (and log_softmax's compiled shift, row sums and subtraction
+the bits of its numpy code), rows with NaN (anywhere in the row maximum's vector loop),
 infinities, ties and zero maxima of either sign; other dims keep numpy; and the
 op still matches torch."""
 
@@ -58,23 +59,44 @@ def test_the_kernels_give_the_numpy_codes_bits(dtype, monkeypatch):
             assert np.array_equal(np.signbit(back), np.signbit(expected))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_log_softmax_kernel_gives_the_numpy_codes_bits(dtype, monkeypatch):
+    rng = np.random.default_rng(22)
+    for n in LENGTHS:
+        a = _rows(rng, n, dtype)
+        for x, dim in ((a, 2), (a, -1), (a[1], 1), (a.reshape(-1), 0)):
+            got = _activation._log_softmax_forward(x, dim)
+            with monkeypatch.context() as patch:
+                patch.setattr(ext_ops, "log_softmax_arrays", lambda *x: None)
+                want = _activation._log_softmax_forward(x, dim)
+            assert got.dtype == want.dtype and got.strides == want.strides
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+    assert (ext_ops.log_softmax_arrays(a) is not None) == COMPILED
+
+
 def test_other_dims_and_layouts_keep_numpy():
     a = np.ones((3, 4), np.float32)
     assert ext_ops.softmax_arrays(a.T) is None
     assert ext_ops.softmax_arrays(a.astype(np.float16)) is None
     assert ext_ops.softmax_backward_arrays(a, a.astype(np.float64)) is None
+    assert ext_ops.log_softmax_arrays(a.T) is None
+    assert ext_ops.log_softmax_arrays(a.astype(np.float16)) is None
+    np.testing.assert_allclose(_activation._log_softmax_forward(a, 0), np.full((3, 4), -np.log(3)),
+                               rtol=1e-6)
     np.testing.assert_allclose(_activation._softmax_forward(a, 0), np.full((3, 4), 1 / 3))
 
 
+@pytest.mark.parametrize("name", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dim", [-1, 1, 0])
-def test_softmax_matches_torch(dim):
+def test_softmax_matches_torch(dim, name):
     rng = np.random.default_rng(5)
     x = rng.standard_normal((4, 6, 32)).astype(np.float32)
     seed = rng.standard_normal(x.shape).astype(np.float32)
     results = []
     for lib in (gradviz, torch):
         xt = lib.tensor(x, requires_grad=True)
-        out = lib.softmax(xt, dim)
+        out = getattr(lib, name)(xt, dim)
         out.backward(lib.tensor(seed))
         results.append((out.detach().numpy(), xt.grad.numpy()))
     for mine, theirs in zip(*results):
