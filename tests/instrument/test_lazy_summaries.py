@@ -278,14 +278,7 @@ def test_tensors_the_session_hands_out_may_be_written(monkeypatch):
         session = _session(lazy, monkeypatch, _Model().loss)
         for _ in range(4):
             session.step()
-        for info in session.graph()["nodes"]:
-            for slot in range(4):
-                try:
-                    tensor = session.tensor(info["id"], "grads_out", slot)
-                except (LookupError, IndexError):
-                    continue
-                if tensor is not None and tensor.numpy().flags.writeable:
-                    tensor.numpy()[...] = 11.0
+        _write_handed_out(session, 11.0)
         session.continue_()
         return _comparable(session.events)
 
