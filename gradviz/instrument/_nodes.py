@@ -51,6 +51,8 @@ def saved_tensors_of(node) -> list:
     """
     if isinstance(node, _ENGINE_NODES):
         return []
+    if isinstance(node, _OP_NODE) and node._kept_inputs is None and node._saved_output is None:
+        return []  # most of a graph's ops (a debug session reads every node at its start)
     found = []
     saved = None if isinstance(node, _OP_NODE) else getattr(node, "_saved", None)
     if isinstance(saved, (list, tuple)):
@@ -87,10 +89,17 @@ def _saved_info(slot, label, saved) -> dict:
 
 
 def _dtype_name(numpy_dtype) -> str:
-    try:
-        return from_numpy(numpy_dtype).name
-    except Exception:  # not a gradviz dtype: say what numpy calls it
-        return str(numpy_dtype)
+    name = _DTYPE_NAMES.get(numpy_dtype)
+    if name is None:
+        try:
+            name = from_numpy(numpy_dtype).name
+        except Exception:  # not a gradviz dtype: say what numpy calls it
+            name = str(numpy_dtype)
+        _DTYPE_NAMES[numpy_dtype] = name
+    return name
+
+
+_DTYPE_NAMES: dict = {}  # numpy dtype -> the name _dtype_name gives it
 
 
 def describe_node(node) -> dict:
