@@ -242,7 +242,7 @@ class DebugSession(SessionBase):
         if described is None:
             # building the pass's backward_started event describes the graph
             recorder = self._recorder
-            recorder.events  # noqa: B018  (builds what is deferred)
+            recorder.build_events()
             assert recorder.first_walk is not None
             nodes, edges, roots, _ = recorder.first_walk
             recorder.first_walk = recorder.first_traversal = None
@@ -714,7 +714,7 @@ def _name_graph(recorder, nodes: dict, live: dict, names: dict, frame=None,
                 frame_names=None) -> None:
     """Name the leaves of a session's graph (:func:`name_leaves`), for its ``graph()`` and for
     the recorder's narration, and give each node its display number."""
-    recorder.events  # noqa: B018  (the numbers come with the pass's backward_started event)
+    recorder.build_events()  # the numbers come with the pass's backward_started event
     name_leaves(nodes, live, names, frame, frame_names=frame_names)
     numbers = recorder.numbers
     for node_id, info in nodes.items():

@@ -117,15 +117,19 @@ class Recorder(_engine.Observer):
     @property
     def events(self) -> list[dict]:
         """Every event recorded so far, in order (records not built yet are built now)."""
-        if self._deferred:
-            self._build_deferred()
+        self.build_events()
         return self._events
 
     @events.setter
     def events(self, events: list[dict]) -> None:
+        self.build_events()
+        self._events = events
+
+    def build_events(self) -> None:
+        """Build the events deferred so far (Note [Events when read]); the graph of a pass
+        whose ``backward_started`` was deferred is described then."""
         if self._deferred:
             self._build_deferred()
-        self._events = events
 
     @property
     def event_count(self) -> int:
@@ -158,8 +162,7 @@ class Recorder(_engine.Observer):
     def _stop_deferring(self) -> None:
         """From here on, every event is built at once; those deferred are built now."""
         self._deferring = False
-        if self._deferred:
-            self._build_deferred()
+        self.build_events()
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
@@ -168,8 +171,7 @@ class Recorder(_engine.Observer):
         """Compute every pending summary now (Note [Lazy summaries] in _summary.py), and build
         every deferred event (Note [Events when read]): before handing out a live tensor, or
         before code the engine does not control runs."""
-        if self._deferred:
-            self._build_deferred()
+        self.build_events()
         self._summary_cache.flush()
 
     def flush_reachable(self) -> None:
@@ -263,8 +265,7 @@ class Recorder(_engine.Observer):
         :func:`walk_graph`'s ``(nodes, edges, roots, live)`` (GraphRoot included), each node's
         description carrying its ``number`` (and ``leaf_name`` when known). ``traversal``:
         :func:`traverse_graph`'s result for ``root``, when already made."""
-        if self._deferred:
-            self._build_deferred()  # their narration uses the names and numbers known now
+        self.build_events()  # their narration uses the names and numbers known now
         live, edges, roots = traversal or traverse_graph(root, include_graph_root=True)
         nodes = describe_graph(live)
         numbers = self.numbers
@@ -291,8 +292,7 @@ class Recorder(_engine.Observer):
 
     def name_leaf(self, node_id: int, name: str) -> None:
         """Name the leaf of AccumulateGrad node ``node_id`` in narration from now on."""
-        if self._deferred:
-            self._build_deferred()  # events before this keep the name they had
+        self.build_events()  # events before this keep the name they had
         self.leaf_names[node_id] = name
         self._labels.pop(node_id, None)
 
@@ -386,8 +386,7 @@ class Recorder(_engine.Observer):
                   traversal, list(task.roots), task.dependencies(), task.keep_graph,
                   task.create_graph, _inputs_of(task))
         if lazy and self.defer_events:
-            if self._deferred:
-                self._build_deferred()
+            self.build_events()
             self._deferring = True
             self._number = record[1]
             self._deferred.append(record)
