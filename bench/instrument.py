@@ -82,7 +82,9 @@ def _idle_observer(loss):
 
 
 def _debug_session(loss):
-    gradviz.debug.backward(loss).continue_()
+    session = gradviz.debug.backward(loss)
+    session.continue_()
+    return session
 
 
 MODEL_VARIANTS = (("plain backward", _plain), ("no-op observer", _idle_observer),
@@ -93,7 +95,9 @@ def model_backward_seconds(workload, variant, gc_on):
     """One forward of the model (not timed), then its backward the way ``variant`` runs it
     (timed); ``record()`` covers forward and backward, as a user wraps a step, and its
     forward events (``node_created``) are timed separately. (forward seconds, backward
-    seconds); the gradients are checked against a plain backward's by the caller."""
+    seconds, and the seconds then spent reading every event: ``session.events`` or the trace's
+    ``events`` and ``graph``, Note [Events when read]); the gradients are checked against a
+    plain backward's by the caller."""
     model = workload.model
     model.zero_grad()
     recording = gradviz.record() if variant is None else None
@@ -106,10 +110,16 @@ def model_backward_seconds(workload, variant, gc_on):
         if variant is None:
             loss.backward()
             recording.__exit__(None, None, None)
+            result = recording.trace
         else:
-            variant(loss)
+            result = variant(loss)
         done = time.perf_counter()
-    return built - start, done - built
+        if isinstance(result, gradviz.instrument.Trace):
+            len(result.events), len(result.graph["nodes"])
+        elif result is not None:
+            len(result.events)
+        read = time.perf_counter()
+    return built - start, done - built, read - done
 
 
 def consecutive_backward_seconds(workload, steps):
@@ -123,7 +133,7 @@ def consecutive_backward_seconds(workload, steps):
     for round_ in range(3):
         for name, variant in MODEL_VARIANTS:
             for _ in range(steps):
-                _, backward = model_backward_seconds(workload, variant, gc_on=True)
+                _, backward, _ = model_backward_seconds(workload, variant, gc_on=True)
                 if round_:
                     times[name].append(backward)
     return times
@@ -135,12 +145,12 @@ def model_main(args):
     workload = models.make_workloads(args.model)["gradviz"]
     workload.reset()
     reference = None
-    rows = {name: {"forward": [], "backward": [], "backward_gc_off": []}
+    rows = {name: {"forward": [], "backward": [], "backward_gc_off": [], "read": []}
             for name, _ in MODEL_VARIANTS}
     for repeat in range(args.repeats + 1):  # the first is a warm-up
         for name, variant in MODEL_VARIANTS:
             for gc_on in (True, False):
-                forward, backward = model_backward_seconds(workload, variant, gc_on)
+                forward, backward, read = model_backward_seconds(workload, variant, gc_on)
                 grads = [p.grad.numpy().copy() for p in workload.model.parameters()]
                 if reference is None:
                     reference = grads
@@ -151,6 +161,7 @@ def model_main(args):
                     rows[name]["backward" if gc_on else "backward_gc_off"].append(backward)
                     if gc_on:
                         rows[name]["forward"].append(forward)
+                        rows[name]["read"].append(read)
     base = statistics.median(rows["plain backward"]["backward"])
     base_off = statistics.median(rows["plain backward"]["backward_gc_off"])
     base_forward = statistics.median(rows["plain backward"]["forward"])
@@ -160,13 +171,14 @@ def model_main(args):
     # the mean as well: a full collection lands in few repeats, so the median hides its cost
     base_mean = statistics.mean(rows["plain backward"]["backward"])
     print(f"{'variant':>28} | {'bwd ms':>7} | {'vs plain':>8} | {'mean vs plain':>13} | "
-          f"{'fwd vs plain':>12} | {'GC off vs plain':>15}")
+          f"{'fwd vs plain':>12} | {'GC off vs plain':>15} | {'then read ms':>12}")
     for name, row in rows.items():
         backward = statistics.median(row["backward"])
         print(f"{name:>28} | {backward * 1e3:>7.2f} | {backward / base:>7.2f}x | "
               f"{statistics.mean(row['backward']) / base_mean:>12.2f}x | "
               f"{statistics.median(row['forward']) / base_forward:>11.2f}x | "
-              f"{statistics.median(row['backward_gc_off']) / base_off:>14.2f}x")
+              f"{statistics.median(row['backward_gc_off']) / base_off:>14.2f}x | "
+              f"{statistics.median(row['read']) * 1e3:>12.2f}")
     in_a_row = consecutive_backward_seconds(workload, args.consecutive)
     base_row = statistics.mean(in_a_row["plain backward"])
     print(f"{args.consecutive} steps in a row per variant, GC on, no collection between them (as "

@@ -61,6 +61,7 @@ cdef class GraphTask:
     cdef object __weakref__  # observers refer to their task weakly (no task <-> observer cycle)
     cdef public bint keep_graph
     cdef public bint create_graph
+    cdef public bint made_grads
     cdef public object observer
     cdef public int state
     cdef public object error

@@ -336,12 +336,17 @@ class GraphTask:
         gets the gradient that reaches it; its own ``grad_fn`` runs only if needed otherwise).
     observer : Observer or None
         Receives this task's events (default: the process-wide default observer).
+    made_grads : bool
+        Every initial gradient was made for this pass (the ones of a scalar root), none is the
+        caller's: nothing outside the engine holds them (an observer may then read them later,
+        Note [Events when read] in gradviz/instrument/_recorder.py).
     """
 
     def __init__(self, roots, grads, keep_graph=False, create_graph=False, capture=None,
-                 accumulate_into=None, observer=None):
+                 accumulate_into=None, observer=None, made_grads=False):
         self.keep_graph = bool(keep_graph or create_graph)
         self.create_graph = bool(create_graph)
+        self.made_grads = bool(made_grads)
         self.observer = observer if observer is not None else default_observer()
         self.state = PAUSED
         self.error = None

@@ -127,7 +127,8 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
         accumulate_into = list(inputs)
     return _task.GraphTask(roots, root_grads, keep_graph=retain_graph,
                              create_graph=create_graph, capture=capture,
-                             accumulate_into=accumulate_into, observer=observer)
+                             accumulate_into=accumulate_into, observer=observer,
+                             made_grads=all(g is None for g in grad_tensors))
 
 
 def _input_edge(tensor, index, caller):

@@ -74,6 +74,8 @@ class _SessionRecorder(Recorder):
     # user can reach whenever it returns control (DebugSession._notify), and everything before
     # it hands out a live tensor (DebugSession.tensor)
     lazy_summaries = True
+    defer_events = True  # Note [Events when read]
+    lazy_after_pass = True
 
     def __init__(self):
         super().__init__()
@@ -668,8 +670,6 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     """
     names = parameter_names(params)  # a bad params fails before the pass is set up
     recorder = _SessionRecorder()
-    # Note [Events when read]: not when the caller passed the gradients (they may write them)
-    recorder.defer_events = gradient is None
     task = make_graph_task(tensors, gradient, retain_graph, create_graph, inputs=inputs,
                            observer=recorder)
     session = DebugSession(task, recorder)

@@ -84,6 +84,7 @@ class Recorder(_engine.Observer):
         self._number = -1            # while deferring: the number of the task deferred
         self._started_record = -1    # index in _deferred of the last node_started record
         self._grad_snapshot = None   # (a leaf's .grad, its copy) until its node_finished
+        self._bytes_left = None      # what deferred_bytes_limit leaves the deferring pass
         # the builders of node_started and node_finished, as the subclass has them
         self._build_started = type(self)._build_node_started
         self._build_finished = type(self)._build_node_finished
@@ -109,10 +110,15 @@ class Recorder(_engine.Observer):
     # Note [Lazy summaries]: a subclass whose owner flushes at every return of control to the
     # user (the debug session) sets this; summaries stay eager otherwise
     lazy_summaries = False
-    # Note [Events when read]: set (on an instance) by an owner that reads events only
-    # through ``events`` and ``event_count``, and whose pass starts from gradients the user
-    # cannot reach (the library's own ones for a scalar root)
+    # Note [Events when read]: set by an owner that reads events only through ``events`` and
+    # ``event_count`` (a pass defers only when its initial gradients are the library's own)
     defer_events = False
+    # the most bytes of gradients a deferring pass's records may hold; past it the pass goes
+    # on eagerly (None: no bound, for an owner that keeps every gradient anyway)
+    deferred_bytes_limit: int | None = None
+    # whether summaries built after their pass stay pending until read (a debug session: a
+    # person reads a few of them), or are computed as the events are built
+    lazy_after_pass = False
 
     @property
     def events(self) -> list[dict]:
@@ -146,7 +152,7 @@ class Recorder(_engine.Observer):
             # Note [Lazy summaries]: what the records hold is still unreachable (the leaves'
             # .grad are copies), so their large summaries may wait to be read too, tracked
             # until session.tensor() hands out a live tensor
-            cache.lazy = True
+            cache.lazy = self.lazy_after_pass
         built = 0
         try:
             for record in records:
@@ -163,6 +169,13 @@ class Recorder(_engine.Observer):
         """From here on, every event is built at once; those deferred are built now."""
         self._deferring = False
         self.build_events()
+
+    def _eager_from_here(self) -> None:
+        """Build what is deferred and compute every pending summary now; the rest of the pass
+        is summarized eagerly (Note [Lazy summaries])."""
+        self._stop_deferring()
+        self._summary_cache.flush()
+        self._summary_cache.lazy = False
 
     def _summary(self, tensor):
         return self._summary_cache.summarize(tensor)
@@ -242,7 +255,10 @@ class Recorder(_engine.Observer):
     def _forget_task(self, task):
         # Note [Lazy summaries]: what the user can reach is computed now; the rest stays
         # pending, tracked until read or until the session hands out a live tensor
-        self.flush_reachable()
+        if self.lazy_after_pass:
+            self.flush_reachable()
+        else:
+            self._summary_cache.flush()
         self._reachable = {}
         self._deferring = False  # the records stay deferred (Note [Events when read])
         self._grad_snapshot = None
@@ -372,11 +388,17 @@ class Recorder(_engine.Observer):
 
     # ---- backward -------------------------------------------------------------------
     def backward_started(self, task):
+        # Note [Events when read]: the events of an earlier pass first, with the summaries it
+        # had (a trace's records of one pass at a time)
+        self.build_events()
         # Note [Lazy summaries]: not where the pass hands gradients to the user as it runs
         # (autograd.grad's captures, backward(inputs=) into non-leaves) or builds a graph of
         # them (create_graph: their nodes save them)
         lazy = self._summary_cache.lazy = (self.lazy_summaries and not task.create_graph
                                            and task._captures is None and task._retains is None)
+        # not a pass inside another's hook or custom backward, nor one from the caller's
+        # gradients (they may write them)
+        defer = lazy and self.defer_events and task.made_grads and not self._tasks
         # The graph is walked now (its nodes are read before they release what they saved);
         # described, numbered and named when the event is built (Note [Events when read]).
         root = task.graph_root
@@ -385,9 +407,9 @@ class Recorder(_engine.Observer):
         record = (type(self)._build_backward_started, self._task_number(task), None, _clock(), root,
                   traversal, list(task.roots), task.dependencies(), task.keep_graph,
                   task.create_graph, _inputs_of(task))
-        if lazy and self.defer_events:
-            self.build_events()
+        if defer:
             self._deferring = True
+            self._bytes_left = self.deferred_bytes_limit
             self._number = record[1]
             self._deferred.append(record)
         else:
@@ -566,6 +588,14 @@ class Recorder(_engine.Observer):
                 shown = [snapshot[1] if g is snapshot[0] else g for g in grads_in]
             self._deferred.append((self._build_finished, self._number, node, _clock(), grads_in,
                                    grads_out, duration, shown))
+            left = self._bytes_left
+            if left is not None:  # the new gradients are held until their records are built
+                for grad in grads_out:
+                    if grad is not None:
+                        left -= grad._data.nbytes
+                self._bytes_left = left
+                if left < 0:
+                    self._eager_from_here()
         else:
             self._record((self._build_finished, self._task_number(task), node, _clock(),
                           grads_in, grads_out, duration, grads_in))
@@ -611,6 +641,8 @@ class Recorder(_engine.Observer):
                 self._deferred[index] = started[:5] + ([copy if g is after else g
                                                         for g in started[5]],)
             after = copy
+            if self._bytes_left is not None:
+                self._bytes_left -= copy._data.nbytes + (0 if before is None else before._data.nbytes)
         elif after is not None and self._summary_cache.lazy:
             self._reach((after,))  # the leaf's .grad
         self._record((Recorder._build_grad_accumulated, self._task_number(task), node, _clock(),

@@ -28,6 +28,8 @@ import os
 import stat
 import threading
 
+from gradviz_ext import engine as _engine
+
 from .._version import __version__
 from ..errors import TraceFormatError
 from ._nodes import frame_leaf_names, user_frame, walk_graph
@@ -65,12 +67,48 @@ class Trace:
 
     def __init__(self, graph: dict | None = None, events: list | None = None,
                  gradviz_version: str | None = None):
-        self.graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
-        self.events: list[dict] = events if events is not None else []
+        self._graph = graph if graph is not None else {"nodes": [], "edges": [], "roots": []}
+        self._events: list[dict] = events if events is not None else []
         self.gradviz_version = gradviz_version or __version__
         # a gradient doctor's report of the recorded graph (DoctorReport.to_dict(), node ids
         # of this graph), or None; kept in memory and on the HTML page, not in the file
         self.doctor: dict | None = None
+        # the recorder of a gradviz.record() block, while it may hold events not built yet
+        # (Note [Events when read] in _recorder.py): reading the trace builds them
+        self._recorder: _TraceRecorder | None = None
+        self._recording = False
+
+    @property
+    def graph(self) -> dict:
+        """The recorded graph: ``{"nodes": [...], "edges": [...], "roots": [...]}``."""
+        if self._recorder is not None:
+            self._build()
+        return self._graph
+
+    @graph.setter
+    def graph(self, graph: dict) -> None:
+        if self._recorder is not None:
+            self._build()
+        self._graph = graph
+
+    @property
+    def events(self) -> list[dict]:
+        """Every recorded event, in order (``docs/events.md``)."""
+        if self._recorder is not None:
+            self._build()
+        return self._events
+
+    @events.setter
+    def events(self, events: list[dict]) -> None:
+        if self._recorder is not None:
+            self._build()
+        self._events = events
+
+    def _build(self) -> None:
+        recorder = self._recorder
+        recorder.build_events()
+        if not self._recording:  # the block is over and every event is built
+            self._recorder = None
 
     def to_dict(self) -> dict:
         """The JSON object of the file format."""
@@ -170,32 +208,50 @@ class Trace:
 class _TraceRecorder(Recorder):
     """A recorder that also collects the graph of every backward pass it sees."""
 
-    def __init__(self, trace: Trace):
+    # Note [Events when read]: the events of a pass are built when the trace is read, or at
+    # the latest when the next pass starts or the next op is recorded; a pass whose gradients
+    # would hold more than this goes on eagerly
+    lazy_summaries = True
+    deferred_bytes_limit = 1 << 26
+
+    def __init__(self, trace: Trace, defer: bool = True):
         super().__init__()
-        self.events = trace.events
-        self._trace = trace
+        self.defer_events = defer
+        # the trace's own list and dict (the recorder holds no reference to the trace)
+        self.events = trace._events
+        self._graph = trace._graph
         self._known: set[int] = set()
+        self._frame_names: dict[int, str] = {}  # id(leaf) -> name, for the pass described next
         self._sources: set[int] = set()
 
-    def _graph_learned(self, root, walked):
-        nodes, _, _, live = walked
+    def _graph_traversed(self, traversal):
+        # The leaves' names in the code that called backward (``w`` in ``loss.backward()``
+        # next to ``w = ...``: Note [Node numbers and labels]), read now, while that code runs;
+        # applied when the graph is described (Note [Events when read]), before the next
+        # pass's (backward_started builds the events of an earlier pass first)
+        live = traversal[0]
         unnamed = {id(node.variable): node.variable for node_id, node in live.items()
-                   if nodes[node_id]["kind"] == "accumulate_grad"
-                   and node_id not in self.leaf_names}
+                   if isinstance(node, _engine.AccumulateGrad) and node_id not in self.leaf_names}
+        found = {}
         if unnamed:
-            # the leaves' names in the code that called backward (``w`` in ``loss.backward()``
-            # next to ``w = ...``): Note [Node numbers and labels]
             frame = user_frame()
             try:
                 found = frame_leaf_names(frame, unnamed)
             finally:
                 del frame
+        self._frame_names = found
+
+    def _graph_learned(self, root, walked):
+        nodes, _, _, live = walked
+        found, self._frame_names = self._frame_names, {}
+        if found:
             for node_id, node in live.items():
                 name = found.get(id(getattr(node, "variable", None)))
-                if name is not None and nodes[node_id]["kind"] == "accumulate_grad":
+                if (name is not None and nodes[node_id]["kind"] == "accumulate_grad"
+                        and node_id not in self.leaf_names):
                     self.name_leaf(node_id, name)
                     nodes[node_id]["leaf_name"] = name
-        add_to_graph(self._trace.graph, root, self._known, self._sources, walked)
+        add_to_graph(self._graph, root, self._known, self._sources, walked)
 
 
 def add_to_graph(graph: dict, root, known: set, sources: set, walked=None) -> None:
@@ -253,15 +309,22 @@ class record:
     def __enter__(self) -> Trace:
         if self._handle is not None:
             raise RuntimeError("this gradviz.record() block is already active")
-        recorder = _TraceRecorder(self.trace)
+        trace = self.trace
+        # one thread's passes follow one another; several threads' may interleave
+        recorder = _TraceRecorder(trace, defer=not self._all_threads)
         thread = None if self._all_threads else threading.get_ident()
         self._handle = observe(recorder, thread=thread)
-        return self.trace
+        trace._recorder, trace._recording = recorder, True
+        return trace
 
     def __exit__(self, *exc):
         handle, self._handle = self._handle, None
         if handle is not None:
             handle.remove()
+            trace = self.trace
+            trace._recording = False
+            if trace._recorder is not None and not trace._recorder._deferred:
+                trace._recorder = None
         return False
 
 
