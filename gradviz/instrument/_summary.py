@@ -93,8 +93,10 @@ the array in between, so each writer is accounted for:
   ``backward(inputs=...)``) or keep them in a graph (``create_graph``) stay eager.
 
 Everything else is an intermediate gradient only the session holds, so a summary computed when
-read is the summary at its event. A ``gradviz.record()`` trace stays eager: it may hold many
-passes, and pending summaries would keep all their gradients alive.
+read is the summary at its event. A ``gradviz.record()`` trace computes what is pending when
+each pass ends (``Recorder.lazy_after_pass`` False): it may hold many passes, and pending
+summaries would keep all their gradients alive (it defers a pass's events, bounded in bytes:
+Note [Events when read] in _recorder.py).
 tests/instrument/test_lazy_summaries.py writes at each of those points and requires the events
 of an eager session; bench/README.md has the cost.
 

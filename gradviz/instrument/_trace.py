@@ -106,6 +106,7 @@ class Trace:
 
     def _build(self) -> None:
         recorder = self._recorder
+        assert recorder is not None
         recorder.build_events()
         if not self._recording:  # the block is over and every event is built
             self._recorder = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import pickle
+import weakref
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ import pytest
 import gradviz
 from gradviz.debug._session import _SessionRecorder
 from gradviz.instrument._summary import SMALL_NUMEL, LazySummary, summarize_array
+from gradviz.instrument._trace import _TraceRecorder
 
 WIDTH = 48  # entries per row: every gradient below has more than SMALL_NUMEL entries
 assert WIDTH > SMALL_NUMEL
@@ -458,3 +460,240 @@ def test_a_deferred_graph_is_described_named_and_numbered_as_an_eager_one(read_f
     assert {"0.weight", "0.bias", "scale", "other_leaf"} <= names
     assert any("AccumulateGrad for scale" in text for text in texts)
     assert any("#" in text for text in texts)  # shared names are numbered
+
+
+# ---- gradviz.record(): a trace's events are built when read ---------------------------------
+
+def _recorded(defer: bool, monkeypatch, program):
+    """``program(record)`` run with a trace recorder that defers (as ``gradviz.record()``
+    does) or builds every event at once; the trace's events and graph as comparable data."""
+    monkeypatch.setattr(_TraceRecorder, "lazy_summaries", defer)
+    trace = program(gradviz.record)
+    monkeypatch.undo()
+    return _comparable(trace.events), _without_ids(trace.graph)
+
+
+def _both_recorded(monkeypatch, program):
+    deferred = _recorded(True, monkeypatch, program)
+    eager = _recorded(False, monkeypatch, program)
+    return deferred, eager
+
+
+def _pending_records(trace) -> int:
+    recorder = trace._recorder
+    return 0 if recorder is None else recorder.event_count - len(recorder._events)
+
+
+def test_a_recorded_step_is_built_when_read_as_an_eager_one_would_be(monkeypatch):
+    pending = []
+
+    def program(record):
+        model = _Model()
+        with record() as trace:
+            model.loss().backward()
+        pending.append(_pending_records(trace))
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+    assert pending[0] > 10, "record() built every event at its engine callback"
+    assert pending[1] == 0
+
+
+@pytest.mark.parametrize("write", [w for w in WRITES if w != "the gradient passed to backward"])
+def test_what_the_user_writes_after_a_recorded_pass_changes_nothing_in_the_trace(write,
+                                                                              monkeypatch):
+    def program(record):
+        model = _Model()
+        with record() as trace:
+            model.loss().backward()
+            with gradviz.no_grad():
+                WRITES[write](model, None)
+        with gradviz.no_grad():
+            WRITES[write](model, None)  # and after the block, before the trace is read
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+
+
+def test_a_recorded_pass_from_the_callers_gradient_is_built_at_once(monkeypatch):
+    # they may write the gradient they passed: nothing is deferred, the summaries are computed
+    # by the end of the pass
+    pending = []
+
+    def program(record):
+        model = _Model()
+        gradient = gradviz.full((4, WIDTH), 0.25)
+        with record() as trace:
+            model.output().backward(gradient)
+            pending.append(_pending_records(trace))
+            gradient.numpy()[...] = -5.0
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+    assert pending == [0, 0]
+
+
+@pytest.mark.parametrize("between", ["a training step", "another backward", "a read"])
+def test_several_recorded_passes_are_built_in_order(between, monkeypatch):
+    # a pass's records are built at the latest when the next pass starts or the next op is
+    # recorded, with the summaries and names they had
+    def program(record):
+        model = _Model()
+        optimizer = gradviz.optim.SGD(model.params(), lr=0.1)
+        with record() as trace:
+            loss = model.loss()
+            for _ in range(3):
+                optimizer.zero_grad()
+                loss.backward(retain_graph=True)
+                if between == "a training step":
+                    optimizer.step()
+                    loss = model.loss()
+                elif between == "a read":
+                    assert trace.events[-1]["kind"] == "backward_finished"
+                with gradviz.no_grad():
+                    for p in model.params():
+                        p.grad.mul_(-3.0)
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+    assert [event[0] for event in deferred[0]].count("backward_finished") == 3
+
+
+def test_a_recorded_pass_names_the_callers_variables_as_they_were_then(monkeypatch):
+    def program(record):
+        rng = np.random.default_rng(3)
+        w = gradviz.tensor(rng.standard_normal((WIDTH, WIDTH)).astype(np.float32),
+                           requires_grad=True)
+        bias = gradviz.tensor(rng.standard_normal(WIDTH).astype(np.float32), requires_grad=True)
+        with record() as trace:
+            ((w @ w).tanh() + bias).sum().backward()
+        del w, bias  # the names are gone before the trace is read
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+    texts = " ".join(text for _, text, _ in deferred[0])
+    assert "AccumulateGrad for w " in texts and "AccumulateGrad for bias " in texts
+    assert {node.get("leaf_name") for node in deferred[1]["nodes"]} >= {"w", "bias"}
+
+
+def test_a_recorded_pass_over_its_byte_limit_goes_on_eagerly(monkeypatch):
+    # the records would hold more gradients than deferred_bytes_limit: the pass is built as it
+    # runs from there on, and the trace lets go of its recorder when the block ends
+    monkeypatch.setattr(_TraceRecorder, "deferred_bytes_limit", 4 * WIDTH * WIDTH)
+    model = _Model()
+    with gradviz.record() as trace:
+        model.loss().backward()
+        assert _pending_records(trace) == 0
+    assert trace._recorder is None
+    limited = _comparable(trace.events)
+    monkeypatch.undo()
+    monkeypatch.setattr(_TraceRecorder, "lazy_summaries", False)
+    model = _Model()
+    with gradviz.record() as eager:
+        model.loss().backward()
+    assert limited == _comparable(eager.events)
+
+
+def test_a_trace_lets_go_of_its_records_once_read():
+    model = _Model()
+    with gradviz.record() as trace:
+        model.loss().backward()
+    recorder = weakref.ref(trace._recorder)
+    assert len(trace.events) > 10
+    assert trace._recorder is None
+    assert recorder() is None  # nor does anything else hold the records and their gradients
+
+
+def test_a_trace_recorded_from_several_threads_is_built_at_once():
+    model = _Model()
+    with gradviz.record(all_threads=True) as trace:
+        model.loss().backward()
+        assert _pending_records(trace) == 0
+    assert trace._recorder is None
+
+
+@pytest.mark.parametrize("where", HOOK_WRITES)
+def test_code_the_engine_runs_during_a_recorded_pass_may_write_any_gradient(where, monkeypatch):
+    """As for a session: a hook or custom backward writes a gradient it kept from an earlier
+    node; the trace shows the values at each event."""
+
+    class Scale(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 3
+
+        @staticmethod
+        def backward(ctx, grad):
+            if where == "custom_backward":
+                scribble_kept(7.0)
+            return grad * 3
+
+    kept = []
+
+    def scribble_kept(value):
+        for kept_grad in kept:
+            _scribble(kept_grad, value)
+
+    def unpack(t):
+        scribble_kept(9.0)
+        return t
+
+    def program(record):
+        kept.clear()
+        model = _Model()
+        with record() as trace:
+            if where == "saved_tensor_unpack":
+                with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
+                    s = model.x @ model.w2
+            else:
+                s = model.x @ model.w2
+            late = Scale.apply(s) if where == "custom_backward" else s * 1.0
+            if where == "tensor_hook":
+                late.register_hook(lambda g: scribble_kept(2.0))
+            if where == "node_prehook":
+                late.grad_fn.register_prehook(lambda grads: scribble_kept(4.0))
+            if where == "posthook":
+                late.grad_fn.register_hook(lambda gi, go: scribble_kept(5.0))
+            if where == "post_accumulate":
+                model.w2.register_post_accumulate_grad_hook(lambda p: scribble_kept(6.0))
+            h = (model.x @ model.w1).tanh()
+            h.register_hook(kept.append)
+            ((late * late).sum() + (h * 3.0).sum()).backward()
+        assert kept, "the program kept no gradient: this test would see nothing"
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+
+
+def test_a_nested_backward_inside_a_recorded_pass(monkeypatch):
+    # a custom backward that runs a backward of its own: the inner pass is not deferred
+    # inside the outer one, and the events keep their order
+    class Inner(gradviz.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, grad):
+            (a,) = ctx.saved_tensors
+            with gradviz.enable_grad():
+                b = a.detach().requires_grad_()
+                (b * b).sum().backward()
+            return grad * 2 + b.grad
+
+    def program(record):
+        model = _Model()
+        with record() as trace:
+            (Inner.apply(model.output()) ** 2).sum().backward()
+        return trace
+
+    deferred, eager = _both_recorded(monkeypatch, program)
+    assert deferred == eager
+    assert [event[0] for event in deferred[0]].count("backward_started") == 2
