@@ -266,8 +266,14 @@ def _nll_backward(ctx, g):
     return (grad,)
 
 
+def _nll_fast(ctx, g):
+    if ctx.reduction == "none":
+        g = g[..., None]
+    return (np.multiply(g, ctx.coefficients.astype(g.dtype, copy=False)),)
+
+
 NLL_LOSS = Op("nll_loss", "NllLossBackward0", forward=_nll_forward, backward=_nll_backward,
-              saves=saves_inputs(0),
+              fast_backward=_nll_fast, saves=saves_inputs(0),
               saved={
                   "self": SELF, "reduction": Computed(reduction_enum),
                   "target": NOT_NLL_TARGET, "weight": NOT_NLL_TARGET, "ignore_index": NOT_NLL_TARGET,
