@@ -223,13 +223,14 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
 # (tests/ops/test_layer_norm_kernel.py compares them over row lengths 1 to 1,000, NaN and
 # infinities included): 80 -> 31 us for a GPT's (16, 32, 64) activation, where numpy made eight
 # passes and six temporaries, and 31 -> 19 us compiled for AVX-512 and AVX2 too, the widest
-# chosen at load time (the same operations per lane, so the same bits; layer_norm.h). The backward on arrays likewise (the kept statistics' normalized
-# row, the two row means, the input's gradient; the weight's and bias's gradients summed over
-# the rows in row order from 0, as numpy's reduction over the leading dims adds them): 133 -> 52
-# us. Batch norm's training backward on arrays likewise, per channel (numpy sums each (n, c)
-# plane pairwise and adds the planes in n order from 0): 1.36 -> 0.98 ms for (32, 16, 32, 32).
-# Other layouts, planes above 8,192 entries (where numpy's reduction may split them), and a
-# backward without the forward's statistics, keep numpy.
+# chosen at load time (the same operations per lane, so the same bits; layer_norm.h). The
+# backward on arrays likewise (the kept statistics' normalized row, the two row means, the
+# input's gradient; the weight's and bias's gradients summed over the rows in row order from 0,
+# as numpy's reduction over the leading dims adds them): 133 -> 52 us. Batch norm's training
+# backward on arrays likewise, per channel (numpy sums each (n, c) plane pairwise and adds the
+# planes in n order from 0): 1.36 -> 0.98 ms for (32, 16, 32, 32). Other layouts, planes above
+# 8,192 entries (where numpy's reduction may split them), and a backward without the forward's
+# statistics, keep numpy.
 
 def _in_place(out, parameter, ufunc):
     """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result
