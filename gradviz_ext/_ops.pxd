@@ -42,6 +42,16 @@ cdef extern from "c/adam_step.h":
         int negate, l2, decoupled
     int gradviz_adam_step(object p, object g, object m, object v, object largest,
                           const gradviz_adam_scalars *s)
+    int gradviz_adam_covers(object p, object g, object m, object v, object largest,
+                            const gradviz_adam_scalars *s)
+    void gradviz_adam_run(object p, object g, object m, object v, object largest,
+                          const gradviz_adam_scalars *s)
+    int gradviz_adam_next_count(object counter, double *next)
+    void gradviz_adam_count(object counter, double next)
+    int gradviz_adam_corrections(double beta1, double beta2, double lr, double t,
+                                 gradviz_adam_scalars *s)
+
+cdef _written_through(TensorBase tensor, object refresh)
 
 
 # Note [Array cache]: a numpy memory handler (NEP 49) that recycles large blocks.

@@ -838,6 +838,89 @@ def adam_step(p, g, m, v, largest, keep_gradient: cython.double, beta2: cython.d
     return gradviz_adam_step(p, g, m, v, largest, cython.address(scalars)) == 1
 
 
+def adam_params(params, start: cython.Py_ssize_t, states, tensor_type, refresh,
+                keep_gradient: cython.double, beta1: cython.double, beta2: cython.double,
+                keep_square: cython.double, eps: cython.double, lr: cython.double,
+                negate: cython.bint, amsgrad: cython.bint, decay=None, shrink=None) -> int:
+    """Adam's step of ``params[start:]`` (a parameter group's list) in one call, each
+    parameter as ``adam_step`` updates it, in their order, up to the first one this does not
+    cover: returns its index (``len(params)`` when all are done). Covered: a ``tensor_type``
+    with a gradient and its state made (``states[p]``, ``step``, ``exp_avg``, ``exp_avg_sq``
+    and with ``amsgrad`` ``max_exp_avg_sq``, none of them an inference tensor), ``step`` a 0-d
+    float32 or float64 counter, arrays ``adam_step`` covers; the counter is incremented as
+    ``np.add(counter, 1, out=counter)`` does and the bias corrections computed from it as in
+    Python (``gradviz_adam_corrections``). Each written tensor's version is bumped, and the live
+    views of its base renewed through ``refresh(root)``, in the order of the per-parameter
+    path. (Note [Adam's parameter group in one call] in gradviz/optim/_optimizer.py.)"""
+    n: cython.Py_ssize_t = len(params)
+    if not cython.compiled:
+        return start
+    scalars = cython.declare(gradviz_adam_scalars)
+    scalars.keep_gradient, scalars.beta2, scalars.keep_square = keep_gradient, beta2, keep_square
+    scalars.eps, scalars.negate = eps, negate
+    scalars.l2, scalars.decay = decay is not None, 0.0 if decay is None else decay
+    scalars.decoupled, scalars.shrink = shrink is not None, 1.0 if shrink is None else shrink
+    i: cython.Py_ssize_t
+    t: cython.double
+    for i in range(start, n):
+        p = params[i]
+        if not isinstance(p, tensor_type):
+            return i
+        parameter: TensorBase = p
+        grad = parameter.grad
+        state = states.get(p)
+        if grad is None or not isinstance(grad, tensor_type) or type(state) is not dict:
+            return i
+        step = state.get("step")
+        exp_avg = state.get("exp_avg")
+        exp_avg_sq = state.get("exp_avg_sq")
+        largest = state.get("max_exp_avg_sq") if amsgrad else None
+        if not (isinstance(step, tensor_type) and isinstance(exp_avg, tensor_type)
+                and isinstance(exp_avg_sq, tensor_type)
+                and (not amsgrad or isinstance(largest, tensor_type))):
+            return i
+        counter: TensorBase = step
+        m: TensorBase = exp_avg
+        v: TensorBase = exp_avg_sq
+        most: TensorBase = largest if amsgrad else None
+        if (counter._version_counter.inference or parameter._version_counter.inference
+                or m._version_counter.inference or v._version_counter.inference
+                or (amsgrad and most._version_counter.inference)):
+            return i
+        if (not gradviz_adam_next_count(counter._data, cython.address(t))
+                or not gradviz_adam_corrections(beta1, beta2, lr, t, cython.address(scalars))):
+            return i
+        grad_tensor: TensorBase = grad
+        most_data = most._data if amsgrad else None
+        if not gradviz_adam_covers(parameter._data, grad_tensor._data, m._data, v._data,
+                                   most_data, cython.address(scalars)):
+            return i
+        gradviz_adam_count(counter._data, t)
+        _written_through(counter, refresh)
+        gradviz_adam_run(parameter._data, grad_tensor._data, m._data, v._data, most_data,
+                         cython.address(scalars))
+        if scalars.decoupled:
+            _written_through(parameter, refresh)
+        _written_through(m, refresh)
+        _written_through(v, refresh)
+        _written_through(v, refresh)
+        if amsgrad:
+            _written_through(most, refresh)
+        _written_through(parameter, refresh)
+    return n
+
+
+@cython.cfunc
+def _written_through(tensor: TensorBase, refresh):
+    """What an in-place op does after writing into ``tensor``'s array, for a tensor that is
+    not an inference tensor: bump its version and renew the history of its base's live views
+    (``_written`` in gradviz/optim/_optimizer.py)."""
+    tensor._version_counter.value += 1
+    root: TensorBase = tensor if tensor._base is None else tensor._base
+    if root._views is not None:
+        refresh(root)
+
+
 def threshold_backward_kernel(g, result):
     """relu's backward ``0 if result <= 0 else g`` in one pass, or None where it does not
     apply (Note [Whole-array kernels])."""

@@ -320,9 +320,13 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         # every target counts, with weight 1: the coefficients below without their masks
         # (-1 / count for a mean, as ones / ones.sum() gives it; -1 otherwise)
         coefficients = np.zeros((count, classes), dtype)
-        coefficients[np.arange(count), labels] = -(1.0 / count) if reduction == "mean" else -1.0
+        rows = np.arange(count)
+        coefficient = np.asarray(-(1.0 / count) if reduction == "mean" else -1.0, dtype)
+        coefficients[rows, labels] = coefficient
         coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
-        return _loss.nll_loss(input, coefficients, reduction, False)
+        # Note [Picked log-probabilities]: one nonzero coefficient per row of a 2-D input
+        picks = (rows, labels, coefficient) if input.ndim == 2 and coefficient != 0 else None
+        return _loss.nll_loss(input, coefficients, reduction, False, picks)
     keep = labels != ignore_index
     bad = labels[keep & ((labels < 0) | (labels >= classes))]
     if bad.size:

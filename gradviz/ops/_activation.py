@@ -10,11 +10,10 @@ import math
 import numpy as np
 import scipy.special as _scipy_special
 
-from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, _wrap, _wrap_dim
+from .._tensor import TYPE_WORDS, _wrap_dim
 from .._tensor import _wrap as _wrap_array
 from ._creation import rand
 from ._pointwise import (
@@ -69,24 +68,28 @@ def _softmax_forward(a, dim):
 
 
 def _softmax_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        y, grad = ctx.output_data(), g._data
-        if ctx.dim == y.ndim - 1 or ctx.dim == -1:
-            found = _ext_ops.softmax_backward_arrays(y, grad)  # Note [Softmax kernels]
-            if found is not None:
-                return (_wrap(found),)
-        total = np.sum(grad * y, axis=ctx.dim, keepdims=True)
-        if y.ndim == 0:  # ufuncs give 0-d results as scalars, which take no out=
-            return (_wrap(np.asarray(y * (grad - total))),)
-        out = np.subtract(grad, total)
-        out *= y
-        return (_wrap(out),)
     y = ctx.output()
     return (y * (g - sum(g * y, ctx.dim, keepdim=True)),)
 
 
+def _softmax_fast(ctx, grad):
+    """:func:`_softmax_backward` on arrays (Note [Softmax kernels])."""
+    y = ctx.output_data()
+    if ctx.dim == y.ndim - 1 or ctx.dim == -1:
+        found = _ext_ops.softmax_backward_arrays(y, grad)  # Note [Softmax kernels]
+        if found is not None:
+            return (found,)
+    total = np.sum(grad * y, axis=ctx.dim, keepdims=True)
+    if y.ndim == 0:  # ufuncs give 0-d results as scalars, which take no out=
+        return (np.asarray(y * (grad - total)),)
+    out = np.subtract(grad, total)
+    out *= y
+    return (out,)
+
+
 SOFTMAX = Op("softmax", "SoftmaxBackward0", forward=_softmax_forward, backward=_softmax_backward,
-             saves=saves_output, dtype=promote_float, saved={"dim": DIM, "result": RESULT})
+             fast_backward=_softmax_fast, saves=saves_output, dtype=promote_float,
+             saved={"dim": DIM, "result": RESULT})
 
 
 def _log_softmax_forward(a, dim):
@@ -105,19 +108,22 @@ def _log_softmax_forward(a, dim):
 
 
 def _log_softmax_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        grad = g._data
-        out = np.exp(ctx.output_data())
-        if out.ndim == 0:
-            return (_wrap(np.asarray(grad - out * np.sum(grad, axis=ctx.dim, keepdims=True))),)
-        np.multiply(out, np.sum(grad, axis=ctx.dim, keepdims=True), out=out)
-        np.subtract(grad, out, out=out)
-        return (_wrap(out),)
     return (g - exp(ctx.output()) * sum(g, ctx.dim, keepdim=True),)
 
 
+def _log_softmax_fast(ctx, grad):
+    """:func:`_log_softmax_backward` on arrays (Note [Softmax kernels])."""
+    out = np.exp(ctx.output_data())
+    if out.ndim == 0:
+        return (np.asarray(grad - out * np.sum(grad, axis=ctx.dim, keepdims=True)),)
+    np.multiply(out, np.sum(grad, axis=ctx.dim, keepdims=True), out=out)
+    np.subtract(grad, out, out=out)
+    return (out,)
+
+
 LOG_SOFTMAX = Op("log_softmax", "LogSoftmaxBackward0", forward=_log_softmax_forward,
-                 backward=_log_softmax_backward, saves=saves_output, dtype=promote_float,
+                 backward=_log_softmax_backward, fast_backward=_log_softmax_fast,
+                 saves=saves_output, dtype=promote_float,
                  saved={"dim": DIM, "result": RESULT})
 
 
@@ -316,8 +322,6 @@ def _gelu_backward_arrays(x, g, approximate):
 
 
 def _gelu_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        return (_wrap(_gelu_backward_arrays(ctx.data(0), g._data, ctx.approximate)),)
     x = ctx.input(0)
     if ctx.approximate == "tanh":
         inner = _SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)
@@ -330,6 +334,7 @@ def _gelu_backward(ctx, g):
 
 
 GELU = Op("gelu", "GeluBackward0", forward=_gelu_forward, backward=_gelu_backward,
+          fast_backward=lambda ctx, g: (_gelu_backward_arrays(ctx.data(0), g, ctx.approximate),),
           saves=saves_inputs(0), dtype=promote_float,
           saved={"self": SELF, "approximate": Attr("approximate")})
 

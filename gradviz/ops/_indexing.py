@@ -255,6 +255,7 @@ def _masked_fill_forward(a, mask, value, mask_tensor):
 
 MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forward,
                  backward=lambda ctx, g: (masked_fill(g, ctx.mask_tensor, 0),),
+                 fast_backward=lambda ctx, g: (_masked_fill_forward(g, ctx.mask, 0, None),),
                  saved={"mask": Computed(tensor_attr("mask_tensor"))})
 
 

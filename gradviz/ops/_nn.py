@@ -14,7 +14,6 @@ import weakref
 
 import numpy as np
 
-from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .._tensor import _wrap
@@ -24,6 +23,7 @@ from ._indexing import index_add
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
 from ._registry import Op, apply, check_saveable, promote_float, saves_inputs
+from ._scatter_add import add_rows
 from ._shape import reshape
 
 __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
@@ -38,9 +38,20 @@ def _embedding_backward(ctx, g):
     return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, ctx.index_tensor, flat), None)
 
 
+def _embedding_fast(ctx, g):
+    """:func:`_embedding_backward` on arrays: the same rows added in the same order into
+    zeros (``index_add``'s forward is ``add_rows`` on a copy of them)."""
+    flat = g.reshape(math.prod(g.shape[:-1]), ctx.shape[1])
+    if ctx.padding_idx is not None:
+        flat = flat * ctx.keep.astype(g.dtype)[:, None]
+    grad = np.zeros(ctx.shape, dtype=g.dtype)
+    add_rows(grad, ctx.index_tensor._data, flat)
+    return grad, None
+
+
 EMBEDDING = Op("embedding", "EmbeddingBackward0",
                forward=lambda weight, indices, **_: weight[indices],
-               backward=_embedding_backward)
+               backward=_embedding_backward, fast_backward=_embedding_fast)
 
 
 def embedding(weight, indices, padding_idx=None):
@@ -163,10 +174,6 @@ def _affine_grad_arrays(ctx, g, normalized, reduce_dims, shape):
     return grad_weight, grad_bias
 
 
-def _wrapped(*arrays):
-    return tuple(None if a is None else _wrap(a) for a in arrays)
-
-
 def _normalize_backward(x, g, dims, eps):
     """``d(normalize(x))`` applied to ``g`` (the gradient of the normalized values), and the
     normalized values, both as differentiable functions of ``x``."""
@@ -215,13 +222,15 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
 # bias. So the output and the kept statistics have the same bits
 # (tests/ops/test_layer_norm_kernel.py compares them over row lengths 1 to 1,000, NaN and
 # infinities included): 80 -> 31 us for a GPT's (16, 32, 64) activation, where numpy made eight
-# passes and six temporaries. The backward on arrays likewise (the kept statistics' normalized
-# row, the two row means, the input's gradient; the weight's and bias's gradients summed over
-# the rows in row order from 0, as numpy's reduction over the leading dims adds them): 133 -> 52
-# us. Batch norm's training backward on arrays likewise, per channel (numpy sums each (n, c)
-# plane pairwise and adds the planes in n order from 0): 1.36 -> 0.98 ms for (32, 16, 32, 32).
-# Other layouts, planes above 8,192 entries (where numpy's reduction may split them), and a
-# backward without the forward's statistics, keep numpy.
+# passes and six temporaries, and 31 -> 19 us compiled for AVX-512 and AVX2 too, the widest
+# chosen at load time (the same operations per lane, so the same bits; layer_norm.h). The
+# backward on arrays likewise (the kept statistics' normalized row, the two row means, the
+# input's gradient; the weight's and bias's gradients summed over the rows in row order from 0,
+# as numpy's reduction over the leading dims adds them): 133 -> 52 us. Batch norm's training
+# backward on arrays likewise, per channel (numpy sums each (n, c) plane pairwise and adds the
+# planes in n order from 0): 1.36 -> 0.98 ms for (32, 16, 32, 32). Other layouts, planes above
+# 8,192 entries (where numpy's reduction may split them), and a backward without the forward's
+# statistics, keep numpy.
 
 def _in_place(out, parameter, ufunc):
     """``ufunc(out, parameter)``, into ``out`` (an array this module owns) when the result
@@ -233,8 +242,6 @@ def _in_place(out, parameter, ufunc):
 
 
 def _layer_norm_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        return _layer_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     scaled = g * weight if weight is not None else g
     grad_x, normalized = _normalize_backward(x, scaled, ctx.dims, ctx.eps)
@@ -247,8 +254,8 @@ def _layer_norm_backward(ctx, g):
 
 
 def _layer_norm_backward_arrays(ctx, g):
-    """:func:`_layer_norm_backward` on numpy arrays, when no graph is recorded (Note
-    [Normalization kernels])."""
+    """:func:`_layer_norm_backward` on numpy arrays, the fast rule (Note [Normalization
+    kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     statistics = ctx.statistics
     if ctx.dims == (x.ndim - 1,) and statistics is not None and statistics.of(x):
@@ -256,14 +263,14 @@ def _layer_norm_backward_arrays(ctx, g):
         found = _ext_ops.layer_norm_backward_arrays(x, g, weight, statistics.mean,
                                                     statistics.rstd, ctx.needs_input_grad)
         if found is not None:
-            return _wrapped(*found)
+            return found
     scaled = g * weight if weight is not None else g
     grad_x, normalized = _normalize_backward_arrays(x, scaled, ctx.dims, ctx.eps,
                                                     ctx.statistics)
     batch_dims = tuple(range(x.ndim - len(ctx.dims)))
     grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, batch_dims,
                                                  x.shape[x.ndim - len(ctx.dims):])
-    return _wrapped(grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias)
+    return grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias
 
 
 # torch's layer and batch norm backward are one node each, taking the input and the weight
@@ -278,7 +285,8 @@ _BATCH_NORM_BACKWARD = Op("native_batch_norm_backward", "NativeBatchNormBackward
 
 
 LAYER_NORM = Op("layer_norm", "NativeLayerNormBackward0", forward=_layer_norm_forward,
-                backward=_layer_norm_backward, saves=saves_inputs(0, 1, 2), dtype=promote_float)
+                backward=_layer_norm_backward, fast_backward=_layer_norm_backward_arrays,
+                saves=saves_inputs(0, 1, 2), dtype=promote_float)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -314,8 +322,6 @@ def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var, statistics=None)
 
 
 def _batch_norm_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        return _batch_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     shape = _channel_shape(x)
     scaled = g * reshape(weight, shape) if weight is not None else g
@@ -331,8 +337,8 @@ def _batch_norm_backward(ctx, g):
 
 
 def _batch_norm_backward_arrays(ctx, g):
-    """:func:`_batch_norm_backward` on numpy arrays, when no graph is recorded (Note
-    [Normalization kernels])."""
+    """:func:`_batch_norm_backward` on numpy arrays, the fast rule (Note [Normalization
+    kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     statistics = ctx.statistics
     if ctx.mean_ is None and statistics is not None and statistics.of(x):
@@ -340,7 +346,7 @@ def _batch_norm_backward_arrays(ctx, g):
         found = _ext_ops.batch_norm_backward_arrays(x, g, weight, statistics.mean,
                                                     statistics.rstd, ctx.needs_input_grad)
         if found is not None:
-            return _wrapped(*found)
+            return found
     shape = _channel_shape(x)
     scaled = g * weight.reshape(shape) if weight is not None else g
     if ctx.mean_ is None:
@@ -353,11 +359,12 @@ def _batch_norm_backward_arrays(ctx, g):
         if ctx.needs_input_grad[1]:
             normalized = (x - ctx.mean_.reshape(shape).astype(x.dtype)) * rstd
     grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized, ctx.dims, (x.shape[1],))
-    return _wrapped(grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias)
+    return grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias
 
 
 BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_forward,
-                backward=_batch_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+                backward=_batch_norm_backward, fast_backward=_batch_norm_backward_arrays,
+                saves=saves_inputs(0, 1), dtype=promote_float)
 
 
 def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None):
@@ -382,8 +389,6 @@ def _group_norm_forward(x, weight, bias, groups, eps):
 
 
 def _group_norm_backward(ctx, g):
-    if not _engine.is_grad_enabled():
-        return _group_norm_backward_arrays(ctx, g._data)
     x, weight = ctx.input(0), ctx.input(1)
     shape, grouped = _channel_shape(x), _grouped(x.shape, ctx.groups)
     scaled = g * reshape(weight, shape) if weight is not None else g
@@ -400,8 +405,8 @@ def _group_norm_backward(ctx, g):
 
 
 def _group_norm_backward_arrays(ctx, g):
-    """:func:`_group_norm_backward` on numpy arrays, when no graph is recorded (Note
-    [Normalization kernels])."""
+    """:func:`_group_norm_backward` on numpy arrays, the fast rule (Note [Normalization
+    kernels])."""
     x, weight = ctx.data(0), ctx.data(1)
     grouped = _grouped(x.shape, ctx.groups)
     scaled = g * weight.reshape(_channel_shape(x)) if weight is not None else g
@@ -410,12 +415,13 @@ def _group_norm_backward_arrays(ctx, g):
     reduce_dims = (0,) + tuple(range(2, x.ndim))
     grad_weight, grad_bias = _affine_grad_arrays(ctx, g, normalized.reshape(x.shape),
                                                  reduce_dims, (x.shape[1],))
-    return _wrapped(grad_x.reshape(x.shape) if ctx.needs_input_grad[0] else None, grad_weight,
-                    grad_bias)
+    return (grad_x.reshape(x.shape) if ctx.needs_input_grad[0] else None, grad_weight,
+            grad_bias)
 
 
 GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", forward=_group_norm_forward,
-                backward=_group_norm_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+                backward=_group_norm_backward, fast_backward=_group_norm_backward_arrays,
+                saves=saves_inputs(0, 1), dtype=promote_float)
 
 
 def group_norm(input, groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):

@@ -23,6 +23,7 @@
 #ifndef GRADVIZ_ADAM_STEP_H
 #define GRADVIZ_ADAM_STEP_H
 
+#include <errno.h>
 #include <math.h>
 #include "array_kernels.h"  /* gradviz_flat_pair, gradviz_fma_ok */
 #include "exact_arithmetic.h"
@@ -158,12 +159,12 @@ static inline int gradviz_adam_meet(PyObject *a, PyObject *b, Py_ssize_t bytes) 
 
 #define GRADVIZ_ADAM_DATA(T, x) ((T *)((gradviz_small_array *)(x))->data)
 
-/* The update in place of p, m, v (and largest, AMSGrad's running maximum, unless None) from
-   g: 1 when done, 0 when not covered (other dtypes or layouts, arrays that overlap or are not
-   writeable, a scalar that overflows float32, a CPU without FMA): the caller then makes the
-   numpy calls. */
-static inline int gradviz_adam_step(PyObject *p, PyObject *g, PyObject *m, PyObject *v,
-                                    PyObject *largest, const gradviz_adam_scalars *s) {
+/* Whether gradviz_adam_run covers the update of p, m, v (and largest, AMSGrad's running
+   maximum, unless None) from g with these scalars: not for other dtypes or layouts, arrays that
+   overlap or are not writeable, a scalar that overflows float32, a CPU without FMA (the caller
+   then makes the numpy calls). */
+static inline int gradviz_adam_covers(PyObject *p, PyObject *g, PyObject *m, PyObject *v,
+                                      PyObject *largest, const gradviz_adam_scalars *s) {
     PyObject *arrays[5];
     Py_ssize_t n, bytes;
     int f32, count, i, j;
@@ -184,6 +185,14 @@ static inline int gradviz_adam_step(PyObject *p, PyObject *g, PyObject *m, PyObj
     for (i = 0; i < count; i++)
         for (j = i + 1; j < count; j++)
             if (gradviz_adam_meet(arrays[i], arrays[j], bytes)) return 0;
+    return 1;
+}
+
+/* The update, where gradviz_adam_covers said it is covered. */
+static inline void gradviz_adam_run(PyObject *p, PyObject *g, PyObject *m, PyObject *v,
+                                    PyObject *largest, const gradviz_adam_scalars *s) {
+    Py_ssize_t n = gradviz_flat_size(p, 1);
+    int f32 = ((gradviz_small_array *)p)->descr == gradviz_small_f32;
     if (largest == Py_None) {
         if (f32)
             gradviz_adam_f32(GRADVIZ_ADAM_DATA(float, p), GRADVIZ_ADAM_DATA(float, g),
@@ -201,6 +210,62 @@ static inline int gradviz_adam_step(PyObject *p, PyObject *g, PyObject *m, PyObj
                             GRADVIZ_ADAM_DATA(double, m), GRADVIZ_ADAM_DATA(double, v),
                             GRADVIZ_ADAM_DATA(double, largest), n, s);
     }
+}
+
+/* The update in place: 1 when done, 0 when not covered (gradviz_adam_covers). */
+static inline int gradviz_adam_step(PyObject *p, PyObject *g, PyObject *m, PyObject *v,
+                                    PyObject *largest, const gradviz_adam_scalars *s) {
+    if (!gradviz_adam_covers(p, g, m, v, largest, s)) return 0;
+    gradviz_adam_run(p, g, m, v, largest, s);
+    return 1;
+}
+
+/* For the step of a parameter group in one call (Note [Adam's parameter group in one call]
+   in gradviz/optim/_optimizer.py): a step counter, the state's writeable 0-d float32 or
+   float64 array, holds *next = its value after numpy's np.add(counter, 1, out=counter), one
+   addition rounded to its dtype (1 when covered, 0 for any other array); gradviz_adam_count
+   writes it. */
+static inline int gradviz_adam_next_count(PyObject *counter, double *next) {
+    gradviz_small_array *a = (gradviz_small_array *)counter;
+    if (a->nd != 0 || gradviz_flat_size(counter, 1) != 1) return 0;
+    if (a->descr == gradviz_small_f32)
+        *next = (double)(*(float *)a->data + 1.0f);
+    else
+        *next = *(double *)a->data + 1.0;
+    return 1;
+}
+
+static inline void gradviz_adam_count(PyObject *counter, double next) {
+    gradviz_small_array *a = (gradviz_small_array *)counter;
+    if (a->descr == gradviz_small_f32)
+        *(float *)a->data = (float)next;  /* exact: next is a float32 value */
+    else
+        *(double *)a->data = next;
+}
+
+/* x ** t as Python's float power gives it for 0 <= x < 1 and a finite t >= 1, where it is the
+   C library's pow after special cases that do not change the value: 0 where Python would
+   raise instead (pow reported an error other than an underflow to zero). */
+static inline int gradviz_adam_power(double x, double t, double *out) {
+    errno = 0;
+    *out = pow(x, t);
+    if (errno == ERANGE && *out == 0.0) errno = 0;
+    return errno == 0;
+}
+
+/* The step's bias corrections, as _adam_on_arrays computes them in Python floats:
+   correction2 = math.sqrt(1 - beta2 ** t) and rate = -(lr / (1 - beta1 ** t)); 0 (not
+   covered) outside 0 <= beta < 1 and finite t >= 1, or where Python's power would raise. */
+static inline int gradviz_adam_corrections(double beta1, double beta2, double lr, double t,
+                                           gradviz_adam_scalars *s) {
+    double power1, power2;
+    if (!(0.0 <= beta1 && beta1 < 1.0 && 0.0 <= beta2 && beta2 < 1.0 && isfinite(t)
+          && t >= 1.0))
+        return 0;
+    if (!gradviz_adam_power(beta2, t, &power2) || !gradviz_adam_power(beta1, t, &power1))
+        return 0;
+    s->correction2 = sqrt(1.0 - power2);
+    s->rate = -(lr / (1.0 - power1));
     return 1;
 }
 

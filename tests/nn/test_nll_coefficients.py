@@ -65,9 +65,10 @@ def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted, ignored)
     captured = {}
     real = _loss.nll_loss
 
-    def spy(logp, coefficients, reduction, no_weight=False):
+    def spy(logp, coefficients, reduction, no_weight=False, picks=None):
         captured["args"] = (logp, coefficients, reduction, no_weight)
-        return real(logp, coefficients, reduction, no_weight)
+        captured["picks"] = picks
+        return real(logp, coefficients, reduction, no_weight, picks)
 
     leaf = gradviz.tensor(x, requires_grad=True)
     _loss.nll_loss, saved = spy, _loss.nll_loss
@@ -93,6 +94,10 @@ def test_nll_loss_gives_the_old_bits(dtype, shape, reduction, weighted, ignored)
     old = old.astype(x.dtype).reshape(batch + (classes,))
     same_bits(coefficients, old)
     same_bits(loss._data, old_nll_forward(logp._data, old, reduction, no_weight))
+    # the picked products (Note [Picked log-probabilities]) where every target counts
+    assert (captured["picks"] is not None) == (
+        not weighted and (ignored is None or ignored == -100 and not (labels == -100).any())
+        and len(shape) == 2 and shape[0] > 0)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -110,3 +115,22 @@ def test_cross_entropy_matches_torch(dtype, reduction):
         results.append((loss.detach().numpy(), x.grad.numpy()))
     for mine, theirs in zip(*results):
         np.testing.assert_allclose(mine, theirs, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_picked_zeros_nan_and_infinities_give_the_old_bits(dtype, reduction):
+    # Note [Picked log-probabilities]: the targets pick -0.0, +0.0, NaN, -inf, +inf, a tiny
+    # and an ordinary value; the other entries of their rows are NaN and -inf
+    picked = np.array([-0.0, 0.0, np.nan, -np.inf, np.inf, 1e-30, -1.5], dtype)
+    x = np.full((len(picked), 5), np.nan, dtype)
+    x[:, ::2] = -np.inf
+    labels = np.array([0, 3, 1, 4, 2, 0, 3])
+    x[np.arange(len(picked)), labels] = picked
+    for rows in (slice(None), slice(0, 1), slice(0, 2), slice(1, 2), slice(5, 7)):
+        logp = x[rows]
+        n = logp.shape[0]
+        loss = F.nll_loss(gradviz.tensor(logp), gradviz.tensor(labels[rows]), reduction=reduction)
+        coefficients = np.zeros(logp.shape)
+        coefficients[np.arange(n), labels[rows]] = -(1.0 / n) if reduction == "mean" else -1.0
+        same_bits(loss._data, old_nll_forward(logp, coefficients.astype(dtype), reduction))

@@ -3,9 +3,10 @@ differentiable rules they shadow.
 
 Plain ``autograd.grad`` runs an op's ``fast_backward`` on numpy arrays; the same call with
 ``create_graph=True`` runs its differentiable ``backward`` made of Tensor ops. Both must give
-bit-identical gradients for every program below, in float32 and float64, with broadcasting,
-size-0 and 0-d shapes. A last test checks that the programs exercise every op that has a
-fast rule, so a new fast rule cannot go untested.
+bit-identical gradients for every program of ``PROGRAMS``, in float32 and float64, with
+broadcasting, size-0 and 0-d shapes; the fast rules that are compiled kernels computing in
+another order (``CLOSE_PROGRAMS``) agree within rounding. A last test checks that the programs
+exercise every op that has a fast rule, so a new fast rule cannot go untested.
 """
 
 import contextlib
@@ -125,7 +126,49 @@ PROGRAMS = {
     "avg_pool3d_divisor": ([((1, 2, 5, 4, 6), _signed)],
                            lambda x: gv.nn.functional.avg_pool3d(
                                x, 3, 2, padding=1, count_include_pad=False)),
+    # a transformer's ops: rows added in order, the softmax kernels over the last dim and
+    # numpy's over another, a fill broadcast from a smaller mask, a loss with every reduction
+    "embedding": ([((6, 3), _signed)],
+                  lambda w: gv.nn.functional.embedding(gv.tensor([[0, 2, 2], [5, 0, 1]]), w)
+                  + gv.nn.functional.embedding(gv.tensor([1, 2]), w, padding_idx=2).sum(0)),
+    "embedding_wide": ([((7, 20), _signed)],
+                       lambda w: gv.nn.functional.embedding(gv.tensor([3, 0, 3, 6, 3]), w).t()),
+    "softmax": ([((3, 8), _signed)],
+                lambda x: gv.softmax(x, -1) * gv.softmax(x, 0) + gv.softmax(x.t(), 1).t()),
+    "log_softmax": ([((3, 8), _signed)],
+                    lambda x: gv.log_softmax(x, -1) * gv.log_softmax(x, 0)),
+    "softmax_zero_dim": ([((), _signed)], lambda x: gv.softmax(x, 0) + gv.log_softmax(x, 0)),
+    "masked_fill": ([((2, 3, 4), _signed)],
+                    lambda x: x.masked_fill(gv.tensor([True, False, False, True]), 2.0)
+                    + x.transpose(1, 2).masked_fill(gv.tensor([[True], [False], [True], [False]]),
+                                                    0.5).transpose(1, 2)),
+    "cross_entropy": ([((5, 4), _signed), ((4,), _positive)],
+                      lambda x, w: gv.nn.functional.cross_entropy(x, gv.tensor([0, 3, 1, 1, 2]))
+                      + gv.nn.functional.cross_entropy(x, gv.tensor([0, 3, -100, 1, 2]), w,
+                                                       reduction="sum")
+                      + gv.nn.functional.nll_loss(x, gv.tensor([2, 2, 0, 1, 3]),
+                                                  reduction="none").sum()),
 }
+
+# Fast rules that compute in another order than their differentiable rule: the normalizations'
+# compiled kernels (one pass per row, Note [Layer norm kernel]) and GELU's float32 kernel (Note
+# [GELU kernels]). These fast rules are what a backward without ``create_graph`` always ran
+# (the differentiable rules used to branch to them); here they must agree with the
+# differentiable rules within rounding, float32 or float64.
+CLOSE_PROGRAMS = {
+    "layer_norm": ([((4, 5, 7), _signed), ((7,), _signed), ((7,), _signed)],
+                   lambda x, w, b: gv.nn.functional.layer_norm(x, (7,), w, b)
+                   + gv.nn.functional.layer_norm(x, (5, 7))),
+    "batch_norm": ([((4, 3, 5), _signed), ((3,), _signed), ((3,), _signed)],
+                   lambda x, w, b: gv.nn.functional.batch_norm(x, None, None, w, b, training=True)
+                   + gv.nn.functional.batch_norm(x, gv.zeros(3, dtype=x.dtype),
+                                                 gv.ones(3, dtype=x.dtype), w, b)),
+    "group_norm": ([((2, 4, 5), _signed), ((4,), _signed), ((4,), _signed)],
+                   lambda x, w, b: gv.nn.functional.group_norm(x, 2, w, b)),
+    "gelu": ([((4, 9), _signed)],
+             lambda x: gv.nn.functional.gelu(x) + gv.nn.functional.gelu(x.t(), approximate="tanh").t()),
+}
+CLOSE = {np.float32: dict(rtol=2e-5, atol=1e-6), np.float64: dict(rtol=1e-12, atol=1e-14)}
 
 
 def _gradients(program, arrays, create_graph):
@@ -152,6 +195,22 @@ def test_fast_rule_matches_differentiable_rule(name, dtype):
             continue
         assert f.dtype == s.dtype and f.shape == s.shape, (index, f.dtype, s.dtype, f.shape, s.shape)
         np.testing.assert_array_equal(f, s, err_msg=f"{name}, input {index}")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(CLOSE_PROGRAMS))
+def test_kernel_fast_rule_is_close_to_differentiable_rule(name, dtype):
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
+    makers, program = CLOSE_PROGRAMS[name]
+    arrays = [make(shape, rng, dtype) for shape, make in makers]
+    _, fast = _gradients(program, arrays, create_graph=False)
+    _, slow = _gradients(program, arrays, create_graph=True)
+    for index, (f, s) in enumerate(zip(fast, slow)):
+        assert (f is None) == (s is None), f"input {index}: one rule gave no gradient"
+        if f is None:
+            continue
+        assert f.dtype == s.dtype and f.shape == s.shape, (index, f.dtype, s.dtype, f.shape, s.shape)
+        np.testing.assert_allclose(f, s, err_msg=f"{name}, input {index}", **CLOSE[dtype])
 
 
 @contextlib.contextmanager
@@ -232,7 +291,7 @@ def _op_names(tensor):
 def test_programs_cover_every_fast_rule():
     rng = np.random.default_rng(0)
     covered = set()
-    for makers, program in PROGRAMS.values():
+    for makers, program in (*PROGRAMS.values(), *CLOSE_PROGRAMS.values()):
         inputs = [gv.tensor(make(shape, rng, np.float32), requires_grad=True)
                   for shape, make in makers]
         covered |= _op_names(program(*inputs))

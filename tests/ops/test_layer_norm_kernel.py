@@ -76,7 +76,7 @@ def _check_backward(kernel, backward, ctx, g, monkeypatch):
     for mine, theirs in zip(got, want):
         assert (mine is None) == (theirs is None)
         if mine is not None:
-            mine, theirs = mine.numpy(), theirs.numpy()
+            assert type(mine) is np.ndarray and type(theirs) is np.ndarray  # the fast rule's
             assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
             np.testing.assert_array_equal(mine, theirs)
             assert np.array_equal(np.signbit(mine), np.signbit(theirs))

@@ -38,7 +38,8 @@ SHAPES = [(), (0,), (1,), (7,), (3, 5), (0, 4), (64, 65), (4097,), (2, 3, 11)]
 
 @pytest.fixture
 def calls(monkeypatch):
-    """Counts of the array steps that ran (True) and declined (False)."""
+    """Counts of the array steps that ran (True, a parameter group's steps in one call
+    counted one per parameter) and declined (False)."""
     counts = {True: 0, False: 0}
     for name in ("_adam_on_arrays", "_momentum_on_arrays"):
         original = getattr(_optimizer, name)
@@ -49,10 +50,24 @@ def calls(monkeypatch):
             return done
 
         monkeypatch.setattr(_optimizer, name, counted)
+    original_group = ext_ops.adam_params
+
+    def counted_group(params, start, *args):
+        stop = original_group(params, start, *args)
+        counts[True] += stop - start
+        return stop
+
+    monkeypatch.setattr(ext_ops, "adam_params", counted_group)
     return counts
 
 
+def per_parameter_only(monkeypatch):
+    """Adam without its parameter group's step in one call: one parameter at a time."""
+    monkeypatch.setattr(_optimizer.Adam, "_group_on_arrays", None)
+
+
 def tensor_ops_only(monkeypatch):
+    per_parameter_only(monkeypatch)
     monkeypatch.setattr(_optimizer, "_adam_on_arrays", lambda *args: False)
     monkeypatch.setattr(_optimizer, "_momentum_on_arrays", lambda *args: False)
 
@@ -98,15 +113,18 @@ def same_bits_but_nan_signs(a, b, what):
     same_bits(np.where(np.isnan(a), 0, a), np.where(np.isnan(b), 0, b), what)
 
 
-@pytest.mark.parametrize("kernel", [True, False], ids=["kernel", "numpy"])
+@pytest.mark.parametrize("path", ["group", "kernel", "numpy"])
 @pytest.mark.parametrize("special", [False, True], ids=["finite", "nan_inf_zero"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("config", list(CONFIGS))
-def test_steps_on_arrays_give_the_tensor_ops_bits(config, dtype, special, kernel, calls,
+def test_steps_on_arrays_give_the_tensor_ops_bits(config, dtype, special, path, calls,
                                                   monkeypatch):
-    # kernel: Adam's one-pass loop where it applies (gradviz_ext/c/adam_step.h); numpy: the
-    # numpy calls it replaces
-    if not kernel:
+    # group: Adam's steps of a parameter group in one call; kernel: its one-pass loop where it
+    # applies (gradviz_ext/c/adam_step.h), one parameter at a time; numpy: the numpy calls it
+    # replaces
+    if path != "group":
+        per_parameter_only(monkeypatch)
+    if path == "numpy":
         monkeypatch.setattr(ext_ops, "adam_step", lambda *args: False)
     for shape in SHAPES:
         grads = gradients(shape, dtype, 6, special)
@@ -373,3 +391,138 @@ def test_gpt_like_training_matches_with_and_without_the_array_steps(monkeypatch,
     for a, b in zip(got, expected):
         same_bits(a, b, "parameter")
     assert calls[True] == 5 * 4 and calls[False] == 0
+
+
+# ---- Adam's parameter group in one call (Note [Adam's parameter group in one call]) --------
+
+def mixed_group(amsgrad, maximize):
+    """Parameters the one call takes and leaves in one group: float32 and float64, one
+    without a gradient in some steps, one whose state is made late, float16 and strided ones
+    (the per-parameter rule's), a parameter listed twice."""
+    rng = np.random.default_rng(11)
+    shapes = [((3, 5), np.float32), ((7,), np.float64), ((4, 4), np.float32), ((2, 3), np.float16),
+              ((6, 2), np.float32), ((), np.float32), ((33,), np.float32)]
+    params = [gradviz.nn.Parameter(gradviz.tensor(rng.standard_normal(shape).astype(dtype)))
+              for shape, dtype in shapes]
+    params[4] = gradviz.nn.Parameter(gradviz.tensor(
+        np.asfortranarray(rng.standard_normal((6, 2)).astype(np.float32))))
+    with pytest.warns(UserWarning, match="duplicate parameters"):
+        opt = gradviz.optim.Adam(params + [params[0]], lr=1e-2, amsgrad=amsgrad,
+                                 maximize=maximize, weight_decay=0.05)
+    return params, opt
+
+
+def run_mixed(amsgrad, maximize, steps=5):
+    params, opt = mixed_group(amsgrad, maximize)
+    rng = np.random.default_rng(12)
+    for step in range(steps):
+        for i, p in enumerate(params):
+            missing = (i == 2 and step % 2 == 1) or (i == 6 and step < 2)
+            p.grad = None if missing else gradviz.tensor(
+                rng.standard_normal(p.shape).astype(p.detach().numpy().dtype))
+        opt.step()
+    state = [{k: (v.detach().numpy().copy(), v._version) for k, v in opt.state[p].items()}
+             for p in params]
+    return [p.detach().numpy().copy() for p in params], [p._version for p in params], state
+
+
+@pytest.mark.parametrize("amsgrad,maximize", [(False, False), (True, True)])
+def test_the_group_in_one_call_gives_the_per_parameter_bits(amsgrad, maximize, calls,
+                                                          monkeypatch):
+    got = run_mixed(amsgrad, maximize)
+    done = calls[True]
+    for reference in (per_parameter_only, tensor_ops_only):
+        with monkeypatch.context() as m:
+            reference(m)
+            expected = run_mixed(amsgrad, maximize)
+        for i, (a, b) in enumerate(zip(got[0], expected[0])):
+            same_bits(a, b, f"parameter {i}")
+        assert got[1] == expected[1]
+        for mine, theirs in zip(got[2], expected[2]):
+            assert list(mine) == list(theirs)
+            for key in mine:
+                same_bits(mine[key][0], theirs[key][0], f"state {key!r}")
+                assert mine[key][1] == theirs[key][1], key
+    if gradviz_ext.COMPILED and _cpu_has_fma():
+        # steps 2 to 5 of parameters 0, 1, 5 and the repeat of 0, 3 and 4 of parameter 6, 2
+        # of parameter 2: in the one call (the others' counted by the per-parameter rule)
+        assert done >= 4 * 4 + 3 + 2
+
+
+def test_the_group_call_stops_at_a_parameter_it_leaves_and_resumes_after_it(monkeypatch):
+    if not (gradviz_ext.COMPILED and _cpu_has_fma()):
+        pytest.skip("no kernel")
+    stops = []
+    original = ext_ops.adam_params
+
+    def spy(params, start, *args):
+        stops.append((start, original(params, start, *args)))
+        return stops[-1][1]
+
+    params = [gradviz.nn.Parameter(gradviz.ones(3)) for _ in range(4)]
+    params[1] = gradviz.nn.Parameter(gradviz.ones(3, dtype=gradviz.float16))
+    opt = gradviz.optim.Adam(params, lr=0.1)
+    for p in params:
+        p.grad = gradviz.full(p.shape, 0.5, dtype=p.dtype)
+    opt.step()  # no state yet: each parameter by its rule
+    monkeypatch.setattr(ext_ops, "adam_params", spy)
+    opt.step()
+    assert stops == [(0, 1), (2, 4)]
+
+
+def counter_case(case):
+    """One Adam step of a parameter whose state was changed as a user could change it; the
+    outcome (the parameter and its versions, or the error)."""
+    p = gradviz.nn.Parameter(gradviz.tensor(np.linspace(-1, 1, 5, dtype=np.float32)))
+    opt = gradviz.optim.Adam([p], lr=0.1)
+    p.grad = gradviz.full((5,), 0.5)
+    opt.step()
+    state = opt.state[p]
+    if case == "float64 counter":
+        state["step"] = gradviz.tensor(3.0, dtype=gradviz.float64)
+    elif case == "counter at 2**24":
+        state["step"] = gradviz.tensor(2.0 ** 24)
+    elif case == "counter at -1":
+        state["step"] = gradviz.tensor(-1.0)  # t = 0: 1 - beta1 ** 0 divides by zero
+    elif case == "counter NaN":
+        state["step"] = gradviz.tensor(float("nan"))
+    elif case == "counter 0-d view":
+        state["step"] = gradviz.tensor([4.0, 5.0])[1]
+    elif case == "beta2 of 1":
+        opt.param_groups[0]["betas"] = (0.9, 1.0)
+    elif case == "beta1 of 0":
+        opt.param_groups[0]["betas"] = (0, 0.999)
+    elif case == "int lr":
+        opt.param_groups[0]["lr"] = 1
+    elif case == "inference moment":
+        with gradviz.inference_mode():
+            state["exp_avg"] = gradviz.zeros(5)
+    elif case == "missing moment":
+        del state["exp_avg_sq"]
+    try:
+        for _ in range(2):
+            p.grad = gradviz.full((5,), -0.25)
+            opt.step()
+    except (RuntimeError, ZeroDivisionError, KeyError, ValueError) as error:
+        return type(error), str(error)
+    return (p.detach().numpy().copy(), p._version,
+            {k: (v.detach().numpy().copy(), v._version) for k, v in state.items()})
+
+
+@pytest.mark.parametrize("case", ["float64 counter", "counter at 2**24", "counter at -1",
+                                  "counter NaN", "counter 0-d view", "beta2 of 1", "beta1 of 0",
+                                  "int lr", "inference moment", "missing moment"])
+def test_the_group_call_with_unusual_state_gives_the_per_parameter_outcome(case, monkeypatch):
+    got = counter_case(case)
+    with monkeypatch.context() as m:
+        per_parameter_only(m)
+        expected = counter_case(case)
+    if not isinstance(expected[0], np.ndarray):
+        assert got == expected
+        return
+    same_bits_but_nan_signs(got[0], expected[0], case)
+    assert got[1] == expected[1]
+    assert list(got[2]) == list(expected[2])
+    for key in got[2]:
+        same_bits_but_nan_signs(got[2][key][0], expected[2][key][0], key)
+        assert got[2][key][1] == expected[2][key][1], key
