@@ -104,6 +104,12 @@ class Trace:
             self._build()
         self._events = events
 
+    def __getstate__(self) -> dict:
+        # a copy or a pickle holds what was recorded so far, built, not the recorder
+        if self._recorder is not None:
+            self._build()
+        return dict(self.__dict__, _recorder=None, _recording=False)
+
     def _build(self) -> None:
         recorder = self._recorder
         assert recorder is not None

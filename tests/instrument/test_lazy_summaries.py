@@ -697,3 +697,16 @@ def test_a_nested_backward_inside_a_recorded_pass(monkeypatch):
     deferred, eager = _both_recorded(monkeypatch, program)
     assert deferred == eager
     assert [event[0] for event in deferred[0]].count("backward_started") == 2
+
+
+@pytest.mark.parametrize("how", ["pickle", "copy", "deepcopy"])
+def test_a_copy_of_a_trace_not_read_yet_holds_its_events(how):
+    model = _Model()
+    with gradviz.record() as trace:
+        model.loss().backward()
+    assert _pending_records(trace) > 10
+    duplicate = {"pickle": lambda t: pickle.loads(pickle.dumps(t)), "copy": copy.copy,
+                 "deepcopy": copy.deepcopy}[how](trace)
+    assert duplicate._recorder is None
+    assert _comparable(duplicate.events) == _comparable(trace.events)
+    assert duplicate.graph == trace.graph
