@@ -301,10 +301,9 @@ HOOK_WRITES = ["tensor_hook", "node_prehook", "posthook", "post_accumulate", "cu
                "saved_tensor_unpack"]
 
 
-@pytest.mark.parametrize("where", HOOK_WRITES)
-def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeypatch):
-    """A hook (or custom backward) writes, behind the version counter, a gradient it kept
-    from an earlier node: the summaries of the events before must be the values then."""
+def _hook_program(where):
+    """A program whose hook (or custom backward) ``where`` writes, behind the version counter,
+    a gradient kept from an earlier node: ``(make_loss, kept, written)``."""
 
     class Scale(gradviz.autograd.Function):
         @staticmethod
@@ -317,8 +316,8 @@ def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeyp
                 scribble_kept(7.0)
             return grad * 3
 
-    kept = []
-    written = []
+    kept: list = []
+    written: list = []
 
     def scribble_kept(value):
         for kept_grad in kept:
@@ -330,6 +329,8 @@ def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeyp
         return t
 
     def make_loss():
+        kept.clear()
+        written.clear()
         model = _Model()
         if where == "saved_tensor_unpack":
             with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
@@ -350,9 +351,16 @@ def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeyp
         h.register_hook(kept.append)  # keeps h's gradient, summarized by earlier events
         return (late * late).sum() + (h * 3.0).sum()  # one contribution: not a sum
 
+    return make_loss, kept, written
+
+
+@pytest.mark.parametrize("where", HOOK_WRITES)
+def test_code_the_engine_runs_for_the_user_may_write_any_gradient(where, monkeypatch):
+    """A hook (or custom backward) writes a gradient it kept from an earlier node: the
+    summaries of the events before must be the values then."""
+    make_loss, _, written = _hook_program(where)
+
     def run(lazy):
-        kept.clear()
-        written.clear()
         session = _session(lazy, monkeypatch, make_loss)
         session.continue_()
         assert written, "the program wrote nothing: this test would see nothing"
@@ -619,52 +627,13 @@ def test_a_trace_recorded_from_several_threads_is_built_at_once():
 
 @pytest.mark.parametrize("where", HOOK_WRITES)
 def test_code_the_engine_runs_during_a_recorded_pass_may_write_any_gradient(where, monkeypatch):
-    """As for a session: a hook or custom backward writes a gradient it kept from an earlier
-    node; the trace shows the values at each event."""
-
-    class Scale(gradviz.autograd.Function):
-        @staticmethod
-        def forward(ctx, a):
-            return a * 3
-
-        @staticmethod
-        def backward(ctx, grad):
-            if where == "custom_backward":
-                scribble_kept(7.0)
-            return grad * 3
-
-    kept = []
-
-    def scribble_kept(value):
-        for kept_grad in kept:
-            _scribble(kept_grad, value)
-
-    def unpack(t):
-        scribble_kept(9.0)
-        return t
+    """As for a session: the trace shows the values at each event."""
+    make_loss, _, written = _hook_program(where)
 
     def program(record):
-        kept.clear()
-        model = _Model()
         with record() as trace:
-            if where == "saved_tensor_unpack":
-                with gradviz.autograd.graph.saved_tensors_hooks(lambda t: t, unpack):
-                    s = model.x @ model.w2
-            else:
-                s = model.x @ model.w2
-            late = Scale.apply(s) if where == "custom_backward" else s * 1.0
-            if where == "tensor_hook":
-                late.register_hook(lambda g: scribble_kept(2.0))
-            if where == "node_prehook":
-                late.grad_fn.register_prehook(lambda grads: scribble_kept(4.0))
-            if where == "posthook":
-                late.grad_fn.register_hook(lambda gi, go: scribble_kept(5.0))
-            if where == "post_accumulate":
-                model.w2.register_post_accumulate_grad_hook(lambda p: scribble_kept(6.0))
-            h = (model.x @ model.w1).tanh()
-            h.register_hook(kept.append)
-            ((late * late).sum() + (h * 3.0).sum()).backward()
-        assert kept, "the program kept no gradient: this test would see nothing"
+            make_loss().backward()
+        assert written, "the program wrote nothing: this test would see nothing"
         return trace
 
     deferred, eager = _both_recorded(monkeypatch, program)
