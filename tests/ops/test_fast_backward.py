@@ -179,37 +179,37 @@ def _gradients(program, arrays, create_graph):
     return out, [None if g is None else g.detach().numpy().copy() for g in grads]
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("name", sorted(PROGRAMS))
-def test_fast_rule_matches_differentiable_rule(name, dtype):
+def _fast_and_slow(programs, name, dtype):
+    """The gradients of ``programs[name]`` by the fast rules and by the differentiable ones
+    (create_graph), pairwise, after checking both gave the same Nones, dtypes and shapes."""
     # zlib.crc32, not hash(): str hashes are salted per process, so hash(name) drew other
     # inputs on every run and a failure could not be reproduced.
     rng = np.random.default_rng(zlib.crc32(name.encode()))
-    makers, program = PROGRAMS[name]
+    makers, program = programs[name]
     arrays = [make(shape, rng, dtype) for shape, make in makers]
     _, fast = _gradients(program, arrays, create_graph=False)
     _, slow = _gradients(program, arrays, create_graph=True)
+    pairs = []
     for index, (f, s) in enumerate(zip(fast, slow)):
         assert (f is None) == (s is None), f"input {index}: one rule gave no gradient"
-        if f is None:
-            continue
-        assert f.dtype == s.dtype and f.shape == s.shape, (index, f.dtype, s.dtype, f.shape, s.shape)
+        if f is not None:
+            assert f.dtype == s.dtype and f.shape == s.shape, (index, f.dtype, s.dtype, f.shape,
+                                                               s.shape)
+            pairs.append((index, f, s))
+    return pairs
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("name", sorted(PROGRAMS))
+def test_fast_rule_matches_differentiable_rule(name, dtype):
+    for index, f, s in _fast_and_slow(PROGRAMS, name, dtype):
         np.testing.assert_array_equal(f, s, err_msg=f"{name}, input {index}")
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("name", sorted(CLOSE_PROGRAMS))
 def test_kernel_fast_rule_is_close_to_differentiable_rule(name, dtype):
-    rng = np.random.default_rng(zlib.crc32(name.encode()))
-    makers, program = CLOSE_PROGRAMS[name]
-    arrays = [make(shape, rng, dtype) for shape, make in makers]
-    _, fast = _gradients(program, arrays, create_graph=False)
-    _, slow = _gradients(program, arrays, create_graph=True)
-    for index, (f, s) in enumerate(zip(fast, slow)):
-        assert (f is None) == (s is None), f"input {index}: one rule gave no gradient"
-        if f is None:
-            continue
-        assert f.dtype == s.dtype and f.shape == s.shape, (index, f.dtype, s.dtype, f.shape, s.shape)
+    for index, f, s in _fast_and_slow(CLOSE_PROGRAMS, name, dtype):
         np.testing.assert_allclose(f, s, err_msg=f"{name}, input {index}", **CLOSE[dtype])
 
 
