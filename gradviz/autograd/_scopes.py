@@ -99,21 +99,38 @@ def relative_names(owner, module) -> tuple[tuple, tuple]:
     """The keys leading from ``owner`` to ``module`` through ``_modules`` (the first place
     ``owner.named_modules()`` lists it: depth first, registration order) and the class name
     at each step; the class name alone when ``module`` is not below ``owner``."""
-    stack: list[tuple[Any, tuple[str, ...], tuple[str, ...]]] = [(owner, (), ())]
-    seen = set()
-    while stack:
-        current, names, classes = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if current is module and names:
-            return names, classes
-        children = [(child, names + (str(key),), classes + (type(child).__name__,))
-                    for key, child in current.__dict__.get("_modules", {}).items()
-                    if child is not None]
-        stack.extend(reversed(children))
+    # Depth first, as named_modules() (a module met again is not entered again), with a stack
+    # of (key, module, the iterator over its siblings) above the modules looked at. Only a
+    # module with submodules is remembered as seen and entered: a module without any is met
+    # only to be compared with ``module``, whose first meeting returns. Names are made for the
+    # path found only. (Note [The cost of node_created] in gradviz/instrument/_nodes.py: this
+    # runs at the first node of every module call of a recorded forward.)
+    seen = {id(owner)}
+    above: list[tuple[Any, Any, Any]] = []
+    siblings = iter(list(owner.__dict__.get("_modules", _NO_MODULES).items()))
+    while True:
+        for key, child in siblings:
+            if child is None:
+                continue
+            if child is module and child is not owner:  # the owner itself is never listed
+                return (tuple([str(entry[0]) for entry in above] + [str(key)]),
+                        tuple([type(entry[1]).__name__ for entry in above]
+                              + [type(child).__name__]))
+            below = child.__dict__.get("_modules")
+            if below and id(child) not in seen:
+                seen.add(id(child))
+                above.append((key, child, siblings))
+                siblings = iter(list(below.items()))
+                break
+        else:
+            if not above:
+                break
+            siblings = above.pop()[2]
     name = type(module).__name__
     return (name,), (name,)
+
+
+_NO_MODULES: dict = {}
 
 
 def node_frame(node):

@@ -17,13 +17,14 @@ from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ops
 
 from .._tensor import Tensor
-from ..autograd._scopes import frame_path, node_frame
+from ..autograd._scopes import frame_path
 from ..dtypes import from_numpy
 from ._module_paths import annotate_modules
 
 __all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "traverse_graph",
-           "describe_graph", "node_created_payload",
-           "forward_source", "source_text", "user_frame", "parameter_names", "frame_leaf_names", "name_leaves"]
+           "describe_graph", "node_created_payload", "node_created_fields", "node_module",
+           "forward_source", "forward_line", "source_text", "user_frame", "parameter_names",
+           "frame_leaf_names", "name_leaves"]
 
 _GRADVIZ_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
@@ -41,6 +42,7 @@ _GRADVIZ_DIRS = tuple(
 _OP_NODE = _ops.OpNode
 _ENGINE_NODES = (_engine.AccumulateGrad, _engine.GraphRoot)  # no saved tensors either
 _BUILTIN_NODES = (_ops.OpNode, _engine.AccumulateGrad, _engine.GraphRoot)
+_SAVED_TENSOR = _engine.SavedTensor
 
 
 def saved_tensors_of(node) -> list:
@@ -51,24 +53,60 @@ def saved_tensors_of(node) -> list:
     """
     if isinstance(node, _ENGINE_NODES):
         return []
-    if isinstance(node, _OP_NODE) and node._kept_inputs is None and node._saved_output is None:
-        return []  # most of a graph's ops (a debug session reads every node at its start)
+    if isinstance(node, _OP_NODE):
+        return _op_saved(node)
     found = []
-    saved = None if isinstance(node, _OP_NODE) else getattr(node, "_saved", None)
+    saved = getattr(node, "_saved", None)
     if isinstance(saved, (list, tuple)):
         for index, item in enumerate(saved):
-            if isinstance(item, _engine.SavedTensor):
+            if isinstance(item, _SAVED_TENSOR):
                 found.append((f"saved_tensors[{index}]", item))
     inputs = getattr(node, "_saved_inputs", None)
     if isinstance(inputs, dict):
         for index in sorted(inputs):
             item = inputs[index]
-            if isinstance(item, _engine.SavedTensor):
+            if isinstance(item, _SAVED_TENSOR):
                 found.append((f"input {index}", item))
     output = getattr(node, "_saved_output", None)
-    if isinstance(output, _engine.SavedTensor):
+    if isinstance(output, _SAVED_TENSOR):
         found.append(("output", output))
     return found
+
+
+def _op_saved(node) -> list:
+    """:func:`saved_tensors_of` for a built-in op's node, read off its fields: the saved inputs
+    in input order (``_kept_inputs``, a tuple by input index, Note [Compact nodes] in
+    ``_ops.py``), then the saved output. Most ops of a graph saved nothing."""
+    kept = node._kept_inputs
+    output = node._saved_output
+    if kept is None and output is None:
+        return []  # most of a graph's ops (a debug session reads every node at its start)
+    found = []
+    if kept is not None:
+        for index, item in enumerate(kept):
+            if isinstance(item, _SAVED_TENSOR):
+                found.append((_INPUT_LABELS[index] if index < len(_INPUT_LABELS)
+                              else f"input {index}", item))
+    if output is not None:
+        found.append(("output", output))
+    return found
+
+
+def _op_saved_infos(kept, output) -> list:
+    """The ``saved`` entries of a built-in op's node from its ``_kept_inputs`` and
+    ``_saved_output`` (not both None), as :func:`_op_saved` lists them."""
+    infos: list[dict] = []
+    if kept is not None:
+        for index, item in enumerate(kept):
+            if isinstance(item, _SAVED_TENSOR):
+                infos.append(_saved_info(len(infos), _INPUT_LABELS[index]
+                                         if index < len(_INPUT_LABELS) else f"input {index}", item))
+    if output is not None:
+        infos.append(_saved_info(len(infos), "output", output))
+    return infos
+
+
+_INPUT_LABELS = tuple(f"input {index}" for index in range(8))
 
 
 def saved_array(saved):
@@ -79,9 +117,11 @@ def saved_array(saved):
 
 
 def _saved_info(slot, label, saved) -> dict:
-    data = saved_array(saved)
+    tensor = saved._tensor  # saved_array(saved), inline: every saved tensor of a recorded op
+    data = tensor._data if tensor is not None else saved._data
     if data is not None:
-        shape, dtype = list(data.shape), _dtype_name(data.dtype)
+        dtype = _DTYPE_NAMES.get(data.dtype)
+        shape, dtype = list(data.shape), dtype if dtype is not None else _dtype_name(data.dtype)
     else:
         shape, dtype = [], "unknown"
     return {"slot": slot, "label": label, "shape": shape, "dtype": dtype,
@@ -185,45 +225,148 @@ def saved_details(node) -> list[dict]:
     return details
 
 
-def node_created_payload(node, source: bool = True) -> dict:
-    """The payload of a ``node_created`` event (see ``_schema.NodeCreated``); ``source``
-    False leaves the forward line out (null), for a node inspected after its forward."""
+# Note [The cost of node_created]
+# -------------------------------
+# ``gradviz.record()`` builds the ``node_created`` event of every op the moment the op records
+# its node: its saved tensors are released during backward and the user's stack is gone by
+# then, so the event cannot wait to be read (Note [Events when read] in _recorder.py defers
+# only the backward's). On the GPT step of bench/models.py (111 nodes) a recorded forward cost
+# 1.62x a plain one (bench/instrument.py --model gpt, "fwd vs plain"), about 22 us per node.
+# Timed part by part inside that forward (us per node): the event dict made from a payload
+# dict passed as keywords 4.6, the saved tensors 3.9 (a dict of the saved inputs built and
+# sorted per node, then two calls per tensor), the module path 2.8 (a search of the model per
+# module call making a name and a class tuple for every module it passed), the source line 2.4
+# and the sentence 1.8, the output metadata 1.8 (two method calls per slot), the edges 1.3, the
+# display name 1.0. Now:
+#
+# * a built-in op's node (every node of that step) is read off its fields
+#   (:func:`node_created_fields`): the display name once per op name, the output metadata
+#   from ``_input_metadata``, the saved tensors from ``_kept_inputs`` (:func:`_op_saved`);
+#   other nodes go through their methods as before;
+# * the stripped text of a source line and the place the sentence gives it (" at
+#   models.py:71 (code)") are kept per file and line for as long as ``linecache`` holds the
+#   same list of lines for the file, the list ``linecache.getline`` reads, so they are what it
+#   gives (:func:`_line_facts`); the search for the user's frame starts above the recorder;
+# * ``relative_names`` (gradviz/autograd/_scopes.py) enters only modules that have
+#   submodules and makes the names of the one path it returns (that model's modules from the
+#   model: 11 -> 3.8 us per call);
+# * the recorder makes the event as one dict.
+#
+# A recorded forward is now 1.35-1.42x a plain one (same bench, the former code and this one
+# alternating, load 2.1), +3.4-3.6 -> +2.1 ms over a 5 ms forward timed in one process. What
+# is left is mostly the price of Python inside a forward: node_created runs 4.1 us per node in
+# a loop over the same nodes but 11-13 us inside the forward, whose numpy work leaves the
+# interpreter's caches cold (a plain Python loop runs 1.8x slower there), and the ~14 objects
+# each event keeps bring two young collections per forward (1.9 us per node).
+#
+# The events are the same, key for key and in the same order: tests/instrument/
+# test_node_created.py records varied programs with the former code alongside.
+
+_OP_NAMES: dict[str, str] = {}  # a built-in op's name (``op.node``) -> its node's display name
+
+
+def node_created_fields(node) -> tuple:
+    """The fields of ``node``'s ``node_created`` event that the node itself tells, in the
+    event's order: ``(name, node_kind, edges, outputs, needs_input_grad, saved,
+    materialize_grads, dirty_outputs, non_differentiable_outputs, grad_dtypes)`` (Note [The
+    cost of node_created]: a built-in op's node is read off its fields)."""
+    if isinstance(node, _OP_NODE):
+        op_name = node.op.node
+        name = _OP_NAMES.get(op_name)
+        if name is None:  # the node classes of ops add nothing: OpNode.name() reads op.node
+            name = _OP_NAMES[op_name] = _engine.display_name(node)
+        functions = node.next_functions
+        if len(functions) == 1:  # most ops: no comprehension
+            (first, input_nr), = functions
+            edges = [{"node": None if first is None else first.node_id, "input_nr": input_nr}]
+        else:
+            edges = [{"node": None if n is None else n.node_id, "input_nr": nr}
+                     for n, nr in functions]
+        metas = node._input_metadata
+        outputs: list[dict | None]
+        if len(metas) == 1 and metas[0] is not None:  # nearly every op
+            meta = metas[0]
+            outputs = [{"shape": list(meta.shape),
+                        "dtype": None if meta.dtype is None else meta.dtype.name}]
+        else:
+            outputs = [_meta(meta) for meta in metas]
+        needs = node.needs_input_grad
+        if needs is None:
+            needs = tuple(n is not None for n, _ in node.next_functions)
+        kept = node._kept_inputs
+        output = node._saved_output
+        saved = [] if kept is None and output is None else _op_saved_infos(kept, output)
+        return (name, node._kind(), edges, outputs, list(map(bool, needs)), saved,
+                bool(node._materializes_grads()), [], [], None)
     kind = node._kind()
     needs = None if isinstance(node, _ENGINE_NODES) else getattr(node, "needs_input_grad", None)
     if needs is None:
         needs = tuple(n is not None for n, _ in node.next_functions)
     custom = not isinstance(node, _BUILTIN_NODES)  # Note [Attributes of Function nodes]
     declared = getattr(node, "_output_grad_dtypes", None) if custom else None
+    return (
+        _engine.display_name(node),
+        kind,
+        [{"node": None if n is None else n.node_id, "input_nr": nr}
+         for n, nr in node.next_functions],
+        [_meta(node.input_metadata(slot)) for slot in range(node.num_inputs)],
+        [bool(flag) for flag in needs],
+        [_saved_info(slot, label, saved)
+         for slot, (label, saved) in enumerate(saved_tensors_of(node))],
+        bool(node._materializes_grads()),
+        list(getattr(node, "_dirty_outputs", ())) if custom else [],
+        list(getattr(node, "_non_differentiable_outputs", ())) if custom else [],
+        None if declared is None else [None if dtype is None else dtype.name
+                                       for dtype in declared],
+    )
+
+
+def node_module(node) -> list | None:
+    """``node_created``'s ``module``: the module path of the call that created ``node``, or
+    None outside every module call and scope (the event then has no ``module``)."""
+    frame = getattr(node, "_scope", None)
+    if frame is None:
+        return None
+    resolved = frame.resolved  # Note [Module paths]: named now, while the module runs
+    return list(frame_path(frame) if resolved is None else resolved[0])
+
+
+def node_created_payload(node, source: bool = True) -> dict:
+    """The payload of a ``node_created`` event (see ``_schema.NodeCreated``); ``source``
+    False leaves the forward line out (null), for a node inspected after its forward."""
+    (name, kind, edges, outputs, needs, saved, materialize, dirty, non_differentiable,
+     grad_dtypes) = node_created_fields(node)
     payload = {
-        "name": _engine.display_name(node),
+        "name": name,
         "node_kind": kind,
-        "edges": [{"node": None if n is None else n.node_id, "input_nr": nr}
-                  for n, nr in node.next_functions],
-        "outputs": [_meta(node.input_metadata(slot)) for slot in range(node.num_inputs)],
-        "needs_input_grad": [bool(flag) for flag in needs],
-        "saved": [_saved_info(slot, label, saved)
-                  for slot, (label, saved) in enumerate(saved_tensors_of(node))],
-        "materialize_grads": bool(node._materializes_grads()),
-        "dirty_outputs": list(getattr(node, "_dirty_outputs", ())) if custom else [],
-        "non_differentiable_outputs": (list(getattr(node, "_non_differentiable_outputs", ()))
-                                       if custom else []),
-        "grad_dtypes": None if declared is None else [
-            None if dtype is None else dtype.name for dtype in declared],
+        "edges": edges,
+        "outputs": outputs,
+        "needs_input_grad": needs,
+        "saved": saved,
+        "materialize_grads": materialize,
+        "dirty_outputs": dirty,
+        "non_differentiable_outputs": non_differentiable,
+        "grad_dtypes": grad_dtypes,
         "source": forward_source() if source else None,
     }
-    frame = node_frame(node)
-    if frame is not None:  # Note [Module paths]: named now, while the module runs
-        payload["module"] = list(frame_path(frame))
+    module = node_module(node)
+    if module is not None:
+        payload["module"] = module
     return payload
 
 
-def user_frame():
-    """The innermost frame on the current stack whose code is not gradviz's, or None.
+def user_frame(depth: int = 1):
+    """The innermost frame on the current stack whose code is not gradviz's, or None; the
+    search starts ``depth`` frames above this call (1: its caller), for a caller that knows the
+    frames below are gradviz's (the frames passed over are not made into frame objects).
 
     The caller must drop the frame when done (``del``): a frame kept alive keeps all its
     variables alive.
     """
-    frame: FrameType | None = sys._getframe(1)
+    try:
+        frame: FrameType | None = sys._getframe(depth)
+    except ValueError:  # the stack is not that deep (code called from C, no Python above)
+        return None
     while frame is not None:
         filename = frame.f_code.co_filename
         users = _USER_FILES.get(filename)
@@ -250,16 +393,57 @@ def forward_source() -> dict | None:
 
     Only called by observers, so a forward without observers pays nothing for it.
     """
-    frame = user_frame()
+    return forward_line()[0]
+
+
+def forward_line(depth: int = 1) -> tuple:
+    """``(forward_source(), place)``: ``place`` is where a sentence says the line is (``" at
+    models.py:71 (x = self.fc(x))"``; ``""`` when no frame is the user's). The search starts
+    ``depth`` frames above this call (:func:`user_frame`)."""
+    frame = user_frame(depth + 1)
     if frame is None:
-        return None
+        return None, ""
     try:
-        filename = frame.f_code.co_filename
+        code = frame.f_code
+        filename = code.co_filename
         line = frame.f_lineno
-        code = linecache.getline(filename, line).strip()
-        return {"file": filename, "line": line, "function": frame.f_code.co_name, "code": code}
+        function = code.co_name
     finally:
         del frame
+    text, place = _line_facts(filename, line)
+    return {"file": filename, "line": line, "function": function, "code": text}, place
+
+
+def _line_facts(filename: str, line: int) -> tuple:
+    """The stripped text of ``line`` of ``filename`` (``linecache.getline``'s) and its place
+    (:func:`forward_line`): remembered per file while ``linecache`` holds the same list of
+    lines for it, the list ``getline`` reads (Note [The cost of node_created])."""
+    entry = linecache.cache.get(filename)
+    if entry is None or len(entry) == 1:  # not read yet, or read lazily: getline reads it
+        return _read_line(filename, line)
+    lines = entry[2]
+    known = _LINES.get(filename)
+    if known is None or known[0] is not lines:
+        if len(_LINES) >= _MAX_FILES:
+            _LINES.clear()
+        known = _LINES[filename] = (lines, {})
+    facts = known[1].get(line)
+    if facts is None:
+        facts = known[1][line] = _read_line(filename, line)
+    return facts
+
+
+def _read_line(filename: str, line: int) -> tuple:
+    text = linecache.getline(filename, line).strip()
+    place = f" at {filename.rsplit('/', 1)[-1]}:{line}"
+    if text:
+        place += f" ({text})"
+    return text, place
+
+
+# filename -> (linecache's list of its lines, {line: (text, place)}) for _line_facts
+_LINES: dict[str, tuple] = {}
+_MAX_FILES = 256
 
 
 def source_text(site) -> str | None:

@@ -16,7 +16,7 @@ import weakref
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ops
 
-from ._nodes import describe_graph, node_created_payload, saved_tensors_of, traverse_graph
+from ._nodes import describe_graph, forward_line, node_created_fields, node_module, saved_tensors_of, traverse_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
 from ._summary import SummaryCache
 
@@ -51,6 +51,14 @@ def _ordinal(n: int) -> str:
 
 def _plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def _saves_text(saved: int) -> str:
+    """How node_created's sentence ends for a node that saved ``saved`` tensors."""
+    return f"; it saves {_plural(saved, 'tensor')} for backward" if saved else ""
+
+
+_SAVES = tuple(_saves_text(saved) for saved in range(8))
 
 
 def _slots_text(slots) -> str:
@@ -96,7 +104,6 @@ class Recorder(_engine.Observer):
         self._executed: dict[int, int] = {}         # task number -> nodes run
         self._pending_packs: list = []              # (SavedTensor, hook) before node_created
         self._started: tuple | None = None          # (node, its node_started summaries)
-        self._names: dict[int, str] = {}
         self._summary_cache = SummaryCache()        # Note [Summary cost] in _summary.py
         # Note [Lazy summaries]: arrays the user can reach this pass, by id
         self._reachable: dict[int, object] = {}
@@ -332,20 +339,39 @@ class Recorder(_engine.Observer):
 
     # ---- forward --------------------------------------------------------------------
     def node_created(self, node):
-        payload = node_created_payload(node)
-        node._forward_site = payload["source"]
-        name = payload["name"]
-        self._names[node.node_id] = name
-        where = ""
-        source = payload["source"]
-        if source is not None:
-            where = f" at {source['file'].rsplit('/', 1)[-1]}:{source['line']}"
-            if source["code"]:
-                where += f" ({source['code']})"
-        saved = len(payload["saved"])
-        saves = f"; it saves {_plural(saved, 'tensor')} for backward" if saved else ""
-        self._event("node_created", None, node, f"Forward recorded {name}{where}{saves}.",
-                    **payload)
+        # Note [The cost of node_created] in _nodes.py: the event in one dict, its payload as
+        # node_created_payload has it; the search for the user's line starts above this method
+        source, place = forward_line(2)
+        (name, kind, edges, outputs, needs, saved, materialize, dirty, non_differentiable,
+         grad_dtypes) = node_created_fields(node)
+        module = node_module(node)
+        node._forward_site = source
+        if self._deferred:  # Note [Events when read]: the deferred events come first
+            self._build_deferred()
+        count = len(saved)
+        event = {
+            "kind": "node_created",
+            "seq": len(self._events),
+            "task": None,
+            "node": node.node_id,
+            "time": _clock() - self._origin,
+            "text": (f"Forward recorded {name}{place}"
+                     f"{_SAVES[count] if count < len(_SAVES) else _saves_text(count)}."),
+            "name": name,
+            "node_kind": kind,
+            "edges": edges,
+            "outputs": outputs,
+            "needs_input_grad": needs,
+            "saved": saved,
+            "materialize_grads": materialize,
+            "dirty_outputs": dirty,
+            "non_differentiable_outputs": non_differentiable,
+            "grad_dtypes": grad_dtypes,
+            "source": source,
+        }
+        if module is not None:
+            event["module"] = module
+        self.emit(event)
         if self._pending_packs:
             self._flush_packs(node)
 
