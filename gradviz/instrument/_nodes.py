@@ -22,7 +22,8 @@ from ..dtypes import from_numpy
 from ._module_paths import annotate_modules
 
 __all__ = ["saved_tensors_of", "saved_details", "describe_node", "walk_graph", "traverse_graph",
-           "describe_graph", "node_created_payload", "node_created_fields", "node_module",
+           "describe_graph", "node_created_payload", "fill_node_created", "node_created_fields",
+           "node_module",
            "forward_source", "forward_line", "source_text", "user_frame", "parameter_names",
            "frame_leaf_names", "name_leaves"]
 
@@ -334,25 +335,22 @@ def node_module(node) -> list | None:
 def node_created_payload(node, source: bool = True) -> dict:
     """The payload of a ``node_created`` event (see ``_schema.NodeCreated``); ``source``
     False leaves the forward line out (null), for a node inspected after its forward."""
-    (name, kind, edges, outputs, needs, saved, materialize, dirty, non_differentiable,
-     grad_dtypes) = node_created_fields(node)
-    payload = {
-        "name": name,
-        "node_kind": kind,
-        "edges": edges,
-        "outputs": outputs,
-        "needs_input_grad": needs,
-        "saved": saved,
-        "materialize_grads": materialize,
-        "dirty_outputs": dirty,
-        "non_differentiable_outputs": non_differentiable,
-        "grad_dtypes": grad_dtypes,
-        "source": forward_source() if source else None,
-    }
+    return fill_node_created({}, node, forward_source() if source else None)
+
+
+def fill_node_created(event: dict, node, source) -> dict:
+    """``event`` with the ``node_created`` payload of ``node`` added, in the payload's key
+    order (``source``: :func:`forward_source`'s dict or None); returns ``event``. The recorder
+    fills its event dict in place (Note [The cost of node_created])."""
+    (event["name"], event["node_kind"], event["edges"], event["outputs"],
+     event["needs_input_grad"], event["saved"], event["materialize_grads"],
+     event["dirty_outputs"], event["non_differentiable_outputs"],
+     event["grad_dtypes"]) = node_created_fields(node)
+    event["source"] = source
     module = node_module(node)
     if module is not None:
-        payload["module"] = module
-    return payload
+        event["module"] = module
+    return event
 
 
 def user_frame(depth: int = 1):

@@ -16,7 +16,7 @@ import weakref
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ops
 
-from ._nodes import describe_graph, forward_line, node_created_fields, node_module, saved_tensors_of, traverse_graph
+from ._nodes import describe_graph, fill_node_created, forward_line, saved_tensors_of, traverse_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
 from ._summary import SummaryCache
 
@@ -339,38 +339,19 @@ class Recorder(_engine.Observer):
 
     # ---- forward --------------------------------------------------------------------
     def node_created(self, node):
-        # Note [The cost of node_created] in _nodes.py: the event in one dict, its payload as
-        # node_created_payload has it; the search for the user's line starts above this method
+        # Note [The cost of node_created] in _nodes.py: the event in one dict, filled in place;
+        # the search for the user's line starts above this method
         source, place = forward_line(2)
-        (name, kind, edges, outputs, needs, saved, materialize, dirty, non_differentiable,
-         grad_dtypes) = node_created_fields(node)
-        module = node_module(node)
         node._forward_site = source
         if self._deferred:  # Note [Events when read]: the deferred events come first
             self._build_deferred()
-        count = len(saved)
-        event = {
-            "kind": "node_created",
-            "seq": len(self._events),
-            "task": None,
-            "node": node.node_id,
-            "time": _clock() - self._origin,
-            "text": (f"Forward recorded {name}{place}"
-                     f"{_SAVES[count] if count < len(_SAVES) else _saves_text(count)}."),
-            "name": name,
-            "node_kind": kind,
-            "edges": edges,
-            "outputs": outputs,
-            "needs_input_grad": needs,
-            "saved": saved,
-            "materialize_grads": materialize,
-            "dirty_outputs": dirty,
-            "non_differentiable_outputs": non_differentiable,
-            "grad_dtypes": grad_dtypes,
-            "source": source,
-        }
-        if module is not None:
-            event["module"] = module
+        event = fill_node_created({"kind": "node_created", "seq": len(self._events),
+                                   "task": None, "node": node.node_id,
+                                   "time": _clock() - self._origin, "text": None},
+                                  node, source)
+        count = len(event["saved"])
+        event["text"] = (f"Forward recorded {event['name']}{place}"
+                         f"{_SAVES[count] if count < len(_SAVES) else _saves_text(count)}.")
         self.emit(event)
         if self._pending_packs:
             self._flush_packs(node)
