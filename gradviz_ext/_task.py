@@ -1295,7 +1295,10 @@ class GraphTask:
             elif grad is owned_grad:
                 leaf.grad = grad
             else:
-                leaf.grad = _rt.detach(_rt.clone(grad))
+                # grad mode is off (no create_graph): a row-major copy of the array, what
+                # clone(memory_format=contiguous_format) makes, without an op's dispatch
+                grad_tensor: TensorBase = grad
+                leaf.grad = _rt.make(numpy.array(grad_tensor._data, order="C"))
         elif self.create_graph:
             leaf.grad = _rt.add(before, grad)
         else:

@@ -639,16 +639,24 @@ class Recorder(_engine.Observer):
             # Note [Events when read]: the user may write the leaf's .grad before this event
             # is built; it describes a copy. When .grad is the gradient the node got (a sum
             # the engine made), its node_started and node_finished events describe it too.
-            copy = _rt.make(after._data.copy(order="K"))
-            self._grad_snapshot = (after, copy)
             index = self._started_record
             started = self._deferred[index] if index >= 0 else None
-            if started is not None and started[2] is node and any(g is after for g in started[5]):
-                self._deferred[index] = started[:5] + ([copy if g is after else g
-                                                        for g in started[5]],)
-            after = copy
-            if self._bytes_left is not None:
-                self._bytes_left -= copy._data.nbytes + (0 if before is None else before._data.nbytes)
+            got = started[4] if started is not None and started[2] is node else None
+            if before is None and got and got[0] is not None and got[0] is not after:
+                # the engine stored a copy of the gradient the node got: that gradient, held
+                # by the node's records and written by no one, is the copy (Note [A stored
+                # .grad's copy])
+                after = got[0]
+            else:
+                copy = _rt.make(after._data.copy(order="K"))
+                self._grad_snapshot = (after, copy)
+                if started is not None and got is not None and any(g is after for g in started[5]):
+                    self._deferred[index] = started[:5] + ([copy if g is after else g
+                                                            for g in started[5]],)
+                after = copy
+                if self._bytes_left is not None:
+                    self._bytes_left -= (copy._data.nbytes
+                                         + (0 if before is None else before._data.nbytes))
         elif after is not None and self._summary_cache.lazy:
             self._reach((after,))  # the leaf's .grad
         self._record((Recorder._build_grad_accumulated, self._task_number(task), node, _clock(),
@@ -747,6 +755,15 @@ class Recorder(_engine.Observer):
 # backward to 1.4x; reading the trace afterwards costs about 6 ms (bench/README.md).
 # tests/instrument/test_lazy_summaries.py compares deferred sessions and traces with eager
 # ones under each kind of write.
+#
+# Note [A stored .grad's copy]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf whose ``.grad`` was None gets either the gradient its AccumulateGrad received (stolen,
+# or a sum the engine made) or a copy of it. While a pass is observed, the records hold that
+# gradient, so the engine copies (Note [Stealing the gradient] counts references). The copy's
+# values are the gradient's, and the gradient is an intermediate that nothing writes: the
+# record of ``grad_accumulated`` describes it instead of copying ``.grad`` a second time (one
+# copy of every weight's gradient less per observed training step).
 
 
 # Note [Node numbers and labels]

@@ -47,8 +47,8 @@ def _pending(events) -> int:
 
 
 class _Model:
-    """Two layers with a residual fan-in, a transposed weight, a broadcast bias, a reshape and
-    a leaf read twice; the same values on every construction."""
+    """Two layers with a residual fan-in, a transposed weight, a column-major leaf, a broadcast
+    bias, a reshape and a leaf read twice; the same values on every construction."""
 
     def __init__(self):
         rng = np.random.default_rng(7)
@@ -60,15 +60,17 @@ class _Model:
         self.w1 = leaf(WIDTH, WIDTH)
         self.b1 = leaf(WIDTH)
         self.w2 = leaf(WIDTH, WIDTH)
+        # column-major: its first .grad is a copy in its own layout (clone_obey_contract)
+        self.w3 = leaf(WIDTH, WIDTH).detach().t().requires_grad_(True)
         self.x = gradviz.tensor(rng.standard_normal((4, WIDTH)).astype(np.float32))
 
     def params(self):
-        return [self.w1, self.b1, self.w2]
+        return [self.w1, self.b1, self.w2, self.w3]
 
     def output(self):
         h = (self.x @ self.w1 + self.b1).tanh()
         # h fans out three ways: its buffer's sum is made, then added into in place
-        r = h + h @ self.w2.t() + h * 0.5
+        r = h + h @ self.w2.t() + h * 0.5 + h @ self.w3
         return (r.reshape(8, WIDTH // 2) * 0.5).reshape(4, WIDTH) * self.w1[0]
 
     def loss(self):
