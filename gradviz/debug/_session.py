@@ -31,7 +31,6 @@ rest of a node that ``step_event()`` started.
 
 from __future__ import annotations
 
-import operator
 import sys
 import warnings
 
@@ -51,6 +50,7 @@ from ..instrument._nodes import (
     source_text,
     walk_graph,
 )
+from ..instrument._recorder import same_items
 from ..instrument._summary import summarize
 from ..instrument._trace import add_to_graph
 from ._base import SessionBase
@@ -81,7 +81,6 @@ class _SessionRecorder(Recorder):
         super().__init__()
         self.live: dict[str, dict[int, list]] = {"grads_in": {}, "grads_received": {},
                                                  "grads_out": {}}
-        self.keep_buffers = False
         self.buffer_values: dict[int, object] = {}  # event index -> the slot's sum then
         self.first_walk: tuple | None = None  # walk_graph's result for the pass
         self.first_traversal: tuple | None = None  # traverse_graph's, until described
@@ -114,12 +113,24 @@ class _SessionRecorder(Recorder):
             nodes, _, _, live = self.first_walk
             _name_graph(self, nodes, live, names, frame_names=frame_names)
 
-    def buffer_added(self, task, node, slot, producer, how, grad, buffered):
+    @property
+    def keep_buffers(self) -> bool:
+        return "buffer_added" in self.__dict__
+
+    @keep_buffers.setter
+    def keep_buffers(self, keep: bool) -> None:
+        # The engine calls buffer_added at every contribution (about 150 in a GPT step): the
+        # session's own method is in the way only while it keeps buffers (one step_event()).
+        if keep:
+            self.buffer_added = self._buffer_added_kept
+        else:
+            self.__dict__.pop("buffer_added", None)
+
+    def _buffer_added_kept(self, task, node, slot, producer, how, grad, buffered):
         super().buffer_added(task, node, slot, producer, how, grad, buffered)
-        if self.keep_buffers:
-            # a stored contribution is never changed in place later; a sum may be
-            value = buffered if how == "stored" else _copy(buffered)
-            self.buffer_values[self.event_count - 1] = value
+        # a stored contribution is never changed in place later; a sum may be
+        value = buffered if how == "stored" else _copy(buffered)
+        self.buffer_values[self.event_count - 1] = value
 
     # The engine hands each call lists of its own (Note [Observer cost], _task.py): kept as
     # they are, not copied (one GC-tracked list less per node and kind). Kept when the event
@@ -131,7 +142,7 @@ class _SessionRecorder(Recorder):
     def _build_node_finished(self, record):
         node, grads_in, grads_out = record[2], record[4], record[5]
         arrived = self.live["grads_in"].get(node.node_id)
-        if arrived is not None and _same_items(arrived, grads_in):
+        if arrived is not None and same_items(arrived, grads_in):
             grads_in = arrived  # what its backward got is what arrived: one list for both
         self.live["grads_received"][node.node_id] = _own_list(grads_in)
         self.live["grads_out"][node.node_id] = _own_list(grads_out)
@@ -171,8 +182,9 @@ class DebugSession(SessionBase):
         self._described, self._live = _session_graph(task, recorder)
         self._shown_view = EventView(self._live)
         self._applied = 0  # events applied to _shown_view: those before _cursor, when read
-        # what each node saved, read before any is released (the inspector lists them after)
-        self._saved = {node_id: saved_details(node) for node_id, node in self._live.items()}
+        # what each node saved, read before any is released (the inspector lists them after);
+        # most saved nothing, and share one empty tuple
+        self._saved = {node_id: saved_details(node) or () for node_id, node in self._live.items()}
         self._freed_before = {node_id for node_id, node in self._live.items()
                               if getattr(node, "_released", False)}
         self._cursor = 0
@@ -681,11 +693,6 @@ def backward(tensors, gradient=None, retain_graph=None, create_graph=False, inpu
     finally:
         del caller  # a frame kept alive would keep all its variables alive
     return session
-
-
-def _same_items(first: list, second: list) -> bool:
-    """Whether the two lists hold the same objects (``is``, never ``==``: tensors)."""
-    return len(first) == len(second) and all(map(operator.is_, first, second))
 
 
 def _own_list(values) -> list:

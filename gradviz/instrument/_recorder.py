@@ -9,6 +9,7 @@ narration) and a kind-specific payload. The types are defined in ``_schema.py`` 
 
 from __future__ import annotations
 
+import operator
 import time
 import traceback
 import weakref
@@ -587,6 +588,13 @@ class Recorder(_engine.Observer):
         if node is task.graph_root and self._summary_cache.lazy and not self._deferring:
             self._reach(grads_out)  # several roots: the GraphRoot hands out the caller's
         if self._deferring:
+            index = self._started_record
+            if index >= 0:
+                started = self._deferred[index]
+                if started[2] is node and same_items(started[4], grads_in):
+                    # what its backward got is what arrived: the records hold one list (one
+                    # object less per node for the collector to walk until they are built)
+                    grads_in = started[4]
             shown = grads_in
             snapshot = self._grad_snapshot
             if snapshot is not None:  # an AccumulateGrad whose .grad is the gradient it got
@@ -795,6 +803,11 @@ def _hook_outcome(replaced: bool, changed: bool, what: str, whose: str = "the ")
     if changed:
         return f"changed {whose}{what} in place"
     return f"left {whose}{what} unchanged"
+
+
+def same_items(first: list, second: list) -> bool:
+    """Whether the two lists hold the same objects (``is``, never ``==``: tensors)."""
+    return len(first) == len(second) and all(map(operator.is_, first, second))
 
 
 def _runs_outside_code(node) -> bool:
