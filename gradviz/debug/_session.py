@@ -122,7 +122,7 @@ class _SessionRecorder(Recorder):
         # The engine calls buffer_added at every contribution (about 150 in a GPT step): the
         # session's own method is in the way only while it keeps buffers (one step_event()).
         if keep:
-            self.buffer_added = self._buffer_added_kept
+            self.__dict__["buffer_added"] = self._buffer_added_kept
         else:
             self.__dict__.pop("buffer_added", None)
 
