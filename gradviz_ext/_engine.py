@@ -1057,6 +1057,10 @@ class Observer:
     builds nothing.
     """
 
+    # Note [Records the engine appends] (_task.py): a deferring recorder's EventLog, where the
+    # engine appends the records of its commonest events instead of calling their methods
+    _engine_log = None
+
     def backward_started(self, task): pass
     def node_ready(self, task, node): pass
     # ``grad`` is the contribution, ``buffered`` the slot's sum right after adding it

@@ -3,7 +3,8 @@
 # and tuples, and a wrong index must raise, never read memory.
 cimport cython
 from cpython.ref cimport Py_REFCNT
-from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime, TensorBase,
+from gradviz_ext._engine cimport (AccumulateGrad, GraphRoot, InputMeta, Node, Runtime,
+                                  SavedTensor, TensorBase,
                                   current_graph_task, default_observer, gradient_edge,
                                   is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                   is_grad_enabled, runtime,
@@ -57,6 +58,16 @@ cdef _make_live(long long serial)
 cdef _make_dead(long long serial)
 
 
+cdef class EventLog:
+    cdef public list records
+    cdef public object number, ready, added, started, finished, bytes_left
+
+
+cdef EventLog _log_of(object observer)
+cpdef bint runs_outside_code(object node)
+cdef bint _same_items(list first, list second)
+
+
 cdef class GraphTask:
     cdef object __weakref__  # observers refer to their task weakly (no task <-> observer cycle)
     cdef public bint keep_graph
@@ -96,6 +107,8 @@ cdef class GraphTask:
     cdef _fail(self, Node node, object exc)
     cdef _push_ready(self, InputBuffer buffer)
     cdef _execute(self, Node node, InputBuffer buffer)
+    cdef bint _log_finished(self, Node node, list arrived, list grads, object outputs,
+                            double started)
     cdef _execute_arrays(self, Node node, InputBuffer buffer)
     cdef list _materialize(self, Node node, list grads)
     cdef list _validate(self, Node node, object outputs, bint arrays=*)

@@ -40,7 +40,8 @@ from gradviz_ext._anomaly import check_nan, report_anomaly
 from gradviz_ext._errstate import ERRSTATE, QUIET
 
 if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
-    from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, TensorBase,
+    from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, SavedTensor,
+                                     TensorBase,
                                      current_graph_task, default_observer, gradient_edge,
                                      is_anomaly_check_nan_enabled, is_anomaly_enabled,
                                      is_grad_enabled, runtime, set_current_graph_task,
@@ -313,6 +314,93 @@ def _tensor_slots(buffer: InputBuffer) -> list:
         buffer.first = None
         return grads
     return buffer.grads
+
+
+# Note [Records the engine appends]
+# ---------------------------------
+# A recorder that defers its events (Note [Events when read] in gradviz/instrument/_recorder.py)
+# turns each callback into one tuple appended to a list, and the Python call around the append
+# was most of what the callback cost: about 1 us, some 550 times in a GPT step's backward. So
+# while it defers, the recorder offers the engine an ``EventLog`` (its ``_engine_log``
+# attribute, read at each event point, None otherwise), and the engine appends those records
+# itself where the callback would do nothing else:
+#
+# * ``node_ready``;
+# * ``buffer_added`` of a first contribution (``"stored"``: no sum to summarize now);
+# * ``node_started`` and ``node_finished`` of a built-in op's node that runs no code the engine
+#   does not control (``runs_outside_code``: no hooks of any kind, no saved-tensor hooks).
+#   Its ``node_finished`` record holds the list its ``node_started`` record holds when the
+#   node's gradients did not change in between.
+#
+# Every other event, and every event of any other node (AccumulateGrad, custom Functions),
+# is the observer's call as before, so what the recorder decides (to stop deferring, to copy
+# a leaf's ``.grad``) it still decides. The records are the recorder's layout, ``(builder,
+# task number, node, clock, ...)``, with the builders and the number the log carries; the log
+# also carries the recorder's budget of gradient bytes its records may hold
+# (``bytes_left``, None for none), which the engine's ``node_finished`` records count down:
+# one that would overdraw it is the observer's call, which then stops deferring. The recorder
+# builds the same events from these records as from its own (the deferred-vs-eager tests in
+# tests/instrument/test_lazy_summaries.py).
+class EventLog:
+    """Where the engine appends a deferring recorder's records (Note [Records the engine
+    appends]): the recorder's list, its task number, its builders of node_ready,
+    buffer_added, node_started and node_finished records, and its byte budget."""
+
+    def __init__(self, records, number, ready, added, started, finished, bytes_left=None):
+        self.records = records
+        self.number = number
+        self.ready = ready
+        self.added = added
+        self.started = started
+        self.finished = finished
+        self.bytes_left = bytes_left
+
+
+@cython.cfunc
+def _log_of(observer) -> EventLog:
+    """The observer's ``_engine_log`` when it is an EventLog, else None."""
+    log = getattr(observer, "_engine_log", None)
+    return log if type(log) is EventLog else None
+
+
+@cython.ccall
+def runs_outside_code(node) -> cython.bint:
+    """Whether running ``node`` may run code the engine does not control: a backward that is
+    not a built-in rule, hooks of any kind, saved-tensor unpack hooks (Note [Lazy summaries]
+    in gradviz/instrument/_summary.py)."""
+    if not isinstance(node, (OpNode, AccumulateGrad, GraphRoot)):
+        return True
+    base: Node = node
+    extra = base._extra
+    if extra is not None and (extra.pre_hooks or extra.post_hooks or extra.tensor_pre_hooks):
+        return True
+    if isinstance(node, AccumulateGrad):
+        accumulate: AccumulateGrad = node
+        variable: TensorBase = accumulate.variable
+        return bool(variable._post_accumulate_hooks)
+    if isinstance(node, OpNode):  # its saved tensors, as the recorder lists them
+        op: OpNode = node
+        if op._saved_output is not None and op._saved_output._has_hooks:
+            return True
+        if op._kept_inputs is not None:
+            for value in op._kept_inputs:
+                if isinstance(value, SavedTensor):
+                    saved: SavedTensor = value
+                    if saved._has_hooks:
+                        return True
+    return False
+
+
+@cython.cfunc
+def _same_items(first: list, second: list) -> cython.bint:
+    """Whether the two lists hold the same objects (``is``)."""
+    if len(first) != len(second):
+        return False
+    i: cython.Py_ssize_t
+    for i in range(len(first)):
+        if first[i] is not second[i]:
+            return False
+    return True
 
 
 class GraphTask:
@@ -927,8 +1015,16 @@ class GraphTask:
         # A sum the engine made itself can become the leaf's .grad without a copy.
         owned_grad = grads[0] if (grads and ready.is_owned(0)) else None
         started = time.perf_counter() if observer is not None else 0.0
+        log: EventLog = None  # Note [Records the engine appends]: this node's, if it logs
+        arrived: list = None
         if observer is not None:
-            observer.node_started(self, node, list(grads))
+            log = _log_of(observer)
+            if log is not None and isinstance(node, OpNode) and not runs_outside_code(node):
+                arrived = list(grads)
+                log.records.append((log.started, log.number, node, started, arrived, arrived))
+            else:
+                log = None
+                observer.node_started(self, node, list(grads))
 
         # 1. tensor pre-hooks, then node pre-hooks. autograd.grad's captures: as in
         # PyTorch, a node that runs gives the gradient as it arrived (its tensor hooks run
@@ -1000,11 +1096,34 @@ class GraphTask:
         if outputs and is_anomaly_enabled() and is_anomaly_check_nan_enabled():
             check_nan(node, outputs)  # Note [Anomaly mode]
         if observer is not None:
-            observer.node_finished(self, node, list(grads), list(outputs),
-                                   time.perf_counter() - started)
+            if log is None or not self._log_finished(node, arrived, grads, outputs, started):
+                observer.node_finished(self, node, list(grads), list(outputs),
+                                       time.perf_counter() - started)
         # 7. hand the results to the successors
         if outputs:
             self._distribute(node, outputs)
+
+    def _log_finished(self, node, arrived, grads, outputs, started) -> cython.bint:
+        """Append ``node``'s node_finished record to the observer's log, if it still logs
+        and its byte budget allows (Note [Records the engine appends]); False if not."""
+        log: EventLog = _log_of(self.observer)
+        if log is None:
+            return False
+        grads_out = list(outputs)
+        if log.bytes_left is not None:
+            left = log.bytes_left
+            for grad in grads_out:
+                if grad is not None:
+                    tensor: TensorBase = grad
+                    left -= tensor._data.nbytes
+            if left < 0:
+                return False  # the observer's node_finished counts it and stops deferring
+            log.bytes_left = left
+        now = time.perf_counter()
+        grads_in = arrived if _same_items(arrived, grads) else list(grads)
+        log.records.append((log.finished, log.number, node, now, grads_in, grads_out,
+                            now - started, grads_in))
+        return True
 
     def _execute_arrays(self, node, buffer):
         """``_execute`` of a node that runs its fast rule on arrays, when nothing observes it
@@ -1179,6 +1298,7 @@ class GraphTask:
 
     def _distribute(self, node, outputs):
         observer = self.observer
+        log: EventLog
         counted: Node = node
         dependencies: dict = self._dependencies
         not_ready: dict = self._not_ready
@@ -1229,12 +1349,22 @@ class GraphTask:
             if grad is not None:
                 how = self._add_to_buffer(buffer, slot, grad)
                 if observer is not None:
-                    observer.buffer_added(self, next_node, slot, node, how, grad,
-                                          buffer.get(slot))
+                    log = _log_of(observer)  # Note [Records the engine appends]
+                    if log is not None and how == "stored":
+                        log.records.append((log.added, log.number, next_node, time.perf_counter(),
+                                            slot, node, how, grad, None))
+                    else:
+                        observer.buffer_added(self, next_node, slot, node, how, grad,
+                                              buffer.get(slot))
             if remaining == 0:
                 self._push_ready(buffer)
                 if observer is not None:
-                    observer.node_ready(self, next_node)
+                    log = _log_of(observer)
+                    if log is not None:
+                        log.records.append((log.ready, log.number, next_node,
+                                            time.perf_counter()))
+                    else:
+                        observer.node_ready(self, next_node)
 
     def _add_to_buffer(self, buffer, slot, grad):
         """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here.

@@ -120,11 +120,15 @@ class _SessionRecorder(Recorder):
     @keep_buffers.setter
     def keep_buffers(self, keep: bool) -> None:
         # The engine calls buffer_added at every contribution (about 150 in a GPT step): the
-        # session's own method is in the way only while it keeps buffers (one step_event()).
+        # session's own method is in the way only while it keeps buffers (one step_event()),
+        # and the engine appends no record itself meanwhile (Note [Records the engine
+        # appends] in gradviz_ext/_task.py)
         if keep:
             self.__dict__["buffer_added"] = self._buffer_added_kept
+            self._engine_log = None
         else:
             self.__dict__.pop("buffer_added", None)
+            self._engine_log = self._log
 
     def _buffer_added_kept(self, task, node, slot, producer, how, grad, buffered):
         super().buffer_added(task, node, slot, producer, how, grad, buffered)

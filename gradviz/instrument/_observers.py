@@ -48,6 +48,18 @@ class _Dispatcher(_engine.Observer):
         self.previous = previous
         self.registrations: tuple = ()
 
+    @property
+    def _engine_log(self):
+        """The one observer's log, when the engine's records may go straight to it (Note
+        [Records the engine appends] in gradviz_ext/_task.py): it is the only one registered,
+        for this thread, and no earlier observer waits for the callbacks."""
+        registrations = self.registrations
+        if len(registrations) == 1 and self.previous is None:
+            only = registrations[0]
+            if only.thread is None or only.thread == _get_ident():
+                return getattr(only.observer, "_engine_log", None)
+        return None
+
     def _targets(self):
         ident = threading.get_ident()
         return [r.observer for r in self.registrations if r.thread is None or r.thread == ident]

@@ -16,6 +16,7 @@ import weakref
 
 from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ops
+from gradviz_ext import task as _task
 
 from ._nodes import describe_graph, fill_node_created, forward_line, saved_tensors_of, traverse_graph
 from ._schema import EVENT_KINDS, SCHEMA_VERSION
@@ -93,7 +94,10 @@ class Recorder(_engine.Observer):
         self._number = -1            # while deferring: the number of the task deferred
         self._started_record = -1    # index in _deferred of the last node_started record
         self._grad_snapshot = None   # (a leaf's .grad, its copy) until its node_finished
-        self._bytes_left = None      # what deferred_bytes_limit leaves the deferring pass
+        # Note [Records the engine appends] (gradviz_ext/_task.py): the deferring pass's log,
+        # which also counts what deferred_bytes_limit leaves it; _engine_log, what the engine
+        # reads, is the log or None while something must see every callback
+        self._log: _task.EventLog | None = None
         # the builders of node_started and node_finished, as the subclass has them
         self._build_started = type(self)._build_node_started
         self._build_finished = type(self)._build_node_finished
@@ -153,6 +157,8 @@ class Recorder(_engine.Observer):
     def _build_deferred(self) -> None:
         """Build the deferred records into events, in order (Note [Events when read])."""
         records, self._deferred = self._deferred, []
+        if self._log is not None:
+            self._log.records = self._deferred  # where the engine appends from now on
         self._started_record = -1
         cache = self._summary_cache
         over = not self._deferring and not self._tasks
@@ -176,6 +182,7 @@ class Recorder(_engine.Observer):
     def _stop_deferring(self) -> None:
         """From here on, every event is built at once; those deferred are built now."""
         self._deferring = False
+        self._log = self._engine_log = None
         self.build_events()
 
     def _eager_from_here(self) -> None:
@@ -269,6 +276,7 @@ class Recorder(_engine.Observer):
             self._summary_cache.flush()
         self._reachable = {}
         self._deferring = False  # the records stay deferred (Note [Events when read])
+        self._log = self._engine_log = None
         self._grad_snapshot = None
         cache = self._summary_cache
         cache.lazy = False
@@ -416,9 +424,13 @@ class Recorder(_engine.Observer):
                   task.create_graph, _inputs_of(task))
         if defer:
             self._deferring = True
-            self._bytes_left = self.deferred_bytes_limit
             self._number = record[1]
             self._deferred.append(record)
+            self._log = _task.EventLog(self._deferred, self._number, Recorder._build_node_ready,
+                                       Recorder._build_buffer_added, self._build_started,
+                                       self._build_finished, self.deferred_bytes_limit)
+            if _logs_in_engine(type(self)):
+                self._engine_log = self._log
         else:
             self._record(record)
 
@@ -602,12 +614,14 @@ class Recorder(_engine.Observer):
                 shown = [snapshot[1] if g is snapshot[0] else g for g in grads_in]
             self._deferred.append((self._build_finished, self._number, node, _clock(), grads_in,
                                    grads_out, duration, shown))
-            left = self._bytes_left
-            if left is not None:  # the new gradients are held until their records are built
+            log = self._log
+            assert log is not None  # set with _deferring
+            if log.bytes_left is not None:  # the new gradients are held until they are built
+                left = log.bytes_left
                 for grad in grads_out:
                     if grad is not None:
                         left -= grad._data.nbytes
-                self._bytes_left = left
+                log.bytes_left = left
                 if left < 0:
                     self._eager_from_here()
         else:
@@ -662,9 +676,11 @@ class Recorder(_engine.Observer):
                     self._deferred[index] = started[:5] + ([copy if g is after else g
                                                             for g in started[5]],)
                 after = copy
-                if self._bytes_left is not None:
-                    self._bytes_left -= (copy._data.nbytes
-                                         + (0 if before is None else before._data.nbytes))
+                log = self._log
+                assert log is not None  # set with _deferring
+                if log.bytes_left is not None:
+                    log.bytes_left -= (copy._data.nbytes
+                                       + (0 if before is None else before._data.nbytes))
         elif after is not None and self._summary_cache.lazy:
             self._reach((after,))  # the leaf's .grad
         self._record((Recorder._build_grad_accumulated, self._task_number(task), node, _clock(),
@@ -732,7 +748,9 @@ class Recorder(_engine.Observer):
 # engine made, the node's node_started and node_finished records describe the copy too).
 # Everything else a record holds is an intermediate gradient that nothing writes (Note [Lazy
 # summaries] in _summary.py has the writers), and node names and numbers, for which
-# ``name_leaf`` and ``learn_graph`` build what is deferred before they change them.
+# ``name_leaf`` and ``learn_graph`` build what is deferred before they change them. While it
+# defers, the engine appends the records of the commonest callbacks itself (``_engine_log``,
+# Note [Records the engine appends] in gradviz_ext/_task.py).
 #
 # The pass's ``backward_started`` record carries the graph as :func:`traverse_graph` found it
 # (the nodes must be known before they release what they saved); describing it (node dicts,
@@ -810,25 +828,16 @@ def same_items(first: list, second: list) -> bool:
     return len(first) == len(second) and all(map(operator.is_, first, second))
 
 
-def _runs_outside_code(node) -> bool:
-    """Whether running ``node`` may run code the engine does not control: a backward that is
-    not a built-in rule, hooks of any kind, saved-tensor unpack hooks (Note [Lazy summaries]
-    in _summary.py)."""
-    if not isinstance(node, _BUILTIN_NODES):
-        return True
-    extra = node._extra
-    if extra is not None and (extra.pre_hooks or extra.post_hooks or extra.tensor_pre_hooks):
-        return True
-    if isinstance(node, _engine.AccumulateGrad):
-        return bool(node.variable._post_accumulate_hooks)
-    if isinstance(node, _ops.OpNode):  # its saved tensors, as saved_tensors_of lists them
-        output = node._saved_output
-        if output is not None and output._has_hooks:
-            return True
-        for value in node._kept_inputs or ():
-            if isinstance(value, _engine.SavedTensor) and value._has_hooks:
-                return True
-    return False
+_runs_outside_code = _task.runs_outside_code
+
+_ENGINE_LOGGED = ("node_ready", "buffer_added", "node_started", "node_finished")
+
+
+def _logs_in_engine(cls) -> bool:
+    """Whether the engine may append ``cls``'s records of its commonest events itself (Note
+    [Records the engine appends] in gradviz_ext/_task.py): not for a subclass that overrides
+    one of their callbacks."""
+    return all(getattr(cls, name) is getattr(Recorder, name) for name in _ENGINE_LOGGED)
 
 
 def _inputs_of(task):
