@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device
+from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
 from . import _random_fills
 from ._pointwise import checked_integer
 from ._registry import declare, exports
@@ -140,8 +140,8 @@ def _rng(generator):
     return generator
 
 
-def _finish(array, requires_grad):
-    out = _wrap(array)
+def _finish(array, requires_grad, source=None):
+    out = _wrap(array) if source is None else _wrap_converted(array, source)
     if requires_grad:
         out._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
     return out
@@ -174,7 +174,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         raise RuntimeError("Could not infer dtype of NoneType")
     else:
         array = np.array(_to_array(data, dtype), copy=True)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, data)
 
 
 @declare()
@@ -185,7 +185,7 @@ def as_tensor(data, dtype=None, device=None):
     _check_device(device)
     if isinstance(data, Tensor) and (dtype is None or _dtypes.as_dtype(dtype) is data.dtype):
         return data
-    return _wrap(_to_array(data, dtype))
+    return _wrap_converted(_to_array(data, dtype), data)
 
 
 @declare()
@@ -194,7 +194,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _dtypes.from_numpy(array.dtype)
-    return _wrap(array)
+    return _wrap_converted(array, array)
 
 
 _check_device = check_device
