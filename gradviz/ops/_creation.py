@@ -717,15 +717,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     weights = input._data.astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    rows = weights.reshape(-1, weights.shape[-1])
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    rows = weights.reshape(weights.shape[0] if weights.ndim == 2 else 1, weights.shape[-1])
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if rows.shape[1] == 0 and rows.shape[0] and num_samples == 1:  # torch checks with aminmax
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if np.any(rows.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     categories = rows.shape[1]
-    if not replacement and num_samples > categories:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                           "replacement")
     rng = _rng(generator)
     out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
     for i, row in enumerate(rows):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 
@@ -299,13 +298,17 @@ def _check_nonempty(input, dim, what):
     if input.ndim == 0:
         return  # one entry; a dim of 0 or -1 reads it as a vector of one, as in torch
     dims = _normalize_dims(dim, input.ndim)
-    if builtins.any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
-        # torch's types differ: max()/min() of nothing is a RuntimeError, the rest IndexErrors
-        kind = RuntimeError if dim is None and what in ("max", "min") else IndexError
+    empty = [d for d in dims if input._data.shape[d] == 0]
+    if empty or (input._data.size == 0 and dim is None):
+        # torch's types differ: max(), min(), amax(), amin() of nothing is a RuntimeError, the
+        # rest IndexErrors; the message names the first empty dim
+        kind = RuntimeError if dim is None and what in ("max", "min", "amax", "amin") else IndexError
+        hint = "" if what in ("argmax", "argmin") else (
+            " Specify the reduction dim with the 'dim' argument.")
         raise kind(
-            f"{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
-            "the reduction dim with the 'dim' argument." if dim is None else
-            f"{what}(): Expected reduction dim {dims[0]} to have non-zero size."
+            f"{what}(): Expected reduction dim to be specified for input.numel() == 0.{hint}"
+            if dim is None else
+            f"{what}(): Expected reduction dim {empty[0]} to have non-zero size."
         )
 
 
@@ -598,9 +601,25 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     _check_floating(input, "norm")
+    _check_identity(input, p, dim)
     if p == 0:
         return apply(_NORM_ZERO, input, **_reduce_attrs(input, dim, keepdim))
     return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
+
+
+def _check_identity(x, p, dim):
+    """PyTorch's error for a norm without an identity (``inf``, negative ``p``) over an empty
+    dim, or over an empty tensor (all dims); numpy's would be a ValueError."""
+    if not (p < 0 or p == math.inf):
+        return
+    if dim is None and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    for d in (dim,) if isinstance(dim, int) else dim or ():  # (torch names the dim as given)
+        if x.shape[_wrap_dim(d, x.ndim)] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
+                               f"dimension {d}because this dimension is empty and the "
+                               "operation does not have an identity")
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
@@ -689,12 +708,7 @@ def renorm(input, p, dim, maxnorm):
             f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
     dim = _wrap_dim(int(dim), input.ndim)
     _check_floating(input, "norm")
-    if p == math.inf:
-        for d in _renorm_dims(input.ndim, dim):
-            if input.shape[d] == 0:
-                raise RuntimeError(
-                    f"linalg.vector_norm cannot compute the inf norm on the dimension {d}because "
-                    "this dimension is empty and the operation does not have an identity")
+    _check_identity(input, p, _renorm_dims(input.ndim, dim))
     return apply(_RENORM, input, p=p, dim=dim, maxnorm=maxnorm)
 
 
