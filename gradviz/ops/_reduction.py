@@ -718,8 +718,19 @@ def _cumsum_backward(ctx, g):
     return (flip(cumsum(flip(g, [ctx.dim]), ctx.dim), [ctx.dim]),)
 
 
-_CUMSUM = Op("cumsum", "CumsumBackward0",
-             forward=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a.copy(),
+def _cumsum_forward(a, dim):
+    """``np.cumsum``, whose running sum starts from the first entry, where PyTorch's starts
+    from +0.0: the two differ only on a leading run of -0.0, which PyTorch's makes +0.0, and
+    adding +0.0 does exactly that (it changes no other value, NaN and infinities included)."""
+    if not a.ndim:
+        return a.copy()
+    out = np.cumsum(a, axis=dim)
+    if out.dtype.kind == "f":
+        out += 0.0
+    return out
+
+
+_CUMSUM = Op("cumsum", "CumsumBackward0", forward=_cumsum_forward,
              backward=_cumsum_backward, saved={"dim": DIM})
 
 
