@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dtypes as _dtypes
-from ._tensor import C_TYPE_NAMES, Tensor, _legacy_array, _wrap, check_device
+from ._tensor import C_TYPE_NAMES, Tensor, _legacy_array, _wrap, _wrap_converted, check_device
 
 __all__ = ["FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor", "IntTensor", "ShortTensor",
            "CharTensor", "ByteTensor", "BoolTensor"]
@@ -34,7 +34,7 @@ class tensortype(type):
         array = _legacy_array(args)
         if isinstance(args[0] if args else None, np.ndarray) or array.dtype != cls.dtype.numpy:
             array = np.asarray(array).astype(cls.dtype.numpy)
-        return _wrap(array)
+        return _wrap_converted(array, args[0] if args else None)
 
     def __repr__(cls) -> str:
         return f"<class 'gradviz.{cls.__name__}'>"

@@ -75,9 +75,23 @@ def relayout(array: np.ndarray, format: memory_format) -> np.ndarray:
 def preserved_copy(array: np.ndarray) -> np.ndarray:
     """A copy in ``array``'s own axis order (its strides sorted, made dense: numpy's
     ``order="K"``), or row-major if axes overlap (a stride of 0 over a size above 1, as an
-    ``expand``), as torch's ``preserve_format``."""
+    ``expand``), as torch's ``preserve_format``; of no elements, with ``array``'s strides."""
+    if array.size == 0:
+        return with_strides_of(array.copy(), array)
     overlapping = any(stride == 0 and size > 1 for stride, size in zip(array.strides, array.shape))
     return array.copy(order="C" if overlapping else "K")
+
+
+def with_strides_of(array: np.ndarray, source: np.ndarray) -> np.ndarray:
+    """``array`` (of no elements, shaped like ``source``) viewed with ``source``'s strides in
+    elements, as PyTorch's ``preserve_format`` and its conversions from numpy keep an empty
+    tensor's strides, whatever they are (it counts every empty tensor as dense; Note [Empty
+    tensors' strides] in gradviz_ext/_ops.py); ``array`` itself where ``source`` has a
+    negative stride (a numpy flip), which no tensor has."""
+    if min(source.strides, default=0) < 0:
+        return array
+    strides = tuple(stride // source.itemsize * array.itemsize for stride in source.strides)
+    return np.lib.stride_tricks.as_strided(array, source.shape, strides)
 
 
 def is_laid_out(array: np.ndarray, format: memory_format) -> bool:
@@ -105,6 +119,8 @@ def like(out: np.ndarray, input: np.ndarray, format: memory_format | None) -> np
         return out
     if format is not preserve_format:
         return relayout(out, format)
+    if input.size == 0:
+        return with_strides_of(out, input)
     overlapping = any(stride == 0 and size > 1 for stride, size in zip(input.strides, input.shape))
     if input.flags.c_contiguous or overlapping:
         return out

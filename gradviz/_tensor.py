@@ -166,7 +166,9 @@ class Tensor(_TensorBase):
         uninitialized (here: zero) tensor of that shape, ``Tensor(data)`` converts data to the
         default float dtype, ``Tensor(tensor)`` shares the tensor's storage and dtype."""
         check_device(device)
-        _engine.TensorBase.__init__(self, _legacy_array(args), False)
+        array = _legacy_array(args)
+        _engine.TensorBase.__init__(self, _wrap_converted(array, args[0] if args else None)._data,
+                                    False)
 
     # ---- dtype, shape ---------------------------------------------------------------
     @property
@@ -751,6 +753,22 @@ def _wrap(array, requires_grad=False, grad_fn=None, output_nr=0, version_counter
     if version_counter is not None:
         out._version_counter = version_counter
     return out
+
+
+_make_tensor_as_laid_out = _ext_ops.make_tensor_as_laid_out
+
+
+def _wrap_converted(array, source):
+    """``_wrap(array)`` for ``array`` converted from ``source``: when both have no elements
+    and ``source`` is a numpy array or a Tensor of the same shape, the tensor takes the
+    source's strides (in elements), as torch.tensor, torch.from_numpy and torch.as_tensor
+    keep them, even numpy's all-zero ones (Note [Empty tensors' strides] in
+    gradviz_ext/_ops.py); otherwise a new tensor's."""
+    if array.size == 0:
+        data = source._data if isinstance(source, Tensor) else source
+        if isinstance(data, np.ndarray) and data.shape == array.shape:
+            return _make_tensor_as_laid_out(_memory_format.with_strides_of(array, data))
+    return _make_tensor(array)
 
 
 def _legacy_array(args) -> np.ndarray:

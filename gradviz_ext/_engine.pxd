@@ -10,11 +10,12 @@ cdef extern from "c/type_objects.h":
     unsigned int gradviz_type_version(object type)
     int gradviz_name_accumulate_grad(object type) except -1
 
-# A numpy array's dtype and shape read from the array's C struct (exact ndarrays only).
+# A numpy array's dtype, shape and strides read from the array's C struct (exact ndarrays only).
 cdef extern from "c/ndarray_head.h":
     object gradviz_array_dtype(object array, object ndarray)
     int gradviz_array_has_shape(object array, object ndarray, object shape)
     size_t gradviz_array_address(object array)
+    int gradviz_array_unstrided_empty(object array, object ndarray)
 
 
 cdef bint _grad_enabled

@@ -7,6 +7,7 @@ cdef extern from "Python.h":
 from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, VersionCounter,
                                   forward_observer, gradient_edge, gradviz_array_dtype,
                                   gradviz_array_address, gradviz_array_has_shape,
+                                  gradviz_array_unstrided_empty,
                                   gradviz_new_instance,
                                   init_node, init_node_edges, edge_node, is_grad_enabled,
                                   save_tensor, track_view)

@@ -120,9 +120,61 @@ class OpSpec:
         self.quiet = quiet
 
 
+# Note [Empty tensors' strides]
+# -----------------------------
+# numpy gives every new array of no elements all-zero strides (``np.empty((2, 0, 4))``, and
+# so the result of any op on empty operands, matmul's included, has strides (0, 0, 0)), where
+# PyTorch gives a new tensor the contiguous strides of its shape, a size 0 counting as 1:
+# (2, 0, 4) has strides (4, 4, 1). The strides show in ``stride()``, in the nodes'
+# ``_saved_*_strides``, and in the views of the tensor, which derive theirs from it. So
+# ``make_tensor``, which makes every tensor from an op's result, a gradient or a factory's
+# array, gives such an array PyTorch's strides (a view of the same no elements; the test is a
+# C loop over the strides that stops at the first nonzero one, ``ndarray_head.h``). A view
+# op's result keeps the strides numpy derived from its base's (``_tensor_around``): they are
+# the base's, and all zero only where PyTorch's are too (``torch.ones(1).expand(0)``).
+# PyTorch counts every empty tensor as dense, so it keeps an empty tensor's strides, whatever
+# they are, where it keeps a dense tensor's layout: ``clone`` and the ``*_like`` constructors
+# (``with_strides_of`` in gradviz/_memory_format.py), a leaf's first ``.grad`` (``_task.py``,
+# ``_empty_in_layout_of``), and its conversions of a numpy array or a tensor (``tensor``,
+# ``from_numpy``, ``as_tensor``, ``Tensor``: ``_wrap_converted`` in gradviz/_tensor.py), which
+# keep even numpy's all-zero strides. Of those, only a copy of an all-zero-strided tensor
+# differs: it gets a new tensor's strides, where PyTorch keeps the zeros.
+@cython.ccall
+def strided_like_torch(data):
+    """``data``, or for an array of no elements laid out as numpy lays out a new one (all
+    strides 0), the same array with the strides PyTorch gives a new tensor of its shape
+    (Note [Empty tensors' strides])."""
+    if cython.compiled:
+        if not gradviz_array_unstrided_empty(data, _ndarray):
+            return data
+    elif type(data) is not _ndarray or data.size or not data.ndim or any(data.strides):
+        return data
+    strides = []
+    step = data.itemsize
+    for size in reversed(data.shape):
+        strides.append(step)
+        step *= max(size, 1)
+    return np.lib.stride_tricks.as_strided(data, data.shape, tuple(reversed(strides)))
+
+
 @cython.ccall
 def make_tensor(data):
-    """A Tensor around ``data`` (not copied), built without calling ``__init__``."""
+    """A Tensor around ``data`` (not copied), built without calling ``__init__``; an array of
+    no elements numpy made gets PyTorch's strides (Note [Empty tensors' strides])."""
+    return _tensor_around(strided_like_torch(data))
+
+
+def make_tensor_as_laid_out(data):
+    """``make_tensor`` keeping the strides of an array of no elements as they are: an array
+    converted from a user's (``torch.from_numpy`` and ``torch.tensor`` keep a numpy array's
+    strides, all zero or not)."""
+    return _tensor_around(data)
+
+
+@cython.cfunc
+@cython.inline
+def _tensor_around(data):
+    """A Tensor around ``data`` as it is (not copied), built without calling ``__init__``."""
     t: TensorBase
     if cython.compiled:  # the class's tp_new directly: no attribute lookup, no Python call
         t = gradviz_new_instance(_tensor_class)
@@ -2190,12 +2242,9 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
                 break
 
     multiple: cython.bint = isinstance(result, tuple)
-    if multiple:
-        outputs = tuple([make_tensor(np.asarray(r)) for r in result])
-    else:
-        out = _wrap(result)
-        outputs = (out,)
-    if op.view:
+    if op.view:  # the strides numpy derived from the base's (Note [Empty tensors' strides])
+        outputs = tuple([_tensor_around(r if type(r) is _ndarray else np.asarray(r))
+                         for r in (result if multiple else (result,))])
         base = inputs[0]
         chain = base._view_chain + ((op, attrs),)  # how to re-derive it from the root base
         root = base if base._base is None else base._base
@@ -2204,6 +2253,11 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
             out._base = root
             out._view_chain = chain
             track_view(root, out, base, 0)  # Note [Views after their base changed] (_engine.py)
+    elif multiple:
+        outputs = tuple([make_tensor(np.asarray(r)) for r in result])
+    else:
+        out = _wrap(result)
+        outputs = (out,)
 
     if record:
         # one and two operands are most ops: build the tuples without intermediate lists

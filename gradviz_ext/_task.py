@@ -38,6 +38,7 @@ import numpy
 
 from gradviz_ext._anomaly import check_nan, report_anomaly
 from gradviz_ext._errstate import ERRSTATE, QUIET
+from gradviz_ext._ops import make_tensor_as_laid_out
 
 if not cython.compiled:  # compiled, these come from the cimport in _task.pxd
     from gradviz_ext._engine import (AccumulateGrad, GraphRoot, InputMeta, Node, SavedTensor,
@@ -1464,6 +1465,8 @@ def _stealable(grad) -> cython.bint:
     flags = data.flags
     if not (flags.c_contiguous and flags.writeable):
         return False
+    if data.size == 0:  # numpy calls it row-major whatever its strides: _empty_in_layout_of
+        return False
     base = data.base
     # a view is fine when it is the only view of an array it covers whole (the transposed
     # product the row-major matmul rule returns: see gradviz.ops._linalg)
@@ -1501,12 +1504,30 @@ def _copy_in_layout_of(leaf: TensorBase, grad: TensorBase):
     it; None for a row-major leaf (the usual case) or one with gaps or overlaps, whose
     ``.grad`` is row-major."""
     data = leaf._data
+    if data.size == 0:  # numpy calls every array of no elements row-major
+        return _empty_in_layout_of(data, grad._data)
     if data.flags.c_contiguous or not _dense(data):
         return None
     grad_data = grad._data
     out = numpy.empty_like(data, dtype=grad_data.dtype)  # order "K": the leaf's layout
     out[...] = grad_data
     return _rt.make(out)
+
+
+def _empty_in_layout_of(data, grad_data):
+    """A first ``.grad`` of no elements for a leaf of no elements (``data``), as PyTorch
+    decides it, counting every empty tensor as dense (Note [Empty tensors' strides] in
+    _ops.py): None (``grad`` as it is) when ``grad`` has the leaf's strides (those of dims of
+    size 1 aside, unless 0: PyTorch's obeys_layout_contract), else the leaf's strides."""
+    itemsize = data.itemsize
+    steps = [stride // itemsize for stride in data.strides]
+    size = grad_data.itemsize
+    if all((grad_stride == step * size) if n != 1 else grad_stride != 0
+           for grad_stride, step, n in zip(grad_data.strides, steps, data.shape)):
+        return None
+    strides = tuple([step * size for step in steps])
+    return make_tensor_as_laid_out(numpy.lib.stride_tricks.as_strided(grad_data, data.shape,
+                                                                      strides))
 
 
 def _dense(data) -> cython.bint:

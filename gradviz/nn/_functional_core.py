@@ -533,7 +533,9 @@ def one_hot(tensor, num_classes: int = -1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     values = tensor.numpy()
     if num_classes == -1:
-        num_classes = int(values.max()) + 1 if values.size else 0
+        if not values.size:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(values.max()) + 1
     if values.size and values.min() < 0:
         raise RuntimeError("Class values must be non-negative.")
     if values.size and values.max() >= num_classes:

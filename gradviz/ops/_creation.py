@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device
+from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
 from . import _random_fills
 from ._pointwise import checked_integer
 from ._registry import declare, exports
@@ -140,8 +140,8 @@ def _rng(generator):
     return generator
 
 
-def _finish(array, requires_grad):
-    out = _wrap(array)
+def _finish(array, requires_grad, source=None):
+    out = _wrap(array) if source is None else _wrap_converted(array, source)
     if requires_grad:
         out._set_requires_grad(True, "Only Tensors of floating point and complex dtype")
     return out
@@ -174,7 +174,7 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         raise RuntimeError("Could not infer dtype of NoneType")
     else:
         array = np.array(_to_array(data, dtype), copy=True)
-    return _finish(array, requires_grad)
+    return _finish(array, requires_grad, data)
 
 
 @declare()
@@ -185,7 +185,7 @@ def as_tensor(data, dtype=None, device=None):
     _check_device(device)
     if isinstance(data, Tensor) and (dtype is None or _dtypes.as_dtype(dtype) is data.dtype):
         return data
-    return _wrap(_to_array(data, dtype))
+    return _wrap_converted(_to_array(data, dtype), data)
 
 
 @declare()
@@ -194,7 +194,7 @@ def from_numpy(array: np.ndarray) -> Tensor:
     if not isinstance(array, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(array).__name__})")
     _dtypes.from_numpy(array.dtype)
-    return _wrap(array)
+    return _wrap_converted(array, array)
 
 
 _check_device = check_device
@@ -717,15 +717,20 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     weights = input._data.astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
-    rows = weights.reshape(-1, weights.shape[-1])
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    rows = weights.reshape(weights.shape[0] if weights.ndim == 2 else 1, weights.shape[-1])
+    if not replacement and num_samples > rows.shape[1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    if rows.shape[1] == 0 and rows.shape[0] and num_samples == 1:  # torch checks with aminmax
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                           "operation has no identity.")
     if not np.all(np.isfinite(rows)) or np.any(rows < 0):
         raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
     if np.any(rows.sum(axis=1) <= 0):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     categories = rows.shape[1]
-    if not replacement and num_samples > categories:
-        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
-                           "replacement")
     rng = _rng(generator)
     out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
     for i, row in enumerate(rows):

@@ -248,6 +248,7 @@ from ._reduction import mean as mean
 from ._reduction import min as min
 from ._reduction import norm as norm
 from ._reduction import prod as prod
+from ._reduction import renorm as renorm
 from ._reduction import std as std
 from ._reduction import sum as sum
 from ._reduction import sum_to as sum_to

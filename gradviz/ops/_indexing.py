@@ -187,6 +187,8 @@ def index_select(input, dim, index):
     _check_index_vector(array, "index_select")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
+    if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if array.size and (array.max() >= size or array.min() < 0):
         raise IndexError("index out of range in self")
     check_saveable(index, input)

@@ -19,7 +19,7 @@ from gradviz_ext import ops as _ext_ops
 from .._tensor import _wrap
 from ._conv import _requiring_grad, _tie_backward
 from ._creation import zeros
-from ._indexing import index_add
+from ._indexing import index_add, index_select
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
 from ._registry import Op, apply, check_saveable, promote_float, saves_inputs
@@ -33,19 +33,23 @@ __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
 
 def _embedding_backward(ctx, g):
     flat = reshape(g, (int(np.prod(g.shape[:-1])), ctx.shape[1]))  # -1 is ambiguous for width 0
-    if ctx.padding_idx is not None:  # the padding row gets no gradient
-        flat = flat * ctx.keep.astype(g._data.dtype)[:, None]
-    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, ctx.index_tensor, flat), None)
+    index = ctx.index_tensor
+    if ctx.padding_idx is not None:  # the padding row gets no gradient: its entries are left
+        # out, as PyTorch skips them (a NaN or an infinity there times 0 would be NaN)
+        flat = index_select(flat, 0, _wrap(np.flatnonzero(ctx.keep)))
+        index = _wrap(index._data[ctx.keep])
+    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat), None)
 
 
 def _embedding_fast(ctx, g):
     """:func:`_embedding_backward` on arrays: the same rows added in the same order into
     zeros (``index_add``'s forward is ``add_rows`` on a copy of them)."""
     flat = g.reshape(math.prod(g.shape[:-1]), ctx.shape[1])
+    index = ctx.index_tensor._data
     if ctx.padding_idx is not None:
-        flat = flat * ctx.keep.astype(g.dtype)[:, None]
+        flat, index = flat[ctx.keep], index[ctx.keep]
     grad = np.zeros(ctx.shape, dtype=g.dtype)
-    add_rows(grad, ctx.index_tensor._data, flat)
+    add_rows(grad, index, flat)
     return grad, None
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import builtins
 import math
 import warnings
 
@@ -11,7 +10,18 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
-from ._saved import DIM, DIMS, KEEPDIM, RESULT, SELF, SELF_SIZES, Computed, input_numel, reduced_indices
+from ._saved import (
+    DIM,
+    DIMS,
+    KEEPDIM,
+    RESULT,
+    SELF,
+    SELF_SIZES,
+    Attr,
+    Computed,
+    input_numel,
+    reduced_indices,
+)
 from ._shape import expand, reshape, unsqueeze
 
 
@@ -288,13 +298,17 @@ def _check_nonempty(input, dim, what):
     if input.ndim == 0:
         return  # one entry; a dim of 0 or -1 reads it as a vector of one, as in torch
     dims = _normalize_dims(dim, input.ndim)
-    if builtins.any(input._data.shape[d] == 0 for d in dims) or (input._data.size == 0 and dim is None):
-        # torch's types differ: max()/min() of nothing is a RuntimeError, the rest IndexErrors
-        kind = RuntimeError if dim is None and what in ("max", "min") else IndexError
+    empty = [d for d in dims if input._data.shape[d] == 0]
+    if empty or (input._data.size == 0 and dim is None):
+        # torch's types differ: max(), min(), amax(), amin() of nothing is a RuntimeError, the
+        # rest IndexErrors; the message names the first empty dim
+        kind = RuntimeError if dim is None and what in ("max", "min", "amax", "amin") else IndexError
+        hint = "" if what in ("argmax", "argmin") else (
+            " Specify the reduction dim with the 'dim' argument.")
         raise kind(
-            f"{what}(): Expected reduction dim to be specified for input.numel() == 0. Specify "
-            "the reduction dim with the 'dim' argument." if dim is None else
-            f"{what}(): Expected reduction dim {dims[0]} to have non-zero size."
+            f"{what}(): Expected reduction dim to be specified for input.numel() == 0.{hint}"
+            if dim is None else
+            f"{what}(): Expected reduction dim {empty[0]} to have non-zero size."
         )
 
 
@@ -514,29 +528,33 @@ def logsumexp(input, dim, keepdim=False):
 
 
 def _norm_backward(ctx, g):
-    """torch's ``norm_backward``, branch by branch: where the norm is zero its gradient is
-    masked to zero *after* dividing by the norm, so a second derivative there is torch's NaN
-    (0/0 in the division's backward), not a zero."""
+    """torch's ``norm_backward`` (:func:`_norm_grad`) for the norm's node."""
+    return (_norm_grad(ctx.input(0), ctx.p, _keep(ctx.output(), ctx), _keep(g, ctx),
+                       lambda ties: _keep(sum(ties, ctx.dims, ctx.keepdim), ctx)),)
+
+
+def _norm_grad(x, p, value, g, total):
+    """torch's ``norm_backward``, branch by branch: the gradient reaching ``x`` through its
+    p-norm ``value`` for the incoming ``g`` (both broadcasting against ``x``); ``total(t)``
+    sums ``t`` over the norm's dims, broadcasting against ``x``. Where the norm is zero its
+    gradient is masked to zero *after* dividing by the norm, so a second derivative there is
+    torch's NaN (0/0 in the division's backward), not a zero."""
     from ._math import isnan
     from ._pointwise import abs, eq, logical_or, pow, sign, to, where_zero
 
-    x = ctx.input(0)
-    p = ctx.p
-    norm = _keep(ctx.output(), ctx)
-    g = _keep(g, ctx)
     if p == 1:
-        return (sign(x) * g,)
+        return sign(x) * g
     if p == 2:
-        return (g * where_zero(eq(norm, 0), x / norm),)
+        return g * where_zero(eq(value, 0), x / value)
     if p in (math.inf, -math.inf):  # shared evenly among the tied extremes (and NaNs)
         magnitude = abs(x)
-        ties = to(logical_or(eq(magnitude, norm), isnan(magnitude)), x.dtype)
-        return (sign(x) * (g / _keep(sum(ties, ctx.dims, ctx.keepdim), ctx) * ties),)
+        ties = to(logical_or(eq(magnitude, value), isnan(magnitude)), x.dtype)
+        return sign(x) * (g / total(ties) * ties)
     if p < 1:
         scaled = sign(x) * where_zero(eq(x, 0), pow(abs(x), p - 1))
-        return (scaled * g * pow(norm, 1 - p),)
+        return scaled * g * pow(value, 1 - p)
     scaled = sign(x) * pow(abs(x), p - 1) if p < 2 else x * pow(abs(x), p - 2)
-    return (scaled * where_zero(eq(norm, 0), g / pow(norm, p - 1)),)
+    return scaled * where_zero(eq(value, 0), g / pow(value, p - 1))
 
 
 def _norm_forward(a, dims, keepdim, shape, count, p):
@@ -583,14 +601,115 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     _check_floating(input, "norm")
+    _check_identity(input, p, dim)
     if p == 0:
         return apply(_NORM_ZERO, input, **_reduce_attrs(input, dim, keepdim))
     return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
 
 
+def _check_identity(x, p, dim):
+    """PyTorch's error for a norm without an identity (``inf``, negative ``p``) over an empty
+    dim, or over an empty tensor (all dims); numpy's would be a ValueError."""
+    if not (p < 0 or p == math.inf):
+        return
+    if dim is None and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty "
+                           "tensor because the operation does not have an identity")
+    for d in (dim,) if isinstance(dim, int) else dim or ():  # (torch names the dim as given)
+        if x.shape[_wrap_dim(d, x.ndim)] == 0:
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
+                               f"dimension {d}because this dimension is empty and the "
+                               "operation does not have an identity")
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     """``torch.linalg.vector_norm``: :func:`norm` with ``ord`` for ``p``."""
     return norm(x, ord, dim, keepdim, dtype)
+
+
+# ---- renorm ----------------------------------------------------------------------------------
+
+# Note [Renorm]
+# ~~~~~~~~~~~~~
+# ``renorm(input, p, dim, maxnorm)`` scales every slice ``input.select(dim, i)`` whose p-norm
+# (over all the other dims) exceeds ``maxnorm`` down to it, as PyTorch's: a factor
+# ``maxnorm / (norm + 1e-7)`` where ``norm > maxnorm``, else 1, computed in the input's dtype
+# (a float16 input's norm and factor in float32, as PyTorch's accumulate type), then
+# ``input * factor``. So a slice ends slightly below ``maxnorm``, a NaN norm leaves its slice
+# as it is, and an infinite one makes its finite entries 0 (inf * 0 is NaN). One node,
+# ``RenormBackward0``, saving ``self``, ``p``, ``dim`` and ``maxnorm`` (p and maxnorm as
+# given); its backward is PyTorch's ``renorm_backward`` written with gradviz ops (the norm
+# recomputed from the input, the norm's own gradient by :func:`_norm_grad`), so it
+# differentiates again:
+#   where(norm > maxnorm, maxnorm / (norm + 1e-7) * (g - nb / (norm + 1e-7)), g),
+# ``nb`` the gradient through the norm of ``sum(input * g)`` over the slice.
+
+def _renorm_dims(ndim, dim):
+    return tuple(d for d in range(ndim) if d != dim)
+
+
+def _renorm_forward(a, p, dim, maxnorm):
+    work = a.astype(np.float32) if a.dtype == np.float16 else a
+    value = _norm_forward(work, _renorm_dims(a.ndim, dim), True, None, None, p)
+    scalar = work.dtype.type
+    with np.errstate(invalid="ignore"):  # a NaN norm: no scaling
+        factor = np.where(value > scalar(maxnorm),
+                          scalar(maxnorm) / (value + scalar(1e-7)), scalar(1))
+    return a * factor.astype(a.dtype, copy=False)
+
+
+def _renorm_backward(ctx, g):
+    from ._pointwise import gt, reciprocal, where
+
+    x = ctx.input(0)
+    dims = _renorm_dims(x.ndim, ctx.dim)
+    value = norm(x, ctx.p, dims, keepdim=True)
+    through_norm = _norm_grad(x, ctx.p, value, sum(x * g, dims, keepdim=True),
+                              lambda ties: sum(ties, dims, keepdim=True))
+    inverse = reciprocal(value + 1e-7)
+    return (where(gt(value, ctx.maxnorm), inverse * ctx.maxnorm * (g - inverse * through_norm),
+                  g),)
+
+
+_RENORM = Op("renorm", "RenormBackward0", forward=_renorm_forward, backward=_renorm_backward,
+             saves=saves_inputs(0),
+             saved={"self": SELF, "p": Attr("p"), "dim": DIM, "maxnorm": Attr("maxnorm")})
+
+
+def _renorm_number(value, name, position):
+    """``p`` or ``maxnorm`` as given (a 0-d tensor's value), or torch's TypeError."""
+    if isinstance(value, Tensor) and value.ndim == 0:
+        value = value.item()
+    if not isinstance(value, (int, float, complex, np.number)):
+        raise TypeError(f"renorm(): argument '{name}' (position {position}) must be Number, "
+                        f"not {type(value).__name__}")
+    return value
+
+
+@declare(method=True, inplace=True, out=True)
+def renorm(input, p, dim, maxnorm):
+    """Each slice ``input.select(dim, i)`` whose ``p``-norm exceeds ``maxnorm`` scaled down to
+    norm ``maxnorm`` (Note [Renorm]). Mirrors ``torch.renorm``."""
+    p = _renorm_number(p, "p", 2)
+    if not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"renorm(): argument 'dim' (position 3) must be int, not "
+                        f"{type(dim).__name__}")
+    maxnorm = _renorm_number(maxnorm, "maxnorm", 4)
+    if np.iscomplexobj(p):
+        raise RuntimeError("renorm: p must be real-valued")
+    if not p > 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if np.iscomplexobj(maxnorm):
+        raise RuntimeError("renorm: maxnorm must be real-valued")
+    if not maxnorm >= 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {float(maxnorm):g}")
+    if input.ndim < 2:
+        raise RuntimeError(
+            f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
+    dim = _wrap_dim(int(dim), input.ndim)
+    _check_floating(input, "norm")
+    _check_identity(input, p, _renorm_dims(input.ndim, dim))
+    return apply(_RENORM, input, p=p, dim=dim, maxnorm=maxnorm)
 
 
 def _cumsum_backward(ctx, g):
@@ -599,8 +718,19 @@ def _cumsum_backward(ctx, g):
     return (flip(cumsum(flip(g, [ctx.dim]), ctx.dim), [ctx.dim]),)
 
 
-_CUMSUM = Op("cumsum", "CumsumBackward0",
-             forward=lambda a, dim: np.cumsum(a, axis=dim) if a.ndim else a.copy(),
+def _cumsum_forward(a, dim):
+    """``np.cumsum``, whose running sum starts from the first entry, where PyTorch's starts
+    from +0.0: the two differ only on a leading run of -0.0, which PyTorch's makes +0.0, and
+    adding +0.0 does exactly that (it changes no other value, NaN and infinities included)."""
+    if not a.ndim:
+        return a.copy()
+    out = np.cumsum(a, axis=dim)
+    if out.dtype.kind == "f":
+        out += 0.0
+    return out
+
+
+_CUMSUM = Op("cumsum", "CumsumBackward0", forward=_cumsum_forward,
              backward=_cumsum_backward, saved={"dim": DIM})
 
 

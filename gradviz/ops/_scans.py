@@ -172,6 +172,8 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     where it is; the gradient goes to that entry."""
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
+    if size == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
     if not 1 <= k <= size:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {dim}: "
                            f"k is {k}, the dimension has {size} entries (k counts from 1)")

@@ -28,7 +28,10 @@ __all__ = ["add_rows", "add_at"]
 # - np.add.reduce over axis 0 of that array adds round after round, each round a whole
 #   (targets, ...) slab: the same sequence of additions per element as add.at, vectorised across
 #   targets and columns. (numpy reduces an outer axis slab by slab; it sums pairwise only along
-#   the innermost contiguous axis, which is why rows of one element keep add.at.)
+#   the innermost contiguous axis, which is why rows of one element keep add.at.) The reduction
+#   starts from ``initial=-0.0``, not numpy's identity +0.0, whose ``0 + out[t]`` would turn a
+#   -0.0 in ``out`` into +0.0 before the first addition: -0.0 in ``out`` plus -0.0 values is
+#   -0.0 in add.at and in PyTorch (``index_add_`` into a tensor holding -0.0).
 #
 # The padded array has (longest group + 1) * targets rows; when one index dominates that is far
 # more than the entries, so the rule falls back to add.at there, and for narrow rows, where
@@ -36,9 +39,8 @@ __all__ = ["add_rows", "add_at"]
 # through ``add_at`` (Note [Flat positions]).
 #
 # Compiled (gradviz_ext/c/add_rows.h, through ``add_rows_arrays``), the rounds' sums need no
-# sort and no array: numpy's reduction starts from its identity, so each target's row is
-# ((0 + out[t]) + v1) + v2 ..., which a C loop over the entries in index order computes, one
-# IEEE addition per element (a -0.0 input row becomes +0.0, as in the reduction). It takes
+# sort and no array: each target's row is (out[t] + v1) + v2 ..., which a C loop over the
+# entries in index order computes, one IEEE addition per element. It takes
 # the C-contiguous float32 and float64 cases without NaN values (of two NaNs an addition
 # keeps one, and which one numpy's vectorized loops keep varies with the column) and makes the
 # same dominance test; the rest stays the numpy code. The embedding's backward on the GPT's
@@ -91,7 +93,7 @@ def add_rows(out, index, values):
     rounds = np.full((longest + 1, targets.size) + out.shape[1:], -0.0, dtype=out.dtype)
     rounds[0] = out[targets]
     rounds[rank + 1, np.repeat(np.arange(targets.size), sizes)] = values[order]
-    out[targets] = np.add.reduce(rounds, axis=0)
+    out[targets] = np.add.reduce(rounds, axis=0, initial=-0.0)
 
 
 def add_at(out, key, values):

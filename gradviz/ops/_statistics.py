@@ -215,7 +215,7 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
         values, axis = input, _wrap_dim(dim, input.ndim)
     size = values.shape[axis] if values.ndim else 1
     if size == 0:
-        raise IndexError("quantile() input tensor must be non-empty")
+        raise RuntimeError("quantile() input tensor must be non-empty")
     ordered = sort(values, axis).values if values.ndim else reshape(values, (1,))
     ranks = qs * (size - 1)
     if interpolation == "lower":
@@ -384,7 +384,7 @@ def nanmedian(input, dim=None, keepdim=False):
             return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
         return apply(_NANMEDIAN_ALL, input, **_reduce_attrs(input, None, False))
     dim = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, dim, "nanmedian")
+    _check_nonempty(input, dim, "median")  # torch's message names median
     if input.ndim == 0:
         indices, values = np.zeros((), np.int64), input._data.copy()
     else:

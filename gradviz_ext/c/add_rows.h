@@ -2,10 +2,11 @@
  * float32 or float64 rows, as _scatter_add.py's add_rows sums them (Note [Adding rows in
  * order] in gradviz/ops/_scatter_add.py): there a (rounds, targets, ...) array holding each
  * target's current row, then its entries in index order (padded with -0.0), is reduced over
- * its first axis, which numpy starts from its identity +0.0: (((0 + out[t]) + v1) + v2) ...
- * Here the same additions, one IEEE operation per element in the dtype, in that order, row
- * after row, without the array; and the same choice of when the rounds are not worth it
- * (one target taking most entries), which the caller then handles as before. Values holding
+ * its first axis from -0.0, the exact additive identity: ((out[t] + v1) + v2) ..., add.at's
+ * sums (and PyTorch's: a -0.0 in out plus -0.0 values stays -0.0). Here the same additions,
+ * one IEEE operation per element in the dtype, in that order, row after row, without the
+ * array; and the same choice of when the rounds are not worth it (one target taking most
+ * entries), which the caller then handles as before. Values holding
  * a NaN are left to the caller too: of two NaN operands an addition gives one, which one
  * depends on how the compiler (numpy's, this one's) ordered a vectorized addition's operands,
  * and numpy's choice varies with the column. Without NaN values at most one operand is ever
@@ -37,14 +38,10 @@ GRADVIZ_EXACT_BEGIN
         }                                                                                  \
         if ((longest + 1) * targets > 4 * count + 64) return 1;                            \
         for (i = 0; i < count; i++) {                                                      \
-            const type zero = 0.0, *from = values + i * width;                            \
+            const type *from = values + i * width;                                         \
             type *to;                                                                      \
             t = index[i] < 0 ? index[i] + rows : index[i];                                 \
             to = out + t * width;                                                          \
-            if (counts[t]) { /* the target's first entry: the reduction's start */         \
-                for (j = 0; j < width; j++) to[j] = zero + to[j];                          \
-                counts[t] = 0;                                                             \
-            }                                                                              \
             for (j = 0; j < width; j++) to[j] = to[j] + from[j];                           \
         }                                                                                  \
         return 0;                                                                          \

@@ -1,4 +1,4 @@
-/* Reading a numpy array's dtype and shape from the array's C struct.
+/* Reading a numpy array's dtype, shape and strides from the array's C struct.
  *
  * Included by gradviz_ext/_engine.pxd (Cython copies the include into every
  * module that cimports it); static functions only, after Python.h.
@@ -53,6 +53,20 @@ static inline int gradviz_array_has_shape(PyObject *array, PyObject *ndarray, Py
 /* The address of an exact ndarray's first element (the caller checks the type). */
 static inline size_t gradviz_array_address(PyObject *array) {
     return (size_t)((gradviz_ndarray_head *)array)->data;
+}
+
+/* 1: an exact ndarray of no elements whose strides are all 0, as numpy lays out every new
+   empty array (Note [Empty tensors' strides] in gradviz_ext/_ops.py); 0: any other object.
+   A non-empty array returns at its first nonzero stride, in practice the first. */
+static inline int gradviz_array_unstrided_empty(PyObject *array, PyObject *ndarray) {
+    gradviz_ndarray_head *head = (gradviz_ndarray_head *)array;
+    int i, empty = 0;
+    if ((PyObject *)Py_TYPE(array) != ndarray) return 0;
+    for (i = 0; i < head->nd; i++) {
+        if (head->strides[i] != 0) return 0;
+        if (head->dimensions[i] == 0) empty = 1;
+    }
+    return empty;
 }
 
 #endif  /* GRADVIZ_NDARRAY_HEAD_H */

@@ -118,6 +118,8 @@ CASES = {
     "flip": lambda tm, t: t["a"].flip(0),
     "leaky_relu": lambda tm, t: tm.nn.functional.leaky_relu(t["a"], 0.1),
     "gelu": lambda tm, t: tm.nn.functional.gelu(t["a"]),
+    "renorm": lambda tm, t: t["a"].renorm(2, 0, 1.0),
+    "renorm_numbers_as_given": lambda tm, t: tm.renorm(t["a"], 1.5, 1, 2),
 }
 
 # torch names gradviz knowingly does not keep: reading them raises AttributeError saying so

@@ -1,6 +1,7 @@
 """Edge values against PyTorch: 0-d tensors reduced or sorted along dim 0, NaN in a full max/min,
-a cross entropy with every target ignored or of zero weight, atan2 at the origin. Values and
-gradients must be torch's, bit for bit where torch's formula is followed."""
+a cross entropy with every target ignored or of zero weight, atan2 at the origin, cumsum of
+negative zeros. Values and gradients must be torch's, bit for bit where torch's formula is
+followed."""
 
 from __future__ import annotations
 
@@ -103,3 +104,26 @@ def test_atan2_gradients_are_torchs_bits():
                                                               module.tensor(g))])
     for a, b in zip(*grads):
         np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cumsum_of_negative_zeros_matches_torch(dtype):
+    # numpy's running sum starts from the first entry, PyTorch's from +0.0: a leading run of
+    # -0.0 sums to +0.0 in PyTorch; the gradient (a reversed cumsum) too
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        values = np.where(rng.random((4, 7)) < 0.7, -0.0, 0.0)
+        values[rng.random((4, 7)) < 0.15] = rng.choice([1.0, -1.0, np.inf, np.nan])
+        values = values.astype(dtype)
+        upstream = np.where(rng.random((4, 7)) < 0.7, -0.0, 1.0).astype(dtype)
+        for dim in (0, 1, -1):
+            results = []
+            for module in (gradviz, torch):
+                x = module.tensor(values, requires_grad=True)
+                y = x.cumsum(dim)
+                y.backward(module.tensor(upstream))
+                results.append((y.detach().numpy(), x.grad.numpy()))
+            for ours, theirs in zip(*results):
+                assert np.array_equal(ours, theirs, equal_nan=True)
+                assert np.array_equal(np.signbit(ours), np.signbit(theirs))
+    assert np.signbit(gradviz.tensor(-0.0).cumsum(0).numpy())  # one entry: a copy, as torch's

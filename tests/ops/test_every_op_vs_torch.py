@@ -269,6 +269,7 @@ SPECS: dict[str, Spec] = {
     "std": S((3, 4))(lambda m, x: x.std(0)),
     "logsumexp": S((3, 4))(lambda m, x: m.logsumexp(x, 1)),
     "norm": S((3, 4))(lambda m, x: x.norm()),
+    "renorm": S((3, 4))(lambda m, x: m.renorm(x, 1.5, 0, 1.0)),
     "cumsum": S((3, 4))(lambda m, x: x.cumsum(1)),
     "cumprod": S((3, 4))(lambda m, x: x.cumprod(1)),
     "nansum": S((3, 4))(lambda m, x: m.nansum(x, 1)),

@@ -69,6 +69,30 @@ def saved_non_tensor_attributes(torch, o):
 
 
 @program
+def renorm_of_embedding_rows(torch, o):
+    # renorm caps the rows of a weight (as nn.Embedding's max_norm does): values, gradient,
+    # the node and what it saves, the in-place method, the errors
+    w = torch.tensor([[3.0, 4.0], [0.3, 0.4], [0.0, 0.0], [-6.0, 8.0]], requires_grad=True)
+    y = torch.renorm(w, 2, 0, 1.0)
+    o("rows", y)
+    o("norms", y.norm(dim=1))
+    o("node", type(y.grad_fn).__name__ if torch.__name__ == "torch" else y.grad_fn.name())
+    o("saved", (y.grad_fn._saved_self is w, y.grad_fn._saved_p, y.grad_fn._saved_dim,
+                y.grad_fn._saved_maxnorm))
+    (y * torch.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]])).sum().backward()
+    o("grad", w.grad)
+    o("columns, p=1", w.detach().renorm(1, 1, 5))
+    o("inf", w.detach().renorm(float("inf"), -1, 2.5))
+    v = w.detach().clone()
+    o("in place returns self", v.renorm_(2, 0, 0.5) is v)
+    o("in place", v)
+    o.raises("p", lambda: torch.renorm(w, 0, 0, 1.0), "non-positive-norm not supported")
+    o.raises("maxnorm", lambda: torch.renorm(w, 2, 0, -1.0), "expected maxnorm to be >= 0")
+    o.raises("1-D", lambda: torch.renorm(w[0], 2, 0, 1.0), "at least 2 dimensions")
+    o.raises("dim", lambda: torch.renorm(w, 2, 2, 1.0), "Dimension out of range")
+
+
+@program
 def saved_tensors_of_a_linear_layer(torch, o):
     x = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
     w = torch.tensor([[0.1, 0.2, 0.3], [-0.1, 0.0, 0.4]], requires_grad=True)
