@@ -149,6 +149,13 @@ def strided_like_torch(data):
             return data
     elif type(data) is not _ndarray or data.size or not data.ndim or any(data.strides):
         return data
+    return _torch_strides(data)
+
+
+@cython.cfunc
+def _torch_strides(data):
+    """``data`` (an array of no elements) with the strides PyTorch gives a new tensor of its
+    shape."""
     strides = []
     step = data.itemsize
     for size in reversed(data.shape):
@@ -161,6 +168,10 @@ def strided_like_torch(data):
 def make_tensor(data):
     """A Tensor around ``data`` (not copied), built without calling ``__init__``; an array of
     no elements numpy made gets PyTorch's strides (Note [Empty tensors' strides])."""
+    if cython.compiled:  # the test inline: every op's every result passes here
+        if gradviz_array_unstrided_empty(data, _ndarray):
+            data = _torch_strides(data)
+        return _tensor_around(data)
     return _tensor_around(strided_like_torch(data))
 
 
