@@ -512,10 +512,7 @@ class Recorder(_engine.Observer):
     def node_started(self, task, node, grads):
         if self._summary_cache.lazy:
             if _runs_outside_code(node):
-                # Note [Lazy summaries]: its hooks or backward may write any tensor
-                self._stop_deferring()
-                self._summary_cache.flush()
-                self._summary_cache.lazy = False
+                self._eager_from_here()  # Note [Lazy summaries]: its code may write any tensor
             elif node is task.graph_root and not self._deferring:
                 self._reach(grads)  # the initial gradients are the caller's
         # (..., grads, shown): the gradients, and what the event describes (the same list but
