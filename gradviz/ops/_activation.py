@@ -500,11 +500,13 @@ def relu6(input, inplace=False):
 
 # ---- threshold, hardshrink, softshrink ---------------------------------------------------------
 
+# PyTorch's ``x <= threshold ? value : x``: a NaN passes, and its gradient with it
 THRESHOLD_BACKWARD_AT = _slope_op(
-    "threshold_backward_at", "ThresholdBackwardBackward0", lambda x, threshold: x > threshold)
+    "threshold_backward_at", "ThresholdBackwardBackward0",
+    lambda x, threshold: ~(x <= threshold))
 THRESHOLD = Op("threshold", "ThresholdBackward0",
-               forward=lambda a, threshold, value: np.where(a > threshold, a,
-                                                            np.asarray(value, dtype=a.dtype)),
+               forward=lambda a, threshold, value: np.where(a <= threshold,
+                                                            np.asarray(value, dtype=a.dtype), a),
                backward=lambda ctx, g: (apply(THRESHOLD_BACKWARD_AT, g, ctx.input(0),
                                               threshold=ctx.threshold),),
                saves=saves_inputs(0))

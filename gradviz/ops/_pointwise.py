@@ -658,8 +658,17 @@ def _threshold_backward_forward(g, result):
     return out
 
 
+# Note [Ties of maximum and minimum]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's relu and clamp with number bounds keep the input where it equals a bound, so
+# relu(-0.0) and clamp(-0.0, min=0) are -0.0, at every size and in float32 and float64.
+# numpy's maximum and minimum return their second operand where the two are equal (in the
+# compiled loops, SIMD or not), so the bound goes first. The sign of a zero is all that
+# differs (tests/ops/test_ties_vs_torch.py). Not so for torch.maximum, torch.minimum and
+# clamp with tensor bounds: which operand PyTorch returns for a tie depends on the size and
+# dtype there (its vectorized body and its scalar tail differ), so they are left as numpy's.
 RELU = Op("relu", "ReluBackward0",
-          forward=lambda a: np.maximum(a, np.zeros((), dtype=a.dtype)),
+          forward=lambda a: np.maximum(np.zeros((), dtype=a.dtype), a),
           backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
           fast_backward=lambda ctx, g: (_threshold_backward_forward(g, ctx.output_data()),),
           saves=saves_output, saved={"result": RESULT})
@@ -771,7 +780,11 @@ def sign(input):
 
 
 def _clamp_forward(a, min=None, max=None):
-    return np.clip(a, min, max)
+    if a.dtype.kind != "f":
+        return np.clip(a, min, max)
+    # the bounds first: a value equal to a bound stays (Note [Ties of maximum and minimum])
+    out = a if min is None else np.maximum(min, a)
+    return out if max is None else np.minimum(max, out)
 
 
 def _clamp_backward(ctx, g):
