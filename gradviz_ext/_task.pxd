@@ -65,7 +65,7 @@ cdef class EventLog:
 
 cdef EventLog _log_of(object observer)
 cpdef bint runs_outside_code(object node)
-cdef bint _same_items(list first, list second)
+cpdef bint same_items(list first, list second)
 
 
 cdef class GraphTask:

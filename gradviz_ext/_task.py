@@ -392,9 +392,9 @@ def runs_outside_code(node) -> cython.bint:
     return False
 
 
-@cython.cfunc
-def _same_items(first: list, second: list) -> cython.bint:
-    """Whether the two lists hold the same objects (``is``)."""
+@cython.ccall
+def same_items(first: list, second: list) -> cython.bint:
+    """Whether the two lists hold the same objects (``is``, never ``==``: tensors)."""
     if len(first) != len(second):
         return False
     i: cython.Py_ssize_t
@@ -1121,7 +1121,7 @@ class GraphTask:
                 return False  # the observer's node_finished counts it and stops deferring
             log.bytes_left = left
         now = time.perf_counter()
-        grads_in = arrived if _same_items(arrived, grads) else list(grads)
+        grads_in = arrived if same_items(arrived, grads) else list(grads)
         log.records.append((log.finished, log.number, node, now, grads_in, grads_out,
                             now - started, grads_in))
         return True

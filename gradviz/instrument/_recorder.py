@@ -9,7 +9,6 @@ narration) and a kind-specific payload. The types are defined in ``_schema.py`` 
 
 from __future__ import annotations
 
-import operator
 import time
 import traceback
 import weakref
@@ -820,12 +819,8 @@ def _hook_outcome(replaced: bool, changed: bool, what: str, whose: str = "the ")
     return f"left {whose}{what} unchanged"
 
 
-def same_items(first: list, second: list) -> bool:
-    """Whether the two lists hold the same objects (``is``, never ``==``: tensors)."""
-    return len(first) == len(second) and all(map(operator.is_, first, second))
-
-
 _runs_outside_code = _task.runs_outside_code
+same_items = _task.same_items
 
 _ENGINE_LOGGED = ("node_ready", "buffer_added", "node_started", "node_finished")
 
