@@ -684,9 +684,13 @@ def _array_of(grad):
 # does), the arithmetic of add, sub, mul, div and neg is a C loop (gradviz_small_arith in
 # _ops.pxd) into an array allocated by numpy itself. Each element is one IEEE operation in
 # the operands' own precision, as in numpy's loops, so results are bit-identical
-# (tests/ops/test_small_kernels.py compares them with numpy over special values); the loop
-# never warns, as the kernels it stands for run quiet. Everything else (broadcasting, other
-# dtypes, strided views, large arrays) goes to the ufunc.
+# (tests/test_small_kernels.py compares them with numpy over special values); the loop
+# never warns, as the kernels it stands for run quiet. A splat, one element broadcast to a
+# shape with all strides 0 (the gradient of a sum or a mean, and every piece ``stack`` or
+# ``cat`` cuts from it), is covered too, with a splat, an array of its shape or a number: the
+# result is numpy's new C-contiguous array. The backward of ``stack`` of 10,000 products
+# went from 9.6 to 5.9 ms (bench/fanin.py). Everything else (broadcasting, other dtypes,
+# other strided views, large arrays) goes to the ufunc.
 
 
 def _enable_small_kernels():

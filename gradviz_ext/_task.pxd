@@ -79,6 +79,7 @@ cdef class GraphTask:
     cdef public object error_node
     cdef public object current
     cdef public list _ready
+    cdef public list _run
     cdef public InputBuffer _next
     cdef public long long _ready_counter
     cdef public dict _not_ready

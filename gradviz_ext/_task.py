@@ -130,8 +130,18 @@ def _new_buffer(node: Node, size: cython.Py_ssize_t) -> InputBuffer:
 # A buffer that becomes ready while the queue is empty waits in ``GraphTask._next`` instead,
 # out of the heap: in a chain every node is such a buffer, and the heap's list would
 # otherwise grow to one element and shrink back (two reallocations) per node. ``_next`` is
-# set only while the heap is empty, so it is always the queue's first element; the next push
-# moves it into the heap.
+# set only while the rest of the queue is empty, so it is always the queue's first element;
+# the next push moves it into the queue.
+#
+# Beside the heap lies a run: a list of buffers each of which runs before the one under it
+# (``_run[-1]`` runs first). A pushed buffer that runs before the run's last one goes on the
+# run in O(1), any other into the heap; a pop takes the run's last or the heap's first,
+# whichever runs first. The order of the nodes is that of the heap alone (the order is
+# total: sequence number, then the order of the pushes), but a node with many outputs,
+# whose successors were made in the order of its inputs (``stack``, ``cat``, ``unbind``,
+# the roots of ``autograd.backward``), hands them to the queue in the reverse of their run
+# order: each would climb the whole heap on its push and fall through it on its pop. The
+# backward of ``stack`` of 10,000 products (bench/fanin.py) went from 11.7 to 9.6 ms.
 @cython.cfunc
 def _runs_before(a: InputBuffer, b: InputBuffer) -> cython.bint:
     return a.seq > b.seq or (a.seq == b.seq and a.order < b.order)
@@ -175,6 +185,33 @@ def _heap_pop(heap: list) -> InputBuffer:
         pos = child
     heap[pos] = last
     return first
+
+
+@cython.cfunc
+def _queue_push(heap: list, run: list, item: InputBuffer):
+    """Add ``item`` to the ready queue made of ``heap`` and ``run`` (Note [Ready queue])."""
+    if not run or _runs_before(item, run[-1]):
+        run.append(item)
+    else:
+        _heap_push(heap, item)
+
+
+@cython.cfunc
+def _queue_first(heap: list, run: list) -> InputBuffer:
+    """The buffer of the queue made of ``heap`` and ``run`` that runs first; both not empty."""
+    if not run:
+        return heap[0]
+    if heap and _runs_before(heap[0], run[-1]):
+        return heap[0]
+    return run[-1]
+
+
+@cython.cfunc
+def _queue_pop(heap: list, run: list) -> InputBuffer:
+    """Remove and return the buffer that runs first; the queue is not empty."""
+    if not run or (heap and _runs_before(heap[0], run[-1])):
+        return _heap_pop(heap)
+    return run.pop()
 
 
 # Note [Recycled buffers]
@@ -442,6 +479,7 @@ class GraphTask:
         self.error_node = None
         self.current = None
         self._ready = []
+        self._run = []
         self._next = None
         self._ready_counter = 0
         self._not_ready = {}
@@ -662,13 +700,13 @@ class GraphTask:
             return None
         if self._next is not None:
             return self._next.node
-        if not self._ready:
+        if not self._ready and not self._run:
             return None
-        return self._ready[0].node
+        return _queue_first(self._ready, self._run).node
 
     def _ready_buffers(self):
         """The ready queue's buffers, in no particular order (Note [Ready queue])."""
-        return self._ready if self._next is None else [self._next]
+        return self._ready + self._run if self._next is None else [self._next]
 
     def ready_nodes(self):
         """Nodes in the ready queue, in the order they will run."""
@@ -876,6 +914,7 @@ class GraphTask:
         if self.state < FINISHED:
             self.state = ABORTED
             self._ready = []
+            self._run = []
             self._next = None
             self._not_ready = {}
             self._end_counts()
@@ -903,8 +942,8 @@ class GraphTask:
         buffer: InputBuffer = self._next
         if buffer is not None:
             self._next = None
-        elif self._ready:
-            buffer = _heap_pop(self._ready)
+        elif self._ready or self._run:
+            buffer = _queue_pop(self._ready, self._run)
         else:
             if not managed:
                 self._finish()
@@ -937,7 +976,7 @@ class GraphTask:
         if cython.compiled:
             self._recycle(buffer)
         self._executed += 1
-        if self._next is not None or self._ready:
+        if self._next is not None or self._ready or self._run:
             self.state = PAUSED
         elif not managed:
             self._finish()
@@ -948,6 +987,7 @@ class GraphTask:
         self.error = exc
         self.error_node = node
         self._ready = []
+        self._run = []
         self._next = None
         self._not_ready = {}
         self._end_counts()
@@ -999,12 +1039,12 @@ class GraphTask:
         self._ready_counter += 1
         buffer.order = self._ready_counter
         if self._next is not None:
-            _heap_push(self._ready, self._next)
+            _queue_push(self._ready, self._run, self._next)
             self._next = None
-        elif not self._ready:
+        elif not self._ready and not self._run:
             self._next = buffer
             return
-        _heap_push(self._ready, buffer)
+        _queue_push(self._ready, self._run, buffer)
 
     def _execute(self, node, buffer):
         observer = self.observer

@@ -72,6 +72,60 @@ def test_negation_matches_numpy_bits(shape, dtype):
     _same_bits(_ops.small_arith(_ops.KERNEL_NEG, a), np.negative(a))
 
 
+def _splat(value, shape, dtype):
+    """One element broadcast to ``shape``: all strides 0, as the gradient of a sum is."""
+    return np.broadcast_to(np.array(value, dtype=dtype), shape)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1,), (16,), (3, 4), (2, 1, 5), (4096,)], ids=str)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_splat_operands_match_numpy_bits_and_layout(name, shape, dtype):
+    """A splat (all strides 0) with a splat, a C-contiguous array of its shape, a 0-d array or
+    a number, on either side: numpy's bits, and numpy's layout (a new C-contiguous array)."""
+    kernel, ufunc = KERNELS[name]
+    array = _values(shape, dtype, 4)
+    for value in SPECIALS:
+        splat = _splat(value, shape, dtype)
+        others = [array, _splat(SPECIALS[3], shape, dtype), _splat(-0.0, shape, dtype),
+                  np.array(value, dtype=dtype), np.array(-0.0, dtype=dtype), 0.1, -3, 2.0]
+        for other in others:
+            for x, y in ((splat, other), (other, splat)):
+                with np.errstate(all="ignore"):
+                    expected = np.asarray(ufunc(x, y))
+                got = _ops.small_arith(kernel, x, y)
+                _same_bits(got, expected)
+                assert got.strides == expected.strides and got.flags.writeable
+                assert not np.shares_memory(got, splat)
+
+
+def test_splats_that_do_not_fit_are_declined():
+    column = np.broadcast_to(np.ones((3, 1)), (3, 4))  # strides (8, 0): not one element
+    splat = _splat(2.0, (3, 4), np.float64)
+    cases = [(column, 1.0), (splat, np.ones((1, 4))), (splat, np.ones((4, 3))),
+             (splat, _splat(1.0, (4, 3), np.float64)), (splat, _splat(1.0, (3, 4), np.float32)),
+             (_splat(2.0, (3, 4), np.float16), 1.0), (_splat(1.0, (4097,), np.float64), 1.0),
+             (splat, np.float64(2.0)), (splat, grid_t())]
+    for a, b in cases:
+        assert _ops.small_arith(_ops.KERNEL_MUL, a, b) is None
+        assert _ops.small_arith(_ops.KERNEL_MUL, b, a) is None
+
+
+def grid_t():
+    return np.arange(12.0).reshape(4, 3).T
+
+
+def test_a_sums_gradient_through_products_has_torchs_bits():
+    """``stack([x * c_i]).sum()``: every piece of the stack's gradient is a splat of the sum's
+    gradient, which each product's backward multiplies by its number."""
+    results = []
+    for lib in (torch, gv):
+        x = lib.full((16,), 1.5, dtype=lib.float32, requires_grad=True)
+        lib.stack([x * (0.1 * (i + 1)) for i in range(40)]).sum().backward()
+        results.append(x.grad.numpy())
+    np.testing.assert_array_equal(results[1].view(np.uint32), results[0].view(np.uint32))
+
+
 def test_result_is_a_new_writeable_array():
     a = np.arange(4.0)
     out = _ops.small_arith(_ops.KERNEL_ADD, a, 0.0)

@@ -63,6 +63,30 @@ static inline Py_ssize_t gradviz_small_size(PyObject *x) {
     return n > GRADVIZ_SMALL_MAX ? -1 : n;
 }
 
+/* elements (at least one) of a small, aligned exact ndarray of float32/float64 whose strides
+   are all 0: one element broadcast to a shape, as the gradient of a sum or a mean is; else -1 */
+static inline Py_ssize_t gradviz_small_splat(PyObject *x) {
+    gradviz_small_array *a = (gradviz_small_array *)x;
+    Py_ssize_t n = 1;
+    int i;
+    if ((PyObject *)Py_TYPE(x) != gradviz_small_ndarray) return -1;
+    if (a->descr != gradviz_small_f32 && a->descr != gradviz_small_f64) return -1;
+    if (!(a->flags & 0x0100) || a->nd == 0) return -1;  /* NPY_ARRAY_ALIGNED */
+    for (i = 0; i < a->nd; i++) {
+        if (a->strides[i] != 0) return -1;
+        n *= a->dimensions[i];
+    }
+    return n >= 1 && n <= GRADVIZ_SMALL_MAX ? n : -1;
+}
+
+static inline int gradviz_same_shape(gradviz_small_array *x, gradviz_small_array *y) {
+    int i;
+    if (x->nd != y->nd) return 0;
+    for (i = 0; i < x->nd; i++)
+        if (x->dimensions[i] != y->dimensions[i]) return 0;
+    return 1;
+}
+
 /* A Python float or int as the scalar operand of an array of dtype f32 (else f64), the
    way numpy converts it; 0 when numpy's conversion could differ (an int beyond 2**53, or
    a finite float that overflows float32, which numpy warns about). */
@@ -105,6 +129,72 @@ static inline int gradviz_small_number(PyObject *x, int f32, double *out) {
         }                                                                         \
     } while (0)
 
+/* kernel (1 add .. 4 div) of a and b where one of them, or both, is a splat (all strides 0,
+   gradviz_small_splat): every element of the result is the same, so it is computed once, by
+   the loops below on one element, and copied into a new C-contiguous array of the shape,
+   which is the layout numpy's ufunc gives. The other operand is a splat or a C-contiguous
+   array of the same dtype and shape, a 0-d array of that dtype, or a number; a C-contiguous
+   array of the shape takes the splat's element as the number. None when not covered. */
+static inline PyObject *gradviz_small_splat_arith(int kernel, PyObject *a, PyObject *b,
+                                                  Py_ssize_t splat_a, Py_ssize_t splat_b) {
+    gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
+    gradviz_small_array *shape, *one;  /* the result's shape; the element computed once */
+    Py_ssize_t n, k;
+    double s;
+    int side, f32;
+    PyObject *out;
+    char *o;
+    if (splat_a >= 0) {
+        shape = x; one = x; n = splat_a; side = 1;
+        f32 = x->descr == gradviz_small_f32;
+        if (splat_b >= 0 || gradviz_small_size(b) >= 0) {
+            if (y->descr != x->descr) Py_RETURN_NONE;
+            if (y->nd != 0 && !gradviz_same_shape(x, y)) Py_RETURN_NONE;
+            if (splat_b < 0 && y->nd != 0) {  /* splat (op) array: array's elements vary */
+                shape = y; n = gradviz_small_size(b); side = 2;
+            }
+            s = f32 ? *(float *)y->data : *(double *)y->data;
+            if (side == 2) s = f32 ? *(float *)x->data : *(double *)x->data;
+        } else if (!gradviz_small_number(b, f32, &s)) {
+            Py_RETURN_NONE;
+        }
+    } else {
+        shape = y; one = y; n = splat_b; side = 2;
+        f32 = y->descr == gradviz_small_f32;
+        if (gradviz_small_size(a) >= 0) {
+            if (x->descr != y->descr) Py_RETURN_NONE;
+            if (x->nd != 0 && !gradviz_same_shape(x, y)) Py_RETURN_NONE;
+            if (x->nd != 0) {  /* array (op) splat */
+                shape = x; n = gradviz_small_size(a); side = 1;
+            }
+            s = f32 ? *(float *)(side == 1 ? y : x)->data : *(double *)(side == 1 ? y : x)->data;
+        } else if (!gradviz_small_number(a, f32, &s)) {
+            Py_RETURN_NONE;
+        }
+    }
+    Py_INCREF(shape->descr);  /* PyArray_NewFromDescr steals it */
+    out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, shape->descr, shape->nd,
+                                 shape->dimensions, NULL, NULL, 0, NULL);
+    if (out == NULL) return NULL;
+    o = ((gradviz_small_array *)out)->data;
+    if (shape != one) {  /* a C-contiguous array (op) the splat's element, as a number */
+        const char *data = shape->data;
+        if (f32) GRADVIZ_SMALL_LOOPS(float, data, NULL, s, o, n, kernel, side);
+        else GRADVIZ_SMALL_LOOPS(double, data, NULL, s, o, n, kernel, side);
+        return out;
+    }
+    if (f32) {
+        float value;
+        GRADVIZ_SMALL_LOOPS(float, one->data, NULL, s, &value, 1, kernel, side);
+        for (k = 0; k < n; k++) ((float *)o)[k] = value;
+    } else {
+        double value;
+        GRADVIZ_SMALL_LOOPS(double, one->data, NULL, s, &value, 1, kernel, side);
+        for (k = 0; k < n; k++) ((double *)o)[k] = value;
+    }
+    return out;
+}
+
 /* kernel (1 add, 2 sub, 3 mul, 4 div, 5 neg: KERNEL_* in _ops.py) of a and b (b unused
    for neg). A new array, or None (a new reference) when the operands are not covered:
    then numpy's ufunc computes it. */
@@ -122,6 +212,12 @@ static inline PyObject *gradviz_small_arith(int kernel, PyObject *a, PyObject *b
         side = 1;
     } else {
         m = gradviz_small_size(b);
+        if (n < 0 || m < 0) {
+            Py_ssize_t splat_a = n < 0 ? gradviz_small_splat(a) : -1;
+            Py_ssize_t splat_b = m < 0 ? gradviz_small_splat(b) : -1;
+            if (splat_a >= 0 || splat_b >= 0)
+                return gradviz_small_splat_arith(kernel, a, b, splat_a, splat_b);
+        }
         if (n >= 0 && m >= 0) {
             gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
             if (x->descr != y->descr) Py_RETURN_NONE;

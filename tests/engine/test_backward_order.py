@@ -127,6 +127,36 @@ def matrix_program(m, x, w):
     return (h @ w.t()).sum() + (w * w).sum()
 
 
+# Wide fan-outs: one node makes many successors ready at once, in the order of its inputs,
+# which may be the order their nodes run in, its reverse, or a shuffle (Note [Ready queue]:
+# the ready queue keeps such pushes on a run beside its heap, and must still run torch's order)
+def wide_stack(m, x):
+    return m.stack([x * (i + 1) for i in range(12)]).sum()
+
+
+def wide_stack_reversed(m, x):
+    ys = [(x * (i + 1)).sin() for i in range(12)]
+    return m.cat(ys[::-1]).sum()
+
+
+def wide_stack_shuffled(m, x):
+    ys = [x * (i + 1) for i in range(12)]
+    order = [5, 0, 11, 3, 7, 1, 9, 2, 10, 4, 8, 6]
+    return (m.stack([ys[i] for i in order]) * x).sum()
+
+
+def unbind_then_stack(m, x):
+    pieces = x.unbind(0)
+    ys = [p.exp() * (i + 1) for i, p in enumerate(reversed(pieces))]
+    return m.stack(ys[::2] + ys[1::2]).sum() + pieces[2].sum()
+
+
+def nested_fan_outs(m, x):
+    rows = [x * (i + 1) for i in range(5)]
+    halves = [m.stack([r.sin(), r.cos()]) for r in rows]
+    return m.cat(halves[::-1]).sum() + m.stack(rows[1::2]).sum()
+
+
 RNG = np.random.default_rng(7)
 PROGRAMS = [
     ("diamond", diamond, [RNG.standard_normal(3)]),
@@ -139,6 +169,11 @@ PROGRAMS = [
     ("nested_diamonds", nested_diamonds, [RNG.standard_normal(3)]),
     ("leaf_used_everywhere", leaf_used_everywhere, [RNG.standard_normal(3)]),
     ("matrix", matrix_program, [RNG.standard_normal((2, 3)), RNG.standard_normal((3, 3))]),
+    ("wide_stack", wide_stack, [RNG.standard_normal(3)]),
+    ("wide_stack_reversed", wide_stack_reversed, [RNG.standard_normal(3)]),
+    ("wide_stack_shuffled", wide_stack_shuffled, [RNG.standard_normal(3)]),
+    ("unbind_then_stack", unbind_then_stack, [RNG.standard_normal((6, 3))]),
+    ("nested_fan_outs", nested_fan_outs, [RNG.standard_normal(4)]),
 ]
 
 
