@@ -280,40 +280,42 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     """
     reduction = legacy_reduction(size_average, reduce, reduction)
     _check_reduction(reduction)
-    if input.ndim > 2:  # (N, C, d1, ...) scores for (N, d1, ...) targets: C moved last, flattened
-        expected = [input.shape[0]] + list(input.shape[2:])
-        if list(target.shape) != expected:
-            raise RuntimeError(f"Expected target size {expected}, got {list(target.shape)}")
-        flat = _ops.movedim(input, 1, -1).reshape(-1, input.shape[1])
+    shape, target_shape = input._data.shape, target._data.shape  # plain tuples: no Size objects
+    ndim, target_ndim = len(shape), len(target_shape)
+    if ndim > 2:  # (N, C, d1, ...) scores for (N, d1, ...) targets: C moved last, flattened
+        expected = [shape[0]] + list(shape[2:])
+        if list(target_shape) != expected:
+            raise RuntimeError(f"Expected target size {expected}, got {list(target_shape)}")
+        flat = _ops.movedim(input, 1, -1).reshape(-1, shape[1])
         loss = nll_loss(flat, target.reshape(-1), weight, None, ignore_index, None, reduction)
-        return loss.view(*target.shape) if reduction == "none" else loss
+        return loss.view(*target_shape) if reduction == "none" else loss
     # torch's order of checks: the target's dims, the batch size (2-D input), then its dtype
     # (before the size for a 1-D input)
-    if input.ndim == 2 and target.ndim > 1 and target.shape[0] != input.shape[0]:
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0]}).")
-    if target.ndim > 1:
+    if ndim == 2 and target_ndim > 1 and target_shape[0] != shape[0]:
+        raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
+                         f"({target_shape[0]}).")
+    if target_ndim > 1:
         raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
-    if input.ndim == 2 and (target.ndim == 0 or target.shape[0] != input.shape[0]):
-        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
-                         f"({target.shape[0] if target.ndim else 1}).")
-    if target.dtype.name not in ("int64", "uint8"):
+    if ndim == 2 and (target_ndim == 0 or target_shape[0] != shape[0]):
+        raise ValueError(f"Expected input batch_size ({shape[0]}) to match target batch_size "
+                         f"({target_shape[0] if target_ndim else 1}).")
+    if target._data.dtype != np.int64 and target._data.dtype != np.uint8:
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got "
                            f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
-    if input.ndim == 1:
-        if target.ndim == 1 and target.shape[0] != 1:
+    labels = target._data.astype(np.int64).reshape(-1)  # a copy: the node keeps it
+    if ndim == 1:
+        if target_ndim == 1 and target_shape[0] != 1:
             raise ValueError(f"For 1D input, 1D target must have size 1, but got target size: "
-                             f"{target.shape[0]}")
-    elif input.ndim != 2:
+                             f"{target_shape[0]}")
+    elif ndim != 2:
         raise NotImplementedError("nll_loss: only (N, C) or (C,) inputs are supported")
-    if _engine.is_grad_enabled() and input.requires_grad and (
-            target.is_inference() or (weight is not None and weight.is_inference())):
+    if (target._version_counter.inference or (weight is not None and weight.is_inference())) and (
+            _engine.is_grad_enabled() and input.requires_grad):
         # torch's NllLossBackward0 saves the target and the weight (here folded into
         # coefficients): an inference tensor among them cannot be saved
         raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
-    classes = input.shape[-1]
-    labels = target.numpy().reshape(-1).astype(np.int64)
-    dtype = input.numpy(force=True).dtype
+    classes = shape[-1]
+    dtype = input._data.dtype
     count = labels.shape[0]
     if (weight is None and count and labels.min() >= 0 and labels.max() < classes
             and not (0 <= ignore_index < classes and (labels == ignore_index).any())):
@@ -323,9 +325,10 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         rows = np.arange(count)
         coefficient = np.asarray(-(1.0 / count) if reduction == "mean" else -1.0, dtype)
         coefficients[rows, labels] = coefficient
-        coefficients = coefficients.reshape(tuple(input.shape[:-1]) + (classes,))
+        if ndim == 1:
+            coefficients = coefficients.reshape(classes)
         # Note [Picked log-probabilities]: one nonzero coefficient per row of a 2-D input
-        picks = (rows, labels, coefficient) if input.ndim == 2 and coefficient != 0 else None
+        picks = (rows, labels, coefficient) if ndim == 2 and coefficient != 0 else None
         return _loss.nll_loss(input, coefficients, reduction, False, picks)
     keep = labels != ignore_index
     bad = labels[keep & ((labels < 0) | (labels >= classes))]
@@ -369,10 +372,11 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    dim = 0 if input.ndim == 1 else 1
+    shape = input._data.shape  # a plain tuple: no Size objects
+    dim = 0 if len(shape) == 1 else 1
     log_probs = log_softmax(input, dim)
-    classes = input.shape[dim]
-    if tuple(target.shape) == tuple(input.shape):  # torch: same shapes mean class probabilities
+    classes = shape[dim]
+    if target._data.shape == shape:  # torch: same shapes mean class probabilities
         if not target.dtype.is_floating_point:
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")

@@ -169,10 +169,10 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):
     Mirrors ``torch.log_softmax``."""
     if dtype is not None:
         input = input.to(dtype)
-    dim = axis if dim is None else dim
-    if input.numel():
-        _check_floating(input, _dim_or_error(input, dim, "log_softmax"), "log_softmax")
-    return apply(LOG_SOFTMAX, input, dim=_dim_or_error(input, dim, "log_softmax"))
+    dim = _dim_or_error(input, axis if dim is None else dim, "log_softmax")
+    if input._data.size:
+        _check_floating(input, dim, "log_softmax")
+    return apply(LOG_SOFTMAX, input, dim=dim)
 
 
 def _softplus_backward(ctx, g):

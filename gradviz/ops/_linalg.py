@@ -45,7 +45,7 @@ def _check_float_pair(what, a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{what}(): arguments must be Tensors, got "
                         f"{type(a).__name__} and {type(b).__name__}")
-    if a.dtype is not b.dtype:
+    if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_C_TYPE_NAMES[a.dtype.name]} != {_C_TYPE_NAMES[b.dtype.name]}"
                            if what != "dot" else
@@ -216,14 +216,14 @@ def mv(input, vec):
 def mm(input, mat2):
     """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
     _check_float_pair("mm", input, mat2)
-    if input.ndim != 2 or mat2.ndim != 2:
-        raise RuntimeError("self must be a matrix" if input.ndim != 2 else "mat2 must be a matrix")
-    if input.shape[1] != mat2.shape[0]:
+    a, b = input._data, mat2._data
+    if a.ndim != 2 or b.ndim != 2:
+        raise RuntimeError("self must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
+    if a.shape[1] != b.shape[0]:
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x{input.shape[1]} and "
-            f"{mat2.shape[0]}x{mat2.shape[1]})")
-    return apply(MM, input, mat2, mat2_transposed=_transposed(mat2._data),
-                 strides=(input._data.strides, mat2._data.strides))
+            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
+            f"{b.shape[0]}x{b.shape[1]})")
+    return apply(MM, input, mat2, mat2_transposed=_transposed(b), strides=(a.strides, b.strides))
 
 
 @declare(method=True, out=True)
