@@ -350,21 +350,35 @@ _MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, 
                   "indices": Computed(reduced_indices)})
 
 
+def _take_along(a, indices, dim):
+    """``np.take_along_axis(a, indices, dim)`` for ``indices`` of one entry along ``dim``: the
+    same elements, without numpy's Python-level index building for 1-D and 2-D arrays (a
+    quarter of ``x.max(dim=1)`` of a small matrix)."""
+    if a.ndim == 1:
+        return a.take(indices)
+    if a.ndim == 2:
+        if dim == 1:
+            return a[np.arange(a.shape[0])[:, None], indices]
+        return a[indices, np.arange(a.shape[1])]
+    return np.take_along_axis(a, indices, axis=dim)
+
+
 def _values_indices(input, dim, keepdim, pick):
     """``(values, indices)`` of the max or min along ``dim``; the gradient goes to the index."""
     from ._indexing import RETURN_TYPES
 
     dim = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, dim, "max" if pick is np.argmax else "min")
+    if not input._data.size:  # only an empty input can raise
+        _check_nonempty(input, dim, "max" if pick is np.argmax else "min")
     if input.ndim == 0:
         indices = np.zeros((), np.int64)
         values = input._data.copy()
     else:
-        indices = np.expand_dims(pick(input._data, axis=dim), dim).astype(np.int64)
-        values = np.take_along_axis(input._data, indices, axis=dim)
+        indices = pick(input._data, axis=dim, keepdims=True).astype(np.int64, copy=False)
+        values = _take_along(input._data, indices, dim)
     op = _MAX_DIM if pick is np.argmax else _MIN_DIM
-    out_values = values if keepdim or input.ndim == 0 else np.squeeze(values, dim)
-    out_indices = indices if keepdim or input.ndim == 0 else np.squeeze(indices, dim)
+    out_values = values if keepdim or input.ndim == 0 else values.squeeze(dim)
+    out_indices = indices if keepdim or input.ndim == 0 else indices.squeeze(dim)
     out = apply(op, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
                 keepdim=bool(keepdim) or input.ndim == 0, shape=input._data.shape)
     return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
@@ -380,7 +394,8 @@ def max(input, dim=None, keepdim=False):  # noqa: A001
 
         return maximum(input, dim)
     if dim is None:
-        _check_nonempty(input, None, "max")
+        if not input._data.size:  # only an empty input can raise
+            _check_nonempty(input, None, "max")
         return apply(_MAX_ALL, input, **_reduce_attrs(input, None, False))
     return _values_indices(input, dim, keepdim, np.argmax)
 
@@ -397,7 +412,8 @@ def min(input, dim=None, keepdim=False):  # noqa: A001
 
         return minimum(input, dim)
     if dim is None:
-        _check_nonempty(input, None, "min")
+        if not input._data.size:  # only an empty input can raise
+            _check_nonempty(input, None, "min")
         return apply(_MIN_ALL, input, **_reduce_attrs(input, None, False))
     return _values_indices(input, dim, keepdim, np.argmin)
 

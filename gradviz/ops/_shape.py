@@ -644,6 +644,8 @@ def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
     and integer or boolean tensors index (advanced indexing, a copy). A key that keeps all of
     ``input`` (``...``, ``()``, ``(:,)``) gives an alias view, as in PyTorch."""
+    if type(key) is int and input._data.ndim and -input._data.shape[0] <= key < input._data.shape[0]:
+        return _index_op(input, (key,), "select")  # ``x[i]``: what the general path records
     if type(key) is Tensor and key.ndim:  # ``emb[idx]``, ``Y[ix]``
         rows = _row_index(input, key)
         if rows is not None:
