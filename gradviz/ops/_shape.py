@@ -760,28 +760,35 @@ def cat(tensors, dim=0):
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     _check_tensor_list(tensors, "cat")
-    for i, t in enumerate(tensors):
-        if t.ndim == 0:
+    arrays = [t._data for t in tensors]  # checked on the arrays: no Size or dtype objects
+    for i, a in enumerate(arrays):
+        if a.ndim == 0:
             raise RuntimeError(
                 f"zero-dimensional tensor (at position {i}) cannot be concatenated: use "
                 f"torch.stack to join 0-d tensors along a new dim, or reshape them to 1-D")
     # PyTorch skips legacy 1-D empty tensors
-    parts = [t for t in tensors if not (t.ndim == 1 and t._data.shape[0] == 0)] or tensors[:1]
-    reference = parts[0]
-    dim = _wrap_dim(dim, reference.ndim)
-    for i, t in enumerate(parts):
-        if t.ndim != reference.ndim:
+    kept = [i for i, a in enumerate(arrays) if not (a.ndim == 1 and a.shape[0] == 0)] or [0]
+    parts = tensors if len(kept) == len(tensors) else [tensors[i] for i in kept]
+    arrays = arrays if len(kept) == len(tensors) else [arrays[i] for i in kept]
+    reference = arrays[0]
+    ndim, shape, dtype = reference.ndim, reference.shape, reference.dtype
+    dim = _wrap_dim(dim, ndim)
+    one_dtype = True
+    for i, a in enumerate(arrays):
+        if a.ndim != ndim:
             raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {reference.ndim} and {t.ndim}")
-        for d in range(reference.ndim):
-            if d != dim and t._data.shape[d] != reference._data.shape[d]:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
-                    f"{reference._data.shape[d]} but got size {t._data.shape[d]} for tensor "
-                    f"number {i} in the list.")
-    dtype = _dtypes.result_type(*parts)
-    parts = [t if t.dtype is dtype else t.to(dtype) for t in parts]
-    return apply(CAT, *parts, dim=dim, sizes=tuple(t._data.shape[dim] for t in parts))
+                f"Tensors must have same number of dimensions: got {ndim} and {a.ndim}")
+        if a.shape != shape:
+            for d in range(ndim):
+                if d != dim and a.shape[d] != shape[d]:
+                    raise RuntimeError(
+                        f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                        f"{shape[d]} but got size {a.shape[d]} for tensor number {i} in the list.")
+        one_dtype = one_dtype and a.dtype == dtype
+    if not one_dtype:
+        common = _dtypes.result_type(*parts)
+        parts = [t if t.dtype is common else t.to(common) for t in parts]
+    return apply(CAT, *parts, dim=dim, sizes=tuple([a.shape[dim] for a in arrays]))
 
 
 def _stack_backward(ctx, g):
