@@ -92,8 +92,8 @@ def _check_floating(input, what):
 
 def _make_sum(node, saved=None):
     return Op(f"sum_{node}", node,
-              forward=lambda a, dims, keepdim, shape, out_dtype: np.sum(
-                  a, axis=dims, keepdims=keepdim, dtype=out_dtype.numpy),
+              forward=lambda a, dims, keepdim, shape, out_dtype: np.add.reduce(  # np.sum's own call
+                  a, axis=dims, dtype=out_dtype.numpy, keepdims=keepdim),
               backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),),
               fast_backward=_sum_fast, saved=saved)
 

@@ -284,7 +284,7 @@ def reversed_dims(input):
 
 
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
-               forward=lambda a, dim: np.expand_dims(a, dim),
+               forward=lambda a, dim: a.reshape(a.shape[:dim] + (1,) + a.shape[dim:]),  # expand_dims
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
                fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True, saved={"dim": DIM})
 def _reshape_to_shape_fast(ctx, g):
