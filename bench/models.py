@@ -1,8 +1,10 @@
 """Model benchmark: training steps of small real models, gradviz against PyTorch, GC on.
 
-Four workloads people run under ``import gradviz as torch``: LeNet-5 (batch 64, 28x28, SGD),
+Five workloads people run under ``import gradviz as torch``: LeNet-5 (batch 64, 28x28, SGD),
 a 2-block GPT (embedding 64, 4 heads, T = 32, batch 16, Adam), an LSTM(32 -> 64) over 50
-steps (batch 16, Adam) and a small CNN with BatchNorm (batch 32, 3x32x32, SGD with momentum).
+steps (batch 16, Adam), the character MLP of makemore part 2 (batch 32, SGD: small tensors,
+where each op's fixed cost shows) and a small CNN with BatchNorm (batch 32, 3x32x32, SGD with
+momentum).
 Each is written once against the shared API and built in both frameworks from the same
 initial parameters; gradviz and torch alternate within every repeat, one thread each, with
 the garbage collector **on** (Note [GC on] in ``_common.py``); GC-off is the second column.
@@ -106,6 +108,28 @@ def lstm(fw):
     return Model()
 
 
+def makemore(fw, vocab=27, block=3, embed=10, hidden=200):
+    """The character-level MLP of makemore part 2, written as that notebook writes it: an
+    embedding table indexed by the context, then raw ``@`` and ``+`` (no nn.Linear)."""
+    nn = fw.nn
+
+    class MLP(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.C = nn.Parameter(fw.randn(vocab, embed))
+            self.W1 = nn.Parameter(fw.randn(block * embed, hidden) * 0.1)
+            self.b1 = nn.Parameter(fw.randn(hidden) * 0.01)
+            self.W2 = nn.Parameter(fw.randn(hidden, vocab) * 0.01)
+            self.b2 = nn.Parameter(fw.zeros(vocab))
+
+        def forward(self, x):
+            emb = self.C[x]  # (batch, block, embed)
+            h = fw.tanh(emb.view(-1, self.W1.shape[0]) @ self.W1 + self.b1)
+            return h @ self.W2 + self.b2
+
+    return MLP()
+
+
 def classification_loss(fw, model, x, y):
     return fw.nn.functional.cross_entropy(model(x), y)
 
@@ -127,6 +151,8 @@ def make_data(name, rng):
         return rng.standard_normal((32, 3, 32, 32), dtype=np.float32), rng.integers(0, 10, 32)
     if name == "gpt":
         return rng.integers(0, 65, (16, 32)), rng.integers(0, 65, (16, 32))
+    if name == "makemore":
+        return rng.integers(0, 27, (32, 3)), rng.integers(0, 27, 32)
     return (rng.standard_normal((50, 16, 32), dtype=np.float32),
             rng.standard_normal((16, 1), dtype=np.float32))
 
@@ -139,6 +165,8 @@ MODELS = {
             "2-block GPT step (emb 64, 4 heads, T=32, batch 16, Adam)"),
     "lstm": (lstm, regression_loss, lambda fw, p: fw.optim.Adam(p, lr=1e-3),
              "LSTM(32->64) over 50 steps, batch 16, Adam"),
+    "makemore": (makemore, classification_loss, lambda fw, p: fw.optim.SGD(p, lr=0.1),
+                 "makemore MLP step (context 3, emb 10, hidden 200, batch 32, SGD)"),
     "cnn_bn": (small_cnn, classification_loss,
                lambda fw, p: fw.optim.SGD(p, lr=0.01, momentum=0.9),
                "small CNN with BatchNorm, batch 32, 3x32x32, SGD momentum"),
@@ -230,13 +258,13 @@ def print_table(rows, env, modes):
     print(f"model steps: gradviz {env['gradviz']} ({env['gradviz_engine']} engine), torch "
           f"{env['torch']}, one thread, ms per step (median of repeats), interleaved; load "
           f"average {env['load_average'][0]:.2f} at start")
-    header = f"{'model':>7} |"
+    header = f"{'model':>8} |"
     for mode in modes:
         header += f" {'GC ' + mode + ' gradviz':>14} {'torch':>7} {'ratio':>6} |"
     print(header)
     print("-" * len(header))
     for r in rows:
-        line = f"{r['model']:>7} |"
+        line = f"{r['model']:>8} |"
         for mode in modes:
             e = r[f"gc_{mode}"]
             line += f" {e['gradviz']:>14.2f} {e['torch']:>7.2f} {e['ratio']:>6.2f} |"

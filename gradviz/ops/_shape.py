@@ -639,6 +639,41 @@ def _row_index(input, key):
     return array
 
 
+def check_basic_key(shape, items):
+    """PyTorch's errors for a key of ints, slices, None and Ellipsis that does not fit
+    ``shape``: too many indices, or an int out of its dim's range (numpy says "axis" and
+    "array"). Dims are counted in ``shape``, as PyTorch's indexing walks them."""
+    consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if consumed > len(shape):
+        raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
+    dim = axis = 0  # the dim named in the error counts the dims None inserts; axis does not
+    for item in items:
+        if item is Ellipsis:
+            dim += len(shape) - consumed
+            axis += len(shape) - consumed
+        elif item is None:
+            dim += 1
+        else:
+            if isinstance(item, (int, np.integer)) and not isinstance(item, (bool, np.bool_)):
+                size = shape[axis]
+                if not -size <= item < size:
+                    raise IndexError(
+                        f"index {item} is out of bounds for dimension {dim} with size {size}")
+            dim += 1
+            axis += 1
+
+
+def in_range_ints(key, shape):
+    """Whether ``key`` is a nonempty tuple of Python ints, one per leading dim of ``shape`` at
+    most, each in that dim's range: an element or a sub-tensor, selected dim by dim."""
+    if not key or len(key) > len(shape):
+        return False
+    return all(type(index) is int and -size <= index < size for size, index in zip(shape, key))
+
+
+_in_range_ints = in_range_ints
+
+
 @declare(name=False, method="__getitem__")
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
@@ -646,6 +681,11 @@ def getitem(input, key):
     ``input`` (``...``, ``()``, ``(:,)``) gives an alias view, as in PyTorch."""
     if type(key) is int and input._data.ndim and -input._data.shape[0] <= key < input._data.shape[0]:
         return _index_op(input, (key,), "select")  # ``x[i]``: what the general path records
+    if type(key) is tuple and _in_range_ints(key, input._data.shape):
+        out = input  # ``N[i, j]``: one select per int, each of the first dim left, as below
+        for index in key:
+            out = _index_op(out, (index,), "select")
+        return out
     if type(key) is Tensor and key.ndim:  # ``emb[idx]``, ``Y[ix]``
         rows = _row_index(input, key)
         if rows is not None:
@@ -653,6 +693,7 @@ def getitem(input, key):
                 return _index_op(input, rows, "advanced")
             except IndexError:
                 pass  # an index out of bounds: the general path raises PyTorch's error
+    lone_int = isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_))
     key = scalar_tensor_keys(key)
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
@@ -672,13 +713,12 @@ def getitem(input, key):
             )
     # Basic indexing decomposes into one select / slice / unsqueeze per item, as in PyTorch.
     consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
-    if consumed and input.ndim == 0 and any(isinstance(item, (int, np.integer)) for item in items):
+    # a lone int (not a tuple of one, nor a 0-d tensor) is PyTorch's "invalid index" on a 0-d
+    # tensor; anything else is "too many indices" (check_basic_key)
+    if input.ndim == 0 and lone_int:
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    if consumed > input.ndim:
-        raise IndexError(
-            f"too many indices for tensor of dimension {input.ndim}"
-        )
+    check_basic_key(input._data.shape, items)  # too many indices, an int out of range
     out = input
     dim = 0
     for item in items:
