@@ -673,8 +673,9 @@ def _copy_element_directly(self, key, value):
     source = value._data
     if source.shape != region.shape or not region.flags.writeable:
         return False
-    if (np.may_share_memory(region, source)
-            and region.__array_interface__ != source.__array_interface__):
+    if np.may_share_memory(region, source) and (
+            region.strides != source.strides
+            or _ext_ops.array_address(region) != _ext_ops.array_address(source)):
         return False  # overlapping elsewhere: the general path's check and error
     np.copyto(region, source)
     self._version_counter.bump()
@@ -859,7 +860,10 @@ def _write_directly(self, ufunc, args, kwargs):
             _requires_grad(self) or (isinstance(other, Tensor) and _requires_grad(other))
             or (self._base is not None and _requires_grad(self._base))):
         return False  # a graph is recorded: the general path
-    with np.errstate(all="ignore"):
+    if kind == "f":
+        with np.errstate(all="ignore"):
+            write_scaled(data, ufunc, operand, alpha)
+    else:  # integer arrays wrap around without a warning: no error state to set
         write_scaled(data, ufunc, operand, alpha)
     self._version_counter.bump()
     root = self if self._base is None else self._base
