@@ -642,7 +642,7 @@ def _row_index(input, key):
 def check_basic_key(shape, items):
     """PyTorch's errors for a key of ints, slices, None and Ellipsis that does not fit
     ``shape``: too many indices, or an int out of its dim's range (numpy says "axis" and
-    "array"). Dims are counted in ``shape``, as PyTorch's indexing walks them."""
+    "array"). The dim an error names counts the dims that None inserts, as PyTorch's does."""
     consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
     if consumed > len(shape):
         raise IndexError(f"too many indices for tensor of dimension {len(shape)}")
@@ -736,13 +736,7 @@ def getitem(input, key):
             out = _index_op(out, full, "slice")
             dim += 1
         else:
-            size = out._data.shape[dim]
-            index = int(item)
-            if not -size <= index < size:
-                raise IndexError(
-                    f"index {index} is out of bounds for dimension {dim} with size {size}"
-                )
-            full = (slice(None),) * dim + (index,)
+            full = (slice(None),) * dim + (int(item),)  # in range: check_basic_key
             out = _index_op(out, full, "select")
     if out is input:
         out = apply(ALIAS, input)
