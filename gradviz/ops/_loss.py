@@ -254,7 +254,8 @@ def _nll_forward(logp, coefficients, reduction, no_weight=False, picks=None):
     # coefficients[n, c] = -weight[c] / denominator at c = target[n] (0 elsewhere)
     if picks is not None:
         rows, labels, coefficient = picks
-        picked = np.multiply(logp[rows, labels], coefficient)
+        picked = logp[rows, labels]  # a new array: the products go into it
+        np.multiply(picked, coefficient, out=picked)
         np.add(0.0, picked, out=picked)
     else:
         with np.errstate(invalid="ignore"):
@@ -266,7 +267,7 @@ def _nll_forward(logp, coefficients, reduction, no_weight=False, picks=None):
         return picked.astype(logp.dtype)
     if no_weight:  # a mean over no weight (every target ignored, or none): 0 / 0, as in torch
         return np.asarray(np.nan, dtype=logp.dtype)
-    return np.asarray(np.sum(picked), dtype=logp.dtype)
+    return np.asarray(np.add.reduce(picked, axis=None), dtype=logp.dtype)  # np.sum's own call
 
 
 def _nll_backward(ctx, g):
