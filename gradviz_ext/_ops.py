@@ -841,7 +841,7 @@ def small_arith(kernel, a, b=None):
 
 # Note [Whole-array kernels]
 # --------------------------
-# Four operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
+# Five operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
 # several passes, temporaries or a cache-hostile order:
 #
 # * ``a + alpha * b`` (add and sub with an ``alpha``, out of place and in place: every SGD
@@ -850,6 +850,10 @@ def small_arith(kernel, a, b=None):
 #   The loop is compiled for FMA and used only when the CPU has it, so the result is
 #   PyTorch's, bit for bit, in one pass and no temporary. Elsewhere (and interpreted) the
 #   two-step numpy result stands: one rounding more.
+# * ``lerp(start, end, weight)``, the same way: PyTorch's vectorized kernel starts from the
+#   nearer end, ``fma(w, end - start, start)`` for ``|w| < 0.5``, else
+#   ``fma(w - 1, end - start, end)``. Besides the last bit, the end matters for infinities:
+#   ``lerp(1, inf, 0.7)`` is ``inf + -0.3 * inf``, NaN, where ``1 + 0.7 * inf`` is inf.
 # * relu's backward, ``threshold_backward(g, result)``: ``0 if result <= 0 else g`` in one
 #   pass, where numpy needs a mask, a multiply and a pass to turn -0.0 into 0.0, and a NaN
 #   result lets ``g`` through as in PyTorch.
@@ -873,6 +877,15 @@ def fused_add(a, b, alpha, in_place: cython.bint = False):
     it does not apply (Note [Whole-array kernels])."""
     if cython.compiled:
         return gradviz_fused_add(a, b, alpha, in_place)
+    return None
+
+
+def lerp(start, end, weight):
+    """PyTorch's ``lerp`` of two arrays with an array or number ``weight``, one fused
+    multiply-add per element, or None where it does not apply (Note [Whole-array
+    kernels])."""
+    if cython.compiled:
+        return gradviz_lerp(start, end, weight)
     return None
 
 

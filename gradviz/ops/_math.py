@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, install_methods
 from ._creation import zeros_like
 from ._pointwise import (
     CLAMP_MAX_TENSOR,
     CLAMP_MIN_TENSOR,
     _bitwise,
+    _broadcast_error,
     _broadcasting,
     _check_operand,
     _clamp_backward,
@@ -332,7 +335,24 @@ def _lerp_backward(ctx, g):
 
 
 def _lerp_forward(start, end, weight):
-    return start + weight * (end - start)
+    """torch's lerp from the nearer end (Note [Whole-array kernels] in gradviz_ext/_ops.py):
+    one fused multiply-add per element where the CPU has FMA, as torch's kernel; elsewhere
+    (other dtypes, or no FMA) the same formula in two roundings."""
+    if start.dtype in (np.float32, np.float64):
+        if type(weight) is np.ndarray and weight.ndim == 0:
+            weight = weight.astype(start.dtype).item()  # torch's 0-dim weight: a number
+        arrays = (start, end) if type(weight) is not np.ndarray else (start, end, weight)
+        arrays = [a if a.flags.c_contiguous else np.copy(a, order="C")  # 0-d stays 0-d
+                  for a in np.broadcast_arrays(*arrays)]
+        fused = _ext_ops.lerp(arrays[0], arrays[1], arrays[2] if len(arrays) == 3 else weight)
+        if fused is not None:
+            return fused
+    if not isinstance(weight, np.ndarray) and start.dtype in (np.float32, np.float64):
+        weight = start.dtype.type(weight)  # torch's number weight, in the dtype: 0.49999999 is 0.5
+    small = np.abs(weight) < 0.5
+    diff = end - start
+    return np.where(small, start + weight * diff, end + (weight - 1) * diff).astype(start.dtype,
+                                                                                  copy=False)
 
 
 LERP_SCALAR = Op("lerp", "LerpBackward0", forward=_lerp_forward,
@@ -341,9 +361,37 @@ LERP_TENSOR = Op("lerp_tensor", "LerpBackward1", forward=_lerp_forward,
                  backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
 
 
+def _check_lerp(input, end, weight):
+    """torch's checks: ``end`` (and a ``weight`` that is not 0-dim) of ``input``'s dtype, a
+    floating dtype, shapes that broadcast."""
+    if not isinstance(end, Tensor) or not isinstance(weight, (Tensor, int, float, np.number)):
+        got = ", ".join(type(x).__name__ if not isinstance(x, Tensor) else "Tensor"
+                        for x in (input, end, weight))
+        raise TypeError(f"lerp() received an invalid combination of arguments - got ({got}), but "
+                        "expected one of:\n * (Tensor input, Tensor end, Tensor weight, *, Tensor "
+                        "out = None)\n * (Tensor input, Tensor end, Number weight, *, Tensor out = "
+                        "None)\n")
+    dtype = input.dtype
+    for label, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype != dtype and (label == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {C_TYPE_NAMES[dtype.name]} for `{label}` but got "
+                               f"dtype {C_TYPE_NAMES[other.dtype.name]}")
+    if not dtype.is_floating_point:
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[dtype.name]}\'')
+    error = _broadcast_error(input._data, end._data)
+    if error is None and isinstance(weight, Tensor):
+        error = _broadcast_error(np.broadcast_to(0, np.broadcast_shapes(input.shape, end.shape)),
+                                 weight._data)
+    if error is not None:
+        raise error
+
+
 @declare(method=True, inplace=True)
 def lerp(input, end, weight):
-    """``input + weight * (end - input)`` (``weight`` a number or a tensor)."""
+    """``input + weight * (end - input)`` (``weight`` a number or a tensor), computed from the
+    nearer end as torch does."""
+    _check_lerp(input, end, weight)
     if isinstance(weight, Tensor):
         return apply(LERP_TENSOR, input, end, weight)
     return apply(LERP_SCALAR, input, end, weight=weight)
