@@ -347,6 +347,7 @@ from ._statistics import histogram as histogram
 from ._statistics import median as median
 from ._statistics import mode as mode
 from ._statistics import nanmedian as nanmedian
+from ._statistics import nanquantile as nanquantile
 from ._statistics import quantile as quantile
 from ._statistics import std_mean as std_mean
 from ._statistics import trapezoid as trapezoid
