@@ -125,6 +125,7 @@ from ._lookup import searchsorted as searchsorted
 from ._lookup import unique_consecutive as unique_consecutive
 from ._math import absolute as absolute
 from ._math import acos as acos
+from ._math import angle as angle
 from ._math import asin as asin
 from ._math import atan as atan
 from ._math import atan2 as atan2

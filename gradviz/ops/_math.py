@@ -37,6 +37,7 @@ from ._pointwise import (
     where,
 )
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
+from ._saved import SELF
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -72,6 +73,17 @@ SINH = Op("sinh", "SinhBackward0", forward=np.sinh,
 COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
           backward=lambda ctx, g: (g * sinh(ctx.input(0)),),
           saves=saves_inputs(0), dtype=promote_float)
+
+
+def _angle_forward(a):
+    """A real number's angle: pi for a negative one, 0 otherwise (-0.0 too: +0.0), NaN kept."""
+    return np.where(np.isnan(a), a, np.where(a < 0, a.dtype.type(np.pi), a.dtype.type(0)))
+
+
+# torch's angle_backward of a real input is zeros_like(self), NaN or not; it saves self
+ANGLE = Op("angle", "AngleBackward0", forward=_angle_forward,
+           backward=lambda ctx, g: (zeros_like(ctx.input(0)),), saves=saves_inputs(0),
+           dtype=promote_float, saved={"self": SELF})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -148,6 +160,16 @@ def sinh(input):
 def cosh(input):
     """The hyperbolic cosine, elementwise. Mirrors ``torch.cosh``."""
     return apply(COSH, input)
+
+
+@declare(method=True, out=True)
+def angle(input):
+    """The angle of each element as a complex number: pi for a negative real number, 0
+    otherwise (NaN stays NaN); its gradient is zero. Integers give the default float dtype.
+    Mirrors ``torch.angle`` for real tensors."""
+    if input.dtype.is_complex:
+        raise NotImplementedError("angle: complex tensors are not supported by gradviz")
+    return apply(ANGLE, input)
 
 
 @declare(method=True, inplace=True, out=True)

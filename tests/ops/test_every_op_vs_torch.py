@@ -185,6 +185,7 @@ SPECS: dict[str, Spec] = {
     "acos": _unary("acos", "unit"),
     "sinh": _unary("sinh"),
     "cosh": _unary("cosh"),
+    "angle": _unary("angle"),
     "remainder": _binary("remainder", "real", "positive"),
     "fmod": _binary("fmod", "real", "positive"),
     "floor_divide": S((3, 4), Input((4,), "positive"), order=0, why=_NO_TORCH_DERIVATIVE.format("floor_divide"))(
