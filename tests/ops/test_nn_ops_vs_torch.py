@@ -313,6 +313,103 @@ def test_embedding_of_zero_width_rows():
     assert results[0] == results[1]
 
 
+def _embedding_weight(dtype):
+    rows = np.random.default_rng(5).standard_normal((7, 5)) * [[0.1], [1], [2], [0.5], [3], [1.5], [40]]
+    return rows.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("max_norm, norm_type", [(1.0, 2.0), (0.5, 1.0), (1.2, float("inf")), (2.0, 3.0),
+                                                 (0.3, 0.5), (100.0, 2.0), (1.0, 2)])
+def test_embedding_max_norm_renormalizes_the_named_rows_in_place(dtype, max_norm, norm_type):
+    """torch's embedding_renorm_: the rows the indices name (each once), norm above max_norm,
+    scaled in place by max_norm / (norm + 1e-7); one version bump; the other rows untouched;
+    then the lookup and its gradient as without max_norm. The bits of the weight and output
+    where gradviz's norm has torch's bits (p 1, 0.5, inf); gradviz's p-norms of p 2 and 3 may
+    differ from torch's in the last bit, and so may the scale."""
+    results = []
+    for lib in (torch, gradviz):
+        weight = lib.tensor(_embedding_weight(dtype), requires_grad=True)
+        version = weight._version
+        idx = lib.tensor([[0, 2, 2], [4, 0, 1], [6, 6, 2]])
+        out = lib.nn.functional.embedding(idx, weight, max_norm=max_norm, norm_type=norm_type)
+        out.backward(lib.arange(45, dtype=out.dtype).reshape(out.shape))
+        results.append([weight._version - version, out.grad_fn.name(), weight.detach().numpy().copy(),
+                        out.detach().numpy(), weight.grad.numpy()])
+    (t_version, t_name, *t_arrays), (g_version, g_name, *g_arrays) = results
+    assert (g_version, g_name) == (t_version, t_name) == (1, "EmbeddingBackward0")
+    exact = norm_type in (1.0, 0.5, float("inf")) or max_norm == 100.0  # 100: nothing renormed
+    for got, want in zip(g_arrays, t_arrays):
+        assert got.dtype == want.dtype
+        if exact:
+            assert np.array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+def test_embedding_module_max_norm_and_padding():
+    results = []
+    for lib in (torch, gradviz):
+        layer = lib.nn.Embedding(7, 5, padding_idx=3, max_norm=0.5, norm_type=1.0)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(_embedding_weight("float32")))
+        out = layer(lib.tensor([[1, 3, 5], [6, 1, 0]]))
+        out.sum().backward()
+        results.append([repr(layer), layer.weight.detach().numpy().copy(), out.detach().numpy(),
+                        layer.weight.grad.numpy()])
+    assert results[0][0] == results[1][0]
+    for got, want in zip(results[1][1:], results[0][1:]):
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("padding_idx", [None, 1, 2])
+def test_embedding_scale_grad_by_freq(dtype, padding_idx):
+    """Each gradient row divided by its index's count in the batch (Note [Embedding gradient
+    scaled by frequency]): the bits of torch's gradient where the counts are powers of two,
+    within one rounding per row added where a count is 3; also under create_graph."""
+    indices = {"powers of two": [[0, 2, 2], [4, 0, 1], [2, 2, 5]],
+               "three": [[0, 2, 2], [2, 0, 1], [0, 5, 5]]}
+    for label, idx in indices.items():
+        results = []
+        for lib in (torch, gradviz):
+            weight = lib.tensor(_embedding_weight(dtype), requires_grad=True)
+            out = lib.nn.functional.embedding(lib.tensor(idx), weight, padding_idx=padding_idx,
+                                              scale_grad_by_freq=True)
+            g = lib.tensor(np.random.default_rng(1).standard_normal(out.shape), dtype=out.dtype)
+            (grad,) = lib.autograd.grad(out, weight, g, create_graph=True)
+            out.backward(g)
+            results.append([weight.grad.numpy(), grad.detach().numpy()])
+        for got, want in zip(results[1], results[0]):
+            if label == "powers of two":
+                assert np.array_equal(got, want), label
+            else:
+                np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+EMBEDDING_ERRORS = {
+    "padding_idx outside": lambda m, w: m.nn.functional.embedding(m.tensor([0]), w, 9, max_norm=1.0),
+    "float indices with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([0.0]), w, max_norm=1.0),
+    "float indices": lambda m, w: m.nn.functional.embedding(m.tensor([0.0]), w),
+    "index outside with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([7, 9]), w, max_norm=1.0),
+    "1-d weight with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([1]), w[0], max_norm=1.0),
+    "negative index with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([-1]), w, max_norm=0.01),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMBEDDING_ERRORS))
+def test_embedding_errors_match_torch(case):
+    def error(lib):
+        try:
+            EMBEDDING_ERRORS[case](lib, lib.tensor(_embedding_weight("float32")))
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e).replace("torch.", "gradviz.")
+        return None
+
+    assert error(torch) is not None
+    assert error(gradviz) == error(torch)
+
+
 @pytest.mark.parametrize("name", ["std_mean", "var_mean"])
 @pytest.mark.parametrize("used", ["spread", "mean", "both"])
 def test_std_mean_is_one_node(name, used):
