@@ -178,19 +178,31 @@ def square(input):
     return pow(input, 2)
 
 
-def _remainder_backward(ctx, g, rounding):
+def _remainder_backward(ctx, g, rounding_mode):
+    """torch's ``-grad * self.div(other, rounding_mode=...)`` for ``other``: floor for
+    remainder, trunc for fmod."""
     a, b = ctx.input(0), ctx.input(1)
     grad_b = None
     if ctx.needs_input_grad[1]:
-        grad_b = -g * rounding(div(a, b))
+        grad_b = -g * div(a, b, rounding_mode=rounding_mode)
     return (g if ctx.needs_input_grad[0] else None, grad_b)
 
 
-REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(np.remainder),
-               backward=lambda ctx, g: _remainder_backward(ctx, g, floor),
+def _remainder_forward(a, b):
+    """torch's remainder of floats: ``fmod``, plus ``b`` where it is not 0 and its sign is not
+    ``b``'s. A zero keeps fmod's sign, the dividend's (``-0.0 % 2`` and ``4.0 % -2`` are -0.0
+    and 0.0), where numpy gives it the divisor's. Integers: numpy's, which is torch's."""
+    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
+        return np.remainder(a, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((mod < 0) != (np.asarray(b) < 0)), mod + b, mod)
+
+
+REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(_remainder_forward),
+               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
                saves=saves_inputs(0, 1), dtype=promote)
 FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(np.fmod),
-          backward=lambda ctx, g: _remainder_backward(ctx, g, trunc),
+          backward=lambda ctx, g: _remainder_backward(ctx, g, "trunc"),
           saves=saves_inputs(0, 1), dtype=promote)
 
 

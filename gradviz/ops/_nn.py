@@ -235,13 +235,18 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
             out, mean, var, rstd = found
             if statistics is not None:
                 statistics.keep(x, mean, var, rstd)
-            return out
+            return out if bias is not None else _plus_zero(out)
     out = _normalize_forward(x, dims, eps, statistics)  # ours: the affine goes in place when it may
     if weight is not None:
         out = _in_place(out, weight, np.multiply)
-    if bias is not None:
-        out = _in_place(out, bias, np.add)
+    out = _in_place(out, bias, np.add) if bias is not None else _plus_zero(out)
     return out.astype(x.dtype, copy=False)
+
+
+def _plus_zero(out):
+    """``out + 0.0`` in place: torch's layer norm without a bias adds a zero one, so an entry
+    normalized to -0.0 (a -0.0 at a row's mean of +0.0) comes out +0.0."""
+    return np.add(out, out.dtype.type(0), out=out)
 
 
 # Note [Layer norm kernel]

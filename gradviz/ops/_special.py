@@ -220,9 +220,17 @@ def _fmax_backward(ctx, g):
             where_zero(first, g) if ctx.needs_input_grad[1] else None)
 
 
-FMAX = Op("fmax", "FmaxBackward0", forward=lambda a, b, largest: np.fmax(a, b),
+def _fmax_forward(a, b, largest):
+    """torch's fmax (fmin): ``a`` where it is not smaller (larger) than ``b`` or ``b`` is NaN,
+    else ``b``. On a tie of +0.0 and -0.0 that is ``a``'s zero; numpy's float32 loop gives
+    ``b``'s."""
+    keep = np.greater_equal(a, b) if largest else np.less_equal(a, b)
+    return np.where(keep | np.isnan(b), a, b)
+
+
+FMAX = Op("fmax", "FmaxBackward0", forward=_fmax_forward,
           backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
-FMIN = Op("fmin", "FminBackward0", forward=lambda a, b, largest: np.fmin(a, b),
+FMIN = Op("fmin", "FminBackward0", forward=_fmax_forward,
           backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
 
 
