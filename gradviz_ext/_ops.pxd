@@ -300,6 +300,17 @@ cdef extern from "c/lstm_cell.h":
     void gradviz_lstm_step_backward_f32(const gradviz_lstm_step *s) nogil
 
 
+# Note [Small batched products] (gradviz/ops/_linalg.py): bmm and baddbmm of small matrices
+# summed as torch's loop sums them (gradviz_ext/c/small_bmm.h).
+cdef extern from "c/small_bmm.h":
+    void gradviz_small_bmm_f32(const float *a, const float *b, const float *input, float beta,
+                               float alpha, Py_ssize_t batches, Py_ssize_t rows,
+                               Py_ssize_t inner, Py_ssize_t columns, float *out)
+    void gradviz_small_bmm_f64(const double *a, const double *b, const double *input,
+                               double beta, double alpha, Py_ssize_t batches, Py_ssize_t rows,
+                               Py_ssize_t inner, Py_ssize_t columns, double *out)
+
+
 # Note [Max pool kernels] (gradviz/ops/_conv.py): 2-D max pooling forward and backward in one
 # pass each (gradviz_ext/c/max_pool.h).
 cdef extern from "c/max_pool.h":

@@ -1181,6 +1181,47 @@ def max_pool2d_backward_arrays(g, positions, geometry, size):
     return grad if done else None  # 0: a kernel too large for the kernel's offset table
 
 
+def small_bmm(a, b, input=None, beta: cython.double = 1.0, alpha: cython.double = 1.0):
+    """``a @ b`` of C-contiguous (batches, rows, inner) and (batches, inner, columns) float32
+    or float64 arrays, each entry summed k by k as torch's small-matrix loop sums it; with
+    ``input`` (C-contiguous, the output's shape and dtype) torch's baddbmm rule, ``beta`` and
+    ``alpha`` rounded to the dtype. None where the kernel does not apply (Note [Small batched
+    products] in gradviz/ops/_linalg.py)."""
+    if not cython.compiled:
+        return None
+    dtype = a.dtype
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 3 or b.ndim != 3
+            or (dtype != _F32_DTYPE and dtype != _F64_DTYPE) or b.dtype != dtype
+            or not a.flags.c_contiguous or not b.flags.c_contiguous
+            or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]):
+        return None
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype)
+    if input is not None and (type(input) is not np.ndarray or input.dtype != dtype
+                              or input.shape != out.shape or not input.flags.c_contiguous):
+        return None
+    if cython.compiled:
+        batches: cython.Py_ssize_t = a.shape[0]
+        rows: cython.Py_ssize_t = a.shape[1]
+        inner: cython.Py_ssize_t = a.shape[2]
+        columns: cython.Py_ssize_t = b.shape[2]
+        first: cython.size_t = gradviz_array_address(a)
+        second: cython.size_t = gradviz_array_address(b)
+        into: cython.size_t = gradviz_array_address(out)
+        added: cython.size_t = 0 if input is None else gradviz_array_address(input)
+        if dtype == _F32_DTYPE:
+            gradviz_small_bmm_f32(cython.cast(cython.p_float, first),
+                                  cython.cast(cython.p_float, second),
+                                  cython.cast(cython.p_float, added), cython.cast(cython.float, beta),
+                                  cython.cast(cython.float, alpha), batches, rows, inner, columns,
+                                  cython.cast(cython.p_float, into))
+        else:
+            gradviz_small_bmm_f64(cython.cast(cython.p_double, first),
+                                  cython.cast(cython.p_double, second),
+                                  cython.cast(cython.p_double, added), beta, alpha, batches, rows,
+                                  inner, columns, cython.cast(cython.p_double, into))
+    return out
+
+
 def gelu_backward_float32(x, g):
     """``g * (Phi(x) + x phi(x))``, the exact GELU's derivative times ``g``, for C-contiguous
     float32 arrays of one shape, as a new array; None where the kernel does not apply (Note

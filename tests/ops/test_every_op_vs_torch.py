@@ -344,6 +344,7 @@ SPECS: dict[str, Spec] = {
     "mm": S((3, 4), (4, 2))(lambda m, x, y: m.mm(x, y)),
     "bmm": S((2, 3, 4), (2, 4, 2))(lambda m, x, y: m.bmm(x, y)),
     "addmm": S((3, 2), (3, 4), (4, 2))(lambda m, b, x, y: m.addmm(b, x, y)),
+    "addmm_scaled": S((3, 2), (3, 4), (4, 2))(lambda m, b, x, y: m.addmm(b, x, y, beta=0.5, alpha=-2.0)),
     "addmv": S((3,), (3, 4), (4,))(lambda m, b, x, y: m.addmv(b, x, y, beta=0.5)),
     "addr": S((3, 4), (3,), (4,))(lambda m, b, x, y: m.addr(b, x, y, alpha=2.0)),
     "baddbmm": S((2, 3, 2), (2, 3, 4), (2, 4, 2))(lambda m, b, x, y: m.baddbmm(b, x, y, beta=0.5)),
