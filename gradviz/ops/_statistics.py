@@ -25,7 +25,7 @@ from ._reduction import (
     _select_backward,
     _std_backward,
     _var_backward,
-    _var_forward,
+    _var_wide,
     _variance,
     mean,
 )
@@ -156,9 +156,12 @@ def bincount(input, weights=None, minlength=0):
 
 
 def _moments_forward(spread):
+    """``(spread, mean)`` as torch's one kernel gives them: both from double sums for float32
+    and float16, rounded once to the dtype (``spread`` of the float64 variance)."""
     def forward(a, dims, keepdim, shape, count, correction):
-        return (spread(_var_forward(a, dims, keepdim, shape, count, correction)),
-                np.mean(a, axis=dims, keepdims=keepdim))
+        wide = a.astype(np.float64) if a.dtype in (np.float32, np.float16) else a
+        return (spread(_var_wide(a, dims, keepdim, shape, count, correction)).astype(a.dtype, copy=False),
+                np.mean(wide, axis=dims, keepdims=keepdim).astype(a.dtype, copy=False))
     return forward
 
 

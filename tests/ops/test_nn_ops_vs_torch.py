@@ -502,3 +502,26 @@ def test_normalization_bias_gradient_requires_grad_as_torch(name, requires):
     found by the op fuzzer, seed 4664); group norm's does not; second derivatives agree."""
     expected = _normalization_second_derivative(torch, name, requires)
     assert _normalization_second_derivative(gradviz, name, requires) == expected
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_variance_of_low_precision_floats_has_torchs_bits(name, dtype):
+    """torch's CPU variance accumulates float32 and float16 in double and rounds once: the
+    float32 results of numpy's own variance were a bit off in about a third of the rows. The
+    mean of var_mean/std_mean is torch's double Welford mean rounded, compared within a bit,
+    and so is float64, where torch's Welford and numpy's two passes round differently."""
+    data = np.random.default_rng(12).standard_normal((40, 9)) * 3 + 1
+    results = []
+    for lib in (torch, gradviz):
+        x = lib.tensor(data, dtype=getattr(lib, dtype))
+        out = getattr(lib, name)(x, 1) if name.endswith("mean") else getattr(x, name)(1)
+        outs = out if isinstance(out, tuple) else (out,)
+        results.append([o.numpy() for o in outs] + [getattr(x, name.split("_")[0])(correction=0).numpy()])
+    for i, (got, want) in enumerate(zip(results[1], results[0])):
+        assert got.dtype == want.dtype
+        if (name.endswith("mean") and i == 1) or dtype == "float64":
+            eps = float(np.finfo(got.dtype).eps)  # a mean near 0: the data's scale
+            np.testing.assert_allclose(got, want, rtol=4 * eps, atol=8 * eps * np.abs(data).max())
+        else:
+            assert np.array_equal(got, want)
