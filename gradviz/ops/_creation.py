@@ -10,6 +10,7 @@ import numpy as np
 from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
+from .._tensor import device as _device
 from . import _random_fills
 from ._pointwise import checked_integer
 from ._registry import declare, exports
@@ -25,7 +26,7 @@ class Generator:
 
     def __init__(self, device="cpu"):
         check_device(device)
-        self.device = device
+        self.device = _device("cpu")  # a device, as torch's ``Generator().device``
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
