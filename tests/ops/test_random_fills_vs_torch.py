@@ -81,6 +81,8 @@ CREATION_ERRORS = {
     "randint uint8 from -1": lambda m: m.randint(-1, 3, (2,), dtype=m.uint8),
     "randint int8 257": lambda m: m.randint(0, 257, (1,), dtype=m.int8),
     "randint int32 below": lambda m: m.randint(-2**31 - 1, 0, (2,), dtype=m.int32),
+    "rrelu long training": lambda m: m.nn.functional.rrelu(m.ones(3, dtype=m.long), training=True),
+    "rrelu bool eval": lambda m: m.nn.functional.rrelu(m.ones(3, dtype=m.bool)),
 }
 CREATION_ACCEPTED = {
     "randn long empty": lambda m: m.randn(0, dtype=m.long).shape,
