@@ -472,14 +472,14 @@ def _pow_scalar_backward(ctx, g):
     p = ctx.exponent
     if p == 0:
         return (g * 0,)
-    return (g * p * pow(ctx.input(0), p - 1),)
+    return (g * (p * pow(ctx.input(0), p - 1)),)  # torch's order: grad * (exp * pow)
 
 
 def _pow_scalar_fast(ctx, g):
     p = ctx.attrs["exponent"]
     if p == 0:
         return (g * 0,)
-    return (g * p * np.power(ctx.data(0), p - 1),)
+    return (g * (p * _pow_scalar_forward(ctx.data(0), p - 1)),)
 
 
 def _integer_power(a, b):
@@ -501,8 +501,21 @@ def _power(a, b):
 
 
 def _pow_scalar_forward(a, exponent):
+    """``a ** exponent``; for float32 and float64 the exponents torch's CPU kernel computes
+    without ``pow``, as it does: 3 as ``a * a * a``, -2 as ``1 / (a * a)``, 0.5 as ``sqrt``
+    and -0.5 as ``1 / sqrt`` (its sqrt and rsqrt kernels). numpy's correctly rounded ``pow``
+    gave other bits for a third of float32 cubes (2 and -1 were the same already)."""
     if a.dtype.kind in "iub" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if (a.dtype == np.float32 or a.dtype == np.float64) and type(exponent) in (int, float):
+        if exponent == 3:
+            return a * a * a
+        if exponent == -2:
+            return 1 / (a * a)
+        if exponent == 0.5:
+            return np.sqrt(a)
+        if exponent == -0.5:
+            return 1 / np.sqrt(a)
     return np.power(a, exponent)
 
 

@@ -11,6 +11,8 @@ values, in float32 and float64.
   it counts (numpy's ``maximum.at`` kept the later one).
 * average pools sum from +0.0 (a window of -0.0 averages to +0.0) and divide by a window count
   in the data's dtype; layer norm without a bias adds torch's zero one (-0.0 becomes +0.0).
+* Bits beside the signs: pow by 3, -2, 0.5 and -0.5 is computed as torch's kernel computes it
+  (products, a reciprocal, sqrt), and its gradient in torch's order.
 """
 
 from __future__ import annotations
@@ -168,3 +170,30 @@ def test_layer_norm_of_signed_zeros(dtype, affine):
         return [m.nn.functional.layer_norm(x, (4,), weight, bias)]
 
     _assert_same(*_both(fn))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("exponent", [2, 3, 3.0, -2, -1, 0.5, -0.5, 1, 4])
+def test_pow_by_the_exponents_torch_computes_without_pow(dtype, exponent):
+    """torch's pow kernel computes 3 as ``x * x * x``, -2 as ``1 / (x * x)``, 0.5 and -0.5 with
+    its sqrt and rsqrt kernels: those values have its bits (0.5 as gradviz's sqrt has torch's,
+    compared within a rounding), and the gradients ``grad * (exponent * x ** (exponent - 1))``
+    where that power is one of them."""
+    values = np.random.default_rng(14).standard_normal(2000) * 3
+    values[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e20, -1e-30, 1e-40]
+    weights = np.linspace(-2, 2, values.size)
+
+    def fn(m):
+        x = m.tensor(values, dtype=getattr(m, dtype), requires_grad=True)
+        y = x ** exponent
+        y.backward(m.tensor(weights, dtype=y.dtype))
+        return [y, x.grad]
+
+    gv, th = _both(fn)
+    exact_value = exponent in (1, 2, 3, -1, -2, -0.5)  # 4 and 0.5: pow and sqrt
+    exact_grad = exponent - 1 in (0, 1, 2, 3, -1, -2, -0.5)
+    for got, want, exact in ((gv[0], th[0], exact_value), (gv[1], th[1], exact_grad)):
+        if exact:
+            _assert_same([got], [want])
+        else:
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(got.dtype).eps, equal_nan=True)
