@@ -25,12 +25,13 @@ cdef bint _small_add_into(object a, object b)
 cdef object _add_arrays(object a, object b)
 
 
-# Note [Whole-array kernels]: fused add/sub with alpha, lerp, relu's backward, transpose plus bias,
+# Note [Whole-array kernels]: fused add/sub with alpha, lerp, addcmul's x * y + z, relu's backward, transpose plus bias,
 # a row vector added to a matrix's rows in place.
 cdef extern from "c/array_kernels.h":
     void gradviz_fma_enable()
     object gradviz_fused_add(object a, object b, object alpha, int in_place)
     object gradviz_lerp(object start, object end, object weight)
+    object gradviz_fma3(object x, object y, object z)
     object gradviz_threshold_backward(object g, object result)
     object gradviz_transpose_add(object t, object bias)
     int gradviz_add_row_vector(object out, object bias)

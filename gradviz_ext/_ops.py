@@ -841,7 +841,7 @@ def small_arith(kernel, a, b=None):
 
 # Note [Whole-array kernels]
 # --------------------------
-# Five operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
+# Six operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
 # several passes, temporaries or a cache-hostile order:
 #
 # * ``a + alpha * b`` (add and sub with an ``alpha``, out of place and in place: every SGD
@@ -854,6 +854,8 @@ def small_arith(kernel, a, b=None):
 #   nearer end, ``fma(w, end - start, start)`` for ``|w| < 0.5``, else
 #   ``fma(w - 1, end - start, end)``. Besides the last bit, the end matters for infinities:
 #   ``lerp(1, inf, 0.7)`` is ``inf + -0.3 * inf``, NaN, where ``1 + 0.7 * inf`` is inf.
+# * ``x * y + z`` of three arrays, rounded once: addcmul's ``input + (value * t1) * t2``, whose
+#   last multiply and add PyTorch's vectorized loop fuses.
 # * relu's backward, ``threshold_backward(g, result)``: ``0 if result <= 0 else g`` in one
 #   pass, where numpy needs a mask, a multiply and a pass to turn -0.0 into 0.0, and a NaN
 #   result lets ``g`` through as in PyTorch.
@@ -886,6 +888,14 @@ def lerp(start, end, weight):
     kernels])."""
     if cython.compiled:
         return gradviz_lerp(start, end, weight)
+    return None
+
+
+def fused_multiply_add(x, y, z):
+    """``x * y + z`` of three arrays of one dtype and shape, one fused multiply-add per
+    element, or None where it does not apply (Note [Whole-array kernels])."""
+    if cython.compiled:
+        return gradviz_fma3(x, y, z)
     return None
 
 

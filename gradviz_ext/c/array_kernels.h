@@ -7,8 +7,8 @@
 #define GRADVIZ_ARRAY_KERNELS_H
 
 /* Note [Whole-array kernels] (gradviz_ext/_ops.py): add/sub with an alpha as one fused
- * multiply-add per element (PyTorch's rounding), in place or into a new array, lerp the
- * same way, relu's backward as one pass, and a matrix's transpose plus a row vector in
+ * multiply-add per element (PyTorch's rounding), in place or into a new array, lerp and
+ * addcmul the same way, relu's backward as one pass, and a matrix's transpose plus a row vector in
  * tiles; for aligned C-contiguous float32/float64 arrays of any size. */
 #include <stdint.h>
 #include <string.h>
@@ -160,6 +160,49 @@ static inline PyObject *gradviz_lerp(PyObject *start, PyObject *end, PyObject *w
     else
         gradviz_lerp_f64((double *)((gradviz_small_array *)out)->data, (const double *)s->data,
                          (const double *)e->data, (const double *)w, ws, n);
+    return out;
+}
+
+/* x * y + z rounded once per element (one fused multiply-add), for arrays of one dtype and
+   shape: PyTorch's addcmul, whose vectorized loop fuses its last multiply and its add. None
+   (a new reference) when not covered: other dtypes or layouts, or a CPU without FMA. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx2,fma")))
+static inline void gradviz_fma3_f32(float *o, const float *x, const float *y, const float *z,
+                                    Py_ssize_t n) {
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) o[k] = __builtin_fmaf(x[k], y[k], z[k]);
+}
+__attribute__((target("avx2,fma")))
+static inline void gradviz_fma3_f64(double *o, const double *x, const double *y,
+                                    const double *z, Py_ssize_t n) {
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) o[k] = __builtin_fma(x[k], y[k], z[k]);
+}
+#else
+static inline void gradviz_fma3_f32(float *o, const float *x, const float *y, const float *z,
+                                    Py_ssize_t n) {}
+static inline void gradviz_fma3_f64(double *o, const double *x, const double *y,
+                                    const double *z, Py_ssize_t n) {}
+#endif
+
+static inline PyObject *gradviz_fma3(PyObject *x, PyObject *y, PyObject *z) {
+    gradviz_small_array *a = (gradviz_small_array *)x;
+    Py_ssize_t n;
+    PyObject *out;
+    if (gradviz_new_from_descr == NULL || !gradviz_fma_ok) Py_RETURN_NONE;
+    n = gradviz_flat_pair(x, y, 0);
+    if (n < 0 || gradviz_flat_pair(x, z, 0) != n) Py_RETURN_NONE;
+    out = gradviz_new_like(x);
+    if (out == NULL) return NULL;
+    if (a->descr == gradviz_small_f32)
+        gradviz_fma3_f32((float *)((gradviz_small_array *)out)->data, (const float *)a->data,
+                         (const float *)((gradviz_small_array *)y)->data,
+                         (const float *)((gradviz_small_array *)z)->data, n);
+    else
+        gradviz_fma3_f64((double *)((gradviz_small_array *)out)->data, (const double *)a->data,
+                         (const double *)((gradviz_small_array *)y)->data,
+                         (const double *)((gradviz_small_array *)z)->data, n);
     return out;
 }
 

@@ -3,7 +3,8 @@ start)`` for ``|w| < 0.5`` else ``fma(w - 1, end - start, end)``, so the values 
 a CPU with FMA (the one these tests expect; Note [Whole-array kernels] in gradviz_ext/_ops.py),
 infinities included (``lerp(1, inf, 0.7)`` is NaN); gradients, dtypes and errors are torch's.
 Without the kernel (no FMA, float16) the same formula in two roundings agrees within one
-rounding and on every NaN and infinity."""
+rounding and on every NaN and infinity. addcmul's fused multiply-add (the same kernels) and
+addcdiv's order of operations are torch's too."""
 
 from __future__ import annotations
 
@@ -51,13 +52,15 @@ def _same_bits(a, b):
     return np.array_equal(a, b, equal_nan=True) and np.array_equal(np.signbit(a), np.signbit(b))
 
 
-def _same_values(a, b):
+def _same_values(a, b, scale=None):
     """Torch's bits with the fused kernel; without it NaN and infinities where torch has them
-    and the rest within one rounding of the larger end."""
+    and the rest within one rounding of ``scale`` (the operands' size; by default the larger
+    end, the result's largest)."""
     if FUSED:
         return _same_bits(a, b)
     finite = np.isfinite(a) & np.isfinite(b)
-    scale = np.max(np.abs(b[finite]), initial=0.0)
+    if scale is None:
+        scale = np.max(np.abs(b[finite]), initial=0.0)
     return (np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(a[~finite & ~np.isnan(a)], b[~finite & ~np.isnan(b)])
             and bool((np.abs(a[finite] - b[finite]) <= 4 * np.finfo(a.dtype).eps * scale).all()))
 
@@ -156,3 +159,38 @@ def test_errors_match_torch(index):
 
     assert error(torch) is not None
     assert error(gradviz) == error(torch)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("value", [0.3, 1, 2.5, -1])
+@pytest.mark.parametrize("name", ["addcmul", "addcdiv"])
+@pytest.mark.parametrize("broadcast", [False, True, "0-d"])
+def test_addcmul_and_addcdiv_match_torch(dtype, value, name, broadcast):
+    """addcmul is torch's ``input + (value * tensor1) * tensor2`` with the last multiply and
+    add fused (the same kernel as lerp's: torch's bits with it), addcdiv ``input + (value *
+    tensor1) / tensor2``; the gradients are torch's formulas (``grad * (value / tensor2)`` a
+    division): their bits, but for a broadcast operand's, summed over the rows (gradviz's sum
+    and torch's add in other orders)."""
+    arrays = [_values(400, 16 + i).reshape(40, 10) for i in range(3)]
+    if broadcast == "0-d":
+        arrays = [a[3, 5] for a in arrays]
+    elif broadcast:
+        arrays[2] = arrays[2][0]
+    weight = np.linspace(-1, 1, 400).reshape(40, 10) if broadcast != "0-d" else np.array(0.75)
+    results = []
+    for m in (torch, gradviz):
+        inputs = [m.tensor(a, dtype=getattr(m, dtype), requires_grad=True) for a in arrays]
+        y = getattr(m, name)(*inputs, value=value)
+        y.backward(m.tensor(weight, dtype=y.dtype))
+        results.append([y.detach().numpy()] + [t.grad.numpy() for t in inputs])
+    (ty, *tg), (gy, *gg) = results
+    if name == "addcmul":
+        sizes = [np.max(np.abs(a[np.isfinite(a)]), initial=0.0) for a in arrays]
+        assert _same_values(gy, ty, scale=sizes[0] + abs(value) * sizes[1] * sizes[2])
+    else:
+        assert _same_bits(gy, ty)
+    for i, (got, want) in enumerate(zip(gg, tg)):
+        if broadcast is True and i == 2:
+            np.testing.assert_allclose(got, want, rtol=1e-5, equal_nan=True)
+        else:
+            assert _same_bits(got, want), i
