@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -122,16 +123,62 @@ def mode(input, dim=-1, keepdim=False):
     return RETURN_TYPES["mode"](out, _wrap(out_indices))
 
 
+def _no_derivative(name):
+    """torch's backward of an op it has no derivative for: NotImplementedError."""
+    def backward(ctx, g):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return backward
+
+
+# the values as a node of torch's name whose gradient raises, when the input requires grad
+_UNIQUE = Op("unique", "Unique2Backward0", forward=lambda a, values: values,
+             backward=_no_derivative("_unique2"))
+_UNIQUE_DIM = Op("unique_dim", "UniqueDimBackward0", forward=lambda a, values: values,
+                 backward=_no_derivative("unique_dim"))
+
+
+def _unique_slices(data, dim):
+    """The distinct slices of ``data`` along ``dim`` in lexicographic order, each slice's
+    group and each group's count, as torch's ``unique_dim``: slices are equal when all their
+    entries are (a NaN equals nothing, so slices with a NaN stay apart)."""
+    moved = np.moveaxis(data, dim, 0)
+    count = moved.shape[0]
+    rows = moved.reshape(count, math.prod(moved.shape[1:]))
+    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(count)
+    ordered = rows[order]
+    starts = np.ones(count, dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    groups = np.cumsum(starts) - 1
+    inverse = np.empty(count, dtype=np.int64)
+    inverse[order] = groups
+    counts = np.diff(np.append(np.flatnonzero(starts), count)).astype(np.int64)
+    values = np.moveaxis(ordered[starts].reshape((-1,) + moved.shape[1:]), 0, dim)
+    return np.ascontiguousarray(values), inverse, counts
+
+
 @declare(method=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted); with ``return_inverse``, where each entry went; with
-    ``return_counts``, how often each value occurs. Not differentiable."""
-    if dim is not None:
-        raise NotImplementedError("unique: dim is not supported by gradviz")
-    values, inverse, counts = np.unique(input._data, return_inverse=True, return_counts=True)
-    result = [_wrap(values.astype(input._data.dtype))]
+    ``return_counts``, how often each value occurs. With ``dim``, the distinct slices along
+    it, in lexicographic order. Not differentiable (torch's node, whose backward raises)."""
+    data = input._data
+    if dim is None:
+        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True)
+        values, inverse = values.astype(data.dtype), inverse.reshape(data.shape)
+        op = _UNIQUE
+    else:
+        if not input.ndim:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(dim, input.ndim)
+        if data.size == 0 and data.shape[dim] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        values, inverse, counts = _unique_slices(data, dim)
+        op = _UNIQUE_DIM
+    result = [apply(op, input, values=values) if input.requires_grad else _wrap(values)]
     if return_inverse:
-        result.append(_wrap(inverse.reshape(input._data.shape).astype(np.int64)))
+        result.append(_wrap(inverse.astype(np.int64)))
     if return_counts:
         result.append(_wrap(counts.astype(np.int64)))
     return result[0] if len(result) == 1 else tuple(result)

@@ -470,6 +470,10 @@ SPECS: dict[str, Spec] = {
     "mode": S(Input((3, 5), "int3"))(lambda m, x: m.mode(x.double(), 1).values),
     "histogram": S((20,), order=0, why="a histogram's counts are piecewise constant; torch has "
                    "no derivative for histogram")(lambda m, x: m.histogram(x, 4).hist),
+    "unique": S((3, 4), order=0, why="torch raises 'the derivative for '_unique2' is not implemented'")(
+        lambda m, x: m.unique((x * 2).round())),
+    "unique_dim": S((3, 4), order=0, why="torch raises 'the derivative for 'unique_dim' is not implemented'")(
+        lambda m, x: m.unique((x * 2).round().clamp(-1, 1), dim=1)),
     # ---- in-place rows (on a non-leaf copy) ----------------------------------------------
     "leaky_relu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.leaky_relu_(x * 1.0, 0.2)),
     "elu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.elu_(x * 1.0, 0.7)),

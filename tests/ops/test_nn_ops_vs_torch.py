@@ -546,3 +546,50 @@ def test_cumsum_and_cumprod_have_torchs_bits(dtype, dim):
     for got, want in zip(results[1], results[0]):
         assert got.dtype == want.dtype
         assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+UNIQUE_CASES = {
+    "dim 0": lambda m: m.unique(m.tensor([[1, 2], [1, 2], [0, 1], [0, 3]]), dim=0, return_inverse=True,
+                                return_counts=True),
+    "dim 1": lambda m: m.unique(m.tensor([[1, 2, 1], [1, 2, 1]]), dim=1, return_inverse=True, return_counts=True),
+    "dim -1 method": lambda m: m.tensor([[3, 1, 3], [0, 2, 0]]).unique(dim=-1),
+    "3-d dim 0": lambda m: m.unique(m.tensor([[[1, 0], [0, 1]], [[1, 0], [0, 1]], [[0, 0], [0, 0]]]), dim=0,
+                                    return_inverse=True),
+    "3-d dim 2": lambda m: m.unique(m.tensor([[[1, 1], [0, 0]], [[1, 1], [2, 2]]]), dim=2, return_counts=True),
+    "rows with NaN stay apart": lambda m: m.unique(m.tensor([[2.0, NAN], [2.0, NAN], [1.0, 0.0]]), dim=0),
+    "signed zeros are equal": lambda m: m.unique(m.tensor([[0.0, 1.0], [-0.0, 1.0]]), dim=0, return_counts=True),
+    "empty selected dim": lambda m: m.unique(m.zeros(0, 3), dim=0, return_inverse=True, return_counts=True),
+    "bool": lambda m: m.unique(m.tensor([[True, False], [True, False]]), dim=0),
+    "empty other dim": lambda m: m.unique(m.zeros(2, 0), dim=0),
+    "dim out of range": lambda m: m.unique(m.tensor([[1, 2]]), dim=2),
+    "0-d with dim": lambda m: m.unique(m.tensor(3), dim=0),
+}
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("case", sorted(UNIQUE_CASES))
+def test_unique_along_a_dim_matches_torch(case):
+    def run(lib):
+        try:
+            out = UNIQUE_CASES[case](lib)
+        except Exception as error:  # noqa: BLE001 - compared with torch's
+            return type(error).__name__, str(error)
+        outs = out if isinstance(out, tuple) else (out,)
+        return [(o.numpy().tolist(), o.numpy().dtype.name, tuple(o.shape)) for o in outs]
+
+    assert str(run(gradviz)) == str(run(torch))
+
+
+@pytest.mark.parametrize("dim", [None, 0])
+def test_unique_of_a_tensor_requiring_grad_records_torchs_node(dim):
+    results = []
+    for lib in (torch, gradviz):
+        y = lib.tensor([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0]], requires_grad=True)
+        values, inverse = lib.unique(y, dim=dim, return_inverse=True)
+        try:
+            values.sum().backward()
+            error = None
+        except Exception as e:  # noqa: BLE001 - compared with torch's
+            error = (type(e).__name__, str(e))
+        results.append([values.grad_fn.name(), values.requires_grad, inverse.requires_grad, error])
+    assert results[1] == results[0]
