@@ -25,11 +25,13 @@ cdef bint _small_add_into(object a, object b)
 cdef object _add_arrays(object a, object b)
 
 
-# Note [Whole-array kernels]: fused add/sub with alpha, relu's backward, transpose plus bias,
+# Note [Whole-array kernels]: fused add/sub with alpha, lerp, addcmul's x * y + z, relu's backward, transpose plus bias,
 # a row vector added to a matrix's rows in place.
 cdef extern from "c/array_kernels.h":
     void gradviz_fma_enable()
     object gradviz_fused_add(object a, object b, object alpha, int in_place)
+    object gradviz_lerp(object start, object end, object weight)
+    object gradviz_fma3(object x, object y, object z)
     object gradviz_threshold_backward(object g, object result)
     object gradviz_transpose_add(object t, object bias)
     int gradviz_add_row_vector(object out, object bias)
@@ -297,6 +299,17 @@ cdef extern from "c/lstm_cell.h":
         float *dz
         float *dc_out
     void gradviz_lstm_step_backward_f32(const gradviz_lstm_step *s) nogil
+
+
+# Note [Small batched products] (gradviz/ops/_linalg.py): bmm and baddbmm of small matrices
+# summed as torch's loop sums them (gradviz_ext/c/small_bmm.h).
+cdef extern from "c/small_bmm.h":
+    void gradviz_small_bmm_f32(const float *a, const float *b, const float *input, float beta,
+                               float alpha, Py_ssize_t batches, Py_ssize_t rows,
+                               Py_ssize_t inner, Py_ssize_t columns, float *out)
+    void gradviz_small_bmm_f64(const double *a, const double *b, const double *input,
+                               double beta, double alpha, Py_ssize_t batches, Py_ssize_t rows,
+                               Py_ssize_t inner, Py_ssize_t columns, double *out)
 
 
 # Note [Max pool kernels] (gradviz/ops/_conv.py): 2-D max pooling forward and backward in one

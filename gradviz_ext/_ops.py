@@ -845,7 +845,7 @@ def small_arith(kernel, a, b=None):
 
 # Note [Whole-array kernels]
 # --------------------------
-# Four operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
+# Six operations of any size get a C loop of their own (in _ops.pxd), where numpy needs
 # several passes, temporaries or a cache-hostile order:
 #
 # * ``a + alpha * b`` (add and sub with an ``alpha``, out of place and in place: every SGD
@@ -854,6 +854,12 @@ def small_arith(kernel, a, b=None):
 #   The loop is compiled for FMA and used only when the CPU has it, so the result is
 #   PyTorch's, bit for bit, in one pass and no temporary. Elsewhere (and interpreted) the
 #   two-step numpy result stands: one rounding more.
+# * ``lerp(start, end, weight)``, the same way: PyTorch's vectorized kernel starts from the
+#   nearer end, ``fma(w, end - start, start)`` for ``|w| < 0.5``, else
+#   ``fma(w - 1, end - start, end)``. Besides the last bit, the end matters for infinities:
+#   ``lerp(1, inf, 0.7)`` is ``inf + -0.3 * inf``, NaN, where ``1 + 0.7 * inf`` is inf.
+# * ``x * y + z`` of three arrays, rounded once: addcmul's ``input + (value * t1) * t2``, whose
+#   last multiply and add PyTorch's vectorized loop fuses.
 # * relu's backward, ``threshold_backward(g, result)``: ``0 if result <= 0 else g`` in one
 #   pass, where numpy needs a mask, a multiply and a pass to turn -0.0 into 0.0, and a NaN
 #   result lets ``g`` through as in PyTorch.
@@ -877,6 +883,23 @@ def fused_add(a, b, alpha, in_place: cython.bint = False):
     it does not apply (Note [Whole-array kernels])."""
     if cython.compiled:
         return gradviz_fused_add(a, b, alpha, in_place)
+    return None
+
+
+def lerp(start, end, weight):
+    """PyTorch's ``lerp`` of two arrays with an array or number ``weight``, one fused
+    multiply-add per element, or None where it does not apply (Note [Whole-array
+    kernels])."""
+    if cython.compiled:
+        return gradviz_lerp(start, end, weight)
+    return None
+
+
+def fused_multiply_add(x, y, z):
+    """``x * y + z`` of three arrays of one dtype and shape, one fused multiply-add per
+    element, or None where it does not apply (Note [Whole-array kernels])."""
+    if cython.compiled:
+        return gradviz_fma3(x, y, z)
     return None
 
 
@@ -1170,6 +1193,47 @@ def max_pool2d_backward_arrays(g, positions, geometry, size):
                 cython.cast(cython.p_double, source), cython.cast(cython.p_longlong, winners),
                 cython.address(plan), cython.cast(cython.p_double, out))
     return grad if done else None  # 0: a kernel too large for the kernel's offset table
+
+
+def small_bmm(a, b, input=None, beta: cython.double = 1.0, alpha: cython.double = 1.0):
+    """``a @ b`` of C-contiguous (batches, rows, inner) and (batches, inner, columns) float32
+    or float64 arrays, each entry summed k by k as torch's small-matrix loop sums it; with
+    ``input`` (C-contiguous, the output's shape and dtype) torch's baddbmm rule, ``beta`` and
+    ``alpha`` rounded to the dtype. None where the kernel does not apply (Note [Small batched
+    products] in gradviz/ops/_linalg.py)."""
+    if not cython.compiled:
+        return None
+    dtype = a.dtype
+    if (type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 3 or b.ndim != 3
+            or (dtype != _F32_DTYPE and dtype != _F64_DTYPE) or b.dtype != dtype
+            or not a.flags.c_contiguous or not b.flags.c_contiguous
+            or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]):
+        return None
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), dtype)
+    if input is not None and (type(input) is not np.ndarray or input.dtype != dtype
+                              or input.shape != out.shape or not input.flags.c_contiguous):
+        return None
+    if cython.compiled:
+        batches: cython.Py_ssize_t = a.shape[0]
+        rows: cython.Py_ssize_t = a.shape[1]
+        inner: cython.Py_ssize_t = a.shape[2]
+        columns: cython.Py_ssize_t = b.shape[2]
+        first: cython.size_t = gradviz_array_address(a)
+        second: cython.size_t = gradviz_array_address(b)
+        into: cython.size_t = gradviz_array_address(out)
+        added: cython.size_t = 0 if input is None else gradviz_array_address(input)
+        if dtype == _F32_DTYPE:
+            gradviz_small_bmm_f32(cython.cast(cython.p_float, first),
+                                  cython.cast(cython.p_float, second),
+                                  cython.cast(cython.p_float, added), cython.cast(cython.float, beta),
+                                  cython.cast(cython.float, alpha), batches, rows, inner, columns,
+                                  cython.cast(cython.p_float, into))
+        else:
+            gradviz_small_bmm_f64(cython.cast(cython.p_double, first),
+                                  cython.cast(cython.p_double, second),
+                                  cython.cast(cython.p_double, added), beta, alpha, batches, rows,
+                                  inner, columns, cython.cast(cython.p_double, into))
+    return out
 
 
 def gelu_backward_float32(x, g):

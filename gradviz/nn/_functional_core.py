@@ -610,27 +610,62 @@ __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
             "binary_cross_entropy_with_logits", "one_hot", "dropout", "normalize"]
 
 
+def _index_types_error(input, function):
+    """torch's error for indices that are not int64 or int32, checked by ``function``."""
+    position = 2 if function == "embedding_renorm_" else 1
+    return RuntimeError(f"Expected tensor for argument #{position} 'indices' to have one of the "
+                        f"following scalar types: Long, Int; but got {input.type()} instead (while "
+                        f"checking arguments for {function})")
+
+
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    """torch's ``embedding_renorm_`` under no_grad: each row of ``weight`` that ``input`` names
+    (once, in sorted order) whose ``norm_type``-norm exceeds ``max_norm`` is scaled in place by
+    ``max_norm / (norm + 1e-7)`` (computed in double, applied in the weight's dtype); one
+    version bump, as torch's one in-place op."""
+    if weight.ndim != 2:
+        raise RuntimeError(f"Expected 2-dimensional tensor, but got {weight.ndim}-dimensional "
+                           "tensor for argument #1 'self' (while checking arguments for "
+                           "embedding_renorm_)")
+    if input.dtype.name not in ("int64", "int32"):
+        raise _index_types_error(input, "embedding_renorm_")
+    rows = weight.shape[0]
+    named = np.unique(input._data)
+    outside = named[(named < -rows) | (named >= rows)]
+    if outside.size:
+        raise IndexError(f"select(): index {outside[0]} out of range for tensor of size "
+                         f"{list(weight.shape)} at dimension 0")
+    named = np.unique(named % rows)  # torch's select wraps a negative index
+    with no_grad():
+        norms = _ops.norm(weight[_ops.tensor(named)], norm_type, 1).numpy().astype(np.float64)
+        over = norms > max_norm
+        scale = (max_norm / (norms[over] + 1e-7)).astype(weight._data.dtype)
+        chosen = _ops.tensor(named[over])
+        # one in-place op, a version bump even when no row is over
+        weight.index_copy_(0, chosen, weight[chosen] * _ops.tensor(scale[:, None]))
+
+
 def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float = 2.0,
               scale_grad_by_freq: bool = False, sparse: bool = False):
     """The rows of ``weight`` at the indices ``input`` (one ``EmbeddingBackward0`` node);
-    the ``padding_idx`` row gets no gradient."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported by gradviz")
-    if input.dtype.name not in ("int64", "int32"):
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
-                           "following scalar types: Long, Int; but got "
-                           f"{input.type()} instead (while checking "
-                           "arguments for embedding)")
+    the ``padding_idx`` row gets no gradient. ``max_norm`` first renormalizes, in place, the
+    rows ``input`` names whose ``norm_type``-norm exceeds it; ``scale_grad_by_freq`` divides
+    each row's gradient by its index's count in ``input``."""
+    if sparse:
+        raise NotImplementedError("embedding: sparse gradients are not supported by gradviz")
     rows = weight.shape[0]
     if padding_idx is not None:
         if not -rows <= padding_idx < rows:
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx %= rows
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    if input.dtype.name not in ("int64", "int32"):
+        raise _index_types_error(input, "embedding")
     indices = input.numpy()
     if indices.size and (indices.min() < 0 or indices.max() >= rows):
         raise IndexError("index out of range in self")
-    return _ops.embedding(weight, input, padding_idx)
+    return _ops.embedding(weight, input, padding_idx, scale_grad_by_freq)
 
 
 def _check_norm_dtypes(input, *parameters):

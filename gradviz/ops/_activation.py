@@ -413,6 +413,9 @@ def _rrelu(op, input, lower, upper, training):
     """``rrelu`` recorded as ``op`` (the out-of-place op, or the in-place form's)."""
     if lower > upper:
         raise RuntimeError("Lower bound should be less than or equal to the upper bound")
+    if not input.dtype.is_floating_point:  # torch's kernels: floating dtypes only
+        kernel = "rrelu_with_noise_out_cpu" if training else "leaky_relu_cpu"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
     data = input._data
     if training:
         slopes = rand(tuple(data.shape), dtype=input.dtype)._data * (upper - lower) + lower

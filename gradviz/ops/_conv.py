@@ -706,19 +706,31 @@ def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
     return _max_pool(MAX_POOL3D, input, geometry, fill, stride_arg)
 
 
+def _divisor_in(divisor, dtype):
+    """The pool's divisor as torch divides by it: a window count (an int64 array, one per
+    window) converted to the data's dtype, so a float32 mean is one float32 division (numpy
+    would divide in float64 and round twice)."""
+    return divisor.astype(dtype) if isinstance(divisor, np.ndarray) and dtype.kind == "f" else divisor
+
+
 def _avg_pool_forward(x, geometry, size, divisor, unbatched=False, **_):
     batched = x[None] if unbatched else x
     if batched.dtype in (np.float32, np.float64):
         # the windows' sums one kernel offset at a time over strided views: the order
-        # ``sum(axis=2)`` of the copied windows adds in, without the copy
+        # ``sum(axis=2)`` of the copied windows adds in, without the copy; from +0.0, as
+        # torch's sums start (a window of -0.0 averages to +0.0)
         padded, out_sizes = _padded(batched, geometry)
         sums = None
         for _, index in geometry.offsets(out_sizes):
-            sums = padded[index].copy() if sums is None else np.add(sums, padded[index], out=sums)
+            if sums is None:
+                sums = np.add(padded[index], batched.dtype.type(0))
+            else:
+                np.add(sums, padded[index], out=sums)
         sums = sums.reshape(batched.shape[:2] + (math.prod(sums.shape[2:]),))
     else:
         sums = _pool_windows(batched, geometry, 0.0).sum(axis=2)
-    out = (sums / divisor).reshape(batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
+    out = (sums / _divisor_in(divisor, sums.dtype)).reshape(
+        batched.shape[:2] + geometry.blocks(*size)).astype(x.dtype)
     return out[0] if unbatched else out
 
 
@@ -728,7 +740,7 @@ def _avg_pool_backward(ctx, g):
     n, c = g.shape[0], g.shape[1]
     kk = math.prod(ctx.geometry.kernel)
     flat_g = unsqueeze(reshape(g, (n, c, math.prod(g.shape[2:]))), 2)
-    cols = expand(flat_g / ctx.divisor, n, c, kk, flat_g.shape[3])
+    cols = expand(flat_g / _divisor_in(ctx.divisor, g._data.dtype), n, c, kk, flat_g.shape[3])
     return (_tied(_unbatch(ctx, _spread(ctx, cols)), ctx.input(0)),)
 
 
@@ -739,8 +751,8 @@ def _avg_pool_fast(ctx, g):
         return (None,)
     batched = g[None] if ctx.unbatched else g
     n, c = batched.shape[0], batched.shape[1]
-    share = (batched.reshape(n, c, 1, math.prod(batched.shape[2:])) / ctx.divisor).reshape(
-        batched.shape)
+    share = (batched.reshape(n, c, 1, math.prod(batched.shape[2:]))
+             / _divisor_in(ctx.divisor, batched.dtype)).reshape(batched.shape)
     tiles = _tiles(ctx.geometry, ctx.size)
     if tiles is None:
         grad = _scatter_offsets(lambda k, offset: (share, None), ctx.size, ctx.geometry)

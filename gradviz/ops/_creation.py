@@ -3,13 +3,15 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
+from .._tensor import device as _device
 from . import _random_fills
 from ._pointwise import checked_integer
 from ._registry import declare, exports
@@ -25,7 +27,7 @@ class Generator:
 
     def __init__(self, device="cpu"):
         check_device(device)
-        self.device = device
+        self.device = _device("cpu")  # a device, as torch's ``Generator().device``
         self.manual_seed(_DEFAULT_SEED)
 
     def manual_seed(self, seed: int) -> Generator:
@@ -396,13 +398,22 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), requires_grad)
 
 
+def _check_floating_draws(dtype, kernel, shape, empty_too):
+    """torch's error for continuous draws into an integer or bool dtype: its uniform kernel
+    checks the dtype first, its normal kernel only when there is something to draw."""
+    if not dtype.is_floating_point and (empty_too or math.prod(shape)):
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[dtype.name]}\'')
+
+
 @declare()
 def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, generator=None):
     """Standard normal samples (gradviz's own generator: values differ from PyTorch's)."""
     _check_device(device)
     rng = _rng(generator)
     shape = _checked_shape(_size_argument("randn", sizes, size))
-    array = rng.standard_normal(shape).astype(_dtype_or_default(dtype).numpy)
+    dtype = _dtype_or_default(dtype)
+    _check_floating_draws(dtype, "normal_kernel_cpu", shape, empty_too=False)
+    array = rng.standard_normal(shape).astype(dtype.numpy)
     return _finish(array, requires_grad)
 
 
@@ -414,8 +425,24 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
     _check_device(device)
     rng = _rng(generator)
     shape = _checked_shape(_size_argument("rand", sizes, size))
-    array = rng.random(shape).astype(_dtype_or_default(dtype).numpy)
+    dtype = _dtype_or_default(dtype)
+    _check_floating_draws(dtype, "check_uniform_bounds", shape, empty_too=True)
+    array = rng.random(shape).astype(dtype.numpy)
     return _finish(array, requires_grad)
+
+
+def _check_integer_bounds(low, high, dtype):
+    """torch's ``random_(from, to)`` checks: ``from < to``, and both ``from`` and ``to - 1``
+    within an integer (or bool) dtype's range."""
+    if not low < high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
+                           f"to={high}")
+    if dtype.is_floating_point:
+        return
+    info = (0, 1) if dtype is _dtypes.bool else (np.iinfo(dtype.numpy).min, np.iinfo(dtype.numpy).max)
+    for bound, label in ((low, "from"), (high - 1, "to - 1")):
+        if not info[0] <= bound <= info[1]:
+            raise RuntimeError(f"{label} is out of bounds for {C_TYPE_NAMES[dtype.name]}")
 
 
 @declare()
@@ -428,6 +455,7 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
         low, high, size = 0, low, (size if high is None else high)
     rng = _rng(generator)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
+    _check_integer_bounds(low, high, dtype)
     return _wrap(rng.integers(low, high, size=_checked_shape(size)).astype(dtype.numpy))
 
 
@@ -694,6 +722,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 @declare(method=True)
 def bernoulli(input, p=None, *, generator=None):
     """0/1 samples with probability ``input`` (or ``p``) of a 1, in ``input``'s dtype."""
+    if p is None and not input.dtype.is_floating_point and input._data.size:
+        raise NotImplementedError('"bernoulli_tensor_cpu_p_" not implemented for '
+                                  f"'{TYPE_WORDS[input.dtype.name]}'")
     probability = input._data if p is None else p
     draws = _rng(generator).random(input._data.shape) < probability
     return _wrap(draws.astype(input._data.dtype))

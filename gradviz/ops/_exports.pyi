@@ -125,6 +125,7 @@ from ._lookup import searchsorted as searchsorted
 from ._lookup import unique_consecutive as unique_consecutive
 from ._math import absolute as absolute
 from ._math import acos as acos
+from ._math import angle as angle
 from ._math import asin as asin
 from ._math import atan as atan
 from ._math import atan2 as atan2
@@ -347,6 +348,7 @@ from ._statistics import histogram as histogram
 from ._statistics import median as median
 from ._statistics import mode as mode
 from ._statistics import nanmedian as nanmedian
+from ._statistics import nanquantile as nanquantile
 from ._statistics import quantile as quantile
 from ._statistics import std_mean as std_mean
 from ._statistics import trapezoid as trapezoid

@@ -644,6 +644,26 @@ def _reduce_identity(reduce, dtype):
     return info.min if reduce == "amax" else info.max
 
 
+def _first_zeros(out, a, grid, values, dim, include_self):
+    """Where amax or amin of floats is a zero, the zero torch keeps: its kernel replaces the
+    value only by a strictly larger (smaller) one, so of +0.0 and -0.0 the first wins, ``a``'s
+    own when it counts, else the scattered one with the lowest position along ``dim``;
+    ``np.maximum.at`` (``minimum``) keeps the later one. In place on ``out``."""
+    zero_out = out == 0
+    if not zero_out.any():
+        return
+    targets = np.ravel_multi_index(np.broadcast_arrays(*grid), a.shape)
+    # along ``dim`` first, so a target's first occurrence is its lowest position along dim
+    targets, candidates = np.moveaxis(targets, dim, 0).ravel(), np.moveaxis(values, dim, 0).ravel()
+    zero_src = candidates == 0
+    positions, first = np.unique(targets[zero_src], return_index=True)
+    kept = zero_out.reshape(-1)[positions]  # a zero result there (not a larger value, nor NaN)
+    out.reshape(-1)[positions[kept]] = candidates[zero_src][first[kept]]  # out: a fresh copy
+    if include_self:
+        own = zero_out & (a == 0)
+        out[own] = a[own]
+
+
 def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
     out = a.copy()
     grid = _grid(index, dim)
@@ -653,6 +673,8 @@ def _scatter_reduce_forward(a, src, index, dim, reduce, include_self, **_):
     if not include_self:
         out[touched] = _reduce_identity(reduce, a.dtype)
     _REDUCE_UFUNCS[reduce].at(out, grid, values)
+    if reduce in ("amax", "amin") and a.dtype.kind == "f" and index.size:
+        _first_zeros(out, a, grid, values, dim, include_self)
     if reduce == "mean":
         counts = np.where(touched & include_self, 1, 0) + np.zeros(a.shape, dtype=np.int64)
         add_at(counts, grid, 1)

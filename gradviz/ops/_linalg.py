@@ -20,7 +20,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
-from ._saved import RESULT, Computed, Input, input_strides, matrix_shape
+from ._saved import RESULT, Attr, Computed, Input, input_strides, matrix_shape
 from ._shape import (
     contiguous,
     expand_to,
@@ -108,14 +108,81 @@ MM = Op("mm", "MmBackward0", forward=_mm_forward, saves=_each_for_the_other, dty
             "mat2_sym_sizes": Computed(matrix_shape(1, 0, 1, 1, False)),
             "mat2_sym_strides": Computed(input_strides(1, 0)),
         })
-BMM = Op("bmm", "BmmBackward0", forward=np.matmul, saves=_each_for_the_other, dtype=promote,
+# Note [Small batched products]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch's bmm and baddbmm (and matmul of batched operands, which reaches bmm; and their
+# gradients, which are bmm too) do not call BLAS when inner * rows * columns < 400: each entry
+# is summed in a plain loop, k by k from 0, a multiply and an add each, in float for float32.
+# numpy's matmul sums as BLAS does (in blocks, fused), so a tiny attention's scores differed
+# from torch's in the last bits: 243 of the 600 entries of a float32 (50, 3, 5) @ (50, 5, 4).
+# Below the threshold gradviz sums as torch: a C loop (gradviz_ext/c/small_bmm.h), or,
+# interpreted, the same operations in numpy one k at a time (the same bits). baddbmm's rule
+# there is torch's loop's too: ``alpha * sum`` when beta is 0 (the input ignored, NaN
+# included), else ``input * beta + alpha * sum``. At and above the threshold torch calls BLAS
+# per batch, as numpy's matmul does. The loop costs more than numpy's matmul at these sizes
+# (median of 2,000 calls each, alternated in one process: 4.0 us against 2.6 for the
+# (50, 3, 5) @ (50, 5, 4) above, 7.0 against 2.7 for (32, 4, 16) @ (32, 16, 4), 10.3 against
+# 3.4 for (64, 8, 4) @ (64, 4, 8)); the products of the benchmark models are all above the
+# threshold (the GPT's attention scores are 32 x 16 x 32), so they do not meet it.
+
+_SMALL_PRODUCT = 400
+
+
+def batched_product(a, b, input=None, beta=1, alpha=1):
+    """``a @ b`` of (batches, rows, inner) and (batches, inner, columns) arrays as torch's bmm
+    computes it, or with ``input`` (the output's shape) torch's baddbmm of small matrices
+    (Note [Small batched products]); None for baddbmm at the sizes torch gives to BLAS."""
+    if (a.shape[1] * a.shape[2] * b.shape[2] >= _SMALL_PRODUCT or a.dtype != b.dtype
+            or a.dtype not in (np.float32, np.float64)):
+        return np.matmul(a, b) if input is None else None
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+    if input is not None:
+        input = np.ascontiguousarray(np.broadcast_to(input, (a.shape[0], a.shape[1], b.shape[2])))
+    found = _ext_ops.small_bmm(a, b, input, beta, alpha)
+    if found is not None:
+        return found
+    total = np.zeros((a.shape[0], a.shape[1], b.shape[2]), a.dtype)
+    for k in range(a.shape[2]):
+        total += a[:, :, k, None] * b[:, None, k, :]
+    if input is None:
+        return total
+    scaled = a.dtype.type(alpha) * total
+    return scaled if beta == 0 else input * a.dtype.type(beta) + scaled
+
+
+BMM = Op("bmm", "BmmBackward0", forward=batched_product, saves=_each_for_the_other,
+         dtype=promote,
          backward=lambda ctx, g: (
              bmm(g, transpose(ctx.input(1), 1, 2)) if ctx.needs_input_grad[0] else None,
              bmm(transpose(ctx.input(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
          fast_backward=lambda ctx, g: (
-             np.matmul(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0] else None,
-             np.matmul(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1] else None),
+             batched_product(g, np.swapaxes(ctx.data(1), 1, 2)) if ctx.needs_input_grad[0]
+             else None,
+             batched_product(np.swapaxes(ctx.data(0), 1, 2), g) if ctx.needs_input_grad[1]
+             else None),
          saved={"self": Input(0, needed_by=1), "mat2": Input(1, needed_by=0)})
+
+def scaled_sum(input, product, beta, alpha, shape):
+    """BLAS's ``beta * input + alpha * product()`` (gemm's and gemv's, as torch's addmm,
+    addmv and addbmm reach them): beta 0 ignores ``input``, NaN and inf included; alpha 0
+    ignores the product, not computed (NaN in its operands does not reach the result); a
+    ``shape`` result."""
+    if alpha == 0:
+        if beta == 0:
+            return np.zeros(shape, np.result_type(input))
+        return np.broadcast_to(input * beta, shape).copy()
+    total = product()
+    if alpha != 1:
+        total = total * alpha
+    if beta == 0:
+        return total if total.shape == shape else np.broadcast_to(total, shape).copy()
+    return (input * beta if beta != 1 else input) + total
+
+
+def _scaled(g, factor):
+    """torch's ``maybe_multiply``: ``g`` itself for a factor of 1."""
+    return g if factor == 1 else g * factor
+
 
 def _addmm_backward(ctx, g):
     return (g if ctx.needs_input_grad[0] else None,
@@ -128,6 +195,19 @@ def _addmm_fast(ctx, g):
             _product(g, ctx.data(2).T) if ctx.needs_input_grad[1] else None,
             _mm_mat2_grad(ctx.data(1), g, ctx.mat2_transposed) if ctx.needs_input_grad[2]
             else None)
+
+
+def _scaled_addmm_backward(ctx, g):
+    """torch's addmm gradients with its factors: ``grad * beta``, each product's ``* alpha``."""
+    grads = _addmm_backward(ctx, g)
+    return tuple(None if grad is None else _scaled(grad, ctx.beta if i == 0 else ctx.alpha)
+                 for i, grad in enumerate(grads))
+
+
+def _scaled_addmm_fast(ctx, g):
+    grads = _addmm_fast(ctx, g)
+    return tuple(None if grad is None else _scaled(grad, ctx.beta if i == 0 else ctx.alpha)
+                 for i, grad in enumerate(grads))
 
 
 def _addmm_saves(needs):
@@ -155,13 +235,19 @@ def _fits(shape, rows, columns):
 ADDMM = Op("addmm", "AddmmBackward0", forward=_addmm_forward,
            backward=_addmm_backward, fast_backward=_addmm_fast, saves=_addmm_saves,
            saved={
-               "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1), "alpha": Computed(lambda node: 1),
-               "beta": Computed(lambda node: 1),  # gradviz records AddmmBackward0 for alpha = beta = 1
+               "mat1": Input(1, needed_by=2), "mat2": Input(2, needed_by=1),
+               "alpha": Attr("alpha", default=1), "beta": Attr("beta", default=1),
                "mat1_sym_sizes": Computed(matrix_shape(1, 2, 0, 0, True)),
                "mat1_sym_strides": Computed(input_strides(1, 1)),
                "mat2_sym_sizes": Computed(matrix_shape(2, 1, 1, 1, False)),
                "mat2_sym_strides": Computed(input_strides(2, 1)),
            })
+# with a beta or an alpha other than 1: the same node, BLAS's rule for a factor of 0
+ADDMM_SCALED = Op("addmm_scaled", "AddmmBackward0",
+                  forward=lambda bias, a, b, beta, alpha, **_: scaled_sum(
+                      bias, lambda: _product(a, b), beta, alpha, (a.shape[0], b.shape[1])),
+                  backward=_scaled_addmm_backward, fast_backward=_scaled_addmm_fast,
+                  saves=_addmm_saves)
 
 _TORCH_TYPE_WORDS = TYPE_WORDS
 
@@ -182,7 +268,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
             f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
             f"{mat2.shape[0]}x{mat2.shape[1]})")
     if beta != 1 or alpha != 1:
-        return input * beta + mm(mat1, mat2) * alpha
+        return apply(ADDMM_SCALED, input, mat1, mat2, mat2_transposed=_transposed(second),
+                     strides=(first.strides, second.strides), beta=beta, alpha=alpha)
     return apply(ADDMM, input, mat1, mat2, mat2_transposed=_transposed(second),
                  strides=(first.strides, second.strides))
 

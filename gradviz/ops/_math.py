@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from gradviz_ext import ops as _ext_ops
+
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _wrap, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, install_methods
 from ._creation import zeros_like
 from ._pointwise import (
     CLAMP_MAX_TENSOR,
     CLAMP_MIN_TENSOR,
     _bitwise,
+    _broadcast_error,
     _broadcasting,
     _check_operand,
     _clamp_backward,
@@ -34,6 +37,7 @@ from ._pointwise import (
     where,
 )
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
+from ._saved import SELF
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -69,6 +73,17 @@ SINH = Op("sinh", "SinhBackward0", forward=np.sinh,
 COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
           backward=lambda ctx, g: (g * sinh(ctx.input(0)),),
           saves=saves_inputs(0), dtype=promote_float)
+
+
+def _angle_forward(a):
+    """A real number's angle: pi for a negative one, 0 otherwise (-0.0 too: +0.0), NaN kept."""
+    return np.where(np.isnan(a), a, np.where(a < 0, a.dtype.type(np.pi), a.dtype.type(0)))
+
+
+# torch's angle_backward of a real input is zeros_like(self), NaN or not; it saves self
+ANGLE = Op("angle", "AngleBackward0", forward=_angle_forward,
+           backward=lambda ctx, g: (zeros_like(ctx.input(0)),), saves=saves_inputs(0),
+           dtype=promote_float, saved={"self": SELF})
 
 
 @declare(method=True, inplace=True, out=True)
@@ -147,25 +162,47 @@ def cosh(input):
     return apply(COSH, input)
 
 
+@declare(method=True, out=True)
+def angle(input):
+    """The angle of each element as a complex number: pi for a negative real number, 0
+    otherwise (NaN stays NaN); its gradient is zero. Integers give the default float dtype.
+    Mirrors ``torch.angle`` for real tensors."""
+    if input.dtype.is_complex:
+        raise NotImplementedError("angle: complex tensors are not supported by gradviz")
+    return apply(ANGLE, input)
+
+
 @declare(method=True, inplace=True, out=True)
 def square(input):
     """``input ** 2`` (the node is ``PowBackward0``, as in PyTorch)."""
     return pow(input, 2)
 
 
-def _remainder_backward(ctx, g, rounding):
+def _remainder_backward(ctx, g, rounding_mode):
+    """torch's ``-grad * self.div(other, rounding_mode=...)`` for ``other``: floor for
+    remainder, trunc for fmod."""
     a, b = ctx.input(0), ctx.input(1)
     grad_b = None
     if ctx.needs_input_grad[1]:
-        grad_b = -g * rounding(div(a, b))
+        grad_b = -g * div(a, b, rounding_mode=rounding_mode)
     return (g if ctx.needs_input_grad[0] else None, grad_b)
 
 
-REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(np.remainder),
-               backward=lambda ctx, g: _remainder_backward(ctx, g, floor),
+def _remainder_forward(a, b):
+    """torch's remainder of floats: ``fmod``, plus ``b`` where it is not 0 and its sign is not
+    ``b``'s. A zero keeps fmod's sign, the dividend's (``-0.0 % 2`` and ``4.0 % -2`` are -0.0
+    and 0.0), where numpy gives it the divisor's. Integers: numpy's, which is torch's."""
+    if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
+        return np.remainder(a, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((mod < 0) != (np.asarray(b) < 0)), mod + b, mod)
+
+
+REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(_remainder_forward),
+               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
                saves=saves_inputs(0, 1), dtype=promote)
 FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(np.fmod),
-          backward=lambda ctx, g: _remainder_backward(ctx, g, trunc),
+          backward=lambda ctx, g: _remainder_backward(ctx, g, "trunc"),
           saves=saves_inputs(0, 1), dtype=promote)
 
 
@@ -332,7 +369,24 @@ def _lerp_backward(ctx, g):
 
 
 def _lerp_forward(start, end, weight):
-    return start + weight * (end - start)
+    """torch's lerp from the nearer end (Note [Whole-array kernels] in gradviz_ext/_ops.py):
+    one fused multiply-add per element where the CPU has FMA, as torch's kernel; elsewhere
+    (other dtypes, or no FMA) the same formula in two roundings."""
+    if start.dtype in (np.float32, np.float64):
+        if type(weight) is np.ndarray and weight.ndim == 0:
+            weight = weight.astype(start.dtype).item()  # torch's 0-dim weight: a number
+        arrays = (start, end) if type(weight) is not np.ndarray else (start, end, weight)
+        arrays = [a if a.flags.c_contiguous else np.copy(a, order="C")  # 0-d stays 0-d
+                  for a in np.broadcast_arrays(*arrays)]
+        fused = _ext_ops.lerp(arrays[0], arrays[1], arrays[2] if len(arrays) == 3 else weight)
+        if fused is not None:
+            return fused
+    if not isinstance(weight, np.ndarray) and start.dtype in (np.float32, np.float64):
+        weight = start.dtype.type(weight)  # torch's number weight, in the dtype: 0.49999999 is 0.5
+    small = np.abs(weight) < 0.5
+    diff = end - start
+    return np.where(small, start + weight * diff, end + (weight - 1) * diff).astype(start.dtype,
+                                                                                  copy=False)
 
 
 LERP_SCALAR = Op("lerp", "LerpBackward0", forward=_lerp_forward,
@@ -341,9 +395,37 @@ LERP_TENSOR = Op("lerp_tensor", "LerpBackward1", forward=_lerp_forward,
                  backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
 
 
+def _check_lerp(input, end, weight):
+    """torch's checks: ``end`` (and a ``weight`` that is not 0-dim) of ``input``'s dtype, a
+    floating dtype, shapes that broadcast."""
+    if not isinstance(end, Tensor) or not isinstance(weight, (Tensor, int, float, np.number)):
+        got = ", ".join(type(x).__name__ if not isinstance(x, Tensor) else "Tensor"
+                        for x in (input, end, weight))
+        raise TypeError(f"lerp() received an invalid combination of arguments - got ({got}), but "
+                        "expected one of:\n * (Tensor input, Tensor end, Tensor weight, *, Tensor "
+                        "out = None)\n * (Tensor input, Tensor end, Number weight, *, Tensor out = "
+                        "None)\n")
+    dtype = input.dtype
+    for label, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype != dtype and (label == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {C_TYPE_NAMES[dtype.name]} for `{label}` but got "
+                               f"dtype {C_TYPE_NAMES[other.dtype.name]}")
+    if not dtype.is_floating_point:
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{TYPE_WORDS[dtype.name]}\'')
+    error = _broadcast_error(input._data, end._data)
+    if error is None and isinstance(weight, Tensor):
+        error = _broadcast_error(np.broadcast_to(0, np.broadcast_shapes(input.shape, end.shape)),
+                                 weight._data)
+    if error is not None:
+        raise error
+
+
 @declare(method=True, inplace=True)
 def lerp(input, end, weight):
-    """``input + weight * (end - input)`` (``weight`` a number or a tensor)."""
+    """``input + weight * (end - input)`` (``weight`` a number or a tensor), computed from the
+    nearer end as torch does."""
+    _check_lerp(input, end, weight)
     if isinstance(weight, Tensor):
         return apply(LERP_TENSOR, input, end, weight)
     return apply(LERP_SCALAR, input, end, weight=weight)

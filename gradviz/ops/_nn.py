@@ -31,6 +31,26 @@ __all__ = ["embedding", "layer_norm", "batch_norm", "group_norm"]
 
 # ---- embedding ------------------------------------------------------------------------------
 
+# Note [Embedding gradient scaled by frequency]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# With ``scale_grad_by_freq`` each gradient row goes to its weight row times ``1 / count``, the
+# count of its index in the batch (padding included in the count, as torch counts it). torch's
+# CPU backward adds ``grad[i]`` into ``grad_weight[k]`` with ``alpha = 1 / count``, an FMA on
+# CPUs with one; gradviz scales the rows (the scale rounded to the dtype, as torch's alpha) and
+# adds them in the same order: the same bits where the scale is exact in the product (a count
+# that is a power of two), otherwise within one rounding per row added.
+
+def _frequency_scale(ctx, dtype):
+    """``1 / count`` of each kept index, a column of ``dtype`` (Note [Embedding gradient scaled
+    by frequency]), or None without ``scale_grad_by_freq``."""
+    if not ctx.scale_grad_by_freq:
+        return None
+    index = ctx.index_tensor._data
+    counts = np.bincount(index, minlength=ctx.shape[0])
+    scale = (1.0 / counts[index]).astype(dtype)[:, None]
+    return scale if ctx.padding_idx is None else scale[ctx.keep]
+
+
 def _embedding_backward(ctx, g):
     flat = reshape(g, (int(np.prod(g.shape[:-1])), ctx.shape[1]))  # -1 is ambiguous for width 0
     index = ctx.index_tensor
@@ -38,6 +58,9 @@ def _embedding_backward(ctx, g):
         # out, as PyTorch skips them (a NaN or an infinity there times 0 would be NaN)
         flat = index_select(flat, 0, _wrap(np.flatnonzero(ctx.keep)))
         index = _wrap(index._data[ctx.keep])
+    scale = _frequency_scale(ctx, g._data.dtype)
+    if scale is not None:
+        flat = flat * _wrap(scale)
     return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat), None)
 
 
@@ -48,6 +71,9 @@ def _embedding_fast(ctx, g):
     index = ctx.index_tensor._data
     if ctx.padding_idx is not None:
         flat, index = flat[ctx.keep], index[ctx.keep]
+    scale = _frequency_scale(ctx, g.dtype)
+    if scale is not None:
+        flat = flat * scale
     grad = np.zeros(ctx.shape, dtype=g.dtype)
     add_rows(grad, index, flat)
     return grad, None
@@ -58,14 +84,17 @@ EMBEDDING = Op("embedding", "EmbeddingBackward0",
                backward=_embedding_backward, fast_backward=_embedding_fast)
 
 
-def embedding(weight, indices, padding_idx=None):
+def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
     """Rows of ``weight`` (num_embeddings, dim) at ``indices`` (any shape, int64 or int32);
-    ``padding_idx`` rows receive no gradient."""
+    ``padding_idx`` rows receive no gradient; with ``scale_grad_by_freq`` each row's gradient
+    is divided by its index's count in ``indices`` (Note [Embedding gradient scaled by
+    frequency])."""
     check_saveable(indices, weight)
     array = indices._data.reshape(-1).astype(np.int64)
     keep = None if padding_idx is None else array != padding_idx
     return apply(EMBEDDING, weight, indices, index_tensor=_wrap(array), keep=keep,
-                 padding_idx=padding_idx, shape=weight._data.shape)
+                 padding_idx=padding_idx, shape=weight._data.shape,
+                 scale_grad_by_freq=bool(scale_grad_by_freq))
 
 
 # ---- normalization ----------------------------------------------------------------------------
@@ -206,13 +235,18 @@ def _layer_norm_forward(x, weight, bias, dims, eps, statistics=None):
             out, mean, var, rstd = found
             if statistics is not None:
                 statistics.keep(x, mean, var, rstd)
-            return out
+            return out if bias is not None else _plus_zero(out)
     out = _normalize_forward(x, dims, eps, statistics)  # ours: the affine goes in place when it may
     if weight is not None:
         out = _in_place(out, weight, np.multiply)
-    if bias is not None:
-        out = _in_place(out, bias, np.add)
+    out = _in_place(out, bias, np.add) if bias is not None else _plus_zero(out)
     return out.astype(x.dtype, copy=False)
+
+
+def _plus_zero(out):
+    """``out + 0.0`` in place: torch's layer norm without a bias adds a zero one, so an entry
+    normalized to -0.0 (a -0.0 at a row's mean of +0.0) comes out +0.0."""
+    return np.add(out, out.dtype.type(0), out=out)
 
 
 # Note [Layer norm kernel]

@@ -416,8 +416,9 @@ def _rounded_division(a, b, mode):
             inexact = np.remainder(a, b) != 0
             quotient = quotient + (inexact & ((np.asarray(a) < 0) != (np.asarray(b) < 0)))
         return quotient
-    quotient = np.true_divide(a, b)
-    return np.floor(quotient) if mode == "floor" else np.trunc(quotient)
+    if mode == "floor":  # numpy's floor division is torch's div_floor_floating, step for step
+        return np.floor_divide(a, b)  # (the quotient of fmod, not floor(a / b): 1 // 0.1 is 9)
+    return np.trunc(np.true_divide(a, b))
 
 
 DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _true_divide_forward(a, b),
@@ -471,14 +472,14 @@ def _pow_scalar_backward(ctx, g):
     p = ctx.exponent
     if p == 0:
         return (g * 0,)
-    return (g * p * pow(ctx.input(0), p - 1),)
+    return (g * (p * pow(ctx.input(0), p - 1)),)  # torch's order: grad * (exp * pow)
 
 
 def _pow_scalar_fast(ctx, g):
     p = ctx.attrs["exponent"]
     if p == 0:
         return (g * 0,)
-    return (g * p * np.power(ctx.data(0), p - 1),)
+    return (g * (p * _pow_scalar_forward(ctx.data(0), p - 1)),)
 
 
 def _integer_power(a, b):
@@ -500,8 +501,21 @@ def _power(a, b):
 
 
 def _pow_scalar_forward(a, exponent):
+    """``a ** exponent``; for float32 and float64 the exponents torch's CPU kernel computes
+    without ``pow``, as it does: 3 as ``a * a * a``, -2 as ``1 / (a * a)``, 0.5 as ``sqrt``
+    and -0.5 as ``1 / sqrt`` (its sqrt and rsqrt kernels). numpy's correctly rounded ``pow``
+    gave other bits for a third of float32 cubes (2 and -1 were the same already)."""
     if a.dtype.kind in "iub" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if (a.dtype == np.float32 or a.dtype == np.float64) and type(exponent) in (int, float):
+        if exponent == 3:
+            return a * a * a
+        if exponent == -2:
+            return 1 / (a * a)
+        if exponent == 0.5:
+            return np.sqrt(a)
+        if exponent == -0.5:
+            return 1 / np.sqrt(a)
     return np.power(a, exponent)
 
 
@@ -1118,7 +1132,8 @@ _MINIMUM_FORWARD = _broadcasting(np.minimum)
 
 
 def _extremum_backward(ctx, g):
-    # PyTorch: the winner gets the gradient; ties split it in half
+    """PyTorch's ``where(a == b, grad / 2, grad)`` with the loser's entries zeroed: ties split
+    the gradient in half, and where either is NaN (no winner, no tie) both get all of it."""
     a, b = ctx.input(0), ctx.input(1)
     tie = eq(a, b)
     a_wins = gt(a, b) if ctx.largest else lt(a, b)
@@ -1126,9 +1141,9 @@ def _extremum_backward(ctx, g):
     half = g * 0.5
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
-        grad_a = where_zero(logical_not(a_wins), g) + where_zero(logical_not(tie), half)
+        grad_a = where(tie, half, where_zero(b_wins, g))
     if ctx.needs_input_grad[1]:
-        grad_b = where_zero(logical_not(b_wins), g) + where_zero(logical_not(tie), half)
+        grad_b = where(tie, half, where_zero(a_wins, g))
     return grad_a, grad_b
 
 

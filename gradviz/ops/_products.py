@@ -11,23 +11,22 @@ import numpy as np
 
 from .._tensor import TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
-from ._linalg import _check_floating_matrix, _check_square, bmm, inverse, matmul, mm, mv
+from ._linalg import (
+    _check_floating_matrix,
+    _check_square,
+    batched_product,
+    bmm,
+    inverse,
+    matmul,
+    mm,
+    mv,
+    scaled_sum,
+)
 from ._pointwise import eq, where
 from ._registry import Op, apply, declare, exports, promote, saves_inputs
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
 # ---- beta * input + alpha * product ------------------------------------------------------------
-
-def _scaled_sum(input, product, beta, alpha):
-    """``beta * input + alpha * product``; with ``beta == 0`` the input is ignored, NaN and
-    inf included, as PyTorch documents."""
-    if alpha != 1:
-        product = product * alpha
-    if beta == 0:
-        return np.broadcast_to(np.zeros((), dtype=product.dtype), np.broadcast_shapes(
-            np.shape(input), product.shape)) + product
-    return (input * beta if beta != 1 else input) + product
-
 
 def _scaled(g, factor):
     return g if factor == 1 else g * factor
@@ -37,8 +36,29 @@ def _input_grad(ctx, g):
     return _scaled(g, ctx.beta) if ctx.needs_input_grad[0] else None
 
 
+def _addr_forward(input, u, v, beta, alpha):
+    """torch's addr kernel: ``(alpha * vec1) * vec2`` per entry, plus ``beta * input`` unless
+    beta is 0, which ignores the input (NaN included). torch's compiled loop may fuse the
+    addition into an FMA (it does for float32 with beta other than 1 on an AVX2 CPU, not for
+    float64): there the last bit may differ."""
+    outer = np.outer(u * alpha if alpha != 1 else u, v)
+    if beta == 0:
+        return outer
+    return (input if beta == 1 else input * beta) + outer
+
+
+def _baddbmm_forward(input, b1, b2, beta, alpha):
+    """torch's baddbmm: small matrices summed by its loop, with its rule for beta 0 (Note
+    [Small batched products]); larger ones as BLAS, per batch."""
+    shape = (b1.shape[0], b1.shape[1], b2.shape[2])
+    small = batched_product(b1, b2, input, beta, alpha)
+    return small if small is not None else scaled_sum(input, lambda: np.matmul(b1, b2), beta,
+                                                      alpha, shape)
+
+
 ADDMV = Op("addmv", "AddmvBackward0",
-           forward=lambda a, m, v, beta, alpha: _scaled_sum(a, np.matmul(m, v), beta, alpha),
+           forward=lambda a, m, v, beta, alpha: scaled_sum(a, lambda: np.matmul(m, v), beta,
+                                                           alpha, (m.shape[0],)),
            backward=lambda ctx, g: (
                _input_grad(ctx, g),
                _scaled(unsqueeze(g, 1) * unsqueeze(ctx.input(2), 0), ctx.alpha)
@@ -46,16 +66,14 @@ ADDMV = Op("addmv", "AddmvBackward0",
                _scaled(mv(transpose(ctx.input(1), 0, 1), g), ctx.alpha)
                if ctx.needs_input_grad[2] else None),
            saves=saves_inputs(1, 2), dtype=promote)
-ADDR = Op("addr", "AddrBackward0",
-          forward=lambda a, u, v, beta, alpha: _scaled_sum(a, np.outer(u, v), beta, alpha),
+ADDR = Op("addr", "AddrBackward0", forward=_addr_forward,
           backward=lambda ctx, g: (
               _input_grad(ctx, g),
               _scaled(mv(g, ctx.input(2)), ctx.alpha) if ctx.needs_input_grad[1] else None,
               _scaled(mv(transpose(g, 0, 1), ctx.input(1)), ctx.alpha)
               if ctx.needs_input_grad[2] else None),
           saves=saves_inputs(1, 2), dtype=promote)
-BADDBMM = Op("baddbmm", "BaddbmmBackward0",
-             forward=lambda a, b1, b2, beta, alpha: _scaled_sum(a, np.matmul(b1, b2), beta, alpha),
+BADDBMM = Op("baddbmm", "BaddbmmBackward0", forward=_baddbmm_forward,
              backward=lambda ctx, g: (
                  _input_grad(ctx, g),
                  _scaled(bmm(g, transpose(ctx.input(2), 1, 2)), ctx.alpha)
@@ -75,8 +93,8 @@ def _addbmm_backward(ctx, g):
 
 
 ADDBMM = Op("addbmm", "AddbmmBackward0",
-            forward=lambda a, b1, b2, beta, alpha: _scaled_sum(
-                a, np.matmul(b1, b2).sum(axis=0), beta, alpha),
+            forward=lambda a, b1, b2, beta, alpha: scaled_sum(
+                a, lambda: np.matmul(b1, b2).sum(axis=0), beta, alpha, (b1.shape[1], b2.shape[2])),
             backward=_addbmm_backward, saves=saves_inputs(1, 2), dtype=promote)
 
 

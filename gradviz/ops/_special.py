@@ -17,6 +17,8 @@ import math
 import numpy as np
 import scipy.special as _scipy_special
 
+from gradviz_ext import ops as _ext_ops
+
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap
 from . import _math
@@ -70,36 +72,57 @@ def _floating_only(name, *tensors):
 # ---- addcmul / addcdiv -----------------------------------------------------------------------
 
 def _addcmul_backward(ctx, g):
+    """torch's: ``grad * (tensor2 * value)`` and ``grad * (tensor1 * value)``."""
     _, t1, t2 = ctx.input(0), ctx.input(1), ctx.input(2)
     needs = ctx.needs_input_grad
     return (g if needs[0] else None,
-            g * t2 * ctx.value if needs[1] else None,
-            g * t1 * ctx.value if needs[2] else None)
+            g * (t2 * ctx.value) if needs[1] else None,
+            g * (t1 * ctx.value) if needs[2] else None)
 
 
 def _addcdiv_backward(ctx, g):
+    """torch's: ``grad * (value / tensor2)`` and ``-grad * (value * tensor1 / tensor2**2)``."""
     t1, t2 = ctx.input(1), ctx.input(2)
     needs = ctx.needs_input_grad
     return (g if needs[0] else None,
-            g * ctx.value / t2 if needs[1] else None,
-            -g * ctx.value * t1 / (t2 * t2) if needs[2] else None)
+            g * div(ctx.value, t2) if needs[1] else None,  # a division (``/`` multiplies by 1/t2)
+            -g * (ctx.value * t1 / (t2 * t2)) if needs[2] else None)
 
 
-def _addc_forward(combine):
-    def forward(a, t1, t2, value):
-        try:
-            return a + value * combine(t1, t2)
-        except ValueError:
-            shapes = [list(np.shape(x)) for x in (a, t1, t2)]
-            raise RuntimeError(f"The size of tensors do not match: shapes {shapes} do not "
-                               "broadcast together") from None
-
-    return forward
+def _broadcast_failure(a, t1, t2):
+    shapes = [list(np.shape(x)) for x in (a, t1, t2)]
+    return RuntimeError(f"The size of tensors do not match: shapes {shapes} do not broadcast "
+                        "together")
 
 
-ADDCMUL = Op("addcmul", "AddcmulBackward0", forward=_addc_forward(np.multiply),
+def _addcmul_forward(a, t1, t2, value):
+    """torch's ``input + (value * tensor1) * tensor2``, whose last multiply and add its
+    vectorized loop fuses (one rounding, Note [Whole-array kernels]) for float32 and float64."""
+    try:
+        scaled = value * t1
+        if scaled.dtype == t2.dtype == a.dtype and a.dtype in (np.float32, np.float64):
+            shape = np.broadcast_shapes(scaled.shape, t2.shape, a.shape)
+            whole = [np.broadcast_to(x, shape) for x in (scaled, t2, a)]
+            fused = _ext_ops.fused_multiply_add(  # 0-d stays 0-d (np.ascontiguousarray: 1-d)
+                *(x if x.flags.c_contiguous else np.copy(x, order="C") for x in whole))
+            if fused is not None:
+                return fused
+        return a + scaled * t2
+    except ValueError:
+        raise _broadcast_failure(a, t1, t2) from None
+
+
+def _addcdiv_forward(a, t1, t2, value):
+    """torch's ``input + (value * tensor1) / tensor2``."""
+    try:
+        return a + value * t1 / t2
+    except ValueError:
+        raise _broadcast_failure(a, t1, t2) from None
+
+
+ADDCMUL = Op("addcmul", "AddcmulBackward0", forward=_addcmul_forward,
              backward=_addcmul_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
-ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addc_forward(np.true_divide),
+ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addcdiv_forward,
              backward=_addcdiv_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
 
 
@@ -220,9 +243,17 @@ def _fmax_backward(ctx, g):
             where_zero(first, g) if ctx.needs_input_grad[1] else None)
 
 
-FMAX = Op("fmax", "FmaxBackward0", forward=lambda a, b, largest: np.fmax(a, b),
+def _fmax_forward(a, b, largest):
+    """torch's fmax (fmin): ``a`` where it is not smaller (larger) than ``b`` or ``b`` is NaN,
+    else ``b``. On a tie of +0.0 and -0.0 that is ``a``'s zero; numpy's float32 loop gives
+    ``b``'s."""
+    keep = np.greater_equal(a, b) if largest else np.less_equal(a, b)
+    return np.where(keep | np.isnan(b), a, b)
+
+
+FMAX = Op("fmax", "FmaxBackward0", forward=_fmax_forward,
           backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
-FMIN = Op("fmin", "FminBackward0", forward=lambda a, b, largest: np.fmin(a, b),
+FMIN = Op("fmin", "FminBackward0", forward=_fmax_forward,
           backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
 
 

@@ -1,10 +1,11 @@
 """Statistics of a tensor: ``median`` (``MedianBackward0``/``MedianBackward1``), ``mode``
-(``ModeBackward0``), ``quantile``
-(from ``sort``, as torch composes it), ``unique``, ``bincount``, ``std_mean`` and
+(``ModeBackward0``), ``quantile`` and ``nanquantile``
+(from ``sort``, as torch composes them), ``unique``, ``bincount``, ``std_mean`` and
 ``var_mean``, ``histogram`` and ``histc``."""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -12,8 +13,8 @@ import numpy as np
 from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
 from ._compose import diff
-from ._creation import _linspace_values, tensor
-from ._indexing import RETURN_TYPES, index_select, sort
+from ._creation import _linspace_values
+from ._indexing import RETURN_TYPES, gather, sort
 from ._linalg import mm
 from ._math import _not_differentiable
 from ._pointwise import clamp, sqrt
@@ -25,13 +26,13 @@ from ._reduction import (
     _select_backward,
     _std_backward,
     _var_backward,
-    _var_forward,
+    _var_wide,
     _variance,
     mean,
 )
 from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports
-from ._shape import narrow, permute, reshape, select, squeeze, squeeze_dim, t, view
+from ._shape import flatten, narrow, select, squeeze, t, transpose, unsqueeze, view
 from ._special import DIV_NUMBER, MUL_NUMBER
 
 
@@ -122,16 +123,62 @@ def mode(input, dim=-1, keepdim=False):
     return RETURN_TYPES["mode"](out, _wrap(out_indices))
 
 
+def _no_derivative(name):
+    """torch's backward of an op it has no derivative for: NotImplementedError."""
+    def backward(ctx, g):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+    return backward
+
+
+# the values as a node of torch's name whose gradient raises, when the input requires grad
+_UNIQUE = Op("unique", "Unique2Backward0", forward=lambda a, values: values,
+             backward=_no_derivative("_unique2"))
+_UNIQUE_DIM = Op("unique_dim", "UniqueDimBackward0", forward=lambda a, values: values,
+                 backward=_no_derivative("unique_dim"))
+
+
+def _unique_slices(data, dim):
+    """The distinct slices of ``data`` along ``dim`` in lexicographic order, each slice's
+    group and each group's count, as torch's ``unique_dim``: slices are equal when all their
+    entries are (a NaN equals nothing, so slices with a NaN stay apart)."""
+    moved = np.moveaxis(data, dim, 0)
+    count = moved.shape[0]
+    rows = moved.reshape(count, math.prod(moved.shape[1:]))
+    order = np.lexsort(rows.T[::-1]) if rows.shape[1] else np.arange(count)
+    ordered = rows[order]
+    starts = np.ones(count, dtype=bool)
+    starts[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    groups = np.cumsum(starts) - 1
+    inverse = np.empty(count, dtype=np.int64)
+    inverse[order] = groups
+    counts = np.diff(np.append(np.flatnonzero(starts), count)).astype(np.int64)
+    values = np.moveaxis(ordered[starts].reshape((-1,) + moved.shape[1:]), 0, dim)
+    return np.ascontiguousarray(values), inverse, counts
+
+
 @declare(method=True)
 def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):  # noqa: A002
     """The distinct values (sorted); with ``return_inverse``, where each entry went; with
-    ``return_counts``, how often each value occurs. Not differentiable."""
-    if dim is not None:
-        raise NotImplementedError("unique: dim is not supported by gradviz")
-    values, inverse, counts = np.unique(input._data, return_inverse=True, return_counts=True)
-    result = [_wrap(values.astype(input._data.dtype))]
+    ``return_counts``, how often each value occurs. With ``dim``, the distinct slices along
+    it, in lexicographic order. Not differentiable (torch's node, whose backward raises)."""
+    data = input._data
+    if dim is None:
+        values, inverse, counts = np.unique(data, return_inverse=True, return_counts=True)
+        values, inverse = values.astype(data.dtype), inverse.reshape(data.shape)
+        op = _UNIQUE
+    else:
+        if not input.ndim:
+            raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+        dim = _wrap_dim(dim, input.ndim)
+        if data.size == 0 and data.shape[dim] != 0:
+            raise RuntimeError("There are 0 sized dimensions, and they aren't selected, so "
+                               "unique cannot be applied")
+        values, inverse, counts = _unique_slices(data, dim)
+        op = _UNIQUE_DIM
+    result = [apply(op, input, values=values) if input.requires_grad else _wrap(values)]
     if return_inverse:
-        result.append(_wrap(inverse.reshape(input._data.shape).astype(np.int64)))
+        result.append(_wrap(inverse.astype(np.int64)))
     if return_counts:
         result.append(_wrap(counts.astype(np.int64)))
     return result[0] if len(result) == 1 else tuple(result)
@@ -156,9 +203,12 @@ def bincount(input, weights=None, minlength=0):
 
 
 def _moments_forward(spread):
+    """``(spread, mean)`` as torch's one kernel gives them: both from double sums for float32
+    and float16, rounded once to the dtype (``spread`` of the float64 variance)."""
     def forward(a, dims, keepdim, shape, count, correction):
-        return (spread(_var_forward(a, dims, keepdim, shape, count, correction)),
-                np.mean(a, axis=dims, keepdims=keepdim))
+        wide = a.astype(np.float64) if a.dtype in (np.float32, np.float16) else a
+        return (spread(_var_wide(a, dims, keepdim, shape, count, correction)).astype(a.dtype, copy=False),
+                np.mean(wide, axis=dims, keepdims=keepdim).astype(a.dtype, copy=False))
     return forward
 
 
@@ -193,51 +243,114 @@ def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 
 
+# Note [Quantile as torch composes it]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``quantile`` and ``nanquantile`` are torch's ``quantile_compute``, op for op, so the graph has
+# its nodes (``SortBackward0``, ``ViewBackward0``, ``GatherBackward0``, ``LerpBackward1``, then
+# the in-place ``UnsqueezeBackward1``/``TransposeBackward1``/``SqueezeBackward4``), the output
+# its strides, and the values its bits: the reduced dim goes last and is sorted (NaN last), each
+# q becomes a rank ``q * (n - 1)`` computed in the input's dtype (a number q is a tensor of that
+# dtype), the mode rounds it, and the values at the ranks below and above are lerped by its
+# fraction (0.5 for midpoint). A row with a NaN has the rank of its last value (so the result
+# is NaN) for ``quantile``; ``nanquantile`` counts only the values that are not NaN (a row of
+# NaN has rank 0, its NaN). The ranks are not differentiable and are computed on arrays.
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    """torch's ``quantile_compute`` (Note [Quantile as torch composes it]); its checks in its
+    order, with its messages (``quantile()`` for ``nanquantile`` too)."""
+    if not isinstance(q, Tensor):
+        if not isinstance(q, (int, float, np.integer, np.floating)):
+            function = "nanquantile" if ignore_nan else "quantile"
+            raise TypeError(f"{function}() received an invalid combination of arguments - got "
+                            f"(Tensor, {type(q).__name__}), but expected one of:\n"
+                            f" * (Tensor input, Tensor q, int dim = None, bool keepdim = False, *, "
+                            f"str interpolation = \"linear\", Tensor out = None)\n"
+                            f" * (Tensor input, float q, int dim = None, bool keepdim = False, *, "
+                            f"str interpolation = \"linear\", Tensor out = None)")
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {float(q):g}")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError("quantile() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest, but got {interpolation}")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if isinstance(q, Tensor) and q.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    dtype = input._data.dtype
+    if dtype not in (np.float32, np.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, Tensor) and q._data.dtype != dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+    ndim = input.ndim
+    wrapped = None if dim is None else _wrap_dim(dim, ndim)
+    if wrapped is not None and ndim:
+        out_shape = list(input.shape)
+        if keepdim:
+            out_shape[wrapped] = 1
+        else:
+            del out_shape[wrapped]
+    else:
+        out_shape = [1] * ndim if keepdim else []
+    qs = q._data if isinstance(q, Tensor) else np.asarray(q, dtype=dtype)
+    if not ((qs >= 0) & (qs <= 1)).all():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+
+    if wrapped is None:
+        ordered = sort(flatten(input)).values
+    elif wrapped == ndim - 1:
+        ordered = sort(input).values
+    else:
+        ordered = sort(transpose(unsqueeze(input, -1), wrapped, -1)).values
+    ordered = view(ordered, (*out_shape, ordered.shape[-1]))
+    size = ordered.shape[-1]
+    if size > 2 ** 24:
+        raise RuntimeError("quantile() input tensor is too large")
+    nan = np.isnan(ordered._data)
+    if ignore_nan:
+        ranks = qs.reshape(-1) * (size - nan.sum(-1, keepdims=True) - 1).astype(dtype)
+        ranks[ranks < 0] = 0
+    else:
+        ranks = np.broadcast_to(qs.reshape(-1) * dtype.type(size - 1),
+                                ordered.shape[:-1] + (qs.size,)).copy()
+        ranks[nan.any(-1)] = size - 1
+    if interpolation == "lower":
+        np.floor(ranks, out=ranks)
+    elif interpolation == "higher":
+        np.ceil(ranks, out=ranks)
+    elif interpolation == "nearest":
+        np.round(ranks, out=ranks)  # half to even, as torch's round_
+    below = ranks.astype(np.int64)
+    result = gather(ordered, -1, _wrap(below))
+    if interpolation in ("linear", "midpoint"):
+        weights = np.full_like(ranks, 0.5) if interpolation == "midpoint" else ranks - below.astype(dtype)
+        above = gather(ordered, -1, _wrap(np.ceil(ranks).astype(np.int64)))
+        result.lerp_(above, _wrap(weights))
+    if qs.ndim == 0:
+        return result.squeeze_(-1)
+    return result.unsqueeze_(0).transpose_(0, -1).squeeze_(-1)
+
+
 @declare(method=True)
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
     """The ``q``-th quantiles (``q`` a number or a 1-D tensor in [0, 1]) over ``dim`` (all
-    values when None), between the sorted values as ``interpolation`` says; a tensor ``q``
-    puts its dim first."""
-    if interpolation not in _INTERPOLATIONS:
-        raise RuntimeError(f"quantile() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError("quantile() input tensor must be either float or double dtype")
-    scalar_q = not isinstance(q, Tensor)
-    qs = np.atleast_1d(np.asarray(q._data if isinstance(q, Tensor) else q, dtype=np.float64))
-    if qs.ndim > 1:
-        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
-    if ((qs < 0) | (qs > 1)).any():
-        raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    if dim is None:
-        values, axis = reshape(input, (-1,)), 0
-    else:
-        values, axis = input, _wrap_dim(dim, input.ndim)
-    size = values.shape[axis] if values.ndim else 1
-    if size == 0:
-        raise RuntimeError("quantile() input tensor must be non-empty")
-    ordered = sort(values, axis).values if values.ndim else reshape(values, (1,))
-    ranks = qs * (size - 1)
-    if interpolation == "lower":
-        ranks = np.floor(ranks)
-    elif interpolation == "higher":
-        ranks = np.ceil(ranks)
-    elif interpolation == "nearest":
-        ranks = np.round(ranks)
-    below = np.floor(ranks).astype(np.int64)
-    above = np.ceil(ranks).astype(np.int64)
-    weights = 0.5 * (above != below) if interpolation == "midpoint" else ranks - below
-    low = index_select(ordered, axis, tensor(below))
-    high = index_select(ordered, axis, tensor(above))
-    shape = [1] * ordered.ndim
-    shape[axis] = -1
-    result = low + (high - low) * tensor(weights.astype(input._data.dtype)).reshape(shape)
-    if axis:  # the q dim first
-        result = permute(result, axis, *[d for d in range(result.ndim) if d != axis])
-    if keepdim:
-        kept = [1 if dim is None or d == axis else n for d, n in enumerate(input.shape)]
-        result = reshape(result, (len(qs),) + tuple(kept))
-    return squeeze_dim(result, 0) if scalar_q else result
+    values when None), between the sorted values as ``interpolation`` says (linear, lower,
+    higher, midpoint or nearest); NaN where the values have a NaN. A tensor ``q`` puts its dim
+    first. Composed as torch composes it (Note [Quantile as torch composes it])."""
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+@declare(method=True)
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """:func:`quantile` of the values that are not NaN (NaN where all are). Mirrors
+    ``torch.nanquantile``.
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> torch.nanquantile(torch.tensor([1.0, float("nan"), 3.0]), 0.5)
+    tensor(2.)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 
 # ---- histogram, histc ------------------------------------------------------------------

@@ -7,9 +7,9 @@
 #define GRADVIZ_ARRAY_KERNELS_H
 
 /* Note [Whole-array kernels] (gradviz_ext/_ops.py): add/sub with an alpha as one fused
- * multiply-add per element (PyTorch's rounding), in place or into a new array, relu's
- * backward as one pass, and a matrix's transpose plus a row vector in tiles; for aligned
- * C-contiguous float32/float64 arrays of any size. */
+ * multiply-add per element (PyTorch's rounding), in place or into a new array, lerp and
+ * addcmul the same way, relu's backward as one pass, and a matrix's transpose plus a row vector in
+ * tiles; for aligned C-contiguous float32/float64 arrays of any size. */
 #include <stdint.h>
 #include <string.h>
 #include "small_kernels.h"  /* gradviz_small_array, gradviz_flat_size */
@@ -95,6 +95,114 @@ static inline PyObject *gradviz_fused_add(PyObject *a, PyObject *b, PyObject *al
                         (float)s, n);
     else
         gradviz_fma_f64((double *)o, (const double *)x->data, (const double *)y->data, s, n);
+    return out;
+}
+
+/* PyTorch's lerp (ATen's lerp_vec), from the nearer end: start + w * (end - start) where
+   |w| < 0.5, else end + (w - 1) * (end - start) (NaN for a NaN w), one fused multiply-add
+   per element as its vectorized kernel on CPUs with FMA. A scalar weight has stride 0. */
+#define GRADVIZ_LERP_LOOP(T, FMA, ABS, o, s, e, w, ws, n)                          \
+    do {                                                                      \
+        Py_ssize_t k;                                                         \
+        for (k = 0; k < (n); k++) {                                           \
+            T wk = (w)[k * (ws)], d = (e)[k] - (s)[k];                         \
+            int small = ABS(wk) < (T)0.5;                                      \
+            (o)[k] = FMA(small ? wk : wk - (T)1, d, small ? (s)[k] : (e)[k]);  \
+        }                                                                     \
+    } while (0)
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx2,fma")))
+static inline void gradviz_lerp_f32(float *o, const float *s, const float *e, const float *w,
+                                    Py_ssize_t ws, Py_ssize_t n) {
+    GRADVIZ_LERP_LOOP(float, __builtin_fmaf, __builtin_fabsf, o, s, e, w, ws, n);
+}
+__attribute__((target("avx2,fma")))
+static inline void gradviz_lerp_f64(double *o, const double *s, const double *e,
+                                    const double *w, Py_ssize_t ws, Py_ssize_t n) {
+    GRADVIZ_LERP_LOOP(double, __builtin_fma, __builtin_fabs, o, s, e, w, ws, n);
+}
+#else
+static inline void gradviz_lerp_f32(float *o, const float *s, const float *e, const float *w,
+                                    Py_ssize_t ws, Py_ssize_t n) {}
+static inline void gradviz_lerp_f64(double *o, const double *s, const double *e,
+                                    const double *w, Py_ssize_t ws, Py_ssize_t n) {}
+#endif
+
+/* lerp(start, end, weight) into a new array: weight an array of start's dtype and shape, or
+   a Python float or int (converted to the dtype, as PyTorch's scalar weight). None (a new
+   reference) when not covered: other dtypes or layouts, broadcasting, or a CPU without FMA. */
+static inline PyObject *gradviz_lerp(PyObject *start, PyObject *end, PyObject *weight) {
+    gradviz_small_array *s = (gradviz_small_array *)start, *e = (gradviz_small_array *)end;
+    Py_ssize_t n, ws = 1;
+    double scalar;
+    float scalar32;
+    const char *w;
+    PyObject *out;
+    int f32;
+    if (gradviz_new_from_descr == NULL || !gradviz_fma_ok) Py_RETURN_NONE;
+    n = gradviz_flat_pair(start, end, 0);
+    if (n < 0) Py_RETURN_NONE;
+    f32 = s->descr == gradviz_small_f32;
+    if (gradviz_small_number(weight, 0, &scalar)) {
+        scalar32 = (float)scalar;
+        w = f32 ? (const char *)&scalar32 : (const char *)&scalar;
+        ws = 0;
+    } else if (gradviz_flat_pair(start, weight, 0) == n) {
+        w = ((gradviz_small_array *)weight)->data;
+    } else {
+        Py_RETURN_NONE;
+    }
+    out = gradviz_new_like(start);
+    if (out == NULL) return NULL;
+    if (f32)
+        gradviz_lerp_f32((float *)((gradviz_small_array *)out)->data, (const float *)s->data,
+                         (const float *)e->data, (const float *)w, ws, n);
+    else
+        gradviz_lerp_f64((double *)((gradviz_small_array *)out)->data, (const double *)s->data,
+                         (const double *)e->data, (const double *)w, ws, n);
+    return out;
+}
+
+/* x * y + z rounded once per element (one fused multiply-add), for arrays of one dtype and
+   shape: PyTorch's addcmul, whose vectorized loop fuses its last multiply and its add. None
+   (a new reference) when not covered: other dtypes or layouts, or a CPU without FMA. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+__attribute__((target("avx2,fma")))
+static inline void gradviz_fma3_f32(float *o, const float *x, const float *y, const float *z,
+                                    Py_ssize_t n) {
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) o[k] = __builtin_fmaf(x[k], y[k], z[k]);
+}
+__attribute__((target("avx2,fma")))
+static inline void gradviz_fma3_f64(double *o, const double *x, const double *y,
+                                    const double *z, Py_ssize_t n) {
+    Py_ssize_t k;
+    for (k = 0; k < n; k++) o[k] = __builtin_fma(x[k], y[k], z[k]);
+}
+#else
+static inline void gradviz_fma3_f32(float *o, const float *x, const float *y, const float *z,
+                                    Py_ssize_t n) {}
+static inline void gradviz_fma3_f64(double *o, const double *x, const double *y,
+                                    const double *z, Py_ssize_t n) {}
+#endif
+
+static inline PyObject *gradviz_fma3(PyObject *x, PyObject *y, PyObject *z) {
+    gradviz_small_array *a = (gradviz_small_array *)x;
+    Py_ssize_t n;
+    PyObject *out;
+    if (gradviz_new_from_descr == NULL || !gradviz_fma_ok) Py_RETURN_NONE;
+    n = gradviz_flat_pair(x, y, 0);
+    if (n < 0 || gradviz_flat_pair(x, z, 0) != n) Py_RETURN_NONE;
+    out = gradviz_new_like(x);
+    if (out == NULL) return NULL;
+    if (a->descr == gradviz_small_f32)
+        gradviz_fma3_f32((float *)((gradviz_small_array *)out)->data, (const float *)a->data,
+                         (const float *)((gradviz_small_array *)y)->data,
+                         (const float *)((gradviz_small_array *)z)->data, n);
+    else
+        gradviz_fma3_f64((double *)((gradviz_small_array *)out)->data, (const double *)a->data,
+                         (const double *)((gradviz_small_array *)y)->data,
+                         (const double *)((gradviz_small_array *)z)->data, n);
     return out;
 }
 

@@ -493,6 +493,39 @@ def test_sign_of_nan_and_bool():
     compare(lambda m, x: m.sign(x), np.array([True, False]), grad=False)
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_angle_of_real_tensors_bit_for_bit(dtype):
+    """torch's angle of a real number: pi below 0 (-inf too), +0.0 otherwise (-0.0 too), NaN
+    for NaN (its sign is not compared: torch's vectorized loop gives +NaN for -NaN, its scalar
+    tail keeps -NaN); the gradient zeros (also at NaN), one ``AngleBackward0`` node saving
+    ``self``; integers and bool give the default dtype."""
+    values = np.array([-2.0, -0.0, 0.0, 3.0, np.nan, -np.nan, np.inf, -np.inf, -1e-300, 1e-300])
+    got = {}
+    for m in (torch, gradviz):
+        x = m.tensor(values, dtype=getattr(m, dtype), requires_grad=True)
+        y = x.angle() if m is gradviz else m.angle(x)
+        saved = y.grad_fn._saved_self.detach().numpy().copy()
+        y.backward(m.arange(1, 11, dtype=y.dtype))
+        got[m] = [y.detach().numpy(), x.grad.numpy(), y.grad_fn.name(), saved]
+        got[m] += [m.angle(m.tensor([-1, 0, 2], dtype=d)).numpy() for d in (m.int64, m.uint8, m.bool)]
+    for a, b in zip(got[gradviz], got[torch]):
+        if isinstance(b, str):
+            assert a == b
+        else:
+            assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
+            assert np.array_equal(np.signbit(a[~np.isnan(a)]), np.signbit(b[~np.isnan(b)]))
+
+
+def test_angle_gradient_is_a_constant_and_out_matches_torch():
+    for m in (torch, gradviz):
+        x = m.tensor([-1.0, 2.0], requires_grad=True)
+        (g,) = m.autograd.grad(m.angle(x).sum(), x, create_graph=True)
+        assert g.tolist() == [0.0, 0.0] and not g.requires_grad
+        out = m.empty(2)
+        assert m.angle(x.detach(), out=out) is out and out.tolist() == [float(np.float32(math.pi)), 0.0]
+    compare(lambda m, x: m.angle(x) * x, np.array([-1.5, 0.5, 2.0]))
+
+
 def test_aliases_and_inplace_forms():
     for m in (gradviz, torch):
         x = m.tensor([[1.0, -2.0], [3.0, 4.0]])

@@ -185,6 +185,7 @@ SPECS: dict[str, Spec] = {
     "acos": _unary("acos", "unit"),
     "sinh": _unary("sinh"),
     "cosh": _unary("cosh"),
+    "angle": _unary("angle"),
     "remainder": _binary("remainder", "real", "positive"),
     "fmod": _binary("fmod", "real", "positive"),
     "floor_divide": S((3, 4), Input((4,), "positive"), order=0, why=_NO_TORCH_DERIVATIVE.format("floor_divide"))(
@@ -343,6 +344,7 @@ SPECS: dict[str, Spec] = {
     "mm": S((3, 4), (4, 2))(lambda m, x, y: m.mm(x, y)),
     "bmm": S((2, 3, 4), (2, 4, 2))(lambda m, x, y: m.bmm(x, y)),
     "addmm": S((3, 2), (3, 4), (4, 2))(lambda m, b, x, y: m.addmm(b, x, y)),
+    "addmm_scaled": S((3, 2), (3, 4), (4, 2))(lambda m, b, x, y: m.addmm(b, x, y, beta=0.5, alpha=-2.0)),
     "addmv": S((3,), (3, 4), (4,))(lambda m, b, x, y: m.addmv(b, x, y, beta=0.5)),
     "addr": S((3, 4), (3,), (4,))(lambda m, b, x, y: m.addr(b, x, y, alpha=2.0)),
     "baddbmm": S((2, 3, 2), (2, 3, 4), (2, 4, 2))(lambda m, b, x, y: m.baddbmm(b, x, y, beta=0.5)),
@@ -468,6 +470,10 @@ SPECS: dict[str, Spec] = {
     "mode": S(Input((3, 5), "int3"))(lambda m, x: m.mode(x.double(), 1).values),
     "histogram": S((20,), order=0, why="a histogram's counts are piecewise constant; torch has "
                    "no derivative for histogram")(lambda m, x: m.histogram(x, 4).hist),
+    "unique": S((3, 4), order=0, why="torch raises 'the derivative for '_unique2' is not implemented'")(
+        lambda m, x: m.unique((x * 2).round())),
+    "unique_dim": S((3, 4), order=0, why="torch raises 'the derivative for 'unique_dim' is not implemented'")(
+        lambda m, x: m.unique((x * 2).round().clamp(-1, 1), dim=1)),
     # ---- in-place rows (on a non-leaf copy) ----------------------------------------------
     "leaky_relu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.leaky_relu_(x * 1.0, 0.2)),
     "elu_": S(Input((3, 4), "apart"))(lambda m, x: m.nn.functional.elu_(x * 1.0, 0.7)),

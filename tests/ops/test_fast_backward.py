@@ -68,6 +68,8 @@ PROGRAMS = {
     "linear_large": ([((64, 96), _signed), ((80, 96), _signed)], lambda x, w: gv.relu(x @ w.t())),
     "addmm": ([((5, 3), _signed), ((4, 3), _signed), ((4,), _signed)],
               lambda x, w, b: gv.nn.functional.linear(x, w, b) + gv.addmm(b, x, w.t()[:, :4])),
+    "addmm_scaled": ([((5, 3), _signed), ((3, 4), _signed), ((4,), _signed)],
+                     lambda x, w, b: gv.addmm(b, x, w, beta=0.5, alpha=-2.0)),
     "bmm": ([((2, 2, 3), _signed), ((2, 3, 4), _signed)], lambda x, y: gv.bmm(x, y)),
     "matmul_batched": ([((2, 2, 3), _signed), ((3,), _signed)], lambda x, y: x @ y),
     "views": ([((2, 3), _signed)],

@@ -42,6 +42,8 @@ def test_the_kernel_gives_the_numpy_codes_bits(dtype, monkeypatch):
             if not COMPILED:
                 assert got is None
                 return
+            if bias is None:  # the last step of either path: torch's zero bias added
+                got = (_nn._plus_zero(got[0]),) + tuple(got[1:])
             for mine, theirs in zip(got, _numpy(x, weight, bias, eps, monkeypatch)):
                 assert mine.shape == theirs.shape and mine.dtype == theirs.dtype
                 np.testing.assert_array_equal(mine, theirs)

@@ -313,6 +313,103 @@ def test_embedding_of_zero_width_rows():
     assert results[0] == results[1]
 
 
+def _embedding_weight(dtype):
+    rows = np.random.default_rng(5).standard_normal((7, 5)) * [[0.1], [1], [2], [0.5], [3], [1.5], [40]]
+    return rows.astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("max_norm, norm_type", [(1.0, 2.0), (0.5, 1.0), (1.2, float("inf")), (2.0, 3.0),
+                                                 (0.3, 0.5), (100.0, 2.0), (1.0, 2)])
+def test_embedding_max_norm_renormalizes_the_named_rows_in_place(dtype, max_norm, norm_type):
+    """torch's embedding_renorm_: the rows the indices name (each once), norm above max_norm,
+    scaled in place by max_norm / (norm + 1e-7); one version bump; the other rows untouched;
+    then the lookup and its gradient as without max_norm. The bits of the weight and output
+    where gradviz's norm has torch's bits (p 1, 0.5, inf); gradviz's p-norms of p 2 and 3 may
+    differ from torch's in the last bit, and so may the scale."""
+    results = []
+    for lib in (torch, gradviz):
+        weight = lib.tensor(_embedding_weight(dtype), requires_grad=True)
+        version = weight._version
+        idx = lib.tensor([[0, 2, 2], [4, 0, 1], [6, 6, 2]])
+        out = lib.nn.functional.embedding(idx, weight, max_norm=max_norm, norm_type=norm_type)
+        out.backward(lib.arange(45, dtype=out.dtype).reshape(out.shape))
+        results.append([weight._version - version, out.grad_fn.name(), weight.detach().numpy().copy(),
+                        out.detach().numpy(), weight.grad.numpy()])
+    (t_version, t_name, *t_arrays), (g_version, g_name, *g_arrays) = results
+    assert (g_version, g_name) == (t_version, t_name) == (1, "EmbeddingBackward0")
+    exact = norm_type in (1.0, 0.5, float("inf")) or max_norm == 100.0  # 100: nothing renormed
+    for got, want in zip(g_arrays, t_arrays):
+        assert got.dtype == want.dtype
+        if exact:
+            assert np.array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+def test_embedding_module_max_norm_and_padding():
+    results = []
+    for lib in (torch, gradviz):
+        layer = lib.nn.Embedding(7, 5, padding_idx=3, max_norm=0.5, norm_type=1.0)
+        with lib.no_grad():
+            layer.weight.copy_(lib.tensor(_embedding_weight("float32")))
+        out = layer(lib.tensor([[1, 3, 5], [6, 1, 0]]))
+        out.sum().backward()
+        results.append([repr(layer), layer.weight.detach().numpy().copy(), out.detach().numpy(),
+                        layer.weight.grad.numpy()])
+    assert results[0][0] == results[1][0]
+    for got, want in zip(results[1][1:], results[0][1:]):
+        assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("padding_idx", [None, 1, 2])
+def test_embedding_scale_grad_by_freq(dtype, padding_idx):
+    """Each gradient row divided by its index's count in the batch (Note [Embedding gradient
+    scaled by frequency]): the bits of torch's gradient where the counts are powers of two,
+    within one rounding per row added where a count is 3; also under create_graph."""
+    indices = {"powers of two": [[0, 2, 2], [4, 0, 1], [2, 2, 5]],
+               "three": [[0, 2, 2], [2, 0, 1], [0, 5, 5]]}
+    for label, idx in indices.items():
+        results = []
+        for lib in (torch, gradviz):
+            weight = lib.tensor(_embedding_weight(dtype), requires_grad=True)
+            out = lib.nn.functional.embedding(lib.tensor(idx), weight, padding_idx=padding_idx,
+                                              scale_grad_by_freq=True)
+            g = lib.tensor(np.random.default_rng(1).standard_normal(out.shape), dtype=out.dtype)
+            (grad,) = lib.autograd.grad(out, weight, g, create_graph=True)
+            out.backward(g)
+            results.append([weight.grad.numpy(), grad.detach().numpy()])
+        for got, want in zip(results[1], results[0]):
+            if label == "powers of two":
+                assert np.array_equal(got, want), label
+            else:
+                np.testing.assert_allclose(got, want, rtol=4 * np.finfo(dtype).eps, atol=0)
+
+
+EMBEDDING_ERRORS = {
+    "padding_idx outside": lambda m, w: m.nn.functional.embedding(m.tensor([0]), w, 9, max_norm=1.0),
+    "float indices with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([0.0]), w, max_norm=1.0),
+    "float indices": lambda m, w: m.nn.functional.embedding(m.tensor([0.0]), w),
+    "index outside with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([7, 9]), w, max_norm=1.0),
+    "1-d weight with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([1]), w[0], max_norm=1.0),
+    "negative index with max_norm": lambda m, w: m.nn.functional.embedding(m.tensor([-1]), w, max_norm=0.01),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EMBEDDING_ERRORS))
+def test_embedding_errors_match_torch(case):
+    def error(lib):
+        try:
+            EMBEDDING_ERRORS[case](lib, lib.tensor(_embedding_weight("float32")))
+        except Exception as e:  # noqa: BLE001
+            return type(e).__name__, str(e).replace("torch.", "gradviz.")
+        return None
+
+    assert error(torch) is not None
+    assert error(gradviz) == error(torch)
+
+
 @pytest.mark.parametrize("name", ["std_mean", "var_mean"])
 @pytest.mark.parametrize("used", ["spread", "mean", "both"])
 def test_std_mean_is_one_node(name, used):
@@ -405,3 +502,94 @@ def test_normalization_bias_gradient_requires_grad_as_torch(name, requires):
     found by the op fuzzer, seed 4664); group norm's does not; second derivatives agree."""
     expected = _normalization_second_derivative(torch, name, requires)
     assert _normalization_second_derivative(gradviz, name, requires) == expected
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("name", ["var", "std", "var_mean", "std_mean"])
+def test_variance_of_low_precision_floats_has_torchs_bits(name, dtype):
+    """torch's CPU variance accumulates float32 and float16 in double and rounds once: the
+    float32 results of numpy's own variance were a bit off in about a third of the rows. The
+    mean of var_mean/std_mean is torch's double Welford mean rounded, compared within a bit,
+    and so is float64, where torch's Welford and numpy's two passes round differently."""
+    data = np.random.default_rng(12).standard_normal((40, 9)) * 3 + 1
+    results = []
+    for lib in (torch, gradviz):
+        x = lib.tensor(data, dtype=getattr(lib, dtype))
+        out = getattr(lib, name)(x, 1) if name.endswith("mean") else getattr(x, name)(1)
+        outs = out if isinstance(out, tuple) else (out,)
+        results.append([o.numpy() for o in outs] + [getattr(x, name.split("_")[0])(correction=0).numpy()])
+    for i, (got, want) in enumerate(zip(results[1], results[0])):
+        assert got.dtype == want.dtype
+        if (name.endswith("mean") and i == 1) or dtype == "float64":
+            eps = float(np.finfo(got.dtype).eps)  # a mean near 0: the data's scale
+            np.testing.assert_allclose(got, want, rtol=4 * eps, atol=8 * eps * np.abs(data).max())
+        else:
+            assert np.array_equal(got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_cumsum_and_cumprod_have_torchs_bits(dtype, dim):
+    """torch's CPU scans run in double for float32 and float16 and round each output once;
+    numpy's float32 running sum drifted (most entries of a long row a few bits off). The
+    cumsum's gradient (a reversed cumsum) too; a leading -0.0 still becomes +0.0."""
+    rng = np.random.default_rng(13)
+    data = rng.standard_normal((9, 70)) * 2
+    data[0, :3] = -0.0
+    factors = (1 + rng.standard_normal((9, 70)) * 0.01).astype(dtype)
+    results = []
+    for lib in (torch, gradviz):
+        x = lib.tensor(data, dtype=getattr(lib, dtype), requires_grad=True)
+        y = x.cumsum(dim)
+        y.backward(lib.tensor(data[::-1].copy(), dtype=y.dtype))
+        results.append([y.detach().numpy(), x.grad.numpy(), lib.tensor(factors).cumprod(dim).numpy()])
+    for got, want in zip(results[1], results[0]):
+        assert got.dtype == want.dtype
+        assert np.array_equal(got, want) and np.array_equal(np.signbit(got), np.signbit(want))
+
+
+UNIQUE_CASES = {
+    "dim 0": lambda m: m.unique(m.tensor([[1, 2], [1, 2], [0, 1], [0, 3]]), dim=0, return_inverse=True,
+                                return_counts=True),
+    "dim 1": lambda m: m.unique(m.tensor([[1, 2, 1], [1, 2, 1]]), dim=1, return_inverse=True, return_counts=True),
+    "dim -1 method": lambda m: m.tensor([[3, 1, 3], [0, 2, 0]]).unique(dim=-1),
+    "3-d dim 0": lambda m: m.unique(m.tensor([[[1, 0], [0, 1]], [[1, 0], [0, 1]], [[0, 0], [0, 0]]]), dim=0,
+                                    return_inverse=True),
+    "3-d dim 2": lambda m: m.unique(m.tensor([[[1, 1], [0, 0]], [[1, 1], [2, 2]]]), dim=2, return_counts=True),
+    "rows with NaN stay apart": lambda m: m.unique(m.tensor([[2.0, NAN], [2.0, NAN], [1.0, 0.0]]), dim=0),
+    "signed zeros are equal": lambda m: m.unique(m.tensor([[0.0, 1.0], [-0.0, 1.0]]), dim=0, return_counts=True),
+    "empty selected dim": lambda m: m.unique(m.zeros(0, 3), dim=0, return_inverse=True, return_counts=True),
+    "bool": lambda m: m.unique(m.tensor([[True, False], [True, False]]), dim=0),
+    "empty other dim": lambda m: m.unique(m.zeros(2, 0), dim=0),
+    "dim out of range": lambda m: m.unique(m.tensor([[1, 2]]), dim=2),
+    "0-d with dim": lambda m: m.unique(m.tensor(3), dim=0),
+}
+NAN = float("nan")
+
+
+@pytest.mark.parametrize("case", sorted(UNIQUE_CASES))
+def test_unique_along_a_dim_matches_torch(case):
+    def run(lib):
+        try:
+            out = UNIQUE_CASES[case](lib)
+        except Exception as error:  # noqa: BLE001 - compared with torch's
+            return type(error).__name__, str(error)
+        outs = out if isinstance(out, tuple) else (out,)
+        return [(o.numpy().tolist(), o.numpy().dtype.name, tuple(o.shape)) for o in outs]
+
+    assert str(run(gradviz)) == str(run(torch))
+
+
+@pytest.mark.parametrize("dim", [None, 0])
+def test_unique_of_a_tensor_requiring_grad_records_torchs_node(dim):
+    results = []
+    for lib in (torch, gradviz):
+        y = lib.tensor([[1.0, 2.0], [1.0, 2.0], [0.0, 5.0]], requires_grad=True)
+        values, inverse = lib.unique(y, dim=dim, return_inverse=True)
+        try:
+            values.sum().backward()
+            error = None
+        except Exception as e:  # noqa: BLE001 - compared with torch's
+            error = (type(e).__name__, str(e))
+        results.append([values.grad_fn.name(), values.requires_grad, inverse.requires_grad, error])
+    assert results[1] == results[0]

@@ -64,3 +64,50 @@ def test_bad_arguments_raise_torchs_errors(bad):
         return "accepted"
 
     assert run(gradviz) == run(torch) != "accepted"
+
+
+CREATION_ERRORS = {
+    "rand long": lambda m: m.rand(2, dtype=m.long),
+    "rand long empty": lambda m: m.rand(0, dtype=m.long),
+    "rand_like int": lambda m: m.rand_like(m.zeros(2, dtype=m.int32)),
+    "randn bool": lambda m: m.randn(3, dtype=m.bool),
+    "randn_like uint8": lambda m: m.randn_like(m.zeros(2, dtype=m.uint8)),
+    "bernoulli of long": lambda m: m.bernoulli(m.zeros(2, dtype=m.long)),
+    "randint low == high": lambda m: m.randint(3, 3, (1,)),
+    "randint low > high": lambda m: m.randint(3, 2, (1,)),
+    "randint bool to 3": lambda m: m.randint(0, 3, (2,), dtype=m.bool),
+    "randint_like bool 3": lambda m: m.randint_like(m.zeros(2, dtype=m.bool), 3),
+    "randint uint8 300": lambda m: m.randint(0, 300, (2,), dtype=m.uint8),
+    "randint uint8 from -1": lambda m: m.randint(-1, 3, (2,), dtype=m.uint8),
+    "randint int8 257": lambda m: m.randint(0, 257, (1,), dtype=m.int8),
+    "randint int32 below": lambda m: m.randint(-2**31 - 1, 0, (2,), dtype=m.int32),
+    "rrelu long training": lambda m: m.nn.functional.rrelu(m.ones(3, dtype=m.long), training=True),
+    "rrelu bool eval": lambda m: m.nn.functional.rrelu(m.ones(3, dtype=m.bool)),
+}
+CREATION_ACCEPTED = {
+    "randn long empty": lambda m: m.randn(0, dtype=m.long).shape,
+    "bernoulli of long empty": lambda m: m.bernoulli(m.zeros(0, dtype=m.long)).dtype,
+    "bernoulli of long with p": lambda m: m.bernoulli(m.zeros(3, dtype=m.long), 0.5).dtype,
+    "randint bool to 2": lambda m: m.randint(0, 2, (3,), dtype=m.bool).dtype,
+    "randint_like bool 2": lambda m: m.randint_like(m.zeros(2, dtype=m.bool), 2).dtype,
+    "randint int32 full range": lambda m: m.randint(0, 2**31, (2,), dtype=m.int32).dtype,
+    "rand float16": lambda m: m.rand(2, dtype=m.float16).dtype,
+}
+
+
+@pytest.mark.parametrize("case", sorted(CREATION_ERRORS))
+def test_random_creation_dtype_and_bound_errors_match_torch(case):
+    def run(lib):
+        try:
+            CREATION_ERRORS[case](lib)
+        except Exception as error:  # compared with torch's
+            return type(error).__name__, str(error)
+        return "accepted"
+
+    assert run(gradviz) == run(torch) != "accepted"
+
+
+@pytest.mark.parametrize("case", sorted(CREATION_ACCEPTED))
+def test_random_creation_torch_accepts(case):
+    got, want = CREATION_ACCEPTED[case](gradviz), CREATION_ACCEPTED[case](torch)
+    assert str(got).replace("gradviz", "torch") == str(want)

@@ -1261,6 +1261,8 @@ def seeded_randomness_structure(torch, o):
                         torch.normal(mean=torch.zeros(2, 2), std=0.1).shape])
     g = torch.Generator().manual_seed(0)
     o("generator", [torch.randn(2, generator=g).shape, torch.rand(3, generator=g).dtype])
+    o("generator device", [repr(g.device), str(g.device), g.device == torch.device("cpu"),
+                           g.initial_seed()])
     w = torch.empty(3, 5)
     torch.nn.init.xavier_uniform_(w)
     bound = (6 / (3 + 5)) ** 0.5
