@@ -11,6 +11,17 @@ import gradviz
 TOLERANCES = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
 
 
+def cpu_has(*flags):
+    """Whether this CPU has every one of ``flags`` (as /proc/cpuinfo names them, e.g. "avx2",
+    "fma", "avx512f"): which compiled kernel loop runs, and so which bits a test expects."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            found = next(line for line in f if line.startswith("flags")).split()
+    except (OSError, StopIteration):
+        return False
+    return all(flag in found for flag in flags)
+
+
 def to_numpy(value):
     if isinstance(value, torch.Tensor):
         return value.detach().numpy(force=True)  # force: torch returns ZeroTensors for some Hessians

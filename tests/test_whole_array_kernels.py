@@ -8,6 +8,7 @@ tests/test_small_kernels.py, so this file is not run again interpreted.
 import numpy as np
 import pytest
 import torch
+from conftest import cpu_has
 
 import gradviz as gv
 import gradviz_ext
@@ -37,15 +38,9 @@ def _same_bits(got, expected):
     np.testing.assert_array_equal(got[~nan].view(bits), expected[~nan].view(bits))
 
 
-def _cpu_has_fma():
-    with open("/proc/cpuinfo") as cpuinfo:
-        flags = cpuinfo.read().split()
-    return "fma" in flags and "avx2" in flags
-
-
 def test_fused_add_is_used_on_this_machine():
     # the CI machine and every development machine have FMA; the kernel must be in use there
-    assert gradviz_ext.COMPILED and _cpu_has_fma()
+    assert gradviz_ext.COMPILED and cpu_has("avx2", "fma")
     a = np.ones(3, np.float32)
     assert _ops.fused_add(a, a, 0.5) is not None
 

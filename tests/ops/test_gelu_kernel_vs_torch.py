@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import scipy.special
 import torch
+from conftest import cpu_has
 
 import gradviz
 import gradviz_ext
@@ -90,7 +91,7 @@ def test_float32_accuracy_over_a_sweep_of_the_float32_line():
     lower tail, down to subnormal results), against scipy's float64 ndtr: values within ULPS,
     the derivative within GRADIENT_RTOL (where it is not below float32's normal range), the
     special values as torch gives them."""
-    if not (gradviz_ext.COMPILED and _cpu_has_avx2_and_fma()):
+    if not (gradviz_ext.COMPILED and cpu_has("avx2", "fma")):
         pytest.skip("the kernel does not run here")
     def line(low, high, step):
         start, stop = np.float32(low).view(np.int32), np.float32(high).view(np.int32)
@@ -172,24 +173,6 @@ def test_second_derivatives_match_torch(dtype):
         np.testing.assert_allclose(ours, theirs, **tol)
 
 
-def _cpu_has_avx2_and_fma():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx2" in flags and "fma" in flags
-
-
-def _cpu_has_avx512():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return all(f"avx512{part}" in flags for part in ("f", "dq", "vl", "bw"))
-
-
 def test_the_avx512_and_avx2_loops_give_the_same_bits():
     """The loops compiled for AVX-512 and for AVX2 do the same operations per element: the
     same bits (NaN payloads aside), over every 4099th float32 bit pattern (all exponents,
@@ -225,8 +208,8 @@ def test_the_kernel_runs_where_it_should():
     """Compiled on an AVX2 + FMA CPU, float32 contiguous arrays take the kernel; other dtypes
     and strided arrays are left to numpy (None)."""
     x = np.linspace(-3, 3, 11, dtype=np.float32)
-    expected = gradviz_ext.COMPILED and _cpu_has_avx2_and_fma()
-    widest = ext_ops.GELU_AVX512 if _cpu_has_avx512() else ext_ops.GELU_AVX2
+    expected = gradviz_ext.COMPILED and cpu_has("avx2", "fma")
+    widest = ext_ops.GELU_AVX512 if cpu_has("avx512f", "avx512dq", "avx512vl", "avx512bw") else ext_ops.GELU_AVX2
     assert ext_ops.gelu_kernels_up_to() == (widest if expected else 0)
     assert (ext_ops.gelu_float32(x) is not None) == expected
     assert (ext_ops.gelu_backward_float32(x, x) is not None) == expected

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import cpu_has
 
 import gradviz
 import gradviz_ext
@@ -19,17 +20,8 @@ from gradviz.ops import _math
 INF, NAN = float("inf"), float("nan")
 
 
-def _cpu_has_fma():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx2" in flags and "fma" in flags
-
-
 # the fused kernel runs (compiled, a CPU with FMA): torch's bits; otherwise two roundings
-FUSED = gradviz_ext.COMPILED and _cpu_has_fma()
+FUSED = gradviz_ext.COMPILED and cpu_has("avx2", "fma")
 
 
 def _values(n, seed):

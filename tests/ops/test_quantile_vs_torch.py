@@ -9,22 +9,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import cpu_has
 
 import gradviz
 import gradviz_ext
 
-
-def _cpu_has_fma():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx2" in flags and "fma" in flags
-
-
 # the fused kernel runs (compiled, a CPU with FMA): torch's bits; otherwise two roundings
-FUSED = gradviz_ext.COMPILED and _cpu_has_fma()
+FUSED = gradviz_ext.COMPILED and cpu_has("avx2", "fma")
 
 MODES = ("linear", "lower", "higher", "midpoint", "nearest")
 NAN = float("nan")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import cpu_has
 
 import gradviz
 import gradviz_ext
@@ -176,15 +177,6 @@ def test_steps_on_arrays_match_torch(config, shape, dtype, special, calls):
     assert calls[True] > 0 or config == "sgd_nesterov"
 
 
-def _cpu_has_fma():
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next(line for line in f if line.startswith("flags")).split()
-    except (OSError, StopIteration):
-        return False
-    return "avx2" in flags and "fma" in flags
-
-
 @pytest.mark.parametrize("config", list(ADAM))
 def test_the_adam_kernel_runs_where_it_should(config, monkeypatch):
     """Compiled, on a CPU with FMA, every Adam and AdamW update is the one-pass loop (maximize,
@@ -203,7 +195,7 @@ def test_the_adam_kernel_runs_where_it_should(config, monkeypatch):
     opt = getattr(gradviz.optim, cls)([p], **kwargs)
     p.grad = gradviz.full((5,), 0.5)
     opt.step()
-    expected = gradviz_ext.COMPILED and _cpu_has_fma()
+    expected = gradviz_ext.COMPILED and cpu_has("avx2", "fma")
     assert done == [expected]
     x = np.ones(6, np.float32)
     arrays = [x.copy() for _ in range(4)]
@@ -248,7 +240,7 @@ def numpy_adam(p, g, m, v, largest, c1, beta2, c2, correction2, eps, rate, negat
         ext_ops.fused_add(p, scratch, rate, True)
 
 
-@pytest.mark.skipif(not (gradviz_ext.COMPILED and _cpu_has_fma()), reason="no kernel")
+@pytest.mark.skipif(not (gradviz_ext.COMPILED and cpu_has("avx2", "fma")), reason="no kernel")
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("amsgrad", [False, True])
 @pytest.mark.parametrize("negate,decay,shrink", [(False, None, None), (True, 0.1, None),
@@ -443,14 +435,14 @@ def test_the_group_in_one_call_gives_the_per_parameter_bits(amsgrad, maximize, c
             for key in mine:
                 same_bits(mine[key][0], theirs[key][0], f"state {key!r}")
                 assert mine[key][1] == theirs[key][1], key
-    if gradviz_ext.COMPILED and _cpu_has_fma():
+    if gradviz_ext.COMPILED and cpu_has("avx2", "fma"):
         # steps 2 to 5 of parameters 0, 1, 5 and the repeat of 0, 3 and 4 of parameter 6, 2
         # of parameter 2: in the one call (the others' counted by the per-parameter rule)
         assert done >= 4 * 4 + 3 + 2
 
 
 def test_the_group_call_stops_at_a_parameter_it_leaves_and_resumes_after_it(monkeypatch):
-    if not (gradviz_ext.COMPILED and _cpu_has_fma()):
+    if not (gradviz_ext.COMPILED and cpu_has("avx2", "fma")):
         pytest.skip("no kernel")
     stops = []
     original = ext_ops.adam_params
