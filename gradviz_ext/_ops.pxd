@@ -19,6 +19,7 @@ cdef extern from "c/small_kernels.h":
     int gradviz_small_enable(object capsule, object ndarray, object f32, object f64) except -1
     void gradviz_small_disable()
     object gradviz_small_arith(int kernel, object a, object b)
+    object gradviz_small_rows(int kernel, object a, object b)
     int gradviz_small_add_into(object a, object b)
 
 cdef bint _small_add_into(object a, object b)

@@ -689,8 +689,11 @@ def _array_of(grad):
 # shape with all strides 0 (the gradient of a sum or a mean, and every piece ``stack`` or
 # ``cat`` cuts from it), is covered too, with a splat, an array of its shape or a number: the
 # result is numpy's new C-contiguous array. The backward of ``stack`` of 10,000 products
-# went from 9.6 to 5.9 ms (bench/fanin.py). Everything else (broadcasting, other dtypes,
-# other strided views, large arrays) goes to the ufunc.
+# went from 9.6 to 5.9 ms (bench/fanin.py). So is an array of 2+ dims with a 1-D array of its
+# last dim's length on either side, up to 65,536 elements (gradviz_small_rows: ``x @ W + b``,
+# whose (32, 200) + (200,) took numpy 2.5 us and takes 0.8), when the vector holds no NaN
+# (with a NaN on both sides numpy's vectorized loops may keep either payload). Everything else
+# (other broadcasting, other dtypes, other strided views, large arrays) goes to the ufunc.
 
 
 def _enable_small_kernels():
@@ -832,6 +835,14 @@ def _cache_exit(previous) -> cython.int:
 def small_kernels_enabled():
     """Whether Note [Small kernels] is in effect (compiled engine, numpy's API found)."""
     return _SMALL_KERNELS
+
+
+def small_rows(kernel, a, b):
+    """The row-vector kernel's ``a (kernel) b`` (a 2+-d array and a 1-D array of its last dim's
+    length, either side), or None where it does not apply (Note [Small kernels]); for tests."""
+    if not cython.compiled:
+        return None
+    return gradviz_small_rows(kernel, a, b)
 
 
 def small_arith(kernel, a, b=None):
@@ -2008,6 +2019,9 @@ def _arith_kernel(kernel: cython.int, a, b):
         result = gradviz_small_arith(kernel, a, b)
         if result is not None:
             return result
+        result = gradviz_small_rows(kernel, a, b)  # a matrix and a row vector
+        if result is not None:
+            return result
     return _ufunc(kernel, a, b)
 
 
@@ -2085,6 +2099,9 @@ def _quiet_kernel(kernel: cython.int, arrays: list, attrs: dict):
     a = arrays[0]
     b = arrays[1] if kernel != KERNEL_NEG else None
     result = gradviz_small_arith(kernel, a, b)  # Note [Small kernels]: never warns
+    if result is not None:
+        return result
+    result = gradviz_small_rows(kernel, a, b)  # a matrix and a row vector; never warns
     if result is not None:
         return result
     try:

@@ -130,6 +130,60 @@ def test_a_sums_gradient_through_products_has_torchs_bits():
     np.testing.assert_array_equal(results[1].view(np.uint32), results[0].view(np.uint32))
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("shape", [(1, 1), (2, 5), (32, 200), (3, 4, 7), (2, 1, 3), (16, 4096)],
+                         ids=str)
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_a_row_vector_on_either_side_matches_numpy_bits_and_layout(name, shape, dtype):
+    """An array of 2+ dims and a 1-D array of its last dim's length (``x @ W + b``): numpy's
+    bits and numpy's new C-contiguous array, with specials in the array (NaN included)."""
+    kernel, ufunc = KERNELS[name]
+    array = _values(shape, dtype, 5)
+    vector = _values(shape[-1:], dtype, 6)
+    vector[np.isnan(vector)] = 1.5  # the vector holds no NaN (see the declined cases)
+    for x, y in ((array, vector), (vector, array)):
+        with np.errstate(all="ignore"):
+            expected = ufunc(x, y)
+        got = _ops.small_rows(kernel, x, y)
+        _same_bits(got, expected)
+        assert got.strides == expected.strides and got.flags.writeable
+        assert not np.shares_memory(got, array)
+
+
+def test_row_vectors_that_do_not_fit_are_declined():
+    matrix = np.ones((3, 4))
+    row = np.arange(4.0)
+    with_nan = row.copy()
+    with_nan[2] = np.nan
+    cases = [(matrix, with_nan), (matrix, np.arange(3.0)), (matrix, row.astype(np.float32)),
+             (matrix.T.copy().T, row), (matrix, np.arange(8.0)[::2]), (np.ones(4), row),
+             (np.ones((3, 0)), np.ones(0)), (np.ones((65537, 1)), np.ones(1)),
+             (matrix, row[None, :]), (matrix.astype(np.float16), row.astype(np.float16)),
+             (matrix, 2.0)]
+    for a, b in cases:
+        for kernel in (_ops.KERNEL_ADD, _ops.KERNEL_MUL, _ops.KERNEL_NEG):
+            assert _ops.small_rows(kernel, a, b) is None
+            assert _ops.small_rows(kernel, b, a) is None
+
+
+@pytest.mark.parametrize("op", ["__add__", "__sub__", "__mul__", "__truediv__", "__radd__",
+                                "__rsub__", "__rmul__", "__rtruediv__"])
+def test_a_bias_on_every_row_has_torchs_bits_and_gradients(op):
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((32, 20)).astype(np.float32)
+    row = rng.standard_normal(20).astype(np.float32)
+    results = []
+    for lib in (gv, torch):
+        x = lib.tensor(matrix, requires_grad=True)
+        b = lib.tensor(row, requires_grad=True)
+        y = getattr(x, op)(b)
+        y.backward(lib.ones_like(y))
+        results.append((y.detach().numpy(), x.grad.numpy(), b.grad.numpy()))
+    np.testing.assert_array_equal(results[0][0].view(np.uint32), results[1][0].view(np.uint32))
+    for ours, theirs in zip(results[0][1:], results[1][1:]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
 def test_result_is_a_new_writeable_array():
     a = np.arange(4.0)
     out = _ops.small_arith(_ops.KERNEL_ADD, a, 0.0)

@@ -446,9 +446,11 @@ def reciprocal(input):
 
 
 def rdiv(input, other):
-    """``other / input`` for a Python number ``other``: ``input.reciprocal() * other``."""
+    """``other / input`` as PyTorch's ``Tensor.__rtruediv__`` computes it, for a number or a
+    tensor ``other``: ``input.reciprocal() * other`` (its nodes, and its bits, which can differ
+    from a division's by one rounding)."""
     if isinstance(other, Tensor):
-        return div(other, input)
+        return mul(reciprocal(input), other)
     return mul(reciprocal(input), _check_operand(other, "div"))
 
 

@@ -262,6 +262,74 @@ static inline PyObject *gradviz_small_arith(int kernel, PyObject *a, PyObject *b
     return out;
 }
 
+#define GRADVIZ_ROWS_MAX 65536  /* elements; above it numpy's SIMD loops win */
+
+#define GRADVIZ_ROWS_LOOPS(T, x, v, o, rows, columns, kernel, side)                     \
+    do {                                                                             \
+        const T *xs = (const T *)(x); const T *vs = (const T *)(v); T *os = (T *)(o);  \
+        Py_ssize_t i_, j_;                                                           \
+        for (i_ = 0; i_ < (rows); i_++, xs += (columns), os += (columns)) {          \
+            switch ((kernel) * 3 + (side)) {                                         \
+            case 4:  for (j_ = 0; j_ < (columns); j_++) os[j_] = xs[j_] + vs[j_]; break; \
+            case 5:  for (j_ = 0; j_ < (columns); j_++) os[j_] = vs[j_] + xs[j_]; break; \
+            case 7:  for (j_ = 0; j_ < (columns); j_++) os[j_] = xs[j_] - vs[j_]; break; \
+            case 8:  for (j_ = 0; j_ < (columns); j_++) os[j_] = vs[j_] - xs[j_]; break; \
+            case 10: for (j_ = 0; j_ < (columns); j_++) os[j_] = xs[j_] * vs[j_]; break; \
+            case 11: for (j_ = 0; j_ < (columns); j_++) os[j_] = vs[j_] * xs[j_]; break; \
+            case 13: for (j_ = 0; j_ < (columns); j_++) os[j_] = xs[j_] / vs[j_]; break; \
+            default: for (j_ = 0; j_ < (columns); j_++) os[j_] = vs[j_] / xs[j_]; break; \
+            }                                                                        \
+        }                                                                            \
+    } while (0)
+
+/* kernel (1 add .. 4 div) of a C-contiguous float32/float64 array of 2+ dims and a
+   C-contiguous 1-D array of its dtype with as many entries as its last dim, on either side
+   (``x @ W + b``'s bias on every row, a row of means subtracted): numpy's broadcast, each
+   element one IEEE operation in the dtype, into numpy's new C-contiguous array of the big
+   operand's shape. The vector holds no NaN: where both operands are NaN numpy's vectorized
+   loops may keep either payload. None (a new reference) when not covered. */
+static inline PyObject *gradviz_small_rows(int kernel, PyObject *a, PyObject *b) {
+    gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
+    gradviz_small_array *big, *row;
+    Py_ssize_t n, columns, j;
+    int side;  /* 1: big (op) row, 2: row (op) big */
+    PyObject *out;
+    if (gradviz_new_from_descr == NULL || kernel < 1 || kernel > 4 || b == NULL) Py_RETURN_NONE;
+    if (gradviz_flat_size(a, 0) < 0 || gradviz_flat_size(b, 0) < 0 || x->descr != y->descr)
+        Py_RETURN_NONE;
+    if (y->nd == 1 && x->nd >= 2) {
+        big = x; row = y; side = 1;
+    } else if (x->nd == 1 && y->nd >= 2) {
+        big = y; row = x; side = 2;
+    } else {
+        Py_RETURN_NONE;
+    }
+    columns = row->dimensions[0];
+    if (columns == 0 || big->dimensions[big->nd - 1] != columns) Py_RETURN_NONE;
+    n = gradviz_flat_size((PyObject *)big, 0);
+    if (n > GRADVIZ_ROWS_MAX) Py_RETURN_NONE;
+    if (row->descr == gradviz_small_f32) {
+        const float *v = (const float *)row->data;
+        for (j = 0; j < columns; j++)
+            if (v[j] != v[j]) Py_RETURN_NONE;
+    } else {
+        const double *v = (const double *)row->data;
+        for (j = 0; j < columns; j++)
+            if (v[j] != v[j]) Py_RETURN_NONE;
+    }
+    Py_INCREF(big->descr);  /* PyArray_NewFromDescr steals it */
+    out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, big->descr, big->nd,
+                                 big->dimensions, NULL, NULL, 0, NULL);
+    if (out == NULL) return NULL;
+    if (big->descr == gradviz_small_f32)
+        GRADVIZ_ROWS_LOOPS(float, big->data, row->data, ((gradviz_small_array *)out)->data,
+                           n / columns, columns, kernel, side);
+    else
+        GRADVIZ_ROWS_LOOPS(double, big->data, row->data, ((gradviz_small_array *)out)->data,
+                           n / columns, columns, kernel, side);
+    return out;
+}
+
 /* a += b in place, for a writeable small array a and an array b of its dtype and shape
    that does not partly overlap it: 1 when done, 0 when not covered (numpy's add then) */
 static inline int gradviz_small_add_into(PyObject *a, PyObject *b) {
