@@ -281,13 +281,25 @@ def _class_nll(input, target, ignore_index, reduction):
     if (labels.shape != (count,) or labels.dtype != np.int64 or 0 <= ignore_index < classes
             or target._version_counter.inference or labels.min() < 0 or labels.max() >= classes):
         return None
-    labels = labels.copy()  # the node keeps it
+    return _nll_of_counted_targets(input, labels.copy(), reduction)  # a copy: the node keeps it
+
+
+def _nll_of_counted_targets(input, labels, reduction):
+    """``nll_loss`` when every target counts, with weight 1 (in range, none ignored, no weight):
+    the coefficients without their masks, -1 / count at each target for a mean (as ones /
+    ones.sum() gives it), -1 otherwise; for a 2-D input the picks of Note [Picked
+    log-probabilities], one nonzero coefficient per row."""
+    shape = input._data.shape
+    count, classes = labels.shape[0], shape[-1]
     dtype = input._data.dtype
-    coefficients = np.zeros(shape, dtype)
+    coefficients = np.zeros((count, classes), dtype)
     rows = np.arange(count)
     coefficient = np.asarray(-(1.0 / count) if reduction == "mean" else -1.0, dtype)
     coefficients[rows, labels] = coefficient
-    return _loss.nll_loss(input, coefficients, reduction, False, (rows, labels, coefficient))
+    if len(shape) == 1:
+        coefficients = coefficients.reshape(classes)
+    picks = (rows, labels, coefficient) if len(shape) == 2 else None
+    return _loss.nll_loss(input, coefficients, reduction, False, picks)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = -100,
@@ -344,17 +356,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     count = labels.shape[0]
     if (weight is None and count and labels.min() >= 0 and labels.max() < classes
             and not (0 <= ignore_index < classes and (labels == ignore_index).any())):
-        # every target counts, with weight 1: the coefficients below without their masks
-        # (-1 / count for a mean, as ones / ones.sum() gives it; -1 otherwise)
-        coefficients = np.zeros((count, classes), dtype)
-        rows = np.arange(count)
-        coefficient = np.asarray(-(1.0 / count) if reduction == "mean" else -1.0, dtype)
-        coefficients[rows, labels] = coefficient
-        if ndim == 1:
-            coefficients = coefficients.reshape(classes)
-        # Note [Picked log-probabilities]: one nonzero coefficient per row of a 2-D input
-        picks = (rows, labels, coefficient) if ndim == 2 and coefficient != 0 else None
-        return _loss.nll_loss(input, coefficients, reduction, False, picks)
+        return _nll_of_counted_targets(input, labels, reduction)
     keep = labels != ignore_index
     bad = labels[keep & ((labels < 0) | (labels >= classes))]
     if bad.size:

@@ -671,9 +671,6 @@ def in_range_ints(key, shape):
     return all(type(index) is int and -size <= index < size for size, index in zip(shape, key))
 
 
-_in_range_ints = in_range_ints
-
-
 @declare(name=False, method="__getitem__")
 def getitem(input, key):
     """``input[key]``: ints select, slices slice, ``None`` inserts a dim, ``...`` skips dims,
@@ -681,7 +678,7 @@ def getitem(input, key):
     ``input`` (``...``, ``()``, ``(:,)``) gives an alias view, as in PyTorch."""
     if type(key) is int and input._data.ndim and -input._data.shape[0] <= key < input._data.shape[0]:
         return _index_op(input, (key,), "select")  # ``x[i]``: what the general path records
-    if type(key) is tuple and _in_range_ints(key, input._data.shape):
+    if type(key) is tuple and in_range_ints(key, input._data.shape):
         out = input  # ``N[i, j]``: one select per int, each of the first dim left, as below
         for index in key:
             out = _index_op(out, (index,), "select")

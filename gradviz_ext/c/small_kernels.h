@@ -130,66 +130,53 @@ static inline int gradviz_small_number(PyObject *x, int f32, double *out) {
     } while (0)
 
 /* kernel (1 add .. 4 div) of a and b where one of them, or both, is a splat (all strides 0,
-   gradviz_small_splat): every element of the result is the same, so it is computed once, by
-   the loops below on one element, and copied into a new C-contiguous array of the shape,
-   which is the layout numpy's ufunc gives. The other operand is a splat or a C-contiguous
-   array of the same dtype and shape, a 0-d array of that dtype, or a number; a C-contiguous
-   array of the shape takes the splat's element as the number. None when not covered. */
+   gradviz_small_splat), into a new C-contiguous array of the splat's shape, the layout numpy's
+   ufunc gives. The other operand is a splat, a 0-d array or a number: then every element of
+   the result is the same, computed once by the loops below and copied; or a C-contiguous
+   array of the splat's shape: then the loops run over it with the splat's element as the
+   number. Both arrays of one dtype. None when not covered. */
 static inline PyObject *gradviz_small_splat_arith(int kernel, PyObject *a, PyObject *b,
                                                   Py_ssize_t splat_a, Py_ssize_t splat_b) {
-    gradviz_small_array *x = (gradviz_small_array *)a, *y = (gradviz_small_array *)b;
-    gradviz_small_array *shape, *one;  /* the result's shape; the element computed once */
-    Py_ssize_t n, k;
+    int first = splat_a >= 0;  /* the splat is a, else b */
+    gradviz_small_array *splat = (gradviz_small_array *)(first ? a : b);
+    PyObject *rest = first ? b : a;
+    gradviz_small_array *other = (gradviz_small_array *)rest;
+    Py_ssize_t n = first ? splat_a : splat_b, other_splat = first ? splat_b : splat_a, k;
+    int f32 = splat->descr == gradviz_small_f32, varies = 0;
     double s;
-    int side, f32;
     PyObject *out;
     char *o;
-    if (splat_a >= 0) {
-        shape = x; one = x; n = splat_a; side = 1;
-        f32 = x->descr == gradviz_small_f32;
-        if (splat_b >= 0 || gradviz_small_size(b) >= 0) {
-            if (y->descr != x->descr) Py_RETURN_NONE;
-            if (y->nd != 0 && !gradviz_same_shape(x, y)) Py_RETURN_NONE;
-            if (splat_b < 0 && y->nd != 0) {  /* splat (op) array: array's elements vary */
-                shape = y; n = gradviz_small_size(b); side = 2;
-            }
-            s = f32 ? *(float *)y->data : *(double *)y->data;
-            if (side == 2) s = f32 ? *(float *)x->data : *(double *)x->data;
-        } else if (!gradviz_small_number(b, f32, &s)) {
-            Py_RETURN_NONE;
+    if (other_splat >= 0 || gradviz_small_size(rest) >= 0) {
+        if (other->descr != splat->descr) Py_RETURN_NONE;
+        if (other->nd != 0) {
+            if (!gradviz_same_shape(splat, other)) Py_RETURN_NONE;
+            varies = other_splat < 0;  /* a C-contiguous array: its elements vary */
         }
-    } else {
-        shape = y; one = y; n = splat_b; side = 2;
-        f32 = y->descr == gradviz_small_f32;
-        if (gradviz_small_size(a) >= 0) {
-            if (x->descr != y->descr) Py_RETURN_NONE;
-            if (x->nd != 0 && !gradviz_same_shape(x, y)) Py_RETURN_NONE;
-            if (x->nd != 0) {  /* array (op) splat */
-                shape = x; n = gradviz_small_size(a); side = 1;
-            }
-            s = f32 ? *(float *)(side == 1 ? y : x)->data : *(double *)(side == 1 ? y : x)->data;
-        } else if (!gradviz_small_number(a, f32, &s)) {
-            Py_RETURN_NONE;
+        /* the number: the splat's element where the other array varies, else the other's */
+        {
+            const char *element = (varies ? splat : other)->data;
+            s = f32 ? *(const float *)element : *(const double *)element;
         }
+    } else if (!gradviz_small_number(rest, f32, &s)) {
+        Py_RETURN_NONE;
     }
-    Py_INCREF(shape->descr);  /* PyArray_NewFromDescr steals it */
-    out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, shape->descr, shape->nd,
-                                 shape->dimensions, NULL, NULL, 0, NULL);
+    Py_INCREF(splat->descr);  /* PyArray_NewFromDescr steals it */
+    out = gradviz_new_from_descr((PyTypeObject *)gradviz_small_ndarray, splat->descr, splat->nd,
+                                 splat->dimensions, NULL, NULL, 0, NULL);
     if (out == NULL) return NULL;
     o = ((gradviz_small_array *)out)->data;
-    if (shape != one) {  /* a C-contiguous array (op) the splat's element, as a number */
-        const char *data = shape->data;
-        if (f32) GRADVIZ_SMALL_LOOPS(float, data, NULL, s, o, n, kernel, side);
-        else GRADVIZ_SMALL_LOOPS(double, data, NULL, s, o, n, kernel, side);
+    if (varies) {  /* the array (op) the splat's element, or that element (op) the array */
+        if (f32) GRADVIZ_SMALL_LOOPS(float, other->data, NULL, s, o, n, kernel, first ? 2 : 1);
+        else GRADVIZ_SMALL_LOOPS(double, other->data, NULL, s, o, n, kernel, first ? 2 : 1);
         return out;
     }
-    if (f32) {
+    if (f32) {  /* one element, in the operands' order, copied */
         float value;
-        GRADVIZ_SMALL_LOOPS(float, one->data, NULL, s, &value, 1, kernel, side);
+        GRADVIZ_SMALL_LOOPS(float, splat->data, NULL, s, &value, 1, kernel, first ? 1 : 2);
         for (k = 0; k < n; k++) ((float *)o)[k] = value;
     } else {
         double value;
-        GRADVIZ_SMALL_LOOPS(double, one->data, NULL, s, &value, 1, kernel, side);
+        GRADVIZ_SMALL_LOOPS(double, splat->data, NULL, s, &value, 1, kernel, first ? 1 : 2);
         for (k = 0; k < n; k++) ((double *)o)[k] = value;
     }
     return out;
