@@ -988,8 +988,8 @@ class SavedTensor:
         value = self._unpack_hook(self._packed)
         # [debugger addition] saved-tensor hook events; only under hooks, never on the hot path
         task = current_graph_task()
-        if task is not None and task.observer is not None:
-            task.observer.saved_unpacked(task, node, self, self._unpack_hook)
+        if task is not None and task._listener is not None:
+            task._listener.saved_unpacked(task, node, self, self._unpack_hook)
         if not isinstance(value, TensorBase):
             raise TypeError(
                 "Output of saved tensor unpack_hook expected to be a Tensor but got result of "
@@ -1047,6 +1047,15 @@ def save_tensor(tensor: TensorBase, is_output: cython.bint) -> SavedTensor:
 # --------------------------------------------------------------------------------------
 # Observers
 # --------------------------------------------------------------------------------------
+
+
+# the callbacks of a backward pass, in Observer's order
+BACKWARD_CALLBACKS = (
+    "backward_started", "node_ready", "buffer_added", "node_started", "prehook",
+    "grads_materialized", "grad_cast", "grad_reduced", "posthook", "node_finished",
+    "grad_accumulated", "saved_released", "backward_finished", "error", "buffers_exposed",
+    "saved_unpacked",
+)
 
 
 class Observer:

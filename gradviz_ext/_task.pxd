@@ -73,7 +73,8 @@ cdef class GraphTask:
     cdef public bint keep_graph
     cdef public bint create_graph
     cdef public bint made_grads
-    cdef public object observer
+    cdef object _observer  # what ``observer`` gives back
+    cdef readonly object _listener  # the observer, or None when it listens to nothing
     cdef public int state
     cdef public object error
     cdef public object error_node

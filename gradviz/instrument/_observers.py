@@ -20,12 +20,6 @@ from gradviz_ext import engine as _engine
 
 __all__ = ["observe"]
 
-_BACKWARD_CALLBACKS = (
-    "backward_started", "node_ready", "buffer_added", "node_started", "prehook",
-    "grads_materialized", "grad_cast", "grad_reduced", "posthook", "node_finished",
-    "grad_accumulated", "saved_released", "backward_finished", "error", "buffers_exposed",
-    "saved_unpacked",
-)
 _FORWARD_CALLBACKS = ("node_created", "saved_packed")
 
 _lock = threading.Lock()
@@ -84,7 +78,7 @@ def _make_callback(name):
     return callback
 
 
-for _name in _BACKWARD_CALLBACKS + _FORWARD_CALLBACKS:
+for _name in _engine.BACKWARD_CALLBACKS + _FORWARD_CALLBACKS:
     setattr(_Dispatcher, _name, _make_callback(_name))
 
 

@@ -216,8 +216,8 @@ class BackwardCFunction(FunctionCtx, FunctionNode):
                     slots.append(slot)
         if slots:
             task = _engine.current_graph_task()
-            if task is not None and task.current is self and task.observer is not None:
-                task.observer.grads_materialized(task, self, slots)
+            if task is not None and task.current is self and task._listener is not None:
+                task._listener.grads_materialized(task, self, slots)
         return grads
 
     def _check_result(self, result):
