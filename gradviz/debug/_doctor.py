@@ -197,8 +197,10 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
         findings.extend(_check_findings(node, check, findings))
     findings.extend(report.findings)
     if model_checks:
+        custom_findings = [f for f in findings if f.function is not None]
         more, notes = model_findings(roots, nodes, params, pass_result,
-                                     sys.modules["torch"] if graph.torch else None)
+                                     sys.modules["torch"] if graph.torch else None,
+                                     custom_findings, arguments)
         findings.extend(more)
         report.notes.extend(notes)
         if model_step:

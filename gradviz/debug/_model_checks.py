@@ -18,6 +18,12 @@ backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone
   was cut (a ``no_grad`` block around it, ``argmax`` or an int cast of its output) leaves no
   trace in the graph: it is reported as ``unused_parameter``, whose summary names both
   causes. A parameter with ``requires_grad=False`` is frozen on purpose: nothing is said;
+  A loss with no graph at all (``tensor(loss.item(), requires_grad=True)``) is
+  ``no_gradient`` for every parameter; a reached parameter that a node also uses through a
+  detached alias (a tied weight used as ``weight.detach()``) is ``no_gradient`` at that node;
+  a random draw (``normal(mean, std)``) on the only path is like a zero-gradient op;
+- ``unregistered_parameter``: with a model as ``params``, a leaf the loss reaches that requires
+  grad but that ``model.parameters()`` does not hold (Note [Unregistered parameters]);
 - ``broadcast_suspect``: an elementwise op or loss whose inputs broadcast to more entries
   than either has, each along its own dimension (``[N, 1]`` with ``[N]`` gives ``[N, N]``);
   when only one input's shape is known (the other needs no gradient), a square ``[N, N]``
@@ -37,6 +43,19 @@ backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone
   for ``params`` given (a leaf of the graph may hold another loss's gradient on purpose);
 - ``inplace_overwrite``: a saved tensor whose version moved: the node that saved it and the
   in-place op that overwrote it (the tensor's ``grad_fn`` now), with the parameters below.
+
+Note [Unregistered parameters]
+------------------------------
+An optimizer is given ``model.parameters()``; a tensor the loss trains that is not among them
+is never updated, silently. With a model as ``params``, the leaves of the graph that require
+grad and are not registered are named when they belong to the model: a tensor attribute made
+with ``requires_grad=True`` instead of ``nn.Parameter`` (``h0``), the parameters of modules in
+a plain list, tuple or dict (``cells.0.weight_ih``: named as a ModuleList would), found by a
+walk of the modules' attributes; and an ``nn.Parameter`` that the nodes using it were made
+in a module call of the model (the frames of Note [Modules cut off upstream]: always on
+gradviz, inside ``torch_scopes`` on PyTorch), i.e. created during forward. Any other leaf
+is left alone: an input made to require grad (a saliency map), another model's parameter
+(a GAN's discriminator in the generator's loss).
 
 Note [Modules cut off upstream]
 -------------------------------
@@ -68,6 +87,8 @@ call of this step counts and the one of the step before does not.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .._tensor import Tensor
@@ -75,12 +96,15 @@ from ._model_graph import GraphLibrary, ModelGraph, model_finding, module_of, na
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
 
-MODEL_KINDS = ("no_gradient", "unused_parameter", "broadcast_suspect", "nonfinite_origin",
-               "vanishing_gradient", "exploding_gradient", "dead_units", "double_softmax",
-               "stale_grad", "inplace_overwrite")
+MODEL_KINDS = ("no_gradient", "unused_parameter", "unregistered_parameter", "broadcast_suspect",
+               "nonfinite_origin", "vanishing_gradient", "exploding_gradient", "dead_units",
+               "double_softmax", "stale_grad", "inplace_overwrite")
 
 # ops whose gradient is zero almost everywhere (piecewise constant)
 _ZERO_GRADIENT = {"Round", "Sign", "Floor", "Ceil", "Trunc"}
+# random draws whose gradient is zero: ``normal(mean, std)`` with tensor arguments (torch gives
+# it a node; gradviz none, a cut)
+_SAMPLES = {"Normal", "Bernoulli", "Poisson", "Binomial"}
 # elementwise ops and losses whose inputs broadcast against each other
 _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Atan2", "MseLoss",
                 "L1Loss", "SmoothL1Loss", "HuberLoss", "BinaryCrossEntropy",
@@ -92,12 +116,17 @@ _VANISHING, _EXPLODING = 1e-4, 1e4
 _DEAD_FRACTION = 0.5
 
 
-def model_findings(roots, nodes, params, pass_result, library_torch=None):
-    """The model-level findings (Note [Model-level checks]) and notes for the report."""
+def model_findings(roots, nodes, params, pass_result, library_torch=None, custom=(),
+                   arguments=None):
+    """The model-level findings (Note [Model-level checks]) and notes for the report; also
+    names, in the custom-Function findings ``custom`` (their forward arguments in
+    ``arguments``), the parameters below the input at fault."""
     library = GraphLibrary(library_torch)
     graph = ModelGraph(roots, nodes, library)
     named = named_parameters(params, nodes, library)
     names = {id(tensor): name for name, tensor in named}
+    for finding in custom:
+        _name_parameters_below(graph, finding, (arguments or {}).get(finding.node), names)
     leaf_grads = None if pass_result is None else getattr(pass_result, "leaf_grads", None)
     grads = {}
     if leaf_grads is not None:
@@ -119,6 +148,9 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
                    ("dead_units", lambda: _dead(graph, named, grads))]
         if params is not None:  # the graph's leaves may hold any .grad (another loss's)
             checks.append(("stale_grad", lambda: _stale(named, grads, graph, library)))
+    if callable(getattr(params, "named_modules", None)):  # a model: what its optimizer gets
+        checks.append(("unregistered_parameter",
+                       lambda: _unregistered(graph, params, names, library)))
     findings = []
     for label, check in checks:
         try:
@@ -135,26 +167,59 @@ def model_findings(roots, nodes, params, pass_result, library_torch=None):
     return findings, notes
 
 
+def _name_parameters_below(graph, finding, args, names):
+    """Fill a custom Function finding's ``params`` (and ``module``) with the parameters whose
+    gradient flows through its wrong input: the leaves below the node's edge of that input
+    (one edge per tensor argument), or below the node when the input is not known."""
+    node = finding.node
+    if node is None or finding.params or graph.library.is_leaf(node):
+        return
+    below = graph.leaves_below(node)
+    index = finding.input_index
+    if index is not None and args is not None and index < len(args):
+        edge = sum(1 for arg in args[:index] if graph.library.is_tensor(arg))
+        if edge < len(node.next_functions):
+            child = node.next_functions[edge][0]
+            below = set() if child is None else graph.leaves_below(child)
+    finding.params = sorted(names[key] for key in below if key in names)
+    modules = {module_of(name) for name in finding.params}
+    if len(modules) == 1:
+        finding.module = modules.pop()
+
+
 # ---- no_gradient, unused_parameter -------------------------------------------------------
 
 def _reach(graph, named, grads, library):
     findings = []
     reached_modules = {module_of(name) for name, tensor in named
                        if id(tensor) in graph.leaf_of}
-    zero_nodes = [n for n in graph.nodes if op_of(n) in _ZERO_GRADIENT]
+    zero_nodes = [n for n in graph.nodes if op_of(n) in _ZERO_GRADIENT | _SAMPLES]
     ran = None
+    # a loss without a graph (``tensor(loss.item(), requires_grad=True)``) reaches nothing
+    rebuilt = all(getattr(root, "grad_fn", None) is None for root in graph.roots)
     for name, tensor in named:
         if not tensor.requires_grad:
             continue  # frozen on purpose
         module = module_of(name)
+        if rebuilt and id(tensor) not in graph.leaf_of:
+            findings.append(model_finding(
+                "no_gradient", None, [name],
+                f"{name} gets no gradient: the loss is a leaf tensor with no graph behind it.",
+                f"{name} requires grad but the loss has no grad_fn: it is a new tensor, so "
+                f"backward() stops at it and no parameter gets a gradient",
+                "the loss rebuilt from its value (torch.tensor(loss.item(), "
+                "requires_grad=True), loss.detach().requires_grad_(), a numpy round trip)",
+                "keep the loss tensor itself for backward(); log loss.item() separately",
+                {"cut_at": None}, module=module))
+            continue
         if id(tensor) not in graph.leaf_of:
             evidence = _use_evidence(graph, tensor, library)
             if evidence is None:
                 if ran is None:
                     ran = _ran_in_this_forward(graph)
                 evidence = _cut_evidence(graph, ran.get(id(tensor)), name, module)
-                fix = (f"keep {module or name}'s output in the graph (no .detach(), .data or "
-                       f"no_grad block around it); if it is meant to stay fixed (a target "
+                fix = (f"keep {module or name}'s output in the graph (no .detach(), .data, "
+                       f".item() or no_grad block around it); if it is meant to stay fixed (a target "
                        f"network, a teacher), freeze it with requires_grad_(False)"
                        if evidence is not None else None)
             else:
@@ -169,9 +234,9 @@ def _reach(graph, named, grads, library):
                     f"{name} requires grad but gets no gradient from the loss: its path was "
                     f"cut.",
                     f"{name} requires grad but the loss's graph does not reach it: {how}",
-                    "a .detach(), .data, torch.tensor(existing), a numpy round trip, a "
-                    "no_grad block, argmax or an int cast between the parameter and the "
-                    "loss",
+                    "a .detach(), .data, .item() or torch.tensor(existing), a numpy round "
+                    "trip, a no_grad block, argmax or an int cast between the parameter and "
+                    "the loss",
                     fix or f"use {name} itself in forward (not a detached alias or a copy)",
                     {"cut_at": None if node is None else node.name()}, module=module))
             else:
@@ -181,12 +246,27 @@ def _reach(graph, named, grads, library):
                     f"{name} requires grad but the loss's graph does not reach it (nothing in "
                     f"the graph holds it or a copy of it)",
                     "a layer defined and never called in forward, or whose output was cut "
-                    "before the loss (a .detach(), .data, a no_grad block, argmax, an int "
-                    "cast); for a PyTorch model, run its forward inside "
+                    "before the loss (a .detach(), .data, .item(), a no_grad block, argmax, an "
+                    "int cast); for a PyTorch model, run its forward inside "
                     "gradviz.debug.torch_scopes() to tell which",
                     "call the layer in forward, remove it, or freeze it with "
                     "requires_grad_(False) if it is meant to be unused",
                     {}, severity="warning", module=module))
+            continue
+        alias = _detached_alias(graph, tensor, library)
+        if alias is not None:
+            node, label = alias
+            findings.append(model_finding(
+                "no_gradient", node, [name],
+                f"{name} gets no gradient through one of its uses: {node.name()} uses a "
+                f"detached alias of it.",
+                f"{name} is reached by the loss, but {node.name()} also uses it through a "
+                f"tensor that shares its memory and does not require grad (saved {label}): "
+                f"that use adds nothing to {name}'s gradient",
+                "a .detach() or .data of the parameter in forward (a tied weight used as "
+                "weight.detach(), a weight read through .data)",
+                f"use {name} itself there; detach only what must not be trained",
+                {"cut_at": node.name(), "saved": label}, module=module))
             continue
         grad = grads.get(id(tensor), "missing")
         if isinstance(grad, str):
@@ -195,15 +275,23 @@ def _reach(graph, named, grads, library):
             leaf = graph.leaf_of[id(tensor)]
             for node in zero_nodes:
                 if id(tensor) in graph.leaves_below(node):
+                    if op_of(node) in _SAMPLES:
+                        cause = (f"{op_of(node).lower()}() draws a sample, and a sample "
+                                 f"carries no gradient to its parameters")
+                        fix = ("reparameterize: mean + std * randn_like(std) (rsample() of "
+                               "a distribution), or a score-function estimator")
+                    else:
+                        cause = (f"{op_of(node).lower()} is piecewise constant, so no "
+                                 f"gradient passes it")
+                        fix = ("keep the non-differentiable op out of the training path, or "
+                               "use a straight-through estimator (x + (round(x) - x).detach())")
                     findings.append(model_finding(
                         "no_gradient", node, [name],
                         f"{name} gets an all-zero gradient: {node.name()} lies on its path.",
                         f"{name}'s gradient is exactly zero: its only path to the loss goes "
-                        f"through {node.name()}, whose gradient is zero almost everywhere",
-                        f"{op_of(node).lower()} is piecewise constant, so no gradient passes it",
-                        "keep the non-differentiable op out of the training path, or use a "
-                        "straight-through estimator (x + (round(x) - x).detach())",
-                        {"cut_at": node.name(), "leaf": leaf.name()}, module=module))
+                        f"through {node.name()}, whose gradient is zero",
+                        cause, fix, {"cut_at": node.name(), "leaf": leaf.name()},
+                        module=module))
                     break
     return findings
 
@@ -292,6 +380,18 @@ def _cut_evidence(graph, call, name, module):
                    f"output reaches the loss: the path was cut after it{where}")
 
 
+def _detached_alias(graph, tensor, library):
+    """``(node, label)`` of a node that saved a tensor sharing ``tensor``'s memory that does
+    not require grad (a ``.detach()`` or ``.data`` of a parameter the loss also reaches), or
+    None."""
+    aliases = graph.saved_by_memory().get(library.memory_key(tensor), ())
+    for node, label, saved in aliases:
+        if saved is not tensor and not saved.requires_grad and \
+                library.shares_memory(tensor, saved):
+            return node, label
+    return None
+
+
 def _use_evidence(graph, tensor, library):
     """(node, how) when a node of the graph holds an alias or a copy of ``tensor``."""
     values = library.array(tensor)
@@ -314,6 +414,106 @@ def _use_evidence(graph, tensor, library):
                 return node, (f"{node.name()} holds a copy of its values (saved {label}): "
                               f"torch.tensor(existing), a numpy round trip or a clone outside "
                               f"autograd")
+    return None
+
+
+# ---- unregistered_parameter ----------------------------------------------------------------
+
+def _unregistered(graph, model, names, library):
+    """Leaves of the graph that require grad and that ``model.parameters()`` (what an optimizer
+    is given) does not hold, although they belong to the model: a tensor attribute that is not
+    a Parameter, the parameters of modules kept in a plain list, tuple or dict, and a
+    Parameter made during the model's own forward (Note [Unregistered parameters])."""
+    registered = set(names) | {id(p) for p in model.parameters()}
+    owned: dict[int, tuple[str, str]] = {}  # id(tensor) -> (its path in the model, how)
+    for path, module in model.named_modules():
+        for attribute, value in vars(module).items():
+            if attribute.startswith("_"):
+                continue
+            prefix = f"{path}.{attribute}" if path else attribute
+            _collect_unregistered(value, prefix, registered, owned, library)
+    inside = {id(module) for module in model.modules()}
+    consumers: dict[int, list] = {}
+    for node in graph.nodes:
+        for child, _ in node.next_functions:
+            if child is not None and library.is_leaf(child):
+                consumers.setdefault(id(child), []).append(node)
+    findings = []
+    for key, leaf in graph.leaf_of.items():
+        variable = leaf.variable
+        if key in registered or not variable.requires_grad:
+            continue
+        name, how = owned.get(key, (None, None))
+        if name is None:
+            if not _is_parameter(variable, library):
+                continue  # an input made to require grad (saliency, adversarial examples)
+            maker = _made_in(consumers.get(id(leaf), ()), inside, library)
+            if maker is None:
+                continue  # another model's parameter (a GAN's discriminator)
+            name = f"<Parameter {list(variable.shape)} made in {maker}'s forward>"
+            how = "an nn.Parameter created during forward, a new one on every call"
+        findings.append(model_finding(
+            "unregistered_parameter", leaf, [name],
+            f"{name} gets a gradient but is not among the model's parameters.",
+            f"{name} requires grad and the loss reaches it, but model.parameters() does not "
+            f"hold it ({how}): an optimizer built from model.parameters() never updates it",
+            "a module kept in a plain list or dict instead of nn.ModuleList/ModuleDict, a "
+            "tensor attribute made with requires_grad=True instead of nn.Parameter, or a "
+            "Parameter created in forward",
+            "register it: nn.ModuleList/nn.ModuleDict for modules, nn.Parameter assigned in "
+            "__init__ for tensors",
+            {"how": how}, module=module_of(name) if key in owned else None))
+    return findings
+
+
+_IN_CONTAINER = "a parameter of a module kept in a plain Python list, tuple or dict"
+
+
+def _collect_unregistered(value, prefix, registered, owned, library, depth=0):
+    """Note into ``owned`` the tensors requiring grad reachable from an attribute ``value``
+    that the model does not register: the attribute itself, the contents of plain lists,
+    tuples and dicts, and the parameters of modules inside them."""
+    if depth > 3:
+        return
+    if library.is_tensor(value):
+        if value.requires_grad and value.grad_fn is None and id(value) not in registered:
+            owned.setdefault(id(value), (prefix, "a tensor attribute that is not an "
+                                                 "nn.Parameter"))
+        return
+    items: list[tuple[object, Any]]
+    if isinstance(value, (list, tuple)):
+        items = list(enumerate(value))
+    elif isinstance(value, dict):
+        items = [(key, item) for key, item in value.items() if isinstance(key, str)]
+    else:
+        return
+    for key, item in items:
+        path = f"{prefix}.{key}"
+        if callable(getattr(item, "named_parameters", None)):
+            for name, parameter in item.named_parameters():
+                if id(parameter) not in registered:
+                    owned.setdefault(id(parameter), (f"{path}.{name}", _IN_CONTAINER))
+        else:
+            _collect_unregistered(item, path, registered, owned, library, depth + 1)
+
+
+def _is_parameter(tensor, library):
+    if library.torch is None:
+        from ..nn import Parameter
+        return isinstance(tensor, Parameter)
+    return isinstance(tensor, library.torch.nn.Parameter)
+
+
+def _made_in(nodes, inside, library):
+    """The class name of the model's module in whose forward the nodes that use a leaf were
+    made (the module call that ``library.frame`` keeps), or None when none was."""
+    for node in nodes:
+        frame = library.frame(node)
+        while frame is not None:
+            module = getattr(frame, "module", None)
+            if module is not None:
+                return type(module).__name__ if id(module) in inside else None
+            frame = getattr(frame, "parent", None)
     return None
 
 
@@ -546,12 +746,15 @@ def _nonfinite(graph, named, grads, pass_result, library):
                 bad.append((label, count, library.producer(saved)))
         if bad:
             text = ", ".join(f"{label} ({count} entries)" for label, count, _ in bad)
-            # a non-finite input made by an op that did not save its output: that op
-            producers = [p for _, _, p in bad if p is not None and p is not node]
+            # a non-finite input made by an op that did not save its output: that op (past
+            # views such as a transpose, which only pass their input's values on)
+            producers = [_through_views(p) for _, _, p in bad if p is not None and p is not node]
+            producers = [p for p in producers if p is not None and p is not node
+                         and not library.is_leaf(p)]
             seen = f"saved {text}"
             if producers:
                 seen = f"its output, saved by {node.name()} as {text}"
-                node = producers[0]
+                node = min(producers, key=library.sequence)
             below = bad_params or sorted({names[i] for i in graph.leaves_below(node)
                                           if i in names})
             findings.append(model_finding(
@@ -604,7 +807,10 @@ def _depth(graph, named, grads):
         leaf = graph.leaf_of.get(id(tensor))
         if grad is None or leaf is None or grad.ndim < 2 or not np.all(np.isfinite(grad)):
             continue
-        rows.append((graph.depth.get(leaf, 0), name, float(np.linalg.norm(grad)), leaf))
+        norm = float(np.linalg.norm(grad))
+        if norm == 0:
+            continue  # no gradient at all is not a small one: no_gradient or dead_units
+        rows.append((graph.depth.get(leaf, 0), name, norm, leaf))
     if len({depth for depth, *_ in rows}) < 3:
         return []
     rows.sort(key=lambda row: row[0])
@@ -647,8 +853,8 @@ def _dead(graph, named, grads):
     findings = []
     for name, tensor in named:
         grad = grads.get(id(tensor))
-        if grad is None or grad.ndim != 2 or grad.shape[0] < 2:
-            continue
+        if grad is None or grad.ndim != 2 or grad.shape[0] < 2 or not np.all(np.isfinite(grad)):
+            continue  # a NaN/Inf gradient is nonfinite_origin's; its zero rows say nothing
         dead = np.flatnonzero(~np.any(grad != 0, axis=1))
         if dead.size < _DEAD_FRACTION * grad.shape[0]:
             continue

@@ -164,6 +164,19 @@ class GraphLibrary:
             return _engine.stored_grad_fn(saved)
         return saved.grad_fn
 
+    def memory_key(self, tensor):
+        """A key equal for tensors that may share memory: the array that owns a gradviz
+        tensor's buffer, a torch tensor's storage address; None without one."""
+        if self.torch is None:
+            array = tensor._data if isinstance(tensor, Tensor) else tensor
+            while isinstance(array, np.ndarray) and isinstance(array.base, np.ndarray):
+                array = array.base
+            return id(array) if isinstance(array, np.ndarray) else None
+        try:
+            return tensor.untyped_storage().data_ptr() or None
+        except Exception:  # noqa: BLE001 - a tensor without storage (meta, sparse)
+            return None
+
     def shares_memory(self, a, b):
         if self.torch is None:
             first = a._data if isinstance(a, Tensor) else a
@@ -260,6 +273,7 @@ class ModelGraph:
     def __init__(self, roots, nodes, library):
         self.library = library
         self.nodes = nodes
+        self.roots = roots
         self.leaf_of = {}       # id(variable) -> its AccumulateGrad node
         for node in nodes:
             if library.is_leaf(node):
@@ -275,6 +289,24 @@ class ModelGraph:
                 if child is not None and child not in self.depth:
                     queue.append((child, depth + 1))
         self._below = {}
+        self._by_memory = None
+
+    def saved_by_memory(self):
+        """``{memory key: [(node, label, tensor)]}`` of the saved tensors the graph holds
+        (``GraphLibrary.memory_key``), built once."""
+        if self._by_memory is None:
+            library = self.library
+            found: dict[int, list] = {}
+            for node in self.nodes:
+                if library.is_leaf(node):
+                    continue
+                for label, saved, _ in library.saved(node):
+                    if saved is not None and library.is_tensor(saved):
+                        key = library.memory_key(saved)
+                        if key is not None:
+                            found.setdefault(key, []).append((node, label, saved))
+            self._by_memory = found
+        return self._by_memory
 
     def leaves_below(self, node):
         """ids of the leaf variables reachable from ``node``."""

@@ -14,9 +14,9 @@ __all__ = ["DoctorReport", "Finding", "Entry", "FINDING_KINDS"]
 FINDING_KINDS = ("wrong_gradient", "wrong_double_backward", "nonfinite", "mutated_saved",
                  "mutated_grad_output", "coerced_gradient", "backward_error",
                  # the model-level kinds (``_model_checks``, docs/doctor.md)
-                 "no_gradient", "unused_parameter", "broadcast_suspect", "nonfinite_origin",
-                 "vanishing_gradient", "exploding_gradient", "dead_units", "double_softmax",
-                 "stale_grad", "inplace_overwrite")
+                 "no_gradient", "unused_parameter", "unregistered_parameter", "broadcast_suspect",
+                 "nonfinite_origin", "vanishing_gradient", "exploding_gradient", "dead_units",
+                 "double_softmax", "stale_grad", "inplace_overwrite")
 
 #: At most this many worst entries are kept in a finding.
 _WORST = 5
