@@ -92,6 +92,7 @@ from typing import Any
 import numpy as np
 
 from .._tensor import Tensor
+from ..nn import Parameter
 from ._model_graph import GraphLibrary, ModelGraph, model_finding, module_of, named_parameters, op_of
 
 __all__ = ["MODEL_KINDS", "model_findings", "named_parameters"]
@@ -499,7 +500,6 @@ def _collect_unregistered(value, prefix, registered, owned, library, depth=0):
 
 def _is_parameter(tensor, library):
     if library.torch is None:
-        from ..nn import Parameter
         return isinstance(tensor, Parameter)
     return isinstance(tensor, library.torch.nn.Parameter)
 
