@@ -829,12 +829,32 @@ def _to_array(data, dtype=None) -> np.ndarray:
                     array = array.astype(_dtypes.get_default_dtype().numpy)
                 elif array.dtype.kind in "iu":
                     array = array.astype(np.int64)
+    if dtype is not None and dtype.numpy.kind in "iu" and array.dtype.kind in "fiu" and array.size \
+            and not isinstance(data, (Tensor, np.ndarray, np.generic)):
+        _check_integer_range(array, dtype.numpy)
     with np.errstate(over="ignore", invalid="ignore"):
         if dtype is not None:
             array = array.astype(dtype.numpy, copy=False)
         elif array.dtype not in _SUPPORTED_NUMPY:
             array = array.astype(from_numpy(array.dtype).numpy)
     return array
+
+
+def _check_integer_range(array, dtype):
+    """PyTorch's check of Python numbers made an integer tensor (``tensor([nan], dtype=int64)``,
+    ``tensor([300], dtype=uint8)``): a value outside the dtype's range, or NaN, is an error rather
+    than the wrapped or undefined integer a numpy cast gives. An unsigned dtype takes a negative
+    int no larger than its maximum, which wraps (-1 is 255 in uint8), as torch does."""
+    info = np.iinfo(dtype)
+    low = -info.max if info.min == 0 and array.dtype.kind in "iu" else info.min
+    with np.errstate(invalid="ignore"):
+        fits = (array >= low) & (array <= info.max)
+    if not fits.all():
+        value = array[~fits].flat[0]
+        raise RuntimeError(
+            f"value cannot be converted to type {dtype.name} without overflow: {value} is "
+            f"outside [{info.min}, {info.max}], the range of {dtype.name}; convert the values in "
+            f"range first (nan_to_num, clamp) or choose a wider dtype")
 
 
 def _big_ints_as_floats(data, dtype):
@@ -986,7 +1006,31 @@ _SUPPORTED_NUMPY = {np.dtype(t) for t in (np.float16, np.float32, np.float64, np
                                            np.int32, np.int64, np.uint8, np.bool_)}
 
 
+def _int_arg(value, name: str) -> int:
+    """An int argument (a dim, a shift) as an int: a Python or numpy integer, or a one-element
+    integer tensor (``__index__``), as in PyTorch; a float, str, None or bool is a TypeError,
+    never truncated or taken as 1."""
+    if type(value) is int:
+        return value
+    if not isinstance(value, (bool, np.bool_)) and hasattr(type(value), "__index__"):
+        try:
+            return value.__index__()
+        except TypeError:
+            pass
+    raise TypeError(f"argument '{name}' must be int, not {type(value).__name__}: pass the "
+                    f"{name} as an integer")
+
+
+def _not_a_tensor(value, op: str, name: str = "input") -> TypeError:
+    """PyTorch's TypeError where an op takes a tensor and gets a number, a list, None... (rather
+    than the AttributeError of the first ``.dtype`` the op reads); the caller checks
+    ``isinstance(value, Tensor)`` inline, which costs less than a call on the ops' hot path."""
+    return TypeError(f"{op}(): argument '{name}' must be Tensor, not {type(value).__name__}")
+
+
 def _wrap_dim(dim: int, ndim: int) -> int:
+    if type(dim) is not int:
+        dim = _int_arg(dim, "dim")
     limit = max(ndim, 1)
     if not -limit <= dim < limit:
         raise IndexError(

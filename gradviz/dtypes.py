@@ -90,8 +90,8 @@ def as_dtype(value) -> dtype:
     """Convert a gradviz dtype, a numpy dtype, a name or a Python type to a gradviz dtype."""
     if isinstance(value, dtype):
         return value
-    if value is _builtin_float:
-        return _default_float
+    if value is _builtin_float:  # torch reads the Python type as a C double
+        return float64
     if value is _builtin_int:
         return int64
     if value is _builtin_bool:

@@ -2280,6 +2280,17 @@ def _run_forward(op: OpSpec, kernel: cython.int, arrays: list, attrs: dict):
     return result
 
 
+@cython.cfunc
+def _not_an_operand(x, n: cython.Py_ssize_t) -> cython.bint:
+    """Whether ``x``, an op's first input and no tensor, is refused as in torch (rather than
+    failing in numpy with an error that names no op): None, a str, a list; anything but a numpy
+    array when it is the only input (``exp(2.0)``). A number is an operand of a binary op
+    (``2 - x`` runs ``sub(2, x)``)."""
+    if x is None or isinstance(x, (str, list)):
+        return True
+    return n == 1 and not isinstance(x, np.ndarray)
+
+
 def apply(op: OpSpec, *inputs, **attrs):
     """``apply_op(op, inputs, attrs)`` with the inputs and attributes as arguments: the ops
     layer's entry (``gradviz.ops.apply``), compiled so that an op costs no Python frame here."""
@@ -2300,6 +2311,9 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if target is False:
             target = op.dtype(*inputs, **attrs).numpy
             converts = True
+    if n and not isinstance(inputs[0], TensorBase) and _not_an_operand(inputs[0], n):
+        raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not "
+                        f"{type(inputs[0]).__name__}")
     arrays = [None] * n
     for i in range(n):
         x = inputs[i]

@@ -35,7 +35,7 @@ def _make_grads(outputs, grad_outputs):
             requires_grad = out._requires_grad or out.grad_fn is not None
             if requires_grad and data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if data.dtype.kind != "f":
+            if requires_grad and data.dtype.kind != "f":  # (else: torch's "does not require grad")
                 raise RuntimeError(
                     f"grad can be implicitly created only for real scalar outputs but got {out.dtype}"
                 )
@@ -96,13 +96,16 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
     if grad_tensors is None:
         grad_tensors = (None,) * len(outputs)
     else:
+        if not isinstance(grad_tensors, (Tensor, Sequence)):  # a numpy array, a number
+            raise TypeError(f"gradients can be either Tensors or None, but got "
+                            f"{type(grad_tensors).__name__}")
         grad_tensors = ((grad_tensors,) if isinstance(grad_tensors, Tensor)
                         else _as_tuple(grad_tensors, "grad_tensors"))
-    if len(grad_tensors) != len(outputs):
+    grads = _make_grads(outputs, grad_tensors)  # first, as torch: a list of numbers as one
+    if len(grad_tensors) != len(outputs):  # tensor's gradient is a TypeError, not a count
         raise RuntimeError(
             f"got {len(grad_tensors)} tensors and {len(outputs)} gradients"
         )
-    grads = _make_grads(outputs, grad_tensors)
     roots, root_grads = [], []
     for index, (out, g) in enumerate(zip(outputs, grads)):
         if not out._requires_grad and out.grad_fn is None:
@@ -133,7 +136,8 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
 
 def _input_edge(tensor, index, caller):
     if not isinstance(tensor, Tensor):
-        raise TypeError(f"{caller}: inputs[{index}] must be a Tensor, got {type(tensor).__name__}")
+        raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                           f"{type(tensor).__name__} ({caller}: inputs[{index}])")
     if not tensor.requires_grad:
         raise RuntimeError("One of the differentiated Tensors does not require grad")
     return _engine.gradient_edge(tensor)

@@ -36,6 +36,7 @@ import html
 import math
 
 from ..instrument import Trace
+from ._base import SessionBase
 
 __all__ = ["diff", "TraceDiff", "NodePair"]
 
@@ -46,8 +47,8 @@ def _as_trace(value, side: str) -> Trace:
     if isinstance(value, Trace):
         return value
     trace = getattr(value, "trace", None)
-    if callable(trace):  # a session: everything it recorded so far
-        return trace()
+    if isinstance(value, SessionBase) and callable(trace):  # everything it recorded so far
+        return trace()  # (a tensor's trace() is the sum of its diagonal: not a session)
     raise TypeError(f"diff: trace_{side} must be a gradviz.instrument.Trace (gradviz.record(), "
                     f"record_torch(), load_trace()) or a debug session; got "
                     f"{type(value).__name__}")

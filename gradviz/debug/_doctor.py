@@ -136,7 +136,7 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
     >>> x.grad is None
     True
     """
-    roots = (loss,) if isinstance(loss, Tensor) or _is_torch(loss) else tuple(loss)
+    roots = (loss,) if isinstance(loss, Tensor) or _is_torch(loss) else _loss_sequence(loss)
     graph = _graph(roots)
     nodes, custom = graph.nodes, graph.custom
     report = DoctorReport(node_id=graph.node_id)
@@ -209,6 +209,16 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
     _name_repeated_nodes(findings, custom, graph.node_id)
     report.findings = findings
     return report
+
+
+def _loss_sequence(loss) -> tuple:
+    """``doctor``'s ``loss`` given as several tensors (a list or tuple); anything else is a
+    TypeError that says what was expected (a bare number is not iterable, a module is no loss)."""
+    if isinstance(loss, (list, tuple)):
+        return tuple(loss)
+    raise TypeError(f"doctor: loss must be a tensor (gradviz or torch) or a list of tensors, got "
+                    f"{type(loss).__name__}; pass the tensor your backward() starts from, e.g. "
+                    f"doctor(loss) after loss = criterion(model(x), y)")
 
 
 def _is_torch(value):

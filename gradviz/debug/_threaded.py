@@ -388,6 +388,10 @@ def runcall(fn, *args, breakpoints=(), stop_at_first_node: bool = False,
     >>> session.status, session.result()
     ('finished', tensor([4., 8.]))
     """
+    if not callable(fn):
+        raise TypeError(f"runcall: fn must be a callable (the function whose backward passes to "
+                        f"debug), got {type(fn).__name__}; pass the function and its arguments "
+                        f"apart: runcall(train, model) rather than runcall(train(model))")
     session = CallSession(fn, args, kwargs, breakpoints, stop_at_first_node)
     session._start(timeout)
     return session

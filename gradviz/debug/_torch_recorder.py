@@ -48,6 +48,7 @@ import time
 import types
 import weakref
 
+from .._tensor import Tensor
 from ..instrument import Trace, summarize
 from ..instrument._nodes import named_pairs
 from ..instrument._recorder import narration_label
@@ -624,6 +625,11 @@ def _record(loss, inputs=None, gradient=None, retain_graph=None, params=None, do
     """:func:`record_torch`, also returning the torch nodes by trace id (for tests)."""
     import torch
 
+    if not isinstance(loss, (list, tuple, torch.Tensor)):  # a gradviz tensor, a number, ...
+        hint = ("; a gradviz tensor's backward is stepped through with gradviz.debug.backward(loss) "
+                "and diagnosed with gradviz.debug.doctor(loss)") if isinstance(loss, Tensor) else ""
+        raise TypeError("record_torch takes a torch.Tensor (or a sequence of them) as loss, "
+                        f"got {type(loss).__name__}{hint}")
     roots = _as_list(loss)
     if not roots or not all(isinstance(t, torch.Tensor) for t in roots):
         raise TypeError("record_torch takes a torch.Tensor (or a sequence of them) as loss, "

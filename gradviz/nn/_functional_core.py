@@ -22,10 +22,11 @@ from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
-from .._tensor import Tensor
+from .._tensor import Tensor, _int_arg, _not_a_tensor, _wrap
 from ..autograd import no_grad
 from ..ops import _activation as _act
 from ..ops import _conv, _loss, _parametric, _separable, gelu, logsigmoid, sigmoid, softplus, softsign, tanh, tanhshrink
+from ..ops._creation import _allocated
 from ..ops._inplace import inplace as _inplace
 from ..ops._nn import NormStatistics as _NormStatistics
 from ..ops._pointwise import _broadcast_error
@@ -399,6 +400,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     reduction = legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise RuntimeError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if not isinstance(target, Tensor):
+        raise _not_a_tensor(target, "cross_entropy_loss", "target")
     shape = input._data.shape  # a plain tuple: no Size objects
     dim = 0 if len(shape) == 1 else 1
     log_probs = log_softmax(input, dim)
@@ -563,6 +566,7 @@ def one_hot(tensor, num_classes: int = -1):
     if tensor.dtype.name != "int64":
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     values = tensor.numpy()
+    num_classes = _int_arg(num_classes, "num_classes")
     if num_classes == -1:
         if not values.size:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -571,7 +575,10 @@ def one_hot(tensor, num_classes: int = -1):
         raise RuntimeError("Class values must be non-negative.")
     if values.size and values.max() >= num_classes:
         raise RuntimeError("Class values must be smaller than num_classes.")
-    return _ops.eye(num_classes, dtype=tensor.dtype)[tensor]
+    shape = values.shape + (num_classes,)  # (not rows of an eye(num_classes): num_classes² ints)
+    out = _allocated(lambda: np.zeros(shape, dtype=np.int64), shape, np.dtype(np.int64))
+    np.put_along_axis(out, values[..., None], 1, axis=-1)
+    return _wrap(out)
 
 
 def dropout(input, p: float = 0.5, training: bool = True, inplace: bool = False):
@@ -662,6 +669,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type: float =
         padding_idx %= rows
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if not isinstance(input, Tensor):
+        raise TypeError(f"embedding(): argument 'indices' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if weight.ndim != 2:  # a 1-d weight would give one number per index, silently
+        raise RuntimeError("'weight' must be 2-D")
     if input.dtype.name not in ("int64", "int32"):
         raise _index_types_error(input, "embedding")
     indices = input.numpy()
@@ -695,6 +707,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(str(n) for n in shape)}], but got input of "
                            f"size{list(input.shape)}")
+    for name, tensor in (("weight", weight), ("bias", bias)):
+        if tensor is not None and tuple(tensor.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, but got "
+                               f"{name} of shape {list(tensor.shape)} and normalized_shape = "
+                               f"{list(shape)}")
     _check_norm_dtypes(input, weight, bias)
     return _ops.layer_norm(input, shape, weight, bias, eps)
 
@@ -911,13 +928,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     x, unbatched = _batched_4d(input, "conv2d")
     if isinstance(padding, str):
         if padding not in ("valid", "same"):
-            raise ValueError(f"Invalid padding string '{padding}', should be one of "
-                             "{'valid', 'same'}")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
         if padding == "same" and _conv._pair(stride) != (1, 1):
-            raise ValueError("padding='same' is not supported for strided convolutions")
+            raise RuntimeError("padding='same' is not supported for strided convolutions")
         padding = 0 if padding == "valid" else _same_padding(weight.shape[2:], dilation)
     _check_groups(x, weight, groups)
     geometry = _conv._Geometry(weight.shape[2:], dilation, padding, stride)
+    _check_conv_geometry(geometry)
     _check_blocks(x, geometry)
     out = _conv.conv2d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if unbatched else out
@@ -937,6 +954,17 @@ def _check_groups(x, weight, groups):
         raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
                            f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, "
                            f"but got {x.shape[1]} channels instead")
+
+
+def _check_conv_geometry(geometry):
+    """torch's checks of a convolution's stride, padding and dilation: a zero stride would
+    divide by zero, a negative padding or zero dilation give a wrong result silently."""
+    if min(geometry.stride) <= 0:
+        raise RuntimeError("non-positive stride is not supported")
+    if min(geometry.padding) < 0:
+        raise RuntimeError("negative padding is not supported")
+    if min(geometry.dilation) <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got {list(geometry.dilation)}")
 
 
 def _check_blocks(x, geometry):
@@ -965,6 +993,18 @@ def _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, what):
     geometry = _conv._Geometry(kernel_size, dilation,
                                padding, kernel_size if stride is None or stride == [] else stride,
                                ceil_mode=bool(ceil_mode))
+    (kh, kw), (sh, sw), (dh, dw) = geometry.kernel, geometry.stride, geometry.dilation
+    if sh == 0 or sw == 0:  # torch's pooling checks, in its order (a zero stride would divide
+        raise RuntimeError("stride should not be zero")  # by zero, a zero dilation be wrong)
+    if kh <= 0 or kw <= 0:
+        raise RuntimeError(f"kernel size should be greater than zero, but got kH: {kh} kW: {kw}")
+    if sh < 0 or sw < 0:
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {sh} dW: {sw}")
+    if dh <= 0 or dw <= 0:
+        raise RuntimeError(f"dilation should be greater than zero, but got dilationH: {dh} "
+                           f"dilationW: {dw}")
+    if min(geometry.padding) < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(geometry.padding)}")
     for side, k in zip(geometry.padding, geometry.kernel):
         if side > k // 2:
             raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
@@ -1113,9 +1153,9 @@ def _conv_padding(padding, weight_shape, dilation, stride):
     if not isinstance(padding, str):
         return padding
     if padding not in ("valid", "same"):
-        raise ValueError(f"Invalid padding string '{padding}', should be one of {{'valid', 'same'}}")
+        raise RuntimeError(f"Invalid padding string: '{padding}'")
     if padding == "same" and any(s != 1 for s in _conv._pair(stride)):
-        raise ValueError("padding='same' is not supported for strided convolutions")
+        raise RuntimeError("padding='same' is not supported for strided convolutions")
     return 0 if padding == "valid" else _same_padding(weight_shape, dilation)
 
 
@@ -1131,6 +1171,7 @@ def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     _check_groups(x, weight, groups)
     geometry = _conv._Geometry((1, weight.shape[2]), (1, one(dilation)), (0, one(padding)),
                                (1, one(stride)))
+    _check_conv_geometry(geometry)
     _check_blocks(x.unsqueeze(2), geometry)
     out = _conv.conv1d(x, weight, bias, geometry, groups)
     return out.squeeze(0) if input.ndim == 2 else out

@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes as _dtypes
 from .. import ops as _ops
+from .._tensor import _int_arg
 from ._module import Module
 
 __all__ = ["pad"]
@@ -74,6 +75,7 @@ def pad(input, pad, mode: str = "constant", value=None):
     >>> torch.nn.functional.pad(x, (2, 1), mode="reflect")
     tensor([[3., 2., 1., 2., 3., 2.]])
     """
+    pad = tuple(_int_arg(p, "pad") for p in pad)  # (a float amount is torch's TypeError)
     if mode == "constant":
         return _ops.pad(input, pad, "constant", value)
     if mode not in _MODES:

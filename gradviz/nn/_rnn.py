@@ -188,6 +188,12 @@ class _RNNBase(Module):
         if not 0 <= dropout <= 1 or isinstance(dropout, bool):
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
+        for name, size in (("input_size", input_size), ("hidden_size", hidden_size),
+                           ("num_layers", num_layers)):  # torch's checks, in its order
+            if not isinstance(size, int) or isinstance(size, bool):
+                raise TypeError(f"{name} should be of type int, got: {type(size).__name__}")
+            if size <= 0:
+                raise ValueError(f"{name} must be greater than zero")
         self.input_size = input_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers

@@ -13,7 +13,7 @@ import scipy.special as _scipy_special
 from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, _wrap_dim
+from .._tensor import TYPE_WORDS, Tensor, _not_a_tensor, _wrap_dim
 from .._tensor import _wrap as _wrap_array
 from ._creation import rand
 from ._pointwise import (
@@ -153,6 +153,8 @@ def _dim_or_error(input, dim, what):
 @declare(method=True)
 def softmax(input, dim=None, dtype=None, *, axis=None):
     """``exp(x) / sum(exp(x), dim)``, computed without overflow."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "softmax")
     if dtype is not None:
         input = input.to(dtype)
     dim = axis if dim is None else dim
@@ -343,6 +345,8 @@ def gelu(input, approximate="none"):
     """Gaussian error linear unit; ``approximate="tanh"`` for the tanh approximation."""
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, got {approximate!r}")
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "gelu")
     _check_float_kernel(input, "GeluKernelImpl")
     return apply(GELU, input, approximate=approximate)
 

@@ -18,7 +18,7 @@ from ._linalg import diagonal
 from ._pointwise import mul
 from ._reduction import sum
 from ._registry import declare, exports, numpy_names
-from ._shape import cat, expand, permute, reshape, transpose, unsqueeze
+from ._shape import _shape_arg, cat, expand, permute, reshape, transpose, unsqueeze
 
 
 @declare()
@@ -104,7 +104,7 @@ def meshgrid(*tensors, indexing=None):
 @declare(method=True)
 def tile(input, dims):
     """``repeat`` with ``dims`` padded with leading ones to the input's number of dims."""
-    dims = tuple(dims)
+    dims = _shape_arg(tuple(dims) if isinstance(dims, (tuple, list)) else (dims,))
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, *dims)
@@ -210,9 +210,15 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     if prepend is not None or append is not None:
         parts = [t for t in (prepend, input, append) if t is not None]
         input = cat(parts, dim)
-    dim = dim % input.ndim
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = _wrap_dim(dim, input.ndim)
     for _ in range(n):
         length = input.shape[dim]
+        if length == 0:
+            break
         input = input.narrow(dim, 1, length - 1) - input.narrow(dim, 0, length - 1)
     return input
 
@@ -220,8 +226,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
 @declare(name=("movedim", "moveaxis"), method=("movedim", "moveaxis"))
 def movedim(input, source, destination):
     """``input`` with the dims ``source`` moved to ``destination`` (a ``permute``)."""
-    sources = [source] if isinstance(source, int) else list(source)
-    destinations = [destination] if isinstance(destination, int) else list(destination)
+    sources = list(source) if isinstance(source, (tuple, list)) else [source]
+    destinations = list(destination) if isinstance(destination, (tuple, list)) else [destination]
     if len(sources) != len(destinations):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} dims) "
                            f"should contain the same number of dims as destination "

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _to_array, _wrap, _wrap_converted, check_device
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _int_arg, _to_array, _wrap, _wrap_converted, check_device
 from .._tensor import device as _device
 from . import _random_fills
 from ._pointwise import checked_integer
@@ -225,7 +225,35 @@ def _size_argument(name, sizes, size):
 def _filled(size, value, dtype, requires_grad, device, what=None):
     _check_device(device)
     shape = _checked_shape(size, what)
-    return _finish(np.full(shape, value, dtype=_dtype_or_default(dtype).numpy), requires_grad)
+    np_dtype = _dtype_or_default(dtype).numpy
+    return _finish(_allocated(lambda: np.full(shape, value, dtype=np_dtype), shape, np_dtype),
+                   requires_grad)
+
+
+def _allocated(make, shape, np_dtype):
+    """``make()``, a new array of ``shape``, with PyTorch's RuntimeErrors where the size is too
+    big: its product overflows 64 bits, or the memory cannot be had (numpy's MemoryError or
+    ValueError would name no size; nothing is allocated either way)."""
+    try:
+        return make()
+    except (MemoryError, ValueError):
+        error = allocation_error(shape, np_dtype)
+        if error is None:
+            raise
+        raise error from None
+
+
+def allocation_error(shape, np_dtype):
+    """PyTorch's RuntimeError for an array of ``shape`` too big to have (None for a small one:
+    the MemoryError or ValueError was about something else)."""
+    nbytes = math.prod(shape) * np.dtype(np_dtype).itemsize
+    if nbytes >= 2 ** 63:
+        return RuntimeError(f"Storage size calculation overflowed with sizes={list(shape)}")
+    if nbytes > 2 ** 32:
+        return RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                            f"{nbytes} bytes; the shape {list(shape)} is too big for this "
+                            f"machine's memory")
+    return None
 
 
 @declare()
@@ -253,7 +281,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of the given size filled with ``fill_value``. Mirrors ``torch.full``."""
     if dtype is None:
         dtype = _dtypes.result_type(fill_value)
-    elif type(fill_value) is int and dtype.numpy.kind in "iu":
+    elif type(fill_value) in (int, float) and dtype.numpy.kind in "iu":
         fill_value = checked_integer(fill_value, dtype.numpy)
     return _filled((size,) if isinstance(size, int) else size, fill_value, dtype, requires_grad, device)
 
@@ -266,6 +294,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not all(np.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:  # arange(0, 10, -1): torch refuses, numpy gives []
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
@@ -288,6 +318,8 @@ def legacy_range(start, end, step=1, *, dtype=None, device=None, requires_grad=F
     _check_device(device)
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not all(np.isfinite(float(v)) for v in (start, end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     dtype = _dtype_or_default(dtype)
@@ -319,10 +351,11 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     ``end``, each value one fused multiply-add)."""
     _check_device(device)
     dtype = _dtype_or_default(dtype)
-    steps = int(steps)
+    steps = _int_arg(steps, "steps")
     if steps < 0:
         raise RuntimeError("linspace(): number of steps must be non-negative")
-    return _finish(_linspace_values(start, end, steps, dtype.numpy), requires_grad)
+    return _finish(_allocated(lambda: _linspace_values(start, end, steps, dtype.numpy), (steps,),
+                              dtype.numpy), requires_grad)
 
 
 @declare()
@@ -331,7 +364,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     the tensor's dtype, each power in double precision, as PyTorch's CPU kernel."""
     _check_device(device)
     dtype = _dtype_or_default(dtype)
-    exponents = _linspace_values(start, end, int(steps), dtype.numpy).astype(np.float64)
+    steps = _int_arg(steps, "steps")
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    exponents = _linspace_values(start, end, steps, dtype.numpy).astype(np.float64)
     return _finish(np.power(float(base), exponents).astype(dtype.numpy), requires_grad)
 
 
@@ -395,7 +431,14 @@ def _fused_multiply_add(a, b, c):
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     """The ``n`` by ``m`` identity matrix (ones on the diagonal). Mirrors ``torch.eye``."""
     _check_device(device)
-    return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype).numpy), requires_grad)
+    n = _int_arg(n, "n")
+    m = n if m is None else _int_arg(m, "m")
+    for name, size in (("n", n), ("m", m)):
+        if size < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {size}")
+    np_dtype = _dtype_or_default(dtype).numpy
+    return _finish(_allocated(lambda: np.eye(n, m, dtype=np_dtype), (n, m), np_dtype),
+                   requires_grad)
 
 
 def _check_floating_draws(dtype, kernel, shape, empty_too):
@@ -413,7 +456,7 @@ def randn(*sizes, size=None, dtype=None, device=None, requires_grad=False, gener
     shape = _checked_shape(_size_argument("randn", sizes, size))
     dtype = _dtype_or_default(dtype)
     _check_floating_draws(dtype, "normal_kernel_cpu", shape, empty_too=False)
-    array = rng.standard_normal(shape).astype(dtype.numpy)
+    array = _allocated(lambda: rng.standard_normal(shape).astype(dtype.numpy), shape, dtype.numpy)
     return _finish(array, requires_grad)
 
 
@@ -427,7 +470,7 @@ def rand(*sizes, size=None, dtype=None, device=None, requires_grad=False, genera
     shape = _checked_shape(_size_argument("rand", sizes, size))
     dtype = _dtype_or_default(dtype)
     _check_floating_draws(dtype, "check_uniform_bounds", shape, empty_too=True)
-    array = rng.random(shape).astype(dtype.numpy)
+    array = _allocated(lambda: rng.random(shape).astype(dtype.numpy), shape, dtype.numpy)
     return _finish(array, requires_grad)
 
 
@@ -456,7 +499,9 @@ def randint(low, high=None, size=(), *, dtype=None, device=None, generator=None)
     rng = _rng(generator)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
     _check_integer_bounds(low, high, dtype)
-    return _wrap(rng.integers(low, high, size=_checked_shape(size)).astype(dtype.numpy))
+    shape = _checked_shape(size)
+    return _wrap(_allocated(lambda: rng.integers(low, high, size=shape).astype(dtype.numpy), shape,
+                            dtype.numpy))
 
 
 def _like(input, dtype):
@@ -558,7 +603,8 @@ def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 @declare(name=False, method=True)
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=_new_dtype(self, dtype), device=device, requires_grad=requires_grad)
+    return _filled(_size_argument("new_zeros", size, None), 0, _new_dtype(self, dtype),
+                   requires_grad, device)  # (torch's error for a negative size is not zeros')
 
 
 @declare(name=False, method=True)
@@ -696,7 +742,11 @@ def randperm(n, *, dtype=None, device=None, requires_grad=False, generator=None)
     """A random permutation of the integers 0 to ``n - 1`` (int64)."""
     _check_device(device)
     dtype = _dtypes.as_dtype(dtype) if dtype is not None else _dtypes.int64
-    return _finish(_rng(generator).permutation(int(n)).astype(dtype.numpy), requires_grad)
+    n = _int_arg(n, "n")
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    return _finish(_allocated(lambda: _rng(generator).permutation(n).astype(dtype.numpy), (n,),
+                              dtype.numpy), requires_grad)
 
 
 @declare()
@@ -715,6 +765,10 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         dtype = next((t.dtype for t in (mean, std) if isinstance(t, Tensor)),
                      _dtypes.get_default_dtype())
     dtype = _dtypes.as_dtype(dtype)
+    if not bool(np.all(np.asarray(std_data) >= 0)):  # numpy's ValueError, or NaN draws, else
+        if isinstance(std, Tensor):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
     sample = _rng(generator).normal(mean_data, std_data, size=shape)
     return _finish(np.asarray(sample).astype(dtype.numpy), requires_grad)
 
@@ -725,6 +779,8 @@ def bernoulli(input, p=None, *, generator=None):
     if p is None and not input.dtype.is_floating_point and input._data.size:
         raise NotImplementedError('"bernoulli_tensor_cpu_p_" not implemented for '
                                   f"'{TYPE_WORDS[input.dtype.name]}'")
+    if p is None:
+        _random_fills.check_probability(input)
     probability = input._data if p is None else p
     draws = _rng(generator).random(input._data.shape) < probability
     return _wrap(draws.astype(input._data.dtype))
@@ -748,6 +804,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     weights = input._data.astype(np.float64)
     if weights.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
+    num_samples = _int_arg(num_samples, "num_samples")
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
     rows = weights.reshape(weights.shape[0] if weights.ndim == 2 else 1, weights.shape[-1])
@@ -763,7 +820,8 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
         raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
     categories = rows.shape[1]
     rng = _rng(generator)
-    out = np.empty((rows.shape[0], int(num_samples)), dtype=np.int64)
+    out = _allocated(lambda: np.empty((rows.shape[0], num_samples), dtype=np.int64),
+                     (rows.shape[0], num_samples), np.int64)
     for i, row in enumerate(rows):
         if replacement:
             # numpy's ``rng.choice(categories, size, p=row / row.sum())`` as that method

@@ -12,14 +12,14 @@ import numpy as np
 from gradviz_ext import engine as _engine
 
 from .. import dtypes as _dtypes
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, _wrap_dim
-from ._creation import zeros, zeros_like
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _int_arg, _wrap, _wrap_dim
+from ._creation import allocation_error, zeros, zeros_like
 from ._pointwise import _broadcast_error, checked_integer, eq, logical_and, where, where_zero
 from ._reduction import sum as _sum
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names
 from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_at, add_rows
-from ._shape import cat, reshape
+from ._shape import _shape_arg, cat, reshape
 
 
 def _index_array(index, what):
@@ -183,8 +183,9 @@ def _check_index_vector(index, what):
 @numpy_names
 def index_select(input, dim, index):
     """Entries of ``input`` at the positions ``index`` (a vector) along ``dim``."""
+    if isinstance(index, Tensor):  # the shape before the dtype, as torch
+        _check_index_vector(index._data, "index_select")
     array = _index_array(index, "index_select")
-    _check_index_vector(array, "index_select")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
@@ -264,14 +265,15 @@ MASKED_FILL = Op("masked_fill", "MaskedFillBackward0", forward=_masked_fill_forw
 @declare(method=True, inplace=True)
 def masked_fill(input, mask, value):
     """``input`` with ``value`` where the boolean ``mask`` (broadcastable) is true."""
-    if not isinstance(mask, Tensor) or mask.dtype is not _dtypes.bool:
-        raise RuntimeError(
-            "masked_fill_ only supports boolean masks, but got mask with dtype "
-            f"{C_TYPE_NAMES[mask.dtype.name] if isinstance(mask, Tensor) else type(mask).__name__}"
-        )
-    error = _broadcast_error(input._data, mask._data)
+    if not isinstance(mask, Tensor):
+        raise TypeError(f"masked_fill(): argument 'mask' must be Tensor, not {type(mask).__name__}"
+                        f"; pass a bool tensor shaped like the input (or broadcastable to it)")
+    error = _broadcast_error(input._data, mask._data)  # the shapes before the dtype, as torch
     if error is not None:
         raise error
+    if mask.dtype is not _dtypes.bool:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{C_TYPE_NAMES[mask.dtype.name]}")
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError(
@@ -279,7 +281,7 @@ def masked_fill(input, mask, value):
                 f"{value.ndim} dimension(s)."
             )
         value = value.item()
-    if type(value) is int and input._data.dtype.kind in "iu":
+    if type(value) in (int, float) and input._data.dtype.kind in "iu":
         value = checked_integer(value, input._data.dtype)
     check_saveable(mask, input)
     return apply(MASKED_FILL, input, mask=mask._data, value=value, mask_tensor=mask)
@@ -367,6 +369,7 @@ def argsort(input, dim=-1, descending=False, stable=False):
 @numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
+    k = _int_arg(k, "k")
     dim = _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if not 0 <= k <= size:
@@ -428,9 +431,7 @@ REPEAT = Op("repeat", "RepeatBackward0",
 @declare(name=False, method=True)
 def repeat(input, *repeats):
     """``input`` tiled ``repeats[i]`` times along each dim (extra leading dims allowed)."""
-    if len(repeats) == 1 and isinstance(repeats[0], (tuple, list)):
-        repeats = tuple(repeats[0])
-    repeats = tuple(int(r) for r in repeats)
+    repeats = _shape_arg(repeats)
     if len(repeats) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
@@ -438,7 +439,11 @@ def repeat(input, *repeats):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(repeats)}: {list(repeats)}")
     padded = (1,) * (len(repeats) - input.ndim) + tuple(input._data.shape)
-    return apply(REPEAT, input, repeats=repeats, padded=padded, shape=tuple(input._data.shape))
+    try:
+        return apply(REPEAT, input, repeats=repeats, padded=padded, shape=tuple(input._data.shape))
+    except MemoryError:
+        sizes = [n * r for n, r in zip(padded, repeats)]
+        raise allocation_error(sizes, input._data.dtype) or MemoryError(sizes) from None
 
 
 @declare(method=True)
@@ -455,8 +460,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         input = input.reshape(-1)
         dim = 0
     dim = _wrap_dim(dim, input.ndim)
-    counts = repeats.numpy() if isinstance(repeats, Tensor) else int(repeats)
-    positions = np.repeat(np.arange(input.shape[dim], dtype=np.int64), counts)
+    counts = repeats.numpy() if isinstance(repeats, Tensor) else _int_arg(repeats, "repeats")
+    if np.any(np.asarray(counts) < 0):
+        raise RuntimeError("Repeats must be non-negative")
+    try:
+        positions = np.repeat(np.arange(input.shape[dim], dtype=np.int64), counts)
+    except MemoryError:
+        total = int(np.sum(np.broadcast_to(counts, (input.shape[dim],)), dtype=object))
+        raise allocation_error((total,), np.int64) or MemoryError(total) from None
     out = index_select(input, dim, _wrap(positions))
     return out.view(-1) if flatten else out  # torch ends the flattened case with a view
 
@@ -478,10 +489,11 @@ def roll(input, shifts, dims=None):
     """Shift elements cyclically by ``shifts`` along ``dims`` (the flattened tensor without)."""
     if dims is None:
         if isinstance(shifts, (tuple, list)):
-            shifts = int(shifts[0])
-        return apply(ROLL, input, shifts=int(shifts), dims=None)
-    shifts = tuple(shifts) if isinstance(shifts, (tuple, list)) else (int(shifts),)
-    dims = tuple(dims) if isinstance(dims, (tuple, list)) else (int(dims),)
+            shifts = shifts[0]
+        return apply(ROLL, input, shifts=_int_arg(shifts, "shifts"), dims=None)
+    shifts = tuple(_int_arg(s, "shifts") for s in
+                   (shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
+    dims = tuple(_int_arg(d, "dims") for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
     if input.numel():  # torch returns an empty tensor's copy before it checks the dims
@@ -542,7 +554,7 @@ def index_fill(input, dim, index, value):
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
         return apply(INDEX_FILL_TENSOR, input, value, index=array, dim=dim, number=None)
-    if type(value) is int and input._data.dtype.kind in "iu":
+    if type(value) in (int, float) and input._data.dtype.kind in "iu":
         value = checked_integer(value, input._data.dtype)
     return apply(INDEX_FILL, input, index=array, dim=dim, number=value)
 

@@ -770,7 +770,7 @@ def fill_(self, value):
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
         return inplace(self, lambda old: apply(FILL_TENSOR, old, value), value)
-    if type(value) is int and self._data.dtype.kind in "iu":
+    if type(value) in (int, float) and self._data.dtype.kind in "iu":
         value = checked_integer(value, self._data.dtype)
     return inplace(self, lambda old: apply(FILL, old, value=value))
 

@@ -221,7 +221,24 @@ def _addmm_forward(bias, a, b, mat2_transposed=False, strides=None):
     if getattr(bias, "dtype", None) == a.dtype == b.dtype and _fits(bias.shape, a.shape[0],
                                                                     b.shape[1]):
         return _product(a, b, bias)  # the bias added into the product: no second array
-    return np.add(_product(a, b), bias)  # numpy decides: promotion, or a larger shape
+    product = _product(a, b)
+    try:
+        return np.add(product, bias)  # numpy decides: promotion, or a larger shape
+    except ValueError:  # numpy's error names no dim: torch's expand error does
+        raise _bias_expand_error(np.shape(bias), product.shape) from None
+
+
+def _bias_expand_error(shape, target):
+    """torch's error for an addmm bias of ``shape`` that does not expand to ``target``."""
+    for i in range(1, len(shape) + 1):
+        if shape[-i] not in (1, target[-i]) if i <= len(target) else True:
+            break
+    dim = len(target) - i
+    existing = shape[-i]
+    wanted = target[-i] if i <= len(target) else existing
+    return RuntimeError(f"The expanded size of the tensor ({wanted}) must match the existing size "
+                        f"({existing}) at non-singleton dimension {dim}.  Target sizes: "
+                        f"{list(target)}.  Tensor sizes: {list(shape)}")
 
 
 def _fits(shape, rows, columns):
@@ -303,14 +320,16 @@ def mv(input, vec):
 @declare(method=True, out=True)
 def mm(input, mat2):
     """The matrix product of two 2-D tensors (no broadcasting). Mirrors ``torch.mm``."""
-    _check_float_pair("mm", input, mat2)
+    if not isinstance(input, Tensor) or not isinstance(mat2, Tensor):
+        _check_float_pair("mm", input, mat2)
     a, b = input._data, mat2._data
     if a.ndim != 2 or b.ndim != 2:
         raise RuntimeError("self must be a matrix" if a.ndim != 2 else "mat2 must be a matrix")
-    if a.shape[1] != b.shape[0]:
+    if a.shape[1] != b.shape[0]:  # before the dtypes, as torch
         raise RuntimeError(
             f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
             f"{b.shape[0]}x{b.shape[1]})")
+    _check_float_pair("mm", input, mat2)
     return apply(MM, input, mat2, mat2_transposed=_transposed(b), strides=(a.strides, b.strides))
 
 

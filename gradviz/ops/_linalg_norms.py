@@ -32,7 +32,7 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
         raise RuntimeError(f"linalg.vector_norm: the dtype of the input "
                            f"({TYPE_WORDS[x.dtype.name]}) should be convertible without narrowing "
                            f"to the specified dtype ({TYPE_WORDS[dtype.name]})")
-    if isinstance(dim, int):
+    if dim is not None and not isinstance(dim, (tuple, list)):  # an int, numpy int, 0-d tensor
         dim = (dim,)
     return norm(x, ord, dim, keepdim, dtype)  # (an empty dim's error: _check_identity)
 
@@ -105,7 +105,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):  # noqa: A002
     >>> gradviz.linalg.norm(gradviz.tensor([[3.0, 4.0], [0.0, 0.0]]), dim=1)
     tensor([5., 0.])
     """
-    if isinstance(dim, int):
+    if dim is not None and not isinstance(dim, (tuple, list)):  # an int, numpy int, 0-d tensor
         dim = (dim,)
     if dim is not None:
         dim = tuple(dim)

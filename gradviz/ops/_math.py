@@ -193,6 +193,7 @@ def _remainder_forward(a, b):
     ``b``'s. A zero keeps fmod's sign, the dividend's (``-0.0 % 2`` and ``4.0 % -2`` are -0.0
     and 0.0), where numpy gives it the divisor's. Integers: numpy's, which is torch's."""
     if np.asarray(a).dtype.kind in "iub" and np.asarray(b).dtype.kind in "iub":
+        _integer_division_check(a, b)  # numpy's 0 would be a silent wrong value
         return np.remainder(a, b)
     mod = np.fmod(a, b)
     return np.where((mod != 0) & ((mod < 0) != (np.asarray(b) < 0)), mod + b, mod)
@@ -201,7 +202,12 @@ def _remainder_forward(a, b):
 REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(_remainder_forward),
                backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
                saves=saves_inputs(0, 1), dtype=promote)
-FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(np.fmod),
+def _fmod_forward(a, b):
+    _integer_division_check(a, b)
+    return np.fmod(a, b)
+
+
+FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(_fmod_forward),
           backward=lambda ctx, g: _remainder_backward(ctx, g, "trunc"),
           saves=saves_inputs(0, 1), dtype=promote)
 

@@ -16,7 +16,7 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _to_array, _wrap, check_device, device
+from .._tensor import TYPE_WORDS, Tensor, _not_a_tensor, _to_array, _wrap, check_device, device
 from . import _shape
 from ._registry import Op, apply, check_saveable, declare, exports, promote, promote_float, saves_inputs, saves_output
 from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
@@ -82,8 +82,15 @@ _C_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "
 def checked_integer(value, dtype):
     """The Python int ``value`` as a fill value (``fill_``, ``full``, ``masked_fill``) of the
     numpy integer ``dtype``: PyTorch checks these conversions, and lets an unsigned dtype take
-    a negative number no larger than its maximum, which wraps (-1 is 255 in uint8)."""
+    a negative number no larger than its maximum, which wraps (-1 is 255 in uint8). A Python
+    float is checked too (NaN, inf, 1e10 in int32 are errors), and truncated by the fill."""
     info = np.iinfo(dtype)
+    if type(value) is float:
+        if info.min <= value <= info.max:
+            return value
+        raise RuntimeError(
+            f"value cannot be converted to type {_C_TYPES[dtype.name]} without overflow: {value} "
+            f"is outside [{info.min}, {info.max}], the range of {dtype.name}")
     if info.min <= value <= info.max:
         return value
     if value >= 2 ** 64:  # beyond what PyTorch's argument parser takes (Note [Integer scalars wrap])
@@ -461,6 +468,8 @@ NEG = Op("neg", "NegBackward0", forward=np.negative, backward=lambda ctx, g: (-g
 @declare(name=("neg", "negative"), method=("neg", "negative"), inplace=("neg_", "negative_"), out=True)
 def neg(input):
     """The negation ``-input``, elementwise. Mirrors ``torch.neg``."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "neg")
     if input.dtype is _dtypes.bool:
         raise RuntimeError(
             "Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
@@ -683,8 +692,14 @@ def _threshold_backward_forward(g, result):
 # differs (tests/ops/test_ties_vs_torch.py). Not so for torch.maximum, torch.minimum and
 # clamp with tensor bounds: which operand PyTorch returns for a tie depends on the size and
 # dtype there (its vectorized body and its scalar tail differ), so they are left as numpy's.
+def _relu_forward(a):
+    if a.dtype == np.bool_:  # numpy's maximum of bools would be a silent "or"
+        raise RuntimeError("Boolean inputs not supported for relu")
+    return np.maximum(np.zeros((), dtype=a.dtype), a)
+
+
 RELU = Op("relu", "ReluBackward0",
-          forward=lambda a: np.maximum(np.zeros((), dtype=a.dtype), a),
+          forward=_relu_forward,
           backward=lambda ctx, g: (threshold_backward(g, ctx.output()),),
           fast_backward=lambda ctx, g: (_threshold_backward_forward(g, ctx.output_data()),),
           saves=saves_output, saved={"result": RESULT})
@@ -784,6 +799,8 @@ def relu(input):
 @declare(name=("abs", "absolute"), method=("abs", "absolute", "__abs__"), inplace=("abs_", "absolute_"), out=True)
 def abs(input):  # noqa: A001  (torch's name)
     """The absolute value, elementwise; ``absolute`` is the same function. Mirrors ``torch.abs``."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "abs")
     if input.dtype is _dtypes.bool:
         raise NotImplementedError('"abs_cpu" not implemented for \'Bool\'')
     return apply(ABS, input)
@@ -1160,7 +1177,7 @@ MINIMUM = Op("minimum", "MinimumBackward0", forward=lambda a, b, largest: _MINIM
 @declare(method=True, out=True)
 def maximum(input, other):
     """Elementwise maximum of two tensors (ties share the gradient equally)."""
-    return apply(MAXIMUM, input, other, largest=True)
+    return apply(MAXIMUM, input, _check_operand(other, "maximum"), largest=True)
 
 
 @declare(method=True, out=True)
@@ -1168,7 +1185,7 @@ def minimum(input, other):
     """The elementwise minimum of ``input`` and ``other`` (broadcasts; NaN wins).
 
     Mirrors ``torch.minimum``."""
-    return apply(MINIMUM, input, other, largest=False)
+    return apply(MINIMUM, input, _check_operand(other, "minimum"), largest=False)
 
 
 def _where_forward(a, b, condition, condition_tensor):
@@ -1209,7 +1226,24 @@ def where(condition, input=None, other=None):
         # two numbers: numpy would compute in float64 where torch uses the default dtype
         dtype = _dtypes.result_type(input, other)
         input, other = (_wrap(np.asarray(v, dtype=dtype.numpy)) for v in (input, other))
-    return apply(WHERE, input, other, condition=condition._data, condition_tensor=condition)
+    try:
+        return apply(WHERE, input, other, condition=condition._data, condition_tensor=condition)
+    except ValueError:
+        raise _where_broadcast_error(condition, input, other) from None
+
+
+def _where_broadcast_error(condition, input, other):
+    """PyTorch's RuntimeError for ``where``'s three operands that do not broadcast, naming the
+    first pair that does not (numpy's ValueError names none); the ValueError when they do."""
+    arrays = [v._data if isinstance(v, Tensor) else np.asarray(v) for v in (condition, input, other)]
+    error = _broadcast_error(arrays[0], arrays[1])
+    if error is None:
+        try:
+            both = np.broadcast_to(0, np.broadcast_shapes(arrays[0].shape, arrays[1].shape))
+        except ValueError:
+            both = arrays[0]
+        error = _broadcast_error(both, arrays[2])
+    return error or ValueError("where: the operands do not broadcast")
 
 
 __all__ = exports(globals(), "rsub", "rdiv", "to")

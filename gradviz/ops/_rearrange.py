@@ -18,7 +18,7 @@ from ._linalg import DIAG_EMBED
 from ._reduction import cumprod, cumsum
 from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports, numpy_names, promote
-from ._shape import _index_backward, cat, expand, flip, narrow, reshape, split, stack, unsqueeze, view
+from ._shape import _index_backward, _shape_arg, cat, expand, flip, narrow, reshape, split, stack, unsqueeze, view
 from ._special import DIV_NUMBER
 
 # ---- tensor_split and friends ----------------------------------------------------------------
@@ -201,7 +201,10 @@ def rot90(input, k=1, dims=(0, 1)):
 def unflatten(input, dim, sizes):
     """Dim ``dim`` viewed as the dims ``sizes`` (one may be -1)."""
     dim = _wrap_dim(dim, input.ndim)
-    sizes = list(sizes)
+    if sizes is not None and not isinstance(sizes, (tuple, list)):
+        raise TypeError(f"unflatten(): argument 'sizes' must be tuple of ints, not "
+                        f"{type(sizes).__name__}")
+    sizes = [] if sizes is None else list(_shape_arg(tuple(sizes)))
     if not sizes:
         raise RuntimeError("unflatten: sizes must be non-empty")
     size = input.shape[dim]

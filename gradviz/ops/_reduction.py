@@ -8,7 +8,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes as _dtypes
-from .._tensor import TYPE_WORDS, Tensor, _wrap, _wrap_dim
+from .._tensor import TYPE_WORDS, Tensor, _not_a_tensor, _wrap, _wrap_dim
 from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
 from ._saved import (
     DIM,
@@ -30,9 +30,9 @@ def _normalize_dims(dim, ndim):
     if dim is None:
         return tuple(range(ndim))
     if isinstance(dim, (list, tuple)):
-        dims = tuple(_wrap_dim(int(d), ndim) for d in dim)
+        dims = tuple(_wrap_dim(d, ndim) for d in dim)
     else:
-        dims = (_wrap_dim(int(dim), ndim),)
+        dims = (_wrap_dim(dim, ndim),)
     if len(set(dims)) != len(dims):
         raise RuntimeError(f"dim {dims} appears multiple times in the list of dims")
     if ndim == 0:  # a 0-d tensor accepts dim 0 or -1 and has nothing to reduce
@@ -111,6 +111,8 @@ _SUM_DIM = _make_sum("SumBackward1", saved={"dim": DIMS, "keepdim": KEEPDIM, "se
 @numpy_names
 def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's name)
     """Sum over ``dim`` (an int, a tuple, or None for all dims)."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "sum")
     dims = _normalize_dims(dim, input.ndim)
     op = _SUM_ALL if dim is None else _SUM_DIM
     return apply(op, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape,
@@ -145,6 +147,8 @@ _MEAN_DIM = Op("mean_dim", "MeanBackward1", forward=_mean_forward, backward=_mea
 @numpy_names
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; floating-point tensors only, as in PyTorch."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "mean")
     if dtype is not None:
         input = input.to(dtype)
     if not input.dtype.is_floating_point:
@@ -318,8 +322,9 @@ def amax(input, dim=(), keepdim=False):
     """The maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
 
     Mirrors ``torch.amax``."""
-    _check_nonempty(input, dim if dim != () else None, "amax")
-    return apply(_AMAX, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
+    dim = None if isinstance(dim, tuple) and not dim else dim  # (a numpy int is no tuple)
+    _check_nonempty(input, dim, "amax")
+    return apply(_AMAX, input, **_reduce_attrs(input, dim, keepdim))
 
 
 @declare(method=True)
@@ -328,8 +333,9 @@ def amin(input, dim=(), keepdim=False):
     """The minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
 
     Mirrors ``torch.amin``."""
-    _check_nonempty(input, dim if dim != () else None, "amin")
-    return apply(_AMIN, input, **_reduce_attrs(input, None if dim == () else dim, keepdim))
+    dim = None if isinstance(dim, tuple) and not dim else dim
+    _check_nonempty(input, dim, "amin")
+    return apply(_AMIN, input, **_reduce_attrs(input, dim, keepdim))
 
 
 def _select_backward(ctx, g):
@@ -647,7 +653,8 @@ def _check_identity(x, p, dim):
     if dim is None and x.numel() == 0:
         raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on an empty "
                            "tensor because the operation does not have an identity")
-    for d in (dim,) if isinstance(dim, int) else dim or ():  # (torch names the dim as given)
+    dims = (dim,) if dim is not None and not isinstance(dim, (tuple, list)) else dim or ()
+    for d in dims:  # (torch names the dim as given)
         if x.shape[_wrap_dim(d, x.ndim)] == 0:
             raise RuntimeError(f"linalg.vector_norm cannot compute the {p:g} norm on the "
                                f"dimension {d}because this dimension is empty and the "
@@ -738,7 +745,7 @@ def renorm(input, p, dim, maxnorm):
     if input.ndim < 2:
         raise RuntimeError(
             f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
-    dim = _wrap_dim(int(dim), input.ndim)
+    dim = _wrap_dim(dim, input.ndim)
     _check_floating(input, "norm")
     _check_identity(input, p, _renorm_dims(input.ndim, dim))
     return apply(_RENORM, input, p=p, dim=dim, maxnorm=maxnorm)
@@ -785,6 +792,8 @@ _CUMSUM = Op("cumsum", "CumsumBackward0", forward=_cumsum_forward,
 @numpy_names
 def cumsum(input, dim, *, dtype=None):
     """The cumulative sum along ``dim``. Mirrors ``torch.cumsum``."""
+    if not isinstance(input, Tensor):
+        raise _not_a_tensor(input, "cumsum")
     if dtype is not None:
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import _memory_format
 from .. import dtypes as _dtypes
-from .._tensor import Tensor, _describe, _warn_once, _wrap_dim
+from .._tensor import Tensor, _describe, _int_arg, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names, promote
 from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
 from ._scatter_add import add_at
@@ -30,6 +30,8 @@ def _shape_arg(args):
     sizes = []
     for position, size in enumerate(args):
         try:
+            if position == 0 and isinstance(size, (bool, np.bool_)):  # torch's parser refuses a
+                raise TypeError  # bool first size (zeros(True)) and reads a later one as 0 or 1
             sizes.append(operator.index(size))
         except TypeError:
             raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
@@ -703,6 +705,9 @@ def getitem(input, key):
         np_key = np_key[0] if len(np_key) == 1 else np_key
         return _index_op(input, np_key, "advanced")
     for item in items:
+        if isinstance(item, str):  # torch tries to make an index tensor of it: its TypeError
+            raise TypeError(f"new(): invalid data type 'str' (an index of {item!r}): tensors are "
+                            f"indexed by integers, slices, None, ... and integer or bool tensors")
         if not (item is None or item is Ellipsis or isinstance(item, (int, np.integer, slice))):
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
@@ -787,6 +792,9 @@ def cat(tensors, dim=0):
     ``torch.concat`` and ``torch.concatenate``."""
     from .. import dtypes as _dtypes
 
+    if isinstance(tensors, Tensor):  # iterating it would cat its rows
+        raise TypeError("cat(): argument 'tensors' must be tuple of Tensors, not Tensor; pass "
+                        "a list: cat([a, b])")
     tensors = [t for t in tensors]
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
@@ -875,6 +883,7 @@ def stack(tensors, dim=0):
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start + length, ...]`` along ``dim``."""
     dim = _wrap_dim(dim, input.ndim)
+    start, length = _int_arg(start, "start"), _int_arg(length, "length")
     size = input._data.shape[dim]
     if start < 0:
         start += size
@@ -1108,7 +1117,10 @@ def split(input, split_size_or_sections, dim=0):
                 f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sections = _split_sections(size, split_size)
         return _split_pieces(input, SPLIT, dim, sections, split_size=split_size)
-    sections = tuple(int(s) for s in split_size_or_sections)
+    if not isinstance(split_size_or_sections, (tuple, list)):
+        raise TypeError(f"split_size_or_sections must be an int or a sequence of ints, not "
+                        f"{type(split_size_or_sections).__name__}")
+    sections = tuple(_int_arg(s, "split_sizes") for s in split_size_or_sections)
     if any(s < 0 for s in sections):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes have only non-negative entries, but got "
@@ -1139,6 +1151,7 @@ def unsafe_split(input, split_size, dim=0):
 def unsafe_chunk(input, chunks, dim=0):
     """``chunk`` through :func:`unsafe_split` (PyTorch's ``unsafe_chunk``)."""
     _check_splittable(input, "chunk")
+    chunks = _int_arg(chunks, "chunks")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {int(chunks)}")
     size = input._data.shape[_wrap_dim(dim, input.ndim)]
@@ -1152,6 +1165,7 @@ def chunk(input, chunks, dim=0):
     ``split`` with ``ceil(size / chunks)``: the pieces share one ``SplitBackward0`` node
     (``SplitWithSizesBackward0`` for an empty dim, as in PyTorch)."""
     _check_splittable(input, "chunk")
+    chunks = _int_arg(chunks, "chunks")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {int(chunks)}")
     size = input._data.shape[_wrap_dim(dim, input.ndim)]
@@ -1184,7 +1198,7 @@ FLIP = Op("flip", "FlipBackward0",
 @declare()
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
-    dims = tuple(_wrap_dim(d, input.ndim) for d in ((dims,) if isinstance(dims, int) else dims))
+    dims = tuple(_wrap_dim(d, input.ndim) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     return apply(FLIP, input, dims=dims)
 
 
