@@ -404,14 +404,19 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
         raise _not_a_tensor(target, "cross_entropy_loss", "target")
     shape = input._data.shape  # a plain tuple: no Size objects
     dim = 0 if len(shape) == 1 else 1
-    log_probs = log_softmax(input, dim)
-    classes = shape[dim]
-    if target._data.shape == shape:  # torch: same shapes mean class probabilities
+    probabilities = target._data.shape == shape  # torch: same shapes mean class probabilities
+    if probabilities:  # checked before the log_softmax, in torch's order
         if not target.dtype.is_floating_point:
             raise RuntimeError("Expected floating point type for target with class probabilities, got "
                                f"{_TYPE_WORDS.get(target.dtype.name, target.dtype.name)}")
         if ignore_index != -100:
             raise RuntimeError("ignore_index is not supported for floating point target")
+    if not shape:
+        raise IndexError("Dimension specified as 1 but tensor has no dimensions: cross_entropy "
+                         "takes logits of shape (C,) or (N, C, ...), not a 0-d tensor")
+    log_probs = log_softmax(input, dim)
+    classes = shape[dim]
+    if probabilities:
         if label_smoothing > 0:
             target = target * (1 - label_smoothing) + label_smoothing / classes
         terms = log_probs * target if weight is None else log_probs * target * _class_view(weight, input, dim)
@@ -1103,16 +1108,27 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
-    """(N, C, H, W) -> (N, C*kh*kw, L): the sliding blocks as columns (``Im2ColBackward0``)."""
-    if input.ndim != 4:
-        raise NotImplementedError("unfold: gradviz supports 4-D (batched) inputs")
+    """(N, C, H, W) -> (N, C*kh*kw, L), or unbatched (C, H, W) -> (C*kh*kw, L): the sliding
+    blocks as columns (``Im2ColBackward0``)."""
+    if input.ndim < 3:  # torch's IndexError: its first read of a dim is past the end
+        if input.ndim == 0:
+            raise IndexError("Dimension specified as 1 but tensor has no dimensions")
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-input.ndim}, "
+                         f"{input.ndim - 1}], but got {input.ndim})")
+    if input.ndim > 4 or 0 in input.shape[-3:]:
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with possibly 0 batch size "
+                           "and other non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     return _conv.unfold(input, _conv._Geometry(kernel_size, dilation, padding, stride))
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """(N, C*kh*kw, L) -> (N, C, H, W): blocks summed back into place (``Col2ImBackward0``)."""
-    if input.ndim != 3:
-        raise NotImplementedError("fold: gradviz supports 3-D (batched) inputs")
+    """(N, C*kh*kw, L) -> (N, C, H, W), or unbatched (C*kh*kw, L) -> (C, H, W): blocks summed
+    back into place (``Col2ImBackward0``)."""
+    if input.ndim not in (2, 3) or 0 in input.shape[-2:]:
+        raise RuntimeError("Expected 2D or 3D (batch mode) tensor for input with possibly 0 "
+                           "batch size and non-zero dimensions for input, but got: "
+                           f"{list(input.shape)}")
     return _conv.fold(input, _conv._pair(output_size),
                       _conv._Geometry(kernel_size, dilation, padding, stride))
 

@@ -190,22 +190,42 @@ def _wrap_array(array):
 
 # ---- unfold / fold ------------------------------------------------------------------------------
 
+def _unbatched(batched):
+    """A forward on batched arrays, applied to an unbatched one (no batch dim: ``(C, H, W)``
+    for im2col, ``(C*kh*kw, L)`` for col2im) as a batch of one; torch records the same one
+    node either way."""
+    def forward(x, geometry, size, batched_ndim):
+        if x.ndim == batched_ndim:
+            return batched(x, geometry, size)
+        return batched(x[None], geometry, size)[0]
+    return forward
+
+
+_WINDOW_SAVED = {"kernel_size": pool_geometry("kernel"), "dilation": pool_geometry("dilation"),
+                 "padding": pool_geometry("padding"), "stride": pool_geometry("stride")}
 IM2COL = Op("im2col", "Im2ColBackward0",
-            forward=lambda x, geometry, size: _im2col(x, geometry),
-            backward=lambda ctx, g: (fold(g, ctx.size, ctx.geometry),))
+            forward=_unbatched(lambda x, geometry, size: _im2col(x, geometry)),
+            backward=lambda ctx, g: (fold(g, ctx.size, ctx.geometry),),
+            saved={**_WINDOW_SAVED,
+                   "self_sym_argsize_minus_2": Computed(lambda node: node.attrs["size"][0]),
+                   "self_sym_argsize_minus_1": Computed(lambda node: node.attrs["size"][1])})
 COL2IM = Op("col2im", "Col2ImBackward0",
-            forward=lambda cols, geometry, size: _col2im(cols, size, geometry),
-            backward=lambda ctx, g: (unfold(g, ctx.geometry),))
+            forward=_unbatched(lambda cols, geometry, size: _col2im(cols, size, geometry)),
+            backward=lambda ctx, g: (unfold(g, ctx.geometry),), saved=_WINDOW_SAVED)
 
 
 def unfold(input, geometry):
-    """(N, C, H, W) -> (N, C*kh*kw, L): the sliding blocks as columns (im2col)."""
-    return apply(IM2COL, input, geometry=geometry, size=tuple(input.shape[2:]))
+    """(N, C, H, W) -> (N, C*kh*kw, L), or (C, H, W) -> (C*kh*kw, L): the sliding blocks as
+    columns (im2col); likewise over 3 spatial dims with a 3-D geometry."""
+    dims = len(geometry.kernel)
+    return apply(IM2COL, input, geometry=geometry, size=tuple(input.shape[-dims:]),
+                 batched_ndim=dims + 2)
 
 
 def fold(input, output_size, geometry):
-    """(N, C*kh*kw, L) -> (N, C, H, W): columns summed back into place (col2im)."""
-    return apply(COL2IM, input, geometry=geometry, size=tuple(output_size))
+    """(N, C*kh*kw, L) -> (N, C, H, W), or (C*kh*kw, L) -> (C, H, W): columns summed back into
+    place (col2im)."""
+    return apply(COL2IM, input, geometry=geometry, size=tuple(output_size), batched_ndim=3)
 
 
 # ---- convolution ------------------------------------------------------------------------------

@@ -291,6 +291,18 @@ def _param(m):
 
 
 SINGLE = {
+    # windows and losses of the wrong rank
+    "F.unfold of a 0-d": lambda m: m.nn.functional.unfold(m.ones(()), 2),
+    "F.unfold of a 1-d": lambda m: m.nn.functional.unfold(m.ones(5), 2),
+    "F.unfold of a 2-d": lambda m: m.nn.functional.unfold(m.ones(4, 5), 2),
+    "F.unfold of a 5-d": lambda m: m.nn.functional.unfold(m.ones(1, 1, 1, 4, 5), 2),
+    "F.unfold of a 0-size channel": lambda m: m.nn.functional.unfold(m.ones(1, 0, 4, 5), 2),
+    "F.fold of a 1-d": lambda m: m.nn.functional.fold(m.ones(4), (2, 2), 1),
+    "F.fold of a 4-d": lambda m: m.nn.functional.fold(m.ones(1, 1, 1, 4), (2, 2), 1),
+    "F.cross_entropy of a 0-d, int target": lambda m: m.nn.functional.cross_entropy(
+        m.tensor(1.0), m.tensor(0)),
+    "F.cross_entropy of a 0-d, float target": lambda m: m.nn.functional.cross_entropy(
+        m.tensor(1.0), m.tensor(0.5)),
     # autograd
     "requires_grad on int64": lambda m: m.ones(3, dtype=m.int64, requires_grad=True),
     "requires_grad_ on int64": lambda m: m.arange(3).requires_grad_(),

@@ -113,6 +113,9 @@ CASES += [
      (normal(2, 4, 3),)),
     ("unfold_fold", lambda m, x: m.nn.functional.fold(m.nn.functional.unfold(x, 2, padding=1) ** 2, (3, 4), 2, padding=1),
      (normal(1, 2, 3, 4),)),
+    ("unfold_fold_unbatched", lambda m, x: m.nn.functional.fold(
+        m.nn.functional.unfold(x, (2, 3), padding=1, stride=(1, 2)) ** 2, (3, 5), (2, 3), padding=1,
+        stride=(1, 2)), (normal(2, 3, 5),)),
     ("lenet_block", lambda m, x, w: m.nn.functional.avg_pool2d(m.sigmoid(m.nn.functional.conv2d(x, w, padding=2)), 2, 2),
      (normal(2, 1, 6, 6), normal(3, 1, 5, 5) * 0.3)),
 ]
@@ -593,3 +596,18 @@ def test_unique_of_a_tensor_requiring_grad_records_torchs_node(dim):
             error = (type(e).__name__, str(e))
         results.append([values.grad_fn.name(), values.requires_grad, inverse.requires_grad, error])
     assert results[1] == results[0]
+
+
+@pytest.mark.parametrize("shape", [(2, 3, 5, 6), (3, 5, 6)], ids=["batched", "unbatched"])
+def test_unfold_and_fold_nodes_save_what_torch_saves(shape):
+    """Im2ColBackward0 and Col2ImBackward0: one node each, batched or not (torch adds no
+    unsqueeze for an unbatched input), with torch's ``_saved_*`` values."""
+    def nodes(m):
+        x = m.ones(shape, requires_grad=True)
+        cols = m.nn.functional.unfold(x, (2, 3), dilation=(1, 2), padding=1, stride=(1, 2))
+        out = m.nn.functional.fold(cols, shape[-2:], (2, 3), dilation=(1, 2), padding=1,
+                                   stride=(1, 2))
+        return [(node.name(), [next_node.name() for next_node, _ in node.next_functions],
+                 {name: getattr(node, name) for name in dir(node) if name.startswith("_saved")})
+                for node in (cols.grad_fn, out.grad_fn)]
+    assert nodes(gradviz) == nodes(torch)
