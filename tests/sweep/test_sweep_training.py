@@ -91,6 +91,12 @@ def tr_nested_named_parameters_modules_buffers(torch, o):
     o.raises("get_submodule missing", lambda: net.get_submodule("features.7"), "has no attribute")
     o("state keys", list(net.state_dict().keys()))
     o("state values", list(net.state_dict().values()))
+    # dir() lists what is registered under a module (tab completion, `"fc" in dir(net)`),
+    # and never a name that is not a Python identifier (a Sequential's "0", "1")
+    registered = ["features", "head", "scale", "tmp", "extra", "training", "forward"]
+    o("dir", [name for name in registered if name in dir(net)])
+    o("dir of a Sequential", [name for name in ("0", "1", "append") if name in dir(net.features)])
+    o("dir sorted", dir(net.head) == sorted(dir(net.head)))
 
 
 @program
