@@ -2147,6 +2147,43 @@ def tr_warm_restarts_fractional_epochs_and_global_backward_hooks(torch, o):
     o("to tensor", model.to(torch.zeros(1, dtype=torch.float32))[0].weight.dtype)
 
 
+@program(1e-6, atol=1e-6)
+def tr_fuse_conv_and_linear_with_batchnorm_for_inference(torch, o):
+    nn = torch.nn
+    fuse_conv_bn_eval, fuse_linear_bn_eval = _names(nn.utils, "fuse_conv_bn_eval", "fuse_linear_bn_eval")
+    x = torch.linspace(-1.0, 1.0, 2 * 3 * 5 * 5).reshape(2, 3, 5, 5)
+    for conv, bn, transpose in ((nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), False),
+                                (nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4, affine=False), False),
+                                (nn.ConvTranspose2d(3, 4, 2, stride=2), nn.BatchNorm2d(4), True)):
+        _fill(torch, conv)
+        _fill(torch, bn, scale=0.5)
+        with torch.no_grad():
+            bn.running_mean.copy_(torch.tensor([0.1, -0.2, 0.3, 0.0]))
+            bn.running_var.copy_(torch.tensor([0.5, 2.0, 1.0, 0.25]))
+        o.raises("in training mode", lambda conv=conv, bn=bn: fuse_conv_bn_eval(conv, bn), "Fusion only for eval!")
+        conv.eval()
+        bn.eval()
+        fused = fuse_conv_bn_eval(conv, bn, transpose=transpose)
+        o("fused type", type(fused).__name__)
+        o("a copy", fused is not conv and fused.weight is not conv.weight)
+        o("weight", fused.weight)
+        o("bias", fused.bias)
+        o("parameters", [(name, type(p).__name__, p.requires_grad, p.is_leaf) for name, p in fused.named_parameters()])
+        o("same output", fused(x))
+        o("unfused", bn(conv(x)))
+    lin, bn = _fill(torch, nn.Linear(3, 4)), _fill(torch, nn.BatchNorm1d(4), scale=0.5)
+    lin.weight.requires_grad_(False)
+    lin.eval()
+    bn.eval()
+    fused = fuse_linear_bn_eval(lin, bn)
+    o("linear", [(name, p, p.requires_grad) for name, p in fused.named_parameters()])
+    o("linear output", fused(torch.tensor(X_DATA)))
+    o("one feature", fuse_linear_bn_eval(nn.Linear(3, 4).eval(), nn.BatchNorm1d(1).eval()).bias.shape)
+    o.raises("features differ", lambda: fuse_linear_bn_eval(nn.Linear(3, 4).eval(), nn.BatchNorm1d(3).eval()),
+             "got linear.out_features=4 and bn.num_features=3")
+    o("float64", fuse_linear_bn_eval(nn.Linear(3, 4).double().eval(), nn.BatchNorm1d(4).eval()).weight.dtype)
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)
