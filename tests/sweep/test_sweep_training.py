@@ -2147,6 +2147,24 @@ def tr_warm_restarts_fractional_epochs_and_global_backward_hooks(torch, o):
     o("to tensor", model.to(torch.zeros(1, dtype=torch.float32))[0].weight.dtype)
 
 
+@program
+def tr_sparse_adam_refuses_dense_gradients(torch, o):
+    emb = torch.nn.Embedding(5, 3)
+    _fill(torch, emb)
+    opt = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+    o("param_groups", [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups])
+    o("step without gradients", opt.step(lambda: 1.5))
+    emb(torch.tensor([0, 2, 2])).sum().backward()
+    o.raises("dense gradient", opt.step, "SparseAdam does not support dense gradients, please consider Adam instead")
+    o("state untouched", len(opt.state))
+    o("weight untouched", emb.weight)
+    for name, kwargs, phrase in (("lr", {"lr": 0.0}, "Invalid learning rate: 0.0"),
+                                 ("eps", {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+                                 ("beta1", {"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0"),
+                                 ("beta2", {"betas": (0.9, -0.1)}, "Invalid beta parameter at index 1: -0.1")):
+        o.raises(name, lambda kwargs=kwargs: torch.optim.SparseAdam(emb.parameters(), **kwargs), phrase)
+
+
 @program(1e-6, atol=1e-6)
 def tr_fuse_conv_and_linear_with_batchnorm_for_inference(torch, o):
     nn = torch.nn
