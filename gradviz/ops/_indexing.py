@@ -75,10 +75,11 @@ GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
 def gather(input, dim, index, *, sparse_grad=False):
     """Values of ``input`` at ``index`` along ``dim``: ``out[i][j] = input[index[i][j]][j]`` for dim 0."""
     array = _index_array(index, "gather")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_gather_shapes("input", input._data, dim, array)
     check_saveable(index, input)
-    return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape,
+                 dim_arg=dim_arg)  # Note [Saved ints as passed]
 
 
 def _scatter_add_forward(a, src, index, dim, **_):
@@ -185,14 +186,15 @@ def index_select(input, dim, index):
     """Entries of ``input`` at the positions ``index`` (a vector) along ``dim``."""
     array = _index_array(index, "index_select")
     _check_index_vector(array, "index_select")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if array.size and (array.max() >= size or array.min() < 0):
         raise IndexError("index out of range in self")
     check_saveable(index, input)
-    return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape,
+                 dim_arg=dim_arg)
 
 
 def _index_add_forward(a, source, index, dim, alpha, **_):

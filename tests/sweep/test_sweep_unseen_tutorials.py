@@ -121,6 +121,8 @@ def ut_attention_from_scratch(torch, o):
     a = F.softmax(s, dim=-1)
     o("a", a)
     o("a gf", node_name(a.grad_fn))
+    o("a dim", a.grad_fn._saved_dim)  # -1 as passed, read as PyTorch's binding reads an int64
+    o("k.T dims", [k.transpose(-2, -1).grad_fn is None, q.transpose(-2, -1).grad_fn._saved_dim0])
     out = torch.bmm(a, v)
     out.sum().backward()
     o("q.grad", q.grad)
