@@ -668,6 +668,10 @@ class Module(StateDictMixin):
         return self
 
     # ---- printing --------------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> None:
+        """``torch.nn.Module.compile``: gradviz runs every module eagerly (``gradviz.compile``
+        returns what it is given), so calls stay as they are."""
+
     def extra_repr(self) -> str:
         return ""
 
