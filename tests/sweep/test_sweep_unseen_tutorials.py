@@ -5,7 +5,8 @@ topk/where, a character-level RNN/GRU/LSTM with gradient clipping, a DataLoader 
 ``random_split``, learning-rate schedulers and a state_dict through a BytesIO, BatchNorm and
 Dropout in train and eval, d2l's softmax regression, MLP, weight decay and dropout from
 scratch, transformer layers, transposed convolutions and interpolation, grad modes, module
-introspection, and printing tensors.
+introspection, printing tensors, VAE/GAN losses, custom Functions and checkpointing,
+packed sequences through a bidirectional GRU, and everyday tensor idioms and errors.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring). Weights are filled deterministically
@@ -722,6 +723,287 @@ def ut_tensor_basics_printing(torch, o):
     o("rand_like", torch.rand_like(torch.ones(2, dtype=torch.float64)).dtype)
     o("multinomial shape", torch.multinomial(torch.tensor([0.2, 0.8]), 5, replacement=True).shape)
     o("bernoulli", torch.bernoulli(torch.tensor([0.0, 1.0])))
+
+
+@program(1e-5, atol=1e-6)
+def ut_vae_and_gan_snippets(torch, o):
+    F = torch.nn.functional
+    enc = torch.nn.Sequential(torch.nn.Linear(4, 6), torch.nn.LeakyReLU(0.2), torch.nn.Linear(6, 4))
+    _fill(torch, enc)
+    x = torch.linspace(0, 1, 12).reshape(3, 4)
+    h = enc(x)
+    mu, logvar = h.chunk(2, dim=-1)
+    o("mu", mu)
+    o("mu gf", node_name(mu.grad_fn))
+    eps = torch.ones_like(mu) * 0.5
+    z = mu + eps * torch.exp(0.5 * logvar)
+    kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    rec = F.binary_cross_entropy(torch.sigmoid(z.repeat(1, 2)), x, reduction="sum")
+    loss = rec + kld
+    loss.backward()
+    o("loss", loss)
+    o("grad", enc[0].weight.grad)
+    d = torch.nn.Sequential(torch.nn.Linear(4, 1), torch.nn.Sigmoid())
+    _fill(torch, d)
+    real = torch.ones(3, 1)
+    fake = torch.zeros(3, 1)
+    bce = torch.nn.BCELoss()
+    o("d loss", bce(d(x), real) + bce(d(x.detach() * 0.5), fake))
+    o(
+        "bce logits",
+        F.binary_cross_entropy_with_logits(h, torch.ones_like(h), pos_weight=torch.tensor([1.0, 2.0, 1.0, 1.0])),
+    )
+    xg = x.clone().requires_grad_()
+    o("gp", torch.autograd.grad(d(xg).sum(), xg, create_graph=True)[0].norm(2, dim=1))
+    o("clamp_", [p.data.clamp_(-0.01, 0.01).max().item() for p in d.parameters()])
+    o("kl_div", F.kl_div(F.log_softmax(h, -1), F.softmax(x, -1), reduction="batchmean"))
+    o("smooth_l1", F.smooth_l1_loss(h, x, beta=0.5))
+    o("huber", F.huber_loss(h, x, delta=0.5))
+    o("cos emb", F.cosine_embedding_loss(h, x, torch.tensor([1, -1, 1])))
+    o("margin", F.margin_ranking_loss(h[:, 0], x[:, 0], torch.tensor([1.0, -1.0, 1.0])))
+    o("triplet", F.triplet_margin_loss(h, x, x.flip(0)))
+    o("nll weight", F.nll_loss(F.log_softmax(h, 1), torch.tensor([0, 3, 1]), weight=torch.tensor([1.0, 2.0, 3.0, 4.0])))
+    o("ce probs", F.cross_entropy(h, F.softmax(x, 1)))
+    o("ce smooth", F.cross_entropy(h, torch.tensor([0, 3, 1]), label_smoothing=0.1))
+    o("ce ignore", F.cross_entropy(h, torch.tensor([0, -100, 1])))
+    o("ce 3d", F.cross_entropy(h.reshape(3, 2, 2), torch.tensor([[0, 1], [1, 1], [0, 0]])))
+    o("mse none", F.mse_loss(h, x, reduction="none").shape)
+    o("l1", torch.nn.L1Loss()(h, x))
+    o("poisson", F.poisson_nll_loss(h, x))
+    o("gauss", F.gaussian_nll_loss(h, x, torch.ones_like(x)))
+
+
+@program(1e-5, atol=1e-6)
+def ut_custom_function_and_checkpoint(torch, o):
+    class MyReLU(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, input):
+            ctx.save_for_backward(input)
+            return input.clamp(min=0)
+
+        @staticmethod
+        def backward(ctx, grad_output):
+            (input,) = ctx.saved_tensors
+            grad_input = grad_output.clone()
+            grad_input[input < 0] = 0
+            return grad_input
+
+    x = torch.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    y = MyReLU.apply(x)
+    o("y", y)
+    o("gf", type(y.grad_fn).__name__)
+    o("name", y.grad_fn.name())
+    y.sum().backward()
+    o("grad", x.grad)
+    o(
+        "gradcheck",
+        torch.autograd.gradcheck(
+            MyReLU.apply, (torch.tensor([-1.0, 0.5, 2.0], dtype=torch.float64, requires_grad=True),)
+        ),
+    )
+
+    class Scale(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, k):
+            ctx.k = k
+            return x * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * ctx.k, None
+
+    x.grad = None
+    z = Scale.apply(x, 3.0)
+    z.sum().backward()
+    o("scale grad", x.grad)
+
+    class Bad(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    o.raises(
+        "wrong count",
+        lambda: torch.autograd.grad(Bad.apply(x).sum(), x),
+        "returned an incorrect number of gradients (expected 1, got 2)",
+    )
+    lin = torch.nn.Linear(3, 3)
+    _fill(torch, lin)
+    cp = torch.utils.checkpoint.checkpoint(lin, x.unsqueeze(0), use_reentrant=False)
+    o("checkpoint", cp)
+    cp.sum().backward()
+    o("cp grad", lin.weight.grad)
+    o(
+        "seq cp",
+        torch.utils.checkpoint.checkpoint_sequential(
+            torch.nn.Sequential(lin, torch.nn.ReLU()), 2, x.unsqueeze(0), use_reentrant=False
+        ),
+    )
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: t * 1, lambda t: t):
+        w = (x * x).sum()
+    w.backward()
+    o("hooks grad", x.grad)
+    o(
+        "functional vjp",
+        torch.autograd.functional.vjp(lambda t: t**2, torch.tensor([1.0, 2.0]), torch.tensor([1.0, 1.0])),
+    )
+    o(
+        "functional jvp",
+        torch.autograd.functional.jvp(lambda t: t**2, torch.tensor([1.0, 2.0]), torch.tensor([1.0, 0.0])),
+    )
+    o(
+        "jacobian",
+        torch.autograd.functional.jacobian(lambda a, b: a * b, (torch.tensor([1.0, 2.0]), torch.tensor([3.0, 4.0]))),
+    )
+    o("func.grad", torch.func.grad(lambda t: (t**3).sum())(torch.tensor([1.0, 2.0])))
+    o("vmap", torch.vmap(lambda t: t.dot(t))(torch.arange(6.0).reshape(3, 2)))
+
+
+@program(1e-5, atol=1e-6)
+def ut_seq2seq_embeddings_packing(torch, o):
+    nn = torch.nn
+    emb = nn.Embedding(10, 4, padding_idx=0)
+    _fill(torch, emb)
+    o("emb pad row", emb.weight[0])
+    seqs = [torch.tensor([3, 4, 5]), torch.tensor([6, 7]), torch.tensor([8])]
+    padded = nn.utils.rnn.pad_sequence(seqs, batch_first=True)
+    o("padded", padded)
+    lengths = torch.tensor([3, 2, 1])
+    packed = nn.utils.rnn.pack_padded_sequence(emb(padded), lengths, batch_first=True, enforce_sorted=True)
+    o("packed data shape", packed.data.shape)
+    o("batch sizes", packed.batch_sizes)
+    gru = nn.GRU(4, 5, batch_first=True, bidirectional=True)
+    _fill(torch, gru)
+    out, h = gru(packed)
+    unpacked, lens = nn.utils.rnn.pad_packed_sequence(out, batch_first=True)
+    o("unpacked", unpacked)
+    o("lens", lens)
+    o("h", h)
+    (unpacked.sum() + h.sum()).backward()
+    o("emb grad", emb.weight.grad)
+    o("emb grad pad", emb.weight.grad[0])
+    dec = nn.LSTMCell(4, 5)
+    _fill(torch, dec)
+    hx, cx = torch.zeros(3, 5), torch.zeros(3, 5)
+    outs = []
+    for t in range(2):
+        hx, cx = dec(emb(padded[:, t]), (hx, cx))
+        outs.append(hx)
+    o("cell outs", torch.stack(outs, 1))
+    att = torch.bmm(torch.stack(outs, 1), unpacked[:, :, :5].transpose(1, 2))
+    o("att", torch.softmax(att.masked_fill(padded[:, None, :] == 0, -1e9), dim=-1))
+    o("emb from_pretrained", nn.Embedding.from_pretrained(torch.eye(3), freeze=True).weight.requires_grad)
+    o("embbag", nn.functional.embedding_bag(torch.tensor([1, 2, 4, 5]), torch.eye(6), torch.tensor([0, 2]), mode="sum"))
+    o("one_hot", nn.functional.one_hot(padded).shape)
+
+
+@program
+def ut_misc_tensor_idioms(torch, o):
+    x = torch.arange(12.0).reshape(3, 4)
+    o("x[None]", x[None].shape)
+    o("x[..., None]", x[..., None].shape)
+    o("bool idx set", (lambda t: (t.__setitem__(t > 5, 0.0), t)[1])(x.clone()))
+    o("index_put", x.clone().index_put_((torch.tensor([0, 2]), torch.tensor([1, 3])), torch.tensor(-1.0)))
+    o("masked_select", torch.masked_select(x, x > 8))
+    o("take", torch.take(x, torch.tensor([0, 5, 11])))
+    o("take_along", torch.take_along_dim(x, torch.tensor([[0], [1], [2]]), dim=1))
+    o("repeat", x[:1].repeat(2, 2))
+    o("tile", torch.tile(x[:1], (2,)))
+    o("expand_as", x[:1].expand_as(x).sum())
+    o("new_ones", x.new_ones(2).dtype)
+    o("new_tensor", x.new_tensor([1, 2]).dtype)
+    o("new_full", x.new_full((2,), 3))
+    o("type_as", torch.tensor([1, 2]).type_as(x))
+    o("view_as", x.view_as(torch.ones(4, 3)).shape)
+    o("chunk uneven", [c.shape for c in torch.arange(10).chunk(4)])
+    o("diag", torch.diag(torch.tensor([1.0, 2.0])))
+    o("diag_embed", torch.diag_embed(torch.ones(2, 2)).shape)
+    o("tril_indices", torch.tril_indices(3, 3))
+    o("triu_indices", torch.triu_indices(3, 3, 1))
+    o("clone contig", x.t().clone().is_contiguous())
+    o("addmm", torch.addmm(torch.ones(3), x[:, :2], torch.ones(2, 3)))
+    o("baddbmm", torch.baddbmm(torch.zeros(2, 2, 2), torch.ones(2, 2, 3), torch.ones(2, 3, 2), alpha=0.5).sum())
+    o("lerp", torch.lerp(torch.zeros(2), torch.ones(2), 0.3))
+    o("addcdiv", torch.addcdiv(torch.zeros(2), torch.ones(2), torch.tensor([2.0, 4.0]), value=2))
+    o("sign", torch.sign(torch.tensor([-2.0, 0.0, 3.0])))
+    o("sgn", torch.tensor([-0.0]).sign())
+    o("floor_divide", torch.floor_divide(torch.tensor([-7, 7]), 2))
+    o(
+        "div modes",
+        (
+            torch.div(torch.tensor([-7.0, 7.0]), 2, rounding_mode="trunc"),
+            torch.div(torch.tensor([-7, 7]), 2, rounding_mode="floor"),
+        ),
+    )
+    o("bitwise", torch.tensor([5]) & 3)
+    o("shift", torch.tensor([1]) << 3)
+    o("logical", torch.logical_and(torch.tensor([True, False]), torch.tensor([True, True])))
+    o("any all", (torch.tensor([0, 1]).any(), torch.tensor([0, 1]).all()))
+    o("count_nonzero", torch.count_nonzero(x, dim=0))
+    o("nan_to_num", torch.nan_to_num(torch.tensor([float("nan"), float("inf")]), nan=0.0, posinf=9.0))
+    o("isnan", torch.isnan(torch.tensor([float("nan"), 1.0])))
+    o("numel", torch.numel(x))
+    o("is_tensor", torch.is_tensor(x))
+    o("is_fp", torch.is_floating_point(x))
+    o("std_mean", torch.std_mean(x, dim=1))
+    o("aminmax", torch.aminmax(x))
+    o("cummax", torch.cummax(torch.tensor([1, 3, 2]), 0))
+    o("heaviside", torch.heaviside(torch.tensor([-1.0, 0.0, 2.0]), torch.tensor(0.5)))
+    o("clip", torch.clip(x, 2, 5))
+    o("frac", torch.frac(torch.tensor([1.5, -1.5])))
+    o("atan2", torch.atan2(torch.tensor([1.0]), torch.tensor([-1.0])))
+    o("hypot", torch.hypot(torch.tensor([3.0]), torch.tensor([4.0])))
+    o("xlogy", torch.xlogy(torch.tensor([0.0, 2.0]), torch.tensor([0.0, 3.0])))
+    o("erf", torch.erf(torch.tensor([0.5])))
+    o("lgamma", torch.lgamma(torch.tensor([3.5])))
+    o("sigmoid int", torch.sigmoid(torch.tensor([0, 1])))
+    o("mean of ints via float", torch.tensor([1, 2]).float().mean())
+    o("max of two", torch.max(torch.tensor([1, 5]), torch.tensor([3, 2])))
+    o("min all int", torch.tensor([4, 2]).min())
+    o("sum dtype", torch.tensor([1, 2], dtype=torch.int32).sum().dtype)
+    o("prod dtype", torch.tensor([True, True]).prod().dtype)
+    o("mean dim tuple", x.mean((0, 1)))
+    o("tensor of tensors", torch.tensor([torch.tensor(1.0), torch.tensor(2.0)]))
+    o.raises(
+        "stack err", lambda: torch.stack([torch.ones(2), torch.ones(3)]), "stack expects each tensor to be equal size"
+    )
+    o.raises(
+        "cat err",
+        lambda: torch.cat([torch.ones(2, 2), torch.ones(3, 3)], dim=1),
+        "Sizes of tensors must match except in dimension 1",
+    )
+    o.raises(
+        "matmul err",
+        lambda: torch.ones(2, 3) @ torch.ones(2, 3),
+        "mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)",
+    )
+    o.raises("idx err", lambda: x[5], "index 5 is out of bounds for dimension 0 with size 3")
+    o.raises("reshape err", lambda: x.reshape(5, -1), "shape '[5, -1]' is invalid for input of size 12")
+    o.raises("dim err", lambda: x.sum(3), "Dimension out of range (expected to be in range of [-2, 1], but got 3)")
+
+
+@program
+def ut_modern_training_script_idioms(torch, o):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.GELU(), torch.nn.Linear(4, 2))
+    _fill(torch, model)
+    o("compile returns", model.compile())
+    o("compile with options", model.compile(mode="reduce-overhead"))
+    x = torch.linspace(-1, 1, 6).reshape(2, 3)
+    o("still runs", model(x))
+    params = {name: p.detach() * 2 for name, p in model.named_parameters()}
+    o.warns(
+        "stateless",
+        lambda: torch.nn.utils.stateless.functional_call(model, params, (x,)),
+        "is deprecated as of PyTorch 2.0",
+    )
+    o("stateless value", torch.nn.utils.stateless.functional_call(model, params, (x,)))
+    o("func value", torch.func.functional_call(model, params, (x,)))
+    o("bit flags", (torch.tensor([1, 2, 4]) << 2) >> torch.tensor([0, 1, 2]))
+    o("mask from bits", (torch.arange(8) >> 1) & 1)
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
