@@ -293,8 +293,11 @@ def _take_backward(ctx, g, g_indices=None):
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
 
 
-SORT = Op("sort", "SortBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
-TOPK = Op("topk", "TopkBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
+_TAKEN = {"dim": DIM, "indices": Computed(tensor_attr("indices_tensor")), "self_sym_sizes": SELF_SIZES}
+SORT = Op("sort", "SortBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward,
+          saved=_TAKEN)
+TOPK = Op("topk", "TopkBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward,
+          saved=_TAKEN)
 
 
 def _sorted_indices(array, dim, descending, stable):
@@ -308,10 +311,11 @@ def _sorted_indices(array, dim, descending, stable):
     return order.astype(np.int64)
 
 
-def _with_indices(op, input, indices, dim):
+def _with_indices(op, input, indices, dim, dim_arg):
     values = np.take_along_axis(input._data, indices, axis=dim) if input.ndim else input._data.copy()
     indices_tensor = _wrap(indices)
-    out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape)
+    out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape,
+                dim_arg=dim_arg)  # Note [Saved ints as passed]
     return RETURN_TYPES[op.name](out, indices_tensor)
 
 
@@ -353,8 +357,8 @@ RETURN_TYPES = {name: type(name, (_ValuesIndices,),
 @numpy_names
 def sort(input, dim=-1, descending=False, stable=False):
     """Sorted values and their indices along ``dim``; indices are not differentiable."""
-    dim = _wrap_dim(dim, input.ndim)
-    return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
+    return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim, dim_arg)
 
 
 @declare(method=True)
@@ -369,13 +373,13 @@ def argsort(input, dim=-1, descending=False, stable=False):
 @numpy_names
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     order = _sorted_indices(input._data, dim, largest, True)
     indices = np.take(order, np.arange(k), axis=dim) if input.ndim else order
-    return _with_indices(TOPK, input, indices, dim)
+    return _with_indices(TOPK, input, indices, dim, dim_arg)
 
 
 # ---- masked_select, nonzero, repeat -----------------------------------------------------

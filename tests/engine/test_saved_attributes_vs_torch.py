@@ -165,6 +165,13 @@ CASES = {
     "unsqueeze_in_place_negative": lambda tm, t: (t["a"] * 1).unsqueeze_(-1),
     "squeeze_in_place_negative": lambda tm, t: (t["a"] * 1).unsqueeze(1).squeeze_(-2),
     "squeeze_in_place_dims": lambda tm, t: (t["a"] * 1).unsqueeze(1).squeeze_((-2, 0)),
+    "sort": lambda tm, t: t["a"].sort(0)[0],
+    "sort_default_dim": lambda tm, t: t["a"].sort(descending=True)[0],
+    "topk": lambda tm, t: t["a"].topk(2, dim=0)[0],
+    "topk_default_dim": lambda tm, t: t["a"].topk(2)[0],
+    "tril": lambda tm, t: t["a"].tril(),
+    "tril_negative": lambda tm, t: tm.tril(t["a"], diagonal=-1),
+    "triu_positive": lambda tm, t: t["a"].triu(1),
 }
 
 # torch names gradviz knowingly does not keep: reading them raises AttributeError saying so
