@@ -6,7 +6,8 @@ topk/where, a character-level RNN/GRU/LSTM with gradient clipping, a DataLoader 
 Dropout in train and eval, d2l's softmax regression, MLP, weight decay and dropout from
 scratch, transformer layers, transposed convolutions and interpolation, grad modes, module
 introspection, printing tensors, VAE/GAN losses, custom Functions and checkpointing,
-packed sequences through a bidirectional GRU, and everyday tensor idioms and errors.
+packed sequences through a bidirectional GRU, everyday tensor idioms and errors, and the
+convolution gradients of ``torch.nn.grad`` in a hand-written backward.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring). Weights are filled deterministically
@@ -1004,6 +1005,60 @@ def ut_modern_training_script_idioms(torch, o):
     o("func value", torch.func.functional_call(model, params, (x,)))
     o("bit flags", (torch.tensor([1, 2, 4]) << 2) >> torch.tensor([0, 1, 2]))
     o("mask from bits", (torch.arange(8) >> 1) & 1)
+
+
+@program(1e-4, atol=1e-5)
+def ut_fused_conv_bn_custom_function(torch, o):
+    # PyTorch's "Fusing Convolution and Batch Norm using Custom Function" tutorial: backward
+    # by hand with torch.nn.grad's convolution gradients
+    F = torch.nn.functional
+
+    def convolution_backward(grad_out, X, weight):
+        grad_input = F.conv2d(X.transpose(0, 1), grad_out.transpose(0, 1)).transpose(0, 1)
+        grad_X = F.conv_transpose2d(grad_out, weight)
+        return grad_X, grad_input
+
+    class Conv2D(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, X, weight):
+            ctx.save_for_backward(X, weight)
+            return F.conv2d(X, weight)
+
+        @staticmethod
+        def backward(ctx, grad_out):
+            X, weight = ctx.saved_tensors
+            return convolution_backward(grad_out, X, weight)
+
+    weight = torch.linspace(-1, 1, 5 * 3 * 3 * 3).reshape(5, 3, 3, 3).double().requires_grad_()
+    X = torch.linspace(-2, 2, 2 * 3 * 6 * 6).reshape(2, 3, 6, 6).double().requires_grad_()
+    out = Conv2D.apply(X, weight)
+    g = torch.cos(torch.arange(out.numel(), dtype=torch.float64)).reshape(out.shape)
+    gx, gw = torch.autograd.grad(out, (X, weight), g)
+    o("hand-written", (gx, gw))
+    o("nn.grad input", torch.nn.grad.conv2d_input(X.shape, weight, g))
+    o("nn.grad weight", torch.nn.grad.conv2d_weight(X, weight.shape, g))
+    o("F.grad is nn.grad", F.grad is torch.nn.grad)
+    for stride, padding, dilation, groups in ((2, 1, 1, 1), (1, 2, 2, 1)):
+        w = weight.detach()[:, : 3 // groups]
+        y = F.conv2d(X, w, None, stride, padding, dilation, groups)
+        gy = torch.ones_like(y)
+        o(
+            f"input s{stride} p{padding} d{dilation}",
+            torch.nn.grad.conv2d_input(X.shape, w, gy, stride, padding, dilation, groups),
+        )
+        o(
+            f"weight s{stride} p{padding} d{dilation}",
+            torch.nn.grad.conv2d_weight(X.detach(), w.shape, gy, stride, padding, dilation, groups),
+        )
+    x1 = torch.linspace(-1, 1, 2 * 4 * 9).reshape(2, 4, 9)
+    w1 = torch.linspace(1, -1, 6 * 2 * 3).reshape(6, 2, 3)
+    g1 = torch.ones(2, 6, 4)
+    o("conv1d input", torch.nn.grad.conv1d_input(x1.shape, w1, g1, stride=2, groups=2))
+    o("conv1d weight", torch.nn.grad.conv1d_weight(x1, w1.shape, g1, stride=2, groups=2))
+    r = torch.nn.grad.conv2d_input(X.shape, weight, g.requires_grad_())
+    o("differentiable", [r.requires_grad, r.is_leaf])
+    with torch.no_grad():
+        o("under no_grad", torch.nn.grad.conv2d_weight(X, weight.shape, g).requires_grad)
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
