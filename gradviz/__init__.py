@@ -39,6 +39,8 @@ if _typing.TYPE_CHECKING:  # the same names, for type checkers and IDEs (Note [O
     from ._op_exports import *  # noqa: F403
 from .dtypes import finfo, iinfo, promote_types
 from ._serialization import load, save
+from . import storage
+from .storage import UntypedStorage
 from ._legacy_types import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                             IntTensor, LongTensor, ShortTensor)
 from . import autograd

@@ -22,6 +22,7 @@ from . import _memory_format
 from . import dtypes as _dtypes
 from ._tensor_str import _format, set_printoptions  # noqa: F401  (re-exported)
 from .dtypes import as_dtype, from_numpy
+from .storage import UntypedStorage
 
 __all__ = ["Tensor", "Size", "device", "is_tensor", "install_methods", "set_printoptions"]
 
@@ -262,6 +263,11 @@ class Tensor(_TensorBase):
     def data_ptr(self) -> int:
         """The address of the tensor's first element (views share their base's memory)."""
         return int(self._data.__array_interface__["data"][0])
+
+    def untyped_storage(self):
+        """The memory the elements live in, shared with every view of this tensor
+        (:class:`gradviz.storage.UntypedStorage`)."""
+        return UntypedStorage(self._data)
 
     def is_contiguous(self, memory_format=None) -> bool:
         """Whether the memory is row-major dense, or dense in ``memory_format``'s layout

@@ -8,7 +8,7 @@ import pkgutil
 import pytest
 
 import gradviz
-from gradviz import _config, _tensor, course, debug, linalg
+from gradviz import _config, _tensor, course, debug, linalg, storage
 from gradviz.autograd import _functional, _scopes, functional, grad_mode, gradcheck, graph, reference_engine, variable
 from gradviz.autograd.function import _function, _legacy
 from gradviz.debug import (
@@ -72,6 +72,7 @@ from gradviz.nn import (
     _upsampling,
     _volumetric,
 )
+from gradviz.nn import grad as nn_grad
 from gradviz.nn.utils import rnn as rnn_utils
 from gradviz.ops import (
     _as_strided,
@@ -99,6 +100,7 @@ MODULES = [_tensor, _functional, reference_engine, _function, _legacy, graph, _s
            transformed_distribution, transforms, uniform, distribution_utils,
            _scopes, _module_paths, _rollup, _diff, _torch_scopes, course]
 MODULES += [_as_strided, _inplace_views, _index_reduce, _unpooling, _conv_transpose3d, _conv_transpose3d_layer, _state_dict, _ctc_loss]
+MODULES += [storage, nn_grad]
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[m.__name__ for m in MODULES])

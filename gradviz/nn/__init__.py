@@ -5,7 +5,7 @@ Layers and losses record the backward nodes PyTorch records (``AddmmBackward0`` 
 ``Linear``, ``MseLossBackward0``, ``NllLossBackward0``, ...; see :mod:`gradviz.nn.functional`).
 """
 
-from . import functional, init, utils
+from . import functional, grad, init, utils
 from ._layers import (CELU, ELU, ParameterDict, ParameterList,
                       GELU, SELU, Dropout, Flatten, Hardsigmoid, Hardswish, Hardtanh,
                       Identity, LeakyReLU, Linear, LogSigmoid, LogSoftmax, Mish, ModuleDict,

@@ -484,6 +484,13 @@ class Module(StateDictMixin):
                 return
         object.__delattr__(self, name)
 
+    def __dir__(self):
+        # as PyTorch's: the class's names, the instance's, and the parameters, submodules and
+        # buffers registered under it (``"fc" in dir(net)``, tab completion)
+        keys = [*dir(type(self)), *self.__dict__, *self._parameters, *self._modules,
+                *self._buffers]
+        return sorted(key for key in keys if not key[0].isdigit())
+
     def _get_name(self) -> str:
         return type(self).__name__
 
@@ -661,6 +668,10 @@ class Module(StateDictMixin):
         return self
 
     # ---- printing --------------------------------------------------------------------
+    def compile(self, *args, **kwargs) -> None:
+        """``torch.nn.Module.compile``: gradviz runs every module eagerly (``gradviz.compile``
+        returns what it is given), so calls stay as they are."""
+
     def extra_repr(self) -> str:
         return ""
 

@@ -8,6 +8,7 @@ which imports this one.
 from __future__ import annotations
 
 from . import _functional_attention, _functional_composites, _functional_core, _functional_layers
+from . import grad  # noqa: F401  (F.grad, the convolution gradients, as torch.nn.functional.grad)
 from ._activations_and_pools import (adaptive_max_pool1d, adaptive_max_pool2d, adaptive_max_pool3d,
                                      glu, hardshrink, softshrink, threshold)
 from ._channel_ops import channel_shuffle, pdist

@@ -52,7 +52,7 @@ from ._saved import DIM, RESULT, SELF, Attr
 # subtraction of the row's log-sum from the shifted row is a compiled pass: on the GPT's
 # (512, 65) float32 logits (cross_entropy's) the forward took 80 us and takes 32.
 
-def _softmax_forward(a, dim):
+def _softmax_forward(a, dim, dim_arg=None):
     if not a.size or a.ndim == 0:
         shifted = a - np.max(a, axis=dim, keepdims=True) if a.size else a
         e = np.exp(shifted)
@@ -92,7 +92,7 @@ SOFTMAX = Op("softmax", "SoftmaxBackward0", forward=_softmax_forward, backward=_
              saved={"dim": DIM, "result": RESULT})
 
 
-def _log_softmax_forward(a, dim):
+def _log_softmax_forward(a, dim, dim_arg=None):
     if not a.size:
         return a.copy()
     if a.ndim and (dim == a.ndim - 1 or dim == -1):
@@ -157,11 +157,11 @@ def softmax(input, dim=None, dtype=None, *, axis=None):
         raise _not_a_tensor(input, "softmax")
     if dtype is not None:
         input = input.to(dtype)
-    dim = axis if dim is None else dim
-    dim = _dim_or_error(input, dim, "softmax")
+    dim_arg = axis if dim is None else dim
+    dim = _dim_or_error(input, dim_arg, "softmax")
     if input.numel():
         _check_floating(input, dim, "softmax")
-    return apply(SOFTMAX, input, dim=dim)
+    return apply(SOFTMAX, input, dim=dim, dim_arg=dim_arg)  # Note [Saved ints as passed]
 
 
 @declare(method=True)
@@ -171,10 +171,11 @@ def log_softmax(input, dim=None, dtype=None, *, axis=None):
     Mirrors ``torch.log_softmax``."""
     if dtype is not None:
         input = input.to(dtype)
-    dim = _dim_or_error(input, axis if dim is None else dim, "log_softmax")
+    dim_arg = axis if dim is None else dim
+    dim = _dim_or_error(input, dim_arg, "log_softmax")
     if input._data.size:
         _check_floating(input, dim, "log_softmax")
-    return apply(LOG_SOFTMAX, input, dim=dim)
+    return apply(LOG_SOFTMAX, input, dim=dim, dim_arg=dim_arg)
 
 
 def _softplus_backward(ctx, g):

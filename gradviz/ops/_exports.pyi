@@ -161,6 +161,8 @@ from ._nn import layer_norm as layer_norm
 from ._pointwise import abs as abs
 from ._pointwise import add as add
 from ._pointwise import allclose as allclose
+from ._pointwise import bitwise_left_shift as bitwise_left_shift
+from ._pointwise import bitwise_right_shift as bitwise_right_shift
 from ._pointwise import clamp as clamp
 from ._pointwise import cos as cos
 from ._pointwise import div as div

@@ -75,10 +75,11 @@ GATHER = Op("gather", "GatherBackward0", forward=_gather_forward,
 def gather(input, dim, index, *, sparse_grad=False):
     """Values of ``input`` at ``index`` along ``dim``: ``out[i][j] = input[index[i][j]][j]`` for dim 0."""
     array = _index_array(index, "gather")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_gather_shapes("input", input._data, dim, array)
     check_saveable(index, input)
-    return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    return apply(GATHER, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape,
+                 dim_arg=dim_arg)  # Note [Saved ints as passed]
 
 
 def _scatter_add_forward(a, src, index, dim, **_):
@@ -186,14 +187,15 @@ def index_select(input, dim, index):
     if isinstance(index, Tensor):  # the shape before the dtype, as torch
         _check_index_vector(index._data, "index_select")
     array = _index_array(index, "index_select")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if array.size and (array.max() >= size or array.min() < 0):
         raise IndexError("index out of range in self")
     check_saveable(index, input)
-    return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    return apply(INDEX_SELECT, input, index=array, index_tensor=index, dim=dim, shape=input._data.shape,
+                 dim_arg=dim_arg)
 
 
 def _index_add_forward(a, source, index, dim, alpha, **_):
@@ -293,8 +295,11 @@ def _take_backward(ctx, g, g_indices=None):
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
 
 
-SORT = Op("sort", "SortBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
-TOPK = Op("topk", "TopkBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward)
+_TAKEN = {"dim": DIM, "indices": Computed(tensor_attr("indices_tensor")), "self_sym_sizes": SELF_SIZES}
+SORT = Op("sort", "SortBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward,
+          saved=_TAKEN)
+TOPK = Op("topk", "TopkBackward0", forward=lambda a, values, **attrs: values, backward=_take_backward,
+          saved=_TAKEN)
 
 
 def _sorted_indices(array, dim, descending, stable):
@@ -308,10 +313,11 @@ def _sorted_indices(array, dim, descending, stable):
     return order.astype(np.int64)
 
 
-def _with_indices(op, input, indices, dim):
+def _with_indices(op, input, indices, dim, dim_arg):
     values = np.take_along_axis(input._data, indices, axis=dim) if input.ndim else input._data.copy()
     indices_tensor = _wrap(indices)
-    out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape)
+    out = apply(op, input, values=values, indices_tensor=indices_tensor, dim=dim, shape=input._data.shape,
+                dim_arg=dim_arg)  # Note [Saved ints as passed]
     return RETURN_TYPES[op.name](out, indices_tensor)
 
 
@@ -353,8 +359,8 @@ RETURN_TYPES = {name: type(name, (_ValuesIndices,),
 @numpy_names
 def sort(input, dim=-1, descending=False, stable=False):
     """Sorted values and their indices along ``dim``; indices are not differentiable."""
-    dim = _wrap_dim(dim, input.ndim)
-    return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
+    return _with_indices(SORT, input, _sorted_indices(input._data, dim, descending, stable), dim, dim_arg)
 
 
 @declare(method=True)
@@ -370,13 +376,13 @@ def argsort(input, dim=-1, descending=False, stable=False):
 def topk(input, k, dim=-1, largest=True, sorted=True):  # noqa: A002
     """The ``k`` largest (or smallest) values along ``dim`` and their indices."""
     k = _int_arg(k, "k")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if not 0 <= k <= size:
         raise RuntimeError("selected index k out of range")
     order = _sorted_indices(input._data, dim, largest, True)
     indices = np.take(order, np.arange(k), axis=dim) if input.ndim else order
-    return _with_indices(TOPK, input, indices, dim)
+    return _with_indices(TOPK, input, indices, dim, dim_arg)
 
 
 # ---- masked_select, nonzero, repeat -----------------------------------------------------

@@ -38,7 +38,7 @@ from gradviz_ext import ops as _ext_ops
 from .._tensor import _wrap, _wrap_dim
 from ._inplace import _check_writable, refresh_views
 from ._registry import Op, apply, declare
-from ._saved import DIM, SELF_SIZES, Attr
+from ._saved import DIM, DIMS, SELF_SIZES, passed
 from ._shape import (
     SQUEEZE,
     SQUEEZE_DIM,
@@ -59,20 +59,21 @@ __all__: list[str] = []
 # the in-place rows: the same forward and backward as the view ops, PyTorch's node names
 T_INPLACE = Op("t_", "TBackward1", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),), saved={})
 TRANSPOSE_INPLACE = Op("transpose_", "TransposeBackward1",
-                       forward=lambda a, dim0, dim1: np.swapaxes(a, dim0, dim1) if a.ndim else a,
+                       forward=lambda a, dim0, dim1, dim0_arg=None, dim1_arg=None: (
+                           np.swapaxes(a, dim0, dim1) if a.ndim else a),
                        backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
-                       saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
+                       saved={"dim0": passed("dim0"), "dim1": passed("dim1")})
 UNSQUEEZE_INPLACE = Op("unsqueeze_", "UnsqueezeBackward1",
-                       forward=lambda a, dim: np.expand_dims(a, dim),
+                       forward=lambda a, dim, dim_arg=None: np.expand_dims(a, dim),
                        backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),), saved={"dim": DIM})
 SQUEEZE_INPLACE = Op("squeeze_", "SqueezeBackward3", forward=lambda a, shape: np.squeeze(a),
                      backward=lambda ctx, g: (reshape(g, ctx.shape),),
                      saved={"self_sym_sizes": SELF_SIZES})
 SQUEEZE_DIMS_INPLACE = Op(
     "squeeze_dims_", "SqueezeBackward5",
-    forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
+    forward=lambda a, dims, shape, dims_arg=None: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
     backward=lambda ctx, g: (reshape(g, ctx.shape),),
-    saved={"dim": Attr("dims", tuple), "self_sym_sizes": SELF_SIZES})
+    saved={"dim": DIMS, "self_sym_sizes": SELF_SIZES})
 
 
 def _dims(name, *dims):
@@ -169,17 +170,18 @@ def transpose_(self, dim0, dim1):
         if not isinstance(dim, (int, np.integer)):
             raise TypeError(f"transpose_(): argument '{label}' (position {position}) must be int, "
                             f"not {type(dim).__name__}")
-    attrs = {"dim0": _wrap_dim(dim0, self.ndim), "dim1": _wrap_dim(dim1, self.ndim)}
+    attrs = {"dim0": _wrap_dim(dim0, self.ndim), "dim1": _wrap_dim(dim1, self.ndim),
+             "dim0_arg": dim0, "dim1_arg": dim1}  # Note [Saved ints as passed]
     return _change_view(self, TRANSPOSE_INPLACE, TRANSPOSE, attrs, (TRANSPOSE, attrs))
 
 
 @declare(name=False, method=True)
 def unsqueeze_(self, dim):
     """Insert a dimension of size 1 at ``dim``, in place. Mirrors ``torch.Tensor.unsqueeze_``."""
-    (dim,) = _dims("unsqueeze_", dim)
-    dim = _wrap_dim(dim, self.ndim + 1)
+    (dim_arg,) = _dims("unsqueeze_", dim)
+    dim = _wrap_dim(dim_arg, self.ndim + 1)
     new_shape = self._data.shape[:dim] + (1,) + self._data.shape[dim:]
-    return _change_view(self, UNSQUEEZE_INPLACE, UNSQUEEZE, {"dim": dim},
+    return _change_view(self, UNSQUEEZE_INPLACE, UNSQUEEZE, {"dim": dim, "dim_arg": dim_arg},
                         (SQUEEZE_DIM, {"dim": dim, "shape": new_shape}))
 
 
@@ -189,15 +191,17 @@ def squeeze_(self, dim=None):
     dims (a dim of another size stays). Mirrors ``torch.Tensor.squeeze_``."""
     shape = self._data.shape
     if isinstance(dim, (tuple, list)):
-        dims = tuple(_wrap_dim(d, self.ndim) for d in _dims("squeeze_", *dim)) if self.ndim else ()
+        dims_arg = _dims("squeeze_", *dim)
+        dims = tuple(_wrap_dim(d, self.ndim) for d in dims_arg) if self.ndim else ()
         for d in set(dims):
             if dims.count(d) > 1:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        node_op, step, attrs = SQUEEZE_DIMS_INPLACE, SQUEEZE_DIMS, {"dims": dims, "shape": shape}
+        node_op, step = SQUEEZE_DIMS_INPLACE, SQUEEZE_DIMS
+        attrs = {"dims": dims, "shape": shape, "dims_arg": tuple(dims_arg)}
     elif dim is not None:
         (dim,) = _dims("squeeze_", dim)
         node_op, step = SQUEEZE_DIM_INPLACE, SQUEEZE_DIM
-        attrs = {"dim": _wrap_dim(dim, self.ndim), "shape": shape}
+        attrs = {"dim": _wrap_dim(dim, self.ndim), "shape": shape, "dim_arg": dim}
     else:
         node_op, step, attrs = SQUEEZE_INPLACE, SQUEEZE, {"shape": shape}
     new_shape = step.forward(self._data, **attrs).shape

@@ -20,7 +20,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
-from ._saved import RESULT, Attr, Computed, Input, input_strides, matrix_shape
+from ._saved import RESULT, Attr, Computed, Input, input_strides, matrix_shape, passed
 from ._shape import (
     contiguous,
     expand_to,
@@ -589,9 +589,9 @@ def _triu_forward(a, diagonal):
 
 
 TRIL = Op("tril", "TrilBackward0", forward=_tril_forward,
-          backward=lambda ctx, g: (tril(g, ctx.diagonal),))
+          backward=lambda ctx, g: (tril(g, ctx.diagonal),), saved={"diagonal": passed("diagonal")})
 TRIU = Op("triu", "TriuBackward0", forward=_triu_forward,
-          backward=lambda ctx, g: (triu(g, ctx.diagonal),))
+          backward=lambda ctx, g: (triu(g, ctx.diagonal),), saved={"diagonal": passed("diagonal")})
 
 
 @declare(method=True, inplace=True)

@@ -1022,6 +1022,64 @@ def _bitwise(op, input, other):
     return apply(op, *_operands(input, other, op.name))
 
 
+def _shift_forward(shift, left):
+    """numpy's ``shift``, with PyTorch's result where C leaves it undefined: a shift by a
+    negative amount or by the dtype's width or more gives 0 to the left, and the sign (0 or
+    -1) to the right (``int16(1) << 20`` is 0, ``int64(-8) >> 64`` is -1)."""
+    def forward(a, b):
+        bits = np.dtype(a.dtype).itemsize * 8 if isinstance(a, np.ndarray) else 64
+        out_of_range = (b < 0) | (b >= bits)
+        if not np.any(out_of_range):
+            return shift(a, b)
+        dtype = np.result_type(a, b)
+        result = shift(a, np.where(out_of_range, 0, b).astype(dtype, copy=False))
+        fill = 0 if left else np.where(np.less(a, 0), -1, 0)
+        return np.where(out_of_range, fill, result).astype(dtype, copy=False)
+    return forward
+
+
+_LSHIFT = Op("lshift", "lshift", forward=_broadcasting(_shift_forward(np.left_shift, True)),
+             backward=None, dtype=promote)
+_RSHIFT = Op("rshift", "rshift", forward=_broadcasting(_shift_forward(np.right_shift, False)),
+             backward=None, dtype=promote)
+
+
+def _shift(op, input, other):
+    """``input << other`` or ``>>``: integer dtypes only (after promotion), as PyTorch's
+    ``lshift_cpu``/``rshift_cpu`` kernels, which name the dtype they lack."""
+    input, other = _operands(input, other, op.name)
+    result = _dtypes.result_type(input, other)
+    if result.is_floating_point or result is _dtypes.bool:
+        raise NotImplementedError(f'"{op.name}_cpu" not implemented for \'{TYPE_WORDS[result.name]}\'')
+    return apply(op, input, other)
+
+
+@declare(method=("bitwise_left_shift", "__lshift__"), inplace=("bitwise_left_shift_", "__ilshift__"),
+         out=True)
+def bitwise_left_shift(input, other):
+    """``input << other`` elementwise on integers (0 where the shift is negative or as wide as
+    the dtype). Mirrors ``torch.bitwise_left_shift``."""
+    return _shift(_LSHIFT, input, other)
+
+
+@declare(method=("bitwise_right_shift", "__rshift__"), inplace=("bitwise_right_shift_", "__irshift__"),
+         out=True)
+def bitwise_right_shift(input, other):
+    """``input >> other`` elementwise on integers, arithmetic (the sign where the shift is
+    negative or as wide as the dtype). Mirrors ``torch.bitwise_right_shift``."""
+    return _shift(_RSHIFT, input, other)
+
+
+@declare(name=False, method="__rlshift__")
+def _reflected_left_shift(self, other):
+    return bitwise_left_shift(other, self)
+
+
+@declare(name=False, method="__rrshift__")
+def _reflected_right_shift(self, other):
+    return bitwise_right_shift(other, self)
+
+
 def _invert_forward(a):
     if a.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")

@@ -92,7 +92,7 @@ def _check_floating(input, what):
 
 def _make_sum(node, saved=None):
     return Op(f"sum_{node}", node,
-              forward=lambda a, dims, keepdim, shape, out_dtype: np.add.reduce(  # np.sum's own call
+              forward=lambda a, dims, keepdim, shape, out_dtype, dims_arg=None: np.add.reduce(  # np.sum's own call
                   a, axis=dims, dtype=out_dtype.numpy, keepdims=keepdim),
               backward=lambda ctx, g: (_expand_back(g, ctx.shape, ctx.dims, ctx.keepdim),),
               fast_backward=_sum_fast, saved=saved)
@@ -114,12 +114,14 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):  # noqa: A001  (torch's 
     if not isinstance(input, Tensor):
         raise _not_a_tensor(input, "sum")
     dims = _normalize_dims(dim, input.ndim)
-    op = _SUM_ALL if dim is None else _SUM_DIM
-    return apply(op, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape,
-                 out_dtype=_sum_dtype(input, dtype))
+    if dim is None:
+        return apply(_SUM_ALL, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape,
+                     out_dtype=_sum_dtype(input, dtype))
+    return apply(_SUM_DIM, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape,
+                 out_dtype=_sum_dtype(input, dtype), dims_arg=dim)  # Note [Saved ints as passed]
 
 
-def _mean_forward(a, dims, keepdim, shape, count):
+def _mean_forward(a, dims, keepdim, shape, count, dims_arg=None):
     if count == 0:  # the mean of nothing is NaN, as in torch (numpy would also warn)
         return np.sum(a, axis=dims, keepdims=keepdim) * np.nan
     return np.mean(a, axis=dims, keepdims=keepdim)
@@ -160,8 +162,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     count = 1
     for d in dims:
         count *= input._data.shape[d]
-    op = _MEAN_ALL if dim is None else _MEAN_DIM
-    return apply(op, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape, count=count)
+    if dim is None:
+        return apply(_MEAN_ALL, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape, count=count)
+    return apply(_MEAN_DIM, input, dims=dims, keepdim=bool(keepdim), shape=input._data.shape, count=count,
+                 dims_arg=dim)
 
 
 def sum_to(grad, shape):
@@ -284,7 +288,8 @@ def _evenly_all_backward(ctx, g):
 
 
 def _extreme_op(name, node, fn, saved=None, backward=_evenly_backward):
-    return Op(name, node, forward=lambda a, dims, keepdim, shape, count: fn(a, axis=dims, keepdims=keepdim),
+    return Op(name, node,
+              forward=lambda a, dims, keepdim, shape, count, dims_arg=None: fn(a, axis=dims, keepdims=keepdim),
               backward=backward, saves=lambda needs: ((0,), True), saved=saved)
 
 
@@ -322,9 +327,10 @@ def amax(input, dim=(), keepdim=False):
     """The maximum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
 
     Mirrors ``torch.amax``."""
+    dim_arg = dim  # Note [Saved ints as passed]
     dim = None if isinstance(dim, tuple) and not dim else dim  # (a numpy int is no tuple)
     _check_nonempty(input, dim, "amax")
-    return apply(_AMAX, input, **_reduce_attrs(input, dim, keepdim))
+    return apply(_AMAX, input, **_reduce_attrs(input, dim, keepdim), dims_arg=dim_arg)
 
 
 @declare(method=True)
@@ -333,9 +339,10 @@ def amin(input, dim=(), keepdim=False):
     """The minimum over ``dim`` (all dims by default); the gradient is shared evenly among ties.
 
     Mirrors ``torch.amin``."""
+    dim_arg = dim
     dim = None if isinstance(dim, tuple) and not dim else dim
     _check_nonempty(input, dim, "amin")
-    return apply(_AMIN, input, **_reduce_attrs(input, dim, keepdim))
+    return apply(_AMIN, input, **_reduce_attrs(input, dim, keepdim), dims_arg=dim_arg)
 
 
 def _select_backward(ctx, g):
@@ -373,7 +380,7 @@ def _values_indices(input, dim, keepdim, pick):
     """``(values, indices)`` of the max or min along ``dim``; the gradient goes to the index."""
     from ._indexing import RETURN_TYPES
 
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     if not input._data.size:  # only an empty input can raise
         _check_nonempty(input, dim, "max" if pick is np.argmax else "min")
     if input.ndim == 0:
@@ -386,7 +393,7 @@ def _values_indices(input, dim, keepdim, pick):
     out_values = values if keepdim or input.ndim == 0 else values.squeeze(dim)
     out_indices = indices if keepdim or input.ndim == 0 else indices.squeeze(dim)
     out = apply(op, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
-                keepdim=bool(keepdim) or input.ndim == 0, shape=input._data.shape)
+                keepdim=bool(keepdim) or input.ndim == 0, shape=input._data.shape, dim_arg=dim_arg)
     return RETURN_TYPES["max" if pick is np.argmax else "min"](out, _wrap(out_indices))
 
 
@@ -535,7 +542,7 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return _variance(_STD, "std", input, dim, unbiased, keepdim, correction)
 
 
-def _logsumexp_forward(a, dims, keepdim, shape, count):
+def _logsumexp_forward(a, dims, keepdim, shape, count, dims_arg=None):
     if a.size == 0:
         return np.log(np.sum(np.exp(a), axis=dims, keepdims=keepdim))
     peak = np.max(a, axis=dims, keepdims=True)
@@ -562,7 +569,7 @@ def logsumexp(input, dim, keepdim=False):
     float dtype)."""
     if not input.dtype.is_floating_point:
         input = input.to(_dtypes.get_default_dtype())
-    return apply(_LOGSUMEXP, input, **_reduce_attrs(input, dim, keepdim))
+    return apply(_LOGSUMEXP, input, **_reduce_attrs(input, dim, keepdim), dims_arg=dim)
 
 
 def _norm_backward(ctx, g):
@@ -687,7 +694,7 @@ def _renorm_dims(ndim, dim):
     return tuple(d for d in range(ndim) if d != dim)
 
 
-def _renorm_forward(a, p, dim, maxnorm):
+def _renorm_forward(a, p, dim, maxnorm, dim_arg=None):
     work = a.astype(np.float32) if a.dtype == np.float16 else a
     value = _norm_forward(work, _renorm_dims(a.ndim, dim), True, None, None, p)
     scalar = work.dtype.type
@@ -745,10 +752,10 @@ def renorm(input, p, dim, maxnorm):
     if input.ndim < 2:
         raise RuntimeError(
             f"renorm: input needs at least 2 dimensions, got {input.ndim} dimensions")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_floating(input, "norm")
     _check_identity(input, p, _renorm_dims(input.ndim, dim))
-    return apply(_RENORM, input, p=p, dim=dim, maxnorm=maxnorm)
+    return apply(_RENORM, input, p=p, dim=dim, maxnorm=maxnorm, dim_arg=dim_arg)
 
 
 def _cumsum_backward(ctx, g):
@@ -764,7 +771,7 @@ def _widened(a):
     return a.astype(np.float64) if a.dtype in (np.float32, np.float16) else a
 
 
-def _cumsum_forward(a, dim):
+def _cumsum_forward(a, dim, dim_arg=None):
     """``np.cumsum``, whose running sum starts from the first entry, where PyTorch's starts
     from +0.0: the two differ only on a leading run of -0.0, which PyTorch's makes +0.0, and
     adding +0.0 does exactly that (it changes no other value, NaN and infinities included).
@@ -777,7 +784,7 @@ def _cumsum_forward(a, dim):
     return out.astype(a.dtype, copy=False)
 
 
-def _cumprod_forward(a, dim):
+def _cumprod_forward(a, dim, dim_arg=None):
     """``np.cumprod``, in double for float32 and float16, as torch's (:func:`_widened`)."""
     if not a.ndim:
         return a.copy()
@@ -798,7 +805,7 @@ def cumsum(input, dim, *, dtype=None):
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:
         input = input.to(_dtypes.int64)
-    return apply(_CUMSUM, input, dim=_wrap_dim(dim, input.ndim))
+    return apply(_CUMSUM, input, dim=_wrap_dim(dim, input.ndim), dim_arg=dim)
 
 
 def _cumprod_backward(ctx, g):
@@ -855,7 +862,7 @@ def cumprod(input, dim, *, dtype=None):
         input = input.to(dtype)
     elif not input.dtype.is_floating_point:
         input = input.to(_dtypes.int64)
-    return apply(_CUMPROD, input, dim=_wrap_dim(dim, input.ndim))
+    return apply(_CUMPROD, input, dim=_wrap_dim(dim, input.ndim), dim_arg=dim)
 
 
 # ---- logical reductions (not differentiable) ----------------------------------------------

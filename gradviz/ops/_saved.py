@@ -23,10 +23,16 @@ each value; each op row declares its node's entry (``Op(..., saved={...})``), wi
 Like PyTorch, tensors read after the graph was freed by a backward raise RuntimeError "Trying to
 backward through the graph a second time (or directly access saved tensors ...)".
 
-Known differences (documented, not hidden): a dimension reads as gradviz normalized it (``dim=-1``
-of a 2-d input reads 1; PyTorch gives the dim as passed, a negative one wrapped to ``2**64 + dim``
-by its binding), and sizes computed from a saved input raise after backward (PyTorch keeps them
-as integers).
+Note [Saved ints as passed]: PyTorch's node keeps a dim (or an index, a diagonal's offset) as
+the caller passed it, and its Python binding reads a saved int64 as unsigned: ``x.sum(-1)``
+shows ``_saved_dim`` ``(18446744073709551615,)``, ``2**64 - 1``. gradviz's rules work on the
+normalized dim, so an op whose argument may be negative records it as passed too, as
+``<key>_arg`` beside the normalized ``<key>`` (``dim_arg=-1`` beside ``dim=1``); :func:`passed`
+reads it and shows it through :func:`torch_int`, as PyTorch's binding does. Where PyTorch
+itself normalizes first (``x[..., -1]``, ``movedim``) the normalized value is what both show.
+
+Known differences (documented, not hidden): sizes computed from a saved input raise after
+backward (PyTorch keeps them as integers).
 
 ``_raw_saved_<name>`` is the engine's ``SavedTensor`` behind a tensor the node saved (an input
 or the output); values kept as attributes have none.
@@ -93,6 +99,32 @@ class NotKept:
 
 # ---- helpers for Computed values ---------------------------------------------------------
 
+_UINT64 = 2**64
+
+
+def torch_int(value):
+    """An int as PyTorch's node reports it: its binding reads a saved int64 as unsigned, so a
+    negative one reads as ``2**64 + value`` (Note [Saved ints as passed])."""
+    value = int(value)
+    return value + _UINT64 if value < 0 else value
+
+
+def passed(key, many=False):
+    """PyTorch's saved ``key`` as the caller passed it: ``attrs[key + "_arg"]``, or the
+    normalized ``attrs[key]`` where the op did not record the argument (it passed no negative
+    one, or PyTorch normalizes it too); ``many``: a tuple (one dim passed as an int is one
+    entry)."""
+    arg = key + "_arg"
+
+    def value(node):
+        attrs = node.attrs
+        found = attrs[arg] if arg in attrs else attrs[key]
+        if not many:
+            return torch_int(found)
+        return tuple(torch_int(d) for d in (found if isinstance(found, (tuple, list)) else (found,)))
+    return Computed(value)
+
+
 def _input_shape(index):
     """The shape of saved input ``index`` (a saved tensor must still be there)."""
     def shape(node):
@@ -148,9 +180,11 @@ def input_numel(node):
 
 
 def key_dim(node):
-    """The dimension a basic-indexing node (select, slice) acts on: the position of the one
-    entry of its key that is not a full slice."""
-    return _key_entry(node)[0]
+    """The dimension a basic-indexing node (select, slice) acts on: as passed to ``select`` or
+    ``narrow`` (Note [Saved ints as passed]), else the position of the one entry of its key
+    that is not a full slice."""
+    dim_arg = node.attrs.get("dim_arg")
+    return _key_entry(node)[0] if dim_arg is None else torch_int(dim_arg)
 
 
 def _key_entry(node):
@@ -174,15 +208,15 @@ def slice_part(part):
             raise AttributeError(f"'{node.name()}' object: the key entry {entry!r} is not a slice")
         start, stop, step = entry.start, entry.stop, entry.step
         if part == "start":
-            return 0 if start is None else start
+            return 0 if start is None else torch_int(start)
         if part == "end":
-            return 9223372036854775807 if stop is None else stop
+            return 9223372036854775807 if stop is None else torch_int(stop)
         return 1 if step is None else step
     return value
 
 
 def select_index(node):
-    return _key_entry(node)[1]
+    return torch_int(_key_entry(node)[1])
 
 
 def clamp_bound_attr(which):
@@ -277,8 +311,8 @@ NOT_NLL_TARGET = NotKept(
 SELF = Input(0)
 OTHER = Input(1)
 SELF_SIZES = shape_attr()
-DIM = Attr("dim")
-DIMS = Attr("dims", tuple)
+DIM = passed("dim")
+DIMS = passed("dims", many=True)
 KEEPDIM = Attr("keepdim")
 
 NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")

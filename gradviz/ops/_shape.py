@@ -13,7 +13,19 @@ from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _describe, _int_arg, _warn_once, _wrap_dim
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names, promote
-from ._saved import DIM, DIMS, SELF_SIZES, Attr, Computed, indices_tuple, key_dim, select_index, shape_attr, slice_part
+from ._saved import (
+    DIM,
+    DIMS,
+    SELF_SIZES,
+    Attr,
+    Computed,
+    indices_tuple,
+    key_dim,
+    passed,
+    select_index,
+    shape_attr,
+    slice_part,
+)
 from ._scatter_add import add_at
 
 
@@ -207,14 +219,15 @@ def _transpose_fast(ctx, g):
 
 
 TRANSPOSE = Op("transpose", "TransposeBackward0",
-               forward=lambda a, dim0, dim1: a.swapaxes(dim0, dim1) if a.ndim else a.view(),
+               forward=lambda a, dim0, dim1, dim0_arg=None, dim1_arg=None: (
+                   a.swapaxes(dim0, dim1) if a.ndim else a.view()),
                backward=lambda ctx, g: (transpose(g, ctx.dim0, ctx.dim1),),
                fast_backward=_transpose_fast,
-               view=True, saved={"dim0": Attr("dim0"), "dim1": Attr("dim1")})
+               view=True, saved={"dim0": passed("dim0"), "dim1": passed("dim1")})
 T = Op("t", "TBackward0", forward=lambda a: a.T, backward=lambda ctx, g: (t(g),),
        fast_backward=lambda ctx, g: (g.T,), view=True, saved={})
 PERMUTE = Op("permute", "PermuteBackward0",
-             forward=lambda a, dims, inverse: a.transpose(dims),
+             forward=lambda a, dims, inverse, dims_arg=None: a.transpose(dims),
              backward=lambda ctx, g: (permute(g, *ctx.inverse),),
              fast_backward=lambda ctx, g: (np.transpose(g, ctx.attrs["inverse"]),), view=True,
              saved={"dims": DIMS})
@@ -237,7 +250,8 @@ def transpose(input, dim0, dim1):
 
     Mirrors ``torch.transpose``."""
     ndim = input.ndim
-    return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim))
+    return apply(TRANSPOSE, input, dim0=_wrap_dim(dim0, ndim), dim1=_wrap_dim(dim1, ndim),
+                 dim0_arg=dim0, dim1_arg=dim1)  # Note [Saved ints as passed]
 
 
 @declare(method=True)
@@ -258,11 +272,11 @@ def permute(input, *dims):
             f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
             f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is "
             f"not equal to len(dims) = {len(dims)}")
-    dims = tuple([_wrap_dim(d, ndim) for d in dims])
+    dims_arg, dims = dims, tuple([_wrap_dim(d, ndim) for d in dims])
     inverse = _inverse_permutation(dims, ndim)
     if inverse is None:
         raise RuntimeError(f"permute(): duplicate dims are not allowed, got {list(dims)}")
-    return apply(PERMUTE, input, dims=dims, inverse=inverse)
+    return apply(PERMUTE, input, dims=dims, inverse=inverse, dims_arg=dims_arg)
 
 
 _T_OF_0D_WARNING = ("Tensor.T is deprecated on 0-D tensors. This function is the identity in "
@@ -286,7 +300,7 @@ def reversed_dims(input):
 
 
 UNSQUEEZE = Op("unsqueeze", "UnsqueezeBackward0",
-               forward=lambda a, dim: a.reshape(a.shape[:dim] + (1,) + a.shape[dim:]),  # expand_dims
+               forward=lambda a, dim, dim_arg=None: a.reshape(a.shape[:dim] + (1,) + a.shape[dim:]),  # expand_dims
                backward=lambda ctx, g: (squeeze_dim(g, ctx.dim),),
                fast_backward=lambda ctx, g: (np.squeeze(g, ctx.attrs["dim"]),), view=True, saved={"dim": DIM})
 def _reshape_to_shape_fast(ctx, g):
@@ -295,7 +309,8 @@ def _reshape_to_shape_fast(ctx, g):
 
 def _squeeze_dim_op(name, node, saved=None):
     return Op(name, node,
-              forward=lambda a, dim, shape: np.squeeze(a, dim) if a.ndim and a.shape[dim] == 1 else a.view(),
+              forward=lambda a, dim, shape, dim_arg=None: (
+                  np.squeeze(a, dim) if a.ndim and a.shape[dim] == 1 else a.view()),
               backward=lambda ctx, g: (reshape(g, ctx.shape),),
               fast_backward=_reshape_to_shape_fast, view=True, saved=saved)
 
@@ -306,9 +321,11 @@ SQUEEZE_DIM = _squeeze_dim_op("squeeze_dim", "SqueezeBackward1",
 SQUEEZE_DIM_INPLACE = _squeeze_dim_op("squeeze_dim_", "SqueezeBackward4",
                                       saved={"dim": DIM, "self_sym_sizes": SELF_SIZES})
 SQUEEZE_DIMS = Op("squeeze_dims", "SqueezeBackward2",
-                  forward=lambda a, dims, shape: np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1)),
+                  forward=lambda a, dims, shape, dims_arg=None: (
+                      np.squeeze(a, tuple(d for d in dims if a.shape[d] == 1))),
                   backward=lambda ctx, g: (reshape(g, ctx.shape),),
-                  fast_backward=_reshape_to_shape_fast, view=True)
+                  fast_backward=_reshape_to_shape_fast, view=True,
+                  saved={"dim": DIMS, "self_sym_sizes": SELF_SIZES})
 SQUEEZE = Op("squeeze", "SqueezeBackward0",
              forward=lambda a, shape: np.squeeze(a),
              backward=lambda ctx, g: (reshape(g, ctx.shape),),
@@ -321,12 +338,12 @@ def unsqueeze(input, dim):
     """A view of ``input`` with a dimension of size 1 inserted at ``dim``.
 
     Mirrors ``torch.unsqueeze``."""
-    return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1))
+    return apply(UNSQUEEZE, input, dim=_wrap_dim(dim, input.ndim + 1), dim_arg=dim)
 
 
 def squeeze_dim(input, dim, node="SqueezeBackward1"):
     op = SQUEEZE_DIM if node == "SqueezeBackward1" else SQUEEZE_DIM_INPLACE
-    return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape)
+    return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape, dim_arg=dim)
 
 
 @declare(method=True)
@@ -339,7 +356,7 @@ def squeeze(input, dim=None):
         for d in set(dims):
             if dims.count(d) > 1:
                 raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        return apply(SQUEEZE_DIMS, input, dims=dims, shape=input._data.shape)
+        return apply(SQUEEZE_DIMS, input, dims=dims, shape=input._data.shape, dims_arg=tuple(dim))
     if dim is not None:
         return squeeze_dim(input, dim)
     return apply(SQUEEZE, input, shape=input._data.shape)
@@ -478,7 +495,7 @@ def _index_backward(g, shape, key, kind):
     return apply(INDEX_BACKWARD, g, shape=shape, key=key, kind=kind)
 
 
-def _index_forward(a, key, kind, shape):
+def _index_forward(a, key, kind, shape, dim_arg=None):
     if kind != "advanced":
         return a[key + (Ellipsis,)]  # the trailing ... keeps a 0-d result a view, not a scalar
     if type(key) is np.ndarray and key.dtype.kind == "i" and a.ndim:
@@ -504,8 +521,12 @@ _ADVANCED = _make_index_op("index", "IndexBackward0", False,
 _INDEX_OPS = {"select": _SELECT, "slice": _SLICE, "advanced": _ADVANCED}
 
 
-def _index_op(input, key, kind):
-    return apply(_INDEX_OPS[kind], input, key=key, kind=kind, shape=input._data.shape)
+def _index_op(input, key, kind, dim_arg=None):
+    """The indexing node for ``key``; ``dim_arg``: the dim as passed to ``select``/``narrow``
+    (Note [Saved ints as passed]), which plain indexing has none of."""
+    if dim_arg is None:
+        return apply(_INDEX_OPS[kind], input, key=key, kind=kind, shape=input._data.shape)
+    return apply(_INDEX_OPS[kind], input, key=key, kind=kind, shape=input._data.shape, dim_arg=dim_arg)
 
 
 def _is_advanced(item):
@@ -747,7 +768,7 @@ def getitem(input, key):
 
 # ---- joining and splitting --------------------------------------------------------------
 
-def _cat_forward(*arrays, dim, sizes):
+def _cat_forward(*arrays, dim, sizes, dim_arg=None):
     return np.concatenate(arrays, axis=dim)
 
 
@@ -811,7 +832,7 @@ def cat(tensors, dim=0):
     arrays = arrays if len(kept) == len(tensors) else [arrays[i] for i in kept]
     reference = arrays[0]
     ndim, shape, dtype = reference.ndim, reference.shape, reference.dtype
-    dim = _wrap_dim(dim, ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, ndim)
     one_dtype = True
     for i, a in enumerate(arrays):
         if a.ndim != ndim:
@@ -827,7 +848,7 @@ def cat(tensors, dim=0):
     if not one_dtype:
         common = _dtypes.result_type(*parts)
         parts = [t if t.dtype is common else t.to(common) for t in parts]
-    return apply(CAT, *parts, dim=dim, sizes=tuple([a.shape[dim] for a in arrays]))
+    return apply(CAT, *parts, dim=dim, sizes=tuple([a.shape[dim] for a in arrays]), dim_arg=dim_arg)
 
 
 def _stack_backward(ctx, g):
@@ -848,7 +869,7 @@ def _stack_fast(ctx, g):
 # One node whose inputs are the stacked tensors themselves, as PyTorch's StackBackward0
 # (not a CatBackward0 over one UnsqueezeBackward0 per input); its gradient for input i is
 # the select at i along dim.
-STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim: np.stack(arrays, axis=dim),
+STACK = Op("stack", "StackBackward0", forward=lambda *arrays, dim, dim_arg=None: np.stack(arrays, axis=dim),
            backward=_stack_backward, fast_backward=_stack_fast, dtype=promote, saved={"dim": DIM})
 
 
@@ -875,14 +896,14 @@ def stack(tensors, dim=0):
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(shape)} at entry 0 "
                 f"and {list(t._data.shape)} at entry {i}")
-    return apply(STACK, *tensors, dim=_wrap_dim(dim, len(shape) + 1))
+    return apply(STACK, *tensors, dim=_wrap_dim(dim, len(shape) + 1), dim_arg=dim)
 
 
 @declare(method=True)
 @numpy_names
 def narrow(input, dim, start, length):
     """The view ``input[..., start:start + length, ...]`` along ``dim``."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     start, length = _int_arg(start, "start"), _int_arg(length, "length")
     size = input._data.shape[dim]
     if start < 0:
@@ -890,20 +911,20 @@ def narrow(input, dim, start, length):
     if not (0 <= start <= size and length >= 0 and start + length <= size):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),)
-    return _index_op(input, key, "slice")
+    return _index_op(input, key, "slice", dim_arg)
 
 
 @declare(method=True)
 @numpy_names
 def select(input, dim, index):
     """The view at ``index`` along ``dim`` (that dimension is removed)."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim]
     if not -size <= index < size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{list(input._data.shape)} at dimension {dim}")
     key = (slice(None),) * dim + (int(index),)
-    return _index_op(input, key, "select")
+    return _index_op(input, key, "select", dim_arg)
 
 
 # Note [Multi-output views]
@@ -1027,7 +1048,7 @@ def _unbind_fast(ctx, *grads):
     return (_join_fast(grads, ctx.attrs, None),)
 
 
-def _unbind_forward(a, dim, shape):
+def _unbind_forward(a, dim, shape, dim_arg=None):
     lead = (slice(None),) * dim
     return tuple(a[lead + (i, Ellipsis)] for i in range(shape[dim]))  # ...: 0-d views, not scalars
 
@@ -1037,13 +1058,14 @@ _split_with_sizes_backward, _split_with_sizes_fast = _split_rules(_split_with_si
 
 # view=False: the pieces are made views by _make_pieces_views (Note [Multi-output views])
 SPLIT = Op("split", "SplitBackward0",
-           forward=lambda a, dim, split_size, shape: _slices(a, dim, _split_sections(shape[dim], split_size)),
+           forward=lambda a, dim, split_size, shape, dim_arg=None: (
+               _slices(a, dim, _split_sections(shape[dim], split_size))),
            backward=_split_backward, fast_backward=_split_fast, quiet=False,
            fills_missing=True,
            saved={"dim": DIM, "split_size": Attr("split_size"),
                "self_sym_sizes": SELF_SIZES})
 SPLIT_WITH_SIZES = Op("split_with_sizes", "SplitWithSizesBackward0",
-                      forward=lambda a, dim, split_sizes, shape: _slices(a, dim, split_sizes),
+                      forward=lambda a, dim, split_sizes, shape, dim_arg=None: _slices(a, dim, split_sizes),
                       backward=_split_with_sizes_backward, fast_backward=_split_with_sizes_fast,
                       quiet=False, fills_missing=True,
                       saved={"dim": DIM, "split_sizes": Attr("split_sizes", tuple),
@@ -1106,7 +1128,7 @@ def split(input, split_size_or_sections, dim=0):
     (True, 2)
     """
     _check_splittable(input, "split")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim]
     if isinstance(split_size_or_sections, (int, np.integer)) and not isinstance(split_size_or_sections, bool):
         split_size = int(split_size_or_sections)
@@ -1116,7 +1138,7 @@ def split(input, split_size_or_sections, dim=0):
             raise RuntimeError(
                 f"split_size can only be 0 if dimension size is 0, but got dimension size of {size}")
         sections = _split_sections(size, split_size)
-        return _split_pieces(input, SPLIT, dim, sections, split_size=split_size)
+        return _split_pieces(input, SPLIT, dim, sections, split_size=split_size, dim_arg=dim_arg)
     if not isinstance(split_size_or_sections, (tuple, list)):
         raise TypeError(f"split_size_or_sections must be an int or a sequence of ints, not "
                         f"{type(split_size_or_sections).__name__}")
@@ -1129,7 +1151,7 @@ def split(input, split_size_or_sections, dim=0):
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
             f"size at dimension {dim}), but got split_sizes={list(sections)}")
-    return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections)
+    return _split_pieces(input, SPLIT_WITH_SIZES, dim, sections, split_sizes=sections, dim_arg=dim_arg)
 
 
 @declare(method=True)
@@ -1181,9 +1203,9 @@ def unbind(input, dim=0):
     """The views ``input.select(dim, i)`` for every ``i``, outputs of one ``UnbindBackward0``."""
     if input.ndim == 0:
         raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     shape = input._data.shape
-    pieces = apply(UNBIND, input, dim=dim, shape=shape)
+    pieces = apply(UNBIND, input, dim=dim, shape=shape, dim_arg=dim_arg)
     lead = (slice(None),) * dim
     steps = [(_SELECT, {"key": lead + (i,), "kind": "select", "shape": shape})
              for i in range(shape[dim])]
@@ -1191,15 +1213,15 @@ def unbind(input, dim=0):
 
 
 FLIP = Op("flip", "FlipBackward0",
-          forward=lambda a, dims: np.flip(a, axis=dims).copy() if a.ndim else a.copy(),
+          forward=lambda a, dims, dims_arg=None: np.flip(a, axis=dims).copy() if a.ndim else a.copy(),
           backward=lambda ctx, g: (flip(g, ctx.dims),), saved={"dims": DIMS})
 
 
 @declare()
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
-    dims = tuple(_wrap_dim(d, input.ndim) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
-    return apply(FLIP, input, dims=dims)
+    dims_arg = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
+    return apply(FLIP, input, dims=tuple(_wrap_dim(d, input.ndim) for d in dims_arg), dims_arg=dims_arg)
 
 
 @declare(name=False, method="flip")

@@ -1001,6 +1001,30 @@ class Adadelta(Optimizer):
         p.add_(delta, alpha=-lr)
 
 
+class SparseAdam(Optimizer):
+    """PyTorch's Adam for sparse gradients (``nn.Embedding(sparse=True)``), which updates only
+    the rows a gradient holds. gradviz has no sparse tensors (``sparse=True`` is refused where
+    a layer takes it), so every gradient is dense and ``step`` raises the error PyTorch raises
+    for a dense gradient; the constructor checks its arguments as PyTorch's does."""
+
+    def __init__(self, params, lr: float = 1e-3, betas=(0.9, 0.999), eps: float = 1e-8,
+                 maximize: bool = False):
+        if isinstance(lr, Tensor) and lr.numel() != 1:
+            raise ValueError("Tensor lr must be 1-element")
+        if not lr > 0.0:  # NaN too
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not eps > 0.0:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        super().__init__(params, dict(lr=lr, betas=betas, eps=eps, maximize=maximize))
+
+    def _single_tensor_step(self, p, grad, group):
+        raise RuntimeError("SparseAdam does not support dense gradients, please consider Adam instead")
+
+
 class Rprop(Optimizer):
     """Resilient backpropagation: each entry has its own step size, grown by ``etas[1]`` while
     the gradient keeps its sign and shrunk by ``etas[0]`` when it flips (that step is then

@@ -548,6 +548,50 @@ def test_aliases_and_inplace_forms():
     from gradviz.special import expit  # noqa: F401  (the submodule imports, as torch.special)
 
 
+SHIFTS = [
+    ("left", lambda m, a, b: a << b), ("right", lambda m, a, b: a >> b),
+    ("function left", lambda m, a, b: m.bitwise_left_shift(a, b)),
+    ("method right", lambda m, a, b: a.bitwise_right_shift(b)),
+    ("by a number", lambda m, a, b: a << 3), ("number by tensor", lambda m, a, b: 3 << b),
+    ("number right", lambda m, a, b: 1000 >> b), ("right by a number", lambda m, a, b: a >> 2),
+]
+# amounts past the width and negative ones (undefined in C: PyTorch gives 0 to the left and
+# the sign to the right), in each integer dtype, broadcast against a column
+SHIFT_VALUES = np.array([[1], [-8], [5], [-128], [127], [0]])
+SHIFT_AMOUNTS = np.array([0, 1, 3, 7, 8, 9, 15, 16, 31, 32, 63, 64, 65, -1, -64])
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "int16", "int8", "uint8"])
+@pytest.mark.parametrize("name,fn", SHIFTS, ids=[name for name, _ in SHIFTS])
+def test_shifts_match_torch_bit_for_bit(name, fn, dtype):
+    amounts = SHIFT_AMOUNTS[SHIFT_AMOUNTS >= 0] if dtype == "uint8" else SHIFT_AMOUNTS
+    values = np.abs(SHIFT_VALUES) if dtype == "uint8" else SHIFT_VALUES
+    results = [fn(m, m.tensor(values.astype(dtype)), m.tensor(amounts.astype(dtype)))
+               for m in (gradviz, torch)]
+    same(results[0], results[1], f"{name} {dtype}")
+
+
+def test_shifts_promote_and_refuse_floats_and_bools_like_torch():
+    for m in (gradviz, torch):
+        small = m.tensor([1, 2], dtype=m.int16)
+        assert (small << 20).dtype == m.int16 and (small << 20).tolist() == [0, 0]
+        assert (m.tensor([1], dtype=m.int32) << m.tensor([40])).tolist() == [1 << 40]
+        assert (m.tensor([True]) << 1).dtype == m.int64
+        x = m.tensor([3, -4])
+        x <<= 2
+        x >>= 1
+        assert x.tolist() == [6, -8]
+        out = m.empty(2, dtype=m.long)
+        assert m.bitwise_right_shift(x, 1, out=out) is out and out.tolist() == [3, -4]
+    for kernel, what, fn in (("lshift", "Float", lambda m: m.tensor([1.5]) << 1),
+                             ("rshift", "Float", lambda m: m.tensor([1]) >> 0.5),
+                             ("lshift", "Float", lambda m: m.tensor([7]) << m.tensor([1.0])),
+                             ("lshift", "Bool", lambda m: m.tensor([True]) << m.tensor([True]))):
+        for m in (gradviz, torch):
+            with pytest.raises(NotImplementedError, match=f'"{kernel}_cpu" not implemented for \'{what}\''):
+                fn(m)
+
+
 # ---- splitting, gathering, rearranging ---------------------------------------------------------------
 
 SPLITS = [

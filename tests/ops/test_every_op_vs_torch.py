@@ -159,6 +159,8 @@ SPECS: dict[str, Spec] = {
     "bitwise_or": _binary("bitwise_or", "int9", "int9"),
     "bitwise_xor": _binary("bitwise_xor", "int9", "int9"),
     "bitwise_not": _unary("bitwise_not", "int9"),
+    "lshift": _binary("bitwise_left_shift", "int9", "int9"),
+    "rshift": _binary("bitwise_right_shift", "int9", "int9"),
     "gcd": _binary("gcd", "int9", "int9"),
     "lcm": _binary("lcm", "int9", "int9"),
     "to": S((3, 4))(lambda m, x: x.to(m.float32).to(m.float64) * x),

@@ -91,6 +91,12 @@ def tr_nested_named_parameters_modules_buffers(torch, o):
     o.raises("get_submodule missing", lambda: net.get_submodule("features.7"), "has no attribute")
     o("state keys", list(net.state_dict().keys()))
     o("state values", list(net.state_dict().values()))
+    # dir() lists what is registered under a module (tab completion, `"fc" in dir(net)`),
+    # and never a name that is not a Python identifier (a Sequential's "0", "1")
+    registered = ["features", "head", "scale", "tmp", "extra", "training", "forward"]
+    o("dir", [name for name in registered if name in dir(net)])
+    o("dir of a Sequential", [name for name in ("0", "1", "append") if name in dir(net.features)])
+    o("dir sorted", dir(net.head) == sorted(dir(net.head)))
 
 
 @program
@@ -2139,6 +2145,61 @@ def tr_warm_restarts_fractional_epochs_and_global_backward_hooks(torch, o):
     model.to(torch.device("cpu"))
     o("to device object", model[0].weight.dtype)
     o("to tensor", model.to(torch.zeros(1, dtype=torch.float32))[0].weight.dtype)
+
+
+@program
+def tr_sparse_adam_refuses_dense_gradients(torch, o):
+    emb = torch.nn.Embedding(5, 3)
+    _fill(torch, emb)
+    opt = torch.optim.SparseAdam(emb.parameters(), lr=0.01)
+    o("param_groups", [{k: v for k, v in g.items() if k != "params"} for g in opt.param_groups])
+    o("step without gradients", opt.step(lambda: 1.5))
+    emb(torch.tensor([0, 2, 2])).sum().backward()
+    o.raises("dense gradient", opt.step, "SparseAdam does not support dense gradients, please consider Adam instead")
+    o("state untouched", len(opt.state))
+    o("weight untouched", emb.weight)
+    for name, kwargs, phrase in (("lr", {"lr": 0.0}, "Invalid learning rate: 0.0"),
+                                 ("eps", {"eps": -1.0}, "Invalid epsilon value: -1.0"),
+                                 ("beta1", {"betas": (1.0, 0.9)}, "Invalid beta parameter at index 0: 1.0"),
+                                 ("beta2", {"betas": (0.9, -0.1)}, "Invalid beta parameter at index 1: -0.1")):
+        o.raises(name, lambda kwargs=kwargs: torch.optim.SparseAdam(emb.parameters(), **kwargs), phrase)
+
+
+@program(1e-6, atol=1e-6)
+def tr_fuse_conv_and_linear_with_batchnorm_for_inference(torch, o):
+    nn = torch.nn
+    fuse_conv_bn_eval, fuse_linear_bn_eval = _names(nn.utils, "fuse_conv_bn_eval", "fuse_linear_bn_eval")
+    x = torch.linspace(-1.0, 1.0, 2 * 3 * 5 * 5).reshape(2, 3, 5, 5)
+    for conv, bn, transpose in ((nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4), False),
+                                (nn.Conv2d(3, 4, 3, bias=False), nn.BatchNorm2d(4, affine=False), False),
+                                (nn.ConvTranspose2d(3, 4, 2, stride=2), nn.BatchNorm2d(4), True)):
+        _fill(torch, conv)
+        _fill(torch, bn, scale=0.5)
+        with torch.no_grad():
+            bn.running_mean.copy_(torch.tensor([0.1, -0.2, 0.3, 0.0]))
+            bn.running_var.copy_(torch.tensor([0.5, 2.0, 1.0, 0.25]))
+        o.raises("in training mode", lambda conv=conv, bn=bn: fuse_conv_bn_eval(conv, bn), "Fusion only for eval!")
+        conv.eval()
+        bn.eval()
+        fused = fuse_conv_bn_eval(conv, bn, transpose=transpose)
+        o("fused type", type(fused).__name__)
+        o("a copy", fused is not conv and fused.weight is not conv.weight)
+        o("weight", fused.weight)
+        o("bias", fused.bias)
+        o("parameters", [(name, type(p).__name__, p.requires_grad, p.is_leaf) for name, p in fused.named_parameters()])
+        o("same output", fused(x))
+        o("unfused", bn(conv(x)))
+    lin, bn = _fill(torch, nn.Linear(3, 4)), _fill(torch, nn.BatchNorm1d(4), scale=0.5)
+    lin.weight.requires_grad_(False)
+    lin.eval()
+    bn.eval()
+    fused = fuse_linear_bn_eval(lin, bn)
+    o("linear", [(name, p, p.requires_grad) for name, p in fused.named_parameters()])
+    o("linear output", fused(torch.tensor(X_DATA)))
+    o("one feature", fuse_linear_bn_eval(nn.Linear(3, 4).eval(), nn.BatchNorm1d(1).eval()).bias.shape)
+    o.raises("features differ", lambda: fuse_linear_bn_eval(nn.Linear(3, 4).eval(), nn.BatchNorm1d(3).eval()),
+             "got linear.out_features=4 and bn.num_features=3")
+    o("float64", fuse_linear_bn_eval(nn.Linear(3, 4).double().eval(), nn.BatchNorm1d(4).eval()).weight.dtype)
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])

@@ -265,6 +265,31 @@ def layout_device_and_conjugation_queries(torch, o):
     o("gradient through conj", x.grad)
 
 
+@program
+def untyped_storage_shared_by_views(torch, o):
+    # memory tutorials: views share one storage, the storage is the whole base, clone copies
+    x = torch.arange(12.0).reshape(3, 4)
+    base = x.untyped_storage()
+    views = {"slice": x[1:, 1:], "transpose": x.T, "expand": x.expand(2, 3, 4), "row": x[1],
+             "diagonal": x.diagonal(), "unfold": x.unfold(1, 2, 1), "view": x.view(12), "split": x.split(1)[2]}
+    for name, v in views.items():
+        s = v.untyped_storage()
+        o(name, [s.nbytes(), s.data_ptr() == x.data_ptr(), s == base, v.data_ptr() - s.data_ptr(),
+                 v.storage_offset() * v.element_size()])
+    copies = {"clone": x.clone(), "contiguous of T": x.T.contiguous(), "mul": x * 2, "double": x.double(),
+              "index": x[[0, 2]], "int8": torch.ones(5, dtype=torch.int8), "empty": torch.ones(0),
+              "0-d": torch.tensor(2.5), "bool": x > 3}
+    for name, c in copies.items():
+        s = c.untyped_storage()
+        o(name, [s.nbytes(), s.data_ptr() == x.data_ptr(), s == base, c.data_ptr() - s.data_ptr()])
+    o("size, len, element_size", [base.size(), len(base), base.element_size()])
+    o("bytes", torch.tensor([1, 258], dtype=torch.int16).untyped_storage().tolist())
+    o("repr", repr(torch.tensor([1, 2], dtype=torch.uint8).untyped_storage()))
+    w = torch.ones(3, requires_grad=True)
+    (w * 2).sum().backward()
+    o("grad's storage", [w.grad.untyped_storage().nbytes(), w.grad.untyped_storage() == w.untyped_storage()])
+
+
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
 def test_program(fn):
     check(fn)

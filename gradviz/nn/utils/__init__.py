@@ -1,4 +1,5 @@
-"""``gradviz.nn.utils``: gradient clipping and flattening parameters, as ``torch.nn.utils``."""
+"""``gradviz.nn.utils``: gradient clipping, flattening parameters and folding BatchNorm into the
+layer before it, as ``torch.nn.utils``."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ from .._module import _typename
 from .._weight_norm import apply_weight_norm as weight_norm
 from .._spectral_norm import remove_spectral_norm, spectral_norm
 from .._weight_norm import remove_weight_norm
-from . import parametrizations, parametrize, rnn
+from . import fusion, parametrizations, parametrize, rnn, stateless
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights, fuse_linear_bn_eval, fuse_linear_bn_weights
 
 __all__ = ["clip_grad_norm_", "clip_grad_norm", "get_total_norm", "clip_grads_with_norm_",
            "clip_grad_value_", "parameters_to_vector", "vector_to_parameters",
            "rnn", "parametrize", "parametrizations", "weight_norm", "remove_weight_norm",
-           "spectral_norm", "remove_spectral_norm"]
+           "spectral_norm", "remove_spectral_norm", "stateless", "fusion", "fuse_conv_bn_eval",
+           "fuse_conv_bn_weights", "fuse_linear_bn_eval", "fuse_linear_bn_weights"]
 
 
 def _as_list(parameters):
