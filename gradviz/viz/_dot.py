@@ -164,6 +164,8 @@ def _live_node(drawing, node, names, show_saved, max_attr_chars) -> None:
     attrs = getattr(node, "attrs", None)
     if attrs:
         for key, value in attrs.items():
+            if key.endswith("_arg"):  # an argument as passed, beside its normalized key (Note
+                continue              # [Saved ints as passed] in gradviz/ops/_saved.py)
             lines.append(f"{key}: {_attribute_text(value, max_attr_chars)}")
     saved_inputs = getattr(node, "_saved_inputs", None)
     if saved_inputs:

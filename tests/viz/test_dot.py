@@ -239,6 +239,16 @@ def test_op_attributes_are_cut_to_max_attr_chars():
     assert "other: 2.0" in full[mul]["label"].split("\n")  # a saved Python number
 
 
+def test_a_dim_shows_once_as_the_op_uses_it():
+    """An op keeps a negative dim as passed beside the normalized one (for ``_saved_dim``);
+    the box shows the dim once."""
+    x = gradviz.ones(2, 3, requires_grad=True)
+    y = x.sum(dim=-1)
+    lines = parse(to_dot(y)).nodes[f"n{y.grad_fn.node_id}"]["label"].split("\n")
+    assert "dims: (1,)" in lines
+    assert not any(line.startswith("dims_arg") for line in lines), lines
+
+
 def test_tensor_without_history_is_just_the_output_box():
     x = gradviz.tensor([1.0, 2.0], requires_grad=True)
     parsed = parse(to_dot(x, params={"x": x}))
