@@ -101,6 +101,14 @@ def _load(file, pickle_module, weights_only):
         return (pickle_module or pickle).load(file)
     if pickle_module is not None:
         raise RuntimeError("Can not safely load weights when explicit pickle_module is specified")
-    obj = _WeightsUnpickler(file).load()
+    try:
+        obj = _WeightsUnpickler(file).load()
+    except pickle.UnpicklingError as error:
+        if str(error).startswith(_WEIGHTS_ONLY_FAILED[:30]):
+            raise
+        # bytes that are no pickle at all (a truncated or foreign file): torch's type, our words
+        raise pickle.UnpicklingError(
+            f"the file is not a checkpoint written by torch.save ({error}); check that it was saved "
+            "completely and that this is the right file") from error
     _check_no_arrays(obj)
     return obj

@@ -324,10 +324,16 @@ class Tensor(_TensorBase):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         # torch words the dtype error differently for the setter, the method and factories
+        if not isinstance(value, (bool, np.bool_)):
+            raise RuntimeError(f"requires_grad must be a bool, got {type(value).__name__} (write "
+                               "x.requires_grad = True or False)")
         self._set_requires_grad(value, "only Tensors of floating point and complex dtype")
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
         """Set whether autograd records operations on this leaf tensor (in place)."""
+        if not isinstance(requires_grad, (bool, np.bool_)):
+            raise TypeError("requires_grad_(): argument 'requires_grad' (position 1) must be bool, "
+                            f"not {type(requires_grad).__name__}")
         return self._set_requires_grad(requires_grad, "only Tensors of floating point dtype")
 
     def _set_requires_grad(self, requires_grad, dtype_phrase) -> Tensor:

@@ -103,8 +103,10 @@ def make_graph_task(tensors, grad_tensors=None, retain_graph=None, create_graph=
                         else _as_tuple(grad_tensors, "grad_tensors"))
     grads = _make_grads(outputs, grad_tensors)  # first, as torch: a list of numbers as one
     if len(grad_tensors) != len(outputs):  # tensor's gradient is a TypeError, not a count
+        # torch's words for too few; torch ignores extra gradients, gradviz names them too
         raise RuntimeError(
-            f"got {len(grad_tensors)} tensors and {len(outputs)} gradients"
+            f"got {len(outputs)} tensors and {len(grad_tensors)} gradients"
+            + ("" if len(grad_tensors) < len(outputs) else ": give one gradient per output tensor")
         )
     roots, root_grads = [], []
     for index, (out, g) in enumerate(zip(outputs, grads)):

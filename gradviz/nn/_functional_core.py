@@ -353,6 +353,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
         # coefficients): an inference tensor among them cannot be saved
         raise RuntimeError(_engine.INFERENCE_SAVED_MESSAGE)
     classes = shape[-1]
+    if weight is not None and weight.numel() != classes:  # numpy would broadcast or fail
+        raise RuntimeError(f"weight tensor should be defined either for all {classes} classes or no classes "
+                           f"but got weight tensor of shape: {list(weight.shape)}")
     dtype = input._data.dtype
     count = labels.shape[0]
     if (weight is None and count and labels.min() >= 0 and labels.max() < classes
@@ -491,6 +494,8 @@ def huber_loss(input, target, reduction: str = "mean", delta: float = 1.0, weigh
     _check_target_size(input, target)
     _check_castable(_dtypes.result_type(input, target), input.dtype)
     _check_float_loss(input, target, "huber_cpu")
+    if not delta > 0:  # a zero delta would divide the quadratic part away
+        raise RuntimeError(f"huber_loss does not support non-positive values for delta. (got delta={delta})")
     if target.dtype is not input.dtype:
         target = target.to(input.dtype)
     if weight is not None:
@@ -542,6 +547,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
     _check_castable(input.dtype, target.dtype)
+    for factor in (pos_weight, weight):  # torch's error, not numpy's ValueError
+        error = None if factor is None else _broadcast_error(factor._data, target._data)
+        if error is not None:
+            raise error
     if input.dtype is not target.dtype:
         return _reduce(_bce_with_logits_in_place_order(input, target, weight, pos_weight),
                        reduction)
@@ -754,6 +763,9 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                        ("weight", weight), ("bias", bias)):
         if stat is not None and stat.numel() != channels:
             raise RuntimeError(f"{name} should contain {channels} elements not {stat.numel()}")
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f'"batch_norm" not implemented for \'{_type_word(input.dtype)}\' '
+                                  "(normalize a float tensor: input.float())")
     _check_norm_dtypes(input, running_mean, running_var, weight, bias)
     if training:
         count = input.numel() // channels
@@ -909,6 +921,11 @@ def _batched_4d(input, what):
     """``input`` as (N, C, H, W) and whether it was unbatched (C, H, W)."""
     if input.ndim == 3:
         return input.unsqueeze(0), True
+    if input.ndim < 3 and what == "avg_pool2d":  # torch's avg_pool2d reads dim -3 first
+        rank = max(input.ndim, 1)
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-rank}, {rank - 1}], but got -3): "
+                         f"expected 3D (unbatched) or 4D (batched) input to {what}, but got input of size: "
+                         f"{list(input.shape)}")
     if input.ndim != 4:
         raise RuntimeError(f"Expected 3D (unbatched) or 4D (batched) input to {what}, but got "
                            f"input of size: {list(input.shape)}")

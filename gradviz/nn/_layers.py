@@ -481,9 +481,7 @@ class Unflatten(Module):
         self.unflattened_size = tuple(unflattened_size)
 
     def forward(self, input):
-        dim = self.dim % input.ndim
-        shape = tuple(input.shape[:dim]) + self.unflattened_size + tuple(input.shape[dim + 1:])
-        return input.reshape(shape)
+        return input.unflatten(self.dim, self.unflattened_size)  # as torch's (and its errors)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

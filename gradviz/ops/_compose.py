@@ -12,10 +12,10 @@ import warnings
 
 import numpy as np
 
-from .._tensor import _wrap_dim
+from .._tensor import TYPE_WORDS, _wrap_dim
 from ._indexing import repeat
 from ._linalg import diagonal
-from ._pointwise import mul
+from ._pointwise import _broadcast_error, mul
 from ._reduction import sum
 from ._registry import declare, exports, numpy_names
 from ._shape import _shape_arg, cat, expand, permute, reshape, transpose, unsqueeze
@@ -69,7 +69,12 @@ def broadcast_tensors(*tensors):
     """The tensors expanded to their common broadcast shape, as views.
 
     Mirrors ``torch.broadcast_tensors``."""
-    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    shape: tuple = ()
+    for t in tensors:
+        error = _broadcast_error(np.broadcast_to(0, shape), t._data)
+        if error is not None:
+            raise error
+        shape = np.broadcast_shapes(shape, t._data.shape)
     return tuple(expand(t, *shape) for t in tensors)
 
 
@@ -151,6 +156,35 @@ def _einsum_diagonals(operand, spec, i):
     return operand, spec
 
 
+def _check_einsum_equation(equation, operands):
+    """torch's checks of the equation's characters and of the output's letters, in its order
+    (numpy's would be a KeyError, or digits read as subscripts)."""
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand, or at least "
+                         "one operand and its subscripts list")
+    inputs, arrow, output = equation.partition("->")
+    for i, c in enumerate(inputs):
+        if not (c in string.ascii_letters or c in ",."):
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+    for i, c in enumerate(output, len(inputs) + len(arrow)):
+        if c == ".":
+            continue
+        if c not in string.ascii_letters:
+            raise RuntimeError(f"einsum(): invalid subscript given at index {i} in the equation string, "
+                               "subscripts must be in [a-zA-Z]")
+        if c not in inputs:
+            raise RuntimeError(f"einsum(): output subscript {c} does not appear in the equation for any "
+                               "input operand")
+        if output.count(c) > 1:
+            raise RuntimeError(f"einsum(): output subscript {c} appears more than once in the output")
+    dtypes = [t.dtype for t in operands if hasattr(t, "dtype")]
+    for dtype in dtypes[1:]:
+        if dtype is not dtypes[0]:
+            raise RuntimeError(f"expected scalar type {TYPE_WORDS[dtypes[0].name]} but found "
+                               f"{TYPE_WORDS[dtype.name]}")
+
+
 @declare()
 def einsum(equation, *operands):
     """Einstein summation, built from broadcasting products and sums (so its gradients are those
@@ -158,6 +192,7 @@ def einsum(equation, *operands):
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     equation = equation.replace(" ", "")
+    _check_einsum_equation(equation, operands)
     if "..." in equation:
         equation = _spell_out_ellipsis(equation, operands)
     inputs, _, output = equation.partition("->")
@@ -232,6 +267,10 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} dims) "
                            f"should contain the same number of dims as destination "
                            f"({destinations} dims)")
+    for name, given in (("source", sources), ("destination", destinations)):
+        wrapped = [_wrap_dim(d, input.ndim) for d in given]
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
     sources = [_wrap_dim(d, input.ndim) for d in sources]
     destinations = [_wrap_dim(d, input.ndim) for d in destinations]
     order = [d for d in range(input.ndim) if d not in sources]

@@ -19,7 +19,7 @@ from ._reduction import sum as _sum
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names
 from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
 from ._scatter_add import add_at, add_rows
-from ._shape import _shape_arg, cat, reshape
+from ._shape import _shape_arg, cat, expand_target, reshape
 
 
 def _index_array(index, what):
@@ -43,6 +43,15 @@ def _check_gather_shapes(what, input, dim, index):
     if index.size and (index.min() < 0 or index.max() >= input.shape[dim]):
         bad = index.max() if index.max() >= input.shape[dim] else index.min()
         raise RuntimeError(f"index {bad} is out of bounds for dimension {dim} with size {input.shape[dim]}")
+
+
+def _check_index_within_src(input, index, dim, src):
+    """torch's check that ``index`` picks no entry past ``src`` (numpy's slice of a smaller src
+    would be broadcast over the index, silently)."""
+    if isinstance(src, Tensor) and src.ndim == index.ndim and any(
+            i > s for i, s in zip(index.shape, src._data.shape)):
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self {list(input.shape)} "
+                           f"apart from dimension {dim} and to be no larger size than src {list(src.shape)}")
 
 
 def _grid(index, dim):
@@ -108,6 +117,7 @@ def scatter_add(input, dim, index, src):
     _check_src_dtype(input, src)
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
+    _check_index_within_src(input, array, dim, src)
     check_saveable(index, src)
     return apply(SCATTER_ADD, input, src, index=array, index_tensor=index, dim=dim)
 
@@ -153,6 +163,7 @@ def scatter(input, dim, index, src=None, *, value=None):
     _check_src_dtype(input, src)
     dim = _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
+    _check_index_within_src(input, array, dim, src)
     attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape)
     check_saveable(index, input, src)
     if isinstance(src, Tensor):
@@ -213,6 +224,19 @@ INDEX_ADD = Op(
     dtype=lambda a, source, **attrs: a.dtype)
 
 
+def _check_index_add_source(shape, source_shape, count, dim):
+    """torch's checks of index_add's source: ``shape`` but along ``dim``, one row per index
+    (numpy would broadcast a source of the wrong shape, or add too few rows)."""
+    if shape and (len(source_shape) != len(shape) or any(
+            a != b for d, (a, b) in enumerate(zip(shape, source_shape)) if d != dim)):
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the specified "
+                           f"dimension. Got self.shape = {list(shape)} source.shape = {list(source_shape)}")
+    rows = source_shape[dim] if source_shape else 1
+    if count != rows:
+        raise RuntimeError(f"index_add_(): Number of indices ({count}) should be equal to source.size(dim): "
+                           f"({rows}), for dim: {dim}")
+
+
 @declare(method=True, inplace=True)
 @numpy_names
 def index_add(input, dim, index, source, *, alpha=1):
@@ -223,6 +247,8 @@ def index_add(input, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index_add_(): self ({TYPE_WORDS[input.dtype.name]}) and source "
                            f"({TYPE_WORDS[source.dtype.name]}) must have the same scalar type")
     dim = _wrap_dim(dim, input.ndim)
+    if isinstance(source, Tensor):
+        _check_index_add_source(input._data.shape, source._data.shape, array.size, dim)
     size = input._data.shape[dim] if input.ndim else 1
     outside = np.flatnonzero((array < 0) | (array >= size))
     if outside.size:
@@ -417,6 +443,8 @@ def nonzero(input, *, as_tuple=False):
     found = np.nonzero(input._data if input.ndim else input._data.reshape(1))
     if as_tuple:
         return tuple(_wrap(np.asarray(i, dtype=np.int64)) for i in found)
+    if not input.ndim:  # one row (or none) of no coordinates
+        return _wrap(np.zeros((found[0].size, 0), dtype=np.int64))
     return _wrap(np.stack(found, axis=1).astype(np.int64).reshape(-1, input.ndim))
 
 
@@ -534,8 +562,10 @@ INDEX_FILL_TENSOR = Op("index_fill_tensor", "IndexFillBackward1", forward=_index
 
 def _check_index_for(what, input, dim, index):
     if not isinstance(index, Tensor) or index.dtype is not _dtypes.int64:
-        raise RuntimeError(f"{what}(): Expected a long tensor for index, but got "
-                           f"{index.dtype.name if isinstance(index, Tensor) else type(index).__name__}")
+        if what == "index_fill":  # torch's own words and type for each
+            raise IndexError("index_fill_(): Expected dtype int64 for index.")
+        got = TYPE_WORDS[index.dtype.name] if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{what}_(): Expected a long tensor for index, but got {got}")
     _check_index_vector(index, what)
     size = input.shape[dim] if input.ndim else 1
     data = index._data.reshape(-1)
@@ -636,6 +666,7 @@ def masked_scatter(input, mask, source):
         raise RuntimeError(f"masked_scatter: expected self and source to have same dtypes but "
                            f"got {input.dtype.name.capitalize()} and {source.dtype.name.capitalize()}"
                            f": convert source with .to(self.dtype)")
+    expand_target(mask, input._data.shape)  # torch's error for a mask that does not broadcast
     count = int(np.broadcast_to(mask._data, input._data.shape).sum())
     if count > source.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as "

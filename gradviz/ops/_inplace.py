@@ -48,6 +48,7 @@ from ._shape import (
     getitem,
     in_range_ints,
     scalar_tensor_keys,
+    sequence_as_tuple,
 )
 
 _LEAF_MESSAGE = "a leaf Variable that requires grad is being used in an in-place operation."
@@ -556,6 +557,8 @@ def put(input, index, source, accumulate=False):
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
+    if index.dtype is not _dtypes.int64:
+        raise RuntimeError(f"put_(): Expected a long tensor for index, but got {_TYPE_WORDS[index.dtype.name]}")
     size = input.numel()
     positions = index._data.reshape(-1).astype(np.int64)
     bad = positions[(positions >= size) | (positions < -size)]
@@ -579,11 +582,15 @@ def setitem(self, key, value):
     A basic key writes through the view ``self[key]`` (``copy_``/``fill_``, so a non-leaf
     records ``CopySlices``; a key that selects all of ``self`` writes to ``self``); an advanced
     key records ``IndexPutBackward0`` (Note [In-place semantics])."""
+    if value is None or isinstance(value, (str, bytes, dict, set)):
+        # what numpy would turn into a nan, an object or a parse error
+        raise TypeError(f"can't assign a {type(value).__name__} to a torch.{_TYPE_WORDS[self.dtype.name]}Tensor: "
+                        "the value must be a tensor or a number")
     if _copy_element_directly(self, key, value):
         return self
     if _engine.is_grad_enabled() and _grad_fn(self) is None and self._requires_grad:
         raise RuntimeError(_VIEW_OF_LEAF_MESSAGE)  # PyTorch writes through a view of self
-    key = scalar_tensor_keys(key)
+    key = scalar_tensor_keys(sequence_as_tuple(key))
     if key is False:  # PyTorch writes nothing, and records nothing
         return self
     if key is True or (isinstance(key, Tensor) and key.ndim == 0 and key.dtype is _dtypes.bool

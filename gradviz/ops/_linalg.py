@@ -46,6 +46,8 @@ def _check_float_pair(what, a, b):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{what}(): arguments must be Tensors, got "
                         f"{type(a).__name__} and {type(b).__name__}")
+    if a._data.dtype != b._data.dtype and what == "bmm":
+        raise RuntimeError(f"expected scalar type {TYPE_WORDS[a.dtype.name]} but found {TYPE_WORDS[b.dtype.name]}")
     if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{_C_TYPE_NAMES[a.dtype.name]} != {_C_TYPE_NAMES[b.dtype.name]}"
@@ -634,8 +636,9 @@ def trace(input):
 @declare(name=("outer", "ger"), method=True)
 def outer(input, vec2):
     """``input[i] * vec2[j]`` (recorded as a ``MulBackward0``, as in PyTorch)."""
-    if input.ndim != 1 or vec2.ndim != 1:
-        raise RuntimeError("outer: expected 1-D vectors")
+    for name, vector in (("self", input), ("vec2", vec2)):
+        if vector.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {vector.ndim}-D")
     return reshape(input, (input._data.shape[0], 1)) * vec2
 
 
@@ -648,7 +651,9 @@ def _check_floating_matrix(what, input):
 
 
 def _check_square(what, input):
-    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
+    if input.ndim < 2:
+        raise RuntimeError(f"{what}: The input tensor A must have at least 2 dimensions.")
+    if input.shape[-1] != input.shape[-2]:
         raise RuntimeError(f"{what}: A must be batches of square matrices, but they are "
                            f"{input.shape[-2] if input.ndim > 1 else 1} by "
                            f"{input.shape[-1] if input.ndim else 1} matrices")

@@ -121,6 +121,10 @@ def unsafe_view(input, *shape):
 
 @declare(name=False, method=True)
 def view(input, *shape):
+    if len(shape) == 1 and isinstance(shape[0], _dtypes.dtype):
+        raise TypeError(f"view({shape[0]}) reinterprets the bits of a tensor as another dtype, which gradviz "
+                        f"does not do: convert the values with .to({shape[0]}), or view the bits in numpy "
+                        "(x.numpy().view(...))")
     shape = _infer_shape(_shape_arg(shape), input._data.size)
     return apply(VIEW, input, shape=shape, source=input._data.shape)
 
@@ -427,6 +431,10 @@ def expand_target(input, sizes):
         )
     lead = len(sizes) - len(source)
     target = list(sizes)
+    for i in range(lead):
+        if target[i] == -1:
+            raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                               f"non-existing dimension {i}")
     for i, size in enumerate(source):
         if target[lead + i] == -1:
             target[lead + i] = size
@@ -436,6 +444,10 @@ def expand_target(input, sizes):
                 f"size ({size}) at non-singleton dimension {lead + i}.  Target sizes: "
                 f"{list(sizes)}.  Tensor sizes: {list(source)}"
             )
+    if any(size < 0 for size in target):
+        # torch's words: its size product overflows
+        raise RuntimeError(f"numel: integer multiplication overflow (a negative size in {list(sizes)}: "
+                           "only -1 keeps a dimension's size)")
     return tuple(target)
 
 
@@ -576,6 +588,18 @@ def check_slice_steps(items):
                     f"backwards; use torch.flip(x, dims) to reverse a dim")
 
 
+def sequence_as_tuple(key):
+    """``key``, or the tuple of its items where PyTorch reads a list key as one (as numpy did
+    before 1.23): a list of fewer than 32 items holding a sequence, a tensor, a slice, ``...``
+    or ``None``. ``x[[[0, 1], [1, 0]]]`` is ``x[[0, 1], [1, 0]]``, not an index of shape
+    (2, 2)."""
+    if type(key) is list and len(key) < 32 and any(
+            isinstance(item, (list, tuple, Tensor, slice, np.ndarray, str)) or item is Ellipsis or item is None
+            for item in key):
+        return tuple(key)
+    return key
+
+
 def scalar_tensor_keys(key):
     """``key`` with each 0-d integer tensor replaced by its Python int: PyTorch's indexing
     selects with it (``x[torch.tensor(1)]`` is the view ``x[1]``, ``SelectBackward0``). A 0-d
@@ -714,7 +738,7 @@ def getitem(input, key):
             except IndexError:
                 pass  # an index out of bounds: the general path raises PyTorch's error
     lone_int = isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_))
-    key = scalar_tensor_keys(key)
+    key = scalar_tensor_keys(sequence_as_tuple(key))
     items = key if isinstance(key, tuple) else (key,)
     check_slice_steps(items)
     if any(_is_advanced(item) for item in items):
@@ -906,9 +930,13 @@ def narrow(input, dim, start, length):
     dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     start, length = _int_arg(start, "start"), _int_arg(length, "length")
     size = input._data.shape[dim]
+    if not -size <= start <= size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], but got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     if start < 0:
         start += size
-    if not (0 <= start <= size and length >= 0 and start + length <= size):
+    if start + length > size:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
     key = (slice(None),) * dim + (slice(start, start + length),)
     return _index_op(input, key, "slice", dim_arg)
@@ -1221,7 +1249,11 @@ FLIP = Op("flip", "FlipBackward0",
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims_arg = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    return apply(FLIP, input, dims=tuple(_wrap_dim(d, input.ndim) for d in dims_arg), dims_arg=dims_arg)
+    dims = tuple(_wrap_dim(d, input.ndim) for d in dims_arg)
+    if len(set(dims)) != len(dims):
+        twice = next(d for d in dims if dims.count(d) > 1)
+        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
+    return apply(FLIP, input, dims=dims, dims_arg=dims_arg)
 
 
 @declare(name=False, method="flip")

@@ -727,13 +727,16 @@ def _summary(value):
     return type(value).__name__  # a module, an optimizer, ...
 
 
-def _outcome(lib, case):
+def _outcome(lib, case, cases=None):
+    """What ``cases[case]`` (:data:`CASES` unless told) did on ``lib``: ("returned", its
+    summary) or ("raised", the exception)."""
+    cases = CASES if cases is None else cases
     previous = signal.signal(signal.SIGALRM, _alarm)
     signal.alarm(SECONDS)
     try:
         with warnings.catch_warnings():  # (the libraries' warnings are not compared)
             warnings.simplefilter("ignore")
-            return "returned", _summary(CASES[case](lib))
+            return "returned", _summary(cases[case](lib))
     except _Hang:
         pytest.fail(f"{lib.__name__} hung on {case!r}")
     except Exception as error:  # noqa: BLE001 - compared with torch's
