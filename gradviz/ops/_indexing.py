@@ -113,6 +113,9 @@ def _check_src_dtype(input, src):
 @numpy_names
 def scatter_add(input, dim, index, src):
     """``input`` with ``src`` added at ``index`` along ``dim`` (repeated indices add up)."""
+    if not isinstance(src, Tensor):  # no Scalar overload, unlike scatter
+        raise TypeError(f"scatter_add(): argument 'src' (position 3) must be Tensor, not "
+                        f"{type(src).__name__}")
     array = _index_array(index, "scatter_add")
     _check_src_dtype(input, src)
     dim = _wrap_dim(dim, input.ndim)
