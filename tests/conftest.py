@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 import torch
 
 import gradviz
+from gradviz.autograd._functional import make_graph_task
 
 TOLERANCES = {"float32": dict(rtol=2e-5, atol=2e-5), "float64": dict(rtol=1e-10, atol=1e-10)}
 
@@ -20,6 +23,30 @@ def cpu_has(*flags):
     except (OSError, StopIteration):
         return False
     return all(flag in found for flag in flags)
+
+
+def tracked_per_waiting_piece(observer=None, n=2000):
+    """GC-tracked objects allocated per piece of an ``n``-way ``stack`` of products of one
+    leaf, by the time the last product runs: its pre-hook sees every other piece waiting in
+    the ready queue (Note [Gradients as arrays] in gradviz_ext/_task.py). The pass runs with
+    ``observer``; x's gradient is checked."""
+    x = gradviz.ones(16, requires_grad=True)
+    ys = [x * ((1 + i % 16) / 16) for i in range(n)]
+    loss = gradviz.stack(ys).sum()
+    counts = []
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        start = gc.get_count()[0]
+        ys[-1].grad_fn.register_prehook(lambda grads: counts.append(gc.get_count()[0] - start))
+        make_graph_task([loss], observer=observer).run()
+    finally:
+        if was_enabled:
+            gc.enable()
+    np.testing.assert_allclose(x.grad.numpy(), sum((1 + i % 16) / 16 for i in range(n)),
+                               rtol=1e-5)
+    return counts[0] / n
 
 
 def to_numpy(value):

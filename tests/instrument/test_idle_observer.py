@@ -5,11 +5,10 @@ set on the instance, an object that only looks like an observer) is called at ev
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pytest
 import torch
+from conftest import tracked_per_waiting_piece
 
 import gradviz as gv
 import gradviz_ext
@@ -121,28 +120,6 @@ def test_setting_the_observer_between_steps_takes_effect():
     assert len(listening.names) == len(plain_node_names()) - 1  # all but the first
     task.observer = None
     assert task.observer is None and task._listener is None
-
-
-def tracked_per_waiting_piece(observer, n=2000):
-    """GC-tracked objects allocated per piece of an ``n``-way stack by the time the last
-    product runs (its pre-hook sees every other piece waiting in the ready queue)."""
-    x = gv.ones(16, requires_grad=True)
-    ys = [x * ((1 + i % 16) / 16) for i in range(n)]
-    loss = gv.stack(ys).sum()
-    counts = []
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.disable()
-    try:
-        start = gc.get_count()[0]
-        ys[-1].grad_fn.register_prehook(lambda grads: counts.append(gc.get_count()[0] - start))
-        make_graph_task([loss], observer=observer).run()
-    finally:
-        if was_enabled:
-            gc.enable()
-    np.testing.assert_allclose(x.grad.numpy(), sum((1 + i % 16) / 16 for i in range(n)),
-                               rtol=1e-5)
-    return counts[0] / n
 
 
 @pytest.mark.skipif(not gradviz_ext.COMPILED, reason="counts the compiled engine's objects")

@@ -20,7 +20,7 @@ import warnings
 
 import pytest
 import torch
-from test_hostile_inputs_vs_torch import KEY_PHRASES, _compare, _outcome, _values, _x
+from test_hostile_inputs_vs_torch import KEY_PHRASES, _compare, _outcome, _values, _x, check_case
 
 import gradviz
 
@@ -835,16 +835,8 @@ def _compare_with_phrases(ours, theirs):
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_hostile_family_arguments_as_in_torch(case):
-    ours, theirs = _outcome(gradviz, case, CASES), _outcome(torch, case, CASES)
-    if ours[0] == "raised" and not (theirs[0] == "raised" and type(ours[1]) is type(theirs[1])):
-        error = ours[1]  # (torch's class is fine: torch.load's pickle.UnpicklingError)
-        assert type(error).__module__ == "builtins" or type(error).__module__.startswith(
-            "gradviz"), f"an exception from the internals leaked: {type(error)}: {error}"
-    if case in KNOWN:  # a divergence kept on purpose: still one, or it leaves KNOWN
-        with pytest.raises(AssertionError):
-            _compare_with_phrases(ours, theirs)
-        return
-    _compare_with_phrases(ours, theirs)
+    check_case(_outcome(gradviz, case, CASES), _outcome(torch, case, CASES), case in KNOWN,
+               _compare_with_phrases)
 
 
 def test_no_case_is_named_twice_and_every_known_divergence_names_a_case():
