@@ -267,12 +267,12 @@ def movedim(input, source, destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({sources} dims) "
                            f"should contain the same number of dims as destination "
                            f"({destinations} dims)")
-    for name, given in (("source", sources), ("destination", destinations)):
-        wrapped = [_wrap_dim(d, input.ndim) for d in given]
-        if len(set(wrapped)) != len(wrapped):
-            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    given = {"source": sources, "destination": destinations}
     sources = [_wrap_dim(d, input.ndim) for d in sources]
     destinations = [_wrap_dim(d, input.ndim) for d in destinations]
+    for name, wrapped in (("source", sources), ("destination", destinations)):
+        if len(set(wrapped)) != len(wrapped):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given[name]})")
     order = [d for d in range(input.ndim) if d not in sources]
     for dst, src in sorted(zip(destinations, sources)):
         order.insert(dst, src)

@@ -48,6 +48,7 @@ from ._shape import (
     UNSQUEEZE,
     VIEW,
     T,
+    check_distinct_dims,
     reshape,
     squeeze_dim,
     t,
@@ -192,10 +193,7 @@ def squeeze_(self, dim=None):
     shape = self._data.shape
     if isinstance(dim, (tuple, list)):
         dims_arg = _dims("squeeze_", *dim)
-        dims = tuple(_wrap_dim(d, self.ndim) for d in dims_arg) if self.ndim else ()
-        for d in set(dims):
-            if dims.count(d) > 1:
-                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims = check_distinct_dims(tuple(_wrap_dim(d, self.ndim) for d in dims_arg) if self.ndim else ())
         node_op, step = SQUEEZE_DIMS_INPLACE, SQUEEZE_DIMS
         attrs = {"dims": dims, "shape": shape, "dims_arg": tuple(dims_arg)}
     elif dim is not None:

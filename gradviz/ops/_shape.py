@@ -350,16 +350,21 @@ def squeeze_dim(input, dim, node="SqueezeBackward1"):
     return apply(op, input, dim=_wrap_dim(dim, input.ndim), shape=input._data.shape, dim_arg=dim)
 
 
+def check_distinct_dims(dims: tuple) -> tuple:
+    """``dims`` (wrapped), or torch's error naming the first dim listed twice."""
+    if len(set(dims)) != len(dims):
+        twice = next(d for d in dims if dims.count(d) > 1)
+        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
+    return dims
+
+
 @declare(method=True)
 @numpy_names
 def squeeze(input, dim=None):
     """Remove dims of size 1: all of them, ``dim`` alone, or those in a tuple of dims (a dim
     of another size is kept, as in PyTorch)."""
     if isinstance(dim, (tuple, list)):
-        dims = tuple(_wrap_dim(d, input.ndim) for d in dim) if input.ndim else ()
-        for d in set(dims):
-            if dims.count(d) > 1:
-                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        dims = check_distinct_dims(tuple(_wrap_dim(d, input.ndim) for d in dim) if input.ndim else ())
         return apply(SQUEEZE_DIMS, input, dims=dims, shape=input._data.shape, dims_arg=tuple(dim))
     if dim is not None:
         return squeeze_dim(input, dim)
@@ -1249,10 +1254,7 @@ FLIP = Op("flip", "FlipBackward0",
 def flip(input, dims):
     """``input`` with the order of its entries reversed along ``dims``. Mirrors ``torch.flip``."""
     dims_arg = tuple(dims) if isinstance(dims, (tuple, list)) else (dims,)
-    dims = tuple(_wrap_dim(d, input.ndim) for d in dims_arg)
-    if len(set(dims)) != len(dims):
-        twice = next(d for d in dims if dims.count(d) > 1)
-        raise RuntimeError(f"dim {twice} appears multiple times in the list of dims")
+    dims = check_distinct_dims(tuple(_wrap_dim(d, input.ndim) for d in dims_arg))
     return apply(FLIP, input, dims=dims, dims_arg=dims_arg)
 
 
