@@ -66,6 +66,15 @@ cdef class TensorBase:
 
 cpdef track_view(TensorBase root, TensorBase view, TensorBase parent, int kind)
 
+# A view's kind, Note [Views after their base changed] (_engine.py assigns the same values
+# when interpreted).
+cpdef enum:
+    VIEW_DEFAULT = 0
+    VIEW_NO_GRAD = 1
+    VIEW_MULTI_OUTPUT = 2
+    VIEW_INFERENCE_MODE = 3
+    VIEW_CUSTOM_FUNCTION = 4
+
 
 cdef long long _next_sequence_nr
 cdef long long _next_node_id

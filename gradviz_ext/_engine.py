@@ -291,11 +291,13 @@ if not cython.compiled:  # tensors made without __init__ (gradviz_ext._ops.make_
 # the field itself. ``_view_kind`` says which
 # kind a view is,
 # inherited by views of views as PyTorch propagates its CreationMeta.
-VIEW_DEFAULT = 0
-VIEW_NO_GRAD = 1         # made with grad mode off
-VIEW_MULTI_OUTPUT = 2    # an output of split/chunk/unbind made with grad mode on
-VIEW_INFERENCE_MODE = 3  # made in inference mode (Note [Inference mode])
-VIEW_CUSTOM_FUNCTION = 4  # a custom Function's output (Note [Wrapping outputs], autograd)
+# Compiled, the .pxd's cpdef enum makes them C constants and ints from Python.
+if not cython.compiled:
+    VIEW_DEFAULT = 0
+    VIEW_NO_GRAD = 1         # made with grad mode off
+    VIEW_MULTI_OUTPUT = 2    # an output of split/chunk/unbind made with grad mode on
+    VIEW_INFERENCE_MODE = 3  # made in inference mode (Note [Inference mode])
+    VIEW_CUSTOM_FUNCTION = 4  # a custom Function's output (Note [Wrapping outputs], autograd)
 
 
 @cython.ccall

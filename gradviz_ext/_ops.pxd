@@ -12,6 +12,19 @@ from gradviz_ext._engine cimport (InputMeta, Node, SavedTensor, TensorBase, Vers
                                   init_node, init_node_edges, edge_node, is_grad_enabled,
                                   save_tensor, track_view)
 
+# The op's dtype rule and kernel (_ops.py assigns the same values when interpreted).
+cpdef enum:
+    DTYPE_NONE = 0
+    DTYPE_PROMOTE = 1
+    DTYPE_PROMOTE_FLOAT = 2
+    DTYPE_CUSTOM = 3
+cpdef enum:
+    KERNEL_NONE = 0
+    KERNEL_ADD = 1
+    KERNEL_SUB = 2
+    KERNEL_MUL = 3
+    KERNEL_DIV = 4
+    KERNEL_NEG = 5
 
 # The C lives in gradviz_ext/c/, each part explained in its header (the Notes are in _ops.py).
 # Note [Small kernels]: add, sub, mul, div and neg of small float arrays in one C loop.

@@ -37,10 +37,14 @@ _errstate_var = ERRSTATE
 _errstate_quiet = QUIET
 _quiet_context = quiet_context()
 
-DTYPE_NONE = 0
-DTYPE_PROMOTE = 1
-DTYPE_PROMOTE_FLOAT = 2
-DTYPE_CUSTOM = 3
+# The op's dtype rule (OpSpec.dtype_rule) and kernel (below). Compiled, the .pxd declares both
+# as ``cpdef enum``s: C constants in the hot paths (a module global would cost a dict lookup and
+# an int object per comparison), ints from Python; interpreted, these assignments make them.
+if not cython.compiled:
+    DTYPE_NONE = 0
+    DTYPE_PROMOTE = 1
+    DTYPE_PROMOTE_FLOAT = 2
+    DTYPE_CUSTOM = 3
 
 # Note [Compiled kernels]
 # -----------------------
@@ -50,12 +54,13 @@ DTYPE_CUSTOM = 3
 # A kernel is the same numpy calls in the same order as the rules it stands for, so results
 # are bit-identical (tests/ops/test_fast_backward.py runs both); anything a kernel does not
 # cover (alpha != 1, a missing gradient, a shape error's message) goes to the Python rules.
-KERNEL_NONE = 0
-KERNEL_ADD = 1
-KERNEL_SUB = 2
-KERNEL_MUL = 3
-KERNEL_DIV = 4
-KERNEL_NEG = 5
+if not cython.compiled:  # compiled: the .pxd's cpdef enum (above)
+    KERNEL_NONE = 0
+    KERNEL_ADD = 1
+    KERNEL_SUB = 2
+    KERNEL_MUL = 3
+    KERNEL_DIV = 4
+    KERNEL_NEG = 5
 _ALPHA_ONE = {"alpha": 1}  # shared, never mutated: the attrs of add/sub without alpha
 _np_add = np.add
 _np_subtract = np.subtract

@@ -13,6 +13,14 @@ from gradviz_ext._ops cimport (OpNode, OpSpec, _add_arrays, _cache_enter, _cache
                               _dtype_of, _has_shape, _small_add_into, _wrap)
 
 
+# A task's states (_task.py assigns the same values when interpreted).
+cpdef enum:
+    PAUSED = 0
+    RUNNING = 1
+    FINISHED = 2
+    ABORTED = 3
+    FAILED = 4
+
 cdef Runtime _rt
 cdef object _errstate_var
 cdef object _errstate_quiet
@@ -115,6 +123,9 @@ cdef class GraphTask:
     cdef list _materialize(self, Node node, list grads)
     cdef list _validate(self, Node node, object outputs, bint arrays=*)
     cdef _distribute(self, Node node, list outputs)
+    cdef object _conform(self, Node node, Py_ssize_t index, object grad, Node successor,
+                         Py_ssize_t slot, bint arrays)
+    cdef _send(self, Node node, Node successor, Py_ssize_t slot, object grad, object observer)
     cdef str _add_to_buffer(self, InputBuffer buffer, Py_ssize_t slot, object grad)
     cdef _accumulate(self, Node node, list grads, object owned_grad)
     cdef _accumulate_into(self, object variable, object grad, object owned_grad)

@@ -70,11 +70,14 @@ _np_add = numpy.add
 _ndarray = numpy.ndarray
 
 
-PAUSED = 0
-RUNNING = 1
-FINISHED = 2
-ABORTED = 3
-FAILED = 4
+# A task's states. Compiled, the .pxd's cpdef enum makes them C constants (read on every node)
+# and ints from Python; interpreted, these assignments make them.
+if not cython.compiled:
+    PAUSED = 0
+    RUNNING = 1
+    FINISHED = 2
+    ABORTED = 3
+    FAILED = 4
 _STATE_NAMES = ("paused", "running", "finished", "aborted", "error")
 
 
@@ -1225,11 +1228,24 @@ class GraphTask:
                 if opnode._materializes_grads():
                     grads = self._materialize(node, grads)
                 outputs = opnode._apply_fast(grads, True)
-        outputs = self._validate(node, outputs, True)
+        count: cython.Py_ssize_t = opnode._edge_count
+        if len(outputs) != count:
+            self._validate(node, outputs, True)  # raises PyTorch's error
+        # _validate and _distribute in one pass over the edges: nothing observes this node,
+        # so handing a checked gradient on before checking the next one changes nothing
+        # anybody sees, and a built-in rule's list is new (its items are replaced in place)
+        index: cython.Py_ssize_t
+        for index in range(count):
+            next_node = opnode._edge_node(index)
+            if next_node is None:
+                continue
+            slot: cython.Py_ssize_t = opnode._edge_nr(index)
+            grad = outputs[index]
+            if grad is not None:
+                grad = self._conform(node, index, grad, next_node, slot, True)
+            self._send(node, next_node, slot, grad, None)
         if not self.keep_graph and not opnode._released:
             opnode.release_variables()
-        if outputs:
-            self._distribute(node, outputs)
 
     def _capture(self, node, grads):
         captures = self._captures.get(node)
@@ -1338,112 +1354,122 @@ class GraphTask:
             next_node = counted._edge_node(index)
             if next_node is None:
                 continue
-            if arrays and type(grad) is _ndarray:
-                data = grad
-            elif not isinstance(grad, TensorBase):
-                raise TypeError(
-                    f"function {node.name()} returned a {type(grad).__name__} as gradient "
-                    f"{index}; expected a Tensor or None"
-                )
-            else:
-                tensor: TensorBase = grad
-                data = tensor._data
-            successor: Node = next_node
-            slot: cython.Py_ssize_t = counted._edge_nr(index)
-            meta: InputMeta = successor._input_metadata[slot]
-            if not _has_shape(data, meta.shape):
-                shape = data.shape
-                if not _expandable(meta.shape, shape):
-                    raise RuntimeError(
-                        f"Function {node.name()} returned an invalid gradient at index {index} - "
-                        f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
-                    )
-                grad = _rt.sum_to(_as_tensor(grad), meta.shape)
-                tensor = grad
-                data = tensor._data
-                if self._listener is not None:
-                    self._listener.grad_reduced(self, node, index, shape, meta.shape)
-            # numpy dtypes of the built-in types are singletons: identity first, then ==
-            if meta.np_dtype is not None:
-                dtype = _dtype_of(data)
-                if dtype is not meta.np_dtype and dtype != meta.np_dtype:
-                    grad = _as_tensor(grad)
-                    from_dtype = grad.dtype
-                    grad = _rt.cast(grad, meta.dtype)
-                    if self._listener is not None:
-                        self._listener.grad_cast(self, node, index, from_dtype, meta.dtype)
-            result[index] = grad
+            result[index] = self._conform(node, index, grad, next_node,
+                                          counted._edge_nr(index), arrays)
         return result
 
+    def _conform(self, node, index, grad, successor, slot, arrays):
+        """Gradient ``index`` of ``node`` (not None), reduced to the shape and cast to the
+        dtype that input ``slot`` of ``successor`` expects (a step of ``_validate``)."""
+        if arrays and type(grad) is _ndarray:
+            data = grad
+        elif not isinstance(grad, TensorBase):
+            raise TypeError(
+                f"function {node.name()} returned a {type(grad).__name__} as gradient "
+                f"{index}; expected a Tensor or None"
+            )
+        else:
+            tensor: TensorBase = grad
+            data = tensor._data
+        metas: tuple = successor._input_metadata
+        meta: InputMeta = metas[slot]
+        if not _has_shape(data, meta.shape):
+            shape = data.shape
+            if not _expandable(meta.shape, shape):
+                raise RuntimeError(
+                    f"Function {node.name()} returned an invalid gradient at index {index} - "
+                    f"got {list(shape)} but expected shape compatible with {list(meta.shape)}"
+                )
+            grad = _rt.sum_to(_as_tensor(grad), meta.shape)
+            tensor = grad
+            data = tensor._data
+            if self._listener is not None:
+                self._listener.grad_reduced(self, node, index, shape, meta.shape)
+        # numpy dtypes of the built-in types are singletons: identity first, then ==
+        if meta.np_dtype is not None:
+            dtype = _dtype_of(data)
+            if dtype is not meta.np_dtype and dtype != meta.np_dtype:
+                grad = _as_tensor(grad)
+                from_dtype = grad.dtype
+                grad = _rt.cast(grad, meta.dtype)
+                if self._listener is not None:
+                    self._listener.grad_cast(self, node, index, from_dtype, meta.dtype)
+        return grad
+
     def _distribute(self, node, outputs):
+        """Hand each gradient in ``outputs`` to the node its edge leads to."""
         observer = self._listener
-        log: EventLog
         counted: Node = node
-        dependencies: dict = self._dependencies
-        not_ready: dict = self._not_ready
-        serial: cython.longlong = self._serial
+        index: cython.Py_ssize_t
         for index in range(counted._edge_count):
             next_node = counted._edge_node(index)
             if next_node is None:
                 continue
-            slot: cython.Py_ssize_t = counted._edge_nr(index)
-            grad = outputs[index]
-            successor: Node = next_node
-            remaining: cython.Py_ssize_t
-            if serial != 0:  # Note [Counts on nodes]
-                if successor._dep_serial != serial:
-                    raise RuntimeError(f"dependency not found for {next_node.name()}")
-                remaining = successor._dep_count - 1
-                successor._dep_count = remaining
-                buffer = successor._dep_buffer
-                if buffer is None:
-                    if self._exec_info is not None and next_node not in self._exec_info:
-                        continue
-                    buffer = self._buffer_for(successor, len(successor._input_metadata))
-                    if remaining != 0:
-                        successor._dep_buffer = buffer
-                        self._stored += 1
-                elif remaining == 0:
-                    successor._dep_buffer = None
-                    self._stored -= 1
-            else:
-                count = dependencies.get(next_node)
-                if count is None:
-                    raise RuntimeError(f"dependency not found for {next_node.name()}")
-                remaining = count
-                remaining -= 1
-                if remaining == 0:
-                    del dependencies[next_node]
-                else:
-                    dependencies[next_node] = remaining
-                buffer = not_ready.get(next_node)
-                if buffer is None:
-                    if self._exec_info is not None and next_node not in self._exec_info:
-                        continue
-                    buffer = _new_buffer(successor, len(successor._input_metadata))
-                    if remaining != 0:
-                        not_ready[next_node] = buffer
-                elif remaining == 0:
-                    del not_ready[next_node]
-            if grad is not None:
-                how = self._add_to_buffer(buffer, slot, grad)
-                if observer is not None:
-                    log = _log_of(observer)  # Note [Records the engine appends]
-                    if log is not None and how == "stored":
-                        log.records.append((log.added, log.number, next_node, time.perf_counter(),
-                                            slot, node, how, grad, None))
-                    else:
-                        observer.buffer_added(self, next_node, slot, node, how, grad,
-                                              buffer.get(slot))
+            self._send(node, next_node, counted._edge_nr(index), outputs[index], observer)
+
+    def _send(self, node, successor, slot, grad, observer):
+        """Count the edge from ``node`` to input ``slot`` of ``successor`` as done, add
+        ``grad`` (None: nothing) to its input buffer and queue it once its last edge is done;
+        ``observer`` is the task's listener, told of both (Note [Engine order], step 7)."""
+        log: EventLog
+        next_node = successor
+        remaining: cython.Py_ssize_t
+        if self._serial != 0:  # Note [Counts on nodes]
+            if successor._dep_serial != self._serial:
+                raise RuntimeError(f"dependency not found for {successor.name()}")
+            remaining = successor._dep_count - 1
+            successor._dep_count = remaining
+            buffer = successor._dep_buffer
+            if buffer is None:
+                if self._exec_info is not None and next_node not in self._exec_info:
+                    return
+                buffer = self._buffer_for(successor, len(successor._input_metadata))
+                if remaining != 0:
+                    successor._dep_buffer = buffer
+                    self._stored += 1
+            elif remaining == 0:
+                successor._dep_buffer = None
+                self._stored -= 1
+        else:
+            dependencies: dict = self._dependencies
+            not_ready: dict = self._not_ready
+            count = dependencies.get(next_node)
+            if count is None:
+                raise RuntimeError(f"dependency not found for {successor.name()}")
+            remaining = count
+            remaining -= 1
             if remaining == 0:
-                self._push_ready(buffer)
-                if observer is not None:
-                    log = _log_of(observer)
-                    if log is not None:
-                        log.records.append((log.ready, log.number, next_node,
-                                            time.perf_counter()))
-                    else:
-                        observer.node_ready(self, next_node)
+                del dependencies[next_node]
+            else:
+                dependencies[next_node] = remaining
+            buffer = not_ready.get(next_node)
+            if buffer is None:
+                if self._exec_info is not None and next_node not in self._exec_info:
+                    return
+                buffer = _new_buffer(successor, len(successor._input_metadata))
+                if remaining != 0:
+                    not_ready[next_node] = buffer
+            elif remaining == 0:
+                del not_ready[next_node]
+        if grad is not None:
+            how = self._add_to_buffer(buffer, slot, grad)
+            if observer is not None:
+                log = _log_of(observer)  # Note [Records the engine appends]
+                if log is not None and how == "stored":
+                    log.records.append((log.added, log.number, next_node, time.perf_counter(),
+                                        slot, node, how, grad, None))
+                else:
+                    observer.buffer_added(self, next_node, slot, node, how, grad,
+                                          buffer.get(slot))
+        if remaining == 0:
+            self._push_ready(buffer)
+            if observer is not None:
+                log = _log_of(observer)
+                if log is not None:
+                    log.records.append((log.ready, log.number, next_node,
+                                        time.perf_counter()))
+                else:
+                    observer.node_ready(self, next_node)
 
     def _add_to_buffer(self, buffer, slot, grad):
         """Add ``grad`` to ``buffer``'s slot; grad mode is the task's (create_graph) here.
