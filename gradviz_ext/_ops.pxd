@@ -86,6 +86,13 @@ cdef extern from "c/array_cache.h":
 cdef extern from "c/node_class.h":
     object gradviz_node_class(object base, object name)
 
+# Note [Lean traversal]: Node, OpNode and TensorBase traversed by the collector without None
+# fields and without fields that cannot lead back to a node or tensor.
+cdef extern from "c/lean_traverse.h":
+    int gradviz_lean_learn(object kind, object probe, object skip, int which) except -1
+    void gradviz_lean_install(object kind, int which)
+    int gradviz_lean_installed(object kind)
+
 
 cdef class OpSpec:
     cdef public str name
@@ -126,6 +133,7 @@ cdef class OpNode(Node):
 
 cdef object _np_add, _np_subtract, _np_multiply, _np_divide, _np_negative
 cdef object _ndarray
+cdef object _F16, _F32, _F64
 cdef object _NOT_SAVED
 cdef object _dtype_of(object data)
 cdef bint _has_shape(object data, tuple shape)

@@ -653,6 +653,55 @@ def node_class(name):
     return cls
 
 
+# Note [Lean traversal]
+# ---------------------
+# With the collector on, as in every notebook, a graph's nodes are GC objects that each young
+# collection traverses, and the full ones again: in a 10,000-op chain a node is traversed
+# several times while the chain is built, and Cython's traversal of an OpNode calls the
+# collector's visit function on each of its 13 object fields, None included, through two
+# functions (OpNode's, then Node's through its slot). That was about a fifth of a chain
+# op's instructions. ``_install_lean_traversals`` gives Node, OpNode and TensorBase a
+# traversal (c/lean_traverse.h) that visits only the fields holding something other than
+# None, in one pass, and never the fields that cannot lead back to a node or tensor: an
+# OpNode's spec and needs_input_grad, a node's input metadata, a tensor's array (numpy arrays
+# are no GC objects) and version counter (neither). The plan of each type is learned from a
+# probe instance and checked against the type's own traversal, so a field added later is
+# traversed without anyone remembering this Note; a type whose check fails keeps Cython's
+# traversal. Node classes (Note [Node classes]) inherit OpNode's, and AccumulateGrad, a
+# custom Function's node and gradviz.Tensor call their base's through its slot. Collections
+# free exactly what they freed before (tests/engine/test_lean_traversal.py).
+def _install_lean_traversals():
+    """Install the lean traversals (Note [Lean traversal]); interpreted, nothing to do."""
+    if not cython.compiled:
+        return
+    node: Node = Node.__new__(Node)
+    node._input_metadata = tuple([0])
+    opnode: OpNode = OpNode.__new__(OpNode)
+    opnode._input_metadata = tuple([1])
+    opnode.op = OpSpec.__new__(OpSpec)
+    opnode.needs_input_grad = tuple([2])
+    tensor: TensorBase = TensorBase.__new__(TensorBase)
+    tensor._data = object()
+    tensor._version_counter = VersionCounter.__new__(VersionCounter)
+    plans = ((Node, node, (node._input_metadata,)),
+             (OpNode, opnode, (opnode._input_metadata, opnode.op, opnode.needs_input_grad)),
+             (TensorBase, tensor, (tensor._data, tensor._version_counter)))
+    learned = [gradviz_lean_learn(kind, probe, skip, which) == 1
+               for which, (kind, probe, skip) in enumerate(plans)]
+    # every plan first: a subclass's own traversal, run on its probe, calls its base's
+    for which, (kind, _, _) in enumerate(plans):
+        if learned[which]:
+            gradviz_lean_install(kind, which)
+
+
+_install_lean_traversals()
+
+
+def lean_traversal(kind):
+    """Whether instances of ``kind`` are traversed leanly (Note [Lean traversal])."""
+    return cython.compiled and gradviz_lean_installed(kind) == 1
+
+
 @cython.cfunc
 def _wrap(value):
     """A numpy result as a Tensor (a 0-d result may come back as a numpy scalar)."""
@@ -2430,7 +2479,8 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         nr: cython.Py_ssize_t = 0
         for out in outputs:
             meta: InputMeta = metas[nr]
-            if meta.np_dtype.kind == "f":
+            dtype = meta.np_dtype  # float32/64 by identity: no attribute lookup per op
+            if dtype is _F32 or dtype is _F64 or dtype.kind == "f":
                 out.grad_fn = node
                 out._output_nr = nr
             nr += 1
