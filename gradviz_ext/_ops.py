@@ -193,22 +193,23 @@ def _tensor_around(data):
     """A Tensor around ``data`` as it is (not copied), built without calling ``__init__``."""
     t: TensorBase
     if cython.compiled:  # the class's tp_new directly: no attribute lookup, no Python call
-        t = gradviz_new_instance(_tensor_class)
+        t = cython.cast(TensorBase, gradviz_new_instance(_tensor_class))
+        # tp_new left every other field None, False or 0
     else:
         t = TensorBase.__new__(_tensor_class)
+        t._requires_grad = False
+        t.grad_fn = None
+        t._output_nr = 0
+        t.grad = None
+        t._base = None
+        t._grad_accumulator = None
+        t._retains_grad = False
+        t._hooks = None
+        t._post_accumulate_hooks = None
     t._data = data
-    t._requires_grad = False
-    t.grad_fn = None
-    t._output_nr = 0
-    t.grad = None
     counter: VersionCounter = VersionCounter.__new__(VersionCounter)
     counter.value = 0
     t._version_counter = counter
-    t._base = None
-    t._grad_accumulator = None
-    t._retains_grad = False
-    t._hooks = None
-    t._post_accumulate_hooks = None
     return t
 
 
@@ -232,12 +233,21 @@ def _stored_node(t: TensorBase):
 # but it has no edge of its own (``gradient_edge`` gives ``(None, 0)``: no AccumulateGrad, as
 # its own flag is off), so no gradient reaches it or its base. The flag follows the base:
 # ``x.requires_grad_(False)`` turns it off.
+@cython.cfunc
+@cython.inline
+def _is_tensor(x) -> cython.bint:
+    """``isinstance(x, TensorBase)``, gradviz.Tensor first: Cython's isinstance of a subclass
+    walks its MRO, several times per op (then ``cython.cast(TensorBase, x)`` skips the same
+    walk that a checked assignment would make)."""
+    return type(x) is _tensor_class or isinstance(x, TensorBase)
+
+
 @cython.ccall
 def requires_grad(x) -> cython.bint:
     """Whether ``x`` is a tensor that takes part in autograd (shared by the ops layer)."""
-    if not isinstance(x, TensorBase):
+    if not _is_tensor(x):
         return False
-    t: TensorBase = x
+    t: TensorBase = cython.cast(TensorBase, x)
     if t._requires_grad or _stored_node(t) is not None:
         return True
     return t._base is not None and _base_requires_grad(t._base)
@@ -251,7 +261,12 @@ def _base_requires_grad(base) -> cython.bint:
 
 
 @cython.cfunc
-def _scalar_category(value):
+def _scalar_category(value) -> cython.int:
+    kind = type(value)  # the exact types first: one comparison for the usual number
+    if kind is float:
+        return 2
+    if kind is int:
+        return 1
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -279,14 +294,14 @@ def _has_shape(data, shape: tuple) -> cython.bint:
 
 
 @cython.cfunc
-def _fast_target(inputs, rule):
+def _fast_target(inputs: tuple, rule: cython.int):
     """The dtype every tensor operand already has when that is the result dtype (then no
     conversion is needed), or False: "ask the op's dtype rule"."""
     common = None
     t: TensorBase
     for x in inputs:
-        if isinstance(x, TensorBase):
-            t = x
+        if _is_tensor(x):
+            t = cython.cast(TensorBase, x)
             dt = _dtype_of(t._data)
             if common is None:
                 common = dt
@@ -301,8 +316,9 @@ def _fast_target(inputs, rule):
         category = _KIND_CATEGORY.get(common.kind, -1)
         if category < 0:
             return False
+    scalar: cython.int
     for x in inputs:
-        if not isinstance(x, TensorBase):
+        if not _is_tensor(x):
             scalar = _scalar_category(x)
             if scalar < 0 or scalar > category:
                 return False
@@ -2210,7 +2226,7 @@ def _meta(tensor):
     """The InputMeta of an op's output. Built-in nodes never change their metadata, so
     consecutive outputs of the same shape and dtype share one (a chain of ops makes one)."""
     global _last_meta, _last_metas
-    t: TensorBase = tensor
+    t: TensorBase = cython.cast(TensorBase, tensor)  # an op's output: a tensor
     data = t._data
     dtype = _dtype_of(data)
     last: InputMeta = _last_meta
@@ -2254,8 +2270,8 @@ def _kept_tuple(inputs: tuple, input_indices) -> tuple:
     plain: cython.bint = True
     for i in input_indices:
         x = inputs[i]
-        if isinstance(x, TensorBase):
-            kept[i] = save_tensor(x, False)
+        if _is_tensor(x):
+            kept[i] = save_tensor(cython.cast(TensorBase, x), False)
             plain = False
         else:
             kept[i] = x
@@ -2365,14 +2381,14 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if target is False:
             target = op.dtype(*inputs, **attrs).numpy
             converts = True
-    if n and not isinstance(inputs[0], TensorBase) and _not_an_operand(inputs[0], n):
+    if n and not _is_tensor(inputs[0]) and _not_an_operand(inputs[0], n):
         raise TypeError(f"{op.name}(): argument 'input' must be Tensor, not "
                         f"{type(inputs[0]).__name__}")
     arrays = [None] * n
     for i in range(n):
         x = inputs[i]
-        if isinstance(x, TensorBase):
-            t = x
+        if _is_tensor(x):
+            t = cython.cast(TensorBase, x)
             data = t._data
             if converts:
                 dtype = data.dtype
@@ -2399,11 +2415,18 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         result = _run_forward(op, kernel, arrays, attrs)
 
     record: cython.bint = False
+    needs_mask: cython.Py_ssize_t = 0  # of one or two operands: bit i when input i needs grad
     if op.backward is not None and is_grad_enabled():
-        for i in range(n):
-            if requires_grad(inputs[i]):
-                record = True
-                break
+        if n <= 2:
+            for i in range(n):
+                if requires_grad(inputs[i]):
+                    needs_mask |= 1 << i
+            record = needs_mask != 0
+        else:
+            for i in range(n):
+                if requires_grad(inputs[i]):
+                    record = True
+                    break
 
     multiple: cython.bint = isinstance(result, tuple)
     if op.view:  # the strides numpy derived from the base's (Note [Empty tensors' strides])
@@ -2434,27 +2457,26 @@ def apply_op(op: OpSpec, inputs: tuple, attrs: dict):
         if n == 2:
             x = inputs[0]
             y = inputs[1]
-            if requires_grad(x):
+            if needs_mask & 1:  # a tensor, then
                 mask = 1
-                first_node = edge_node(x)
-                if first_node is not None and _stored_node(x) is not None:
-                    t = x
+                t = cython.cast(TensorBase, x)
+                first_node = edge_node(t)
+                if first_node is not None and _stored_node(t) is not None:
                     first_nr = t._output_nr
-            if requires_grad(y):
+            if needs_mask & 2:
                 mask |= 2
-                second_node = edge_node(y)
-                if second_node is not None and _stored_node(y) is not None:
-                    t = y
+                t = cython.cast(TensorBase, y)
+                second_node = edge_node(t)
+                if second_node is not None and _stored_node(t) is not None:
                     second_nr = t._output_nr
             needs = _NEEDS_PAIRS[mask]
             mask |= 4  # the saves cache's slots of two-operand calls (_saves_for)
         elif n == 1:
             mask = 0
             needs = _NEEDS_ONE
-            x = inputs[0]
-            first_node = edge_node(x)
-            if first_node is not None and _stored_node(x) is not None:
-                t = x
+            t = cython.cast(TensorBase, inputs[0])  # recorded: it requires grad, a tensor
+            first_node = edge_node(t)
+            if first_node is not None and _stored_node(t) is not None:
                 first_nr = t._output_nr
         else:
             needs = tuple([requires_grad(x) for x in inputs])
@@ -2525,8 +2547,8 @@ _op_add = _op_sub = _op_mul = _op_div = _op_neg = None
 @cython.cfunc
 def _plain_operand(x) -> cython.bint:
     """A non-bool Tensor, or a Python int/float: the cases the fast path handles."""
-    if isinstance(x, TensorBase):
-        tensor: TensorBase = x
+    if _is_tensor(x):
+        tensor: TensorBase = cython.cast(TensorBase, x)
         dtype = _dtype_of(tensor._data)
         return dtype is _F32 or dtype is _F64 or dtype.kind != "b"
     t = type(x)
@@ -2542,8 +2564,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
     if _forward_ad is not None:
         return None
     t: TensorBase
-    if isinstance(a, TensorBase):
-        t = a
+    if _is_tensor(a):
+        t = cython.cast(TensorBase, a)
         first = t._data
         if (t._requires_grad or _stored_node(t) is not None
                 or (t._base is not None and _base_requires_grad(t._base))):
@@ -2551,8 +2573,8 @@ def _unrecorded_binary(op: OpSpec, a, b, attrs: dict):
                 return None
     else:
         first = None
-    if isinstance(b, TensorBase):
-        t = b
+    if _is_tensor(b):
+        t = cython.cast(TensorBase, b)
         second = t._data
         if (t._requires_grad or _stored_node(t) is not None
                 or (t._base is not None and _base_requires_grad(t._base))):
