@@ -122,7 +122,8 @@ def _install_declared():
 
 
 _install_declared()
-_tensor.install_methods({"fill_diagonal_": _inplace._fill_diagonal_method(Tensor.masked_fill_)})
+_tensor.install_methods({"fill_diagonal_": _inplace._fill_diagonal_method(Tensor.masked_fill_),
+                         "share_memory_": _inplace.share_memory_})
 index_put, put = _inplace.index_put, _inplace.put
 __all__ += ["index_put", "put"]
 

@@ -37,6 +37,7 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
+from ..storage import in_shared_memory, shared_copy
 from ._pointwise import checked_integer, legacy_alpha
 from ._registry import Op, apply, declare, exports
 from ._scatter_add import add_at
@@ -273,6 +274,22 @@ def _inplace(self, fn, *others):
         _rebase(self, result)
     if self._views is not None:
         refresh_views(self)
+    return self
+
+
+def share_memory_(self):
+    """``x.share_memory_()``: move the memory into anonymous shared memory, which processes
+    forked afterwards share (nothing to do when it is there already); returns ``self``. The
+    views of the tensor that take part in autograd move with it. A view cannot be moved (a
+    numpy view cannot change its buffer): share its base."""
+    if in_shared_memory(self._data):
+        return self
+    if self._base is not None:
+        raise RuntimeError("share_memory_() of a view: gradviz moves the memory of a tensor that "
+                           "is not a view; call share_memory_() on its base (x._base)")
+    self._data = shared_copy(self._data)
+    for view in _engine.live_views(self):
+        view._data = _replay_numpy(self._data, view._view_chain)
     return self
 
 
