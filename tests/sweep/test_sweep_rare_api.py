@@ -2,7 +2,9 @@
 deprecation warning, pinned and shared memory, ``apply_``, ``Module.set_submodule``/``to_empty``/
 ``type``/``share_memory``, ``nn.AdaptiveLogSoftmaxWithLoss`` (forward, ``log_prob``,
 ``predict``, gradients), ``nn.DataParallel`` on a machine without an accelerator, and
-``torch.profiler``'s context managers.
+``torch.profiler``'s context managers; and two tutorial programs: makemore's bigram counts in an
+int32 table with ``cross_entropy``'s label smoothing and a seeded ``multinomial``, and
+``torch.autograd.functional`` on functions of two inputs.
 
 Each program runs with ``import gradviz as torch`` and with real PyTorch; ``sweep_harness``
 compares everything observed (see its docstring).
@@ -176,6 +178,79 @@ def ra_profiler_ranges(torch, o):
     o("decorator", f(1))
     with from_module.record_function("outside"):
         o("outside a profiler", (x * 2).sum())
+
+
+@program
+def ra_makemore_int32_counts(torch, o):
+    words = ["emma", "olivia", "ava", "isabella", "sophia"]
+    chars = sorted(set("".join(words)))
+    stoi = {s: i + 1 for i, s in enumerate(chars)}
+    stoi["."] = 0
+    n = len(stoi)
+    N = torch.zeros((n, n), dtype=torch.int32)
+    for w in words:
+        cs = ["."] + list(w) + ["."]
+        for c1, c2 in zip(cs, cs[1:]):
+            N[stoi[c1], stoi[c2]] += 1
+    o("N", N)
+    o("N row", N[0])
+    P = (N + 1).float()
+    P /= P.sum(1, keepdim=True)
+    o("P", P)
+    o("P sum", P.sum(1))
+    o("N dtype sum", N.sum().dtype)
+    o("N[0,1] item", N[0, 1].item())
+    o.raises("int @ float", lambda: N @ P, "expected")
+    o("int @ int", (N @ N).dtype)
+    o.raises("int32 @ int64", lambda: N @ N.long(), "expected")
+    xs = torch.tensor([0, 1, 2, 3])
+    ys = torch.tensor([1, 2, 3, 0])
+    F = torch.nn.functional
+    xenc = F.one_hot(xs, num_classes=n).float()
+    o("xenc", [xenc.shape, xenc.dtype])
+    o("one_hot dtype", F.one_hot(xs).dtype)
+    W = (torch.arange(n * n, dtype=torch.float32).reshape(n, n) / (n * n) - 0.5).requires_grad_()
+    for _ in range(3):
+        logits = xenc @ W
+        counts = logits.exp()
+        probs = counts / counts.sum(1, keepdims=True)
+        loss = -probs[torch.arange(4), ys].log().mean() + 0.01 * (W**2).mean()
+        W.grad = None
+        loss.backward()
+        W.data += -10 * W.grad
+    o("loss", loss)
+    o("loss node", loss.grad_fn.name())
+    o("W", W)
+    o("ce ls", F.cross_entropy(logits, ys, label_smoothing=0.1))
+    o("ce ls w", F.cross_entropy(logits, ys, weight=torch.linspace(0.5, 1.5, n), label_smoothing=0.2))
+    o("ce ls ignore", F.cross_entropy(logits, torch.tensor([1, -100, 3, 0]), label_smoothing=0.3))
+    o("ce ls sum", F.cross_entropy(logits, ys, label_smoothing=0.3, reduction="none"))
+    o("ce probs target", F.cross_entropy(logits, probs.detach(), label_smoothing=0.1))
+    o.raises("ce ls bad", lambda: F.cross_entropy(logits, ys, label_smoothing=1.5), "label_smoothing must be between 0.0")
+    g = torch.Generator().manual_seed(2147483647)
+    s = torch.multinomial(P[0], num_samples=5, replacement=True, generator=g)
+    o("multinomial", [s.shape, s.dtype])
+    o.raises("multinomial no repl", lambda: torch.multinomial(P[0], 100, replacement=False), "cannot sample n_sample > prob_dist.size(-1) samples without replacement")
+    o("randint gen", torch.randint(0, 5, (3,), generator=g).dtype)
+
+@program
+def ra_functional_jacobian_hessian(torch, o):
+    AF = torch.autograd.functional
+    def f(x, y):
+        return (x ** 2 * y).sum()
+    x = torch.tensor([1.0, 2.0])
+    y = torch.tensor([3.0, -1.0])
+    o("hessian 2 args", AF.hessian(f, (x, y)))
+    o("jacobian 2 args", AF.jacobian(lambda a, b: a * b + a.sin(), (x, y)))
+    o("jacobian create", AF.jacobian(lambda a: a ** 3, x, create_graph=True))
+    o("jacobian vectorize", AF.jacobian(lambda a: a.exp() * 2, x, vectorize=True))
+    o("jacobian strategy", AF.jacobian(lambda a: a.exp(), x, vectorize=True, strategy="forward-mode"))
+    o("vjp", AF.vjp(lambda a: a ** 2, x, torch.ones(2)))
+    o("jvp", AF.jvp(lambda a: a ** 2, x, torch.ones(2)))
+    o("hvp", AF.hvp(lambda a: (a ** 3).sum(), x, torch.ones(2)))
+    o("vhp", AF.vhp(lambda a: (a ** 3).sum(), x, torch.ones(2)))
+    o("jac out tuple", AF.jacobian(lambda a: (a * 2, a.sum()), x))
+    o.raises("hessian non scalar", lambda: AF.hessian(lambda a: a * 2, x), "should contain a single element")
 
 
 @pytest.mark.parametrize("fn", program.all, ids=[fn.__name__ for fn in program.all])
