@@ -63,6 +63,7 @@ from ._torch_level import *  # noqa: F401,F403  (torch.conv2d, torch.relu_, wind
 from . import amp
 from . import testing
 from . import jit
+from . import profiler
 from ._runtime import (are_deterministic_algorithms_enabled, compile, get_num_threads,  # noqa: A004
                        is_deterministic_algorithms_warn_only_enabled, set_num_threads,
                        use_deterministic_algorithms)
@@ -244,5 +245,5 @@ __all__ = [
     "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
     "random", "default_generator", "is_autocast_enabled", "set_float32_matmul_precision",
     "get_float32_matmul_precision", "layout", "strided", "memory_format", "contiguous_format",
-    "channels_last", "channels_last_3d", "preserve_format", "version", "jit",
+    "channels_last", "channels_last_3d", "preserve_format", "version", "jit", "profiler",
 ] + _OP_NAMES + _torch_level.__all__

@@ -22,7 +22,7 @@ from . import _memory_format
 from . import dtypes as _dtypes
 from ._tensor_str import _format, set_printoptions  # noqa: F401  (re-exported)
 from .dtypes import as_dtype, from_numpy
-from .storage import UntypedStorage
+from .storage import TypedStorage, UntypedStorage, in_shared_memory
 
 __all__ = ["Tensor", "Size", "device", "is_tensor", "install_methods", "set_printoptions"]
 
@@ -142,6 +142,13 @@ if TYPE_CHECKING:  # the methods the ops install at import, for type checkers (N
     class _TensorBase(TensorMethods, _engine.TensorBase): ...
 else:
     _TensorBase = _engine.TensorBase
+
+
+_TYPED_STORAGE_WARNING = (
+    "TypedStorage is deprecated. It will be removed in the future and UntypedStorage will be the "
+    "only storage class. This should only matter to you if you are using storages directly.  To "
+    "access UntypedStorage directly, use tensor.untyped_storage() instead of tensor.storage()")
+_typed_storage_warned = False
 
 
 class Tensor(_TensorBase):
@@ -268,6 +275,41 @@ class Tensor(_TensorBase):
         """The memory the elements live in, shared with every view of this tensor
         (:class:`gradviz.storage.UntypedStorage`)."""
         return UntypedStorage(self._data)
+
+    def storage(self) -> TypedStorage:
+        """The memory the elements live in, read as elements of the dtype
+        (:class:`gradviz.storage.TypedStorage`). PyTorch deprecates it for
+        ``untyped_storage()`` and warns the first time in a process; so does gradviz."""
+        global _typed_storage_warned
+        if not _typed_storage_warned:
+            _typed_storage_warned = True
+            warnings.warn(_TYPED_STORAGE_WARNING, UserWarning, stacklevel=2)
+        return TypedStorage(self._data, self.dtype, self.device)
+
+    def is_pinned(self, device=None) -> bool:
+        """False: pinned memory is for copies to an accelerator, which gradviz has none of."""
+        return False
+
+    def pin_memory(self, device=None) -> Tensor:
+        """PyTorch's error on a machine without an accelerator: there is nothing to pin for."""
+        raise RuntimeError("Cannot access accelerator device when none is available.")
+
+    def is_shared(self) -> bool:
+        """Whether the memory is shared with processes forked after ``share_memory_()``."""
+        return in_shared_memory(self._data)
+
+    def apply_(self, callable) -> Tensor:  # noqa: A002  (torch's name)
+        """Replace each element by ``callable(element)``, called on a Python number, in place;
+        the results are cast to the dtype (truncated for integers), and the version counter is
+        left as it was, as in PyTorch. A Python call per element,
+        as in PyTorch, which documents it as slow: for anything but small tensors, write the
+        function with tensor ops."""
+        if self.requires_grad:
+            raise RuntimeError("Can't call apply_() on Variable that requires grad. Use "
+                               "var.detach().apply_() instead.")
+        values = [callable(value) for value in self._data.ravel().tolist()]
+        np.copyto(self._data, np.asarray(values).reshape(self._data.shape), casting="unsafe")
+        return self  # PyTorch leaves the version as it was: so does gradviz
 
     def is_contiguous(self, memory_format=None) -> bool:
         """Whether the memory is row-major dense, or dense in ``memory_format``'s layout

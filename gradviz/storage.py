@@ -1,5 +1,6 @@
 """``gradviz.storage``: ``UntypedStorage``, the memory a tensor's elements live in, as
-``torch.UntypedStorage`` (what ``x.untyped_storage()`` returns).
+``torch.UntypedStorage`` (what ``x.untyped_storage()`` returns), and ``TypedStorage``, the same
+memory read as elements of the tensor's dtype (what the deprecated ``x.storage()`` returns).
 
 Code reads a storage to tell whether two tensors share memory (``a.untyped_storage().data_ptr()
 == b.untyped_storage().data_ptr()``, or ``==`` of the storages), and how much memory a tensor
@@ -19,9 +20,11 @@ are one array's memory, so equal.
 
 from __future__ import annotations
 
+import mmap
+
 import numpy as np
 
-__all__ = ["UntypedStorage"]
+__all__ = ["TypedStorage", "UntypedStorage"]
 
 
 def _owner(array: np.ndarray) -> np.ndarray:
@@ -35,6 +38,21 @@ def _owner(array: np.ndarray) -> np.ndarray:
             owner = base
         base = getattr(base, "base", None)
     return owner
+
+
+def shared_copy(array: np.ndarray) -> np.ndarray:
+    """A copy of ``array`` in anonymous shared memory (``MAP_SHARED``): a process forked after
+    the copy reads and writes the same bytes (``x.share_memory_()``)."""
+    buffer = mmap.mmap(-1, max(array.nbytes, 1))
+    out = np.frombuffer(buffer, dtype=array.dtype, count=array.size).reshape(array.shape)
+    np.copyto(out, array)
+    return out
+
+
+def in_shared_memory(array: np.ndarray) -> bool:
+    """Whether ``array``'s memory was made by :func:`shared_copy`."""
+    base = _owner(array).base
+    return isinstance(base.obj if isinstance(base, memoryview) else base, mmap.mmap)
 
 
 class UntypedStorage:
@@ -89,4 +107,69 @@ class UntypedStorage:
     def __repr__(self) -> str:
         lines = [f" {value}" for value in self._bytes().tolist()]
         lines.append(f"[{type(self).__module__}.{type(self).__name__}(device=cpu) of size {self.nbytes()}]")
+        return "\n".join(lines)
+
+
+class TypedStorage:
+    """The memory behind a tensor and every view of it, read as elements of the tensor's dtype:
+    ``x.storage()``, which PyTorch deprecates for ``x.untyped_storage()`` (and warns once per
+    process, as gradviz does).
+
+    Examples
+    --------
+    >>> import gradviz as torch
+    >>> x = torch.tensor([1.0, 2.0, 3.0])
+    >>> s = x[1:].untyped_storage()
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     t = x[1:].storage()
+    >>> t.size(), t.tolist(), t.data_ptr() == x.data_ptr()
+    (3, [1.0, 2.0, 3.0], True)
+    """
+
+    __slots__ = ("_array", "dtype", "device")
+
+    def __init__(self, array: np.ndarray, dtype, device):
+        self._array = _owner(array)
+        self.dtype = dtype
+        self.device = device
+
+    def _elements(self) -> np.ndarray:
+        return self._array.reshape(-1, order="A").view(np.uint8).view(self.dtype.numpy)
+
+    def size(self) -> int:
+        """The size in elements of the dtype (the whole buffer, whatever part a view uses)."""
+        return int(self._array.nbytes // self.element_size())
+
+    __len__ = size
+
+    def element_size(self) -> int:
+        return int(np.dtype(self.dtype.numpy).itemsize)
+
+    def nbytes(self) -> int:
+        return int(self._array.nbytes)
+
+    def data_ptr(self) -> int:
+        """The address of the storage's first element (a view's ``data_ptr()`` may be past it)."""
+        return int(self._array.__array_interface__["data"][0])
+
+    def untyped(self) -> UntypedStorage:
+        return UntypedStorage(self._array)
+
+    def tolist(self) -> list:
+        return self._elements().tolist()
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        size = self.size()
+        if not -size <= index < size:
+            raise IndexError(f"index {index} out of range for storage of size {size}")
+        return self._elements()[index].item()
+
+    def __repr__(self) -> str:
+        lines = [f" {value}" for value in self.tolist()]
+        lines.append(f"[{type(self).__module__}.{type(self).__name__}(dtype={self.dtype}, device=cpu) "
+                     f"of size {self.size()}]")
         return "\n".join(lines)

@@ -79,6 +79,10 @@ from ._conv_transpose3d_layer import ConvTranspose3d, LazyConvTranspose3d  # noq
 from ._ctc_loss import CTCLoss  # noqa: E402
 __all__ += ["MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "ConvTranspose3d", "LazyConvTranspose3d", "CTCLoss"]
 __all__ += ["Buffer"]
+from ._adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from . import parallel  # noqa: E402
+from .parallel import DataParallel  # noqa: E402
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "DataParallel", "parallel"]
 from . import modules  # noqa: E402 - it re-exports the classes above
 from . import parameter  # noqa: E402 - torch.nn.parameter is an attribute too
 

@@ -17,6 +17,7 @@ from gradviz_ext._hooks import HookList, RemovableHandle
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _format, _to_array, check_device, device
+from ..ops._creation import empty_like as _empty_like
 from . import _hooks
 from ._state_dict import StateDictMixin, _IncompatibleKeys  # noqa: F401  (state_dict and its hooks)
 
@@ -507,6 +508,21 @@ class Module(StateDictMixin):
                 raise AttributeError("`" + item + "` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target: str, module, strict: bool = False) -> None:
+        """Put ``module`` at the dotted path ``target``, whose parent must exist; with ``strict``,
+        the name must already be a submodule there."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        parent_path, _, name = target.rpartition(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self.get_submodule(parent_path)
+        if strict and not hasattr(parent, name):
+            raise AttributeError(parent._get_name() + " has no attribute `" + name + "`")
+        if hasattr(parent, name) and not isinstance(getattr(parent, name), Module):
+            raise AttributeError("`" + name + "` is not an nn.Module")
+        setattr(parent, name, module)
+
     def get_parameter(self, target: str):
         """The parameter at the dotted path ``target``."""
         module_path, _, param_name = target.rpartition(".")
@@ -637,6 +653,41 @@ class Module(StateDictMixin):
                                 f"got desired dtype={dtype}")
             self._apply_to_floats(dtype)
         return self
+
+    def _apply(self, fn, recurse: bool = True):
+        """Replace every parameter's and buffer's data (and each gradient) by ``fn`` of it, as
+        PyTorch's ``Module._apply``: a ``Parameter`` stays the same object, a buffer is replaced."""
+        for module in (self.modules() if recurse else (self,)):
+            for param in module._parameters.values():
+                if param is None:
+                    continue
+                data = fn(param.data)
+                if param.requires_grad and not data.dtype.is_floating_point:
+                    raise RuntimeError("data set to a tensor that requires gradients must be "
+                                       "floating point or complex dtype")
+                param.data = data
+                if param.grad is not None:
+                    param.grad = fn(param.grad)
+            for name, buffer in module._buffers.items():
+                if buffer is not None:
+                    module._buffers[name] = fn(buffer)
+        return self
+
+    def type(self, dst_type):
+        """Convert every parameter and buffer, integer ones included, to ``dst_type`` (a dtype
+        or a type name such as ``"torch.DoubleTensor"``), in place; returns ``self``."""
+        return self._apply(lambda t: t.type(dst_type))
+
+    def to_empty(self, *, device, recurse: bool = True):
+        """New, uninitialized memory for every parameter and buffer, of the same shapes and
+        dtypes (the values are not kept: load or initialize them afterwards). ``device`` can
+        only be the CPU."""
+        check_device(device)
+        return self._apply(_empty_like, recurse=recurse)
+
+    def share_memory(self):
+        """``share_memory_()`` on every parameter, buffer and gradient; returns ``self``."""
+        return self._apply(lambda t: t.share_memory_())
 
     def _apply_to_floats(self, dtype):
         for module in self.modules():

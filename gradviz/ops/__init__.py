@@ -92,8 +92,6 @@ _OPERATORS = {
     "__truediv__": _ext_ops.tensor_truediv, "__rtruediv__": _rtruediv,
     "__neg__": _ext_ops.tensor_neg, "__pos__": lambda self: self, "__rpow__": _rpow,
     "__rmatmul__": _reflected(L.matmul),
-    "__and__": lambda self, other: P._bitwise(P._BITWISE_AND, self, other),
-    "__or__": lambda self, other: P._bitwise(P._BITWISE_OR, self, other),
     "__invert__": lambda self: P.logical_not(self) if self.dtype.name == "bool" else P.apply(P._BITWISE_NOT, self),
     "float": _float_method("float32"), "double": _float_method("float64"),
     "half": _float_method("float16"), "long": _float_method("int64"), "int": _float_method("int32"),
@@ -124,7 +122,8 @@ def _install_declared():
 
 
 _install_declared()
-_tensor.install_methods({"fill_diagonal_": _inplace._fill_diagonal_method(Tensor.masked_fill_)})
+_tensor.install_methods({"fill_diagonal_": _inplace._fill_diagonal_method(Tensor.masked_fill_),
+                         "share_memory_": _inplace.share_memory_})
 index_put, put = _inplace.index_put, _inplace.put
 __all__ += ["index_put", "put"]
 

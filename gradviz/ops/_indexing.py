@@ -201,6 +201,8 @@ def index_select(input, dim, index):
     if isinstance(index, Tensor):  # the shape before the dtype, as torch
         _check_index_vector(index._data, "index_select")
     array = _index_array(index, "index_select")
+    if array.ndim == 0 and input.ndim:  # a 0-d index selects one slice, keeping the dim (torch)
+        array = array.reshape(1)
     dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
@@ -263,6 +265,8 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def _index_add_into_zeros(g, dim, index, shape):
+    if index.ndim == 0 and len(shape):  # index_select's 0-d index kept the dim
+        index = index.reshape(1)
     return index_add(zeros(shape, dtype=g.dtype), dim, index, g)
 
 

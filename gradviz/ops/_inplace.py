@@ -37,6 +37,7 @@ from gradviz_ext import ops as _ext_ops
 
 from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
+from ..storage import in_shared_memory, shared_copy
 from ._pointwise import checked_integer, legacy_alpha
 from ._registry import Op, apply, declare, exports
 from ._scatter_add import add_at
@@ -273,6 +274,22 @@ def _inplace(self, fn, *others):
         _rebase(self, result)
     if self._views is not None:
         refresh_views(self)
+    return self
+
+
+def share_memory_(self):
+    """``x.share_memory_()``: move the memory into anonymous shared memory, which processes
+    forked afterwards share (nothing to do when it is there already); returns ``self``. The
+    views of the tensor that take part in autograd move with it. A view cannot be moved (a
+    numpy view cannot change its buffer): share its base."""
+    if in_shared_memory(self._data):
+        return self
+    if self._base is not None:
+        raise RuntimeError("share_memory_() of a view: gradviz moves the memory of a tensor that "
+                           "is not a view; call share_memory_() on its base (x._base)")
+    self._data = shared_copy(self._data)
+    for view in _engine.live_views(self):
+        view._data = _replay_numpy(self._data, view._view_chain)
     return self
 
 
@@ -791,10 +808,15 @@ def inplace_method(fn):
     """``x.name_(...)``: the in-place form of the out-of-place ``fn(x, ...)``; ``ops/__init__.py``
     makes one for each name a function declares ``inplace=`` (Note [Declared once])."""
     ufunc = _DIRECT_UFUNCS.get(fn.__name__)
+    cast_first = fn.__name__ in _CAST_CHECKED_FIRST
 
     def method(self, *args, **kwargs):
         if len(args) == 2 and fn.__name__ in ("add", "sub"):  # p.data.add_(-lr, p.grad.data)
             args, kwargs = legacy_alpha(fn.__name__ + "_", args, kwargs)
+        if cast_first:
+            other = args[0] if len(args) == 1 else kwargs.get("other")
+            if isinstance(self, Tensor) and isinstance(other, (Tensor, bool, int, float)):
+                _check_castable(_dtypes.result_type(self, other), self.dtype)
         if ufunc is not None and _write_directly(self, ufunc, args, kwargs):
             return self
         others = [a for a in args if isinstance(a, Tensor)] + [
@@ -803,6 +825,15 @@ def inplace_method(fn):
 
     method.__name__ = fn.__name__ + "_"
     return method
+
+
+# The in-place bitwise ops check that the promoted dtype fits ``self`` before they compute, as
+# PyTorch does: ``x &= 1.5`` on an integer tensor is its RuntimeError ("result type Float can't
+# be cast to the desired output type Long"), not the NotImplementedError of ``x & 1.5``, whose
+# kernel has no float dtype. Other in-place ops compute first and check after (``inplace``):
+# their kernels take every dtype, so the order does not show.
+_CAST_CHECKED_FIRST = frozenset(
+    ("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift", "bitwise_right_shift"))
 
 
 # Note [Direct in-place arithmetic]: ``p.add_(g, alpha=-lr)`` in an optimizer step records

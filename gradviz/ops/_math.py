@@ -10,13 +10,11 @@ import numpy as np
 
 from gradviz_ext import ops as _ext_ops
 
-from .. import dtypes as _dtypes
-from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap, install_methods
+from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap
 from ._creation import zeros_like
 from ._pointwise import (
     CLAMP_MAX_TENSOR,
     CLAMP_MIN_TENSOR,
-    _bitwise,
     _broadcast_error,
     _broadcasting,
     _check_operand,
@@ -485,13 +483,6 @@ def _reflected_remainder(self, other):
 @declare(name=False, method="__rfloordiv__")
 def _reflected_floor_divide(self, other):
     return floor_divide(_check_operand(other, "floor_divide"), self)
-
-
-install_methods({
-    "__xor__": lambda self, other: (logical_xor(self, other) if self.dtype is _dtypes.bool
-                                    and getattr(other, "dtype", None) is _dtypes.bool
-                                    else _bitwise(_BITWISE_XOR, self, other)),
-})
 
 
 __all__ = exports(globals(), "negative", "absolute")

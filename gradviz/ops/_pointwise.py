@@ -1015,11 +1015,14 @@ def logical_not(input):
 
 
 def _bitwise(op, input, other):
-    for value in (input, other):
-        if isinstance(value, Tensor) and value.dtype.is_floating_point:
-            raise NotImplementedError(f'"{op.name}_cpu" not implemented for '
-                                      f"'{TYPE_WORDS[value.dtype.name]}'")
-    return apply(op, *_operands(input, other, op.name))
+    """``input & other``, ``|`` or ``^``: integer and bool dtypes only (after promotion, so a
+    float number is refused too), as PyTorch's ``bitwise_*_cpu`` kernels, which name the dtype
+    they lack."""
+    input, other = _operands(input, other, op.name)
+    result = _dtypes.result_type(input, other)
+    if result.is_floating_point:
+        raise NotImplementedError(f'"{op.name}_cpu" not implemented for \'{TYPE_WORDS[result.name]}\'')
+    return apply(op, input, other)
 
 
 def _shift_forward(shift, left):

@@ -649,7 +649,7 @@ def positive(input):
     return input
 
 
-@declare(method=True, inplace=True)
+@declare(method=("bitwise_and", "__and__"), inplace=("bitwise_and_", "__iand__"), out=True)
 def bitwise_and(input, other):
     """The bitwise AND of integer or bool tensors (logical AND for bools).
 
@@ -657,7 +657,7 @@ def bitwise_and(input, other):
     return _bitwise(_BITWISE_AND, input, other)
 
 
-@declare(method=True, inplace=True)
+@declare(method=("bitwise_or", "__or__"), inplace=("bitwise_or_", "__ior__"), out=True)
 def bitwise_or(input, other):
     """The bitwise OR of integer or bool tensors (logical OR for bools).
 
@@ -665,12 +665,27 @@ def bitwise_or(input, other):
     return _bitwise(_BITWISE_OR, input, other)
 
 
-@declare(method=True, inplace=True)
+@declare(method=("bitwise_xor", "__xor__"), inplace=("bitwise_xor_", "__ixor__"), out=True)
 def bitwise_xor(input, other):
     """The bitwise XOR of integer or bool tensors (logical XOR for bools).
 
     Mirrors ``torch.bitwise_xor``."""
     return _bitwise(_BITWISE_XOR, input, other)
+
+
+@declare(name=False, method="__rand__")
+def _reflected_bitwise_and(self, other):
+    return bitwise_and(other, self)
+
+
+@declare(name=False, method="__ror__")
+def _reflected_bitwise_or(self, other):
+    return bitwise_or(other, self)
+
+
+@declare(name=False, method="__rxor__")
+def _reflected_bitwise_xor(self, other):
+    return bitwise_xor(other, self)
 
 
 @declare(method=True, inplace=True)
@@ -681,7 +696,7 @@ def bitwise_not(input):
     if input.dtype is _dtypes.bool:
         return _not(input)
     if input.dtype.is_floating_point:
-        raise RuntimeError(f'"bitwise_not_cpu" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
+        raise NotImplementedError(f'"bitwise_not_cpu" not implemented for \'{TYPE_WORDS[input.dtype.name]}\'')
     return apply(_BITWISE_NOT, input)
 
 

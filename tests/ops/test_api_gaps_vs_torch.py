@@ -592,6 +592,63 @@ def test_shifts_promote_and_refuse_floats_and_bools_like_torch():
                 fn(m)
 
 
+
+# the bitwise family as methods and operators, out of place, in place and reflected: against
+# every dtype and every kind of operand, the result (values, dtype, whether ``self`` changed and
+# was returned) or the error (type and message) is torch's. An in-place op checks that the
+# promoted dtype fits ``self`` before its kernel runs, so ``x &= 1.5`` on integers is torch's
+# RuntimeError, not the NotImplementedError of ``x & 1.5``.
+BITWISE_METHODS = [f"{prefix}{name}{suffix}" for name in ("and", "or", "xor")
+                   for prefix, suffix in (("bitwise_", ""), ("bitwise_", "_"), ("__", "__"),
+                                          ("__i", "__"), ("__r", "__"))] + [
+    f"{prefix}{name}{suffix}" for name in ("lshift", "rshift")
+    for prefix, suffix in (("__", "__"), ("__i", "__"), ("__r", "__"))] + [
+    "bitwise_left_shift", "bitwise_left_shift_", "bitwise_right_shift", "bitwise_right_shift_"]
+BITWISE_OPERANDS = {
+    "float number": lambda m: 1.5, "whole float number": lambda m: 2.0, "True": lambda m: True,
+    "int": lambda m: 2, "float tensor": lambda m: m.tensor([1.0, 2.0, 3.0]),
+    "int64 tensor": lambda m: m.tensor([1, 2, 3]), "int8 tensor": lambda m: m.tensor([1, 2, 3], dtype=m.int8),
+    "bool tensor": lambda m: m.tensor([True, True, False]), "0-d float": lambda m: m.tensor(1.0),
+    "0-d int": lambda m: m.tensor(2), "0-d bool": lambda m: m.tensor(True),
+    "float64 tensor": lambda m: m.tensor([1.0, 0.0, 3.0], dtype=m.float64),
+}
+
+
+def _bitwise_outcome(m, dtype, method, operand):
+    x = (m.tensor([True, False, True]) if dtype == "bool"
+         else m.tensor([5, 3, -2 if dtype != "uint8" else 254], dtype=getattr(m, dtype)))
+    try:
+        result = getattr(x, method)(BITWISE_OPERANDS[operand](m))
+    except Exception as exc:  # noqa: BLE001 - compared with torch's
+        return type(exc).__name__, str(exc)
+    return str(result.dtype).split(".")[-1], result.tolist(), x.tolist(), result is x
+
+
+@pytest.mark.parametrize("dtype", ["int64", "int32", "uint8", "bool", "float32"])
+@pytest.mark.parametrize("method", BITWISE_METHODS)
+def test_bitwise_family_matches_torch(method, dtype):
+    for operand in BITWISE_OPERANDS:
+        assert _bitwise_outcome(gradviz, dtype, method, operand) == _bitwise_outcome(
+            torch, dtype, method, operand), f"{dtype} {method} {operand}"
+
+
+def test_bitwise_not_and_keyword_operands_match_torch():
+    for m in (gradviz, torch):
+        with pytest.raises(NotImplementedError, match="\"bitwise_not_cpu\" not implemented for 'Float'"):
+            m.tensor([1.0]).bitwise_not_()
+        with pytest.raises(NotImplementedError, match="\"bitwise_not_cpu\" not implemented for 'Double'"):
+            m.bitwise_not(m.tensor([1.0], dtype=m.float64))
+        with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired output type Long"):
+            m.tensor([1, 2]).bitwise_and_(other=1.5)
+        x = m.arange(6)
+        x[::2] &= 1  # through a view, in place
+        assert x.tolist() == [0, 1, 0, 3, 0, 5]
+        y = m.tensor([1, 2], dtype=m.int8)
+        y ^= 300  # a number past the dtype wraps, as for the other in-place ops
+        assert y.dtype == m.int8 and y.tolist() == [(1 ^ 300) - 256, (2 ^ 300) - 256]
+        out = m.empty(2, dtype=m.int64)
+        assert m.bitwise_or(m.tensor([1, 4]), m.tensor([2, 4]), out=out) is out and out.tolist() == [3, 4]
+
 # ---- splitting, gathering, rearranging ---------------------------------------------------------------
 
 SPLITS = [

@@ -63,3 +63,30 @@ def test_transpose_property_warnings_match_torch():
         outputs.append(result.stdout.replace("gradviz", "torch"))
     assert outputs[0] == outputs[1]
     assert outputs[1].count("UserWarning") == 2 and "Tensor.T is deprecated on 0-D" in outputs[1]
+
+
+# Tensor.storage(): TypedStorage's deprecation, given the first time in a process (torch's
+# _warn_typed_storage_removal), pointing at the caller's line
+STORAGE_PROGRAM = """
+import warnings
+import {module} as torch
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    sizes = [torch.ones(3).storage().size(), torch.ones(2)[1:].storage().size(), torch.ones(4).storage().size()]
+print(sizes)
+for warning in caught:
+    print(warning.category.__name__, str(warning.message), warning.filename)
+"""
+
+
+def test_typed_storage_warning_is_given_once_as_in_torch():
+    import subprocess
+    import sys
+
+    outputs = []
+    for module in ("gradviz", "torch"):
+        result = subprocess.run([sys.executable, "-c", STORAGE_PROGRAM.format(module=module)],
+                                capture_output=True, text=True, check=True)
+        outputs.append(result.stdout.replace("gradviz", "torch"))
+    assert outputs[0] == outputs[1]
+    assert outputs[1].count("UserWarning") == 1 and "TypedStorage is deprecated" in outputs[1]
