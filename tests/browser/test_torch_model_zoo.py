@@ -8,7 +8,8 @@ page opens (folded into the model's modules when the graph is too big to draw wh
 page or console error; search finds a parameter by its full name; Step runs and marks the
 running node; after Continue the inspector's ``.grad`` row of that parameter reads, column by
 column, what torch's own ``.grad`` gives, and the gradient into the node that made a module's
-output reads what a torch hook on that output received. The page size and the time to the first
+output reads what a torch hook on that output received; Check gradients (the trace recorded
+with ``doctor=True``) finds the one wrong backward, the custom Function's, and nothing else. The page size and the time to the first
 drawing are printed, never asserted. Marked ``browser``; needs the built bundle.
 """
 
@@ -80,7 +81,7 @@ class Recorded:
         output = probe()
         self.probe_node = discovery_ids(loss)[output.grad_fn]
         self.probe_slot = output.output_nr
-        self.trace = gradviz.debug.record_torch(loss, params=self.case.model)
+        self.trace = gradviz.debug.record_torch(loss, params=self.case.model, doctor=True)
         self.probe_grad = output.grad.clone()
         self.grad = dict(self.case.model.named_parameters())[self.case.parameter].grad.clone()
         self.node_count = len(self.trace.graph["nodes"])
@@ -185,6 +186,20 @@ def test_a_torch_model_opens_searches_steps_and_shows_torchs_gradients(
         inspector = inspect(page, model.probe_node)
         rows = inspector.evaluate(READ_ROWS_JS, "in")
         assert rows[model.probe_slot] == expected_row(str(model.probe_slot), model.probe_grad), rows
+
+        # Check gradients (the doctor's report, recorded with the trace): the custom Function's
+        # backward, off by half, is the one problem in these models.
+        page.locator('[data-testid="gv-check-gradients"]').click()
+        panel = page.locator('[data-testid="gv-doctor"]')
+        status = panel.locator('[data-testid="gv-doctor-status"]')
+        status.wait_for(state="visible")
+        findings = panel.locator('[data-testid="gv-finding-row"]').evaluate_all(
+            "rows => rows.map(row => [row.dataset.kind, row.dataset.nodeId])")
+        if name == "custom_function":
+            (custom,) = [node["id"] for node in model.trace.graph["nodes"] if node["kind"] == "custom"]
+            assert status.inner_text() == "1 problem found" and findings == [["wrong_gradient", str(custom)]]
+        else:
+            assert status.inner_text() == "No problems found" and findings == [], panel.inner_text()
         assert problems.report() == "", problems.report()
         assert root.locator('[data-testid="gv-error"]').is_hidden()
     finally:
