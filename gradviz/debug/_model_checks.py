@@ -727,7 +727,8 @@ def _nonfinite_entries(array):
 def _masks_out(label, array) -> bool:
     """Whether a saved tensor's non-finite entries are an attention mask's -inf: masked
     positions, not an overflow (Note [Model-level checks], ``nonfinite_origin``)."""
-    return label == "attn_mask" and not np.isnan(array).any() and not np.isposinf(array).any()
+    return (label == "attn_mask" and array.dtype.kind == "f" and not np.isnan(array).any()
+            and not np.isposinf(array).any())
 
 
 def _nonfinite(graph, named, grads, pass_result, library):
