@@ -30,12 +30,17 @@ backward pass (``leaf_grads`` of the pass observer, which leaves ``.grad`` alone
   output from an ``[N]``-like input. One input broadcast over the other (a bias) is not;
 - ``nonfinite_origin``: the first node (forward order) holding a NaN/Inf saved value, and the
   first node whose backward made a NaN/Inf from finite gradients, with the parameters whose
-  gradient is non-finite;
+  gradient is non-finite. The -inf entries of a saved ``attn_mask`` are not: they mark what
+  the mask hides (``nn.MultiheadAttention`` merges a causal and a key padding mask into one
+  float mask, which torch's fused attention saves), so such a mask counts only with a NaN or
+  +inf;
 - ``vanishing_gradient`` / ``exploding_gradient``: the gradient norms of the weight matrices
   ordered by their distance from the loss; the farthest over the nearest below 1e-4 or above
   1e4 (at least three depths);
 - ``dead_units``: a weight matrix with at least half of its rows (units) getting exactly zero
-  gradient for the whole batch, in a graph with a ReLU-style node;
+  gradient for the whole batch, in a graph with a ReLU-style node. A table that the graph
+  only reads rows of by index (``embedding``, ``index_select``, ``table[tokens]``) is left
+  alone: its rows are tokens, and those the batch does not hold get no gradient by design;
 - ``double_softmax``: ``cross_entropy``/``nll_loss`` on a softmax or log_softmax output, and
   ``binary_cross_entropy_with_logits`` on a sigmoid output;
 - ``stale_grad``: ``.grad`` already holds something other than zero or this loss's gradient
@@ -111,6 +116,8 @@ _ELEMENTWISE = {"Add", "Sub", "Mul", "Div", "Pow", "Maximum", "Minimum", "Atan2"
                 "L1Loss", "SmoothL1Loss", "HuberLoss", "BinaryCrossEntropy",
                 "BinaryCrossEntropyWithLogits", "Where", "Hypot", "Fmod", "Remainder"}
 _RELU_LIKE = {"Relu", "Threshold", "Hardtanh", "Relu6"}
+# ops that read rows of a table by index: a row not looked up gets no gradient (dead_units)
+_LOOKUPS = {"Embedding", "EmbeddingBag", "IndexSelect", "Index"}
 _VIEWS = {"View", "Reshape", "Unsqueeze", "Squeeze", "Clone", "Transpose", "Permute",
           "UnsafeView", "Expand", "Alias"}
 _VANISHING, _EXPLODING = 1e-4, 1e4
@@ -717,6 +724,13 @@ def _nonfinite_entries(array):
     return int(array.size - np.count_nonzero(np.isfinite(array)))
 
 
+def _masks_out(label, array) -> bool:
+    """Whether a saved tensor's non-finite entries are an attention mask's -inf: masked
+    positions, not an overflow (Note [Model-level checks], ``nonfinite_origin``)."""
+    return (label == "attn_mask" and array.dtype.kind == "f" and not np.isnan(array).any()
+            and not np.isposinf(array).any())
+
+
 def _nonfinite(graph, named, grads, pass_result, library):
     findings = []
     names = {id(tensor): name for name, tensor in named}
@@ -742,7 +756,7 @@ def _nonfinite(graph, named, grads, pass_result, library):
                 continue
             array = saved if isinstance(saved, np.ndarray) else library.array(saved)
             count = _nonfinite_entries(array)
-            if count:
+            if count and not _masks_out(label, array):
                 bad.append((label, count, library.producer(saved)))
         if bad:
             text = ", ".join(f"{label} ({count} entries)" for label, count, _ in bad)
@@ -850,11 +864,19 @@ def _depth(graph, named, grads):
 def _dead(graph, named, grads):
     if not any(op_of(n) in _RELU_LIKE for n in graph.nodes):
         return []
+    uses: dict[object, set[str]] = {}  # leaf node -> the ops that read it
+    for node in graph.nodes:
+        for child, _ in node.next_functions:
+            if child is not None and graph.library.is_leaf(child):
+                uses.setdefault(child, set()).add(op_of(node))
     findings = []
     for name, tensor in named:
         grad = grads.get(id(tensor))
         if grad is None or grad.ndim != 2 or grad.shape[0] < 2 or not np.all(np.isfinite(grad)):
             continue  # a NaN/Inf gradient is nonfinite_origin's; its zero rows say nothing
+        readers = uses.get(graph.leaf_of.get(id(tensor)))
+        if readers and readers <= _LOOKUPS:
+            continue  # an embedding table: the rows of tokens not in the batch get nothing
         dead = np.flatnonzero(~np.any(grad != 0, axis=1))
         if dead.size < _DEAD_FRACTION * grad.shape[0]:
             continue

@@ -151,6 +151,8 @@ export class GraphScene {
   private transform: Transform = { x: 0, y: 0, k: 1 };
   /** Until the user pans or zooms, the drawing is refitted whenever the canvas is resized. */
   private userMoved = false;
+  /** The canvas size the view was last set for (onResize: a notification without a change is ignored). */
+  private viewedSize: [number, number] = [0, 0];
   private readonly resizeObserver: ResizeObserver | null;
   private readonly cleanups: (() => void)[] = [];
   /** The progress line of each folded box, and what it shows. */
@@ -546,6 +548,7 @@ export class GraphScene {
 
   fit(): void {
     const [width, height] = this.viewSize();
+    this.viewedSize = [width, height];
     if (width === 0 || height === 0) return;
     this.transform = fitTransform(this.layout.width, this.layout.height, width, height);
     this.apply();
@@ -571,6 +574,7 @@ export class GraphScene {
   /** The view before the user pans or zooms: see initialTransform. */
   private autoView(): void {
     const [width, height] = this.viewSize();
+    this.viewedSize = [width, height];
     if (width === 0 || height === 0) return;
     const focus = this.placedByNode.get(this.current ?? -1) ?? null;
     this.transform = initialTransform(this.layout.width, this.layout.height, width, height, focus);
@@ -593,8 +597,20 @@ export class GraphScene {
     this.apply();
   }
 
+  /**
+   * A ResizeObserver also reports the size it first sees, after the constructor's autoView and
+   * after whatever the host did since (a search hit panned into view, setCursor): that report
+   * changes nothing. A real resize refits the drawing, keeping the cursor's node in view.
+   */
   private onResize(): void {
-    if (!this.userMoved) this.autoView();
+    const [width, height] = this.viewSize();
+    if (width === this.viewedSize[0] && height === this.viewedSize[1]) return;
+    if (this.userMoved) {
+      this.viewedSize = [width, height];
+      return;
+    }
+    this.autoView();
+    if (this.cursor !== null) this.reveal(this.cursor);
   }
 
   private listen(): void {

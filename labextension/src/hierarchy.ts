@@ -13,9 +13,12 @@
 // synthetic segment. A module is open or folded; the model root ("") is always open and never a
 // box. A node belongs to the box of the outermost folded module on its path (or its folded
 // group); when every module on its path is open it is drawn itself, unless its module holds
-// more than SEGMENT_SIZE such nodes: then they are cut, in graph order (the order Python lists
-// them, the loss first), into segments "nodes 1–500 of 10,000" that open one at a time. So a
-// flat graph of any size (no modules) opens as a few dozen boxes. Hidden nodes (AccumulateGrad,
+// more than SEGMENT_SIZE such nodes: then they are cut, in backward order (a topological order,
+// the loss first, that keeps the order Python lists them wherever the edges allow: `rank`),
+// into segments "nodes 1–500 of 10,000" that open one at a time. So a flat graph of any size
+// (no modules) opens as a few dozen boxes, and every edge between two segments runs from the
+// earlier to the later one: a PyTorch graph is listed in the order record_torch's walk met its
+// nodes, which is no topological order, and segments cut in that order fed each other both ways. Hidden nodes (AccumulateGrad,
 // pure view/shape nodes, when the toolbar hides them) are not boxes: edges pass through them.
 // Edges between boxes are aggregated: one drawn edge per pair of boxes, with a count.
 //
@@ -70,6 +73,76 @@ export interface ModuleTree {
   readonly groups: readonly InstanceGroup[];
   /** The group a module is a member of. */
   readonly groupOf: ReadonlyMap<number, InstanceGroup>;
+  /** Each node's position in backward order (Note [Folded view]): segments are cut in it. */
+  readonly rank: ReadonlyMap<number, number>;
+}
+
+/**
+ * A topological order of the graph's nodes (every edge from an earlier node to a later one, the
+ * loss first) that is the order of `graph.nodes` wherever the edges allow: Kahn's algorithm
+ * taking, of the nodes whose consumers have all been placed, the one listed first. As
+ * `{id: position}`; a node on a cycle (never in autograd) goes last, in listing order.
+ */
+export function backwardRank(graph: Graph): Map<number, number> {
+  const index = new Map(graph.nodes.map((node, position) => [node.id, position]));
+  const waiting = new Array<number>(graph.nodes.length).fill(0);
+  const outgoing = graph.nodes.map((): number[] => []);
+  for (const edge of graph.edges) {
+    const from = index.get(edge.source);
+    const to = index.get(edge.target);
+    if (from === undefined || to === undefined) continue;
+    outgoing[from]!.push(to);
+    waiting[to]! += 1;
+  }
+  const heap = new MinHeap();
+  waiting.forEach((count, position) => {
+    if (count === 0) heap.push(position);
+  });
+  const rank = new Map<number, number>();
+  for (let position = heap.pop(); position !== undefined; position = heap.pop()) {
+    rank.set(graph.nodes[position]!.id, rank.size);
+    for (const next of outgoing[position]!) {
+      waiting[next]! -= 1;
+      if (waiting[next] === 0) heap.push(next);
+    }
+  }
+  for (const node of graph.nodes) if (!rank.has(node.id)) rank.set(node.id, rank.size);
+  return rank;
+}
+
+/** A binary min-heap of numbers. */
+class MinHeap {
+  private readonly items: number[] = [];
+
+  push(value: number): void {
+    const items = this.items;
+    let at = items.push(value) - 1;
+    while (at > 0) {
+      const parent = (at - 1) >> 1;
+      if (items[parent]! <= value) break;
+      items[at] = items[parent]!;
+      at = parent;
+    }
+    items[at] = value;
+  }
+
+  pop(): number | undefined {
+    const items = this.items;
+    const top = items[0];
+    const last = items.pop();
+    if (top === undefined || last === undefined || items.length === 0) return top;
+    let at = 0;
+    for (;;) {
+      let child = 2 * at + 1;
+      if (child >= items.length) break;
+      if (child + 1 < items.length && items[child + 1]! < items[child]!) child += 1;
+      if (items[child]! >= last) break;
+      items[at] = items[child]!;
+      at = child;
+    }
+    items[at] = last;
+    return top;
+  }
 }
 
 /** Build the module tree of a graph (the root exists even when no node has a module). */
@@ -132,7 +205,7 @@ export function buildTree(graph: Graph): ModuleTree {
       for (const member of members) groupOf.set(member.index, group);
     }
   }
-  return { modules, byPath, ownerOf, groups, groupOf };
+  return { modules, byPath, ownerOf, groups, groupOf, rank: backwardRank(graph) };
 }
 
 /** What is open and what is hidden (Note [Folded view]). Sets hold indices, never names. */
@@ -250,6 +323,7 @@ export function visibleGraph(graph: Graph, tree: ModuleTree, fold: FoldState): V
   }
   for (const [moduleIndex, nodes] of loose) {
     const size = nodes.length > SEGMENT_LIMIT ? segmentSize(nodes.length) : nodes.length;
+    if (nodes.length > SEGMENT_LIMIT) nodes.sort((a, b) => (tree.rank.get(a.id) ?? 0) - (tree.rank.get(b.id) ?? 0));
     nodes.forEach((node, position) => {
       const segmentIndex = Math.floor(position / size);
       const segmentKey = `${moduleIndex}:${segmentIndex}`;

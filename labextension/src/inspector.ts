@@ -196,7 +196,7 @@ export const SUMMARY_COLUMNS: readonly SummaryColumn[] = [
   { name: "NaN", title: "how many entries are NaN", numeric: true, width: 5 },
   { name: "Inf", title: "how many entries are +inf or -inf", numeric: true, width: 5 },
   // The least width of the last column: it takes whatever the panel has left, and wraps.
-  { name: "values", title: "the entries in memory order (all of them up to 32, else the first six)", numeric: false, width: 14 },
+  { name: "values", title: "the entries in row-major order, as flatten() lists them (all of them up to 32, else the first six)", numeric: false, width: 14 },
 ];
 
 /** The column whose text wraps instead of ending in "…". */

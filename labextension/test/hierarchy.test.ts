@@ -167,6 +167,21 @@ describe("visibleGraph", () => {
     assert.equal(revealed.boxOf.get(0)!.kind, "segment");
   });
 
+  it("cuts segments along the backward's order, not the listing's: no edge runs back between them", () => {
+    // The loss 0 feeds 399, which feeds 398, ... down to 1: listed 0..399 (as record_torch lists
+    // a PyTorch graph, in the order its walk met the nodes), which is no topological order.
+    const count = 400;
+    const nodes = Array.from({ length: count }, (_, id) => ({ id, name: "MulBackward0", kind: "builtin", label: "" }));
+    const edges = [{ source: 0, target: count - 1, input_nr: 0 }];
+    for (let id = count - 1; id > 1; id--) edges.push({ source: id, target: id - 1, input_nr: 0 });
+    const graph = parseGraph({ nodes, edges, roots: [0] });
+    const tree = buildTree(graph);
+    const view = visibleGraph(graph, tree, defaultFold(graph, tree));
+    assert.deepEqual(view.boxes.map((box) => box.kind), ["segment", "segment"]);
+    assert.deepEqual(view.edges.map((edge) => [edge.tail.segment?.first, edge.head.segment?.first]), [[1, 201]]);
+    assert.deepEqual([...view.boxes[0]!.members.slice(0, 3)], [0, count - 1, count - 2], "the loss, then what it feeds");
+  });
+
   it("a 100,000-node chain opens as at most ~100 boxes", () => {
     const graph = chainGraph(100_000);
     const tree = buildTree(graph);

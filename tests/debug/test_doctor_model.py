@@ -361,6 +361,44 @@ def test_a_correct_custom_function_is_not_reported(library):
     assert report.findings == [] and len(report.checked) == 1, str(report)
 
 
+@pytest.mark.parametrize("lookup", ["embedding", "index_select", "indexing"])
+@pytest.mark.parametrize("library", list(LIBRARIES))
+def test_embedding_rows_of_tokens_not_in_the_batch_are_not_dead_units(library, lookup):
+    """An embedding table's rows are tokens, not units: the rows of tokens the batch does not
+    hold get no gradient by design, ReLU or not (a real vocabulary: nearly all of them)."""
+    lib = LIBRARIES[library]
+    table = tensor(lib, RNG.standard_normal((20, 4)), grad=True)
+    tokens = lib.tensor([1, 5, 5, 7, 2, 1])
+    rows = {"embedding": lambda: lib.nn.functional.embedding(tokens, table),
+            "index_select": lambda: lib.index_select(table, 0, tokens),
+            "indexing": lambda: table[tokens]}[lookup]()
+    params = [("embed.weight", table), *layer(lib, "fc", 4, 1, 34)]
+    loss = mse(lib, linear(lib, lib.relu(rows), params, "fc"), tensor(lib, Y).unsqueeze(1))
+    report = gradviz.debug.doctor(loss, params=params)
+    assert report.findings == [], str(report)
+
+
+def test_the_minus_inf_of_an_attention_mask_is_not_a_nonfinite_origin():
+    """``nn.MultiheadAttention`` with a causal and a key padding mask merges them into one float
+    mask of -inf entries, which torch's fused attention saves: masked, not non-finite values.
+    A mask with a NaN is still reported."""
+    real_torch.manual_seed(0)
+    attention = real_torch.nn.MultiheadAttention(8, 2, batch_first=True)
+    x = real_torch.randn(2, 5, 8)
+    causal = real_torch.triu(real_torch.ones(5, 5, dtype=real_torch.bool), 1)
+    padding = real_torch.zeros(2, 5, dtype=real_torch.bool)
+    padding[1, 4] = True
+    out = attention(x, x, x, attn_mask=causal, key_padding_mask=padding, need_weights=False)[0]
+    report = gradviz.debug.doctor(out.pow(2).mean(), params=attention)
+    assert report.findings == [], str(report)
+    mask = real_torch.zeros(5, 5)
+    mask[0, 1] = float("nan")
+    q = real_torch.randn(1, 5, 8, requires_grad=True)
+    out = real_torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+    report = gradviz.debug.doctor(out.sum(), params=[("q", q)])
+    assert "nonfinite_origin" in {finding.kind for finding in report.findings}, str(report)
+
+
 def test_modules_are_accepted_as_params_on_both_libraries():
     for lib in LIBRARIES.values():
         lib.manual_seed(0)
