@@ -711,6 +711,31 @@ def _random_bounds(dtype):
     return int(np.iinfo(dtype.numpy).max)
 
 
+_RANDOM_SIGNATURES = (" * (*, torch.Generator generator = None)\n"
+                      " * (int from, int to, *, torch.Generator generator = None)\n"
+                      " * (int to, *, torch.Generator generator = None)\n")
+
+
+def _integral_bound(value) -> bool:
+    """Whether ``value`` passes for an int bound of ``random_``, as torch's argument parser
+    takes it: an int or numpy integer (no bool), or a 0-d integer tensor."""
+    if isinstance(value, Tensor):
+        return value.ndim == 0 and value._data.dtype.kind in "iu"
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
+def _check_random_bounds(from_, to) -> None:
+    """torch's TypeError for bounds that are not ints (``random_(1.5)``, ``random_(0, 2.0)``)."""
+    if from_ is None and to is None:
+        return  # random_()
+    passed = [from_] if to is None else [from_, to]
+    if all(_integral_bound(value) for value in passed):
+        return
+    got = ", ".join("Tensor" if isinstance(value, Tensor) else type(value).__name__ for value in passed)
+    raise TypeError(f"random_() received an invalid combination of arguments - got ({got}), "
+                    f"but expected one of:\n{_RANDOM_SIGNATURES}")
+
+
 @declare(name=False, method=True)
 def random_(self, from_=None, to=None, *, generator=None, **kwargs):
     """Fill with integers drawn uniformly from ``[from, to)`` (``random_(to)``: ``[0, to)``;
@@ -720,6 +745,7 @@ def random_(self, from_=None, to=None, *, generator=None, **kwargs):
         from_ = kwargs.pop("from")
     if kwargs:
         raise TypeError(f"random_() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    _check_random_bounds(from_, to)
     row = _random_fills.RANDOM_FILL
     if from_ is not None and to is None:
         low, high, row = 0, int(from_), _random_fills.RANDOM_TO_FILL  # random_(to)

@@ -776,8 +776,11 @@ def _broadcastable(shape, target):
 
 @declare(name=False, method=True)
 def copy_(self, src, non_blocking=False):
-    if not isinstance(src, Tensor):
-        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if isinstance(src, (bool, int, float)):  # torch copies a number as a 0-d tensor
+        src = _wrap(np.asarray(src))
+    elif not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'other' (position 1) must be Tensor, not "
+                        f"{type(src).__name__}")
     if not _broadcastable(src._data.shape, self._data.shape):
         raise RuntimeError(
             f"The size of tensor a ({self._data.shape[-1] if self.ndim else 1}) must match the size "

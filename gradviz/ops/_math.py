@@ -22,6 +22,7 @@ from ._pointwise import (
     _clamp_dtype,
     _clamp_forward,
     _integer_division_check,
+    _logical_operands,
     _operands,
     abs,
     clamp_bound,
@@ -328,6 +329,7 @@ def logical_xor(input, other):
     """Elementwise logical XOR of the truth values of ``input`` and ``other``.
 
     Mirrors ``torch.logical_xor``."""
+    _logical_operands("logical_xor", input, other)
     return apply(_XOR, input, other)
 
 

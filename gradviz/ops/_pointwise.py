@@ -997,7 +997,16 @@ def logical_and(input, other):
     """Elementwise logical AND of the truth values of ``input`` and ``other``.
 
     Mirrors ``torch.logical_and``."""
+    _logical_operands("logical_and", input, other)
     return apply(_AND, input, other)
+
+
+def _logical_operands(op: str, input, other) -> None:
+    """torch's logical binary ops take two tensors, never a number (bitwise ones do)."""
+    for position, (name, value) in enumerate((("input", input), ("other", other)), 1):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{op}(): argument '{name}' (position {position}) must be Tensor, "
+                            f"not {type(value).__name__}")
 
 
 @declare(method=True, inplace=True, out=True)
@@ -1005,6 +1014,7 @@ def logical_or(input, other):
     """Elementwise logical OR of the truth values of ``input`` and ``other``.
 
     Mirrors ``torch.logical_or``."""
+    _logical_operands("logical_or", input, other)
     return apply(_OR, input, other)
 
 

@@ -282,6 +282,10 @@ HEAVISIDE = Op("heaviside", "NotImplemented", forward=_broadcasting(np.heaviside
 @declare(method=True, inplace=True)
 def heaviside(input, values):
     """0 where ``input < 0``, 1 where ``input > 0``, ``values`` where it is 0."""
+    for position, (name, value) in enumerate((("input", input), ("values", values)), 1):
+        if not isinstance(value, Tensor):  # torch takes no number here
+            raise TypeError(f"heaviside(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {type(value).__name__}")
     if input.dtype is not values.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
     return apply(HEAVISIDE, input, values)

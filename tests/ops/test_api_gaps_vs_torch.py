@@ -5,6 +5,7 @@ and errors for bad arguments."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -1220,3 +1221,63 @@ def test_roll_of_empty_tensor(shape, shifts, dims):
     """torch rolls an empty tensor to its copy before checking the dims (any dim goes); the
     backward too (gradviz raised "Dimension out of range"; found by the op fuzzer, seed 4767)."""
     assert _roll_empty(gradviz, shape, shifts, dims) == _roll_empty(torch, shape, shifts, dims)
+
+
+# Arguments of the wrong kind, as torch's argument parser takes or refuses them: the result,
+# or the error's type and first line. Random fills compare their dtype and range only.
+WRONG_KIND_CALLS = {
+    "heaviside with a number": lambda m, x: m.heaviside(x, 0.5),
+    "heaviside with a number first": lambda m, x: m.heaviside(0.5, x),
+    "heaviside_ with a number": lambda m, x: x.clone().heaviside_(1.5),
+    "logical_and with a number": lambda m, x: m.logical_and(x, 1.5),
+    "logical_and with a number first": lambda m, x: m.logical_and(1.5, x),
+    "logical_or_ with an int": lambda m, x: x.clone().logical_or_(0),
+    "logical_xor with an int": lambda m, x: m.logical_xor(x, 2),
+    "logical_and_ with a float": lambda m, x: x.clone().logical_and_(1.5),
+    "copy_ of a float": lambda m, x: x.clone().copy_(1.5),
+    "copy_ of an int into int64": lambda m, x: x.long().copy_(7),
+    "copy_ of a float into int64": lambda m, x: x.long().copy_(2.9),
+    "copy_ of a bool": lambda m, x: x.clone().copy_(True),
+    "copy_ of a string": lambda m, x: x.clone().copy_("a"),
+    "copy_ of a number into a non-leaf": lambda m, x: (x.clone().requires_grad_() * 1).copy_(1.5),
+    "random_ with a float": lambda m, x: x.clone().random_(1.5),
+    "random_ with a bool": lambda m, x: x.clone().random_(True),
+    "random_ with an int and a float": lambda m, x: x.clone().random_(0, 2.0),
+    "random_ from None to an int": lambda m, x: x.clone().random_(None, 5),
+    "random_ to an int": lambda m, x: x.clone().random_(3),
+    "random_ to a numpy int": lambda m, x: x.clone().random_(np.int64(3)),
+    "random_ to a 0-d int tensor": lambda m, x: x.clone().random_(m.tensor(3)),
+    "random_ between two ints": lambda m, x: x.clone().random_(2, 4),
+}
+
+
+def _wrong_kind_outcome(m, call):
+    x = m.tensor([1.0, -2.0, 0.0])
+    try:
+        result = call(m, x)
+    except Exception as error:  # noqa: BLE001 - the error is what is compared
+        return type(error).__name__, str(error).splitlines()[0]
+    return "result", result
+
+
+@pytest.mark.parametrize("name", list(WRONG_KIND_CALLS))
+def test_arguments_of_the_wrong_kind_as_torch(name):
+    ours = _wrong_kind_outcome(gradviz, WRONG_KIND_CALLS[name])
+    theirs = _wrong_kind_outcome(torch, WRONG_KIND_CALLS[name])
+    assert ours[0] == theirs[0], f"{name}: gradviz {ours}, torch {theirs}"
+    if ours[0] != "result":
+        # an in-place method names itself and counts from its first argument; gradviz's
+        # raises from the function it calls
+        def phrase(message):
+            return re.sub(r" \(position \d\)", "", re.sub(r"^\w+\(\): ", "", message))
+        assert phrase(ours[1]) == phrase(theirs[1]), name
+        return
+    result, expected = ours[1], theirs[1]
+    assert (result.grad_fn is None) == (expected.grad_fn is None), name
+    if result.grad_fn is not None:
+        assert result.grad_fn.name() == expected.grad_fn.name(), name
+    if name.startswith("random_"):
+        assert str(result.dtype).split(".")[-1] == str(expected.dtype).split(".")[-1], name
+        assert result.min().item() >= 0 and result.max().item() < 5, name
+        return
+    same(result, expected, name)
