@@ -387,7 +387,9 @@ def _refine(rerun, position, j, a, first, agrees):
     """
     best = first if math.isfinite(first) else None
     kink = False
-    for factor in _REFINE[rerun.itemsize]:
+    gap = None  # (step factor, |left - right|) at the previous step
+    factors = _REFINE[rerun.itemsize]
+    for factor in factors:
         kink = False
         lower, upper = rerun.moved(position, j, factor)
         central, noise = rerun.difference(position, j, lower, upper)
@@ -402,13 +404,15 @@ def _refine(rerun, position, j, a, first, agrees):
         left, noise_left = rerun.difference(position, j, lower, None)
         if math.isfinite(right) and math.isfinite(left):
             noise_sides = noise_left + noise_right
-            if not agrees(left, right, noise_sides):
+            smooth, gap = _curvature(gap, factor, abs(left - right)), (factor, abs(left - right))
+            if not smooth and not agrees(left, right, noise_sides):
                 # the derivative jumps within the step: a kink or a jump of the Function
                 kink = True
                 low, high = min(left, right), max(left, right)
                 slack = noise_sides + rerun.rtol * max(abs(left), abs(right))
-                if low - slack <= a <= high + slack or agrees(a, left, noise_left) \
-                        or agrees(a, right, noise_right):
+                # a subgradient; unless the next step shows the gap was curvature
+                if (low - slack <= a <= high + slack or agrees(a, left, noise_left)
+                        or agrees(a, right, noise_right)) and factor == factors[-1]:
                     return "kink", central
     if best is None:
         return "not_finite", math.nan
@@ -420,6 +424,27 @@ def _refine(rerun, position, j, a, first, agrees):
     if not math.isfinite(a):
         return "nonfinite", best
     return "mismatch", best
+
+
+def _curvature(previous, factor, gap):
+    """Note [Curvature is not a kink]: whether the one-sided derivatives' gap shrank with the
+    step (at least about in proportion), as a smooth function's does, where a kink's stays."""
+    if previous is None or previous[1] == 0.0:
+        return False
+    shrink = 1.5 * factor / previous[0]
+    return gap <= shrink * previous[1]
+
+
+# Note [Curvature is not a kink]
+# ------------------------------
+# The step grows with the entry (``h ~ eps^(1/3) max(1, |x|)``), so for inputs with a large
+# offset (|x| ~ 1e5, a variance or a norm of shifted data) it is large against the scale on
+# which the function curves, and the one-sided derivatives of a smooth function differ by
+# about ``h f''``, enough to look like a kink; an analytic value between them was then
+# excluded as a subgradient, and a wrong backward (computed in float32 there) went unseen.
+# A kink's gap stays as the step shrinks; curvature's shrinks with it. So at the second and
+# later steps of the refinement a gap that shrank at least about in proportion to the step
+# (to within 1.5 times) is curvature: the entry is judged by its central difference.
 
 
 # ---- second order -------------------------------------------------------------------------
