@@ -61,6 +61,28 @@ _NOISE_SAFETY = 64.0
 _RERUN_SEED = 0x646F63
 
 
+def _computed_in_single(outputs, inputs):
+    """Note [A forward in single precision]: float64 outputs that are all float32 numbers, of
+    float64 inputs that are not."""
+    def single(array):
+        finite = array[np.isfinite(array)]
+        return bool(np.array_equal(finite.astype(np.float32).astype(np.float64), finite))
+
+    return (all(o.dtype == np.float64 and single(o) for o in outputs)
+            and any(not single(i) for i in inputs))
+
+
+# Note [A forward in single precision]
+# ------------------------------------
+# A forward that computes in float32 and casts back (``x.float() ... .double()``) gives float64
+# outputs with float32's precision: finite differences with float64's step (about 3e-6 of
+# the entry) then see outputs that move by whole float32 ulps or not at all, and a right
+# backward disagrees with them. When every output value is a float32 number while some
+# checked input is not (so the inputs were not merely simple numbers), the entries are
+# differenced with float32's step and tolerance. The backward is then held to float32's
+# tolerance too, which still finds the O(1) errors the doctor looks for.
+
+
 class Rerun:
     """The Function, its recorded arguments and the cotangents, in one working dtype.
 
@@ -101,6 +123,9 @@ class Rerun:
         arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
+        if precision == 8 and _computed_in_single(list(arrays.values()),
+                                                  [self.base[p] for p in positions]):
+            precision = 4
         self.itemsize = precision if precision in RTOL else 4
         self.eps = float(np.finfo(np.dtype(f"f{self.itemsize}")).eps)  # float64, 32 or 16
         self.step = 0.5 * self.eps ** (1.0 / 3.0)
