@@ -551,8 +551,10 @@ def _slot_findings(node, check, slot, earlier, probe=None, alone=None):
         kind = "coerced_gradient"
         message = (f"{name} input {slot.position}: backward returned a gradient of shape "
                    f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
-                   f"engine summed it down and the result disagrees with finite differences"
-                   f"{when} ({where})")
+                   f"engine summed it down (over the leading dimensions, lining the shapes up "
+                   f"from the right as broadcasting does: an input broadcast along another "
+                   f"dimension needs that sum in backward) and the result disagrees with "
+                   f"finite differences{when} ({where})")
         details["returned_shape"] = list(slot.reduced_from)
     elif slot.none_returned:
         kind = "wrong_gradient"
@@ -676,6 +678,11 @@ def _shape_hint(text):
     if len(got) == len(want) >= 2 and got[:-2] + got[-2:][::-1] == want:
         return (f"return it in the input's shape {want}: the gradient looks transposed (the "
                 f"transpose is missing, or one too many)")
+    joined = _joined_along(got, want)
+    if joined is not None:
+        return (f"return it in the input's shape {want}: it looks like pieces joined along dim "
+                f"{joined[0]} where dim {joined[1]} was meant (cat/stack over the wrong dim; a "
+                f"reshape would scramble the entries)")
     if int(np.prod(got)) == int(np.prod(want)):
         return f"return it in the input's shape {want}: it has the right size, reshape it"
     if len(got) < len(want):
@@ -683,6 +690,23 @@ def _shape_hint(text):
                 f"(keepdim=True?)")
     return (f"return it in the input's shape {want}, or in a shape that broadcasts to the "
             f"output and sums down to it")
+
+
+def _joined_along(got, want):
+    """``(dim, meant)`` when ``got`` is ``want`` with one dimension ``k`` times longer and
+    another ``k`` times shorter (pieces of ``want`` concatenated along the wrong dim)."""
+    if len(got) != len(want):
+        return None
+    differ = [d for d in range(len(got)) if got[d] != want[d]]
+    if len(differ) != 2:
+        return None
+    first, second = differ
+    for longer, shorter in ((first, second), (second, first)):
+        if got[longer] > want[longer] and want[longer] and got[longer] % want[longer] == 0:
+            k = got[longer] // want[longer]
+            if got[shorter] * k == want[shorter]:
+                return longer, shorter
+    return None
 
 
 def _changed_entries(before, after):
