@@ -9,7 +9,11 @@
    for several outputs, with each output used alone. A forward that draws random numbers is
    re-run from one fixed generator state (Note [Random forwards] in ``_rerun``); a
    piecewise-constant forward whose backward returns a surrogate (a straight-through
-   estimator) is a warning that asks, not an error (Note [Surrogate gradients]);
+   estimator) is a warning that asks, not an error (Note [Surrogate gradients]). What the
+   node's backward returned in the backward pass of item 2 is compared with the re-run's for
+   the same incoming gradient (state kept outside ``ctx``, Note [Backward replayed] in
+   ``_gradcheck``), and a floating output marked non-differentiable that moves with an input
+   is a warning (Note [Floating outputs marked non-differentiable] in ``_rerun``);
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
@@ -159,9 +163,16 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
             if args is None:
                 report.skipped.append((node, reason))
             else:
-                incoming = None if pass_result is None else pass_result.grads_in.get(node)
+                incoming = returned = None
+                if pass_result is not None:
+                    incoming = pass_result.grads_in.get(node)
+                    # Note [Backward replayed]: not where saved tensors changed since forward
+                    if not any(f.node is node and f.kind == "mutated_saved"
+                               for f in report.findings):
+                        returned = pass_result.grads_out.get(node)
                 check = check_function(node._forward_cls, args, node.needs_input_grad, seed,
-                                       max_entries, incoming, rerun=graph.rerun)
+                                       max_entries, incoming, rerun=graph.rerun,
+                                       returned=returned)
                 checks[node] = check
                 if check.skipped is not None:
                     report.skipped.append((node, check.skipped))
@@ -470,6 +481,10 @@ def _check_findings(node, check, earlier):
         return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
         findings.extend(_slot_findings(node, check, slot, earlier))
+    for output, position in sorted(check.frozen.items()):
+        findings.append(_frozen_finding(node, output, position))
+    for position, (given, rerun) in sorted(check.replayed.items()):
+        findings.append(_replayed_finding(node, position, given, rerun))
     if check.alone is not None:
         output, alone = check.alone
         if alone.backward_error is not None:
@@ -487,9 +502,66 @@ def _check_findings(node, check, earlier):
                 findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
     if check.probe is not None:
         factor, probe = check.probe
+        if probe.backward_error is not None:
+            findings.append(_probe_backward_error(node, probe.backward_error, factor))
         for slot in probe.slots:
             findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
+
+
+def _replayed_finding(node, position, given, rerun):
+    """Note [Backward replayed] in ``_gradcheck``: the graph's backward pass gave another
+    gradient than forward and backward run again together."""
+    count, worst = _changed_entries(rerun, given)
+    first = worst[0]
+    error = np.abs(given - rerun)
+    name = _function(node).__name__
+    hint = (f"backward reads something forward did not keep on ctx: state on the class or in "
+            f"a global (or a closure) that a later call, such as another use of {name}, "
+            f"changed before the backward pass; keep what backward needs on ctx "
+            f"(ctx.factor = factor, or ctx.save_for_backward)")
+    message = (f"{node.name()} input {position}: in the graph's backward pass it returned "
+               f"another gradient than the same backward gives right after its forward is "
+               f"run again on the recorded inputs, with the same incoming gradient ({count} of "
+               f"{given.size} entries differ; at {_format_index(first.index)}: re-run "
+               f"{_fmt(first.analytic)}, in the graph {_fmt(first.numeric)}); finite "
+               f"differences agree with the re-run - {hint}")
+    worst = [Entry(e.index, e.numeric, e.analytic) for e in worst]
+    return Finding(kind="wrong_gradient", function=_function(node), node=node,
+                   input_index=position, message=message, worst=worst, hint=hint,
+                   max_abs_error=float(np.nanmax(error)) if error.size else 0.0,
+                   details={"replayed": True, "mismatched": count, "checked": int(given.size)})
+
+
+def _frozen_finding(node, output, position):
+    """Note [Floating outputs marked non-differentiable] in ``_rerun``."""
+    hint = (f"if the loss uses output {output}, remove ctx.mark_non_differentiable for it and "
+            f"let backward use its gradient; mark only indices, counts, masks, or values meant "
+            f"as constants (a statistic for a running average)")
+    message = (f"{node.name()} output {output} is marked non-differentiable "
+               f"(ctx.mark_non_differentiable) but is a floating-point tensor that changes with "
+               f"input {position}: any gradient a loss sends through it is dropped silently, so "
+               f"input {position} misses that part of its gradient - {hint}")
+    return Finding(kind="wrong_gradient", function=_function(node), node=node,
+                   input_index=position, message=message, hint=hint, severity="warning",
+                   details={"non_differentiable_output": output})
+
+
+def _probe_backward_error(node, exc, factor):
+    """A backward that raises at a probe point where its forward ran (Note [Where the doctor
+    evaluates] in ``_gradcheck``): an error for a name or attribute that does not exist there,
+    else a warning."""
+    hint = None
+    if isinstance(exc, AttributeError) and "Backward' object has no attribute" in str(exc):
+        hint = ("backward reads a ctx attribute that forward sets for some inputs only (on one "
+                "branch of an if): set it on every path through forward")
+    finding = _backward_error(node, exc, hint=hint,
+                              when=f"at other inputs than the recorded ones (with the checked "
+                                   f"inputs scaled by {factor:g}; at the recorded inputs it runs)")
+    finding.details["probe"] = factor
+    if not isinstance(exc, (AttributeError, NameError)):  # UnboundLocalError is a NameError
+        finding.severity = "warning"
+    return finding
 
 
 def _explain_pass_failure(finding, exc, output):

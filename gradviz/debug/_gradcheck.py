@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._hints import explain, factor_hint
-from ._rerun import GradvizRerun
+from ._rerun import RTOL, GradvizRerun
 
 __all__ = ["SlotCheck", "NodeCheck", "check_function", "check_double_backward"]
 
@@ -99,14 +99,20 @@ class NodeCheck:
     # a Function of several outputs, right when all of them receive a gradient, wrong when
     # one is used alone: (that output, the NodeCheck with it alone)
     alone: tuple | None = None
+    # Note [Backward replayed]: inputs whose gradient in the graph's backward pass differs
+    # from the re-run's with the same incoming gradient: {position: (pass's, re-run's)}
+    replayed: dict = field(default_factory=dict)
+    # Note [Floating outputs marked non-differentiable] in ``_rerun``: {output: input position}
+    frozen: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.skipped is None and self.backward_error is None and all(s.ok for s in self.slots)
+        return (self.skipped is None and self.backward_error is None and not self.replayed
+                and all(s.ok for s in self.slots))
 
 
 def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
-                   probe=True, _at_probe=False, rerun=GradvizRerun) -> NodeCheck:
+                   probe=True, _at_probe=False, rerun=GradvizRerun, returned=None) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
@@ -115,7 +121,9 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
     ``probe``, a backward right at ``args`` is also checked at other inputs (Note [Where the
     doctor evaluates]) and, for several outputs, with each output used alone. ``rerun`` is
     the class that runs the Function (Note [The doctor's rerun interface]): gradviz's, or
-    PyTorch's for a ``torch.autograd.Function``.
+    PyTorch's for a ``torch.autograd.Function``. ``returned`` (one array or None per edge)
+    is what the node's backward returned in the graph's own backward pass, given ``incoming``
+    (Note [Backward replayed]).
     """
     rerun_class = rerun
     positions = rerun_class.positions_of(args, needs)
@@ -180,7 +188,14 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
         slot.cast_from = observer.cast.get(edge_of[p])
         check.slots.append(slot)
 
-    if check.ok and probe and not check.mutated_inputs:
+    if probe:
+        try:
+            check.frozen = rerun.frozen_that_move()
+        except Exception:  # noqa: BLE001 - the user's forward may raise anything; only a warning
+            check.frozen = {}
+    if check.ok and returned is not None and incoming is not None:
+        check.replayed = _replay(rerun, incoming, returned, positions, edge_of)
+    if check.ok and probe and not check.mutated_inputs and not check.replayed:
         if len(rerun.diff_outputs) > 1:
             check.alone = _check_outputs_alone(rerun, positions, seed)
         if check.alone is None:
@@ -201,16 +216,9 @@ def _show_with_incoming(rerun, check, incoming):
     disagreement shows with it too, the report quotes those values (as in ``.grad`` of a
     one-node graph).
     """
-    cotangents = {}
-    for k in rerun.diff_outputs:
-        grad = incoming[k] if k < len(incoming) else None
-        shape = rerun.cotangents[k].shape
-        if grad is None:
-            cotangents[k] = np.zeros(shape)
-        elif tuple(grad.shape) != tuple(shape):
-            return
-        else:
-            cotangents[k] = grad.astype(rerun.out_dtypes[k]).astype(np.float64)
+    cotangents = _incoming_cotangents(rerun, incoming)
+    if cotangents is None:
+        return
     saved = rerun.cotangents, rerun._cotangent_list
     rerun.cotangents = cotangents
     rerun._cotangent_list = [cotangents[k] for k in rerun.diff_outputs]
@@ -236,6 +244,69 @@ def _show_with_incoming(rerun, check, incoming):
         rerun.cotangents, rerun._cotangent_list = saved
 
 
+def _incoming_cotangents(rerun, incoming):
+    """The gradient the user's loss sent into the node as the re-run's cotangents (zeros for
+    None), or None when their shapes do not fit."""
+    cotangents = {}
+    for k in rerun.diff_outputs:
+        grad = incoming[k] if k < len(incoming) else None
+        shape = rerun.cotangents[k].shape
+        if grad is None:
+            cotangents[k] = np.zeros(shape)
+        elif tuple(grad.shape) != tuple(shape):
+            return None
+        else:
+            cotangents[k] = grad.astype(rerun.out_dtypes[k]).astype(np.float64)
+    return cotangents
+
+
+# Note [Backward replayed]
+# ------------------------
+# The re-run calls forward and then backward at once, so a backward that reads state forward
+# did not put on ``ctx`` (a factor kept on the class or in a global, which a later call of
+# the Function overwrote before the graph's backward ran) agrees with finite differences
+# there, and is wrong in the user's graph. So what the node's backward returned in the
+# doctor's own backward pass is compared with what the re-run's backward returns for the
+# same incoming gradient; a difference beyond the user's dtype's tolerance is a finding.
+# A forward that draws random numbers is left out (the re-run draws another mask than the
+# user's forward did: ``Rerun.draws_random``), and so is a node whose saved tensors were
+# modified since forward (that finding says why its backward differs).
+
+
+def _replay(rerun, incoming, returned, positions, edge_of):
+    """``{position: (the pass's gradient, the re-run's)}`` where they differ."""
+    cotangents = _incoming_cotangents(rerun, incoming)
+    if cotangents is None:
+        return {}
+    found = {}
+    try:
+        with rerun.cotangents_set(cotangents):
+            analytic, _ = rerun.analytic()
+        for p in positions:
+            given = returned[edge_of[p]] if edge_of[p] < len(returned) else None
+            if given is None or given.dtype.kind != "f":
+                continue
+            mine = analytic[p]
+            mine = np.zeros(given.shape) if mine is None else np.asarray(mine, np.float64)
+            if mine.shape != given.shape:
+                continue
+            given64 = given.astype(np.float64)
+            rtol = RTOL.get(given.dtype.itemsize, RTOL[4])
+            with np.errstate(invalid="ignore"):
+                scale = float(np.nanmax(np.abs(mine))) if mine.size else 0.0
+                differ = ~(np.abs(given64 - mine) <= rtol * (scale + np.abs(mine)) + 1e-300)
+            # NaN/Inf the pass produced is the nonfinite finding's (the re-run in float64
+            # may not overflow where the user's float32 did)
+            differ &= np.isfinite(given64)
+            if differ.any():
+                found[p] = (given64, mine)
+        if found and rerun.draws_random():
+            return {}
+    except Exception:  # noqa: BLE001 - the user's code may raise anything; nothing to compare
+        return {}
+    return found
+
+
 # Note [Where the doctor evaluates]
 # ----------------------------------
 # The doctor checks a backward where the user's graph ran it: at the recorded forward
@@ -249,7 +320,10 @@ def _show_with_incoming(rerun, check, incoming):
 # sparsity, the ratios between entries) while moving the values across zero and across the
 # usual boundaries near 1. At most ``_PROBE_ENTRIES`` entries per input are checked there;
 # a probe whose forward raises or is not finite is dropped silently (the Function may not
-# accept such inputs), and so is one whose backward raises. A mismatch found at a probe is
+# accept such inputs). A backward that raises where its forward ran (a ``ctx`` attribute set
+# on one branch of forward only) is reported: an error when the exception says that code
+# refers to something that does not exist (AttributeError, NameError, UnboundLocalError),
+# else a warning (a backward may refuse inputs its forward took). A mismatch found at a probe is
 # reported with the probe named (the factor, and the input's value at the worst entry), and
 # at the first probe that shows one the search stops. A bug outside every probe's reach (a
 # boundary at 6 for inputs near 0) still hides: the report's checked inputs are the only
@@ -269,8 +343,7 @@ def _probe(cls, args, needs, positions, seed, rerun_class):
                                    _at_probe=True, rerun=rerun_class)
         except Exception:  # noqa: BLE001 - the Function may not accept such inputs
             continue
-        if check.skipped is None and check.backward_error is None and not check.mutated_inputs \
-                and not check.ok:
+        if check.skipped is None and not check.mutated_inputs and not check.ok:
             return factor, check
     return None
 

@@ -108,11 +108,16 @@ class Rerun:
         # the outputs too large to show a change (a saturated softmax): a false alarm there
         # would blame a right backward for inputs the user never gave it
         self.count_unchanged = False
+        # the state every forward starts the random generators from (Note [Random forwards])
+        self.seed = _RERUN_SEED
         self.mutated_inputs: dict[int, object] = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
         # integer outputs (the indices of a sort, topk or max): for the hints
         self.index_outputs = []
+        # floating outputs that do not require grad: ctx.mark_non_differentiable (Note
+        # [Floating outputs marked non-differentiable])
+        self.frozen_outputs: list[int] = []
         for k, o in enumerate(outputs):
             try:
                 kind = None if k in self.diff_outputs else self._output_array(o).dtype.kind
@@ -120,6 +125,8 @@ class Rerun:
                 continue
             if kind in ("i", "u"):
                 self.index_outputs.append(k)
+            elif kind == "f":
+                self.frozen_outputs.append(k)
         arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
@@ -207,8 +214,8 @@ class Rerun:
         Python's global ones here; the library's own in the subclasses), set to one fixed
         state for the call and put back after it."""
         numpy_state, python_state = np.random.get_state(), _python_random.getstate()
-        np.random.seed(_RERUN_SEED)
-        _python_random.seed(_RERUN_SEED)
+        np.random.seed(self.seed)
+        _python_random.seed(self.seed)
         try:
             with self._library_randomness():
                 yield
@@ -217,7 +224,7 @@ class Rerun:
             _python_random.setstate(python_state)
 
     def _library_randomness(self):
-        """A context in which the library's default generator starts from ``_RERUN_SEED`` and
+        """A context in which the library's default generator starts from ``self.seed`` and
         after which it is as before."""
         raise NotImplementedError
 
@@ -229,6 +236,43 @@ class Rerun:
         """The differentiable outputs (float64 copies) at ``arrays``."""
         outputs, _ = self._forward(arrays)
         return [self._output_array(outputs[k]).astype(np.float64) for k in self.diff_outputs]
+
+    def frozen_that_move(self):
+        """``{output: input position}``: the floating outputs marked non-differentiable that
+        change when that checked input moves (each entry by 1e-3 of its size, random signs).
+
+        Note [Floating outputs marked non-differentiable]: an output marked so gets no
+        gradient; for indices, counts or masks that is right, and they do not move with a
+        small change of the inputs. A floating output that does (the max of a min/max pair
+        marked by mistake) loses the gradient of any loss that uses it, silently; it may also
+        be meant (a statistic for a running average), so it is a warning.
+        """
+        if not self.frozen_outputs:
+            return {}
+        rng = np.random.default_rng(0)
+        at_base, _ = self._forward(self.base)
+        found: dict[int, int] = {}
+        for p in self.positions:
+            x = self.base[p]
+            step = 1e-3 * np.maximum(1.0, np.abs(x)) * rng.choice([-1.0, 1.0], x.shape)
+            moved, _ = self._forward({**self.base, p: (x + step).astype(x.dtype)})
+            for k in self.frozen_outputs:
+                if k not in found and not np.array_equal(self._output_array(at_base[k]),
+                                                         self._output_array(moved[k]),
+                                                         equal_nan=True):
+                    found[k] = p
+        return found
+
+    def draws_random(self):
+        """Whether forward's outputs change with the random generators' state (after
+        ``prepare``): a forward that draws, re-run from another state than the fixed one."""
+        self.seed = _RERUN_SEED + 1
+        try:
+            other = self.evaluate(self.base)
+        finally:
+            self.seed = _RERUN_SEED
+        return any(not np.array_equal(a, b, equal_nan=True)
+                   for a, b in zip(self.base_outputs, other))
 
     @contextlib.contextmanager
     def outputs_alone(self):
@@ -376,7 +420,7 @@ class GradvizRerun(Rerun):
     @contextlib.contextmanager
     def _library_randomness(self):
         saved = _creation._generator
-        _creation._generator = np.random.default_rng(_RERUN_SEED)
+        _creation._generator = np.random.default_rng(self.seed)
         try:
             yield
         finally:
