@@ -477,7 +477,7 @@ def _check_findings(node, check, earlier):
             findings.append(_backward_error(node, check.backward_error))
         return findings
     findings.extend(_mutation_findings(node, check))
-    if check.mutated_inputs:
+    if check.mutated_inputs or check.mutated_saved:
         return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
         findings.extend(_slot_findings(node, check, slot, earlier))
@@ -813,6 +813,26 @@ def _mutation_findings(node, check):
                                 input_index=position, message=message, worst=worst,
                                 hint="save a clone, or modify a copy (out-of-place) in forward",
                                 details={"in_forward": True, "wrong_inputs": wrong}))
+    for index, (before, after, output) in sorted(check.mutated_saved.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        wrong = [s.position for s in check.slots if not s.ok]
+        what = f"saved tensor {index}" + (f" (its output {output})" if output is not None else "")
+        consequence = (f", so the gradient of input{'s' if len(wrong) > 1 else ''} "
+                       f"{', '.join(str(p) for p in wrong)} disagrees with finite differences"
+                       if wrong else "")
+        message = (f"{name}: forward modified {what} in place after saving it for backward "
+                   f"({count} of {before.size} entries changed; at "
+                   f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, then "
+                   f"{_fmt(first.numeric)}); the saved value is taken when forward returns, so "
+                   f"backward computes with the modified values{consequence}")
+        findings.append(Finding(kind="mutated_saved", function=_function(node), node=node,
+                                input_index=wrong[0] if len(wrong) == 1 else None,
+                                message=message, worst=worst,
+                                hint="save what backward needs after the in-place op (or save "
+                                     "a clone, or modify out of place)",
+                                details={"in_forward": True, "saved_index": index,
+                                         "output": output, "wrong_inputs": wrong}))
     for output, (before, after) in sorted(check.mutated_grad_outputs.items()):
         count, worst = _changed_entries(before, after)
         first = worst[0]

@@ -91,6 +91,9 @@ class NodeCheck:
     # saved inputs that forward modified in place without ctx.mark_dirty:
     # {position: (values before forward, values after)}
     mutated_inputs: dict = field(default_factory=dict)
+    # other saved tensors that forward modified after saving them, when the gradient is wrong
+    # (``_rerun._modified_after_saving``): {saved index: (before, after, output or None)}
+    mutated_saved: dict = field(default_factory=dict)
     # gradients that backward modified in place: {output index: (values given, values after)}
     mutated_grad_outputs: dict = field(default_factory=dict)
     # Note [Where the doctor evaluates]: right at the recorded inputs, wrong at other inputs:
@@ -161,6 +164,7 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
 
     check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
     check.mutated_inputs = rerun.mutated_inputs
+    check.mutated_saved = rerun.mutated_saved
     check.mutated_grad_outputs = observer.mutated_grads
     reason = rerun.prepare()
     if reason is not None:
@@ -193,9 +197,13 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
             check.frozen = rerun.frozen_that_move()
         except Exception:  # noqa: BLE001 - the user's forward may raise anything; only a warning
             check.frozen = {}
+    if all(s.ok for s in check.slots):
+        # a tensor filled after it was saved, with a backward written for its final values
+        check.mutated_saved = {}
     if check.ok and returned is not None and incoming is not None:
         check.replayed = _replay(rerun, incoming, returned, positions, edge_of)
-    if check.ok and probe and not check.mutated_inputs and not check.replayed:
+    if check.ok and probe and not check.mutated_inputs and not check.mutated_saved \
+            and not check.replayed:
         if len(rerun.diff_outputs) > 1:
             check.alone = _check_outputs_alone(rerun, positions, seed)
         if check.alone is None:

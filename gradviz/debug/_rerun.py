@@ -111,6 +111,9 @@ class Rerun:
         # the state every forward starts the random generators from (Note [Random forwards])
         self.seed = _RERUN_SEED
         self.mutated_inputs: dict[int, object] = {}
+        # saved tensors modified after save_for_backward, before forward returned:
+        # {saved index: (before, after, output or None)} (``_modified_after_saving``)
+        self.mutated_saved: dict[int, tuple] = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
         # integer outputs (the indices of a sort, topk or max): for the hints
@@ -196,13 +199,46 @@ class Rerun:
                 call.append(tensor)
             else:
                 call.append(a)
-        with self._fixed_randomness():
+        saves: list[tuple] | None = None if mutated is None else []
+        with self._fixed_randomness(), self._saving(saves):
             outputs = self._apply(call)
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
         if mutated is not None:
             mutated.update(self._modified_in_forward(call, arrays, outputs))
+            self.mutated_saved = _modified_after_saving(saves, call, outputs,
+                                                        self._output_array)
         return outputs, leaves
+
+    @contextlib.contextmanager
+    def _saving(self, saves):
+        """Within the block, ``save_for_backward`` of this Function's ``ctx`` also appends
+        ``(tensor, its version, a copy of its values)`` to ``saves`` (for
+        ``_modified_after_saving``); with ``saves`` None, nothing changes."""
+        node_class = getattr(self._applied_class(), "_backward_cls", None)
+        if saves is None or node_class is None:
+            yield
+            return
+        original = node_class.save_for_backward
+        output_array = self._output_array
+
+        def save_for_backward(ctx, *tensors):
+            for tensor in tensors:
+                version = getattr(tensor, "_version", None)
+                if isinstance(version, int):
+                    saves.append((tensor, version, np.array(output_array(tensor), copy=True)))
+            return original(ctx, *tensors)
+
+        node_class.save_for_backward = save_for_backward
+        try:
+            yield
+        finally:
+            del node_class.save_for_backward
+
+    def _applied_class(self):
+        """The Function class ``_apply`` calls (its ``ctx`` is an instance of its
+        ``_backward_cls``)."""
+        return self.cls
 
     def _modified_in_forward(self, call, arrays, outputs):
         """Note [Modified in forward] for this library's tensors."""
@@ -499,6 +535,30 @@ class GradvizRerun(Rerun):
                 second = _autograd_grad([total], inputs, allow_unused=True)
         return {p: (np.zeros(self.base[p].shape) if g is None else g._data.astype(np.float64))
                 for p, g in zip(self.positions, second)}
+
+
+def _modified_after_saving(saves, call, outputs, output_array):
+    """``{saved index: (before, after, output or None)}`` for each saved tensor, not an
+    argument of forward, whose version moved after ``save_for_backward`` and before forward
+    returned.
+
+    Both libraries take a saved tensor's version when forward returns, so an intermediate
+    saved and then modified in place (``t = x.tanh(); ctx.save_for_backward(t); t.mul_(2)``)
+    raises nothing, and backward computes with the modified values. It is reported only when
+    the gradient is wrong (a buffer saved first and filled after, for a backward written for
+    its final values, is right). Arguments are Note [Modified in forward]'s.
+    """
+    found: dict[int, tuple] = {}
+    for index, (tensor, version, before) in enumerate(saves or ()):
+        if any(tensor is a for a in call) or tensor._version == version:
+            continue
+        after = np.array(output_array(tensor), copy=True)
+        if after.shape != before.shape or before.dtype.kind != "f" \
+                or np.array_equal(after, before, equal_nan=True):
+            continue
+        output = next((k for k, o in enumerate(outputs) if o is tensor), None)
+        found[index] = (before.astype(np.float64), after.astype(np.float64), output)
+    return found
 
 
 def _modified_in_forward(call, arrays, outputs):

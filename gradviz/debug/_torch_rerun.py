@@ -140,6 +140,9 @@ class TorchRerun(Rerun):
         with torch.enable_grad():
             return self.watched.apply(*call)  # the watching subclass: Note at the top
 
+    def _applied_class(self):
+        return self.watched
+
     def _modified_in_forward(self, call, arrays, outputs):
         return _modified_in_forward(call, arrays, outputs)
 
