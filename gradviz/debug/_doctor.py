@@ -49,6 +49,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from . import _capture
+from ._arguments import kept_inputs
 from ._gradcheck import check_double_backward, check_function
 from ._gradviz_graph import GradvizGraph
 from ._model_checks import model_findings
@@ -726,12 +727,37 @@ def _backward_error(node, exc, when="", hint=None):
         hint = (f"forward argument {position} is not a tensor (a number, a flag, or None for "
                 f"an optional tensor), so backward must return None in its place: return a "
                 f"gradient only when ctx.needs_input_grad[{position}] is True")
+    if hint is None:
+        hint = _count_hint(node, text)
     message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
     if hint:
         message += f" - {hint}"
     return Finding(kind="backward_error", function=_function(node), node=node,
                    input_index=position, message=message, hint=hint,
                    details={"exception": exc})
+
+
+_COUNT = re.compile(r"incorrect number of gradients \(expected (\d+), got (\d+)\)")
+
+
+def _count_hint(node, text):
+    """For the engine's wrong-number-of-gradients error: one value per forward argument, and
+    what those arguments were when the node kept them."""
+    match = _COUNT.search(text)
+    if match is None:
+        return None
+    expected, got = int(match.group(1)), int(match.group(2))
+    args = getattr(node, "_forward_args", None)  # recorded inside capture()
+    if args is None:  # a torch custom Function's node, recorded inside capture()
+        args = getattr(getattr(node, _capture.TORCH_RECORD, None), "args", None)
+    if args is None and hasattr(node, "_tensor_input_positions"):  # a gradviz node
+        args = kept_inputs(node)[0]
+    kinds = ""
+    if args is not None and len(args) == expected:
+        kinds = " (" + ", ".join("tensor" if hasattr(a, "shape") and hasattr(a, "dtype")
+                                 else type(a).__name__ for a in args) + ")"
+    return (f"backward must return one value per forward argument: {expected}{kinds}, None "
+            f"for each that is not a tensor or needs no gradient; it returned {got}")
 
 
 _INVALID_SHAPE = re.compile(r"got \[([\d, ]*)\] but expected shape compatible with \[([\d, ]*)\]")

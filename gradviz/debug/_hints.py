@@ -66,6 +66,8 @@ def explain(rerun, check, analytic, alone=False):
         if hint is None:
             hint = _swap_hint(slot, compared)
         if hint is None:
+            hint = _guarded(jacobians.exchanged, slot)
+        if hint is None:
             hint = _layout_hint(slot, indexed=indexed)
         if hint is None:
             hint = _reversed_hint(rerun, slot, reversed_runs)
