@@ -334,6 +334,17 @@ def family(T):
             return g * w, (g * x).sum(0), None
 
     @add
+    class WeightedSumForgetsNone(WeightedSum):
+        """(gx, gw): two gradients for three forward arguments (the int dim's None left
+        out)."""
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, w = ctx.saved_tensors
+            g = grad.unsqueeze(ctx.dim)
+            return g * w, (g * x).sum(0)
+
+    @add
     class Normalize(Function):
         """x / (|x| + eps) along dim 1; a bool flag ``check`` asks forward to refuse NaN."""
 
@@ -955,6 +966,12 @@ CASES = [
          lambda T, x, w, v: ((x * w).sum(1) * v).sum(),
          arrays((normal(4, 3), True), (normal(3), True), (normal(4), False)),
          {("backward_error", 1)}),
+    Case("two gradients returned for three arguments (the int's None left out)",
+         {"WeightedSum": "WeightedSumForgetsNone"},
+         lambda ns, T, x, w, v: (ns.WeightedSum.apply(x, 1, w) * v).sum(),
+         lambda T, x, w, v: ((x * w).sum(1) * v).sum(),
+         arrays((normal(4, 3), True), (normal(3), True), (normal(4), False)),
+         {("backward_error", None)}, hint="one value per forward argument"),
     Case("a gradient returned for a bool flag", {"Normalize": "NormalizeGradForFlag"},
          lambda ns, T, x, w: (ns.Normalize.apply(x, 1e-3, True) * w).sum(),
          lambda T, x, w: (x / (x.norm(dim=1, keepdim=True) + 1e-3) * w).sum(),
@@ -982,7 +999,7 @@ CASES = [
          _weighted(lambda ns, T, x: ns.TwoTanh.apply(x)),
          _ref_weighted(lambda T, x: 2 * x.tanh()),
          arrays((normal(6), True), (normal(6), False)),
-         {("wrong_gradient", 0)}),
+         {("mutated_saved", 0)}, phrases=("modified saved tensor 0 (its output 0) in place",)),
     # several outputs
     Case("a used float output marked non-differentiable",
          {"MinMax": "MinMaxMarksMaxNonDifferentiable"},
@@ -1011,7 +1028,7 @@ CASES = [
          lambda ns, T, x, w, v: (ns.ScaledExp.apply(x, w) * v).sum(),
          lambda T, x, w, v: (x.exp() * w * v).sum(),
          arrays((normal(5), True), (normal(5), True), (normal(5), False)),
-         {("wrong_gradient", 1)}),
+         {("wrong_gradient", 1)}, hint="with inputs 0 and 1 exchanged"),
     Case("setup_context saves the output for the input (with a vmap rule)",
          {"Cube": "CubeSavesOutputAsInput"},
          _weighted(lambda ns, T, x: ns.Cube.apply(x)), _ref_weighted(lambda T, x: x ** 3),
@@ -1262,3 +1279,30 @@ def test_floating_outputs_marked_non_differentiable(lib):
     (finding,) = report.findings
     assert finding.severity == "warning" and finding.details["non_differentiable_output"] == 2
     assert "output 2 is marked non-differentiable" in finding.message, str(report)
+
+
+def _filled_after_saving(T):
+    class Square(T.autograd.Function):
+        """Saves a buffer, then fills it: backward is written for its final values."""
+
+        @staticmethod
+        def forward(ctx, x):
+            twice = T.zeros_like(x)
+            ctx.save_for_backward(twice)
+            twice.copy_(2 * x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (twice,) = ctx.saved_tensors
+            return grad * twice
+
+    return Square
+
+
+@pytest.mark.parametrize("lib", LIBRARIES)
+def test_a_buffer_filled_after_saving_for_a_right_backward_is_clean(lib):
+    T = LIB[lib]
+    x = T.tensor(np.random.default_rng(0).standard_normal(5), requires_grad=True)
+    report = gradviz.debug.doctor((_filled_after_saving(T).apply(x) * x).sum())
+    assert report.ok and not report.findings and report.checked, str(report)
