@@ -9,7 +9,11 @@
    for several outputs, with each output used alone. A forward that draws random numbers is
    re-run from one fixed generator state (Note [Random forwards] in ``_rerun``); a
    piecewise-constant forward whose backward returns a surrogate (a straight-through
-   estimator) is a warning that asks, not an error (Note [Surrogate gradients]);
+   estimator) is a warning that asks, not an error (Note [Surrogate gradients]). What the
+   node's backward returned in the backward pass of item 2 is compared with the re-run's for
+   the same incoming gradient (state kept outside ``ctx``, Note [Backward replayed] in
+   ``_gradcheck``), and a floating output marked non-differentiable that moves with an input
+   is a warning (Note [Floating outputs marked non-differentiable] in ``_rerun``);
 2. **non-finite gradients**: one extra backward pass (``retain_graph``, capturing the leaves'
    gradients instead of accumulating them, so ``.grad`` stays as it is) finds the first node,
    in execution order, whose backward produced NaN/Inf;
@@ -45,6 +49,7 @@ import numpy as np
 
 from .._tensor import Tensor
 from . import _capture
+from ._arguments import kept_inputs
 from ._gradcheck import check_double_backward, check_function
 from ._gradviz_graph import GradvizGraph
 from ._model_checks import model_findings
@@ -159,9 +164,16 @@ def doctor(loss, gradient=None, *, params=None, model_checks: bool = True, seed:
             if args is None:
                 report.skipped.append((node, reason))
             else:
-                incoming = None if pass_result is None else pass_result.grads_in.get(node)
+                incoming = returned = None
+                if pass_result is not None:
+                    incoming = pass_result.grads_in.get(node)
+                    # Note [Backward replayed]: not where saved tensors changed since forward
+                    if not any(f.node is node and f.kind == "mutated_saved"
+                               for f in report.findings):
+                        returned = pass_result.grads_out.get(node)
                 check = check_function(node._forward_cls, args, node.needs_input_grad, seed,
-                                       max_entries, incoming, rerun=graph.rerun)
+                                       max_entries, incoming, rerun=graph.rerun,
+                                       returned=returned)
                 checks[node] = check
                 if check.skipped is not None:
                     report.skipped.append((node, check.skipped))
@@ -466,10 +478,14 @@ def _check_findings(node, check, earlier):
             findings.append(_backward_error(node, check.backward_error))
         return findings
     findings.extend(_mutation_findings(node, check))
-    if check.mutated_inputs:
+    if check.mutated_inputs or check.mutated_saved:
         return findings  # the gradient is wrong because of the mutation, said there
     for slot in check.slots:
         findings.extend(_slot_findings(node, check, slot, earlier))
+    for output, position in sorted(check.frozen.items()):
+        findings.append(_frozen_finding(node, output, position))
+    for position, (given, rerun) in sorted(check.replayed.items()):
+        findings.append(_replayed_finding(node, position, given, rerun))
     if check.alone is not None:
         output, alone = check.alone
         if alone.backward_error is not None:
@@ -487,9 +503,66 @@ def _check_findings(node, check, earlier):
                 findings.extend(_slot_findings(node, alone, slot, earlier, alone=output))
     if check.probe is not None:
         factor, probe = check.probe
+        if probe.backward_error is not None:
+            findings.append(_probe_backward_error(node, probe.backward_error, factor))
         for slot in probe.slots:
             findings.extend(_slot_findings(node, probe, slot, earlier, probe=factor))
     return findings
+
+
+def _replayed_finding(node, position, given, rerun):
+    """Note [Backward replayed] in ``_gradcheck``: the graph's backward pass gave another
+    gradient than forward and backward run again together."""
+    count, worst = _changed_entries(rerun, given)
+    first = worst[0]
+    error = np.abs(given - rerun)
+    name = _function(node).__name__
+    hint = (f"backward reads something forward did not keep on ctx: state on the class or in "
+            f"a global (or a closure) that a later call, such as another use of {name}, "
+            f"changed before the backward pass; keep what backward needs on ctx "
+            f"(ctx.factor = factor, or ctx.save_for_backward)")
+    message = (f"{node.name()} input {position}: in the graph's backward pass it returned "
+               f"another gradient than the same backward gives right after its forward is "
+               f"run again on the recorded inputs, with the same incoming gradient ({count} of "
+               f"{given.size} entries differ; at {_format_index(first.index)}: re-run "
+               f"{_fmt(first.analytic)}, in the graph {_fmt(first.numeric)}); finite "
+               f"differences agree with the re-run - {hint}")
+    worst = [Entry(e.index, e.numeric, e.analytic) for e in worst]
+    return Finding(kind="wrong_gradient", function=_function(node), node=node,
+                   input_index=position, message=message, worst=worst, hint=hint,
+                   max_abs_error=float(np.nanmax(error)) if error.size else 0.0,
+                   details={"replayed": True, "mismatched": count, "checked": int(given.size)})
+
+
+def _frozen_finding(node, output, position):
+    """Note [Floating outputs marked non-differentiable] in ``_rerun``."""
+    hint = (f"if the loss uses output {output}, remove ctx.mark_non_differentiable for it and "
+            f"let backward use its gradient; mark only indices, counts, masks, or values meant "
+            f"as constants (a statistic for a running average)")
+    message = (f"{node.name()} output {output} is marked non-differentiable "
+               f"(ctx.mark_non_differentiable) but is a floating-point tensor that changes with "
+               f"input {position}: any gradient a loss sends through it is dropped silently, so "
+               f"input {position} misses that part of its gradient - {hint}")
+    return Finding(kind="wrong_gradient", function=_function(node), node=node,
+                   input_index=position, message=message, hint=hint, severity="warning",
+                   details={"non_differentiable_output": output})
+
+
+def _probe_backward_error(node, exc, factor):
+    """A backward that raises at a probe point where its forward ran (Note [Where the doctor
+    evaluates] in ``_gradcheck``): an error for a name or attribute that does not exist there,
+    else a warning."""
+    hint = None
+    if isinstance(exc, AttributeError) and "Backward' object has no attribute" in str(exc):
+        hint = ("backward reads a ctx attribute that forward sets for some inputs only (on one "
+                "branch of an if): set it on every path through forward")
+    finding = _backward_error(node, exc, hint=hint,
+                              when=f"at other inputs than the recorded ones (with the checked "
+                                   f"inputs scaled by {factor:g}; at the recorded inputs it runs)")
+    finding.details["probe"] = factor
+    if not isinstance(exc, (AttributeError, NameError)):  # UnboundLocalError is a NameError
+        finding.severity = "warning"
+    return finding
 
 
 def _explain_pass_failure(finding, exc, output):
@@ -551,8 +624,10 @@ def _slot_findings(node, check, slot, earlier, probe=None, alone=None):
         kind = "coerced_gradient"
         message = (f"{name} input {slot.position}: backward returned a gradient of shape "
                    f"{list(slot.reduced_from)} for an input of shape {list(slot.shape)}; the "
-                   f"engine summed it down and the result disagrees with finite differences"
-                   f"{when} ({where})")
+                   f"engine summed it down (over the leading dimensions, lining the shapes up "
+                   f"from the right as broadcasting does: an input broadcast along another "
+                   f"dimension needs that sum in backward) and the result disagrees with "
+                   f"finite differences{when} ({where})")
         details["returned_shape"] = list(slot.reduced_from)
     elif slot.none_returned:
         kind = "wrong_gradient"
@@ -652,12 +727,37 @@ def _backward_error(node, exc, when="", hint=None):
         hint = (f"forward argument {position} is not a tensor (a number, a flag, or None for "
                 f"an optional tensor), so backward must return None in its place: return a "
                 f"gradient only when ctx.needs_input_grad[{position}] is True")
+    if hint is None:
+        hint = _count_hint(node, text)
     message = f"{node.name()}: backward raised {type(exc).__name__}{where}{when}: {exc}"
     if hint:
         message += f" - {hint}"
     return Finding(kind="backward_error", function=_function(node), node=node,
                    input_index=position, message=message, hint=hint,
                    details={"exception": exc})
+
+
+_COUNT = re.compile(r"incorrect number of gradients \(expected (\d+), got (\d+)\)")
+
+
+def _count_hint(node, text):
+    """For the engine's wrong-number-of-gradients error: one value per forward argument, and
+    what those arguments were when the node kept them."""
+    match = _COUNT.search(text)
+    if match is None:
+        return None
+    expected, got = int(match.group(1)), int(match.group(2))
+    args = getattr(node, "_forward_args", None)  # recorded inside capture()
+    if args is None:  # a torch custom Function's node, recorded inside capture()
+        args = getattr(getattr(node, _capture.TORCH_RECORD, None), "args", None)
+    if args is None and hasattr(node, "_tensor_input_positions"):  # a gradviz node
+        args = kept_inputs(node)[0]
+    kinds = ""
+    if args is not None and len(args) == expected:
+        kinds = " (" + ", ".join("tensor" if hasattr(a, "shape") and hasattr(a, "dtype")
+                                 else type(a).__name__ for a in args) + ")"
+    return (f"backward must return one value per forward argument: {expected}{kinds}, None "
+            f"for each that is not a tensor or needs no gradient; it returned {got}")
 
 
 _INVALID_SHAPE = re.compile(r"got \[([\d, ]*)\] but expected shape compatible with \[([\d, ]*)\]")
@@ -676,6 +776,11 @@ def _shape_hint(text):
     if len(got) == len(want) >= 2 and got[:-2] + got[-2:][::-1] == want:
         return (f"return it in the input's shape {want}: the gradient looks transposed (the "
                 f"transpose is missing, or one too many)")
+    joined = _joined_along(got, want)
+    if joined is not None:
+        return (f"return it in the input's shape {want}: it looks like pieces joined along dim "
+                f"{joined[0]} where dim {joined[1]} was meant (cat/stack over the wrong dim; a "
+                f"reshape would scramble the entries)")
     if int(np.prod(got)) == int(np.prod(want)):
         return f"return it in the input's shape {want}: it has the right size, reshape it"
     if len(got) < len(want):
@@ -683,6 +788,23 @@ def _shape_hint(text):
                 f"(keepdim=True?)")
     return (f"return it in the input's shape {want}, or in a shape that broadcasts to the "
             f"output and sums down to it")
+
+
+def _joined_along(got, want):
+    """``(dim, meant)`` when ``got`` is ``want`` with one dimension ``k`` times longer and
+    another ``k`` times shorter (pieces of ``want`` concatenated along the wrong dim)."""
+    if len(got) != len(want):
+        return None
+    differ = [d for d in range(len(got)) if got[d] != want[d]]
+    if len(differ) != 2:
+        return None
+    first, second = differ
+    for longer, shorter in ((first, second), (second, first)):
+        if got[longer] > want[longer] and want[longer] and got[longer] % want[longer] == 0:
+            k = got[longer] // want[longer]
+            if got[shorter] * k == want[shorter]:
+                return longer, shorter
+    return None
 
 
 def _changed_entries(before, after):
@@ -717,6 +839,26 @@ def _mutation_findings(node, check):
                                 input_index=position, message=message, worst=worst,
                                 hint="save a clone, or modify a copy (out-of-place) in forward",
                                 details={"in_forward": True, "wrong_inputs": wrong}))
+    for index, (before, after, output) in sorted(check.mutated_saved.items()):
+        count, worst = _changed_entries(before, after)
+        first = worst[0]
+        wrong = [s.position for s in check.slots if not s.ok]
+        what = f"saved tensor {index}" + (f" (its output {output})" if output is not None else "")
+        consequence = (f", so the gradient of input{'s' if len(wrong) > 1 else ''} "
+                       f"{', '.join(str(p) for p in wrong)} disagrees with finite differences"
+                       if wrong else "")
+        message = (f"{name}: forward modified {what} in place after saving it for backward "
+                   f"({count} of {before.size} entries changed; at "
+                   f"{_format_index(first.index)}: saved {_fmt(first.analytic)}, then "
+                   f"{_fmt(first.numeric)}); the saved value is taken when forward returns, so "
+                   f"backward computes with the modified values{consequence}")
+        findings.append(Finding(kind="mutated_saved", function=_function(node), node=node,
+                                input_index=wrong[0] if len(wrong) == 1 else None,
+                                message=message, worst=worst,
+                                hint="save what backward needs after the in-place op (or save "
+                                     "a clone, or modify out of place)",
+                                details={"in_forward": True, "saved_index": index,
+                                         "output": output, "wrong_inputs": wrong}))
     for output, (before, after) in sorted(check.mutated_grad_outputs.items()):
         count, worst = _changed_entries(before, after)
         first = worst[0]

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from ._hints import explain, factor_hint
-from ._rerun import GradvizRerun
+from ._rerun import RTOL, GradvizRerun
 
 __all__ = ["SlotCheck", "NodeCheck", "check_function", "check_double_backward"]
 
@@ -91,6 +91,9 @@ class NodeCheck:
     # saved inputs that forward modified in place without ctx.mark_dirty:
     # {position: (values before forward, values after)}
     mutated_inputs: dict = field(default_factory=dict)
+    # other saved tensors that forward modified after saving them, when the gradient is wrong
+    # (``_rerun._modified_after_saving``): {saved index: (before, after, output or None)}
+    mutated_saved: dict = field(default_factory=dict)
     # gradients that backward modified in place: {output index: (values given, values after)}
     mutated_grad_outputs: dict = field(default_factory=dict)
     # Note [Where the doctor evaluates]: right at the recorded inputs, wrong at other inputs:
@@ -99,14 +102,20 @@ class NodeCheck:
     # a Function of several outputs, right when all of them receive a gradient, wrong when
     # one is used alone: (that output, the NodeCheck with it alone)
     alone: tuple | None = None
+    # Note [Backward replayed]: inputs whose gradient in the graph's backward pass differs
+    # from the re-run's with the same incoming gradient: {position: (pass's, re-run's)}
+    replayed: dict = field(default_factory=dict)
+    # Note [Floating outputs marked non-differentiable] in ``_rerun``: {output: input position}
+    frozen: dict = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
-        return self.skipped is None and self.backward_error is None and all(s.ok for s in self.slots)
+        return (self.skipped is None and self.backward_error is None and not self.replayed
+                and all(s.ok for s in self.slots))
 
 
 def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
-                   probe=True, _at_probe=False, rerun=GradvizRerun) -> NodeCheck:
+                   probe=True, _at_probe=False, rerun=GradvizRerun, returned=None) -> NodeCheck:
     """Check ``cls``'s backward at ``args`` (see Note [Doctor's finite differences]).
 
     ``needs`` is the original node's ``needs_input_grad``: the same inputs require grad in
@@ -115,7 +124,9 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
     ``probe``, a backward right at ``args`` is also checked at other inputs (Note [Where the
     doctor evaluates]) and, for several outputs, with each output used alone. ``rerun`` is
     the class that runs the Function (Note [The doctor's rerun interface]): gradviz's, or
-    PyTorch's for a ``torch.autograd.Function``.
+    PyTorch's for a ``torch.autograd.Function``. ``returned`` (one array or None per edge)
+    is what the node's backward returned in the graph's own backward pass, given ``incoming``
+    (Note [Backward replayed]).
     """
     rerun_class = rerun
     positions = rerun_class.positions_of(args, needs)
@@ -153,6 +164,7 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
 
     check = NodeCheck(dtype=np.dtype({8: np.float64, 4: np.float32, 2: np.float16}[rerun.itemsize]).name)
     check.mutated_inputs = rerun.mutated_inputs
+    check.mutated_saved = rerun.mutated_saved
     check.mutated_grad_outputs = observer.mutated_grads
     reason = rerun.prepare()
     if reason is not None:
@@ -180,7 +192,18 @@ def check_function(cls, args, needs, seed, max_entries=256, incoming=None,
         slot.cast_from = observer.cast.get(edge_of[p])
         check.slots.append(slot)
 
-    if check.ok and probe and not check.mutated_inputs:
+    if probe:
+        try:
+            check.frozen = rerun.frozen_that_move()
+        except Exception:  # noqa: BLE001 - the user's forward may raise anything; only a warning
+            check.frozen = {}
+    if all(s.ok for s in check.slots):
+        # a tensor filled after it was saved, with a backward written for its final values
+        check.mutated_saved = {}
+    if check.ok and returned is not None and incoming is not None:
+        check.replayed = _replay(rerun, incoming, returned, positions, edge_of)
+    if check.ok and probe and not check.mutated_inputs and not check.mutated_saved \
+            and not check.replayed:
         if len(rerun.diff_outputs) > 1:
             check.alone = _check_outputs_alone(rerun, positions, seed)
         if check.alone is None:
@@ -201,16 +224,9 @@ def _show_with_incoming(rerun, check, incoming):
     disagreement shows with it too, the report quotes those values (as in ``.grad`` of a
     one-node graph).
     """
-    cotangents = {}
-    for k in rerun.diff_outputs:
-        grad = incoming[k] if k < len(incoming) else None
-        shape = rerun.cotangents[k].shape
-        if grad is None:
-            cotangents[k] = np.zeros(shape)
-        elif tuple(grad.shape) != tuple(shape):
-            return
-        else:
-            cotangents[k] = grad.astype(rerun.out_dtypes[k]).astype(np.float64)
+    cotangents = _incoming_cotangents(rerun, incoming)
+    if cotangents is None:
+        return
     saved = rerun.cotangents, rerun._cotangent_list
     rerun.cotangents = cotangents
     rerun._cotangent_list = [cotangents[k] for k in rerun.diff_outputs]
@@ -236,6 +252,69 @@ def _show_with_incoming(rerun, check, incoming):
         rerun.cotangents, rerun._cotangent_list = saved
 
 
+def _incoming_cotangents(rerun, incoming):
+    """The gradient the user's loss sent into the node as the re-run's cotangents (zeros for
+    None), or None when their shapes do not fit."""
+    cotangents = {}
+    for k in rerun.diff_outputs:
+        grad = incoming[k] if k < len(incoming) else None
+        shape = rerun.cotangents[k].shape
+        if grad is None:
+            cotangents[k] = np.zeros(shape)
+        elif tuple(grad.shape) != tuple(shape):
+            return None
+        else:
+            cotangents[k] = grad.astype(rerun.out_dtypes[k]).astype(np.float64)
+    return cotangents
+
+
+# Note [Backward replayed]
+# ------------------------
+# The re-run calls forward and then backward at once, so a backward that reads state forward
+# did not put on ``ctx`` (a factor kept on the class or in a global, which a later call of
+# the Function overwrote before the graph's backward ran) agrees with finite differences
+# there, and is wrong in the user's graph. So what the node's backward returned in the
+# doctor's own backward pass is compared with what the re-run's backward returns for the
+# same incoming gradient; a difference beyond the user's dtype's tolerance is a finding.
+# A forward that draws random numbers is left out (the re-run draws another mask than the
+# user's forward did: ``Rerun.draws_random``), and so is a node whose saved tensors were
+# modified since forward (that finding says why its backward differs).
+
+
+def _replay(rerun, incoming, returned, positions, edge_of):
+    """``{position: (the pass's gradient, the re-run's)}`` where they differ."""
+    cotangents = _incoming_cotangents(rerun, incoming)
+    if cotangents is None:
+        return {}
+    found = {}
+    try:
+        with rerun.cotangents_set(cotangents):
+            analytic, _ = rerun.analytic()
+        for p in positions:
+            given = returned[edge_of[p]] if edge_of[p] < len(returned) else None
+            if given is None or given.dtype.kind != "f":
+                continue
+            mine = analytic[p]
+            mine = np.zeros(given.shape) if mine is None else np.asarray(mine, np.float64)
+            if mine.shape != given.shape:
+                continue
+            given64 = given.astype(np.float64)
+            rtol = RTOL.get(given.dtype.itemsize, RTOL[4])
+            with np.errstate(invalid="ignore"):
+                scale = float(np.nanmax(np.abs(mine))) if mine.size else 0.0
+                differ = ~(np.abs(given64 - mine) <= rtol * (scale + np.abs(mine)) + 1e-300)
+            # NaN/Inf the pass produced is the nonfinite finding's (the re-run in float64
+            # may not overflow where the user's float32 did)
+            differ &= np.isfinite(given64)
+            if differ.any():
+                found[p] = (given64, mine)
+        if found and rerun.draws_random():
+            return {}
+    except Exception:  # noqa: BLE001 - the user's code may raise anything; nothing to compare
+        return {}
+    return found
+
+
 # Note [Where the doctor evaluates]
 # ----------------------------------
 # The doctor checks a backward where the user's graph ran it: at the recorded forward
@@ -249,7 +328,10 @@ def _show_with_incoming(rerun, check, incoming):
 # sparsity, the ratios between entries) while moving the values across zero and across the
 # usual boundaries near 1. At most ``_PROBE_ENTRIES`` entries per input are checked there;
 # a probe whose forward raises or is not finite is dropped silently (the Function may not
-# accept such inputs), and so is one whose backward raises. A mismatch found at a probe is
+# accept such inputs). A backward that raises where its forward ran (a ``ctx`` attribute set
+# on one branch of forward only) is reported: an error when the exception says that code
+# refers to something that does not exist (AttributeError, NameError, UnboundLocalError),
+# else a warning (a backward may refuse inputs its forward took). A mismatch found at a probe is
 # reported with the probe named (the factor, and the input's value at the worst entry), and
 # at the first probe that shows one the search stops. A bug outside every probe's reach (a
 # boundary at 6 for inputs near 0) still hides: the report's checked inputs are the only
@@ -269,8 +351,7 @@ def _probe(cls, args, needs, positions, seed, rerun_class):
                                    _at_probe=True, rerun=rerun_class)
         except Exception:  # noqa: BLE001 - the Function may not accept such inputs
             continue
-        if check.skipped is None and check.backward_error is None and not check.mutated_inputs \
-                and not check.ok:
+        if check.skipped is None and not check.mutated_inputs and not check.ok:
             return factor, check
     return None
 
@@ -387,7 +468,9 @@ def _refine(rerun, position, j, a, first, agrees):
     """
     best = first if math.isfinite(first) else None
     kink = False
-    for factor in _REFINE[rerun.itemsize]:
+    gap = None  # (step factor, |left - right|) at the previous step
+    factors = _REFINE[rerun.itemsize]
+    for factor in factors:
         kink = False
         lower, upper = rerun.moved(position, j, factor)
         central, noise = rerun.difference(position, j, lower, upper)
@@ -402,13 +485,15 @@ def _refine(rerun, position, j, a, first, agrees):
         left, noise_left = rerun.difference(position, j, lower, None)
         if math.isfinite(right) and math.isfinite(left):
             noise_sides = noise_left + noise_right
-            if not agrees(left, right, noise_sides):
+            smooth, gap = _curvature(gap, factor, abs(left - right)), (factor, abs(left - right))
+            if not smooth and not agrees(left, right, noise_sides):
                 # the derivative jumps within the step: a kink or a jump of the Function
                 kink = True
                 low, high = min(left, right), max(left, right)
                 slack = noise_sides + rerun.rtol * max(abs(left), abs(right))
-                if low - slack <= a <= high + slack or agrees(a, left, noise_left) \
-                        or agrees(a, right, noise_right):
+                # a subgradient; unless the next step shows the gap was curvature
+                if (low - slack <= a <= high + slack or agrees(a, left, noise_left)
+                        or agrees(a, right, noise_right)) and factor == factors[-1]:
                     return "kink", central
     if best is None:
         return "not_finite", math.nan
@@ -420,6 +505,27 @@ def _refine(rerun, position, j, a, first, agrees):
     if not math.isfinite(a):
         return "nonfinite", best
     return "mismatch", best
+
+
+def _curvature(previous, factor, gap):
+    """Note [Curvature is not a kink]: whether the one-sided derivatives' gap shrank with the
+    step (at least about in proportion), as a smooth function's does, where a kink's stays."""
+    if previous is None or previous[1] == 0.0:
+        return False
+    shrink = 1.5 * factor / previous[0]
+    return gap <= shrink * previous[1]
+
+
+# Note [Curvature is not a kink]
+# ------------------------------
+# The step grows with the entry (``h ~ eps^(1/3) max(1, |x|)``), so for inputs with a large
+# offset (|x| ~ 1e5, a variance or a norm of shifted data) it is large against the scale on
+# which the function curves, and the one-sided derivatives of a smooth function differ by
+# about ``h f''``, enough to look like a kink; an analytic value between them was then
+# excluded as a subgradient, and a wrong backward (computed in float32 there) went unseen.
+# A kink's gap stays as the step shrinks; curvature's shrinks with it. So at the second and
+# later steps of the refinement a gap that shrank at least about in proportion to the step
+# (to within 1.5 times) is curvature: the entry is judged by its central difference.
 
 
 # ---- second order -------------------------------------------------------------------------

@@ -216,6 +216,7 @@ class _PassObserver(_engine.Observer):
         self.casts = []
         self.failure = None  # (node, exception) of a backward that raised
         self.grads_in = {}   # custom node -> the gradients it received (copies)
+        self.grads_out = {}  # custom node -> the gradients it returned, by edge (copies)
         self.leaf_grads = None  # id(leaf) -> its gradient (a Tensor or None), once finished
 
     def node_started(self, task, node, grads):
@@ -225,6 +226,8 @@ class _PassObserver(_engine.Observer):
             self.grads_in[node] = [None if g is None else g._data.copy() for g in grads]
 
     def node_finished(self, task, node, grads_in, grads_out, duration):
+        if is_custom(node):
+            self.grads_out[node] = [None if g is None else g._data.copy() for g in grads_out]
         if self.first_nonfinite is not None:
             return
         produced = _nonfinite(grads_out)

@@ -43,22 +43,30 @@ def explain(rerun, check, analytic, alone=False):
         _, keep = compared[slot.position]
         a, n = slot.analytic[keep], slot.numeric[keep]
         indexed = bool(_index_arrays(rerun, slot.position) or rerun.index_outputs)
-        hint = factor_hint(a, n)
-        if hint is not None:
-            # a factor may be an argument left out or taken for another: say which
-            because = _guarded(jacobians.arguments, slot)
-            if because is not None:
-                hint = f"{hint} {because}"
+        hint = _single_precision_hint(rerun, slot, keep, analytic)
+        if hint is None:
+            hint = factor_hint(a, n)
+            if hint is not None:
+                # a factor may be an argument left out or taken for another: say which
+                because = _guarded(jacobians.arguments, slot)
+                if because is not None:
+                    hint = f"{hint} {because}"
         if hint is None:
             hint = _repeated_index_hint(slot, keep, rerun)
         if hint is None:
+            hint = _reshaped_transpose_hint(slot)
+        if hint is None:
             hint = _region_hint(slot, keep, rerun.base[slot.position])
+        if hint is None:
+            hint = _flat_hint(slot, keep)
         if hint is None:
             hint = _guarded(jacobians.output_for_input, slot, keep)
         if hint is None:
             hint = _guarded(jacobians.arguments, slot)
         if hint is None:
             hint = _swap_hint(slot, compared)
+        if hint is None:
+            hint = _guarded(jacobians.exchanged, slot)
         if hint is None:
             hint = _layout_hint(slot, indexed=indexed)
         if hint is None:
@@ -220,6 +228,56 @@ def _region_hint(slot, keep, values):
     part = "" if part is None else f" ({part})"
     return (f"it disagrees only {where}, and agrees elsewhere{part}: a wrong branch of "
             f"backward, or a boundary in the wrong place?")
+
+
+def _single_precision_hint(rerun, slot, keep, analytic):
+    """Backward computed in float32 for float64 inputs: its values are all float32 numbers,
+    the finite differences' are not, and they are close (the error is the precision lost, not
+    an O(1) bug)."""
+    values = analytic.get(slot.position)
+    if rerun.itemsize != 8 or values is None or not keep.any():
+        return None
+    values = np.asarray(values, dtype=np.float64)
+    finite = values[np.isfinite(values)]
+    n = slot.numeric[keep]
+    if not finite.size or not np.any(finite) \
+            or not np.array_equal(finite.astype(np.float32).astype(np.float64), finite) \
+            or np.array_equal(n.astype(np.float32).astype(np.float64), n) \
+            or not _close(slot.analytic[keep], n, rel=1e-2):
+        return None
+    return ("backward's values are all float32 numbers and off by rounding only: it computes "
+            "in single precision (a .float(), a float32 constant or buffer) for float64 "
+            "inputs, and loses the precision a float64 gradient should have (torch.autograd."
+            "gradcheck fails on it too); compute in the input's dtype")
+
+
+def _reshaped_transpose_hint(slot):
+    """The true gradient transposed and then reshaped back to the input's shape (a rectangular
+    matrix: ``(x.T @ g).reshape(w.shape)`` where ``(x.T @ g).T`` was meant)."""
+    full = _full(slot)
+    if full is None or len(slot.shape) < 2 or slot.shape[-1] == slot.shape[-2]:
+        return None
+    a, n = full
+    if not np.any(n):
+        return None
+    if _close(a, np.swapaxes(n, -1, -2).reshape(a.shape)) and not _close(a, n):
+        return ("it equals the true gradient transposed and then reshaped to the input's "
+                "shape: a reshape (or view) where a transpose was needed?")
+    return None
+
+
+def _flat_hint(slot, keep):
+    """Backward passes a gradient only where the forward does not move (a clamp's or a mask's
+    flat region), and is right elsewhere."""
+    wrong = slot.mismatched & keep
+    right = keep & ~slot.mismatched
+    if not wrong.any() or not right.any() or np.any(slot.numeric[wrong]) \
+            or not np.any(slot.numeric[right]):
+        return None
+    return ("it disagrees only where the forward does not move with input "
+            f"{slot.position} (its output is clamped, masked or saturated there, so the true "
+            f"gradient is zero), and agrees elsewhere: a mask that passes these entries (>= "
+            f"where > was meant, taken from the output at a bound, or missing)?")
 
 
 def _close(a, b, rel=1e-2):

@@ -15,7 +15,9 @@ output entry), and the finite differences again at other arguments. From those:
   or grad_output times the output;
 - **arguments**: backward's gradient is the true one with a number argument set to 1, to 2
   or to another number argument's value, with a bool mask inverted, or with another tensor
-  input set to ones (an argument ignored, used the wrong way round, or a factor left out).
+  input set to ones (an argument ignored, used the wrong way round, or a factor left out);
+- **exchanged**: backward's gradient is the true one with two inputs of one shape exchanged
+  (saved tensors or ``setup_context``'s inputs unpacked in the wrong order).
 
 Each hint is stated only when that evidence holds; none decides a finding.
 """
@@ -269,6 +271,25 @@ class JacobianHints:
                 return (f"it equals the true gradient with input {q} set to ones: backward "
                         f"leaves out the factor from input {q} (a loop that stops one short, "
                         f"or a term forgotten)?")
+        return None
+
+    def exchanged(self, slot):
+        """Backward's gradient is the true one with two inputs of one shape exchanged: it
+        takes one's values for the other (saved tensors, or setup_context's inputs, unpacked
+        in the wrong order). Asked after the hint for two gradients swapped."""
+        if not self._small(slot):
+            return None
+        rerun = self.rerun
+        p = slot.position
+        for q, value in rerun.base.items():
+            if q == p or value.dtype != rerun.base[p].dtype or value.shape != rerun.base[p].shape:
+                continue
+            exchanged = {**rerun.base, p: value, q: rerun.base[p]}
+            other = self.numeric(p, exchanged, key=("exchanged", q, p))
+            if other is not None and self._matches(slot, other):
+                return (f"it equals the true gradient with inputs {min(p, q)} and {max(p, q)} "
+                        f"exchanged: backward takes one's values for the other (saved tensors, "
+                        f"or setup_context's inputs, unpacked in the wrong order)?")
         return None
 
     def _matches(self, slot, other):

@@ -61,6 +61,28 @@ _NOISE_SAFETY = 64.0
 _RERUN_SEED = 0x646F63
 
 
+def _computed_in_single(outputs, inputs):
+    """Note [A forward in single precision]: float64 outputs that are all float32 numbers, of
+    float64 inputs that are not."""
+    def single(array):
+        finite = array[np.isfinite(array)]
+        return bool(np.array_equal(finite.astype(np.float32).astype(np.float64), finite))
+
+    return (all(o.dtype == np.float64 and single(o) for o in outputs)
+            and any(not single(i) for i in inputs))
+
+
+# Note [A forward in single precision]
+# ------------------------------------
+# A forward that computes in float32 and casts back (``x.float() ... .double()``) gives float64
+# outputs with float32's precision: finite differences with float64's step (about 3e-6 of
+# the entry) then see outputs that move by whole float32 ulps or not at all, and a right
+# backward disagrees with them. When every output value is a float32 number while some
+# checked input is not (so the inputs were not merely simple numbers), the entries are
+# differenced with float32's step and tolerance. The backward is then held to float32's
+# tolerance too, which still finds the O(1) errors the doctor looks for.
+
+
 class Rerun:
     """The Function, its recorded arguments and the cotangents, in one working dtype.
 
@@ -86,11 +108,19 @@ class Rerun:
         # the outputs too large to show a change (a saturated softmax): a false alarm there
         # would blame a right backward for inputs the user never gave it
         self.count_unchanged = False
+        # the state every forward starts the random generators from (Note [Random forwards])
+        self.seed = _RERUN_SEED
         self.mutated_inputs: dict[int, object] = {}
+        # saved tensors modified after save_for_backward, before forward returned:
+        # {saved index: (before, after, output or None)} (``_modified_after_saving``)
+        self.mutated_saved: dict[int, tuple] = {}
         outputs, _ = self._forward(self.base, self.mutated_inputs)
         self.diff_outputs = [k for k, o in enumerate(outputs) if self._differentiable(o)]
         # integer outputs (the indices of a sort, topk or max): for the hints
         self.index_outputs = []
+        # floating outputs that do not require grad: ctx.mark_non_differentiable (Note
+        # [Floating outputs marked non-differentiable])
+        self.frozen_outputs: list[int] = []
         for k, o in enumerate(outputs):
             try:
                 kind = None if k in self.diff_outputs else self._output_array(o).dtype.kind
@@ -98,9 +128,14 @@ class Rerun:
                 continue
             if kind in ("i", "u"):
                 self.index_outputs.append(k)
+            elif kind == "f":
+                self.frozen_outputs.append(k)
         arrays = {k: self._output_array(outputs[k]) for k in self.diff_outputs}
         precision = min([arrays[k].dtype.itemsize for k in self.diff_outputs]
                         + [self.base[p].dtype.itemsize for p in positions])
+        if precision == 8 and _computed_in_single(list(arrays.values()),
+                                                  [self.base[p] for p in positions]):
+            precision = 4
         self.itemsize = precision if precision in RTOL else 4
         self.eps = float(np.finfo(np.dtype(f"f{self.itemsize}")).eps)  # float64, 32 or 16
         self.step = 0.5 * self.eps ** (1.0 / 3.0)
@@ -164,13 +199,46 @@ class Rerun:
                 call.append(tensor)
             else:
                 call.append(a)
-        with self._fixed_randomness():
+        saves: list[tuple] | None = None if mutated is None else []
+        with self._fixed_randomness(), self._saving(saves):
             outputs = self._apply(call)
         if not isinstance(outputs, tuple):
             outputs = (outputs,)
         if mutated is not None:
             mutated.update(self._modified_in_forward(call, arrays, outputs))
+            self.mutated_saved = _modified_after_saving(saves, call, outputs,
+                                                        self._output_array)
         return outputs, leaves
+
+    @contextlib.contextmanager
+    def _saving(self, saves):
+        """Within the block, ``save_for_backward`` of this Function's ``ctx`` also appends
+        ``(tensor, its version, a copy of its values)`` to ``saves`` (for
+        ``_modified_after_saving``); with ``saves`` None, nothing changes."""
+        node_class = getattr(self._applied_class(), "_backward_cls", None)
+        if saves is None or node_class is None:
+            yield
+            return
+        original = node_class.save_for_backward
+        output_array = self._output_array
+
+        def save_for_backward(ctx, *tensors):
+            for tensor in tensors:
+                version = getattr(tensor, "_version", None)
+                if isinstance(version, int):
+                    saves.append((tensor, version, np.array(output_array(tensor), copy=True)))
+            return original(ctx, *tensors)
+
+        node_class.save_for_backward = save_for_backward
+        try:
+            yield
+        finally:
+            del node_class.save_for_backward
+
+    def _applied_class(self):
+        """The Function class ``_apply`` calls (its ``ctx`` is an instance of its
+        ``_backward_cls``)."""
+        return self.cls
 
     def _modified_in_forward(self, call, arrays, outputs):
         """Note [Modified in forward] for this library's tensors."""
@@ -182,8 +250,8 @@ class Rerun:
         Python's global ones here; the library's own in the subclasses), set to one fixed
         state for the call and put back after it."""
         numpy_state, python_state = np.random.get_state(), _python_random.getstate()
-        np.random.seed(_RERUN_SEED)
-        _python_random.seed(_RERUN_SEED)
+        np.random.seed(self.seed)
+        _python_random.seed(self.seed)
         try:
             with self._library_randomness():
                 yield
@@ -192,7 +260,7 @@ class Rerun:
             _python_random.setstate(python_state)
 
     def _library_randomness(self):
-        """A context in which the library's default generator starts from ``_RERUN_SEED`` and
+        """A context in which the library's default generator starts from ``self.seed`` and
         after which it is as before."""
         raise NotImplementedError
 
@@ -204,6 +272,43 @@ class Rerun:
         """The differentiable outputs (float64 copies) at ``arrays``."""
         outputs, _ = self._forward(arrays)
         return [self._output_array(outputs[k]).astype(np.float64) for k in self.diff_outputs]
+
+    def frozen_that_move(self):
+        """``{output: input position}``: the floating outputs marked non-differentiable that
+        change when that checked input moves (each entry by 1e-3 of its size, random signs).
+
+        Note [Floating outputs marked non-differentiable]: an output marked so gets no
+        gradient; for indices, counts or masks that is right, and they do not move with a
+        small change of the inputs. A floating output that does (the max of a min/max pair
+        marked by mistake) loses the gradient of any loss that uses it, silently; it may also
+        be meant (a statistic for a running average), so it is a warning.
+        """
+        if not self.frozen_outputs:
+            return {}
+        rng = np.random.default_rng(0)
+        at_base, _ = self._forward(self.base)
+        found: dict[int, int] = {}
+        for p in self.positions:
+            x = self.base[p]
+            step = 1e-3 * np.maximum(1.0, np.abs(x)) * rng.choice([-1.0, 1.0], x.shape)
+            moved, _ = self._forward({**self.base, p: (x + step).astype(x.dtype)})
+            for k in self.frozen_outputs:
+                if k not in found and not np.array_equal(self._output_array(at_base[k]),
+                                                         self._output_array(moved[k]),
+                                                         equal_nan=True):
+                    found[k] = p
+        return found
+
+    def draws_random(self):
+        """Whether forward's outputs change with the random generators' state (after
+        ``prepare``): a forward that draws, re-run from another state than the fixed one."""
+        self.seed = _RERUN_SEED + 1
+        try:
+            other = self.evaluate(self.base)
+        finally:
+            self.seed = _RERUN_SEED
+        return any(not np.array_equal(a, b, equal_nan=True)
+                   for a, b in zip(self.base_outputs, other))
 
     @contextlib.contextmanager
     def outputs_alone(self):
@@ -351,7 +456,7 @@ class GradvizRerun(Rerun):
     @contextlib.contextmanager
     def _library_randomness(self):
         saved = _creation._generator
-        _creation._generator = np.random.default_rng(_RERUN_SEED)
+        _creation._generator = np.random.default_rng(self.seed)
         try:
             yield
         finally:
@@ -430,6 +535,30 @@ class GradvizRerun(Rerun):
                 second = _autograd_grad([total], inputs, allow_unused=True)
         return {p: (np.zeros(self.base[p].shape) if g is None else g._data.astype(np.float64))
                 for p, g in zip(self.positions, second)}
+
+
+def _modified_after_saving(saves, call, outputs, output_array):
+    """``{saved index: (before, after, output or None)}`` for each saved tensor, not an
+    argument of forward, whose version moved after ``save_for_backward`` and before forward
+    returned.
+
+    Both libraries take a saved tensor's version when forward returns, so an intermediate
+    saved and then modified in place (``t = x.tanh(); ctx.save_for_backward(t); t.mul_(2)``)
+    raises nothing, and backward computes with the modified values. It is reported only when
+    the gradient is wrong (a buffer saved first and filled after, for a backward written for
+    its final values, is right). Arguments are Note [Modified in forward]'s.
+    """
+    found: dict[int, tuple] = {}
+    for index, (tensor, version, before) in enumerate(saves or ()):
+        if any(tensor is a for a in call) or tensor._version == version:
+            continue
+        after = np.array(output_array(tensor), copy=True)
+        if after.shape != before.shape or before.dtype.kind != "f" \
+                or np.array_equal(after, before, equal_nan=True):
+            continue
+        output = next((k for k, o in enumerate(outputs) if o is tensor), None)
+        found[index] = (before.astype(np.float64), after.astype(np.float64), output)
+    return found
 
 
 def _modified_in_forward(call, arrays, outputs):

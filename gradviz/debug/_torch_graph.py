@@ -325,6 +325,7 @@ class _TorchPass:
         self.casts = []       # torch casts inside its engine, unseen (Note [Doctor on ...])
         self.failure = None   # (node, exception) of a backward that raised
         self.grads_in = {}    # custom node -> the gradients it received (arrays)
+        self.grads_out = {}   # custom node -> the gradients it returned, by edge (arrays)
         self.running = []
         self.leaf_grads = None  # id(leaf) -> its gradient (a tensor or None), once finished
 
@@ -340,6 +341,9 @@ class _TorchPass:
         def hook(grad_inputs, grad_outputs):
             if self.running and self.running[-1] is node:
                 self.running.pop()
+            if is_custom(node):
+                self.grads_out[node] = [as_array(g) if isinstance(g, torch.Tensor) else None
+                                        for g in grad_inputs]
             if self.first_nonfinite is None:
                 produced = _nonfinite(grad_inputs)
                 if produced is not None:

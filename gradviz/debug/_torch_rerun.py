@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from ._rerun import _RERUN_SEED, Rerun
+from ._rerun import Rerun
 
 __all__ = ["TorchRerun", "as_array"]
 
@@ -140,6 +140,9 @@ class TorchRerun(Rerun):
         with torch.enable_grad():
             return self.watched.apply(*call)  # the watching subclass: Note at the top
 
+    def _applied_class(self):
+        return self.watched
+
     def _modified_in_forward(self, call, arrays, outputs):
         return _modified_in_forward(call, arrays, outputs)
 
@@ -149,7 +152,7 @@ class TorchRerun(Rerun):
         # reseed the accelerators' generators too, for good; a CUDA forward's draws stay
         # random, and its node is skipped as not deterministic)
         with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(_RERUN_SEED)
+            torch.default_generator.manual_seed(self.seed)
             yield
 
     def _cotangent(self, k, output, scale=1.0, requires_grad=False):

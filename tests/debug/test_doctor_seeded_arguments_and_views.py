@@ -460,7 +460,7 @@ CASES = [
          lambda F, x, w: (F.apply(x) * w).sum(),
          lambda T, x, w: (x.t() * w).sum(),
          arrays((normal(3, 4), True), (normal(4, 3), False)),
-         {("wrong_gradient", 0)}, hint="right values in the wrong places"),
+         {("wrong_gradient", 0)}, hint="a reshape (or view) where a transpose was needed"),
     Case("view output, rows off by one", DropFirstRow, DropFirstRowOffByOne,
          lambda F, x: (F.apply(x * 1.0) ** 2).sum(),
          lambda T, x: (x[1:] ** 2).sum(),
