@@ -20,7 +20,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
-from ._saved import RESULT, Attr, Computed, Input, input_strides, matrix_shape, passed
+from ._saved import RESULT, SELF_SIZES, Attr, Computed, Input, input_strides, matrix_shape, passed
 from ._shape import (
     contiguous,
     expand_to,
@@ -459,7 +459,7 @@ def matmul(input, other):
 
 # ---- diagonals, triangles, trace, outer ---------------------------------------------------
 
-def _diagonal_view(a, offset, dim1, dim2, shape):
+def _diagonal_view(a, offset, dim1, dim2, shape, **_):
     """The diagonal as a writable view of ``a`` (numpy's ``diagonal`` is read-only): the
     other dims, then the diagonal, whose step is one row plus one column."""
     n1, n2 = a.shape[dim1], a.shape[dim2]
@@ -474,13 +474,15 @@ def _diagonal_view(a, offset, dim1, dim2, shape):
         [a.strides[d] for d in others] + [a.strides[dim1] + a.strides[dim2]])
 
 
-def _diagonal_copy(a, offset, dim1, dim2, shape):
+def _diagonal_copy(a, offset, dim1, dim2, shape, **_):
     return np.diagonal(a, offset, dim1, dim2).copy()
 
 
 # a view sharing storage and version counter with its input, as in PyTorch
 DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
-              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),))
+              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),),
+              saved={"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2"),
+                     "self_sym_sizes": SELF_SIZES})
 
 
 DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_copy,
@@ -510,11 +512,12 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
     PyTorch, so writing into it writes into ``input``."""
     ndim = input.ndim
+    dim1_arg, dim2_arg = dim1, dim2
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return apply(DIAGONAL, input, offset=int(offset), dim1=dim1, dim2=dim2,
-                 shape=tuple(input._data.shape))
+                 shape=tuple(input._data.shape), dim1_arg=dim1_arg, dim2_arg=dim2_arg)
 
 
 def _diag_embed_forward(a, offset, dim1, dim2):

@@ -23,6 +23,7 @@ from ._indexing import index_add, index_select
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
 from ._registry import Op, apply, check_saveable, promote_float, saves_inputs
+from ._saved import Attr, Computed, tensor_attr, torch_int
 from ._scatter_add import add_rows
 from ._shape import reshape
 
@@ -61,7 +62,7 @@ def _embedding_backward(ctx, g):
     scale = _frequency_scale(ctx, g._data.dtype)
     if scale is not None:
         flat = flat * _wrap(scale)
-    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat), None)
+    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat),)
 
 
 def _embedding_fast(ctx, g):
@@ -76,12 +77,20 @@ def _embedding_fast(ctx, g):
         flat = flat * scale
     grad = np.zeros(ctx.shape, dtype=g.dtype)
     add_rows(grad, index, flat)
-    return grad, None
+    return (grad,)
 
 
+# the indices are an attribute, not an input: the node's one edge is the weight's, as in
+# PyTorch, which saves the indices tensor passed and reports a missing padding_idx as -1
 EMBEDDING = Op("embedding", "EmbeddingBackward0",
-               forward=lambda weight, indices, **_: weight[indices],
-               backward=_embedding_backward, fast_backward=_embedding_fast)
+               forward=lambda weight, *, indices, **_: weight[indices._data],
+               backward=_embedding_backward, fast_backward=_embedding_fast,
+               saved={"indices": Computed(tensor_attr("indices")),
+                      "padding_idx": Computed(lambda node: torch_int(
+                          -1 if node.attrs["padding_idx"] is None else node.attrs["padding_idx"])),
+                      "scale_grad_by_freq": Attr("scale_grad_by_freq"),
+                      "sparse": Computed(lambda node: False),
+                      "weight_sym_argsize_0": Computed(lambda node: node.attrs["shape"][0])})
 
 
 def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
@@ -92,7 +101,7 @@ def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
     check_saveable(indices, weight)
     array = indices._data.reshape(-1).astype(np.int64)
     keep = None if padding_idx is None else array != padding_idx
-    return apply(EMBEDDING, weight, indices, index_tensor=_wrap(array), keep=keep,
+    return apply(EMBEDDING, weight, indices=indices, index_tensor=_wrap(array), keep=keep,
                  padding_idx=padding_idx, shape=weight._data.shape,
                  scale_grad_by_freq=bool(scale_grad_by_freq))
 

@@ -24,6 +24,7 @@ from ._linalg import (
 )
 from ._pointwise import eq, where
 from ._registry import Op, apply, declare, exports, promote, saves_inputs
+from ._saved import Input, passed
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
 # ---- beta * input + alpha * product ------------------------------------------------------------
@@ -201,9 +202,12 @@ def _cross_backward(ctx, g):
             linalg_cross(g, a, dim=ctx.dim) if ctx.needs_input_grad[1] else None)
 
 
+# each input is saved for the other's gradient, as PyTorch's (torch.cross without a dim
+# saves the dim it chose, linalg.cross the dim as passed)
 CROSS = Op("linalg_cross", "LinalgCrossBackward0",
-           forward=lambda a, b, dim: np.cross(a, b, axis=dim),
-           backward=_cross_backward, saves=saves_inputs(0, 1), dtype=promote)
+           forward=lambda a, b, dim, dim_arg=None: np.cross(a, b, axis=dim),
+           backward=_cross_backward, saves=saves_inputs(0, 1), dtype=promote,
+           saved={"self": Input(0, needed_by=1), "other": Input(1, needed_by=0), "dim": passed("dim")})
 
 
 def linalg_cross(input, other, *, dim=-1):
@@ -220,7 +224,7 @@ def linalg_cross(input, other, *, dim=-1):
         input = expand(input, *shape)
     if tuple(other.shape) != shape:
         other = expand(other, *shape)
-    return apply(CROSS, input, other, dim=d)
+    return apply(CROSS, input, other, dim=d, dim_arg=dim)
 
 
 @declare(method=True)

@@ -125,6 +125,15 @@ def passed(key, many=False):
     return Computed(value)
 
 
+def optional_dims(node):
+    """PyTorch's optional ``dim`` (std, var, nansum, the vector norm): the dims as passed
+    (Note [Saved ints as passed]), or None where the caller passed none (all dims)."""
+    dims = node.attrs.get("dims_arg")
+    if dims is None:
+        return None
+    return tuple(torch_int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
+
+
 def _input_shape(index):
     """The shape of saved input ``index`` (a saved tensor must still be there)."""
     def shape(node):
@@ -230,12 +239,15 @@ def clamp_bound_attr(which):
     return bound
 
 
-def tensor_attr(key):
+def tensor_attr(key, needed_by=None):
     """A tensor the op keeps in its attributes; freed with the graph, as PyTorch's is (a node
-    that saved no tensor at all is never marked freed: Note [Saved names] differences)."""
+    that saved no tensor at all is never marked freed: Note [Saved names] differences).
+    ``needed_by``: the input whose gradient alone needs it in PyTorch (None otherwise)."""
     def value(node):
         if node._released:
             raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        if needed_by is not None and not node.needs_input_grad[needed_by]:
+            return None
         return node.attrs[key]
     return value
 
@@ -313,7 +325,12 @@ OTHER = Input(1)
 SELF_SIZES = shape_attr()
 DIM = passed("dim")
 DIMS = passed("dims", many=True)
+OPTIONAL_DIMS = Computed(optional_dims)
 KEEPDIM = Attr("keepdim")
+# max, min, median, nanmedian, kthvalue along a dim: the dim as passed (kthvalue's default -1
+# too), the indices as returned
+SELECTED_SAVED = {"dim": DIM, "indices": Computed(reduced_indices), "keepdim": KEEPDIM,
+                  "self_sym_sizes": SELF_SIZES}
 
 NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
 def SAVED(key, convert=lambda value: value):

@@ -8,6 +8,7 @@ import numpy as np
 
 from .._tensor import _wrap_dim
 from ._registry import Op, apply, declare, exports
+from ._saved import SELF_SIZES, Attr, passed
 
 
 def _pad_forward(a, pads, value):
@@ -58,7 +59,7 @@ def _window_starts(length, size, step):
     return range(0, length - size + 1, step)
 
 
-def _unfold_forward(a, dim, size, step, shape):
+def _unfold_forward(a, dim, size, step, shape, dim_arg=None):
     """Every window as a view of ``a`` (strides, no copy), the window's own dim last, as in
     torch. Overlapping windows (``step < size``) share elements and stay writable, as in torch;
     an in-place op over several of them at once computes from the values before the write
@@ -89,7 +90,9 @@ UNFOLD_BACKWARD = Op("unfold_backward", "UnfoldBackwardBackward0",
                                                     step=ctx.step, shape=ctx.shape),))
 UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward, view=True,
             backward=lambda ctx, g: (apply(UNFOLD_BACKWARD, g, shape=ctx.shape,
-                                           dim=ctx.dim, size=ctx.size, step=ctx.step),))
+                                           dim=ctx.dim, size=ctx.size, step=ctx.step),),
+            saved={"dimension": passed("dim"), "size": Attr("size"), "step": Attr("step"),
+                   "self_sym_sizes": SELF_SIZES})
 
 
 @declare(name=False, method=True)
@@ -103,7 +106,8 @@ def unfold(self, dimension, size, step):
                            f"{size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape))
+    return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape),
+                 dim_arg=dimension)
 
 
 __all__ = exports(globals(), "pad")
