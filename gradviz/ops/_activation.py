@@ -18,6 +18,7 @@ from .._tensor import _wrap as _wrap_array
 from ._creation import rand
 from ._pointwise import (
     ERF,
+    _sigmoid_forward,
     abs,
     exp,
     ge,
@@ -33,6 +34,7 @@ from ._pointwise import (
 from ._reduction import sum
 from ._registry import Op, apply, declare, exports, promote_float, saves_inputs, saves_output
 from ._saved import DIM, RESULT, SELF, Attr
+from ._shape import cat, chunk
 
 # Note [Softmax kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -540,6 +542,42 @@ SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
                 backward=lambda ctx, g: (apply(SOFTSHRINK_BACKWARD, g, ctx.input(0),
                                                lambd=ctx.lambd),),
                 saves=saves_inputs(0))
+
+
+# ---- glu ---------------------------------------------------------------------------------------
+
+# One ``GluBackward0`` node, as PyTorch records, saving the input and the dim as passed. The
+# forward and the backward compute what gradviz's composition ``a * sigmoid(b)`` over the two
+# halves computed, in the same order (so the values and gradients are unchanged); the backward
+# is made of gradviz ops, so it differentiates again (PyTorch's gradient node is
+# ``GluBackwardBackward0``, gradviz's the ops of that formula).
+
+def _glu_forward(a, dim, dim_arg=None):
+    first, second = np.split(a, 2, axis=dim)
+    return first * _sigmoid_forward(second)
+
+
+def _glu_backward(ctx, g):
+    first, second = chunk(ctx.input(0), 2, ctx.dim)
+    gate = sigmoid(second)
+    return (cat([g * gate, g * first * (1 - gate) * gate], ctx.dim),)
+
+
+GLU = Op("glu", "GluBackward0", forward=_glu_forward, backward=_glu_backward,
+         saves=saves_inputs(0), saved={"self": SELF, "dim": DIM})
+
+
+def glu(input, dim=-1):
+    """The gated linear unit ``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``input`` along
+    ``dim`` (``nn.functional.glu``)."""
+    _check_float_kernel(input, "glu_cpu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    return apply(GLU, input, dim=d, dim_arg=dim)
 
 
 # ---- logsigmoid -------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import numpy as np
 
 from gradviz_ext import engine as _engine
 
+from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _int_arg, _wrap, _wrap_dim
 from ._creation import allocation_error, zeros, zeros_like
@@ -31,7 +32,7 @@ from ._saved import (
     tensor_attr,
 )
 from ._scatter_add import add_at, add_rows
-from ._shape import _shape_arg, cat, expand_target, reshape
+from ._shape import _shape_arg, cat, expand_target, reshape, unsqueeze
 
 
 def _index_array(index, what):
@@ -197,11 +198,13 @@ def scatter(input, dim, index, src=None, *, value=None):
 # ---- index_select / index_add -----------------------------------------------------------
 
 def _index_select_forward(a, index, dim, shape, **_):
-    return np.take(a, index, axis=dim) if a.ndim else np.take(a, index)
+    # a 0-d input's one index (index_select checks there is one) selects it: 0-d, as torch
+    return np.take(a, index, axis=dim) if a.ndim else a.copy()
 
 
 INDEX_SELECT = Op("index_select", "IndexSelectBackward0", forward=_index_select_forward,
-                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),),
+                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape)
+                                           if ctx.shape else g,),
                   saved={"dim": DIM, "index": Computed(tensor_attr("index_tensor")),
                       "self_sym_sizes": SELF_SIZES})
 
@@ -220,6 +223,9 @@ def index_select(input, dim, index):
     array = _index_array(index, "index_select")
     dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
+    if input.ndim == 0 and array.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{array.size} value(s)")
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if array.size and (array.max() >= size or array.min() < 0):
@@ -510,30 +516,64 @@ def repeat(input, *repeats):
         raise allocation_error(sizes, input._data.dtype) or MemoryError(sizes) from None
 
 
+# Note [Repeat interleave graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``repeat_interleave`` is composed, and its nodes are PyTorch's: without a ``dim`` the input
+# is flattened first (``ViewBackward0``, none for a 1-D input); an int ``repeats`` then gives
+# unsqueeze, expand, a contiguous clone and a flatten of the two dims (``ViewBackward0`` <-
+# ``CloneBackward0`` <- ``ExpandBackward0`` <- ``UnsqueezeBackward0``), a tensor ``repeats``
+# one ``index_select`` along the dim as passed (``IndexSelectBackward0``). Both copy entries,
+# so the values and gradients are those of the one ``index_select`` gradviz used before.
+
 @declare(method=True)
 @numpy_names
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (an int, or a tensor with one count per element)
-    along ``dim`` (the flattened input when ``dim`` is None); an ``index_select`` underneath,
-    as in PyTorch."""
+    along ``dim`` (the flattened input when ``dim`` is None), recorded as PyTorch records it
+    (Note [Repeat interleave graph])."""
     if repeats is None:  # repeat_interleave(counts): the indices repeated by their counts
         counts = input.numpy()
         return _wrap(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
-    flatten = dim is None
-    if flatten:
-        input = input.reshape(-1)
-        dim = 0
-    dim = _wrap_dim(dim, input.ndim)
-    counts = repeats.numpy() if isinstance(repeats, Tensor) else _int_arg(repeats, "repeats")
-    if np.any(np.asarray(counts) < 0):
-        raise RuntimeError("Repeats must be non-negative")
+    if not isinstance(repeats, Tensor):
+        return _repeat_each(input, _int_arg(repeats, "repeats"), dim, output_size)
+    flat = input.flatten() if dim is None else input
+    dim = 0 if dim is None else dim
+    if flat.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    size = flat.shape[_wrap_dim(dim, flat.ndim)]
+    counts = repeats.numpy()
+    if counts.ndim > 1 or (counts.size != 1 and counts.size != size):
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size({dim}) = {size}")
+    if np.any(counts < 0):
+        raise RuntimeError("repeats can not be negative")
     try:
-        positions = np.repeat(np.arange(input.shape[dim], dtype=np.int64), counts)
+        positions = np.repeat(np.arange(size, dtype=np.int64), counts.reshape(-1))
     except MemoryError:
-        total = int(np.sum(np.broadcast_to(counts, (input.shape[dim],)), dtype=object))
+        total = int(np.sum(np.broadcast_to(counts, (size,)), dtype=object))
         raise allocation_error((total,), np.int64) or MemoryError(total) from None
-    out = index_select(input, dim, _wrap(positions))
-    return out.view(-1) if flatten else out  # torch ends the flattened case with a view
+    return index_select(flat, dim, _wrap(positions))
+
+
+def _repeat_each(input, repeats, dim, output_size):
+    """``repeat_interleave`` with an int ``repeats``: each entry repeated by expanding a new dim
+    after ``dim`` and copying (Note [Repeat interleave graph])."""
+    flat = input.flatten() if dim is None else input
+    dim = _wrap_dim(0 if dim is None else dim, input.ndim)  # torch wraps against the input's dims
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    spread = unsqueeze(flat, dim + 1)
+    sizes = list(spread.shape)
+    if output_size is not None and output_size != sizes[dim] * repeats:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{sizes[dim] * repeats} but got {output_size}")
+    sizes[dim + 1] = repeats
+    try:
+        copied = spread.expand(*sizes).clone(memory_format=_memory_format.contiguous_format)
+    except MemoryError:
+        sizes[dim:dim + 2] = [sizes[dim] * repeats]
+        raise allocation_error(sizes, input._data.dtype) or MemoryError(sizes) from None
+    return copied.flatten(dim, dim + 1)
 
 
 def _roll_backward(ctx, g):
@@ -822,7 +862,7 @@ class _DoubleBackwardError(_engine.Node):
         self.message = message
 
     def name(self):
-        return "Error"
+        return "torch::autograd::Error"  # a C++ node in PyTorch, named as its name() gives it
 
     def _apply_grads(self, grads):
         raise RuntimeError(self.message)

@@ -37,7 +37,7 @@ from ._pointwise import (
     where,
 )
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
-from ._saved import SELF
+from ._saved import SELF, Input
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -199,17 +199,35 @@ def _remainder_forward(a, b):
     return np.where((mod != 0) & ((mod < 0) != (np.asarray(b) < 0)), mod + b, mod)
 
 
-REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(_remainder_forward),
-               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
-               saves=saves_inputs(0, 1), dtype=promote)
 def _fmod_forward(a, b):
     _integer_division_check(a, b)
     return np.fmod(a, b)
 
 
-FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(_fmod_forward),
+# As PyTorch's: a tensor divisor is ``RemainderBackward1``/``FmodBackward1``, which saves both
+# operands for the divisor's gradient; a number is ``...Backward0``, the node of the overload
+# that takes a Scalar: one edge (the number is an attribute, not an input) and nothing saved.
+_DIVISOR_SAVED = {"self": Input(0, needed_by=1), "other": Input(1, needed_by=1)}
+REMAINDER = Op("remainder", "RemainderBackward1", forward=_broadcasting(_remainder_forward),
+               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
+               saves=saves_inputs(0, 1), dtype=promote, saved=_DIVISOR_SAVED)
+FMOD = Op("fmod", "FmodBackward1", forward=_broadcasting(_fmod_forward),
           backward=lambda ctx, g: _remainder_backward(ctx, g, "trunc"),
-          saves=saves_inputs(0, 1), dtype=promote)
+          saves=saves_inputs(0, 1), dtype=promote, saved=_DIVISOR_SAVED)
+REMAINDER_NUMBER = Op("remainder_number", "RemainderBackward0",
+                      forward=lambda a, other: _remainder_forward(a, other),
+                      backward=lambda ctx, g: (g,), saved={},
+                      dtype=lambda a, other: _dtypes.result_type(a, other))
+FMOD_NUMBER = Op("fmod_number", "FmodBackward0", forward=lambda a, other: _fmod_forward(a, other),
+                 backward=lambda ctx, g: (g,), saved={},
+                 dtype=lambda a, other: _dtypes.result_type(a, other))
+
+
+def _divisor_op(tensor_op, number_op, name, input, other):
+    input, other = _operands(input, other, name)
+    if isinstance(input, Tensor) and not isinstance(other, Tensor):
+        return apply(number_op, input, other=other)
+    return apply(tensor_op, input, other)
 
 
 def _not_differentiable(name):
@@ -231,13 +249,13 @@ FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", forward=_broadcasting(_floor
 @declare(method=("remainder", "__mod__"), inplace=True, out=True)
 def remainder(input, other):
     """Python's ``%``: the result has the sign of ``other``."""
-    return apply(REMAINDER, *_operands(input, other, "remainder"))
+    return _divisor_op(REMAINDER, REMAINDER_NUMBER, "remainder", input, other)
 
 
 @declare(method=True, inplace=True, out=True)
 def fmod(input, other):
     """C's ``fmod``: the result has the sign of ``input``."""
-    return apply(FMOD, *_operands(input, other, "fmod"))
+    return _divisor_op(FMOD, FMOD_NUMBER, "fmod", input, other)
 
 
 @declare(method=("floor_divide", "__floordiv__"), inplace=True)
