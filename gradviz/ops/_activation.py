@@ -33,7 +33,7 @@ from ._pointwise import (
 )
 from ._reduction import sum
 from ._registry import Op, apply, declare, exports, promote_float, saves_inputs, saves_output
-from ._saved import DIM, RESULT, SELF, Attr
+from ._saved import DIM, RESULT, SELF, Attr, NotKept
 from ._shape import cat, chunk
 
 # Note [Softmax kernels]
@@ -445,7 +445,9 @@ def _elu_backward(ctx, g):
 
 ELU = Op("elu", "EluBackward0",
          forward=lambda a, alpha: np.where(a > 0, a, alpha * np.expm1(np.minimum(a, 0))),
-         backward=_elu_backward, saves=saves_inputs(0), dtype=promote_float)
+         backward=_elu_backward, saves=saves_inputs(0), dtype=promote_float,
+         saved={"alpha": Attr("alpha"), "scale": Attr("scale", default=1),
+                "input_scale": Attr("input_scale", default=1), "self": SELF})
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -519,7 +521,8 @@ THRESHOLD = Op("threshold", "ThresholdBackward0",
                                                             np.asarray(value, dtype=a.dtype), a),
                backward=lambda ctx, g: (apply(THRESHOLD_BACKWARD_AT, g, ctx.input(0),
                                               threshold=ctx.threshold),),
-               saves=saves_inputs(0))
+               saves=saves_inputs(0),
+               saved={"self": SELF, "threshold": Attr("threshold")})
 
 HARDSHRINK_BACKWARD = _slope_op(
     "hardshrink_backward", "HardshrinkBackwardBackward0",
@@ -529,7 +532,8 @@ HARDSHRINK = Op("hardshrink", "HardshrinkBackward0",
                                                   np.zeros((), dtype=a.dtype)),
                 backward=lambda ctx, g: (apply(HARDSHRINK_BACKWARD, g, ctx.input(0),
                                                lambd=ctx.lambd),),
-                saves=saves_inputs(0))
+                saves=saves_inputs(0),
+                saved={"lambd": Attr("lambd"), "self": SELF})
 
 SOFTSHRINK_BACKWARD = _slope_op(
     "softshrink_backward", "SoftshrinkBackwardBackward0",
@@ -541,7 +545,8 @@ SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
                              np.zeros((), dtype=a.dtype))),
                 backward=lambda ctx, g: (apply(SOFTSHRINK_BACKWARD, g, ctx.input(0),
                                                lambd=ctx.lambd),),
-                saves=saves_inputs(0))
+                saves=saves_inputs(0),
+                saved={"lambd": Attr("lambd"), "self": SELF})
 
 
 # ---- glu ---------------------------------------------------------------------------------------
@@ -585,7 +590,10 @@ def glu(input, dim=-1):
 LOG_SIGMOID = Op("log_sigmoid", "LogSigmoidBackward0",
                  forward=lambda a: np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))),
                  backward=lambda ctx, g: (g * sigmoid(neg(ctx.input(0))),),
-                 saves=saves_inputs(0), dtype=promote_float)
+                 saves=saves_inputs(0), dtype=promote_float,
+                 saved={"self": SELF, "buffer": NotKept(
+                     "torch's CPU kernel keeps a buffer for its backward; gradviz's backward "
+                     "computes from the input alone")})
 
 
 def logsigmoid(input):
@@ -616,7 +624,8 @@ def _scaled_elu_backward(ctx, g):
 SELU = Op("selu", "EluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
           saves=saves_inputs(0), dtype=promote_float)
 CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"alpha": Attr("alpha"), "self": SELF})
 
 
 @declare()
@@ -649,7 +658,8 @@ def _mish_backward(ctx, g):
 
 MISH = Op("mish", "MishBackward0",
           forward=lambda a: (a * np.tanh(_softplus_array(a))).astype(a.dtype),
-          backward=_mish_backward, saves=saves_inputs(0), dtype=promote_float)
+          backward=_mish_backward, saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 
 
 def mish(input, inplace=False):
@@ -668,7 +678,8 @@ def _hardswish_backward(ctx, g):
 
 HARDSWISH = Op("hardswish", "HardswishBackward0",
                forward=lambda a: (a * np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
-               backward=_hardswish_backward, saves=saves_inputs(0), dtype=promote_float)
+               backward=_hardswish_backward, saves=saves_inputs(0), dtype=promote_float,
+               saved={"self": SELF})
 
 # torch's kernel takes the slope as 1.0f / 6.0f, a float32 constant, in every dtype
 _ONE_SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
@@ -682,7 +693,8 @@ HARDSIGMOID_BACKWARD = _slope_op(
 HARDSIGMOID = Op("hardsigmoid", "HardsigmoidBackward0",
                  forward=lambda a: (np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
                  backward=lambda ctx, g: (apply(HARDSIGMOID_BACKWARD, g, ctx.input(0)),),
-                 saves=saves_inputs(0), dtype=promote_float)
+                 saves=saves_inputs(0), dtype=promote_float,
+                 saved={"self": SELF})
 
 
 def hardswish(input, inplace=False):

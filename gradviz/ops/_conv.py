@@ -201,14 +201,28 @@ def _unbatched(batched):
     return forward
 
 
-_WINDOW_SAVED = {"kernel_size": pool_geometry("kernel"), "dilation": pool_geometry("dilation"),
-                 "padding": pool_geometry("padding"), "stride": pool_geometry("stride")}
+def _window_attr(read):
+    """``read(attrs)`` of an unfold/fold node; the wide columns of a convolution's backward
+    (``Im2ColBackward0``/``Col2ImBackward0`` too, Note [Flat windows] in _flat_windows.py) are
+    laid out as no PyTorch node is, and have no such value."""
+    def value(node):
+        if "geometry" not in node.attrs:
+            raise AttributeError(f"'{node.name()}' object: gradviz's wide columns of a "
+                                 "convolution's backward have no PyTorch counterpart to read this "
+                                 "from (Note [Flat windows]); see grad_fn.windows")
+        return read(node.attrs)
+    return Computed(value)
+
+
+_WINDOW_SAVED = {key: _window_attr(lambda attrs, part=part: tuple(getattr(attrs["geometry"], part)))
+                 for key, part in (("kernel_size", "kernel"), ("dilation", "dilation"),
+                                   ("padding", "padding"), ("stride", "stride"))}
 IM2COL = Op("im2col", "Im2ColBackward0",
             forward=_unbatched(lambda x, geometry, size: _im2col(x, geometry)),
             backward=lambda ctx, g: (fold(g, ctx.size, ctx.geometry),),
             saved={**_WINDOW_SAVED,
-                   "self_sym_argsize_minus_2": Computed(lambda node: node.attrs["size"][0]),
-                   "self_sym_argsize_minus_1": Computed(lambda node: node.attrs["size"][1])})
+                   "self_sym_argsize_minus_2": _window_attr(lambda attrs: attrs["size"][0]),
+                   "self_sym_argsize_minus_1": _window_attr(lambda attrs: attrs["size"][1])})
 COL2IM = Op("col2im", "Col2ImBackward0",
             forward=_unbatched(lambda cols, geometry, size: _col2im(cols, size, geometry)),
             backward=lambda ctx, g: (unfold(g, ctx.geometry),), saved=_WINDOW_SAVED)

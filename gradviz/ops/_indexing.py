@@ -459,7 +459,10 @@ def _masked_select_backward(ctx, g):
 
 
 MASKED_SELECT = Op("masked_select", "MaskedSelectBackward0", forward=_masked_select_forward,
-                   backward=_masked_select_backward)
+                   backward=_masked_select_backward,
+                   saved={"mask": Computed(tensor_attr("mask_tensor")),
+                          "self": NotKept("masked_select's backward needs only the input's shape, "
+                                          "which gradviz keeps (grad_fn.shape) instead")})
 
 
 @declare(method=True)
@@ -469,7 +472,7 @@ def masked_select(input, mask):
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
     positions = np.flatnonzero(np.broadcast_to(mask._data, shape)).astype(np.int64)
-    return apply(MASKED_SELECT, input, mask=mask._data, shape=shape,
+    return apply(MASKED_SELECT, input, mask=mask._data, mask_tensor=mask, shape=shape,
                  positions=positions, positions_tensor=_wrap(positions))
 
 
@@ -495,7 +498,8 @@ def _repeat_backward(ctx, g):
 
 REPEAT = Op("repeat", "RepeatBackward0",
             forward=lambda a, repeats, padded, shape: np.tile(a.reshape(padded), repeats),
-            backward=_repeat_backward)
+            backward=_repeat_backward,
+            saved={"repeats": Attr("repeats", tuple), "self_sym_sizes": SELF_SIZES})
 
 
 @declare(name=False, method=True)

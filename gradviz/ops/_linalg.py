@@ -625,7 +625,8 @@ def _trace_backward(ctx, g):
 
 
 TRACE = Op("trace", "TraceBackward0", forward=lambda a, shape: np.asarray(np.trace(a)),
-           backward=_trace_backward)
+           backward=_trace_backward,
+           saved={"self_sym_sizes": SELF_SIZES})
 
 
 @declare(method=True)

@@ -17,7 +17,7 @@ from gradviz_ext import engine
 from .._tensor import _wrap
 from ._pointwise import clamp, exp, gt, log, lt, sigmoid, where
 from ._registry import Op, apply, promote_float, saves_inputs
-from ._saved import NOT_NLL_TARGET, OTHER, SELF, Computed, Input, reduction_enum
+from ._saved import NOT_NLL_TARGET, OTHER, SELF, Attr, Computed, Input, reduction_enum
 from ._shape import unsqueeze
 
 __all__ = ["mse_loss", "nll_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -119,7 +119,9 @@ def _smooth_l1_derivative(ctx, diff):
 
 SMOOTH_L1_LOSS = Op("smooth_l1_loss", "SmoothL1LossBackward0", forward=_smooth_l1_forward,
                     backward=_elementwise_backward(_smooth_l1_derivative),
-                    saves=saves_inputs(0, 1), dtype=promote_float)
+                    saves=saves_inputs(0, 1), dtype=promote_float,
+                    saved={"self": SELF, "target": OTHER, "reduction": Computed(reduction_enum),
+                           "beta": Attr("beta", float)})
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
@@ -140,7 +142,9 @@ def _huber_derivative(ctx, diff):
 
 HUBER_LOSS = Op("huber_loss", "HuberLossBackward0", forward=_huber_forward,
                 backward=_elementwise_backward(_huber_derivative),
-                saves=saves_inputs(0, 1), dtype=promote_float)
+                saves=saves_inputs(0, 1), dtype=promote_float,
+                saved={"self": SELF, "target": OTHER, "reduction": Computed(reduction_enum),
+                       "delta": Attr("delta", float)})
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):

@@ -177,7 +177,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 VDOT = Op("vdot", "VdotBackward0", forward=np.dot, saves=saves_inputs(0, 1), dtype=promote,
           backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
-                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None))
+                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
+                                   saved={"self": Input(0, needed_by=1), "other": Input(1, needed_by=0)})
 
 
 @declare(method=True)

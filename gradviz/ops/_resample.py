@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._registry import Op, apply
+from ._saved import Attr
 from ._scatter_add import add_rows
 
 __all__ = ["upsample", "axis_plan", "pixel_shuffle", "pixel_unshuffle"]
@@ -139,10 +140,12 @@ def _unshuffle(x, factor):
 
 PIXEL_SHUFFLE = Op("pixel_shuffle", "PixelShuffleBackward0",
                    forward=lambda x, factor: _shuffle(x, factor),
-                   backward=lambda ctx, g: (pixel_unshuffle(g, ctx.factor),))
+                   backward=lambda ctx, g: (pixel_unshuffle(g, ctx.factor),),
+                   saved={"upscale_factor": Attr("factor")})
 PIXEL_UNSHUFFLE = Op("pixel_unshuffle", "PixelUnshuffleBackward0",
                      forward=lambda x, factor: _unshuffle(x, factor),
-                     backward=lambda ctx, g: (pixel_shuffle(g, ctx.factor),))
+                     backward=lambda ctx, g: (pixel_shuffle(g, ctx.factor),),
+                     saved={"downscale_factor": Attr("factor")})
 
 
 def pixel_shuffle(input, factor):

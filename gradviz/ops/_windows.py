@@ -8,10 +8,10 @@ import numpy as np
 
 from .._tensor import _wrap_dim
 from ._registry import Op, apply, declare, exports
-from ._saved import SELF_SIZES, Attr, passed
+from ._saved import SELF_SIZES, Attr, Computed, passed, torch_int
 
 
-def _pad_forward(a, pads, value):
+def _pad_forward(a, pads, value, pad_arg=None):
     """``pads`` = ((left, right) for each dim, first dim first); negative amounts crop. The
     padded array is filled, then the input written into its interior (``np.pad`` does the
     same in Python-level steps that cost more than the copy on a convolution's gradients)."""
@@ -25,9 +25,19 @@ def _pad_forward(a, pads, value):
     return out
 
 
+def _saved_pad(node):
+    """PyTorch's ``_saved_pad``: the amounts as passed, last dim first (Note [Saved ints as
+    passed]); the pad a backward applies, from its pairs."""
+    amounts = node.attrs.get("pad_arg")
+    if amounts is None:
+        amounts = [amount for pair in reversed(node.attrs["pads"]) for amount in pair]
+    return tuple(torch_int(amount) for amount in amounts)
+
+
 PAD = Op("constant_pad_nd", "ConstantPadNdBackward0", forward=_pad_forward,
          backward=lambda ctx, g: (apply(PAD, g, pads=tuple((-left, -right) for left, right in
-                                                           ctx.pads), value=0),))
+                                                           ctx.pads), value=0),),
+         saved={"pad": Computed(_saved_pad)})
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -50,7 +60,8 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {left} "
                                f"and {right} resulted in a negative output size, which is "
                                "invalid. Check dimension {d} of your input.")
-    return apply(PAD, input, pads=tuple(pairs), value=0 if value is None else value)
+    return apply(PAD, input, pads=tuple(pairs), value=0 if value is None else value,
+                 pad_arg=tuple(int(amount) for amount in pad))
 
 
 # ---- Tensor.unfold ----------------------------------------------------------------------------
