@@ -773,7 +773,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
         statistics = _NormStatistics()  # Note [Normalization statistics once]
-        out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics)
+        out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics,
+                              running_mean=running_mean, running_var=running_var)
         if running_mean is not None or running_var is not None:
             dtype = input.numpy(force=True).dtype
             if running_mean is not None:
@@ -784,7 +785,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 _update_running(running_var, unbiased.astype(dtype, copy=False), momentum)
         return out
     return _ops.batch_norm(input, weight, bias, eps, running_mean.numpy(force=True),
-                           running_var.numpy(force=True))
+                           running_var.numpy(force=True), running_mean=running_mean,
+                           running_var=running_var)
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
