@@ -1044,8 +1044,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
     # unbatched as is: torch adds no nodes; the flat indices only when asked for
-    out, indices = _conv.max_pool2d(input, geometry, with_indices=return_indices)
+    out, indices = _conv.max_pool2d(input, geometry, with_indices=return_indices,
+                                    stride_arg=_stride_arg(stride, geometry))
     return (out, _ops.tensor(indices)) if return_indices else out
+
+
+def _stride_arg(stride, geometry):
+    """A pool's stride as torch's node saves it: ``()`` when not given (the kernel's)."""
+    return () if stride is None or stride == [] else tuple(geometry.stride)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -1068,7 +1074,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         if not (counts == geometry.kernel[0] * geometry.kernel[1]).all():
             divisor = counts
     if x.dtype is not _dtypes.int64:
-        return _conv.avg_pool2d(input, geometry, divisor)  # unbatched as is, as torch
+        return _conv.avg_pool2d(input, geometry, divisor,  # unbatched as is, as torch
+                                stride_arg=_stride_arg(stride, geometry),
+                                count_include_pad=bool(count_include_pad),
+                                divisor_override=divisor_override)
     out = _integer_avg_pool(x, geometry, divisor)
     return out.squeeze(0) if unbatched else out
 

@@ -312,12 +312,22 @@ CASES = {
     "batch_norm_no_buffers": lambda tm, t: tm.nn.functional.batch_norm(t["a"], None, None,
                                                                       training=True),
     "group_norm": lambda tm, t: tm.nn.functional.group_norm(t["a"].reshape(3, 4, 1), 2, eps=1e-3),
+    "max_pool2d": lambda tm, t: tm.nn.functional.max_pool2d(t["a"][None], 2),
+    "max_pool2d_stride": lambda tm, t: tm.nn.functional.max_pool2d(t["a"][None], (2, 1), 1, (1, 0),
+                                                                   ceil_mode=True),
+    "max_pool2d_module": lambda tm, t: tm.nn.MaxPool2d(2)(t["a"][None]),
+    "max_pool2d_torch_level": lambda tm, t: tm.max_pool2d(t["a"][None], 2),
+    "avg_pool2d": lambda tm, t: tm.nn.functional.avg_pool2d(t["a"][None], 2),
+    "avg_pool2d_arguments": lambda tm, t: tm.nn.functional.avg_pool2d(
+        t["a"][None], (2, 3), 1, 1, count_include_pad=False, divisor_override=3),
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }
 
 # torch names gradviz knowingly does not keep: reading them raises AttributeError saying so
 NOT_KEPT = {
+    **{case: {"_saved_result1"} for case in ("max_pool2d", "max_pool2d_stride", "max_pool2d_module",
+                                             "max_pool2d_torch_level")},
     "group_norm": {"_saved_result1", "_saved_result2"},
     "erfinv": {"_saved_self"},
     "take": {"_saved_self"},
