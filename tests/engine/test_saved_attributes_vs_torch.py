@@ -320,6 +320,11 @@ CASES = {
     "avg_pool2d": lambda tm, t: tm.nn.functional.avg_pool2d(t["a"][None], 2),
     "avg_pool2d_arguments": lambda tm, t: tm.nn.functional.avg_pool2d(
         t["a"][None], (2, 3), 1, 1, count_include_pad=False, divisor_override=3),
+    "interpolate_nearest": lambda tm, t: tm.nn.functional.interpolate(t["a"][None], scale_factor=2),
+    "interpolate_linear_size": lambda tm, t: tm.nn.functional.interpolate(
+        t["a"][None], size=7, mode="linear", align_corners=True),
+    "interpolate_bilinear": lambda tm, t: tm.nn.functional.interpolate(
+        t["a"][None, None], scale_factor=(1.5, 2), mode="bilinear"),
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }
@@ -462,11 +467,11 @@ def test_unknown_name_is_attribute_error():
 
 
 def test_node_without_a_table_says_so():
-    x = gradviz.tensor(A, requires_grad=True)
-    y = gradviz.nn.functional.interpolate(x.unsqueeze(0), scale_factor=2)
+    v = gradviz.tensor(V, requires_grad=True)
+    y = gradviz.addr(gradviz.tensor(A), v, v.detach()[:1].expand(4))
     with pytest.raises(AttributeError, match="gradviz does not list the saved values of "
-                                             "UpsampleNearest1DBackward0"):
-        y.grad_fn._saved_self_sym_sizes
+                                             "AddrBackward0"):
+        y.grad_fn._saved_vec1
 
 
 def test_forward_attributes_still_read_directly():

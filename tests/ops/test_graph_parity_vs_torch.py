@@ -94,12 +94,6 @@ SAVED_DIFFERS = {
     "ThresholdBackwardBackward0": _GRADIENT_NODE,
     "TrilinearBackward0": _NO_TABLE,
     "UnfoldBackwardBackward0": _GRADIENT_NODE,
-    **{f"Upsample{kind}Backward0": _ATTRIBUTES_NOT_RECORDED
-       for kind in ("Bilinear2D", "Linear1D", "Nearest1D", "Nearest2D", "Nearest3D",
-                    "NearestExact1D", "NearestExact2D", "NearestExact3D", "Trilinear3D")},
-    **{f"Upsample{kind}BackwardBackward0": _GRADIENT_NODE
-       for kind in ("Bilinear2D", "Linear1D", "Nearest1D", "Nearest2D", "Nearest3D",
-                    "NearestExact1D", "NearestExact2D", "NearestExact3D", "Trilinear3D")},
 }
 
 
