@@ -325,6 +325,13 @@ CASES = {
         t["a"][None], size=7, mode="linear", align_corners=True),
     "interpolate_bilinear": lambda tm, t: tm.nn.functional.interpolate(
         t["a"][None, None], scale_factor=(1.5, 2), mode="bilinear"),
+    "addmv": lambda tm, t: tm.addmv(t["v"], t["a"], t["m"][:, 0], beta=2, alpha=0.5),
+    "addmv_mat_only": lambda tm, t: tm.addmv(t["v"], t["a"], t["m"][:, 0].detach()),
+    "addr_vec2_only": lambda tm, t: tm.addr(t["a"], t["v"].detach(), t["m"][0, :4]),
+    "baddbmm": lambda tm, t: tm.baddbmm(t["b"][None, :, :3], t["a"][None, :, :3], t["m"][None, :3, :3],
+                                        alpha=2),
+    "addbmm_batch1_only": lambda tm, t: tm.addbmm(t["nb"][:, :3], t["a"][None, :, :3],
+                                                  t["m"][None, :3, :3].detach(), beta=0.5),
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }
@@ -467,11 +474,11 @@ def test_unknown_name_is_attribute_error():
 
 
 def test_node_without_a_table_says_so():
-    v = gradviz.tensor(V, requires_grad=True)
-    y = gradviz.addr(gradviz.tensor(A), v, v.detach()[:1].expand(4))
+    x = gradviz.tensor(A, requires_grad=True)
+    y = x.put(gradviz.tensor([0, 5]), gradviz.tensor([1.0, 2.0]))
     with pytest.raises(AttributeError, match="gradviz does not list the saved values of "
-                                             "AddrBackward0"):
-        y.grad_fn._saved_vec1
+                                             "PutBackward0"):
+        y.grad_fn._saved_index
 
 
 def test_forward_attributes_still_read_directly():

@@ -70,11 +70,7 @@ _GRADIENT_NODE = ("a node of a backward rule (double backward): gradviz does not
 
 # node -> why its ``_saved_*`` names or values differ from torch's
 SAVED_DIFFERS = {
-    "AddbmmBackward0": _NO_TABLE,
-    "AddmvBackward0": _NO_TABLE,
-    "AddrBackward0": _NO_TABLE,
     "AminmaxBackward0": _NO_TABLE,
-    "BaddbmmBackward0": _NO_TABLE,
     "DiagEmbedBackward0": _ATTRIBUTES_NOT_RECORDED,
     "DiagonalBackward0_copy": _ATTRIBUTES_NOT_RECORDED,
     "DiagonalBackwardBackward0": _GRADIENT_NODE,
