@@ -33,7 +33,7 @@ from ._pointwise import (
 )
 from ._reduction import sum
 from ._registry import Op, apply, declare, exports, promote_float, saves_inputs, saves_output
-from ._saved import DIM, RESULT, SELF, Attr, NotKept
+from ._saved import DIM, RESULT, SELF, Attr, Input, NotKept
 from ._shape import cat, chunk
 
 # Note [Softmax kernels]
@@ -365,10 +365,11 @@ def gelu(input, approximate="none"):
 # ``autograd.grad`` would raise that it was not used. Where the slope is zero the op selects
 # zero (a NaN gradient stays out), as torch's kernels do.
 
-def _slope_op(name, node, slope, select=True):
+def _slope_op(name, node, slope, select=True, saved=None):
     """The op ``grad * slope(input, **attrs)`` of (grad, input), ``slope`` piecewise constant
     (Note [Backward of piecewise-linear activations]). ``select``: a zero slope gives zero even
-    for a NaN gradient (torch's kernels that choose, not multiply)."""
+    for a NaN gradient (torch's kernels that choose, not multiply). ``saved``: the attributes
+    torch's node saves beside the input (its ``self``)."""
     def forward(g, x, **attrs):
         factor = np.asarray(slope(x, **attrs), dtype=g.dtype)
         if not select:
@@ -379,13 +380,15 @@ def _slope_op(name, node, slope, select=True):
         return (apply(op, gg, ctx.input(1), **ctx.attrs) if ctx.needs_input_grad[0] else None,
                 gg * 0 if ctx.needs_input_grad[1] else None)
 
-    op = Op(name, node, forward=forward, backward=backward, saves=saves_inputs(1))
+    op = Op(name, node, forward=forward, backward=backward, saves=saves_inputs(1),
+            saved=None if saved is None else {"self": Input(1), **saved})
     return op
 
 
 LEAKY_RELU_BACKWARD = _slope_op(
     "leaky_relu_backward", "LeakyReluBackwardBackward0",
-    lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False)
+    lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False,
+    saved={"negative_slope": Attr("negative_slope")})
 
 def _leaky_relu_forward(a, negative_slope):
     return np.where(a > 0, a, a * negative_slope)
@@ -484,7 +487,8 @@ def _keep(mask, g):
 
 HARDTANH_BACKWARD = _slope_op(
     "hardtanh_backward", "HardtanhBackwardBackward0",
-    lambda x, min_val, max_val: (x > min_val) & (x < max_val))
+    lambda x, min_val, max_val: (x > min_val) & (x < max_val),
+    saved={"min_val": Attr("min_val"), "max_val": Attr("max_val")})
 
 HARDTANH = Op("hardtanh", "HardtanhBackward0",
               forward=lambda a, min_val, max_val: np.clip(a, min_val, max_val).astype(a.dtype),
@@ -526,7 +530,7 @@ THRESHOLD = Op("threshold", "ThresholdBackward0",
 
 HARDSHRINK_BACKWARD = _slope_op(
     "hardshrink_backward", "HardshrinkBackwardBackward0",
-    lambda x, lambd: (x > lambd) | (x < -lambd))
+    lambda x, lambd: (x > lambd) | (x < -lambd), saved={"lambd": Attr("lambd")})
 HARDSHRINK = Op("hardshrink", "HardshrinkBackward0",
                 forward=lambda a, lambd: np.where((a > lambd) | (a < -lambd), a,
                                                   np.zeros((), dtype=a.dtype)),
@@ -537,7 +541,7 @@ HARDSHRINK = Op("hardshrink", "HardshrinkBackward0",
 
 SOFTSHRINK_BACKWARD = _slope_op(
     "softshrink_backward", "SoftshrinkBackwardBackward0",
-    lambda x, lambd: (x > lambd) | (x < -lambd))
+    lambda x, lambd: (x > lambd) | (x < -lambd), saved={"lambd": Attr("lambd")})
 SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
                 forward=lambda a, lambd: np.where(
                     a > lambd, a - np.asarray(lambd, dtype=a.dtype),

@@ -479,8 +479,15 @@ def _diagonal_copy(a, offset, dim1, dim2, shape, **_):
 
 
 # a view sharing storage and version counter with its input, as in PyTorch
+def _dims_passed_on(ctx):
+    """The diagonal's dims as passed (Note [Saved ints as passed]), for the nodes of its
+    backward, which torch's save too."""
+    return {key: ctx.attrs[key] for key in ("dim1_arg", "dim2_arg") if key in ctx.attrs}
+
+
 DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
-              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),),
+              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2,
+                                                         **_dims_passed_on(ctx)),),
               saved={"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2"),
                      "self_sym_sizes": SELF_SIZES})
 
@@ -489,7 +496,7 @@ DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_
                    backward=DIAGONAL.backward)
 
 
-def _diagonal_backward_forward(g, shape, offset, dim1, dim2):
+def _diagonal_backward_forward(g, shape, offset, dim1, dim2, dim1_arg=None, dim2_arg=None):
     """Zeros of ``shape`` with ``g`` written on the diagonal that ``diagonal`` reads."""
     out = np.zeros(shape, dtype=g.dtype)
     view = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writes land in ``out``
@@ -500,11 +507,14 @@ def _diagonal_backward_forward(g, shape, offset, dim1, dim2):
 
 DIAGONAL_BACKWARD = Op("diagonal_backward", "DiagonalBackwardBackward0",
                        forward=_diagonal_backward_forward,
-                       backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.dim1, ctx.dim2),))
+                       backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.attrs.get("dim1_arg", ctx.dim1),
+                                                          ctx.attrs.get("dim2_arg", ctx.dim2)),),
+                       saved={"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2")})
 
 
-def _diagonal_scatter(g, shape, offset, dim1, dim2):
-    return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2)
+def _diagonal_scatter(g, shape, offset, dim1, dim2, **dims_passed):
+    return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2,
+                 **dims_passed)
 
 
 @declare(method=True)

@@ -717,7 +717,9 @@ THRESHOLD_BACKWARD = Op(
     forward=_threshold_backward_forward,
     backward=lambda ctx, gg: (threshold_backward(gg, ctx.input(1)) if ctx.needs_input_grad[0] else None,
                               gg * 0 if ctx.needs_input_grad[1] else None),
-    saves=saves_inputs(1), dtype=promote)
+    saves=saves_inputs(1), dtype=promote,
+    # relu's (threshold 0, the result as its self) and F.threshold's (the input, its threshold)
+    saved={"self": Input(1), "threshold": Attr("threshold", default=0)})
 
 
 def threshold_backward(grad, result):

@@ -83,7 +83,7 @@ def _unfold_forward(a, dim, size, step, shape, dim_arg=None):
     return np.lib.stride_tricks.as_strided(a, out_shape, strides)
 
 
-def _unfold_backward_forward(g, shape, dim, size, step):
+def _unfold_backward_forward(g, shape, dim, size, step, dim_arg=None):
     out = np.zeros(shape, dtype=g.dtype)
     if not shape:
         return g.reshape(())
@@ -95,13 +95,21 @@ def _unfold_backward_forward(g, shape, dim, size, step):
     return out
 
 
+def _dim_passed_on(ctx):
+    return {"dim_arg": ctx.attrs["dim_arg"]} if "dim_arg" in ctx.attrs else {}
+
+
+# the window's dim as passed to unfold, on the nodes of its backward too, as torch's
 UNFOLD_BACKWARD = Op("unfold_backward", "UnfoldBackwardBackward0",
                      forward=_unfold_backward_forward,
                      backward=lambda ctx, g: (apply(UNFOLD, g, dim=ctx.dim, size=ctx.size,
-                                                    step=ctx.step, shape=ctx.shape),))
+                                                    step=ctx.step, shape=ctx.shape,
+                                                    **_dim_passed_on(ctx)),),
+                     saved={"dim": passed("dim"), "size": Attr("size"), "step": Attr("step")})
 UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward, view=True,
             backward=lambda ctx, g: (apply(UNFOLD_BACKWARD, g, shape=ctx.shape,
-                                           dim=ctx.dim, size=ctx.size, step=ctx.step),),
+                                           dim=ctx.dim, size=ctx.size, step=ctx.step,
+                                           **_dim_passed_on(ctx)),),
             saved={"dimension": passed("dim"), "size": Attr("size"), "step": Attr("step"),
                    "self_sym_sizes": SELF_SIZES})
 

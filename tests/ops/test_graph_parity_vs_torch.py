@@ -73,11 +73,7 @@ SAVED_DIFFERS = {
     "AminmaxBackward0": _NO_TABLE,
     "DiagEmbedBackward0": _ATTRIBUTES_NOT_RECORDED,
     "DiagonalBackward0_copy": _ATTRIBUTES_NOT_RECORDED,
-    "DiagonalBackwardBackward0": _GRADIENT_NODE,
-    "HardshrinkBackwardBackward0": _GRADIENT_NODE,
-    "HardtanhBackwardBackward0": _GRADIENT_NODE,
     "IndexPutBackward0": _NO_TABLE,
-    "LeakyReluBackwardBackward0": _GRADIENT_NODE,
     "LinalgDetBackward0": _NO_TABLE,
     "LinalgSlogdetBackward0": _NO_TABLE,
     "NarrowCopyBackward0": _ATTRIBUTES_NOT_RECORDED,
@@ -86,10 +82,7 @@ SAVED_DIFFERS = {
     "ReshapeAliasBackward0": _NO_TABLE,
     "RreluWithNoiseBackward0": _NO_TABLE,
     "RreluWithNoiseBackward1": _NO_TABLE,
-    "SoftshrinkBackwardBackward0": _GRADIENT_NODE,
-    "ThresholdBackwardBackward0": _GRADIENT_NODE,
     "TrilinearBackward0": _NO_TABLE,
-    "UnfoldBackwardBackward0": _GRADIENT_NODE,
 }
 
 
