@@ -479,6 +479,10 @@ def _diagonal_copy(a, offset, dim1, dim2, shape, **_):
 
 
 # a view sharing storage and version counter with its input, as in PyTorch
+# diagonal's, diagonal_copy's, diag_embed's and their backwards' (Note [Saved ints as passed])
+_DIAGONAL_ARGUMENTS = {"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2")}
+
+
 def _dims_passed_on(ctx):
     """The diagonal's dims as passed (Note [Saved ints as passed]), for the nodes of its
     backward, which torch's save too."""
@@ -488,12 +492,12 @@ def _dims_passed_on(ctx):
 DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
               backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2,
                                                          **_dims_passed_on(ctx)),),
-              saved={"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2"),
-                     "self_sym_sizes": SELF_SIZES})
+              saved={**_DIAGONAL_ARGUMENTS, "self_sym_sizes": SELF_SIZES})
 
 
 DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_copy,
-                   backward=DIAGONAL.backward)
+                   backward=DIAGONAL.backward,
+                   saved={**_DIAGONAL_ARGUMENTS, "self_sym_sizes": SELF_SIZES})
 
 
 def _diagonal_backward_forward(g, shape, offset, dim1, dim2, dim1_arg=None, dim2_arg=None):
@@ -509,7 +513,7 @@ DIAGONAL_BACKWARD = Op("diagonal_backward", "DiagonalBackwardBackward0",
                        forward=_diagonal_backward_forward,
                        backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.attrs.get("dim1_arg", ctx.dim1),
                                                           ctx.attrs.get("dim2_arg", ctx.dim2)),),
-                       saved={"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2")})
+                       saved=_DIAGONAL_ARGUMENTS)
 
 
 def _diagonal_scatter(g, shape, offset, dim1, dim2, **dims_passed):
@@ -530,7 +534,7 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
                  shape=tuple(input._data.shape), dim1_arg=dim1_arg, dim2_arg=dim2_arg)
 
 
-def _diag_embed_forward(a, offset, dim1, dim2):
+def _diag_embed_forward(a, offset, dim1, dim2, **_):
     """Zeros with the last dim of ``a`` written on the diagonal of the new dims ``dim1``,
     ``dim2`` (numbered in the output)."""
     size = a.shape[-1] + abs(offset)
@@ -543,7 +547,8 @@ def _diag_embed_forward(a, offset, dim1, dim2):
 
 
 DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
-                backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),))
+                backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),),
+                saved=_DIAGONAL_ARGUMENTS)
 
 
 @declare(method=True)
@@ -551,12 +556,14 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose ``(dim1, dim2)`` diagonals hold the last dim of ``input`` (zeros
     elsewhere); the batched ``diag``."""
     ndim = input.ndim + 1
+    dim1_arg, dim2_arg = dim1, dim2
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     if input.ndim == 0:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -1)")
-    return apply(DIAG_EMBED, input, offset=int(offset), dim1=dim1, dim2=dim2)
+    return apply(DIAG_EMBED, input, offset=int(offset), dim1=dim1, dim2=dim2, dim1_arg=dim1_arg,
+                 dim2_arg=dim2_arg)
 
 
 _diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
@@ -567,7 +574,9 @@ def diag(input, diagonal=0):  # noqa: A002  (torch's name)
     """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
     ``diagonal`` as 1-D."""
     if input.ndim == 1:
-        return apply(DIAG_EMBED, input, offset=int(diagonal), dim1=0, dim2=1)
+        # torch's diag of a vector is diag_embed's defaults, which its node saves
+        return apply(DIAG_EMBED, input, offset=int(diagonal), dim1=0, dim2=1, dim1_arg=-2,
+                     dim2_arg=-1)
     if input.ndim == 2:  # a copy of the diagonal in torch, hence its node's name
         return apply(DIAGONAL_COPY, input, offset=int(diagonal), dim1=0, dim2=1,
                      shape=tuple(input._data.shape))

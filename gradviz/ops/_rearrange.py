@@ -18,7 +18,7 @@ from ._linalg import DIAG_EMBED
 from ._reduction import cumprod, cumsum
 from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports, numpy_names, promote
-from ._saved import Computed, NotKept, passed, tensor_attr
+from ._saved import Attr, Computed, NotKept, passed, tensor_attr
 from ._shape import _index_backward, _shape_arg, cat, expand, flip, narrow, reshape, split, stack, unsqueeze, view
 from ._special import DIV_NUMBER
 
@@ -393,18 +393,22 @@ def _narrow_copy_backward(ctx, g):
 
 
 NARROW_COPY = Op("narrow_copy", "NarrowCopyBackward0",
-                 forward=lambda a, key, shape: a[key].copy(), backward=_narrow_copy_backward)
+                 forward=lambda a, key, shape, **_: a[key].copy(), backward=_narrow_copy_backward,
+                 saved={"dim": passed("dim"), "start": passed("start"), "length": Attr("length"),
+                        "self_sym_sizes": Attr("shape")})
 
 
 @declare(method=True)
 def narrow_copy(input, dim, start, length):
     """``narrow`` as a copy, not a view."""
     view_of = narrow(input, dim, start, length)  # checks the arguments as narrow does
+    dim_arg, start_arg = dim, start
     dim = _wrap_dim(dim, input.ndim)
     start = start + input.shape[dim] if start < 0 else start
     key = (slice(None),) * dim + (slice(start, start + length),)
     del view_of
-    return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape))
+    return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape), dim=dim, dim_arg=dim_arg,
+                 start=start, start_arg=start_arg, length=length)  # Note [Saved ints as passed]
 
 
 @declare(name=False, method=True)

@@ -332,6 +332,10 @@ CASES = {
                                         alpha=2),
     "addbmm_batch1_only": lambda tm, t: tm.addbmm(t["nb"][:, :3], t["a"][None, :, :3],
                                                   t["m"][None, :3, :3].detach(), beta=0.5),
+    "diag_embed": lambda tm, t: tm.diag_embed(t["a"], 1, -1, 0),
+    "diag_of_vector": lambda tm, t: tm.diag(t["v"]),
+    "diag_of_matrix": lambda tm, t: tm.diag(t["a"], -1),
+    "narrow_copy": lambda tm, t: tm.narrow_copy(t["a"], -1, -3, 2),
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }

@@ -63,20 +63,13 @@ STRUCTURE_DIFFERS = {
 }
 
 _NO_TABLE = "gradviz does not list this node's saved values under torch's names yet"
-_ATTRIBUTES_NOT_RECORDED = ("the op does not record the arguments torch saves (as passed) "
-                            "among its attributes yet")
-_GRADIENT_NODE = ("a node of a backward rule (double backward): gradviz does not list its saved "
-                  "values under torch's names yet")
 
 # node -> why its ``_saved_*`` names or values differ from torch's
 SAVED_DIFFERS = {
     "AminmaxBackward0": _NO_TABLE,
-    "DiagEmbedBackward0": _ATTRIBUTES_NOT_RECORDED,
-    "DiagonalBackward0_copy": _ATTRIBUTES_NOT_RECORDED,
     "IndexPutBackward0": _NO_TABLE,
     "LinalgDetBackward0": _NO_TABLE,
     "LinalgSlogdetBackward0": _NO_TABLE,
-    "NarrowCopyBackward0": _ATTRIBUTES_NOT_RECORDED,
     "PreluKernelBackward0": _NO_TABLE,
     "PutBackward0": _NO_TABLE,
     "ReshapeAliasBackward0": _NO_TABLE,
