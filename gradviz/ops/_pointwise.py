@@ -852,7 +852,7 @@ CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_ba
 
 def _clamp_tensor_forward(a, *bounds, has_min, has_max):
     low = bounds[0] if has_min else None
-    high = bounds[-1] if has_max else None
+    high = bounds[-1] if has_max else None  # (clamp's bounds: both, one of them None)
     out = a
     if low is not None:
         out = np.maximum(out, low)
@@ -863,11 +863,13 @@ def _clamp_tensor_forward(a, *bounds, has_min, has_max):
 
 def _clamp_tensor_backward(ctx, g):
     """PyTorch's ``clamp_backward_min_max``: the input's gradient where it is inside the
-    bounds; a bound's gradient where it was chosen (``min`` only while it is below ``max``)."""
+    bounds; a bound's gradient where it was chosen (``min`` only while it is below ``max``).
+    ``clamp`` passes both bounds (one may be None), ``clamp_min``/``clamp_max`` theirs."""
     x = ctx.input(0)
     low = ctx.input(1) if ctx.has_min else None
     high = ctx.input(len(ctx.needs_input_grad) - 1) if ctx.has_max else None
     needs = ctx.needs_input_grad
+    both = len(needs) == 3
     grads = []
     if needs[0]:
         keep = None
@@ -883,11 +885,15 @@ def _clamp_tensor_backward(ctx, g):
         if high is not None:
             chosen = logical_and(chosen, lt(low, high))
         grads.append(where_zero(logical_not(chosen), g) if needs[1] else None)
+    elif both:
+        grads.append(None)
     if high is not None:
         chosen = gt(x, high)
         if low is not None:
             chosen = logical_or(chosen, lt(high, low))
         grads.append(where_zero(logical_not(chosen), g) if needs[-1] else None)
+    elif both:
+        grads.append(None)
     return tuple(grads)
 
 
@@ -938,8 +944,8 @@ def clamp(input, min=None, max=None):  # noqa: A002
                 "clamp() received an invalid combination of arguments - got "
                 f"(min={type(min).__name__}, max={type(max).__name__}): the bounds must be both "
                 "numbers or both tensors (use torch.tensor(number) for the other one)")
-        bounds = [b for b in (min, max) if b is not None]
-        return apply(CLAMP_TENSOR, input, *bounds, has_min=min is not None,
+        # both bounds, one may be None: torch's node has an edge for each, as here
+        return apply(CLAMP_TENSOR, input, min, max, has_min=min is not None,
                      has_max=max is not None)
     input, min = clamp_bound(input, min)
     input, max = clamp_bound(input, max)

@@ -229,13 +229,11 @@ def select_index(node):
 
 
 def clamp_bound_attr(which):
-    """clamp with tensor bounds: input 1 is min when given, and max is the last input."""
+    """clamp with tensor bounds: min is input 1, max input 2 (None when not given)."""
     def bound(node):
-        attrs = node.attrs
-        if not attrs["has_" + which]:
+        if not node.attrs["has_" + which]:
             return None
-        index = 1 if which == "min" or not attrs["has_min"] else 2
-        return _read_input(node, index)
+        return _read_input(node, 1 if which == "min" else 2)
     return bound
 
 

@@ -64,6 +64,8 @@ CASES = {
     "clamp": lambda tm, t: t["a"].clamp(-0.5, 0.5),
     "clamp_min": lambda tm, t: t["a"].clamp(min=0),
     "clamp_tensor_max": lambda tm, t: t["a"].clamp(max=t["b"]),
+    "clamp_tensor_min_only_needs_grad": lambda tm, t: t["a"].clamp(min=t["nb"]),
+    "clamp_tensor_both": lambda tm, t: t["a"].clamp(t["nb"], t["b"]),
     "maximum": lambda tm, t: tm.maximum(t["a"], t["b"]),
     "where": lambda tm, t: tm.where(t["a"] > 0, t["a"], t["b"]),
     "matmul": lambda tm, t: t["a"] @ t["m"],
@@ -415,6 +417,20 @@ def test_saved_names_and_values(case):
                 getattr(ours, name)
             continue
         _check_value(case, name, getattr(ours, name), getattr(theirs, name), g_inputs, t_inputs)
+
+
+def _names_to_depth(node, depth=3):
+    if node is None or depth == 0:
+        return None if node is None else node.name()
+    return node.name(), tuple(_names_to_depth(n, depth - 1) for n, _ in node.next_functions)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_graph_to_depth_three_matches(case):
+    """The node names along ``next_functions`` (None for an input that needs no gradient)."""
+    ours = CASES[case](gradviz, _inputs(gradviz)).grad_fn
+    theirs = CASES[case](torch, _inputs(torch)).grad_fn
+    assert _names_to_depth(ours) == _names_to_depth(theirs)
 
 
 @pytest.mark.parametrize("case", ["exp", "tanh", "softmax", "pow_tensor", "max"])
