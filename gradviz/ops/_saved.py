@@ -228,6 +228,17 @@ def select_index(node):
     return torch_int(_key_entry(node)[1])
 
 
+def optional_input(key, first, before=()):
+    """An optional tensor an op takes as an input only when given (attribute ``has_<key>``):
+    the input after ``first`` and the given ones among ``before``, or None."""
+    def value(node):
+        attrs = node.attrs
+        if not attrs["has_" + key]:
+            return None
+        return _read_input(node, first + sum(1 for other in before if attrs["has_" + other]))
+    return Computed(value)
+
+
 def clamp_bound_attr(which):
     """clamp with tensor bounds: min is input 1, max input 2 (None when not given)."""
     def bound(node):

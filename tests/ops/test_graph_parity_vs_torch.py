@@ -29,8 +29,9 @@ _IN_PLACE_INTO_VIEW = (
     "torch's CopySlices holds that node and takes its edges")
 _AS_STRIDED = ("as_strided over a non-contiguous or offset view: torch records AsStridedBackward0 "
                "over its storage, gradviz an AsStridedScatterBackward0 (or a copy) of the view")
-_NO_EDGE_INPUT = ("an input torch takes as not differentiable (a loss weight, LU pivots) is an "
-                  "input of gradviz's node, which gives it a None edge; torch gives it none")
+_NO_EDGE_INPUT = ("an input torch takes as not differentiable (LU pivots; a loss weight, Note "
+                  "[Loss weights as inputs]) is an input of gradviz's node, which gives it a None "
+                  "edge; torch gives it none")
 _COMPOSED_IN_CPP = ("torch composes it in C++ with Scalar overloads (AddBackward1, MulBackward1, "
                     "SubBackward0 of a view), gradviz with its tensor ops")
 
@@ -40,8 +41,6 @@ STRUCTURE_DIFFERS = {
     "as_strided_scatter": _AS_STRIDED,
     "as_strided_view": _IN_PLACE_INTO_VIEW,
     "as_strided_view_scatter": _AS_STRIDED,
-    "binary_cross_entropy": _NO_EDGE_INPUT,
-    "binary_cross_entropy_with_logits": _NO_EDGE_INPUT,
     "col2im_wide": _BACKWARD_OF_BACKWARD,
     "convolution_backward": _BACKWARD_OF_BACKWARD,
     "copy": _IN_PLACE_INTO_VIEW,
