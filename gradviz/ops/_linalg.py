@@ -20,7 +20,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
-from ._saved import RESULT, SELF_SIZES, Attr, Computed, Input, input_strides, matrix_shape, passed
+from ._saved import NO_LU, RESULT, SELF_SIZES, Attr, Computed, Input, input_strides, matrix_shape, passed
 from ._shape import (
     contiguous,
     expand_to,
@@ -763,7 +763,8 @@ def _det_forward(a):
 
 
 DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
-         backward=_det_backward, saves=lambda needs: ((0,), True))
+         backward=_det_backward, saves=lambda needs: ((0,), True),
+         saved={"A": Input(0), "result": RESULT, "LU": NO_LU, "pivots": NO_LU})
 
 
 @declare(method=True)

@@ -24,7 +24,7 @@ from ._linalg import (
 )
 from ._pointwise import eq, where
 from ._registry import Op, apply, declare, exports, promote, saves_inputs
-from ._saved import Attr, Computed, Input, passed
+from ._saved import NO_LU, Attr, Computed, Input, NotKept, passed
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
 # ---- beta * input + alpha * product ------------------------------------------------------------
@@ -365,7 +365,9 @@ def _slogdet_backward(ctx, g_sign, g_logabsdet):
 
 
 SLOGDET = Op("slogdet", "LinalgSlogdetBackward0", forward=_slogdet_forward,
-             backward=_slogdet_backward, saves=saves_inputs(0))
+             backward=_slogdet_backward, saves=saves_inputs(0),
+             saved={"A": Input(0), "LU": NO_LU, "pivots": NO_LU,
+                    "sign": NotKept("gradviz computes the sign again from A in the backward")})
 
 
 class _SignLogAbsDet(tuple):

@@ -28,6 +28,7 @@ from ._saved import (
     SELF,
     Computed,
     tensor_attr,
+    torch_int,
 )
 from ._shape import flip
 
@@ -206,7 +207,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
 
 # ---- aminmax -------------------------------------------------------------------------------
 
-def _aminmax_forward(a, dims, keepdim, shape, count, low, high):
+def _aminmax_forward(a, dims, keepdim, shape, count, low, high, dim_arg=None):
     return (low._data.copy(), high._data.copy())
 
 
@@ -228,7 +229,11 @@ def _aminmax_backward(ctx, g_min, g_max):
 
 # the extremes travel as attributes (constants): only their equality with the input matters
 _AMINMAX = Op("aminmax", "AminmaxBackward0", forward=_aminmax_forward,
-              backward=_aminmax_backward, saves=saves_inputs(0))
+              backward=_aminmax_backward, saves=saves_inputs(0),
+              saved={"self": SELF, "keepdim": KEEPDIM,
+                     "dim": Computed(lambda node: None if node.attrs["dim_arg"] is None
+                                     else torch_int(node.attrs["dim_arg"])),
+                     "min": Computed(tensor_attr("low")), "max": Computed(tensor_attr("high"))})
 
 
 @declare(method=True)
@@ -246,7 +251,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     data = input._data
     low = _wrap(np.asarray(np.min(data, axis=attrs["dims"], keepdims=attrs["keepdim"])))
     high = _wrap(np.asarray(np.max(data, axis=attrs["dims"], keepdims=attrs["keepdim"])))
-    low, high = apply(_AMINMAX, input, low=low, high=high, **attrs)
+    low, high = apply(_AMINMAX, input, low=low, high=high, dim_arg=dim, **attrs)
     return _MinMax(low, high)
 
 

@@ -344,12 +344,20 @@ CASES = {
     "bce_logits": lambda tm, t: tm.nn.functional.binary_cross_entropy_with_logits(t["a"], t["b"].sigmoid()),
     "bce_logits_pos_weight": lambda tm, t: tm.nn.functional.binary_cross_entropy_with_logits(
         t["a"], t["nb"].sigmoid(), pos_weight=t["nb"].abs(), reduction="sum"),
+    "aminmax_dim": lambda tm, t: tm.aminmax(t["a"], dim=-1)[0],
+    "aminmax": lambda tm, t: tm.aminmax(t["a"], keepdim=True)[1],
+    "put": lambda tm, t: t["a"].put(t["idx"], t["v"][:2], accumulate=True),
+    "prelu": lambda tm, t: tm.nn.functional.prelu(t["a"], t["v"][:1]),
+    "det": lambda tm, t: tm.linalg.det(t["m"][:, :4]),
+    "slogdet": lambda tm, t: tm.linalg.slogdet(t["m"][:, :4])[1],
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }
 
 # torch names gradviz knowingly does not keep: reading them raises AttributeError saying so
 NOT_KEPT = {
+    "det": {"_saved_LU", "_saved_pivots"},
+    "slogdet": {"_saved_LU", "_saved_pivots", "_saved_sign"},
     **{case: {"_saved_result1"} for case in ("max_pool2d", "max_pool2d_stride", "max_pool2d_module",
                                              "max_pool2d_torch_level")},
     "group_norm": {"_saved_result1", "_saved_result2"},
@@ -511,10 +519,10 @@ def test_unknown_name_is_attribute_error():
 
 def test_node_without_a_table_says_so():
     x = gradviz.tensor(A, requires_grad=True)
-    y = x.put(gradviz.tensor([0, 5]), gradviz.tensor([1.0, 2.0]))
+    y = x.index_put((gradviz.tensor([0, 2]),), gradviz.tensor(1.0))
     with pytest.raises(AttributeError, match="gradviz does not list the saved values of "
-                                             "PutBackward0"):
-        y.grad_fn._saved_index
+                                             "IndexPutBackward0"):
+        y.grad_fn._saved_indices
 
 
 def test_forward_attributes_still_read_directly():

@@ -65,12 +65,7 @@ _NO_TABLE = "gradviz does not list this node's saved values under torch's names 
 
 # node -> why its ``_saved_*`` names or values differ from torch's
 SAVED_DIFFERS = {
-    "AminmaxBackward0": _NO_TABLE,
     "IndexPutBackward0": _NO_TABLE,
-    "LinalgDetBackward0": _NO_TABLE,
-    "LinalgSlogdetBackward0": _NO_TABLE,
-    "PreluKernelBackward0": _NO_TABLE,
-    "PutBackward0": _NO_TABLE,
     "ReshapeAliasBackward0": _NO_TABLE,
     "RreluWithNoiseBackward0": _NO_TABLE,
     "RreluWithNoiseBackward1": _NO_TABLE,
