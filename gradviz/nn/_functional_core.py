@@ -626,7 +626,7 @@ def dropped(input, inplace):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
     norm = _ops.norm(input, p, dim, keepdim=True)
-    return input / _ops.clamp(norm, min=eps).expand_as(input)
+    return input / _ops.clamp_min(norm, eps).expand_as(input)  # ClampMinBackward0, as torch
 
 
 __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -1185,7 +1185,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = _ops.softmax(scores, -1)
+    weights = _act.safe_softmax(scores, -1)  # Note [Safe softmax] in ops/_activation.py
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return _ops.matmul(weights, value)

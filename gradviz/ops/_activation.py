@@ -94,6 +94,32 @@ SOFTMAX = Op("softmax", "SoftmaxBackward0", forward=_softmax_forward, backward=_
              saved={"dim": DIM, "result": RESULT})
 
 
+# Note [Safe softmax]
+# ~~~~~~~~~~~~~~~~~~~
+# torch's scaled_dot_product_attention normalizes with ``_safe_softmax``: a softmax whose
+# slices of only -inf (a query masked from every key) are 0, not NaN; its node is
+# ``SafeSoftmaxBackward0``, with softmax's backward (which gives those slices a zero
+# gradient). The other slices are softmax's, bit for bit: the same forward computes them.
+
+def _safe_softmax_forward(a, dim, dim_arg=None):
+    out = _softmax_forward(a, dim)
+    if a.size and np.isnan(out).any():  # a slice of only -inf comes out NaN (0 / 0)
+        masked = np.all(a == -np.inf, axis=dim, keepdims=True)
+        if masked.any():
+            out = np.where(masked, np.zeros((), out.dtype), out)
+    return out
+
+
+SAFE_SOFTMAX = Op("safe_softmax", "SafeSoftmaxBackward0", forward=_safe_softmax_forward,
+                  backward=_softmax_backward, fast_backward=_softmax_fast, saves=saves_output,
+                  dtype=promote_float, saved={"dim": DIM, "result": RESULT})
+
+
+def safe_softmax(input, dim):
+    """torch's ``_safe_softmax`` (Note [Safe softmax]), for scaled_dot_product_attention."""
+    return apply(SAFE_SOFTMAX, input, dim=_wrap_dim(dim, input.ndim), dim_arg=dim)
+
+
 def _log_softmax_forward(a, dim, dim_arg=None):
     if not a.size:
         return a.copy()
