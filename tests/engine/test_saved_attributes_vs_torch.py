@@ -350,6 +350,27 @@ CASES = {
     "prelu": lambda tm, t: tm.nn.functional.prelu(t["a"], t["v"][:1]),
     "det": lambda tm, t: tm.linalg.det(t["m"][:, :4]),
     "slogdet": lambda tm, t: tm.linalg.slogdet(t["m"][:, :4])[1],
+    # common compositions: their graphs to depth 3 are torch's too
+    "normalize": lambda tm, t: tm.nn.functional.normalize(t["a"], dim=1),
+    "softplus_beta": lambda tm, t: tm.nn.functional.softplus(t["a"], beta=2),
+    "silu": lambda tm, t: tm.nn.functional.silu(t["a"]),
+    "gelu_tanh": lambda tm, t: tm.nn.functional.gelu(t["a"], approximate="tanh"),
+    "linear_bias": lambda tm, t: tm.nn.functional.linear(t["a"], t["m"].t(), t["m"][0]),
+    "nll_of_log_softmax": lambda tm, t: tm.nn.functional.nll_loss(t["a"].log_softmax(1), t["idx"].repeat(2)[:3]),
+    "l1_loss": lambda tm, t: tm.nn.functional.l1_loss(t["a"], t["b"]),
+    "kl_div": lambda tm, t: tm.nn.functional.kl_div(t["a"].log_softmax(1), t["b"].softmax(1),
+                                                    reduction="batchmean"),
+    "outer": lambda tm, t: tm.outer(t["v"], t["v"]),
+    "bmm": lambda tm, t: tm.bmm(t["a"][None], t["m"][None]),
+    "masked_softmax": lambda tm, t: t["a"].masked_fill(t["nb"] > 0, float("-inf")).softmax(-1),
+    "getitem_bool_mask": lambda tm, t: t["a"][t["nb"] > 0],
+    "getitem_none_int": lambda tm, t: t["a"][None, :, 1],
+    "unflatten": lambda tm, t: t["a"].unflatten(1, (2, 2)),
+    "sum_to_size": lambda tm, t: t["a"].sum_to_size(1, 4),
+    "relu_in_place": lambda tm, t: (t["a"] * 1).relu_(),
+    "addcmul_in_place": lambda tm, t: (t["a"] * 1).addcmul_(t["b"], t["b"], value=0.5),
+    "rms_norm": lambda tm, t: tm.nn.functional.rms_norm(t["a"], (4,)),
+    "instance_norm": lambda tm, t: tm.nn.functional.instance_norm(t["a"][None]),
     "conv_transpose1d": lambda tm, t: tm.nn.functional.conv_transpose1d(
         t["a"].reshape(1, 3, 4), t["b"].reshape(3, 2, 2), t["v"][:2]),
 }
@@ -368,8 +389,8 @@ NOT_KEPT = {
     "ctc_loss": {"_saved_result1"},
     "gather": {"_saved_self"},
     "gather_negative": {"_saved_self"},
-    "cross_entropy": {"_saved_target", "_saved_weight", "_saved_ignore_index",
-                      "_saved_total_weight"},
+    **{case: {"_saved_target", "_saved_weight", "_saved_ignore_index", "_saved_total_weight"}
+       for case in ("cross_entropy", "nll_of_log_softmax")},
 }
 # values gradviz gives equal to torch's, yet as a different object than torch's
 # (gradviz keeps indices as it needs them for backward: a copy, or as numpy arrays)
