@@ -32,10 +32,15 @@ reads it and shows it through :func:`torch_int`, as PyTorch's binding does. Wher
 itself normalizes first (``x[..., -1]``, ``movedim``) the normalized value is what both show.
 
 Known differences (documented, not hidden): sizes computed from a saved input raise after
-backward (PyTorch keeps them as integers).
+backward (PyTorch keeps them as integers); std's and var's ``correction`` for two calls
+gradviz's signature cannot tell apart (Note [Saved correction] in ``_reduction.py``).
 
 ``_raw_saved_<name>`` is the engine's ``SavedTensor`` behind a tensor the node saved (an input
-or the output); values kept as attributes have none.
+or the output); values kept as attributes (an index, a mask, the indices an op returns) have
+none, where PyTorch's node has one: gradviz's ``_raw_saved_*`` names are a subset of PyTorch's.
+
+``tests/ops/test_graph_parity_vs_torch.py`` compares every op program's nodes, their saved
+names and values with PyTorch's, and lists the nodes that still differ.
 """
 
 from __future__ import annotations
