@@ -478,7 +478,6 @@ def _diagonal_copy(a, offset, dim1, dim2, shape, **_):
     return np.diagonal(a, offset, dim1, dim2).copy()
 
 
-# a view sharing storage and version counter with its input, as in PyTorch
 # diagonal's, diagonal_copy's, diag_embed's and their backwards' (Note [Saved ints as passed])
 _DIAGONAL_ARGUMENTS = {"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2")}
 
@@ -489,6 +488,7 @@ def _dims_passed_on(ctx):
     return {key: ctx.attrs[key] for key in ("dim1_arg", "dim2_arg") if key in ctx.attrs}
 
 
+# a view sharing storage and version counter with its input, as in PyTorch
 DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
               backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2,
                                                          **_dims_passed_on(ctx)),),
