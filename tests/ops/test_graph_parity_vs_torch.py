@@ -66,7 +66,6 @@ _NO_TABLE = "gradviz does not list this node's saved values under torch's names 
 # node -> why its ``_saved_*`` names or values differ from torch's
 SAVED_DIFFERS = {
     "IndexPutBackward0": _NO_TABLE,
-    "ReshapeAliasBackward0": _NO_TABLE,
     "RreluWithNoiseBackward0": _NO_TABLE,
     "RreluWithNoiseBackward1": _NO_TABLE,
     "TrilinearBackward0": _NO_TABLE,
