@@ -46,8 +46,10 @@ def _reduction(value):
                          "2 (sum)") from None
 
 
-def _stride(stride, kernel_size):
-    return kernel_size if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else stride
+def _stride(stride):
+    """An empty stride (``torch.max_pool2d``'s default) as the functional's None: the kernel
+    size, and ``()`` in the node's ``_saved_stride``, as torch's."""
+    return None if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) else stride
 
 
 # ---- convolutions and pooling --------------------------------------------------------------------
@@ -79,31 +81,31 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
 
 def max_pool1d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """``torch.max_pool1d`` (a stride of ``[]`` is the kernel size)."""
-    return _functional.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+    return _functional.max_pool1d(input, kernel_size, _stride(stride), padding, dilation,
                                   ceil_mode=ceil_mode)
 
 
 def max_pool2d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """``torch.max_pool2d`` (a stride of ``[]`` is the kernel size)."""
-    return _functional.max_pool2d(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+    return _functional.max_pool2d(input, kernel_size, _stride(stride), padding, dilation,
                                   ceil_mode=ceil_mode)
 
 
 def max_pool3d(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """``torch.max_pool3d`` (a stride of ``[]`` is the kernel size)."""
-    return _functional.max_pool3d(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+    return _functional.max_pool3d(input, kernel_size, _stride(stride), padding, dilation,
                                   ceil_mode=ceil_mode)
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False):
     """``torch.max_pool1d_with_indices``: the pooled values and their positions."""
-    return _functional.max_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, dilation,
+    return _functional.max_pool1d(input, kernel_size, _stride(stride), padding, dilation,
                                   ceil_mode=ceil_mode, return_indices=True)
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """``torch.avg_pool1d``: :func:`gradviz.nn.functional.avg_pool1d`."""
-    return _functional.avg_pool1d(input, kernel_size, _stride(stride, kernel_size), padding, ceil_mode,
+    return _functional.avg_pool1d(input, kernel_size, _stride(stride), padding, ceil_mode,
                                   count_include_pad)
 
 

@@ -400,6 +400,10 @@ def _scalar_array(value, dtype):
 # Calling such a node directly (``grad_fn(*grads)``) still fills zeros first, as before.
 
 
+# the ops whose PyTorch node is written in C++ (not generated): its name() is qualified
+_CPP_NODES = frozenset({"CopySlices", "CopyBackwards", "NotImplemented"})
+
+
 # Note [Inline edges] (_engine.py): a node holds the next node itself, so freeing a long chain
 # would recurse once per node in C; the trashcan unwinds it (the node classes inherit this
 # dealloc, and Node's own trashcan applies only to instances of Node's dealloc)
@@ -414,8 +418,8 @@ class OpNode(Node):
 
     def name(self):
         name = self.op.node
-        # PyTorch's one C++ node among the ops: name() is qualified, the class name is not
-        return "torch::autograd::CopySlices" if name == "CopySlices" else name
+        # PyTorch's C++ nodes among the ops: name() is qualified, the class name is not
+        return "torch::autograd::" + name if name in _CPP_NODES else name
 
     def _materializes_grads(self):
         """Note [Rules that fill missing gradients]: False for an op whose rules take None

@@ -24,15 +24,8 @@ __all__ = ["glu", "threshold", "hardshrink", "softshrink", "adaptive_max_pool1d"
 
 def glu(input, dim: int = -1):
     """The gated linear unit: ``a * sigmoid(b)`` with ``a``, ``b`` the two halves of
-    ``input`` along ``dim``."""
-    if input.ndim == 0:
-        raise RuntimeError("glu does not support scalars because halving size must be even")
-    d = dim % input.ndim if -input.ndim <= dim < input.ndim else dim
-    if input.shape[d] % 2:
-        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
-                           f"{input.shape[d]}")
-    a, b = _ops.chunk(input, 2, d)
-    return a * _ops.sigmoid(b)
+    ``input`` along ``dim`` (one ``GluBackward0`` node)."""
+    return _activation.glu(input, dim)
 
 
 def threshold(input, threshold, value, inplace: bool = False):

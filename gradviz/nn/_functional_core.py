@@ -626,7 +626,7 @@ def dropped(input, inplace):
 def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12, out=None):
     """``input / max(||input||_p, eps)`` along ``dim``."""
     norm = _ops.norm(input, p, dim, keepdim=True)
-    return input / _ops.clamp(norm, min=eps).expand_as(input)
+    return input / _ops.clamp_min(norm, eps).expand_as(input)  # ClampMinBackward0, as torch
 
 
 __all__ += ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -773,7 +773,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             raise ValueError(f"Expected more than 1 value per channel when training, got input "
                              f"size {input.shape}")
         statistics = _NormStatistics()  # Note [Normalization statistics once]
-        out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics)
+        out = _ops.batch_norm(input, weight, bias, eps, statistics=statistics,
+                              running_mean=running_mean, running_var=running_var)
         if running_mean is not None or running_var is not None:
             dtype = input.numpy(force=True).dtype
             if running_mean is not None:
@@ -784,7 +785,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                 _update_running(running_var, unbiased.astype(dtype, copy=False), momentum)
         return out
     return _ops.batch_norm(input, weight, bias, eps, running_mean.numpy(force=True),
-                           running_var.numpy(force=True))
+                           running_var.numpy(force=True), running_mean=running_mean,
+                           running_var=running_var)
 
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
@@ -1042,8 +1044,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     geometry = _pool_geometry(kernel_size, stride, padding, dilation, ceil_mode, "max_pool2d")
     _check_pool_output(x, geometry, "max_pool1d" if _POOL_1D.get() else "max_pool2d")
     # unbatched as is: torch adds no nodes; the flat indices only when asked for
-    out, indices = _conv.max_pool2d(input, geometry, with_indices=return_indices)
+    out, indices = _conv.max_pool2d(input, geometry, with_indices=return_indices,
+                                    stride_arg=_stride_arg(stride, geometry))
     return (out, _ops.tensor(indices)) if return_indices else out
+
+
+def _stride_arg(stride, geometry):
+    """A pool's stride as torch's node saves it: ``()`` when not given (the kernel's)."""
+    return () if stride is None or stride == [] else tuple(geometry.stride)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -1066,7 +1074,10 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         if not (counts == geometry.kernel[0] * geometry.kernel[1]).all():
             divisor = counts
     if x.dtype is not _dtypes.int64:
-        return _conv.avg_pool2d(input, geometry, divisor)  # unbatched as is, as torch
+        return _conv.avg_pool2d(input, geometry, divisor,  # unbatched as is, as torch
+                                stride_arg=_stride_arg(stride, geometry),
+                                count_include_pad=bool(count_include_pad),
+                                divisor_override=divisor_override)
     out = _integer_avg_pool(x, geometry, divisor)
     return out.squeeze(0) if unbatched else out
 
@@ -1174,7 +1185,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
-    weights = _ops.softmax(scores, -1)
+    weights = _act.safe_softmax(scores, -1)  # Note [Safe softmax] in ops/_activation.py
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, True)
     return _ops.matmul(weights, value)

@@ -204,7 +204,8 @@ def interpolate(input, size=None, scale_factor=None, mode: str = "nearest", alig
         dtype = input.numpy(force=True).dtype
         plans = [_resample.axis_plan(mode, n, m, s, align_corners, dtype)
                  for n, m, s in zip(input.shape[2:], sizes, scales)]
-        return _resample.upsample(input, mode, plans)
+        return _resample.upsample(input, mode, plans, output_size=tuple(sizes),
+                                  scales=tuple(scales), align_corners=align_corners)
     if mode == "bicubic" and input.ndim == 4:
         _check_positive(list(input.shape[2:]), sizes)
         return bicubic(input, sizes, scales, align_corners)

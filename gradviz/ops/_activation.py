@@ -18,6 +18,7 @@ from .._tensor import _wrap as _wrap_array
 from ._creation import rand
 from ._pointwise import (
     ERF,
+    _sigmoid_forward,
     abs,
     exp,
     ge,
@@ -32,7 +33,8 @@ from ._pointwise import (
 )
 from ._reduction import sum
 from ._registry import Op, apply, declare, exports, promote_float, saves_inputs, saves_output
-from ._saved import DIM, RESULT, SELF, Attr
+from ._saved import DIM, RESULT, SELF, Attr, Input, NotKept
+from ._shape import cat, chunk
 
 # Note [Softmax kernels]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -90,6 +92,32 @@ def _softmax_fast(ctx, grad):
 SOFTMAX = Op("softmax", "SoftmaxBackward0", forward=_softmax_forward, backward=_softmax_backward,
              fast_backward=_softmax_fast, saves=saves_output, dtype=promote_float,
              saved={"dim": DIM, "result": RESULT})
+
+
+# Note [Safe softmax]
+# ~~~~~~~~~~~~~~~~~~~
+# torch's scaled_dot_product_attention normalizes with ``_safe_softmax``: a softmax whose
+# slices of only -inf (a query masked from every key) are 0, not NaN; its node is
+# ``SafeSoftmaxBackward0``, with softmax's backward (which gives those slices a zero
+# gradient). The other slices are softmax's, bit for bit: the same forward computes them.
+
+def _safe_softmax_forward(a, dim, dim_arg=None):
+    out = _softmax_forward(a, dim)
+    if a.size and np.isnan(out).any():  # a slice of only -inf comes out NaN (0 / 0)
+        masked = np.all(a == -np.inf, axis=dim, keepdims=True)
+        if masked.any():
+            out = np.where(masked, np.zeros((), out.dtype), out)
+    return out
+
+
+SAFE_SOFTMAX = Op("safe_softmax", "SafeSoftmaxBackward0", forward=_safe_softmax_forward,
+                  backward=_softmax_backward, fast_backward=_softmax_fast, saves=saves_output,
+                  dtype=promote_float, saved={"dim": DIM, "result": RESULT})
+
+
+def safe_softmax(input, dim):
+    """torch's ``_safe_softmax`` (Note [Safe softmax]), for scaled_dot_product_attention."""
+    return apply(SAFE_SOFTMAX, input, dim=_wrap_dim(dim, input.ndim), dim_arg=dim)
 
 
 def _log_softmax_forward(a, dim, dim_arg=None):
@@ -363,10 +391,11 @@ def gelu(input, approximate="none"):
 # ``autograd.grad`` would raise that it was not used. Where the slope is zero the op selects
 # zero (a NaN gradient stays out), as torch's kernels do.
 
-def _slope_op(name, node, slope, select=True):
+def _slope_op(name, node, slope, select=True, saved=None):
     """The op ``grad * slope(input, **attrs)`` of (grad, input), ``slope`` piecewise constant
     (Note [Backward of piecewise-linear activations]). ``select``: a zero slope gives zero even
-    for a NaN gradient (torch's kernels that choose, not multiply)."""
+    for a NaN gradient (torch's kernels that choose, not multiply). ``saved``: the attributes
+    torch's node saves beside the input (its ``self``)."""
     def forward(g, x, **attrs):
         factor = np.asarray(slope(x, **attrs), dtype=g.dtype)
         if not select:
@@ -377,13 +406,15 @@ def _slope_op(name, node, slope, select=True):
         return (apply(op, gg, ctx.input(1), **ctx.attrs) if ctx.needs_input_grad[0] else None,
                 gg * 0 if ctx.needs_input_grad[1] else None)
 
-    op = Op(name, node, forward=forward, backward=backward, saves=saves_inputs(1))
+    op = Op(name, node, forward=forward, backward=backward, saves=saves_inputs(1),
+            saved=None if saved is None else {"self": Input(1), **saved})
     return op
 
 
 LEAKY_RELU_BACKWARD = _slope_op(
     "leaky_relu_backward", "LeakyReluBackwardBackward0",
-    lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False)
+    lambda x, negative_slope: np.where(x > 0, 1.0, negative_slope), select=False,
+    saved={"negative_slope": Attr("negative_slope")})
 
 def _leaky_relu_forward(a, negative_slope):
     return np.where(a > 0, a, a * negative_slope)
@@ -443,7 +474,9 @@ def _elu_backward(ctx, g):
 
 ELU = Op("elu", "EluBackward0",
          forward=lambda a, alpha: np.where(a > 0, a, alpha * np.expm1(np.minimum(a, 0))),
-         backward=_elu_backward, saves=saves_inputs(0), dtype=promote_float)
+         backward=_elu_backward, saves=saves_inputs(0), dtype=promote_float,
+         saved={"alpha": Attr("alpha"), "scale": Attr("scale", default=1),
+                "input_scale": Attr("input_scale", default=1), "self": SELF})
 
 
 def elu(input, alpha=1.0, inplace=False):
@@ -480,7 +513,8 @@ def _keep(mask, g):
 
 HARDTANH_BACKWARD = _slope_op(
     "hardtanh_backward", "HardtanhBackwardBackward0",
-    lambda x, min_val, max_val: (x > min_val) & (x < max_val))
+    lambda x, min_val, max_val: (x > min_val) & (x < max_val),
+    saved={"min_val": Attr("min_val"), "max_val": Attr("max_val")})
 
 HARDTANH = Op("hardtanh", "HardtanhBackward0",
               forward=lambda a, min_val, max_val: np.clip(a, min_val, max_val).astype(a.dtype),
@@ -517,21 +551,23 @@ THRESHOLD = Op("threshold", "ThresholdBackward0",
                                                             np.asarray(value, dtype=a.dtype), a),
                backward=lambda ctx, g: (apply(THRESHOLD_BACKWARD_AT, g, ctx.input(0),
                                               threshold=ctx.threshold),),
-               saves=saves_inputs(0))
+               saves=saves_inputs(0),
+               saved={"self": SELF, "threshold": Attr("threshold")})
 
 HARDSHRINK_BACKWARD = _slope_op(
     "hardshrink_backward", "HardshrinkBackwardBackward0",
-    lambda x, lambd: (x > lambd) | (x < -lambd))
+    lambda x, lambd: (x > lambd) | (x < -lambd), saved={"lambd": Attr("lambd")})
 HARDSHRINK = Op("hardshrink", "HardshrinkBackward0",
                 forward=lambda a, lambd: np.where((a > lambd) | (a < -lambd), a,
                                                   np.zeros((), dtype=a.dtype)),
                 backward=lambda ctx, g: (apply(HARDSHRINK_BACKWARD, g, ctx.input(0),
                                                lambd=ctx.lambd),),
-                saves=saves_inputs(0))
+                saves=saves_inputs(0),
+                saved={"lambd": Attr("lambd"), "self": SELF})
 
 SOFTSHRINK_BACKWARD = _slope_op(
     "softshrink_backward", "SoftshrinkBackwardBackward0",
-    lambda x, lambd: (x > lambd) | (x < -lambd))
+    lambda x, lambd: (x > lambd) | (x < -lambd), saved={"lambd": Attr("lambd")})
 SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
                 forward=lambda a, lambd: np.where(
                     a > lambd, a - np.asarray(lambd, dtype=a.dtype),
@@ -539,7 +575,44 @@ SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
                              np.zeros((), dtype=a.dtype))),
                 backward=lambda ctx, g: (apply(SOFTSHRINK_BACKWARD, g, ctx.input(0),
                                                lambd=ctx.lambd),),
-                saves=saves_inputs(0))
+                saves=saves_inputs(0),
+                saved={"lambd": Attr("lambd"), "self": SELF})
+
+
+# ---- glu ---------------------------------------------------------------------------------------
+
+# One ``GluBackward0`` node, as PyTorch records, saving the input and the dim as passed. The
+# forward and the backward compute what gradviz's composition ``a * sigmoid(b)`` over the two
+# halves computed, in the same order (so the values and gradients are unchanged); the backward
+# is made of gradviz ops, so it differentiates again (PyTorch's gradient node is
+# ``GluBackwardBackward0``, gradviz's the ops of that formula).
+
+def _glu_forward(a, dim, dim_arg=None):
+    first, second = np.split(a, 2, axis=dim)
+    return first * _sigmoid_forward(second)
+
+
+def _glu_backward(ctx, g):
+    first, second = chunk(ctx.input(0), 2, ctx.dim)
+    gate = sigmoid(second)
+    return (cat([g * gate, g * first * (1 - gate) * gate], ctx.dim),)
+
+
+GLU = Op("glu", "GluBackward0", forward=_glu_forward, backward=_glu_backward,
+         saves=saves_inputs(0), saved={"self": SELF, "dim": DIM})
+
+
+def glu(input, dim=-1):
+    """The gated linear unit ``a * sigmoid(b)``, ``a`` and ``b`` the halves of ``input`` along
+    ``dim`` (``nn.functional.glu``)."""
+    _check_float_kernel(input, "glu_cpu")
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = _wrap_dim(dim, input.ndim)
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    return apply(GLU, input, dim=d, dim_arg=dim)
 
 
 # ---- logsigmoid -------------------------------------------------------------------------------
@@ -547,7 +620,10 @@ SOFTSHRINK = Op("softshrink", "SoftshrinkBackward0",
 LOG_SIGMOID = Op("log_sigmoid", "LogSigmoidBackward0",
                  forward=lambda a: np.minimum(a, 0) - np.log1p(np.exp(-np.abs(a))),
                  backward=lambda ctx, g: (g * sigmoid(neg(ctx.input(0))),),
-                 saves=saves_inputs(0), dtype=promote_float)
+                 saves=saves_inputs(0), dtype=promote_float,
+                 saved={"self": SELF, "buffer": NotKept(
+                     "torch's CPU kernel keeps a buffer for its backward; gradviz's backward "
+                     "computes from the input alone")})
 
 
 def logsigmoid(input):
@@ -578,7 +654,8 @@ def _scaled_elu_backward(ctx, g):
 SELU = Op("selu", "EluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
           saves=saves_inputs(0), dtype=promote_float)
 CELU = Op("celu", "CeluBackward0", forward=_scaled_elu_forward, backward=_scaled_elu_backward,
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"alpha": Attr("alpha"), "self": SELF})
 
 
 @declare()
@@ -611,7 +688,8 @@ def _mish_backward(ctx, g):
 
 MISH = Op("mish", "MishBackward0",
           forward=lambda a: (a * np.tanh(_softplus_array(a))).astype(a.dtype),
-          backward=_mish_backward, saves=saves_inputs(0), dtype=promote_float)
+          backward=_mish_backward, saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 
 
 def mish(input, inplace=False):
@@ -630,7 +708,8 @@ def _hardswish_backward(ctx, g):
 
 HARDSWISH = Op("hardswish", "HardswishBackward0",
                forward=lambda a: (a * np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
-               backward=_hardswish_backward, saves=saves_inputs(0), dtype=promote_float)
+               backward=_hardswish_backward, saves=saves_inputs(0), dtype=promote_float,
+               saved={"self": SELF})
 
 # torch's kernel takes the slope as 1.0f / 6.0f, a float32 constant, in every dtype
 _ONE_SIXTH_FLOAT32 = float(np.float32(1.0) / np.float32(6.0))
@@ -644,7 +723,8 @@ HARDSIGMOID_BACKWARD = _slope_op(
 HARDSIGMOID = Op("hardsigmoid", "HardsigmoidBackward0",
                  forward=lambda a: (np.clip(a + 3, 0, 6) / 6).astype(a.dtype),
                  backward=lambda ctx, g: (apply(HARDSIGMOID_BACKWARD, g, ctx.input(0)),),
-                 saves=saves_inputs(0), dtype=promote_float)
+                 saves=saves_inputs(0), dtype=promote_float,
+                 saved={"self": SELF})
 
 
 def hardswish(input, inplace=False):

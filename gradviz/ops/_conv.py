@@ -201,14 +201,28 @@ def _unbatched(batched):
     return forward
 
 
-_WINDOW_SAVED = {"kernel_size": pool_geometry("kernel"), "dilation": pool_geometry("dilation"),
-                 "padding": pool_geometry("padding"), "stride": pool_geometry("stride")}
+def _window_attr(read):
+    """``read(attrs)`` of an unfold/fold node; the wide columns of a convolution's backward
+    (``Im2ColBackward0``/``Col2ImBackward0`` too, Note [Flat windows] in _flat_windows.py) are
+    laid out as no PyTorch node is, and have no such value."""
+    def value(node):
+        if "geometry" not in node.attrs:
+            raise AttributeError(f"'{node.name()}' object: gradviz's wide columns of a "
+                                 "convolution's backward have no PyTorch counterpart to read this "
+                                 "from (Note [Flat windows]); see grad_fn.windows")
+        return read(node.attrs)
+    return Computed(value)
+
+
+_WINDOW_SAVED = {key: _window_attr(lambda attrs, part=part: tuple(getattr(attrs["geometry"], part)))
+                 for key, part in (("kernel_size", "kernel"), ("dilation", "dilation"),
+                                   ("padding", "padding"), ("stride", "stride"))}
 IM2COL = Op("im2col", "Im2ColBackward0",
             forward=_unbatched(lambda x, geometry, size: _im2col(x, geometry)),
             backward=lambda ctx, g: (fold(g, ctx.size, ctx.geometry),),
             saved={**_WINDOW_SAVED,
-                   "self_sym_argsize_minus_2": Computed(lambda node: node.attrs["size"][0]),
-                   "self_sym_argsize_minus_1": Computed(lambda node: node.attrs["size"][1])})
+                   "self_sym_argsize_minus_2": _window_attr(lambda attrs: attrs["size"][0]),
+                   "self_sym_argsize_minus_1": _window_attr(lambda attrs: attrs["size"][1])})
 COL2IM = Op("col2im", "Col2ImBackward0",
             forward=_unbatched(lambda cols, geometry, size: _col2im(cols, size, geometry)),
             backward=lambda ctx, g: (unfold(g, ctx.geometry),), saved=_WINDOW_SAVED)
@@ -617,18 +631,19 @@ def _unbatch(ctx, grad):
     return squeeze_dim(grad, 0) if ctx.unbatched else grad
 
 
+# the stride as given (``()`` for the kernel's), the rest as the geometry has them
+_MAX_POOL_SAVED = {
+    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
+    "padding": pool_geometry("padding"), "dilation": pool_geometry("dilation"),
+    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+    "result1": NOT_INDICES,
+}
 MAX_POOL2D = Op("max_pool2d", "MaxPool2DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
-                fast_backward=_max_pool_fast, saves=saves_inputs(0))
+                fast_backward=_max_pool_fast, saves=saves_inputs(0), saved=_MAX_POOL_SAVED)
 MAX_POOL3D = Op("max_pool3d", "MaxPool3DWithIndicesBackward0",
                 forward=lambda x, values, **_: values, backward=_max_pool_backward,
-                fast_backward=_max_pool_fast, saves=saves_inputs(0),
-                saved={
-                    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
-                    "padding": pool_geometry("padding"), "dilation": pool_geometry("dilation"),
-                    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
-                    "result1": NOT_INDICES,
-                })
+                fast_backward=_max_pool_fast, saves=saves_inputs(0), saved=_MAX_POOL_SAVED)
 
 
 # Note [Max pool kernels]
@@ -711,11 +726,11 @@ def _max_pool(op, input, geometry, fill, stride_arg=(), with_indices=True):
     return out, flat[0] if unbatched else flat
 
 
-def max_pool2d(input, geometry, with_indices=True):
+def max_pool2d(input, geometry, with_indices=True, stride_arg=()):
     """2-D max pooling of (N, C, H, W) or (C, H, W) ``input``
     (``MaxPool2DWithIndicesBackward0``); also the flat indices of the maxima (None unless
-    ``with_indices``)."""
-    return _max_pool(MAX_POOL2D, input, geometry, -np.inf, with_indices=with_indices)
+    ``with_indices``); ``stride_arg`` as for :func:`max_pool3d`."""
+    return _max_pool(MAX_POOL2D, input, geometry, -np.inf, stride_arg, with_indices=with_indices)
 
 
 def max_pool3d(input, geometry, fill=-np.inf, stride_arg=()):
@@ -785,28 +800,32 @@ def _avg_pool_fast(ctx, g):
     return (grad[0] if ctx.unbatched else grad,)
 
 
+_AVG_POOL_SAVED = {
+    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
+    "padding": pool_geometry("padding"),
+    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
+    "count_include_pad": Attr("count_include_pad"),
+    "divisor_override": Attr("divisor_override"),
+}
 AVG_POOL2D = Op("avg_pool2d", "AvgPool2DBackward0", forward=_avg_pool_forward,
-                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
+                backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float,
+                saved=_AVG_POOL_SAVED)
 AVG_POOL3D = Op("avg_pool3d", "AvgPool3DBackward0", forward=_avg_pool_forward,
                 backward=_avg_pool_backward, fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float,
-                saved={
-                    "self": SELF, "kernel_size": pool_geometry("kernel"), "stride": Attr("stride_arg"),
-                    "padding": pool_geometry("padding"),
-                    "ceil_mode": Computed(lambda node: node.attrs["geometry"].ceil_mode),
-                    "count_include_pad": Attr("count_include_pad"),
-                    "divisor_override": Attr("divisor_override"),
-                })
+                saved=_AVG_POOL_SAVED)
 ADAPTIVE_AVG_POOL2D = Op("adaptive_avg_pool2d", "AdaptiveAvgPool2DBackward0",
                          forward=_avg_pool_forward, backward=_avg_pool_backward,
                          fast_backward=_avg_pool_fast, saves=saves_inputs(0), dtype=promote_float)
 
 
-def avg_pool2d(input, geometry, divisor=None, adaptive=False):
-    """The mean of each block, zero padding counted (or the sum over ``divisor``)."""
+def avg_pool2d(input, geometry, divisor=None, adaptive=False, **arguments):
+    """The mean of each block, zero padding counted (or the sum over ``divisor``);
+    ``arguments`` as for :func:`avg_pool3d`."""
     if divisor is None:
         divisor = math.prod(geometry.kernel)
     return apply(ADAPTIVE_AVG_POOL2D if adaptive else AVG_POOL2D, input, geometry=geometry,
-                 size=tuple(input.shape[-2:]), divisor=divisor, unbatched=input.ndim == 3)
+                 size=tuple(input.shape[-2:]), divisor=divisor, unbatched=input.ndim == 3,
+                 **arguments)
 
 
 def avg_pool3d(input, geometry, divisor, **arguments):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._conv import _Geometry, _requiring_grad, check_dtypes, unfold
+from ._conv import _bias_sizes, _Geometry, _requiring_grad, check_dtypes, unfold
 from ._linalg import matmul
 from ._reduction import sum
 from ._registry import Op, apply, promote_float, saves_inputs
@@ -44,7 +44,7 @@ class _TransposedGeometry(_Geometry):
         return tuple(f - 2 * p for f, p in zip(self.full(height, width), self.padding))
 
 
-def _conv_transpose2d_forward(x, weight, bias, geometry):
+def _conv_transpose2d_forward(x, weight, bias, geometry, bias_sizes=None):
     n, c_in, height, width = x.shape
     groups = geometry.groups
     (kh, kw), (dh, dw), (sh, sw) = geometry.kernel, geometry.dilation, geometry.stride
@@ -110,7 +110,7 @@ CONV_TRANSPOSE2D = Op("conv_transpose2d", "ConvolutionBackward0",
                       forward=_conv_transpose2d_forward, backward=_conv_transpose2d_backward,
                       saves=saves_inputs(0, 1), dtype=promote_float)
 CONV_TRANSPOSE1D = Op("conv_transpose1d", "ConvolutionBackward0",
-                      forward=lambda x, weight, bias, geometry: _conv_transpose2d_forward(
+                      forward=lambda x, weight, bias, geometry, **_: _conv_transpose2d_forward(
                           x[:, :, None, :], weight[:, :, None, :], bias, geometry)[:, :, 0, :],
                       backward=_conv_transpose1d_backward, saves=saves_inputs(0, 1),
                       dtype=promote_float)
@@ -120,11 +120,13 @@ def conv_transpose2d(input, weight, bias, geometry):
     """Transposed convolution of (N, C_in, H, W) ``input`` with (C_in, C_out/groups, kh, kw)
     ``weight`` (``geometry``: a :class:`_TransposedGeometry`)."""
     check_dtypes(input, weight, bias, transposed=True)
-    return apply(CONV_TRANSPOSE2D, input, weight, bias, geometry=geometry)
+    return apply(CONV_TRANSPOSE2D, input, weight, bias, geometry=geometry,
+                 bias_sizes=_bias_sizes(bias))
 
 
 def conv_transpose1d(input, weight, bias, geometry):
     """Transposed convolution of (N, C_in, L) ``input`` with (C_in, C_out/groups, k) ``weight``
     (``geometry`` over (1, L))."""
     check_dtypes(input, weight, bias, transposed=True)
-    return apply(CONV_TRANSPOSE1D, input, weight, bias, geometry=geometry)
+    return apply(CONV_TRANSPOSE1D, input, weight, bias, geometry=geometry,
+                 bias_sizes=_bias_sizes(bias))

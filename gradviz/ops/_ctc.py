@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import Op, apply, saves_inputs
-from ._saved import Attr, Computed, Input
+from ._registry import Op, apply
+from ._saved import RESULT, Attr, Computed, Input, NotKept
 
 __all__: list[str] = []
 
@@ -160,11 +160,13 @@ def _ctc_backward(ctx, g):
 
 
 CTC_LOSS = Op("ctc_loss", "CtcLossBackward0", forward=_ctc_forward, backward=_ctc_backward,
-              saves=saves_inputs(0),
-              saved={"blank": Attr("blank"), "input_lengths": Attr("input_lengths", list),
-                     "target_lengths": Attr("target_lengths", list), "log_probs": Input(0),
+              saves=lambda needs: ((0,), True),
+              saved={"blank": Attr("blank"), "input_lengths": Attr("input_lengths", tuple),
+                     "target_lengths": Attr("target_lengths", tuple), "log_probs": Input(0),
                      "targets": Computed(lambda node: node.attrs["targets_tensor"]),
-                     "zero_infinity": Attr("zero_infinity")})
+                     "zero_infinity": Attr("zero_infinity"), "result0": RESULT,
+                     "result1": NotKept("gradviz computes the forward variables (alpha) again "
+                                        "in the backward instead of keeping them")})
 
 
 def ctc_loss(log_probs, targets, targets_tensor, input_lengths, target_lengths, blank,

@@ -18,7 +18,8 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     are clamped outside the graph, so the gradient is that of the unclamped formula."""
     _wrap_dim(dim, max(x1.ndim, x2.ndim))  # torch's check first; the ops below take dim as
     # passed, which their nodes keep (Note [Saved ints as passed] in ops/_saved.py)
-    x1, x2 = x1.broadcast_to(_broadcast_shape(x1, x2)), x2.broadcast_to(_broadcast_shape(x1, x2))
+    if tuple(x1.shape) != tuple(x2.shape):  # torch's expand_outplace: equal shapes stay as they are
+        x1, x2 = x1.broadcast_to(_broadcast_shape(x1, x2)), x2.broadcast_to(_broadcast_shape(x1, x2))
     norm1 = norm(x1, 2, dim, keepdim=True).clone()
     norm2 = norm(x2, 2, dim, keepdim=True).clone()
     with no_grad():

@@ -11,15 +11,28 @@ import numpy as np
 
 from gradviz_ext import engine as _engine
 
+from .. import _memory_format
 from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _int_arg, _wrap, _wrap_dim
 from ._creation import allocation_error, zeros, zeros_like
 from ._pointwise import _broadcast_error, checked_integer, eq, logical_and, where, where_zero
 from ._reduction import sum as _sum
 from ._registry import Op, apply, check_saveable, declare, exports, numpy_names
-from ._saved import DIM, SELF_SIZES, Computed, NotKept, tensor_attr
+from ._saved import (
+    DIM,
+    RESULT,
+    SELF,
+    SELF_SIZES,
+    Attr,
+    Computed,
+    Input,
+    NotKept,
+    passed,
+    shape_attr,
+    tensor_attr,
+)
 from ._scatter_add import add_at, add_rows
-from ._shape import _shape_arg, cat, expand_target, reshape
+from ._shape import _shape_arg, cat, expand_target, reshape, unsqueeze
 
 
 def _index_array(index, what):
@@ -63,6 +76,10 @@ def _grid(index, dim):
 
 # ---- gather / scatter_add ---------------------------------------------------------------
 
+# scatter, scatter_add, index_fill: the dim as passed, the index tensor itself
+INDEX_SAVED = {"dim": DIM, "index": Computed(tensor_attr("index_tensor"))}
+
+
 def _gather_forward(a, index, dim, shape, **_):
     if a.ndim == 0:
         return a[()] if index.ndim == 0 else np.full(index.shape, a)
@@ -101,7 +118,7 @@ SCATTER_ADD = Op(
     "scatter_add", "ScatterAddBackward0", forward=_scatter_add_forward,
     backward=lambda ctx, g: (g if ctx.needs_input_grad[0] else None,
                              gather(g, ctx.dim, ctx.index_tensor) if ctx.needs_input_grad[1] else None),
-    dtype=lambda a, src, **attrs: a.dtype)
+    dtype=lambda a, src, **attrs: a.dtype, saved=INDEX_SAVED)
 
 
 def _check_src_dtype(input, src):
@@ -118,11 +135,11 @@ def scatter_add(input, dim, index, src):
                         f"{type(src).__name__}")
     array = _index_array(index, "scatter_add")
     _check_src_dtype(input, src)
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     _check_index_within_src(input, array, dim, src)
     check_saveable(index, src)
-    return apply(SCATTER_ADD, input, src, index=array, index_tensor=index, dim=dim)
+    return apply(SCATTER_ADD, input, src, index=array, index_tensor=index, dim=dim, dim_arg=dim_arg)
 
 
 def _scatter_add_into_zeros(g, index, dim, shape):
@@ -153,9 +170,10 @@ def _scatter_backward(ctx, g, *unused):
 
 
 SCATTER_SRC = Op("scatter_src", "ScatterBackward0", forward=_scatter_forward,
-                 backward=_scatter_backward, dtype=lambda a, *rest, **attrs: a.dtype)
+                 backward=_scatter_backward, dtype=lambda a, *rest, **attrs: a.dtype,
+                 saved=INDEX_SAVED)
 SCATTER_VALUE = Op("scatter_value", "ScatterBackward1", forward=_scatter_forward,
-                   backward=_scatter_backward)
+                   backward=_scatter_backward, saved=INDEX_SAVED)
 
 
 @declare(method=True, inplace=True)
@@ -164,10 +182,10 @@ def scatter(input, dim, index, src=None, *, value=None):
     """``input`` with entries at ``index`` along ``dim`` replaced by ``src`` (or ``value``)."""
     array = _index_array(index, "scatter")
     _check_src_dtype(input, src)
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     _check_index_within_src(input, array, dim, src)
-    attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape)
+    attrs = dict(index=array, index_tensor=index, dim=dim, shape=input._data.shape, dim_arg=dim_arg)
     check_saveable(index, input, src)
     if isinstance(src, Tensor):
         return apply(SCATTER_SRC, input, src, value=None, **attrs)
@@ -180,11 +198,13 @@ def scatter(input, dim, index, src=None, *, value=None):
 # ---- index_select / index_add -----------------------------------------------------------
 
 def _index_select_forward(a, index, dim, shape, **_):
-    return np.take(a, index, axis=dim) if a.ndim else np.take(a, index)
+    # a 0-d input's one index (index_select checks there is one) selects it: 0-d, as torch
+    return np.take(a, index, axis=dim) if a.ndim else a.copy()
 
 
 INDEX_SELECT = Op("index_select", "IndexSelectBackward0", forward=_index_select_forward,
-                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape),),
+                  backward=lambda ctx, g: (_index_add_into_zeros(g, ctx.dim, ctx.index_tensor, ctx.shape)
+                                           if ctx.shape else g,),
                   saved={"dim": DIM, "index": Computed(tensor_attr("index_tensor")),
                       "self_sym_sizes": SELF_SIZES})
 
@@ -205,6 +225,9 @@ def index_select(input, dim, index):
         array = array.reshape(1)
     dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
+    if input.ndim == 0 and array.size != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{array.size} value(s)")
     if array.size and size == 0 and input.ndim > 1:  # torch's check for 2+ dims
         raise RuntimeError("index_select(): self indexing axis dim should be positive")
     if array.size and (array.max() >= size or array.min() < 0):
@@ -221,12 +244,21 @@ def _index_add_forward(a, source, index, dim, alpha, **_):
     return out
 
 
+def _saves_source(needs):
+    """index_add and index_copy keep ``source`` (input 1) for its own gradient, as PyTorch."""
+    return ((1,) if needs[1] else ()), False
+
+
+# the source and its dims; index_add's index too, only for the source's gradient
+SOURCE_SAVED = {"dim": DIM, "source": Input(1), "source_dim": Attr("source_dim")}
 INDEX_ADD = Op(
     "index_add", "IndexAddBackward0", forward=_index_add_forward,
     backward=lambda ctx, g: (
         g if ctx.needs_input_grad[0] else None,
         (index_select(g, ctx.dim, ctx.index_tensor) * ctx.alpha) if ctx.needs_input_grad[1] else None),
-    dtype=lambda a, source, **attrs: a.dtype)
+    dtype=lambda a, source, **attrs: a.dtype, saves=_saves_source,
+    saved={**SOURCE_SAVED, "alpha": Attr("alpha"),
+           "index": Computed(tensor_attr("index_tensor", needed_by=1))})
 
 
 def _check_index_add_source(shape, source_shape, count, dim):
@@ -251,7 +283,7 @@ def index_add(input, dim, index, source, *, alpha=1):
     if isinstance(source, Tensor) and source.dtype is not input.dtype:
         raise RuntimeError(f"index_add_(): self ({TYPE_WORDS[input.dtype.name]}) and source "
                            f"({TYPE_WORDS[source.dtype.name]}) must have the same scalar type")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     if isinstance(source, Tensor):
         _check_index_add_source(input._data.shape, source._data.shape, array.size, dim)
     size = input._data.shape[dim] if input.ndim else 1
@@ -261,7 +293,8 @@ def index_add(input, dim, index, source, *, alpha=1):
         raise RuntimeError(f"index {int(array.reshape(-1)[outside[0]])} is out of bounds for dimension {dim} "
                            f"with size {size}")
     check_saveable(index, source)
-    return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha)
+    return apply(INDEX_ADD, input, source, index=array, index_tensor=index, dim=dim, alpha=alpha,
+                 dim_arg=dim_arg, source_dim=source.ndim if isinstance(source, Tensor) else 0)
 
 
 def _index_add_into_zeros(g, dim, index, shape):
@@ -430,7 +463,10 @@ def _masked_select_backward(ctx, g):
 
 
 MASKED_SELECT = Op("masked_select", "MaskedSelectBackward0", forward=_masked_select_forward,
-                   backward=_masked_select_backward)
+                   backward=_masked_select_backward,
+                   saved={"mask": Computed(tensor_attr("mask_tensor")),
+                          "self": NotKept("masked_select's backward needs only the input's shape, "
+                                          "which gradviz keeps (grad_fn.shape) instead")})
 
 
 @declare(method=True)
@@ -440,7 +476,7 @@ def masked_select(input, mask):
         raise RuntimeError("masked_select: expected BoolTensor for mask")
     shape = np.broadcast_shapes(input._data.shape, mask._data.shape)
     positions = np.flatnonzero(np.broadcast_to(mask._data, shape)).astype(np.int64)
-    return apply(MASKED_SELECT, input, mask=mask._data, shape=shape,
+    return apply(MASKED_SELECT, input, mask=mask._data, mask_tensor=mask, shape=shape,
                  positions=positions, positions_tensor=_wrap(positions))
 
 
@@ -466,7 +502,8 @@ def _repeat_backward(ctx, g):
 
 REPEAT = Op("repeat", "RepeatBackward0",
             forward=lambda a, repeats, padded, shape: np.tile(a.reshape(padded), repeats),
-            backward=_repeat_backward)
+            backward=_repeat_backward,
+            saved={"repeats": Attr("repeats", tuple), "self_sym_sizes": SELF_SIZES})
 
 
 @declare(name=False, method=True)
@@ -487,30 +524,64 @@ def repeat(input, *repeats):
         raise allocation_error(sizes, input._data.dtype) or MemoryError(sizes) from None
 
 
+# Note [Repeat interleave graph]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# ``repeat_interleave`` is composed, and its nodes are PyTorch's: without a ``dim`` the input
+# is flattened first (``ViewBackward0``, none for a 1-D input); an int ``repeats`` then gives
+# unsqueeze, expand, a contiguous clone and a flatten of the two dims (``ViewBackward0`` <-
+# ``CloneBackward0`` <- ``ExpandBackward0`` <- ``UnsqueezeBackward0``), a tensor ``repeats``
+# one ``index_select`` along the dim as passed (``IndexSelectBackward0``). Both copy entries,
+# so the values and gradients are those of the one ``index_select`` gradviz used before.
+
 @declare(method=True)
 @numpy_names
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (an int, or a tensor with one count per element)
-    along ``dim`` (the flattened input when ``dim`` is None); an ``index_select`` underneath,
-    as in PyTorch."""
+    along ``dim`` (the flattened input when ``dim`` is None), recorded as PyTorch records it
+    (Note [Repeat interleave graph])."""
     if repeats is None:  # repeat_interleave(counts): the indices repeated by their counts
         counts = input.numpy()
         return _wrap(np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts))
-    flatten = dim is None
-    if flatten:
-        input = input.reshape(-1)
-        dim = 0
-    dim = _wrap_dim(dim, input.ndim)
-    counts = repeats.numpy() if isinstance(repeats, Tensor) else _int_arg(repeats, "repeats")
-    if np.any(np.asarray(counts) < 0):
-        raise RuntimeError("Repeats must be non-negative")
+    if not isinstance(repeats, Tensor):
+        return _repeat_each(input, _int_arg(repeats, "repeats"), dim, output_size)
+    flat = input.flatten() if dim is None else input
+    dim = 0 if dim is None else dim
+    if flat.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    size = flat.shape[_wrap_dim(dim, flat.ndim)]
+    counts = repeats.numpy()
+    if counts.ndim > 1 or (counts.size != 1 and counts.size != size):
+        raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {counts.size} and input.size({dim}) = {size}")
+    if np.any(counts < 0):
+        raise RuntimeError("repeats can not be negative")
     try:
-        positions = np.repeat(np.arange(input.shape[dim], dtype=np.int64), counts)
+        positions = np.repeat(np.arange(size, dtype=np.int64), counts.reshape(-1))
     except MemoryError:
-        total = int(np.sum(np.broadcast_to(counts, (input.shape[dim],)), dtype=object))
+        total = int(np.sum(np.broadcast_to(counts, (size,)), dtype=object))
         raise allocation_error((total,), np.int64) or MemoryError(total) from None
-    out = index_select(input, dim, _wrap(positions))
-    return out.view(-1) if flatten else out  # torch ends the flattened case with a view
+    return index_select(flat, dim, _wrap(positions))
+
+
+def _repeat_each(input, repeats, dim, output_size):
+    """``repeat_interleave`` with an int ``repeats``: each entry repeated by expanding a new dim
+    after ``dim`` and copying (Note [Repeat interleave graph])."""
+    flat = input.flatten() if dim is None else input
+    dim = _wrap_dim(0 if dim is None else dim, input.ndim)  # torch wraps against the input's dims
+    if repeats < 0:
+        raise RuntimeError("Repeats must be non-negative")
+    spread = unsqueeze(flat, dim + 1)
+    sizes = list(spread.shape)
+    if output_size is not None and output_size != sizes[dim] * repeats:
+        raise RuntimeError(f"repeat_interleave: Invalid output_size, expected "
+                           f"{sizes[dim] * repeats} but got {output_size}")
+    sizes[dim + 1] = repeats
+    try:
+        copied = spread.expand(*sizes).clone(memory_format=_memory_format.contiguous_format)
+    except MemoryError:
+        sizes[dim:dim + 2] = [sizes[dim] * repeats]
+        raise allocation_error(sizes, input._data.dtype) or MemoryError(sizes) from None
+    return copied.flatten(dim, dim + 1)
 
 
 def _roll_backward(ctx, g):
@@ -518,11 +589,13 @@ def _roll_backward(ctx, g):
     return (roll(g, -shifts if ctx.dims is None else tuple(-s for s in shifts), ctx.dims),)
 
 
+# PyTorch saves shifts and dims as passed, as lists: an int shift is one entry, no dims none
 ROLL = Op("roll", "RollBackward0",
-          forward=lambda a, shifts, dims: (a.copy() if a.size == 0
-                                           else np.roll(a, shifts, axis=dims) if dims is not None
-                                           else np.roll(a, shifts)),
-          backward=_roll_backward)
+          forward=lambda a, shifts, dims, **_: (a.copy() if a.size == 0
+                                                else np.roll(a, shifts, axis=dims) if dims is not None
+                                                else np.roll(a, shifts)),
+          backward=_roll_backward,
+          saved={"shifts": passed("shifts", many=True), "dims": passed("dims", many=True)})
 
 
 @declare(method=True)
@@ -531,20 +604,21 @@ def roll(input, shifts, dims=None):
     if dims is None:
         if isinstance(shifts, (tuple, list)):
             shifts = shifts[0]
-        return apply(ROLL, input, shifts=_int_arg(shifts, "shifts"), dims=None)
+        return apply(ROLL, input, shifts=_int_arg(shifts, "shifts"), dims=None, dims_arg=())
     shifts = tuple(_int_arg(s, "shifts") for s in
                    (shifts if isinstance(shifts, (tuple, list)) else (shifts,)))
     dims = tuple(_int_arg(d, "dims") for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
     if len(shifts) != len(dims):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    dims_arg = dims
     if input.numel():  # torch returns an empty tensor's copy before it checks the dims
         dims = tuple(_wrap_dim(d, input.ndim) for d in dims)
-    return apply(ROLL, input, shifts=shifts, dims=dims)
+    return apply(ROLL, input, shifts=shifts, dims=dims, dims_arg=dims_arg)
 
 
 # ---- index_fill, index_copy, masked_scatter ---------------------------------------------------
 
-def _index_fill_forward(a, *value, index, dim, number):
+def _index_fill_forward(a, *value, index, dim, number, **_):
     out = a.copy()
     key = (slice(None),) * dim + (index,)
     out[key] = value[0] if value else number
@@ -561,10 +635,10 @@ def _index_fill_backward(ctx, g):
 
 
 INDEX_FILL = Op("index_fill", "IndexFillBackward0", forward=_index_fill_forward,
-                backward=_index_fill_backward)
+                backward=_index_fill_backward, saved=INDEX_SAVED)
 INDEX_FILL_TENSOR = Op("index_fill_tensor", "IndexFillBackward1", forward=_index_fill_forward,
                        backward=_index_fill_backward,
-                       dtype=lambda a, value, **_: a.dtype)
+                       dtype=lambda a, value, **_: a.dtype, saved=INDEX_SAVED)
 
 
 def _check_index_for(what, input, dim, index):
@@ -590,19 +664,20 @@ def _check_index_for(what, input, dim, index):
 def index_fill(input, dim, index, value):
     """``input`` with the slices at ``index`` along ``dim`` set to ``value`` (a number or a
     0-d tensor, which then gets their gradient's sum)."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     array = _check_index_for("index_fill", input, dim, index)
+    attrs = dict(index=array, index_tensor=index, dim=dim, dim_arg=dim_arg)
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise RuntimeError("index_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.ndim} dimension(s).")
-        return apply(INDEX_FILL_TENSOR, input, value, index=array, dim=dim, number=None)
+        return apply(INDEX_FILL_TENSOR, input, value, number=None, **attrs)
     if type(value) in (int, float) and input._data.dtype.kind in "iu":
         value = checked_integer(value, input._data.dtype)
-    return apply(INDEX_FILL, input, index=array, dim=dim, number=value)
+    return apply(INDEX_FILL, input, number=value, **attrs)
 
 
-def _index_copy_forward(a, source, index, dim):
+def _index_copy_forward(a, source, index, dim, **_):
     out = a.copy()
     key = (slice(None),) * dim + (index,)
     out[key] = source
@@ -616,14 +691,15 @@ def _index_copy_backward(ctx, g):
 
 
 INDEX_COPY = Op("index_copy", "IndexCopyBackward0", forward=_index_copy_forward,
-                backward=_index_copy_backward)
+                backward=_index_copy_backward, saves=_saves_source,
+                saved={**SOURCE_SAVED, "index": Computed(tensor_attr("index_tensor"))})
 
 
 @declare(method=True, inplace=True)
 @numpy_names
 def index_copy(input, dim, index, source):
     """``input`` with the slices at ``index`` along ``dim`` replaced by ``source``'s."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     array = _check_index_for("index_copy", input, dim, index)
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
@@ -636,7 +712,8 @@ def index_copy(input, dim, index, source):
         raise IndexError(f"index_copy_(): Source/destination tensor must have same slice shapes. "
                          f"Destination slice shape: {expected} and source slice shape: "
                          f"{list(source.shape)}")
-    return apply(INDEX_COPY, input, source, index=array, dim=dim)
+    return apply(INDEX_COPY, input, source, index=array, dim=dim, dim_arg=dim_arg, index_tensor=index,
+                 source_dim=source.ndim)
 
 
 def _masked_scatter_forward(a, source, mask, **_):
@@ -660,7 +737,9 @@ def _masked_scatter_backward(ctx, g):
 
 
 MASKED_SCATTER = Op("masked_scatter", "MaskedScatterBackward0", forward=_masked_scatter_forward,
-                    backward=_masked_scatter_backward)
+                    backward=_masked_scatter_backward,
+                    saved={"mask": Computed(tensor_attr("mask_tensor")),
+                           "source_sym_sizes": shape_attr("source_shape")})
 
 
 @declare(method=True, inplace=True)
@@ -679,8 +758,8 @@ def masked_scatter(input, mask, source):
         raise RuntimeError("masked_scatter: expected source to have at least as many elements as "
                            f"the ones selected by the mask: {count} selected, source has "
                            f"{source.numel()}")
-    return apply(MASKED_SCATTER, input, source, mask=mask._data, source_numel=source.numel(),
-                 source_shape=tuple(source.shape))
+    return apply(MASKED_SCATTER, input, source, mask=mask._data, mask_tensor=mask,
+                 source_numel=source.numel(), source_shape=tuple(source.shape))
 
 
 # ---- scatter_reduce ----------------------------------------------------------------------------
@@ -791,7 +870,7 @@ class _DoubleBackwardError(_engine.Node):
         self.message = message
 
     def name(self):
-        return "Error"
+        return "torch::autograd::Error"  # a C++ node in PyTorch, named as its name() gives it
 
     def _apply_grads(self, grads):
         raise RuntimeError(self.message)
@@ -809,7 +888,9 @@ def _refuse_double_backward(grad):
 
 SCATTER_REDUCE = Op("scatter_reduce", "ScatterReduceBackward0", forward=_scatter_reduce_forward,
                     backward=_scatter_reduce_backward, dtype=lambda a, src, **_: a.dtype,
-                    saves=lambda needs: ((0, 1), True))
+                    saves=lambda needs: ((0, 1), True),
+                    saved={**INDEX_SAVED, "self": SELF, "src": Input(1), "reduce": Attr("reduce"),
+                           "include_self": Attr("include_self"), "result": RESULT})
 
 
 @declare(method=True, inplace=True)
@@ -822,7 +903,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     array = _index_array(index, "scatter_reduce")
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_gather_shapes("self", input._data, dim, array)
     if src.dtype is not input.dtype:
         raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
@@ -832,7 +913,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     add_at(counts, _grid(array, dim), 1)
     return apply(SCATTER_REDUCE, input, src, index=array, index_tensor=index, dim=dim,
                  reduce=reduce, include_self=bool(include_self), touched=touched,
-                 counts=np.maximum(counts, 1))
+                 counts=np.maximum(counts, 1), dim_arg=dim_arg)
 
 
 __all__ = exports(globals())

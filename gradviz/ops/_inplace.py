@@ -39,7 +39,8 @@ from .. import dtypes as _dtypes
 from .._tensor import Tensor, _update_retains_grad, _wrap
 from ..storage import in_shared_memory, shared_copy
 from ._pointwise import checked_integer, legacy_alpha
-from ._registry import Op, apply, declare, exports
+from ._registry import Op, apply, declare, exports, saves_inputs
+from ._saved import Attr, Computed, Input, tensor_attr
 from ._scatter_add import add_at
 from ._shape import (
     check_advanced_key,
@@ -563,7 +564,9 @@ def _put_backward(ctx, g):
 
 
 PUT = Op("put", "PutBackward0", forward=_put_forward, backward=_put_backward,
-         dtype=lambda a, source, **_: a.dtype)
+         dtype=lambda a, source, **_: a.dtype, saves=saves_inputs(1),
+         saved={"accumulate": Attr("accumulate"), "index": Computed(tensor_attr("index_tensor")),
+                "source": Input(1)})
 
 
 @declare(method=True, inplace=True)
@@ -584,7 +587,7 @@ def put(input, index, source, accumulate=False):
                          f"{size} elements.")
     positions = np.where(positions < 0, positions + size, positions)
     return apply(PUT, input, source, index=positions, accumulate=bool(accumulate),
-                 source_shape=tuple(source.shape))
+                 source_shape=tuple(source.shape), index_tensor=index)
 
 
 @declare(name=False, method="__setitem__")

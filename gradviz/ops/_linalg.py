@@ -20,7 +20,7 @@ from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap_dim
 from ._creation import eye
 from ._layout import product as _product
 from ._registry import Op, apply, declare, exports, promote
-from ._saved import RESULT, Attr, Computed, Input, input_strides, matrix_shape, passed
+from ._saved import NO_LU, RESULT, SELF_SIZES, Attr, Computed, Input, input_strides, matrix_shape, passed
 from ._shape import (
     contiguous,
     expand_to,
@@ -459,7 +459,7 @@ def matmul(input, other):
 
 # ---- diagonals, triangles, trace, outer ---------------------------------------------------
 
-def _diagonal_view(a, offset, dim1, dim2, shape):
+def _diagonal_view(a, offset, dim1, dim2, shape, **_):
     """The diagonal as a writable view of ``a`` (numpy's ``diagonal`` is read-only): the
     other dims, then the diagonal, whose step is one row plus one column."""
     n1, n2 = a.shape[dim1], a.shape[dim2]
@@ -474,20 +474,33 @@ def _diagonal_view(a, offset, dim1, dim2, shape):
         [a.strides[d] for d in others] + [a.strides[dim1] + a.strides[dim2]])
 
 
-def _diagonal_copy(a, offset, dim1, dim2, shape):
+def _diagonal_copy(a, offset, dim1, dim2, shape, **_):
     return np.diagonal(a, offset, dim1, dim2).copy()
+
+
+# diagonal's, diagonal_copy's, diag_embed's and their backwards' (Note [Saved ints as passed])
+_DIAGONAL_ARGUMENTS = {"offset": passed("offset"), "dim1": passed("dim1"), "dim2": passed("dim2")}
+
+
+def _dims_passed_on(ctx):
+    """The diagonal's dims as passed (Note [Saved ints as passed]), for the nodes of its
+    backward, which torch's save too."""
+    return {key: ctx.attrs[key] for key in ("dim1_arg", "dim2_arg") if key in ctx.attrs}
 
 
 # a view sharing storage and version counter with its input, as in PyTorch
 DIAGONAL = Op("diagonal", "DiagonalBackward0", forward=_diagonal_view, view=True,
-              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2),))
+              backward=lambda ctx, g: (_diagonal_scatter(g, ctx.shape, ctx.offset, ctx.dim1, ctx.dim2,
+                                                         **_dims_passed_on(ctx)),),
+              saved={**_DIAGONAL_ARGUMENTS, "self_sym_sizes": SELF_SIZES})
 
 
 DIAGONAL_COPY = Op("diagonal_copy", "DiagonalBackward0_copy", forward=_diagonal_copy,
-                   backward=DIAGONAL.backward)
+                   backward=DIAGONAL.backward,
+                   saved={**_DIAGONAL_ARGUMENTS, "self_sym_sizes": SELF_SIZES})
 
 
-def _diagonal_backward_forward(g, shape, offset, dim1, dim2):
+def _diagonal_backward_forward(g, shape, offset, dim1, dim2, dim1_arg=None, dim2_arg=None):
     """Zeros of ``shape`` with ``g`` written on the diagonal that ``diagonal`` reads."""
     out = np.zeros(shape, dtype=g.dtype)
     view = np.moveaxis(out, (dim1, dim2), (-2, -1))  # a view: writes land in ``out``
@@ -498,11 +511,14 @@ def _diagonal_backward_forward(g, shape, offset, dim1, dim2):
 
 DIAGONAL_BACKWARD = Op("diagonal_backward", "DiagonalBackwardBackward0",
                        forward=_diagonal_backward_forward,
-                       backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.dim1, ctx.dim2),))
+                       backward=lambda ctx, gg: (diagonal(gg, ctx.offset, ctx.attrs.get("dim1_arg", ctx.dim1),
+                                                          ctx.attrs.get("dim2_arg", ctx.dim2)),),
+                       saved=_DIAGONAL_ARGUMENTS)
 
 
-def _diagonal_scatter(g, shape, offset, dim1, dim2):
-    return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2)
+def _diagonal_scatter(g, shape, offset, dim1, dim2, **dims_passed):
+    return apply(DIAGONAL_BACKWARD, g, shape=shape, offset=offset, dim1=dim1, dim2=dim2,
+                 **dims_passed)
 
 
 @declare(method=True)
@@ -510,14 +526,15 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal of dims ``dim1``, ``dim2`` (appended as the last dim): a view, as in
     PyTorch, so writing into it writes into ``input``."""
     ndim = input.ndim
+    dim1_arg, dim2_arg = dim1, dim2
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     return apply(DIAGONAL, input, offset=int(offset), dim1=dim1, dim2=dim2,
-                 shape=tuple(input._data.shape))
+                 shape=tuple(input._data.shape), dim1_arg=dim1_arg, dim2_arg=dim2_arg)
 
 
-def _diag_embed_forward(a, offset, dim1, dim2):
+def _diag_embed_forward(a, offset, dim1, dim2, **_):
     """Zeros with the last dim of ``a`` written on the diagonal of the new dims ``dim1``,
     ``dim2`` (numbered in the output)."""
     size = a.shape[-1] + abs(offset)
@@ -530,7 +547,8 @@ def _diag_embed_forward(a, offset, dim1, dim2):
 
 
 DIAG_EMBED = Op("diag_embed", "DiagEmbedBackward0", forward=_diag_embed_forward,
-                backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),))
+                backward=lambda ctx, g: (diagonal(g, ctx.offset, ctx.dim1, ctx.dim2),),
+                saved=_DIAGONAL_ARGUMENTS)
 
 
 @declare(method=True)
@@ -538,12 +556,14 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose ``(dim1, dim2)`` diagonals hold the last dim of ``input`` (zeros
     elsewhere); the batched ``diag``."""
     ndim = input.ndim + 1
+    dim1_arg, dim2_arg = dim1, dim2
     dim1, dim2 = _wrap_dim(dim1, ndim), _wrap_dim(dim2, ndim)
     if dim1 == dim2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     if input.ndim == 0:
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got -1)")
-    return apply(DIAG_EMBED, input, offset=int(offset), dim1=dim1, dim2=dim2)
+    return apply(DIAG_EMBED, input, offset=int(offset), dim1=dim1, dim2=dim2, dim1_arg=dim1_arg,
+                 dim2_arg=dim2_arg)
 
 
 _diagonal = diagonal  # diag's and tril's argument is also called ``diagonal``, as in torch
@@ -554,7 +574,9 @@ def diag(input, diagonal=0):  # noqa: A002  (torch's name)
     """A 1-D tensor becomes a square matrix with it on the ``diagonal``; a matrix gives its
     ``diagonal`` as 1-D."""
     if input.ndim == 1:
-        return apply(DIAG_EMBED, input, offset=int(diagonal), dim1=0, dim2=1)
+        # torch's diag of a vector is diag_embed's defaults, which its node saves
+        return apply(DIAG_EMBED, input, offset=int(diagonal), dim1=0, dim2=1, dim1_arg=-2,
+                     dim2_arg=-1)
     if input.ndim == 2:  # a copy of the diagonal in torch, hence its node's name
         return apply(DIAGONAL_COPY, input, offset=int(diagonal), dim1=0, dim2=1,
                      shape=tuple(input._data.shape))
@@ -622,7 +644,8 @@ def _trace_backward(ctx, g):
 
 
 TRACE = Op("trace", "TraceBackward0", forward=lambda a, shape: np.asarray(np.trace(a)),
-           backward=_trace_backward)
+           backward=_trace_backward,
+           saved={"self_sym_sizes": SELF_SIZES})
 
 
 @declare(method=True)
@@ -740,7 +763,8 @@ def _det_forward(a):
 
 
 DET = Op("det", "LinalgDetBackward0", forward=_det_forward,
-         backward=_det_backward, saves=lambda needs: ((0,), True))
+         backward=_det_backward, saves=lambda needs: ((0,), True),
+         saved={"A": Input(0), "result": RESULT, "LU": NO_LU, "pivots": NO_LU})
 
 
 @declare(method=True)

@@ -17,7 +17,7 @@ from gradviz_ext import engine
 from .._tensor import _wrap
 from ._pointwise import clamp, exp, gt, log, lt, sigmoid, where
 from ._registry import Op, apply, promote_float, saves_inputs
-from ._saved import NOT_NLL_TARGET, OTHER, SELF, Computed, Input, reduction_enum
+from ._saved import NOT_NLL_TARGET, OTHER, SELF, Attr, Computed, optional_input, reduction_enum
 from ._shape import unsqueeze
 
 __all__ = ["mse_loss", "nll_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
@@ -119,7 +119,9 @@ def _smooth_l1_derivative(ctx, diff):
 
 SMOOTH_L1_LOSS = Op("smooth_l1_loss", "SmoothL1LossBackward0", forward=_smooth_l1_forward,
                     backward=_elementwise_backward(_smooth_l1_derivative),
-                    saves=saves_inputs(0, 1), dtype=promote_float)
+                    saves=saves_inputs(0, 1), dtype=promote_float,
+                    saved={"self": SELF, "target": OTHER, "reduction": Computed(reduction_enum),
+                           "beta": Attr("beta", float)})
 
 
 def smooth_l1_loss(input, target, reduction="mean", beta=1.0):
@@ -140,7 +142,9 @@ def _huber_derivative(ctx, diff):
 
 HUBER_LOSS = Op("huber_loss", "HuberLossBackward0", forward=_huber_forward,
                 backward=_elementwise_backward(_huber_derivative),
-                saves=saves_inputs(0, 1), dtype=promote_float)
+                saves=saves_inputs(0, 1), dtype=promote_float,
+                saved={"self": SELF, "target": OTHER, "reduction": Computed(reduction_enum),
+                       "delta": Attr("delta", float)})
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
@@ -153,7 +157,27 @@ def huber_loss(input, target, reduction="mean", delta=1.0):
 _EPSILON = 1e-12  # PyTorch's guard in the BCE gradient's denominator
 
 
-def _bce_forward(x, t, w, reduction, count):
+# Note [Loss weights as inputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# torch's binary cross-entropy nodes have an edge for the input and the target only (a weight
+# cannot require grad there). gradviz passes a weight (and pos_weight) as an input only when
+# one is given, so without them the node's next_functions are torch's; with one, its edge is
+# one more than torch's (None unless it requires grad, which torch refuses).
+
+def _weights(ctx, *names):
+    """The optional weights given after the input and the target, in order (None if not)."""
+    found, index = [], 2
+    for name in names:
+        if ctx.attrs["has_" + name]:
+            found.append(ctx.input(index))
+            index += 1
+        else:
+            found.append(None)
+    return found
+
+
+def _bce_forward(x, t, *weights, reduction, count, has_weight):
+    w = weights[0] if has_weight else None
     with np.errstate(divide="ignore"):
         log_x = np.maximum(np.log(x), -100)
         log_1mx = np.maximum(np.log(1 - x), -100)
@@ -165,7 +189,7 @@ def _bce_forward(x, t, w, reduction, count):
 
 def _bce_backward(ctx, g):
     x, t = ctx.input(0), ctx.input(1)
-    w = ctx.input(2)
+    (w,) = _weights(ctx, "weight")
     g = _scale(ctx, g)
     if w is not None:
         g = g * w
@@ -174,17 +198,19 @@ def _bce_backward(ctx, g):
         grad_x = g * (x - t) / clamp((1 - x) * x, min=_EPSILON)
     if ctx.needs_input_grad[1]:
         grad_t = g * (clamp(log(1 - x), min=-100) - clamp(log(x), min=-100))
-    return grad_x, grad_t, None
+    return (grad_x, grad_t) + (None,) * (len(ctx.needs_input_grad) - 2)
 
 
 BCE = Op("binary_cross_entropy", "BinaryCrossEntropyBackward0", forward=_bce_forward,
-         backward=_bce_backward, saves=saves_inputs(0, 1, 2),
-         saved={"self": SELF, "target": OTHER, "weight": Input(2),
+         backward=_bce_backward, saves=lambda needs: (tuple(range(len(needs))), False),
+         saved={"self": SELF, "target": OTHER, "weight": optional_input("weight", 2),
              "reduction": Computed(reduction_enum)})
 
 
 def binary_cross_entropy(input, target, weight=None, reduction="mean"):
-    return apply(BCE, input, target, weight, reduction=reduction, count=input.numel())
+    weights = () if weight is None else (weight,)  # Note [Loss weights as inputs]
+    return apply(BCE, input, target, *weights, reduction=reduction, count=input.numel(),
+                 has_weight=weight is not None)
 
 
 def _softplus_negative(x):
@@ -193,7 +219,9 @@ def _softplus_negative(x):
     return m + log(exp(-m) + exp(-x - m))
 
 
-def _bce_logits_forward(x, t, w, pos_weight, reduction, count):
+def _bce_logits_forward(x, t, *weights, reduction, count, has_weight, has_pos_weight):
+    w = weights[0] if has_weight else None
+    pos_weight = weights[-1] if has_pos_weight else None
     m = np.maximum(-x, 0)
     softplus_negative = m + np.log(np.exp(-m) + np.exp(-x - m))
     if pos_weight is not None:
@@ -206,7 +234,8 @@ def _bce_logits_forward(x, t, w, pos_weight, reduction, count):
 
 
 def _bce_logits_backward(ctx, g):
-    x, t, w, pos_weight = ctx.input(0), ctx.input(1), ctx.input(2), ctx.input(3)
+    x, t = ctx.input(0), ctx.input(1)
+    w, pos_weight = _weights(ctx, "weight", "pos_weight")
     g = _scale(ctx, g)
     if w is not None:
         g = g * w
@@ -219,21 +248,24 @@ def _bce_logits_backward(ctx, g):
     if ctx.needs_input_grad[1]:
         grad_t = -x if pos_weight is None else -x + (pos_weight - 1) * _softplus_negative(x)
         grad_t = g * grad_t
-    return grad_x, grad_t, None, None
+    return (grad_x, grad_t) + (None,) * (len(ctx.needs_input_grad) - 2)
 
 
 BCE_WITH_LOGITS = Op("binary_cross_entropy_with_logits", "BinaryCrossEntropyWithLogitsBackward0",
                      forward=_bce_logits_forward, backward=_bce_logits_backward,
-                     saves=saves_inputs(0, 1, 2, 3),
+                     saves=lambda needs: (tuple(range(len(needs))), False),
                      saved={
-                         "self": SELF, "target": OTHER, "weight": Input(2), "pos_weight": Input(3),
+                         "self": SELF, "target": OTHER, "weight": optional_input("weight", 2),
+                         "pos_weight": optional_input("pos_weight", 2, ("weight",)),
                          "reduction": Computed(reduction_enum)})
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
                                      reduction="mean"):
-    return apply(BCE_WITH_LOGITS, input, target, weight, pos_weight, reduction=reduction,
-                 count=input.numel())
+    weights = tuple(w for w in (weight, pos_weight) if w is not None)  # Note [Loss weights as inputs]
+    return apply(BCE_WITH_LOGITS, input, target, *weights, reduction=reduction,
+                 count=input.numel(), has_weight=weight is not None,
+                 has_pos_weight=pos_weight is not None)
 
 
 # ---- negative log likelihood ---------------------------------------------------------------

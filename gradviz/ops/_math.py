@@ -36,7 +36,7 @@ from ._pointwise import (
     where,
 )
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
-from ._saved import SELF
+from ._saved import OTHER, RESULT, SELF, Attr, Input
 
 # ---- rounding, more trigonometry, remainders --------------------------------------------
 
@@ -56,22 +56,28 @@ FRAC = Op("frac", "FracBackward0", forward=lambda a: a - np.trunc(a),
           backward=lambda ctx, g: (g,))
 TAN = Op("tan", "TanBackward0", forward=np.tan,
          backward=lambda ctx, g: (g * (1 + ctx.output() * ctx.output()),),
-         saves=saves_output, dtype=promote_float)
+         saves=saves_output, dtype=promote_float,
+         saved={"result": RESULT})
 ATAN = Op("atan", "AtanBackward0", forward=np.arctan,
           backward=lambda ctx, g: (g / (1 + ctx.input(0) * ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 ASIN = Op("asin", "AsinBackward0", forward=np.arcsin,
           backward=lambda ctx, g: (g * rsqrt(1 - ctx.input(0) * ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 ACOS = Op("acos", "AcosBackward0", forward=np.arccos,
           backward=lambda ctx, g: (-g * rsqrt(1 - ctx.input(0) * ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 SINH = Op("sinh", "SinhBackward0", forward=np.sinh,
           backward=lambda ctx, g: (g * cosh(ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 COSH = Op("cosh", "CoshBackward0", forward=np.cosh,
           backward=lambda ctx, g: (g * sinh(ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 
 
 def _angle_forward(a):
@@ -198,17 +204,35 @@ def _remainder_forward(a, b):
     return np.where((mod != 0) & ((mod < 0) != (np.asarray(b) < 0)), mod + b, mod)
 
 
-REMAINDER = Op("remainder", "RemainderBackward0", forward=_broadcasting(_remainder_forward),
-               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
-               saves=saves_inputs(0, 1), dtype=promote)
 def _fmod_forward(a, b):
     _integer_division_check(a, b)
     return np.fmod(a, b)
 
 
-FMOD = Op("fmod", "FmodBackward0", forward=_broadcasting(_fmod_forward),
+# As PyTorch's: a tensor divisor is ``RemainderBackward1``/``FmodBackward1``, which saves both
+# operands for the divisor's gradient; a number is ``...Backward0``, the node of the overload
+# that takes a Scalar: one edge (the number is an attribute, not an input) and nothing saved.
+_DIVISOR_SAVED = {"self": Input(0, needed_by=1), "other": Input(1, needed_by=1)}
+REMAINDER = Op("remainder", "RemainderBackward1", forward=_broadcasting(_remainder_forward),
+               backward=lambda ctx, g: _remainder_backward(ctx, g, "floor"),
+               saves=saves_inputs(0, 1), dtype=promote, saved=_DIVISOR_SAVED)
+FMOD = Op("fmod", "FmodBackward1", forward=_broadcasting(_fmod_forward),
           backward=lambda ctx, g: _remainder_backward(ctx, g, "trunc"),
-          saves=saves_inputs(0, 1), dtype=promote)
+          saves=saves_inputs(0, 1), dtype=promote, saved=_DIVISOR_SAVED)
+REMAINDER_NUMBER = Op("remainder_number", "RemainderBackward0",
+                      forward=lambda a, other: _remainder_forward(a, other),
+                      backward=lambda ctx, g: (g,), saved={},
+                      dtype=lambda a, other: _dtypes.result_type(a, other))
+FMOD_NUMBER = Op("fmod_number", "FmodBackward0", forward=lambda a, other: _fmod_forward(a, other),
+                 backward=lambda ctx, g: (g,), saved={},
+                 dtype=lambda a, other: _dtypes.result_type(a, other))
+
+
+def _divisor_op(tensor_op, number_op, name, input, other):
+    input, other = _operands(input, other, name)
+    if isinstance(input, Tensor) and not isinstance(other, Tensor):
+        return apply(number_op, input, other=other)
+    return apply(tensor_op, input, other)
 
 
 def _not_differentiable(name):
@@ -230,13 +254,13 @@ FLOOR_DIVIDE = Op("floor_divide", "NotImplemented", forward=_broadcasting(_floor
 @declare(method=("remainder", "__mod__"), inplace=True, out=True)
 def remainder(input, other):
     """Python's ``%``: the result has the sign of ``other``."""
-    return apply(REMAINDER, *_operands(input, other, "remainder"))
+    return _divisor_op(REMAINDER, REMAINDER_NUMBER, "remainder", input, other)
 
 
 @declare(method=True, inplace=True, out=True)
 def fmod(input, other):
     """C's ``fmod``: the result has the sign of ``input``."""
-    return apply(FMOD, *_operands(input, other, "fmod"))
+    return _divisor_op(FMOD, FMOD_NUMBER, "fmod", input, other)
 
 
 @declare(method=("floor_divide", "__floordiv__"), inplace=True)
@@ -276,9 +300,11 @@ def clamp_max(input, max):  # noqa: A002
 
 
 CLAMP_MIN = Op("clamp_min", "ClampMinBackward0", forward=_clamp_forward, backward=_clamp_backward,
-               saves=saves_inputs(0), dtype=_clamp_dtype)
+               saves=saves_inputs(0), dtype=_clamp_dtype,
+               saved={"min": Attr("min"), "self": SELF})
 CLAMP_MAX = Op("clamp_max", "ClampMaxBackward0", forward=_clamp_forward, backward=_clamp_backward,
-               saves=saves_inputs(0), dtype=_clamp_dtype)
+               saves=saves_inputs(0), dtype=_clamp_dtype,
+               saved={"max": Attr("max"), "self": SELF})
 
 
 # ---- predicates (not differentiable) -----------------------------------------------------
@@ -352,7 +378,8 @@ def _xlogy_backward(ctx, g):
 
 
 XLOGY = Op("xlogy", "XlogyBackward0", forward=_broadcasting(_xlogy_forward),
-           backward=_xlogy_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+           backward=_xlogy_backward, saves=saves_inputs(0, 1), dtype=promote_float,
+           saved={"self": SELF, "other": OTHER})
 
 
 @declare(method=True, inplace=True)
@@ -396,9 +423,11 @@ def _lerp_forward(start, end, weight):
 
 
 LERP_SCALAR = Op("lerp", "LerpBackward0", forward=_lerp_forward,
-                 backward=_lerp_backward, saves=saves_inputs(0, 1), dtype=promote)
+                 backward=_lerp_backward, saves=saves_inputs(0, 1), dtype=promote,
+                 saved={"weight": Attr("weight")})
 LERP_TENSOR = Op("lerp_tensor", "LerpBackward1", forward=_lerp_forward,
-                 backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+                 backward=_lerp_backward, saves=saves_inputs(0, 1, 2), dtype=promote,
+                 saved={"self": Input(0, needed_by=2), "end": Input(1, needed_by=2), "weight": Input(2)})
 
 
 def _check_lerp(input, end, weight):
@@ -448,7 +477,8 @@ def _atan2_backward(ctx, g):
 
 
 ATAN2 = Op("atan2", "Atan2Backward0", forward=_broadcasting(np.arctan2), backward=_atan2_backward,
-           saves=saves_inputs(0, 1), dtype=promote_float)
+           saves=saves_inputs(0, 1), dtype=promote_float,
+           saved={"self": SELF, "other": OTHER})
 
 
 @declare(name=("atan2", "arctan2"), method=("atan2", "arctan2"), inplace=("atan2_", "arctan2_"))
@@ -467,7 +497,8 @@ def _nan_to_num_backward(ctx, g):
 NAN_TO_NUM = Op("nan_to_num", "NanToNumBackward0",
                 forward=lambda a, nan, posinf, neginf: np.nan_to_num(
                     a, nan=nan, posinf=posinf, neginf=neginf) if a.dtype.kind == "f" else a.copy(),
-                backward=_nan_to_num_backward, saves=saves_inputs(0))
+                backward=_nan_to_num_backward, saves=saves_inputs(0),
+                saved={"self": SELF})
 
 
 @declare(method=True, inplace=True)

@@ -14,6 +14,7 @@ import weakref
 
 import numpy as np
 
+from gradviz_ext import engine as _engine
 from gradviz_ext import ops as _ext_ops
 
 from .._tensor import _wrap
@@ -23,6 +24,7 @@ from ._indexing import index_add, index_select
 from ._pointwise import rsqrt
 from ._reduction import mean, sum
 from ._registry import Op, apply, check_saveable, promote_float, saves_inputs
+from ._saved import SELF, Attr, Computed, Input, NotKept, tensor_attr, torch_int
 from ._scatter_add import add_rows
 from ._shape import reshape
 
@@ -61,7 +63,7 @@ def _embedding_backward(ctx, g):
     scale = _frequency_scale(ctx, g._data.dtype)
     if scale is not None:
         flat = flat * _wrap(scale)
-    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat), None)
+    return (index_add(zeros(ctx.shape, dtype=g.dtype), 0, index, flat),)
 
 
 def _embedding_fast(ctx, g):
@@ -76,12 +78,20 @@ def _embedding_fast(ctx, g):
         flat = flat * scale
     grad = np.zeros(ctx.shape, dtype=g.dtype)
     add_rows(grad, index, flat)
-    return grad, None
+    return (grad,)
 
 
+# the indices are an attribute, not an input: the node's one edge is the weight's, as in
+# PyTorch, which saves the indices tensor passed and reports a missing padding_idx as -1
 EMBEDDING = Op("embedding", "EmbeddingBackward0",
-               forward=lambda weight, indices, **_: weight[indices],
-               backward=_embedding_backward, fast_backward=_embedding_fast)
+               forward=lambda weight, *, indices, **_: weight[indices._data],
+               backward=_embedding_backward, fast_backward=_embedding_fast,
+               saved={"indices": Computed(tensor_attr("indices")),
+                      "padding_idx": Computed(lambda node: torch_int(
+                          -1 if node.attrs["padding_idx"] is None else node.attrs["padding_idx"])),
+                      "scale_grad_by_freq": Attr("scale_grad_by_freq"),
+                      "sparse": Computed(lambda node: False),
+                      "weight_sym_argsize_0": Computed(lambda node: node.attrs["shape"][0])})
 
 
 def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
@@ -92,7 +102,7 @@ def embedding(weight, indices, padding_idx=None, scale_grad_by_freq=False):
     check_saveable(indices, weight)
     array = indices._data.reshape(-1).astype(np.int64)
     keep = None if padding_idx is None else array != padding_idx
-    return apply(EMBEDDING, weight, indices, index_tensor=_wrap(array), keep=keep,
+    return apply(EMBEDDING, weight, indices=indices, index_tensor=_wrap(array), keep=keep,
                  padding_idx=padding_idx, shape=weight._data.shape,
                  scale_grad_by_freq=bool(scale_grad_by_freq))
 
@@ -322,9 +332,28 @@ _BATCH_NORM_BACKWARD = Op("native_batch_norm_backward", "NativeBatchNormBackward
                           forward=lambda g, *inputs: g, backward=_tie_backward)
 
 
+def _row_statistic(key):
+    """``_saved_result1``/``_saved_result2`` of layer norm: each row's mean or ``1 / sqrt(var
+    + eps)``, kept by the forward (Note [Normalization statistics once]), shaped as torch's
+    (the normalized dims kept as 1s) in the input's dtype; freed with the graph, as torch's."""
+    def value(node):
+        if node._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        statistics, dims = node.attrs["statistics"], node.attrs["dims"]
+        output = node._input_metadata[0]
+        shape = tuple(1 if d in dims else n for d, n in enumerate(output.shape))
+        array = getattr(statistics, key).reshape(shape).astype(output.np_dtype, copy=False)
+        return _wrap(array.copy())
+    return Computed(value)
+
+
 LAYER_NORM = Op("layer_norm", "NativeLayerNormBackward0", forward=_layer_norm_forward,
                 backward=_layer_norm_backward, fast_backward=_layer_norm_backward_arrays,
-                saves=saves_inputs(0, 1, 2), dtype=promote_float)
+                saves=saves_inputs(0, 1, 2), dtype=promote_float,
+                saved={"input": SELF, "weight": Input(1), "bias": Input(2),
+                       "normalized_shape": Computed(lambda node: tuple(
+                           node._input_metadata[0].shape[d] for d in node.attrs["dims"])),
+                       "result1": _row_statistic("mean"), "result2": _row_statistic("rstd")})
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -350,7 +379,8 @@ def _channel_affine(out, x, weight, bias):
     return out.astype(x.dtype, copy=False)
 
 
-def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var, statistics=None):
+def _batch_norm_forward(x, weight, bias, dims, eps, mean_, var, statistics=None, running_mean=None,
+                        running_var=None):
     if mean_ is None:
         out = _normalize_forward(x, dims, eps, statistics)
     else:  # evaluation: the running statistics
@@ -400,20 +430,41 @@ def _batch_norm_backward_arrays(ctx, g):
     return grad_x if ctx.needs_input_grad[0] else None, grad_weight, grad_bias
 
 
+def _channel_statistic(key):
+    """``_saved_result1``/``_saved_result2`` of batch norm: each channel's batch mean or ``1 /
+    sqrt(var + eps)`` when training (Note [Normalization statistics once]), an empty tensor in
+    evaluation, as torch's; in the input's dtype, freed with the graph."""
+    def value(node):
+        if node._released:
+            raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        statistics, dtype = node.attrs["statistics"], node._input_metadata[0].np_dtype
+        if statistics is None:
+            return _wrap(np.empty(0, dtype=dtype))
+        return _wrap(getattr(statistics, key).reshape(-1).astype(dtype))
+    return Computed(value)
+
+
 BATCH_NORM = Op("batch_norm", "NativeBatchNormBackward0", forward=_batch_norm_forward,
                 backward=_batch_norm_backward, fast_backward=_batch_norm_backward_arrays,
-                saves=saves_inputs(0, 1), dtype=promote_float)
+                saves=saves_inputs(0, 1), dtype=promote_float,
+                saved={"input": SELF, "weight": Input(1), "eps": Attr("eps"),
+                       "training": Computed(lambda node: node.attrs["statistics"] is not None),
+                       "running_mean": Computed(tensor_attr("running_mean")),
+                       "running_var": Computed(tensor_attr("running_var")),
+                       "result1": _channel_statistic("mean"), "result2": _channel_statistic("rstd")})
 
 
-def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None):
+def batch_norm(input, weight, bias, eps, mean=None, var=None, statistics=None, *,
+               running_mean=None, running_var=None):
     """Normalize each channel (dim 1) over the other dims: with the batch's statistics
     (biased variance; kept in ``statistics``, a :class:`NormStatistics`, when given), or with
-    ``mean``/``var`` arrays given (evaluation); then ``* weight + bias``."""
+    ``mean``/``var`` arrays given (evaluation); then ``* weight + bias``. ``running_mean`` and
+    ``running_var``, the module's buffers, are kept for the node's saved values only."""
     dims = (0,) + tuple(range(2, input.ndim))
     if mean is None and statistics is None:
         statistics = NormStatistics()  # for the backward (Note [Normalization statistics once])
     return apply(BATCH_NORM, input, weight, bias, dims=dims, eps=eps, mean_=mean, var=var,
-                 statistics=statistics)
+                 statistics=statistics, running_mean=running_mean, running_var=running_var)
 
 
 def _grouped(shape, groups):
@@ -457,9 +508,22 @@ def _group_norm_backward_arrays(ctx, g):
             grad_bias)
 
 
+_GROUP_STATISTICS = NotKept("gradviz's group norm computes the groups' mean and 1 / std again "
+                            "in its backward instead of keeping them")
+
+
+def _output_size(read):
+    return Computed(lambda node: read(tuple(node._input_metadata[0].shape)))
+
+
 GROUP_NORM = Op("group_norm", "NativeGroupNormBackward0", forward=_group_norm_forward,
                 backward=_group_norm_backward, fast_backward=_group_norm_backward_arrays,
-                saves=saves_inputs(0, 1), dtype=promote_float)
+                saves=saves_inputs(0, 1), dtype=promote_float,
+                saved={"input": SELF, "weight": Input(1), "eps": Attr("eps"),
+                       "group": Attr("groups"), "N": _output_size(lambda shape: shape[0]),
+                       "C": _output_size(lambda shape: shape[1]),
+                       "HxW": _output_size(lambda shape: math.prod(shape[2:])),
+                       "result1": _GROUP_STATISTICS, "result2": _GROUP_STATISTICS})
 
 
 def group_norm(input, groups, weight=None, bias=None, eps=1e-5, cudnn_enabled=True):

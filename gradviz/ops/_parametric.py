@@ -13,6 +13,7 @@ import numpy as np
 from ._compose import einsum
 from ._pointwise import where
 from ._registry import Op, apply, promote_float, saves_inputs
+from ._saved import OTHER, SELF
 
 __all__ = ["prelu_kernel", "trilinear", "add_scalar"]
 
@@ -27,7 +28,8 @@ def _prelu_backward(ctx, g):
 
 PRELU_KERNEL = Op("prelu_kernel", "PreluKernelBackward0",
                   forward=lambda x, weight: np.where(x > 0, x, weight * x).astype(x.dtype, copy=False),
-                  backward=_prelu_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+                  backward=_prelu_backward, saves=saves_inputs(0, 1), dtype=promote_float,
+                  saved={"self": SELF, "weight": OTHER})
 
 
 def prelu_kernel(input, weight):

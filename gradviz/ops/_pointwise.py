@@ -19,7 +19,7 @@ from .. import dtypes as _dtypes
 from .._tensor import TYPE_WORDS, Tensor, _not_a_tensor, _to_array, _wrap, check_device, device
 from . import _shape
 from ._registry import Op, apply, check_saveable, declare, exports, promote, promote_float, saves_inputs, saves_output
-from ._saved import OTHER, RESULT, SELF, Attr, Computed, clamp_bound_attr, tensor_attr
+from ._saved import OTHER, RESULT, SELF, Attr, Computed, Input, clamp_bound_attr, tensor_attr
 
 
 def _check_operand(value, op_name):
@@ -428,13 +428,19 @@ def _rounded_division(a, b, mode):
     return np.trunc(np.true_divide(a, b))
 
 
+def _saves_divisor(needs):
+    """The divisor, and the dividend for the divisor's gradient (rounded too, as PyTorch's
+    node saves them whatever the mode)."""
+    return ((0, 1) if needs[1] else (1,)), False
+
+
 DIV_MODE = Op("div_mode", "DivBackward2", forward=lambda a, b, mode: _true_divide_forward(a, b),
-              backward=_div_backward, saves=lambda needs: ((0, 1) if needs[1] else (1,), False),
-              dtype=promote_float)
+              backward=_div_backward, saves=_saves_divisor, dtype=promote_float,
+              saved={"self": Input(0, needed_by=1), "other": OTHER, "rounding_mode": Attr("mode")})
 DIV_ROUNDED = Op("div_rounded", "DivBackward2", forward=_rounded_division_forward,
                  backward=lambda ctx, g: (g * 0 if ctx.needs_input_grad[0] else None,
                                           g * 0 if ctx.needs_input_grad[1] else None),
-                 dtype=promote)
+                 dtype=promote, saves=_saves_divisor)
 
 
 RECIPROCAL = Op("reciprocal", "ReciprocalBackward0",
@@ -711,7 +717,9 @@ THRESHOLD_BACKWARD = Op(
     forward=_threshold_backward_forward,
     backward=lambda ctx, gg: (threshold_backward(gg, ctx.input(1)) if ctx.needs_input_grad[0] else None,
                               gg * 0 if ctx.needs_input_grad[1] else None),
-    saves=saves_inputs(1), dtype=promote)
+    saves=saves_inputs(1), dtype=promote,
+    # relu's (threshold 0, the result as its self) and F.threshold's (the input, its threshold)
+    saved={"self": Input(1), "threshold": Attr("threshold", default=0)})
 
 
 def threshold_backward(grad, result):
@@ -844,7 +852,7 @@ CLAMP = Op("clamp", "ClampBackward1", forward=_clamp_forward, backward=_clamp_ba
 
 def _clamp_tensor_forward(a, *bounds, has_min, has_max):
     low = bounds[0] if has_min else None
-    high = bounds[-1] if has_max else None
+    high = bounds[-1] if has_max else None  # (clamp's bounds: both, one of them None)
     out = a
     if low is not None:
         out = np.maximum(out, low)
@@ -855,11 +863,13 @@ def _clamp_tensor_forward(a, *bounds, has_min, has_max):
 
 def _clamp_tensor_backward(ctx, g):
     """PyTorch's ``clamp_backward_min_max``: the input's gradient where it is inside the
-    bounds; a bound's gradient where it was chosen (``min`` only while it is below ``max``)."""
+    bounds; a bound's gradient where it was chosen (``min`` only while it is below ``max``).
+    ``clamp`` passes both bounds (one may be None), ``clamp_min``/``clamp_max`` theirs."""
     x = ctx.input(0)
     low = ctx.input(1) if ctx.has_min else None
     high = ctx.input(len(ctx.needs_input_grad) - 1) if ctx.has_max else None
     needs = ctx.needs_input_grad
+    both = len(needs) == 3
     grads = []
     if needs[0]:
         keep = None
@@ -875,11 +885,15 @@ def _clamp_tensor_backward(ctx, g):
         if high is not None:
             chosen = logical_and(chosen, lt(low, high))
         grads.append(where_zero(logical_not(chosen), g) if needs[1] else None)
+    elif both:
+        grads.append(None)
     if high is not None:
         chosen = gt(x, high)
         if low is not None:
             chosen = logical_or(chosen, lt(high, low))
         grads.append(where_zero(logical_not(chosen), g) if needs[-1] else None)
+    elif both:
+        grads.append(None)
     return tuple(grads)
 
 
@@ -891,8 +905,10 @@ def _clamp_tensor_op(name, node, saved=None):
 CLAMP_TENSOR = _clamp_tensor_op("clamp_tensor", "ClampBackward0",
                                 saved={"self": SELF, "min": Computed(clamp_bound_attr("min")),
                                     "max": Computed(clamp_bound_attr("max"))})
-CLAMP_MIN_TENSOR = _clamp_tensor_op("clamp_min_tensor", "ClampMinBackward1")
-CLAMP_MAX_TENSOR = _clamp_tensor_op("clamp_max_tensor", "ClampMaxBackward1")
+CLAMP_MIN_TENSOR = _clamp_tensor_op("clamp_min_tensor", "ClampMinBackward1",
+                                    saved={"self": SELF, "min": Input(1)})
+CLAMP_MAX_TENSOR = _clamp_tensor_op("clamp_max_tensor", "ClampMaxBackward1",
+                                    saved={"self": SELF, "max": Input(1)})
 
 
 def clamp_bound(input, bound):
@@ -928,8 +944,8 @@ def clamp(input, min=None, max=None):  # noqa: A002
                 "clamp() received an invalid combination of arguments - got "
                 f"(min={type(min).__name__}, max={type(max).__name__}): the bounds must be both "
                 "numbers or both tensors (use torch.tensor(number) for the other one)")
-        bounds = [b for b in (min, max) if b is not None]
-        return apply(CLAMP_TENSOR, input, *bounds, has_min=min is not None,
+        # both bounds, one may be None: torch's node has an edge for each, as here
+        return apply(CLAMP_TENSOR, input, min, max, has_min=min is not None,
                      has_max=max is not None)
     input, min = clamp_bound(input, min)
     input, max = clamp_bound(input, max)
@@ -1148,7 +1164,8 @@ RSQRT = Op("rsqrt", "RsqrtBackward0", forward=lambda a: 1.0 / np.sqrt(a),
            backward=lambda ctx, g: (-0.5 * g * pow(ctx.output(), 3),), saves=saves_output,
            dtype=promote_float, saved={"result": RESULT})
 EXP2 = Op("exp2", "Exp2Backward0", forward=np.exp2,
-          backward=lambda ctx, g: (g * ctx.output() * _LN2,), saves=saves_output, dtype=promote_float)
+          backward=lambda ctx, g: (g * ctx.output() * _LN2,), saves=saves_output, dtype=promote_float,
+          saved={"result": RESULT})
 EXPM1 = Op("expm1", "Expm1Backward0", forward=np.expm1,
            backward=lambda ctx, g: (g * (ctx.output() + 1),), saves=saves_output, dtype=promote_float,
            saved={"result": RESULT})
@@ -1156,9 +1173,11 @@ LOG1P = Op("log1p", "Log1PBackward0", forward=np.log1p,
            backward=lambda ctx, g: (g / (ctx.input(0) + 1),), saves=saves_inputs(0), dtype=promote_float,
            saved={"self": SELF})
 LOG2 = Op("log2", "Log2Backward0", forward=np.log2,
-          backward=lambda ctx, g: (g / (ctx.input(0) * _LN2),), saves=saves_inputs(0), dtype=promote_float)
+          backward=lambda ctx, g: (g / (ctx.input(0) * _LN2),), saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 LOG10 = Op("log10", "Log10Backward0", forward=np.log10,
-           backward=lambda ctx, g: (g / (ctx.input(0) * _LN10),), saves=saves_inputs(0), dtype=promote_float)
+           backward=lambda ctx, g: (g / (ctx.input(0) * _LN10),), saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 
 
 def _erf_float64(a):

@@ -24,6 +24,7 @@ from ._linalg import (
 )
 from ._pointwise import eq, where
 from ._registry import Op, apply, declare, exports, promote, saves_inputs
+from ._saved import NO_LU, Attr, Computed, Input, NotKept, passed
 from ._shape import expand, permute, reshape, transpose, unsafe_view, unsqueeze
 
 # ---- beta * input + alpha * product ------------------------------------------------------------
@@ -56,6 +57,17 @@ def _baddbmm_forward(input, b1, b2, beta, alpha):
                                                       alpha, shape)
 
 
+def _factors_saved(first, second):
+    """What torch's node of ``beta * input + alpha * product`` saves: the numbers, and each
+    factor for the other's gradient."""
+    return {"alpha": Attr("alpha"), "beta": Attr("beta"),
+            first: Input(1, needed_by=2), second: Input(2, needed_by=1)}
+
+
+def _factor_size(index, dim):
+    return Computed(lambda node: node.input(index).shape[dim])
+
+
 ADDMV = Op("addmv", "AddmvBackward0",
            forward=lambda a, m, v, beta, alpha: scaled_sum(a, lambda: np.matmul(m, v), beta,
                                                            alpha, (m.shape[0],)),
@@ -65,14 +77,14 @@ ADDMV = Op("addmv", "AddmvBackward0",
                if ctx.needs_input_grad[1] else None,
                _scaled(mv(transpose(ctx.input(1), 0, 1), g), ctx.alpha)
                if ctx.needs_input_grad[2] else None),
-           saves=saves_inputs(1, 2), dtype=promote)
+           saves=saves_inputs(1, 2), dtype=promote, saved=_factors_saved("mat", "vec"))
 ADDR = Op("addr", "AddrBackward0", forward=_addr_forward,
           backward=lambda ctx, g: (
               _input_grad(ctx, g),
               _scaled(mv(g, ctx.input(2)), ctx.alpha) if ctx.needs_input_grad[1] else None,
               _scaled(mv(transpose(g, 0, 1), ctx.input(1)), ctx.alpha)
               if ctx.needs_input_grad[2] else None),
-          saves=saves_inputs(1, 2), dtype=promote)
+          saves=saves_inputs(1, 2), dtype=promote, saved=_factors_saved("vec1", "vec2"))
 BADDBMM = Op("baddbmm", "BaddbmmBackward0", forward=_baddbmm_forward,
              backward=lambda ctx, g: (
                  _input_grad(ctx, g),
@@ -80,7 +92,7 @@ BADDBMM = Op("baddbmm", "BaddbmmBackward0", forward=_baddbmm_forward,
                  if ctx.needs_input_grad[1] else None,
                  _scaled(bmm(transpose(ctx.input(1), 1, 2), g), ctx.alpha)
                  if ctx.needs_input_grad[2] else None),
-             saves=saves_inputs(1, 2), dtype=promote)
+             saves=saves_inputs(1, 2), dtype=promote, saved=_factors_saved("batch1", "batch2"))
 
 
 def _addbmm_backward(ctx, g):
@@ -95,7 +107,9 @@ def _addbmm_backward(ctx, g):
 ADDBMM = Op("addbmm", "AddbmmBackward0",
             forward=lambda a, b1, b2, beta, alpha: scaled_sum(
                 a, lambda: np.matmul(b1, b2).sum(axis=0), beta, alpha, (b1.shape[1], b2.shape[2])),
-            backward=_addbmm_backward, saves=saves_inputs(1, 2), dtype=promote)
+            backward=_addbmm_backward, saves=saves_inputs(1, 2), dtype=promote,
+            saved={**_factors_saved("batch1", "batch2"), "batch1_sym_argsize_0": _factor_size(1, 0),
+                   "batch1_sym_argsize_1": _factor_size(1, 1), "batch2_sym_argsize_2": _factor_size(2, 2)})
 
 
 def _check_same_dtype(what, *tensors):
@@ -176,7 +190,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
 
 VDOT = Op("vdot", "VdotBackward0", forward=np.dot, saves=saves_inputs(0, 1), dtype=promote,
           backward=lambda ctx, g: (g * ctx.input(1) if ctx.needs_input_grad[0] else None,
-                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None))
+                                   g * ctx.input(0) if ctx.needs_input_grad[1] else None),
+                                   saved={"self": Input(0, needed_by=1), "other": Input(1, needed_by=0)})
 
 
 @declare(method=True)
@@ -201,9 +216,12 @@ def _cross_backward(ctx, g):
             linalg_cross(g, a, dim=ctx.dim) if ctx.needs_input_grad[1] else None)
 
 
+# each input is saved for the other's gradient, as PyTorch's (torch.cross without a dim
+# saves the dim it chose, linalg.cross the dim as passed)
 CROSS = Op("linalg_cross", "LinalgCrossBackward0",
-           forward=lambda a, b, dim: np.cross(a, b, axis=dim),
-           backward=_cross_backward, saves=saves_inputs(0, 1), dtype=promote)
+           forward=lambda a, b, dim, dim_arg=None: np.cross(a, b, axis=dim),
+           backward=_cross_backward, saves=saves_inputs(0, 1), dtype=promote,
+           saved={"self": Input(0, needed_by=1), "other": Input(1, needed_by=0), "dim": passed("dim")})
 
 
 def linalg_cross(input, other, *, dim=-1):
@@ -220,7 +238,7 @@ def linalg_cross(input, other, *, dim=-1):
         input = expand(input, *shape)
     if tuple(other.shape) != shape:
         other = expand(other, *shape)
-    return apply(CROSS, input, other, dim=d)
+    return apply(CROSS, input, other, dim=d, dim_arg=dim)
 
 
 @declare(method=True)
@@ -347,7 +365,9 @@ def _slogdet_backward(ctx, g_sign, g_logabsdet):
 
 
 SLOGDET = Op("slogdet", "LinalgSlogdetBackward0", forward=_slogdet_forward,
-             backward=_slogdet_backward, saves=saves_inputs(0))
+             backward=_slogdet_backward, saves=saves_inputs(0),
+             saved={"A": Input(0), "LU": NO_LU, "pivots": NO_LU,
+                    "sign": NotKept("gradviz computes the sign again from A in the backward")})
 
 
 class _SignLogAbsDet(tuple):

@@ -18,6 +18,7 @@ from ._linalg import DIAG_EMBED
 from ._reduction import cumprod, cumsum
 from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports, numpy_names, promote
+from ._saved import Attr, Computed, NotKept, passed, tensor_attr
 from ._shape import _index_backward, _shape_arg, cat, expand, flip, narrow, reshape, split, stack, unsqueeze, view
 from ._special import DIV_NUMBER
 
@@ -139,7 +140,7 @@ def take_along_dim(input, indices, dim=None):
     return gather(input, dim, indices)
 
 
-def _take_forward(a, index, shape):
+def _take_forward(a, index, shape, index_tensor=None):
     return a.reshape(-1)[index]
 
 
@@ -149,7 +150,10 @@ def _take_backward(ctx, g):
     return (reshape(flat, ctx.shape),)
 
 
-TAKE = Op("take", "TakeBackward0", forward=_take_forward, backward=_take_backward)
+TAKE = Op("take", "TakeBackward0", forward=_take_forward, backward=_take_backward,
+          saved={"index": Computed(tensor_attr("index_tensor")),
+                 "self": NotKept("take's backward needs only the input's shape, which gradviz "
+                                 "keeps (grad_fn.shape) instead of the tensor")})
 
 
 @declare(method=True)
@@ -166,17 +170,18 @@ def take(input, index):
         raise IndexError(f"out of range: tried to access index {int(bad.reshape(-1)[0])} on a "
                          f"tensor of {size} elements.")
     return apply(TAKE, input, index=np.where(positions < 0, positions + size, positions),
-                 shape=tuple(input.shape))
+                 shape=tuple(input.shape), index_tensor=index)
 
 
 # ---- rot90 ------------------------------------------------------------------------------------------
 
-def _rot90_forward(a, k, dims):
+def _rot90_forward(a, k, dims, k_arg=None, dims_arg=None):
     return np.rot90(a, k, dims).copy()
 
 
 ROT90 = Op("rot90", "Rot90Backward0", forward=_rot90_forward,
-           backward=lambda ctx, g: (apply(ROT90, g, k=-ctx.k, dims=ctx.dims),))
+           backward=lambda ctx, g: (apply(ROT90, g, k=-ctx.k, dims=ctx.dims),),
+           saved={"dims": passed("dims", many=True), "k": passed("k")})
 
 
 @declare(method=True)
@@ -192,7 +197,8 @@ def rot90(input, k=1, dims=(0, 1)):
     if first == second:
         raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {first} and "
                            f"dim1 = {second}")
-    return apply(ROT90, input, k=int(k) % 4, dims=(first, second))
+    return apply(ROT90, input, k=int(k) % 4, dims=(first, second), k_arg=int(k),
+                 dims_arg=tuple(dims))  # Note [Saved ints as passed]
 
 
 # ---- unflatten, block_diag, cartesian_prod ----------------------------------------------------------
@@ -387,18 +393,22 @@ def _narrow_copy_backward(ctx, g):
 
 
 NARROW_COPY = Op("narrow_copy", "NarrowCopyBackward0",
-                 forward=lambda a, key, shape: a[key].copy(), backward=_narrow_copy_backward)
+                 forward=lambda a, key, shape, **_: a[key].copy(), backward=_narrow_copy_backward,
+                 saved={"dim": passed("dim"), "start": passed("start"), "length": Attr("length"),
+                        "self_sym_sizes": Attr("shape")})
 
 
 @declare(method=True)
 def narrow_copy(input, dim, start, length):
     """``narrow`` as a copy, not a view."""
     view_of = narrow(input, dim, start, length)  # checks the arguments as narrow does
+    dim_arg, start_arg = dim, start
     dim = _wrap_dim(dim, input.ndim)
     start = start + input.shape[dim] if start < 0 else start
     key = (slice(None),) * dim + (slice(start, start + length),)
     del view_of
-    return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape))
+    return apply(NARROW_COPY, input, key=key, shape=tuple(input.shape), dim=dim, dim_arg=dim_arg,
+                 start=start, start_arg=start_arg, length=length)  # Note [Saved ints as passed]
 
 
 @declare(name=False, method=True)

@@ -14,13 +14,14 @@ from ._saved import (
     DIM,
     DIMS,
     KEEPDIM,
+    OPTIONAL_DIMS,
     RESULT,
+    SELECTED_SAVED,
     SELF,
     SELF_SIZES,
     Attr,
     Computed,
     input_numel,
-    reduced_indices,
 )
 from ._shape import expand, reshape, unsqueeze
 
@@ -198,7 +199,7 @@ def _keep(value, ctx):
     return _expand_back(value, ctx.shape, ctx.dims, ctx.keepdim)
 
 
-def _prod_forward(a, dims, keepdim, shape, count):
+def _prod_forward(a, dims, keepdim, shape, count, dim_arg=None):
     return np.prod(a, axis=dims, keepdims=keepdim)
 
 
@@ -232,7 +233,7 @@ def _prod_of_others(x, dims):
         n *= x._data.shape[d]
     rows = expand(unsqueeze(reshape(moved, *lead, n), -2), *lead, n, n)  # row k: the slice
     diagonal = _wrap(np.eye(n, dtype=bool))
-    others = apply(_PROD_DIM, where_one(diagonal, rows), **_reduce_attrs(rows, -1, False))
+    others = apply(_PROD_DIM, where_one(diagonal, rows), **_reduce_attrs(rows, -1, False), dim_arg=-1)
     others = reshape(others, *moved._data.shape)
     if order != list(range(x.ndim)):
         others = permute(others, *np.argsort(order).tolist())
@@ -249,7 +250,8 @@ class _KeepCtx:
 _PROD_ALL = Op("prod", "ProdBackward0", forward=_prod_forward, backward=_prod_backward,
                saves=lambda needs: ((0,), True), saved={"self": SELF, "result": RESULT})
 _PROD_DIM = Op("prod_dim", "ProdBackward1", forward=_prod_forward, backward=_prod_backward,
-               saves=lambda needs: ((0,), True))
+               saves=lambda needs: ((0,), True),
+               saved={"self": SELF, "dim": DIM, "keepdim": KEEPDIM, "result": RESULT})
 
 
 @declare(method=True, out=True)
@@ -260,8 +262,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         input = input.to(dtype)
     elif not input.dtype.is_floating_point and input.dtype is not _dtypes.int64:
         input = input.to(_dtypes.int64)  # like sum: integers and bools multiply as int64
-    op = _PROD_ALL if dim is None else _PROD_DIM
-    return apply(op, input, **_reduce_attrs(input, dim, keepdim))
+    if dim is None:
+        return apply(_PROD_ALL, input, **_reduce_attrs(input, dim, keepdim))
+    return apply(_PROD_DIM, input, **_reduce_attrs(input, dim, keepdim), dim_arg=dim)
 
 
 def _evenly_backward(ctx, g):
@@ -356,11 +359,9 @@ def _select_backward(ctx, g):
 
 
 _MAX_DIM = Op("max_dim", "MaxBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
-              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
-                  "indices": Computed(reduced_indices)})
+              saved=SELECTED_SAVED)
 _MIN_DIM = Op("min_dim", "MinBackward0", forward=lambda a, values, **_: values, backward=_select_backward,
-              saved={"dim": DIM, "keepdim": KEEPDIM, "self_sym_sizes": SELF_SIZES,
-                  "indices": Computed(reduced_indices)})
+              saved=SELECTED_SAVED)
 
 
 def _take_along(a, indices, dim):
@@ -469,11 +470,11 @@ def _var_wide(a, dims, keepdim, shape, count, correction):
         return np.var(a, axis=dims, keepdims=keepdim, ddof=correction)
 
 
-def _var_forward(a, dims, keepdim, shape, count, correction):
+def _var_forward(a, dims, keepdim, shape, count, correction, dims_arg=None, correction_arg=None):
     return _var_wide(a, dims, keepdim, shape, count, correction).astype(a.dtype, copy=False)
 
 
-def _std_forward(a, dims, keepdim, shape, count, correction):
+def _std_forward(a, dims, keepdim, shape, count, correction, dims_arg=None, correction_arg=None):
     """The square root of :func:`_var_wide`, rounded to ``a``'s dtype after it, as torch's."""
     return np.sqrt(_var_wide(a, dims, keepdim, shape, count, correction)).astype(a.dtype,
                                                                                 copy=False)
@@ -486,7 +487,11 @@ def _var_backward(ctx, g):
     return (_keep(g, ctx) * centered * 2.0 / (ctx.count - ctx.correction),)
 
 
-_VAR = Op("var", "VarBackward0", forward=_var_forward, backward=_var_backward, saves=saves_inputs(0))
+# what std, var, std_mean and var_mean save under PyTorch's names (Note [Saved correction])
+VARIANCE_SAVED = {"self": SELF, "dim": OPTIONAL_DIMS, "correction": Attr("correction_arg"),
+                  "keepdim": KEEPDIM}
+_VAR = Op("var", "VarBackward0", forward=_var_forward, backward=_var_backward, saves=saves_inputs(0),
+          saved=VARIANCE_SAVED)
 
 
 def _std_backward(ctx, g):
@@ -501,7 +506,8 @@ def _std_backward(ctx, g):
 
 
 _STD = Op("std", "StdBackward0", forward=_std_forward,
-          backward=_std_backward, saves=lambda needs: ((0,), True))
+          backward=_std_backward, saves=lambda needs: ((0,), True),
+          saved={**VARIANCE_SAVED, "result": RESULT})
 
 
 def _correction(unbiased, correction):
@@ -510,14 +516,34 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
+# Note [Saved correction]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's std and var nodes save ``correction`` as the overload the call bound to passed it:
+# ``x.var()``, ``x.var(keepdim=True)`` and ``x.var(correction=c)`` bind to the ``correction``
+# overload (``_saved_correction`` None, or c); ``x.var(True)``/``x.var(unbiased=False)`` and
+# every call with a ``dim`` bind to the ``unbiased`` ones, which pass ``1`` or ``0``. gradviz
+# records that value as ``correction_arg``. Two calls it cannot tell apart from others, as
+# its defaults are None: ``dim=None`` passed explicitly (PyTorch: 1, gradviz: None) and
+# ``correction=None`` passed with a dim (PyTorch: None, gradviz: 1).
+
+def _saved_correction(dim, unbiased, correction):
+    """``_saved_correction`` of the call (Note [Saved correction])."""
+    if correction is not None:
+        return correction
+    if unbiased is not None:
+        return 1 if unbiased else 0
+    return None if dim is None else 1
+
+
 def _variance(op, name, input, dim, unbiased, keepdim, correction):
     """``var``/``std`` (``op``) with torch's warning, named ``name``, when the correction
     leaves no degrees of freedom (the result is then NaN or inf, as in torch)."""
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     _check_floating(input, name.split("_")[0])
-    correction = _correction(unbiased, correction)
+    correction_arg, correction = correction, _correction(unbiased, correction)
     attrs = _reduce_attrs(input, dim, keepdim)
+    attrs.update(dims_arg=dim, correction_arg=_saved_correction(dim, unbiased, correction_arg))
     if attrs["count"] - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
                       "than the reduction factor (input numel divided by output numel).",
@@ -602,7 +628,7 @@ def _norm_grad(x, p, value, g, total):
     return scaled * where_zero(eq(value, 0), g / pow(value, p - 1))
 
 
-def _norm_forward(a, dims, keepdim, shape, count, p):
+def _norm_forward(a, dims, keepdim, shape, count, p, dims_arg=None):
     if p in (math.inf, -math.inf):
         reduce = np.max if p > 0 else np.min
         return reduce(np.abs(a), axis=dims, keepdims=keepdim)
@@ -620,14 +646,17 @@ def _norm_forward_finite(a, dims, keepdim, shape, count, p):
         return np.sum(np.abs(a), axis=dims, keepdims=keepdim)
     return np.power(np.sum(np.abs(a) ** p, axis=dims, keepdims=keepdim), 1.0 / p)
 _NORM = Op("norm", "LinalgVectorNormBackward0", forward=_norm_forward,
-           backward=_norm_backward, saves=lambda needs: ((0,), True))
+           backward=_norm_backward, saves=lambda needs: ((0,), True),
+           saved={"self": SELF, "ord": Attr("p"), "dim": OPTIONAL_DIMS, "keepdim": KEEPDIM,
+                  "result": RESULT})
 
 
 # the count of nonzeros: piecewise constant, so its gradient is undefined (None), as torch's
+# (which saves the input and the result all the same)
 _NORM_ZERO = Op("norm_zero", "LinalgVectorNormBackward0",
-                forward=lambda a, dims, keepdim, shape, count: np.sum(
+                forward=lambda a, dims, keepdim, shape, count, p, dims_arg=None: np.sum(
                     a != 0, axis=dims, keepdims=keepdim).astype(a.dtype),
-                backward=lambda ctx, g: (None,))
+                backward=lambda ctx, g: (None,), saves=lambda needs: ((0,), True))
 
 
 @declare(method=True)
@@ -648,8 +677,8 @@ def norm(input, p=2, dim=None, keepdim=False, dtype=None):
     _check_floating(input, "norm")
     _check_identity(input, p, dim)
     if p == 0:
-        return apply(_NORM_ZERO, input, **_reduce_attrs(input, dim, keepdim))
-    return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim))
+        return apply(_NORM_ZERO, input, p=p, **_reduce_attrs(input, dim, keepdim), dims_arg=dim)
+    return apply(_NORM, input, p=p, **_reduce_attrs(input, dim, keepdim), dims_arg=dim)
 
 
 def _check_identity(x, p, dim):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ._registry import Op, apply
+from ._saved import Attr, Computed
 from ._scatter_add import add_rows
 
 __all__ = ["upsample", "axis_plan", "pixel_shuffle", "pixel_unshuffle"]
@@ -92,14 +93,43 @@ _NODE_WORDS = {"nearest": "Nearest", "nearest-exact": "NearestExact", "linear": 
 UPSAMPLE = {}  # (mode, spatial dims) -> (forward op, its adjoint op)
 
 
+# what torch's nodes save, kept by interpolate as the forward's attributes and passed on to
+# the adjoint's (and its own backward's) nodes
+_SAVED_ARGUMENTS = ("output_size", "scales", "align_corners")
+
+
+def _saved(mode, dims, adjoint):
+    """The saved values of an upsampling node (its adjoint's: without the input's sizes)."""
+    if dims == 1:
+        scales = {"scales": Computed(lambda node: node.attrs["scales"][0])}
+    else:
+        scales = {f"scales_{axis}": Computed(lambda node, k=k: node.attrs["scales"][k])
+                  for k, axis in enumerate("dhw"[3 - dims:])}
+    saved = {"output_size": Attr("output_size"), **scales}
+    if mode not in ("nearest", "nearest-exact"):
+        saved["align_corners"] = Attr("align_corners")
+    if not adjoint:
+        saved["self_sym_sizes"] = Computed(
+            lambda node: tuple(node._input_metadata[0].shape[:2]) + tuple(node.attrs["sizes"]))
+    return saved
+
+
 def _register(mode, dims):
     name = f"upsample_{mode.replace('-', '_')}{dims}d"
     node = f"Upsample{_NODE_WORDS[mode]}{dims}DBackward0"
-    forward = Op(name, node, forward=lambda x, plans, sizes: _resample(x, plans),
-                 backward=lambda ctx, g: (apply(adjoint, g, plans=ctx.plans, sizes=ctx.sizes),))
+
+    def passed_on(ctx):
+        return {key: ctx.attrs[key] for key in _SAVED_ARGUMENTS if key in ctx.attrs}
+
+    forward = Op(name, node, forward=lambda x, plans, sizes, **_: _resample(x, plans),
+                 backward=lambda ctx, g: (apply(adjoint, g, plans=ctx.plans, sizes=ctx.sizes,
+                                                **passed_on(ctx)),),
+                 saved=_saved(mode, dims, adjoint=False))
     adjoint = Op(name + "_backward", node.replace("Backward0", "BackwardBackward0"),
-                 forward=lambda g, plans, sizes: _resample_adjoint(g, plans, sizes),
-                 backward=lambda ctx, gg: (apply(forward, gg, plans=ctx.plans, sizes=ctx.sizes),))
+                 forward=lambda g, plans, sizes, **_: _resample_adjoint(g, plans, sizes),
+                 backward=lambda ctx, gg: (apply(forward, gg, plans=ctx.plans, sizes=ctx.sizes,
+                                                 **passed_on(ctx)),),
+                 saved=_saved(mode, dims, adjoint=True))
     UPSAMPLE[mode, dims] = forward, adjoint
 
 
@@ -109,10 +139,12 @@ for _mode, _dims in (("nearest", 1), ("nearest", 2), ("nearest", 3), ("nearest-e
     _register(_mode, _dims)
 
 
-def upsample(input, mode, plans):
-    """Resample the spatial dims (2, 3, ...) of ``input`` with one :func:`axis_plan` each."""
+def upsample(input, mode, plans, **arguments):
+    """Resample the spatial dims (2, 3, ...) of ``input`` with one :func:`axis_plan` each;
+    ``arguments`` (``output_size``, ``scales``, ``align_corners``) are kept for the node's
+    saved values."""
     forward, _ = UPSAMPLE[mode, len(plans)]
-    return apply(forward, input, plans=tuple(plans), sizes=tuple(input.shape[2:]))
+    return apply(forward, input, plans=tuple(plans), sizes=tuple(input.shape[2:]), **arguments)
 
 
 # ---- pixel shuffle --------------------------------------------------------------------------
@@ -139,10 +171,12 @@ def _unshuffle(x, factor):
 
 PIXEL_SHUFFLE = Op("pixel_shuffle", "PixelShuffleBackward0",
                    forward=lambda x, factor: _shuffle(x, factor),
-                   backward=lambda ctx, g: (pixel_unshuffle(g, ctx.factor),))
+                   backward=lambda ctx, g: (pixel_unshuffle(g, ctx.factor),),
+                   saved={"upscale_factor": Attr("factor")})
 PIXEL_UNSHUFFLE = Op("pixel_unshuffle", "PixelUnshuffleBackward0",
                      forward=lambda x, factor: _unshuffle(x, factor),
-                     backward=lambda ctx, g: (pixel_shuffle(g, ctx.factor),))
+                     backward=lambda ctx, g: (pixel_shuffle(g, ctx.factor),),
+                     saved={"downscale_factor": Attr("factor")})
 
 
 def pixel_shuffle(input, factor):

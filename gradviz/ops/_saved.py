@@ -32,10 +32,15 @@ reads it and shows it through :func:`torch_int`, as PyTorch's binding does. Wher
 itself normalizes first (``x[..., -1]``, ``movedim``) the normalized value is what both show.
 
 Known differences (documented, not hidden): sizes computed from a saved input raise after
-backward (PyTorch keeps them as integers).
+backward (PyTorch keeps them as integers); std's and var's ``correction`` for two calls
+gradviz's signature cannot tell apart (Note [Saved correction] in ``_reduction.py``).
 
 ``_raw_saved_<name>`` is the engine's ``SavedTensor`` behind a tensor the node saved (an input
-or the output); values kept as attributes have none.
+or the output); values kept as attributes (an index, a mask, the indices an op returns) have
+none, where PyTorch's node has one: gradviz's ``_raw_saved_*`` names are a subset of PyTorch's.
+
+``tests/ops/test_graph_parity_vs_torch.py`` compares every op program's nodes, their saved
+names and values with PyTorch's, and lists the nodes that still differ.
 """
 
 from __future__ import annotations
@@ -123,6 +128,15 @@ def passed(key, many=False):
             return torch_int(found)
         return tuple(torch_int(d) for d in (found if isinstance(found, (tuple, list)) else (found,)))
     return Computed(value)
+
+
+def optional_dims(node):
+    """PyTorch's optional ``dim`` (std, var, nansum, the vector norm): the dims as passed
+    (Note [Saved ints as passed]), or None where the caller passed none (all dims)."""
+    dims = node.attrs.get("dims_arg")
+    if dims is None:
+        return None
+    return tuple(torch_int(d) for d in (dims if isinstance(dims, (tuple, list)) else (dims,)))
 
 
 def _input_shape(index):
@@ -219,23 +233,35 @@ def select_index(node):
     return torch_int(_key_entry(node)[1])
 
 
-def clamp_bound_attr(which):
-    """clamp with tensor bounds: input 1 is min when given, and max is the last input."""
-    def bound(node):
+def optional_input(key, first, before=()):
+    """An optional tensor an op takes as an input only when given (attribute ``has_<key>``):
+    the input after ``first`` and the given ones among ``before``, or None."""
+    def value(node):
         attrs = node.attrs
-        if not attrs["has_" + which]:
+        if not attrs["has_" + key]:
             return None
-        index = 1 if which == "min" or not attrs["has_min"] else 2
-        return _read_input(node, index)
+        return _read_input(node, first + sum(1 for other in before if attrs["has_" + other]))
+    return Computed(value)
+
+
+def clamp_bound_attr(which):
+    """clamp with tensor bounds: min is input 1, max input 2 (None when not given)."""
+    def bound(node):
+        if not node.attrs["has_" + which]:
+            return None
+        return _read_input(node, 1 if which == "min" else 2)
     return bound
 
 
-def tensor_attr(key):
+def tensor_attr(key, needed_by=None):
     """A tensor the op keeps in its attributes; freed with the graph, as PyTorch's is (a node
-    that saved no tensor at all is never marked freed: Note [Saved names] differences)."""
+    that saved no tensor at all is never marked freed: Note [Saved names] differences).
+    ``needed_by``: the input whose gradient alone needs it in PyTorch (None otherwise)."""
     def value(node):
         if node._released:
             raise RuntimeError(_engine.BACKWARD_TWICE_MESSAGE)
+        if needed_by is not None and not node.needs_input_grad[needed_by]:
+            return None
         return node.attrs[key]
     return value
 
@@ -313,7 +339,12 @@ OTHER = Input(1)
 SELF_SIZES = shape_attr()
 DIM = passed("dim")
 DIMS = passed("dims", many=True)
+OPTIONAL_DIMS = Computed(optional_dims)
 KEEPDIM = Attr("keepdim")
+# max, min, median, nanmedian, kthvalue along a dim: the dim as passed (kthvalue's default -1
+# too), the indices as returned
+SELECTED_SAVED = {"dim": DIM, "indices": Computed(reduced_indices), "keepdim": KEEPDIM,
+                  "self_sym_sizes": SELF_SIZES}
 
 NO_LU = NotKept("gradviz solves with numpy, which returns no LU factorization")
 def SAVED(key, convert=lambda value: value):

@@ -19,6 +19,17 @@ from ._pointwise import abs as _abs
 from ._pointwise import eq, exp, gt, log, logical_not, lt, where
 from ._reduction import _keep, _KeepCtx, _reduce_attrs, _select_backward, sum
 from ._registry import Op, apply, declare, exports, numpy_names, saves_inputs
+from ._saved import (
+    DIM,
+    KEEPDIM,
+    OPTIONAL_DIMS,
+    RESULT,
+    SELECTED_SAVED,
+    SELF,
+    Computed,
+    tensor_attr,
+    torch_int,
+)
 from ._shape import flip
 
 for _name in ("cummax", "cummin", "kthvalue", "aminmax"):
@@ -82,22 +93,24 @@ def _scatter_to_indices(ctx, g, g_indices=None):
     return (_scatter_add_into_zeros(g, ctx.indices_tensor, ctx.dim, ctx.shape),)
 
 
+# PyTorch's node saves the input (for its shape) and the indices returned
+_RUNNING_SAVED = {"self": SELF, "dim": DIM, "indices": Computed(tensor_attr("indices_tensor"))}
 _CUMMAX = Op("cummax", "CummaxBackward0", forward=lambda a, values, **_: values,
-             backward=_scatter_to_indices)
+             backward=_scatter_to_indices, saves=saves_inputs(0), saved=_RUNNING_SAVED)
 _CUMMIN = Op("cummin", "CumminBackward0", forward=lambda a, values, **_: values,
-             backward=_scatter_to_indices)
+             backward=_scatter_to_indices, saves=saves_inputs(0), saved=_RUNNING_SAVED)
 
 
 def _cumulative_extreme(input, dim, largest):
     name = "cummax" if largest else "cummin"
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         values, indices = input._data.copy(), np.zeros((), np.int64)
     else:
         values, indices = _running_extreme(input._data, dim, largest)
     indices_tensor = _wrap(indices)
     out = apply(_CUMMAX if largest else _CUMMIN, input, values=values,
-                indices_tensor=indices_tensor, dim=dim, shape=input._data.shape)
+                indices_tensor=indices_tensor, dim=dim, shape=input._data.shape, dim_arg=dim_arg)
     return RETURN_TYPES[name](out, indices_tensor)
 
 
@@ -118,7 +131,7 @@ def cummin(input, dim):
 
 # ---- logcumsumexp --------------------------------------------------------------------------
 
-def _logcumsumexp_forward(a, dim):
+def _logcumsumexp_forward(a, dim, dim_arg=None):
     if a.ndim == 0:
         return a.copy()
     return np.logaddexp.accumulate(a, axis=dim)
@@ -144,7 +157,8 @@ def _logcumsumexp_backward(ctx, g):
 
 
 _LOGCUMSUMEXP = Op("logcumsumexp", "LogcumsumexpBackward0", forward=_logcumsumexp_forward,
-                   backward=_logcumsumexp_backward, saves=lambda needs: ((0,), True))
+                   backward=_logcumsumexp_backward, saves=lambda needs: ((0,), True),
+                   saved={"self": SELF, "dim": DIM, "result": RESULT})
 
 
 @declare(method=True)
@@ -156,13 +170,13 @@ def logcumsumexp(input, dim):
         raise NotImplementedError(
             f'"logcumsumexp_out_cpu" not implemented for \'{TYPE_WORDS[input.dtype.name]}\': '
             f"convert the input to a floating-point dtype first (x.float())")
-    return apply(_LOGCUMSUMEXP, input, dim=_wrap_dim(dim, input.ndim))
+    return apply(_LOGCUMSUMEXP, input, dim=_wrap_dim(dim, input.ndim), dim_arg=dim)
 
 
 # ---- kthvalue ------------------------------------------------------------------------------
 
 _KTHVALUE = Op("kthvalue", "KthvalueBackward0", forward=lambda a, values, **_: values,
-               backward=_select_backward)
+               backward=_select_backward, saved=SELECTED_SAVED)
 
 
 @declare(method=True)
@@ -170,7 +184,7 @@ _KTHVALUE = Op("kthvalue", "KthvalueBackward0", forward=lambda a, values, **_: v
 def kthvalue(input, k, dim=-1, keepdim=False):
     """``(values, indices)``: the ``k``-th smallest value along ``dim`` (``k`` from 1) and
     where it is; the gradient goes to that entry."""
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     size = input._data.shape[dim] if input.ndim else 1
     if size == 0:
         raise IndexError(f"kthvalue(): Expected reduction dim {dim} to have non-zero size.")
@@ -187,13 +201,13 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     out_values = values if keep else np.squeeze(values, dim)
     out_indices = indices if keep else np.squeeze(indices, dim)
     out = apply(_KTHVALUE, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
-                keepdim=keep, shape=input._data.shape)
+                keepdim=keep, shape=input._data.shape, dim_arg=dim_arg)
     return RETURN_TYPES["kthvalue"](out, _wrap(out_indices))
 
 
 # ---- aminmax -------------------------------------------------------------------------------
 
-def _aminmax_forward(a, dims, keepdim, shape, count, low, high):
+def _aminmax_forward(a, dims, keepdim, shape, count, low, high, dim_arg=None):
     return (low._data.copy(), high._data.copy())
 
 
@@ -215,7 +229,11 @@ def _aminmax_backward(ctx, g_min, g_max):
 
 # the extremes travel as attributes (constants): only their equality with the input matters
 _AMINMAX = Op("aminmax", "AminmaxBackward0", forward=_aminmax_forward,
-              backward=_aminmax_backward, saves=saves_inputs(0))
+              backward=_aminmax_backward, saves=saves_inputs(0),
+              saved={"self": SELF, "keepdim": KEEPDIM,
+                     "dim": Computed(lambda node: None if node.attrs["dim_arg"] is None
+                                     else torch_int(node.attrs["dim_arg"])),
+                     "min": Computed(tensor_attr("low")), "max": Computed(tensor_attr("high"))})
 
 
 @declare(method=True)
@@ -233,7 +251,7 @@ def aminmax(input, *, dim=None, keepdim=False):
     data = input._data
     low = _wrap(np.asarray(np.min(data, axis=attrs["dims"], keepdims=attrs["keepdim"])))
     high = _wrap(np.asarray(np.max(data, axis=attrs["dims"], keepdims=attrs["keepdim"])))
-    low, high = apply(_AMINMAX, input, low=low, high=high, **attrs)
+    low, high = apply(_AMINMAX, input, low=low, high=high, dim_arg=dim, **attrs)
     return _MinMax(low, high)
 
 
@@ -246,9 +264,10 @@ def _nansum_backward(ctx, g):
 
 
 _NANSUM = Op("nansum", "NansumBackward0",
-             forward=lambda a, dims, keepdim, shape, count, out_dtype: np.nansum(
+             forward=lambda a, dims, keepdim, shape, count, out_dtype, dims_arg=None: np.nansum(
                  a, axis=dims, keepdims=keepdim, dtype=out_dtype.numpy),
-             backward=_nansum_backward, saves=saves_inputs(0))
+             backward=_nansum_backward, saves=saves_inputs(0),
+             saved={"self": SELF, "dim": OPTIONAL_DIMS, "keepdim": KEEPDIM})
 
 
 @declare(method=True)
@@ -259,7 +278,8 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
         input.dtype if input.dtype.is_floating_point else _dtypes.int64)
     if not out_dtype.is_floating_point and input.dtype.is_floating_point:
         input = input.to(out_dtype)
-    return apply(_NANSUM, input, out_dtype=out_dtype, **_reduce_attrs(input, dim, keepdim))
+    return apply(_NANSUM, input, out_dtype=out_dtype, **_reduce_attrs(input, dim, keepdim),
+                 dims_arg=dim)
 
 
 @declare(method=True)

@@ -51,7 +51,7 @@ def _adaptive_2d_backward(ctx, g):
 
 ADAPTIVE_AVG_POOL2D_BINS = Op("adaptive_avg_pool2d_bins", "AdaptiveAvgPool2DBackward0",
                               forward=_forward, backward=_adaptive_2d_backward,
-                              saves=saves_inputs(0), dtype=promote_float)
+                              saves=saves_inputs(0), dtype=promote_float, saved={"self": SELF})
 ADAPTIVE_AVG_POOL3D = Op("adaptive_avg_pool3d", "AdaptiveAvgPool3DBackward0", forward=_forward,
                          backward=lambda ctx, g: (_adjoint(ctx, g),), saves=saves_inputs(0),
                          dtype=promote_float, saved={"self": SELF})

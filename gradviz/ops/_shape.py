@@ -106,7 +106,8 @@ VIEW = Op("view", "ViewBackward0", forward=_view_forward,
           fast_backward=_reshape_to_source_fast, view=True, saved={"self_sym_sizes": shape_attr("source")})
 RESHAPE_ALIAS = Op("reshape_alias", "ReshapeAliasBackward0", forward=_view_forward,
                    backward=lambda ctx, g: (reshape(g, ctx.source),),
-                   fast_backward=_reshape_to_source_fast, view=True)
+                   fast_backward=_reshape_to_source_fast, view=True,
+                   saved={"self_sym_sizes": shape_attr("source")})
 UNSAFE_VIEW = Op("unsafe_view", "UnsafeViewBackward0",
                  forward=lambda a, shape, source: a.reshape(shape),
                  backward=lambda ctx, g: (reshape(g, ctx.source),),

@@ -56,6 +56,7 @@ from ._pointwise import (
 from ._pointwise import _sign_forward as _pointwise_sign_forward
 from ._pointwise import logical_not as _not
 from ._registry import Op, apply, declare, exports, promote, promote_float, saves_inputs, saves_output
+from ._saved import OTHER, RESULT, SELF, Attr, Input, NotKept
 
 
 def _floating_only(name, *tensors):
@@ -120,10 +121,13 @@ def _addcdiv_forward(a, t1, t2, value):
         raise _broadcast_failure(a, t1, t2) from None
 
 
+# each factor is saved for the other's gradient; addcdiv's divisor always (every gradient reads it)
 ADDCMUL = Op("addcmul", "AddcmulBackward0", forward=_addcmul_forward,
-             backward=_addcmul_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+             backward=_addcmul_backward, saves=saves_inputs(0, 1, 2), dtype=promote,
+             saved={"tensor1": Input(1, needed_by=2), "tensor2": Input(2, needed_by=1), "value": Attr("value")})
 ADDCDIV = Op("addcdiv", "AddcdivBackward0", forward=_addcdiv_forward,
-             backward=_addcdiv_backward, saves=saves_inputs(0, 1, 2), dtype=promote)
+             backward=_addcdiv_backward, saves=saves_inputs(0, 1, 2), dtype=promote,
+             saved={"tensor1": Input(1, needed_by=2), "tensor2": Input(2), "value": Attr("value")})
 
 
 @declare(method=True, inplace=True)
@@ -161,7 +165,8 @@ def _hypot_backward(ctx, g):
 
 
 HYPOT = Op("hypot", "HypotBackward0", forward=_broadcasting(np.hypot), backward=_hypot_backward,
-           saves=lambda needs: ((0, 1), True), dtype=promote)
+           saves=lambda needs: ((0, 1), True), dtype=promote,
+           saved={"self": Input(0, needed_by=0), "other": Input(1, needed_by=1), "result": RESULT})
 
 
 def _logaddexp_backward(base_exp):
@@ -174,10 +179,12 @@ def _logaddexp_backward(base_exp):
 
 
 LOGADDEXP = Op("logaddexp", "LogaddexpBackward0", forward=_broadcasting(np.logaddexp),
-               backward=_logaddexp_backward(exp), saves=saves_inputs(0, 1), dtype=promote)
+               backward=_logaddexp_backward(exp), saves=saves_inputs(0, 1), dtype=promote,
+               saved={"self": SELF, "other": OTHER})
 LOGADDEXP2 = Op("logaddexp2", "Logaddexp2Backward0", forward=_broadcasting(np.logaddexp2),
                 backward=_logaddexp_backward(lambda t: pow(2.0, t)), saves=saves_inputs(0, 1),
-                dtype=promote)
+                dtype=promote,
+                saved={"self": SELF, "other": OTHER})
 
 
 def _binary_floating(op, name, input, other):
@@ -221,10 +228,12 @@ def _copysign_backward(ctx, g):
 
 
 COPYSIGN = Op("copysign", "CopysignBackward0", forward=_broadcasting(np.copysign),
-              backward=_copysign_backward, saves=lambda needs: ((0,), True), dtype=promote_float)
+              backward=_copysign_backward, saves=lambda needs: ((0,), True), dtype=promote_float,
+              saved={"self": Input(0, needed_by=0), "result": RESULT})
 COPYSIGN_NUMBER = Op("copysign_number", "CopysignBackward1",
                      forward=lambda a, other: np.copysign(a, other), backward=_copysign_backward,
-                     saves=lambda needs: ((0,), True), dtype=promote_float)
+                     saves=lambda needs: ((0,), True), dtype=promote_float,
+                     saved={"self": SELF, "result": RESULT})
 
 
 @declare(method=True, inplace=True)
@@ -252,9 +261,11 @@ def _fmax_forward(a, b, largest):
 
 
 FMAX = Op("fmax", "FmaxBackward0", forward=_fmax_forward,
-          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
+          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote,
+          saved={"self": SELF, "other": OTHER})
 FMIN = Op("fmin", "FminBackward0", forward=_fmax_forward,
-          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote)
+          backward=_fmax_backward, saves=saves_inputs(0, 1), dtype=promote,
+          saved={"self": SELF, "other": OTHER})
 
 
 @declare(method=True)
@@ -319,7 +330,8 @@ def _xlog1py_backward(ctx, g):
 
 
 XLOG1PY = Op("xlog1py", "SpecialXlog1PyBackward0", forward=_broadcasting(_xlog1py_forward),
-             backward=_xlog1py_backward, saves=saves_inputs(0, 1), dtype=promote_float)
+             backward=_xlog1py_backward, saves=saves_inputs(0, 1), dtype=promote_float,
+             saved={"self": SELF, "other": OTHER})
 
 
 @declare(name=False, method=True)
@@ -343,7 +355,8 @@ def _sinc_backward(ctx, g):
 
 
 SINC = Op("sinc", "SincBackward0", forward=_sinc_forward, backward=_sinc_backward,
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 DEG2RAD = Op("deg2rad", "Deg2RadBackward0", forward=lambda a: a * (math.pi / 180),
              backward=lambda ctx, g: (g * (math.pi / 180),), dtype=promote_float)
 RAD2DEG = Op("rad2deg", "Rad2DegBackward0", forward=lambda a: a * (180 / math.pi),
@@ -388,7 +401,8 @@ def _logit_backward(ctx, g):
 
 
 LOGIT = Op("logit", "LogitBackward0", forward=_logit_forward, backward=_logit_backward,
-           saves=saves_inputs(0), dtype=promote_float)
+           saves=saves_inputs(0), dtype=promote_float,
+           saved={"eps": Attr("eps"), "self": SELF})
 
 
 @declare(method=True, inplace=True)
@@ -400,13 +414,16 @@ def logit(input, eps=None):
 
 ASINH = Op("asinh", "AsinhBackward0", forward=np.arcsinh,
            backward=lambda ctx, g: (g * rsqrt(ctx.input(0) * ctx.input(0) + 1),),
-           saves=saves_inputs(0), dtype=promote_float)
+           saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 ACOSH = Op("acosh", "AcoshBackward0", forward=np.arccosh,
            backward=lambda ctx, g: (g * rsqrt(ctx.input(0) * ctx.input(0) - 1),),
-           saves=saves_inputs(0), dtype=promote_float)
+           saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 ATANH = Op("atanh", "AtanhBackward0", forward=np.arctanh,
            backward=lambda ctx, g: (g / (1 - ctx.input(0) * ctx.input(0)),),
-           saves=saves_inputs(0), dtype=promote_float)
+           saves=saves_inputs(0), dtype=promote_float,
+           saved={"self": SELF})
 
 
 @declare(name=("asinh", "arcsinh"), method=("asinh", "arcsinh"), inplace=("asinh_", "arcsinh_"))
@@ -446,7 +463,8 @@ def _in_float64(function, a, *leading):
 
 ERFC = Op("erfc", "ErfcBackward0", forward=lambda a: _in_float64(_scipy_special.erfc, a),
           backward=lambda ctx, g: (-g * _TWO_OVER_SQRT_PI * exp(-ctx.input(0) * ctx.input(0)),),
-          saves=saves_inputs(0), dtype=promote_float)
+          saves=saves_inputs(0), dtype=promote_float,
+          saved={"self": SELF})
 
 
 def _erfinv_forward(a):
@@ -456,7 +474,8 @@ def _erfinv_forward(a):
 
 ERFINV = Op("erfinv", "ErfinvBackward0", forward=_erfinv_forward,
             backward=lambda ctx, g: (g * (math.sqrt(math.pi) / 2) * exp(ctx.output() * ctx.output()),),
-            saves=saves_output, dtype=promote_float)
+            saves=saves_output, dtype=promote_float,
+            saved={"self": NotKept("gradviz keeps the result, erfinv(self), which its backward reads, instead")})
 
 
 @declare(method=True, inplace=True)
@@ -504,15 +523,18 @@ def _polygamma_array(n, x):
 
 LGAMMA = Op("lgamma", "LgammaBackward0", forward=lambda a: _lgamma_array(a).astype(a.dtype),
             backward=lambda ctx, g: (g * digamma(ctx.input(0)),), saves=saves_inputs(0),
-            dtype=promote_float)
+            dtype=promote_float,
+            saved={"self": SELF})
 DIGAMMA = Op("digamma", "DigammaBackward0",
              forward=lambda a: _digamma_array(a).astype(a.dtype),
              backward=lambda ctx, g: (g * polygamma(1, ctx.input(0)),), saves=saves_inputs(0),
-             dtype=promote_float)
+             dtype=promote_float,
+             saved={"self": SELF})
 POLYGAMMA = Op("polygamma", "PolygammaBackward0",
                forward=lambda a, n: _polygamma_array(n, a).astype(a.dtype),
                backward=lambda ctx, g: (g * polygamma(ctx.n + 1, ctx.input(0)),),
-               saves=saves_inputs(0), dtype=promote_float)
+               saves=saves_inputs(0), dtype=promote_float,
+               saved={"n": Attr("n"), "self": SELF})
 
 
 @declare(method=True, inplace=True)
@@ -542,7 +564,9 @@ def _polygamma_method(self, n):
     return polygamma(n, self)
 
 
-SGN = Op("sgn", "SgnBackward0", forward=_pointwise_sign_forward, backward=lambda ctx, g: (_zeros_like(g),))
+# the gradient is zero; PyTorch's node keeps the input and the result all the same
+SGN = Op("sgn", "SgnBackward0", forward=_pointwise_sign_forward, backward=lambda ctx, g: (_zeros_like(g),),
+         saves=lambda needs: ((0,), True), saved={"self": SELF, "result": RESULT})
 
 
 def _zeros_like(g):
@@ -714,7 +738,8 @@ def _entr_forward(a):
 
 ENTR = Op("entr", "SpecialEntrBackward0", forward=_entr_forward,
           backward=lambda ctx, g: (g * -(1 + log(ctx.input(0))),), saves=saves_inputs(0),
-          dtype=promote_float)
+          dtype=promote_float,
+          saved={"self": SELF})
 
 
 def entr(input):

@@ -39,6 +39,7 @@ from .._tensor import Tensor, _wrap
 from ._pointwise import _broadcasting, _check_operand, exp, log, where
 from ._pointwise import abs as _abs
 from ._registry import Op, apply, declare, exports, promote_float, saves_inputs
+from ._saved import RESULT, SELF, Attr, Input
 from ._special import digamma, lgamma, sgn
 
 
@@ -57,8 +58,9 @@ def _in_float64(function):
 
 def _unary_op(name, node, function, backward, saves_output=False):
     saves = (lambda needs: ((0,), True)) if saves_output else saves_inputs(0)
+    saved = {"self": SELF, "result": RESULT} if saves_output else {"self": SELF}
     return Op(name, node, forward=_in_float64(function), backward=backward, saves=saves,
-              dtype=promote_float)
+              dtype=promote_float, saved=saved)
 
 
 def _tiny_safe(x):
@@ -99,7 +101,8 @@ SPECIAL_LOG_NDTR = _unary_op(
     saves_output=True)
 SPECIAL_NDTRI = Op("special_ndtri", "SpecialNdtriBackward0", forward=_in_float64(_scipy_special.ndtri),
                    backward=lambda ctx, g: (g * math.sqrt(2 * math.pi) * exp(ctx.output() ** 2 / 2),),
-                   saves=lambda needs: ((), True), dtype=promote_float)
+                   saves=lambda needs: ((), True), dtype=promote_float,
+                   saved={"result": RESULT})
 
 
 @declare(method=True, inplace=True)
@@ -173,10 +176,14 @@ def _igamma_backward(sign, name):
     return backward
 
 
+# igamma, igammac and zeta differentiate only in ``other``, for which both are saved
+_BOTH_FOR_OTHER = {"self": Input(0, needed_by=1), "other": Input(1, needed_by=1)}
 IGAMMA = Op("igamma", "IgammaBackward0", forward=_broadcasting(_in_float64(_scipy_special.gammainc)),
-            backward=_igamma_backward(1.0, "igamma"), saves=saves_inputs(0, 1), dtype=promote_float)
+            backward=_igamma_backward(1.0, "igamma"), saves=saves_inputs(0, 1), dtype=promote_float,
+            saved=_BOTH_FOR_OTHER)
 IGAMMAC = Op("igammac", "IgammacBackward0", forward=_broadcasting(_in_float64(_scipy_special.gammaincc)),
-             backward=_igamma_backward(-1.0, "igammac"), saves=saves_inputs(0, 1), dtype=promote_float)
+             backward=_igamma_backward(-1.0, "igammac"), saves=saves_inputs(0, 1), dtype=promote_float,
+             saved=_BOTH_FOR_OTHER)
 
 
 def _tensor_pair(name, input, other):
@@ -216,7 +223,8 @@ def _mvlgamma_backward(ctx, g):
 
 
 MVLGAMMA = Op("mvlgamma", "MvlgammaBackward0", forward=_mvlgamma_forward, backward=_mvlgamma_backward,
-              saves=saves_inputs(0), dtype=promote_float)
+              saves=saves_inputs(0), dtype=promote_float,
+              saved={"p": Attr("p"), "self": SELF})
 
 
 @declare(method=True, inplace=True)
@@ -236,11 +244,14 @@ def _zeta_backward_other(ctx, g, x):
 ZETA = Op("special_zeta", "SpecialZetaBackward0", forward=_broadcasting(_in_float64(_scipy_special.zeta)),
           backward=lambda ctx, g: (_no_derivative("zeta")(ctx, g) if _computes_gradient_of(ctx, 0) else None,
                                    _zeta_backward_other(ctx, g, ctx.input(0)) if ctx.needs_input_grad[1] else None),
-          saves=saves_inputs(0, 1), dtype=promote_float)
+          saves=saves_inputs(0, 1), dtype=promote_float,
+          saved=_BOTH_FOR_OTHER)
+# the number is the node's ``self``, as PyTorch saves it: a float
 ZETA_NUMBER_SELF = Op("special_zeta_number_self", "SpecialZetaBackward1",
                       forward=lambda q, x: _in_float64(lambda q, x: _scipy_special.zeta(x, q))(q, np.float64(x)),
                       backward=lambda ctx, g: (-g * ctx.x * special_zeta(ctx.x + 1.0, ctx.input(0)),),
-                      saves=saves_inputs(0), dtype=promote_float)
+                      saves=saves_inputs(0), dtype=promote_float,
+                      saved={"self": Attr("x", float), "other": Input(0)})
 ZETA_NUMBER_OTHER = Op("special_zeta_number_other", "SpecialZetaBackward2",
                        forward=lambda x, q: _in_float64(_scipy_special.zeta)(x, np.float64(q)),
                        backward=_no_derivative("zeta"), dtype=promote_float)

@@ -19,6 +19,7 @@ from ._linalg import mm
 from ._math import _not_differentiable
 from ._pointwise import clamp, sqrt
 from ._reduction import (
+    VARIANCE_SAVED,
     _check_nonempty,
     _evenly_backward,
     _mean_backward,
@@ -32,6 +33,7 @@ from ._reduction import (
 )
 from ._reduction import sum as _sum
 from ._registry import Op, apply, declare, exports
+from ._saved import RESULT, SELECTED_SAVED, SELF
 from ._shape import flatten, narrow, select, squeeze, t, transpose, unsqueeze, view
 from ._special import DIV_NUMBER, MUL_NUMBER
 
@@ -46,9 +48,10 @@ def _lower_median(array):
 
 _MEDIAN_ALL = Op("median", "MedianBackward0",
                  forward=lambda a, dims, keepdim, shape, count: _lower_median(a),
-                 backward=_evenly_backward, saves=lambda needs: ((0,), True))
+                 backward=_evenly_backward, saves=lambda needs: ((0,), True),
+                 saved={"self": SELF, "result": RESULT})
 _MEDIAN_DIM = Op("median_dim", "MedianBackward1", forward=lambda a, values, **_: values,
-                 backward=_select_backward)
+                 backward=_select_backward, saved=SELECTED_SAVED)
 
 
 @declare(method=True)
@@ -59,7 +62,7 @@ def median(input, dim=None, keepdim=False):
         if input.numel() == 0:
             return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
         return apply(_MEDIAN_ALL, input, **_reduce_attrs(input, None, False))
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_nonempty(input, dim, "median")
     if input.ndim == 0:
         indices = np.zeros((), np.int64)
@@ -73,7 +76,7 @@ def median(input, dim=None, keepdim=False):
     out_values = values if keep else np.squeeze(values, dim)
     out_indices = indices if keep else np.squeeze(indices, dim)
     out = apply(_MEDIAN_DIM, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
-                keepdim=keep, shape=input._data.shape)
+                keepdim=keep, shape=input._data.shape, dim_arg=dim_arg)
     return RETURN_TYPES["median"](out, _wrap(out_indices))
 
 
@@ -205,7 +208,7 @@ def bincount(input, weights=None, minlength=0):
 def _moments_forward(spread):
     """``(spread, mean)`` as torch's one kernel gives them: both from double sums for float32
     and float16, rounded once to the dtype (``spread`` of the float64 variance)."""
-    def forward(a, dims, keepdim, shape, count, correction):
+    def forward(a, dims, keepdim, shape, count, correction, dims_arg=None, correction_arg=None):
         wide = a.astype(np.float64) if a.dtype in (np.float32, np.float16) else a
         return (spread(_var_wide(a, dims, keepdim, shape, count, correction)).astype(a.dtype, copy=False),
                 np.mean(wide, axis=dims, keepdims=keepdim).astype(a.dtype, copy=False))
@@ -223,9 +226,11 @@ def _moments_backward(spread_backward):
 
 # one node for both results, as torch's; std's rule reads the saved std (outputs[0])
 _STD_MEAN = Op("std_mean", "StdMeanBackward0", forward=_moments_forward(np.sqrt),
-               backward=_moments_backward(_std_backward), saves=lambda needs: ((0,), True))
+               backward=_moments_backward(_std_backward), saves=lambda needs: ((0,), True),
+               saved={**VARIANCE_SAVED, "result0": RESULT})
 _VAR_MEAN = Op("var_mean", "VarMeanBackward0", forward=_moments_forward(lambda v: v),
-               backward=_moments_backward(_var_backward), saves=lambda needs: ((0,), False))
+               backward=_moments_backward(_var_backward), saves=lambda needs: ((0,), False),
+               saved=VARIANCE_SAVED)
 
 
 @declare()
@@ -484,9 +489,10 @@ def _lower_nanmedian(array):
 
 _NANMEDIAN_ALL = Op("nanmedian", "NanmedianBackward0",
                     forward=lambda a, dims, keepdim, shape, count: _lower_nanmedian(a),
-                    backward=_evenly_backward, saves=lambda needs: ((0,), True))
+                    backward=_evenly_backward, saves=lambda needs: ((0,), True),
+                    saved={"self": SELF, "result": RESULT})
 _NANMEDIAN_DIM = Op("nanmedian_dim", "NanmedianBackward1", forward=lambda a, values, **_: values,
-                    backward=_select_backward)
+                    backward=_select_backward, saved=SELECTED_SAVED)
 
 
 @declare(method=True)
@@ -496,7 +502,7 @@ def nanmedian(input, dim=None, keepdim=False):
         if input.numel() == 0:
             return _wrap(np.asarray(np.nan, dtype=input._data.dtype))
         return apply(_NANMEDIAN_ALL, input, **_reduce_attrs(input, None, False))
-    dim = _wrap_dim(dim, input.ndim)
+    dim_arg, dim = dim, _wrap_dim(dim, input.ndim)
     _check_nonempty(input, dim, "median")  # torch's message names median
     if input.ndim == 0:
         indices, values = np.zeros((), np.int64), input._data.copy()
@@ -510,7 +516,7 @@ def nanmedian(input, dim=None, keepdim=False):
     out_values = values if keep else np.squeeze(values, dim)
     out_indices = indices if keep else np.squeeze(indices, dim)
     out = apply(_NANMEDIAN_DIM, input, values=out_values, indices_tensor=_wrap(indices), dim=dim,
-                keepdim=keep, shape=input._data.shape)
+                keepdim=keep, shape=input._data.shape, dim_arg=dim_arg)
     return RETURN_TYPES["nanmedian"](out, _wrap(out_indices))
 
 

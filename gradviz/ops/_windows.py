@@ -8,9 +8,10 @@ import numpy as np
 
 from .._tensor import _wrap_dim
 from ._registry import Op, apply, declare, exports
+from ._saved import SELF_SIZES, Attr, Computed, passed, torch_int
 
 
-def _pad_forward(a, pads, value):
+def _pad_forward(a, pads, value, pad_arg=None):
     """``pads`` = ((left, right) for each dim, first dim first); negative amounts crop. The
     padded array is filled, then the input written into its interior (``np.pad`` does the
     same in Python-level steps that cost more than the copy on a convolution's gradients)."""
@@ -24,9 +25,19 @@ def _pad_forward(a, pads, value):
     return out
 
 
+def _saved_pad(node):
+    """PyTorch's ``_saved_pad``: the amounts as passed, last dim first (Note [Saved ints as
+    passed]); the pad a backward applies, from its pairs."""
+    amounts = node.attrs.get("pad_arg")
+    if amounts is None:
+        amounts = [amount for pair in reversed(node.attrs["pads"]) for amount in pair]
+    return tuple(torch_int(amount) for amount in amounts)
+
+
 PAD = Op("constant_pad_nd", "ConstantPadNdBackward0", forward=_pad_forward,
          backward=lambda ctx, g: (apply(PAD, g, pads=tuple((-left, -right) for left, right in
-                                                           ctx.pads), value=0),))
+                                                           ctx.pads), value=0),),
+         saved={"pad": Computed(_saved_pad)})
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -49,7 +60,8 @@ def pad(input, pad, mode="constant", value=None):
             raise RuntimeError(f"The input size {input.shape[d]}, plus negative padding {left} "
                                f"and {right} resulted in a negative output size, which is "
                                "invalid. Check dimension {d} of your input.")
-    return apply(PAD, input, pads=tuple(pairs), value=0 if value is None else value)
+    return apply(PAD, input, pads=tuple(pairs), value=0 if value is None else value,
+                 pad_arg=tuple(int(amount) for amount in pad))
 
 
 # ---- Tensor.unfold ----------------------------------------------------------------------------
@@ -58,7 +70,7 @@ def _window_starts(length, size, step):
     return range(0, length - size + 1, step)
 
 
-def _unfold_forward(a, dim, size, step, shape):
+def _unfold_forward(a, dim, size, step, shape, dim_arg=None):
     """Every window as a view of ``a`` (strides, no copy), the window's own dim last, as in
     torch. Overlapping windows (``step < size``) share elements and stay writable, as in torch;
     an in-place op over several of them at once computes from the values before the write
@@ -71,7 +83,7 @@ def _unfold_forward(a, dim, size, step, shape):
     return np.lib.stride_tricks.as_strided(a, out_shape, strides)
 
 
-def _unfold_backward_forward(g, shape, dim, size, step):
+def _unfold_backward_forward(g, shape, dim, size, step, dim_arg=None):
     out = np.zeros(shape, dtype=g.dtype)
     if not shape:
         return g.reshape(())
@@ -83,13 +95,23 @@ def _unfold_backward_forward(g, shape, dim, size, step):
     return out
 
 
+def _dim_passed_on(ctx):
+    return {"dim_arg": ctx.attrs["dim_arg"]} if "dim_arg" in ctx.attrs else {}
+
+
+# the window's dim as passed to unfold, on the nodes of its backward too, as torch's
 UNFOLD_BACKWARD = Op("unfold_backward", "UnfoldBackwardBackward0",
                      forward=_unfold_backward_forward,
                      backward=lambda ctx, g: (apply(UNFOLD, g, dim=ctx.dim, size=ctx.size,
-                                                    step=ctx.step, shape=ctx.shape),))
+                                                    step=ctx.step, shape=ctx.shape,
+                                                    **_dim_passed_on(ctx)),),
+                     saved={"dim": passed("dim"), "size": Attr("size"), "step": Attr("step")})
 UNFOLD = Op("unfold", "UnfoldBackward0", forward=_unfold_forward, view=True,
             backward=lambda ctx, g: (apply(UNFOLD_BACKWARD, g, shape=ctx.shape,
-                                           dim=ctx.dim, size=ctx.size, step=ctx.step),))
+                                           dim=ctx.dim, size=ctx.size, step=ctx.step,
+                                           **_dim_passed_on(ctx)),),
+            saved={"dimension": passed("dim"), "size": Attr("size"), "step": Attr("step"),
+                   "self_sym_sizes": SELF_SIZES})
 
 
 @declare(name=False, method=True)
@@ -103,7 +125,8 @@ def unfold(self, dimension, size, step):
                            f"{size}")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
-    return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape))
+    return apply(UNFOLD, self, dim=dim, size=size, step=step, shape=tuple(self.shape),
+                 dim_arg=dimension)
 
 
 __all__ = exports(globals(), "pad")

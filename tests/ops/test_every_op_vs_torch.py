@@ -190,6 +190,8 @@ SPECS: dict[str, Spec] = {
     "angle": _unary("angle"),
     "remainder": _binary("remainder", "real", "positive"),
     "fmod": _binary("fmod", "real", "positive"),
+    "remainder_number": S((3, 4))(lambda m, x: m.remainder(x, 0.7)),
+    "fmod_number": S((3, 4))(lambda m, x: m.fmod(x, -0.7)),
     "floor_divide": S((3, 4), Input((4,), "positive"), order=0, why=_NO_TORCH_DERIVATIVE.format("floor_divide"))(
         lambda m, x, y: m.floor_divide(x, y)),
     "clamp_min": S(Input((3, 4), "apart"))(lambda m, x: m.clamp_min(x, 0.1)),
@@ -424,6 +426,10 @@ SPECS: dict[str, Spec] = {
     "im2col": S((1, 2, 4, 5))(lambda m, x: m.nn.functional.unfold(x, (2, 3), stride=2)),
     "col2im": S((1, 12, 9))(lambda m, x: m.nn.functional.fold(x, (4, 5), (2, 3))),
     "embedding": S((5, 3), Input((2, 4), "index5"))(lambda m, w, i: m.nn.functional.embedding(i, w)),
+    "glu": S((3, 4, 2))(lambda m, x: m.nn.functional.glu(x, 1)),
+    "safe_softmax": S((1, 3, 4), (1, 3, 4), (1, 3, 4))(
+        lambda m, q, k, v: m.nn.functional.scaled_dot_product_attention(
+            q, k, v, attn_mask=m.tensor([[True, False, True], [False, False, False], [True, True, True]]))),
     "layer_norm": S((3, 4, 5), (5,), (5,))(lambda m, x, w, b: m.nn.functional.layer_norm(x, (5,), w, b)),
     "batch_norm": S((4, 3, 2), (3,), (3,))(
         lambda m, x, w, b: m.nn.functional.batch_norm(x, None, None, w, b, training=True)),

@@ -137,6 +137,10 @@ PROGRAMS = {
                        lambda w: gv.nn.functional.embedding(gv.tensor([3, 0, 3, 6, 3]), w).t()),
     "softmax": ([((3, 8), _signed)],
                 lambda x: gv.softmax(x, -1) * gv.softmax(x, 0) + gv.softmax(x.t(), 1).t()),
+    "safe_softmax": ([((2, 3, 4), _signed)],
+                     lambda x: gv.nn.functional.scaled_dot_product_attention(
+                         x, x * 2, x, attn_mask=gv.tensor([[True, False, True], [False, False, False],
+                                                          [True, True, True]]))),
     "log_softmax": ([((3, 8), _signed)],
                     lambda x: gv.log_softmax(x, -1) * gv.log_softmax(x, 0)),
     "softmax_zero_dim": ([((), _signed)], lambda x: gv.softmax(x, 0) + gv.log_softmax(x, 0)),

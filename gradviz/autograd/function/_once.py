@@ -30,7 +30,7 @@ class DelayedError(_engine.Node):
         self.message = message
 
     def name(self):
-        return "Error"
+        return "torch::autograd::Error"  # PyTorch's C++ node, qualified as its name() gives it
 
     def _apply_grads(self, grads):
         raise RuntimeError(self.message)

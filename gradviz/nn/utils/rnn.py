@@ -140,6 +140,7 @@ PACK_PADDED_SEQUENCE = _ops.Op(
     backward=_pack_backward,
     saved={
         "batch_first": Attr("batch_first"),
+        "input_sym_sizes": Attr("input_shape", tuple),
         "result1": Computed(lambda node: wrapped_array(node.attrs["batch_sizes"])),
     })
 
