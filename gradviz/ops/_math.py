@@ -10,6 +10,7 @@ import numpy as np
 
 from gradviz_ext import ops as _ext_ops
 
+from .. import dtypes as _dtypes
 from .._tensor import C_TYPE_NAMES, TYPE_WORDS, Tensor, _wrap
 from ._creation import zeros_like
 from ._pointwise import (
