@@ -19,6 +19,7 @@ with warnings.catch_warnings(record=True) as caught:
     float(w[0])
     w.sum().item()
     int(w[1].detach())
+    torch.cross(torch.ones(3, 2), torch.ones(3, 2))  # no dim: deprecated
 for warning in caught:
     print(warning.category.__name__, str(warning.message).split(" (Triggered")[0].replace("\\n", " "))
 """
@@ -34,7 +35,8 @@ def test_warn_once_warnings_match_torch():
                                 capture_output=True, text=True, check=True)
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1]
-    assert outputs[1].count("UserWarning") == 2
+    assert outputs[1].count("UserWarning") == 3
+    assert "Using torch.cross without specifying the dim arg" in outputs[1]
 
 
 # Tensor.T on a tensor that is not 2-D: two TORCH_WARN_ONCE warnings (0-D, and other ndims)
